@@ -1,0 +1,47 @@
+# Helpers that keep every library and test declared the same way.
+
+# sched_add_library(<name> SOURCES ... [PUBLIC_DEPS ...] [PRIVATE_DEPS ...])
+# Defines target sched_<name> with alias sched::<name>; headers live in include/sched/<name>/.
+function(sched_add_library name)
+    cmake_parse_arguments(ARG "" "" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
+    add_library(sched_${name} ${ARG_SOURCES})
+    add_library(sched::${name} ALIAS sched_${name})
+    target_include_directories(sched_${name} PUBLIC
+        $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>
+        $<INSTALL_INTERFACE:include>)
+    target_link_libraries(sched_${name} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+    target_compile_features(sched_${name} PUBLIC cxx_std_20)
+endfunction()
+
+# sched_add_test(<name> SOURCES ... [LIBS ...] [LABELS ...] [TIMEOUT s])
+# One executable, one ctest entry (labels default to "unit").
+function(sched_add_test name)
+    cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+    add_executable(${name} ${ARG_SOURCES})
+    target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main)
+    if(NOT ARG_LABELS)
+        set(ARG_LABELS unit)
+    endif()
+    if(NOT ARG_TIMEOUT)
+        set(ARG_TIMEOUT 300)
+    endif()
+    add_test(NAME ${name} COMMAND ${name})
+    set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+endfunction()
+
+# sched_add_db_test(<name> SOURCES ... [LIBS ...] [TIMEOUT s])
+# A test binary whose cases are parameterised over the backends (instances named Sqlite and
+# MySql, see sched/db/testing/test_database.hpp). Registered twice: <name>.sqlite (label "unit")
+# and <name>.mysql (label "mysql"), so `ctest -L mysql` runs only the MariaDB cases.
+function(sched_add_db_test name)
+    cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS" ${ARGN})
+    add_executable(${name} ${ARG_SOURCES})
+    target_link_libraries(${name} PRIVATE ${ARG_LIBS} sched::db_testing GTest::gtest GTest::gtest_main)
+    if(NOT ARG_TIMEOUT)
+        set(ARG_TIMEOUT 300)
+    endif()
+    add_test(NAME ${name}.sqlite COMMAND ${name} --gtest_filter=-*MySql*)
+    set_tests_properties(${name}.sqlite PROPERTIES LABELS "unit;sqlite" TIMEOUT ${ARG_TIMEOUT})
+    add_test(NAME ${name}.mysql COMMAND ${name} --gtest_filter=*MySql*)
+    set_tests_properties(${name}.mysql PROPERTIES LABELS "mysql" TIMEOUT ${ARG_TIMEOUT})
+endfunction()

@@ -1,0 +1,224 @@
+#pragma once
+
+/// A pool of soci sessions over one database, with errors as values.
+///
+/// soci is blocking: call Database from DB worker threads, never from an Asio I/O thread
+/// (STYLE "Async"). All members are thread-safe.
+///
+/// Every MySQL session runs with time_zone '+00:00', READ COMMITTED isolation and the URL's
+/// lock-wait and statement timeouts. Every SQLite session runs in WAL mode with the URL's busy
+/// timeout, so several processes may share one file.
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <type_traits>
+#include <vector>
+
+#include <soci/soci.h>
+
+#include "sched/common/status.hpp"
+#include "sched/db/db_url.hpp"
+#include "sched/db/dialect.hpp"
+
+namespace sched::db {
+
+/// Maps an error thrown by soci to a Status:
+///  - connection refused / lost / server gone / timeouts on the wire -> kUnavailable, and
+///    `*connection_lost` = true (the session must not be reused);
+///  - SQLite busy/locked -> kUnavailable (retry the call);
+///  - lock wait timeout, statement timeout -> kDeadlineExceeded;
+///  - deadlock -> kAborted; duplicate key / constraint -> kAlreadyExists;
+///  - access denied -> kPermissionDenied; unknown database or table -> kFailedPrecondition;
+///  - anything else -> kInternal.
+Status ClassifyError(const std::exception& e, bool* connection_lost = nullptr);
+
+enum class TxMode {
+    kRead,   ///< SQLite: deferred BEGIN; MySQL: START TRANSACTION
+    kWrite,  ///< SQLite: BEGIN IMMEDIATE (takes the write lock up front); MySQL: START TRANSACTION
+};
+
+class Database;
+
+/// A session borrowed from the pool; goes back on destruction (or is discarded if broken).
+class PooledSession {
+  public:
+    PooledSession(PooledSession&& other) noexcept;
+    PooledSession& operator=(PooledSession&&) = delete;
+    PooledSession(const PooledSession&) = delete;
+    PooledSession& operator=(const PooledSession&) = delete;
+    ~PooledSession();
+
+    soci::session& operator*() const { return *session_; }
+    soci::session* operator->() const { return session_.get(); }
+    /// The pool will close this session instead of reusing it.
+    void MarkBroken() { broken_ = true; }
+
+  private:
+    friend class Database;
+    PooledSession(Database* owner, std::unique_ptr<soci::session> session)
+        : owner_(owner), session_(std::move(session)) {}
+
+    Database* owner_;
+    std::unique_ptr<soci::session> session_;
+    bool broken_ = false;
+};
+
+namespace impl {
+template <typename R>
+struct RunResult {
+    using type = Result<R>;
+};
+template <>
+struct RunResult<void> {
+    using type = Status;
+};
+template <>
+struct RunResult<Status> {
+    using type = Status;
+};
+template <typename T>
+struct RunResult<Result<T>> {
+    using type = Result<T>;
+};
+inline bool IsOk(const Status& s) {
+    return s.ok();
+}
+template <typename T>
+bool IsOk(const Result<T>& r) {
+    return r.ok();
+}
+template <typename T>
+bool IsOk(const T&) {
+    return true;
+}
+}  // namespace impl
+
+class Database : public std::enable_shared_from_this<Database> {
+  public:
+    /// Connects one session to check that the database is reachable and the credentials work.
+    /// kUnavailable: not reachable (worth retrying); other codes: retrying will not help.
+    static Result<std::shared_ptr<Database>> Open(const DbUrl& url);
+
+    /// Open(), retried with exponential backoff (200 ms doubling to 5 s, with jitter) while it
+    /// fails with kUnavailable and `retry_for` has not passed; each failed attempt is logged with
+    /// the redacted URL and the reason. `should_stop` (optional) aborts the wait early.
+    static Result<std::shared_ptr<Database>> OpenWithRetry(const DbUrl& url, Micros retry_for,
+                                                           const std::function<bool()>& should_stop = {});
+
+    ~Database();
+    Database(const Database&) = delete;
+    Database& operator=(const Database&) = delete;
+
+    const DbUrl& url() const { return url_; }
+    const Dialect& dialect() const { return dialect_; }
+    Backend backend() const { return url_.backend; }
+
+    /// Borrows a session, connecting a new one if the pool is not full. kUnavailable when no
+    /// session frees up within the URL's acquire-timeout or a new connection fails.
+    Result<PooledSession> Acquire();
+
+    /// Runs fn(soci::session&) on a pooled session. soci errors become Status values (see
+    /// ClassifyError); a lost connection is dropped from the pool. Other exceptions propagate.
+    /// fn may return void (-> Status), Status, Result<T>, or T (-> Result<T>).
+    template <typename F>
+    auto Run(F&& fn) -> typename impl::RunResult<std::invoke_result_t<F, soci::session&>>::type;
+
+    /// Like Run, inside a transaction: committed when fn returns normally with an OK value, rolled
+    /// back when it returns an error value or throws.
+    template <typename F>
+    auto InTransaction(TxMode mode, F&& fn) -> typename impl::RunResult<std::invoke_result_t<F, soci::session&>>::type;
+
+    /// The database clock in epoch microseconds (SQLite: millisecond precision).
+    Result<std::int64_t> NowUs();
+
+    /// Starts/ends a transaction on a session in this database's dialect.
+    void Begin(soci::session& s, TxMode mode) const;
+    static void Commit(soci::session& s);
+    static void Rollback(soci::session& s);
+
+  private:
+    explicit Database(DbUrl url);
+    Result<std::unique_ptr<soci::session>> Connect() const;
+    void Return(std::unique_ptr<soci::session> s, bool broken);
+    friend class PooledSession;
+
+    DbUrl url_;
+    Dialect dialect_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::vector<std::unique_ptr<soci::session>> idle_;
+    int open_ = 0;  // sessions connected and not discarded (idle + lent out)
+};
+
+// ---- template implementations ----
+
+template <typename F>
+auto Database::Run(F&& fn) -> typename impl::RunResult<std::invoke_result_t<F, soci::session&>>::type {
+    using R = std::invoke_result_t<F, soci::session&>;
+    auto session = Acquire();
+    if (!session.ok()) return session.status();
+    try {
+        if constexpr (std::is_void_v<R>) {
+            fn(**session);
+            return Status::Ok();
+        } else {
+            return fn(**session);
+        }
+    } catch (const soci::soci_error& e) {
+        bool lost = false;
+        Status status = ClassifyError(e, &lost);
+        if (lost) session->MarkBroken();
+        return status;
+    }
+}
+
+template <typename F>
+auto Database::InTransaction(TxMode mode, F&& fn) ->
+    typename impl::RunResult<std::invoke_result_t<F, soci::session&>>::type {
+    using R = std::invoke_result_t<F, soci::session&>;
+    auto session = Acquire();
+    if (!session.ok()) return session.status();
+    soci::session& s = **session;
+    const auto rollback_quietly = [&] {
+        try {
+            Rollback(s);
+        } catch (...) {
+            // A session whose transaction state is unknown must never be lent out again.
+            session->MarkBroken();
+        }
+    };
+    try {
+        Begin(s, mode);
+        if constexpr (std::is_void_v<R>) {
+            fn(s);
+            Commit(s);
+            return Status::Ok();
+        } else {
+            R result = fn(s);
+            if (impl::IsOk(result)) {
+                Commit(s);
+            } else {
+                rollback_quietly();
+            }
+            return result;
+        }
+    } catch (const soci::soci_error& e) {
+        bool lost = false;
+        Status status = ClassifyError(e, &lost);
+        if (lost) {
+            session->MarkBroken();
+        } else {
+            rollback_quietly();
+        }
+        return status;
+    } catch (...) {
+        rollback_quietly();
+        throw;
+    }
+}
+
+}  // namespace sched::db

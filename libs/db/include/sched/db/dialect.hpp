@@ -1,0 +1,46 @@
+#pragma once
+
+/// The SQL differences between MySQL/MariaDB and SQLite that matter to this project, in one place.
+/// Everything else is written once, in the common subset, with bound parameters.
+
+#include <string>
+#include <string_view>
+
+#include "sched/db/db_url.hpp"
+
+namespace sched::db {
+
+class Dialect {
+  public:
+    explicit Dialect(Backend backend) : backend_(backend) {}
+    Backend backend() const { return backend_; }
+
+    /// An SQL expression for the database clock in epoch microseconds (BIGINT), evaluated by the
+    /// server inside the statement that uses it. MySQL: NOW(6) at microsecond precision (sessions
+    /// run with time_zone '+00:00'); SQLite: julianday('now'), millisecond precision, times 1000.
+    std::string_view NowUs() const;
+    /// The same clock in epoch milliseconds.
+    std::string_view NowMs() const;
+
+    /// An insert that is a no-op (affected rows 0) when a unique key already exists:
+    /// InsertIfAbsent("t (k, v) VALUES (:k, :v)") -> MySQL `INSERT IGNORE INTO t ...`, SQLite
+    /// `INSERT INTO t ... ON CONFLICT DO NOTHING`. MySQL's IGNORE also turns truncation into a
+    /// warning, so callers validate lengths first (the web module does).
+    ///
+    /// Affected-row counts, here and for UPDATE, count rows *matched* on both backends: soci
+    /// connects to MySQL with CLIENT_FOUND_ROWS, and SQLite counts matched rows. A CAS update
+    /// therefore reports 1 even when it writes the values a row already had.
+    std::string InsertIfAbsent(std::string_view rest) const;
+
+    /// Appended to a SELECT to take a shared row lock until commit (MySQL `LOCK IN SHARE MODE`,
+    /// accepted by MySQL 8 and MariaDB alike). SQLite: empty; its write transactions are
+    /// exclusive from BEGIN IMMEDIATE on.
+    std::string_view ShareLock() const;
+    /// Appended to a SELECT to take an exclusive row lock until commit. SQLite: empty.
+    std::string_view ForUpdate() const;
+
+  private:
+    Backend backend_;
+};
+
+}  // namespace sched::db

@@ -1,0 +1,283 @@
+#include "sched/db/database.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include <soci/mysql/soci-mysql.h>
+#include <soci/sqlite3/soci-sqlite3.h>
+#include <spdlog/spdlog.h>
+
+namespace sched::db {
+
+namespace {
+
+// Values in soci's connect strings are quoted so that passwords and paths with spaces survive;
+// soci's MySQL backend understands single quotes, its SQLite backend double quotes.
+std::string Quoted(const std::string& v, char quote = '\'') {
+    std::string out(1, quote);
+    for (char c : v) {
+        if (c == quote || c == '\\') out += '\\';
+        out += c;
+    }
+    return out + quote;
+}
+
+long long Seconds(Micros d, long long min) {
+    return std::max<long long>(
+        min, std::chrono::duration_cast<std::chrono::seconds>(d + std::chrono::microseconds(999999)).count());
+}
+
+bool IsConnectionLossErrno(unsigned int err) {
+    switch (err) {
+        case 2002:  // CR_CONNECTION_ERROR
+        case 2003:  // CR_CONN_HOST_ERROR
+        case 2005:  // CR_UNKNOWN_HOST
+        case 2006:  // CR_SERVER_GONE_ERROR
+        case 2013:  // CR_SERVER_LOST
+        case 2026:  // CR_SSL_CONNECTION_ERROR
+        case 2055:  // CR_SERVER_LOST_EXTENDED
+        case 1053:  // ER_SERVER_SHUTDOWN
+        case 1927:  // ER_CONNECTION_KILLED
+        case 4031:  // ER_CLIENT_INTERACTION_TIMEOUT
+            return true;
+        default:
+            return false;
+    }
+}
+
+}  // namespace
+
+Status ClassifyError(const std::exception& e, bool* connection_lost) {
+    if (connection_lost != nullptr) *connection_lost = false;
+    const std::string what = e.what();
+    if (const auto* my = dynamic_cast<const soci::mysql_soci_error*>(&e)) {
+        const unsigned int err = my->err_num_;
+        if (IsConnectionLossErrno(err)) {
+            if (connection_lost != nullptr) *connection_lost = true;
+            return Unavailable("database connection lost: " + what);
+        }
+        switch (err) {
+            case 1205:
+                return DeadlineExceeded("lock wait timeout: " + what);
+            case 1969:  // ER_STATEMENT_TIMEOUT (MariaDB max_statement_time)
+            case 3024:  // ER_QUERY_TIMEOUT (MySQL max_execution_time)
+                return DeadlineExceeded("statement timeout: " + what);
+            case 1213:
+                return Aborted("deadlock: " + what);
+            case 1062:
+                return AlreadyExists("duplicate key: " + what);
+            case 1044:
+            case 1045:
+                return {Code::kPermissionDenied, "database access denied: " + what};
+            case 1049:
+                return FailedPrecondition("unknown database: " + what);
+            case 1146:
+                return FailedPrecondition("missing table (schema not migrated?): " + what);
+            default:
+                return Internal("database error " + std::to_string(err) + ": " + what);
+        }
+    }
+    if (const auto* lite = dynamic_cast<const soci::sqlite3_soci_error*>(&e)) {
+        switch (lite->result() & 0xff) {
+            case 5:  // SQLITE_BUSY
+            case 6:  // SQLITE_LOCKED
+                return Unavailable("database busy: " + what);
+            case 19:
+                return AlreadyExists("constraint violation: " + what);
+            case 13:
+                return {Code::kResourceExhausted, "database full: " + what};
+            case 10:
+                return Unavailable("database I/O error: " + what);
+            case 14:
+                return FailedPrecondition("cannot open database file: " + what);
+            default:
+                return Internal("database error: " + what);
+        }
+    }
+    if (const auto* se = dynamic_cast<const soci::soci_error*>(&e)) {
+        switch (se->get_error_category()) {
+            case soci::soci_error::connection_error:
+                if (connection_lost != nullptr) *connection_lost = true;
+                return Unavailable("database connection error: " + what);
+            case soci::soci_error::constraint_violation:
+                return AlreadyExists("constraint violation: " + what);
+            case soci::soci_error::no_privilege:
+                return {Code::kPermissionDenied, what};
+            default:
+                break;
+        }
+    }
+    return Internal("database error: " + what);
+}
+
+PooledSession::PooledSession(PooledSession&& other) noexcept
+    : owner_(other.owner_), session_(std::move(other.session_)), broken_(other.broken_) {
+    other.owner_ = nullptr;
+}
+
+PooledSession::~PooledSession() {
+    if (owner_ != nullptr && session_) owner_->Return(std::move(session_), broken_);
+}
+
+Database::Database(DbUrl url) : url_(std::move(url)), dialect_(url_.backend) {}
+
+Database::~Database() = default;
+
+Result<std::shared_ptr<Database>> Database::Open(const DbUrl& url) {
+    std::shared_ptr<Database> db(new Database(url));
+    auto first = db->Connect();
+    if (!first.ok()) return first.status();
+    {
+        std::lock_guard lock(db->mu_);
+        db->idle_.push_back(std::move(*first));
+        db->open_ = 1;
+    }
+    return db;
+}
+
+Result<std::shared_ptr<Database>> Database::OpenWithRetry(const DbUrl& url, Micros retry_for,
+                                                          const std::function<bool()>& should_stop) {
+    const auto deadline = std::chrono::steady_clock::now() + retry_for;
+    auto backoff = std::chrono::milliseconds(200);
+    std::mt19937 rng{std::random_device{}()};
+    for (int attempt = 1;; ++attempt) {
+        auto db = Open(url);
+        if (db.ok()) {
+            if (attempt > 1) spdlog::info("database {} reachable after {} attempts", url.Redacted(), attempt);
+            return db;
+        }
+        if (db.status().code() != Code::kUnavailable) return db.status();
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= deadline) {
+            return Unavailable("database " + url.Redacted() + " unreachable after " + std::to_string(attempt) +
+                               " attempts over " + FormatDuration(retry_for) + ": " + db.status().message());
+        }
+        // Jitter spreads out a cluster's reconnects after a database restart.
+        std::uniform_int_distribution<int> jitter(0, static_cast<int>(backoff.count() / 4));
+        auto wait = std::min<std::chrono::steady_clock::duration>(backoff + std::chrono::milliseconds(jitter(rng)),
+                                                                  deadline - now);
+        spdlog::warn("database {} unreachable (attempt {}): {}; retrying in {} ms", url.Redacted(), attempt,
+                     db.status().message(), std::chrono::duration_cast<std::chrono::milliseconds>(wait).count());
+        const auto wake = std::chrono::steady_clock::now() + wait;
+        while (std::chrono::steady_clock::now() < wake) {
+            if (should_stop && should_stop()) return Cancelled("stopped while waiting for the database");
+            std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+                std::chrono::milliseconds(50), wake - std::chrono::steady_clock::now()));
+        }
+        backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+    }
+}
+
+Result<std::unique_ptr<soci::session>> Database::Connect() const {
+    auto session = std::make_unique<soci::session>();
+    try {
+        if (url_.backend == Backend::kMySql) {
+            std::string cs = "db=" + Quoted(url_.database) + " user=" + Quoted(url_.user) +
+                             " host=" + Quoted(url_.host) + " port=" + std::to_string(url_.port) +
+                             " connect_timeout=" + std::to_string(Seconds(url_.connect_timeout, 1)) +
+                             " read_timeout=" + std::to_string(Seconds(url_.read_timeout, 1)) +
+                             " write_timeout=" + std::to_string(Seconds(url_.write_timeout, 1)) + " charset=utf8mb4";
+            if (!url_.password.empty()) cs += " password=" + Quoted(url_.password);
+            session->open(soci::mysql, cs);
+            // One clock for every session: NOW(6) and UNIX_TIMESTAMP() agree only in a fixed zone.
+            *session << "SET time_zone = '+00:00'";
+            // READ COMMITTED: locking reads see the latest commit and InnoDB takes no gap locks,
+            // so the master's scans do not block the web module's inserts.
+            *session << "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
+            *session << "SET SESSION innodb_lock_wait_timeout = " + std::to_string(Seconds(url_.lock_wait_timeout, 1));
+            if (url_.statement_timeout.count() > 0) {
+                const double secs = static_cast<double>(url_.statement_timeout.count()) / 1e6;
+                *session << "SET SESSION max_statement_time = " + std::to_string(secs);
+            }
+        } else {
+            const std::filesystem::path path(url_.path);
+            if (path.has_parent_path()) {
+                std::error_code ec;
+                std::filesystem::create_directories(path.parent_path(), ec);
+            }
+            session->open(soci::sqlite3, "db=" + Quoted(url_.path, '"'));
+            const auto busy_ms = std::chrono::duration_cast<std::chrono::milliseconds>(url_.busy_timeout).count();
+            *session << "PRAGMA busy_timeout = " + std::to_string(busy_ms);
+            std::string mode;
+            *session << "PRAGMA journal_mode = WAL", soci::into(mode);
+            *session << "PRAGMA synchronous = NORMAL";
+            *session << "PRAGMA foreign_keys = ON";
+        }
+    } catch (const soci::soci_error& e) {
+        Status s = ClassifyError(e);
+        if (s.code() == Code::kInternal && url_.backend == Backend::kMySql) {
+            // Connect-time errors without a server errno are network failures.
+            s = Unavailable(e.what());
+        }
+        return Status(s.code(), "connect to " + url_.Redacted() + ": " + s.message());
+    }
+    return session;
+}
+
+Result<PooledSession> Database::Acquire() {
+    std::unique_lock lock(mu_);
+    const auto deadline = std::chrono::steady_clock::now() + url_.acquire_timeout;
+    for (;;) {
+        if (!idle_.empty()) {
+            auto s = std::move(idle_.back());
+            idle_.pop_back();
+            return PooledSession(this, std::move(s));
+        }
+        if (open_ < url_.pool) {
+            ++open_;  // reserve the slot before connecting outside the lock
+            lock.unlock();
+            auto s = Connect();
+            if (!s.ok()) {
+                lock.lock();
+                --open_;
+                cv_.notify_one();
+                return s.status();
+            }
+            return PooledSession(this, std::move(*s));
+        }
+        if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() && open_ >= url_.pool) {
+            return Unavailable("all " + std::to_string(url_.pool) + " database sessions busy for " +
+                               FormatDuration(url_.acquire_timeout));
+        }
+    }
+}
+
+void Database::Return(std::unique_ptr<soci::session> s, bool broken) {
+    std::lock_guard lock(mu_);
+    if (broken) {
+        --open_;
+        s.reset();
+    } else {
+        idle_.push_back(std::move(s));
+    }
+    cv_.notify_one();
+}
+
+Result<std::int64_t> Database::NowUs() {
+    return Run([this](soci::session& s) {
+        std::int64_t now = 0;
+        s << "SELECT " + std::string(dialect_.NowUs()), soci::into(now);
+        return now;
+    });
+}
+
+void Database::Begin(soci::session& s, TxMode mode) const {
+    if (url_.backend == Backend::kSqlite) {
+        s << (mode == TxMode::kWrite ? "BEGIN IMMEDIATE" : "BEGIN");
+    } else {
+        s << "START TRANSACTION";
+    }
+}
+
+void Database::Commit(soci::session& s) {
+    s << "COMMIT";
+}
+
+void Database::Rollback(soci::session& s) {
+    s << "ROLLBACK";
+}
+
+}  // namespace sched::db

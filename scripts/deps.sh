@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs the Debian bookworm packages this project needs, and only those that are missing.
+#   scripts/deps.sh run    build dependencies (enough for scripts/run.sh)
+#   scripts/deps.sh test   build + test dependencies (MariaDB server, GoogleTest, clang, ...)
+# Idempotent: with everything present it runs no apt command at all.
+set -euo pipefail
+
+mode=${1:-test}
+run_pkgs=(
+    ca-certificates cmake ninja-build g++ pkg-config curl tzdata
+    libboost-dev libsoci-dev libsqlite3-dev libmariadb-dev
+    libyaml-cpp-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libhowardhinnant-date-dev
+    libgtest-dev libgmock-dev
+)
+test_pkgs=(
+    mariadb-server mariadb-client clang clang-format libbenchmark-dev procps iproute2
+)
+pkgs=("${run_pkgs[@]}")
+[ "$mode" = test ] && pkgs+=("${test_pkgs[@]}")
+
+missing=()
+for p in "${pkgs[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+        missing+=("$p")
+    fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "deps.sh: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+    sudo=(sudo)
+fi
+echo "deps.sh: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+# Keep package scripts from starting a system MariaDB: tests run their own private server.
+policy=/usr/sbin/policy-rc.d
+created_policy=0
+if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
+    "${sudo[@]}" chmod +x "$policy"
+    created_policy=1
+fi
+cleanup() { [ "$created_policy" = 1 ] && "${sudo[@]}" rm -f "$policy"; return 0; }
+trap cleanup EXIT
+"${sudo[@]}" apt-get update -q >/dev/null
+"${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+echo "deps.sh: done" >&2

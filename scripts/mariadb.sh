@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# A private, throw-away MariaDB server for the tests.
+#   scripts/mariadb.sh start DIR   data dir, socket and logs under DIR; a free loopback port;
+#                                  writes the admin URL to DIR/url and the PID to DIR/mariadbd.pid
+#   scripts/mariadb.sh stop DIR    stops that server by its PID (never any other MariaDB)
+# --no-defaults keeps every system my.cnf out, so a MariaDB the machine already runs is untouched.
+set -euo pipefail
+
+cmd=${1:?usage: mariadb.sh start|stop DIR}
+dir=${2:?usage: mariadb.sh start|stop DIR}
+
+find_bin() {
+    for b in "$@"; do
+        command -v "$b" 2>/dev/null && return 0
+        [ -x "/usr/sbin/$b" ] && { echo "/usr/sbin/$b"; return 0; }
+    done
+    echo "mariadb.sh: none of $* found (install mariadb-server)" >&2
+    return 1
+}
+
+stop() {
+    local pidfile="$dir/mariadbd.pid"
+    [ -f "$pidfile" ] || return 0
+    local pid
+    pid=$(cat "$pidfile")
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid" 2>/dev/null || true
+        for _ in $(seq 1 100); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+    fi
+    rm -f "$pidfile"
+}
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+start() {
+    local mariadbd install_db client
+    mariadbd=$(find_bin mariadbd mysqld)
+    install_db=$(find_bin mariadb-install-db mysql_install_db)
+    client=$(find_bin mariadb mysql)
+    mkdir -p "$dir"
+    local user_opt=()
+    [ "$(id -u)" -eq 0 ] && user_opt=(--user=root)
+    "$install_db" --no-defaults --datadir="$dir/data" --auth-root-authentication-method=normal \
+        --skip-test-db "${user_opt[@]}" >"$dir/install.log" 2>&1 || {
+        echo "mariadb.sh: mariadb-install-db failed:" >&2
+        tail -20 "$dir/install.log" >&2
+        return 1
+    }
+    local attempt port pid ready
+    for attempt in 1 2 3 4 5; do
+        port=$((20000 + RANDOM % 40000))
+        port_free "$port" || continue
+        "$mariadbd" --no-defaults --datadir="$dir/data" --port="$port" --bind-address=127.0.0.1 \
+            --socket="$dir/mysqld.sock" --pid-file="$dir/server.pid" --log-error="$dir/error.log" \
+            --skip-name-resolve --skip-log-bin --innodb-buffer-pool-size=128M \
+            --innodb-flush-log-at-trx-commit=2 --max-connections=1000 "${user_opt[@]}" \
+            >/dev/null 2>&1 &
+        pid=$!
+        echo "$pid" >"$dir/mariadbd.pid"
+        ready=0
+        for _ in $(seq 1 300); do
+            kill -0 "$pid" 2>/dev/null || break
+            if "$client" --no-defaults --socket="$dir/mysqld.sock" -uroot -e 'SELECT 1' >/dev/null 2>&1; then
+                ready=1
+                break
+            fi
+            sleep 0.1
+        done
+        [ "$ready" = 1 ] && break
+        stop
+        if grep -q -i 'address already in use' "$dir/error.log" 2>/dev/null; then continue; fi
+        echo "mariadb.sh: mariadbd did not start:" >&2
+        tail -20 "$dir/error.log" >&2 || true
+        return 1
+    done
+    [ "$ready" = 1 ] || { echo "mariadb.sh: no free port found" >&2; return 1; }
+    local password
+    password="t$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+    "$client" --no-defaults --socket="$dir/mysqld.sock" -uroot -e "
+        CREATE USER 'sched'@'127.0.0.1' IDENTIFIED BY '$password';
+        GRANT ALL PRIVILEGES ON *.* TO 'sched'@'127.0.0.1' WITH GRANT OPTION;
+        CREATE DATABASE sched_test;"
+    echo "mysql://sched:$password@127.0.0.1:$port/sched_test" >"$dir/url"
+    echo "mariadb.sh: MariaDB (pid $pid) on 127.0.0.1:$port, data in $dir" >&2
+}
+
+case "$cmd" in
+    start) start ;;
+    stop) stop ;;
+    *) echo "usage: mariadb.sh start|stop DIR" >&2; exit 2 ;;
+esac

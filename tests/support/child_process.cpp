@@ -1,0 +1,140 @@
+#include "child_process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <stdexcept>
+
+#include "sched/common/net.hpp"
+
+extern char** environ;
+
+namespace sched::testing {
+
+ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::string& cwd,
+                           const std::vector<std::string>& env) {
+    int out_pipe[2];
+    int err_pipe[2];
+    if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
+        throw std::runtime_error("pipe: " + std::string(std::strerror(errno)));
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+    posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+    if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
+
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
+    for (const auto& extra : env) env_strings.push_back(extra);
+    std::vector<char*> envp;
+    for (auto& s : env_strings) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> args = argv;
+    std::vector<char*> argp;
+    for (auto& a : args) argp.push_back(a.data());
+    argp.push_back(nullptr);
+
+    const int rc = posix_spawn(&pid_, argp[0], &actions, nullptr, argp.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    close(out_pipe[1]);
+    close(err_pipe[1]);
+    out_fd_ = out_pipe[0];
+    err_fd_ = err_pipe[0];
+    if (rc != 0) {
+        close(out_fd_);
+        close(err_fd_);
+        throw std::runtime_error("posix_spawn " + argv[0] + ": " + std::strerror(rc));
+    }
+}
+
+ChildProcess::~ChildProcess() {
+    if (!exit_code_ && pid_ > 0) {
+        ::kill(pid_, SIGKILL);
+        int status = 0;
+        waitpid(pid_, &status, 0);
+    }
+    if (out_fd_ >= 0) close(out_fd_);
+    if (err_fd_ >= 0) close(err_fd_);
+}
+
+void ChildProcess::Pump(int timeout_ms) {
+    pollfd fds[2] = {{out_fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}};
+    if (poll(fds, 2, timeout_ms) <= 0) return;
+    char buf[4096];
+    for (int i = 0; i < 2; ++i) {
+        if ((fds[i].revents & (POLLIN | POLLHUP)) == 0) continue;
+        const ssize_t n = read(fds[i].fd, buf, sizeof buf);
+        if (n > 0) (i == 0 ? out_ : err_).append(buf, static_cast<std::size_t>(n));
+    }
+}
+
+std::optional<std::string> ChildProcess::WaitForStdoutLine(const std::string& needle,
+                                                           std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        std::size_t start = 0;
+        for (std::size_t nl; (nl = out_.find('\n', start)) != std::string::npos; start = nl + 1) {
+            std::string line = out_.substr(start, nl - start);
+            if (line.find(needle) != std::string::npos) return line;
+        }
+        int status = 0;
+        if (!exit_code_ && waitpid(pid_, &status, WNOHANG) == pid_) {
+            exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        }
+        if (exit_code_) {
+            Pump(0);
+            if (out_.find(needle) == std::string::npos) return std::nullopt;
+            continue;
+        }
+        Pump(50);
+    }
+    return std::nullopt;
+}
+
+void ChildProcess::Signal(int signo) {
+    if (!exit_code_) ::kill(pid_, signo);
+}
+
+std::optional<int> ChildProcess::WaitForExit(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!exit_code_) {
+        int status = 0;
+        if (waitpid(pid_, &status, WNOHANG) == pid_) {
+            exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            break;
+        }
+        if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+        Pump(20);
+    }
+    // Drain what the child wrote before it exited.
+    for (int i = 0; i < 100; ++i) {
+        const auto before = out_.size() + err_.size();
+        Pump(0);
+        if (out_.size() + err_.size() == before) break;
+    }
+    return exit_code_;
+}
+
+std::pair<int, std::string> HttpGet(unsigned short port, const std::string& target) {
+    net::io_context io;
+    beast::tcp_stream stream(io);
+    stream.expires_after(std::chrono::seconds(5));
+    stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
+    http::request<http::empty_body> req{http::verb::get, target, 11};
+    req.set(http::field::host, "127.0.0.1");
+    http::write(stream, req);
+    beast::flat_buffer buffer;
+    http::response<http::string_body> res;
+    http::read(stream, buffer, res);
+    beast::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    return {static_cast<int>(res.result_int()), res.body()};
+}
+
+}  // namespace sched::testing
