@@ -22,6 +22,27 @@ std::string Dialect::InsertIfAbsent(std::string_view rest) const {
     return "INSERT INTO " + std::string(rest) + " ON CONFLICT DO NOTHING";
 }
 
+std::string Dialect::Upsert(std::string_view table, const std::vector<ColumnValue>& values,
+                            const std::vector<std::string>& key_columns,
+                            const std::vector<std::string>& update_columns) const {
+    std::string columns;
+    std::string exprs;
+    for (const auto& v : values) {
+        columns += (columns.empty() ? "" : ", ") + v.column;
+        exprs += (exprs.empty() ? "" : ", ") + v.value;
+    }
+    std::string keys;
+    for (const auto& k : key_columns) keys += (keys.empty() ? "" : ", ") + k;
+    std::string sql = "INSERT INTO " + std::string(table) + " (" + columns + ") VALUES (" + exprs + ")";
+    std::string sets;
+    for (const auto& c : update_columns) {
+        sets += (sets.empty() ? "" : ", ") + c +
+                (backend_ == Backend::kMySql ? " = VALUES(" + c + ")" : " = excluded." + c);
+    }
+    if (backend_ == Backend::kMySql) return sql + " ON DUPLICATE KEY UPDATE " + sets;
+    return sql + " ON CONFLICT (" + keys + ") DO UPDATE SET " + sets;
+}
+
 std::string_view Dialect::ShareLock() const {
     return backend_ == Backend::kMySql ? " LOCK IN SHARE MODE" : "";
 }

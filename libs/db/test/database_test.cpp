@@ -107,6 +107,31 @@ TEST_P(DatabaseTest, DuplicateKeyIsAlreadyExistsAndInsertIfAbsentIsANoOp) {
     EXPECT_EQ(*inserted, 1);
 }
 
+TEST_P(DatabaseTest, UpsertInsertsThenUpdatesOnlyTheNamedColumns) {
+    ASSERT_TRUE(
+        db().Run([](soci::session& s) { s << "CREATE TABLE up (k VARCHAR(16) PRIMARY KEY, v INT, w INT)"; }).ok());
+    const std::string sql = db().dialect().Upsert("up", {{"k", ":k"}, {"v", ":v"}, {"w", ":w"}}, {"k"}, {"v"});
+    for (int round = 1; round <= 2; ++round) {
+        Status s = db().Run([&](soci::session& s) {
+            const std::string k = "a";
+            const int v = round * 10;
+            const int w = round * 100;
+            s << sql, soci::use(k, "k"), soci::use(v, "v"), soci::use(w, "w");
+        });
+        ASSERT_TRUE(s.ok()) << s.ToString();
+    }
+    auto row = db().Run([](soci::session& s) {
+        int v = 0;
+        int w = 0;
+        int n = 0;
+        s << "SELECT v, w, (SELECT COUNT(*) FROM up) FROM up WHERE k = 'a'", soci::into(v), soci::into(w),
+            soci::into(n);
+        return std::vector<int>{v, w, n};
+    });
+    ASSERT_TRUE(row.ok()) << row.status().ToString();
+    EXPECT_EQ(*row, (std::vector<int>{20, 100, 1}));  // v updated, w kept from the insert
+}
+
 TEST_P(DatabaseTest, CasUpdateCountsMatchedRowsEvenWithoutChange) {
     ASSERT_TRUE(db().Run([](soci::session& s) { s << "CREATE TABLE c (k INT PRIMARY KEY, v INT)"; }).ok());
     ASSERT_TRUE(db().Run([](soci::session& s) { s << "INSERT INTO c (k, v) VALUES (1, 5)"; }).ok());

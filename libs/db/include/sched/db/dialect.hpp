@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sched/db/db_url.hpp"
 
@@ -31,6 +32,20 @@ class Dialect {
     /// connects to MySQL with CLIENT_FOUND_ROWS, and SQLite counts matched rows. A CAS update
     /// therefore reports 1 even when it writes the values a row already had.
     std::string InsertIfAbsent(std::string_view rest) const;
+
+    /// A column and the SQL expression inserted into it (":name" for a bound value, or e.g. NowMs()).
+    struct ColumnValue {
+        std::string column;
+        std::string value;
+    };
+    /// An insert that, when `key_columns` already exist, updates `update_columns` to the values
+    /// the insert would have written:
+    /// Upsert("t", {{"k", ":k"}, {"v", ":v"}, {"w", ":w"}}, {"k"}, {"v"}) ->
+    ///   MySQL  INSERT INTO t (k, v, w) VALUES (:k, :v, :w) ON DUPLICATE KEY UPDATE v = VALUES(v)
+    ///   SQLite INSERT INTO t (k, v, w) VALUES (:k, :v, :w) ON CONFLICT (k) DO UPDATE SET v = excluded.v
+    std::string Upsert(std::string_view table, const std::vector<ColumnValue>& values,
+                       const std::vector<std::string>& key_columns,
+                       const std::vector<std::string>& update_columns) const;
 
     /// Appended to a SELECT to take a shared row lock until commit (MySQL `LOCK IN SHARE MODE`,
     /// accepted by MySQL 8 and MariaDB alike). SQLite: empty; its write transactions are

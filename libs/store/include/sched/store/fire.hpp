@@ -1,0 +1,105 @@
+#pragma once
+
+/// Fires: one row per (job, scheduled time, kind, attempt, shard) in table `job_fire`.
+///
+/// States: pending -> dispatching -> running -> succeeded | failed | timeout | killed;
+/// pending | dispatching -> lost (its slave died); -> skipped (block/overlap policy).
+/// Every transition is a compare-and-set on the current state (Transition), so two parties
+/// racing on one fire (a callback and a timeout, say) produce exactly one outcome.
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <soci/soci.h>
+
+#include "sched/common/status.hpp"
+#include "sched/db/database.hpp"
+
+namespace sched::store {
+
+enum class FireStatus { kPending, kDispatching, kRunning, kSucceeded, kFailed, kTimeout, kKilled, kLost, kSkipped };
+
+/// "pending", "dispatching", ... (the stored spelling).
+std::string_view FireStatusName(FireStatus s);
+std::optional<FireStatus> ParseFireStatus(std::string_view name);
+/// True for the states a fire never leaves.
+bool IsFinal(FireStatus s);
+
+enum class FireKind { kSchedule, kManual, kRetry, kMisfire };
+std::string_view FireKindName(FireKind k);
+std::optional<FireKind> ParseFireKind(std::string_view name);
+
+struct Fire {
+    std::int64_t id = 0;
+    std::int64_t job_id = 0;
+    std::int64_t scheduled_time = 0;
+    FireKind kind = FireKind::kSchedule;
+    int attempt = 0;
+    int shard_index = 0;
+    int shard_total = 1;
+    std::int64_t epoch = 0;  ///< the master's lease epoch that created it (fencing)
+    std::optional<std::string> assigned_node;
+    std::optional<std::string> executor_address;
+    FireStatus status = FireStatus::kPending;
+    std::int64_t created_at = 0;
+    std::optional<std::int64_t> dispatched_at;
+    std::optional<std::int64_t> started_at;
+    std::optional<std::int64_t> finished_at;
+    std::optional<int> result_code;
+    std::optional<std::string> result_message;
+};
+
+struct FireFilter {
+    std::optional<std::int64_t> job_id;
+    std::optional<FireStatus> status;
+    std::optional<std::int64_t> scheduled_from;  ///< inclusive, epoch ms
+    std::optional<std::int64_t> scheduled_to;    ///< exclusive, epoch ms
+    std::int64_t before_id = 0;                  ///< cursor: newest first, ids < before_id (0 = from the newest)
+    int limit = 50;
+};
+
+/// The columns a transition may set besides the status (unset = unchanged).
+struct FireUpdate {
+    std::optional<std::string> assigned_node;
+    std::optional<std::string> executor_address;
+    std::optional<std::int64_t> dispatched_at;
+    std::optional<std::int64_t> started_at;
+    std::optional<std::int64_t> finished_at;
+    std::optional<int> result_code;
+    std::optional<std::string> result_message;
+};
+
+class FireRepository {
+  public:
+    explicit FireRepository(db::Database& db) : db_(db) {}
+
+    Result<Fire> Get(std::int64_t id);
+    Result<std::vector<Fire>> List(const FireFilter& filter);
+    /// CAS: moves the fire to `to` (and sets `update`) only if its status is one of `from`.
+    /// kNotFound: no such fire; kAborted: it was in another state (the message says which).
+    Status Transition(std::int64_t id, std::initializer_list<FireStatus> from, FireStatus to,
+                      const FireUpdate& update = {});
+
+    // ---- session-level operations, for transactions ----
+
+    /// Inserts the fire unless its (job, scheduled_time, kind, attempt, shard_index) exists.
+    /// Returns the new id, or nullopt for a duplicate (a repeat of the same work is a no-op).
+    /// created_at is the DB clock.
+    static std::optional<std::int64_t> InsertIfAbsent(soci::session& s, const db::Dialect& dialect, const Fire& fire);
+    /// See the Database-level Transition; returns the number of rows moved (0 or 1).
+    static int Transition(soci::session& s, std::int64_t id, std::initializer_list<FireStatus> from, FireStatus to,
+                          const FireUpdate& update);
+    /// Fires assigned to `node` in one of `statuses`, earliest scheduled first.
+    static std::vector<Fire> ListAssigned(soci::session& s, const std::string& node,
+                                          std::initializer_list<FireStatus> statuses, int limit);
+    static std::optional<Fire> Find(soci::session& s, std::int64_t id);
+
+  private:
+    db::Database& db_;
+};
+
+}  // namespace sched::store

@@ -1,0 +1,94 @@
+#pragma once
+
+/// Jobs: what to run, where, and when (table `job`).
+///
+/// `version` is the job's optimistic-concurrency token for people and tools: every Update
+/// increments it and must name the version it read (409 on mismatch in the API). The master's
+/// schedule advance (AdvanceSchedule) does not increment it, so that editing a job that fires
+/// every second does not conflict every second; it is a CAS on (version, next_fire_time)
+/// instead, which fails when someone edited the job after the master read it.
+///
+/// Repositories are thread-safe (they only borrow sessions from the pool) and blocking: call them
+/// off the I/O threads. Times are epoch milliseconds; created/updated times come from the DB clock.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <soci/soci.h>
+
+#include "sched/common/status.hpp"
+#include "sched/db/database.hpp"
+
+namespace sched::store {
+
+struct Job {
+    std::int64_t id = 0;
+    std::string name;
+    std::string app;
+    std::string handler;
+    std::string params;
+    std::string schedule_type = "cron";  ///< cron | fixed-rate | fixed-delay | once | manual
+    std::string schedule_expr;
+    std::string time_zone = "UTC";
+    std::string misfire_policy = "fire-once-now";  ///< skip | fire-once-now | fire-all
+    std::string routing = "round-robin";
+    std::string block_strategy = "serial";  ///< serial | discard-later | cover-early
+    int concurrency_limit = 1;
+    std::int64_t timeout_ms = 0;  ///< 0 = no timeout
+    int retry_max = 0;
+    std::int64_t retry_backoff_ms = 1000;
+    int shard_total = 1;
+    bool at_least_once = false;
+    bool enabled = true;
+    std::optional<std::int64_t> next_fire_time;
+    std::optional<std::int64_t> last_fire_time;
+    std::int64_t version = 0;
+    std::int64_t created_at = 0;
+    std::int64_t updated_at = 0;
+    std::string description;
+};
+
+struct JobFilter {
+    std::optional<std::string> app;
+    std::optional<bool> enabled;
+    std::string name_contains;  ///< substring match on name; empty = any
+    std::int64_t after_id = 0;  ///< cursor: jobs with id > after_id, in id order
+    int limit = 50;
+};
+
+class JobRepository {
+  public:
+    explicit JobRepository(db::Database& db) : db_(db) {}
+
+    /// Stores a new job (id, version, created/updated times assigned). kAlreadyExists when the
+    /// app already has a job of that name.
+    Result<Job> Create(const Job& job);
+    /// kNotFound when absent.
+    Result<Job> Get(std::int64_t id);
+    Result<std::vector<Job>> List(const JobFilter& filter);
+    /// Replaces every user-editable field (all but id, version, created_at, last_fire_time) when
+    /// the stored version is `expected_version`; returns the stored job with version + 1.
+    /// kNotFound: no such job; kAborted: the version moved (someone else changed it).
+    Result<Job> Update(const Job& job, std::int64_t expected_version);
+    /// kNotFound when absent. Fire rows are kept as history.
+    Status Delete(std::int64_t id);
+
+    // ---- session-level operations, for the master's fenced transactions ----
+
+    /// Enabled jobs with next_fire_time <= until_ms, earliest first, at most `limit`.
+    static std::vector<Job> SelectDue(soci::session& s, std::int64_t until_ms, int limit);
+    /// Moves a job's schedule on: sets next/last fire time if the job still has `expected_version`
+    /// and `expected_next`. Returns false when the CAS lost (the job was edited or advanced).
+    static bool AdvanceSchedule(soci::session& s, std::int64_t id, std::int64_t expected_version,
+                                std::optional<std::int64_t> expected_next, std::optional<std::int64_t> next_fire_time,
+                                std::optional<std::int64_t> last_fire_time);
+    /// The earliest next_fire_time of any enabled job, if any (the master sleeps until then).
+    static std::optional<std::int64_t> EarliestDue(soci::session& s);
+
+  private:
+    db::Database& db_;
+};
+
+}  // namespace sched::store

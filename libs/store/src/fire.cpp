@@ -1,0 +1,241 @@
+#include "sched/store/fire.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include "impl/query.hpp"
+
+namespace sched::store {
+
+namespace {
+
+constexpr std::array<std::string_view, 9> kStatusNames = {"pending", "dispatching", "running", "succeeded", "failed",
+                                                          "timeout", "killed",      "lost",    "skipped"};
+constexpr std::array<std::string_view, 4> kKindNames = {"schedule", "manual", "retry", "misfire"};
+
+constexpr const char* kColumns =
+    "id, job_id, scheduled_time, kind, attempt, shard_index, shard_total, epoch, assigned_node, executor_address, "
+    "status, created_at, dispatched_at, started_at, finished_at, result_code, result_message";
+
+struct FireRow {
+    Fire fire;
+    std::string kind;
+    std::string status;
+    impl::NullableString assigned_node;
+    impl::NullableString executor_address;
+    impl::NullableInt64 dispatched_at;
+    impl::NullableInt64 started_at;
+    impl::NullableInt64 finished_at;
+    impl::NullableInt64 result_code;
+    impl::NullableString result_message;
+
+    void BindInto(soci::statement& st) {
+        st.exchange(soci::into(fire.id));
+        st.exchange(soci::into(fire.job_id));
+        st.exchange(soci::into(fire.scheduled_time));
+        st.exchange(soci::into(kind));
+        st.exchange(soci::into(fire.attempt));
+        st.exchange(soci::into(fire.shard_index));
+        st.exchange(soci::into(fire.shard_total));
+        st.exchange(soci::into(fire.epoch));
+        st.exchange(soci::into(assigned_node.value, assigned_node.ind));
+        st.exchange(soci::into(executor_address.value, executor_address.ind));
+        st.exchange(soci::into(status));
+        st.exchange(soci::into(fire.created_at));
+        st.exchange(soci::into(dispatched_at.value, dispatched_at.ind));
+        st.exchange(soci::into(started_at.value, started_at.ind));
+        st.exchange(soci::into(finished_at.value, finished_at.ind));
+        st.exchange(soci::into(result_code.value, result_code.ind));
+        st.exchange(soci::into(result_message.value, result_message.ind));
+    }
+    Fire Finish() {
+        // Stored values come only from this code; an unknown one means a corrupted row.
+        auto k = ParseFireKind(kind);
+        auto st = ParseFireStatus(status);
+        if (!k || !st) throw std::runtime_error("fire " + std::to_string(fire.id) + ": bad kind/status in database");
+        fire.kind = *k;
+        fire.status = *st;
+        fire.assigned_node = assigned_node.get();
+        fire.executor_address = executor_address.get();
+        fire.dispatched_at = dispatched_at.get();
+        fire.started_at = started_at.get();
+        fire.finished_at = finished_at.get();
+        fire.result_code = result_code.get() ? std::optional<int>(static_cast<int>(*result_code.get())) : std::nullopt;
+        fire.result_message = result_message.get();
+        return fire;
+    }
+};
+
+template <typename BindUses>
+std::vector<Fire> SelectFires(soci::session& s, const std::string& sql, BindUses&& bind_uses) {
+    FireRow row;
+    soci::statement st(s);
+    row.BindInto(st);
+    bind_uses(st);
+    st.alloc();
+    st.prepare(sql);
+    st.define_and_bind();
+    std::vector<Fire> out;
+    if (st.execute(true)) {
+        do {
+            out.push_back(row.Finish());
+        } while (st.fetch());
+    }
+    return out;
+}
+
+std::string StatusList(std::initializer_list<FireStatus> statuses) {
+    // Names come from kStatusNames, never from input, so inlining them is safe.
+    std::string out;
+    for (FireStatus s : statuses) out += (out.empty() ? "'" : ", '") + std::string(FireStatusName(s)) + "'";
+    return out;
+}
+
+}  // namespace
+
+std::string_view FireStatusName(FireStatus s) {
+    return kStatusNames[static_cast<std::size_t>(s)];
+}
+
+std::optional<FireStatus> ParseFireStatus(std::string_view name) {
+    for (std::size_t i = 0; i < kStatusNames.size(); ++i) {
+        if (kStatusNames[i] == name) return static_cast<FireStatus>(i);
+    }
+    return std::nullopt;
+}
+
+bool IsFinal(FireStatus s) {
+    switch (s) {
+        case FireStatus::kSucceeded:
+        case FireStatus::kFailed:
+        case FireStatus::kTimeout:
+        case FireStatus::kKilled:
+        case FireStatus::kLost:
+        case FireStatus::kSkipped:
+            return true;
+        default:
+            return false;
+    }
+}
+
+std::string_view FireKindName(FireKind k) {
+    return kKindNames[static_cast<std::size_t>(k)];
+}
+
+std::optional<FireKind> ParseFireKind(std::string_view name) {
+    for (std::size_t i = 0; i < kKindNames.size(); ++i) {
+        if (kKindNames[i] == name) return static_cast<FireKind>(i);
+    }
+    return std::nullopt;
+}
+
+std::optional<Fire> FireRepository::Find(soci::session& s, std::int64_t id) {
+    auto fires = SelectFires(s, std::string("SELECT ") + kColumns + " FROM job_fire WHERE id = :id",
+                             [&](soci::statement& st) { st.exchange(soci::use(id, "id")); });
+    if (fires.empty()) return std::nullopt;
+    return fires.front();
+}
+
+Result<Fire> FireRepository::Get(std::int64_t id) {
+    return db_.Run([&](soci::session& s) -> Result<Fire> {
+        auto fire = Find(s, id);
+        if (!fire) return NotFound("fire " + std::to_string(id) + " not found");
+        return *fire;
+    });
+}
+
+Result<std::vector<Fire>> FireRepository::List(const FireFilter& f) {
+    return db_.Run([&](soci::session& s) {
+        std::string sql = std::string("SELECT ") + kColumns + " FROM job_fire WHERE 1 = 1";
+        const std::int64_t job_id = f.job_id.value_or(0);
+        const std::string status(f.status ? FireStatusName(*f.status) : "");
+        const std::int64_t from = f.scheduled_from.value_or(0);
+        const std::int64_t to = f.scheduled_to.value_or(0);
+        if (f.job_id) sql += " AND job_id = :job_id";
+        if (f.status) sql += " AND status = :status";
+        if (f.scheduled_from) sql += " AND scheduled_time >= :from_ms";
+        if (f.scheduled_to) sql += " AND scheduled_time < :to_ms";
+        if (f.before_id > 0) sql += " AND id < :before_id";
+        sql += " ORDER BY id DESC LIMIT " + std::to_string(std::clamp(f.limit, 1, 1000));
+        return SelectFires(s, sql, [&](soci::statement& st) {
+            if (f.job_id) st.exchange(soci::use(job_id, "job_id"));
+            if (f.status) st.exchange(soci::use(status, "status"));
+            if (f.scheduled_from) st.exchange(soci::use(from, "from_ms"));
+            if (f.scheduled_to) st.exchange(soci::use(to, "to_ms"));
+            if (f.before_id > 0) st.exchange(soci::use(f.before_id, "before_id"));
+        });
+    });
+}
+
+std::optional<std::int64_t> FireRepository::InsertIfAbsent(soci::session& s, const db::Dialect& dialect,
+                                                           const Fire& fire) {
+    const std::string kind(FireKindName(fire.kind));
+    const std::string status(FireStatusName(fire.status));
+    impl::NullableString node;
+    node.set(fire.assigned_node);
+    soci::statement st =
+        (s.prepare << dialect.InsertIfAbsent(
+             "job_fire (job_id, scheduled_time, kind, attempt, shard_index, shard_total, epoch, "
+             "assigned_node, status, created_at) VALUES (:job_id, :scheduled_time, :kind, :attempt, "
+             ":shard_index, :shard_total, :epoch, :node, :status, " +
+             std::string(dialect.NowMs()) + ")"),
+         soci::use(fire.job_id, "job_id"), soci::use(fire.scheduled_time, "scheduled_time"), soci::use(kind, "kind"),
+         soci::use(fire.attempt, "attempt"), soci::use(fire.shard_index, "shard_index"),
+         soci::use(fire.shard_total, "shard_total"), soci::use(fire.epoch, "epoch"),
+         soci::use(node.value, node.ind, "node"), soci::use(status, "status"));
+    if (impl::ExecuteAffected(st) == 0) return std::nullopt;
+    long long id = 0;
+    if (!s.get_last_insert_id("job_fire", id)) throw std::runtime_error("no id for the new fire");
+    return static_cast<std::int64_t>(id);
+}
+
+int FireRepository::Transition(soci::session& s, std::int64_t id, std::initializer_list<FireStatus> from, FireStatus to,
+                               const FireUpdate& u) {
+    const std::string to_name(FireStatusName(to));
+    std::string sql = "UPDATE job_fire SET status = :to_status";
+    if (u.assigned_node) sql += ", assigned_node = :assigned_node";
+    if (u.executor_address) sql += ", executor_address = :executor_address";
+    if (u.dispatched_at) sql += ", dispatched_at = :dispatched_at";
+    if (u.started_at) sql += ", started_at = :started_at";
+    if (u.finished_at) sql += ", finished_at = :finished_at";
+    if (u.result_code) sql += ", result_code = :result_code";
+    if (u.result_message) sql += ", result_message = :result_message";
+    sql += " WHERE id = :id AND status IN (" + StatusList(from) + ")";
+    soci::statement st(s);
+    st.exchange(soci::use(to_name, "to_status"));
+    if (u.assigned_node) st.exchange(soci::use(*u.assigned_node, "assigned_node"));
+    if (u.executor_address) st.exchange(soci::use(*u.executor_address, "executor_address"));
+    if (u.dispatched_at) st.exchange(soci::use(*u.dispatched_at, "dispatched_at"));
+    if (u.started_at) st.exchange(soci::use(*u.started_at, "started_at"));
+    if (u.finished_at) st.exchange(soci::use(*u.finished_at, "finished_at"));
+    if (u.result_code) st.exchange(soci::use(*u.result_code, "result_code"));
+    if (u.result_message) st.exchange(soci::use(*u.result_message, "result_message"));
+    st.exchange(soci::use(id, "id"));
+    st.alloc();
+    st.prepare(sql);
+    st.define_and_bind();
+    return static_cast<int>(impl::ExecuteAffected(st));
+}
+
+Status FireRepository::Transition(std::int64_t id, std::initializer_list<FireStatus> from, FireStatus to,
+                                  const FireUpdate& update) {
+    return db_.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Status {
+        if (Transition(s, id, from, to, update) == 1) return Status::Ok();
+        std::string current;
+        s << "SELECT status FROM job_fire WHERE id = :id", soci::use(id), soci::into(current);
+        if (!s.got_data()) return NotFound("fire " + std::to_string(id) + " not found");
+        return Aborted("fire " + std::to_string(id) + " is " + current + ", cannot become " +
+                       std::string(FireStatusName(to)));
+    });
+}
+
+std::vector<Fire> FireRepository::ListAssigned(soci::session& s, const std::string& node,
+                                               std::initializer_list<FireStatus> statuses, int limit) {
+    return SelectFires(s,
+                       std::string("SELECT ") + kColumns +
+                           " FROM job_fire WHERE assigned_node = :node AND status IN (" + StatusList(statuses) +
+                           ") ORDER BY scheduled_time, id LIMIT " + std::to_string(std::max(1, limit)),
+                       [&](soci::statement& st) { st.exchange(soci::use(node, "node")); });
+}
+
+}  // namespace sched::store

@@ -1,0 +1,259 @@
+#include "sched/store/job.hpp"
+
+#include "impl/query.hpp"
+
+namespace sched::store {
+
+namespace {
+
+constexpr const char* kColumns =
+    "id, name, app, handler, params, schedule_type, schedule_expr, time_zone, misfire_policy, routing, "
+    "block_strategy, concurrency_limit, timeout_ms, retry_max, retry_backoff_ms, shard_total, at_least_once, "
+    "enabled, next_fire_time, last_fire_time, version, created_at, updated_at, description";
+
+// Binds every column of kColumns, in order, as outputs of `st`; Finish() copies the nullable and
+// boolean columns into `job` after each fetch.
+struct JobRow {
+    Job job;
+    int at_least_once = 0;
+    int enabled = 0;
+    impl::NullableInt64 next_fire;
+    impl::NullableInt64 last_fire;
+
+    void BindInto(soci::statement& st) {
+        st.exchange(soci::into(job.id));
+        st.exchange(soci::into(job.name));
+        st.exchange(soci::into(job.app));
+        st.exchange(soci::into(job.handler));
+        st.exchange(soci::into(job.params));
+        st.exchange(soci::into(job.schedule_type));
+        st.exchange(soci::into(job.schedule_expr));
+        st.exchange(soci::into(job.time_zone));
+        st.exchange(soci::into(job.misfire_policy));
+        st.exchange(soci::into(job.routing));
+        st.exchange(soci::into(job.block_strategy));
+        st.exchange(soci::into(job.concurrency_limit));
+        st.exchange(soci::into(job.timeout_ms));
+        st.exchange(soci::into(job.retry_max));
+        st.exchange(soci::into(job.retry_backoff_ms));
+        st.exchange(soci::into(job.shard_total));
+        st.exchange(soci::into(at_least_once));
+        st.exchange(soci::into(enabled));
+        st.exchange(soci::into(next_fire.value, next_fire.ind));
+        st.exchange(soci::into(last_fire.value, last_fire.ind));
+        st.exchange(soci::into(job.version));
+        st.exchange(soci::into(job.created_at));
+        st.exchange(soci::into(job.updated_at));
+        st.exchange(soci::into(job.description));
+    }
+    Job Finish() {
+        job.at_least_once = at_least_once != 0;
+        job.enabled = enabled != 0;
+        job.next_fire_time = next_fire.get();
+        job.last_fire_time = last_fire.get();
+        return job;
+    }
+};
+
+// Runs a SELECT of kColumns with the given bound inputs and collects every row.
+template <typename BindUses>
+std::vector<Job> SelectJobs(soci::session& s, const std::string& sql, BindUses&& bind_uses) {
+    JobRow row;
+    soci::statement st(s);
+    row.BindInto(st);
+    bind_uses(st);
+    st.alloc();
+    st.prepare(sql);
+    st.define_and_bind();
+    std::vector<Job> out;
+    if (st.execute(true)) {
+        do {
+            out.push_back(row.Finish());
+        } while (st.fetch());
+    }
+    return out;
+}
+
+// The user-editable columns, bound by name, shared by Create and Update.
+struct EditableFields {
+    explicit EditableFields(const Job& j) : job(j), at_least_once(j.at_least_once ? 1 : 0), enabled(j.enabled ? 1 : 0) {
+        next_fire.set(j.next_fire_time);
+    }
+    void BindUse(soci::statement& st) {
+        st.exchange(soci::use(job.name, "name"));
+        st.exchange(soci::use(job.app, "app"));
+        st.exchange(soci::use(job.handler, "handler"));
+        st.exchange(soci::use(job.params, "params"));
+        st.exchange(soci::use(job.schedule_type, "schedule_type"));
+        st.exchange(soci::use(job.schedule_expr, "schedule_expr"));
+        st.exchange(soci::use(job.time_zone, "time_zone"));
+        st.exchange(soci::use(job.misfire_policy, "misfire_policy"));
+        st.exchange(soci::use(job.routing, "routing"));
+        st.exchange(soci::use(job.block_strategy, "block_strategy"));
+        st.exchange(soci::use(job.concurrency_limit, "concurrency_limit"));
+        st.exchange(soci::use(job.timeout_ms, "timeout_ms"));
+        st.exchange(soci::use(job.retry_max, "retry_max"));
+        st.exchange(soci::use(job.retry_backoff_ms, "retry_backoff_ms"));
+        st.exchange(soci::use(job.shard_total, "shard_total"));
+        st.exchange(soci::use(at_least_once, "at_least_once"));
+        st.exchange(soci::use(enabled, "enabled"));
+        st.exchange(soci::use(next_fire.value, next_fire.ind, "next_fire_time"));
+        st.exchange(soci::use(job.description, "description"));
+    }
+    Job job;
+    int at_least_once;
+    int enabled;
+    impl::NullableInt64 next_fire;
+};
+
+}  // namespace
+
+Result<Job> JobRepository::Create(const Job& job) {
+    auto id = db_.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<std::int64_t> {
+        EditableFields fields(job);
+        soci::statement st(s);
+        fields.BindUse(st);
+        st.alloc();
+        const std::string now(db_.dialect().NowMs());
+        st.prepare(
+            "INSERT INTO job (name, app, handler, params, schedule_type, schedule_expr, time_zone, misfire_policy, "
+            "routing, block_strategy, concurrency_limit, timeout_ms, retry_max, retry_backoff_ms, shard_total, "
+            "at_least_once, enabled, next_fire_time, description, version, created_at, updated_at) VALUES (:name, "
+            ":app, :handler, :params, :schedule_type, :schedule_expr, :time_zone, :misfire_policy, :routing, "
+            ":block_strategy, :concurrency_limit, :timeout_ms, :retry_max, :retry_backoff_ms, :shard_total, "
+            ":at_least_once, :enabled, :next_fire_time, :description, 1, " +
+            now + ", " + now + ")");
+        st.define_and_bind();
+        st.execute(true);
+        long long new_id = 0;
+        if (!s.get_last_insert_id("job", new_id)) return Internal("no id for the new job");
+        return static_cast<std::int64_t>(new_id);
+    });
+    if (!id.ok()) {
+        if (id.status().code() == Code::kAlreadyExists) {
+            return AlreadyExists("app \"" + job.app + "\" already has a job named \"" + job.name + "\"");
+        }
+        return id.status();
+    }
+    return Get(*id);
+}
+
+Result<Job> JobRepository::Get(std::int64_t id) {
+    return db_.Run([&](soci::session& s) -> Result<Job> {
+        auto jobs = SelectJobs(s, std::string("SELECT ") + kColumns + " FROM job WHERE id = :id",
+                               [&](soci::statement& st) { st.exchange(soci::use(id, "id")); });
+        if (jobs.empty()) return NotFound("job " + std::to_string(id) + " not found");
+        return jobs.front();
+    });
+}
+
+Result<std::vector<Job>> JobRepository::List(const JobFilter& filter) {
+    return db_.Run([&](soci::session& s) {
+        std::string sql = std::string("SELECT ") + kColumns + " FROM job WHERE id > :after_id";
+        const std::string app = filter.app.value_or("");
+        const int enabled = filter.enabled.value_or(false) ? 1 : 0;
+        // LIKE with an escape character: a user searching for "50%" means the characters.
+        std::string pattern = "%";
+        for (char c : filter.name_contains) {
+            if (c == '%' || c == '_' || c == '!') pattern += '!';
+            pattern += c;
+        }
+        pattern += "%";
+        if (filter.app) sql += " AND app = :app";
+        if (filter.enabled) sql += " AND enabled = :enabled";
+        if (!filter.name_contains.empty()) sql += " AND name LIKE :pattern ESCAPE '!'";
+        const int limit = std::clamp(filter.limit, 1, 1000);
+        sql += " ORDER BY id LIMIT " + std::to_string(limit);
+        return SelectJobs(s, sql, [&](soci::statement& st) {
+            st.exchange(soci::use(filter.after_id, "after_id"));
+            if (filter.app) st.exchange(soci::use(app, "app"));
+            if (filter.enabled) st.exchange(soci::use(enabled, "enabled"));
+            if (!filter.name_contains.empty()) st.exchange(soci::use(pattern, "pattern"));
+        });
+    });
+}
+
+Result<Job> JobRepository::Update(const Job& job, std::int64_t expected_version) {
+    Status updated = db_.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Status {
+        EditableFields fields(job);
+        soci::statement st(s);
+        fields.BindUse(st);
+        const std::int64_t id = job.id;
+        st.exchange(soci::use(id, "id"));
+        st.exchange(soci::use(expected_version, "expected_version"));
+        st.alloc();
+        st.prepare(
+            "UPDATE job SET name = :name, app = :app, handler = :handler, params = :params, schedule_type = "
+            ":schedule_type, schedule_expr = :schedule_expr, time_zone = :time_zone, misfire_policy = "
+            ":misfire_policy, routing = :routing, block_strategy = :block_strategy, concurrency_limit = "
+            ":concurrency_limit, timeout_ms = :timeout_ms, retry_max = :retry_max, retry_backoff_ms = "
+            ":retry_backoff_ms, shard_total = :shard_total, at_least_once = :at_least_once, enabled = :enabled, "
+            "next_fire_time = :next_fire_time, description = :description, version = version + 1, updated_at = " +
+            std::string(db_.dialect().NowMs()) + " WHERE id = :id AND version = :expected_version");
+        st.define_and_bind();
+        if (impl::ExecuteAffected(st) == 1) return Status::Ok();
+        std::int64_t current = 0;
+        soci::indicator ind = soci::i_null;
+        s << "SELECT version FROM job WHERE id = :id", soci::use(id), soci::into(current, ind);
+        if (!s.got_data()) return NotFound("job " + std::to_string(id) + " not found");
+        return Aborted("job " + std::to_string(id) + " is at version " + std::to_string(current) + ", not " +
+                       std::to_string(expected_version) + " (changed by someone else)");
+    });
+    if (!updated.ok()) {
+        if (updated.code() == Code::kAlreadyExists) {
+            return AlreadyExists("app \"" + job.app + "\" already has a job named \"" + job.name + "\"");
+        }
+        return updated;
+    }
+    return Get(job.id);
+}
+
+Status JobRepository::Delete(std::int64_t id) {
+    return db_.Run([&](soci::session& s) -> Status {
+        soci::statement st = (s.prepare << "DELETE FROM job WHERE id = :id", soci::use(id));
+        if (impl::ExecuteAffected(st) == 0) return NotFound("job " + std::to_string(id) + " not found");
+        return Status::Ok();
+    });
+}
+
+std::vector<Job> JobRepository::SelectDue(soci::session& s, std::int64_t until_ms, int limit) {
+    // Served by idx_job_due (enabled, next_fire_time): the cost depends on the due jobs, not on
+    // how many jobs the table holds.
+    return SelectJobs(
+        s,
+        std::string("SELECT ") + kColumns +
+            " FROM job WHERE enabled = 1 AND next_fire_time <= :until ORDER BY next_fire_time, id LIMIT " +
+            std::to_string(std::max(1, limit)),
+        [&](soci::statement& st) { st.exchange(soci::use(until_ms, "until")); });
+}
+
+bool JobRepository::AdvanceSchedule(soci::session& s, std::int64_t id, std::int64_t expected_version,
+                                    std::optional<std::int64_t> expected_next,
+                                    std::optional<std::int64_t> next_fire_time,
+                                    std::optional<std::int64_t> last_fire_time) {
+    impl::NullableInt64 next;
+    next.set(next_fire_time);
+    impl::NullableInt64 last;
+    last.set(last_fire_time);
+    impl::NullableInt64 expected;
+    expected.set(expected_next);
+    const int expected_null = expected_next ? 0 : 1;
+    // NULL never equals NULL in SQL, hence the explicit IS NULL branch for a job with no next time.
+    soci::statement st =
+        (s.prepare << "UPDATE job SET next_fire_time = :next, last_fire_time = COALESCE(:last, last_fire_time) "
+                      "WHERE id = :id AND version = :version AND "
+                      "((:expected_null = 1 AND next_fire_time IS NULL) OR next_fire_time = :expected)",
+         soci::use(next.value, next.ind, "next"), soci::use(last.value, last.ind, "last"), soci::use(id, "id"),
+         soci::use(expected_version, "version"), soci::use(expected_null, "expected_null"),
+         soci::use(expected.value, "expected"));
+    return impl::ExecuteAffected(st) == 1;
+}
+
+std::optional<std::int64_t> JobRepository::EarliestDue(soci::session& s) {
+    std::int64_t t = 0;
+    soci::indicator ind = soci::i_null;
+    s << "SELECT MIN(next_fire_time) FROM job WHERE enabled = 1", soci::into(t, ind);
+    return ind == soci::i_ok ? std::optional<std::int64_t>(t) : std::nullopt;
+}
+
+}  // namespace sched::store

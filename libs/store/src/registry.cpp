@@ -1,0 +1,187 @@
+#include "sched/store/registry.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "impl/query.hpp"
+
+namespace sched::store {
+
+namespace {
+
+std::string HandlersToJson(const std::vector<std::string>& handlers) {
+    return nlohmann::json(handlers).dump();
+}
+
+std::vector<std::string> HandlersFromJson(const std::string& text) {
+    // Written only by HandlersToJson; a malformed value reads as "no handlers" rather than
+    // taking the whole registry listing down.
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    std::vector<std::string> out;
+    if (!j.is_array()) return out;
+    for (const auto& h : j) {
+        if (h.is_string()) out.push_back(h.get<std::string>());
+    }
+    return out;
+}
+
+struct ExecutorRow {
+    ExecutorInstance e;
+    std::string handlers;
+    void BindInto(soci::statement& st) {
+        st.exchange(soci::into(e.app));
+        st.exchange(soci::into(e.address));
+        st.exchange(soci::into(handlers));
+        st.exchange(soci::into(e.capacity));
+        st.exchange(soci::into(e.running));
+        st.exchange(soci::into(e.last_heartbeat_ms));
+        st.exchange(soci::into(e.registered_at_ms));
+    }
+};
+
+template <typename Row, typename Out, typename BindUses, typename Finish>
+std::vector<Out> SelectRows(soci::session& s, const std::string& sql, BindUses&& bind_uses, Finish&& finish) {
+    Row row;
+    soci::statement st(s);
+    row.BindInto(st);
+    bind_uses(st);
+    st.alloc();
+    st.prepare(sql);
+    st.define_and_bind();
+    std::vector<Out> out;
+    if (st.execute(true)) {
+        do {
+            out.push_back(finish(row));
+        } while (st.fetch());
+    }
+    return out;
+}
+
+constexpr const char* kExecutorColumns =
+    "SELECT app, address, handlers, capacity, running, last_heartbeat_ms, registered_at_ms FROM executor_instance";
+
+ExecutorInstance FinishExecutor(ExecutorRow& r) {
+    ExecutorInstance e = r.e;
+    e.handlers = HandlersFromJson(r.handlers);
+    return e;
+}
+
+struct NodeRow {
+    TriggerNode n;
+    void BindInto(soci::statement& st) {
+        st.exchange(soci::into(n.node_id));
+        st.exchange(soci::into(n.address));
+        st.exchange(soci::into(n.capacity));
+        st.exchange(soci::into(n.started_at_ms));
+        st.exchange(soci::into(n.last_heartbeat_ms));
+        st.exchange(soci::into(n.state));
+    }
+};
+
+constexpr const char* kNodeColumns =
+    "SELECT node_id, address, capacity, started_at_ms, last_heartbeat_ms, state FROM trigger_node";
+
+TriggerNode FinishNode(NodeRow& r) {
+    return r.n;
+}
+
+}  // namespace
+
+Status ExecutorRepository::Heartbeat(const ExecutorInstance& instance) {
+    return db_.Run([&](soci::session& s) {
+        const std::string handlers = HandlersToJson(instance.handlers);
+        const std::string now(db_.dialect().NowMs());
+        const std::string sql =
+            db_.dialect().Upsert("executor_instance",
+                                 {{"app", ":app"},
+                                  {"address", ":address"},
+                                  {"handlers", ":handlers"},
+                                  {"capacity", ":capacity"},
+                                  {"running", ":running"},
+                                  {"last_heartbeat_ms", now},
+                                  {"registered_at_ms", now}},
+                                 {"app", "address"}, {"handlers", "capacity", "running", "last_heartbeat_ms"});
+        s << sql, soci::use(instance.app, "app"), soci::use(instance.address, "address"),
+            soci::use(handlers, "handlers"), soci::use(instance.capacity, "capacity"),
+            soci::use(instance.running, "running");
+    });
+}
+
+Status ExecutorRepository::Deregister(const std::string& app, const std::string& address) {
+    return db_.Run([&](soci::session& s) -> Status {
+        soci::statement st = (s.prepare << "DELETE FROM executor_instance WHERE app = :app AND address = :address",
+                              soci::use(app, "app"), soci::use(address, "address"));
+        if (impl::ExecuteAffected(st) == 0) return NotFound("executor " + app + "@" + address + " is not registered");
+        return Status::Ok();
+    });
+}
+
+Result<std::vector<ExecutorInstance>> ExecutorRepository::List(const std::optional<std::string>& app) {
+    return db_.Run([&](soci::session& s) {
+        const std::string a = app.value_or("");
+        return SelectRows<ExecutorRow, ExecutorInstance>(
+            s, std::string(kExecutorColumns) + (app ? " WHERE app = :app" : "") + " ORDER BY app, address",
+            [&](soci::statement& st) {
+                if (app) st.exchange(soci::use(a, "app"));
+            },
+            FinishExecutor);
+    });
+}
+
+Result<std::vector<ExecutorInstance>> ExecutorRepository::ListLive(const std::string& app, std::int64_t ttl_ms) {
+    return db_.Run([&](soci::session& s) {
+        return SelectRows<ExecutorRow, ExecutorInstance>(
+            s,
+            std::string(kExecutorColumns) + " WHERE app = :app AND last_heartbeat_ms > " +
+                std::string(db_.dialect().NowMs()) + " - :ttl ORDER BY address",
+            [&](soci::statement& st) {
+                st.exchange(soci::use(app, "app"));
+                st.exchange(soci::use(ttl_ms, "ttl"));
+            },
+            FinishExecutor);
+    });
+}
+
+Status TriggerNodeRepository::Heartbeat(const TriggerNode& node) {
+    return db_.Run([&](soci::session& s) {
+        const std::string now(db_.dialect().NowMs());
+        const std::string sql =
+            db_.dialect().Upsert("trigger_node",
+                                 {{"node_id", ":node_id"},
+                                  {"address", ":address"},
+                                  {"capacity", ":capacity"},
+                                  {"started_at_ms", now},
+                                  {"last_heartbeat_ms", now},
+                                  {"state", ":state"}},
+                                 {"node_id"}, {"address", "capacity", "last_heartbeat_ms", "state"});
+        s << sql, soci::use(node.node_id, "node_id"), soci::use(node.address, "address"),
+            soci::use(node.capacity, "capacity"), soci::use(node.state, "state");
+    });
+}
+
+Status TriggerNodeRepository::SetState(const std::string& node_id, const std::string& state) {
+    return db_.Run([&](soci::session& s) -> Status {
+        soci::statement st = (s.prepare << "UPDATE trigger_node SET state = :state WHERE node_id = :id",
+                              soci::use(state, "state"), soci::use(node_id, "id"));
+        if (impl::ExecuteAffected(st) == 0) return NotFound("trigger node " + node_id + " not found");
+        return Status::Ok();
+    });
+}
+
+Result<std::vector<TriggerNode>> TriggerNodeRepository::List() {
+    return db_.Run([&](soci::session& s) {
+        return SelectRows<NodeRow, TriggerNode>(
+            s, std::string(kNodeColumns) + " ORDER BY node_id", [](soci::statement&) {}, FinishNode);
+    });
+}
+
+Result<std::vector<TriggerNode>> TriggerNodeRepository::ListLive(std::int64_t ttl_ms) {
+    return db_.Run([&](soci::session& s) {
+        return SelectRows<NodeRow, TriggerNode>(
+            s,
+            std::string(kNodeColumns) + " WHERE state = 'active' AND last_heartbeat_ms > " +
+                std::string(db_.dialect().NowMs()) + " - :ttl ORDER BY node_id",
+            [&](soci::statement& st) { st.exchange(soci::use(ttl_ms, "ttl")); }, FinishNode);
+    });
+}
+
+}  // namespace sched::store

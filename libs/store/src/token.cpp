@@ -1,0 +1,110 @@
+#include "sched/store/token.hpp"
+
+#include <array>
+
+#include "impl/query.hpp"
+
+namespace sched::store {
+
+namespace {
+
+constexpr std::array<std::string_view, 4> kRoleNames = {"admin", "operator", "viewer", "executor"};
+
+constexpr const char* kColumns = "SELECT id, name, role, created_at, last_used_at, revoked_at FROM api_token";
+
+template <typename BindUses>
+std::vector<ApiToken> SelectTokens(soci::session& s, const std::string& sql, BindUses&& bind_uses) {
+    ApiToken t;
+    std::string role;
+    impl::NullableInt64 last_used;
+    impl::NullableInt64 revoked;
+    soci::statement st(s);
+    st.exchange(soci::into(t.id));
+    st.exchange(soci::into(t.name));
+    st.exchange(soci::into(role));
+    st.exchange(soci::into(t.created_at));
+    st.exchange(soci::into(last_used.value, last_used.ind));
+    st.exchange(soci::into(revoked.value, revoked.ind));
+    bind_uses(st);
+    st.alloc();
+    st.prepare(sql);
+    st.define_and_bind();
+    std::vector<ApiToken> out;
+    if (st.execute(true)) {
+        do {
+            auto r = ParseRole(role);
+            if (!r) throw std::runtime_error("token " + std::to_string(t.id) + ": unknown role in database");
+            t.role = *r;
+            t.last_used_at = last_used.get();
+            t.revoked_at = revoked.get();
+            out.push_back(t);
+        } while (st.fetch());
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string_view RoleName(Role r) {
+    return kRoleNames[static_cast<std::size_t>(r)];
+}
+
+std::optional<Role> ParseRole(std::string_view name) {
+    for (std::size_t i = 0; i < kRoleNames.size(); ++i) {
+        if (kRoleNames[i] == name) return static_cast<Role>(i);
+    }
+    return std::nullopt;
+}
+
+Result<ApiToken> TokenRepository::Create(const std::string& name, Role role, const std::string& token_hash) {
+    auto id = db_.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<std::int64_t> {
+        const std::string role_name(RoleName(role));
+        s << "INSERT INTO api_token (name, token_hash, role, created_at) VALUES (:name, :hash, :role, " +
+                 std::string(db_.dialect().NowMs()) + ")",
+            soci::use(name, "name"), soci::use(token_hash, "hash"), soci::use(role_name, "role");
+        long long new_id = 0;
+        if (!s.get_last_insert_id("api_token", new_id)) return Internal("no id for the new token");
+        return static_cast<std::int64_t>(new_id);
+    });
+    if (!id.ok()) return id.status();
+    return db_.Run([&](soci::session& s) -> Result<ApiToken> {
+        auto tokens = SelectTokens(s, std::string(kColumns) + " WHERE id = :id",
+                                   [&](soci::statement& st) { st.exchange(soci::use(*id, "id")); });
+        if (tokens.empty()) return Internal("token vanished after insert");
+        return tokens.front();
+    });
+}
+
+Result<ApiToken> TokenRepository::FindActive(const std::string& token_hash) {
+    return db_.Run([&](soci::session& s) -> Result<ApiToken> {
+        auto tokens = SelectTokens(s, std::string(kColumns) + " WHERE token_hash = :hash AND revoked_at IS NULL",
+                                   [&](soci::statement& st) { st.exchange(soci::use(token_hash, "hash")); });
+        if (tokens.empty()) return NotFound("no active token with that secret");
+        return tokens.front();
+    });
+}
+
+Result<std::vector<ApiToken>> TokenRepository::List() {
+    return db_.Run([&](soci::session& s) {
+        return SelectTokens(s, std::string(kColumns) + " ORDER BY id", [](soci::statement&) {});
+    });
+}
+
+Status TokenRepository::Revoke(std::int64_t id) {
+    return db_.Run([&](soci::session& s) -> Status {
+        soci::statement st = (s.prepare << "UPDATE api_token SET revoked_at = " + std::string(db_.dialect().NowMs()) +
+                                               " WHERE id = :id AND revoked_at IS NULL",
+                              soci::use(id, "id"));
+        if (impl::ExecuteAffected(st) == 0) return NotFound("token " + std::to_string(id) + " not found or revoked");
+        return Status::Ok();
+    });
+}
+
+Status TokenRepository::Touch(std::int64_t id) {
+    return db_.Run([&](soci::session& s) {
+        s << "UPDATE api_token SET last_used_at = " + std::string(db_.dialect().NowMs()) + " WHERE id = :id",
+            soci::use(id, "id");
+    });
+}
+
+}  // namespace sched::store

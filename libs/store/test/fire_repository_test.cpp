@@ -1,0 +1,164 @@
+#include "sched/store/fire.hpp"
+
+#include <set>
+
+#include "store_test_base.hpp"
+
+namespace sched::store {
+namespace {
+
+class FireRepositoryTest : public StoreTest {
+  protected:
+    std::optional<std::int64_t> Insert(const Fire& f) {
+        auto r = db().Run([&](soci::session& s) { return FireRepository::InsertIfAbsent(s, db().dialect(), f); });
+        EXPECT_TRUE(r.ok()) << r.status().ToString();
+        return r.ok() ? *r : std::nullopt;
+    }
+    static Fire Sample(std::int64_t job_id, std::int64_t t) {
+        Fire f;
+        f.job_id = job_id;
+        f.scheduled_time = t;
+        f.epoch = 7;
+        f.assigned_node = "node-a";
+        return f;
+    }
+};
+
+TEST_P(FireRepositoryTest, InsertIsIdempotentPerJobTimeKindAttemptShard) {
+    auto first = Insert(Sample(1, 1000));
+    ASSERT_TRUE(first);
+    EXPECT_EQ(Insert(Sample(1, 1000)), std::nullopt);  // the same fire again: no-op
+    Fire retry = Sample(1, 1000);
+    retry.kind = FireKind::kRetry;
+    retry.attempt = 1;
+    EXPECT_TRUE(Insert(retry));
+    Fire shard = Sample(1, 1000);
+    shard.shard_index = 1;
+    shard.shard_total = 2;
+    EXPECT_TRUE(Insert(shard));
+    EXPECT_TRUE(Insert(Sample(1, 2000)));
+
+    FireRepository fires(db());
+    auto got = fires.Get(*first);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(got->job_id, 1);
+    EXPECT_EQ(got->scheduled_time, 1000);
+    EXPECT_EQ(got->kind, FireKind::kSchedule);
+    EXPECT_EQ(got->status, FireStatus::kPending);
+    EXPECT_EQ(got->epoch, 7);
+    EXPECT_EQ(got->assigned_node, "node-a");
+    EXPECT_EQ(got->executor_address, std::nullopt);
+    EXPECT_GT(got->created_at, 0);
+}
+
+TEST_P(FireRepositoryTest, TransitionsAreCompareAndSet) {
+    FireRepository fires(db());
+    auto id = Insert(Sample(1, 1000));
+    ASSERT_TRUE(id);
+    ASSERT_TRUE(fires
+                    .Transition(*id, {FireStatus::kPending}, FireStatus::kDispatching,
+                                {.executor_address = "10.0.0.1:9999", .dispatched_at = 1005})
+                    .ok());
+    // A second claimer loses: the fire is no longer pending.
+    Status lost = fires.Transition(*id, {FireStatus::kPending}, FireStatus::kDispatching);
+    EXPECT_EQ(lost.code(), Code::kAborted);
+    EXPECT_NE(lost.message().find("is dispatching"), std::string::npos) << lost.message();
+
+    ASSERT_TRUE(fires.Transition(*id, {FireStatus::kDispatching}, FireStatus::kRunning, {.started_at = 1010}).ok());
+    // Callback and timeout race: exactly one wins.
+    Status success = fires.Transition(*id, {FireStatus::kRunning}, FireStatus::kSucceeded,
+                                      {.finished_at = 1500, .result_code = 0, .result_message = "ok"});
+    Status timeout = fires.Transition(*id, {FireStatus::kRunning}, FireStatus::kTimeout, {.finished_at = 1600});
+    EXPECT_TRUE(success.ok());
+    EXPECT_EQ(timeout.code(), Code::kAborted);
+
+    auto got = fires.Get(*id);
+    EXPECT_EQ(got->status, FireStatus::kSucceeded);
+    EXPECT_EQ(got->executor_address, "10.0.0.1:9999");
+    EXPECT_EQ(got->dispatched_at, 1005);
+    EXPECT_EQ(got->started_at, 1010);
+    EXPECT_EQ(got->finished_at, 1500);
+    EXPECT_EQ(got->result_code, 0);
+    EXPECT_EQ(got->result_message, "ok");
+    EXPECT_EQ(fires.Transition(424242, {FireStatus::kPending}, FireStatus::kLost).code(), Code::kNotFound);
+}
+
+TEST_P(FireRepositoryTest, ConcurrentClaimsHaveExactlyOneWinner) {
+    auto id = Insert(Sample(1, 1000));
+    ASSERT_TRUE(id);
+    constexpr int kClaimers = 6;
+    std::vector<std::shared_ptr<db::Database>> pools;
+    for (int i = 0; i < kClaimers; ++i) pools.push_back(test_db().OpenAnother());
+    std::atomic<int> winners{0};
+    std::atomic<int> losers{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kClaimers; ++i) {
+        threads.emplace_back([&, i] {
+            FireRepository fires(*pools[i]);
+            Status s = fires.Transition(*id, {FireStatus::kPending}, FireStatus::kDispatching,
+                                        {.assigned_node = "claimer-" + std::to_string(i)});
+            if (s.ok()) ++winners;
+            if (s.code() == Code::kAborted) ++losers;
+        });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(winners.load(), 1);
+    EXPECT_EQ(losers.load(), kClaimers - 1);
+}
+
+TEST_P(FireRepositoryTest, ListFiltersNewestFirstWithCursor) {
+    for (int t = 1; t <= 5; ++t) ASSERT_TRUE(Insert(Sample(1, t * 1000)));
+    for (int t = 1; t <= 2; ++t) ASSERT_TRUE(Insert(Sample(2, t * 1000)));
+    FireRepository fires(db());
+    auto job1 = fires.List({.job_id = 1});
+    ASSERT_TRUE(job1.ok()) << job1.status().ToString();
+    ASSERT_EQ(job1->size(), 5u);
+    EXPECT_EQ(job1->front().scheduled_time, 5000);  // newest first
+    auto window = fires.List({.job_id = 1, .scheduled_from = 2000, .scheduled_to = 4000});
+    ASSERT_EQ(window->size(), 2u);
+    auto page = fires.List({.limit = 3});
+    ASSERT_EQ(page->size(), 3u);
+    auto next = fires.List({.before_id = page->back().id, .limit = 10});
+    EXPECT_EQ(next->size(), 4u);
+    ASSERT_TRUE(fires.Transition(job1->front().id, {FireStatus::kPending}, FireStatus::kSkipped).ok());
+    auto skipped = fires.List({.status = FireStatus::kSkipped});
+    ASSERT_EQ(skipped->size(), 1u);
+    EXPECT_EQ(skipped->front().id, job1->front().id);
+}
+
+TEST_P(FireRepositoryTest, ListAssignedByNodeAndStatus) {
+    auto a = Insert(Sample(1, 3000));
+    auto b = Insert(Sample(1, 1000));
+    Fire other = Sample(2, 500);
+    other.assigned_node = "node-b";
+    ASSERT_TRUE(Insert(other));
+    FireRepository fires(db());
+    ASSERT_TRUE(fires.Transition(*a, {FireStatus::kPending}, FireStatus::kDispatching).ok());
+    auto pending = db().Run(
+        [](soci::session& s) { return FireRepository::ListAssigned(s, "node-a", {FireStatus::kPending}, 10); });
+    ASSERT_TRUE(pending.ok());
+    ASSERT_EQ(pending->size(), 1u);
+    EXPECT_EQ(pending->front().id, *b);
+    auto both = db().Run([](soci::session& s) {
+        return FireRepository::ListAssigned(s, "node-a", {FireStatus::kPending, FireStatus::kDispatching}, 10);
+    });
+    ASSERT_EQ(both->size(), 2u);
+    EXPECT_EQ(both->front().scheduled_time, 1000);
+}
+
+TEST(FireStatus, NamesRoundTripAndFinalStatesAreKnown) {
+    for (auto s :
+         {FireStatus::kPending, FireStatus::kDispatching, FireStatus::kRunning, FireStatus::kSucceeded,
+          FireStatus::kFailed, FireStatus::kTimeout, FireStatus::kKilled, FireStatus::kLost, FireStatus::kSkipped}) {
+        EXPECT_EQ(ParseFireStatus(FireStatusName(s)), s);
+    }
+    EXPECT_EQ(ParseFireStatus("done"), std::nullopt);
+    EXPECT_FALSE(IsFinal(FireStatus::kRunning));
+    EXPECT_TRUE(IsFinal(FireStatus::kLost));
+    EXPECT_EQ(ParseFireKind("retry"), FireKind::kRetry);
+}
+
+SCHED_DB_TEST_SUITE(FireRepositoryTest);
+
+}  // namespace
+}  // namespace sched::store

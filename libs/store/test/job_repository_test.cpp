@@ -1,0 +1,207 @@
+#include "sched/store/job.hpp"
+
+#include "store_test_base.hpp"
+
+namespace sched::store {
+namespace {
+
+class JobRepositoryTest : public StoreTest {};
+
+Job SampleJob(const std::string& name = "nightly-report") {
+    Job j;
+    j.name = name;
+    j.app = "billing";
+    j.handler = "report";
+    j.params = R"({"day":"yesterday"})";
+    j.schedule_type = "cron";
+    j.schedule_expr = "0 0 2 * * ?";
+    j.time_zone = "Europe/Berlin";
+    j.timeout_ms = 60000;
+    j.retry_max = 2;
+    j.next_fire_time = 1'700'000'000'000;
+    j.description = "daily";
+    return j;
+}
+
+TEST_P(JobRepositoryTest, CreateThenGetRoundTripsEveryField) {
+    JobRepository jobs(db());
+    Job in = SampleJob();
+    in.at_least_once = true;
+    in.shard_total = 3;
+    auto created = jobs.Create(in);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    EXPECT_GT(created->id, 0);
+    EXPECT_EQ(created->version, 1);
+    EXPECT_GT(created->created_at, 1'600'000'000'000);
+    auto got = jobs.Get(created->id);
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(got->name, in.name);
+    EXPECT_EQ(got->params, in.params);
+    EXPECT_EQ(got->time_zone, "Europe/Berlin");
+    EXPECT_EQ(got->timeout_ms, 60000);
+    EXPECT_EQ(got->retry_max, 2);
+    EXPECT_EQ(got->shard_total, 3);
+    EXPECT_TRUE(got->at_least_once);
+    EXPECT_TRUE(got->enabled);
+    EXPECT_EQ(got->next_fire_time, in.next_fire_time);
+    EXPECT_EQ(got->last_fire_time, std::nullopt);
+    EXPECT_EQ(got->description, "daily");
+}
+
+TEST_P(JobRepositoryTest, DuplicateNameInAppIsAlreadyExists) {
+    JobRepository jobs(db());
+    ASSERT_TRUE(jobs.Create(SampleJob()).ok());
+    auto dup = jobs.Create(SampleJob());
+    ASSERT_FALSE(dup.ok());
+    EXPECT_EQ(dup.status().code(), Code::kAlreadyExists);
+    EXPECT_NE(dup.status().message().find("nightly-report"), std::string::npos);
+    Job other_app = SampleJob();
+    other_app.app = "shipping";
+    EXPECT_TRUE(jobs.Create(other_app).ok());
+}
+
+TEST_P(JobRepositoryTest, UpdateNeedsTheVersionItRead) {
+    JobRepository jobs(db());
+    auto job = jobs.Create(SampleJob());
+    ASSERT_TRUE(job.ok());
+    Job edit = *job;
+    edit.schedule_expr = "0 30 2 * * ?";
+    auto v2 = jobs.Update(edit, 1);
+    ASSERT_TRUE(v2.ok()) << v2.status().ToString();
+    EXPECT_EQ(v2->version, 2);
+    EXPECT_EQ(v2->schedule_expr, "0 30 2 * * ?");
+
+    edit.schedule_expr = "0 45 2 * * ?";
+    auto stale = jobs.Update(edit, 1);
+    ASSERT_FALSE(stale.ok());
+    EXPECT_EQ(stale.status().code(), Code::kAborted);
+    EXPECT_NE(stale.status().message().find("version 2, not 1"), std::string::npos) << stale.status().message();
+    EXPECT_EQ(jobs.Get(job->id)->schedule_expr, "0 30 2 * * ?");
+
+    edit.id = 999999;
+    EXPECT_EQ(jobs.Update(edit, 1).status().code(), Code::kNotFound);
+}
+
+TEST_P(JobRepositoryTest, StringsThatLookLikeSqlAreStoredVerbatim) {
+    JobRepository jobs(db());
+    Job j = SampleJob("x'); DROP TABLE job; --");
+    j.params = "' OR '1'='1";
+    j.description = "\\'\"%_";
+    auto created = jobs.Create(j);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    auto got = jobs.Get(created->id);
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(got->name, j.name);
+    EXPECT_EQ(got->params, j.params);
+    EXPECT_EQ(got->description, j.description);
+    auto found = jobs.List({.name_contains = "DROP TABLE"});
+    ASSERT_TRUE(found.ok());
+    EXPECT_EQ(found->size(), 1u);
+}
+
+TEST_P(JobRepositoryTest, ListFiltersAndPagesByCursor) {
+    JobRepository jobs(db());
+    for (int i = 0; i < 5; ++i) {
+        Job j = SampleJob("job-" + std::to_string(i));
+        j.app = i % 2 == 0 ? "even" : "odd";
+        j.enabled = i != 4;
+        ASSERT_TRUE(jobs.Create(j).ok());
+    }
+    Job pct = SampleJob("50%_off");
+    ASSERT_TRUE(jobs.Create(pct).ok());
+
+    auto even = jobs.List({.app = "even"});
+    ASSERT_TRUE(even.ok());
+    EXPECT_EQ(even->size(), 3u);
+    auto enabled_even = jobs.List({.app = "even", .enabled = true});
+    EXPECT_EQ(enabled_even->size(), 2u);
+    auto disabled = jobs.List({.enabled = false});
+    ASSERT_EQ(disabled->size(), 1u);
+    EXPECT_EQ(disabled->front().name, "job-4");
+    // % and _ are literal in a name search.
+    auto literal = jobs.List({.name_contains = "%_"});
+    ASSERT_EQ(literal->size(), 1u);
+    EXPECT_EQ(literal->front().name, "50%_off");
+
+    auto page1 = jobs.List({.limit = 4});
+    ASSERT_EQ(page1->size(), 4u);
+    auto page2 = jobs.List({.after_id = page1->back().id, .limit = 4});
+    ASSERT_EQ(page2->size(), 2u);
+    EXPECT_GT(page2->front().id, page1->back().id);
+}
+
+TEST_P(JobRepositoryTest, DeleteRemovesAndReportsMissing) {
+    JobRepository jobs(db());
+    auto job = jobs.Create(SampleJob());
+    ASSERT_TRUE(jobs.Delete(job->id).ok());
+    EXPECT_EQ(jobs.Get(job->id).status().code(), Code::kNotFound);
+    EXPECT_EQ(jobs.Delete(job->id).code(), Code::kNotFound);
+}
+
+TEST_P(JobRepositoryTest, SelectDueReturnsEnabledDueJobsInTimeOrder) {
+    JobRepository jobs(db());
+    const std::int64_t t0 = 1'700'000'000'000;
+    const std::pair<const char*, std::int64_t> specs[] = {{"late", t0 + 5000}, {"soon", t0 + 1000}, {"now", t0}};
+    for (const auto& [name, t] : specs) {
+        Job j = SampleJob(name);
+        j.next_fire_time = t;
+        ASSERT_TRUE(jobs.Create(j).ok());
+    }
+    Job off = SampleJob("off");
+    off.next_fire_time = t0;
+    off.enabled = false;
+    ASSERT_TRUE(jobs.Create(off).ok());
+    Job never = SampleJob("never");
+    never.next_fire_time.reset();
+    ASSERT_TRUE(jobs.Create(never).ok());
+
+    auto due = db().Run([&](soci::session& s) { return JobRepository::SelectDue(s, t0 + 2000, 10); });
+    ASSERT_TRUE(due.ok()) << due.status().ToString();
+    ASSERT_EQ(due->size(), 2u);
+    EXPECT_EQ((*due)[0].name, "now");
+    EXPECT_EQ((*due)[1].name, "soon");
+    auto earliest = db().Run([](soci::session& s) { return JobRepository::EarliestDue(s); });
+    EXPECT_EQ(*earliest, t0);
+}
+
+TEST_P(JobRepositoryTest, AdvanceScheduleIsACasThatLosesToEditsButKeepsTheVersion) {
+    JobRepository jobs(db());
+    auto job = jobs.Create(SampleJob());
+    ASSERT_TRUE(job.ok());
+    const auto t = *job->next_fire_time;
+    auto advanced =
+        db().Run([&](soci::session& s) { return JobRepository::AdvanceSchedule(s, job->id, 1, t, t + 1000, t); });
+    ASSERT_TRUE(advanced.ok());
+    EXPECT_TRUE(*advanced);
+    auto after = jobs.Get(job->id);
+    EXPECT_EQ(after->next_fire_time, t + 1000);
+    EXPECT_EQ(after->last_fire_time, t);
+    EXPECT_EQ(after->version, 1);  // a schedule advance is not a user edit
+
+    // The same advance again: next_fire_time moved on, so the CAS fails (no double advance).
+    auto again =
+        db().Run([&](soci::session& s) { return JobRepository::AdvanceSchedule(s, job->id, 1, t, t + 1000, t); });
+    EXPECT_FALSE(*again);
+
+    // A user edit in between makes the master's stale CAS fail.
+    Job edit = *after;
+    ASSERT_TRUE(jobs.Update(edit, 1).ok());
+    auto stale = db().Run(
+        [&](soci::session& s) { return JobRepository::AdvanceSchedule(s, job->id, 1, t + 1000, t + 2000, t + 1000); });
+    EXPECT_FALSE(*stale);
+
+    // A job with no next time (once, already fired) can be CASed from NULL.
+    Job done = SampleJob("once");
+    done.next_fire_time.reset();
+    auto once = jobs.Create(done);
+    auto from_null = db().Run([&](soci::session& s) {
+        return JobRepository::AdvanceSchedule(s, once->id, 1, std::nullopt, t, std::nullopt);
+    });
+    EXPECT_TRUE(*from_null);
+    EXPECT_EQ(jobs.Get(once->id)->next_fire_time, t);
+}
+
+SCHED_DB_TEST_SUITE(JobRepositoryTest);
+
+}  // namespace
+}  // namespace sched::store
