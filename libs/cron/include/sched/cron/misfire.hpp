@@ -1,0 +1,65 @@
+#pragma once
+
+/// Misfire math (DESIGN.md section 5): which fire rows to create for a job whose due time has
+/// passed, and which next_fire_time to store. Pure functions of their inputs.
+///
+/// A scheduled time t is *late* when now - t > threshold, otherwise it is *on time*. Late times
+/// are what the policy decides about:
+///   skip           late times get no fire; on-time ones fire as scheduled.
+///   fire-once-now  if any time is late, one fire at `now` (misfire) stands for every scheduled
+///                  time up to now, on-time ones included; otherwise on-time ones fire.
+///   fire-all       the most recent `fire_all_cap` late times fire (misfire), older late ones are
+///                  dropped, and on-time ones fire as scheduled.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "sched/common/status.hpp"
+#include "sched/cron/schedule.hpp"
+
+namespace sched::cron {
+
+enum class MisfirePolicy { kSkip, kFireOnceNow, kFireAll };
+
+/// "skip", "fire-once-now", "fire-all" (the stored spelling).
+std::string_view MisfirePolicyName(MisfirePolicy policy);
+/// Inverse of MisfirePolicyName (exact, lower-case). kInvalidArgument listing the valid names.
+Result<MisfirePolicy> ParseMisfirePolicy(std::string_view name);
+
+struct MisfireOptions {
+    std::int64_t threshold_ms = 5000;  ///< >= 0; how late a time may be and still fire normally
+    MisfirePolicy policy = MisfirePolicy::kSkip;
+    std::size_t fire_all_cap = 100;  ///< fire-all: at most this many catch-up fires, 1-10000
+};
+
+struct PlannedFire {
+    std::int64_t scheduled_ms;
+    bool misfire;  ///< created by the policy (job_fire.kind = misfire) rather than on time (schedule)
+};
+
+struct MisfirePlan {
+    /// Fire rows to create, ascending by scheduled_ms. At most 10000 on-time fires are planned in
+    /// one call; next_fire_time_ms then points at the first one left, so nothing is lost.
+    std::vector<PlannedFire> fires;
+    /// The job's new next_fire_time: the first scheduled time not covered by `fires` (after now,
+    /// or an on-time one left over), or nullopt when the schedule has no more (once, manual,
+    /// exhausted cron) or waits for the run to finish (fixed-delay with a fire planned).
+    std::optional<std::int64_t> next_fire_time_ms;
+    /// Scheduled times up to now that get no fire row of their own (for logs and metrics).
+    /// Counting stops at 100000, and then skipped_is_lower_bound is set.
+    std::int64_t skipped = 0;
+    bool skipped_is_lower_bound = false;
+};
+
+/// Plans the fires for a job whose stored next_fire_time is `due_ms`, at time `now_ms`.
+/// `due_ms` counts as a scheduled time; later ones come from schedule.NextFireTime() (a
+/// fixed-delay schedule has only `due_ms`). When due_ms > now_ms nothing is due: no fires and
+/// next_fire_time_ms = due_ms. Throws std::invalid_argument when `options` are out of range
+/// (they come from validated configuration, so that is a bug).
+MisfirePlan PlanMisfire(const Schedule& schedule, std::int64_t due_ms, std::int64_t now_ms,
+                        const MisfireOptions& options);
+
+}  // namespace sched::cron

@@ -1,0 +1,147 @@
+#include "sched/cron/misfire.hpp"
+
+#include <deque>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace sched::cron {
+
+namespace {
+
+constexpr std::size_t kMaxOnTimeFires = 10000;
+constexpr std::int64_t kMaxCounted = 100000;
+constexpr std::size_t kMaxCap = 10000;
+
+/// The scheduled time after `t`. A fixed-delay schedule has none: its next time depends on when
+/// the run finishes.
+std::optional<std::int64_t> Successor(const Schedule& s, std::int64_t t) {
+    if (s.type() == ScheduleType::kFixedDelay) return std::nullopt;
+    return s.NextFireTime(t);
+}
+
+/// The first scheduled time >= x, for an x after the due time.
+std::optional<std::int64_t> FirstAtOrAfter(const Schedule& s, std::int64_t due, std::int64_t x) {
+    if (x <= due) return due;
+    if (s.type() == ScheduleType::kFixedDelay) return std::nullopt;
+    return s.NextFireTime(x - 1);
+}
+
+/// The last `keep` scheduled times in [due, before), found by widening a window backwards from
+/// `before`: there is no reverse search, and the forward scan from `due` may be far too long.
+std::deque<std::int64_t> LastTimesBefore(const Schedule& s, std::int64_t due, std::int64_t before, std::size_t keep) {
+    for (std::int64_t window = 1000;; window = window > std::numeric_limits<std::int64_t>::max() / 2
+                                                   ? std::numeric_limits<std::int64_t>::max()
+                                                   : window * 2) {
+        const std::int64_t start = before - due <= window ? due : before - window;
+        std::deque<std::int64_t> found;
+        std::size_t count = 0;
+        for (auto t = FirstAtOrAfter(s, due, start); t && *t < before; t = Successor(s, *t)) {
+            found.push_back(*t);
+            if (found.size() > keep) found.pop_front();
+            ++count;
+        }
+        if (count >= keep || start == due) return found;
+    }
+}
+
+}  // namespace
+
+std::string_view MisfirePolicyName(MisfirePolicy policy) {
+    switch (policy) {
+        case MisfirePolicy::kSkip:
+            return "skip";
+        case MisfirePolicy::kFireOnceNow:
+            return "fire-once-now";
+        case MisfirePolicy::kFireAll:
+            return "fire-all";
+    }
+    return "unknown";
+}
+
+Result<MisfirePolicy> ParseMisfirePolicy(std::string_view name) {
+    for (MisfirePolicy p : {MisfirePolicy::kSkip, MisfirePolicy::kFireOnceNow, MisfirePolicy::kFireAll}) {
+        if (name == MisfirePolicyName(p)) return p;
+    }
+    std::string shown(name.substr(0, 64));
+    for (char& c : shown) {
+        if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+    }
+    return InvalidArgument("unknown misfire policy '" + shown + "' (expected skip, fire-once-now or fire-all)");
+}
+
+MisfirePlan PlanMisfire(const Schedule& schedule, std::int64_t due_ms, std::int64_t now_ms,
+                        const MisfireOptions& options) {
+    if (options.threshold_ms < 0) {
+        throw std::invalid_argument("misfire threshold must be >= 0, got " + std::to_string(options.threshold_ms));
+    }
+    if (options.policy == MisfirePolicy::kFireAll && (options.fire_all_cap < 1 || options.fire_all_cap > kMaxCap)) {
+        throw std::invalid_argument("fire-all cap must be 1-10000, got " + std::to_string(options.fire_all_cap));
+    }
+    MisfirePlan plan;
+    if (due_ms > now_ms) {
+        plan.next_fire_time_ms = due_ms;
+        return plan;
+    }
+    // Times before `late_before` are late (now - t > threshold).
+    const std::int64_t late_before = now_ms < std::numeric_limits<std::int64_t>::min() + options.threshold_ms
+                                         ? std::numeric_limits<std::int64_t>::min()
+                                         : now_ms - options.threshold_ms;
+    const std::size_t keep = options.policy == MisfirePolicy::kFireAll ? options.fire_all_cap : 0;
+
+    std::int64_t late = 0;
+    bool counted_all = true;
+    std::deque<std::int64_t> kept;
+    for (std::optional<std::int64_t> t = due_ms; t && *t < late_before; t = Successor(schedule, *t)) {
+        if (late == kMaxCounted) {
+            counted_all = false;
+            break;
+        }
+        ++late;
+        if (keep > 0) {
+            kept.push_back(*t);
+            if (kept.size() > keep) kept.pop_front();
+        }
+    }
+    if (!counted_all && keep > 0) kept = LastTimesBefore(schedule, due_ms, late_before, keep);
+
+    std::vector<std::int64_t> on_time;
+    std::optional<std::int64_t> next = FirstAtOrAfter(schedule, due_ms, late_before);
+    while (next && *next <= now_ms && on_time.size() < kMaxOnTimeFires) {
+        on_time.push_back(*next);
+        next = Successor(schedule, *next);
+    }
+
+    switch (options.policy) {
+        case MisfirePolicy::kSkip:
+            for (std::int64_t t : on_time) plan.fires.push_back({t, false});
+            plan.skipped = late;
+            break;
+        case MisfirePolicy::kFireOnceNow:
+            if (late > 0) {
+                plan.fires.push_back({now_ms, true});
+                plan.skipped = late + static_cast<std::int64_t>(on_time.size());
+                // The one fire stands for every time up to now, including on-time ones not listed.
+                if (next && *next <= now_ms) counted_all = false;
+                next = Successor(schedule, now_ms);
+            } else {
+                for (std::int64_t t : on_time) plan.fires.push_back({t, false});
+            }
+            break;
+        case MisfirePolicy::kFireAll:
+            for (std::int64_t t : kept) plan.fires.push_back({t, true});
+            for (std::int64_t t : on_time) plan.fires.push_back({t, false});
+            plan.skipped = late - static_cast<std::int64_t>(kept.size());
+            break;
+    }
+    plan.skipped_is_lower_bound = !counted_all;
+    if (schedule.type() == ScheduleType::kFixedDelay) {
+        // With a run planned, the next time depends on when it finishes; without one, the delay
+        // restarts from now.
+        next = plan.fires.empty() ? schedule.NextFireTime(now_ms) : std::nullopt;
+    }
+    plan.next_fire_time_ms = next;
+    return plan;
+}
+
+}  // namespace sched::cron

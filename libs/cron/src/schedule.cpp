@@ -1,0 +1,304 @@
+#include "sched/cron/schedule.hpp"
+
+#include <date/tz.h>
+
+#include <chrono>
+#include <limits>
+#include <utility>
+
+#include "impl/civil.hpp"
+#include "impl/cron_fields.hpp"
+#include "sched/common/duration.hpp"
+#include "sched/cron/time_zone.hpp"
+
+namespace sched::cron {
+
+namespace {
+
+constexpr std::int64_t kMaxInterval = 36500LL * 86400 * 1000;
+constexpr std::int64_t kMaxInstant = impl::DaysFromCivil(impl::kMaxYear + 1, 1, 1) * impl::kSecondsPerDay * 1000;
+constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
+
+bool IsSpace(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+bool IsDigit(char c) {
+    return c >= '0' && c <= '9';
+}
+
+std::string_view Trim(std::string_view s) {
+    while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
+    while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
+    return s;
+}
+
+bool AllDigits(std::string_view s) {
+    if (s.empty()) return false;
+    for (char c : s) {
+        if (!IsDigit(c)) return false;
+    }
+    return true;
+}
+
+std::string Quoted(std::string_view s) {
+    std::string out = "'";
+    for (char c : s.substr(0, 64)) {
+        const auto u = static_cast<unsigned char>(c);
+        out += (u >= 0x20 && u < 0x7f) ? c : '?';
+    }
+    if (s.size() > 64) out += "...";
+    return out + "'";
+}
+
+std::optional<std::int64_t> CheckedAdd(std::int64_t a, std::int64_t b) {
+    if (b > 0 && a > kInt64Max - b) return std::nullopt;
+    return a + b;
+}
+
+/// Reads exactly `n` digits at `i` into `out`.
+bool Digits(std::string_view s, std::size_t& i, std::size_t n, int& out) {
+    if (i + n > s.size()) return false;
+    out = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+        if (!IsDigit(s[i + k])) return false;
+        out = out * 10 + (s[i + k] - '0');
+    }
+    i += n;
+    return true;
+}
+
+Result<std::int64_t> ParseInterval(std::string_view text) {
+    const auto bad = [&](const std::string& why) {
+        return InvalidArgument("interval " + Quoted(text) + " " + why +
+                               " (expected a duration like \"30s\", \"1m30s\", \"250ms\" or milliseconds like "
+                               "\"30000\")");
+    };
+    std::int64_t ms = 0;
+    if (AllDigits(text)) {
+        if (text.size() > 15) return bad("is too large");
+        for (char c : text) ms = ms * 10 + (c - '0');
+    } else {
+        const auto duration = ParseDuration(text);
+        if (!duration.ok()) return bad("is not a duration");
+        if (duration->count() % 1000 != 0) return bad("is not a whole number of milliseconds");
+        ms = duration->count() / 1000;
+    }
+    if (ms < 1) return bad("must be at least 1ms");
+    if (ms > kMaxInterval) return bad("must be at most 36500d");
+    return ms;
+}
+
+}  // namespace
+
+Result<std::int64_t> ParseInstant(std::string_view text, const date::time_zone* zone) {
+    text = Trim(text);
+    const auto bad = [&](const std::string& why) {
+        return InvalidArgument("instant " + Quoted(text) + " " + why +
+                               " (expected epoch milliseconds or ISO-8601 like \"2025-01-01T09:00:00Z\" or "
+                               "\"2025-01-01T09:00:00+08:00\")");
+    };
+    if (AllDigits(text)) {
+        if (text.size() > 15) return bad("is out of range");
+        std::int64_t ms = 0;
+        for (char c : text) ms = ms * 10 + (c - '0');
+        if (ms >= kMaxInstant) return bad("is after the year 2199");
+        return ms;
+    }
+    std::size_t i = 0;
+    int year = 0;
+    int month = 0;
+    int day = 0;
+    int hour = 0;
+    int minute = 0;
+    int second = 0;
+    int millis = 0;
+    if (!Digits(text, i, 4, year) || i >= text.size() || text[i++] != '-' || !Digits(text, i, 2, month) ||
+        i >= text.size() || text[i++] != '-' || !Digits(text, i, 2, day)) {
+        return bad("is not a date");
+    }
+    if (i < text.size()) {
+        if (text[i] != 'T' && text[i] != 't' && text[i] != ' ') return bad("has no 'T' between date and time");
+        ++i;
+        if (!Digits(text, i, 2, hour) || i >= text.size() || text[i++] != ':' || !Digits(text, i, 2, minute)) {
+            return bad("has no HH:MM time");
+        }
+        if (i < text.size() && text[i] == ':') {
+            ++i;
+            if (!Digits(text, i, 2, second)) return bad("has a malformed seconds part");
+            if (i < text.size() && text[i] == '.') {
+                ++i;
+                int scale = 100;
+                const std::size_t start = i;
+                while (i < text.size() && IsDigit(text[i])) {
+                    if (i - start >= 3) return bad("has more than millisecond precision");
+                    millis += (text[i] - '0') * scale;
+                    scale /= 10;
+                    ++i;
+                }
+                if (i == start) return bad("has an empty fraction");
+            }
+        }
+    }
+    if (year < impl::kMinYear || year > impl::kMaxYear) return bad("is outside the years 1970-2199");
+    if (month < 1 || month > 12 || day < 1 || day > impl::DaysInMonth(year, month)) return bad("is not a valid date");
+    if (hour > 23 || minute > 59 || second > 59) return bad("is not a valid time of day");
+
+    const std::int64_t local =
+        impl::SecondsFromCivil({year, month, day, hour, minute, second}) * 1000 + static_cast<std::int64_t>(millis);
+    if (i < text.size()) {
+        std::int64_t offset_s = 0;
+        if (text[i] == 'Z' || text[i] == 'z') {
+            ++i;
+        } else if (text[i] == '+' || text[i] == '-') {
+            const int sign = text[i] == '-' ? -1 : 1;
+            ++i;
+            int oh = 0;
+            int om = 0;
+            if (!Digits(text, i, 2, oh)) return bad("has a malformed UTC offset");
+            if (i < text.size() && text[i] == ':') ++i;
+            if (i < text.size() && !Digits(text, i, 2, om)) return bad("has a malformed UTC offset");
+            if (oh > 18 || om > 59) return bad("has a UTC offset out of range");
+            offset_s = static_cast<std::int64_t>(sign) * (oh * 3600 + om * 60);
+        } else {
+            return bad("has unexpected text after the time");
+        }
+        if (i != text.size()) return bad("has unexpected text after the offset");
+        return local - offset_s * 1000;
+    }
+    if (!zone) return local;
+    const std::int64_t local_s = impl::FloorDiv(local, 1000);
+    const date::local_info li = zone->get_info(date::local_seconds{std::chrono::seconds{local_s}});
+    // The cron DST rule: a time in a gap means the first instant after it, a repeated time its
+    // first occurrence.
+    if (li.result == date::local_info::nonexistent) return li.second.begin.time_since_epoch().count() * 1000;
+    return local - li.first.offset.count() * 1000;
+}
+
+std::string_view ScheduleTypeName(ScheduleType type) {
+    switch (type) {
+        case ScheduleType::kCron:
+            return "cron";
+        case ScheduleType::kFixedRate:
+            return "fixed-rate";
+        case ScheduleType::kFixedDelay:
+            return "fixed-delay";
+        case ScheduleType::kOnce:
+            return "once";
+        case ScheduleType::kManual:
+            return "manual";
+    }
+    return "unknown";
+}
+
+Result<ScheduleType> ParseScheduleType(std::string_view name) {
+    for (ScheduleType t : {ScheduleType::kCron, ScheduleType::kFixedRate, ScheduleType::kFixedDelay,
+                           ScheduleType::kOnce, ScheduleType::kManual}) {
+        if (name == ScheduleTypeName(t)) return t;
+    }
+    return InvalidArgument("unknown schedule type " + Quoted(name) +
+                           " (expected cron, fixed-rate, fixed-delay, once or manual)");
+}
+
+Result<Schedule> Schedule::Make(std::string_view type, std::string_view expr, std::string_view zone,
+                                std::string* error_field) {
+    const auto fail = [&](std::string_view field, const Status& status) -> Result<Schedule> {
+        if (error_field) *error_field = std::string(field);
+        return InvalidArgument(std::string(field) + ": " + status.message());
+    };
+    const auto parsed_type = ParseScheduleType(type);
+    if (!parsed_type.ok()) return fail("schedule_type", parsed_type.status());
+    const std::string_view zone_name = zone.empty() ? std::string_view("UTC") : zone;
+    const auto tz = LookupZone(zone_name);
+    if (!tz.ok()) {
+        if (tz.status().code() != Code::kInvalidArgument) return tz.status();
+        return fail("time_zone", tz.status());
+    }
+
+    Schedule s;
+    s.type_ = *parsed_type;
+    s.zone_name_ = std::string(zone_name);
+    s.zone_ = *tz;
+    const std::string_view text = Trim(expr);
+    s.expression_ = std::string(text);
+    switch (s.type_) {
+        case ScheduleType::kCron: {
+            auto cron = CronExpression::Parse(text);
+            if (!cron.ok()) return fail("schedule_expr", cron.status());
+            s.cron_ = std::move(cron).value();
+            break;
+        }
+        case ScheduleType::kFixedRate:
+        case ScheduleType::kFixedDelay: {
+            const std::size_t at = text.find('@');
+            const auto interval = ParseInterval(Trim(text.substr(0, at)));
+            if (!interval.ok()) return fail("schedule_expr", interval.status());
+            s.interval_ms_ = *interval;
+            if (at != std::string_view::npos) {
+                const auto instant = ParseInstant(text.substr(at + 1), s.zone_);
+                if (!instant.ok()) return fail("schedule_expr", instant.status());
+                s.instant_ms_ = *instant;
+            } else if (s.type_ == ScheduleType::kFixedRate) {
+                s.instant_ms_ = 0;
+            }
+            break;
+        }
+        case ScheduleType::kOnce: {
+            const auto instant = ParseInstant(text, s.zone_);
+            if (!instant.ok()) return fail("schedule_expr", instant.status());
+            s.instant_ms_ = *instant;
+            break;
+        }
+        case ScheduleType::kManual:
+            if (!text.empty()) {
+                return fail("schedule_expr", InvalidArgument("a manual schedule takes no expression, got " +
+                                                             Quoted(text) + "; leave it empty"));
+            }
+            break;
+    }
+    return s;
+}
+
+std::optional<std::int64_t> Schedule::NextFireTime(std::int64_t after_ms,
+                                                   std::optional<std::int64_t> last_finish_ms) const {
+    switch (type_) {
+        case ScheduleType::kCron:
+            return cron_->Next(after_ms, zone_);
+        case ScheduleType::kFixedRate: {
+            const std::int64_t anchor = instant_ms_.value_or(0);
+            if (after_ms < anchor) return anchor;
+            const std::int64_t elapsed = (after_ms - anchor) / interval_ms_;
+            if (elapsed >= (kInt64Max - anchor) / interval_ms_) return std::nullopt;
+            return anchor + (elapsed + 1) * interval_ms_;
+        }
+        case ScheduleType::kFixedDelay: {
+            const auto earliest = CheckedAdd(after_ms, 1);
+            if (!earliest) return std::nullopt;
+            if (last_finish_ms) {
+                const auto due = CheckedAdd(*last_finish_ms, interval_ms_);
+                if (!due) return std::nullopt;
+                return std::max(*due, *earliest);
+            }
+            if (instant_ms_ && *instant_ms_ > after_ms) return instant_ms_;
+            return CheckedAdd(after_ms, interval_ms_);
+        }
+        case ScheduleType::kOnce:
+            if (*instant_ms_ > after_ms) return instant_ms_;
+            return std::nullopt;
+        case ScheduleType::kManual:
+            return std::nullopt;
+    }
+    return std::nullopt;
+}
+
+std::vector<std::int64_t> Schedule::Preview(std::int64_t after_ms, std::size_t n) const {
+    if (type_ == ScheduleType::kCron) return cron_->NextN(after_ms, zone_, n);
+    std::vector<std::int64_t> out;
+    std::optional<std::int64_t> t = NextFireTime(after_ms);
+    while (t && out.size() < n) {
+        out.push_back(*t);
+        t = type_ == ScheduleType::kFixedDelay ? CheckedAdd(*t, interval_ms_) : NextFireTime(*t);
+    }
+    return out;
+}
+
+}  // namespace sched::cron

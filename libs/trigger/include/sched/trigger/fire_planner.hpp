@@ -1,0 +1,41 @@
+#pragma once
+
+/// What the master creates for one due job in one scan: the fire rows and the job's new
+/// next_fire_time. Pure (no I/O), so every case is unit-tested with fixed times.
+///
+/// Fire times up to `now` go through the job's misfire policy (cron::PlanMisfire); fire times
+/// after `now` but within the lookahead are created ahead, so that the slave holding them fires
+/// each at its exact time instead of waiting for the next scan.
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "sched/cron/misfire.hpp"
+#include "sched/cron/schedule.hpp"
+#include "sched/store/fire.hpp"
+
+namespace sched::trigger {
+
+struct PlannedFireRow {
+    std::int64_t scheduled_ms = 0;
+    store::FireKind kind = store::FireKind::kSchedule;
+};
+
+struct JobPlan {
+    std::vector<PlannedFireRow> fires;  ///< ascending by time
+    /// The job's new next_fire_time (nullopt: none, or a fixed-delay job waits for its run).
+    std::optional<std::int64_t> next_fire_time;
+};
+
+struct PlanOptions {
+    std::int64_t lookahead_ms = 2000;
+    cron::MisfireOptions misfire;          ///< policy comes from the job; threshold and cap from config
+    std::size_t max_fires_per_job = 1000;  ///< per scan; the rest waits for the next scan
+};
+
+/// Plans the fires of a job whose stored next_fire_time is `due_ms`.
+JobPlan PlanJobFires(const cron::Schedule& schedule, std::int64_t due_ms, std::int64_t now_ms,
+                     const PlanOptions& options);
+
+}  // namespace sched::trigger

@@ -1,0 +1,24 @@
+#include "sched/trigger/fire_planner.hpp"
+
+namespace sched::trigger {
+
+JobPlan PlanJobFires(const cron::Schedule& schedule, std::int64_t due_ms, std::int64_t now_ms,
+                     const PlanOptions& options) {
+    JobPlan plan;
+    const auto misfire = cron::PlanMisfire(schedule, due_ms, now_ms, options.misfire);
+    for (const auto& f : misfire.fires) {
+        plan.fires.push_back({f.scheduled_ms, f.misfire ? store::FireKind::kMisfire : store::FireKind::kSchedule});
+    }
+    std::optional<std::int64_t> next = misfire.next_fire_time_ms;
+    // Create the fires of the lookahead window now; a fixed-delay job has at most one fire in
+    // flight (its next time depends on when that one finishes), so it never runs ahead.
+    while (next && *next <= now_ms + options.lookahead_ms && plan.fires.size() < options.max_fires_per_job) {
+        if (schedule.WaitsForFinish() && !plan.fires.empty()) break;
+        plan.fires.push_back({*next, store::FireKind::kSchedule});
+        next = schedule.WaitsForFinish() ? std::nullopt : schedule.NextFireTime(*next);
+    }
+    plan.next_fire_time = next;
+    return plan;
+}
+
+}  // namespace sched::trigger
