@@ -1,0 +1,147 @@
+#pragma once
+
+/// Fenced transactions (DESIGN section 3.3): master writes that can never land after another
+/// node has taken the lease over.
+///
+///   sched::lock::Fence fence(db, elector.config().name, elector.node_id());
+///   Status s = fence.RunFenced(leadership.epoch, [&](soci::session& s) -> Status {
+///       ... insert fires, advance next_fire_time ...
+///       return Status::Ok();
+///   });
+///   if (sched::lock::IsLeaseLost(s)) { /* stop master work: another node leads */ }
+///
+/// RunFenced opens a write transaction (MySQL START TRANSACTION; SQLite BEGIN IMMEDIATE), reads
+/// the lease row under a shared row lock (MySQL LOCK IN SHARE MODE; SQLite's write lock covers
+/// the whole file) and checks that it is still held by `owner` at `epoch` and not expired by the
+/// database clock. Only then does it run fn, and it commits when fn succeeds. A take-over is an
+/// UPDATE of that row, so it waits for the commit: once any other node holds the lease, every
+/// fenced transaction of an older term fails, even one that a paused process resumes.
+///
+/// The price: a take-over (and the leader's own renew) waits for running fenced transactions,
+/// so keep them short - well under the election margin.
+///
+/// A process paused *inside* a fenced transaction would block take-overs for as long as its
+/// transaction stays open. On MariaDB, RunFenced therefore sets the session's
+/// idle_transaction_timeout (FenceOptions) for the duration of the transaction: the server
+/// aborts a transaction left idle that long and drops its connection, and a new leader can
+/// proceed. MySQL 8 has no such setting (and SQLite no server to abort a paused writer): there a
+/// paused process blocks take-over until it resumes or dies.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+
+#include "sched/common/status.hpp"
+#include "sched/db/database.hpp"
+#include "sched/lock/lock_store.hpp"
+
+namespace sched::lock {
+
+struct FenceOptions {
+    /// MariaDB only: a fenced transaction idle (between statements) for this long is aborted by
+    /// the server. Whole seconds; 0 leaves the server's setting.
+    std::chrono::seconds idle_transaction_timeout{1};
+};
+
+/// Thread-safe; one Fence may serve any number of concurrent transactions.
+class Fence {
+  public:
+    /// `name` is the lease row (ElectionConfig::name), `owner` the node id that holds it.
+    Fence(std::shared_ptr<db::Database> db, std::string name, std::string owner, FenceOptions options = {});
+
+    /// Runs fn(soci::session&) in a write transaction that first checks the lease as described
+    /// above. Returns what Database::InTransaction would (fn may return void, Status, Result<T>
+    /// or T), or LeaseLost ("lease lost: ...", code kAborted) without running fn when the check
+    /// fails. Committed only when fn returns normally with an OK value; exceptions other than
+    /// soci errors propagate after a rollback.
+    template <typename F>
+    auto RunFenced(std::int64_t epoch, F&& fn) ->
+        typename db::impl::RunResult<std::invoke_result_t<F, soci::session&>>::type;
+
+    /// The check alone, on a session already inside a write transaction: OK, LeaseLost, or a
+    /// soci error thrown. For callers composing their own transactions.
+    Status Check(soci::session& s, std::int64_t epoch) const;
+
+    const std::string& name() const { return name_; }
+    const std::string& owner() const { return owner_; }
+
+  private:
+    class IdleTimeoutScope;
+
+    std::shared_ptr<db::Database> db_;
+    std::string name_;
+    std::string owner_;
+    FenceOptions options_;
+    // Set once a server has refused idle_transaction_timeout (MySQL 8): not asked again.
+    std::shared_ptr<std::atomic<bool>> idle_timeout_unsupported_;
+};
+
+/// Sets (and afterwards restores) MariaDB's idle_transaction_timeout on one session.
+class Fence::IdleTimeoutScope {
+  public:
+    IdleTimeoutScope(const Fence& fence, db::PooledSession& session);
+    ~IdleTimeoutScope();
+    IdleTimeoutScope(const IdleTimeoutScope&) = delete;
+    IdleTimeoutScope& operator=(const IdleTimeoutScope&) = delete;
+
+  private:
+    db::PooledSession& session_;
+    bool set_ = false;
+};
+
+// ---- template implementation ----
+
+template <typename F>
+auto Fence::RunFenced(std::int64_t epoch, F&& fn) ->
+    typename db::impl::RunResult<std::invoke_result_t<F, soci::session&>>::type {
+    using R = std::invoke_result_t<F, soci::session&>;
+    using Out = typename db::impl::RunResult<R>::type;
+    auto session = db_->Acquire();
+    if (!session.ok()) return session.status();
+    soci::session& s = **session;
+    const auto rollback_quietly = [&] {
+        try {
+            db::Database::Rollback(s);
+        } catch (...) {
+            session->MarkBroken();  // unknown transaction state: never lend this session again
+        }
+    };
+    try {
+        IdleTimeoutScope idle(*this, *session);
+        db_->Begin(s, db::TxMode::kWrite);
+        if (Status held = Check(s, epoch); !held.ok()) {
+            rollback_quietly();
+            return held;
+        }
+        if constexpr (std::is_void_v<R>) {
+            fn(s);
+            db::Database::Commit(s);
+            return Status::Ok();
+        } else {
+            Out result = fn(s);
+            if (db::impl::IsOk(result)) {
+                db::Database::Commit(s);
+            } else {
+                rollback_quietly();
+            }
+            return result;
+        }
+    } catch (const soci::soci_error& e) {
+        bool lost = false;
+        Status status = db::ClassifyError(e, &lost);
+        if (lost) {
+            session->MarkBroken();
+        } else {
+            rollback_quietly();
+        }
+        return status;
+    } catch (...) {
+        rollback_quietly();
+        throw;
+    }
+}
+
+}  // namespace sched::lock

@@ -1,0 +1,102 @@
+#pragma once
+
+/// The lock table's operations, as an interface: every lock in this library (the master lease,
+/// DistributedLock) is built from these five statements on one `scheduler_lock` row.
+///
+/// The row: (id, namespace UNIQUE, owner NULL, epoch, version, lease_until_us, update_time_us,
+/// create_time_us). Invariants every implementation keeps:
+///  - `version` changes on every successful write, so a CAS on (id, version) fails if anything
+///    at all happened to the row since it was read;
+///  - `epoch` changes whenever ownership changes (take-over and release; never on renew): it is
+///    the fencing token, strictly increasing per row. Rows are never deleted, so a name's tokens
+///    never repeat;
+///  - expiry is judged by the database clock *inside* the statement that acts on it
+///    (`lease_until_us <= NOW` means expired), in microseconds; no node's own clock is trusted
+///    to decide who owns a row.
+///
+/// SqlLockStore (sql_lock_store.hpp) is the real implementation; FakeLockStore
+/// (testing/fake_lock_store.hpp) implements the same contract over a FakeClock for unit tests.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "sched/common/duration.hpp"
+#include "sched/common/status.hpp"
+
+namespace sched::lock {
+
+/// The longest lock name the schema holds (`namespace VARCHAR(191)`).
+inline constexpr std::size_t kMaxLockNameLength = 191;
+
+/// One row as read, with the database clock of the same statement.
+struct LockRow {
+    std::int64_t id = 0;
+    std::string name;                  ///< the `namespace` column
+    std::optional<std::string> owner;  ///< empty: released (or never held)
+    std::int64_t epoch = 0;            ///< fencing token
+    std::int64_t version = 0;          ///< changes on every write
+    std::int64_t lease_until_us = 0;   ///< expiry, database clock, epoch microseconds
+    std::int64_t update_time_us = 0;   ///< last write, database clock
+    std::int64_t db_now_us = 0;        ///< the database clock when this row was read
+
+    /// True when nobody holds the row as of `db_now_us` (released or expired). Advisory: the
+    /// take-over statement checks it again against the clock at that moment.
+    bool Available() const { return !owner.has_value() || lease_until_us <= db_now_us; }
+};
+
+/// What an acquisition gives its owner: the row to renew and release by, and the fencing token.
+struct Holding {
+    std::int64_t id = 0;
+    std::int64_t epoch = 0;
+};
+
+/// Thread-safety: implementations are safe to call from several threads at once.
+/// Errors: database failures as Database::Run classifies them (kUnavailable = retry the call,
+/// kDeadlineExceeded = a lock wait or statement timed out, ...). A CAS that matches no row is
+/// not an error: it returns false.
+class LockStore {
+  public:
+    virtual ~LockStore() = default;
+
+    /// The row named `name` and the database clock, read in one statement; nullopt when there is
+    /// no such row.
+    virtual Result<std::optional<LockRow>> Read(std::string_view name) = 0;
+
+    /// Creates the row held by `owner` (epoch 1, lease_until = NOW + lease) unless a row with
+    /// that name exists. nullopt: it existed (nothing was written). Never fails with a
+    /// duplicate-key error: the insert is INSERT IGNORE / ON CONFLICT DO NOTHING.
+    virtual Result<std::optional<Holding>> Insert(std::string_view name, std::string_view owner, Micros lease) = 0;
+
+    /// Takes over `seen` for `owner` (epoch + 1, version + 1, lease_until = NOW + lease) if the
+    /// row is still at seen.id/seen.version and, by the clock inside the statement, released or
+    /// expired. True: taken, and the new epoch is seen.epoch + 1.
+    virtual Result<bool> TakeOver(const LockRow& seen, std::string_view owner, Micros lease) = 0;
+
+    /// Extends a live holding: lease_until = NOW + lease, version + 1, if the row is still held
+    /// by `owner` at `epoch` and not expired. False: the holding is gone (expired, taken over or
+    /// released); it cannot be revived, only re-acquired with a new epoch.
+    virtual Result<bool> Renew(std::int64_t id, std::string_view owner, std::int64_t epoch, Micros lease) = 0;
+
+    /// Gives a holding back: owner = NULL, epoch + 1, version + 1, lease_until = NOW, if the row
+    /// is held by `owner` at `epoch` (expired or not). False: it was not ours any more, and
+    /// nothing was changed; never releases another owner's holding.
+    virtual Result<bool> Release(std::int64_t id, std::string_view owner, std::int64_t epoch) = 0;
+};
+
+/// One acquisition attempt from the operations above: read; insert when absent, or take over
+/// when released or expired (one more read if another node inserted first). Returns the holding,
+/// or nullopt when someone else holds the row or won the race; `seen` (optional) receives the
+/// last row read, so callers can tell who holds it and until when (database clock).
+/// kInvalidArgument when `name` is empty or longer than kMaxLockNameLength.
+Result<std::optional<Holding>> TryAcquireOnce(LockStore& store, std::string_view name, std::string_view owner,
+                                              Micros lease, std::optional<LockRow>* seen = nullptr);
+
+/// The error every lock in this library returns when a holding is gone: code kAborted (retry at
+/// a higher level: re-acquire, then redo the work) and a message starting with "lease lost".
+/// kAborted alone is not enough to tell (a deadlock is kAborted too): use IsLeaseLost.
+Status LeaseLost(std::string_view detail);
+bool IsLeaseLost(const Status& status);
+
+}  // namespace sched::lock

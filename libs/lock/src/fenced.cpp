@@ -1,0 +1,83 @@
+#include "sched/lock/fenced.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace sched::lock {
+
+Fence::Fence(std::shared_ptr<db::Database> db, std::string name, std::string owner, FenceOptions options)
+    : db_(std::move(db)),
+      name_(std::move(name)),
+      owner_(std::move(owner)),
+      options_(options),
+      idle_timeout_unsupported_(std::make_shared<std::atomic<bool>>(false)) {}
+
+Status Fence::Check(soci::session& s, std::int64_t epoch) const {
+    std::string owner;
+    soci::indicator owner_ind = soci::i_null;
+    long long row_epoch = 0;
+    long long lease_until_us = 0;
+    long long now_us = 0;
+    // The shared lock is what makes the fence hold: a take-over UPDATE of this row must wait
+    // until this transaction ends, so no other node can start leading between this check and
+    // our commit. (SQLite: BEGIN IMMEDIATE already holds the file's write lock.)
+    soci::statement st =
+        (s.prepare << "SELECT owner, epoch, lease_until_us, " + std::string(db_->dialect().NowUs()) +
+                          " FROM scheduler_lock WHERE namespace = :name" + std::string(db_->dialect().ShareLock()),
+         soci::use(name_), soci::into(owner, owner_ind), soci::into(row_epoch), soci::into(lease_until_us),
+         soci::into(now_us));
+    st.execute(false);
+    if (!st.fetch()) return LeaseLost("no lease row '" + name_ + "'");
+    if (owner_ind != soci::i_ok || owner != owner_) {
+        return LeaseLost("'" + name_ + "' is held by " + (owner_ind == soci::i_ok ? owner : std::string("nobody")) +
+                         " at epoch " + std::to_string(row_epoch) + ", not by " + owner_ + " at epoch " +
+                         std::to_string(epoch));
+    }
+    if (row_epoch != epoch) {
+        return LeaseLost("'" + name_ + "' is at epoch " + std::to_string(row_epoch) + ", not " + std::to_string(epoch));
+    }
+    // Expired but not yet taken over: nobody else could write meanwhile, but the holder's term
+    // is over by the database's judgement, and the fence follows the database, not the holder.
+    if (lease_until_us <= now_us) {
+        return LeaseLost("'" + name_ + "' epoch " + std::to_string(epoch) + " expired " +
+                         std::to_string(now_us - lease_until_us) + " us ago");
+    }
+    return Status::Ok();
+}
+
+Fence::IdleTimeoutScope::IdleTimeoutScope(const Fence& fence, db::PooledSession& session) : session_(session) {
+    if (fence.db_->backend() != db::Backend::kMySql || fence.options_.idle_transaction_timeout.count() <= 0 ||
+        fence.idle_timeout_unsupported_->load(std::memory_order_relaxed)) {
+        return;
+    }
+    try {
+        *session_ << "SET SESSION idle_transaction_timeout = " +
+                         std::to_string(fence.options_.idle_transaction_timeout.count());
+        set_ = true;
+    } catch (const soci::soci_error& e) {
+        bool lost = false;
+        Status s = db::ClassifyError(e, &lost);
+        if (lost) {
+            session_.MarkBroken();
+            throw;  // the transaction cannot run on this session either
+        }
+        // MySQL 8 has no such variable: run fenced transactions without it from now on.
+        if (!fence.idle_timeout_unsupported_->exchange(true)) {
+            spdlog::warn(
+                "fenced transactions: server refused idle_transaction_timeout ({}); a process paused inside "
+                "a fenced transaction will block lease take-over until it resumes",
+                s.ToString());
+        }
+    }
+}
+
+Fence::IdleTimeoutScope::~IdleTimeoutScope() {
+    if (!set_) return;
+    try {
+        // Pooled sessions are shared with code that expects the server's default.
+        *session_ << "SET SESSION idle_transaction_timeout = DEFAULT";
+    } catch (...) {
+        session_.MarkBroken();
+    }
+}
+
+}  // namespace sched::lock

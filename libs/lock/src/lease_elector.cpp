@@ -1,0 +1,289 @@
+#include "sched/lock/lease_elector.hpp"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+namespace sched::lock {
+
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+std::string Key(const std::string& path, std::string_view key) {
+    return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
+
+}  // namespace
+
+ElectionConfig ElectionConfig::FromYaml(const ConfigNode& node) {
+    ElectionConfig c;
+    c.tick = node.Duration("tick", c.tick);
+    c.ttl = node.Duration("ttl", c.ttl);
+    c.margin = node.Duration("margin", c.margin);
+    c.Validate(node.path());
+    return c;
+}
+
+void ElectionConfig::Validate(const std::string& path) const {
+    const auto show = [](Micros d) {
+        return FormatDuration(d);
+    };
+    if (ttl.count() <= 0) throw ConfigError(Key(path, "ttl"), "must be positive");
+    if (tick.count() <= 0) throw ConfigError(Key(path, "tick"), "must be positive");
+    if (margin.count() <= 0) throw ConfigError(Key(path, "margin"), "must be positive");
+    if (tick * 2 >= ttl) {
+        throw ConfigError(Key(path, "tick"), "must be less than ttl / 2 (tick " + show(tick) + ", ttl " + show(ttl) +
+                                                 "): a leader needs two renew attempts per lease");
+    }
+    if (tick + margin >= ttl) {
+        throw ConfigError(Key(path, "margin"), "must be less than ttl - tick (margin " + show(margin) + ", ttl " +
+                                                   show(ttl) + ", tick " + show(tick) +
+                                                   "): a healthy leader would demote itself before each renew");
+    }
+    if (name.empty() || name.size() > kMaxLockNameLength) throw ConfigError(Key(path, "name"), "invalid lock name");
+}
+
+db::DbUrl ElectionDbUrl(db::DbUrl base, const ElectionConfig& config) {
+    const Micros half = std::max<Micros>(config.margin / 2, std::chrono::milliseconds(1));
+    base.pool = 2;
+    base.acquire_timeout = half;
+    base.statement_timeout = half;
+    base.busy_timeout = half;
+    base.lock_wait_timeout = std::chrono::seconds(1);
+    base.connect_timeout = std::chrono::seconds(1);
+    base.read_timeout = std::chrono::seconds(1);
+    base.write_timeout = std::chrono::seconds(1);
+    return base;
+}
+
+std::string_view StopReasonName(StopReason reason) {
+    switch (reason) {
+        case StopReason::kResigned:
+            return "resigned";
+        case StopReason::kLost:
+            return "lost";
+        case StopReason::kSelfDemoted:
+            return "self-demoted";
+    }
+    return "unknown";
+}
+
+LeaseElector::LeaseElector(LockStore& store, std::string node_id, ElectionConfig config, const Clock& clock)
+    : store_(store), node_id_(std::move(node_id)), config_(std::move(config)), clock_(clock) {
+    config_.Validate();
+    if (node_id_.empty() || node_id_.size() > kMaxLockNameLength) {
+        throw std::invalid_argument("LeaseElector: node id must have 1..191 characters");
+    }
+}
+
+LeaseElector::~LeaseElector() = default;
+
+void LeaseElector::AddObserver(ElectionObserver& observer) {
+    observers_.push_back(&observer);
+}
+
+std::optional<Leadership> LeaseElector::CurrentLeadership() const {
+    std::lock_guard lock(mu_);
+    // The deadline is checked here, not only by the driver: a driver blocked in a slow statement
+    // cannot demote on time, but master code asking here still gets the right answer.
+    if (!leading_ || clock_.Steady() >= valid_until_) return std::nullopt;
+    return Leadership{holding_.epoch, valid_until_};
+}
+
+bool LeaseElector::IsLeading(std::int64_t epoch) const {
+    auto l = CurrentLeadership();
+    return l.has_value() && l->epoch == epoch;
+}
+
+std::optional<std::pair<std::string, std::int64_t>> LeaseElector::LeaderSeen() const {
+    std::lock_guard lock(mu_);
+    return leader_seen_;
+}
+
+ElectionCounters LeaseElector::Counters() const {
+    std::lock_guard lock(mu_);
+    return counters_;
+}
+
+Steady::time_point LeaseElector::NextTickAt() const {
+    std::lock_guard lock(mu_);
+    auto next = last_round_start_ + config_.tick;
+    if (leading_) next = std::min(next, valid_until_);
+    return next;
+}
+
+void LeaseElector::Tick() {
+    bool leading = false;
+    SteadyTime deadline{};
+    {
+        std::lock_guard lock(mu_);
+        ++counters_.ticks;
+        last_round_start_ = clock_.Steady();
+        leading = leading_;
+        deadline = valid_until_;
+    }
+    if (leading && clock_.Steady() >= deadline) {
+        Demote(StopReason::kSelfDemoted, deadline, "no successful renew before the deadline");
+        leading = false;
+    }
+    if (leading) RenewRound();
+    bool now_leading = false;
+    {
+        std::lock_guard lock(mu_);
+        now_leading = leading_;
+    }
+    // A follower, or a leader that just lost its term: look at the row (and maybe take it) in
+    // the same round, so a lost lease costs no extra tick.
+    if (!now_leading) AcquireRound();
+}
+
+void LeaseElector::RenewRound() {
+    Holding holding;
+    SteadyTime deadline{};
+    {
+        std::lock_guard lock(mu_);
+        holding = holding_;
+        deadline = valid_until_;
+    }
+    // Taken before the statement is sent: the database evaluates NOW no earlier than this
+    // instant, so start + ttl never lies beyond the lease the database records.
+    const SteadyTime start = clock_.Steady();
+    auto renewed = store_.Renew(holding.id, node_id_, holding.epoch, config_.ttl);
+    const SteadyTime done = clock_.Steady();
+    if (renewed.ok() && *renewed) {
+        if (done >= deadline) {
+            // The term ended while the statement ran (CurrentLeadership already said so); a term
+            // never resumes, so give this one up for good and let a new epoch start.
+            Demote(StopReason::kSelfDemoted, deadline, "renew succeeded only after the deadline");
+            return;
+        }
+        std::lock_guard lock(mu_);
+        valid_until_ = start + config_.ttl - config_.margin;
+        ++counters_.renews;
+        return;
+    }
+    {
+        std::lock_guard lock(mu_);
+        ++counters_.renew_failures;
+    }
+    if (renewed.ok()) {
+        Demote(StopReason::kLost, std::min(done, deadline),
+               "renew found the lease expired, released or taken over (database clock)");
+        return;
+    }
+    spdlog::warn("election {}: renew of epoch {} failed: {}", config_.name, holding.epoch, renewed.status().ToString());
+    if (done >= deadline) {
+        Demote(StopReason::kSelfDemoted, deadline, "renew failed: " + renewed.status().ToString());
+    }
+}
+
+void LeaseElector::AcquireRound() {
+    const SteadyTime start = clock_.Steady();
+    std::optional<LockRow> seen;
+    auto acquired = TryAcquireOnce(store_, config_.name, node_id_, config_.ttl, &seen);
+    if (!acquired.ok()) {
+        {
+            std::lock_guard lock(mu_);
+            ++counters_.acquire_errors;
+        }
+        spdlog::warn("election {}: acquire round failed: {}", config_.name, acquired.status().ToString());
+        return;
+    }
+    if (acquired->has_value()) {
+        const Holding holding = **acquired;
+        if (clock_.Steady() >= start + config_.ttl - config_.margin) {
+            // Acquired, but so slowly that the term would already be over: hand it straight back
+            // rather than start a term that has no valid instant.
+            (void)store_.Release(holding.id, node_id_, holding.epoch);
+            return;
+        }
+        Promote(holding, start);
+        return;
+    }
+    if (!seen.has_value() || !seen->owner.has_value() || seen->Available()) return;
+    if (*seen->owner == node_id_) {
+        // Still held in our name by a term that has ended (self-demotion, late renew): give it
+        // back so that the next acquisition, ours or another node's, starts a new epoch at once
+        // instead of after the rest of the TTL.
+        auto released = store_.Release(seen->id, node_id_, seen->epoch);
+        if (!released.ok()) {
+            spdlog::warn("election {}: giving back epoch {} failed: {}", config_.name, seen->epoch,
+                         released.status().ToString());
+        }
+        return;
+    }
+    SeeLeader(*seen->owner, seen->epoch);
+}
+
+void LeaseElector::Promote(const Holding& holding, SteadyTime renew_start) {
+    {
+        std::lock_guard lock(mu_);
+        leading_ = true;
+        holding_ = holding;
+        valid_until_ = renew_start + config_.ttl - config_.margin;
+        ++counters_.started_leading;
+    }
+    spdlog::info("election {}: {} started leading, epoch {}", config_.name, node_id_, holding.epoch);
+    for (auto* o : observers_) o->OnStartedLeading(holding.epoch);
+    SeeLeader(node_id_, holding.epoch);
+}
+
+void LeaseElector::Demote(StopReason reason, SteadyTime ended_at, std::string detail) {
+    LeadershipEnd end;
+    {
+        std::lock_guard lock(mu_);
+        if (!leading_) return;
+        leading_ = false;
+        end.epoch = holding_.epoch;
+        ++counters_.stopped_leading;
+        if (reason == StopReason::kSelfDemoted) ++counters_.self_demotions;
+    }
+    end.reason = reason;
+    end.ended_at = ended_at;
+    end.detail = std::move(detail);
+    spdlog::log(reason == StopReason::kResigned ? spdlog::level::info : spdlog::level::warn,
+                "election {}: {} stopped leading, epoch {} ({}: {})", config_.name, node_id_, end.epoch,
+                StopReasonName(reason), end.detail);
+    for (auto* o : observers_) o->OnStoppedLeading(end);
+}
+
+void LeaseElector::SeeLeader(const std::string& node, std::int64_t epoch) {
+    {
+        std::lock_guard lock(mu_);
+        if (leader_seen_ && leader_seen_->first == node && leader_seen_->second == epoch) return;
+        leader_seen_ = std::make_pair(node, epoch);
+    }
+    for (auto* o : observers_) o->OnNewLeader(node, epoch);
+}
+
+Status LeaseElector::Resign() {
+    Holding holding;
+    {
+        std::lock_guard lock(mu_);
+        if (!leading_) return Status::Ok();
+        holding = holding_;
+    }
+    // Stop first, release second: observers stop master work before any other node can start.
+    Demote(StopReason::kResigned, clock_.Steady(), "resigned");
+    auto released = store_.Release(holding.id, node_id_, holding.epoch);
+    if (!released.ok()) return released.status();
+    if (!*released) return LeaseLost("epoch " + std::to_string(holding.epoch) + " was no longer ours at release");
+    return Status::Ok();
+}
+
+void LeaseElector::Run(const std::stop_token& stop) {
+    while (!stop.stop_requested()) {
+        Tick();
+        const auto wait = NextTickAt() - clock_.Steady();
+        if (wait.count() > 0) {
+            std::unique_lock lock(wait_mu_);
+            wait_cv_.wait_for(lock, stop, wait, [] { return false; });
+        }
+    }
+    if (Status s = Resign(); !s.ok()) {
+        spdlog::warn("election {}: release on shutdown failed: {}", config_.name, s.ToString());
+    }
+}
+
+}  // namespace sched::lock

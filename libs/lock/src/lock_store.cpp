@@ -1,0 +1,48 @@
+#include "sched/lock/lock_store.hpp"
+
+namespace sched::lock {
+
+namespace {
+constexpr std::string_view kLeaseLostPrefix = "lease lost";
+}  // namespace
+
+Result<std::optional<Holding>> TryAcquireOnce(LockStore& store, std::string_view name, std::string_view owner,
+                                              Micros lease, std::optional<LockRow>* seen) {
+    if (name.empty() || name.size() > kMaxLockNameLength) {
+        return InvalidArgument("lock name must have 1.." + std::to_string(kMaxLockNameLength) + " characters, got " +
+                               std::to_string(name.size()));
+    }
+    if (lease.count() <= 0) return InvalidArgument("lease must be positive");
+    // Two passes at most: the second only when another node inserted the row between our read
+    // and our insert, so a contended first use costs one extra read, never a loop.
+    for (int pass = 0; pass < 2; ++pass) {
+        auto row = store.Read(name);
+        if (!row.ok()) return row.status();
+        if (seen != nullptr) *seen = *row;
+        if (!row->has_value()) {
+            auto inserted = store.Insert(name, owner, lease);
+            if (!inserted.ok()) return inserted.status();
+            if (inserted->has_value()) return *inserted;
+            continue;
+        }
+        const LockRow& current = **row;
+        // Advisory pre-check on the database's own clock reading; TakeOver re-checks expiry
+        // against the clock at the moment it runs, which is what decides.
+        if (!current.Available()) return std::optional<Holding>();
+        auto taken = store.TakeOver(current, owner, lease);
+        if (!taken.ok()) return taken.status();
+        if (!*taken) return std::optional<Holding>();  // lost the CAS: someone wrote the row first
+        return std::optional<Holding>(Holding{current.id, current.epoch + 1});
+    }
+    return std::optional<Holding>();
+}
+
+Status LeaseLost(std::string_view detail) {
+    return Aborted(std::string(kLeaseLostPrefix) + ": " + std::string(detail));
+}
+
+bool IsLeaseLost(const Status& status) {
+    return status.code() == Code::kAborted && status.message().rfind(kLeaseLostPrefix, 0) == 0;
+}
+
+}  // namespace sched::lock
