@@ -79,6 +79,8 @@ CREATE TABLE IF NOT EXISTS job_fire (
     assigned_node VARCHAR(191) NULL,
     executor_address VARCHAR(255) NULL,
     status VARCHAR(16) NOT NULL,
+    due_at BIGINT NOT NULL,
+    followup TINYINT NOT NULL DEFAULT 0,
     created_at BIGINT NOT NULL,
     dispatched_at BIGINT NULL,
     started_at BIGINT NULL,
@@ -88,7 +90,8 @@ CREATE TABLE IF NOT EXISTS job_fire (
     UNIQUE KEY uk_fire_once (job_id, scheduled_time, kind, attempt, shard_index),
     KEY idx_fire_node (assigned_node, status, scheduled_time),
     KEY idx_fire_job (job_id, scheduled_time),
-    KEY idx_fire_status (status, scheduled_time)
+    KEY idx_fire_status (status, scheduled_time),
+    KEY idx_fire_followup (followup, id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 CREATE TABLE IF NOT EXISTS api_token (

@@ -76,6 +76,8 @@ CREATE TABLE IF NOT EXISTS job_fire (
     assigned_node TEXT NULL,
     executor_address TEXT NULL,
     status TEXT NOT NULL,
+    due_at INTEGER NOT NULL,
+    followup INTEGER NOT NULL DEFAULT 0,
     created_at INTEGER NOT NULL,
     dispatched_at INTEGER NULL,
     started_at INTEGER NULL,
@@ -87,6 +89,7 @@ CREATE TABLE IF NOT EXISTS job_fire (
 CREATE INDEX IF NOT EXISTS idx_fire_node ON job_fire (assigned_node, status, scheduled_time);
 CREATE INDEX IF NOT EXISTS idx_fire_job ON job_fire (job_id, scheduled_time);
 CREATE INDEX IF NOT EXISTS idx_fire_status ON job_fire (status, scheduled_time);
+CREATE INDEX IF NOT EXISTS idx_fire_followup ON job_fire (followup, id);
 
 CREATE TABLE IF NOT EXISTS api_token (
     id INTEGER PRIMARY KEY AUTOINCREMENT,

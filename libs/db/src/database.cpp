@@ -113,6 +113,16 @@ Status ClassifyError(const std::exception& e, bool* connection_lost) {
     return Internal("database error: " + what);
 }
 
+long long ExecuteInsertIfAbsent(soci::statement& st) {
+    try {
+        st.execute(true);
+    } catch (const soci::mysql_soci_error& e) {
+        if (e.err_num_ == 1062) return 0;  // ER_DUP_ENTRY: the key exists, which is the point
+        throw;
+    }
+    return st.get_affected_rows();
+}
+
 PooledSession::PooledSession(PooledSession&& other) noexcept
     : owner_(other.owner_), session_(std::move(other.session_)), broken_(other.broken_) {
     other.owner_ = nullptr;

@@ -17,8 +17,10 @@ std::string_view Dialect::NowMs() const {
 
 std::string Dialect::InsertIfAbsent(std::string_view rest) const {
     // Not ON DUPLICATE KEY UPDATE k = k: with CLIENT_FOUND_ROWS (soci's default) MySQL reports
-    // such a no-op as 1 affected row, indistinguishable from a real insert.
-    if (backend_ == Backend::kMySql) return "INSERT IGNORE INTO " + std::string(rest);
+    // such a no-op as 1 affected row, indistinguishable from a real insert. Not INSERT IGNORE:
+    // it would hide a missing NOT NULL value. A plain insert whose duplicate-key error
+    // ExecuteInsertIfAbsent counts as 0 rows is exact.
+    if (backend_ == Backend::kMySql) return "INSERT INTO " + std::string(rest);
     return "INSERT INTO " + std::string(rest) + " ON CONFLICT DO NOTHING";
 }
 

@@ -88,8 +88,7 @@ TEST_P(DatabaseTest, DuplicateKeyIsAlreadyExistsAndInsertIfAbsentIsANoOp) {
 
     auto affected = db().Run([&](soci::session& s) {
         soci::statement st = (s.prepare << db().dialect().InsertIfAbsent("u (k, v) VALUES ('a', 3)"));
-        st.execute(true);
-        return st.get_affected_rows();
+        return ExecuteInsertIfAbsent(st);
     });
     ASSERT_TRUE(affected.ok()) << affected.status().ToString();
     EXPECT_EQ(*affected, 0);
@@ -101,10 +100,21 @@ TEST_P(DatabaseTest, DuplicateKeyIsAlreadyExistsAndInsertIfAbsentIsANoOp) {
     EXPECT_EQ(*v, 1);
     auto inserted = db().Run([&](soci::session& s) {
         soci::statement st = (s.prepare << db().dialect().InsertIfAbsent("u (k, v) VALUES ('b', 4)"));
-        st.execute(true);
-        return st.get_affected_rows();
+        return ExecuteInsertIfAbsent(st);
     });
     EXPECT_EQ(*inserted, 1);
+}
+
+TEST_P(DatabaseTest, InsertIfAbsentStillRejectsAMissingNotNullValue) {
+    ASSERT_TRUE(db().Run([](soci::session& s) {
+                        s << "CREATE TABLE nn (k VARCHAR(16) PRIMARY KEY, required_value BIGINT NOT NULL)";
+                    })
+                    .ok());
+    Status missing = db().Run([&](soci::session& s) {
+        soci::statement st = (s.prepare << db().dialect().InsertIfAbsent("nn (k) VALUES ('a')"));
+        (void)ExecuteInsertIfAbsent(st);
+    });
+    EXPECT_FALSE(missing.ok()) << "a NOT NULL column was silently defaulted";
 }
 
 TEST_P(DatabaseTest, UpsertInsertsThenUpdatesOnlyTheNamedColumns) {

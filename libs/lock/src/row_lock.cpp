@@ -99,19 +99,23 @@ Status RowLockTransaction::Lock(soci::session& s) {
         if (db_.backend() == db::Backend::kSqlite) {
             // SQLite: we hold the file's write lock already; creating the row inside this
             // transaction is as exclusive as locking it.
-            s << db_.dialect().InsertIfAbsent(
-                "scheduler_lock (namespace, create_time_us, update_time_us) VALUES (:name, " +
-                std::string(db_.dialect().NowUs()) + ", " + std::string(db_.dialect().NowUs()) + ")"),
-                soci::use(name_);
+            soci::statement insert =
+                (s.prepare << db_.dialect().InsertIfAbsent(
+                     "scheduler_lock (namespace, create_time_us, update_time_us) VALUES (:name, " +
+                     std::string(db_.dialect().NowUs()) + ", " + std::string(db_.dialect().NowUs()) + ")"),
+                 soci::use(name_));
+            (void)db::ExecuteInsertIfAbsent(insert);
             return Status::Ok();
         }
         db::Database::Rollback(s);
         open_ = false;
         // Autocommit insert-if-absent: a concurrent creator makes this a no-op, never an error.
-        s << db_.dialect().InsertIfAbsent("scheduler_lock (namespace, create_time_us, update_time_us) VALUES (:name, " +
-                                          std::string(db_.dialect().NowUs()) + ", " +
-                                          std::string(db_.dialect().NowUs()) + ")"),
-            soci::use(name_);
+        soci::statement insert =
+            (s.prepare << db_.dialect().InsertIfAbsent(
+                 "scheduler_lock (namespace, create_time_us, update_time_us) VALUES (:name, " +
+                 std::string(db_.dialect().NowUs()) + ", " + std::string(db_.dialect().NowUs()) + ")"),
+             soci::use(name_));
+        (void)db::ExecuteInsertIfAbsent(insert);
     }
     return Internal("row lock '" + name_ + "': the row vanished after it was created");
 }

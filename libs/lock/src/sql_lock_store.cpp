@@ -46,8 +46,7 @@ Result<std::optional<Holding>> SqlLockStore::Insert(std::string_view name, std::
     statements_.fetch_add(1, std::memory_order_relaxed);
     return db_->Run([&](soci::session& s) -> Result<std::optional<Holding>> {
         soci::statement st = (s.prepare << sql, soci::use(key), soci::use(owner), soci::use(lease_us));
-        st.execute(true);
-        if (st.get_affected_rows() == 0) return std::optional<Holding>();
+        if (db::ExecuteInsertIfAbsent(st) == 0) return std::optional<Holding>();
         long long id = 0;
         // The generated id of the row this session just inserted (LAST_INSERT_ID /
         // sqlite3_last_insert_rowid): per connection, so no other writer can interfere.

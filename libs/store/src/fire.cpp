@@ -15,12 +15,13 @@ constexpr std::array<std::string_view, 4> kKindNames = {"schedule", "manual", "r
 
 constexpr const char* kColumns =
     "id, job_id, scheduled_time, kind, attempt, shard_index, shard_total, epoch, assigned_node, executor_address, "
-    "status, created_at, dispatched_at, started_at, finished_at, result_code, result_message";
+    "status, due_at, followup, created_at, dispatched_at, started_at, finished_at, result_code, result_message";
 
 struct FireRow {
     Fire fire;
     std::string kind;
     std::string status;
+    int followup = 0;
     impl::NullableString assigned_node;
     impl::NullableString executor_address;
     impl::NullableInt64 dispatched_at;
@@ -41,6 +42,8 @@ struct FireRow {
         st.exchange(soci::into(assigned_node.value, assigned_node.ind));
         st.exchange(soci::into(executor_address.value, executor_address.ind));
         st.exchange(soci::into(status));
+        st.exchange(soci::into(fire.due_at));
+        st.exchange(soci::into(followup));
         st.exchange(soci::into(fire.created_at));
         st.exchange(soci::into(dispatched_at.value, dispatched_at.ind));
         st.exchange(soci::into(started_at.value, started_at.ind));
@@ -55,6 +58,7 @@ struct FireRow {
         if (!k || !st) throw std::runtime_error("fire " + std::to_string(fire.id) + ": bad kind/status in database");
         fire.kind = *k;
         fire.status = *st;
+        fire.followup = followup != 0;
         fire.assigned_node = assigned_node.get();
         fire.executor_address = executor_address.get();
         fire.dispatched_at = dispatched_at.get();
@@ -173,17 +177,18 @@ std::optional<std::int64_t> FireRepository::InsertIfAbsent(soci::session& s, con
     const std::string status(FireStatusName(fire.status));
     impl::NullableString node;
     node.set(fire.assigned_node);
+    const std::int64_t due_at = fire.due_at != 0 ? fire.due_at : fire.scheduled_time;
     soci::statement st =
         (s.prepare << dialect.InsertIfAbsent(
              "job_fire (job_id, scheduled_time, kind, attempt, shard_index, shard_total, epoch, "
-             "assigned_node, status, created_at) VALUES (:job_id, :scheduled_time, :kind, :attempt, "
-             ":shard_index, :shard_total, :epoch, :node, :status, " +
+             "assigned_node, status, due_at, created_at) VALUES (:job_id, :scheduled_time, :kind, :attempt, "
+             ":shard_index, :shard_total, :epoch, :node, :status, :due_at, " +
              std::string(dialect.NowMs()) + ")"),
          soci::use(fire.job_id, "job_id"), soci::use(fire.scheduled_time, "scheduled_time"), soci::use(kind, "kind"),
          soci::use(fire.attempt, "attempt"), soci::use(fire.shard_index, "shard_index"),
          soci::use(fire.shard_total, "shard_total"), soci::use(fire.epoch, "epoch"),
-         soci::use(node.value, node.ind, "node"), soci::use(status, "status"));
-    if (impl::ExecuteAffected(st) == 0) return std::nullopt;
+         soci::use(node.value, node.ind, "node"), soci::use(status, "status"), soci::use(due_at, "due_at"));
+    if (db::ExecuteInsertIfAbsent(st) == 0) return std::nullopt;
     long long id = 0;
     if (!s.get_last_insert_id("job_fire", id)) throw std::runtime_error("no id for the new fire");
     return static_cast<std::int64_t>(id);
@@ -200,6 +205,8 @@ int FireRepository::Transition(soci::session& s, std::int64_t id, std::initializ
     if (u.finished_at) sql += ", finished_at = :finished_at";
     if (u.result_code) sql += ", result_code = :result_code";
     if (u.result_message) sql += ", result_message = :result_message";
+    const int followup = u.followup.value_or(false) ? 1 : 0;
+    if (u.followup) sql += ", followup = :followup";
     sql += " WHERE id = :id AND status IN (" + StatusList(from) + ")";
     soci::statement st(s);
     st.exchange(soci::use(to_name, "to_status"));
@@ -210,6 +217,7 @@ int FireRepository::Transition(soci::session& s, std::int64_t id, std::initializ
     if (u.finished_at) st.exchange(soci::use(*u.finished_at, "finished_at"));
     if (u.result_code) st.exchange(soci::use(*u.result_code, "result_code"));
     if (u.result_message) st.exchange(soci::use(*u.result_message, "result_message"));
+    if (u.followup) st.exchange(soci::use(followup, "followup"));
     st.exchange(soci::use(id, "id"));
     st.alloc();
     st.prepare(sql);
@@ -234,8 +242,47 @@ std::vector<Fire> FireRepository::ListAssigned(soci::session& s, const std::stri
     return SelectFires(s,
                        std::string("SELECT ") + kColumns +
                            " FROM job_fire WHERE assigned_node = :node AND status IN (" + StatusList(statuses) +
-                           ") ORDER BY scheduled_time, id LIMIT " + std::to_string(std::max(1, limit)),
+                           ") ORDER BY due_at, id LIMIT " + std::to_string(std::max(1, limit)),
                        [&](soci::statement& st) { st.exchange(soci::use(node, "node")); });
+}
+
+std::vector<Fire> FireRepository::ListOrphans(soci::session& s, const std::vector<std::string>& live_nodes,
+                                              std::initializer_list<FireStatus> statuses, int limit) {
+    std::string sql =
+        std::string("SELECT ") + kColumns + " FROM job_fire WHERE status IN (" + StatusList(statuses) + ")";
+    // With no live node every assignment is stale; otherwise NOT IN needs the NULL case spelled
+    // out (NULL NOT IN (...) is unknown, not true).
+    if (!live_nodes.empty()) {
+        sql += " AND (assigned_node IS NULL OR assigned_node NOT IN (";
+        for (std::size_t i = 0; i < live_nodes.size(); ++i) sql += (i ? ", :n" : ":n") + std::to_string(i);
+        sql += "))";
+    }
+    sql += " ORDER BY due_at, id LIMIT " + std::to_string(std::max(1, limit));
+    return SelectFires(s, sql, [&](soci::statement& st) {
+        for (std::size_t i = 0; i < live_nodes.size(); ++i) {
+            st.exchange(soci::use(live_nodes[i], "n" + std::to_string(i)));
+        }
+    });
+}
+
+bool FireRepository::Reassign(soci::session& s, std::int64_t id, std::initializer_list<FireStatus> from,
+                              const std::string& node) {
+    soci::statement st = (s.prepare << "UPDATE job_fire SET assigned_node = :node WHERE id = :id AND status IN (" +
+                                           StatusList(from) + ")",
+                          soci::use(node, "node"), soci::use(id, "id"));
+    return impl::ExecuteAffected(st) == 1;
+}
+
+std::vector<Fire> FireRepository::ListFollowups(soci::session& s, int limit) {
+    // Served by idx_fire_followup: only flagged rows are read, however long the history.
+    return SelectFires(s,
+                       std::string("SELECT ") + kColumns + " FROM job_fire WHERE followup = 1 ORDER BY id LIMIT " +
+                           std::to_string(std::max(1, limit)),
+                       [](soci::statement&) {});
+}
+
+void FireRepository::ClearFollowup(soci::session& s, std::int64_t id) {
+    s << "UPDATE job_fire SET followup = 0 WHERE id = :id", soci::use(id);
 }
 
 }  // namespace sched::store

@@ -146,6 +146,69 @@ TEST_P(FireRepositoryTest, ListAssignedByNodeAndStatus) {
     EXPECT_EQ(both->front().scheduled_time, 1000);
 }
 
+TEST_P(FireRepositoryTest, DueAtDefaultsToTheScheduledTimeAndCanBeLater) {
+    auto normal = Insert(Sample(1, 1000));
+    Fire retry = Sample(1, 1000);
+    retry.kind = FireKind::kRetry;
+    retry.attempt = 1;
+    retry.due_at = 9000;
+    auto delayed = Insert(retry);
+    FireRepository fires(db());
+    EXPECT_EQ(fires.Get(*normal)->due_at, 1000);
+    EXPECT_EQ(fires.Get(*delayed)->due_at, 9000);
+}
+
+TEST_P(FireRepositoryTest, OrphansAreUnassignedOrOnDeadNodesAndCanBeReassigned) {
+    Fire unassigned = Sample(1, 1000);
+    unassigned.assigned_node.reset();
+    auto u = Insert(unassigned);
+    Fire dead = Sample(1, 2000);
+    dead.assigned_node = "node-dead";
+    auto d = Insert(dead);
+    auto alive = Insert(Sample(1, 3000));  // node-a
+    Fire dead_running = Sample(1, 4000);
+    dead_running.assigned_node = "node-dead";
+    auto dr = Insert(dead_running);
+    FireRepository fires(db());
+    ASSERT_TRUE(fires.Transition(*dr, {FireStatus::kPending}, FireStatus::kRunning).ok());
+
+    auto orphans = db().Run([](soci::session& s) {
+        return FireRepository::ListOrphans(s, {"node-a", "node-b"}, {FireStatus::kPending}, 10);
+    });
+    ASSERT_TRUE(orphans.ok()) << orphans.status().ToString();
+    ASSERT_EQ(orphans->size(), 2u);
+    EXPECT_EQ((*orphans)[0].id, *u);
+    EXPECT_EQ((*orphans)[1].id, *d);
+    // With no live node at all, every pending fire is an orphan.
+    auto all =
+        db().Run([](soci::session& s) { return FireRepository::ListOrphans(s, {}, {FireStatus::kPending}, 10); });
+    EXPECT_EQ(all->size(), 3u);
+
+    auto moved =
+        db().Run([&](soci::session& s) { return FireRepository::Reassign(s, *d, {FireStatus::kPending}, "node-b"); });
+    EXPECT_TRUE(*moved);
+    EXPECT_EQ(fires.Get(*d)->assigned_node, "node-b");
+    auto not_pending =
+        db().Run([&](soci::session& s) { return FireRepository::Reassign(s, *dr, {FireStatus::kPending}, "node-b"); });
+    EXPECT_FALSE(*not_pending);
+    (void)alive;
+}
+
+TEST_P(FireRepositoryTest, FinalTransitionsRaiseTheFollowupFlagUntilCleared) {
+    auto a = Insert(Sample(1, 1000));
+    auto b = Insert(Sample(1, 2000));
+    FireRepository fires(db());
+    ASSERT_TRUE(fires.Transition(*a, {FireStatus::kPending}, FireStatus::kFailed, {.followup = true}).ok());
+    ASSERT_TRUE(fires.Transition(*b, {FireStatus::kPending}, FireStatus::kDispatching).ok());
+    auto flagged = db().Run([](soci::session& s) { return FireRepository::ListFollowups(s, 10); });
+    ASSERT_TRUE(flagged.ok()) << flagged.status().ToString();
+    ASSERT_EQ(flagged->size(), 1u);
+    EXPECT_EQ(flagged->front().id, *a);
+    EXPECT_TRUE(flagged->front().followup);
+    ASSERT_TRUE(db().Run([&](soci::session& s) { FireRepository::ClearFollowup(s, *a); }).ok());
+    EXPECT_TRUE(db().Run([](soci::session& s) { return FireRepository::ListFollowups(s, 10); })->empty());
+}
+
 TEST(FireStatus, NamesRoundTripAndFinalStatesAreKnown) {
     for (auto s :
          {FireStatus::kPending, FireStatus::kDispatching, FireStatus::kRunning, FireStatus::kSucceeded,

@@ -36,6 +36,11 @@ namespace sched::db {
 ///  - anything else -> kInternal.
 Status ClassifyError(const std::exception& e, bool* connection_lost = nullptr);
 
+/// Executes a prepared statement whose SQL came from Dialect::InsertIfAbsent and returns the
+/// rows inserted: 1, or 0 when the unique key existed already. Other errors throw as usual.
+/// Inside a MySQL transaction a duplicate key rolls back only that statement.
+long long ExecuteInsertIfAbsent(soci::statement& st);
+
 enum class TxMode {
     kRead,   ///< SQLite: deferred BEGIN; MySQL: START TRANSACTION
     kWrite,  ///< SQLite: BEGIN IMMEDIATE (takes the write lock up front); MySQL: START TRANSACTION

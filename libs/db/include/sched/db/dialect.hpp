@@ -23,14 +23,16 @@ class Dialect {
     /// The same clock in epoch milliseconds.
     std::string_view NowMs() const;
 
-    /// An insert that is a no-op (affected rows 0) when a unique key already exists:
-    /// InsertIfAbsent("t (k, v) VALUES (:k, :v)") -> MySQL `INSERT IGNORE INTO t ...`, SQLite
-    /// `INSERT INTO t ... ON CONFLICT DO NOTHING`. MySQL's IGNORE also turns truncation into a
-    /// warning, so callers validate lengths first (the web module does).
+    /// An insert that inserts nothing when a unique key already exists. Execute it with
+    /// db::ExecuteInsertIfAbsent (database.hpp), which returns 1 or 0:
+    /// InsertIfAbsent("t (k, v) VALUES (:k, :v)") -> MySQL `INSERT INTO t ...` (a duplicate-key
+    /// error is then caught and counted as 0), SQLite `INSERT INTO t ... ON CONFLICT DO NOTHING`.
+    /// Not MySQL's INSERT IGNORE: that also turns NOT NULL and truncation errors into warnings
+    /// and writes defaults instead.
     ///
-    /// Affected-row counts, here and for UPDATE, count rows *matched* on both backends: soci
-    /// connects to MySQL with CLIENT_FOUND_ROWS, and SQLite counts matched rows. A CAS update
-    /// therefore reports 1 even when it writes the values a row already had.
+    /// Affected-row counts of UPDATEs count rows *matched* on both backends: soci connects to
+    /// MySQL with CLIENT_FOUND_ROWS, and SQLite counts matched rows. A CAS update therefore
+    /// reports 1 even when it writes the values a row already had.
     std::string InsertIfAbsent(std::string_view rest) const;
 
     /// A column and the SQL expression inserted into it (":name" for a bound value, or e.g. NowMs()).

@@ -66,7 +66,7 @@ class LockStore {
 
     /// Creates the row held by `owner` (epoch 1, lease_until = NOW + lease) unless a row with
     /// that name exists. nullopt: it existed (nothing was written). Never fails with a
-    /// duplicate-key error: the insert is INSERT IGNORE / ON CONFLICT DO NOTHING.
+    /// duplicate-key error: the insert is Dialect::InsertIfAbsent.
     virtual Result<std::optional<Holding>> Insert(std::string_view name, std::string_view owner, Micros lease) = 0;
 
     /// Takes over `seen` for `owner` (epoch + 1, version + 1, lease_until = NOW + lease) if the

@@ -2,8 +2,8 @@
 
 /// LockStore over the `scheduler_lock` table of a Database (MySQL/MariaDB or SQLite).
 ///
-/// Every operation is one autocommit statement (Read: one SELECT; Insert: one INSERT IGNORE /
-/// ON CONFLICT DO NOTHING plus the id lookup of the new row; the CAS operations: one UPDATE),
+/// Every operation is one autocommit statement (Read: one SELECT; Insert: one insert-if-absent
+/// (Dialect::InsertIfAbsent) plus the id lookup of the new row; the CAS operations: one UPDATE),
 /// with the database clock (Dialect::NowUs) evaluated inside it. On SQLite several processes may
 /// share the file: each write statement takes the database's write lock for its duration.
 ///

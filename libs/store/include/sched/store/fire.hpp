@@ -45,6 +45,12 @@ struct Fire {
     std::optional<std::string> assigned_node;
     std::optional<std::string> executor_address;
     FireStatus status = FireStatus::kPending;
+    /// When the slave should dispatch it: scheduled_time, or later for a retry (backoff).
+    /// 0 on insert means "= scheduled_time".
+    std::int64_t due_at = 0;
+    /// Set with every final transition; the master then does what follows a fire's end (a
+    /// retry row, a fixed-delay job's next time) and clears it.
+    bool followup = false;
     std::int64_t created_at = 0;
     std::optional<std::int64_t> dispatched_at;
     std::optional<std::int64_t> started_at;
@@ -71,6 +77,7 @@ struct FireUpdate {
     std::optional<std::int64_t> finished_at;
     std::optional<int> result_code;
     std::optional<std::string> result_message;
+    std::optional<bool> followup;
 };
 
 class FireRepository {
@@ -93,9 +100,19 @@ class FireRepository {
     /// See the Database-level Transition; returns the number of rows moved (0 or 1).
     static int Transition(soci::session& s, std::int64_t id, std::initializer_list<FireStatus> from, FireStatus to,
                           const FireUpdate& update);
-    /// Fires assigned to `node` in one of `statuses`, earliest scheduled first.
+    /// Fires assigned to `node` in one of `statuses`, earliest due first.
     static std::vector<Fire> ListAssigned(soci::session& s, const std::string& node,
                                           std::initializer_list<FireStatus> statuses, int limit);
+    /// Fires in one of `statuses` whose assigned node is not in `live_nodes` (or is NULL):
+    /// unassigned manual/retry fires, and the fires of dead slaves. Earliest due first.
+    static std::vector<Fire> ListOrphans(soci::session& s, const std::vector<std::string>& live_nodes,
+                                         std::initializer_list<FireStatus> statuses, int limit);
+    /// Moves a fire in one of `from` to `node` (CAS); returns whether it moved.
+    static bool Reassign(soci::session& s, std::int64_t id, std::initializer_list<FireStatus> from,
+                         const std::string& node);
+    /// Fires whose followup flag is set, oldest first.
+    static std::vector<Fire> ListFollowups(soci::session& s, int limit);
+    static void ClearFollowup(soci::session& s, std::int64_t id);
     static std::optional<Fire> Find(soci::session& s, std::int64_t id);
 
   private:
