@@ -140,10 +140,9 @@ Result<Job> JobRepository::Create(const Job& job) {
 
 Result<Job> JobRepository::Get(std::int64_t id) {
     return db_.Run([&](soci::session& s) -> Result<Job> {
-        auto jobs = SelectJobs(s, std::string("SELECT ") + kColumns + " FROM job WHERE id = :id",
-                               [&](soci::statement& st) { st.exchange(soci::use(id, "id")); });
-        if (jobs.empty()) return NotFound("job " + std::to_string(id) + " not found");
-        return jobs.front();
+        auto job = Find(s, id);
+        if (!job) return NotFound("job " + std::to_string(id) + " not found");
+        return *job;
     });
 }
 
@@ -247,6 +246,13 @@ bool JobRepository::AdvanceSchedule(soci::session& s, std::int64_t id, std::int6
          soci::use(expected_version, "version"), soci::use(expected_null, "expected_null"),
          soci::use(expected.value, "expected"));
     return impl::ExecuteAffected(st) == 1;
+}
+
+std::optional<Job> JobRepository::Find(soci::session& s, std::int64_t id) {
+    auto jobs = SelectJobs(s, std::string("SELECT ") + kColumns + " FROM job WHERE id = :id",
+                           [&](soci::statement& st) { st.exchange(soci::use(id, "id")); });
+    if (jobs.empty()) return std::nullopt;
+    return jobs.front();
 }
 
 std::optional<std::int64_t> JobRepository::EarliestDue(soci::session& s) {

@@ -141,6 +141,15 @@ Result<std::vector<ExecutorInstance>> ExecutorRepository::ListLive(const std::st
     });
 }
 
+int ExecutorRepository::CountLive(soci::session& s, const db::Dialect& dialect, const std::string& app,
+                                  std::int64_t ttl_ms) {
+    int n = 0;
+    s << "SELECT COUNT(*) FROM executor_instance WHERE app = :app AND last_heartbeat_ms > " +
+             std::string(dialect.NowMs()) + " - :ttl",
+        soci::use(app, "app"), soci::use(ttl_ms, "ttl"), soci::into(n);
+    return n;
+}
+
 Status TriggerNodeRepository::Heartbeat(const TriggerNode& node) {
     return db_.Run([&](soci::session& s) {
         const std::string now(db_.dialect().NowMs());

@@ -45,6 +45,9 @@ TEST_P(RegistryTest, LivenessUsesTheHeartbeatAge) {
                              "WHERE address = 'h:2'";
                     })
                     .ok());
+    auto counted =
+        db().Run([&](soci::session& s) { return ExecutorRepository::CountLive(s, db().dialect(), "a", 30000); });
+    EXPECT_EQ(*counted, 1);
     auto live = executors.ListLive("a", 30000);
     ASSERT_TRUE(live.ok()) << live.status().ToString();
     ASSERT_EQ(live->size(), 1u);

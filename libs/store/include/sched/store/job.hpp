@@ -84,6 +84,8 @@ class JobRepository {
     static bool AdvanceSchedule(soci::session& s, std::int64_t id, std::int64_t expected_version,
                                 std::optional<std::int64_t> expected_next, std::optional<std::int64_t> next_fire_time,
                                 std::optional<std::int64_t> last_fire_time);
+    /// The job with this id, if it exists.
+    static std::optional<Job> Find(soci::session& s, std::int64_t id);
     /// The earliest next_fire_time of any enabled job, if any (the master sleeps until then).
     static std::optional<std::int64_t> EarliestDue(soci::session& s);
 

@@ -1,0 +1,115 @@
+#pragma once
+
+/// The master's work, one scan at a time, while this node holds the lease (DESIGN 5).
+///
+/// Scan(epoch) runs ONE fenced transaction (lock::Fence::RunFenced), so every write of a scan
+/// lands only if this node still holds the lease at `epoch`:
+///   1. due jobs (enabled, next_fire_time <= now + lookahead; index-served, batch-limited):
+///      plan their fires (PlanJobFires: misfire policy + lookahead), advance next_fire_time by
+///      CAS, insert the fire rows (insert-if-absent on the unique key), each assigned to a live
+///      slave by capacity; sharding-broadcast makes one fire per live executor instance;
+///   2. orphans: pending fires with no live slave (manual triggers, retries, fires of dead
+///      slaves) are assigned; dispatching fires of dead slaves become `lost`;
+///   3. follow-ups of fires that ended: a retry row when attempts remain (failed, timeout, and
+///      lost for at-least-once jobs) with exponential backoff and jitter; a fixed-delay job's
+///      next time from the run's finish.
+/// "now" is the database clock (DbTime). The caller sends each slave its new fire ids after
+/// the commit; slaves also poll, so a lost notification only delays a fire by the poll interval.
+///
+/// YAML (section `scheduler`), defaults shown:
+///   scan-interval: 100ms       # the longest the master sleeps between scans
+///   lookahead: 2s              # fires due within this are created ahead
+///   batch: 500                 # due jobs per scan
+///   misfire-threshold: 5s      # later than this, a fire time is a misfire
+///   fire-all-cap: 100          # fire-all: at most this many catch-up fires per job
+///   max-fires-per-job: 1000    # per scan
+///   node-ttl: 5s               # a slave whose heartbeat is older gets no fires
+///   executor-ttl: 30s          # an executor instance whose heartbeat is older is not counted
+///   retry-backoff-cap: 5m      # the longest retry delay
+///
+/// Not thread-safe: one master loop calls Scan.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "sched/common/config.hpp"
+#include "sched/common/metrics.hpp"
+#include "sched/common/status.hpp"
+#include "sched/cron/schedule.hpp"
+#include "sched/db/database.hpp"
+#include "sched/lock/fenced.hpp"
+#include "sched/trigger/db_time.hpp"
+
+namespace sched::trigger {
+
+struct MasterConfig {
+    Micros scan_interval = std::chrono::milliseconds(100);
+    Micros lookahead = std::chrono::seconds(2);
+    int batch = 500;
+    Micros misfire_threshold = std::chrono::seconds(5);
+    int fire_all_cap = 100;
+    int max_fires_per_job = 1000;
+    Micros node_ttl = std::chrono::seconds(5);
+    Micros executor_ttl = std::chrono::seconds(30);
+    Micros retry_backoff_cap = std::chrono::minutes(5);
+
+    /// Throws ConfigError naming the key.
+    static MasterConfig FromYaml(const ConfigNode& node);
+};
+
+struct ScanReport {
+    int due_jobs = 0;
+    int fires_created = 0;
+    int orphans_assigned = 0;
+    int lost = 0;
+    int retries = 0;
+    int followups = 0;
+    /// New or newly assigned fire ids per slave node, to notify after the commit.
+    std::map<std::string, std::vector<std::int64_t>> assigned;
+    /// The earliest next_fire_time of any enabled job after the scan.
+    std::optional<std::int64_t> earliest_due_ms;
+    std::int64_t now_ms = 0;
+};
+
+class Master {
+  public:
+    Master(std::shared_ptr<db::Database> db, lock::Fence& fence, const DbTime& time, MasterConfig config,
+           MetricsRegistry& metrics);
+
+    /// One scan under `epoch` (see above). lock::IsLeaseLost(status) means stop master work.
+    Result<ScanReport> Scan(std::int64_t epoch);
+
+    /// How long to sleep after a scan: until the earliest due time minus the lookahead, but at
+    /// most scan-interval.
+    Micros SleepAfter(const ScanReport& report) const;
+
+    const MasterConfig& config() const { return config_; }
+
+  private:
+    struct CachedSchedule {
+        std::string key;  // type + expr + zone the schedule was made from
+        std::optional<cron::Schedule> schedule;
+        std::string error;
+    };
+    const CachedSchedule& ScheduleFor(std::int64_t job_id, const std::string& type, const std::string& expr,
+                                      const std::string& zone);
+
+    std::shared_ptr<db::Database> db_;
+    lock::Fence& fence_;
+    const DbTime& time_;
+    MasterConfig config_;
+    std::map<std::int64_t, CachedSchedule> schedules_;
+    std::mt19937_64 rng_{std::random_device{}()};
+    CounterChild& fires_created_;
+    CounterChild& retries_created_;
+    CounterChild& fires_lost_;
+    CounterChild& scans_;
+    HistogramChild& scan_seconds_;
+};
+
+}  // namespace sched::trigger

@@ -1,0 +1,253 @@
+#include "sched/trigger/master.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
+#include "sched/store/fire.hpp"
+#include "sched/store/job.hpp"
+#include "sched/store/registry.hpp"
+#include "sched/trigger/assigner.hpp"
+#include "sched/trigger/backoff.hpp"
+#include "sched/trigger/fire_planner.hpp"
+#include "sched/trigger/routing.hpp"
+
+namespace sched::trigger {
+
+namespace {
+
+std::int64_t Ms(Micros d) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+bool ShouldRetry(const store::Fire& fire, const store::Job& job) {
+    if (fire.attempt >= job.retry_max) return false;
+    switch (fire.status) {
+        case store::FireStatus::kFailed:
+        case store::FireStatus::kTimeout:
+            return true;
+        // A lost fire may have run: only jobs that accept a second run (at-least-once) retry it.
+        case store::FireStatus::kLost:
+            return job.at_least_once;
+        default:
+            return false;
+    }
+}
+
+}  // namespace
+
+MasterConfig MasterConfig::FromYaml(const ConfigNode& node) {
+    MasterConfig c;
+    using std::chrono::milliseconds;
+    using std::chrono::seconds;
+    c.scan_interval = node.Duration("scan-interval", c.scan_interval, milliseconds(1), seconds(10));
+    c.lookahead = node.Duration("lookahead", c.lookahead, Micros{0}, std::chrono::minutes(5));
+    c.batch = static_cast<int>(node.Int("batch", c.batch, 1, 100000));
+    c.misfire_threshold = node.Duration("misfire-threshold", c.misfire_threshold, Micros{0}, std::chrono::hours(24));
+    c.fire_all_cap = static_cast<int>(node.Int("fire-all-cap", c.fire_all_cap, 1, 10000));
+    c.max_fires_per_job = static_cast<int>(node.Int("max-fires-per-job", c.max_fires_per_job, 1, 100000));
+    c.node_ttl = node.Duration("node-ttl", c.node_ttl, milliseconds(100), std::chrono::minutes(10));
+    c.executor_ttl = node.Duration("executor-ttl", c.executor_ttl, milliseconds(100), std::chrono::hours(1));
+    c.retry_backoff_cap =
+        node.Duration("retry-backoff-cap", c.retry_backoff_cap, milliseconds(1), std::chrono::hours(24));
+    return c;
+}
+
+Master::Master(std::shared_ptr<db::Database> db, lock::Fence& fence, const DbTime& time, MasterConfig config,
+               MetricsRegistry& metrics)
+    : db_(std::move(db)),
+      fence_(fence),
+      time_(time),
+      config_(config),
+      fires_created_(metrics.Counter("sched_master_fires_created_total", "Fire rows created by the master.", {"kind"})
+                         .Labels({"all"})),
+      retries_created_(
+          metrics.Counter("sched_master_retries_total", "Retry fire rows created by the master.").Labels({})),
+      fires_lost_(
+          metrics.Counter("sched_master_fires_lost_total", "Dispatching fires of dead slaves marked lost.").Labels({})),
+      scans_(metrics.Counter("sched_master_scans_total", "Master scans committed.").Labels({})),
+      scan_seconds_(metrics
+                        .Histogram("sched_master_scan_seconds", "Duration of one master scan transaction.", {},
+                                   {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1})
+                        .Labels({})) {}
+
+const Master::CachedSchedule& Master::ScheduleFor(std::int64_t job_id, const std::string& type, const std::string& expr,
+                                                  const std::string& zone) {
+    const std::string key = type + '\n' + expr + '\n' + zone;
+    auto& entry = schedules_[job_id];
+    if (entry.key != key || (!entry.schedule && entry.error.empty())) {
+        entry.key = key;
+        std::string field;
+        auto made = cron::Schedule::Make(type, expr, zone, &field);
+        entry.schedule.reset();
+        entry.error.clear();
+        if (made.ok()) {
+            entry.schedule = *made;
+        } else {
+            entry.error = made.status().message();
+        }
+    }
+    return entry;
+}
+
+Micros Master::SleepAfter(const ScanReport& report) const {
+    if (!report.earliest_due_ms) return config_.scan_interval;
+    // Jobs due within the lookahead were planned already; the next one to plan becomes due at
+    // earliest - lookahead.
+    const std::int64_t wake_in_ms = *report.earliest_due_ms - Ms(config_.lookahead) - time_.NowMs();
+    return std::clamp<Micros>(std::chrono::milliseconds(wake_in_ms), Micros{0}, config_.scan_interval);
+}
+
+Result<ScanReport> Master::Scan(std::int64_t epoch) {
+    const auto started = std::chrono::steady_clock::now();
+    const std::int64_t now = time_.NowMs();
+    // Live slaves are read outside the fenced transaction: the choice only spreads load, and a
+    // slave that dies right after is handled as an orphan by a later scan.
+    store::TriggerNodeRepository nodes(*db_);
+    auto live = nodes.ListLive(Ms(config_.node_ttl));
+    if (!live.ok()) return live.status();
+    std::vector<SlaveWeight> weights;
+    for (const auto& n : *live) weights.push_back({n.node_id, n.capacity});
+
+    auto report = fence_.RunFenced(epoch, [&](soci::session& s) -> Result<ScanReport> {
+        ScanReport r;
+        r.now_ms = now;
+        Assigner assigner(weights);
+        const auto live_ids = assigner.NodeIds();
+        const auto assign = [&](std::int64_t fire_id, const std::optional<std::string>& node) {
+            if (node) r.assigned[*node].push_back(fire_id);
+        };
+
+        // 1. Due jobs.
+        const auto due = store::JobRepository::SelectDue(s, now + Ms(config_.lookahead), config_.batch);
+        r.due_jobs = static_cast<int>(due.size());
+        std::map<std::string, int> executors_by_app;
+        for (const auto& job : due) {
+            const auto& cached = ScheduleFor(job.id, job.schedule_type, job.schedule_expr, job.time_zone);
+            if (!cached.schedule) {
+                // Stored before a validation rule existed, or its zone vanished from tzdata: it
+                // can never fire, so park it (next_fire_time NULL) instead of rescanning it.
+                spdlog::error("job {} ({}) has an invalid schedule and is parked: {}", job.id, job.name, cached.error);
+                (void)store::JobRepository::AdvanceSchedule(s, job.id, job.version, job.next_fire_time, std::nullopt,
+                                                            std::nullopt);
+                continue;
+            }
+            PlanOptions options;
+            options.lookahead_ms = Ms(config_.lookahead);
+            options.max_fires_per_job = static_cast<std::size_t>(config_.max_fires_per_job);
+            options.misfire.threshold_ms = Ms(config_.misfire_threshold);
+            options.misfire.fire_all_cap = static_cast<std::size_t>(config_.fire_all_cap);
+            auto policy = cron::ParseMisfirePolicy(job.misfire_policy);
+            options.misfire.policy = policy.ok() ? *policy : cron::MisfirePolicy::kFireOnceNow;
+            const auto plan = PlanJobFires(*cached.schedule, *job.next_fire_time, now, options);
+            const std::optional<std::int64_t> last =
+                plan.fires.empty() ? std::nullopt : std::optional<std::int64_t>(plan.fires.back().scheduled_ms);
+            // The CAS fails when the job was edited after it was read: its new schedule wins and
+            // the next scan plans it afresh.
+            if (!store::JobRepository::AdvanceSchedule(s, job.id, job.version, job.next_fire_time, plan.next_fire_time,
+                                                       last)) {
+                continue;
+            }
+            int shards = std::max(1, job.shard_total);
+            if (ParseRouting(job.routing) == Routing::kShardingBroadcast) {
+                auto it = executors_by_app.find(job.app);
+                if (it == executors_by_app.end()) {
+                    it = executors_by_app
+                             .emplace(job.app, store::ExecutorRepository::CountLive(s, db_->dialect(), job.app,
+                                                                                    Ms(config_.executor_ttl)))
+                             .first;
+                }
+                shards = std::max(1, it->second);
+            }
+            for (const auto& planned : plan.fires) {
+                for (int shard = 0; shard < shards; ++shard) {
+                    store::Fire fire;
+                    fire.job_id = job.id;
+                    fire.scheduled_time = planned.scheduled_ms;
+                    fire.kind = planned.kind;
+                    fire.shard_index = shard;
+                    fire.shard_total = shards;
+                    fire.epoch = epoch;
+                    fire.assigned_node = assigner.Next();
+                    if (auto id = store::FireRepository::InsertIfAbsent(s, db_->dialect(), fire)) {
+                        ++r.fires_created;
+                        assign(*id, fire.assigned_node);
+                    }
+                }
+            }
+        }
+
+        // 2. Orphans. Without a live slave there is no one to give them to: leave them.
+        if (!assigner.empty()) {
+            for (const auto& fire :
+                 store::FireRepository::ListOrphans(s, live_ids, {store::FireStatus::kPending}, config_.batch)) {
+                const auto node = assigner.Next();
+                if (store::FireRepository::Reassign(s, fire.id, {store::FireStatus::kPending}, *node)) {
+                    ++r.orphans_assigned;
+                    assign(fire.id, node);
+                }
+            }
+            for (const auto& fire :
+                 store::FireRepository::ListOrphans(s, live_ids, {store::FireStatus::kDispatching}, config_.batch)) {
+                // Its slave died between claiming and recording the outcome: the run may or may
+                // not have started, so the fire is lost, never silently re-sent.
+                if (store::FireRepository::Transition(
+                        s, fire.id, {store::FireStatus::kDispatching}, store::FireStatus::kLost,
+                        {.finished_at = now,
+                         .result_message = "slave " + fire.assigned_node.value_or("?") + " died while dispatching",
+                         .followup = true}) == 1) {
+                    ++r.lost;
+                }
+            }
+        }
+
+        // 3. Follow-ups of ended fires.
+        for (const auto& fire : store::FireRepository::ListFollowups(s, config_.batch)) {
+            ++r.followups;
+            store::FireRepository::ClearFollowup(s, fire.id);
+            const auto job = store::JobRepository::Find(s, fire.job_id);
+            if (!job) continue;  // deleted since
+            if (ShouldRetry(fire, *job)) {
+                store::Fire retry;
+                retry.job_id = fire.job_id;
+                retry.scheduled_time = fire.scheduled_time;
+                retry.kind = store::FireKind::kRetry;
+                retry.attempt = fire.attempt + 1;
+                retry.shard_index = fire.shard_index;
+                retry.shard_total = fire.shard_total;
+                retry.epoch = epoch;
+                retry.due_at =
+                    now + RetryDelayMs(job->retry_backoff_ms, retry.attempt, Ms(config_.retry_backoff_cap), rng_);
+                retry.assigned_node = assigner.Next();
+                if (auto id = store::FireRepository::InsertIfAbsent(s, db_->dialect(), retry)) {
+                    ++r.retries;
+                    assign(*id, retry.assigned_node);
+                }
+                continue;
+            }
+            if (job->schedule_type == "fixed-delay" && job->enabled && !job->next_fire_time &&
+                fire.kind != store::FireKind::kManual) {
+                const auto& cached = ScheduleFor(job->id, job->schedule_type, job->schedule_expr, job->time_zone);
+                if (cached.schedule) {
+                    const std::int64_t finished = fire.finished_at.value_or(now);
+                    (void)store::JobRepository::AdvanceSchedule(s, job->id, job->version, std::nullopt,
+                                                                cached.schedule->NextFireTime(finished, finished),
+                                                                std::nullopt);
+                }
+            }
+        }
+        r.earliest_due_ms = store::JobRepository::EarliestDue(s);
+        return r;
+    });
+    if (report.ok()) {
+        scans_.Inc();
+        fires_created_.Inc(report->fires_created);
+        retries_created_.Inc(report->retries);
+        fires_lost_.Inc(report->lost);
+        scan_seconds_.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    }
+    return report;
+}
+
+}  // namespace sched::trigger

@@ -1,0 +1,283 @@
+#include "sched/trigger/master.hpp"
+
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "sched/db/migrator.hpp"
+#include "sched/db/testing/test_database.hpp"
+#include "sched/lock/lock_store.hpp"
+#include "sched/lock/sql_lock_store.hpp"
+#include "sched/store/fire.hpp"
+#include "sched/store/job.hpp"
+#include "sched/store/registry.hpp"
+
+namespace sched::trigger {
+namespace {
+
+using namespace std::chrono_literals;
+
+class MasterTest : public db::testing::DbTest {
+  protected:
+    void SetUp() override {
+        DbTest::SetUp();
+        if (IsSkipped() || HasFatalFailure()) return;
+        ASSERT_TRUE(db::Migrator(db()).Migrate().ok());
+        pool_ = test_db().OpenAnother();
+        lock_store_ = std::make_unique<lock::SqlLockStore>(pool_);
+        auto held = lock::TryAcquireOnce(*lock_store_, "master", "node-a", 30s);
+        ASSERT_TRUE(held.ok() && held->has_value()) << held.status().ToString();
+        epoch_ = (*held)->epoch;
+        fence_ = std::make_unique<lock::Fence>(pool_, "master", "node-a");
+        time_ = std::make_unique<DbTime>(SystemClock::Instance(), [this] { return pool_->NowUs(); });
+        ASSERT_TRUE(time_->Refresh().ok());
+        store::TriggerNodeRepository nodes(db());
+        ASSERT_TRUE(nodes.Heartbeat({.node_id = "node-a", .address = "127.0.0.1:1", .capacity = 10}).ok());
+        ASSERT_TRUE(nodes.Heartbeat({.node_id = "node-b", .address = "127.0.0.1:2", .capacity = 10}).ok());
+        master_ = std::make_unique<Master>(pool_, *fence_, *time_, MasterConfig{}, metrics_);
+    }
+
+    store::Job CreateJob(const std::string& name, const std::string& type, const std::string& expr,
+                         std::optional<std::int64_t> next, const std::function<void(store::Job&)>& tweak = {}) {
+        store::Job j;
+        j.name = name;
+        j.app = "app";
+        j.handler = "echo";
+        j.schedule_type = type;
+        j.schedule_expr = expr;
+        j.next_fire_time = next;
+        if (tweak) tweak(j);
+        auto created = store::JobRepository(db()).Create(j);
+        EXPECT_TRUE(created.ok()) << created.status().ToString();
+        return *created;
+    }
+
+    std::vector<store::Fire> FiresOf(std::int64_t job_id) {
+        auto fires = store::FireRepository(db()).List({.job_id = job_id, .limit = 1000});
+        EXPECT_TRUE(fires.ok());
+        auto out = *fires;
+        std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+        return out;
+    }
+
+    std::int64_t Now() { return time_->NowMs(); }
+
+    std::shared_ptr<db::Database> pool_;
+    std::unique_ptr<lock::SqlLockStore> lock_store_;
+    std::unique_ptr<lock::Fence> fence_;
+    std::unique_ptr<DbTime> time_;
+    MetricsRegistry metrics_;
+    std::unique_ptr<Master> master_;
+    std::int64_t epoch_ = 0;
+};
+
+TEST_P(MasterTest, DueJobGetsItsFiresOnceAndAdvances) {
+    const std::int64_t start = (Now() / 1000) * 1000;  // a whole second, already due
+    auto job = CreateJob("tick", "cron", "* * * * * ?", start);
+    auto first = master_->Scan(epoch_);
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    auto fires = FiresOf(job.id);
+    // The due second plus the 2 s lookahead window (3 or 4 depending on where in the second now is).
+    ASSERT_GE(fires.size(), 3u);
+    std::set<std::int64_t> times;
+    for (const auto& f : fires) {
+        times.insert(f.scheduled_time);
+        EXPECT_EQ(f.epoch, epoch_);
+        EXPECT_EQ(f.status, store::FireStatus::kPending);
+        ASSERT_TRUE(f.assigned_node);
+        EXPECT_TRUE(*f.assigned_node == "node-a" || *f.assigned_node == "node-b");
+    }
+    EXPECT_EQ(times.size(), fires.size()) << "a (job, time) was created twice";
+    EXPECT_EQ(*times.begin(), start);
+    auto stored = store::JobRepository(db()).Get(job.id);
+    EXPECT_EQ(stored->next_fire_time, *times.rbegin() + 1000);
+    EXPECT_EQ(stored->last_fire_time, *times.rbegin());
+    EXPECT_EQ(first->fires_created, static_cast<int>(fires.size()));
+    std::size_t notified = 0;
+    for (const auto& [node, ids] : first->assigned) notified += ids.size();
+    EXPECT_EQ(notified, fires.size());
+
+    // An immediate second scan creates nothing new for the same times.
+    auto second = master_->Scan(epoch_);
+    ASSERT_TRUE(second.ok());
+    auto again = FiresOf(job.id);
+    std::set<std::int64_t> times_again;
+    for (const auto& f : again) times_again.insert(f.scheduled_time);
+    EXPECT_EQ(times_again.size(), again.size());
+}
+
+TEST_P(MasterTest, FiresSpreadOverSlavesByCapacity) {
+    const std::int64_t start = Now() - 60'000;
+    // A 100 ms fixed rate over a 2 s lookahead: plenty of fires to spread.
+    auto job = CreateJob("fast", "fixed-rate", "100ms", start, [](store::Job& j) { j.misfire_policy = "skip"; });
+    ASSERT_TRUE(master_->Scan(epoch_).ok());
+    std::map<std::string, int> per_node;
+    for (const auto& f : FiresOf(job.id)) per_node[*f.assigned_node]++;
+    ASSERT_EQ(per_node.size(), 2u);
+    EXPECT_LE(std::abs(per_node["node-a"] - per_node["node-b"]), 1);
+}
+
+TEST_P(MasterTest, AfterLosingTheLeaseAScanWritesNothing) {
+    auto job = CreateJob("tick", "cron", "* * * * * ?", Now());
+    // Another node takes the row over (as after our lease expired).
+    ASSERT_TRUE(db().Run([](soci::session& s) {
+                        s << "UPDATE scheduler_lock SET owner = 'node-b', epoch = epoch + 1 WHERE namespace = 'master'";
+                    })
+                    .ok());
+    auto scan = master_->Scan(epoch_);
+    ASSERT_FALSE(scan.ok());
+    EXPECT_TRUE(lock::IsLeaseLost(scan.status())) << scan.status().ToString();
+    EXPECT_TRUE(FiresOf(job.id).empty());
+    EXPECT_EQ(store::JobRepository(db()).Get(job.id)->next_fire_time, job.next_fire_time);
+}
+
+TEST_P(MasterTest, OrphansGoToLiveSlavesAndDeadDispatchesBecomeLost) {
+    auto job = CreateJob("manual", "manual", "", std::nullopt);
+    auto insert = [&](std::optional<std::string> node, std::int64_t t) {
+        store::Fire f;
+        f.job_id = job.id;
+        f.scheduled_time = t;
+        f.kind = store::FireKind::kManual;
+        f.epoch = epoch_;
+        f.assigned_node = node;
+        auto id =
+            db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
+        return **id;
+    };
+    const auto unassigned = insert(std::nullopt, 1000);
+    const auto on_dead = insert("node-dead", 2000);
+    const auto dispatching_on_dead = insert("node-dead", 3000);
+    store::FireRepository fires(db());
+    ASSERT_TRUE(
+        fires.Transition(dispatching_on_dead, {store::FireStatus::kPending}, store::FireStatus::kDispatching).ok());
+
+    auto scan = master_->Scan(epoch_);
+    ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+    EXPECT_EQ(scan->orphans_assigned, 2);
+    EXPECT_EQ(scan->lost, 1);
+    for (auto id : {unassigned, on_dead}) {
+        auto f = fires.Get(id);
+        ASSERT_TRUE(f->assigned_node);
+        EXPECT_NE(*f->assigned_node, "node-dead");
+    }
+    auto lost = fires.Get(dispatching_on_dead);
+    EXPECT_EQ(lost->status, store::FireStatus::kLost);
+    EXPECT_NE(lost->result_message->find("node-dead"), std::string::npos);
+}
+
+TEST_P(MasterTest, FailedFireIsRetriedWithBackoffUntilAttemptsRunOut) {
+    auto job = CreateJob("flaky", "manual", "", std::nullopt, [](store::Job& j) {
+        j.retry_max = 1;
+        j.retry_backoff_ms = 5000;
+    });
+    store::Fire f;
+    f.job_id = job.id;
+    f.scheduled_time = 1000;
+    f.kind = store::FireKind::kManual;
+    f.epoch = epoch_;
+    f.assigned_node = "node-a";
+    auto id = **db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
+    store::FireRepository fires(db());
+    ASSERT_TRUE(
+        fires.Transition(id, {store::FireStatus::kPending}, store::FireStatus::kFailed, {.followup = true}).ok());
+
+    const auto before = Now();
+    auto scan = master_->Scan(epoch_);
+    ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+    EXPECT_EQ(scan->retries, 1);
+    auto all = FiresOf(job.id);
+    ASSERT_EQ(all.size(), 2u);
+    const auto& retry = all[1];
+    EXPECT_EQ(retry.kind, store::FireKind::kRetry);
+    EXPECT_EQ(retry.attempt, 1);
+    EXPECT_EQ(retry.scheduled_time, 1000);
+    EXPECT_GE(retry.due_at, before + 2500);  // backoff 5 s with jitter in [2.5 s, 5 s]
+    EXPECT_LE(retry.due_at, Now() + 5000);
+    EXPECT_FALSE(fires.Get(id)->followup);
+
+    // The retry fails too: no attempts left, no third row.
+    ASSERT_TRUE(
+        fires.Transition(retry.id, {store::FireStatus::kPending}, store::FireStatus::kFailed, {.followup = true}).ok());
+    ASSERT_TRUE(master_->Scan(epoch_).ok());
+    EXPECT_EQ(FiresOf(job.id).size(), 2u);
+}
+
+TEST_P(MasterTest, LostFiresAreRetriedOnlyForAtLeastOnceJobs) {
+    for (bool at_least_once : {false, true}) {
+        auto job = CreateJob(at_least_once ? "alo" : "amo", "manual", "", std::nullopt, [&](store::Job& j) {
+            j.retry_max = 3;
+            j.at_least_once = at_least_once;
+        });
+        store::Fire f;
+        f.job_id = job.id;
+        f.scheduled_time = 1000;
+        f.kind = store::FireKind::kManual;
+        f.epoch = epoch_;
+        auto id =
+            **db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
+        ASSERT_TRUE(store::FireRepository(db())
+                        .Transition(id, {store::FireStatus::kPending}, store::FireStatus::kLost, {.followup = true})
+                        .ok());
+        ASSERT_TRUE(master_->Scan(epoch_).ok());
+        EXPECT_EQ(FiresOf(job.id).size(), at_least_once ? 2u : 1u) << "at_least_once=" << at_least_once;
+    }
+}
+
+TEST_P(MasterTest, FixedDelayNextTimeFollowsTheFinish) {
+    auto job = CreateJob("delay", "fixed-delay", "10s", std::nullopt);
+    store::Fire f;
+    f.job_id = job.id;
+    f.scheduled_time = 1000;
+    f.epoch = epoch_;
+    auto id = **db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
+    const std::int64_t finished = Now();
+    ASSERT_TRUE(store::FireRepository(db())
+                    .Transition(id, {store::FireStatus::kPending}, store::FireStatus::kSucceeded,
+                                {.finished_at = finished, .followup = true})
+                    .ok());
+    ASSERT_TRUE(master_->Scan(epoch_).ok());
+    EXPECT_EQ(store::JobRepository(db()).Get(job.id)->next_fire_time, finished + 10'000);
+}
+
+TEST_P(MasterTest, ShardingBroadcastMakesOneFirePerLiveInstance) {
+    store::ExecutorRepository executors(db());
+    for (int i = 1; i <= 3; ++i) {
+        ASSERT_TRUE(
+            executors.Heartbeat({.app = "app", .address = "h:" + std::to_string(i), .handlers = {"echo"}}).ok());
+    }
+    const std::int64_t t = Now() + 500;
+    auto job =
+        CreateJob("bcast", "once", std::to_string(t), t, [](store::Job& j) { j.routing = "sharding-broadcast"; });
+    ASSERT_TRUE(master_->Scan(epoch_).ok());
+    auto fires = FiresOf(job.id);
+    ASSERT_EQ(fires.size(), 3u);
+    std::set<int> shards;
+    for (const auto& f : fires) {
+        shards.insert(f.shard_index);
+        EXPECT_EQ(f.shard_total, 3);
+        EXPECT_EQ(f.scheduled_time, t);
+    }
+    EXPECT_EQ(shards, (std::set<int>{0, 1, 2}));
+}
+
+TEST_P(MasterTest, InvalidStoredScheduleIsParkedNotRescanned) {
+    auto job = CreateJob("broken", "cron", "not a cron", Now() - 1000);
+    auto scan = master_->Scan(epoch_);
+    ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+    EXPECT_TRUE(FiresOf(job.id).empty());
+    EXPECT_EQ(store::JobRepository(db()).Get(job.id)->next_fire_time, std::nullopt);
+}
+
+TEST_P(MasterTest, SleepsUntilTheNextJobIsWithinTheLookahead) {
+    ScanReport r;
+    EXPECT_EQ(master_->SleepAfter(r), 100ms);  // nothing scheduled: the scan interval
+    r.earliest_due_ms = Now() + 2000 + 40;     // lookahead 2 s: plan it in ~40 ms
+    const auto sleep = master_->SleepAfter(r);
+    EXPECT_GT(sleep, 0ms);
+    EXPECT_LE(sleep, 45ms);
+}
+
+SCHED_DB_TEST_SUITE(MasterTest);
+
+}  // namespace
+}  // namespace sched::trigger
