@@ -1,66 +1,70 @@
-// scheduler-standalone: the zero-setup single process (embedded SQLite). Wiring only.
+// scheduler-standalone: the whole scheduler in one process on an embedded SQLite file: a trigger
+// node (master + slave) that also serves the SDK's registry and callback routes. Wiring only.
+
+#include <pthread.h>
 
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
-#include <cstdio>
+#include <csignal>
 #include <iostream>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include <spdlog/spdlog.h>
 
-#include "health_server.hpp"
-#include "sched/common/net.hpp"
 #include "sched/common/node_id.hpp"
-#include "sched/db/database.hpp"
-#include "sched/db/migrator.hpp"
-#include "standalone_config.hpp"
+#include "sched/cron/schedule.hpp"
+#include "sched/store/job.hpp"
+#include "sched/trigger/node.hpp"
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: scheduler-standalone [--config FILE]
+constexpr const char* kUsage = R"(usage: scheduler-standalone [--config FILE] [--demo]
 
-Runs the scheduler (trigger + web) in one process on an embedded SQLite database.
+Runs the scheduler in one process on an embedded SQLite database: it schedules and dispatches
+jobs and serves the SDK's registry and callback API, /healthz, /readyz, /metrics and /status.
 
   --config FILE   YAML configuration (default: config/standalone.yaml)
+  --demo          create the demo job "hello" (app demo, handler echo, every 10 s) if absent
   --help          print this help and exit
   --version       print the version and exit
 
-Environment: SCHED_DB_PASSWORD overrides the database password.
+Environment: SCHED_TOKEN (the API token; generated and printed when neither it nor `token` is
+set), SCHED_DB_PASSWORD.
 Exit codes: 0 stopped cleanly, 1 runtime failure, 2 bad arguments or configuration.
 )";
 
-struct Metrics {
-    std::atomic<bool> db_up{false};
-    std::atomic<long long> db_probe_failures{0};
-    std::atomic<int> schema_version{0};
-    double start_time_s = 0;
-
-    std::string Render() const {
-        std::string out;
-        out += "# HELP sched_build_info Version of the running binary.\n# TYPE sched_build_info gauge\n";
-        out += "sched_build_info{version=\"" SCHED_VERSION "\",app=\"scheduler-standalone\"} 1\n";
-        out += "# HELP sched_process_start_time_seconds Start time of the process (epoch seconds).\n";
-        out += "# TYPE sched_process_start_time_seconds gauge\n";
-        out += "sched_process_start_time_seconds " + std::to_string(start_time_s) + "\n";
-        out += "# HELP sched_db_up 1 when the last database probe succeeded.\n# TYPE sched_db_up gauge\n";
-        out += "sched_db_up " + std::string(db_up ? "1" : "0") + "\n";
-        out += "# HELP sched_db_probe_failures_total Failed database probes.\n";
-        out += "# TYPE sched_db_probe_failures_total counter\n";
-        out += "sched_db_probe_failures_total " + std::to_string(db_probe_failures.load()) + "\n";
-        out += "# HELP sched_schema_version Applied schema migration version.\n# TYPE sched_schema_version gauge\n";
-        out += "sched_schema_version " + std::to_string(schema_version.load()) + "\n";
-        return out;
+// The quick start's demo job: visible proof that the system fires.
+sched::Status EnsureDemoJob(sched::db::Database& db) {
+    sched::store::JobRepository jobs(db);
+    auto existing = jobs.List({.app = "demo", .name_contains = "hello"});
+    if (!existing.ok()) return existing.status();
+    for (const auto& j : *existing) {
+        if (j.name == "hello") return sched::Status::Ok();
     }
-};
+    auto schedule = sched::cron::Schedule::Make("cron", "*/10 * * * * ?", "UTC");
+    if (!schedule.ok()) return schedule.status();
+    auto now = db.NowUs();
+    if (!now.ok()) return now.status();
+    sched::store::Job job;
+    job.name = "hello";
+    job.app = "demo";
+    job.handler = "echo";
+    job.params = R"({"greeting":"hello from the scheduler"})";
+    job.schedule_type = "cron";
+    job.schedule_expr = "*/10 * * * * ?";
+    job.description = "demo job created by scheduler-standalone --demo";
+    job.next_fire_time = schedule->NextFireTime(*now / 1000);
+    auto created = jobs.Create(job);
+    if (!created.ok() && created.status().code() != sched::Code::kAlreadyExists) return created.status();
+    spdlog::info("demo job \"hello\" created: every 10 s, app demo, handler echo");
+    return sched::Status::Ok();
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    using namespace sched;
     std::string config_path = "config/standalone.yaml";
+    bool demo = false;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         if (arg == "--help" || arg == "-h") {
@@ -71,7 +75,9 @@ int main(int argc, char** argv) {
             std::cout << "scheduler-standalone " SCHED_VERSION "\n";
             return 0;
         }
-        if (arg == "--config" && i + 1 < argc) {
+        if (arg == "--demo") {
+            demo = true;
+        } else if (arg == "--config" && i + 1 < argc) {
             config_path = argv[++i];
         } else if (arg.rfind("--config=", 0) == 0) {
             config_path = arg.substr(9);
@@ -80,101 +86,62 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-
-    standalone::StandaloneConfig config;
+    sched::trigger::NodeConfig config;
     try {
-        config = standalone::StandaloneConfig::Load(config_path);
-    } catch (const ConfigError& e) {
+        config = sched::trigger::NodeConfig::FromYaml(
+            sched::ConfigNode::LoadFile(config_path),
+            {.db_url = "sqlite://data/scheduler.db", .listen = "127.0.0.1:8080", .require_token = false});
+    } catch (const sched::ConfigError& e) {
         std::cerr << "scheduler-standalone: " << e.what() << "\n";
         return 2;
     }
-    SetupLogging(config.log);
-    const std::string node_id = config.node_id.empty() ? MakeNodeId() : config.node_id;
-    spdlog::info("scheduler-standalone {} starting as {} with database {}", SCHED_VERSION, node_id,
-                 config.database.url.Redacted());
+    sched::SetupLogging(config.log);
+    bool generated_token = false;
+    if (config.token.empty()) {
+        // A scheduler without a token would accept anyone's calls: make one rather than run open.
+        config.token = sched::RandomHex(32);
+        config.slave.executor_token = config.token;
+        generated_token = true;
+    }
 
-    Metrics metrics;
-    metrics.start_time_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-
-    net::io_context io;
-    std::atomic<bool> stopping{false};
-    std::mutex stop_mu;
-    std::condition_variable stop_cv;
-    net::signal_set signals(io, SIGINT, SIGTERM);
-    signals.async_wait([&](const boost::system::error_code& ec, int signo) {
-        if (ec) return;
-        spdlog::info("signal {} received, stopping", signo);
-        stopping = true;
-        stop_cv.notify_all();
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    std::atomic<bool> stop_requested{false};
+    std::atomic<bool> exiting{false};  // set when main wakes the waiter itself
+    std::thread signal_waiter([&] {
+        int signo = 0;
+        sigwait(&signals, &signo);
+        if (!exiting) spdlog::info("signal {} received, stopping", signo);
+        stop_requested = true;
     });
-    std::thread io_thread([&] { io.run(); });
-    auto join_io = [&] {
-        io.stop();
-        io_thread.join();
+    const auto wake_waiter = [&] {
+        exiting = true;
+        if (!stop_requested) pthread_kill(signal_waiter.native_handle(), SIGTERM);
+        signal_waiter.join();
     };
 
-    auto db = db::Database::OpenWithRetry(config.database.url, config.database.connect_retry_for,
-                                          [&] { return stopping.load(); });
-    if (!db.ok()) {
-        if (db.status().code() == Code::kCancelled) {
-            join_io();
-            return 0;
-        }
-        spdlog::error("cannot open the database: {}", db.status().ToString());
-        join_io();
+    sched::trigger::TriggerNode node(config);
+    spdlog::info("scheduler-standalone {} starting as {} with database {}", SCHED_VERSION, node.node_id(),
+                 config.database.url.Redacted());
+    sched::Status started = node.Start([&] { return stop_requested.load(); });
+    if (!started.ok()) {
+        wake_waiter();
+        if (started.code() == sched::Code::kCancelled) return 0;
+        spdlog::error("cannot start: {}", started.ToString());
         return 1;
     }
-    auto migrated = db::Migrator(**db).Migrate();
-    if (!migrated.ok()) {
-        spdlog::error("cannot migrate the database schema: {}", migrated.status().ToString());
-        join_io();
-        return 1;
-    }
-    metrics.schema_version = migrated->to_version;
-    metrics.db_up = true;
-    spdlog::info("schema at version {} ({} migrations applied now)", migrated->to_version, migrated->applied.size());
-
-    std::unique_ptr<standalone::HealthServer> server;
-    try {
-        const tcp::endpoint endpoint(net::ip::make_address(config.listen_host), config.listen_port);
-        server = std::make_unique<standalone::HealthServer>(
-            io, endpoint,
-            standalone::HealthHandlers{.ready = [&] { return metrics.db_up.load() && !stopping.load(); },
-                                       .metrics =
-                                           [&] {
-                                               return metrics.Render();
-                                           }});
-    } catch (const std::exception& e) {
-        spdlog::error("cannot listen on {}:{}: {}", config.listen_host, config.listen_port, e.what());
-        join_io();
-        return 1;
-    }
-    server->Start();
-    const auto bound = server->local_endpoint();
-    const std::string host =
-        bound.address().is_v6() ? "[" + bound.address().to_string() + "]" : bound.address().to_string();
-    std::cout << "scheduler-standalone listening on http://" << host << ":" << bound.port() << std::endl;
-
-    // The database probe runs here, off the I/O thread (soci is blocking).
-    {
-        std::unique_lock lock(stop_mu);
-        while (!stopping) {
-            auto now = (*db)->NowUs();
-            if (now.ok() != metrics.db_up.load()) {
-                if (now.ok()) {
-                    spdlog::info("database reachable again");
-                } else {
-                    spdlog::warn("database probe failed: {}", now.status().ToString());
-                }
-            }
-            if (!now.ok()) ++metrics.db_probe_failures;
-            metrics.db_up = now.ok();
-            stop_cv.wait_for(lock, std::chrono::seconds(2), [&] { return stopping.load(); });
+    if (demo) {
+        if (sched::Status s = EnsureDemoJob(*node.database()); !s.ok()) {
+            spdlog::error("cannot create the demo job: {}", s.ToString());
         }
     }
-
-    server->Stop();
-    join_io();
+    if (generated_token) std::cout << "scheduler-standalone token (generated): " << config.token << "\n";
+    std::cout << "scheduler-standalone listening on http://127.0.0.1:" << node.port() << std::endl;
+    signal_waiter.join();
+    node.Stop();
     spdlog::info("scheduler-standalone stopped");
     return 0;
 }

@@ -45,6 +45,10 @@ TEST_F(StandaloneProcess, ServesHealthReadinessAndMetricsThenStopsOnSigterm) {
     auto line = p.WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
     ASSERT_TRUE(line) << p.stderr_text();
     const auto port = PortOf(*line);
+    // No token configured: one is generated and printed, never an open scheduler.
+    auto token = p.WaitForStdoutLine("token (generated): ", 1s);
+    ASSERT_TRUE(token) << p.stdout_text();
+    EXPECT_EQ(token->size() - token->rfind(' ') - 1, 32u) << *token;
 
     auto [health_status, health_body] = testing::HttpGet(port, "/healthz");
     EXPECT_EQ(health_status, 200);
@@ -52,8 +56,8 @@ TEST_F(StandaloneProcess, ServesHealthReadinessAndMetricsThenStopsOnSigterm) {
     EXPECT_EQ(testing::HttpGet(port, "/readyz").first, 200);
     auto [metrics_status, metrics] = testing::HttpGet(port, "/metrics");
     EXPECT_EQ(metrics_status, 200);
-    EXPECT_NE(metrics.find("sched_db_up 1\n"), std::string::npos) << metrics;
-    EXPECT_NE(metrics.find("sched_schema_version 1\n"), std::string::npos) << metrics;
+    EXPECT_NE(metrics.find("# TYPE sched_leader gauge\n"), std::string::npos) << metrics;
+    EXPECT_NE(metrics.find("# TYPE sched_fire_lag_seconds histogram\n"), std::string::npos) << metrics;
     EXPECT_EQ(testing::HttpGet(port, "/nope").first, 404);
     EXPECT_TRUE(std::filesystem::exists(dir_ / "data/s.db"));
 
@@ -125,7 +129,8 @@ TEST_F(StandaloneProcess, UnreachableDatabaseIsRetriedWithLogsThenExitsNonZero) 
     const std::string& err = p.stderr_text();
     EXPECT_NE(err.find("unreachable (attempt 1)"), std::string::npos) << err;
     EXPECT_NE(err.find("retrying in"), std::string::npos) << err;
-    EXPECT_NE(err.find("cannot open the database"), std::string::npos) << err;
+    EXPECT_NE(err.find("cannot start: unavailable: database"), std::string::npos) << err;
+    EXPECT_NE(err.find("unreachable after"), std::string::npos) << err;
     EXPECT_EQ(p.stdout_text().find("listening"), std::string::npos);
 }
 

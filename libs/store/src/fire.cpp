@@ -273,6 +273,13 @@ bool FireRepository::Reassign(soci::session& s, std::int64_t id, std::initialize
     return impl::ExecuteAffected(st) == 1;
 }
 
+int FireRepository::UnassignPending(soci::session& s, const std::string& node) {
+    soci::statement st =
+        (s.prepare << "UPDATE job_fire SET assigned_node = NULL WHERE assigned_node = :node AND status = 'pending'",
+         soci::use(node, "node"));
+    return static_cast<int>(impl::ExecuteAffected(st));
+}
+
 std::vector<Fire> FireRepository::ListFollowups(soci::session& s, int limit) {
     // Served by idx_fire_followup: only flagged rows are read, however long the history.
     return SelectFires(s,

@@ -188,6 +188,9 @@ TEST_P(FireRepositoryTest, OrphansAreUnassignedOrOnDeadNodesAndCanBeReassigned) 
         db().Run([&](soci::session& s) { return FireRepository::Reassign(s, *d, {FireStatus::kPending}, "node-b"); });
     EXPECT_TRUE(*moved);
     EXPECT_EQ(fires.Get(*d)->assigned_node, "node-b");
+    auto handed_back = db().Run([](soci::session& s) { return FireRepository::UnassignPending(s, "node-b"); });
+    EXPECT_EQ(*handed_back, 1);
+    EXPECT_EQ(fires.Get(*d)->assigned_node, std::nullopt);
     auto not_pending =
         db().Run([&](soci::session& s) { return FireRepository::Reassign(s, *dr, {FireStatus::kPending}, "node-b"); });
     EXPECT_FALSE(*not_pending);

@@ -108,11 +108,16 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
     auto live = nodes.ListLive(Ms(config_.node_ttl));
     if (!live.ok()) return live.status();
     std::vector<SlaveWeight> weights;
-    for (const auto& n : *live) weights.push_back({n.node_id, n.capacity});
+    std::map<std::string, std::string> addresses;
+    for (const auto& n : *live) {
+        weights.push_back({n.node_id, n.capacity});
+        addresses[n.node_id] = n.address;
+    }
 
     auto report = fence_.RunFenced(epoch, [&](soci::session& s) -> Result<ScanReport> {
         ScanReport r;
         r.now_ms = now;
+        r.node_addresses = addresses;
         Assigner assigner(weights);
         const auto live_ids = assigner.NodeIds();
         const auto assign = [&](std::int64_t fire_id, const std::optional<std::string>& node) {

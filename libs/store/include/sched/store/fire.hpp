@@ -110,6 +110,9 @@ class FireRepository {
     /// Moves a fire in one of `from` to `node` (CAS); returns whether it moved.
     static bool Reassign(soci::session& s, std::int64_t id, std::initializer_list<FireStatus> from,
                          const std::string& node);
+    /// Gives back every pending fire assigned to `node` (assigned_node = NULL) for the master to
+    /// reassign: a slave that stops hands its queue back. Returns how many.
+    static int UnassignPending(soci::session& s, const std::string& node);
     /// Fires whose followup flag is set, oldest first.
     static std::vector<Fire> ListFollowups(soci::session& s, int limit);
     static void ClearFollowup(soci::session& s, std::int64_t id);

@@ -71,6 +71,8 @@ struct ScanReport {
     int followups = 0;
     /// New or newly assigned fire ids per slave node, to notify after the commit.
     std::map<std::string, std::vector<std::int64_t>> assigned;
+    /// The live slaves' addresses by node id (where to send the notifications).
+    std::map<std::string, std::string> node_addresses;
     /// The earliest next_fire_time of any enabled job after the scan.
     std::optional<std::int64_t> earliest_due_ms;
     std::int64_t now_ms = 0;

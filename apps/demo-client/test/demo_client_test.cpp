@@ -1,0 +1,220 @@
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "demo_handlers.hpp"
+#include "sched/client/testing/fake_web.hpp"
+#include "sched/common/node_id.hpp"
+#include "sched/http/testing/test_server.hpp"
+
+extern char** environ;
+
+namespace sched::demo {
+namespace {
+
+using namespace std::chrono_literals;
+using rest::testing::WaitFor;
+
+constexpr const char* kToken = "demo-test-token";
+
+struct Ran {
+    Status status;
+    std::string message;
+    std::vector<std::string> log;
+};
+
+Ran RunHandler(const std::function<Status(client::JobContext&)>& fn, nlohmann::json params,
+               client::CancellationToken* token = nullptr) {
+    client::RunRequest run;
+    run.fire_id = 1;
+    run.params = std::move(params);
+    client::CancellationToken own;
+    Ran out;
+    client::JobContext ctx(run, token ? *token : own, std::chrono::steady_clock::time_point::max(),
+                           [&](std::string line) { out.log.push_back(std::move(line)); });
+    out.status = fn(ctx);
+    out.message = ctx.result_message();
+    return out;
+}
+
+TEST(DemoHandlers, EchoReturnsItsParams) {
+    const auto r = RunHandler(Echo, {{"a", 1}});
+    EXPECT_TRUE(r.status.ok());
+    EXPECT_EQ(r.message, R"({"a":1})");
+    EXPECT_EQ(r.log, std::vector<std::string>{R"(echo: {"a":1})"});
+}
+
+TEST(DemoHandlers, SleepValidatesMsAndStopsWhenCancelled) {
+    EXPECT_EQ(RunHandler(Sleep, {{"ms", 1}}).message, "slept 1 ms");
+    const auto bad = RunHandler(Sleep, {{"ms", "long"}});
+    EXPECT_EQ(bad.status.code(), Code::kInvalidArgument);
+    EXPECT_NE(bad.status.message().find("params.ms"), std::string::npos);
+    client::CancellationToken token;
+    token.Cancel(client::CancelReason::kKilled);
+    EXPECT_EQ(RunHandler(Sleep, {{"ms", 3'600'000}}, &token).status.code(), Code::kCancelled);
+}
+
+TEST(DemoHandlers, FailFailsWithTheGivenMessage) {
+    EXPECT_EQ(RunHandler(Fail, {{"message", "no paper"}}).status.message(), "no paper");
+    EXPECT_EQ(RunHandler(Fail, nullptr).status.message(), "failed on purpose");
+}
+
+// A demo-client process, stopped by PID when the test ends.
+class Process {
+  public:
+    Process(std::vector<std::string> args, const std::vector<std::string>& extra_env, const std::string& stderr_path) {
+        std::vector<char*> argv;
+        argv.push_back(const_cast<char*>(DEMO_CLIENT_BINARY));
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        std::vector<std::string> env_strings(extra_env);
+        for (char** e = environ; *e != nullptr; ++e) {
+            if (std::strncmp(*e, "SCHED_TOKEN=", 12) != 0) env_strings.emplace_back(*e);
+        }
+        std::vector<char*> envp;
+        for (auto& e : env_strings) envp.push_back(e.data());
+        envp.push_back(nullptr);
+        posix_spawn_file_actions_t actions;
+        posix_spawn_file_actions_init(&actions);
+        posix_spawn_file_actions_addopen(&actions, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        posix_spawn_file_actions_addopen(&actions, 1, stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (posix_spawn(&pid_, DEMO_CLIENT_BINARY, &actions, nullptr, argv.data(), envp.data()) != 0) pid_ = -1;
+        posix_spawn_file_actions_destroy(&actions);
+    }
+    ~Process() {
+        if (pid_ > 0 && !exited_) {
+            ::kill(pid_, SIGKILL);
+            ::waitpid(pid_, nullptr, 0);
+        }
+    }
+    pid_t pid() const { return pid_; }
+    /// The exit code once the process ended within `timeout`; -1 otherwise.
+    int Wait(std::chrono::milliseconds timeout = 20s) {
+        int status = 0;
+        const bool ended = WaitFor(
+            [&] {
+                if (exited_) return true;
+                if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+                    exited_ = true;
+                    code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+                }
+                return exited_;
+            },
+            timeout);
+        return ended ? code_ : -1;
+    }
+
+  private:
+    pid_t pid_ = -1;
+    bool exited_ = false;
+    int code_ = -1;
+};
+
+class DemoClientProcess : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        dir_ = std::filesystem::temp_directory_path() / ("sched-demo-client-test-" + RandomHex(8));
+        std::filesystem::create_directories(dir_);
+    }
+    void TearDown() override { std::filesystem::remove_all(dir_); }
+
+    std::string WriteConfig(const std::string& text) {
+        const auto path = (dir_ / "demo-client.yaml").string();
+        std::ofstream(path) << text;
+        return path;
+    }
+    std::string Output() const {
+        std::ifstream in(dir_ / "output.txt");
+        std::stringstream s;
+        s << in.rdbuf();
+        return s.str();
+    }
+    std::string OutputPath() const { return (dir_ / "output.txt").string(); }
+
+    std::filesystem::path dir_;
+};
+
+TEST_F(DemoClientProcess, VersionAndHelp) {
+    Process version({"--version"}, {}, OutputPath());
+    EXPECT_EQ(version.Wait(), 0);
+    EXPECT_EQ(Output(), std::string("demo-client ") + "0.1.0\n");
+    Process help({"--help"}, {}, OutputPath());
+    EXPECT_EQ(help.Wait(), 0);
+    EXPECT_NE(Output().find("usage: demo-client"), std::string::npos);
+    Process bad({"--frobnicate"}, {}, OutputPath());
+    EXPECT_EQ(bad.Wait(), 2);
+}
+
+TEST_F(DemoClientProcess, InvalidConfigExitsWithCode2AndOneLineNamingTheKey) {
+    const auto unknown =
+        WriteConfig("executor:\n  app: demo\n  web-endpoints: [\"http://127.0.0.1:1\"]\n  capacty: 3\n");
+    Process a({"--config", unknown}, {std::string("SCHED_TOKEN=") + kToken}, OutputPath());
+    EXPECT_EQ(a.Wait(), 2);
+    EXPECT_EQ(Output(), "demo-client: executor.capacty: unknown key\n");
+
+    const auto no_token = WriteConfig("executor:\n  app: demo\n  web-endpoints: [\"http://127.0.0.1:1\"]\n");
+    Process b({"--config", no_token}, {}, OutputPath());
+    EXPECT_EQ(b.Wait(), 2);
+    const std::string output = Output();
+    EXPECT_EQ(output.rfind("demo-client: executor.token: required", 0), 0u) << output;
+    EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 1);
+
+    Process c({"--config", (dir_ / "missing.yaml").string()}, {}, OutputPath());
+    EXPECT_EQ(c.Wait(), 2);
+}
+
+TEST_F(DemoClientProcess, ServesRunsAndDeregistersOnSigterm) {
+    client::testing::FakeWeb web(kToken);
+    const auto config = WriteConfig("log:\n  level: warn\nexecutor:\n  app: demo\n  web-endpoints: [\"" + web.Url() +
+                                    "\"]\n  heartbeat-interval: 100ms\n  callback-flush-interval: 5ms\n"
+                                    "  spool-dir: \"" +
+                                    (dir_ / "spool").string() + "\"\n  http:\n    listen: \"127.0.0.1:0\"\n");
+    Process demo({"--config", config}, {std::string("SCHED_TOKEN=") + kToken}, OutputPath());
+    ASSERT_GT(demo.pid(), 0);
+    ASSERT_TRUE(WaitFor([&] { return !web.Heartbeats().empty(); })) << Output();
+    const auto heartbeat = web.Heartbeats().front();
+    EXPECT_EQ(heartbeat["handlers"], (nlohmann::json{"count", "echo", "fail", "sleep"}));
+    const std::string base = "http://" + heartbeat["address"].get<std::string>();
+
+    rest::testing::BlockingClient client;
+    rest::CallOptions call;
+    call.bearer_token = kToken;
+    const auto run = [&](std::int64_t fire, const std::string& handler, nlohmann::json params) {
+        nlohmann::json body = {{"fire_id", fire}, {"job_id", fire},     {"attempt", 0},
+                               {"epoch", 1},      {"handler", handler}, {"params", std::move(params)}};
+        auto r = client.PostJson(base + "/v1/run", body, call);
+        return r.ok() ? r->status : -1;
+    };
+    ASSERT_EQ(run(1, "echo", {{"hello", "world"}}), 202);
+    ASSERT_EQ(run(2, "count", nullptr), 202);
+    ASSERT_EQ(run(3, "fail", {{"message", "nope"}}), 202);
+    ASSERT_TRUE(WaitFor([&] { return web.Results().size() == 3; }));
+    EXPECT_EQ(web.ResultsFor(1)[0]["message"], R"({"hello":"world"})");
+    EXPECT_EQ(web.ResultsFor(2)[0]["message"], "1");
+    EXPECT_EQ(web.ResultsFor(3)[0]["status"], "failed");
+
+    ASSERT_EQ(run(4, "sleep", {{"ms", 60'000}}), 202);
+    ASSERT_EQ(::kill(demo.pid(), SIGTERM), 0);
+    // The grace (30 s) is longer than this wait: the sleep must not hold up a kill request.
+    auto kill = client.PostJson(base + "/v1/kill", {{"fire_id", 4}}, call);
+    ASSERT_TRUE(kill.ok());
+    EXPECT_EQ(kill->status, 200);
+    EXPECT_EQ(demo.Wait(), 0) << Output();
+    ASSERT_EQ(web.ResultsFor(4).size(), 1u);
+    EXPECT_EQ(web.ResultsFor(4)[0]["status"], "killed");
+    ASSERT_EQ(web.Deregistrations().size(), 1u);
+    EXPECT_EQ(web.Deregistrations()[0]["address"], heartbeat["address"]);
+}
+
+}  // namespace
+}  // namespace sched::demo

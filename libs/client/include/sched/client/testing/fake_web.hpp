@@ -1,0 +1,49 @@
+#pragma once
+
+/// A stand-in for the web module in tests (target sched::client_testing, tests only): a real
+/// HTTP server on 127.0.0.1 that records what executors send to the registry and callback
+/// endpoints, checking the bearer token like the real one.
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sched/http/testing/test_server.hpp"
+
+namespace sched::client::testing {
+
+class FakeWeb {
+  public:
+    /// Listens on 127.0.0.1:`port` (0 = any free port).
+    explicit FakeWeb(std::string token, std::uint16_t port = 0);
+    ~FakeWeb();
+
+    std::uint16_t port() const { return port_; }
+    /// "http://127.0.0.1:<port>"
+    std::string Url() const;
+    /// Stops serving (the port is then refused, like a web module that is down). Idempotent.
+    void Stop();
+
+    std::vector<nlohmann::json> Heartbeats() const;
+    std::vector<nlohmann::json> Deregistrations() const;
+    /// Every result received, flattened from the batches, in arrival order.
+    std::vector<nlohmann::json> Results() const;
+    /// The results for one fire.
+    std::vector<nlohmann::json> ResultsFor(std::int64_t fire_id) const;
+    std::size_t CallbackRequests() const;
+
+  private:
+    mutable std::mutex mu_;
+    std::vector<nlohmann::json> heartbeats_;
+    std::vector<nlohmann::json> deregistrations_;
+    std::vector<nlohmann::json> results_;
+    std::size_t callback_requests_ = 0;
+    std::uint16_t port_ = 0;
+    std::unique_ptr<rest::testing::TestServer> server_;
+};
+
+}  // namespace sched::client::testing

@@ -1,0 +1,730 @@
+#include "sched/client/executor.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cctype>
+#include <charconv>
+#include <ctime>
+#include <deque>
+#include <future>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "impl/fire_log.hpp"
+#include "impl/run_registry.hpp"
+#include "impl/spool.hpp"
+#include "sched/common/net.hpp"
+#include "sched/http/client.hpp"
+#include "sched/http/json.hpp"
+#include "sched/http/server.hpp"
+#include "sched/http/url.hpp"
+
+namespace sched::client {
+namespace impl {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr std::size_t kLogPageLines = 1000;
+constexpr auto kHeartbeatRetry = std::chrono::seconds(2);
+constexpr auto kStopPoll = milliseconds(10);
+
+std::int64_t WallMs() {
+    return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// "2026-01-02T03:04:05.678Z": log lines are read by people in other time zones.
+std::string LogTimestamp() {
+    const std::int64_t ms = WallMs();
+    const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    std::array<char, 32> buf{};
+    const auto n = std::strftime(buf.data(), buf.size(), "%Y-%m-%dT%H:%M:%S", &tm);
+    return std::string(buf.data(), n) + fmt::format(".{:03d}Z", static_cast<int>(ms % 1000));
+}
+
+std::string Hostname() {
+    std::array<char, 256> host{};
+    if (gethostname(host.data(), host.size() - 1) != 0 || host[0] == '\0') return "localhost";
+    return host.data();
+}
+
+std::optional<std::int64_t> ParseInt(std::string_view text) {
+    std::int64_t v = 0;
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
+    return v;
+}
+
+BlockStrategy ToStrategy(const std::string& name) {
+    if (name == "discard-later") return BlockStrategy::kDiscardLater;
+    if (name == "cover-early") return BlockStrategy::kCoverEarly;
+    return BlockStrategy::kSerial;
+}
+
+bool ValidHandlerName(const std::string& name) {
+    if (name.empty() || name.size() > 128) return false;
+    return std::all_of(name.begin(), name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    });
+}
+
+}  // namespace
+
+class Runtime {
+  public:
+    explicit Runtime(ExecutorOptions options);
+    ~Runtime();
+
+    void Handle(std::string name, Handler handler);
+    void Start();
+    void Stop();
+    std::uint16_t port() const { return server_ ? server_->port() : 0; }
+    std::string address() const { return address_; }
+    ExecutorStats Stats() const;
+
+  private:
+    rest::Router Routes();
+    rest::Response OnRun(rest::Request& req);
+    rest::Response OnKill(rest::Request& req);
+    rest::Response OnBeat(rest::Request& req);
+    rest::Response OnIdleBeat(rest::Request& req);
+    rest::Response OnLog(rest::Request& req);
+
+    void Launch(RunPtr run);
+    void Execute(const RunPtr& run);
+    void ReportNeverStarted(const RunPtr& run, const std::string& message);
+    void Report(CallbackResult result);
+    void FireLog(std::int64_t fire_id, const std::string& text);
+    std::vector<std::string> HandlerNames() const;
+
+    net::awaitable<bool> PostToWeb(std::string path, nlohmann::json body, std::string preferred_url);
+    net::awaitable<void> HeartbeatLoop();
+    net::awaitable<bool> Deregister();
+    net::awaitable<void> CallbackLoop();
+    net::awaitable<bool> FlushResults();
+    std::vector<CallbackResult> TakeBatch();
+    void SpoolOrRequeue(std::vector<CallbackResult> batch);
+    void SpoolOutbox();
+
+    const ExecutorOptions options_;
+    std::vector<rest::Url> endpoints_;
+    std::map<std::string, Handler> handlers_;  // read-only after Start()
+    bool started_ = false;
+    std::mutex stop_mu_;
+    bool stopped_ = false;
+
+    net::io_context io_;
+    // The heartbeat and callback loops, their timers, and the run timeout timers live here.
+    net::strand<net::io_context::executor_type> strand_;
+    std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
+    std::thread io_thread_;
+    std::unique_ptr<net::thread_pool> workers_;
+    std::unique_ptr<rest::Server> server_;
+    std::unique_ptr<rest::HttpClient> client_;
+    std::atomic<std::size_t> preferred_endpoint_{0};
+    std::string address_;
+
+    RunRegistry registry_;
+    FireLogBook logs_;
+    std::unique_ptr<ResultSpool> spool_;  // used only by the callback loop once started
+    std::mutex outbox_mu_;
+    std::deque<CallbackResult> outbox_;
+
+    std::atomic<bool> accepting_{false};
+    std::atomic<bool> heartbeat_stop_{false};
+    std::atomic<bool> callback_stop_{false};
+    net::steady_timer heartbeat_timer_;
+    net::steady_timer callback_timer_;
+    std::future<void> heartbeat_done_;
+    std::future<void> callback_done_;
+    bool web_reachable_ = true;  // callback loop only: to log transitions, not every failure
+
+    struct Counters {
+        std::atomic<std::uint64_t> accepted{0}, duplicates{0}, stale{0}, busy{0}, capacity{0};
+        std::atomic<std::uint64_t> succeeded{0}, failed{0}, timed_out{0}, killed{0};
+        std::atomic<std::uint64_t> delivered{0}, spooled{0}, spool_pending{0};
+        std::atomic<std::uint64_t> heartbeats_ok{0}, heartbeats_failed{0};
+    } counters_;
+};
+
+Runtime::Runtime(ExecutorOptions options)
+    : options_(std::move(options)),
+      strand_(net::make_strand(io_.get_executor())),
+      registry_(static_cast<std::size_t>(options_.capacity), static_cast<std::size_t>(options_.dedupe_window)),
+      logs_(static_cast<std::size_t>(options_.log_retained_fires), static_cast<std::size_t>(options_.log_max_lines)),
+      heartbeat_timer_(strand_),
+      callback_timer_(strand_) {
+    options_.Validate();
+    for (const auto& e : options_.web_endpoints) endpoints_.push_back(*rest::Url::Parse(e));
+}
+
+Runtime::~Runtime() {
+    Stop();
+}
+
+void Runtime::Handle(std::string name, Handler handler) {
+    if (started_) throw std::logic_error("Executor::Handle(\"" + name + "\") after Start()");
+    if (!ValidHandlerName(name)) throw std::logic_error("Executor::Handle: bad handler name \"" + name + "\"");
+    if (!handler) throw std::logic_error("Executor::Handle(\"" + name + "\"): empty handler");
+    if (!handlers_.emplace(name, std::move(handler)).second) {
+        throw std::logic_error("Executor::Handle: handler \"" + name + "\" registered twice");
+    }
+}
+
+std::vector<std::string> Runtime::HandlerNames() const {
+    std::vector<std::string> names;
+    for (const auto& [name, fn] : handlers_) names.push_back(name);
+    return names;
+}
+
+void Runtime::Start() {
+    if (started_) throw std::logic_error("Executor::Start() called twice");
+    if (handlers_.empty()) throw std::logic_error("Executor::Start() without handlers: call Handle() first");
+    spool_ = std::make_unique<ResultSpool>(options_.spool_dir);
+    counters_.spool_pending = spool_->pending();
+
+    server_ = std::make_unique<rest::Server>(io_.get_executor(), options_.http, Routes(),
+                                             rest::BearerTokenAuth(options_.token));
+    server_->Start();
+    if (!options_.advertised_address.empty()) {
+        address_ = options_.advertised_address;
+    } else {
+        auto host = rest::HostPort::Parse(options_.http.listen)->host;
+        // A wildcard address is not something a peer can call.
+        if (host == "0.0.0.0" || host == "::") host = Hostname();
+        address_ = rest::HostPort{host, server_->port()}.ToString();
+    }
+    rest::ClientOptions client_options;
+    client_options.connect_timeout = std::min(options_.web_timeout, client_options.connect_timeout);
+    client_options.user_agent = "sched-client/" + options_.app;
+    client_ = std::make_unique<rest::HttpClient>(io_.get_executor(), client_options);
+    workers_ = std::make_unique<net::thread_pool>(static_cast<std::size_t>(options_.worker_threads));
+
+    started_ = true;
+    accepting_ = true;
+    work_.emplace(io_.get_executor());
+    io_thread_ = std::thread([this] { io_.run(); });
+    heartbeat_done_ = net::co_spawn(strand_, HeartbeatLoop(), net::use_future);
+    callback_done_ = net::co_spawn(strand_, CallbackLoop(), net::use_future);
+    spdlog::info("executor {}: serving {} handler(s) at {}, web endpoints: {}", options_.app, handlers_.size(),
+                 address_, fmt::join(options_.web_endpoints, ", "));
+}
+
+void Runtime::Stop() {
+    std::lock_guard lock(stop_mu_);
+    if (!started_ || stopped_) return;
+    stopped_ = true;
+    spdlog::info("executor {}: stopping", options_.app);
+    accepting_ = false;
+
+    heartbeat_stop_ = true;
+    net::post(strand_, [this] { heartbeat_timer_.cancel(); });
+    heartbeat_done_.wait();
+    if (!net::co_spawn(strand_, Deregister(), net::use_future).get()) {
+        spdlog::warn("executor {}: no web endpoint acknowledged deregistration", options_.app);
+    }
+
+    const auto grace_end = Clock::now() + options_.shutdown_grace;
+    while (registry_.InFlight() > 0 && Clock::now() < grace_end) std::this_thread::sleep_for(kStopPoll);
+    if (registry_.InFlight() > 0) {
+        spdlog::warn("executor {}: cancelling {} run(s) still in flight after the shutdown grace", options_.app,
+                     registry_.InFlight());
+        for (const auto& run : registry_.CancelAll(CancelReason::kShutdown)) {
+            ReportNeverStarted(run, "executor shutting down");
+        }
+        auto next_warning = Clock::now() + std::chrono::seconds(5);
+        while (registry_.InFlight() > 0) {
+            if (Clock::now() >= next_warning) {
+                spdlog::warn("executor {}: waiting for handlers that ignore cancellation (fires {})", options_.app,
+                             fmt::join(registry_.RunningFires(), ", "));
+                next_warning += std::chrono::seconds(5);
+            }
+            std::this_thread::sleep_for(kStopPoll);
+        }
+    }
+    workers_->join();
+
+    callback_stop_ = true;
+    net::post(strand_, [this] { callback_timer_.cancel(); });
+    callback_done_.wait();
+
+    net::co_spawn(io_, server_->Shutdown(), net::use_future).get();
+    client_->CloseIdle();
+    work_.reset();
+    io_.stop();
+    io_thread_.join();
+    spool_.reset();
+    spdlog::info("executor {}: stopped", options_.app);
+}
+
+ExecutorStats Runtime::Stats() const {
+    ExecutorStats s;
+    s.accepted = counters_.accepted;
+    s.duplicates = counters_.duplicates;
+    s.refused_stale_epoch = counters_.stale;
+    s.refused_busy = counters_.busy;
+    s.refused_capacity = counters_.capacity;
+    s.succeeded = counters_.succeeded;
+    s.failed = counters_.failed;
+    s.timed_out = counters_.timed_out;
+    s.killed = counters_.killed;
+    s.results_delivered = counters_.delivered;
+    s.results_spooled = counters_.spooled;
+    s.spool_pending = counters_.spool_pending;
+    s.in_flight = registry_.InFlight();
+    s.heartbeats_sent = counters_.heartbeats_ok;
+    s.heartbeats_failed = counters_.heartbeats_failed;
+    return s;
+}
+
+// ---- HTTP API (the handlers never block: they run on the I/O thread) ----
+
+rest::Router Runtime::Routes() {
+    rest::Router r;
+    r.Add(rest::Method::kPost, "/v1/run", [this](rest::Request& req) { return OnRun(req); });
+    r.Add(rest::Method::kPost, "/v1/kill", [this](rest::Request& req) { return OnKill(req); });
+    r.Add(rest::Method::kGet, "/v1/beat", [this](rest::Request& req) { return OnBeat(req); });
+    r.Add(rest::Method::kPost, "/v1/idle-beat", [this](rest::Request& req) { return OnIdleBeat(req); });
+    r.Add(rest::Method::kGet, "/v1/log", [this](rest::Request& req) { return OnLog(req); });
+    return r;
+}
+
+rest::Response Runtime::OnRun(rest::Request& req) {
+    auto body = req.Json();
+    if (!body.ok()) return rest::Response::Error(body.status(), "body");
+    rest::JsonFields f(*body);
+    RunRequest run;
+    run.fire_id = f.Int("fire_id", {.min = 0});
+    run.job_id = f.Int("job_id", {.min = 0});
+    run.attempt = f.Int("attempt", {.min = 0});
+    run.epoch = f.Int("epoch", {.min = 0});
+    run.handler = f.String("handler");
+    run.params = f.Value("params", nlohmann::json::object());
+    run.scheduled_ms = f.Int("scheduled_ms", 0, {.min = 0});
+    run.timeout_ms = f.Int("timeout_ms", 0, {.min = 0, .max = 7LL * 24 * 3600 * 1000});
+    run.shard_index = f.Int("shard_index", 0, {.min = 0});
+    run.shard_total = f.Int("shard_total", 1, {.min = 1});
+    run.block_strategy = ToStrategy(f.Enum("block_strategy", "serial", {"serial", "discard-later", "cover-early"}));
+    run.callback_url = f.String("callback_url", "");
+    if (f.ok() && run.shard_index >= run.shard_total) {
+        f.Fail("shard_index", "must be less than shard_total (" + std::to_string(run.shard_total) + ")");
+    }
+    if (f.ok() && !run.callback_url.empty()) {
+        if (auto url = rest::Url::Parse(run.callback_url); !url.ok()) f.Fail("callback_url", url.status().message());
+    }
+    if (f.error()) return rest::Response::Error(*f.error());
+    if (!handlers_.contains(run.handler)) {
+        return rest::Response::Error(
+            rest::ApiError{Code::kNotFound,
+                           "no handler \"" + run.handler + "\" in app " + options_.app +
+                               " (handlers: " + fmt::format("{}", fmt::join(HandlerNames(), ", ")) + ")",
+                           "handler"});
+    }
+    if (!accepting_) return rest::Response::Error(rest::ApiError{Code::kUnavailable, "the executor is stopping", ""});
+
+    const std::int64_t fire_id = run.fire_id;
+    AdmitResult admit = registry_.Admit(std::move(run), [this](const Run& accepted, bool start_now) {
+        const RunRequest& r = accepted.request;
+        logs_.Open(r.fire_id);
+        FireLog(r.fire_id, "accepted: handler " + r.handler + ", attempt " + std::to_string(r.attempt) + ", epoch " +
+                               std::to_string(r.epoch) + (start_now ? "" : " (queued behind the job's running fire)"));
+    });
+    switch (admit.admission) {
+        case Admission::kStaleEpoch:
+            ++counters_.stale;
+            return rest::Response::Error(rest::ApiError{Code::kAborted, admit.message, "epoch"});
+        case Admission::kDuplicate:
+            ++counters_.duplicates;
+            return rest::Response::Json({{"accepted", true}, {"duplicate", true}, {"fire_id", fire_id}}, 202);
+        case Admission::kBusy:
+            ++counters_.busy;
+            return rest::Response::Error(rest::ApiError{Code::kAborted, admit.message, "block_strategy"});
+        case Admission::kNoCapacity:
+            ++counters_.capacity;
+            return rest::Response::Error(rest::ApiError{Code::kResourceExhausted, admit.message, ""});
+        case Admission::kAccepted:
+            break;
+    }
+    ++counters_.accepted;
+    for (const auto& dropped : admit.dropped) {
+        ReportNeverStarted(dropped, "covered by fire " + std::to_string(fire_id) + " before it started");
+    }
+    if (admit.start_now) Launch(admit.run);
+    return rest::Response::Json(
+        {{"accepted", true}, {"fire_id", fire_id}, {"state", admit.start_now ? "running" : "queued"}}, 202);
+}
+
+rest::Response Runtime::OnKill(rest::Request& req) {
+    auto body = req.Json();
+    if (!body.ok()) return rest::Response::Error(body.status(), "body");
+    rest::JsonFields f(*body);
+    const auto fire_id = f.Int("fire_id", {.min = 0});
+    if (f.error()) return rest::Response::Error(*f.error());
+    const KillResult k = registry_.Kill(fire_id);
+    if (!k.run) {
+        return rest::Response::Error(rest::ApiError{
+            Code::kNotFound, "fire " + std::to_string(fire_id) + " is not running or queued here", "fire_id"});
+    }
+    if (k.was_running) {
+        FireLog(fire_id, "kill requested: the handler is asked to stop");
+    } else {
+        ReportNeverStarted(k.run, "killed by request before it started");
+    }
+    return rest::Response::Json({{"fire_id", fire_id}, {"state", k.was_running ? "running" : "queued"}});
+}
+
+rest::Response Runtime::OnBeat(rest::Request&) {
+    return rest::Response::Json({{"app", options_.app},
+                                 {"address", address_},
+                                 {"handlers", HandlerNames()},
+                                 {"capacity", options_.capacity},
+                                 {"running", registry_.InFlight()},
+                                 {"epoch", registry_.MaxEpoch()}});
+}
+
+rest::Response Runtime::OnIdleBeat(rest::Request& req) {
+    auto body = req.Json();
+    if (!body.ok()) return rest::Response::Error(body.status(), "body");
+    rest::JsonFields f(*body);
+    const auto job_id = f.Int("job_id", {.min = 0});
+    if (f.error()) return rest::Response::Error(*f.error());
+    if (!registry_.Idle(job_id)) {
+        return rest::Response::Error(
+            rest::ApiError{Code::kFailedPrecondition,
+                           "job " + std::to_string(job_id) + " has a run in progress or queued here", "job_id"});
+    }
+    return rest::Response::Json({{"job_id", job_id}, {"idle", true}});
+}
+
+rest::Response Runtime::OnLog(rest::Request& req) {
+    const auto fire_text = req.Query("fire_id");
+    if (!fire_text)
+        return rest::Response::Error(rest::ApiError{Code::kInvalidArgument, "fire_id: required", "fire_id"});
+    const auto fire_id = ParseInt(*fire_text);
+    if (!fire_id || *fire_id < 0) {
+        return rest::Response::Error(rest::ApiError{
+            Code::kInvalidArgument, "fire_id: expected a non-negative integer, got \"" + *fire_text + "\"", "fire_id"});
+    }
+    std::int64_t from_line = 0;
+    if (const auto from_text = req.Query("from_line")) {
+        const auto parsed = ParseInt(*from_text);
+        if (!parsed || *parsed < 0) {
+            return rest::Response::Error(
+                rest::ApiError{Code::kInvalidArgument,
+                               "from_line: expected a non-negative integer, got \"" + *from_text + "\"", "from_line"});
+        }
+        from_line = *parsed;
+    }
+    const auto page = logs_.Read(*fire_id, from_line, kLogPageLines);
+    if (!page) {
+        return rest::Response::Error(
+            rest::ApiError{Code::kNotFound, "no log for fire " + std::to_string(*fire_id) + " here", "fire_id"});
+    }
+    return rest::Response::Json({{"fire_id", *fire_id},
+                                 {"from_line", page->from_line},
+                                 {"to_line", page->next_line},
+                                 {"lines", page->lines},
+                                 {"finished", page->finished}});
+}
+
+// ---- Runs (Execute runs on a worker thread) ----
+
+void Runtime::Launch(RunPtr run) {
+    net::post(*workers_, [this, run = std::move(run)] { Execute(run); });
+}
+
+void Runtime::FireLog(std::int64_t fire_id, const std::string& text) {
+    logs_.Append(fire_id, LogTimestamp() + " " + text);
+}
+
+void Runtime::Execute(const RunPtr& run) {
+    const RunRequest& r = run->request;
+    const std::int64_t started_ms = WallMs();
+    const auto timeout = milliseconds(r.timeout_ms);
+    const auto deadline = r.timeout_ms > 0 ? Clock::now() + timeout : Clock::time_point::max();
+    std::shared_ptr<net::steady_timer> timer;
+    if (r.timeout_ms > 0) {
+        timer = std::make_shared<net::steady_timer>(strand_);
+        net::post(strand_, [timer, run, timeout] {
+            timer->expires_after(timeout);
+            timer->async_wait([run](const boost::system::error_code& ec) {
+                if (!ec) run->token.Cancel(CancelReason::kTimeout);
+            });
+        });
+    }
+    FireLog(r.fire_id, "started: shard " + std::to_string(r.shard_index) + "/" + std::to_string(r.shard_total));
+    JobContext ctx(r, run->token, deadline, [this, id = r.fire_id](std::string line) { FireLog(id, line); });
+    Status status;
+    if (run->token.cancelled()) {
+        status = Cancelled("cancelled before it started");
+    } else {
+        try {
+            status = handlers_.at(r.handler)(ctx);
+        } catch (const std::exception& e) {
+            status = Internal(std::string("handler threw: ") + e.what());
+        } catch (...) {
+            status = Internal("handler threw a non-standard exception");
+        }
+    }
+    if (timer) net::post(strand_, [timer] { timer->cancel(); });
+
+    CallbackResult result;
+    result.fire_id = r.fire_id;
+    result.attempt = r.attempt;
+    result.epoch = r.epoch;
+    result.started_ms = started_ms;
+    result.finished_ms = WallMs();
+    result.callback_url = r.callback_url;
+    // After a cancellation the reason decides, whatever the handler returned: the scheduler
+    // asked for it to stop, and it must not count as a normal success or failure.
+    switch (run->token.reason()) {
+        case CancelReason::kTimeout:
+            result.status = "timeout";
+            result.code = std::string(CodeName(Code::kDeadlineExceeded));
+            result.message = "timed out after " + std::to_string(r.timeout_ms) + " ms";
+            break;
+        case CancelReason::kKilled:
+            result.status = "killed";
+            result.code = std::string(CodeName(Code::kCancelled));
+            result.message = "killed by request";
+            break;
+        case CancelReason::kCovered:
+            result.status = "killed";
+            result.code = std::string(CodeName(Code::kCancelled));
+            result.message = "covered by fire " + std::to_string(run->covered_by.load());
+            break;
+        case CancelReason::kShutdown:
+            result.status = "killed";
+            result.code = std::string(CodeName(Code::kCancelled));
+            result.message = "executor shutting down";
+            break;
+        case CancelReason::kNone:
+            result.status = status.ok() ? "succeeded" : "failed";
+            result.code = std::string(CodeName(status.code()));
+            result.message = status.ok() ? ctx.result_message() : status.message();
+            break;
+    }
+    FireLog(r.fire_id, "finished: " + result.status + (result.message.empty() ? "" : ": " + result.message));
+    logs_.Close(r.fire_id);
+    // Free the slot before reporting: whoever sees the result may ask at once whether we are idle.
+    RunPtr next = registry_.Finish(run);
+    Report(std::move(result));
+    if (next) Launch(std::move(next));
+}
+
+void Runtime::ReportNeverStarted(const RunPtr& run, const std::string& message) {
+    const RunRequest& r = run->request;
+    CallbackResult result;
+    result.fire_id = r.fire_id;
+    result.attempt = r.attempt;
+    result.epoch = r.epoch;
+    result.status = "killed";
+    result.code = std::string(CodeName(Code::kCancelled));
+    result.message = message;
+    result.started_ms = result.finished_ms = WallMs();
+    result.callback_url = r.callback_url;
+    FireLog(r.fire_id, "killed: " + message);
+    logs_.Close(r.fire_id);
+    Report(std::move(result));
+}
+
+void Runtime::Report(CallbackResult result) {
+    if (result.status == "succeeded") {
+        ++counters_.succeeded;
+    } else if (result.status == "failed") {
+        ++counters_.failed;
+    } else if (result.status == "timeout") {
+        ++counters_.timed_out;
+    } else {
+        ++counters_.killed;
+    }
+    std::lock_guard lock(outbox_mu_);
+    outbox_.push_back(std::move(result));
+}
+
+// ---- The web module (coroutines on strand_) ----
+
+net::awaitable<bool> Runtime::PostToWeb(std::string path, nlohmann::json body, std::string preferred_url) {
+    std::vector<std::string> targets;
+    if (!preferred_url.empty()) targets.push_back(preferred_url);
+    const std::size_t first_endpoint = targets.size();
+    const std::size_t start = preferred_endpoint_.load();
+    for (std::size_t i = 0; i < endpoints_.size(); ++i) {
+        targets.push_back(endpoints_[(start + i) % endpoints_.size()].WithPath(path).ToString());
+    }
+    rest::CallOptions call;
+    call.timeout = options_.web_timeout;
+    call.bearer_token = options_.token;
+    for (std::size_t t = 0; t < targets.size(); ++t) {
+        auto r = co_await client_->PostJson(targets[t], body, call);
+        if (r.ok() && r->ok()) {
+            if (t >= first_endpoint) preferred_endpoint_ = (start + t - first_endpoint) % endpoints_.size();
+            co_return true;
+        }
+        spdlog::debug("executor {}: POST {} failed: {}", options_.app, targets[t],
+                      r.ok() ? "HTTP " + std::to_string(r->status) + " " + r->body : r.status().ToString());
+    }
+    co_return false;
+}
+
+net::awaitable<void> Runtime::HeartbeatLoop() {
+    bool was_ok = true;
+    while (!heartbeat_stop_) {
+        nlohmann::json body = {{"app", options_.app},
+                               {"address", address_},
+                               {"handlers", HandlerNames()},
+                               {"capacity", options_.capacity},
+                               {"running", registry_.InFlight()}};
+        const bool ok = co_await PostToWeb("/api/v1/registry/heartbeat", body, "");
+        ++(ok ? counters_.heartbeats_ok : counters_.heartbeats_failed);
+        if (ok != was_ok) {
+            if (ok) {
+                spdlog::info("executor {}: heartbeats acknowledged again", options_.app);
+            } else {
+                spdlog::warn("executor {}: no web endpoint acknowledged the heartbeat", options_.app);
+            }
+            was_ok = ok;
+        }
+        if (heartbeat_stop_) break;
+        const auto interval = std::chrono::duration_cast<Clock::duration>(options_.heartbeat_interval);
+        heartbeat_timer_.expires_after(ok ? interval : std::min<Clock::duration>(interval, kHeartbeatRetry));
+        boost::system::error_code ec;
+        co_await heartbeat_timer_.async_wait(net::redirect_error(net::use_awaitable, ec));
+    }
+}
+
+net::awaitable<bool> Runtime::Deregister() {
+    nlohmann::json body = {{"app", options_.app}, {"address", address_}};
+    const bool ok = co_await PostToWeb("/api/v1/registry/deregister", body, "");
+    co_return ok;
+}
+
+std::vector<CallbackResult> Runtime::TakeBatch() {
+    std::lock_guard lock(outbox_mu_);
+    std::vector<CallbackResult> batch;
+    while (!outbox_.empty() && batch.size() < static_cast<std::size_t>(options_.callback_batch_size) &&
+           (batch.empty() || outbox_.front().callback_url == batch.front().callback_url)) {
+        batch.push_back(std::move(outbox_.front()));
+        outbox_.pop_front();
+    }
+    return batch;
+}
+
+void Runtime::SpoolOrRequeue(std::vector<CallbackResult> batch) {
+    if (batch.empty()) return;
+    const Status s = spool_->Append(batch);
+    if (s.ok()) {
+        counters_.spooled += batch.size();
+        counters_.spool_pending = spool_->pending();
+        return;
+    }
+    // Keep them in memory rather than lose them; the next round tries the disk again.
+    spdlog::error("executor {}: {}", options_.app, s.ToString());
+    std::lock_guard lock(outbox_mu_);
+    outbox_.insert(outbox_.begin(), std::make_move_iterator(batch.begin()), std::make_move_iterator(batch.end()));
+}
+
+void Runtime::SpoolOutbox() {
+    std::vector<CallbackResult> all;
+    {
+        std::lock_guard lock(outbox_mu_);
+        all.assign(std::make_move_iterator(outbox_.begin()), std::make_move_iterator(outbox_.end()));
+        outbox_.clear();
+    }
+    SpoolOrRequeue(std::move(all));
+}
+
+net::awaitable<bool> Runtime::FlushResults() {
+    // Spooled results are the oldest: they go first.
+    while (spool_->pending() > 0) {
+        const auto batch = spool_->Peek(static_cast<std::size_t>(options_.callback_batch_size));
+        nlohmann::json body = nlohmann::json::array();
+        for (const auto& r : batch) body.push_back(r.ToJson());
+        const bool ok = co_await PostToWeb("/api/v1/callback", body, batch.front().callback_url);
+        if (!ok) {
+            // While no endpoint answers, every new result goes to disk at once.
+            SpoolOutbox();
+            co_return false;
+        }
+        if (const Status s = spool_->Ack(batch.size()); !s.ok())
+            spdlog::error("executor {}: {}", options_.app, s.ToString());
+        counters_.delivered += batch.size();
+        counters_.spool_pending = spool_->pending();
+    }
+    for (;;) {
+        auto batch = TakeBatch();
+        if (batch.empty()) break;
+        nlohmann::json body = nlohmann::json::array();
+        for (const auto& r : batch) body.push_back(r.ToJson());
+        const bool ok = co_await PostToWeb("/api/v1/callback", body, batch.front().callback_url);
+        if (!ok) {
+            SpoolOrRequeue(std::move(batch));
+            SpoolOutbox();
+            co_return false;
+        }
+        counters_.delivered += batch.size();
+    }
+    co_return true;
+}
+
+net::awaitable<void> Runtime::CallbackLoop() {
+    const auto flush = std::chrono::duration_cast<Clock::duration>(options_.callback_flush_interval);
+    const auto max_backoff = std::chrono::duration_cast<Clock::duration>(options_.callback_max_backoff);
+    auto backoff = flush;
+    for (;;) {
+        const bool final_round = callback_stop_.load();
+        const bool ok = co_await FlushResults();
+        if (ok != web_reachable_) {
+            if (ok) {
+                spdlog::info("executor {}: results delivered again", options_.app);
+            } else {
+                spdlog::warn("executor {}: no web endpoint accepts results; spooling them to {}", options_.app,
+                             spool_->dir().string());
+            }
+            web_reachable_ = ok;
+        }
+        if (final_round) break;
+        backoff = ok ? flush : std::min(backoff * 2, max_backoff);
+        if (callback_stop_) continue;  // straight to the final round
+        callback_timer_.expires_after(ok ? flush : backoff);
+        boost::system::error_code ec;
+        co_await callback_timer_.async_wait(net::redirect_error(net::use_awaitable, ec));
+    }
+}
+
+}  // namespace impl
+
+Executor::Executor(ExecutorOptions options) : runtime_(std::make_unique<impl::Runtime>(std::move(options))) {}
+Executor::~Executor() = default;
+Executor& Executor::Handle(std::string name, Handler handler) {
+    runtime_->Handle(std::move(name), std::move(handler));
+    return *this;
+}
+void Executor::Start() {
+    runtime_->Start();
+}
+void Executor::Stop() {
+    runtime_->Stop();
+}
+std::uint16_t Executor::port() const {
+    return runtime_->port();
+}
+std::string Executor::address() const {
+    return runtime_->address();
+}
+ExecutorStats Executor::Stats() const {
+    return runtime_->Stats();
+}
+
+}  // namespace sched::client

@@ -1,0 +1,161 @@
+#include "impl/run_registry.hpp"
+
+#include <algorithm>
+
+namespace sched::client::impl {
+
+RunRegistry::RunRegistry(std::size_t capacity, std::size_t dedupe_window)
+    : capacity_(capacity), dedupe_window_(std::max<std::size_t>(dedupe_window, 1)) {}
+
+void RunRegistry::Remember(std::int64_t fire_id, std::int64_t attempt) {
+    seen_.emplace(fire_id, attempt);
+    seen_order_.emplace_back(fire_id, attempt);
+    while (seen_order_.size() > dedupe_window_) {
+        seen_.erase(seen_order_.front());
+        seen_order_.pop_front();
+    }
+}
+
+AdmitResult RunRegistry::Admit(RunRequest request, const OnAccepted& on_accepted) {
+    std::lock_guard lock(mu_);
+    AdmitResult out;
+    // Fencing: a master with an older epoch has lost its lease; whatever it sends now may
+    // duplicate what the new master dispatches.
+    if (request.epoch < max_epoch_) {
+        out.admission = Admission::kStaleEpoch;
+        out.message = "epoch " + std::to_string(request.epoch) + " is older than epoch " + std::to_string(max_epoch_) +
+                      " already seen: refusing a stale master's dispatch";
+        return out;
+    }
+    max_epoch_ = request.epoch;
+    if (seen_.contains({request.fire_id, request.attempt})) {
+        out.admission = Admission::kDuplicate;
+        return out;
+    }
+    auto lane_it = lanes_.find(request.job_id);
+    const bool busy = lane_it != lanes_.end();
+    std::size_t replaced = 0;
+    if (busy) {
+        const Lane& lane = lane_it->second;
+        switch (request.block_strategy) {
+            case BlockStrategy::kDiscardLater:
+                out.admission = Admission::kBusy;
+                out.message = "job " + std::to_string(request.job_id) + " is running fire " +
+                              std::to_string(lane.running->request.fire_id) + " (block strategy discard-later)";
+                return out;
+            case BlockStrategy::kCoverEarly:
+                // The covered runs make room for the new one.
+                replaced = lane.queued.size() + 1;
+                break;
+            case BlockStrategy::kSerial:
+                break;
+        }
+    }
+    if (in_flight_.size() - replaced >= capacity_) {
+        out.admission = Admission::kNoCapacity;
+        out.message = "out of capacity: " + std::to_string(in_flight_.size()) + " runs in flight, capacity " +
+                      std::to_string(capacity_);
+        return out;
+    }
+
+    Remember(request.fire_id, request.attempt);
+    const std::int64_t fire_id = request.fire_id;
+    auto run = std::make_shared<Run>(std::move(request));
+    in_flight_[fire_id] = run;
+    out.run = run;
+    out.start_now = !busy;
+    if (on_accepted) on_accepted(*run, out.start_now);
+    if (!busy) {
+        lanes_[run->request.job_id].running = run;
+        return out;
+    }
+    Lane& lane = lane_it->second;
+    if (run->request.block_strategy == BlockStrategy::kCoverEarly) {
+        for (auto& queued : lane.queued) {
+            in_flight_.erase(queued->request.fire_id);
+            queued->covered_by.store(fire_id);
+            queued->token.Cancel(CancelReason::kCovered);
+            out.dropped.push_back(std::move(queued));
+        }
+        lane.queued.clear();
+        lane.running->covered_by.store(fire_id);
+        lane.running->token.Cancel(CancelReason::kCovered);
+        // It starts when the covered run returns: never two runs of one job at once.
+        lane.queued.push_back(run);
+    } else {
+        lane.queued.push_back(run);
+    }
+    return out;
+}
+
+RunPtr RunRegistry::Finish(const RunPtr& run) {
+    std::lock_guard lock(mu_);
+    in_flight_.erase(run->request.fire_id);
+    auto it = lanes_.find(run->request.job_id);
+    if (it == lanes_.end() || it->second.running != run) return nullptr;
+    Lane& lane = it->second;
+    if (lane.queued.empty()) {
+        lanes_.erase(it);
+        return nullptr;
+    }
+    lane.running = std::move(lane.queued.front());
+    lane.queued.pop_front();
+    return lane.running;
+}
+
+KillResult RunRegistry::Kill(std::int64_t fire_id) {
+    std::lock_guard lock(mu_);
+    KillResult out;
+    auto it = in_flight_.find(fire_id);
+    if (it == in_flight_.end()) return out;
+    out.run = it->second;
+    Lane& lane = lanes_.at(out.run->request.job_id);
+    if (lane.running == out.run) {
+        out.was_running = true;
+        out.run->token.Cancel(CancelReason::kKilled);
+        return out;
+    }
+    std::erase(lane.queued, out.run);
+    in_flight_.erase(it);
+    out.run->token.Cancel(CancelReason::kKilled);
+    return out;
+}
+
+std::vector<RunPtr> RunRegistry::CancelAll(CancelReason reason) {
+    std::lock_guard lock(mu_);
+    std::vector<RunPtr> dropped;
+    for (auto& [job_id, lane] : lanes_) {
+        for (auto& queued : lane.queued) {
+            in_flight_.erase(queued->request.fire_id);
+            queued->token.Cancel(reason);
+            dropped.push_back(std::move(queued));
+        }
+        lane.queued.clear();
+        lane.running->token.Cancel(reason);
+    }
+    return dropped;
+}
+
+bool RunRegistry::Idle(std::int64_t job_id) const {
+    std::lock_guard lock(mu_);
+    return !lanes_.contains(job_id);
+}
+
+std::size_t RunRegistry::InFlight() const {
+    std::lock_guard lock(mu_);
+    return in_flight_.size();
+}
+
+std::int64_t RunRegistry::MaxEpoch() const {
+    std::lock_guard lock(mu_);
+    return max_epoch_;
+}
+
+std::vector<std::int64_t> RunRegistry::RunningFires() const {
+    std::lock_guard lock(mu_);
+    std::vector<std::int64_t> out;
+    for (const auto& [job_id, lane] : lanes_) out.push_back(lane.running->request.fire_id);
+    return out;
+}
+
+}  // namespace sched::client::impl

@@ -1,0 +1,90 @@
+#pragma once
+
+// Admission of runs: fencing by epoch, duplicate suppression, block strategies per job and the
+// capacity limit. Pure bookkeeping (no I/O, no threads of its own) so that every rule is tested
+// without HTTP. Thread-safe: one mutex around everything.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "sched/client/job_context.hpp"
+
+namespace sched::client::impl {
+
+struct Run {
+    explicit Run(RunRequest r) : request(std::move(r)) {}
+    const RunRequest request;
+    CancellationToken token;
+    // The fire whose cover-early arrival cancelled this one (0 if none); written under the
+    // registry mutex before the token is cancelled, read after the handler returned.
+    std::atomic<std::int64_t> covered_by{0};
+};
+using RunPtr = std::shared_ptr<Run>;
+
+enum class Admission { kAccepted, kDuplicate, kStaleEpoch, kBusy, kNoCapacity };
+
+struct AdmitResult {
+    Admission admission = Admission::kAccepted;
+    std::string message;          // why it was refused
+    RunPtr run;                   // the accepted run (also when it is queued)
+    bool start_now = false;       // false: queued behind a running run of the same job
+    std::vector<RunPtr> dropped;  // queued runs removed by cover-early: report them killed
+};
+
+struct KillResult {
+    RunPtr run;                // null: no such fire here
+    bool was_running = false;  // false: it was queued and is now removed (report it killed)
+};
+
+class RunRegistry {
+  public:
+    RunRegistry(std::size_t capacity, std::size_t dedupe_window);
+
+    /// Called under the registry's lock when a run is accepted, before anything can start it:
+    /// the place to open its log so that no line of the run is lost.
+    using OnAccepted = std::function<void(const Run& run, bool start_now)>;
+
+    AdmitResult Admit(RunRequest request, const OnAccepted& on_accepted = {});
+    /// `run` returned from its handler. Returns the next run of its job to start, if any.
+    RunPtr Finish(const RunPtr& run);
+    /// Cancels a running fire (kKilled) or removes a queued one.
+    KillResult Kill(std::int64_t fire_id);
+    /// Shutdown: removes and returns every queued run; cancels running ones with `reason`.
+    std::vector<RunPtr> CancelAll(CancelReason reason);
+
+    /// True when job `job_id` has nothing running or queued here.
+    bool Idle(std::int64_t job_id) const;
+    std::size_t InFlight() const;
+    std::int64_t MaxEpoch() const;
+    /// Fire ids currently running (for shutdown logs).
+    std::vector<std::int64_t> RunningFires() const;
+
+  private:
+    struct Lane {
+        RunPtr running;             // null only when the lane is about to be erased
+        std::deque<RunPtr> queued;  // non-empty only when running is set
+    };
+
+    void Remember(std::int64_t fire_id, std::int64_t attempt);
+
+    const std::size_t capacity_;
+    const std::size_t dedupe_window_;
+    mutable std::mutex mu_;
+    std::unordered_map<std::int64_t, Lane> lanes_;        // by job_id
+    std::unordered_map<std::int64_t, RunPtr> in_flight_;  // by fire_id
+    std::set<std::pair<std::int64_t, std::int64_t>> seen_;
+    std::deque<std::pair<std::int64_t, std::int64_t>> seen_order_;
+    std::int64_t max_epoch_ = 0;
+};
+
+}  // namespace sched::client::impl

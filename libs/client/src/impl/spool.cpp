@@ -1,0 +1,208 @@
+#include "impl/spool.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+
+namespace sched::client::impl {
+
+namespace {
+
+std::string Errno() {
+    return std::strerror(errno);
+}
+
+bool WriteAll(int fd, std::string_view data) {
+    while (!data.empty()) {
+        const auto n = ::write(fd, data.data(), data.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        data.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
+}
+
+// A rename or a new file is durable only once its directory is synced.
+void SyncDir(const std::filesystem::path& dir) {
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return;
+    ::fsync(fd);
+    ::close(fd);
+}
+
+}  // namespace
+
+nlohmann::json CallbackResult::ToJson() const {
+    return {{"fire_id", fire_id}, {"attempt", attempt}, {"epoch", epoch},           {"status", status},
+            {"code", code},       {"message", message}, {"started_ms", started_ms}, {"finished_ms", finished_ms}};
+}
+
+std::string CallbackResult::ToSpoolLine() const {
+    auto j = ToJson();
+    if (!callback_url.empty()) j["callback_url"] = callback_url;
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::optional<CallbackResult> CallbackResult::FromSpoolLine(std::string_view line) {
+    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) return std::nullopt;
+    try {
+        CallbackResult r;
+        r.fire_id = j.at("fire_id").get<std::int64_t>();
+        r.attempt = j.at("attempt").get<std::int64_t>();
+        r.epoch = j.at("epoch").get<std::int64_t>();
+        r.status = j.at("status").get<std::string>();
+        r.code = j.at("code").get<std::string>();
+        r.message = j.at("message").get<std::string>();
+        r.started_ms = j.at("started_ms").get<std::int64_t>();
+        r.finished_ms = j.at("finished_ms").get<std::int64_t>();
+        r.callback_url = j.value("callback_url", "");
+        return r;
+    } catch (const nlohmann::json::exception&) {
+        return std::nullopt;
+    }
+}
+
+ResultSpool::ResultSpool(std::filesystem::path dir)
+    : dir_(std::move(dir)), data_path_(dir_ / "results.jsonl"), acked_path_(dir_ / "results.acked") {
+    std::error_code ec;
+    std::filesystem::create_directories(dir_, ec);
+    if (ec) throw std::runtime_error("spool-dir " + dir_.string() + ": cannot create: " + ec.message());
+    const auto lock_path = dir_ / "lock";
+    lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock_fd_ < 0) throw std::runtime_error("spool-dir " + dir_.string() + ": cannot open lock file: " + Errno());
+    if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+        ::close(lock_fd_);
+        lock_fd_ = -1;
+        throw std::runtime_error("spool-dir " + dir_.string() + ": in use by another executor process");
+    }
+    Load();
+}
+
+ResultSpool::~ResultSpool() {
+    if (data_fd_ >= 0) ::close(data_fd_);
+    if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
+}
+
+void ResultSpool::Load() {
+    std::uint64_t acked = 0;
+    if (std::ifstream in(acked_path_); in) in >> acked;
+    std::ifstream in(data_path_, std::ios::binary);
+    if (!in) {
+        // Delivered everything and crashed before removing the marker: start clean.
+        std::filesystem::remove(acked_path_);
+        return;
+    }
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    const std::string data = buffer.str();
+    if (acked > data.size()) acked = 0;
+    std::set<std::pair<std::int64_t, std::int64_t>> keys;
+    std::uint64_t pos = acked;
+    std::uint64_t complete_end = acked;
+    std::size_t skipped = 0;
+    while (pos < data.size()) {
+        const auto nl = data.find('\n', pos);
+        if (nl == std::string::npos) break;  // torn last line: dropped below
+        const auto line = std::string_view(data).substr(pos, nl - pos);
+        pos = nl + 1;
+        complete_end = pos;
+        auto result = CallbackResult::FromSpoolLine(line);
+        if (!result) {
+            ++skipped;
+            continue;
+        }
+        if (!keys.emplace(result->fire_id, result->attempt).second) continue;
+        pending_.push_back({std::move(*result), pos});
+    }
+    if (skipped > 0) spdlog::warn("spool {}: skipped {} unreadable line(s)", data_path_.string(), skipped);
+    data_size_ = complete_end;
+    if (complete_end < data.size()) {
+        spdlog::warn("spool {}: dropping a torn last line ({} bytes)", data_path_.string(), data.size() - complete_end);
+        std::filesystem::resize_file(data_path_, complete_end);
+    }
+    if (!pending_.empty()) {
+        spdlog::info("spool {}: {} undelivered result(s) to send", data_path_.string(), pending_.size());
+    }
+}
+
+Status ResultSpool::Append(const std::vector<CallbackResult>& results) {
+    if (results.empty()) return Status::Ok();
+    if (data_fd_ < 0) {
+        const bool existed = std::filesystem::exists(data_path_);
+        data_fd_ = ::open(data_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (data_fd_ < 0) return Internal("spool " + data_path_.string() + ": cannot open: " + Errno());
+        if (!existed) SyncDir(dir_);
+    }
+    std::string text;
+    std::vector<std::uint64_t> ends;
+    for (const auto& r : results) {
+        text += r.ToSpoolLine();
+        text += '\n';
+        ends.push_back(data_size_ + text.size());
+    }
+    if (!WriteAll(data_fd_, text) || ::fdatasync(data_fd_) != 0) {
+        const std::string why = Errno();
+        // Cut back to the last whole line so that a retry appends after good data.
+        if (::ftruncate(data_fd_, static_cast<off_t>(data_size_)) != 0) {
+            spdlog::error("spool {}: cannot truncate after a failed write: {}", data_path_.string(), Errno());
+        }
+        return Internal("spool " + data_path_.string() + ": write failed: " + why);
+    }
+    for (std::size_t i = 0; i < results.size(); ++i) pending_.push_back({results[i], ends[i]});
+    data_size_ += text.size();
+    return Status::Ok();
+}
+
+std::vector<CallbackResult> ResultSpool::Peek(std::size_t max) const {
+    std::vector<CallbackResult> out;
+    for (const auto& e : pending_) {
+        if (out.size() >= max || (!out.empty() && e.result.callback_url != out.front().callback_url)) break;
+        out.push_back(e.result);
+    }
+    return out;
+}
+
+Status ResultSpool::Ack(std::size_t n) {
+    n = std::min(n, pending_.size());
+    if (n == 0) return Status::Ok();
+    const std::uint64_t offset = pending_[n - 1].end_offset;
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
+    if (pending_.empty()) {
+        // Data first: a leftover marker without data is recognised at load; the reverse
+        // would replay everything.
+        if (data_fd_ >= 0) {
+            ::close(data_fd_);
+            data_fd_ = -1;
+        }
+        std::error_code ec;
+        std::filesystem::remove(data_path_, ec);
+        if (ec) return Internal("spool " + data_path_.string() + ": cannot remove: " + ec.message());
+        std::filesystem::remove(acked_path_, ec);
+        SyncDir(dir_);
+        data_size_ = 0;
+        return Status::Ok();
+    }
+    const auto tmp = acked_path_.string() + ".tmp";
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return Internal("spool " + tmp + ": cannot open: " + Errno());
+    const std::string text = std::to_string(offset) + "\n";
+    const bool ok = WriteAll(fd, text) && ::fsync(fd) == 0;
+    ::close(fd);
+    if (!ok || ::rename(tmp.c_str(), acked_path_.c_str()) != 0) {
+        return Internal("spool " + acked_path_.string() + ": cannot record delivery: " + Errno());
+    }
+    SyncDir(dir_);
+    return Status::Ok();
+}
+
+}  // namespace sched::client::impl

@@ -1,0 +1,81 @@
+#pragma once
+
+// Results on their way to the web module, and the spool that keeps undelivered ones on disk.
+//
+// The spool is a JSON-lines file (results.jsonl) that only grows, plus a marker file
+// (results.acked) holding the byte offset up to which results were delivered; the marker is
+// replaced atomically (write, fsync, rename). When everything is delivered both files go.
+// A crash can at worst repeat the last delivered batch after a restart (the web module accepts
+// a (fire_id, attempt) once); a torn last line from a crash mid-append is dropped.
+// A lock file keeps a second executor out of the same directory.
+//
+// Not thread-safe: owned by the executor's callback loop.
+
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sched/common/status.hpp"
+
+namespace sched::client::impl {
+
+struct CallbackResult {
+    std::int64_t fire_id = 0;
+    std::int64_t attempt = 0;
+    std::int64_t epoch = 0;
+    std::string status;  // succeeded | failed | timeout | killed
+    std::string code;    // canonical code name: "ok", "internal", "deadline_exceeded", "cancelled", ...
+    std::string message;
+    std::int64_t started_ms = 0;
+    std::int64_t finished_ms = 0;
+    std::string callback_url;  // where the dispatcher asked for it ("" = the web endpoints)
+
+    /// The protocol form: {fire_id, attempt, epoch, status, code, message, started_ms, finished_ms}.
+    nlohmann::json ToJson() const;
+    /// One spool line (the protocol form plus callback_url), without the newline.
+    std::string ToSpoolLine() const;
+    static std::optional<CallbackResult> FromSpoolLine(std::string_view line);
+};
+
+class ResultSpool {
+  public:
+    /// Creates `dir` if needed, takes its lock and loads undelivered results. Throws
+    /// std::runtime_error naming the directory when it cannot (including "in use by another
+    /// process").
+    explicit ResultSpool(std::filesystem::path dir);
+    ~ResultSpool();
+    ResultSpool(const ResultSpool&) = delete;
+    ResultSpool& operator=(const ResultSpool&) = delete;
+
+    /// Appends durably (fdatasync). kInternal naming the file on an I/O error.
+    Status Append(const std::vector<CallbackResult>& results);
+    /// The oldest undelivered results that share one callback_url, at most `max`.
+    std::vector<CallbackResult> Peek(std::size_t max) const;
+    /// The first `n` results of Peek() were delivered.
+    Status Ack(std::size_t n);
+    std::size_t pending() const { return pending_.size(); }
+    const std::filesystem::path& dir() const { return dir_; }
+
+  private:
+    struct Entry {
+        CallbackResult result;
+        std::uint64_t end_offset;  // byte offset just past this result's line
+    };
+    void Load();
+
+    std::filesystem::path dir_;
+    std::filesystem::path data_path_;
+    std::filesystem::path acked_path_;
+    int lock_fd_ = -1;
+    int data_fd_ = -1;
+    std::uint64_t data_size_ = 0;
+    std::deque<Entry> pending_;
+};
+
+}  // namespace sched::client::impl

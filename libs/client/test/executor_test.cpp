@@ -1,0 +1,497 @@
+#include "sched/client/executor.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "sched/client/testing/fake_web.hpp"
+#include "sched/common/node_id.hpp"
+#include "sched/http/testing/test_server.hpp"
+
+namespace sched::client {
+namespace {
+
+using namespace std::chrono_literals;
+using rest::testing::BlockingClient;
+using rest::testing::WaitFor;
+using testing::FakeWeb;
+
+constexpr const char* kToken = "test-token";
+
+Status Echo(JobContext& ctx) {
+    ctx.Log("params: {}", ctx.params().dump());
+    ctx.SetResultMessage("echo " + ctx.params().dump());
+    return Status::Ok();
+}
+
+// A handler that holds its run until opened or cancelled, recording order and overlap.
+struct Gate {
+    std::atomic<int> entered{0};
+    std::atomic<int> running{0};
+    std::atomic<int> max_running{0};
+    std::atomic<bool> open{false};
+    std::mutex mu;
+    std::vector<std::int64_t> order;
+
+    Handler AsHandler() {
+        return [this](JobContext& ctx) -> Status {
+            {
+                std::lock_guard lock(mu);
+                order.push_back(ctx.fire_id());
+            }
+            const int now = ++running;
+            int seen = max_running.load();
+            while (now > seen && !max_running.compare_exchange_weak(seen, now)) {
+            }
+            ++entered;
+            while (!open.load() && !ctx.cancelled()) ctx.SleepFor(2ms);
+            --running;
+            return ctx.cancelled() ? Cancelled("stopped") : Status::Ok();
+        };
+    }
+    std::vector<std::int64_t> Order() {
+        std::lock_guard lock(mu);
+        return order;
+    }
+};
+
+class ExecutorTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        spool_dir_ = std::filesystem::temp_directory_path() / ("sched-executor-test-" + RandomHex(8));
+        web_ = std::make_unique<FakeWeb>(kToken);
+    }
+    void TearDown() override {
+        gate_.open = true;  // a test that stopped early must not leave a handler waiting
+        if (executor_) executor_->Stop();
+        executor_.reset();
+        web_.reset();
+        std::filesystem::remove_all(spool_dir_);
+    }
+
+    ExecutorOptions Options(std::vector<std::string> endpoints = {}) {
+        ExecutorOptions o;
+        o.app = "test-app";
+        o.web_endpoints = endpoints.empty() ? std::vector<std::string>{web_->Url()} : std::move(endpoints);
+        o.token = kToken;
+        o.heartbeat_interval = 100ms;
+        o.worker_threads = 4;
+        o.capacity = 16;
+        o.spool_dir = spool_dir_;
+        o.callback_flush_interval = 5ms;
+        o.callback_max_backoff = 50ms;
+        o.web_timeout = 2s;
+        o.shutdown_grace = 5s;
+        o.http.listen = "127.0.0.1:0";
+        o.http.access_log = rest::AccessLog::kOff;
+        return o;
+    }
+
+    Executor& Start(ExecutorOptions options) {
+        executor_ = std::make_unique<Executor>(std::move(options));
+        executor_->Handle("echo", Echo);
+        executor_->Handle("fail", [](JobContext&) { return Status(Code::kInternal, "disk full"); });
+        executor_->Handle("throw", [](JobContext&) -> Status { throw std::runtime_error("boom"); });
+        executor_->Handle("count", [this](JobContext&) {
+            ++count_calls_;
+            return Status::Ok();
+        });
+        executor_->Handle("gate", gate_.AsHandler());
+        executor_->Start();
+        return *executor_;
+    }
+
+    std::string Url(const std::string& path) const {
+        return "http://127.0.0.1:" + std::to_string(executor_->port()) + path;
+    }
+    Result<rest::ClientResponse> Post(const std::string& path, nlohmann::json body, std::string token = kToken) {
+        rest::CallOptions call;
+        call.bearer_token = std::move(token);
+        return client_.PostJson(Url(path), std::move(body), call);
+    }
+    Result<rest::ClientResponse> Get(const std::string& path) {
+        rest::CallOptions call;
+        call.bearer_token = kToken;
+        return client_.Get(Url(path), call);
+    }
+    static nlohmann::json RunBody(std::int64_t fire_id, std::int64_t job_id, const std::string& handler,
+                                  nlohmann::json extra = nlohmann::json::object()) {
+        nlohmann::json body = {{"fire_id", fire_id}, {"job_id", job_id},   {"attempt", 0},
+                               {"epoch", 1},         {"handler", handler}, {"params", nlohmann::json::object()}};
+        body.update(extra);
+        return body;
+    }
+    int Run(std::int64_t fire_id, std::int64_t job_id, const std::string& handler,
+            nlohmann::json extra = nlohmann::json::object()) {
+        auto r = Post("/v1/run", RunBody(fire_id, job_id, handler, std::move(extra)));
+        return r.ok() ? r->status : -1;
+    }
+    // The one result for `fire_id`, once it arrived at `web` (null if it did not within 10 s).
+    static nlohmann::json ResultOf(const FakeWeb& web, std::int64_t fire_id) {
+        if (!WaitFor([&] { return !web.ResultsFor(fire_id).empty(); })) return nullptr;
+        return web.ResultsFor(fire_id).front();
+    }
+    nlohmann::json ResultOf(std::int64_t fire_id) { return ResultOf(*web_, fire_id); }
+    static nlohmann::json ErrorOf(const Result<rest::ClientResponse>& r) {
+        if (!r.ok()) return {{"transport", r.status().ToString()}};
+        auto j = r->Json();
+        return j.ok() && j->contains("error") ? (*j)["error"] : nlohmann::json{{"body", r->body}};
+    }
+
+    std::filesystem::path spool_dir_;
+    std::unique_ptr<FakeWeb> web_;
+    // Declared before the executor: its handlers use the gate until TearDown() stops it.
+    Gate gate_;
+    std::unique_ptr<Executor> executor_;
+    BlockingClient client_;
+    std::atomic<int> count_calls_{0};
+};
+
+TEST_F(ExecutorTest, RunsAHandlerAndDeliversItsResultAndLog) {
+    Start(Options());
+    auto accepted = Post("/v1/run", RunBody(1, 10, "echo", {{"params", {{"x", 1}}}, {"attempt", 2}, {"epoch", 3}}));
+    ASSERT_TRUE(accepted.ok());
+    EXPECT_EQ(accepted->status, 202);
+    EXPECT_EQ(nlohmann::json::parse(accepted->body)["state"], "running");
+
+    const auto result = ResultOf(1);
+    ASSERT_FALSE(result.is_null());
+    EXPECT_EQ(result["status"], "succeeded");
+    EXPECT_EQ(result["code"], "ok");
+    EXPECT_EQ(result["message"], R"(echo {"x":1})");
+    EXPECT_EQ(result["attempt"], 2);
+    EXPECT_EQ(result["epoch"], 3);
+    EXPECT_LE(result["started_ms"].get<std::int64_t>(), result["finished_ms"].get<std::int64_t>());
+
+    auto log = Get("/v1/log?fire_id=1");
+    ASSERT_TRUE(log.ok());
+    ASSERT_EQ(log->status, 200);
+    const auto page = nlohmann::json::parse(log->body);
+    ASSERT_EQ(page["lines"].size(), 4u) << page.dump();
+    EXPECT_NE(page["lines"][0].get<std::string>().find("accepted: handler echo, attempt 2, epoch 3"),
+              std::string::npos);
+    EXPECT_NE(page["lines"][2].get<std::string>().find(R"(params: {"x":1})"), std::string::npos);
+    EXPECT_NE(page["lines"][3].get<std::string>().find("finished: succeeded"), std::string::npos);
+    EXPECT_TRUE(page["finished"].get<bool>());
+    EXPECT_EQ(page["to_line"], 4);
+    auto tail = nlohmann::json::parse(Get("/v1/log?fire_id=1&from_line=3")->body);
+    EXPECT_EQ(tail["lines"].size(), 1u);
+    EXPECT_EQ(Get("/v1/log?fire_id=99")->status, 404);
+    EXPECT_EQ(ErrorOf(Get("/v1/log?fire_id=abc"))["field"], "fire_id");
+    EXPECT_EQ(ErrorOf(Get("/v1/log"))["field"], "fire_id");
+    EXPECT_EQ(ErrorOf(Get("/v1/log?fire_id=1&from_line=-1"))["field"], "from_line");
+}
+
+TEST_F(ExecutorTest, FailuresAndExceptionsAreReportedAsFailed) {
+    Start(Options());
+    ASSERT_EQ(Run(1, 10, "fail"), 202);
+    ASSERT_EQ(Run(2, 11, "throw"), 202);
+    const auto failed = ResultOf(1);
+    EXPECT_EQ(failed["status"], "failed");
+    EXPECT_EQ(failed["code"], "internal");
+    EXPECT_EQ(failed["message"], "disk full");
+    const auto threw = ResultOf(2);
+    EXPECT_EQ(threw["status"], "failed");
+    EXPECT_EQ(threw["message"], "handler threw: boom");
+}
+
+TEST_F(ExecutorTest, BadRequestsGet4xxNamingTheFieldAndTheExecutorKeepsServing) {
+    Start(Options());
+    struct Case {
+        nlohmann::json body;
+        int status;
+        const char* field;
+    };
+    auto without = [](nlohmann::json body, const char* key) {
+        body.erase(key);
+        return body;
+    };
+    const std::vector<Case> cases = {
+        {without(RunBody(1, 10, "echo"), "fire_id"), 400, "fire_id"},
+        {RunBody(1, 10, "echo", {{"fire_id", "one"}}), 400, "fire_id"},
+        {RunBody(1, 10, "echo", {{"job_id", -3}}), 400, "job_id"},
+        {without(RunBody(1, 10, "echo"), "epoch"), 400, "epoch"},
+        {RunBody(1, 10, "echo", {{"handler", 5}}), 400, "handler"},
+        {RunBody(1, 10, "echo", {{"timeout_ms", 1.5}}), 400, "timeout_ms"},
+        {RunBody(1, 10, "echo", {{"shard_index", 2}, {"shard_total", 2}}), 400, "shard_index"},
+        {RunBody(1, 10, "echo", {{"block_strategy", "sometimes"}}), 400, "block_strategy"},
+        {RunBody(1, 10, "echo", {{"callback_url", "ftp://x"}}), 400, "callback_url"},
+        {RunBody(1, 10, "nope"), 404, "handler"},
+        {nlohmann::json::array(), 400, "body"},
+    };
+    for (const auto& c : cases) {
+        auto r = Post("/v1/run", c.body);
+        ASSERT_TRUE(r.ok());
+        EXPECT_EQ(r->status, c.status) << c.body.dump();
+        EXPECT_EQ(ErrorOf(r)["field"], c.field) << c.body.dump() << " -> " << r->body;
+    }
+    rest::ClientRequest malformed;
+    malformed.method = rest::Method::kPost;
+    malformed.url = Url("/v1/run");
+    malformed.body = R"({"fire_id": 1,)";
+    rest::CallOptions call;
+    call.bearer_token = kToken;
+    auto bad_json = client_.Send(malformed, call);
+    EXPECT_EQ(bad_json->status, 400);
+    EXPECT_EQ(ErrorOf(bad_json)["field"], "body");
+
+    EXPECT_EQ(Post("/v1/run", RunBody(1, 10, "echo"), "wrong-token")->status, 401);
+    EXPECT_EQ(Post("/v1/run", RunBody(1, 10, "echo"), "")->status, 401);
+    EXPECT_EQ(ErrorOf(Post("/v1/kill", {{"fire_id", "x"}}))["field"], "fire_id");
+    EXPECT_EQ(ErrorOf(Post("/v1/idle-beat", nlohmann::json::object()))["field"], "job_id");
+
+    EXPECT_EQ(Run(1, 10, "echo"), 202);
+    EXPECT_EQ(ResultOf(1)["status"], "succeeded");
+    EXPECT_EQ(executor_->Stats().accepted, 1u);
+}
+
+TEST_F(ExecutorTest, KillCancelsARunningHandler) {
+    Start(Options());
+    ASSERT_EQ(Run(1, 10, "gate"), 202);
+    ASSERT_TRUE(WaitFor([&] { return gate_.entered == 1; }));
+    auto kill = Post("/v1/kill", {{"fire_id", 1}});
+    ASSERT_TRUE(kill.ok());
+    EXPECT_EQ(kill->status, 200);
+    EXPECT_EQ(nlohmann::json::parse(kill->body)["state"], "running");
+    const auto result = ResultOf(1);
+    EXPECT_EQ(result["status"], "killed");
+    EXPECT_EQ(result["message"], "killed by request");
+    EXPECT_EQ(Post("/v1/kill", {{"fire_id", 1}})->status, 404);
+}
+
+TEST_F(ExecutorTest, KillRemovesAQueuedRun) {
+    Start(Options());
+    ASSERT_EQ(Run(1, 10, "gate"), 202);
+    ASSERT_EQ(Run(2, 10, "gate"), 202);  // serial: queued behind fire 1
+    ASSERT_TRUE(WaitFor([&] { return gate_.entered == 1; }));
+    auto kill = Post("/v1/kill", {{"fire_id", 2}});
+    EXPECT_EQ(nlohmann::json::parse(kill->body)["state"], "queued");
+    EXPECT_EQ(ResultOf(2)["status"], "killed");
+    gate_.open = true;
+    EXPECT_EQ(ResultOf(1)["status"], "succeeded");
+    EXPECT_EQ(gate_.Order(), std::vector<std::int64_t>{1});
+}
+
+TEST_F(ExecutorTest, BeatAndIdleBeatReportState) {
+    Start(Options());
+    auto beat = Get("/v1/beat");
+    ASSERT_TRUE(beat.ok());
+    ASSERT_EQ(beat->status, 200);
+    const auto b = nlohmann::json::parse(beat->body);
+    EXPECT_EQ(b["app"], "test-app");
+    EXPECT_EQ(b["address"], "127.0.0.1:" + std::to_string(executor_->port()));
+    EXPECT_EQ(b["handlers"], (nlohmann::json{"count", "echo", "fail", "gate", "throw"}));
+    EXPECT_EQ(b["capacity"], 16);
+    EXPECT_EQ(b["running"], 0);
+
+    EXPECT_EQ(Post("/v1/idle-beat", {{"job_id", 10}})->status, 200);
+    ASSERT_EQ(Run(1, 10, "gate"), 202);
+    auto busy = Post("/v1/idle-beat", {{"job_id", 10}});
+    EXPECT_EQ(busy->status, 409);
+    EXPECT_EQ(ErrorOf(busy)["field"], "job_id");
+    EXPECT_EQ(Post("/v1/idle-beat", {{"job_id", 11}})->status, 200);
+    EXPECT_EQ(nlohmann::json::parse(Get("/v1/beat")->body)["running"], 1);
+    gate_.open = true;
+    ASSERT_FALSE(ResultOf(1).is_null());
+    EXPECT_EQ(Post("/v1/idle-beat", {{"job_id", 10}})->status, 200);
+}
+
+TEST_F(ExecutorTest, SerialRunsOfOneJobQueueAndRunOneAtATimeInOrder) {
+    Start(Options());
+    ASSERT_EQ(Run(1, 10, "gate"), 202);
+    ASSERT_TRUE(WaitFor([&] { return gate_.entered == 1; }));
+    auto second = Post("/v1/run", RunBody(2, 10, "gate"));
+    EXPECT_EQ(second->status, 202);
+    EXPECT_EQ(nlohmann::json::parse(second->body)["state"], "queued");
+    ASSERT_EQ(Run(3, 10, "gate"), 202);
+    gate_.open = true;
+    for (int f = 1; f <= 3; ++f) EXPECT_EQ(ResultOf(f)["status"], "succeeded") << f;
+    EXPECT_EQ(gate_.Order(), (std::vector<std::int64_t>{1, 2, 3}));
+    EXPECT_EQ(gate_.max_running.load(), 1);
+}
+
+TEST_F(ExecutorTest, DiscardLaterRefusesARunWhileTheJobIsBusy) {
+    Start(Options());
+    ASSERT_EQ(Run(1, 10, "gate", {{"block_strategy", "discard-later"}}), 202);
+    auto refused = Post("/v1/run", RunBody(2, 10, "gate", {{"block_strategy", "discard-later"}}));
+    EXPECT_EQ(refused->status, 409);
+    EXPECT_EQ(ErrorOf(refused)["code"], "aborted");
+    EXPECT_EQ(ErrorOf(refused)["field"], "block_strategy");
+    gate_.open = true;
+    EXPECT_EQ(ResultOf(1)["status"], "succeeded");
+    EXPECT_EQ(gate_.Order(), std::vector<std::int64_t>{1});
+    EXPECT_TRUE(web_->ResultsFor(2).empty());
+}
+
+TEST_F(ExecutorTest, CoverEarlyKillsTheRunningFireAndRunsTheNewOne) {
+    Start(Options());
+    ASSERT_EQ(Run(1, 10, "gate"), 202);
+    ASSERT_TRUE(WaitFor([&] { return gate_.entered == 1; }));
+    ASSERT_EQ(Run(2, 10, "gate", {{"block_strategy", "cover-early"}}), 202);
+    const auto covered = ResultOf(1);
+    EXPECT_EQ(covered["status"], "killed");
+    EXPECT_EQ(covered["message"], "covered by fire 2");
+    ASSERT_TRUE(WaitFor([&] { return gate_.entered == 2; }));
+    gate_.open = true;
+    EXPECT_EQ(ResultOf(2)["status"], "succeeded");
+    EXPECT_EQ(gate_.max_running.load(), 1);
+}
+
+TEST_F(ExecutorTest, TimeoutCancelsTheHandlerAndReportsTimeout) {
+    Start(Options());
+    ASSERT_EQ(Run(1, 10, "gate", {{"timeout_ms", 50}}), 202);
+    const auto result = ResultOf(1);
+    EXPECT_EQ(result["status"], "timeout");
+    EXPECT_EQ(result["code"], "deadline_exceeded");
+    EXPECT_EQ(result["message"], "timed out after 50 ms");
+    EXPECT_EQ(executor_->Stats().timed_out, 1u);
+}
+
+TEST_F(ExecutorTest, DuplicateFireAndAttemptIsIgnored) {
+    Start(Options());
+    ASSERT_EQ(Run(1, 10, "count"), 202);
+    auto again = Post("/v1/run", RunBody(1, 10, "count"));
+    EXPECT_EQ(again->status, 202);
+    EXPECT_TRUE(nlohmann::json::parse(again->body)["duplicate"].get<bool>());
+    ASSERT_EQ(Run(1, 10, "count", {{"attempt", 1}}), 202);  // a retry is a new attempt
+    ASSERT_TRUE(WaitFor([&] { return web_->ResultsFor(1).size() == 2; }));
+    EXPECT_EQ(Run(1, 10, "count"), 202);  // still a duplicate after it finished
+    // The executor is idle again, so nothing more can still be on its way.
+    ASSERT_TRUE(WaitFor([&] { return executor_->Stats().in_flight == 0; }));
+    EXPECT_EQ(count_calls_.load(), 2);
+    EXPECT_EQ(executor_->Stats().duplicates, 2u);
+}
+
+TEST_F(ExecutorTest, RunFromAStaleEpochIsRefused) {
+    Start(Options());
+    ASSERT_EQ(Run(1, 10, "count", {{"epoch", 5}}), 202);
+    auto stale = Post("/v1/run", RunBody(2, 11, "count", {{"epoch", 4}}));
+    EXPECT_EQ(stale->status, 409);
+    EXPECT_EQ(ErrorOf(stale)["field"], "epoch");
+    EXPECT_EQ(Run(3, 12, "count", {{"epoch", 6}}), 202);
+    EXPECT_EQ(Run(4, 13, "count", {{"epoch", 5}}), 409);
+    ASSERT_FALSE(ResultOf(3).is_null());
+    EXPECT_TRUE(web_->ResultsFor(2).empty());
+    EXPECT_EQ(executor_->Stats().refused_stale_epoch, 2u);
+}
+
+TEST_F(ExecutorTest, OutOfCapacityIs429) {
+    auto options = Options();
+    options.capacity = 1;
+    Start(options);
+    ASSERT_EQ(Run(1, 10, "gate"), 202);
+    auto full = Post("/v1/run", RunBody(2, 11, "gate"));
+    EXPECT_EQ(full->status, 429);
+    EXPECT_EQ(ErrorOf(full)["code"], "resource_exhausted");
+    gate_.open = true;
+    ASSERT_FALSE(ResultOf(1).is_null());
+    EXPECT_EQ(Run(2, 11, "gate"), 202);
+}
+
+TEST_F(ExecutorTest, HeartbeatsCarryHandlersCapacityAndRunningAndStopDeregisters) {
+    Start(Options());
+    const std::string address = "127.0.0.1:" + std::to_string(executor_->port());
+    ASSERT_TRUE(WaitFor([&] { return !web_->Heartbeats().empty(); }));
+    const auto first = web_->Heartbeats().front();
+    EXPECT_EQ(first["app"], "test-app");
+    EXPECT_EQ(first["address"], address);
+    EXPECT_EQ(first["handlers"], (nlohmann::json{"count", "echo", "fail", "gate", "throw"}));
+    EXPECT_EQ(first["capacity"], 16);
+    EXPECT_EQ(first["running"], 0);
+
+    ASSERT_EQ(Run(1, 10, "gate"), 202);
+    EXPECT_TRUE(WaitFor([&] {
+        const auto hbs = web_->Heartbeats();
+        return hbs.back()["running"] == 1;
+    }));
+    gate_.open = true;
+    executor_->Stop();
+    const auto deregs = web_->Deregistrations();
+    ASSERT_EQ(deregs.size(), 1u);
+    EXPECT_EQ(deregs[0], (nlohmann::json{{"app", "test-app"}, {"address", address}}));
+}
+
+TEST_F(ExecutorTest, FailsOverToTheNextWebEndpoint) {
+    auto dead = std::make_unique<FakeWeb>(kToken);
+    const std::string dead_url = dead->Url();
+    dead.reset();
+    Start(Options({dead_url, web_->Url()}));
+    ASSERT_EQ(Run(1, 10, "echo"), 202);
+    EXPECT_EQ(ResultOf(1)["status"], "succeeded");
+    EXPECT_TRUE(WaitFor([&] { return !web_->Heartbeats().empty(); }));
+}
+
+TEST_F(ExecutorTest, ResultGoesToTheRunsCallbackUrlFirst) {
+    FakeWeb other(kToken);
+    Start(Options());
+    ASSERT_EQ(Run(1, 10, "echo", {{"callback_url", other.Url() + "/api/v1/callback"}}), 202);
+    EXPECT_EQ(ResultOf(other, 1)["status"], "succeeded");
+    EXPECT_TRUE(web_->ResultsFor(1).empty());
+}
+
+TEST_F(ExecutorTest, StopCancelsHandlersAfterTheGraceAndStillReportsThem) {
+    auto options = Options();
+    options.shutdown_grace = 50ms;
+    Start(options);
+    ASSERT_EQ(Run(1, 10, "gate"), 202);
+    ASSERT_EQ(Run(2, 10, "gate"), 202);  // queued: never starts
+    ASSERT_TRUE(WaitFor([&] { return gate_.entered == 1; }));
+    executor_->Stop();
+    ASSERT_EQ(web_->ResultsFor(1).size(), 1u);
+    EXPECT_EQ(web_->ResultsFor(1)[0]["status"], "killed");
+    EXPECT_EQ(web_->ResultsFor(1)[0]["message"], "executor shutting down");
+    ASSERT_EQ(web_->ResultsFor(2).size(), 1u);
+    EXPECT_EQ(web_->ResultsFor(2)[0]["status"], "killed");
+}
+
+TEST_F(ExecutorTest, ResultsSpooledWhileTheWebIsDownAreDeliveredOnceAfterARestart) {
+    const std::uint16_t web_port = web_->port();
+    const std::string web_url = web_->Url();
+    web_->Stop();  // the web module is down
+    constexpr int kFires = 6;
+    {
+        Executor first(Options({web_url}));
+        first.Handle("echo", Echo);
+        first.Start();
+        for (int f = 1; f <= kFires; ++f) {
+            rest::CallOptions call;
+            call.bearer_token = kToken;
+            auto r = client_.PostJson("http://127.0.0.1:" + std::to_string(first.port()) + "/v1/run",
+                                      RunBody(f, 100 + f, "echo"), call);
+            ASSERT_EQ(r->status, 202);
+        }
+        // While nobody answers, results go to disk, not just memory.
+        ASSERT_TRUE(WaitFor([&] { return first.Stats().results_spooled == kFires; }));
+        first.Stop();
+    }
+    ASSERT_TRUE(std::filesystem::exists(spool_dir_ / "results.jsonl"));
+    {
+        Executor second(Options({web_url}));
+        second.Handle("echo", Echo);
+        second.Start();
+        web_ = std::make_unique<FakeWeb>(kToken, web_port);  // the web module is back
+        ASSERT_TRUE(WaitFor([&] { return web_->Results().size() >= kFires; }));
+        second.Stop();
+    }
+    const auto results = web_->Results();
+    EXPECT_EQ(results.size(), static_cast<std::size_t>(kFires));
+    std::set<std::int64_t> fires;
+    for (const auto& r : results) {
+        fires.insert(r["fire_id"].get<std::int64_t>());
+        EXPECT_EQ(r["status"], "succeeded");
+    }
+    EXPECT_EQ(fires.size(), static_cast<std::size_t>(kFires));
+    EXPECT_FALSE(std::filesystem::exists(spool_dir_ / "results.jsonl"));
+}
+
+TEST_F(ExecutorTest, StartFailsWhenAnotherExecutorHoldsTheSpool) {
+    Start(Options());
+    Executor second(Options());
+    second.Handle("echo", Echo);
+    EXPECT_THROW(second.Start(), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace sched::client

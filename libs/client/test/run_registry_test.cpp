@@ -1,0 +1,152 @@
+#include "impl/run_registry.hpp"
+
+#include <gtest/gtest.h>
+
+namespace sched::client::impl {
+namespace {
+
+RunRequest MakeRun(std::int64_t fire_id, std::int64_t job_id, BlockStrategy strategy = BlockStrategy::kSerial,
+                   std::int64_t epoch = 1, std::int64_t attempt = 0) {
+    RunRequest r;
+    r.fire_id = fire_id;
+    r.job_id = job_id;
+    r.attempt = attempt;
+    r.epoch = epoch;
+    r.handler = "h";
+    r.block_strategy = strategy;
+    return r;
+}
+
+TEST(RunRegistry, FirstRunOfAJobStartsAtOnce) {
+    RunRegistry reg(8, 100);
+    auto a = reg.Admit(MakeRun(1, 10));
+    EXPECT_EQ(a.admission, Admission::kAccepted);
+    EXPECT_TRUE(a.start_now);
+    EXPECT_FALSE(reg.Idle(10));
+    EXPECT_TRUE(reg.Idle(11));
+    EXPECT_EQ(reg.InFlight(), 1u);
+    EXPECT_EQ(reg.Finish(a.run), nullptr);
+    EXPECT_TRUE(reg.Idle(10));
+    EXPECT_EQ(reg.InFlight(), 0u);
+}
+
+TEST(RunRegistry, SerialQueuesBehindTheRunningFireAndStartsInArrivalOrder) {
+    RunRegistry reg(8, 100);
+    auto a = reg.Admit(MakeRun(1, 10));
+    auto b = reg.Admit(MakeRun(2, 10));
+    auto c = reg.Admit(MakeRun(3, 10));
+    ASSERT_EQ(b.admission, Admission::kAccepted);
+    EXPECT_FALSE(b.start_now);
+    EXPECT_FALSE(c.start_now);
+    EXPECT_TRUE(reg.Admit(MakeRun(4, 11)).start_now);  // another job is not blocked
+    EXPECT_EQ(reg.Finish(a.run), b.run);
+    EXPECT_EQ(reg.Finish(b.run), c.run);
+    EXPECT_EQ(reg.Finish(c.run), nullptr);
+    EXPECT_TRUE(reg.Idle(10));
+}
+
+TEST(RunRegistry, DiscardLaterRefusesWhileTheJobIsBusy) {
+    RunRegistry reg(8, 100);
+    auto a = reg.Admit(MakeRun(1, 10, BlockStrategy::kDiscardLater));
+    auto b = reg.Admit(MakeRun(2, 10, BlockStrategy::kDiscardLater));
+    EXPECT_EQ(b.admission, Admission::kBusy);
+    EXPECT_NE(b.message.find("running fire 1"), std::string::npos) << b.message;
+    (void)reg.Finish(a.run);
+    // Refused runs were not remembered: the same fire may come again and run.
+    EXPECT_EQ(reg.Admit(MakeRun(2, 10, BlockStrategy::kDiscardLater)).admission, Admission::kAccepted);
+}
+
+TEST(RunRegistry, CoverEarlyCancelsTheRunningFireDropsQueuedOnesAndRunsNext) {
+    RunRegistry reg(8, 100);
+    auto a = reg.Admit(MakeRun(1, 10));
+    auto b = reg.Admit(MakeRun(2, 10));  // serial: queued
+    auto c = reg.Admit(MakeRun(3, 10, BlockStrategy::kCoverEarly));
+    ASSERT_EQ(c.admission, Admission::kAccepted);
+    EXPECT_FALSE(c.start_now);  // never two runs of one job at once
+    EXPECT_EQ(a.run->token.reason(), CancelReason::kCovered);
+    EXPECT_EQ(a.run->covered_by.load(), 3);
+    ASSERT_EQ(c.dropped.size(), 1u);
+    EXPECT_EQ(c.dropped[0], b.run);
+    EXPECT_EQ(reg.InFlight(), 2u);
+    EXPECT_EQ(reg.Finish(a.run), c.run);
+    EXPECT_FALSE(c.run->token.cancelled());
+}
+
+TEST(RunRegistry, DuplicateFireAndAttemptIsRecognisedButANewAttemptRuns) {
+    RunRegistry reg(8, 100);
+    auto a = reg.Admit(MakeRun(1, 10));
+    (void)reg.Finish(a.run);
+    EXPECT_EQ(reg.Admit(MakeRun(1, 10)).admission, Admission::kDuplicate);
+    EXPECT_EQ(reg.Admit(MakeRun(1, 10, BlockStrategy::kSerial, 1, 1)).admission, Admission::kAccepted);
+}
+
+TEST(RunRegistry, DedupeWindowForgetsTheOldestPairs) {
+    RunRegistry reg(8, 2);
+    for (int f = 1; f <= 3; ++f) (void)reg.Finish(reg.Admit(MakeRun(f, f)).run);
+    EXPECT_EQ(reg.Admit(MakeRun(3, 3)).admission, Admission::kDuplicate);
+    EXPECT_EQ(reg.Admit(MakeRun(1, 1)).admission, Admission::kAccepted);
+}
+
+TEST(RunRegistry, OlderEpochIsRefusedOnceANewerOneWasSeen) {
+    RunRegistry reg(8, 100);
+    EXPECT_EQ(reg.Admit(MakeRun(1, 10, BlockStrategy::kSerial, 5)).admission, Admission::kAccepted);
+    auto stale = reg.Admit(MakeRun(2, 11, BlockStrategy::kSerial, 4));
+    EXPECT_EQ(stale.admission, Admission::kStaleEpoch);
+    EXPECT_NE(stale.message.find("epoch 4 is older than epoch 5"), std::string::npos) << stale.message;
+    EXPECT_EQ(reg.Admit(MakeRun(3, 12, BlockStrategy::kSerial, 5)).admission, Admission::kAccepted);
+    EXPECT_EQ(reg.Admit(MakeRun(4, 13, BlockStrategy::kSerial, 6)).admission, Admission::kAccepted);
+    EXPECT_EQ(reg.Admit(MakeRun(5, 14, BlockStrategy::kSerial, 5)).admission, Admission::kStaleEpoch);
+    EXPECT_EQ(reg.MaxEpoch(), 6);
+}
+
+TEST(RunRegistry, CapacityCountsRunningAndQueuedRuns) {
+    RunRegistry reg(2, 100);
+    auto a = reg.Admit(MakeRun(1, 10));
+    EXPECT_EQ(reg.Admit(MakeRun(2, 10)).admission, Admission::kAccepted);  // queued
+    auto full = reg.Admit(MakeRun(3, 11));
+    EXPECT_EQ(full.admission, Admission::kNoCapacity);
+    EXPECT_NE(full.message.find("capacity 2"), std::string::npos);
+    // cover-early replaces what it covers, so it fits.
+    EXPECT_EQ(reg.Admit(MakeRun(4, 10, BlockStrategy::kCoverEarly)).admission, Admission::kAccepted);
+}
+
+TEST(RunRegistry, KillCancelsARunningFireAndRemovesAQueuedOne) {
+    RunRegistry reg(8, 100);
+    auto a = reg.Admit(MakeRun(1, 10));
+    auto b = reg.Admit(MakeRun(2, 10));
+    auto kill_queued = reg.Kill(2);
+    EXPECT_EQ(kill_queued.run, b.run);
+    EXPECT_FALSE(kill_queued.was_running);
+    EXPECT_EQ(reg.InFlight(), 1u);
+    auto kill_running = reg.Kill(1);
+    EXPECT_TRUE(kill_running.was_running);
+    EXPECT_EQ(a.run->token.reason(), CancelReason::kKilled);
+    EXPECT_EQ(reg.Kill(99).run, nullptr);
+    EXPECT_EQ(reg.Finish(a.run), nullptr);  // the killed queued fire does not start
+}
+
+TEST(RunRegistry, CancelAllCancelsRunningAndReturnsQueued) {
+    RunRegistry reg(8, 100);
+    auto a = reg.Admit(MakeRun(1, 10));
+    (void)reg.Admit(MakeRun(2, 10));
+    auto c = reg.Admit(MakeRun(3, 11));
+    const auto dropped = reg.CancelAll(CancelReason::kShutdown);
+    ASSERT_EQ(dropped.size(), 1u);
+    EXPECT_EQ(dropped[0]->request.fire_id, 2);
+    EXPECT_EQ(a.run->token.reason(), CancelReason::kShutdown);
+    EXPECT_EQ(c.run->token.reason(), CancelReason::kShutdown);
+    EXPECT_EQ(reg.InFlight(), 2u);
+}
+
+TEST(CancellationToken, FirstReasonWinsAndWakesWaiters) {
+    CancellationToken token;
+    EXPECT_FALSE(token.WaitFor(std::chrono::milliseconds(1)));
+    std::thread canceller([&] { token.Cancel(CancelReason::kTimeout); });
+    EXPECT_TRUE(token.WaitFor(std::chrono::seconds(30)));
+    canceller.join();
+    EXPECT_FALSE(token.Cancel(CancelReason::kKilled));
+    EXPECT_EQ(token.reason(), CancelReason::kTimeout);
+}
+
+}  // namespace
+}  // namespace sched::client::impl

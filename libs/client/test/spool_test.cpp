@@ -1,0 +1,138 @@
+#include "impl/spool.hpp"
+
+#include <algorithm>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "impl/fire_log.hpp"
+#include "sched/common/node_id.hpp"
+
+namespace sched::client::impl {
+namespace {
+
+class SpoolTest : public ::testing::Test {
+  protected:
+    void SetUp() override { dir_ = std::filesystem::temp_directory_path() / ("sched-spool-test-" + RandomHex(8)); }
+    void TearDown() override { std::filesystem::remove_all(dir_); }
+
+    static CallbackResult Result(std::int64_t fire_id, std::string url = "") {
+        CallbackResult r;
+        r.fire_id = fire_id;
+        r.attempt = 1;
+        r.epoch = 2;
+        r.status = "succeeded";
+        r.code = "ok";
+        r.message = "fire " + std::to_string(fire_id);
+        r.started_ms = 1000 + fire_id;
+        r.finished_ms = 2000 + fire_id;
+        r.callback_url = std::move(url);
+        return r;
+    }
+    static std::vector<std::int64_t> Fires(const std::vector<CallbackResult>& rs) {
+        std::vector<std::int64_t> out;
+        for (const auto& r : rs) out.push_back(r.fire_id);
+        return out;
+    }
+
+    std::filesystem::path dir_;
+};
+
+TEST_F(SpoolTest, KeepsUndeliveredResultsAcrossReopening) {
+    {
+        ResultSpool spool(dir_);
+        ASSERT_TRUE(spool.Append({Result(1), Result(2), Result(3)}).ok());
+        ASSERT_TRUE(spool.Append({Result(4)}).ok());
+        EXPECT_EQ(Fires(spool.Peek(2)), (std::vector<std::int64_t>{1, 2}));
+        ASSERT_TRUE(spool.Ack(2).ok());
+    }
+    ResultSpool reopened(dir_);
+    EXPECT_EQ(reopened.pending(), 2u);
+    const auto rest = reopened.Peek(10);
+    EXPECT_EQ(Fires(rest), (std::vector<std::int64_t>{3, 4}));
+    EXPECT_EQ(rest[0].message, "fire 3");
+    EXPECT_EQ(rest[0].started_ms, 1003);
+    ASSERT_TRUE(reopened.Append({Result(5)}).ok());
+    EXPECT_EQ(Fires(reopened.Peek(10)), (std::vector<std::int64_t>{3, 4, 5}));
+}
+
+TEST_F(SpoolTest, DeliveringEverythingRemovesTheFiles) {
+    ResultSpool spool(dir_);
+    ASSERT_TRUE(spool.Append({Result(1)}).ok());
+    EXPECT_TRUE(std::filesystem::exists(dir_ / "results.jsonl"));
+    ASSERT_TRUE(spool.Ack(1).ok());
+    EXPECT_FALSE(std::filesystem::exists(dir_ / "results.jsonl"));
+    EXPECT_FALSE(std::filesystem::exists(dir_ / "results.acked"));
+    ASSERT_TRUE(spool.Append({Result(2)}).ok());
+    EXPECT_EQ(Fires(spool.Peek(10)), std::vector<std::int64_t>{2});
+}
+
+TEST_F(SpoolTest, ASecondSpoolOnTheSameDirectoryIsRefused) {
+    ResultSpool first(dir_);
+    EXPECT_THROW(ResultSpool second(dir_), std::runtime_error);
+}
+
+TEST_F(SpoolTest, TornLastLineFromACrashIsDropped) {
+    {
+        ResultSpool spool(dir_);
+        ASSERT_TRUE(spool.Append({Result(1)}).ok());
+    }
+    {
+        std::ofstream out(dir_ / "results.jsonl", std::ios::app);
+        out << R"({"fire_id": 2, "attem)";
+    }
+    {
+        ResultSpool spool(dir_);
+        EXPECT_EQ(Fires(spool.Peek(10)), std::vector<std::int64_t>{1});
+        ASSERT_TRUE(spool.Append({Result(3)}).ok());
+    }
+    ResultSpool again(dir_);
+    EXPECT_EQ(Fires(again.Peek(10)), (std::vector<std::int64_t>{1, 3}));
+}
+
+TEST_F(SpoolTest, PeekStopsWhereTheCallbackUrlChanges) {
+    ResultSpool spool(dir_);
+    ASSERT_TRUE(spool.Append({Result(1), Result(2, "http://a/cb"), Result(3, "http://a/cb"), Result(4)}).ok());
+    EXPECT_EQ(Fires(spool.Peek(10)), std::vector<std::int64_t>{1});
+    ASSERT_TRUE(spool.Ack(1).ok());
+    const auto batch = spool.Peek(10);
+    EXPECT_EQ(Fires(batch), (std::vector<std::int64_t>{2, 3}));
+    EXPECT_EQ(batch[0].callback_url, "http://a/cb");
+}
+
+TEST(CallbackResult, ProtocolJsonHasExactlyTheDesignFields) {
+    CallbackResult r;
+    r.fire_id = 7;
+    r.callback_url = "http://x/cb";
+    const auto j = r.ToJson();
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : j.items()) keys.push_back(k);
+    std::sort(keys.begin(), keys.end());
+    EXPECT_EQ(keys, (std::vector<std::string>{"attempt", "code", "epoch", "finished_ms", "fire_id", "message",
+                                              "started_ms", "status"}));
+}
+
+TEST(FireLogBook, PagesLinesAndForgetsOldestFinishedFires) {
+    FireLogBook book(2, 3);
+    book.Open(1);
+    for (int i = 0; i < 5; ++i) book.Append(1, "line " + std::to_string(i));
+    auto page = book.Read(1, 0, 10);
+    ASSERT_TRUE(page);
+    EXPECT_EQ(page->lines, (std::vector<std::string>{"line 0", "line 1", "[log truncated: more than 3 lines]"}));
+    EXPECT_FALSE(page->finished);
+    auto tail = book.Read(1, 2, 10);
+    EXPECT_EQ(tail->lines.size(), 1u);
+    EXPECT_EQ(tail->next_line, 3);
+    book.Close(1);
+    EXPECT_TRUE(book.Read(1, 3, 10)->finished);
+    book.Open(2);
+    book.Open(3);  // over the limit: fire 1 (finished) goes, 2 and 3 stay
+    EXPECT_FALSE(book.Read(1, 0, 10));
+    EXPECT_TRUE(book.Read(2, 0, 10));
+    book.Open(4);  // 2 and 3 are unfinished: kept even over the limit
+    EXPECT_TRUE(book.Read(2, 0, 10));
+    EXPECT_FALSE(book.Read(99, 0, 10));
+}
+
+}  // namespace
+}  // namespace sched::client::impl

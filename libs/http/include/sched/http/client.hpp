@@ -1,0 +1,116 @@
+#pragma once
+
+/// The HTTP/1.1 client every process uses to call its peers (Boost.Beast, C++20 coroutines).
+///
+///     HttpClient client(io.get_executor());
+///     CallOptions call{.timeout = 2s, .bearer_token = token};
+///     Result<ClientResponse> r = co_await client.PostJson("http://10.0.0.7:9999/v1/run", body, call);
+///     if (!r.ok()) ...                      // transport failure: kUnavailable or kDeadlineExceeded
+///     else if (r->status == 202) ...        // any HTTP status is a response, not an error
+///
+/// - Keep-alive connections are pooled per host:port and reused (most recently used first); a
+///   pooled connection the peer has closed is detected before use and discarded.
+/// - `connect_timeout` bounds connecting; `CallOptions::timeout` bounds the whole call (connect,
+///   send, receive, and every retry and backoff).
+/// - Retries happen only when the caller asks (`retries`), meant for idempotent calls: on
+///   kUnavailable and on 502/503/504, with exponential backoff. The one exception, as in every
+///   keep-alive client: a request that fails on a *reused* connection before any response byte
+///   arrived (the peer closed it while idle) is sent once more on a fresh connection.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "sched/common/duration.hpp"
+#include "sched/common/net.hpp"
+#include "sched/common/status.hpp"
+#include "sched/http/message.hpp"
+#include "sched/http/url.hpp"
+
+namespace sched::rest {
+
+struct ClientOptions {
+    Micros connect_timeout = std::chrono::seconds(2);
+    /// The default for CallOptions::timeout.
+    Micros request_timeout = std::chrono::seconds(10);
+    /// Idle connections kept per host:port.
+    std::size_t max_idle_per_host = 16;
+    /// Idle connections older than this are closed rather than reused (keep it below the
+    /// servers' idle-timeout).
+    Micros pool_idle_timeout = std::chrono::seconds(30);
+    /// Larger response bodies fail the call with kResourceExhausted.
+    std::size_t body_limit = 16 * 1024 * 1024;
+    std::string user_agent = "sched-http";
+};
+
+struct CallOptions {
+    /// The whole call, retries included; nullopt = ClientOptions::request_timeout.
+    std::optional<Micros> timeout{};
+    /// Extra attempts after the first; only for idempotent calls.
+    int retries = 0;
+    /// Backoff before the first retry; doubles each time.
+    Micros retry_backoff = std::chrono::milliseconds(50);
+    /// Sent as `Authorization: Bearer <token>` when not empty.
+    std::string bearer_token{};
+};
+
+struct ClientRequest {
+    Method method = Method::kGet;
+    std::string url{};  ///< "http://host:port/path?query"
+    Headers headers{};
+    std::string body{};
+};
+
+struct ClientResponse {
+    int status = 0;
+    Headers headers;
+    std::string body;
+
+    bool ok() const { return status >= 200 && status < 300; }
+    /// The body as JSON (kInvalidArgument when malformed).
+    Result<nlohmann::json> Json() const;
+};
+
+/// Counters since construction.
+struct ClientStats {
+    std::uint64_t connections_opened = 0;
+    std::uint64_t connections_reused = 0;
+    std::uint64_t requests = 0;
+    std::uint64_t retries = 0;
+};
+
+namespace impl {
+struct ClientState;
+}
+
+/// Thread-safe: calls may run concurrently from coroutines on any executor of the same
+/// execution context. The client must outlive every call it started.
+class HttpClient {
+  public:
+    explicit HttpClient(net::any_io_executor executor, ClientOptions options = {});
+    ~HttpClient();
+    HttpClient(const HttpClient&) = delete;
+    HttpClient& operator=(const HttpClient&) = delete;
+
+    /// Sends `request` and reads the response. Errors: kInvalidArgument (bad URL),
+    /// kUnavailable (cannot connect, connection lost), kDeadlineExceeded (timeout),
+    /// kResourceExhausted (response over body_limit).
+    net::awaitable<Result<ClientResponse>> Send(ClientRequest request, CallOptions options = {});
+    net::awaitable<Result<ClientResponse>> Get(std::string url, CallOptions options = {});
+    /// POST with `body` serialised and Content-Type application/json.
+    net::awaitable<Result<ClientResponse>> PostJson(std::string url, nlohmann::json body, CallOptions options = {});
+
+    /// Closes every idle pooled connection (e.g. before shutdown).
+    void CloseIdle();
+    ClientStats Stats() const;
+
+  private:
+    std::shared_ptr<impl::ClientState> state_;
+};
+
+}  // namespace sched::rest

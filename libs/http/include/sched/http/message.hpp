@@ -1,0 +1,125 @@
+#pragma once
+
+/// HTTP requests and responses as handlers see them: plain structs with no Beast types, so that
+/// handler code and tests compile without Beast, and one uniform error body for every failure.
+///
+/// Error bodies (DESIGN 6) always have this shape, whoever produces them (router, limits, auth,
+/// handlers):
+///
+///     {"error": {"code": "invalid_argument", "message": "fire_id: expected an integer", "field": "fire_id"}}
+///
+/// The library's C++ namespace is `sched::rest`, not `sched::http`: sched/common/net.hpp
+/// defines `sched::http` as an alias of `boost::beast::http`, and one name cannot be both.
+///
+/// `field` is null when the error is not about one field. `code` is the canonical code name
+/// (sched::CodeName) or, for failures only HTTP has, "method_not_allowed",
+/// "payload_too_large", "header_too_large" or "bad_request".
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sched/common/status.hpp"
+
+namespace sched::rest {
+
+enum class Method { kGet, kHead, kPost, kPut, kPatch, kDelete, kOptions, kOther };
+
+/// "GET", "POST", ...; "OTHER" for kOther.
+std::string_view MethodName(Method method);
+/// The method for a request-line token; kOther for anything this library does not route.
+Method ParseMethod(std::string_view token);
+
+/// Header fields in arrival order. Names compare case-insensitively. Not thread-safe.
+class Headers {
+  public:
+    using Field = std::pair<std::string, std::string>;
+
+    /// Appends a field (a repeated name keeps every value).
+    void Add(std::string name, std::string value);
+    /// Replaces every field called `name` by one with `value`.
+    void Set(std::string_view name, std::string value);
+    /// The first value of `name`, if present.
+    std::optional<std::string_view> Get(std::string_view name) const;
+
+    std::vector<Field>::const_iterator begin() const { return fields_.begin(); }
+    std::vector<Field>::const_iterator end() const { return fields_.end(); }
+    std::size_t size() const { return fields_.size(); }
+
+  private:
+    std::vector<Field> fields_;
+};
+
+/// An expected failure of a request, on its way to becoming an error response. Handlers build
+/// these from validation results and from Status values returned by the code they call.
+struct ApiError {
+    Code code = Code::kInvalidArgument;
+    std::string message;
+    std::string field;  ///< the offending field ("" when the error is not about one field)
+};
+
+/// The HTTP status for a canonical code. This is the one place where errors become statuses:
+///   invalid_argument, out_of_range -> 400; unauthenticated -> 401; permission_denied -> 403;
+///   not_found -> 404; already_exists, aborted, failed_precondition -> 409 (a conflict with the
+///   current state, e.g. "busy"); resource_exhausted -> 429; cancelled -> 499; unimplemented
+///   -> 501; unavailable -> 503; deadline_exceeded -> 504; internal (and anything else) -> 500.
+int HttpStatusFor(Code code);
+
+/// A request after routing. `path_params` is filled by the router.
+struct Request {
+    Method method = Method::kGet;
+    std::string method_text;  ///< the method as received (for logs of kOther)
+    std::string target;       ///< as received: path and query ("/v1/log?fire_id=3")
+    std::string path;         ///< target before '?', not percent-decoded
+    std::string query;        ///< target after '?' ("" when none)
+    Headers headers;
+    std::string body;
+    std::string remote;  ///< peer "ip:port"
+    bool keep_alive = true;
+    std::vector<std::pair<std::string, std::string>> path_params;  ///< percent-decoded
+
+    /// A path parameter by name ("id" for pattern "/jobs/{id}"); "" when the route has none.
+    std::string_view PathParam(std::string_view name) const;
+    /// A query parameter, percent-decoded ('+' is a space); nullopt when absent or badly encoded.
+    std::optional<std::string> Query(std::string_view name) const;
+    /// The body parsed as JSON. kInvalidArgument naming the position on malformed JSON or an
+    /// empty body.
+    Result<nlohmann::json> Json() const;
+};
+
+/// A response a handler returns. Set headers freely; the server adds Content-Length,
+/// Connection and Server.
+struct Response {
+    int status = 200;
+    Headers headers;
+    std::string body;
+
+    /// `body` serialised, Content-Type application/json.
+    static Response Json(const nlohmann::json& body, int status = 200);
+    /// Plain text (e.g. Prometheus metrics: pass "text/plain; version=0.0.4; charset=utf-8").
+    static Response Text(std::string body, int status = 200, std::string content_type = "text/plain; charset=utf-8");
+    /// 204 without a body.
+    static Response NoContent();
+    /// The uniform error body with HttpStatusFor(error.code). 401s also carry
+    /// `WWW-Authenticate: Bearer`.
+    static Response Error(const ApiError& error);
+    /// The uniform error body for `status` (a non-OK Status) about `field`.
+    static Response Error(const Status& status, std::string field = {});
+    /// The uniform error body with an explicit HTTP status and code name, for failures that
+    /// only exist in HTTP (405, 413, 431, malformed requests).
+    static Response Error(int http_status, std::string_view code, std::string message, std::string field = {});
+};
+
+/// Parses a JSON document. kInvalidArgument naming the position when malformed or empty.
+Result<nlohmann::json> ParseJson(std::string_view text);
+
+/// Percent-decodes `text`; when `plus_is_space` (query strings) '+' becomes ' '. nullopt on a
+/// malformed escape.
+std::optional<std::string> PercentDecode(std::string_view text, bool plus_is_space);
+
+}  // namespace sched::rest

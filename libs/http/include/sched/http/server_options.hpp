@@ -1,0 +1,50 @@
+#pragma once
+
+/// Options of sched::rest::Server, kept apart from server.hpp so that option structs of other
+/// components (the client SDK's ExecutorOptions) can hold them without including Asio or Beast.
+
+#include <cstddef>
+#include <string>
+
+#include "sched/common/config.hpp"
+#include "sched/common/duration.hpp"
+
+namespace sched::rest {
+
+/// Which requests the server logs (one line each, with status, size and latency).
+enum class AccessLog { kAll, kErrors, kOff };
+
+/// YAML keys (a server section such as `http:`), each optional, with these defaults:
+///
+///     listen: "127.0.0.1:8080"  # host:port to bind; port 0 picks a free port
+///     body-limit: 1048576       # bytes; a larger request body gets 413
+///     header-limit: 16384       # bytes of request line and headers; more gets 431
+///     header-timeout: 10s       # time to receive a request's line and headers (also the first
+///                               # request's first byte); slower senders are disconnected
+///     body-timeout: 30s         # time to receive a request body
+///     idle-timeout: 60s         # a keep-alive connection idle this long between requests is closed
+///     write-timeout: 30s        # time to send a response
+///     max-connections: 1024     # connections beyond this get 503 and are closed
+///     shutdown-grace: 10s       # on stop, in-flight requests get this long before connections close
+///     access-log: all           # all, errors (only 4xx/5xx) or off
+struct ServerOptions {
+    std::string listen = "127.0.0.1:8080";
+    std::size_t body_limit = 1024 * 1024;
+    std::size_t header_limit = 16 * 1024;
+    Micros header_timeout = std::chrono::seconds(10);
+    Micros body_timeout = std::chrono::seconds(30);
+    Micros idle_timeout = std::chrono::seconds(60);
+    Micros write_timeout = std::chrono::seconds(30);
+    std::size_t max_connections = 1024;
+    Micros shutdown_grace = std::chrono::seconds(10);
+    AccessLog access_log = AccessLog::kAll;
+    /// Names this server in log lines ("http", "executor", "admin").
+    std::string name = "http";
+
+    /// Reads the keys above from `node`; absent keys keep the values in `defaults`. Throws
+    /// ConfigError naming the key for a bad value (listen must parse as host:port).
+    static ServerOptions FromYaml(const ConfigNode& node, const ServerOptions& defaults);
+    static ServerOptions FromYaml(const ConfigNode& node) { return FromYaml(node, ServerOptions()); }
+};
+
+}  // namespace sched::rest

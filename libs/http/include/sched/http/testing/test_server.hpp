@@ -1,0 +1,100 @@
+#pragma once
+
+/// Test helpers (target sched::http_testing, tests only): a Server on its own I/O thread, a
+/// client whose calls block, and bounded polling (STYLE "Tests": never sleep-and-hope).
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "sched/common/net.hpp"
+#include "sched/http/client.hpp"
+#include "sched/http/server.hpp"
+
+namespace sched::rest::testing {
+
+/// 127.0.0.1:0 with short timeouts suited to tests and the access log limited to errors.
+ServerOptions LoopbackOptions();
+
+/// Polls `condition` every 5 ms until it holds or `timeout` passes; returns its last value.
+bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+/// A started Server with its own io_context and thread. Stopped (gracefully) by Stop() or
+/// the destructor.
+class TestServer {
+  public:
+    explicit TestServer(Router router, ServerOptions options = LoopbackOptions(), AuthHook auth = {});
+    ~TestServer();
+    TestServer(const TestServer&) = delete;
+    TestServer& operator=(const TestServer&) = delete;
+
+    std::uint16_t port() const { return server_->port(); }
+    /// "http://127.0.0.1:<port>" followed by `path`.
+    std::string Url(std::string_view path = "") const;
+    ServerStats Stats() const { return server_->Stats(); }
+    /// Graceful shutdown; blocks until it completes. Idempotent.
+    void Stop();
+    /// Begins a graceful shutdown and returns; Stop() waits for its end.
+    void BeginStop() { server_->Stop(); }
+
+  private:
+    net::io_context io_;
+    net::executor_work_guard<net::io_context::executor_type> work_;
+    std::unique_ptr<Server> server_;
+    std::thread thread_;
+    bool stopped_ = false;
+};
+
+/// An HttpClient on its own io_context and thread whose calls block until they complete.
+/// Thread-safe.
+class BlockingClient {
+  public:
+    explicit BlockingClient(ClientOptions options = {});
+    ~BlockingClient();
+    BlockingClient(const BlockingClient&) = delete;
+    BlockingClient& operator=(const BlockingClient&) = delete;
+
+    Result<ClientResponse> Send(ClientRequest request, CallOptions options = {});
+    Result<ClientResponse> Get(std::string url, CallOptions options = {});
+    Result<ClientResponse> PostJson(std::string url, nlohmann::json body, CallOptions options = {});
+    ClientStats Stats() const { return client_->Stats(); }
+
+  private:
+    net::io_context io_;
+    net::executor_work_guard<net::io_context::executor_type> work_;
+    std::unique_ptr<HttpClient> client_;
+    std::thread thread_;
+};
+
+/// A plain blocking TCP connection to 127.0.0.1, for sending exactly the bytes a test wants
+/// (slow senders, malformed requests) and watching how the server reacts.
+class RawConnection {
+  public:
+    /// Connects; throws std::runtime_error when the connection is refused.
+    explicit RawConnection(std::uint16_t port);
+    ~RawConnection();
+    RawConnection(const RawConnection&) = delete;
+    RawConnection& operator=(const RawConnection&) = delete;
+
+    /// True when a connection to `port` is accepted right now.
+    static bool CanConnect(std::uint16_t port);
+
+    void Send(std::string_view bytes);
+    /// Reads one HTTP response (headers and a Content-Length body, none when `to_head`: the
+    /// response to a HEAD request); "" when the peer closed first or nothing complete came
+    /// within `timeout`.
+    std::string ReadResponse(std::chrono::milliseconds timeout = std::chrono::seconds(10), bool to_head = false);
+    /// Reads until the peer closes the connection. Returns true when it did within `timeout`
+    /// (the bytes that came first are discarded).
+    bool WaitForClose(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+  private:
+    int fd_ = -1;
+    std::string pending_;
+};
+
+}  // namespace sched::rest::testing

@@ -1,0 +1,43 @@
+#pragma once
+
+/// Addresses as configured by operators: "host:port" for listening and "http://host:port/path"
+/// for peers. Parsing is strict and reports what was expected; no Asio types here so that option
+/// structs can use these without pulling in Beast.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "sched/common/status.hpp"
+
+namespace sched::rest {
+
+/// A host and a port. The host is a name, an IPv4 address or an IPv6 address (written in
+/// brackets in text: "[::1]:8080").
+struct HostPort {
+    std::string host;
+    std::uint16_t port = 0;
+
+    /// Parses "host:port" (port 0..65535, required). kInvalidArgument says what was expected.
+    static Result<HostPort> Parse(std::string_view text);
+    /// "host:port", with brackets around an IPv6 host.
+    std::string ToString() const;
+};
+
+/// An http:// URL. https is refused (no TLS in this project: put a proxy in front).
+struct Url {
+    std::string host;
+    std::uint16_t port = 80;
+    std::string target = "/";  ///< path and query, always starting with '/'
+
+    /// Parses "http://host[:port][/path[?query]]"; the scheme may be omitted ("host:port/path").
+    static Result<Url> Parse(std::string_view text);
+    /// "host:port": the key of the client's connection pool and the Host header.
+    std::string Authority() const;
+    /// "http://host:port/target"
+    std::string ToString() const;
+    /// This URL with `path` appended to its target ("http://h:1/base" + "/v1/x" -> "http://h:1/base/v1/x").
+    Url WithPath(std::string_view path) const;
+};
+
+}  // namespace sched::rest

@@ -1,0 +1,273 @@
+#include "sched/http/client.hpp"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+namespace sched::rest {
+
+namespace impl {
+
+struct PooledConnection {
+    explicit PooledConnection(net::any_io_executor ex) : stream(std::move(ex)) {}
+    beast::tcp_stream stream;
+    beast::flat_buffer buffer;
+    std::chrono::steady_clock::time_point idle_since;
+};
+
+struct ClientState {
+    ClientState(net::any_io_executor ex, ClientOptions o) : executor(std::move(ex)), options(std::move(o)) {}
+
+    net::any_io_executor executor;
+    const ClientOptions options;
+    std::mutex mu;
+    std::unordered_map<std::string, std::vector<std::unique_ptr<PooledConnection>>> idle;
+    std::atomic<std::uint64_t> opened{0};
+    std::atomic<std::uint64_t> reused{0};
+    std::atomic<std::uint64_t> requests{0};
+    std::atomic<std::uint64_t> retries{0};
+};
+
+}  // namespace impl
+
+namespace {
+
+using impl::ClientState;
+using impl::PooledConnection;
+using Clock = std::chrono::steady_clock;
+using ConnectionPtr = std::unique_ptr<PooledConnection>;
+
+constexpr std::uint32_t kResponseHeaderLimit = 64 * 1024;
+
+std::string_view View(beast::string_view s) {
+    return {s.data(), s.size()};
+}
+
+std::string Ms(Clock::duration d) {
+    return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + "ms";
+}
+
+// A pooled connection whose peer closed it (idle timeout, restart) reads as EOF; one with
+// unexpected bytes waiting is out of step with the protocol. Either must not carry a request.
+bool PeerStillOpen(tcp::socket& socket) {
+    char byte = 0;
+    const auto n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+ConnectionPtr TakeIdle(ClientState& st, const std::string& key) {
+    std::lock_guard lock(st.mu);
+    auto it = st.idle.find(key);
+    if (it == st.idle.end()) return nullptr;
+    auto& pool = it->second;
+    const auto now = Clock::now();
+    while (!pool.empty()) {
+        ConnectionPtr c = std::move(pool.back());
+        pool.pop_back();
+        if (now - c->idle_since < st.options.pool_idle_timeout && PeerStillOpen(c->stream.socket())) return c;
+    }
+    return nullptr;
+}
+
+void GiveBack(ClientState& st, const std::string& key, ConnectionPtr conn) {
+    conn->idle_since = Clock::now();
+    std::lock_guard lock(st.mu);
+    auto& pool = st.idle[key];
+    if (pool.size() < st.options.max_idle_per_host) pool.push_back(std::move(conn));
+}
+
+net::awaitable<Result<ConnectionPtr>> Connect(ClientState& st, const Url& url, Clock::time_point deadline) {
+    const auto connect_end = std::min(deadline, Clock::now() + st.options.connect_timeout);
+    const std::string where = url.Authority();
+    beast::error_code ec;
+    std::vector<tcp::endpoint> endpoints;
+    const auto address = net::ip::make_address(url.host, ec);
+    if (!ec) {
+        endpoints.emplace_back(address, url.port);
+    } else {
+        // The resolver has no timeout of its own: a timer cancels it.
+        auto resolver = std::make_shared<tcp::resolver>(st.executor);
+        net::steady_timer guard(st.executor);
+        guard.expires_at(connect_end);
+        guard.async_wait([resolver](const beast::error_code& e) {
+            if (!e) resolver->cancel();
+        });
+        ec = {};
+        const std::string service = std::to_string(url.port);
+        auto results = co_await resolver->async_resolve(url.host, service, net::redirect_error(net::use_awaitable, ec));
+        guard.cancel();
+        if (ec) {
+            if (Clock::now() >= deadline) co_return DeadlineExceeded("resolving " + url.host + " timed out");
+            co_return Unavailable("cannot resolve " + url.host + ": " + ec.message());
+        }
+        for (const auto& r : results) endpoints.push_back(r.endpoint());
+    }
+    auto conn = std::make_unique<PooledConnection>(st.executor);
+    conn->stream.expires_at(connect_end);
+    ec = {};
+    co_await conn->stream.async_connect(endpoints, net::redirect_error(net::use_awaitable, ec));
+    if (ec == beast::error::timeout) {
+        if (connect_end >= deadline) co_return DeadlineExceeded("connect to " + where + " timed out (call timeout)");
+        co_return Unavailable("connect to " + where + " timed out after " +
+                              Ms(std::chrono::duration_cast<Clock::duration>(st.options.connect_timeout)));
+    }
+    if (ec) co_return Unavailable("connect to " + where + ": " + ec.message());
+    conn->stream.socket().set_option(tcp::no_delay(true), ec);
+    st.opened.fetch_add(1);
+    co_return conn;
+}
+
+struct Exchanged {
+    Result<ClientResponse> response;
+    bool keep_alive = false;
+    bool nothing_received = false;  // failed before any response byte arrived
+};
+
+net::awaitable<Exchanged> Exchange(ClientState& st, PooledConnection& conn, http::request<http::string_body>& req,
+                                   const std::string& where, Clock::time_point deadline) {
+    beast::error_code ec;
+    conn.stream.expires_at(deadline);
+    co_await http::async_write(conn.stream, req, net::redirect_error(net::use_awaitable, ec));
+    if (ec == beast::error::timeout)
+        co_return Exchanged{DeadlineExceeded("sending to " + where + " timed out"), false, true};
+    if (ec) co_return Exchanged{Unavailable("sending to " + where + ": " + ec.message()), false, true};
+
+    http::response_parser<http::string_body> parser;
+    parser.header_limit(kResponseHeaderLimit);
+    parser.body_limit(st.options.body_limit);
+    conn.stream.expires_at(deadline);
+    // Header first: Beast 1.74 skips the body limit check for a response with Content-Length
+    // when the whole message is read eagerly; reading the header alone reports it.
+    co_await http::async_read_header(conn.stream, conn.buffer, parser, net::redirect_error(net::use_awaitable, ec));
+    if (!ec && !parser.is_done()) {
+        co_await http::async_read(conn.stream, conn.buffer, parser, net::redirect_error(net::use_awaitable, ec));
+    }
+    if (ec) {
+        const bool nothing = !parser.got_some();
+        if (ec == beast::error::timeout) {
+            co_return Exchanged{DeadlineExceeded("no response from " + where + " in time"), false, nothing};
+        }
+        if (ec == http::error::body_limit) {
+            co_return Exchanged{Status(Code::kResourceExhausted, "response from " + where + " exceeds " +
+                                                                     std::to_string(st.options.body_limit) + " bytes"),
+                                false, nothing};
+        }
+        co_return Exchanged{Unavailable("reading from " + where + ": " + ec.message()), false, nothing};
+    }
+    auto msg = parser.release();
+    ClientResponse out;
+    out.status = static_cast<int>(msg.result_int());
+    for (const auto& field : msg)
+        out.headers.Add(std::string(View(field.name_string())), std::string(View(field.value())));
+    out.body = std::move(msg.body());
+    const bool keep = msg.keep_alive() && conn.buffer.size() == 0;
+    co_return Exchanged{std::move(out), keep, false};
+}
+
+net::awaitable<Result<ClientResponse>> SendOnce(ClientState& st, const Url& url, http::request<http::string_body>& req,
+                                                Clock::time_point deadline) {
+    const std::string key = url.Authority();
+    for (int round = 0;; ++round) {
+        ConnectionPtr conn = TakeIdle(st, key);
+        const bool reused = conn != nullptr;
+        if (reused) {
+            st.reused.fetch_add(1);
+        } else {
+            auto connected = co_await Connect(st, url, deadline);
+            if (!connected.ok()) co_return connected.status();
+            conn = std::move(*connected);
+        }
+        Exchanged ex = co_await Exchange(st, *conn, req, key, deadline);
+        if (ex.response.ok()) {
+            if (ex.keep_alive) GiveBack(st, key, std::move(conn));
+            co_return std::move(ex.response);
+        }
+        // The peer closed a pooled connection just as we used it: nothing reached the
+        // application, so one more try on a fresh connection is safe even for a POST.
+        const bool stale = reused && ex.nothing_received && ex.response.status().code() == Code::kUnavailable;
+        if (!stale || round > 0 || Clock::now() >= deadline) co_return std::move(ex.response);
+    }
+}
+
+bool Retryable(const Result<ClientResponse>& r) {
+    if (!r.ok()) return r.status().code() == Code::kUnavailable;
+    return r->status == 502 || r->status == 503 || r->status == 504;
+}
+
+}  // namespace
+
+Result<nlohmann::json> ClientResponse::Json() const {
+    return ParseJson(body);
+}
+
+HttpClient::HttpClient(net::any_io_executor executor, ClientOptions options)
+    : state_(std::make_shared<ClientState>(std::move(executor), std::move(options))) {}
+
+HttpClient::~HttpClient() {
+    CloseIdle();
+}
+
+void HttpClient::CloseIdle() {
+    std::lock_guard lock(state_->mu);
+    state_->idle.clear();
+}
+
+ClientStats HttpClient::Stats() const {
+    return {state_->opened.load(), state_->reused.load(), state_->requests.load(), state_->retries.load()};
+}
+
+net::awaitable<Result<ClientResponse>> HttpClient::Send(ClientRequest request, CallOptions options) {
+    auto st = state_;
+    auto url = Url::Parse(request.url);
+    if (!url.ok()) co_return url.status();
+    if (request.method == Method::kOther) co_return InvalidArgument("HttpClient cannot send Method::kOther");
+    const auto verb = http::string_to_verb(MethodName(request.method).data());
+    http::request<http::string_body> req{verb, url->target, 11};
+    req.set(http::field::host, url->Authority());
+    req.set(http::field::user_agent, st->options.user_agent);
+    for (const auto& [name, value] : request.headers) req.set(name, value);
+    if (!options.bearer_token.empty()) req.set(http::field::authorization, "Bearer " + options.bearer_token);
+    req.keep_alive(true);
+    req.body() = std::move(request.body);
+    req.prepare_payload();
+
+    const auto timeout =
+        std::chrono::duration_cast<Clock::duration>(options.timeout.value_or(st->options.request_timeout));
+    const auto deadline = Clock::now() + timeout;
+    auto backoff = std::chrono::duration_cast<Clock::duration>(options.retry_backoff);
+    st->requests.fetch_add(1);
+    for (int attempt = 0;; ++attempt) {
+        Result<ClientResponse> r = co_await SendOnce(*st, *url, req, deadline);
+        if (attempt >= options.retries || !Retryable(r) || Clock::now() + backoff >= deadline) co_return r;
+        st->retries.fetch_add(1);
+        net::steady_timer timer(st->executor, backoff);
+        beast::error_code ec;
+        co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));
+        backoff *= 2;
+    }
+}
+
+net::awaitable<Result<ClientResponse>> HttpClient::Get(std::string url, CallOptions options) {
+    ClientRequest req;
+    req.method = Method::kGet;
+    req.url = std::move(url);
+    auto r = co_await Send(std::move(req), std::move(options));
+    co_return r;
+}
+
+net::awaitable<Result<ClientResponse>> HttpClient::PostJson(std::string url, nlohmann::json body, CallOptions options) {
+    ClientRequest req;
+    req.method = Method::kPost;
+    req.url = std::move(url);
+    req.headers.Set("Content-Type", "application/json");
+    req.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    auto r = co_await Send(std::move(req), std::move(options));
+    co_return r;
+}
+
+}  // namespace sched::rest

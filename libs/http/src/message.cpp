@@ -1,0 +1,207 @@
+#include "sched/http/message.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace sched::rest {
+
+namespace {
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           });
+}
+
+int HexValue(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+}  // namespace
+
+std::string_view MethodName(Method method) {
+    switch (method) {
+        case Method::kGet:
+            return "GET";
+        case Method::kHead:
+            return "HEAD";
+        case Method::kPost:
+            return "POST";
+        case Method::kPut:
+            return "PUT";
+        case Method::kPatch:
+            return "PATCH";
+        case Method::kDelete:
+            return "DELETE";
+        case Method::kOptions:
+            return "OPTIONS";
+        case Method::kOther:
+            return "OTHER";
+    }
+    return "OTHER";
+}
+
+Method ParseMethod(std::string_view token) {
+    // Methods are case-sensitive (RFC 9110 9.1): "get" is not GET.
+    for (const Method m : {Method::kGet, Method::kHead, Method::kPost, Method::kPut, Method::kPatch, Method::kDelete,
+                           Method::kOptions}) {
+        if (MethodName(m) == token) return m;
+    }
+    return Method::kOther;
+}
+
+void Headers::Add(std::string name, std::string value) {
+    fields_.emplace_back(std::move(name), std::move(value));
+}
+
+void Headers::Set(std::string_view name, std::string value) {
+    std::erase_if(fields_, [&](const Field& f) { return EqualsIgnoreCase(f.first, name); });
+    fields_.emplace_back(std::string(name), std::move(value));
+}
+
+std::optional<std::string_view> Headers::Get(std::string_view name) const {
+    for (const auto& f : fields_) {
+        if (EqualsIgnoreCase(f.first, name)) return std::string_view(f.second);
+    }
+    return std::nullopt;
+}
+
+int HttpStatusFor(Code code) {
+    switch (code) {
+        case Code::kOk:
+            return 200;
+        case Code::kInvalidArgument:
+        case Code::kOutOfRange:
+            return 400;
+        case Code::kUnauthenticated:
+            return 401;
+        case Code::kPermissionDenied:
+            return 403;
+        case Code::kNotFound:
+            return 404;
+        case Code::kAlreadyExists:
+        case Code::kAborted:
+        case Code::kFailedPrecondition:
+            return 409;
+        case Code::kResourceExhausted:
+            return 429;
+        case Code::kCancelled:
+            return 499;
+        case Code::kUnimplemented:
+            return 501;
+        case Code::kUnavailable:
+            return 503;
+        case Code::kDeadlineExceeded:
+            return 504;
+        case Code::kInternal:
+            return 500;
+    }
+    return 500;
+}
+
+std::optional<std::string> PercentDecode(std::string_view text, bool plus_is_space) {
+    std::string out;
+    out.reserve(text.size());
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c == '%') {
+            if (i + 2 >= text.size()) return std::nullopt;
+            const int hi = HexValue(text[i + 1]);
+            const int lo = HexValue(text[i + 2]);
+            if (hi < 0 || lo < 0) return std::nullopt;
+            out += static_cast<char>(hi * 16 + lo);
+            i += 2;
+        } else if (c == '+' && plus_is_space) {
+            out += ' ';
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
+std::string_view Request::PathParam(std::string_view name) const {
+    for (const auto& [k, v] : path_params) {
+        if (k == name) return v;
+    }
+    return {};
+}
+
+std::optional<std::string> Request::Query(std::string_view name) const {
+    std::string_view rest = query;
+    while (!rest.empty()) {
+        const auto amp = rest.find('&');
+        const auto pair = rest.substr(0, amp);
+        rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+        const auto eq = pair.find('=');
+        const auto key = PercentDecode(pair.substr(0, eq), true);
+        if (!key || *key != name) continue;
+        if (eq == std::string_view::npos) return std::string();
+        return PercentDecode(pair.substr(eq + 1), true);
+    }
+    return std::nullopt;
+}
+
+Result<nlohmann::json> ParseJson(std::string_view text) {
+    if (text.empty()) return InvalidArgument("expected a JSON document, got an empty body");
+    auto parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_discarded()) {
+        // Re-parse with exceptions only on this error path: their message names the position.
+        try {
+            const auto reparsed = nlohmann::json::parse(text);
+            (void)reparsed;
+        } catch (const nlohmann::json::parse_error& e) {
+            return InvalidArgument("malformed JSON body: " + std::string(e.what()));
+        }
+        return InvalidArgument("malformed JSON body");
+    }
+    return parsed;
+}
+
+Result<nlohmann::json> Request::Json() const {
+    return ParseJson(body);
+}
+
+Response Response::Json(const nlohmann::json& body, int status) {
+    Response r;
+    r.status = status;
+    r.headers.Set("Content-Type", "application/json");
+    // Replace invalid UTF-8 instead of throwing: a handler echoing bad bytes must not become a 500.
+    r.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return r;
+}
+
+Response Response::Text(std::string body, int status, std::string content_type) {
+    Response r;
+    r.status = status;
+    r.headers.Set("Content-Type", std::move(content_type));
+    r.body = std::move(body);
+    return r;
+}
+
+Response Response::NoContent() {
+    Response r;
+    r.status = 204;
+    return r;
+}
+
+Response Response::Error(int http_status, std::string_view code, std::string message, std::string field) {
+    nlohmann::json error = {{"code", code}, {"message", std::move(message)}, {"field", nullptr}};
+    if (!field.empty()) error["field"] = std::move(field);
+    Response r = Json({{"error", std::move(error)}}, http_status);
+    if (http_status == 401) r.headers.Set("WWW-Authenticate", "Bearer");
+    return r;
+}
+
+Response Response::Error(const ApiError& error) {
+    return Error(HttpStatusFor(error.code), CodeName(error.code), error.message, error.field);
+}
+
+Response Response::Error(const Status& status, std::string field) {
+    return Error(ApiError{status.code(), status.message(), std::move(field)});
+}
+
+}  // namespace sched::rest

@@ -1,0 +1,530 @@
+#include "sched/http/server.hpp"
+
+#include <array>
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <unordered_map>
+
+#include <spdlog/spdlog.h>
+
+#include "sched/http/url.hpp"
+
+namespace sched::rest {
+
+namespace impl {
+
+struct Connection {
+    explicit Connection(tcp::socket socket) : stream(std::move(socket)) {}
+    beast::tcp_stream stream;
+    // Touched only on the connection's strand. True while waiting for a request to begin: the
+    // only state in which a graceful stop may close the connection without losing work.
+    bool idle = true;
+};
+
+struct ServerState {
+    ServerState(net::any_io_executor ex, ServerOptions o, Router r, AuthHook a)
+        : executor(std::move(ex)),
+          accept_strand(net::make_strand(executor)),
+          acceptor(accept_strand),
+          options(std::move(o)),
+          router(std::move(r)),
+          auth(std::move(a)) {}
+
+    net::any_io_executor executor;
+    net::strand<net::any_io_executor> accept_strand;
+    tcp::acceptor acceptor;  // after Start(), used only on accept_strand
+    const ServerOptions options;
+    const Router router;
+    const AuthHook auth;
+    tcp::endpoint endpoint;  // written once in Start(), before anything runs concurrently
+
+    std::atomic<bool> stopping{false};
+    std::atomic<bool> accept_loop_running{false};
+    std::atomic<std::int64_t> rejecting{0};
+
+    std::mutex mu;
+    std::unordered_map<std::uint64_t, std::weak_ptr<Connection>> connections;
+    std::uint64_t next_id = 0;
+
+    std::atomic<std::uint64_t> accepted{0};
+    std::atomic<std::uint64_t> rejected{0};
+    std::atomic<std::uint64_t> active{0};
+    std::atomic<std::uint64_t> requests{0};
+    std::array<std::atomic<std::uint64_t>, 6> by_class{};  // index = status / 100
+    std::atomic<std::uint64_t> timeouts{0};
+};
+
+}  // namespace impl
+
+namespace {
+
+using impl::Connection;
+using impl::ServerState;
+using Clock = std::chrono::steady_clock;
+
+// Over this many connections waiting for their 503 we close new ones without a word.
+constexpr std::int64_t kMaxRejecting = 64;
+constexpr std::size_t kReadChunk = 4096;
+constexpr auto kLingerTime = std::chrono::seconds(1);
+constexpr std::size_t kLingerBytes = 64 * 1024 * 1024;
+
+auto LogFailure(std::string what) {
+    return [what = std::move(what)](std::exception_ptr e) {
+        if (!e) return;
+        try {
+            std::rethrow_exception(e);
+        } catch (const std::exception& ex) {
+            spdlog::error("{}: {}", what, ex.what());
+        }
+    };
+}
+
+std::string_view View(beast::string_view s) {
+    return {s.data(), s.size()};
+}
+
+// Unregisters a connection however its coroutine ends (including destruction while suspended).
+class ConnectionRegistration {
+  public:
+    ConnectionRegistration(std::shared_ptr<ServerState> st, std::uint64_t id, bool rejecting)
+        : st_(std::move(st)), id_(id), rejecting_(rejecting) {}
+    ~ConnectionRegistration() {
+        {
+            std::lock_guard lock(st_->mu);
+            st_->connections.erase(id_);
+        }
+        st_->active.fetch_sub(1);
+        if (rejecting_) st_->rejecting.fetch_sub(1);
+    }
+    ConnectionRegistration(const ConnectionRegistration&) = delete;
+    ConnectionRegistration& operator=(const ConnectionRegistration&) = delete;
+
+  private:
+    std::shared_ptr<ServerState> st_;
+    std::uint64_t id_;
+    bool rejecting_;
+};
+
+enum class ReadFailure { kClosed, kTimeout, kBodyTooLarge, kHeaderTooLarge, kMalformed };
+
+ReadFailure Classify(const beast::error_code& ec) {
+    if (ec == beast::error::timeout) return ReadFailure::kTimeout;
+    if (ec == http::error::body_limit) return ReadFailure::kBodyTooLarge;
+    if (ec == http::error::header_limit) return ReadFailure::kHeaderTooLarge;
+    if (ec == http::error::end_of_stream || ec == http::error::partial_message) return ReadFailure::kClosed;
+    if (ec.category() == http::make_error_code(http::error::bad_method).category()) return ReadFailure::kMalformed;
+    return ReadFailure::kClosed;
+}
+
+Request ToRequest(http::request<http::string_body>&& in, const std::string& remote) {
+    Request req;
+    req.method_text = std::string(View(in.method_string()));
+    req.method = ParseMethod(req.method_text);
+    req.target = std::string(View(in.target()));
+    const auto q = req.target.find('?');
+    req.path = req.target.substr(0, q);
+    if (q != std::string::npos) req.query = req.target.substr(q + 1);
+    for (const auto& field : in)
+        req.headers.Add(std::string(View(field.name_string())), std::string(View(field.value())));
+    req.keep_alive = in.keep_alive();
+    req.body = std::move(in.body());
+    req.remote = remote;
+    return req;
+}
+
+http::response<http::string_body> ToBeast(Response&& r, unsigned version, bool keep_alive, bool head) {
+    http::response<http::string_body> out;
+    out.version(version);
+    out.result(static_cast<unsigned>(r.status));
+    for (const auto& [name, value] : r.headers) out.insert(name, value);
+    out.set(http::field::server, "sched");
+    out.keep_alive(keep_alive);
+    // These statuses cannot carry a body; Beast would throw from prepare_payload().
+    if (r.status < 200 || r.status == 204 || r.status == 304) r.body.clear();
+    out.body() = std::move(r.body);
+    out.prepare_payload();
+    if (head) {
+        const auto length = out.body().size();
+        out.body().clear();
+        out.content_length(length);
+    }
+    return out;
+}
+
+// Reads and discards what the peer still sends, briefly, after we stopped reading its request.
+// Closing a socket with unread input sends an RST, and an RST can destroy our error response
+// in the peer's receive buffer before the peer reads it.
+net::awaitable<void> LingeringClose(beast::tcp_stream& stream) {
+    beast::error_code ec;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream.expires_after(kLingerTime);
+    std::array<char, kReadChunk> sink{};
+    std::size_t total = 0;
+    while (!ec && total < kLingerBytes) {
+        total += co_await stream.async_read_some(net::buffer(sink), net::redirect_error(net::use_awaitable, ec));
+    }
+    stream.socket().close(ec);
+}
+
+net::awaitable<void> Write(ServerState& st, beast::tcp_stream& stream, http::response<http::string_body>& res,
+                           beast::error_code& ec) {
+    stream.expires_after(st.options.write_timeout);
+    co_await http::async_write(stream, res, net::redirect_error(net::use_awaitable, ec));
+    if (ec == beast::error::timeout) st.timeouts.fetch_add(1);
+}
+
+// Routing, auth and the handler; every outcome becomes a Response here.
+net::awaitable<Response> Dispatch(ServerState& st, Request& req) {
+    if (req.path.empty() || req.path.front() != '/') {
+        co_return Response::Error(400, "bad_request", "the request target must be a path starting with '/'", "target");
+    }
+    auto match = st.router.Find(req.method, req.path);
+    if (match.handler == nullptr) {
+        if (!match.allow.empty()) {
+            Response r =
+                Response::Error(405, "method_not_allowed",
+                                req.method_text + " is not allowed on " + req.path + " (allowed: " + match.allow + ")");
+            r.headers.Set("Allow", match.allow);
+            co_return r;
+        }
+        co_return Response::Error(ApiError{Code::kNotFound, "no route for " + req.method_text + " " + req.path, ""});
+    }
+    if (match.access == Access::kAuthenticated && st.auth) {
+        const Status allowed = st.auth(req);
+        if (!allowed.ok()) co_return Response::Error(allowed, "Authorization");
+    }
+    req.path_params = std::move(match.params);
+    try {
+        Response response = co_await (*match.handler)(req);
+        co_return response;
+    } catch (const std::exception& e) {
+        spdlog::error("{}: handler for {} {} threw: {}", st.options.name, req.method_text, req.path, e.what());
+    }
+    co_return Response::Error(ApiError{Code::kInternal, "internal error", ""});
+}
+
+void AccessLogLine(const ServerState& st, const Request& req, int status, std::size_t bytes, Clock::time_point start) {
+    const auto mode = st.options.access_log;
+    if (mode == AccessLog::kOff || (mode == AccessLog::kErrors && status < 400)) return;
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    spdlog::info("{} {} \"{} {}\" {} {}B {:.2f}ms", st.options.name, req.remote, req.method_text, req.target, status,
+                 bytes, ms);
+}
+
+void Count(ServerState& st, int status) {
+    const auto cls = static_cast<std::size_t>(status / 100);
+    if (cls < st.by_class.size()) st.by_class[cls].fetch_add(1);
+}
+
+// Answers a request the server could not read (limits, malformed HTTP) and closes.
+net::awaitable<void> RefuseAndClose(ServerState& st, beast::tcp_stream& stream, Response& response, unsigned version) {
+    Count(st, response.status);
+    auto res = ToBeast(std::move(response), version, false, false);
+    beast::error_code ec;
+    co_await Write(st, stream, res, ec);
+    co_await LingeringClose(stream);
+}
+
+net::awaitable<void> Session(std::shared_ptr<ServerState> st, std::shared_ptr<Connection> conn, std::uint64_t id,
+                             bool reject) {
+    ConnectionRegistration registration(st, id, reject);
+    auto& stream = conn->stream;
+    const auto& opt = st->options;
+    beast::error_code ec;
+    std::string remote;
+    if (auto ep = stream.socket().remote_endpoint(ec); !ec)
+        remote = ep.address().to_string() + ":" + std::to_string(ep.port());
+    beast::flat_buffer buffer;
+    bool first = true;
+    for (;;) {
+        conn->idle = true;
+        if (st->stopping.load()) break;
+        if (buffer.size() == 0) {
+            // Between requests the idle timeout applies; the first request must start within
+            // the header timeout, so that a silent connection cannot hold a slot for long.
+            stream.expires_after(first ? opt.header_timeout : opt.idle_timeout);
+            const std::size_t n = co_await stream.async_read_some(buffer.prepare(kReadChunk),
+                                                                  net::redirect_error(net::use_awaitable, ec));
+            if (ec) {
+                if (ec == beast::error::timeout && first) st->timeouts.fetch_add(1);
+                break;
+            }
+            buffer.commit(n);
+        }
+        conn->idle = false;
+        const auto start = Clock::now();
+
+        http::request_parser<http::string_body> parser;
+        parser.header_limit(static_cast<std::uint32_t>(opt.header_limit));
+        parser.body_limit(opt.body_limit);
+        stream.expires_after(opt.header_timeout);
+        co_await http::async_read_header(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
+        if (!ec && reject) {
+            Response refusal = Response::Error(ApiError{Code::kUnavailable, "too many connections, retry later", ""});
+            refusal.headers.Set("Retry-After", "1");
+            co_await RefuseAndClose(*st, stream, refusal, parser.get().version());
+            co_return;
+        }
+        if (!ec && !parser.is_done()) {
+            const auto expect = parser.get()[http::field::expect];
+            if (beast::iequals(expect, "100-continue")) {
+                http::response<http::empty_body> cont{http::status::continue_, parser.get().version()};
+                stream.expires_after(opt.write_timeout);
+                co_await http::async_write(stream, cont, net::redirect_error(net::use_awaitable, ec));
+            }
+            if (!ec) {
+                stream.expires_after(opt.body_timeout);
+                co_await http::async_read(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
+            }
+        }
+        if (ec) {
+            // Responses are built outside the co_await below: g++ 12 destroys a braced aggregate
+            // temporary inside a co_await expression twice.
+            std::optional<Response> refusal;
+            switch (Classify(ec)) {
+                case ReadFailure::kTimeout:
+                    st->timeouts.fetch_add(1);
+                    break;
+                case ReadFailure::kBodyTooLarge:
+                    refusal = Response::Error(
+                        413, "payload_too_large",
+                        "the request body exceeds the limit of " + std::to_string(opt.body_limit) + " bytes", "body");
+                    break;
+                case ReadFailure::kHeaderTooLarge:
+                    refusal = Response::Error(
+                        431, "header_too_large",
+                        "the request line and headers exceed " + std::to_string(opt.header_limit) + " bytes");
+                    break;
+                case ReadFailure::kMalformed:
+                    refusal = Response::Error(400, "bad_request", "malformed HTTP request: " + ec.message());
+                    break;
+                case ReadFailure::kClosed:
+                    break;
+            }
+            if (refusal) {
+                const unsigned version = parser.is_header_done() ? parser.get().version() : 11;
+                co_await RefuseAndClose(*st, stream, *refusal, version);
+                co_return;
+            }
+            break;
+        }
+
+        st->requests.fetch_add(1);
+        const unsigned version = parser.get().version();
+        Request req = ToRequest(parser.release(), remote);
+        const bool head = req.method == Method::kHead;
+        Response response = co_await Dispatch(*st, req);
+        const int status = response.status;
+        const bool keep_alive = req.keep_alive && !st->stopping.load();
+        auto res = ToBeast(std::move(response), version, keep_alive, head);
+        const std::size_t bytes = res.body().size();
+        co_await Write(*st, stream, res, ec);
+        Count(*st, status);
+        AccessLogLine(*st, req, status, bytes, start);
+        if (ec || !keep_alive) break;
+        first = false;
+    }
+    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream.socket().close(ec);
+}
+
+net::awaitable<void> AcceptLoop(std::shared_ptr<ServerState> st) {
+    struct Running {
+        ServerState& st;
+        ~Running() { st.accept_loop_running.store(false); }
+    } running{*st};
+    for (;;) {
+        beast::error_code ec;
+        net::any_io_executor conn_executor = net::make_strand(st->executor);
+        tcp::socket socket =
+            co_await st->acceptor.async_accept(conn_executor, net::redirect_error(net::use_awaitable, ec));
+        if (st->stopping.load() || ec == net::error::operation_aborted) break;
+        if (ec) {
+            // Typically EMFILE: pause instead of spinning on an error that persists.
+            spdlog::warn("{}: accept failed: {}", st->options.name, ec.message());
+            net::steady_timer pause(st->accept_strand, std::chrono::milliseconds(50));
+            co_await pause.async_wait(net::redirect_error(net::use_awaitable, ec));
+            continue;
+        }
+        st->accepted.fetch_add(1);
+        socket.set_option(tcp::no_delay(true), ec);
+        const bool reject = st->active.load() >= st->options.max_connections;
+        if (reject) {
+            st->rejected.fetch_add(1);
+            if (st->rejecting.load() >= kMaxRejecting) {
+                socket.close(ec);
+                continue;
+            }
+        }
+        auto conn = std::make_shared<Connection>(std::move(socket));
+        std::uint64_t id = 0;
+        {
+            std::lock_guard lock(st->mu);
+            id = st->next_id++;
+            st->connections.emplace(id, conn);
+        }
+        st->active.fetch_add(1);
+        if (reject) st->rejecting.fetch_add(1);
+        net::co_spawn(conn_executor, Session(st, conn, id, reject), LogFailure(st->options.name + ": connection"));
+    }
+}
+
+std::vector<std::shared_ptr<Connection>> LiveConnections(ServerState& st) {
+    std::vector<std::shared_ptr<Connection>> out;
+    std::lock_guard lock(st.mu);
+    for (const auto& [id, weak] : st.connections) {
+        if (auto c = weak.lock()) out.push_back(std::move(c));
+    }
+    return out;
+}
+
+}  // namespace
+
+AuthHook BearerTokenAuth(std::string token) {
+    if (token.empty()) throw std::invalid_argument("BearerTokenAuth: empty token");
+    return [expected = "Bearer " + std::move(token)](const Request& req) -> Status {
+        const auto got = req.headers.Get("Authorization");
+        if (!got) return {Code::kUnauthenticated, "missing Authorization: Bearer <token> header"};
+        // Constant time in the token's content, so response timing does not reveal a prefix.
+        unsigned char diff = got->size() == expected.size() ? 0 : 1;
+        for (std::size_t i = 0; i < expected.size(); ++i) {
+            const char c = i < got->size() ? (*got)[i] : '\0';
+            diff |= static_cast<unsigned char>(c ^ expected[i]);
+        }
+        if (diff != 0) return {Code::kUnauthenticated, "invalid bearer token"};
+        return Status::Ok();
+    };
+}
+
+std::string PrometheusText(const ServerStats& s, std::string_view prefix) {
+    const std::string p(prefix);
+    std::string out;
+    const auto metric = [&](const std::string& name, const char* type, const char* help) {
+        out += "# HELP " + p + name + " " + help + "\n# TYPE " + p + name + " " + type + "\n";
+    };
+    metric("_connections_accepted_total", "counter", "Connections accepted.");
+    out += p + "_connections_accepted_total " + std::to_string(s.connections_accepted) + "\n";
+    metric("_connections_rejected_total", "counter", "Connections refused with 503 over max-connections.");
+    out += p + "_connections_rejected_total " + std::to_string(s.connections_rejected) + "\n";
+    metric("_connections_active", "gauge", "Open connections.");
+    out += p + "_connections_active " + std::to_string(s.connections_active) + "\n";
+    metric("_requests_total", "counter", "Requests read completely.");
+    out += p + "_requests_total " + std::to_string(s.requests) + "\n";
+    metric("_responses_total", "counter", "Responses by status class.");
+    out += p + "_responses_total{class=\"2xx\"} " + std::to_string(s.responses_2xx) + "\n";
+    out += p + "_responses_total{class=\"3xx\"} " + std::to_string(s.responses_3xx) + "\n";
+    out += p + "_responses_total{class=\"4xx\"} " + std::to_string(s.responses_4xx) + "\n";
+    out += p + "_responses_total{class=\"5xx\"} " + std::to_string(s.responses_5xx) + "\n";
+    metric("_timeouts_total", "counter", "Connections dropped for a header, body or write timeout.");
+    out += p + "_timeouts_total " + std::to_string(s.timeouts) + "\n";
+    return out;
+}
+
+Server::Server(net::any_io_executor executor, ServerOptions options, Router router, AuthHook auth)
+    : state_(
+          std::make_shared<ServerState>(std::move(executor), std::move(options), std::move(router), std::move(auth))) {}
+
+Server::~Server() {
+    Stop();
+}
+
+void Server::Start() {
+    auto& st = *state_;
+    const auto fail = [&](const std::string& why) {
+        return std::runtime_error(st.options.name + ": cannot listen on " + st.options.listen + ": " + why);
+    };
+    auto hp = HostPort::Parse(st.options.listen);
+    if (!hp.ok()) throw fail(hp.status().message());
+    beast::error_code ec;
+    tcp::endpoint endpoint;
+    const auto address = net::ip::make_address(hp->host, ec);
+    if (!ec) {
+        endpoint = tcp::endpoint(address, hp->port);
+    } else {
+        // A host name: resolving blocks, which is acceptable once at start-up.
+        tcp::resolver resolver(st.executor);
+        auto results = resolver.resolve(hp->host, std::to_string(hp->port), ec);
+        if (ec || results.empty()) throw fail(ec ? ec.message() : "host not found");
+        endpoint = results.begin()->endpoint();
+    }
+    st.acceptor.open(endpoint.protocol(), ec);
+    if (!ec) st.acceptor.set_option(net::socket_base::reuse_address(true), ec);
+    if (!ec) st.acceptor.bind(endpoint, ec);
+    if (!ec) st.acceptor.listen(net::socket_base::max_listen_connections, ec);
+    if (ec) {
+        st.acceptor.close(ec);
+        throw fail(ec.message());
+    }
+    st.endpoint = st.acceptor.local_endpoint();
+    st.accept_loop_running.store(true);
+    net::co_spawn(st.accept_strand, AcceptLoop(state_), LogFailure(st.options.name + ": accept loop"));
+    spdlog::info("{}: listening on {}:{}", st.options.name, st.endpoint.address().to_string(), st.endpoint.port());
+}
+
+tcp::endpoint Server::local_endpoint() const {
+    return state_->endpoint;
+}
+
+void Server::Stop() {
+    auto st = state_;
+    if (st->stopping.exchange(true)) return;
+    net::post(st->accept_strand, [st] {
+        beast::error_code ec;
+        st->acceptor.close(ec);
+    });
+    for (auto& conn : LiveConnections(*st)) {
+        net::post(conn->stream.get_executor(), [conn] {
+            if (conn->idle) conn->stream.cancel();
+        });
+    }
+}
+
+net::awaitable<void> Server::Shutdown() {
+    Stop();
+    auto st = state_;
+    net::steady_timer timer(co_await net::this_coro::executor);
+    const auto poll = [&]() -> net::awaitable<void> {
+        timer.expires_after(std::chrono::milliseconds(5));
+        beast::error_code ec;
+        co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));
+    };
+    const auto busy = [&] {
+        return st->active.load() > 0 || st->accept_loop_running.load();
+    };
+    const auto grace_end = Clock::now() + st->options.shutdown_grace;
+    while (busy() && Clock::now() < grace_end) co_await poll();
+    if (st->active.load() > 0) {
+        spdlog::warn("{}: closing {} connection(s) still busy after the shutdown grace", st->options.name,
+                     st->active.load());
+        for (auto& conn : LiveConnections(*st)) {
+            net::post(conn->stream.get_executor(), [conn] {
+                beast::error_code ec;
+                conn->stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+                conn->stream.socket().close(ec);
+            });
+        }
+    }
+    // A handler that never returns would keep its connection forever; do not wait for it forever.
+    const auto force_end = Clock::now() + std::chrono::seconds(2);
+    while (busy() && Clock::now() < force_end) co_await poll();
+    spdlog::info("{}: stopped", st->options.name);
+}
+
+ServerStats Server::Stats() const {
+    const auto& st = *state_;
+    ServerStats s;
+    s.connections_accepted = st.accepted.load();
+    s.connections_rejected = st.rejected.load();
+    s.connections_active = st.active.load();
+    s.requests = st.requests.load();
+    s.responses_2xx = st.by_class[2].load();
+    s.responses_3xx = st.by_class[3].load();
+    s.responses_4xx = st.by_class[4].load();
+    s.responses_5xx = st.by_class[5].load();
+    s.timeouts = st.timeouts.load();
+    return s;
+}
+
+}  // namespace sched::rest

@@ -1,0 +1,147 @@
+#include "sched/http/client.hpp"
+
+#include <atomic>
+
+#include <gtest/gtest.h>
+
+#include "sched/http/testing/test_server.hpp"
+
+namespace sched::rest {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::BlockingClient;
+using testing::LoopbackOptions;
+using testing::TestServer;
+using testing::WaitFor;
+
+// A port nothing listens on: bind one, note it, close it.
+std::uint16_t ClosedPort() {
+    net::io_context io;
+    tcp::acceptor a(io, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+    return a.local_endpoint().port();
+}
+
+TEST(HttpClient, RefusedConnectionIsUnavailable) {
+    BlockingClient client;
+    auto r = client.Get("http://127.0.0.1:" + std::to_string(ClosedPort()) + "/");
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), Code::kUnavailable);
+    EXPECT_NE(r.status().message().find("connect to 127.0.0.1:"), std::string::npos) << r.status().message();
+}
+
+TEST(HttpClient, BadUrlIsInvalidArgument) {
+    BlockingClient client;
+    EXPECT_EQ(client.Get("https://example.com/").status().code(), Code::kInvalidArgument);
+    EXPECT_EQ(client.Get("not a url").status().code(), Code::kInvalidArgument);
+}
+
+TEST(HttpClient, SlowServerGivesDeadlineExceeded) {
+    std::atomic<bool> release{false};
+    Router router;
+    router.Add(Method::kGet, "/hang", [&](Request&) -> net::awaitable<Response> {
+        net::steady_timer timer(co_await net::this_coro::executor);
+        while (!release.load()) {
+            timer.expires_after(5ms);
+            co_await timer.async_wait(net::use_awaitable);
+        }
+        co_return Response::Text("late");
+    });
+    TestServer server(std::move(router));
+    BlockingClient client;
+    auto r = client.Get(server.Url("/hang"), {.timeout = 200ms});
+    release = true;
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), Code::kDeadlineExceeded);
+}
+
+TEST(HttpClient, RetriesOnlyWhenTheCallerAsks) {
+    std::atomic<int> calls{0};
+    Router router;
+    router.Add(Method::kGet, "/flaky", [&](Request&) {
+        return ++calls < 3 ? Response::Error(ApiError{Code::kUnavailable, "not yet", ""}) : Response::Text("ok");
+    });
+    TestServer server(std::move(router));
+    BlockingClient client;
+
+    auto once = client.Get(server.Url("/flaky"));
+    ASSERT_TRUE(once.ok());
+    EXPECT_EQ(once->status, 503);
+    EXPECT_EQ(calls.load(), 1);
+
+    calls = 0;
+    auto retried = client.Get(server.Url("/flaky"), {.retries = 2, .retry_backoff = 1ms});
+    ASSERT_TRUE(retried.ok());
+    EXPECT_EQ(retried->status, 200);
+    EXPECT_EQ(calls.load(), 3);
+    EXPECT_EQ(client.Stats().retries, 2u);
+}
+
+TEST(HttpClient, RetriesStopAtTheBound) {
+    std::atomic<int> calls{0};
+    Router router;
+    router.Add(Method::kGet, "/down", [&](Request&) {
+        ++calls;
+        return Response::Error(ApiError{Code::kUnavailable, "down", ""});
+    });
+    TestServer server(std::move(router));
+    BlockingClient client;
+    auto r = client.Get(server.Url("/down"), {.retries = 3, .retry_backoff = 1ms});
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->status, 503);
+    EXPECT_EQ(calls.load(), 4);
+}
+
+TEST(HttpClient, ReconnectsWhenTheServerClosedAnIdlePooledConnection) {
+    auto options = LoopbackOptions();
+    options.idle_timeout = 50ms;
+    Router router;
+    router.Add(Method::kPost, "/echo", [](Request& req) { return Response::Text(req.body); });
+    TestServer server(std::move(router), options);
+    BlockingClient client;
+    EXPECT_EQ(client.PostJson(server.Url("/echo"), {{"n", 1}})->status, 200);
+    ASSERT_TRUE(WaitFor([&] { return server.Stats().connections_active == 0; }));
+    auto second = client.PostJson(server.Url("/echo"), {{"n", 2}});
+    ASSERT_TRUE(second.ok()) << second.status().ToString();
+    EXPECT_EQ(second->body, R"({"n":2})");
+    EXPECT_EQ(client.Stats().connections_opened, 2u);
+}
+
+TEST(HttpClient, ResponseOverTheBodyLimitIsResourceExhausted) {
+    Router router;
+    router.Add(Method::kGet, "/big", [](Request&) { return Response::Text(std::string(4096, 'x')); });
+    TestServer server(std::move(router));
+    ClientOptions options;
+    options.body_limit = 1024;
+    BlockingClient client(options);
+    EXPECT_EQ(client.Get(server.Url("/big")).status().code(), Code::kResourceExhausted);
+}
+
+TEST(HttpClient, ConcurrentCallsUseSeparatePooledConnections) {
+    std::atomic<int> inside{0};
+    std::atomic<bool> release{false};
+    Router router;
+    router.Add(Method::kGet, "/wait", [&](Request&) -> net::awaitable<Response> {
+        ++inside;
+        net::steady_timer timer(co_await net::this_coro::executor);
+        while (!release.load()) {
+            timer.expires_after(5ms);
+            co_await timer.async_wait(net::use_awaitable);
+        }
+        co_return Response::Text("ok");
+    });
+    TestServer server(std::move(router));
+    BlockingClient client;
+    auto a = std::async(std::launch::async, [&] { return client.Get(server.Url("/wait")); });
+    auto b = std::async(std::launch::async, [&] { return client.Get(server.Url("/wait")); });
+    ASSERT_TRUE(WaitFor([&] { return inside.load() == 2; }));
+    release = true;
+    EXPECT_EQ(a.get()->status, 200);
+    EXPECT_EQ(b.get()->status, 200);
+    EXPECT_EQ(server.Stats().connections_accepted, 2u);
+    EXPECT_EQ(client.Get(server.Url("/wait"))->status, 200);
+    EXPECT_EQ(client.Stats().connections_opened, 2u);  // the third call reused one
+}
+
+}  // namespace
+}  // namespace sched::rest

@@ -1,0 +1,177 @@
+#include <gtest/gtest.h>
+
+#include "sched/http/json.hpp"
+#include "sched/http/message.hpp"
+#include "sched/http/server_options.hpp"
+#include "sched/http/url.hpp"
+
+namespace sched::rest {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(HostPort, ParsesHostsAndRejectsWhatIsNotHostColonPort) {
+    auto a = HostPort::Parse("0.0.0.0:9999");
+    ASSERT_TRUE(a.ok());
+    EXPECT_EQ(a->host, "0.0.0.0");
+    EXPECT_EQ(a->port, 9999);
+    auto b = HostPort::Parse("[::1]:0");
+    ASSERT_TRUE(b.ok());
+    EXPECT_EQ(b->host, "::1");
+    EXPECT_EQ(b->ToString(), "[::1]:0");
+    for (const auto* bad : {"", "host", ":80", "host:", "host:65536", "host:8o", "::1:80", "[::1]80"}) {
+        EXPECT_FALSE(HostPort::Parse(bad).ok()) << bad;
+    }
+}
+
+TEST(Url, ParsesHttpUrlsWithDefaultsAndRefusesOtherSchemes) {
+    auto u = Url::Parse("http://web-1:8080/api/v1/callback?x=1");
+    ASSERT_TRUE(u.ok());
+    EXPECT_EQ(u->host, "web-1");
+    EXPECT_EQ(u->port, 8080);
+    EXPECT_EQ(u->target, "/api/v1/callback?x=1");
+    auto v = Url::Parse("127.0.0.1:9");
+    ASSERT_TRUE(v.ok());
+    EXPECT_EQ(v->target, "/");
+    EXPECT_EQ(Url::Parse("http://h")->port, 80);
+    EXPECT_EQ(Url::Parse("http://h:1/base/")->WithPath("/v1/run").ToString(), "http://h:1/base/v1/run");
+    EXPECT_NE(Url::Parse("https://h/").status().message().find("https is not supported"), std::string::npos);
+    EXPECT_FALSE(Url::Parse("ftp://h/").ok());
+    EXPECT_FALSE(Url::Parse("http://h/a b").ok());
+    EXPECT_FALSE(Url::Parse("http:///x").ok());
+}
+
+TEST(Request, QueryParametersAreDecoded) {
+    Request r;
+    r.query = "fire_id=12&name=a+b%21&flag&bad=%zz";
+    EXPECT_EQ(r.Query("fire_id"), "12");
+    EXPECT_EQ(r.Query("name"), "a b!");
+    EXPECT_EQ(r.Query("flag"), "");
+    EXPECT_EQ(r.Query("bad"), std::nullopt);
+    EXPECT_EQ(r.Query("absent"), std::nullopt);
+}
+
+TEST(Request, MalformedJsonBodyIsAnInvalidArgumentNamingThePosition) {
+    Request r;
+    r.body = R"({"a": 1,)";
+    auto j = r.Json();
+    ASSERT_FALSE(j.ok());
+    EXPECT_EQ(j.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(j.status().message().find("malformed JSON"), std::string::npos);
+    r.body.clear();
+    EXPECT_FALSE(r.Json().ok());
+}
+
+TEST(Response, ErrorBodyHasTheUniformShape) {
+    const Response r = Response::Error(ApiError{Code::kNotFound, "no handler \"x\"", "handler"});
+    EXPECT_EQ(r.status, 404);
+    EXPECT_EQ(r.headers.Get("content-type"), "application/json");
+    const auto body = nlohmann::json::parse(r.body);
+    EXPECT_EQ(body["error"]["code"], "not_found");
+    EXPECT_EQ(body["error"]["message"], "no handler \"x\"");
+    EXPECT_EQ(body["error"]["field"], "handler");
+    const auto unauth = Response::Error(Status(Code::kUnauthenticated, "bad token"));
+    EXPECT_EQ(unauth.status, 401);
+    EXPECT_EQ(unauth.headers.Get("WWW-Authenticate"), "Bearer");
+    EXPECT_TRUE(nlohmann::json::parse(unauth.body)["error"]["field"].is_null());
+}
+
+TEST(HttpStatusFor, MapsCanonicalCodes) {
+    EXPECT_EQ(HttpStatusFor(Code::kInvalidArgument), 400);
+    EXPECT_EQ(HttpStatusFor(Code::kUnauthenticated), 401);
+    EXPECT_EQ(HttpStatusFor(Code::kPermissionDenied), 403);
+    EXPECT_EQ(HttpStatusFor(Code::kNotFound), 404);
+    EXPECT_EQ(HttpStatusFor(Code::kAborted), 409);
+    EXPECT_EQ(HttpStatusFor(Code::kFailedPrecondition), 409);
+    EXPECT_EQ(HttpStatusFor(Code::kResourceExhausted), 429);
+    EXPECT_EQ(HttpStatusFor(Code::kUnavailable), 503);
+    EXPECT_EQ(HttpStatusFor(Code::kInternal), 500);
+}
+
+TEST(JsonFields, ReadsTypedFieldsWithDefaults) {
+    const auto j =
+        nlohmann::json::parse(R"({"id": 7, "name": "echo", "on": true, "kind": "b", "tags": ["x"], "p": {"k": 1}})");
+    JsonFields f(j);
+    EXPECT_EQ(f.Int("id", {.min = 0}), 7);
+    EXPECT_EQ(f.Int("absent", 5), 5);
+    EXPECT_EQ(f.String("name"), "echo");
+    EXPECT_EQ(f.String("absent", "dflt"), "dflt");
+    EXPECT_TRUE(f.Bool("on", false));
+    EXPECT_EQ(f.Enum("kind", "a", {"a", "b"}), "b");
+    EXPECT_EQ(f.StringList("tags"), std::vector<std::string>{"x"});
+    EXPECT_EQ(f.Value("p", nullptr)["k"], 1);
+    EXPECT_TRUE(f.ok());
+}
+
+TEST(JsonFields, FirstProblemNamesItsField) {
+    struct Case {
+        const char* json;
+        const char* field;
+        const char* message_part;
+    };
+    for (const auto& c : std::initializer_list<Case>{
+             {R"({"name": "x"})", "id", "required"},
+             {R"({"id": "7", "name": "x"})", "id", "expected an integer"},
+             {R"({"id": 1.5, "name": "x"})", "id", "fractional"},
+             {R"({"id": -1, "name": "x"})", "id", "in 0.."},
+             {R"({"id": 18446744073709551615, "name": "x"})", "id", "expected an integer"},
+             {R"({"id": 1, "name": ""})", "name", "must not be empty"},
+             {R"({"id": 1, "name": 3})", "name", "expected a string"},
+             {R"({"id": 1, "name": "x", "kind": "c"})", "kind", "expected one of a, b"},
+         }) {
+        const auto j = nlohmann::json::parse(c.json);
+        JsonFields f(j);
+        (void)f.Int("id", {.min = 0});
+        (void)f.String("name");
+        (void)f.Enum("kind", "a", {"a", "b"});
+        ASSERT_TRUE(f.error().has_value()) << c.json;
+        EXPECT_EQ(f.error()->field, c.field) << c.json;
+        EXPECT_EQ(f.error()->code, Code::kInvalidArgument);
+        EXPECT_NE(f.error()->message.find(c.message_part), std::string::npos) << f.error()->message;
+    }
+}
+
+TEST(JsonFields, NonObjectBodyAndNestedPrefix) {
+    JsonFields top(nlohmann::json::array());
+    ASSERT_FALSE(top.ok());
+    EXPECT_NE(top.error()->message.find("expected a JSON object"), std::string::npos);
+    const auto params = nlohmann::json::parse(R"({"ms": "slow"})");
+    JsonFields nested(params, "params");
+    (void)nested.Int("ms", 0);
+    ASSERT_FALSE(nested.ok());
+    EXPECT_EQ(nested.error()->field, "params.ms");
+}
+
+TEST(ServerOptions, ReadsYamlKeysAndRejectsBadValues) {
+    auto root = ConfigNode::LoadString(R"(
+http:
+  listen: "0.0.0.0:9000"
+  body-limit: 2048
+  header-timeout: 2s
+  max-connections: 10
+  access-log: errors
+)");
+    const auto o = ServerOptions::FromYaml(root.Child("http"));
+    EXPECT_EQ(o.listen, "0.0.0.0:9000");
+    EXPECT_EQ(o.body_limit, 2048u);
+    EXPECT_EQ(o.header_timeout, 2s);
+    EXPECT_EQ(o.idle_timeout, 60s);
+    EXPECT_EQ(o.max_connections, 10u);
+    EXPECT_EQ(o.access_log, AccessLog::kErrors);
+    EXPECT_NO_THROW(root.RejectUnknownKeys());
+
+    const auto error_of = [](const char* yaml) -> std::string {
+        try {
+            (void)ServerOptions::FromYaml(ConfigNode::LoadString(yaml).Child("http"));
+        } catch (const ConfigError& e) {
+            return e.what();
+        }
+        return "<no error>";
+    };
+    EXPECT_EQ(error_of("http:\n  listen: nowhere\n").rfind("http.listen: expected host:port", 0), 0u);
+    EXPECT_EQ(error_of("http:\n  body-limit: 0\n").rfind("http.body-limit:", 0), 0u);
+    EXPECT_EQ(error_of("http:\n  idle-timeout: soon\n").rfind("http.idle-timeout:", 0), 0u);
+}
+
+}  // namespace
+}  // namespace sched::rest

@@ -1,0 +1,336 @@
+#include "sched/http/server.hpp"
+
+#include <atomic>
+#include <future>
+
+#include <gtest/gtest.h>
+
+#include "sched/http/json.hpp"
+#include "sched/http/testing/test_server.hpp"
+
+namespace sched::rest {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::BlockingClient;
+using testing::LoopbackOptions;
+using testing::RawConnection;
+using testing::TestServer;
+using testing::WaitFor;
+
+// Suspends (without blocking the thread) until `flag` is set.
+net::awaitable<void> WaitUntilSet(const std::atomic<bool>& flag) {
+    net::steady_timer timer(co_await net::this_coro::executor);
+    while (!flag.load()) {
+        timer.expires_after(5ms);
+        co_await timer.async_wait(net::use_awaitable);
+    }
+}
+
+nlohmann::json ErrorOf(const Result<ClientResponse>& r) {
+    if (!r.ok()) return {{"transport", r.status().ToString()}};
+    auto j = r->Json();
+    return j.ok() && j->contains("error") ? (*j)["error"] : nlohmann::json{{"body", r->body}};
+}
+
+Router ItemRoutes() {
+    Router r;
+    r.Add(Method::kGet, "/items/{id}", [](Request& req) {
+        return Response::Json({{"id", req.PathParam("id")}, {"q", req.Query("q").value_or("")}});
+    });
+    r.Add(Method::kPost, "/items", [](Request& req) {
+        auto body = req.Json();
+        if (!body.ok()) return Response::Error(body.status(), "body");
+        JsonFields f(*body);
+        const auto name = f.String("name");
+        const auto count = f.Int("count", 1, {.min = 1, .max = 100});
+        if (f.error()) return Response::Error(*f.error());
+        return Response::Json({{"name", name}, {"count", count}}, 201);
+    });
+    r.Add(
+        Method::kGet, "/metrics",
+        [](Request&) { return Response::Text("sched_up 1\n", 200, "text/plain; version=0.0.4; charset=utf-8"); },
+        Access::kPublic);
+    r.Add(Method::kGet, "/boom", [](Request&) -> Response { throw std::runtime_error("kaput"); });
+    return r;
+}
+
+TEST(Server, RoutesRequestsWithPathAndQueryParameters) {
+    TestServer server(ItemRoutes());
+    BlockingClient client;
+    auto r = client.Get(server.Url("/items/a%2Fb?q=x+y"));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(nlohmann::json::parse(r->body), (nlohmann::json{{"id", "a/b"}, {"q", "x y"}}));
+    auto created = client.PostJson(server.Url("/items"), {{"name", "n"}, {"count", 3}});
+    ASSERT_TRUE(created.ok());
+    EXPECT_EQ(created->status, 201);
+    EXPECT_EQ(nlohmann::json::parse(created->body)["count"], 3);
+}
+
+TEST(Server, UnknownPathIs404AndWrongMethodIs405WithAllow) {
+    TestServer server(ItemRoutes());
+    BlockingClient client;
+    auto missing = client.Get(server.Url("/nothing"));
+    ASSERT_TRUE(missing.ok());
+    EXPECT_EQ(missing->status, 404);
+    EXPECT_EQ(ErrorOf(missing)["code"], "not_found");
+    ClientRequest del;
+    del.method = Method::kDelete;
+    del.url = server.Url("/items/1");
+    auto wrong = client.Send(del);
+    ASSERT_TRUE(wrong.ok());
+    EXPECT_EQ(wrong->status, 405);
+    EXPECT_EQ(wrong->headers.Get("Allow"), "GET, HEAD");
+    EXPECT_EQ(ErrorOf(wrong)["code"], "method_not_allowed");
+}
+
+TEST(Server, BadJsonInputGets400NamingTheFieldAndTheServerKeepsServing) {
+    TestServer server(ItemRoutes());
+    BlockingClient client;
+    const auto post = [&](std::string body) {
+        ClientRequest req;
+        req.method = Method::kPost;
+        req.url = server.Url("/items");
+        req.body = std::move(body);
+        return client.Send(req);
+    };
+    struct Case {
+        const char* body;
+        const char* field;
+    };
+    for (const auto& c : std::initializer_list<Case>{{R"({"name": )", "body"},
+                                                     {R"([1, 2])", "body"},
+                                                     {R"({"count": 2})", "name"},
+                                                     {R"({"name": 5})", "name"},
+                                                     {R"({"name": "n", "count": 0})", "count"},
+                                                     {R"({"name": "n", "count": "many"})", "count"}}) {
+        auto r = post(c.body);
+        ASSERT_TRUE(r.ok()) << c.body;
+        EXPECT_EQ(r->status, 400) << c.body;
+        EXPECT_EQ(ErrorOf(r)["code"], "invalid_argument") << c.body;
+        EXPECT_EQ(ErrorOf(r)["field"], c.field) << c.body;
+    }
+    EXPECT_EQ(post(R"({"name": "ok"})")->status, 201);
+}
+
+TEST(Server, OversizedBodyGets413AndOthersAreStillServed) {
+    auto options = LoopbackOptions();
+    options.body_limit = 1024;
+    TestServer server(ItemRoutes(), options);
+    BlockingClient client;
+    auto big = client.PostJson(server.Url("/items"), {{"name", std::string(64 * 1024, 'x')}});
+    ASSERT_TRUE(big.ok()) << big.status().ToString();
+    EXPECT_EQ(big->status, 413);
+    EXPECT_EQ(ErrorOf(big)["code"], "payload_too_large");
+    auto small = client.PostJson(server.Url("/items"), {{"name", "small"}});
+    ASSERT_TRUE(small.ok());
+    EXPECT_EQ(small->status, 201);
+}
+
+TEST(Server, OversizedChunkedBodyGets413) {
+    auto options = LoopbackOptions();
+    options.body_limit = 1024;
+    TestServer server(ItemRoutes(), options);
+    RawConnection raw(server.port());
+    raw.Send("POST /items HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n" + std::string(0x800, 'a') +
+             "\r\n0\r\n\r\n");
+    EXPECT_EQ(raw.ReadResponse().rfind("HTTP/1.1 413", 0), 0u);
+}
+
+TEST(Server, OversizedHeadersGet431) {
+    TestServer server(ItemRoutes());
+    RawConnection raw(server.port());
+    raw.Send("GET /items/1 HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(20 * 1024, 'a') + "\r\n\r\n");
+    EXPECT_EQ(raw.ReadResponse().rfind("HTTP/1.1 431", 0), 0u);
+}
+
+TEST(Server, KeepAliveServesManyRequestsOnOneConnection) {
+    TestServer server(ItemRoutes());
+    BlockingClient client;
+    for (int i = 0; i < 5; ++i) {
+        auto r = client.Get(server.Url("/items/" + std::to_string(i)));
+        ASSERT_TRUE(r.ok());
+        EXPECT_EQ(r->status, 200);
+    }
+    EXPECT_EQ(server.Stats().connections_accepted, 1u);
+    EXPECT_EQ(server.Stats().requests, 5u);
+    EXPECT_EQ(client.Stats().connections_opened, 1u);
+    EXPECT_EQ(client.Stats().connections_reused, 4u);
+}
+
+TEST(Server, SlowHeaderSenderIsDisconnectedWhileOthersAreServed) {
+    auto options = LoopbackOptions();
+    options.header_timeout = 200ms;
+    TestServer server(ItemRoutes(), options);
+    RawConnection slow(server.port());
+    slow.Send("GET /items/1 HTTP/1.1\r\nHost: x\r\n");  // never finishes its headers
+    BlockingClient client;
+    EXPECT_EQ(client.Get(server.Url("/items/2"))->status, 200);
+    EXPECT_TRUE(slow.WaitForClose());
+    EXPECT_TRUE(WaitFor([&] { return server.Stats().timeouts >= 1; }));
+}
+
+TEST(Server, SilentConnectionIsDisconnectedAfterTheHeaderTimeout) {
+    auto options = LoopbackOptions();
+    options.header_timeout = 200ms;
+    TestServer server(ItemRoutes(), options);
+    RawConnection silent(server.port());
+    EXPECT_TRUE(silent.WaitForClose());
+}
+
+TEST(Server, SlowBodySenderIsDisconnected) {
+    auto options = LoopbackOptions();
+    options.body_timeout = 200ms;
+    TestServer server(ItemRoutes(), options);
+    RawConnection slow(server.port());
+    slow.Send("POST /items HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"name\":");
+    EXPECT_TRUE(slow.WaitForClose());
+    EXPECT_TRUE(WaitFor([&] { return server.Stats().timeouts >= 1; }));
+}
+
+TEST(Server, IdleKeepAliveConnectionIsClosedAfterTheIdleTimeout) {
+    auto options = LoopbackOptions();
+    options.idle_timeout = 200ms;
+    TestServer server(ItemRoutes(), options);
+    RawConnection raw(server.port());
+    raw.Send("GET /items/1 HTTP/1.1\r\nHost: x\r\n\r\n");
+    EXPECT_EQ(raw.ReadResponse().rfind("HTTP/1.1 200", 0), 0u);
+    EXPECT_TRUE(raw.WaitForClose());
+}
+
+TEST(Server, MalformedHttpGets400AndTheServerKeepsServing) {
+    TestServer server(ItemRoutes());
+    RawConnection raw(server.port());
+    raw.Send("THIS IS NOT HTTP\r\n\r\n");
+    const auto response = raw.ReadResponse();
+    EXPECT_EQ(response.rfind("HTTP/1.1 400", 0), 0u) << response;
+    EXPECT_NE(response.find("bad_request"), std::string::npos);
+    BlockingClient client;
+    EXPECT_EQ(client.Get(server.Url("/items/1"))->status, 200);
+}
+
+TEST(Server, HandlerExceptionIs500AndTheConnectionStaysUsable) {
+    TestServer server(ItemRoutes());
+    BlockingClient client;
+    auto r = client.Get(server.Url("/boom"));
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->status, 500);
+    EXPECT_EQ(ErrorOf(r)["code"], "internal");
+    EXPECT_EQ(r->body.find("kaput"), std::string::npos);  // internals stay in the log
+    EXPECT_EQ(client.Get(server.Url("/items/1"))->status, 200);
+    EXPECT_EQ(client.Stats().connections_opened, 1u);
+}
+
+TEST(Server, ServesPlainTextAndHead) {
+    TestServer server(ItemRoutes());
+    BlockingClient client;
+    auto r = client.Get(server.Url("/metrics"));
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->body, "sched_up 1\n");
+    EXPECT_EQ(r->headers.Get("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
+    RawConnection raw(server.port());
+    raw.Send("HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\nGET /items/9 HTTP/1.1\r\nHost: x\r\n\r\n");
+    const auto head = raw.ReadResponse(10s, /*to_head=*/true);
+    EXPECT_NE(head.find("Content-Length: 11"), std::string::npos) << head;
+    // The HEAD response has no body: the next bytes are the pipelined GET's response.
+    const auto next = raw.ReadResponse();
+    EXPECT_EQ(next.rfind("HTTP/1.1 200", 0), 0u) << next;
+    EXPECT_NE(next.find("\"9\""), std::string::npos);
+}
+
+TEST(Server, BearerTokenAuthGuardsAuthenticatedRoutesOnly) {
+    TestServer server(ItemRoutes(), LoopbackOptions(), BearerTokenAuth("s3cret"));
+    BlockingClient client;
+    auto none = client.Get(server.Url("/items/1"));
+    ASSERT_TRUE(none.ok());
+    EXPECT_EQ(none->status, 401);
+    EXPECT_EQ(none->headers.Get("WWW-Authenticate"), "Bearer");
+    EXPECT_EQ(ErrorOf(none)["code"], "unauthenticated");
+    EXPECT_EQ(ErrorOf(none)["field"], "Authorization");
+    EXPECT_EQ(client.Get(server.Url("/items/1"), {.bearer_token = "s3cre"})->status, 401);
+    EXPECT_EQ(client.Get(server.Url("/items/1"), {.bearer_token = "s3cret!"})->status, 401);
+    EXPECT_EQ(client.Get(server.Url("/items/1"), {.bearer_token = "s3cret"})->status, 200);
+    EXPECT_EQ(client.Get(server.Url("/metrics"))->status, 200);  // public
+    EXPECT_THROW(BearerTokenAuth(""), std::invalid_argument);
+}
+
+TEST(Server, ConnectionsOverTheCapGet503) {
+    auto options = LoopbackOptions();
+    options.max_connections = 2;
+    TestServer server(ItemRoutes(), options);
+    auto first = std::make_unique<RawConnection>(server.port());
+    RawConnection second(server.port());
+    ASSERT_TRUE(WaitFor([&] { return server.Stats().connections_active == 2; }));
+    BlockingClient client;
+    auto refused = client.Get(server.Url("/items/1"));
+    ASSERT_TRUE(refused.ok()) << refused.status().ToString();
+    EXPECT_EQ(refused->status, 503);
+    EXPECT_EQ(ErrorOf(refused)["code"], "unavailable");
+    EXPECT_EQ(server.Stats().connections_rejected, 1u);
+    first.reset();
+    ASSERT_TRUE(WaitFor([&] { return server.Stats().connections_active == 1; }));
+    EXPECT_EQ(client.Get(server.Url("/items/1"))->status, 200);
+}
+
+TEST(Server, GracefulStopFinishesInFlightRequestsAndClosesIdleOnes) {
+    std::atomic<bool> entered{false};
+    std::atomic<bool> release{false};
+    Router router = ItemRoutes();
+    router.Add(Method::kGet, "/slow", [&](Request&) -> net::awaitable<Response> {
+        entered = true;
+        co_await WaitUntilSet(release);
+        co_return Response::Text("done");
+    });
+    auto options = LoopbackOptions();
+    options.idle_timeout = 60s;
+    TestServer server(std::move(router), options);
+
+    RawConnection idle(server.port());
+    idle.Send("GET /items/1 HTTP/1.1\r\nHost: x\r\n\r\n");
+    ASSERT_EQ(idle.ReadResponse().rfind("HTTP/1.1 200", 0), 0u);
+
+    BlockingClient client;
+    auto in_flight = std::async(std::launch::async, [&] { return client.Get(server.Url("/slow")); });
+    ASSERT_TRUE(WaitFor([&] { return entered.load(); }));
+
+    server.BeginStop();
+    EXPECT_TRUE(idle.WaitForClose());  // long before its 60 s idle timeout
+    EXPECT_TRUE(WaitFor([&] { return !RawConnection::CanConnect(server.port()); }));
+    EXPECT_EQ(in_flight.wait_for(0s), std::future_status::timeout);
+
+    release = true;
+    auto r = in_flight.get();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, "done");
+    EXPECT_EQ(r->headers.Get("Connection"), "close");
+    server.Stop();
+    EXPECT_EQ(server.Stats().connections_active, 0u);
+}
+
+TEST(Server, StartFailsWithTheAddressWhenThePortIsTaken) {
+    TestServer first(ItemRoutes());
+    net::io_context io;
+    auto options = LoopbackOptions();
+    options.listen = "127.0.0.1:" + std::to_string(first.port());
+    Server second(io.get_executor(), options, ItemRoutes());
+    try {
+        second.Start();
+        FAIL() << "expected a bind error";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find(options.listen), std::string::npos) << e.what();
+    }
+}
+
+TEST(PrometheusText, ExposesCountersWithThePrefix) {
+    ServerStats s;
+    s.requests = 7;
+    s.responses_4xx = 2;
+    const auto text = PrometheusText(s, "sched_http");
+    EXPECT_NE(text.find("# TYPE sched_http_requests_total counter\nsched_http_requests_total 7\n"), std::string::npos);
+    EXPECT_NE(text.find("sched_http_responses_total{class=\"4xx\"} 2\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sched::rest

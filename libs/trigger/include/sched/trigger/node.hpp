@@ -1,0 +1,125 @@
+#pragma once
+
+/// A trigger node (apps/scheduler-trigger; also inside scheduler-standalone): joins the cluster
+/// with heartbeats, competes for the master lease, runs the master's scans while it leads, runs
+/// a slave, and serves its admin/internal HTTP port.
+///
+/// YAML (config/trigger.yaml documents every key):
+///   node-id, advertised-address, token, heartbeat-interval, clock-refresh, io-threads,
+///   db-threads, executor-api, http: {ServerOptions}, database: {DatabaseConfig},
+///   election: {tick, ttl, margin}, scheduler: {MasterConfig}, slave: {SlaveConfig}, log: {...}
+///
+/// HTTP (port `http.listen`): GET /healthz, /readyz, /metrics, /status (public, no secrets);
+/// POST /internal/v1/fires {epoch, fire_ids} (the master's notification; bearer token); and,
+/// with executor-api (default true), the SDK's registry and callback routes (sched/web).
+///
+/// Stop(): stops taking fires and hands unclaimed ones back, stops master work, releases the
+/// lease (a planned restart fails over within one tick), marks the node stopped, then closes
+/// the HTTP server gracefully.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "sched/common/config.hpp"
+#include "sched/common/logging.hpp"
+#include "sched/common/metrics.hpp"
+#include "sched/common/net.hpp"
+#include "sched/db/database_config.hpp"
+#include "sched/http/router.hpp"
+#include "sched/http/server_options.hpp"
+#include "sched/lock/lease_elector.hpp"
+#include "sched/trigger/master.hpp"
+#include "sched/trigger/slave.hpp"
+
+namespace sched::trigger {
+
+struct NodeConfig {
+    std::string node_id;             ///< "" = host-pid-random
+    std::string advertised_address;  ///< host:port other nodes use; "" = the bound listen address
+    std::string token;               ///< cluster token (SCHED_TOKEN overrides); required
+    Micros heartbeat_interval = std::chrono::seconds(1);
+    Micros clock_refresh = std::chrono::seconds(5);
+    int io_threads = 2;
+    int db_threads = 4;
+    bool executor_api = true;
+    rest::ServerOptions http;
+    db::DatabaseConfig database;
+    lock::ElectionConfig election;
+    MasterConfig scheduler;
+    SlaveConfig slave;
+    LogConfig log;
+
+    /// Defaults that differ between the apps that embed a node.
+    struct Defaults {
+        std::string db_url = "sqlite://data/scheduler.db";
+        std::string listen = "127.0.0.1:7070";
+        bool require_token = true;  ///< false: an empty token is allowed (the caller generates one)
+    };
+    /// Reads the node's keys. With `reject_unknown` (the default) the whole document is checked;
+    /// an app that adds keys of its own reads them first, or passes false and checks itself.
+    /// Throws ConfigError naming the key.
+    static NodeConfig FromYaml(const ConfigNode& root, const Defaults& defaults, bool reject_unknown = true);
+};
+
+class TriggerNode final : private lock::ElectionObserver {
+  public:
+    explicit TriggerNode(NodeConfig config);
+    ~TriggerNode() override;
+    TriggerNode(const TriggerNode&) = delete;
+    TriggerNode& operator=(const TriggerNode&) = delete;
+
+    /// Opens the database (retrying for database.connect-retry-for), migrates, binds the HTTP
+    /// port and starts every loop. `should_stop` aborts the database wait. Errors are values.
+    Status Start(const std::function<bool()>& should_stop = {});
+    /// Graceful stop (see above). Idempotent; blocks until done.
+    void Stop();
+
+    std::uint16_t port() const;
+    const std::string& node_id() const { return node_id_; }
+    bool IsLeading() const;
+    MetricsRegistry& metrics() { return metrics_; }
+    /// Extra routes (e.g. the web module in the standalone app) must be added before Start().
+    rest::Router& router();
+    std::shared_ptr<db::Database> database() const { return db_; }
+    net::thread_pool& db_pool() { return db_pool_; }
+    const DbTime* time() const { return time_.get(); }
+
+  private:
+    void OnStartedLeading(std::int64_t epoch) override;
+    void OnStoppedLeading(const lock::LeadershipEnd& end) override;
+    void OnNewLeader(const std::string& node, std::int64_t epoch) override;
+
+    void MasterLoop();
+    void HeartbeatLoop();
+    void Notify(const ScanReport& report, std::int64_t epoch);
+    std::string StatusJson() const;
+    std::string Metrics() const;
+    void AddRoutes();
+
+    struct Impl;
+    NodeConfig config_;
+    std::string node_id_;
+    MetricsRegistry metrics_;
+    net::io_context io_;
+    net::thread_pool db_pool_;
+    std::shared_ptr<db::Database> db_;
+    std::unique_ptr<DbTime> time_;
+    std::unique_ptr<Impl> impl_;
+
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::optional<std::int64_t> leading_epoch_;
+    std::atomic<bool> stopping_{false};
+    std::atomic<bool> started_{false};
+    std::atomic<bool> db_ok_{false};
+    std::string advertised_;
+};
+
+}  // namespace sched::trigger

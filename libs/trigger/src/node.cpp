@@ -1,0 +1,383 @@
+#include "sched/trigger/node.hpp"
+
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
+
+#include "sched/common/node_id.hpp"
+#include "sched/db/migrator.hpp"
+#include "sched/http/client.hpp"
+#include "sched/http/router.hpp"
+#include "sched/http/server.hpp"
+#include "sched/lock/fenced.hpp"
+#include "sched/lock/sql_lock_store.hpp"
+#include "sched/store/registry.hpp"
+#include "sched/web/executor_api.hpp"
+
+namespace sched::trigger {
+
+using namespace std::chrono_literals;
+
+NodeConfig NodeConfig::FromYaml(const ConfigNode& root, const Defaults& defaults, bool reject_unknown) {
+    NodeConfig c;
+    c.node_id = root.String("node-id", "");
+    c.advertised_address = root.String("advertised-address", "");
+    c.token = root.String("token", "");
+    if (auto env = EnvOverride("SCHED_TOKEN")) c.token = *env;
+    c.heartbeat_interval = root.Duration("heartbeat-interval", c.heartbeat_interval, 10ms, std::chrono::minutes(1));
+    c.clock_refresh = root.Duration("clock-refresh", c.clock_refresh, 100ms, std::chrono::hours(1));
+    c.io_threads = static_cast<int>(root.Int("io-threads", c.io_threads, 1, 64));
+    c.db_threads = static_cast<int>(root.Int("db-threads", c.db_threads, 1, 256));
+    c.executor_api = root.Bool("executor-api", c.executor_api);
+    rest::ServerOptions http_defaults;
+    http_defaults.listen = defaults.listen;
+    c.http = rest::ServerOptions::FromYaml(root.Child("http"), http_defaults);
+    c.database = db::DatabaseConfig::FromYaml(root.Child("database"), defaults.db_url);
+    c.election = lock::ElectionConfig::FromYaml(root.Child("election"));
+    c.scheduler = MasterConfig::FromYaml(root.Child("scheduler"));
+    c.slave = SlaveConfig::FromYaml(root.Child("slave"));
+    c.log = LogConfig::FromYaml(root.Child("log"));
+    if (c.token.empty() && defaults.require_token) {
+        throw ConfigError("token", "required: a cluster without a token refuses to start (set it or SCHED_TOKEN)");
+    }
+    if (c.slave.executor_token.empty()) c.slave.executor_token = c.token;
+    // A slave is considered dead after node-ttl: its heartbeats must come several times per ttl.
+    if (c.heartbeat_interval * 2 >= c.scheduler.node_ttl) {
+        throw ConfigError("heartbeat-interval",
+                          "must be less than scheduler.node-ttl / 2 (" + FormatDuration(c.scheduler.node_ttl) + ")");
+    }
+    c.election.Validate();
+    if (reject_unknown) root.RejectUnknownKeys();
+    return c;
+}
+
+struct TriggerNode::Impl {
+    rest::Router router;
+    std::unique_ptr<rest::Server> server;
+    std::unique_ptr<rest::HttpClient> http;
+    std::shared_ptr<db::Database> election_db;
+    std::unique_ptr<lock::SqlLockStore> lock_store;
+    std::unique_ptr<lock::LeaseElector> elector;
+    std::unique_ptr<lock::Fence> fence;
+    std::unique_ptr<Master> master;
+    std::unique_ptr<Slave> slave;
+    std::vector<std::thread> io_threads;
+    std::jthread elector_thread;
+    std::thread master_thread;
+    std::thread heartbeat_thread;
+    std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
+    std::mutex leader_mu;
+    std::optional<std::pair<std::string, std::int64_t>> leader;
+};
+
+TriggerNode::TriggerNode(NodeConfig config)
+    : config_(std::move(config)),
+      node_id_(config_.node_id.empty() ? MakeNodeId() : config_.node_id),
+      db_pool_(static_cast<std::size_t>(config_.db_threads)),
+      impl_(std::make_unique<Impl>()) {}
+
+TriggerNode::~TriggerNode() {
+    Stop();
+    db_pool_.join();
+}
+
+rest::Router& TriggerNode::router() {
+    return impl_->router;
+}
+
+std::uint16_t TriggerNode::port() const {
+    return impl_->server ? impl_->server->port() : 0;
+}
+
+bool TriggerNode::IsLeading() const {
+    return impl_->elector && impl_->elector->IsLeading();
+}
+
+Status TriggerNode::Start(const std::function<bool()>& should_stop) {
+    auto db = db::Database::OpenWithRetry(config_.database.url, config_.database.connect_retry_for, should_stop);
+    if (!db.ok()) return db.status();
+    db_ = *db;
+    auto migrated = db::Migrator(*db_).Migrate();
+    if (!migrated.ok()) return Status(migrated.status().code(), "migrate: " + migrated.status().message());
+    db_ok_ = true;
+
+    // The election runs on its own small pool whose timeouts stay below the margin.
+    auto election_db = db::Database::Open(lock::ElectionDbUrl(config_.database.url, config_.election));
+    if (!election_db.ok()) return election_db.status();
+    impl_->election_db = *election_db;
+    impl_->lock_store = std::make_unique<lock::SqlLockStore>(impl_->election_db);
+    impl_->elector = std::make_unique<lock::LeaseElector>(*impl_->lock_store, node_id_, config_.election);
+    impl_->elector->AddObserver(*this);
+    impl_->fence = std::make_unique<lock::Fence>(db_, config_.election.name, node_id_);
+
+    time_ = std::make_unique<DbTime>(SystemClock::Instance(), [this] { return db_->NowUs(); });
+    if (Status s = time_->Refresh(); !s.ok()) spdlog::warn("first DB clock sample failed: {}", s.ToString());
+
+    impl_->http = std::make_unique<rest::HttpClient>(io_.get_executor());
+    AddRoutes();
+    impl_->server = std::make_unique<rest::Server>(io_.get_executor(), config_.http, std::move(impl_->router),
+                                                   rest::BearerTokenAuth(config_.token));
+    try {
+        impl_->server->Start();
+    } catch (const std::exception& e) {
+        return Unavailable(e.what());
+    }
+    const auto bound = impl_->server->local_endpoint();
+    advertised_ = config_.advertised_address.empty() ? bound.address().to_string() + ":" + std::to_string(bound.port())
+                                                     : config_.advertised_address;
+
+    impl_->master = std::make_unique<Master>(db_, *impl_->fence, *time_, config_.scheduler, metrics_);
+    if (config_.slave.enabled) {
+        impl_->slave = std::make_unique<Slave>(io_.get_executor(), db_pool_, db_, *time_, *impl_->http, node_id_,
+                                               config_.election.name, config_.slave, metrics_);
+    }
+    impl_->work.emplace(io_.get_executor());
+    for (int i = 0; i < config_.io_threads; ++i) impl_->io_threads.emplace_back([this] { io_.run(); });
+
+    // Register before competing: a leader must find at least itself among the live slaves.
+    store::TriggerNodeRepository nodes(*db_);
+    (void)nodes.Heartbeat({.node_id = node_id_,
+                           .address = advertised_,
+                           .capacity = config_.slave.enabled ? config_.slave.capacity : 0,
+                           .state = config_.slave.enabled ? "active" : "standby"});
+    if (impl_->slave) impl_->slave->Start();
+    impl_->heartbeat_thread = std::thread([this] { HeartbeatLoop(); });
+    impl_->master_thread = std::thread([this] { MasterLoop(); });
+    impl_->elector_thread = std::jthread([this](std::stop_token st) { impl_->elector->Run(st); });
+    started_ = true;
+    spdlog::info("trigger node {} serving on {} (slave {})", node_id_, advertised_,
+                 config_.slave.enabled ? "enabled" : "disabled");
+    return Status::Ok();
+}
+
+void TriggerNode::Stop() {
+    if (stopping_.exchange(true)) return;
+    cv_.notify_all();
+    if (!started_) {
+        io_.stop();
+        for (auto& t : impl_->io_threads) t.join();
+        return;
+    }
+    spdlog::info("trigger node {} stopping", node_id_);
+    // 1. Take no more fires; give the unclaimed ones back.
+    if (impl_->slave) {
+        auto done = net::co_spawn(io_, impl_->slave->Stop(), net::use_future);
+        done.wait();
+    }
+    // 2. Master work ends before the lease is released, so no scan can straddle the handover.
+    if (impl_->master_thread.joinable()) impl_->master_thread.join();
+    if (impl_->elector_thread.joinable()) {
+        impl_->elector_thread.request_stop();
+        impl_->elector_thread.join();  // Run() resigns: owner NULL, epoch + 1
+    }
+    if (impl_->heartbeat_thread.joinable()) impl_->heartbeat_thread.join();
+    (void)store::TriggerNodeRepository(*db_).SetState(node_id_, "stopped");
+    // 3. Finish in-flight HTTP requests, then close.
+    auto shut = net::co_spawn(io_, impl_->server->Shutdown(), net::use_future);
+    shut.wait_for(10s);
+    impl_->http->CloseIdle();
+    impl_->work.reset();
+    io_.stop();
+    for (auto& t : impl_->io_threads) t.join();
+    spdlog::info("trigger node {} stopped", node_id_);
+}
+
+void TriggerNode::OnStartedLeading(std::int64_t epoch) {
+    spdlog::info("node {} is master at epoch {}", node_id_, epoch);
+    std::lock_guard lock(mu_);
+    leading_epoch_ = epoch;
+    cv_.notify_all();
+}
+
+void TriggerNode::OnStoppedLeading(const lock::LeadershipEnd& end) {
+    spdlog::warn("node {} stopped leading epoch {}: {} {}", node_id_, end.epoch, lock::StopReasonName(end.reason),
+                 end.detail);
+    // The master loop re-checks IsLeading(epoch) before every scan and every scan is fenced,
+    // so clearing the epoch here is enough to stop master work.
+    std::lock_guard lock(mu_);
+    leading_epoch_.reset();
+}
+
+void TriggerNode::OnNewLeader(const std::string& node, std::int64_t epoch) {
+    std::lock_guard lock(impl_->leader_mu);
+    impl_->leader = std::make_pair(node, epoch);
+}
+
+void TriggerNode::MasterLoop() {
+    while (!stopping_) {
+        std::optional<std::int64_t> epoch;
+        {
+            std::unique_lock lock(mu_);
+            cv_.wait_for(lock, 200ms, [this] { return stopping_ || leading_epoch_.has_value(); });
+            epoch = leading_epoch_;
+        }
+        if (stopping_) break;
+        if (!epoch || !impl_->elector->IsLeading(*epoch)) continue;
+        auto report = impl_->master->Scan(*epoch);
+        Micros sleep = config_.scheduler.scan_interval;
+        if (report.ok()) {
+            Notify(*report, *epoch);
+            sleep = impl_->master->SleepAfter(*report);
+        } else if (lock::IsLeaseLost(report.status())) {
+            spdlog::warn("master scan refused: {}", report.status().ToString());
+            std::lock_guard lock(mu_);
+            if (leading_epoch_ == epoch) leading_epoch_.reset();
+            continue;
+        } else {
+            spdlog::warn("master scan failed: {}", report.status().ToString());
+        }
+        std::unique_lock lock(mu_);
+        cv_.wait_for(lock, sleep, [this] { return stopping_.load(); });
+    }
+}
+
+void TriggerNode::Notify(const ScanReport& report, std::int64_t epoch) {
+    for (const auto& [node, ids] : report.assigned) {
+        if (node == node_id_) {
+            if (impl_->slave) impl_->slave->Notify(ids);
+            continue;
+        }
+        auto it = report.node_addresses.find(node);
+        if (it == report.node_addresses.end()) continue;
+        nlohmann::json body = {{"epoch", epoch}, {"fire_ids", ids}};
+        const std::string url = "http://" + it->second + "/internal/v1/fires";
+        net::co_spawn(
+            io_,
+            [this, url, body = std::move(body)]() -> net::awaitable<void> {
+                rest::CallOptions call{.timeout = std::chrono::seconds(1), .bearer_token = config_.token};
+                auto r = co_await impl_->http->PostJson(url, body, call);
+                // Best effort: the slave's poll finds the fires anyway.
+                if (!r.ok() || !r->ok()) spdlog::debug("notify {} failed", url);
+            },
+            net::detached);
+    }
+}
+
+void TriggerNode::HeartbeatLoop() {
+    store::TriggerNodeRepository nodes(*db_);
+    auto next_clock = std::chrono::steady_clock::now();
+    while (!stopping_) {
+        Status s = nodes.Heartbeat({.node_id = node_id_,
+                                    .address = advertised_,
+                                    .capacity = config_.slave.enabled ? config_.slave.capacity : 0,
+                                    .state = config_.slave.enabled ? "active" : "standby"});
+        if (s.ok() != db_ok_.load()) {
+            if (s.ok()) {
+                spdlog::info("node {}: database reachable again", node_id_);
+            } else {
+                spdlog::warn("node {}: heartbeat failed: {}", node_id_, s.ToString());
+            }
+        }
+        db_ok_ = s.ok();
+        if (std::chrono::steady_clock::now() >= next_clock) {
+            if (Status c = time_->Refresh(); !c.ok()) spdlog::debug("DB clock refresh failed: {}", c.ToString());
+            next_clock = std::chrono::steady_clock::now() + config_.clock_refresh;
+        }
+        std::unique_lock lock(mu_);
+        cv_.wait_for(lock, config_.heartbeat_interval, [this] { return stopping_.load(); });
+    }
+}
+
+std::string TriggerNode::StatusJson() const {
+    nlohmann::json j;
+    j["node_id"] = node_id_;
+    j["address"] = advertised_;
+    const auto leadership = impl_->elector ? impl_->elector->CurrentLeadership() : std::nullopt;
+    j["role"] = leadership ? "master" : "slave";
+    j["epoch"] = leadership ? nlohmann::json(leadership->epoch) : nlohmann::json(nullptr);
+    {
+        std::lock_guard lock(impl_->leader_mu);
+        j["leader"] = impl_->leader ? nlohmann::json(impl_->leader->first) : nlohmann::json(nullptr);
+        j["leader_epoch"] = impl_->leader ? nlohmann::json(impl_->leader->second) : nlohmann::json(nullptr);
+    }
+    j["db_ok"] = db_ok_.load();
+    j["db_clock_offset_ms"] = time_ ? time_->Offset().count() / 1000.0 : 0.0;
+    j["db_round_trip_ms"] = time_ ? time_->RoundTrip().count() / 1000.0 : 0.0;
+    j["scheduled_fires"] = impl_->slave ? impl_->slave->Scheduled() : 0;
+    j["in_flight_fires"] = impl_->slave ? impl_->slave->InFlight() : 0;
+    return j.dump();
+}
+
+std::string TriggerNode::Metrics() const {
+    std::string out = metrics_.Render();
+    const bool leading = impl_->elector && impl_->elector->IsLeading();
+    const auto leadership = impl_->elector ? impl_->elector->CurrentLeadership() : std::nullopt;
+    out += "# HELP sched_leader 1 while this node is the master.\n# TYPE sched_leader gauge\nsched_leader " +
+           std::string(leading ? "1" : "0") + "\n";
+    out +=
+        "# HELP sched_epoch The lease epoch this node leads in (0 when not leading).\n# TYPE sched_epoch gauge\n"
+        "sched_epoch " +
+        std::to_string(leadership ? leadership->epoch : 0) + "\n";
+    if (impl_->elector) {
+        const auto c = impl_->elector->Counters();
+        out +=
+            "# HELP sched_lease_transitions_total Leadership terms started and ended.\n"
+            "# TYPE sched_lease_transitions_total counter\n"
+            "sched_lease_transitions_total{kind=\"started\"} " +
+            std::to_string(c.started_leading) + "\nsched_lease_transitions_total{kind=\"ended\"} " +
+            std::to_string(c.stopped_leading) + "\n";
+        out +=
+            "# HELP sched_lease_renew_failures_total Renew rounds that failed.\n"
+            "# TYPE sched_lease_renew_failures_total counter\nsched_lease_renew_failures_total " +
+            std::to_string(c.renew_failures) + "\n";
+        out +=
+            "# HELP sched_lease_self_demotions_total Terms ended by the local deadline.\n"
+            "# TYPE sched_lease_self_demotions_total counter\nsched_lease_self_demotions_total " +
+            std::to_string(c.self_demotions) + "\n";
+    }
+    if (time_) {
+        out +=
+            "# HELP sched_db_clock_offset_seconds Database clock minus local clock.\n"
+            "# TYPE sched_db_clock_offset_seconds gauge\nsched_db_clock_offset_seconds " +
+            std::to_string(static_cast<double>(time_->Offset().count()) / 1e6) + "\n";
+    }
+    if (impl_->server) out += rest::PrometheusText(impl_->server->Stats(), "sched_http");
+    return out;
+}
+
+void TriggerNode::AddRoutes() {
+    auto& r = impl_->router;
+    r.Add(
+        rest::Method::kGet, "/healthz", [](rest::Request&) { return rest::Response::Text("ok\n"); },
+        rest::Access::kPublic);
+    r.Add(
+        rest::Method::kGet, "/readyz",
+        [this](rest::Request&) {
+            const bool ready = started_ && db_ok_ && !stopping_;
+            return rest::Response::Text(ready ? "ready\n" : "not ready\n", ready ? 200 : 503);
+        },
+        rest::Access::kPublic);
+    r.Add(
+        rest::Method::kGet, "/metrics",
+        [this](rest::Request&) {
+            return rest::Response::Text(Metrics(), 200, "text/plain; version=0.0.4; charset=utf-8");
+        },
+        rest::Access::kPublic);
+    r.Add(
+        rest::Method::kGet, "/status",
+        [this](rest::Request&) {
+            rest::Response res = rest::Response::Text(StatusJson(), 200, "application/json");
+            return res;
+        },
+        rest::Access::kPublic);
+    r.Add(rest::Method::kPost, "/internal/v1/fires", [this](rest::Request& req) {
+        auto body = req.Json();
+        if (!body.ok()) return rest::Response::Error(body.status(), "body");
+        if (!body->is_object() || !body->contains("fire_ids") || !(*body)["fire_ids"].is_array()) {
+            return rest::Response::Error(InvalidArgument("fire_ids: expected an array of integers"), "fire_ids");
+        }
+        std::vector<std::int64_t> ids;
+        for (const auto& id : (*body)["fire_ids"]) {
+            if (!id.is_number_integer()) {
+                return rest::Response::Error(InvalidArgument("fire_ids: expected an array of integers"), "fire_ids");
+            }
+            ids.push_back(id.get<std::int64_t>());
+        }
+        if (impl_->slave) impl_->slave->Notify(std::move(ids));
+        return rest::Response::Json({{"accepted", true}}, 202);
+    });
+    if (config_.executor_api) web::AddExecutorRoutes(r, db_, db_pool_);
+}
+
+}  // namespace sched::trigger
