@@ -13,7 +13,7 @@ run_pkgs=(
     libgtest-dev libgmock-dev
 )
 test_pkgs=(
-    mariadb-server mariadb-client clang clang-format libbenchmark-dev procps iproute2
+    mariadb-server mariadb-client clang clang-format libbenchmark-dev procps iproute2 libfaketime
 )
 pkgs=("${run_pkgs[@]}")
 [ "$mode" = test ] && pkgs+=("${test_pkgs[@]}")

@@ -54,7 +54,7 @@ class TriggerProcessTest : public db::testing::DbTest {
         DbTest::TearDown();
     }
 
-    void StartTrigger() {
+    void StartTrigger(const std::vector<std::string>& env = {}) {
         const auto config = dir_ / "trigger.yaml";
         std::ofstream(config) << "token: \"t0ken\"\n"
                                  "http:\n  listen: \"127.0.0.1:0\"\n  access-log: errors\n"
@@ -64,28 +64,32 @@ class TriggerProcessTest : public db::testing::DbTest {
                                  "election:\n  tick: 200ms\n  ttl: 1s\n  margin: 300ms\n"
                                  "slave:\n  poll-interval: 200ms\n";
         trigger_ = std::make_unique<ChildProcess>(
-            std::vector<std::string>{SCHED_TRIGGER_BIN, "--config", config.string()}, dir_.string());
+            std::vector<std::string>{SCHED_TRIGGER_BIN, "--config", config.string()}, dir_.string(), env);
         auto line = trigger_->WaitForStdoutLine("listening on http://127.0.0.1:", 30s);
         ASSERT_TRUE(line) << trigger_->stderr_text();
         port_ = std::stoi(line->substr(line->rfind(':') + 1));
     }
 
-    void StartClient() {
-        const auto config = dir_ / "client.yaml";
+    // Starts demo-client number `n` (app demo) and waits until n + 1 instances are registered.
+    std::unique_ptr<ChildProcess> LaunchClient(int n) {
+        const auto config = dir_ / ("client-" + std::to_string(n) + ".yaml");
         std::ofstream(config) << "executor:\n  app: demo\n  web-endpoints: [\"http://127.0.0.1:" << port_
                               << "\"]\n  token: \"t0ken\"\n  heartbeat-interval: 1s\n  spool-dir: \""
-                              << (dir_ / "spool").string() << "\"\n  http:\n    listen: \"127.0.0.1:0\"\n";
-        client_ = std::make_unique<ChildProcess>(
+                              << (dir_ / ("spool-" + std::to_string(n))).string()
+                              << "\"\n  http:\n    listen: \"127.0.0.1:0\"\n";
+        auto client = std::make_unique<ChildProcess>(
             std::vector<std::string>{SCHED_DEMO_CLIENT_BIN, "--config", config.string()}, dir_.string());
         store::ExecutorRepository executors(db());
-        ASSERT_TRUE(WaitFor(
+        EXPECT_TRUE(WaitFor(
             [&] {
                 auto live = executors.ListLive("demo", 30000);
-                return live.ok() && !live->empty();
+                return live.ok() && live->size() >= static_cast<std::size_t>(n + 1);
             },
             30s))
-            << client_->stderr_text();
+            << client->stderr_text();
+        return client;
     }
+    void StartClient() { client_ = LaunchClient(0); }
 
     store::Job CreateJob(const std::string& name, const std::string& type, const std::string& expr,
                          std::optional<std::int64_t> first, const std::string& handler = "echo") {
@@ -232,6 +236,151 @@ TEST_P(TriggerProcessTest, SigtermReleasesTheLeaseAndMarksTheNodeStopped) {
     auto nodes = store::TriggerNodeRepository(db()).List();
     ASSERT_EQ(nodes->size(), 1u);
     EXPECT_EQ(nodes->front().state, "stopped");
+}
+
+TEST_P(TriggerProcessTest, TimeoutKillsTheRunAndMarksTheFire) {
+    StartTrigger();
+    StartClient();
+    store::Job slow;
+    slow.name = "slow";
+    slow.app = "demo";
+    slow.handler = "sleep";
+    slow.params = R"({"ms":10000})";
+    slow.schedule_type = "once";
+    const std::int64_t at = NowMs() + 300;
+    slow.schedule_expr = std::to_string(at);
+    slow.next_fire_time = at;
+    slow.timeout_ms = 700;
+    auto job = store::JobRepository(db()).Create(slow);
+    ASSERT_TRUE(job.ok());
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            auto all = Fires(job->id);
+            return all.size() == 1 && store::IsFinal(all[0].status);
+        },
+        15s))
+        << trigger_->stderr_text();
+    const auto fire = Fires(job->id).front();
+    // The slave's timeout and the SDK's own deadline race; either way the run ends as timeout,
+    // long before the handler's 10 s.
+    EXPECT_EQ(fire.status, store::FireStatus::kTimeout) << fire.result_message.value_or("");
+    ASSERT_TRUE(fire.finished_at && fire.dispatched_at);
+    EXPECT_LT(*fire.finished_at - *fire.dispatched_at, 5000);
+}
+
+TEST_P(TriggerProcessTest, RoutingAcrossThreeInstances) {
+    StartTrigger();
+    std::vector<std::unique_ptr<ChildProcess>> clients;
+    for (int n = 0; n < 3; ++n) clients.push_back(LaunchClient(n));
+    auto live = store::ExecutorRepository(db()).ListLive("demo", 30000);
+    ASSERT_TRUE(live.ok());
+    ASSERT_EQ(live->size(), 3u);
+    std::vector<std::string> addresses;
+    for (const auto& e : *live) addresses.push_back(e.address);
+    std::sort(addresses.begin(), addresses.end());
+
+    // sharding-broadcast: one fire per instance, shard i on the i-th instance by address.
+    const std::int64_t at = NowMs() + 500;
+    auto broadcast = CreateJob("broadcast", "once", std::to_string(at), at);
+    {
+        auto stored = store::JobRepository(db()).Get(broadcast.id);
+        stored->routing = "sharding-broadcast";
+        ASSERT_TRUE(store::JobRepository(db()).Update(*stored, stored->version).ok());
+    }
+    // round-robin: consecutive fires go to different instances.
+    const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
+    auto rr = CreateJob("round-robin", "cron", "* * * * * ?", first);
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            auto b = Fires(broadcast.id);
+            int rr_done = 0;
+            for (const auto& f : Fires(rr.id)) rr_done += f.status == store::FireStatus::kSucceeded ? 1 : 0;
+            return b.size() == 3 &&
+                   std::all_of(b.begin(), b.end(), [](const auto& f) { return store::IsFinal(f.status); }) &&
+                   rr_done >= 3;
+        },
+        20s))
+        << trigger_->stderr_text();
+    for (const auto& f : Fires(broadcast.id)) {
+        EXPECT_EQ(f.status, store::FireStatus::kSucceeded);
+        EXPECT_EQ(f.shard_total, 3);
+        ASSERT_TRUE(f.executor_address);
+        EXPECT_EQ(*f.executor_address, addresses[f.shard_index]) << "shard " << f.shard_index;
+    }
+    std::set<std::string> rr_targets;
+    for (const auto& f : Fires(rr.id)) {
+        if (f.executor_address) rr_targets.insert(*f.executor_address);
+    }
+    EXPECT_EQ(rr_targets.size(), 3u) << "round-robin did not reach every instance";
+
+    // failover: the first instance by address dies; its registration is still fresh, so only
+    // the beat probe can tell, and every fire must land on a live one.
+    std::size_t dead_index = clients.size();
+    for (std::size_t i = 0; i < clients.size(); ++i) {
+        (void)clients[i]->WaitForStdoutLine("\x01", std::chrono::milliseconds(1));  // drain its output
+        if (clients[i]->stderr_text().find("serving 4 handler(s) at " + addresses[0]) != std::string::npos) {
+            dead_index = i;
+        }
+    }
+    ASSERT_LT(dead_index, clients.size()) << "cannot tell which client serves " << addresses[0];
+    clients[dead_index]->Signal(SIGKILL);
+    ASSERT_TRUE(clients[dead_index]->WaitForExit(5s));
+    const std::int64_t fo_first = (NowMs() / 1000 + 2) * 1000;
+    auto failover = CreateJob("failover", "cron", "* * * * * ?", fo_first);
+    {
+        auto stored = store::JobRepository(db()).Get(failover.id);
+        stored->routing = "failover";
+        ASSERT_TRUE(store::JobRepository(db()).Update(*stored, stored->version).ok());
+    }
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            int done = 0;
+            for (const auto& f : Fires(failover.id)) done += store::IsFinal(f.status) ? 1 : 0;
+            return done >= 2;
+        },
+        20s));
+    for (const auto& f : Fires(failover.id)) {
+        if (!store::IsFinal(f.status)) continue;
+        EXPECT_EQ(f.status, store::FireStatus::kSucceeded) << f.result_message.value_or("");
+        EXPECT_NE(f.executor_address.value_or(""), addresses[0]);
+        EXPECT_EQ(f.executor_address.value_or(""), addresses[1]) << "failover picks the next by address";
+    }
+}
+
+TEST_P(TriggerProcessTest, ANodeWhoseClockIsTenMinutesOffFiresOnTime) {
+    if (GetParam() != db::Backend::kMySql) {
+        GTEST_SKIP() << "SQLite's clock is the node's own; the database clock only differs on a server";
+    }
+    const char* faketime = SCHED_LIBFAKETIME;
+    if (!std::filesystem::exists(faketime)) {
+        if (const char* require = std::getenv("SCHED_REQUIRE_MYSQL"); require && std::string(require) == "1") {
+            FAIL() << "libfaketime missing at " << faketime << " (apt-get install libfaketime)";
+        }
+        GTEST_SKIP() << "libfaketime not installed";
+    }
+    // The trigger node's wall clock is ten minutes ahead; the database's (and this test's) is not.
+    // Only the wall clock is off, as on a real machine: monotonic clocks have no "time of day".
+    StartTrigger({std::string("LD_PRELOAD=") + faketime, "FAKETIME=+10m", "FAKETIME_DONT_RESET=1",
+                  "FAKETIME_DONT_FAKE_MONOTONIC=1"});
+    StartClient();
+    const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
+    auto job = CreateJob("on-time", "cron", "* * * * * ?", first);
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            int done = 0;
+            for (const auto& f : Fires(job.id)) done += f.status == store::FireStatus::kSucceeded ? 1 : 0;
+            return done >= 3;
+        },
+        20s))
+        << trigger_->stderr_text();
+    for (const auto& f : Fires(job.id)) {
+        if (f.status != store::FireStatus::kSucceeded) continue;
+        EXPECT_EQ(f.kind, store::FireKind::kSchedule) << "treated as a misfire: the node used its own clock";
+        ASSERT_TRUE(f.dispatched_at);
+        // Not early (a node trusting its clock would fire everything at once) and not late.
+        EXPECT_GE(*f.dispatched_at, f.scheduled_time - 50);
+        EXPECT_LT(*f.dispatched_at, f.scheduled_time + 1000);
+    }
 }
 
 SCHED_DB_TEST_SUITE(TriggerProcessTest);
