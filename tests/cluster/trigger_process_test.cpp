@@ -238,6 +238,92 @@ TEST_P(TriggerProcessTest, SigtermReleasesTheLeaseAndMarksTheNodeStopped) {
     EXPECT_EQ(nodes->front().state, "stopped");
 }
 
+TEST_P(TriggerProcessTest, MisfirePoliciesAfterTheClusterWasDownForAMinute) {
+    // Jobs whose next fire time lies a minute in the past: the cluster was down.
+    const std::int64_t start = NowMs();
+    const std::int64_t missed_from = (start / 1000 - 60) * 1000;
+    std::map<std::string, std::int64_t> jobs;
+    for (const char* policy : {"skip", "fire-once-now", "fire-all"}) {
+        store::Job j;
+        j.name = std::string("misfire-") + policy;
+        j.app = "demo";
+        j.handler = "echo";
+        j.schedule_type = "cron";
+        j.schedule_expr = "* * * * * ?";
+        j.misfire_policy = policy;
+        j.next_fire_time = missed_from;
+        auto created = store::JobRepository(db()).Create(j);
+        ASSERT_TRUE(created.ok()) << created.status().ToString();
+        jobs[policy] = created->id;
+    }
+    StartTrigger();
+    StartClient();
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            for (const auto& [policy, id] : jobs) {
+                if (Fires(id).empty()) return false;
+            }
+            return true;
+        },
+        20s))
+        << trigger_->stderr_text();
+    std::this_thread::sleep_for(1500ms);
+    const std::int64_t threshold_ms = 5000;  // the default misfire-threshold
+    auto count = [&](const std::string& policy, store::FireKind kind, std::int64_t before) {
+        int n = 0;
+        for (const auto& f : Fires(jobs[policy])) n += f.kind == kind && f.scheduled_time < before ? 1 : 0;
+        return n;
+    };
+    // skip: nothing older than the threshold fires; the schedule simply resumes.
+    EXPECT_EQ(count("skip", store::FireKind::kSchedule, start - threshold_ms - 1000), 0);
+    EXPECT_EQ(count("skip", store::FireKind::kMisfire, start + 60'000), 0);
+    EXPECT_GT(count("skip", store::FireKind::kSchedule, start + 60'000), 0);
+    // fire-once-now: one misfire fire stands for the whole missed minute.
+    EXPECT_EQ(count("fire-once-now", store::FireKind::kMisfire, start + 60'000), 1);
+    EXPECT_EQ(count("fire-once-now", store::FireKind::kSchedule, start - threshold_ms - 1000), 0);
+    // fire-all: every missed second is caught up (the default cap of 100 is above 60).
+    const int caught_up = count("fire-all", store::FireKind::kMisfire, start + 60'000);
+    EXPECT_GE(caught_up, 53);
+    EXPECT_LE(caught_up, 61);
+    std::set<std::int64_t> times;
+    for (const auto& f : Fires(jobs["fire-all"])) {
+        EXPECT_TRUE(times.insert(f.scheduled_time).second) << "second " << f.scheduled_time << " twice";
+    }
+}
+
+TEST_P(TriggerProcessTest, DiscardLaterSkipsFiresWhileTheLastOneStillRuns) {
+    StartTrigger();
+    StartClient();
+    store::Job j;
+    j.name = "long-runner";
+    j.app = "demo";
+    j.handler = "sleep";
+    j.params = R"({"ms":2500})";
+    j.schedule_type = "cron";
+    j.schedule_expr = "* * * * * ?";
+    j.block_strategy = "discard-later";
+    j.next_fire_time = (NowMs() / 1000 + 2) * 1000;
+    auto job = store::JobRepository(db()).Create(j);
+    ASSERT_TRUE(job.ok());
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            int skipped = 0;
+            int succeeded = 0;
+            for (const auto& f : Fires(job->id)) {
+                skipped += f.status == store::FireStatus::kSkipped ? 1 : 0;
+                succeeded += f.status == store::FireStatus::kSucceeded ? 1 : 0;
+            }
+            return skipped >= 2 && succeeded >= 1;
+        },
+        20s))
+        << trigger_->stderr_text();
+    for (const auto& f : Fires(job->id)) {
+        if (f.status == store::FireStatus::kSkipped) {
+            EXPECT_NE(f.result_message.value_or("").find("discard-later"), std::string::npos);
+        }
+    }
+}
+
 TEST_P(TriggerProcessTest, TimeoutKillsTheRunAndMarksTheFire) {
     StartTrigger();
     StartClient();
