@@ -70,24 +70,6 @@ struct FireRow {
     }
 };
 
-template <typename BindUses>
-std::vector<Fire> SelectFires(soci::session& s, const std::string& sql, BindUses&& bind_uses) {
-    FireRow row;
-    soci::statement st(s);
-    row.BindInto(st);
-    bind_uses(st);
-    st.alloc();
-    st.prepare(sql);
-    st.define_and_bind();
-    std::vector<Fire> out;
-    if (st.execute(true)) {
-        do {
-            out.push_back(row.Finish());
-        } while (st.fetch());
-    }
-    return out;
-}
-
 std::string StatusList(std::initializer_list<FireStatus> statuses) {
     // Names come from kStatusNames, never from input, so inlining them is safe.
     std::string out;
@@ -134,8 +116,8 @@ std::optional<FireKind> ParseFireKind(std::string_view name) {
 }
 
 std::optional<Fire> FireRepository::Find(soci::session& s, std::int64_t id) {
-    auto fires = SelectFires(s, std::string("SELECT ") + kColumns + " FROM job_fire WHERE id = :id",
-                             [&](soci::statement& st) { st.exchange(soci::use(id, "id")); });
+    auto fires = impl::SelectRows<FireRow>(s, std::string("SELECT ") + kColumns + " FROM job_fire WHERE id = :id",
+                                           [&](soci::statement& st) { st.exchange(soci::use(id, "id")); });
     if (fires.empty()) return std::nullopt;
     return fires.front();
 }
@@ -161,7 +143,7 @@ Result<std::vector<Fire>> FireRepository::List(const FireFilter& f) {
         if (f.scheduled_to) sql += " AND scheduled_time < :to_ms";
         if (f.before_id > 0) sql += " AND id < :before_id";
         sql += " ORDER BY id DESC LIMIT " + std::to_string(std::clamp(f.limit, 1, 1000));
-        return SelectFires(s, sql, [&](soci::statement& st) {
+        return impl::SelectRows<FireRow>(s, sql, [&](soci::statement& st) {
             if (f.job_id) st.exchange(soci::use(job_id, "job_id"));
             if (f.status) st.exchange(soci::use(status, "status"));
             if (f.scheduled_from) st.exchange(soci::use(from, "from_ms"));
@@ -239,11 +221,11 @@ Status FireRepository::Transition(std::int64_t id, std::initializer_list<FireSta
 
 std::vector<Fire> FireRepository::ListAssigned(soci::session& s, const std::string& node,
                                                std::initializer_list<FireStatus> statuses, int limit) {
-    return SelectFires(s,
-                       std::string("SELECT ") + kColumns +
-                           " FROM job_fire WHERE assigned_node = :node AND status IN (" + StatusList(statuses) +
-                           ") ORDER BY due_at, id LIMIT " + std::to_string(std::max(1, limit)),
-                       [&](soci::statement& st) { st.exchange(soci::use(node, "node")); });
+    return impl::SelectRows<FireRow>(
+        s,
+        std::string("SELECT ") + kColumns + " FROM job_fire WHERE assigned_node = :node AND status IN (" +
+            StatusList(statuses) + ") ORDER BY due_at, id LIMIT " + std::to_string(std::max(1, limit)),
+        [&](soci::statement& st) { st.exchange(soci::use(node, "node")); });
 }
 
 std::vector<Fire> FireRepository::ListOrphans(soci::session& s, const std::vector<std::string>& live_nodes,
@@ -258,7 +240,7 @@ std::vector<Fire> FireRepository::ListOrphans(soci::session& s, const std::vecto
         sql += "))";
     }
     sql += " ORDER BY due_at, id LIMIT " + std::to_string(std::max(1, limit));
-    return SelectFires(s, sql, [&](soci::statement& st) {
+    return impl::SelectRows<FireRow>(s, sql, [&](soci::statement& st) {
         for (std::size_t i = 0; i < live_nodes.size(); ++i) {
             st.exchange(soci::use(live_nodes[i], "n" + std::to_string(i)));
         }
@@ -282,10 +264,11 @@ int FireRepository::UnassignPending(soci::session& s, const std::string& node) {
 
 std::vector<Fire> FireRepository::ListFollowups(soci::session& s, int limit) {
     // Served by idx_fire_followup: only flagged rows are read, however long the history.
-    return SelectFires(s,
-                       std::string("SELECT ") + kColumns + " FROM job_fire WHERE followup = 1 ORDER BY id LIMIT " +
-                           std::to_string(std::max(1, limit)),
-                       [](soci::statement&) {});
+    return impl::SelectRows<FireRow>(s,
+                                     std::string("SELECT ") + kColumns +
+                                         " FROM job_fire WHERE followup = 1 ORDER BY id LIMIT " +
+                                         std::to_string(std::max(1, limit)),
+                                     [](soci::statement&) {});
 }
 
 void FireRepository::ClearFollowup(soci::session& s, std::int64_t id) {

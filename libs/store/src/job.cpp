@@ -56,23 +56,6 @@ struct JobRow {
 };
 
 // Runs a SELECT of kColumns with the given bound inputs and collects every row.
-template <typename BindUses>
-std::vector<Job> SelectJobs(soci::session& s, const std::string& sql, BindUses&& bind_uses) {
-    JobRow row;
-    soci::statement st(s);
-    row.BindInto(st);
-    bind_uses(st);
-    st.alloc();
-    st.prepare(sql);
-    st.define_and_bind();
-    std::vector<Job> out;
-    if (st.execute(true)) {
-        do {
-            out.push_back(row.Finish());
-        } while (st.fetch());
-    }
-    return out;
-}
 
 // The user-editable columns, bound by name, shared by Create and Update.
 struct EditableFields {
@@ -163,7 +146,7 @@ Result<std::vector<Job>> JobRepository::List(const JobFilter& filter) {
         if (!filter.name_contains.empty()) sql += " AND name LIKE :pattern ESCAPE '!'";
         const int limit = std::clamp(filter.limit, 1, 1000);
         sql += " ORDER BY id LIMIT " + std::to_string(limit);
-        return SelectJobs(s, sql, [&](soci::statement& st) {
+        return impl::SelectRows<JobRow>(s, sql, [&](soci::statement& st) {
             st.exchange(soci::use(filter.after_id, "after_id"));
             if (filter.app) st.exchange(soci::use(app, "app"));
             if (filter.enabled) st.exchange(soci::use(enabled, "enabled"));
@@ -218,7 +201,7 @@ Status JobRepository::Delete(std::int64_t id) {
 std::vector<Job> JobRepository::SelectDue(soci::session& s, std::int64_t until_ms, int limit) {
     // Served by idx_job_due (enabled, next_fire_time): the cost depends on the due jobs, not on
     // how many jobs the table holds.
-    return SelectJobs(
+    return impl::SelectRows<JobRow>(
         s,
         std::string("SELECT ") + kColumns +
             " FROM job WHERE enabled = 1 AND next_fire_time <= :until ORDER BY next_fire_time, id LIMIT " +
@@ -249,8 +232,8 @@ bool JobRepository::AdvanceSchedule(soci::session& s, std::int64_t id, std::int6
 }
 
 std::optional<Job> JobRepository::Find(soci::session& s, std::int64_t id) {
-    auto jobs = SelectJobs(s, std::string("SELECT ") + kColumns + " FROM job WHERE id = :id",
-                           [&](soci::statement& st) { st.exchange(soci::use(id, "id")); });
+    auto jobs = impl::SelectRows<JobRow>(s, std::string("SELECT ") + kColumns + " FROM job WHERE id = :id",
+                                         [&](soci::statement& st) { st.exchange(soci::use(id, "id")); });
     if (jobs.empty()) return std::nullopt;
     return jobs.front();
 }

@@ -27,6 +27,11 @@ std::vector<std::string> HandlersFromJson(const std::string& text) {
 struct ExecutorRow {
     ExecutorInstance e;
     std::string handlers;
+    ExecutorInstance Finish() {
+        ExecutorInstance out = e;
+        out.handlers = HandlersFromJson(handlers);
+        return out;
+    }
     void BindInto(soci::statement& st) {
         st.exchange(soci::into(e.app));
         st.exchange(soci::into(e.address));
@@ -38,35 +43,12 @@ struct ExecutorRow {
     }
 };
 
-template <typename Row, typename Out, typename BindUses, typename Finish>
-std::vector<Out> SelectRows(soci::session& s, const std::string& sql, BindUses&& bind_uses, Finish&& finish) {
-    Row row;
-    soci::statement st(s);
-    row.BindInto(st);
-    bind_uses(st);
-    st.alloc();
-    st.prepare(sql);
-    st.define_and_bind();
-    std::vector<Out> out;
-    if (st.execute(true)) {
-        do {
-            out.push_back(finish(row));
-        } while (st.fetch());
-    }
-    return out;
-}
-
 constexpr const char* kExecutorColumns =
     "SELECT app, address, handlers, capacity, running, last_heartbeat_ms, registered_at_ms FROM executor_instance";
 
-ExecutorInstance FinishExecutor(ExecutorRow& r) {
-    ExecutorInstance e = r.e;
-    e.handlers = HandlersFromJson(r.handlers);
-    return e;
-}
-
 struct NodeRow {
     TriggerNode n;
+    TriggerNode Finish() { return n; }
     void BindInto(soci::statement& st) {
         st.exchange(soci::into(n.node_id));
         st.exchange(soci::into(n.address));
@@ -79,10 +61,6 @@ struct NodeRow {
 
 constexpr const char* kNodeColumns =
     "SELECT node_id, address, capacity, started_at_ms, last_heartbeat_ms, state FROM trigger_node";
-
-TriggerNode FinishNode(NodeRow& r) {
-    return r.n;
-}
 
 }  // namespace
 
@@ -118,26 +96,24 @@ Status ExecutorRepository::Deregister(const std::string& app, const std::string&
 Result<std::vector<ExecutorInstance>> ExecutorRepository::List(const std::optional<std::string>& app) {
     return db_.Run([&](soci::session& s) {
         const std::string a = app.value_or("");
-        return SelectRows<ExecutorRow, ExecutorInstance>(
+        return impl::SelectRows<ExecutorRow>(
             s, std::string(kExecutorColumns) + (app ? " WHERE app = :app" : "") + " ORDER BY app, address",
             [&](soci::statement& st) {
                 if (app) st.exchange(soci::use(a, "app"));
-            },
-            FinishExecutor);
+            });
     });
 }
 
 Result<std::vector<ExecutorInstance>> ExecutorRepository::ListLive(const std::string& app, std::int64_t ttl_ms) {
     return db_.Run([&](soci::session& s) {
-        return SelectRows<ExecutorRow, ExecutorInstance>(
-            s,
-            std::string(kExecutorColumns) + " WHERE app = :app AND last_heartbeat_ms > " +
-                std::string(db_.dialect().NowMs()) + " - :ttl ORDER BY address",
-            [&](soci::statement& st) {
-                st.exchange(soci::use(app, "app"));
-                st.exchange(soci::use(ttl_ms, "ttl"));
-            },
-            FinishExecutor);
+        return impl::SelectRows<ExecutorRow>(s,
+                                             std::string(kExecutorColumns) +
+                                                 " WHERE app = :app AND last_heartbeat_ms > " +
+                                                 std::string(db_.dialect().NowMs()) + " - :ttl ORDER BY address",
+                                             [&](soci::statement& st) {
+                                                 st.exchange(soci::use(app, "app"));
+                                                 st.exchange(soci::use(ttl_ms, "ttl"));
+                                             });
     });
 }
 
@@ -178,18 +154,17 @@ Status TriggerNodeRepository::SetState(const std::string& node_id, const std::st
 
 Result<std::vector<TriggerNode>> TriggerNodeRepository::List() {
     return db_.Run([&](soci::session& s) {
-        return SelectRows<NodeRow, TriggerNode>(
-            s, std::string(kNodeColumns) + " ORDER BY node_id", [](soci::statement&) {}, FinishNode);
+        return impl::SelectRows<NodeRow>(s, std::string(kNodeColumns) + " ORDER BY node_id", [](soci::statement&) {});
     });
 }
 
 Result<std::vector<TriggerNode>> TriggerNodeRepository::ListLive(std::int64_t ttl_ms) {
     return db_.Run([&](soci::session& s) {
-        return SelectRows<NodeRow, TriggerNode>(
-            s,
-            std::string(kNodeColumns) + " WHERE state = 'active' AND last_heartbeat_ms > " +
-                std::string(db_.dialect().NowMs()) + " - :ttl ORDER BY node_id",
-            [&](soci::statement& st) { st.exchange(soci::use(ttl_ms, "ttl")); }, FinishNode);
+        return impl::SelectRows<NodeRow>(s,
+                                         std::string(kNodeColumns) +
+                                             " WHERE state = 'active' AND last_heartbeat_ms > " +
+                                             std::string(db_.dialect().NowMs()) + " - :ttl ORDER BY node_id",
+                                         [&](soci::statement& st) { st.exchange(soci::use(ttl_ms, "ttl")); });
     });
 }
 

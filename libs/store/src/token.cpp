@@ -12,36 +12,31 @@ constexpr std::array<std::string_view, 4> kRoleNames = {"admin", "operator", "vi
 
 constexpr const char* kColumns = "SELECT id, name, role, created_at, last_used_at, revoked_at FROM api_token";
 
-template <typename BindUses>
-std::vector<ApiToken> SelectTokens(soci::session& s, const std::string& sql, BindUses&& bind_uses) {
+struct TokenRow {
     ApiToken t;
     std::string role;
     impl::NullableInt64 last_used;
     impl::NullableInt64 revoked;
-    soci::statement st(s);
-    st.exchange(soci::into(t.id));
-    st.exchange(soci::into(t.name));
-    st.exchange(soci::into(role));
-    st.exchange(soci::into(t.created_at));
-    st.exchange(soci::into(last_used.value, last_used.ind));
-    st.exchange(soci::into(revoked.value, revoked.ind));
-    bind_uses(st);
-    st.alloc();
-    st.prepare(sql);
-    st.define_and_bind();
-    std::vector<ApiToken> out;
-    if (st.execute(true)) {
-        do {
-            auto r = ParseRole(role);
-            if (!r) throw std::runtime_error("token " + std::to_string(t.id) + ": unknown role in database");
-            t.role = *r;
-            t.last_used_at = last_used.get();
-            t.revoked_at = revoked.get();
-            out.push_back(t);
-        } while (st.fetch());
+
+    void BindInto(soci::statement& st) {
+        st.exchange(soci::into(t.id));
+        st.exchange(soci::into(t.name));
+        st.exchange(soci::into(role));
+        st.exchange(soci::into(t.created_at));
+        st.exchange(soci::into(last_used.value, last_used.ind));
+        st.exchange(soci::into(revoked.value, revoked.ind));
     }
-    return out;
-}
+    ApiToken Finish() {
+        // Stored values come only from this code; an unknown role means a corrupted row.
+        auto r = ParseRole(role);
+        if (!r) throw std::runtime_error("token " + std::to_string(t.id) + ": unknown role in database");
+        ApiToken out = t;
+        out.role = *r;
+        out.last_used_at = last_used.get();
+        out.revoked_at = revoked.get();
+        return out;
+    }
+};
 
 }  // namespace
 
@@ -68,8 +63,8 @@ Result<ApiToken> TokenRepository::Create(const std::string& name, Role role, con
     });
     if (!id.ok()) return id.status();
     return db_.Run([&](soci::session& s) -> Result<ApiToken> {
-        auto tokens = SelectTokens(s, std::string(kColumns) + " WHERE id = :id",
-                                   [&](soci::statement& st) { st.exchange(soci::use(*id, "id")); });
+        auto tokens = impl::SelectRows<TokenRow>(s, std::string(kColumns) + " WHERE id = :id",
+                                                 [&](soci::statement& st) { st.exchange(soci::use(*id, "id")); });
         if (tokens.empty()) return Internal("token vanished after insert");
         return tokens.front();
     });
@@ -77,8 +72,9 @@ Result<ApiToken> TokenRepository::Create(const std::string& name, Role role, con
 
 Result<ApiToken> TokenRepository::FindActive(const std::string& token_hash) {
     return db_.Run([&](soci::session& s) -> Result<ApiToken> {
-        auto tokens = SelectTokens(s, std::string(kColumns) + " WHERE token_hash = :hash AND revoked_at IS NULL",
-                                   [&](soci::statement& st) { st.exchange(soci::use(token_hash, "hash")); });
+        auto tokens =
+            impl::SelectRows<TokenRow>(s, std::string(kColumns) + " WHERE token_hash = :hash AND revoked_at IS NULL",
+                                       [&](soci::statement& st) { st.exchange(soci::use(token_hash, "hash")); });
         if (tokens.empty()) return NotFound("no active token with that secret");
         return tokens.front();
     });
@@ -86,7 +82,7 @@ Result<ApiToken> TokenRepository::FindActive(const std::string& token_hash) {
 
 Result<std::vector<ApiToken>> TokenRepository::List() {
     return db_.Run([&](soci::session& s) {
-        return SelectTokens(s, std::string(kColumns) + " ORDER BY id", [](soci::statement&) {});
+        return impl::SelectRows<TokenRow>(s, std::string(kColumns) + " ORDER BY id", [](soci::statement&) {});
     });
 }
 

@@ -5,10 +5,33 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <soci/soci.h>
 
 namespace sched::store::impl {
+
+/// Runs a SELECT: `Row::BindInto(statement&)` binds the output columns, `bind_uses(statement&)`
+/// the inputs, and `Row::Finish()` turns each fetched row into the result type.
+template <typename Row, typename BindUses>
+auto SelectRows(soci::session& s, const std::string& sql, BindUses&& bind_uses)
+    -> std::vector<decltype(std::declval<Row&>().Finish())> {
+    Row row;
+    soci::statement st(s);
+    row.BindInto(st);
+    bind_uses(st);
+    st.alloc();
+    st.prepare(sql);
+    st.define_and_bind();
+    std::vector<decltype(row.Finish())> out;
+    if (st.execute(true)) {
+        do {
+            out.push_back(row.Finish());
+        } while (st.fetch());
+    }
+    return out;
+}
 
 /// Executes `st` (already prepared and bound) and returns the affected (matched) rows.
 inline long long ExecuteAffected(soci::statement& st) {
