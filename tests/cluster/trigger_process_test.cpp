@@ -163,6 +163,49 @@ TEST_P(TriggerProcessTest, EverySecondJobFiresEachSecondOnceAndPausedJobStops) {
     }
 }
 
+TEST_P(TriggerProcessTest, FixedRateAndFixedDelayKeepTheirCadence) {
+    StartTrigger();
+    StartClient();
+    const std::int64_t start = (NowMs() / 1000 + 2) * 1000;
+    auto rate = CreateJob("rate", "fixed-rate", "500ms", start);
+    store::Job d;
+    d.name = "delay";
+    d.app = "demo";
+    d.handler = "sleep";
+    d.params = R"({"ms":200})";
+    d.schedule_type = "fixed-delay";
+    d.schedule_expr = "300ms";
+    d.next_fire_time = start;
+    auto delay = store::JobRepository(db()).Create(d);
+    ASSERT_TRUE(delay.ok());
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            int rate_done = 0;
+            int delay_done = 0;
+            for (const auto& f : Fires(rate.id)) rate_done += f.status == store::FireStatus::kSucceeded ? 1 : 0;
+            for (const auto& f : Fires(delay->id)) delay_done += f.status == store::FireStatus::kSucceeded ? 1 : 0;
+            return rate_done >= 6 && delay_done >= 4;
+        },
+        20s))
+        << trigger_->stderr_text();
+
+    // fixed-rate: every 500 ms on the dot, once each.
+    std::set<std::int64_t> rate_times;
+    for (const auto& f : Fires(rate.id)) {
+        EXPECT_EQ((f.scheduled_time - start) % 500, 0) << f.scheduled_time;
+        EXPECT_TRUE(rate_times.insert(f.scheduled_time).second);
+    }
+    // fixed-delay: each run starts at least 300 ms after the previous one finished.
+    auto runs = Fires(delay->id);
+    std::sort(runs.begin(), runs.end(),
+              [](const auto& a, const auto& b) { return a.scheduled_time < b.scheduled_time; });
+    for (std::size_t i = 1; i < runs.size(); ++i) {
+        if (!runs[i - 1].finished_at) continue;
+        EXPECT_GE(runs[i].scheduled_time, *runs[i - 1].finished_at + 300) << "run " << i;
+        EXPECT_LT(runs[i].scheduled_time, *runs[i - 1].finished_at + 300 + 1500) << "run " << i << " waited too long";
+    }
+}
+
 TEST_P(TriggerProcessTest, ManualTriggerRunsOnceAndFailuresAreRetried) {
     StartTrigger();
     StartClient();
