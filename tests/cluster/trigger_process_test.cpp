@@ -367,6 +367,33 @@ TEST_P(TriggerProcessTest, DiscardLaterSkipsFiresWhileTheLastOneStillRuns) {
     }
 }
 
+TEST_P(TriggerProcessTest, AFireWithNoLiveExecutorFailsWithItsReasonAndTheNodeLivesOn) {
+    StartTrigger();
+    const std::int64_t at = NowMs() + 300;
+    store::Job j;
+    j.name = "orphan-app";
+    j.app = "nobody-serves-this";
+    j.handler = "echo";
+    j.schedule_type = "once";
+    j.schedule_expr = std::to_string(at);
+    j.next_fire_time = at;
+    auto job = store::JobRepository(db()).Create(j);
+    ASSERT_TRUE(job.ok());
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            auto all = Fires(job->id);
+            return all.size() == 1 && store::IsFinal(all[0].status);
+        },
+        15s))
+        << trigger_->stderr_text();
+    const auto fire = Fires(job->id).front();
+    EXPECT_EQ(fire.status, store::FireStatus::kFailed);
+    EXPECT_NE(fire.result_message.value_or("").find("no live executor of app nobody-serves-this"), std::string::npos)
+        << fire.result_message.value_or("");
+    // The failure path once crashed the node (a g++ 12 coroutine temporary): it must live on.
+    EXPECT_FALSE(trigger_->WaitForExit(500ms)) << trigger_->stderr_text();
+}
+
 TEST_P(TriggerProcessTest, TimeoutKillsTheRunAndMarksTheFire) {
     StartTrigger();
     StartClient();

@@ -176,8 +176,9 @@ net::awaitable<void> Slave::RunFire(store::Fire fire) {
     state->known.erase(fire.id);
 }
 
-// Arguments to coroutines are named values, never string literals or braced lists: g++ 12 fails
-// on those temporaries in a coroutine frame ("array used as initializer").
+// Every argument of a co_await'ed call is a named value, never a temporary (a literal, a
+// concatenation, a ?: result, a braced list): g++ 12 destroys such temporaries twice in a
+// coroutine frame (a double free seen here) or rejects them ("array used as initializer").
 net::awaitable<void> Slave::Dispatch(store::Fire fire) {
     ++in_flight_;
     struct Done {
@@ -210,12 +211,14 @@ net::awaitable<void> Slave::Dispatch(store::Fire fire) {
     if (!*claim) co_return;
     const Claim& c = **claim;
     if (!c.job) {
-        co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kSkipped, std::string("job deleted"));
+        const std::string why = "job deleted";
+        co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kSkipped, why);
         co_return;
     }
     const store::Job& job = *c.job;
     if (!job.enabled && fire.kind != store::FireKind::kManual) {
-        co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kSkipped, std::string("job paused"));
+        const std::string why = "job paused";
+        co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kSkipped, why);
         co_return;
     }
 
@@ -253,20 +256,23 @@ net::awaitable<void> Slave::Dispatch(store::Fire fire) {
     for (const auto& address : order) {
         const std::string base = "http://" + address;
         if (probe == Probe::kBeat) {
-            auto beat = co_await http_.Get(base + "/v1/beat", call);
+            const std::string beat_url = base + "/v1/beat";
+            auto beat = co_await http_.Get(beat_url, call);
             if (!beat.ok() || !beat->ok()) {
                 note(address, "beat failed", "beat");
                 continue;
             }
         } else if (probe == Probe::kIdleBeat) {
             const nlohmann::json idle_body = {{"job_id", job.id}};
-            auto idle = co_await http_.PostJson(base + "/v1/idle-beat", idle_body, call);
+            const std::string idle_url = base + "/v1/idle-beat";
+            auto idle = co_await http_.PostJson(idle_url, idle_body, call);
             if (!idle.ok() || !idle->ok()) {
                 note(address, idle.ok() ? "busy" : idle.status().message(), "busy");
                 continue;
             }
         }
-        auto response = co_await http_.PostJson(base + "/v1/run", run, call);
+        const std::string run_url = base + "/v1/run";
+        auto response = co_await http_.PostJson(run_url, run, call);
         if (!response.ok()) {
             note(address, response.status().message(), "transport");
             continue;
@@ -292,17 +298,18 @@ net::awaitable<void> Slave::Dispatch(store::Fire fire) {
         const std::string field = ErrorField(*response);
         if (response->status == 409 && field == "block_strategy") {
             dispatched_.Labels({"discarded"}).Inc();
-            co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kSkipped,
-                            "discarded: the job is still running on " + address + " (block strategy discard-later)");
+            const std::string why =
+                "discarded: the job is still running on " + address + " (block strategy discard-later)";
+            co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kSkipped, why);
             co_return;
         }
         note(address, "HTTP " + std::to_string(response->status) + (field.empty() ? "" : " (" + field + ")"),
              "http_" + std::to_string(response->status));
     }
     dispatched_.Labels({"failed"}).Inc();
-    co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kFailed,
-                    order.empty() ? "no live executor of app " + job.app + " serves handler " + job.handler
-                                  : "no executor accepted the fire: " + reasons);
+    std::string why = "no executor accepted the fire: " + reasons;
+    if (order.empty()) why = "no live executor of app " + job.app + " serves handler " + job.handler;
+    co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kFailed, why);
 }
 
 net::awaitable<void> Slave::WatchTimeout(std::int64_t fire_id, std::string address, std::int64_t timeout_ms) {
@@ -317,12 +324,13 @@ net::awaitable<void> Slave::WatchTimeout(std::int64_t fire_id, std::string addre
     if (!fire.ok() || fire->status != FireStatus::kRunning) co_return;
     rest::CallOptions call{.timeout = config_.dispatch_timeout, .bearer_token = config_.executor_token};
     const nlohmann::json kill_body = {{"fire_id", fire_id}};
-    auto killed = co_await http_.PostJson("http://" + address + "/v1/kill", kill_body, call);
+    const std::string kill_url = "http://" + address + "/v1/kill";
+    auto killed = co_await http_.PostJson(kill_url, kill_body, call);
     if (!killed.ok() || !killed->ok()) {
         spdlog::warn("slave {}: kill of timed-out fire {} on {} failed", node_id_, fire_id, address);
     }
-    co_await Finish(fire_id, FireStatus::kRunning, FireStatus::kTimeout,
-                    "timed out after " + std::to_string(timeout_ms) + " ms");
+    const std::string why = "timed out after " + std::to_string(timeout_ms) + " ms";
+    co_await Finish(fire_id, FireStatus::kRunning, FireStatus::kTimeout, why);
 }
 
 net::awaitable<void> Slave::Finish(std::int64_t fire_id, FireStatus from, FireStatus to, std::string message) {
