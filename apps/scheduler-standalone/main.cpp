@@ -1,5 +1,6 @@
 // scheduler-standalone: the whole scheduler in one process on an embedded SQLite file: a trigger
-// node (master + slave) that also serves the SDK's registry and callback routes. Wiring only.
+// node (master + slave) whose port also serves the web module (REST API, web UI, and the SDK's
+// registry and callback routes). Wiring only.
 
 #include <pthread.h>
 
@@ -11,17 +12,19 @@
 
 #include <spdlog/spdlog.h>
 
-#include "sched/common/node_id.hpp"
 #include "sched/cron/schedule.hpp"
 #include "sched/store/job.hpp"
 #include "sched/trigger/node.hpp"
+#include "sched/web/auth.hpp"
+#include "sched/web/web_api.hpp"
 
 namespace {
 
 constexpr const char* kUsage = R"(usage: scheduler-standalone [--config FILE] [--demo]
 
 Runs the scheduler in one process on an embedded SQLite database: it schedules and dispatches
-jobs and serves the SDK's registry and callback API, /healthz, /readyz, /metrics and /status.
+jobs and serves the web UI (/), the REST API (/api/v1, see /api/v1/openapi.json), the SDK's
+registry and callback API, /healthz, /readyz, /metrics and /status.
 
   --config FILE   YAML configuration (default: config/standalone.yaml)
   --demo          create the demo job "hello" (app demo, handler echo, every 10 s) if absent
@@ -99,7 +102,7 @@ int main(int argc, char** argv) {
     bool generated_token = false;
     if (config.token.empty()) {
         // A scheduler without a token would accept anyone's calls: make one rather than run open.
-        config.token = sched::RandomHex(32);
+        config.token = sched::web::NewSecret(16);
         config.slave.executor_token = config.token;
         generated_token = true;
     }
@@ -123,7 +126,18 @@ int main(int argc, char** argv) {
         signal_waiter.join();
     };
 
+    // The web module serves the SDK's routes itself (with executor tokens as well as the cluster
+    // token), so the node must not add its own copies of them.
+    sched::web::WebOptions web;
+    web.token = config.token;
+    web.executor_token = config.slave.executor_token;
+    web.executor_api = config.executor_api;
+    web.executor_ttl = config.slave.executor_ttl;
+    web.node_ttl = config.scheduler.node_ttl;
+    config.executor_api = false;
     sched::trigger::TriggerNode node(config);
+    sched::web::AddWebRoutes(
+        node.router(), web, [&node] { return node.database(); }, node.db_pool());
     spdlog::info("scheduler-standalone {} starting as {} with database {}", SCHED_VERSION, node.node_id(),
                  config.database.url.Redacted());
     sched::Status started = node.Start([&] { return stop_requested.load(); });

@@ -4,23 +4,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "impl/context.hpp"
+#include "impl/executor_handlers.hpp"
+#include "impl/on_pool.hpp"
 #include "sched/http/json.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/registry.hpp"
 
 namespace sched::web {
 
-namespace {
+namespace impl {
 
-template <typename F>
-net::awaitable<std::invoke_result_t<F>> OnPool(net::thread_pool& pool, F fn) {
-    using R = std::invoke_result_t<F>;
-    // co_spawn needs a default-constructible result; Result<T> and Status-like types may not be.
-    auto out = co_await net::co_spawn(
-        pool, [fn = std::move(fn)]() mutable -> net::awaitable<std::optional<R>> { co_return fn(); },
-        net::use_awaitable);
-    co_return std::move(*out);
-}
+namespace {
 
 struct CallbackItem {
     std::int64_t fire_id = 0;
@@ -58,77 +53,108 @@ std::string Outcome(soci::session& s, const CallbackItem& item) {
 
 }  // namespace
 
+net::awaitable<rest::Response> HandleHeartbeat(rest::Request& req, db::Database& db, net::thread_pool& db_pool) {
+    auto body = req.Json();
+    if (!body.ok()) co_return rest::Response::Error(body.status(), "body");
+    rest::JsonFields f(*body);
+    store::ExecutorInstance e;
+    e.app = f.String("app");
+    e.address = f.String("address");
+    e.handlers = f.StringList("handlers");
+    e.capacity = static_cast<int>(f.Int("capacity", 0, {.min = 0, .max = 1'000'000}));
+    e.running = static_cast<int>(f.Int("running", 0, {.min = 0, .max = 1'000'000}));
+    if (f.ok() && e.app.size() > 128) f.Fail("app", "at most 128 characters");
+    if (f.ok() && e.address.size() > 255) f.Fail("address", "at most 255 characters");
+    if (f.error()) co_return rest::Response::Error(*f.error());
+    auto work = [&] {
+        return store::ExecutorRepository(db).Heartbeat(e);
+    };
+    Status s = co_await OnPool(db_pool, work);
+    if (!s.ok()) co_return rest::Response::Error(s);
+    co_return rest::Response::Json({{"registered", true}});
+}
+
+net::awaitable<rest::Response> HandleDeregister(rest::Request& req, db::Database& db, net::thread_pool& db_pool) {
+    auto body = req.Json();
+    if (!body.ok()) co_return rest::Response::Error(body.status(), "body");
+    rest::JsonFields f(*body);
+    const std::string app = f.String("app");
+    const std::string address = f.String("address");
+    if (f.error()) co_return rest::Response::Error(*f.error());
+    auto work = [&] {
+        return store::ExecutorRepository(db).Deregister(app, address);
+    };
+    Status s = co_await OnPool(db_pool, work);
+    if (!s.ok()) co_return rest::Response::Error(s, s.code() == Code::kNotFound ? "address" : "");
+    co_return rest::Response::Json({{"deregistered", true}});
+}
+
+net::awaitable<rest::Response> HandleCallback(rest::Request& req, db::Database& db, net::thread_pool& db_pool) {
+    auto body = req.Json();
+    if (!body.ok()) co_return rest::Response::Error(body.status(), "body");
+    if (!body->is_array()) {
+        co_return rest::Response::Error(InvalidArgument("body: expected an array of results"), "body");
+    }
+    if (body->size() > 1000) {
+        co_return rest::Response::Error(InvalidArgument("body: at most 1000 results per call"), "body");
+    }
+    std::vector<CallbackItem> items;
+    for (std::size_t i = 0; i < body->size(); ++i) {
+        rest::JsonFields f((*body)[i], "[" + std::to_string(i) + "]");
+        CallbackItem item;
+        item.fire_id = f.Int("fire_id", {.min = 1});
+        item.attempt = static_cast<int>(f.Int("attempt", {.min = 0, .max = 1'000'000}));
+        const std::string status = f.Enum("status", "", {"succeeded", "failed", "timeout", "killed"});
+        item.code = f.String("code", "");
+        item.message = f.String("message", "");
+        item.started_ms = f.Int("started_ms", 0, {.min = 0});
+        item.finished_ms = f.Int("finished_ms", 0, {.min = 0});
+        if (f.ok() && status.empty()) f.Fail("status", "required");
+        if (f.error()) co_return rest::Response::Error(*f.error());
+        item.status = *store::ParseFireStatus(status);
+        if (item.message.size() > 65535) item.message.resize(65535);
+        items.push_back(std::move(item));
+    }
+    auto work = [&] {
+        return db.InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+            nlohmann::json results = nlohmann::json::array();
+            for (const auto& item : items) {
+                results.push_back({{"fire_id", item.fire_id}, {"outcome", Outcome(s, item)}});
+            }
+            return results;
+        });
+    };
+    auto outcomes = co_await OnPool(db_pool, work);
+    if (!outcomes.ok()) co_return rest::Response::Error(outcomes.status());
+    co_return rest::Response::Json({{"results", *outcomes}});
+}
+
+void AddSdkRoutes(Routes& routes) {
+    auto ctx = routes.context();
+    using Fn = net::awaitable<rest::Response> (*)(rest::Request&, db::Database&, net::thread_pool&);
+    const std::pair<const char*, Fn> sdk_routes[] = {{"/api/v1/registry/heartbeat", &HandleHeartbeat},
+                                                     {"/api/v1/registry/deregister", &HandleDeregister},
+                                                     {"/api/v1/callback", &HandleCallback}};
+    for (const auto& [pattern, fn] : sdk_routes) {
+        routes.Add(rest::Method::kPost, pattern, Permission::kExecutor,
+                   [ctx, fn](rest::Request& req, const Principal&) -> net::awaitable<rest::Response> {
+                       auto db = ctx->database();
+                       if (!db) co_return rest::Response::Error(Unavailable("the database is not open yet"));
+                       rest::Response response = co_await fn(req, *db, ctx->db_pool);
+                       co_return response;
+                   });
+    }
+}
+
+}  // namespace impl
+
 void AddExecutorRoutes(rest::Router& router, std::shared_ptr<db::Database> db, net::thread_pool& db_pool) {
     router.Add(rest::Method::kPost, "/api/v1/registry/heartbeat",
-               [db, &db_pool](rest::Request& req) -> net::awaitable<rest::Response> {
-                   auto body = req.Json();
-                   if (!body.ok()) co_return rest::Response::Error(body.status(), "body");
-                   rest::JsonFields f(*body);
-                   store::ExecutorInstance e;
-                   e.app = f.String("app");
-                   e.address = f.String("address");
-                   e.handlers = f.StringList("handlers");
-                   e.capacity = static_cast<int>(f.Int("capacity", 0, {.min = 0, .max = 1'000'000}));
-                   e.running = static_cast<int>(f.Int("running", 0, {.min = 0, .max = 1'000'000}));
-                   if (f.ok() && e.app.size() > 128) f.Fail("app", "at most 128 characters");
-                   if (f.ok() && e.address.size() > 255) f.Fail("address", "at most 255 characters");
-                   if (f.error()) co_return rest::Response::Error(*f.error());
-                   Status s = co_await OnPool(db_pool, [&] { return store::ExecutorRepository(*db).Heartbeat(e); });
-                   if (!s.ok()) co_return rest::Response::Error(s);
-                   co_return rest::Response::Json({{"registered", true}});
-               });
+               [db, &db_pool](rest::Request& req) { return impl::HandleHeartbeat(req, *db, db_pool); });
     router.Add(rest::Method::kPost, "/api/v1/registry/deregister",
-               [db, &db_pool](rest::Request& req) -> net::awaitable<rest::Response> {
-                   auto body = req.Json();
-                   if (!body.ok()) co_return rest::Response::Error(body.status(), "body");
-                   rest::JsonFields f(*body);
-                   const std::string app = f.String("app");
-                   const std::string address = f.String("address");
-                   if (f.error()) co_return rest::Response::Error(*f.error());
-                   Status s = co_await OnPool(db_pool,
-                                              [&] { return store::ExecutorRepository(*db).Deregister(app, address); });
-                   if (!s.ok()) co_return rest::Response::Error(s, s.code() == Code::kNotFound ? "address" : "");
-                   co_return rest::Response::Json({{"deregistered", true}});
-               });
+               [db, &db_pool](rest::Request& req) { return impl::HandleDeregister(req, *db, db_pool); });
     router.Add(rest::Method::kPost, "/api/v1/callback",
-               [db, &db_pool](rest::Request& req) -> net::awaitable<rest::Response> {
-                   auto body = req.Json();
-                   if (!body.ok()) co_return rest::Response::Error(body.status(), "body");
-                   if (!body->is_array()) {
-                       co_return rest::Response::Error(InvalidArgument("body: expected an array of results"), "body");
-                   }
-                   if (body->size() > 1000) {
-                       co_return rest::Response::Error(InvalidArgument("body: at most 1000 results per call"), "body");
-                   }
-                   std::vector<CallbackItem> items;
-                   for (std::size_t i = 0; i < body->size(); ++i) {
-                       rest::JsonFields f((*body)[i], "[" + std::to_string(i) + "]");
-                       CallbackItem item;
-                       item.fire_id = f.Int("fire_id", {.min = 1});
-                       item.attempt = static_cast<int>(f.Int("attempt", {.min = 0, .max = 1'000'000}));
-                       const std::string status = f.Enum("status", "", {"succeeded", "failed", "timeout", "killed"});
-                       item.code = f.String("code", "");
-                       item.message = f.String("message", "");
-                       item.started_ms = f.Int("started_ms", 0, {.min = 0});
-                       item.finished_ms = f.Int("finished_ms", 0, {.min = 0});
-                       if (f.ok() && status.empty()) f.Fail("status", "required");
-                       if (f.error()) co_return rest::Response::Error(*f.error());
-                       item.status = *store::ParseFireStatus(status);
-                       if (item.message.size() > 65535) item.message.resize(65535);
-                       items.push_back(std::move(item));
-                   }
-                   auto outcomes = co_await OnPool(db_pool, [&] {
-                       return db->InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
-                           nlohmann::json results = nlohmann::json::array();
-                           for (const auto& item : items) {
-                               results.push_back({{"fire_id", item.fire_id}, {"outcome", Outcome(s, item)}});
-                           }
-                           return results;
-                       });
-                   });
-                   if (!outcomes.ok()) co_return rest::Response::Error(outcomes.status());
-                   co_return rest::Response::Json({{"results", *outcomes}});
-               });
+               [db, &db_pool](rest::Request& req) { return impl::HandleCallback(req, *db, db_pool); });
 }
 
 }  // namespace sched::web

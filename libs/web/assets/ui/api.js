@@ -1,0 +1,69 @@
+// The REST API as the UI uses it: bearer token, JSON in and out, errors as ApiError.
+
+const KEY = 'sched.token';
+
+export function getToken() {
+  return sessionStorage.getItem(KEY) ?? localStorage.getItem(KEY);
+}
+
+// A remembered token survives the browser session (localStorage); otherwise the tab's only.
+export function setToken(token, remember) {
+  clearToken();
+  (remember ? localStorage : sessionStorage).setItem(KEY, token);
+}
+
+export function clearToken() {
+  sessionStorage.removeItem(KEY);
+  localStorage.removeItem(KEY);
+}
+
+// {"error": {"code", "message", "field"}} from the server, or a network failure.
+export class ApiError extends Error {
+  constructor(status, error) {
+    super(error?.message ?? `HTTP ${status}`);
+    this.status = status;
+    this.code = error?.code ?? 'unknown';
+    this.field = error?.field ?? null;
+  }
+}
+
+export async function api(method, path, body, token = getToken()) {
+  const headers = {};
+  if (token) headers.Authorization = `Bearer ${token}`;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  let res;
+  try {
+    res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  } catch (e) {
+    throw new ApiError(0, { code: 'unavailable', message: `cannot reach the server: ${e.message}` });
+  }
+  if (res.status === 204) return null;
+  const text = await res.text();
+  let data = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    data = null;
+  }
+  if (!res.ok) {
+    const error = new ApiError(res.status, data?.error ?? { message: text || res.statusText });
+    if (res.status === 401) window.dispatchEvent(new CustomEvent('sched:unauthenticated', { detail: error }));
+    throw error;
+  }
+  return data;
+}
+
+export const get = (path) => api('GET', path);
+export const post = (path, body) => api('POST', path, body);
+export const put = (path, body) => api('PUT', path, body);
+export const del = (path) => api('DELETE', path);
+
+// "/api/v1/fires?job_id=3" from a path and an object of parameters (empty ones left out).
+export function withQuery(path, params) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (v !== undefined && v !== null && v !== '') q.set(k, v);
+  }
+  const s = q.toString();
+  return s ? `${path}?${s}` : path;
+}

@@ -1,0 +1,92 @@
+// The sched web UI: a hash router over plain ES modules (no build step, no dependencies).
+
+import { clearToken, getToken } from './api.js';
+import { h, replace } from './dom.js';
+import { signInView } from './views/signin.js';
+import { jobsView, jobView, jobFormView } from './views/jobs.js';
+import { firesView, fireView } from './views/fires.js';
+import { executorsView, clusterView } from './views/cluster.js';
+import { tokensView } from './views/tokens.js';
+
+const routes = [
+  [/^\/signin$/, signInView, null],
+  [/^\/jobs$/, jobsView, 'jobs'],
+  [/^\/jobs\/new$/, jobFormView, 'jobs'],
+  [/^\/jobs\/(\d+)$/, jobView, 'jobs'],
+  [/^\/jobs\/(\d+)\/edit$/, jobFormView, 'jobs'],
+  [/^\/fires$/, firesView, 'fires'],
+  [/^\/fires\/(\d+)$/, fireView, 'fires'],
+  [/^\/executors$/, executorsView, 'executors'],
+  [/^\/cluster$/, clusterView, 'cluster'],
+  [/^\/tokens$/, tokensView, 'tokens'],
+];
+
+const main = document.getElementById('view');
+const nav = document.getElementById('nav');
+const signOut = document.getElementById('signout');
+let current = null; // the mounted view's context: its timers die with it
+
+export function navigate(hash) {
+  if (location.hash === hash) render();
+  else location.hash = hash;
+}
+
+function render() {
+  if (current) current.dispose();
+  const raw = location.hash.replace(/^#/, '') || '/jobs';
+  const [path, query = ''] = raw.split('?');
+  const signedIn = Boolean(getToken());
+  nav.hidden = !signedIn;
+  signOut.hidden = !signedIn;
+  if (!signedIn && path !== '/signin') {
+    location.hash = `#/signin?next=${encodeURIComponent(raw)}`;
+    return;
+  }
+  for (const [pattern, view, section] of routes) {
+    const match = path.match(pattern);
+    if (!match) continue;
+    for (const a of nav.querySelectorAll('a')) a.classList.toggle('active', a.dataset.section === section);
+    current = new ViewContext(match.slice(1), new URLSearchParams(query));
+    document.title = section ? `sched · ${section}` : 'sched';
+    replace(main);
+    view(main, current).catch((e) => current.fail(e));
+    return;
+  }
+  replace(main, h('h1', null, 'Not found'), h('p', null, h('a', { href: '#/jobs' }, 'Back to the jobs')));
+}
+
+// What a view gets: its route parameters, the query, and timers that stop when it is left.
+class ViewContext {
+  constructor(params, query) {
+    this.params = params;
+    this.query = query;
+    this.timers = [];
+    this.disposed = false;
+  }
+  every(ms, fn) {
+    const id = setInterval(() => {
+      if (!this.disposed && document.visibilityState === 'visible') fn();
+    }, ms);
+    this.timers.push(id);
+  }
+  dispose() {
+    this.disposed = true;
+    for (const id of this.timers) clearInterval(id);
+  }
+  fail(error) {
+    if (this.disposed || error?.status === 401) return;
+    main.prepend(h('div', { class: 'banner' }, error.message ?? String(error)));
+  }
+}
+
+window.addEventListener('hashchange', render);
+window.addEventListener('sched:unauthenticated', () => {
+  clearToken();
+  const raw = location.hash.replace(/^#/, '');
+  if (!raw.startsWith('/signin')) location.hash = `#/signin?expired=1&next=${encodeURIComponent(raw || '/jobs')}`;
+});
+signOut.addEventListener('click', () => {
+  clearToken();
+  navigate('#/signin');
+});
+render();

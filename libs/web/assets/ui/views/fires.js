@@ -1,0 +1,143 @@
+// Fire history (status, lag, duration) and one fire with its log and a kill button.
+
+import { get, post, withQuery } from '../api.js';
+import { badge, fmtDuration, h, replace, table, timeCell } from '../dom.js';
+
+const STATUSES = ['pending', 'dispatching', 'running', 'succeeded', 'failed', 'timeout', 'killed', 'lost', 'skipped'];
+const ACTIVE = new Set(['pending', 'dispatching', 'running']);
+
+// Job names for the fire tables (one page is enough to label what is on screen).
+async function jobNames() {
+  try {
+    const page = await get('/api/v1/jobs?limit=200');
+    return new Map(page.items.map((j) => [j.id, j.name]));
+  } catch {
+    return new Map();
+  }
+}
+
+const toMs = (local) => (local ? String(new Date(local).getTime()) : '');
+
+export async function firesView(main, ctx) {
+  const jobId = h('input', { name: 'job_id', type: 'number', min: 1, placeholder: 'Job id', value: ctx.query.get('job_id') ?? '' });
+  const status = h('select', { name: 'status' }, h('option', { value: '' }, 'Any status'),
+    STATUSES.map((s) => h('option', { value: s }, s)));
+  status.value = ctx.query.get('status') ?? '';
+  const from = h('input', { type: 'datetime-local', name: 'from', step: 1 });
+  const to = h('input', { type: 'datetime-local', name: 'to', step: 1 });
+  const banner = h('div', { class: 'banner' });
+  const list = h('div');
+  const more = h('div', { class: 'more' });
+  const names = await jobNames();
+  let fires = [];
+  let cursor = null;
+
+  const params = (limit) => ({ job_id: jobId.value, status: status.value, from: toMs(from.value), to: toMs(to.value), limit });
+  const draw = () => {
+    replace(list, table(['Fire', 'Job', 'Status', 'Scheduled', 'Lag', 'Duration', 'Executor', 'Result'],
+      fires.map((f) => h('tr', { 'data-fire': f.id },
+        h('td', null, h('a', { href: `#/fires/${f.id}` }, `#${f.id}`),
+          h('div', { class: 'hint' }, `${f.kind}${f.attempt ? ` · attempt ${f.attempt}` : ''}${f.shard_total > 1 ? ` · shard ${f.shard_index + 1}/${f.shard_total}` : ''}`)),
+        h('td', null, h('a', { href: `#/jobs/${f.job_id}` }, names.get(f.job_id) ?? `job ${f.job_id}`)),
+        h('td', null, badge(f.status)),
+        h('td', null, timeCell(f.scheduled_time)),
+        h('td', { class: 'num' }, fmtDuration(f.lag_ms)),
+        h('td', { class: 'num' }, fmtDuration(f.duration_ms)),
+        h('td', null, f.executor_address ?? '—'),
+        h('td', { class: 'wrap' }, f.result_message ?? ''))),
+      'No fires match.'));
+    replace(more, cursor ? h('button', { onclick: () => load(true).catch((e) => ctx.fail(e)) }, 'Load more') : null);
+  };
+  async function load(append = false) {
+    const page = await get(withQuery('/api/v1/fires', { ...params(50), cursor: append ? cursor : '' }));
+    fires = append ? fires.concat(page.items) : page.items;
+    cursor = page.next_cursor;
+    banner.textContent = '';
+    draw();
+  }
+  async function refresh() {
+    const page = await get(withQuery('/api/v1/fires', params(Math.min(200, Math.max(50, fires.length)))));
+    fires = page.items;
+    cursor = page.next_cursor;
+    draw();
+  }
+  const reload = () => load().catch((e) => { banner.textContent = e.message; });
+  for (const el of [jobId, status, from, to]) el.addEventListener('change', reload);
+
+  main.append(h('h1', null, 'Fires'),
+    h('div', { class: 'toolbar' }, jobId, status,
+      h('label', null, 'Scheduled from', from), h('label', null, 'to', to)),
+    banner, list, more);
+  await load();
+  ctx.every(5000, () => refresh().catch(() => {}));
+}
+
+export async function fireView(main, ctx) {
+  const id = ctx.params[0];
+  const header = h('h1');
+  const banner = h('div', { class: 'banner' });
+  const facts = h('div', { class: 'panel' });
+  const log = h('div');
+  let fire = null;
+  let job = null;
+
+  async function loadFire() {
+    fire = await get(`/api/v1/fires/${id}`);
+    if (!job) job = await get(`/api/v1/jobs/${fire.job_id}`).catch(() => null);
+    replace(header, `Fire #${fire.id}`, badge(fire.status),
+      fire.status === 'running'
+        ? h('button', {
+          class: 'danger',
+          onclick: async () => {
+            if (!confirm(`Kill fire #${fire.id}?`)) return;
+            try {
+              const result = await post(`/api/v1/fires/${id}/kill`);
+              banner.className = 'banner info';
+              banner.textContent = result.executor.delivered
+                ? 'Killed; the executor was asked to stop the run.'
+                : `Marked killed, but the executor could not be told: ${result.executor.error ?? 'no address'}`;
+              await loadFire();
+            } catch (e) {
+              banner.className = 'banner';
+              banner.textContent = e.message;
+            }
+          },
+        }, 'Kill')
+        : null);
+    const rows = [
+      ['Job', h('a', { href: `#/jobs/${fire.job_id}` }, job?.name ?? `job ${fire.job_id}`)],
+      ['Kind', `${fire.kind}${fire.attempt ? `, attempt ${fire.attempt}` : ''}`],
+      ['Shard', `${fire.shard_index + 1} of ${fire.shard_total}`],
+      ['Scheduled', timeCell(fire.scheduled_time)],
+      ['Dispatched', timeCell(fire.dispatched_at)],
+      ['Lag', fmtDuration(fire.lag_ms)],
+      ['Started', timeCell(fire.started_at)],
+      ['Finished', timeCell(fire.finished_at)],
+      ['Duration', fmtDuration(fire.duration_ms)],
+      ['Trigger node', fire.assigned_node ?? '—'],
+      ['Executor', fire.executor_address ?? '—'],
+      ['Epoch', fire.epoch],
+      ['Result', fire.result_message ?? '—'],
+    ];
+    replace(facts, h('dl', { class: 'facts' }, rows.map(([k, v]) => [h('dt', null, k), h('dd', null, v)])));
+  }
+  async function loadLog() {
+    try {
+      const page = await get(`/api/v1/fires/${id}/log`);
+      replace(log, h('pre', { class: 'log' }, page.lines.length ? page.lines.join('\n') : '(no lines)'),
+        h('div', { class: 'hint' }, `from ${page.executor_address}${page.finished ? ', run finished' : ', still running'}`));
+    } catch (e) {
+      replace(log, h('div', { class: 'panel subtle' }, e.message));
+    }
+  }
+
+  main.append(header, banner, h('div', { class: 'columns' },
+    h('div', null, h('h2', null, 'Log'), log), h('div', null, h('h2', null, 'Details'), facts)));
+  await loadFire();
+  await loadLog();
+  ctx.every(3000, async () => {
+    if (!fire || !ACTIVE.has(fire.status)) return;
+    await loadFire().catch(() => {});
+    await loadLog();
+  });
+}

@@ -1,0 +1,339 @@
+// Jobs: the list, one job with its recent fires, and the create/edit form with a live preview.
+
+import { ApiError, del, get, post, put, withQuery } from '../api.js';
+import {
+  badge, clearErrors, debounce, field, fmtDuration, fmtRelative, h, replace, setFieldError, showError, table,
+  timeCell,
+} from '../dom.js';
+
+const SCHEDULE_TYPES = ['cron', 'fixed-rate', 'fixed-delay', 'once', 'manual'];
+const MISFIRE = ['fire-once-now', 'skip', 'fire-all'];
+const ROUTINGS = ['round-robin', 'first', 'last', 'random', 'consistent-hash', 'least-frequently-used',
+  'least-recently-used', 'failover', 'busy-over', 'sharding-broadcast'];
+const BLOCK = ['serial', 'discard-later', 'cover-early'];
+const EXPR_HINTS = {
+  'cron': 'Quartz "sec min hour day month weekday [year]" (e.g. 0 */5 * * * ?) or Unix "min hour day month weekday"',
+  'fixed-rate': 'an interval, optionally @anchor: 30s, 5m, 1h@2025-01-01T00:00:00',
+  'fixed-delay': 'the pause after each run ends, optionally @first: 10s, 1m@2025-01-01T09:00:00',
+  'once': 'an instant: 2025-01-01T09:00:00 (in the time zone), with Z or +02:00, or epoch ms',
+  'manual': 'leave empty: the job runs only when triggered',
+};
+
+function scheduleText(job) {
+  return h('div', null, h('code', null, job.schedule_expr || '(manual)'),
+    h('div', { class: 'hint' }, `${job.schedule_type} · ${job.time_zone}`));
+}
+
+function stateBadge(job) {
+  return job.enabled ? badge('enabled') : badge('paused');
+}
+
+function lastResult(job) {
+  const f = job.last_fire;
+  if (!f) return h('span', { class: 'subtle' }, 'never fired');
+  return h('a', { href: `#/fires/${f.id}` }, badge(f.status),
+    h('div', { class: 'hint' }, fmtRelative(f.finished_at ?? f.scheduled_time)));
+}
+
+async function trigger(job, banner) {
+  const result = await post(`/api/v1/jobs/${job.id}/trigger`);
+  const fire = result.items[0];
+  replace(banner, 'Fire ', h('a', { href: `#/fires/${fire.id}` }, `#${fire.id}`),
+    ` of "${job.name}" created; the cluster dispatches it within a moment.`);
+  banner.className = 'banner info';
+}
+
+// ---- the list ----
+
+export async function jobsView(main, ctx) {
+  const q = h('input', { type: 'search', name: 'q', placeholder: 'Search names', value: ctx.query.get('q') ?? '' });
+  const app = h('input', { name: 'app', placeholder: 'App', value: ctx.query.get('app') ?? '' });
+  const enabled = h('select', { name: 'enabled' }, h('option', { value: '' }, 'All'),
+    h('option', { value: 'true' }, 'Enabled'), h('option', { value: 'false' }, 'Paused'));
+  enabled.value = ctx.query.get('enabled') ?? '';
+  const banner = h('div', { class: 'banner' });
+  const list = h('div');
+  const more = h('div', { class: 'more' });
+  let jobs = [];
+  let cursor = null;
+
+  const row = (job) => h('tr', { 'data-job': job.id },
+    h('td', { class: 'wrap' }, h('a', { href: `#/jobs/${job.id}` }, job.name),
+      job.description ? h('div', { class: 'hint' }, job.description) : null),
+    h('td', null, job.app, h('div', { class: 'hint' }, job.handler)),
+    h('td', null, scheduleText(job)),
+    h('td', null, stateBadge(job)),
+    h('td', null, job.enabled ? timeCell(job.next_fire_time, job.time_zone) : h('span', { class: 'subtle' }, '—')),
+    h('td', null, lastResult(job)),
+    h('td', null, h('div', { class: 'actions' },
+      h('button', { class: 'small', onclick: () => act(trigger(job, banner)) }, 'Trigger'),
+      job.enabled
+        ? h('button', { class: 'small', onclick: () => act(post(`/api/v1/jobs/${job.id}/pause`)) }, 'Pause')
+        : h('button', { class: 'small', onclick: () => act(post(`/api/v1/jobs/${job.id}/resume`)) }, 'Resume'))));
+
+  const draw = () => {
+    replace(list, table(['Job', 'App / handler', 'Schedule', 'State', 'Next fire', 'Last result', ''],
+      jobs.map(row), 'No jobs yet. Create one to get started.'));
+    replace(more, cursor ? h('button', { onclick: () => load(true) }, 'Load more') : null);
+  };
+  const params = (limit) => ({ q: q.value.trim(), app: app.value.trim(), enabled: enabled.value, limit });
+  async function load(append = false) {
+    const page = await get(withQuery('/api/v1/jobs', { ...params(50), cursor: append ? cursor : '' }));
+    jobs = append ? jobs.concat(page.items) : page.items;
+    cursor = page.next_cursor;
+    draw();
+  }
+  // Refreshing keeps what is shown (up to one page of 200).
+  async function refresh() {
+    const page = await get(withQuery('/api/v1/jobs', params(Math.min(200, Math.max(50, jobs.length)))));
+    jobs = page.items;
+    cursor = page.next_cursor;
+    draw();
+  }
+  async function act(promise) {
+    try {
+      await promise;
+      await refresh();
+    } catch (e) {
+      banner.className = 'banner';
+      banner.textContent = e.message;
+    }
+  }
+
+  const reload = debounce(() => load().catch((e) => ctx.fail(e)), 250);
+  q.addEventListener('input', reload);
+  app.addEventListener('input', reload);
+  enabled.addEventListener('change', reload);
+  main.append(
+    h('h1', null, 'Jobs'),
+    h('div', { class: 'toolbar' }, q, app, enabled, h('span', { class: 'spacer' }),
+      h('a', { class: 'button primary', href: '#/jobs/new' }, 'New job')),
+    banner, list, more);
+  await load();
+  ctx.every(5000, () => refresh().catch(() => {}));
+}
+
+// ---- one job ----
+
+export async function jobView(main, ctx) {
+  const id = ctx.params[0];
+  const banner = h('div', { class: 'banner' });
+  const header = h('h1');
+  const facts = h('div', { class: 'panel' });
+  const preview = h('div', { class: 'panel preview' });
+  const fires = h('div');
+  let job = null;
+
+  async function act(promise) {
+    try {
+      await promise;
+      await loadJob();
+    } catch (e) {
+      banner.className = 'banner';
+      banner.textContent = e.message;
+    }
+  }
+  async function loadJob() {
+    job = await get(`/api/v1/jobs/${id}`);
+    replace(header, job.name, stateBadge(job), h('span', { class: 'spacer' }),
+      h('span', { class: 'actions' },
+        h('a', { class: 'button', href: `#/jobs/${id}/edit` }, 'Edit'),
+        h('button', { class: 'primary', onclick: () => act(trigger(job, banner).then(loadFires)) }, 'Trigger now'),
+        job.enabled
+          ? h('button', { onclick: () => act(post(`/api/v1/jobs/${id}/pause`)) }, 'Pause')
+          : h('button', { onclick: () => act(post(`/api/v1/jobs/${id}/resume`)) }, 'Resume'),
+        h('button', {
+          class: 'danger',
+          onclick: async () => {
+            if (!confirm(`Delete job "${job.name}"? Its fires stay in the history.`)) return;
+            try {
+              await del(`/api/v1/jobs/${id}`);
+              location.hash = '#/jobs';
+            } catch (e) {
+              banner.textContent = e.message;
+            }
+          },
+        }, 'Delete')));
+    const rows = [
+      ['App', job.app], ['Handler', job.handler],
+      ['Schedule', scheduleText(job)],
+      ['Next fire', job.enabled ? timeCell(job.next_fire_time, job.time_zone) : 'paused'],
+      ['Misfire policy', job.misfire_policy], ['Routing', job.routing], ['Block strategy', job.block_strategy],
+      ['Timeout', job.timeout_ms ? fmtDuration(job.timeout_ms) : 'none'],
+      ['Retries', job.retry_max ? `${job.retry_max} (backoff ${fmtDuration(job.retry_backoff_ms)})` : 'none'],
+      ['Shards', job.shard_total], ['At least once', job.at_least_once ? 'yes' : 'no'],
+      ['Params', job.params ? h('code', null, job.params) : '—'],
+      ['Description', job.description || '—'], ['Version', job.version],
+    ];
+    replace(facts, h('dl', { class: 'facts' }, rows.map(([k, v]) => [h('dt', null, k), h('dd', null, v)])));
+    const next = await get(`/api/v1/jobs/${id}/next?count=5`);
+    replace(preview, h('h3', null, 'Next fire times'), h('div', { class: 'zone' }, next.time_zone),
+      next.local.length ? h('ol', null, next.local.map((t) => h('li', null, t)))
+        : h('div', { class: 'subtle' }, 'No upcoming fire times.'));
+  }
+  async function loadFires() {
+    const page = await get(withQuery('/api/v1/fires', { job_id: id, limit: 20 }));
+    replace(fires, table(['Fire', 'Status', 'Scheduled', 'Lag', 'Duration', 'Executor', 'Result'],
+      page.items.map((f) => h('tr', { 'data-fire': f.id },
+        h('td', null, h('a', { href: `#/fires/${f.id}` }, `#${f.id}`), h('div', { class: 'hint' }, f.kind)),
+        h('td', null, badge(f.status)),
+        h('td', null, timeCell(f.scheduled_time)),
+        h('td', { class: 'num' }, fmtDuration(f.lag_ms)),
+        h('td', { class: 'num' }, fmtDuration(f.duration_ms)),
+        h('td', null, f.executor_address ?? '—'),
+        h('td', { class: 'wrap' }, f.result_message ?? ''))),
+      'No fires yet.'));
+  }
+
+  main.append(header, banner, h('div', { class: 'columns' },
+    h('div', null, h('h2', null, 'Recent fires ', h('a', { class: 'hint', href: `#/fires?job_id=${id}` }, 'all')), fires),
+    h('div', { class: 'cards' }, facts, preview)));
+  await loadJob();
+  await loadFires();
+  ctx.every(3000, () => loadFires().catch(() => {}));
+}
+
+// ---- create / edit ----
+
+function select(name, options, value) {
+  const el = h('select', { name }, options.map((o) => h('option', { value: o }, o)));
+  el.value = value;
+  return el;
+}
+
+function timeZones() {
+  try {
+    return ['UTC', ...Intl.supportedValuesOf('timeZone').filter((z) => z !== 'UTC')];
+  } catch {
+    return ['UTC'];
+  }
+}
+
+export async function jobFormView(main, ctx) {
+  const id = ctx.params[0];
+  const job = id ? await get(`/api/v1/jobs/${id}`) : {
+    name: '', app: '', handler: '', description: '', params: '', schedule_type: 'cron',
+    schedule_expr: '0 */5 * * * ?', time_zone: 'UTC', misfire_policy: 'fire-once-now', routing: 'round-robin',
+    block_strategy: 'serial', concurrency_limit: 1, timeout_ms: 0, retry_max: 0, retry_backoff_ms: 1000,
+    shard_total: 1, at_least_once: false, enabled: true,
+  };
+  const input = (name, props = {}) => h('input', { name, value: job[name] ?? '', ...props });
+  const number = (name, min) => h('input', { name, type: 'number', min, step: 1, value: job[name] });
+  const type = select('schedule_type', SCHEDULE_TYPES, job.schedule_type);
+  const expr = input('schedule_expr', { class: 'mono', autocomplete: 'off', spellcheck: 'false' });
+  const zone = input('time_zone', { list: 'zones', autocomplete: 'off' });
+  const exprHint = h('span', { class: 'hint' });
+  const browserZone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  const enabled = h('input', { type: 'checkbox', name: 'enabled', checked: job.enabled });
+  const atLeastOnce = h('input', { type: 'checkbox', name: 'at_least_once', checked: job.at_least_once });
+  const paramsBox = h('textarea', { name: 'params', spellcheck: 'false', placeholder: '{"key": "value"}' });
+  paramsBox.value = job.params ?? '';
+  const description = h('textarea', { name: 'description', class: 'plain' });
+  description.value = job.description ?? '';
+  const previewList = h('div', { class: 'preview-body' });
+  const save = h('button', { class: 'primary', type: 'submit' }, id ? 'Save changes' : 'Create job');
+
+  const form = h('form', { class: 'panel', novalidate: true },
+    h('div', { class: 'banner' }),
+    h('div', { class: 'grid' },
+      field('Name', input('name', { required: true, maxlength: 191 })),
+      field('App', input('app', { required: true, maxlength: 128 }), 'the executor app that runs it'),
+      field('Handler', input('handler', { required: true, maxlength: 128 })),
+      field('Schedule type', type),
+      h('label', { class: 'wide' }, 'Schedule', expr, exprHint, h('span', { class: 'field-error' })),
+      field('Time zone', zone, `IANA name; your browser: ${browserZone}`),
+      field('Misfire policy', select('misfire_policy', MISFIRE, job.misfire_policy)),
+      field('Routing', select('routing', ROUTINGS, job.routing)),
+      field('Block strategy', select('block_strategy', BLOCK, job.block_strategy)),
+      field('Timeout (ms)', number('timeout_ms', 0), '0 = none'),
+      field('Retries', number('retry_max', 0)),
+      field('Retry backoff (ms)', number('retry_backoff_ms', 1)),
+      field('Concurrency limit', number('concurrency_limit', 1)),
+      field('Shards', number('shard_total', 1)),
+      h('label', { class: 'wide' }, 'Params', paramsBox,
+        h('span', { class: 'hint' }, 'passed to the handler; JSON arrives as JSON'), h('span', { class: 'field-error' })),
+      h('label', { class: 'wide' }, 'Description', description, h('span', { class: 'field-error' })),
+      h('label', { class: 'check' }, enabled, 'Enabled'),
+      h('label', { class: 'check' }, atLeastOnce, 'At least once (retry a run lost with its node)')),
+    h('div', { class: 'actions' }, save,
+      h('a', { class: 'button', href: id ? `#/jobs/${id}` : '#/jobs' }, 'Cancel')),
+    h('datalist', { id: 'zones' }, timeZones().map((z) => h('option', { value: z }))));
+
+  // The live preview: the next times in the job's zone, or the parser's error at the field.
+  let previewSeq = 0;
+  const refreshPreview = debounce(async () => {
+    const seq = ++previewSeq;
+    exprHint.textContent = EXPR_HINTS[type.value] ?? '';
+    const body = { schedule_type: type.value, schedule_expr: expr.value, time_zone: zone.value.trim() || 'UTC',
+      count: 5 };
+    try {
+      const result = await post('/api/v1/schedules/validate', body);
+      if (seq !== previewSeq) return;
+      for (const name of ['schedule_type', 'schedule_expr', 'time_zone']) setFieldError(form, name, '');
+      replace(previewList, h('div', { class: 'zone' }, `in ${result.time_zone}`),
+        result.local.length ? h('ol', { class: 'preview-times' }, result.local.map((t) => h('li', null, t)))
+          : h('div', { class: 'subtle' }, type.value === 'manual' ? 'Runs only when triggered.'
+            : 'No fire time after now.'));
+    } catch (e) {
+      if (seq !== previewSeq) return;
+      for (const name of ['schedule_type', 'schedule_expr', 'time_zone']) setFieldError(form, name, '');
+      if (!(e instanceof ApiError) || !setFieldError(form, e.field ?? 'schedule_expr', e.message)) {
+        replace(previewList, h('div', { class: 'field-error' }, e.message));
+        return;
+      }
+      replace(previewList, h('div', { class: 'subtle' }, 'Fix the schedule to see its next times.'));
+    }
+  }, 250);
+  for (const el of [type, expr, zone]) el.addEventListener('input', refreshPreview);
+  type.addEventListener('change', refreshPreview);
+
+  const intValue = (name) => {
+    const raw = form.elements.namedItem(name).value.trim();
+    if (raw === '') return undefined;
+    const n = Number(raw);
+    return Number.isInteger(n) ? n : raw; // the server names the field when it is not a number
+  };
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    clearErrors(form);
+    const body = {
+      name: form.elements.namedItem('name').value.trim(),
+      app: form.elements.namedItem('app').value.trim(),
+      handler: form.elements.namedItem('handler').value.trim(),
+      schedule_type: type.value,
+      schedule_expr: expr.value,
+      time_zone: zone.value.trim() || 'UTC',
+      misfire_policy: form.elements.namedItem('misfire_policy').value,
+      routing: form.elements.namedItem('routing').value,
+      block_strategy: form.elements.namedItem('block_strategy').value,
+      params: paramsBox.value,
+      description: description.value,
+      enabled: enabled.checked,
+      at_least_once: atLeastOnce.checked,
+    };
+    for (const name of ['timeout_ms', 'retry_max', 'retry_backoff_ms', 'concurrency_limit', 'shard_total']) {
+      const v = intValue(name);
+      if (v !== undefined) body[name] = v;
+    }
+    if (id) body.version = job.version;
+    save.disabled = true;
+    try {
+      const stored = id ? await put(`/api/v1/jobs/${id}`, body) : await post('/api/v1/jobs', body);
+      location.hash = `#/jobs/${stored.id}`;
+    } catch (e) {
+      if (e.status === 409 && e.field === 'version') {
+        showError(form, { message: `${e.message}. Reload the page to edit the current version.` });
+      } else {
+        showError(form, e);
+      }
+    } finally {
+      save.disabled = false;
+    }
+  });
+
+  main.append(h('h1', null, id ? `Edit "${job.name}"` : 'New job'),
+    h('div', { class: 'form-layout' }, form,
+      h('aside', { class: 'panel preview' }, h('h3', null, 'Next fire times'), previewList)));
+  refreshPreview();
+  form.elements.namedItem('name').focus();
+}

@@ -1,0 +1,62 @@
+// API tokens (admin): create one (its secret is shown once), list, revoke.
+
+import { del, get, post } from '../api.js';
+import { badge, clearErrors, field, fmtRelative, h, replace, showError, table } from '../dom.js';
+
+const ROLES = [
+  ['viewer', 'viewer: read only'],
+  ['operator', 'operator: jobs, trigger, kill'],
+  ['admin', 'admin: everything, tokens too'],
+  ['executor', 'executor: SDK registry and callbacks only'],
+];
+
+export async function tokensView(main) {
+  const name = h('input', { name: 'name', maxlength: 128, placeholder: 'e.g. ci-deploy' });
+  const role = h('select', { name: 'role' }, ROLES.map(([v, text]) => h('option', { value: v }, text)));
+  const created = h('div');
+  const list = h('div');
+  const form = h('form', { class: 'panel', novalidate: true },
+    h('div', { class: 'banner' }),
+    h('div', { class: 'toolbar' }, field('Name', name), field('Role', role),
+      h('button', { class: 'primary', type: 'submit' }, 'Create token')));
+
+  async function load() {
+    try {
+      const data = await get('/api/v1/tokens');
+      replace(list, table(['Name', 'Role', 'Created', 'Last used', 'State', ''],
+        data.items.map((t) => h('tr', null,
+          h('td', null, t.name), h('td', null, t.role),
+          h('td', null, new Date(t.created_at).toLocaleString()),
+          h('td', null, t.last_used_at ? fmtRelative(t.last_used_at) : 'never'),
+          h('td', null, t.revoked_at ? badge('revoked', 'failed') : badge('active', 'succeeded')),
+          h('td', null, t.revoked_at ? null : h('button', {
+            class: 'small danger',
+            onclick: async () => {
+              if (!confirm(`Revoke token "${t.name}"? Anything using it stops working.`)) return;
+              await del(`/api/v1/tokens/${t.id}`);
+              await load();
+            },
+          }, 'Revoke')))),
+        'No tokens yet. The cluster token from the configuration is always an admin.'));
+    } catch (e) {
+      replace(list, h('div', { class: 'panel subtle' },
+        e.status === 403 ? 'Only admins can see tokens.' : e.message));
+    }
+  }
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    clearErrors(form);
+    try {
+      const t = await post('/api/v1/tokens', { name: name.value.trim(), role: role.value });
+      replace(created, h('div', { class: 'secret' },
+        h('b', null, `Token "${t.name}" (${t.role}) created. Copy the secret now: it is not shown again.`),
+        h('code', null, t.token)));
+      name.value = '';
+      await load();
+    } catch (e) {
+      showError(form, e);
+    }
+  });
+  main.append(h('h1', null, 'API tokens'), created, form, h('h2', null, 'Tokens'), list);
+  await load();
+}

@@ -1,0 +1,96 @@
+#pragma once
+
+/// The web module's routes: the REST API under /api/v1, the SDK's registry and callback routes,
+/// and the web UI, mounted on any rest::Router (scheduler-web's own server, or the trigger node's
+/// port in scheduler-standalone). The API is described by the OpenAPI document served at
+/// GET /api/v1/openapi.json (libs/web/assets/openapi.json; a test keeps the two in step).
+///
+///   jobs       GET/POST /api/v1/jobs, GET/PUT/DELETE /api/v1/jobs/{id},
+///              POST /api/v1/jobs/{id}/pause|resume|trigger, GET /api/v1/jobs/{id}/next
+///   schedules  POST /api/v1/schedules/validate
+///   fires      GET /api/v1/fires, GET /api/v1/fires/{id}, POST /api/v1/fires/{id}/kill,
+///              GET /api/v1/fires/{id}/log
+///   executors  GET /api/v1/executors;  cluster  GET /api/v1/cluster
+///   tokens     GET/POST /api/v1/tokens, DELETE /api/v1/tokens/{id}
+///   SDK        POST /api/v1/registry/heartbeat, /api/v1/registry/deregister, /api/v1/callback
+///              (the contract of executor_api.hpp)
+///   UI         GET / and GET /ui/{path...} (static files compiled into the binary)
+///
+/// Authentication and roles: auth.hpp. Every route is added to the router as Access::kPublic and
+/// authenticates inside its handler, so the server's AuthHook is never consulted for them (the
+/// hook must not block; API tokens need a database lookup). Only `/`, `/ui/...` and the OpenAPI
+/// document are public.
+///
+/// Errors use the uniform body {"error": {"code", "message", "field"}}: invalid JSON, unknown
+/// fields (named), wrong types and out-of-range values are 400 naming the field; an invalid
+/// schedule is 400 naming schedule_type, schedule_expr or time_zone with the parser's position;
+/// a version conflict is 409 (field "version"). All SQL is parameterised (libs/store).
+///
+/// Database work runs on `db_pool`, never on the I/O threads. Times in the API are epoch
+/// milliseconds; "now" is the database clock.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sched/common/config.hpp"
+#include "sched/common/duration.hpp"
+#include "sched/common/net.hpp"
+#include "sched/http/router.hpp"
+#include "sched/web/auth.hpp"
+
+namespace sched::web {
+
+/// The web module's settings. As YAML (keys at the level of the section passed to FromYaml),
+/// every key optional, with these defaults:
+///
+///     token: ""               # required: the cluster token (admin; also accepted by the SDK
+///                             #   routes); SCHED_TOKEN overrides
+///     executor-token: ""      # bearer token for the executors' /v1 API (kill, log); "" = token;
+///                             #   SCHED_EXECUTOR_TOKEN overrides
+///     executor-api: true      # serve the SDK's registry and callback routes
+///     ui: true                # serve the web UI at /
+///     executor-ttl: 30s       # executor instances with an older heartbeat are shown as not alive
+///     node-ttl: 5s            # trigger nodes with an older heartbeat are shown as not alive
+///     auth-cache: 5s          # how long a token lookup is cached (0s = ask the database every time)
+///     executor-timeout: 5s    # one kill or log call to an executor
+struct WebOptions {
+    std::string token;
+    std::string executor_token;
+    bool executor_api = true;
+    bool ui = true;
+    Micros executor_ttl = std::chrono::seconds(30);
+    Micros node_ttl = std::chrono::seconds(5);
+    Micros auth_cache = std::chrono::seconds(5);
+    Micros executor_timeout = std::chrono::seconds(5);
+    /// The master lease's row in scheduler_lock (not a YAML key: a cluster has one master lease).
+    std::string lease_name = "master";
+
+    /// Reads the keys above from `node`, starting from `defaults`. Throws ConfigError naming the
+    /// key (an empty token is an error: a web module without one refuses to start).
+    static WebOptions FromYaml(const ConfigNode& node, const WebOptions& defaults);
+    static WebOptions FromYaml(const ConfigNode& node) { return FromYaml(node, WebOptions()); }
+};
+
+/// One route as added: what the OpenAPI consistency test compares with the document.
+struct RouteInfo {
+    rest::Method method;
+    std::string pattern;
+    Permission permission;
+};
+
+/// Adds every route above (the SDK routes only with options.executor_api, the UI only with
+/// options.ui) to `router` and returns them. The handlers share state they own, so nothing here
+/// needs to outlive the router except `db_pool` and what `database` refers to. `database` may
+/// return nullptr until the database is open (those requests get 503). Throws
+/// std::invalid_argument for an empty options.token, and whatever Router::Add throws (a route
+/// that is already there).
+std::vector<RouteInfo> AddWebRoutes(rest::Router& router, const WebOptions& options, DatabaseProvider database,
+                                    net::thread_pool& db_pool);
+
+/// The job routings the API accepts (the trigger's strategies, trigger::RoutingNames(); the web
+/// library does not link the trigger library, which links this one, and a test keeps the lists
+/// equal).
+const std::vector<std::string>& JobRoutingNames();
+
+}  // namespace sched::web

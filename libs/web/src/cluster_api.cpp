@@ -1,0 +1,133 @@
+// Executors and the trigger cluster: /api/v1/executors, /api/v1/cluster.
+
+#include <map>
+
+#include "impl/context.hpp"
+#include "sched/lock/sql_lock_store.hpp"
+#include "sched/store/registry.hpp"
+
+namespace sched::web::impl {
+
+namespace {
+
+using rest::Method;
+using rest::Request;
+using rest::Response;
+
+std::int64_t Ms(Micros d) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+}  // namespace
+
+void AddClusterRoutes(Routes& routes) {
+    auto ctx = routes.context();
+
+    routes.Add(Method::kGet, "/api/v1/executors", Permission::kViewer,
+               [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
+                   if (auto unknown = UnknownQueryParam(req, {"app"})) {
+                       co_return BadRequest(*unknown, *unknown + ": unknown query parameter");
+                   }
+                   std::optional<std::string> app;
+                   if (auto a = req.Query("app"); a && !a->empty()) app = *a;
+                   const std::int64_t ttl_ms = Ms(ctx->options.executor_ttl);
+                   auto work = [app, ttl_ms](db::Database& db) -> Result<nlohmann::json> {
+                       auto now = DbNowMs(db);
+                       if (!now.ok()) return now.status();
+                       auto instances = store::ExecutorRepository(db).List(app);
+                       if (!instances.ok()) return instances.status();
+                       // Liveness by the DB clock, the same judgement the slaves' routing makes.
+                       std::map<std::string, nlohmann::json> apps;
+                       nlohmann::json items = nlohmann::json::array();
+                       for (const auto& e : *instances) {
+                           const bool alive = e.last_heartbeat_ms > *now - ttl_ms;
+                           nlohmann::json item = {{"app", e.app},
+                                                  {"address", e.address},
+                                                  {"handlers", e.handlers},
+                                                  {"capacity", e.capacity},
+                                                  {"running", e.running},
+                                                  {"last_heartbeat_ms", e.last_heartbeat_ms},
+                                                  {"heartbeat_age_ms", *now - e.last_heartbeat_ms},
+                                                  {"registered_at_ms", e.registered_at_ms},
+                                                  {"alive", alive}};
+                           auto& group = apps[e.app];
+                           if (group.is_null()) {
+                               group = {{"app", e.app},
+                                        {"instances", 0},
+                                        {"alive_instances", 0},
+                                        {"handlers", nlohmann::json::array()}};
+                           }
+                           group["instances"] = group["instances"].get<int>() + 1;
+                           if (alive) {
+                               group["alive_instances"] = group["alive_instances"].get<int>() + 1;
+                               for (const auto& h : e.handlers) {
+                                   auto& hs = group["handlers"];
+                                   if (std::find(hs.begin(), hs.end(), h) == hs.end()) hs.push_back(h);
+                               }
+                           }
+                           items.push_back(std::move(item));
+                       }
+                       nlohmann::json app_list = nlohmann::json::array();
+                       for (auto& [name, group] : apps) {
+                           std::sort(group["handlers"].begin(), group["handlers"].end());
+                           app_list.push_back(std::move(group));
+                       }
+                       return nlohmann::json{{"apps", std::move(app_list)},
+                                             {"items", std::move(items)},
+                                             {"executor_ttl_ms", ttl_ms},
+                                             {"now", *now}};
+                   };
+                   auto listed = co_await WithDb(*ctx, work);
+                   if (!listed.ok()) co_return Response::Error(listed.status());
+                   co_return Response::Json(*listed);
+               });
+
+    routes.Add(Method::kGet, "/api/v1/cluster", Permission::kViewer,
+               [ctx](Request&, const Principal&) -> net::awaitable<Response> {
+                   const std::int64_t ttl_ms = Ms(ctx->options.node_ttl);
+                   const std::string lease_name = ctx->options.lease_name;
+                   auto work = [ttl_ms, lease_name](db::Database& db) -> Result<nlohmann::json> {
+                       lock::SqlLockStore locks(db.shared_from_this());
+                       auto lease = locks.Read(lease_name);
+                       if (!lease.ok()) return lease.status();
+                       auto nodes = store::TriggerNodeRepository(db).List();
+                       if (!nodes.ok()) return nodes.status();
+                       auto now_ms = DbNowMs(db);
+                       if (!now_ms.ok()) return now_ms.status();
+                       nlohmann::json out = {{"leader", nullptr},       {"epoch", 0},
+                                             {"lease_age_ms", nullptr}, {"lease_remaining_ms", nullptr},
+                                             {"node_ttl_ms", ttl_ms},   {"now", *now_ms}};
+                       std::optional<std::string> leader;
+                       if (*lease) {
+                           const auto& row = **lease;
+                           out["epoch"] = row.epoch;
+                           // Ages against the clock of the same statement that read the row (lock_store.hpp).
+                           out["lease_age_ms"] = (row.db_now_us - row.update_time_us) / 1000;
+                           if (!row.Available()) {
+                               leader = row.owner;
+                               out["leader"] = *row.owner;
+                               out["lease_remaining_ms"] = (row.lease_until_us - row.db_now_us) / 1000;
+                           }
+                       }
+                       nlohmann::json items = nlohmann::json::array();
+                       for (const auto& n : *nodes) {
+                           items.push_back({{"node_id", n.node_id},
+                                            {"address", n.address},
+                                            {"state", n.state},
+                                            {"capacity", n.capacity},
+                                            {"started_at_ms", n.started_at_ms},
+                                            {"last_heartbeat_ms", n.last_heartbeat_ms},
+                                            {"heartbeat_age_ms", *now_ms - n.last_heartbeat_ms},
+                                            {"alive", n.state != "stopped" && n.last_heartbeat_ms > *now_ms - ttl_ms},
+                                            {"leader", leader && *leader == n.node_id}});
+                       }
+                       out["nodes"] = std::move(items);
+                       return out;
+                   };
+                   auto cluster = co_await WithDb(*ctx, work);
+                   if (!cluster.ok()) co_return Response::Error(cluster.status());
+                   co_return Response::Json(*cluster);
+               });
+}
+
+}  // namespace sched::web::impl

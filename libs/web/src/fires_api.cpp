@@ -1,0 +1,196 @@
+// Fires: /api/v1/fires..., including kill and the log relayed from the executor that ran it.
+
+#include <limits>
+
+#include <spdlog/spdlog.h>
+
+#include "impl/context.hpp"
+#include "impl/views.hpp"
+#include "sched/http/client.hpp"
+#include "sched/store/fire.hpp"
+
+namespace sched::web::impl {
+
+namespace {
+
+using rest::Method;
+using rest::Request;
+using rest::Response;
+
+constexpr int kMaxPageSize = 200;
+constexpr std::int64_t kMaxId = std::numeric_limits<std::int64_t>::max();
+
+std::string StatusNames() {
+    std::string out;
+    for (int i = 0; i <= static_cast<int>(store::FireStatus::kSkipped); ++i) {
+        out += (out.empty() ? "" : ", ") + std::string(store::FireStatusName(static_cast<store::FireStatus>(i)));
+    }
+    return out;
+}
+
+rest::CallOptions ExecutorCall(const Context& ctx) {
+    rest::CallOptions call;
+    call.timeout = ctx.options.executor_timeout;
+    call.bearer_token = ctx.options.executor_token.empty() ? ctx.options.token : ctx.options.executor_token;
+    return call;
+}
+
+}  // namespace
+
+void AddFireRoutes(Routes& routes) {
+    auto ctx = routes.context();
+
+    routes.Add(Method::kGet, "/api/v1/fires", Permission::kViewer,
+               [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
+                   if (auto unknown = UnknownQueryParam(req, {"job_id", "status", "from", "to", "cursor", "limit"})) {
+                       co_return BadRequest(*unknown, *unknown + ": unknown query parameter");
+                   }
+                   std::optional<Response> error;
+                   store::FireFilter filter;
+                   filter.job_id = QueryInt(req, "job_id", 1, kMaxId, error);
+                   filter.scheduled_from = QueryInt(req, "from", 0, kMaxId, error);
+                   filter.scheduled_to = QueryInt(req, "to", 0, kMaxId, error);
+                   filter.before_id = QueryInt(req, "cursor", 0, kMaxId, error).value_or(0);
+                   const int page = static_cast<int>(QueryInt(req, "limit", 1, kMaxPageSize, error).value_or(50));
+                   if (error) co_return *error;
+                   if (auto status = req.Query("status"); status && !status->empty()) {
+                       filter.status = store::ParseFireStatus(*status);
+                       if (!filter.status) {
+                           co_return BadRequest(
+                               "status", "status: expected one of " + StatusNames() + ", got \"" + *status + "\"");
+                       }
+                   }
+                   filter.limit = page + 1;
+                   auto work = [filter, page](db::Database& db) -> Result<nlohmann::json> {
+                       auto fires = store::FireRepository(db).List(filter);
+                       if (!fires.ok()) return fires.status();
+                       const bool more = static_cast<int>(fires->size()) > page;
+                       if (more) fires->resize(static_cast<std::size_t>(page));
+                       nlohmann::json items = nlohmann::json::array();
+                       for (const auto& f : *fires) items.push_back(FireJson(f));
+                       nlohmann::json next = nullptr;
+                       if (more) next = std::to_string(fires->back().id);
+                       return nlohmann::json{{"items", std::move(items)}, {"next_cursor", std::move(next)}};
+                   };
+                   filter.limit = page + 1;  // one more tells whether there is a next page
+                   auto listed = co_await WithDb(*ctx, work);
+                   if (!listed.ok()) co_return Response::Error(listed.status());
+                   co_return Response::Json(*listed);
+               });
+
+    routes.Add(Method::kGet, "/api/v1/fires/{id}", Permission::kViewer,
+               [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
+                   std::optional<Response> error;
+                   const auto id = PathId(req, error);
+                   if (!id) co_return *error;
+                   auto work = [id = *id](db::Database& db) {
+                       return store::FireRepository(db).Get(id);
+                   };
+                   auto fire = co_await WithDb(*ctx, work);
+                   if (!fire.ok()) co_return Response::Error(fire.status(), "id");
+                   co_return Response::Json(FireJson(*fire));
+               });
+
+    routes.Add(Method::kPost, "/api/v1/fires/{id}/kill", Permission::kOperator,
+               [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
+                   std::optional<Response> error;
+                   const auto id = PathId(req, error);
+                   if (!id) co_return *error;
+                   const std::string message = "killed through the API by " + who.name;
+                   // The CAS comes first: it decides, once, whether this kill wins over the fire's own
+                   // end. The executor's later "killed" callback is then a duplicate; a result it had
+                   // already sent is a conflict and changes nothing.
+                   auto work = [id = *id, &message](db::Database& db) -> Result<store::Fire> {
+                       store::FireRepository fires(db);
+                       auto now = DbNowMs(db);
+                       if (!now.ok()) return now.status();
+                       Status moved = fires.Transition(id, {store::FireStatus::kRunning}, store::FireStatus::kKilled,
+                                                       {.finished_at = *now,
+                                                        .result_code = static_cast<int>(Code::kCancelled),
+                                                        .result_message = message,
+                                                        .followup = true});
+                       if (!moved.ok()) {
+                           if (moved.code() == Code::kAborted) {
+                               return FailedPrecondition(moved.message() + " (only running fires can be killed)");
+                           }
+                           return moved;
+                       }
+                       return fires.Get(id);
+                   };
+                   auto killed = co_await WithDb(*ctx, work);
+                   if (!killed.ok()) co_return Response::Error(killed.status(), "id");
+                   spdlog::info("web: fire {} killed by {}", *id, who.name);
+                   nlohmann::json executor = {{"address", nullptr}, {"delivered", false}, {"status", nullptr}};
+                   if (killed->executor_address) {
+                       executor["address"] = *killed->executor_address;
+                       const auto executor_io = co_await net::this_coro::executor;
+                       rest::HttpClient client(executor_io);
+                       const std::string url = "http://" + *killed->executor_address + "/v1/kill";
+                       const nlohmann::json body = {{"fire_id", *id}};
+                       const rest::CallOptions call = ExecutorCall(*ctx);
+                       auto answer = co_await client.PostJson(url, body, call);
+                       if (answer.ok()) {
+                           executor["status"] = answer->status;
+                           executor["delivered"] = answer->ok();
+                           if (auto j = answer->Json(); j.ok() && j->is_object()) executor["answer"] = *j;
+                       } else {
+                           executor["error"] = answer.status().ToString();
+                           spdlog::warn("web: kill of fire {} not delivered to {}: {}", *id, url,
+                                        answer.status().ToString());
+                       }
+                   }
+                   co_return Response::Json({{"fire", FireJson(*killed)}, {"executor", std::move(executor)}}, 202);
+               });
+
+    routes.Add(
+        Method::kGet, "/api/v1/fires/{id}/log", Permission::kViewer,
+        [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
+            std::optional<Response> error;
+            const auto id = PathId(req, error);
+            if (!id) co_return *error;
+            if (auto unknown = UnknownQueryParam(req, {"from_line"})) {
+                co_return BadRequest(*unknown, *unknown + ": unknown query parameter");
+            }
+            const auto from_line = QueryInt(req, "from_line", 0, kMaxId, error).value_or(0);
+            if (error) co_return *error;
+            auto work = [id = *id](db::Database& db) {
+                return store::FireRepository(db).Get(id);
+            };
+            auto fire = co_await WithDb(*ctx, work);
+            if (!fire.ok()) co_return Response::Error(fire.status(), "id");
+            if (!fire->executor_address) {
+                const Status none =
+                    FailedPrecondition("fire " + std::to_string(*id) + " has not reached an executor (" +
+                                       std::string(store::FireStatusName(fire->status)) + "): no log");
+                co_return Response::Error(none, "id");
+            }
+            const std::string address = *fire->executor_address;
+            const auto executor_io = co_await net::this_coro::executor;
+            rest::HttpClient client(executor_io);
+            const std::string url = "http://" + address + "/v1/log?fire_id=" + std::to_string(*id) +
+                                    "&from_line=" + std::to_string(from_line);
+            const rest::CallOptions call = ExecutorCall(*ctx);
+            auto answer = co_await client.Get(url, call);
+            if (!answer.ok()) {
+                const Status down =
+                    Unavailable("executor " + address + " did not answer: " + answer.status().message());
+                co_return Response::Error(down);
+            }
+            if (answer->status == 404) {
+                const Status gone = NotFound("executor " + address + " has no log for fire " + std::to_string(*id) +
+                                             " (it keeps the most recent fires only, and none across a restart)");
+                co_return Response::Error(gone, "id");
+            }
+            auto log = answer->Json();
+            if (answer->status != 200 || !log.ok() || !log->is_object()) {
+                const Status bad =
+                    Unavailable("executor " + address + " answered " + std::to_string(answer->status) + " to " + url);
+                co_return Response::Error(bad);
+            }
+            (*log)["executor_address"] = address;
+            (*log)["fire_status"] = store::FireStatusName(fire->status);
+            co_return Response::Json(*log);
+        });
+}
+
+}  // namespace sched::web::impl

@@ -1,0 +1,115 @@
+#pragma once
+
+// What every handler of the web module shares, and the helpers they all use.
+
+#include <charconv>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "impl/on_pool.hpp"
+#include "sched/cron/time_zone.hpp"
+#include "sched/http/message.hpp"
+#include "sched/http/router.hpp"
+#include "sched/web/auth.hpp"
+#include "sched/web/web_api.hpp"
+
+namespace sched::web::impl {
+
+struct Context {
+    Context(WebOptions o, DatabaseProvider db, net::thread_pool& pool)
+        : options(std::move(o)),
+          database(std::move(db)),
+          db_pool(pool),
+          auth(options.token, database, pool, options.auth_cache) {}
+
+    const WebOptions options;
+    const DatabaseProvider database;
+    net::thread_pool& db_pool;
+    TokenAuthenticator auth;
+};
+
+/// A handler that runs after authentication and authorisation.
+using ApiHandler = std::function<net::awaitable<rest::Response>(rest::Request&, const Principal&)>;
+
+/// Adds routes to a router, each wrapped in the token check for its permission, and records
+/// them for the OpenAPI test.
+class Routes {
+  public:
+    Routes(rest::Router& router, std::shared_ptr<Context> ctx) : router_(router), ctx_(std::move(ctx)) {}
+
+    void Add(rest::Method method, const std::string& pattern, Permission permission, ApiHandler handler);
+    std::vector<RouteInfo> TakeAdded() { return std::move(added_); }
+    const std::shared_ptr<Context>& context() const { return ctx_; }
+
+  private:
+    rest::Router& router_;
+    std::shared_ptr<Context> ctx_;
+    std::vector<RouteInfo> added_;
+};
+
+void AddJobRoutes(Routes& routes);
+void AddFireRoutes(Routes& routes);
+void AddClusterRoutes(Routes& routes);
+void AddTokenRoutes(Routes& routes);
+void AddSdkRoutes(Routes& routes);
+void AddUiRoutes(Routes& routes);
+
+/// Runs fn(db::Database&) on the DB pool; kUnavailable when the database is not open yet.
+/// fn returns Status or Result<T>. Not a coroutine itself: one coroutine (OnPool) owns `fn`.
+template <typename F>
+net::awaitable<std::invoke_result_t<F, db::Database&>> WithDb(Context& ctx, F fn) {
+    using R = std::invoke_result_t<F, db::Database&>;
+    return OnPool(ctx.db_pool, [db = ctx.database(), fn = std::move(fn)]() mutable -> R {
+        if (!db) return R(Unavailable("the database is not open yet"));
+        return fn(*db);
+    });
+}
+
+/// 400 naming `field`.
+inline rest::Response BadRequest(std::string field, std::string message) {
+    return rest::Response::Error(rest::ApiError{Code::kInvalidArgument, std::move(message), std::move(field)});
+}
+
+/// A strictly decimal int64 ("12"; not "+1", " 1", "1e3", "0x1"); nullopt otherwise.
+inline std::optional<std::int64_t> ParseInt64(std::string_view text) {
+    std::int64_t v = 0;
+    const auto* end = text.data() + text.size();
+    auto [ptr, ec] = std::from_chars(text.data(), end, v);
+    if (text.empty() || ec != std::errc() || ptr != end) return std::nullopt;
+    return v;
+}
+
+/// The path parameter `name` as a positive id, or the 400 to answer.
+std::optional<std::int64_t> PathId(const rest::Request& req, std::optional<rest::Response>& error,
+                                   std::string_view name = "id");
+
+/// Query parameters: the first one not in `allowed`, if any (an unknown parameter is a 400, so
+/// that a typo never silently widens a listing).
+std::optional<std::string> UnknownQueryParam(const rest::Request& req, std::initializer_list<std::string_view> allowed);
+
+/// An optional integer query parameter in [min, max]; error set to the 400 when malformed.
+std::optional<std::int64_t> QueryInt(const rest::Request& req, std::string_view name, std::int64_t min,
+                                     std::int64_t max, std::optional<rest::Response>& error);
+
+/// The first key of `body` (an object) not in `allowed`: "unknown field" 400 naming it.
+std::optional<rest::Response> RejectUnknownFields(const nlohmann::json& body, std::span<const std::string_view> allowed,
+                                                  std::span<const std::string_view> read_only = {});
+
+/// Characters (Unicode code points) in a UTF-8 string: what VARCHAR(n) limits count.
+std::size_t CodePoints(std::string_view utf8);
+
+/// The database clock in epoch milliseconds.
+Result<std::int64_t> DbNowMs(db::Database& db);
+
+/// Epoch ms as local ISO-8601 in `zone` ("2025-03-30T03:00:00+02:00"; ".250" when not whole).
+std::string LocalIso(std::int64_t epoch_ms, const date::time_zone* zone);
+
+}  // namespace sched::web::impl

@@ -1,0 +1,25 @@
+#pragma once
+
+// The JSON shapes of stored rows, as the OpenAPI document's schemas describe them.
+
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "sched/store/fire.hpp"
+#include "sched/store/job.hpp"
+#include "sched/store/registry.hpp"
+#include "sched/store/token.hpp"
+
+namespace sched::web::impl {
+
+/// Schema Job; `last_fire` (the job's newest fire: id, status, kind, scheduled_time,
+/// finished_at) when given.
+nlohmann::json JobJson(const store::Job& job, const std::optional<store::Fire>& last_fire = std::nullopt);
+/// Schema Fire, with lag_ms (dispatched_at - due_at) and duration_ms (finished_at - started_at,
+/// or - dispatched_at when the executor never reported a start).
+nlohmann::json FireJson(const store::Fire& fire);
+/// Schema Token (never the secret or its hash).
+nlohmann::json TokenJson(const store::ApiToken& token);
+
+}  // namespace sched::web::impl

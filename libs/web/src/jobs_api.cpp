@@ -1,0 +1,489 @@
+// Jobs and schedules: /api/v1/jobs..., /api/v1/schedules/validate.
+
+#include <array>
+
+#include <spdlog/spdlog.h>
+
+#include "impl/context.hpp"
+#include "impl/views.hpp"
+#include "sched/cron/misfire.hpp"
+#include "sched/cron/schedule.hpp"
+#include "sched/http/json.hpp"
+#include "sched/store/fire.hpp"
+#include "sched/store/job.hpp"
+#include "sched/store/registry.hpp"
+
+namespace sched::web::impl {
+
+namespace {
+
+using rest::Method;
+using rest::Request;
+using rest::Response;
+
+constexpr std::array<std::string_view, 19> kJobFields = {"name",
+                                                         "app",
+                                                         "handler",
+                                                         "params",
+                                                         "schedule_type",
+                                                         "schedule_expr",
+                                                         "time_zone",
+                                                         "misfire_policy",
+                                                         "routing",
+                                                         "block_strategy",
+                                                         "concurrency_limit",
+                                                         "timeout_ms",
+                                                         "retry_max",
+                                                         "retry_backoff_ms",
+                                                         "shard_total",
+                                                         "at_least_once",
+                                                         "enabled",
+                                                         "description",
+                                                         "version"};
+constexpr std::array<std::string_view, 6> kJobReadOnly = {"id",         "next_fire_time", "last_fire_time",
+                                                          "created_at", "updated_at",     "last_fire"};
+constexpr std::array<std::string_view, 4> kScheduleFields = {"schedule_type", "schedule_expr", "time_zone", "count"};
+
+constexpr std::size_t kMaxName = 191;
+constexpr std::size_t kMaxApp = 128;
+constexpr std::size_t kMaxHandler = 128;
+constexpr std::size_t kMaxDescription = 1024;
+constexpr std::size_t kMaxExpr = 255;
+constexpr std::size_t kMaxZone = 64;
+constexpr std::size_t kMaxParamsBytes = 65535;  // a MySQL TEXT column
+constexpr int kMaxPageSize = 200;
+constexpr int kMaxPreview = 100;
+
+// A job body after validation: the job to store and what the handler still has to decide.
+struct JobInput {
+    store::Job job;
+    std::int64_t version = 0;      // the version an update was based on
+    bool schedule_changed = true;  // type, expression or zone differ from the stored job
+    std::optional<cron::Schedule> schedule;
+};
+
+rest::ApiError Invalid(std::string field, std::string message) {
+    return rest::ApiError{Code::kInvalidArgument, std::move(message), std::move(field)};
+}
+
+// Validates a create (current == nullptr) or an update (fields left out keep current's values).
+std::optional<rest::ApiError> ReadJobInput(const nlohmann::json& body, const store::Job* current, JobInput& out) {
+    const bool create = current == nullptr;
+    store::Job j = create ? store::Job{} : *current;
+    rest::JsonFields f(body);
+    const auto text = [&](std::string_view key, std::string& field, bool required) {
+        field = required ? f.String(key) : f.String(key, field);
+    };
+    text("name", j.name, create);
+    text("app", j.app, create);
+    text("handler", j.handler, create);
+    text("schedule_type", j.schedule_type, create);
+    text("schedule_expr", j.schedule_expr, false);
+    text("time_zone", j.time_zone, false);
+    text("misfire_policy", j.misfire_policy, false);
+    text("routing", j.routing, false);
+    text("block_strategy", j.block_strategy, false);
+    text("description", j.description, false);
+    if (f.ok() && body.is_object() && body.contains("params") &&
+        (body["params"].is_object() || body["params"].is_array())) {
+        // The handler receives JSON params as JSON; accept them as such and store their text.
+        j.params = body["params"].dump();
+    } else {
+        text("params", j.params, false);
+    }
+    j.concurrency_limit = static_cast<int>(f.Int("concurrency_limit", j.concurrency_limit, {.min = 1, .max = 1000}));
+    j.timeout_ms = f.Int("timeout_ms", j.timeout_ms, {.min = 0, .max = 7LL * 24 * 3600 * 1000});
+    j.retry_max = static_cast<int>(f.Int("retry_max", j.retry_max, {.min = 0, .max = 100}));
+    j.retry_backoff_ms = f.Int("retry_backoff_ms", j.retry_backoff_ms, {.min = 1, .max = 24LL * 3600 * 1000});
+    j.shard_total = static_cast<int>(f.Int("shard_total", j.shard_total, {.min = 1, .max = 1000}));
+    j.at_least_once = f.Bool("at_least_once", j.at_least_once);
+    j.enabled = f.Bool("enabled", j.enabled);
+    if (create) {
+        if (f.ok() && body.contains("version")) f.Fail("version", "set by the server; leave it out when creating");
+    } else {
+        out.version = f.Int("version", {.min = 1});
+    }
+    if (f.error()) return *f.error();
+
+    for (const auto& [key, value, max] :
+         {std::tuple<std::string_view, const std::string&, std::size_t>{"name", j.name, kMaxName},
+          {"app", j.app, kMaxApp},
+          {"handler", j.handler, kMaxHandler},
+          {"description", j.description, kMaxDescription},
+          {"schedule_expr", j.schedule_expr, kMaxExpr},
+          {"time_zone", j.time_zone, kMaxZone}}) {
+        const std::string k(key);
+        if (CodePoints(value) > max) {
+            return Invalid(
+                k, k + ": at most " + std::to_string(max) + " characters, got " + std::to_string(CodePoints(value)));
+        }
+    }
+    for (const auto& [key, value] :
+         {std::pair<std::string_view, const std::string&>{"name", j.name}, {"app", j.app}, {"handler", j.handler}}) {
+        if (value.empty()) return Invalid(std::string(key), std::string(key) + ": must not be empty");
+    }
+    if (j.params.size() > kMaxParamsBytes) {
+        return Invalid("params", "params: at most " + std::to_string(kMaxParamsBytes) + " bytes");
+    }
+    if (auto policy = cron::ParseMisfirePolicy(j.misfire_policy); !policy.ok()) {
+        return Invalid("misfire_policy", "misfire_policy: " + policy.status().message());
+    }
+    const auto& routings = JobRoutingNames();
+    if (std::find(routings.begin(), routings.end(), j.routing) == routings.end()) {
+        std::string list;
+        for (const auto& r : routings) list += (list.empty() ? "" : ", ") + r;
+        return Invalid("routing", "routing: expected one of " + list + ", got \"" + j.routing + "\"");
+    }
+    if (j.block_strategy != "serial" && j.block_strategy != "discard-later" && j.block_strategy != "cover-early") {
+        return Invalid("block_strategy", "block_strategy: expected one of serial, discard-later, cover-early, got \"" +
+                                             j.block_strategy + "\"");
+    }
+    if (j.time_zone.empty()) j.time_zone = "UTC";
+    std::string field;
+    auto schedule = cron::Schedule::Make(j.schedule_type, j.schedule_expr, j.time_zone, &field);
+    if (!schedule.ok()) return Invalid(field.empty() ? "schedule_expr" : field, schedule.status().message());
+    j.schedule_expr = schedule->expression();
+    out.schedule_changed = create || j.schedule_type != current->schedule_type ||
+                           j.schedule_expr != current->schedule_expr || j.time_zone != current->time_zone;
+    out.schedule = *schedule;
+    out.job = std::move(j);
+    return std::nullopt;
+}
+
+// Sets job.next_fire_time for a job about to be stored at DB time `now_ms`: recomputed when the
+// schedule changed or the job is being (re-)enabled, cleared while paused, otherwise kept (a
+// fixed-delay job's NULL "waiting for its run to finish" must survive an edit of its description).
+Status PlanNextFire(JobInput& in, const store::Job* current, std::int64_t now_ms) {
+    auto& j = in.job;
+    if (!j.enabled) {
+        j.next_fire_time.reset();
+        return Status::Ok();
+    }
+    const bool recompute = current == nullptr || in.schedule_changed || !current->enabled;
+    if (!recompute) return Status::Ok();
+    j.next_fire_time = in.schedule->NextFireTime(now_ms);
+    if (!j.next_fire_time && in.schedule->type() != cron::ScheduleType::kManual) {
+        return InvalidArgument("schedule_expr: \"" + j.schedule_expr + "\" has no fire time after now");
+    }
+    return Status::Ok();
+}
+
+// Which field a repository error is about.
+std::string FieldFor(const Status& s) {
+    switch (s.code()) {
+        case Code::kAlreadyExists:
+            return "name";
+        case Code::kAborted:
+            return "version";
+        case Code::kNotFound:
+            return "id";
+        case Code::kInvalidArgument:
+            return "schedule_expr";
+        default:
+            return "";
+    }
+}
+
+std::optional<store::Fire> LastFire(db::Database& db, std::int64_t job_id) {
+    auto fires = store::FireRepository(db).List({.job_id = job_id, .limit = 1});
+    if (!fires.ok() || fires->empty()) return std::nullopt;
+    return fires->front();
+}
+
+nlohmann::json PreviewJson(const cron::Schedule& schedule, std::int64_t now_ms, std::size_t count) {
+    nlohmann::json times = nlohmann::json::array();
+    nlohmann::json local = nlohmann::json::array();
+    for (const auto t : schedule.Preview(now_ms, count)) {
+        times.push_back(t);
+        local.push_back(LocalIso(t, schedule.zone()));
+    }
+    return {
+        {"times", std::move(times)}, {"local", std::move(local)}, {"time_zone", schedule.zone_name()}, {"now", now_ms}};
+}
+
+Response JobError(const Status& s) {
+    return Response::Error(s, FieldFor(s));
+}
+
+// Pause and resume: a state change that does not need the caller's version, so a concurrent
+// edit is retried rather than reported.
+Result<store::Job> SetEnabled(db::Database& db, std::int64_t id, bool enabled) {
+    store::JobRepository jobs(db);
+    for (int attempt = 0;; ++attempt) {
+        auto current = jobs.Get(id);
+        if (!current.ok()) return current.status();
+        if (current->enabled == enabled) return *current;
+        JobInput in;
+        in.job = *current;
+        in.job.enabled = enabled;
+        in.schedule_changed = false;
+        if (enabled) {
+            auto schedule = cron::Schedule::Make(current->schedule_type, current->schedule_expr, current->time_zone);
+            if (!schedule.ok()) return schedule.status();
+            in.schedule = *schedule;
+            auto now = DbNowMs(db);
+            if (!now.ok()) return now.status();
+            // A schedule with no time left (a past `once`) resumes without a next fire.
+            in.job.next_fire_time = in.schedule->NextFireTime(*now);
+        } else {
+            in.job.next_fire_time.reset();
+        }
+        auto updated = jobs.Update(in.job, current->version);
+        if (updated.ok() || updated.status().code() != Code::kAborted || attempt >= 4) return updated;
+    }
+}
+
+}  // namespace
+
+void AddJobRoutes(Routes& routes) {
+    auto ctx = routes.context();
+
+    routes.Add(Method::kGet, "/api/v1/jobs", Permission::kViewer,
+               [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
+                   if (auto unknown = UnknownQueryParam(req, {"app", "enabled", "q", "cursor", "limit"})) {
+                       co_return BadRequest(*unknown, *unknown + ": unknown query parameter");
+                   }
+                   std::optional<Response> error;
+                   store::JobFilter filter;
+                   filter.limit = static_cast<int>(QueryInt(req, "limit", 1, kMaxPageSize, error).value_or(50));
+                   filter.after_id = QueryInt(req, "cursor", 0, INT64_MAX, error).value_or(0);
+                   if (error) co_return *error;
+                   if (auto app = req.Query("app"); app && !app->empty()) filter.app = *app;
+                   if (auto enabled = req.Query("enabled"); enabled && !enabled->empty()) {
+                       if (*enabled != "true" && *enabled != "false") {
+                           co_return BadRequest("enabled", "enabled: expected true or false, got \"" + *enabled + "\"");
+                       }
+                       filter.enabled = *enabled == "true";
+                   }
+                   filter.name_contains = req.Query("q").value_or("");
+                   if (CodePoints(filter.name_contains) > kMaxName) {
+                       co_return BadRequest("q", "q: at most " + std::to_string(kMaxName) + " characters");
+                   }
+                   const int page = filter.limit;
+                   filter.limit = page + 1;
+                   auto work = [filter, page](db::Database& db) -> Result<nlohmann::json> {
+                       auto jobs = store::JobRepository(db).List(filter);
+                       if (!jobs.ok()) return jobs.status();
+                       nlohmann::json items = nlohmann::json::array();
+                       const bool more = static_cast<int>(jobs->size()) > page;
+                       if (more) jobs->resize(static_cast<std::size_t>(page));
+                       for (const auto& job : *jobs) items.push_back(JobJson(job, LastFire(db, job.id)));
+                       nlohmann::json next = nullptr;
+                       if (more) next = std::to_string(jobs->back().id);
+                       return nlohmann::json{{"items", std::move(items)}, {"next_cursor", std::move(next)}};
+                   };
+                   filter.limit = page + 1;  // one more tells whether there is a next page
+                   auto listed = co_await WithDb(*ctx, work);
+                   if (!listed.ok()) co_return Response::Error(listed.status());
+                   co_return Response::Json(*listed);
+               });
+
+    routes.Add(Method::kPost, "/api/v1/jobs", Permission::kOperator,
+               [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
+                   auto body = req.Json();
+                   if (!body.ok()) co_return Response::Error(body.status(), "body");
+                   if (auto unknown = RejectUnknownFields(*body, kJobFields, kJobReadOnly)) co_return *unknown;
+                   JobInput in;
+                   if (auto invalid = ReadJobInput(*body, nullptr, in)) co_return Response::Error(*invalid);
+                   auto work = [&in](db::Database& db) -> Result<store::Job> {
+                       auto now = DbNowMs(db);
+                       if (!now.ok()) return now.status();
+                       if (Status s = PlanNextFire(in, nullptr, *now); !s.ok()) return s;
+                       return store::JobRepository(db).Create(in.job);
+                   };
+                   auto created = co_await WithDb(*ctx, work);
+                   if (!created.ok()) co_return JobError(created.status());
+                   spdlog::info("web: job {} \"{}\" (app {}) created by {}", created->id, created->name, created->app,
+                                who.name);
+                   co_return Response::Json(JobJson(*created), 201);
+               });
+
+    routes.Add(Method::kGet, "/api/v1/jobs/{id}", Permission::kViewer,
+               [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
+                   std::optional<Response> error;
+                   const auto id = PathId(req, error);
+                   if (!id) co_return *error;
+                   auto work = [id = *id](db::Database& db) -> Result<nlohmann::json> {
+                       auto found = store::JobRepository(db).Get(id);
+                       if (!found.ok()) return found.status();
+                       return JobJson(*found, LastFire(db, id));
+                   };
+                   auto job = co_await WithDb(*ctx, work);
+                   if (!job.ok()) co_return JobError(job.status());
+                   co_return Response::Json(*job);
+               });
+
+    routes.Add(Method::kPut, "/api/v1/jobs/{id}", Permission::kOperator,
+               [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
+                   std::optional<Response> error;
+                   const auto id = PathId(req, error);
+                   if (!id) co_return *error;
+                   auto body = req.Json();
+                   if (!body.ok()) co_return Response::Error(body.status(), "body");
+                   if (auto unknown = RejectUnknownFields(*body, kJobFields, kJobReadOnly)) co_return *unknown;
+                   std::optional<rest::ApiError> invalid;
+                   auto work = [&invalid, &body, id = *id](db::Database& db) -> Result<store::Job> {
+                       store::JobRepository jobs(db);
+                       auto current = jobs.Get(id);
+                       if (!current.ok()) return current.status();
+                       JobInput in;
+                       invalid = ReadJobInput(*body, &*current, in);
+                       if (invalid) return InvalidArgument(invalid->message);
+                       auto now = DbNowMs(db);
+                       if (!now.ok()) return now.status();
+                       if (Status s = PlanNextFire(in, &*current, *now); !s.ok()) return s;
+                       in.job.id = id;
+                       return jobs.Update(in.job, in.version);
+                   };
+                   auto updated = co_await WithDb(*ctx, work);
+                   if (invalid) co_return Response::Error(*invalid);
+                   if (!updated.ok()) co_return JobError(updated.status());
+                   spdlog::info("web: job {} updated to version {} by {}", updated->id, updated->version, who.name);
+                   co_return Response::Json(JobJson(*updated));
+               });
+
+    routes.Add(Method::kDelete, "/api/v1/jobs/{id}", Permission::kOperator,
+               [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
+                   std::optional<Response> error;
+                   const auto id = PathId(req, error);
+                   if (!id) co_return *error;
+                   auto work = [id = *id](db::Database& db) {
+                       return store::JobRepository(db).Delete(id);
+                   };
+                   Status deleted = co_await WithDb(*ctx, work);
+                   if (!deleted.ok()) co_return JobError(deleted);
+                   spdlog::info("web: job {} deleted by {}", *id, who.name);
+                   co_return Response::NoContent();
+               });
+
+    for (const bool enable : {false, true}) {
+        const std::string pattern = enable ? "/api/v1/jobs/{id}/resume" : "/api/v1/jobs/{id}/pause";
+        routes.Add(Method::kPost, pattern, Permission::kOperator,
+                   [ctx, enable](Request& req, const Principal& who) -> net::awaitable<Response> {
+                       std::optional<Response> error;
+                       const auto id = PathId(req, error);
+                       if (!id) co_return *error;
+                       auto work = [id = *id, enable](db::Database& db) {
+                           return SetEnabled(db, id, enable);
+                       };
+                       auto job = co_await WithDb(*ctx, work);
+                       if (!job.ok()) co_return JobError(job.status());
+                       spdlog::info("web: job {} {} by {}", *id, enable ? "resumed" : "paused", who.name);
+                       co_return Response::Json(JobJson(*job));
+                   });
+    }
+
+    routes.Add(
+        Method::kPost, "/api/v1/jobs/{id}/trigger", Permission::kOperator,
+        [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
+            std::optional<Response> error;
+            const auto id = PathId(req, error);
+            if (!id) co_return *error;
+            if (!req.body.empty()) {
+                auto body = req.Json();
+                if (!body.ok()) co_return Response::Error(body.status(), "body");
+                if (auto unknown = RejectUnknownFields(*body, {})) co_return *unknown;
+            }
+            const std::int64_t ttl_ms =
+                std::chrono::duration_cast<std::chrono::milliseconds>(ctx->options.executor_ttl).count();
+            auto work = [id = *id, ttl_ms](db::Database& db) -> Result<std::vector<store::Fire>> {
+                return db.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<std::vector<store::Fire>> {
+                    const auto job = store::JobRepository::Find(s, id);
+                    if (!job) return NotFound("job " + std::to_string(id) + " not found");
+                    std::int64_t now = 0;
+                    s << "SELECT " + std::string(db.dialect().NowMs()), soci::into(now);
+                    // Like the master's scan: a sharding-broadcast job fires once per live instance.
+                    int shards = std::max(1, job->shard_total);
+                    if (job->routing == "sharding-broadcast") {
+                        shards = std::max(1, store::ExecutorRepository::CountLive(s, db.dialect(), job->app, ttl_ms));
+                    }
+                    // (job, scheduled_time, kind, attempt, shard) is unique: two triggers within one
+                    // millisecond take the next free millisecond.
+                    for (std::int64_t t = now; t < now + 1000; ++t) {
+                        std::vector<store::Fire> out;
+                        for (int shard = 0; shard < shards; ++shard) {
+                            store::Fire fire;
+                            fire.job_id = id;
+                            fire.scheduled_time = t;
+                            fire.kind = store::FireKind::kManual;
+                            fire.shard_index = shard;
+                            fire.shard_total = shards;
+                            // assigned_node stays NULL: the master hands it to a live slave within one scan.
+                            auto inserted = store::FireRepository::InsertIfAbsent(s, db.dialect(), fire);
+                            if (!inserted) break;
+                            out.push_back(*store::FireRepository::Find(s, *inserted));
+                        }
+                        if (static_cast<int>(out.size()) == shards) return out;
+                        if (!out.empty()) return Internal("a manual fire's shards collided with another trigger");
+                    }
+                    return Aborted("job " + std::to_string(id) + " was triggered too often within one second");
+                });
+            };
+            auto fires = co_await WithDb(*ctx, work);
+            if (!fires.ok()) co_return JobError(fires.status());
+            nlohmann::json items = nlohmann::json::array();
+            for (const auto& f : *fires) items.push_back(FireJson(f));
+            spdlog::info("web: job {} triggered by {} (fire {})", *id, who.name, fires->front().id);
+            co_return Response::Json({{"items", std::move(items)}}, 202);
+        });
+
+    routes.Add(Method::kGet, "/api/v1/jobs/{id}/next", Permission::kViewer,
+               [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
+                   std::optional<Response> error;
+                   const auto id = PathId(req, error);
+                   if (!id) co_return *error;
+                   if (auto unknown = UnknownQueryParam(req, {"count"})) {
+                       co_return BadRequest(*unknown, *unknown + ": unknown query parameter");
+                   }
+                   const auto count = QueryInt(req, "count", 1, kMaxPreview, error).value_or(5);
+                   if (error) co_return *error;
+                   auto work = [id = *id, count](db::Database& db) -> Result<nlohmann::json> {
+                       auto job = store::JobRepository(db).Get(id);
+                       if (!job.ok()) return job.status();
+                       auto schedule = cron::Schedule::Make(job->schedule_type, job->schedule_expr, job->time_zone);
+                       if (!schedule.ok()) return FailedPrecondition("stored schedule: " + schedule.status().message());
+                       auto now = DbNowMs(db);
+                       if (!now.ok()) return now.status();
+                       auto out = PreviewJson(*schedule, *now, static_cast<std::size_t>(count));
+                       out["job_id"] = id;
+                       out["enabled"] = job->enabled;
+                       return out;
+                   };
+                   auto preview = co_await WithDb(*ctx, work);
+                   if (!preview.ok()) co_return JobError(preview.status());
+                   co_return Response::Json(*preview);
+               });
+
+    routes.Add(Method::kPost, "/api/v1/schedules/validate", Permission::kViewer,
+               [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
+                   auto body = req.Json();
+                   if (!body.ok()) co_return Response::Error(body.status(), "body");
+                   if (auto unknown = RejectUnknownFields(*body, kScheduleFields)) co_return *unknown;
+                   rest::JsonFields f(*body);
+                   const std::string type = f.String("schedule_type");
+                   const std::string expr = f.String("schedule_expr", "");
+                   const std::string zone = f.String("time_zone", "UTC");
+                   const auto count = f.Int("count", 5, {.min = 1, .max = kMaxPreview});
+                   if (f.error()) co_return Response::Error(*f.error());
+                   if (expr.size() > kMaxExpr) {
+                       co_return BadRequest("schedule_expr",
+                                            "schedule_expr: at most " + std::to_string(kMaxExpr) + " characters");
+                   }
+                   std::string field;
+                   auto schedule = cron::Schedule::Make(type, expr, zone.empty() ? "UTC" : zone, &field);
+                   if (!schedule.ok()) {
+                       co_return BadRequest(field.empty() ? "schedule_expr" : field, schedule.status().message());
+                   }
+                   auto work = [](db::Database& db) {
+                       return DbNowMs(db);
+                   };
+                   auto now = co_await WithDb(*ctx, work);
+                   if (!now.ok()) co_return Response::Error(now.status());
+                   auto out = PreviewJson(*schedule, *now, static_cast<std::size_t>(count));
+                   out["valid"] = true;
+                   out["schedule_expr"] = schedule->expression();
+                   co_return Response::Json(out);
+               });
+}
+
+}  // namespace sched::web::impl

@@ -1,0 +1,97 @@
+#include "impl/views.hpp"
+
+namespace sched::web::impl {
+
+namespace {
+
+template <typename T>
+nlohmann::json OrNull(const std::optional<T>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+nlohmann::json JobJson(const store::Job& job, const std::optional<store::Fire>& last_fire) {
+    nlohmann::json j = {
+        {"id", job.id},
+        {"name", job.name},
+        {"app", job.app},
+        {"handler", job.handler},
+        {"params", job.params},
+        {"schedule_type", job.schedule_type},
+        {"schedule_expr", job.schedule_expr},
+        {"time_zone", job.time_zone},
+        {"misfire_policy", job.misfire_policy},
+        {"routing", job.routing},
+        {"block_strategy", job.block_strategy},
+        {"concurrency_limit", job.concurrency_limit},
+        {"timeout_ms", job.timeout_ms},
+        {"retry_max", job.retry_max},
+        {"retry_backoff_ms", job.retry_backoff_ms},
+        {"shard_total", job.shard_total},
+        {"at_least_once", job.at_least_once},
+        {"enabled", job.enabled},
+        {"description", job.description},
+        {"next_fire_time", OrNull(job.next_fire_time)},
+        {"last_fire_time", OrNull(job.last_fire_time)},
+        {"version", job.version},
+        {"created_at", job.created_at},
+        {"updated_at", job.updated_at},
+    };
+    if (last_fire) {
+        j["last_fire"] = {{"id", last_fire->id},
+                          {"status", store::FireStatusName(last_fire->status)},
+                          {"kind", store::FireKindName(last_fire->kind)},
+                          {"scheduled_time", last_fire->scheduled_time},
+                          {"finished_at", OrNull(last_fire->finished_at)}};
+    }
+    return j;
+}
+
+nlohmann::json FireJson(const store::Fire& f) {
+    std::optional<std::int64_t> lag;
+    // due_at, not scheduled_time: a retry keeps its original scheduled_time and waits out its
+    // backoff on purpose; that wait is not dispatch lag.
+    if (f.dispatched_at) lag = *f.dispatched_at - (f.due_at != 0 ? f.due_at : f.scheduled_time);
+    std::optional<std::int64_t> duration;
+    if (f.finished_at) {
+        if (f.started_at) {
+            duration = *f.finished_at - *f.started_at;
+        } else if (f.dispatched_at) {
+            duration = *f.finished_at - *f.dispatched_at;
+        }
+    }
+    return {
+        {"id", f.id},
+        {"job_id", f.job_id},
+        {"scheduled_time", f.scheduled_time},
+        {"due_at", f.due_at},
+        {"kind", store::FireKindName(f.kind)},
+        {"attempt", f.attempt},
+        {"shard_index", f.shard_index},
+        {"shard_total", f.shard_total},
+        {"epoch", f.epoch},
+        {"assigned_node", OrNull(f.assigned_node)},
+        {"executor_address", OrNull(f.executor_address)},
+        {"status", store::FireStatusName(f.status)},
+        {"created_at", f.created_at},
+        {"dispatched_at", OrNull(f.dispatched_at)},
+        {"started_at", OrNull(f.started_at)},
+        {"finished_at", OrNull(f.finished_at)},
+        {"result_code", OrNull(f.result_code)},
+        {"result_message", OrNull(f.result_message)},
+        {"lag_ms", OrNull(lag)},
+        {"duration_ms", OrNull(duration)},
+    };
+}
+
+nlohmann::json TokenJson(const store::ApiToken& t) {
+    return {{"id", t.id},
+            {"name", t.name},
+            {"role", store::RoleName(t.role)},
+            {"created_at", t.created_at},
+            {"last_used_at", OrNull(t.last_used_at)},
+            {"revoked_at", OrNull(t.revoked_at)}};
+}
+
+}  // namespace sched::web::impl

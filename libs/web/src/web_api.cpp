@@ -1,0 +1,162 @@
+#include "sched/web/web_api.hpp"
+
+#include <date/tz.h>
+
+#include <spdlog/spdlog.h>
+
+#include "impl/context.hpp"
+
+namespace sched::web {
+
+WebOptions WebOptions::FromYaml(const ConfigNode& node, const WebOptions& defaults) {
+    using std::chrono::milliseconds;
+    WebOptions o = defaults;
+    o.token = node.String("token", o.token);
+    if (auto env = EnvOverride("SCHED_TOKEN")) o.token = *env;
+    o.executor_token = node.String("executor-token", o.executor_token);
+    if (auto env = EnvOverride("SCHED_EXECUTOR_TOKEN")) o.executor_token = *env;
+    o.executor_api = node.Bool("executor-api", o.executor_api);
+    o.ui = node.Bool("ui", o.ui);
+    o.executor_ttl = node.Duration("executor-ttl", o.executor_ttl, milliseconds(100), std::chrono::hours(24));
+    o.node_ttl = node.Duration("node-ttl", o.node_ttl, milliseconds(100), std::chrono::hours(24));
+    o.auth_cache = node.Duration("auth-cache", o.auth_cache, Micros{0}, std::chrono::minutes(10));
+    o.executor_timeout =
+        node.Duration("executor-timeout", o.executor_timeout, milliseconds(10), std::chrono::minutes(5));
+    if (o.token.empty()) {
+        throw ConfigError(node.path().empty() ? "token" : node.path() + ".token",
+                          "required: a web module without a token refuses to start (set it or SCHED_TOKEN)");
+    }
+    return o;
+}
+
+const std::vector<std::string>& JobRoutingNames() {
+    static const std::vector<std::string> kNames = {"first",
+                                                    "last",
+                                                    "round-robin",
+                                                    "random",
+                                                    "consistent-hash",
+                                                    "least-frequently-used",
+                                                    "least-recently-used",
+                                                    "failover",
+                                                    "busy-over",
+                                                    "sharding-broadcast"};
+    return kNames;
+}
+
+std::vector<RouteInfo> AddWebRoutes(rest::Router& router, const WebOptions& options, DatabaseProvider database,
+                                    net::thread_pool& db_pool) {
+    auto ctx = std::make_shared<impl::Context>(options, std::move(database), db_pool);
+    impl::Routes routes(router, ctx);
+    impl::AddJobRoutes(routes);
+    impl::AddFireRoutes(routes);
+    impl::AddClusterRoutes(routes);
+    impl::AddTokenRoutes(routes);
+    if (options.executor_api) impl::AddSdkRoutes(routes);
+    impl::AddUiRoutes(routes);
+    return routes.TakeAdded();
+}
+
+namespace impl {
+
+void Routes::Add(rest::Method method, const std::string& pattern, Permission permission, ApiHandler handler) {
+    auto ctx = ctx_;
+    auto wrapped = [ctx, permission,
+                    handler = std::move(handler)](rest::Request& req) -> net::awaitable<rest::Response> {
+        if (permission == Permission::kPublic) {
+            const Principal nobody{.name = "anonymous"};
+            rest::Response response = co_await handler(req, nobody);
+            co_return response;
+        }
+        auto principal = co_await ctx->auth.Authenticate(req);
+        if (!principal.ok()) co_return rest::Response::Error(principal.status(), "Authorization");
+        if (Status allowed = Authorize(*principal, permission); !allowed.ok()) {
+            co_return rest::Response::Error(allowed, "Authorization");
+        }
+        rest::Response response = co_await handler(req, *principal);
+        co_return response;
+    };
+    router_.Add(method, pattern, std::move(wrapped), rest::Access::kPublic);
+    added_.push_back({method, pattern, permission});
+}
+
+std::optional<std::int64_t> PathId(const rest::Request& req, std::optional<rest::Response>& error,
+                                   std::string_view name) {
+    const auto text = req.PathParam(name);
+    const auto id = ParseInt64(text);
+    if (!id || *id <= 0) {
+        error = BadRequest(std::string(name),
+                           std::string(name) + ": expected a positive integer, got \"" + std::string(text) + "\"");
+        return std::nullopt;
+    }
+    return id;
+}
+
+std::optional<std::string> UnknownQueryParam(const rest::Request& req,
+                                             std::initializer_list<std::string_view> allowed) {
+    std::string_view rest = req.query;
+    while (!rest.empty()) {
+        const auto amp = rest.find('&');
+        const auto pair = rest.substr(0, amp);
+        rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+        if (pair.empty()) continue;
+        const auto key = rest::PercentDecode(pair.substr(0, pair.find('=')), true).value_or(std::string(pair));
+        bool known = false;
+        for (const auto a : allowed) known = known || a == key;
+        if (!known) return key;
+    }
+    return std::nullopt;
+}
+
+std::optional<std::int64_t> QueryInt(const rest::Request& req, std::string_view name, std::int64_t min,
+                                     std::int64_t max, std::optional<rest::Response>& error) {
+    const auto text = req.Query(name);
+    if (!text || text->empty()) return std::nullopt;
+    const auto v = ParseInt64(*text);
+    if (!v || *v < min || *v > max) {
+        error = BadRequest(std::string(name), std::string(name) + ": expected an integer in " + std::to_string(min) +
+                                                  ".." + std::to_string(max) + ", got \"" + *text + "\"");
+        return std::nullopt;
+    }
+    return v;
+}
+
+std::optional<rest::Response> RejectUnknownFields(const nlohmann::json& body, std::span<const std::string_view> allowed,
+                                                  std::span<const std::string_view> read_only) {
+    if (!body.is_object()) return std::nullopt;  // JsonFields reports the type
+    for (const auto& [key, value] : body.items()) {
+        bool known = false;
+        for (const auto a : allowed) known = known || a == key;
+        if (known) continue;
+        for (const auto r : read_only) {
+            if (r == key) return BadRequest(key, key + ": read-only field; leave it out");
+        }
+        return BadRequest(key, key + ": unknown field");
+    }
+    return std::nullopt;
+}
+
+std::size_t CodePoints(std::string_view utf8) {
+    std::size_t n = 0;
+    for (const char c : utf8) {
+        if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++n;
+    }
+    return n;
+}
+
+Result<std::int64_t> DbNowMs(db::Database& db) {
+    auto us = db.NowUs();
+    if (!us.ok()) return us.status();
+    return *us / 1000;
+}
+
+std::string LocalIso(std::int64_t epoch_ms, const date::time_zone* zone) {
+    using namespace std::chrono;
+    const sys_time<milliseconds> t{milliseconds(epoch_ms)};
+    const auto zoned = date::make_zoned(zone, t);
+    if (epoch_ms % 1000 == 0) return date::format("%FT%T%Ez", date::make_zoned(zone, floor<seconds>(t)));
+    return date::format("%FT%T%Ez", zoned);
+}
+
+}  // namespace impl
+
+}  // namespace sched::web

@@ -1,0 +1,107 @@
+#include "sched/web/web_service.hpp"
+
+#include <future>
+
+#include <spdlog/spdlog.h>
+
+#include "impl/on_pool.hpp"
+#include "sched/db/migrator.hpp"
+#include "sched/http/server.hpp"
+
+namespace sched::web {
+
+WebServiceConfig WebServiceConfig::FromYaml(const ConfigNode& root) {
+    WebServiceConfig c;
+    c.api = WebOptions::FromYaml(root);
+    c.io_threads = static_cast<int>(root.Int("io-threads", c.io_threads, 1, 64));
+    c.db_threads = static_cast<int>(root.Int("db-threads", c.db_threads, 1, 256));
+    rest::ServerOptions http_defaults;
+    http_defaults.name = "web";
+    http_defaults.access_log = rest::AccessLog::kErrors;
+    c.http = rest::ServerOptions::FromYaml(root.Child("http"), http_defaults);
+    c.database = db::DatabaseConfig::FromYaml(root.Child("database"), "sqlite://data/scheduler.db");
+    c.log = LogConfig::FromYaml(root.Child("log"));
+    root.RejectUnknownKeys();
+    return c;
+}
+
+WebService::WebService(WebServiceConfig config)
+    : config_(std::move(config)), db_pool_(static_cast<std::size_t>(config_.db_threads)) {}
+
+WebService::~WebService() {
+    Stop();
+    db_pool_.join();
+}
+
+std::uint16_t WebService::port() const {
+    return server_ ? server_->port() : 0;
+}
+
+Status WebService::Start(const std::function<bool()>& should_stop) {
+    auto db = db::Database::OpenWithRetry(config_.database.url, config_.database.connect_retry_for, should_stop);
+    if (!db.ok()) return db.status();
+    db_ = *db;
+    auto migrated = db::Migrator(*db_).Migrate();
+    if (!migrated.ok()) return Status(migrated.status().code(), "migrate: " + migrated.status().message());
+
+    rest::Router router;
+    auto shared_db = db_;
+    routes_ = AddWebRoutes(
+        router, config_.api, [shared_db] { return shared_db; }, db_pool_);
+    router.Add(
+        rest::Method::kGet, "/healthz", [](rest::Request&) { return rest::Response::Text("ok\n"); },
+        rest::Access::kPublic);
+    router.Add(
+        rest::Method::kGet, "/readyz",
+        [this](rest::Request&) -> net::awaitable<rest::Response> {
+            auto ping = [this] {
+                return db_->NowUs();
+            };
+            auto now = co_await impl::OnPool(db_pool_, ping);
+            if (!now.ok()) co_return rest::Response::Text("database: " + now.status().ToString() + "\n", 503);
+            co_return rest::Response::Text("ready\n");
+        },
+        rest::Access::kPublic);
+    router.Add(
+        rest::Method::kGet, "/metrics",
+        [this](rest::Request&) {
+            return rest::Response::Text(rest::PrometheusText(server_->Stats(), "sched_http"), 200,
+                                        "text/plain; version=0.0.4; charset=utf-8");
+        },
+        rest::Access::kPublic);
+    for (const char* path : {"/healthz", "/readyz", "/metrics"}) {
+        routes_.push_back({rest::Method::kGet, path, Permission::kPublic});
+    }
+    // Every route authenticates inside its handler (auth.hpp). A route that ever bypassed that
+    // would meet this hook, which lets nothing through: closed by default, never open.
+    rest::AuthHook refuse = [](const rest::Request&) {
+        return Status(Code::kUnauthenticated, "this route is not served by the web module's auth");
+    };
+    server_ = std::make_unique<rest::Server>(io_.get_executor(), config_.http, std::move(router), std::move(refuse));
+    try {
+        server_->Start();
+    } catch (const std::exception& e) {
+        return Unavailable(e.what());
+    }
+    work_.emplace(io_.get_executor());
+    for (int i = 0; i < config_.io_threads; ++i) io_threads_.emplace_back([this] { io_.run(); });
+    started_ = true;
+    spdlog::info("web: serving the API and UI on {}:{} ({} routes)", server_->local_endpoint().address().to_string(),
+                 server_->port(), routes_.size());
+    return Status::Ok();
+}
+
+void WebService::Stop() {
+    if (stopped_) return;
+    stopped_ = true;
+    if (!started_) return;
+    auto done = net::co_spawn(io_, server_->Shutdown(), net::use_future);
+    // shutdown-grace bounds the server's own wait; this only guards against a stuck executor.
+    done.wait_for(config_.http.shutdown_grace + std::chrono::seconds(5));
+    work_.reset();
+    io_.stop();
+    for (auto& t : io_threads_) t.join();
+    spdlog::info("web: stopped");
+}
+
+}  // namespace sched::web

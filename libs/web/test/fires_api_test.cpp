@@ -1,0 +1,198 @@
+// Fires over real HTTP: listing, detail, kill and the log relayed from a (fake) executor.
+
+#include <atomic>
+#include <mutex>
+
+#include "web_test_base.hpp"
+
+namespace sched::web::testing {
+namespace {
+
+using rest::Method;
+constexpr const char* kExecutorToken = "executor-secret";
+
+// The executor side of kill and log (DESIGN 6), recording what it was asked.
+class FakeExecutor {
+  public:
+    FakeExecutor() {
+        rest::Router router;
+        router.Add(Method::kPost, "/v1/kill", [this](rest::Request& req) {
+            std::lock_guard lock(mu_);
+            kills_.push_back(req.body);
+            return rest::Response::Json({{"state", "running"}});
+        });
+        router.Add(Method::kGet, "/v1/log", [this](rest::Request& req) {
+            std::lock_guard lock(mu_);
+            log_queries_.push_back(req.query);
+            if (req.Query("fire_id") != std::to_string(known_fire_)) {
+                return rest::Response::Error(rest::ApiError{Code::kNotFound, "no log for that fire here", "fire_id"});
+            }
+            return rest::Response::Json({{"fire_id", known_fire_.load()},
+                                         {"from_line", 1},
+                                         {"to_line", 3},
+                                         {"lines", {"second line", "third line"}},
+                                         {"finished", true}});
+        });
+        server_ = std::make_unique<rest::testing::TestServer>(std::move(router), rest::testing::LoopbackOptions(),
+                                                              rest::BearerTokenAuth(kExecutorToken));
+    }
+    std::string address() const { return "127.0.0.1:" + std::to_string(server_->port()); }
+    void set_known_fire(std::int64_t id) { known_fire_ = id; }
+    std::vector<std::string> kills() {
+        std::lock_guard lock(mu_);
+        return kills_;
+    }
+    std::vector<std::string> log_queries() {
+        std::lock_guard lock(mu_);
+        return log_queries_;
+    }
+    rest::ServerStats stats() const { return server_->Stats(); }
+
+  private:
+    std::mutex mu_;
+    std::vector<std::string> kills_;
+    std::vector<std::string> log_queries_;
+    std::atomic<std::int64_t> known_fire_{0};
+    std::unique_ptr<rest::testing::TestServer> server_;
+};
+
+class FiresApiTest : public WebApiTest {
+  protected:
+    WebOptions Options() override {
+        WebOptions o = WebApiTest::Options();
+        o.executor_token = kExecutorToken;
+        return o;
+    }
+};
+
+TEST_P(FiresApiTest, ListFiltersByJobStatusAndTimeNewestFirstWithACursor) {
+    const auto a = CreateJob("a")["id"].get<std::int64_t>();
+    const auto b = CreateJob("b")["id"].get<std::int64_t>();
+    const auto a1 = InsertFire(a, 1000, store::FireStatus::kSucceeded);
+    const auto a2 = InsertFire(a, 2000, store::FireStatus::kFailed);
+    const auto a3 = InsertFire(a, 3000, store::FireStatus::kRunning);
+    InsertFire(b, 1500, store::FireStatus::kPending);
+
+    auto all = Body(Get("/api/v1/fires"));
+    ASSERT_EQ(all["items"].size(), 4u);
+    EXPECT_GT(all["items"][0]["id"].get<std::int64_t>(), all["items"][1]["id"].get<std::int64_t>());
+    auto of_a = Body(Get("/api/v1/fires?job_id=" + std::to_string(a)));
+    ASSERT_EQ(of_a["items"].size(), 3u);
+    EXPECT_EQ(of_a["items"][0]["id"], a3);
+    EXPECT_EQ(Body(Get("/api/v1/fires?status=failed"))["items"][0]["id"], a2);
+    EXPECT_EQ(Body(Get("/api/v1/fires?status=pending"))["items"].size(), 1u);
+    // [from, to) on the scheduled time.
+    auto window = Body(Get("/api/v1/fires?from=1000&to=2000"));
+    ASSERT_EQ(window["items"].size(), 2u);
+    auto page1 = Body(Get("/api/v1/fires?job_id=" + std::to_string(a) + "&limit=2"));
+    ASSERT_EQ(page1["items"].size(), 2u);
+    ASSERT_TRUE(page1["next_cursor"].is_string());
+    auto page2 = Body(Get("/api/v1/fires?job_id=" + std::to_string(a) +
+                          "&limit=2&cursor=" + page1["next_cursor"].get<std::string>()));
+    ASSERT_EQ(page2["items"].size(), 1u);
+    EXPECT_EQ(page2["items"][0]["id"], a1);
+    EXPECT_TRUE(page2["next_cursor"].is_null());
+
+    EXPECT_EQ(ErrorField(Get("/api/v1/fires?status=exploded")), "status");
+    EXPECT_EQ(ErrorField(Get("/api/v1/fires?job_id=x")), "job_id");
+    EXPECT_EQ(ErrorField(Get("/api/v1/fires?from=-1")), "from");
+    EXPECT_EQ(ErrorField(Get("/api/v1/fires?limit=1000")), "limit");
+    EXPECT_EQ(ErrorField(Get("/api/v1/fires?jobid=1")), "jobid");
+}
+
+TEST_P(FiresApiTest, DetailHasLagAndDuration) {
+    const auto job = CreateJob("timed")["id"].get<std::int64_t>();
+    const auto id = InsertFire(job, 50'000, store::FireStatus::kSucceeded);
+    auto r = Get("/api/v1/fires/" + std::to_string(id));
+    ASSERT_EQ(r.status, 200) << r.body;
+    const auto fire = Body(r);
+    EXPECT_EQ(fire["status"], "succeeded");
+    EXPECT_EQ(fire["lag_ms"], 7);         // dispatched 7 ms after its time
+    EXPECT_EQ(fire["duration_ms"], 100);  // started +10, finished +110
+    EXPECT_EQ(fire["result_message"], "done");
+    auto pending = Body(Get("/api/v1/fires/" + std::to_string(InsertFire(job, 60'000, store::FireStatus::kPending))));
+    EXPECT_TRUE(pending["lag_ms"].is_null());
+    EXPECT_TRUE(pending["duration_ms"].is_null());
+    EXPECT_EQ(Get("/api/v1/fires/424242").status, 404);
+    EXPECT_EQ(ErrorField(Get("/api/v1/fires/-3")), "id");
+}
+
+TEST_P(FiresApiTest, KillMovesARunningFireAndTellsItsExecutor) {
+    FakeExecutor executor;
+    const auto job = CreateJob("long")["id"].get<std::int64_t>();
+    const auto running = InsertFire(job, 1000, store::FireStatus::kRunning, executor.address());
+    auto r = Call(Method::kPost, "/api/v1/fires/" + std::to_string(running) + "/kill");
+    ASSERT_EQ(r.status, 202) << r.body;
+    EXPECT_EQ(Body(r)["fire"]["status"], "killed");
+    EXPECT_TRUE(Body(r)["executor"]["delivered"].get<bool>()) << r.body;
+    EXPECT_EQ(Body(r)["executor"]["answer"]["state"], "running");
+    ASSERT_EQ(executor.kills().size(), 1u);  // with the executor token, or the fake would have said 401
+    EXPECT_EQ(nlohmann::json::parse(executor.kills()[0])["fire_id"], running);
+    auto stored = store::FireRepository(db()).Get(running);
+    EXPECT_EQ(stored->status, store::FireStatus::kKilled);
+    EXPECT_TRUE(stored->finished_at.has_value());
+    EXPECT_TRUE(stored->followup);
+    EXPECT_NE(stored->result_message->find("cluster-token"), std::string::npos);
+
+    // Only running fires: again, pending, finished, unknown.
+    auto again = Call(Method::kPost, "/api/v1/fires/" + std::to_string(running) + "/kill");
+    EXPECT_EQ(again.status, 409) << again.body;
+    EXPECT_NE(again.body.find("is killed"), std::string::npos) << again.body;
+    const auto pending = InsertFire(job, 2000, store::FireStatus::kPending);
+    EXPECT_EQ(Call(Method::kPost, "/api/v1/fires/" + std::to_string(pending) + "/kill").status, 409);
+    EXPECT_EQ(Call(Method::kPost, "/api/v1/fires/424242/kill").status, 404);
+    EXPECT_EQ(executor.kills().size(), 1u);
+
+    // The executor's own report of the kill is then a duplicate.
+    auto callback = Post(
+        "/api/v1/callback",
+        nlohmann::json::array({{{"fire_id", running}, {"attempt", 0}, {"status", "killed"}, {"code", "cancelled"}}}));
+    EXPECT_EQ(Body(callback)["results"][0]["outcome"], "duplicate") << callback.body;
+}
+
+TEST_P(FiresApiTest, KillStillMarksTheFireWhenItsExecutorIsGone) {
+    const auto job = CreateJob("orphan")["id"].get<std::int64_t>();
+    const auto running = InsertFire(job, 1000, store::FireStatus::kRunning, "127.0.0.1:1");
+    auto r = Call(Method::kPost, "/api/v1/fires/" + std::to_string(running) + "/kill");
+    ASSERT_EQ(r.status, 202) << r.body;
+    EXPECT_FALSE(Body(r)["executor"]["delivered"].get<bool>());
+    EXPECT_TRUE(Body(r)["executor"].contains("error"));
+    EXPECT_EQ(store::FireRepository(db()).Get(running)->status, store::FireStatus::kKilled);
+}
+
+TEST_P(FiresApiTest, LogIsRelayedFromTheExecutorThatRanTheFire) {
+    FakeExecutor executor;
+    const auto job = CreateJob("chatty")["id"].get<std::int64_t>();
+    const auto fire = InsertFire(job, 1000, store::FireStatus::kSucceeded, executor.address());
+    executor.set_known_fire(fire);
+    auto r = Get("/api/v1/fires/" + std::to_string(fire) + "/log?from_line=1");
+    ASSERT_EQ(r.status, 200) << r.body;
+    const auto log = Body(r);
+    EXPECT_EQ(log["lines"], nlohmann::json({"second line", "third line"}));
+    EXPECT_EQ(log["to_line"], 3);
+    EXPECT_TRUE(log["finished"].get<bool>());
+    EXPECT_EQ(log["executor_address"], executor.address());
+    ASSERT_EQ(executor.log_queries().size(), 1u);
+    EXPECT_EQ(executor.log_queries()[0], "fire_id=" + std::to_string(fire) + "&from_line=1");
+
+    // The executor no longer has it.
+    const auto old = InsertFire(job, 2000, store::FireStatus::kSucceeded, executor.address());
+    auto gone = Get("/api/v1/fires/" + std::to_string(old) + "/log");
+    EXPECT_EQ(gone.status, 404) << gone.body;
+    // Never dispatched: nobody to ask.
+    const auto pending = InsertFire(job, 3000, store::FireStatus::kPending);
+    auto none = Get("/api/v1/fires/" + std::to_string(pending) + "/log");
+    EXPECT_EQ(none.status, 409) << none.body;
+    EXPECT_EQ(ErrorField(none), "id");
+    // The executor is down.
+    const auto lost = InsertFire(job, 4000, store::FireStatus::kSucceeded, "127.0.0.1:1");
+    auto down = Get("/api/v1/fires/" + std::to_string(lost) + "/log");
+    EXPECT_EQ(down.status, 503) << down.body;
+    EXPECT_EQ(ErrorField(Get("/api/v1/fires/" + std::to_string(fire) + "/log?from_line=-1")), "from_line");
+    EXPECT_EQ(Get("/api/v1/fires/424242/log").status, 404);
+}
+
+SCHED_DB_TEST_SUITE(FiresApiTest);
+
+}  // namespace
+}  // namespace sched::web::testing

@@ -1,0 +1,144 @@
+// The OpenAPI document (libs/web/assets/openapi.json) against the server that serves it: every
+// route the server registers is documented with its role, every documented operation is served,
+// and the document's enums are the code's.
+
+#include <set>
+
+#include "sched/common/config.hpp"
+#include "sched/store/fire.hpp"
+#include "sched/store/token.hpp"
+#include "sched/trigger/routing.hpp"
+#include "sched/web/web_service.hpp"
+#include "web_test_base.hpp"
+
+namespace sched::web::testing {
+namespace {
+
+using rest::Method;
+
+std::string Lower(std::string_view s) {
+    std::string out(s);
+    for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+// "/ui/{path...}" (router) -> "/ui/{path}" (OpenAPI path template).
+std::string DocPath(std::string pattern) {
+    for (auto pos = pattern.find("...}"); pos != std::string::npos; pos = pattern.find("...}")) pattern.erase(pos, 3);
+    return pattern;
+}
+
+class OpenApiTest : public db::testing::DbTest {
+  protected:
+    void SetUp() override {
+        DbTest::SetUp();
+        if (IsSkipped() || HasFatalFailure()) return;
+        WebServiceConfig config;
+        config.api.token = kClusterToken;
+        config.http = rest::testing::LoopbackOptions();
+        config.database.url = test_db().url();
+        config.io_threads = 1;
+        config.db_threads = 2;
+        service_ = std::make_unique<WebService>(config);
+        Status started = service_->Start();
+        ASSERT_TRUE(started.ok()) << started.ToString();
+        auto doc = client_.Get(Url("/api/v1/openapi.json"));
+        ASSERT_TRUE(doc.ok() && doc->status == 200);
+        auto parsed = doc->Json();
+        ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+        doc_ = *parsed;
+    }
+    void TearDown() override {
+        service_.reset();
+        DbTest::TearDown();
+    }
+    std::string Url(const std::string& path) const {
+        return "http://127.0.0.1:" + std::to_string(service_->port()) + path;
+    }
+
+    std::unique_ptr<WebService> service_;
+    rest::testing::BlockingClient client_;
+    nlohmann::json doc_;
+};
+
+TEST_P(OpenApiTest, EveryServedRouteIsDocumentedWithItsRoleAndEveryDocumentedRouteIsServed) {
+    ASSERT_EQ(doc_["openapi"].get<std::string>().rfind("3.", 0), 0u);
+    const auto& paths = doc_["paths"];
+    std::set<std::pair<std::string, std::string>> served;
+    for (const auto& route : service_->routes()) {
+        const std::string path = DocPath(route.pattern);
+        const std::string method = Lower(rest::MethodName(route.method));
+        served.insert({path, method});
+        ASSERT_TRUE(paths.contains(path)) << "served but not documented: " << path;
+        ASSERT_TRUE(paths[path].contains(method)) << "served but not documented: " << method << " " << path;
+        const auto& op = paths[path][method];
+        EXPECT_EQ(op.value("x-role", ""), PermissionName(route.permission)) << method << " " << path;
+        // Public operations say so to OpenAPI tools too; the others inherit the bearer scheme.
+        EXPECT_EQ(op.contains("security") && op["security"].empty(), route.permission == Permission::kPublic)
+            << method << " " << path;
+        if (route.permission != Permission::kPublic) {
+            EXPECT_TRUE(op["responses"].contains("401")) << method << " " << path;
+            EXPECT_TRUE(op["responses"].contains("403")) << method << " " << path;
+        }
+    }
+    for (const auto& [path, ops] : paths.items()) {
+        for (const auto& [method, op] : ops.items()) {
+            if (method == "parameters") continue;
+            EXPECT_TRUE(served.count({path, method})) << "documented but not served: " << method << " " << path;
+        }
+    }
+}
+
+TEST_P(OpenApiTest, EveryDocumentedOperationReachesAHandler) {
+    // Over HTTP, so this checks the running server itself, not a list it keeps: no documented
+    // operation may meet the router's own 404 ("no route") or 405.
+    for (const auto& [path, ops] : doc_["paths"].items()) {
+        std::string target = path;
+        for (const auto& [param, value] :
+             {std::pair<std::string, std::string>{"{id}", "1"}, {"{path}", "index.html"}}) {
+            if (auto pos = target.find(param); pos != std::string::npos) target.replace(pos, param.size(), value);
+        }
+        for (const auto& [method, op] : ops.items()) {
+            rest::ClientRequest req;
+            for (const Method m : {Method::kGet, Method::kPost, Method::kPut, Method::kDelete, Method::kPatch}) {
+                if (Lower(rest::MethodName(m)) == method) req.method = m;
+            }
+            req.url = Url(target);
+            if (req.method == Method::kPost || req.method == Method::kPut) req.body = "{}";
+            rest::CallOptions call;
+            call.bearer_token = kClusterToken;
+            auto r = client_.Send(req, call);
+            ASSERT_TRUE(r.ok()) << method << " " << target;
+            EXPECT_NE(r->status, 405) << method << " " << target << ": " << r->body;
+            EXPECT_EQ(r->body.find("no route for"), std::string::npos) << method << " " << target << ": " << r->body;
+        }
+    }
+}
+
+TEST_P(OpenApiTest, TheDocumentsEnumsAreTheCodes) {
+    const auto& schemas = doc_["components"]["schemas"];
+    std::vector<std::string> routings = schemas["JobInput"]["properties"]["routing"]["enum"];
+    EXPECT_EQ(routings, JobRoutingNames());
+    std::vector<std::string> statuses = schemas["Fire"]["properties"]["status"]["enum"];
+    ASSERT_EQ(statuses.size(), 9u);
+    for (std::size_t i = 0; i < statuses.size(); ++i) {
+        EXPECT_EQ(statuses[i], store::FireStatusName(static_cast<store::FireStatus>(i)));
+    }
+    std::vector<std::string> roles = schemas["TokenInput"]["properties"]["role"]["enum"];
+    ASSERT_EQ(roles.size(), 4u);
+    for (std::size_t i = 0; i < roles.size(); ++i) EXPECT_EQ(roles[i], store::RoleName(static_cast<store::Role>(i)));
+    // The job schema lists exactly the fields the API accepts on create and update.
+    std::set<std::string> input;
+    for (const auto& [k, v] : schemas["JobInput"]["properties"].items()) input.insert(k);
+    EXPECT_EQ(input.size(), 19u);
+    EXPECT_FALSE(schemas["JobInput"]["additionalProperties"].get<bool>());
+}
+
+TEST(JobRoutingNames, AreTheTriggersStrategies) {
+    EXPECT_EQ(JobRoutingNames(), trigger::RoutingNames());
+}
+
+SCHED_DB_TEST_SUITE(OpenApiTest);
+
+}  // namespace
+}  // namespace sched::web::testing

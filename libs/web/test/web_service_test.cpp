@@ -1,0 +1,96 @@
+// WebService: the scheduler-web process minus main(): configuration, start, serve, stop.
+
+#include "sched/web/web_service.hpp"
+
+#include "web_test_base.hpp"
+
+namespace sched::web::testing {
+namespace {
+
+WebServiceConfig Parse(const std::string& yaml) {
+    return WebServiceConfig::FromYaml(ConfigNode::LoadString(yaml, "web.yaml"));
+}
+
+std::string ErrorOf(const std::string& yaml) {
+    try {
+        Parse(yaml);
+    } catch (const ConfigError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+TEST(WebServiceConfig, ReadsEveryKeyAndRejectsUnknownOnesByPath) {
+    const auto c = Parse(
+        "token: t\nexecutor-token: e\nexecutor-api: false\nui: false\nexecutor-ttl: 10s\nnode-ttl: 2s\n"
+        "auth-cache: 0s\nexecutor-timeout: 1s\nio-threads: 3\ndb-threads: 5\nhttp:\n  listen: \"0.0.0.0:9090\"\n"
+        "database:\n  url: \"sqlite:///tmp/x.db\"\nlog:\n  level: warn\n");
+    EXPECT_EQ(c.api.token, "t");
+    EXPECT_EQ(c.api.executor_token, "e");
+    EXPECT_FALSE(c.api.executor_api);
+    EXPECT_FALSE(c.api.ui);
+    EXPECT_EQ(c.api.executor_ttl, std::chrono::seconds(10));
+    EXPECT_EQ(c.api.node_ttl, std::chrono::seconds(2));
+    EXPECT_EQ(c.api.auth_cache, Micros{0});
+    EXPECT_EQ(c.api.executor_timeout, std::chrono::seconds(1));
+    EXPECT_EQ(c.io_threads, 3);
+    EXPECT_EQ(c.db_threads, 5);
+    EXPECT_EQ(c.http.listen, "0.0.0.0:9090");
+    EXPECT_EQ(c.log.level, "warn");
+    const auto defaults = Parse("token: t\n");
+    EXPECT_EQ(defaults.http.listen, "127.0.0.1:8080");
+    EXPECT_TRUE(defaults.api.executor_api);
+    EXPECT_TRUE(defaults.api.ui);
+
+    EXPECT_NE(ErrorOf("token: t\nhtp:\n  listen: x\n").find("htp: unknown key"), std::string::npos);
+    EXPECT_NE(ErrorOf("token: t\nhttp:\n  lisen: x\n").find("http.lisen: unknown key"), std::string::npos);
+    EXPECT_NE(ErrorOf("ui: true\n").find("token: required"), std::string::npos);
+    EXPECT_NE(ErrorOf("token: t\nnode-ttl: soon\n").find("node-ttl"), std::string::npos);
+    EXPECT_NE(ErrorOf("token: t\nio-threads: 0\n").find("io-threads"), std::string::npos);
+}
+
+class WebServiceTest : public db::testing::DbTest {};
+
+TEST_P(WebServiceTest, ServesHealthReadinessMetricsAndTheApiThenStops) {
+    WebServiceConfig config;
+    config.api.token = kClusterToken;
+    config.http = rest::testing::LoopbackOptions();
+    config.database.url = test_db().url();
+    WebService service(config);
+    Status started = service.Start();
+    ASSERT_TRUE(started.ok()) << started.ToString();
+    const std::string base = "http://127.0.0.1:" + std::to_string(service.port());
+    rest::testing::BlockingClient client;
+    EXPECT_EQ(client.Get(base + "/healthz")->body, "ok\n");
+    EXPECT_EQ(client.Get(base + "/readyz")->status, 200);
+    EXPECT_EQ(client.Get(base + "/api/v1/jobs")->status, 401);
+    rest::CallOptions call;
+    call.bearer_token = kClusterToken;
+    auto jobs = client.Get(base + "/api/v1/jobs", call);
+    ASSERT_TRUE(jobs.ok());
+    EXPECT_EQ(jobs->status, 200) << jobs->body;
+    EXPECT_EQ(client.Get(base + "/")->status, 200);
+    auto metrics = client.Get(base + "/metrics");
+    EXPECT_NE(metrics->body.find("sched_http_requests_total"), std::string::npos) << metrics->body;
+    service.Stop();
+    EXPECT_FALSE(client.Get(base + "/healthz").ok());
+}
+
+TEST_P(WebServiceTest, ABusyPortIsAnErrorValue) {
+    WebServiceConfig first_config;
+    first_config.api.token = kClusterToken;
+    first_config.http = rest::testing::LoopbackOptions();
+    first_config.database.url = test_db().url();
+    WebService first(first_config);
+    ASSERT_TRUE(first.Start().ok());
+    WebServiceConfig second_config = first_config;
+    second_config.http.listen = "127.0.0.1:" + std::to_string(first.port());
+    WebService second(second_config);
+    Status s = second.Start();
+    EXPECT_EQ(s.code(), Code::kUnavailable) << s.ToString();
+}
+
+SCHED_DB_TEST_SUITE(WebServiceTest);
+
+}  // namespace
+}  // namespace sched::web::testing

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs the browser test (ui_test.mjs): checks for node, npm and Debian's chromium, installs
+# playwright-core from package-lock.json into WORK_DIR (the build folder, not the source tree)
+# when the lock changed, then runs the test. Missing tools fail the test when
+# SCHED_REQUIRE_BROWSER=1 (scripts/test.sh, CI) and skip it (exit 77) otherwise.
+#   run.sh WORK_DIR    with SCHED_STANDALONE_BIN and SCHED_DEMO_CLIENT_BIN set
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+work=${1:?usage: run.sh WORK_DIR}
+chromium=${SCHED_CHROMIUM:-/usr/bin/chromium}
+
+missing=()
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
+[ -x "$chromium" ] || missing+=(chromium)
+if [ ${#missing[@]} -gt 0 ]; then
+    message="the browser test needs: ${missing[*]} (apt-get install ${missing[*]})"
+    if [ "${SCHED_REQUIRE_BROWSER:-0}" = 1 ]; then
+        echo "FAILED: $message" >&2
+        exit 1
+    fi
+    echo "SKIPPED: $message (set SCHED_REQUIRE_BROWSER=1 to fail instead)"
+    exit 77
+fi
+
+mkdir -p "$work"
+if ! cmp -s "$here/package-lock.json" "$work/package-lock.json" || [ ! -d "$work/node_modules/playwright-core" ]; then
+    cp "$here/package.json" "$here/package-lock.json" "$work/"
+    (cd "$work" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
+fi
+export SCHED_BROWSER_WORKDIR="$work"
+export SCHED_SCREENSHOT_DIR="${SCHED_SCREENSHOT_DIR:-$work/screenshots}"
+export SCHED_CHROMIUM="$chromium"
+exec node "$here/ui_test.mjs"

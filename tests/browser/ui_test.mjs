@@ -1,0 +1,265 @@
+// The web UI as a person uses it, in headless Chromium (Debian's), driven by playwright-core:
+// sign in, create a job with a cron expression and watch its live preview, trigger it, and see
+// its fire appear and succeed on a real demo-client; then visit every page. A screenshot of each
+// step goes to SCHED_SCREENSHOT_DIR. Every process this starts is stopped by its PID.
+//
+// Environment: SCHED_STANDALONE_BIN, SCHED_DEMO_CLIENT_BIN, SCHED_BROWSER_WORKDIR (where
+// `npm ci` installed playwright-core), SCHED_SCREENSHOT_DIR, SCHED_CHROMIUM (/usr/bin/chromium).
+
+import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+
+const env = process.env;
+const need = (name) => {
+  if (!env[name]) throw new Error(`${name} is not set`);
+  return env[name];
+};
+const standaloneBin = need('SCHED_STANDALONE_BIN');
+const demoBin = need('SCHED_DEMO_CLIENT_BIN');
+const workDir = need('SCHED_BROWSER_WORKDIR');
+const shotsDir = need('SCHED_SCREENSHOT_DIR');
+const chromiumPath = env.SCHED_CHROMIUM || '/usr/bin/chromium';
+const { chromium } = createRequire(path.join(workDir, 'package.json'))('playwright-core');
+
+const token = `browser-${crypto.randomBytes(12).toString('hex')}`;
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'sched-browser-'));
+const children = [];
+let passed = 0;
+
+function log(...args) {
+  console.log(`[${new Date().toISOString().slice(11, 23)}]`, ...args);
+}
+
+// Starts a process with its output in files under tmp; resolves with the first stdout match of
+// `ready`, rejects when it exits first or `timeoutMs` passes.
+function start(name, bin, args, extraEnv, ready, timeoutMs = 20000) {
+  const out = fs.openSync(path.join(tmp, `${name}.out`), 'w');
+  const child = spawn(bin, args, {
+    cwd: tmp,
+    env: { ...env, ...extraEnv },
+    stdio: ['ignore', 'pipe', fs.openSync(path.join(tmp, `${name}.err`), 'w')],
+  });
+  children.push({ name, child });
+  return new Promise((resolve, reject) => {
+    if (!ready) {
+      child.once('spawn', () => resolve(['']));
+      child.once('error', reject);
+      return;
+    }
+    let text = '';
+    const timer = setTimeout(() => reject(new Error(`${name} not ready within ${timeoutMs} ms`)), timeoutMs);
+    child.stdout.on('data', (chunk) => {
+      fs.writeSync(out, chunk);
+      text += chunk;
+      const match = text.match(ready);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match);
+      }
+    });
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`${name} exited early (${code ?? signal}); see ${tmp}/${name}.err`));
+    });
+  });
+}
+
+async function stopAll() {
+  for (const { name, child } of children.reverse()) {
+    if (child.exitCode !== null || child.signalCode !== null) continue;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    process.kill(child.pid, 'SIGTERM');
+    const timer = setTimeout(() => {
+      log(`${name} (pid ${child.pid}) ignored SIGTERM for 10 s: SIGKILL`);
+      process.kill(child.pid, 'SIGKILL');
+    }, 10000);
+    await exited;
+    clearTimeout(timer);
+  }
+}
+
+// Polls the API until the demo-client's first heartbeat has registered it.
+async function waitForExecutor(base, timeoutMs = 20000) {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    const res = await fetch(`${base}/api/v1/executors?app=demo`, { headers: { Authorization: `Bearer ${token}` } });
+    if (res.ok && (await res.json()).items.some((e) => e.alive)) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`demo-client did not register within ${timeoutMs} ms; see ${tmp}/demo-client.err`);
+}
+
+async function step(name, fn) {
+  log(`step: ${name}`);
+  await fn();
+  passed += 1;
+}
+
+async function shot(page, file) {
+  await page.screenshot({ path: path.join(shotsDir, file), fullPage: true });
+}
+
+async function main() {
+  fs.mkdirSync(shotsDir, { recursive: true });
+  fs.writeFileSync(path.join(tmp, 'standalone.yaml'),
+    `http:\n  listen: "127.0.0.1:0"\ndatabase:\n  url: "sqlite://${tmp}/scheduler.db"\n`);
+  const [, port] = await start('standalone', standaloneBin, ['--config', path.join(tmp, 'standalone.yaml')],
+    { SCHED_TOKEN: token }, /listening on http:\/\/127\.0\.0\.1:(\d+)/);
+  const base = `http://127.0.0.1:${port}`;
+  log(`scheduler-standalone on ${base}`);
+  fs.writeFileSync(path.join(tmp, 'demo.yaml'),
+    `log:\n  level: warn\nexecutor:\n  app: demo\n  web-endpoints: ["${base}"]\n  heartbeat-interval: 1s\n` +
+    `  spool-dir: "${tmp}/spool"\n  http:\n    listen: "127.0.0.1:0"\n`);
+  await start('demo-client', demoBin, ['--config', path.join(tmp, 'demo.yaml')], { SCHED_TOKEN: token }, null);
+  await waitForExecutor(base);
+
+  const browser = await chromium.launch({
+    executablePath: chromiumPath,
+    headless: true,
+    chromiumSandbox: false, // --no-sandbox: containers and CI runners have no user namespaces
+    // Playwright adds --headless and a fresh temporary --user-data-dir itself.
+    args: ['--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+    page.setDefaultTimeout(15000);
+    const problems = [];
+    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+    page.on('console', (m) => {
+      // A refused token shows up as a failed resource load; that one is expected.
+      if (m.type() === 'error' && !m.text().includes('Failed to load resource')) problems.push(m.text());
+    });
+
+    await step('the UI asks for a token', async () => {
+      await page.goto(`${base}/`);
+      await page.getByRole('heading', { name: 'Sign in to sched' }).waitFor();
+      await shot(page, '01-signin.png');
+    });
+
+    await step('a wrong token is refused next to the field', async () => {
+      await page.getByLabel('API token').fill('not-a-token');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.locator('.field-error', { hasText: 'not valid' }).waitFor();
+      await shot(page, '02-signin-refused.png');
+    });
+
+    await step('sign in', async () => {
+      await page.getByLabel('API token').fill(token);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: 'Jobs' }).waitFor();
+      await page.getByText('No jobs yet').waitFor();
+      await shot(page, '03-jobs-empty.png');
+    });
+
+    await step('an invalid cron expression is explained at the field, with its position', async () => {
+      await page.getByRole('link', { name: 'New job' }).click();
+      await page.getByRole('heading', { name: 'New job' }).waitFor();
+      await page.locator('input[name="name"]').fill('browser-hello');
+      await page.locator('input[name="app"]').fill('demo');
+      await page.locator('input[name="handler"]').fill('echo');
+      await page.locator('input[name="schedule_expr"]').fill('0 0 12 32 * ?');
+      await page.locator('label.invalid .field-error', { hasText: 'out of range 1-31 (at position' }).waitFor();
+      await shot(page, '04-job-form-error.png');
+    });
+
+    await step('a valid one previews its next times in the job\'s time zone', async () => {
+      await page.locator('input[name="schedule_expr"]').fill('0 30 9 * * ?');
+      await page.locator('input[name="time_zone"]').fill('Europe/Berlin');
+      await page.locator('.preview-times li').nth(4).waitFor();
+      const times = await page.locator('.preview-times li').allTextContents();
+      if (times.length !== 5 || !times.every((t) => /T09:30:00\+0[12]:00$/.test(t))) {
+        throw new Error(`unexpected preview: ${JSON.stringify(times)}`);
+      }
+      if (await page.locator('label.invalid').count() !== 0) throw new Error('the fixed error is still shown');
+      await page.locator('textarea[name="params"]').fill('{"from": "the browser test"}');
+      await shot(page, '05-job-form-preview.png');
+    });
+
+    await step('create the job', async () => {
+      await page.getByRole('button', { name: 'Create job' }).click();
+      await page.getByRole('heading', { name: /browser-hello/ }).waitFor();
+      await page.getByText('No fires yet.').waitFor();
+      await shot(page, '06-job.png');
+    });
+
+    await step('trigger it and see its fire appear and succeed', async () => {
+      await page.getByRole('button', { name: 'Trigger now' }).click();
+      await page.locator('.banner.info', { hasText: 'created' }).waitFor();
+      const row = page.locator('tr[data-fire]').first();
+      await row.waitFor();
+      await row.locator('.badge', { hasText: 'succeeded' }).waitFor({ timeout: 30000 });
+      await shot(page, '07-job-fired.png');
+    });
+
+    await step('the fire history shows it with lag and duration, and its log', async () => {
+      await page.getByRole('link', { name: 'Fires', exact: true }).click();
+      const row = page.locator('tr[data-fire]').first();
+      await row.locator('.badge', { hasText: 'succeeded' }).waitFor();
+      await row.getByRole('link', { name: 'browser-hello' }).waitFor();
+      await shot(page, '08-fires.png');
+      await row.locator('a').first().click();
+      await page.locator('pre.log', { hasText: 'the browser test' }).waitFor();
+      await shot(page, '09-fire.png');
+    });
+
+    await step('the jobs list shows the last result', async () => {
+      await page.getByRole('link', { name: 'Jobs', exact: true }).click();
+      const row = page.locator('tr[data-job]', { hasText: 'browser-hello' });
+      await row.locator('.badge', { hasText: 'succeeded' }).waitFor();
+      await row.locator('.badge', { hasText: 'enabled' }).waitFor();
+      await shot(page, '10-jobs.png');
+    });
+
+    await step('executors: the demo app with its handlers', async () => {
+      await page.getByRole('link', { name: 'Executors' }).click();
+      await page.locator('section[data-app="demo"]', { hasText: '1/1 alive' }).waitFor();
+      await page.getByText('handlers: count, echo, fail, sleep').waitFor();
+      await shot(page, '11-executors.png');
+    });
+
+    await step('cluster: the leader, its epoch and the node', async () => {
+      await page.getByRole('link', { name: 'Cluster' }).click();
+      await page.locator('b[data-leader]:not([data-leader=""])').waitFor();
+      await page.locator('td .badge', { hasText: 'master' }).waitFor();
+      await shot(page, '12-cluster.png');
+    });
+
+    await step('tokens: create one and see its secret once', async () => {
+      await page.getByRole('link', { name: 'Tokens' }).click();
+      await page.locator('input[name="name"]').fill('ci-viewer');
+      await page.getByRole('button', { name: 'Create token' }).click();
+      await page.locator('.secret code', { hasText: /^sched_[0-9a-f]{64}$/ }).waitFor();
+      await page.locator('td', { hasText: 'ci-viewer' }).waitFor();
+      await shot(page, '13-tokens.png');
+    });
+
+    if (problems.length) throw new Error(`the page reported errors:\n  ${problems.join('\n  ')}`);
+  } finally {
+    await browser.close();
+  }
+}
+
+let failed = false;
+const onSignal = (signal) => {
+  stopAll().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+};
+process.once('SIGINT', onSignal);
+process.once('SIGTERM', onSignal);
+try {
+  await main();
+} catch (e) {
+  failed = true;
+  console.error(`FAILED: ${e.stack ?? e}`);
+  console.error(`process logs are in ${tmp}`);
+} finally {
+  await stopAll();
+}
+log(`screenshots in ${shotsDir}`);
+console.log(`${passed} passed, ${failed ? 1 : 0} failed`);
+if (!failed) fs.rmSync(tmp, { recursive: true, force: true });
+process.exit(failed ? 1 : 0);
