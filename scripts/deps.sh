@@ -10,11 +10,11 @@ run_pkgs=(
     ca-certificates cmake ninja-build g++ pkg-config curl tzdata
     libboost-dev libsoci-dev libsqlite3-dev libmariadb-dev
     libyaml-cpp-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libhowardhinnant-date-dev
-    libgtest-dev libgmock-dev
+    libgtest-dev libgmock-dev libhiredis-dev
 )
 test_pkgs=(
     mariadb-server mariadb-client clang clang-format libbenchmark-dev procps iproute2 libfaketime
-    chromium nodejs npm
+    chromium nodejs npm redis-server gnuplot-nox
 )
 pkgs=("${run_pkgs[@]}")
 [ "$mode" = test ] && pkgs+=("${test_pkgs[@]}")
