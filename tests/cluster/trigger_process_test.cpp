@@ -9,6 +9,7 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "../support/child_process.hpp"
 #include "sched/common/node_id.hpp"
@@ -148,6 +149,18 @@ TEST_P(TriggerProcessTest, EverySecondJobFiresEachSecondOnceAndPausedJobStops) {
     }
     ASSERT_EQ(per_time.size(), static_cast<std::size_t>(kSeconds));
     for (int i = 0; i < kSeconds; ++i) EXPECT_EQ(per_time[first + i * 1000], 1) << "second " << i;
+
+    // The only node leads; its lease was renewed within the last tick (200 ms) plus slack, and
+    // its term runs at most ttl - margin (700 ms) ahead.
+    const auto [code, body] = sched::testing::HttpGet(static_cast<unsigned short>(port_), "/status");
+    ASSERT_EQ(code, 200) << body;
+    const auto status = nlohmann::json::parse(body);
+    EXPECT_EQ(status.at("role"), "master") << body;
+    ASSERT_TRUE(status.at("lease_age_ms").is_number()) << body;
+    EXPECT_GE(status.at("lease_age_ms").get<std::int64_t>(), 0) << body;
+    EXPECT_LT(status.at("lease_age_ms").get<std::int64_t>(), 700) << body;
+    EXPECT_LE(status.at("lease_valid_for_ms").get<std::int64_t>(), 700) << body;
+    EXPECT_GT(status.at("lease_valid_for_ms").get<std::int64_t>(), 0) << body;
 
     // Pause: the job gets no new fire times, and the ones already planned are skipped.
     auto stored = store::JobRepository(db()).Get(job.id);

@@ -262,6 +262,22 @@ int FireRepository::UnassignPending(soci::session& s, const std::string& node) {
     return static_cast<int>(impl::ExecuteAffected(st));
 }
 
+std::vector<Fire> FireRepository::ListRunning(soci::session& s, std::int64_t after_scheduled, std::int64_t after_id,
+                                              int limit) {
+    // Row-value comparison spelled out: (a, b) > (x, y) is not index-served everywhere.
+    return impl::SelectRows<FireRow>(
+        s,
+        std::string("SELECT ") + kColumns +
+            " FROM job_fire WHERE status = 'running' AND (scheduled_time > :t OR (scheduled_time = :t2 AND id > :id))"
+            " ORDER BY scheduled_time, id LIMIT " +
+            std::to_string(std::max(1, limit)),
+        [&](soci::statement& st) {
+            st.exchange(soci::use(after_scheduled, "t"));
+            st.exchange(soci::use(after_scheduled, "t2"));
+            st.exchange(soci::use(after_id, "id"));
+        });
+}
+
 std::vector<Fire> FireRepository::ListFollowups(soci::session& s, int limit) {
     // Served by idx_fire_followup: only flagged rows are read, however long the history.
     return impl::SelectRows<FireRow>(s,

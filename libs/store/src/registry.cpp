@@ -126,6 +126,16 @@ int ExecutorRepository::CountLive(soci::session& s, const db::Dialect& dialect, 
     return n;
 }
 
+std::set<std::string> ExecutorRepository::LiveAddresses(soci::session& s, const db::Dialect& dialect,
+                                                        std::int64_t ttl_ms) {
+    std::set<std::string> out;
+    soci::rowset<std::string> rows = (s.prepare << "SELECT address FROM executor_instance WHERE last_heartbeat_ms > " +
+                                                       std::string(dialect.NowMs()) + " - :ttl",
+                                      soci::use(ttl_ms, "ttl"));
+    for (const auto& address : rows) out.insert(address);
+    return out;
+}
+
 Status TriggerNodeRepository::Heartbeat(const TriggerNode& node) {
     return db_.Run([&](soci::session& s) {
         const std::string now(db_.dialect().NowMs());

@@ -51,6 +51,7 @@ MasterConfig MasterConfig::FromYaml(const ConfigNode& node) {
     c.executor_ttl = node.Duration("executor-ttl", c.executor_ttl, milliseconds(100), std::chrono::hours(1));
     c.retry_backoff_cap =
         node.Duration("retry-backoff-cap", c.retry_backoff_cap, milliseconds(1), std::chrono::hours(24));
+    c.running_sweep = node.Duration("running-sweep", c.running_sweep, milliseconds(100), std::chrono::hours(1));
     return c;
 }
 
@@ -66,6 +67,11 @@ Master::Master(std::shared_ptr<db::Database> db, lock::Fence& fence, const DbTim
           metrics.Counter("sched_master_retries_total", "Retry fire rows created by the master.").Labels({})),
       fires_lost_(
           metrics.Counter("sched_master_fires_lost_total", "Dispatching fires of dead slaves marked lost.").Labels({})),
+      running_lost_(metrics
+                        .Counter("sched_master_running_swept_total",
+                                 "Running fires ended by the master's sweep, by outcome.", {"outcome"})
+                        .Labels({"lost"})),
+      running_timed_out_(metrics.Counter("sched_master_running_swept_total", "", {"outcome"}).Labels({"timeout"})),
       scans_(metrics.Counter("sched_master_scans_total", "Master scans committed.").Labels({})),
       scan_seconds_(metrics
                         .Histogram("sched_master_scan_seconds", "Duration of one master scan transaction.", {},
@@ -207,6 +213,12 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
             }
         }
 
+        // 2b. Running fires nobody will finish.
+        if (now >= next_sweep_ms_) {
+            next_sweep_ms_ = now + Ms(config_.running_sweep);
+            SweepRunning(s, now, r);
+        }
+
         // 3. Follow-ups of ended fires.
         for (const auto& fire : store::FireRepository::ListFollowups(s, config_.batch)) {
             ++r.followups;
@@ -250,9 +262,63 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
         fires_created_.Inc(report->fires_created);
         retries_created_.Inc(report->retries);
         fires_lost_.Inc(report->lost);
+        running_lost_.Inc(report->running_lost);
+        running_timed_out_.Inc(report->running_timed_out);
         scan_seconds_.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     }
     return report;
+}
+
+void Master::SweepRunning(soci::session& s, std::int64_t now, ScanReport& r) {
+    // A running fire normally ends by the executor's callback, or by its slave's timeout kill.
+    // Neither comes when the executor process died (its heartbeat stops) or when the slave died
+    // and the executor never answers: without this sweep such a fire would stay `running`
+    // forever and a retry policy would never see it (XXL-JOB's "result lost" sweep does the same
+    // for an offline executor). Ending it is a CAS from `running`, so a late callback and the
+    // sweep produce one outcome.
+    const auto fires = store::FireRepository::ListRunning(s, sweep_after_scheduled_, sweep_after_id_, config_.batch);
+    if (static_cast<int>(fires.size()) < config_.batch) {
+        sweep_after_scheduled_ = -1;  // the end was reached: start over next time
+        sweep_after_id_ = 0;
+    } else {
+        sweep_after_scheduled_ = fires.back().scheduled_time;
+        sweep_after_id_ = fires.back().id;
+    }
+    if (fires.empty()) return;
+    const auto live = store::ExecutorRepository::LiveAddresses(s, db_->dialect(), Ms(config_.executor_ttl));
+    std::map<std::int64_t, std::optional<store::Job>> jobs;
+    for (const auto& fire : fires) {
+        const std::int64_t since = fire.started_at.value_or(fire.dispatched_at.value_or(fire.due_at));
+        auto it = jobs.find(fire.job_id);
+        if (it == jobs.end()) it = jobs.emplace(fire.job_id, store::JobRepository::Find(s, fire.job_id)).first;
+        const auto& job = it->second;
+        if (job && job->timeout_ms > 0 && now > since + job->timeout_ms + Ms(config_.node_ttl)) {
+            const int moved = store::FireRepository::Transition(
+                s, fire.id, {store::FireStatus::kRunning}, store::FireStatus::kTimeout,
+                {.finished_at = now,
+                 .result_message = "no result within the timeout (" + std::to_string(job->timeout_ms) +
+                                   " ms) and none recorded by slave " + fire.assigned_node.value_or("?") +
+                                   "; the run may still be going on at " + fire.executor_address.value_or("?"),
+                 .followup = true});
+            r.running_timed_out += moved;
+            continue;
+        }
+        // An empty registry means nobody's heartbeat arrives: the registry path failed, not
+        // every executor at once, so nothing is concluded from it.
+        if (live.empty() || !fire.executor_address || live.contains(*fire.executor_address)) continue;
+        if (now <= fire.dispatched_at.value_or(fire.due_at) + Ms(config_.executor_ttl)) continue;
+        const int moved =
+            store::FireRepository::Transition(s, fire.id, {store::FireStatus::kRunning}, store::FireStatus::kLost,
+                                              {.finished_at = now,
+                                               .result_message = "executor " + *fire.executor_address +
+                                                                 " stopped heartbeating while the fire was running",
+                                               .followup = true});
+        r.running_lost += moved;
+    }
+    if (r.running_lost + r.running_timed_out > 0) {
+        spdlog::warn("master sweep: {} running fires lost (executor gone), {} timed out without a result",
+                     r.running_lost, r.running_timed_out);
+    }
 }
 
 }  // namespace sched::trigger

@@ -1,5 +1,6 @@
 #include "sched/trigger/node.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include <spdlog/spdlog.h>
@@ -286,6 +287,19 @@ std::string TriggerNode::StatusJson() const {
     const auto leadership = impl_->elector ? impl_->elector->CurrentLeadership() : std::nullopt;
     j["role"] = leadership ? "master" : "slave";
     j["epoch"] = leadership ? nlohmann::json(leadership->epoch) : nlohmann::json(nullptr);
+    // The term ends at valid_until = (start of the last successful renew) + ttl - margin, so the
+    // lease's age - time since that renew - follows from it without another clock read.
+    if (leadership) {
+        const auto& election = impl_->elector->config();
+        const auto valid_for = std::chrono::duration_cast<std::chrono::milliseconds>(leadership->valid_until -
+                                                                                     std::chrono::steady_clock::now());
+        const auto term = std::chrono::duration_cast<std::chrono::milliseconds>(election.ttl - election.margin);
+        j["lease_age_ms"] = std::max<std::int64_t>(0, (term - valid_for).count());
+        j["lease_valid_for_ms"] = std::max<std::int64_t>(0, valid_for.count());
+    } else {
+        j["lease_age_ms"] = nullptr;
+        j["lease_valid_for_ms"] = nullptr;
+    }
     {
         std::lock_guard lock(impl_->leader_mu);
         j["leader"] = impl_->leader ? nlohmann::json(impl_->leader->first) : nlohmann::json(nullptr);

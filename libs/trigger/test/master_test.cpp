@@ -165,6 +165,69 @@ TEST_P(MasterTest, OrphansGoToLiveSlavesAndDeadDispatchesBecomeLost) {
     EXPECT_NE(lost->result_message->find("node-dead"), std::string::npos);
 }
 
+TEST_P(MasterTest, RunningFiresOfDeadExecutorsAreLostAndPastTimeoutsEnd) {
+    auto plain = CreateJob("plain", "manual", "", std::nullopt);
+    auto timed = CreateJob("timed", "manual", "", std::nullopt, [](store::Job& j) { j.timeout_ms = 1000; });
+    store::ExecutorRepository executors(db());
+    ASSERT_TRUE(executors.Heartbeat({.app = "app", .address = "127.0.0.1:5001", .handlers = {"echo"}}).ok());
+    ASSERT_TRUE(executors.Heartbeat({.app = "app", .address = "127.0.0.1:5002", .handlers = {"echo"}}).ok());
+    const auto make_stale = [&](const std::string& address) {
+        ASSERT_TRUE(db().Run([&](soci::session& s) {
+                            s << "UPDATE executor_instance SET last_heartbeat_ms = last_heartbeat_ms - 600000 "
+                                 "WHERE address = :a",
+                                soci::use(address, "a");
+                        })
+                        .ok());
+    };
+    make_stale("127.0.0.1:5002");
+    store::FireRepository fires(db());
+    std::int64_t next_time = 1000;
+    const auto running = [&](const store::Job& job, const std::string& address, std::int64_t dispatched_ago_ms) {
+        store::Fire f;
+        f.job_id = job.id;
+        f.scheduled_time = next_time++;
+        f.kind = store::FireKind::kManual;
+        f.epoch = epoch_;
+        f.assigned_node = "node-a";
+        auto id =
+            **db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
+        const std::int64_t at = Now() - dispatched_ago_ms;
+        EXPECT_TRUE(fires
+                        .Transition(id, {store::FireStatus::kPending}, store::FireStatus::kRunning,
+                                    {.executor_address = address, .dispatched_at = at, .started_at = at})
+                        .ok());
+        return id;
+    };
+    const auto on_dead_long_ago = running(plain, "127.0.0.1:5002", 60'000);
+    const auto on_dead_just_now = running(plain, "127.0.0.1:5002", 100);
+    const auto on_live = running(plain, "127.0.0.1:5001", 60'000);
+    const auto past_timeout = running(timed, "127.0.0.1:5001", 60'000);
+    const auto within_timeout = running(timed, "127.0.0.1:5001", 0);
+
+    auto scan = master_->Scan(epoch_);
+    ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+    EXPECT_EQ(scan->running_lost, 1);
+    EXPECT_EQ(scan->running_timed_out, 1);
+    auto lost = fires.Get(on_dead_long_ago);
+    EXPECT_EQ(lost->status, store::FireStatus::kLost);
+    EXPECT_NE(lost->result_message.value_or("").find("127.0.0.1:5002"), std::string::npos) << *lost->result_message;
+    EXPECT_EQ(fires.Get(past_timeout)->status, store::FireStatus::kTimeout);
+    for (auto id : {on_dead_just_now, on_live, within_timeout}) {
+        EXPECT_EQ(fires.Get(id)->status, store::FireStatus::kRunning) << "fire " << id;
+    }
+    // Both ended fires went through the follow-up like any other end (their flag was cleared).
+    EXPECT_FALSE(fires.Get(on_dead_long_ago)->followup);
+
+    // With no executor heartbeat fresh at all, the registry is what failed: nothing is concluded.
+    make_stale("127.0.0.1:5001");
+    const auto while_registry_down = running(plain, "127.0.0.1:5002", 60'000);
+    Master fresh(pool_, *fence_, *time_, MasterConfig{}, metrics_);
+    auto second = fresh.Scan(epoch_);
+    ASSERT_TRUE(second.ok()) << second.status().ToString();
+    EXPECT_EQ(second->running_lost, 0);
+    EXPECT_EQ(fires.Get(while_registry_down)->status, store::FireStatus::kRunning);
+}
+
 TEST_P(MasterTest, FailedFireIsRetriedWithBackoffUntilAttemptsRunOut) {
     auto job = CreateJob("flaky", "manual", "", std::nullopt, [](store::Job& j) {
         j.retry_max = 1;

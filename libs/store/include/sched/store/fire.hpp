@@ -113,6 +113,10 @@ class FireRepository {
     /// Gives back every pending fire assigned to `node` (assigned_node = NULL) for the master to
     /// reassign: a slave that stops hands its queue back. Returns how many.
     static int UnassignPending(soci::session& s, const std::string& node);
+    /// Running fires after the cursor (scheduled_time, id), in that order, at most `limit`: the
+    /// master's sweep for runs that nobody will finish. Served by idx_fire_status.
+    static std::vector<Fire> ListRunning(soci::session& s, std::int64_t after_scheduled, std::int64_t after_id,
+                                         int limit);
     /// Fires whose followup flag is set, oldest first.
     static std::vector<Fire> ListFollowups(soci::session& s, int limit);
     static void ClearFollowup(soci::session& s, std::int64_t id);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,9 @@ class ExecutorRepository {
     Result<std::vector<ExecutorInstance>> ListLive(const std::string& app, std::int64_t ttl_ms);
     /// The same set counted, inside the caller's transaction.
     static int CountLive(soci::session& s, const db::Dialect& dialect, const std::string& app, std::int64_t ttl_ms);
+    /// The addresses of every instance (any app) with a heartbeat within `ttl_ms` (database
+    /// clock), inside the caller's transaction.
+    static std::set<std::string> LiveAddresses(soci::session& s, const db::Dialect& dialect, std::int64_t ttl_ms);
 
   private:
     db::Database& db_;

@@ -10,6 +10,11 @@
 ///      slave by capacity; sharding-broadcast makes one fire per live executor instance;
 ///   2. orphans: pending fires with no live slave (manual triggers, retries, fires of dead
 ///      slaves) are assigned; dispatching fires of dead slaves become `lost`;
+///   2b. every `running-sweep`, running fires nobody will finish: past the job's timeout by
+///      more than node-ttl (its slave died or missed it) -> `timeout`; dispatched more than
+///      executor-ttl ago to an executor instance whose heartbeat has expired -> `lost` (skipped
+///      while no executor instance at all has a fresh heartbeat: then the registry, not the
+///      executors, is what failed). Both get the follow-up of any ended fire;
 ///   3. follow-ups of fires that ended: a retry row when attempts remain (failed, timeout, and
 ///      lost for at-least-once jobs) with exponential backoff and jitter; a fixed-delay job's
 ///      next time from the run's finish.
@@ -26,6 +31,7 @@
 ///   node-ttl: 5s               # a slave whose heartbeat is older gets no fires
 ///   executor-ttl: 30s          # an executor instance whose heartbeat is older is not counted
 ///   retry-backoff-cap: 5m      # the longest retry delay
+///   running-sweep: 5s          # how often running fires are checked for a dead executor / timeout
 ///
 /// Not thread-safe: one master loop calls Scan.
 
@@ -57,6 +63,7 @@ struct MasterConfig {
     Micros node_ttl = std::chrono::seconds(5);
     Micros executor_ttl = std::chrono::seconds(30);
     Micros retry_backoff_cap = std::chrono::minutes(5);
+    Micros running_sweep = std::chrono::seconds(5);
 
     /// Throws ConfigError naming the key.
     static MasterConfig FromYaml(const ConfigNode& node);
@@ -69,6 +76,8 @@ struct ScanReport {
     int lost = 0;
     int retries = 0;
     int followups = 0;
+    int running_lost = 0;       ///< running fires whose executor's heartbeat expired
+    int running_timed_out = 0;  ///< running fires past their timeout that no slave ended
     /// New or newly assigned fire ids per slave node, to notify after the commit.
     std::map<std::string, std::vector<std::int64_t>> assigned;
     /// The live slaves' addresses by node id (where to send the notifications).
@@ -101,15 +110,23 @@ class Master {
     const CachedSchedule& ScheduleFor(std::int64_t job_id, const std::string& type, const std::string& expr,
                                       const std::string& zone);
 
+    /// Step 2b over the next batch of running fires (the cursor wraps around).
+    void SweepRunning(soci::session& s, std::int64_t now, ScanReport& r);
+
     std::shared_ptr<db::Database> db_;
     lock::Fence& fence_;
     const DbTime& time_;
     MasterConfig config_;
     std::map<std::int64_t, CachedSchedule> schedules_;
     std::mt19937_64 rng_{std::random_device{}()};
+    std::int64_t next_sweep_ms_ = 0;
+    std::int64_t sweep_after_scheduled_ = -1;  // cursor: (scheduled_time, id) of the last fire seen
+    std::int64_t sweep_after_id_ = 0;
     CounterChild& fires_created_;
     CounterChild& retries_created_;
     CounterChild& fires_lost_;
+    CounterChild& running_lost_;
+    CounterChild& running_timed_out_;
     CounterChild& scans_;
     HistogramChild& scan_seconds_;
 };
