@@ -1,6 +1,11 @@
 // Lock benchmark (a tool, not a test; figures go to docs/locks.md and docs/benchmarks.md).
 //
 //   lock_bench --url URL [--seconds 5] [--idle-seconds 10]
+//   lock_bench --redis HOST:PORT[,HOST:PORT...] [--seconds 5]
+//
+// With --redis the lock store is one Redis server (RedisLockStore: one script per acquire and
+// one per release) or, with several servers, Redlock (RedlockStore: one script per server for
+// each); only part 1 runs (the election always uses the SQL table).
 //
 // 1. Acquire + release pairs per second (TryLock with wait 0, then Unlock) for 1 and for 8
 //    concurrent clients, each client with its own DistributedLock and its own connection, on
@@ -14,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <string>
 #include <thread>
@@ -24,6 +30,7 @@
 #include "sched/db/migrator.hpp"
 #include "sched/lock/distributed_lock.hpp"
 #include "sched/lock/lease_elector.hpp"
+#include "sched/lock/redis_lock_store.hpp"
 #include "sched/lock/sql_lock_store.hpp"
 
 namespace {
@@ -45,13 +52,14 @@ struct PairStats {
     std::vector<double> latencies_us;
 };
 
-void AcquireRelease(const sched::db::DbUrl& url, int clients, bool shared_key, std::chrono::seconds duration) {
+using StoreFactory = std::function<std::shared_ptr<sched::lock::KeyLockStore>()>;
+
+void AcquireRelease(const StoreFactory& make_store, int clients, bool shared_key, std::chrono::seconds duration) {
     std::vector<PairStats> stats(static_cast<std::size_t>(clients));
     std::vector<std::unique_ptr<sched::lock::DistributedLock>> locks;
     locks.reserve(static_cast<std::size_t>(clients));
     for (int c = 0; c < clients; ++c) {
-        locks.push_back(std::make_unique<sched::lock::DistributedLock>(
-            std::make_shared<sched::lock::SqlLockStore>(Open(url, 1)), "bench-" + std::to_string(c)));
+        locks.push_back(std::make_unique<sched::lock::DistributedLock>(make_store(), "bench-" + std::to_string(c)));
     }
     std::atomic<bool> go{false};
     std::atomic<bool> stop{false};
@@ -158,13 +166,38 @@ int main(int argc, char** argv) {
     try {
         std::map<std::string, std::string> flags;
         for (int i = 1; i + 1 < argc; i += 2) flags[std::string(argv[i]).substr(2)] = argv[i + 1];
-        if (flags.count("url") == 0) {
-            std::fprintf(stderr, "usage: lock_bench --url URL [--seconds 5] [--idle-seconds 10]\n");
+        if (flags.count("url") == flags.count("redis")) {
+            std::fprintf(stderr,
+                         "usage: lock_bench --url URL [--seconds 5] [--idle-seconds 10]\n"
+                         "       lock_bench --redis HOST:PORT[,HOST:PORT...] [--seconds 5]\n");
             return 2;
+        }
+        const auto seconds = std::chrono::seconds(flags.count("seconds") ? std::stoi(flags["seconds"]) : 5);
+        if (flags.count("redis") != 0) {
+            std::vector<sched::lock::RedisServerAddress> servers;
+            const std::string list = flags["redis"];
+            for (std::size_t start = 0; start <= list.size();) {
+                const std::size_t comma = std::min(list.find(',', start), list.size());
+                auto address = sched::lock::RedisServerAddress::Parse(list.substr(start, comma - start));
+                if (!address.ok()) throw std::runtime_error(address.status().ToString());
+                servers.push_back(*address);
+                start = comma + 1;
+            }
+            const StoreFactory make_store = [&]() -> std::shared_ptr<sched::lock::KeyLockStore> {
+                if (servers.size() == 1) return std::make_shared<sched::lock::RedisLockStore>(servers.front());
+                return std::make_shared<sched::lock::RedlockStore>(servers);
+            };
+            if (servers.size() == 1) {
+                std::printf("backend redis (one server)\n");
+            } else {
+                std::printf("backend redlock (%zu servers)\n", servers.size());
+            }
+            for (const int clients : {1, 8}) AcquireRelease(make_store, clients, false, seconds);
+            AcquireRelease(make_store, 8, true, seconds);
+            return 0;
         }
         auto url = sched::db::ParseDbUrl(flags["url"]);
         if (!url.ok()) throw std::runtime_error(url.status().ToString());
-        const auto seconds = std::chrono::seconds(flags.count("seconds") ? std::stoi(flags["seconds"]) : 5);
         const auto idle = std::chrono::seconds(flags.count("idle-seconds") ? std::stoi(flags["idle-seconds"]) : 10);
         {
             auto db = Open(*url, 1);
@@ -172,8 +205,11 @@ int main(int argc, char** argv) {
             if (!migrated.ok()) throw std::runtime_error(migrated.status().ToString());
         }
         std::printf("backend %s\n", std::string(sched::db::BackendName(url->backend)).c_str());
-        for (const int clients : {1, 8}) AcquireRelease(*url, clients, false, seconds);
-        AcquireRelease(*url, 8, true, seconds);
+        const StoreFactory make_store = [&]() -> std::shared_ptr<sched::lock::KeyLockStore> {
+            return std::make_shared<sched::lock::SqlLockStore>(Open(*url, 1));
+        };
+        for (const int clients : {1, 8}) AcquireRelease(make_store, clients, false, seconds);
+        AcquireRelease(make_store, 8, true, seconds);
         IdleCluster(*url, idle);
         return 0;
     } catch (const std::exception& e) {

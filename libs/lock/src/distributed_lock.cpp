@@ -50,7 +50,7 @@ struct GuardState {
 
 class LockService {
   public:
-    LockService(std::shared_ptr<LockStore> store, std::string node_id, LockRetryPolicy retry, const Clock& clock)
+    LockService(std::shared_ptr<KeyLockStore> store, std::string node_id, LockRetryPolicy retry, const Clock& clock)
         : store_(std::move(store)), node_id_(std::move(node_id)), retry_(retry), clock_(clock) {
         if (node_id_.empty()) node_id_ = MakeNodeId();
     }
@@ -63,6 +63,7 @@ class LockService {
     }
 
     const std::string& node_id() const { return node_id_; }
+    bool fenced() const { return store_->fenced(); }
     const Clock& clock() const { return clock_; }
 
     Result<std::optional<LockHandle>> TryLock(std::string_view key, Micros wait, Micros lease,
@@ -84,11 +85,11 @@ class LockService {
             if (cancel.stop_requested()) return Cancelled("lock '" + std::string(key) + "': cancelled while waiting");
             const SteadyTime start = clock_.Steady();
             std::optional<LockRow> seen;
-            auto acquired = TryAcquireOnce(*store_, name, owner, lease, &seen);
+            auto acquired = store_->AcquireLock(name, owner, lease, &seen);
             if (acquired.ok()) {
                 if (acquired->has_value()) {
-                    return std::optional<LockHandle>(
-                        LockHandle{std::string(key), owner, (*acquired)->epoch, (*acquired)->id, start + lease});
+                    return std::optional<LockHandle>(LockHandle{std::string(key), owner, (*acquired)->epoch,
+                                                                (*acquired)->id, ValidUntil(start, lease)});
                 }
                 last_error.reset();
             } else {
@@ -111,7 +112,7 @@ class LockService {
     }
 
     Status Unlock(const LockHandle& h) {
-        auto released = store_->Release(h.id, h.owner, h.epoch);
+        auto released = store_->ReleaseLock(NameOf(h), Holding{h.id, h.epoch}, h.owner);
         if (!released.ok()) return released.status();
         if (!*released) {
             return LeaseLost("lock '" + h.key + "' epoch " + std::to_string(h.epoch) + " is no longer held by " +
@@ -123,12 +124,12 @@ class LockService {
     Status Extend(LockHandle& h, Micros lease) {
         if (lease.count() <= 0) return InvalidArgument("lease must be positive");
         const SteadyTime start = clock_.Steady();
-        auto renewed = store_->Renew(h.id, h.owner, h.epoch, lease);
+        auto renewed = store_->RenewLock(NameOf(h), Holding{h.id, h.epoch}, h.owner, lease);
         if (!renewed.ok()) return renewed.status();
         if (!*renewed) {
             return LeaseLost("lock '" + h.key + "' epoch " + std::to_string(h.epoch) + " expired or was taken over");
         }
-        h.valid_until = start + lease;
+        h.valid_until = ValidUntil(start, lease);
         return Status::Ok();
     }
 
@@ -141,6 +142,14 @@ class LockService {
     }
 
   private:
+    static std::string NameOf(const LockHandle& h) { return std::string(kLockPrefix) + h.key; }
+
+    // The local deadline of a holding that an attempt starting at `start` obtained: the backend's
+    // lease ends no earlier (minus the clock drift the backend allows for, Redlock).
+    SteadyTime ValidUntil(SteadyTime start, Micros lease) const {
+        return start + lease - store_->DriftAllowance(lease);
+    }
+
     void WatchdogLoop(const std::stop_token& stop) {
         while (!stop.stop_requested()) {
             std::vector<std::shared_ptr<GuardState>> due;
@@ -187,7 +196,7 @@ class LockService {
             lease = s.lease;
         }
         const SteadyTime start = clock_.Steady();
-        auto renewed = store_->Renew(handle.id, handle.owner, handle.epoch, lease);
+        auto renewed = store_->RenewLock(NameOf(handle), Holding{handle.id, handle.epoch}, handle.owner, lease);
         const SteadyTime done = clock_.Steady();
         std::lock_guard lock(s.mu);
         if (s.released) {
@@ -195,7 +204,7 @@ class LockService {
             return;
         }
         if (renewed.ok() && *renewed) {
-            s.handle.valid_until = start + lease;
+            s.handle.valid_until = ValidUntil(start, lease);
             s.next_renew = start + lease / 3;
             return;
         }
@@ -211,7 +220,7 @@ class LockService {
         s.next_renew = done + std::max<Micros>(lease / 10, std::chrono::milliseconds(10));
     }
 
-    std::shared_ptr<LockStore> store_;
+    std::shared_ptr<KeyLockStore> store_;
     std::string node_id_;
     LockRetryPolicy retry_;
     const Clock& clock_;
@@ -225,7 +234,7 @@ class LockService {
 
 }  // namespace impl
 
-DistributedLock::DistributedLock(std::shared_ptr<LockStore> store, std::string node_id, LockRetryPolicy retry,
+DistributedLock::DistributedLock(std::shared_ptr<KeyLockStore> store, std::string node_id, LockRetryPolicy retry,
                                  const Clock& clock)
     : service_(std::make_shared<impl::LockService>(std::move(store), std::move(node_id), retry, clock)) {}
 
@@ -264,6 +273,10 @@ LockGuard DistributedLock::Guard(LockHandle handle, Micros lease, bool watchdog,
 
 const std::string& DistributedLock::node_id() const {
     return service_->node_id();
+}
+
+bool DistributedLock::fenced() const {
+    return service_->fenced();
 }
 
 LockGuard::LockGuard(std::shared_ptr<impl::LockService> service, std::shared_ptr<impl::GuardState> state)

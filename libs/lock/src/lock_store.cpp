@@ -37,6 +37,21 @@ Result<std::optional<Holding>> TryAcquireOnce(LockStore& store, std::string_view
     return std::optional<Holding>();
 }
 
+Result<std::optional<Holding>> LockStore::AcquireLock(std::string_view name, std::string_view owner, Micros lease,
+                                                      std::optional<LockRow>* seen) {
+    return TryAcquireOnce(*this, name, owner, lease, seen);
+}
+
+Result<bool> LockStore::RenewLock(std::string_view name, const Holding& holding, std::string_view owner, Micros lease) {
+    (void)name;  // the row id names it
+    return Renew(holding.id, owner, holding.epoch, lease);
+}
+
+Result<bool> LockStore::ReleaseLock(std::string_view name, const Holding& holding, std::string_view owner) {
+    (void)name;
+    return Release(holding.id, owner, holding.epoch);
+}
+
 Status LeaseLost(std::string_view detail) {
     return Aborted(std::string(kLeaseLostPrefix) + ": " + std::string(detail));
 }

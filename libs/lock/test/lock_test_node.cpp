@@ -11,9 +11,11 @@
 //       20 ms through RunFenced, using the epoch of its latest term even after that term has
 //       ended: it deliberately ignores the local leadership check, so only the database fence
 //       can stop a stale write (at most 10 attempts per stale epoch).
-//   lock_test_node counter --url URL --key K --iterations M [--no-lock]
+//   lock_test_node counter --url URL --key K --iterations M [--no-lock] [--redis HOST:PORT[,HOST:PORT...]]
 //       M times: lock K (DistributedLock, watchdog), read lock_test_counter.value, sleep 1 ms,
 //       write value + 1, unlock. --no-lock skips the lock (to see the test fail without it).
+//       The lock is on the database at URL, or with --redis on one Redis server
+//       (RedisLockStore) or on several (RedlockStore); the counter is always in URL.
 //
 // All times in the log are CLOCK_REALTIME: every node runs on one machine, so they share it.
 
@@ -21,6 +23,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -29,12 +32,14 @@
 #include <stop_token>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "sched/common/node_id.hpp"
 #include "sched/db/database.hpp"
 #include "sched/lock/distributed_lock.hpp"
 #include "sched/lock/fenced.hpp"
 #include "sched/lock/lease_elector.hpp"
+#include "sched/lock/redis_lock_store.hpp"
 #include "sched/lock/sql_lock_store.hpp"
 
 namespace {
@@ -197,7 +202,26 @@ int RunCounter(const std::map<std::string, std::string>& flags) {
     const std::string key = Need(flags, "key");
     const int iterations = std::stoi(Need(flags, "iterations"));
     const bool use_lock = flags.count("no-lock") == 0;
-    sched::lock::DistributedLock locks(std::make_shared<sched::lock::SqlLockStore>(db));
+    std::shared_ptr<sched::lock::KeyLockStore> store;
+    if (auto redis = flags.find("redis"); redis != flags.end()) {
+        std::vector<sched::lock::RedisServerAddress> servers;
+        std::string list = redis->second;
+        for (std::size_t start = 0; start <= list.size();) {
+            const std::size_t comma = std::min(list.find(',', start), list.size());
+            auto address = sched::lock::RedisServerAddress::Parse(list.substr(start, comma - start));
+            if (!address.ok()) throw std::runtime_error(address.status().ToString());
+            servers.push_back(*address);
+            start = comma + 1;
+        }
+        if (servers.size() == 1) {
+            store = std::make_shared<sched::lock::RedisLockStore>(servers.front());
+        } else {
+            store = std::make_shared<sched::lock::RedlockStore>(servers);
+        }
+    } else {
+        store = std::make_shared<sched::lock::SqlLockStore>(db);
+    }
+    sched::lock::DistributedLock locks(store);
     for (int i = 0; i < iterations;) {
         std::optional<sched::lock::LockGuard> guard;
         if (use_lock) {

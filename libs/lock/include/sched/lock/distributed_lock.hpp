@@ -48,10 +48,11 @@ struct GuardState;
 struct LockHandle {
     std::string key;         ///< as passed by the caller (without the "lock:" row prefix)
     std::string owner;       ///< unique per acquisition: "<node id>#<n>"
-    std::int64_t epoch = 0;  ///< fencing token
-    std::int64_t id = 0;     ///< the row
+    std::int64_t epoch = 0;  ///< fencing token; always 0 when the store is not fenced (Redlock)
+    std::int64_t id = 0;     ///< the row (SQL); 0 on Redis
     /// Local deadline: the steady time at the start of the last successful acquire/extend plus
-    /// its lease. The database's lease ends no earlier than this.
+    /// its lease (minus the store's DriftAllowance: Redlock). The backend's lease ends no
+    /// earlier than this (as long as the backend's clock runs at the rate the store assumes).
     std::chrono::steady_clock::time_point valid_until{};
 };
 
@@ -69,7 +70,8 @@ class LockGuard;
 /// in one process. Guards keep what they need alive, so they may outlive the DistributedLock.
 class DistributedLock {
   public:
-    explicit DistributedLock(std::shared_ptr<LockStore> store, std::string node_id = "", LockRetryPolicy retry = {},
+    /// `store`: any backend (SqlLockStore, RedisLockStore, RedlockStore; see lock_backend.hpp).
+    explicit DistributedLock(std::shared_ptr<KeyLockStore> store, std::string node_id = "", LockRetryPolicy retry = {},
                              const Clock& clock = SystemClock::Instance());
     ~DistributedLock();
     DistributedLock(const DistributedLock&) = delete;
@@ -102,6 +104,8 @@ class DistributedLock {
     LockGuard Guard(LockHandle handle, Micros lease, bool watchdog = true, std::stop_token work = {});
 
     const std::string& node_id() const;
+    /// Whether epochs are fencing tokens (KeyLockStore::fenced); false on Redlock (epoch 0).
+    bool fenced() const;
 
   private:
     std::shared_ptr<impl::LockService> service_;

@@ -48,17 +48,72 @@ struct LockRow {
 
 /// What an acquisition gives its owner: the row to renew and release by, and the fencing token.
 struct Holding {
-    std::int64_t id = 0;
-    std::int64_t epoch = 0;
+    std::int64_t id = 0;     ///< the row (SQL); 0 on Redis, which names locks by key only
+    std::int64_t epoch = 0;  ///< fencing token; 0 when the store is not fenced (Redlock)
 };
 
+/// What DistributedLock needs from a backend: named locks with an owner and a lease. Every
+/// operation is one attempt; DistributedLock adds the waiting, back-off and watchdog on top.
+///
+/// Implementations: every LockStore (the SQL table: rows, fenced epochs), RedisLockStore (one
+/// Redis server: SET NX PX + scripts, epochs from a per-name counter) and RedlockStore (a
+/// majority of N independent Redis servers, no fencing: epoch 0). Factory: lock_backend.hpp.
+///
 /// Thread-safety: implementations are safe to call from several threads at once.
+/// Errors as values: kUnavailable (server or database down, connection broken: retry the call
+/// with back-off), kDeadlineExceeded (timed out), kUnauthenticated (Redis password refused), ...
+/// "Someone else holds it" and "not ours any more" are not errors (nullopt / false).
+class KeyLockStore {
+  public:
+    virtual ~KeyLockStore() = default;
+
+    /// One attempt to acquire `name` for `owner` (unique per acquisition) for `lease`.
+    /// nullopt: someone else holds it. `seen` (optional) receives what the attempt saw of the
+    /// current holder (owner, lease_until_us and db_now_us on the backend's clock), so a waiter
+    /// need not sleep past the end of the holder's lease. Retrying after an error with the same
+    /// owner is safe: an acquisition whose reply was lost is found again, never held twice.
+    /// kInvalidArgument when `name` is empty or longer than kMaxLockNameLength, or lease <= 0.
+    virtual Result<std::optional<Holding>> AcquireLock(std::string_view name, std::string_view owner, Micros lease,
+                                                       std::optional<LockRow>* seen) = 0;
+
+    /// Extends a live holding of `name` to `lease` from now. False: it is gone (expired, taken,
+    /// released); it cannot be revived, only re-acquired.
+    virtual Result<bool> RenewLock(std::string_view name, const Holding& holding, std::string_view owner,
+                                   Micros lease) = 0;
+
+    /// Gives a holding of `name` back if `owner` still holds it at holding.epoch (expired or not,
+    /// where the backend still knows it). False: not ours any more, nothing was changed.
+    virtual Result<bool> ReleaseLock(std::string_view name, const Holding& holding, std::string_view owner) = 0;
+
+    /// True when Holding::epoch is a fencing token (strictly increasing per name for as long as
+    /// the backend keeps its data). False (Redlock): every epoch is 0 and means "not fenced".
+    virtual bool fenced() const = 0;
+
+    /// How much shorter than `lease` a holder must assume its lock to be, on its own steady clock:
+    /// 0 where one server's clock decides expiry; Redlock's clock-drift allowance
+    /// (lease * 0.01 + 2 ms) where several servers' clocks do. DistributedLock sets
+    /// LockHandle::valid_until = start of the attempt + lease - this.
+    virtual Micros DriftAllowance(Micros lease) const {
+        (void)lease;
+        return Micros(0);
+    }
+};
+
+/// The lock table's row operations (the SQL store, the fake). The KeyLockStore operations are
+/// built from them: AcquireLock = TryAcquireOnce, RenewLock = Renew(holding.id, ...),
+/// ReleaseLock = Release(holding.id, ...). LeaseElector and Fence need these rows (and fence in
+/// the same database), so they only run on a LockStore.
+///
 /// Errors: database failures as Database::Run classifies them (kUnavailable = retry the call,
 /// kDeadlineExceeded = a lock wait or statement timed out, ...). A CAS that matches no row is
 /// not an error: it returns false.
-class LockStore {
+class LockStore : public KeyLockStore {
   public:
-    virtual ~LockStore() = default;
+    Result<std::optional<Holding>> AcquireLock(std::string_view name, std::string_view owner, Micros lease,
+                                               std::optional<LockRow>* seen) final;
+    Result<bool> RenewLock(std::string_view name, const Holding& holding, std::string_view owner, Micros lease) final;
+    Result<bool> ReleaseLock(std::string_view name, const Holding& holding, std::string_view owner) final;
+    bool fenced() const final { return true; }
 
     /// The row named `name` and the database clock, read in one statement; nullopt when there is
     /// no such row.
