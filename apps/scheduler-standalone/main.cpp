@@ -2,16 +2,12 @@
 // node (master + slave) whose port also serves the web module (REST API, web UI, and the SDK's
 // registry and callback routes). Wiring only.
 
-#include <pthread.h>
-
-#include <atomic>
-#include <csignal>
 #include <iostream>
 #include <string>
-#include <thread>
 
 #include <spdlog/spdlog.h>
 
+#include "sched/common/app_main.hpp"
 #include "sched/cron/schedule.hpp"
 #include "sched/store/job.hpp"
 #include "sched/trigger/node.hpp"
@@ -20,13 +16,15 @@
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: scheduler-standalone [--config FILE] [--demo]
+constexpr const char* kUsage = R"(usage: scheduler-standalone [--config FILE] [--check-config] [--demo]
 
 Runs the scheduler in one process on an embedded SQLite database: it schedules and dispatches
 jobs and serves the web UI (/), the REST API (/api/v1, see /api/v1/openapi.json), the SDK's
 registry and callback API, /healthz, /readyz, /metrics and /status.
 
   --config FILE   YAML configuration (default: config/standalone.yaml)
+  --check-config  validate the configuration (with the environment), print "config ok" and exit
+                  0, or print the error naming the key and exit 2; the database is not touched
   --demo          create the demo job "hello" (app demo, handler echo, every 10 s) if absent
   --help          print this help and exit
   --version       print the version and exit
@@ -66,38 +64,23 @@ sched::Status EnsureDemoJob(sched::db::Database& db) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string config_path = "config/standalone.yaml";
-    bool demo = false;
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        if (arg == "--help" || arg == "-h") {
-            std::cout << kUsage;
-            return 0;
-        }
-        if (arg == "--version") {
-            std::cout << "scheduler-standalone " SCHED_VERSION "\n";
-            return 0;
-        }
-        if (arg == "--demo") {
-            demo = true;
-        } else if (arg == "--config" && i + 1 < argc) {
-            config_path = argv[++i];
-        } else if (arg.rfind("--config=", 0) == 0) {
-            config_path = arg.substr(9);
-        } else {
-            std::cerr << "scheduler-standalone: unknown argument \"" << arg << "\" (see --help)\n";
-            return 2;
-        }
-    }
+    const sched::AppSpec spec{.name = "scheduler-standalone",
+                              .version = SCHED_VERSION,
+                              .usage = kUsage,
+                              .default_config = "config/standalone.yaml",
+                              .flags = {"--demo"}};
+    const sched::ParsedArgs parsed = sched::ParseAppArgs(spec, argc, argv);
+    if (parsed.exit_code) return *parsed.exit_code;
     sched::trigger::NodeConfig config;
     try {
         config = sched::trigger::NodeConfig::FromYaml(
-            sched::ConfigNode::LoadFile(config_path),
+            sched::ConfigNode::LoadFile(parsed.args.config_path),
             {.db_url = "sqlite://data/scheduler.db", .listen = "127.0.0.1:8080", .require_token = false});
     } catch (const sched::ConfigError& e) {
         std::cerr << "scheduler-standalone: " << e.what() << "\n";
         return 2;
     }
+    if (parsed.args.check_config) return sched::ReportConfigOk();
     sched::SetupLogging(config.log);
     bool generated_token = false;
     if (config.token.empty()) {
@@ -107,24 +90,7 @@ int main(int argc, char** argv) {
         generated_token = true;
     }
 
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-    std::atomic<bool> stop_requested{false};
-    std::atomic<bool> exiting{false};  // set when main wakes the waiter itself
-    std::thread signal_waiter([&] {
-        int signo = 0;
-        sigwait(&signals, &signo);
-        if (!exiting) spdlog::info("signal {} received, stopping", signo);
-        stop_requested = true;
-    });
-    const auto wake_waiter = [&] {
-        exiting = true;
-        if (!stop_requested) pthread_kill(signal_waiter.native_handle(), SIGTERM);
-        signal_waiter.join();
-    };
+    sched::StopSignals signals;  // before any other thread starts
 
     // The web module serves the SDK's routes itself (with executor tokens as well as the cluster
     // token), so the node must not add its own copies of them.
@@ -140,21 +106,20 @@ int main(int argc, char** argv) {
         node.router(), web, [&node] { return node.database(); }, node.db_pool());
     spdlog::info("scheduler-standalone {} starting as {} with database {}", SCHED_VERSION, node.node_id(),
                  config.database.url.Redacted());
-    sched::Status started = node.Start([&] { return stop_requested.load(); });
+    sched::Status started = node.Start([&] { return signals.stop_requested(); });
     if (!started.ok()) {
-        wake_waiter();
         if (started.code() == sched::Code::kCancelled) return 0;
         spdlog::error("cannot start: {}", started.ToString());
         return 1;
     }
-    if (demo) {
+    if (parsed.args.Has("--demo")) {
         if (sched::Status s = EnsureDemoJob(*node.database()); !s.ok()) {
             spdlog::error("cannot create the demo job: {}", s.ToString());
         }
     }
     if (generated_token) std::cout << "scheduler-standalone token (generated): " << config.token << "\n";
     std::cout << "scheduler-standalone listening on http://127.0.0.1:" << node.port() << std::endl;
-    signal_waiter.join();
+    signals.Wait();
     node.Stop();
     spdlog::info("scheduler-standalone stopped");
     return 0;

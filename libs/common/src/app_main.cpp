@@ -1,0 +1,95 @@
+#include "sched/common/app_main.hpp"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <iostream>
+
+#include <spdlog/spdlog.h>
+
+namespace sched {
+
+ParsedArgs ParseAppArgs(const AppSpec& spec, const std::vector<std::string>& args, std::ostream& out,
+                        std::ostream& err) {
+    ParsedArgs parsed;
+    parsed.args.config_path = spec.default_config;
+    const auto fail = [&](const std::string& why) {
+        err << spec.name << ": " << why << " (see --help)\n";
+        parsed.exit_code = 2;
+        return parsed;
+    };
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& arg = args[i];
+        // --help and --version win wherever they stand, as people expect of them.
+        if (arg == "--help" || arg == "-h") {
+            out << spec.usage;
+            parsed.exit_code = 0;
+            return parsed;
+        }
+        if (arg == "--version") {
+            out << spec.name << " " << spec.version << "\n";
+            parsed.exit_code = 0;
+            return parsed;
+        }
+        if (arg == "--check-config") {
+            parsed.args.check_config = true;
+        } else if (arg == "--config") {
+            // A following flag is not a file name: "--config --demo" is a missing value, not a
+            // config file called "--demo".
+            if (i + 1 >= args.size() || args[i + 1].rfind("--", 0) == 0) return fail("--config needs a FILE");
+            parsed.args.config_path = args[++i];
+        } else if (arg.rfind("--config=", 0) == 0) {
+            if (arg.size() == 9) return fail("--config needs a FILE");
+            parsed.args.config_path = arg.substr(9);
+        } else if (std::find(spec.flags.begin(), spec.flags.end(), arg) != spec.flags.end()) {
+            parsed.args.flags.insert(arg);
+        } else {
+            return fail("unknown argument \"" + arg + "\"");
+        }
+    }
+    return parsed;
+}
+
+ParsedArgs ParseAppArgs(const AppSpec& spec, int argc, char** argv) {
+    std::vector<std::string> args;
+    for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+    return ParseAppArgs(spec, args, std::cout, std::cerr);
+}
+
+int ReportConfigOk() {
+    std::cout << "config ok" << std::endl;
+    return 0;
+}
+
+StopSignals::StopSignals() {
+    sigemptyset(&signals_);
+    sigaddset(&signals_, SIGINT);
+    sigaddset(&signals_, SIGTERM);
+    // Blocked here, and so in every thread started from now on; only sigwait below takes them.
+    pthread_sigmask(SIG_BLOCK, &signals_, nullptr);
+    waiter_ = std::thread([this] {
+        int signo = 0;
+        sigwait(&signals_, &signo);
+        if (!exiting_) {
+            signo_ = signo;
+            spdlog::info("signal {} received, stopping", signo);
+        }
+        stop_requested_ = true;
+    });
+}
+
+StopSignals::~StopSignals() {
+    if (!waiter_.joinable()) return;
+    exiting_ = true;
+    // The waiter only leaves sigwait on a signal: send it one of its own (it is blocked
+    // everywhere, so it can only be taken by that sigwait).
+    if (!stop_requested_) pthread_kill(waiter_.native_handle(), SIGTERM);
+    waiter_.join();
+}
+
+int StopSignals::Wait() {
+    if (waiter_.joinable()) waiter_.join();
+    return signo_;
+}
+
+}  // namespace sched

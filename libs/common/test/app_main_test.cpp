@@ -1,0 +1,130 @@
+#include "sched/common/app_main.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+namespace sched {
+namespace {
+
+const AppSpec kSpec{.name = "scheduler-test",
+                    .version = "9.8.7",
+                    .usage = "usage: scheduler-test [--config FILE]\n",
+                    .default_config = "config/test.yaml",
+                    .flags = {"--demo"}};
+
+struct Run {
+    ParsedArgs parsed;
+    std::string out;
+    std::string err;
+};
+
+Run Parse(const std::vector<std::string>& args, const AppSpec& spec = kSpec) {
+    std::ostringstream out;
+    std::ostringstream err;
+    Run run{ParseAppArgs(spec, args, out, err), "", ""};
+    run.out = out.str();
+    run.err = err.str();
+    return run;
+}
+
+TEST(ParseAppArgs, NoArgumentsUseTheDefaultConfig) {
+    auto run = Parse({});
+    EXPECT_FALSE(run.parsed.exit_code);
+    EXPECT_EQ(run.parsed.args.config_path, "config/test.yaml");
+    EXPECT_FALSE(run.parsed.args.check_config);
+    EXPECT_FALSE(run.parsed.args.Has("--demo"));
+    EXPECT_EQ(run.out + run.err, "");
+}
+
+TEST(ParseAppArgs, ConfigInBothSpellingsCheckConfigAndAppFlags) {
+    auto spaced = Parse({"--config", "/etc/sched/a.yaml", "--check-config", "--demo"});
+    EXPECT_FALSE(spaced.parsed.exit_code) << spaced.err;
+    EXPECT_EQ(spaced.parsed.args.config_path, "/etc/sched/a.yaml");
+    EXPECT_TRUE(spaced.parsed.args.check_config);
+    EXPECT_TRUE(spaced.parsed.args.Has("--demo"));
+
+    auto joined = Parse({"--config=b.yaml"});
+    EXPECT_FALSE(joined.parsed.exit_code) << joined.err;
+    EXPECT_EQ(joined.parsed.args.config_path, "b.yaml");
+    EXPECT_FALSE(joined.parsed.args.check_config);
+}
+
+TEST(ParseAppArgs, UnknownFlagExitsWith2NamingIt) {
+    auto run = Parse({"--config", "a.yaml", "--frobnicate"});
+    ASSERT_TRUE(run.parsed.exit_code);
+    EXPECT_EQ(*run.parsed.exit_code, 2);
+    EXPECT_EQ(run.err, "scheduler-test: unknown argument \"--frobnicate\" (see --help)\n");
+    EXPECT_EQ(run.out, "");
+    // An app flag of another app is unknown here.
+    AppSpec no_demo = kSpec;
+    no_demo.flags.clear();
+    EXPECT_EQ(Parse({"--demo"}, no_demo).parsed.exit_code, 2);
+    // Positional arguments are not accepted either.
+    auto positional = Parse({"a.yaml"});
+    EXPECT_EQ(positional.parsed.exit_code, 2);
+    EXPECT_NE(positional.err.find("unknown argument \"a.yaml\""), std::string::npos) << positional.err;
+}
+
+TEST(ParseAppArgs, ConfigWithoutValueExitsWith2) {
+    for (const std::vector<std::string>& args :
+         std::vector<std::vector<std::string>>{{"--config"}, {"--config="}, {"--config", "--check-config"}}) {
+        auto run = Parse(args);
+        ASSERT_TRUE(run.parsed.exit_code) << args.front();
+        EXPECT_EQ(*run.parsed.exit_code, 2);
+        EXPECT_EQ(run.err, "scheduler-test: --config needs a FILE (see --help)\n");
+    }
+}
+
+TEST(ParseAppArgs, HelpPrintsUsageAndExits0WhereverItStands) {
+    for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+             {"--help"}, {"-h"}, {"--config", "x.yaml", "--help"}, {"--help", "--frobnicate"}}) {
+        auto run = Parse(args);
+        ASSERT_TRUE(run.parsed.exit_code);
+        EXPECT_EQ(*run.parsed.exit_code, 0);
+        EXPECT_EQ(run.out, kSpec.usage);
+        EXPECT_EQ(run.err, "");
+    }
+}
+
+TEST(ParseAppArgs, VersionPrintsNameAndVersionAndExits0) {
+    auto run = Parse({"--version"});
+    ASSERT_TRUE(run.parsed.exit_code);
+    EXPECT_EQ(*run.parsed.exit_code, 0);
+    EXPECT_EQ(run.out, "scheduler-test 9.8.7\n");
+    EXPECT_EQ(run.err, "");
+}
+
+// Signals are process-wide, so these run in a child process (gtest death-test machinery), where
+// blocking SIGTERM cannot disturb the rest of the test binary.
+TEST(StopSignalsDeathTest, WaitReturnsTheSignalSentToTheProcess) {
+    ::testing::FLAGS_gtest_death_test_style = "threadsafe";
+    EXPECT_EXIT(
+        {
+            StopSignals signals;
+            if (signals.stop_requested()) std::_Exit(3);
+            kill(getpid(), SIGTERM);
+            const int signo = signals.Wait();
+            std::_Exit(signo == SIGTERM && signals.stop_requested() ? 0 : 4);
+        },
+        ::testing::ExitedWithCode(0), "");
+}
+
+TEST(StopSignalsDeathTest, DestructorWithoutSignalReturnsAndLeavesNoStopRequest) {
+    ::testing::FLAGS_gtest_death_test_style = "threadsafe";
+    EXPECT_EXIT(
+        {
+            { StopSignals signals; }
+            // The signals stay blocked: a later SIGINT is pending, not fatal.
+            kill(getpid(), SIGINT);
+            std::_Exit(5);
+        },
+        ::testing::ExitedWithCode(5), "");
+}
+
+}  // namespace
+}  // namespace sched

@@ -1,0 +1,428 @@
+// docker/: the compose file, its configs and the Dockerfile agree with the apps. No Docker
+// engine is needed: the files are parsed, and every config is validated by the real app
+// binary (--check-config) or, for the demo client, by the SDK's own config reader.
+
+#include <signal.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include "../support/child_process.hpp"
+#include "sched/client/executor.hpp"
+#include "sched/common/config.hpp"
+#include "sched/common/logging.hpp"
+#include "sched/db/db_url.hpp"
+
+namespace sched {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+const fs::path kSource = SCHED_SOURCE_DIR;
+const fs::path kDocker = kSource / "docker";
+
+// Secrets the check-config runs are given (values made up for the test).
+const std::vector<std::string> kSecretsEnv = {"SCHED_TOKEN=compose-test-token",
+                                              "SCHED_DB_PASSWORD=compose-test-password"};
+
+std::string ReadFile(const fs::path& path) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("cannot read " + path.string());
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+int PortOf(const std::string& host_port) {
+    const auto colon = host_port.rfind(':');
+    if (colon == std::string::npos) return -1;
+    return std::stoi(host_port.substr(colon + 1));
+}
+
+// One of our apps' services in the compose file, resolved to its config file.
+struct AppService {
+    std::string name;
+    std::string app;           // command[0]: scheduler-trigger, scheduler-web, demo-client, ...
+    std::string config_in;     // the --config path inside the container
+    fs::path config_host;      // the mounted file on this machine
+    YAML::Node config;         // its YAML
+    YAML::Node service;        // the compose entry
+    int listen_port = -1;      // http.listen (demo-client: executor.http.listen)
+    bool executor_api = true;  // serves the SDK's registry and callback routes
+};
+
+class Compose : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        compose_ = YAML::LoadFile((kDocker / "docker-compose.yml").string());
+        ASSERT_TRUE(compose_["services"].IsMap());
+        for (const auto& kv : compose_["services"]) {
+            const std::string name = kv.first.as<std::string>();
+            const YAML::Node svc = kv.second;
+            if (svc["image"] && svc["image"].as<std::string>().rfind("mariadb", 0) == 0) {
+                ASSERT_TRUE(mariadb_.empty()) << "two MariaDB services";
+                mariadb_ = name;
+                continue;
+            }
+            ASSERT_TRUE(svc["command"] && svc["command"].IsSequence()) << name << ": needs a command list";
+            AppService a;
+            a.name = name;
+            a.service = svc;
+            const auto cmd = svc["command"].as<std::vector<std::string>>();
+            a.app = cmd.at(0);
+            for (std::size_t i = 1; i + 1 < cmd.size(); ++i) {
+                if (cmd[i] == "--config") a.config_in = cmd[i + 1];
+            }
+            ASSERT_FALSE(a.config_in.empty()) << name << ": command has no --config";
+            apps_.push_back(a);
+        }
+        ASSERT_FALSE(mariadb_.empty()) << "no MariaDB service";
+    }
+
+    // Resolves the service's --config to the bind-mounted file; fails the test when none is.
+    void ResolveConfig(AppService& a) {
+        ASSERT_TRUE(a.service["volumes"]) << a.name << ": no volumes, so no config mounted";
+        for (const auto& v : a.service["volumes"]) {
+            const std::string spec = v.as<std::string>();  // ./src:/target[:ro]
+            if (spec.rfind("./", 0) != 0) continue;
+            const auto first = spec.find(':');
+            const auto second = spec.find(':', first + 1);
+            const std::string target =
+                spec.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1);
+            if (target == a.config_in) a.config_host = kDocker / spec.substr(0, first);
+        }
+        ASSERT_FALSE(a.config_host.empty()) << a.name << ": " << a.config_in << " is not mounted from docker/";
+        ASSERT_TRUE(fs::is_regular_file(a.config_host)) << a.name << ": mounted file missing: " << a.config_host;
+        a.config = YAML::LoadFile(a.config_host.string());
+        const YAML::Node http = a.app == "demo-client" ? a.config["executor"]["http"] : a.config["http"];
+        ASSERT_TRUE(http && http["listen"]) << a.config_host << ": set http.listen explicitly";
+        a.listen_port = PortOf(http["listen"].as<std::string>());
+        if (a.app == "demo-client") {
+            a.executor_api = false;
+        } else if (a.config["executor-api"]) {
+            a.executor_api = a.config["executor-api"].as<bool>();
+        }
+    }
+
+    std::vector<AppService> Resolved() {
+        std::vector<AppService> all = apps_;
+        for (auto& a : all) {
+            ResolveConfig(a);
+            if (::testing::Test::HasFatalFailure()) return {};
+        }
+        return all;
+    }
+
+    YAML::Node compose_;
+    std::string mariadb_;
+    std::vector<AppService> apps_;
+};
+
+TEST_F(Compose, HasTheClusterShape) {
+    std::map<std::string, int> count;
+    for (const auto& a : apps_) ++count[a.app];
+    EXPECT_EQ(count["scheduler-trigger"], 3);
+    EXPECT_EQ(count["scheduler-web"], 1);
+    EXPECT_EQ(count["demo-client"], 1);
+}
+
+TEST_F(Compose, EveryConfigIsMountedAndEveryPortMatchesItsListenPort) {
+    for (const auto& a : Resolved()) {
+        SCOPED_TRACE(a.name);
+        ASSERT_GT(a.listen_port, 0) << "listen port 0 cannot be published";
+        std::set<int> container_ports;
+        for (const auto& p : a.service["ports"]) {
+            // "[ip:]published:target": both sides must be the listen port (one port per node).
+            const std::string spec = p.as<std::string>();
+            const auto last = spec.rfind(':');
+            ASSERT_NE(last, std::string::npos) << spec;
+            const int target = std::stoi(spec.substr(last + 1));
+            const std::string rest = spec.substr(0, last);
+            const int published =
+                std::stoi(rest.substr(rest.rfind(':') == std::string::npos ? 0 : rest.rfind(':') + 1));
+            EXPECT_EQ(target, a.listen_port) << spec;
+            EXPECT_EQ(published, a.listen_port) << spec;
+            container_ports.insert(target);
+        }
+        for (const auto& p : a.service["expose"]) {
+            EXPECT_EQ(std::stoi(p.as<std::string>()), a.listen_port);
+            container_ports.insert(std::stoi(p.as<std::string>()));
+        }
+        EXPECT_EQ(container_ports, std::set<int>{a.listen_port}) << "publish or expose exactly the listen port";
+        // Listening on loopback inside a container serves nobody else.
+        const std::string listen =
+            (a.app == "demo-client" ? a.config["executor"]["http"] : a.config["http"])["listen"].as<std::string>();
+        EXPECT_EQ(listen.rfind("0.0.0.0:", 0), 0u) << listen;
+    }
+}
+
+TEST_F(Compose, HealthChecksProbeTheListenPort) {
+    const std::regex probe(R"(http://127\.0\.0\.1:(\d+)/(\S*))");
+    for (const auto& a : Resolved()) {
+        SCOPED_TRACE(a.name);
+        ASSERT_TRUE(a.service["healthcheck"]["test"]) << "no health check";
+        std::string test;
+        for (const auto& part : a.service["healthcheck"]["test"]) test += part.as<std::string>() + " ";
+        std::smatch m;
+        ASSERT_TRUE(std::regex_search(test, m, probe)) << test;
+        EXPECT_EQ(std::stoi(m[1]), a.listen_port) << test;
+        if (a.app != "demo-client") {
+            EXPECT_TRUE(m[2] == "readyz" || m[2] == "healthz") << test;
+        }
+    }
+    EXPECT_TRUE(compose_["services"][mariadb_]["healthcheck"]["test"]) << "MariaDB has no health check";
+}
+
+TEST_F(Compose, DependenciesWaitForHealthyServices) {
+    for (const auto& a : apps_) {
+        SCOPED_TRACE(a.name);
+        const YAML::Node deps = a.service["depends_on"];
+        ASSERT_TRUE(deps && deps.IsMap()) << "depends_on with conditions expected";
+        for (const auto& d : deps) {
+            const std::string dep = d.first.as<std::string>();
+            EXPECT_EQ(d.second["condition"].as<std::string>(""), "service_healthy") << dep;
+            ASSERT_TRUE(compose_["services"][dep]) << "depends on an unknown service " << dep;
+            EXPECT_TRUE(compose_["services"][dep]["healthcheck"]) << dep << " has no health check to wait for";
+        }
+        if (a.app != "demo-client") {
+            EXPECT_TRUE(deps[mariadb_]) << "must wait for " << mariadb_;
+        }
+    }
+}
+
+TEST_F(Compose, DatabaseUrlsNameTheMariaDbService) {
+    const YAML::Node env = compose_["services"][mariadb_]["environment"];
+    const std::string database = env["MARIADB_DATABASE"].as<std::string>("");
+    const std::string user = env["MARIADB_USER"].as<std::string>("");
+    ASSERT_FALSE(database.empty());
+    for (const auto& a : Resolved()) {
+        if (a.app == "demo-client") continue;
+        SCOPED_TRACE(a.name);
+        auto url = db::ParseDbUrl(a.config["database"]["url"].as<std::string>(""));
+        ASSERT_TRUE(url.ok()) << url.status().ToString();
+        EXPECT_EQ(url->backend, db::Backend::kMySql);
+        EXPECT_EQ(url->host, mariadb_);
+        EXPECT_EQ(url->port, 3306);
+        EXPECT_EQ(url->database, database);
+        EXPECT_EQ(url->user, user);
+        EXPECT_EQ(url->password, "") << "the password comes from SCHED_DB_PASSWORD, not the file";
+        // The password MariaDB creates the user with is the one the apps get.
+        EXPECT_EQ(a.service["environment"]["SCHED_DB_PASSWORD"].as<std::string>("").find("${SCHED_DB_PASSWORD:?"), 0u);
+    }
+    EXPECT_EQ(env["MARIADB_PASSWORD"].as<std::string>("").find("${SCHED_DB_PASSWORD:?"), 0u);
+}
+
+TEST_F(Compose, TriggerNodesAdvertiseTheirOwnServiceAndHaveDistinctIds) {
+    std::set<std::string> ids;
+    for (const auto& a : Resolved()) {
+        if (a.app != "scheduler-trigger") continue;
+        SCOPED_TRACE(a.name);
+        EXPECT_EQ(a.config["advertised-address"].as<std::string>(""), a.name + ":" + std::to_string(a.listen_port));
+        const std::string id = a.config["node-id"].as<std::string>("");
+        EXPECT_FALSE(id.empty());
+        EXPECT_TRUE(ids.insert(id).second) << "duplicate node-id " << id;
+    }
+    EXPECT_EQ(ids.size(), 3u);
+}
+
+TEST_F(Compose, DemoClientReachesServicesThatServeTheExecutorApi) {
+    const auto all = Resolved();
+    std::map<std::string, const AppService*> by_name;
+    for (const auto& a : all) by_name[a.name] = &a;
+    const std::regex endpoint(R"(http://([^:/]+):(\d+)/?)");
+    int checked = 0;
+    for (const auto& a : all) {
+        if (a.app != "demo-client") continue;
+        const YAML::Node ex = a.config["executor"];
+        EXPECT_EQ(ex["advertised-address"].as<std::string>(""), a.name + ":" + std::to_string(a.listen_port));
+        ASSERT_TRUE(ex["web-endpoints"] && ex["web-endpoints"].size() > 0);
+        for (const auto& e : ex["web-endpoints"]) {
+            const std::string url = e.as<std::string>();
+            std::smatch m;
+            ASSERT_TRUE(std::regex_match(url, m, endpoint)) << url;
+            const auto it = by_name.find(m[1]);
+            ASSERT_NE(it, by_name.end()) << url << " names no service";
+            EXPECT_EQ(std::stoi(m[2]), it->second->listen_port) << url;
+            EXPECT_TRUE(it->second->executor_api) << url << ": " << it->second->app << " does not serve the SDK routes";
+            ++checked;
+        }
+        // The token both ways: the one the nodes call executors with.
+        EXPECT_NE(a.service["environment"]["SCHED_TOKEN"].as<std::string>("").find("SCHED_EXECUTOR_TOKEN"),
+                  std::string::npos);
+    }
+    EXPECT_GT(checked, 0);
+}
+
+TEST_F(Compose, NoSecretInTheFilesAndEveryVariableInEnvExample) {
+    // The variables the compose file interpolates (comment lines left out).
+    std::string compose_text;
+    {
+        std::istringstream lines(ReadFile(kDocker / "docker-compose.yml"));
+        for (std::string line; std::getline(lines, line);) {
+            const auto first = line.find_first_not_of(' ');
+            if (first != std::string::npos && line[first] != '#') compose_text += line + "\n";
+        }
+    }
+    const std::string example = ReadFile(kDocker / ".env.example");
+    const std::regex var(R"(\$\{([A-Z_][A-Z0-9_]*))");
+    std::set<std::string> used;
+    for (auto it = std::sregex_iterator(compose_text.begin(), compose_text.end(), var); it != std::sregex_iterator();
+         ++it) {
+        used.insert((*it)[1]);
+    }
+    for (const char* required : {"SCHED_TOKEN", "SCHED_DB_PASSWORD", "SCHED_EXECUTOR_TOKEN"}) {
+        EXPECT_TRUE(used.count(required)) << required;
+    }
+    for (const auto& v : used) {
+        EXPECT_NE(example.find("\n" + v + "="), std::string::npos) << v << " missing from .env.example";
+    }
+    for (const auto& a : Resolved()) {
+        SCOPED_TRACE(a.name);
+        for (const auto& kv : a.service["environment"]) {
+            const std::string value = kv.second.as<std::string>("");
+            EXPECT_TRUE(value.empty() || value.rfind("${", 0) == 0) << kv.first << " holds a literal value";
+        }
+        const YAML::Node token_holder = a.app == "demo-client" ? a.config["executor"] : a.config;
+        EXPECT_EQ(token_holder["token"].as<std::string>(""), "") << "token in " << a.config_host;
+        EXPECT_EQ(a.config["executor-token"].as<std::string>(""), "");
+        if (a.config["slave"]) {
+            EXPECT_EQ(a.config["slave"]["executor-token"].as<std::string>(""), "");
+        }
+    }
+}
+
+// Runs `app --check-config` on `config` with `env`; returns {exit code, stdout + stderr}.
+std::pair<int, std::string> CheckConfig(const std::string& app, const fs::path& config,
+                                        const std::vector<std::string>& env) {
+    const std::map<std::string, std::string> bins = {{"scheduler-trigger", SCHED_TRIGGER_BIN},
+                                                     {"scheduler-web", SCHED_WEB_BIN},
+                                                     {"scheduler-standalone", SCHED_STANDALONE_BIN}};
+    testing::ChildProcess p({bins.at(app), "--check-config", "--config", config.string()}, "", env);
+    auto code = p.WaitForExit(10s);
+    if (!code) {
+        p.Signal(SIGKILL);
+        return {-1, "did not exit within 10 s"};
+    }
+    return {*code, p.stdout_text() + p.stderr_text()};
+}
+
+TEST_F(Compose, EveryConfigIsAcceptedByItsApp) {
+    // The check must depend on these variables, not on whatever the test runner has set.
+    for (const char* name : {"SCHED_TOKEN", "SCHED_DB_PASSWORD", "SCHED_EXECUTOR_TOKEN"}) unsetenv(name);
+    int checked = 0;
+    for (const auto& a : Resolved()) {
+        SCOPED_TRACE(a.name);
+        if (a.app == "demo-client") {
+            // demo-client has no --check-config: read the file exactly as its main() does.
+            setenv("SCHED_TOKEN", "compose-test-token", 1);
+            EXPECT_NO_THROW({
+                const auto root = ConfigNode::LoadFile(a.config_host);
+                (void)LogConfig::FromYaml(root.Child("log"));
+                (void)client::ExecutorOptions::FromYaml(root.Child("executor"));
+                root.RejectUnknownKeys();
+            });
+            unsetenv("SCHED_TOKEN");
+            ++checked;
+            continue;
+        }
+        auto [code, out] = CheckConfig(a.app, a.config_host, kSecretsEnv);
+        EXPECT_EQ(code, 0) << out;
+        EXPECT_EQ(out, "config ok\n");
+        ++checked;
+    }
+    EXPECT_EQ(checked, static_cast<int>(apps_.size()));
+}
+
+TEST_F(Compose, CheckConfigRejectsWhatTheAppWouldReject) {
+    for (const char* name : {"SCHED_TOKEN", "SCHED_DB_PASSWORD", "SCHED_EXECUTOR_TOKEN"}) unsetenv(name);
+    const auto trigger = kDocker / "config/trigger-1.yaml";
+    // Without the secret from the environment the node would not start, and --check-config says so.
+    auto [no_token, why] = CheckConfig("scheduler-trigger", trigger, {"SCHED_DB_PASSWORD=x"});
+    EXPECT_EQ(no_token, 2) << why;
+    EXPECT_EQ(why,
+              "scheduler-trigger: token: required: a cluster without a token refuses to start (set it or "
+              "SCHED_TOKEN)\n");
+    // A bad database URL names the key.
+    const fs::path bad = fs::temp_directory_path() / ("compose-test-" + std::to_string(getpid()) + ".yaml");
+    std::ofstream(bad) << ReadFile(kDocker / "config/web.yaml") << "\n# appended by the test\n";
+    {
+        std::string text = ReadFile(bad);
+        text.replace(text.find("mysql://"), 8, "mysq1://");
+        std::ofstream(bad) << text;
+    }
+    auto [bad_url, bad_why] = CheckConfig("scheduler-web", bad, kSecretsEnv);
+    fs::remove(bad);
+    EXPECT_EQ(bad_url, 2) << bad_why;
+    EXPECT_EQ(bad_why.rfind("scheduler-web: database.url: ", 0), 0u) << bad_why;
+}
+
+// The repository's example configs (config/, copied into the image as /etc/sched) are valid
+// too, and checking them creates nothing (config/standalone.yaml names sqlite://data/...).
+TEST(CheckConfig, RepositoryConfigsPassWithoutCreatingFiles) {
+    for (const char* name : {"SCHED_TOKEN", "SCHED_DB_PASSWORD", "SCHED_EXECUTOR_TOKEN"}) unsetenv(name);
+    const fs::path cwd = fs::temp_directory_path() / ("compose-test-cwd-" + std::to_string(getpid()));
+    fs::create_directories(cwd);
+    const std::pair<std::string, std::string> cases[] = {{"scheduler-trigger", "trigger.yaml"},
+                                                         {"scheduler-web", "web.yaml"},
+                                                         {"scheduler-standalone", "standalone.yaml"}};
+    const std::map<std::string, std::string> bins = {{"scheduler-trigger", SCHED_TRIGGER_BIN},
+                                                     {"scheduler-web", SCHED_WEB_BIN},
+                                                     {"scheduler-standalone", SCHED_STANDALONE_BIN}};
+    for (const auto& [app, file] : cases) {
+        testing::ChildProcess p({bins.at(app), "--config", (kSource / "config" / file).string(), "--check-config"},
+                                cwd.string(), kSecretsEnv);
+        EXPECT_EQ(p.WaitForExit(10s), 0) << app << ": " << p.stderr_text();
+        EXPECT_EQ(p.stdout_text(), "config ok\n") << app;
+    }
+    EXPECT_TRUE(fs::is_empty(cwd)) << "--check-config created files in " << cwd;
+    fs::remove_all(cwd);
+}
+
+// Every executable under apps/ is built and shipped by the Dockerfile.
+TEST(Dockerfile, BuildsEveryApp) {
+    std::set<std::string> apps;
+    const std::regex exe(R"(add_executable\(\s*([A-Za-z0-9_-]+))");
+    for (const auto& dir : fs::directory_iterator(kSource / "apps")) {
+        const auto lists = dir.path() / "CMakeLists.txt";
+        if (!fs::exists(lists)) continue;
+        const std::string text = ReadFile(lists);
+        std::smatch m;
+        ASSERT_TRUE(std::regex_search(text, m, exe)) << lists;
+        EXPECT_EQ(m[1], dir.path().filename().string()) << "the apps' binaries are named after their folder";
+        apps.insert(m[1]);
+    }
+    ASSERT_GE(apps.size(), 4u);
+
+    const std::string dockerfile = ReadFile(kDocker / "Dockerfile");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(dockerfile, m, std::regex(R"(ARG SCHED_APPS="([^"]*)\")")));
+    std::set<std::string> listed;
+    std::istringstream words(m[1].str());
+    for (std::string w; words >> w;) listed.insert(w);
+    EXPECT_EQ(listed, apps);
+    // The list drives both the build and the copy into the runtime image.
+    EXPECT_NE(dockerfile.find("--target ${SCHED_APPS}"), std::string::npos);
+    EXPECT_NE(dockerfile.find("for app in ${SCHED_APPS}"), std::string::npos);
+    EXPECT_NE(dockerfile.find("FROM debian:bookworm AS build"), std::string::npos);
+    EXPECT_NE(dockerfile.find("FROM debian:bookworm-slim"), std::string::npos);
+    EXPECT_NE(dockerfile.find("\nUSER sched\n"), std::string::npos) << "runs as root";
+
+    // Every app the compose file starts is in the image.
+    const YAML::Node compose = YAML::LoadFile((kDocker / "docker-compose.yml").string());
+    for (const auto& kv : compose["services"]) {
+        if (!kv.second["command"]) continue;
+        EXPECT_TRUE(listed.count(kv.second["command"][0].as<std::string>())) << kv.first.as<std::string>();
+    }
+}
+
+}  // namespace
+}  // namespace sched
