@@ -176,6 +176,29 @@ TEST_P(TriggerProcessTest, EverySecondJobFiresEachSecondOnceAndPausedJobStops) {
     }
 }
 
+TEST_P(TriggerProcessTest, AnExecutorTokenOpensOnlyTheExecutorApi) {
+    StartTrigger({"SCHED_EXECUTOR_TOKEN=ex3cutor"});
+    const auto port = static_cast<unsigned short>(port_);
+    const std::string beat = R"({"app":"demo","address":"127.0.0.1:1","handlers":["echo"],"capacity":1,"running":0})";
+    EXPECT_EQ(sched::testing::HttpCall(port, "POST", "/api/v1/registry/heartbeat", beat, "ex3cutor").first, 200);
+    EXPECT_EQ(sched::testing::HttpCall(port, "POST", "/api/v1/registry/heartbeat", beat, "t0ken").first, 200);
+    EXPECT_EQ(sched::testing::HttpCall(port, "POST", "/api/v1/registry/heartbeat", beat, "wrong").first, 401);
+    // Node-to-node routes stay with the cluster token.
+    const std::string fires = R"({"epoch":1,"fire_ids":[]})";
+    EXPECT_EQ(sched::testing::HttpCall(port, "POST", "/internal/v1/fires", fires, "ex3cutor").first, 401);
+    EXPECT_NE(sched::testing::HttpCall(port, "POST", "/internal/v1/fires", fires, "t0ken").first, 401);
+}
+
+TEST_P(TriggerProcessTest, AMalformedAdvertisedAddressIsRefusedAtStart) {
+    const auto config = dir_ / "bad.yaml";
+    std::ofstream(config) << "token: \"t0ken\"\nadvertised-address: \"nowhere\"\n";
+    ChildProcess bad({SCHED_TRIGGER_BIN, "--config", config.string()}, dir_.string());
+    const auto code = bad.WaitForExit(20s);
+    ASSERT_TRUE(code);
+    EXPECT_EQ(*code, 2) << bad.stderr_text();
+    EXPECT_NE(bad.stderr_text().find("advertised-address"), std::string::npos) << bad.stderr_text();
+}
+
 TEST_P(TriggerProcessTest, FixedRateAndFixedDelayKeepTheirCadence) {
     StartTrigger();
     StartClient();

@@ -137,4 +137,27 @@ std::pair<int, std::string> HttpGet(unsigned short port, const std::string& targ
     return {static_cast<int>(res.result_int()), res.body()};
 }
 
+std::pair<int, std::string> HttpCall(unsigned short port, const std::string& method, const std::string& target,
+                                     const std::string& json_body, const std::string& bearer) {
+    net::io_context io;
+    beast::tcp_stream stream(io);
+    stream.expires_after(std::chrono::seconds(5));
+    stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
+    http::request<http::string_body> req{http::string_to_verb(method), target, 11};
+    req.set(http::field::host, "127.0.0.1");
+    if (!bearer.empty()) req.set(http::field::authorization, "Bearer " + bearer);
+    if (!json_body.empty()) {
+        req.set(http::field::content_type, "application/json");
+        req.body() = json_body;
+    }
+    req.prepare_payload();
+    http::write(stream, req);
+    beast::flat_buffer buffer;
+    http::response<http::string_body> res;
+    http::read(stream, buffer, res);
+    beast::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    return {static_cast<int>(res.result_int()), res.body()};
+}
+
 }  // namespace sched::testing

@@ -49,4 +49,8 @@ class ChildProcess {
 /// connection failure.
 std::pair<int, std::string> HttpGet(unsigned short port, const std::string& target);
 
+/// One HTTP/1.1 request with an optional JSON body and bearer token; returns {status, body}.
+std::pair<int, std::string> HttpCall(unsigned short port, const std::string& method, const std::string& target,
+                                     const std::string& json_body = "", const std::string& bearer = "");
+
 }  // namespace sched::testing

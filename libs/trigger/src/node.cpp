@@ -11,6 +11,7 @@
 #include "sched/http/client.hpp"
 #include "sched/http/router.hpp"
 #include "sched/http/server.hpp"
+#include "sched/http/url.hpp"
 #include "sched/lock/fenced.hpp"
 #include "sched/lock/sql_lock_store.hpp"
 #include "sched/store/registry.hpp"
@@ -20,10 +21,35 @@ namespace sched::trigger {
 
 using namespace std::chrono_literals;
 
+namespace {
+
+rest::AuthHook MakeAuth(const NodeConfig& config) {
+    auto cluster = rest::BearerTokenAuth(config.token);
+    if (!config.executor_api || config.slave.executor_token == config.token) return cluster;
+    // The SDK speaks with one token both ways: the executor token it expects on /v1/run is the
+    // one it presents on the executor API (/api/v1/...). That token opens only those routes here,
+    // never /internal (node-to-node) or the admin data.
+    auto executor = rest::BearerTokenAuth(config.slave.executor_token);
+    return [cluster = std::move(cluster), executor = std::move(executor)](const rest::Request& req) -> Status {
+        Status s = cluster(req);
+        if (s.ok() || !req.path.starts_with("/api/v1/")) return s;
+        return executor(req).ok() ? Status::Ok() : s;
+    };
+}
+
+}  // namespace
+
 NodeConfig NodeConfig::FromYaml(const ConfigNode& root, const Defaults& defaults, bool reject_unknown) {
     NodeConfig c;
     c.node_id = root.String("node-id", "");
     c.advertised_address = root.String("advertised-address", "");
+    if (!c.advertised_address.empty()) {
+        // Other nodes dial it: a typo here only shows up later as notifications that never
+        // arrive, so it is refused at start-up.
+        auto parsed = rest::HostPort::Parse(c.advertised_address);
+        if (!parsed.ok()) throw ConfigError("advertised-address", parsed.status().message());
+        if (parsed->port == 0) throw ConfigError("advertised-address", "needs a port other than 0");
+    }
     c.token = root.String("token", "");
     if (auto env = EnvOverride("SCHED_TOKEN")) c.token = *env;
     c.heartbeat_interval = root.Duration("heartbeat-interval", c.heartbeat_interval, 10ms, std::chrono::minutes(1));
@@ -117,8 +143,8 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
 
     impl_->http = std::make_unique<rest::HttpClient>(io_.get_executor());
     AddRoutes();
-    impl_->server = std::make_unique<rest::Server>(io_.get_executor(), config_.http, std::move(impl_->router),
-                                                   rest::BearerTokenAuth(config_.token));
+    impl_->server =
+        std::make_unique<rest::Server>(io_.get_executor(), config_.http, std::move(impl_->router), MakeAuth(config_));
     try {
         impl_->server->Start();
     } catch (const std::exception& e) {
