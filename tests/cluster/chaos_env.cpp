@@ -1,0 +1,223 @@
+#include "chaos_env.hpp"
+
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "sched/common/net.hpp"
+
+namespace sched::chaos {
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// posix_spawn does not search PATH.
+std::string Bin(const std::string& name) {
+    for (const char* dir : {"/usr/sbin/", "/sbin/", "/usr/bin/", "/bin/"}) {
+        if (std::filesystem::exists(std::string(dir) + name)) return std::string(dir) + name;
+    }
+    return name;
+}
+
+}  // namespace
+
+int RunCommand(const std::vector<std::string>& argv, std::string* output, const std::vector<std::string>& env) {
+    try {
+        testing::ChildProcess p(argv, "", env);
+        auto code = p.WaitForExit(120s);
+        if (output) *output += p.stdout_text() + p.stderr_text();
+        return code.value_or(-1);
+    } catch (const std::exception& e) {
+        if (output) *output += e.what();
+        return -1;
+    }
+}
+
+// ---- PrivateMariaDb ----
+
+std::unique_ptr<PrivateMariaDb> PrivateMariaDb::Start(const std::string& script, const std::string& bind,
+                                                      std::string* why) {
+    std::unique_ptr<PrivateMariaDb> db(new PrivateMariaDb());
+    db->script_ = script;
+    std::random_device rd;
+    db->dir_ = std::filesystem::temp_directory_path() / ("sched-chaos-mdb-" + std::to_string(rd() % 1000000));
+    std::string output;
+    const int rc =
+        RunCommand({"/bin/bash", script, "start", db->dir_.string()}, &output, {"SCHED_MARIADB_BIND=" + bind});
+    if (rc != 0) {
+        *why = "scripts/mariadb.sh start failed (" + std::to_string(rc) + "): " + output;
+        return nullptr;
+    }
+    std::ifstream(db->dir_ / "url") >> db->url_;
+    if (db->url_.empty()) {
+        *why = "scripts/mariadb.sh wrote no url";
+        return nullptr;
+    }
+    return db;
+}
+
+PrivateMariaDb::~PrivateMariaDb() {
+    if (dir_.empty()) return;
+    RunCommand({"/bin/bash", script_, "stop", dir_.string()});
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+}
+
+bool PrivateMariaDb::Stop(std::string* output) {
+    return RunCommand({"/bin/bash", script_, "stop", dir_.string()}, output) == 0;
+}
+
+bool PrivateMariaDb::Restart(std::string* output) {
+    return RunCommand({"/bin/bash", script_, "restart", dir_.string()}, output) == 0;
+}
+
+// ---- NetnsTopology ----
+
+std::unique_ptr<NetnsTopology> NetnsTopology::Create(std::string* why) {
+    if (geteuid() != 0) {
+        *why = "network namespaces need root (ip netns add); this process runs as uid " + std::to_string(geteuid());
+        return nullptr;
+    }
+    std::random_device rd;
+    std::unique_ptr<NetnsTopology> t;
+    for (int attempt = 0; attempt < 5 && !t; ++attempt) {
+        const int r = 1 + static_cast<int>(rd() % 250);
+        const std::string n = std::to_string(r);
+        if (RunCommand({Bin("ip"), "link", "show", "scd" + n + "h"}) == 0) continue;  // taken by another run
+        t.reset(new NetnsTopology());
+        t->ns_ = "schedchaos" + n;
+        t->db_link_ = "scd" + n + "h";
+        t->exec_link_ = "sce" + n + "h";
+        t->db_host_ = "10.213." + n + ".1";
+        t->db_peer_ = "10.213." + n + ".2";
+        t->exec_host_ = "10.213." + n + ".5";
+        t->exec_peer_ = "10.213." + n + ".6";
+        const std::string db_peer_link = "scd" + n + "n";
+        const std::string exec_peer_link = "sce" + n + "n";
+        const std::vector<std::vector<std::string>> steps = {
+            {Bin("ip"), "netns", "add", t->ns_},
+            {Bin("ip"), "-n", t->ns_, "link", "set", "lo", "up"},
+            {Bin("ip"), "link", "add", t->db_link_, "type", "veth", "peer", "name", db_peer_link},
+            {Bin("ip"), "link", "set", db_peer_link, "netns", t->ns_},
+            {Bin("ip"), "addr", "add", t->db_host_ + "/30", "dev", t->db_link_},
+            {Bin("ip"), "link", "set", t->db_link_, "up"},
+            {Bin("ip"), "-n", t->ns_, "addr", "add", t->db_peer_ + "/30", "dev", db_peer_link},
+            {Bin("ip"), "-n", t->ns_, "link", "set", db_peer_link, "up"},
+            {Bin("ip"), "link", "add", t->exec_link_, "type", "veth", "peer", "name", exec_peer_link},
+            {Bin("ip"), "link", "set", exec_peer_link, "netns", t->ns_},
+            {Bin("ip"), "addr", "add", t->exec_host_ + "/30", "dev", t->exec_link_},
+            {Bin("ip"), "link", "set", t->exec_link_, "up"},
+            {Bin("ip"), "-n", t->ns_, "addr", "add", t->exec_peer_ + "/30", "dev", exec_peer_link},
+            {Bin("ip"), "-n", t->ns_, "link", "set", exec_peer_link, "up"},
+        };
+        for (const auto& step : steps) {
+            std::string output;
+            if (RunCommand(step, &output) != 0) {
+                std::string shown;
+                for (const auto& a : step) shown += a + " ";
+                *why = "`" + shown + "` failed: " + output;
+                return nullptr;  // the destructor removes what was made
+            }
+        }
+    }
+    if (!t) *why = "no free veth name found";
+    return t;
+}
+
+NetnsTopology::~NetnsTopology() {
+    // Deleting one end of a veth pair deletes both; the namespace goes last.
+    if (!db_link_.empty()) RunCommand({Bin("ip"), "link", "del", db_link_});
+    if (!exec_link_.empty()) RunCommand({Bin("ip"), "link", "del", exec_link_});
+    if (!ns_.empty()) RunCommand({Bin("ip"), "netns", "del", ns_});
+}
+
+bool NetnsTopology::CutDbLink() {
+    return RunCommand({Bin("ip"), "link", "set", db_link_, "down"}) == 0;
+}
+
+bool NetnsTopology::RestoreDbLink() {
+    return RunCommand({Bin("ip"), "link", "set", db_link_, "up"}) == 0;
+}
+
+std::vector<std::string> NetnsTopology::Wrap(const std::vector<std::string>& argv) const {
+    std::vector<std::string> out = {Bin("ip"), "netns", "exec", ns_};
+    out.insert(out.end(), argv.begin(), argv.end());
+    return out;
+}
+
+// ---- processes and logs ----
+
+std::unique_ptr<testing::ChildProcess> SpawnLogged(const std::vector<std::string>& argv,
+                                                   const std::filesystem::path& log,
+                                                   const std::vector<std::string>& prefix) {
+    std::vector<std::string> full = prefix;
+    // sh -c 'exec "$0" "$@" >>LOG 2>&1' ARGV...: the program replaces the shell (same PID).
+    full.push_back("/bin/sh");
+    full.push_back("-c");
+    full.push_back("exec \"$0\" \"$@\" >>'" + log.string() + "' 2>&1");
+    full.insert(full.end(), argv.begin(), argv.end());
+    return std::make_unique<testing::ChildProcess>(full);
+}
+
+std::string ReadText(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::optional<std::string> WaitForLogLine(const std::filesystem::path& path, const std::string& needle,
+                                          std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    do {
+        std::istringstream in(ReadText(path));
+        for (std::string line; std::getline(in, line);) {
+            if (line.find(needle) != std::string::npos) return line;
+        }
+        std::this_thread::sleep_for(50ms);
+    } while (std::chrono::steady_clock::now() < deadline);
+    return std::nullopt;
+}
+
+std::string Tail(const std::filesystem::path& path, int lines) {
+    const std::string text = ReadText(path);
+    std::size_t pos = text.size();
+    for (int i = 0; i <= lines && pos > 0; ++i) {
+        pos = text.rfind('\n', pos - 1);
+        if (pos == std::string::npos) return text;
+    }
+    return text.substr(pos + 1);
+}
+
+std::pair<int, std::string> Get(const std::string& host, unsigned short port, const std::string& target) {
+    try {
+        net::io_context io;
+        beast::tcp_stream stream(io);
+        stream.expires_after(2s);
+        stream.connect(tcp::endpoint(net::ip::make_address(host), port));
+        // Synchronous reads ignore expires_after: a socket timeout keeps a paused peer from
+        // hanging the test.
+        const timeval tv{2, 0};
+        ::setsockopt(stream.socket().native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        ::setsockopt(stream.socket().native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        http::request<http::empty_body> req{http::verb::get, target, 11};
+        req.set(http::field::host, host);
+        http::write(stream, req);
+        beast::flat_buffer buffer;
+        http::response<http::string_body> res;
+        http::read(stream, buffer, res);
+        beast::error_code ignored;
+        stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+        return {static_cast<int>(res.result_int()), res.body()};
+    } catch (const std::exception& e) {
+        return {0, e.what()};
+    }
+}
+
+}  // namespace sched::chaos

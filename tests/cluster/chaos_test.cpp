@@ -1,0 +1,844 @@
+// The chaos suite: three scheduler-trigger nodes on a private MariaDB, sink executors that log
+// every run, tens of every-second jobs, and faults: kill -9 and SIGSTOP/SIGCONT of random nodes
+// (the master included), a MariaDB restart, a network partition of the master (network
+// namespaces), an executor killed mid-run. After each scenario the history checker
+// (history_checker.hpp) runs over the fire table and the sink logs; after each fault the
+// cluster must serve again on its own.
+//
+// Replay: the random scenario prints its seed; SCHED_CHAOS_SEED=<seed> repeats it.
+// Soak: SCHED_CHAOS_SOAK_SECONDS=<n> runs the random faults for n seconds (default 40).
+// Namespaces need root; without it the partition case skips, or fails with
+// SCHED_REQUIRE_NETNS=1. Without mariadbd the suite skips, or fails with SCHED_REQUIRE_MYSQL=1.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "chaos_env.hpp"
+#include "history_checker.hpp"
+#include "sched/common/node_id.hpp"
+#include "sched/db/migrator.hpp"
+#include "sched/db/testing/test_database.hpp"
+#include "sched/store/fire.hpp"
+#include "sched/store/job.hpp"
+#include "sched/store/registry.hpp"
+
+namespace sched::chaos {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::ChildProcess;
+
+constexpr const char* kApp = "chaos";
+constexpr const char* kToken = "t0ken";
+
+std::int64_t NowMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+bool EnvIs(const char* name, const char* value) {
+    const char* v = std::getenv(name);
+    return v && std::string(v) == value;
+}
+
+bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (condition()) return true;
+        std::this_thread::sleep_for(50ms);
+    }
+    return condition();
+}
+
+// Waits for a line containing `needle` in the part of `path` after byte `offset`.
+std::optional<std::string> WaitForNewLine(const std::filesystem::path& path, std::size_t offset,
+                                          const std::string& needle, std::chrono::milliseconds timeout) {
+    std::optional<std::string> found;
+    WaitFor(
+        [&] {
+            const std::string text = ReadText(path);
+            if (text.size() <= offset) return false;
+            const auto at = text.find(needle, offset);
+            if (at == std::string::npos) return false;
+            const auto begin = text.rfind('\n', at);
+            const auto end = text.find('\n', at);
+            found = text.substr(
+                begin == std::string::npos ? 0 : begin + 1,
+                (end == std::string::npos ? text.size() : end) - (begin == std::string::npos ? 0 : begin + 1));
+            return true;
+        },
+        timeout);
+    return found;
+}
+
+std::size_t FileSize(const std::filesystem::path& path) {
+    std::error_code ec;
+    const auto n = std::filesystem::file_size(path, ec);
+    return ec ? 0 : static_cast<std::size_t>(n);
+}
+
+// What the whole suite shares: the private MariaDB (restartable) and, when possible, the
+// namespace topology (MariaDB also listens on its db link).
+struct World {
+    std::unique_ptr<NetnsTopology> net;
+    std::string no_net_reason;
+    std::unique_ptr<PrivateMariaDb> mariadb;
+    std::string no_mariadb_reason;
+};
+World* world = nullptr;
+
+class ChaosTest : public ::testing::Test {
+  protected:
+    static void SetUpTestSuite() {
+        world = new World();
+        world->net = NetnsTopology::Create(&world->no_net_reason);
+        const std::string bind = world->net ? "127.0.0.1," + world->net->db_host() : "127.0.0.1";
+        world->mariadb = PrivateMariaDb::Start(SCHED_MARIADB_SCRIPT, bind, &world->no_mariadb_reason);
+        if (world->mariadb) {
+            // TestDatabase creates each case's database on this server.
+            ::setenv("SCHED_TEST_MYSQL_URL", world->mariadb->url().c_str(), 1);
+        }
+    }
+    static void TearDownTestSuite() {
+        delete world;  // MariaDB stopped by PID, namespace and veths deleted
+        world = nullptr;
+    }
+
+    void SetUp() override {
+        if (!world->mariadb) {
+            if (EnvIs("SCHED_REQUIRE_MYSQL", "1")) FAIL() << "no private MariaDB: " << world->no_mariadb_reason;
+            GTEST_SKIP() << "no private MariaDB: " << world->no_mariadb_reason;
+        }
+        auto created = db::testing::TestDatabase::Create(db::Backend::kMySql);
+        ASSERT_TRUE(created.ok()) << created.status().ToString();
+        test_db_ = std::move(*created);
+        ASSERT_TRUE(db::Migrator(db()).Migrate().ok());
+        dir_ = std::filesystem::temp_directory_path() / ("sched-chaos-" + RandomHex(8));
+        std::filesystem::create_directories(dir_);
+        std::cout << "[chaos] logs in " << dir_.string() << std::endl;
+    }
+    void TearDown() override {
+        for (auto& [n, node] : nodes_) {
+            if (node.proc) node.proc->Signal(SIGCONT);
+        }
+        nodes_.clear();
+        sinks_.clear();
+        if (HasFailure()) {
+            for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+                if (entry.path().extension() == ".log") {
+                    std::cout << "---- " << entry.path().filename().string() << " (tail)\n"
+                              << Tail(entry.path(), 25) << std::endl;
+                }
+            }
+            std::cout << "[chaos] kept " << dir_.string() << " for inspection" << std::endl;
+        } else if (!dir_.empty()) {
+            std::error_code ignored;
+            std::filesystem::remove_all(dir_, ignored);
+        }
+        test_db_.reset();
+    }
+
+    db::Database& db() { return test_db_->db(); }
+
+    void Say(const std::string& what) {
+        std::cout << "[chaos] +" << (NowMs() - t0_) / 100 / 10.0 << "s " << what << std::endl;
+    }
+
+    // ---- trigger nodes ----
+    struct Node {
+        std::unique_ptr<ChildProcess> proc;
+        std::filesystem::path log;
+        std::string host = "127.0.0.1";
+        int port = 0;
+        bool in_ns = false;
+    };
+
+    // Starts node n; a restarted node keeps its port (the executors' SDK knows the nodes by
+    // address, as in a deployment).
+    void StartNode(int n, bool in_ns = false) {
+        Node& node = nodes_[n];
+        node.in_ns = in_ns;
+        node.log = dir_ / ("node-" + std::to_string(n) + ".log");
+        std::string url = test_db_->url().ToString();
+        if (in_ns) {
+            node.host = world->net->exec_peer();
+            const auto at = url.find("@127.0.0.1:");
+            ASSERT_NE(at, std::string::npos) << url;
+            url.replace(at, 11, "@" + world->net->db_host() + ":");
+        }
+        const auto config = dir_ / ("node-" + std::to_string(n) + ".yaml");
+        std::ofstream(config) << "node-id: \"node-" << n << "\"\ntoken: \"" << kToken
+                              << "\"\nheartbeat-interval: 200ms\n"
+                              << "http:\n  listen: \"" << node.host << ":" << node.port << "\"\n  access-log: errors\n"
+                              << "database:\n  url: \"" << url << "\"\n  connect-retry-for: 60s\n"
+                              << "election:\n  tick: 200ms\n  ttl: 1s\n  margin: 300ms\n"
+                              << "scheduler:\n  node-ttl: 1s\n"
+                              << "slave:\n  poll-interval: 200ms\n  dispatch-timeout: " << dispatch_timeout_
+                              << "\n  executor-ttl: 3s\n";
+        const std::size_t offset = FileSize(node.log);
+        const std::vector<std::string> prefix = in_ns ? world->net->Wrap({}) : std::vector<std::string>{};
+        node.proc = SpawnLogged({SCHED_TRIGGER_BIN, "--config", config.string()}, node.log, prefix);
+        auto line = WaitForNewLine(node.log, offset, "listening on http://", 30s);
+        ASSERT_TRUE(line) << "node-" << n << " did not start:\n" << Tail(node.log);
+        const int port = std::stoi(line->substr(line->rfind(':') + 1));
+        ASSERT_TRUE(node.port == 0 || node.port == port) << "node-" << n << " moved to port " << port;
+        node.port = port;
+    }
+
+    void KillNode(int n) {
+        nodes_[n].proc->Signal(SIGKILL);
+        ASSERT_TRUE(nodes_[n].proc->WaitForExit(5s)) << "node-" << n << " survived SIGKILL";
+    }
+
+    std::vector<std::string> Endpoints() const {
+        std::vector<std::string> out;
+        for (const auto& [n, node] : nodes_) out.push_back("http://" + node.host + ":" + std::to_string(node.port));
+        return out;
+    }
+
+    // ---- sink executors ----
+    struct Sink {
+        std::unique_ptr<ChildProcess> proc;
+        std::filesystem::path log;       // the sink's run log (JSON lines)
+        std::filesystem::path proc_log;  // its stdout/stderr
+        std::string address;
+    };
+
+    // Starts sink `name`; a restarted sink keeps its address.
+    void StartSink(const std::string& name, const std::string& host = "127.0.0.1") {
+        Sink& sink = sinks_[name];
+        const std::string listen = sink.address.empty() ? host + ":0" : sink.address;
+        sink.log = dir_ / ("sink-" + name + ".jsonl");
+        sink.proc_log = dir_ / ("sink-" + name + ".log");
+        std::vector<std::string> argv = {SCHED_SINK_BIN,
+                                         "--app",
+                                         kApp,
+                                         "--token",
+                                         kToken,
+                                         "--log",
+                                         sink.log.string(),
+                                         "--instance",
+                                         name,
+                                         "--spool",
+                                         (dir_ / ("spool-" + name)).string(),
+                                         "--listen",
+                                         listen};
+        for (const auto& e : Endpoints()) {
+            argv.push_back("--endpoint");
+            argv.push_back(e);
+        }
+        const std::size_t offset = FileSize(sink.proc_log);
+        sink.proc = SpawnLogged(argv, sink.proc_log);
+        auto line = WaitForNewLine(sink.proc_log, offset, "sink ready at ", 30s);
+        ASSERT_TRUE(line) << "sink " << name << " did not start:\n" << Tail(sink.proc_log);
+        sink.address = line->substr(line->rfind(' ') + 1);
+        store::ExecutorRepository executors(db());
+        ASSERT_TRUE(WaitFor(
+            [&] {
+                auto live = executors.ListLive(kApp, 30000);
+                if (!live.ok()) return false;
+                for (const auto& e : *live) {
+                    if (e.address == sink.address) return true;
+                }
+                return false;
+            },
+            30s))
+            << "sink " << name << " never registered:\n"
+            << Tail(sink.proc_log);
+    }
+
+    std::vector<SinkRecord> Runs() {
+        std::vector<SinkRecord> all;
+        for (const auto& [name, sink] : sinks_) {
+            auto r = ReadSinkLog(sink.log);
+            all.insert(all.end(), r.begin(), r.end());
+        }
+        return all;
+    }
+
+    // A run that started after `after_ms` (on `instance`, if given) within `timeout`.
+    bool WaitForFlow(std::int64_t after_ms, std::chrono::milliseconds timeout, const std::string& instance = "") {
+        return WaitFor(
+            [&] {
+                for (const auto& r : Runs()) {
+                    if (r.arrival_ms > after_ms && (instance.empty() || r.instance == instance)) return true;
+                }
+                return false;
+            },
+            timeout);
+    }
+
+    // ---- jobs and fires ----
+    // `count` every-second jobs from `first_ms`; misfire policies, retries and at-least-once vary.
+    // `timeout_ms` > 0 gives each job that timeout.
+    void CreateEverySecondJobs(int count, std::int64_t first_ms, std::int64_t timeout_ms = 0) {
+        for (int i = 0; i < count; ++i) {
+            store::Job j;
+            j.name = "every-second-" + std::to_string(i);
+            j.app = kApp;
+            j.handler = "sink";
+            j.params = "{}";
+            j.schedule_type = "cron";
+            j.schedule_expr = "* * * * * ?";
+            j.next_fire_time = first_ms;
+            j.misfire_policy = i % 3 == 2 ? "fire-once-now" : "fire-all";
+            j.retry_max = i % 2;
+            j.retry_backoff_ms = 200;
+            j.at_least_once = i % 4 == 1;
+            j.timeout_ms = timeout_ms;
+            auto created = store::JobRepository(db()).Create(j);
+            ASSERT_TRUE(created.ok()) << created.status().ToString();
+            jobs_.push_back({.job_id = created->id,
+                             .first_ms = first_ms,
+                             .period_ms = 1000,
+                             .misfire_policy = j.misfire_policy,
+                             .retry_max = j.retry_max,
+                             .at_least_once = j.at_least_once});
+        }
+    }
+
+    // Every fire row of `job`, retried across a database outage.
+    std::vector<store::Fire> Fires(std::int64_t job) {
+        for (int attempt = 0; attempt < 50; ++attempt) {
+            std::vector<store::Fire> out;
+            std::int64_t before = 0;
+            bool failed = false;
+            while (true) {
+                auto page = store::FireRepository(db()).List({.job_id = job, .before_id = before, .limit = 1000});
+                if (!page.ok()) {
+                    failed = true;
+                    break;
+                }
+                out.insert(out.end(), page->begin(), page->end());
+                if (page->size() < 1000) break;
+                before = page->back().id;
+            }
+            if (!failed) return out;
+            std::this_thread::sleep_for(200ms);
+        }
+        ADD_FAILURE() << "cannot read the fires of job " << job;
+        return {};
+    }
+
+    std::vector<store::Fire> AllFires() {
+        std::vector<store::Fire> all;
+        for (const auto& j : jobs_) {
+            auto f = Fires(j.job_id);
+            all.insert(all.end(), f.begin(), f.end());
+        }
+        return all;
+    }
+
+    // The lease row's owner and epoch; retried while the test's own sessions reconnect after a
+    // database restart.
+    std::pair<std::string, std::int64_t> Lease() {
+        for (int attempt = 0; attempt < 50; ++attempt) {
+            auto lease = db().Run([](soci::session& s) {
+                std::string o;
+                std::int64_t epoch = 0;
+                soci::indicator ind = soci::i_null;
+                s << "SELECT owner, epoch FROM scheduler_lock WHERE namespace = 'master'", soci::into(o, ind),
+                    soci::into(epoch);
+                return std::make_pair(ind == soci::i_ok ? o : std::string(), epoch);
+            });
+            if (lease.ok()) return *lease;
+            std::this_thread::sleep_for(100ms);
+        }
+        ADD_FAILURE() << "cannot read the lease row";
+        return {};
+    }
+    int MasterIndex() {
+        const auto owner = Lease().first;
+        return owner.empty() ? 0 : std::stoi(owner.substr(owner.rfind('-') + 1));
+    }
+
+    // Waits until every fire of the checked jobs scheduled before `to_ms` has ended and its
+    // follow-up (retry) was handled, then runs the checker over [from_ms, to_ms).
+    void CheckHistoryOver(std::int64_t from_ms, std::int64_t to_ms) {
+        WaitFor(
+            [&] {
+                for (const auto& f : AllFires()) {
+                    if (f.scheduled_time < to_ms && (!store::IsFinal(f.status) || f.followup)) return false;
+                }
+                return true;
+            },
+            30s);
+        HistoryInput in;
+        in.jobs = jobs_;
+        in.fires = AllFires();
+        in.runs = Runs();
+        in.from_ms = from_ms;
+        in.to_ms = to_ms;
+        const auto report = CheckHistory(in);
+        Say("history over [" + std::to_string(from_ms) + ", " + std::to_string(to_ms) + "): " + report.Summary());
+        EXPECT_TRUE(report.ok()) << report.Summary(100);
+        EXPECT_GT(report.ran, report.expected / 2) << "most fires should have run";
+    }
+
+    std::unique_ptr<db::testing::TestDatabase> test_db_;
+    std::filesystem::path dir_;
+    std::map<int, Node> nodes_;
+    std::map<std::string, Sink> sinks_;
+    std::vector<JobPolicy> jobs_;
+    std::string dispatch_timeout_ = "1s";  // slave.dispatch-timeout of the nodes
+    std::int64_t t0_ = NowMs();
+};
+
+// kill -9 and SIGSTOP/SIGCONT of random nodes, the master half the time; killed nodes restart.
+TEST_F(ChaosTest, RandomKillsAndPausesLoseAndDoubleNothing) {
+    std::uint64_t seed = std::random_device{}();
+    if (const char* s = std::getenv("SCHED_CHAOS_SEED")) seed = std::stoull(s);
+    int seconds = 40;
+    if (const char* s = std::getenv("SCHED_CHAOS_SOAK_SECONDS")) seconds = std::max(10, std::atoi(s));
+    std::cout << "[chaos] seed " << seed << " (replay: SCHED_CHAOS_SEED=" << seed << "), " << seconds << " s"
+              << std::endl;
+    RecordProperty("seed", std::to_string(seed));
+    std::mt19937_64 rng(seed);
+    const auto uniform = [&rng](int lo, int hi) {
+        return std::uniform_int_distribution<int>(lo, hi)(rng);
+    };
+
+    for (int n = 1; n <= 3; ++n) StartNode(n);
+    StartSink("e1");
+    StartSink("e2");
+    const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
+    CreateEverySecondJobs(30, first);
+    ASSERT_TRUE(WaitForFlow(first - 1, 15s)) << "no fire ran before any fault";
+
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    int round = 0;
+    while (std::chrono::steady_clock::now() < end && !HasFatalFailure()) {
+        ++round;
+        std::this_thread::sleep_for(std::chrono::milliseconds(uniform(1000, 3000)));
+        const int master = MasterIndex();
+        const int victim = (master != 0 && uniform(0, 1) == 0) ? master : uniform(1, 3);
+        const bool was_master = victim == master;
+        const std::string who = "node-" + std::to_string(victim) + (was_master ? " (master)" : "");
+        const std::size_t log_offset = FileSize(nodes_[victim].log);
+        const auto [owner_before, epoch_before] = Lease();
+        if (uniform(0, 1) == 0) {
+            const int down_ms = uniform(300, 2500);
+            Say("round " + std::to_string(round) + ": SIGKILL " + who + ", restart in " + std::to_string(down_ms) +
+                " ms");
+            KillNode(victim);
+            std::this_thread::sleep_for(std::chrono::milliseconds(down_ms));
+            if (was_master) {
+                // Another node took over and says so in its log.
+                ASSERT_TRUE(WaitFor(
+                    [&] {
+                        const auto [o, e] = Lease();
+                        return !o.empty() && e > epoch_before;
+                    },
+                    10s))
+                    << "no new master after killing " << who;
+            }
+            StartNode(victim);
+            if (was_master) {
+                const auto [o, e] = Lease();
+                const int new_master = std::stoi(o.substr(o.rfind('-') + 1));
+                EXPECT_TRUE(WaitForLogLine(nodes_[new_master].log, "is master at epoch " + std::to_string(e), 5s))
+                    << o << " does not log its term " << e;
+            }
+        } else {
+            const int pause_ms = uniform(was_master ? 1500 : 300, 3500);
+            Say("round " + std::to_string(round) + ": SIGSTOP " + who + " for " + std::to_string(pause_ms) + " ms");
+            nodes_[victim].proc->Signal(SIGSTOP);
+            std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+            nodes_[victim].proc->Signal(SIGCONT);
+            if (was_master) {
+                // Its term ran out while it was paused: it demotes itself on waking, in its log.
+                EXPECT_TRUE(WaitForNewLine(nodes_[victim].log, log_offset,
+                                           "stopped leading epoch " + std::to_string(epoch_before), 5s))
+                    << who << " does not log the end of its term " << epoch_before << ":\n"
+                    << Tail(nodes_[victim].log);
+            }
+        }
+        const std::int64_t healed = NowMs();
+        ASSERT_TRUE(WaitForFlow(healed, 15s)) << "no fire ran within 15 s after round " << round;
+        for (auto& [n, node] : nodes_) {
+            ASSERT_FALSE(node.proc->WaitForExit(0ms)) << "node-" << n << " exited:\n" << Tail(node.log);
+        }
+    }
+    std::this_thread::sleep_for(3s);
+    CheckHistoryOver(first, (NowMs() / 1000 - 3) * 1000);
+}
+
+// MariaDB stops for longer than the misfire threshold and comes back on the same port: the nodes
+// recover on their own, fires during the outage are late or misfire-handled, none doubled or lost.
+TEST_F(ChaosTest, MariaDbRestartUnderLoadRecoversWithoutHelp) {
+    for (int n = 1; n <= 3; ++n) StartNode(n);
+    StartSink("e1");
+    StartSink("e2");
+    const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
+    CreateEverySecondJobs(20, first);
+    ASSERT_TRUE(WaitForFlow(first - 1, 15s));
+    std::this_thread::sleep_for(3s);
+
+    std::map<int, std::size_t> offsets;
+    for (const auto& [n, node] : nodes_) offsets[n] = FileSize(node.log);
+    const auto [owner_before, epoch_before] = Lease();
+    Say("stopping MariaDB");
+    std::string output;
+    ASSERT_TRUE(world->mariadb->Stop(&output)) << output;
+    std::this_thread::sleep_for(8s);  // longer than the 5 s misfire threshold
+    Say("restarting MariaDB");
+    ASSERT_TRUE(world->mariadb->Restart(&output)) << output;
+    const std::int64_t healed = NowMs();
+    Say("MariaDB is back");
+
+    ASSERT_TRUE(WaitForFlow(healed, 30s)) << "no fire ran within 30 s after the restart";
+    for (auto& [n, node] : nodes_) {
+        ASSERT_FALSE(node.proc->WaitForExit(0ms)) << "node-" << n << " exited:\n" << Tail(node.log);
+        EXPECT_TRUE(WaitForNewLine(node.log, offsets[n], "heartbeat failed", 1s)) << "node-" << n;
+        EXPECT_TRUE(WaitForNewLine(node.log, offsets[n], "database reachable again", 15s))
+            << "node-" << n << " does not log its recovery:\n"
+            << Tail(node.log);
+    }
+    EXPECT_TRUE(WaitFor([&] { return !Lease().first.empty(); }, 10s)) << "no master after the restart";
+    const auto [owner_after, epoch_after] = Lease();
+    EXPECT_GT(epoch_after, epoch_before) << "the master's term should have ended during the outage";
+    std::this_thread::sleep_for(5s);
+    CheckHistoryOver(first, (NowMs() / 1000 - 3) * 1000);
+}
+
+// The master, in its own network namespace, loses its link to the database but not to the
+// executors: it demotes itself before another node leads, no old-epoch dispatch follows the
+// new epoch's first, and once the link is back it rejoins as a slave.
+TEST_F(ChaosTest, PartitionedMasterDemotesItselfAndRejoinsAsSlave) {
+    if (!world->net) {
+        if (EnvIs("SCHED_REQUIRE_NETNS", "1")) FAIL() << "cannot create network namespaces: " << world->no_net_reason;
+        GTEST_SKIP() << "cannot create network namespaces: " << world->no_net_reason;
+    }
+    auto& net = *world->net;
+    StartNode(3, /*in_ns=*/true);
+    ASSERT_TRUE(WaitFor([&] { return Lease().first == "node-3"; }, 10s)) << Tail(nodes_[3].log);
+    StartNode(1);
+    StartNode(2);
+    // Executors listen on the host end of the executor link: every node reaches them.
+    StartSink("e1", net.exec_host());
+    StartSink("e2", net.exec_host());
+    const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
+    CreateEverySecondJobs(20, first);
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            for (const auto& f : AllFires()) {
+                if (f.assigned_node == "node-3" && f.status == store::FireStatus::kSucceeded) return true;
+            }
+            return false;
+        },
+        15s))
+        << "the namespaced node dispatched nothing before the partition:\n"
+        << Tail(nodes_[3].log);
+    ASSERT_EQ(Lease().first, "node-3");
+    const std::int64_t old_epoch = Lease().second;
+    const std::size_t offset = FileSize(nodes_[3].log);
+
+    Say("cutting node-3's link to the database (epoch " + std::to_string(old_epoch) + ")");
+    const std::int64_t cut_at = NowMs();
+    ASSERT_TRUE(net.CutDbLink());
+    // Watch both sides: node-3's own view (/status over the executor link) and the lease row.
+    std::int64_t demoted_at = 0;
+    std::int64_t new_leader_at = 0;
+    std::string new_owner;
+    std::int64_t new_epoch = 0;
+    WaitFor(
+        [&] {
+            if (demoted_at == 0) {
+                auto [code, body] = Get(nodes_[3].host, static_cast<unsigned short>(nodes_[3].port), "/status");
+                auto j = nlohmann::json::parse(body, nullptr, false);
+                if (code == 200 && !j.is_discarded() && j.value("role", "") == "slave") demoted_at = NowMs();
+            }
+            if (new_leader_at == 0) {
+                const auto [o, e] = Lease();
+                if (!o.empty() && o != "node-3") {
+                    new_leader_at = NowMs();
+                    new_owner = o;
+                    new_epoch = e;
+                }
+            }
+            return demoted_at != 0 && new_leader_at != 0;
+        },
+        15s);
+    Say("node-3 demoted after " + std::to_string(demoted_at - cut_at) + " ms; " + new_owner + " leads epoch " +
+        std::to_string(new_epoch) + " after " + std::to_string(new_leader_at - cut_at) + " ms");
+    ASSERT_NE(demoted_at, 0) << "node-3 still calls itself master:\n" << Tail(nodes_[3].log);
+    ASSERT_NE(new_leader_at, 0) << "no other node took over";
+    EXPECT_LT(demoted_at, new_leader_at) << "node-3 was still master when " << new_owner << " took over";
+    EXPECT_GT(new_epoch, old_epoch);
+    EXPECT_TRUE(WaitForNewLine(nodes_[3].log, offset, "stopped leading epoch " + std::to_string(old_epoch), 5s))
+        << Tail(nodes_[3].log);
+    {
+        auto [code, metrics] = Get(nodes_[3].host, static_cast<unsigned short>(nodes_[3].port), "/metrics");
+        ASSERT_EQ(code, 200) << metrics;
+        EXPECT_NE(metrics.find("sched_leader 0"), std::string::npos) << metrics;
+        EXPECT_NE(metrics.find("sched_lease_self_demotions_total 1"), std::string::npos) << metrics;
+    }
+    // The cluster goes on without node-3.
+    ASSERT_TRUE(WaitForFlow(new_leader_at, 15s)) << "no fire ran after the takeover";
+    std::this_thread::sleep_for(3s);
+
+    // Old-epoch dispatches all come before the new epoch's first one, at every instance.
+    const auto runs = Runs();
+    std::int64_t first_new = std::numeric_limits<std::int64_t>::max();
+    for (const auto& r : runs) {
+        if (r.epoch > old_epoch) first_new = std::min(first_new, r.arrival_ms);
+    }
+    ASSERT_NE(first_new, std::numeric_limits<std::int64_t>::max()) << "no run of the new epoch";
+    for (const auto& r : runs) {
+        if (r.epoch <= old_epoch) {
+            EXPECT_LT(r.arrival_ms, first_new) << "old-epoch run of job " << r.job_id << " at " << r.scheduled_ms
+                                               << " (epoch " << r.epoch << ") on " << r.instance << " after the first "
+                                               << "new-epoch run";
+        }
+    }
+
+    Say("restoring node-3's link");
+    ASSERT_TRUE(net.RestoreDbLink());
+    const std::int64_t restored_at = NowMs();
+    // Its log tells the partition: the election could not reach the database.
+    EXPECT_NE(ReadText(nodes_[3].log).find("election master: acquire round failed"), std::string::npos)
+        << Tail(nodes_[3].log);
+    // It rejoins as a slave: it reaches the database, knows the new leader, and fires assigned
+    // to it run again.
+    EXPECT_TRUE(WaitFor(
+        [&] {
+            auto [code, body] = Get(nodes_[3].host, static_cast<unsigned short>(nodes_[3].port), "/status");
+            auto j = nlohmann::json::parse(body, nullptr, false);
+            return code == 200 && !j.is_discarded() && j.value("role", "") == "slave" && j["leader"] == new_owner &&
+                   j["db_ok"] == true;
+        },
+        20s))
+        << Get(nodes_[3].host, static_cast<unsigned short>(nodes_[3].port), "/status").second;
+    EXPECT_TRUE(WaitFor(
+        [&] {
+            for (const auto& f : AllFires()) {
+                if (f.assigned_node == "node-3" && f.status == store::FireStatus::kSucceeded && f.dispatched_at &&
+                    *f.dispatched_at > restored_at) {
+                    return true;
+                }
+            }
+            return false;
+        },
+        20s))
+        << "node-3 dispatched nothing after rejoining:\n"
+        << Tail(nodes_[3].log);
+    EXPECT_EQ(Lease().first, new_owner) << "rejoining must not move the lease";
+    std::this_thread::sleep_for(2s);
+    CheckHistoryOver(first, (NowMs() / 1000 - 3) * 1000);
+}
+
+// An executor instance dies while it runs a long handler: the job's timeout ends the fire as
+// `timeout` with its reason, the retry runs on the other instance, and the restarted instance
+// gets work again.
+TEST_F(ChaosTest, ExecutorKilledMidRunEndsTheFireWithItsReasonAndRetries) {
+    for (int n = 1; n <= 3; ++n) StartNode(n);
+    StartSink("e1");
+    StartSink("e2");
+    const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
+    // With a timeout, an every-second run the dead instance accepted but never reported ends as
+    // `timeout` too (without one it would stay running: see the next case).
+    CreateEverySecondJobs(10, first, /*timeout_ms=*/2000);
+
+    store::Job slow;
+    slow.name = "slow";
+    slow.app = kApp;
+    slow.handler = "sink";
+    slow.params = R"({"ms":60000,"only_attempt":0})";  // the retry is quick
+    slow.schedule_type = "once";
+    const std::int64_t at = first + 1000;
+    slow.schedule_expr = std::to_string(at);
+    slow.next_fire_time = at;
+    slow.timeout_ms = 3000;
+    slow.retry_max = 1;
+    slow.retry_backoff_ms = 200;
+    auto created = store::JobRepository(db()).Create(slow);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    jobs_.push_back({.job_id = created->id, .first_ms = at, .period_ms = 0, .retry_max = 1});
+
+    // Find the instance running attempt 0 and kill it mid-run.
+    std::string victim;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            for (const auto& r : Runs()) {
+                if (r.job_id == created->id && r.attempt == 0) victim = r.instance;
+            }
+            return !victim.empty();
+        },
+        15s));
+    const std::string survivor = victim == "e1" ? "e2" : "e1";
+    Say("SIGKILL executor " + victim + " while it runs the slow job");
+    sinks_[victim].proc->Signal(SIGKILL);
+    ASSERT_TRUE(sinks_[victim].proc->WaitForExit(5s));
+    const std::int64_t killed_at = NowMs();
+
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            auto fires = Fires(created->id);
+            return fires.size() == 2 && store::IsFinal(fires[0].status) && store::IsFinal(fires[1].status);
+        },
+        20s))
+        << "the slow job's fire did not end and retry";
+    std::map<int, store::Fire> by_attempt;
+    for (const auto& f : Fires(created->id)) by_attempt[f.attempt] = f;
+    ASSERT_EQ(by_attempt.size(), 2u);
+    EXPECT_EQ(by_attempt[0].status, store::FireStatus::kTimeout) << by_attempt[0].result_message.value_or("");
+    EXPECT_NE(by_attempt[0].result_message.value_or("").find("timed out after 3000 ms"), std::string::npos)
+        << by_attempt[0].result_message.value_or("");
+    EXPECT_EQ(by_attempt[1].kind, store::FireKind::kRetry);
+    EXPECT_EQ(by_attempt[1].status, store::FireStatus::kSucceeded) << by_attempt[1].result_message.value_or("");
+    bool retry_on_survivor = false;
+    for (const auto& r : Runs()) {
+        if (r.job_id == created->id && r.attempt == 1) retry_on_survivor = r.instance == survivor;
+    }
+    EXPECT_TRUE(retry_on_survivor) << "the retry should run on " << survivor;
+    // The slave that dispatched it says why the kill went nowhere.
+    bool logged = false;
+    for (const auto& [n, node] : nodes_) {
+        logged = logged || ReadText(node.log).find("kill of timed-out fire " + std::to_string(by_attempt[0].id)) !=
+                               std::string::npos;
+    }
+    EXPECT_TRUE(logged) << "no node logs the failed kill of fire " << by_attempt[0].id;
+
+    // Every-second fires kept flowing on the survivor; the restarted instance gets work again.
+    EXPECT_TRUE(WaitForFlow(killed_at, 10s, survivor));
+    Say("restarting executor " + victim);
+    StartSink(victim);
+    const std::int64_t restarted = NowMs();
+    EXPECT_TRUE(WaitForFlow(restarted, 15s, victim)) << Tail(sinks_[victim].proc_log);
+    std::this_thread::sleep_for(2s);
+    CheckHistoryOver(first, (NowMs() / 1000 - 3) * 1000);
+}
+
+// The same death without a job timeout. Nothing but the executor's callback, the dispatching
+// slave's (in-memory) timeout watch or a manual kill ever ends a `running` fire, so this fire
+// would stay `running` forever: the assertion below fails today and stays as the reproduction
+// (see the chaos report). Fix direction: the master (fenced) ends `running` fires whose executor
+// instance's heartbeat expired (as it ends `dispatching` fires of dead slaves as `lost`), and
+// persists timeouts as a deadline column instead of a slave's timer.
+TEST_F(ChaosTest, ExecutorKilledMidRunWithoutTimeoutLeavesNoFireRunningForever) {
+    for (int n = 1; n <= 3; ++n) StartNode(n);
+    StartSink("e1");
+    StartSink("e2");
+    store::Job slow;
+    slow.name = "slow-no-timeout";
+    slow.app = kApp;
+    slow.handler = "sink";
+    slow.params = R"({"ms":600000,"only_attempt":0})";
+    slow.schedule_type = "once";
+    const std::int64_t at = NowMs() + 1000;
+    slow.schedule_expr = std::to_string(at);
+    slow.next_fire_time = at;
+    slow.retry_max = 1;
+    slow.retry_backoff_ms = 200;
+    auto created = store::JobRepository(db()).Create(slow);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    std::string victim;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            for (const auto& r : Runs()) {
+                if (r.job_id == created->id) victim = r.instance;
+            }
+            return !victim.empty();
+        },
+        15s));
+    Say("SIGKILL executor " + victim + " while it runs a job without a timeout");
+    sinks_[victim].proc->Signal(SIGKILL);
+    ASSERT_TRUE(sinks_[victim].proc->WaitForExit(5s));
+    // Three executor heartbeat TTLs (slave.executor-ttl is 3 s here) are ample to notice.
+    const bool ended = WaitFor(
+        [&] {
+            auto fires = Fires(created->id);
+            return !fires.empty() && store::IsFinal(fires.back().status);
+        },
+        10s);
+    const auto fires = Fires(created->id);
+    ASSERT_FALSE(fires.empty());
+    EXPECT_TRUE(ended) << "fire " << fires.back().id << " of a dead executor (" << victim << ") is still "
+                       << store::FireStatusName(fires.back().status) << " 10 s after the kill, with nothing left to "
+                       << "end it";
+}
+
+// A slave killed while it waits for an executor's answer and restarted at once under the same
+// node-id (as a supervisor does) never looks dead to the master (its heartbeat gap is shorter
+// than scheduler.node-ttl), so the master's "dispatching fires of dead slaves become lost" rule
+// never applies, and the restarted process only polls `pending` fires: the fire the old process
+// was dispatching stays `dispatching` forever. The executor here is a listening socket that never
+// answers, which holds the dispatch open for a deterministic kill. The assertion fails today and
+// stays as the reproduction (see the chaos report).
+TEST_F(ChaosTest, ASlaveRestartedUnderItsOwnIdLeavesNoFireDispatchingForever) {
+    dispatch_timeout_ = "20s";
+    for (int n = 1; n <= 3; ++n) StartNode(n);
+    // The black hole: connections are accepted by the kernel (backlog), requests never answered.
+    const int hole = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(hole, 0);
+    struct Closer {
+        int fd;
+        ~Closer() { ::close(fd); }
+    } closer{hole};
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(hole, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ASSERT_EQ(::listen(hole, 64), 0);
+    socklen_t len = sizeof addr;
+    ASSERT_EQ(::getsockname(hole, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    const std::string hole_address = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+    store::ExecutorInstance instance{.app = "hole", .address = hole_address, .handlers = {"sink"}, .capacity = 10};
+    ASSERT_TRUE(store::ExecutorRepository(db()).Heartbeat(instance).ok());
+
+    store::Job job;
+    job.name = "into-the-hole";
+    job.app = "hole";
+    job.handler = "sink";
+    job.schedule_type = "once";
+    const std::int64_t at = NowMs() + 1000;
+    job.schedule_expr = std::to_string(at);
+    job.next_fire_time = at;
+    auto created = store::JobRepository(db()).Create(job);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    store::Fire fire;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            auto fires = Fires(created->id);
+            if (fires.empty() || fires[0].status != store::FireStatus::kDispatching) return false;
+            fire = fires[0];
+            return true;
+        },
+        15s))
+        << "the fire never reached dispatching";
+    const std::string slave = fire.assigned_node.value_or("");
+    ASSERT_FALSE(slave.empty());
+    const int n = std::stoi(slave.substr(slave.rfind('-') + 1));
+    Say("SIGKILL " + slave + " while it dispatches fire " + std::to_string(fire.id) + ", restart at once");
+    KillNode(n);
+    StartNode(n);
+    const bool ended = WaitFor(
+        [&] {
+            auto fires = Fires(created->id);
+            return !fires.empty() && store::IsFinal(fires[0].status);
+        },
+        10s);
+    const auto now = Fires(created->id);
+    ASSERT_FALSE(now.empty());
+    EXPECT_TRUE(ended) << "fire " << now[0].id << " is still " << store::FireStatusName(now[0].status)
+                       << " 10 s after its slave " << slave << " died (restarted under the same id); "
+                       << "nothing will ever end it";
+}
+
+}  // namespace
+}  // namespace sched::chaos

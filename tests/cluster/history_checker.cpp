@@ -1,0 +1,213 @@
+#include "history_checker.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+namespace sched::chaos {
+
+namespace {
+
+using store::FireKind;
+using store::FireStatus;
+
+std::string Describe(const store::Fire& f) {
+    std::ostringstream out;
+    out << "fire " << f.id << " (" << store::FireKindName(f.kind) << ", attempt " << f.attempt << ", "
+        << store::FireStatusName(f.status) << ", node " << f.assigned_node.value_or("-") << ", executor "
+        << f.executor_address.value_or("-") << ", created " << f.created_at << ", dispatched "
+        << (f.dispatched_at ? std::to_string(*f.dispatched_at) : "-") << ": " << f.result_message.value_or("") << ")";
+    return out.str();
+}
+
+std::string Describe(const SinkRecord& r) {
+    std::ostringstream out;
+    out << r.instance << " at " << r.arrival_ms << " (fire " << r.fire_id << ", epoch " << r.epoch << ")";
+    return out.str();
+}
+
+// The policy's verdict on an ended attempt: does it owe a next attempt?
+bool OwesRetry(const store::Fire& f, const JobPolicy& job) {
+    if (f.attempt >= job.retry_max) return false;
+    if (f.status == FireStatus::kFailed || f.status == FireStatus::kTimeout) return true;
+    return f.status == FireStatus::kLost && job.at_least_once;
+}
+
+}  // namespace
+
+std::vector<SinkRecord> ReadSinkLog(const std::filesystem::path& path, int* torn) {
+    std::vector<SinkRecord> out;
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.empty()) continue;
+        auto j = nlohmann::json::parse(line, nullptr, false);
+        if (j.is_discarded() || !j.is_object() || !j.contains("epoch") || !j.contains("instance")) {
+            if (torn) ++*torn;
+            continue;
+        }
+        SinkRecord r;
+        r.arrival_ms = j.value("arrival_ms", std::int64_t{0});
+        r.job_id = j.value("job_id", std::int64_t{0});
+        r.fire_id = j.value("fire_id", std::int64_t{0});
+        r.scheduled_ms = j.value("scheduled_ms", std::int64_t{0});
+        r.attempt = j.value("attempt", std::int64_t{0});
+        r.epoch = j.value("epoch", std::int64_t{0});
+        r.instance = j.value("instance", std::string());
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
+std::string HistoryReport::Summary(std::size_t max_violations) const {
+    std::ostringstream out;
+    out << "expected " << expected << ", ran " << ran << ", misfire-dropped " << misfire_dropped << ", retries "
+        << retries << ", sink runs " << runs << ", ended without a run:";
+    if (ended_without_run.empty()) out << " none";
+    for (const auto& [status, n] : ended_without_run) out << "\n    " << n << " x " << status;
+    out << "; " << violations.size() << " violation(s)";
+    for (std::size_t i = 0; i < violations.size() && i < max_violations; ++i) out << "\n  " << violations[i];
+    if (violations.size() > max_violations) out << "\n  ... " << violations.size() - max_violations << " more";
+    return out.str();
+}
+
+HistoryReport CheckHistory(const HistoryInput& input) {
+    HistoryReport report;
+    report.runs = static_cast<int>(input.runs.size());
+    auto& v = report.violations;
+
+    // ---- 1. doubles ----
+    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::vector<const SinkRecord*>> runs_by_key;
+    std::map<std::pair<std::int64_t, std::int64_t>, int> runs_by_time;  // (job, scheduled) -> runs
+    for (const auto& r : input.runs) {
+        runs_by_key[{r.job_id, r.scheduled_ms, r.attempt}].push_back(&r);
+        ++runs_by_time[{r.job_id, r.scheduled_ms}];
+    }
+    for (const auto& [key, list] : runs_by_key) {
+        if (list.size() < 2) continue;
+        std::ostringstream out;
+        out << "double: job " << std::get<0>(key) << " at " << std::get<1>(key) << " attempt " << std::get<2>(key)
+            << " ran " << list.size() << " times:";
+        for (const auto* r : list) out << ' ' << Describe(*r) << ';';
+        v.push_back(out.str());
+    }
+    std::map<std::tuple<std::int64_t, std::int64_t, int, int>, std::vector<const store::Fire*>> rows_by_key;
+    std::map<std::int64_t, std::vector<const store::Fire*>> rows_by_job;
+    for (const auto& f : input.fires) {
+        rows_by_key[{f.job_id, f.scheduled_time, f.attempt, f.shard_index}].push_back(&f);
+        rows_by_job[f.job_id].push_back(&f);
+        if (f.attempt > 0) ++report.retries;
+    }
+    for (const auto& [key, list] : rows_by_key) {
+        if (list.size() < 2) continue;
+        std::ostringstream out;
+        out << "double: job " << std::get<0>(key) << " at " << std::get<1>(key) << " attempt " << std::get<2>(key)
+            << " has " << list.size() << " fire rows:";
+        for (const auto* f : list) out << ' ' << Describe(*f) << ';';
+        v.push_back(out.str());
+    }
+    for (auto& [job, list] : rows_by_job) {
+        std::sort(list.begin(), list.end(), [](const store::Fire* a, const store::Fire* b) {
+            return std::tie(a->scheduled_time, a->attempt, a->id) < std::tie(b->scheduled_time, b->attempt, b->id);
+        });
+    }
+
+    // ---- 3. epochs per instance ----
+    std::map<std::string, std::vector<const SinkRecord*>> by_instance;
+    for (const auto& r : input.runs) by_instance[r.instance].push_back(&r);
+    for (auto& [instance, list] : by_instance) {
+        std::stable_sort(list.begin(), list.end(),
+                         [](const SinkRecord* a, const SinkRecord* b) { return a->arrival_ms < b->arrival_ms; });
+        const SinkRecord* newest = nullptr;  // the run with the highest epoch so far
+        for (const auto* r : list) {
+            if (newest && r->epoch < newest->epoch && r->arrival_ms > newest->arrival_ms + input.epoch_slack_ms) {
+                v.push_back("epoch went backwards at " + instance + ": " + Describe(*r) + " for job " +
+                            std::to_string(r->job_id) + " at " + std::to_string(r->scheduled_ms) + " after " +
+                            Describe(*newest));
+            }
+            if (!newest || r->epoch > newest->epoch) newest = r;
+        }
+    }
+
+    // ---- 2. none lost ----
+    for (const auto& job : input.jobs) {
+        const auto& rows = rows_by_job[job.job_id];
+        // Every row in the window must have ended, and every ended attempt must be followed
+        // exactly as the policy says.
+        std::map<std::pair<std::int64_t, int>, const store::Fire*> by_attempt;
+        for (const auto* f : rows) by_attempt[{f->scheduled_time, f->attempt}] = f;
+        for (const auto* f : rows) {
+            if (f->scheduled_time < input.from_ms || f->scheduled_time >= input.to_ms) continue;
+            if (!store::IsFinal(f->status)) {
+                v.push_back("stuck: job " + std::to_string(job.job_id) + " at " + std::to_string(f->scheduled_time) +
+                            ": " + Describe(*f));
+                continue;
+            }
+            const bool has_next = by_attempt.count({f->scheduled_time, f->attempt + 1}) > 0;
+            if (f->status != FireStatus::kSucceeded && !f->result_message) {
+                v.push_back("no reason: job " + std::to_string(job.job_id) + " at " +
+                            std::to_string(f->scheduled_time) + ": " + Describe(*f));
+            }
+            if (OwesRetry(*f, job) && !has_next) {
+                v.push_back("retry missing: job " + std::to_string(job.job_id) + " at " +
+                            std::to_string(f->scheduled_time) + ": " + Describe(*f) + " (retry_max " +
+                            std::to_string(job.retry_max) + (job.at_least_once ? ", at-least-once)" : ")"));
+            }
+            if (!OwesRetry(*f, job) && has_next) {
+                v.push_back("retried against the policy: job " + std::to_string(job.job_id) + " at " +
+                            std::to_string(f->scheduled_time) + ": " + Describe(*f) + " (retry_max " +
+                            std::to_string(job.retry_max) + (job.at_least_once ? ", at-least-once)" : ")"));
+            }
+        }
+        if (job.period_ms <= 0) continue;
+        std::int64_t t = job.first_ms;
+        if (t < input.from_ms) t += (input.from_ms - t + job.period_ms - 1) / job.period_ms * job.period_ms;
+        for (; t < input.to_ms; t += job.period_ms) {
+            ++report.expected;
+            const store::Fire* last = nullptr;
+            bool succeeded = false;
+            for (const auto* f : rows) {
+                if (f->scheduled_time != t) continue;
+                if (!last || f->attempt > last->attempt) last = f;
+                succeeded = succeeded || f->status == FireStatus::kSucceeded;
+            }
+            if (succeeded || runs_by_time.count({job.job_id, t}) > 0) {
+                ++report.ran;
+                continue;
+            }
+            if (last) {
+                // Stuck rows and missing reasons are reported above.
+                if (store::IsFinal(last->status)) {
+                    const std::string reason = last->result_message.value_or("").substr(0, 60);
+                    ++report.ended_without_run[std::string(FireStatusName(last->status)) + " (" + reason + ")"];
+                }
+                continue;
+            }
+            // No row at all: only a misfire policy may drop a time, and only visibly.
+            const auto next =
+                std::find_if(rows.begin(), rows.end(), [t](const store::Fire* f) { return f->scheduled_time > t; });
+            bool dropped = false;
+            if (next != rows.end() && job.misfire_policy == "fire-once-now") {
+                dropped = (*next)->kind == FireKind::kMisfire;
+            } else if (next != rows.end() && job.misfire_policy == "skip") {
+                dropped = (*next)->created_at - t > input.misfire_threshold_ms;
+            }
+            if (dropped) {
+                ++report.misfire_dropped;
+                continue;
+            }
+            std::ostringstream out;
+            out << "lost: job " << job.job_id << " at " << t << " has no fire row and no run (misfire policy "
+                << job.misfire_policy << "; next row: " << (next == rows.end() ? std::string("none") : Describe(**next))
+                << ")";
+            v.push_back(out.str());
+        }
+    }
+    return report;
+}
+
+}  // namespace sched::chaos
