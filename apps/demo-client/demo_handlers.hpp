@@ -4,10 +4,12 @@
 ///   echo   logs its params and returns them as the result message;
 ///   sleep  sleeps `params.ms` milliseconds (default 1000), stopping early when cancelled;
 ///   fail   fails with `params.message` (default "failed on purpose");
-///   count  counts its calls (the count is the result message), for tests.
+///   count  counts its calls (the count is the result message), for tests;
+///   pay    charges an order once (see Pay below).
 
 #include <atomic>
 #include <cstdint>
+#include <filesystem>
 
 #include "sched/client/executor.hpp"
 
@@ -19,5 +21,27 @@ Status Fail(client::JobContext& ctx);
 
 /// Registers the four handlers; `count` increments `calls`, which must outlive the executor.
 void RegisterDemoHandlers(client::Executor& executor, std::atomic<std::int64_t>& calls);
+
+/// The `demo` section of demo-client.yaml.
+///
+///     demo:
+///       ledger-dir: "data/demo-ledger"   # where `pay` records charges (shared by instances)
+struct DemoOptions {
+    std::filesystem::path ledger_dir = "data/demo-ledger";
+    static DemoOptions FromYaml(const ConfigNode& node);
+};
+
+/// `pay`: charges order `params.order` (an integer >= 0) at most once, however many instances
+/// run it at the same time. Under the distributed lock `order-<id>` (lease `params.lease_ms`,
+/// default 10000; waiting `params.wait_ms`, default 10000) it reads the order's ledger file
+/// `<ledger-dir>/order-<id>.ledger`: if a charge is there, nothing more ("already charged");
+/// otherwise it waits `params.delay_ms` (default 5: the payment provider's round trip, the
+/// window in which a second charger would slip in) and appends one line
+/// "charged <amount> epoch <fencing epoch> by <pid>". `params.lock: false` skips the lock (to
+/// show the double charges it prevents). The result message is "charged" or "already charged".
+Status Pay(client::Executor& executor, const DemoOptions& options, client::JobContext& ctx);
+
+/// Registers `pay`; `executor` and `options` must outlive it.
+void RegisterPayHandler(client::Executor& executor, const DemoOptions& options);
 
 }  // namespace sched::demo

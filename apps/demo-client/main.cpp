@@ -21,8 +21,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: demo-client [--config FILE] [--help] [--version]\n"
     "\n"
-    "An example business service: serves the job handlers echo, sleep, fail and count to the\n"
-    "scheduler, heartbeating to the web module. Stops gracefully on SIGTERM or SIGINT.\n"
+    "An example business service: serves the job handlers echo, sleep, fail, count and pay to\n"
+    "the scheduler, heartbeating to the web module. Stops gracefully on SIGTERM or SIGINT.\n"
     "\n"
     "  --config FILE  YAML configuration (default config/demo-client.yaml)\n"
     "  --help         this text\n"
@@ -54,10 +54,12 @@ int main(int argc, char** argv) {
     }
 
     sched::client::ExecutorOptions options;
+    sched::demo::DemoOptions demo;
     try {
         const auto root = sched::ConfigNode::LoadFile(config_path);
         sched::SetupLogging(sched::LogConfig::FromYaml(root.Child("log")));
         options = sched::client::ExecutorOptions::FromYaml(root.Child("executor"));
+        demo = sched::demo::DemoOptions::FromYaml(root.Child("demo"));
         root.RejectUnknownKeys();
     } catch (const sched::ConfigError& e) {
         std::fprintf(stderr, "demo-client: %s\n", e.what());
@@ -75,6 +77,7 @@ int main(int argc, char** argv) {
     try {
         sched::client::Executor executor(options);
         sched::demo::RegisterDemoHandlers(executor, count_calls);
+        sched::demo::RegisterPayHandler(executor, demo);
         executor.Start();
         int signal = 0;
         sigwait(&stop_signals, &signal);

@@ -69,6 +69,41 @@ TEST(DemoHandlers, FailFailsWithTheGivenMessage) {
     EXPECT_EQ(RunHandler(Fail, nullptr).status.message(), "failed on purpose");
 }
 
+TEST(DemoOptions, ReadTheShippedConfigAndRefuseAnEmptyLedgerDir) {
+    const auto root = ConfigNode::LoadFile(DEMO_CLIENT_CONFIG);
+    EXPECT_EQ(DemoOptions::FromYaml(root.Child("demo")).ledger_dir, "data/demo-ledger");
+    const auto empty = ConfigNode::LoadString("demo:\n  ledger-dir: \"\"\n");
+    EXPECT_THROW(DemoOptions::FromYaml(empty.Child("demo")), ConfigError);
+}
+
+TEST(DemoHandlers, PayWithoutTheLockChargesAnOrderOnceThenFindsItCharged) {
+    const auto dir = std::filesystem::temp_directory_path() / ("sched-pay-" + RandomHex(8));
+    DemoOptions options;
+    options.ledger_dir = dir / "ledger";
+    client::ExecutorOptions eo;
+    eo.app = "demo";
+    eo.web_endpoints = {"http://127.0.0.1:1"};
+    eo.token = kToken;
+    eo.web_timeout = std::chrono::milliseconds(300);
+    client::Executor executor(eo);
+    const auto pay = [&](client::JobContext& ctx) {
+        return Pay(executor, options, ctx);
+    };
+    const nlohmann::json params = {{"order", 7}, {"lock", false}, {"delay_ms", 0}};
+    EXPECT_EQ(RunHandler(pay, params).message, "charged");
+    EXPECT_EQ(RunHandler(pay, params).message, "already charged");
+    std::ifstream in(options.ledger_dir / "order-7.ledger");
+    std::string line;
+    ASSERT_TRUE(std::getline(in, line));
+    EXPECT_EQ(line.rfind("charged 100 epoch 0 by ", 0), 0u) << line;
+    EXPECT_FALSE(std::getline(in, line));
+    EXPECT_EQ(RunHandler(pay, {{"order", -1}}).status.code(), Code::kInvalidArgument);
+    // With the lock and no server to ask, it refuses to charge.
+    EXPECT_EQ(RunHandler(pay, {{"order", 8}, {"wait_ms", 0}}).status.code(), Code::kUnavailable);
+    EXPECT_FALSE(std::filesystem::exists(options.ledger_dir / "order-8.ledger"));
+    std::filesystem::remove_all(dir);
+}
+
 // A demo-client process, stopped by PID when the test ends.
 class Process {
   public:
@@ -183,7 +218,7 @@ TEST_F(DemoClientProcess, ServesRunsAndDeregistersOnSigterm) {
     ASSERT_GT(demo.pid(), 0);
     ASSERT_TRUE(WaitFor([&] { return !web.Heartbeats().empty(); })) << Output();
     const auto heartbeat = web.Heartbeats().front();
-    EXPECT_EQ(heartbeat["handlers"], (nlohmann::json{"count", "echo", "fail", "sleep"}));
+    EXPECT_EQ(heartbeat["handlers"], (nlohmann::json{"count", "echo", "fail", "pay", "sleep"}));
     const std::string base = "http://" + heartbeat["address"].get<std::string>();
 
     rest::testing::BlockingClient client;

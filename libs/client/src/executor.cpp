@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "impl/fire_log.hpp"
+#include "impl/lock_service.hpp"
 #include "impl/run_registry.hpp"
 #include "impl/spool.hpp"
 #include "sched/common/net.hpp"
@@ -92,6 +93,7 @@ class Runtime {
     std::uint16_t port() const { return server_ ? server_->port() : 0; }
     std::string address() const { return address_; }
     ExecutorStats Stats() const;
+    Result<LockGuard> Lock(std::string_view key, milliseconds lease, milliseconds wait);
 
   private:
     rest::Router Routes();
@@ -149,6 +151,8 @@ class Runtime {
     std::future<void> heartbeat_done_;
     std::future<void> callback_done_;
     bool web_reachable_ = true;  // callback loop only: to log transitions, not every failure
+    std::mutex locks_mu_;
+    std::shared_ptr<LockService> locks_;  // created by the first Lock()
 
     struct Counters {
         std::atomic<std::uint64_t> accepted{0}, duplicates{0}, stale{0}, busy{0}, capacity{0};
@@ -266,6 +270,19 @@ void Runtime::Stop() {
     io_thread_.join();
     spool_.reset();
     spdlog::info("executor {}: stopped", options_.app);
+}
+
+Result<LockGuard> Runtime::Lock(std::string_view key, milliseconds lease, milliseconds wait) {
+    std::shared_ptr<LockService> locks;
+    {
+        std::lock_guard lock(locks_mu_);
+        // Its own I/O thread: locks work before Start() and after Stop(), and a guard may
+        // outlive the executor.
+        if (!locks_)
+            locks_ = std::make_shared<LockService>(endpoints_, options_.token, options_.web_timeout, options_.app);
+        locks = locks_;
+    }
+    return locks->Lock(key, lease, wait);
 }
 
 ExecutorStats Runtime::Stats() const {
@@ -725,6 +742,10 @@ std::string Executor::address() const {
 }
 ExecutorStats Executor::Stats() const {
     return runtime_->Stats();
+}
+Result<LockGuard> Executor::Lock(std::string_view key, std::chrono::milliseconds lease,
+                                 std::chrono::milliseconds wait) {
+    return runtime_->Lock(key, lease, wait);
 }
 
 }  // namespace sched::client

@@ -55,6 +55,10 @@ std::string_view PermissionName(Permission permission) {
             return "admin";
         case Permission::kExecutor:
             return "executor";
+        case Permission::kLockHolder:
+            return "operator|executor";
+        case Permission::kLockViewer:
+            return "viewer|executor";
     }
     return "admin";
 }
@@ -82,10 +86,15 @@ Status Authorize(const Principal& principal, Permission permission) {
         }
         return 0;
     };
-    if (principal.role == store::Role::kExecutor) {
-        return deny("executor tokens reach only the registry and callback routes");
+    if (permission == Permission::kLockHolder || permission == Permission::kLockViewer) {
+        if (principal.role == store::Role::kExecutor) return Status::Ok();
     }
-    const int need = permission == Permission::kAdmin ? 3 : permission == Permission::kOperator ? 2 : 1;
+    if (principal.role == store::Role::kExecutor) {
+        return deny("executor tokens reach only the registry, callback and lock routes");
+    }
+    int need = 1;
+    if (permission == Permission::kAdmin) need = 3;
+    if (permission == Permission::kOperator || permission == Permission::kLockHolder) need = 2;
     if (rank(principal.role) >= need) return Status::Ok();
     return deny("this needs the " + std::string(PermissionName(permission)) + " role");
 }

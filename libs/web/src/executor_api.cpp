@@ -6,6 +6,7 @@
 
 #include "impl/context.hpp"
 #include "impl/executor_handlers.hpp"
+#include "impl/lock_handlers.hpp"
 #include "impl/on_pool.hpp"
 #include "sched/http/json.hpp"
 #include "sched/store/fire.hpp"
@@ -144,17 +145,46 @@ void AddSdkRoutes(Routes& routes) {
                        co_return response;
                    });
     }
+    AddLockRoutes(routes);
+}
+
+void AddLockRoutes(Routes& routes) {
+    auto ctx = routes.context();
+    auto api = std::make_shared<LockApi>(ctx->options.locks, ctx->database, ctx->db_pool);
+    using Fn = net::awaitable<rest::Response> (LockApi::*)(rest::Request&);
+    const std::tuple<rest::Method, const char*, Permission, Fn> lock_routes[] = {
+        {rest::Method::kPost, "/api/v1/locks/{key}/acquire", Permission::kLockHolder, &LockApi::Acquire},
+        {rest::Method::kPost, "/api/v1/locks/{key}/extend", Permission::kLockHolder, &LockApi::Extend},
+        {rest::Method::kPost, "/api/v1/locks/{key}/release", Permission::kLockHolder, &LockApi::Release},
+        {rest::Method::kGet, "/api/v1/locks/{key}", Permission::kLockViewer, &LockApi::Inspect}};
+    for (const auto& [method, pattern, permission, fn] : lock_routes) {
+        routes.Add(method, pattern, permission,
+                   [api, fn](rest::Request& req, const Principal&) -> net::awaitable<rest::Response> {
+                       rest::Response response = co_await (api.get()->*fn)(req);
+                       co_return response;
+                   });
+    }
 }
 
 }  // namespace impl
 
-void AddExecutorRoutes(rest::Router& router, std::shared_ptr<db::Database> db, net::thread_pool& db_pool) {
+void AddExecutorRoutes(rest::Router& router, std::shared_ptr<db::Database> db, net::thread_pool& db_pool,
+                       LockApiOptions locks) {
     router.Add(rest::Method::kPost, "/api/v1/registry/heartbeat",
                [db, &db_pool](rest::Request& req) { return impl::HandleHeartbeat(req, *db, db_pool); });
     router.Add(rest::Method::kPost, "/api/v1/registry/deregister",
                [db, &db_pool](rest::Request& req) { return impl::HandleDeregister(req, *db, db_pool); });
     router.Add(rest::Method::kPost, "/api/v1/callback",
                [db, &db_pool](rest::Request& req) { return impl::HandleCallback(req, *db, db_pool); });
+    auto api = std::make_shared<impl::LockApi>(
+        std::move(locks), [db] { return db; }, db_pool);
+    router.Add(rest::Method::kPost, "/api/v1/locks/{key}/acquire",
+               [api](rest::Request& req) { return api->Acquire(req); });
+    router.Add(rest::Method::kPost, "/api/v1/locks/{key}/extend",
+               [api](rest::Request& req) { return api->Extend(req); });
+    router.Add(rest::Method::kPost, "/api/v1/locks/{key}/release",
+               [api](rest::Request& req) { return api->Release(req); });
+    router.Add(rest::Method::kGet, "/api/v1/locks/{key}", [api](rest::Request& req) { return api->Inspect(req); });
 }
 
 }  // namespace sched::web

@@ -22,6 +22,7 @@ WebOptions WebOptions::FromYaml(const ConfigNode& node, const WebOptions& defaul
     o.auth_cache = node.Duration("auth-cache", o.auth_cache, Micros{0}, std::chrono::minutes(10));
     o.executor_timeout =
         node.Duration("executor-timeout", o.executor_timeout, milliseconds(10), std::chrono::minutes(5));
+    o.locks = LockApiOptions::FromYaml(node.Child("locks"), o.locks);
     if (o.token.empty()) {
         throw ConfigError(node.path().empty() ? "token" : node.path() + ".token",
                           "required: a web module without a token refuses to start (set it or SCHED_TOKEN)");

@@ -40,6 +40,15 @@ TEST(Authorize, PeopleRolesAreOrderedAndExecutorsAreApart) {
         {cluster, Permission::kAdmin, true},
         {cluster, Permission::kExecutor, true},
         {Token(Role::kExecutor), Permission::kPublic, true},
+        // The lock API: executors and operators take locks, every role may look at them.
+        {Token(Role::kExecutor), Permission::kLockHolder, true},
+        {Token(Role::kExecutor), Permission::kLockViewer, true},
+        {Token(Role::kOperator), Permission::kLockHolder, true},
+        {Token(Role::kAdmin), Permission::kLockHolder, true},
+        {cluster, Permission::kLockHolder, true},
+        {Token(Role::kViewer), Permission::kLockHolder, false},
+        {Token(Role::kViewer), Permission::kLockViewer, true},
+        {Token(Role::kOperator), Permission::kLockViewer, true},
     };
     for (const auto& c : cases) {
         const Status s = Authorize(c.who, c.need);

@@ -138,6 +138,29 @@ TEST_P(ExecutorApiTest, CallbacksApplyOncePerFireAndAttempt) {
     EXPECT_EQ(fires.Get(running)->status, store::FireStatus::kSucceeded);
 }
 
+// Trigger nodes serve the lock API with the SDK's routes, behind the server's token hook.
+TEST_P(ExecutorApiTest, TheLockApiIsServedWithTheSdkRoutes) {
+    auto acquired = Post("/api/v1/locks/order-9/acquire", {{"lease_ms", 5000}});
+    ASSERT_TRUE(acquired.ok());
+    ASSERT_EQ(acquired->status, 200) << acquired->body;
+    const auto holding = *acquired->Json();
+    EXPECT_EQ(holding["epoch"], 1);
+    auto busy = Post("/api/v1/locks/order-9/acquire", {{"lease_ms", 5000}, {"wait_ms", 50}});
+    EXPECT_EQ(busy->status, 409);
+    auto state = client_.Get(server_->Url("/api/v1/locks/order-9"), {.bearer_token = "secret"});
+    ASSERT_TRUE(state.ok());
+    EXPECT_EQ((*state->Json())["owner"], holding["owner"]);
+    EXPECT_EQ(Post("/api/v1/locks/order-9/extend",
+                   {{"owner", holding["owner"]}, {"epoch", holding["epoch"]}, {"lease_ms", 9000}})
+                  ->status,
+              200);
+    EXPECT_EQ(Post("/api/v1/locks/order-9/release", {{"owner", holding["owner"]}, {"epoch", holding["epoch"]}})->status,
+              200);
+    EXPECT_EQ(Post("/api/v1/locks/order-9/acquire", {{"lease_ms", 5000}})->Json()->at("epoch"), 3);
+    EXPECT_EQ(Post("/api/v1/locks/order-9/acquire", {{"lease_ms", 5000}}, "wrong")->status, 401);
+    EXPECT_EQ(Post("/api/v1/locks/bad%20key/acquire", {{"lease_ms", 5000}})->status, 400);
+}
+
 SCHED_DB_TEST_SUITE(ExecutorApiTest);
 
 }  // namespace

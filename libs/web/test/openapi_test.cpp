@@ -95,7 +95,7 @@ TEST_P(OpenApiTest, EveryDocumentedOperationReachesAHandler) {
     for (const auto& [path, ops] : doc_["paths"].items()) {
         std::string target = path;
         for (const auto& [param, value] :
-             {std::pair<std::string, std::string>{"{id}", "1"}, {"{path}", "index.html"}}) {
+             {std::pair<std::string, std::string>{"{id}", "1"}, {"{path}", "index.html"}, {"{key}", "k"}}) {
             if (auto pos = target.find(param); pos != std::string::npos) target.replace(pos, param.size(), value);
         }
         for (const auto& [method, op] : ops.items()) {

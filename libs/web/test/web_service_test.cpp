@@ -47,6 +47,16 @@ TEST(WebServiceConfig, ReadsEveryKeyAndRejectsUnknownOnesByPath) {
     EXPECT_NE(ErrorOf("ui: true\n").find("token: required"), std::string::npos);
     EXPECT_NE(ErrorOf("token: t\nnode-ttl: soon\n").find("node-ttl"), std::string::npos);
     EXPECT_NE(ErrorOf("token: t\nio-threads: 0\n").find("io-threads"), std::string::npos);
+
+    // The lock API's section.
+    const auto locks = Parse("token: t\nlocks:\n  max-lease: 10m\n  max-wait: 5s\n  max-waiters: 7\n");
+    EXPECT_EQ(locks.api.locks.max_lease, std::chrono::minutes(10));
+    EXPECT_EQ(locks.api.locks.max_wait, std::chrono::seconds(5));
+    EXPECT_EQ(locks.api.locks.max_waiters, 7);
+    EXPECT_EQ(defaults.api.locks.max_wait, std::chrono::seconds(30));
+    EXPECT_NE(ErrorOf("token: t\nlocks:\n  max-wait: 11m\n").find("locks.max-wait"), std::string::npos);
+    EXPECT_NE(ErrorOf("token: t\nlocks:\n  max-lease: 0s\n").find("locks.max-lease"), std::string::npos);
+    EXPECT_NE(ErrorOf("token: t\nlocks:\n  waiters: 1\n").find("locks.waiters: unknown key"), std::string::npos);
 }
 
 class WebServiceTest : public db::testing::DbTest {};

@@ -59,7 +59,8 @@ void AddJobRoutes(Routes& routes);
 void AddFireRoutes(Routes& routes);
 void AddClusterRoutes(Routes& routes);
 void AddTokenRoutes(Routes& routes);
-void AddSdkRoutes(Routes& routes);
+void AddSdkRoutes(Routes& routes);  // and AddLockRoutes
+void AddLockRoutes(Routes& routes);
 void AddUiRoutes(Routes& routes);
 
 /// Runs fn(db::Database&) on the DB pool; kUnavailable when the database is not open yet.

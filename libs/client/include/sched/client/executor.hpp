@@ -24,7 +24,8 @@
 ///   finished_ms}` (status succeeded | failed | timeout | killed; code the canonical code name,
 ///   e.g. "ok", "internal") in batches to `POST /api/v1/callback`; while no web endpoint
 ///   answers, results are appended to a spool file and delivered later, once per
-///   (fire_id, attempt), also after a restart.
+///   (fire_id, attempt), also after a restart;
+/// - takes distributed locks for the service (Lock(), lock.hpp) through the same endpoints.
 ///
 /// Every request in both directions carries `Authorization: Bearer <token>`.
 
@@ -34,9 +35,11 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sched/client/job_context.hpp"
+#include "sched/client/lock.hpp"
 #include "sched/common/config.hpp"
 #include "sched/common/status.hpp"
 #include "sched/http/server_options.hpp"
@@ -149,6 +152,17 @@ class Executor {
     /// and wait for them to return, deliver or spool every result, close the server.
     /// Idempotent. A handler that ignores cancellation delays Stop() until it returns.
     void Stop();
+
+    /// Acquires the distributed lock `key` (1..128 characters of [A-Za-z0-9._:-]) for `lease`,
+    /// waiting up to `wait` while another owner holds it, through the lock API of the web
+    /// endpoints (lock.hpp). The guard's watchdog extends the lease every lease / 3 until the
+    /// guard is destroyed or released. Errors: kInvalidArgument (key, lease), kAborted (still
+    /// held by another owner after `wait`; the message names the holder's epoch),
+    /// kUnavailable (no endpoint answered within web-timeout + wait), kResourceExhausted (the
+    /// server has too many waiting acquires), kUnauthenticated / kPermissionDenied (token).
+    /// Blocks the calling thread; works before Start() and after Stop(). Thread-safe.
+    Result<LockGuard> Lock(std::string_view key, std::chrono::milliseconds lease,
+                           std::chrono::milliseconds wait = std::chrono::milliseconds(0));
 
     /// The bound port (after Start()).
     std::uint16_t port() const;

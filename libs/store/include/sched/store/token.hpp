@@ -15,7 +15,7 @@
 namespace sched::store {
 
 /// admin: everything incl. tokens; operator: jobs, kill, trigger; viewer: read only;
-/// executor: only the registry and callback routes (client SDKs).
+/// executor: only the SDK's routes: registry, callback and locks (client SDKs).
 enum class Role { kAdmin, kOperator, kViewer, kExecutor };
 std::string_view RoleName(Role r);
 std::optional<Role> ParseRole(std::string_view name);

@@ -10,8 +10,10 @@
 ///     admin     everything, including tokens
 ///     operator  jobs (create, edit, delete, pause, resume, trigger) and killing fires
 ///     viewer    read only
-///     executor  only the registry and callback routes (client SDKs); nothing else
-///   and, the other way round, admin/operator/viewer tokens do not reach the executor routes.
+///     executor  only the SDK's routes: registry, callback and the lock API; nothing else
+///   and, the other way round, admin/operator/viewer tokens do not reach the registry and
+///   callback routes. The lock API is shared: operator and admin may take, extend and release
+///   locks (and viewers inspect them) as executor tokens may.
 ///
 /// Requests carry `Authorization: Bearer <secret>`. A missing, malformed, unknown or revoked
 /// token is 401 (kUnauthenticated); a token whose role is too low is 403 (kPermissionDenied).
@@ -44,9 +46,11 @@
 namespace sched::web {
 
 /// What a route needs. The OpenAPI document's `x-role` spells these names.
-enum class Permission { kPublic, kViewer, kOperator, kAdmin, kExecutor };
+/// kLockHolder (taking, extending and releasing locks) admits executor tokens and the operator
+/// role and above; kLockViewer (inspecting a lock) executor tokens and every people's role.
+enum class Permission { kPublic, kViewer, kOperator, kAdmin, kExecutor, kLockHolder, kLockViewer };
 
-/// "public", "viewer", "operator", "admin", "executor".
+/// "public", "viewer", "operator", "admin", "executor", "operator|executor", "viewer|executor".
 std::string_view PermissionName(Permission permission);
 
 /// The caller of a request, once authenticated.

@@ -15,6 +15,9 @@
 /// with one outcome per item, so that one bad item never makes the SDK resend the whole
 /// batch forever; a malformed batch is 400 naming the item's field ("[3].status").
 ///
+/// With them come the lock API's four routes (lock_api.hpp): a service's SDK locks through the
+/// same addresses it registers with.
+///
 /// Handlers run their DB work on `db_pool`, never on the I/O thread. Served by scheduler-web,
 /// scheduler-standalone and, so that a cluster works without a web node, scheduler-trigger.
 
@@ -23,11 +26,14 @@
 #include "sched/common/net.hpp"
 #include "sched/db/database.hpp"
 #include "sched/http/router.hpp"
+#include "sched/web/lock_api.hpp"
 
 namespace sched::web {
 
-/// Adds the three routes (authenticated: the server's auth hook applies) to `router`.
-/// `db` and `db_pool` must outlive the server.
-void AddExecutorRoutes(rest::Router& router, std::shared_ptr<db::Database> db, net::thread_pool& db_pool);
+/// Adds the three routes and the lock API's four (all authenticated: the server's auth hook
+/// applies) to `router`. `db` and `db_pool` must outlive the server. `locks.store` nullptr: the
+/// locks live in `db` (SqlLockStore).
+void AddExecutorRoutes(rest::Router& router, std::shared_ptr<db::Database> db, net::thread_pool& db_pool,
+                       LockApiOptions locks = {});
 
 }  // namespace sched::web

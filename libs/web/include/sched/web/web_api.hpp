@@ -14,6 +14,8 @@
 ///   tokens     GET/POST /api/v1/tokens, DELETE /api/v1/tokens/{id}
 ///   SDK        POST /api/v1/registry/heartbeat, /api/v1/registry/deregister, /api/v1/callback
 ///              (the contract of executor_api.hpp)
+///   locks      POST /api/v1/locks/{key}/acquire|extend|release, GET /api/v1/locks/{key}
+///              (with the SDK routes; the contract of lock_api.hpp)
 ///   UI         GET / and GET /ui/{path...} (static files compiled into the binary)
 ///
 /// Authentication and roles: auth.hpp. Every route is added to the router as Access::kPublic and
@@ -38,6 +40,7 @@
 #include "sched/common/net.hpp"
 #include "sched/http/router.hpp"
 #include "sched/web/auth.hpp"
+#include "sched/web/lock_api.hpp"
 
 namespace sched::web {
 
@@ -48,12 +51,13 @@ namespace sched::web {
 ///                             #   routes); SCHED_TOKEN overrides
 ///     executor-token: ""      # bearer token for the executors' /v1 API (kill, log); "" = token;
 ///                             #   SCHED_EXECUTOR_TOKEN overrides
-///     executor-api: true      # serve the SDK's registry and callback routes
+///     executor-api: true      # serve the SDK's registry, callback and lock routes
 ///     ui: true                # serve the web UI at /
 ///     executor-ttl: 30s       # executor instances with an older heartbeat are shown as not alive
 ///     node-ttl: 5s            # trigger nodes with an older heartbeat are shown as not alive
 ///     auth-cache: 5s          # how long a token lookup is cached (0s = ask the database every time)
 ///     executor-timeout: 5s    # one kill or log call to an executor
+///     locks: {...}            # the lock API (LockApiOptions, lock_api.hpp)
 struct WebOptions {
     std::string token;
     std::string executor_token;
@@ -63,6 +67,8 @@ struct WebOptions {
     Micros node_ttl = std::chrono::seconds(5);
     Micros auth_cache = std::chrono::seconds(5);
     Micros executor_timeout = std::chrono::seconds(5);
+    /// The lock API's limits and its LockStore (an injected store is not a YAML key).
+    LockApiOptions locks;
     /// The master lease's row in scheduler_lock (not a YAML key: a cluster has one master lease).
     std::string lease_name = "master";
 
@@ -79,7 +85,7 @@ struct RouteInfo {
     Permission permission;
 };
 
-/// Adds every route above (the SDK routes only with options.executor_api, the UI only with
+/// Adds every route above (the SDK and lock routes only with options.executor_api, the UI only with
 /// options.ui) to `router` and returns them. The handlers share state they own, so nothing here
 /// needs to outlive the router except `db_pool` and what `database` refers to. `database` may
 /// return nullptr until the database is open (those requests get 503). Throws

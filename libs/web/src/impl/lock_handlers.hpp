@@ -1,0 +1,51 @@
+#pragma once
+
+// The lock API's handlers (contract: sched/web/lock_api.hpp), shared by the web module's SDK
+// routes (which check tokens and roles themselves) and AddExecutorRoutes (trigger nodes: the
+// server's hook checks the cluster token).
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+#include "sched/common/net.hpp"
+#include "sched/common/status.hpp"
+#include "sched/db/database.hpp"
+#include "sched/http/message.hpp"
+#include "sched/lock/distributed_lock.hpp"
+#include "sched/web/auth.hpp"
+#include "sched/web/lock_api.hpp"
+
+namespace sched::web::impl {
+
+/// Thread-safe. `db_pool` must outlive it.
+class LockApi {
+  public:
+    LockApi(LockApiOptions options, DatabaseProvider database, net::thread_pool& db_pool);
+
+    net::awaitable<rest::Response> Acquire(rest::Request& req);
+    net::awaitable<rest::Response> Extend(rest::Request& req);
+    net::awaitable<rest::Response> Release(rest::Request& req);
+    net::awaitable<rest::Response> Inspect(rest::Request& req);
+
+    /// Acquires waiting right now (for tests and metrics).
+    int waiting() const { return waiting_.load(); }
+
+    struct Backend {
+        std::shared_ptr<lock::LockStore> store;
+        std::shared_ptr<lock::DistributedLock> locks;
+    };
+
+  private:
+    Result<Backend> GetBackend();
+    net::awaitable<rest::Response> ExtendOrRelease(rest::Request& req, bool extend);
+
+    const LockApiOptions options_;
+    const DatabaseProvider database_;
+    net::thread_pool& db_pool_;
+    std::atomic<int> waiting_{0};
+    std::mutex mu_;
+    std::optional<Backend> backend_;  // created on first use: the database may open late
+};
+
+}  // namespace sched::web::impl

@@ -1,0 +1,344 @@
+#include "sched/web/lock_api.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <random>
+
+#include "impl/context.hpp"
+#include "impl/lock_handlers.hpp"
+#include "impl/on_pool.hpp"
+#include "sched/http/json.hpp"
+#include "sched/lock/sql_lock_store.hpp"
+
+namespace sched::web {
+
+LockApiOptions LockApiOptions::FromYaml(const ConfigNode& node, const LockApiOptions& defaults) {
+    using std::chrono::milliseconds;
+    LockApiOptions o = defaults;
+    o.max_lease = node.Duration("max-lease", o.max_lease, milliseconds(1), std::chrono::hours(24 * 7));
+    o.max_wait = node.Duration("max-wait", o.max_wait, Micros{0}, std::chrono::minutes(10));
+    o.max_waiters = static_cast<int>(node.Int("max-waiters", o.max_waiters, 0, 100000));
+    return o;
+}
+
+namespace impl {
+
+namespace {
+
+using rest::Request;
+using rest::Response;
+using SteadyClock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr std::size_t kMaxKeyLength = 128;
+// DistributedLock keeps key K in the row "lock:K" (docs/locks.md, "Rows are named ...").
+constexpr std::string_view kRowPrefix = "lock:";
+constexpr std::array<std::string_view, 2> kAcquireFields = {"lease_ms", "wait_ms"};
+constexpr std::array<std::string_view, 3> kExtendFields = {"owner", "epoch", "lease_ms"};
+constexpr std::array<std::string_view, 2> kReleaseFields = {"owner", "epoch"};
+
+std::int64_t Ms(Micros d) {
+    return std::chrono::duration_cast<milliseconds>(d).count();
+}
+
+// Keys travel in URL paths and in every backend's key space: a small safe alphabet, so that no
+// encoding question ever arises (no '/', no '%', no spaces).
+std::optional<Response> CheckKey(std::string_view key) {
+    const bool chars_ok = std::all_of(key.begin(), key.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == ':' || c == '-';
+    });
+    if (key.empty() || key.size() > kMaxKeyLength || !chars_ok) {
+        return BadRequest("key", "key: expected 1.." + std::to_string(kMaxKeyLength) +
+                                     " characters of [A-Za-z0-9._:-], got \"" + std::string(key.substr(0, 200)) + "\"");
+    }
+    return std::nullopt;
+}
+
+bool HeldNow(const lock::LockRow& row) {
+    return row.owner.has_value() && row.lease_until_us > row.db_now_us;
+}
+
+nlohmann::json StateJson(std::string_view key, const lock::LockRow& row) {
+    const bool held = HeldNow(row);
+    return {{"key", std::string(key)},
+            {"held", held},
+            {"owner", row.owner ? nlohmann::json(*row.owner) : nlohmann::json(nullptr)},
+            {"epoch", row.epoch},
+            {"lease_until_ms", row.lease_until_us / 1000},
+            {"remaining_ms", held ? (row.lease_until_us - row.db_now_us) / 1000 : 0},
+            {"now_ms", row.db_now_us / 1000}};
+}
+
+// 409 with the uniform error body plus the lock's current state, so that the caller can see who
+// has it and until when without another request.
+Response Conflict(std::string_view key, const std::string& field, const std::string& message,
+                  const std::optional<lock::LockRow>& row) {
+    nlohmann::json body = {
+        {"error", {{"code", std::string(CodeName(Code::kAborted))}, {"message", message}, {"field", field}}}};
+    if (row) body["lock"] = StateJson(key, *row);
+    return Response::Json(body, rest::HttpStatusFor(Code::kAborted));
+}
+
+Micros Jittered(Micros d) {
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    std::uniform_real_distribution<double> factor(0.5, 1.5);
+    return std::max(Micros(1), Micros(static_cast<Micros::rep>(static_cast<double>(d.count()) * factor(rng))));
+}
+
+bool Transient(const Status& s) {
+    return s.code() == Code::kUnavailable || s.code() == Code::kDeadlineExceeded ||
+           (s.code() == Code::kAborted && !lock::IsLeaseLost(s));
+}
+
+// One acquisition attempt, run on the DB pool.
+struct Attempt {
+    std::optional<lock::LockHandle> handle;
+    std::optional<lock::LockRow> row;  // the row after the attempt (holder, lease, DB clock)
+};
+
+// Extend and release share their checks; the outcome of one, run on the DB pool.
+struct Change {
+    bool done = false;
+    std::string field;  // when !done: the conflicting field
+    std::string message;
+    std::optional<lock::LockRow> row;  // the row as read before the change (or after a lost race)
+};
+
+// Counts one waiting acquire for as long as it lives.
+class WaiterSlot {
+  public:
+    explicit WaiterSlot(std::atomic<int>& waiting) : waiting_(waiting) {}
+    ~WaiterSlot() { --waiting_; }
+    WaiterSlot(const WaiterSlot&) = delete;
+    WaiterSlot& operator=(const WaiterSlot&) = delete;
+
+  private:
+    std::atomic<int>& waiting_;
+};
+
+}  // namespace
+
+LockApi::LockApi(LockApiOptions options, DatabaseProvider database, net::thread_pool& db_pool)
+    : options_(std::move(options)), database_(std::move(database)), db_pool_(db_pool) {}
+
+Result<LockApi::Backend> LockApi::GetBackend() {
+    std::lock_guard lock(mu_);
+    if (backend_) return *backend_;
+    std::shared_ptr<lock::LockStore> store = options_.store;
+    if (!store) {
+        auto db = database_ ? database_() : nullptr;
+        if (!db) return Unavailable("the database is not open yet");
+        store = std::make_shared<lock::SqlLockStore>(db);
+    }
+    backend_ = Backend{store, std::make_shared<lock::DistributedLock>(store)};
+    return *backend_;
+}
+
+net::awaitable<Response> LockApi::Acquire(Request& req) {
+    const std::string key(req.PathParam("key"));
+    if (auto bad = CheckKey(key)) co_return *bad;
+    auto body = req.Json();
+    if (!body.ok()) co_return Response::Error(body.status(), "body");
+    if (auto unknown = RejectUnknownFields(*body, kAcquireFields)) co_return *unknown;
+    rest::JsonFields f(*body);
+    const std::int64_t lease_ms = f.Int("lease_ms", {.min = 1, .max = Ms(options_.max_lease)});
+    const std::int64_t wait_ms = f.Int("wait_ms", 0, {.min = 0, .max = Ms(options_.max_wait)});
+    if (f.error()) co_return Response::Error(*f.error());
+    auto backend = GetBackend();
+    if (!backend.ok()) co_return Response::Error(backend.status());
+
+    std::optional<WaiterSlot> slot;
+    if (wait_ms > 0) {
+        if (waiting_.fetch_add(1) >= options_.max_waiters) {
+            --waiting_;
+            co_return Response::Error(rest::ApiError{Code::kResourceExhausted,
+                                                     "wait_ms: " + std::to_string(options_.max_waiters) +
+                                                         " acquires are waiting already; retry later or with wait_ms 0",
+                                                     "wait_ms"});
+        }
+        slot.emplace(waiting_);
+    }
+
+    const Micros lease = milliseconds(lease_ms);
+    const auto start = SteadyClock::now();
+    const auto deadline = start + milliseconds(wait_ms);
+    const std::string row_name = std::string(kRowPrefix) + key;
+    auto executor = co_await net::this_coro::executor;
+    net::steady_timer timer(executor);
+    Micros backoff = milliseconds(10);
+    const Micros max_backoff = milliseconds(500);
+    for (;;) {
+        const auto attempt_start = SteadyClock::now();
+        auto attempt = [b = *backend, key, row_name, lease]() -> Result<Attempt> {
+            auto handle = b.locks->TryLock(key, Micros{0}, lease);
+            if (!handle.ok()) return handle.status();
+            Attempt a;
+            a.handle = std::move(*handle);
+            // The row after the attempt: the holder's lease (for the back-off and the 409), or our
+            // own lease_until. A failed read costs only that detail.
+            auto row = b.store->Read(row_name);
+            if (row.ok()) a.row = std::move(*row);
+            return a;
+        };
+        auto got = co_await OnPool(db_pool_, attempt);
+        if (!got.ok() && (!Transient(got.status()) || SteadyClock::now() >= deadline)) {
+            std::string field;
+            if (got.status().code() == Code::kInvalidArgument) field = "key";
+            co_return Response::Error(got.status(), field);
+        }
+        if (!got.ok()) {
+            // A busy or briefly unreachable database: try again within the caller's wait.
+            timer.expires_after(
+                std::min(Jittered(backoff), std::chrono::duration_cast<Micros>(deadline - SteadyClock::now())));
+            backoff = std::min(backoff * 2, max_backoff);
+            boost::system::error_code ec;
+            co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));
+            continue;
+        }
+        if (got->handle) {
+            const auto& h = *got->handle;
+            nlohmann::json out = {{"key", key},
+                                  {"owner", h.owner},
+                                  {"epoch", h.epoch},
+                                  {"lease_ms", lease_ms},
+                                  {"waited_ms", Ms(std::chrono::duration_cast<Micros>(attempt_start - start))}};
+            // Our row, unless it already changed hands (a lease of 1 ms) between the two statements.
+            if (got->row && got->row->epoch == h.epoch && got->row->owner == h.owner) {
+                out["lease_until_ms"] = got->row->lease_until_us / 1000;
+            } else {
+                out["lease_until_ms"] = nullptr;
+            }
+            co_return Response::Json(out);
+        }
+        const auto now = SteadyClock::now();
+        if (now >= deadline) {
+            std::string message = "lock '" + key + "' is held by another owner";
+            if (got->row && HeldNow(*got->row)) {
+                message += " (epoch " + std::to_string(got->row->epoch) + ", " +
+                           std::to_string((got->row->lease_until_us - got->row->db_now_us) / 1000) + " ms left)";
+            }
+            if (wait_ms > 0) message += " after waiting " + std::to_string(wait_ms) + " ms";
+            co_return Conflict(key, "key", message, got->row);
+        }
+        Micros sleep = Jittered(backoff);
+        backoff = std::min(backoff * 2, max_backoff);
+        if (got->row && HeldNow(*got->row)) {
+            // No point sleeping past the holder's lease (database clock).
+            sleep = std::min(sleep, Micros(got->row->lease_until_us - got->row->db_now_us) + milliseconds(1));
+        }
+        sleep = std::min(sleep, std::chrono::duration_cast<Micros>(deadline - now));
+        // A timer, not a sleep: the I/O thread serves other requests meanwhile.
+        timer.expires_after(sleep);
+        boost::system::error_code ec;
+        co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));
+    }
+}
+
+net::awaitable<Response> LockApi::Extend(Request& req) {
+    Response response = co_await ExtendOrRelease(req, true);
+    co_return response;
+}
+
+net::awaitable<Response> LockApi::Release(Request& req) {
+    Response response = co_await ExtendOrRelease(req, false);
+    co_return response;
+}
+
+net::awaitable<Response> LockApi::ExtendOrRelease(Request& req, bool extend) {
+    const std::string key(req.PathParam("key"));
+    if (auto bad = CheckKey(key)) co_return *bad;
+    auto body = req.Json();
+    if (!body.ok()) co_return Response::Error(body.status(), "body");
+    const std::span<const std::string_view> allowed =
+        extend ? std::span<const std::string_view>(kExtendFields) : std::span<const std::string_view>(kReleaseFields);
+    if (auto unknown = RejectUnknownFields(*body, allowed)) co_return *unknown;
+    rest::JsonFields f(*body);
+    const std::string owner = f.String("owner");
+    const std::int64_t epoch = f.Int("epoch", {.min = 1});
+    const std::int64_t lease_ms = extend ? f.Int("lease_ms", {.min = 1, .max = Ms(options_.max_lease)}) : 0;
+    if (f.error()) co_return Response::Error(*f.error());
+    auto backend = GetBackend();
+    if (!backend.ok()) co_return Response::Error(backend.status());
+
+    const std::string row_name = std::string(kRowPrefix) + key;
+    auto work = [b = *backend, key, row_name, owner, epoch, lease_ms, extend]() -> Result<Change> {
+        auto read = b.store->Read(row_name);
+        if (!read.ok()) return read.status();
+        if (!*read) return NotFound("no lock '" + key + "' was ever acquired");
+        Change c;
+        c.row = std::move(*read);
+        const lock::LockRow& row = *c.row;
+        if (row.epoch != epoch) {
+            c.field = "epoch";
+            c.message = "lock '" + key + "': epoch " + std::to_string(epoch) + " is stale, the lock is at epoch " +
+                        std::to_string(row.epoch) + " (released or taken over since); acquire it again";
+            return c;
+        }
+        if (row.owner != owner) {
+            c.field = "owner";
+            c.message = "lock '" + key + "' epoch " + std::to_string(epoch) + " is not held by owner \"" + owner + "\"";
+            return c;
+        }
+        if (extend && !HeldNow(row)) {
+            c.field = "epoch";
+            c.message = "lock '" + key + "' epoch " + std::to_string(epoch) + " expired " +
+                        std::to_string((row.db_now_us - row.lease_until_us) / 1000) +
+                        " ms ago (database clock); acquire it again";
+            return c;
+        }
+        lock::LockHandle handle{key, owner, epoch, row.id, {}};
+        const Status s = extend ? b.locks->Extend(handle, milliseconds(lease_ms)) : b.locks->Unlock(handle);
+        if (lock::IsLeaseLost(s)) {
+            // Lost between the read and the write: report the row as it is now.
+            auto now = b.store->Read(row_name);
+            if (now.ok() && *now) c.row = std::move(*now);
+            c.field = "epoch";
+            c.message = "lock '" + key + "' epoch " + std::to_string(epoch) + ": " + s.message();
+            return c;
+        }
+        if (!s.ok()) return s;
+        c.done = true;
+        return c;
+    };
+    auto changed = co_await OnPool(db_pool_, work);
+    if (!changed.ok()) {
+        std::string field;
+        if (changed.status().code() == Code::kNotFound) field = "key";
+        co_return Response::Error(changed.status(), field);
+    }
+    if (!changed->done) co_return Conflict(key, changed->field, changed->message, changed->row);
+    if (!extend) co_return Response::Json({{"key", key}, {"released", true}, {"epoch", epoch + 1}});
+    // The extend's statement set lease_until = its NOW + lease, and its NOW is not earlier than
+    // the read's: the lease lasts at least until this instant.
+    co_return Response::Json({{"key", key},
+                              {"owner", owner},
+                              {"epoch", epoch},
+                              {"lease_ms", lease_ms},
+                              {"lease_until_ms", changed->row->db_now_us / 1000 + lease_ms}});
+}
+
+net::awaitable<Response> LockApi::Inspect(Request& req) {
+    const std::string key(req.PathParam("key"));
+    if (auto bad = CheckKey(key)) co_return *bad;
+    if (!req.query.empty()) {
+        const std::string name = req.query.substr(0, req.query.find('='));
+        co_return BadRequest(name, name + ": unknown query parameter");
+    }
+    auto backend = GetBackend();
+    if (!backend.ok()) co_return Response::Error(backend.status());
+    const std::string row_name = std::string(kRowPrefix) + key;
+    auto work = [b = *backend, row_name] {
+        return b.store->Read(row_name);
+    };
+    auto row = co_await OnPool(db_pool_, work);
+    if (!row.ok()) co_return Response::Error(row.status());
+    if (!*row) {
+        co_return Response::Error(rest::ApiError{Code::kNotFound, "no lock '" + key + "' was ever acquired", "key"});
+    }
+    co_return Response::Json(StateJson(key, **row));
+}
+
+}  // namespace impl
+
+}  // namespace sched::web
