@@ -27,4 +27,6 @@ SCHED_TEST_MYSQL_URL=$(cat "$tmp/url")
 export SCHED_TEST_MYSQL_URL
 # MariaDB cases fail instead of skipping if the server is somehow not reachable.
 export SCHED_REQUIRE_MYSQL=1
+# The chaos suite's partition case needs network namespaces (root): fail rather than skip.
+export SCHED_REQUIRE_NETNS=1
 ctest --preset "$preset" "$@"

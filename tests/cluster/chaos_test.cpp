@@ -187,7 +187,7 @@ class ChaosTest : public ::testing::Test {
                               << "http:\n  listen: \"" << node.host << ":" << node.port << "\"\n  access-log: errors\n"
                               << "database:\n  url: \"" << url << "\"\n  connect-retry-for: 60s\n"
                               << "election:\n  tick: 200ms\n  ttl: 1s\n  margin: 300ms\n"
-                              << "scheduler:\n  node-ttl: 1s\n"
+                              << "scheduler:\n  node-ttl: 1s\n  executor-ttl: 3s\n  running-sweep: 1s\n"
                               << "slave:\n  poll-interval: 200ms\n  dispatch-timeout: " << dispatch_timeout_
                               << "\n  executor-ttl: 3s\n";
         const std::size_t offset = FileSize(node.log);
@@ -724,12 +724,10 @@ TEST_F(ChaosTest, ExecutorKilledMidRunEndsTheFireWithItsReasonAndRetries) {
     CheckHistoryOver(first, (NowMs() / 1000 - 3) * 1000);
 }
 
-// The same death without a job timeout. Nothing but the executor's callback, the dispatching
-// slave's (in-memory) timeout watch or a manual kill ever ends a `running` fire, so this fire
-// would stay `running` forever: the assertion below fails today and stays as the reproduction
-// (see the chaos report). Fix direction: the master (fenced) ends `running` fires whose executor
-// instance's heartbeat expired (as it ends `dispatching` fires of dead slaves as `lost`), and
-// persists timeouts as a deadline column instead of a slave's timer.
+// The same death without a job timeout. Neither the executor's callback nor the dispatching
+// slave's timeout watch will end this fire; the master's running sweep must (the executor's
+// heartbeat expires: scheduler.executor-ttl 3 s, running-sweep 1 s here), recording it `lost`.
+// Found by this suite; kept as the regression test.
 TEST_F(ChaosTest, ExecutorKilledMidRunWithoutTimeoutLeavesNoFireRunningForever) {
     for (int n = 1; n <= 3; ++n) StartNode(n);
     StartSink("e1");
@@ -771,15 +769,17 @@ TEST_F(ChaosTest, ExecutorKilledMidRunWithoutTimeoutLeavesNoFireRunningForever) 
     EXPECT_TRUE(ended) << "fire " << fires.back().id << " of a dead executor (" << victim << ") is still "
                        << store::FireStatusName(fires.back().status) << " 10 s after the kill, with nothing left to "
                        << "end it";
+    EXPECT_EQ(fires.back().status, store::FireStatus::kLost);
+    EXPECT_NE(fires.back().result_message.value_or("").find("stopped heartbeating"), std::string::npos)
+        << fires.back().result_message.value_or("");
 }
 
 // A slave killed while it waits for an executor's answer and restarted at once under the same
 // node-id (as a supervisor does) never looks dead to the master (its heartbeat gap is shorter
 // than scheduler.node-ttl), so the master's "dispatching fires of dead slaves become lost" rule
-// never applies, and the restarted process only polls `pending` fires: the fire the old process
-// was dispatching stays `dispatching` forever. The executor here is a listening socket that never
-// answers, which holds the dispatch open for a deterministic kill. The assertion fails today and
-// stays as the reproduction (see the chaos report).
+// never applies: the restarted process itself must end its earlier run's dispatches (lost). The
+// executor here is a listening socket that never answers, which holds the dispatch open for a
+// deterministic kill. Found by this suite; kept as the regression test.
 TEST_F(ChaosTest, ASlaveRestartedUnderItsOwnIdLeavesNoFireDispatchingForever) {
     dispatch_timeout_ = "20s";
     for (int n = 1; n <= 3; ++n) StartNode(n);
@@ -838,6 +838,9 @@ TEST_F(ChaosTest, ASlaveRestartedUnderItsOwnIdLeavesNoFireDispatchingForever) {
     EXPECT_TRUE(ended) << "fire " << now[0].id << " is still " << store::FireStatusName(now[0].status)
                        << " 10 s after its slave " << slave << " died (restarted under the same id); "
                        << "nothing will ever end it";
+    EXPECT_EQ(now[0].status, store::FireStatus::kLost);
+    EXPECT_NE(now[0].result_message.value_or("").find("restarted while dispatching"), std::string::npos)
+        << now[0].result_message.value_or("");
 }
 
 }  // namespace

@@ -99,7 +99,19 @@ void Slave::Start() {
 net::awaitable<void> Slave::PollLoop() {
     auto state = state_;
     state->poll_timer = std::make_shared<net::steady_timer>(io_);
+    bool recovered = false;
     while (!state->stopping) {
+        if (!recovered) {
+            auto ended = co_await impl::OnPool(db_pool_, [this] { return EndDispatchesOfAnEarlierRun(); });
+            recovered = ended.ok();
+            if (!ended.ok()) {
+                spdlog::warn("slave {}: cannot end the dispatches of an earlier run yet: {}", node_id_,
+                             ended.status().ToString());
+            } else if (*ended > 0) {
+                spdlog::warn("slave {}: {} fires were dispatching when this node's previous process ended: marked lost",
+                             node_id_, *ended);
+            }
+        }
         auto fires = co_await impl::OnPool(db_pool_, [this] {
             return db_->Run([this](soci::session& s) {
                 return store::FireRepository::ListAssigned(s, node_id_, {FireStatus::kPending}, 10000);
@@ -118,6 +130,24 @@ net::awaitable<void> Slave::PollLoop() {
             // Cancelled by Stop().
         }
     }
+}
+
+Result<int> Slave::EndDispatchesOfAnEarlierRun() {
+    // A process that restarts under its node id within node-ttl never looks dead to the master,
+    // so the master's orphan rule (dispatching fires of dead slaves become lost) never sees the
+    // fires its previous incarnation was dispatching. Nothing in this new process is
+    // dispatching yet (this runs before the first claim), so every such fire is that earlier
+    // run's: the run may or may not have reached the executor, hence lost, as for a dead slave.
+    return db_->InTransaction(db::TxMode::kWrite, [this](soci::session& s) -> Result<int> {
+        int ended = 0;
+        for (const auto& fire : store::FireRepository::ListAssigned(s, node_id_, {FireStatus::kDispatching}, 10000)) {
+            const std::string message = "slave " + node_id_ + " restarted while dispatching";
+            ended += store::FireRepository::Transition(
+                s, fire.id, {FireStatus::kDispatching}, FireStatus::kLost,
+                {.finished_at = time_.NowMs(), .result_message = message, .followup = true});
+        }
+        return ended;
+    });
 }
 
 void Slave::Notify(std::vector<std::int64_t> fire_ids) {

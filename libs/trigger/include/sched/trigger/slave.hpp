@@ -77,6 +77,8 @@ class Slave {
   private:
     struct State;
     net::awaitable<void> PollLoop();
+    /// Marks lost the fires this node id was dispatching in an earlier process; returns how many.
+    Result<int> EndDispatchesOfAnEarlierRun();
     void Track(const store::Fire& fire);
     net::awaitable<void> RunFire(store::Fire fire);
     net::awaitable<void> Dispatch(store::Fire fire);
