@@ -100,6 +100,7 @@ int main(int argc, char** argv) {
     web.executor_api = config.executor_api;
     web.executor_ttl = config.slave.executor_ttl;
     web.node_ttl = config.scheduler.node_ttl;
+    web.locks = config.locks;
     config.executor_api = false;
     sched::trigger::TriggerNode node(config);
     sched::web::AddWebRoutes(

@@ -57,6 +57,12 @@ end
 return 0
 )lua"};
 
+// KEYS[1] held key, KEYS[2] epoch counter. {value or false, pttl ms, counter or false, time s, time us}.
+constexpr RedisScript kInspect{"inspect", R"lua(
+local t = redis.call('TIME')
+return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]), t[1], t[2]}
+)lua"};
+
 std::string Value(std::int64_t epoch, std::string_view owner) {
     return std::to_string(epoch) + " " + std::string(owner);
 }
@@ -254,6 +260,37 @@ class RedisQuorum {
         return false;
     }
 
+    Result<std::optional<LockRow>> Inspect(std::string_view name) {
+        if (Status s = CheckName(name); !s.ok()) return s;
+        const std::vector<std::string> keys{HeldKey(name), EpochKey(name)};
+        const std::vector<std::string> args;
+        auto r = conns_.front()->Eval(kInspect, keys, args);
+        if (!r.ok()) return r.status();
+        if (r->type != RedisReply::Type::kArray || r->elements.size() < 5) {
+            return Internal("redis " + conns_.front()->address().ToString() + ": unexpected inspect reply");
+        }
+        const auto& e = r->elements;
+        const bool held = e[0].type == RedisReply::Type::kString;
+        const bool counted = e[2].type == RedisReply::Type::kString || e[2].type == RedisReply::Type::kInteger;
+        if (!held && !counted) return std::optional<LockRow>();
+        LockRow row;
+        row.name = std::string(name);
+        row.db_now_us = ToLong(e[3]) * 1000000 + ToLong(e[4]);
+        row.update_time_us = row.db_now_us;
+        if (held) {
+            const std::string& v = e[0].str;
+            const auto sep = v.find(' ');
+            row.epoch = sep == std::string::npos ? 0 : std::stoll(v.substr(0, sep));
+            row.owner = sep == std::string::npos ? v : v.substr(sep + 1);
+            const long long pttl_ms = ToLong(e[1]);
+            row.lease_until_us = row.db_now_us + (pttl_ms >= 0 ? pttl_ms * 1000 : 3600LL * 1000000);
+        } else {
+            // Released or expired: Redis forgot the holder, the counter still has its epoch.
+            row.epoch = ToLong(e[2]);
+        }
+        return std::optional<LockRow>(std::move(row));
+    }
+
   private:
     std::string HeldKey(std::string_view name) const { return prefix_ + "held:" + std::string(name); }
     std::string EpochKey(std::string_view name) const { return prefix_ + "epoch:" + std::string(name); }
@@ -308,6 +345,10 @@ Result<bool> RedisLockStore::RenewLock(std::string_view name, const Holding& hol
 
 Result<bool> RedisLockStore::ReleaseLock(std::string_view name, const Holding& holding, std::string_view owner) {
     return quorum_->Release(name, holding, owner);
+}
+
+Result<std::optional<LockRow>> RedisLockStore::InspectLock(std::string_view name) {
+    return quorum_->Inspect(name);
 }
 
 std::uint64_t RedisLockStore::commands() const {
@@ -365,6 +406,11 @@ std::size_t RedlockStore::quorum() const {
 
 std::uint64_t RedlockStore::commands() const {
     return quorum_->commands();
+}
+
+Result<std::optional<LockRow>> RedlockStore::InspectLock(std::string_view name) {
+    return Status(Code::kUnimplemented,
+                  "lock '" + std::string(name) + "': Redlock has no single authoritative view of a lock to inspect");
 }
 
 }  // namespace sched::lock

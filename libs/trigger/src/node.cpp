@@ -65,6 +65,7 @@ NodeConfig NodeConfig::FromYaml(const ConfigNode& root, const Defaults& defaults
     c.scheduler = MasterConfig::FromYaml(root.Child("scheduler"));
     c.slave = SlaveConfig::FromYaml(root.Child("slave"));
     c.log = LogConfig::FromYaml(root.Child("log"));
+    c.locks = web::LockApiOptions::FromYaml(root.Child("locks"));
     if (c.token.empty() && defaults.require_token) {
         throw ConfigError("token", "required: a cluster without a token refuses to start (set it or SCHED_TOKEN)");
     }
@@ -417,7 +418,7 @@ void TriggerNode::AddRoutes() {
         if (impl_->slave) impl_->slave->Notify(std::move(ids));
         return rest::Response::Json({{"accepted", true}}, 202);
     });
-    if (config_.executor_api) web::AddExecutorRoutes(r, db_, db_pool_);
+    if (config_.executor_api) web::AddExecutorRoutes(r, db_, db_pool_, config_.locks);
 }
 
 }  // namespace sched::trigger

@@ -9,6 +9,7 @@
 #include "impl/lock_handlers.hpp"
 #include "impl/on_pool.hpp"
 #include "sched/http/json.hpp"
+#include "sched/lock/lock_backend.hpp"
 #include "sched/lock/sql_lock_store.hpp"
 
 namespace sched::web {
@@ -19,6 +20,11 @@ LockApiOptions LockApiOptions::FromYaml(const ConfigNode& node, const LockApiOpt
     o.max_lease = node.Duration("max-lease", o.max_lease, milliseconds(1), std::chrono::hours(24 * 7));
     o.max_wait = node.Duration("max-wait", o.max_wait, Micros{0}, std::chrono::minutes(10));
     o.max_waiters = static_cast<int>(node.Int("max-waiters", o.max_waiters, 0, 100000));
+    o.backend = lock::LockBackendConfig::FromYaml(node);
+    if (o.backend.backend == lock::LockBackend::kRedlock) {
+        throw ConfigError(node.path().empty() ? "backend" : node.path() + ".backend",
+                          "redlock cannot back the lock API: it has no fencing epoch (use sql or redis)");
+    }
     return o;
 }
 
@@ -125,11 +131,13 @@ LockApi::LockApi(LockApiOptions options, DatabaseProvider database, net::thread_
 Result<LockApi::Backend> LockApi::GetBackend() {
     std::lock_guard lock(mu_);
     if (backend_) return *backend_;
-    std::shared_ptr<lock::LockStore> store = options_.store;
+    std::shared_ptr<lock::KeyLockStore> store = options_.store;
     if (!store) {
         auto db = database_ ? database_() : nullptr;
-        if (!db) return Unavailable("the database is not open yet");
-        store = std::make_shared<lock::SqlLockStore>(db);
+        if (!db && options_.backend.backend == lock::LockBackend::kSql) {
+            return Unavailable("the database is not open yet");
+        }
+        store = lock::MakeLockStore(options_.backend, db);
     }
     backend_ = Backend{store, std::make_shared<lock::DistributedLock>(store)};
     return *backend_;
@@ -177,7 +185,7 @@ net::awaitable<Response> LockApi::Acquire(Request& req) {
             a.handle = std::move(*handle);
             // The row after the attempt: the holder's lease (for the back-off and the 409), or our
             // own lease_until. A failed read costs only that detail.
-            auto row = b.store->Read(row_name);
+            auto row = b.store->InspectLock(row_name);
             if (row.ok()) a.row = std::move(*row);
             return a;
         };
@@ -263,7 +271,7 @@ net::awaitable<Response> LockApi::ExtendOrRelease(Request& req, bool extend) {
 
     const std::string row_name = std::string(kRowPrefix) + key;
     auto work = [b = *backend, key, row_name, owner, epoch, lease_ms, extend]() -> Result<Change> {
-        auto read = b.store->Read(row_name);
+        auto read = b.store->InspectLock(row_name);
         if (!read.ok()) return read.status();
         if (!*read) return NotFound("no lock '" + key + "' was ever acquired");
         Change c;
@@ -291,13 +299,19 @@ net::awaitable<Response> LockApi::ExtendOrRelease(Request& req, bool extend) {
         const Status s = extend ? b.locks->Extend(handle, milliseconds(lease_ms)) : b.locks->Unlock(handle);
         if (lock::IsLeaseLost(s)) {
             // Lost between the read and the write: report the row as it is now.
-            auto now = b.store->Read(row_name);
+            auto now = b.store->InspectLock(row_name);
             if (now.ok() && *now) c.row = std::move(*now);
             c.field = "epoch";
             c.message = "lock '" + key + "' epoch " + std::to_string(epoch) + ": " + s.message();
             return c;
         }
         if (!s.ok()) return s;
+        if (!extend) {
+            // The epoch the lock has now: SQL bumps it on release, Redis keeps the last one
+            // (its counter moves on the next acquire). Unknown if this read fails.
+            auto after = b.store->InspectLock(row_name);
+            c.row = after.ok() ? *after : std::nullopt;
+        }
         c.done = true;
         return c;
     };
@@ -308,7 +322,11 @@ net::awaitable<Response> LockApi::ExtendOrRelease(Request& req, bool extend) {
         co_return Response::Error(changed.status(), field);
     }
     if (!changed->done) co_return Conflict(key, changed->field, changed->message, changed->row);
-    if (!extend) co_return Response::Json({{"key", key}, {"released", true}, {"epoch", epoch + 1}});
+    if (!extend) {
+        co_return Response::Json({{"key", key},
+                                  {"released", true},
+                                  {"epoch", changed->row ? nlohmann::json(changed->row->epoch) : nlohmann::json()}});
+    }
     // The extend's statement set lease_until = its NOW + lease, and its NOW is not earlier than
     // the read's: the lease lasts at least until this instant.
     co_return Response::Json({{"key", key},
@@ -329,7 +347,7 @@ net::awaitable<Response> LockApi::Inspect(Request& req) {
     if (!backend.ok()) co_return Response::Error(backend.status());
     const std::string row_name = std::string(kRowPrefix) + key;
     auto work = [b = *backend, row_name] {
-        return b.store->Read(row_name);
+        return b.store->InspectLock(row_name);
     };
     auto row = co_await OnPool(db_pool_, work);
     if (!row.ok()) co_return Response::Error(row.status());

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "sched/lock/sql_lock_store.hpp"
+#include "sched/lock/testing/redis_server.hpp"
 #include "web_test_base.hpp"
 
 namespace sched::web::testing {
@@ -305,6 +306,59 @@ TEST_P(LockApiTest, ExecutorsOperatorsAndAdminsTakeLocksViewersOnlyLook) {
 }
 
 SCHED_DB_TEST_SUITE(LockApiTest);
+
+// The same API with `locks.backend: redis` (a real redis-server): the store is made from the
+// config, not injected.
+class LockApiRedisTest : public LockApiTest {
+  protected:
+    WebOptions Options() override {
+        WebOptions o = LockApiTest::Options();
+        o.locks.store = nullptr;
+        o.locks.backend.backend = lock::LockBackend::kRedis;
+        o.locks.backend.servers = {redis_.address()};
+        return o;
+    }
+    lock::testing::RedisServer redis_;
+};
+
+TEST_P(LockApiRedisTest, LocksLiveInRedisWithOwnersAndEpochs) {
+    auto acquired = Acquire("order-9", 5000);
+    ASSERT_EQ(acquired.status, 200) << acquired.body;
+    const auto holding = Body(acquired);
+    EXPECT_EQ(holding["epoch"], 1);
+    // The holding is in Redis, not in the scheduler's database.
+    EXPECT_NE(redis_.Command({"GET", "sched:held:lock:order-9"}).find(holding["owner"].get<std::string>()),
+              std::string::npos);
+    auto state = Inspect("order-9");
+    EXPECT_TRUE(state["held"].get<bool>()) << state;
+    EXPECT_EQ(state["owner"], holding["owner"]);
+    EXPECT_GT(state["remaining_ms"].get<std::int64_t>(), 0);
+    EXPECT_EQ(Acquire("order-9", 5000).status, 409);
+
+    auto extended = Extend("order-9", holding, 30000);
+    ASSERT_EQ(extended.status, 200) << extended.body;
+    EXPECT_GT(Inspect("order-9")["remaining_ms"].get<std::int64_t>(), 5000);
+    nlohmann::json stranger = holding;
+    stranger["owner"] = "someone-else";
+    EXPECT_EQ(Release("order-9", stranger).status, 409);
+
+    ASSERT_EQ(Release("order-9", holding).status, 200);
+    state = Inspect("order-9");
+    EXPECT_FALSE(state["held"].get<bool>()) << state;
+    EXPECT_EQ(Release("order-9", holding).status, 409);
+    auto next = Body(Acquire("order-9", 5000));
+    EXPECT_EQ(next["epoch"], 2);  // fencing epochs keep rising across holders
+    EXPECT_EQ(Get("/api/v1/locks/never-taken").status, 404);
+
+    // Redis down: a clear 503, no crash; back up: served again.
+    redis_.Kill();
+    auto down = Acquire("order-10", 5000);
+    EXPECT_EQ(down.status, 503) << down.body;
+    redis_.Start();
+    EXPECT_EQ(Acquire("order-10", 5000).status, 200);
+}
+
+SCHED_DB_TEST_SUITE(LockApiRedisTest);
 
 }  // namespace
 }  // namespace sched::web::testing

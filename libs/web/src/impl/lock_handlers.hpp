@@ -32,7 +32,7 @@ class LockApi {
     int waiting() const { return waiting_.load(); }
 
     struct Backend {
-        std::shared_ptr<lock::LockStore> store;
+        std::shared_ptr<lock::KeyLockStore> store;
         std::shared_ptr<lock::DistributedLock> locks;
     };
 

@@ -85,6 +85,13 @@ class KeyLockStore {
     /// where the backend still knows it). False: not ours any more, nothing was changed.
     virtual Result<bool> ReleaseLock(std::string_view name, const Holding& holding, std::string_view owner) = 0;
 
+    /// The current state of `name` as the backend sees it, for display and for checks by an
+    /// owner/epoch (the HTTP lock API): nullopt when `name` was never acquired (as far as the
+    /// backend remembers); otherwise owner (none when released or expired and forgotten), epoch,
+    /// lease_until_us and db_now_us on the backend's clock. kUnimplemented where no single
+    /// server's view is authoritative (Redlock).
+    virtual Result<std::optional<LockRow>> InspectLock(std::string_view name) = 0;
+
     /// True when Holding::epoch is a fencing token (strictly increasing per name for as long as
     /// the backend keeps its data). False (Redlock): every epoch is 0 and means "not fenced".
     virtual bool fenced() const = 0;
@@ -113,6 +120,8 @@ class LockStore : public KeyLockStore {
                                                std::optional<LockRow>* seen) final;
     Result<bool> RenewLock(std::string_view name, const Holding& holding, std::string_view owner, Micros lease) final;
     Result<bool> ReleaseLock(std::string_view name, const Holding& holding, std::string_view owner) final;
+    /// Read(name): the row, expired holders included.
+    Result<std::optional<LockRow>> InspectLock(std::string_view name) final { return Read(name); }
     bool fenced() const final { return true; }
 
     /// The row named `name` and the database clock, read in one statement; nullopt when there is

@@ -72,6 +72,9 @@ class RedisLockStore final : public KeyLockStore {
     Result<bool> RenewLock(std::string_view name, const Holding& holding, std::string_view owner,
                            Micros lease) override;
     Result<bool> ReleaseLock(std::string_view name, const Holding& holding, std::string_view owner) override;
+    /// The held key (owner, epoch, PTTL) and the epoch counter, read atomically with the server's
+    /// TIME; a released or expired key shows the counter's epoch and no owner.
+    Result<std::optional<LockRow>> InspectLock(std::string_view name) override;
     bool fenced() const override { return true; }
 
     /// Commands sent so far (for tests and the benchmark).
@@ -104,6 +107,8 @@ class RedlockStore final : public KeyLockStore {
     Result<bool> RenewLock(std::string_view name, const Holding& holding, std::string_view owner,
                            Micros lease) override;
     Result<bool> ReleaseLock(std::string_view name, const Holding& holding, std::string_view owner) override;
+    /// kUnimplemented: N servers may disagree, none is authoritative.
+    Result<std::optional<LockRow>> InspectLock(std::string_view name) override;
     bool fenced() const override { return false; }
     Micros DriftAllowance(Micros lease) const override;
 

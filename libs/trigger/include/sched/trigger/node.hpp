@@ -37,6 +37,7 @@
 #include "sched/lock/lease_elector.hpp"
 #include "sched/trigger/master.hpp"
 #include "sched/trigger/slave.hpp"
+#include "sched/web/lock_api.hpp"
 
 namespace sched::trigger {
 
@@ -55,6 +56,9 @@ struct NodeConfig {
     MasterConfig scheduler;
     SlaveConfig slave;
     LogConfig log;
+    /// The lock API served with the executor API (`locks:`; web::LockApiOptions): every node
+    /// that serves it must use the same backend as the web nodes, or two holders could coexist.
+    web::LockApiOptions locks;
 
     /// Defaults that differ between the apps that embed a node.
     struct Defaults {

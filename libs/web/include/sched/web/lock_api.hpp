@@ -43,10 +43,7 @@
 
 #include "sched/common/config.hpp"
 #include "sched/common/duration.hpp"
-
-namespace sched::lock {
-class LockStore;
-}  // namespace sched::lock
+#include "sched/lock/lock_backend.hpp"
 
 namespace sched::web {
 
@@ -55,13 +52,22 @@ namespace sched::web {
 ///     max-lease: 1h        # longest lease_ms accepted
 ///     max-wait: 30s        # longest wait_ms accepted
 ///     max-waiters: 256     # acquires that may be waiting at once; more get 429
+///     backend: sql         # sql (the scheduler's database) or redis; see docs/locks.md
+///     redis:               # for backend redis (lock::LockBackendConfig)
+///       servers: ["127.0.0.1:6379"]
+///       timeout: 200ms
+///
+/// `redlock` is refused here (locks.backend): the API hands out fencing epochs and Redlock has
+/// none; use it through lock::DistributedLock directly if its guarantees suffice.
 struct LockApiOptions {
     Micros max_lease = std::chrono::hours(1);
     Micros max_wait = std::chrono::seconds(30);
     int max_waiters = 256;
-    /// Where the locks live (not a YAML key). nullptr: an SqlLockStore on the module's database,
-    /// created once the database is open. Inject another LockStore (e.g. Redis) here.
-    std::shared_ptr<lock::LockStore> store;
+    /// What `store` is made from when it is not injected.
+    lock::LockBackendConfig backend;
+    /// Where the locks live (not a YAML key). nullptr: made from `backend` (for sql on the
+    /// module's database, once that is open). Tests inject a store here.
+    std::shared_ptr<lock::KeyLockStore> store;
 
     /// Reads the keys above from `node`, starting from `defaults`. Throws ConfigError naming the
     /// key.
