@@ -1,0 +1,162 @@
+#pragma once
+
+/// The processes a benchmark run starts: a private MariaDB (scripts/mariadb.sh) or an existing
+/// server (--db-url) or a SQLite file, and N scheduler-trigger nodes, each with its own config
+/// in the run directory, listening on a free loopback port. Every process started here is
+/// stopped by its PID in the destructor, also when a scenario throws or Ctrl-C interrupts it.
+///
+/// The run directory is emptied first (it belongs to the cluster). Not thread-safe: one
+/// scenario thread drives a cluster.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sched/db/database.hpp"
+
+namespace sched::bench {
+
+/// Set by SIGINT/SIGTERM; long waits check it and throw Interrupted.
+void InstallInterruptHandler();
+bool Interrupted();
+struct InterruptedError : std::runtime_error {
+    InterruptedError() : std::runtime_error("interrupted") {}
+};
+/// Sleeps, waking every 50 ms to check for an interrupt (throws InterruptedError).
+void SleepFor(std::chrono::milliseconds d);
+
+std::int64_t WallUs();
+inline std::int64_t WallMs() {
+    return WallUs() / 1000;
+}
+
+/// One GET over loopback (HTTP/1.1, Connection: close). nullopt when the connection fails.
+std::optional<std::pair<int, std::string>> HttpGet(int port, const std::string& target,
+                                                   std::chrono::milliseconds timeout = std::chrono::seconds(2));
+
+/// VmRSS of a process in KiB (0 when unreadable).
+std::int64_t RssKib(pid_t pid);
+
+/// A child process with stdout/stderr in files, in its own process group (so a Ctrl-C reaches
+/// only the bench, which then stops it by PID).
+class ChildProcess {
+  public:
+    ChildProcess(const std::vector<std::string>& argv, const std::filesystem::path& log_prefix);
+    ~ChildProcess();
+    ChildProcess(const ChildProcess&) = delete;
+    ChildProcess& operator=(const ChildProcess&) = delete;
+
+    pid_t pid() const { return pid_; }
+    bool running();
+    void Signal(int signo);
+    /// Waits for the exit; true when it exited within `timeout`.
+    bool WaitExit(std::chrono::milliseconds timeout);
+    /// SIGTERM, then SIGKILL after `grace`.
+    void Stop(std::chrono::milliseconds grace = std::chrono::seconds(15));
+    std::string StdoutText() const;
+    const std::filesystem::path& stderr_path() const { return err_; }
+
+  private:
+    pid_t pid_ = -1;
+    bool reaped_ = false;
+    std::filesystem::path out_;
+    std::filesystem::path err_;
+};
+
+struct ClusterOptions {
+    std::string db = "mariadb";  ///< mariadb (private server) or sqlite
+    std::string db_url;          ///< an existing MySQL/MariaDB server (admin URL); a fresh database is made in it
+    std::filesystem::path trigger_bin;
+    std::filesystem::path source_dir;  ///< for scripts/mariadb.sh
+    std::filesystem::path run_dir;
+    std::string token = "bench-token";
+    std::string node_log_level = "warn";
+    std::string extra_node_yaml;  ///< appended to every node's config
+};
+
+struct Node {
+    int index = 0;
+    int generation = 0;
+    std::string node_id;
+    int port = 0;
+    std::unique_ptr<ChildProcess> process;
+    std::int64_t spawned_us = 0;
+    std::int64_t ready_us = 0;  ///< first /readyz 200
+};
+
+/// The lease row: who is master at which epoch.
+struct Lease {
+    std::string owner;  ///< "" while nobody holds it
+    std::int64_t epoch = 0;
+};
+
+class Cluster {
+  public:
+    explicit Cluster(ClusterOptions options);
+    ~Cluster();
+    Cluster(const Cluster&) = delete;
+    Cluster& operator=(const Cluster&) = delete;
+
+    /// Starts the database (or creates a fresh database in --db-url's server) and migrates it.
+    void StartDatabase();
+    db::Database& db() { return *db_; }
+    const db::DbUrl& url() const { return url_; }
+
+    /// Starts node `index` (a new generation and node id if it ran before) and waits for /readyz.
+    Node& StartNode(int index);
+    void StartNodes(int n);
+    Node& node(int index) { return nodes_.at(index); }
+    std::map<int, Node>& nodes() { return nodes_; }
+    /// Node index owning `node_id`, or -1.
+    int IndexOf(const std::string& node_id) const;
+    std::vector<std::string> WebEndpoints() const;
+
+    Lease CurrentLease();
+    /// Waits until some node holds the lease.
+    Lease WaitForMaster(std::chrono::milliseconds timeout);
+
+    /// Stops every node (SIGTERM, then SIGKILL) and the database; idempotent.
+    void StopAll();
+
+  private:
+    ClusterOptions options_;
+    db::DbUrl url_;
+    std::shared_ptr<db::Database> db_;
+    std::filesystem::path mariadb_dir_;
+    bool mariadb_started_ = false;
+    std::string created_database_;  ///< dropped at the end when made in --db-url's server
+    std::map<int, Node> nodes_;
+};
+
+/// Jobs the bench creates: `count` jobs of app "bench", handler "sink", inserted with
+/// multi-row INSERTs of up to 1000 rows.
+struct JobBatch {
+    std::string tag;  ///< names are bench-<tag>-<i>
+    int count = 0;
+    std::string schedule_type = "cron";
+    std::string schedule_expr = "* * * * * ?";
+    std::int64_t first_ms = 0;   ///< next_fire_time of job 0
+    std::int64_t stride_us = 0;  ///< job i starts at first_ms + i * stride_us / 1000
+    std::int64_t period_ms = 1000;
+    bool anchor_at_first = false;  ///< append "@<first ms>" to the expression (fixed-rate anchor)
+    bool read_back = true;         ///< false: return no plans (for big idle batches)
+};
+
+/// A job as the analysis expects it to fire: first_ms + k * period_ms.
+struct JobPlan {
+    std::int64_t job_id = 0;
+    std::int64_t first_ms = 0;
+    std::int64_t period_ms = 0;
+};
+
+/// Inserts the batch; returns the plans in id order. Throws std::runtime_error on DB errors.
+std::vector<JobPlan> InsertJobs(db::Database& db, const JobBatch& batch);
+
+}  // namespace sched::bench

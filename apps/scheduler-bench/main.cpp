@@ -1,0 +1,173 @@
+// scheduler-bench: starts a trigger cluster and a measuring sink executor, loads the cluster
+// and measures it (scenarios.hpp). Wiring and argument parsing only.
+
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include <spdlog/spdlog.h>
+
+#include "scenarios.hpp"
+#include "sched/common/logging.hpp"
+#include "sched/common/node_id.hpp"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: scheduler-bench SCENARIO [options]
+
+Scenarios:
+  precision    R fires/s for S seconds after a warm-up: lag p50/p90/p99/max, misses, doubles
+  throughput   precision over rising --rate steps until p99 > --max-p99-ms, a miss or a double
+  failover     load running; kill -9 the master --kills times, then SIGTERM it --kills times
+  footprint    one node: start-up to /readyz and RSS with --jobs idle jobs (default 0,10000,100000)
+  scale        master scan time with --jobs idle jobs (default 10000,100000,1000000) + --rate load
+
+Options:
+  --nodes N          trigger nodes (default 3)
+  --rate R[,R...]    fires per second, one job per fire/s (default 100; throughput 1000,2000,5000,10000)
+  --seconds S        measured seconds per rate (default 60)
+  --warmup S         seconds before the measurement starts (default 5)
+  --schedule cron|spread   cron: every job at '* * * * * ?' (a burst each second);
+                     spread: fixed-rate 1s, start times spread evenly over the second (default cron)
+  --kills K          failover events per signal (default 3)
+  --pause S          seconds between failover events (default 15)
+  --jobs N[,N...]    idle job counts (footprint, scale)
+  --max-p99-ms MS    throughput: a step passes with p99 lag at or below this (default 100)
+  --db mariadb|sqlite    a private MariaDB from scripts/mariadb.sh (default) or a SQLite file
+  --db-url URL       an existing MySQL/MariaDB server (admin URL); a fresh database is created and dropped
+  --trigger-bin PATH scheduler-trigger binary (default: the one built beside this bench)
+  --node-log-level L log level of the nodes (default warn)
+  --node-yaml TEXT   extra YAML appended to every node's config
+  --out DIR          output directory (default bench-results/SCENARIO-<time>)
+  --check            exit 1 unless every run had arrivals and no miss or double (for tests)
+
+Every process the bench starts is stopped by its PID at the end, also on error or Ctrl-C.
+Output: DIR/result.json, raw per-fire CSVs, gnuplot scripts and PNG plots; a markdown table on stdout.
+)";
+
+std::vector<int> ParseInts(const std::string& key, const std::string& text) {
+    std::vector<int> out;
+    std::stringstream ss(text);
+    std::string part;
+    while (std::getline(ss, part, ',')) {
+        try {
+            std::size_t used = 0;
+            const long v = std::stol(part, &used);
+            if (used != part.size() || v < 0 || v > 100'000'000) throw std::invalid_argument(part);
+            out.push_back(static_cast<int>(v));
+        } catch (const std::exception&) {
+            throw std::invalid_argument(key + ": expected a non-negative integer (or a comma list), got \"" + text +
+                                        "\"");
+        }
+    }
+    if (out.empty()) throw std::invalid_argument(key + ": empty");
+    return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    using sched::bench::BenchOptions;
+    if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+        std::cout << kUsage;
+        return argc < 2 ? 2 : 0;
+    }
+    BenchOptions o;
+    o.scenario = argv[1];
+    o.cluster.trigger_bin = SCHED_TRIGGER_BIN;
+    o.cluster.source_dir = SCHED_SOURCE_DIR;
+    bool rates_given = false;
+    std::string out;
+    for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
+    try {
+        for (int i = 2; i < argc; ++i) {
+            const std::string arg = argv[i];
+            auto value = [&]() -> std::string {
+                if (i + 1 >= argc) throw std::invalid_argument(arg + ": needs a value");
+                return argv[++i];
+            };
+            if (arg == "--nodes") {
+                o.nodes = ParseInts(arg, value()).front();
+                if (o.nodes < 1) throw std::invalid_argument("--nodes: at least 1");
+            } else if (arg == "--rate") {
+                o.rates = ParseInts(arg, value());
+                rates_given = true;
+            } else if (arg == "--seconds") {
+                o.seconds = ParseInts(arg, value()).front();
+            } else if (arg == "--warmup") {
+                o.warmup = ParseInts(arg, value()).front();
+            } else if (arg == "--schedule") {
+                o.schedule = value();
+                if (o.schedule != "cron" && o.schedule != "spread") {
+                    throw std::invalid_argument("--schedule: expected cron or spread, got \"" + o.schedule + "\"");
+                }
+            } else if (arg == "--kills") {
+                o.kills = ParseInts(arg, value()).front();
+            } else if (arg == "--pause") {
+                o.pause = ParseInts(arg, value()).front();
+            } else if (arg == "--jobs") {
+                o.job_counts = ParseInts(arg, value());
+            } else if (arg == "--max-p99-ms") {
+                o.max_p99_ms = ParseInts(arg, value()).front();
+            } else if (arg == "--db") {
+                o.cluster.db = value();
+                if (o.cluster.db != "mariadb" && o.cluster.db != "sqlite") {
+                    throw std::invalid_argument("--db: expected mariadb or sqlite, got \"" + o.cluster.db + "\"");
+                }
+            } else if (arg == "--db-url") {
+                o.cluster.db_url = value();
+            } else if (arg == "--trigger-bin") {
+                o.cluster.trigger_bin = value();
+            } else if (arg == "--node-log-level") {
+                o.cluster.node_log_level = value();
+            } else if (arg == "--node-yaml") {
+                o.cluster.extra_node_yaml = value() + "\n";
+            } else if (arg == "--out") {
+                out = value();
+            } else if (arg == "--check") {
+                o.check = true;
+            } else {
+                throw std::invalid_argument("unknown argument \"" + arg + "\" (see --help)");
+            }
+        }
+    } catch (const std::invalid_argument& e) {
+        std::cerr << "scheduler-bench: " << e.what() << "\n";
+        return 2;
+    }
+    if (o.scenario == "throughput" && !rates_given) o.rates = {1000, 2000, 5000, 10000};
+    for (int rate : o.rates) {
+        if (rate < 1) {
+            std::cerr << "scheduler-bench: --rate: at least 1 fire per second\n";
+            return 2;
+        }
+    }
+    if (o.scenario == "failover" && o.nodes < 2) {
+        std::cerr << "scheduler-bench: --nodes: failover needs at least 2 nodes\n";
+        return 2;
+    }
+    if (out.empty()) out = "bench-results/" + o.scenario + "-" + std::to_string(sched::bench::WallMs() / 1000);
+    o.out_dir = std::filesystem::absolute(out);
+    o.cluster.run_dir = o.out_dir / "run";
+    if (!std::filesystem::exists(o.cluster.trigger_bin)) {
+        std::cerr << "scheduler-bench: --trigger-bin: " << o.cluster.trigger_bin << " does not exist\n";
+        return 2;
+    }
+
+    sched::LogConfig log;
+    sched::SetupLogging(log);
+    sched::bench::InstallInterruptHandler();
+    try {
+        bool ok = true;
+        sched::bench::RunScenario(o, ok);
+        return ok ? 0 : 1;
+    } catch (const sched::bench::InterruptedError&) {
+        std::cerr << "scheduler-bench: interrupted; every process it started has been stopped\n";
+        return 130;
+    } catch (const std::invalid_argument& e) {
+        std::cerr << "scheduler-bench: " << e.what() << "\n";
+        return 2;
+    } catch (const std::exception& e) {
+        std::cerr << "scheduler-bench: " << e.what() << "\n";
+        return 1;
+    }
+}

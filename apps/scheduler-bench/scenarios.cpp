@@ -1,0 +1,596 @@
+#include "scenarios.hpp"
+
+#include <signal.h>
+
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "analysis.hpp"
+#include "sink.hpp"
+
+namespace sched::bench {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+namespace {
+
+std::string Fmt(double v, int digits = 1) {
+    std::ostringstream s;
+    s << std::fixed << std::setprecision(digits) << v;
+    return s.str();
+}
+
+std::string FirstLine(const std::string& path, const std::string& prefix) {
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind(prefix, 0) == 0) return line;
+    }
+    return "";
+}
+
+std::string LoadAvg() {
+    std::ifstream in("/proc/loadavg");
+    std::string a, b, c;
+    in >> a >> b >> c;
+    return a + " " + b + " " + c;
+}
+
+/// The master scan histogram (sched_master_scan_seconds) summed over every node's /metrics:
+/// whoever was master during a window, the deltas are that window's scans.
+struct ScanSample {
+    double sum_s = 0;
+    double count = 0;
+    std::map<std::string, double> buckets;  ///< le -> cumulative count
+    bool ok = false;
+};
+
+ScanSample SampleScans(Cluster& cluster) {
+    ScanSample s;
+    for (auto& [index, node] : cluster.nodes()) {
+        if (!node.process || !node.process->running()) continue;
+        auto r = HttpGet(node.port, "/metrics");
+        if (!r || r->first != 200) continue;
+        std::istringstream in(r->second);
+        std::string line;
+        while (std::getline(in, line)) {
+            const auto value = [&] {
+                return std::stod(line.substr(line.rfind(' ') + 1));
+            };
+            if (line.rfind("sched_master_scan_seconds_sum", 0) == 0) s.sum_s += value();
+            if (line.rfind("sched_master_scan_seconds_count", 0) == 0) {
+                s.count += value();
+                s.ok = true;
+            }
+            if (line.rfind("sched_master_scan_seconds_bucket{le=\"", 0) == 0) {
+                const auto from = line.find('"') + 1;
+                s.buckets[line.substr(from, line.find('"', from) - from)] += value();
+            }
+        }
+    }
+    return s;
+}
+
+json ScanDelta(const ScanSample& a, const ScanSample& b, double seconds) {
+    if (!a.ok || !b.ok || b.count <= a.count) return json(nullptr);
+    const double n = b.count - a.count;
+    json over = json::object();  // share of scans slower than each bound
+    for (const auto& [le, c] : b.buckets) {
+        if (le == "+Inf") continue;
+        const double before = a.buckets.count(le) ? a.buckets.at(le) : 0;
+        over[le] = std::stod(Fmt(1.0 - (c - before) / n, 3));
+    }
+    return {{"scans", n},
+            {"scans_per_s", std::stod(Fmt(n / seconds, 2))},
+            {"mean_ms", std::stod(Fmt((b.sum_s - a.sum_s) * 1000.0 / n, 3))},
+            {"share_slower_than_s", over}};
+}
+
+void WaitUntilMs(std::int64_t t_ms, const std::string& what) {
+    std::int64_t last_note = 0;
+    while (true) {
+        const std::int64_t now = WallMs();
+        if (now >= t_ms) return;
+        if (now - last_note >= 10000) {
+            spdlog::info("{}: {} s to go", what, (t_ms - now + 999) / 1000);
+            last_note = now;
+        }
+        SleepFor(std::chrono::milliseconds(std::min<std::int64_t>(t_ms - now, 500)));
+    }
+}
+
+std::int64_t NextSecond(std::int64_t ms, std::int64_t ahead_ms) {
+    return (ms + ahead_ms + 999) / 1000 * 1000;
+}
+
+// Jobs that together fire `rate` times per second.
+std::vector<JobPlan> CreateLoad(Cluster& cluster, const std::string& tag, int rate, const std::string& schedule,
+                                std::int64_t first) {
+    JobBatch batch;
+    batch.tag = tag;
+    batch.count = rate;
+    batch.first_ms = first;
+    batch.period_ms = 1000;
+    if (schedule == "spread") {
+        batch.schedule_type = "fixed-rate";
+        batch.schedule_expr = "1s";
+        batch.stride_us = 1'000'000 / std::max(1, rate);
+        batch.anchor_at_first = true;
+    }
+    const auto t0 = WallUs();
+    auto plans = InsertJobs(cluster.db(), batch);
+    spdlog::info("created {} jobs ({} schedule) in {:.0f} ms", rate, schedule, (WallUs() - t0) / 1000.0);
+    return plans;
+}
+
+// Only the load's own jobs (by id range): a single UPDATE over a million idle jobs would outlast
+// the session's read timeout.
+void DisableJobs(Cluster& cluster, const std::vector<JobPlan>& plans) {
+    if (plans.empty()) return;
+    const long long lo = plans.front().job_id;
+    const long long hi = plans.back().job_id;
+    auto done = cluster.db().Run([&](soci::session& s) {
+        s << "UPDATE job SET enabled = 0 WHERE id BETWEEN :lo AND :hi", soci::use(lo), soci::use(hi);
+    });
+    if (!done.ok()) spdlog::warn("disable jobs: {}", done.ToString());
+}
+
+void WaitForSink(Cluster& cluster, const MeasuringSink& sink) {
+    const auto until = std::chrono::steady_clock::now() + 30s;
+    while (std::chrono::steady_clock::now() < until) {
+        auto n = cluster.db().Run([](soci::session& s) {
+            long long c = 0;
+            s << "SELECT COUNT(*) FROM executor_instance WHERE app = 'bench'", soci::into(c);
+            return c;
+        });
+        if (n.ok() && *n > 0) return;
+        SleepFor(50ms);
+    }
+    throw std::runtime_error("the sink " + sink.address() + " did not register within 30 s");
+}
+
+json SdkStats(const MeasuringSink& sink) {
+    const auto s = sink.Stats();
+    return {{"accepted", s.accepted},
+            {"duplicates", s.duplicates},
+            {"refused_stale_epoch", s.refused_stale_epoch},
+            {"refused_capacity", s.refused_capacity},
+            {"results_delivered", s.results_delivered},
+            {"results_spooled", s.results_spooled}};
+}
+
+std::string Dash(const Percentiles& p, double v) {
+    return p.n == 0 ? "-" : Fmt(v);
+}
+
+// MariaDB's statement counters (SHOW GLOBAL STATUS Com_*): with the deltas over a window, the
+// statements the whole cluster ran per fire.
+std::map<std::string, double> StatementCounters(Cluster& cluster) {
+    std::map<std::string, double> out;
+    if (cluster.db().backend() != db::Backend::kMySql) return out;
+    (void)cluster.db().Run([&](soci::session& s) {
+        std::string name;
+        std::string value;
+        soci::statement st = (s.prepare << "SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_select', 'Com_insert', "
+                                           "'Com_update', 'Com_commit', 'Com_begin', 'Questions')",
+                              soci::into(name), soci::into(value));
+        st.execute();
+        while (st.fetch()) out[name] = std::atof(value.c_str());
+    });
+    return out;
+}
+
+json PerFire(const std::map<std::string, double>& a, const std::map<std::string, double>& b, std::size_t fires) {
+    if (a.empty() || b.empty() || fires == 0) return json(nullptr);
+    json out = json::object();
+    for (const auto& [k, v] : b) {
+        if (a.count(k)) out[k] = std::stod(Fmt((v - a.at(k)) / static_cast<double>(fires), 2));
+    }
+    return out;
+}
+
+// ---- precision / throughput ----
+
+struct RateRun {
+    json doc;
+    WindowStats stats;
+};
+
+RateRun MeasureRate(const BenchOptions& o, Cluster& cluster, MeasuringSink& sink, int rate, int seconds, int index) {
+    const std::string tag = "r" + std::to_string(rate) + "x" + std::to_string(index);
+    const std::int64_t first = NextSecond(WallMs(), 3000);
+    auto plans = CreateLoad(cluster, tag, rate, o.schedule, first);
+    const std::int64_t from = first + o.warmup * 1000LL;
+    const std::int64_t to = from + seconds * 1000LL;
+    WaitUntilMs(from, "warm-up at " + std::to_string(rate) + "/s");
+    const std::string load_start = LoadAvg();
+    const auto scan_a = SampleScans(cluster);
+    const auto lease_a = cluster.CurrentLease();
+    const auto statements_a = StatementCounters(cluster);
+    WaitUntilMs(to, "measuring " + std::to_string(rate) + "/s");
+    const auto scan_b = SampleScans(cluster);
+    const auto lease_b = cluster.CurrentLease();
+    const auto statements_b = StatementCounters(cluster);
+    json rss = json::object();  // MiB of each node at the end of the window, under load
+    for (auto& [i, node] : cluster.nodes()) {
+        if (node.process) rss[node.node_id] = std::stod(Fmt(RssKib(node.process->pid()) / 1024.0, 1));
+    }
+    const std::string load_end = LoadAvg();
+    DisableJobs(cluster, plans);
+    WaitUntilMs(to + 3000, "draining");  // fires of the window still in flight
+    const auto arrivals = sink.Snapshot();
+    const auto fires = ReadFires(cluster.db(), first, to);
+    RateRun run;
+    run.stats = Analyse(plans, arrivals, fires, from, to);
+    std::vector<Arrival> mine;
+    for (const auto& a : arrivals) {
+        if (a.scheduled_ms >= first && a.scheduled_ms < to) mine.push_back(a);
+    }
+    const auto stem = o.out_dir / ("lag-" + std::to_string(rate));
+    WriteCsv(stem.string() + ".csv", mine, fires);
+    const bool plotted = PlotLag(stem,
+                                 std::to_string(rate) + " fires/s, " + std::to_string(o.nodes) +
+                                     " nodes: lag of each fire (arrival - scheduled)",
+                                 mine, first, {{static_cast<double>(from - first) / 1000.0, "window"}});
+    run.doc = {{"rate", rate},
+               {"jobs", rate},
+               {"schedule", o.schedule},
+               {"nodes", o.nodes},
+               {"seconds", seconds},
+               {"warmup_s", o.warmup},
+               {"window", run.stats.Json()},
+               {"master_scans", ScanDelta(scan_a, scan_b, seconds)},
+               {"lease_epoch_start", lease_a.epoch},
+               {"node_rss_mib", rss},
+               {"db_statements_per_received_fire", PerFire(statements_a, statements_b, run.stats.received)},
+               {"lease_epoch_end", lease_b.epoch},
+               {"loadavg_start", load_start},
+               {"loadavg_end", load_end},
+               {"csv", stem.string() + ".csv"},
+               {"plot", plotted ? json(stem.string() + ".png") : json(nullptr)}};
+    spdlog::info("{} fires/s: p50 {} ms, p99 {} ms, max {} ms, misses {}, lost {}, doubles {}", rate,
+                 Fmt(run.stats.lag_ms.p50), Fmt(run.stats.lag_ms.p99), Fmt(run.stats.lag_ms.max), run.stats.misses,
+                 run.stats.lost, run.stats.doubles);
+    return run;
+}
+
+json PrecisionLike(const BenchOptions& o, bool stepping, bool& ok) {
+    Cluster cluster(o.cluster);
+    cluster.StartDatabase();
+    cluster.StartNodes(o.nodes);
+    MeasuringSink sink(cluster.WebEndpoints(), o.cluster.token, o.out_dir / "spool");
+    WaitForSink(cluster, sink);
+    cluster.WaitForMaster(30s);
+    json runs = json::array();
+    std::cout
+        << "\n| rate (fires/s) | nodes | schedule | expected | received | p50 ms | p90 ms | p99 ms | max ms | "
+           "misses | lost | doubles | claim p99 ms | delivery p99 ms | master scan mean ms | lease epoch changes |\n"
+        << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+    std::optional<int> best;
+    int index = 0;
+    for (int rate : o.rates) {
+        auto run = MeasureRate(o, cluster, sink, rate, o.seconds, index++);
+        const auto& w = run.stats;
+        const auto& scans = run.doc["master_scans"];
+        std::cout << "| " << rate << " | " << o.nodes << " | " << o.schedule << " | " << w.expected << " | "
+                  << w.received << " | " << Dash(w.lag_ms, w.lag_ms.p50) << " | " << Dash(w.lag_ms, w.lag_ms.p90)
+                  << " | " << Dash(w.lag_ms, w.lag_ms.p99) << " | " << Dash(w.lag_ms, w.lag_ms.max) << " | " << w.misses
+                  << " | " << w.lost << " | " << w.doubles << " | " << Dash(w.claim_ms, w.claim_ms.p99) << " | "
+                  << Dash(w.delivery_ms, w.delivery_ms.p99) << " | "
+                  << (scans.is_null() ? std::string("-") : Fmt(scans["mean_ms"].get<double>(), 2)) << " | "
+                  << run.doc["lease_epoch_end"].get<std::int64_t>() - run.doc["lease_epoch_start"].get<std::int64_t>()
+                  << " |" << std::endl;
+        const bool clean = w.received > 0 && w.misses == 0 && w.doubles == 0;
+        if (o.check && !clean) ok = false;
+        run.doc["passed"] = clean && w.lag_ms.p99 <= o.max_p99_ms;
+        runs.push_back(run.doc);
+        if (stepping) {
+            if (!run.doc["passed"].get<bool>()) break;
+            best = rate;
+        }
+        SleepFor(2s);
+    }
+    json doc = {{"runs", runs}, {"sdk", SdkStats(sink)}};
+    if (stepping) doc["highest_passing_rate"] = best ? json(*best) : json(nullptr);
+    return doc;
+}
+
+// ---- failover ----
+
+json Failover(const BenchOptions& o, bool& ok) {
+    Cluster cluster(o.cluster);
+    cluster.StartDatabase();
+    cluster.StartNodes(o.nodes);
+    MeasuringSink sink(cluster.WebEndpoints(), o.cluster.token, o.out_dir / "spool");
+    WaitForSink(cluster, sink);
+    cluster.WaitForMaster(30s);
+    const int rate = o.rates.front();
+    const std::int64_t first = NextSecond(WallMs(), 3000);
+    auto plans = CreateLoad(cluster, "failover", rate, o.schedule, first);
+    const std::int64_t from = first + o.warmup * 1000LL;
+    WaitUntilMs(from, "warm-up");
+
+    struct Event {
+        std::string signal;
+        int victim = 0;
+        std::string victim_id;
+        std::int64_t old_epoch = 0;
+        std::int64_t new_epoch = 0;
+        std::string new_master;
+        std::int64_t kill_us = 0;
+        std::int64_t takeover_us = 0;
+        std::int64_t restarted_us = 0;
+    };
+    std::vector<Event> events;
+    for (int signo : {SIGKILL, SIGTERM}) {
+        for (int k = 0; k < o.kills; ++k) {
+            const auto lease = cluster.WaitForMaster(30s);
+            const int victim = cluster.IndexOf(lease.owner);
+            if (victim < 0) throw std::runtime_error("master " + lease.owner + " is not a node of this bench");
+            Event e;
+            e.signal = signo == SIGKILL ? "SIGKILL" : "SIGTERM";
+            e.victim = victim;
+            e.victim_id = lease.owner;
+            e.old_epoch = lease.epoch;
+            e.kill_us = WallUs();
+            cluster.node(victim).process->Signal(signo);
+            spdlog::info("{} to master {} (epoch {})", e.signal, e.victim_id, e.old_epoch);
+            const auto until = std::chrono::steady_clock::now() + 30s;
+            while (true) {
+                const auto l = cluster.CurrentLease();
+                if (!l.owner.empty() && l.owner != e.victim_id) {
+                    e.takeover_us = WallUs();
+                    e.new_epoch = l.epoch;
+                    e.new_master = l.owner;
+                    break;
+                }
+                if (std::chrono::steady_clock::now() > until) throw std::runtime_error("no new master within 30 s");
+                SleepFor(5ms);
+            }
+            spdlog::info("new master {} at epoch {} after {:.0f} ms", e.new_master, e.new_epoch,
+                         (e.takeover_us - e.kill_us) / 1000.0);
+            if (!cluster.node(victim).process->WaitExit(20s)) cluster.node(victim).process->Signal(SIGKILL);
+            cluster.node(victim).process->WaitExit(5s);
+            cluster.StartNode(victim);
+            e.restarted_us = WallUs();
+            events.push_back(e);
+            SleepFor(std::chrono::seconds(o.pause));
+        }
+    }
+    const std::int64_t to = WallMs() / 1000 * 1000 - 2000;
+    DisableJobs(cluster, plans);
+    SleepFor(3s);
+    const auto arrivals = sink.Snapshot();
+    const auto fires = ReadFires(cluster.db(), first, to);
+    const auto overall = Analyse(plans, arrivals, fires, from, to);
+
+    std::cout << "\n| # | signal | old epoch -> new | lease taken over after (ms) | first dispatch at new epoch "
+                 "after (ms) | max lag of fires scheduled -2 s..+8 s (ms) | misses | lost | doubles |\n"
+              << "|---|---|---|---|---|---|---|---|---|\n";
+    json event_docs = json::array();
+    std::vector<PlotEvent> marks;
+    int n = 0;
+    for (const auto& e : events) {
+        std::optional<std::int64_t> first_new;
+        for (const auto& a : arrivals) {
+            if (a.epoch >= e.new_epoch && a.arrival_us >= e.kill_us && (!first_new || a.arrival_us < *first_new)) {
+                first_new = a.arrival_us;
+            }
+        }
+        const std::int64_t kill_ms = e.kill_us / 1000;
+        const auto around = Analyse(plans, arrivals, fires, kill_ms - 2000, kill_ms + 8000);
+        const double gap = first_new ? (*first_new - e.kill_us) / 1000.0 : -1;
+        event_docs.push_back({{"signal", e.signal},
+                              {"victim", e.victim_id},
+                              {"new_master", e.new_master},
+                              {"old_epoch", e.old_epoch},
+                              {"new_epoch", e.new_epoch},
+                              {"kill_ms", kill_ms},
+                              {"takeover_ms", (e.takeover_us - e.kill_us) / 1000.0},
+                              {"first_new_epoch_dispatch_ms", first_new ? json(gap) : json(nullptr)},
+                              {"around", around.Json()}});
+        marks.push_back({static_cast<double>(kill_ms - first) / 1000.0, e.signal == "SIGKILL" ? "kill -9" : "TERM"});
+        std::cout << "| " << ++n << " | " << e.signal << " | " << e.old_epoch << " -> " << e.new_epoch << " | "
+                  << Fmt((e.takeover_us - e.kill_us) / 1000.0, 0) << " | " << (first_new ? Fmt(gap, 0) : "-") << " | "
+                  << Fmt(around.lag_ms.max, 0) << " | " << around.misses << " | " << around.lost << " | "
+                  << around.doubles << " |" << std::endl;
+    }
+    std::vector<Arrival> mine;
+    for (const auto& a : arrivals) {
+        if (a.scheduled_ms >= first && a.scheduled_ms < to) mine.push_back(a);
+    }
+    const auto stem = o.out_dir / "failover";
+    WriteCsv(stem.string() + ".csv", mine, fires);
+    const bool plotted = PlotLag(stem,
+                                 std::to_string(rate) + " fires/s on " + std::to_string(o.nodes) +
+                                     " nodes: lag with the master killed (kill -9, then SIGTERM)",
+                                 mine, first, marks);
+    std::cout << "\nwhole run: expected " << overall.expected << ", received " << overall.received << ", misses "
+              << overall.misses << ", lost " << overall.lost << ", doubles " << overall.doubles << ", p99 lag "
+              << Fmt(overall.lag_ms.p99) << " ms, max " << Fmt(overall.lag_ms.max) << " ms" << std::endl;
+    if (o.check && (overall.received == 0 || overall.misses > 0 || overall.doubles > 0)) ok = false;
+    return {{"rate", rate},
+            {"nodes", o.nodes},
+            {"kills_per_signal", o.kills},
+            {"pause_s", o.pause},
+            {"events", event_docs},
+            {"overall", overall.Json()},
+            {"sdk", SdkStats(sink)},
+            {"csv", stem.string() + ".csv"},
+            {"plot", plotted ? json(stem.string() + ".png") : json(nullptr)}};
+}
+
+// ---- footprint and scale ----
+
+void InsertIdleJobs(Cluster& cluster, int count) {
+    if (count <= 0) return;
+    JobBatch idle;
+    idle.tag = "idle";
+    idle.count = count;
+    idle.schedule_expr = "0 0 0 * * ?";
+    idle.first_ms = NextSecond(WallMs(), 86'400'000);  // not due for a day
+    idle.read_back = false;
+    const auto t0 = WallUs();
+    InsertJobs(cluster.db(), idle);
+    spdlog::info("inserted {} idle jobs in {:.1f} s", count, (WallUs() - t0) / 1e6);
+}
+
+json Footprint(const BenchOptions& o) {
+    std::vector<int> counts = o.job_counts.empty() ? std::vector<int>{0, 10000, 100000} : o.job_counts;
+    std::cout << "\n| jobs in table | start to /readyz (ms) | RSS after 5 s (MiB) | RSS after 15 s (MiB) |\n"
+              << "|---|---|---|---|\n";
+    json rows = json::array();
+    for (int count : counts) {
+        auto co = o.cluster;
+        co.run_dir = o.out_dir / ("footprint-" + std::to_string(count));
+        Cluster cluster(co);
+        cluster.StartDatabase();
+        InsertIdleJobs(cluster, count);
+        auto& node = cluster.StartNode(1);
+        cluster.WaitForMaster(30s);
+        SleepFor(5s);
+        const double rss5 = static_cast<double>(RssKib(node.process->pid())) / 1024.0;
+        SleepFor(10s);
+        const double rss15 = static_cast<double>(RssKib(node.process->pid())) / 1024.0;
+        const double ready_ms = (node.ready_us - node.spawned_us) / 1000.0;
+        rows.push_back({{"jobs", count}, {"ready_ms", ready_ms}, {"rss_mib_5s", rss5}, {"rss_mib_15s", rss15}});
+        std::cout << "| " << count << " | " << Fmt(ready_ms) << " | " << Fmt(rss5) << " | " << Fmt(rss15) << " |"
+                  << std::endl;
+    }
+    return {{"rows", rows}};
+}
+
+json Explain(Cluster& cluster, const std::string& sql) {
+    if (cluster.db().backend() != db::Backend::kMySql) return json(nullptr);
+    auto rows = cluster.db().Run([&](soci::session& s) {
+        json out = json::array();
+        const std::string q = "EXPLAIN " + sql;
+        soci::rowset<soci::row> rs = s.prepare << q;
+        for (const auto& r : rs) {
+            json row = json::object();
+            for (std::size_t i = 0; i < r.size(); ++i) {
+                const auto& p = r.get_properties(i);
+                if (r.get_indicator(i) == soci::i_null) {
+                    row[p.get_name()] = nullptr;
+                } else if (p.get_data_type() == soci::dt_string) {
+                    row[p.get_name()] = r.get<std::string>(i);
+                } else if (p.get_data_type() == soci::dt_long_long) {
+                    row[p.get_name()] = r.get<long long>(i);
+                } else if (p.get_data_type() == soci::dt_integer) {
+                    row[p.get_name()] = r.get<int>(i);
+                } else if (p.get_data_type() == soci::dt_unsigned_long_long) {
+                    row[p.get_name()] = r.get<unsigned long long>(i);
+                } else if (p.get_data_type() == soci::dt_double) {
+                    row[p.get_name()] = r.get<double>(i);
+                }
+            }
+            out.push_back(row);
+        }
+        return out;
+    });
+    return rows.ok() ? *rows : json(rows.status().ToString());
+}
+
+json Scale(const BenchOptions& o) {
+    std::vector<int> counts = o.job_counts.empty() ? std::vector<int>{10000, 100000, 1000000} : o.job_counts;
+    const int rate = o.rates.front();
+    std::cout << "\n| idle jobs | + active jobs | master scans/s | mean scan (ms) | p99 lag (ms) | misses | doubles |\n"
+              << "|---|---|---|---|---|---|---|\n";
+    json rows = json::array();
+    for (int count : counts) {
+        auto co = o.cluster;
+        co.run_dir = o.out_dir / ("scale-" + std::to_string(count));
+        Cluster cluster(co);
+        cluster.StartDatabase();
+        InsertIdleJobs(cluster, count);
+        cluster.StartNodes(o.nodes);
+        MeasuringSink sink(cluster.WebEndpoints(), o.cluster.token, co.run_dir / "spool");
+        WaitForSink(cluster, sink);
+        cluster.WaitForMaster(30s);
+        const std::int64_t first = NextSecond(WallMs(), 3000);
+        auto plans = CreateLoad(cluster, "active", rate, o.schedule, first);
+        const std::int64_t from = first + o.warmup * 1000LL;
+        const std::int64_t to = from + o.seconds * 1000LL;
+        WaitUntilMs(from, "warm-up");
+        const auto a = SampleScans(cluster);
+        WaitUntilMs(to, "measuring scans with " + std::to_string(count) + " idle jobs");
+        const auto b = SampleScans(cluster);
+        DisableJobs(cluster, plans);
+        SleepFor(3s);
+        const auto w = Analyse(plans, sink.Snapshot(), ReadFires(cluster.db(), first, to), from, to);
+        const auto scans = ScanDelta(a, b, o.seconds);
+        json explain = {
+            {"select_due",
+             Explain(cluster, "SELECT id FROM job WHERE enabled = 1 AND next_fire_time <= " +
+                                  std::to_string(WallMs() + 2000) + " ORDER BY next_fire_time, id LIMIT 500")},
+            {"earliest_due", Explain(cluster, "SELECT MIN(next_fire_time) FROM job WHERE enabled = 1")},
+            {"orphans", Explain(cluster,
+                                "SELECT id FROM job_fire WHERE status IN ('pending') AND (assigned_node IS NULL OR "
+                                "assigned_node NOT IN ('a', 'b', 'c')) ORDER BY due_at, id LIMIT 500")},
+            {"followups", Explain(cluster, "SELECT id FROM job_fire WHERE followup = 1 ORDER BY id LIMIT 500")}};
+        rows.push_back({{"idle_jobs", count},
+                        {"active_jobs", rate},
+                        {"master_scans", scans},
+                        {"window", w.Json()},
+                        {"explain", explain}});
+        std::cout << "| " << count << " | " << rate << " | "
+                  << (scans.is_null() ? std::string("-") : Fmt(scans["scans_per_s"].get<double>(), 1)) << " | "
+                  << (scans.is_null() ? std::string("-") : Fmt(scans["mean_ms"].get<double>(), 2)) << " | "
+                  << Fmt(w.lag_ms.p99) << " | " << w.misses << " | " << w.doubles << " |" << std::endl;
+    }
+    return {{"rows", rows}};
+}
+
+}  // namespace
+
+json MachineInfo() {
+    std::string model = FirstLine("/proc/cpuinfo", "model name");
+    if (auto at = model.find(": "); at != std::string::npos) model = model.substr(at + 2);
+    std::string mem = FirstLine("/proc/meminfo", "MemTotal:");
+    const double mem_gib = mem.empty() ? 0 : std::atof(mem.c_str() + 9) / 1024.0 / 1024.0;
+    return {{"nproc", std::thread::hardware_concurrency()},
+            {"mem_gib", std::stod(Fmt(mem_gib, 1))},
+            {"cpu", model},
+            {"loadavg", LoadAvg()}};
+}
+
+json RunScenario(const BenchOptions& o, bool& ok) {
+    ok = true;
+    // A reused --out starts clean: an old SQLite file or spool would mix runs.
+    std::filesystem::remove_all(o.out_dir / "spool");
+    std::filesystem::create_directories(o.out_dir);
+    json doc = {{"scenario", o.scenario},
+                {"command", o.command_line},
+                {"started_ms", WallMs()},
+                {"machine", MachineInfo()},
+                {"db", o.cluster.db_url.empty() ? o.cluster.db : "external"}};
+    json result;
+    if (o.scenario == "precision") {
+        result = PrecisionLike(o, false, ok);
+    } else if (o.scenario == "throughput") {
+        result = PrecisionLike(o, true, ok);
+    } else if (o.scenario == "failover") {
+        result = Failover(o, ok);
+    } else if (o.scenario == "footprint") {
+        result = Footprint(o);
+    } else if (o.scenario == "scale") {
+        result = Scale(o);
+    } else {
+        throw std::invalid_argument("unknown scenario \"" + o.scenario + "\"");
+    }
+    doc["result"] = result;
+    doc["finished_ms"] = WallMs();
+    doc["loadavg_end"] = LoadAvg();
+    std::ofstream(o.out_dir / "result.json") << doc.dump(2) << "\n";
+    std::cout << "\nresult: " << (o.out_dir / "result.json").string() << std::endl;
+    return doc;
+}
+
+}  // namespace sched::bench

@@ -1,0 +1,49 @@
+#pragma once
+
+/// The benchmark scenarios (docs/benchmarks.md "Cluster" documents each with its command):
+///
+/// - precision: N nodes + the measuring sink, R fires/s for S seconds after a warm-up, per rate;
+/// - throughput: precision over rising rates until p99 lag > 100 ms or a miss or double;
+/// - failover: load running, the master killed (SIGKILL, then SIGTERM) K times each, the victim
+///   restarted under a new node id each time;
+/// - footprint: one node's start-up-to-ready time and RSS with 0 / 10k / 100k idle jobs;
+/// - scale: the master's scan time with 10k / 100k / 1M idle jobs plus a light load.
+///
+/// Each writes `result.json` (and raw `fires*.csv`, plots) to the output directory and prints a
+/// markdown table. Throws std::runtime_error on setup failures; InterruptedError on Ctrl-C.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench_cluster.hpp"
+
+namespace sched::bench {
+
+struct BenchOptions {
+    std::string scenario;
+    ClusterOptions cluster;
+    std::filesystem::path out_dir;
+    int nodes = 3;
+    std::vector<int> rates = {100};
+    int seconds = 60;
+    int warmup = 5;
+    std::string schedule = "cron";  ///< cron: every job at the second; spread: fixed-rate 1s, evenly offset
+    int kills = 3;
+    int pause = 15;
+    std::vector<int> job_counts;
+    double max_p99_ms = 100;  ///< throughput: the step fails above this
+    bool check = false;       ///< exit 1 unless every run had arrivals, no miss and no double
+    std::string command_line;
+};
+
+/// Runs `options.scenario`; returns the result document (also written to out_dir/result.json).
+/// `ok` is set false when `check` finds a miss, a double or no arrivals.
+nlohmann::json RunScenario(const BenchOptions& options, bool& ok);
+
+/// nproc, RAM, CPU model, load average.
+nlohmann::json MachineInfo();
+
+}  // namespace sched::bench
