@@ -11,7 +11,7 @@ Fence::Fence(std::shared_ptr<db::Database> db, std::string name, std::string own
       options_(options),
       idle_timeout_unsupported_(std::make_shared<std::atomic<bool>>(false)) {}
 
-Status Fence::Check(soci::session& s, std::int64_t epoch) const {
+Status Fence::Check(soci::session& s, std::int64_t epoch, bool lock_row) const {
     std::string owner;
     soci::indicator owner_ind = soci::i_null;
     long long row_epoch = 0;
@@ -19,12 +19,13 @@ Status Fence::Check(soci::session& s, std::int64_t epoch) const {
     long long now_us = 0;
     // The shared lock is what makes the fence hold: a take-over UPDATE of this row must wait
     // until this transaction ends, so no other node can start leading between this check and
-    // our commit. (SQLite: BEGIN IMMEDIATE already holds the file's write lock.)
-    soci::statement st =
-        (s.prepare << "SELECT owner, epoch, lease_until_us, " + std::string(db_->dialect().NowUs()) +
-                          " FROM scheduler_lock WHERE namespace = :name" + std::string(db_->dialect().ShareLock()),
-         soci::use(name_), soci::into(owner, owner_ind), soci::into(row_epoch), soci::into(lease_until_us),
-         soci::into(now_us));
+    // our commit. (SQLite: BEGIN IMMEDIATE already holds the file's write lock.) A locking read
+    // also sees the latest committed row, never the transaction's snapshot.
+    const std::string lock_clause = lock_row ? std::string(db_->dialect().ShareLock()) : std::string();
+    soci::statement st = (s.prepare << "SELECT owner, epoch, lease_until_us, " + std::string(db_->dialect().NowUs()) +
+                                           " FROM scheduler_lock WHERE namespace = :name" + lock_clause,
+                          soci::use(name_), soci::into(owner, owner_ind), soci::into(row_epoch),
+                          soci::into(lease_until_us), soci::into(now_us));
     st.execute(false);
     if (!st.fetch()) return LeaseLost("no lease row '" + name_ + "'");
     if (owner_ind != soci::i_ok || owner != owner_) {

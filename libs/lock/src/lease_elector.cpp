@@ -272,14 +272,21 @@ Status LeaseElector::Resign() {
     return Status::Ok();
 }
 
+void LeaseElector::Nudge() {
+    {
+        std::lock_guard lock(wait_mu_);
+        nudged_ = true;
+    }
+    wait_cv_.notify_all();
+}
+
 void LeaseElector::Run(const std::stop_token& stop) {
     while (!stop.stop_requested()) {
         Tick();
         const auto wait = NextTickAt() - clock_.Steady();
-        if (wait.count() > 0) {
-            std::unique_lock lock(wait_mu_);
-            wait_cv_.wait_for(lock, stop, wait, [] { return false; });
-        }
+        std::unique_lock lock(wait_mu_);
+        if (wait.count() > 0) wait_cv_.wait_for(lock, stop, wait, [this] { return nudged_; });
+        nudged_ = false;
     }
     if (Status s = Resign(); !s.ok()) {
         spdlog::warn("election {}: release on shutdown failed: {}", config_.name, s.ToString());

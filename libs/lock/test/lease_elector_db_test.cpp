@@ -83,6 +83,30 @@ TEST_P(LeaseElectorDbTest, TwoNodesNeverLeadAtOnceAndResignHandsOverWithinATick)
     EXPECT_EQ(leader.elector.Counters().self_demotions, 0u);
 }
 
+TEST_P(LeaseElectorDbTest, ANudgedFollowerCompetesAtOnceInsteadOfAtItsNextTick) {
+    // A slow tick (5 s) makes the difference visible: without the nudge the follower would take
+    // the released lease up to 5 s later.
+    ElectionConfig slow;
+    slow.tick = 5s;
+    slow.ttl = 12s;
+    slow.margin = 1s;
+    auto db = PoolWith(ElectionDbUrl(test_db().url(), slow));
+    SqlLockStore store_a(db);
+    SqlLockStore store_b(db);
+    LeaseElector a(store_a, "a", slow);
+    LeaseElector b(store_b, "b", slow);
+    a.Tick();
+    ASSERT_TRUE(a.IsLeading());
+    std::jthread follower([&](const std::stop_token& stop) { b.Run(stop); });
+    std::this_thread::sleep_for(300ms);  // b's first round found the lease held; it now waits 5 s
+    ASSERT_FALSE(b.IsLeading());
+    ASSERT_TRUE(a.Resign().ok());
+    const auto nudged_at = std::chrono::steady_clock::now();
+    b.Nudge();
+    ASSERT_TRUE(WaitUntil([&] { return b.IsLeading(); }, 10s));
+    EXPECT_LT(std::chrono::steady_clock::now() - nudged_at, 2s);
+}
+
 SCHED_DB_TEST_SUITE(LeaseElectorDbTest);
 
 }  // namespace

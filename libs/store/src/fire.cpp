@@ -278,6 +278,19 @@ std::vector<Fire> FireRepository::ListRunning(soci::session& s, std::int64_t aft
         });
 }
 
+int FireRepository::ClearTrivialFollowups(soci::session& s) {
+    // Most ended fires are successes of cron jobs: clearing them here costs one statement per
+    // scan instead of two per fire (the flag stays on every final transition, so whoever ends a
+    // fire need not know the job). Served by idx_fire_followup, one job primary-key lookup per
+    // flagged row (correlated, so a million-job table is never scanned).
+    soci::statement st =
+        (s.prepare
+         << "UPDATE job_fire SET followup = 0 WHERE followup = 1 AND status IN ('succeeded', 'skipped', "
+            "'killed') AND NOT EXISTS (SELECT 1 FROM job WHERE job.id = job_fire.job_id AND job.schedule_type = "
+            "'fixed-delay')");
+    return static_cast<int>(impl::ExecuteAffected(st));
+}
+
 std::vector<Fire> FireRepository::ListFollowups(soci::session& s, int limit) {
     // Served by idx_fire_followup: only flagged rows are read, however long the history.
     return impl::SelectRows<FireRow>(s,

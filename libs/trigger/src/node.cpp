@@ -195,10 +195,12 @@ void TriggerNode::Stop() {
     }
     // 2. Master work ends before the lease is released, so no scan can straddle the handover.
     if (impl_->master_thread.joinable()) impl_->master_thread.join();
+    const bool was_leading = impl_->elector && impl_->elector->IsLeading();
     if (impl_->elector_thread.joinable()) {
         impl_->elector_thread.request_stop();
         impl_->elector_thread.join();  // Run() resigns: owner NULL, epoch + 1
     }
+    if (was_leading) NudgePeers();
     if (impl_->heartbeat_thread.joinable()) impl_->heartbeat_thread.join();
     (void)store::TriggerNodeRepository(*db_).SetState(node_id_, "stopped");
     // 3. Finish in-flight HTTP requests, then close.
@@ -209,6 +211,33 @@ void TriggerNode::Stop() {
     io_.stop();
     for (auto& t : impl_->io_threads) t.join();
     spdlog::info("trigger node {} stopped", node_id_);
+}
+
+void TriggerNode::NudgePeers() {
+    // The lease is free now; the others would notice at their next tick (up to `tick` later).
+    // Telling them makes a planned handover take one round trip instead (best effort: a peer
+    // that misses it still ticks).
+    auto live = store::TriggerNodeRepository(*db_).ListLive(
+        std::chrono::duration_cast<std::chrono::milliseconds>(config_.scheduler.node_ttl).count());
+    if (!live.ok()) return;
+    std::vector<std::string> urls;
+    for (const auto& n : *live) {
+        if (n.node_id != node_id_) urls.push_back("http://" + n.address + "/internal/v1/election/nudge");
+    }
+    if (urls.empty()) return;
+    auto sent = net::co_spawn(
+        io_,
+        [this, urls]() -> net::awaitable<void> {
+            const nlohmann::json body = nlohmann::json::object();
+            const rest::CallOptions call{.timeout = std::chrono::milliseconds(500), .bearer_token = config_.token};
+            for (const auto& url : urls) {
+                auto r = co_await impl_->http->PostJson(url, body, call);
+                if (!r.ok() || !r->ok()) spdlog::debug("election nudge to {} failed", url);
+            }
+        },
+        net::use_future);
+    sent.wait_for(2s);
+    spdlog::info("node {} released the lease and told {} peers", node_id_, urls.size());
 }
 
 void TriggerNode::OnStartedLeading(std::int64_t epoch) {
@@ -402,6 +431,10 @@ void TriggerNode::AddRoutes() {
             return res;
         },
         rest::Access::kPublic);
+    r.Add(rest::Method::kPost, "/internal/v1/election/nudge", [this](rest::Request&) {
+        if (impl_->elector) impl_->elector->Nudge();
+        return rest::Response::Json({{"nudged", true}});
+    });
     r.Add(rest::Method::kPost, "/internal/v1/fires", [this](rest::Request& req) {
         auto body = req.Json();
         if (!body.ok()) return rest::Response::Error(body.status(), "body");

@@ -151,6 +151,11 @@ class LeaseElector {
     /// the real steady clock between rounds (an injected FakeClock is for Tick()-driven tests).
     void Run(const std::stop_token& stop);
 
+    /// Makes Run() start its next round now instead of at NextTickAt(): a node whose leader just
+    /// released the lease (a planned stop) is nudged so the takeover does not wait for a tick.
+    /// Safe from any thread; harmless while leading (the round renews early).
+    void Nudge();
+
     /// Stops leading (observers first), then releases the row with owner and epoch checked.
     /// OK when not leading or released; LeaseLost when the row was no longer ours (nothing was
     /// changed); database errors otherwise (the row then expires after the TTL).
@@ -196,6 +201,7 @@ class LeaseElector {
 
     std::mutex wait_mu_;
     std::condition_variable_any wait_cv_;
+    bool nudged_ = false;  // guarded by wait_mu_
 };
 
 }  // namespace sched::lock

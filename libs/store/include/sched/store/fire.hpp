@@ -120,6 +120,10 @@ class FireRepository {
     /// Fires whose followup flag is set, oldest first.
     static std::vector<Fire> ListFollowups(soci::session& s, int limit);
     static void ClearFollowup(soci::session& s, std::int64_t id);
+    /// Clears, in one statement, the followup flag of every ended fire after which nothing can
+    /// follow: succeeded, skipped or killed fires of jobs that are not fixed-delay (no retry, no
+    /// next time from the finish). Returns how many.
+    static int ClearTrivialFollowups(soci::session& s);
     static std::optional<Fire> Find(soci::session& s, std::int64_t id);
 
   private:

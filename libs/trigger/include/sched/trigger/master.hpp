@@ -23,6 +23,7 @@
 ///
 /// YAML (section `scheduler`), defaults shown:
 ///   scan-interval: 100ms       # the longest the master sleeps between scans
+///   scan-min-interval: 25ms    # the shortest (unless a scan hit `batch`: then at once)
 ///   lookahead: 2s              # fires due within this are created ahead
 ///   batch: 500                 # due jobs per scan
 ///   misfire-threshold: 5s      # later than this, a fire time is a misfire
@@ -55,6 +56,7 @@ namespace sched::trigger {
 
 struct MasterConfig {
     Micros scan_interval = std::chrono::milliseconds(100);
+    Micros scan_min_interval = std::chrono::milliseconds(25);
     Micros lookahead = std::chrono::seconds(2);
     int batch = 500;
     Micros misfire_threshold = std::chrono::seconds(5);
@@ -95,8 +97,8 @@ class Master {
     /// One scan under `epoch` (see above). lock::IsLeaseLost(status) means stop master work.
     Result<ScanReport> Scan(std::int64_t epoch);
 
-    /// How long to sleep after a scan: until the earliest due time minus the lookahead, but at
-    /// most scan-interval.
+    /// How long to sleep after a scan: until the earliest due time minus the lookahead, within
+    /// [scan-min-interval, scan-interval]; 0 after a scan that hit `batch`.
     Micros SleepAfter(const ScanReport& report) const;
 
     const MasterConfig& config() const { return config_; }

@@ -103,6 +103,8 @@ class TriggerNode final : private lock::ElectionObserver {
     void MasterLoop();
     void HeartbeatLoop();
     void Notify(const ScanReport& report, std::int64_t epoch);
+    /// After a planned release: tells the other live nodes to compete now (best effort).
+    void NudgePeers();
     std::string StatusJson() const;
     std::string Metrics() const;
     void AddRoutes();
