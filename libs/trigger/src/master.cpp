@@ -117,9 +117,21 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
     const std::int64_t now = time_.NowMs();
     // Live slaves are read outside the fenced transaction: the choice only spreads load, and a
     // slave that dies right after is handled as an orphan by a later scan.
+    //
+    // Two thresholds. Fires are given (new ones, and pending ones taken back) only to nodes
+    // whose heartbeat is within node-ttl / 2 - a healthy node beats at least twice per node-ttl,
+    // so it always is - which moves a dead node's queue after half the TTL: after a kill -9 of
+    // the master that is before the new master's first scan (lease ttl 3 s > 2.5 s), so its
+    // planned fires do not wait for the full node-ttl. Moving a pending fire is always safe (the
+    // claim is a CAS on the status). Declaring `dispatching` fires lost waits for the full
+    // node-ttl: a run may be in flight there.
     store::TriggerNodeRepository nodes(*db_);
-    auto live = nodes.ListLive(Ms(config_.node_ttl));
+    auto live = nodes.ListLive(Ms(config_.node_ttl) / 2);
     if (!live.ok()) return live.status();
+    auto alive = nodes.ListLive(Ms(config_.node_ttl));
+    if (!alive.ok()) return alive.status();
+    std::vector<std::string> alive_ids;
+    for (const auto& n : *alive) alive_ids.push_back(n.node_id);
     std::vector<SlaveWeight> weights;
     std::map<std::string, std::string> addresses;
     for (const auto& n : *live) {
@@ -207,7 +219,7 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
                 }
             }
             for (const auto& fire :
-                 store::FireRepository::ListOrphans(s, live_ids, {store::FireStatus::kDispatching}, config_.batch)) {
+                 store::FireRepository::ListOrphans(s, alive_ids, {store::FireStatus::kDispatching}, config_.batch)) {
                 // Its slave died between claiming and recording the outcome: the run may or may
                 // not have started, so the fire is lost, never silently re-sent.
                 if (store::FireRepository::Transition(

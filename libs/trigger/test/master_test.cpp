@@ -165,6 +165,39 @@ TEST_P(MasterTest, OrphansGoToLiveSlavesAndDeadDispatchesBecomeLost) {
     EXPECT_NE(lost->result_message->find("node-dead"), std::string::npos);
 }
 
+TEST_P(MasterTest, ASlaveSilentForHalfTheNodeTtlLosesItsQueueButNotItsDispatches) {
+    store::TriggerNodeRepository nodes(db());
+    ASSERT_TRUE(nodes.Heartbeat({.node_id = "node-slow", .address = "127.0.0.1:3", .capacity = 10}).ok());
+    ASSERT_TRUE(db().Run([&](soci::session& s) {
+                        s << "UPDATE trigger_node SET last_heartbeat_ms = last_heartbeat_ms - 3000 "
+                             "WHERE node_id = 'node-slow'";
+                    })
+                    .ok());  // 3 s: past node-ttl / 2 (2.5 s), within node-ttl (5 s)
+    auto job = CreateJob("manual", "manual", "", std::nullopt);
+    store::FireRepository fires(db());
+    const auto insert = [&](std::int64_t t) {
+        store::Fire f;
+        f.job_id = job.id;
+        f.scheduled_time = t;
+        f.kind = store::FireKind::kManual;
+        f.epoch = epoch_;
+        f.assigned_node = "node-slow";
+        return **db().Run(
+            [&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
+    };
+    const auto queued = insert(1000);
+    const auto dispatching = insert(2000);
+    ASSERT_TRUE(fires.Transition(dispatching, {store::FireStatus::kPending}, store::FireStatus::kDispatching).ok());
+
+    auto scan = master_->Scan(epoch_);
+    ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+    const auto moved = fires.Get(queued);
+    EXPECT_EQ(moved->status, store::FireStatus::kPending);
+    EXPECT_NE(moved->assigned_node.value_or("node-slow"), "node-slow");
+    EXPECT_EQ(fires.Get(dispatching)->status, store::FireStatus::kDispatching);
+    EXPECT_EQ(scan->lost, 0);
+}
+
 TEST_P(MasterTest, RunningFiresOfDeadExecutorsAreLostAndPastTimeoutsEnd) {
     auto plain = CreateJob("plain", "manual", "", std::nullopt);
     auto timed = CreateJob("timed", "manual", "", std::nullopt, [](store::Job& j) { j.timeout_ms = 1000; });

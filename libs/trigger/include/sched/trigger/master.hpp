@@ -8,8 +8,9 @@
 ///      plan their fires (PlanJobFires: misfire policy + lookahead), advance next_fire_time by
 ///      CAS, insert the fire rows (insert-if-absent on the unique key), each assigned to a live
 ///      slave by capacity; sharding-broadcast makes one fire per live executor instance;
-///   2. orphans: pending fires with no live slave (manual triggers, retries, fires of dead
-///      slaves) are assigned; dispatching fires of dead slaves become `lost`;
+///   2. orphans: pending fires with no live slave (manual triggers, retries, fires of slaves
+///      silent for node-ttl / 2) are assigned; dispatching fires of slaves silent for node-ttl
+///      become `lost`;
 ///   2b. every `running-sweep`, running fires nobody will finish: past the job's timeout by
 ///      more than node-ttl (its slave died or missed it) -> `timeout`; dispatched more than
 ///      executor-ttl ago to an executor instance whose heartbeat has expired -> `lost` (skipped
