@@ -122,19 +122,7 @@ std::optional<int> ChildProcess::WaitForExit(std::chrono::milliseconds timeout) 
 }
 
 std::pair<int, std::string> HttpGet(unsigned short port, const std::string& target) {
-    net::io_context io;
-    beast::tcp_stream stream(io);
-    stream.expires_after(std::chrono::seconds(5));
-    stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
-    http::request<http::empty_body> req{http::verb::get, target, 11};
-    req.set(http::field::host, "127.0.0.1");
-    http::write(stream, req);
-    beast::flat_buffer buffer;
-    http::response<http::string_body> res;
-    http::read(stream, buffer, res);
-    beast::error_code ignored;
-    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    return {static_cast<int>(res.result_int()), res.body()};
+    return HttpCall(port, "GET", target);
 }
 
 std::pair<int, std::string> HttpCall(unsigned short port, const std::string& method, const std::string& target,
