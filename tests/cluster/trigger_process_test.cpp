@@ -510,7 +510,7 @@ TEST_P(TriggerProcessTest, RoutingAcrossThreeInstances) {
     std::size_t dead_index = clients.size();
     for (std::size_t i = 0; i < clients.size(); ++i) {
         (void)clients[i]->WaitForStdoutLine("\x01", std::chrono::milliseconds(1));  // drain its output
-        if (clients[i]->stderr_text().find("serving 4 handler(s) at " + addresses[0]) != std::string::npos) {
+        if (clients[i]->stderr_text().find(" handler(s) at " + addresses[0]) != std::string::npos) {
             dead_index = i;
         }
     }

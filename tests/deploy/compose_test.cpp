@@ -387,8 +387,11 @@ TEST(CheckConfig, RepositoryConfigsPassWithoutCreatingFiles) {
     fs::remove_all(cwd);
 }
 
-// Every executable under apps/ is built and shipped by the Dockerfile.
+// Every executable under apps/ is built and shipped by the Dockerfile, except the build-tree
+// tools: scheduler-bench starts scheduler-trigger from the build directory and a private MariaDB
+// through scripts/mariadb.sh, so it runs from a checkout, not from the image.
 TEST(Dockerfile, BuildsEveryApp) {
+    const std::set<std::string> build_tree_tools = {"scheduler-bench"};
     std::set<std::string> apps;
     const std::regex exe(R"(add_executable\(\s*([A-Za-z0-9_-]+))");
     for (const auto& dir : fs::directory_iterator(kSource / "apps")) {
@@ -398,7 +401,7 @@ TEST(Dockerfile, BuildsEveryApp) {
         std::smatch m;
         ASSERT_TRUE(std::regex_search(text, m, exe)) << lists;
         EXPECT_EQ(m[1], dir.path().filename().string()) << "the apps' binaries are named after their folder";
-        apps.insert(m[1]);
+        if (!build_tree_tools.contains(m[1])) apps.insert(m[1]);
     }
     ASSERT_GE(apps.size(), 4u);
 
