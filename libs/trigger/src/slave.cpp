@@ -93,6 +93,7 @@ std::size_t Slave::Scheduled() const {
 }
 
 void Slave::Start() {
+    started_ms_ = time_.NowMs();
     net::co_spawn(io_, PollLoop(), net::detached);
 }
 
@@ -135,12 +136,15 @@ net::awaitable<void> Slave::PollLoop() {
 Result<int> Slave::EndDispatchesOfAnEarlierRun() {
     // A process that restarts under its node id within node-ttl never looks dead to the master,
     // so the master's orphan rule (dispatching fires of dead slaves become lost) never sees the
-    // fires its previous incarnation was dispatching. Nothing in this new process is
-    // dispatching yet (this runs before the first claim), so every such fire is that earlier
-    // run's: the run may or may not have reached the executor, hence lost, as for a dead slave.
+    // fires its previous incarnation was dispatching. Those claimed before this process started
+    // (dispatched_at, DB time) are that earlier run's: the run may or may not have reached the
+    // executor, hence lost, as for a dead slave.
     return db_->InTransaction(db::TxMode::kWrite, [this](soci::session& s) -> Result<int> {
         int ended = 0;
         for (const auto& fire : store::FireRepository::ListAssigned(s, node_id_, {FireStatus::kDispatching}, 10000)) {
+            // Claimed by this process already (a notification can beat this first poll, and a
+            // failed attempt is retried later): ours, not the earlier run's.
+            if (fire.dispatched_at.value_or(0) >= started_ms_) continue;
             const std::string message = "slave " + node_id_ + " restarted while dispatching";
             ended += store::FireRepository::Transition(
                 s, fire.id, {FireStatus::kDispatching}, FireStatus::kLost,

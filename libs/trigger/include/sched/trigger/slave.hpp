@@ -79,6 +79,7 @@ class Slave {
     net::awaitable<void> PollLoop();
     /// Marks lost the fires this node id was dispatching in an earlier process; returns how many.
     Result<int> EndDispatchesOfAnEarlierRun();
+    std::int64_t started_ms_ = 0;  // DB time of Start(): dispatches claimed before are an earlier run's
     void Track(const store::Fire& fire);
     net::awaitable<void> RunFire(store::Fire fire);
     net::awaitable<void> Dispatch(store::Fire fire);
