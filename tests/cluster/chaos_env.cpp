@@ -1,7 +1,5 @@
 #include "chaos_env.hpp"
 
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -9,7 +7,7 @@
 #include <sstream>
 #include <thread>
 
-#include "sched/common/net.hpp"
+#include "../support/child_process.hpp"
 
 namespace sched::chaos {
 
@@ -197,24 +195,7 @@ std::string Tail(const std::filesystem::path& path, int lines) {
 
 std::pair<int, std::string> Get(const std::string& host, unsigned short port, const std::string& target) {
     try {
-        net::io_context io;
-        beast::tcp_stream stream(io);
-        stream.expires_after(2s);
-        stream.connect(tcp::endpoint(net::ip::make_address(host), port));
-        // Synchronous reads ignore expires_after: a socket timeout keeps a paused peer from
-        // hanging the test.
-        const timeval tv{2, 0};
-        ::setsockopt(stream.socket().native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        ::setsockopt(stream.socket().native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-        http::request<http::empty_body> req{http::verb::get, target, 11};
-        req.set(http::field::host, host);
-        http::write(stream, req);
-        beast::flat_buffer buffer;
-        http::response<http::string_body> res;
-        http::read(stream, buffer, res);
-        beast::error_code ignored;
-        stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
-        return {static_cast<int>(res.result_int()), res.body()};
+        return sched::testing::HttpCallAt(host, port, "GET", target, "", "", 2s);
     } catch (const std::exception& e) {
         return {0, e.what()};
     }

@@ -4,6 +4,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -127,12 +129,23 @@ std::pair<int, std::string> HttpGet(unsigned short port, const std::string& targ
 
 std::pair<int, std::string> HttpCall(unsigned short port, const std::string& method, const std::string& target,
                                      const std::string& json_body, const std::string& bearer) {
+    return HttpCallAt("127.0.0.1", port, method, target, json_body, bearer);
+}
+
+std::pair<int, std::string> HttpCallAt(const std::string& host, unsigned short port, const std::string& method,
+                                       const std::string& target, const std::string& json_body,
+                                       const std::string& bearer, std::chrono::seconds timeout) {
     net::io_context io;
     beast::tcp_stream stream(io);
-    stream.expires_after(std::chrono::seconds(5));
-    stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
+    stream.expires_after(timeout);
+    stream.connect(tcp::endpoint(net::ip::make_address(host), port));
+    // Synchronous reads and writes ignore expires_after: socket timeouts keep a paused or hung
+    // peer from hanging the test.
+    const timeval tv{static_cast<time_t>(timeout.count()), 0};
+    ::setsockopt(stream.socket().native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(stream.socket().native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     http::request<http::string_body> req{http::string_to_verb(method), target, 11};
-    req.set(http::field::host, "127.0.0.1");
+    req.set(http::field::host, host);
     if (!bearer.empty()) req.set(http::field::authorization, "Bearer " + bearer);
     if (!json_body.empty()) {
         req.set(http::field::content_type, "application/json");

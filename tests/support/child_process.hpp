@@ -49,8 +49,14 @@ class ChildProcess {
 /// connection failure.
 std::pair<int, std::string> HttpGet(unsigned short port, const std::string& target);
 
-/// One HTTP/1.1 request with an optional JSON body and bearer token; returns {status, body}.
+/// One HTTP/1.1 request to 127.0.0.1:port with an optional JSON body and bearer token; returns
+/// {status, body}; throws on connection failure or after 5 s without an answer.
 std::pair<int, std::string> HttpCall(unsigned short port, const std::string& method, const std::string& target,
                                      const std::string& json_body = "", const std::string& bearer = "");
+/// The same to any IPv4/IPv6 address (a test's network namespace, say) with its own timeout.
+std::pair<int, std::string> HttpCallAt(const std::string& host, unsigned short port, const std::string& method,
+                                       const std::string& target, const std::string& json_body = "",
+                                       const std::string& bearer = "",
+                                       std::chrono::seconds timeout = std::chrono::seconds(5));
 
 }  // namespace sched::testing

@@ -10,7 +10,6 @@
 #include "impl/on_pool.hpp"
 #include "sched/http/json.hpp"
 #include "sched/lock/lock_backend.hpp"
-#include "sched/lock/sql_lock_store.hpp"
 
 namespace sched::web {
 
