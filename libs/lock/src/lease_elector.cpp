@@ -101,6 +101,16 @@ std::optional<std::pair<std::string, std::int64_t>> LeaseElector::LeaderSeen() c
     return leader_seen_;
 }
 
+std::optional<Steady::time_point> LeaseElector::LastLeaderActivity() const {
+    std::lock_guard lock(mu_);
+    return leader_activity_;
+}
+
+void LeaseElector::SeeLeaderActivity(SteadyTime at) {
+    std::lock_guard lock(mu_);
+    if (!leader_activity_ || *leader_activity_ < at) leader_activity_ = at;
+}
+
 ElectionCounters LeaseElector::Counters() const {
     std::lock_guard lock(mu_);
     return counters_;
@@ -161,6 +171,7 @@ void LeaseElector::RenewRound() {
         std::lock_guard lock(mu_);
         valid_until_ = start + config_.ttl - config_.margin;
         ++counters_.renews;
+        if (!leader_activity_ || *leader_activity_ < start) leader_activity_ = start;
         return;
     }
     {
@@ -181,7 +192,8 @@ void LeaseElector::RenewRound() {
 void LeaseElector::AcquireRound() {
     const SteadyTime start = clock_.Steady();
     std::optional<LockRow> seen;
-    auto acquired = TryAcquireOnce(store_, config_.name, node_id_, config_.ttl, &seen);
+    const ClockStepGuard guard = clock_step_guard();
+    auto acquired = TryAcquireOnce(store_, config_.name, node_id_, config_.ttl, &seen, guard);
     if (!acquired.ok()) {
         {
             std::lock_guard lock(mu_);
@@ -198,10 +210,19 @@ void LeaseElector::AcquireRound() {
             (void)store_.Release(holding.id, node_id_, holding.epoch);
             return;
         }
+        if (seen.has_value() && seen->owner.has_value() && seen->lease_until_us > seen->db_now_us &&
+            seen->ClockStepped(guard)) {
+            std::lock_guard lock(mu_);
+            ++counters_.clock_anomalies;  // TryAcquireOnce logged it
+        }
         Promote(holding, start);
         return;
     }
-    if (!seen.has_value() || !seen->owner.has_value() || seen->Available()) return;
+    if (!seen.has_value() || !seen->owner.has_value() || seen->Available(guard)) return;
+    // A live holder writes the row every tick, so its age (database clock) dates its last
+    // renew; a dead one's row keeps aging until it expires.
+    const std::int64_t age_us = std::max<std::int64_t>(0, seen->db_now_us - seen->update_time_us);
+    SeeLeaderActivity(start - std::chrono::microseconds(age_us));
     if (*seen->owner == node_id_) {
         // Still held in our name by a term that has ended (self-demotion, late renew): give it
         // back so that the next acquisition, ours or another node's, starts a new epoch at once
@@ -223,6 +244,7 @@ void LeaseElector::Promote(const Holding& holding, SteadyTime renew_start) {
         holding_ = holding;
         valid_until_ = renew_start + config_.ttl - config_.margin;
         ++counters_.started_leading;
+        if (!leader_activity_ || *leader_activity_ < renew_start) leader_activity_ = renew_start;
     }
     spdlog::info("election {}: {} started leading, epoch {}", config_.name, node_id_, holding.epoch);
     for (auto* o : observers_) o->OnStartedLeading(holding.epoch);

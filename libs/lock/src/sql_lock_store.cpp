@@ -58,24 +58,31 @@ Result<std::optional<Holding>> SqlLockStore::Insert(std::string_view name, std::
     });
 }
 
-Result<bool> SqlLockStore::TakeOver(const LockRow& seen, std::string_view owner_view, Micros lease) {
+Result<bool> SqlLockStore::TakeOver(const LockRow& seen, std::string_view owner_view, Micros lease,
+                                    const ClockStepGuard& guard) {
     const std::string now(db_->dialect().NowUs());
     const std::string owner(owner_view);
     const long long lease_us = lease.count();
     const long long id = seen.id;
     const long long version = seen.version;
+    const long long tolerance_us = guard.tolerance.count();
+    // 2^60 us (36,000 years) stands for "no limit": it keeps the statement's shape fixed, and
+    // NOW + 2^60 still fits a BIGINT.
+    const long long max_ahead_us = guard.max_lease_ahead.count() > 0 ? guard.max_lease_ahead.count() : (1LL << 60);
     // The expiry test uses the database clock at the moment of the write, in microseconds: a
     // node whose own clock runs fast cannot take a live lease, and a lease can never look
-    // expired merely because two writes fell into the same second.
+    // expired merely because two writes fell into the same second. The clock-step clauses use
+    // that same NOW, so the take-over stays one CAS however the clock moved.
     const std::string sql =
         "UPDATE scheduler_lock SET owner = :owner, epoch = epoch + 1, version = version + 1, "
         "lease_until_us = " +
         now + " + :lease, update_time_us = " + now +
-        " WHERE id = :id AND version = :version AND (owner IS NULL OR lease_until_us <= " + now + ")";
+        " WHERE id = :id AND version = :version AND (owner IS NULL OR lease_until_us <= " + now +
+        " OR update_time_us > " + now + " + :tolerance OR lease_until_us > " + now + " + :max_ahead)";
     statements_.fetch_add(1, std::memory_order_relaxed);
     return db_->Run([&](soci::session& s) -> Result<bool> {
-        soci::statement st =
-            (s.prepare << sql, soci::use(owner), soci::use(lease_us), soci::use(id), soci::use(version));
+        soci::statement st = (s.prepare << sql, soci::use(owner), soci::use(lease_us), soci::use(id),
+                              soci::use(version), soci::use(tolerance_us), soci::use(max_ahead_us));
         st.execute(true);
         // Rows matched (see Dialect::InsertIfAbsent): version alone makes a match a real change.
         return st.get_affected_rows() == 1;

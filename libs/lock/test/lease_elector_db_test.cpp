@@ -6,6 +6,9 @@
 #include <atomic>
 #include <thread>
 
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
+
 #include <gtest/gtest.h>
 
 #include "lock_db_fixture.hpp"
@@ -105,6 +108,82 @@ TEST_P(LeaseElectorDbTest, ANudgedFollowerCompetesAtOnceInsteadOfAtItsNextTick) 
     b.Nudge();
     ASSERT_TRUE(WaitUntil([&] { return b.IsLeading(); }, 10s));
     EXPECT_LT(std::chrono::steady_clock::now() - nudged_at, 2s);
+}
+
+// The lock-out: the holder died, the wall clock was stepped back an hour, a new node
+// (a new random node id) starts. Its lease row, written before the step, reads an hour ahead of
+// the database clock. Written here directly, as the dead node's renew had left it.
+TEST_P(LeaseElectorDbTest, ALeaseAnHourAheadOfTheDatabaseClockIsTakenOverWithinTtlPlusTick) {
+    {
+        auto dead = MakeNode("dead-node");
+        dead->elector.Tick();
+        ASSERT_TRUE(dead->elector.IsLeading());
+    }  // destroyed without Resign: as if killed
+    const std::string now(db().dialect().NowUs());
+    const ElectionConfig config = Fast();
+    const std::string ttl_us = std::to_string(config.ttl.count());
+    ASSERT_TRUE(db().Run([&](soci::session& s) {
+                        s << "UPDATE scheduler_lock SET update_time_us = " + now +
+                                 " + 3600000000, lease_until_us = " + now + " + 3600000000 + " + ttl_us +
+                                 " WHERE namespace = 'master'";
+                    })
+                    .ok());
+    SqlLockStore probe(Pool(1));
+    const LockRow before = **probe.Read("master");
+    ASSERT_EQ(before.owner, "dead-node");
+    ASSERT_GT(before.lease_until_us - before.db_now_us, 3'590'000'000);
+
+    auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(1000);
+    sink->set_pattern("%l %v");
+    spdlog::default_logger()->sinks().push_back(sink);
+    auto fresh = MakeNode("fresh-node");
+    const auto started = std::chrono::steady_clock::now();
+    fresh->Start();
+    const bool led = WaitUntil([&] { return fresh->elector.IsLeading(); }, 10s);
+    const auto took = std::chrono::steady_clock::now() - started;
+    fresh->driver.request_stop();
+    fresh->driver.join();
+    spdlog::default_logger()->sinks().pop_back();
+    ASSERT_TRUE(led) << "the new node never led: the dead node's lease still looked valid";
+    // ttl + tick (600 ms) plus scheduling slack on a busy 2-core machine.
+    EXPECT_LT(took, config.ttl + config.tick + 1s);
+    EXPECT_EQ(fresh->elector.Counters().clock_anomalies, 1u);
+    EXPECT_EQ(fresh->elector.Counters().started_leading, 1u);
+    const LockRow after = **probe.Read("master");
+    EXPECT_GE(after.epoch, before.epoch + 1);  // a take-over (fenced); +1 more by the resign
+    int anomalies = 0;
+    for (const auto& line : sink->last_formatted()) {
+        if (line.find("clock anomaly") == std::string::npos) continue;
+        ++anomalies;
+        EXPECT_EQ(line.rfind("warning ", 0), 0u) << line;
+        EXPECT_NE(line.find("dead-node"), std::string::npos) << line;
+        EXPECT_NE(line.find("the clock moved back"), std::string::npos) << line;
+        EXPECT_TRUE(line.find("last written 3599.") != std::string::npos ||
+                    line.find("last written 3600.") != std::string::npos)
+            << "the amount: " << line;
+    }
+    EXPECT_EQ(anomalies, 1) << "logged once";
+}
+
+TEST_P(LeaseElectorDbTest, LastLeaderActivityAgesWhileADeadHoldersLeaseStillLooksValid) {
+    ElectionConfig config;  // tick 1 s, ttl 3 s, margin 1 s
+    SqlLockStore store(PoolWith(ElectionDbUrl(test_db().url(), config)));
+    // A holder that died right after taking the lease: its row looks valid for 3 s.
+    ASSERT_TRUE(store.Insert("master", "dead-node", config.ttl).ok());
+    LeaseElector watcher(store, "watcher", config);
+    EXPECT_FALSE(watcher.LastLeaderActivity().has_value());
+    watcher.Tick();
+    ASSERT_FALSE(watcher.IsLeading());
+    auto first = watcher.LastLeaderActivity();
+    ASSERT_TRUE(first.has_value()) << "a freshly written row is a sighting";
+    std::this_thread::sleep_for(300ms);
+    watcher.Tick();
+    ASSERT_FALSE(watcher.IsLeading());
+    // Nobody renewed: the sighting stays where the row's last write was.
+    auto second = watcher.LastLeaderActivity();
+    ASSERT_TRUE(second.has_value());
+    EXPECT_LT(*second - *first, 100ms);
+    EXPECT_GT(std::chrono::steady_clock::now() - *second, 300ms);
 }
 
 SCHED_DB_TEST_SUITE(LeaseElectorDbTest);

@@ -68,14 +68,14 @@ TEST_P(SqlLockStoreTest, ReadOfAMissingRowIsNullopt) {
 TEST_P(SqlLockStoreTest, LiveRowCannotBeTakenOverExpiredRowCanWithTheNextEpoch) {
     ASSERT_TRUE(store_->Insert("n", "a", 300ms).ok());
     const LockRow live = MustRead("n");
-    auto taken = store_->TakeOver(live, "b", 10s);
+    auto taken = store_->TakeOver(live, "b", 10s, {});
     ASSERT_TRUE(taken.ok()) << taken.status().ToString();
     EXPECT_FALSE(*taken);
     EXPECT_EQ(MustRead("n").version, live.version);  // nothing written
 
     WaitExpired("n");
     const LockRow expired = MustRead("n");
-    taken = store_->TakeOver(expired, "b", 10s);
+    taken = store_->TakeOver(expired, "b", 10s, {});
     ASSERT_TRUE(taken.ok());
     EXPECT_TRUE(*taken);
     const LockRow now = MustRead("n");
@@ -88,13 +88,61 @@ TEST_P(SqlLockStoreTest, TakeOverWithAStaleVersionFailsEvenWhenExpired) {
     ASSERT_TRUE(store_->Insert("n", "a", 100ms).ok());
     WaitExpired("n");
     const LockRow seen = MustRead("n");
-    ASSERT_TRUE(*store_->TakeOver(seen, "b", 100ms));
+    ASSERT_TRUE(*store_->TakeOver(seen, "b", 100ms, {}));
     WaitExpired("n");
     // `seen` is expired by the clock, but the row changed since it was read.
-    auto again = store_->TakeOver(seen, "c", 10s);
+    auto again = store_->TakeOver(seen, "c", 10s, {});
     ASSERT_TRUE(again.ok());
     EXPECT_FALSE(*again);
     EXPECT_EQ(MustRead("n").owner, "b");
+}
+
+// What a wall clock stepped back by an hour leaves behind (the holder wrote the row, died, and
+// the clock moved back): the row's last write and its expiry an hour ahead of the database
+// clock. Written directly, as the dead holder's statement had.
+TEST_P(SqlLockStoreTest, ARowLeftByAClockThatMovedBackIsTakenOverInOneCasWithTheNextEpoch) {
+    ASSERT_TRUE(store_->Insert("n", "dead", 3s).ok());
+    const std::string now(db().dialect().NowUs());
+    ASSERT_TRUE(db().Run([&](soci::session& s) {
+                        s << "UPDATE scheduler_lock SET update_time_us = " + now +
+                                 " + 3600000000 - 3000000, lease_until_us = " + now +
+                                 " + 3600000000 WHERE namespace = 'n'";
+                    })
+                    .ok());
+    const LockRow stepped = MustRead("n");
+    EXPECT_GT(stepped.lease_until_us - stepped.db_now_us, 3'500'000'000);
+    EXPECT_TRUE(stepped.ClockStepped());
+    EXPECT_TRUE(stepped.Available());
+    EXPECT_GT(stepped.ClockStepUs(), 3'500'000'000);
+
+    auto taken = TryAcquireOnce(*store_, "n", "b", 3s);
+    ASSERT_TRUE(taken.ok()) << taken.status().ToString();
+    ASSERT_TRUE(taken->has_value()) << "a lease an hour ahead of the database clock must count as expired";
+    EXPECT_EQ((*taken)->epoch, stepped.epoch + 1);
+    const LockRow row = MustRead("n");
+    EXPECT_EQ(row.owner, "b");
+    EXPECT_FALSE(row.ClockStepped());
+    EXPECT_LE(row.lease_until_us - row.db_now_us, 3'000'000);  // a normal lease again
+    // The old holder's renew and release find nothing: its epoch is fenced off.
+    EXPECT_FALSE(*store_->Renew(row.id, "dead", stepped.epoch, 3s));
+    EXPECT_FALSE(*store_->Release(row.id, "dead", stepped.epoch));
+}
+
+TEST_P(SqlLockStoreTest, ALongLeaseIsNotAClockStepButTooLongForTheMasterGuardIs) {
+    // A holder that asked for an hour: its expiry is an hour ahead, its last write is now.
+    ASSERT_TRUE(store_->Insert("n", "a", std::chrono::hours(1)).ok());
+    const LockRow long_lease = MustRead("n");
+    EXPECT_FALSE(long_lease.ClockStepped());
+    auto kept = store_->TakeOver(long_lease, "b", 3s, {});
+    ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+    EXPECT_FALSE(*kept) << "a lease of the length its holder asked for is live";
+    // The master lease knows its ttl: nothing legitimate lies further ahead than ttl + margin.
+    const ClockStepGuard master{.tolerance = 1s, .max_lease_ahead = 4s};
+    EXPECT_TRUE(long_lease.ClockStepped(master));
+    auto taken = store_->TakeOver(long_lease, "b", 3s, master);
+    ASSERT_TRUE(taken.ok()) << taken.status().ToString();
+    EXPECT_TRUE(*taken);
+    EXPECT_EQ(MustRead("n").epoch, long_lease.epoch + 1);
 }
 
 TEST_P(SqlLockStoreTest, SameSecondRenewsBothSucceedAndMoveTheLease) {

@@ -64,13 +64,25 @@ Result<std::optional<Holding>> FakeLockStore::Insert(std::string_view name, std:
     return std::optional<Holding>(Holding{row.id, 1});
 }
 
-Result<bool> FakeLockStore::TakeOver(const LockRow& seen, std::string_view owner, Micros lease) {
+void FakeLockStore::SetTimes(std::string_view name, std::int64_t lease_until_us, std::int64_t update_time_us) {
+    std::lock_guard lock(mu_);
+    auto it = rows_.find(name);
+    if (it == rows_.end()) return;
+    it->second.lease_until_us = lease_until_us;
+    it->second.update_time_us = update_time_us;
+    ++it->second.version;
+}
+
+Result<bool> FakeLockStore::TakeOver(const LockRow& seen, std::string_view owner, Micros lease,
+                                     const ClockStepGuard& guard) {
     if (Status s = RunHook("takeover"); !s.ok()) return s;
     std::lock_guard lock(mu_);
     LockRow* row = FindById(seen.id);
     const std::int64_t now = NowUs();
     if (row == nullptr || row->version != seen.version) return false;
-    if (row->owner.has_value() && row->lease_until_us > now) return false;
+    LockRow current = *row;
+    current.db_now_us = now;
+    if (!current.Available(guard)) return false;
     row->owner = std::string(owner);
     ++row->epoch;
     ++row->version;

@@ -27,8 +27,9 @@ class CountingStore final : public lock::LockStore {
     Result<std::optional<lock::Holding>> Insert(std::string_view name, std::string_view owner, Micros lease) override {
         return sql_.Insert(name, owner, lease);
     }
-    Result<bool> TakeOver(const lock::LockRow& seen, std::string_view owner, Micros lease) override {
-        return sql_.TakeOver(seen, owner, lease);
+    Result<bool> TakeOver(const lock::LockRow& seen, std::string_view owner, Micros lease,
+                          const lock::ClockStepGuard& guard) override {
+        return sql_.TakeOver(seen, owner, lease, guard);
     }
     Result<bool> Renew(std::int64_t id, std::string_view owner, std::int64_t epoch, Micros lease) override {
         return sql_.Renew(id, owner, epoch, lease);

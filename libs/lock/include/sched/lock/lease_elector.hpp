@@ -16,7 +16,12 @@
 ///  - a leadership term, once ended, is never resumed: a renew that succeeds after the deadline
 ///    still ends the term, and the node gives the row back so that a new term (new epoch) starts;
 ///  - on shutdown the leader stops leading first and then releases the row (owner and epoch
-///    checked), so a planned restart hands over within one tick instead of one TTL.
+///    checked), so a planned restart hands over within one tick instead of one TTL;
+///  - a row left by a clock that has since moved back (its last write more than `margin`, or its
+///    expiry more than ttl + margin, ahead of the database clock: ClockStepGuard) is expired: a
+///    node takes it over at its next round (a CAS, new epoch), logs the clock anomaly once with
+///    the amount and counts it (ElectionCounters::clock_anomalies). Without this, a clock stepped
+///    back by an hour while the leader was down locks the cluster out for that hour.
 ///
 /// YAML (section `election`), durations as strings:
 ///   tick: 1s      # how often each node runs one round (renew, or try to acquire)
@@ -117,6 +122,7 @@ struct ElectionCounters {
     std::uint64_t renew_failures = 0;   ///< renews that errored or found the lease gone
     std::uint64_t self_demotions = 0;   ///< terms ended by the local deadline (kSelfDemoted)
     std::uint64_t acquire_errors = 0;   ///< acquisition rounds that failed with a database error
+    std::uint64_t clock_anomalies = 0;  ///< leases taken over because the clock had moved back
 };
 
 /// The election state machine plus an optional driver loop.
@@ -171,6 +177,18 @@ class LeaseElector {
 
     /// The holder last seen (this node while leading), with its epoch.
     std::optional<std::pair<std::string, std::int64_t>> LeaderSeen() const;
+    /// The latest steady instant at which some node is known to have held the lease and written
+    /// it: this node's own acquisition or renew, or another holder's last write as a round read it
+    /// (round start - the row's age by the database clock). nullopt before any such sighting.
+    /// A holder that died leaves its row looking valid for up to a ttl, but its row stops aging
+    /// from here: readiness checks (the trigger node's /readyz) compare this with ttl + tick.
+    /// A row from a clock that moved back is no sighting (it is taken over instead).
+    std::optional<std::chrono::steady_clock::time_point> LastLeaderActivity() const;
+    /// The clock-step rule this elector applies to the lease row: tolerance margin, expiry at
+    /// most ttl + margin ahead.
+    ClockStepGuard clock_step_guard() const {
+        return {.tolerance = config_.margin, .max_lease_ahead = config_.ttl + config_.margin};
+    }
     ElectionCounters Counters() const;
     const std::string& node_id() const { return node_id_; }
     const ElectionConfig& config() const { return config_; }
@@ -183,6 +201,7 @@ class LeaseElector {
     void Promote(const Holding& holding, SteadyTime renew_start);
     void Demote(StopReason reason, SteadyTime ended_at, std::string detail);
     void SeeLeader(const std::string& node, std::int64_t epoch);
+    void SeeLeaderActivity(SteadyTime at);
 
     LockStore& store_;
     const std::string node_id_;
@@ -197,6 +216,7 @@ class LeaseElector {
     SteadyTime valid_until_{};
     SteadyTime last_round_start_{};
     std::optional<std::pair<std::string, std::int64_t>> leader_seen_;
+    std::optional<SteadyTime> leader_activity_;
     ElectionCounters counters_;
 
     std::mutex wait_mu_;

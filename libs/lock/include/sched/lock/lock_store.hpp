@@ -12,11 +12,15 @@
 ///    never repeat;
 ///  - expiry is judged by the database clock *inside* the statement that acts on it
 ///    (`lease_until_us <= NOW` means expired), in microseconds; no node's own clock is trusted
-///    to decide who owns a row.
+///    to decide who owns a row;
+///  - a row that could only have been written by a clock that has since moved back counts as
+///    expired too (ClockStepGuard): otherwise a clock stepped back by an hour while a holder was
+///    down would keep its dead lease "valid" for that hour.
 ///
 /// SqlLockStore (sql_lock_store.hpp) is the real implementation; FakeLockStore
 /// (testing/fake_lock_store.hpp) implements the same contract over a FakeClock for unit tests.
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -30,6 +34,28 @@ namespace sched::lock {
 /// The longest lock name the schema holds (`namespace VARCHAR(191)`).
 inline constexpr std::size_t kMaxLockNameLength = 191;
 
+/// How far a held row may lie in the future of the database clock before it is taken for the
+/// trace of a clock that moved back (an NTP step, a VM restored from a snapshot; on SQLite the
+/// "database clock" is the wall clock of whichever process writes), and is then treated as
+/// expired. Every write stamps `update_time_us = NOW` and `lease_until_us = NOW + lease` in one
+/// statement, so `lease_until_us - update_time_us` is the lease its holder asked for, and
+///     update_time_us > NOW + tolerance
+/// says exactly "the expiry lies further ahead than the requested lease + tolerance": no clock
+/// that only moves forward can produce such a row.
+struct ClockStepGuard {
+    /// The default tolerance of general locks (DistributedLock): generous against clock slewing
+    /// and the microseconds between two statements, tiny against a step that matters.
+    static constexpr Micros kDefaultTolerance = std::chrono::seconds(1);
+
+    Micros tolerance = kDefaultTolerance;
+    /// When positive, also expired: `lease_until_us > NOW + max_lease_ahead`. The master lease
+    /// sets ttl + margin (every node writes that row with the same ttl), which also catches a
+    /// row whose expiry alone was pushed ahead. A node with a shorter ttl than the holder's
+    /// (during a rollout of a new election.ttl) takes such a lease over; fencing keeps that safe,
+    /// and once the shorter-ttl node leads, nobody sees its row as too far ahead.
+    Micros max_lease_ahead = Micros(0);
+};
+
 /// One row as read, with the database clock of the same statement.
 struct LockRow {
     std::int64_t id = 0;
@@ -41,9 +67,21 @@ struct LockRow {
     std::int64_t update_time_us = 0;   ///< last write, database clock
     std::int64_t db_now_us = 0;        ///< the database clock when this row was read
 
-    /// True when nobody holds the row as of `db_now_us` (released or expired). Advisory: the
-    /// take-over statement checks it again against the clock at that moment.
-    bool Available() const { return !owner.has_value() || lease_until_us <= db_now_us; }
+    /// True when nobody holds the row as of `db_now_us` (released, expired, or left by a clock
+    /// that moved back: ClockStepped). Advisory: the take-over statement checks it again against
+    /// the clock at that moment.
+    bool Available(const ClockStepGuard& guard = {}) const {
+        return !owner.has_value() || lease_until_us <= db_now_us || ClockStepped(guard);
+    }
+    /// True when the row lies further in the future of `db_now_us` than `guard` allows: its
+    /// database clock has moved back since the row was written.
+    bool ClockStepped(const ClockStepGuard& guard = {}) const {
+        return update_time_us > db_now_us + guard.tolerance.count() ||
+               (guard.max_lease_ahead.count() > 0 && lease_until_us > db_now_us + guard.max_lease_ahead.count());
+    }
+    /// How far the row lies ahead of the allowed (microseconds; > 0 when ClockStepped): at
+    /// least how far the clock moved back.
+    std::int64_t ClockStepUs(const ClockStepGuard& guard = {}) const;
 };
 
 /// What an acquisition gives its owner: the row to renew and release by, and the fencing token.
@@ -134,9 +172,11 @@ class LockStore : public KeyLockStore {
     virtual Result<std::optional<Holding>> Insert(std::string_view name, std::string_view owner, Micros lease) = 0;
 
     /// Takes over `seen` for `owner` (epoch + 1, version + 1, lease_until = NOW + lease) if the
-    /// row is still at seen.id/seen.version and, by the clock inside the statement, released or
-    /// expired. True: taken, and the new epoch is seen.epoch + 1.
-    virtual Result<bool> TakeOver(const LockRow& seen, std::string_view owner, Micros lease) = 0;
+    /// row is still at seen.id/seen.version and, by the clock inside the statement, released,
+    /// expired, or left by a clock that moved back (`guard`, judged in the same statement).
+    /// True: taken, and the new epoch is seen.epoch + 1.
+    virtual Result<bool> TakeOver(const LockRow& seen, std::string_view owner, Micros lease,
+                                  const ClockStepGuard& guard) = 0;
 
     /// Extends a live holding: lease_until = NOW + lease, version + 1, if the row is still held
     /// by `owner` at `epoch` and not expired. False: the holding is gone (expired, taken over or
@@ -150,12 +190,15 @@ class LockStore : public KeyLockStore {
 };
 
 /// One acquisition attempt from the operations above: read; insert when absent, or take over
-/// when released or expired (one more read if another node inserted first). Returns the holding,
-/// or nullopt when someone else holds the row or won the race; `seen` (optional) receives the
-/// last row read, so callers can tell who holds it and until when (database clock).
+/// when released, expired or clock-stepped by `guard` (one more read if another node inserted
+/// first). Returns the holding, or nullopt when someone else holds the row or won the race;
+/// `seen` (optional) receives the last row read, so callers can tell who holds it and until
+/// when (database clock). A take-over of a clock-stepped row is logged once, as a warning with
+/// the amount (the row is sane again after it).
 /// kInvalidArgument when `name` is empty or longer than kMaxLockNameLength.
 Result<std::optional<Holding>> TryAcquireOnce(LockStore& store, std::string_view name, std::string_view owner,
-                                              Micros lease, std::optional<LockRow>* seen = nullptr);
+                                              Micros lease, std::optional<LockRow>* seen = nullptr,
+                                              const ClockStepGuard& guard = {});
 
 /// The error every lock in this library returns when a holding is gone: code kAborted (retry at
 /// a higher level: re-acquire, then redo the work) and a message starting with "lease lost".

@@ -26,7 +26,8 @@ class SqlLockStore final : public LockStore {
 
     Result<std::optional<LockRow>> Read(std::string_view name) override;
     Result<std::optional<Holding>> Insert(std::string_view name, std::string_view owner, Micros lease) override;
-    Result<bool> TakeOver(const LockRow& seen, std::string_view owner, Micros lease) override;
+    Result<bool> TakeOver(const LockRow& seen, std::string_view owner, Micros lease,
+                          const ClockStepGuard& guard) override;
     Result<bool> Renew(std::int64_t id, std::string_view owner, std::int64_t epoch, Micros lease) override;
     Result<bool> Release(std::int64_t id, std::string_view owner, std::int64_t epoch) override;
 

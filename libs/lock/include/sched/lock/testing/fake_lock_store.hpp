@@ -29,7 +29,10 @@ class FakeLockStore final : public LockStore {
 
     Result<std::optional<LockRow>> Read(std::string_view name) override;
     Result<std::optional<Holding>> Insert(std::string_view name, std::string_view owner, Micros lease) override;
-    Result<bool> TakeOver(const LockRow& seen, std::string_view owner, Micros lease) override;
+    Result<bool> TakeOver(const LockRow& seen, std::string_view owner, Micros lease,
+                          const ClockStepGuard& guard) override;
+    /// Overwrites a row's times as a clock that later moved back would have left them.
+    void SetTimes(std::string_view name, std::int64_t lease_until_us, std::int64_t update_time_us);
     Result<bool> Renew(std::int64_t id, std::string_view owner, std::int64_t epoch, Micros lease) override;
     Result<bool> Release(std::int64_t id, std::string_view owner, std::int64_t epoch) override;
 
