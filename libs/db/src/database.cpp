@@ -1,10 +1,17 @@
 #include "sched/db/database.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <random>
 #include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <soci/mysql/soci-mysql.h>
 #include <soci/sqlite3/soci-sqlite3.h>
@@ -48,6 +55,50 @@ bool IsConnectionLossErrno(unsigned int err) {
     }
 }
 
+// MariaDB reports some write failures only as an errno inside the message.
+bool MentionsEnospc(const std::string& what) {
+    for (const char* sign :
+         {"No space left", "errno: 28 ", "Errcode: 28 ", "error 28 ", "errno: 28)", "Errcode: 28)"}) {
+        if (what.find(sign) != std::string::npos) return true;
+    }
+    return false;
+}
+
+// Creates the directories (0700) and the file (0600) the SQLite database lives in, when they do
+// not exist yet. SQLite would create the file with 0644 less the umask; its -wal and -shm files
+// copy the database file's mode, so creating it 0600 here keeps all three private. Existing
+// directories and files keep their modes (an operator may have chosen them); a database
+// readable by others only gets a warning.
+void PrepareSqliteFile(const std::string& file) {
+    if (file.empty() || file == ":memory:" || file.starts_with("file:")) return;
+    const std::filesystem::path path(file);
+    if (path.has_parent_path()) {
+        std::vector<std::filesystem::path> missing;
+        for (auto p = path.parent_path(); !p.empty() && !std::filesystem::exists(p); p = p.parent_path()) {
+            missing.push_back(p);
+            if (p == p.parent_path()) break;
+        }
+        for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+            // mkdir, not create_directories: the mode applies at creation (less the umask, which
+            // can only narrow it), so the directory is never open to others, not even briefly.
+            if (::mkdir(it->c_str(), 0700) != 0 && errno != EEXIST) break;  // SQLite's open reports it
+        }
+    }
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        ::close(fd);
+        return;
+    }
+    struct stat st {};
+    if (errno == EEXIST && ::stat(path.c_str(), &st) == 0 && (st.st_mode & 0077) != 0) {
+        static std::atomic<bool> warned{false};
+        if (!warned.exchange(true)) {
+            spdlog::warn("database file {} has mode {:o}: other users may read it (chmod 600)", file,
+                         st.st_mode & 0777);
+        }
+    }
+}
+
 }  // namespace
 
 Status ClassifyError(const std::exception& e, bool* connection_lost) {
@@ -69,6 +120,18 @@ Status ClassifyError(const std::exception& e, bool* connection_lost) {
                 return Aborted("deadlock: " + what);
             case 1062:
                 return AlreadyExists("duplicate key: " + what);
+            // The server cannot write: retry later, after an operator frees space. kUnavailable
+            // (503), not kResourceExhausted (429): the caller did nothing that waiting fixes.
+            case 1021:  // ER_DISK_FULL
+            case 1114:  // ER_RECORD_FILE_FULL ("The table is full")
+            case 3:     // EE_WRITE ("Error writing file ... (Errcode: 28 ...)")
+                return Unavailable("database server disk is full (or a table reached its size limit): " + what);
+            case 1030:  // ER_GET_ERRNO: "Got error N from storage engine"
+            case 1034:  // ER_NOT_KEYFILE
+                if (MentionsEnospc(what)) {
+                    return Unavailable("database server disk is full: " + what);
+                }
+                return Internal("database error " + std::to_string(err) + ": " + what);
             case 1044:
             case 1045:
                 return {Code::kPermissionDenied, "database access denied: " + what};
@@ -87,9 +150,12 @@ Status ClassifyError(const std::exception& e, bool* connection_lost) {
                 return Unavailable("database busy: " + what);
             case 19:
                 return AlreadyExists("constraint violation: " + what);
-            case 13:
-                return {Code::kResourceExhausted, "database full: " + what};
-            case 10:
+            case 13:  // SQLITE_FULL: the disk (or the file system's quota) is full
+                return Unavailable("database disk is full: free space on the file system of the SQLite file: " + what);
+            case 10:  // SQLITE_IOERR: a failed write on a full disk may also land here
+                if (what.find("full") != std::string::npos || what.find("No space") != std::string::npos) {
+                    return Unavailable("database disk is full: " + what);
+                }
                 return Unavailable("database I/O error: " + what);
             case 14:
                 return FailedPrecondition("cannot open database file: " + what);
@@ -203,11 +269,7 @@ Result<std::unique_ptr<soci::session>> Database::Connect() const {
                 *session << "SET SESSION max_statement_time = " + std::to_string(secs);
             }
         } else {
-            const std::filesystem::path path(url_.path);
-            if (path.has_parent_path()) {
-                std::error_code ec;
-                std::filesystem::create_directories(path.parent_path(), ec);
-            }
+            PrepareSqliteFile(url_.path);
             session->open(soci::sqlite3, "db=" + Quoted(url_.path, '"'));
             const auto busy_ms = std::chrono::duration_cast<std::chrono::milliseconds>(url_.busy_timeout).count();
             *session << "PRAGMA busy_timeout = " + std::to_string(busy_ms);

@@ -37,6 +37,61 @@ rest::AuthHook MakeAuth(const NodeConfig& config) {
     };
 }
 
+rest::Response BadField(const std::string& field, std::string message) {
+    return rest::Response::Error(rest::ApiError{Code::kInvalidArgument, std::move(message), field});
+}
+
+// A field name from the request, as an error names it: bounded, so a hostile key cannot make
+// the answer (or a log line) as large as the body.
+std::string ShownField(const std::string& key) {
+    constexpr std::size_t kMax = 64;
+    return key.size() <= kMax ? key : key.substr(0, kMax) + "...";
+}
+
+struct FireNotification {
+    std::int64_t epoch = 0;
+    std::vector<std::int64_t> fire_ids;
+};
+
+// The master's POST /internal/v1/fires {epoch, fire_ids}: exactly these fields, bounded. The
+// ids come from one scan (its batch), so a few thousand is already generous.
+constexpr std::size_t kMaxNotifiedFires = 10000;
+
+Result<FireNotification> ParseFireNotification(const rest::Request& req, std::string& field) {
+    field = "body";
+    auto body = req.Json();
+    if (!body.ok()) return InvalidArgument("body: " + body.status().message());
+    if (!body->is_object()) return InvalidArgument("body: expected a JSON object {epoch, fire_ids}");
+    FireNotification n;
+    for (const auto& [key, value] : body->items()) {
+        field = ShownField(key);
+        if (key == "epoch") {
+            if (!value.is_number_integer() || value.get<std::int64_t>() < 1) {
+                return InvalidArgument("epoch: expected an integer >= 1");
+            }
+            n.epoch = value.get<std::int64_t>();
+        } else if (key == "fire_ids") {
+            if (!value.is_array()) return InvalidArgument("fire_ids: expected an array of integers");
+            if (value.size() > kMaxNotifiedFires) {
+                return InvalidArgument("fire_ids: at most " + std::to_string(kMaxNotifiedFires) + " ids");
+            }
+            for (const auto& id : value) {
+                if (!id.is_number_integer() || id.get<std::int64_t>() < 1) {
+                    return InvalidArgument("fire_ids: expected an array of integers >= 1");
+                }
+                n.fire_ids.push_back(id.get<std::int64_t>());
+            }
+        } else {
+            return InvalidArgument(field + ": unknown field");
+        }
+    }
+    for (const char* required : {"epoch", "fire_ids"}) {
+        field = required;
+        if (!body->contains(required)) return InvalidArgument(field + ": required");
+    }
+    return n;
+}
+
 }  // namespace
 
 NodeConfig NodeConfig::FromYaml(const ConfigNode& root, const Defaults& defaults, bool reject_unknown) {
@@ -173,6 +228,7 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
     impl_->heartbeat_thread = std::thread([this] { HeartbeatLoop(); });
     impl_->master_thread = std::thread([this] { MasterLoop(); });
     impl_->elector_thread = std::jthread([this](std::stop_token st) { impl_->elector->Run(st); });
+    started_at_ = std::chrono::steady_clock::now();
     started_ = true;
     spdlog::info("trigger node {} serving on {} (slave {})", node_id_, advertised_,
                  config_.slave.enabled ? "enabled" : "disabled");
@@ -369,6 +425,25 @@ std::string TriggerNode::StatusJson() const {
     return j.dump();
 }
 
+std::string TriggerNode::NotReadyReason() const {
+    if (stopping_) return "stopping";
+    if (!started_) return "starting";
+    if (!db_ok_) return "database unreachable (the last heartbeat failed)";
+    // A cluster where nobody leads plans no fire, even though every node and the database are
+    // up (a lease nobody can take, a database that refuses writes): ttl + tick is the longest a
+    // healthy hand-over takes, so a longer gap is an outage the operator must see.
+    const auto& election = config_.election;
+    const auto now = std::chrono::steady_clock::now();
+    const auto last = impl_->elector->LastLeaderActivity().value_or(started_at_);
+    const auto gap = now - last;
+    if (gap > election.ttl + election.tick) {
+        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(gap).count();
+        return "no node has led the cluster for " + FormatDuration(std::chrono::milliseconds(ms)) +
+               " (longer than election ttl + tick, " + FormatDuration(election.ttl + election.tick) + ")";
+    }
+    return "";
+}
+
 std::string TriggerNode::Metrics() const {
     std::string out = metrics_.Render();
     const bool leading = impl_->elector && impl_->elector->IsLeading();
@@ -395,6 +470,10 @@ std::string TriggerNode::Metrics() const {
             "# HELP sched_lease_self_demotions_total Terms ended by the local deadline.\n"
             "# TYPE sched_lease_self_demotions_total counter\nsched_lease_self_demotions_total " +
             std::to_string(c.self_demotions) + "\n";
+        out +=
+            "# HELP sched_lease_clock_anomalies_total Leases taken over because the clock had moved back.\n"
+            "# TYPE sched_lease_clock_anomalies_total counter\nsched_lease_clock_anomalies_total " +
+            std::to_string(c.clock_anomalies) + "\n";
     }
     if (time_) {
         out +=
@@ -414,8 +493,9 @@ void TriggerNode::AddRoutes() {
     r.Add(
         rest::Method::kGet, "/readyz",
         [this](rest::Request&) {
-            const bool ready = started_ && db_ok_ && !stopping_;
-            return rest::Response::Text(ready ? "ready\n" : "not ready\n", ready ? 200 : 503);
+            const std::string why = NotReadyReason();
+            return why.empty() ? rest::Response::Text("ready\n", 200)
+                               : rest::Response::Text("not ready: " + why + "\n", 503);
         },
         rest::Access::kPublic);
     r.Add(
@@ -431,24 +511,25 @@ void TriggerNode::AddRoutes() {
             return res;
         },
         rest::Access::kPublic);
-    r.Add(rest::Method::kPost, "/internal/v1/election/nudge", [this](rest::Request&) {
+    r.Add(rest::Method::kPost, "/internal/v1/election/nudge", [this](rest::Request& req) {
+        // No body, or `{}` (what NudgePeers sends): anything else is a caller's bug worth a 400.
+        if (!req.body.empty()) {
+            auto body = req.Json();
+            if (!body.ok()) return BadField("body", "body: expected no body or {}: " + body.status().message());
+            if (!body->is_object()) return BadField("body", "body: expected no body or {}");
+            if (!body->empty()) {
+                const std::string field = ShownField(body->begin().key());
+                return BadField(field, field + ": unknown field");
+            }
+        }
         if (impl_->elector) impl_->elector->Nudge();
         return rest::Response::Json({{"nudged", true}});
     });
     r.Add(rest::Method::kPost, "/internal/v1/fires", [this](rest::Request& req) {
-        auto body = req.Json();
-        if (!body.ok()) return rest::Response::Error(body.status(), "body");
-        if (!body->is_object() || !body->contains("fire_ids") || !(*body)["fire_ids"].is_array()) {
-            return rest::Response::Error(InvalidArgument("fire_ids: expected an array of integers"), "fire_ids");
-        }
-        std::vector<std::int64_t> ids;
-        for (const auto& id : (*body)["fire_ids"]) {
-            if (!id.is_number_integer()) {
-                return rest::Response::Error(InvalidArgument("fire_ids: expected an array of integers"), "fire_ids");
-            }
-            ids.push_back(id.get<std::int64_t>());
-        }
-        if (impl_->slave) impl_->slave->Notify(std::move(ids));
+        std::string field;
+        auto parsed = ParseFireNotification(req, field);
+        if (!parsed.ok()) return rest::Response::Error(parsed.status(), field);
+        if (impl_->slave) impl_->slave->Notify(std::move(parsed->fire_ids));
         return rest::Response::Json({{"accepted", true}}, 202);
     });
     if (config_.executor_api) web::AddExecutorRoutes(r, db_, db_pool_, config_.locks);

@@ -96,6 +96,7 @@ void AddFireRoutes(Routes& routes) {
                    std::optional<Response> error;
                    const auto id = PathId(req, error);
                    if (!id) co_return *error;
+                   if (auto rejected = RejectAnyBody(req)) co_return *rejected;
                    const std::string message = "killed through the API by " + who.name;
                    // The CAS comes first: it decides, once, whether this kill wins over the fire's own
                    // end. The executor's later "killed" callback is then a duplicate; a result it had

@@ -363,6 +363,7 @@ void AddJobRoutes(Routes& routes) {
                        std::optional<Response> error;
                        const auto id = PathId(req, error);
                        if (!id) co_return *error;
+                       if (auto rejected = RejectAnyBody(req)) co_return *rejected;
                        auto work = [id = *id, enable](db::Database& db) {
                            return SetEnabled(db, id, enable);
                        };
@@ -379,11 +380,7 @@ void AddJobRoutes(Routes& routes) {
             std::optional<Response> error;
             const auto id = PathId(req, error);
             if (!id) co_return *error;
-            if (!req.body.empty()) {
-                auto body = req.Json();
-                if (!body.ok()) co_return Response::Error(body.status(), "body");
-                if (auto unknown = RejectUnknownFields(*body, {})) co_return *unknown;
-            }
+            if (auto rejected = RejectAnyBody(req)) co_return *rejected;
             const std::int64_t ttl_ms =
                 std::chrono::duration_cast<std::chrono::milliseconds>(ctx->options.executor_ttl).count();
             auto work = [id = *id, ttl_ms](db::Database& db) -> Result<std::vector<store::Fire>> {

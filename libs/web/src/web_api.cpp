@@ -136,6 +136,15 @@ std::optional<rest::Response> RejectUnknownFields(const nlohmann::json& body, st
     return std::nullopt;
 }
 
+std::optional<rest::Response> RejectAnyBody(const rest::Request& req) {
+    if (req.body.empty()) return std::nullopt;
+    auto body = req.Json();
+    if (!body.ok()) return BadRequest("body", "body: expected no body or {}: " + body.status().message());
+    if (!body->is_object()) return BadRequest("body", "body: expected no body or {}");
+    if (body->empty()) return std::nullopt;
+    return RejectUnknownFields(*body, {});
+}
+
 std::size_t CodePoints(std::string_view utf8) {
     std::size_t n = 0;
     for (const char c : utf8) {

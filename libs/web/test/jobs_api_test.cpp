@@ -215,6 +215,34 @@ TEST_P(JobsApiTest, PauseAndResume) {
     EXPECT_EQ(Call(Method::kGet, path + "/pause").status, 405);
 }
 
+// docs/api.md: pause, resume, trigger and kill take no body (or {}); anything else is a 400
+// naming `body` or the field, and the job is left as it was.
+TEST_P(JobsApiTest, PauseResumeTriggerAndKillRejectAnyBodyButNothingOrAnEmptyObject) {
+    const auto job = CreateJob("strict");
+    const std::string path = "/api/v1/jobs/" + job["id"].dump();
+    const std::pair<std::string, std::string> bodies[] = {
+        {"pause please", "body"},    {"[]", "body"},
+        {"\"x\"", "body"},           {"{\"enabled\": false}", "enabled"},
+        {"{\"force\": 1}", "force"}, {"{\"a\": 1, \"b\": 2}", "a"},
+    };
+    for (const char* action : {"/pause", "/resume", "/trigger"}) {
+        for (const auto& [body, field] : bodies) {
+            auto r = Call(Method::kPost, path + action, body);
+            EXPECT_EQ(r.status, 400) << action << " " << body << " -> " << r.body;
+            if (r.status == 400) {
+                EXPECT_EQ(Body(r)["error"]["field"], field) << action << " " << body << " -> " << r.body;
+            }
+        }
+    }
+    EXPECT_TRUE(Body(Get(path))["enabled"].get<bool>()) << "a rejected pause changed the job";
+    EXPECT_EQ(Body(Get("/api/v1/fires?job_id=" + job["id"].dump()))["items"].size(), 0u) << "a rejected trigger fired";
+    auto kill = Call(Method::kPost, "/api/v1/fires/1/kill", "{\"reason\": \"x\"}");
+    EXPECT_EQ(kill.status, 400) << kill.body;
+    EXPECT_EQ(Body(kill)["error"]["field"], "reason") << kill.body;
+    EXPECT_EQ(Call(Method::kPost, path + "/pause", "{}").status, 200);
+    EXPECT_EQ(Call(Method::kPost, path + "/resume", "").status, 200);
+}
+
 TEST_P(JobsApiTest, TriggerCreatesManualFiresForTheClusterToDispatch) {
     const auto job = CreateJob("on-demand", {{"schedule_type", "manual"}, {"schedule_expr", ""}});
     const auto id = job["id"].get<std::int64_t>();

@@ -104,6 +104,11 @@ std::optional<std::int64_t> QueryInt(const rest::Request& req, std::string_view 
 std::optional<rest::Response> RejectUnknownFields(const nlohmann::json& body, std::span<const std::string_view> allowed,
                                                   std::span<const std::string_view> read_only = {});
 
+/// For routes that take no fields (pause, resume, trigger, kill): the body must be empty or a
+/// JSON object without fields (`{}`); otherwise the 400 to answer, naming `body` (not JSON, not
+/// an object) or the first field.
+std::optional<rest::Response> RejectAnyBody(const rest::Request& req);
+
 /// Characters (Unicode code points) in a UTF-8 string: what VARCHAR(n) limits count.
 std::size_t CodePoints(std::string_view utf8);
 

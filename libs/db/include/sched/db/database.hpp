@@ -7,7 +7,9 @@
 ///
 /// Every MySQL session runs with time_zone '+00:00', READ COMMITTED isolation and the URL's
 /// lock-wait and statement timeouts. Every SQLite session runs in WAL mode with the URL's busy
-/// timeout, so several processes may share one file.
+/// timeout, so several processes may share one file. A SQLite file that does not exist yet is
+/// created with mode 0600 (its -wal and -shm files follow it) in directories created 0700;
+/// existing files and directories keep their modes (a warning names a database others can read).
 
 #include <condition_variable>
 #include <cstdint>
@@ -30,6 +32,9 @@ namespace sched::db {
 ///  - connection refused / lost / server gone / timeouts on the wire -> kUnavailable, and
 ///    `*connection_lost` = true (the session must not be reused);
 ///  - SQLite busy/locked -> kUnavailable (retry the call);
+///  - a full disk (SQLite SQLITE_FULL; MariaDB ER_DISK_FULL 1021, table full 1114, errno 28
+///    ENOSPC) -> kUnavailable with a message that says "disk is full" (503 in the APIs: retry
+///    once an operator freed space; not 429, which would blame the caller's rate);
 ///  - lock wait timeout, statement timeout -> kDeadlineExceeded;
 ///  - deadlock -> kAborted; duplicate key / constraint -> kAlreadyExists;
 ///  - access denied -> kPermissionDenied; unknown database or table -> kFailedPrecondition;

@@ -10,8 +10,16 @@
 ///   election: {tick, ttl, margin}, scheduler: {MasterConfig}, slave: {SlaveConfig}, log: {...}
 ///
 /// HTTP (port `http.listen`): GET /healthz, /readyz, /metrics, /status (public, no secrets);
-/// POST /internal/v1/fires {epoch, fire_ids} (the master's notification; bearer token); and,
-/// with executor-api (default true), the SDK's registry and callback routes (sched/web).
+/// POST /internal/v1/fires {epoch, fire_ids} (the master's notification; bearer token) and
+/// POST /internal/v1/election/nudge (empty body or `{}`); and, with executor-api (default true),
+/// the SDK's registry and callback routes (sched/web). Internal bodies are strict: unknown
+/// fields and wrong types are 400 naming the field.
+///
+/// /readyz is 200 `ready` only while the node runs, its database answers (last heartbeat
+/// succeeded) and some node has led the cluster within the last election ttl + tick (this
+/// node's elector's view: its own term, or the lease row's last write by the database clock;
+/// LeaseElector::LastLeaderActivity). Otherwise 503 `not ready: <why>`. A newly started node
+/// counts from its start.
 ///
 /// Stop(): stops taking fires and hands unclaimed ones back, stops master work, releases the
 /// lease (a planned restart fails over within one tick), marks the node stopped, then closes
@@ -106,6 +114,8 @@ class TriggerNode final : private lock::ElectionObserver {
     /// After a planned release: tells the other live nodes to compete now (best effort).
     void NudgePeers();
     std::string StatusJson() const;
+    /// "" when ready; otherwise why not (the /readyz body).
+    std::string NotReadyReason() const;
     std::string Metrics() const;
     void AddRoutes();
 
@@ -125,6 +135,7 @@ class TriggerNode final : private lock::ElectionObserver {
     std::atomic<bool> stopping_{false};
     std::atomic<bool> started_{false};
     std::atomic<bool> db_ok_{false};
+    std::chrono::steady_clock::time_point started_at_{};  // written before started_ is set
     std::string advertised_;
 };
 
