@@ -12,7 +12,8 @@ scripts/deps.sh run
 cmake --preset dev >/dev/null
 cmake --build --preset dev --target scheduler-standalone demo-client
 
-mkdir -p data
+# The data directory holds the token and the database: private to this user (0700, files 0600).
+(umask 077 && mkdir -p data)
 if [ ! -s data/token ]; then
     (umask 077 && od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >data/token)
 fi

@@ -5,6 +5,8 @@
 #include <iostream>
 #include <string>
 
+#include <sys/stat.h>
+
 #include <spdlog/spdlog.h>
 
 #include "sched/common/app_main.hpp"
@@ -30,7 +32,8 @@ registry and callback API, /healthz, /readyz, /metrics and /status.
   --version       print the version and exit
 
 Environment: SCHED_TOKEN (the API token; generated and printed when neither it nor `token` is
-set), SCHED_DB_PASSWORD.
+set), SCHED_DB_PASSWORD. Files it creates are private (umask 077: the data directory 0700, the
+SQLite file and its -wal/-shm 0600).
 Exit codes: 0 stopped cleanly, 1 runtime failure, 2 bad arguments or configuration.
 )";
 
@@ -81,6 +84,9 @@ int main(int argc, char** argv) {
         return 2;
     }
     if (parsed.args.check_config) return sched::ReportConfigOk();
+    // Everything this process creates (the data directory, the SQLite file and its -wal/-shm,
+    // anything added later) holds the schedule and secrets: private to its user by default.
+    ::umask(077);
     sched::SetupLogging(config.log);
     bool generated_token = false;
     if (config.token.empty()) {

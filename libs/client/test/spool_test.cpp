@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <fstream>
 
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include "impl/fire_log.hpp"
@@ -65,6 +67,25 @@ TEST_F(SpoolTest, DeliveringEverythingRemovesTheFiles) {
     EXPECT_FALSE(std::filesystem::exists(dir_ / "results.acked"));
     ASSERT_TRUE(spool.Append({Result(2)}).ok());
     EXPECT_EQ(Fires(spool.Peek(10)), std::vector<std::int64_t>{2});
+}
+
+TEST_F(SpoolTest, ANewSpoolDirectoryAndItsFilesArePrivate) {
+    const mode_t old_umask = ::umask(022);  // the usual default, which would give 0755 / 0644
+    {
+        ResultSpool spool(dir_);
+        ASSERT_TRUE(spool.Append({Result(1), Result(2)}).ok());
+        ASSERT_TRUE(spool.Ack(1).ok());
+        const auto mode = [](const std::filesystem::path& p) {
+            struct stat st {};
+            return ::stat(p.c_str(), &st) == 0 ? static_cast<int>(st.st_mode & 0777) : -1;
+        };
+        EXPECT_EQ(mode(dir_), 0700);
+        for (const char* name : {"lock", "results.jsonl", "results.acked"}) {
+            ASSERT_TRUE(std::filesystem::exists(dir_ / name)) << name;
+            EXPECT_EQ(mode(dir_ / name), 0600) << name;
+        }
+    }
+    ::umask(old_umask);
 }
 
 TEST_F(SpoolTest, ASecondSpoolOnTheSameDirectoryIsRefused) {

@@ -1,9 +1,17 @@
 #include "sched/db/database.hpp"
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
 #include <thread>
 
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <soci/mysql/soci-mysql.h>
 
 #include <gtest/gtest.h>
 
@@ -237,6 +245,136 @@ TEST(Database, UnwritableSqlitePathIsNotRetried) {
     auto db = Database::Open(*url);
     ASSERT_FALSE(db.ok());
     EXPECT_NE(db.status().code(), Code::kUnavailable) << db.status().ToString();
+}
+
+// --- SQLite files on disk: modes and a full disk -------------------------------------------
+
+std::filesystem::path FreshDir(const std::string& what) {
+    return std::filesystem::temp_directory_path() /
+           ("sched-db-" + what + "-" + std::to_string(::getpid()) + "-" +
+            std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+}
+
+int ModeOf(const std::filesystem::path& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 ? static_cast<int>(st.st_mode & 0777) : -1;
+}
+
+TEST(SqliteFiles, ANewDatabaseAndItsWalAndShmAre0600InDirectoriesCreated0700) {
+    const auto root = FreshDir("modes");
+    const mode_t old_umask = ::umask(022);  // the usual default: SQLite alone would give 0644 / 0755
+    {
+        auto url = ParseDbUrl("sqlite://" + (root / "data/sub/s.db").string());
+        ASSERT_TRUE(url.ok());
+        auto db = Database::Open(*url);
+        ASSERT_TRUE(db.ok()) << db.status().ToString();
+        ASSERT_TRUE((*db)->Run([](soci::session& s) { s << "CREATE TABLE t (k INT)"; }).ok());
+        ASSERT_TRUE((*db)->Run([](soci::session& s) { s << "INSERT INTO t VALUES (1)"; }).ok());
+        EXPECT_EQ(ModeOf(root / "data"), 0700);
+        EXPECT_EQ(ModeOf(root / "data/sub"), 0700);
+        for (const char* name : {"s.db", "s.db-wal", "s.db-shm"}) {
+            ASSERT_TRUE(std::filesystem::exists(root / "data/sub" / name)) << name;
+            EXPECT_EQ(ModeOf(root / "data/sub" / name), 0600) << name;
+        }
+    }
+    ::umask(old_umask);
+    std::filesystem::remove_all(root);
+}
+
+TEST(SqliteFiles, AnExistingDirectoryKeepsItsMode) {
+    const auto root = FreshDir("keep");
+    std::filesystem::create_directories(root);
+    ::chmod(root.c_str(), 0750);
+    {
+        auto db = Database::Open(*ParseDbUrl("sqlite://" + (root / "s.db").string()));
+        ASSERT_TRUE(db.ok()) << db.status().ToString();
+    }
+    EXPECT_EQ(ModeOf(root), 0750);
+    EXPECT_EQ(ModeOf(root / "s.db"), 0600);
+    std::filesystem::remove_all(root);
+}
+
+/// A tmpfs of `size` mounted on a fresh directory for one test, unmounted (by path) at the end.
+class TinyFileSystem {
+  public:
+    explicit TinyFileSystem(const std::string& size) : dir_(FreshDir("tmpfs")) {
+        std::filesystem::create_directories(dir_);
+        const std::string options = "size=" + size + ",mode=0700";
+        if (::mount("tmpfs", dir_.c_str(), "tmpfs", 0, options.c_str()) == 0) {
+            mounted_ = true;
+        } else {
+            error_ = std::string("mount tmpfs: ") + std::strerror(errno);
+        }
+    }
+    ~TinyFileSystem() {
+        if (mounted_) ::umount2(dir_.c_str(), MNT_DETACH);
+        std::error_code ec;
+        std::filesystem::remove_all(dir_, ec);
+    }
+    bool mounted() const { return mounted_; }
+    const std::string& error() const { return error_; }
+    const std::filesystem::path& dir() const { return dir_; }
+
+    /// Writes a filler file until the file system is full.
+    void Fill() {
+        const int fd = ::open((dir_ / "filler").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        ASSERT_GE(fd, 0);
+        const std::string chunk(4096, 'x');
+        while (::write(fd, chunk.data(), chunk.size()) > 0) {
+        }
+        ::close(fd);
+    }
+    void Free() { std::filesystem::remove(dir_ / "filler"); }
+
+  private:
+    std::filesystem::path dir_;
+    bool mounted_ = false;
+    std::string error_;
+};
+
+TEST(SqliteDiskFull, AFullDiskIsUnavailableNamingTheDiskAndWritesWorkOnceSpaceReturns) {
+    TinyFileSystem fs("2m");
+    if (!fs.mounted()) {
+        GTEST_SKIP() << "cannot mount a tmpfs here (" << fs.error() << "): run as root to test a full disk";
+    }
+    auto url = ParseDbUrl("sqlite://" + (fs.dir() / "s.db").string());
+    ASSERT_TRUE(url.ok());
+    auto opened = Database::Open(*url);
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    Database& db = **opened;
+    ASSERT_TRUE(db.Run([](soci::session& s) { s << "CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT)"; }).ok());
+    fs.Fill();
+    // Rows larger than any free page the file already has: the write needs new space.
+    const std::string big(256 * 1024, 'v');
+    Status full = Status::Ok();
+    for (int i = 0; i < 16 && full.ok(); ++i) {
+        full = db.Run([&](soci::session& s) { s << "INSERT INTO t (v) VALUES (:v)", soci::use(big); });
+    }
+    ASSERT_FALSE(full.ok()) << "the disk never filled";
+    EXPECT_EQ(full.code(), Code::kUnavailable) << full.ToString();
+    EXPECT_NE(full.message().find("disk is full"), std::string::npos) << full.ToString();
+
+    fs.Free();
+    Status again = db.Run([&](soci::session& s) { s << "INSERT INTO t (v) VALUES (:v)", soci::use(big); });
+    EXPECT_TRUE(again.ok()) << again.ToString();
+}
+
+TEST(MySqlErrors, AFullServerDiskIsUnavailableNotResourceExhausted) {
+    const std::pair<int, std::string> cases[] = {
+        {1021, "Disk full (/var/tmp/#sql_1.MAI); waiting for someone to free some space..."},
+        {1114, "The table 'job_fire' is full"},
+        {3, "Error writing file './sched/job_fire.ibd' (Errcode: 28 \"No space left on device\")"},
+        {1030, "Got error 28 \"No space left on device\" from storage engine InnoDB"},
+    };
+    for (const auto& [code, text] : cases) {
+        const soci::mysql_soci_error e(text, code);
+        const Status s = ClassifyError(e);
+        EXPECT_EQ(s.code(), Code::kUnavailable) << code << ": " << s.ToString();
+        EXPECT_NE(s.message().find("disk is full"), std::string::npos) << s.ToString();
+    }
+    // Another storage-engine errno stays an internal error.
+    const soci::mysql_soci_error other("Got error 128 \"Too many transactions\" from storage engine InnoDB", 1030);
+    EXPECT_EQ(ClassifyError(other).code(), Code::kInternal);
 }
 
 }  // namespace

@@ -75,10 +75,14 @@ std::optional<CallbackResult> CallbackResult::FromSpoolLine(std::string_view lin
 ResultSpool::ResultSpool(std::filesystem::path dir)
     : dir_(std::move(dir)), data_path_(dir_ / "results.jsonl"), acked_path_(dir_ / "results.acked") {
     std::error_code ec;
+    const bool existed = std::filesystem::exists(dir_, ec);
     std::filesystem::create_directories(dir_, ec);
     if (ec) throw std::runtime_error("spool-dir " + dir_.string() + ": cannot create: " + ec.message());
+    // Spooled results carry handler messages: a directory this process creates is private (0700)
+    // and so are its files (0600); an existing directory keeps the mode its operator gave it.
+    if (!existed) std::filesystem::permissions(dir_, std::filesystem::perms::owner_all, ec);
     const auto lock_path = dir_ / "lock";
-    lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (lock_fd_ < 0) throw std::runtime_error("spool-dir " + dir_.string() + ": cannot open lock file: " + Errno());
     if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
         ::close(lock_fd_);
@@ -139,7 +143,7 @@ Status ResultSpool::Append(const std::vector<CallbackResult>& results) {
     if (results.empty()) return Status::Ok();
     if (data_fd_ < 0) {
         const bool existed = std::filesystem::exists(data_path_);
-        data_fd_ = ::open(data_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        data_fd_ = ::open(data_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
         if (data_fd_ < 0) return Internal("spool " + data_path_.string() + ": cannot open: " + Errno());
         if (!existed) SyncDir(dir_);
     }
@@ -193,7 +197,7 @@ Status ResultSpool::Ack(std::size_t n) {
         return Status::Ok();
     }
     const auto tmp = acked_path_.string() + ".tmp";
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) return Internal("spool " + tmp + ": cannot open: " + Errno());
     const std::string text = std::to_string(offset) + "\n";
     const bool ok = WriteAll(fd, text) && ::fsync(fd) == 0;
