@@ -1,14 +1,23 @@
 // The scheduler-standalone binary as an operator runs it: real process, real HTTP on loopback.
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <thread>
 
 #include <gtest/gtest.h>
 
 #include "../support/child_process.hpp"
 #include "sched/common/node_id.hpp"
+#include "sched/db/database.hpp"
 
 namespace sched {
 namespace {
@@ -148,6 +157,222 @@ TEST_F(StandaloneProcess, SigtermWhileWaitingForTheDatabaseStopsPromptly) {
     auto code = p.WaitForExit(10s);
     ASSERT_TRUE(code) << "ignored SIGTERM while retrying";
     EXPECT_EQ(*code, 0);
+}
+
+// --- issue 13: private files, a full disk, readiness without a leader, strict internal bodies ---
+
+int ModeOf(const std::filesystem::path& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 ? static_cast<int>(st.st_mode & 0777) : -1;
+}
+
+std::string TokenOf(ChildProcess& p) {
+    auto line = p.WaitForStdoutLine("token (generated): ", 20s);
+    return line ? line->substr(line->rfind(' ') + 1) : std::string();
+}
+
+// Polls `done` every 50 ms until it holds or `timeout` passes.
+bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!done()) {
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(50ms);
+    }
+    return true;
+}
+
+TEST_F(StandaloneProcess, TheDataDirectoryAndTheDatabaseFilesArePrivate) {
+    const mode_t old_umask = ::umask(022);  // the usual default: 0755 directories, 0644 files
+    ChildProcess p({SCHED_STANDALONE_BIN, "--config", DefaultConfig()}, dir_.string());
+    ::umask(old_umask);
+    ASSERT_TRUE(p.WaitForStdoutLine("listening on", 20s)) << p.stderr_text();
+    EXPECT_EQ(ModeOf(dir_ / "data"), 0700);
+    for (const char* name : {"s.db", "s.db-wal", "s.db-shm"}) {
+        ASSERT_TRUE(std::filesystem::exists(dir_ / "data" / name)) << name;
+        EXPECT_EQ(ModeOf(dir_ / "data" / name), 0600) << name;
+    }
+    p.Signal(SIGTERM);
+    EXPECT_EQ(p.WaitForExit(10s), 0);
+}
+
+/// A tmpfs of `size` on a fresh directory for one test, unmounted by path at the end.
+class TinyFileSystem {
+  public:
+    TinyFileSystem(std::filesystem::path dir, const std::string& size) : dir_(std::move(dir)) {
+        std::filesystem::create_directories(dir_);
+        const std::string options = "size=" + size + ",mode=0700";
+        if (::mount("tmpfs", dir_.c_str(), "tmpfs", 0, options.c_str()) == 0) {
+            mounted_ = true;
+        } else {
+            error_ = std::string("mount tmpfs: ") + std::strerror(errno);
+        }
+    }
+    ~TinyFileSystem() {
+        if (mounted_) ::umount2(dir_.c_str(), MNT_DETACH);
+    }
+    bool mounted() const { return mounted_; }
+    const std::string& error() const { return error_; }
+    void Fill() {
+        const int fd = ::open((dir_ / "filler").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        ASSERT_GE(fd, 0);
+        const std::string chunk(4096, 'x');
+        while (::write(fd, chunk.data(), chunk.size()) > 0) {
+        }
+        ::close(fd);
+    }
+    void Free() { std::filesystem::remove(dir_ / "filler"); }
+
+  private:
+    std::filesystem::path dir_;
+    bool mounted_ = false;
+    std::string error_;
+};
+
+TEST_F(StandaloneProcess, AFullDiskAnswers503UnavailableAndTheApiRecoversWhenSpaceReturns) {
+    TinyFileSystem fs(dir_ / "data", "8m");
+    if (!fs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here (" << fs.error() << "): a full disk needs root";
+    ChildProcess p({SCHED_STANDALONE_BIN, "--config", DefaultConfig()}, dir_.string());
+    const std::string token = TokenOf(p);
+    ASSERT_FALSE(token.empty()) << p.stderr_text();
+    auto line = p.WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
+    ASSERT_TRUE(line) << p.stderr_text();
+    const auto port = PortOf(*line);
+    const std::string params(60000, 'p');
+    int n = 0;
+    const auto create = [&] {
+        const std::string body = R"({"name": "job-)" + std::to_string(++n) +
+                                 R"(", "app": "demo", "handler": "echo", "schedule_type": "manual",)"
+                                 R"( "schedule_expr": "", "params": ")" +
+                                 params + R"("})";
+        return testing::HttpCall(port, "POST", "/api/v1/jobs", body, token);
+    };
+    auto first = create();
+    ASSERT_EQ(first.first, 201) << first.second;
+
+    fs.Fill();
+    std::pair<int, std::string> refused{0, ""};
+    for (int i = 0; i < 300; ++i) {
+        refused = create();
+        if (refused.first != 201) break;
+    }
+    EXPECT_EQ(refused.first, 503) << refused.second;
+    EXPECT_NE(refused.second.find("\"code\":\"unavailable\""), std::string::npos) << refused.second;
+    EXPECT_NE(refused.second.find("disk is full"), std::string::npos) << refused.second;
+
+    fs.Free();
+    std::pair<int, std::string> again{0, ""};
+    EXPECT_TRUE(WaitFor(
+        [&] {
+            again = create();
+            return again.first == 201;
+        },
+        15s))
+        << again.first << " " << again.second;
+    p.Signal(SIGTERM);
+    EXPECT_EQ(p.WaitForExit(15s), 0) << p.stderr_text();
+}
+
+TEST_F(StandaloneProcess, ReadyzIsNotReadyWhileNoNodeLeadsAndReadyOnceOneDoes) {
+    // The node's lease statements give up after margin / 2 on a locked database; its heartbeat
+    // (busy-timeout 30 s) only waits. So the database stays "reachable" and only leadership stops.
+    const auto db_path = dir_ / "data/s.db";
+    const auto config =
+        WriteConfig("http:\n  listen: \"127.0.0.1:0\"\ndatabase:\n  url: \"sqlite://" + db_path.string() +
+                    "?busy-timeout=30s\"\nelection:\n  tick: 200ms\n  ttl: 1s\n  margin: 300ms\n"
+                    "log:\n  level: info\n");
+    ChildProcess p({SCHED_STANDALONE_BIN, "--config", config}, dir_.string());
+    auto line = p.WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
+    ASSERT_TRUE(line) << p.stderr_text();
+    const auto port = PortOf(*line);
+    std::pair<int, std::string> ready{0, ""};
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            ready = testing::HttpGet(port, "/readyz");
+            return ready.first == 200;
+        },
+        10s))
+        << ready.second;
+    EXPECT_EQ(ready.second, "ready\n");
+
+    auto url = db::ParseDbUrl("sqlite://" + db_path.string());
+    ASSERT_TRUE(url.ok());
+    auto db = db::Database::Open(*url);
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    auto session = (*db)->Acquire();
+    ASSERT_TRUE(session.ok());
+    **session << "BEGIN IMMEDIATE";  // holds the write lock: nobody can renew or take the lease
+    const auto locked_at = std::chrono::steady_clock::now();
+    std::pair<int, std::string> not_ready{0, ""};
+    const bool went_unready = WaitFor(
+        [&] {
+            not_ready = testing::HttpGet(port, "/readyz");
+            return not_ready.first == 503;
+        },
+        10s);
+    const auto unready_after = std::chrono::steady_clock::now() - locked_at;
+    **session << "COMMIT";
+    ASSERT_TRUE(went_unready) << "/readyz stayed " << not_ready.first << " " << not_ready.second;
+    EXPECT_NE(not_ready.second.find("no node has led the cluster"), std::string::npos) << not_ready.second;
+    // Not before ttl + tick (1.2 s) has passed without a leader; the lease was last renewed at
+    // most a tick before the lock.
+    EXPECT_GE(unready_after, 900ms);
+
+    EXPECT_TRUE(WaitFor(
+        [&] {
+            ready = testing::HttpGet(port, "/readyz");
+            return ready.first == 200;
+        },
+        10s))
+        << ready.second;
+    p.Signal(SIGTERM);
+    EXPECT_EQ(p.WaitForExit(15s), 0) << p.stderr_text();
+}
+
+TEST_F(StandaloneProcess, InternalRoutesTakeExactlyTheirFieldsAndNameTheBadOne) {
+    ChildProcess p({SCHED_STANDALONE_BIN, "--config", DefaultConfig()}, dir_.string());
+    const std::string token = TokenOf(p);
+    ASSERT_FALSE(token.empty()) << p.stderr_text();
+    auto line = p.WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
+    ASSERT_TRUE(line) << p.stderr_text();
+    const auto port = PortOf(*line);
+    const auto field_of = [](const std::string& body) {
+        const auto at = body.find("\"field\":\"");
+        if (at == std::string::npos) return std::string("<none>");
+        const auto from = at + 9;
+        return body.substr(from, body.find('"', from) - from);
+    };
+    const std::pair<std::string, std::string> fires[] = {
+        {R"({"epoch": 1, "fire_ids": [1], "priority": 9})", "priority"},
+        {R"({"epoch": 1, "fire_ids": "1"})", "fire_ids"},
+        {R"({"epoch": 1, "fire_ids": [1, "2"]})", "fire_ids"},
+        {R"({"epoch": 1, "fire_ids": [-4]})", "fire_ids"},
+        {R"({"epoch": "1", "fire_ids": [1]})", "epoch"},
+        {R"({"fire_ids": [1]})", "epoch"},
+        {R"({"epoch": 1})", "fire_ids"},
+        {R"([1, 2])", "body"},
+        {"fires please", "body"},
+    };
+    for (const auto& [body, field] : fires) {
+        auto [status, answer] = testing::HttpCall(port, "POST", "/internal/v1/fires", body, token);
+        EXPECT_EQ(status, 400) << body << " -> " << answer;
+        EXPECT_EQ(field_of(answer), field) << body << " -> " << answer;
+    }
+    EXPECT_EQ(testing::HttpCall(port, "POST", "/internal/v1/fires", R"({"epoch": 1, "fire_ids": []})", token).first,
+              202);
+    const std::pair<std::string, std::string> nudges[] = {
+        {R"({"now": true})", "now"},
+        {"[]", "body"},
+        {"nudge", "body"},
+    };
+    for (const auto& [body, field] : nudges) {
+        auto [status, answer] = testing::HttpCall(port, "POST", "/internal/v1/election/nudge", body, token);
+        EXPECT_EQ(status, 400) << body << " -> " << answer;
+        EXPECT_EQ(field_of(answer), field) << body << " -> " << answer;
+    }
+    EXPECT_EQ(testing::HttpCall(port, "POST", "/internal/v1/election/nudge", "", token).first, 200);
+    EXPECT_EQ(testing::HttpCall(port, "POST", "/internal/v1/election/nudge", "{}", token).first, 200);
+    p.Signal(SIGTERM);
+    EXPECT_EQ(p.WaitForExit(15s), 0) << p.stderr_text();
 }
 
 }  // namespace
