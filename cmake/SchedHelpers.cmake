@@ -27,21 +27,37 @@ function(sched_add_test name)
     endif()
     add_test(NAME ${name} COMMAND ${name})
     set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+    sched_note_in_process_test(${name} "${ARG_LABELS}")
 endfunction()
 
-# sched_add_db_test(<name> SOURCES ... [LIBS ...] [TIMEOUT s])
+# Tests that run in one process (labels unit, sqlite, mysql only; no real binaries, servers or
+# browsers) are collected in the global property SCHED_IN_PROCESS_TEST_TARGETS; the top-level
+# CMakeLists makes the target `in_process_tests` from it, which the ASan stage of
+# scripts/test.sh builds instead of everything.
+function(sched_note_in_process_test name labels)
+    foreach(label IN LISTS labels)
+        if(label AND NOT label MATCHES "^(unit|sqlite|mysql|fuzz)$")
+            return()
+        endif()
+    endforeach()
+    set_property(GLOBAL APPEND PROPERTY SCHED_IN_PROCESS_TEST_TARGETS ${name})
+endfunction()
+
+# sched_add_db_test(<name> SOURCES ... [LIBS ...] [LABELS ...] [TIMEOUT s])
 # A test binary whose cases are parameterised over the backends (instances named Sqlite and
 # MySql, see sched/db/testing/test_database.hpp). Registered twice: <name>.sqlite (label "unit")
-# and <name>.mysql (label "mysql"), so `ctest -L mysql` runs only the MariaDB cases.
+# and <name>.mysql (label "mysql"), so `ctest -L mysql` runs only the MariaDB cases. LABELS are
+# added to both (e.g. "process" for a test that starts the apps).
 function(sched_add_db_test name)
-    cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS" ${ARGN})
+    cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
     add_executable(${name} ${ARG_SOURCES})
     target_link_libraries(${name} PRIVATE ${ARG_LIBS} sched::db_testing GTest::gtest GTest::gtest_main)
     if(NOT ARG_TIMEOUT)
         set(ARG_TIMEOUT 300)
     endif()
     add_test(NAME ${name}.sqlite COMMAND ${name} --gtest_filter=-*MySql*)
-    set_tests_properties(${name}.sqlite PROPERTIES LABELS "unit;sqlite" TIMEOUT ${ARG_TIMEOUT})
+    set_tests_properties(${name}.sqlite PROPERTIES LABELS "unit;sqlite;${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
     add_test(NAME ${name}.mysql COMMAND ${name} --gtest_filter=*MySql*)
-    set_tests_properties(${name}.mysql PROPERTIES LABELS "mysql" TIMEOUT ${ARG_TIMEOUT})
+    set_tests_properties(${name}.mysql PROPERTIES LABELS "mysql;${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+    sched_note_in_process_test(${name} "unit;sqlite;mysql;${ARG_LABELS}")
 endfunction()

@@ -2,14 +2,24 @@
 # The whole test suite, from a fresh machine: installs what is missing, builds, starts a private
 # MariaDB on a free loopback port, runs ctest against it and SQLite, and always stops that
 # MariaDB by its PID and removes its data, also on failure or Ctrl-C.
-#   scripts/test.sh                 all tests
-#   scripts/test.sh -L mysql        only the MariaDB ones (any ctest arguments pass through)
-#   SCHED_PRESET=asan scripts/test.sh   under ASan+UBSan
+# Then, for the whole suite, a second stage: the in-process tests (labels unit and mysql, not
+# process/chaos/browser/install) once more under ASan + UBSan (preset asan), where any finding
+# fails the run.
+#   scripts/test.sh                 all tests, then the ASan stage (what CI runs)
+#   scripts/test.sh -L mysql        only the MariaDB ones (any ctest arguments pass through; no
+#                                   ASan stage unless SCHED_ASAN=1)
+#   SCHED_ASAN=0 scripts/test.sh    all tests, without the ASan stage (a quicker local run)
+#   SCHED_PRESET=asan scripts/test.sh   the whole suite under ASan+UBSan
 # Exits non-zero when any test fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 preset=${SCHED_PRESET:-ci}
+if [ $# -eq 0 ] && [ "$preset" != asan ]; then
+    asan=${SCHED_ASAN:-1}
+else
+    asan=${SCHED_ASAN:-0}
+fi
 scripts/deps.sh test
 cmake --preset "$preset" >/dev/null
 cmake --build --preset "$preset"
@@ -30,3 +40,16 @@ export SCHED_REQUIRE_MYSQL=1
 # The chaos suite's partition case needs network namespaces (root): fail rather than skip.
 export SCHED_REQUIRE_NETNS=1
 ctest --preset "$preset" "$@"
+
+[ "$asan" = 1 ] || exit 0
+# The ASan stage builds only the in-process test binaries (target in_process_tests, see
+# cmake/SchedHelpers.cmake): the apps and process tests would double its build time for tests
+# that mostly exercise the same code through real processes.
+start=$(date +%s)
+cmake --preset asan >/dev/null
+cmake --build --preset asan --target in_process_tests
+echo "asan stage: in_process_tests built in $(($(date +%s) - start)) s"
+# halt_on_error: a UBSan finding aborts the test (it only prints by default); leaks fail too.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+ctest --preset asan -L 'unit|mysql' -LE 'process|chaos|browser|install'
