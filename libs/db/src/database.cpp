@@ -103,7 +103,13 @@ void PrepareSqliteFile(const std::string& file) {
 
 Status ClassifyError(const std::exception& e, bool* connection_lost) {
     if (connection_lost != nullptr) *connection_lost = false;
-    const std::string what = e.what();
+    // soci appends the statement and every bound value: bounded, so a large value (a job's
+    // params) is not echoed back whole into an API error or a log line.
+    constexpr std::size_t kMaxWhat = 1024;
+    std::string what = e.what();
+    if (what.size() > kMaxWhat) {
+        what = what.substr(0, kMaxWhat) + "... (" + std::to_string(what.size() - kMaxWhat) + " more bytes)";
+    }
     if (const auto* my = dynamic_cast<const soci::mysql_soci_error*>(&e)) {
         const unsigned int err = my->err_num_;
         if (IsConnectionLossErrno(err)) {

@@ -351,12 +351,14 @@ TEST(SqliteDiskFull, AFullDiskIsUnavailableNamingTheDiskAndWritesWorkOnceSpaceRe
         full = db.Run([&](soci::session& s) { s << "INSERT INTO t (v) VALUES (:v)", soci::use(big); });
     }
     ASSERT_FALSE(full.ok()) << "the disk never filled";
-    EXPECT_EQ(full.code(), Code::kUnavailable) << full.ToString();
-    EXPECT_NE(full.message().find("disk is full"), std::string::npos) << full.ToString();
+    EXPECT_EQ(full.code(), Code::kUnavailable) << full.ToString().substr(0, 300);
+    EXPECT_NE(full.message().find("disk is full"), std::string::npos) << full.ToString().substr(0, 300);
+    // The bound 256 KiB value is not echoed whole.
+    EXPECT_LT(full.message().size(), 2048u);
 
     fs.Free();
     Status again = db.Run([&](soci::session& s) { s << "INSERT INTO t (v) VALUES (:v)", soci::use(big); });
-    EXPECT_TRUE(again.ok()) << again.ToString();
+    EXPECT_TRUE(again.ok()) << again.ToString().substr(0, 300);
 }
 
 TEST(MySqlErrors, AFullServerDiskIsUnavailableNotResourceExhausted) {
