@@ -1,6 +1,7 @@
 // The web UI as a person uses it, in headless Chromium (Debian's), driven by playwright-core:
 // sign in, create a job with a cron expression and watch its live preview, trigger it, and see
-// its fire appear and succeed on a real demo-client; then visit every page. A screenshot of each
+// its fire appear and succeed on a real demo-client; then visit every page, create a viewer and
+// an app-scoped executor token, and sign in as the viewer: no mutating control is offered. A screenshot of each
 // step goes to SCHED_SCREENSHOT_DIR. Every process this starts is stopped by its PID.
 //
 // Environment: SCHED_STANDALONE_BIN, SCHED_DEMO_CLIENT_BIN, SCHED_BROWSER_WORKDIR (where
@@ -229,13 +230,63 @@ async function main() {
       await shot(page, '12-cluster.png');
     });
 
+    let viewerToken = '';
     await step('tokens: create one and see its secret once', async () => {
       await page.getByRole('link', { name: 'Tokens' }).click();
       await page.locator('input[name="name"]').fill('ci-viewer');
+      if (await page.locator('input[name="apps"]').isVisible()) throw new Error('apps offered for a viewer token');
       await page.getByRole('button', { name: 'Create token' }).click();
-      await page.locator('.secret code', { hasText: /^sched_[0-9a-f]{64}$/ }).waitFor();
+      const secret = page.locator('.secret code', { hasText: /^sched_[0-9a-f]{64}$/ });
+      await secret.waitFor();
+      viewerToken = await secret.textContent();
       await page.locator('td', { hasText: 'ci-viewer' }).waitFor();
       await shot(page, '13-tokens.png');
+    });
+
+    await step('tokens: an executor token is scoped to its apps', async () => {
+      await page.locator('input[name="name"]').fill('billing-svc');
+      await page.locator('select[name="role"]').selectOption('executor');
+      await page.locator('input[name="apps"]').waitFor();
+      await page.getByRole('button', { name: 'Create token' }).click();
+      await page.locator('label.invalid .field-error', { hasText: 'apps: required' }).waitFor();
+      await page.locator('input[name="apps"]').fill('demo, billing');
+      await page.getByRole('button', { name: 'Create token' }).click();
+      await page.locator('.secret', { hasText: 'for demo, billing' }).waitFor();
+      await page.locator('tr', { hasText: 'billing-svc' }).locator('td', { hasText: 'demo, billing' }).waitFor();
+      await shot(page, '14-tokens-executor.png');
+    });
+
+    await step('a viewer sees no New job, Trigger, Pause, Delete or token form', async () => {
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByLabel('API token').fill(viewerToken);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: 'Jobs' }).waitFor();
+      const row = page.locator('tr[data-job]', { hasText: 'browser-hello' });
+      await row.waitFor();
+      await page.locator('#whoami', { hasText: 'ci-viewer (viewer)' }).waitFor();
+      const none = async (what, locator) => {
+        const n = await locator.count();
+        if (n !== 0) throw new Error(`a viewer is offered ${what} (${n})`);
+      };
+      await none('New job', page.getByRole('link', { name: 'New job' }));
+      await none('Trigger/Pause in the list', row.locator('button'));
+      await none('the Tokens section', page.locator('nav a[data-section="tokens"]:visible'));
+      await shot(page, '15-viewer-jobs.png');
+      await row.getByRole('link', { name: 'browser-hello' }).click();
+      await page.getByRole('heading', { name: /browser-hello/ }).waitFor();
+      await page.locator('tr[data-fire]').first().waitFor();
+      for (const name of ['Trigger now', 'Pause', 'Resume', 'Delete']) {
+        await none(name, page.getByRole('button', { name, exact: true }));
+      }
+      await none('Edit', page.getByRole('link', { name: 'Edit', exact: true }));
+      await shot(page, '16-viewer-job.png');
+      await page.goto(`${base}/#/tokens`);
+      await page.getByText('Only admins can see and create tokens.').waitFor();
+      await none('the token form', page.getByRole('button', { name: 'Create token' }));
+      await page.goto(`${base}/#/jobs/new`);
+      await page.getByText('cannot create or edit jobs').waitFor();
+      await none('the job form', page.getByRole('button', { name: 'Create job' }));
+      await shot(page, '17-viewer-no-forms.png');
     });
 
     if (problems.length) throw new Error(`the page reported errors:\n  ${problems.join('\n  ')}`);

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../support/child_process.hpp"
+#include "../support/tokens.hpp"
 #include "sched/common/node_id.hpp"
 #include "sched/db/migrator.hpp"
 #include "sched/db/testing/test_database.hpp"
@@ -176,15 +177,39 @@ TEST_P(TriggerProcessTest, EverySecondJobFiresEachSecondOnceAndPausedJobStops) {
     }
 }
 
-TEST_P(TriggerProcessTest, AnExecutorTokenOpensOnlyTheExecutorApi) {
+// Issue 14: a service holding only an executor token scoped to its app (from the token table,
+// as the web module checks it) can use a trigger node's executor API, for its app only; the
+// node-to-node routes stay with the cluster token.
+TEST_P(TriggerProcessTest, AnAppScopedExecutorTokenOpensOnlyItsAppsOnTheExecutorApi) {
+    const std::string demo = sched::testing::StoreExecutorToken(db(), "demo-svc", {"demo"});
     StartTrigger({"SCHED_EXECUTOR_TOKEN=ex3cutor"});
     const auto port = static_cast<unsigned short>(port_);
     const std::string beat = R"({"app":"demo","address":"127.0.0.1:1","handlers":["echo"],"capacity":1,"running":0})";
-    EXPECT_EQ(sched::testing::HttpCall(port, "POST", "/api/v1/registry/heartbeat", beat, "ex3cutor").first, 200);
+    const std::string other = R"({"app":"other","address":"127.0.0.1:2","handlers":["echo"]})";
+    EXPECT_EQ(sched::testing::HttpCall(port, "POST", "/api/v1/registry/heartbeat", beat, demo).first, 200);
+    const auto foreign = sched::testing::HttpCall(port, "POST", "/api/v1/registry/heartbeat", other, demo);
+    EXPECT_EQ(foreign.first, 403) << foreign.second;
+    EXPECT_NE(foreign.second.find("\"field\":\"app\""), std::string::npos) << foreign.second;
+    EXPECT_EQ(
+        sched::testing::HttpCall(port, "POST", "/api/v1/locks/k/acquire", R"({"app":"demo","lease_ms":5000})", demo)
+            .first,
+        200);
+    EXPECT_EQ(
+        sched::testing::HttpCall(port, "POST", "/api/v1/locks/k/acquire", R"({"app":"other","lease_ms":5000})", demo)
+            .first,
+        403);
     EXPECT_EQ(sched::testing::HttpCall(port, "POST", "/api/v1/registry/heartbeat", beat, "t0ken").first, 200);
     EXPECT_EQ(sched::testing::HttpCall(port, "POST", "/api/v1/registry/heartbeat", beat, "wrong").first, 401);
+    // A configured executor token is what slaves send; it opens the executor API only as a
+    // token of the table does (this one is not in it).
+    EXPECT_EQ(sched::testing::HttpCall(port, "POST", "/api/v1/registry/heartbeat", beat, "ex3cutor").first, 401);
+    auto registered = store::ExecutorRepository(db()).List();
+    ASSERT_TRUE(registered.ok());
+    ASSERT_EQ(registered->size(), 1u);
+    EXPECT_EQ(registered->front().app, "demo");
     // Node-to-node routes stay with the cluster token.
     const std::string fires = R"({"epoch":1,"fire_ids":[]})";
+    EXPECT_EQ(sched::testing::HttpCall(port, "POST", "/internal/v1/fires", fires, demo).first, 401);
     EXPECT_EQ(sched::testing::HttpCall(port, "POST", "/internal/v1/fires", fires, "ex3cutor").first, 401);
     EXPECT_NE(sched::testing::HttpCall(port, "POST", "/internal/v1/fires", fires, "t0ken").first, 401);
 }

@@ -557,6 +557,7 @@ void Runtime::ReportNeverStarted(const RunPtr& run, const std::string& message) 
 }
 
 void Runtime::Report(CallbackResult result) {
+    result.address = address_;  // the server checks that the result comes from the instance that ran it
     if (result.status == "succeeded") {
         ++counters_.succeeded;
     } else if (result.status == "failed") {

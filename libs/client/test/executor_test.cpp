@@ -195,6 +195,9 @@ TEST_F(ExecutorTest, FailuresAndExceptionsAreReportedAsFailed) {
     const auto threw = ResultOf(2);
     EXPECT_EQ(threw["status"], "failed");
     EXPECT_EQ(threw["message"], "handler threw: boom");
+    // Every result names the dispatch it answers and the instance that ran it (issue 14).
+    EXPECT_EQ(failed["epoch"], 1);
+    EXPECT_EQ(failed["address"], executor_->address());
 }
 
 TEST_F(ExecutorTest, BadRequestsGet4xxNamingTheFieldAndTheExecutorKeepsServing) {

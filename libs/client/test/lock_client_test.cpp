@@ -77,7 +77,8 @@ class LockClientTest : public ::testing::Test {
     }
 
     nlohmann::json Inspect(const std::string& key) {
-        auto r = http_.Get(url_ + "/api/v1/locks/" + key, {.bearer_token = kToken});
+        // The SDK locks in its app's namespace (docs/locks.md).
+        auto r = http_.Get(url_ + "/api/v1/locks/" + key + "?app=lock-test", {.bearer_token = kToken});
         EXPECT_TRUE(r.ok() && r->status == 200) << (r.ok() ? r->body : r.status().ToString());
         return r.ok() ? *r->Json() : nlohmann::json();
     }
@@ -152,13 +153,40 @@ TEST_F(LockClientTest, TheWatchdogKeepsTheLockPastSeveralLeases) {
     EXPECT_FALSE(lock->LostToken().stop_requested());
 }
 
+// Issue 14: a service holding only an executor token scoped to its app takes locks (in its app's
+// namespace); a token scoped to another app is refused.
+TEST_F(LockClientTest, AnAppScopedExecutorTokenLocksInItsAppsNamespace) {
+    const auto create = [&](const std::string& app) {
+        auto r =
+            http_.PostJson(url_ + "/api/v1/tokens", {{"name", "svc-" + app}, {"role", "executor"}, {"apps", {app}}},
+                           {.bearer_token = kToken});
+        EXPECT_TRUE(r.ok() && r->status == 201) << (r.ok() ? r->body : r.status().ToString());
+        return r.ok() ? (*r->Json()).value("token", "") : "";
+    };
+    auto mine = Options();
+    mine.token = create("lock-test");
+    Executor a(mine);
+    auto lock = a.Lock("scoped", 5s);
+    ASSERT_TRUE(lock.ok()) << lock.status().ToString();
+    EXPECT_EQ(Inspect("scoped")["owner"], lock->owner());
+
+    auto theirs = Options();
+    theirs.token = create("other-app");
+    Executor b(theirs);
+    auto refused = b.Lock("scoped", 5s);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), Code::kPermissionDenied) << refused.status().ToString();
+    EXPECT_TRUE(lock->Release().ok());
+}
+
 TEST_F(LockClientTest, ALockReleasedBehindItsBackIsSignalledLost) {
     Executor a(Options());
     auto lock = a.Lock("stolen", 600ms);
     ASSERT_TRUE(lock.ok());
     // An operator frees it with the owner token (as after a stuck job).
     auto freed = http_.PostJson(url_ + "/api/v1/locks/stolen/release",
-                                {{"owner", lock->owner()}, {"epoch", lock->epoch()}}, {.bearer_token = kToken});
+                                {{"app", "lock-test"}, {"owner", lock->owner()}, {"epoch", lock->epoch()}},
+                                {.bearer_token = kToken});
     ASSERT_TRUE(freed.ok() && freed->status == 200);
     // The next extend (within lease / 3) is refused: the guard says so.
     ASSERT_TRUE(WaitFor([&] { return lock->LostToken().stop_requested(); }, 5s));

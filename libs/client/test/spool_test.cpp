@@ -131,6 +131,14 @@ TEST(CallbackResult, ProtocolJsonHasExactlyTheDesignFields) {
     std::sort(keys.begin(), keys.end());
     EXPECT_EQ(keys, (std::vector<std::string>{"attempt", "code", "epoch", "finished_ms", "fire_id", "message",
                                               "started_ms", "status"}));
+    // With the executor's address (what the server checks the dispatch against), it is sent
+    // and survives the spool.
+    r.address = "10.0.0.1:7000";
+    EXPECT_EQ(r.ToJson()["address"], "10.0.0.1:7000");
+    const auto back = CallbackResult::FromSpoolLine(r.ToSpoolLine());
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back->address, "10.0.0.1:7000");
+    EXPECT_EQ(back->callback_url, "http://x/cb");
 }
 
 TEST(FireLogBook, PagesLinesAndForgetsOldestFinishedFires) {

@@ -12,10 +12,13 @@ namespace {
 constexpr std::array<std::string_view, 9> kStatusNames = {"pending", "dispatching", "running", "succeeded", "failed",
                                                           "timeout", "killed",      "lost",    "skipped"};
 constexpr std::array<std::string_view, 4> kKindNames = {"schedule", "manual", "retry", "misfire"};
+constexpr std::array<std::string_view, 8> kOutcomeNames = {
+    "applied", "duplicate", "conflict", "not_found", "forbidden", "stale_attempt", "stale_epoch", "wrong_executor"};
 
 constexpr const char* kColumns =
     "id, job_id, scheduled_time, kind, attempt, shard_index, shard_total, epoch, assigned_node, executor_address, "
-    "status, due_at, followup, created_at, dispatched_at, started_at, finished_at, result_code, result_message";
+    "status, due_at, followup, created_at, dispatched_at, started_at, finished_at, result_code, result_message, "
+    "dispatch_epoch";
 
 struct FireRow {
     Fire fire;
@@ -29,6 +32,7 @@ struct FireRow {
     impl::NullableInt64 finished_at;
     impl::NullableInt64 result_code;
     impl::NullableString result_message;
+    impl::NullableInt64 dispatch_epoch;
 
     void BindInto(soci::statement& st) {
         st.exchange(soci::into(fire.id));
@@ -50,6 +54,7 @@ struct FireRow {
         st.exchange(soci::into(finished_at.value, finished_at.ind));
         st.exchange(soci::into(result_code.value, result_code.ind));
         st.exchange(soci::into(result_message.value, result_message.ind));
+        st.exchange(soci::into(dispatch_epoch.value, dispatch_epoch.ind));
     }
     Fire Finish() {
         // Stored values come only from this code; an unknown one means a corrupted row.
@@ -66,6 +71,7 @@ struct FireRow {
         fire.finished_at = finished_at.get();
         fire.result_code = result_code.get() ? std::optional<int>(static_cast<int>(*result_code.get())) : std::nullopt;
         fire.result_message = result_message.get();
+        fire.dispatch_epoch = dispatch_epoch.get();
         return fire;
     }
 };
@@ -113,6 +119,75 @@ std::optional<FireKind> ParseFireKind(std::string_view name) {
         if (kKindNames[i] == name) return static_cast<FireKind>(i);
     }
     return std::nullopt;
+}
+
+std::string_view ResultOutcomeName(ResultOutcome outcome) {
+    return kOutcomeNames[static_cast<std::size_t>(outcome)];
+}
+
+ResultOutcome FireRepository::ApplyResult(soci::session& s, const ExecutorResult& r,
+                                          const std::function<bool(const std::string& app)>& app_allowed) {
+    const auto fire = Find(s, r.fire_id);
+    if (!fire) return ResultOutcome::kNotFound;
+    std::string app;
+    soci::indicator app_ind = soci::i_null;
+    s << "SELECT app FROM job WHERE id = :id", soci::use(fire->job_id, "id"), soci::into(app, app_ind);
+    const bool job_exists = s.got_data() && app_ind == soci::i_ok;
+    if (!app_allowed(job_exists ? app : std::string())) return ResultOutcome::kForbidden;
+    if (fire->attempt != r.attempt) return ResultOutcome::kStaleAttempt;
+    if (fire->status == r.status) return ResultOutcome::kDuplicate;
+    if (fire->status != FireStatus::kDispatching && fire->status != FireStatus::kRunning) {
+        return ResultOutcome::kConflict;
+    }
+    if (r.epoch && fire->dispatch_epoch && *r.epoch != *fire->dispatch_epoch) return ResultOutcome::kStaleEpoch;
+    if (r.address) {
+        if (fire->status == FireStatus::kRunning) {
+            if (fire->executor_address != r.address) return ResultOutcome::kWrongExecutor;
+        } else {
+            // Still dispatching: the slave has not recorded which instance took it, so the
+            // address must at least be an instance of this fire's app.
+            int registered = 0;
+            if (job_exists) {
+                s << "SELECT COUNT(*) FROM executor_instance WHERE app = :app AND address = :address",
+                    soci::use(app, "app"), soci::use(*r.address, "address"), soci::into(registered);
+            }
+            if (registered == 0) return ResultOutcome::kWrongExecutor;
+        }
+    }
+
+    // Every check again in the write itself: the row may have changed since it was read
+    // (READ COMMITTED reads do not lock), e.g. the slave recorded `running` on another address.
+    const std::string to(FireStatusName(r.status));
+    const int followup = 1;
+    std::string sql =
+        "UPDATE job_fire SET status = :to_status, finished_at = :finished_at, result_code = :result_code, "
+        "result_message = :result_message, followup = :followup";
+    if (r.started_ms > 0 && !fire->started_at) sql += ", started_at = :started_at";
+    const bool record_address = r.address && fire->status == FireStatus::kDispatching;
+    if (record_address) sql += ", executor_address = :address";
+    sql += " WHERE id = :id AND attempt = :attempt";
+    if (fire->status == FireStatus::kRunning) {
+        sql += " AND status = 'running'";
+        if (r.address) sql += " AND executor_address = :address";
+    } else {
+        sql += " AND status = 'dispatching'";
+    }
+    if (r.epoch && fire->dispatch_epoch) sql += " AND dispatch_epoch = :epoch";
+    soci::statement st(s);
+    st.exchange(soci::use(to, "to_status"));
+    st.exchange(soci::use(r.finished_ms, "finished_at"));
+    st.exchange(soci::use(r.result_code, "result_code"));
+    st.exchange(soci::use(r.result_message, "result_message"));
+    st.exchange(soci::use(followup, "followup"));
+    if (r.started_ms > 0 && !fire->started_at) st.exchange(soci::use(r.started_ms, "started_at"));
+    if (r.address) st.exchange(soci::use(*r.address, "address"));
+    st.exchange(soci::use(r.fire_id, "id"));
+    st.exchange(soci::use(r.attempt, "attempt"));
+    if (r.epoch && fire->dispatch_epoch) st.exchange(soci::use(*r.epoch, "epoch"));
+    st.alloc();
+    st.prepare(sql);
+    st.define_and_bind();
+    return impl::ExecuteAffected(st) == 1 ? ResultOutcome::kApplied : ResultOutcome::kConflict;
 }
 
 std::optional<Fire> FireRepository::Find(soci::session& s, std::int64_t id) {
@@ -181,6 +256,7 @@ int FireRepository::Transition(soci::session& s, std::int64_t id, std::initializ
     const std::string to_name(FireStatusName(to));
     std::string sql = "UPDATE job_fire SET status = :to_status";
     if (u.assigned_node) sql += ", assigned_node = :assigned_node";
+    if (u.dispatch_epoch) sql += ", dispatch_epoch = :dispatch_epoch";
     if (u.executor_address) sql += ", executor_address = :executor_address";
     if (u.dispatched_at) sql += ", dispatched_at = :dispatched_at";
     if (u.started_at) sql += ", started_at = :started_at";
@@ -193,6 +269,7 @@ int FireRepository::Transition(soci::session& s, std::int64_t id, std::initializ
     soci::statement st(s);
     st.exchange(soci::use(to_name, "to_status"));
     if (u.assigned_node) st.exchange(soci::use(*u.assigned_node, "assigned_node"));
+    if (u.dispatch_epoch) st.exchange(soci::use(*u.dispatch_epoch, "dispatch_epoch"));
     if (u.executor_address) st.exchange(soci::use(*u.executor_address, "executor_address"));
     if (u.dispatched_at) st.exchange(soci::use(*u.dispatched_at, "dispatched_at"));
     if (u.started_at) st.exchange(soci::use(*u.started_at, "started_at"));

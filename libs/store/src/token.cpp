@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include <nlohmann/json.hpp>
+
 #include "impl/query.hpp"
 
 namespace sched::store {
@@ -10,13 +12,28 @@ namespace {
 
 constexpr std::array<std::string_view, 4> kRoleNames = {"admin", "operator", "viewer", "executor"};
 
-constexpr const char* kColumns = "SELECT id, name, role, created_at, last_used_at, revoked_at FROM api_token";
+constexpr const char* kColumns =
+    "SELECT id, name, role, created_at, last_used_at, revoked_at, app_scope FROM api_token";
+
+// NULL is an executor token from before scopes existed: every app, as migration 002 records it.
+// Anything unreadable is no app at all, so a damaged row can only deny.
+std::vector<std::string> ScopeFromColumn(const std::optional<std::string>& text) {
+    if (!text) return {std::string(kAllApps)};
+    auto j = nlohmann::json::parse(*text, nullptr, false);
+    std::vector<std::string> out;
+    if (!j.is_array()) return out;
+    for (const auto& app : j) {
+        if (app.is_string()) out.push_back(app.get<std::string>());
+    }
+    return out;
+}
 
 struct TokenRow {
     ApiToken t;
     std::string role;
     impl::NullableInt64 last_used;
     impl::NullableInt64 revoked;
+    impl::NullableString app_scope;
 
     void BindInto(soci::statement& st) {
         st.exchange(soci::into(t.id));
@@ -25,6 +42,7 @@ struct TokenRow {
         st.exchange(soci::into(t.created_at));
         st.exchange(soci::into(last_used.value, last_used.ind));
         st.exchange(soci::into(revoked.value, revoked.ind));
+        st.exchange(soci::into(app_scope.value, app_scope.ind));
     }
     ApiToken Finish() {
         // Stored values come only from this code; an unknown role means a corrupted row.
@@ -34,6 +52,7 @@ struct TokenRow {
         out.role = *r;
         out.last_used_at = last_used.get();
         out.revoked_at = revoked.get();
+        if (out.role == Role::kExecutor) out.apps = ScopeFromColumn(app_scope.get());
         return out;
     }
 };
@@ -51,12 +70,16 @@ std::optional<Role> ParseRole(std::string_view name) {
     return std::nullopt;
 }
 
-Result<ApiToken> TokenRepository::Create(const std::string& name, Role role, const std::string& token_hash) {
+Result<ApiToken> TokenRepository::Create(const std::string& name, Role role, const std::string& token_hash,
+                                         const std::vector<std::string>& apps) {
     auto id = db_.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<std::int64_t> {
         const std::string role_name(RoleName(role));
-        s << "INSERT INTO api_token (name, token_hash, role, created_at) VALUES (:name, :hash, :role, " +
-                 std::string(db_.dialect().NowMs()) + ")",
-            soci::use(name, "name"), soci::use(token_hash, "hash"), soci::use(role_name, "role");
+        impl::NullableString scope;
+        if (role == Role::kExecutor) scope.set(nlohmann::json(apps).dump());
+        s << "INSERT INTO api_token (name, token_hash, role, created_at, app_scope) VALUES (:name, :hash, :role, " +
+                 std::string(db_.dialect().NowMs()) + ", :scope)",
+            soci::use(name, "name"), soci::use(token_hash, "hash"), soci::use(role_name, "role"),
+            soci::use(scope.value, scope.ind, "scope");
         long long new_id = 0;
         if (!s.get_last_insert_id("api_token", new_id)) return Internal("no id for the new token");
         return static_cast<std::int64_t>(new_id);

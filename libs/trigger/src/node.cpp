@@ -23,20 +23,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-rest::AuthHook MakeAuth(const NodeConfig& config) {
-    auto cluster = rest::BearerTokenAuth(config.token);
-    if (!config.executor_api || config.slave.executor_token == config.token) return cluster;
-    // The SDK speaks with one token both ways: the executor token it expects on /v1/run is the
-    // one it presents on the executor API (/api/v1/...). That token opens only those routes here,
-    // never /internal (node-to-node) or the admin data.
-    auto executor = rest::BearerTokenAuth(config.slave.executor_token);
-    return [cluster = std::move(cluster), executor = std::move(executor)](const rest::Request& req) -> Status {
-        Status s = cluster(req);
-        if (s.ok() || !req.path.starts_with("/api/v1/")) return s;
-        return executor(req).ok() ? Status::Ok() : s;
-    };
-}
-
 rest::Response BadField(const std::string& field, std::string message) {
     return rest::Response::Error(rest::ApiError{Code::kInvalidArgument, std::move(message), field});
 }
@@ -199,8 +185,8 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
 
     impl_->http = std::make_unique<rest::HttpClient>(io_.get_executor());
     AddRoutes();
-    impl_->server =
-        std::make_unique<rest::Server>(io_.get_executor(), config_.http, std::move(impl_->router), MakeAuth(config_));
+    impl_->server = std::make_unique<rest::Server>(io_.get_executor(), config_.http, std::move(impl_->router),
+                                                   rest::BearerTokenAuth(config_.token));
     try {
         impl_->server->Start();
     } catch (const std::exception& e) {
@@ -532,7 +518,10 @@ void TriggerNode::AddRoutes() {
         if (impl_->slave) impl_->slave->Notify(std::move(parsed->fire_ids));
         return rest::Response::Json({{"accepted", true}}, 202);
     });
-    if (config_.executor_api) web::AddExecutorRoutes(r, db_, db_pool_, config_.locks);
+    // The executor API authenticates inside its handlers against the token table (cluster token
+    // or API tokens, with executor tokens limited to their apps); the server's hook, which knows
+    // only the cluster token, guards everything else here (/internal).
+    if (config_.executor_api) web::AddExecutorRoutes(r, config_.token, db_, db_pool_, config_.locks);
 }
 
 }  // namespace sched::trigger

@@ -223,17 +223,18 @@ net::awaitable<void> Slave::Dispatch(store::Fire fire) {
     const std::int64_t now = time_.NowMs();
     auto claim = co_await impl::OnPool(db_pool_, [this, &fire, now] {
         return db_->InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<std::optional<Claim>> {
-            if (store::FireRepository::Transition(s, fire.id, {FireStatus::kPending}, FireStatus::kDispatching,
-                                                  {.dispatched_at = now}) != 1) {
-                return std::optional<Claim>();  // claimed elsewhere, or no longer pending
-            }
             Claim c;
-            c.fire = fire;
-            c.claimed_at = now;
-            c.job = store::JobRepository::Find(s, fire.job_id);
             soci::indicator ind = soci::i_null;
             s << "SELECT epoch FROM scheduler_lock WHERE namespace = :name", soci::use(lease_name_),
                 soci::into(c.epoch, ind);
+            // The epoch sent in /v1/run is recorded with the claim: a callback must carry it.
+            if (store::FireRepository::Transition(s, fire.id, {FireStatus::kPending}, FireStatus::kDispatching,
+                                                  {.dispatch_epoch = c.epoch, .dispatched_at = now}) != 1) {
+                return std::optional<Claim>();  // claimed elsewhere, or no longer pending
+            }
+            c.fire = fire;
+            c.claimed_at = now;
+            c.job = store::JobRepository::Find(s, fire.job_id);
             return std::optional<Claim>(c);
         });
     });

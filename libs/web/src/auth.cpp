@@ -2,11 +2,14 @@
 
 #include <sys/random.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
 #include <vector>
+
+#include <spdlog/spdlog.h>
 
 #include "impl/on_pool.hpp"
 #include "sched/web/sha256.hpp"
@@ -59,6 +62,8 @@ std::string_view PermissionName(Permission permission) {
             return "operator|executor";
         case Permission::kLockViewer:
             return "viewer|executor";
+        case Permission::kAnyToken:
+            return "any";
     }
     return "admin";
 }
@@ -68,7 +73,7 @@ Status Authorize(const Principal& principal, Permission permission) {
         return Status(Code::kPermissionDenied, "token \"" + principal.name + "\" (" +
                                                    std::string(store::RoleName(principal.role)) + "): " + why);
     };
-    if (permission == Permission::kPublic) return Status::Ok();
+    if (permission == Permission::kPublic || permission == Permission::kAnyToken) return Status::Ok();
     if (permission == Permission::kExecutor) {
         if (principal.cluster_token || principal.role == store::Role::kExecutor) return Status::Ok();
         return deny("the registry and callback routes need an executor token or the cluster token");
@@ -97,6 +102,35 @@ Status Authorize(const Principal& principal, Permission permission) {
     if (permission == Permission::kOperator || permission == Permission::kLockHolder) need = 2;
     if (rank(principal.role) >= need) return Status::Ok();
     return deny("this needs the " + std::string(PermissionName(permission)) + " role");
+}
+
+std::optional<std::string> AppNameProblem(std::string_view app) {
+    std::size_t code_points = 0;
+    for (const char c : app) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == 0x7f) return "control characters are not allowed in an app name";
+        if ((u & 0xC0) != 0x80) ++code_points;
+    }
+    if (code_points == 0 || code_points > kMaxAppName) {
+        return "an app name has 1.." + std::to_string(kMaxAppName) + " characters";
+    }
+    if (app == store::kAllApps) return "\"*\" (every app) is only the legacy scope; name the apps";
+    return std::nullopt;
+}
+
+bool IsAppScoped(const Principal& principal) {
+    if (principal.cluster_token || principal.role != store::Role::kExecutor) return false;
+    return std::find(principal.apps.begin(), principal.apps.end(), store::kAllApps) == principal.apps.end();
+}
+
+Status AuthorizeApp(const Principal& principal, std::string_view app) {
+    if (!IsAppScoped(principal)) return Status::Ok();
+    if (std::find(principal.apps.begin(), principal.apps.end(), app) != principal.apps.end()) return Status::Ok();
+    std::string scope;
+    for (const auto& a : principal.apps) scope += (scope.empty() ? "" : ", ") + a;
+    return Status(Code::kPermissionDenied, "token \"" + principal.name + "\" (executor) may act only for app(s) " +
+                                               (scope.empty() ? "(none)" : scope) + ", not for app \"" +
+                                               std::string(app) + "\"");
 }
 
 std::string NewSecret(std::size_t bytes) {
@@ -177,12 +211,22 @@ net::awaitable<Result<Principal>> TokenAuthenticator::Authenticate(const rest::R
                 return token.status();
             }
             (void)tokens.Touch(token->id);  // best effort: a failed stamp must not refuse the call
-            return std::optional<Principal>(Principal{.name = token->name, .role = token->role, .token_id = token->id});
+            return std::optional<Principal>(
+                Principal{.name = token->name, .role = token->role, .token_id = token->id, .apps = token->apps});
         };
         auto found = co_await impl::OnPool(db_pool_, lookup);
         if (!found.ok()) co_return found.status();
         principal = *found;
         Remember(hash, principal);
+        if (principal && principal->role == store::Role::kExecutor && !IsAppScoped(*principal)) {
+            std::lock_guard lock(mu_);
+            if (warned_legacy_.insert(principal->token_id).second) {
+                spdlog::warn(
+                    "web: executor token {} \"{}\" has the legacy scope \"*\" (every app); issue one scoped to its "
+                    "app(s) and revoke it",
+                    principal->token_id, principal->name);
+            }
+        }
     }
     if (!principal) co_return Status(Code::kUnauthenticated, "invalid or revoked bearer token");
     co_return *principal;

@@ -1,5 +1,8 @@
 #include "sched/web/executor_api.hpp"
 
+#include <algorithm>
+#include <array>
+#include <cctype>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -9,6 +12,7 @@
 #include "impl/lock_handlers.hpp"
 #include "impl/on_pool.hpp"
 #include "sched/http/json.hpp"
+#include "sched/http/url.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/registry.hpp"
 
@@ -18,15 +22,16 @@ namespace impl {
 
 namespace {
 
-struct CallbackItem {
-    std::int64_t fire_id = 0;
-    int attempt = 0;
-    store::FireStatus status = store::FireStatus::kSucceeded;
-    std::string code;
-    std::string message;
-    std::int64_t started_ms = 0;
-    std::int64_t finished_ms = 0;
-};
+// What the SDK sends (libs/client); anything else is a 400 naming the field, so that a typo or a
+// field from a newer protocol is never silently ignored.
+constexpr std::array<std::string_view, 5> kHeartbeatFields = {"app", "address", "handlers", "capacity", "running"};
+constexpr std::array<std::string_view, 2> kDeregisterFields = {"app", "address"};
+constexpr std::array<std::string_view, 9> kCallbackFields = {"fire_id", "attempt",    "epoch",       "status", "code",
+                                                             "message", "started_ms", "finished_ms", "address"};
+constexpr std::size_t kMaxAddress = 255;
+constexpr std::size_t kMaxHandlers = 1000;
+constexpr std::size_t kMaxHandlerName = 128;
+constexpr std::size_t kMaxCallbackItems = 1000;
 
 int CodeNumber(const std::string& name) {
     for (int c = 0; c <= static_cast<int>(Code::kUnauthenticated); ++c) {
@@ -35,28 +40,75 @@ int CodeNumber(const std::string& name) {
     return static_cast<int>(Code::kInternal);  // a code this build does not know
 }
 
-std::string Outcome(soci::session& s, const CallbackItem& item) {
-    const auto fire = store::FireRepository::Find(s, item.fire_id);
-    if (!fire) return "not_found";
-    if (fire->attempt != item.attempt) return "conflict";
-    if (fire->status == item.status) return "duplicate";
-    store::FireUpdate update{.finished_at = item.finished_ms,
-                             .result_code = CodeNumber(item.code),
-                             .result_message = item.message,
-                             .followup = true};
-    if (item.started_ms > 0 && !fire->started_at) update.started_at = item.started_ms;
-    // From dispatching too: a fast handler's result can arrive before the slave has recorded
-    // the 202 that started it.
-    const int moved = store::FireRepository::Transition(
-        s, item.fire_id, {store::FireStatus::kDispatching, store::FireStatus::kRunning}, item.status, update);
-    return moved == 1 ? "applied" : "conflict";
+// Why `address` is not an executor address ("host:port" a trigger node can dial), or nullopt.
+std::optional<std::string> AddressProblem(const std::string& address) {
+    if (address.size() > kMaxAddress) return "at most " + std::to_string(kMaxAddress) + " characters";
+    const bool chars_ok = std::all_of(address.begin(), address.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' || c == ':' ||
+               c == '[' || c == ']';
+    });
+    auto parsed = rest::HostPort::Parse(address);
+    if (!chars_ok || !parsed.ok() || parsed->host.empty() || parsed->port == 0) {
+        return "expected host:port (port 1..65535), got \"" + address.substr(0, 64) + "\"";
+    }
+    return std::nullopt;
+}
+
+// The items of a callback batch, or the 400 naming the first bad field. A plain function, not
+// part of the coroutine: g++ 12 miscompiles large coroutine frames (docs/architecture.md "Build").
+std::optional<rest::Response> ParseCallback(const nlohmann::json& body, bool scoped,
+                                            std::vector<store::ExecutorResult>& items) {
+    // An app-scoped token must say which dispatch and which instance a result is for; the
+    // cluster token and legacy tokens (older SDKs) may leave them out, and then they go unchecked.
+    for (std::size_t i = 0; i < body.size(); ++i) {
+        const std::string prefix = "[" + std::to_string(i) + "]";
+        const auto& raw = body[i];
+        if (raw.is_object()) {
+            for (const auto& [key, value] : raw.items()) {
+                if (std::find(kCallbackFields.begin(), kCallbackFields.end(), key) == kCallbackFields.end()) {
+                    return BadRequest(prefix + "." + key, prefix + "." + key + ": unknown field");
+                }
+            }
+        }
+        rest::JsonFields f(raw, prefix);
+        store::ExecutorResult item;
+        item.fire_id = f.Int("fire_id", {.min = 1});
+        item.attempt = static_cast<int>(f.Int("attempt", {.min = 0, .max = 1'000'000}));
+        const std::string status = f.Enum("status", "", {"succeeded", "failed", "timeout", "killed"});
+        const std::string code = f.String("code", "");
+        item.result_message = f.String("message", "");
+        item.started_ms = f.Int("started_ms", 0, {.min = 0});
+        item.finished_ms = f.Int("finished_ms", 0, {.min = 0});
+        const bool has_epoch = raw.is_object() && raw.contains("epoch") && !raw["epoch"].is_null();
+        const bool has_address = raw.is_object() && raw.contains("address") && !raw["address"].is_null();
+        if (has_epoch || scoped) item.epoch = f.Int("epoch", {.min = 0});
+        if (has_address || scoped) item.address = f.String("address");
+        if (f.ok() && status.empty()) f.Fail("status", "required");
+        if (f.ok() && code.size() > 64) f.Fail("code", "at most 64 characters");
+        if (f.ok() && item.address) {
+            if (auto problem = AddressProblem(*item.address)) f.Fail("address", *problem);
+        }
+        if (f.error()) return rest::Response::Error(*f.error());
+        item.status = *store::ParseFireStatus(status);
+        item.result_code = CodeNumber(code);
+        if (item.result_message.size() > 65535) item.result_message.resize(65535);
+        items.push_back(std::move(item));
+    }
+    return std::nullopt;
+}
+
+// 403 naming the app, in the uniform error body.
+rest::Response Forbidden(const Status& denied) {
+    return rest::Response::Error(denied, "app");
 }
 
 }  // namespace
 
-net::awaitable<rest::Response> HandleHeartbeat(rest::Request& req, db::Database& db, net::thread_pool& db_pool) {
+net::awaitable<rest::Response> HandleHeartbeat(rest::Request& req, const Principal& who, db::Database& db,
+                                               net::thread_pool& db_pool) {
     auto body = req.Json();
     if (!body.ok()) co_return rest::Response::Error(body.status(), "body");
+    if (auto unknown = RejectUnknownFields(*body, kHeartbeatFields)) co_return *unknown;
     rest::JsonFields f(*body);
     store::ExecutorInstance e;
     e.app = f.String("app");
@@ -64,9 +116,21 @@ net::awaitable<rest::Response> HandleHeartbeat(rest::Request& req, db::Database&
     e.handlers = f.StringList("handlers");
     e.capacity = static_cast<int>(f.Int("capacity", 0, {.min = 0, .max = 1'000'000}));
     e.running = static_cast<int>(f.Int("running", 0, {.min = 0, .max = 1'000'000}));
-    if (f.ok() && e.app.size() > 128) f.Fail("app", "at most 128 characters");
-    if (f.ok() && e.address.size() > 255) f.Fail("address", "at most 255 characters");
+    if (f.ok() && CodePoints(e.app) > kMaxAppName)
+        f.Fail("app", "at most " + std::to_string(kMaxAppName) + " characters");
+    if (f.ok()) {
+        if (auto problem = AddressProblem(e.address)) f.Fail("address", *problem);
+    }
+    if (f.ok() && e.handlers.size() > kMaxHandlers) {
+        f.Fail("handlers", "at most " + std::to_string(kMaxHandlers) + " handlers");
+    }
+    for (const auto& h : e.handlers) {
+        if (f.ok() && (h.empty() || h.size() > kMaxHandlerName)) {
+            f.Fail("handlers", "handler names have 1.." + std::to_string(kMaxHandlerName) + " characters");
+        }
+    }
     if (f.error()) co_return rest::Response::Error(*f.error());
+    if (Status allowed = AuthorizeApp(who, e.app); !allowed.ok()) co_return Forbidden(allowed);
     auto work = [&] {
         return store::ExecutorRepository(db).Heartbeat(e);
     };
@@ -75,13 +139,20 @@ net::awaitable<rest::Response> HandleHeartbeat(rest::Request& req, db::Database&
     co_return rest::Response::Json({{"registered", true}});
 }
 
-net::awaitable<rest::Response> HandleDeregister(rest::Request& req, db::Database& db, net::thread_pool& db_pool) {
+net::awaitable<rest::Response> HandleDeregister(rest::Request& req, const Principal& who, db::Database& db,
+                                                net::thread_pool& db_pool) {
     auto body = req.Json();
     if (!body.ok()) co_return rest::Response::Error(body.status(), "body");
+    if (auto unknown = RejectUnknownFields(*body, kDeregisterFields)) co_return *unknown;
     rest::JsonFields f(*body);
     const std::string app = f.String("app");
     const std::string address = f.String("address");
+    if (f.ok() && CodePoints(app) > kMaxAppName)
+        f.Fail("app", "at most " + std::to_string(kMaxAppName) + " characters");
+    if (f.ok() && address.size() > kMaxAddress)
+        f.Fail("address", "at most " + std::to_string(kMaxAddress) + " characters");
     if (f.error()) co_return rest::Response::Error(*f.error());
+    if (Status allowed = AuthorizeApp(who, app); !allowed.ok()) co_return Forbidden(allowed);
     auto work = [&] {
         return store::ExecutorRepository(db).Deregister(app, address);
     };
@@ -90,37 +161,28 @@ net::awaitable<rest::Response> HandleDeregister(rest::Request& req, db::Database
     co_return rest::Response::Json({{"deregistered", true}});
 }
 
-net::awaitable<rest::Response> HandleCallback(rest::Request& req, db::Database& db, net::thread_pool& db_pool) {
+net::awaitable<rest::Response> HandleCallback(rest::Request& req, const Principal& who, db::Database& db,
+                                              net::thread_pool& db_pool) {
     auto body = req.Json();
     if (!body.ok()) co_return rest::Response::Error(body.status(), "body");
     if (!body->is_array()) {
         co_return rest::Response::Error(InvalidArgument("body: expected an array of results"), "body");
     }
-    if (body->size() > 1000) {
-        co_return rest::Response::Error(InvalidArgument("body: at most 1000 results per call"), "body");
+    if (body->size() > kMaxCallbackItems) {
+        co_return rest::Response::Error(
+            InvalidArgument("body: at most " + std::to_string(kMaxCallbackItems) + " results per call"), "body");
     }
-    std::vector<CallbackItem> items;
-    for (std::size_t i = 0; i < body->size(); ++i) {
-        rest::JsonFields f((*body)[i], "[" + std::to_string(i) + "]");
-        CallbackItem item;
-        item.fire_id = f.Int("fire_id", {.min = 1});
-        item.attempt = static_cast<int>(f.Int("attempt", {.min = 0, .max = 1'000'000}));
-        const std::string status = f.Enum("status", "", {"succeeded", "failed", "timeout", "killed"});
-        item.code = f.String("code", "");
-        item.message = f.String("message", "");
-        item.started_ms = f.Int("started_ms", 0, {.min = 0});
-        item.finished_ms = f.Int("finished_ms", 0, {.min = 0});
-        if (f.ok() && status.empty()) f.Fail("status", "required");
-        if (f.error()) co_return rest::Response::Error(*f.error());
-        item.status = *store::ParseFireStatus(status);
-        if (item.message.size() > 65535) item.message.resize(65535);
-        items.push_back(std::move(item));
-    }
+    std::vector<store::ExecutorResult> items;
+    if (auto bad = ParseCallback(*body, IsAppScoped(who), items)) co_return *bad;
+    const auto app_allowed = [&who](const std::string& app) {
+        return AuthorizeApp(who, app).ok();
+    };
     auto work = [&] {
         return db.InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
             nlohmann::json results = nlohmann::json::array();
             for (const auto& item : items) {
-                results.push_back({{"fire_id", item.fire_id}, {"outcome", Outcome(s, item)}});
+                const auto outcome = store::FireRepository::ApplyResult(s, item, app_allowed);
+                results.push_back({{"fire_id", item.fire_id}, {"outcome", store::ResultOutcomeName(outcome)}});
             }
             return results;
         });
@@ -132,16 +194,16 @@ net::awaitable<rest::Response> HandleCallback(rest::Request& req, db::Database& 
 
 void AddSdkRoutes(Routes& routes) {
     auto ctx = routes.context();
-    using Fn = net::awaitable<rest::Response> (*)(rest::Request&, db::Database&, net::thread_pool&);
+    using Fn = net::awaitable<rest::Response> (*)(rest::Request&, const Principal&, db::Database&, net::thread_pool&);
     const std::pair<const char*, Fn> sdk_routes[] = {{"/api/v1/registry/heartbeat", &HandleHeartbeat},
                                                      {"/api/v1/registry/deregister", &HandleDeregister},
                                                      {"/api/v1/callback", &HandleCallback}};
     for (const auto& [pattern, fn] : sdk_routes) {
         routes.Add(rest::Method::kPost, pattern, Permission::kExecutor,
-                   [ctx, fn](rest::Request& req, const Principal&) -> net::awaitable<rest::Response> {
+                   [ctx, fn](rest::Request& req, const Principal& who) -> net::awaitable<rest::Response> {
                        auto db = ctx->database();
                        if (!db) co_return rest::Response::Error(Unavailable("the database is not open yet"));
-                       rest::Response response = co_await fn(req, *db, ctx->db_pool);
+                       rest::Response response = co_await fn(req, who, *db, ctx->db_pool);
                        co_return response;
                    });
     }
@@ -151,7 +213,7 @@ void AddSdkRoutes(Routes& routes) {
 void AddLockRoutes(Routes& routes) {
     auto ctx = routes.context();
     auto api = std::make_shared<LockApi>(ctx->options.locks, ctx->database, ctx->db_pool);
-    using Fn = net::awaitable<rest::Response> (LockApi::*)(rest::Request&);
+    using Fn = net::awaitable<rest::Response> (LockApi::*)(rest::Request&, const Principal&);
     const std::tuple<rest::Method, const char*, Permission, Fn> lock_routes[] = {
         {rest::Method::kPost, "/api/v1/locks/{key}/acquire", Permission::kLockHolder, &LockApi::Acquire},
         {rest::Method::kPost, "/api/v1/locks/{key}/extend", Permission::kLockHolder, &LockApi::Extend},
@@ -159,8 +221,8 @@ void AddLockRoutes(Routes& routes) {
         {rest::Method::kGet, "/api/v1/locks/{key}", Permission::kLockViewer, &LockApi::Inspect}};
     for (const auto& [method, pattern, permission, fn] : lock_routes) {
         routes.Add(method, pattern, permission,
-                   [api, fn](rest::Request& req, const Principal&) -> net::awaitable<rest::Response> {
-                       rest::Response response = co_await (api.get()->*fn)(req);
+                   [api, fn](rest::Request& req, const Principal& who) -> net::awaitable<rest::Response> {
+                       rest::Response response = co_await (api.get()->*fn)(req, who);
                        co_return response;
                    });
     }
@@ -168,23 +230,16 @@ void AddLockRoutes(Routes& routes) {
 
 }  // namespace impl
 
-void AddExecutorRoutes(rest::Router& router, std::shared_ptr<db::Database> db, net::thread_pool& db_pool,
-                       LockApiOptions locks) {
-    router.Add(rest::Method::kPost, "/api/v1/registry/heartbeat",
-               [db, &db_pool](rest::Request& req) { return impl::HandleHeartbeat(req, *db, db_pool); });
-    router.Add(rest::Method::kPost, "/api/v1/registry/deregister",
-               [db, &db_pool](rest::Request& req) { return impl::HandleDeregister(req, *db, db_pool); });
-    router.Add(rest::Method::kPost, "/api/v1/callback",
-               [db, &db_pool](rest::Request& req) { return impl::HandleCallback(req, *db, db_pool); });
-    auto api = std::make_shared<impl::LockApi>(
-        std::move(locks), [db] { return db; }, db_pool);
-    router.Add(rest::Method::kPost, "/api/v1/locks/{key}/acquire",
-               [api](rest::Request& req) { return api->Acquire(req); });
-    router.Add(rest::Method::kPost, "/api/v1/locks/{key}/extend",
-               [api](rest::Request& req) { return api->Extend(req); });
-    router.Add(rest::Method::kPost, "/api/v1/locks/{key}/release",
-               [api](rest::Request& req) { return api->Release(req); });
-    router.Add(rest::Method::kGet, "/api/v1/locks/{key}", [api](rest::Request& req) { return api->Inspect(req); });
+void AddExecutorRoutes(rest::Router& router, const std::string& cluster_token, std::shared_ptr<db::Database> db,
+                       net::thread_pool& db_pool, LockApiOptions locks, Micros auth_cache) {
+    WebOptions options;
+    options.token = cluster_token;
+    options.locks = std::move(locks);
+    options.auth_cache = auth_cache;
+    auto ctx = std::make_shared<impl::Context>(
+        options, [db] { return db; }, db_pool);
+    impl::Routes routes(router, ctx);
+    impl::AddSdkRoutes(routes);
 }
 
 }  // namespace sched::web

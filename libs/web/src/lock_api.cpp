@@ -39,9 +39,9 @@ using std::chrono::milliseconds;
 constexpr std::size_t kMaxKeyLength = 128;
 // DistributedLock keeps key K in the row "lock:K" (docs/locks.md, "Rows are named ...").
 constexpr std::string_view kRowPrefix = "lock:";
-constexpr std::array<std::string_view, 2> kAcquireFields = {"lease_ms", "wait_ms"};
-constexpr std::array<std::string_view, 3> kExtendFields = {"owner", "epoch", "lease_ms"};
-constexpr std::array<std::string_view, 2> kReleaseFields = {"owner", "epoch"};
+constexpr std::array<std::string_view, 3> kAcquireFields = {"app", "lease_ms", "wait_ms"};
+constexpr std::array<std::string_view, 4> kExtendFields = {"app", "owner", "epoch", "lease_ms"};
+constexpr std::array<std::string_view, 3> kReleaseFields = {"app", "owner", "epoch"};
 
 std::int64_t Ms(Micros d) {
     return std::chrono::duration_cast<milliseconds>(d).count();
@@ -60,13 +60,59 @@ std::optional<Response> CheckKey(std::string_view key) {
     return std::nullopt;
 }
 
+// A lock's name in DistributedLock's key space: "<app>/<key>" in an app's namespace (no key has
+// a '/', so the last one splits them), the bare key in the global one. `app` nullopt: global.
+// Sets `error` (400 naming `app` or `key`, 403 naming `app`) when the caller may not use it.
+std::optional<std::string> LockName(const Principal& who, const std::optional<std::string>& app, const std::string& key,
+                                    std::optional<Response>& error) {
+    if (!app) {
+        if (IsAppScoped(who)) {
+            error = Response::Error(rest::ApiError{
+                Code::kPermissionDenied,
+                "app: token \"" + who.name + "\" (executor) locks only in its apps' namespaces; give app", "app"});
+            return std::nullopt;
+        }
+        return key;
+    }
+    if (auto problem = AppNameProblem(*app)) {
+        error = BadRequest("app", "app: " + *problem);
+        return std::nullopt;
+    }
+    if (Status allowed = AuthorizeApp(who, *app); !allowed.ok()) {
+        error = Response::Error(allowed, "app");
+        return std::nullopt;
+    }
+    std::string name = *app + "/" + key;
+    const std::size_t max = lock::kMaxLockNameLength - kRowPrefix.size();
+    if (name.size() > max) {
+        error = BadRequest("key", "key: app and key together take at most " + std::to_string(max - 1) + " bytes");
+        return std::nullopt;
+    }
+    return name;
+}
+
+// `app` of a lock request body: nullopt when absent or null; a non-string is a 400.
+std::optional<std::string> BodyApp(const nlohmann::json& body, std::optional<Response>& error) {
+    if (!body.is_object() || !body.contains("app") || body["app"].is_null()) return std::nullopt;
+    if (!body["app"].is_string()) {
+        error = BadRequest("app", "app: expected a string");
+        return std::nullopt;
+    }
+    return body["app"].get<std::string>();
+}
+
+nlohmann::json AppJson(const std::optional<std::string>& app) {
+    return app ? nlohmann::json(*app) : nlohmann::json(nullptr);
+}
+
 bool HeldNow(const lock::LockRow& row) {
     return row.owner.has_value() && row.lease_until_us > row.db_now_us;
 }
 
-nlohmann::json StateJson(std::string_view key, const lock::LockRow& row) {
+nlohmann::json StateJson(std::string_view key, const std::optional<std::string>& app, const lock::LockRow& row) {
     const bool held = HeldNow(row);
     return {{"key", std::string(key)},
+            {"app", AppJson(app)},
             {"held", held},
             {"owner", row.owner ? nlohmann::json(*row.owner) : nlohmann::json(nullptr)},
             {"epoch", row.epoch},
@@ -77,11 +123,11 @@ nlohmann::json StateJson(std::string_view key, const lock::LockRow& row) {
 
 // 409 with the uniform error body plus the lock's current state, so that the caller can see who
 // has it and until when without another request.
-Response Conflict(std::string_view key, const std::string& field, const std::string& message,
-                  const std::optional<lock::LockRow>& row) {
+Response Conflict(std::string_view key, const std::optional<std::string>& app, const std::string& field,
+                  const std::string& message, const std::optional<lock::LockRow>& row) {
     nlohmann::json body = {
         {"error", {{"code", std::string(CodeName(Code::kAborted))}, {"message", message}, {"field", field}}}};
-    if (row) body["lock"] = StateJson(key, *row);
+    if (row) body["lock"] = StateJson(key, app, *row);
     return Response::Json(body, rest::HttpStatusFor(Code::kAborted));
 }
 
@@ -142,7 +188,7 @@ Result<LockApi::Backend> LockApi::GetBackend() {
     return *backend_;
 }
 
-net::awaitable<Response> LockApi::Acquire(Request& req) {
+net::awaitable<Response> LockApi::Acquire(Request& req, const Principal& who) {
     const std::string key(req.PathParam("key"));
     if (auto bad = CheckKey(key)) co_return *bad;
     auto body = req.Json();
@@ -152,6 +198,11 @@ net::awaitable<Response> LockApi::Acquire(Request& req) {
     const std::int64_t lease_ms = f.Int("lease_ms", {.min = 1, .max = Ms(options_.max_lease)});
     const std::int64_t wait_ms = f.Int("wait_ms", 0, {.min = 0, .max = Ms(options_.max_wait)});
     if (f.error()) co_return Response::Error(*f.error());
+    std::optional<Response> error;
+    const auto app = BodyApp(*body, error);
+    if (error) co_return *error;
+    const auto name = LockName(who, app, key, error);
+    if (!name) co_return *error;
     auto backend = GetBackend();
     if (!backend.ok()) co_return Response::Error(backend.status());
 
@@ -170,15 +221,15 @@ net::awaitable<Response> LockApi::Acquire(Request& req) {
     const Micros lease = milliseconds(lease_ms);
     const auto start = SteadyClock::now();
     const auto deadline = start + milliseconds(wait_ms);
-    const std::string row_name = std::string(kRowPrefix) + key;
+    const std::string row_name = std::string(kRowPrefix) + *name;
     auto executor = co_await net::this_coro::executor;
     net::steady_timer timer(executor);
     Micros backoff = milliseconds(10);
     const Micros max_backoff = milliseconds(500);
     for (;;) {
         const auto attempt_start = SteadyClock::now();
-        auto attempt = [b = *backend, key, row_name, lease]() -> Result<Attempt> {
-            auto handle = b.locks->TryLock(key, Micros{0}, lease);
+        auto attempt = [b = *backend, name = *name, row_name, lease]() -> Result<Attempt> {
+            auto handle = b.locks->TryLock(name, Micros{0}, lease);
             if (!handle.ok()) return handle.status();
             Attempt a;
             a.handle = std::move(*handle);
@@ -205,11 +256,10 @@ net::awaitable<Response> LockApi::Acquire(Request& req) {
         }
         if (got->handle) {
             const auto& h = *got->handle;
-            nlohmann::json out = {{"key", key},
-                                  {"owner", h.owner},
-                                  {"epoch", h.epoch},
-                                  {"lease_ms", lease_ms},
-                                  {"waited_ms", Ms(std::chrono::duration_cast<Micros>(attempt_start - start))}};
+            nlohmann::json out = {
+                {"key", key},           {"app", AppJson(app)},
+                {"owner", h.owner},     {"epoch", h.epoch},
+                {"lease_ms", lease_ms}, {"waited_ms", Ms(std::chrono::duration_cast<Micros>(attempt_start - start))}};
             // Our row, unless it already changed hands (a lease of 1 ms) between the two statements.
             if (got->row && got->row->epoch == h.epoch && got->row->owner == h.owner) {
                 out["lease_until_ms"] = got->row->lease_until_us / 1000;
@@ -226,7 +276,7 @@ net::awaitable<Response> LockApi::Acquire(Request& req) {
                            std::to_string((got->row->lease_until_us - got->row->db_now_us) / 1000) + " ms left)";
             }
             if (wait_ms > 0) message += " after waiting " + std::to_string(wait_ms) + " ms";
-            co_return Conflict(key, "key", message, got->row);
+            co_return Conflict(key, app, "key", message, got->row);
         }
         Micros sleep = Jittered(backoff);
         backoff = std::min(backoff * 2, max_backoff);
@@ -242,17 +292,17 @@ net::awaitable<Response> LockApi::Acquire(Request& req) {
     }
 }
 
-net::awaitable<Response> LockApi::Extend(Request& req) {
-    Response response = co_await ExtendOrRelease(req, true);
+net::awaitable<Response> LockApi::Extend(Request& req, const Principal& who) {
+    Response response = co_await ExtendOrRelease(req, who, true);
     co_return response;
 }
 
-net::awaitable<Response> LockApi::Release(Request& req) {
-    Response response = co_await ExtendOrRelease(req, false);
+net::awaitable<Response> LockApi::Release(Request& req, const Principal& who) {
+    Response response = co_await ExtendOrRelease(req, who, false);
     co_return response;
 }
 
-net::awaitable<Response> LockApi::ExtendOrRelease(Request& req, bool extend) {
+net::awaitable<Response> LockApi::ExtendOrRelease(Request& req, const Principal& who, bool extend) {
     const std::string key(req.PathParam("key"));
     if (auto bad = CheckKey(key)) co_return *bad;
     auto body = req.Json();
@@ -265,11 +315,16 @@ net::awaitable<Response> LockApi::ExtendOrRelease(Request& req, bool extend) {
     const std::int64_t epoch = f.Int("epoch", {.min = 1});
     const std::int64_t lease_ms = extend ? f.Int("lease_ms", {.min = 1, .max = Ms(options_.max_lease)}) : 0;
     if (f.error()) co_return Response::Error(*f.error());
+    std::optional<Response> error;
+    const auto app = BodyApp(*body, error);
+    if (error) co_return *error;
+    const auto name = LockName(who, app, key, error);
+    if (!name) co_return *error;
     auto backend = GetBackend();
     if (!backend.ok()) co_return Response::Error(backend.status());
 
-    const std::string row_name = std::string(kRowPrefix) + key;
-    auto work = [b = *backend, key, row_name, owner, epoch, lease_ms, extend]() -> Result<Change> {
+    const std::string row_name = std::string(kRowPrefix) + *name;
+    auto work = [b = *backend, key, name = *name, row_name, owner, epoch, lease_ms, extend]() -> Result<Change> {
         auto read = b.store->InspectLock(row_name);
         if (!read.ok()) return read.status();
         if (!*read) return NotFound("no lock '" + key + "' was ever acquired");
@@ -294,7 +349,7 @@ net::awaitable<Response> LockApi::ExtendOrRelease(Request& req, bool extend) {
                         " ms ago (database clock); acquire it again";
             return c;
         }
-        lock::LockHandle handle{key, owner, epoch, row.id, {}};
+        lock::LockHandle handle{name, owner, epoch, row.id, {}};
         const Status s = extend ? b.locks->Extend(handle, milliseconds(lease_ms)) : b.locks->Unlock(handle);
         if (lock::IsLeaseLost(s)) {
             // Lost between the read and the write: report the row as it is now.
@@ -320,31 +375,36 @@ net::awaitable<Response> LockApi::ExtendOrRelease(Request& req, bool extend) {
         if (changed.status().code() == Code::kNotFound) field = "key";
         co_return Response::Error(changed.status(), field);
     }
-    if (!changed->done) co_return Conflict(key, changed->field, changed->message, changed->row);
+    if (!changed->done) co_return Conflict(key, app, changed->field, changed->message, changed->row);
     if (!extend) {
         co_return Response::Json({{"key", key},
+                                  {"app", AppJson(app)},
                                   {"released", true},
                                   {"epoch", changed->row ? nlohmann::json(changed->row->epoch) : nlohmann::json()}});
     }
     // The extend's statement set lease_until = its NOW + lease, and its NOW is not earlier than
     // the read's: the lease lasts at least until this instant.
     co_return Response::Json({{"key", key},
+                              {"app", AppJson(app)},
                               {"owner", owner},
                               {"epoch", epoch},
                               {"lease_ms", lease_ms},
                               {"lease_until_ms", changed->row->db_now_us / 1000 + lease_ms}});
 }
 
-net::awaitable<Response> LockApi::Inspect(Request& req) {
+net::awaitable<Response> LockApi::Inspect(Request& req, const Principal& who) {
     const std::string key(req.PathParam("key"));
     if (auto bad = CheckKey(key)) co_return *bad;
-    if (!req.query.empty()) {
-        const std::string name = req.query.substr(0, req.query.find('='));
-        co_return BadRequest(name, name + ": unknown query parameter");
-    }
+    if (auto unknown = UnknownQueryParam(req, {"app"}))
+        co_return BadRequest(*unknown, *unknown + ": unknown query parameter");
+    std::optional<std::string> app;
+    if (auto given = req.Query("app"); given && !given->empty()) app = *given;
+    std::optional<Response> error;
+    const auto name = LockName(who, app, key, error);
+    if (!name) co_return *error;
     auto backend = GetBackend();
     if (!backend.ok()) co_return Response::Error(backend.status());
-    const std::string row_name = std::string(kRowPrefix) + key;
+    const std::string row_name = std::string(kRowPrefix) + *name;
     auto work = [b = *backend, row_name] {
         return b.store->InspectLock(row_name);
     };
@@ -353,7 +413,7 @@ net::awaitable<Response> LockApi::Inspect(Request& req) {
     if (!*row) {
         co_return Response::Error(rest::ApiError{Code::kNotFound, "no lock '" + key + "' was ever acquired", "key"});
     }
-    co_return Response::Json(StateJson(key, **row));
+    co_return Response::Json(StateJson(key, app, **row));
 }
 
 }  // namespace impl

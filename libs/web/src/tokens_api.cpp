@@ -1,6 +1,7 @@
 // API tokens: /api/v1/tokens (admin only). The secret is returned once, at creation; only its
 // SHA-256 is stored.
 
+#include <algorithm>
 #include <array>
 
 #include <spdlog/spdlog.h>
@@ -19,13 +20,51 @@ using rest::Method;
 using rest::Request;
 using rest::Response;
 
-constexpr std::array<std::string_view, 2> kTokenFields = {"name", "role"};
+constexpr std::array<std::string_view, 3> kTokenFields = {"name", "role", "apps"};
 constexpr std::size_t kMaxTokenName = 128;
+// A token for a few services of one team, not a way around scoping: past this, use several.
+constexpr std::size_t kMaxTokenApps = 32;
+
+// The `apps` of a token request: required (1..kMaxTokenApps distinct valid names) for executor
+// tokens, absent or null for the other roles. The error names "apps".
+std::optional<Response> ReadAppScope(const nlohmann::json& body, store::Role role, std::vector<std::string>& apps) {
+    const bool given = body.contains("apps") && !body["apps"].is_null();
+    if (role != store::Role::kExecutor) {
+        if (given) return BadRequest("apps", "apps: only executor tokens have an app scope");
+        return std::nullopt;
+    }
+    if (!given) return BadRequest("apps", "apps: required for executor tokens: the app(s) the service runs as");
+    const auto& list = body["apps"];
+    if (!list.is_array() || list.empty() || list.size() > kMaxTokenApps) {
+        return BadRequest("apps", "apps: expected an array of 1.." + std::to_string(kMaxTokenApps) + " app names");
+    }
+    for (const auto& app : list) {
+        if (!app.is_string()) return BadRequest("apps", "apps: expected app names (strings)");
+        const auto name = app.get<std::string>();
+        if (auto problem = AppNameProblem(name)) return BadRequest("apps", "apps: " + *problem);
+        if (std::find(apps.begin(), apps.end(), name) != apps.end()) {
+            return BadRequest("apps", "apps: \"" + name + "\" is listed twice");
+        }
+        apps.push_back(name);
+    }
+    return std::nullopt;
+}
 
 }  // namespace
 
 void AddTokenRoutes(Routes& routes) {
     auto ctx = routes.context();
+
+    // Any token may ask who it is: the UI shows only what the caller's role can do.
+    routes.Add(Method::kGet, "/api/v1/whoami", Permission::kAnyToken,
+               [](Request&, const Principal& who) -> net::awaitable<Response> {
+                   nlohmann::json out = {{"name", who.name},
+                                         {"role", store::RoleName(who.role)},
+                                         {"cluster_token", who.cluster_token},
+                                         {"apps", nullptr}};
+                   if (who.role == store::Role::kExecutor) out["apps"] = who.apps;
+                   co_return Response::Json(out);
+               });
 
     routes.Add(Method::kGet, "/api/v1/tokens", Permission::kAdmin,
                [ctx](Request&, const Principal&) -> net::awaitable<Response> {
@@ -53,16 +92,18 @@ void AddTokenRoutes(Routes& routes) {
                        co_return BadRequest("name", "name: at most " + std::to_string(kMaxTokenName) + " characters");
                    }
                    const auto role = *store::ParseRole(role_name);
+                   std::vector<std::string> apps;
+                   if (auto bad = ReadAppScope(*body, role, apps)) co_return *bad;
                    // 256 random bits: a hash lookup without salt or stretching is then enough.
                    const std::string secret = "sched_" + NewSecret(32);
                    const std::string hash = Sha256Hex(secret);
                    auto work = [&](db::Database& db) {
-                       return store::TokenRepository(db).Create(name, role, hash);
+                       return store::TokenRepository(db).Create(name, role, hash, apps);
                    };
                    auto created = co_await WithDb(*ctx, work);
                    if (!created.ok()) co_return Response::Error(created.status());
-                   spdlog::info("web: token {} \"{}\" ({}) created by {}", created->id, created->name, role_name,
-                                who.name);
+                   spdlog::info("web: token {} \"{}\" ({}{}) created by {}", created->id, created->name, role_name,
+                                apps.empty() ? "" : " for " + nlohmann::json(apps).dump(), who.name);
                    nlohmann::json out = TokenJson(*created);
                    out["token"] = secret;
                    co_return Response::Json(out, 201);

@@ -91,7 +91,8 @@ nlohmann::json TokenJson(const store::ApiToken& t) {
             {"role", store::RoleName(t.role)},
             {"created_at", t.created_at},
             {"last_used_at", OrNull(t.last_used_at)},
-            {"revoked_at", OrNull(t.revoked_at)}};
+            {"revoked_at", OrNull(t.revoked_at)},
+            {"apps", t.role == store::Role::kExecutor ? nlohmann::json(t.apps) : nlohmann::json(nullptr)}};
 }
 
 }  // namespace sched::web::impl

@@ -122,10 +122,62 @@ TEST_P(AuthApiTest, RolesDecideWhatATokenReaches) {
     EXPECT_EQ(Post("/api/v1/registry/deregister", {{"app", "demo"}, {"address", "127.0.0.1:9"}}, executor).status, 200);
     EXPECT_EQ(Get("/api/v1/jobs", executor).status, 403);
     EXPECT_EQ(Get("/api/v1/cluster", executor).status, 403);
+    // ...and only for the apps in its scope ({"demo"}).
+    auto foreign = Post("/api/v1/registry/heartbeat",
+                        {{"app", "other"}, {"address", "127.0.0.1:9"}, {"handlers", {"echo"}}}, executor);
+    EXPECT_EQ(foreign.status, 403);
+    EXPECT_EQ(ErrorField(foreign), "app");
 
     // The cluster token: admin, and the SDKs and trigger nodes use it on the SDK routes.
     EXPECT_EQ(Post("/api/v1/registry/heartbeat", heartbeat).status, 200);
     EXPECT_EQ(Get("/api/v1/tokens").status, 200);
+}
+
+// Issue 14: executor tokens name the apps they may act for; the listing and whoami show it.
+TEST_P(AuthApiTest, ExecutorTokensCarryAValidatedAppScope) {
+    const auto field_of = [&](const nlohmann::json& body) {
+        auto r = Post("/api/v1/tokens", body);
+        EXPECT_EQ(r.status, 400) << body.dump() << " -> " << r.body;
+        return ErrorField(r);
+    };
+    const nlohmann::json base = {{"name", "svc"}, {"role", "executor"}};
+    EXPECT_EQ(field_of(base), "apps");
+    for (const auto& bad : std::vector<nlohmann::json>{nlohmann::json::array(),
+                                                       {"*"},
+                                                       {"pay", "pay"},
+                                                       {1},
+                                                       "pay",
+                                                       {std::string(129, 'a')},
+                                                       {""},
+                                                       {"p\nay"},
+                                                       std::vector<std::string>(33, "x")}) {
+        auto body = base;
+        body["apps"] = bad;
+        EXPECT_EQ(field_of(body), "apps") << bad.dump();
+    }
+    EXPECT_EQ(field_of({{"name", "v"}, {"role", "viewer"}, {"apps", {"pay"}}}), "apps");
+    EXPECT_EQ(Get("/api/v1/tokens").body.find("svc"), std::string::npos);
+
+    auto created = Post("/api/v1/tokens", {{"name", "svc"}, {"role", "executor"}, {"apps", {"pay", "shop"}}});
+    ASSERT_EQ(created.status, 201) << created.body;
+    EXPECT_EQ(Body(created)["apps"], nlohmann::json({"pay", "shop"}));
+    const std::string secret = Body(created)["token"];
+    const auto viewer = CreateToken("v", "viewer");
+    const auto listed = Body(Get("/api/v1/tokens"))["items"];
+    ASSERT_EQ(listed.size(), 2u);
+    EXPECT_EQ(listed[0]["apps"], nlohmann::json({"pay", "shop"}));
+    EXPECT_TRUE(listed[1]["apps"].is_null());
+
+    auto me = Get("/api/v1/whoami", secret);
+    ASSERT_EQ(me.status, 200) << me.body;
+    EXPECT_EQ(Body(me)["role"], "executor");
+    EXPECT_EQ(Body(me)["apps"], nlohmann::json({"pay", "shop"}));
+    EXPECT_EQ(Body(Get("/api/v1/whoami", viewer))["role"], "viewer");
+    EXPECT_TRUE(Body(Get("/api/v1/whoami", viewer))["apps"].is_null());
+    EXPECT_EQ(Body(Get("/api/v1/whoami"))["cluster_token"], true);
+    EXPECT_EQ(Body(Get("/api/v1/whoami"))["role"], "admin");
+    EXPECT_EQ(Get("/api/v1/whoami", "").status, 401);
+    EXPECT_EQ(Get("/api/v1/whoami", "sched_nope").status, 401);
 }
 
 TEST_P(AuthApiTest, ARevokedTokenStopsWorkingAtOnce) {

@@ -6,7 +6,10 @@
 #include "sched/db/testing/test_database.hpp"
 #include "sched/http/testing/test_server.hpp"
 #include "sched/store/fire.hpp"
+#include "sched/store/job.hpp"
 #include "sched/store/registry.hpp"
+#include "sched/store/token.hpp"
+#include "sched/web/sha256.hpp"
 
 namespace sched::web {
 namespace {
@@ -22,7 +25,7 @@ class ExecutorApiTest : public db::testing::DbTest {
         ASSERT_TRUE(db::Migrator(db()).Migrate().ok());
         pool_db_ = test_db().OpenAnother();
         rest::Router router;
-        AddExecutorRoutes(router, pool_db_, db_pool_);
+        AddExecutorRoutes(router, "secret", pool_db_, db_pool_);
         server_ = std::make_unique<TestServer>(std::move(router), rest::testing::LoopbackOptions(),
                                                rest::BearerTokenAuth("secret"));
     }
@@ -44,6 +47,85 @@ class ExecutorApiTest : public db::testing::DbTest {
         auto id =
             db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
         return **id;
+    }
+
+    // An API token stored as the web module would (hash only); returns its secret.
+    std::string StoreToken(const std::string& secret, store::Role role, const std::vector<std::string>& apps = {}) {
+        auto created = store::TokenRepository(db()).Create(secret, role, Sha256Hex(secret), apps);
+        EXPECT_TRUE(created.ok()) << created.status().ToString();
+        return secret;
+    }
+    std::int64_t CreateJob(const std::string& name, const std::string& app) {
+        store::Job j;
+        j.name = name;
+        j.app = app;
+        j.handler = "echo";
+        j.schedule_type = "manual";
+        auto created = store::JobRepository(db()).Create(j);
+        EXPECT_TRUE(created.ok()) << created.status().ToString();
+        return created.ok() ? created->id : 0;
+    }
+    // A fire of `job_id` as a slave leaves it: dispatching under `dispatch_epoch`, then (with an
+    // address) running on that executor.
+    std::int64_t DispatchedFire(std::int64_t job_id, std::int64_t scheduled, std::int64_t dispatch_epoch,
+                                const std::optional<std::string>& running_on) {
+        store::Fire f;
+        f.job_id = job_id;
+        f.scheduled_time = scheduled;
+        f.epoch = 1;
+        auto id =
+            db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
+        store::FireRepository fires(db());
+        EXPECT_TRUE(fires
+                        .Transition(**id, {store::FireStatus::kPending}, store::FireStatus::kDispatching,
+                                    {.dispatch_epoch = dispatch_epoch, .dispatched_at = 1})
+                        .ok());
+        if (running_on) {
+            EXPECT_TRUE(fires
+                            .Transition(**id, {store::FireStatus::kDispatching}, store::FireStatus::kRunning,
+                                        {.executor_address = *running_on, .started_at = 2})
+                            .ok());
+        }
+        return **id;
+    }
+    void Register(const std::string& app, const std::string& address) {
+        ASSERT_TRUE(
+            store::ExecutorRepository(db()).Heartbeat({.app = app, .address = address, .handlers = {"echo"}}).ok());
+    }
+    // What a refused callback must leave exactly as it was.
+    static std::string RowState(const store::Fire& f) {
+        return std::string(store::FireStatusName(f.status)) + "|" + f.executor_address.value_or("-") + "|" +
+               std::to_string(f.finished_at.value_or(-1)) + "|" + f.result_message.value_or("-") + "|" +
+               std::to_string(f.result_code.value_or(-1)) + "|" + std::to_string(f.followup) + "|" +
+               std::to_string(f.started_at.value_or(-1));
+    }
+    std::string State(std::int64_t fire_id) {
+        auto f = store::FireRepository(db()).Get(fire_id);
+        EXPECT_TRUE(f.ok());
+        return f.ok() ? RowState(*f) : "";
+    }
+    static nlohmann::json Item(std::int64_t fire_id, int attempt, std::int64_t epoch, const std::string& address,
+                               const std::string& status = "succeeded") {
+        return {{"fire_id", fire_id}, {"attempt", attempt}, {"epoch", epoch},  {"address", address}, {"status", status},
+                {"code", "ok"},       {"message", "done"},  {"started_ms", 5}, {"finished_ms", 9}};
+    }
+    // The outcomes of one callback batch (asserting 200).
+    std::vector<std::string> Outcomes(const nlohmann::json& batch, const std::string& token) {
+        auto r = Post("/api/v1/callback", batch, token);
+        std::vector<std::string> out;
+        EXPECT_TRUE(r.ok());
+        if (!r.ok()) return out;
+        EXPECT_EQ(r->status, 200) << r->body;
+        if (r->status != 200) return out;
+        const auto body = *r->Json();
+        for (const auto& item : body["results"]) out.push_back(item["outcome"]);
+        return out;
+    }
+    static std::string Field(const Result<rest::ClientResponse>& r) {
+        if (!r.ok()) return "<transport error>";
+        auto j = r->Json();
+        if (!j.ok() || !j->contains("error")) return "";
+        return (*j)["error"].value("field", "");
     }
 
     net::thread_pool db_pool_{2};
@@ -115,7 +197,7 @@ TEST_P(ExecutorApiTest, CallbacksApplyOncePerFireAndAttempt) {
     EXPECT_EQ(results[0]["outcome"], "applied");
     EXPECT_EQ(results[1]["outcome"], "applied");
     EXPECT_EQ(results[2]["outcome"], "not_found");
-    EXPECT_EQ(results[3]["outcome"], "conflict");
+    EXPECT_EQ(results[3]["outcome"], "stale_attempt");
 
     auto ok = fires.Get(running);
     EXPECT_EQ(ok->status, store::FireStatus::kSucceeded);
@@ -159,6 +241,162 @@ TEST_P(ExecutorApiTest, TheLockApiIsServedWithTheSdkRoutes) {
     EXPECT_EQ(Post("/api/v1/locks/order-9/acquire", {{"lease_ms", 5000}})->Json()->at("epoch"), 3);
     EXPECT_EQ(Post("/api/v1/locks/order-9/acquire", {{"lease_ms", 5000}}, "wrong")->status, 401);
     EXPECT_EQ(Post("/api/v1/locks/bad%20key/acquire", {{"lease_ms", 5000}})->status, 400);
+}
+
+// Issue 14: an executor token acts only for the apps in its scope, on a trigger node's executor
+// API (AddExecutorRoutes, which looks tokens up in the table) as on the web module's.
+TEST_P(ExecutorApiTest, AnAppScopedExecutorTokenActsOnlyForItsApps) {
+    const auto pay = StoreToken("sched_pay", store::Role::kExecutor, {"pay"});
+    const nlohmann::json pay_beat = {{"app", "pay"}, {"address", "10.0.0.1:7000"}, {"handlers", {"echo"}}};
+    const nlohmann::json shop_beat = {{"app", "shop"}, {"address", "10.0.0.9:7000"}, {"handlers", {"echo"}}};
+
+    EXPECT_EQ(Post("/api/v1/registry/heartbeat", pay_beat, pay)->status, 200);
+    auto foreign = Post("/api/v1/registry/heartbeat", shop_beat, pay);
+    EXPECT_EQ(foreign->status, 403) << foreign->body;
+    EXPECT_EQ(Field(foreign), "app");
+    EXPECT_NE(foreign->body.find("shop"), std::string::npos) << foreign->body;
+    EXPECT_TRUE(store::ExecutorRepository(db()).List("shop")->empty());
+
+    // Another app's instance (registered with the cluster token) cannot be deregistered.
+    EXPECT_EQ(Post("/api/v1/registry/heartbeat", shop_beat)->status, 200);
+    auto dereg = Post("/api/v1/registry/deregister", {{"app", "shop"}, {"address", "10.0.0.9:7000"}}, pay);
+    EXPECT_EQ(dereg->status, 403);
+    EXPECT_EQ(Field(dereg), "app");
+    EXPECT_EQ(store::ExecutorRepository(db()).List("shop")->size(), 1u);
+    EXPECT_EQ(Post("/api/v1/registry/deregister", {{"app", "pay"}, {"address", "10.0.0.1:7000"}}, pay)->status, 200);
+
+    // Locks: only in its apps' namespaces.
+    auto lock = Post("/api/v1/locks/k/acquire", {{"app", "shop"}, {"lease_ms", 5000}}, pay);
+    EXPECT_EQ(lock->status, 403);
+    EXPECT_EQ(Field(lock), "app");
+    EXPECT_EQ(Post("/api/v1/locks/k/acquire", {{"app", "pay"}, {"lease_ms", 5000}}, pay)->status, 200);
+
+    // A token that is not in the table, or revoked, or of a people's role, gets nowhere.
+    EXPECT_EQ(Post("/api/v1/registry/heartbeat", pay_beat, "sched_unknown")->status, 401);
+    const auto viewer = StoreToken("sched_viewer", store::Role::kViewer);
+    EXPECT_EQ(Post("/api/v1/registry/heartbeat", pay_beat, viewer)->status, 403);
+}
+
+TEST_P(ExecutorApiTest, AResultIsAppliedOnlyForTheDispatchItAnswers) {
+    const auto pay = StoreToken("sched_pay", store::Role::kExecutor, {"pay"});
+    const auto pay_job = CreateJob("charge", "pay");
+    const auto shop_job = CreateJob("restock", "shop");
+    Register("pay", "10.0.0.1:7000");
+    Register("pay", "10.0.0.2:7000");
+    Register("shop", "10.0.0.9:7000");
+    const auto fire = DispatchedFire(pay_job, 1000, 5, "10.0.0.1:7000");
+    const auto shop_fire = DispatchedFire(shop_job, 1000, 5, "10.0.0.9:7000");
+    const auto before = State(fire);
+    const auto shop_before = State(shop_fire);
+
+    const std::vector<std::string> refused = {"forbidden", "stale_attempt", "stale_epoch", "wrong_executor",
+                                              "not_found"};
+    EXPECT_EQ(Outcomes(nlohmann::json::array({Item(shop_fire, 0, 5, "10.0.0.9:7000"), Item(fire, 1, 5, "10.0.0.1:7000"),
+                                              Item(fire, 0, 4, "10.0.0.1:7000"), Item(fire, 0, 5, "10.0.0.2:7000"),
+                                              Item(987654, 0, 5, "10.0.0.1:7000")}),
+                       pay),
+              refused);
+    EXPECT_EQ(State(fire), before);
+    EXPECT_EQ(State(shop_fire), shop_before);
+
+    // An app-scoped token must name the dispatch and the instance.
+    auto no_epoch = Item(fire, 0, 5, "10.0.0.1:7000");
+    no_epoch.erase("epoch");
+    auto r = Post("/api/v1/callback", nlohmann::json::array({no_epoch}), pay);
+    EXPECT_EQ(r->status, 400);
+    EXPECT_EQ(Field(r), "[0].epoch");
+    auto no_address = Item(fire, 0, 5, "10.0.0.1:7000");
+    no_address.erase("address");
+    r = Post("/api/v1/callback", nlohmann::json::array({no_address}), pay);
+    EXPECT_EQ(r->status, 400);
+    EXPECT_EQ(Field(r), "[0].address");
+    EXPECT_EQ(State(fire), before);
+
+    EXPECT_EQ(Outcomes(nlohmann::json::array({Item(fire, 0, 5, "10.0.0.1:7000")}), pay),
+              std::vector<std::string>{"applied"});
+    auto done = store::FireRepository(db()).Get(fire);
+    EXPECT_EQ(done->status, store::FireStatus::kSucceeded);
+    EXPECT_EQ(done->result_message, "done");
+    EXPECT_EQ(Outcomes(nlohmann::json::array({Item(fire, 0, 5, "10.0.0.1:7000")}), pay),
+              std::vector<std::string>{"duplicate"});
+}
+
+// A fast handler's result can arrive before the slave recorded `running` and the executor's
+// address: it is accepted from a registered instance of the fire's app only, records that
+// address, and the slave's late `running` then changes nothing.
+TEST_P(ExecutorApiTest, AResultBeforeTheSlaveRecordedRunningComesFromAnInstanceOfTheApp) {
+    const auto pay = StoreToken("sched_pay", store::Role::kExecutor, {"pay"});
+    const auto pay_job = CreateJob("charge", "pay");
+    Register("pay", "10.0.0.1:7000");
+    Register("shop", "10.0.0.9:7000");
+    const auto fire = DispatchedFire(pay_job, 1000, 5, std::nullopt);
+    const auto before = State(fire);
+
+    EXPECT_EQ(Outcomes(nlohmann::json::array({Item(fire, 0, 5, "10.0.0.7:7000"), Item(fire, 0, 5, "10.0.0.9:7000"),
+                                              Item(fire, 0, 6, "10.0.0.1:7000")}),
+                       pay),
+              (std::vector<std::string>{"wrong_executor", "wrong_executor", "stale_epoch"}));
+    EXPECT_EQ(State(fire), before);
+
+    EXPECT_EQ(Outcomes(nlohmann::json::array({Item(fire, 0, 5, "10.0.0.1:7000", "failed")}), pay),
+              std::vector<std::string>{"applied"});
+    auto ended = store::FireRepository(db()).Get(fire);
+    EXPECT_EQ(ended->status, store::FireStatus::kFailed);
+    EXPECT_EQ(ended->executor_address, "10.0.0.1:7000");
+    // The slave's record of the 202 comes late and loses the CAS.
+    EXPECT_EQ(store::FireRepository(db())
+                  .Transition(fire, {store::FireStatus::kDispatching}, store::FireStatus::kRunning,
+                              {.executor_address = "10.0.0.1:7000"})
+                  .code(),
+              Code::kAborted);
+    EXPECT_EQ(store::FireRepository(db()).Get(fire)->status, store::FireStatus::kFailed);
+}
+
+// Executor tokens from before app scopes (migration 002 gives them "*") keep working for every
+// app, with older SDKs that send neither epoch nor address.
+TEST_P(ExecutorApiTest, ALegacyExecutorTokenStillActsForEveryApp) {
+    const auto legacy = StoreToken("sched_legacy", store::Role::kExecutor, {"x"});
+    ASSERT_TRUE(db().Run([](soci::session& s) { s << "UPDATE api_token SET app_scope = NULL"; }).ok());
+    EXPECT_EQ(store::TokenRepository(db()).List()->front().apps, std::vector<std::string>{"*"});
+    const auto shop_job = CreateJob("restock", "shop");
+    const auto fire = DispatchedFire(shop_job, 1000, 5, "10.0.0.9:7000");
+    EXPECT_EQ(Post("/api/v1/registry/heartbeat", {{"app", "any"}, {"address", "h:1"}, {"handlers", {"echo"}}}, legacy)
+                  ->status,
+              200);
+    EXPECT_EQ(Outcomes(nlohmann::json::array({{{"fire_id", fire}, {"attempt", 0}, {"status", "succeeded"}}}), legacy),
+              std::vector<std::string>{"applied"});
+}
+
+TEST_P(ExecutorApiTest, RegistryAndCallbackBodiesAreStrict) {
+    const nlohmann::json beat = {{"app", "pay"}, {"address", "10.0.0.1:7000"}, {"handlers", {"echo"}}};
+    const auto field_of = [&](const std::string& path, const nlohmann::json& body) {
+        auto r = Post(path, body);
+        EXPECT_EQ(r->status, 400) << path << " " << body.dump() << " -> " << r->body;
+        return Field(r);
+    };
+    auto typo = beat;
+    typo["capacityy"] = 3;
+    EXPECT_EQ(field_of("/api/v1/registry/heartbeat", typo), "capacityy");
+    for (const std::string& bad : std::vector<std::string>{"nowhere", "host:0", "host:99999", ":80", "a b:80", "h:80/x",
+                                                           std::string(300, 'a') + ":1"}) {
+        auto b = beat;
+        b["address"] = bad;
+        EXPECT_EQ(field_of("/api/v1/registry/heartbeat", b), "address") << bad;
+    }
+    auto many = beat;
+    many["handlers"] = std::vector<std::string>(1001, "h");
+    EXPECT_EQ(field_of("/api/v1/registry/heartbeat", many), "handlers");
+    EXPECT_EQ(field_of("/api/v1/registry/deregister", {{"app", "pay"}, {"address", "h:1"}, {"force", true}}), "force");
+    EXPECT_EQ(field_of("/api/v1/callback",
+                       nlohmann::json::array({{{"fire_id", 1}, {"attempt", 0}, {"status", "failed"}, {"bogus", 1}}})),
+              "[0].bogus");
+    EXPECT_EQ(field_of("/api/v1/callback", nlohmann::json::array({Item(1, 0, 1, "not an address")})), "[0].address");
+    EXPECT_TRUE(store::ExecutorRepository(db()).List()->empty());
+    // What the SDK sends is accepted as is.
+    EXPECT_EQ(Post("/api/v1/registry/heartbeat",
+                   {{"app", "pay"}, {"address", "[::1]:7000"}, {"handlers", {"echo"}}, {"capacity", 4}, {"running", 1}})
+                  ->status,
+              200);
 }
 
 SCHED_DB_TEST_SUITE(ExecutorApiTest);

@@ -55,19 +55,36 @@ class LockApiTest : public WebApiTest {
         return o;
     }
 
+    // `app` nullopt: the global namespace (no "app" in the body).
     rest::ClientResponse Acquire(const std::string& key, std::int64_t lease_ms, std::int64_t wait_ms = 0,
-                                 const std::string& token = kClusterToken) {
-        return Post("/api/v1/locks/" + key + "/acquire", {{"lease_ms", lease_ms}, {"wait_ms", wait_ms}}, token);
+                                 const std::string& token = kClusterToken,
+                                 const std::optional<std::string>& app = std::nullopt) {
+        nlohmann::json body = {{"lease_ms", lease_ms}, {"wait_ms", wait_ms}};
+        if (app) body["app"] = *app;
+        return Post("/api/v1/locks/" + key + "/acquire", body, token);
     }
+    // Extend and release name the holding's app (as acquire answered it) unless `app` is given.
     rest::ClientResponse Extend(const std::string& key, const nlohmann::json& holding, std::int64_t lease_ms,
-                                const std::string& token = kClusterToken) {
-        return Post("/api/v1/locks/" + key + "/extend",
-                    {{"owner", holding["owner"]}, {"epoch", holding["epoch"]}, {"lease_ms", lease_ms}}, token);
+                                const std::string& token = kClusterToken,
+                                const std::optional<std::string>& app = std::nullopt) {
+        nlohmann::json body = {{"owner", holding["owner"]}, {"epoch", holding["epoch"]}, {"lease_ms", lease_ms}};
+        if (app) {
+            body["app"] = *app;
+        } else if (holding.contains("app") && !holding["app"].is_null()) {
+            body["app"] = holding["app"];
+        }
+        return Post("/api/v1/locks/" + key + "/extend", body, token);
     }
     rest::ClientResponse Release(const std::string& key, const nlohmann::json& holding,
-                                 const std::string& token = kClusterToken) {
-        return Post("/api/v1/locks/" + key + "/release", {{"owner", holding["owner"]}, {"epoch", holding["epoch"]}},
-                    token);
+                                 const std::string& token = kClusterToken,
+                                 const std::optional<std::string>& app = std::nullopt) {
+        nlohmann::json body = {{"owner", holding["owner"]}, {"epoch", holding["epoch"]}};
+        if (app) {
+            body["app"] = *app;
+        } else if (holding.contains("app") && !holding["app"].is_null()) {
+            body["app"] = holding["app"];
+        }
+        return Post("/api/v1/locks/" + key + "/release", body, token);
     }
     nlohmann::json Inspect(const std::string& key) {
         auto r = Get("/api/v1/locks/" + key);
@@ -279,17 +296,17 @@ TEST_P(LockApiTest, BadInputGets4xxNamingTheField) {
 }
 
 TEST_P(LockApiTest, ExecutorsOperatorsAndAdminsTakeLocksViewersOnlyLook) {
-    const auto executor = CreateToken("sdk", "executor");
+    const auto executor = CreateToken("sdk", "executor", {"demo"});
     const auto op = CreateToken("op", "operator");
     const auto admin = CreateToken("admin", "admin");
     const auto viewer = CreateToken("viewer", "viewer");
     for (const auto& token : {executor, op, admin}) {
-        auto r = Acquire("auth-" + token.substr(token.size() - 8), 5000, 0, token);
+        auto r = Acquire("auth-" + token.substr(token.size() - 8), 5000, 0, token, "demo");
         ASSERT_EQ(r.status, 200) << r.body;
         const auto holding = Body(r);
         const std::string key = holding["key"];
         EXPECT_EQ(Extend(key, holding, 5000, token).status, 200);
-        EXPECT_EQ(Get("/api/v1/locks/" + key, token).status, 200);
+        EXPECT_EQ(Get("/api/v1/locks/" + key + "?app=demo", token).status, 200);
         EXPECT_EQ(Release(key, holding, token).status, 200);
     }
     const auto held = Body(Acquire("shared", 5000));
@@ -304,6 +321,52 @@ TEST_P(LockApiTest, ExecutorsOperatorsAndAdminsTakeLocksViewersOnlyLook) {
     EXPECT_EQ(Get("/api/v1/locks/shared", "wrong").status, 401);
     // Executor tokens still reach nothing else.
     EXPECT_EQ(Get("/api/v1/jobs", executor).status, 403);
+}
+
+// Issue 14: an executor token locks only in its apps' namespaces; people's tokens and the
+// cluster token keep the global namespace and reach every app's.
+TEST_P(LockApiTest, AnExecutorTokenLocksOnlyInItsAppsNamespaces) {
+    const auto pay = CreateToken("pay-svc", "executor", {"pay"});
+    const auto op = CreateToken("op", "operator");
+
+    auto global = Acquire("order-1", 5000, 0, pay);
+    EXPECT_EQ(global.status, 403) << global.body;
+    EXPECT_EQ(ErrorField(global), "app");
+    auto foreign = Acquire("order-1", 5000, 0, pay, "shop");
+    EXPECT_EQ(foreign.status, 403) << foreign.body;
+    EXPECT_EQ(ErrorField(foreign), "app");
+    EXPECT_NE(foreign.body.find("shop"), std::string::npos) << foreign.body;
+    EXPECT_EQ(ErrorField(Acquire("order-1", 5000, 0, pay, "*")), "app");
+    EXPECT_EQ(ErrorField(Acquire("order-1", 5000, 0, pay, "")), "app");
+
+    auto mine = Acquire("order-1", 5000, 0, pay, "pay");
+    ASSERT_EQ(mine.status, 200) << mine.body;
+    const auto holding = Body(mine);
+    EXPECT_EQ(holding["key"], "order-1");
+    EXPECT_EQ(holding["app"], "pay");
+
+    // Namespaces do not collide: the same key globally or in another app is another lock.
+    EXPECT_EQ(Acquire("order-1", 5000).status, 200);
+    EXPECT_EQ(Acquire("order-1", 5000, 0, op, "shop").status, 200);
+    // ...and the same key in the same app is this one, whoever asks.
+    EXPECT_EQ(Acquire("order-1", 5000, 0, kClusterToken, "pay").status, 409);
+
+    // Another app's name on extend, release and inspect is refused and changes nothing.
+    EXPECT_EQ(ErrorField(Extend("order-1", holding, 9000, pay, "shop")), "app");
+    EXPECT_EQ(ErrorField(Release("order-1", holding, pay, "shop")), "app");
+    auto peek = Get("/api/v1/locks/order-1?app=shop", pay);
+    EXPECT_EQ(peek.status, 403);
+    EXPECT_EQ(ErrorField(peek), "app");
+    EXPECT_EQ(Get("/api/v1/locks/order-1", pay).status, 403);
+    auto state = Get("/api/v1/locks/order-1?app=pay", pay);
+    ASSERT_EQ(state.status, 200) << state.body;
+    EXPECT_EQ(Body(state)["owner"], holding["owner"]);
+    EXPECT_EQ(Body(state)["epoch"], holding["epoch"]);
+    EXPECT_EQ(Body(state)["held"], true);
+    EXPECT_EQ(ErrorField(Get("/api/v1/locks/order-1?app=pay&x=1", pay)), "x");
+
+    EXPECT_EQ(Extend("order-1", holding, 9000, pay).status, 200);
+    EXPECT_EQ(Release("order-1", holding, pay).status, 200);
 }
 
 SCHED_DB_TEST_SUITE(LockApiTest);

@@ -77,8 +77,11 @@ nlohmann::json WebApiTest::CreateJob(const std::string& name, const nlohmann::js
     return Body(r);
 }
 
-std::string WebApiTest::CreateToken(const std::string& name, const std::string& role) {
-    auto r = Post("/api/v1/tokens", {{"name", name}, {"role", role}});
+std::string WebApiTest::CreateToken(const std::string& name, const std::string& role,
+                                    const std::vector<std::string>& apps) {
+    nlohmann::json body = {{"name", name}, {"role", role}};
+    if (role == "executor") body["apps"] = apps.empty() ? std::vector<std::string>{"demo"} : apps;
+    auto r = Post("/api/v1/tokens", body);
     EXPECT_EQ(r.status, 201) << r.body;
     return Body(r).value("token", "");
 }

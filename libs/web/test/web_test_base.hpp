@@ -55,8 +55,10 @@ class WebApiTest : public db::testing::DbTest {
     static nlohmann::json JobBody(const std::string& name, const nlohmann::json& overrides = nlohmann::json::object());
     /// Creates a job through the API (asserting 201) and returns its JSON.
     nlohmann::json CreateJob(const std::string& name, const nlohmann::json& overrides = nlohmann::json::object());
-    /// Creates an API token with `role` through the API and returns its secret.
-    std::string CreateToken(const std::string& name, const std::string& role);
+    /// Creates an API token with `role` through the API and returns its secret. Executor tokens
+    /// get the app scope `apps` (default {"demo"}, the app of JobBody()).
+    std::string CreateToken(const std::string& name, const std::string& role,
+                            const std::vector<std::string>& apps = {});
     /// Inserts a fire directly and moves it to `status` (pending -> ... by CAS), returning its id.
     std::int64_t InsertFire(std::int64_t job_id, std::int64_t scheduled_time, store::FireStatus status,
                             const std::optional<std::string>& executor_address = std::nullopt);

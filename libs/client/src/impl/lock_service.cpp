@@ -56,7 +56,7 @@ Status StatusFromResponse(const rest::ClientResponse& response) {
 
 LockService::LockService(std::vector<rest::Url> endpoints, std::string token, Micros web_timeout,
                          const std::string& app)
-    : endpoints_(std::move(endpoints)), token_(std::move(token)), web_timeout_(web_timeout) {
+    : endpoints_(std::move(endpoints)), token_(std::move(token)), app_(app), web_timeout_(web_timeout) {
     rest::ClientOptions options;
     options.connect_timeout = std::min(web_timeout_, options.connect_timeout);
     options.user_agent = "sched-client-lock/" + app;
@@ -146,8 +146,8 @@ Result<LockGuard> LockService::Lock(std::string_view key, Micros lease, Micros w
     auto remaining_wait = [wait_end] {
         return std::max(Micros{0}, Until(wait_end));
     };
-    auto body = [remaining_wait, lease_ms] {
-        return nlohmann::json{{"lease_ms", lease_ms}, {"wait_ms", Ms(remaining_wait())}};
+    auto body = [remaining_wait, lease_ms, app = app_] {
+        return nlohmann::json{{"app", app}, {"lease_ms", lease_ms}, {"wait_ms", Ms(remaining_wait())}};
     };
     const std::string path = "/api/v1/locks/" + std::string(key) + "/acquire";
     auto out = RunCall(path, body, wait_end + web_timeout_, remaining_wait);
@@ -200,7 +200,7 @@ net::awaitable<void> LockService::Watchdog(std::shared_ptr<LockState> s) {
     }
     const std::string path = "/api/v1/locks/" + s->key + "/extend";
     const std::int64_t lease_ms = Ms(s->lease);
-    nlohmann::json extend_body = {{"owner", s->owner}, {"epoch", s->epoch}, {"lease_ms", lease_ms}};
+    nlohmann::json extend_body = {{"app", app_}, {"owner", s->owner}, {"epoch", s->epoch}, {"lease_ms", lease_ms}};
     std::function<nlohmann::json()> body = [extend_body] {
         return extend_body;
     };
@@ -248,7 +248,7 @@ Status LockService::Release(LockState& s) {
         s.released = true;
     }
     net::post(io_, [timer = s.timer] { timer->cancel(); });
-    const nlohmann::json release_body = {{"owner", s.owner}, {"epoch", s.epoch}};
+    const nlohmann::json release_body = {{"app", app_}, {"owner", s.owner}, {"epoch", s.epoch}};
     auto body = [release_body] {
         return release_body;
     };

@@ -74,6 +74,7 @@ class LockService : public std::enable_shared_from_this<LockService> {
 
     const std::vector<rest::Url> endpoints_;
     const std::string token_;
+    const std::string app_;  // every lock lives in this app's namespace (docs/locks.md)
     const Micros web_timeout_;
     std::atomic<std::size_t> preferred_{0};
 

@@ -42,8 +42,11 @@ void SyncDir(const std::filesystem::path& dir) {
 }  // namespace
 
 nlohmann::json CallbackResult::ToJson() const {
-    return {{"fire_id", fire_id}, {"attempt", attempt}, {"epoch", epoch},           {"status", status},
-            {"code", code},       {"message", message}, {"started_ms", started_ms}, {"finished_ms", finished_ms}};
+    nlohmann::json j = {
+        {"fire_id", fire_id}, {"attempt", attempt}, {"epoch", epoch},           {"status", status},
+        {"code", code},       {"message", message}, {"started_ms", started_ms}, {"finished_ms", finished_ms}};
+    if (!address.empty()) j["address"] = address;
+    return j;
 }
 
 std::string CallbackResult::ToSpoolLine() const {
@@ -66,6 +69,7 @@ std::optional<CallbackResult> CallbackResult::FromSpoolLine(std::string_view lin
         r.started_ms = j.at("started_ms").get<std::int64_t>();
         r.finished_ms = j.at("finished_ms").get<std::int64_t>();
         r.callback_url = j.value("callback_url", "");
+        r.address = j.value("address", "");
         return r;
     } catch (const nlohmann::json::exception&) {
         return std::nullopt;

@@ -35,8 +35,12 @@ struct CallbackResult {
     std::int64_t started_ms = 0;
     std::int64_t finished_ms = 0;
     std::string callback_url;  // where the dispatcher asked for it ("" = the web endpoints)
+    // The executor's advertised address when it ran the fire: the server applies a result only
+    // from the instance the fire was dispatched to. "" (spooled by an older SDK): left out.
+    std::string address;
 
-    /// The protocol form: {fire_id, attempt, epoch, status, code, message, started_ms, finished_ms}.
+    /// The protocol form: {fire_id, attempt, epoch, address, status, code, message, started_ms,
+    /// finished_ms}.
     nlohmann::json ToJson() const;
     /// One spool line (the protocol form plus callback_url), without the newline.
     std::string ToSpoolLine() const;

@@ -15,7 +15,24 @@ export function setToken(token, remember) {
 export function clearToken() {
   sessionStorage.removeItem(KEY);
   localStorage.removeItem(KEY);
+  me = null;
 }
+
+// Who the signed-in token is (GET /api/v1/whoami: name, role, apps), asked once per token. The
+// UI shows only what that role can do; the server checks every call regardless.
+let me = null;
+export async function whoami() {
+  const token = getToken();
+  if (me && me.token === token) return me.who;
+  const who = await get('/api/v1/whoami');
+  me = { token, who };
+  return who;
+}
+
+// Jobs (create, edit, delete, pause, resume, trigger) and killing fires.
+export const canOperate = (who) => who?.role === 'admin' || who?.role === 'operator';
+// Tokens.
+export const isAdmin = (who) => who?.role === 'admin';
 
 // {"error": {"code", "message", "field"}} from the server, or a network failure.
 export class ApiError extends Error {

@@ -1,6 +1,6 @@
 // The sched web UI: a hash router over plain ES modules (no build step, no dependencies).
 
-import { clearToken, getToken } from './api.js';
+import { clearToken, getToken, isAdmin, whoami } from './api.js';
 import { h, replace } from './dom.js';
 import { signInView } from './views/signin.js';
 import { jobsView, jobView, jobFormView } from './views/jobs.js';
@@ -46,13 +46,32 @@ function render() {
     const match = path.match(pattern);
     if (!match) continue;
     for (const a of nav.querySelectorAll('a')) a.classList.toggle('active', a.dataset.section === section);
-    current = new ViewContext(match.slice(1), new URLSearchParams(query));
+    const ctx = new ViewContext(match.slice(1), new URLSearchParams(query));
+    current = ctx;
     document.title = section ? `sched · ${section}` : 'sched';
     replace(main);
-    view(main, current).catch((e) => current.fail(e));
+    // Views learn the caller's role first, so they never offer what it cannot do.
+    (signedIn ? whoami() : Promise.resolve(null))
+      .then((who) => {
+        if (ctx.disposed) return undefined;
+        ctx.who = who;
+        applyRole(who);
+        return view(main, ctx);
+      })
+      .catch((e) => ctx.fail(e));
     return;
   }
   replace(main, h('h1', null, 'Not found'), h('p', null, h('a', { href: '#/jobs' }, 'Back to the jobs')));
+}
+
+// The header for this role: the Tokens section is for admins only, and the role is shown.
+function applyRole(who) {
+  const tokens = nav.querySelector('a[data-section="tokens"]');
+  if (tokens) tokens.hidden = !isAdmin(who);
+  const badge = document.getElementById('whoami');
+  if (badge) badge.textContent = who ? `${who.name} (${who.role})` : '';
+  if (who) document.body.dataset.role = who.role;
+  else delete document.body.dataset.role;
 }
 
 // What a view gets: its route parameters, the query, and timers that stop when it is left.
@@ -62,6 +81,7 @@ class ViewContext {
     this.query = query;
     this.timers = [];
     this.disposed = false;
+    this.who = null; // GET /api/v1/whoami of the signed-in token
   }
   every(ms, fn) {
     const id = setInterval(() => {

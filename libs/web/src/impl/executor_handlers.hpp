@@ -1,19 +1,22 @@
 #pragma once
 
 // The SDK's registry and callback handlers (contract: sched/web/executor_api.hpp), shared by
-// AddExecutorRoutes (trigger nodes: the server's hook checks the cluster token) and the web
-// module (which checks executor tokens itself).
+// the web module and AddExecutorRoutes (trigger nodes); both authenticate the caller first.
 
 #include <memory>
 
 #include "sched/common/net.hpp"
 #include "sched/db/database.hpp"
 #include "sched/http/message.hpp"
+#include "sched/web/auth.hpp"
 
 namespace sched::web::impl {
 
-net::awaitable<rest::Response> HandleHeartbeat(rest::Request& req, db::Database& db, net::thread_pool& db_pool);
-net::awaitable<rest::Response> HandleDeregister(rest::Request& req, db::Database& db, net::thread_pool& db_pool);
-net::awaitable<rest::Response> HandleCallback(rest::Request& req, db::Database& db, net::thread_pool& db_pool);
+net::awaitable<rest::Response> HandleHeartbeat(rest::Request& req, const Principal& who, db::Database& db,
+                                               net::thread_pool& db_pool);
+net::awaitable<rest::Response> HandleDeregister(rest::Request& req, const Principal& who, db::Database& db,
+                                                net::thread_pool& db_pool);
+net::awaitable<rest::Response> HandleCallback(rest::Request& req, const Principal& who, db::Database& db,
+                                              net::thread_pool& db_pool);
 
 }  // namespace sched::web::impl

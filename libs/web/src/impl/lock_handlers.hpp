@@ -1,8 +1,8 @@
 #pragma once
 
 // The lock API's handlers (contract: sched/web/lock_api.hpp), shared by the web module's SDK
-// routes (which check tokens and roles themselves) and AddExecutorRoutes (trigger nodes: the
-// server's hook checks the cluster token).
+// routes and AddExecutorRoutes (trigger nodes); both authenticate the caller first, and the
+// handlers check the caller's app scope.
 
 #include <atomic>
 #include <memory>
@@ -23,10 +23,10 @@ class LockApi {
   public:
     LockApi(LockApiOptions options, DatabaseProvider database, net::thread_pool& db_pool);
 
-    net::awaitable<rest::Response> Acquire(rest::Request& req);
-    net::awaitable<rest::Response> Extend(rest::Request& req);
-    net::awaitable<rest::Response> Release(rest::Request& req);
-    net::awaitable<rest::Response> Inspect(rest::Request& req);
+    net::awaitable<rest::Response> Acquire(rest::Request& req, const Principal& who);
+    net::awaitable<rest::Response> Extend(rest::Request& req, const Principal& who);
+    net::awaitable<rest::Response> Release(rest::Request& req, const Principal& who);
+    net::awaitable<rest::Response> Inspect(rest::Request& req, const Principal& who);
 
     /// Acquires waiting right now (for tests and metrics).
     int waiting() const { return waiting_.load(); }
@@ -38,7 +38,7 @@ class LockApi {
 
   private:
     Result<Backend> GetBackend();
-    net::awaitable<rest::Response> ExtendOrRelease(rest::Request& req, bool extend);
+    net::awaitable<rest::Response> ExtendOrRelease(rest::Request& req, const Principal& who, bool extend);
 
     const LockApiOptions options_;
     const DatabaseProvider database_;

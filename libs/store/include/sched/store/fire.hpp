@@ -8,6 +8,7 @@
 /// racing on one fire (a callback and a timeout, say) produce exactly one outcome.
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -42,6 +43,9 @@ struct Fire {
     int shard_index = 0;
     int shard_total = 1;
     std::int64_t epoch = 0;  ///< the master's lease epoch that created it (fencing)
+    /// The lease epoch the slave read when it claimed the fire (sent in /v1/run; a callback must
+    /// carry it). nullopt until claimed, and for fires claimed before migration 002.
+    std::optional<std::int64_t> dispatch_epoch;
     std::optional<std::string> assigned_node;
     std::optional<std::string> executor_address;
     FireStatus status = FireStatus::kPending;
@@ -71,6 +75,7 @@ struct FireFilter {
 /// The columns a transition may set besides the status (unset = unchanged).
 struct FireUpdate {
     std::optional<std::string> assigned_node;
+    std::optional<std::int64_t> dispatch_epoch;
     std::optional<std::string> executor_address;
     std::optional<std::int64_t> dispatched_at;
     std::optional<std::int64_t> started_at;
@@ -79,6 +84,39 @@ struct FireUpdate {
     std::optional<std::string> result_message;
     std::optional<bool> followup;
 };
+
+/// An executor's result for a fire (one item of `POST /api/v1/callback`), as the web module
+/// checked its syntax and the caller's app scope.
+struct ExecutorResult {
+    std::int64_t fire_id = 0;
+    int attempt = 0;
+    /// The dispatch epoch the executor got in /v1/run; nullopt: not checked (only callers that
+    /// are not app-scoped may leave it out).
+    std::optional<std::int64_t> epoch;
+    /// The executor's advertised address; nullopt: not checked (as for epoch).
+    std::optional<std::string> address;
+    FireStatus status = FireStatus::kSucceeded;  ///< a final status: succeeded, failed, timeout, killed
+    int result_code = 0;
+    std::string result_message;
+    std::int64_t started_ms = 0;  ///< 0: unknown
+    std::int64_t finished_ms = 0;
+};
+
+/// What became of an ExecutorResult. Only kApplied changed the row.
+enum class ResultOutcome {
+    kApplied,        ///< the fire moved to the result's status
+    kDuplicate,      ///< the fire already has this status for this attempt (a resend)
+    kConflict,       ///< the fire ended differently already, or was never dispatched
+    kNotFound,       ///< no such fire
+    kForbidden,      ///< the fire's job is not of an app the caller may act for (or is gone)
+    kStaleAttempt,   ///< the fire is at another attempt
+    kStaleEpoch,     ///< the fire was dispatched under another lease epoch
+    kWrongExecutor,  ///< the fire was dispatched to another address, or the address is not a
+                     ///< registered instance of the fire's app
+};
+/// "applied", "duplicate", "conflict", "not_found", "forbidden", "stale_attempt",
+/// "stale_epoch", "wrong_executor" (the callback's per-item outcomes).
+std::string_view ResultOutcomeName(ResultOutcome outcome);
 
 class FireRepository {
   public:
@@ -125,6 +163,20 @@ class FireRepository {
     /// next time from the finish). Returns how many.
     static int ClearTrivialFollowups(soci::session& s);
     static std::optional<Fire> Find(soci::session& s, std::int64_t id);
+
+    /// Applies an executor's result inside the caller's write transaction, after checking, in
+    /// this order: the fire exists (kNotFound); its job's app passes `app_allowed` (kForbidden;
+    /// a fire whose job is gone passes only when `app_allowed("")` does, i.e. for unscoped
+    /// callers); the attempt (kStaleAttempt); a repeat of its final status (kDuplicate), another
+    /// final status or `pending` (kConflict); the dispatch epoch when both sides know it
+    /// (kStaleEpoch); the address (kWrongExecutor): a `running` fire's executor_address, or,
+    /// for a fire still `dispatching` (a fast handler's result can beat the slave's record of
+    /// the 202), a registered instance of the job's app, which then becomes the fire's
+    /// executor_address. The final UPDATE repeats every condition, so a concurrent change
+    /// (the slave recording `running` meanwhile) cannot slip between check and write: it
+    /// yields kConflict and nothing changes.
+    static ResultOutcome ApplyResult(soci::session& s, const ExecutorResult& result,
+                                     const std::function<bool(const std::string& app)>& app_allowed);
 
   private:
     db::Database& db_;

@@ -1,6 +1,6 @@
 // Fire history (status, lag, duration) and one fire with its log and a kill button.
 
-import { get, post, withQuery } from '../api.js';
+import { canOperate, get, post, withQuery } from '../api.js';
 import { badge, fmtDuration, h, replace, table, timeCell } from '../dom.js';
 
 const STATUSES = ['pending', 'dispatching', 'running', 'succeeded', 'failed', 'timeout', 'killed', 'lost', 'skipped'];
@@ -73,6 +73,7 @@ export async function firesView(main, ctx) {
 }
 
 export async function fireView(main, ctx) {
+  const operate = canOperate(ctx.who);
   const id = ctx.params[0];
   const header = h('h1');
   const banner = h('div', { class: 'banner' });
@@ -85,7 +86,7 @@ export async function fireView(main, ctx) {
     fire = await get(`/api/v1/fires/${id}`);
     if (!job) job = await get(`/api/v1/jobs/${fire.job_id}`).catch(() => null);
     replace(header, `Fire #${fire.id}`, badge(fire.status),
-      fire.status === 'running'
+      fire.status === 'running' && operate
         ? h('button', {
           class: 'danger',
           onclick: async () => {

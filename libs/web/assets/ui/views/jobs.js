@@ -1,6 +1,6 @@
 // Jobs: the list, one job with its recent fires, and the create/edit form with a live preview.
 
-import { ApiError, del, get, post, put, withQuery } from '../api.js';
+import { ApiError, canOperate, del, get, post, put, withQuery } from '../api.js';
 import {
   badge, clearErrors, debounce, field, fmtDuration, fmtRelative, h, replace, setFieldError, showError, table,
   timeCell,
@@ -46,6 +46,7 @@ async function trigger(job, banner) {
 // ---- the list ----
 
 export async function jobsView(main, ctx) {
+  const operate = canOperate(ctx.who); // viewers see no mutating controls
   const q = h('input', { type: 'search', name: 'q', placeholder: 'Search names', value: ctx.query.get('q') ?? '' });
   const app = h('input', { name: 'app', placeholder: 'App', value: ctx.query.get('app') ?? '' });
   const enabled = h('select', { name: 'enabled' }, h('option', { value: '' }, 'All'),
@@ -65,11 +66,12 @@ export async function jobsView(main, ctx) {
     h('td', null, stateBadge(job)),
     h('td', null, job.enabled ? timeCell(job.next_fire_time, job.time_zone) : h('span', { class: 'subtle' }, '—')),
     h('td', null, lastResult(job)),
-    h('td', null, h('div', { class: 'actions' },
+    h('td', null, operate ? h('div', { class: 'actions' },
       h('button', { class: 'small', onclick: () => act(trigger(job, banner)) }, 'Trigger'),
       job.enabled
         ? h('button', { class: 'small', onclick: () => act(post(`/api/v1/jobs/${job.id}/pause`)) }, 'Pause')
-        : h('button', { class: 'small', onclick: () => act(post(`/api/v1/jobs/${job.id}/resume`)) }, 'Resume'))));
+        : h('button', { class: 'small', onclick: () => act(post(`/api/v1/jobs/${job.id}/resume`)) }, 'Resume'))
+      : null));
 
   const draw = () => {
     replace(list, table(['Job', 'App / handler', 'Schedule', 'State', 'Next fire', 'Last result', ''],
@@ -107,7 +109,7 @@ export async function jobsView(main, ctx) {
   main.append(
     h('h1', null, 'Jobs'),
     h('div', { class: 'toolbar' }, q, app, enabled, h('span', { class: 'spacer' }),
-      h('a', { class: 'button primary', href: '#/jobs/new' }, 'New job')),
+      operate ? h('a', { class: 'button primary', href: '#/jobs/new' }, 'New job') : null),
     banner, list, more);
   await load();
   ctx.every(5000, () => refresh().catch(() => {}));
@@ -116,6 +118,7 @@ export async function jobsView(main, ctx) {
 // ---- one job ----
 
 export async function jobView(main, ctx) {
+  const operate = canOperate(ctx.who);
   const id = ctx.params[0];
   const banner = h('div', { class: 'banner' });
   const header = h('h1');
@@ -136,7 +139,7 @@ export async function jobView(main, ctx) {
   async function loadJob() {
     job = await get(`/api/v1/jobs/${id}`);
     replace(header, job.name, stateBadge(job), h('span', { class: 'spacer' }),
-      h('span', { class: 'actions' },
+      !operate ? null : h('span', { class: 'actions' },
         h('a', { class: 'button', href: `#/jobs/${id}/edit` }, 'Edit'),
         h('button', { class: 'primary', onclick: () => act(trigger(job, banner).then(loadFires)) }, 'Trigger now'),
         job.enabled
@@ -211,6 +214,11 @@ function timeZones() {
 
 export async function jobFormView(main, ctx) {
   const id = ctx.params[0];
+  if (!canOperate(ctx.who)) {
+    main.append(h('h1', null, id ? 'Edit job' : 'New job'),
+      h('div', { class: 'panel subtle' }, `Your token (${ctx.who?.role ?? 'unknown'}) cannot create or edit jobs.`));
+    return;
+  }
   const job = id ? await get(`/api/v1/jobs/${id}`) : {
     name: '', app: '', handler: '', description: '', params: '', schedule_type: 'cron',
     schedule_expr: '0 */5 * * * ?', time_zone: 'UTC', misfire_policy: 'fire-once-now', routing: 'round-robin',

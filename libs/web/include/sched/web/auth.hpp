@@ -3,17 +3,23 @@
 /// Who may call which route of the web module.
 ///
 /// Tokens:
-/// - the cluster token (`token` in the config, or SCHED_TOKEN): the bootstrap admin; it is also
-///   what SDKs and trigger nodes use, so it reaches the executor routes too;
+/// - the cluster token (`token` in the config, or SCHED_TOKEN): the bootstrap admin; it also
+///   reaches the executor routes, for every app (trigger nodes and operators' tools use it; a
+///   business service should not: give it an executor token scoped to its app);
 /// - API tokens, created through `POST /api/v1/tokens` and stored only as a SHA-256 hash
 ///   (`api_token.token_hash`), each with one role:
 ///     admin     everything, including tokens
 ///     operator  jobs (create, edit, delete, pause, resume, trigger) and killing fires
 ///     viewer    read only
-///     executor  only the SDK's routes: registry, callback and the lock API; nothing else
+///     executor  only the SDK's routes: registry, callback and the lock API, and only for the
+///               apps in its scope (`apps`): heartbeats and deregistrations of those apps,
+///               results for fires of their jobs, locks in their namespaces; anything else is
+///               403 with `field` "app". A legacy executor token (created before scopes
+///               existed, scope "*") acts for every app, and each process logs a warning the
+///               first time it sees one.
 ///   and, the other way round, admin/operator/viewer tokens do not reach the registry and
 ///   callback routes. The lock API is shared: operator and admin may take, extend and release
-///   locks (and viewers inspect them) as executor tokens may.
+///   locks of any app or none (and viewers inspect them) as executor tokens may for theirs.
 ///
 /// Requests carry `Authorization: Bearer <secret>`. A missing, malformed, unknown or revoked
 /// token is 401 (kUnauthenticated); a token whose role is too low is 403 (kPermissionDenied).
@@ -35,6 +41,8 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 #include "sched/common/duration.hpp"
 #include "sched/common/net.hpp"
@@ -48,9 +56,11 @@ namespace sched::web {
 /// What a route needs. The OpenAPI document's `x-role` spells these names.
 /// kLockHolder (taking, extending and releasing locks) admits executor tokens and the operator
 /// role and above; kLockViewer (inspecting a lock) executor tokens and every people's role.
-enum class Permission { kPublic, kViewer, kOperator, kAdmin, kExecutor, kLockHolder, kLockViewer };
+enum class Permission { kPublic, kViewer, kOperator, kAdmin, kExecutor, kLockHolder, kLockViewer, kAnyToken };
 
-/// "public", "viewer", "operator", "admin", "executor", "operator|executor", "viewer|executor".
+/// kAnyToken: any valid token of any role (GET /api/v1/whoami).
+/// "public", "viewer", "operator", "admin", "executor", "operator|executor", "viewer|executor",
+/// "any".
 std::string_view PermissionName(Permission permission);
 
 /// The caller of a request, once authenticated.
@@ -59,11 +69,27 @@ struct Principal {
     store::Role role = store::Role::kViewer;
     std::int64_t token_id = 0;   ///< 0 for the cluster token
     bool cluster_token = false;  ///< the cluster token: admin, and also accepted by executor routes
+    /// Executor tokens: the apps it may act for ({store::kAllApps} for a legacy token).
+    std::vector<std::string> apps;
 };
 
 /// OK when `principal` may call a route needing `permission`; kPermissionDenied saying which
 /// role it needs otherwise.
 Status Authorize(const Principal& principal, Permission permission);
+
+/// True when `principal` is limited to the apps in its scope: an executor token that is not a
+/// legacy all-apps one. The cluster token and people's tokens are not app-scoped (their role
+/// decides).
+bool IsAppScoped(const Principal& principal);
+
+/// OK when `principal` may act for `app` on the SDK and lock routes (always, unless
+/// IsAppScoped); kPermissionDenied naming the app and the token's scope otherwise.
+Status AuthorizeApp(const Principal& principal, std::string_view app);
+
+/// Why `app` cannot be an app name in a token scope or a lock request, or nullopt when it can:
+/// 1..kMaxAppName characters (as job.app), no control characters, not "*".
+inline constexpr std::size_t kMaxAppName = 128;
+std::optional<std::string> AppNameProblem(std::string_view app);
 
 /// A fresh secret: `bytes` bytes from the kernel's random generator (getrandom), as 2 * bytes
 /// lower-case hex digits. Throws std::runtime_error when the kernel refuses (never in practice).
@@ -101,7 +127,8 @@ class TokenAuthenticator {
     net::thread_pool& db_pool_;
     const Micros cache_ttl_;
     std::mutex mu_;
-    std::unordered_map<std::string, Entry> cache_;  // by token hash
+    std::unordered_map<std::string, Entry> cache_;    // by token hash
+    std::unordered_set<std::int64_t> warned_legacy_;  // legacy executor tokens logged already
 };
 
 }  // namespace sched::web

@@ -48,7 +48,7 @@ namespace sched::web {
 /// every key optional, with these defaults:
 ///
 ///     token: ""               # required: the cluster token (admin; also accepted by the SDK
-///                             #   routes); SCHED_TOKEN overrides
+///                             #   routes, for every app); SCHED_TOKEN overrides
 ///     executor-token: ""      # bearer token for the executors' /v1 API (kill, log); "" = token;
 ///                             #   SCHED_EXECUTOR_TOKEN overrides
 ///     executor-api: true      # serve the SDK's registry, callback and lock routes
