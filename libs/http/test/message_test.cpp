@@ -122,6 +122,16 @@ TEST(ParseJson, BuildsTheSameDocumentAsNlohmann) {
     EXPECT_EQ(*ParseJson(" 42 "), 42);
 }
 
+TEST(DumpWithin, SerialisesOnlyWithinTheBound) {
+    const auto small = nlohmann::json::parse(R"({"a":[1,"two",{"b":null}]})");
+    EXPECT_EQ(DumpWithin(small, 100), small.dump());
+    EXPECT_EQ(DumpWithin(small, small.dump().size()), small.dump());
+    EXPECT_FALSE(DumpWithin(small, small.dump().size() - 1).has_value());
+    nlohmann::json big = nlohmann::json::array();
+    for (int i = 0; i < 100'000; ++i) big.push_back(std::string(100, 'x'));
+    EXPECT_FALSE(DumpWithin(big, 65535).has_value());
+}
+
 TEST(Response, ErrorBodyHasTheUniformShape) {
     const Response r = Response::Error(ApiError{Code::kNotFound, "no handler \"x\"", "handler"});
     EXPECT_EQ(r.status, 404);
