@@ -203,7 +203,8 @@ TEST_F(ExecutorTest, HostileJsonOnEveryBodyRouteGets400AndTheExecutorKeepsServin
     Start(Options());
     const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
     for (const std::string path : {"/v1/run", "/v1/kill", "/v1/idle-beat"}) {
-        for (const std::string& body : {R"({"fire_id":1,"params":)" + deep + "}", std::string(R"({"params":{"x":1e309}})")}) {
+        for (const std::string& body :
+             {R"({"fire_id":1,"params":)" + deep + "}", std::string(R"({"params":{"x":1e309}})")}) {
             rest::ClientRequest req;
             req.method = rest::Method::kPost;
             req.url = Url(path);
