@@ -200,6 +200,34 @@ TEST_F(ExecutorTest, FailuresAndExceptionsAreReportedAsFailed) {
     EXPECT_EQ(failed["address"], executor_->address());
 }
 
+// Issue 13: a body nested 100k deep or holding 1e309 is a 400 on every JSON route of the SDK,
+// never a crash or a 500, and the library's exception text never reaches the caller.
+TEST_F(ExecutorTest, HostileJsonOnEveryBodyRouteGets400AndTheExecutorKeepsServing) {
+    Start(Options());
+    const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
+    for (const std::string path : {"/v1/run", "/v1/kill", "/v1/idle-beat"}) {
+        for (const std::string& body :
+             {R"({"fire_id":1,"params":)" + deep + "}", std::string(R"({"params":{"x":1e309}})")}) {
+            rest::ClientRequest req;
+            req.method = rest::Method::kPost;
+            req.url = Url(path);
+            req.headers.Set("Content-Type", "application/json");
+            req.body = body;
+            auto r = client_.Send(std::move(req), {.bearer_token = kToken});
+            ASSERT_TRUE(r.ok()) << path << ": " << r.status().ToString();
+            EXPECT_EQ(r->status, 400) << path << ": " << r->body.substr(0, 200);
+            const std::string message = (*r->Json())["error"]["message"];
+            EXPECT_TRUE(message.find("nesting deeper than 64 levels") != std::string::npos ||
+                        message == "params.x: number out of range (1e309)")
+                << path << ": " << message;
+            EXPECT_EQ(r->body.find("json.exception"), std::string::npos);
+        }
+    }
+    auto beat = Get("/v1/beat");
+    ASSERT_TRUE(beat.ok());
+    EXPECT_EQ(beat->status, 200);
+}
+
 TEST_F(ExecutorTest, BadRequestsGet4xxNamingTheFieldAndTheExecutorKeepsServing) {
     Start(Options());
     struct Case {

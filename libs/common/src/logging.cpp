@@ -10,7 +10,64 @@ namespace sched {
 
 namespace {
 
-// spdlog's %v is not escaped; a message with a quote would break every JSON log parser.
+constexpr char kHex[] = "0123456789abcdef";
+
+// Length of the well-formed UTF-8 sequence at the start of `s`, or 0 (RFC 3629: no overlong
+// forms, no surrogates, nothing above U+10FFFF).
+std::size_t Utf8SequenceLength(std::string_view s) {
+    const auto b0 = static_cast<unsigned char>(s[0]);
+    std::size_t n = 0;
+    unsigned char lo = 0x80;
+    unsigned char hi = 0xbf;
+    if (b0 >= 0xc2 && b0 <= 0xdf) {
+        n = 2;
+    } else if (b0 >= 0xe0 && b0 <= 0xef) {
+        n = 3;
+        if (b0 == 0xe0) lo = 0xa0;
+        if (b0 == 0xed) hi = 0x9f;
+    } else if (b0 >= 0xf0 && b0 <= 0xf4) {
+        n = 4;
+        if (b0 == 0xf0) lo = 0x90;
+        if (b0 == 0xf4) hi = 0x8f;
+    } else {
+        return 0;
+    }
+    if (s.size() < n) return 0;
+    for (std::size_t i = 1; i < n; ++i) {
+        const auto b = static_cast<unsigned char>(s[i]);
+        if (b < (i == 1 ? lo : 0x80) || b > (i == 1 ? hi : 0xbf)) return 0;
+    }
+    return n;
+}
+
+// Walks `s`, copying printable text and well-formed UTF-8 and handing every other byte to
+// `escape` (which appends its replacement to `out`).
+template <typename Escape>
+std::string EscapeWith(std::string_view s, Escape escape) {
+    std::string out;
+    out.reserve(s.size() + 8);
+    for (std::size_t i = 0; i < s.size();) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        if (c >= 0x80) {
+            if (const std::size_t n = Utf8SequenceLength(s.substr(i)); n > 0) {
+                out.append(s.substr(i, n));
+                i += n;
+                continue;
+            }
+        }
+        if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
+            escape(out, c);
+        } else {
+            out += static_cast<char>(c);
+        }
+        ++i;
+    }
+    return out;
+}
+
+// spdlog's %v writes the message as is. Every message passes through one of these flags
+// instead, so no argument (a job name, a peer's error text) can start a forged log line or
+// break the JSON format, whatever the call site.
 class JsonMessageFlag final : public spdlog::custom_flag_formatter {
   public:
     void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
@@ -18,6 +75,15 @@ class JsonMessageFlag final : public spdlog::custom_flag_formatter {
         dest.append(escaped.data(), escaped.data() + escaped.size());
     }
     std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<JsonMessageFlag>(); }
+};
+
+class TextMessageFlag final : public spdlog::custom_flag_formatter {
+  public:
+    void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+        const std::string escaped = LogEscape(std::string_view(msg.payload.data(), msg.payload.size()));
+        dest.append(escaped.data(), escaped.data() + escaped.size());
+    }
+    std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<TextMessageFlag>(); }
 };
 
 }  // namespace
@@ -37,7 +103,9 @@ void SetupLogging(const LogConfig& config) {
             R"({"ts":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","thread":%t,"msg":"%*"})");
         logger->set_formatter(std::move(formatter));
     } else {
-        logger->set_pattern("%Y-%m-%d %H:%M:%S.%e %^%-5l%$ [%t] %v");
+        auto formatter = std::make_unique<spdlog::pattern_formatter>();
+        formatter->add_flag<TextMessageFlag>('*').set_pattern("%Y-%m-%d %H:%M:%S.%e %^%-5l%$ [%t] %*");
+        logger->set_formatter(std::move(formatter));
     }
     logger->set_level(spdlog::level::from_str(config.level));
     logger->flush_on(spdlog::level::info);
@@ -45,9 +113,7 @@ void SetupLogging(const LogConfig& config) {
 }
 
 std::string JsonEscape(std::string_view s) {
-    std::string out;
-    out.reserve(s.size() + 8);
-    for (const char c : s) {
+    return EscapeWith(s, [](std::string& out, unsigned char c) {
         switch (c) {
             case '"':
                 out += "\\\"";
@@ -65,17 +131,41 @@ std::string JsonEscape(std::string_view s) {
                 out += "\\t";
                 break;
             default:
-                if (static_cast<unsigned char>(c) < 0x20) {
-                    static constexpr char kHex[] = "0123456789abcdef";
+                if (c < 0x80) {
                     out += "\\u00";
-                    out += kHex[(c >> 4) & 0xf];
+                    out += kHex[c >> 4];
                     out += kHex[c & 0xf];
                 } else {
-                    out += c;
+                    out += "\\ufffd";  // not UTF-8: JSON text must be
                 }
         }
-    }
-    return out;
+    });
+}
+
+std::string LogEscape(std::string_view s) {
+    return EscapeWith(s, [](std::string& out, unsigned char c) {
+        switch (c) {
+            case '"':
+                out += '"';
+                break;
+            case '\\':
+                out += '\\';
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            default:
+                out += "\\x";
+                out += kHex[c >> 4];
+                out += kHex[c & 0xf];
+        }
+    });
 }
 
 }  // namespace sched

@@ -1,6 +1,8 @@
 #include "sched/common/logging.hpp"
 
 #include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 namespace sched {
 namespace {
@@ -10,6 +12,44 @@ TEST(JsonEscape, EscapesQuotesBackslashesAndControls) {
     EXPECT_EQ(JsonEscape("a\nb\tc"), "a\\nb\\tc");
     EXPECT_EQ(JsonEscape(std::string("\x01", 1)), "\\u0001");
     EXPECT_EQ(JsonEscape("plain"), "plain");
+}
+
+TEST(JsonEscape, KeepsUtf8AndReplacesInvalidBytes) {
+    EXPECT_EQ(JsonEscape("gr\xc3\xbc\xc3\x9f \xe2\x82\xac"), "gr\xc3\xbc\xc3\x9f \xe2\x82\xac");
+    EXPECT_EQ(JsonEscape("a\xff"
+                         "b\xc3"),
+              "a\\ufffdb\\ufffd");
+    EXPECT_EQ(JsonEscape(std::string("x\0y\x7f", 4)), "x\\u0000y\\u007f");
+}
+
+TEST(LogEscape, MakesControlCharactersVisibleAndKeepsText) {
+    EXPECT_EQ(LogEscape("job\n2024-01-01 00:00:00.000 info  [1] forged"),
+              "job\\n2024-01-01 00:00:00.000 info  [1] forged");
+    EXPECT_EQ(LogEscape(std::string("a\0b\r\tc\x1b[31m", 11)), "a\\x00b\\r\\tc\\x1b[31m");
+    EXPECT_EQ(LogEscape("say \"hi\" \\ caf\xc3\xa9"), "say \"hi\" \\ caf\xc3\xa9");
+    EXPECT_EQ(LogEscape("\xff\xfe"), "\\xff\\xfe");
+}
+
+TEST(SetupLogging, EveryMessageIsEscapedAndEachRecordIsOneLine) {
+    for (const std::string format : {"text", "json"}) {
+        LogConfig config;
+        config.format = format;
+        SetupLogging(config);
+        testing::internal::CaptureStderr();
+        spdlog::info("job \"{}\" created", std::string("evil\nFAKE line\0tail", 19));
+        const std::string out = testing::internal::GetCapturedStderr();
+        ASSERT_FALSE(out.empty()) << format;
+        EXPECT_EQ(out.back(), '\n') << format;  // spdlog's own end of line stays
+        EXPECT_EQ(out.find('\n'), out.size() - 1) << format << ": " << out;
+        EXPECT_EQ(out.find('\0'), std::string::npos) << format;
+        if (format == "json") {
+            const auto record = nlohmann::json::parse(out);
+            EXPECT_EQ(record["msg"], "job \"" + std::string("evil\nFAKE line\0tail", 19) + "\" created");
+        } else {
+            EXPECT_NE(out.find("job \"evil\\nFAKE line\\x00tail\" created"), std::string::npos) << out;
+        }
+    }
+    SetupLogging(LogConfig{});
 }
 
 TEST(LogConfig, ReadsLevelAndFormatAndRejectsOthers) {

@@ -13,8 +13,13 @@ namespace sched::rest {
 
 namespace impl {
 
+// Bounds what a peer can make us buffer while the parser waits for the end of a line (status
+// line, header, chunk-size line, chunk extension, trailer); bodies go to the response itself.
+constexpr std::size_t kResponseHeaderLimit = 64 * 1024;
+constexpr std::size_t kReadBufferLimit = kResponseHeaderLimit + 64 * 1024;
+
 struct PooledConnection {
-    explicit PooledConnection(net::any_io_executor ex) : stream(std::move(ex)) {}
+    explicit PooledConnection(net::any_io_executor ex) : stream(std::move(ex)), buffer(kReadBufferLimit) {}
     beast::tcp_stream stream;
     beast::flat_buffer buffer;
     std::chrono::steady_clock::time_point idle_since;
@@ -41,8 +46,6 @@ using impl::ClientState;
 using impl::PooledConnection;
 using Clock = std::chrono::steady_clock;
 using ConnectionPtr = std::unique_ptr<PooledConnection>;
-
-constexpr std::uint32_t kResponseHeaderLimit = 64 * 1024;
 
 std::string_view View(beast::string_view s) {
     return {s.data(), s.size()};
@@ -138,7 +141,7 @@ net::awaitable<Exchanged> Exchange(ClientState& st, PooledConnection& conn, http
     if (ec) co_return Exchanged{Unavailable("sending to " + where + ": " + ec.message()), false, true};
 
     http::response_parser<http::string_body> parser;
-    parser.header_limit(kResponseHeaderLimit);
+    parser.header_limit(static_cast<std::uint32_t>(impl::kResponseHeaderLimit));
     parser.body_limit(st.options.body_limit);
     conn.stream.expires_at(deadline);
     // Header first: Beast 1.74 skips the body limit check for a response with Content-Length
@@ -156,6 +159,12 @@ net::awaitable<Exchanged> Exchange(ClientState& st, PooledConnection& conn, http
             co_return Exchanged{Status(Code::kResourceExhausted, "response from " + where + " exceeds " +
                                                                      std::to_string(st.options.body_limit) + " bytes"),
                                 false, nothing};
+        }
+        if (ec == http::error::buffer_overflow || ec == http::error::header_limit) {
+            co_return Exchanged{
+                Status(Code::kResourceExhausted, "response from " + where + " has a header or chunk line over " +
+                                                     std::to_string(impl::kResponseHeaderLimit) + " bytes"),
+                false, nothing};
         }
         co_return Exchanged{Unavailable("reading from " + where + ": " + ec.message()), false, nothing};
     }

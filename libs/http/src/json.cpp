@@ -17,6 +17,38 @@ std::string TypeOf(const nlohmann::json& v) {
 
 }  // namespace
 
+std::optional<std::string> DumpWithin(const nlohmann::json& value, std::size_t max_bytes) {
+    // A lower bound of the serialised size (every byte of every string and key, one per
+    // scalar and bracket), with an explicit stack: the value may be as deep as the parser allowed.
+    std::size_t bound = 0;
+    std::vector<const nlohmann::json*> stack{&value};
+    while (!stack.empty() && bound <= max_bytes) {
+        const nlohmann::json* v = stack.back();
+        stack.pop_back();
+        if (v->is_object()) {
+            bound += 2;
+            for (auto it = v->begin(); it != v->end(); ++it) {
+                bound += it.key().size() + 4;
+                stack.push_back(&it.value());
+            }
+        } else if (v->is_array()) {
+            bound += 2;
+            for (const auto& item : *v) {
+                bound += 1;
+                stack.push_back(&item);
+            }
+        } else if (v->is_string()) {
+            bound += v->get_ref<const std::string&>().size() + 2;
+        } else {
+            bound += 1;
+        }
+    }
+    if (bound > max_bytes) return std::nullopt;
+    std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (text.size() > max_bytes) return std::nullopt;
+    return text;
+}
+
 JsonFields::JsonFields(const nlohmann::json& value, std::string prefix) : value_(value), prefix_(std::move(prefix)) {
     if (!value_.is_object()) {
         const std::string field = prefix_.empty() ? std::string("body") : prefix_;

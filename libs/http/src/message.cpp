@@ -145,24 +145,8 @@ std::optional<std::string> Request::Query(std::string_view name) const {
     return std::nullopt;
 }
 
-Result<nlohmann::json> ParseJson(std::string_view text) {
-    if (text.empty()) return InvalidArgument("expected a JSON document, got an empty body");
-    auto parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (parsed.is_discarded()) {
-        // Re-parse with exceptions only on this error path: their message names the position.
-        try {
-            const auto reparsed = nlohmann::json::parse(text);
-            (void)reparsed;
-        } catch (const nlohmann::json::parse_error& e) {
-            return InvalidArgument("malformed JSON body: " + std::string(e.what()));
-        }
-        return InvalidArgument("malformed JSON body");
-    }
-    return parsed;
-}
-
 Result<nlohmann::json> Request::Json() const {
-    return ParseJson(body);
+    return ParseJson(body, JsonLimits{.max_depth = json_max_depth});
 }
 
 Response Response::Json(const nlohmann::json& body, int status) {

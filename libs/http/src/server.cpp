@@ -2,6 +2,7 @@
 
 #include <array>
 #include <atomic>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -18,9 +19,15 @@ namespace impl {
 struct Connection {
     explicit Connection(tcp::socket socket) : stream(std::move(socket)) {}
     beast::tcp_stream stream;
-    // Touched only on the connection's strand. True while waiting for a request to begin: the
+    // Written only on the connection's strand. True while waiting for a request to begin: the
     // only state in which a graceful stop may close the connection without losing work.
     bool idle = true;
+    // Written on the strand, read by the accept loop when choosing a connection to shed: true
+    // from the end of one response (or the accept) until a request's header is complete, i.e.
+    // while closing the connection loses no work.
+    std::atomic<bool> waiting{true};
+    std::atomic<std::int64_t> waiting_since{0};  // steady clock, ns
+    std::atomic<bool> shed{false};               // chosen to make room; set once
 };
 
 struct ServerState {
@@ -46,10 +53,12 @@ struct ServerState {
 
     std::mutex mu;
     std::unordered_map<std::uint64_t, std::weak_ptr<Connection>> connections;
+    std::unordered_map<std::string, std::size_t> per_peer;  // open connections by peer IP
     std::uint64_t next_id = 0;
 
     std::atomic<std::uint64_t> accepted{0};
     std::atomic<std::uint64_t> rejected{0};
+    std::atomic<std::uint64_t> shed{0};
     std::atomic<std::uint64_t> active{0};
     std::atomic<std::uint64_t> requests{0};
     std::array<std::atomic<std::uint64_t>, 6> by_class{};  // index = status / 100
@@ -69,6 +78,14 @@ constexpr std::int64_t kMaxRejecting = 64;
 constexpr std::size_t kReadChunk = 4096;
 constexpr auto kLingerTime = std::chrono::seconds(1);
 constexpr std::size_t kLingerBytes = 64 * 1024 * 1024;
+// Room in a connection's read buffer beyond the header limit, for chunk-size lines, chunk
+// extensions and trailers (which Boost 1.74's parser does not bound) and a pipelined request's
+// start. Request bodies do not accumulate there: the parser moves them into the request.
+constexpr std::size_t kReadMargin = 64 * 1024;
+
+std::int64_t NowNs() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
 
 auto LogFailure(std::string what) {
     return [what = std::move(what)](std::exception_ptr e) {
@@ -88,12 +105,18 @@ std::string_view View(beast::string_view s) {
 // Unregisters a connection however its coroutine ends (including destruction while suspended).
 class ConnectionRegistration {
   public:
-    ConnectionRegistration(std::shared_ptr<ServerState> st, std::uint64_t id, bool rejecting)
-        : st_(std::move(st)), id_(id), rejecting_(rejecting) {}
+    // `peer` is the address counted in per_peer ("" when the connection was not counted).
+    ConnectionRegistration(std::shared_ptr<ServerState> st, std::uint64_t id, bool rejecting, std::string peer)
+        : st_(std::move(st)), id_(id), rejecting_(rejecting), peer_(std::move(peer)) {}
     ~ConnectionRegistration() {
         {
             std::lock_guard lock(st_->mu);
             st_->connections.erase(id_);
+            if (!peer_.empty()) {
+                if (auto it = st_->per_peer.find(peer_); it != st_->per_peer.end() && --it->second == 0) {
+                    st_->per_peer.erase(it);
+                }
+            }
         }
         st_->active.fetch_sub(1);
         if (rejecting_) st_->rejecting.fetch_sub(1);
@@ -105,20 +128,25 @@ class ConnectionRegistration {
     std::shared_ptr<ServerState> st_;
     std::uint64_t id_;
     bool rejecting_;
+    std::string peer_;
 };
 
-enum class ReadFailure { kClosed, kTimeout, kBodyTooLarge, kHeaderTooLarge, kMalformed };
+enum class ReadFailure { kClosed, kTimeout, kBodyTooLarge, kHeaderTooLarge, kLineTooLong, kMalformed };
 
-ReadFailure Classify(const beast::error_code& ec) {
+ReadFailure Classify(const beast::error_code& ec, bool header_done) {
     if (ec == beast::error::timeout) return ReadFailure::kTimeout;
     if (ec == http::error::body_limit) return ReadFailure::kBodyTooLarge;
     if (ec == http::error::header_limit) return ReadFailure::kHeaderTooLarge;
+    // The read buffer is full and the parser still wants the end of a line.
+    if (ec == http::error::buffer_overflow) {
+        return header_done ? ReadFailure::kLineTooLong : ReadFailure::kHeaderTooLarge;
+    }
     if (ec == http::error::end_of_stream || ec == http::error::partial_message) return ReadFailure::kClosed;
     if (ec.category() == http::make_error_code(http::error::bad_method).category()) return ReadFailure::kMalformed;
     return ReadFailure::kClosed;
 }
 
-Request ToRequest(http::request<http::string_body>&& in, const std::string& remote) {
+Request ToRequest(http::request<http::string_body>&& in, const std::string& remote, std::size_t json_max_depth) {
     Request req;
     req.method_text = std::string(View(in.method_string()));
     req.method = ParseMethod(req.method_text);
@@ -131,6 +159,7 @@ Request ToRequest(http::request<http::string_body>&& in, const std::string& remo
     req.keep_alive = in.keep_alive();
     req.body = std::move(in.body());
     req.remote = remote;
+    req.json_max_depth = json_max_depth;
     return req;
 }
 
@@ -209,7 +238,8 @@ void AccessLogLine(const ServerState& st, const Request& req, int status, std::s
     const auto mode = st.options.access_log;
     if (mode == AccessLog::kOff || (mode == AccessLog::kErrors && status < 400)) return;
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-    spdlog::info("{} {} \"{} {}\" {} {}B {:.2f}ms", st.options.name, req.remote, req.method_text, req.target, status,
+    // The path only: a query string may carry a token or other secrets.
+    spdlog::info("{} {} \"{} {}\" {} {}B {:.2f}ms", st.options.name, req.remote, req.method_text, req.path, status,
                  bytes, ms);
 }
 
@@ -228,23 +258,25 @@ net::awaitable<void> RefuseAndClose(ServerState& st, beast::tcp_stream& stream, 
 }
 
 net::awaitable<void> Session(std::shared_ptr<ServerState> st, std::shared_ptr<Connection> conn, std::uint64_t id,
-                             bool reject) {
-    ConnectionRegistration registration(st, id, reject);
+                             bool reject, std::string counted_peer) {
+    ConnectionRegistration registration(st, id, reject, std::move(counted_peer));
     auto& stream = conn->stream;
     const auto& opt = st->options;
     beast::error_code ec;
     std::string remote;
     if (auto ep = stream.socket().remote_endpoint(ec); !ec)
         remote = ep.address().to_string() + ":" + std::to_string(ep.port());
-    beast::flat_buffer buffer;
+    // Bounded, so that no line the parser waits for (request line, header, chunk-size line,
+    // chunk extension, trailer) can grow memory without limit.
+    beast::flat_buffer buffer(opt.header_limit + kReadMargin);
     bool first = true;
     for (;;) {
         conn->idle = true;
         if (st->stopping.load()) break;
         if (buffer.size() == 0) {
             // Between requests the idle timeout applies; the first request must start within
-            // the header timeout, so that a silent connection cannot hold a slot for long.
-            stream.expires_after(first ? opt.header_timeout : opt.idle_timeout);
+            // the first-byte timeout, so that a silent connection cannot hold a slot for long.
+            stream.expires_after(first ? opt.first_byte_timeout : opt.idle_timeout);
             const std::size_t n = co_await stream.async_read_some(buffer.prepare(kReadChunk),
                                                                   net::redirect_error(net::use_awaitable, ec));
             if (ec) {
@@ -261,6 +293,7 @@ net::awaitable<void> Session(std::shared_ptr<ServerState> st, std::shared_ptr<Co
         parser.body_limit(opt.body_limit);
         stream.expires_after(opt.header_timeout);
         co_await http::async_read_header(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
+        if (!ec) conn->waiting.store(false);
         if (!ec && reject) {
             Response refusal = Response::Error(ApiError{Code::kUnavailable, "too many connections, retry later", ""});
             refusal.headers.Set("Retry-After", "1");
@@ -283,7 +316,7 @@ net::awaitable<void> Session(std::shared_ptr<ServerState> st, std::shared_ptr<Co
             // Responses are built outside the co_await below: g++ 12 destroys a braced aggregate
             // temporary inside a co_await expression twice.
             std::optional<Response> refusal;
-            switch (Classify(ec)) {
+            switch (Classify(ec, parser.is_header_done())) {
                 case ReadFailure::kTimeout:
                     st->timeouts.fetch_add(1);
                     break;
@@ -296,6 +329,12 @@ net::awaitable<void> Session(std::shared_ptr<ServerState> st, std::shared_ptr<Co
                     refusal = Response::Error(
                         431, "header_too_large",
                         "the request line and headers exceed " + std::to_string(opt.header_limit) + " bytes");
+                    break;
+                case ReadFailure::kLineTooLong:
+                    refusal = Response::Error(413, "payload_too_large",
+                                              "a chunk-size line, chunk extension or trailer exceeds " +
+                                                  std::to_string(opt.header_limit) + " bytes",
+                                              "body");
                     break;
                 case ReadFailure::kMalformed:
                     refusal = Response::Error(400, "bad_request", "malformed HTTP request: " + ec.message());
@@ -313,7 +352,7 @@ net::awaitable<void> Session(std::shared_ptr<ServerState> st, std::shared_ptr<Co
 
         st->requests.fetch_add(1);
         const unsigned version = parser.get().version();
-        Request req = ToRequest(parser.release(), remote);
+        Request req = ToRequest(parser.release(), remote, opt.json_max_depth);
         const bool head = req.method == Method::kHead;
         Response response = co_await Dispatch(*st, req);
         const int status = response.status;
@@ -325,9 +364,40 @@ net::awaitable<void> Session(std::shared_ptr<ServerState> st, std::shared_ptr<Co
         AccessLogLine(*st, req, status, bytes, start);
         if (ec || !keep_alive) break;
         first = false;
+        conn->waiting_since.store(NowNs());
+        conn->waiting.store(true);
     }
     stream.socket().shutdown(tcp::socket::shutdown_send, ec);
     stream.socket().close(ec);
+}
+
+// At max-connections: closes the connection that has waited longest for a complete request
+// header (an idle keep-alive connection or a slow sender; closing it loses no work), so that a
+// flood of connections that never finish a request cannot lock out everyone else. Returns false
+// when no connection qualifies (every one is busy with a request).
+bool ShedOne(ServerState& st) {
+    std::shared_ptr<Connection> victim;
+    {
+        std::lock_guard lock(st.mu);
+        std::int64_t oldest = std::numeric_limits<std::int64_t>::max();
+        for (const auto& [id, weak] : st.connections) {
+            auto c = weak.lock();
+            if (!c || c->shed.load() || !c->waiting.load()) continue;
+            if (const auto since = c->waiting_since.load(); since < oldest) {
+                oldest = since;
+                victim = std::move(c);
+            }
+        }
+        if (!victim) return false;
+        victim->shed.store(true);
+    }
+    st.shed.fetch_add(1);
+    net::post(victim->stream.get_executor(), [victim] {
+        // Re-checked on the strand: if its header completed meanwhile it is serving a request
+        // and keeps running (the new connection then briefly exceeds the cap by one).
+        if (victim->waiting.load()) victim->stream.cancel();
+    });
+    return true;
 }
 
 net::awaitable<void> AcceptLoop(std::shared_ptr<ServerState> st) {
@@ -350,7 +420,19 @@ net::awaitable<void> AcceptLoop(std::shared_ptr<ServerState> st) {
         }
         st->accepted.fetch_add(1);
         socket.set_option(tcp::no_delay(true), ec);
-        const bool reject = st->active.load() >= st->options.max_connections;
+        std::string peer;
+        if (auto ep = socket.remote_endpoint(ec); !ec) peer = ep.address().to_string();
+        bool reject = false;
+        if (!peer.empty()) {
+            std::lock_guard lock(st->mu);
+            auto& count = st->per_peer[peer];
+            if (count >= st->options.max_connections_per_peer) {
+                reject = true;
+            } else {
+                ++count;
+            }
+        }
+        if (!reject && st->active.load() >= st->options.max_connections) reject = !ShedOne(*st);
         if (reject) {
             st->rejected.fetch_add(1);
             if (st->rejecting.load() >= kMaxRejecting) {
@@ -359,6 +441,7 @@ net::awaitable<void> AcceptLoop(std::shared_ptr<ServerState> st) {
             }
         }
         auto conn = std::make_shared<Connection>(std::move(socket));
+        conn->waiting_since.store(NowNs());
         std::uint64_t id = 0;
         {
             std::lock_guard lock(st->mu);
@@ -367,7 +450,8 @@ net::awaitable<void> AcceptLoop(std::shared_ptr<ServerState> st) {
         }
         st->active.fetch_add(1);
         if (reject) st->rejecting.fetch_add(1);
-        net::co_spawn(conn_executor, Session(st, conn, id, reject), LogFailure(st->options.name + ": connection"));
+        net::co_spawn(conn_executor, Session(st, conn, id, reject, reject ? std::string() : std::move(peer)),
+                      LogFailure(st->options.name + ": connection"));
     }
 }
 
@@ -408,6 +492,9 @@ std::string PrometheusText(const ServerStats& s, std::string_view prefix) {
     out += p + "_connections_accepted_total " + std::to_string(s.connections_accepted) + "\n";
     metric("_connections_rejected_total", "counter", "Connections refused with 503 over max-connections.");
     out += p + "_connections_rejected_total " + std::to_string(s.connections_rejected) + "\n";
+    metric("_connections_shed_total", "counter",
+           "Connections closed at max-connections to make room (waiting longest for a request).");
+    out += p + "_connections_shed_total " + std::to_string(s.connections_shed) + "\n";
     metric("_connections_active", "gauge", "Open connections.");
     out += p + "_connections_active " + std::to_string(s.connections_active) + "\n";
     metric("_requests_total", "counter", "Requests read completely.");
@@ -517,6 +604,7 @@ ServerStats Server::Stats() const {
     ServerStats s;
     s.connections_accepted = st.accepted.load();
     s.connections_rejected = st.rejected.load();
+    s.connections_shed = st.shed.load();
     s.connections_active = st.active.load();
     s.requests = st.requests.load();
     s.responses_2xx = st.by_class[2].load();

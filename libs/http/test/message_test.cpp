@@ -62,6 +62,76 @@ TEST(Request, MalformedJsonBodyIsAnInvalidArgumentNamingThePosition) {
     EXPECT_FALSE(r.Json().ok());
 }
 
+TEST(ParseJson, RefusesNestingBeyondTheLimitWithoutRecursing) {
+    const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
+    auto r = ParseJson(deep);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("nesting deeper than 64 levels"), std::string::npos) << r.status().message();
+    EXPECT_FALSE(ParseJson(std::string(1'000'000, '{')).ok());
+    const auto at = [](std::size_t depth) {
+        return std::string(depth, '[') + std::string(depth, ']');
+    };
+    EXPECT_TRUE(ParseJson(at(64)).ok());
+    EXPECT_FALSE(ParseJson(at(65)).ok());
+    EXPECT_TRUE(ParseJson(at(5), {.max_depth = 5}).ok());
+    EXPECT_EQ(ParseJson(R"({"a":{"b":[{"c":[]}]}})", {.max_depth = 4}).status().message(),
+              "a.b[0].c: nesting deeper than 4 levels");
+}
+
+TEST(ParseJson, NumberOutOfRangeNamesThePath) {
+    EXPECT_EQ(ParseJson(R"({"params":{"x":1e309}})").status().message(), "params.x: number out of range (1e309)");
+    EXPECT_EQ(ParseJson(R"({"a":[1,{"b":[2,-1E+999]}]})").status().message(),
+              "a[1].b[1]: number out of range (-1E+999)");
+    EXPECT_EQ(ParseJson("1e309").status().message(), "number out of range (1e309)");
+    EXPECT_EQ(ParseJson("[" + std::string(400, '9') + "]").status().code(), Code::kInvalidArgument);
+    // Large but finite, and integers beyond 64 bits, are numbers like any other.
+    EXPECT_TRUE(ParseJson(R"({"x":1e308,"y":1e-400,"z":123456789012345678901234567890})").ok());
+}
+
+TEST(ParseJson, ErrorsAreOurOwnTextNeverTheLibrarys) {
+    const std::pair<std::string, std::string> cases[] = {
+        {"{\"a\":", "a: malformed JSON: unexpected end of input"},
+        {"{\"a\":1,}", "malformed JSON at byte 8: unexpected character '}'"},
+        {"{\"a\":[1,{\"b\":nul}]}", "a[1].b: malformed JSON at byte 17: unexpected character '}'"},
+        {"{\"a\":\"\xff\"}", "a: invalid UTF-8 at byte 7"},
+        {"{\"a\":\"x\ny\"}",
+         "a: malformed JSON at byte 8: control character \\x0a (inside a string it must be escaped)"},
+        {"{\"a\":1} x", "malformed JSON at byte 9: unexpected character 'x'"},
+        {std::string("{\"a\":1}\0{\"b\":2}", 15), "malformed JSON at byte 8: NUL byte"},
+        {"", "expected a JSON document, got an empty body"},
+    };
+    for (const auto& [text, want] : cases) {
+        auto r = ParseJson(text);
+        ASSERT_FALSE(r.ok()) << text;
+        EXPECT_EQ(r.status().message(), want) << text;
+        EXPECT_EQ(r.status().message().find("json.exception"), std::string::npos);
+    }
+    // A key as long as the body is cut in the path.
+    auto long_key = ParseJson("{\"" + std::string(100'000, 'k') + "\":1e999}");
+    ASSERT_FALSE(long_key.ok());
+    EXPECT_LT(long_key.status().message().size(), 200u);
+}
+
+TEST(ParseJson, BuildsTheSameDocumentAsNlohmann) {
+    const std::string text = R"({"s":"caf\u00e9 \"q\"","i":-7,"u":18446744073709551615,"f":1.5,"t":true,"n":null,)"
+                             R"("a":[[],{},[1,[2,[3]]]],"o":{"k":{"k":"v"}},"dup":1,"dup":2})";
+    auto r = ParseJson(text);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(*r, nlohmann::json::parse(text));
+    EXPECT_EQ(*ParseJson(" 42 "), 42);
+}
+
+TEST(DumpWithin, SerialisesOnlyWithinTheBound) {
+    const auto small = nlohmann::json::parse(R"({"a":[1,"two",{"b":null}]})");
+    EXPECT_EQ(DumpWithin(small, 100), small.dump());
+    EXPECT_EQ(DumpWithin(small, small.dump().size()), small.dump());
+    EXPECT_FALSE(DumpWithin(small, small.dump().size() - 1).has_value());
+    nlohmann::json big = nlohmann::json::array();
+    for (int i = 0; i < 100'000; ++i) big.push_back(std::string(100, 'x'));
+    EXPECT_FALSE(DumpWithin(big, 65535).has_value());
+}
+
 TEST(Response, ErrorBodyHasTheUniformShape) {
     const Response r = Response::Error(ApiError{Code::kNotFound, "no handler \"x\"", "handler"});
     EXPECT_EQ(r.status, 404);
@@ -149,6 +219,9 @@ http:
   body-limit: 2048
   header-timeout: 2s
   max-connections: 10
+  max-connections-per-peer: 7
+  first-byte-timeout: 1500ms
+  json-max-depth: 20
   access-log: errors
 )");
     const auto o = ServerOptions::FromYaml(root.Child("http"));
@@ -157,6 +230,9 @@ http:
     EXPECT_EQ(o.header_timeout, 2s);
     EXPECT_EQ(o.idle_timeout, 60s);
     EXPECT_EQ(o.max_connections, 10u);
+    EXPECT_EQ(o.max_connections_per_peer, 7u);
+    EXPECT_EQ(o.first_byte_timeout, 1500ms);
+    EXPECT_EQ(o.json_max_depth, 20u);
     EXPECT_EQ(o.access_log, AccessLog::kErrors);
     EXPECT_NO_THROW(root.RejectUnknownKeys());
 

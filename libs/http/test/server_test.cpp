@@ -171,9 +171,10 @@ TEST(Server, SlowHeaderSenderIsDisconnectedWhileOthersAreServed) {
     EXPECT_TRUE(WaitFor([&] { return server.Stats().timeouts >= 1; }));
 }
 
-TEST(Server, SilentConnectionIsDisconnectedAfterTheHeaderTimeout) {
+TEST(Server, SilentConnectionIsDisconnectedAfterTheFirstByteTimeout) {
     auto options = LoopbackOptions();
-    options.header_timeout = 200ms;
+    options.first_byte_timeout = 200ms;
+    options.header_timeout = 60s;
     TestServer server(ItemRoutes(), options);
     RawConnection silent(server.port());
     EXPECT_TRUE(silent.WaitForClose());
@@ -255,22 +256,52 @@ TEST(Server, BearerTokenAuthGuardsAuthenticatedRoutesOnly) {
     EXPECT_THROW(BearerTokenAuth(""), std::invalid_argument);
 }
 
-TEST(Server, ConnectionsOverTheCapGet503) {
+TEST(Server, AtTheCapANewConnectionShedsTheOneWaitingLongestForARequest) {
     auto options = LoopbackOptions();
     options.max_connections = 2;
     TestServer server(ItemRoutes(), options);
-    auto first = std::make_unique<RawConnection>(server.port());
-    RawConnection second(server.port());
+    RawConnection oldest(server.port(), "127.0.0.2");
+    ASSERT_TRUE(WaitFor([&] { return server.Stats().connections_active == 1; }));
+    RawConnection newer(server.port(), "127.0.0.3");
+    newer.Send("GET /items/1 HTTP/1.1\r\nHost: x\r\n");  // a slow sender, header not complete
     ASSERT_TRUE(WaitFor([&] { return server.Stats().connections_active == 2; }));
+    BlockingClient client;
+    auto served = client.Get(server.Url("/items/1"));
+    ASSERT_TRUE(served.ok()) << served.status().ToString();
+    EXPECT_EQ(served->status, 200);
+    EXPECT_TRUE(oldest.WaitForClose(2s));
+    EXPECT_EQ(server.Stats().connections_shed, 1u);
+    EXPECT_EQ(server.Stats().connections_rejected, 0u);
+    newer.Send("\r\n");  // the newer one was kept and is served
+    EXPECT_EQ(newer.ReadResponse().rfind("HTTP/1.1 200", 0), 0u);
+}
+
+TEST(Server, AtTheCapWithEveryConnectionBusyANewOneGets503) {
+    std::atomic<int> entered{0};
+    std::atomic<bool> release{false};
+    Router router = ItemRoutes();
+    router.Add(Method::kGet, "/slow", [&](Request&) -> net::awaitable<Response> {
+        entered.fetch_add(1);
+        co_await WaitUntilSet(release);
+        co_return Response::Text("done");
+    });
+    auto options = LoopbackOptions();
+    options.max_connections = 2;
+    TestServer server(std::move(router), options);
+    RawConnection first(server.port());
+    RawConnection second(server.port());
+    first.Send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n");
+    second.Send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n");
+    ASSERT_TRUE(WaitFor([&] { return entered.load() == 2; }));
     BlockingClient client;
     auto refused = client.Get(server.Url("/items/1"));
     ASSERT_TRUE(refused.ok()) << refused.status().ToString();
     EXPECT_EQ(refused->status, 503);
     EXPECT_EQ(ErrorOf(refused)["code"], "unavailable");
     EXPECT_EQ(server.Stats().connections_rejected, 1u);
-    first.reset();
-    ASSERT_TRUE(WaitFor([&] { return server.Stats().connections_active == 1; }));
-    EXPECT_EQ(client.Get(server.Url("/items/1"))->status, 200);
+    EXPECT_EQ(server.Stats().connections_shed, 0u);
+    release = true;
+    EXPECT_EQ(first.ReadResponse().rfind("HTTP/1.1 200", 0), 0u);
 }
 
 TEST(Server, GracefulStopFinishesInFlightRequestsAndClosesIdleOnes) {

@@ -86,8 +86,11 @@ std::optional<rest::ApiError> ReadJobInput(const nlohmann::json& body, const sto
     text("description", j.description, false);
     if (f.ok() && body.is_object() && body.contains("params") &&
         (body["params"].is_object() || body["params"].is_array())) {
-        // The handler receives JSON params as JSON; accept them as such and store their text.
-        j.params = body["params"].dump();
+        // The handler receives JSON params as JSON; accept them as such and store their text
+        // (sized before serialising).
+        auto text = rest::DumpWithin(body["params"], kMaxParamsBytes);
+        if (!text) return Invalid("params", "params: at most " + std::to_string(kMaxParamsBytes) + " bytes");
+        j.params = std::move(*text);
     } else {
         text("params", j.params, false);
     }

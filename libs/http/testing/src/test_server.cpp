@@ -98,9 +98,19 @@ Result<ClientResponse> BlockingClient::PostJson(std::string url, nlohmann::json 
 
 namespace {
 
-int ConnectLoopback(std::uint16_t port) {
+int ConnectLoopback(std::uint16_t port, const std::string& source_ip) {
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+    if (source_ip != "127.0.0.1") {
+        sockaddr_in source{};
+        source.sin_family = AF_INET;
+        if (::inet_pton(AF_INET, source_ip.c_str(), &source.sin_addr) != 1 ||
+            ::bind(fd, reinterpret_cast<const sockaddr*>(&source), sizeof source) != 0) {
+            const int err = errno;
+            ::close(fd);
+            throw std::runtime_error("bind " + source_ip + ": " + std::strerror(err));
+        }
+    }
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
@@ -123,7 +133,8 @@ bool Readable(int fd, std::chrono::steady_clock::time_point until) {
 
 }  // namespace
 
-RawConnection::RawConnection(std::uint16_t port) : fd_(ConnectLoopback(port)) {}
+RawConnection::RawConnection(std::uint16_t port, const std::string& source_ip)
+    : fd_(ConnectLoopback(port, source_ip)) {}
 
 RawConnection::~RawConnection() {
     if (fd_ >= 0) ::close(fd_);
@@ -144,6 +155,28 @@ void RawConnection::Send(std::string_view bytes) {
         if (n <= 0) throw std::runtime_error(std::string("send: ") + std::strerror(errno));
         bytes.remove_prefix(static_cast<std::size_t>(n));
     }
+}
+
+bool RawConnection::TrySend(std::string_view bytes) {
+    while (!bytes.empty()) {
+        const auto n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+        if (n <= 0) return false;
+        bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
+}
+
+std::string RawConnection::ReadUntilClose(std::chrono::milliseconds timeout) {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    std::string out = std::move(pending_);
+    pending_.clear();
+    while (Readable(fd_, until)) {
+        char buf[4096];
+        const auto n = ::recv(fd_, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        out.append(buf, static_cast<std::size_t>(n));
+    }
+    return out;
 }
 
 std::string RawConnection::ReadResponse(std::chrono::milliseconds timeout, bool to_head) {

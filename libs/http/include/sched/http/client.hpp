@@ -99,7 +99,8 @@ class HttpClient {
 
     /// Sends `request` and reads the response. Errors: kInvalidArgument (bad URL),
     /// kUnavailable (cannot connect, connection lost), kDeadlineExceeded (timeout),
-    /// kResourceExhausted (response over body_limit).
+    /// kResourceExhausted (response over body_limit, or a header, chunk-size line or trailer
+    /// over 64 KiB: the read buffer is bounded whatever the peer sends).
     net::awaitable<Result<ClientResponse>> Send(ClientRequest request, CallOptions options = {});
     net::awaitable<Result<ClientResponse>> Get(std::string url, CallOptions options = {});
     /// POST with `body` serialised and Content-Type application/json.

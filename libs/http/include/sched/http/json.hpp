@@ -32,6 +32,11 @@ struct IntRange {
     std::int64_t max = std::numeric_limits<std::int64_t>::max();
 };
 
+/// `value` serialised (compact, invalid UTF-8 replaced), or nullopt when the text would exceed
+/// `max_bytes`. An iterative walk bounds the size before anything is serialised, so a large
+/// document costs at most that walk, never a large string.
+std::optional<std::string> DumpWithin(const nlohmann::json& value, std::size_t max_bytes);
+
 class JsonFields {
   public:
     /// `value` must be a JSON object (else error() says so, with `prefix` as the field).

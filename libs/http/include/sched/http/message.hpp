@@ -15,6 +15,7 @@
 /// (sched::CodeName) or, for failures only HTTP has, "method_not_allowed",
 /// "payload_too_large", "header_too_large" or "bad_request".
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -87,8 +88,11 @@ struct Request {
     std::string_view PathParam(std::string_view name) const;
     /// A query parameter, percent-decoded ('+' is a space); nullopt when absent or badly encoded.
     std::optional<std::string> Query(std::string_view name) const;
-    /// The body parsed as JSON. kInvalidArgument naming the position on malformed JSON or an
-    /// empty body.
+    /// Nesting limit for Json(); the server sets it from its `json-max-depth` option.
+    std::size_t json_max_depth = 64;
+
+    /// The body parsed as JSON by ParseJson (with `json_max_depth`): kInvalidArgument naming the
+    /// field path on malformed JSON, too deep nesting, a number out of range or an empty body.
     Result<nlohmann::json> Json() const;
 };
 
@@ -115,8 +119,25 @@ struct Response {
     static Response Error(int http_status, std::string_view code, std::string message, std::string field = {});
 };
 
-/// Parses a JSON document. kInvalidArgument naming the position when malformed or empty.
-Result<nlohmann::json> ParseJson(std::string_view text);
+/// Bounds ParseJson applies while it reads (sizes are bounded by whoever holds the bytes: the
+/// server's body-limit, the client's body_limit).
+struct JsonLimits {
+    /// Objects and arrays nested deeper than this fail the parse. Everything nlohmann does on a
+    /// value afterwards (dump, copy, compare) recurses once per level, so an unbounded depth
+    /// would let a 140 KB body overflow the stack.
+    std::size_t max_depth = 64;
+};
+
+/// Parses untrusted JSON text: the one parser for request bodies, peer responses and anything
+/// else that arrives over the network (nothing else may call nlohmann::json::parse on such
+/// bytes). It reads with nlohmann's iterative SAX parser and builds the document itself, so no
+/// recursion depends on the input. It never throws for bad input; failures are
+/// kInvalidArgument with this library's own message (never nlohmann's exception text), led by
+/// the path of the offending value when there is one:
+///   "params.x: number out of range (1e309)", "params.a[3]: nesting deeper than 64 levels",
+///   "malformed JSON at byte 17: unexpected character '}'", "invalid UTF-8 at byte 9",
+///   "expected a JSON document, got an empty body".
+Result<nlohmann::json> ParseJson(std::string_view text, JsonLimits limits = {});
 
 /// Percent-decodes `text`; when `plus_is_space` (query strings) '+' becomes ' '. nullopt on a
 /// malformed escape.

@@ -13,13 +13,29 @@
 ///
 /// What every connection gets (see ServerOptions for the numbers):
 /// - keep-alive, with an idle timeout between requests;
-/// - a header timeout and a body timeout: a client that sends too slowly is disconnected;
+/// - a first-byte timeout, a header timeout and a body timeout: a client that sends too slowly
+///   is disconnected;
 /// - a body limit (413) and a header limit (431); malformed HTTP gets 400; each of these closes
 ///   the connection after the response, other errors keep it open;
+/// - a bounded read buffer (header-limit + 64 KiB): a line the parser waits for that never ends
+///   (request line, header, chunk-size line, chunk extension, trailer) gets 431 or 413 and the
+///   connection is closed, so memory per connection stays bounded whatever the peer sends;
+/// - request bodies parsed with Request::Json() are limited to `json-max-depth` nesting levels;
 /// - 404 for unknown paths, 405 with `Allow` for a wrong method, 401 from the auth hook;
 ///   all with the uniform error body (message.hpp);
-/// - one access-log line per request with its latency (`access-log`).
-/// Connections beyond `max-connections` get a 503 and are closed.
+/// - one access-log line per request with its latency (`access-log`); the path is logged
+///   without its query string (which may carry secrets).
+///
+/// Connection slots (so that a flood of slow or idle connections cannot starve /healthz and
+/// real clients):
+/// - one peer IP address holds at most `max-connections-per-peer` connections; more get 503;
+/// - at `max-connections`, a new connection sheds the open connection that has waited longest
+///   for a complete request header (idle keep-alive or slow sender: closing it loses no work);
+///   only when every connection is busy with a request does the new one get 503. A connection
+///   that finishes its header just as it is chosen keeps running, so the count may exceed the
+///   cap by a few for a moment.
+/// A 503 is sent once the refused connection's header arrives; past 64 refusals pending, new
+/// refused connections are closed without a word.
 ///
 /// Graceful shutdown: stop accepting; close idle connections at once; let requests in flight
 /// finish (their responses carry `Connection: close`); after `shutdown-grace`, close whatever
@@ -52,7 +68,8 @@ AuthHook BearerTokenAuth(std::string token);
 /// Counters since start. Each field is read atomically; the set is not a consistent snapshot.
 struct ServerStats {
     std::uint64_t connections_accepted = 0;
-    std::uint64_t connections_rejected = 0;  ///< over max-connections
+    std::uint64_t connections_rejected = 0;  ///< 503 or closed: over max-connections-per-peer, or no room
+    std::uint64_t connections_shed = 0;      ///< closed at max-connections to make room for a new one
     std::uint64_t connections_active = 0;
     std::uint64_t requests = 0;
     std::uint64_t responses_2xx = 0;

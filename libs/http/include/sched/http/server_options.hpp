@@ -19,12 +19,17 @@ enum class AccessLog { kAll, kErrors, kOff };
 ///     listen: "127.0.0.1:8080"  # host:port to bind; port 0 picks a free port
 ///     body-limit: 1048576       # bytes; a larger request body gets 413
 ///     header-limit: 16384       # bytes of request line and headers; more gets 431
-///     header-timeout: 10s       # time to receive a request's line and headers (also the first
-///                               # request's first byte); slower senders are disconnected
+///     header-timeout: 10s       # time to receive a request's line and headers once its first
+///                               # byte arrived; slower senders are disconnected
+///     first-byte-timeout: 5s    # a new connection must send its first byte within this
 ///     body-timeout: 30s         # time to receive a request body
 ///     idle-timeout: 60s         # a keep-alive connection idle this long between requests is closed
 ///     write-timeout: 30s        # time to send a response
-///     max-connections: 1024     # connections beyond this get 503 and are closed
+///     max-connections: 1024     # open connections; at the limit a new connection sheds the one
+///                               # waiting longest for a request header (idle keep-alive or slow
+///                               # sender), or gets 503 when every connection is busy with a request
+///     max-connections-per-peer: 256  # open connections from one IP address; more get 503
+///     json-max-depth: 64        # nesting limit of JSON request bodies (Request::Json); deeper gets 400
 ///     shutdown-grace: 10s       # on stop, in-flight requests get this long before connections close
 ///     access-log: all           # all, errors (only 4xx/5xx) or off
 struct ServerOptions {
@@ -32,10 +37,13 @@ struct ServerOptions {
     std::size_t body_limit = 1024 * 1024;
     std::size_t header_limit = 16 * 1024;
     Micros header_timeout = std::chrono::seconds(10);
+    Micros first_byte_timeout = std::chrono::seconds(5);
     Micros body_timeout = std::chrono::seconds(30);
     Micros idle_timeout = std::chrono::seconds(60);
     Micros write_timeout = std::chrono::seconds(30);
     std::size_t max_connections = 1024;
+    std::size_t max_connections_per_peer = 256;
+    std::size_t json_max_depth = 64;
     Micros shutdown_grace = std::chrono::seconds(10);
     AccessLog access_log = AccessLog::kAll;
     /// Names this server in log lines ("http", "executor", "admin").

@@ -74,8 +74,9 @@ class BlockingClient {
 /// (slow senders, malformed requests) and watching how the server reacts.
 class RawConnection {
   public:
-    /// Connects; throws std::runtime_error when the connection is refused.
-    explicit RawConnection(std::uint16_t port);
+    /// Connects from `source_ip` (any 127.x.y.z address works on Linux, so tests can act as
+    /// several peers); throws std::runtime_error when the connection is refused.
+    explicit RawConnection(std::uint16_t port, const std::string& source_ip = "127.0.0.1");
     ~RawConnection();
     RawConnection(const RawConnection&) = delete;
     RawConnection& operator=(const RawConnection&) = delete;
@@ -84,6 +85,10 @@ class RawConnection {
     static bool CanConnect(std::uint16_t port);
 
     void Send(std::string_view bytes);
+    /// Like Send, but returns false instead of throwing when the peer has closed or reset.
+    bool TrySend(std::string_view bytes);
+    /// Reads everything until the peer closes (or resets) the connection or `timeout` passes.
+    std::string ReadUntilClose(std::chrono::milliseconds timeout = std::chrono::seconds(10));
     /// Reads one HTTP response (headers and a Content-Length body, none when `to_head`: the
     /// response to a HEAD request); "" when the peer closed first or nothing complete came
     /// within `timeout`.
