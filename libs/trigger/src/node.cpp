@@ -24,17 +24,9 @@ using namespace std::chrono_literals;
 namespace {
 
 rest::AuthHook MakeAuth(const NodeConfig& config) {
-    auto cluster = rest::BearerTokenAuth(config.token);
-    if (!config.executor_api || config.slave.executor_token == config.token) return cluster;
-    // The SDK speaks with one token both ways: the executor token it expects on /v1/run is the
-    // one it presents on the executor API (/api/v1/...). That token opens only those routes here,
-    // never /internal (node-to-node) or the admin data.
-    auto executor = rest::BearerTokenAuth(config.slave.executor_token);
-    return [cluster = std::move(cluster), executor = std::move(executor)](const rest::Request& req) -> Status {
-        Status s = cluster(req);
-        if (s.ok() || !req.path.starts_with("/api/v1/")) return s;
-        return executor(req).ok() ? Status::Ok() : s;
-    };
+    // Nodes no longer share a token with executors (they sign their calls, docs/protocol.md):
+    // the cluster token is the only one this hook knows.
+    return rest::BearerTokenAuth(config.token);
 }
 
 }  // namespace
@@ -69,7 +61,6 @@ NodeConfig NodeConfig::FromYaml(const ConfigNode& root, const Defaults& defaults
     if (c.token.empty() && defaults.require_token) {
         throw ConfigError("token", "required: a cluster without a token refuses to start (set it or SCHED_TOKEN)");
     }
-    if (c.slave.executor_token.empty()) c.slave.executor_token = c.token;
     // A slave is considered dead after node-ttl: its heartbeats must come several times per ttl.
     if (c.heartbeat_interval * 2 >= c.scheduler.node_ttl) {
         throw ConfigError("heartbeat-interval",

@@ -8,6 +8,7 @@
 #include "impl/executor_handlers.hpp"
 #include "impl/lock_handlers.hpp"
 #include "impl/on_pool.hpp"
+#include "impl/signing_keys.hpp"
 #include "sched/http/json.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/registry.hpp"
@@ -72,7 +73,14 @@ net::awaitable<rest::Response> HandleHeartbeat(rest::Request& req, db::Database&
     };
     Status s = co_await OnPool(db_pool, work);
     if (!s.ok()) co_return rest::Response::Error(s);
-    co_return rest::Response::Json({{"registered", true}});
+    // The app's signing keys (its first is created here) and the DB clock: the SDK verifies
+    // the nodes' calls with them (docs/protocol.md "Key delivery").
+    auto keys_work = [&] {
+        return store::SigningKeyRepository(db).EnsureForApp(e.app);
+    };
+    auto keys = co_await OnPool(db_pool, keys_work);
+    if (!keys.ok()) co_return rest::Response::Error(keys.status());
+    co_return rest::Response::Json({{"registered", true}, {"signing", SigningJson(*keys)}});
 }
 
 net::awaitable<rest::Response> HandleDeregister(rest::Request& req, db::Database& db, net::thread_pool& db_pool) {
