@@ -176,17 +176,17 @@ TEST_P(TriggerProcessTest, EverySecondJobFiresEachSecondOnceAndPausedJobStops) {
     }
 }
 
-TEST_P(TriggerProcessTest, AnExecutorTokenOpensOnlyTheExecutorApi) {
-    StartTrigger({"SCHED_EXECUTOR_TOKEN=ex3cutor"});
-    const auto port = static_cast<unsigned short>(port_);
-    const std::string beat = R"({"app":"demo","address":"127.0.0.1:1","handlers":["echo"],"capacity":1,"running":0})";
-    EXPECT_EQ(sched::testing::HttpCall(port, "POST", "/api/v1/registry/heartbeat", beat, "ex3cutor").first, 200);
-    EXPECT_EQ(sched::testing::HttpCall(port, "POST", "/api/v1/registry/heartbeat", beat, "t0ken").first, 200);
-    EXPECT_EQ(sched::testing::HttpCall(port, "POST", "/api/v1/registry/heartbeat", beat, "wrong").first, 401);
-    // Node-to-node routes stay with the cluster token.
-    const std::string fires = R"({"epoch":1,"fire_ids":[]})";
-    EXPECT_EQ(sched::testing::HttpCall(port, "POST", "/internal/v1/fires", fires, "ex3cutor").first, 401);
-    EXPECT_NE(sched::testing::HttpCall(port, "POST", "/internal/v1/fires", fires, "t0ken").first, 401);
+TEST_P(TriggerProcessTest, TheRemovedExecutorTokenKeyIsRefusedAtStart) {
+    // Nodes no longer send executors a token (they sign their calls): a config that still sets
+    // one is refused with a pointer to what replaced it, not silently ignored.
+    const auto config = dir_ / "old.yaml";
+    std::ofstream(config) << "token: \"t0ken\"\nslave:\n  executor-token: \"ex3cutor\"\n";
+    ChildProcess old({SCHED_TRIGGER_BIN, "--config", config.string()}, dir_.string());
+    const auto code = old.WaitForExit(20s);
+    ASSERT_TRUE(code);
+    EXPECT_EQ(*code, 2) << old.stderr_text();
+    EXPECT_NE(old.stderr_text().find("slave.executor-token"), std::string::npos) << old.stderr_text();
+    EXPECT_NE(old.stderr_text().find("signing key"), std::string::npos) << old.stderr_text();
 }
 
 TEST_P(TriggerProcessTest, AMalformedAdvertisedAddressIsRefusedAtStart) {

@@ -15,11 +15,12 @@ ExecutorSigner::ExecutorSigner(DatabaseProvider database, net::thread_pool& db_p
 
 net::awaitable<Result<store::AppSigningKeys>> ExecutorSigner::Keys(std::string app) {
     if (auto fresh = cache_->Fresh(app)) co_return *fresh;
-    auto read =
-        co_await impl::OnPool(db_pool_, [db = database_(), cache = cache_, &app]() -> Result<store::AppSigningKeys> {
-            if (!db) return Unavailable("the database is not open yet");
-            return cache->Get(*db, app);
-        });
+    // A named callable, not a temporary inside the co_await (g++ 12, docs/architecture.md "Build").
+    auto work = [db = database_(), cache = cache_, app]() -> Result<store::AppSigningKeys> {
+        if (!db) return Unavailable("the database is not open yet");
+        return cache->Get(*db, app);
+    };
+    auto read = co_await impl::OnPool(db_pool_, std::move(work));
     co_return read;
 }
 
