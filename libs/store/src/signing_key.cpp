@@ -80,7 +80,8 @@ Result<AppSigningKeys> SigningKeyRepository::EnsureForApp(const std::string& app
     return List(app);
 }
 
-Result<AppSigningKeys> SigningKeyRepository::Rotate(const std::string& app, std::int64_t grace_ms) {
+Result<AppSigningKeys> SigningKeyRepository::Rotate(const std::string& app, std::int64_t grace_ms,
+                                                    std::int64_t settle_ms) {
     auto rotated = db_.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<bool> {
         const auto keys = SelectKeys(s, app);
         const std::int64_t now = DbNowMs(s, db_.dialect());
@@ -91,6 +92,12 @@ Result<AppSigningKeys> SigningKeyRepository::Rotate(const std::string& app, std:
             return FailedPrecondition("the previous rotation of app " + app + " is still in its grace: key " +
                                       keys.front().key_id + " becomes the signing key in " +
                                       std::to_string(keys.front().active_from_ms - now) + " ms");
+        }
+        if (keys.size() > 1 && now - keys.front().active_from_ms < settle_ms) {
+            return FailedPrecondition("key " + keys.front().key_id + " of app " + app + " has signed for only " +
+                                      std::to_string(now - keys.front().active_from_ms) +
+                                      " ms: nodes may still cache the key a rotation would remove; retry in " +
+                                      std::to_string(settle_ms - (now - keys.front().active_from_ms)) + " ms");
         }
         // Keep the signing key (the newest, active), drop the one before it: at most two remain.
         const std::int64_t current = keys.front().generation;

@@ -58,9 +58,15 @@ class SigningKeyRepository {
     Result<AppSigningKeys> List(const std::string& app);
     /// Starts a rotation: keeps only the current signing key, adds a new one that nodes sign
     /// with from `DB now + grace_ms`. Errors: kNotFound (the app has no key: no executor of it
-    /// ever registered), kFailedPrecondition (the previous rotation's key is not active yet; the
-    /// message says when it will be), kAborted (a concurrent rotation won).
-    Result<AppSigningKeys> Rotate(const std::string& app, std::int64_t grace_ms);
+    /// ever registered), kFailedPrecondition (the previous rotation's key is not active yet, or
+    /// it has signed for less than `settle_ms`, so a node whose key cache is older than that
+    /// could still sign with the key this rotation would remove; the message says how long to
+    /// wait), kAborted (a concurrent rotation won).
+    Result<AppSigningKeys> Rotate(const std::string& app, std::int64_t grace_ms,
+                                  std::int64_t settle_ms = kRotationSettleMs);
+
+    /// Default `settle_ms`: twice the nodes' key cache age (SigningKeyCache, 5 s).
+    static constexpr std::int64_t kRotationSettleMs = 10'000;
 
   private:
     db::Database& db_;
