@@ -166,7 +166,8 @@ class PayLockProcess : public ::testing::Test {
         std::map<std::string, int> outcomes;
         for (const auto& address : addresses_) {
             for (std::int64_t order = first; order < first + count; ++order) {
-                auto r = http_.Get("http://" + address + "/v1/log?fire_id=" + std::to_string(order), Call());
+                auto r = http_.Send(
+                    Signed(rest::Method::kGet, "http://" + address + "/v1/log?fire_id=" + std::to_string(order)));
                 if (!r.ok() || r->status != 200) {
                     ++outcomes["no log"];
                     continue;

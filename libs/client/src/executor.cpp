@@ -172,7 +172,9 @@ class Runtime {
         std::atomic<std::uint64_t> succeeded{0}, failed{0}, timed_out{0}, killed{0};
         std::atomic<std::uint64_t> delivered{0}, spooled{0}, spool_pending{0};
         std::atomic<std::uint64_t> heartbeats_ok{0}, heartbeats_failed{0};
+        mutable std::atomic<std::uint64_t> refused_unsigned{0};
     } counters_;
+    mutable std::atomic<std::int64_t> last_refusal_log_ms_{0};
 };
 
 Runtime::Runtime(ExecutorOptions options)
@@ -316,6 +318,7 @@ ExecutorStats Runtime::Stats() const {
     s.in_flight = registry_.InFlight();
     s.heartbeats_sent = counters_.heartbeats_ok;
     s.heartbeats_failed = counters_.heartbeats_failed;
+    s.refused_unsigned = counters_.refused_unsigned;
     std::lock_guard lock(signing_mu_);
     s.signing_keys = signing_keys_.size();
     s.clock_offset_ms = clock_offset_ms_;
@@ -604,8 +607,14 @@ Status Runtime::VerifyRequest(const rest::Request& req) const {
     Status verified = protocol::VerifySignature(signed_request, signing_keys_, WallMs() + clock_offset_ms_,
                                                 options_.signature_window);
     if (!verified.ok()) {
-        spdlog::warn("executor {}: refused {} {} from {}: {}", options_.app, req.method_text, req.path, req.remote,
-                     verified.message());
+        ++counters_.refused_unsigned;
+        // At most one line per second: a flood of forged calls must not become a flood of logs.
+        const std::int64_t now = WallMs();
+        std::int64_t last = last_refusal_log_ms_.load();
+        if (now - last >= 1000 && last_refusal_log_ms_.compare_exchange_strong(last, now)) {
+            spdlog::warn("executor {}: refused {} {} from {}: {} ({} refused so far)", options_.app, req.method_text,
+                         req.path, req.remote, verified.message(), counters_.refused_unsigned.load());
+        }
     }
     return verified;
 }

@@ -126,6 +126,7 @@ struct ExecutorStats {
     std::uint64_t in_flight = 0;          ///< accepted runs not finished (running + queued)
     std::uint64_t heartbeats_sent = 0;    ///< acknowledged heartbeats
     std::uint64_t heartbeats_failed = 0;  ///< heartbeats no endpoint acknowledged
+    std::uint64_t refused_unsigned = 0;   ///< requests refused 401: not signed by the cluster (logged 1/s)
     std::uint64_t signing_keys = 0;       ///< signing keys held (from the last heartbeat answer)
     std::int64_t clock_offset_ms = 0;     ///< cluster clock minus this host's clock, as last measured
 };
