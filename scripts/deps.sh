@@ -10,7 +10,7 @@ run_pkgs=(
     ca-certificates cmake ninja-build g++ pkg-config curl tzdata
     libboost-dev libsoci-dev libsqlite3-dev libmariadb-dev
     libyaml-cpp-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libhowardhinnant-date-dev
-    libgtest-dev libgmock-dev libhiredis-dev
+    libgtest-dev libgmock-dev libhiredis-dev libssl-dev
 )
 test_pkgs=(
     mariadb-server mariadb-client clang clang-format libbenchmark-dev procps iproute2 libfaketime

@@ -2,6 +2,13 @@
 // node (master + slave) whose port also serves the web module (REST API, web UI, and the SDK's
 // registry and callback routes). Wiring only.
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <string>
 
@@ -10,8 +17,10 @@
 #include <spdlog/spdlog.h>
 
 #include "sched/common/app_main.hpp"
+#include "sched/common/crypto.hpp"
 #include "sched/cron/schedule.hpp"
 #include "sched/store/job.hpp"
+#include "sched/store/token.hpp"
 #include "sched/trigger/node.hpp"
 #include "sched/web/auth.hpp"
 #include "sched/web/web_api.hpp"
@@ -27,7 +36,9 @@ registry and callback API, /healthz, /readyz, /metrics and /status.
   --config FILE   YAML configuration (default: config/standalone.yaml)
   --check-config  validate the configuration (with the environment), print "config ok" and exit
                   0, or print the error naming the key and exit 2; the database is not touched
-  --demo          create the demo job "hello" (app demo, handler echo, every 10 s) if absent
+  --demo          create the demo job "hello" (app demo, handler echo, every 10 s) if absent,
+                  and an executor token for the demo client in executor-token next to the
+                  SQLite file (data/executor-token, mode 0600) unless the one there is valid
   --help          print this help and exit
   --version       print the version and exit
 
@@ -64,6 +75,42 @@ sched::Status EnsureDemoJob(sched::db::Database& db) {
     return sched::Status::Ok();
 }
 
+// The demo client's credential: an executor token (never the cluster token), kept in a file
+// only this user can read. A still-valid token in the file is kept; otherwise a new one is
+// created. The file is rewritten either way (atomically), so scripts/run.sh can wait for it.
+sched::Status EnsureDemoExecutorToken(sched::db::Database& db, const std::filesystem::path& file) {
+    std::string secret;
+    if (std::ifstream in(file); in) std::getline(in, secret);
+    sched::store::TokenRepository tokens(db);
+    if (secret.empty() || !tokens.FindActive(sched::crypto::Sha256Hex(secret)).ok()) {
+        secret = "sched_" + sched::crypto::RandomHex(32);
+        auto created = tokens.Create("demo-executor", sched::store::Role::kExecutor, sched::crypto::Sha256Hex(secret),
+                                     {"demo"});
+        if (!created.ok()) return created.status();
+        spdlog::info("demo executor token created (token {}), written to {}", created->id, file.string());
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(file.parent_path().empty() ? "." : file.parent_path(), ec);
+    const std::string tmp = file.string() + ".tmp";
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return sched::Unavailable("cannot write " + tmp + ": " + std::strerror(errno));
+    const std::string line = secret + "\n";
+    const bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+    ::close(fd);
+    if (!written || std::rename(tmp.c_str(), file.c_str()) != 0) {
+        return sched::Unavailable("cannot write " + file.string() + ": " + std::strerror(errno));
+    }
+    return sched::Status::Ok();
+}
+
+// Beside the SQLite file (data/scheduler.db -> data/executor-token); "data/" for MySQL.
+std::filesystem::path DemoTokenFile(const sched::db::DbUrl& url) {
+    if (url.backend == sched::db::Backend::kSqlite) {
+        return std::filesystem::path(url.path).parent_path() / "executor-token";
+    }
+    return "data/executor-token";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -92,7 +139,6 @@ int main(int argc, char** argv) {
     if (config.token.empty()) {
         // A scheduler without a token would accept anyone's calls: make one rather than run open.
         config.token = sched::web::NewSecret(16);
-        config.slave.executor_token = config.token;
         generated_token = true;
     }
 
@@ -102,7 +148,6 @@ int main(int argc, char** argv) {
     // token), so the node must not add its own copies of them.
     sched::web::WebOptions web;
     web.token = config.token;
-    web.executor_token = config.slave.executor_token;
     web.executor_api = config.executor_api;
     web.executor_ttl = config.slave.executor_ttl;
     web.node_ttl = config.scheduler.node_ttl;
@@ -122,6 +167,10 @@ int main(int argc, char** argv) {
     if (parsed.args.Has("--demo")) {
         if (sched::Status s = EnsureDemoJob(*node.database()); !s.ok()) {
             spdlog::error("cannot create the demo job: {}", s.ToString());
+        }
+        const auto token_file = DemoTokenFile(config.database.url);
+        if (sched::Status s = EnsureDemoExecutorToken(*node.database(), token_file); !s.ok()) {
+            spdlog::error("cannot create the demo executor token: {}", s.ToString());
         }
     }
     if (generated_token) std::cout << "scheduler-standalone token (generated): " << config.token << "\n";

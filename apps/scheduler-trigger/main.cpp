@@ -21,7 +21,7 @@ fires assigned to it, and serves /healthz, /readyz, /metrics, /status on its HTT
   --help          print this help and exit
   --version       print the version and exit
 
-Environment: SCHED_TOKEN (cluster token), SCHED_DB_PASSWORD, SCHED_EXECUTOR_TOKEN.
+Environment: SCHED_TOKEN (cluster token), SCHED_DB_PASSWORD.
 Exit codes: 0 stopped cleanly, 1 runtime failure, 2 bad arguments or configuration.
 )";
 

@@ -25,7 +25,7 @@ as many as you need against the cluster's database.
   --help          print this help and exit
   --version       print the version and exit
 
-Environment: SCHED_TOKEN (the cluster token), SCHED_EXECUTOR_TOKEN, SCHED_DB_PASSWORD.
+Environment: SCHED_TOKEN (the cluster token), SCHED_DB_PASSWORD.
 Exit codes: 0 stopped cleanly, 1 runtime failure, 2 bad arguments or configuration.
 )";
 

@@ -214,6 +214,19 @@ TEST_P(TriggerProcessTest, AnAppScopedExecutorTokenOpensOnlyItsAppsOnTheExecutor
     EXPECT_NE(sched::testing::HttpCall(port, "POST", "/internal/v1/fires", fires, "t0ken").first, 401);
 }
 
+TEST_P(TriggerProcessTest, TheRemovedExecutorTokenKeyIsRefusedAtStart) {
+    // Nodes no longer send executors a token (they sign their calls): a config that still sets
+    // one is refused with a pointer to what replaced it, not silently ignored.
+    const auto config = dir_ / "old.yaml";
+    std::ofstream(config) << "token: \"t0ken\"\nslave:\n  executor-token: \"ex3cutor\"\n";
+    ChildProcess old({SCHED_TRIGGER_BIN, "--config", config.string()}, dir_.string());
+    const auto code = old.WaitForExit(20s);
+    ASSERT_TRUE(code);
+    EXPECT_EQ(*code, 2) << old.stderr_text();
+    EXPECT_NE(old.stderr_text().find("slave.executor-token"), std::string::npos) << old.stderr_text();
+    EXPECT_NE(old.stderr_text().find("signing key"), std::string::npos) << old.stderr_text();
+}
+
 TEST_P(TriggerProcessTest, AMalformedAdvertisedAddressIsRefusedAtStart) {
     const auto config = dir_ / "bad.yaml";
     std::ofstream(config) << "token: \"t0ken\"\nadvertised-address: \"nowhere\"\n";

@@ -255,7 +255,7 @@ TEST_F(Compose, DemoClientReachesServicesThatServeTheExecutorApi) {
             EXPECT_TRUE(it->second->executor_api) << url << ": " << it->second->app << " does not serve the SDK routes";
             ++checked;
         }
-        // The token both ways: the one the nodes call executors with.
+        // An executor token (never sent to it by the nodes, which sign their calls).
         EXPECT_NE(a.service["environment"]["SCHED_TOKEN"].as<std::string>("").find("SCHED_EXECUTOR_TOKEN"),
                   std::string::npos);
     }

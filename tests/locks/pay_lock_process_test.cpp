@@ -17,6 +17,8 @@
 #include "../support/child_process.hpp"
 #include "sched/common/node_id.hpp"
 #include "sched/http/testing/test_server.hpp"
+#include "sched/http/url.hpp"
+#include "sched/protocol/request_signature.hpp"
 
 namespace sched {
 namespace {
@@ -75,6 +77,29 @@ class PayLockProcess : public ::testing::Test {
             },
             20s))
             << web_url_ << ": " << last;
+        // The app's signing key, as nodes sign /v1/run with it: it comes with any heartbeat
+        // answer for the app (a placeholder instance, deregistered at once).
+        const nlohmann::json beat = {{"app", "pay"}, {"address", "127.0.0.1:1"}, {"handlers", {"pay"}}};
+        auto answer = http_.PostJson(web_url_ + "/api/v1/registry/heartbeat", beat, Call());
+        ASSERT_TRUE(answer.ok() && answer->status == 200) << (answer.ok() ? answer->body : "");
+        const auto signing = (*answer->Json())["signing"];
+        const auto& current = signing["keys"][signing["keys"].size() - 1];
+        key_ = {current["id"].get<std::string>(), current["secret"].get<std::string>()};
+        const nlohmann::json gone = {{"app", "pay"}, {"address", "127.0.0.1:1"}};
+        ASSERT_EQ(http_.PostJson(web_url_ + "/api/v1/registry/deregister", gone, Call())->status, 200);
+    }
+
+    // A call signed as a node signs it (docs/protocol.md).
+    rest::ClientRequest Signed(rest::Method method, const std::string& url, const std::string& body = "") const {
+        rest::ClientRequest request{.method = method, .url = url, .body = body};
+        const auto now =
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+                .count();
+        for (auto& [name, value] :
+             protocol::SignatureHeaders(key_, rest::MethodName(method), rest::Url::Parse(url)->target, now, body)) {
+            request.headers.Set(name, std::move(value));
+        }
+        return request;
     }
 
     void TearDown() override {
@@ -116,7 +141,8 @@ class PayLockProcess : public ::testing::Test {
                         {"fire_id", order}, {"job_id", order},
                         {"attempt", 0},     {"epoch", 1},
                         {"handler", "pay"}, {"params", {{"order", order}, {"lock", lock}, {"delay_ms", 5}}}};
-                    auto r = client.PostJson("http://" + addresses_[i] + "/v1/run", run, Call());
+                    auto r =
+                        client.Send(Signed(rest::Method::kPost, "http://" + addresses_[i] + "/v1/run", run.dump()));
                     if (!r.ok() || r->status != 202) ++refused;
                 }
             });
@@ -127,7 +153,7 @@ class PayLockProcess : public ::testing::Test {
         ASSERT_TRUE(WaitFor(
             [&] {
                 for (const auto& address : addresses_) {
-                    auto beat = http_.Get("http://" + address + "/v1/beat", Call());
+                    auto beat = http_.Send(Signed(rest::Method::kGet, "http://" + address + "/v1/beat"));
                     if (!beat.ok() || (*beat->Json())["running"] != 0) return false;
                 }
                 return true;
@@ -140,7 +166,8 @@ class PayLockProcess : public ::testing::Test {
         std::map<std::string, int> outcomes;
         for (const auto& address : addresses_) {
             for (std::int64_t order = first; order < first + count; ++order) {
-                auto r = http_.Get("http://" + address + "/v1/log?fire_id=" + std::to_string(order), Call());
+                auto r = http_.Send(
+                    Signed(rest::Method::kGet, "http://" + address + "/v1/log?fire_id=" + std::to_string(order)));
                 if (!r.ok() || r->status != 200) {
                     ++outcomes["no log"];
                     continue;
@@ -174,6 +201,7 @@ class PayLockProcess : public ::testing::Test {
     std::string web_url_;
     std::vector<std::string> addresses_;
     rest::testing::BlockingClient http_;
+    protocol::SigningKey key_;
 };
 
 TEST_F(PayLockProcess, EveryOrderIsChargedExactlyOnceUnderTheLockAndSomeTwiceWithoutIt) {

@@ -222,14 +222,20 @@ TEST_F(DemoClientProcess, ServesRunsAndDeregistersOnSigterm) {
     const std::string base = "http://" + heartbeat["address"].get<std::string>();
 
     rest::testing::BlockingClient client;
-    rest::CallOptions call;
-    call.bearer_token = kToken;
+    // Signed with the key FakeWeb's heartbeat answers hand out (docs/protocol.md).
     const auto run = [&](std::int64_t fire, const std::string& handler, nlohmann::json params) {
         nlohmann::json body = {{"fire_id", fire}, {"job_id", fire},     {"attempt", 0},
                                {"epoch", 1},      {"handler", handler}, {"params", std::move(params)}};
-        auto r = client.PostJson(base + "/v1/run", body, call);
+        auto r = client.Send(client::testing::SignedRequest(client::testing::TestSigningKey(), rest::Method::kPost,
+                                                            base + "/v1/run", body.dump()));
         return r.ok() ? r->status : -1;
     };
+    // The keys arrive with the first heartbeat's answer, just after the heartbeat itself.
+    ASSERT_TRUE(WaitFor([&] {
+        auto r = client.Send(
+            client::testing::SignedRequest(client::testing::TestSigningKey(), rest::Method::kGet, base + "/v1/beat"));
+        return r.ok() && r->status == 200;
+    }));
     ASSERT_EQ(run(1, "echo", {{"hello", "world"}}), 202);
     ASSERT_EQ(run(2, "count", nullptr), 202);
     ASSERT_EQ(run(3, "fail", {{"message", "nope"}}), 202);
@@ -241,7 +247,8 @@ TEST_F(DemoClientProcess, ServesRunsAndDeregistersOnSigterm) {
     ASSERT_EQ(run(4, "sleep", {{"ms", 60'000}}), 202);
     ASSERT_EQ(::kill(demo.pid(), SIGTERM), 0);
     // The grace (30 s) is longer than this wait: the sleep must not hold up a kill request.
-    auto kill = client.PostJson(base + "/v1/kill", {{"fire_id", 4}}, call);
+    auto kill = client.Send(client::testing::SignedRequest(client::testing::TestSigningKey(), rest::Method::kPost,
+                                                           base + "/v1/kill", R"({"fire_id":4})"));
     ASSERT_TRUE(kill.ok());
     EXPECT_EQ(kill->status, 200);
     EXPECT_EQ(demo.Wait(), 0) << Output();

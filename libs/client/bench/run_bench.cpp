@@ -8,7 +8,9 @@
 // standing in for the web module (it counts callbacks), then drives the executor over HTTP
 // with `connections` keep-alive connections from one load thread. With --target it drives an
 // executor in another process (e.g. apps/demo-client, handler "echo"); --sink-port then starts
-// the callback sink on that port for it (point its web-endpoints there).
+// the callback sink on that port for it (point its web-endpoints there). The sink's heartbeat
+// answers hand out a fixed signing key, and every run is signed with it as a node signs
+// (docs/protocol.md), so the measured path includes the signature check.
 
 #include <unistd.h>
 
@@ -24,6 +26,8 @@
 #include "sched/common/net.hpp"
 #include "sched/http/client.hpp"
 #include "sched/http/server.hpp"
+#include "sched/http/url.hpp"
+#include "sched/protocol/request_signature.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -31,6 +35,13 @@ namespace {
 
 using namespace sched;
 using Clock = std::chrono::steady_clock;
+
+const protocol::SigningKey kBenchKey{"k-bench", std::string(64, 'b')};
+
+std::int64_t WallMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
 
 struct Args {
     double seconds = 10;
@@ -91,8 +102,8 @@ struct Worker {
 
 net::awaitable<void> Load(rest::HttpClient& client, std::string url, const Args& args, Shared& shared, Worker& w) {
     rest::CallOptions call;
-    call.bearer_token = args.token;
     call.timeout = std::chrono::seconds(5);
+    const auto target = rest::Url::Parse(url)->target;
     while (!shared.done.load()) {
         const std::int64_t fire = shared.next_fire.fetch_add(1);
         nlohmann::json body = {{"fire_id", fire},
@@ -103,7 +114,12 @@ net::awaitable<void> Load(rest::HttpClient& client, std::string url, const Args&
                                {"params", nlohmann::json::object()},
                                {"block_strategy", "serial"}};
         const auto t0 = Clock::now();
-        auto r = co_await client.PostJson(url, body, call);
+        rest::ClientRequest request{.method = rest::Method::kPost, .url = url, .body = body.dump()};
+        for (auto& [name, value] : protocol::SignatureHeaders(kBenchKey, "POST", target, WallMs(), request.body)) {
+            request.headers.Set(name, std::move(value));
+        }
+        request.headers.Set("Content-Type", "application/json");
+        auto r = co_await client.Send(std::move(request), call);
         const auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
         if (!shared.measuring.load()) continue;
         if (r.ok() && r->status == 202) {
@@ -135,8 +151,10 @@ int main(int argc, char** argv) {
             if (j.ok() && j->is_array()) callbacks += j->size();
             return rest::Response::Json({{"ok", true}});
         });
-        router.Add(rest::Method::kPost, "/api/v1/registry/{what}",
-                   [](rest::Request&) { return rest::Response::Json({}); });
+        router.Add(rest::Method::kPost, "/api/v1/registry/{what}", [](rest::Request&) {
+            const nlohmann::json keys = nlohmann::json::array({{{"id", kBenchKey.id}, {"secret", kBenchKey.secret}}});
+            return rest::Response::Json({{"signing", {{"keys", keys}, {"server_time_ms", WallMs()}}}});
+        });
         rest::ServerOptions sink_options;
         sink_options.listen = "127.0.0.1:" + std::to_string(std::max(args.sink_port, 0));
         sink_options.access_log = rest::AccessLog::kOff;
@@ -159,6 +177,7 @@ int main(int argc, char** argv) {
         executor = std::make_unique<client::Executor>(o);
         executor->Handle("noop", [](client::JobContext&) { return Status::Ok(); });
         executor->Start();
+        while (executor->Stats().signing_keys == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
         target = "http://127.0.0.1:" + std::to_string(executor->port());
     }
 

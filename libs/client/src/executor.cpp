@@ -26,6 +26,7 @@
 #include "sched/http/json.hpp"
 #include "sched/http/server.hpp"
 #include "sched/http/url.hpp"
+#include "sched/protocol/request_signature.hpp"
 
 namespace sched::client {
 namespace impl {
@@ -110,7 +111,11 @@ class Runtime {
     void FireLog(std::int64_t fire_id, const std::string& text);
     std::vector<std::string> HandlerNames() const;
 
-    net::awaitable<bool> PostToWeb(std::string path, nlohmann::json body, std::string preferred_url);
+    // The answer of the first endpoint that took the call (2xx), nullopt when none did.
+    net::awaitable<std::optional<rest::ClientResponse>> PostToWeb(std::string path, nlohmann::json body,
+                                                                  std::string preferred_url);
+    Status VerifyRequest(const rest::Request& req) const;
+    void LearnSigning(const rest::ClientResponse& heartbeat_answer);
     net::awaitable<void> HeartbeatLoop();
     net::awaitable<bool> Deregister();
     net::awaitable<void> CallbackLoop();
@@ -154,12 +159,22 @@ class Runtime {
     std::mutex locks_mu_;
     std::shared_ptr<LockService> locks_;  // created by the first Lock()
 
+    // What VerifyRequest checks against, replaced by each heartbeat answer.
+    mutable std::mutex signing_mu_;
+    std::vector<protocol::SigningKey> signing_keys_;
+    std::int64_t clock_offset_ms_ = 0;  // cluster (DB) clock minus local wall clock
+    // Wall-clock bounds of the last successful PostToWeb attempt (strand only): the RTT.
+    std::int64_t last_post_sent_ms_ = 0;
+    std::int64_t last_post_answered_ms_ = 0;
+
     struct Counters {
         std::atomic<std::uint64_t> accepted{0}, duplicates{0}, stale{0}, busy{0}, capacity{0};
         std::atomic<std::uint64_t> succeeded{0}, failed{0}, timed_out{0}, killed{0};
         std::atomic<std::uint64_t> delivered{0}, spooled{0}, spool_pending{0};
         std::atomic<std::uint64_t> heartbeats_ok{0}, heartbeats_failed{0};
+        mutable std::atomic<std::uint64_t> refused_unsigned{0};
     } counters_;
+    mutable std::atomic<std::int64_t> last_refusal_log_ms_{0};
 };
 
 Runtime::Runtime(ExecutorOptions options)
@@ -198,8 +213,9 @@ void Runtime::Start() {
     spool_ = std::make_unique<ResultSpool>(options_.spool_dir);
     counters_.spool_pending = spool_->pending();
 
+    // Every route nodes call is verified before its handler runs; no bearer token is accepted.
     server_ = std::make_unique<rest::Server>(io_.get_executor(), options_.http, Routes(),
-                                             rest::BearerTokenAuth(options_.token));
+                                             [this](const rest::Request& req) { return VerifyRequest(req); });
     server_->Start();
     if (!options_.advertised_address.empty()) {
         address_ = options_.advertised_address;
@@ -302,6 +318,10 @@ ExecutorStats Runtime::Stats() const {
     s.in_flight = registry_.InFlight();
     s.heartbeats_sent = counters_.heartbeats_ok;
     s.heartbeats_failed = counters_.heartbeats_failed;
+    s.refused_unsigned = counters_.refused_unsigned;
+    std::lock_guard lock(signing_mu_);
+    s.signing_keys = signing_keys_.size();
+    s.clock_offset_ms = clock_offset_ms_;
     return s;
 }
 
@@ -573,7 +593,75 @@ void Runtime::Report(CallbackResult result) {
 
 // ---- The web module (coroutines on strand_) ----
 
-net::awaitable<bool> Runtime::PostToWeb(std::string path, nlohmann::json body, std::string preferred_url) {
+Status Runtime::VerifyRequest(const rest::Request& req) const {
+    std::lock_guard lock(signing_mu_);
+    if (signing_keys_.empty()) {
+        return {Code::kUnauthenticated,
+                "no signing keys yet: they arrive with the first answered heartbeat (docs/protocol.md)"};
+    }
+    const protocol::SignedRequest signed_request{.method = req.method_text,
+                                                 .target = req.target,
+                                                 .body = req.body,
+                                                 .key_id = req.headers.Get(protocol::kKeyIdHeader),
+                                                 .timestamp = req.headers.Get(protocol::kTimestampHeader),
+                                                 .signature = req.headers.Get(protocol::kSignatureHeader)};
+    Status verified = protocol::VerifySignature(signed_request, signing_keys_, WallMs() + clock_offset_ms_,
+                                                options_.signature_window);
+    if (!verified.ok()) {
+        ++counters_.refused_unsigned;
+        // At most one line per second: a flood of forged calls must not become a flood of logs.
+        const std::int64_t now = WallMs();
+        std::int64_t last = last_refusal_log_ms_.load();
+        if (now - last >= 1000 && last_refusal_log_ms_.compare_exchange_strong(last, now)) {
+            spdlog::warn("executor {}: refused {} {} from {}: {} ({} refused so far)", options_.app, req.method_text,
+                         req.path, req.remote, verified.message(), counters_.refused_unsigned.load());
+        }
+    }
+    return verified;
+}
+
+void Runtime::LearnSigning(const rest::ClientResponse& answer) {
+    // An answer without keys (an older server) changes nothing; a malformed one is ignored
+    // whole, so one bad answer never drops keys that work.
+    constexpr std::size_t kMaxKeys = 8;
+    constexpr std::size_t kMaxField = 256;
+    auto body = answer.Json();
+    if (!body.ok() || !body->is_object() || !body->contains("signing")) return;
+    const auto& signing = (*body)["signing"];
+    if (!signing.is_object() || !signing.contains("keys") || !signing["keys"].is_array() ||
+        signing["keys"].size() > kMaxKeys || !signing.contains("server_time_ms") ||
+        !signing["server_time_ms"].is_number_integer()) {
+        spdlog::warn("executor {}: ignoring a malformed signing object in the heartbeat answer", options_.app);
+        return;
+    }
+    std::vector<protocol::SigningKey> keys;
+    for (const auto& k : signing["keys"]) {
+        if (!k.is_object() || !k.contains("id") || !k["id"].is_string() || !k.contains("secret") ||
+            !k["secret"].is_string()) {
+            return;
+        }
+        protocol::SigningKey key{k["id"].get<std::string>(), k["secret"].get<std::string>()};
+        if (key.id.empty() || key.id.size() > kMaxField || key.secret.empty() || key.secret.size() > kMaxField) return;
+        keys.push_back(std::move(key));
+    }
+    // The server read its clock somewhere between our send and its answer: assume the middle
+    // (the error is at most half the round trip, far inside the signature window).
+    const std::int64_t server_ms = signing["server_time_ms"].get<std::int64_t>();
+    const std::int64_t offset = server_ms - (last_post_sent_ms_ + last_post_answered_ms_) / 2;
+    std::lock_guard lock(signing_mu_);
+    if (keys.size() != signing_keys_.size() || !std::equal(keys.begin(), keys.end(), signing_keys_.begin(),
+                                                           [](const auto& a, const auto& b) { return a.id == b.id; })) {
+        std::vector<std::string> ids;
+        for (const auto& k : keys) ids.push_back(k.id);
+        spdlog::info("executor {}: signing keys now {}; cluster clock offset {} ms", options_.app, fmt::join(ids, ", "),
+                     offset);
+    }
+    signing_keys_ = std::move(keys);
+    clock_offset_ms_ = offset;
+}
+
+net::awaitable<std::optional<rest::ClientResponse>> Runtime::PostToWeb(std::string path, nlohmann::json body,
+                                                                       std::string preferred_url) {
     std::vector<std::string> targets;
     if (!preferred_url.empty()) targets.push_back(preferred_url);
     const std::size_t first_endpoint = targets.size();
@@ -585,15 +673,18 @@ net::awaitable<bool> Runtime::PostToWeb(std::string path, nlohmann::json body, s
     call.timeout = options_.web_timeout;
     call.bearer_token = options_.token;
     for (std::size_t t = 0; t < targets.size(); ++t) {
+        const std::int64_t sent = WallMs();
         auto r = co_await client_->PostJson(targets[t], body, call);
         if (r.ok() && r->ok()) {
             if (t >= first_endpoint) preferred_endpoint_ = (start + t - first_endpoint) % endpoints_.size();
-            co_return true;
+            last_post_sent_ms_ = sent;
+            last_post_answered_ms_ = WallMs();
+            co_return std::move(*r);
         }
         spdlog::debug("executor {}: POST {} failed: {}", options_.app, targets[t],
                       r.ok() ? "HTTP " + std::to_string(r->status) + " " + r->body : r.status().ToString());
     }
-    co_return false;
+    co_return std::nullopt;
 }
 
 net::awaitable<void> Runtime::HeartbeatLoop() {
@@ -604,7 +695,9 @@ net::awaitable<void> Runtime::HeartbeatLoop() {
                                {"handlers", HandlerNames()},
                                {"capacity", options_.capacity},
                                {"running", registry_.InFlight()}};
-        const bool ok = co_await PostToWeb("/api/v1/registry/heartbeat", body, "");
+        auto answer = co_await PostToWeb("/api/v1/registry/heartbeat", body, "");
+        const bool ok = answer.has_value();
+        if (ok) LearnSigning(*answer);
         ++(ok ? counters_.heartbeats_ok : counters_.heartbeats_failed);
         if (ok != was_ok) {
             if (ok) {
@@ -624,8 +717,8 @@ net::awaitable<void> Runtime::HeartbeatLoop() {
 
 net::awaitable<bool> Runtime::Deregister() {
     nlohmann::json body = {{"app", options_.app}, {"address", address_}};
-    const bool ok = co_await PostToWeb("/api/v1/registry/deregister", body, "");
-    co_return ok;
+    auto answer = co_await PostToWeb("/api/v1/registry/deregister", body, "");
+    co_return answer.has_value();
 }
 
 std::vector<CallbackResult> Runtime::TakeBatch() {
@@ -669,7 +762,8 @@ net::awaitable<bool> Runtime::FlushResults() {
         const auto batch = spool_->Peek(static_cast<std::size_t>(options_.callback_batch_size));
         nlohmann::json body = nlohmann::json::array();
         for (const auto& r : batch) body.push_back(r.ToJson());
-        const bool ok = co_await PostToWeb("/api/v1/callback", body, batch.front().callback_url);
+        auto answer = co_await PostToWeb("/api/v1/callback", body, batch.front().callback_url);
+        const bool ok = answer.has_value();
         if (!ok) {
             // While no endpoint answers, every new result goes to disk at once.
             SpoolOutbox();
@@ -685,7 +779,8 @@ net::awaitable<bool> Runtime::FlushResults() {
         if (batch.empty()) break;
         nlohmann::json body = nlohmann::json::array();
         for (const auto& r : batch) body.push_back(r.ToJson());
-        const bool ok = co_await PostToWeb("/api/v1/callback", body, batch.front().callback_url);
+        auto answer = co_await PostToWeb("/api/v1/callback", body, batch.front().callback_url);
+        const bool ok = answer.has_value();
         if (!ok) {
             SpoolOrRequeue(std::move(batch));
             SpoolOutbox();

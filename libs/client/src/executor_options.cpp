@@ -47,6 +47,8 @@ ExecutorOptions ExecutorOptions::FromYaml(const ConfigNode& node) {
     o.log_retained_fires = static_cast<int>(node.Int("log-retained-fires", o.log_retained_fires, 1, 1'000'000));
     o.log_max_lines = static_cast<int>(node.Int("log-max-lines", o.log_max_lines, 1, 1'000'000));
     o.dedupe_window = static_cast<int>(node.Int("dedupe-window", o.dedupe_window, 1, 100'000'000));
+    o.signature_window =
+        node.Duration("signature-window", o.signature_window, std::chrono::seconds(1), std::chrono::minutes(10));
     o.http = rest::ServerOptions::FromYaml(node.Child("http"), DefaultServerOptions());
     o.Validate(node.path());
     return o;
@@ -91,6 +93,7 @@ void ExecutorOptions::Validate(const std::string& section) const {
     if (callback_flush_interval.count() <= 0) throw ConfigError(key("callback-flush-interval"), "must be positive");
     if (callback_max_backoff.count() <= 0) throw ConfigError(key("callback-max-backoff"), "must be positive");
     if (web_timeout.count() <= 0) throw ConfigError(key("web-timeout"), "must be positive");
+    if (signature_window < std::chrono::seconds(1)) throw ConfigError(key("signature-window"), "must be at least 1s");
     if (spool_dir.empty()) throw ConfigError(key("spool-dir"), "required: a directory for undelivered results");
 }
 

@@ -17,6 +17,8 @@ using namespace std::chrono_literals;
 using rest::testing::BlockingClient;
 using rest::testing::WaitFor;
 using testing::FakeWeb;
+using testing::SignedRequest;
+using testing::TestSigningKey;
 
 constexpr const char* kToken = "test-token";
 
@@ -100,21 +102,20 @@ class ExecutorTest : public ::testing::Test {
         });
         executor_->Handle("gate", gate_.AsHandler());
         executor_->Start();
+        // Nodes' calls are verified against the keys of the first answered heartbeat.
+        EXPECT_TRUE(WaitFor([&] { return executor_->Stats().signing_keys > 0; }));
         return *executor_;
     }
 
     std::string Url(const std::string& path) const {
         return "http://127.0.0.1:" + std::to_string(executor_->port()) + path;
     }
-    Result<rest::ClientResponse> Post(const std::string& path, nlohmann::json body, std::string token = kToken) {
-        rest::CallOptions call;
-        call.bearer_token = std::move(token);
-        return client_.PostJson(Url(path), std::move(body), call);
+    // Signed as a node signs (TestSigningKey, which FakeWeb hands out), with no bearer token.
+    Result<rest::ClientResponse> Post(const std::string& path, const nlohmann::json& body) {
+        return client_.Send(SignedRequest(TestSigningKey(), rest::Method::kPost, Url(path), body.dump()));
     }
     Result<rest::ClientResponse> Get(const std::string& path) {
-        rest::CallOptions call;
-        call.bearer_token = kToken;
-        return client_.Get(Url(path), call);
+        return client_.Send(SignedRequest(TestSigningKey(), rest::Method::kGet, Url(path)));
     }
     static nlohmann::json RunBody(std::int64_t fire_id, std::int64_t job_id, const std::string& handler,
                                   nlohmann::json extra = nlohmann::json::object()) {
@@ -258,24 +259,123 @@ TEST_F(ExecutorTest, BadRequestsGet4xxNamingTheFieldAndTheExecutorKeepsServing) 
         EXPECT_EQ(r->status, c.status) << c.body.dump();
         EXPECT_EQ(ErrorOf(r)["field"], c.field) << c.body.dump() << " -> " << r->body;
     }
-    rest::ClientRequest malformed;
-    malformed.method = rest::Method::kPost;
-    malformed.url = Url("/v1/run");
-    malformed.body = R"({"fire_id": 1,)";
-    rest::CallOptions call;
-    call.bearer_token = kToken;
-    auto bad_json = client_.Send(malformed, call);
+    auto bad_json =
+        client_.Send(SignedRequest(TestSigningKey(), rest::Method::kPost, Url("/v1/run"), R"({"fire_id": 1,)"));
     EXPECT_EQ(bad_json->status, 400);
     EXPECT_EQ(ErrorOf(bad_json)["field"], "body");
-
-    EXPECT_EQ(Post("/v1/run", RunBody(1, 10, "echo"), "wrong-token")->status, 401);
-    EXPECT_EQ(Post("/v1/run", RunBody(1, 10, "echo"), "")->status, 401);
     EXPECT_EQ(ErrorOf(Post("/v1/kill", {{"fire_id", "x"}}))["field"], "fire_id");
     EXPECT_EQ(ErrorOf(Post("/v1/idle-beat", nlohmann::json::object()))["field"], "job_id");
 
     EXPECT_EQ(Run(1, 10, "echo"), 202);
     EXPECT_EQ(ResultOf(1)["status"], "succeeded");
     EXPECT_EQ(executor_->Stats().accepted, 1u);
+}
+
+// ---- Request signatures (docs/protocol.md "Security") ----
+
+TEST_F(ExecutorTest, RefusesUnsignedCallsAndBearerTokensOnEveryRoute) {
+    Start(Options());
+    const std::string run = RunBody(1, 10, "count").dump();
+    for (const auto& [method, path] :
+         std::vector<std::pair<rest::Method, std::string>>{{rest::Method::kPost, "/v1/run"},
+                                                           {rest::Method::kPost, "/v1/kill"},
+                                                           {rest::Method::kGet, "/v1/beat"},
+                                                           {rest::Method::kPost, "/v1/idle-beat"},
+                                                           {rest::Method::kGet, "/v1/log?fire_id=1"}}) {
+        rest::ClientRequest unsigned_request{.method = method, .url = Url(path), .body = run};
+        EXPECT_EQ(client_.Send(unsigned_request)->status, 401) << path;
+        // Not even the executor's own token opens it: nodes never send one.
+        rest::CallOptions bearer;
+        bearer.bearer_token = kToken;
+        EXPECT_EQ(client_.Send(unsigned_request, bearer)->status, 401) << path;
+    }
+    EXPECT_EQ(count_calls_.load(), 0);
+    EXPECT_EQ(executor_->Stats().accepted, 0u);
+}
+
+TEST_F(ExecutorTest, RefusesReplayedRetimedReBodiedAndRetargetedRuns) {
+    Start(Options());
+    const std::string body = RunBody(1, 10, "count").dump();
+    const std::int64_t now = testing::WallMs();
+    // Captured from an earlier dispatch, replayed outside the 30 s window (either side).
+    for (const std::int64_t ts : {now - 31'000, now + 31'000}) {
+        auto old = client_.Send(SignedRequest(TestSigningKey(), rest::Method::kPost, Url("/v1/run"), body, ts));
+        EXPECT_EQ(old->status, 401);
+        EXPECT_NE(ErrorOf(old)["message"].get<std::string>().find("X-Sched-Timestamp"), std::string::npos);
+    }
+    // Re-timed: the old signature with a fresh timestamp.
+    auto retimed = SignedRequest(TestSigningKey(), rest::Method::kPost, Url("/v1/run"), body, now - 31'000);
+    retimed.headers.Set("X-Sched-Timestamp", std::to_string(now));
+    EXPECT_EQ(client_.Send(retimed)->status, 401);
+    // Re-bodied: another fire under a valid signature.
+    auto rebodied = SignedRequest(TestSigningKey(), rest::Method::kPost, Url("/v1/run"), body);
+    rebodied.body = RunBody(2, 10, "count").dump();
+    EXPECT_EQ(client_.Send(rebodied)->status, 401);
+    // Re-targeted: a signed kill sent to /v1/run.
+    auto retargeted = SignedRequest(TestSigningKey(), rest::Method::kPost, Url("/v1/kill"), body);
+    retargeted.url = Url("/v1/run");
+    EXPECT_EQ(client_.Send(retargeted)->status, 401);
+    EXPECT_EQ(count_calls_.load(), 0);
+
+    // Replayed verbatim inside the window: accepted once, then a duplicate that runs nothing.
+    const auto signed_run = SignedRequest(TestSigningKey(), rest::Method::kPost, Url("/v1/run"), body);
+    EXPECT_EQ(client_.Send(signed_run)->status, 202);
+    auto replay = client_.Send(signed_run);
+    EXPECT_EQ(replay->status, 202);
+    EXPECT_EQ(nlohmann::json::parse(replay->body)["duplicate"], true);
+    ASSERT_EQ(ResultOf(1)["status"], "succeeded");
+    EXPECT_EQ(count_calls_.load(), 1);
+}
+
+TEST_F(ExecutorTest, RefusesAnotherAppsKey) {
+    Start(Options());
+    const protocol::SigningKey other_app{"k-other-app", std::string(64, 'f')};
+    auto r = client_.Send(SignedRequest(other_app, rest::Method::kPost, Url("/v1/run"), RunBody(1, 10, "echo").dump()));
+    EXPECT_EQ(r->status, 401);
+    EXPECT_NE(ErrorOf(r)["message"].get<std::string>().find("unknown signing key"), std::string::npos);
+    // Our key id, another app's secret.
+    const protocol::SigningKey forged{TestSigningKey().id, other_app.secret};
+    EXPECT_EQ(client_.Send(SignedRequest(forged, rest::Method::kGet, Url("/v1/beat")))->status, 401);
+}
+
+TEST_F(ExecutorTest, ChecksTimestampsAgainstTheClusterClockNotItsOwn) {
+    // The cluster's (database's) clock is 10 minutes ahead of this host's.
+    constexpr std::int64_t kSkew = 10 * 60 * 1000;
+    web_->SetClockOffset(kSkew);
+    Start(Options());
+    ASSERT_TRUE(WaitFor([&] { return std::abs(executor_->Stats().clock_offset_ms - kSkew) < 1000; }));
+    const std::string body = RunBody(1, 10, "echo").dump();
+    const auto cluster_now = testing::WallMs() + kSkew;
+    EXPECT_EQ(
+        client_.Send(SignedRequest(TestSigningKey(), rest::Method::kPost, Url("/v1/run"), body, cluster_now))->status,
+        202);
+    // Stamped with this host's clock: 10 minutes off the cluster's.
+    EXPECT_EQ(client_.Send(SignedRequest(TestSigningKey(), rest::Method::kGet, Url("/v1/beat")))->status, 401);
+}
+
+TEST_F(ExecutorTest, AcceptsEveryKeyOfTheLastHeartbeatDuringARotation) {
+    Start(Options());
+    const protocol::SigningKey next{"k-next", std::string(64, 'a')};
+    web_->SetSigningKeys({TestSigningKey(), next});
+    ASSERT_TRUE(WaitFor([&] { return executor_->Stats().signing_keys == 2; }));
+    EXPECT_EQ(client_.Send(SignedRequest(TestSigningKey(), rest::Method::kGet, Url("/v1/beat")))->status, 200);
+    EXPECT_EQ(client_.Send(SignedRequest(next, rest::Method::kGet, Url("/v1/beat")))->status, 200);
+    // The old key retired: refused after the next heartbeat.
+    web_->SetSigningKeys({next});
+    ASSERT_TRUE(WaitFor([&] {
+        return client_.Send(SignedRequest(TestSigningKey(), rest::Method::kGet, Url("/v1/beat")))->status == 401;
+    }));
+    EXPECT_EQ(client_.Send(SignedRequest(next, rest::Method::kGet, Url("/v1/beat")))->status, 200);
+}
+
+TEST_F(ExecutorTest, RefusesEverythingUntilAHeartbeatDeliveredKeys) {
+    web_->Stop();
+    executor_ = std::make_unique<Executor>(Options());
+    executor_->Handle("echo", Echo);
+    executor_->Start();
+    auto r = client_.Send(SignedRequest(TestSigningKey(), rest::Method::kGet, Url("/v1/beat")));
+    EXPECT_EQ(r->status, 401);
+    EXPECT_NE(ErrorOf(r)["message"].get<std::string>().find("no signing keys"), std::string::npos);
 }
 
 TEST_F(ExecutorTest, KillCancelsARunningHandler) {
@@ -480,18 +580,18 @@ TEST_F(ExecutorTest, StopCancelsHandlersAfterTheGraceAndStillReportsThem) {
 TEST_F(ExecutorTest, ResultsSpooledWhileTheWebIsDownAreDeliveredOnceAfterARestart) {
     const std::uint16_t web_port = web_->port();
     const std::string web_url = web_->Url();
-    web_->Stop();  // the web module is down
     constexpr int kFires = 6;
     {
         Executor first(Options({web_url}));
         first.Handle("echo", Echo);
         first.Start();
+        ASSERT_TRUE(WaitFor([&] { return first.Stats().signing_keys > 0; }));
+        web_->Stop();  // the web module is down (the executor keeps the keys it learnt)
         for (int f = 1; f <= kFires; ++f) {
-            rest::CallOptions call;
-            call.bearer_token = kToken;
-            auto r = client_.PostJson("http://127.0.0.1:" + std::to_string(first.port()) + "/v1/run",
-                                      RunBody(f, 100 + f, "echo"), call);
-            ASSERT_EQ(r->status, 202);
+            const std::string url = "http://127.0.0.1:" + std::to_string(first.port()) + "/v1/run";
+            auto r = client_.Send(
+                SignedRequest(TestSigningKey(), rest::Method::kPost, url, RunBody(f, 100 + f, "echo").dump()));
+            ASSERT_EQ(r->status, 202) << r->body;
         }
         // While nobody answers, results go to disk, not just memory.
         ASSERT_TRUE(WaitFor([&] { return first.Stats().results_spooled == kFires; }));

@@ -110,7 +110,6 @@ NodeConfig NodeConfig::FromYaml(const ConfigNode& root, const Defaults& defaults
     if (c.token.empty() && defaults.require_token) {
         throw ConfigError("token", "required: a cluster without a token refuses to start (set it or SCHED_TOKEN)");
     }
-    if (c.slave.executor_token.empty()) c.slave.executor_token = c.token;
     // A slave is considered dead after node-ttl: its heartbeats must come several times per ttl.
     if (c.heartbeat_interval * 2 >= c.scheduler.node_ttl) {
         throw ConfigError("heartbeat-interval",

@@ -51,8 +51,11 @@ SlaveConfig SlaveConfig::FromYaml(const ConfigNode& node) {
     c.poll_interval = node.Duration("poll-interval", c.poll_interval, 10ms, std::chrono::minutes(1));
     c.dispatch_timeout = node.Duration("dispatch-timeout", c.dispatch_timeout, 10ms, std::chrono::minutes(1));
     c.executor_ttl = node.Duration("executor-ttl", c.executor_ttl, 100ms, std::chrono::hours(1));
-    c.executor_token = node.String("executor-token", "");
-    if (auto env = EnvOverride("SCHED_EXECUTOR_TOKEN")) c.executor_token = *env;
+    if (node.Has("executor-token")) {
+        throw ConfigError(node.path().empty() ? "executor-token" : node.path() + ".executor-token",
+                          "removed: slaves no longer send executors a token; they sign each call with the app's "
+                          "signing key (docs/protocol.md). Delete the key; give services an executor token instead");
+    }
     return c;
 }
 
@@ -75,6 +78,8 @@ Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::shared_ptr
       node_id_(std::move(node_id)),
       lease_name_(std::move(lease_name)),
       config_(std::move(config)),
+      executors_(
+          std::make_unique<web::ExecutorSigner>([db = db_] { return db; }, db_pool_, [&time] { return time.NowMs(); })),
       state_(std::make_shared<State>()),
       lag_(metrics
                .Histogram("sched_fire_lag_seconds", "Dispatch time minus due time of accepted fires.", {},
@@ -270,19 +275,21 @@ net::awaitable<void> Slave::Dispatch(store::Fire fire) {
     const auto routing = ParseRouting(job.routing).value_or(Routing::kRoundRobin);
     const auto order = router_.Order(routing, job.id, addresses, fire.shard_index);
     const Probe probe = ProbeFor(routing);
-    rest::CallOptions call{.timeout = config_.dispatch_timeout, .bearer_token = config_.executor_token};
+    rest::CallOptions call{.timeout = config_.dispatch_timeout};
 
-    const nlohmann::json run = {{"fire_id", fire.id},
-                                {"job_id", job.id},
-                                {"attempt", fire.attempt},
-                                {"epoch", c.epoch},
-                                {"handler", job.handler},
-                                {"params", ParamsJson(job.params)},
-                                {"scheduled_ms", fire.scheduled_time},
-                                {"timeout_ms", job.timeout_ms},
-                                {"shard_index", fire.shard_index},
-                                {"shard_total", fire.shard_total},
-                                {"block_strategy", job.block_strategy}};
+    const nlohmann::json run_json = {{"fire_id", fire.id},
+                                     {"job_id", job.id},
+                                     {"attempt", fire.attempt},
+                                     {"epoch", c.epoch},
+                                     {"handler", job.handler},
+                                     {"params", ParamsJson(job.params)},
+                                     {"scheduled_ms", fire.scheduled_time},
+                                     {"timeout_ms", job.timeout_ms},
+                                     {"shard_index", fire.shard_index},
+                                     {"shard_total", fire.shard_total},
+                                     {"block_strategy", job.block_strategy}};
+    const std::string run = run_json.dump();
+    const std::string app = job.app;
     std::string reasons;
     const auto note = [&](const std::string& address, const std::string& reason, const std::string& metric) {
         reasons += (reasons.empty() ? "" : "; ") + address + ": " + reason;
@@ -292,22 +299,23 @@ net::awaitable<void> Slave::Dispatch(store::Fire fire) {
         const std::string base = "http://" + address;
         if (probe == Probe::kBeat) {
             const std::string beat_url = base + "/v1/beat";
-            auto beat = co_await http_.Get(beat_url, call);
+            const std::string no_body;
+            auto beat = co_await executors_->Send(http_, app, rest::Method::kGet, beat_url, no_body, call);
             if (!beat.ok() || !beat->ok()) {
                 note(address, "beat failed", "beat");
                 continue;
             }
         } else if (probe == Probe::kIdleBeat) {
-            const nlohmann::json idle_body = {{"job_id", job.id}};
+            const std::string idle_body = nlohmann::json{{"job_id", job.id}}.dump();
             const std::string idle_url = base + "/v1/idle-beat";
-            auto idle = co_await http_.PostJson(idle_url, idle_body, call);
+            auto idle = co_await executors_->Send(http_, app, rest::Method::kPost, idle_url, idle_body, call);
             if (!idle.ok() || !idle->ok()) {
                 note(address, idle.ok() ? "busy" : idle.status().message(), "busy");
                 continue;
             }
         }
         const std::string run_url = base + "/v1/run";
-        auto response = co_await http_.PostJson(run_url, run, call);
+        auto response = co_await executors_->Send(http_, app, rest::Method::kPost, run_url, run, call);
         if (!response.ok()) {
             note(address, response.status().message(), "transport");
             continue;
@@ -327,7 +335,8 @@ net::awaitable<void> Slave::Dispatch(store::Fire fire) {
                 spdlog::warn("slave {}: fire {} accepted by {} but not recorded running: {}", node_id_, fire.id,
                              address, running.ToString());
             }
-            if (job.timeout_ms > 0) net::co_spawn(io_, WatchTimeout(fire.id, address, job.timeout_ms), net::detached);
+            if (job.timeout_ms > 0)
+                net::co_spawn(io_, WatchTimeout(fire.id, app, address, job.timeout_ms), net::detached);
             co_return;
         }
         const std::string field = ErrorField(*response);
@@ -347,7 +356,8 @@ net::awaitable<void> Slave::Dispatch(store::Fire fire) {
     co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kFailed, why);
 }
 
-net::awaitable<void> Slave::WatchTimeout(std::int64_t fire_id, std::string address, std::int64_t timeout_ms) {
+net::awaitable<void> Slave::WatchTimeout(std::int64_t fire_id, std::string app, std::string address,
+                                         std::int64_t timeout_ms) {
     net::steady_timer timer(io_);
     timer.expires_after(std::chrono::milliseconds(timeout_ms));
     try {
@@ -357,10 +367,10 @@ net::awaitable<void> Slave::WatchTimeout(std::int64_t fire_id, std::string addre
     }
     auto fire = co_await impl::OnPool(db_pool_, [this, fire_id] { return store::FireRepository(*db_).Get(fire_id); });
     if (!fire.ok() || fire->status != FireStatus::kRunning) co_return;
-    rest::CallOptions call{.timeout = config_.dispatch_timeout, .bearer_token = config_.executor_token};
-    const nlohmann::json kill_body = {{"fire_id", fire_id}};
+    rest::CallOptions call{.timeout = config_.dispatch_timeout};
+    const std::string kill_body = nlohmann::json{{"fire_id", fire_id}}.dump();
     const std::string kill_url = "http://" + address + "/v1/kill";
-    auto killed = co_await http_.PostJson(kill_url, kill_body, call);
+    auto killed = co_await executors_->Send(http_, app, rest::Method::kPost, kill_url, kill_body, call);
     if (!killed.ok() || !killed->ok()) {
         spdlog::warn("slave {}: kill of timed-out fire {} on {} failed", node_id_, fire_id, address);
     }

@@ -11,6 +11,7 @@
 #include "impl/executor_handlers.hpp"
 #include "impl/lock_handlers.hpp"
 #include "impl/on_pool.hpp"
+#include "impl/signing_keys.hpp"
 #include "sched/http/json.hpp"
 #include "sched/http/url.hpp"
 #include "sched/store/fire.hpp"
@@ -136,7 +137,14 @@ net::awaitable<rest::Response> HandleHeartbeat(rest::Request& req, const Princip
     };
     Status s = co_await OnPool(db_pool, work);
     if (!s.ok()) co_return rest::Response::Error(s);
-    co_return rest::Response::Json({{"registered", true}});
+    // The app's signing keys (its first is created here) and the DB clock: the SDK verifies
+    // the nodes' calls with them (docs/protocol.md "Key delivery").
+    auto keys_work = [&] {
+        return store::SigningKeyRepository(db).EnsureForApp(e.app);
+    };
+    auto keys = co_await OnPool(db_pool, keys_work);
+    if (!keys.ok()) co_return rest::Response::Error(keys.status());
+    co_return rest::Response::Json({{"registered", true}, {"signing", SigningJson(*keys)}});
 }
 
 net::awaitable<rest::Response> HandleDeregister(rest::Request& req, const Principal& who, db::Database& db,

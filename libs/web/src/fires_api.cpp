@@ -8,6 +8,8 @@
 #include "impl/views.hpp"
 #include "sched/http/client.hpp"
 #include "sched/store/fire.hpp"
+#include "sched/store/job.hpp"
+#include "sched/web/executor_signer.hpp"
 
 namespace sched::web::impl {
 
@@ -31,14 +33,25 @@ std::string StatusNames() {
 rest::CallOptions ExecutorCall(const Context& ctx) {
     rest::CallOptions call;
     call.timeout = ctx.options.executor_timeout;
-    call.bearer_token = ctx.options.executor_token.empty() ? ctx.options.token : ctx.options.executor_token;
     return call;
+}
+
+// The app whose signing key a call about this fire's job is signed with ("" when the job is
+// gone: the call then fails as unsigned, which a deleted job's executor may well do).
+net::awaitable<std::string> JobApp(Context& ctx, std::int64_t job_id) {
+    auto work = [job_id](db::Database& db) {
+        return store::JobRepository(db).Get(job_id);
+    };
+    auto job = co_await WithDb(ctx, work);
+    co_return job.ok() ? job->app : std::string();
 }
 
 }  // namespace
 
 void AddFireRoutes(Routes& routes) {
     auto ctx = routes.context();
+    // Kill and log calls to executors are signed with the app's key (docs/protocol.md).
+    auto signer = std::make_shared<ExecutorSigner>(ctx->database, ctx->db_pool);
 
     routes.Add(Method::kGet, "/api/v1/fires", Permission::kViewer,
                [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
@@ -92,7 +105,7 @@ void AddFireRoutes(Routes& routes) {
                });
 
     routes.Add(Method::kPost, "/api/v1/fires/{id}/kill", Permission::kOperator,
-               [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
+               [ctx, signer](Request& req, const Principal& who) -> net::awaitable<Response> {
                    std::optional<Response> error;
                    const auto id = PathId(req, error);
                    if (!id) co_return *error;
@@ -127,9 +140,10 @@ void AddFireRoutes(Routes& routes) {
                        const auto executor_io = co_await net::this_coro::executor;
                        rest::HttpClient client(executor_io);
                        const std::string url = "http://" + *killed->executor_address + "/v1/kill";
-                       const nlohmann::json body = {{"fire_id", *id}};
+                       const std::string body = nlohmann::json{{"fire_id", *id}}.dump();
                        const rest::CallOptions call = ExecutorCall(*ctx);
-                       auto answer = co_await client.PostJson(url, body, call);
+                       const std::string app = co_await JobApp(*ctx, killed->job_id);
+                       auto answer = co_await signer->Send(client, app, Method::kPost, url, body, call);
                        if (answer.ok()) {
                            executor["status"] = answer->status;
                            executor["delivered"] = answer->ok();
@@ -145,7 +159,7 @@ void AddFireRoutes(Routes& routes) {
 
     routes.Add(
         Method::kGet, "/api/v1/fires/{id}/log", Permission::kViewer,
-        [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
+        [ctx, signer](Request& req, const Principal&) -> net::awaitable<Response> {
             std::optional<Response> error;
             const auto id = PathId(req, error);
             if (!id) co_return *error;
@@ -171,7 +185,9 @@ void AddFireRoutes(Routes& routes) {
             const std::string url = "http://" + address + "/v1/log?fire_id=" + std::to_string(*id) +
                                     "&from_line=" + std::to_string(from_line);
             const rest::CallOptions call = ExecutorCall(*ctx);
-            auto answer = co_await client.Get(url, call);
+            const std::string app = co_await JobApp(*ctx, fire->job_id);
+            const std::string no_body;
+            auto answer = co_await signer->Send(client, app, Method::kGet, url, no_body, call);
             if (!answer.ok()) {
                 const Status down =
                     Unavailable("executor " + address + " did not answer: " + answer.status().message());

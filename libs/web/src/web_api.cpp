@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "impl/context.hpp"
+#include "impl/signing_keys.hpp"
 
 namespace sched::web {
 
@@ -13,8 +14,11 @@ WebOptions WebOptions::FromYaml(const ConfigNode& node, const WebOptions& defaul
     WebOptions o = defaults;
     o.token = node.String("token", o.token);
     if (auto env = EnvOverride("SCHED_TOKEN")) o.token = *env;
-    o.executor_token = node.String("executor-token", o.executor_token);
-    if (auto env = EnvOverride("SCHED_EXECUTOR_TOKEN")) o.executor_token = *env;
+    if (node.Has("executor-token")) {
+        throw ConfigError(node.path().empty() ? "executor-token" : node.path() + ".executor-token",
+                          "removed: nodes no longer send executors a token; they sign each call with the app's "
+                          "signing key (docs/protocol.md). Delete the key; give services an executor token instead");
+    }
     o.executor_api = node.Bool("executor-api", o.executor_api);
     o.ui = node.Bool("ui", o.ui);
     o.executor_ttl = node.Duration("executor-ttl", o.executor_ttl, milliseconds(100), std::chrono::hours(24));
@@ -52,6 +56,7 @@ std::vector<RouteInfo> AddWebRoutes(rest::Router& router, const WebOptions& opti
     impl::AddFireRoutes(routes);
     impl::AddClusterRoutes(routes);
     impl::AddTokenRoutes(routes);
+    impl::AddSigningKeyRoutes(routes);
     if (options.executor_api) impl::AddSdkRoutes(routes);
     impl::AddUiRoutes(routes);
     return routes.TakeAdded();

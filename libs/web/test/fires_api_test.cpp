@@ -3,18 +3,19 @@
 #include <atomic>
 #include <mutex>
 
+#include "sched/protocol/request_signature.hpp"
+#include "sched/store/signing_key.hpp"
 #include "web_test_base.hpp"
 
 namespace sched::web::testing {
 namespace {
 
 using rest::Method;
-constexpr const char* kExecutorToken = "executor-secret";
-
-// The executor side of kill and log (DESIGN 6), recording what it was asked.
+// The executor side of kill and log (DESIGN 6), recording what it was asked. It checks the
+// calls' signatures as the SDK does, against app demo's keys as the database holds them.
 class FakeExecutor {
   public:
-    FakeExecutor() {
+    explicit FakeExecutor(db::Database& db) {
         rest::Router router;
         router.Add(Method::kPost, "/v1/kill", [this](rest::Request& req) {
             std::lock_guard lock(mu_);
@@ -33,8 +34,25 @@ class FakeExecutor {
                                          {"lines", {"second line", "third line"}},
                                          {"finished", true}});
         });
+        auto verify = [this, &db](const rest::Request& req) -> Status {
+            {
+                std::lock_guard lock(mu_);
+                if (req.headers.Get("Authorization")) ++bearer_tokens_seen_;
+            }
+            auto keys = store::SigningKeyRepository(db).List("demo");
+            if (!keys.ok()) return keys.status();
+            std::vector<protocol::SigningKey> accepted;
+            for (const auto& k : keys->keys) accepted.push_back({k.key_id, k.secret});
+            const protocol::SignedRequest signed_request{.method = req.method_text,
+                                                         .target = req.target,
+                                                         .body = req.body,
+                                                         .key_id = req.headers.Get(protocol::kKeyIdHeader),
+                                                         .timestamp = req.headers.Get(protocol::kTimestampHeader),
+                                                         .signature = req.headers.Get(protocol::kSignatureHeader)};
+            return protocol::VerifySignature(signed_request, accepted, keys->db_now_ms, std::chrono::seconds(30));
+        };
         server_ = std::make_unique<rest::testing::TestServer>(std::move(router), rest::testing::LoopbackOptions(),
-                                                              rest::BearerTokenAuth(kExecutorToken));
+                                                              std::move(verify));
     }
     std::string address() const { return "127.0.0.1:" + std::to_string(server_->port()); }
     void set_known_fire(std::int64_t id) { known_fire_ = id; }
@@ -47,23 +65,21 @@ class FakeExecutor {
         return log_queries_;
     }
     rest::ServerStats stats() const { return server_->Stats(); }
+    int bearer_tokens_seen() {
+        std::lock_guard lock(mu_);
+        return bearer_tokens_seen_;
+    }
 
   private:
     std::mutex mu_;
     std::vector<std::string> kills_;
     std::vector<std::string> log_queries_;
     std::atomic<std::int64_t> known_fire_{0};
+    int bearer_tokens_seen_ = 0;
     std::unique_ptr<rest::testing::TestServer> server_;
 };
 
-class FiresApiTest : public WebApiTest {
-  protected:
-    WebOptions Options() override {
-        WebOptions o = WebApiTest::Options();
-        o.executor_token = kExecutorToken;
-        return o;
-    }
-};
+class FiresApiTest : public WebApiTest {};
 
 TEST_P(FiresApiTest, ListFiltersByJobStatusAndTimeNewestFirstWithACursor) {
     const auto a = CreateJob("a")["id"].get<std::int64_t>();
@@ -118,7 +134,7 @@ TEST_P(FiresApiTest, DetailHasLagAndDuration) {
 }
 
 TEST_P(FiresApiTest, KillMovesARunningFireAndTellsItsExecutor) {
-    FakeExecutor executor;
+    FakeExecutor executor(db());
     const auto job = CreateJob("long")["id"].get<std::int64_t>();
     const auto running = InsertFire(job, 1000, store::FireStatus::kRunning, executor.address());
     auto r = Call(Method::kPost, "/api/v1/fires/" + std::to_string(running) + "/kill");
@@ -126,7 +142,8 @@ TEST_P(FiresApiTest, KillMovesARunningFireAndTellsItsExecutor) {
     EXPECT_EQ(Body(r)["fire"]["status"], "killed");
     EXPECT_TRUE(Body(r)["executor"]["delivered"].get<bool>()) << r.body;
     EXPECT_EQ(Body(r)["executor"]["answer"]["state"], "running");
-    ASSERT_EQ(executor.kills().size(), 1u);  // with the executor token, or the fake would have said 401
+    ASSERT_EQ(executor.kills().size(), 1u);  // signed with app demo's key, or the fake would have said 401
+    EXPECT_EQ(executor.bearer_tokens_seen(), 0);
     EXPECT_EQ(nlohmann::json::parse(executor.kills()[0])["fire_id"], running);
     auto stored = store::FireRepository(db()).Get(running);
     EXPECT_EQ(stored->status, store::FireStatus::kKilled);
@@ -161,7 +178,7 @@ TEST_P(FiresApiTest, KillStillMarksTheFireWhenItsExecutorIsGone) {
 }
 
 TEST_P(FiresApiTest, LogIsRelayedFromTheExecutorThatRanTheFire) {
-    FakeExecutor executor;
+    FakeExecutor executor(db());
     const auto job = CreateJob("chatty")["id"].get<std::int64_t>();
     const auto fire = InsertFire(job, 1000, store::FireStatus::kSucceeded, executor.address());
     executor.set_known_fire(fire);
@@ -174,6 +191,7 @@ TEST_P(FiresApiTest, LogIsRelayedFromTheExecutorThatRanTheFire) {
     EXPECT_EQ(log["executor_address"], executor.address());
     ASSERT_EQ(executor.log_queries().size(), 1u);
     EXPECT_EQ(executor.log_queries()[0], "fire_id=" + std::to_string(fire) + "&from_line=1");
+    EXPECT_EQ(executor.bearer_tokens_seen(), 0);
 
     // The executor no longer has it.
     const auto old = InsertFire(job, 2000, store::FireStatus::kSucceeded, executor.address());

@@ -22,11 +22,14 @@ std::string ErrorOf(const std::string& yaml) {
 
 TEST(WebServiceConfig, ReadsEveryKeyAndRejectsUnknownOnesByPath) {
     const auto c = Parse(
-        "token: t\nexecutor-token: e\nexecutor-api: false\nui: false\nexecutor-ttl: 10s\nnode-ttl: 2s\n"
+        "token: t\nexecutor-api: false\nui: false\nexecutor-ttl: 10s\nnode-ttl: 2s\n"
         "auth-cache: 0s\nexecutor-timeout: 1s\nio-threads: 3\ndb-threads: 5\nhttp:\n  listen: \"0.0.0.0:9090\"\n"
         "database:\n  url: \"sqlite:///tmp/x.db\"\nlog:\n  level: warn\n");
     EXPECT_EQ(c.api.token, "t");
-    EXPECT_EQ(c.api.executor_token, "e");
+    // The removed key is refused, naming what replaced it.
+    const std::string removed = ErrorOf("token: t\nexecutor-token: e\n");
+    EXPECT_NE(removed.find("executor-token"), std::string::npos) << removed;
+    EXPECT_NE(removed.find("signing key"), std::string::npos) << removed;
     EXPECT_FALSE(c.api.executor_api);
     EXPECT_FALSE(c.api.ui);
     EXPECT_EQ(c.api.executor_ttl, std::chrono::seconds(10));

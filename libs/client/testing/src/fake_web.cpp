@@ -1,6 +1,34 @@
 #include "sched/client/testing/fake_web.hpp"
 
+#include <chrono>
+
+#include "sched/http/url.hpp"
+
 namespace sched::client::testing {
+
+protocol::SigningKey TestSigningKey() {
+    return {"k-test", "0000000000000000000000000000000000000000000000000000000000000001"};
+}
+
+std::int64_t WallMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+rest::ClientRequest SignedRequest(const protocol::SigningKey& key, rest::Method method, const std::string& url,
+                                  std::string body, std::optional<std::int64_t> timestamp_ms) {
+    rest::ClientRequest request;
+    request.method = method;
+    request.url = url;
+    const auto target = rest::Url::Parse(url)->target;
+    for (auto& [name, value] :
+         protocol::SignatureHeaders(key, rest::MethodName(method), target, timestamp_ms.value_or(WallMs()), body)) {
+        request.headers.Set(name, std::move(value));
+    }
+    if (!body.empty()) request.headers.Set("Content-Type", "application/json");
+    request.body = std::move(body);
+    return request;
+}
 
 FakeWeb::FakeWeb(std::string token, std::uint16_t port) {
     rest::Router router;
@@ -13,7 +41,17 @@ FakeWeb::FakeWeb(std::string token, std::uint16_t port) {
             return rest::Response::Json({{"ok", true}});
         };
     };
-    router.Add(rest::Method::kPost, "/api/v1/registry/heartbeat", record(heartbeats_));
+    router.Add(rest::Method::kPost, "/api/v1/registry/heartbeat", [this](rest::Request& req) {
+        auto body = req.Json();
+        if (!body.ok()) return rest::Response::Error(body.status(), "body");
+        std::lock_guard lock(mu_);
+        heartbeats_.push_back(std::move(*body));
+        nlohmann::json keys = nlohmann::json::array();
+        for (const auto& k : signing_keys_) keys.push_back({{"id", k.id}, {"secret", k.secret}, {"active_from_ms", 0}});
+        return rest::Response::Json(
+            {{"registered", true},
+             {"signing", {{"keys", std::move(keys)}, {"server_time_ms", WallMs() + clock_offset_ms_}}}});
+    });
     router.Add(rest::Method::kPost, "/api/v1/registry/deregister", record(deregistrations_));
     router.Add(rest::Method::kPost, "/api/v1/callback", [this](rest::Request& req) {
         auto body = req.Json();
@@ -42,6 +80,16 @@ FakeWeb::~FakeWeb() {
 
 void FakeWeb::Stop() {
     server_->Stop();
+}
+
+void FakeWeb::SetSigningKeys(std::vector<protocol::SigningKey> keys) {
+    std::lock_guard lock(mu_);
+    signing_keys_ = std::move(keys);
+}
+
+void FakeWeb::SetClockOffset(std::int64_t offset_ms) {
+    std::lock_guard lock(mu_);
+    clock_offset_ms_ = offset_ms;
 }
 
 std::string FakeWeb::Url() const {

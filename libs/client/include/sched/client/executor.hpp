@@ -11,8 +11,8 @@
 ///
 /// What it does (DESIGN 6):
 /// - serves `POST /v1/run` (202 accepted; 404 unknown handler; 409 busy by block strategy or
-///   stale epoch; 429 out of capacity; 401 bad token; 400 naming the bad field; 503 while
-///   stopping), `POST /v1/kill`, `GET /v1/beat`, `POST /v1/idle-beat`, `GET /v1/log`;
+///   stale epoch; 429 out of capacity; 401 not signed by the cluster; 400 naming the bad field;
+///   503 while stopping), `POST /v1/kill`, `GET /v1/beat`, `POST /v1/idle-beat`, `GET /v1/log`;
 /// - heartbeats `POST /api/v1/registry/heartbeat {app, address, handlers, capacity, running}`
 ///   to the web endpoints (failing over between them) and deregisters on Stop();
 /// - runs handlers on `worker-threads` threads, per job by its block strategy (serial,
@@ -27,7 +27,13 @@
 ///   (fire_id, attempt), also after a restart;
 /// - takes distributed locks for the service (Lock(), lock.hpp) through the same endpoints.
 ///
-/// Every request in both directions carries `Authorization: Bearer <token>`.
+/// Calls from the nodes carry no token: each is signed with the app's signing key (HMAC-SHA256,
+/// sched/protocol/request_signature.hpp, docs/protocol.md). The executor learns the keys (at
+/// most a few: current, next or previous) and the cluster clock from each heartbeat answer, and
+/// checks every incoming request's signature, key id and timestamp (within `signature-window`
+/// of the cluster clock, so its own clock may be off) before anything else: 401 otherwise, and
+/// 401 until the first heartbeat was answered. Its `token` (an executor token) goes only on its
+/// own calls to the web endpoints (registry, callbacks, locks).
 
 #include <chrono>
 #include <cstdint>
@@ -54,7 +60,9 @@ namespace sched::client {
 ///                                    #   address (a wildcard host becomes this machine's name)
 ///     web-endpoints: []              # required: web module base URLs ("http://web-1:8080");
 ///                                    #   tried in order, the last one that answered first
-///     token: ""                      # required: bearer token both ways; SCHED_TOKEN overrides
+///     token: ""                      # required: an executor token for the SDK's own calls (registry,
+///                                    #   callbacks, locks); never sent by nodes; SCHED_TOKEN overrides
+///     signature-window: 30s          # how far a signed call's timestamp may be from the cluster clock
 ///     heartbeat-interval: 10s        # between heartbeats (retried after min(interval, 2s) on failure)
 ///     worker-threads: 8              # threads running handlers
 ///     capacity: 64                   # accepted, unfinished runs (running + queued); more get 429
@@ -87,6 +95,7 @@ struct ExecutorOptions {
     int log_retained_fires = 1000;
     int log_max_lines = 1000;
     int dedupe_window = 100000;
+    std::chrono::microseconds signature_window = std::chrono::seconds(30);
     rest::ServerOptions http = DefaultServerOptions();
 
     /// The server defaults for an executor: listen 0.0.0.0:9999, access log for errors only.
@@ -117,6 +126,9 @@ struct ExecutorStats {
     std::uint64_t in_flight = 0;          ///< accepted runs not finished (running + queued)
     std::uint64_t heartbeats_sent = 0;    ///< acknowledged heartbeats
     std::uint64_t heartbeats_failed = 0;  ///< heartbeats no endpoint acknowledged
+    std::uint64_t refused_unsigned = 0;   ///< requests refused 401: not signed by the cluster (logged 1/s)
+    std::uint64_t signing_keys = 0;       ///< signing keys held (from the last heartbeat answer)
+    std::int64_t clock_offset_ms = 0;     ///< cluster clock minus this host's clock, as last measured
 };
 
 /// A job handler. Returns OK for success or an error Status (its message is reported). An

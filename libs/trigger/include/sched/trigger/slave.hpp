@@ -21,7 +21,8 @@
 ///   poll-interval: 1s
 ///   dispatch-timeout: 3s       # one /v1/run call (connect + answer)
 ///   executor-ttl: 30s          # instances with an older heartbeat get no fires
-///   executor-token: ""         # bearer token for the executors' /v1 API (SCHED_EXECUTOR_TOKEN)
+///   (`executor-token` is refused: every call to an executor is signed with the app's signing
+///    key through web::ExecutorSigner, docs/protocol.md)
 ///
 /// Thread-safe. DB work runs on `db_pool`, never on the I/O threads.
 
@@ -42,6 +43,7 @@
 #include "sched/store/fire.hpp"
 #include "sched/trigger/db_time.hpp"
 #include "sched/trigger/routing.hpp"
+#include "sched/web/executor_signer.hpp"
 
 namespace sched::trigger {
 
@@ -51,7 +53,6 @@ struct SlaveConfig {
     Micros poll_interval = std::chrono::seconds(1);
     Micros dispatch_timeout = std::chrono::seconds(3);
     Micros executor_ttl = std::chrono::seconds(30);
-    std::string executor_token;
 
     static SlaveConfig FromYaml(const ConfigNode& node);
 };
@@ -83,7 +84,8 @@ class Slave {
     void Track(const store::Fire& fire);
     net::awaitable<void> RunFire(store::Fire fire);
     net::awaitable<void> Dispatch(store::Fire fire);
-    net::awaitable<void> WatchTimeout(std::int64_t fire_id, std::string address, std::int64_t timeout_ms);
+    net::awaitable<void> WatchTimeout(std::int64_t fire_id, std::string app, std::string address,
+                                      std::int64_t timeout_ms);
     net::awaitable<void> Finish(std::int64_t fire_id, store::FireStatus from, store::FireStatus to,
                                 std::string message);
 
@@ -95,6 +97,7 @@ class Slave {
     std::string node_id_;
     std::string lease_name_;
     SlaveConfig config_;
+    std::unique_ptr<web::ExecutorSigner> executors_;  // every call to an executor goes through it
     Router router_;
     std::shared_ptr<State> state_;
     std::atomic<std::size_t> in_flight_{0};

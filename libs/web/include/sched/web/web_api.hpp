@@ -49,8 +49,8 @@ namespace sched::web {
 ///
 ///     token: ""               # required: the cluster token (admin; also accepted by the SDK
 ///                             #   routes, for every app); SCHED_TOKEN overrides
-///     executor-token: ""      # bearer token for the executors' /v1 API (kill, log); "" = token;
-///                             #   SCHED_EXECUTOR_TOKEN overrides
+///                             # (`executor-token` is refused: calls to executors are signed
+///                             #   with per-app signing keys, docs/protocol.md)
 ///     executor-api: true      # serve the SDK's registry, callback and lock routes
 ///     ui: true                # serve the web UI at /
 ///     executor-ttl: 30s       # executor instances with an older heartbeat are shown as not alive
@@ -60,7 +60,6 @@ namespace sched::web {
 ///     locks: {...}            # the lock API (LockApiOptions, lock_api.hpp)
 struct WebOptions {
     std::string token;
-    std::string executor_token;
     bool executor_api = true;
     bool ui = true;
     Micros executor_ttl = std::chrono::seconds(30);

@@ -1,0 +1,55 @@
+#include "sched/web/executor_signer.hpp"
+
+#include "impl/on_pool.hpp"
+#include "sched/http/url.hpp"
+#include "sched/protocol/request_signature.hpp"
+
+namespace sched::web {
+
+ExecutorSigner::ExecutorSigner(DatabaseProvider database, net::thread_pool& db_pool,
+                               std::function<std::int64_t()> now_ms, Micros refresh)
+    : database_(std::move(database)),
+      db_pool_(db_pool),
+      now_ms_(std::move(now_ms)),
+      cache_(std::make_shared<store::SigningKeyCache>(refresh)) {}
+
+net::awaitable<Result<store::AppSigningKeys>> ExecutorSigner::Keys(std::string app) {
+    if (auto fresh = cache_->Fresh(app)) co_return *fresh;
+    // A named callable, not a temporary inside the co_await (g++ 12, docs/architecture.md "Build").
+    auto work = [db = database_(), cache = cache_, app]() -> Result<store::AppSigningKeys> {
+        if (!db) return Unavailable("the database is not open yet");
+        return cache->Get(*db, app);
+    };
+    auto read = co_await impl::OnPool(db_pool_, std::move(work));
+    co_return read;
+}
+
+net::awaitable<Result<rest::ClientResponse>> ExecutorSigner::Send(rest::HttpClient& http, std::string app,
+                                                                  rest::Method method, std::string url,
+                                                                  std::string body, rest::CallOptions call) {
+    auto parsed = rest::Url::Parse(url);
+    if (!parsed.ok()) co_return parsed.status();
+    auto keys = co_await Keys(app);
+    if (!keys.ok()) {
+        co_return Status(Code::kUnavailable, "no signing key for app " + app + ": " + keys.status().message());
+    }
+    const std::int64_t now = now_ms_ ? now_ms_() : cache_->DbNowMs();
+    const store::SigningKey* key = keys->SigningAt(now);
+    if (key == nullptr) co_return Status(Code::kUnavailable, "app " + app + " has no active signing key yet");
+    rest::ClientRequest request;
+    request.method = method;
+    request.url = std::move(url);
+    const protocol::SigningKey signing{key->key_id, key->secret};
+    for (auto& [name, value] :
+         protocol::SignatureHeaders(signing, rest::MethodName(method), parsed->target, now, body)) {
+        request.headers.Set(name, std::move(value));
+    }
+    if (!body.empty()) request.headers.Set("Content-Type", "application/json");
+    request.body = std::move(body);
+    // Never a bearer token towards an executor: the signature is the only credential.
+    call.bearer_token.clear();
+    auto response = co_await http.Send(std::move(request), call);
+    co_return response;
+}
+
+}  // namespace sched::web

@@ -1,0 +1,86 @@
+// Signing keys: the admin's view and rotation (the keys themselves are in libs/store).
+
+#include <spdlog/spdlog.h>
+
+#include "impl/context.hpp"
+#include "impl/signing_keys.hpp"
+#include "sched/http/json.hpp"
+
+namespace sched::web::impl {
+
+namespace {
+
+constexpr std::int64_t kDefaultGraceMs = 30'000;
+constexpr std::int64_t kMaxGraceMs = 24LL * 3600 * 1000;
+
+// No secrets here: the admin API shows which keys exist and which one signs.
+nlohmann::json KeysView(const std::string& app, const store::AppSigningKeys& keys) {
+    const store::SigningKey* signing = keys.SigningAt(keys.db_now_ms);
+    nlohmann::json items = nlohmann::json::array();
+    for (const auto& k : keys.keys) {
+        std::string state = "previous";
+        if (signing != nullptr && k.generation == signing->generation) {
+            state = "signing";
+        } else if (k.active_from_ms > keys.db_now_ms) {
+            state = "next";
+        }
+        items.push_back({{"id", k.key_id},
+                         {"generation", k.generation},
+                         {"state", state},
+                         {"active_from_ms", k.active_from_ms},
+                         {"created_at_ms", k.created_at_ms}});
+    }
+    return {{"app", app}, {"keys", std::move(items)}, {"server_time_ms", keys.db_now_ms}};
+}
+
+std::optional<rest::Response> BadApp(const std::string& app) {
+    if (app.empty() || app.size() > 128) return BadRequest("app", "app: 1 to 128 characters");
+    return std::nullopt;
+}
+
+}  // namespace
+
+nlohmann::json SigningJson(const store::AppSigningKeys& keys) {
+    nlohmann::json items = nlohmann::json::array();
+    for (const auto& k : keys.keys) {
+        items.push_back({{"id", k.key_id}, {"secret", k.secret}, {"active_from_ms", k.active_from_ms}});
+    }
+    return {{"keys", std::move(items)}, {"server_time_ms", keys.db_now_ms}};
+}
+
+void AddSigningKeyRoutes(Routes& routes) {
+    auto ctx = routes.context();
+    routes.Add(rest::Method::kGet, "/api/v1/apps/{app}/signing-keys", Permission::kAdmin,
+               [ctx](rest::Request& req, const Principal&) -> net::awaitable<rest::Response> {
+                   const std::string app(req.PathParam("app"));
+                   if (auto bad = BadApp(app)) co_return *bad;
+                   auto work = [app](db::Database& db) {
+                       return store::SigningKeyRepository(db).List(app);
+                   };
+                   auto keys = co_await WithDb(*ctx, work);
+                   if (!keys.ok()) co_return rest::Response::Error(keys.status());
+                   co_return rest::Response::Json(KeysView(app, *keys));
+               });
+    routes.Add(rest::Method::kPost, "/api/v1/apps/{app}/signing-keys/rotate", Permission::kAdmin,
+               [ctx](rest::Request& req, const Principal& who) -> net::awaitable<rest::Response> {
+                   const std::string app(req.PathParam("app"));
+                   if (auto bad = BadApp(app)) co_return *bad;
+                   std::int64_t grace_ms = kDefaultGraceMs;
+                   if (!req.body.empty()) {
+                       auto body = req.Json();
+                       if (!body.ok()) co_return rest::Response::Error(body.status(), "body");
+                       rest::JsonFields f(*body);
+                       grace_ms = f.Int("grace_ms", kDefaultGraceMs, {.min = 0, .max = kMaxGraceMs});
+                       if (f.error()) co_return rest::Response::Error(*f.error());
+                   }
+                   auto work = [app, grace_ms](db::Database& db) {
+                       return store::SigningKeyRepository(db).Rotate(app, grace_ms);
+                   };
+                   auto keys = co_await WithDb(*ctx, work);
+                   if (!keys.ok()) co_return rest::Response::Error(keys.status(), "app");
+                   spdlog::info("web: signing key of app {} rotated by {} (grace {} ms)", app, who.name, grace_ms);
+                   co_return rest::Response::Json(KeysView(app, *keys));
+               });
+}
+
+}  // namespace sched::web::impl

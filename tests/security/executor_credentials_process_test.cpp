@@ -1,0 +1,344 @@
+// Least privilege between the cluster and the services, with real processes and real HTTP
+// (docs/protocol.md "Security"): a service needs only an executor token; what the nodes send to
+// an executor opens nothing in the cluster; a signing key rotates under every-second jobs
+// without losing a fire.
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "../support/child_process.hpp"
+#include "sched/common/node_id.hpp"
+#include "sched/http/testing/test_server.hpp"
+
+namespace sched {
+namespace {
+
+using namespace std::chrono_literals;
+using rest::testing::WaitFor;
+using testing::ChildProcess;
+
+constexpr const char* kClusterToken = "cluster-t0ken";
+
+// What one request to the fake executor carried.
+struct Captured {
+    rest::Method method;
+    std::string target;
+    rest::Headers headers;
+    std::string body;
+};
+
+// An address registered with an executor token that records every request nodes send it and
+// accepts everything (a run is never reported back, so timeouts make the slave send kills).
+class SpyExecutor {
+  public:
+    SpyExecutor() {
+        rest::Router router;
+        const auto record = [this](nlohmann::json answer, int status) {
+            return [this, answer, status](rest::Request& req) {
+                std::lock_guard lock(mu_);
+                captured_.push_back({req.method, req.target, req.headers, req.body});
+                return rest::Response::Json(answer, status);
+            };
+        };
+        router.Add(rest::Method::kPost, "/v1/run", record({{"accepted", true}, {"state", "running"}}, 202));
+        router.Add(rest::Method::kGet, "/v1/beat", record({{"app", "spy"}}, 200));
+        router.Add(rest::Method::kPost, "/v1/idle-beat", record({{"idle", true}}, 200));
+        router.Add(rest::Method::kPost, "/v1/kill", record({{"state", "running"}}, 200));
+        router.Add(rest::Method::kGet, "/v1/log",
+                   record({{"fire_id", 0},
+                           {"from_line", 0},
+                           {"to_line", 0},
+                           {"lines", nlohmann::json::array()},
+                           {"finished", false}},
+                          200));
+        server_ = std::make_unique<rest::testing::TestServer>(std::move(router), rest::testing::LoopbackOptions());
+    }
+    std::string address() const { return "127.0.0.1:" + std::to_string(server_->port()); }
+    std::vector<Captured> captured() {
+        std::lock_guard lock(mu_);
+        return captured_;
+    }
+    std::set<std::string> paths() {
+        std::set<std::string> out;
+        for (const auto& c : captured()) out.insert(c.target.substr(0, c.target.find('?')));
+        return out;
+    }
+
+  private:
+    std::mutex mu_;
+    std::vector<Captured> captured_;
+    std::unique_ptr<rest::testing::TestServer> server_;
+};
+
+class ExecutorCredentials : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        dir_ = std::filesystem::temp_directory_path() / ("sched-credentials-" + RandomHex(10));
+        std::filesystem::create_directories(dir_);
+        const auto config =
+            Write("standalone.yaml", "token: \"" + std::string(kClusterToken) +
+                                         "\"\nhttp:\n  listen: \"127.0.0.1:0\"\ndatabase:\n  url: "
+                                         "\"sqlite://" +
+                                         (dir_ / "data/scheduler.db").string() + "\"\nlog:\n  level: warn\n");
+        standalone_ = std::make_unique<ChildProcess>(
+            std::vector<std::string>{SCHED_STANDALONE_BIN, "--config", config, "--demo"}, dir_.string());
+        auto line = standalone_->WaitForStdoutLine("listening on http://127.0.0.1:", 30s);
+        ASSERT_TRUE(line) << standalone_->stderr_text();
+        port_ = static_cast<unsigned short>(std::stoi(line->substr(line->rfind(':') + 1)));
+        url_ = "http://127.0.0.1:" + std::to_string(port_);
+    }
+    void TearDown() override {
+        if (client_) {
+            client_->Signal(SIGTERM);
+            (void)client_->WaitForExit(10s);
+            client_.reset();
+        }
+        if (standalone_) {
+            standalone_->Signal(SIGTERM);
+            (void)standalone_->WaitForExit(10s);
+            standalone_.reset();
+        }
+        std::filesystem::remove_all(dir_);
+    }
+
+    std::string Write(const std::string& name, const std::string& text) {
+        const auto path = dir_ / name;
+        std::ofstream(path) << text;
+        return path.string();
+    }
+    static rest::CallOptions As(const std::string& token) {
+        rest::CallOptions call;
+        call.bearer_token = token;
+        call.timeout = 10s;
+        return call;
+    }
+    Result<rest::ClientResponse> Api(rest::Method method, const std::string& path, const nlohmann::json& body = nullptr,
+                                     const std::string& token = kClusterToken) {
+        rest::ClientRequest request{.method = method, .url = url_ + path};
+        if (!body.is_null()) {
+            request.body = body.dump();
+            request.headers.Set("Content-Type", "application/json");
+        }
+        return http_.Send(std::move(request), As(token));
+    }
+    nlohmann::json Json(const Result<rest::ClientResponse>& r) {
+        if (!r.ok()) return {{"transport", r.status().ToString()}};
+        auto j = r->Json();
+        return j.ok() ? *j : nlohmann::json{{"body", r->body}};
+    }
+
+    // The one place tests make an executor token, scoped to `app`.
+    std::string CreateExecutorToken(const std::string& app) {
+        auto created = Api(rest::Method::kPost, "/api/v1/tokens", {{"name", "svc-" + app}, {"role", "executor"}, {"apps", {app}}});
+        EXPECT_TRUE(created.ok() && created->status == 201) << Json(created).dump();
+        return Json(created)["token"].get<std::string>();
+    }
+
+    std::int64_t CreateJob(const std::string& name, const std::string& app, const std::string& handler,
+                           nlohmann::json extra = nlohmann::json::object()) {
+        nlohmann::json job = {{"name", name},
+                              {"app", app},
+                              {"handler", handler},
+                              {"schedule_type", "cron"},
+                              {"schedule_expr", "* * * * * ?"},
+                              {"misfire_policy", "skip"}};
+        job.update(extra);
+        auto r = Api(rest::Method::kPost, "/api/v1/jobs", job);
+        EXPECT_TRUE(r.ok() && r->status == 201) << Json(r).dump();
+        return Json(r)["id"].get<std::int64_t>();
+    }
+
+    std::vector<nlohmann::json> Fires(std::int64_t job_id) {
+        auto r = Api(rest::Method::kGet, "/api/v1/fires?limit=200&job_id=" + std::to_string(job_id));
+        std::vector<nlohmann::json> out;
+        const auto body = Json(r);  // named: a temporary in the range-init would dangle
+        for (const auto& f : body["items"]) out.push_back(f);
+        return out;
+    }
+
+    // The demo client, with `token`, heartbeating every 300 ms. Logs stay at warn: the child's
+    // pipes are drained only when the test reads them.
+    void StartDemoClient(const std::string& token) {
+        const auto config =
+            Write("demo-client.yaml", "log:\n  level: warn\nexecutor:\n  app: demo\n  web-endpoints: [\"" + url_ +
+                                          "\"]\n  heartbeat-interval: 300ms\n  spool-dir: \"" +
+                                          (dir_ / "spool").string() + "\"\n  http:\n    listen: \"127.0.0.1:0\"\n");
+        client_ = std::make_unique<ChildProcess>(std::vector<std::string>{SCHED_DEMO_CLIENT_BIN, "--config", config},
+                                                 dir_.string(), std::vector<std::string>{"SCHED_TOKEN=" + token});
+    }
+
+    std::filesystem::path dir_;
+    std::unique_ptr<ChildProcess> standalone_;
+    std::unique_ptr<ChildProcess> client_;
+    unsigned short port_ = 0;
+    std::string url_;
+    rest::testing::BlockingClient http_;
+};
+
+TEST_F(ExecutorCredentials, TheDemoClientRunsItsJobsWithAnExecutorTokenOnly) {
+    // --demo wrote an executor token, readable by this user only.
+    const auto token_file = dir_ / "data/executor-token";
+    ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(token_file); }, 10s));
+    struct stat st {};
+    ASSERT_EQ(::stat(token_file.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+    std::string token;
+    std::getline(std::ifstream(token_file), token);
+    ASSERT_FALSE(token.empty());
+    ASSERT_NE(token, kClusterToken);
+    // It is an executor token: the admin API refuses it.
+    EXPECT_EQ(Api(rest::Method::kGet, "/api/v1/tokens", nullptr, token)->status, 403);
+
+    StartDemoClient(token);
+    const auto job = CreateJob("every-second", "demo", "echo", {{"params", "{\"hi\":1}"}});
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            int succeeded = 0;
+            for (const auto& f : Fires(job)) succeeded += f["status"] == "succeeded";
+            return succeeded >= 3;
+        },
+        30s))
+        << Json(Api(rest::Method::kGet, "/api/v1/fires?job_id=" + std::to_string(job))).dump() << "\n"
+        << client_->stderr_text() << standalone_->stderr_text();
+    for (const auto& f : Fires(job)) {
+        EXPECT_TRUE(f["status"] != "failed") << f.dump();
+    }
+}
+
+TEST_F(ExecutorCredentials, RotatingTheSigningKeyUnderEverySecondJobsLosesNoFire) {
+    std::string token;
+    ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(dir_ / "data/executor-token"); }, 10s));
+    std::getline(std::ifstream(dir_ / "data/executor-token"), token);
+    StartDemoClient(token);
+    std::vector<std::int64_t> jobs;
+    for (int i = 0; i < 3; ++i) jobs.push_back(CreateJob("tick-" + std::to_string(i), "demo", "count"));
+    ASSERT_TRUE(WaitFor([&] { return !Fires(jobs[0]).empty(); }, 20s)) << client_->stderr_text();
+
+    // Two rotations back to back: the first key is retired by the second, under load.
+    std::set<std::string> seen_ids;
+    for (int rotation = 0; rotation < 2; ++rotation) {
+        Result<rest::ClientResponse> rotated = Status(Code::kUnavailable, "not tried");
+        // The grace: about seven heartbeats of the demo client.
+        ASSERT_TRUE(WaitFor(
+            [&] {
+                rotated = Api(rest::Method::kPost, "/api/v1/apps/demo/signing-keys/rotate", {{"grace_ms", 2000}});
+                return rotated.ok() && rotated->status == 200;  // 409 while the last one settles
+            },
+            30s))
+            << Json(rotated).dump();
+        const auto rotated_body = Json(rotated);
+        for (const auto& k : rotated_body["keys"]) seen_ids.insert(k["id"].get<std::string>());
+        // The new key becomes the signing one after its grace.
+        ASSERT_TRUE(WaitFor(
+            [&] {
+                const auto keys = Json(Api(rest::Method::kGet, "/api/v1/apps/demo/signing-keys"))["keys"];
+                return keys.size() == 2 && keys[0]["state"] == "signing";
+            },
+            20s));
+    }
+    EXPECT_EQ(seen_ids.size(), 3u);
+    // Fires keep flowing for a while with the newest key (nodes refresh their key cache every 5 s).
+    std::this_thread::sleep_for(7s);
+    const auto end_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            for (const auto job : jobs) {
+                for (const auto& f : Fires(job)) {
+                    if (f["scheduled_time"].get<std::int64_t>() < end_ms - 2000 && f["status"] != "succeeded") {
+                        return false;
+                    }
+                }
+            }
+            return true;
+        },
+        15s));
+    std::size_t total = 0;
+    for (const auto job : jobs) {
+        const auto fires = Fires(job);
+        std::set<std::int64_t> seconds;
+        for (const auto& f : fires) {
+            const auto t = f["scheduled_time"].get<std::int64_t>();
+            if (t >= end_ms - 2000) continue;
+            EXPECT_EQ(f["status"], "succeeded") << f.dump();
+            seconds.insert(t / 1000);
+        }
+        ASSERT_FALSE(seconds.empty());
+        // Every second from the first to the last has its fire: none skipped or lost.
+        EXPECT_EQ(static_cast<std::int64_t>(seconds.size()), *seconds.rbegin() - *seconds.begin() + 1);
+        total += seconds.size();
+    }
+    EXPECT_GE(total, 3u * 15u) << "expected about 20 s of every-second fires per job";
+    EXPECT_EQ(client_->stderr_text().find("refused"), std::string::npos) << client_->stderr_text();
+}
+
+TEST_F(ExecutorCredentials, WhatNodesSendAnExecutorOpensNothingInTheCluster) {
+    SpyExecutor spy;
+    const std::string token = CreateExecutorToken("spy");
+    // The spy registers like any service, with an executor token.
+    const nlohmann::json beat = {
+        {"app", "spy"}, {"address", spy.address()}, {"handlers", {"h"}}, {"capacity", 100}, {"running", 0}};
+    ASSERT_EQ(Api(rest::Method::kPost, "/api/v1/registry/heartbeat", beat, token)->status, 200);
+    // failover probes /v1/beat, busy-over /v1/idle-beat; the timeout makes the slave send /v1/kill.
+    const auto failover = CreateJob("f", "spy", "h", {{"routing", "failover"}, {"timeout_ms", 5000}});
+    CreateJob("b", "spy", "h", {{"routing", "busy-over"}, {"timeout_ms", 300}});
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            const auto p = spy.paths();
+            return p.count("/v1/run") && p.count("/v1/beat") && p.count("/v1/idle-beat") && p.count("/v1/kill");
+        },
+        20s));
+    // The web module's kill and log calls (a fire running there right now).
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            for (const auto& f : Fires(failover)) {
+                if (f["status"] != "running") continue;
+                const std::string path = "/api/v1/fires/" + std::to_string(f["id"].get<std::int64_t>());
+                (void)Api(rest::Method::kGet, path + "/log");
+                auto killed = Api(rest::Method::kPost, path + "/kill");
+                if (killed.ok() && killed->status == 202) return true;
+            }
+            return false;
+        },
+        20s));
+    ASSERT_TRUE(WaitFor([&] { return spy.paths().count("/v1/log") > 0; }, 5s));
+
+    const auto captured = spy.captured();
+    ASSERT_GE(captured.size(), 5u);
+    const std::vector<std::pair<rest::Method, std::string>> targets = {
+        {rest::Method::kGet, "/api/v1/jobs"},
+        {rest::Method::kGet, "/api/v1/tokens"},
+        {rest::Method::kPost, "/api/v1/registry/heartbeat"},
+        {rest::Method::kPost, "/api/v1/callback"},
+        {rest::Method::kPost, "/internal/v1/fires"},
+        {rest::Method::kPost, "/internal/v1/election/nudge"},
+    };
+    for (const auto& c : captured) {
+        SCOPED_TRACE(c.target);
+        EXPECT_FALSE(c.headers.Get("Authorization")) << "a bearer token reached an executor";
+        EXPECT_TRUE(c.headers.Get("X-Sched-Signature"));
+        // Replayed verbatim (every header) against the node: nothing opens.
+        for (const auto& [method, path] : targets) {
+            rest::ClientRequest replay{.method = method, .url = url_ + path, .body = c.body};
+            for (const auto& [name, value] : c.headers) {
+                if (name == "Host" || name == "Content-Length" || name == "Connection") continue;
+                replay.headers.Set(name, value);
+            }
+            auto r = http_.Send(std::move(replay));
+            ASSERT_TRUE(r.ok());
+            EXPECT_EQ(r->status, 401) << rest::MethodName(method) << " " << path << ": " << r->body;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace sched
