@@ -84,8 +84,8 @@ sched::Status EnsureDemoExecutorToken(sched::db::Database& db, const std::filesy
     sched::store::TokenRepository tokens(db);
     if (secret.empty() || !tokens.FindActive(sched::crypto::Sha256Hex(secret)).ok()) {
         secret = "sched_" + sched::crypto::RandomHex(32);
-        auto created = tokens.Create("demo-executor", sched::store::Role::kExecutor, sched::crypto::Sha256Hex(secret),
-                                     {"demo"});
+        auto created =
+            tokens.Create("demo-executor", sched::store::Role::kExecutor, sched::crypto::Sha256Hex(secret), {"demo"});
         if (!created.ok()) return created.status();
         spdlog::info("demo executor token created (token {}), written to {}", created->id, file.string());
     }

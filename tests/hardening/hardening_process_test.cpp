@@ -151,7 +151,7 @@ TEST_F(HardeningProcess, NumberOutOfRangeIs400NamingTheField) {
     EXPECT_EQ(MessageOf(body), "params.x: number out of range (1e309)") << body;
     auto [fires, fires_body] = Call("POST", "/internal/v1/fires", R"({"fire_ids":[1,1e309]})");
     EXPECT_EQ(fires, 400) << fires_body;
-    EXPECT_EQ(MessageOf(fires_body), "fire_ids[1]: number out of range (1e309)") << fires_body;
+    EXPECT_EQ(MessageOf(fires_body), "body: fire_ids[1]: number out of range (1e309)") << fires_body;
     auto [bad, bad_body] = Call("POST", "/api/v1/jobs", R"({"name":"x",)");
     EXPECT_EQ(bad, 400);
     EXPECT_EQ(bad_body.find("json.exception"), std::string::npos) << bad_body;

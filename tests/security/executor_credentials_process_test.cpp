@@ -137,7 +137,8 @@ class ExecutorCredentials : public ::testing::Test {
 
     // The one place tests make an executor token, scoped to `app`.
     std::string CreateExecutorToken(const std::string& app) {
-        auto created = Api(rest::Method::kPost, "/api/v1/tokens", {{"name", "svc-" + app}, {"role", "executor"}, {"apps", {app}}});
+        auto created =
+            Api(rest::Method::kPost, "/api/v1/tokens", {{"name", "svc-" + app}, {"role", "executor"}, {"apps", {app}}});
         EXPECT_TRUE(created.ok() && created->status == 201) << Json(created).dump();
         return Json(created)["token"].get<std::string>();
     }

@@ -209,12 +209,10 @@ TEST_F(ExecutorTest, HostileJsonOnEveryBodyRouteGets400AndTheExecutorKeepsServin
     for (const std::string path : {"/v1/run", "/v1/kill", "/v1/idle-beat"}) {
         for (const std::string& body :
              {R"({"fire_id":1,"params":)" + deep + "}", std::string(R"({"params":{"x":1e309}})")}) {
-            rest::ClientRequest req;
-            req.method = rest::Method::kPost;
-            req.url = Url(path);
+            // Signed as a node signs: the signature is checked before the body is parsed.
+            rest::ClientRequest req = SignedRequest(TestSigningKey(), rest::Method::kPost, Url(path), body);
             req.headers.Set("Content-Type", "application/json");
-            req.body = body;
-            auto r = client_.Send(std::move(req), {.bearer_token = kToken});
+            auto r = client_.Send(std::move(req));
             ASSERT_TRUE(r.ok()) << path << ": " << r.status().ToString();
             EXPECT_EQ(r->status, 400) << path << ": " << r->body.substr(0, 200);
             const std::string message = (*r->Json())["error"]["message"];

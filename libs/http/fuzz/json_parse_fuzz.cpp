@@ -27,7 +27,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             const std::string& message = parsed.status().message();
             Check(parsed.status().code() == sched::Code::kInvalidArgument);
             Check(!message.empty() && message.size() < 400);
-            Check(message.find("json.exception") == std::string::npos);
+            // The library's own exception text never reaches a caller; a key path may of course
+            // echo those characters when the input itself holds them.
+            Check(message.find("json.exception") == std::string::npos ||
+                  text.find("json.exception") != std::string_view::npos);
             continue;
         }
         // What handlers do with a document: serialise it (recursive, so the depth bound is

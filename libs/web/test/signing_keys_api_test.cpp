@@ -63,7 +63,10 @@ TEST_P(SigningKeysApiTest, RotationDistributesTheNextKeyBeforeNodesSignWithIt) {
 TEST_P(SigningKeysApiTest, OnlyAdminsSeeOrRotateKeys) {
     Heartbeat("billing");
     for (const char* role : {"operator", "viewer", "executor"}) {
-        auto created = Post("/api/v1/tokens", {{"name", std::string("t-") + role}, {"role", role}});
+        nlohmann::json request = {{"name", std::string("t-") + role}, {"role", role}};
+        // An executor token of the very app: still not an admin's business.
+        if (std::string(role) == "executor") request["apps"] = {"billing"};
+        auto created = Post("/api/v1/tokens", request);
         ASSERT_EQ(created.status, 201) << created.body;
         const std::string token = Body(created)["token"];
         EXPECT_EQ(Call(Method::kGet, "/api/v1/apps/billing/signing-keys", "", token).status, 403) << role;
