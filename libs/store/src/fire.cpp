@@ -125,9 +125,13 @@ std::string_view ResultOutcomeName(ResultOutcome outcome) {
     return kOutcomeNames[static_cast<std::size_t>(outcome)];
 }
 
-ResultOutcome FireRepository::ApplyResult(soci::session& s, const ExecutorResult& r,
-                                          const std::function<bool(const std::string& app)>& app_allowed) {
-    const auto fire = Find(s, r.fire_id);
+namespace {
+
+// One round of ApplyResult: the outcome, or nullopt when the fire changed between the read and
+// the write (the CAS matched no row).
+std::optional<ResultOutcome> ApplyResultOnce(soci::session& s, const ExecutorResult& r,
+                                             const std::function<bool(const std::string& app)>& app_allowed) {
+    const auto fire = FireRepository::Find(s, r.fire_id);
     if (!fire) return ResultOutcome::kNotFound;
     std::string app;
     soci::indicator app_ind = soci::i_null;
@@ -187,7 +191,22 @@ ResultOutcome FireRepository::ApplyResult(soci::session& s, const ExecutorResult
     st.alloc();
     st.prepare(sql);
     st.define_and_bind();
-    return impl::ExecuteAffected(st) == 1 ? ResultOutcome::kApplied : ResultOutcome::kConflict;
+    if (impl::ExecuteAffected(st) == 1) return ResultOutcome::kApplied;
+    return std::nullopt;
+}
+
+}  // namespace
+
+ResultOutcome FireRepository::ApplyResult(soci::session& s, const ExecutorResult& r,
+                                          const std::function<bool(const std::string& app)>& app_allowed) {
+    // A fire only moves forward (dispatching -> running -> final) and a lost CAS means it moved:
+    // the usual case is a fast handler's result racing the slave's record of the 202 (on MySQL
+    // the read does not lock). The second round judges the fire as it is now, so that result is
+    // applied to the running fire rather than dropped; a third loss is a real conflict.
+    for (int round = 0; round < 3; ++round) {
+        if (auto outcome = ApplyResultOnce(s, r, app_allowed)) return *outcome;
+    }
+    return ResultOutcome::kConflict;
 }
 
 std::optional<Fire> FireRepository::Find(soci::session& s, std::int64_t id) {

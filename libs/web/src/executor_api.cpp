@@ -5,6 +5,7 @@
 #include <cctype>
 #include <optional>
 
+#include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
 #include "impl/context.hpp"
@@ -96,6 +97,21 @@ std::optional<rest::Response> ParseCallback(const nlohmann::json& body, bool sco
         items.push_back(std::move(item));
     }
     return std::nullopt;
+}
+
+// One line per batch with refused results (never one per item: a hostile batch must not
+// flood the log), so that an operator sees why a fire's result did not land.
+void LogRefused(const Principal& who, const nlohmann::json& results) {
+    std::size_t refused = 0;
+    std::string sample;
+    for (const auto& r : results) {
+        const std::string outcome = r["outcome"];
+        if (outcome == "applied" || outcome == "duplicate") continue;
+        if (++refused <= 5) sample += (sample.empty() ? "fire #" : ", #") + r["fire_id"].dump() + " " + outcome;
+    }
+    if (refused == 0) return;
+    spdlog::warn("callback from token \"{}\": {} of {} result(s) refused ({}{})", who.name, refused, results.size(),
+                 sample, refused > 5 ? ", ..." : "");
 }
 
 // 403 naming the app, in the uniform error body.
@@ -197,6 +213,7 @@ net::awaitable<rest::Response> HandleCallback(rest::Request& req, const Principa
     };
     auto outcomes = co_await OnPool(db_pool, work);
     if (!outcomes.ok()) co_return rest::Response::Error(outcomes.status());
+    LogRefused(who, *outcomes);
     co_return rest::Response::Json({{"results", *outcomes}});
 }
 

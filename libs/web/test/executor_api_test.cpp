@@ -352,6 +352,41 @@ TEST_P(ExecutorApiTest, AResultBeforeTheSlaveRecordedRunningComesFromAnInstanceO
     EXPECT_EQ(store::FireRepository(db()).Get(fire)->status, store::FireStatus::kFailed);
 }
 
+// The same race inside one callback: the slave records `running` between the callback's read of
+// the fire and its write (MySQL reads do not lock). The result must be applied to the running
+// fire, not dropped (found by the chaos suite). SQLite serialises writers, so there the race
+// cannot happen.
+TEST_P(ExecutorApiTest, AResultRacingTheSlavesRecordOfRunningIsStillApplied) {
+    if (db().backend() != db::Backend::kMySql) GTEST_SKIP() << "SQLite write transactions cannot interleave";
+    const auto pay_job = CreateJob("charge", "pay");
+    Register("pay", "10.0.0.1:7000");
+    const auto fire = DispatchedFire(pay_job, 1000, 5, std::nullopt);
+    bool raced = false;
+    const auto race_then_allow = [&](const std::string&) {
+        if (!raced) {
+            raced = true;  // another connection: the slave's autocommit CAS
+            EXPECT_TRUE(store::FireRepository(*pool_db_)
+                            .Transition(fire, {store::FireStatus::kDispatching}, store::FireStatus::kRunning,
+                                        {.executor_address = "10.0.0.1:7000", .started_at = 2})
+                            .ok());
+        }
+        return true;
+    };
+    store::ExecutorResult result{.fire_id = fire,
+                                 .attempt = 0,
+                                 .epoch = 5,
+                                 .address = "10.0.0.1:7000",
+                                 .status = store::FireStatus::kSucceeded,
+                                 .finished_ms = 9};
+    auto outcome = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+        return store::FireRepository::ApplyResult(s, result, race_then_allow);
+    });
+    ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+    EXPECT_TRUE(raced);
+    EXPECT_EQ(*outcome, store::ResultOutcome::kApplied);
+    EXPECT_EQ(store::FireRepository(db()).Get(fire)->status, store::FireStatus::kSucceeded);
+}
+
 // Executor tokens from before app scopes (migration 002 gives them "*") keep working for every
 // app, with older SDKs that send neither epoch nor address.
 TEST_P(ExecutorApiTest, ALegacyExecutorTokenStillActsForEveryApp) {

@@ -173,8 +173,8 @@ class FireRepository {
     /// for a fire still `dispatching` (a fast handler's result can beat the slave's record of
     /// the 202), a registered instance of the job's app, which then becomes the fire's
     /// executor_address. The final UPDATE repeats every condition, so a concurrent change
-    /// (the slave recording `running` meanwhile) cannot slip between check and write: it
-    /// yields kConflict and nothing changes.
+    /// cannot slip between check and write; when it lost that way (the slave recorded
+    /// `running` meanwhile) the checks run again on the fire as it is now.
     static ResultOutcome ApplyResult(soci::session& s, const ExecutorResult& result,
                                      const std::function<bool(const std::string& app)>& app_allowed);
 
