@@ -5,7 +5,7 @@
 ///
 /// YAML (config/web.yaml documents every key; unknown keys are rejected):
 ///
-///     token, executor-token, executor-api, ui, executor-ttl, node-ttl, auth-cache,
+///     token, executor-api, ui, executor-ttl, node-ttl, auth-cache,
 ///     executor-timeout      # WebOptions (web_api.hpp)
 ///     io-threads: 2         # HTTP server and client threads
 ///     db-threads: 4         # threads for database work off the I/O threads
