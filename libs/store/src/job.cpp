@@ -1,5 +1,8 @@
 #include "sched/store/job.hpp"
 
+#include <algorithm>
+#include <iterator>
+
 #include "impl/query.hpp"
 
 namespace sched::store {
@@ -243,6 +246,23 @@ std::optional<std::int64_t> JobRepository::EarliestDue(soci::session& s) {
     soci::indicator ind = soci::i_null;
     s << "SELECT MIN(next_fire_time) FROM job WHERE enabled = 1", soci::into(t, ind);
     return ind == soci::i_ok ? std::optional<std::int64_t>(t) : std::nullopt;
+}
+
+std::vector<Job> JobRepository::FindMany(soci::session& s, const std::vector<std::int64_t>& ids) {
+    std::vector<Job> out;
+    // Ids are integers formatted here, never text from outside, so they are inlined: one
+    // statement per chunk instead of one bound placeholder each.
+    constexpr std::size_t kChunk = 500;
+    for (std::size_t i = 0; i < ids.size(); i += kChunk) {
+        std::string list;
+        for (std::size_t j = i; j < std::min(ids.size(), i + kChunk); ++j) {
+            list += (list.empty() ? "" : ", ") + std::to_string(ids[j]);
+        }
+        auto jobs = impl::SelectRows<JobRow>(
+            s, std::string("SELECT ") + kColumns + " FROM job WHERE id IN (" + list + ")", [](soci::statement&) {});
+        out.insert(out.end(), std::make_move_iterator(jobs.begin()), std::make_move_iterator(jobs.end()));
+    }
+    return out;
 }
 
 }  // namespace sched::store

@@ -117,6 +117,15 @@ Result<std::vector<ExecutorInstance>> ExecutorRepository::ListLive(const std::st
     });
 }
 
+Result<std::vector<ExecutorInstance>> ExecutorRepository::ListAllLive(std::int64_t ttl_ms) {
+    return db_.Run([&](soci::session& s) {
+        return impl::SelectRows<ExecutorRow>(s,
+                                             std::string(kExecutorColumns) + " WHERE last_heartbeat_ms > " +
+                                                 std::string(db_.dialect().NowMs()) + " - :ttl ORDER BY app, address",
+                                             [&](soci::statement& st) { st.exchange(soci::use(ttl_ms, "ttl")); });
+    });
+}
+
 int ExecutorRepository::CountLive(soci::session& s, const db::Dialect& dialect, const std::string& app,
                                   std::int64_t ttl_ms) {
     int n = 0;

@@ -182,7 +182,13 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
     time_ = std::make_unique<DbTime>(SystemClock::Instance(), [this] { return db_->NowUs(); });
     if (Status s = time_->Refresh(); !s.ok()) spdlog::warn("first DB clock sample failed: {}", s.ToString());
 
-    impl_->http = std::make_unique<rest::HttpClient>(io_.get_executor());
+    // Keep as many idle connections per executor as the slave may have calls open to it, so a
+    // burst reuses them instead of connecting and closing (measured: most of the slave's CPU
+    // per fire at 1,000 fires/s with the default 16).
+    rest::ClientOptions http_options;
+    http_options.max_idle_per_host = std::max<std::size_t>(
+        http_options.max_idle_per_host, static_cast<std::size_t>(config_.slave.max_calls_per_executor));
+    impl_->http = std::make_unique<rest::HttpClient>(io_.get_executor(), http_options);
     AddRoutes();
     impl_->server = std::make_unique<rest::Server>(io_.get_executor(), config_.http, std::move(impl_->router),
                                                    rest::BearerTokenAuth(config_.token));

@@ -1,13 +1,17 @@
 #include "sched/trigger/slave.hpp"
 
 #include <algorithm>
+#include <deque>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
 
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
 #include "impl/on_pool.hpp"
-#include "sched/store/job.hpp"
-#include "sched/store/registry.hpp"
 
 namespace sched::trigger {
 
@@ -19,13 +23,6 @@ namespace {
 std::int64_t Ms(Micros d) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
-
-struct Claim {
-    store::Fire fire;
-    std::optional<store::Job> job;
-    std::int64_t epoch = 0;  // the cluster's current lease epoch, sent with the dispatch
-    std::int64_t claimed_at = 0;
-};
 
 // Job params are stored as text; a JSON document goes to the handler as JSON, anything else
 // as a string, so `{"ms": 5}` arrives as an object and `hello` as "hello".
@@ -42,6 +39,17 @@ std::string ErrorField(const rest::ClientResponse& r) {
     return e.contains("field") && e["field"].is_string() ? e["field"].get<std::string>() : "";
 }
 
+std::int64_t NewClaimToken() {
+    // Random, so that two slaves (or two processes under one node id) never share a token; a
+    // positive 63-bit value fits every backend's BIGINT/INTEGER.
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    std::int64_t token = 0;
+    while (token == 0) token = static_cast<std::int64_t>(rng() >> 1);
+    return token;
+}
+
+using Registry = std::map<std::string, std::vector<store::ExecutorInstance>>;
+
 }  // namespace
 
 SlaveConfig SlaveConfig::FromYaml(const ConfigNode& node) {
@@ -51,6 +59,12 @@ SlaveConfig SlaveConfig::FromYaml(const ConfigNode& node) {
     c.poll_interval = node.Duration("poll-interval", c.poll_interval, 10ms, std::chrono::minutes(1));
     c.dispatch_timeout = node.Duration("dispatch-timeout", c.dispatch_timeout, 10ms, std::chrono::minutes(1));
     c.executor_ttl = node.Duration("executor-ttl", c.executor_ttl, 100ms, std::chrono::hours(1));
+    c.claim_ahead = node.Duration("claim-ahead", c.claim_ahead, Micros{0}, std::chrono::seconds(1));
+    c.max_group = static_cast<int>(node.Int("max-group", c.max_group, 1, 10'000));
+    c.record_window = node.Duration("record-window", c.record_window, Micros{0}, std::chrono::seconds(1));
+    c.max_calls_per_executor =
+        static_cast<int>(node.Int("max-calls-per-executor", c.max_calls_per_executor, 1, 10'000));
+    c.executor_refresh = node.Duration("executor-refresh", c.executor_refresh, 10ms, std::chrono::minutes(1));
     if (node.Has("executor-token")) {
         throw ConfigError(node.path().empty() ? "executor-token" : node.path() + ".executor-token",
                           "removed: slaves no longer send executors a token; they sign each call with the app's "
@@ -59,27 +73,64 @@ SlaveConfig SlaveConfig::FromYaml(const ConfigNode& node) {
     return c;
 }
 
+/// One claimed group: what every Send of it reads (immutable once built).
+struct Slave::Group {
+    std::int64_t epoch = 0;
+    std::vector<store::Fire> fires;  // won by the claim, earliest due first
+    std::map<std::int64_t, store::Job> jobs;
+    std::shared_ptr<const Registry> registry;
+};
+
 struct Slave::State {
-    std::mutex mu;
-    std::set<std::int64_t> known;  // scheduled or being dispatched here
-    std::map<std::int64_t, std::shared_ptr<net::steady_timer>> timers;
-    std::shared_ptr<net::steady_timer> poll_timer;
+    std::mutex mu;                                // guards the queue, `known`, `wake_at_ms` and the running batch
+    std::set<std::int64_t> known;                 // queued, claimed or being sent here
+    std::map<std::int64_t, store::Fire> waiting;  // queued, by id
+    std::set<std::pair<std::int64_t, std::int64_t>> due;                 // queued, by (due_at, id)
+    std::int64_t wake_at_ms = std::numeric_limits<std::int64_t>::min();  // when the group loop wakes
     std::atomic<bool> stopping{false};
+    std::shared_ptr<net::steady_timer> poll_timer;
+
+    // Running records waiting for the next flush: per executor address, the fire ids and the
+    // time of the first 202 among them.
+    std::map<std::string, std::pair<std::vector<std::int64_t>, std::int64_t>> running;
+    bool flush_scheduled = false;
+
+    // Only on the strand: the wake timer, the registry, the call slots.
+    std::shared_ptr<net::steady_timer> wake;
+    std::shared_ptr<const Registry> registry;
+    std::chrono::steady_clock::time_point registry_at{};
+    struct Waiter {
+        explicit Waiter(net::strand<net::any_io_executor>& s) : timer(s) {}
+        net::steady_timer timer;
+        bool granted = false;
+    };
+    struct Calls {
+        int open = 0;
+        std::deque<std::shared_ptr<Waiter>> waiters;
+    };
+    std::map<std::string, Calls> calls;
 };
 
 Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::shared_ptr<db::Database> db, const DbTime& time,
              rest::HttpClient& http, std::string node_id, std::string lease_name, SlaveConfig config,
              MetricsRegistry& metrics)
+    : Slave(io, db_pool, std::make_unique<SqlFireClaimStore>(db, std::move(lease_name)),
+            std::make_unique<SignedExecutorClient>(
+                http,
+                std::make_unique<web::ExecutorSigner>([db] { return db; }, db_pool, [&time] { return time.NowMs(); })),
+            time, std::move(node_id), std::move(config), metrics) {}
+
+Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr<FireClaimStore> store,
+             std::unique_ptr<ExecutorClient> executors, const DbTime& time, std::string node_id, SlaveConfig config,
+             MetricsRegistry& metrics)
     : io_(std::move(io)),
+      strand_(net::make_strand(io_)),
       db_pool_(db_pool),
-      db_(std::move(db)),
+      store_(std::move(store)),
+      executors_(std::move(executors)),
       time_(time),
-      http_(http),
       node_id_(std::move(node_id)),
-      lease_name_(std::move(lease_name)),
       config_(std::move(config)),
-      executors_(
-          std::make_unique<web::ExecutorSigner>([db = db_] { return db; }, db_pool_, [&time] { return time.NowMs(); })),
       state_(std::make_shared<State>()),
       lag_(metrics
                .Histogram("sched_fire_lag_seconds", "Dispatch time minus due time of accepted fires.", {},
@@ -88,7 +139,14 @@ Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::shared_ptr
       dispatched_(metrics.Counter("sched_slave_fires_total", "Fires this slave finished dispatching, by outcome.",
                                   {"outcome"})),
       dispatch_errors_(
-          metrics.Counter("sched_dispatch_errors_total", "Failed /v1/run attempts, by reason.", {"reason"})) {}
+          metrics.Counter("sched_dispatch_errors_total", "Failed /v1/run attempts, by reason.", {"reason"})),
+      claims_(metrics.Counter("sched_slave_claims_total", "Group claims committed by this slave.").Labels({})),
+      claimed_fires_(
+          metrics.Counter("sched_slave_claimed_fires_total", "Fires won by this slave's group claims.").Labels({})),
+      running_batches_(metrics
+                           .Counter("sched_slave_running_batches_total",
+                                    "Statements recording accepted fires as running (one per executor per window).")
+                           .Labels({})) {}
 
 Slave::~Slave() = default;
 
@@ -100,6 +158,7 @@ std::size_t Slave::Scheduled() const {
 void Slave::Start() {
     started_ms_ = time_.NowMs();
     net::co_spawn(io_, PollLoop(), net::detached);
+    net::co_spawn(strand_, GroupLoop(), net::detached);
 }
 
 net::awaitable<void> Slave::PollLoop() {
@@ -108,7 +167,14 @@ net::awaitable<void> Slave::PollLoop() {
     bool recovered = false;
     while (!state->stopping) {
         if (!recovered) {
-            auto ended = co_await impl::OnPool(db_pool_, [this] { return EndDispatchesOfAnEarlierRun(); });
+            // A process that restarts under its node id within node-ttl never looks dead to the
+            // master, so the master's orphan rule (dispatching fires of dead slaves become lost)
+            // never sees the fires its previous incarnation was dispatching: those claimed
+            // before this process started are that earlier run's; they may or may not have
+            // reached the executor, hence lost, as for a dead slave.
+            const std::int64_t now = time_.NowMs();
+            auto ended = co_await impl::OnPool(
+                db_pool_, [this, now] { return store_->EndEarlierDispatches(node_id_, started_ms_, now); });
             recovered = ended.ok();
             if (!ended.ok()) {
                 spdlog::warn("slave {}: cannot end the dispatches of an earlier run yet: {}", node_id_,
@@ -118,18 +184,13 @@ net::awaitable<void> Slave::PollLoop() {
                              node_id_, *ended);
             }
         }
-        auto fires = co_await impl::OnPool(db_pool_, [this] {
-            return db_->Run([this](soci::session& s) {
-                return store::FireRepository::ListAssigned(s, node_id_, {FireStatus::kPending}, 10000);
-            });
-        });
+        auto fires = co_await impl::OnPool(db_pool_, [this] { return store_->ListPending(node_id_, 10000); });
         if (fires.ok()) {
             for (const auto& f : *fires) Track(f);
         } else {
             spdlog::warn("slave {}: cannot poll assigned fires: {}", node_id_, fires.status().ToString());
         }
         state->poll_timer->expires_after(config_.poll_interval);
-        boost::system::error_code ec;
         try {
             co_await state->poll_timer->async_wait(net::use_awaitable);
         } catch (const boost::system::system_error&) {
@@ -138,135 +199,250 @@ net::awaitable<void> Slave::PollLoop() {
     }
 }
 
-Result<int> Slave::EndDispatchesOfAnEarlierRun() {
-    // A process that restarts under its node id within node-ttl never looks dead to the master,
-    // so the master's orphan rule (dispatching fires of dead slaves become lost) never sees the
-    // fires its previous incarnation was dispatching. Those claimed before this process started
-    // (dispatched_at, DB time) are that earlier run's: the run may or may not have reached the
-    // executor, hence lost, as for a dead slave.
-    return db_->InTransaction(db::TxMode::kWrite, [this](soci::session& s) -> Result<int> {
-        int ended = 0;
-        for (const auto& fire : store::FireRepository::ListAssigned(s, node_id_, {FireStatus::kDispatching}, 10000)) {
-            // Claimed by this process already (a notification can beat this first poll, and a
-            // failed attempt is retried later): ours, not the earlier run's.
-            if (fire.dispatched_at.value_or(0) >= started_ms_) continue;
-            const std::string message = "slave " + node_id_ + " restarted while dispatching";
-            ended += store::FireRepository::Transition(
-                s, fire.id, {FireStatus::kDispatching}, FireStatus::kLost,
-                {.finished_at = time_.NowMs(), .result_message = message, .followup = true});
-        }
-        return ended;
-    });
-}
-
 void Slave::Notify(std::vector<std::int64_t> fire_ids) {
     if (state_->stopping || fire_ids.empty()) return;
     net::co_spawn(
         io_,
         [this, ids = std::move(fire_ids)]() -> net::awaitable<void> {
-            auto fires = co_await impl::OnPool(db_pool_, [this, &ids] {
-                return db_->Run([&](soci::session& s) {
-                    std::vector<store::Fire> out;
-                    for (auto id : ids) {
-                        if (auto f = store::FireRepository::Find(s, id)) out.push_back(*f);
-                    }
-                    return out;
-                });
-            });
+            auto fires = co_await impl::OnPool(db_pool_, [this, &ids] { return store_->FindPending(node_id_, ids); });
             if (!fires.ok()) co_return;  // the poll will find them
-            for (const auto& f : *fires) {
-                if (f.status == FireStatus::kPending && f.assigned_node == node_id_) Track(f);
-            }
+            for (const auto& f : *fires) Track(f);
         },
         net::detached);
 }
 
 void Slave::Track(const store::Fire& fire) {
+    auto state = state_;
+    const std::int64_t due = fire.due_at;
+    bool poke = false;
     {
-        std::lock_guard lock(state_->mu);
-        if (state_->stopping || !state_->known.insert(fire.id).second) return;
+        std::lock_guard lock(state->mu);
+        if (state->stopping || !state->known.insert(fire.id).second) return;
+        state->waiting.emplace(fire.id, fire);
+        state->due.emplace(due, fire.id);
+        // The group loop sleeps until wake_at_ms; a fire to claim before then wakes it. The
+        // cancel runs on the loop's strand, so it cannot slip between the loop's look at the
+        // queue and its wait (both happen in one run on the strand).
+        poke = due - Ms(config_.claim_ahead) < state->wake_at_ms;
     }
-    net::co_spawn(io_, RunFire(fire), net::detached);
+    if (poke) {
+        net::post(strand_, [state] {
+            if (state->wake) state->wake->cancel();
+        });
+    }
 }
 
-net::awaitable<void> Slave::RunFire(store::Fire fire) {
+void Slave::Forget(std::int64_t fire_id) {
+    std::lock_guard lock(state_->mu);
+    state_->known.erase(fire_id);
+}
+
+// Runs on strand_. One timer for every waiting fire: it wakes when the earliest is within
+// claim-ahead of due, and claims every fire due by then as one group.
+net::awaitable<void> Slave::GroupLoop() {
     auto state = state_;
-    auto timer = std::make_shared<net::steady_timer>(io_);
-    {
-        std::lock_guard lock(state->mu);
-        state->timers[fire.id] = timer;
-    }
-    // The due time is on the database clock; the timer runs on the local steady clock. Their
-    // difference is taken at the last moment, so a DbTime refresh in between is honoured.
-    const std::int64_t wait_ms = fire.due_at - time_.NowMs();
-    if (wait_ms > 0) {
-        timer->expires_after(std::chrono::milliseconds(wait_ms));
+    state->wake = std::make_shared<net::steady_timer>(strand_);
+    const std::int64_t ahead = Ms(config_.claim_ahead);
+    while (!state->stopping) {
+        const std::int64_t now = time_.NowMs();
+        std::vector<store::Fire> ready;
+        std::int64_t wait_ms = Ms(config_.poll_interval);
+        {
+            std::lock_guard lock(state->mu);
+            while (!state->due.empty() && state->due.begin()->first <= now + ahead &&
+                   static_cast<int>(ready.size()) < config_.max_group) {
+                const auto id = state->due.begin()->second;
+                state->due.erase(state->due.begin());
+                auto it = state->waiting.find(id);
+                ready.push_back(std::move(it->second));
+                state->waiting.erase(it);
+            }
+            if (!state->due.empty()) wait_ms = std::min(wait_ms, state->due.begin()->first - ahead - now);
+            // While it claims, the loop looks at the queue again before it sleeps: no wake-up needed.
+            state->wake_at_ms = ready.empty() ? now + wait_ms : std::numeric_limits<std::int64_t>::min();
+        }
+        if (!ready.empty()) {
+            co_await ClaimAndSend(std::move(ready));
+            continue;
+        }
+        state->wake->expires_after(std::chrono::milliseconds(std::max<std::int64_t>(0, wait_ms)));
         try {
-            co_await timer->async_wait(net::use_awaitable);
+            co_await state->wake->async_wait(net::use_awaitable);
         } catch (const boost::system::system_error&) {
+            // Woken by Track or Stop.
         }
     }
-    {
-        std::lock_guard lock(state->mu);
-        state->timers.erase(fire.id);
+}
+
+// Runs on strand_ (part of the group loop): claims stay in order and one at a time, each
+// bounded by max-group.
+net::awaitable<void> Slave::ClaimAndSend(std::vector<store::Fire> fires) {
+    auto state = state_;
+    std::vector<std::int64_t> ids;
+    ids.reserve(fires.size());
+    for (const auto& f : fires) ids.push_back(f.id);
+    const std::int64_t token = NewClaimToken();
+    const auto claim_started = std::chrono::steady_clock::now();
+    Micros backoff = 10ms;
+    std::optional<ClaimedGroup> claimed;
+    while (!claimed) {
+        const std::int64_t now = time_.NowMs();
+        auto got = co_await impl::OnPool(db_pool_, [this, &ids, token, now] { return store_->Claim(ids, token, now); });
+        if (got.ok()) {
+            claimed = std::move(*got);
+            break;
+        }
+        spdlog::warn("slave {}: cannot claim a group of {} fires (retrying in {} ms): {}", node_id_, ids.size(),
+                     Ms(backoff), got.status().ToString());
+        if (state->stopping) {
+            // Still pending, or claimed with this token by a commit the error hid: the master
+            // hands the first to another slave and ends the second as lost with this node.
+            for (auto id : ids) Forget(id);
+            co_return;
+        }
+        net::steady_timer pause(strand_);
+        pause.expires_after(backoff);
+        try {
+            co_await pause.async_wait(net::use_awaitable);
+        } catch (const boost::system::system_error&) {
+        }
+        backoff = std::min<Micros>(backoff * 2, 1s);
     }
-    if (!state->stopping) co_await Dispatch(fire);
-    std::lock_guard lock(state->mu);
-    state->known.erase(fire.id);
+    claims_.Inc();
+    claimed_fires_.Inc(static_cast<double>(claimed->fires.size()));
+    std::set<std::int64_t> won;
+    for (const auto& f : claimed->fires) won.insert(f.id);
+    for (auto id : ids) {
+        if (!won.contains(id)) Forget(id);  // claimed elsewhere, or no longer pending
+    }
+    if (claimed->fires.empty()) co_return;
+
+    auto group = std::make_shared<Group>();
+    group->epoch = claimed->epoch;
+    group->fires = std::move(claimed->fires);
+    for (auto& job : claimed->jobs) group->jobs.emplace(job.id, std::move(job));
+
+    // The registry changes every few seconds (heartbeats), not every fire: one read per
+    // executor-refresh, and again when a fire's app has no instance in a copy read before this
+    // claim began (a service that just registered).
+    bool refresh = !state->registry || std::chrono::steady_clock::now() - state->registry_at > config_.executor_refresh;
+    if (!refresh && state->registry_at < claim_started) {
+        for (const auto& [id, job] : group->jobs) {
+            if (!state->registry->contains(job.app)) {
+                refresh = true;
+                break;
+            }
+        }
+    }
+    if (refresh) {
+        const auto read_at = std::chrono::steady_clock::now();
+        auto live = co_await impl::OnPool(db_pool_, [this] { return store_->LiveExecutors(Ms(config_.executor_ttl)); });
+        if (live.ok()) {
+            auto registry = std::make_shared<Registry>();
+            for (auto& e : *live) (*registry)[e.app].push_back(std::move(e));
+            state->registry = std::move(registry);
+            state->registry_at = read_at;
+        } else {
+            spdlog::warn("slave {}: cannot read the executor registry (using the copy of {} ms ago): {}", node_id_,
+                         std::chrono::duration_cast<std::chrono::milliseconds>(read_at - state->registry_at).count(),
+                         live.status().ToString());
+            if (!state->registry) state->registry = std::make_shared<Registry>();
+        }
+    }
+    group->registry = state->registry;
+    net::co_spawn(io_, SendGroup(std::move(group)), net::detached);
+}
+
+// One timer for the group: fires claimed ahead leave at their due time, each due time's fires
+// all at once and concurrently.
+net::awaitable<void> Slave::SendGroup(std::shared_ptr<const Group> group) {
+    net::steady_timer timer(io_);
+    std::size_t i = 0;
+    while (i < group->fires.size()) {
+        const std::int64_t due = group->fires[i].due_at;
+        // The due time is on the database clock, the timer on the local steady clock: their
+        // difference is taken at the last moment, so a DbTime refresh in between is honoured.
+        const std::int64_t wait_ms = due - time_.NowMs();
+        if (wait_ms > 0) {
+            timer.expires_after(std::chrono::milliseconds(wait_ms));
+            try {
+                co_await timer.async_wait(net::use_awaitable);
+            } catch (const boost::system::system_error&) {
+            }
+        }
+        for (; i < group->fires.size() && group->fires[i].due_at <= due; ++i) {
+            net::co_spawn(io_, Send(group, group->fires[i]), net::detached);
+        }
+    }
+}
+
+// Runs on strand_: a call slot to `address`, waiting up to dispatch-timeout for one to free up.
+net::awaitable<bool> Slave::AcquireCall(std::string address) {
+    auto state = state_;
+    auto& calls = state->calls[address];
+    if (calls.open < config_.max_calls_per_executor) {
+        ++calls.open;
+        co_return true;
+    }
+    auto waiter = std::make_shared<State::Waiter>(strand_);
+    waiter->timer.expires_after(config_.dispatch_timeout);
+    calls.waiters.push_back(waiter);
+    try {
+        co_await waiter->timer.async_wait(net::use_awaitable);
+    } catch (const boost::system::system_error&) {
+        // Cancelled by ReleaseCall, which handed over its slot.
+    }
+    if (waiter->granted) co_return true;
+    auto& q = state->calls[address].waiters;
+    q.erase(std::remove(q.begin(), q.end(), waiter), q.end());
+    co_return false;
+}
+
+void Slave::ReleaseCall(const std::string& address) {
+    auto state = state_;
+    net::post(strand_, [state, address] {
+        auto& calls = state->calls[address];
+        if (!calls.waiters.empty()) {
+            auto next = calls.waiters.front();
+            calls.waiters.pop_front();
+            next->granted = true;  // the slot passes to it; `open` is unchanged
+            next->timer.cancel();
+            return;
+        }
+        --calls.open;
+    });
 }
 
 // Every argument of a co_await'ed call is a named value, never a temporary (a literal, a
 // concatenation, a ?: result, a braced list): g++ 12 destroys such temporaries twice in a
 // coroutine frame (a double free seen here) or rejects them ("array used as initializer").
-net::awaitable<void> Slave::Dispatch(store::Fire fire) {
+net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire fire) {
     ++in_flight_;
     struct Done {
-        std::atomic<std::size_t>& n;
-        ~Done() { --n; }
-    } done{in_flight_};
+        Slave& slave;
+        std::int64_t id;
+        ~Done() {
+            --slave.in_flight_;
+            slave.Forget(id);
+        }
+    } done{*this, fire.id};
 
-    const std::int64_t now = time_.NowMs();
-    auto claim = co_await impl::OnPool(db_pool_, [this, &fire, now] {
-        return db_->InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<std::optional<Claim>> {
-            Claim c;
-            soci::indicator ind = soci::i_null;
-            s << "SELECT epoch FROM scheduler_lock WHERE namespace = :name", soci::use(lease_name_),
-                soci::into(c.epoch, ind);
-            // The epoch sent in /v1/run is recorded with the claim: a callback must carry it.
-            if (store::FireRepository::Transition(s, fire.id, {FireStatus::kPending}, FireStatus::kDispatching,
-                                                  {.dispatch_epoch = c.epoch, .dispatched_at = now}) != 1) {
-                return std::optional<Claim>();  // claimed elsewhere, or no longer pending
-            }
-            c.fire = fire;
-            c.claimed_at = now;
-            c.job = store::JobRepository::Find(s, fire.job_id);
-            return std::optional<Claim>(c);
-        });
-    });
-    if (!claim.ok()) {
-        // Still pending: the poll retries it.
-        spdlog::warn("slave {}: cannot claim fire {}: {}", node_id_, fire.id, claim.status().ToString());
-        co_return;
-    }
-    if (!*claim) co_return;
-    const Claim& c = **claim;
-    if (!c.job) {
+    const auto job_it = group->jobs.find(fire.job_id);
+    if (job_it == group->jobs.end()) {
         const std::string why = "job deleted";
         co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kSkipped, why);
         co_return;
     }
-    const store::Job& job = *c.job;
+    const store::Job& job = job_it->second;
     if (!job.enabled && fire.kind != store::FireKind::kManual) {
         const std::string why = "job paused";
         co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kSkipped, why);
         co_return;
     }
 
-    auto instances = co_await impl::OnPool(
-        db_pool_, [this, &job] { return store::ExecutorRepository(*db_).ListLive(job.app, Ms(config_.executor_ttl)); });
     std::vector<std::string> addresses;
-    if (instances.ok()) {
-        for (const auto& e : *instances) {
+    if (auto it = group->registry->find(job.app); it != group->registry->end()) {
+        for (const auto& e : it->second) {
             if (std::find(e.handlers.begin(), e.handlers.end(), job.handler) != e.handlers.end()) {
                 addresses.push_back(e.address);
             }
@@ -280,7 +456,7 @@ net::awaitable<void> Slave::Dispatch(store::Fire fire) {
     const nlohmann::json run_json = {{"fire_id", fire.id},
                                      {"job_id", job.id},
                                      {"attempt", fire.attempt},
-                                     {"epoch", c.epoch},
+                                     {"epoch", group->epoch},
                                      {"handler", job.handler},
                                      {"params", ParamsJson(job.params)},
                                      {"scheduled_ms", fire.scheduled_time},
@@ -295,65 +471,140 @@ net::awaitable<void> Slave::Dispatch(store::Fire fire) {
         reasons += (reasons.empty() ? "" : "; ") + address + ": " + reason;
         dispatch_errors_.Labels({metric}).Inc();
     };
-    for (const auto& address : order) {
-        const std::string base = "http://" + address;
-        if (probe == Probe::kBeat) {
-            const std::string beat_url = base + "/v1/beat";
-            const std::string no_body;
-            auto beat = co_await executors_->Send(http_, app, rest::Method::kGet, beat_url, no_body, call);
-            if (!beat.ok() || !beat->ok()) {
-                note(address, "beat failed", "beat");
+    // Instances that answer 429/503 are busy, not broken: while every instance is busy the
+    // order is tried again with backoff until dispatch-timeout, so a burst larger than the
+    // executors' limits is delivered late rather than failed.
+    const auto give_up_at = std::chrono::steady_clock::now() + config_.dispatch_timeout;
+    Micros backoff = 10ms;
+    for (;;) {
+        bool all_busy = !order.empty();
+        reasons.clear();
+        for (const auto& address : order) {
+            const std::string base = "http://" + address;
+            if (probe == Probe::kBeat) {
+                const std::string beat_url = base + "/v1/beat";
+                const std::string no_body;
+                auto beat = co_await executors_->Send(app, rest::Method::kGet, beat_url, no_body, call);
+                if (!beat.ok() || !beat->ok()) {
+                    all_busy = false;
+                    note(address, "beat failed", "beat");
+                    continue;
+                }
+            } else if (probe == Probe::kIdleBeat) {
+                const std::string idle_body = nlohmann::json{{"job_id", job.id}}.dump();
+                const std::string idle_url = base + "/v1/idle-beat";
+                auto idle = co_await executors_->Send(app, rest::Method::kPost, idle_url, idle_body, call);
+                if (!idle.ok() || !idle->ok()) {
+                    all_busy = false;
+                    note(address, idle.ok() ? "busy" : idle.status().message(), "busy");
+                    continue;
+                }
+            }
+            auto acquire = AcquireCall(address);
+            const bool slot = co_await net::co_spawn(strand_, std::move(acquire), net::use_awaitable);
+            if (!slot) {
+                note(address, "max-calls-per-executor calls open for dispatch-timeout", "saturated");
                 continue;
             }
-        } else if (probe == Probe::kIdleBeat) {
-            const std::string idle_body = nlohmann::json{{"job_id", job.id}}.dump();
-            const std::string idle_url = base + "/v1/idle-beat";
-            auto idle = co_await executors_->Send(http_, app, rest::Method::kPost, idle_url, idle_body, call);
-            if (!idle.ok() || !idle->ok()) {
-                note(address, idle.ok() ? "busy" : idle.status().message(), "busy");
+            const std::string run_url = base + "/v1/run";
+            const std::int64_t sent_at = time_.NowMs();
+            auto response = co_await executors_->Send(app, rest::Method::kPost, run_url, run, call);
+            ReleaseCall(address);
+            if (!response.ok()) {
+                all_busy = false;
+                note(address, response.status().message(), "transport");
                 continue;
             }
-        }
-        const std::string run_url = base + "/v1/run";
-        auto response = co_await executors_->Send(http_, app, rest::Method::kPost, run_url, run, call);
-        if (!response.ok()) {
-            note(address, response.status().message(), "transport");
-            continue;
-        }
-        if (response->status == 202) {
-            const std::int64_t started = time_.NowMs();
-            router_.RecordDispatch(job.id, address);
-            lag_.Observe(static_cast<double>(std::max<std::int64_t>(0, c.claimed_at - fire.due_at)) / 1000.0);
-            dispatched_.Labels({"accepted"}).Inc();
-            auto running = co_await impl::OnPool(db_pool_, [this, &fire, &address, started] {
-                // A fast handler's callback may have finished the fire already: then this CAS
-                // finds it no longer dispatching, which is fine.
-                return store::FireRepository(*db_).Transition(fire.id, {FireStatus::kDispatching}, FireStatus::kRunning,
-                                                              {.executor_address = address, .started_at = started});
-            });
-            if (!running.ok() && running.code() != Code::kAborted) {
-                spdlog::warn("slave {}: fire {} accepted by {} but not recorded running: {}", node_id_, fire.id,
-                             address, running.ToString());
+            if (response->status == 202) {
+                RecordRunning(fire.id, address, time_.NowMs());
+                router_.RecordDispatch(job.id, address);
+                lag_.Observe(static_cast<double>(std::max<std::int64_t>(0, sent_at - fire.due_at)) / 1000.0);
+                dispatched_.Labels({"accepted"}).Inc();
+                if (job.timeout_ms > 0)
+                    net::co_spawn(io_, WatchTimeout(fire.id, app, address, job.timeout_ms), net::detached);
+                co_return;
             }
-            if (job.timeout_ms > 0)
-                net::co_spawn(io_, WatchTimeout(fire.id, app, address, job.timeout_ms), net::detached);
-            co_return;
+            const std::string field = ErrorField(*response);
+            if (response->status == 409 && field == "block_strategy") {
+                dispatched_.Labels({"discarded"}).Inc();
+                const std::string why =
+                    "discarded: the job is still running on " + address + " (block strategy discard-later)";
+                co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kSkipped, why);
+                co_return;
+            }
+            if (response->status != 429 && response->status != 503) all_busy = false;
+            note(address, "HTTP " + std::to_string(response->status) + (field.empty() ? "" : " (" + field + ")"),
+                 "http_" + std::to_string(response->status));
         }
-        const std::string field = ErrorField(*response);
-        if (response->status == 409 && field == "block_strategy") {
-            dispatched_.Labels({"discarded"}).Inc();
-            const std::string why =
-                "discarded: the job is still running on " + address + " (block strategy discard-later)";
-            co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kSkipped, why);
-            co_return;
+        if (!all_busy || std::chrono::steady_clock::now() + backoff >= give_up_at) break;
+        net::steady_timer pause(io_);
+        pause.expires_after(backoff);
+        try {
+            co_await pause.async_wait(net::use_awaitable);
+        } catch (const boost::system::system_error&) {
         }
-        note(address, "HTTP " + std::to_string(response->status) + (field.empty() ? "" : " (" + field + ")"),
-             "http_" + std::to_string(response->status));
+        backoff = std::min<Micros>(backoff * 2, 200ms);
     }
     dispatched_.Labels({"failed"}).Inc();
     std::string why = "no executor accepted the fire: " + reasons;
     if (order.empty()) why = "no live executor of app " + job.app + " serves handler " + job.handler;
     co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kFailed, why);
+}
+
+void Slave::RecordRunning(std::int64_t fire_id, const std::string& address, std::int64_t started_at) {
+    bool spawn = false;
+    {
+        std::lock_guard lock(state_->mu);
+        auto [it, fresh] = state_->running.try_emplace(address, std::vector<std::int64_t>{}, started_at);
+        it->second.first.push_back(fire_id);
+        if (!fresh) it->second.second = std::min(it->second.second, started_at);
+        spawn = !std::exchange(state_->flush_scheduled, true);
+    }
+    if (spawn) net::co_spawn(io_, FlushRunning(), net::detached);
+}
+
+// One UPDATE per executor instance per record-window for every fire it accepted. started_at
+// of a batch is its first 202's time (at most record-window early for the others). A fast
+// handler's callback may have ended a fire already; the UPDATE then leaves it.
+net::awaitable<void> Slave::FlushRunning() {
+    auto state = state_;
+    net::steady_timer timer(io_);
+    timer.expires_after(config_.record_window);
+    try {
+        co_await timer.async_wait(net::use_awaitable);
+    } catch (const boost::system::system_error&) {
+    }
+    std::map<std::string, std::pair<std::vector<std::int64_t>, std::int64_t>> batch;
+    {
+        std::lock_guard lock(state->mu);
+        batch.swap(state->running);
+        state->flush_scheduled = false;
+    }
+    for (auto& [address, entry] : batch) {
+        const auto& ids = entry.first;
+        const std::int64_t started = entry.second;
+        Micros backoff = 100ms;
+        for (int attempt = 1;; ++attempt) {
+            auto moved = co_await impl::OnPool(
+                db_pool_, [this, &ids, &address, started] { return store_->MarkRunning(ids, address, started); });
+            if (moved.ok()) {
+                running_batches_.Inc();
+                break;
+            }
+            if (attempt == 3) {
+                // The executor's callback still ends them (it accepts a dispatching fire).
+                spdlog::warn("slave {}: {} fires accepted by {} not recorded running: {}", node_id_, ids.size(),
+                             address, moved.status().ToString());
+                break;
+            }
+            timer.expires_after(backoff);
+            try {
+                co_await timer.async_wait(net::use_awaitable);
+            } catch (const boost::system::system_error&) {
+            }
+            backoff *= 2;
+        }
+    }
 }
 
 net::awaitable<void> Slave::WatchTimeout(std::int64_t fire_id, std::string app, std::string address,
@@ -365,25 +616,23 @@ net::awaitable<void> Slave::WatchTimeout(std::int64_t fire_id, std::string app, 
     } catch (const boost::system::system_error&) {
         co_return;
     }
-    auto fire = co_await impl::OnPool(db_pool_, [this, fire_id] { return store::FireRepository(*db_).Get(fire_id); });
-    if (!fire.ok() || fire->status != FireStatus::kRunning) co_return;
+    auto status = co_await impl::OnPool(db_pool_, [this, fire_id] { return store_->StatusOf(fire_id); });
+    // Still dispatching: accepted, but its running record is not written yet (or failed).
+    if (!status.ok() || (*status != FireStatus::kRunning && *status != FireStatus::kDispatching)) co_return;
     rest::CallOptions call{.timeout = config_.dispatch_timeout};
     const std::string kill_body = nlohmann::json{{"fire_id", fire_id}}.dump();
     const std::string kill_url = "http://" + address + "/v1/kill";
-    auto killed = co_await executors_->Send(http_, app, rest::Method::kPost, kill_url, kill_body, call);
+    auto killed = co_await executors_->Send(app, rest::Method::kPost, kill_url, kill_body, call);
     if (!killed.ok() || !killed->ok()) {
         spdlog::warn("slave {}: kill of timed-out fire {} on {} failed", node_id_, fire_id, address);
     }
     const std::string why = "timed out after " + std::to_string(timeout_ms) + " ms";
-    co_await Finish(fire_id, FireStatus::kRunning, FireStatus::kTimeout, why);
+    co_await Finish(fire_id, *status, FireStatus::kTimeout, why);
 }
 
 net::awaitable<void> Slave::Finish(std::int64_t fire_id, FireStatus from, FireStatus to, std::string message) {
     const std::int64_t now = time_.NowMs();
-    auto done = co_await impl::OnPool(db_pool_, [&] {
-        return store::FireRepository(*db_).Transition(
-            fire_id, {from}, to, {.finished_at = now, .result_message = message, .followup = true});
-    });
+    auto done = co_await impl::OnPool(db_pool_, [&] { return store_->Finish(fire_id, from, to, message, now); });
     if (!done.ok() && done.code() != Code::kAborted) {
         spdlog::warn("slave {}: cannot record fire {} as {}: {}", node_id_, fire_id, store::FireStatusName(to),
                      done.ToString());
@@ -392,17 +641,18 @@ net::awaitable<void> Slave::Finish(std::int64_t fire_id, FireStatus from, FireSt
 
 net::awaitable<void> Slave::Stop() {
     auto state = state_;
-    std::vector<std::shared_ptr<net::steady_timer>> timers;
     {
         std::lock_guard lock(state->mu);
         state->stopping = true;
-        for (auto& [id, t] : state->timers) timers.push_back(t);
+        for (const auto& [id, fire] : state->waiting) state->known.erase(id);
+        state->waiting.clear();
+        state->due.clear();
     }
     if (state->poll_timer) state->poll_timer->cancel();
-    for (auto& t : timers) t->cancel();
-    auto handed = co_await impl::OnPool(db_pool_, [this] {
-        return db_->Run([this](soci::session& s) { return store::FireRepository::UnassignPending(s, node_id_); });
+    net::post(strand_, [state] {
+        if (state->wake) state->wake->cancel();
     });
+    auto handed = co_await impl::OnPool(db_pool_, [this] { return store_->UnassignPending(node_id_); });
     if (handed.ok()) {
         spdlog::info("slave {}: handed {} pending fires back to the master", node_id_, *handed);
     } else {

@@ -39,6 +39,8 @@ class ExecutorRepository {
     Result<std::vector<ExecutorInstance>> List(const std::optional<std::string>& app = std::nullopt);
     /// Instances whose last heartbeat is younger than `ttl_ms` by the DB clock.
     Result<std::vector<ExecutorInstance>> ListLive(const std::string& app, std::int64_t ttl_ms);
+    /// Every app's live instances in one query (the slaves' registry cache), ordered by app and address.
+    Result<std::vector<ExecutorInstance>> ListAllLive(std::int64_t ttl_ms);
     /// The same set counted, inside the caller's transaction.
     static int CountLive(soci::session& s, const db::Dialect& dialect, const std::string& app, std::int64_t ttl_ms);
     /// The addresses of every instance (any app) with a heartbeat within `ttl_ms` (database

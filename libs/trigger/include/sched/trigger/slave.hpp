@@ -1,37 +1,52 @@
 #pragma once
 
 /// The slave role (DESIGN 5): every trigger node runs one. It holds the fires the master
-/// assigned to this node, fires each at its due time, and calls the job's executor.
+/// assigned to this node, claims them in groups at their due time, and calls their executors.
 ///
-/// For each fire: a timer until `due_at` (DB clock, via DbTime), then a claim by CAS
-/// (pending -> dispatching, so a fire is dispatched at most once per attempt even if two slaves
-/// hold it), then the job's routing decides the order of the live executor instances that
-/// serve its handler, and `POST /v1/run` goes to them in that order until one accepts (202):
-/// the fire is then `running`. 409 on `block_strategy` (discard-later) makes it `skipped`; when
-/// no instance accepts, it is `failed` (the master then retries per the job). A job timeout
-/// makes the slave ask the executor to kill the run and mark the fire `timeout`.
+/// The unit of database work is a group, never a fire (docs/architecture.md "Slave"):
+///   - waiting fires sit in one queue ordered by due time (DB clock, via DbTime), watched by ONE
+///     timer; when the earliest is within `claim-ahead` of due, every fire due by then (at most
+///     `max-group`) is claimed in one transaction (FireClaimStore::Claim: pending ->
+///     dispatching by one UPDATE stamped with a random claim token, the fires won read back by
+///     that token, their jobs read in the same transaction). A claim that fails is retried with
+///     backoff and the same token, so a commit hidden by the error is found, never redone;
+///   - each fire won is sent at its due time: the job's routing orders the live instances of its
+///     app that serve its handler (an in-memory registry read once per `executor-refresh`, and
+///     again when a fire's app has no instance in it), and `POST /v1/run` goes to them in order
+///     until one accepts (202). At most `max-calls-per-executor` calls are open to one instance;
+///     when every instance answered 429/503 (busy) the order is tried again with backoff until
+///     `dispatch-timeout`;
+///   - the 202s are recorded `running` in batches: one UPDATE per instance per `record-window`.
+///     Fires that end here are recorded one by one (rare): 409 on `block_strategy`
+///     (discard-later) -> `skipped`; no instance accepted -> `failed` (the master then retries
+///     per the job); job deleted or paused -> `skipped`; a job timeout makes the slave ask the
+///     executor to kill the run and mark the fire `timeout`.
+/// A fire claimed ahead and then never sent (the node died in the `claim-ahead` window) becomes
+/// `lost` like any fire of a dead slave: it is never sent twice.
 ///
 /// Fires arrive by Notify() (the master's message after its commit) and by polling (every
 /// poll-interval), so a lost message delays a fire by at most the poll interval. Stop() hands
 /// the fires not yet claimed back to the master.
 ///
 /// YAML (section `slave`), defaults shown:
-///   enabled: true              # false: this node only competes for master
-///   capacity: 1000             # the master's weight for this node
+///   enabled: true                # false: this node only competes for master
+///   capacity: 1000               # the master's weight for this node
 ///   poll-interval: 1s
-///   dispatch-timeout: 3s       # one /v1/run call (connect + answer)
-///   executor-ttl: 30s          # instances with an older heartbeat get no fires
+///   dispatch-timeout: 3s         # one /v1/run call (connect + answer), and the busy retries
+///   executor-ttl: 30s            # instances with an older heartbeat get no fires
+///   claim-ahead: 50ms            # claim a group this long before its due time (0: at due time)
+///   max-group: 500               # fires per claim
+///   record-window: 10ms          # `running` records are batched over this window
+///   max-calls-per-executor: 64   # open /v1/run calls to one executor instance
+///   executor-refresh: 1s         # how old the in-memory executor registry may get
 ///   (`executor-token` is refused: every call to an executor is signed with the app's signing
 ///    key through web::ExecutorSigner, docs/protocol.md)
 ///
-/// Thread-safe. DB work runs on `db_pool`, never on the I/O threads.
+/// Thread-safe. Store calls run on `db_pool`, never on the I/O threads.
 
 #include <atomic>
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -43,7 +58,7 @@
 #include "sched/store/fire.hpp"
 #include "sched/trigger/db_time.hpp"
 #include "sched/trigger/routing.hpp"
-#include "sched/web/executor_signer.hpp"
+#include "sched/trigger/slave_ports.hpp"
 
 namespace sched::trigger {
 
@@ -53,58 +68,77 @@ struct SlaveConfig {
     Micros poll_interval = std::chrono::seconds(1);
     Micros dispatch_timeout = std::chrono::seconds(3);
     Micros executor_ttl = std::chrono::seconds(30);
+    Micros claim_ahead = std::chrono::milliseconds(50);
+    int max_group = 500;
+    Micros record_window = std::chrono::milliseconds(10);
+    int max_calls_per_executor = 64;
+    Micros executor_refresh = std::chrono::seconds(1);
 
     static SlaveConfig FromYaml(const ConfigNode& node);
 };
 
 class Slave {
   public:
+    /// The node's slave: fires in `db`, executors called through `http` with the apps' signing keys.
     Slave(net::any_io_executor io, net::thread_pool& db_pool, std::shared_ptr<db::Database> db, const DbTime& time,
           rest::HttpClient& http, std::string node_id, std::string lease_name, SlaveConfig config,
           MetricsRegistry& metrics);
+    /// Any store and executor client (tests use fakes).
+    Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr<FireClaimStore> store,
+          std::unique_ptr<ExecutorClient> executors, const DbTime& time, std::string node_id, SlaveConfig config,
+          MetricsRegistry& metrics);
     ~Slave();
 
-    /// Starts the poll loop. Call once.
+    /// Starts the poll loop and the group loop. Call once.
     void Start();
-    /// New fires for this node (ids); loads and schedules those still pending here.
+    /// New fires for this node (ids); loads and queues those still pending here.
     void Notify(std::vector<std::int64_t> fire_ids);
-    /// Stops taking fires: cancels the timers of unclaimed fires and gives them back (their
-    /// assigned_node becomes NULL, so the master reassigns them). Dispatches in progress finish.
+    /// Stops taking fires: the fires not yet claimed are given back (their assigned_node becomes
+    /// NULL, so the master reassigns them). Claimed fires are still sent; dispatches finish.
     net::awaitable<void> Stop();
 
+    /// Fires queued or being dispatched here.
     std::size_t Scheduled() const;
     std::size_t InFlight() const { return in_flight_.load(); }
 
   private:
     struct State;
+    struct Group;
     net::awaitable<void> PollLoop();
-    /// Marks lost the fires this node id was dispatching in an earlier process; returns how many.
-    Result<int> EndDispatchesOfAnEarlierRun();
-    std::int64_t started_ms_ = 0;  // DB time of Start(): dispatches claimed before are an earlier run's
-    void Track(const store::Fire& fire);
-    net::awaitable<void> RunFire(store::Fire fire);
-    net::awaitable<void> Dispatch(store::Fire fire);
+    net::awaitable<void> GroupLoop();
+    net::awaitable<void> ClaimAndSend(std::vector<store::Fire> fires);
+    net::awaitable<void> SendGroup(std::shared_ptr<const Group> group);
+    net::awaitable<void> Send(std::shared_ptr<const Group> group, store::Fire fire);
     net::awaitable<void> WatchTimeout(std::int64_t fire_id, std::string app, std::string address,
                                       std::int64_t timeout_ms);
     net::awaitable<void> Finish(std::int64_t fire_id, store::FireStatus from, store::FireStatus to,
                                 std::string message);
+    net::awaitable<bool> AcquireCall(std::string address);
+    void ReleaseCall(const std::string& address);
+    void RecordRunning(std::int64_t fire_id, const std::string& address, std::int64_t started_at);
+    net::awaitable<void> FlushRunning();
+    void Track(const store::Fire& fire);
+    void Forget(std::int64_t fire_id);
 
     net::any_io_executor io_;
+    net::strand<net::any_io_executor> strand_;  // the group loop and its wake-ups
     net::thread_pool& db_pool_;
-    std::shared_ptr<db::Database> db_;
+    std::unique_ptr<FireClaimStore> store_;
+    std::unique_ptr<ExecutorClient> executors_;
     const DbTime& time_;
-    rest::HttpClient& http_;
     std::string node_id_;
-    std::string lease_name_;
     SlaveConfig config_;
-    std::unique_ptr<web::ExecutorSigner> executors_;  // every call to an executor goes through it
     Router router_;
     std::shared_ptr<State> state_;
     std::atomic<std::size_t> in_flight_{0};
+    std::int64_t started_ms_ = 0;  // DB time of Start(): dispatches claimed before are an earlier run's
 
     HistogramChild& lag_;
     Family<CounterChild>& dispatched_;
     Family<CounterChild>& dispatch_errors_;
+    CounterChild& claims_;
+    CounterChild& claimed_fires_;
+    CounterChild& running_batches_;
 };
 
 }  // namespace sched::trigger

@@ -1,0 +1,39 @@
+#pragma once
+
+/// The slave's group operations on `job_fire` (docs/architecture.md "Slave"): a group of due
+/// fires is claimed with one UPDATE and the fires won are learnt with one SELECT by claim
+/// token; the fires accepted by one executor instance are recorded `running` with one UPDATE.
+/// All of them are session-level: the caller owns the transaction.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <soci/soci.h>
+
+#include "sched/store/fire.hpp"
+
+namespace sched::store {
+
+class FireClaims {
+  public:
+    /// Moves the fires among `ids` that are still `pending` to `dispatching`, stamping
+    /// claim_token = `token`, dispatch_epoch = `epoch` and dispatched_at = `now_ms`, and returns
+    /// the fires that carry `token` and are still `dispatching`: those this claim won, and those
+    /// an earlier try of the same claim (same token) won before its commit was lost. A fire
+    /// another slave claimed first, or that is no longer pending, is not returned.
+    static std::vector<Fire> Claim(soci::session& s, const std::vector<std::int64_t>& ids, std::int64_t token,
+                                   std::int64_t epoch, std::int64_t now_ms);
+
+    /// Records `running` (executor_address, started_at) for the fires among `ids` still
+    /// `dispatching`: the fires one executor instance accepted. A fast handler's callback may
+    /// have ended a fire already; that fire is left as it is. Returns how many moved.
+    static int MarkRunning(soci::session& s, const std::vector<std::int64_t>& ids, const std::string& address,
+                           std::int64_t started_at);
+
+    /// The fires among `ids` that are `pending` and assigned to `node` (a notification's ids).
+    static std::vector<Fire> FindPending(soci::session& s, const std::string& node,
+                                         const std::vector<std::int64_t>& ids);
+};
+
+}  // namespace sched::store

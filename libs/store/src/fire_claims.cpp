@@ -1,0 +1,100 @@
+#include "sched/store/fire_claims.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "impl/query.hpp"
+
+namespace sched::store {
+
+namespace {
+
+// The columns the slave needs to dispatch a fire.
+constexpr const char* kClaimColumns =
+    "id, job_id, scheduled_time, kind, attempt, shard_index, shard_total, epoch, assigned_node, status, due_at, "
+    "dispatch_epoch, dispatched_at";
+
+struct ClaimRow {
+    Fire fire;
+    std::string kind;
+    std::string status;
+    impl::NullableString assigned_node;
+    impl::NullableInt64 dispatch_epoch;
+    impl::NullableInt64 dispatched_at;
+
+    void BindInto(soci::statement& st) {
+        st.exchange(soci::into(fire.id));
+        st.exchange(soci::into(fire.job_id));
+        st.exchange(soci::into(fire.scheduled_time));
+        st.exchange(soci::into(kind));
+        st.exchange(soci::into(fire.attempt));
+        st.exchange(soci::into(fire.shard_index));
+        st.exchange(soci::into(fire.shard_total));
+        st.exchange(soci::into(fire.epoch));
+        st.exchange(soci::into(assigned_node.value, assigned_node.ind));
+        st.exchange(soci::into(status));
+        st.exchange(soci::into(fire.due_at));
+        st.exchange(soci::into(dispatch_epoch.value, dispatch_epoch.ind));
+        st.exchange(soci::into(dispatched_at.value, dispatched_at.ind));
+    }
+    Fire Finish() {
+        auto k = ParseFireKind(kind);
+        auto st = ParseFireStatus(status);
+        if (!k || !st) throw std::runtime_error("fire " + std::to_string(fire.id) + ": bad kind/status in database");
+        fire.kind = *k;
+        fire.status = *st;
+        fire.assigned_node = assigned_node.get();
+        fire.dispatch_epoch = dispatch_epoch.get();
+        fire.dispatched_at = dispatched_at.get();
+        return fire;
+    }
+};
+
+// Ids are integers formatted here, never text from outside, so they are inlined into the
+// statement: one statement per group instead of one bound placeholder per fire. A group is
+// bounded by the slave (max-group), so the list is too.
+std::string IdList(const std::vector<std::int64_t>& ids) {
+    std::string out;
+    for (auto id : ids) out += (out.empty() ? "" : ", ") + std::to_string(id);
+    return out;
+}
+
+}  // namespace
+
+std::vector<Fire> FireClaims::Claim(soci::session& s, const std::vector<std::int64_t>& ids, std::int64_t token,
+                                    std::int64_t epoch, std::int64_t now_ms) {
+    if (ids.empty()) return {};
+    const std::string list = IdList(ids);
+    soci::statement claim =
+        (s.prepare << "UPDATE job_fire SET status = 'dispatching', claim_token = :token, dispatch_epoch = :epoch, "
+                      "dispatched_at = :now_ms WHERE id IN (" +
+                          list + ") AND status = 'pending'",
+         soci::use(token, "token"), soci::use(epoch, "epoch"), soci::use(now_ms, "now_ms"));
+    impl::ExecuteAffected(claim);
+    return impl::SelectRows<ClaimRow>(s,
+                                      std::string("SELECT ") + kClaimColumns + " FROM job_fire WHERE id IN (" + list +
+                                          ") AND claim_token = :token AND status = 'dispatching' ORDER BY due_at, id",
+                                      [&](soci::statement& st) { st.exchange(soci::use(token, "token")); });
+}
+
+int FireClaims::MarkRunning(soci::session& s, const std::vector<std::int64_t>& ids, const std::string& address,
+                            std::int64_t started_at) {
+    if (ids.empty()) return 0;
+    soci::statement st = (s.prepare << "UPDATE job_fire SET status = 'running', executor_address = :address, "
+                                       "started_at = :started_at WHERE id IN (" +
+                                           IdList(ids) + ") AND status = 'dispatching'",
+                          soci::use(address, "address"), soci::use(started_at, "started_at"));
+    return static_cast<int>(impl::ExecuteAffected(st));
+}
+
+std::vector<Fire> FireClaims::FindPending(soci::session& s, const std::string& node,
+                                          const std::vector<std::int64_t>& ids) {
+    if (ids.empty()) return {};
+    return impl::SelectRows<ClaimRow>(s,
+                                      std::string("SELECT ") + kClaimColumns + " FROM job_fire WHERE id IN (" +
+                                          IdList(ids) +
+                                          ") AND status = 'pending' AND assigned_node = :node ORDER BY due_at, id",
+                                      [&](soci::statement& st) { st.exchange(soci::use(node, "node")); });
+}
+
+}  // namespace sched::store

@@ -1,0 +1,125 @@
+#include "sched/store/fire_claims.hpp"
+
+#include <set>
+
+#include "sched/store/job.hpp"
+#include "store_test_base.hpp"
+
+namespace sched::store {
+namespace {
+
+class FireClaimsTest : public StoreTest {
+  protected:
+    std::int64_t Insert(std::int64_t job_id, std::int64_t t, const std::string& node = "node-a") {
+        Fire f;
+        f.job_id = job_id;
+        f.scheduled_time = t;
+        f.epoch = 3;
+        f.assigned_node = node;
+        auto r = db().Run([&](soci::session& s) { return FireRepository::InsertIfAbsent(s, db().dialect(), f); });
+        EXPECT_TRUE(r.ok() && *r) << (r.ok() ? "duplicate" : r.status().ToString());
+        return r.ok() && *r ? **r : 0;
+    }
+    std::vector<Fire> Claim(const std::vector<std::int64_t>& ids, std::int64_t token, std::int64_t now = 5000) {
+        auto r = db().InTransaction(db::TxMode::kWrite,
+                                    [&](soci::session& s) { return FireClaims::Claim(s, ids, token, 9, now); });
+        EXPECT_TRUE(r.ok()) << r.status().ToString();
+        return r.ok() ? *r : std::vector<Fire>{};
+    }
+    static std::set<std::int64_t> Ids(const std::vector<Fire>& fires) {
+        std::set<std::int64_t> out;
+        for (const auto& f : fires) out.insert(f.id);
+        return out;
+    }
+};
+
+TEST_P(FireClaimsTest, AGroupClaimWinsOnlyThePendingFiresAndStampsThem) {
+    const auto a = Insert(1, 1000);
+    const auto b = Insert(2, 1000);
+    const auto c = Insert(3, 1000);
+    // c was claimed by another slave first.
+    ASSERT_EQ(Ids(Claim({c}, 111)), std::set<std::int64_t>{c});
+
+    const auto won = Claim({a, b, c}, 222);
+    EXPECT_EQ(Ids(won), (std::set<std::int64_t>{a, b}));
+    for (const auto& f : won) {
+        EXPECT_EQ(f.status, FireStatus::kDispatching);
+        EXPECT_EQ(f.dispatch_epoch, 9);
+        EXPECT_EQ(f.dispatched_at, 5000);
+        EXPECT_EQ(f.epoch, 3);
+        EXPECT_EQ(f.assigned_node, "node-a");
+        EXPECT_EQ(f.scheduled_time, 1000);
+    }
+    // A third claimer wins nothing.
+    EXPECT_TRUE(Claim({a, b, c}, 333).empty());
+}
+
+TEST_P(FireClaimsTest, ARetriedClaimWithItsTokenFindsWhatItWonBefore) {
+    const auto a = Insert(1, 1000);
+    const auto b = Insert(2, 1000);
+    ASSERT_EQ(Claim({a, b}, 444).size(), 2u);
+    // The commit's answer was lost; the retry of the same claim learns it won both.
+    EXPECT_EQ(Ids(Claim({a, b}, 444)), (std::set<std::int64_t>{a, b}));
+    // Once a fire is running it is no longer the claim's to dispatch.
+    auto moved = db().Run([&](soci::session& s) { return FireClaims::MarkRunning(s, {a}, "10.0.0.1:1", 5005); });
+    ASSERT_TRUE(moved.ok());
+    EXPECT_EQ(*moved, 1);
+    EXPECT_EQ(Ids(Claim({a, b}, 444)), std::set<std::int64_t>{b});
+}
+
+TEST_P(FireClaimsTest, MarkRunningMovesOnlyDispatchingFires) {
+    const auto a = Insert(1, 1000);
+    const auto b = Insert(2, 1000);
+    const auto c = Insert(3, 1000);  // never claimed: stays pending
+    ASSERT_EQ(Claim({a, b}, 555).size(), 2u);
+    FireRepository fires(db());
+    // b's callback came first.
+    ASSERT_TRUE(fires.Transition(b, {FireStatus::kDispatching}, FireStatus::kSucceeded, {.finished_at = 5003}).ok());
+    auto moved = db().Run([&](soci::session& s) { return FireClaims::MarkRunning(s, {a, b, c}, "10.0.0.2:7", 5004); });
+    ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+    EXPECT_EQ(*moved, 1);
+    auto ra = fires.Get(a);
+    ASSERT_TRUE(ra.ok());
+    EXPECT_EQ(ra->status, FireStatus::kRunning);
+    EXPECT_EQ(ra->executor_address, "10.0.0.2:7");
+    EXPECT_EQ(ra->started_at, 5004);
+    EXPECT_EQ(fires.Get(b)->status, FireStatus::kSucceeded);
+    EXPECT_EQ(fires.Get(c)->status, FireStatus::kPending);
+    EXPECT_EQ(fires.Get(c)->executor_address, std::nullopt);
+}
+
+TEST_P(FireClaimsTest, FindPendingReturnsOnlyThisNodesPendingFires) {
+    const auto a = Insert(1, 1000, "node-a");
+    const auto b = Insert(2, 1000, "node-b");
+    const auto c = Insert(3, 1000, "node-a");
+    ASSERT_EQ(Claim({c}, 666).size(), 1u);
+    auto found = db().Run([&](soci::session& s) { return FireClaims::FindPending(s, "node-a", {a, b, c, 999999}); });
+    ASSERT_TRUE(found.ok()) << found.status().ToString();
+    EXPECT_EQ(Ids(*found), std::set<std::int64_t>{a});
+}
+
+TEST_P(FireClaimsTest, JobsAreReadManyAtATime) {
+    JobRepository jobs(db());
+    std::vector<std::int64_t> ids;
+    for (int i = 0; i < 3; ++i) {
+        Job j;
+        j.name = "j" + std::to_string(i);
+        j.app = "app";
+        j.handler = "h";
+        j.schedule_type = "fixed-rate";
+        j.schedule_expr = "10s";
+        auto made = jobs.Create(j);
+        ASSERT_TRUE(made.ok()) << made.status().ToString();
+        ids.push_back(made->id);
+    }
+    auto found = db().Run([&](soci::session& s) { return JobRepository::FindMany(s, {ids[0], ids[2], 424242}); });
+    ASSERT_TRUE(found.ok()) << found.status().ToString();
+    std::set<std::string> names;
+    for (const auto& j : *found) names.insert(j.name);
+    EXPECT_EQ(names, (std::set<std::string>{"j0", "j2"}));
+}
+
+SCHED_DB_TEST_SUITE(FireClaimsTest);
+
+}  // namespace
+}  // namespace sched::store

@@ -1,0 +1,110 @@
+#pragma once
+
+/// The slave's two seams (docs/architecture.md "Slave"): where its fires are stored and how it
+/// calls executors. Slave talks only to these interfaces, so its grouping, claiming and
+/// dispatch logic is unit-tested with fakes (libs/trigger/test/slave_test.cpp); the node wires
+/// the SQL store and the signing HTTP client below.
+///
+/// FireClaimStore calls block (database): the slave makes them on its DB pool, never on an I/O
+/// thread. Every method is safe to call from several threads.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sched/common/net.hpp"
+#include "sched/common/status.hpp"
+#include "sched/db/database.hpp"
+#include "sched/http/client.hpp"
+#include "sched/store/fire.hpp"
+#include "sched/store/job.hpp"
+#include "sched/store/registry.hpp"
+#include "sched/web/executor_signer.hpp"
+
+namespace sched::trigger {
+
+/// What one group claim won: the fires (now `dispatching`, stamped with the claim's token and
+/// the lease epoch) and the definitions of their jobs that still exist.
+struct ClaimedGroup {
+    std::int64_t epoch = 0;
+    std::vector<store::Fire> fires;
+    std::vector<store::Job> jobs;
+};
+
+class FireClaimStore {
+  public:
+    virtual ~FireClaimStore() = default;
+
+    /// Pending fires assigned to `node`, earliest due first, at most `limit` (the poll).
+    virtual Result<std::vector<store::Fire>> ListPending(const std::string& node, int limit) = 0;
+    /// The fires among `ids` that are pending and assigned to `node` (a notification).
+    virtual Result<std::vector<store::Fire>> FindPending(const std::string& node,
+                                                         const std::vector<std::int64_t>& ids) = 0;
+    /// Claims the pending fires among `ids` in one transaction (store::FireClaims::Claim) and
+    /// reads the lease epoch and the fires' jobs in it. A retry after an error must pass the
+    /// same `token`: the error may have hidden a commit.
+    virtual Result<ClaimedGroup> Claim(const std::vector<std::int64_t>& ids, std::int64_t token,
+                                       std::int64_t now_ms) = 0;
+    /// Every app's instances with a heartbeat younger than `ttl_ms`.
+    virtual Result<std::vector<store::ExecutorInstance>> LiveExecutors(std::int64_t ttl_ms) = 0;
+    /// Records `running` for the dispatching fires among `ids`, accepted by `address`.
+    virtual Result<int> MarkRunning(const std::vector<std::int64_t>& ids, const std::string& address,
+                                    std::int64_t started_at) = 0;
+    /// Ends a fire by CAS from `from`; kAborted when it was no longer in `from`.
+    virtual Status Finish(std::int64_t id, store::FireStatus from, store::FireStatus to, const std::string& message,
+                          std::int64_t now_ms) = 0;
+    /// The fire's current status (kNotFound when gone).
+    virtual Result<store::FireStatus> StatusOf(std::int64_t id) = 0;
+    /// Marks lost the fires `node` was dispatching that were claimed before `started_ms` (by an
+    /// earlier process under the same node id); returns how many.
+    virtual Result<int> EndEarlierDispatches(const std::string& node, std::int64_t started_ms, std::int64_t now_ms) = 0;
+    /// Gives back every pending fire assigned to `node`; returns how many.
+    virtual Result<int> UnassignPending(const std::string& node) = 0;
+};
+
+/// The store on the cluster's database. The lease epoch comes from the lease row `lease_name`.
+class SqlFireClaimStore final : public FireClaimStore {
+  public:
+    SqlFireClaimStore(std::shared_ptr<db::Database> db, std::string lease_name);
+
+    Result<std::vector<store::Fire>> ListPending(const std::string& node, int limit) override;
+    Result<std::vector<store::Fire>> FindPending(const std::string& node,
+                                                 const std::vector<std::int64_t>& ids) override;
+    Result<ClaimedGroup> Claim(const std::vector<std::int64_t>& ids, std::int64_t token, std::int64_t now_ms) override;
+    Result<std::vector<store::ExecutorInstance>> LiveExecutors(std::int64_t ttl_ms) override;
+    Result<int> MarkRunning(const std::vector<std::int64_t>& ids, const std::string& address,
+                            std::int64_t started_at) override;
+    Status Finish(std::int64_t id, store::FireStatus from, store::FireStatus to, const std::string& message,
+                  std::int64_t now_ms) override;
+    Result<store::FireStatus> StatusOf(std::int64_t id) override;
+    Result<int> EndEarlierDispatches(const std::string& node, std::int64_t started_ms, std::int64_t now_ms) override;
+    Result<int> UnassignPending(const std::string& node) override;
+
+  private:
+    std::shared_ptr<db::Database> db_;
+    std::string lease_name_;
+};
+
+class ExecutorClient {
+  public:
+    virtual ~ExecutorClient() = default;
+    /// Sends `method url` with `body` (JSON text, or "" for none) to an executor instance of `app`.
+    /// Every argument is taken by value (safe to pass named locals from a coroutine).
+    virtual net::awaitable<Result<rest::ClientResponse>> Send(std::string app, rest::Method method, std::string url,
+                                                              std::string body, rest::CallOptions call) = 0;
+};
+
+/// Every call signed with the app's signing key (web::ExecutorSigner, docs/protocol.md).
+class SignedExecutorClient final : public ExecutorClient {
+  public:
+    SignedExecutorClient(rest::HttpClient& http, std::unique_ptr<web::ExecutorSigner> signer);
+    net::awaitable<Result<rest::ClientResponse>> Send(std::string app, rest::Method method, std::string url,
+                                                      std::string body, rest::CallOptions call) override;
+
+  private:
+    rest::HttpClient& http_;
+    std::unique_ptr<web::ExecutorSigner> signer_;
+};
+
+}  // namespace sched::trigger

@@ -1,0 +1,96 @@
+#include "sched/trigger/slave_ports.hpp"
+
+#include <set>
+
+#include "sched/store/fire_claims.hpp"
+
+namespace sched::trigger {
+
+using store::FireStatus;
+
+SqlFireClaimStore::SqlFireClaimStore(std::shared_ptr<db::Database> db, std::string lease_name)
+    : db_(std::move(db)), lease_name_(std::move(lease_name)) {}
+
+Result<std::vector<store::Fire>> SqlFireClaimStore::ListPending(const std::string& node, int limit) {
+    return db_->Run(
+        [&](soci::session& s) { return store::FireRepository::ListAssigned(s, node, {FireStatus::kPending}, limit); });
+}
+
+Result<std::vector<store::Fire>> SqlFireClaimStore::FindPending(const std::string& node,
+                                                                const std::vector<std::int64_t>& ids) {
+    return db_->Run([&](soci::session& s) { return store::FireClaims::FindPending(s, node, ids); });
+}
+
+Result<ClaimedGroup> SqlFireClaimStore::Claim(const std::vector<std::int64_t>& ids, std::int64_t token,
+                                              std::int64_t now_ms) {
+    // One transaction, one commit, four statements for the whole group: the epoch, the claim,
+    // the fires it won, their jobs. The epoch sent in /v1/run is recorded with the claim (a
+    // callback must carry it); it is the lease row's current epoch, read in the claim so that
+    // it is the one in force when the fires left pending.
+    return db_->InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<ClaimedGroup> {
+        ClaimedGroup group;
+        soci::indicator ind = soci::i_null;
+        s << "SELECT epoch FROM scheduler_lock WHERE namespace = :name", soci::use(lease_name_),
+            soci::into(group.epoch, ind);
+        if (!s.got_data() || ind != soci::i_ok) group.epoch = 0;
+        group.fires = store::FireClaims::Claim(s, ids, token, group.epoch, now_ms);
+        std::set<std::int64_t> job_ids;
+        for (const auto& f : group.fires) job_ids.insert(f.job_id);
+        if (!job_ids.empty()) {
+            group.jobs = store::JobRepository::FindMany(s, std::vector<std::int64_t>(job_ids.begin(), job_ids.end()));
+        }
+        return group;
+    });
+}
+
+Result<std::vector<store::ExecutorInstance>> SqlFireClaimStore::LiveExecutors(std::int64_t ttl_ms) {
+    return store::ExecutorRepository(*db_).ListAllLive(ttl_ms);
+}
+
+Result<int> SqlFireClaimStore::MarkRunning(const std::vector<std::int64_t>& ids, const std::string& address,
+                                           std::int64_t started_at) {
+    return db_->Run([&](soci::session& s) { return store::FireClaims::MarkRunning(s, ids, address, started_at); });
+}
+
+Status SqlFireClaimStore::Finish(std::int64_t id, FireStatus from, FireStatus to, const std::string& message,
+                                 std::int64_t now_ms) {
+    return store::FireRepository(*db_).Transition(id, {from}, to,
+                                                  {.finished_at = now_ms, .result_message = message, .followup = true});
+}
+
+Result<FireStatus> SqlFireClaimStore::StatusOf(std::int64_t id) {
+    auto fire = store::FireRepository(*db_).Get(id);
+    if (!fire.ok()) return fire.status();
+    return fire->status;
+}
+
+Result<int> SqlFireClaimStore::EndEarlierDispatches(const std::string& node, std::int64_t started_ms,
+                                                    std::int64_t now_ms) {
+    return db_->InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<int> {
+        int ended = 0;
+        for (const auto& fire : store::FireRepository::ListAssigned(s, node, {FireStatus::kDispatching}, 10000)) {
+            // Claimed by this process already (a notification can beat the first poll): ours.
+            if (fire.dispatched_at.value_or(0) >= started_ms) continue;
+            const std::string message = "slave " + node + " restarted while dispatching";
+            ended +=
+                store::FireRepository::Transition(s, fire.id, {FireStatus::kDispatching}, FireStatus::kLost,
+                                                  {.finished_at = now_ms, .result_message = message, .followup = true});
+        }
+        return ended;
+    });
+}
+
+Result<int> SqlFireClaimStore::UnassignPending(const std::string& node) {
+    return db_->Run([&](soci::session& s) { return store::FireRepository::UnassignPending(s, node); });
+}
+
+SignedExecutorClient::SignedExecutorClient(rest::HttpClient& http, std::unique_ptr<web::ExecutorSigner> signer)
+    : http_(http), signer_(std::move(signer)) {}
+
+net::awaitable<Result<rest::ClientResponse>> SignedExecutorClient::Send(std::string app, rest::Method method,
+                                                                        std::string url, std::string body,
+                                                                        rest::CallOptions call) {
+    co_return co_await signer_->Send(http_, std::move(app), method, std::move(url), std::move(body), std::move(call));
+}
+
+}  // namespace sched::trigger
