@@ -7,7 +7,11 @@
 ///   1. due jobs (enabled, next_fire_time <= now + lookahead; index-served, batch-limited):
 ///      plan their fires (PlanJobFires: misfire policy + lookahead), advance next_fire_time by
 ///      CAS, insert the fire rows (insert-if-absent on the unique key), each assigned to a live
-///      slave by capacity; sharding-broadcast makes one fire per live executor instance;
+///      slave by capacity; sharding-broadcast makes one fire per live executor instance. The
+///      work is batched: every due job is planned in memory first, then one UPDATE advances the
+///      batch's schedules (JobRepository::AdvanceMany), the fires of the jobs whose CAS won go in
+///      with multi-row inserts, and their ids are read back by key in buckets of jobs due within
+///      5 s of each other (FireRepository::InsertManyIfAbsent);
 ///   2. orphans: pending fires with no live slave (manual triggers, retries, fires of slaves
 ///      silent for node-ttl / 2) are assigned; dispatching fires of slaves silent for node-ttl
 ///      become `lost`;
