@@ -478,6 +478,50 @@ bool FireRepository::Reassign(soci::session& s, std::int64_t id, std::initialize
     return impl::ExecuteAffected(st) == 1;
 }
 
+std::vector<std::int64_t> FireRepository::ReassignMany(soci::session& s, const std::vector<std::int64_t>& ids,
+                                                       std::initializer_list<FireStatus> from,
+                                                       const std::string& node) {
+    constexpr std::size_t kChunk = 500;
+    std::vector<std::int64_t> moved;
+    for (std::size_t begin = 0; begin < ids.size(); begin += kChunk) {
+        const std::size_t end = std::min(ids.size(), begin + kChunk);
+        impl::BoundValues values;
+        const std::string node_value = values.Add(std::optional<std::string>(node));
+        std::string list;
+        for (std::size_t i = begin; i < end; ++i) list += (list.empty() ? "" : ", ") + values.Add(ids[i]);
+        const long long matched =
+            impl::ExecuteBound(s,
+                               "UPDATE job_fire SET assigned_node = " + node_value + " WHERE id IN (" + list +
+                                   ") AND status IN (" + StatusList(from) + ")",
+                               values);
+        if (matched == static_cast<long long>(end - begin)) {
+            moved.insert(moved.end(), ids.begin() + static_cast<std::ptrdiff_t>(begin),
+                         ids.begin() + static_cast<std::ptrdiff_t>(end));
+            continue;
+        }
+        if (matched == 0) continue;
+        impl::BoundValues select_values;
+        const std::string select_node = select_values.Add(std::optional<std::string>(node));
+        std::string select_list;
+        for (std::size_t i = begin; i < end; ++i) {
+            select_list += (select_list.empty() ? "" : ", ") + select_values.Add(ids[i]);
+        }
+        struct IdRow {
+            std::int64_t id = 0;
+            void BindInto(soci::statement& st) { st.exchange(soci::into(id)); }
+            std::int64_t Finish() const { return id; }
+        };
+        for (std::int64_t id : impl::SelectRows<IdRow>(s,
+                                                       "SELECT id FROM job_fire WHERE id IN (" + select_list +
+                                                           ") AND assigned_node = " + select_node + " AND status IN (" +
+                                                           StatusList(from) + ")",
+                                                       [&](soci::statement& st) { select_values.Bind(st); })) {
+            moved.push_back(id);
+        }
+    }
+    return moved;
+}
+
 int FireRepository::UnassignPending(soci::session& s, const std::string& node) {
     soci::statement st =
         (s.prepare << "UPDATE job_fire SET assigned_node = NULL WHERE assigned_node = :node AND status = 'pending'",
@@ -525,6 +569,17 @@ std::vector<Fire> FireRepository::ListFollowups(soci::session& s, int limit) {
 
 void FireRepository::ClearFollowup(soci::session& s, std::int64_t id) {
     s << "UPDATE job_fire SET followup = 0 WHERE id = :id", soci::use(id);
+}
+
+void FireRepository::ClearFollowups(soci::session& s, const std::vector<std::int64_t>& ids) {
+    constexpr std::size_t kChunk = 500;
+    for (std::size_t begin = 0; begin < ids.size(); begin += kChunk) {
+        const std::size_t end = std::min(ids.size(), begin + kChunk);
+        impl::BoundValues values;
+        std::string list;
+        for (std::size_t i = begin; i < end; ++i) list += (list.empty() ? "" : ", ") + values.Add(ids[i]);
+        impl::ExecuteBound(s, "UPDATE job_fire SET followup = 0 WHERE id IN (" + list + ")", values);
+    }
 }
 
 }  // namespace sched::store

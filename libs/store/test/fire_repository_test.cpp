@@ -303,6 +303,34 @@ TEST_P(FireRepositoryTest, OrphansAreUnassignedOrOnDeadNodesAndCanBeReassigned) 
     (void)alive;
 }
 
+TEST_P(FireRepositoryTest, ReassignManyMovesOnlyTheFiresStillInTheExpectedState) {
+    FireRepository fires(db());
+    std::vector<std::int64_t> ids;
+    for (int i = 0; i < 5; ++i) {
+        Fire f = Sample(1, 1000 * (i + 1));
+        f.assigned_node = "node-dead";
+        auto id = Insert(f);
+        ASSERT_TRUE(id);
+        ids.push_back(*id);
+    }
+    // One was claimed meanwhile: it must stay where it is.
+    ASSERT_TRUE(fires.Transition(ids[2], {FireStatus::kPending}, FireStatus::kDispatching).ok());
+    auto moved = db().Run(
+        [&](soci::session& s) { return FireRepository::ReassignMany(s, ids, {FireStatus::kPending}, "node-b"); });
+    ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+    EXPECT_EQ(std::set<std::int64_t>(moved->begin(), moved->end()),
+              (std::set<std::int64_t>{ids[0], ids[1], ids[3], ids[4]}));
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        EXPECT_EQ(fires.Get(ids[i])->assigned_node, i == 2 ? "node-dead" : "node-b") << i;
+    }
+    // All pending: all move, no read-back needed.
+    const std::vector<std::int64_t> pending = {ids[0], ids[1]};
+    auto all = db().Run(
+        [&](soci::session& s) { return FireRepository::ReassignMany(s, pending, {FireStatus::kPending}, "node-a"); });
+    EXPECT_EQ(*all, pending);
+    EXPECT_EQ(fires.Get(ids[0])->assigned_node, "node-a");
+}
+
 TEST_P(FireRepositoryTest, FinalTransitionsRaiseTheFollowupFlagUntilCleared) {
     auto a = Insert(Sample(1, 1000));
     auto b = Insert(Sample(1, 2000));
@@ -316,6 +344,20 @@ TEST_P(FireRepositoryTest, FinalTransitionsRaiseTheFollowupFlagUntilCleared) {
     EXPECT_TRUE(flagged->front().followup);
     ASSERT_TRUE(db().Run([&](soci::session& s) { FireRepository::ClearFollowup(s, *a); }).ok());
     EXPECT_TRUE(db().Run([](soci::session& s) { return FireRepository::ListFollowups(s, 10); })->empty());
+
+    // Many at once: only the listed ones are cleared.
+    std::vector<std::int64_t> ended;
+    for (int i = 0; i < 3; ++i) {
+        auto id = Insert(Sample(2, 1000 * (i + 1)));
+        ASSERT_TRUE(id);
+        ASSERT_TRUE(fires.Transition(*id, {FireStatus::kPending}, FireStatus::kFailed, {.followup = true}).ok());
+        ended.push_back(*id);
+    }
+    const std::vector<std::int64_t> clear = {ended[0], ended[2]};
+    ASSERT_TRUE(db().Run([&](soci::session& s) { FireRepository::ClearFollowups(s, clear); }).ok());
+    auto left = db().Run([](soci::session& s) { return FireRepository::ListFollowups(s, 10); });
+    ASSERT_EQ(left->size(), 1u);
+    EXPECT_EQ(left->front().id, ended[1]);
 }
 
 TEST(FireStatus, NamesRoundTripAndFinalStatesAreKnown) {

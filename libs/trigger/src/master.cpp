@@ -228,12 +228,17 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
 
         // 2. Orphans. Without a live slave there is no one to give them to: leave them.
         if (!assigner.empty()) {
+            // One UPDATE per target node, not one per fire.
+            std::map<std::string, std::vector<std::int64_t>> orphans_by_node;
             for (const auto& fire :
                  store::FireRepository::ListOrphans(s, live_ids, {store::FireStatus::kPending}, config_.batch)) {
-                const auto node = assigner.Next();
-                if (store::FireRepository::Reassign(s, fire.id, {store::FireStatus::kPending}, *node)) {
+                orphans_by_node[*assigner.Next()].push_back(fire.id);
+            }
+            for (const auto& [node, ids] : orphans_by_node) {
+                for (const std::int64_t id :
+                     store::FireRepository::ReassignMany(s, ids, {store::FireStatus::kPending}, node)) {
                     ++r.orphans_assigned;
-                    assign(fire.id, node);
+                    r.assigned[node].push_back(id);
                 }
             }
             for (const auto& fire :
@@ -258,10 +263,22 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
 
         // 3. Follow-ups of ended fires: first, in one statement, those after which nothing follows.
         r.followups += store::FireRepository::ClearTrivialFollowups(s);
-        for (const auto& fire : store::FireRepository::ListFollowups(s, config_.batch)) {
+        const auto followups = store::FireRepository::ListFollowups(s, config_.batch);
+        std::vector<std::int64_t> followup_ids;
+        followup_ids.reserve(followups.size());
+        for (const auto& fire : followups) followup_ids.push_back(fire.id);
+        store::FireRepository::ClearFollowups(s, followup_ids);
+        // Fires of one job often end together (shards, a burst): its row is read once per scan.
+        // A cached row can be stale only by this loop's own fixed-delay advance, whose CAS (from
+        // NULL) then simply loses for the job's second fire, as a fresh read would skip it.
+        std::map<std::int64_t, std::optional<store::Job>> followup_jobs;
+        for (const auto& fire : followups) {
             ++r.followups;
-            store::FireRepository::ClearFollowup(s, fire.id);
-            const auto job = store::JobRepository::Find(s, fire.job_id);
+            auto cached_job = followup_jobs.find(fire.job_id);
+            if (cached_job == followup_jobs.end()) {
+                cached_job = followup_jobs.emplace(fire.job_id, store::JobRepository::Find(s, fire.job_id)).first;
+            }
+            const auto& job = cached_job->second;
             if (!job) continue;  // deleted since
             if (ShouldRetry(fire, *job)) {
                 store::Fire retry;

@@ -166,6 +166,11 @@ class FireRepository {
     /// Moves a fire in one of `from` to `node` (CAS); returns whether it moved.
     static bool Reassign(soci::session& s, std::int64_t id, std::initializer_list<FireStatus> from,
                          const std::string& node);
+    /// Reassign for many fires to one node, with one UPDATE per 500 ids (plus one SELECT when
+    /// not all moved). Returns the ids that moved. A fire counts as moved when it is now on
+    /// `node` in one of `from`; meant for orphans, which by definition were on no live node.
+    static std::vector<std::int64_t> ReassignMany(soci::session& s, const std::vector<std::int64_t>& ids,
+                                                  std::initializer_list<FireStatus> from, const std::string& node);
     /// Gives back every pending fire assigned to `node` (assigned_node = NULL) for the master to
     /// reassign: a slave that stops hands its queue back. Returns how many.
     static int UnassignPending(soci::session& s, const std::string& node);
@@ -176,6 +181,8 @@ class FireRepository {
     /// Fires whose followup flag is set, oldest first.
     static std::vector<Fire> ListFollowups(soci::session& s, int limit);
     static void ClearFollowup(soci::session& s, std::int64_t id);
+    /// ClearFollowup for many fires, one UPDATE per 500 ids.
+    static void ClearFollowups(soci::session& s, const std::vector<std::int64_t>& ids);
     /// Clears, in one statement, the followup flag of every ended fire after which nothing can
     /// follow: succeeded, skipped or killed fires of jobs that are not fixed-delay (no retry, no
     /// next time from the finish). Returns how many.
