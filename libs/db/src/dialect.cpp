@@ -24,6 +24,14 @@ std::string Dialect::InsertIfAbsent(std::string_view rest) const {
     return "INSERT INTO " + std::string(rest) + " ON CONFLICT DO NOTHING";
 }
 
+std::string Dialect::InsertRowsIfAbsent(std::string_view rest, std::string_view key_column) const {
+    if (backend_ == Backend::kMySql) {
+        return "INSERT INTO " + std::string(rest) + " ON DUPLICATE KEY UPDATE " + std::string(key_column) + " = " +
+               std::string(key_column);
+    }
+    return "INSERT INTO " + std::string(rest) + " ON CONFLICT DO NOTHING";
+}
+
 std::string Dialect::Upsert(std::string_view table, const std::vector<ColumnValue>& values,
                             const std::vector<std::string>& key_columns,
                             const std::vector<std::string>& update_columns) const {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
 
 #include "impl/query.hpp"
 
@@ -232,6 +233,79 @@ bool JobRepository::AdvanceSchedule(soci::session& s, std::int64_t id, std::int6
          soci::use(expected_version, "version"), soci::use(expected_null, "expected_null"),
          soci::use(expected.value, "expected"));
     return impl::ExecuteAffected(st) == 1;
+}
+
+std::vector<bool> JobRepository::AdvanceMany(soci::session& s, const std::vector<ScheduleAdvance>& advances) {
+    // 500 rows bind at most 4,500 values: well within SQLite's 32,766 and MySQL's packet limits.
+    constexpr std::size_t kChunk = 500;
+    std::vector<bool> advanced(advances.size(), false);
+    for (std::size_t begin = 0; begin < advances.size(); begin += kChunk) {
+        const std::size_t end = std::min(advances.size(), begin + kChunk);
+        impl::BoundValues values;
+        std::string ids;
+        std::string set_next;
+        std::string set_last;
+        std::string cas;
+        for (std::size_t i = begin; i < end; ++i) {
+            const auto& a = advances[i];
+            ids += (ids.empty() ? "" : ", ") + values.Add(a.id);
+            set_next +=
+                " WHEN " + values.Add(a.id) + " THEN " + (a.next_fire_time ? values.Add(*a.next_fire_time) : "NULL");
+            if (a.last_fire_time) set_last += " WHEN " + values.Add(a.id) + " THEN " + values.Add(*a.last_fire_time);
+            // NULL never equals NULL in SQL, hence IS NULL for a job with no next time.
+            cas += std::string(cas.empty() ? "" : " OR ") + "(id = " + values.Add(a.id) +
+                   " AND version = " + values.Add(a.expected_version) + " AND next_fire_time " +
+                   (a.expected_next ? "= " + values.Add(*a.expected_next) : std::string("IS NULL")) + ")";
+        }
+        // The id IN list keeps the statement a primary-key range access whatever the optimizer
+        // makes of the OR of CAS terms.
+        std::string sql = "UPDATE job SET next_fire_time = CASE id" + set_next + " ELSE next_fire_time END";
+        if (!set_last.empty()) sql += ", last_fire_time = CASE id" + set_last + " ELSE last_fire_time END";
+        sql += " WHERE id IN (" + ids + ") AND (" + cas + ")";
+        const long long matched = impl::ExecuteBound(s, sql, values);
+        if (matched == static_cast<long long>(end - begin)) {
+            std::fill(advanced.begin() + static_cast<std::ptrdiff_t>(begin),
+                      advanced.begin() + static_cast<std::ptrdiff_t>(end), true);
+            continue;
+        }
+        if (matched == 0) continue;
+        // Some CAS lost: a job won if it now holds the new values under the expected version.
+        // A job that lost could look the same only if someone else had written that very
+        // next_fire_time without an edit (which bumps the version); only the master writes
+        // schedules that way, and it works under the fence (one master at a time).
+        struct Row {
+            std::int64_t id = 0;
+            std::int64_t version = 0;
+            impl::NullableInt64 next;
+            impl::NullableInt64 last;
+            void BindInto(soci::statement& st) {
+                st.exchange(soci::into(id));
+                st.exchange(soci::into(version));
+                st.exchange(soci::into(next.value, next.ind));
+                st.exchange(soci::into(last.value, last.ind));
+            }
+            Row Finish() const { return *this; }
+        };
+        impl::BoundValues select_values;
+        std::string select_ids;
+        for (std::size_t i = begin; i < end; ++i) {
+            select_ids += (select_ids.empty() ? "" : ", ") + select_values.Add(advances[i].id);
+        }
+        std::map<std::int64_t, Row> rows;
+        for (const auto& row : impl::SelectRows<Row>(
+                 s, "SELECT id, version, next_fire_time, last_fire_time FROM job WHERE id IN (" + select_ids + ")",
+                 [&](soci::statement& st) { select_values.Bind(st); })) {
+            rows.emplace(row.id, row);
+        }
+        for (std::size_t i = begin; i < end; ++i) {
+            const auto& a = advances[i];
+            const auto it = rows.find(a.id);
+            advanced[i] = it != rows.end() && it->second.version == a.expected_version &&
+                          it->second.next.get() == a.next_fire_time &&
+                          (!a.last_fire_time || it->second.last.get() == a.last_fire_time);
+        }
+    }
+    return advanced;
 }
 
 std::optional<Job> JobRepository::Find(soci::session& s, std::int64_t id) {

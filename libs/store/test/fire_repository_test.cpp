@@ -1,5 +1,6 @@
 #include "sched/store/fire.hpp"
 
+#include <map>
 #include <set>
 
 #include "store_test_base.hpp"
@@ -49,6 +50,111 @@ TEST_P(FireRepositoryTest, InsertIsIdempotentPerJobTimeKindAttemptShard) {
     EXPECT_EQ(got->assigned_node, "node-a");
     EXPECT_EQ(got->executor_address, std::nullopt);
     EXPECT_GT(got->created_at, 0);
+}
+
+TEST_P(FireRepositoryTest, InsertManyInsertsNewRowsAndReturnsExistingOnesWithoutError) {
+    // Existing rows: one the batch repeats exactly, one under another epoch and node.
+    auto same = Insert(Sample(1, 1000));
+    Fire other = Sample(2, 1000);
+    other.epoch = 6;
+    other.assigned_node = "node-b";
+    auto theirs = Insert(other);
+    ASSERT_TRUE(same && theirs);
+    // A row the batch must not confuse with its fire of the same job and time: another shard.
+    Fire shard = Sample(3, 1000);
+    shard.shard_index = 1;
+    shard.shard_total = 2;
+    auto other_shard = Insert(shard);
+    ASSERT_TRUE(other_shard);
+
+    std::vector<Fire> batch;
+    batch.push_back(Sample(1, 1000));  // exists, as written
+    batch.push_back(Sample(2, 1000));  // exists, written by someone else
+    Fire shard0 = Sample(3, 1000);
+    shard0.shard_total = 2;
+    batch.push_back(shard0);            // new
+    batch.push_back(Sample(1, 20000));  // new, in another time bucket
+    Fire retry = Sample(1, 1000);
+    retry.kind = FireKind::kRetry;
+    retry.attempt = 1;
+    retry.due_at = 5000;
+    batch.push_back(retry);  // new: another kind and attempt
+    auto stored =
+        db().Run([&](soci::session& s) { return FireRepository::InsertManyIfAbsent(s, db().dialect(), batch); });
+    ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+    ASSERT_EQ(stored->size(), batch.size());
+    for (const auto& r : *stored) ASSERT_TRUE(r);
+    EXPECT_EQ((*stored)[0]->id, *same);
+    EXPECT_TRUE((*stored)[0]->as_written);
+    EXPECT_EQ((*stored)[1]->id, *theirs);
+    EXPECT_FALSE((*stored)[1]->as_written);
+    std::set<std::int64_t> ids;
+    for (const auto& r : *stored) ids.insert(r->id);
+    EXPECT_EQ(ids.size(), batch.size());
+    EXPECT_FALSE(ids.contains(*other_shard));
+
+    FireRepository fires(db());
+    for (std::size_t i = 2; i < batch.size(); ++i) {
+        EXPECT_TRUE((*stored)[i]->as_written) << i;
+        auto got = fires.Get((*stored)[i]->id);
+        ASSERT_TRUE(got.ok()) << got.status().ToString();
+        EXPECT_EQ(got->job_id, batch[i].job_id);
+        EXPECT_EQ(got->scheduled_time, batch[i].scheduled_time);
+        EXPECT_EQ(got->kind, batch[i].kind);
+        EXPECT_EQ(got->attempt, batch[i].attempt);
+        EXPECT_EQ(got->shard_index, batch[i].shard_index);
+        EXPECT_EQ(got->shard_total, batch[i].shard_total);
+        EXPECT_EQ(got->epoch, 7);
+        EXPECT_EQ(got->assigned_node, "node-a");
+        EXPECT_EQ(got->status, FireStatus::kPending);
+        EXPECT_EQ(got->due_at, batch[i].due_at != 0 ? batch[i].due_at : batch[i].scheduled_time);
+        EXPECT_GT(got->created_at, 0);
+    }
+    EXPECT_EQ(fires.Get(*theirs)->epoch, 6);  // an existing row is left as it was
+    EXPECT_EQ(fires.Get(*theirs)->assigned_node, "node-b");
+}
+
+TEST_P(FireRepositoryTest, InsertManyHandlesMoreRowsThanOneStatementTakes) {
+    // 1,300 fires of 650 jobs, two times 3 s apart and a third 1 h later: several INSERT chunks,
+    // several read-back terms; 100 of them exist already.
+    std::vector<Fire> batch;
+    for (std::int64_t job = 1; job <= 650; ++job) {
+        batch.push_back(Sample(job, 1'000'000 + job));
+        batch.push_back(Sample(job, job % 2 == 0 ? 1'003'000 + job : 4'600'000 + job));
+    }
+    std::map<std::size_t, std::int64_t> existing;
+    for (std::size_t i = 0; i < batch.size(); i += 13) {
+        auto id = Insert(batch[i]);
+        ASSERT_TRUE(id);
+        existing[i] = *id;
+    }
+    auto stored =
+        db().Run([&](soci::session& s) { return FireRepository::InsertManyIfAbsent(s, db().dialect(), batch); });
+    ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+    ASSERT_EQ(stored->size(), batch.size());
+    std::set<std::int64_t> ids;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+        ASSERT_TRUE((*stored)[i]) << i;
+        ids.insert((*stored)[i]->id);
+        if (existing.contains(i)) {
+            EXPECT_EQ((*stored)[i]->id, existing[i]) << i;
+        }
+    }
+    EXPECT_EQ(ids.size(), batch.size());
+    auto count = db().Run([](soci::session& s) {
+        int n = 0;
+        s << "SELECT COUNT(*) FROM job_fire", soci::into(n);
+        return n;
+    });
+    EXPECT_EQ(*count, static_cast<int>(batch.size()));
+    // Every returned id names the row of its own key.
+    FireRepository fires(db());
+    for (std::size_t i = 0; i < batch.size(); i += 97) {
+        auto got = fires.Get((*stored)[i]->id);
+        ASSERT_TRUE(got.ok());
+        EXPECT_EQ(got->job_id, batch[i].job_id);
+        EXPECT_EQ(got->scheduled_time, batch[i].scheduled_time);
+    }
 }
 
 TEST_P(FireRepositoryTest, TransitionsAreCompareAndSet) {
@@ -197,6 +303,34 @@ TEST_P(FireRepositoryTest, OrphansAreUnassignedOrOnDeadNodesAndCanBeReassigned) 
     (void)alive;
 }
 
+TEST_P(FireRepositoryTest, ReassignManyMovesOnlyTheFiresStillInTheExpectedState) {
+    FireRepository fires(db());
+    std::vector<std::int64_t> ids;
+    for (int i = 0; i < 5; ++i) {
+        Fire f = Sample(1, 1000 * (i + 1));
+        f.assigned_node = "node-dead";
+        auto id = Insert(f);
+        ASSERT_TRUE(id);
+        ids.push_back(*id);
+    }
+    // One was claimed meanwhile: it must stay where it is.
+    ASSERT_TRUE(fires.Transition(ids[2], {FireStatus::kPending}, FireStatus::kDispatching).ok());
+    auto moved = db().Run(
+        [&](soci::session& s) { return FireRepository::ReassignMany(s, ids, {FireStatus::kPending}, "node-b"); });
+    ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+    EXPECT_EQ(std::set<std::int64_t>(moved->begin(), moved->end()),
+              (std::set<std::int64_t>{ids[0], ids[1], ids[3], ids[4]}));
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        EXPECT_EQ(fires.Get(ids[i])->assigned_node, i == 2 ? "node-dead" : "node-b") << i;
+    }
+    // All pending: all move, no read-back needed.
+    const std::vector<std::int64_t> pending = {ids[0], ids[1]};
+    auto all = db().Run(
+        [&](soci::session& s) { return FireRepository::ReassignMany(s, pending, {FireStatus::kPending}, "node-a"); });
+    EXPECT_EQ(*all, pending);
+    EXPECT_EQ(fires.Get(ids[0])->assigned_node, "node-a");
+}
+
 TEST_P(FireRepositoryTest, FinalTransitionsRaiseTheFollowupFlagUntilCleared) {
     auto a = Insert(Sample(1, 1000));
     auto b = Insert(Sample(1, 2000));
@@ -210,6 +344,20 @@ TEST_P(FireRepositoryTest, FinalTransitionsRaiseTheFollowupFlagUntilCleared) {
     EXPECT_TRUE(flagged->front().followup);
     ASSERT_TRUE(db().Run([&](soci::session& s) { FireRepository::ClearFollowup(s, *a); }).ok());
     EXPECT_TRUE(db().Run([](soci::session& s) { return FireRepository::ListFollowups(s, 10); })->empty());
+
+    // Many at once: only the listed ones are cleared.
+    std::vector<std::int64_t> ended;
+    for (int i = 0; i < 3; ++i) {
+        auto id = Insert(Sample(2, 1000 * (i + 1)));
+        ASSERT_TRUE(id);
+        ASSERT_TRUE(fires.Transition(*id, {FireStatus::kPending}, FireStatus::kFailed, {.followup = true}).ok());
+        ended.push_back(*id);
+    }
+    const std::vector<std::int64_t> clear = {ended[0], ended[2]};
+    ASSERT_TRUE(db().Run([&](soci::session& s) { FireRepository::ClearFollowups(s, clear); }).ok());
+    auto left = db().Run([](soci::session& s) { return FireRepository::ListFollowups(s, 10); });
+    ASSERT_EQ(left->size(), 1u);
+    EXPECT_EQ(left->front().id, ended[1]);
 }
 
 TEST(FireStatus, NamesRoundTripAndFinalStatesAreKnown) {

@@ -164,6 +164,87 @@ TEST_P(JobRepositoryTest, SelectDueReturnsEnabledDueJobsInTimeOrder) {
     EXPECT_EQ(*earliest, t0);
 }
 
+TEST_P(JobRepositoryTest, AdvanceManyAdvancesExactlyTheJobsWhoseCasHolds) {
+    JobRepository jobs(db());
+    const std::int64_t t = 1'700'000'000'000;
+    std::vector<Job> created;
+    for (int i = 0; i < 7; ++i) {
+        Job j = SampleJob("job-" + std::to_string(i));
+        j.next_fire_time = t + i;
+        if (i == 5) j.next_fire_time.reset();  // CASed from NULL
+        auto c = jobs.Create(j);
+        ASSERT_TRUE(c.ok()) << c.status().ToString();
+        created.push_back(*c);
+    }
+    // Job 3 is edited after the master read it (its version moves on): its advance must lose.
+    ASSERT_TRUE(jobs.Update(created[3], created[3].version).ok());
+    std::vector<ScheduleAdvance> advances;
+    for (const auto& j : created) {
+        advances.push_back({.id = j.id,
+                            .expected_version = j.version,
+                            .expected_next = j.next_fire_time,
+                            .next_fire_time = t + 1000 + j.id,
+                            .last_fire_time = j.next_fire_time});
+    }
+    advances[1].expected_next = t + 999;  // stale next time: loses
+    advances[4].next_fire_time.reset();   // parked
+    advances[6].last_fire_time.reset();   // last unchanged
+    auto advanced = db().Run([&](soci::session& s) { return JobRepository::AdvanceMany(s, advances); });
+    ASSERT_TRUE(advanced.ok()) << advanced.status().ToString();
+    EXPECT_EQ(*advanced, (std::vector<bool>{true, false, true, false, true, true, true}));
+
+    for (std::size_t i = 0; i < created.size(); ++i) {
+        auto after = jobs.Get(created[i].id);
+        ASSERT_TRUE(after.ok());
+        if (i == 1 || i == 3) {
+            EXPECT_EQ(after->next_fire_time, created[i].next_fire_time) << i;
+            EXPECT_EQ(after->last_fire_time, std::nullopt) << i;
+            continue;
+        }
+        EXPECT_EQ(after->next_fire_time, advances[i].next_fire_time) << i;
+        EXPECT_EQ(after->last_fire_time, advances[i].last_fire_time) << i;
+        EXPECT_EQ(after->version, created[i].version) << i;  // a schedule advance is not a user edit
+    }
+
+    // The same batch again: every next time moved on, so every CAS loses (no double advance).
+    auto again = db().Run([&](soci::session& s) { return JobRepository::AdvanceMany(s, advances); });
+    EXPECT_EQ(*again, std::vector<bool>(created.size(), false));
+}
+
+TEST_P(JobRepositoryTest, AdvanceManyHandlesBatchesLargerThanOneStatement) {
+    // 1,100 jobs: three UPDATE chunks; every tenth job has been edited and loses.
+    const std::int64_t t = 1'700'000'000'000;
+    std::vector<std::int64_t> ids;
+    ASSERT_TRUE(db().Run([&](soci::session& s) {
+                        for (int i = 0; i < 1100; ++i) {
+                            const std::string name = "bulk-" + std::to_string(i);
+                            const int version = i % 10 == 0 ? 2 : 1;
+                            s << "INSERT INTO job (name, app, handler, params, schedule_type, schedule_expr, "
+                                 "time_zone, misfire_policy, routing, block_strategy, concurrency_limit, timeout_ms, "
+                                 "retry_max, retry_backoff_ms, shard_total, at_least_once, enabled, next_fire_time, "
+                                 "version, created_at, updated_at, description) VALUES (:name, 'a', 'h', '{}', "
+                                 "'cron', '* * * * * ?', 'UTC', 'skip', 'round-robin', 'serial', 1, 0, 0, 1000, 1, "
+                                 "0, 1, :next, :version, 0, 0, '')",
+                                soci::use(name), soci::use(t), soci::use(version);
+                        }
+                    })
+                    .ok());
+    auto listed = db().Run([&](soci::session& s) { return JobRepository::SelectDue(s, t, 2000); });
+    ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+    ASSERT_EQ(listed->size(), 1100u);
+    std::vector<ScheduleAdvance> advances;
+    for (const auto& j : *listed) {
+        advances.push_back({.id = j.id, .expected_version = 1, .expected_next = t, .next_fire_time = t + 1000});
+    }
+    auto advanced = db().Run([&](soci::session& s) { return JobRepository::AdvanceMany(s, advances); });
+    ASSERT_TRUE(advanced.ok()) << advanced.status().ToString();
+    for (std::size_t i = 0; i < listed->size(); ++i) {
+        EXPECT_EQ((*advanced)[i], (*listed)[i].version == 1) << (*listed)[i].name;
+    }
+    auto left = db().Run([&](soci::session& s) { return JobRepository::SelectDue(s, t, 2000); });
+    EXPECT_EQ(left->size(), 110u);  // the edited ones keep their time
+}
+
 TEST_P(JobRepositoryTest, AdvanceScheduleIsACasThatLosesToEditsButKeepsTheVersion) {
     JobRepository jobs(db());
     auto job = jobs.Create(SampleJob());

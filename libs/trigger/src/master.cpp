@@ -149,18 +149,23 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
             if (node) r.assigned[*node].push_back(fire_id);
         };
 
-        // 1. Due jobs.
+        // 1. Due jobs, as a batch: plan every job in memory, advance their schedules with one
+        // UPDATE, then insert the fires of the jobs that advanced with multi-row inserts.
         const auto due = store::JobRepository::SelectDue(s, now + Ms(config_.lookahead), config_.batch);
         r.due_jobs = static_cast<int>(due.size());
-        std::map<std::string, int> executors_by_app;
+        std::vector<store::ScheduleAdvance> advances;
+        std::vector<JobPlan> plans;  // aligned with advances; empty for a parked job
+        advances.reserve(due.size());
+        plans.reserve(due.size());
         for (const auto& job : due) {
             const auto& cached = ScheduleFor(job.id, job.schedule_type, job.schedule_expr, job.time_zone);
             if (!cached.schedule) {
                 // Stored before a validation rule existed, or its zone vanished from tzdata: it
                 // can never fire, so park it (next_fire_time NULL) instead of rescanning it.
                 spdlog::error("job {} ({}) has an invalid schedule and is parked: {}", job.id, job.name, cached.error);
-                (void)store::JobRepository::AdvanceSchedule(s, job.id, job.version, job.next_fire_time, std::nullopt,
-                                                            std::nullopt);
+                advances.push_back(
+                    {.id = job.id, .expected_version = job.version, .expected_next = job.next_fire_time});
+                plans.emplace_back();
                 continue;
             }
             PlanOptions options;
@@ -170,15 +175,24 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
             options.misfire.fire_all_cap = static_cast<std::size_t>(config_.fire_all_cap);
             auto policy = cron::ParseMisfirePolicy(job.misfire_policy);
             options.misfire.policy = policy.ok() ? *policy : cron::MisfirePolicy::kFireOnceNow;
-            const auto plan = PlanJobFires(*cached.schedule, *job.next_fire_time, now, options);
-            const std::optional<std::int64_t> last =
-                plan.fires.empty() ? std::nullopt : std::optional<std::int64_t>(plan.fires.back().scheduled_ms);
-            // The CAS fails when the job was edited after it was read: its new schedule wins and
-            // the next scan plans it afresh.
-            if (!store::JobRepository::AdvanceSchedule(s, job.id, job.version, job.next_fire_time, plan.next_fire_time,
-                                                       last)) {
-                continue;
-            }
+            auto plan = PlanJobFires(*cached.schedule, *job.next_fire_time, now, options);
+            advances.push_back({.id = job.id,
+                                .expected_version = job.version,
+                                .expected_next = job.next_fire_time,
+                                .next_fire_time = plan.next_fire_time,
+                                .last_fire_time = plan.fires.empty()
+                                                      ? std::nullopt
+                                                      : std::optional<std::int64_t>(plan.fires.back().scheduled_ms)});
+            plans.push_back(std::move(plan));
+        }
+        // A CAS fails when the job was edited after it was read: its new schedule wins and the
+        // next scan plans it afresh.
+        const auto advanced = store::JobRepository::AdvanceMany(s, advances);
+        std::vector<store::Fire> new_fires;
+        std::map<std::string, int> executors_by_app;
+        for (std::size_t i = 0; i < due.size(); ++i) {
+            if (!advanced[i] || plans[i].fires.empty()) continue;
+            const auto& job = due[i];
             int shards = std::max(1, job.shard_total);
             if (ParseRouting(job.routing) == Routing::kShardingBroadcast) {
                 auto it = executors_by_app.find(job.app);
@@ -190,7 +204,7 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
                 }
                 shards = std::max(1, it->second);
             }
-            for (const auto& planned : plan.fires) {
+            for (const auto& planned : plans[i].fires) {
                 for (int shard = 0; shard < shards; ++shard) {
                     store::Fire fire;
                     fire.job_id = job.id;
@@ -200,22 +214,31 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
                     fire.shard_total = shards;
                     fire.epoch = epoch;
                     fire.assigned_node = assigner.Next();
-                    if (auto id = store::FireRepository::InsertIfAbsent(s, db_->dialect(), fire)) {
-                        ++r.fires_created;
-                        assign(*id, fire.assigned_node);
-                    }
+                    new_fires.push_back(std::move(fire));
                 }
             }
+        }
+        const auto stored = store::FireRepository::InsertManyIfAbsent(s, db_->dialect(), new_fires);
+        for (std::size_t i = 0; i < new_fires.size(); ++i) {
+            // Counted and notified: the rows as this scan wrote them (see StoredFire::as_written).
+            if (!stored[i] || !stored[i]->as_written) continue;
+            ++r.fires_created;
+            assign(stored[i]->id, new_fires[i].assigned_node);
         }
 
         // 2. Orphans. Without a live slave there is no one to give them to: leave them.
         if (!assigner.empty()) {
+            // One UPDATE per target node, not one per fire.
+            std::map<std::string, std::vector<std::int64_t>> orphans_by_node;
             for (const auto& fire :
                  store::FireRepository::ListOrphans(s, live_ids, {store::FireStatus::kPending}, config_.batch)) {
-                const auto node = assigner.Next();
-                if (store::FireRepository::Reassign(s, fire.id, {store::FireStatus::kPending}, *node)) {
+                orphans_by_node[*assigner.Next()].push_back(fire.id);
+            }
+            for (const auto& [node, ids] : orphans_by_node) {
+                for (const std::int64_t id :
+                     store::FireRepository::ReassignMany(s, ids, {store::FireStatus::kPending}, node)) {
                     ++r.orphans_assigned;
-                    assign(fire.id, node);
+                    r.assigned[node].push_back(id);
                 }
             }
             for (const auto& fire :
@@ -240,10 +263,22 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
 
         // 3. Follow-ups of ended fires: first, in one statement, those after which nothing follows.
         r.followups += store::FireRepository::ClearTrivialFollowups(s);
-        for (const auto& fire : store::FireRepository::ListFollowups(s, config_.batch)) {
+        const auto followups = store::FireRepository::ListFollowups(s, config_.batch);
+        std::vector<std::int64_t> followup_ids;
+        followup_ids.reserve(followups.size());
+        for (const auto& fire : followups) followup_ids.push_back(fire.id);
+        store::FireRepository::ClearFollowups(s, followup_ids);
+        // Fires of one job often end together (shards, a burst): its row is read once per scan.
+        // A cached row can be stale only by this loop's own fixed-delay advance, whose CAS (from
+        // NULL) then simply loses for the job's second fire, as a fresh read would skip it.
+        std::map<std::int64_t, std::optional<store::Job>> followup_jobs;
+        for (const auto& fire : followups) {
             ++r.followups;
-            store::FireRepository::ClearFollowup(s, fire.id);
-            const auto job = store::JobRepository::Find(s, fire.job_id);
+            auto cached_job = followup_jobs.find(fire.job_id);
+            if (cached_job == followup_jobs.end()) {
+                cached_job = followup_jobs.emplace(fire.job_id, store::JobRepository::Find(s, fire.job_id)).first;
+            }
+            const auto& job = cached_job->second;
             if (!job) continue;  // deleted since
             if (ShouldRetry(fire, *job)) {
                 store::Fire retry;

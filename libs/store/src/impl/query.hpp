@@ -3,6 +3,7 @@
 // Small helpers over soci statements shared by the repositories.
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <utility>
@@ -65,5 +66,42 @@ struct NullableString {
         ind = v ? soci::i_ok : soci::i_null;
     }
 };
+
+/// The bound values of a statement whose SQL is built at run time (a list of rows): Add returns
+/// a fresh placeholder and keeps the value where soci can reference it (a deque never moves its
+/// elements) until Bind has handed every value to the statement.
+class BoundValues {
+  public:
+    std::string Add(std::int64_t value) {
+        ints_.emplace_back(NextName(), value);
+        return ":" + ints_.back().first;
+    }
+    std::string Add(const std::optional<std::string>& value) {
+        strings_.emplace_back(NextName(), NullableString{});
+        strings_.back().second.set(value);
+        return ":" + strings_.back().first;
+    }
+    std::size_t size() const { return ints_.size() + strings_.size(); }
+    void Bind(soci::statement& st) {
+        for (auto& [name, value] : ints_) st.exchange(soci::use(value, name));
+        for (auto& [name, value] : strings_) st.exchange(soci::use(value.value, value.ind, name));
+    }
+
+  private:
+    std::string NextName() { return "v" + std::to_string(size()); }
+
+    std::deque<std::pair<std::string, std::int64_t>> ints_;
+    std::deque<std::pair<std::string, NullableString>> strings_;
+};
+
+/// Prepares `sql` with `values` bound and returns the affected (matched) rows.
+inline long long ExecuteBound(soci::session& s, const std::string& sql, BoundValues& values) {
+    soci::statement st(s);
+    values.Bind(st);
+    st.alloc();
+    st.prepare(sql);
+    st.define_and_bind();
+    return ExecuteAffected(st);
+}
 
 }  // namespace sched::store::impl

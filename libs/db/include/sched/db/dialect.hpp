@@ -35,6 +35,16 @@ class Dialect {
     /// reports 1 even when it writes the values a row already had.
     std::string InsertIfAbsent(std::string_view rest) const;
 
+    /// A multi-row insert that skips the rows whose unique key exists and inserts the others:
+    /// InsertRowsIfAbsent("t (k, v) VALUES (:k0, :v0), (:k1, :v1)", "k") ->
+    /// MySQL `INSERT INTO t ... ON DUPLICATE KEY UPDATE k = k`, SQLite `... ON CONFLICT DO NOTHING`.
+    /// Not InsertIfAbsent's plain INSERT on MySQL: a multi-row INSERT stops at its first
+    /// duplicate, losing the rows after it. Not INSERT IGNORE, for the reason given above. The
+    /// price: its affected-row count does not tell inserted rows from existing ones on MySQL
+    /// (CLIENT_FOUND_ROWS counts a no-op update as 1), so callers read the rows back by key.
+    /// `key_column` is any column of the table (it is assigned itself on a duplicate).
+    std::string InsertRowsIfAbsent(std::string_view rest, std::string_view key_column) const;
+
     /// A column and the SQL expression inserted into it (":name" for a bound value, or e.g. NowMs()).
     struct ColumnValue {
         std::string column;

@@ -118,6 +118,17 @@ enum class ResultOutcome {
 /// "stale_epoch", "wrong_executor" (the callback's per-item outcomes).
 std::string_view ResultOutcomeName(ResultOutcome outcome);
 
+/// What FireRepository::InsertManyIfAbsent found stored for one fire.
+struct StoredFire {
+    std::int64_t id = 0;
+    /// The stored row is what the call wrote: same epoch and assigned node, still pending. That
+    /// is every row it inserted, and also an identical twin planned earlier under the same epoch
+    /// that no slave has claimed yet (MySQL's affected rows cannot tell the two apart, see
+    /// db::Dialect::InsertRowsIfAbsent); notifying its node again is harmless (a slave's claim is
+    /// a CAS), so the master counts and notifies exactly these rows.
+    bool as_written = false;
+};
+
 class FireRepository {
   public:
     explicit FireRepository(db::Database& db) : db_(db) {}
@@ -135,6 +146,13 @@ class FireRepository {
     /// Returns the new id, or nullopt for a duplicate (a repeat of the same work is a no-op).
     /// created_at is the DB clock.
     static std::optional<std::int64_t> InsertIfAbsent(soci::session& s, const db::Dialect& dialect, const Fire& fire);
+    /// InsertIfAbsent for many fires: multi-row INSERTs of up to 200 rows that skip existing
+    /// keys, then the rows read back by key with one SELECT per few hundred jobs (each term a
+    /// job-id list and a scheduled-time range of at most 5 s, served by the unique key). Returns,
+    /// aligned with `fires`, what is stored under each fire's key (nullopt only if the row
+    /// vanished meanwhile, which nothing does).
+    static std::vector<std::optional<StoredFire>> InsertManyIfAbsent(soci::session& s, const db::Dialect& dialect,
+                                                                     const std::vector<Fire>& fires);
     /// See the Database-level Transition; returns the number of rows moved (0 or 1).
     static int Transition(soci::session& s, std::int64_t id, std::initializer_list<FireStatus> from, FireStatus to,
                           const FireUpdate& update);
@@ -148,6 +166,11 @@ class FireRepository {
     /// Moves a fire in one of `from` to `node` (CAS); returns whether it moved.
     static bool Reassign(soci::session& s, std::int64_t id, std::initializer_list<FireStatus> from,
                          const std::string& node);
+    /// Reassign for many fires to one node, with one UPDATE per 500 ids (plus one SELECT when
+    /// not all moved). Returns the ids that moved. A fire counts as moved when it is now on
+    /// `node` in one of `from`; meant for orphans, which by definition were on no live node.
+    static std::vector<std::int64_t> ReassignMany(soci::session& s, const std::vector<std::int64_t>& ids,
+                                                  std::initializer_list<FireStatus> from, const std::string& node);
     /// Gives back every pending fire assigned to `node` (assigned_node = NULL) for the master to
     /// reassign: a slave that stops hands its queue back. Returns how many.
     static int UnassignPending(soci::session& s, const std::string& node);
@@ -158,6 +181,8 @@ class FireRepository {
     /// Fires whose followup flag is set, oldest first.
     static std::vector<Fire> ListFollowups(soci::session& s, int limit);
     static void ClearFollowup(soci::session& s, std::int64_t id);
+    /// ClearFollowup for many fires, one UPDATE per 500 ids.
+    static void ClearFollowups(soci::session& s, const std::vector<std::int64_t>& ids);
     /// Clears, in one statement, the followup flag of every ended fire after which nothing can
     /// follow: succeeded, skipped or killed fires of jobs that are not fixed-delay (no retry, no
     /// next time from the finish). Returns how many.

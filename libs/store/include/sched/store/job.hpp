@@ -58,6 +58,15 @@ struct JobFilter {
     int limit = 50;
 };
 
+/// One job's schedule advance for JobRepository::AdvanceMany: the CAS of AdvanceSchedule.
+struct ScheduleAdvance {
+    std::int64_t id = 0;
+    std::int64_t expected_version = 0;
+    std::optional<std::int64_t> expected_next;   ///< the next_fire_time the master read (nullopt: NULL)
+    std::optional<std::int64_t> next_fire_time;  ///< the new one (nullopt: parked / done)
+    std::optional<std::int64_t> last_fire_time;  ///< nullopt: unchanged
+};
+
 class JobRepository {
   public:
     explicit JobRepository(db::Database& db) : db_(db) {}
@@ -84,6 +93,10 @@ class JobRepository {
     static bool AdvanceSchedule(soci::session& s, std::int64_t id, std::int64_t expected_version,
                                 std::optional<std::int64_t> expected_next, std::optional<std::int64_t> next_fire_time,
                                 std::optional<std::int64_t> last_fire_time);
+    /// AdvanceSchedule for many jobs (ids distinct) with one UPDATE per 500 of them, plus one
+    /// SELECT for those chunks where not every CAS won. Returns, aligned with `advances`,
+    /// whether each job advanced.
+    static std::vector<bool> AdvanceMany(soci::session& s, const std::vector<ScheduleAdvance>& advances);
     /// The job with this id, if it exists.
     static std::optional<Job> Find(soci::session& s, std::int64_t id);
     /// The earliest next_fire_time of any enabled job, if any (the master sleeps until then).

@@ -7,10 +7,14 @@
 ///   1. due jobs (enabled, next_fire_time <= now + lookahead; index-served, batch-limited):
 ///      plan their fires (PlanJobFires: misfire policy + lookahead), advance next_fire_time by
 ///      CAS, insert the fire rows (insert-if-absent on the unique key), each assigned to a live
-///      slave by capacity; sharding-broadcast makes one fire per live executor instance;
+///      slave by capacity; sharding-broadcast makes one fire per live executor instance. The
+///      work is batched: every due job is planned in memory first, then one UPDATE advances the
+///      batch's schedules (JobRepository::AdvanceMany), the fires of the jobs whose CAS won go in
+///      with multi-row inserts, and their ids are read back by key in buckets of jobs due within
+///      5 s of each other (FireRepository::InsertManyIfAbsent);
 ///   2. orphans: pending fires with no live slave (manual triggers, retries, fires of slaves
-///      silent for node-ttl / 2) are assigned; dispatching fires of slaves silent for node-ttl
-///      become `lost`;
+///      silent for node-ttl / 2) are assigned, with one UPDATE per target node; dispatching
+///      fires of slaves silent for node-ttl become `lost`;
 ///   2b. every `running-sweep`, running fires nobody will finish: past the job's timeout by
 ///      more than node-ttl (its slave died or missed it) -> `timeout`; dispatched more than
 ///      executor-ttl ago to an executor instance whose heartbeat has expired -> `lost` (skipped
@@ -18,7 +22,7 @@
 ///      executors, is what failed). Both get the follow-up of any ended fire;
 ///   3. follow-ups of fires that ended: a retry row when attempts remain (failed, timeout, and
 ///      lost for at-least-once jobs) with exponential backoff and jitter; a fixed-delay job's
-///      next time from the run's finish.
+///      next time from the run's finish (the batch's flags cleared with one UPDATE).
 /// "now" is the database clock (DbTime). The caller sends each slave its new fire ids after
 /// the commit; slaves also poll, so a lost notification only delays a fire by the poll interval.
 ///
