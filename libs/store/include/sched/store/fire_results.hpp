@@ -22,12 +22,15 @@ class FireResults {
     ///
     /// Cost in the usual case (every item found and applied): one SELECT of the fires joined with
     /// their jobs per 500 items, one SELECT of the registered (app, address) pairs when a fire is
-    /// still `dispatching`, a SAVEPOINT, and one multi-row UPDATE whose WHERE repeats every
-    /// item's conditions. When that UPDATE moves fewer rows than it names (a concurrent change,
-    /// e.g. the slave recorded `running` meanwhile), the batch is rolled back to the savepoint and
-    /// judged again on the fires as they are now; after three such losses the remaining items go
-    /// through ApplyResult one by one. A fire named more than once takes the batch path for its
-    /// first item; its later items go through ApplyResult afterwards, in input order.
+    /// still `dispatching` (per 250 distinct pairs), a SAVEPOINT, and one multi-row UPDATE (per
+    /// 1000 items or 4 MiB of bound text) whose WHERE repeats every item's conditions. Ids,
+    /// numbers and status names are inlined; messages and addresses are bound.
+    ///
+    /// When that UPDATE moves fewer rows than it names (a concurrent change, e.g. the slave
+    /// recorded `running` meanwhile), the batch is rolled back to the savepoint and judged again
+    /// on the fires as they are now; after three such losses the remaining items go through
+    /// ApplyResult one by one. A fire named more than once takes the batch path for its first
+    /// item; its later items go through ApplyResult afterwards, in input order.
     ///
     /// `app_allowed` is called once per item and round (as ApplyResult does). Throws what soci
     /// throws.
