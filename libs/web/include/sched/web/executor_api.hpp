@@ -18,7 +18,8 @@
 /// characters; at most 1000 handler names of 1..128 characters; at most 1000 results per call.
 ///
 /// Callbacks are idempotent per (fire, attempt) and checked against the dispatch
-/// (store::FireRepository::ApplyResult): the first result moves the fire from
+/// (store::FireRepository::ApplyResult, applied per batch by store::FireResults::ApplyMany at a
+/// constant number of statements): the first result moves the fire from
 /// dispatching/running to its final status (CAS, with the follow-up flag for the master);
 /// outcomes "applied", "duplicate" (a resend), "conflict" (ended differently already, or not
 /// dispatched yet), "not_found", "forbidden" (another app's fire), "stale_attempt",

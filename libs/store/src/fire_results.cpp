@@ -1,0 +1,322 @@
+#include "sched/store/fire_results.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "impl/query.hpp"
+
+namespace sched::store {
+
+namespace {
+
+constexpr std::size_t kSelectChunk = 500;
+// SQLite refuses a compound SELECT of more than 500 terms (SQLITE_MAX_COMPOUND_SELECT).
+constexpr std::size_t kPairChunk = 250;
+constexpr std::size_t kUpdateChunk = 1000;
+// Bound text per UPDATE: messages are up to 64 KiB each, and MySQL refuses a statement larger
+// than max_allowed_packet (16 MiB by default; escaping can double the bytes).
+constexpr std::size_t kUpdateTextBudget = std::size_t{4} << 20;
+constexpr int kBatchRounds = 3;
+constexpr const char* kSavepoint = "SAVEPOINT fire_results";
+constexpr const char* kRollbackToSavepoint = "ROLLBACK TO SAVEPOINT fire_results";
+
+// What ApplyResult's checks read of a fire and its job.
+struct FireState {
+    std::int64_t id = 0;
+    int attempt = 0;
+    FireStatus status = FireStatus::kPending;
+    std::optional<std::int64_t> dispatch_epoch;
+    std::optional<std::string> executor_address;
+    bool has_started_at = false;
+    std::optional<std::string> app;  ///< nullopt: the job is gone
+};
+
+struct FireStateRow {
+    FireState state;
+    std::string status;
+    impl::NullableInt64 dispatch_epoch;
+    impl::NullableString executor_address;
+    impl::NullableInt64 started_at;
+    impl::NullableString app;
+
+    void BindInto(soci::statement& st) {
+        st.exchange(soci::into(state.id));
+        st.exchange(soci::into(state.attempt));
+        st.exchange(soci::into(status));
+        st.exchange(soci::into(dispatch_epoch.value, dispatch_epoch.ind));
+        st.exchange(soci::into(executor_address.value, executor_address.ind));
+        st.exchange(soci::into(started_at.value, started_at.ind));
+        st.exchange(soci::into(app.value, app.ind));
+    }
+    FireState Finish() {
+        auto parsed = ParseFireStatus(status);
+        if (!parsed) throw std::runtime_error("fire " + std::to_string(state.id) + ": bad status in database");
+        state.status = *parsed;
+        state.dispatch_epoch = dispatch_epoch.get();
+        state.executor_address = executor_address.get();
+        state.has_started_at = started_at.get().has_value();
+        state.app = app.get();
+        return state;
+    }
+};
+
+struct IndexRow {
+    int index = 0;
+    void BindInto(soci::statement& st) { st.exchange(soci::into(index)); }
+    int Finish() const { return index; }
+};
+
+// Ids are integers formatted here, so inlining them is safe.
+std::string IdList(const std::vector<std::int64_t>& ids, std::size_t from, std::size_t to) {
+    std::string out;
+    for (std::size_t i = from; i < to; ++i) out += (i == from ? "" : ", ") + std::to_string(ids[i]);
+    return out;
+}
+
+std::unordered_map<std::int64_t, FireState> LoadFires(soci::session& s, std::vector<std::int64_t> ids) {
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    std::unordered_map<std::int64_t, FireState> fires;
+    for (std::size_t from = 0; from < ids.size(); from += kSelectChunk) {
+        const std::size_t to = std::min(ids.size(), from + kSelectChunk);
+        // LEFT JOIN: a fire whose job is gone is still found (and then judged with no app).
+        const auto rows = impl::SelectRows<FireStateRow>(
+            s,
+            "SELECT f.id, f.attempt, f.status, f.dispatch_epoch, f.executor_address, f.started_at, j.app "
+            "FROM job_fire f LEFT JOIN job j ON j.id = f.job_id WHERE f.id IN (" +
+                IdList(ids, from, to) + ")",
+            [](soci::statement&) {});
+        for (const auto& row : rows) fires.emplace(row.id, row);
+    }
+    return fires;
+}
+
+using AppAddress = std::pair<std::string, std::string>;
+
+// The pairs of `wanted` that are registered executor instances. Compared in SQL, as ApplyResult
+// does, so that the column's collation decides exactly as it does there.
+std::set<AppAddress> RegisteredPairs(soci::session& s, const std::set<AppAddress>& wanted) {
+    const std::vector<AppAddress> pairs(wanted.begin(), wanted.end());
+    std::set<AppAddress> found;
+    for (std::size_t from = 0; from < pairs.size(); from += kPairChunk) {
+        const std::size_t to = std::min(pairs.size(), from + kPairChunk);
+        std::string sql;
+        for (std::size_t i = from; i < to; ++i) {
+            const std::string n = std::to_string(i - from);
+            if (i > from) sql += " UNION ALL ";
+            sql += "SELECT " + n + " FROM executor_instance WHERE app = :p" + n + " AND address = :q" + n;
+        }
+        const auto hits = impl::SelectRows<IndexRow>(s, sql, [&](soci::statement& st) {
+            for (std::size_t i = from; i < to; ++i) {
+                const std::string n = std::to_string(i - from);
+                st.exchange(soci::use(pairs[i].first, "p" + n));
+                st.exchange(soci::use(pairs[i].second, "q" + n));
+            }
+        });
+        for (int hit : hits) found.insert(pairs[from + static_cast<std::size_t>(hit)]);
+    }
+    return found;
+}
+
+// An item that passed every check, and what its UPDATE must repeat.
+struct Write {
+    std::size_t index = 0;
+    FireStatus from = FireStatus::kRunning;
+    bool set_started = false;
+    bool record_address = false;
+    bool check_address = false;
+    bool check_epoch = false;
+};
+
+// ApplyResult's checks up to (not including) the registration of a dispatching fire's address,
+// in its order; nullopt: they all passed.
+std::optional<ResultOutcome> CheckBeforeRegistration(const ExecutorResult& r, const FireState* fire,
+                                                     const std::function<bool(const std::string&)>& app_allowed) {
+    if (fire == nullptr) return ResultOutcome::kNotFound;
+    if (!app_allowed(fire->app.value_or(std::string()))) return ResultOutcome::kForbidden;
+    if (fire->attempt != r.attempt) return ResultOutcome::kStaleAttempt;
+    if (fire->status == r.status) return ResultOutcome::kDuplicate;
+    if (fire->status != FireStatus::kDispatching && fire->status != FireStatus::kRunning) {
+        return ResultOutcome::kConflict;
+    }
+    if (r.epoch && fire->dispatch_epoch && *r.epoch != *fire->dispatch_epoch) return ResultOutcome::kStaleEpoch;
+    if (r.address && fire->status == FireStatus::kRunning && fire->executor_address != r.address) {
+        return ResultOutcome::kWrongExecutor;
+    }
+    return std::nullopt;
+}
+
+// One round over `pending` (indices into `results`): sets the outcome of every refused item and
+// returns the items to write.
+std::vector<Write> Judge(soci::session& s, const std::vector<ExecutorResult>& results,
+                         const std::vector<std::size_t>& pending,
+                         const std::function<bool(const std::string&)>& app_allowed,
+                         std::vector<std::optional<ResultOutcome>>& out) {
+    std::vector<std::int64_t> ids;
+    ids.reserve(pending.size());
+    for (std::size_t i : pending) ids.push_back(results[i].fire_id);
+    const auto fires = LoadFires(s, ids);
+
+    std::vector<Write> passed;
+    std::set<AppAddress> wanted;
+    for (std::size_t i : pending) {
+        const ExecutorResult& r = results[i];
+        const auto it = fires.find(r.fire_id);
+        const FireState* fire = it == fires.end() ? nullptr : &it->second;
+        if (auto refused = CheckBeforeRegistration(r, fire, app_allowed)) {
+            out[i] = *refused;
+            continue;
+        }
+        Write w;
+        w.index = i;
+        w.from = fire->status;
+        w.set_started = r.started_ms > 0 && !fire->has_started_at;
+        w.record_address = r.address && fire->status == FireStatus::kDispatching;
+        w.check_address = r.address && fire->status == FireStatus::kRunning;
+        w.check_epoch = r.epoch && fire->dispatch_epoch;
+        // Still dispatching: the slave has not recorded which instance took it, so the address
+        // must at least be an instance of this fire's app (none when the job is gone).
+        if (w.record_address && fire->app) wanted.emplace(*fire->app, *r.address);
+        passed.push_back(w);
+    }
+    const auto registered = wanted.empty() ? std::set<AppAddress>() : RegisteredPairs(s, wanted);
+
+    std::vector<Write> writes;
+    for (const Write& w : passed) {
+        if (w.record_address) {
+            const FireState& fire = fires.at(results[w.index].fire_id);
+            if (!fire.app || registered.count({*fire.app, *results[w.index].address}) == 0) {
+                out[w.index] = ResultOutcome::kWrongExecutor;
+                continue;
+            }
+        }
+        writes.push_back(w);
+    }
+    return writes;
+}
+
+// One UPDATE for writes[from, to): CASE per column, WHERE repeating each item's conditions.
+// Returns the rows it moved.
+long long UpdateChunk(soci::session& s, const std::vector<ExecutorResult>& results, const std::vector<Write>& writes,
+                      std::size_t from, std::size_t to) {
+    std::string status = "status = CASE id", finished = "finished_at = CASE id", code = "result_code = CASE id",
+                message = "result_message = CASE id", started = "started_at = CASE id",
+                address = "executor_address = CASE id", ids, where;
+    bool any_started = false;
+    bool any_address = false;
+    std::vector<std::pair<const std::string*, std::string>> set_uses;
+    std::vector<std::pair<const std::string*, std::string>> address_uses;
+    std::vector<std::pair<const std::string*, std::string>> where_uses;
+    for (std::size_t k = from; k < to; ++k) {
+        const Write& w = writes[k];
+        const ExecutorResult& r = results[w.index];
+        const std::string n = std::to_string(k - from);
+        const std::string when = " WHEN " + std::to_string(r.fire_id) + " THEN ";
+        // Status names come from the enum's table and numbers are formatted here; text is bound.
+        status += when + "'" + std::string(FireStatusName(r.status)) + "'";
+        finished += when + std::to_string(r.finished_ms);
+        code += when + std::to_string(r.result_code);
+        message += when + ":m" + n;
+        set_uses.emplace_back(&r.result_message, "m" + n);
+        if (w.set_started) {
+            started += when + std::to_string(r.started_ms);
+            any_started = true;
+        }
+        if (w.record_address) {
+            address += when + ":a" + n;
+            address_uses.emplace_back(&*r.address, "a" + n);
+            any_address = true;
+        }
+        ids += (k == from ? "" : ", ") + std::to_string(r.fire_id);
+        where += std::string(k == from ? "(" : " OR (") + "id = " + std::to_string(r.fire_id) +
+                 " AND attempt = " + std::to_string(r.attempt);
+        if (w.from == FireStatus::kRunning) {
+            where += " AND status = 'running'";
+            if (w.check_address) {
+                where += " AND executor_address = :w" + n;
+                where_uses.emplace_back(&*r.address, "w" + n);
+            }
+        } else {
+            where += " AND status = 'dispatching'";
+        }
+        if (w.check_epoch) where += " AND dispatch_epoch = " + std::to_string(*r.epoch);
+        where += ")";
+    }
+    std::string sql = "UPDATE job_fire SET " + status + " ELSE status END, " + finished + " ELSE finished_at END, " +
+                      code + " ELSE result_code END, " + message + " ELSE result_message END, followup = 1";
+    if (any_started) sql += ", " + started + " ELSE started_at END";
+    if (any_address) sql += ", " + address + " ELSE executor_address END";
+    // The IN list lets both databases find the rows by primary key before the per-item test.
+    sql += " WHERE id IN (" + ids + ") AND (" + where + ")";
+    soci::statement st(s);
+    for (const auto& [value, name] : set_uses) st.exchange(soci::use(*value, name));
+    for (const auto& [value, name] : address_uses) st.exchange(soci::use(*value, name));
+    for (const auto& [value, name] : where_uses) st.exchange(soci::use(*value, name));
+    st.alloc();
+    st.prepare(sql);
+    st.define_and_bind();
+    return impl::ExecuteAffected(st);
+}
+
+// Whether every write moved its row. Each fire appears once, so the count says exactly that.
+bool Update(soci::session& s, const std::vector<ExecutorResult>& results, const std::vector<Write>& writes) {
+    long long moved = 0;
+    std::size_t from = 0;
+    while (from < writes.size()) {
+        std::size_t to = from;
+        std::size_t text = 0;
+        while (to < writes.size() && to - from < kUpdateChunk && (to == from || text < kUpdateTextBudget)) {
+            const ExecutorResult& r = results[writes[to].index];
+            text += r.result_message.size() + 2 * (r.address ? r.address->size() : 0);
+            ++to;
+        }
+        moved += UpdateChunk(s, results, writes, from, to);
+        from = to;
+    }
+    return moved == static_cast<long long>(writes.size());
+}
+
+}  // namespace
+
+std::vector<ResultOutcome> FireResults::ApplyMany(soci::session& s, const std::vector<ExecutorResult>& results,
+                                                  const std::function<bool(const std::string& app)>& app_allowed) {
+    std::vector<std::optional<ResultOutcome>> out(results.size());
+    std::vector<std::size_t> pending;
+    std::vector<std::size_t> repeats;
+    std::unordered_set<std::int64_t> seen;
+    for (std::size_t i = 0; i < results.size(); ++i) {
+        (seen.insert(results[i].fire_id).second ? pending : repeats).push_back(i);
+    }
+
+    // A lost CAS cannot say which row it missed: the savepoint undoes the whole UPDATE, and the
+    // items it named are judged again on the fires as they are now (as ApplyResult's rounds do).
+    for (int round = 0; round < kBatchRounds && !pending.empty(); ++round) {
+        const auto writes = Judge(s, results, pending, app_allowed, out);
+        pending.clear();
+        if (writes.empty()) break;
+        s << kSavepoint;
+        if (Update(s, results, writes)) {
+            for (const Write& w : writes) out[w.index] = ResultOutcome::kApplied;
+            break;
+        }
+        s << kRollbackToSavepoint;
+        for (const Write& w : writes) pending.push_back(w.index);
+    }
+    for (std::size_t i : pending) out[i] = FireRepository::ApplyResult(s, results[i], app_allowed);
+    // Later items of a fire see what the earlier one did, as they would one by one.
+    for (std::size_t i : repeats) out[i] = FireRepository::ApplyResult(s, results[i], app_allowed);
+
+    std::vector<ResultOutcome> outcomes;
+    outcomes.reserve(out.size());
+    for (const auto& o : out) outcomes.push_back(*o);
+    return outcomes;
+}
+
+}  // namespace sched::store

@@ -1,0 +1,303 @@
+#include "sched/store/fire_results.hpp"
+
+#include <string>
+#include <vector>
+
+#include "sched/store/job.hpp"
+#include "sched/store/registry.hpp"
+#include "store_test_base.hpp"
+
+namespace sched::store {
+namespace {
+
+constexpr std::int64_t kGoneJob = 999'999;
+constexpr std::int64_t kMissingFire = 987'654'321;
+
+class FireResultsTest : public StoreTest {
+  protected:
+    void SetUp() override {
+        StoreTest::SetUp();
+        if (IsSkipped() || HasFatalFailure()) return;
+        pay_job_ = CreateJob("charge", "pay");
+        shop_job_ = CreateJob("restock", "shop");
+        ASSERT_TRUE(ExecutorRepository(db()).Heartbeat({.app = "pay", .address = "10.0.0.1:7000"}).ok());
+        ASSERT_TRUE(ExecutorRepository(db()).Heartbeat({.app = "pay", .address = "10.0.0.2:7000"}).ok());
+        ASSERT_TRUE(ExecutorRepository(db()).Heartbeat({.app = "shop", .address = "10.0.0.9:7000"}).ok());
+    }
+
+    std::int64_t CreateJob(const std::string& name, const std::string& app) {
+        Job j;
+        j.name = name;
+        j.app = app;
+        j.handler = "echo";
+        j.schedule_type = "manual";
+        auto created = JobRepository(db()).Create(j);
+        EXPECT_TRUE(created.ok()) << created.status().ToString();
+        return created.ok() ? created->id : 0;
+    }
+
+    // A fire left pending, or dispatching (under `dispatch_epoch`, if any), then running on
+    // `running_on`, then ended as `ended`.
+    struct FireSetup {
+        std::int64_t job_id = 0;
+        std::optional<std::int64_t> dispatch_epoch = 5;
+        std::optional<std::string> running_on;
+        std::optional<std::int64_t> started_at;
+        std::optional<FireStatus> ended;
+        bool pending = false;
+    };
+    std::int64_t MakeFire(const FireSetup& setup) {
+        Fire f;
+        f.job_id = setup.job_id;
+        f.scheduled_time = ++next_time_;
+        f.epoch = 1;
+        auto id = db().Run([&](soci::session& s) { return FireRepository::InsertIfAbsent(s, db().dialect(), f); });
+        EXPECT_TRUE(id.ok() && *id);
+        if (!id.ok() || !*id) return 0;
+        FireRepository fires(db());
+        if (setup.pending) return **id;
+        EXPECT_TRUE(fires
+                        .Transition(**id, {FireStatus::kPending}, FireStatus::kDispatching,
+                                    {.dispatch_epoch = setup.dispatch_epoch, .dispatched_at = 1})
+                        .ok());
+        if (setup.running_on) {
+            EXPECT_TRUE(fires
+                            .Transition(**id, {FireStatus::kDispatching}, FireStatus::kRunning,
+                                        {.executor_address = setup.running_on, .started_at = setup.started_at})
+                            .ok());
+        }
+        if (setup.ended) {
+            EXPECT_TRUE(fires
+                            .Transition(**id, {FireStatus::kDispatching, FireStatus::kRunning}, *setup.ended,
+                                        {.finished_at = 50, .result_code = 0, .result_message = "done"})
+                            .ok());
+        }
+        return **id;
+    }
+
+    // Every column a result may change.
+    std::string State(std::int64_t id) {
+        auto f = FireRepository(db()).Get(id);
+        if (!f.ok()) return "missing";
+        return std::string(FireStatusName(f->status)) + "|" + f->executor_address.value_or("-") + "|" +
+               std::to_string(f->finished_at.value_or(-1)) + "|" + f->result_message.value_or("-") + "|" +
+               std::to_string(f->result_code.value_or(-1)) + "|" + std::to_string(f->followup) + "|" +
+               std::to_string(f->started_at.value_or(-1)) + "|" + std::to_string(f->attempt) + "|" +
+               std::to_string(f->dispatch_epoch.value_or(-1));
+    }
+
+    static ExecutorResult Item(std::int64_t fire, int attempt, std::optional<std::int64_t> epoch,
+                               std::optional<std::string> address, FireStatus status = FireStatus::kSucceeded) {
+        return {.fire_id = fire,
+                .attempt = attempt,
+                .epoch = epoch,
+                .address = std::move(address),
+                .status = status,
+                .result_code = status == FireStatus::kSucceeded ? 0 : 13,
+                .result_message = "msg '\\ for " + std::to_string(fire),
+                .started_ms = 7,
+                .finished_ms = 9};
+    }
+
+    // One set of fires covering every outcome, and a batch over them.
+    struct Scenario {
+        std::vector<std::int64_t> fires;
+        std::vector<ExecutorResult> batch;
+    };
+    Scenario Build() {
+        Scenario sc;
+        const auto fire = [&](const FireSetup& setup) {
+            sc.fires.push_back(MakeFire(setup));
+            return sc.fires.back();
+        };
+        const std::string a1 = "10.0.0.1:7000";
+        const auto running = fire({.job_id = pay_job_, .running_on = a1});
+        const auto running_started = fire({.job_id = pay_job_, .running_on = a1, .started_at = 3});
+        const auto dispatching = fire({.job_id = pay_job_});
+        const auto dispatching_legacy = fire({.job_id = pay_job_});
+        const auto dispatching_no_epoch = fire({.job_id = pay_job_, .dispatch_epoch = std::nullopt});
+        const auto succeeded = fire({.job_id = pay_job_, .running_on = a1, .ended = FireStatus::kSucceeded});
+        const auto failed = fire({.job_id = pay_job_, .running_on = a1, .ended = FireStatus::kFailed});
+        const auto pending = fire({.job_id = pay_job_, .pending = true});
+        const auto shop = fire({.job_id = shop_job_, .running_on = "10.0.0.9:7000"});
+        const auto gone = fire({.job_id = kGoneJob, .running_on = a1});
+        const auto stale_attempt = fire({.job_id = pay_job_, .running_on = a1});
+        const auto stale_epoch = fire({.job_id = pay_job_, .running_on = a1});
+        const auto wrong_running = fire({.job_id = pay_job_, .running_on = a1});
+        const auto wrong_dispatching = fire({.job_id = pay_job_});
+        const auto twice = fire({.job_id = pay_job_, .running_on = a1});
+        const auto resent = fire({.job_id = pay_job_});
+        sc.batch = {
+            Item(running, 0, 5, a1),
+            Item(twice, 0, 5, a1),
+            Item(running_started, 0, 5, a1, FireStatus::kFailed),
+            Item(dispatching, 0, 5, "10.0.0.2:7000", FireStatus::kTimeout),
+            Item(dispatching_legacy, 0, std::nullopt, std::nullopt),
+            Item(dispatching_no_epoch, 0, 8, a1),
+            Item(succeeded, 0, 5, a1),
+            Item(failed, 0, 5, a1),
+            Item(pending, 0, 5, a1),
+            Item(kMissingFire, 0, 5, a1),
+            Item(shop, 0, 5, "10.0.0.9:7000"),
+            Item(gone, 0, 5, a1),
+            Item(stale_attempt, 1, 5, a1),
+            Item(stale_epoch, 0, 4, a1),
+            Item(wrong_running, 0, 5, "10.0.0.2:7000"),
+            Item(wrong_dispatching, 0, 5, "10.0.0.77:7000"),
+            Item(resent, 0, 5, a1, FireStatus::kKilled),
+            Item(twice, 0, 5, a1, FireStatus::kFailed),
+            Item(resent, 0, 5, a1, FireStatus::kKilled),
+            Item(twice, 0, 5, a1),
+        };
+        return sc;
+    }
+
+    static bool PayOnly(const std::string& app) { return app == "pay"; }
+
+    std::vector<ResultOutcome> ApplyMany(const std::vector<ExecutorResult>& batch) {
+        auto outcomes = db().InTransaction(db::TxMode::kWrite,
+                                           [&](soci::session& s) { return FireResults::ApplyMany(s, batch, PayOnly); });
+        EXPECT_TRUE(outcomes.ok()) << outcomes.status().ToString();
+        return outcomes.ok() ? *outcomes : std::vector<ResultOutcome>{};
+    }
+    std::vector<ResultOutcome> ApplyOneByOne(const std::vector<ExecutorResult>& batch) {
+        auto outcomes = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+            std::vector<ResultOutcome> out;
+            for (const auto& r : batch) out.push_back(FireRepository::ApplyResult(s, r, PayOnly));
+            return out;
+        });
+        EXPECT_TRUE(outcomes.ok()) << outcomes.status().ToString();
+        return outcomes.ok() ? *outcomes : std::vector<ResultOutcome>{};
+    }
+
+    static std::vector<std::string> Names(const std::vector<ResultOutcome>& outcomes) {
+        std::vector<std::string> names;
+        for (auto o : outcomes) names.emplace_back(ResultOutcomeName(o));
+        return names;
+    }
+
+    // `count` running fires of the pay job on 10.0.0.1:7000 (the first `dispatching` of them
+    // left dispatching), written in one transaction.
+    std::vector<std::int64_t> ManyFires(int count, int dispatching) {
+        auto ids = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+            std::vector<std::int64_t> out;
+            for (int i = 0; i < count; ++i) {
+                Fire f;
+                f.job_id = pay_job_;
+                f.scheduled_time = ++next_time_;
+                f.epoch = 1;
+                f.status = i < dispatching ? FireStatus::kDispatching : FireStatus::kRunning;
+                out.push_back(*FireRepository::InsertIfAbsent(s, db().dialect(), f));
+            }
+            s << "UPDATE job_fire SET dispatch_epoch = 5, executor_address = '10.0.0.1:7000' "
+                 "WHERE status = 'running'";
+            s << "UPDATE job_fire SET dispatch_epoch = 5 WHERE status = 'dispatching'";
+            return out;
+        });
+        EXPECT_TRUE(ids.ok()) << ids.status().ToString();
+        return ids.ok() ? *ids : std::vector<std::int64_t>{};
+    }
+
+    std::int64_t pay_job_ = 0;
+    std::int64_t shop_job_ = 0;
+    std::int64_t next_time_ = 1000;
+};
+
+TEST_P(FireResultsTest, ABatchEndsExactlyAsTheItemsOneByOne) {
+    const Scenario batched = Build();
+    const Scenario single = Build();
+    const auto many = ApplyMany(batched.batch);
+    const auto one_by_one = ApplyOneByOne(single.batch);
+    EXPECT_EQ(Names(many), Names(one_by_one));
+    EXPECT_EQ(Names(many),
+              (std::vector<std::string>{"applied",        "applied",   "applied",       "applied",     "applied",
+                                        "applied",        "duplicate", "conflict",      "conflict",    "not_found",
+                                        "forbidden",      "forbidden", "stale_attempt", "stale_epoch", "wrong_executor",
+                                        "wrong_executor", "applied",   "conflict",      "duplicate",   "duplicate"}));
+    ASSERT_EQ(batched.fires.size(), single.fires.size());
+    for (std::size_t i = 0; i < batched.fires.size(); ++i) {
+        // The messages name their fire; the two sets differ only there.
+        const auto without_id = [&](std::int64_t id) {
+            std::string state = State(id);
+            const std::string name = "for " + std::to_string(id) + "|";
+            if (auto at = state.find(name); at != std::string::npos) state.replace(at, name.size(), "for #|");
+            return state;
+        };
+        EXPECT_EQ(without_id(batched.fires[i]), without_id(single.fires[i])) << "fire #" << i;
+    }
+    // Spot checks of what the comparison relies on.
+    EXPECT_EQ(State(batched.fires[2]), "timeout|10.0.0.2:7000|9|msg '\\ for " + std::to_string(batched.fires[2]) +
+                                           "|13|1|7|0|5");           // dispatching: the address is recorded
+    EXPECT_EQ(State(batched.fires[1]).substr(0, 10), "failed|10.");  // running_started keeps started_at 3
+    EXPECT_NE(State(batched.fires[1]).find("|3|0|5"), std::string::npos);
+}
+
+TEST_P(FireResultsTest, ABatchOverOneChunkIsAppliedWhole) {
+    const auto ids = ManyFires(600, 100);
+    std::vector<ExecutorResult> batch;
+    for (auto id : ids) batch.push_back(Item(id, 0, 5, "10.0.0.1:7000"));
+    const auto outcomes = ApplyMany(batch);
+    ASSERT_EQ(outcomes.size(), ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        ASSERT_EQ(outcomes[i], ResultOutcome::kApplied) << i;
+        ASSERT_EQ(State(ids[i]), "succeeded|10.0.0.1:7000|9|msg '\\ for " + std::to_string(ids[i]) + "|0|1|7|0|5");
+    }
+}
+
+// A change between the batch's read and its write (on MySQL the slave's autocommit CAS can land
+// there) makes the UPDATE move fewer rows than it names: the batch is judged again on the fires
+// as they now are, and nothing is applied twice.
+TEST_P(FireResultsTest, ALostCasIsJudgedAgainOnTheFireAsItIsNow) {
+    const auto ids = ManyFires(3, 1);
+    std::vector<ExecutorResult> batch;
+    for (auto id : ids) batch.push_back(Item(id, 0, 5, "10.0.0.1:7000"));
+    int calls = 0;
+    auto outcomes = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+        const auto race = [&](const std::string&) {
+            if (++calls == 1) {
+                // The slave records `running` on the instance that took the fire.
+                s << "UPDATE job_fire SET status = 'running', executor_address = '10.0.0.1:7000', started_at = 2 "
+                     "WHERE id = :id",
+                    soci::use(ids[0]);
+            }
+            return true;
+        };
+        return FireResults::ApplyMany(s, batch, race);
+    });
+    ASSERT_TRUE(outcomes.ok()) << outcomes.status().ToString();
+    EXPECT_EQ(Names(*outcomes), (std::vector<std::string>{"applied", "applied", "applied"}));
+    EXPECT_EQ(calls, 6);  // two rounds of three items
+    EXPECT_EQ(State(ids[0]), "succeeded|10.0.0.1:7000|9|msg '\\ for " + std::to_string(ids[0]) + "|0|1|2|0|5");
+    EXPECT_EQ(State(ids[1]), "succeeded|10.0.0.1:7000|9|msg '\\ for " + std::to_string(ids[1]) + "|0|1|7|0|5");
+}
+
+// Counted by the server: a MySQL session's Questions counter counts every statement it ran.
+TEST_P(FireResultsTest, ABatchCostsAConstantNumberOfStatements) {
+    if (db().backend() != db::Backend::kMySql) GTEST_SKIP() << "counted with MySQL's session status";
+    const auto ids = ManyFires(200, 50);
+    std::vector<ExecutorResult> batch;
+    for (auto id : ids) batch.push_back(Item(id, 0, 5, "10.0.0.1:7000"));
+    const auto questions = [](soci::session& s) {
+        std::string name;
+        long long value = 0;
+        s << "SHOW SESSION STATUS LIKE 'Questions'", soci::into(name), soci::into(value);
+        return value;
+    };
+    long long statements = 0;
+    auto outcomes = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+        const long long before = questions(s);
+        auto out = FireResults::ApplyMany(s, batch, PayOnly);
+        statements = questions(s) - before - 1;  // not the second SHOW
+        return out;
+    });
+    ASSERT_TRUE(outcomes.ok()) << outcomes.status().ToString();
+    for (auto o : *outcomes) ASSERT_EQ(o, ResultOutcome::kApplied);
+    // The fires, the registrations, the savepoint, the UPDATE.
+    EXPECT_LE(statements, 4) << statements;
+    EXPECT_GE(statements, 3);
+}
+
+SCHED_DB_TEST_SUITE(FireResultsTest);
+
+}  // namespace
+}  // namespace sched::store
