@@ -22,7 +22,11 @@
 ///     per the job); job deleted or paused -> `skipped`; a job timeout makes the slave ask the
 ///     executor to kill the run and mark the fire `timeout`.
 /// A fire claimed ahead and then never sent (the node died in the `claim-ahead` window) becomes
-/// `lost` like any fire of a dead slave: it is never sent twice.
+/// `lost` like any fire of a dead slave: it is never sent twice. A group claimed ahead carries
+/// the lease epoch of its claim: when a new master takes the lease inside the window and an
+/// executor has already seen the new epoch, it refuses the older one (409 `epoch`) and the fire
+/// fails (then retried per the job). Elections tick on whole seconds like most schedules, so
+/// the default is 0 (claim at the due time); the measured gain of 50 ms is in docs/benchmarks.md.
 ///
 /// Fires arrive by Notify() (the master's message after its commit) and by polling (every
 /// poll-interval), so a lost message delays a fire by at most the poll interval. Stop() hands
@@ -34,7 +38,7 @@
 ///   poll-interval: 1s
 ///   dispatch-timeout: 3s         # one /v1/run call (connect + answer), and the busy retries
 ///   executor-ttl: 30s            # instances with an older heartbeat get no fires
-///   claim-ahead: 50ms            # claim a group this long before its due time (0: at due time)
+///   claim-ahead: 0ms             # claim a group this long before its due time (see below)
 ///   max-group: 500               # fires per claim
 ///   record-window: 10ms          # `running` records are batched over this window
 ///   max-calls-per-executor: 64   # open /v1/run calls to one executor instance
@@ -68,7 +72,7 @@ struct SlaveConfig {
     Micros poll_interval = std::chrono::seconds(1);
     Micros dispatch_timeout = std::chrono::seconds(3);
     Micros executor_ttl = std::chrono::seconds(30);
-    Micros claim_ahead = std::chrono::milliseconds(50);
+    Micros claim_ahead{0};
     int max_group = 500;
     Micros record_window = std::chrono::milliseconds(10);
     int max_calls_per_executor = 64;
