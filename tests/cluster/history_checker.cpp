@@ -31,10 +31,19 @@ std::string Describe(const SinkRecord& r) {
 }
 
 // The policy's verdict on an ended attempt: does it owe a next attempt?
+// A lost attempt of an at-least-once job is owed one retry even with retry_max 0.
 bool OwesRetry(const store::Fire& f, const JobPolicy& job) {
-    if (f.attempt >= job.retry_max) return false;
-    if (f.status == FireStatus::kFailed || f.status == FireStatus::kTimeout) return true;
-    return f.status == FireStatus::kLost && job.at_least_once;
+    if (f.status == FireStatus::kFailed || f.status == FireStatus::kTimeout) return f.attempt < job.retry_max;
+    return f.status == FireStatus::kLost && job.at_least_once && f.attempt < std::max(job.retry_max, 1);
+}
+
+// A ledger row of the misfire policy that stands for scheduled time t (a summary row covers a
+// range; a planned fire skipped late by its slave covers its own time).
+bool LedgerCovers(const std::vector<const store::Fire*>& rows, std::int64_t t) {
+    return std::any_of(rows.begin(), rows.end(), [t](const store::Fire* f) {
+        return f->status == FireStatus::kSkipped && f->reason == store::FireReason::kMisfire &&
+               f->scheduled_time <= t && t <= f->skipped_until.value_or(f->scheduled_time);
+    });
 }
 
 }  // namespace
@@ -179,6 +188,11 @@ HistoryReport CheckHistory(const HistoryInput& input) {
                 ++report.ran;
                 continue;
             }
+            // The ledger: a time the misfire policy gave no run is recorded, with its reason.
+            if (LedgerCovers(rows, t)) {
+                ++report.misfire_dropped;
+                continue;
+            }
             if (last) {
                 // Stuck rows and missing reasons are reported above.
                 if (store::IsFinal(last->status)) {
@@ -187,19 +201,9 @@ HistoryReport CheckHistory(const HistoryInput& input) {
                 }
                 continue;
             }
-            // No row at all: only a misfire policy may drop a time, and only visibly.
+            // No row at all, and no ledger row stands for it: lost silently.
             const auto next =
                 std::find_if(rows.begin(), rows.end(), [t](const store::Fire* f) { return f->scheduled_time > t; });
-            bool dropped = false;
-            if (next != rows.end() && job.misfire_policy == "fire-once-now") {
-                dropped = (*next)->kind == FireKind::kMisfire;
-            } else if (next != rows.end() && job.misfire_policy == "skip") {
-                dropped = (*next)->created_at - t > input.misfire_threshold_ms;
-            }
-            if (dropped) {
-                ++report.misfire_dropped;
-                continue;
-            }
             std::ostringstream out;
             out << "lost: job " << job.job_id << " at " << t << " has no fire row and no run (misfire policy "
                 << job.misfire_policy << "; next row: " << (next == rows.end() ? std::string("none") : Describe(**next))

@@ -142,23 +142,36 @@ TEST_F(HistoryCheckerTest, ALostFireIsRetriedOnlyForAtLeastOnceJobs) {
     ExpectOneViolation("retried against the policy");
     in_.jobs[0].at_least_once = true;
     EXPECT_TRUE(CheckHistory(in_).ok()) << CheckHistory(in_).Summary();
+    // At least once means once more even with retry_max 0.
+    in_.jobs[0].retry_max = 0;
+    EXPECT_TRUE(CheckHistory(in_).ok()) << CheckHistory(in_).Summary();
+    in_.fires.pop_back();
+    ExpectOneViolation("retry missing");
 }
 
 TEST_F(HistoryCheckerTest, MisfirePoliciesMayDropTimesOnlyVisibly) {
-    // An outage swallowed seconds 3-5; the master came back at second 9.
+    // An outage swallowed seconds 3-8; the master came back at second 9.
     for (std::int64_t t = kFirst + 3000; t <= kFirst + 8000; t += 1000) EraseRowsAt(t);
     in_.jobs[0].misfire_policy = "fire-once-now";
     EXPECT_EQ(CheckHistory(in_).violations.size(), 6u) << CheckHistory(in_).Summary();  // silently lost
-    // fire-once-now: one misfire fire "now" stands for all of them.
+    // fire-once-now: one misfire fire "now" stands for all of them, but only the ledger row
+    // that says so accounts for them.
     auto& misfire = AddRow(1, kFirst + 8500, 0, FireStatus::kSucceeded, FireKind::kMisfire);
     misfire.created_at = kFirst + 8500;
+    EXPECT_EQ(CheckHistory(in_).violations.size(), 6u) << CheckHistory(in_).Summary();
+    auto& ledger = AddRow(1, kFirst + 3000, 0, FireStatus::kSkipped, FireKind::kMisfire);
+    ledger.reason = store::FireReason::kMisfire;
+    ledger.skipped_until = kFirst + 7000;  // one second short
+    ledger.skipped_count = 5;
+    EXPECT_EQ(CheckHistory(in_).violations.size(), 1u) << CheckHistory(in_).Summary();
+    in_.fires.back().skipped_until = kFirst + 8000;
+    in_.fires.back().skipped_count = 6;
     auto report = CheckHistory(in_);
     EXPECT_TRUE(report.ok()) << report.Summary();
     EXPECT_EQ(report.misfire_dropped, 6);
-    // fire-all must have a row per second.
-    in_.jobs[0].misfire_policy = "fire-all";
-    report = CheckHistory(in_);
-    EXPECT_EQ(report.violations.size(), 6u) << report.Summary();
+    // A skipped row without the misfire reason accounts only for its own time, as an ended fire.
+    in_.fires.back().reason = store::FireReason::kPaused;
+    EXPECT_EQ(CheckHistory(in_).violations.size(), 5u) << CheckHistory(in_).Summary();
 }
 
 TEST(SinkLogTest, ReadsLinesAndSkipsATornLastLine) {

@@ -386,11 +386,32 @@ TEST_P(TriggerProcessTest, MisfirePoliciesAfterTheClusterWasDownForAMinute) {
         << trigger_->stderr_text();
     std::this_thread::sleep_for(1500ms);
     const std::int64_t threshold_ms = 5000;  // the default misfire-threshold
+    // Fires, not ledger rows (those are counted below).
     auto count = [&](const std::string& policy, store::FireKind kind, std::int64_t before) {
         int n = 0;
-        for (const auto& f : Fires(jobs[policy])) n += f.kind == kind && f.scheduled_time < before ? 1 : 0;
+        for (const auto& f : Fires(jobs[policy])) {
+            n += f.kind == kind && f.scheduled_time < before && f.reason != store::FireReason::kMisfire ? 1 : 0;
+        }
         return n;
     };
+    // The ledger: the missed minute is one row per job that skipped or folded times.
+    auto ledger = [&](const std::string& policy) {
+        std::vector<store::Fire> out;
+        for (const auto& f : Fires(jobs[policy])) {
+            if (f.reason == store::FireReason::kMisfire) out.push_back(f);
+        }
+        return out;
+    };
+    for (const char* policy : {"skip", "fire-once-now"}) {
+        const auto rows = ledger(policy);
+        ASSERT_EQ(rows.size(), 1u) << policy;
+        EXPECT_EQ(rows[0].status, store::FireStatus::kSkipped);
+        EXPECT_EQ(rows[0].scheduled_time, missed_from) << policy;
+        EXPECT_GE(rows[0].skipped_count.value_or(0), 54) << policy;
+        EXPECT_EQ(rows[0].skipped_count.value_or(0), (rows[0].skipped_until.value_or(0) - missed_from) / 1000 + 1)
+            << policy;
+    }
+    EXPECT_TRUE(ledger("fire-all").empty());
     // skip: nothing older than the threshold fires; the schedule simply resumes.
     EXPECT_EQ(count("skip", store::FireKind::kSchedule, start - threshold_ms - 1000), 0);
     EXPECT_EQ(count("skip", store::FireKind::kMisfire, start + 60'000), 0);
@@ -406,6 +427,73 @@ TEST_P(TriggerProcessTest, MisfirePoliciesAfterTheClusterWasDownForAMinute) {
     for (const auto& f : Fires(jobs["fire-all"])) {
         EXPECT_TRUE(times.insert(f.scheduled_time).second) << "second " << f.scheduled_time << " twice";
     }
+}
+
+// Issue 15: a node stopped (SIGSTOP) past the misfire threshold holds fires planned ahead; when
+// it resumes, those and the times it missed obey the job's policy (skip: none fires late) and
+// every scheduled second is either run or in the ledger with reason misfire.
+TEST_P(TriggerProcessTest, ASkipJobStoppedPastTheThresholdFiresNothingLateAndRecordsEverySecond) {
+    StartTrigger();
+    StartClient();
+    const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
+    store::Job skip_job;
+    skip_job.name = "skip-every-second";
+    skip_job.app = "demo";
+    skip_job.handler = "echo";
+    skip_job.schedule_type = "cron";
+    skip_job.schedule_expr = "* * * * * ?";
+    skip_job.misfire_policy = "skip";
+    skip_job.next_fire_time = first;
+    auto created = store::JobRepository(db()).Create(skip_job);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    const store::Job job = *created;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            int done = 0;
+            for (const auto& f : Fires(job.id)) done += f.status == store::FireStatus::kSucceeded ? 1 : 0;
+            return done >= 2;
+        },
+        20s))
+        << trigger_->stderr_text();
+    const std::int64_t stopped_at = NowMs();
+    trigger_->Signal(SIGSTOP);
+    std::this_thread::sleep_for(8s);
+    trigger_->Signal(SIGCONT);
+    const std::int64_t resumed_at = NowMs();
+    const std::int64_t threshold_ms = 5000;  // the default misfire-threshold
+    // Wait until every second up to 3 s after the resume has ended.
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            for (const auto& f : Fires(job.id)) {
+                if (f.scheduled_time <= resumed_at + 3000 && !store::IsFinal(f.status)) return false;
+            }
+            return true;
+        },
+        20s))
+        << trigger_->stderr_text();
+    const auto fires = Fires(job.id);
+    int ran = 0;
+    int in_ledger = 0;
+    for (std::int64_t t = (stopped_at / 1000 + 1) * 1000; t <= resumed_at + 3000; t += 1000) {
+        bool accounted = false;
+        for (const auto& f : fires) {
+            const bool covers = f.scheduled_time <= t && t <= f.skipped_until.value_or(f.scheduled_time);
+            if (!covers) continue;
+            if (f.status == store::FireStatus::kSucceeded && f.scheduled_time == t) {
+                ++ran;
+                accounted = true;
+                // Nothing ran more than the threshold late (plus the claim's own latency).
+                EXPECT_LE(f.dispatched_at.value_or(0) - t, threshold_ms + 1000) << "second " << t << " ran late";
+            } else if (f.status == store::FireStatus::kSkipped && f.reason == store::FireReason::kMisfire) {
+                ++in_ledger;
+                accounted = true;
+                EXPECT_NE(f.result_message.value_or("").find("misfire"), std::string::npos);
+            }
+        }
+        EXPECT_TRUE(accounted) << "second " << t << " neither ran nor is in the ledger";
+    }
+    EXPECT_GT(in_ledger, 0) << "an 8 s stop with a 5 s threshold skips some seconds";
+    EXPECT_GT(ran, 0);
 }
 
 TEST_P(TriggerProcessTest, DiscardLaterSkipsFiresWhileTheLastOneStillRuns) {

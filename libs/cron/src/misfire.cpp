@@ -135,6 +135,17 @@ MisfirePlan PlanMisfire(const Schedule& schedule, std::int64_t due_ms, std::int6
             break;
     }
     plan.skipped_is_lower_bound = !counted_all;
+    if (plan.skipped > 0) {
+        // Skipped times always start at the due time (fire-all drops the oldest late ones); the
+        // last is found backwards from where the skipped run ends.
+        std::int64_t end = late_before;  // skip: every late time
+        if (options.policy == MisfirePolicy::kFireOnceNow)
+            end = now_ms < std::numeric_limits<std::int64_t>::max() ? now_ms + 1 : now_ms;
+        if (options.policy == MisfirePolicy::kFireAll && !kept.empty()) end = kept.front();
+        const auto last = LastTimesBefore(schedule, due_ms, end, 1);
+        plan.skipped_first_ms = due_ms;
+        plan.skipped_last_ms = last.empty() ? due_ms : last.back();
+    }
     if (schedule.type() == ScheduleType::kFixedDelay) {
         // With a run planned, the next time depends on when it finishes; without one, the delay
         // restarts from now.

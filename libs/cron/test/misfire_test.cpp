@@ -54,6 +54,8 @@ TEST_F(EverySecondDownForAMinute, SkipFiresOnlyOnTimeOnes) {
     EXPECT_TRUE(Times(plan, true).empty());
     EXPECT_EQ(plan.skipped, 55);
     EXPECT_FALSE(plan.skipped_is_lower_bound);
+    EXPECT_EQ(plan.skipped_first_ms, due_);
+    EXPECT_EQ(plan.skipped_last_ms, now_ - 6 * kSecond);
     EXPECT_EQ(plan.next_fire_time_ms, now_ + kSecond);
 }
 
@@ -63,6 +65,8 @@ TEST_F(EverySecondDownForAMinute, FireOnceNowReplacesEverythingDue) {
     EXPECT_EQ(plan.fires[0].scheduled_ms, now_);
     EXPECT_TRUE(plan.fires[0].misfire);
     EXPECT_EQ(plan.skipped, 61);
+    EXPECT_EQ(plan.skipped_first_ms, due_);
+    EXPECT_EQ(plan.skipped_last_ms, now_);  // folded into the one fire, on-time ones included
     EXPECT_EQ(plan.next_fire_time_ms, now_ + kSecond);
 }
 
@@ -71,6 +75,8 @@ TEST_F(EverySecondDownForAMinute, FireAllKeepsTheMostRecentUpToTheCap) {
     EXPECT_EQ(Times(capped, true), Range(due_ + 45 * kSecond, due_ + 54 * kSecond, kSecond));
     EXPECT_EQ(Times(capped, false), Range(now_ - 5 * kSecond, now_, kSecond));
     EXPECT_EQ(capped.skipped, 45);
+    EXPECT_EQ(capped.skipped_first_ms, due_);
+    EXPECT_EQ(capped.skipped_last_ms, due_ + 44 * kSecond);  // just before the first kept one
     EXPECT_EQ(capped.next_fire_time_ms, now_ + kSecond);
     // Ascending overall: catch-up fires come before the on-time ones.
     for (std::size_t i = 1; i < capped.fires.size(); ++i) {
@@ -80,6 +86,8 @@ TEST_F(EverySecondDownForAMinute, FireAllKeepsTheMostRecentUpToTheCap) {
     const MisfirePlan all = Plan(MisfirePolicy::kFireAll, 100);
     EXPECT_EQ(Times(all, true), Range(due_, due_ + 54 * kSecond, kSecond));
     EXPECT_EQ(all.skipped, 0);
+    EXPECT_FALSE(all.skipped_first_ms);
+    EXPECT_FALSE(all.skipped_last_ms);
 }
 
 TEST(PlanMisfire, NothingLateMeansNormalFiresForEveryPolicy) {
@@ -103,6 +111,8 @@ TEST(PlanMisfire, CronDownForADayResumesAtTheNextFutureTime) {
     const MisfirePlan plan = PlanMisfire(hourly, At("2024-01-01T00:00:00Z"), now, {60 * kSecond});
     EXPECT_TRUE(plan.fires.empty());
     EXPECT_EQ(plan.skipped, 25);
+    EXPECT_EQ(plan.skipped_first_ms, At("2024-01-01T00:00:00Z"));
+    EXPECT_EQ(plan.skipped_last_ms, At("2024-01-02T00:00:00Z"));
     EXPECT_EQ(plan.next_fire_time_ms, At("2024-01-02T01:00:00Z"));
 
     const MisfirePlan all =
@@ -118,6 +128,9 @@ TEST(PlanMisfire, LongOutagesAreBoundedAndKeepTheLatestTimes) {
     const MisfirePlan skip = PlanMisfire(every_second, due, now, {5 * kSecond, MisfirePolicy::kSkip, 1});
     EXPECT_EQ(skip.skipped, 100000);
     EXPECT_TRUE(skip.skipped_is_lower_bound);
+    // The range is exact even where the count stopped.
+    EXPECT_EQ(skip.skipped_first_ms, due);
+    EXPECT_EQ(skip.skipped_last_ms, now - 6 * kSecond);
     EXPECT_EQ(Times(skip, false), Range(now - 5 * kSecond, now, kSecond));
 
     const MisfirePlan all = PlanMisfire(every_second, due, now, {5 * kSecond, MisfirePolicy::kFireAll, 3});

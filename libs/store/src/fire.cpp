@@ -14,6 +14,9 @@ namespace {
 
 constexpr std::array<std::string_view, 9> kStatusNames = {"pending", "dispatching", "running", "succeeded", "failed",
                                                           "timeout", "killed",      "lost",    "skipped"};
+constexpr std::array<std::string_view, 9> kReasonNames = {"misfire",         "paused",        "job_deleted",
+                                                          "blocked",         "no_executor",   "slave_died",
+                                                          "slave_restarted", "executor_gone", "no_result"};
 constexpr std::array<std::string_view, 4> kKindNames = {"schedule", "manual", "retry", "misfire"};
 constexpr std::array<std::string_view, 8> kOutcomeNames = {
     "applied", "duplicate", "conflict", "not_found", "forbidden", "stale_attempt", "stale_epoch", "wrong_executor"};
@@ -21,7 +24,7 @@ constexpr std::array<std::string_view, 8> kOutcomeNames = {
 constexpr const char* kColumns =
     "id, job_id, scheduled_time, kind, attempt, shard_index, shard_total, epoch, assigned_node, executor_address, "
     "status, due_at, followup, created_at, dispatched_at, started_at, finished_at, result_code, result_message, "
-    "dispatch_epoch";
+    "dispatch_epoch, reason, skipped_until, skipped_count";
 
 struct FireRow {
     Fire fire;
@@ -36,6 +39,9 @@ struct FireRow {
     impl::NullableInt64 result_code;
     impl::NullableString result_message;
     impl::NullableInt64 dispatch_epoch;
+    impl::NullableString reason;
+    impl::NullableInt64 skipped_until;
+    impl::NullableInt64 skipped_count;
 
     void BindInto(soci::statement& st) {
         st.exchange(soci::into(fire.id));
@@ -58,6 +64,9 @@ struct FireRow {
         st.exchange(soci::into(result_code.value, result_code.ind));
         st.exchange(soci::into(result_message.value, result_message.ind));
         st.exchange(soci::into(dispatch_epoch.value, dispatch_epoch.ind));
+        st.exchange(soci::into(reason.value, reason.ind));
+        st.exchange(soci::into(skipped_until.value, skipped_until.ind));
+        st.exchange(soci::into(skipped_count.value, skipped_count.ind));
     }
     Fire Finish() {
         // Stored values come only from this code; an unknown one means a corrupted row.
@@ -75,6 +84,12 @@ struct FireRow {
         fire.result_code = result_code.get() ? std::optional<int>(static_cast<int>(*result_code.get())) : std::nullopt;
         fire.result_message = result_message.get();
         fire.dispatch_epoch = dispatch_epoch.get();
+        // A reason this build does not know (written by a newer one) reads as none. Assigned
+        // for every row: `fire` is reused across the rows of one SELECT.
+        const auto stored_reason = reason.get();
+        fire.reason = stored_reason ? ParseFireReason(*stored_reason) : std::nullopt;
+        fire.skipped_until = skipped_until.get();
+        fire.skipped_count = skipped_count.get();
         return fire;
     }
 };
@@ -111,6 +126,17 @@ bool IsFinal(FireStatus s) {
         default:
             return false;
     }
+}
+
+std::string_view FireReasonName(FireReason r) {
+    return kReasonNames[static_cast<std::size_t>(r)];
+}
+
+std::optional<FireReason> ParseFireReason(std::string_view name) {
+    for (std::size_t i = 0; i < kReasonNames.size(); ++i) {
+        if (kReasonNames[i] == name) return static_cast<FireReason>(i);
+    }
+    return std::nullopt;
 }
 
 std::string_view FireKindName(FireKind k) {
@@ -232,10 +258,12 @@ Result<std::vector<Fire>> FireRepository::List(const FireFilter& f) {
         std::string sql = std::string("SELECT ") + kColumns + " FROM job_fire WHERE 1 = 1";
         const std::int64_t job_id = f.job_id.value_or(0);
         const std::string status(f.status ? FireStatusName(*f.status) : "");
+        const std::string reason(f.reason ? FireReasonName(*f.reason) : "");
         const std::int64_t from = f.scheduled_from.value_or(0);
         const std::int64_t to = f.scheduled_to.value_or(0);
         if (f.job_id) sql += " AND job_id = :job_id";
         if (f.status) sql += " AND status = :status";
+        if (f.reason) sql += " AND reason = :reason";
         if (f.scheduled_from) sql += " AND scheduled_time >= :from_ms";
         if (f.scheduled_to) sql += " AND scheduled_time < :to_ms";
         if (f.before_id > 0) sql += " AND id < :before_id";
@@ -243,6 +271,7 @@ Result<std::vector<Fire>> FireRepository::List(const FireFilter& f) {
         return impl::SelectRows<FireRow>(s, sql, [&](soci::statement& st) {
             if (f.job_id) st.exchange(soci::use(job_id, "job_id"));
             if (f.status) st.exchange(soci::use(status, "status"));
+            if (f.reason) st.exchange(soci::use(reason, "reason"));
             if (f.scheduled_from) st.exchange(soci::use(from, "from_ms"));
             if (f.scheduled_to) st.exchange(soci::use(to, "to_ms"));
             if (f.before_id > 0) st.exchange(soci::use(f.before_id, "before_id"));
@@ -397,6 +426,45 @@ std::vector<std::optional<StoredFire>> FireRepository::InsertManyIfAbsent(soci::
     return out;
 }
 
+int FireRepository::InsertLedgerRows(soci::session& s, const db::Dialect& dialect, const std::vector<Fire>& rows) {
+    // Rows that are final from the start (a run of scheduled times the misfire policy skipped):
+    // no slave ever sees them, so no node, no follow-up. 100 rows bind 1,100 values; kind,
+    // status and reason are inlined (names from the tables above, never from input).
+    constexpr std::size_t kInsertRows = 100;
+    const std::string now_ms(dialect.NowMs());
+    int written = 0;
+    for (std::size_t begin = 0; begin < rows.size(); begin += kInsertRows) {
+        const std::size_t end = std::min(rows.size(), begin + kInsertRows);
+        impl::BoundValues values;
+        std::string sql_rows;
+        for (std::size_t i = begin; i < end; ++i) {
+            const Fire& f = rows[i];
+            if (!IsFinal(f.status) || !f.reason) {
+                throw std::logic_error("a ledger row is final and has a reason (fire of job " +
+                                       std::to_string(f.job_id) + ")");
+            }
+            sql_rows += std::string(sql_rows.empty() ? "(" : ", (") + values.Add(f.job_id) + ", " +
+                        values.Add(f.scheduled_time) + ", '" + std::string(FireKindName(f.kind)) + "', " +
+                        values.Add(std::int64_t{f.attempt}) + ", " + values.Add(std::int64_t{f.shard_index}) + ", " +
+                        values.Add(std::int64_t{f.shard_total}) + ", " + values.Add(f.epoch) + ", '" +
+                        std::string(FireStatusName(f.status)) + "', " + values.Add(f.scheduled_time) + ", 0, " +
+                        now_ms + ", " + values.Add(f.finished_at.value_or(0)) + ", " + values.Add(f.result_message) +
+                        ", '" + std::string(FireReasonName(*f.reason)) + "', " +
+                        values.Add(f.skipped_until.value_or(f.scheduled_time)) + ", " +
+                        values.Add(f.skipped_count.value_or(1)) + ")";
+        }
+        written += static_cast<int>(impl::ExecuteBound(
+            s,
+            dialect.InsertRowsIfAbsent("job_fire (job_id, scheduled_time, kind, attempt, shard_index, shard_total, "
+                                       "epoch, status, due_at, followup, created_at, finished_at, result_message, "
+                                       "reason, skipped_until, skipped_count) VALUES " +
+                                           sql_rows,
+                                       "id"),
+            values));
+    }
+    return written;
+}
+
 int FireRepository::Transition(soci::session& s, std::int64_t id, std::initializer_list<FireStatus> from, FireStatus to,
                                const FireUpdate& u) {
     const std::string to_name(FireStatusName(to));
@@ -409,6 +477,8 @@ int FireRepository::Transition(soci::session& s, std::int64_t id, std::initializ
     if (u.finished_at) sql += ", finished_at = :finished_at";
     if (u.result_code) sql += ", result_code = :result_code";
     if (u.result_message) sql += ", result_message = :result_message";
+    // Inlined: names from kReasonNames, never from input.
+    if (u.reason) sql += ", reason = '" + std::string(FireReasonName(*u.reason)) + "'";
     const int followup = u.followup.value_or(false) ? 1 : 0;
     if (u.followup) sql += ", followup = :followup";
     sql += " WHERE id = :id AND status IN (" + StatusList(from) + ")";

@@ -9,6 +9,12 @@ JobPlan PlanJobFires(const cron::Schedule& schedule, std::int64_t due_ms, std::i
     for (const auto& f : misfire.fires) {
         plan.fires.push_back({f.scheduled_ms, f.misfire ? store::FireKind::kMisfire : store::FireKind::kSchedule});
     }
+    if (misfire.skipped > 0 && misfire.skipped_first_ms && misfire.skipped_last_ms) {
+        plan.skipped = SkippedTimes{.first_ms = *misfire.skipped_first_ms,
+                                    .last_ms = *misfire.skipped_last_ms,
+                                    .count = misfire.skipped,
+                                    .count_is_lower_bound = misfire.skipped_is_lower_bound};
+    }
     std::optional<std::int64_t> next = misfire.next_fire_time_ms;
     // Create the fires of the lookahead window now; a fixed-delay job has at most one fire in
     // flight (its next time depends on when that one finishes), so it never runs ahead.

@@ -22,17 +22,32 @@ std::int64_t Ms(Micros d) {
 }
 
 bool ShouldRetry(const store::Fire& fire, const store::Job& job) {
-    if (fire.attempt >= job.retry_max) return false;
     switch (fire.status) {
         case store::FireStatus::kFailed:
         case store::FireStatus::kTimeout:
-            return true;
-        // A lost fire may have run: only jobs that accept a second run (at-least-once) retry it.
+            return fire.attempt < job.retry_max;
+        // A lost fire may have run: only jobs that accept a second run (at-least-once) retry it,
+        // and those always at least once, whatever retry_max says: `at_least_once` with the
+        // default retry_max 0 would otherwise promise a run it never makes.
         case store::FireStatus::kLost:
-            return job.at_least_once;
+            return job.at_least_once && fire.attempt < std::max(job.retry_max, 1);
         default:
             return false;
     }
+}
+
+std::string SkippedMessage(const SkippedTimes& skipped, cron::MisfirePolicy policy, std::int64_t threshold_ms,
+                           std::int64_t now_ms) {
+    const std::string count = (skipped.count_is_lower_bound ? "at least " : "") + std::to_string(skipped.count);
+    const std::string range = skipped.first_ms == skipped.last_ms ? "at " + std::to_string(skipped.first_ms)
+                                                                  : "from " + std::to_string(skipped.first_ms) +
+                                                                        " to " + std::to_string(skipped.last_ms);
+    if (policy == cron::MisfirePolicy::kFireOnceNow) {
+        return "misfire: " + count + " scheduled time(s) " + range + " folded into one fire at " +
+               std::to_string(now_ms) + " (policy fire-once-now)";
+    }
+    return "misfire: " + count + " scheduled time(s) " + range + " more than " + std::to_string(threshold_ms) +
+           " ms late got no fire (policy " + std::string(cron::MisfirePolicyName(policy)) + ")";
 }
 
 }  // namespace
@@ -73,11 +88,19 @@ Master::Master(std::shared_ptr<db::Database> db, lock::Fence& fence, const DbTim
                                  "Running fires ended by the master's sweep, by outcome.", {"outcome"})
                         .Labels({"lost"})),
       running_timed_out_(metrics.Counter("sched_master_running_swept_total", "", {"outcome"}).Labels({"timeout"})),
+      misfire_skipped_(metrics.Counter("sched_master_misfire_skipped_total",
+                                       "Scheduled times that got no fire of their own, by the job's misfire policy "
+                                       "(each is recorded in a ledger row of reason misfire).",
+                                       {"policy"})),
       scans_(metrics.Counter("sched_master_scans_total", "Master scans committed.").Labels({})),
       scan_seconds_(metrics
                         .Histogram("sched_master_scan_seconds", "Duration of one master scan transaction.", {},
                                    {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1})
-                        .Labels({})) {}
+                        .Labels({})) {
+    for (auto policy : {cron::MisfirePolicy::kSkip, cron::MisfirePolicy::kFireOnceNow, cron::MisfirePolicy::kFireAll}) {
+        misfire_skipped_.Labels({std::string(cron::MisfirePolicyName(policy))});  // known values start at 0
+    }
+}
 
 const Master::CachedSchedule& Master::ScheduleFor(std::int64_t job_id, const std::string& type, const std::string& expr,
                                                   const std::string& zone) {
@@ -188,6 +211,31 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
         // A CAS fails when the job was edited after it was read: its new schedule wins and the
         // next scan plans it afresh.
         const auto advanced = store::JobRepository::AdvanceMany(s, advances);
+        // The ledger: a run of scheduled times the policy gave no fire of its own is one row
+        // (status skipped, reason misfire, the range and count), written with the advance that
+        // skipped them, so it exists exactly once.
+        std::vector<store::Fire> ledger;
+        for (std::size_t i = 0; i < due.size(); ++i) {
+            if (!advanced[i] || !plans[i].skipped) continue;
+            const auto& skipped = *plans[i].skipped;
+            const auto parsed = cron::ParseMisfirePolicy(due[i].misfire_policy);
+            const auto policy = parsed.ok() ? *parsed : cron::MisfirePolicy::kFireOnceNow;  // as planned above
+            store::Fire row;
+            row.job_id = due[i].id;
+            row.scheduled_time = skipped.first_ms;
+            row.kind = store::FireKind::kMisfire;
+            row.epoch = epoch;
+            row.status = store::FireStatus::kSkipped;
+            row.finished_at = now;
+            row.reason = store::FireReason::kMisfire;
+            row.skipped_until = skipped.last_ms;
+            row.skipped_count = skipped.count;
+            row.result_message = SkippedMessage(skipped, policy, Ms(config_.misfire_threshold), now);
+            r.misfire_skipped[std::string(cron::MisfirePolicyName(policy))] += skipped.count;
+            spdlog::warn("job {} ({}): {}", due[i].id, due[i].name, *row.result_message);
+            ledger.push_back(std::move(row));
+        }
+        store::FireRepository::InsertLedgerRows(s, db_->dialect(), ledger);
         std::vector<store::Fire> new_fires;
         std::map<std::string, int> executors_by_app;
         for (std::size_t i = 0; i < due.size(); ++i) {
@@ -249,6 +297,7 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
                         s, fire.id, {store::FireStatus::kDispatching}, store::FireStatus::kLost,
                         {.finished_at = now,
                          .result_message = "slave " + fire.assigned_node.value_or("?") + " died while dispatching",
+                         .reason = store::FireReason::kSlaveDied,
                          .followup = true}) == 1) {
                     ++r.lost;
                 }
@@ -319,6 +368,7 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
         fires_lost_.Inc(report->lost);
         running_lost_.Inc(report->running_lost);
         running_timed_out_.Inc(report->running_timed_out);
+        for (const auto& [policy, n] : report->misfire_skipped) misfire_skipped_.Labels({policy}).Inc(n);
         scan_seconds_.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     }
     return report;
@@ -354,6 +404,7 @@ void Master::SweepRunning(soci::session& s, std::int64_t now, ScanReport& r) {
                  .result_message = "no result within the timeout (" + std::to_string(job->timeout_ms) +
                                    " ms) and none recorded by slave " + fire.assigned_node.value_or("?") +
                                    "; the run may still be going on at " + fire.executor_address.value_or("?"),
+                 .reason = store::FireReason::kNoResult,
                  .followup = true});
             r.running_timed_out += moved;
             continue;
@@ -367,6 +418,7 @@ void Master::SweepRunning(soci::session& s, std::int64_t now, ScanReport& r) {
                                               {.finished_at = now,
                                                .result_message = "executor " + *fire.executor_address +
                                                                  " stopped heartbeating while the fire was running",
+                                               .reason = store::FireReason::kExecutorGone,
                                                .followup = true});
         r.running_lost += moved;
     }

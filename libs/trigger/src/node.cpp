@@ -105,6 +105,7 @@ NodeConfig NodeConfig::FromYaml(const ConfigNode& root, const Defaults& defaults
     c.election = lock::ElectionConfig::FromYaml(root.Child("election"));
     c.scheduler = MasterConfig::FromYaml(root.Child("scheduler"));
     c.slave = SlaveConfig::FromYaml(root.Child("slave"));
+    c.slave.misfire_threshold = c.scheduler.misfire_threshold;  // one threshold for planned and sent fires
     c.log = LogConfig::FromYaml(root.Child("log"));
     c.locks = web::LockApiOptions::FromYaml(root.Child("locks"));
     if (c.token.empty() && defaults.require_token) {

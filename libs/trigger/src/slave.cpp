@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "impl/on_pool.hpp"
+#include "sched/cron/misfire.hpp"
 
 namespace sched::trigger {
 
@@ -430,13 +431,23 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
     const auto job_it = group->jobs.find(fire.job_id);
     if (job_it == group->jobs.end()) {
         const std::string why = "job deleted";
-        co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kSkipped, why);
+        const std::optional<store::FireReason> reason = store::FireReason::kJobDeleted;
+        co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kSkipped, why, reason);
         co_return;
     }
     const store::Job& job = job_it->second;
     if (!job.enabled && fire.kind != store::FireKind::kManual) {
         const std::string why = "job paused";
-        co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kSkipped, why);
+        const std::optional<store::FireReason> reason = store::FireReason::kPaused;
+        co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kSkipped, why, reason);
+        co_return;
+    }
+    if (auto late = MisfireVerdict(*group, fire, job, time_.NowMs())) {
+        dispatched_.Labels({"misfire"}).Inc();
+        spdlog::warn("slave {}: fire {} of job {} ({}) skipped: {}", node_id_, fire.id, job.id, job.name, *late);
+        const std::string why = *late;
+        const std::optional<store::FireReason> reason = store::FireReason::kMisfire;
+        co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kSkipped, why, reason);
         co_return;
     }
 
@@ -529,7 +540,8 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
                 dispatched_.Labels({"discarded"}).Inc();
                 const std::string why =
                     "discarded: the job is still running on " + address + " (block strategy discard-later)";
-                co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kSkipped, why);
+                const std::optional<store::FireReason> reason = store::FireReason::kBlocked;
+                co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kSkipped, why, reason);
                 co_return;
             }
             if (response->status != 429 && response->status != 503) all_busy = false;
@@ -548,7 +560,45 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
     dispatched_.Labels({"failed"}).Inc();
     std::string why = "no executor accepted the fire: " + reasons;
     if (order.empty()) why = "no live executor of app " + job.app + " serves handler " + job.handler;
-    co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kFailed, why);
+    const std::optional<store::FireReason> reason = store::FireReason::kNoExecutor;
+    co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kFailed, why, reason);
+}
+
+std::optional<std::string> Slave::MisfireVerdict(const Group& group, const store::Fire& fire, const store::Job& job,
+                                                 std::int64_t now_ms) const {
+    // Only planned times: manual, retry and misfire fires run whenever they are sent. A planned
+    // fire normally leaves at its time; it is late when this node was stopped (SIGSTOP, a VM
+    // pause, a long GC of the database) past its time, and then the job's policy decides as the
+    // master's would have (PlanMisfire), instead of sending every stale fire at once.
+    if (fire.kind != store::FireKind::kSchedule) return std::nullopt;
+    const std::int64_t threshold =
+        std::chrono::duration_cast<std::chrono::milliseconds>(config_.misfire_threshold).count();
+    const std::int64_t late = now_ms - fire.scheduled_time;
+    if (late <= threshold) return std::nullopt;
+    const auto policy = cron::ParseMisfirePolicy(job.misfire_policy);
+    if (!policy.ok()) return std::nullopt;  // the master plans an unknown policy as fire-once-now: one run
+    const std::string how_late = "misfire: planned for " + std::to_string(fire.scheduled_time) + ", sent " +
+                                 std::to_string(late) + " ms late (misfire-threshold " + std::to_string(threshold) +
+                                 " ms)";
+    switch (*policy) {
+        case cron::MisfirePolicy::kFireAll:
+            return std::nullopt;
+        case cron::MisfirePolicy::kSkip:
+            return how_late + "; policy skip";
+        case cron::MisfirePolicy::kFireOnceNow:
+            // One run stands for the late times: the latest late fire of the job (same shard) in
+            // this group runs, the earlier ones are folded into it.
+            for (const auto& other : group.fires) {
+                if (other.job_id == fire.job_id && other.kind == store::FireKind::kSchedule &&
+                    other.shard_index == fire.shard_index && other.scheduled_time > fire.scheduled_time &&
+                    now_ms - other.scheduled_time > threshold) {
+                    return how_late + "; folded into fire " + std::to_string(other.id) + " planned for " +
+                           std::to_string(other.scheduled_time) + " (policy fire-once-now)";
+                }
+            }
+            return std::nullopt;
+    }
+    return std::nullopt;
 }
 
 void Slave::RecordRunning(std::int64_t fire_id, const std::string& address, std::int64_t started_at) {
@@ -627,12 +677,15 @@ net::awaitable<void> Slave::WatchTimeout(std::int64_t fire_id, std::string app, 
         spdlog::warn("slave {}: kill of timed-out fire {} on {} failed", node_id_, fire_id, address);
     }
     const std::string why = "timed out after " + std::to_string(timeout_ms) + " ms";
-    co_await Finish(fire_id, *status, FireStatus::kTimeout, why);
+    const std::optional<store::FireReason> ran;  // it ran: no ledger reason
+    co_await Finish(fire_id, *status, FireStatus::kTimeout, why, ran);
 }
 
-net::awaitable<void> Slave::Finish(std::int64_t fire_id, FireStatus from, FireStatus to, std::string message) {
+net::awaitable<void> Slave::Finish(std::int64_t fire_id, FireStatus from, FireStatus to, std::string message,
+                                   std::optional<store::FireReason> reason) {
     const std::int64_t now = time_.NowMs();
-    auto done = co_await impl::OnPool(db_pool_, [&] { return store_->Finish(fire_id, from, to, message, now); });
+    auto done =
+        co_await impl::OnPool(db_pool_, [&] { return store_->Finish(fire_id, from, to, message, reason, now); });
     if (!done.ok() && done.code() != Code::kAborted) {
         spdlog::warn("slave {}: cannot record fire {} as {}: {}", node_id_, fire_id, store::FireStatusName(to),
                      done.ToString());

@@ -53,9 +53,9 @@ Result<int> SqlFireClaimStore::MarkRunning(const std::vector<std::int64_t>& ids,
 }
 
 Status SqlFireClaimStore::Finish(std::int64_t id, FireStatus from, FireStatus to, const std::string& message,
-                                 std::int64_t now_ms) {
-    return store::FireRepository(*db_).Transition(id, {from}, to,
-                                                  {.finished_at = now_ms, .result_message = message, .followup = true});
+                                 std::optional<store::FireReason> reason, std::int64_t now_ms) {
+    return store::FireRepository(*db_).Transition(
+        id, {from}, to, {.finished_at = now_ms, .result_message = message, .reason = reason, .followup = true});
 }
 
 Result<FireStatus> SqlFireClaimStore::StatusOf(std::int64_t id) {
@@ -72,9 +72,11 @@ Result<int> SqlFireClaimStore::EndEarlierDispatches(const std::string& node, std
             // Claimed by this process already (a notification can beat the first poll): ours.
             if (fire.dispatched_at.value_or(0) >= started_ms) continue;
             const std::string message = "slave " + node + " restarted while dispatching";
-            ended +=
-                store::FireRepository::Transition(s, fire.id, {FireStatus::kDispatching}, FireStatus::kLost,
-                                                  {.finished_at = now_ms, .result_message = message, .followup = true});
+            ended += store::FireRepository::Transition(s, fire.id, {FireStatus::kDispatching}, FireStatus::kLost,
+                                                       {.finished_at = now_ms,
+                                                        .result_message = message,
+                                                        .reason = store::FireReason::kSlaveRestarted,
+                                                        .followup = true});
         }
         return ended;
     });

@@ -270,6 +270,8 @@ TEST_P(MasterTest, OrphansGoToLiveSlavesAndDeadDispatchesBecomeLost) {
     auto lost = fires.Get(dispatching_on_dead);
     EXPECT_EQ(lost->status, store::FireStatus::kLost);
     EXPECT_NE(lost->result_message->find("node-dead"), std::string::npos);
+    EXPECT_EQ(lost->reason, store::FireReason::kSlaveDied);
+    EXPECT_FALSE(fires.Get(unassigned)->reason) << "a fire still to run has no ledger reason";
 }
 
 TEST_P(MasterTest, ASlaveSilentForHalfTheNodeTtlLosesItsQueueButNotItsDispatches) {
@@ -351,7 +353,9 @@ TEST_P(MasterTest, RunningFiresOfDeadExecutorsAreLostAndPastTimeoutsEnd) {
     auto lost = fires.Get(on_dead_long_ago);
     EXPECT_EQ(lost->status, store::FireStatus::kLost);
     EXPECT_NE(lost->result_message.value_or("").find("127.0.0.1:5002"), std::string::npos) << *lost->result_message;
+    EXPECT_EQ(lost->reason, store::FireReason::kExecutorGone);
     EXPECT_EQ(fires.Get(past_timeout)->status, store::FireStatus::kTimeout);
+    EXPECT_EQ(fires.Get(past_timeout)->reason, store::FireReason::kNoResult);
     for (auto id : {on_dead_just_now, on_live, within_timeout}) {
         EXPECT_EQ(fires.Get(id)->status, store::FireStatus::kRunning) << "fire " << id;
     }
@@ -424,6 +428,106 @@ TEST_P(MasterTest, LostFiresAreRetriedOnlyForAtLeastOnceJobs) {
         ASSERT_TRUE(master_->Scan(epoch_).ok());
         EXPECT_EQ(FiresOf(job.id).size(), at_least_once ? 2u : 1u) << "at_least_once=" << at_least_once;
     }
+}
+
+TEST_P(MasterTest, AnAtLeastOnceJobRetriesALostFireOnceEvenWithRetryMaxZero) {
+    auto job = CreateJob("alo0", "manual", "", std::nullopt, [&](store::Job& j) {
+        j.retry_max = 0;
+        j.at_least_once = true;
+    });
+    store::Fire f;
+    f.job_id = job.id;
+    f.scheduled_time = 1000;
+    f.kind = store::FireKind::kManual;
+    f.epoch = epoch_;
+    auto id = **db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
+    store::FireRepository fires(db());
+    ASSERT_TRUE(fires.Transition(id, {store::FireStatus::kPending}, store::FireStatus::kLost, {.followup = true}).ok());
+    ASSERT_TRUE(master_->Scan(epoch_).ok());
+    auto rows = FiresOf(job.id);
+    ASSERT_EQ(rows.size(), 2u) << "a lost fire of an at-least-once job is retried whatever retry_max says";
+    EXPECT_EQ(rows[1].kind, store::FireKind::kRetry);
+    EXPECT_EQ(rows[1].attempt, 1);
+
+    // The retry is lost too: at least once is once, retry_max 0 allows no more.
+    ASSERT_TRUE(
+        fires.Transition(rows[1].id, {store::FireStatus::kPending}, store::FireStatus::kLost, {.followup = true}).ok());
+    ASSERT_TRUE(master_->Scan(epoch_).ok());
+    EXPECT_EQ(FiresOf(job.id).size(), 2u);
+
+    // A failed fire of the same job is not retried: retry_max governs failures.
+    auto failing = CreateJob("alo0-fail", "manual", "", std::nullopt, [&](store::Job& j) {
+        j.retry_max = 0;
+        j.at_least_once = true;
+    });
+    f.job_id = failing.id;
+    auto failed_id =
+        **db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
+    ASSERT_TRUE(
+        fires.Transition(failed_id, {store::FireStatus::kPending}, store::FireStatus::kFailed, {.followup = true})
+            .ok());
+    ASSERT_TRUE(master_->Scan(epoch_).ok());
+    EXPECT_EQ(FiresOf(failing.id).size(), 1u);
+}
+
+// Every scheduled time is fired or recorded: a run of times the misfire policy gave no fire of
+// its own is one ledger row with its range and count, written once.
+TEST_P(MasterTest, SkippedScheduledTimesLeaveOneLedgerRowWithTheirRangeAndCount) {
+    const std::int64_t now = Now();
+    const std::int64_t start = (now / 1000) * 1000 - 60'000;  // a minute of every-second times missed
+    auto skip = CreateJob("skip", "cron", "* * * * * ?", start, [](store::Job& j) { j.misfire_policy = "skip"; });
+    auto once =
+        CreateJob("once-now", "cron", "* * * * * ?", start, [](store::Job& j) { j.misfire_policy = "fire-once-now"; });
+    auto all = CreateJob("all", "cron", "* * * * * ?", start, [](store::Job& j) { j.misfire_policy = "fire-all"; });
+    ASSERT_TRUE(master_->Scan(epoch_).ok());
+    ASSERT_TRUE(master_->Scan(epoch_).ok());  // a second scan writes no second ledger row
+
+    const auto ledger_of = [&](std::int64_t job_id) {
+        std::vector<store::Fire> out;
+        for (const auto& f : FiresOf(job_id)) {
+            if (f.reason == store::FireReason::kMisfire) out.push_back(f);
+        }
+        return out;
+    };
+    const std::int64_t threshold = 5'000;  // MasterConfig's default
+    for (const auto* job : {&skip, &once}) {
+        const auto rows = ledger_of(job->id);
+        ASSERT_EQ(rows.size(), 1u) << job->name;
+        const auto& row = rows[0];
+        EXPECT_EQ(row.status, store::FireStatus::kSkipped);
+        EXPECT_EQ(row.kind, store::FireKind::kMisfire);
+        EXPECT_EQ(row.scheduled_time, start);
+        EXPECT_FALSE(row.followup);
+        EXPECT_FALSE(row.assigned_node);
+        ASSERT_TRUE(row.skipped_until && row.skipped_count && row.result_message) << job->name;
+        EXPECT_EQ(*row.skipped_count, (*row.skipped_until - start) / 1000 + 1) << job->name;
+        EXPECT_NE(row.result_message->find("misfire: " + std::to_string(*row.skipped_count) + " scheduled time(s)"),
+                  std::string::npos)
+            << *row.result_message;
+        // No other row of the job lies inside the skipped range.
+        for (const auto& f : FiresOf(job->id)) {
+            if (f.id == row.id) continue;
+            EXPECT_TRUE(f.scheduled_time > *row.skipped_until) << job->name << " fire at " << f.scheduled_time;
+        }
+    }
+    // skip: every late time (more than the threshold behind the scan) and nothing else.
+    const auto skip_row = ledger_of(skip.id)[0];
+    EXPECT_LE(*skip_row.skipped_until, now - threshold);
+    EXPECT_GE(*skip_row.skipped_until, now - threshold - 2'000);
+    EXPECT_NE(skip_row.result_message->find("policy skip"), std::string::npos);
+    // fire-once-now: every time up to the one misfire fire.
+    const auto once_row = ledger_of(once.id)[0];
+    EXPECT_NE(once_row.result_message->find("folded into one fire"), std::string::npos);
+    // fire-all under its cap (100) fires every time: no ledger row.
+    EXPECT_TRUE(ledger_of(all.id).empty());
+
+    auto listed = store::FireRepository(db()).List({.reason = store::FireReason::kMisfire, .limit = 100});
+    ASSERT_TRUE(listed.ok());
+    EXPECT_EQ(listed->size(), 2u);
+    EXPECT_NE(metrics_.Render().find("sched_master_misfire_skipped_total{policy=\"skip\"} " +
+                                     std::to_string(*skip_row.skipped_count)),
+              std::string::npos)
+        << metrics_.Render();
 }
 
 TEST_P(MasterTest, FixedDelayNextTimeFollowsTheFinish) {

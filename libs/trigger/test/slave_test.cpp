@@ -26,6 +26,7 @@ class FakeStore final : public FireClaimStore {
         std::int64_t token = 0;
         std::string address;
         std::string message;
+        std::optional<store::FireReason> reason;
     };
     mutable std::mutex mu;
     std::map<std::int64_t, Fire> fires;
@@ -55,6 +56,10 @@ class FakeStore final : public FireClaimStore {
     std::string MessageOf(std::int64_t id) const {
         std::lock_guard lock(mu);
         return fires.at(id).message;
+    }
+    std::optional<store::FireReason> ReasonOf(std::int64_t id) const {
+        std::lock_guard lock(mu);
+        return fires.at(id).reason;
     }
 
     Result<std::vector<store::Fire>> ListPending(const std::string& node, int limit) override {
@@ -127,12 +132,14 @@ class FakeStore final : public FireClaimStore {
         }
         return moved;
     }
-    Status Finish(std::int64_t id, FireStatus from, FireStatus to, const std::string& message, std::int64_t) override {
+    Status Finish(std::int64_t id, FireStatus from, FireStatus to, const std::string& message,
+                  std::optional<store::FireReason> reason, std::int64_t) override {
         std::lock_guard lock(mu);
         auto& f = fires.at(id);
         if (f.fire.status != from) return Aborted("not in the expected state");
         f.fire.status = to;
         f.message = message;
+        f.reason = reason;
         return Status::Ok();
     }
     Result<FireStatus> StatusOf(std::int64_t id) override {
@@ -398,8 +405,51 @@ TEST_F(SlaveTest, FiresOfPausedOrDeletedJobsAreSkippedWithTheReason) {
     StartSlave();
     ASSERT_TRUE(WaitFor([&] { return AllIn({1, 2}, FireStatus::kSkipped); }));
     EXPECT_EQ(store_->MessageOf(1), "job paused");
+    EXPECT_EQ(store_->ReasonOf(1), store::FireReason::kPaused);
     EXPECT_EQ(store_->MessageOf(2), "job deleted");
+    EXPECT_EQ(store_->ReasonOf(2), store::FireReason::kJobDeleted);
     EXPECT_EQ(executors_->Runs(), 0u);
+}
+
+// Fires planned ahead that became late while the node was stopped (here: due 10 s ago, as
+// after a 10 s SIGSTOP) obey their job's misfire policy instead of all running late.
+TEST_F(SlaveTest, PlannedFiresThatBecameLateObeyTheJobsMisfirePolicy) {
+    config_.misfire_threshold = 1s;
+    const auto job_with = [&](std::int64_t id, const std::string& policy) {
+        store::Job j = store_->jobs[7];
+        j.id = id;
+        j.misfire_policy = policy;
+        store_->jobs[id] = j;
+    };
+    job_with(10, "skip");
+    job_with(11, "fire-once-now");
+    job_with(12, "fire-all");
+    const std::int64_t now = Now();
+    store_->Add(1, 10, now - 10'000);  // skip: late -> skipped
+    store_->Add(2, 10, now - 9'000);   // skip: late -> skipped
+    store_->Add(3, 10, now);           // skip: on time -> runs
+    store_->Add(4, 11, now - 10'000);  // fire-once-now: folded into 5
+    store_->Add(5, 11, now - 9'000);   // fire-once-now: the latest late one runs
+    store_->Add(6, 12, now - 10'000);  // fire-all: runs
+    store_->Add(7, 12, now - 9'000);   // fire-all: runs
+    store_->Add(8, 10, now - 10'000);  // a late retry of a skip job still runs
+    {
+        std::lock_guard lock(store_->mu);
+        store_->fires[8].fire.kind = store::FireKind::kRetry;
+        store_->fires[8].fire.attempt = 1;
+    }
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] {
+        return AllIn({1, 2, 4}, FireStatus::kSkipped) && AllIn({3, 5, 6, 7, 8}, FireStatus::kRunning);
+    })) << "fire 1 "
+        << store::FireStatusName(store_->StatusNow(1)) << ", fire 5 " << store::FireStatusName(store_->StatusNow(5));
+    for (std::int64_t id : {1, 2, 4}) {
+        EXPECT_EQ(store_->ReasonOf(id), store::FireReason::kMisfire) << id;
+        EXPECT_NE(store_->MessageOf(id).find("misfire: planned for"), std::string::npos) << store_->MessageOf(id);
+    }
+    EXPECT_NE(store_->MessageOf(1).find("policy skip"), std::string::npos) << store_->MessageOf(1);
+    EXPECT_NE(store_->MessageOf(4).find("folded into fire 5"), std::string::npos) << store_->MessageOf(4);
+    EXPECT_EQ(executors_->Runs(), 5u);
 }
 
 TEST_F(SlaveTest, NoLiveExecutorFailsTheFireAndTheRegistryIsReadAgain) {
@@ -408,6 +458,7 @@ TEST_F(SlaveTest, NoLiveExecutorFailsTheFireAndTheRegistryIsReadAgain) {
     StartSlave();
     ASSERT_TRUE(WaitFor([&] { return store_->StatusNow(1) == FireStatus::kFailed; }));
     EXPECT_NE(store_->MessageOf(1).find("no live executor of app billing"), std::string::npos);
+    EXPECT_EQ(store_->ReasonOf(1), store::FireReason::kNoExecutor);
     // A service registers; the next fire of its app finds it although the copy is fresh.
     {
         std::lock_guard lock(store_->mu);

@@ -30,6 +30,14 @@ std::string StatusNames() {
     return out;
 }
 
+std::string ReasonNames() {
+    std::string out;
+    for (int i = 0; i <= static_cast<int>(store::FireReason::kNoResult); ++i) {
+        out += (out.empty() ? "" : ", ") + std::string(store::FireReasonName(static_cast<store::FireReason>(i)));
+    }
+    return out;
+}
+
 rest::CallOptions ExecutorCall(const Context& ctx) {
     rest::CallOptions call;
     call.timeout = ctx.options.executor_timeout;
@@ -55,7 +63,8 @@ void AddFireRoutes(Routes& routes) {
 
     routes.Add(Method::kGet, "/api/v1/fires", Permission::kViewer,
                [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
-                   if (auto unknown = UnknownQueryParam(req, {"job_id", "status", "from", "to", "cursor", "limit"})) {
+                   if (auto unknown =
+                           UnknownQueryParam(req, {"job_id", "status", "reason", "from", "to", "cursor", "limit"})) {
                        co_return BadRequest(*unknown, *unknown + ": unknown query parameter");
                    }
                    std::optional<Response> error;
@@ -71,6 +80,13 @@ void AddFireRoutes(Routes& routes) {
                        if (!filter.status) {
                            co_return BadRequest(
                                "status", "status: expected one of " + StatusNames() + ", got \"" + *status + "\"");
+                       }
+                   }
+                   if (auto reason = req.Query("reason"); reason && !reason->empty()) {
+                       filter.reason = store::ParseFireReason(*reason);
+                       if (!filter.reason) {
+                           co_return BadRequest(
+                               "reason", "reason: expected one of " + ReasonNames() + ", got \"" + *reason + "\"");
                        }
                    }
                    filter.limit = page + 1;

@@ -80,6 +80,9 @@ nlohmann::json FireJson(const store::Fire& f) {
         {"finished_at", OrNull(f.finished_at)},
         {"result_code", OrNull(f.result_code)},
         {"result_message", OrNull(f.result_message)},
+        {"reason", f.reason ? nlohmann::json(store::FireReasonName(*f.reason)) : nlohmann::json(nullptr)},
+        {"skipped_until", OrNull(f.skipped_until)},
+        {"skipped_count", OrNull(f.skipped_count)},
         {"lag_ms", OrNull(lag)},
         {"duration_ms", OrNull(duration)},
     };

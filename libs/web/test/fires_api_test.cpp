@@ -116,6 +116,40 @@ TEST_P(FiresApiTest, ListFiltersByJobStatusAndTimeNewestFirstWithACursor) {
     EXPECT_EQ(ErrorField(Get("/api/v1/fires?jobid=1")), "jobid");
 }
 
+TEST_P(FiresApiTest, TheLedgerIsListedByReasonWithTheRangeOfSkippedTimes) {
+    const auto job = CreateJob("ledger")["id"].get<std::int64_t>();
+    InsertFire(job, 1000, store::FireStatus::kSucceeded);
+    store::Fire row;
+    row.job_id = job;
+    row.scheduled_time = 2000;
+    row.kind = store::FireKind::kMisfire;
+    row.epoch = 1;
+    row.status = store::FireStatus::kSkipped;
+    row.finished_at = 9000;
+    row.reason = store::FireReason::kMisfire;
+    row.skipped_until = 6000;
+    row.skipped_count = 5;
+    row.result_message = "misfire: 5 scheduled time(s) from 2000 to 6000 more than 5000 ms late got no fire";
+    auto written =
+        db().Run([&](soci::session& s) { return store::FireRepository::InsertLedgerRows(s, db().dialect(), {row}); });
+    ASSERT_TRUE(written.ok()) << written.status().ToString();
+
+    auto ledger = Body(Get("/api/v1/fires?reason=misfire"));
+    ASSERT_EQ(ledger["items"].size(), 1u) << ledger.dump();
+    const auto& item = ledger["items"][0];
+    EXPECT_EQ(item["status"], "skipped");
+    EXPECT_EQ(item["reason"], "misfire");
+    EXPECT_EQ(item["scheduled_time"], 2000);
+    EXPECT_EQ(item["skipped_until"], 6000);
+    EXPECT_EQ(item["skipped_count"], 5);
+    EXPECT_TRUE(Body(Get("/api/v1/fires?reason=paused"))["items"].empty());
+    // A fire that ran has no reason.
+    auto all = Body(Get("/api/v1/fires?job_id=" + std::to_string(job)));
+    ASSERT_EQ(all["items"].size(), 2u);
+    EXPECT_TRUE(all["items"][1]["reason"].is_null()) << all.dump();
+    EXPECT_EQ(ErrorField(Get("/api/v1/fires?reason=bored")), "reason");
+}
+
 TEST_P(FiresApiTest, DetailHasLagAndDuration) {
     const auto job = CreateJob("timed")["id"].get<std::int64_t>();
     const auto id = InsertFire(job, 50'000, store::FireStatus::kSucceeded);

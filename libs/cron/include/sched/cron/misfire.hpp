@@ -52,6 +52,10 @@ struct MisfirePlan {
     /// Counting stops at 100000, and then skipped_is_lower_bound is set.
     std::int64_t skipped = 0;
     bool skipped_is_lower_bound = false;
+    /// The first and last of those times (both set when skipped > 0): with fire-once-now every
+    /// time up to now, folded into the one fire; otherwise the late times that got no fire.
+    std::optional<std::int64_t> skipped_first_ms;
+    std::optional<std::int64_t> skipped_last_ms;
 };
 
 /// Plans the fires for a job whose stored next_fire_time is `due_ms`, at time `now_ms`.

@@ -30,6 +30,24 @@ std::optional<FireStatus> ParseFireStatus(std::string_view name);
 /// True for the states a fire never leaves.
 bool IsFinal(FireStatus s);
 
+/// Why a fire ended without running, or why scheduled times got no fire (the ledger: every
+/// scheduled time is fired or recorded with one of these; docs/architecture.md "Fire ledger").
+enum class FireReason {
+    kMisfire,         ///< skipped by the job's misfire policy (a summary row may stand for many times)
+    kPaused,          ///< the job was paused after the fire was planned
+    kJobDeleted,      ///< the job was deleted after the fire was planned
+    kBlocked,         ///< the block strategy discarded it (the job was still running)
+    kNoExecutor,      ///< no live executor instance accepted it
+    kSlaveDied,       ///< its slave died while dispatching (lost: it may or may not have run)
+    kSlaveRestarted,  ///< its slave restarted while dispatching (lost)
+    kExecutorGone,    ///< its executor stopped heartbeating while it ran (lost)
+    kNoResult,        ///< no result within the job's timeout, none recorded by the slave
+};
+/// "misfire", "paused", "job_deleted", "blocked", "no_executor", "slave_died", "slave_restarted",
+/// "executor_gone", "no_result" (the stored and API spelling).
+std::string_view FireReasonName(FireReason r);
+std::optional<FireReason> ParseFireReason(std::string_view name);
+
 enum class FireKind { kSchedule, kManual, kRetry, kMisfire };
 std::string_view FireKindName(FireKind k);
 std::optional<FireKind> ParseFireKind(std::string_view name);
@@ -61,11 +79,19 @@ struct Fire {
     std::optional<std::int64_t> finished_at;
     std::optional<int> result_code;
     std::optional<std::string> result_message;
+    /// Why it ended without running (nullopt: it ran, or ended before the ledger existed).
+    std::optional<FireReason> reason;
+    /// A misfire summary row (status skipped, reason misfire) stands for `skipped_count`
+    /// scheduled times from scheduled_time to `skipped_until` (inclusive), none of which has a
+    /// fire of its own (counting stops at 100,000; result_message then says "at least").
+    std::optional<std::int64_t> skipped_until;
+    std::optional<std::int64_t> skipped_count;
 };
 
 struct FireFilter {
     std::optional<std::int64_t> job_id;
     std::optional<FireStatus> status;
+    std::optional<FireReason> reason;
     std::optional<std::int64_t> scheduled_from;  ///< inclusive, epoch ms
     std::optional<std::int64_t> scheduled_to;    ///< exclusive, epoch ms
     std::int64_t before_id = 0;                  ///< cursor: newest first, ids < before_id (0 = from the newest)
@@ -82,6 +108,7 @@ struct FireUpdate {
     std::optional<std::int64_t> finished_at;
     std::optional<int> result_code;
     std::optional<std::string> result_message;
+    std::optional<FireReason> reason;
     std::optional<bool> followup;
 };
 
@@ -153,6 +180,12 @@ class FireRepository {
     /// vanished meanwhile, which nothing does).
     static std::vector<std::optional<StoredFire>> InsertManyIfAbsent(soci::session& s, const db::Dialect& dialect,
                                                                      const std::vector<Fire>& fires);
+    /// Ledger rows: fires that are final from the start and carry a reason (a run of scheduled
+    /// times skipped by the misfire policy, with skipped_until and skipped_count), inserted
+    /// with multi-row statements that skip existing keys, followup 0, finished_at as given.
+    /// Throws std::logic_error for a row that is not final or has no reason. Returns the
+    /// statements' affected-row count (on MySQL an existing key may count too).
+    static int InsertLedgerRows(soci::session& s, const db::Dialect& dialect, const std::vector<Fire>& rows);
     /// See the Database-level Transition; returns the number of rows moved (0 or 1).
     static int Transition(soci::session& s, std::int64_t id, std::initializer_list<FireStatus> from, FireStatus to,
                           const FireUpdate& update);

@@ -22,8 +22,18 @@ struct PlannedFireRow {
     store::FireKind kind = store::FireKind::kSchedule;
 };
 
+/// Scheduled times up to now that get no fire of their own (the misfire policy skipped them,
+/// or fire-once-now folded them into its one fire): one ledger row stands for the run.
+struct SkippedTimes {
+    std::int64_t first_ms = 0;
+    std::int64_t last_ms = 0;
+    std::int64_t count = 0;
+    bool count_is_lower_bound = false;  ///< counting stopped at 100,000
+};
+
 struct JobPlan {
     std::vector<PlannedFireRow> fires;  ///< ascending by time
+    std::optional<SkippedTimes> skipped;
     /// The job's new next_fire_time (nullopt: none, or a fixed-delay job waits for its run).
     std::optional<std::int64_t> next_fire_time;
 };

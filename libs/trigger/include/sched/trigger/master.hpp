@@ -85,6 +85,9 @@ struct ScanReport {
     int followups = 0;
     int running_lost = 0;       ///< running fires whose executor's heartbeat expired
     int running_timed_out = 0;  ///< running fires past their timeout that no slave ended
+    /// Scheduled times that got no fire of their own, by misfire policy name (each run of them
+    /// has a ledger row: status skipped, reason misfire).
+    std::map<std::string, std::int64_t> misfire_skipped;
     /// New or newly assigned fire ids per slave node, to notify after the commit.
     std::map<std::string, std::vector<std::int64_t>> assigned;
     /// The live slaves' addresses by node id (where to send the notifications).
@@ -134,6 +137,7 @@ class Master {
     CounterChild& fires_lost_;
     CounterChild& running_lost_;
     CounterChild& running_timed_out_;
+    Family<CounterChild>& misfire_skipped_;
     CounterChild& scans_;
     HistogramChild& scan_seconds_;
 };

@@ -77,6 +77,9 @@ struct SlaveConfig {
     Micros record_window = std::chrono::milliseconds(10);
     int max_calls_per_executor = 64;
     Micros executor_refresh = std::chrono::seconds(1);
+    /// Not a `slave` key: the node sets it from `master.misfire-threshold`, so a planned fire
+    /// that became late while its node was stopped obeys the job's misfire policy.
+    Micros misfire_threshold = std::chrono::seconds(5);
 
     static SlaveConfig FromYaml(const ConfigNode& node);
 };
@@ -115,8 +118,12 @@ class Slave {
     net::awaitable<void> Send(std::shared_ptr<const Group> group, store::Fire fire);
     net::awaitable<void> WatchTimeout(std::int64_t fire_id, std::string app, std::string address,
                                       std::int64_t timeout_ms);
-    net::awaitable<void> Finish(std::int64_t fire_id, store::FireStatus from, store::FireStatus to,
-                                std::string message);
+    net::awaitable<void> Finish(std::int64_t fire_id, store::FireStatus from, store::FireStatus to, std::string message,
+                                std::optional<store::FireReason> reason);
+    /// Whether a planned fire became a misfire (later than misfire-threshold, as when this node
+    /// was stopped) that the job's misfire policy does not run; the reason when so.
+    std::optional<std::string> MisfireVerdict(const Group& group, const store::Fire& fire, const store::Job& job,
+                                              std::int64_t now_ms) const;
     net::awaitable<bool> AcquireCall(std::string address);
     void ReleaseCall(const std::string& address);
     void RecordRunning(std::int64_t fire_id, const std::string& address, std::int64_t started_at);

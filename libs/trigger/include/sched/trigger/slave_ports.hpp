@@ -51,9 +51,10 @@ class FireClaimStore {
     /// Records `running` for the dispatching fires among `ids`, accepted by `address`.
     virtual Result<int> MarkRunning(const std::vector<std::int64_t>& ids, const std::string& address,
                                     std::int64_t started_at) = 0;
-    /// Ends a fire by CAS from `from`; kAborted when it was no longer in `from`.
+    /// Ends a fire by CAS from `from` with its message and, for a fire that did not run, the
+    /// ledger's reason; kAborted when it was no longer in `from`.
     virtual Status Finish(std::int64_t id, store::FireStatus from, store::FireStatus to, const std::string& message,
-                          std::int64_t now_ms) = 0;
+                          std::optional<store::FireReason> reason, std::int64_t now_ms) = 0;
     /// The fire's current status (kNotFound when gone).
     virtual Result<store::FireStatus> StatusOf(std::int64_t id) = 0;
     /// Marks lost the fires `node` was dispatching that were claimed before `started_ms` (by an
@@ -76,7 +77,7 @@ class SqlFireClaimStore final : public FireClaimStore {
     Result<int> MarkRunning(const std::vector<std::int64_t>& ids, const std::string& address,
                             std::int64_t started_at) override;
     Status Finish(std::int64_t id, store::FireStatus from, store::FireStatus to, const std::string& message,
-                  std::int64_t now_ms) override;
+                  std::optional<store::FireReason> reason, std::int64_t now_ms) override;
     Result<store::FireStatus> StatusOf(std::int64_t id) override;
     Result<int> EndEarlierDispatches(const std::string& node, std::int64_t started_ms, std::int64_t now_ms) override;
     Result<int> UnassignPending(const std::string& node) override;

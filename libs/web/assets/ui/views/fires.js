@@ -4,6 +4,10 @@ import { canOperate, get, post, withQuery } from '../api.js';
 import { badge, fmtDuration, h, replace, table, timeCell } from '../dom.js';
 
 const STATUSES = ['pending', 'dispatching', 'running', 'succeeded', 'failed', 'timeout', 'killed', 'lost', 'skipped'];
+// Why a fire ended without running (the ledger; docs/architecture.md "Fire ledger").
+const REASONS = ['misfire', 'paused', 'job_deleted', 'blocked', 'no_executor', 'slave_died', 'slave_restarted',
+  'executor_gone', 'no_result'];
+const reasonText = (f) => (f.reason ? `${f.reason}${f.skipped_count ? ` · ${f.skipped_count} time(s)` : ''}` : '');
 const ACTIVE = new Set(['pending', 'dispatching', 'running']);
 
 // Job names for the fire tables (one page is enough to label what is on screen).
@@ -23,6 +27,9 @@ export async function firesView(main, ctx) {
   const status = h('select', { name: 'status' }, h('option', { value: '' }, 'Any status'),
     STATUSES.map((s) => h('option', { value: s }, s)));
   status.value = ctx.query.get('status') ?? '';
+  const reason = h('select', { name: 'reason' }, h('option', { value: '' }, 'Any reason'),
+    REASONS.map((r) => h('option', { value: r }, r)));
+  reason.value = ctx.query.get('reason') ?? '';
   const from = h('input', { type: 'datetime-local', name: 'from', step: 1 });
   const to = h('input', { type: 'datetime-local', name: 'to', step: 1 });
   const banner = h('div', { class: 'banner' });
@@ -32,14 +39,14 @@ export async function firesView(main, ctx) {
   let fires = [];
   let cursor = null;
 
-  const params = (limit) => ({ job_id: jobId.value, status: status.value, from: toMs(from.value), to: toMs(to.value), limit });
+  const params = (limit) => ({ job_id: jobId.value, status: status.value, reason: reason.value, from: toMs(from.value), to: toMs(to.value), limit });
   const draw = () => {
     replace(list, table(['Fire', 'Job', 'Status', 'Scheduled', 'Lag', 'Duration', 'Executor', 'Result'],
       fires.map((f) => h('tr', { 'data-fire': f.id },
         h('td', null, h('a', { href: `#/fires/${f.id}` }, `#${f.id}`),
           h('div', { class: 'hint' }, `${f.kind}${f.attempt ? ` · attempt ${f.attempt}` : ''}${f.shard_total > 1 ? ` · shard ${f.shard_index + 1}/${f.shard_total}` : ''}`)),
         h('td', null, h('a', { href: `#/jobs/${f.job_id}` }, names.get(f.job_id) ?? `job ${f.job_id}`)),
-        h('td', null, badge(f.status)),
+        h('td', null, badge(f.status), f.reason ? h('div', { class: 'hint' }, reasonText(f)) : null),
         h('td', null, timeCell(f.scheduled_time)),
         h('td', { class: 'num' }, fmtDuration(f.lag_ms)),
         h('td', { class: 'num' }, fmtDuration(f.duration_ms)),
@@ -62,10 +69,10 @@ export async function firesView(main, ctx) {
     draw();
   }
   const reload = () => load().catch((e) => { banner.textContent = e.message; });
-  for (const el of [jobId, status, from, to]) el.addEventListener('change', reload);
+  for (const el of [jobId, status, reason, from, to]) el.addEventListener('change', reload);
 
   main.append(h('h1', null, 'Fires'),
-    h('div', { class: 'toolbar' }, jobId, status,
+    h('div', { class: 'toolbar' }, jobId, status, reason,
       h('label', null, 'Scheduled from', from), h('label', null, 'to', to)),
     banner, list, more);
   await load();
@@ -119,6 +126,8 @@ export async function fireView(main, ctx) {
       ['Executor', fire.executor_address ?? '—'],
       ['Epoch', fire.epoch],
       ['Result', fire.result_message ?? '—'],
+      ['Reason', reasonText(fire) || '—'],
+      ...(fire.skipped_until != null ? [['Skipped until', timeCell(fire.skipped_until)]] : []),
     ];
     replace(facts, h('dl', { class: 'facts' }, rows.map(([k, v]) => [h('dt', null, k), h('dd', null, v)])));
   }
