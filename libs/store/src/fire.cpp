@@ -4,6 +4,7 @@
 #include <array>
 #include <map>
 #include <set>
+#include <string_view>
 #include <tuple>
 
 #include "impl/query.hpp"
@@ -93,6 +94,11 @@ struct FireRow {
         return fire;
     }
 };
+
+// Tables whose rows belong to one fire (column `fire_id`): DeleteMany removes their rows with
+// the fire's. One line per table; a table added by a migration must be added here, or its rows
+// outlive their fires (e.g. the stored fire log, `job_fire_log`, once it exists).
+const std::vector<std::string_view> kFireChildTables = {};
 
 std::string StatusList(std::initializer_list<FireStatus> statuses) {
     // Names come from kStatusNames, never from input, so inlining them is safe.
@@ -650,6 +656,80 @@ void FireRepository::ClearFollowups(soci::session& s, const std::vector<std::int
         for (std::size_t i = begin; i < end; ++i) list += (list.empty() ? "" : ", ") + values.Add(ids[i]);
         impl::ExecuteBound(s, "UPDATE job_fire SET followup = 0 WHERE id IN (" + list + ")", values);
     }
+}
+
+namespace {
+
+constexpr std::initializer_list<FireStatus> kFinalStatuses = {FireStatus::kSucceeded, FireStatus::kFailed,
+                                                              FireStatus::kTimeout,   FireStatus::kKilled,
+                                                              FireStatus::kLost,      FireStatus::kSkipped};
+
+struct IdOnlyRow {
+    std::int64_t id = 0;
+    void BindInto(soci::statement& st) { st.exchange(soci::into(id)); }
+    std::int64_t Finish() const { return id; }
+};
+
+}  // namespace
+
+// In the purge's queries `+followup = 0` (unary plus: the same value) keeps SQLite's planner
+// off idx_fire_followup, which it otherwise prefers without statistics: nearly every row has
+// followup = 0, so once the backlog is gone each round would read the whole table. With it
+// SQLite, like MariaDB, ranges over idx_fire_status / idx_fire_job (EXPLAIN checked on both).
+std::vector<std::int64_t> FireRepository::ListExpired(soci::session& s, std::int64_t cutoff_ms, int limit) {
+    return impl::SelectRows<IdOnlyRow>(
+        s,
+        "SELECT id FROM job_fire WHERE status IN (" + StatusList(kFinalStatuses) +
+            ") AND scheduled_time < :c AND +followup = 0 AND COALESCE(finished_at, scheduled_time) < :c2 LIMIT " +
+            std::to_string(std::max(1, limit)),
+        [&](soci::statement& st) {
+            st.exchange(soci::use(cutoff_ms, "c"));
+            st.exchange(soci::use(cutoff_ms, "c2"));
+        });
+}
+
+std::optional<std::int64_t> FireRepository::CapBoundary(soci::session& s, std::int64_t job_id, int keep) {
+    struct TimeRow {
+        std::int64_t scheduled_time = 0;
+        void BindInto(soci::statement& st) { st.exchange(soci::into(scheduled_time)); }
+        std::int64_t Finish() const { return scheduled_time; }
+    };
+    const auto rows = impl::SelectRows<TimeRow>(
+        s,
+        "SELECT scheduled_time FROM job_fire WHERE job_id = :j ORDER BY scheduled_time DESC LIMIT 1 OFFSET " +
+            std::to_string(std::max(0, keep - 1)),
+        [&](soci::statement& st) { st.exchange(soci::use(job_id, "j")); });
+    if (rows.empty()) return std::nullopt;
+    return rows.front();
+}
+
+std::vector<std::int64_t> FireRepository::ListPurgeableBefore(soci::session& s, std::int64_t job_id,
+                                                              std::int64_t before_ms, int limit) {
+    return impl::SelectRows<IdOnlyRow>(s,
+                                       "SELECT id FROM job_fire WHERE job_id = :j AND scheduled_time < :t AND status "
+                                       "IN (" +
+                                           StatusList(kFinalStatuses) + ") AND +followup = 0 LIMIT " +
+                                           std::to_string(std::max(1, limit)),
+                                       [&](soci::statement& st) {
+                                           st.exchange(soci::use(job_id, "j"));
+                                           st.exchange(soci::use(before_ms, "t"));
+                                       });
+}
+
+int FireRepository::DeleteMany(soci::session& s, const std::vector<std::int64_t>& ids) {
+    if (ids.empty()) return 0;
+    // Integers from our own SELECT, never input: inlined, so a batch is one statement on both
+    // backends whatever SQLite's bound-parameter limit. MySQL refuses DELETE ... WHERE id IN
+    // (SELECT ... LIMIT) on the same table, hence the ids are selected first.
+    std::string list;
+    list.reserve(ids.size() * 12);
+    for (const std::int64_t id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
+    for (const std::string_view table : kFireChildTables) {
+        soci::statement child = (s.prepare << "DELETE FROM " + std::string(table) + " WHERE fire_id IN (" + list + ")");
+        child.execute(true);
+    }
+    soci::statement st = (s.prepare << "DELETE FROM job_fire WHERE id IN (" + list + ")");
+    return static_cast<int>(impl::ExecuteAffected(st));
 }
 
 }  // namespace sched::store

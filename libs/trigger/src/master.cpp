@@ -68,6 +68,11 @@ MasterConfig MasterConfig::FromYaml(const ConfigNode& node) {
     c.retry_backoff_cap =
         node.Duration("retry-backoff-cap", c.retry_backoff_cap, milliseconds(1), std::chrono::hours(24));
     c.running_sweep = node.Duration("running-sweep", c.running_sweep, milliseconds(100), std::chrono::hours(1));
+    c.history_retention =
+        node.Duration("history-retention", c.history_retention, seconds(1), std::chrono::hours(24 * 3650));
+    c.history_max_per_job = static_cast<int>(node.Int("history-max-per-job", c.history_max_per_job, 1, 10000000));
+    c.purge_interval = node.Duration("purge-interval", c.purge_interval, milliseconds(100), std::chrono::hours(1));
+    c.purge_batch = static_cast<int>(node.Int("purge-batch", c.purge_batch, 1, 10000));
     return c;
 }
 

@@ -130,10 +130,12 @@ struct TriggerNode::Impl {
     std::unique_ptr<lock::LeaseElector> elector;
     std::unique_ptr<lock::Fence> fence;
     std::unique_ptr<Master> master;
+    std::unique_ptr<HistoryPurger> purger;
     std::unique_ptr<Slave> slave;
     std::vector<std::thread> io_threads;
     std::jthread elector_thread;
     std::thread master_thread;
+    std::thread purge_thread;
     std::thread heartbeat_thread;
     std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
     std::mutex leader_mu;
@@ -203,6 +205,7 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
                                                      : config_.advertised_address;
 
     impl_->master = std::make_unique<Master>(db_, *impl_->fence, *time_, config_.scheduler, metrics_);
+    impl_->purger = std::make_unique<HistoryPurger>(db_, *impl_->fence, *time_, config_.scheduler, metrics_);
     if (config_.slave.enabled) {
         impl_->slave = std::make_unique<Slave>(io_.get_executor(), db_pool_, db_, *time_, *impl_->http, node_id_,
                                                config_.election.name, config_.slave, metrics_);
@@ -219,6 +222,7 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
     if (impl_->slave) impl_->slave->Start();
     impl_->heartbeat_thread = std::thread([this] { HeartbeatLoop(); });
     impl_->master_thread = std::thread([this] { MasterLoop(); });
+    impl_->purge_thread = std::thread([this] { PurgeLoop(); });
     impl_->elector_thread = std::jthread([this](std::stop_token st) { impl_->elector->Run(st); });
     started_at_ = std::chrono::steady_clock::now();
     started_ = true;
@@ -243,6 +247,7 @@ void TriggerNode::Stop() {
     }
     // 2. Master work ends before the lease is released, so no scan can straddle the handover.
     if (impl_->master_thread.joinable()) impl_->master_thread.join();
+    if (impl_->purge_thread.joinable()) impl_->purge_thread.join();
     const bool was_leading = impl_->elector && impl_->elector->IsLeading();
     if (impl_->elector_thread.joinable()) {
         impl_->elector_thread.request_stop();
@@ -334,6 +339,32 @@ void TriggerNode::MasterLoop() {
         }
         std::unique_lock lock(mu_);
         cv_.wait_for(lock, sleep, [this] { return stopping_.load(); });
+    }
+}
+
+void TriggerNode::PurgeLoop() {
+    while (!stopping_) {
+        std::optional<std::int64_t> epoch;
+        {
+            std::unique_lock lock(mu_);
+            cv_.wait_for(lock, config_.scheduler.purge_interval, [this] { return stopping_.load(); });
+            epoch = leading_epoch_;
+        }
+        if (stopping_) break;
+        if (!epoch || !impl_->elector->IsLeading(*epoch)) continue;
+        const auto started = std::chrono::steady_clock::now();
+        auto round = impl_->purger->PurgeRound(*epoch, [this] { return stopping_.load(); });
+        const auto elapsed_ms =
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
+        if (!round.ok()) {
+            // Batches committed before the error stay deleted; the rest is retried next interval.
+            spdlog::warn("master history purge failed after {} ms: {}", elapsed_ms, round.status().ToString());
+        } else if (round->by_age + round->by_cap > 0) {
+            spdlog::info(
+                "master history purge: {} fires deleted ({} by age, {} beyond the per-job cap) in {} batches, "
+                "{} ms",
+                round->by_age + round->by_cap, round->by_age, round->by_cap, round->batches, elapsed_ms);
+        }
     }
 }
 

@@ -216,6 +216,28 @@ class FireRepository {
     static void ClearFollowup(soci::session& s, std::int64_t id);
     /// ClearFollowup for many fires, one UPDATE per 500 ids.
     static void ClearFollowups(soci::session& s, const std::vector<std::int64_t>& ids);
+
+    // ---- history retention (the master's purge; trigger::HistoryPurger) ----
+    // "Purgeable" below means: in a final state (IsFinal) with followup = 0, so a fire whose
+    // follow-up (a retry, a fixed-delay advance) is still to be done never vanishes.
+
+    /// Ids of at most `limit` purgeable fires that ended before `cutoff_ms` (finished_at, or
+    /// scheduled_time when finished_at is NULL) and were scheduled before it - the second
+    /// condition keeps the query on idx_fire_status (status, scheduled_time); a fire ends after
+    /// its scheduled time, so it only delays the odd fire cancelled ahead of its time.
+    static std::vector<std::int64_t> ListExpired(soci::session& s, std::int64_t cutoff_ms, int limit);
+    /// The scheduled_time of the job's keep-th newest fire (any state), by scheduled_time;
+    /// nullopt when the job has fewer than `keep` (>= 1) fires. Served by idx_fire_job (job_id,
+    /// scheduled_time), reading at most `keep` index entries.
+    static std::optional<std::int64_t> CapBoundary(soci::session& s, std::int64_t job_id, int keep);
+    /// Ids of at most `limit` purgeable fires of the job scheduled strictly before `before_ms`
+    /// (strictly: fires sharing the boundary's time, e.g. shards, are all kept). idx_fire_job.
+    static std::vector<std::int64_t> ListPurgeableBefore(soci::session& s, std::int64_t job_id, std::int64_t before_ms,
+                                                         int limit);
+    /// Deletes these fires and the rows of every table keyed by their fire_id (the list in
+    /// fire.cpp, kFireChildTables), with one DELETE per table; the ids are inlined (they are
+    /// integers), so any number goes in one statement. Returns the fire rows deleted.
+    static int DeleteMany(soci::session& s, const std::vector<std::int64_t>& ids);
     /// Clears, in one statement, the followup flag of every ended fire after which nothing can
     /// follow: succeeded, skipped or killed fires of jobs that are not fixed-delay (no retry, no
     /// next time from the finish). Returns how many.

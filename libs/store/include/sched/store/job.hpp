@@ -103,6 +103,8 @@ class JobRepository {
     static std::optional<std::int64_t> EarliestDue(soci::session& s);
     /// The jobs among `ids` that exist, in one query per 500 ids (the slave's group of fires).
     static std::vector<Job> FindMany(soci::session& s, const std::vector<std::int64_t>& ids);
+    /// Ids of at most `limit` jobs with id > after_id, ascending (a cursor over all jobs).
+    static std::vector<std::int64_t> ListIdsAfter(soci::session& s, std::int64_t after_id, int limit);
 
   private:
     db::Database& db_;

@@ -38,6 +38,10 @@
 ///   executor-ttl: 30s          # an executor instance whose heartbeat is older is not counted
 ///   retry-backoff-cap: 5m      # the longest retry delay
 ///   running-sweep: 5s          # how often running fires are checked for a dead executor / timeout
+///   history-retention: 30d     # ended fires older than this are purged (1s .. 3650d; no "forever")
+///   history-max-per-job: 10000 # and beyond a job's newest this many fires (1 .. 10,000,000)
+///   purge-interval: 10s        # how often the master purges (HistoryPurger; 100ms .. 1h)
+///   purge-batch: 1000          # fires per DELETE / per short fenced transaction (1 .. 10,000)
 ///
 /// Not thread-safe: one master loop calls Scan.
 
@@ -71,6 +75,13 @@ struct MasterConfig {
     Micros executor_ttl = std::chrono::seconds(30);
     Micros retry_backoff_cap = std::chrono::minutes(5);
     Micros running_sweep = std::chrono::seconds(5);
+    /// History retention (HistoryPurger): ended fires are kept this long, and at most the newest
+    /// history_max_per_job fires of a job. There is no "keep forever": an unpruned job_fire
+    /// grows by ~1 GB/day at 50 every-second jobs until the disk is full; 3650d is the longest.
+    Micros history_retention = std::chrono::hours(24 * 30);
+    int history_max_per_job = 10000;
+    Micros purge_interval = std::chrono::seconds(10);
+    int purge_batch = 1000;
 
     /// Throws ConfigError naming the key.
     static MasterConfig FromYaml(const ConfigNode& node);

@@ -43,6 +43,7 @@
 #include "sched/http/router.hpp"
 #include "sched/http/server_options.hpp"
 #include "sched/lock/lease_elector.hpp"
+#include "sched/trigger/history_purger.hpp"
 #include "sched/trigger/master.hpp"
 #include "sched/trigger/slave.hpp"
 #include "sched/web/lock_api.hpp"
@@ -109,6 +110,9 @@ class TriggerNode final : private lock::ElectionObserver {
     void OnNewLeader(const std::string& node, std::int64_t epoch) override;
 
     void MasterLoop();
+    /// While this node leads: a HistoryPurger round every scheduler.purge-interval, on its own
+    /// thread so a backlog's batches never delay a scan.
+    void PurgeLoop();
     void HeartbeatLoop();
     void Notify(const ScanReport& report, std::int64_t epoch);
     /// After a planned release: tells the other live nodes to compete now (best effort).
