@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "impl/query.hpp"
+#include "sched/store/fire_log.hpp"
 
 namespace sched::store {
 
@@ -194,8 +195,10 @@ std::optional<ResultOutcome> ApplyResultOnce(soci::session& s, const ExecutorRes
     st.alloc();
     st.prepare(sql);
     st.define_and_bind();
-    if (impl::ExecuteAffected(st) == 1) return ResultOutcome::kApplied;
-    return std::nullopt;
+    if (impl::ExecuteAffected(st) != 1) return std::nullopt;
+    // Only now, in the same transaction: a refused or lost result never stores its log.
+    FireLogs::StoreMany(s, {&r});
+    return ResultOutcome::kApplied;
 }
 
 }  // namespace
