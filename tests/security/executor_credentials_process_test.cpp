@@ -1,7 +1,8 @@
 // Least privilege between the cluster and the services, with real processes and real HTTP
 // (docs/protocol.md "Security"): a service needs only an executor token; what the nodes send to
 // an executor opens nothing in the cluster; a signing key rotates under every-second jobs
-// without losing a fire.
+// without losing a fire. Also, with the same processes: an ended fire's log, sent with its
+// result, outlives the executor (issue 15).
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -212,6 +213,42 @@ TEST_F(ExecutorCredentials, TheDemoClientRunsItsJobsWithAnExecutorTokenOnly) {
     for (const auto& f : Fires(job)) {
         EXPECT_TRUE(f["status"] != "failed") << f.dump();
     }
+}
+
+// Issue 15: the log's tail travels with the result and is stored, so an ended fire's log is still
+// readable once the executor that ran it is gone (SIGKILL: no deregistration, no goodbye).
+TEST_F(ExecutorCredentials, AnEndedFiresLogIsReadableAfterItsExecutorIsKilled) {
+    const auto token_file = dir_ / "data/executor-token";
+    ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(token_file); }, 10s));
+    std::string token;
+    std::getline(std::ifstream(token_file), token);
+    StartDemoClient(token);
+    const auto job = CreateJob("logged", "demo", "echo", {{"params", "{\"hi\":1}"}});
+    std::int64_t fire = 0;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            for (const auto& f : Fires(job)) {
+                if (f["status"] == "succeeded") fire = f["id"].get<std::int64_t>();
+            }
+            return fire != 0;
+        },
+        20s))
+        << client_->stderr_text() << standalone_->stderr_text();
+    const std::string path = "/api/v1/fires/" + std::to_string(fire) + "/log";
+
+    client_->Signal(SIGKILL);
+    ASSERT_TRUE(client_->WaitForExit(10s));
+    auto r = Api(rest::Method::kGet, path);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->status, 200) << r->body;
+    const auto log = Json(r);
+    EXPECT_EQ(log["source"], "stored");
+    EXPECT_EQ(log["fire_status"], "succeeded");
+    EXPECT_TRUE(log["finished"].get<bool>());
+    ASSERT_GE(log["lines"].size(), 3u) << log.dump();
+    EXPECT_NE(log["lines"][0].get<std::string>().find("accepted: handler echo"), std::string::npos) << log.dump();
+    EXPECT_NE(log["lines"].back().get<std::string>().find("finished: succeeded"), std::string::npos) << log.dump();
+    EXPECT_EQ(log["truncated_bytes"], 0);
 }
 
 TEST_F(ExecutorCredentials, RotatingTheSigningKeyUnderEverySecondJobsLosesNoFire) {

@@ -109,6 +109,8 @@ class Runtime {
     void ReportNeverStarted(const RunPtr& run, const std::string& message);
     void Report(CallbackResult result);
     void FireLog(std::int64_t fire_id, const std::string& text);
+    // The fire's log tail (options_.log_tail_bytes) into its result, for the cluster to keep.
+    void AttachLogTail(CallbackResult& result) const;
     std::vector<std::string> HandlerNames() const;
 
     // The answer of the first endpoint that took the call (2xx), nullopt when none did.
@@ -181,7 +183,8 @@ Runtime::Runtime(ExecutorOptions options)
     : options_(std::move(options)),
       strand_(net::make_strand(io_.get_executor())),
       registry_(static_cast<std::size_t>(options_.capacity), static_cast<std::size_t>(options_.dedupe_window)),
-      logs_(static_cast<std::size_t>(options_.log_retained_fires), static_cast<std::size_t>(options_.log_max_lines)),
+      logs_(static_cast<std::size_t>(options_.log_retained_fires), static_cast<std::size_t>(options_.log_max_lines),
+            static_cast<std::size_t>(options_.log_tail_bytes)),
       heartbeat_timer_(strand_),
       callback_timer_(strand_) {
     options_.Validate();
@@ -485,6 +488,14 @@ void Runtime::FireLog(std::int64_t fire_id, const std::string& text) {
     logs_.Append(fire_id, LogTimestamp() + " " + text);
 }
 
+void Runtime::AttachLogTail(CallbackResult& result) const {
+    if (options_.log_tail_bytes <= 0) return;
+    if (auto tail = logs_.ReadTail(result.fire_id)) {
+        result.log = std::move(tail->text);
+        result.log_truncated_bytes = tail->truncated_bytes;
+    }
+}
+
 void Runtime::Execute(const RunPtr& run) {
     const RunRequest& r = run->request;
     const std::int64_t started_ms = WallMs();
@@ -554,6 +565,7 @@ void Runtime::Execute(const RunPtr& run) {
     }
     FireLog(r.fire_id, "finished: " + result.status + (result.message.empty() ? "" : ": " + result.message));
     logs_.Close(r.fire_id);
+    AttachLogTail(result);
     // Free the slot before reporting: whoever sees the result may ask at once whether we are idle.
     RunPtr next = registry_.Finish(run);
     Report(std::move(result));
@@ -573,6 +585,7 @@ void Runtime::ReportNeverStarted(const RunPtr& run, const std::string& message) 
     result.callback_url = r.callback_url;
     FireLog(r.fire_id, "killed: " + message);
     logs_.Close(r.fire_id);
+    AttachLogTail(result);
     Report(std::move(result));
 }
 
@@ -724,8 +737,12 @@ net::awaitable<bool> Runtime::Deregister() {
 std::vector<CallbackResult> Runtime::TakeBatch() {
     std::lock_guard lock(outbox_mu_);
     std::vector<CallbackResult> batch;
+    std::size_t bytes = 0;
     while (!outbox_.empty() && batch.size() < static_cast<std::size_t>(options_.callback_batch_size) &&
            (batch.empty() || outbox_.front().callback_url == batch.front().callback_url)) {
+        // Logs make results large: a batch stays under the web module's body limit.
+        bytes += outbox_.front().WireBytes();
+        if (!batch.empty() && bytes > kCallbackBatchBytes) break;
         batch.push_back(std::move(outbox_.front()));
         outbox_.pop_front();
     }

@@ -46,6 +46,7 @@ ExecutorOptions ExecutorOptions::FromYaml(const ConfigNode& node) {
     o.shutdown_grace = node.Duration("shutdown-grace", o.shutdown_grace, milliseconds(0), hours(1));
     o.log_retained_fires = static_cast<int>(node.Int("log-retained-fires", o.log_retained_fires, 1, 1'000'000));
     o.log_max_lines = static_cast<int>(node.Int("log-max-lines", o.log_max_lines, 1, 1'000'000));
+    o.log_tail_bytes = static_cast<int>(node.Int("log-tail-bytes", o.log_tail_bytes, 0, kMaxLogTailBytes));
     o.dedupe_window = static_cast<int>(node.Int("dedupe-window", o.dedupe_window, 1, 100'000'000));
     o.signature_window =
         node.Duration("signature-window", o.signature_window, std::chrono::seconds(1), std::chrono::minutes(10));
@@ -89,6 +90,10 @@ void ExecutorOptions::Validate(const std::string& section) const {
     positive(log_retained_fires, "log-retained-fires");
     positive(log_max_lines, "log-max-lines");
     positive(dedupe_window, "dedupe-window");
+    if (log_tail_bytes < 0 || log_tail_bytes > kMaxLogTailBytes) {
+        throw ConfigError(key("log-tail-bytes"), "expected 0.." + std::to_string(kMaxLogTailBytes) + ", got " +
+                                                     std::to_string(log_tail_bytes));
+    }
     if (heartbeat_interval.count() <= 0) throw ConfigError(key("heartbeat-interval"), "must be positive");
     if (callback_flush_interval.count() <= 0) throw ConfigError(key("callback-flush-interval"), "must be positive");
     if (callback_max_backoff.count() <= 0) throw ConfigError(key("callback-max-backoff"), "must be positive");

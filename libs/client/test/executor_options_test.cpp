@@ -45,6 +45,7 @@ executor:
   shutdown-grace: 3s
   log-retained-fires: 50
   log-max-lines: 60
+  log-tail-bytes: 1000
   dedupe-window: 70
   http:
     listen: "127.0.0.1:0"
@@ -67,6 +68,7 @@ executor:
     EXPECT_EQ(o.shutdown_grace, 3s);
     EXPECT_EQ(o.log_retained_fires, 50);
     EXPECT_EQ(o.log_max_lines, 60);
+    EXPECT_EQ(o.log_tail_bytes, 1000);
     EXPECT_EQ(o.dedupe_window, 70);
     EXPECT_EQ(o.http.listen, "127.0.0.1:0");
     EXPECT_EQ(o.http.body_limit, 4096u);
@@ -94,6 +96,8 @@ TEST_F(ExecutorOptionsTest, ErrorsNameTheKey) {
     EXPECT_EQ(ErrorOf(base + "  advertised-address: nowhere\n").rfind("executor.advertised-address:", 0), 0u);
     EXPECT_EQ(ErrorOf(base + "  http:\n    listen: x\n").rfind("executor.http.listen:", 0), 0u);
     EXPECT_EQ(ErrorOf(base + "  capacty: 5\n"), "executor.capacty: unknown key");
+    EXPECT_EQ(ErrorOf(base + "  log-tail-bytes: 131073\n").rfind("executor.log-tail-bytes:", 0), 0u);
+    EXPECT_EQ(ErrorOf(base + "  log-tail-bytes: -1\n").rfind("executor.log-tail-bytes:", 0), 0u);
     EXPECT_EQ(ErrorOf("executor:\n  app: \"bad name\"\n  web-endpoints: [\"http://w:1\"]\n  token: t\n")
                   .rfind("executor.app: expected letters", 0),
               0u);

@@ -101,6 +101,11 @@ class ExecutorTest : public ::testing::Test {
             return Status::Ok();
         });
         executor_->Handle("gate", gate_.AsHandler());
+        executor_->Handle("chatty", [](JobContext& ctx) {
+            const int lines = ctx.params().value("lines", 0);
+            for (int i = 0; i < lines; ++i) ctx.Log("line {:03} of {}", i, lines);
+            return Status::Ok();
+        });
         executor_->Start();
         // Nodes' calls are verified against the keys of the first answered heartbeat.
         EXPECT_TRUE(WaitFor([&] { return executor_->Stats().signing_keys > 0; }));
@@ -149,6 +154,48 @@ class ExecutorTest : public ::testing::Test {
     BlockingClient client_;
     std::atomic<int> count_calls_{0};
 };
+
+TEST_F(ExecutorTest, TheResultCarriesTheLogsTailBoundedWithTheCutCounted) {
+    auto options = Options();
+    options.log_tail_bytes = 200;
+    options.log_max_lines = 5;  // GET /v1/log keeps the first lines; the tail still has the last
+    Start(options);
+    ASSERT_EQ(Run(1, 10, "chatty", {{"params", {{"lines", 50}}}}), 202);
+    const auto result = ResultOf(1);
+    ASSERT_FALSE(result.is_null());
+    ASSERT_TRUE(result.contains("log")) << result.dump();
+    const std::string log = result["log"];
+    EXPECT_LE(log.size(), 200u);
+    EXPECT_NE(log.find("line 049 of 50"), std::string::npos) << log;
+    EXPECT_EQ(log.find("line 000"), std::string::npos) << log;
+    EXPECT_NE(log.find("finished: succeeded"), std::string::npos) << log;
+    EXPECT_EQ(log.back(), 'd');  // no trailing newline: lines are joined
+    // 53 lines of at least 25 bytes each (timestamp included) were written; what is not in the
+    // tail is counted.
+    const auto cut = result["log_truncated_bytes"].get<std::int64_t>();
+    EXPECT_GT(cut + static_cast<std::int64_t>(log.size()), 53 * 25);
+    EXPECT_GT(cut, 0);
+
+    // A short log goes whole, nothing cut.
+    ASSERT_EQ(Run(2, 10, "chatty", {{"params", {{"lines", 1}}}}), 202);
+    const auto small = ResultOf(2);
+    ASSERT_TRUE(small.contains("log")) << small.dump();
+    EXPECT_EQ(small["log_truncated_bytes"], 0);
+    const std::string small_log = small["log"];
+    EXPECT_NE(small_log.find("accepted: handler chatty"), std::string::npos) << small_log;
+    EXPECT_NE(small_log.find("line 000 of 1"), std::string::npos) << small_log;
+}
+
+TEST_F(ExecutorTest, LogTailBytesZeroSendsNoLog) {
+    auto options = Options();
+    options.log_tail_bytes = 0;
+    Start(options);
+    ASSERT_EQ(Run(1, 10, "echo"), 202);
+    const auto result = ResultOf(1);
+    ASSERT_FALSE(result.is_null());
+    EXPECT_FALSE(result.contains("log")) << result.dump();
+    EXPECT_FALSE(result.contains("log_truncated_bytes")) << result.dump();
+}
 
 TEST_F(ExecutorTest, RunsAHandlerAndDeliversItsResultAndLog) {
     Start(Options());
@@ -411,7 +458,7 @@ TEST_F(ExecutorTest, BeatAndIdleBeatReportState) {
     const auto b = nlohmann::json::parse(beat->body);
     EXPECT_EQ(b["app"], "test-app");
     EXPECT_EQ(b["address"], "127.0.0.1:" + std::to_string(executor_->port()));
-    EXPECT_EQ(b["handlers"], (nlohmann::json{"count", "echo", "fail", "gate", "throw"}));
+    EXPECT_EQ(b["handlers"], (nlohmann::json{"chatty", "count", "echo", "fail", "gate", "throw"}));
     EXPECT_EQ(b["capacity"], 16);
     EXPECT_EQ(b["running"], 0);
 
@@ -526,7 +573,7 @@ TEST_F(ExecutorTest, HeartbeatsCarryHandlersCapacityAndRunningAndStopDeregisters
     const auto first = web_->Heartbeats().front();
     EXPECT_EQ(first["app"], "test-app");
     EXPECT_EQ(first["address"], address);
-    EXPECT_EQ(first["handlers"], (nlohmann::json{"count", "echo", "fail", "gate", "throw"}));
+    EXPECT_EQ(first["handlers"], (nlohmann::json{"chatty", "count", "echo", "fail", "gate", "throw"}));
     EXPECT_EQ(first["capacity"], 16);
     EXPECT_EQ(first["running"], 0);
 

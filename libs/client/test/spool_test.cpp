@@ -163,5 +163,55 @@ TEST(FireLogBook, PagesLinesAndForgetsOldestFinishedFires) {
     EXPECT_FALSE(book.Read(99, 0, 10));
 }
 
+TEST_F(SpoolTest, KeepsALogAcrossReopeningAndBoundsABatchInBytes) {
+    {
+        ResultSpool spool(dir_);
+        std::vector<CallbackResult> rs;
+        for (int i = 1; i <= 4; ++i) {
+            auto r = Result(i);
+            r.log = std::string(200 << 10, 'x') + "\n\"end\"";
+            r.log_truncated_bytes = i;
+            rs.push_back(r);
+        }
+        ASSERT_TRUE(spool.Append(rs).ok());
+    }
+    ResultSpool reopened(dir_);
+    // 200 KiB each: two fit in a batch's 512 KiB, the third does not.
+    const auto batch = reopened.Peek(10);
+    ASSERT_EQ(Fires(batch), (std::vector<std::int64_t>{1, 2}));
+    ASSERT_TRUE(batch[1].log);
+    EXPECT_EQ(batch[1].log->substr(batch[1].log->size() - 6), "\n\"end\"");
+    EXPECT_EQ(batch[1].log_truncated_bytes, 2);
+    EXPECT_EQ(batch[1].ToJson()["log_truncated_bytes"], 2);
+    // One result always goes, whatever its size.
+    EXPECT_EQ(Fires(reopened.Peek(10, 1)), std::vector<std::int64_t>{1});
+    EXPECT_FALSE(Result(5).ToJson().contains("log"));
+}
+
+TEST(FireLogBook, TheTailHasTheLastBytesIncludingLinesBeyondTheLineLimit) {
+    FireLogBook book(10, 3, 10);
+    book.Open(1);
+    for (const std::string line : {"aaaa", "bbbb", "cccc", "dddd", "eeee"}) book.Append(1, line);
+    // GET /v1/log: two lines and the marker.
+    EXPECT_EQ(book.Read(1, 0, 10)->lines.size(), 3u);
+    auto tail = book.ReadTail(1);
+    ASSERT_TRUE(tail);
+    // The newest whole lines that fit; everything else (24 bytes joined) is counted as cut.
+    EXPECT_EQ(tail->text, "dddd\neeee");
+    EXPECT_EQ(tail->truncated_bytes, 24 - 9);
+    EXPECT_FALSE(book.ReadTail(2));
+
+    // A cut inside a character drops the whole character; invalid bytes become U+FFFD.
+    FireLogBook utf8(10, 100, 3);
+    utf8.Open(1);
+    utf8.Append(1, "\xC3\xA9\xC3\xA9\xC3\xA9");  // "ééé": the last 3 bytes start inside one
+    EXPECT_EQ(utf8.ReadTail(1)->text, "\xC3\xA9");
+    EXPECT_EQ(utf8.ReadTail(1)->truncated_bytes, 4);
+    FireLogBook invalid(10, 100, 10);
+    invalid.Open(1);
+    invalid.Append(1, "a\xFF");
+    EXPECT_EQ(invalid.ReadTail(1)->text, "a\xEF\xBF\xBD");
+}
+
 }  // namespace
 }  // namespace sched::client::impl

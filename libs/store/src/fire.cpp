@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "impl/query.hpp"
+#include "sched/store/fire_log.hpp"
 
 namespace sched::store {
 
@@ -97,8 +98,8 @@ struct FireRow {
 
 // Tables whose rows belong to one fire (column `fire_id`): DeleteMany removes their rows with
 // the fire's. One line per table; a table added by a migration must be added here, or its rows
-// outlive their fires (e.g. the stored fire log, `job_fire_log`, once it exists).
-const std::vector<std::string_view> kFireChildTables = {};
+// outlive their fires (the stored fire log, `job_fire_log`, migration 006).
+const std::vector<std::string_view> kFireChildTables = {"job_fire_log"};
 
 std::string StatusList(std::initializer_list<FireStatus> statuses) {
     // Names come from kStatusNames, never from input, so inlining them is safe.
@@ -226,8 +227,10 @@ std::optional<ResultOutcome> ApplyResultOnce(soci::session& s, const ExecutorRes
     st.alloc();
     st.prepare(sql);
     st.define_and_bind();
-    if (impl::ExecuteAffected(st) == 1) return ResultOutcome::kApplied;
-    return std::nullopt;
+    if (impl::ExecuteAffected(st) != 1) return std::nullopt;
+    // Only now, in the same transaction: a refused or lost result never stores its log.
+    FireLogs::StoreMany(s, {&r});
+    return ResultOutcome::kApplied;
 }
 
 }  // namespace

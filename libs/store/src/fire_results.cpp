@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "impl/query.hpp"
+#include "sched/store/fire_log.hpp"
 
 namespace sched::store {
 
@@ -303,7 +304,14 @@ std::vector<ResultOutcome> FireResults::ApplyMany(soci::session& s, const std::v
         if (writes.empty()) break;
         s << kSavepoint;
         if (Update(s, results, writes)) {
-            for (const Write& w : writes) out[w.index] = ResultOutcome::kApplied;
+            // Every write moved its row: their logs go in with them (one REPLACE per 4 MiB).
+            std::vector<const ExecutorResult*> applied;
+            applied.reserve(writes.size());
+            for (const Write& w : writes) {
+                out[w.index] = ResultOutcome::kApplied;
+                applied.push_back(&results[w.index]);
+            }
+            FireLogs::StoreMany(s, applied);
             break;
         }
         s << kRollbackToSavepoint;

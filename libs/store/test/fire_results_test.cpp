@@ -1,8 +1,10 @@
 #include "sched/store/fire_results.hpp"
 
+#include <map>
 #include <string>
 #include <vector>
 
+#include "sched/store/fire_log.hpp"
 #include "sched/store/job.hpp"
 #include "sched/store/registry.hpp"
 #include "store_test_base.hpp"
@@ -295,6 +297,140 @@ TEST_P(FireResultsTest, ABatchCostsAConstantNumberOfStatements) {
     // The fires, the registrations, the savepoint, the UPDATE.
     EXPECT_LE(statements, 4) << statements;
     EXPECT_GE(statements, 3);
+}
+
+// ---- Logs stored with results (job_fire_log) ----
+
+std::optional<StoredFireLog> StoredLog(db::Database& db, std::int64_t fire_id) {
+    auto found = db.Run([&](soci::session& s) { return FireLogs::Find(s, fire_id); });
+    EXPECT_TRUE(found.ok()) << found.status().ToString();
+    return found.ok() ? *found : std::nullopt;
+}
+
+std::vector<ExecutorResult> WithLogs(std::vector<ExecutorResult> batch) {
+    for (auto& r : batch) {
+        r.log = "line 1 of " + std::to_string(r.fire_id) + "\nstatus " + std::string(FireStatusName(r.status));
+        r.log_truncated_bytes = 3;
+    }
+    return batch;
+}
+
+TEST_P(FireResultsTest, ALogIsStoredWithAnAppliedResultOnly) {
+    for (const bool batched : {true, false}) {
+        SCOPED_TRACE(batched ? "ApplyMany" : "ApplyResult");
+        const Scenario sc = Build();
+        const auto batch = WithLogs(sc.batch);
+        const auto outcomes = batched ? ApplyMany(batch) : ApplyOneByOne(batch);
+        ASSERT_EQ(outcomes.size(), batch.size());
+        // The last applied item of each fire decides what is stored.
+        std::map<std::int64_t, std::string> expected;
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+            if (outcomes[i] == ResultOutcome::kApplied) expected[batch[i].fire_id] = *batch[i].log;
+        }
+        ASSERT_FALSE(expected.empty());
+        for (const auto& r : batch) {
+            const auto stored = StoredLog(db(), r.fire_id);
+            const auto want = expected.find(r.fire_id);
+            if (want == expected.end()) {
+                EXPECT_FALSE(stored) << "fire " << r.fire_id << " was not applied, yet a log is stored";
+                continue;
+            }
+            ASSERT_TRUE(stored) << "fire " << r.fire_id;
+            EXPECT_EQ(stored->log, want->second);
+            EXPECT_EQ(stored->truncated_bytes, 3);
+            EXPECT_GT(stored->stored_at_ms, 1'600'000'000'000);
+        }
+    }
+}
+
+// The fire ended otherwise between the batch's read and its write: the second round refuses the
+// result, and its log is not stored either.
+TEST_P(FireResultsTest, ALostCasStoresNoLog) {
+    const auto ids = ManyFires(3, 0);
+    const auto batch = WithLogs({Item(ids[0], 0, 5, "10.0.0.1:7000"), Item(ids[1], 0, 5, "10.0.0.1:7000"),
+                                 Item(ids[2], 0, 5, "10.0.0.1:7000")});
+    int calls = 0;
+    auto outcomes = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+        const auto race = [&](const std::string&) {
+            if (++calls == 1) {
+                // A kill recorded meanwhile.
+                s << "UPDATE job_fire SET status = 'killed', finished_at = 3 WHERE id = :id", soci::use(ids[0]);
+            }
+            return true;
+        };
+        return FireResults::ApplyMany(s, batch, race);
+    });
+    ASSERT_TRUE(outcomes.ok()) << outcomes.status().ToString();
+    EXPECT_EQ(Names(*outcomes), (std::vector<std::string>{"conflict", "applied", "applied"}));
+    EXPECT_FALSE(StoredLog(db(), ids[0]));
+    ASSERT_TRUE(StoredLog(db(), ids[1]));
+    EXPECT_EQ(StoredLog(db(), ids[2])->log, *batch[2].log);
+}
+
+TEST_P(FireResultsTest, AnOverlongLogKeepsItsTailAndCountsTheCut) {
+    const auto ids = ManyFires(2, 0);
+    // Under the bound as sent; the NUL's U+FFFD (3 bytes) takes it 1 byte over, and the cut must
+    // not split that character: all 3 bytes go.
+    const std::string log = std::string(1, '\0') + std::string(FireLogs::kMaxLogBytes - 8, 'x') + "\xC3\xA9tail";
+    ASSERT_LT(log.size(), FireLogs::kMaxLogBytes);
+    ExecutorResult r = Item(ids[0], 0, 5, "10.0.0.1:7000");
+    r.log = log;
+    r.log_truncated_bytes = 100;
+    ExecutorResult empty = Item(ids[1], 0, 5, "10.0.0.1:7000");
+    empty.log = "";
+    const auto outcomes = ApplyOneByOne({r, empty});
+    EXPECT_EQ(Names(outcomes), (std::vector<std::string>{"applied", "applied"}));
+    const auto stored = StoredLog(db(), ids[0]);
+    ASSERT_TRUE(stored);
+    EXPECT_EQ(stored->log, std::string(FireLogs::kMaxLogBytes - 8, 'x') + "\xC3\xA9tail");
+    EXPECT_EQ(stored->truncated_bytes, 103);
+    const auto stored_empty = StoredLog(db(), ids[1]);
+    ASSERT_TRUE(stored_empty);
+    EXPECT_EQ(stored_empty->log, "");
+}
+
+TEST(FireLogsBound, ReplacesInvalidUtf8AndCutsAtACharacterBoundary) {
+    std::string log =
+        "a\xFF"
+        "b\xE2\x82\xAC";  // invalid byte, then a euro sign (3 bytes)
+    std::int64_t cut = 0;
+    FireLogs::Bound(log, cut, 1000);
+    EXPECT_EQ(log,
+              "a\xEF\xBF\xBD"
+              "b\xE2\x82\xAC");
+    EXPECT_EQ(cut, 0);
+    FireLogs::Bound(log, cut, 4);
+    EXPECT_EQ(log, "b\xE2\x82\xAC");
+    EXPECT_EQ(cut, 4);
+    FireLogs::Bound(log, cut, 2);  // inside the euro sign: it goes whole
+    EXPECT_EQ(log, "");
+    EXPECT_EQ(cut, 8);
+}
+
+// The logs of a batch go in with one more statement, not one per item.
+TEST_P(FireResultsTest, ABatchWithLogsCostsOneMoreStatement) {
+    if (db().backend() != db::Backend::kMySql) GTEST_SKIP() << "counted with MySQL's session status";
+    const auto ids = ManyFires(200, 0);
+    std::vector<ExecutorResult> batch;
+    for (auto id : ids) batch.push_back(Item(id, 0, 5, "10.0.0.1:7000"));
+    batch = WithLogs(batch);
+    const auto questions = [](soci::session& s) {
+        std::string name;
+        long long value = 0;
+        s << "SHOW SESSION STATUS LIKE 'Questions'", soci::into(name), soci::into(value);
+        return value;
+    };
+    long long statements = 0;
+    auto outcomes = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+        const long long before = questions(s);
+        auto out = FireResults::ApplyMany(s, batch, PayOnly);
+        statements = questions(s) - before - 1;
+        return out;
+    });
+    ASSERT_TRUE(outcomes.ok()) << outcomes.status().ToString();
+    for (auto o : *outcomes) ASSERT_EQ(o, ResultOutcome::kApplied);
+    EXPECT_LE(statements, 4) << statements;  // the fires, the savepoint, the UPDATE, the REPLACE
+    for (auto id : ids) ASSERT_TRUE(StoredLog(db(), id)) << id;
 }
 
 SCHED_DB_TEST_SUITE(FireResultsTest);

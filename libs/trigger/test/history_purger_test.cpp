@@ -8,6 +8,7 @@
 #include "sched/lock/lock_store.hpp"
 #include "sched/lock/sql_lock_store.hpp"
 #include "sched/store/fire.hpp"
+#include "sched/store/fire_log.hpp"
 #include "sched/store/job.hpp"
 
 namespace sched::trigger {
@@ -156,6 +157,18 @@ TEST_P(HistoryPurgerTest, AgeDeletesOnlyOldEndedFiresWithoutAPendingFollowup) {
                                      {.scheduled_time = old + 5, .status = "timeout", .finished_at = Now() - 600000},
                                      {.scheduled_time = Now() - 1000, .finished_at = Now()},  // 6: stays (recent)
                                  });
+    // A stored log goes with its fire; a kept fire keeps its log.
+    for (const std::size_t i : {std::size_t{0}, std::size_t{6}}) {
+        store::ExecutorResult result;
+        result.fire_id = ids[i];
+        result.log = "line of fire " + std::to_string(ids[i]);
+        ASSERT_TRUE(db().Run([&](soci::session& s) { store::FireLogs::StoreMany(s, {&result}); }).ok());
+    }
+    const auto has_log = [&](std::int64_t fire_id) {
+        auto found = db().Run([&](soci::session& s) { return store::FireLogs::Find(s, fire_id).has_value(); });
+        return found.ok() && *found;
+    };
+    ASSERT_TRUE(has_log(ids[0]));
     auto purger = MakePurger();
     // Both reasons are exported from the start, at 0.
     const std::string before = metrics_.Render();
@@ -168,6 +181,8 @@ TEST_P(HistoryPurgerTest, AgeDeletesOnlyOldEndedFiresWithoutAPendingFollowup) {
     EXPECT_EQ(Ids(job), (std::vector<std::int64_t>{ids[2], ids[3], ids[4], ids[5], ids[6]}));
     EXPECT_EQ(Purged("age"), 2);
     EXPECT_EQ(Purged("cap"), 0);
+    EXPECT_FALSE(has_log(ids[0])) << "the log of a purged fire outlived it";
+    EXPECT_TRUE(has_log(ids[6]));
 
     // An hour later the long run's fire and the recent one have aged out too; the fires that
     // have not ended (or whose follow-up is pending) never do.

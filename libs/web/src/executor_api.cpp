@@ -16,6 +16,7 @@
 #include "sched/http/json.hpp"
 #include "sched/http/url.hpp"
 #include "sched/store/fire.hpp"
+#include "sched/store/fire_log.hpp"
 #include "sched/store/fire_results.hpp"
 #include "sched/store/registry.hpp"
 
@@ -29,8 +30,17 @@ namespace {
 // field from a newer protocol is never silently ignored.
 constexpr std::array<std::string_view, 5> kHeartbeatFields = {"app", "address", "handlers", "capacity", "running"};
 constexpr std::array<std::string_view, 2> kDeregisterFields = {"app", "address"};
-constexpr std::array<std::string_view, 9> kCallbackFields = {"fire_id", "attempt",    "epoch",       "status", "code",
-                                                             "message", "started_ms", "finished_ms", "address"};
+constexpr std::array<std::string_view, 11> kCallbackFields = {"fire_id",
+                                                              "attempt",
+                                                              "epoch",
+                                                              "status",
+                                                              "code",
+                                                              "message",
+                                                              "started_ms",
+                                                              "finished_ms",
+                                                              "address",
+                                                              "log",
+                                                              "log_truncated_bytes"};
 constexpr std::size_t kMaxAddress = 255;
 constexpr std::size_t kMaxHandlers = 1000;
 constexpr std::size_t kMaxHandlerName = 128;
@@ -90,6 +100,20 @@ std::optional<rest::Response> ParseCallback(const nlohmann::json& body, bool sco
         if (f.ok() && code.size() > 64) f.Fail("code", "at most 64 characters");
         if (f.ok() && item.address) {
             if (auto problem = AddressProblem(*item.address)) f.Fail("address", *problem);
+        }
+        // The log's tail (optional: older SDKs send none). JSON parsing already refused invalid
+        // UTF-8; the store replaces NUL bytes. Bounded as the store bounds it: an executor that
+        // sends more is told so, rather than having it cut silently.
+        const bool has_log = raw.is_object() && raw.contains("log") && !raw["log"].is_null();
+        if (has_log) {
+            item.log = f.String("log", "");
+            item.log_truncated_bytes = f.Int("log_truncated_bytes", 0, {.min = 0});
+            if (f.ok() && item.log->size() > store::FireLogs::kMaxLogBytes) {
+                f.Fail("log", "at most " + std::to_string(store::FireLogs::kMaxLogBytes) + " bytes (UTF-8), got " +
+                                  std::to_string(item.log->size()));
+            }
+        } else {
+            f.Int("log_truncated_bytes", 0, {.min = 0});
         }
         if (f.error()) return rest::Response::Error(*f.error());
         item.status = *store::ParseFireStatus(status);

@@ -1,6 +1,9 @@
 // Fires: /api/v1/fires..., including kill and the log relayed from the executor that ran it.
 
+#include <algorithm>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -8,6 +11,7 @@
 #include "impl/views.hpp"
 #include "sched/http/client.hpp"
 #include "sched/store/fire.hpp"
+#include "sched/store/fire_log.hpp"
 #include "sched/store/job.hpp"
 #include "sched/web/executor_signer.hpp"
 
@@ -52,6 +56,33 @@ net::awaitable<std::string> JobApp(Context& ctx, std::int64_t job_id) {
     };
     auto job = co_await WithDb(ctx, work);
     co_return job.ok() ? job->app : std::string();
+}
+
+// The stored log in the live log's shape (the executor's GET /v1/log page plus what the relay
+// adds), a page of at most kLogPageLines lines from `from_line` on.
+nlohmann::json StoredLogPage(const store::StoredFireLog& stored, const store::Fire& fire, std::int64_t from_line) {
+    constexpr std::size_t kLogPageLines = 1000;
+    std::vector<std::string> all;
+    for (std::size_t at = 0; at <= stored.log.size();) {
+        const auto end = std::min(stored.log.find('\n', at), stored.log.size());
+        all.emplace_back(stored.log, at, end - at);
+        at = end + 1;
+    }
+    if (stored.log.empty()) all.clear();
+    const auto size = static_cast<std::int64_t>(all.size());
+    const auto from = std::clamp<std::int64_t>(from_line, 0, size);
+    const auto to = std::min<std::int64_t>(size, from + static_cast<std::int64_t>(kLogPageLines));
+    nlohmann::json log = {{"fire_id", stored.fire_id},
+                          {"from_line", from},
+                          {"to_line", to},
+                          {"lines", std::vector<std::string>(all.begin() + from, all.begin() + to)},
+                          {"finished", to == size},
+                          {"fire_status", store::FireStatusName(fire.status)},
+                          {"source", "stored"},
+                          {"truncated_bytes", stored.truncated_bytes},
+                          {"stored_at_ms", stored.stored_at_ms}};
+    if (fire.executor_address) log["executor_address"] = *fire.executor_address;
+    return log;
 }
 
 }  // namespace
@@ -189,6 +220,17 @@ void AddFireRoutes(Routes& routes) {
             };
             auto fire = co_await WithDb(*ctx, work);
             if (!fire.ok()) co_return Response::Error(fire.status(), "id");
+            // Ended: the executor sent the log's tail with its result, and that is what we serve
+            // (it stays when the executor restarts or goes). A fire without one (an older SDK, a
+            // result that never came) falls back to asking the executor.
+            if (store::IsFinal(fire->status)) {
+                auto find_log = [id = *id](db::Database& db) {
+                    return db.Run([id](soci::session& s) { return store::FireLogs::Find(s, id); });
+                };
+                auto stored = co_await WithDb(*ctx, find_log);
+                if (!stored.ok()) co_return Response::Error(stored.status());
+                if (*stored) co_return Response::Json(StoredLogPage(**stored, *fire, from_line));
+            }
             if (!fire->executor_address) {
                 const Status none =
                     FailedPrecondition("fire " + std::to_string(*id) + " has not reached an executor (" +
@@ -222,6 +264,7 @@ void AddFireRoutes(Routes& routes) {
             }
             (*log)["executor_address"] = address;
             (*log)["fire_status"] = store::FireStatusName(fire->status);
+            (*log)["source"] = "live";
             co_return Response::Json(*log);
         });
 }

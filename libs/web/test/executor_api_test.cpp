@@ -6,6 +6,7 @@
 #include "sched/db/testing/test_database.hpp"
 #include "sched/http/testing/test_server.hpp"
 #include "sched/store/fire.hpp"
+#include "sched/store/fire_log.hpp"
 #include "sched/store/job.hpp"
 #include "sched/store/registry.hpp"
 #include "sched/store/token.hpp"
@@ -432,6 +433,46 @@ TEST_P(ExecutorApiTest, RegistryAndCallbackBodiesAreStrict) {
                    {{"app", "pay"}, {"address", "[::1]:7000"}, {"handlers", {"echo"}}, {"capacity", 4}, {"running", 1}})
                   ->status,
               200);
+}
+
+TEST_P(ExecutorApiTest, ACallbackStoresItsLogAndBoundsIt) {
+    const auto running = InsertFire();
+    store::FireRepository fires(db());
+    ASSERT_TRUE(fires.Transition(running, {store::FireStatus::kPending}, store::FireStatus::kRunning).ok());
+    const auto stored = [&](std::int64_t id) {
+        return *db().Run([&](soci::session& s) { return store::FireLogs::Find(s, id); });
+    };
+    nlohmann::json item = {{"fire_id", running}, {"attempt", 0}, {"status", "succeeded"}, {"code", "ok"}};
+
+    // Over the bound: 400 naming the field, and nothing applied.
+    auto too_long = item;
+    too_long["log"] = std::string(store::FireLogs::kMaxLogBytes + 1, 'x');
+    auto r = Post("/api/v1/callback", nlohmann::json::array({too_long}));
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->status, 400) << r->body;
+    EXPECT_EQ(Field(r), "[0].log");
+    auto negative = item;
+    negative["log"] = "x";
+    negative["log_truncated_bytes"] = -1;
+    EXPECT_EQ(Field(Post("/api/v1/callback", nlohmann::json::array({negative}))), "[0].log_truncated_bytes");
+    auto not_text = item;
+    not_text["log"] = 5;
+    EXPECT_EQ(Field(Post("/api/v1/callback", nlohmann::json::array({not_text}))), "[0].log");
+    EXPECT_EQ(fires.Get(running)->status, store::FireStatus::kRunning);
+    EXPECT_FALSE(stored(running));
+
+    auto with_log = item;
+    with_log["log"] = std::string("first\nsecond \u00e9\nthird");
+    with_log["log_truncated_bytes"] = 1234;
+    EXPECT_EQ(Outcomes(nlohmann::json::array({with_log}), "secret"), std::vector<std::string>{"applied"});
+    const auto log = stored(running);
+    ASSERT_TRUE(log);
+    EXPECT_EQ(log->log, "first\nsecond \u00e9\nthird");
+    EXPECT_EQ(log->truncated_bytes, 1234);
+    // A resend is a duplicate: the stored log stays as it was.
+    with_log["log"] = "other";
+    EXPECT_EQ(Outcomes(nlohmann::json::array({with_log}), "secret"), std::vector<std::string>{"duplicate"});
+    EXPECT_EQ(stored(running)->log, "first\nsecond \u00e9\nthird");
 }
 
 SCHED_DB_TEST_SUITE(ExecutorApiTest);

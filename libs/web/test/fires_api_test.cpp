@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "sched/protocol/request_signature.hpp"
+#include "sched/store/fire_log.hpp"
 #include "sched/store/signing_key.hpp"
 #include "web_test_base.hpp"
 
@@ -223,6 +224,7 @@ TEST_P(FiresApiTest, LogIsRelayedFromTheExecutorThatRanTheFire) {
     EXPECT_EQ(log["to_line"], 3);
     EXPECT_TRUE(log["finished"].get<bool>());
     EXPECT_EQ(log["executor_address"], executor.address());
+    EXPECT_EQ(log["source"], "live");
     ASSERT_EQ(executor.log_queries().size(), 1u);
     EXPECT_EQ(executor.log_queries()[0], "fire_id=" + std::to_string(fire) + "&from_line=1");
     EXPECT_EQ(executor.bearer_tokens_seen(), 0);
@@ -242,6 +244,43 @@ TEST_P(FiresApiTest, LogIsRelayedFromTheExecutorThatRanTheFire) {
     EXPECT_EQ(down.status, 503) << down.body;
     EXPECT_EQ(ErrorField(Get("/api/v1/fires/" + std::to_string(fire) + "/log?from_line=-1")), "from_line");
     EXPECT_EQ(Get("/api/v1/fires/424242/log").status, 404);
+}
+
+// The executor sent the log's tail with its result: once the fire has ended it is served from the
+// database, whether or not the executor is still there; a running fire's log is still relayed.
+TEST_P(FiresApiTest, AnEndedFiresStoredLogIsServedWhenItsExecutorIsGone) {
+    const auto job = CreateJob("remembered")["id"].get<std::int64_t>();
+    const auto ended = InsertFire(job, 1000, store::FireStatus::kFailed, "127.0.0.1:1");
+    const auto running = InsertFire(job, 2000, store::FireStatus::kRunning, "127.0.0.1:1");
+    std::vector<store::ExecutorResult> results(2);
+    results[0].fire_id = ended;
+    results[0].log = "accepted\nstarted\nboom";
+    results[0].log_truncated_bytes = 17;
+    results[1].fire_id = running;
+    results[1].log = "should not be served while running";
+    auto stored = db().Run([&](soci::session& s) {
+        store::FireLogs::StoreMany(s, {&results[0], &results[1]});
+        return true;
+    });
+    ASSERT_TRUE(stored.ok());
+
+    auto r = Get("/api/v1/fires/" + std::to_string(ended) + "/log");
+    ASSERT_EQ(r.status, 200) << r.body;
+    auto log = Body(r);
+    EXPECT_EQ(log["source"], "stored");
+    EXPECT_EQ(log["fire_id"], ended);
+    EXPECT_EQ(log["lines"], nlohmann::json({"accepted", "started", "boom"}));
+    EXPECT_EQ(log["from_line"], 0);
+    EXPECT_EQ(log["to_line"], 3);
+    EXPECT_TRUE(log["finished"].get<bool>());
+    EXPECT_EQ(log["truncated_bytes"], 17);
+    EXPECT_EQ(log["fire_status"], "failed");
+    EXPECT_EQ(log["executor_address"], "127.0.0.1:1");
+    auto rest = Body(Get("/api/v1/fires/" + std::to_string(ended) + "/log?from_line=2"));
+    EXPECT_EQ(rest["lines"], nlohmann::json({"boom"}));
+    EXPECT_EQ(rest["from_line"], 2);
+    // Running: the live log only, and this executor is down.
+    EXPECT_EQ(Get("/api/v1/fires/" + std::to_string(running) + "/log").status, 503);
 }
 
 SCHED_DB_TEST_SUITE(FiresApiTest);

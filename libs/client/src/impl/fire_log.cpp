@@ -2,11 +2,14 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
 namespace sched::client::impl {
 
-FireLogBook::FireLogBook(std::size_t retained_fires, std::size_t max_lines_per_fire)
+FireLogBook::FireLogBook(std::size_t retained_fires, std::size_t max_lines_per_fire, std::size_t tail_bytes)
     : retained_fires_(std::max<std::size_t>(retained_fires, 1)),
-      max_lines_(std::max<std::size_t>(max_lines_per_fire, 1)) {}
+      max_lines_(std::max<std::size_t>(max_lines_per_fire, 1)),
+      tail_bytes_(tail_bytes) {}
 
 void FireLogBook::Open(std::int64_t fire_id) {
     std::lock_guard lock(mu_);
@@ -35,12 +38,64 @@ void FireLogBook::Append(std::int64_t fire_id, std::string line) {
     auto it = entries_.find(fire_id);
     if (it == entries_.end()) return;
     Entry& e = it->second;
+    e.total_bytes += static_cast<std::int64_t>(line.size()) + (e.total_bytes > 0 || !e.lines.empty() ? 1 : 0);
     if (e.lines.size() + 1 < max_lines_) {
         e.lines.push_back(std::move(line));
-    } else if (!e.truncated) {
+        return;
+    }
+    if (!e.truncated) {
         e.truncated = true;
         e.lines.push_back("[log truncated: more than " + std::to_string(max_lines_) + " lines]");
     }
+    if (tail_bytes_ == 0) return;
+    e.overflow_bytes += line.size() + 1;
+    e.overflow.push_back(std::move(line));
+    // Keep what a tail of tail_bytes_ can use: the newest lines whose sizes add up to it.
+    while (e.overflow.size() > 1 && e.overflow_bytes - (e.overflow.front().size() + 1) >= tail_bytes_) {
+        e.overflow_bytes -= e.overflow.front().size() + 1;
+        e.overflow.pop_front();
+    }
+}
+
+std::optional<FireLogBook::Tail> FireLogBook::ReadTail(std::int64_t fire_id) const {
+    std::vector<std::string> picked;  // newest first
+    std::int64_t total = 0;
+    {
+        std::lock_guard lock(mu_);
+        auto it = entries_.find(fire_id);
+        if (it == entries_.end()) return std::nullopt;
+        const Entry& e = it->second;
+        total = e.total_bytes;
+        // Copy under the lock only what fits: the newest lines first, then the kept head.
+        std::size_t bytes = 0;
+        const auto take = [&](const std::string& line) {
+            if (bytes >= tail_bytes_) return false;
+            picked.push_back(line);
+            bytes += line.size() + 1;
+            return true;
+        };
+        bool more = true;
+        for (auto o = e.overflow.rbegin(); more && o != e.overflow.rend(); ++o) more = take(*o);
+        const std::size_t head = e.truncated ? e.lines.size() - 1 : e.lines.size();  // not the marker
+        for (std::size_t i = head; more && i > 0; --i) more = take(e.lines[i - 1]);
+    }
+    Tail tail;
+    for (auto p = picked.rbegin(); p != picked.rend(); ++p) {
+        if (p != picked.rbegin()) tail.text += '\n';
+        tail.text += *p;
+    }
+    if (tail.text.size() > tail_bytes_) tail.text.erase(0, tail.text.size() - tail_bytes_);
+    // A cut inside a character, or a handler's invalid bytes, become U+FFFD (nlohmann's
+    // replacement), so that the cluster can parse the callback; then the bound again, at a
+    // character boundary.
+    tail.text =
+        nlohmann::json::parse(nlohmann::json(tail.text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+            .get<std::string>();
+    std::size_t start = tail.text.size() > tail_bytes_ ? tail.text.size() - tail_bytes_ : 0;
+    while (start < tail.text.size() && (static_cast<unsigned char>(tail.text[start]) & 0xC0) == 0x80) ++start;
+    tail.text.erase(0, start);
+    tail.truncated_bytes = std::max<std::int64_t>(0, total - static_cast<std::int64_t>(tail.text.size()));
+    return tail;
 }
 
 void FireLogBook::Close(std::int64_t fire_id) {

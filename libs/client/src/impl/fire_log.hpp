@@ -1,7 +1,9 @@
 #pragma once
 
 // Per-fire log lines kept in memory for GET /v1/log: bounded in fires (oldest finished fires
-// are forgotten first) and in lines per fire. Thread-safe.
+// are forgotten first) and in lines per fire. Also keeps, for the result callback, the last
+// `tail_bytes` of each fire's log, including the lines beyond the per-fire line limit (those
+// GET /v1/log no longer shows). Thread-safe.
 
 #include <cstdint>
 #include <deque>
@@ -15,7 +17,7 @@ namespace sched::client::impl {
 
 class FireLogBook {
   public:
-    FireLogBook(std::size_t retained_fires, std::size_t max_lines_per_fire);
+    FireLogBook(std::size_t retained_fires, std::size_t max_lines_per_fire, std::size_t tail_bytes = 0);
 
     /// Starts a fire's log (no-op when it exists).
     void Open(std::int64_t fire_id);
@@ -34,16 +36,30 @@ class FireLogBook {
     /// Lines from `from_line` on (at most `max`); nullopt when the fire is unknown here.
     std::optional<Page> Read(std::int64_t fire_id, std::int64_t from_line, std::size_t max) const;
 
+    struct Tail {
+        std::string text;                  // the last lines joined by '\n', valid UTF-8
+        std::int64_t truncated_bytes = 0;  // bytes of the whole log (so joined) not in `text`
+    };
+    /// The last `tail_bytes` of the fire's log (a first line may be cut at its front, at a
+    /// character boundary; invalid UTF-8 becomes U+FFFD); nullopt when the fire is unknown here.
+    std::optional<Tail> ReadTail(std::int64_t fire_id) const;
+
   private:
     struct Entry {
         std::vector<std::string> lines;
         bool finished = false;
         bool truncated = false;
+        // Lines beyond the line limit, newest last, at most tail_bytes_ of them; the tail is taken
+        // from them and from `lines` (without the truncation marker).
+        std::deque<std::string> overflow;
+        std::size_t overflow_bytes = 0;
+        std::int64_t total_bytes = 0;  // of every line appended, plus one separator per line after the first
     };
     void EvictIfNeeded();
 
     const std::size_t retained_fires_;
     const std::size_t max_lines_;
+    const std::size_t tail_bytes_;
     mutable std::mutex mu_;
     std::unordered_map<std::int64_t, Entry> entries_;
     std::deque<std::int64_t> order_;  // fire ids, oldest first

@@ -46,7 +46,24 @@ nlohmann::json CallbackResult::ToJson() const {
         {"fire_id", fire_id}, {"attempt", attempt}, {"epoch", epoch},           {"status", status},
         {"code", code},       {"message", message}, {"started_ms", started_ms}, {"finished_ms", finished_ms}};
     if (!address.empty()) j["address"] = address;
+    if (log) {
+        j["log"] = *log;
+        j["log_truncated_bytes"] = log_truncated_bytes;
+    }
     return j;
+}
+
+std::size_t CallbackResult::WireBytes() const {
+    // JSON escapes a control character as \u00XX (6 bytes), '"' and '\\' as 2.
+    const auto escaped = [](std::string_view text) {
+        std::size_t n = 0;
+        for (const char c : text) {
+            const auto u = static_cast<unsigned char>(c);
+            n += u < 0x20 ? 6 : (c == '"' || c == '\\') ? 2 : 1;
+        }
+        return n;
+    };
+    return 256 + escaped(message) + escaped(address) + escaped(callback_url) + (log ? escaped(*log) : 0);
 }
 
 std::string CallbackResult::ToSpoolLine() const {
@@ -70,6 +87,10 @@ std::optional<CallbackResult> CallbackResult::FromSpoolLine(std::string_view lin
         r.finished_ms = j.at("finished_ms").get<std::int64_t>();
         r.callback_url = j.value("callback_url", "");
         r.address = j.value("address", "");
+        if (j.contains("log") && j["log"].is_string()) {
+            r.log = j["log"].get<std::string>();
+            r.log_truncated_bytes = j.value("log_truncated_bytes", std::int64_t{0});
+        }
         return r;
     } catch (const nlohmann::json::exception&) {
         return std::nullopt;
@@ -171,10 +192,13 @@ Status ResultSpool::Append(const std::vector<CallbackResult>& results) {
     return Status::Ok();
 }
 
-std::vector<CallbackResult> ResultSpool::Peek(std::size_t max) const {
+std::vector<CallbackResult> ResultSpool::Peek(std::size_t max, std::size_t max_bytes) const {
     std::vector<CallbackResult> out;
+    std::size_t bytes = 0;
     for (const auto& e : pending_) {
         if (out.size() >= max || (!out.empty() && e.result.callback_url != out.front().callback_url)) break;
+        bytes += e.result.WireBytes();
+        if (!out.empty() && bytes > max_bytes) break;
         out.push_back(e.result);
     }
     return out;

@@ -38,14 +38,25 @@ struct CallbackResult {
     // The executor's advertised address when it ran the fire: the server applies a result only
     // from the instance the fire was dispatched to. "" (spooled by an older SDK): left out.
     std::string address;
+    // The tail of the run's log (FireLogBook::ReadTail), and the bytes cut from its front;
+    // nullopt: none sent (log-tail-bytes 0, or spooled by an older SDK).
+    std::optional<std::string> log;
+    std::int64_t log_truncated_bytes = 0;
 
     /// The protocol form: {fire_id, attempt, epoch, address, status, code, message, started_ms,
-    /// finished_ms}.
+    /// finished_ms, log, log_truncated_bytes} (the last two only with a log).
     nlohmann::json ToJson() const;
     /// One spool line (the protocol form plus callback_url), without the newline.
     std::string ToSpoolLine() const;
     static std::optional<CallbackResult> FromSpoolLine(std::string_view line);
+    /// At least the bytes this result takes in a callback body (its text as JSON escapes it,
+    /// worst case), for keeping a batch under the server's body limit.
+    std::size_t WireBytes() const;
 };
+
+/// The bytes of results' WireBytes() a callback batch may take (the web module's default
+/// body-limit is 1 MiB); a batch always takes at least one result.
+inline constexpr std::size_t kCallbackBatchBytes = std::size_t{512} << 10;
 
 class ResultSpool {
   public:
@@ -59,8 +70,9 @@ class ResultSpool {
 
     /// Appends durably (fdatasync). kInternal naming the file on an I/O error.
     Status Append(const std::vector<CallbackResult>& results);
-    /// The oldest undelivered results that share one callback_url, at most `max`.
-    std::vector<CallbackResult> Peek(std::size_t max) const;
+    /// The oldest undelivered results that share one callback_url, at most `max`, and at most
+    /// `max_bytes` of WireBytes() (but at least one).
+    std::vector<CallbackResult> Peek(std::size_t max, std::size_t max_bytes = kCallbackBatchBytes) const;
     /// The first `n` results of Peek() were delivered.
     Status Ack(std::size_t n);
     std::size_t pending() const { return pending_.size(); }

@@ -74,6 +74,9 @@ namespace sched::client {
 ///     shutdown-grace: 30s            # on Stop(), running handlers get this long before cancellation
 ///     log-retained-fires: 1000       # fires whose log lines GET /v1/log keeps
 ///     log-max-lines: 1000            # lines kept per fire
+///     log-tail-bytes: 65536          # the last bytes of each fire's log sent with its result,
+///                                    #   kept by the cluster after this process forgot them
+///                                    #   (0..131072; 0: none)
 ///     dedupe-window: 100000          # recent (fire_id, attempt) pairs remembered
 ///     http:                          # the SDK's HTTP server: sched::rest::ServerOptions keys,
 ///       listen: "0.0.0.0:9999"       #   with these two defaults changed
@@ -94,6 +97,10 @@ struct ExecutorOptions {
     std::chrono::microseconds shutdown_grace = std::chrono::seconds(30);
     int log_retained_fires = 1000;
     int log_max_lines = 1000;
+    int log_tail_bytes = 64 * 1024;
+    /// log-tail-bytes' largest value: half what the cluster stores (256 KiB), so that one result
+    /// stays under the web module's 1 MiB body limit however JSON escapes its log.
+    static constexpr int kMaxLogTailBytes = 128 * 1024;
     int dedupe_window = 100000;
     std::chrono::microseconds signature_window = std::chrono::seconds(30);
     rest::ServerOptions http = DefaultServerOptions();

@@ -127,6 +127,10 @@ struct ExecutorResult {
     std::string result_message;
     std::int64_t started_ms = 0;  ///< 0: unknown
     std::int64_t finished_ms = 0;
+    /// The tail of the run's log (callback field `log`), stored in `job_fire_log` when the
+    /// result is applied (store::FireLogs); nullopt: the executor sent none.
+    std::optional<std::string> log;
+    std::int64_t log_truncated_bytes = 0;  ///< bytes the executor cut from the log's front
 };
 
 /// What became of an ExecutorResult. Only kApplied changed the row.

@@ -24,7 +24,9 @@ class FireResults {
     /// their jobs per 500 items, one SELECT of the registered (app, address) pairs when a fire is
     /// still `dispatching` (per 250 distinct pairs), a SAVEPOINT, and one multi-row UPDATE (per
     /// 1000 items or 4 MiB of bound text) whose WHERE repeats every item's conditions. Ids,
-    /// numbers and status names are inlined; messages and addresses are bound.
+    /// numbers and status names are inlined; messages and addresses are bound. Results with a
+    /// `log` add one multi-row REPLACE into job_fire_log per 4 MiB of log (FireLogs::StoreMany),
+    /// written only once the UPDATE moved every row it named.
     ///
     /// When that UPDATE moves fewer rows than it names (a concurrent change, e.g. the slave
     /// recorded `running` meanwhile), the batch is rolled back to the savepoint and judged again

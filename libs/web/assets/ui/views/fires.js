@@ -135,7 +135,10 @@ export async function fireView(main, ctx) {
     try {
       const page = await get(`/api/v1/fires/${id}/log`);
       replace(log, h('pre', { class: 'log' }, page.lines.length ? page.lines.join('\n') : '(no lines)'),
-        h('div', { class: 'hint' }, `from ${page.executor_address}${page.finished ? ', run finished' : ', still running'}`));
+        h('div', { class: 'hint' }, page.source === 'stored'
+          ? `stored with the result from ${page.executor_address ?? '—'}` +
+            (page.truncated_bytes > 0 ? ` (last part only: ${page.truncated_bytes} bytes cut from the start)` : '')
+          : `live from ${page.executor_address}${page.finished ? ', run finished' : ', still running'}`));
     } catch (e) {
       replace(log, h('div', { class: 'panel subtle' }, e.message));
     }

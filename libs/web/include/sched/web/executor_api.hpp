@@ -5,7 +5,8 @@
 ///   POST /api/v1/registry/heartbeat   {app, address, handlers:[...], capacity, running} -> 200
 ///   POST /api/v1/registry/deregister  {app, address} -> 200, 404 when not registered
 ///   POST /api/v1/callback             [{fire_id, attempt, epoch, address, status, code, message,
-///                                       started_ms, finished_ms}, ...] -> 200
+///                                       started_ms, finished_ms, log, log_truncated_bytes}, ...]
+///                                     -> 200
 ///                                     {"results": [{"fire_id", "outcome"}]}
 ///
 /// Authorisation (auth.hpp): the cluster token, or an executor token. An app-scoped executor
@@ -15,7 +16,9 @@
 ///
 /// Bodies are strict: an unknown field is 400 naming it ("capacityy", "[2].fire_idd"); `address`
 /// is host:port (port 1..65535, at most 255 characters of [A-Za-z0-9.-_:[]]); `app` at most 128
-/// characters; at most 1000 handler names of 1..128 characters; at most 1000 results per call.
+/// characters; at most 1000 handler names of 1..128 characters; at most 1000 results per call;
+/// `log` (optional, the run's log tail) at most store::FireLogs::kMaxLogBytes bytes, stored with
+/// the result only when it is applied (store::FireLogs).
 ///
 /// Callbacks are idempotent per (fire, attempt) and checked against the dispatch
 /// (store::FireRepository::ApplyResult, applied per batch by store::FireResults::ApplyMany at a
