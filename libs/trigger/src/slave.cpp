@@ -147,7 +147,10 @@ Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr
       running_batches_(metrics
                            .Counter("sched_slave_running_batches_total",
                                     "Statements recording accepted fires as running (one per executor per window).")
-                           .Labels({})) {}
+                           .Labels({})) {
+    // Known outcomes are exported from the start, at 0, so rate() and alerts see them.
+    for (const char* outcome : {"accepted", "discarded", "failed", "misfire"}) dispatched_.Labels({outcome});
+}
 
 Slave::~Slave() = default;
 
