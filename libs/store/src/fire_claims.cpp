@@ -12,7 +12,7 @@ namespace {
 // The columns the slave needs to dispatch a fire.
 constexpr const char* kClaimColumns =
     "id, job_id, scheduled_time, kind, attempt, shard_index, shard_total, epoch, assigned_node, status, due_at, "
-    "dispatch_epoch, dispatched_at";
+    "dispatch_epoch, dispatched_at, created_at";
 
 struct ClaimRow {
     Fire fire;
@@ -36,6 +36,7 @@ struct ClaimRow {
         st.exchange(soci::into(fire.due_at));
         st.exchange(soci::into(dispatch_epoch.value, dispatch_epoch.ind));
         st.exchange(soci::into(dispatched_at.value, dispatched_at.ind));
+        st.exchange(soci::into(fire.created_at));
     }
     Fire Finish() {
         auto k = ParseFireKind(kind);

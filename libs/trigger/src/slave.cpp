@@ -573,10 +573,13 @@ std::optional<std::string> Slave::MisfireVerdict(const Group& group, const store
     // fire normally leaves at its time; it is late when this node was stopped (SIGSTOP, a VM
     // pause, a long GC of the database) past its time, and then the job's policy decides as the
     // master's would have (PlanMisfire), instead of sending every stale fire at once.
+    // Lateness counts from when the fire could first be sent: its time, or its creation when
+    // the master planned it already due (the master judged it then, by the same threshold;
+    // judging it again from its time would skip on-time fires the master just kept).
     if (fire.kind != store::FireKind::kSchedule) return std::nullopt;
     const std::int64_t threshold =
         std::chrono::duration_cast<std::chrono::milliseconds>(config_.misfire_threshold).count();
-    const std::int64_t late = now_ms - fire.scheduled_time;
+    const std::int64_t late = now_ms - std::max(fire.scheduled_time, fire.created_at);
     if (late <= threshold) return std::nullopt;
     const auto policy = cron::ParseMisfirePolicy(job.misfire_policy);
     if (!policy.ok()) return std::nullopt;  // the master plans an unknown policy as fire-once-now: one run
@@ -594,7 +597,7 @@ std::optional<std::string> Slave::MisfireVerdict(const Group& group, const store
             for (const auto& other : group.fires) {
                 if (other.job_id == fire.job_id && other.kind == store::FireKind::kSchedule &&
                     other.shard_index == fire.shard_index && other.scheduled_time > fire.scheduled_time &&
-                    now_ms - other.scheduled_time > threshold) {
+                    now_ms - std::max(other.scheduled_time, other.created_at) > threshold) {
                     return how_late + "; folded into fire " + std::to_string(other.id) + " planned for " +
                            std::to_string(other.scheduled_time) + " (policy fire-once-now)";
                 }
