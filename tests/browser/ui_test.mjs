@@ -1,6 +1,7 @@
 // The web UI as a person uses it, in headless Chromium (Debian's), driven by playwright-core:
 // sign in, create a job with a cron expression and watch its live preview, trigger it, and see
-// its fire appear and succeed on a real demo-client; then visit every page, create a viewer and
+// its fire appear and succeed on a real demo-client; then visit every page (the dashboard with a
+// failing job beside it), create a viewer and
 // an app-scoped executor token, and sign in as the viewer: no mutating control is offered. A screenshot of each
 // step goes to SCHED_SCREENSHOT_DIR. Every process this starts is stopped by its PID.
 //
@@ -228,6 +229,45 @@ async function main() {
       await page.locator('b[data-leader]:not([data-leader=""])').waitFor();
       await page.locator('td .badge', { hasText: 'master' }).waitFor();
       await shot(page, '12-cluster.png');
+    });
+
+    await step('dashboard: outcomes over time, success per job, executors per app', async () => {
+      // A failing job beside the succeeding one, fired through the API.
+      const api = async (method, route, body) => {
+        const res = await fetch(`${base}${route}`, {
+          method,
+          headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
+        if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${await res.text()}`);
+        return res.json();
+      };
+      const job = await api('POST', '/api/v1/jobs',
+        { name: 'browser-fails', app: 'demo', handler: 'fail', schedule_type: 'manual', schedule_expr: '' });
+      await api('POST', `/api/v1/jobs/${job.id}/trigger`, {});
+      const end = Date.now() + 30000;
+      for (;;) {
+        const fires = await api('GET', `/api/v1/fires?job_id=${job.id}`);
+        if (fires.items.some((f) => f.status === 'failed')) break;
+        if (Date.now() > end) throw new Error(`the failing job's fire did not fail: ${JSON.stringify(fires.items)}`);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      await page.getByRole('link', { name: 'Dashboard' }).click();
+      await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
+      // The aggregates are cached for 5 s and the view polls every 10 s.
+      await page.locator('svg.chart rect.seg.failed').first().waitFor({ timeout: 30000 });
+      await page.locator('svg.chart rect.seg.succeeded').first().waitFor();
+      await page.locator('tr[data-job]', { hasText: 'browser-hello' }).locator('.badge', { hasText: '100 %' }).waitFor();
+      await page.locator('tr[data-job]', { hasText: 'browser-fails' }).locator('.badge', { hasText: '0 %' }).waitFor();
+      // Most failures first.
+      const first = await page.locator('#dash-jobs tr[data-job]').first().textContent();
+      if (!first.includes('browser-fails')) throw new Error(`the failing job is not listed first: ${first}`);
+      await page.locator('#dash-executors section[data-app="demo"]', { hasText: '1/1 alive' }).waitFor();
+      await page.locator('b[data-stat="overdue"]', { hasText: /^0$/ }).waitFor();
+      await shot(page, '12b-dashboard.png');
+      await page.locator('a[data-window="24h"]').click();
+      await page.locator('svg.chart[aria-label$="24h"] rect.seg.failed').first().waitFor();
+      await shot(page, '12c-dashboard-24h.png');
     });
 
     let viewerToken = '';

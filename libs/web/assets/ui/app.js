@@ -7,9 +7,11 @@ import { jobsView, jobView, jobFormView } from './views/jobs.js';
 import { firesView, fireView } from './views/fires.js';
 import { executorsView, clusterView } from './views/cluster.js';
 import { tokensView } from './views/tokens.js';
+import { dashboardView } from './views/dashboard.js';
 
 const routes = [
   [/^\/signin$/, signInView, null],
+  [/^\/dashboard$/, dashboardView, 'dashboard'],
   [/^\/jobs$/, jobsView, 'jobs'],
   [/^\/jobs\/new$/, jobFormView, 'jobs'],
   [/^\/jobs\/(\d+)$/, jobView, 'jobs'],
