@@ -21,6 +21,8 @@ Scenarios:
   failover     load running; kill -9 the master --kills times, then SIGTERM it --kills times
   footprint    one node: start-up to /readyz and RSS with --jobs idle jobs (default 0,10000,100000)
   scale        master scan time with --jobs idle jobs (default 10000,100000,1000000) + --rate load
+  retention    --rate every-second jobs (default 50) for --seconds with history-retention --retention:
+               fire rows, stored logs, table size and RSS over time; --check fails an unbounded table
 
 Options:
   --nodes N          trigger nodes (default 3)
@@ -32,6 +34,7 @@ Options:
   --kills K          failover events per signal (default 3)
   --pause S          seconds between failover events (default 15)
   --jobs N[,N...]    idle job counts (footprint, scale)
+  --retention S      retention: the nodes' history-retention in seconds (default 30)
   --max-p99-ms MS    throughput: a step passes with p99 lag at or below this (default 100)
   --db mariadb|sqlite    a private MariaDB from scripts/mariadb.sh (default) or a SQLite file
   --db-url URL       an existing MySQL/MariaDB server (admin URL); a fresh database is created and dropped
@@ -107,6 +110,9 @@ int main(int argc, char** argv) {
                 o.pause = ParseInts(arg, value()).front();
             } else if (arg == "--jobs") {
                 o.job_counts = ParseInts(arg, value());
+            } else if (arg == "--retention") {
+                o.retention = ParseInts(arg, value()).front();
+                if (o.retention < 1) throw std::invalid_argument("--retention: at least 1 second");
             } else if (arg == "--max-p99-ms") {
                 o.max_p99_ms = ParseInts(arg, value()).front();
             } else if (arg == "--db") {
@@ -135,6 +141,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     if (o.scenario == "throughput" && !rates_given) o.rates = {1000, 2000, 5000, 10000};
+    if (o.scenario == "retention" && !rates_given) o.rates = {50};
     for (int rate : o.rates) {
         if (rate < 1) {
             std::cerr << "scheduler-bench: --rate: at least 1 fire per second\n";

@@ -550,6 +550,111 @@ json Scale(const BenchOptions& o) {
 
 }  // namespace
 
+// ---- retention ----
+
+// Rows and bytes of the fire history, and the nodes' memory, while the load runs.
+struct HistorySample {
+    double t_s = 0;
+    long long fires = 0;
+    long long ended = 0;
+    long long logs = 0;
+    double table_mib = 0;  ///< MariaDB: data + index of job_fire and job_fire_log; SQLite: file + WAL
+    double rss_mib = 0;    ///< summed over the nodes
+};
+
+HistorySample SampleHistory(Cluster& cluster, std::int64_t t0_ms) {
+    HistorySample h;
+    h.t_s = static_cast<double>(WallMs() - t0_ms) / 1000.0;
+    auto counted = cluster.db().Run([&](soci::session& s) {
+        s << "SELECT COUNT(*) FROM job_fire", soci::into(h.fires);
+        s << "SELECT COUNT(*) FROM job_fire WHERE status IN ('succeeded', 'failed', 'timeout', 'killed', 'lost', "
+             "'skipped')",
+            soci::into(h.ended);
+        s << "SELECT COUNT(*) FROM job_fire_log", soci::into(h.logs);
+        if (s.get_backend_name() == "mysql") {
+            // InnoDB's statistics lag the rows by up to a few seconds; they show the trend.
+            long long bytes = 0;
+            s << "SELECT COALESCE(SUM(data_length + index_length), 0) FROM information_schema.TABLES "
+                 "WHERE table_schema = DATABASE() AND table_name IN ('job_fire', 'job_fire_log')",
+                soci::into(bytes);
+            h.table_mib = static_cast<double>(bytes) / 1048576.0;
+        }
+    });
+    if (!counted.ok()) spdlog::warn("history sample: {}", counted.ToString());
+    if (cluster.url().backend == db::Backend::kSqlite) {
+        std::error_code ec;
+        double bytes = 0;
+        for (const char* suffix : {"", "-wal"}) {
+            const auto size = std::filesystem::file_size(cluster.url().path + suffix, ec);
+            if (!ec) bytes += static_cast<double>(size);
+        }
+        h.table_mib = bytes / 1048576.0;
+    }
+    for (auto& [index, node] : cluster.nodes()) {
+        if (node.process) h.rss_mib += static_cast<double>(RssKib(node.process->pid())) / 1024.0;
+    }
+    return h;
+}
+
+json Retention(const BenchOptions& o, bool& ok) {
+    const int rate = o.rates.front();
+    const int purge_s = 2;
+    auto co = o.cluster;
+    co.extra_node_yaml = "scheduler:\n  history-retention: " + std::to_string(o.retention) +
+                         "s\n  purge-interval: " + std::to_string(purge_s) + "s\n" + co.extra_node_yaml;
+    Cluster cluster(co);
+    cluster.StartDatabase();
+    cluster.StartNodes(o.nodes);
+    MeasuringSink sink(cluster.WebEndpoints(), o.cluster.token, o.out_dir / "spool");
+    WaitForSink(cluster, sink);
+    cluster.WaitForMaster(30s);
+    const std::int64_t t0 = WallMs();
+    const auto plans = CreateLoad(cluster, "retention", rate, o.schedule, NextSecond(t0, 1000));
+    // Fires ended within the retention, those still open, and a purge round of slack: what a
+    // bounded table holds at most once the first fires are older than the retention.
+    const long long bound = static_cast<long long>(rate) * (o.retention + 2 * purge_s + 10);
+    const double settle_s = o.retention + 2.0 * purge_s + 5.0;
+    std::cout
+        << "\n| t (s) | fire rows | ended | stored logs | table MiB | nodes RSS MiB |\n|---|---|---|---|---|---|\n";
+    json samples = json::array();
+    long long peak_after_settle = 0;
+    double rss_first = 0, rss_last = 0;
+    for (;;) {
+        const auto h = SampleHistory(cluster, t0);
+        samples.push_back({{"t_s", h.t_s},
+                           {"fires", h.fires},
+                           {"ended", h.ended},
+                           {"logs", h.logs},
+                           {"table_mib", h.table_mib},
+                           {"rss_mib", h.rss_mib}});
+        std::cout << "| " << Fmt(h.t_s, 0) << " | " << h.fires << " | " << h.ended << " | " << h.logs << " | "
+                  << Fmt(h.table_mib, 2) << " | " << Fmt(h.rss_mib, 1) << " |" << std::endl;
+        if (h.t_s >= settle_s) {
+            peak_after_settle = std::max(peak_after_settle, h.fires);
+            if (rss_first == 0) rss_first = h.rss_mib;
+            rss_last = h.rss_mib;
+        }
+        if (h.t_s >= o.seconds) break;
+        SleepFor(std::chrono::seconds(std::max(1, std::min(10, o.seconds / 12))));
+    }
+    DisableJobs(cluster, plans);
+    const bool bounded = peak_after_settle > 0 && peak_after_settle <= bound;
+    if (o.check && !bounded) ok = false;
+    std::cout << "\nrows after " << Fmt(settle_s, 0) << " s peaked at " << peak_after_settle << " (bound " << bound
+              << "): " << (bounded ? "bounded" : "NOT bounded") << std::endl;
+    return {{"rate", rate},
+            {"retention_s", o.retention},
+            {"purge_interval_s", purge_s},
+            {"seconds", o.seconds},
+            {"settle_s", settle_s},
+            {"bound_rows", bound},
+            {"peak_rows_after_settle", peak_after_settle},
+            {"rss_mib_after_settle", rss_first},
+            {"rss_mib_end", rss_last},
+            {"bounded", bounded},
+            {"samples", samples}};
+}
+
 json MachineInfo() {
     std::string model = FirstLine("/proc/cpuinfo", "model name");
     if (auto at = model.find(": "); at != std::string::npos) model = model.substr(at + 2);
@@ -582,6 +687,8 @@ json RunScenario(const BenchOptions& o, bool& ok) {
         result = Footprint(o);
     } else if (o.scenario == "scale") {
         result = Scale(o);
+    } else if (o.scenario == "retention") {
+        result = Retention(o, ok);
     } else {
         throw std::invalid_argument("unknown scenario \"" + o.scenario + "\"");
     }

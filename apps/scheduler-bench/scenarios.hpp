@@ -7,7 +7,10 @@
 /// - failover: load running, the master killed (SIGKILL, then SIGTERM) K times each, the victim
 ///   restarted under a new node id each time;
 /// - footprint: one node's start-up-to-ready time and RSS with 0 / 10k / 100k idle jobs;
-/// - scale: the master's scan time with 10k / 100k / 1M idle jobs plus a light load.
+/// - scale: the master's scan time with 10k / 100k / 1M idle jobs plus a light load;
+/// - retention: R every-second jobs for S seconds with a short history retention: fire rows,
+///   stored logs, table size and RSS sampled over time; bounded = the rows never exceed what the
+///   retention keeps (plus open fires and a purge round) once the first fires are past it.
 ///
 /// Each writes `result.json` (and raw `fires*.csv`, plots) to the output directory and prints a
 /// markdown table. Throws std::runtime_error on setup failures; InterruptedError on Ctrl-C.
@@ -34,6 +37,7 @@ struct BenchOptions {
     int kills = 3;
     int pause = 15;
     std::vector<int> job_counts;
+    int retention = 30;       ///< retention: the nodes' history-retention in seconds
     double max_p99_ms = 100;  ///< throughput: the step fails above this
     bool check = false;       ///< exit 1 unless every run had arrivals, no miss and no double
     std::string command_line;
