@@ -422,8 +422,23 @@ impl::YearSet AllYears() {
     return all;
 }
 
+// Whether one day field alone (its mask per month shape) matches some day of the months and years.
+template <typename MaskOf>
+bool AnyDayMatches(const impl::CronFields& f, MaskOf mask_of) {
+    for (auto y = f.years.NextFrom(impl::kMinYear); y; y = f.years.NextFrom(*y + 1)) {
+        for (int m = 1; m <= 12; ++m) {
+            if (((f.months >> m) & 1U) &&
+                mask_of(impl::DaysInMonth(*y, m), impl::WeekdayFromDays(impl::DaysFromCivil(*y, m, 1))) != 0) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 std::optional<CronError> CheckCanFire(const impl::CronFields& f, DayRule rule, const std::vector<Field>& fields,
-                                      std::size_t dom, std::size_t dow, std::optional<std::size_t> year) {
+                                      std::size_t dom, std::size_t dow, std::optional<std::size_t> year,
+                                      const DayOfMonthSpec& dom_spec, const DayOfWeekSpec& dow_spec) {
     if (AnyDateMatches(f, f.years)) return std::nullopt;
     const auto error = [](std::string_view name, Field field, std::string reason) {
         return CronError{std::string(name), Printable(field.text), field.position, std::move(reason)};
@@ -433,9 +448,15 @@ std::optional<CronError> CheckCanFire(const impl::CronFields& f, DayRule rule, c
         return error("year", fields[*year],
                      "no date in year '" + Printable(fields[*year].text) + "' matches the day and month fields");
     }
-    // With one day field a bare '*', the other one alone decides; blame it.
-    if (rule == DayRule::kBoth && fields[dow].text == "*") rule = DayRule::kDayOfMonth;
-    if (rule == DayRule::kBoth && fields[dom].text == "*") rule = DayRule::kDayOfWeek;
+    // Both must match: a field that never matches in these months on its own is the one to blame
+    // (`0 0 31 4 */2`: the 31st, not the step of weekdays), whatever the other one says.
+    if (rule == DayRule::kBoth) {
+        if (!AnyDayMatches(f, [&](int dim, int wd) { return DayOfMonthMask(dom_spec, dim, wd); })) {
+            rule = DayRule::kDayOfMonth;
+        } else if (!AnyDayMatches(f, [&](int dim, int wd) { return DayOfWeekMask(dow_spec, dim, wd); })) {
+            rule = DayRule::kDayOfWeek;
+        }
+    }
     switch (rule) {
         case DayRule::kDayOfMonth:
             return error("day-of-month", fields[dom],
@@ -589,13 +610,17 @@ Result<CronExpression> CronExpression::Parse(std::string_view text, CronError* e
     }
 
     // The DST rule for repeated hours (DESIGN.md section 5): a wildcard or stepped hour field is a
-    // frequent job that must not pause for the repeated hour.
+    // frequent job that must not pause for the repeated hour. A list names its hours one by one
+    // (`2-12,1-14/8` included): wall-clock times meant once, unless it covers every hour.
     const std::string_view hour_text = fields[hour].text;
-    f->fires_in_both_passes = hour_text.find('*') != std::string_view::npos ||
-                              hour_text.find('/') != std::string_view::npos || f->hours == (std::uint64_t{1} << 24) - 1;
+    const bool single_term = hour_text.find(',') == std::string_view::npos;
+    f->fires_in_both_passes = (single_term && (hour_text.find('*') != std::string_view::npos ||
+                                               hour_text.find('/') != std::string_view::npos)) ||
+                              f->hours == (std::uint64_t{1} << 24) - 1;
 
-    if (auto never = CheckCanFire(*f, rule, fields, dom, dow,
-                                  fields.size() == 7 ? std::optional<std::size_t>(6) : std::nullopt)) {
+    if (auto never =
+            CheckCanFire(*f, rule, fields, dom, dow, fields.size() == 7 ? std::optional<std::size_t>(6) : std::nullopt,
+                         dom_spec, dow_spec)) {
         if (form == CronForm::kMacro) never->position = base;
         return Reject(std::move(*never), error_out);
     }

@@ -127,6 +127,8 @@ TEST(CronParse, ErrorsNameFieldPositionAndReason) {
          "year: no date in year '2030-2035' matches the day and month fields (at position 14)"},
         // Unix: day-of-week '*' makes day-of-month decide alone.
         {"0 0 30-31 2 *", "day-of-month: '30-31' never occurs in month '2'; it can never fire (at position 4)"},
+        // ... and so does a day-of-week step: the 31st never occurs in April, whatever the weekday.
+        {"0 0 31 4 */2", "day-of-month: '31' never occurs in month '4'; it can never fire (at position 4)"},
     };
     for (const ErrorCase& c : cases) {
         CronError error;
@@ -167,10 +169,24 @@ TEST(CronParse, RejectsOverlongAndBinaryInputWithoutEchoingControlBytes) {
 
 TEST(CronParse, RepeatedHourRuleFollowsTheHourField) {
     const std::vector<std::pair<const char*, bool>> cases = {
-        {"* * * * * ?", true},    {"0 */10 * * * ?", true}, {"0 0 */2 * * ?", true},  {"0 0 1-23/2 * * ?", true},
-        {"0 0 0-23 * * ?", true}, {"*/5 * * * *", true},    {"@hourly", true},        {"0 30 1 * * ?", false},
-        {"0 * 1 * * ?", false},   {"0 0 1-3 * * ?", false}, {"0 0 1,2 * * ?", false}, {"30 2 * * *", false},
+        {"* * * * * ?", true},
+        {"0 */10 * * * ?", true},
+        {"0 0 */2 * * ?", true},
+        {"0 0 1-23/2 * * ?", true},
+        {"0 0 0-23 * * ?", true},
+        {"*/5 * * * *", true},
+        {"@hourly", true},
+        {"0 30 1 * * ?", false},
+        {"0 * 1 * * ?", false},
+        {"0 0 1-3 * * ?", false},
+        {"0 0 1,2 * * ?", false},
+        {"30 2 * * *", false},
         {"@daily", false},
+        // A list names its hours one by one, even with a step inside, unless it covers all 24.
+        {"0 0 2-12,1-14/8 * * ?", false},
+        {"0 0 */2,1 * * ?", false},
+        {"0 0 0-11,12-23 * * ?", true},
+        {"0 0 */2,1-23/2 * * ?", true},
     };
     for (const auto& [text, both] : cases) {
         const auto expr = CronExpression::Parse(text);

@@ -219,7 +219,8 @@ TimeOfDay RandomTimeOfDay(RandomCron& gen) {
     std::bitset<60> hours;
     const std::string hours_text = RandomTimeField(gen, 23, hours, {0, 1, 2, 3});
     for (std::size_t h = 0; h < 24; ++h) t.hours[h] = hours[h];
-    t.frequent = hours_text.find_first_of("*/") != std::string::npos || t.hours.all();
+    t.frequent = (hours_text.find(',') == std::string::npos && hours_text.find_first_of("*/") != std::string::npos) ||
+                 t.hours.all();
     t.text = seconds + " " + minutes + " " + hours_text + " * * ?";
     return t;
 }

@@ -49,5 +49,22 @@ TEST(LookupZone, DstRulesEndWithTheListedTransitionsIn2037) {
     EXPECT_EQ(Show(*expr->Next(At("2038-06-01T00:00:00Z"), berlin), berlin), "2038-07-01T12:00:00+0100");
 }
 
+// The same limitation seen from the south: the last listed transition (spring 2037 there) starts
+// summer time, so these zones keep it for good. Update docs/cron.md if this starts failing.
+TEST(LookupZone, SouthernZonesStayOnSummerTimeAfter2037) {
+    const auto expr = CronExpression::Parse("0 0 12 1 7 ?");
+    ASSERT_TRUE(expr.ok());
+    const auto july = [&](const char* name, const char* year_start) {
+        const date::time_zone* zone = *LookupZone(name);
+        return Show(*expr->Next(At(year_start), zone), zone);
+    };
+    EXPECT_EQ(july("Australia/Sydney", "2037-06-01T00:00:00Z"), "2037-07-01T12:00:00+1000");
+    EXPECT_EQ(july("Australia/Sydney", "2038-06-01T00:00:00Z"), "2038-07-01T12:00:00+1100");
+    EXPECT_EQ(july("Pacific/Auckland", "2037-06-01T00:00:00Z"), "2037-07-01T12:00:00+1200");
+    EXPECT_EQ(july("Pacific/Auckland", "2038-06-01T00:00:00Z"), "2038-07-01T12:00:00+1300");
+    EXPECT_EQ(july("America/Santiago", "2038-06-01T00:00:00Z"), "2038-07-01T12:00:00-0300");
+    EXPECT_EQ(july("America/New_York", "2038-06-01T00:00:00Z"), "2038-07-01T12:00:00-0500");
+}
+
 }  // namespace
 }  // namespace sched::cron

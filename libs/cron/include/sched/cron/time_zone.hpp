@@ -8,7 +8,9 @@
 ///
 /// Known limitation of the OS-tzdb build: Debian's zoneinfo files list explicit transitions only
 /// up to 2037 and date/tz does not evaluate the POSIX rule that follows them, so for instants
-/// after the last listed transition (late 2037) every zone keeps its last offset (standard time).
+/// after the last listed transition (late 2037) every zone keeps the offset that transition set:
+/// standard time in the northern hemisphere, summer time in the southern one (Sydney +11:00,
+/// Auckland +13:00, Santiago -03:00 in July 2038). docs/cron.md; pinned by time_zone_test.
 
 #include <string_view>
 
