@@ -298,7 +298,9 @@ void AddJobRoutes(Routes& routes) {
                    if (!created.ok()) co_return JobError(created.status());
                    spdlog::info("web: job {} \"{}\" (app {}) created by {}", created->id, created->name, created->app,
                                 who.name);
-                   co_return Response::Json(JobJson(*created), 201);
+                   Response response = Response::Json(JobJson(*created), 201);
+                   response.headers.Set("Location", "/api/v1/jobs/" + std::to_string(created->id));
+                   co_return response;
                });
 
     routes.Add(Method::kGet, "/api/v1/jobs/{id}", Permission::kViewer,

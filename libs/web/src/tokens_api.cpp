@@ -106,7 +106,9 @@ void AddTokenRoutes(Routes& routes) {
                                 apps.empty() ? "" : " for " + nlohmann::json(apps).dump(), who.name);
                    nlohmann::json out = TokenJson(*created);
                    out["token"] = secret;
-                   co_return Response::Json(out, 201);
+                   Response response = Response::Json(out, 201);
+                   response.headers.Set("Location", "/api/v1/tokens/" + std::to_string(created->id));
+                   co_return response;
                });
 
     routes.Add(Method::kDelete, "/api/v1/tokens/{id}", Permission::kAdmin,

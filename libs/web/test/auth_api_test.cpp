@@ -41,6 +41,8 @@ TEST_P(AuthApiTest, CreatedTokensAreStoredOnlyAsHashesAndShownOnce) {
     auto created = Post("/api/v1/tokens", {{"name", "ci-bot"}, {"role", "operator"}});
     ASSERT_EQ(created.status, 201) << created.body;
     const auto token = Body(created);
+    EXPECT_EQ(created.headers.Get("Location").value_or(""),
+              "/api/v1/tokens/" + std::to_string(token["id"].get<std::int64_t>()));
     const std::string secret = token["token"];
     EXPECT_EQ(secret.rfind("sched_", 0), 0u);
     EXPECT_EQ(secret.size(), 6u + 64u);

@@ -20,6 +20,8 @@ TEST_P(JobsApiTest, CreateReadUpdateDeleteRoundTrip) {
     ASSERT_EQ(created.status, 201) << created.body;
     const auto job = Body(created);
     EXPECT_GT(job["id"].get<std::int64_t>(), 0);
+    EXPECT_EQ(created.headers.Get("Location").value_or(""),
+              "/api/v1/jobs/" + std::to_string(job["id"].get<std::int64_t>()));
     EXPECT_EQ(job["version"], 1);
     EXPECT_EQ(job["name"], "nightly");
     EXPECT_EQ(job["time_zone"], "Europe/Berlin");
