@@ -54,6 +54,7 @@ std::vector<RouteInfo> AddWebRoutes(rest::Router& router, const WebOptions& opti
     impl::Routes routes(router, ctx);
     impl::AddJobRoutes(routes);
     impl::AddFireRoutes(routes);
+    impl::AddAlertRoutes(routes);
     impl::AddClusterRoutes(routes);
     impl::AddTokenRoutes(routes);
     impl::AddSigningKeyRoutes(routes);
