@@ -7,6 +7,8 @@
 --   that evaluated the fire; UNIQUE (rule_id, event, fire_id) makes that creation exactly-once
 --   across failovers. Delivered at least once (the id is sent as X-Sched-Delivery for dedupe);
 --   status pending -> delivered | failed, with attempts, next_attempt_at and the last error.
+-- job.pause_after_failures: the master pauses the job (enabled 0, version + 1) once it has this
+--   many failed/timeout/lost runs in a row, and raises the alert event `paused`; 0 = never.
 -- job_fire.idx_fire_finished: the alerter's cursor over ended fires (finished_at, id).
 -- Re-runnable: tables IF NOT EXISTS, the index only when missing (MySQL 8 has no CREATE INDEX
 -- IF NOT EXISTS).
@@ -40,6 +42,11 @@ CREATE TABLE IF NOT EXISTS alert_delivery (
     UNIQUE KEY uk_alert_delivery (rule_id, event, fire_id),
     KEY idx_alert_delivery_due (status, next_attempt_at)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+SET @sched_ddl = (SELECT IF(COUNT(*) = 0, 'ALTER TABLE job ADD COLUMN pause_after_failures INT NOT NULL DEFAULT 0', 'DO 0') FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = 'job' AND column_name = 'pause_after_failures');
+PREPARE sched_stmt FROM @sched_ddl;
+EXECUTE sched_stmt;
+DEALLOCATE PREPARE sched_stmt;
 
 SET @sched_ddl = (SELECT IF(COUNT(*) = 0, 'CREATE INDEX idx_fire_finished ON job_fire (finished_at, id)', 'DO 0') FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = 'job_fire' AND index_name = 'idx_fire_finished');
 PREPARE sched_stmt FROM @sched_ddl;

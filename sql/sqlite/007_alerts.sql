@@ -29,4 +29,5 @@ CREATE TABLE IF NOT EXISTS alert_delivery (
     UNIQUE (rule_id, event, fire_id)
 );
 CREATE INDEX IF NOT EXISTS idx_alert_delivery_due ON alert_delivery (status, next_attempt_at);
+ALTER TABLE job ADD COLUMN pause_after_failures INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX IF NOT EXISTS idx_fire_finished ON job_fire (finished_at, id);

@@ -8,7 +8,7 @@ namespace sched::store {
 
 namespace {
 
-constexpr std::array<std::string_view, 4> kEventNames = {"failed", "timeout", "lost", "misfire"};
+constexpr std::array<std::string_view, 5> kEventNames = {"failed", "timeout", "lost", "misfire", "paused"};
 constexpr std::array<std::string_view, 3> kDeliveryNames = {"pending", "delivered", "failed"};
 
 // Cuts at a UTF-8 character boundary so the stored text stays valid.
@@ -84,7 +84,9 @@ struct FireRow {
     impl::NullableString reason;
     impl::NullableInt64 code;
     impl::NullableString message;
+    impl::NullableInt64 pause_after;
     AlertableFire Finish() {
+        f.pause_after_failures = static_cast<int>(pause_after.get().value_or(0));
         f.job_name = name.get().value_or("");
         f.app = app.get().value_or("");
         f.reason = reason.get();
@@ -105,6 +107,7 @@ struct FireRow {
         st.exchange(soci::into(f.finished_at));
         st.exchange(soci::into(code.value, code.ind));
         st.exchange(soci::into(message.value, message.ind));
+        st.exchange(soci::into(pause_after.value, pause_after.ind));
     }
 };
 
@@ -236,7 +239,7 @@ std::vector<AlertableFire> AlertRepository::ListEndedAfter(soci::session& s, std
     return impl::SelectRows<FireRow>(
         s,
         "SELECT f.id, f.job_id, j.name, j.app, f.scheduled_time, f.attempt, f.status, f.reason, f.finished_at, "
-        "f.result_code, f.result_message FROM job_fire f LEFT JOIN job j ON j.id = f.job_id "
+        "f.result_code, f.result_message, j.pause_after_failures FROM job_fire f LEFT JOIN job j ON j.id = f.job_id "
         "WHERE f.finished_at >= :after AND f.finished_at <= :until AND (f.finished_at > :after2 OR f.id > :after_id) "
         "AND (f.status IN ('failed', 'timeout', 'lost') OR (f.status = 'skipped' AND f.reason = 'misfire')) "
         "ORDER BY f.finished_at, f.id LIMIT " +

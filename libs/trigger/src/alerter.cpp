@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sched/common/crypto.hpp"
+#include "sched/store/job.hpp"
 
 namespace sched::trigger {
 
@@ -115,6 +116,12 @@ Result<AlertReport> Alerter::EvaluateBatch(std::int64_t epoch) {
         AlertReport report;
         std::int64_t last_ms = 0;
         std::int64_t last_id = 0;
+        struct Paused {
+            std::int64_t job_id;
+            std::string name;
+            int streak;
+        };
+        std::vector<Paused> paused;
     };
     auto batch = fence_.RunFenced(epoch, [&](soci::session& s) -> Result<Batch> {
         Batch b;
@@ -124,32 +131,47 @@ Result<AlertReport> Alerter::EvaluateBatch(std::int64_t epoch) {
             store::AlertRepository::ListEndedAfter(s, cursor_ms_, cursor_id_, until, config_.alert_batch);
         if (fires.empty()) return b;
         const auto rules = store::AlertRepository::EnabledRules(s, kMaxRules);
+        const auto deliver = [&](const store::AlertRule& rule, const store::AlertableFire& fire, AlertEvent event,
+                                 int streak) {
+            store::AlertDelivery d;
+            d.rule_id = rule.id;
+            d.job_id = fire.job_id;
+            d.fire_id = fire.id;
+            d.event = event;
+            d.payload = AlertPayload(rule, fire, event, streak, config_.cluster_url).dump();
+            d.next_attempt_at = now;
+            if (store::AlertRepository::InsertDeliveryIfAbsent(s, db_->dialect(), d)) ++b.report.deliveries_created;
+        };
         for (const auto& fire : fires) {
             b.last_ms = fire.finished_at;
             b.last_id = fire.id;
             ++b.report.fires_evaluated;
             const auto event = FireAlertEvent(fire);
             if (!event) continue;
-            std::optional<int> streak;
-            for (const auto& rule : rules) {
-                if (!RuleWants(rule, fire, *event)) continue;
-                if (IsFailure(*event) && !streak) {
-                    // Enough for the strictest rule (bounded by the API's maximum).
-                    int deepest = 1;
-                    for (const auto& r : rules) deepest = std::max(deepest, r.consecutive_failures);
-                    streak =
-                        store::AlertRepository::FailureStreak(s, fire.job_id, fire.scheduled_time, fire.id, deepest);
+            int streak = 0;
+            if (IsFailure(*event)) {
+                // As deep as the strictest wanting rule or the job's pause needs (the API bounds
+                // both by 1,000); a depth of 1 is this fire itself.
+                int depth = std::max(1, fire.pause_after_failures);
+                for (const auto& r : rules) {
+                    if (RuleWants(r, fire, *event)) depth = std::max(depth, r.consecutive_failures);
                 }
-                if (!StreakSatisfies(rule, *event, streak.value_or(0))) continue;
-                store::AlertDelivery d;
-                d.rule_id = rule.id;
-                d.job_id = fire.job_id;
-                d.fire_id = fire.id;
-                d.event = *event;
-                d.payload = AlertPayload(rule, fire, *event, streak.value_or(0), config_.cluster_url).dump();
-                d.next_attempt_at = now;
-                if (store::AlertRepository::InsertDeliveryIfAbsent(s, db_->dialect(), d)) {
-                    ++b.report.deliveries_created;
+                streak = depth == 1 ? 1
+                                    : store::AlertRepository::FailureStreak(s, fire.job_id, fire.scheduled_time,
+                                                                            fire.id, depth);
+            }
+            for (const auto& rule : rules) {
+                if (RuleWants(rule, fire, *event) && StreakSatisfies(rule, *event, streak)) {
+                    deliver(rule, fire, *event, streak);
+                }
+            }
+            // Only a job not changed since the fire ended is paused: a successor re-evaluating
+            // this fire (the lookback) must not pause again a job someone resumed meanwhile.
+            if (IsFailure(*event) && fire.pause_after_failures > 0 && streak >= fire.pause_after_failures &&
+                store::JobRepository::Pause(s, db_->dialect(), fire.job_id, fire.finished_at)) {
+                b.paused.push_back({fire.job_id, fire.job_name, streak});
+                for (const auto& rule : rules) {
+                    if (RuleWants(rule, fire, AlertEvent::kPaused)) deliver(rule, fire, AlertEvent::kPaused, streak);
                 }
             }
         }
@@ -159,6 +181,11 @@ Result<AlertReport> Alerter::EvaluateBatch(std::int64_t epoch) {
     cursor_ms_ = batch->last_ms;
     cursor_id_ = batch->last_id;
     if (batch->report.deliveries_created > 0) created_.Inc(batch->report.deliveries_created);
+    for (const auto& p : batch->paused) {
+        spdlog::warn("master paused job {} ({}) after {} failed runs in a row (pause_after_failures)", p.job_id, p.name,
+                     p.streak);
+    }
+    batch->report.jobs_paused = static_cast<int>(batch->paused.size());
     return batch->report;
 }
 
@@ -230,6 +257,7 @@ Result<AlertReport> Alerter::Round(std::int64_t epoch, const std::function<bool(
         if (!batch.ok()) return batch.status();
         total.fires_evaluated += batch->fires_evaluated;
         total.deliveries_created += batch->deliveries_created;
+        total.jobs_paused += batch->jobs_paused;
         if (batch->fires_evaluated < config_.alert_batch) break;
     }
     auto sent = DeliverDue(epoch, should_stop);

@@ -309,6 +309,49 @@ TEST_P(AlerterTest, ADeposedMasterCreatesAndRecordsNothing) {
     EXPECT_TRUE(sender_.calls.empty());
 }
 
+TEST_P(AlerterTest, AJobIsPausedOnceAfterPauseAfterFailuresFailuresInARowWithAPausedAlert) {
+    auto job = *store::JobRepository(db()).Get(job_);
+    job.pause_after_failures = 2;
+    job.schedule_type = "cron";
+    job.schedule_expr = "* * * * * ?";
+    job.next_fire_time = time_->NowMs() + 1000;
+    ASSERT_TRUE(store::JobRepository(db()).Update(job, job.version).ok());
+    // The fires below ended after that change (updated_at is the real DB clock, the fires' times
+    // the fake one).
+    ASSERT_TRUE(db().Run([&](soci::session& s) { s << "UPDATE job SET updated_at = 0"; }).ok());
+    const auto rule = AddRule({AlertEvent::kPaused});
+    AddFire("failed", 2000);
+    auto alerter = MakeAlerter();
+    auto first = alerter.Round(epoch_);
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    EXPECT_EQ(first->jobs_paused, 0);
+    EXPECT_TRUE(store::JobRepository(db()).Get(job_)->enabled);
+    const auto second_failure = AddFire("timeout", 500);
+    auto second = alerter.Round(epoch_);
+    ASSERT_TRUE(second.ok()) << second.status().ToString();
+    EXPECT_EQ(second->jobs_paused, 1);
+    const auto paused = *store::JobRepository(db()).Get(job_);
+    EXPECT_FALSE(paused.enabled);
+    EXPECT_EQ(paused.version, job.version + 2);
+    EXPECT_FALSE(paused.next_fire_time.has_value());
+    auto stored = Deliveries();
+    ASSERT_EQ(stored.size(), 1u);
+    EXPECT_EQ(stored[0].rule_id, rule);
+    EXPECT_EQ(stored[0].event, AlertEvent::kPaused);
+    EXPECT_EQ(stored[0].fire_id, second_failure);
+    EXPECT_EQ(sender_.Header(0, "X-Sched-Event"), "paused");
+
+    // Resumed by hand: a successor re-evaluating the same fires does not pause it again.
+    auto resumed = paused;
+    resumed.enabled = true;
+    resumed.next_fire_time = time_->NowMs() + 1000;
+    ASSERT_TRUE(store::JobRepository(db()).Update(resumed, resumed.version).ok());
+    auto successor = MakeAlerter();
+    EXPECT_EQ(successor.Round(epoch_)->jobs_paused, 0);
+    EXPECT_TRUE(store::JobRepository(db()).Get(job_)->enabled);
+    EXPECT_EQ(Deliveries().size(), 1u);
+}
+
 SCHED_DB_TEST_SUITE(AlerterTest);
 
 }  // namespace

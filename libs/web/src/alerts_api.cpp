@@ -1,6 +1,7 @@
 // Alert rules and their deliveries: /api/v1/alert-rules, /api/v1/alert-deliveries (admin).
 // The webhook secret goes in and never comes out (`has_secret`).
 
+#include <algorithm>
 #include <array>
 #include <limits>
 #include <set>
@@ -63,6 +64,16 @@ nlohmann::json DeliveryView(const store::AlertDelivery& d) {
             {"payload", payload.is_discarded() ? nlohmann::json() : std::move(payload)}};
 }
 
+// An element of `events` as an error message shows it: strings cut to 32 bytes, nothing else
+// serialised (it may be anything the body limit allows).
+std::string Shown(const nlohmann::json& e) {
+    if (!e.is_string()) return std::string("a JSON ") + e.type_name();
+    const auto& text = e.get_ref<const std::string&>();
+    std::size_t end = std::min<std::size_t>(text.size(), 32);
+    while (end < text.size() && end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+    return "\"" + text.substr(0, end) + (end < text.size() ? "...\"" : "\"");
+}
+
 // The rule in a POST body, or the 400 naming the first bad field.
 std::variant<store::AlertRule, Response> ParseRule(const nlohmann::json& body) {
     if (auto unknown = RejectUnknownFields(body, kRuleFields, kRuleReadOnly)) return *unknown;
@@ -79,14 +90,16 @@ std::variant<store::AlertRule, Response> ParseRule(const nlohmann::json& body) {
     if (!f.ok()) return Response::Error(*f.error());
     // events: checked by hand so that a hostile array is bounded before anything is read.
     const auto events = body.find("events");
-    if (events == body.end() || !events->is_array() || events->empty() || events->size() > 4) {
-        return BadRequest("events", "events: expected an array of 1 to 4 of failed, timeout, lost, misfire");
+    if (events == body.end() || !events->is_array() || events->empty() || events->size() > 5) {
+        return BadRequest("events", "events: expected an array of 1 to 5 of failed, timeout, lost, misfire, paused");
     }
     std::set<store::AlertEvent> seen;
     for (const auto& e : *events) {
         const auto parsed = e.is_string() ? store::ParseAlertEvent(e.get<std::string>()) : std::nullopt;
-        if (!parsed) return BadRequest("events", "events: expected failed, timeout, lost or misfire, got " + e.dump());
-        if (!seen.insert(*parsed).second) return BadRequest("events", "events: " + e.dump() + " appears twice");
+        if (!parsed) {
+            return BadRequest("events", "events: expected failed, timeout, lost, misfire or paused, got " + Shown(e));
+        }
+        if (!seen.insert(*parsed).second) return BadRequest("events", "events: " + Shown(e) + " appears twice");
         r.events.push_back(*parsed);
     }
     if (CodePoints(r.name) > kMaxNameChars) return BadRequest("name", "name: at most 191 characters");

@@ -65,7 +65,7 @@ TEST_P(AlertsApiTest, EveryBadFieldIsA400NamingIt) {
         {RuleBody({{"events", {"failed", "failed"}}}), "events"},
         {RuleBody({{"events", {"exploded"}}}), "events"},
         {RuleBody({{"events", {1}}}), "events"},
-        {RuleBody({{"events", {"failed", "timeout", "lost", "misfire", "failed"}}}), "events"},
+        {RuleBody({{"events", {"failed", "timeout", "lost", "misfire", "paused", "failed"}}}), "events"},
         {RuleBody({{"url", "https://example.com/hook"}}), "url"},
         {RuleBody({{"url", "ftp://example.com/hook"}}), "url"},
         {RuleBody({{"url", "http://"}}), "url"},
@@ -101,6 +101,23 @@ TEST_P(AlertsApiTest, OnlyAdminsSeeOrChangeAlertRules) {
     EXPECT_EQ(Get("/api/v1/alert-deliveries", operator_token).status, 403);
     EXPECT_EQ(Get("/api/v1/alert-rules", "").status, 401);
     EXPECT_EQ(Post("/api/v1/alert-rules", RuleBody()).status, 201);
+}
+
+TEST_P(AlertsApiTest, PauseAfterFailuresIsAJobFieldFrom0To1000) {
+    EXPECT_EQ(CreateJob("plain")["pause_after_failures"], 0);
+    auto job = CreateJob("fragile", {{"pause_after_failures", 3}});
+    EXPECT_EQ(job["pause_after_failures"], 3);
+    for (const nlohmann::json& bad :
+         {nlohmann::json(-1), nlohmann::json(1001), nlohmann::json("3"), nlohmann::json(1.5)}) {
+        auto r = Post("/api/v1/jobs", JobBody("bad", {{"pause_after_failures", bad}}));
+        EXPECT_EQ(r.status, 400) << bad.dump() << " -> " << r.body;
+        EXPECT_EQ(ErrorField(r), "pause_after_failures") << r.body;
+    }
+    const std::string path = "/api/v1/jobs/" + std::to_string(job["id"].get<std::int64_t>());
+    auto updated = Put(path, {{"version", job["version"]}, {"pause_after_failures", 1000}});
+    ASSERT_EQ(updated.status, 200) << updated.body;
+    EXPECT_EQ(Body(updated)["pause_after_failures"], 1000);
+    EXPECT_EQ(Body(Get(path))["pause_after_failures"], 1000);
 }
 
 SCHED_DB_TEST_SUITE(AlertsApiTest);

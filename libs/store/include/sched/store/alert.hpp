@@ -24,10 +24,11 @@
 
 namespace sched::store {
 
-/// What a rule fires on: a fire that ended failed, timeout or lost, or a misfire ledger row
-/// (status skipped, reason misfire).
-enum class AlertEvent { kFailed, kTimeout, kLost, kMisfire };
-/// "failed", "timeout", "lost", "misfire" (stored and API spelling).
+/// What a rule fires on: a fire that ended failed, timeout or lost, a misfire ledger row
+/// (status skipped, reason misfire), or the master pausing a job after its
+/// pause_after_failures failures in a row (about the fire that completed the streak).
+enum class AlertEvent { kFailed, kTimeout, kLost, kMisfire, kPaused };
+/// "failed", "timeout", "lost", "misfire", "paused" (stored and API spelling).
 std::string_view AlertEventName(AlertEvent e);
 std::optional<AlertEvent> ParseAlertEvent(std::string_view name);
 /// "failed,timeout" <-> {kFailed, kTimeout} (the stored `events` column). Parsing skips
@@ -87,6 +88,7 @@ struct AlertableFire {
     std::int64_t finished_at = 0;
     std::optional<int> result_code;
     std::optional<std::string> result_message;
+    int pause_after_failures = 0;  ///< the job's (0 when gone)
 };
 
 class AlertRepository {

@@ -18,6 +18,11 @@
 /// to this fire all failed (AlertRepository::FailureStreak), so every failure from the N-th in a
 /// row on alerts.
 ///
+/// Pausing: a job with pause_after_failures N > 0 whose failure streak (as above) reaches N is
+/// paused in the same fenced transaction (store::JobRepository::Pause: enabled 0, version + 1;
+/// only if still enabled, so a failover does not pause it twice), logged as a warning, and the
+/// rules of that job wanting `paused` get a delivery of event `paused` for that fire.
+///
 /// Delivery: pending deliveries that are due are sent one by one (at most alert-batch per
 /// round) through a WebhookSender: POST of the stored JSON payload with
 ///   X-Sched-Delivery: <delivery id>        (the receiver's key for dropping repeats)
@@ -82,6 +87,7 @@ Micros DeliveryBackoff(int attempts, Micros base, Micros max);
 struct AlertReport {
     int fires_evaluated = 0;
     int deliveries_created = 0;
+    int jobs_paused = 0;
     int delivered = 0;
     int retried = 0;
     int failed = 0;
