@@ -15,9 +15,15 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <nlohmann/json.hpp>
 
 #include "../support/child_process.hpp"
 #include "sched/common/node_id.hpp"
@@ -467,6 +473,188 @@ TEST_F(StandaloneProcess, TheMasterPurgesEndedFiresPastTheirRetentionInBatches) 
                                    "in 3 batches"),
               std::string::npos)
         << p.stderr_text();
+}
+
+// A one-shot webhook receiver on a fixed loopback port: accepts one connection, reads one
+// request (headers and a Content-Length body, bounded), answers 200 and keeps what it got.
+class WebhookListener {
+  public:
+    explicit WebhookListener(unsigned short port) {
+        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        const int one = 1;
+        ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(port);
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd_, 4) != 0) {
+            throw std::runtime_error(std::string("webhook listener: ") + std::strerror(errno));
+        }
+        thread_ = std::thread([this] { Serve(); });
+    }
+    ~WebhookListener() {
+        ::shutdown(fd_, SHUT_RDWR);
+        thread_.join();
+        ::close(fd_);
+    }
+    std::optional<std::string> request() {
+        std::lock_guard lock(mu_);
+        return request_;
+    }
+
+  private:
+    void Serve() {
+        pollfd p{fd_, POLLIN, 0};
+        if (::poll(&p, 1, 25000) <= 0) return;
+        const int conn = ::accept(fd_, nullptr, nullptr);
+        if (conn < 0) return;
+        timeval tv{5, 0};
+        ::setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        std::string in;
+        char buf[4096];
+        while (in.size() < (1 << 20)) {
+            const auto head_end = in.find("\r\n\r\n");
+            if (head_end != std::string::npos) {
+                const auto cl = in.find("Content-Length: ");
+                const std::size_t length = cl == std::string::npos ? 0 : std::stoul(in.substr(cl + 16));
+                if (in.size() >= head_end + 4 + length) break;
+            }
+            const auto n = ::recv(conn, buf, sizeof buf, 0);
+            if (n <= 0) break;
+            in.append(buf, static_cast<std::size_t>(n));
+        }
+        const std::string answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
+        (void)::send(conn, answer.data(), answer.size(), MSG_NOSIGNAL);
+        ::close(conn);
+        std::lock_guard lock(mu_);
+        request_ = in;
+    }
+
+    int fd_ = -1;
+    std::thread thread_;
+    std::mutex mu_;
+    std::optional<std::string> request_;
+};
+
+unsigned short FreeLoopbackPort() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    ::close(fd);
+    return ntohs(addr.sin_port);
+}
+
+std::string HeaderOf(const std::string& request, const std::string& name) {
+    const auto at = request.find("\r\n" + name + ": ");
+    if (at == std::string::npos) return "";
+    const auto from = at + name.size() + 4;
+    return request.substr(from, request.find("\r\n", from) - from);
+}
+
+TEST_F(StandaloneProcess, AFailedFireDeliversASignedWebhookRetriedUntilTheReceiverIsUp) {
+    const std::string token = "alerts-test-token-0123456789abcd";
+    const std::string secret = "webhook-secret-0123456789";
+    const auto db_path = dir_ / "data/s.db";
+    const auto config =
+        WriteConfig("http:\n  listen: \"127.0.0.1:0\"\ndatabase:\n  url: \"sqlite://" + db_path.string() +
+                    "?busy-timeout=10s\"\nscheduler:\n  alert-interval: 100ms\n  alert-settle: 0s\n"
+                    "  alert-backoff: 200ms\n  alert-backoff-max: 400ms\n  alert-timeout: 1s\n"
+                    "  cluster-url: \"http://sched.example\"\nlog:\n  level: info\n");
+    ChildProcess p({SCHED_STANDALONE_BIN, "--config", config}, dir_.string(), {"SCHED_TOKEN=" + token});
+    auto line = p.WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
+    ASSERT_TRUE(line) << p.stderr_text();
+    const auto port = PortOf(*line);
+
+    auto job = testing::HttpCall(port, "POST", "/api/v1/jobs",
+                                 R"({"name":"nightly","app":"demo","handler":"echo","schedule_type":"manual"})", token);
+    ASSERT_EQ(job.first, 201) << job.second;
+    const auto job_id = nlohmann::json::parse(job.second)["id"].get<std::int64_t>();
+    const unsigned short hook_port = FreeLoopbackPort();  // nobody listens there yet
+    const nlohmann::json rule_body = {{"name", "pager"},
+                                      {"job_id", job_id},
+                                      {"events", {"failed"}},
+                                      {"url", "http://127.0.0.1:" + std::to_string(hook_port) + "/hook"},
+                                      {"secret", secret}};
+    auto rule = testing::HttpCall(port, "POST", "/api/v1/alert-rules", rule_body.dump(), token);
+    ASSERT_EQ(rule.first, 201) << rule.second;
+
+    // The job's run failed (as an executor's result leaves it).
+    auto url = db::ParseDbUrl("sqlite://" + db_path.string() + "?busy-timeout=10s");
+    ASSERT_TRUE(url.ok());
+    auto db = db::Database::Open(*url);
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    const std::int64_t now_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    std::int64_t fire_id = 0;
+    const auto inserted = (*db)->Run([&](soci::session& s) {
+        s << "INSERT INTO job_fire (job_id, scheduled_time, kind, epoch, status, due_at, created_at, finished_at, "
+             "result_code, result_message) VALUES (:j, :t, 'schedule', 1, 'failed', :t2, :t3, :t4, 1, 'boom')",
+            soci::use(job_id), soci::use(now_ms), soci::use(now_ms), soci::use(now_ms), soci::use(now_ms);
+        long long id = 0;
+        s.get_last_insert_id("job_fire", id);
+        fire_id = id;
+    });
+    ASSERT_TRUE(inserted.ok()) << inserted.ToString();
+
+    // The receiver is down: the delivery is retried.
+    nlohmann::json delivery;
+    const auto first_delivery = [&] {
+        auto r = testing::HttpCall(port, "GET", "/api/v1/alert-deliveries", "", token);
+        if (r.first != 200) return false;
+        auto items = nlohmann::json::parse(r.second)["items"];
+        if (items.empty()) return false;
+        delivery = items[0];
+        return true;
+    };
+    ASSERT_TRUE(WaitFor([&] { return first_delivery() && delivery["attempts"].get<int>() >= 2; }, 10s))
+        << delivery.dump() << p.stderr_text();
+    EXPECT_EQ(delivery["status"], "pending");
+    EXPECT_NE(delivery["last_error"].get<std::string>().find("unavailable"), std::string::npos) << delivery.dump();
+
+    // Up now: it arrives, signed.
+    WebhookListener listener(hook_port);
+    ASSERT_TRUE(WaitFor([&] { return listener.request().has_value(); }, 15s)) << p.stderr_text();
+    const std::string request = *listener.request();
+    EXPECT_EQ(request.rfind("POST /hook HTTP/1.1\r\n", 0), 0u) << request;
+    const auto body_at = request.find("\r\n\r\n");
+    ASSERT_NE(body_at, std::string::npos);
+    const std::string body = request.substr(body_at + 4);
+    const std::string timestamp = HeaderOf(request, "X-Sched-Timestamp");
+    const std::string signature = HeaderOf(request, "X-Sched-Signature");
+    const std::string material = timestamp + "." + body;
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int mac_len = 0;
+    HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+         reinterpret_cast<const unsigned char*>(material.data()), material.size(), mac, &mac_len);
+    std::string hex;
+    for (unsigned int i = 0; i < mac_len; ++i) {
+        static constexpr char kDigits[] = "0123456789abcdef";
+        hex += kDigits[mac[i] >> 4];
+        hex += kDigits[mac[i] & 0xF];
+    }
+    EXPECT_EQ(signature, "sha256=" + hex) << request;
+    EXPECT_NEAR(std::stoll(timestamp), now_ms / 1000, 60);
+    EXPECT_EQ(HeaderOf(request, "X-Sched-Delivery"), std::to_string(delivery["id"].get<std::int64_t>()));
+    const auto payload = nlohmann::json::parse(body);
+    EXPECT_EQ(payload["event"], "failed");
+    EXPECT_EQ(payload["fire_id"], fire_id);
+    EXPECT_EQ(payload["job_name"], "nightly");
+    EXPECT_EQ(payload["result_message"], "boom");
+    EXPECT_EQ(payload["cluster_url"], "http://sched.example");
+
+    ASSERT_TRUE(WaitFor([&] { return first_delivery() && delivery["status"] == "delivered"; }, 5s)) << delivery.dump();
+    EXPECT_GT(delivery["attempts"].get<int>(), 1);
+    EXPECT_FALSE(delivery["delivered_at_ms"].is_null());
+    auto metrics = testing::HttpGet(port, "/metrics").second;
+    EXPECT_NE(metrics.find("sched_alert_deliveries_total{result=\"delivered\"} 1"), std::string::npos) << metrics;
+
+    p.Signal(SIGTERM);
+    EXPECT_EQ(p.WaitForExit(15s), 0) << p.stderr_text();
 }
 
 }  // namespace

@@ -13,7 +13,7 @@ namespace {
 constexpr const char* kColumns =
     "id, name, app, handler, params, schedule_type, schedule_expr, time_zone, misfire_policy, routing, "
     "block_strategy, concurrency_limit, timeout_ms, retry_max, retry_backoff_ms, shard_total, at_least_once, "
-    "enabled, next_fire_time, last_fire_time, version, created_at, updated_at, description";
+    "enabled, next_fire_time, last_fire_time, version, created_at, updated_at, description, pause_after_failures";
 
 // Binds every column of kColumns, in order, as outputs of `st`; Finish() copies the nullable and
 // boolean columns into `job` after each fetch.
@@ -49,6 +49,7 @@ struct JobRow {
         st.exchange(soci::into(job.created_at));
         st.exchange(soci::into(job.updated_at));
         st.exchange(soci::into(job.description));
+        st.exchange(soci::into(job.pause_after_failures));
     }
     Job Finish() {
         job.at_least_once = at_least_once != 0;
@@ -86,6 +87,7 @@ struct EditableFields {
         st.exchange(soci::use(enabled, "enabled"));
         st.exchange(soci::use(next_fire.value, next_fire.ind, "next_fire_time"));
         st.exchange(soci::use(job.description, "description"));
+        st.exchange(soci::use(job.pause_after_failures, "pause_after_failures"));
     }
     Job job;
     int at_least_once;
@@ -105,10 +107,11 @@ Result<Job> JobRepository::Create(const Job& job) {
         st.prepare(
             "INSERT INTO job (name, app, handler, params, schedule_type, schedule_expr, time_zone, misfire_policy, "
             "routing, block_strategy, concurrency_limit, timeout_ms, retry_max, retry_backoff_ms, shard_total, "
-            "at_least_once, enabled, next_fire_time, description, version, created_at, updated_at) VALUES (:name, "
+            "at_least_once, enabled, next_fire_time, description, pause_after_failures, version, created_at, "
+            "updated_at) VALUES (:name, "
             ":app, :handler, :params, :schedule_type, :schedule_expr, :time_zone, :misfire_policy, :routing, "
             ":block_strategy, :concurrency_limit, :timeout_ms, :retry_max, :retry_backoff_ms, :shard_total, "
-            ":at_least_once, :enabled, :next_fire_time, :description, 1, " +
+            ":at_least_once, :enabled, :next_fire_time, :description, :pause_after_failures, 1, " +
             now + ", " + now + ")");
         st.define_and_bind();
         st.execute(true);
@@ -174,7 +177,8 @@ Result<Job> JobRepository::Update(const Job& job, std::int64_t expected_version)
             ":misfire_policy, routing = :routing, block_strategy = :block_strategy, concurrency_limit = "
             ":concurrency_limit, timeout_ms = :timeout_ms, retry_max = :retry_max, retry_backoff_ms = "
             ":retry_backoff_ms, shard_total = :shard_total, at_least_once = :at_least_once, enabled = :enabled, "
-            "next_fire_time = :next_fire_time, description = :description, version = version + 1, updated_at = " +
+            "next_fire_time = :next_fire_time, description = :description, pause_after_failures = "
+            ":pause_after_failures, version = version + 1, updated_at = " +
             std::string(db_.dialect().NowMs()) + " WHERE id = :id AND version = :expected_version");
         st.define_and_bind();
         if (impl::ExecuteAffected(st) == 1) return Status::Ok();
@@ -348,6 +352,16 @@ std::vector<std::int64_t> JobRepository::ListIdsAfter(soci::session& s, std::int
     return impl::SelectRows<IdRow>(
         s, "SELECT id FROM job WHERE id > :a ORDER BY id LIMIT " + std::to_string(std::max(1, limit)),
         [&](soci::statement& st) { st.exchange(soci::use(after_id, "a")); });
+}
+
+bool JobRepository::Pause(soci::session& s, const db::Dialect& dialect, std::int64_t id,
+                          std::int64_t unchanged_since_ms) {
+    soci::statement st =
+        (s.prepare << "UPDATE job SET enabled = 0, next_fire_time = NULL, version = version + 1, "
+                      "updated_at = " +
+                          std::string(dialect.NowMs()) + " WHERE id = :id AND enabled = 1 AND updated_at <= :since",
+         soci::use(id, "id"), soci::use(unchanged_since_ms, "since"));
+    return impl::ExecuteAffected(st) == 1;
 }
 
 }  // namespace sched::store

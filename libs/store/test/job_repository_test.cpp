@@ -28,6 +28,7 @@ TEST_P(JobRepositoryTest, CreateThenGetRoundTripsEveryField) {
     Job in = SampleJob();
     in.at_least_once = true;
     in.shard_total = 3;
+    in.pause_after_failures = 5;
     auto created = jobs.Create(in);
     ASSERT_TRUE(created.ok()) << created.status().ToString();
     EXPECT_GT(created->id, 0);
@@ -46,6 +47,12 @@ TEST_P(JobRepositoryTest, CreateThenGetRoundTripsEveryField) {
     EXPECT_EQ(got->next_fire_time, in.next_fire_time);
     EXPECT_EQ(got->last_fire_time, std::nullopt);
     EXPECT_EQ(got->description, "daily");
+    EXPECT_EQ(got->pause_after_failures, 5);
+    Job edited = *got;
+    edited.pause_after_failures = 0;
+    auto updated = jobs.Update(edited, got->version);
+    ASSERT_TRUE(updated.ok()) << updated.status().ToString();
+    EXPECT_EQ(updated->pause_after_failures, 0);
 }
 
 TEST_P(JobRepositoryTest, DuplicateNameInAppIsAlreadyExists) {

@@ -73,6 +73,17 @@ MasterConfig MasterConfig::FromYaml(const ConfigNode& node) {
     c.history_max_per_job = static_cast<int>(node.Int("history-max-per-job", c.history_max_per_job, 1, 10000000));
     c.purge_interval = node.Duration("purge-interval", c.purge_interval, milliseconds(100), std::chrono::hours(1));
     c.purge_batch = static_cast<int>(node.Int("purge-batch", c.purge_batch, 1, 10000));
+    c.alert_interval = node.Duration("alert-interval", c.alert_interval, milliseconds(100), std::chrono::hours(1));
+    c.alert_batch = static_cast<int>(node.Int("alert-batch", c.alert_batch, 1, 10000));
+    c.alert_lookback = node.Duration("alert-lookback", c.alert_lookback, Micros{0}, std::chrono::hours(24));
+    c.alert_settle = node.Duration("alert-settle", c.alert_settle, Micros{0}, std::chrono::minutes(10));
+    c.alert_timeout = node.Duration("alert-timeout", c.alert_timeout, milliseconds(100), seconds(60));
+    c.alert_max_attempts = static_cast<int>(node.Int("alert-max-attempts", c.alert_max_attempts, 1, 100));
+    c.alert_backoff = node.Duration("alert-backoff", c.alert_backoff, milliseconds(10), std::chrono::hours(1));
+    c.alert_backoff_max =
+        node.Duration("alert-backoff-max", c.alert_backoff_max, c.alert_backoff, std::chrono::hours(24));
+    c.cluster_url = node.String("cluster-url", c.cluster_url);
+    if (c.cluster_url.size() > 2048) throw ConfigError("scheduler.cluster-url", "at most 2048 characters");
     return c;
 }
 

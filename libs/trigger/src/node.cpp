@@ -121,6 +121,58 @@ NodeConfig NodeConfig::FromYaml(const ConfigNode& root, const Defaults& defaults
     return c;
 }
 
+namespace {
+
+// Webhooks through the node's I/O threads, each call bounded by alert-timeout; the answer's body
+// is read up to 64 KiB (a larger one fails the attempt) and discarded.
+class HttpWebhookSender final : public WebhookSender {
+  public:
+    HttpWebhookSender(net::io_context& io, Micros timeout) : io_(io), client_(io.get_executor(), Options(timeout)) {
+        call_.timeout = timeout;
+    }
+    Result<int> Post(const std::string& url, const Headers& headers, const std::string& body) override {
+        rest::ClientRequest request;
+        request.method = rest::Method::kPost;
+        request.url = url;
+        for (const auto& [name, value] : headers) request.headers.Add(name, value);
+        request.body = body;
+        std::optional<Result<int>> outcome;
+        // Blocks this (alert) thread only; `request` and `outcome` outlive the call because
+        // get() waits for it.
+        auto done = net::co_spawn(
+            io_,
+            [&]() -> net::awaitable<void> {
+                const rest::CallOptions call = call_;
+                auto response = co_await client_.Send(std::move(request), call);
+                if (response.ok()) {
+                    outcome.emplace(response->status);
+                } else {
+                    outcome.emplace(response.status());
+                }
+            },
+            net::use_future);
+        done.get();
+        return outcome.value_or(Result<int>(Internal("webhook call ended without an outcome")));
+    }
+    void CloseIdle() { client_.CloseIdle(); }
+
+  private:
+    static rest::ClientOptions Options(Micros timeout) {
+        rest::ClientOptions o;
+        o.connect_timeout = std::min<Micros>(timeout, std::chrono::seconds(2));
+        o.request_timeout = timeout;
+        o.body_limit = 64 * 1024;
+        o.max_idle_per_host = 2;
+        o.user_agent = "sched-alerts";
+        return o;
+    }
+    net::io_context& io_;
+    rest::HttpClient client_;
+    rest::CallOptions call_;
+};
+
+}  // namespace
+
 struct TriggerNode::Impl {
     rest::Router router;
     std::unique_ptr<rest::Server> server;
@@ -131,11 +183,14 @@ struct TriggerNode::Impl {
     std::unique_ptr<lock::Fence> fence;
     std::unique_ptr<Master> master;
     std::unique_ptr<HistoryPurger> purger;
+    std::unique_ptr<HttpWebhookSender> webhooks;
+    std::unique_ptr<Alerter> alerter;
     std::unique_ptr<Slave> slave;
     std::vector<std::thread> io_threads;
     std::jthread elector_thread;
     std::thread master_thread;
     std::thread purge_thread;
+    std::thread alert_thread;
     std::thread heartbeat_thread;
     std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
     std::mutex leader_mu;
@@ -206,6 +261,9 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
 
     impl_->master = std::make_unique<Master>(db_, *impl_->fence, *time_, config_.scheduler, metrics_);
     impl_->purger = std::make_unique<HistoryPurger>(db_, *impl_->fence, *time_, config_.scheduler, metrics_);
+    impl_->webhooks = std::make_unique<HttpWebhookSender>(io_, config_.scheduler.alert_timeout);
+    impl_->alerter =
+        std::make_unique<Alerter>(db_, *impl_->fence, *time_, config_.scheduler, metrics_, *impl_->webhooks);
     if (config_.slave.enabled) {
         impl_->slave = std::make_unique<Slave>(io_.get_executor(), db_pool_, db_, *time_, *impl_->http, node_id_,
                                                config_.election.name, config_.slave, metrics_);
@@ -223,6 +281,7 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
     impl_->heartbeat_thread = std::thread([this] { HeartbeatLoop(); });
     impl_->master_thread = std::thread([this] { MasterLoop(); });
     impl_->purge_thread = std::thread([this] { PurgeLoop(); });
+    impl_->alert_thread = std::thread([this] { AlertLoop(); });
     impl_->elector_thread = std::jthread([this](std::stop_token st) { impl_->elector->Run(st); });
     started_at_ = std::chrono::steady_clock::now();
     started_ = true;
@@ -248,6 +307,7 @@ void TriggerNode::Stop() {
     // 2. Master work ends before the lease is released, so no scan can straddle the handover.
     if (impl_->master_thread.joinable()) impl_->master_thread.join();
     if (impl_->purge_thread.joinable()) impl_->purge_thread.join();
+    if (impl_->alert_thread.joinable()) impl_->alert_thread.join();
     const bool was_leading = impl_->elector && impl_->elector->IsLeading();
     if (impl_->elector_thread.joinable()) {
         impl_->elector_thread.request_stop();
@@ -260,6 +320,7 @@ void TriggerNode::Stop() {
     auto shut = net::co_spawn(io_, impl_->server->Shutdown(), net::use_future);
     shut.wait_for(10s);
     impl_->http->CloseIdle();
+    if (impl_->webhooks) impl_->webhooks->CloseIdle();
     impl_->work.reset();
     io_.stop();
     for (auto& t : impl_->io_threads) t.join();
@@ -364,6 +425,27 @@ void TriggerNode::PurgeLoop() {
                 "master history purge: {} fires deleted ({} by age, {} beyond the per-job cap) in {} batches, "
                 "{} ms",
                 round->by_age + round->by_cap, round->by_age, round->by_cap, round->batches, elapsed_ms);
+        }
+    }
+}
+
+void TriggerNode::AlertLoop() {
+    while (!stopping_) {
+        std::optional<std::int64_t> epoch;
+        {
+            std::unique_lock lock(mu_);
+            cv_.wait_for(lock, config_.scheduler.alert_interval, [this] { return stopping_.load(); });
+            epoch = leading_epoch_;
+        }
+        if (stopping_) break;
+        if (!epoch || !impl_->elector->IsLeading(*epoch)) continue;
+        auto round = impl_->alerter->Round(*epoch, [this] { return stopping_.load(); });
+        if (!round.ok()) {
+            // What committed stays; the cursor and the pending deliveries are retried next round.
+            spdlog::warn("master alerts round failed: {}", round.status().ToString());
+        } else if (round->deliveries_created + round->delivered + round->retried + round->failed > 0) {
+            spdlog::info("master alerts: {} deliveries created, {} delivered, {} to retry, {} failed",
+                         round->deliveries_created, round->delivered, round->retried, round->failed);
         }
     }
 }

@@ -21,7 +21,7 @@ using rest::Method;
 using rest::Request;
 using rest::Response;
 
-constexpr std::array<std::string_view, 19> kJobFields = {"name",
+constexpr std::array<std::string_view, 20> kJobFields = {"name",
                                                          "app",
                                                          "handler",
                                                          "params",
@@ -39,6 +39,7 @@ constexpr std::array<std::string_view, 19> kJobFields = {"name",
                                                          "at_least_once",
                                                          "enabled",
                                                          "description",
+                                                         "pause_after_failures",
                                                          "version"};
 constexpr std::array<std::string_view, 6> kJobReadOnly = {"id",         "next_fire_time", "last_fire_time",
                                                           "created_at", "updated_at",     "last_fire"};
@@ -97,6 +98,8 @@ std::optional<rest::ApiError> ReadJobInput(const nlohmann::json& body, const sto
     j.concurrency_limit = static_cast<int>(f.Int("concurrency_limit", j.concurrency_limit, {.min = 1, .max = 1000}));
     j.timeout_ms = f.Int("timeout_ms", j.timeout_ms, {.min = 0, .max = 7LL * 24 * 3600 * 1000});
     j.retry_max = static_cast<int>(f.Int("retry_max", j.retry_max, {.min = 0, .max = 100}));
+    j.pause_after_failures =
+        static_cast<int>(f.Int("pause_after_failures", j.pause_after_failures, {.min = 0, .max = 1000}));
     j.retry_backoff_ms = f.Int("retry_backoff_ms", j.retry_backoff_ms, {.min = 1, .max = 24LL * 3600 * 1000});
     j.shard_total = static_cast<int>(f.Int("shard_total", j.shard_total, {.min = 1, .max = 1000}));
     j.at_least_once = f.Bool("at_least_once", j.at_least_once);

@@ -28,6 +28,7 @@ nlohmann::json JobJson(const store::Job& job, const std::optional<store::Fire>& 
         {"timeout_ms", job.timeout_ms},
         {"retry_max", job.retry_max},
         {"retry_backoff_ms", job.retry_backoff_ms},
+        {"pause_after_failures", job.pause_after_failures},
         {"shard_total", job.shard_total},
         {"at_least_once", job.at_least_once},
         {"enabled", job.enabled},

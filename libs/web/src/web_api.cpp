@@ -55,6 +55,7 @@ std::vector<RouteInfo> AddWebRoutes(rest::Router& router, const WebOptions& opti
     impl::AddJobRoutes(routes);
     impl::AddFireRoutes(routes);
     impl::AddDashboardRoutes(routes);
+    impl::AddAlertRoutes(routes);
     impl::AddClusterRoutes(routes);
     impl::AddTokenRoutes(routes);
     impl::AddSigningKeyRoutes(routes);

@@ -58,6 +58,7 @@ class Routes {
 void AddJobRoutes(Routes& routes);
 void AddFireRoutes(Routes& routes);
 void AddDashboardRoutes(Routes& routes);
+void AddAlertRoutes(Routes& routes);
 void AddClusterRoutes(Routes& routes);
 void AddTokenRoutes(Routes& routes);
 void AddSdkRoutes(Routes& routes);  // and AddLockRoutes

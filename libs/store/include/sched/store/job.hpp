@@ -48,6 +48,9 @@ struct Job {
     std::int64_t created_at = 0;
     std::int64_t updated_at = 0;
     std::string description;
+    /// The master pauses the job after this many failed/timeout/lost runs in a row (0 = never;
+    /// trigger::Alerter).
+    int pause_after_failures = 0;
 };
 
 struct JobFilter {
@@ -105,6 +108,10 @@ class JobRepository {
     static std::vector<Job> FindMany(soci::session& s, const std::vector<std::int64_t>& ids);
     /// Ids of at most `limit` jobs with id > after_id, ascending (a cursor over all jobs).
     static std::vector<std::int64_t> ListIdsAfter(soci::session& s, std::int64_t after_id, int limit);
+    /// Pauses an enabled job as the API's pause does (enabled 0, next_fire_time NULL, version + 1,
+    /// updated_at = DB now) unless it was changed (updated_at) after `unchanged_since_ms`.
+    /// Returns false when it was paused already, changed since, or is gone.
+    static bool Pause(soci::session& s, const db::Dialect& dialect, std::int64_t id, std::int64_t unchanged_since_ms);
 
   private:
     db::Database& db_;

@@ -42,6 +42,15 @@
 ///   history-max-per-job: 10000 # and beyond a job's newest this many fires (1 .. 10,000,000)
 ///   purge-interval: 10s        # how often the master purges (HistoryPurger; 100ms .. 1h)
 ///   purge-batch: 1000          # fires per DELETE / per short fenced transaction (1 .. 10,000)
+///   alert-interval: 2s         # how often the master evaluates alerts and sends webhooks (Alerter)
+///   alert-batch: 500           # ended fires per fenced evaluation / deliveries per round (1 .. 10,000)
+///   alert-lookback: 10m        # a new master first evaluates fires ended this long ago (0 .. 24h)
+///   alert-settle: 2s           # fires that ended less than this ago wait for the next round
+///   alert-timeout: 5s          # one webhook call, connect to response (100ms .. 60s)
+///   alert-max-attempts: 8      # then the delivery is `failed` (1 .. 100)
+///   alert-backoff: 5s          # delay before the 2nd attempt; doubles each time (10ms .. 1h)
+///   alert-backoff-max: 10m     # the longest delay between attempts
+///   cluster-url: ""            # sent in alert payloads (e.g. the web UI's address)
 ///
 /// Not thread-safe: one master loop calls Scan.
 
@@ -82,6 +91,16 @@ struct MasterConfig {
     int history_max_per_job = 10000;
     Micros purge_interval = std::chrono::seconds(10);
     int purge_batch = 1000;
+    /// Alerts (Alerter).
+    Micros alert_interval = std::chrono::seconds(2);
+    int alert_batch = 500;
+    Micros alert_lookback = std::chrono::minutes(10);
+    Micros alert_settle = std::chrono::seconds(2);
+    Micros alert_timeout = std::chrono::seconds(5);
+    int alert_max_attempts = 8;
+    Micros alert_backoff = std::chrono::seconds(5);
+    Micros alert_backoff_max = std::chrono::minutes(10);
+    std::string cluster_url;
 
     /// Throws ConfigError naming the key.
     static MasterConfig FromYaml(const ConfigNode& node);

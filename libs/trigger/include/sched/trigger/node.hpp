@@ -43,6 +43,7 @@
 #include "sched/http/router.hpp"
 #include "sched/http/server_options.hpp"
 #include "sched/lock/lease_elector.hpp"
+#include "sched/trigger/alerter.hpp"
 #include "sched/trigger/history_purger.hpp"
 #include "sched/trigger/master.hpp"
 #include "sched/trigger/slave.hpp"
@@ -113,6 +114,9 @@ class TriggerNode final : private lock::ElectionObserver {
     /// While this node leads: a HistoryPurger round every scheduler.purge-interval, on its own
     /// thread so a backlog's batches never delay a scan.
     void PurgeLoop();
+    /// While this node leads: an Alerter round every scheduler.alert-interval, on its own thread
+    /// (a slow webhook never delays a scan or a purge).
+    void AlertLoop();
     void HeartbeatLoop();
     void Notify(const ScanReport& report, std::int64_t epoch);
     /// After a planned release: tells the other live nodes to compete now (best effort).

@@ -223,7 +223,7 @@ export async function jobFormView(main, ctx) {
     name: '', app: '', handler: '', description: '', params: '', schedule_type: 'cron',
     schedule_expr: '0 */5 * * * ?', time_zone: 'UTC', misfire_policy: 'fire-once-now', routing: 'round-robin',
     block_strategy: 'serial', concurrency_limit: 1, timeout_ms: 0, retry_max: 0, retry_backoff_ms: 1000,
-    shard_total: 1, at_least_once: false, enabled: true,
+    shard_total: 1, at_least_once: false, enabled: true, pause_after_failures: 0,
   };
   const input = (name, props = {}) => h('input', { name, value: job[name] ?? '', ...props });
   const number = (name, min) => h('input', { name, type: 'number', min, step: 1, value: job[name] });
@@ -258,6 +258,7 @@ export async function jobFormView(main, ctx) {
       field('Retry backoff (ms)', number('retry_backoff_ms', 1)),
       field('Concurrency limit', number('concurrency_limit', 1)),
       field('Shards', number('shard_total', 1)),
+      field('Pause after failures', number('pause_after_failures', 0), '0 = never; failed runs in a row'),
       h('label', { class: 'wide' }, 'Params', paramsBox,
         h('span', { class: 'hint' }, 'passed to the handler; JSON arrives as JSON'), h('span', { class: 'field-error' })),
       h('label', { class: 'wide' }, 'Description', description, h('span', { class: 'field-error' })),
@@ -319,7 +320,8 @@ export async function jobFormView(main, ctx) {
       enabled: enabled.checked,
       at_least_once: atLeastOnce.checked,
     };
-    for (const name of ['timeout_ms', 'retry_max', 'retry_backoff_ms', 'concurrency_limit', 'shard_total']) {
+    for (const name of ['timeout_ms', 'retry_max', 'retry_backoff_ms', 'concurrency_limit', 'shard_total',
+      'pause_after_failures']) {
       const v = intValue(name);
       if (v !== undefined) body[name] = v;
     }

@@ -1,0 +1,320 @@
+#include "sched/store/alert.hpp"
+
+#include <array>
+
+#include "impl/query.hpp"
+
+namespace sched::store {
+
+namespace {
+
+constexpr std::array<std::string_view, 5> kEventNames = {"failed", "timeout", "lost", "misfire", "paused"};
+constexpr std::array<std::string_view, 3> kDeliveryNames = {"pending", "delivered", "failed"};
+
+// Cuts at a UTF-8 character boundary so the stored text stays valid.
+std::string Bounded(const std::string& text, std::size_t max) {
+    if (text.size() <= max) return text;
+    std::size_t end = max;
+    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+    return text.substr(0, end);
+}
+
+struct RuleRow {
+    AlertRule r;
+    impl::NullableInt64 job_id;
+    std::string events;
+    int enabled = 1;
+    AlertRule Finish() {
+        r.job_id = job_id.get();
+        r.events = ParseAlertEvents(events);
+        r.enabled = enabled != 0;
+        return r;
+    }
+    void BindInto(soci::statement& st) {
+        st.exchange(soci::into(r.id));
+        st.exchange(soci::into(r.name));
+        st.exchange(soci::into(job_id.value, job_id.ind));
+        st.exchange(soci::into(events));
+        st.exchange(soci::into(r.consecutive_failures));
+        st.exchange(soci::into(r.url));
+        st.exchange(soci::into(r.secret));
+        st.exchange(soci::into(enabled));
+        st.exchange(soci::into(r.created_at));
+    }
+};
+constexpr const char* kRuleColumns =
+    "SELECT id, name, job_id, events, consecutive_failures, url, secret, enabled, created_at FROM alert_rule ";
+
+struct DeliveryRow {
+    AlertDelivery d;
+    std::string event;
+    std::string status;
+    impl::NullableString last_error;
+    impl::NullableInt64 delivered_at;
+    AlertDelivery Finish() {
+        d.event = ParseAlertEvent(event).value_or(AlertEvent::kFailed);
+        d.status = ParseDeliveryStatus(status).value_or(DeliveryStatus::kFailed);
+        d.last_error = last_error.get();
+        d.delivered_at = delivered_at.get();
+        return d;
+    }
+    void BindInto(soci::statement& st) {
+        st.exchange(soci::into(d.id));
+        st.exchange(soci::into(d.rule_id));
+        st.exchange(soci::into(d.job_id));
+        st.exchange(soci::into(d.fire_id));
+        st.exchange(soci::into(event));
+        st.exchange(soci::into(d.payload));
+        st.exchange(soci::into(status));
+        st.exchange(soci::into(d.attempts));
+        st.exchange(soci::into(d.next_attempt_at));
+        st.exchange(soci::into(last_error.value, last_error.ind));
+        st.exchange(soci::into(d.created_at));
+        st.exchange(soci::into(delivered_at.value, delivered_at.ind));
+    }
+};
+constexpr const char* kDeliveryColumns =
+    "SELECT id, rule_id, job_id, fire_id, event, payload, status, attempts, next_attempt_at, last_error, created_at, "
+    "delivered_at FROM alert_delivery ";
+
+struct FireRow {
+    AlertableFire f;
+    impl::NullableString name;
+    impl::NullableString app;
+    impl::NullableString reason;
+    impl::NullableInt64 code;
+    impl::NullableString message;
+    impl::NullableInt64 pause_after;
+    AlertableFire Finish() {
+        f.pause_after_failures = static_cast<int>(pause_after.get().value_or(0));
+        f.job_name = name.get().value_or("");
+        f.app = app.get().value_or("");
+        f.reason = reason.get();
+        const auto c = code.get();
+        f.result_code = c ? std::optional<int>(static_cast<int>(*c)) : std::nullopt;
+        f.result_message = message.get();
+        return f;
+    }
+    void BindInto(soci::statement& st) {
+        st.exchange(soci::into(f.id));
+        st.exchange(soci::into(f.job_id));
+        st.exchange(soci::into(name.value, name.ind));
+        st.exchange(soci::into(app.value, app.ind));
+        st.exchange(soci::into(f.scheduled_time));
+        st.exchange(soci::into(f.attempt));
+        st.exchange(soci::into(f.status));
+        st.exchange(soci::into(reason.value, reason.ind));
+        st.exchange(soci::into(f.finished_at));
+        st.exchange(soci::into(code.value, code.ind));
+        st.exchange(soci::into(message.value, message.ind));
+        st.exchange(soci::into(pause_after.value, pause_after.ind));
+    }
+};
+
+}  // namespace
+
+std::string_view AlertEventName(AlertEvent e) {
+    return kEventNames.at(static_cast<std::size_t>(e));
+}
+
+std::optional<AlertEvent> ParseAlertEvent(std::string_view name) {
+    for (std::size_t i = 0; i < kEventNames.size(); ++i) {
+        if (kEventNames[i] == name) return static_cast<AlertEvent>(i);
+    }
+    return std::nullopt;
+}
+
+std::string AlertEventsText(const std::vector<AlertEvent>& events) {
+    std::string out;
+    for (const auto e : events) out += (out.empty() ? "" : ",") + std::string(AlertEventName(e));
+    return out;
+}
+
+std::vector<AlertEvent> ParseAlertEvents(std::string_view text) {
+    std::vector<AlertEvent> out;
+    while (!text.empty()) {
+        const auto comma = text.find(',');
+        if (auto e = ParseAlertEvent(text.substr(0, comma))) out.push_back(*e);
+        text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    }
+    return out;
+}
+
+std::string_view DeliveryStatusName(DeliveryStatus s) {
+    return kDeliveryNames.at(static_cast<std::size_t>(s));
+}
+
+std::optional<DeliveryStatus> ParseDeliveryStatus(std::string_view name) {
+    for (std::size_t i = 0; i < kDeliveryNames.size(); ++i) {
+        if (kDeliveryNames[i] == name) return static_cast<DeliveryStatus>(i);
+    }
+    return std::nullopt;
+}
+
+Result<AlertRule> AlertRepository::CreateRule(const AlertRule& rule) {
+    auto id = db_.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<std::int64_t> {
+        impl::NullableInt64 job_id;
+        job_id.set(rule.job_id);
+        const std::string events = AlertEventsText(rule.events);
+        const int enabled = rule.enabled ? 1 : 0;
+        s << "INSERT INTO alert_rule (name, job_id, events, consecutive_failures, url, secret, enabled, created_at) "
+             "VALUES (:name, :job, :events, :n, :url, :secret, :enabled, " +
+                 std::string(db_.dialect().NowMs()) + ")",
+            soci::use(rule.name, "name"), soci::use(job_id.value, job_id.ind, "job"), soci::use(events, "events"),
+            soci::use(rule.consecutive_failures, "n"), soci::use(rule.url, "url"), soci::use(rule.secret, "secret"),
+            soci::use(enabled, "enabled");
+        long long new_id = 0;
+        if (!s.get_last_insert_id("alert_rule", new_id)) return Internal("no id for the new alert rule");
+        return static_cast<std::int64_t>(new_id);
+    });
+    if (!id.ok()) return id.status();
+    return GetRule(*id);
+}
+
+Result<AlertRule> AlertRepository::GetRule(std::int64_t id) {
+    auto rows = db_.Run([&](soci::session& s) {
+        return impl::SelectRows<RuleRow>(s, std::string(kRuleColumns) + "WHERE id = :id",
+                                         [&](soci::statement& st) { st.exchange(soci::use(id, "id")); });
+    });
+    if (!rows.ok()) return rows.status();
+    if (rows->empty()) return NotFound("alert rule " + std::to_string(id) + " not found");
+    return rows->front();
+}
+
+Result<std::vector<AlertRule>> AlertRepository::ListRules(std::int64_t after_id, int limit) {
+    return db_.Run([&](soci::session& s) {
+        return impl::SelectRows<RuleRow>(
+            s, std::string(kRuleColumns) + "WHERE id > :after ORDER BY id LIMIT " + std::to_string(limit),
+            [&](soci::statement& st) { st.exchange(soci::use(after_id, "after")); });
+    });
+}
+
+Status AlertRepository::DeleteRule(std::int64_t id) {
+    auto deleted = db_.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<long long> {
+        s << "DELETE FROM alert_delivery WHERE rule_id = :id", soci::use(id, "id");
+        soci::statement st = (s.prepare << "DELETE FROM alert_rule WHERE id = :id", soci::use(id, "id"));
+        return impl::ExecuteAffected(st);
+    });
+    if (!deleted.ok()) return deleted.status();
+    if (*deleted == 0) return NotFound("alert rule " + std::to_string(id) + " not found");
+    return Status::Ok();
+}
+
+Result<std::vector<AlertDelivery>> AlertRepository::ListDeliveries(const DeliveryFilter& filter) {
+    return db_.Run([&](soci::session& s) {
+        std::string where = "WHERE 1 = 1";
+        if (filter.rule_id) where += " AND rule_id = :rule";
+        if (filter.status) where += " AND status = :status";
+        const std::string status = filter.status ? std::string(DeliveryStatusName(*filter.status)) : "";
+        const std::int64_t rule = filter.rule_id.value_or(0);
+        return impl::SelectRows<DeliveryRow>(
+            s, std::string(kDeliveryColumns) + where + " ORDER BY id DESC LIMIT " + std::to_string(filter.limit),
+            [&](soci::statement& st) {
+                if (filter.rule_id) st.exchange(soci::use(rule, "rule"));
+                if (filter.status) st.exchange(soci::use(status, "status"));
+            });
+    });
+}
+
+Result<AlertDelivery> AlertRepository::GetDelivery(std::int64_t id) {
+    auto rows = db_.Run([&](soci::session& s) {
+        return impl::SelectRows<DeliveryRow>(s, std::string(kDeliveryColumns) + "WHERE id = :id",
+                                             [&](soci::statement& st) { st.exchange(soci::use(id, "id")); });
+    });
+    if (!rows.ok()) return rows.status();
+    if (rows->empty()) return NotFound("alert delivery " + std::to_string(id) + " not found");
+    return rows->front();
+}
+
+std::vector<AlertRule> AlertRepository::EnabledRules(soci::session& s, int limit) {
+    return impl::SelectRows<RuleRow>(
+        s, std::string(kRuleColumns) + "WHERE enabled = 1 ORDER BY id LIMIT " + std::to_string(limit),
+        [](soci::statement&) {});
+}
+
+std::vector<AlertableFire> AlertRepository::ListEndedAfter(soci::session& s, std::int64_t after_ms,
+                                                           std::int64_t after_id, std::int64_t until_ms, int limit) {
+    // The keyset condition is spelled out (no row-value comparison on every backend); the
+    // first term keeps the range scan on idx_fire_finished.
+    return impl::SelectRows<FireRow>(
+        s,
+        "SELECT f.id, f.job_id, j.name, j.app, f.scheduled_time, f.attempt, f.status, f.reason, f.finished_at, "
+        "f.result_code, f.result_message, j.pause_after_failures FROM job_fire f LEFT JOIN job j ON j.id = f.job_id "
+        "WHERE f.finished_at >= :after AND f.finished_at <= :until AND (f.finished_at > :after2 OR f.id > :after_id) "
+        "AND (f.status IN ('failed', 'timeout', 'lost') OR (f.status = 'skipped' AND f.reason = 'misfire')) "
+        "ORDER BY f.finished_at, f.id LIMIT " +
+            std::to_string(limit),
+        [&](soci::statement& st) {
+            st.exchange(soci::use(after_ms, "after"));
+            st.exchange(soci::use(until_ms, "until"));
+            st.exchange(soci::use(after_ms, "after2"));
+            st.exchange(soci::use(after_id, "after_id"));
+        });
+}
+
+int AlertRepository::FailureStreak(soci::session& s, std::int64_t job_id, std::int64_t scheduled_time,
+                                   std::int64_t fire_id, int max) {
+    struct StatusRow {
+        std::string status;
+        std::string Finish() { return status; }
+        void BindInto(soci::statement& st) { st.exchange(soci::into(status)); }
+    };
+    const auto statuses = impl::SelectRows<StatusRow>(
+        s,
+        "SELECT status FROM job_fire WHERE job_id = :job AND (scheduled_time < :t OR (scheduled_time = :t2 AND id <= "
+        ":id)) AND status IN ('succeeded', 'failed', 'timeout', 'lost', 'killed') "
+        "ORDER BY scheduled_time DESC, id DESC LIMIT " +
+            std::to_string(max),
+        [&](soci::statement& st) {
+            st.exchange(soci::use(job_id, "job"));
+            st.exchange(soci::use(scheduled_time, "t"));
+            st.exchange(soci::use(scheduled_time, "t2"));
+            st.exchange(soci::use(fire_id, "id"));
+        });
+    int streak = 0;
+    for (const auto& status : statuses) {
+        if (status != "failed" && status != "timeout" && status != "lost") break;
+        ++streak;
+    }
+    return streak;
+}
+
+bool AlertRepository::InsertDeliveryIfAbsent(soci::session& s, const db::Dialect& dialect, const AlertDelivery& d) {
+    const std::string event(AlertEventName(d.event));
+    const std::string status(DeliveryStatusName(DeliveryStatus::kPending));
+    soci::statement st =
+        (s.prepare << dialect.InsertIfAbsent(
+             "alert_delivery (rule_id, job_id, fire_id, event, payload, status, attempts, next_attempt_at, "
+             "created_at) VALUES (:rule, :job, :fire, :event, :payload, :status, 0, :next, " +
+             std::string(dialect.NowMs()) + ")"),
+         soci::use(d.rule_id, "rule"), soci::use(d.job_id, "job"), soci::use(d.fire_id, "fire"),
+         soci::use(event, "event"), soci::use(d.payload, "payload"), soci::use(status, "status"),
+         soci::use(d.next_attempt_at, "next"));
+    return db::ExecuteInsertIfAbsent(st) == 1;
+}
+
+std::vector<AlertDelivery> AlertRepository::ListDue(soci::session& s, std::int64_t now_ms, int limit) {
+    return impl::SelectRows<DeliveryRow>(s,
+                                         std::string(kDeliveryColumns) +
+                                             "WHERE status = 'pending' AND next_attempt_at <= :now "
+                                             "ORDER BY next_attempt_at, id LIMIT " +
+                                             std::to_string(limit),
+                                         [&](soci::statement& st) { st.exchange(soci::use(now_ms, "now")); });
+}
+
+bool AlertRepository::RecordAttempt(soci::session& s, const AlertDelivery& d) {
+    const std::string status(DeliveryStatusName(d.status));
+    impl::NullableString error;
+    error.set(d.last_error ? std::optional<std::string>(Bounded(*d.last_error, kMaxErrorBytes)) : std::nullopt);
+    impl::NullableInt64 delivered;
+    delivered.set(d.delivered_at);
+    soci::statement st =
+        (s.prepare << "UPDATE alert_delivery SET status = :status, attempts = :attempts, next_attempt_at = :next, "
+                      "last_error = :error, delivered_at = :delivered WHERE id = :id AND status = 'pending'",
+         soci::use(status, "status"), soci::use(d.attempts, "attempts"), soci::use(d.next_attempt_at, "next"),
+         soci::use(error.value, error.ind, "error"), soci::use(delivered.value, delivered.ind, "delivered"),
+         soci::use(d.id, "id"));
+    return impl::ExecuteAffected(st) == 1;
+}
+
+}  // namespace sched::store

@@ -1,0 +1,173 @@
+#include "sched/store/alert.hpp"
+
+#include "sched/store/job.hpp"
+#include "store_test_base.hpp"
+
+namespace sched::store {
+namespace {
+
+class AlertRepositoryTest : public StoreTest {
+  protected:
+    std::int64_t AddJob() {
+        Job j;
+        j.name = "nightly";
+        j.app = "billing";
+        j.handler = "report";
+        j.params = "{}";
+        j.schedule_type = "manual";
+        auto created = JobRepository(db()).Create(j);
+        EXPECT_TRUE(created.ok()) << created.status().ToString();
+        return created.ok() ? created->id : 0;
+    }
+    // A fire row as the ledger or a result would leave it.
+    std::int64_t AddFire(std::int64_t job_id, std::int64_t scheduled, const std::string& status,
+                         std::optional<std::int64_t> finished, const std::string& reason = "") {
+        auto id = db().Run([&](soci::session& s) {
+            impl_NullReason r{reason};
+            soci::indicator fin_ind = finished ? soci::i_ok : soci::i_null;
+            std::int64_t fin = finished.value_or(0);
+            soci::indicator reason_ind = reason.empty() ? soci::i_null : soci::i_ok;
+            s << "INSERT INTO job_fire (job_id, scheduled_time, kind, epoch, status, due_at, created_at, finished_at, "
+                 "reason) VALUES (:j, :t, 'schedule', 1, :st, :t2, :t3, :f, :r)",
+                soci::use(job_id), soci::use(scheduled), soci::use(status), soci::use(scheduled), soci::use(scheduled),
+                soci::use(fin, fin_ind), soci::use(r.reason, reason_ind);
+            long long new_id = 0;
+            s.get_last_insert_id("job_fire", new_id);
+            return static_cast<std::int64_t>(new_id);
+        });
+        EXPECT_TRUE(id.ok()) << id.status().ToString();
+        return id.ok() ? *id : 0;
+    }
+    struct impl_NullReason {
+        std::string reason;
+    };
+};
+
+TEST_P(AlertRepositoryTest, RuleRoundTripsAndDeleteTakesItsDeliveries) {
+    AlertRepository alerts(db());
+    AlertRule in;
+    in.name = "pager";
+    in.job_id = 42;
+    in.events = {AlertEvent::kFailed, AlertEvent::kMisfire};
+    in.consecutive_failures = 3;
+    in.url = "http://127.0.0.1:9/hook";
+    in.secret = "s3cret";
+    auto created = alerts.CreateRule(in);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    EXPECT_GT(created->id, 0);
+    EXPECT_GT(created->created_at, 0);
+    EXPECT_EQ(created->job_id, 42);
+    EXPECT_EQ(created->events, in.events);
+    EXPECT_EQ(created->consecutive_failures, 3);
+    EXPECT_EQ(created->secret, "s3cret");
+
+    AlertRule global = in;
+    global.job_id.reset();
+    global.enabled = false;
+    auto second = alerts.CreateRule(global);
+    ASSERT_TRUE(second.ok());
+    EXPECT_FALSE(second->job_id.has_value());
+    EXPECT_EQ(alerts.ListRules(0, 10)->size(), 2u);
+    EXPECT_EQ(alerts.ListRules(created->id, 10)->size(), 1u);
+    auto enabled = db().Run([](soci::session& s) { return AlertRepository::EnabledRules(s, 10); });
+    ASSERT_EQ(enabled->size(), 1u);
+    EXPECT_EQ(enabled->front().id, created->id);
+
+    AlertDelivery d{.rule_id = created->id, .job_id = 42, .fire_id = 7, .payload = "{}", .next_attempt_at = 1};
+    ASSERT_TRUE(
+        *db().Run([&](soci::session& s) { return AlertRepository::InsertDeliveryIfAbsent(s, db().dialect(), d); }));
+    ASSERT_TRUE(alerts.DeleteRule(created->id).ok());
+    EXPECT_EQ(alerts.GetRule(created->id).status().code(), Code::kNotFound);
+    EXPECT_EQ(alerts.DeleteRule(created->id).code(), Code::kNotFound);
+    EXPECT_TRUE(alerts.ListDeliveries({})->empty());
+}
+
+TEST_P(AlertRepositoryTest, ADeliveryIsCreatedOncePerRuleEventAndFireAndRecordsAttempts) {
+    AlertRepository alerts(db());
+    AlertDelivery d{.rule_id = 1, .job_id = 2, .fire_id = 3, .payload = R"({"event":"failed"})", .next_attempt_at = 5};
+    const auto insert = [&](const AlertDelivery& x) {
+        return *db().Run(
+            [&](soci::session& s) { return AlertRepository::InsertDeliveryIfAbsent(s, db().dialect(), x); });
+    };
+    EXPECT_TRUE(insert(d));
+    EXPECT_FALSE(insert(d));  // a second master evaluating the same fire
+    AlertDelivery other = d;
+    other.event = AlertEvent::kTimeout;
+    EXPECT_TRUE(insert(other));
+
+    auto due = db().Run([](soci::session& s) { return AlertRepository::ListDue(s, 5, 10); });
+    ASSERT_EQ(due->size(), 2u);
+    EXPECT_TRUE(db().Run([](soci::session& s) { return AlertRepository::ListDue(s, 4, 10); })->empty());
+    AlertDelivery first = due->front();
+    EXPECT_EQ(first.status, DeliveryStatus::kPending);
+    EXPECT_EQ(first.attempts, 0);
+    first.attempts = 1;
+    first.next_attempt_at = 100;
+    first.last_error = std::string(2000, 'x');
+    ASSERT_TRUE(*db().Run([&](soci::session& s) { return AlertRepository::RecordAttempt(s, first); }));
+    first.attempts = 2;
+    first.status = DeliveryStatus::kDelivered;
+    first.delivered_at = 150;
+    first.last_error.reset();
+    ASSERT_TRUE(*db().Run([&](soci::session& s) { return AlertRepository::RecordAttempt(s, first); }));
+    // Final: a late attempt by a deposed master changes nothing.
+    EXPECT_FALSE(*db().Run([&](soci::session& s) { return AlertRepository::RecordAttempt(s, first); }));
+    auto stored = alerts.GetDelivery(first.id);
+    ASSERT_TRUE(stored.ok());
+    EXPECT_EQ(stored->attempts, 2);
+    EXPECT_EQ(stored->status, DeliveryStatus::kDelivered);
+    EXPECT_EQ(stored->delivered_at, 150);
+    EXPECT_FALSE(stored->last_error.has_value());
+    EXPECT_EQ(alerts.ListDeliveries({.status = DeliveryStatus::kDelivered})->size(), 1u);
+    EXPECT_EQ(alerts.ListDeliveries({.rule_id = 1, .status = DeliveryStatus::kPending})->size(), 1u);
+    EXPECT_TRUE(alerts.ListDeliveries({.rule_id = 9})->empty());
+}
+
+TEST_P(AlertRepositoryTest, EndedFiresAreListedByFinishTimeAfterTheCursorWithTheirJob) {
+    const std::int64_t job = AddJob();
+    const std::int64_t failed = AddFire(job, 1000, "failed", 2000);
+    AddFire(job, 1100, "succeeded", 2100);
+    const std::int64_t misfire = AddFire(job, 1200, "skipped", 2000, "misfire");
+    AddFire(job, 1300, "skipped", 2200, "blocked");
+    AddFire(job, 1400, "running", std::nullopt);
+    const std::int64_t lost = AddFire(job, 1500, "lost", 2300, "slave_died");
+    const std::int64_t late = AddFire(job, 1600, "timeout", 9000);
+
+    auto all = *db().Run([](soci::session& s) { return AlertRepository::ListEndedAfter(s, 0, 0, 5000, 10); });
+    ASSERT_EQ(all.size(), 3u);
+    EXPECT_EQ(all[0].id, failed);
+    EXPECT_EQ(all[1].id, misfire);
+    EXPECT_EQ(all[2].id, lost);
+    EXPECT_EQ(all[0].job_name, "nightly");
+    EXPECT_EQ(all[0].app, "billing");
+    EXPECT_EQ(all[1].reason, "misfire");
+    // The cursor (2000, failed) skips the first; a page of one stops there.
+    auto page = *db().Run([&](soci::session& s) { return AlertRepository::ListEndedAfter(s, 2000, failed, 9000, 1); });
+    ASSERT_EQ(page.size(), 1u);
+    EXPECT_EQ(page[0].id, misfire);
+    auto rest = *db().Run([&](soci::session& s) { return AlertRepository::ListEndedAfter(s, 2300, lost, 9000, 10); });
+    ASSERT_EQ(rest.size(), 1u);
+    EXPECT_EQ(rest[0].id, late);
+}
+
+TEST_P(AlertRepositoryTest, FailureStreakCountsEndedRunsFailedInARowUpToTheFire) {
+    const std::int64_t job = AddJob();
+    AddFire(job, 1000, "failed", 1001);
+    AddFire(job, 2000, "succeeded", 2001);
+    AddFire(job, 3000, "failed", 3001);
+    AddFire(job, 3500, "skipped", 3501, "misfire");  // not a run: ignored
+    AddFire(job, 4000, "timeout", 4001);
+    const std::int64_t third = AddFire(job, 5000, "lost", 5001, "slave_died");
+    AddFire(job, 6000, "succeeded", 6001);
+    const auto streak = [&](std::int64_t t, std::int64_t id, int max) {
+        return *db().Run([&](soci::session& s) { return AlertRepository::FailureStreak(s, job, t, id, max); });
+    };
+    EXPECT_EQ(streak(5000, third, 10), 3);
+    EXPECT_EQ(streak(5000, third, 2), 2);
+    EXPECT_EQ(streak(6000, third + 1, 10), 0);
+}
+
+SCHED_DB_TEST_SUITE(AlertRepositoryTest);
+
+}  // namespace
+}  // namespace sched::store

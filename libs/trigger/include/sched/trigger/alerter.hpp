@@ -1,0 +1,123 @@
+#pragma once
+
+/// Alerts: the master evaluates ended fires against the alert rules and sends webhooks
+/// (docs/architecture.md "Alerts"; tables in store/alert.hpp).
+///
+/// Evaluation: a cursor (finished_at, id) over ended fires (store::AlertRepository::
+/// ListEndedAfter) moves in batches of `alert-batch`; each batch is one transaction fenced with
+/// the lease epoch that reads the enabled rules and inserts one delivery per matching (rule,
+/// event, fire) if absent. The cursor lives in memory: a new master (a new epoch) starts it
+/// `alert-lookback` back, and the unique key of alert_delivery turns the re-evaluated fires
+/// into no-ops, so a failover creates no delivery twice. Only fires that ended at least
+/// `alert-settle` ago (DB clock) are read, so one committed a moment late is still ahead of the
+/// cursor. finished_at is the executor's clock for results: a fire whose recorded finish is
+/// older than the settle time when it is written can be missed.
+///
+/// Matching (RuleWants): the rule's job (or any job) and one of its events; for failed,
+/// timeout and lost with consecutive-failures N > 1, only when the job's last N ended runs up
+/// to this fire all failed (AlertRepository::FailureStreak), so every failure from the N-th in a
+/// row on alerts.
+///
+/// Pausing: a job with pause_after_failures N > 0 whose failure streak (as above) reaches N is
+/// paused in the same fenced transaction (store::JobRepository::Pause: enabled 0, version + 1;
+/// only if still enabled, so a failover does not pause it twice), logged as a warning, and the
+/// rules of that job wanting `paused` get a delivery of event `paused` for that fire.
+///
+/// Delivery: pending deliveries that are due are sent one by one (at most alert-batch per
+/// round) through a WebhookSender: POST of the stored JSON payload with
+///   X-Sched-Delivery: <delivery id>        (the receiver's key for dropping repeats)
+///   X-Sched-Timestamp: <unix seconds>
+///   X-Sched-Signature: sha256=<hex HMAC-SHA256(secret, timestamp + "." + body)>
+/// A 2xx answer is delivered; anything else is retried after alert-backoff * 2^(attempts-1)
+/// (capped at alert-backoff-max) until alert-max-attempts, then failed. Every attempt is
+/// recorded (attempts, last_error, delivered_at) in its own fenced transaction, so a deposed
+/// master records nothing; a webhook may therefore arrive more than once (at least once).
+///
+/// Metrics: sched_alert_deliveries_total{result="delivered"|"retry"|"failed"},
+/// sched_alert_deliveries_created_total.
+///
+/// Not thread-safe: one loop (TriggerNode's alert thread, while it leads) calls it.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sched/common/metrics.hpp"
+#include "sched/common/status.hpp"
+#include "sched/db/database.hpp"
+#include "sched/lock/fenced.hpp"
+#include "sched/store/alert.hpp"
+#include "sched/trigger/db_time.hpp"
+#include "sched/trigger/master.hpp"
+
+namespace sched::trigger {
+
+/// Sends one webhook and waits for the answer; blocking. The node's implementation uses the
+/// bounded HTTP client (timeout alert-timeout, response body at most 64 KiB, discarded).
+class WebhookSender {
+  public:
+    using Headers = std::vector<std::pair<std::string, std::string>>;
+    virtual ~WebhookSender() = default;
+    /// The HTTP status of the answer, or the transport error (kUnavailable, kDeadlineExceeded...).
+    virtual Result<int> Post(const std::string& url, const Headers& headers, const std::string& body) = 0;
+};
+
+/// The event an ended fire is, if any: failed, timeout, lost; skipped with reason misfire.
+std::optional<store::AlertEvent> FireAlertEvent(const store::AlertableFire& fire);
+/// Whether the rule is about this fire's job and this event (consecutive failures aside).
+bool RuleWants(const store::AlertRule& rule, const store::AlertableFire& fire, store::AlertEvent event);
+/// Whether a failure streak of `streak` satisfies the rule (always true for misfire).
+bool StreakSatisfies(const store::AlertRule& rule, store::AlertEvent event, int streak);
+/// The webhook body: event, rule id and name, job id, name and app, fire id, scheduled time,
+/// status, reason, attempt, result code and message (at most 1,000 bytes), failure streak,
+/// cluster url (when configured).
+nlohmann::json AlertPayload(const store::AlertRule& rule, const store::AlertableFire& fire, store::AlertEvent event,
+                            int streak, const std::string& cluster_url);
+/// "sha256=" + hex HMAC-SHA256 under `secret` of `timestamp + "." + body`.
+std::string WebhookSignature(const std::string& secret, std::int64_t timestamp_s, const std::string& body);
+/// The delay after `attempts` failed attempts (>= 1): base * 2^(attempts-1), at most `max`.
+Micros DeliveryBackoff(int attempts, Micros base, Micros max);
+
+struct AlertReport {
+    int fires_evaluated = 0;
+    int deliveries_created = 0;
+    int jobs_paused = 0;
+    int delivered = 0;
+    int retried = 0;
+    int failed = 0;
+};
+
+class Alerter {
+  public:
+    Alerter(std::shared_ptr<db::Database> db, lock::Fence& fence, const DbTime& time, MasterConfig config,
+            MetricsRegistry& metrics, WebhookSender& sender);
+
+    /// One evaluation batch (see above). LeaseLost: nothing created, the cursor stays.
+    Result<AlertReport> EvaluateBatch(std::int64_t epoch);
+    /// Sends the due deliveries (at most alert-batch), stopping early when `should_stop` says so.
+    Result<AlertReport> DeliverDue(std::int64_t epoch, const std::function<bool()>& should_stop = {});
+    /// Evaluation batches until one is not full (at most 20), then DeliverDue.
+    Result<AlertReport> Round(std::int64_t epoch, const std::function<bool()>& should_stop = {});
+
+  private:
+    std::shared_ptr<db::Database> db_;
+    lock::Fence& fence_;
+    const DbTime& time_;
+    MasterConfig config_;
+    WebhookSender& sender_;
+    std::int64_t cursor_epoch_ = -1;
+    std::int64_t cursor_ms_ = 0;
+    std::int64_t cursor_id_ = 0;
+    CounterChild& delivered_;
+    CounterChild& retried_;
+    CounterChild& failed_;
+    CounterChild& created_;
+};
+
+}  // namespace sched::trigger

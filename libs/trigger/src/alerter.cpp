@@ -1,0 +1,271 @@
+#include "sched/trigger/alerter.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include <spdlog/spdlog.h>
+
+#include "sched/common/crypto.hpp"
+#include "sched/store/job.hpp"
+
+namespace sched::trigger {
+
+namespace {
+
+using store::AlertEvent;
+
+constexpr std::size_t kMaxMessageBytes = 1000;
+constexpr int kMaxRules = 1000;
+constexpr int kMaxBatchesPerRound = 20;
+
+bool IsFailure(AlertEvent e) {
+    return e == AlertEvent::kFailed || e == AlertEvent::kTimeout || e == AlertEvent::kLost;
+}
+
+std::string CutUtf8(const std::string& text, std::size_t max) {
+    if (text.size() <= max) return text;
+    std::size_t end = max;
+    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+    return text.substr(0, end);
+}
+
+}  // namespace
+
+std::optional<AlertEvent> FireAlertEvent(const store::AlertableFire& fire) {
+    if (fire.status == "failed") return AlertEvent::kFailed;
+    if (fire.status == "timeout") return AlertEvent::kTimeout;
+    if (fire.status == "lost") return AlertEvent::kLost;
+    if (fire.status == "skipped" && fire.reason == "misfire") return AlertEvent::kMisfire;
+    return std::nullopt;
+}
+
+bool RuleWants(const store::AlertRule& rule, const store::AlertableFire& fire, AlertEvent event) {
+    if (!rule.enabled) return false;
+    if (rule.job_id && *rule.job_id != fire.job_id) return false;
+    return std::find(rule.events.begin(), rule.events.end(), event) != rule.events.end();
+}
+
+bool StreakSatisfies(const store::AlertRule& rule, AlertEvent event, int streak) {
+    return !IsFailure(event) || streak >= rule.consecutive_failures;
+}
+
+nlohmann::json AlertPayload(const store::AlertRule& rule, const store::AlertableFire& fire, AlertEvent event,
+                            int streak, const std::string& cluster_url) {
+    nlohmann::json body = {
+        {"event", store::AlertEventName(event)},
+        {"rule_id", rule.id},
+        {"rule_name", rule.name},
+        {"job_id", fire.job_id},
+        {"job_name", fire.job_name},
+        {"app", fire.app},
+        {"fire_id", fire.id},
+        {"scheduled_time_ms", fire.scheduled_time},
+        {"finished_at_ms", fire.finished_at},
+        {"status", fire.status},
+        {"reason", fire.reason ? nlohmann::json(*fire.reason) : nlohmann::json()},
+        {"attempt", fire.attempt},
+        {"result_code", fire.result_code ? nlohmann::json(*fire.result_code) : nlohmann::json()},
+        {"result_message",
+         fire.result_message ? nlohmann::json(CutUtf8(*fire.result_message, kMaxMessageBytes)) : nlohmann::json()},
+        {"consecutive_failures", streak}};
+    if (!cluster_url.empty()) body["cluster_url"] = cluster_url;
+    return body;
+}
+
+std::string WebhookSignature(const std::string& secret, std::int64_t timestamp_s, const std::string& body) {
+    return "sha256=" + crypto::HmacSha256Hex(secret, std::to_string(timestamp_s) + "." + body);
+}
+
+Micros DeliveryBackoff(int attempts, Micros base, Micros max) {
+    Micros delay = base;
+    for (int i = 1; i < attempts && delay < max; ++i) delay *= 2;
+    return std::min(delay, max);
+}
+
+Alerter::Alerter(std::shared_ptr<db::Database> db, lock::Fence& fence, const DbTime& time, MasterConfig config,
+                 MetricsRegistry& metrics, WebhookSender& sender)
+    : db_(std::move(db)),
+      fence_(fence),
+      time_(time),
+      config_(std::move(config)),
+      sender_(sender),
+      delivered_(
+          metrics
+              .Counter("sched_alert_deliveries_total", "Alert webhook attempts by the master, by result.", {"result"})
+              .Labels({"delivered"})),
+      retried_(metrics.Counter("sched_alert_deliveries_total", "", {"result"}).Labels({"retry"})),
+      failed_(metrics.Counter("sched_alert_deliveries_total", "", {"result"}).Labels({"failed"})),
+      created_(metrics
+                   .Counter("sched_alert_deliveries_created_total",
+                            "Alert deliveries created by the master's rule evaluation.")
+                   .Labels({})) {}
+
+Result<AlertReport> Alerter::EvaluateBatch(std::int64_t epoch) {
+    const std::int64_t now = time_.NowMs();
+    if (epoch != cursor_epoch_) {
+        // A new term: what the previous master may not have evaluated lies within the lookback;
+        // re-evaluating what it did is a no-op (the deliveries' unique key).
+        cursor_epoch_ = epoch;
+        cursor_ms_ = now - std::chrono::duration_cast<std::chrono::milliseconds>(config_.alert_lookback).count();
+        cursor_id_ = 0;
+    }
+    const std::int64_t until =
+        now - std::chrono::duration_cast<std::chrono::milliseconds>(config_.alert_settle).count();
+    struct Batch {
+        AlertReport report;
+        std::int64_t last_ms = 0;
+        std::int64_t last_id = 0;
+        struct Paused {
+            std::int64_t job_id;
+            std::string name;
+            int streak;
+        };
+        std::vector<Paused> paused;
+    };
+    auto batch = fence_.RunFenced(epoch, [&](soci::session& s) -> Result<Batch> {
+        Batch b;
+        b.last_ms = cursor_ms_;
+        b.last_id = cursor_id_;
+        const auto fires =
+            store::AlertRepository::ListEndedAfter(s, cursor_ms_, cursor_id_, until, config_.alert_batch);
+        if (fires.empty()) return b;
+        const auto rules = store::AlertRepository::EnabledRules(s, kMaxRules);
+        const auto deliver = [&](const store::AlertRule& rule, const store::AlertableFire& fire, AlertEvent event,
+                                 int streak) {
+            store::AlertDelivery d;
+            d.rule_id = rule.id;
+            d.job_id = fire.job_id;
+            d.fire_id = fire.id;
+            d.event = event;
+            d.payload = AlertPayload(rule, fire, event, streak, config_.cluster_url).dump();
+            d.next_attempt_at = now;
+            if (store::AlertRepository::InsertDeliveryIfAbsent(s, db_->dialect(), d)) ++b.report.deliveries_created;
+        };
+        for (const auto& fire : fires) {
+            b.last_ms = fire.finished_at;
+            b.last_id = fire.id;
+            ++b.report.fires_evaluated;
+            const auto event = FireAlertEvent(fire);
+            if (!event) continue;
+            int streak = 0;
+            if (IsFailure(*event)) {
+                // As deep as the strictest wanting rule or the job's pause needs (the API bounds
+                // both by 1,000); a depth of 1 is this fire itself.
+                int depth = std::max(1, fire.pause_after_failures);
+                for (const auto& r : rules) {
+                    if (RuleWants(r, fire, *event)) depth = std::max(depth, r.consecutive_failures);
+                }
+                streak = depth == 1 ? 1
+                                    : store::AlertRepository::FailureStreak(s, fire.job_id, fire.scheduled_time,
+                                                                            fire.id, depth);
+            }
+            for (const auto& rule : rules) {
+                if (RuleWants(rule, fire, *event) && StreakSatisfies(rule, *event, streak)) {
+                    deliver(rule, fire, *event, streak);
+                }
+            }
+            // Only a job not changed since the fire ended is paused: a successor re-evaluating
+            // this fire (the lookback) must not pause again a job someone resumed meanwhile.
+            if (IsFailure(*event) && fire.pause_after_failures > 0 && streak >= fire.pause_after_failures &&
+                store::JobRepository::Pause(s, db_->dialect(), fire.job_id, fire.finished_at)) {
+                b.paused.push_back({fire.job_id, fire.job_name, streak});
+                for (const auto& rule : rules) {
+                    if (RuleWants(rule, fire, AlertEvent::kPaused)) deliver(rule, fire, AlertEvent::kPaused, streak);
+                }
+            }
+        }
+        return b;
+    });
+    if (!batch.ok()) return batch.status();
+    cursor_ms_ = batch->last_ms;
+    cursor_id_ = batch->last_id;
+    if (batch->report.deliveries_created > 0) created_.Inc(batch->report.deliveries_created);
+    for (const auto& p : batch->paused) {
+        spdlog::warn("master paused job {} ({}) after {} failed runs in a row (pause_after_failures)", p.job_id, p.name,
+                     p.streak);
+    }
+    batch->report.jobs_paused = static_cast<int>(batch->paused.size());
+    return batch->report;
+}
+
+Result<AlertReport> Alerter::DeliverDue(std::int64_t epoch, const std::function<bool()>& should_stop) {
+    AlertReport report;
+    const std::int64_t now = time_.NowMs();
+    auto due = db_->Run([&](soci::session& s) {
+        auto deliveries = store::AlertRepository::ListDue(s, now, config_.alert_batch);
+        std::map<std::int64_t, store::AlertRule> rules;
+        if (!deliveries.empty()) {
+            for (auto& r : store::AlertRepository::EnabledRules(s, kMaxRules)) rules.emplace(r.id, std::move(r));
+        }
+        return std::make_pair(std::move(deliveries), std::move(rules));
+    });
+    if (!due.ok()) return due.status();
+    auto& [deliveries, rules] = *due;
+    for (auto& d : deliveries) {
+        if (should_stop && should_stop()) break;
+        const auto rule = rules.find(d.rule_id);
+        if (rule == rules.end()) continue;  // disabled: kept pending until it is enabled again
+        const std::int64_t timestamp_s = time_.NowMs() / 1000;
+        const WebhookSender::Headers headers = {
+            {"Content-Type", "application/json"},
+            {"X-Sched-Delivery", std::to_string(d.id)},
+            {"X-Sched-Event", std::string(store::AlertEventName(d.event))},
+            {"X-Sched-Timestamp", std::to_string(timestamp_s)},
+            {"X-Sched-Signature", WebhookSignature(rule->second.secret, timestamp_s, d.payload)}};
+        auto sent = sender_.Post(rule->second.url, headers, d.payload);
+        const std::int64_t after = time_.NowMs();
+        d.attempts += 1;
+        if (sent.ok() && *sent >= 200 && *sent < 300) {
+            d.status = store::DeliveryStatus::kDelivered;
+            d.delivered_at = after;
+            d.last_error.reset();
+        } else {
+            d.last_error = sent.ok() ? "HTTP " + std::to_string(*sent) : sent.status().ToString();
+            if (d.attempts >= config_.alert_max_attempts) {
+                d.status = store::DeliveryStatus::kFailed;
+            } else {
+                d.next_attempt_at =
+                    after + std::chrono::duration_cast<std::chrono::milliseconds>(
+                                DeliveryBackoff(d.attempts, config_.alert_backoff, config_.alert_backoff_max))
+                                .count();
+            }
+        }
+        auto recorded = fence_.RunFenced(
+            epoch, [&](soci::session& s) -> Result<bool> { return store::AlertRepository::RecordAttempt(s, d); });
+        if (!recorded.ok()) return recorded.status();
+        if (d.status == store::DeliveryStatus::kDelivered) {
+            delivered_.Inc();
+            ++report.delivered;
+        } else if (d.status == store::DeliveryStatus::kFailed) {
+            failed_.Inc();
+            ++report.failed;
+            spdlog::warn("alert delivery {} (rule {}, fire {}) failed after {} attempts: {}", d.id, d.rule_id,
+                         d.fire_id, d.attempts, d.last_error.value_or(""));
+        } else {
+            retried_.Inc();
+            ++report.retried;
+        }
+    }
+    return report;
+}
+
+Result<AlertReport> Alerter::Round(std::int64_t epoch, const std::function<bool()>& should_stop) {
+    AlertReport total;
+    for (int i = 0; i < kMaxBatchesPerRound && !(should_stop && should_stop()); ++i) {
+        auto batch = EvaluateBatch(epoch);
+        if (!batch.ok()) return batch.status();
+        total.fires_evaluated += batch->fires_evaluated;
+        total.deliveries_created += batch->deliveries_created;
+        total.jobs_paused += batch->jobs_paused;
+        if (batch->fires_evaluated < config_.alert_batch) break;
+    }
+    auto sent = DeliverDue(epoch, should_stop);
+    if (!sent.ok()) return sent.status();
+    total.delivered = sent->delivered;
+    total.retried = sent->retried;
+    total.failed = sent->failed;
+    return total;
+}
+
+}  // namespace sched::trigger

@@ -1,0 +1,358 @@
+#include "sched/trigger/alerter.hpp"
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include <deque>
+
+#include <gtest/gtest.h>
+
+#include "sched/common/clock.hpp"
+#include "sched/common/crypto.hpp"
+#include "sched/db/migrator.hpp"
+#include "sched/db/testing/test_database.hpp"
+#include "sched/lock/lock_store.hpp"
+#include "sched/lock/sql_lock_store.hpp"
+#include "sched/store/job.hpp"
+
+namespace sched::trigger {
+namespace {
+
+using namespace std::chrono_literals;
+using store::AlertEvent;
+
+store::AlertableFire Fire(const std::string& status, std::optional<std::string> reason = std::nullopt) {
+    store::AlertableFire f;
+    f.id = 10;
+    f.job_id = 3;
+    f.job_name = "nightly";
+    f.app = "billing";
+    f.status = status;
+    f.reason = std::move(reason);
+    return f;
+}
+
+store::AlertRule Rule(std::vector<AlertEvent> events, std::optional<std::int64_t> job = std::nullopt, int n = 1) {
+    store::AlertRule r;
+    r.id = 1;
+    r.name = "pager";
+    r.job_id = job;
+    r.events = std::move(events);
+    r.consecutive_failures = n;
+    r.url = "http://127.0.0.1:1/hook";
+    r.secret = "topsecret";
+    return r;
+}
+
+TEST(AlertMatching, OnlyFailuresTimeoutsLostAndMisfireRowsAreEvents) {
+    EXPECT_EQ(FireAlertEvent(Fire("failed")), AlertEvent::kFailed);
+    EXPECT_EQ(FireAlertEvent(Fire("timeout")), AlertEvent::kTimeout);
+    EXPECT_EQ(FireAlertEvent(Fire("lost", "slave_died")), AlertEvent::kLost);
+    EXPECT_EQ(FireAlertEvent(Fire("skipped", "misfire")), AlertEvent::kMisfire);
+    EXPECT_FALSE(FireAlertEvent(Fire("skipped", "blocked")));
+    EXPECT_FALSE(FireAlertEvent(Fire("succeeded")));
+    EXPECT_FALSE(FireAlertEvent(Fire("killed")));
+}
+
+TEST(AlertMatching, ARuleWantsItsJobOrEveryJobAndItsEventsWhileEnabled) {
+    const auto fire = Fire("failed");
+    EXPECT_TRUE(RuleWants(Rule({AlertEvent::kFailed}), fire, AlertEvent::kFailed));
+    EXPECT_TRUE(RuleWants(Rule({AlertEvent::kFailed}, 3), fire, AlertEvent::kFailed));
+    EXPECT_FALSE(RuleWants(Rule({AlertEvent::kFailed}, 4), fire, AlertEvent::kFailed));
+    EXPECT_FALSE(RuleWants(Rule({AlertEvent::kTimeout, AlertEvent::kMisfire}), fire, AlertEvent::kFailed));
+    auto disabled = Rule({AlertEvent::kFailed});
+    disabled.enabled = false;
+    EXPECT_FALSE(RuleWants(disabled, fire, AlertEvent::kFailed));
+}
+
+TEST(AlertMatching, ConsecutiveFailuresNeedAStreakOfNButNotForMisfires) {
+    const auto rule = Rule({AlertEvent::kFailed, AlertEvent::kMisfire}, std::nullopt, 3);
+    EXPECT_FALSE(StreakSatisfies(rule, AlertEvent::kFailed, 2));
+    EXPECT_TRUE(StreakSatisfies(rule, AlertEvent::kFailed, 3));
+    EXPECT_TRUE(StreakSatisfies(rule, AlertEvent::kFailed, 4));
+    EXPECT_TRUE(StreakSatisfies(rule, AlertEvent::kMisfire, 0));
+}
+
+TEST(AlertSignature, IsTheHmacSha256OfTimestampDotBody) {
+    const std::string body = R"({"event":"failed"})";
+    const std::string material = "1700000000." + body;
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    const std::string key = "topsecret";
+    HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+         reinterpret_cast<const unsigned char*>(material.data()), material.size(), mac, &len);
+    const std::string expected = "sha256=" + crypto::HexEncode(std::string(reinterpret_cast<char*>(mac), len));
+    EXPECT_EQ(WebhookSignature(key, 1700000000, body), expected);
+    EXPECT_NE(WebhookSignature(key, 1700000001, body), expected);
+    EXPECT_NE(WebhookSignature("other", 1700000000, body), expected);
+}
+
+TEST(AlertDelivery, BackoffDoublesFromTheBaseUpToTheCap) {
+    EXPECT_EQ(DeliveryBackoff(1, 5s, 10min), 5s);
+    EXPECT_EQ(DeliveryBackoff(2, 5s, 10min), 10s);
+    EXPECT_EQ(DeliveryBackoff(4, 5s, 10min), 40s);
+    EXPECT_EQ(DeliveryBackoff(20, 5s, 10min), 10min);
+    EXPECT_EQ(DeliveryBackoff(1000, 5s, 10min), 10min);
+}
+
+TEST(AlertPayloadTest, CarriesTheFireAndBoundsTheMessage) {
+    auto fire = Fire("failed");
+    fire.result_message = std::string(5000, 'x');
+    fire.result_code = 2;
+    const auto body = AlertPayload(Rule({AlertEvent::kFailed}), fire, AlertEvent::kFailed, 1, "http://ui");
+    EXPECT_EQ(body["event"], "failed");
+    EXPECT_EQ(body["job_name"], "nightly");
+    EXPECT_EQ(body["fire_id"], 10);
+    EXPECT_EQ(body["cluster_url"], "http://ui");
+    EXPECT_EQ(body["result_message"].get<std::string>().size(), 1000u);
+    EXPECT_TRUE(body["reason"].is_null());
+}
+
+class FakeSender final : public WebhookSender {
+  public:
+    struct Call {
+        std::string url;
+        Headers headers;
+        std::string body;
+    };
+    Result<int> Post(const std::string& url, const Headers& headers, const std::string& body) override {
+        calls.push_back({url, headers, body});
+        if (answers.empty()) return 200;
+        auto next = answers.front();
+        answers.pop_front();
+        return next;
+    }
+    std::string Header(std::size_t call, const std::string& name) const {
+        for (const auto& [k, v] : calls.at(call).headers) {
+            if (k == name) return v;
+        }
+        return "";
+    }
+    std::vector<Call> calls;
+    std::deque<Result<int>> answers;
+};
+
+class AlerterTest : public db::testing::DbTest {
+  protected:
+    void SetUp() override {
+        DbTest::SetUp();
+        if (IsSkipped() || HasFatalFailure()) return;
+        ASSERT_TRUE(db::Migrator(db()).Migrate().ok());
+        pool_ = test_db().OpenAnother();
+        lock_store_ = std::make_unique<lock::SqlLockStore>(pool_);
+        auto held = lock::TryAcquireOnce(*lock_store_, "master", "node-a", 30s);
+        ASSERT_TRUE(held.ok() && held->has_value()) << held.status().ToString();
+        epoch_ = (*held)->epoch;
+        fence_ = std::make_unique<lock::Fence>(pool_, "master", "node-a");
+        time_ = std::make_unique<DbTime>(clock_, [this]() -> Result<std::int64_t> {
+            return std::chrono::duration_cast<std::chrono::microseconds>(clock_.System().time_since_epoch()).count();
+        });
+        ASSERT_TRUE(time_->Refresh().ok());
+        config_.alert_settle = 0s;
+        config_.alert_backoff = 5s;
+        config_.alert_max_attempts = 3;
+        store::Job j;
+        j.name = "nightly";
+        j.app = "billing";
+        j.handler = "report";
+        j.schedule_type = "manual";
+        auto created = store::JobRepository(db()).Create(j);
+        ASSERT_TRUE(created.ok()) << created.status().ToString();
+        job_ = created->id;
+    }
+
+    Alerter MakeAlerter() { return Alerter(pool_, *fence_, *time_, config_, metrics_, sender_); }
+
+    std::int64_t AddFire(const std::string& status, std::int64_t ago_ms = 1000) {
+        const std::int64_t finished = time_->NowMs() - ago_ms;
+        const std::int64_t scheduled = finished - 10;
+        auto id = db().Run([&](soci::session& s) {
+            s << "INSERT INTO job_fire (job_id, scheduled_time, kind, epoch, status, due_at, created_at, finished_at) "
+                 "VALUES (:j, :t, 'schedule', 1, :st, :t2, :t3, :f)",
+                soci::use(job_), soci::use(scheduled), soci::use(status), soci::use(scheduled), soci::use(scheduled),
+                soci::use(finished);
+            long long new_id = 0;
+            s.get_last_insert_id("job_fire", new_id);
+            return static_cast<std::int64_t>(new_id);
+        });
+        EXPECT_TRUE(id.ok()) << id.status().ToString();
+        return *id;
+    }
+
+    std::int64_t AddRule(std::vector<AlertEvent> events, int n = 1) {
+        store::AlertRule r;
+        r.name = "pager";
+        r.job_id = job_;
+        r.events = std::move(events);
+        r.consecutive_failures = n;
+        r.url = "http://127.0.0.1:1/hook";
+        r.secret = "topsecret";
+        auto created = store::AlertRepository(db()).CreateRule(r);
+        EXPECT_TRUE(created.ok()) << created.status().ToString();
+        return created->id;
+    }
+
+    std::vector<store::AlertDelivery> Deliveries() { return *store::AlertRepository(db()).ListDeliveries({}); }
+    double Sent(const std::string& result) {
+        return metrics_.Counter("sched_alert_deliveries_total", "", {"result"}).Labels({result}).Value();
+    }
+
+    FakeClock clock_;
+    std::shared_ptr<db::Database> pool_;
+    std::unique_ptr<lock::SqlLockStore> lock_store_;
+    std::unique_ptr<lock::Fence> fence_;
+    std::unique_ptr<DbTime> time_;
+    MetricsRegistry metrics_;
+    MasterConfig config_;
+    FakeSender sender_;
+    std::int64_t epoch_ = 0;
+    std::int64_t job_ = 0;
+};
+
+TEST_P(AlerterTest, AFailedFireCreatesOneSignedDeliveryEvenWhenANewMasterEvaluatesItAgain) {
+    const auto rule = AddRule({AlertEvent::kFailed});
+    const auto fire = AddFire("failed", 2000);
+    AddFire("succeeded", 1000);
+    auto alerter = MakeAlerter();
+    auto round = alerter.Round(epoch_);
+    ASSERT_TRUE(round.ok()) << round.status().ToString();
+    EXPECT_EQ(round->fires_evaluated, 1);
+    EXPECT_EQ(round->deliveries_created, 1);
+    EXPECT_EQ(round->delivered, 1);
+    ASSERT_EQ(sender_.calls.size(), 1u);
+    const auto& call = sender_.calls[0];
+    EXPECT_EQ(call.url, "http://127.0.0.1:1/hook");
+    const auto body = nlohmann::json::parse(call.body);
+    EXPECT_EQ(body["fire_id"], fire);
+    EXPECT_EQ(body["rule_id"], rule);
+    EXPECT_EQ(body["job_name"], "nightly");
+    const std::string ts = sender_.Header(0, "X-Sched-Timestamp");
+    EXPECT_EQ(sender_.Header(0, "X-Sched-Signature"), WebhookSignature("topsecret", std::stoll(ts), call.body));
+    auto stored = Deliveries();
+    ASSERT_EQ(stored.size(), 1u);
+    EXPECT_EQ(sender_.Header(0, "X-Sched-Delivery"), std::to_string(stored[0].id));
+    EXPECT_EQ(stored[0].status, store::DeliveryStatus::kDelivered);
+    EXPECT_EQ(stored[0].attempts, 1);
+    EXPECT_EQ(Sent("delivered"), 1);
+
+    // Another master (a fresh cursor) looks at the same fires: nothing new, nothing resent.
+    auto successor = MakeAlerter();
+    auto again = successor.Round(epoch_);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->fires_evaluated, 1);
+    EXPECT_EQ(again->deliveries_created, 0);
+    EXPECT_EQ(sender_.calls.size(), 1u);
+    // And the first one's cursor has moved past it.
+    EXPECT_EQ(alerter.Round(epoch_)->fires_evaluated, 0);
+}
+
+TEST_P(AlerterTest, ConsecutiveFailuresAlertFromTheNthFailureInARow) {
+    AddRule({AlertEvent::kFailed, AlertEvent::kTimeout}, 3);
+    AddFire("failed", 5000);
+    AddFire("timeout", 4000);
+    auto alerter = MakeAlerter();
+    EXPECT_EQ(alerter.Round(epoch_)->deliveries_created, 0);
+    const auto third = AddFire("failed", 3000);
+    EXPECT_EQ(alerter.Round(epoch_)->deliveries_created, 1);
+    AddFire("succeeded", 2000);
+    AddFire("failed", 1000);
+    EXPECT_EQ(alerter.Round(epoch_)->deliveries_created, 0);
+    auto stored = Deliveries();
+    ASSERT_EQ(stored.size(), 1u);
+    EXPECT_EQ(stored[0].fire_id, third);
+    EXPECT_EQ(nlohmann::json::parse(stored[0].payload)["consecutive_failures"], 3);
+}
+
+TEST_P(AlerterTest, AFailingWebhookIsRetriedWithBackoffThenMarkedFailed) {
+    AddRule({AlertEvent::kFailed});
+    AddFire("failed");
+    sender_.answers = {Unavailable("connection refused"), 500, 503};
+    auto alerter = MakeAlerter();
+    auto first = alerter.Round(epoch_);
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    EXPECT_EQ(first->retried, 1);
+    auto d = Deliveries().at(0);
+    EXPECT_EQ(d.status, store::DeliveryStatus::kPending);
+    EXPECT_EQ(d.attempts, 1);
+    EXPECT_NE(d.last_error.value_or("").find("connection refused"), std::string::npos);
+    const std::int64_t retry_at = d.next_attempt_at;
+    EXPECT_EQ(retry_at - time_->NowMs(), 5000);
+    // Not due yet: nothing is sent.
+    clock_.Advance(4s);
+    EXPECT_EQ(alerter.Round(epoch_)->retried, 0);
+    EXPECT_EQ(sender_.calls.size(), 1u);
+    clock_.Advance(1s);
+    EXPECT_EQ(alerter.Round(epoch_)->retried, 1);
+    d = Deliveries().at(0);
+    EXPECT_EQ(d.attempts, 2);
+    EXPECT_EQ(d.last_error, "HTTP 500");
+    EXPECT_EQ(d.next_attempt_at - time_->NowMs(), 10000);  // doubled
+    clock_.Advance(10s);
+    EXPECT_EQ(alerter.Round(epoch_)->failed, 1);
+    d = Deliveries().at(0);
+    EXPECT_EQ(d.status, store::DeliveryStatus::kFailed);
+    EXPECT_EQ(d.attempts, 3);
+    EXPECT_EQ(Sent("retry"), 2);
+    EXPECT_EQ(Sent("failed"), 1);
+    clock_.Advance(1h);
+    (void)alerter.Round(epoch_);
+    EXPECT_EQ(sender_.calls.size(), 3u);
+}
+
+TEST_P(AlerterTest, ADeposedMasterCreatesAndRecordsNothing) {
+    AddRule({AlertEvent::kFailed});
+    AddFire("failed");
+    auto alerter = MakeAlerter();
+    auto refused = alerter.Round(epoch_ + 1);
+    EXPECT_FALSE(refused.ok());
+    EXPECT_TRUE(Deliveries().empty());
+    EXPECT_TRUE(sender_.calls.empty());
+}
+
+TEST_P(AlerterTest, AJobIsPausedOnceAfterPauseAfterFailuresFailuresInARowWithAPausedAlert) {
+    auto job = *store::JobRepository(db()).Get(job_);
+    job.pause_after_failures = 2;
+    job.schedule_type = "cron";
+    job.schedule_expr = "* * * * * ?";
+    job.next_fire_time = time_->NowMs() + 1000;
+    ASSERT_TRUE(store::JobRepository(db()).Update(job, job.version).ok());
+    // The fires below ended after that change (updated_at is the real DB clock, the fires' times
+    // the fake one).
+    ASSERT_TRUE(db().Run([&](soci::session& s) { s << "UPDATE job SET updated_at = 0"; }).ok());
+    const auto rule = AddRule({AlertEvent::kPaused});
+    AddFire("failed", 2000);
+    auto alerter = MakeAlerter();
+    auto first = alerter.Round(epoch_);
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    EXPECT_EQ(first->jobs_paused, 0);
+    EXPECT_TRUE(store::JobRepository(db()).Get(job_)->enabled);
+    const auto second_failure = AddFire("timeout", 500);
+    auto second = alerter.Round(epoch_);
+    ASSERT_TRUE(second.ok()) << second.status().ToString();
+    EXPECT_EQ(second->jobs_paused, 1);
+    const auto paused = *store::JobRepository(db()).Get(job_);
+    EXPECT_FALSE(paused.enabled);
+    EXPECT_EQ(paused.version, job.version + 2);
+    EXPECT_FALSE(paused.next_fire_time.has_value());
+    auto stored = Deliveries();
+    ASSERT_EQ(stored.size(), 1u);
+    EXPECT_EQ(stored[0].rule_id, rule);
+    EXPECT_EQ(stored[0].event, AlertEvent::kPaused);
+    EXPECT_EQ(stored[0].fire_id, second_failure);
+    EXPECT_EQ(sender_.Header(0, "X-Sched-Event"), "paused");
+
+    // Resumed by hand: a successor re-evaluating the same fires does not pause it again.
+    auto resumed = paused;
+    resumed.enabled = true;
+    resumed.next_fire_time = time_->NowMs() + 1000;
+    ASSERT_TRUE(store::JobRepository(db()).Update(resumed, resumed.version).ok());
+    auto successor = MakeAlerter();
+    EXPECT_EQ(successor.Round(epoch_)->jobs_paused, 0);
+    EXPECT_TRUE(store::JobRepository(db()).Get(job_)->enabled);
+    EXPECT_EQ(Deliveries().size(), 1u);
+}
+
+SCHED_DB_TEST_SUITE(AlerterTest);
+
+}  // namespace
+}  // namespace sched::trigger

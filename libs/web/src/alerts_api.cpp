@@ -1,0 +1,228 @@
+// Alert rules and their deliveries: /api/v1/alert-rules, /api/v1/alert-deliveries (admin).
+// The webhook secret goes in and never comes out (`has_secret`).
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <set>
+#include <variant>
+
+#include <spdlog/spdlog.h>
+
+#include "impl/context.hpp"
+#include "sched/http/json.hpp"
+#include "sched/http/url.hpp"
+#include "sched/store/alert.hpp"
+#include "sched/store/job.hpp"
+
+namespace sched::web::impl {
+
+namespace {
+
+using rest::Method;
+using rest::Request;
+using rest::Response;
+
+constexpr int kMaxPageSize = 200;
+constexpr std::int64_t kMaxId = std::numeric_limits<std::int64_t>::max();
+constexpr std::size_t kMaxNameChars = 191;
+constexpr std::size_t kMaxUrlBytes = 2048;
+constexpr std::size_t kMinSecretBytes = 16;
+constexpr std::size_t kMaxSecretBytes = 255;
+constexpr std::int64_t kMaxConsecutiveFailures = 1000;
+constexpr std::array<std::string_view, 7> kRuleFields = {"name", "job_id", "events", "consecutive_failures",
+                                                         "url",  "secret", "enabled"};
+constexpr std::array<std::string_view, 3> kRuleReadOnly = {"id", "created_at_ms", "has_secret"};
+
+nlohmann::json RuleView(const store::AlertRule& r) {
+    nlohmann::json events = nlohmann::json::array();
+    for (const auto e : r.events) events.push_back(store::AlertEventName(e));
+    return {{"id", r.id},
+            {"name", r.name},
+            {"job_id", r.job_id ? nlohmann::json(*r.job_id) : nlohmann::json()},
+            {"events", std::move(events)},
+            {"consecutive_failures", r.consecutive_failures},
+            {"url", r.url},
+            {"has_secret", !r.secret.empty()},
+            {"enabled", r.enabled},
+            {"created_at_ms", r.created_at}};
+}
+
+nlohmann::json DeliveryView(const store::AlertDelivery& d) {
+    nlohmann::json payload = nlohmann::json::parse(d.payload, nullptr, false);
+    return {{"id", d.id},
+            {"rule_id", d.rule_id},
+            {"job_id", d.job_id},
+            {"fire_id", d.fire_id},
+            {"event", store::AlertEventName(d.event)},
+            {"status", store::DeliveryStatusName(d.status)},
+            {"attempts", d.attempts},
+            {"next_attempt_at_ms", d.next_attempt_at},
+            {"last_error", d.last_error ? nlohmann::json(*d.last_error) : nlohmann::json()},
+            {"created_at_ms", d.created_at},
+            {"delivered_at_ms", d.delivered_at ? nlohmann::json(*d.delivered_at) : nlohmann::json()},
+            {"payload", payload.is_discarded() ? nlohmann::json() : std::move(payload)}};
+}
+
+// An element of `events` as an error message shows it: strings cut to 32 bytes, nothing else
+// serialised (it may be anything the body limit allows).
+std::string Shown(const nlohmann::json& e) {
+    if (!e.is_string()) return std::string("a JSON ") + e.type_name();
+    const auto& text = e.get_ref<const std::string&>();
+    std::size_t end = std::min<std::size_t>(text.size(), 32);
+    while (end < text.size() && end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+    return "\"" + text.substr(0, end) + (end < text.size() ? "...\"" : "\"");
+}
+
+// The rule in a POST body, or the 400 naming the first bad field.
+std::variant<store::AlertRule, Response> ParseRule(const nlohmann::json& body) {
+    if (auto unknown = RejectUnknownFields(body, kRuleFields, kRuleReadOnly)) return *unknown;
+    rest::JsonFields f(body);
+    store::AlertRule r;
+    r.name = f.String("name");
+    const std::int64_t job_id = f.Int("job_id", 0, {.min = 1, .max = kMaxId});
+    if (job_id > 0) r.job_id = job_id;
+    r.consecutive_failures =
+        static_cast<int>(f.Int("consecutive_failures", 1, {.min = 1, .max = kMaxConsecutiveFailures}));
+    r.url = f.String("url");
+    r.secret = f.String("secret");
+    r.enabled = f.Bool("enabled", true);
+    if (!f.ok()) return Response::Error(*f.error());
+    // events: checked by hand so that a hostile array is bounded before anything is read.
+    const auto events = body.find("events");
+    if (events == body.end() || !events->is_array() || events->empty() || events->size() > 5) {
+        return BadRequest("events", "events: expected an array of 1 to 5 of failed, timeout, lost, misfire, paused");
+    }
+    std::set<store::AlertEvent> seen;
+    for (const auto& e : *events) {
+        const auto parsed = e.is_string() ? store::ParseAlertEvent(e.get<std::string>()) : std::nullopt;
+        if (!parsed) {
+            return BadRequest("events", "events: expected failed, timeout, lost, misfire or paused, got " + Shown(e));
+        }
+        if (!seen.insert(*parsed).second) return BadRequest("events", "events: " + Shown(e) + " appears twice");
+        r.events.push_back(*parsed);
+    }
+    if (CodePoints(r.name) > kMaxNameChars) return BadRequest("name", "name: at most 191 characters");
+    if (r.url.size() > kMaxUrlBytes) return BadRequest("url", "url: at most 2048 bytes");
+    if (!r.url.starts_with("http://")) {
+        return BadRequest("url",
+                          "url: expected an http:// URL (https is not supported: no TLS in this project; put a "
+                          "proxy in front)");
+    }
+    if (auto parsed = rest::Url::Parse(r.url); !parsed.ok()) {
+        return BadRequest("url", "url: " + parsed.status().message());
+    }
+    for (const char c : r.url) {
+        if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return BadRequest("url", "url: no spaces or controls");
+    }
+    if (r.secret.size() < kMinSecretBytes || r.secret.size() > kMaxSecretBytes) {
+        return BadRequest("secret", "secret: 16 to 255 bytes");
+    }
+    return r;
+}
+
+}  // namespace
+
+void AddAlertRoutes(Routes& routes) {
+    auto ctx = routes.context();
+    routes.Add(Method::kPost, "/api/v1/alert-rules", Permission::kAdmin,
+               [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
+                   auto body = req.Json();
+                   if (!body.ok()) co_return Response::Error(body.status(), "body");
+                   auto parsed = ParseRule(*body);
+                   if (auto* bad = std::get_if<Response>(&parsed)) co_return std::move(*bad);
+                   const store::AlertRule rule = std::get<store::AlertRule>(std::move(parsed));
+                   auto work = [rule](db::Database& db) -> Result<store::AlertRule> {
+                       if (rule.job_id) {
+                           auto job = store::JobRepository(db).Get(*rule.job_id);
+                           if (!job.ok()) return job.status();
+                       }
+                       return store::AlertRepository(db).CreateRule(rule);
+                   };
+                   auto created = co_await WithDb(*ctx, work);
+                   if (!created.ok()) {
+                       if (created.status().code() == Code::kNotFound) {
+                           co_return BadRequest("job_id", "job_id: " + created.status().message());
+                       }
+                       co_return Response::Error(created.status());
+                   }
+                   spdlog::info("web: alert rule {} ({}) created by {}", created->id, created->name, who.name);
+                   Response response = Response::Json(RuleView(*created), 201);
+                   response.headers.Set("Location", "/api/v1/alert-rules/" + std::to_string(created->id));
+                   co_return response;
+               });
+    routes.Add(Method::kGet, "/api/v1/alert-rules", Permission::kAdmin,
+               [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
+                   if (auto unknown = UnknownQueryParam(req, {"cursor", "limit"})) {
+                       co_return BadRequest(*unknown, *unknown + ": unknown query parameter");
+                   }
+                   std::optional<Response> error;
+                   const std::int64_t after = QueryInt(req, "cursor", 0, kMaxId, error).value_or(0);
+                   const int limit = static_cast<int>(QueryInt(req, "limit", 1, kMaxPageSize, error).value_or(50));
+                   if (error) co_return *error;
+                   auto work = [after, limit](db::Database& db) {
+                       return store::AlertRepository(db).ListRules(after, limit);
+                   };
+                   auto rules = co_await WithDb(*ctx, work);
+                   if (!rules.ok()) co_return Response::Error(rules.status());
+                   nlohmann::json items = nlohmann::json::array();
+                   for (const auto& r : *rules) items.push_back(RuleView(r));
+                   nlohmann::json out = {{"items", std::move(items)}};
+                   out["next_cursor"] =
+                       static_cast<int>(rules->size()) == limit ? nlohmann::json(rules->back().id) : nlohmann::json();
+                   co_return Response::Json(out);
+               });
+    routes.Add(Method::kGet, "/api/v1/alert-rules/{id}", Permission::kAdmin,
+               [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
+                   std::optional<Response> error;
+                   const auto id = PathId(req, error);
+                   if (error) co_return *error;
+                   auto work = [id = *id](db::Database& db) {
+                       return store::AlertRepository(db).GetRule(id);
+                   };
+                   auto rule = co_await WithDb(*ctx, work);
+                   if (!rule.ok()) co_return Response::Error(rule.status(), "id");
+                   co_return Response::Json(RuleView(*rule));
+               });
+    routes.Add(Method::kDelete, "/api/v1/alert-rules/{id}", Permission::kAdmin,
+               [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
+                   std::optional<Response> error;
+                   const auto id = PathId(req, error);
+                   if (error) co_return *error;
+                   auto work = [id = *id](db::Database& db) {
+                       return store::AlertRepository(db).DeleteRule(id);
+                   };
+                   Status deleted = co_await WithDb(*ctx, work);
+                   if (!deleted.ok()) co_return Response::Error(deleted, "id");
+                   spdlog::info("web: alert rule {} deleted by {}", *id, who.name);
+                   co_return Response::NoContent();
+               });
+    routes.Add(Method::kGet, "/api/v1/alert-deliveries", Permission::kAdmin,
+               [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
+                   if (auto unknown = UnknownQueryParam(req, {"rule_id", "status", "limit"})) {
+                       co_return BadRequest(*unknown, *unknown + ": unknown query parameter");
+                   }
+                   std::optional<Response> error;
+                   store::DeliveryFilter filter;
+                   filter.rule_id = QueryInt(req, "rule_id", 1, kMaxId, error);
+                   filter.limit = static_cast<int>(QueryInt(req, "limit", 1, kMaxPageSize, error).value_or(50));
+                   if (error) co_return *error;
+                   if (auto status = req.Query("status"); status && !status->empty()) {
+                       filter.status = store::ParseDeliveryStatus(*status);
+                       if (!filter.status) {
+                           co_return BadRequest(
+                               "status", "status: expected one of pending, delivered, failed, got \"" + *status + "\"");
+                       }
+                   }
+                   auto work = [filter](db::Database& db) {
+                       return store::AlertRepository(db).ListDeliveries(filter);
+                   };
+                   auto deliveries = co_await WithDb(*ctx, work);
+                   if (!deliveries.ok()) co_return Response::Error(deliveries.status());
+                   nlohmann::json items = nlohmann::json::array();
+                   for (const auto& d : *deliveries) items.push_back(DeliveryView(d));
+                   co_return Response::Json({{"items", std::move(items)}});
+               });
+}
+
+}  // namespace sched::web::impl

@@ -1,0 +1,126 @@
+// Alert rules and deliveries over real HTTP: admin only, every bad field named, no secret out.
+
+#include "sched/store/alert.hpp"
+#include "web_test_base.hpp"
+
+namespace sched::web::testing {
+namespace {
+
+class AlertsApiTest : public WebApiTest {
+  protected:
+    static nlohmann::json RuleBody(const nlohmann::json& overrides = nlohmann::json::object()) {
+        nlohmann::json body = {{"name", "pager"},
+                               {"events", {"failed", "misfire"}},
+                               {"url", "http://127.0.0.1:9/hook"},
+                               {"secret", "0123456789abcdef"}};
+        body.update(overrides);
+        return body;
+    }
+};
+
+TEST_P(AlertsApiTest, CreateListGetDeleteNeverReturnsTheSecret) {
+    const auto job = CreateJob("nightly");
+    auto created = Post("/api/v1/alert-rules", RuleBody({{"job_id", job["id"]}, {"consecutive_failures", 3}}));
+    ASSERT_EQ(created.status, 201) << created.body;
+    const auto rule = Body(created);
+    EXPECT_EQ(rule["job_id"], job["id"]);
+    EXPECT_EQ(rule["events"], nlohmann::json({"failed", "misfire"}));
+    EXPECT_EQ(rule["consecutive_failures"], 3);
+    EXPECT_EQ(rule["has_secret"], true);
+    EXPECT_EQ(created.body.find("0123456789abcdef"), std::string::npos);
+
+    const std::string path = "/api/v1/alert-rules/" + std::to_string(rule["id"].get<std::int64_t>());
+    auto got = Get(path);
+    ASSERT_EQ(got.status, 200);
+    EXPECT_EQ(Body(got)["name"], "pager");
+    EXPECT_EQ(got.body.find("0123456789abcdef"), std::string::npos);
+    auto list = Get("/api/v1/alert-rules");
+    ASSERT_EQ(list.status, 200);
+    EXPECT_EQ(Body(list)["items"].size(), 1u);
+    EXPECT_EQ(list.body.find("0123456789abcdef"), std::string::npos);
+
+    // A delivery of the rule shows up, filtered by rule and status.
+    store::AlertDelivery d{.rule_id = rule["id"], .job_id = job["id"], .fire_id = 5, .payload = R"({"a":1})"};
+    ASSERT_TRUE(pool_db_
+                    ->Run([&](soci::session& s) {
+                        return store::AlertRepository::InsertDeliveryIfAbsent(s, pool_db_->dialect(), d);
+                    })
+                    .ok());
+    auto deliveries = Get("/api/v1/alert-deliveries?rule_id=" + std::to_string(d.rule_id) + "&status=pending");
+    ASSERT_EQ(deliveries.status, 200) << deliveries.body;
+    ASSERT_EQ(Body(deliveries)["items"].size(), 1u);
+    EXPECT_EQ(Body(deliveries)["items"][0]["payload"]["a"], 1);
+    EXPECT_EQ(Body(Get("/api/v1/alert-deliveries?status=delivered"))["items"].size(), 0u);
+
+    EXPECT_EQ(Delete(path).status, 204);
+    EXPECT_EQ(Get(path).status, 404);
+    EXPECT_EQ(Delete(path).status, 404);
+}
+
+TEST_P(AlertsApiTest, EveryBadFieldIsA400NamingIt) {
+    const std::pair<nlohmann::json, std::string> cases[] = {
+        {RuleBody({{"name", ""}}), "name"},
+        {RuleBody({{"name", std::string(192, 'n')}}), "name"},
+        {RuleBody({{"events", nlohmann::json::array()}}), "events"},
+        {RuleBody({{"events", {"failed", "failed"}}}), "events"},
+        {RuleBody({{"events", {"exploded"}}}), "events"},
+        {RuleBody({{"events", {1}}}), "events"},
+        {RuleBody({{"events", {"failed", "timeout", "lost", "misfire", "paused", "failed"}}}), "events"},
+        {RuleBody({{"url", "https://example.com/hook"}}), "url"},
+        {RuleBody({{"url", "ftp://example.com/hook"}}), "url"},
+        {RuleBody({{"url", "http://"}}), "url"},
+        {RuleBody({{"url", "http://example.com/" + std::string(3000, 'a')}}), "url"},
+        {RuleBody({{"secret", "short"}}), "secret"},
+        {RuleBody({{"secret", 12}}), "secret"},
+        {RuleBody({{"consecutive_failures", 0}}), "consecutive_failures"},
+        {RuleBody({{"consecutive_failures", 1001}}), "consecutive_failures"},
+        {RuleBody({{"job_id", 0}}), "job_id"},
+        {RuleBody({{"job_id", 999999}}), "job_id"},
+        {RuleBody({{"enabled", "yes"}}), "enabled"},
+        {RuleBody({{"colour", "red"}}), "colour"},
+    };
+    for (const auto& [body, field] : cases) {
+        auto r = Post("/api/v1/alert-rules", body);
+        EXPECT_EQ(r.status, 400) << body.dump().substr(0, 200) << " -> " << r.body;
+        EXPECT_EQ(ErrorField(r), field) << body.dump().substr(0, 200) << " -> " << r.body;
+    }
+    auto missing = RuleBody();
+    missing.erase("url");
+    EXPECT_EQ(ErrorField(Post("/api/v1/alert-rules", missing)), "url");
+    EXPECT_EQ(ErrorField(Get("/api/v1/alert-deliveries?status=lost")), "status");
+    EXPECT_EQ(ErrorField(Get("/api/v1/alert-deliveries?limit=1000")), "limit");
+    EXPECT_EQ(ErrorField(Get("/api/v1/alert-deliveries?job=1")), "job");
+    EXPECT_EQ(ErrorField(Get("/api/v1/alert-rules/abc")), "id");
+    EXPECT_TRUE(Body(Get("/api/v1/alert-rules"))["items"].empty());
+}
+
+TEST_P(AlertsApiTest, OnlyAdminsSeeOrChangeAlertRules) {
+    const std::string operator_token = CreateToken("ops", "operator");
+    EXPECT_EQ(Post("/api/v1/alert-rules", RuleBody(), operator_token).status, 403);
+    EXPECT_EQ(Get("/api/v1/alert-rules", operator_token).status, 403);
+    EXPECT_EQ(Get("/api/v1/alert-deliveries", operator_token).status, 403);
+    EXPECT_EQ(Get("/api/v1/alert-rules", "").status, 401);
+    EXPECT_EQ(Post("/api/v1/alert-rules", RuleBody()).status, 201);
+}
+
+TEST_P(AlertsApiTest, PauseAfterFailuresIsAJobFieldFrom0To1000) {
+    EXPECT_EQ(CreateJob("plain")["pause_after_failures"], 0);
+    auto job = CreateJob("fragile", {{"pause_after_failures", 3}});
+    EXPECT_EQ(job["pause_after_failures"], 3);
+    for (const nlohmann::json& bad :
+         {nlohmann::json(-1), nlohmann::json(1001), nlohmann::json("3"), nlohmann::json(1.5)}) {
+        auto r = Post("/api/v1/jobs", JobBody("bad", {{"pause_after_failures", bad}}));
+        EXPECT_EQ(r.status, 400) << bad.dump() << " -> " << r.body;
+        EXPECT_EQ(ErrorField(r), "pause_after_failures") << r.body;
+    }
+    const std::string path = "/api/v1/jobs/" + std::to_string(job["id"].get<std::int64_t>());
+    auto updated = Put(path, {{"version", job["version"]}, {"pause_after_failures", 1000}});
+    ASSERT_EQ(updated.status, 200) << updated.body;
+    EXPECT_EQ(Body(updated)["pause_after_failures"], 1000);
+    EXPECT_EQ(Body(Get(path))["pause_after_failures"], 1000);
+}
+
+SCHED_DB_TEST_SUITE(AlertsApiTest);
+
+}  // namespace
+}  // namespace sched::web::testing
