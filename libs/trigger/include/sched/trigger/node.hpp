@@ -113,6 +113,9 @@ class TriggerNode final : private lock::ElectionObserver {
     /// While this node leads: a HistoryPurger round every scheduler.purge-interval, on its own
     /// thread so a backlog's batches never delay a scan.
     void PurgeLoop();
+    /// While this node leads: reads the cluster gauges (store::ReadClusterGauges) every 5 s on
+    /// its own thread, for /metrics; not leading, they are cleared.
+    void ClusterGaugesLoop();
     void HeartbeatLoop();
     void Notify(const ScanReport& report, std::int64_t epoch);
     /// After a planned release: tells the other live nodes to compete now (best effort).
@@ -121,6 +124,8 @@ class TriggerNode final : private lock::ElectionObserver {
     /// "" when ready; otherwise why not (the /readyz body).
     std::string NotReadyReason() const;
     std::string Metrics() const;
+    /// Registers the lease, DB clock and HTTP server series (read at render time) in metrics_.
+    void ExportNodeMetrics();
     void AddRoutes();
 
     struct Impl;
