@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -59,7 +60,6 @@ class ObservedCollectable final : public prometheus::Collectable {
             }
             f.metric.push_back(std::move(m));
         }
-        if (f.metric.empty()) return {};
         return {std::move(f)};
     }
 
@@ -245,6 +245,7 @@ Family<CounterChild>& MetricsRegistry::Counter(const std::string& name, const st
     auto& family = prometheus::BuildCounter().Name(name).Help(help).Register(*registry_);
     auto& f = counters_.emplace_back(std::make_unique<Family<CounterChild>>(family, name, std::move(label_names)));
     by_name_[name] = {Type::kCounter, f.get()};
+    helps_[name] = help;
     return *f;
 }
 
@@ -258,6 +259,7 @@ Family<GaugeChild>& MetricsRegistry::Gauge(const std::string& name, const std::s
     auto& family = prometheus::BuildGauge().Name(name).Help(help).Register(*registry_);
     auto& f = gauges_.emplace_back(std::make_unique<Family<GaugeChild>>(family, name, std::move(label_names)));
     by_name_[name] = {Type::kGauge, f.get()};
+    helps_[name] = help;
     return *f;
 }
 
@@ -275,6 +277,7 @@ Family<HistogramChild>& MetricsRegistry::Histogram(const std::string& name, cons
     auto& f = histograms_.emplace_back(
         std::make_unique<Family<HistogramChild>>(family, name, std::move(label_names), std::move(bounds)));
     by_name_[name] = {Type::kHistogram, f.get()};
+    helps_[name] = help;
     return *f;
 }
 
@@ -307,6 +310,20 @@ std::string MetricsRegistry::Render() const {
     {
         std::lock_guard lock(mu_);
         extra = collectables_;
+        // prometheus-cpp leaves out a family without children; declaring it (HELP and TYPE, no
+        // samples) lets dashboards and alert rules be checked against any live /metrics.
+        std::set<std::string> present;
+        for (const auto& f : families) present.insert(f.name);
+        for (const auto& [name, entry] : by_name_) {
+            if (entry.first == Type::kObserved || present.count(name) != 0) continue;
+            prometheus::MetricFamily f;
+            f.name = name;
+            f.help = helps_.at(name);
+            f.type = entry.first == Type::kCounter ? prometheus::MetricType::Counter
+                     : entry.first == Type::kGauge ? prometheus::MetricType::Gauge
+                                                   : prometheus::MetricType::Histogram;
+            families.push_back(std::move(f));
+        }
     }
     for (const auto& c : extra) {
         auto more = c->Collect();

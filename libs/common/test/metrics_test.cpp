@@ -24,6 +24,17 @@ TEST(Metrics, CountersAndGaugesRenderWithLabels) {
     EXPECT_NE(text.find("# TYPE sched_leader gauge\nsched_leader 1\n"), std::string::npos) << text;
 }
 
+TEST(Metrics, FamiliesWithoutChildrenAreDeclared) {
+    MetricsRegistry r;
+    r.Counter("sched_fire_outcomes_total", "Outcomes.", {"app", "job", "status"});
+    r.Observed("sched_fires_pending", "Pending.", MetricsRegistry::Kind::kGauge, {},
+               [] { return std::vector<ObservedSample>{}; });
+    const std::string text = r.Render();
+    EXPECT_NE(text.find("# TYPE sched_fire_outcomes_total counter\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("# TYPE sched_fires_pending gauge\n"), std::string::npos) << text;
+    EXPECT_EQ(text.find("sched_fire_outcomes_total{"), std::string::npos) << text;
+}
+
 TEST(Metrics, HistogramBucketsAreCumulative) {
     MetricsRegistry r;
     auto& lag = r.Histogram("lag_seconds", "Lag.", {}, {0.01, 0.001, 0.1}).Labels({});

@@ -11,8 +11,9 @@
 ///     lag.Labels({}).Observe(0.004);
 ///     std::string text = registry.Render();
 ///
-/// A series stays absent until its child is created: callers that want a known label value
-/// exported at 0 create it up front with `Labels({...})`.
+/// A series stays absent until its child is created (its family is still declared, HELP and
+/// TYPE without samples): callers that want a known label value exported at 0 create it up
+/// front with `Labels({...})`.
 ///
 /// Thread-safe: registering and Labels() take a lock; updating a child is thread-safe;
 /// children are never removed, so references stay valid for the registry's life.
@@ -136,7 +137,7 @@ class MetricsRegistry {
     /// process_start_time_seconds. Idempotent.
     void AddProcessMetrics();
 
-    /// Every family with at least one child, in the text exposition format.
+    /// Every family, in the text exposition format.
     std::string Render() const;
 
     /// The underlying registry, for code that uses prometheus-cpp directly.
@@ -152,6 +153,7 @@ class MetricsRegistry {
     std::deque<std::unique_ptr<Family<GaugeChild>>> gauges_;
     std::deque<std::unique_ptr<Family<HistogramChild>>> histograms_;
     std::map<std::string, std::pair<Type, void*>> by_name_;
+    std::map<std::string, std::string> helps_;
     std::vector<std::shared_ptr<prometheus::Collectable>> collectables_;
     bool process_metrics_ = false;
 };
