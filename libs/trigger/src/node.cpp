@@ -14,7 +14,7 @@
 #include "sched/http/url.hpp"
 #include "sched/lock/fenced.hpp"
 #include "sched/lock/sql_lock_store.hpp"
-#include "sched/store/fire_stats.hpp"
+#include "sched/store/fire_metrics.hpp"
 #include "sched/store/registry.hpp"
 #include "sched/web/executor_api.hpp"
 

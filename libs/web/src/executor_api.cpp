@@ -19,7 +19,7 @@
 #include "sched/store/fire.hpp"
 #include "sched/store/fire_log.hpp"
 #include "sched/store/fire_results.hpp"
-#include "sched/store/fire_stats.hpp"
+#include "sched/store/fire_metrics.hpp"
 #include "sched/store/registry.hpp"
 
 namespace sched::web {

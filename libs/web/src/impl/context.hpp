@@ -18,7 +18,7 @@
 #include "sched/cron/time_zone.hpp"
 #include "sched/http/message.hpp"
 #include "sched/http/router.hpp"
-#include "sched/store/fire_stats.hpp"
+#include "sched/store/fire_metrics.hpp"
 #include "sched/web/auth.hpp"
 #include "sched/web/web_api.hpp"
 

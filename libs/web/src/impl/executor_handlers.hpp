@@ -8,7 +8,7 @@
 #include "sched/common/net.hpp"
 #include "sched/db/database.hpp"
 #include "sched/http/message.hpp"
-#include "sched/store/fire_stats.hpp"
+#include "sched/store/fire_metrics.hpp"
 #include "sched/web/auth.hpp"
 
 namespace sched::web::impl {

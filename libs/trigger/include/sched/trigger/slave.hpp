@@ -60,7 +60,7 @@
 #include "sched/db/database.hpp"
 #include "sched/http/client.hpp"
 #include "sched/store/fire.hpp"
-#include "sched/store/fire_stats.hpp"
+#include "sched/store/fire_metrics.hpp"
 #include "sched/trigger/db_time.hpp"
 #include "sched/trigger/routing.hpp"
 #include "sched/trigger/slave_ports.hpp"

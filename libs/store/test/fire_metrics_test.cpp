@@ -1,4 +1,4 @@
-#include "sched/store/fire_stats.hpp"
+#include "sched/store/fire_metrics.hpp"
 
 #include <soci/soci.h>
 
@@ -7,7 +7,7 @@
 namespace sched::store {
 namespace {
 
-class FireStatsTest : public StoreTest {
+class FireMetricsTest : public StoreTest {
   protected:
     void Exec(const std::string& sql) {
         ASSERT_TRUE(db().Run([&](soci::session& s) { s << sql; }).ok()) << sql;
@@ -31,7 +31,7 @@ class FireStatsTest : public StoreTest {
     }
 };
 
-TEST_P(FireStatsTest, ClusterGaugesCountByStatusOverdueExecutorsAndLastSuccess) {
+TEST_P(FireMetricsTest, ClusterGaugesCountByStatusOverdueExecutorsAndLastSuccess) {
     Job(1, "billing", "invoice");
     Job(2, "billing", "report");
     Job(3, "search", "reindex");
@@ -73,7 +73,7 @@ TEST_P(FireStatsTest, ClusterGaugesCountByStatusOverdueExecutorsAndLastSuccess) 
     }
 }
 
-TEST_P(FireStatsTest, OutcomeMetricsCountByAppJobAndStatus) {
+TEST_P(FireMetricsTest, OutcomeMetricsCountByAppJobAndStatus) {
     MetricsRegistry registry;
     FireOutcomeMetrics m(registry);
     m.Ended("billing", 7, FireStatus::kSucceeded, 1.5);
@@ -89,7 +89,7 @@ TEST_P(FireStatsTest, OutcomeMetricsCountByAppJobAndStatus) {
     EXPECT_NE(text.find("sched_fire_duration_seconds_count{app=\"billing\"} 1\n"), std::string::npos) << text;
 }
 
-SCHED_DB_TEST_SUITE(FireStatsTest);
+SCHED_DB_TEST_SUITE(FireMetricsTest);
 
 }  // namespace
 }  // namespace sched::store

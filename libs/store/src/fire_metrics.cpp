@@ -1,4 +1,4 @@
-#include "sched/store/fire_stats.hpp"
+#include "sched/store/fire_metrics.hpp"
 
 #include <map>
 
