@@ -10,11 +10,12 @@ run_pkgs=(
     ca-certificates cmake ninja-build g++ pkg-config curl tzdata
     libboost-dev libsoci-dev libsqlite3-dev libmariadb-dev
     libyaml-cpp-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libhowardhinnant-date-dev
-    libgtest-dev libgmock-dev libhiredis-dev libssl-dev
+    libgtest-dev libgmock-dev libhiredis-dev libssl-dev prometheus-cpp-dev
 )
 test_pkgs=(
     mariadb-server mariadb-client clang clang-format libbenchmark-dev procps iproute2 libfaketime
     chromium nodejs npm redis-server gnuplot-nox
+    prometheus  # promtool: checks the alert rules and a live /metrics (tests/metrics)
 )
 pkgs=("${run_pkgs[@]}")
 [ "$mode" = test ] && pkgs+=("${test_pkgs[@]}")

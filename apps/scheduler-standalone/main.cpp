@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
     config.executor_api = false;
     sched::trigger::TriggerNode node(config);
     sched::web::AddWebRoutes(
-        node.router(), web, [&node] { return node.database(); }, node.db_pool());
+        node.router(), web, [&node] { return node.database(); }, node.db_pool(), &node.metrics());
     spdlog::info("scheduler-standalone {} starting as {} with database {}", SCHED_VERSION, node.node_id(),
                  config.database.url.Redacted());
     sched::Status started = node.Start([&] { return signals.stop_requested(); });

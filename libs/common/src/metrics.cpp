@@ -1,107 +1,206 @@
 #include "sched/common/metrics.hpp"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <stdexcept>
+
+#include <prometheus/collectable.h>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#ifndef SCHED_BUILD_VERSION
+#define SCHED_BUILD_VERSION "unknown"
+#endif
+#ifndef SCHED_BUILD_REVISION
+#define SCHED_BUILD_REVISION "unknown"
+#endif
 
 namespace sched {
 
 namespace {
 
-// atomic<double>::fetch_add is C++20 but not in libstdc++ 12; a CAS loop is equivalent.
-void AtomicAdd(std::atomic<double>& a, double v) {
-    double cur = a.load(std::memory_order_relaxed);
-    while (!a.compare_exchange_weak(cur, cur + v, std::memory_order_relaxed)) {
+// A family of ObservedSamples read at collection time.
+class ObservedCollectable final : public prometheus::Collectable {
+  public:
+    ObservedCollectable(std::string name, std::string help, MetricsRegistry::Kind kind,
+                        std::vector<std::string> label_names, std::function<std::vector<ObservedSample>()> read)
+        : name_(std::move(name)),
+          help_(std::move(help)),
+          kind_(kind),
+          label_names_(std::move(label_names)),
+          read_(std::move(read)) {}
+
+    std::vector<prometheus::MetricFamily> Collect() const override {
+        prometheus::MetricFamily f;
+        f.name = name_;
+        f.help = help_;
+        f.type =
+            kind_ == MetricsRegistry::Kind::kCounter ? prometheus::MetricType::Counter : prometheus::MetricType::Gauge;
+        for (const auto& s : read_()) {
+            if (s.label_values.size() != label_names_.size()) continue;
+            prometheus::ClientMetric m;
+            for (std::size_t i = 0; i < label_names_.size(); ++i)
+                m.label.push_back({label_names_[i], s.label_values[i]});
+            if (kind_ == MetricsRegistry::Kind::kCounter) {
+                m.counter.value = s.value;
+            } else {
+                m.gauge.value = s.value;
+            }
+            f.metric.push_back(std::move(m));
+        }
+        return {std::move(f)};
     }
-}
 
-std::string Number(double v) {
-    if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-    if (std::isnan(v)) return "NaN";
-    if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.9g", v);
-    return buf;
-}
+  private:
+    std::string name_;
+    std::string help_;
+    MetricsRegistry::Kind kind_;
+    std::vector<std::string> label_names_;
+    std::function<std::vector<ObservedSample>()> read_;
+};
 
-std::string LabelSet(const std::vector<std::string>& names, const std::vector<std::string>& values,
-                     const std::string& extra = "") {
-    std::string out;
-    for (std::size_t i = 0; i < names.size(); ++i) {
-        out += (out.empty() ? "" : ",") + names[i] + "=\"" + EscapeLabelValue(values[i]) + "\"";
-    }
-    if (!extra.empty()) out += (out.empty() ? "" : ",") + extra;
-    return out.empty() ? "" : "{" + out + "}";
-}
-
-template <typename Child>
-std::unique_ptr<Child> MakeChild(const std::vector<double>& bounds) {
-    if constexpr (std::is_same_v<Child, HistogramChild>) {
-        return std::make_unique<HistogramChild>(bounds);
+prometheus::MetricFamily Single(const char* name, const char* help, prometheus::MetricType type, double value) {
+    prometheus::MetricFamily f;
+    f.name = name;
+    f.help = help;
+    f.type = type;
+    prometheus::ClientMetric m;
+    if (type == prometheus::MetricType::Counter) {
+        m.counter.value = value;
     } else {
-        return std::make_unique<Child>();
+        m.gauge.value = value;
     }
+    f.metric.push_back(std::move(m));
+    return f;
 }
+
+// The standard process_* series (as the Go and Java clients export them), from /proc/self.
+// prometheus-cpp has no process collector.
+class ProcessCollectable final : public prometheus::Collectable {
+  public:
+    std::vector<prometheus::MetricFamily> Collect() const override {
+        using prometheus::MetricType;
+        std::vector<prometheus::MetricFamily> out;
+        const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
+        const double page = static_cast<double>(::sysconf(_SC_PAGESIZE));
+        std::ifstream stat_file("/proc/self/stat");
+        std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+        // The command name (field 2) may contain spaces: fields are counted after its ')'.
+        const auto close = stat.rfind(')');
+        if (close != std::string::npos && ticks > 0) {
+            std::istringstream in(stat.substr(close + 2));
+            std::vector<std::string> f;  // f[0] is field 3 (state)
+            for (std::string w; in >> w;) f.push_back(w);
+            if (f.size() > 21) {
+                const double utime = std::stod(f[11]);
+                const double stime = std::stod(f[12]);
+                const double start_ticks = std::stod(f[19]);
+                const double vsize = std::stod(f[20]);
+                const double rss_pages = std::stod(f[21]);
+                out.push_back(Single("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
+                                     MetricType::Counter, (utime + stime) / ticks));
+                out.push_back(
+                    Single("process_virtual_memory_bytes", "Virtual memory size in bytes.", MetricType::Gauge, vsize));
+                out.push_back(Single("process_resident_memory_bytes", "Resident memory size in bytes.",
+                                     MetricType::Gauge, rss_pages * page));
+                if (const double boot = BootTime(); boot > 0) {
+                    out.push_back(Single("process_start_time_seconds",
+                                         "Start time of the process since unix epoch in seconds.", MetricType::Gauge,
+                                         boot + start_ticks / ticks));
+                }
+            }
+        }
+        std::error_code ec;
+        double fds = 0;
+        for (std::filesystem::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end; it.increment(ec)) {
+            ++fds;
+        }
+        if (!ec) {
+            out.push_back(Single("process_open_fds", "Number of open file descriptors.", MetricType::Gauge, fds));
+        }
+        rlimit lim{};
+        if (::getrlimit(RLIMIT_NOFILE, &lim) == 0) {
+            out.push_back(Single("process_max_fds", "Maximum number of open file descriptors.", MetricType::Gauge,
+                                 static_cast<double>(lim.rlim_cur)));
+        }
+        return out;
+    }
+
+  private:
+    static double BootTime() {
+        std::ifstream in("/proc/stat");
+        for (std::string line; std::getline(in, line);) {
+            if (line.rfind("btime ", 0) == 0) return std::stod(line.substr(6));
+        }
+        return 0;
+    }
+};
 
 }  // namespace
 
-std::string EscapeLabelValue(const std::string& v) {
-    std::string out;
-    for (char c : v) {
-        if (c == '\\')
-            out += "\\\\";
-        else if (c == '"')
-            out += "\\\"";
-        else if (c == '\n')
-            out += "\\n";
-        else
-            out += c;
-    }
-    return out;
+const char* BuildVersion() {
+    return SCHED_BUILD_VERSION;
+}
+
+const char* BuildRevision() {
+    return SCHED_BUILD_REVISION;
 }
 
 void CounterChild::Inc(double v) {
-    // Counters only go up; a negative increment is a caller bug that would corrupt rate().
     if (v < 0) throw std::invalid_argument("counter increment must be >= 0");
-    AtomicAdd(value_, v);
+    c_->Increment(v);
+}
+
+double CounterChild::Value() const {
+    return c_->Value();
+}
+
+void GaugeChild::Set(double v) {
+    g_->Set(v);
 }
 
 void GaugeChild::Add(double v) {
-    AtomicAdd(value_, v);
+    g_->Increment(v);
 }
 
-HistogramChild::HistogramChild(const std::vector<double>& bounds)
-    : bounds_(bounds), buckets_(new std::atomic<std::uint64_t>[bounds.size() + 1]) {
-    std::sort(bounds_.begin(), bounds_.end());
-    for (std::size_t i = 0; i <= bounds_.size(); ++i) buckets_[i].store(0);
+double GaugeChild::Value() const {
+    return g_->Value();
 }
 
 void HistogramChild::Observe(double v) {
-    const auto it = std::lower_bound(bounds_.begin(), bounds_.end(), v);
-    buckets_[static_cast<std::size_t>(it - bounds_.begin())].fetch_add(1, std::memory_order_relaxed);
-    AtomicAdd(sum_, v);
-    count_.fetch_add(1, std::memory_order_relaxed);
+    h_->Observe(v);
 }
 
 std::vector<std::uint64_t> HistogramChild::CumulativeCounts() const {
     std::vector<std::uint64_t> out;
-    std::uint64_t running = 0;
-    for (std::size_t i = 0; i <= bounds_.size(); ++i) {
-        running += buckets_[i].load(std::memory_order_relaxed);
-        out.push_back(running);
-    }
+    for (const auto& b : h_->Collect().histogram.bucket) out.push_back(b.cumulative_count);
     return out;
 }
 
+double HistogramChild::Sum() const {
+    return h_->Collect().histogram.sample_sum;
+}
+
+std::uint64_t HistogramChild::Count() const {
+    return h_->Collect().histogram.sample_count;
+}
+
 template <typename Child>
-Family<Child>::Family(std::string name, std::string help, std::string type, std::vector<std::string> label_names,
-                      std::vector<double> bounds)
-    : name_(std::move(name)),
-      help_(std::move(help)),
-      type_(std::move(type)),
-      label_names_(std::move(label_names)),
-      bounds_(std::move(bounds)) {}
+Family<Child>::Family(prometheus::Family<typename Child::Metric>& family, std::string name,
+                      std::vector<std::string> label_names, std::vector<double> bounds)
+    : family_(&family), name_(std::move(name)), label_names_(std::move(label_names)), bounds_(std::move(bounds)) {}
 
 template <typename Child>
 Child& Family<Child>::Labels(const std::vector<std::string>& values) {
@@ -110,71 +209,127 @@ Child& Family<Child>::Labels(const std::vector<std::string>& values) {
     }
     std::lock_guard lock(mu_);
     auto& child = children_[values];
-    if (!child) child = MakeChild<Child>(bounds_);
-    return *child;
-}
-
-template <typename Child>
-void Family<Child>::Render(std::string& out) const {
-    out += "# HELP " + name_ + " " + help_ + "\n# TYPE " + name_ + " " + type_ + "\n";
-    std::lock_guard lock(mu_);
-    for (const auto& [values, child] : children_) {
+    if (!child) {
+        std::map<std::string, std::string> labels;
+        for (std::size_t i = 0; i < values.size(); ++i) labels.emplace(label_names_[i], values[i]);
         if constexpr (std::is_same_v<Child, HistogramChild>) {
-            const auto counts = child->CumulativeCounts();
-            for (std::size_t i = 0; i < counts.size(); ++i) {
-                const std::string le = i < child->bounds().size() ? Number(child->bounds()[i]) : "+Inf";
-                out += name_ + "_bucket" + LabelSet(label_names_, values, "le=\"" + le + "\"") + " " +
-                       std::to_string(counts[i]) + "\n";
-            }
-            out += name_ + "_sum" + LabelSet(label_names_, values) + " " + Number(child->Sum()) + "\n";
-            out += name_ + "_count" + LabelSet(label_names_, values) + " " + std::to_string(child->Count()) + "\n";
+            child = std::make_unique<Child>(family_->Add(labels, bounds_), bounds_);
         } else {
-            out += name_ + LabelSet(label_names_, values) + " " + Number(child->Value()) + "\n";
+            child = std::make_unique<Child>(family_->Add(labels));
         }
     }
+    return *child;
 }
 
 template class Family<CounterChild>;
 template class Family<GaugeChild>;
 template class Family<HistogramChild>;
 
+MetricsRegistry::MetricsRegistry() : registry_(std::make_shared<prometheus::Registry>()) {}
+
+MetricsRegistry::~MetricsRegistry() = default;
+
+void MetricsRegistry::Claim(const std::string& name, Type type) {
+    if (auto it = by_name_.find(name); it != by_name_.end() && it->second.first != type) {
+        throw std::invalid_argument("metric " + name + " is already registered with another type");
+    }
+}
+
 Family<CounterChild>& MetricsRegistry::Counter(const std::string& name, const std::string& help,
                                                std::vector<std::string> label_names) {
     std::lock_guard lock(mu_);
-    if (auto it = by_name_.find(name); it != by_name_.end()) return *static_cast<Family<CounterChild>*>(it->second);
-    auto& f =
-        counters_.emplace_back(std::make_unique<Family<CounterChild>>(name, help, "counter", std::move(label_names)));
-    by_name_[name] = f.get();
-    renderers_.push_back([p = f.get()](std::string& out) { p->Render(out); });
+    Claim(name, Type::kCounter);
+    if (auto it = by_name_.find(name); it != by_name_.end()) {
+        return *static_cast<Family<CounterChild>*>(it->second.second);
+    }
+    auto& family = prometheus::BuildCounter().Name(name).Help(help).Register(*registry_);
+    auto& f = counters_.emplace_back(std::make_unique<Family<CounterChild>>(family, name, std::move(label_names)));
+    by_name_[name] = {Type::kCounter, f.get()};
+    helps_[name] = help;
     return *f;
 }
 
 Family<GaugeChild>& MetricsRegistry::Gauge(const std::string& name, const std::string& help,
                                            std::vector<std::string> label_names) {
     std::lock_guard lock(mu_);
-    if (auto it = by_name_.find(name); it != by_name_.end()) return *static_cast<Family<GaugeChild>*>(it->second);
-    auto& f = gauges_.emplace_back(std::make_unique<Family<GaugeChild>>(name, help, "gauge", std::move(label_names)));
-    by_name_[name] = f.get();
-    renderers_.push_back([p = f.get()](std::string& out) { p->Render(out); });
+    Claim(name, Type::kGauge);
+    if (auto it = by_name_.find(name); it != by_name_.end()) {
+        return *static_cast<Family<GaugeChild>*>(it->second.second);
+    }
+    auto& family = prometheus::BuildGauge().Name(name).Help(help).Register(*registry_);
+    auto& f = gauges_.emplace_back(std::make_unique<Family<GaugeChild>>(family, name, std::move(label_names)));
+    by_name_[name] = {Type::kGauge, f.get()};
+    helps_[name] = help;
     return *f;
 }
 
 Family<HistogramChild>& MetricsRegistry::Histogram(const std::string& name, const std::string& help,
                                                    std::vector<std::string> label_names, std::vector<double> bounds) {
     std::lock_guard lock(mu_);
-    if (auto it = by_name_.find(name); it != by_name_.end()) return *static_cast<Family<HistogramChild>*>(it->second);
+    Claim(name, Type::kHistogram);
+    if (auto it = by_name_.find(name); it != by_name_.end()) {
+        return *static_cast<Family<HistogramChild>*>(it->second.second);
+    }
+    // prometheus-cpp requires strictly increasing bounds.
+    std::sort(bounds.begin(), bounds.end());
+    bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+    auto& family = prometheus::BuildHistogram().Name(name).Help(help).Register(*registry_);
     auto& f = histograms_.emplace_back(
-        std::make_unique<Family<HistogramChild>>(name, help, "histogram", std::move(label_names), std::move(bounds)));
-    by_name_[name] = f.get();
-    renderers_.push_back([p = f.get()](std::string& out) { p->Render(out); });
+        std::make_unique<Family<HistogramChild>>(family, name, std::move(label_names), std::move(bounds)));
+    by_name_[name] = {Type::kHistogram, f.get()};
+    helps_[name] = help;
     return *f;
 }
 
-std::string MetricsRegistry::Render() const {
-    std::string out;
+void MetricsRegistry::Observed(const std::string& name, const std::string& help, Kind kind,
+                               std::vector<std::string> label_names,
+                               std::function<std::vector<ObservedSample>()> read) {
     std::lock_guard lock(mu_);
-    for (const auto& r : renderers_) r(out);
-    return out;
+    if (by_name_.count(name) != 0) throw std::invalid_argument("metric " + name + " is already registered");
+    by_name_[name] = {Type::kObserved, nullptr};
+    collectables_.push_back(
+        std::make_shared<ObservedCollectable>(name, help, kind, std::move(label_names), std::move(read)));
+}
+
+void MetricsRegistry::AddProcessMetrics() {
+    {
+        std::lock_guard lock(mu_);
+        if (process_metrics_) return;
+        process_metrics_ = true;
+        collectables_.push_back(std::make_shared<ProcessCollectable>());
+    }
+    Gauge("sched_build_info", "Always 1; the labels name the version and git revision of this binary.",
+          {"version", "revision"})
+        .Labels({BuildVersion(), BuildRevision()})
+        .Set(1);
+}
+
+std::string MetricsRegistry::Render() const {
+    auto families = registry_->Collect();
+    std::vector<std::shared_ptr<prometheus::Collectable>> extra;
+    {
+        std::lock_guard lock(mu_);
+        extra = collectables_;
+        // prometheus-cpp leaves out a family without children; declaring it (HELP and TYPE, no
+        // samples) lets dashboards and alert rules be checked against any live /metrics.
+        std::set<std::string> present;
+        for (const auto& f : families) present.insert(f.name);
+        for (const auto& [name, entry] : by_name_) {
+            if (entry.first == Type::kObserved || present.count(name) != 0) continue;
+            prometheus::MetricFamily f;
+            f.name = name;
+            f.help = helps_.at(name);
+            f.type = entry.first == Type::kCounter ? prometheus::MetricType::Counter
+                     : entry.first == Type::kGauge ? prometheus::MetricType::Gauge
+                                                   : prometheus::MetricType::Histogram;
+            families.push_back(std::move(f));
+        }
+    }
+    for (const auto& c : extra) {
+        auto more = c->Collect();
+        families.insert(families.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    }
+    return prometheus::TextSerializer().Serialize(families);
 }
 
 }  // namespace sched

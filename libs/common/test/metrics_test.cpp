@@ -1,5 +1,6 @@
 #include "sched/common/metrics.hpp"
 
+#include <ctime>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -21,6 +22,17 @@ TEST(Metrics, CountersAndGaugesRenderWithLabels) {
     EXPECT_NE(text.find("sched_fires_total{status=\"succeeded\"} 3\n"), std::string::npos) << text;
     EXPECT_NE(text.find("sched_fires_total{status=\"fa\\\"il\\\\ed\\n\"} 1\n"), std::string::npos) << text;
     EXPECT_NE(text.find("# TYPE sched_leader gauge\nsched_leader 1\n"), std::string::npos) << text;
+}
+
+TEST(Metrics, FamiliesWithoutChildrenAreDeclared) {
+    MetricsRegistry r;
+    r.Counter("sched_fire_outcomes_total", "Outcomes.", {"app", "job", "status"});
+    r.Observed("sched_fires_pending", "Pending.", MetricsRegistry::Kind::kGauge, {},
+               [] { return std::vector<ObservedSample>{}; });
+    const std::string text = r.Render();
+    EXPECT_NE(text.find("# TYPE sched_fire_outcomes_total counter\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("# TYPE sched_fires_pending gauge\n"), std::string::npos) << text;
+    EXPECT_EQ(text.find("sched_fire_outcomes_total{"), std::string::npos) << text;
 }
 
 TEST(Metrics, HistogramBucketsAreCumulative) {
@@ -55,6 +67,44 @@ TEST(Metrics, ConcurrentIncrementsAreNotLost) {
     }
     for (auto& t : threads) t.join();
     EXPECT_EQ(c.Value(), 40000);
+}
+
+TEST(Metrics, ObservedFamiliesAreReadAtRenderTime) {
+    MetricsRegistry r;
+    double requests = 7;
+    r.Observed("sched_http_requests_total", "Requests.", MetricsRegistry::Kind::kCounter, {"class"}, [&] {
+        return std::vector<ObservedSample>{{{"2xx"}, requests}, {{"5xx"}, 0}};
+    });
+    requests = 9;
+    const std::string text = r.Render();
+    EXPECT_NE(text.find("# TYPE sched_http_requests_total counter\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("sched_http_requests_total{class=\"2xx\"} 9\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("sched_http_requests_total{class=\"5xx\"} 0\n"), std::string::npos) << text;
+    EXPECT_THROW(r.Observed("sched_http_requests_total", "again", MetricsRegistry::Kind::kGauge, {}, {}),
+                 std::invalid_argument);
+    EXPECT_THROW(r.Gauge("sched_http_requests_total", "again"), std::invalid_argument);
+}
+
+TEST(Metrics, ProcessMetricsAndBuildInfoAreExported) {
+    MetricsRegistry r;
+    r.AddProcessMetrics();
+    r.AddProcessMetrics();
+    const std::string text = r.Render();
+    for (const char* series :
+         {"process_cpu_seconds_total ", "process_resident_memory_bytes ", "process_virtual_memory_bytes ",
+          "process_open_fds ", "process_max_fds ", "process_start_time_seconds "}) {
+        EXPECT_NE(text.find(std::string("\n") + series), std::string::npos) << series << "\n" << text;
+    }
+    EXPECT_NE(text.find("sched_build_info{revision=\"" + std::string(BuildRevision()) + "\",version=\"" +
+                        BuildVersion() + "\"} 1\n"),
+              std::string::npos)
+        << text;
+    // Started within the last day, not at the epoch: the boot time was added.
+    const auto pos = text.find("\nprocess_start_time_seconds ");
+    const double start = std::stod(text.substr(pos + 28));
+    const double now = static_cast<double>(std::time(nullptr));
+    EXPECT_GT(start, now - 86400);
+    EXPECT_LE(start, now + 1);
 }
 
 }  // namespace

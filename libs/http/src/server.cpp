@@ -482,31 +482,30 @@ AuthHook BearerTokenAuth(std::string token) {
     };
 }
 
-std::string PrometheusText(const ServerStats& s, std::string_view prefix) {
-    const std::string p(prefix);
-    std::string out;
-    const auto metric = [&](const std::string& name, const char* type, const char* help) {
-        out += "# HELP " + p + name + " " + help + "\n# TYPE " + p + name + " " + type + "\n";
+void ExportServerStats(MetricsRegistry& registry, const std::string& prefix, std::function<ServerStats()> stats) {
+    using Kind = MetricsRegistry::Kind;
+    const auto one = [&](const char* suffix, Kind kind, const char* help, std::uint64_t ServerStats::*field) {
+        registry.Observed(prefix + suffix, help, kind, {}, [stats, field] {
+            return std::vector<ObservedSample>{{{}, static_cast<double>(stats().*field)}};
+        });
     };
-    metric("_connections_accepted_total", "counter", "Connections accepted.");
-    out += p + "_connections_accepted_total " + std::to_string(s.connections_accepted) + "\n";
-    metric("_connections_rejected_total", "counter", "Connections refused with 503 over max-connections.");
-    out += p + "_connections_rejected_total " + std::to_string(s.connections_rejected) + "\n";
-    metric("_connections_shed_total", "counter",
-           "Connections closed at max-connections to make room (waiting longest for a request).");
-    out += p + "_connections_shed_total " + std::to_string(s.connections_shed) + "\n";
-    metric("_connections_active", "gauge", "Open connections.");
-    out += p + "_connections_active " + std::to_string(s.connections_active) + "\n";
-    metric("_requests_total", "counter", "Requests read completely.");
-    out += p + "_requests_total " + std::to_string(s.requests) + "\n";
-    metric("_responses_total", "counter", "Responses by status class.");
-    out += p + "_responses_total{class=\"2xx\"} " + std::to_string(s.responses_2xx) + "\n";
-    out += p + "_responses_total{class=\"3xx\"} " + std::to_string(s.responses_3xx) + "\n";
-    out += p + "_responses_total{class=\"4xx\"} " + std::to_string(s.responses_4xx) + "\n";
-    out += p + "_responses_total{class=\"5xx\"} " + std::to_string(s.responses_5xx) + "\n";
-    metric("_timeouts_total", "counter", "Connections dropped for a header, body or write timeout.");
-    out += p + "_timeouts_total " + std::to_string(s.timeouts) + "\n";
-    return out;
+    one("_connections_accepted_total", Kind::kCounter, "Connections accepted.", &ServerStats::connections_accepted);
+    one("_connections_rejected_total", Kind::kCounter, "Connections refused with 503 over max-connections.",
+        &ServerStats::connections_rejected);
+    one("_connections_shed_total", Kind::kCounter,
+        "Connections closed at max-connections to make room (waiting longest for a request).",
+        &ServerStats::connections_shed);
+    one("_connections_active", Kind::kGauge, "Open connections.", &ServerStats::connections_active);
+    one("_requests_total", Kind::kCounter, "Requests read completely.", &ServerStats::requests);
+    registry.Observed(prefix + "_responses_total", "Responses by status class.", Kind::kCounter, {"class"}, [stats] {
+        const auto s = stats();
+        return std::vector<ObservedSample>{{{"2xx"}, static_cast<double>(s.responses_2xx)},
+                                           {{"3xx"}, static_cast<double>(s.responses_3xx)},
+                                           {{"4xx"}, static_cast<double>(s.responses_4xx)},
+                                           {{"5xx"}, static_cast<double>(s.responses_5xx)}};
+    });
+    one("_timeouts_total", Kind::kCounter, "Connections dropped for a header, body or write timeout.",
+        &ServerStats::timeouts);
 }
 
 Server::Server(net::any_io_executor executor, ServerOptions options, Router router, AuthHook auth)

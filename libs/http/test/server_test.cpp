@@ -354,13 +354,17 @@ TEST(Server, StartFailsWithTheAddressWhenThePortIsTaken) {
     }
 }
 
-TEST(PrometheusText, ExposesCountersWithThePrefix) {
+TEST(ExportServerStats, RegistersCountersWithThePrefixReadAtRender) {
     ServerStats s;
+    MetricsRegistry registry;
+    ExportServerStats(registry, "sched_http", [&s] { return s; });
     s.requests = 7;
     s.responses_4xx = 2;
-    const auto text = PrometheusText(s, "sched_http");
-    EXPECT_NE(text.find("# TYPE sched_http_requests_total counter\nsched_http_requests_total 7\n"), std::string::npos);
-    EXPECT_NE(text.find("sched_http_responses_total{class=\"4xx\"} 2\n"), std::string::npos);
+    const auto text = registry.Render();
+    EXPECT_NE(text.find("# TYPE sched_http_requests_total counter\nsched_http_requests_total 7\n"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("sched_http_responses_total{class=\"4xx\"} 2\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("sched_http_responses_total{class=\"5xx\"} 0\n"), std::string::npos) << text;
 }
 
 }  // namespace

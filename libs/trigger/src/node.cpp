@@ -14,6 +14,7 @@
 #include "sched/http/url.hpp"
 #include "sched/lock/fenced.hpp"
 #include "sched/lock/sql_lock_store.hpp"
+#include "sched/store/fire_metrics.hpp"
 #include "sched/store/registry.hpp"
 #include "sched/web/executor_api.hpp"
 
@@ -191,6 +192,9 @@ struct TriggerNode::Impl {
     std::thread master_thread;
     std::thread purge_thread;
     std::thread alert_thread;
+    std::thread gauges_thread;
+    std::mutex gauges_mu;
+    std::optional<store::ClusterGauges> gauges;  // the last read while leading; reset on losing the lease
     std::thread heartbeat_thread;
     std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
     std::mutex leader_mu;
@@ -201,7 +205,9 @@ TriggerNode::TriggerNode(NodeConfig config)
     : config_(std::move(config)),
       node_id_(config_.node_id.empty() ? MakeNodeId() : config_.node_id),
       db_pool_(static_cast<std::size_t>(config_.db_threads)),
-      impl_(std::make_unique<Impl>()) {}
+      impl_(std::make_unique<Impl>()) {
+    metrics_.AddProcessMetrics();
+}
 
 TriggerNode::~TriggerNode() {
     Stop();
@@ -255,6 +261,7 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
     } catch (const std::exception& e) {
         return Unavailable(e.what());
     }
+    ExportNodeMetrics();
     const auto bound = impl_->server->local_endpoint();
     advertised_ = config_.advertised_address.empty() ? bound.address().to_string() + ":" + std::to_string(bound.port())
                                                      : config_.advertised_address;
@@ -282,6 +289,7 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
     impl_->master_thread = std::thread([this] { MasterLoop(); });
     impl_->purge_thread = std::thread([this] { PurgeLoop(); });
     impl_->alert_thread = std::thread([this] { AlertLoop(); });
+    impl_->gauges_thread = std::thread([this] { ClusterGaugesLoop(); });
     impl_->elector_thread = std::jthread([this](std::stop_token st) { impl_->elector->Run(st); });
     started_at_ = std::chrono::steady_clock::now();
     started_ = true;
@@ -308,6 +316,7 @@ void TriggerNode::Stop() {
     if (impl_->master_thread.joinable()) impl_->master_thread.join();
     if (impl_->purge_thread.joinable()) impl_->purge_thread.join();
     if (impl_->alert_thread.joinable()) impl_->alert_thread.join();
+    if (impl_->gauges_thread.joinable()) impl_->gauges_thread.join();
     const bool was_leading = impl_->elector && impl_->elector->IsLeading();
     if (impl_->elector_thread.joinable()) {
         impl_->elector_thread.request_stop();
@@ -400,6 +409,37 @@ void TriggerNode::MasterLoop() {
         }
         std::unique_lock lock(mu_);
         cv_.wait_for(lock, sleep, [this] { return stopping_.load(); });
+    }
+}
+
+void TriggerNode::ClusterGaugesLoop() {
+    // Every few seconds is enough for dashboards and alerts; the queries are aggregates over
+    // indexes (pending/running/overdue, live executors) and the retained succeeded fires.
+    constexpr auto kInterval = std::chrono::seconds(5);
+    const auto ms = [](Micros d) {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+    };
+    while (!stopping_) {
+        std::optional<std::int64_t> epoch;
+        {
+            std::unique_lock lock(mu_);
+            cv_.wait_for(lock, kInterval, [this] { return stopping_.load(); });
+            epoch = leading_epoch_;
+        }
+        if (stopping_) break;
+        if (!epoch || !impl_->elector->IsLeading(*epoch)) {
+            std::lock_guard lock(impl_->gauges_mu);
+            impl_->gauges.reset();
+            continue;
+        }
+        auto read =
+            store::ReadClusterGauges(*db_, ms(config_.scheduler.misfire_threshold), ms(config_.scheduler.executor_ttl));
+        if (!read.ok()) {
+            spdlog::warn("master cluster gauges: {}", read.status().ToString());
+            continue;
+        }
+        std::lock_guard lock(impl_->gauges_mu);
+        impl_->gauges = std::move(*read);
     }
 }
 
@@ -550,44 +590,80 @@ std::string TriggerNode::NotReadyReason() const {
 }
 
 std::string TriggerNode::Metrics() const {
-    std::string out = metrics_.Render();
-    const bool leading = impl_->elector && impl_->elector->IsLeading();
-    const auto leadership = impl_->elector ? impl_->elector->CurrentLeadership() : std::nullopt;
-    out += "# HELP sched_leader 1 while this node is the master.\n# TYPE sched_leader gauge\nsched_leader " +
-           std::string(leading ? "1" : "0") + "\n";
-    out +=
-        "# HELP sched_epoch The lease epoch this node leads in (0 when not leading).\n# TYPE sched_epoch gauge\n"
-        "sched_epoch " +
-        std::to_string(leadership ? leadership->epoch : 0) + "\n";
-    if (impl_->elector) {
-        const auto c = impl_->elector->Counters();
-        out +=
-            "# HELP sched_lease_transitions_total Leadership terms started and ended.\n"
-            "# TYPE sched_lease_transitions_total counter\n"
-            "sched_lease_transitions_total{kind=\"started\"} " +
-            std::to_string(c.started_leading) + "\nsched_lease_transitions_total{kind=\"ended\"} " +
-            std::to_string(c.stopped_leading) + "\n";
-        out +=
-            "# HELP sched_lease_renew_failures_total Renew rounds that failed.\n"
-            "# TYPE sched_lease_renew_failures_total counter\nsched_lease_renew_failures_total " +
-            std::to_string(c.renew_failures) + "\n";
-        out +=
-            "# HELP sched_lease_self_demotions_total Terms ended by the local deadline.\n"
-            "# TYPE sched_lease_self_demotions_total counter\nsched_lease_self_demotions_total " +
-            std::to_string(c.self_demotions) + "\n";
-        out +=
-            "# HELP sched_lease_clock_anomalies_total Leases taken over because the clock had moved back.\n"
-            "# TYPE sched_lease_clock_anomalies_total counter\nsched_lease_clock_anomalies_total " +
-            std::to_string(c.clock_anomalies) + "\n";
-    }
-    if (time_) {
-        out +=
-            "# HELP sched_db_clock_offset_seconds Database clock minus local clock.\n"
-            "# TYPE sched_db_clock_offset_seconds gauge\nsched_db_clock_offset_seconds " +
-            std::to_string(static_cast<double>(time_->Offset().count()) / 1e6) + "\n";
-    }
-    if (impl_->server) out += rest::PrometheusText(impl_->server->Stats(), "sched_http");
-    return out;
+    return metrics_.Render();
+}
+
+void TriggerNode::ExportNodeMetrics() {
+    using Kind = MetricsRegistry::Kind;
+    using Samples = std::vector<ObservedSample>;
+    const auto single = [](double v) {
+        return Samples{{{}, v}};
+    };
+    auto* elector = impl_->elector.get();
+    metrics_.Observed("sched_leader", "1 while this node is the master.", Kind::kGauge, {},
+                      [elector, single] { return single(elector->IsLeading() ? 1 : 0); });
+    metrics_.Observed("sched_epoch", "The lease epoch this node leads in (0 when not leading).", Kind::kGauge, {},
+                      [elector, single] {
+                          const auto leadership = elector->CurrentLeadership();
+                          return single(leadership ? static_cast<double>(leadership->epoch) : 0);
+                      });
+    metrics_.Observed("sched_lease_transitions_total", "Leadership terms started and ended.", Kind::kCounter, {"kind"},
+                      [elector] {
+                          const auto c = elector->Counters();
+                          return Samples{{{"started"}, static_cast<double>(c.started_leading)},
+                                         {{"ended"}, static_cast<double>(c.stopped_leading)}};
+                      });
+    metrics_.Observed("sched_lease_renew_failures_total", "Renew rounds that failed.", Kind::kCounter, {},
+                      [elector, single] { return single(static_cast<double>(elector->Counters().renew_failures)); });
+    metrics_.Observed("sched_lease_self_demotions_total", "Terms ended by the local deadline.", Kind::kCounter, {},
+                      [elector, single] { return single(static_cast<double>(elector->Counters().self_demotions)); });
+    metrics_.Observed("sched_lease_clock_anomalies_total", "Leases taken over because the clock had moved back.",
+                      Kind::kCounter, {},
+                      [elector, single] { return single(static_cast<double>(elector->Counters().clock_anomalies)); });
+    auto* time = time_.get();
+    metrics_.Observed("sched_db_clock_offset_seconds", "Database clock minus local clock.", Kind::kGauge, {},
+                      [time, single] { return single(static_cast<double>(time->Offset().count()) / 1e6); });
+    // Cluster-wide gauges: exported by the leading master only (ClusterGaugesLoop), so a sum
+    // or max over all nodes counts each fire once.
+    auto* impl = impl_.get();
+    const auto gauge = [this, impl](const char* name, const char* help, std::vector<std::string> labels,
+                                    std::function<Samples(const store::ClusterGauges&)> pick) {
+        metrics_.Observed(name, help, Kind::kGauge, std::move(labels), [impl, pick] {
+            std::lock_guard lock(impl->gauges_mu);
+            return impl->gauges ? pick(*impl->gauges) : Samples{};
+        });
+    };
+    gauge("sched_fires_pending", "Fires waiting to be sent (pending or dispatching); leader only.", {},
+          [](const store::ClusterGauges& g) {
+              return Samples{{{}, static_cast<double>(g.pending)}};
+          });
+    gauge("sched_fires_running", "Fires an executor accepted and has not finished; leader only.", {},
+          [](const store::ClusterGauges& g) {
+              return Samples{{{}, static_cast<double>(g.running)}};
+          });
+    gauge("sched_fires_overdue", "Pending fires due longer ago than misfire-threshold; leader only.", {},
+          [](const store::ClusterGauges& g) {
+              return Samples{{{}, static_cast<double>(g.overdue)}};
+          });
+    gauge("sched_executors_live",
+          "Executor instances with a heartbeat within executor-ttl, per app (apps with enabled jobs at 0); "
+          "leader only.",
+          {"app"}, [](const store::ClusterGauges& g) {
+              Samples out;
+              for (const auto& [app, n] : g.executors_live) out.push_back({{app}, static_cast<double>(n)});
+              return out;
+          });
+    gauge("sched_job_last_success_timestamp_seconds",
+          "Finish time of the job's latest succeeded fire still in the history; leader only.", {"app", "job", "name"},
+          [](const store::ClusterGauges& g) {
+              Samples out;
+              for (const auto& j : g.last_success) {
+                  out.push_back({{j.app, std::to_string(j.job_id), j.name}, static_cast<double>(j.finished_ms) / 1e3});
+              }
+              return out;
+          });
+    auto* server = impl_->server.get();
+    rest::ExportServerStats(metrics_, "sched_http", [server] { return server->Stats(); });
 }
 
 void TriggerNode::AddRoutes() {
@@ -640,7 +716,9 @@ void TriggerNode::AddRoutes() {
     // The executor API authenticates inside its handlers against the token table (cluster token
     // or API tokens, with executor tokens limited to their apps); the server's hook, which knows
     // only the cluster token, guards everything else here (/internal).
-    if (config_.executor_api) web::AddExecutorRoutes(r, config_.token, db_, db_pool_, config_.locks);
+    if (config_.executor_api) {
+        web::AddExecutorRoutes(r, config_.token, db_, db_pool_, config_.locks, std::chrono::seconds(5), &metrics_);
+    }
 }
 
 }  // namespace sched::trigger

@@ -144,6 +144,7 @@ Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr
       claims_(metrics.Counter("sched_slave_claims_total", "Group claims committed by this slave.").Labels({})),
       claimed_fires_(
           metrics.Counter("sched_slave_claimed_fires_total", "Fires won by this slave's group claims.").Labels({})),
+      fire_outcomes_(metrics),
       running_batches_(metrics
                            .Counter("sched_slave_running_batches_total",
                                     "Statements recording accepted fires as running (one per executor per window).")
@@ -442,6 +443,7 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
     if (!job.enabled && fire.kind != store::FireKind::kManual) {
         const std::string why = "job paused";
         const std::optional<store::FireReason> reason = store::FireReason::kPaused;
+        fire_outcomes_.Ended(job.app, job.id, FireStatus::kSkipped);
         co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kSkipped, why, reason);
         co_return;
     }
@@ -450,6 +452,7 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
         spdlog::warn("slave {}: fire {} of job {} ({}) skipped: {}", node_id_, fire.id, job.id, job.name, *late);
         const std::string why = *late;
         const std::optional<store::FireReason> reason = store::FireReason::kMisfire;
+        fire_outcomes_.Ended(job.app, job.id, FireStatus::kSkipped);
         co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kSkipped, why, reason);
         co_return;
     }
@@ -544,6 +547,7 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
                 const std::string why =
                     "discarded: the job is still running on " + address + " (block strategy discard-later)";
                 const std::optional<store::FireReason> reason = store::FireReason::kBlocked;
+                fire_outcomes_.Ended(job.app, job.id, FireStatus::kSkipped);
                 co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kSkipped, why, reason);
                 co_return;
             }
@@ -564,6 +568,7 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
     std::string why = "no executor accepted the fire: " + reasons;
     if (order.empty()) why = "no live executor of app " + job.app + " serves handler " + job.handler;
     const std::optional<store::FireReason> reason = store::FireReason::kNoExecutor;
+    fire_outcomes_.Ended(job.app, job.id, FireStatus::kFailed);
     co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kFailed, why, reason);
 }
 

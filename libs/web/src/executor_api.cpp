@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <optional>
+#include <unordered_map>
 
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
@@ -18,6 +19,7 @@
 #include "sched/store/fire.hpp"
 #include "sched/store/fire_log.hpp"
 #include "sched/store/fire_results.hpp"
+#include "sched/store/fire_metrics.hpp"
 #include "sched/store/registry.hpp"
 
 namespace sched::web {
@@ -124,6 +126,25 @@ std::optional<rest::Response> ParseCallback(const nlohmann::json& body, bool sco
     return std::nullopt;
 }
 
+// Counts each applied result by its job (looked up in the same transaction). A fire deleted
+// meanwhile has no job row any more: it is not counted.
+template <typename Applied>
+void CountOutcomes(store::FireOutcomeMetrics& metrics, const std::vector<store::ExecutorResult>& items,
+                   const Applied& applied) {
+    std::unordered_map<std::int64_t, const store::FireJob*> by_fire;
+    for (const auto& j : applied.jobs) by_fire.emplace(j.fire_id, &j);
+    for (std::size_t i : applied.applied) {
+        const auto& item = items[i];
+        const auto it = by_fire.find(item.fire_id);
+        if (it == by_fire.end()) continue;
+        std::optional<double> duration;
+        if (item.started_ms > 0 && item.finished_ms >= item.started_ms) {
+            duration = static_cast<double>(item.finished_ms - item.started_ms) / 1000.0;
+        }
+        metrics.Ended(it->second->app, it->second->job_id, item.status, duration);
+    }
+}
+
 // One line per batch with refused results (never one per item: a hostile batch must not
 // flood the log), so that an operator sees why a fire's result did not land.
 void LogRefused(const Principal& who, const nlohmann::json& results) {
@@ -211,7 +232,7 @@ net::awaitable<rest::Response> HandleDeregister(rest::Request& req, const Princi
 }
 
 net::awaitable<rest::Response> HandleCallback(rest::Request& req, const Principal& who, db::Database& db,
-                                              net::thread_pool& db_pool) {
+                                              net::thread_pool& db_pool, store::FireOutcomeMetrics* metrics) {
     auto body = req.Json();
     if (!body.ok()) co_return rest::Response::Error(body.status(), "body");
     if (!body->is_array()) {
@@ -226,29 +247,42 @@ net::awaitable<rest::Response> HandleCallback(rest::Request& req, const Principa
     const auto app_allowed = [&who](const std::string& app) {
         return AuthorizeApp(who, app).ok();
     };
+    struct Applied {
+        nlohmann::json results = nlohmann::json::array();
+        std::vector<std::size_t> applied;  // indexes into items
+        std::vector<store::FireJob> jobs;  // of the applied fires, for the metrics
+    };
     auto work = [&] {
         return db.InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
             // A constant number of statements per batch (store::FireResults), not 3-4 per item.
             const auto outcomes = store::FireResults::ApplyMany(s, items, app_allowed);
-            nlohmann::json results = nlohmann::json::array();
+            Applied out;
+            std::vector<std::int64_t> ids;
             for (std::size_t i = 0; i < items.size(); ++i) {
-                results.push_back({{"fire_id", items[i].fire_id}, {"outcome", store::ResultOutcomeName(outcomes[i])}});
+                out.results.push_back(
+                    {{"fire_id", items[i].fire_id}, {"outcome", store::ResultOutcomeName(outcomes[i])}});
+                if (outcomes[i] == store::ResultOutcome::kApplied) {
+                    out.applied.push_back(i);
+                    ids.push_back(items[i].fire_id);
+                }
             }
-            return results;
+            // One more SELECT per batch, only when something changed and metrics are exported.
+            if (metrics && !ids.empty()) out.jobs = store::JobsOfFires(s, ids);
+            return out;
         });
     };
-    auto outcomes = co_await OnPool(db_pool, work);
-    if (!outcomes.ok()) co_return rest::Response::Error(outcomes.status());
-    LogRefused(who, *outcomes);
-    co_return rest::Response::Json({{"results", *outcomes}});
+    auto applied = co_await OnPool(db_pool, work);
+    if (!applied.ok()) co_return rest::Response::Error(applied.status());
+    if (metrics) CountOutcomes(*metrics, items, *applied);
+    LogRefused(who, applied->results);
+    co_return rest::Response::Json({{"results", applied->results}});
 }
 
 void AddSdkRoutes(Routes& routes) {
     auto ctx = routes.context();
     using Fn = net::awaitable<rest::Response> (*)(rest::Request&, const Principal&, db::Database&, net::thread_pool&);
     const std::pair<const char*, Fn> sdk_routes[] = {{"/api/v1/registry/heartbeat", &HandleHeartbeat},
-                                                     {"/api/v1/registry/deregister", &HandleDeregister},
-                                                     {"/api/v1/callback", &HandleCallback}};
+                                                     {"/api/v1/registry/deregister", &HandleDeregister}};
     for (const auto& [pattern, fn] : sdk_routes) {
         routes.Add(rest::Method::kPost, pattern, Permission::kExecutor,
                    [ctx, fn](rest::Request& req, const Principal& who) -> net::awaitable<rest::Response> {
@@ -258,6 +292,14 @@ void AddSdkRoutes(Routes& routes) {
                        co_return response;
                    });
     }
+    routes.Add(rest::Method::kPost, "/api/v1/callback", Permission::kExecutor,
+               [ctx](rest::Request& req, const Principal& who) -> net::awaitable<rest::Response> {
+                   auto db = ctx->database();
+                   if (!db) co_return rest::Response::Error(Unavailable("the database is not open yet"));
+                   store::FireOutcomeMetrics* metrics = ctx->fire_metrics.get();
+                   rest::Response response = co_await HandleCallback(req, who, *db, ctx->db_pool, metrics);
+                   co_return response;
+               });
     AddLockRoutes(routes);
 }
 
@@ -282,13 +324,13 @@ void AddLockRoutes(Routes& routes) {
 }  // namespace impl
 
 void AddExecutorRoutes(rest::Router& router, const std::string& cluster_token, std::shared_ptr<db::Database> db,
-                       net::thread_pool& db_pool, LockApiOptions locks, Micros auth_cache) {
+                       net::thread_pool& db_pool, LockApiOptions locks, Micros auth_cache, MetricsRegistry* metrics) {
     WebOptions options;
     options.token = cluster_token;
     options.locks = std::move(locks);
     options.auth_cache = auth_cache;
     auto ctx = std::make_shared<impl::Context>(
-        options, [db] { return db; }, db_pool);
+        options, [db] { return db; }, db_pool, metrics);
     impl::Routes routes(router, ctx);
     impl::AddSdkRoutes(routes);
 }

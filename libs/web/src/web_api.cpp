@@ -49,8 +49,8 @@ const std::vector<std::string>& JobRoutingNames() {
 }
 
 std::vector<RouteInfo> AddWebRoutes(rest::Router& router, const WebOptions& options, DatabaseProvider database,
-                                    net::thread_pool& db_pool) {
-    auto ctx = std::make_shared<impl::Context>(options, std::move(database), db_pool);
+                                    net::thread_pool& db_pool, MetricsRegistry* metrics) {
+    auto ctx = std::make_shared<impl::Context>(options, std::move(database), db_pool, metrics);
     impl::Routes routes(router, ctx);
     impl::AddJobRoutes(routes);
     impl::AddFireRoutes(routes);

@@ -26,7 +26,9 @@ WebServiceConfig WebServiceConfig::FromYaml(const ConfigNode& root) {
 }
 
 WebService::WebService(WebServiceConfig config)
-    : config_(std::move(config)), db_pool_(static_cast<std::size_t>(config_.db_threads)) {}
+    : config_(std::move(config)), db_pool_(static_cast<std::size_t>(config_.db_threads)) {
+    metrics_.AddProcessMetrics();
+}
 
 WebService::~WebService() {
     Stop();
@@ -47,7 +49,7 @@ Status WebService::Start(const std::function<bool()>& should_stop) {
     rest::Router router;
     auto shared_db = db_;
     routes_ = AddWebRoutes(
-        router, config_.api, [shared_db] { return shared_db; }, db_pool_);
+        router, config_.api, [shared_db] { return shared_db; }, db_pool_, &metrics_);
     router.Add(
         rest::Method::kGet, "/healthz", [](rest::Request&) { return rest::Response::Text("ok\n"); },
         rest::Access::kPublic);
@@ -65,8 +67,7 @@ Status WebService::Start(const std::function<bool()>& should_stop) {
     router.Add(
         rest::Method::kGet, "/metrics",
         [this](rest::Request&) {
-            return rest::Response::Text(rest::PrometheusText(server_->Stats(), "sched_http"), 200,
-                                        "text/plain; version=0.0.4; charset=utf-8");
+            return rest::Response::Text(metrics_.Render(), 200, "text/plain; version=0.0.4; charset=utf-8");
         },
         rest::Access::kPublic);
     for (const char* path : {"/healthz", "/readyz", "/metrics"}) {
@@ -78,6 +79,7 @@ Status WebService::Start(const std::function<bool()>& should_stop) {
         return Status(Code::kUnauthenticated, "this route is not served by the web module's auth");
     };
     server_ = std::make_unique<rest::Server>(io_.get_executor(), config_.http, std::move(router), std::move(refuse));
+    rest::ExportServerStats(metrics_, "sched_http", [server = server_.get()] { return server->Stats(); });
     try {
         server_->Start();
     } catch (const std::exception& e) {

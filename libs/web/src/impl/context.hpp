@@ -18,22 +18,26 @@
 #include "sched/cron/time_zone.hpp"
 #include "sched/http/message.hpp"
 #include "sched/http/router.hpp"
+#include "sched/store/fire_metrics.hpp"
 #include "sched/web/auth.hpp"
 #include "sched/web/web_api.hpp"
 
 namespace sched::web::impl {
 
 struct Context {
-    Context(WebOptions o, DatabaseProvider db, net::thread_pool& pool)
+    Context(WebOptions o, DatabaseProvider db, net::thread_pool& pool, MetricsRegistry* metrics = nullptr)
         : options(std::move(o)),
           database(std::move(db)),
           db_pool(pool),
-          auth(options.token, database, pool, options.auth_cache) {}
+          auth(options.token, database, pool, options.auth_cache),
+          fire_metrics(metrics ? std::make_shared<store::FireOutcomeMetrics>(*metrics) : nullptr) {}
 
     const WebOptions options;
     const DatabaseProvider database;
     net::thread_pool& db_pool;
     TokenAuthenticator auth;
+    /// Null when the process exports no metrics through this module.
+    const std::shared_ptr<store::FireOutcomeMetrics> fire_metrics;
 };
 
 /// A handler that runs after authentication and authorisation.

@@ -8,6 +8,7 @@
 #include "sched/common/net.hpp"
 #include "sched/db/database.hpp"
 #include "sched/http/message.hpp"
+#include "sched/store/fire_metrics.hpp"
 #include "sched/web/auth.hpp"
 
 namespace sched::web::impl {
@@ -16,7 +17,8 @@ net::awaitable<rest::Response> HandleHeartbeat(rest::Request& req, const Princip
                                                net::thread_pool& db_pool);
 net::awaitable<rest::Response> HandleDeregister(rest::Request& req, const Principal& who, db::Database& db,
                                                 net::thread_pool& db_pool);
+/// `metrics` (may be null) counts the applied results (sched_fire_outcomes_total, duration).
 net::awaitable<rest::Response> HandleCallback(rest::Request& req, const Principal& who, db::Database& db,
-                                              net::thread_pool& db_pool);
+                                              net::thread_pool& db_pool, store::FireOutcomeMetrics* metrics);
 
 }  // namespace sched::web::impl

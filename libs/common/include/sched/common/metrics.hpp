@@ -1,7 +1,8 @@
 #pragma once
 
-/// Prometheus metrics: counters, gauges and histograms in a registry that renders the text
-/// exposition format (version 0.0.4) for `/metrics`.
+/// Prometheus metrics: a facade over one `prometheus::Registry` (prometheus-cpp) that renders
+/// the text exposition format (version 0.0.4) for `/metrics` with `prometheus::TextSerializer`.
+/// Each process has one MetricsRegistry; every component registers its series in it.
 ///
 ///     MetricsRegistry registry;
 ///     auto& fires = registry.Counter("sched_fires_total", "Fires by final status.", {"status"});
@@ -10,10 +11,13 @@
 ///     lag.Labels({}).Observe(0.004);
 ///     std::string text = registry.Render();
 ///
-/// Thread-safe: registering takes a lock; updating a child is lock-free (atomics); children are
-/// never removed, so references stay valid for the registry's life.
+/// A series stays absent until its child is created (its family is still declared, HELP and
+/// TYPE without samples): callers that want a known label value exported at 0 create it up
+/// front with `Labels({...})`.
+///
+/// Thread-safe: registering and Labels() take a lock; updating a child is thread-safe;
+/// children are never removed, so references stay valid for the registry's life.
 
-#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -23,42 +27,56 @@
 #include <string>
 #include <vector>
 
+namespace prometheus {
+class Collectable;
+class Counter;
+class Gauge;
+class Histogram;
+class Registry;
+template <typename T>
+class Family;
+}  // namespace prometheus
+
 namespace sched {
 
 class CounterChild {
   public:
+    using Metric = prometheus::Counter;
+    explicit CounterChild(prometheus::Counter& c) : c_(&c) {}
+    /// Throws std::invalid_argument for a negative increment (a caller bug that would corrupt rate()).
     void Inc(double v = 1.0);
-    double Value() const { return value_.load(std::memory_order_relaxed); }
+    double Value() const;
 
   private:
-    std::atomic<double> value_{0};
+    prometheus::Counter* c_;
 };
 
 class GaugeChild {
   public:
-    void Set(double v) { value_.store(v, std::memory_order_relaxed); }
+    using Metric = prometheus::Gauge;
+    explicit GaugeChild(prometheus::Gauge& g) : g_(&g) {}
+    void Set(double v);
     void Add(double v);
-    double Value() const { return value_.load(std::memory_order_relaxed); }
+    double Value() const;
 
   private:
-    std::atomic<double> value_{0};
+    prometheus::Gauge* g_;
 };
 
 class HistogramChild {
   public:
-    explicit HistogramChild(const std::vector<double>& bounds);
+    using Metric = prometheus::Histogram;
+    HistogramChild(prometheus::Histogram& h, std::vector<double> bounds) : h_(&h), bounds_(std::move(bounds)) {}
     void Observe(double v);
     /// Cumulative count per bucket bound (le), then +Inf.
     std::vector<std::uint64_t> CumulativeCounts() const;
-    double Sum() const { return sum_.load(std::memory_order_relaxed); }
-    std::uint64_t Count() const { return count_.load(std::memory_order_relaxed); }
+    double Sum() const;
+    std::uint64_t Count() const;
     const std::vector<double>& bounds() const { return bounds_; }
 
   private:
-    std::vector<double> bounds_;
-    std::unique_ptr<std::atomic<std::uint64_t>[]> buckets_;  // non-cumulative, last = +Inf
-    std::atomic<double> sum_{0};
-    std::atomic<std::uint64_t> count_{0};
+    prometheus::Histogram* h_;
+    std::vector<double> bounds_;  // sorted
 };
 
 /// A metric family with fixed label names; Labels(values) returns the child for those values
@@ -66,43 +84,82 @@ class HistogramChild {
 template <typename Child>
 class Family {
   public:
-    Family(std::string name, std::string help, std::string type, std::vector<std::string> label_names,
+    Family(prometheus::Family<typename Child::Metric>& family, std::string name, std::vector<std::string> label_names,
            std::vector<double> bounds = {});
     Child& Labels(const std::vector<std::string>& values);
-    void Render(std::string& out) const;
+    const std::string& name() const { return name_; }
 
   private:
+    prometheus::Family<typename Child::Metric>* family_;
     std::string name_;
-    std::string help_;
-    std::string type_;
     std::vector<std::string> label_names_;
     std::vector<double> bounds_;
-    mutable std::mutex mu_;
+    std::mutex mu_;
     std::map<std::vector<std::string>, std::unique_ptr<Child>> children_;
+};
+
+/// One sample of a family read at render time (MetricsRegistry::Observed).
+struct ObservedSample {
+    std::vector<std::string> label_values;
+    double value = 0;
 };
 
 class MetricsRegistry {
   public:
-    /// Registering the same name twice returns the first family (its help and labels win).
+    enum class Kind { kCounter, kGauge };
+
+    MetricsRegistry();
+    ~MetricsRegistry();
+    MetricsRegistry(const MetricsRegistry&) = delete;
+    MetricsRegistry& operator=(const MetricsRegistry&) = delete;
+
+    /// Registering the same name twice returns the first family (its help and labels win);
+    /// the same name with another type throws std::invalid_argument, as does an invalid name.
     Family<CounterChild>& Counter(const std::string& name, const std::string& help,
                                   std::vector<std::string> label_names = {});
     Family<GaugeChild>& Gauge(const std::string& name, const std::string& help,
                               std::vector<std::string> label_names = {});
+    /// `bounds` may be given in any order.
     Family<HistogramChild>& Histogram(const std::string& name, const std::string& help,
                                       std::vector<std::string> label_names, std::vector<double> bounds);
-    /// All families, in registration order.
+
+    /// A family whose samples `read` returns at every Render(): for values another component
+    /// already keeps (a server's or the elector's atomic counters), so nothing is counted
+    /// twice. `read` runs on the rendering thread, must be thread-safe, and must not block; the
+    /// objects it reads must outlive every Render().
+    void Observed(const std::string& name, const std::string& help, Kind kind, std::vector<std::string> label_names,
+                  std::function<std::vector<ObservedSample>()> read);
+
+    /// Adds `sched_build_info{version,revision} 1` (the CMake project version and the git
+    /// revision at configure time, "unknown" without git) and the standard process series read
+    /// from /proc/self at render time: process_cpu_seconds_total, process_resident_memory_bytes,
+    /// process_virtual_memory_bytes, process_open_fds, process_max_fds,
+    /// process_start_time_seconds. Idempotent.
+    void AddProcessMetrics();
+
+    /// Every family, in the text exposition format.
     std::string Render() const;
 
+    /// The underlying registry, for code that uses prometheus-cpp directly.
+    prometheus::Registry& registry() { return *registry_; }
+
   private:
+    enum class Type { kCounter, kGauge, kHistogram, kObserved };
+    void Claim(const std::string& name, Type type);
+
+    std::shared_ptr<prometheus::Registry> registry_;
     mutable std::mutex mu_;
     std::deque<std::unique_ptr<Family<CounterChild>>> counters_;
     std::deque<std::unique_ptr<Family<GaugeChild>>> gauges_;
     std::deque<std::unique_ptr<Family<HistogramChild>>> histograms_;
-    std::map<std::string, void*> by_name_;
-    std::vector<std::function<void(std::string&)>> renderers_;
+    std::map<std::string, std::pair<Type, void*>> by_name_;
+    std::map<std::string, std::string> helps_;
+    std::vector<std::shared_ptr<prometheus::Collectable>> collectables_;
+    bool process_metrics_ = false;
 };
 
-/// Escapes a label value for the exposition format (backslash, quote, newline).
-std::string EscapeLabelValue(const std::string& v);
+/// The version and git revision this binary was built from (see AddProcessMetrics).
+const char* BuildVersion();
+const char* BuildRevision();
 
 }  // namespace sched

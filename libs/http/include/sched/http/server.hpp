@@ -47,6 +47,7 @@
 #include <string>
 #include <string_view>
 
+#include "sched/common/metrics.hpp"
 #include "sched/common/net.hpp"
 #include "sched/common/status.hpp"
 #include "sched/http/message.hpp"
@@ -79,8 +80,11 @@ struct ServerStats {
     std::uint64_t timeouts = 0;  ///< connections dropped for a header, body or write timeout
 };
 
-/// Prometheus text exposition of `stats`, metric names starting with `prefix` ("sched_http").
-std::string PrometheusText(const ServerStats& stats, std::string_view prefix);
+/// Registers `stats`' counters in `registry`, named `<prefix>_connections_accepted_total`,
+/// `_connections_rejected_total`, `_connections_shed_total`, `_connections_active`,
+/// `_requests_total`, `_responses_total{class}` and `_timeouts_total` (prefix "sched_http").
+/// They are read from `stats()` at every render; it must stay callable while the registry renders.
+void ExportServerStats(MetricsRegistry& registry, const std::string& prefix, std::function<ServerStats()> stats);
 
 namespace impl {
 struct ServerState;

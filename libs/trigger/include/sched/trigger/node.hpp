@@ -117,6 +117,9 @@ class TriggerNode final : private lock::ElectionObserver {
     /// While this node leads: an Alerter round every scheduler.alert-interval, on its own thread
     /// (a slow webhook never delays a scan or a purge).
     void AlertLoop();
+    /// While this node leads: reads the cluster gauges (store::ReadClusterGauges) every 5 s on
+    /// its own thread, for /metrics; not leading, they are cleared.
+    void ClusterGaugesLoop();
     void HeartbeatLoop();
     void Notify(const ScanReport& report, std::int64_t epoch);
     /// After a planned release: tells the other live nodes to compete now (best effort).
@@ -125,6 +128,8 @@ class TriggerNode final : private lock::ElectionObserver {
     /// "" when ready; otherwise why not (the /readyz body).
     std::string NotReadyReason() const;
     std::string Metrics() const;
+    /// Registers the lease, DB clock and HTTP server series (read at render time) in metrics_.
+    void ExportNodeMetrics();
     void AddRoutes();
 
     struct Impl;

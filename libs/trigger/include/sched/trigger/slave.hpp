@@ -60,6 +60,7 @@
 #include "sched/db/database.hpp"
 #include "sched/http/client.hpp"
 #include "sched/store/fire.hpp"
+#include "sched/store/fire_metrics.hpp"
 #include "sched/trigger/db_time.hpp"
 #include "sched/trigger/routing.hpp"
 #include "sched/trigger/slave_ports.hpp"
@@ -149,6 +150,7 @@ class Slave {
     Family<CounterChild>& dispatch_errors_;
     CounterChild& claims_;
     CounterChild& claimed_fires_;
+    store::FireOutcomeMetrics fire_outcomes_;  // fires this slave ends without a run
     CounterChild& running_batches_;
 };
 

@@ -43,6 +43,7 @@
 #include <string>
 
 #include "sched/common/duration.hpp"
+#include "sched/common/metrics.hpp"
 #include "sched/common/net.hpp"
 #include "sched/db/database.hpp"
 #include "sched/http/router.hpp"
@@ -56,9 +57,10 @@ namespace sched::web {
 /// (looked up on `db_pool`, cached for `auth_cache`), so a service holding only its app-scoped
 /// executor token can use any node. The server's AuthHook is not consulted for them. `db` and
 /// `db_pool` must outlive the server. `locks.store` nullptr: the locks live in `db`
-/// (SqlLockStore). Throws std::invalid_argument for an empty `cluster_token`.
+/// (SqlLockStore). Throws std::invalid_argument for an empty `cluster_token`. `metrics`
+/// (optional, must outlive the router): where applied callbacks are counted (AddWebRoutes).
 void AddExecutorRoutes(rest::Router& router, const std::string& cluster_token, std::shared_ptr<db::Database> db,
                        net::thread_pool& db_pool, LockApiOptions locks = {},
-                       Micros auth_cache = std::chrono::seconds(5));
+                       Micros auth_cache = std::chrono::seconds(5), MetricsRegistry* metrics = nullptr);
 
 }  // namespace sched::web

@@ -37,6 +37,7 @@
 
 #include "sched/common/config.hpp"
 #include "sched/common/duration.hpp"
+#include "sched/common/metrics.hpp"
 #include "sched/common/net.hpp"
 #include "sched/http/router.hpp"
 #include "sched/web/auth.hpp"
@@ -89,9 +90,11 @@ struct RouteInfo {
 /// needs to outlive the router except `db_pool` and what `database` refers to. `database` may
 /// return nullptr until the database is open (those requests get 503). Throws
 /// std::invalid_argument for an empty options.token, and whatever Router::Add throws (a route
-/// that is already there).
+/// that is already there). `metrics` (optional, must outlive the router): the process's
+/// registry, where the callback route counts sched_fire_outcomes_total and
+/// sched_fire_duration_seconds.
 std::vector<RouteInfo> AddWebRoutes(rest::Router& router, const WebOptions& options, DatabaseProvider database,
-                                    net::thread_pool& db_pool);
+                                    net::thread_pool& db_pool, MetricsRegistry* metrics = nullptr);
 
 /// The job routings the API accepts (the trigger's strategies, trigger::RoutingNames(); the web
 /// library does not link the trigger library, which links this one, and a test keeps the lists

@@ -14,8 +14,9 @@
 ///     log: {...}            # LogConfig
 ///
 /// Besides the web module's routes it serves GET /healthz (always 200 while running),
-/// GET /readyz (200 when the database answers, else 503) and GET /metrics (Prometheus text:
-/// the HTTP server's counters), all public.
+/// GET /readyz (200 when the database answers, else 503) and GET /metrics (Prometheus text of
+/// the process's registry: HTTP server counters, fire outcomes counted from callbacks, build
+/// info and process series), all public.
 ///
 /// Start() opens the database (retrying for database.connect-retry-for), applies migrations
 /// (safe while trigger nodes do the same), binds and serves. Stop() finishes requests in flight
@@ -29,6 +30,7 @@
 
 #include "sched/common/config.hpp"
 #include "sched/common/logging.hpp"
+#include "sched/common/metrics.hpp"
 #include "sched/common/net.hpp"
 #include "sched/common/status.hpp"
 #include "sched/db/database_config.hpp"
@@ -74,6 +76,7 @@ class WebService {
 
   private:
     WebServiceConfig config_;
+    MetricsRegistry metrics_;  // before server_: the server's counters are read while rendering
     net::io_context io_;
     net::thread_pool db_pool_;
     std::shared_ptr<db::Database> db_;

@@ -1,0 +1,109 @@
+#include "sched/store/fire_metrics.hpp"
+
+#include <map>
+
+#include <soci/soci.h>
+
+namespace sched::store {
+
+namespace {
+constexpr std::size_t kIdsPerSelect = 500;
+
+// Aggregates and joined ids come back as int, long long or text depending on the backend and
+// the expression (SQLite has no declared type for COUNT(*) or MAX()).
+std::int64_t Int(const soci::row& r, std::size_t i) {
+    if (r.get_indicator(i) == soci::i_null) return 0;
+    switch (r.get_properties(i).get_data_type()) {
+        case soci::dt_integer:
+            return r.get<int>(i);
+        case soci::dt_long_long:
+            return r.get<long long>(i);
+        case soci::dt_unsigned_long_long:
+            return static_cast<std::int64_t>(r.get<unsigned long long>(i));
+        case soci::dt_double:
+            return static_cast<std::int64_t>(r.get<double>(i));
+        case soci::dt_string:
+            return std::stoll(r.get<std::string>(i));
+        default:
+            return 0;
+    }
+}
+}  // namespace
+
+FireOutcomeMetrics::FireOutcomeMetrics(MetricsRegistry& registry)
+    : outcomes_(registry.Counter("sched_fire_outcomes_total", "Fires ended, by app, job id and final status.",
+                                 {"app", "job", "status"})),
+      duration_(registry.Histogram("sched_fire_duration_seconds",
+                                   "Run time (finished - started) of fires ended by an executor's result.", {"app"},
+                                   {0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600})) {}
+
+void FireOutcomeMetrics::Ended(const std::string& app, std::int64_t job_id, FireStatus status,
+                               std::optional<double> duration_s) {
+    outcomes_.Labels({app, std::to_string(job_id), std::string(FireStatusName(status))}).Inc();
+    if (duration_s && *duration_s >= 0) duration_.Labels({app}).Observe(*duration_s);
+}
+
+std::vector<FireJob> JobsOfFires(soci::session& s, const std::vector<std::int64_t>& fire_ids) {
+    std::vector<FireJob> out;
+    for (std::size_t from = 0; from < fire_ids.size(); from += kIdsPerSelect) {
+        std::string ids;
+        for (std::size_t i = from; i < fire_ids.size() && i < from + kIdsPerSelect; ++i) {
+            ids += (i == from ? "" : ", ") + std::to_string(fire_ids[i]);
+        }
+        soci::rowset<soci::row> rows =
+            (s.prepare << "SELECT f.id, f.job_id, j.app FROM job_fire f JOIN job j ON j.id = f.job_id WHERE f.id IN (" +
+                              ids + ")");
+        for (const auto& r : rows) {
+            out.push_back({Int(r, 0), Int(r, 1), r.get<std::string>(2)});
+        }
+    }
+    return out;
+}
+
+Result<ClusterGauges> ReadClusterGauges(db::Database& db, std::int64_t misfire_threshold_ms,
+                                        std::int64_t executor_ttl_ms) {
+    return db.InTransaction(db::TxMode::kRead, [&](soci::session& s) {
+        ClusterGauges g;
+        const std::string now(db.dialect().NowMs());
+        {
+            soci::rowset<soci::row> rows =
+                (s.prepare << "SELECT status, COUNT(*) FROM job_fire WHERE status IN ('pending', 'dispatching', "
+                              "'running') GROUP BY status");
+            for (const auto& r : rows) {
+                const auto status = r.get<std::string>(0);
+                const auto n = Int(r, 1);
+                (status == "running" ? g.running : g.pending) += n;
+            }
+        }
+        long long overdue = 0;
+        s << "SELECT COUNT(*) FROM job_fire WHERE status = 'pending' AND due_at < " + now + " - :threshold",
+            soci::use(misfire_threshold_ms, "threshold"), soci::into(overdue);
+        g.overdue = overdue;
+        // Apps with an enabled job are listed at 0 when no instance is live: the alert's case.
+        std::map<std::string, std::int64_t> live;
+        {
+            soci::rowset<std::string> apps = (s.prepare << "SELECT DISTINCT app FROM job WHERE enabled = 1");
+            for (const auto& app : apps) live[app] = 0;
+        }
+        {
+            soci::rowset<soci::row> rows =
+                (s.prepare << "SELECT app, COUNT(*) FROM executor_instance WHERE last_heartbeat_ms > " + now +
+                                  " - :ttl GROUP BY app",
+                 soci::use(executor_ttl_ms, "ttl"));
+            for (const auto& r : rows) live[r.get<std::string>(0)] = Int(r, 1);
+        }
+        g.executors_live.assign(live.begin(), live.end());
+        {
+            soci::rowset<soci::row> rows =
+                (s.prepare << "SELECT j.app, j.id, j.name, MAX(f.finished_at) FROM job_fire f JOIN job j ON j.id = "
+                              "f.job_id WHERE f.status = 'succeeded' AND f.finished_at IS NOT NULL GROUP BY j.app, "
+                              "j.id, j.name");
+            for (const auto& r : rows) {
+                g.last_success.push_back({r.get<std::string>(0), Int(r, 1), r.get<std::string>(2), Int(r, 3)});
+            }
+        }
+        return g;
+    });
+}
+
+}  // namespace sched::store

@@ -1,0 +1,95 @@
+#include "sched/store/fire_metrics.hpp"
+
+#include <soci/soci.h>
+
+#include "store_test_base.hpp"
+
+namespace sched::store {
+namespace {
+
+class FireMetricsTest : public StoreTest {
+  protected:
+    void Exec(const std::string& sql) {
+        ASSERT_TRUE(db().Run([&](soci::session& s) { s << sql; }).ok()) << sql;
+    }
+    void Job(int id, const std::string& app, const std::string& name, bool enabled = true) {
+        Exec(
+            "INSERT INTO job (id, name, app, handler, params, schedule_type, schedule_expr, enabled, created_at, "
+            "updated_at) VALUES (" +
+            std::to_string(id) + ", '" + name + "', '" + app + "', 'h', '{}', 'cron', '* * * * * ?', " +
+            (enabled ? "1" : "0") + ", 0, 0)");
+    }
+    // A fire due `due_ago_ms` before the database clock.
+    void Fire(int id, int job_id, const std::string& status, long long due_ago_ms, long long finished_ms = 0) {
+        const std::string now(db().dialect().NowMs());
+        Exec(
+            "INSERT INTO job_fire (id, job_id, scheduled_time, kind, epoch, status, due_at, created_at, finished_at) "
+            "VALUES (" +
+            std::to_string(id) + ", " + std::to_string(job_id) + ", " + std::to_string(id) + ", 'schedule', 1, '" +
+            status + "', " + now + " - " + std::to_string(due_ago_ms) + ", 0, " +
+            (finished_ms ? std::to_string(finished_ms) : "NULL") + ")");
+    }
+};
+
+TEST_P(FireMetricsTest, ClusterGaugesCountByStatusOverdueExecutorsAndLastSuccess) {
+    Job(1, "billing", "invoice");
+    Job(2, "billing", "report");
+    Job(3, "search", "reindex");
+    Job(4, "paused", "old", /*enabled=*/false);
+    Fire(10, 1, "pending", 0);
+    Fire(11, 1, "pending", 60'000);  // overdue with a 5 s threshold
+    Fire(12, 2, "dispatching", 0);
+    Fire(13, 2, "running", 0);
+    Fire(14, 1, "succeeded", 0, 1'000'000);
+    Fire(15, 1, "succeeded", 0, 2'000'000);
+    Fire(16, 2, "failed", 0, 3'000'000);
+    Exec(
+        "INSERT INTO executor_instance (app, address, handlers, last_heartbeat_ms, registered_at_ms) VALUES "
+        "('billing', 'h:1', '[]', " +
+        std::string(db().dialect().NowMs()) + ", 0)");
+    Exec(
+        "INSERT INTO executor_instance (app, address, handlers, last_heartbeat_ms, registered_at_ms) VALUES "
+        "('billing', 'h:2', '[]', 0, 0)");  // expired
+
+    auto g = ReadClusterGauges(db(), 5000, 30000);
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    EXPECT_EQ(g->pending, 3);
+    EXPECT_EQ(g->running, 1);
+    EXPECT_EQ(g->overdue, 1);
+    using Live = std::vector<std::pair<std::string, std::int64_t>>;
+    EXPECT_EQ(g->executors_live, (Live{{"billing", 1}, {"search", 0}}));
+    ASSERT_EQ(g->last_success.size(), 1u);
+    EXPECT_EQ(g->last_success[0].app, "billing");
+    EXPECT_EQ(g->last_success[0].job_id, 1);
+    EXPECT_EQ(g->last_success[0].name, "invoice");
+    EXPECT_EQ(g->last_success[0].finished_ms, 2'000'000);
+
+    auto jobs = db().Run([](soci::session& s) { return JobsOfFires(s, {16, 13, 999}); });
+    ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+    ASSERT_EQ(jobs->size(), 2u);
+    for (const auto& j : *jobs) {
+        EXPECT_EQ(j.job_id, j.fire_id == 16 || j.fire_id == 13 ? 2 : -1);
+        EXPECT_EQ(j.app, "billing");
+    }
+}
+
+TEST_P(FireMetricsTest, OutcomeMetricsCountByAppJobAndStatus) {
+    MetricsRegistry registry;
+    FireOutcomeMetrics m(registry);
+    m.Ended("billing", 7, FireStatus::kSucceeded, 1.5);
+    m.Ended("billing", 7, FireStatus::kSucceeded, std::nullopt);
+    m.Ended("billing", 7, FireStatus::kFailed);
+    const std::string text = registry.Render();
+    EXPECT_NE(text.find("sched_fire_outcomes_total{app=\"billing\",job=\"7\",status=\"succeeded\"} 2\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("sched_fire_outcomes_total{app=\"billing\",job=\"7\",status=\"failed\"} 1\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("sched_fire_duration_seconds_count{app=\"billing\"} 1\n"), std::string::npos) << text;
+}
+
+SCHED_DB_TEST_SUITE(FireMetricsTest);
+
+}  // namespace
+}  // namespace sched::store

@@ -1,0 +1,154 @@
+// The shipped Grafana dashboard and Prometheus alert rules against a live /metrics of the real
+// scheduler-standalone binary: promtool accepts both the rules and the exposition, and every
+// metric name the dashboard and the rules use is declared there.
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "../support/child_process.hpp"
+#include "sched/common/node_id.hpp"
+
+namespace sched {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::ChildProcess;
+
+std::string ReadFile(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// Runs a shell command; returns its exit status and output (stdout and stderr).
+std::pair<int, std::string> RunCommand(const std::string& command) {
+    std::string out;
+    FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+    if (pipe == nullptr) return {-1, "popen failed"};
+    char buf[4096];
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+    const int status = ::pclose(pipe);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// The metric names a dashboard or rule file uses: every sched_* or process_* identifier.
+std::set<std::string> NamesUsed(const std::string& text) {
+    static const std::regex kName(R"((?:^|[^A-Za-z0-9_:])((?:sched|process)_[A-Za-z0-9_:]*))");
+    std::set<std::string> out;
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), kName); it != std::sregex_iterator(); ++it) {
+        out.insert((*it)[1].str());
+    }
+    return out;
+}
+
+// The names `names` uses that `exposition` does not declare (# TYPE). A histogram's _bucket,
+// _sum and _count series count as its own name.
+std::set<std::string> Missing(const std::set<std::string>& names, const std::string& exposition) {
+    std::map<std::string, std::string> declared;  // name -> type
+    std::istringstream in(exposition);
+    for (std::string line; std::getline(in, line);) {
+        std::istringstream words(line);
+        std::string hash, kw, name, type;
+        if (words >> hash >> kw >> name >> type && hash == "#" && kw == "TYPE") declared[name] = type;
+    }
+    std::set<std::string> missing;
+    for (const auto& n : names) {
+        if (declared.count(n) != 0) continue;
+        bool found = false;
+        for (const char* suffix : {"_bucket", "_sum", "_count"}) {
+            const std::string s(suffix);
+            if (n.size() > s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0) {
+                auto it = declared.find(n.substr(0, n.size() - s.size()));
+                found = found || (it != declared.end() && (it->second == "histogram" || it->second == "summary"));
+            }
+        }
+        if (!found) missing.insert(n);
+    }
+    return missing;
+}
+
+std::string Join(const std::set<std::string>& names) {
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+}
+
+TEST(MetricNames, AreCheckedAgainstTheExposition) {
+    const std::string exposition =
+        "# TYPE sched_fire_lag_seconds histogram\n# TYPE sched_leader gauge\nsched_leader 1\n";
+    EXPECT_EQ(NamesUsed("max(sched_leader) + rate(sched_fire_lag_seconds_bucket[5m]) + my_sched_x"),
+              (std::set<std::string>{"sched_fire_lag_seconds_bucket", "sched_leader"}));
+    EXPECT_TRUE(
+        Missing({"sched_leader", "sched_fire_lag_seconds_bucket", "sched_fire_lag_seconds_count"}, exposition).empty());
+    EXPECT_EQ(Missing({"sched_no_such_metric", "sched_leader_count"}, exposition),
+              (std::set<std::string>{"sched_leader_count", "sched_no_such_metric"}));
+}
+
+TEST(AlertRules, PassPromtool) {
+    const auto [code, out] = RunCommand("promtool check rules " SCHED_SOURCE_DIR "/docs/prometheus/alerts.yml");
+    EXPECT_EQ(code, 0) << out << "\n(promtool comes with the Debian package prometheus: scripts/deps.sh test)";
+}
+
+TEST(StandaloneMetrics, LiveExpositionPassesPromtoolAndDeclaresEveryNameTheDashboardAndRulesUse) {
+    const auto dir = std::filesystem::temp_directory_path() / ("sched-metrics-" + RandomHex(10));
+    std::filesystem::create_directories(dir);
+    const auto config = dir / "standalone.yaml";
+    std::ofstream(config) << "http:\n  listen: \"127.0.0.1:0\"\ndatabase:\n  url: \"sqlite://" +
+                                 (dir / "data/s.db").string() + "\"\nlog:\n  level: info\n";
+    std::string metrics;
+    {
+        // --demo: a job every 10 s with no executor, so fires end (failed) and are counted.
+        ChildProcess p({SCHED_STANDALONE_BIN, "--config", config.string(), "--demo"}, dir.string());
+        auto line = p.WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
+        ASSERT_TRUE(line) << p.stderr_text();
+        const auto port = static_cast<unsigned short>(std::stoi(line->substr(line->rfind(':') + 1)));
+        const auto deadline = std::chrono::steady_clock::now() + 60s;
+        bool fired = false;
+        bool gauges = false;
+        while (std::chrono::steady_clock::now() < deadline && !(fired && gauges)) {
+            auto [status, body] = testing::HttpGet(port, "/metrics");
+            ASSERT_EQ(status, 200) << body;
+            metrics = body;
+            fired = metrics.find("sched_fire_outcomes_total{app=\"demo\"") != std::string::npos;
+            gauges = metrics.find("\nsched_fires_pending ") != std::string::npos &&
+                     metrics.find("sched_executors_live{app=\"demo\"} 0") != std::string::npos;
+            if (!(fired && gauges)) std::this_thread::sleep_for(500ms);
+        }
+        EXPECT_TRUE(fired) << "no fire outcome counted within 60 s\n" << metrics;
+        EXPECT_TRUE(gauges) << "no leader gauges within 60 s\n" << metrics;
+        p.Signal(SIGTERM);
+        EXPECT_TRUE(p.WaitForExit(10s));
+    }
+    for (const char* series : {"sched_build_info{", "\nprocess_resident_memory_bytes ", "\nsched_leader 1\n",
+                               "sched_http_requests_total "}) {
+        EXPECT_NE(metrics.find(series), std::string::npos) << series << "\n" << metrics;
+    }
+    const auto file = dir / "metrics.txt";
+    std::ofstream(file) << metrics;
+    const auto [code, out] = RunCommand("promtool check metrics < " + file.string());
+    EXPECT_EQ(code, 0) << out;
+
+    for (const char* used : {"/docs/grafana/scheduler-dashboard.json", "/docs/prometheus/alerts.yml"}) {
+        const auto names = NamesUsed(ReadFile(std::string(SCHED_SOURCE_DIR) + used));
+        EXPECT_GE(names.size(), 5u) << used;
+        EXPECT_EQ(Join(Missing(names, metrics)), "") << used << " names metrics /metrics does not declare";
+    }
+    std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace sched
