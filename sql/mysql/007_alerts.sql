@@ -2,10 +2,14 @@
 -- alert_rule: a webhook to call when a fire of a job (job_id) or of any job (job_id NULL) ends
 --   with one of `events` (comma-separated: failed, timeout, lost, misfire), once the job has
 --   `consecutive_failures` failed/timeout/lost fires in a row (1 = every one). `secret` keys the
---   HMAC-SHA256 signature of each delivery; the API never returns it.
+--   HMAC-SHA256 signature of each delivery; the API never returns it. no_success_within_ms
+--   (NULL = none): the did-not-run SLO, event no_success, raised for an enabled job whose last
+--   succeeded fire finished (or, without one, which was created) longer ago than that.
 -- alert_delivery: one webhook call to make, created by the master in the fenced transaction
---   that evaluated the fire; UNIQUE (rule_id, event, fire_id) makes that creation exactly-once
---   across failovers. Delivered at least once (the id is sent as X-Sched-Delivery for dedupe);
+--   that evaluated the fire; UNIQUE (rule_id, event, job_id, fire_id) makes that creation
+--   exactly-once across failovers. For no_success, fire_id is the episode key: the job's latest
+--   succeeded fire id, 0 when it has none (never NULL: a NULL would not collide in the index),
+--   so one breach episode gets one delivery and the next success starts a new episode. Delivered at least once (the id is sent as X-Sched-Delivery for dedupe);
 --   status pending -> delivered | failed, with attempts, next_attempt_at and the last error.
 -- job.pause_after_failures: the master pauses the job (enabled 0, version + 1) once it has this
 --   many failed/timeout/lost runs in a row, and raises the alert event `paused`; 0 = never.
@@ -19,6 +23,7 @@ CREATE TABLE IF NOT EXISTS alert_rule (
     job_id BIGINT NULL,
     events VARCHAR(64) NOT NULL,
     consecutive_failures INT NOT NULL DEFAULT 1,
+    no_success_within_ms BIGINT NULL,
     url VARCHAR(2048) NOT NULL,
     secret VARCHAR(255) NOT NULL,
     enabled INT NOT NULL DEFAULT 1,
@@ -39,7 +44,7 @@ CREATE TABLE IF NOT EXISTS alert_delivery (
     last_error VARCHAR(512) NULL,
     created_at BIGINT NOT NULL,
     delivered_at BIGINT NULL,
-    UNIQUE KEY uk_alert_delivery (rule_id, event, fire_id),
+    UNIQUE KEY uk_alert_delivery (rule_id, event, job_id, fire_id),
     KEY idx_alert_delivery_due (status, next_attempt_at)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 

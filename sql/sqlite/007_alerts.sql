@@ -6,6 +6,7 @@ CREATE TABLE IF NOT EXISTS alert_rule (
     job_id INTEGER NULL,
     events TEXT NOT NULL,
     consecutive_failures INTEGER NOT NULL DEFAULT 1,
+    no_success_within_ms INTEGER NULL,
     url TEXT NOT NULL,
     secret TEXT NOT NULL,
     enabled INTEGER NOT NULL DEFAULT 1,
@@ -26,7 +27,7 @@ CREATE TABLE IF NOT EXISTS alert_delivery (
     last_error TEXT NULL,
     created_at INTEGER NOT NULL,
     delivered_at INTEGER NULL,
-    UNIQUE (rule_id, event, fire_id)
+    UNIQUE (rule_id, event, job_id, fire_id)
 );
 CREATE INDEX IF NOT EXISTS idx_alert_delivery_due ON alert_delivery (status, next_attempt_at);
 ALTER TABLE job ADD COLUMN pause_after_failures INTEGER NOT NULL DEFAULT 0;

@@ -8,7 +8,8 @@ namespace sched::store {
 
 namespace {
 
-constexpr std::array<std::string_view, 5> kEventNames = {"failed", "timeout", "lost", "misfire", "paused"};
+constexpr std::array<std::string_view, 6> kEventNames = {"failed",  "timeout", "lost",
+                                                         "misfire", "paused",  "no_success"};
 constexpr std::array<std::string_view, 3> kDeliveryNames = {"pending", "delivered", "failed"};
 
 // Cuts at a UTF-8 character boundary so the stored text stays valid.
@@ -22,10 +23,12 @@ std::string Bounded(const std::string& text, std::size_t max) {
 struct RuleRow {
     AlertRule r;
     impl::NullableInt64 job_id;
+    impl::NullableInt64 no_success_within;
     std::string events;
     int enabled = 1;
     AlertRule Finish() {
         r.job_id = job_id.get();
+        r.no_success_within_ms = no_success_within.get();
         r.events = ParseAlertEvents(events);
         r.enabled = enabled != 0;
         return r;
@@ -36,6 +39,7 @@ struct RuleRow {
         st.exchange(soci::into(job_id.value, job_id.ind));
         st.exchange(soci::into(events));
         st.exchange(soci::into(r.consecutive_failures));
+        st.exchange(soci::into(no_success_within.value, no_success_within.ind));
         st.exchange(soci::into(r.url));
         st.exchange(soci::into(r.secret));
         st.exchange(soci::into(enabled));
@@ -43,7 +47,8 @@ struct RuleRow {
     }
 };
 constexpr const char* kRuleColumns =
-    "SELECT id, name, job_id, events, consecutive_failures, url, secret, enabled, created_at FROM alert_rule ";
+    "SELECT id, name, job_id, events, consecutive_failures, no_success_within_ms, url, secret, enabled, created_at "
+    "FROM alert_rule ";
 
 struct DeliveryRow {
     AlertDelivery d;
@@ -155,14 +160,16 @@ Result<AlertRule> AlertRepository::CreateRule(const AlertRule& rule) {
     auto id = db_.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<std::int64_t> {
         impl::NullableInt64 job_id;
         job_id.set(rule.job_id);
+        impl::NullableInt64 within;
+        within.set(rule.no_success_within_ms);
         const std::string events = AlertEventsText(rule.events);
         const int enabled = rule.enabled ? 1 : 0;
-        s << "INSERT INTO alert_rule (name, job_id, events, consecutive_failures, url, secret, enabled, created_at) "
-             "VALUES (:name, :job, :events, :n, :url, :secret, :enabled, " +
+        s << "INSERT INTO alert_rule (name, job_id, events, consecutive_failures, no_success_within_ms, url, secret, "
+             "enabled, created_at) VALUES (:name, :job, :events, :n, :within, :url, :secret, :enabled, " +
                  std::string(db_.dialect().NowMs()) + ")",
             soci::use(rule.name, "name"), soci::use(job_id.value, job_id.ind, "job"), soci::use(events, "events"),
-            soci::use(rule.consecutive_failures, "n"), soci::use(rule.url, "url"), soci::use(rule.secret, "secret"),
-            soci::use(enabled, "enabled");
+            soci::use(rule.consecutive_failures, "n"), soci::use(within.value, within.ind, "within"),
+            soci::use(rule.url, "url"), soci::use(rule.secret, "secret"), soci::use(enabled, "enabled");
         long long new_id = 0;
         if (!s.get_last_insert_id("alert_rule", new_id)) return Internal("no id for the new alert rule");
         return static_cast<std::int64_t>(new_id);
@@ -277,6 +284,42 @@ int AlertRepository::FailureStreak(soci::session& s, std::int64_t job_id, std::i
         ++streak;
     }
     return streak;
+}
+
+std::vector<JobLastSuccess> AlertRepository::LastSuccesses(soci::session& s, std::optional<std::int64_t> job_id,
+                                                           std::int64_t after_job_id, int limit) {
+    struct Row {
+        JobLastSuccess j;
+        impl::NullableInt64 at;
+        impl::NullableInt64 fire;
+        JobLastSuccess Finish() {
+            j.last_success_at = at.get();
+            j.last_success_fire_id = fire.get();
+            return j;
+        }
+        void BindInto(soci::statement& st) {
+            st.exchange(soci::into(j.job_id));
+            st.exchange(soci::into(j.job_name));
+            st.exchange(soci::into(j.app));
+            st.exchange(soci::into(j.created_at));
+            st.exchange(soci::into(at.value, at.ind));
+            st.exchange(soci::into(fire.value, fire.ind));
+        }
+    };
+    // The jobs are limited first (a derived table) so the aggregate never runs over more than
+    // `limit` jobs' fires; the join condition on job_id is what lets idx_fire_job serve it.
+    const std::int64_t only = job_id.value_or(0);
+    return impl::SelectRows<Row>(
+        s,
+        "SELECT j.id, j.name, j.app, j.created_at, MAX(f.finished_at), MAX(f.id) FROM (SELECT id, name, app, "
+        "created_at FROM job WHERE enabled = 1 AND id > :after" +
+            std::string(job_id ? " AND id = :only" : "") + " ORDER BY id LIMIT " + std::to_string(limit) +
+            ") j LEFT JOIN job_fire f ON f.job_id = j.id AND f.status = 'succeeded' "
+            "GROUP BY j.id, j.name, j.app, j.created_at ORDER BY j.id",
+        [&](soci::statement& st) {
+            st.exchange(soci::use(after_job_id, "after"));
+            if (job_id) st.exchange(soci::use(only, "only"));
+        });
 }
 
 bool AlertRepository::InsertDeliveryIfAbsent(soci::session& s, const db::Dialect& dialect, const AlertDelivery& d) {

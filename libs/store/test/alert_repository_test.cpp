@@ -8,9 +8,9 @@ namespace {
 
 class AlertRepositoryTest : public StoreTest {
   protected:
-    std::int64_t AddJob() {
+    std::int64_t AddJob(const std::string& name = "nightly") {
         Job j;
-        j.name = "nightly";
+        j.name = name;
         j.app = "billing";
         j.handler = "report";
         j.params = "{}";
@@ -60,13 +60,19 @@ TEST_P(AlertRepositoryTest, RuleRoundTripsAndDeleteTakesItsDeliveries) {
     EXPECT_EQ(created->events, in.events);
     EXPECT_EQ(created->consecutive_failures, 3);
     EXPECT_EQ(created->secret, "s3cret");
+    EXPECT_FALSE(created->no_success_within_ms.has_value());
 
     AlertRule global = in;
     global.job_id.reset();
     global.enabled = false;
+    global.events = {AlertEvent::kNoSuccess};
+    global.no_success_within_ms = 3'600'000;
     auto second = alerts.CreateRule(global);
     ASSERT_TRUE(second.ok());
     EXPECT_FALSE(second->job_id.has_value());
+    EXPECT_EQ(second->events, global.events);
+    EXPECT_EQ(second->no_success_within_ms, 3'600'000);
+    EXPECT_EQ(alerts.GetRule(second->id)->no_success_within_ms, 3'600'000);
     EXPECT_EQ(alerts.ListRules(0, 10)->size(), 2u);
     EXPECT_EQ(alerts.ListRules(created->id, 10)->size(), 1u);
     auto enabled = db().Run([](soci::session& s) { return AlertRepository::EnabledRules(s, 10); });
@@ -94,6 +100,19 @@ TEST_P(AlertRepositoryTest, ADeliveryIsCreatedOncePerRuleEventAndFireAndRecordsA
     AlertDelivery other = d;
     other.event = AlertEvent::kTimeout;
     EXPECT_TRUE(insert(other));
+    // no_success episodes: the key includes the job, so two jobs never-succeeded (fire_id 0)
+    // of a global rule do not collide, while one job's same episode does.
+    AlertDelivery episode{.rule_id = 1,
+                          .job_id = 2,
+                          .fire_id = 0,
+                          .event = AlertEvent::kNoSuccess,
+                          .payload = "{}",
+                          .next_attempt_at = 50};
+    EXPECT_TRUE(insert(episode));
+    EXPECT_FALSE(insert(episode));
+    AlertDelivery other_job = episode;
+    other_job.job_id = 4;
+    EXPECT_TRUE(insert(other_job));
 
     auto due = db().Run([](soci::session& s) { return AlertRepository::ListDue(s, 5, 10); });
     ASSERT_EQ(due->size(), 2u);
@@ -119,7 +138,7 @@ TEST_P(AlertRepositoryTest, ADeliveryIsCreatedOncePerRuleEventAndFireAndRecordsA
     EXPECT_EQ(stored->delivered_at, 150);
     EXPECT_FALSE(stored->last_error.has_value());
     EXPECT_EQ(alerts.ListDeliveries({.status = DeliveryStatus::kDelivered})->size(), 1u);
-    EXPECT_EQ(alerts.ListDeliveries({.rule_id = 1, .status = DeliveryStatus::kPending})->size(), 1u);
+    EXPECT_EQ(alerts.ListDeliveries({.rule_id = 1, .status = DeliveryStatus::kPending})->size(), 3u);  // + 2 episodes
     EXPECT_TRUE(alerts.ListDeliveries({.rule_id = 9})->empty());
 }
 
@@ -165,6 +184,44 @@ TEST_P(AlertRepositoryTest, FailureStreakCountsEndedRunsFailedInARowUpToTheFire)
     EXPECT_EQ(streak(5000, third, 10), 3);
     EXPECT_EQ(streak(5000, third, 2), 2);
     EXPECT_EQ(streak(6000, third + 1, 10), 0);
+}
+
+TEST_P(AlertRepositoryTest, LastSuccessesGivesEnabledJobsWithTheirLatestSucceededFireInPages) {
+    const std::int64_t a = AddJob();
+    const std::int64_t b = AddJob("b");
+    const std::int64_t paused = AddJob("paused");
+    const std::int64_t c = AddJob("c");
+    AddFire(a, 1000, "succeeded", 1500);
+    const std::int64_t latest = AddFire(a, 2000, "succeeded", 2500);
+    AddFire(a, 3000, "failed", 3500);
+    AddFire(b, 1000, "failed", 1100);
+    AddFire(paused, 1000, "succeeded", 1100);
+    ASSERT_TRUE(
+        db().Run([&](soci::session& s) { s << "UPDATE job SET enabled = 0 WHERE id = :id", soci::use(paused); }).ok());
+    ASSERT_TRUE(db().Run([&](soci::session& s) { s << "UPDATE job SET created_at = 77"; }).ok());
+    const auto list = [&](std::optional<std::int64_t> job, std::int64_t after, int limit) {
+        return *db().Run([&](soci::session& s) { return AlertRepository::LastSuccesses(s, job, after, limit); });
+    };
+    auto all = list(std::nullopt, 0, 10);
+    ASSERT_EQ(all.size(), 3u);
+    EXPECT_EQ(all[0].job_id, a);
+    EXPECT_EQ(all[0].job_name, "nightly");
+    EXPECT_EQ(all[0].app, "billing");
+    EXPECT_EQ(all[0].created_at, 77);
+    EXPECT_EQ(all[0].last_success_at, 2500);
+    EXPECT_EQ(all[0].last_success_fire_id, latest);
+    EXPECT_EQ(all[1].job_id, b);
+    EXPECT_FALSE(all[1].last_success_at.has_value());
+    EXPECT_FALSE(all[1].last_success_fire_id.has_value());
+    EXPECT_EQ(all[2].job_id, c);
+    // Pages of one by id, and one job only.
+    auto page = list(std::nullopt, a, 1);
+    ASSERT_EQ(page.size(), 1u);
+    EXPECT_EQ(page[0].job_id, b);
+    auto one = list(a, 0, 10);
+    ASSERT_EQ(one.size(), 1u);
+    EXPECT_EQ(one[0].last_success_fire_id, latest);
+    EXPECT_TRUE(list(paused, 0, 10).empty());
 }
 
 SCHED_DB_TEST_SUITE(AlertRepositoryTest);

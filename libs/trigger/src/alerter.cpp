@@ -73,6 +73,30 @@ nlohmann::json AlertPayload(const store::AlertRule& rule, const store::Alertable
     return body;
 }
 
+bool NoSuccessBreached(const store::AlertRule& rule, const store::JobLastSuccess& job, std::int64_t now_ms) {
+    if (!rule.no_success_within_ms) return false;
+    return job.last_success_at.value_or(job.created_at) < now_ms - *rule.no_success_within_ms;
+}
+
+nlohmann::json NoSuccessPayload(const store::AlertRule& rule, const store::JobLastSuccess& job,
+                                const std::string& cluster_url) {
+    const auto or_null = [](const std::optional<std::int64_t>& v) {
+        return v ? nlohmann::json(*v) : nlohmann::json();
+    };
+    nlohmann::json body = {{"event", store::AlertEventName(AlertEvent::kNoSuccess)},
+                           {"rule_id", rule.id},
+                           {"rule_name", rule.name},
+                           {"job_id", job.job_id},
+                           {"job_name", job.job_name},
+                           {"app", job.app},
+                           {"no_success_within_ms", or_null(rule.no_success_within_ms)},
+                           {"last_success_at_ms", or_null(job.last_success_at)},
+                           {"last_success_fire_id", or_null(job.last_success_fire_id)},
+                           {"job_created_at_ms", job.created_at}};
+    if (!cluster_url.empty()) body["cluster_url"] = cluster_url;
+    return body;
+}
+
 std::string WebhookSignature(const std::string& secret, std::int64_t timestamp_s, const std::string& body) {
     return "sha256=" + crypto::HmacSha256Hex(secret, std::to_string(timestamp_s) + "." + body);
 }
@@ -189,6 +213,46 @@ Result<AlertReport> Alerter::EvaluateBatch(std::int64_t epoch) {
     return batch->report;
 }
 
+Result<AlertReport> Alerter::EvaluateNoSuccess(std::int64_t epoch) {
+    const std::int64_t now = time_.NowMs();
+    struct Evaluated {
+        AlertReport report;
+        std::map<std::int64_t, std::int64_t> cursors;
+    };
+    auto evaluated = fence_.RunFenced(epoch, [&](soci::session& s) -> Result<Evaluated> {
+        Evaluated e;
+        for (const auto& rule : store::AlertRepository::EnabledRules(s, kMaxRules)) {
+            if (!rule.no_success_within_ms) continue;
+            const auto known = slo_cursor_.find(rule.id);
+            const std::int64_t after = known == slo_cursor_.end() ? 0 : known->second;
+            const auto jobs = store::AlertRepository::LastSuccesses(s, rule.job_id, after, kMaxNoSuccessJobsPerRound);
+            // A short page is the end of the jobs: the next round starts again from the first.
+            e.cursors[rule.id] = static_cast<int>(jobs.size()) < kMaxNoSuccessJobsPerRound ? 0 : jobs.back().job_id;
+            for (const auto& job : jobs) {
+                ++e.report.slo_jobs_checked;
+                if (!NoSuccessBreached(rule, job, now)) continue;
+                store::AlertDelivery d;
+                d.rule_id = rule.id;
+                d.job_id = job.job_id;
+                // The episode key: a later success has a larger id, so it starts a new episode.
+                d.fire_id = job.last_success_fire_id.value_or(0);
+                d.event = AlertEvent::kNoSuccess;
+                d.payload = NoSuccessPayload(rule, job, config_.cluster_url).dump();
+                d.next_attempt_at = now;
+                if (store::AlertRepository::InsertDeliveryIfAbsent(s, db_->dialect(), d)) {
+                    ++e.report.deliveries_created;
+                }
+            }
+        }
+        return e;
+    });
+    if (!evaluated.ok()) return evaluated.status();
+    // Rules gone or no longer about no_success drop their cursor with the swap.
+    slo_cursor_ = std::move(evaluated->cursors);
+    if (evaluated->report.deliveries_created > 0) created_.Inc(evaluated->report.deliveries_created);
+    return evaluated->report;
+}
+
 Result<AlertReport> Alerter::DeliverDue(std::int64_t epoch, const std::function<bool()>& should_stop) {
     AlertReport report;
     const std::int64_t now = time_.NowMs();
@@ -259,6 +323,12 @@ Result<AlertReport> Alerter::Round(std::int64_t epoch, const std::function<bool(
         total.deliveries_created += batch->deliveries_created;
         total.jobs_paused += batch->jobs_paused;
         if (batch->fires_evaluated < config_.alert_batch) break;
+    }
+    if (!(should_stop && should_stop())) {
+        auto slo = EvaluateNoSuccess(epoch);
+        if (!slo.ok()) return slo.status();
+        total.slo_jobs_checked = slo->slo_jobs_checked;
+        total.deliveries_created += slo->deliveries_created;
     }
     auto sent = DeliverDue(epoch, should_stop);
     if (!sent.ok()) return sent.status();

@@ -143,6 +143,7 @@ class AlerterTest : public db::testing::DbTest {
         auto held = lock::TryAcquireOnce(*lock_store_, "master", "node-a", 30s);
         ASSERT_TRUE(held.ok() && held->has_value()) << held.status().ToString();
         epoch_ = (*held)->epoch;
+        holding_ = **held;
         fence_ = std::make_unique<lock::Fence>(pool_, "master", "node-a");
         time_ = std::make_unique<DbTime>(clock_, [this]() -> Result<std::int64_t> {
             return std::chrono::duration_cast<std::chrono::microseconds>(clock_.System().time_since_epoch()).count();
@@ -192,6 +193,50 @@ class AlerterTest : public db::testing::DbTest {
         return created->id;
     }
 
+    // A no_success rule (of job_ unless `global`).
+    std::int64_t AddSloRule(std::int64_t within_ms, bool global = false) {
+        store::AlertRule r;
+        r.name = "slo";
+        if (!global) r.job_id = job_;
+        r.events = {AlertEvent::kNoSuccess};
+        r.no_success_within_ms = within_ms;
+        r.url = "http://127.0.0.1:1/slo";
+        r.secret = "topsecret";
+        auto created = store::AlertRepository(db()).CreateRule(r);
+        EXPECT_TRUE(created.ok()) << created.status().ToString();
+        return created->id;
+    }
+
+    // Jobs are created on the real DB clock; the alerter runs on the fake one.
+    void SetJob(std::int64_t job, std::int64_t created_ago_ms, bool enabled = true) {
+        const std::int64_t created = time_->NowMs() - created_ago_ms;
+        const int on = enabled ? 1 : 0;
+        ASSERT_TRUE(db().Run([&](soci::session& s) {
+                            s << "UPDATE job SET created_at = :c, enabled = :e WHERE id = :id", soci::use(created),
+                                soci::use(on), soci::use(job);
+                        })
+                        .ok());
+    }
+
+    std::int64_t AddJob(const std::string& name) {
+        store::Job j;
+        j.name = name;
+        j.app = "billing";
+        j.handler = "report";
+        j.schedule_type = "manual";
+        auto created = store::JobRepository(db()).Create(j);
+        EXPECT_TRUE(created.ok()) << created.status().ToString();
+        return created->id;
+    }
+
+    std::vector<store::AlertDelivery> Deliveries(AlertEvent event) {
+        std::vector<store::AlertDelivery> out;
+        for (auto& d : Deliveries()) {
+            if (d.event == event) out.push_back(std::move(d));
+        }
+        return out;
+    }
+
     std::vector<store::AlertDelivery> Deliveries() { return *store::AlertRepository(db()).ListDeliveries({}); }
     double Sent(const std::string& result) {
         return metrics_.Counter("sched_alert_deliveries_total", "", {"result"}).Labels({result}).Value();
@@ -206,6 +251,7 @@ class AlerterTest : public db::testing::DbTest {
     MasterConfig config_;
     FakeSender sender_;
     std::int64_t epoch_ = 0;
+    lock::Holding holding_;
     std::int64_t job_ = 0;
 };
 
@@ -350,6 +396,119 @@ TEST_P(AlerterTest, AJobIsPausedOnceAfterPauseAfterFailuresFailuresInARowWithAPa
     EXPECT_EQ(successor.Round(epoch_)->jobs_paused, 0);
     EXPECT_TRUE(store::JobRepository(db()).Get(job_)->enabled);
     EXPECT_EQ(Deliveries().size(), 1u);
+}
+
+TEST_P(AlerterTest, AJobWithoutSuccessWithinXGetsOneNoSuccessDeliveryAcrossRoundsAndAFailover) {
+    constexpr std::int64_t kHour = 3'600'000;
+    SetJob(job_, 2 * kHour);
+    AddFire("failed", 1000);  // a failure is no success
+    const auto rule = AddSloRule(kHour);
+    auto alerter = MakeAlerter();
+    auto first = alerter.Round(epoch_);
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    EXPECT_EQ(first->slo_jobs_checked, 1);
+    EXPECT_EQ(first->deliveries_created, 1);
+    ASSERT_EQ(sender_.calls.size(), 1u);
+    EXPECT_EQ(sender_.calls[0].url, "http://127.0.0.1:1/slo");
+    EXPECT_EQ(sender_.Header(0, "X-Sched-Event"), "no_success");
+    const auto body = nlohmann::json::parse(sender_.calls[0].body);
+    EXPECT_EQ(body["event"], "no_success");
+    EXPECT_EQ(body["rule_id"], rule);
+    EXPECT_EQ(body["job_id"], job_);
+    EXPECT_EQ(body["job_name"], "nightly");
+    EXPECT_EQ(body["app"], "billing");
+    EXPECT_EQ(body["no_success_within_ms"], kHour);
+    EXPECT_TRUE(body["last_success_at_ms"].is_null());
+    EXPECT_EQ(body["job_created_at_ms"], time_->NowMs() - 2 * kHour);
+
+    // Later rounds of the same master, still in breach: nothing new.
+    clock_.Advance(30min);
+    EXPECT_EQ(alerter.Round(epoch_)->deliveries_created, 0);
+    EXPECT_EQ(alerter.Round(epoch_)->deliveries_created, 0);
+
+    // Failover: node-b takes the lease (a new epoch) and re-evaluates from scratch.
+    auto released = lock_store_->ReleaseLock("master", holding_, "node-a");
+    ASSERT_TRUE(released.ok() && *released) << released.status().ToString();
+    auto taken = lock::TryAcquireOnce(*lock_store_, "master", "node-b", 30s);
+    ASSERT_TRUE(taken.ok() && taken->has_value()) << taken.status().ToString();
+    const std::int64_t new_epoch = (*taken)->epoch;
+    ASSERT_NE(new_epoch, epoch_);
+    lock::Fence fence_b(pool_, "master", "node-b");
+    Alerter successor(pool_, fence_b, *time_, config_, metrics_, sender_);
+    auto after_failover = successor.Round(new_epoch);
+    ASSERT_TRUE(after_failover.ok()) << after_failover.status().ToString();
+    EXPECT_EQ(after_failover->slo_jobs_checked, 1);
+    EXPECT_EQ(after_failover->deliveries_created, 0);
+    // The deposed master is refused.
+    EXPECT_FALSE(alerter.Round(epoch_).ok());
+    EXPECT_EQ(Deliveries(AlertEvent::kNoSuccess).size(), 1u);
+    EXPECT_EQ(sender_.calls.size(), 1u);
+}
+
+TEST_P(AlerterTest, ASuccessEndsTheEpisodeAndTheNextBreachIsAlertedAgain) {
+    constexpr std::int64_t kHour = 3'600'000;
+    SetJob(job_, 2 * kHour);
+    AddSloRule(kHour);
+    auto alerter = MakeAlerter();
+    EXPECT_EQ(alerter.Round(epoch_)->deliveries_created, 1);
+    const auto success = AddFire("succeeded", 1000);
+    EXPECT_EQ(alerter.Round(epoch_)->deliveries_created, 0);  // succeeded a second ago
+    clock_.Advance(59min);
+    EXPECT_EQ(alerter.Round(epoch_)->deliveries_created, 0);  // still within the hour
+    clock_.Advance(2min);
+    EXPECT_EQ(alerter.Round(epoch_)->deliveries_created, 1);  // a new episode
+    EXPECT_EQ(alerter.Round(epoch_)->deliveries_created, 0);
+    auto stored = Deliveries(AlertEvent::kNoSuccess);
+    ASSERT_EQ(stored.size(), 2u);
+    // Newest first: the second episode is keyed by the success that ended the first.
+    EXPECT_EQ(stored[0].fire_id, success);
+    EXPECT_EQ(stored[1].fire_id, 0);
+    const auto body = nlohmann::json::parse(stored[0].payload);
+    EXPECT_EQ(body["last_success_fire_id"], success);
+    EXPECT_EQ(body["last_success_at_ms"], time_->NowMs() - 61 * 60'000 - 1000);
+    EXPECT_EQ(sender_.calls.size(), 2u);
+}
+
+TEST_P(AlerterTest, AGlobalNoSuccessRuleSkipsPausedJobsAndJobsThatSucceededRecently) {
+    constexpr std::int64_t kHour = 3'600'000;
+    SetJob(job_, 5 * kHour);
+    AddFire("failed", 3 * kHour);
+    AddFire("succeeded", 10 * 60'000);  // ten minutes ago
+    const auto paused = AddJob("paused");
+    SetJob(paused, 5 * kHour, false);
+    const auto silent = AddJob("silent");
+    SetJob(silent, 5 * kHour);
+    const auto young = AddJob("young");
+    SetJob(young, 10 * 60'000);  // created ten minutes ago, never run
+    AddSloRule(kHour, true);
+    // A fire rule wanting only no_success is not about fires.
+    auto alerter = MakeAlerter();
+    auto round = alerter.Round(epoch_);
+    ASSERT_TRUE(round.ok()) << round.status().ToString();
+    EXPECT_EQ(round->slo_jobs_checked, 3);  // not the paused one
+    EXPECT_EQ(round->deliveries_created, 1);
+    auto stored = Deliveries(AlertEvent::kNoSuccess);
+    ASSERT_EQ(stored.size(), 1u);
+    EXPECT_EQ(stored[0].job_id, silent);
+    EXPECT_EQ(nlohmann::json::parse(stored[0].payload)["job_name"], "silent");
+    // Resumed, the paused job is in breach too (its creation is long ago): one delivery.
+    SetJob(paused, 5 * kHour, true);
+    EXPECT_EQ(alerter.Round(epoch_)->deliveries_created, 1);
+    EXPECT_EQ(alerter.Round(epoch_)->deliveries_created, 0);
+    EXPECT_EQ(Deliveries(AlertEvent::kNoSuccess).size(), 2u);
+}
+
+TEST(AlertNoSuccess, BreachedWhenTheLastSuccessOrElseCreationIsOlderThanTheThreshold) {
+    auto rule = Rule({AlertEvent::kNoSuccess});
+    store::JobLastSuccess job;
+    job.created_at = 1000;
+    EXPECT_FALSE(NoSuccessBreached(rule, job, 1'000'000));  // no threshold
+    rule.no_success_within_ms = 60'000;
+    EXPECT_FALSE(NoSuccessBreached(rule, job, 61'000));
+    EXPECT_TRUE(NoSuccessBreached(rule, job, 61'001));
+    job.last_success_at = 50'000;
+    EXPECT_FALSE(NoSuccessBreached(rule, job, 61'001));
+    EXPECT_TRUE(NoSuccessBreached(rule, job, 110'001));
 }
 
 SCHED_DB_TEST_SUITE(AlerterTest);

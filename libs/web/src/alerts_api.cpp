@@ -30,22 +30,26 @@ constexpr std::size_t kMaxUrlBytes = 2048;
 constexpr std::size_t kMinSecretBytes = 16;
 constexpr std::size_t kMaxSecretBytes = 255;
 constexpr std::int64_t kMaxConsecutiveFailures = 1000;
-constexpr std::array<std::string_view, 7> kRuleFields = {"name", "job_id", "events", "consecutive_failures",
-                                                         "url",  "secret", "enabled"};
+constexpr std::int64_t kMinNoSuccessMs = 60'000;
+constexpr std::int64_t kMaxNoSuccessMs = 366LL * 24 * 3600 * 1000;
+constexpr std::array<std::string_view, 8> kRuleFields = {
+    "name", "job_id", "events", "consecutive_failures", "no_success_within_ms", "url", "secret", "enabled"};
 constexpr std::array<std::string_view, 3> kRuleReadOnly = {"id", "created_at_ms", "has_secret"};
 
 nlohmann::json RuleView(const store::AlertRule& r) {
     nlohmann::json events = nlohmann::json::array();
     for (const auto e : r.events) events.push_back(store::AlertEventName(e));
-    return {{"id", r.id},
-            {"name", r.name},
-            {"job_id", r.job_id ? nlohmann::json(*r.job_id) : nlohmann::json()},
-            {"events", std::move(events)},
-            {"consecutive_failures", r.consecutive_failures},
-            {"url", r.url},
-            {"has_secret", !r.secret.empty()},
-            {"enabled", r.enabled},
-            {"created_at_ms", r.created_at}};
+    return {
+        {"id", r.id},
+        {"name", r.name},
+        {"job_id", r.job_id ? nlohmann::json(*r.job_id) : nlohmann::json()},
+        {"events", std::move(events)},
+        {"consecutive_failures", r.consecutive_failures},
+        {"no_success_within_ms", r.no_success_within_ms ? nlohmann::json(*r.no_success_within_ms) : nlohmann::json()},
+        {"url", r.url},
+        {"has_secret", !r.secret.empty()},
+        {"enabled", r.enabled},
+        {"created_at_ms", r.created_at}};
 }
 
 nlohmann::json DeliveryView(const store::AlertDelivery& d) {
@@ -84,23 +88,37 @@ std::variant<store::AlertRule, Response> ParseRule(const nlohmann::json& body) {
     if (job_id > 0) r.job_id = job_id;
     r.consecutive_failures =
         static_cast<int>(f.Int("consecutive_failures", 1, {.min = 1, .max = kMaxConsecutiveFailures}));
+    const std::int64_t within = f.Int("no_success_within_ms", 0, {.min = kMinNoSuccessMs, .max = kMaxNoSuccessMs});
+    if (within > 0) r.no_success_within_ms = within;
     r.url = f.String("url");
     r.secret = f.String("secret");
     r.enabled = f.Bool("enabled", true);
     if (!f.ok()) return Response::Error(*f.error());
     // events: checked by hand so that a hostile array is bounded before anything is read.
     const auto events = body.find("events");
-    if (events == body.end() || !events->is_array() || events->empty() || events->size() > 5) {
-        return BadRequest("events", "events: expected an array of 1 to 5 of failed, timeout, lost, misfire, paused");
+    if (events == body.end() || !events->is_array() || events->empty() || events->size() > 6) {
+        return BadRequest("events",
+                          "events: expected an array of 1 to 6 of failed, timeout, lost, misfire, paused, no_success");
     }
     std::set<store::AlertEvent> seen;
     for (const auto& e : *events) {
         const auto parsed = e.is_string() ? store::ParseAlertEvent(e.get<std::string>()) : std::nullopt;
         if (!parsed) {
-            return BadRequest("events", "events: expected failed, timeout, lost, misfire or paused, got " + Shown(e));
+            return BadRequest("events",
+                              "events: expected failed, timeout, lost, misfire, paused or no_success, got " + Shown(e));
         }
         if (!seen.insert(*parsed).second) return BadRequest("events", "events: " + Shown(e) + " appears twice");
         r.events.push_back(*parsed);
+    }
+    // The threshold is the parameter of the no_success event: one without the other is a mistake
+    // the caller would only find out about when an alert never comes.
+    const bool wants_no_success = seen.count(store::AlertEvent::kNoSuccess) > 0;
+    if (wants_no_success && !r.no_success_within_ms) {
+        return BadRequest("no_success_within_ms",
+                          "no_success_within_ms: required (60000 to 31622400000) when events has no_success");
+    }
+    if (!wants_no_success && r.no_success_within_ms) {
+        return BadRequest("no_success_within_ms", "no_success_within_ms: only with the event no_success in events");
     }
     if (CodePoints(r.name) > kMaxNameChars) return BadRequest("name", "name: at most 191 characters");
     if (r.url.size() > kMaxUrlBytes) return BadRequest("url", "url: at most 2048 bytes");

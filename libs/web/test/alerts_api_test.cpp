@@ -66,6 +66,7 @@ TEST_P(AlertsApiTest, EveryBadFieldIsA400NamingIt) {
         {RuleBody({{"events", {"exploded"}}}), "events"},
         {RuleBody({{"events", {1}}}), "events"},
         {RuleBody({{"events", {"failed", "timeout", "lost", "misfire", "paused", "failed"}}}), "events"},
+        {RuleBody({{"events", {"failed", "timeout", "lost", "misfire", "paused", "no_success", "failed"}}}), "events"},
         {RuleBody({{"url", "https://example.com/hook"}}), "url"},
         {RuleBody({{"url", "ftp://example.com/hook"}}), "url"},
         {RuleBody({{"url", "http://"}}), "url"},
@@ -118,6 +119,36 @@ TEST_P(AlertsApiTest, PauseAfterFailuresIsAJobFieldFrom0To1000) {
     ASSERT_EQ(updated.status, 200) << updated.body;
     EXPECT_EQ(Body(updated)["pause_after_failures"], 1000);
     EXPECT_EQ(Body(Get(path))["pause_after_failures"], 1000);
+}
+
+TEST_P(AlertsApiTest, NoSuccessWithinMsIsBoundedAndGoesWithTheNoSuccessEvent) {
+    const nlohmann::json slo_events = {"failed", "no_success"};
+    const nlohmann::json cases[] = {
+        RuleBody({{"events", slo_events}}),                                              // missing
+        RuleBody({{"events", slo_events}, {"no_success_within_ms", 59'999}}),            // too short
+        RuleBody({{"events", slo_events}, {"no_success_within_ms", 31'622'400'001LL}}),  // > 366 days
+        RuleBody({{"events", slo_events}, {"no_success_within_ms", "1h"}}),              // a string
+        RuleBody({{"events", slo_events}, {"no_success_within_ms", 90'000.5}}),          // not an integer
+        RuleBody({{"no_success_within_ms", 3'600'000}}),                                 // without the event
+    };
+    for (const auto& body : cases) {
+        auto r = Post("/api/v1/alert-rules", body);
+        EXPECT_EQ(r.status, 400) << body.dump() << " -> " << r.body;
+        EXPECT_EQ(ErrorField(r), "no_success_within_ms") << body.dump() << " -> " << r.body;
+    }
+    auto created =
+        Post("/api/v1/alert-rules", RuleBody({{"events", {"no_success"}}, {"no_success_within_ms", 60'000}}));
+    ASSERT_EQ(created.status, 201) << created.body;
+    EXPECT_EQ(Body(created)["events"], nlohmann::json({"no_success"}));
+    EXPECT_EQ(Body(created)["no_success_within_ms"], 60'000);
+    const std::string path = "/api/v1/alert-rules/" + std::to_string(Body(created)["id"].get<std::int64_t>());
+    EXPECT_EQ(Body(Get(path))["no_success_within_ms"], 60'000);
+    auto max =
+        Post("/api/v1/alert-rules", RuleBody({{"events", slo_events}, {"no_success_within_ms", 31'622'400'000LL}}));
+    EXPECT_EQ(max.status, 201) << max.body;
+    auto plain = Post("/api/v1/alert-rules", RuleBody());
+    ASSERT_EQ(plain.status, 201) << plain.body;
+    EXPECT_TRUE(Body(plain)["no_success_within_ms"].is_null());
 }
 
 SCHED_DB_TEST_SUITE(AlertsApiTest);

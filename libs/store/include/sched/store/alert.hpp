@@ -26,9 +26,11 @@ namespace sched::store {
 
 /// What a rule fires on: a fire that ended failed, timeout or lost, a misfire ledger row
 /// (status skipped, reason misfire), or the master pausing a job after its
-/// pause_after_failures failures in a row (about the fire that completed the streak).
-enum class AlertEvent { kFailed, kTimeout, kLost, kMisfire, kPaused };
-/// "failed", "timeout", "lost", "misfire", "paused" (stored and API spelling).
+/// pause_after_failures failures in a row (about the fire that completed the streak), or an
+/// enabled job that has not succeeded within the rule's no_success_within_ms (kNoSuccess, about
+/// a breach episode, not a fire).
+enum class AlertEvent { kFailed, kTimeout, kLost, kMisfire, kPaused, kNoSuccess };
+/// "failed", "timeout", "lost", "misfire", "paused", "no_success" (stored and API spelling).
 std::string_view AlertEventName(AlertEvent e);
 std::optional<AlertEvent> ParseAlertEvent(std::string_view name);
 /// "failed,timeout" <-> {kFailed, kTimeout} (the stored `events` column). Parsing skips
@@ -48,6 +50,8 @@ struct AlertRule {
     std::vector<AlertEvent> events;
     /// failed/timeout/lost fire only when the job's last N ended runs all failed (1 = every one).
     int consecutive_failures = 1;
+    /// The did-not-run SLO (event no_success): set exactly when `events` holds kNoSuccess.
+    std::optional<std::int64_t> no_success_within_ms;
     std::string url;
     std::string secret;  ///< HMAC key; never leaves the server through the API
     bool enabled = true;
@@ -58,6 +62,9 @@ struct AlertDelivery {
     std::int64_t id = 0;
     std::int64_t rule_id = 0;
     std::int64_t job_id = 0;
+    /// The fire the event is about; for kNoSuccess the episode key instead: the job's latest
+    /// succeeded fire id when the breach was found, 0 when it had none. (rule_id, event, job_id,
+    /// fire_id) is unique.
     std::int64_t fire_id = 0;
     AlertEvent event = AlertEvent::kFailed;
     std::string payload;  ///< the JSON body sent, fixed at creation
@@ -91,6 +98,16 @@ struct AlertableFire {
     int pause_after_failures = 0;  ///< the job's (0 when gone)
 };
 
+/// An enabled job and its latest success, for the no_success SLO.
+struct JobLastSuccess {
+    std::int64_t job_id = 0;
+    std::string job_name;
+    std::string app;
+    std::int64_t created_at = 0;
+    std::optional<std::int64_t> last_success_at;       ///< MAX(finished_at) of its succeeded fires
+    std::optional<std::int64_t> last_success_fire_id;  ///< MAX(id) of its succeeded fires
+};
+
 class AlertRepository {
   public:
     explicit AlertRepository(db::Database& db) : db_(db) {}
@@ -122,8 +139,14 @@ class AlertRepository {
     /// counting at most `max`. Served by idx_fire_job.
     static int FailureStreak(soci::session& s, std::int64_t job_id, std::int64_t scheduled_time, std::int64_t fire_id,
                              int max);
+    /// Enabled jobs with id > after_job_id (only `job_id` when given), by id, at most `limit`,
+    /// each with its latest succeeded fire: one aggregate (GROUP BY job) over the succeeded fires
+    /// of at most `limit` jobs, read per job on idx_fire_job, so its cost is those jobs' fire
+    /// history (bounded by the fire purge).
+    static std::vector<JobLastSuccess> LastSuccesses(soci::session& s, std::optional<std::int64_t> job_id,
+                                                     std::int64_t after_job_id, int limit);
     /// Inserts the delivery (status pending, attempts 0, created_at = DB now) unless its
-    /// (rule_id, event, fire_id) exists. Returns whether it inserted.
+    /// (rule_id, event, job_id, fire_id) exists. Returns whether it inserted.
     static bool InsertDeliveryIfAbsent(soci::session& s, const db::Dialect& dialect, const AlertDelivery& d);
     /// Pending deliveries with next_attempt_at <= now_ms, earliest first, at most `limit`.
     static std::vector<AlertDelivery> ListDue(soci::session& s, std::int64_t now_ms, int limit);

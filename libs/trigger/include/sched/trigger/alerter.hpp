@@ -23,6 +23,21 @@
 /// only if still enabled, so a failover does not pause it twice), logged as a warning, and the
 /// rules of that job wanting `paused` get a delivery of event `paused` for that fire.
 ///
+/// No success within X (event no_success, rules with no_success_within_ms): once per Round,
+/// after the fire batches, one transaction fenced with the epoch that, for each enabled such
+/// rule, reads its enabled jobs (the rule's job, or every job) with their latest succeeded fire
+/// (store::AlertRepository::LastSuccesses: one aggregate per rule, at most
+/// kMaxNoSuccessJobsPerRound jobs; a global rule over more jobs walks them by id across rounds
+/// with an in-memory cursor per rule that wraps around). A job whose reference time - its latest
+/// succeeded fire's finished_at, or its created_at when it has none - is older than now - X
+/// (DB clock) is in breach and gets one delivery keyed (rule, no_success, job, latest succeeded
+/// fire id or 0): re-evaluations in later rounds or by a new master are no-ops, and a success
+/// changes the key, so the next breach is a new episode. created_at rather than an
+/// enabled-since time (not stored): a job resumed after a pause whose last success is older
+/// than X alerts on the next round. A disabled job is never evaluated. Because the key is the
+/// fire id, a breach lasting longer than the fire purge keeps its last success (the purge
+/// deletes the oldest fires) alerts once more when that fire is purged.
+///
 /// Delivery: pending deliveries that are due are sent one by one (at most alert-batch per
 /// round) through a WebhookSender: POST of the stored JSON payload with
 ///   X-Sched-Delivery: <delivery id>        (the receiver's key for dropping repeats)
@@ -40,6 +55,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -79,6 +95,14 @@ bool StreakSatisfies(const store::AlertRule& rule, store::AlertEvent event, int 
 /// cluster url (when configured).
 nlohmann::json AlertPayload(const store::AlertRule& rule, const store::AlertableFire& fire, store::AlertEvent event,
                             int streak, const std::string& cluster_url);
+/// Whether the job is in breach of the rule's no_success_within_ms at `now_ms` (false without
+/// one): its latest success (else its creation) is older than now_ms - no_success_within_ms.
+bool NoSuccessBreached(const store::AlertRule& rule, const store::JobLastSuccess& job, std::int64_t now_ms);
+/// The no_success webhook body: event, rule id and name, job id, name and app,
+/// no_success_within_ms, last_success_at_ms and last_success_fire_id (null without one),
+/// job_created_at_ms, cluster url (when configured).
+nlohmann::json NoSuccessPayload(const store::AlertRule& rule, const store::JobLastSuccess& job,
+                                const std::string& cluster_url);
 /// "sha256=" + hex HMAC-SHA256 under `secret` of `timestamp + "." + body`.
 std::string WebhookSignature(const std::string& secret, std::int64_t timestamp_s, const std::string& body);
 /// The delay after `attempts` failed attempts (>= 1): base * 2^(attempts-1), at most `max`.
@@ -88,6 +112,7 @@ struct AlertReport {
     int fires_evaluated = 0;
     int deliveries_created = 0;
     int jobs_paused = 0;
+    int slo_jobs_checked = 0;  ///< jobs looked at for no_success
     int delivered = 0;
     int retried = 0;
     int failed = 0;
@@ -102,7 +127,11 @@ class Alerter {
     Result<AlertReport> EvaluateBatch(std::int64_t epoch);
     /// Sends the due deliveries (at most alert-batch), stopping early when `should_stop` says so.
     Result<AlertReport> DeliverDue(std::int64_t epoch, const std::function<bool()>& should_stop = {});
-    /// Evaluation batches until one is not full (at most 20), then DeliverDue.
+    /// At most this many jobs per no_success rule per round.
+    static constexpr int kMaxNoSuccessJobsPerRound = 500;
+    /// The no_success evaluation (see above). LeaseLost: nothing created, the cursors stay.
+    Result<AlertReport> EvaluateNoSuccess(std::int64_t epoch);
+    /// Evaluation batches until one is not full (at most 20), EvaluateNoSuccess, then DeliverDue.
     Result<AlertReport> Round(std::int64_t epoch, const std::function<bool()>& should_stop = {});
 
   private:
@@ -114,6 +143,7 @@ class Alerter {
     std::int64_t cursor_epoch_ = -1;
     std::int64_t cursor_ms_ = 0;
     std::int64_t cursor_id_ = 0;
+    std::map<std::int64_t, std::int64_t> slo_cursor_;  ///< rule id -> last job id evaluated
     CounterChild& delivered_;
     CounterChild& retried_;
     CounterChild& failed_;
