@@ -18,8 +18,8 @@
 #include "sched/http/url.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/fire_log.hpp"
-#include "sched/store/fire_results.hpp"
 #include "sched/store/fire_metrics.hpp"
+#include "sched/store/fire_results.hpp"
 #include "sched/store/registry.hpp"
 
 namespace sched::web {
