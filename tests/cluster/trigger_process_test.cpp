@@ -785,8 +785,12 @@ void TriggerClusterTest::KillOneNodeUnderLoad(bool kill_master) {
             << "no new master";
     }
     const std::string new_master = Owner();
-    // Let the cluster run on, then stop it gracefully.
-    std::this_thread::sleep_for(5s);
+    // Let the cluster run on, then stop it gracefully. Long enough for the new master's own
+    // fires to be checked: the dead one had planned up to lookahead (2 s) past the kill, and
+    // only times 2 s before the stop count (they had time to finish). With 5 s, a takeover that
+    // came late in its window left no new-master fire before that cut (1 in 8 runs, before and
+    // after issue 15's changes); 8 s leaves 3 s of them.
+    std::this_thread::sleep_for(8s);
     const std::string owner_before_stop = Owner();
     const std::int64_t checked_until = (NowMs() / 1000 - 2) * 1000;  // fires before this had time to finish
     for (auto& [n, p] : nodes_) {
@@ -799,7 +803,8 @@ void TriggerClusterTest::KillOneNodeUnderLoad(bool kill_master) {
     }
 
     // Every (job, second) has exactly one fire; it ran, or it is recorded lost with its reason.
-    std::int64_t new_epoch_first_dispatch = std::numeric_limits<std::int64_t>::max();
+    std::int64_t new_epoch_first_created = std::numeric_limits<std::int64_t>::max();
+    std::int64_t new_epoch_worst_lag = 0;
     int succeeded = 0;
     int lost = 0;
     for (auto job : jobs) {
@@ -819,7 +824,8 @@ void TriggerClusterTest::KillOneNodeUnderLoad(bool kill_master) {
             }
             // Only the new master can have created a fire after the kill.
             if (f.created_at > killed_at && f.dispatched_at) {
-                new_epoch_first_dispatch = std::min(new_epoch_first_dispatch, *f.dispatched_at);
+                new_epoch_first_created = std::min(new_epoch_first_created, f.created_at);
+                new_epoch_worst_lag = std::max(new_epoch_worst_lag, *f.dispatched_at - f.due_at);
             }
         }
         for (std::int64_t t = first; t < checked_until; t += 1000) {
@@ -832,8 +838,14 @@ void TriggerClusterTest::KillOneNodeUnderLoad(bool kill_master) {
     if (kill_master) {
         // Failover: fires created after the kill (by the new master) were dispatched within
         // ttl + tick of it, plus scheduling slack on a loaded 2-core box.
-        ASSERT_NE(new_epoch_first_dispatch, std::numeric_limits<std::int64_t>::max());
-        EXPECT_LE(new_epoch_first_dispatch - killed_at, 1000 + 200 + 1500) << "new master " << new_master;
+        // Failover: the new master planned its first fire within ttl + tick of the kill (plus
+        // scheduling slack on a loaded 2-core box), and its fires left on time. Not "dispatched
+        // within ttl + tick": the dead master had planned lookahead (2 s) ahead, so the new
+        // master's first fire is due 2-3 s after the kill by design, and such a bound failed in
+        // about 1 run in 4 whatever the code did.
+        ASSERT_NE(new_epoch_first_created, std::numeric_limits<std::int64_t>::max());
+        EXPECT_LE(new_epoch_first_created - killed_at, 1000 + 200 + 1500) << "new master " << new_master;
+        EXPECT_LE(new_epoch_worst_lag, 1500) << "new master " << new_master;
     } else {
         EXPECT_EQ(owner_before_stop, master) << "killing a slave must not move the lease";
     }
