@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -81,6 +82,25 @@ std::set<std::string> Missing(const std::set<std::string>& names, const std::str
     return missing;
 }
 
+// The names a cluster process serves, and those only an executor (the client SDK) serves.
+bool IsClientName(const std::string& name) {
+    return name.rfind("sched_client_", 0) == 0;
+}
+std::set<std::string> ClusterNames(const std::set<std::string>& names) {
+    std::set<std::string> out;
+    for (const auto& n : names) {
+        if (!IsClientName(n)) out.insert(n);
+    }
+    return out;
+}
+std::set<std::string> ClientNames(const std::set<std::string>& names) {
+    std::set<std::string> out;
+    for (const auto& n : names) {
+        if (IsClientName(n)) out.insert(n);
+    }
+    return out;
+}
+
 std::string Join(const std::set<std::string>& names) {
     std::string out;
     for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
@@ -143,9 +163,81 @@ TEST(StandaloneMetrics, LiveExpositionPassesPromtoolAndDeclaresEveryNameTheDashb
     EXPECT_EQ(code, 0) << out;
 
     for (const char* used : {"/docs/grafana/scheduler-dashboard.json", "/docs/prometheus/alerts.yml"}) {
-        const auto names = NamesUsed(ReadFile(std::string(SCHED_SOURCE_DIR) + used));
+        const auto names = ClusterNames(NamesUsed(ReadFile(std::string(SCHED_SOURCE_DIR) + used)));
         EXPECT_GE(names.size(), 5u) << used;
         EXPECT_EQ(Join(Missing(names, metrics)), "") << used << " names metrics /metrics does not declare";
+    }
+    std::filesystem::remove_all(dir);
+}
+
+// The client SDK's opt-in /metrics (executor option `metrics: true`), served by the real
+// demo-client running the standalone's demo job: promtool accepts it, the handler's run is
+// counted, and every sched_client_* name the dashboard and the rules use is declared there.
+TEST(ExecutorMetrics, ADemoClientsExpositionPassesPromtoolAndDeclaresEveryClientNameTheDashboardAndRulesUse) {
+    const auto dir = std::filesystem::temp_directory_path() / ("sched-client-metrics-" + RandomHex(10));
+    std::filesystem::create_directories(dir);
+    const auto config = dir / "standalone.yaml";
+    std::ofstream(config) << "http:\n  listen: \"127.0.0.1:0\"\ndatabase:\n  url: \"sqlite://" +
+                                 (dir / "data/s.db").string() + "\"\nlog:\n  level: info\n";
+    std::string metrics;
+    {
+        // --demo: the job "hello" (handler echo, every 10 s) and an executor token in data/.
+        ChildProcess standalone({SCHED_STANDALONE_BIN, "--config", config.string(), "--demo"}, dir.string());
+        auto line = standalone.WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
+        ASSERT_TRUE(line) << standalone.stderr_text();
+        const std::string web = "http://127.0.0.1:" + line->substr(line->rfind(':') + 1);
+        const auto token_file = dir / "data/executor-token";
+        const auto token_deadline = std::chrono::steady_clock::now() + 10s;
+        while (!std::filesystem::exists(token_file) && std::chrono::steady_clock::now() < token_deadline) {
+            std::this_thread::sleep_for(100ms);
+        }
+        std::string token;
+        std::getline(std::ifstream(token_file), token);
+        ASSERT_FALSE(token.empty());
+
+        const auto client_config = dir / "demo-client.yaml";
+        std::ofstream(client_config) << "log:\n  level: info\nexecutor:\n  app: demo\n  web-endpoints: [\"" + web +
+                                            "\"]\n  heartbeat-interval: 300ms\n  spool-dir: \"" +
+                                            (dir / "spool").string() +
+                                            "\"\n  metrics: true\n  http:\n    listen: \"127.0.0.1:0\"\n";
+        ChildProcess client({SCHED_DEMO_CLIENT_BIN, "--config", client_config.string()}, dir.string(),
+                            {"SCHED_TOKEN=" + token});
+        auto serving = client.WaitForStderrLine("serving ", 20s);
+        ASSERT_TRUE(serving) << client.stderr_text();
+        // "executor demo: serving 4 handler(s) at 127.0.0.1:PORT, web endpoints: ..."
+        const auto at = serving->find(" at 127.0.0.1:");
+        ASSERT_NE(at, std::string::npos) << *serving;
+        const auto port = static_cast<unsigned short>(std::stoi(serving->substr(at + std::strlen(" at 127.0.0.1:"))));
+        // The demo job fires every 10 s: its run is counted within two periods.
+        const auto deadline = std::chrono::steady_clock::now() + 30s;
+        bool ran = false;
+        while (std::chrono::steady_clock::now() < deadline && !ran) {
+            auto [status, body] = testing::HttpGet(port, "/metrics");
+            ASSERT_EQ(status, 200) << body;
+            metrics = body;
+            ran =
+                metrics.find("sched_client_runs_total{handler=\"echo\",outcome=\"succeeded\"} 1") != std::string::npos;
+            if (!ran) std::this_thread::sleep_for(500ms);
+        }
+        EXPECT_TRUE(ran) << "no run of the demo job counted within 30 s\n" << metrics;
+        client.Signal(SIGTERM);
+        EXPECT_TRUE(client.WaitForExit(15s));
+        standalone.Signal(SIGTERM);
+        EXPECT_TRUE(standalone.WaitForExit(10s));
+    }
+    for (const char* series : {"sched_client_info{app=\"demo\"} 1", "\nsched_client_signing_keys 1\n",
+                               "\nprocess_resident_memory_bytes ", "sched_build_info{"}) {
+        EXPECT_NE(metrics.find(series), std::string::npos) << series << "\n" << metrics;
+    }
+    const auto file = dir / "client-metrics.txt";
+    std::ofstream(file) << metrics;
+    const auto [code, out] = RunCommand("promtool check metrics < " + file.string());
+    EXPECT_EQ(code, 0) << out;
+
+    for (const char* used : {"/docs/grafana/scheduler-dashboard.json", "/docs/prometheus/alerts.yml"}) {
+        const auto names = ClientNames(NamesUsed(ReadFile(std::string(SCHED_SOURCE_DIR) + used)));
+        EXPECT_GE(names.size(), 2u) << used;
+        EXPECT_EQ(Join(Missing(names, metrics)), "") << used << " names metrics the client's /metrics does not declare";
     }
     std::filesystem::remove_all(dir);
 }

@@ -78,11 +78,21 @@ void ChildProcess::Pump(int timeout_ms) {
 
 std::optional<std::string> ChildProcess::WaitForStdoutLine(const std::string& needle,
                                                            std::chrono::milliseconds timeout) {
+    return WaitForLine(out_, needle, timeout);
+}
+
+std::optional<std::string> ChildProcess::WaitForStderrLine(const std::string& needle,
+                                                           std::chrono::milliseconds timeout) {
+    return WaitForLine(err_, needle, timeout);
+}
+
+std::optional<std::string> ChildProcess::WaitForLine(const std::string& text, const std::string& needle,
+                                                     std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
         std::size_t start = 0;
-        for (std::size_t nl; (nl = out_.find('\n', start)) != std::string::npos; start = nl + 1) {
-            std::string line = out_.substr(start, nl - start);
+        for (std::size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) {
+            std::string line = text.substr(start, nl - start);
             if (line.find(needle) != std::string::npos) return line;
         }
         int status = 0;
@@ -91,7 +101,7 @@ std::optional<std::string> ChildProcess::WaitForStdoutLine(const std::string& ne
         }
         if (exit_code_) {
             Pump(0);
-            if (out_.find(needle) == std::string::npos) return std::nullopt;
+            if (text.find(needle) == std::string::npos) return std::nullopt;
             continue;
         }
         Pump(50);

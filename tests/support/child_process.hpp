@@ -26,6 +26,8 @@ class ChildProcess {
 
     /// Waits up to `timeout` for a stdout line containing `needle`; returns the line.
     std::optional<std::string> WaitForStdoutLine(const std::string& needle, std::chrono::milliseconds timeout);
+    /// The same on stderr (where spdlog's console sink writes).
+    std::optional<std::string> WaitForStderrLine(const std::string& needle, std::chrono::milliseconds timeout);
     /// Sends `signo`.
     void Signal(int signo);
     /// Waits up to `timeout` for the exit; returns the exit code (128+signal when killed).
@@ -35,6 +37,8 @@ class ChildProcess {
     const std::string& stderr_text() const { return err_; }
 
   private:
+    std::optional<std::string> WaitForLine(const std::string& text, const std::string& needle,
+                                           std::chrono::milliseconds timeout);
     void Pump(int timeout_ms);
 
     pid_t pid_ = -1;

@@ -17,6 +17,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "impl/executor_metrics.hpp"
 #include "impl/fire_log.hpp"
 #include "impl/lock_service.hpp"
 #include "impl/run_registry.hpp"
@@ -94,6 +95,7 @@ class Runtime {
     std::uint16_t port() const { return server_ ? server_->port() : 0; }
     std::string address() const { return address_; }
     ExecutorStats Stats() const;
+    MetricsRegistry& metrics() { return metrics_registry_; }
     Result<LockGuard> Lock(std::string_view key, milliseconds lease, milliseconds wait);
 
   private:
@@ -103,11 +105,13 @@ class Runtime {
     rest::Response OnBeat(rest::Request& req);
     rest::Response OnIdleBeat(rest::Request& req);
     rest::Response OnLog(rest::Request& req);
+    rest::Response OnMetrics(rest::Request& req);
 
     void Launch(RunPtr run);
     void Execute(const RunPtr& run);
     void ReportNeverStarted(const RunPtr& run, const std::string& message);
-    void Report(CallbackResult result);
+    // Queues `result` for delivery and counts it (handler_seconds < 0: it never started).
+    void Report(CallbackResult result, const std::string& handler, double handler_seconds);
     void FireLog(std::int64_t fire_id, const std::string& text);
     // The fire's log tail (options_.log_tail_bytes) into its result, for the cluster to keep.
     void AttachLogTail(CallbackResult& result) const;
@@ -127,6 +131,10 @@ class Runtime {
     void SpoolOutbox();
 
     const ExecutorOptions options_;
+    // Before everything its observed series read: destroyed after them.
+    MetricsRegistry metrics_registry_;
+    std::unique_ptr<ExecutorMetrics> metrics_;  // created by Start(), with the handler names
+    rest::AuthHook metrics_auth_;               // set when metrics-token is
     std::vector<rest::Url> endpoints_;
     std::map<std::string, Handler> handlers_;  // read-only after Start()
     bool started_ = false;
@@ -147,7 +155,7 @@ class Runtime {
     RunRegistry registry_;
     FireLogBook logs_;
     std::unique_ptr<ResultSpool> spool_;  // used only by the callback loop once started
-    std::mutex outbox_mu_;
+    mutable std::mutex outbox_mu_;
     std::deque<CallbackResult> outbox_;
 
     std::atomic<bool> accepting_{false};
@@ -173,7 +181,7 @@ class Runtime {
         std::atomic<std::uint64_t> accepted{0}, duplicates{0}, stale{0}, busy{0}, capacity{0};
         std::atomic<std::uint64_t> succeeded{0}, failed{0}, timed_out{0}, killed{0};
         std::atomic<std::uint64_t> delivered{0}, spooled{0}, spool_pending{0};
-        std::atomic<std::uint64_t> heartbeats_ok{0}, heartbeats_failed{0};
+        std::atomic<std::uint64_t> heartbeats_ok{0}, heartbeats_failed{0}, callback_failures{0};
         mutable std::atomic<std::uint64_t> refused_unsigned{0};
     } counters_;
     mutable std::atomic<std::int64_t> last_refusal_log_ms_{0};
@@ -188,6 +196,7 @@ Runtime::Runtime(ExecutorOptions options)
       heartbeat_timer_(strand_),
       callback_timer_(strand_) {
     options_.Validate();
+    if (!options_.metrics_token.empty()) metrics_auth_ = rest::BearerTokenAuth(options_.metrics_token);
     for (const auto& e : options_.web_endpoints) endpoints_.push_back(*rest::Url::Parse(e));
 }
 
@@ -215,6 +224,9 @@ void Runtime::Start() {
     if (handlers_.empty()) throw std::logic_error("Executor::Start() without handlers: call Handle() first");
     spool_ = std::make_unique<ResultSpool>(options_.spool_dir);
     counters_.spool_pending = spool_->pending();
+    metrics_ = std::make_unique<ExecutorMetrics>(
+        metrics_registry_, options_.app, HandlerNames(), [this] { return Stats(); },
+        [this] { return server_ ? server_->Stats() : rest::ServerStats{}; });
 
     // Every route nodes call is verified before its handler runs; no bearer token is accepted.
     server_ = std::make_unique<rest::Server>(io_.get_executor(), options_.http, Routes(),
@@ -321,6 +333,11 @@ ExecutorStats Runtime::Stats() const {
     s.in_flight = registry_.InFlight();
     s.heartbeats_sent = counters_.heartbeats_ok;
     s.heartbeats_failed = counters_.heartbeats_failed;
+    s.callback_failures = counters_.callback_failures;
+    {
+        std::lock_guard lock(outbox_mu_);
+        s.results_queued = outbox_.size();
+    }
     s.refused_unsigned = counters_.refused_unsigned;
     std::lock_guard lock(signing_mu_);
     s.signing_keys = signing_keys_.size();
@@ -337,6 +354,12 @@ rest::Router Runtime::Routes() {
     r.Add(rest::Method::kGet, "/v1/beat", [this](rest::Request& req) { return OnBeat(req); });
     r.Add(rest::Method::kPost, "/v1/idle-beat", [this](rest::Request& req) { return OnIdleBeat(req); });
     r.Add(rest::Method::kGet, "/v1/log", [this](rest::Request& req) { return OnLog(req); });
+    // Prometheus cannot sign: the route is public, behind its own bearer token when one is set.
+    if (options_.metrics) {
+        r.Add(
+            rest::Method::kGet, "/metrics", [this](rest::Request& req) { return OnMetrics(req); },
+            rest::Access::kPublic);
+    }
     return r;
 }
 
@@ -478,6 +501,17 @@ rest::Response Runtime::OnLog(rest::Request& req) {
                                  {"finished", page->finished}});
 }
 
+rest::Response Runtime::OnMetrics(rest::Request& req) {
+    if (metrics_auth_) {
+        if (Status s = metrics_auth_(req); !s.ok()) {
+            rest::Response res = rest::Response::Error(s, "Authorization");
+            res.headers.Set("WWW-Authenticate", "Bearer realm=\"metrics\"");
+            return res;
+        }
+    }
+    return rest::Response::Text(metrics_registry_.Render(), 200, "text/plain; version=0.0.4; charset=utf-8");
+}
+
 // ---- Runs (Execute runs on a worker thread) ----
 
 void Runtime::Launch(RunPtr run) {
@@ -566,9 +600,10 @@ void Runtime::Execute(const RunPtr& run) {
     FireLog(r.fire_id, "finished: " + result.status + (result.message.empty() ? "" : ": " + result.message));
     logs_.Close(r.fire_id);
     AttachLogTail(result);
+    const double handler_seconds = static_cast<double>(result.finished_ms - started_ms) / 1e3;
     // Free the slot before reporting: whoever sees the result may ask at once whether we are idle.
     RunPtr next = registry_.Finish(run);
-    Report(std::move(result));
+    Report(std::move(result), r.handler, handler_seconds);
     if (next) Launch(std::move(next));
 }
 
@@ -586,10 +621,11 @@ void Runtime::ReportNeverStarted(const RunPtr& run, const std::string& message) 
     FireLog(r.fire_id, "killed: " + message);
     logs_.Close(r.fire_id);
     AttachLogTail(result);
-    Report(std::move(result));
+    Report(std::move(result), r.handler, -1);
 }
 
-void Runtime::Report(CallbackResult result) {
+void Runtime::Report(CallbackResult result, const std::string& handler, double handler_seconds) {
+    if (metrics_) metrics_->RunEnded(handler, result.status, handler_seconds);
     result.address = address_;  // the server checks that the result comes from the instance that ran it
     if (result.status == "succeeded") {
         ++counters_.succeeded;
@@ -782,6 +818,7 @@ net::awaitable<bool> Runtime::FlushResults() {
         auto answer = co_await PostToWeb("/api/v1/callback", body, batch.front().callback_url);
         const bool ok = answer.has_value();
         if (!ok) {
+            ++counters_.callback_failures;
             // While no endpoint answers, every new result goes to disk at once.
             SpoolOutbox();
             co_return false;
@@ -799,6 +836,7 @@ net::awaitable<bool> Runtime::FlushResults() {
         auto answer = co_await PostToWeb("/api/v1/callback", body, batch.front().callback_url);
         const bool ok = answer.has_value();
         if (!ok) {
+            ++counters_.callback_failures;
             SpoolOrRequeue(std::move(batch));
             SpoolOutbox();
             co_return false;
@@ -855,6 +893,9 @@ std::string Executor::address() const {
 }
 ExecutorStats Executor::Stats() const {
     return runtime_->Stats();
+}
+MetricsRegistry& Executor::metrics() {
+    return runtime_->metrics();
 }
 Result<LockGuard> Executor::Lock(std::string_view key, std::chrono::milliseconds lease,
                                  std::chrono::milliseconds wait) {

@@ -50,6 +50,9 @@ ExecutorOptions ExecutorOptions::FromYaml(const ConfigNode& node) {
     o.dedupe_window = static_cast<int>(node.Int("dedupe-window", o.dedupe_window, 1, 100'000'000));
     o.signature_window =
         node.Duration("signature-window", o.signature_window, std::chrono::seconds(1), std::chrono::minutes(10));
+    o.metrics = node.Bool("metrics", o.metrics);
+    o.metrics_token = node.String("metrics-token", o.metrics_token);
+    if (auto env = EnvOverride("SCHED_METRICS_TOKEN")) o.metrics_token = *env;
     o.http = rest::ServerOptions::FromYaml(node.Child("http"), DefaultServerOptions());
     o.Validate(node.path());
     return o;
@@ -99,6 +102,9 @@ void ExecutorOptions::Validate(const std::string& section) const {
     if (callback_max_backoff.count() <= 0) throw ConfigError(key("callback-max-backoff"), "must be positive");
     if (web_timeout.count() <= 0) throw ConfigError(key("web-timeout"), "must be positive");
     if (signature_window < std::chrono::seconds(1)) throw ConfigError(key("signature-window"), "must be at least 1s");
+    if (!metrics_token.empty() && metrics_token.size() < 16) {
+        throw ConfigError(key("metrics-token"), "too short: at least 16 characters");
+    }
     if (spool_dir.empty()) throw ConfigError(key("spool-dir"), "required: a directory for undelivered results");
 }
 

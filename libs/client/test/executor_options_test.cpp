@@ -23,8 +23,14 @@ std::string ErrorOf(const std::string& yaml) {
 
 class ExecutorOptionsTest : public ::testing::Test {
   protected:
-    void SetUp() override { unsetenv("SCHED_TOKEN"); }
-    void TearDown() override { unsetenv("SCHED_TOKEN"); }
+    void SetUp() override {
+        unsetenv("SCHED_TOKEN");
+        unsetenv("SCHED_METRICS_TOKEN");
+    }
+    void TearDown() override {
+        unsetenv("SCHED_TOKEN");
+        unsetenv("SCHED_METRICS_TOKEN");
+    }
 };
 
 TEST_F(ExecutorOptionsTest, ReadsEveryKey) {
@@ -47,6 +53,8 @@ executor:
   log-max-lines: 60
   log-tail-bytes: 1000
   dedupe-window: 70
+  metrics: true
+  metrics-token: "0123456789abcdef"
   http:
     listen: "127.0.0.1:0"
     body-limit: 4096
@@ -70,6 +78,8 @@ executor:
     EXPECT_EQ(o.log_max_lines, 60);
     EXPECT_EQ(o.log_tail_bytes, 1000);
     EXPECT_EQ(o.dedupe_window, 70);
+    EXPECT_TRUE(o.metrics);
+    EXPECT_EQ(o.metrics_token, "0123456789abcdef");
     EXPECT_EQ(o.http.listen, "127.0.0.1:0");
     EXPECT_EQ(o.http.body_limit, 4096u);
     EXPECT_EQ(o.http.access_log, rest::AccessLog::kErrors);  // the executor's default
@@ -79,6 +89,14 @@ TEST_F(ExecutorOptionsTest, EnvironmentTokenOverridesTheFile) {
     setenv("SCHED_TOKEN", "from-env", 1);
     auto root = ConfigNode::LoadString("executor:\n  app: a\n  web-endpoints: [\"http://w:1\"]\n  token: from-file\n");
     EXPECT_EQ(ExecutorOptions::FromYaml(root.Child("executor")).token, "from-env");
+}
+
+TEST_F(ExecutorOptionsTest, EnvironmentMetricsTokenOverridesTheFile) {
+    setenv("SCHED_METRICS_TOKEN", "metrics-token-from-env", 1);
+    auto root = ConfigNode::LoadString(
+        "executor:\n  app: a\n  web-endpoints: [\"http://w:1\"]\n  token: t\n  metrics: true\n  metrics-token: "
+        "metrics-token-from-file\n");
+    EXPECT_EQ(ExecutorOptions::FromYaml(root.Child("executor")).metrics_token, "metrics-token-from-env");
 }
 
 TEST_F(ExecutorOptionsTest, ErrorsNameTheKey) {
@@ -97,6 +115,9 @@ TEST_F(ExecutorOptionsTest, ErrorsNameTheKey) {
     EXPECT_EQ(ErrorOf(base + "  http:\n    listen: x\n").rfind("executor.http.listen:", 0), 0u);
     EXPECT_EQ(ErrorOf(base + "  capacty: 5\n"), "executor.capacty: unknown key");
     EXPECT_EQ(ErrorOf(base + "  log-tail-bytes: 131073\n").rfind("executor.log-tail-bytes:", 0), 0u);
+    EXPECT_EQ(ErrorOf(base + "  metrics: yes-please\n").rfind("executor.metrics:", 0), 0u);
+    EXPECT_EQ(ErrorOf(base + "  metrics: true\n  metrics-token: short\n").rfind("executor.metrics-token: too short", 0),
+              0u);
     EXPECT_EQ(ErrorOf(base + "  log-tail-bytes: -1\n").rfind("executor.log-tail-bytes:", 0), 0u);
     EXPECT_EQ(ErrorOf("executor:\n  app: \"bad name\"\n  web-endpoints: [\"http://w:1\"]\n  token: t\n")
                   .rfind("executor.app: expected letters", 0),

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -640,6 +641,12 @@ TEST_F(ExecutorTest, ResultsSpooledWhileTheWebIsDownAreDeliveredOnceAfterARestar
         }
         // While nobody answers, results go to disk, not just memory.
         ASSERT_TRUE(WaitFor([&] { return first.Stats().results_spooled == kFires; }));
+        EXPECT_GT(first.Stats().callback_failures, 0u);
+        // The series say so too (read from the registry: metrics are not served here).
+        const std::string metrics = first.metrics().Render();
+        EXPECT_NE(metrics.find("\nsched_client_results_spool_pending 6\n"), std::string::npos) << metrics;
+        EXPECT_NE(metrics.find("\nsched_client_results_queued 6\n"), std::string::npos) << metrics;
+        EXPECT_EQ(metrics.find("\nsched_client_callback_failures_total 0\n"), std::string::npos) << metrics;
         first.Stop();
     }
     ASSERT_TRUE(std::filesystem::exists(spool_dir_ / "results.jsonl"));
@@ -660,6 +667,96 @@ TEST_F(ExecutorTest, ResultsSpooledWhileTheWebIsDownAreDeliveredOnceAfterARestar
     }
     EXPECT_EQ(fires.size(), static_cast<std::size_t>(kFires));
     EXPECT_FALSE(std::filesystem::exists(spool_dir_ / "results.jsonl"));
+}
+
+TEST_F(ExecutorTest, MetricsCountRunsByHandlerAndOutcomeAndCarryWhatTheServiceAdds) {
+    auto options = Options();
+    options.metrics = true;
+    auto& executor = Start(options);
+    executor.metrics().Counter("orders_charged_total", "The service's own series.").Labels({}).Inc(3);
+    ASSERT_EQ(Run(1, 10, "echo"), 202);
+    ASSERT_EQ(Run(2, 11, "fail"), 202);
+    ASSERT_EQ(Run(3, 12, "throw"), 202);
+    ASSERT_EQ(Run(4, 13, "gate", {{"timeout_ms", 50}}), 202);
+    for (std::int64_t f = 1; f <= 4; ++f) ASSERT_FALSE(ResultOf(f).is_null()) << f;
+    ASSERT_EQ(Run(1, 10, "echo"), 202);  // a duplicate
+    ASSERT_TRUE(WaitFor([&] { return executor.Stats().results_delivered == 4; }));
+
+    // Prometheus does not sign: the route is served unsigned, and only this route.
+    const auto r = client_.Send(rest::ClientRequest{.method = rest::Method::kGet, .url = Url("/metrics")});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(r->headers.Get("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
+    const std::string& m = r->body;
+    for (const char* series : {
+             "sched_client_runs_total{handler=\"echo\",outcome=\"succeeded\"} 1\n",
+             "sched_client_runs_total{handler=\"fail\",outcome=\"failed\"} 1\n",
+             "sched_client_runs_total{handler=\"throw\",outcome=\"failed\"} 1\n",
+             "sched_client_runs_total{handler=\"gate\",outcome=\"timeout\"} 1\n",
+             // Every handler's outcomes exist from the start, at 0.
+             "sched_client_runs_total{handler=\"count\",outcome=\"killed\"} 0\n",
+             "sched_client_runs_total{handler=\"echo\",outcome=\"failed\"} 0\n",
+             "sched_client_run_duration_seconds_count{handler=\"echo\"} 1\n",
+             "sched_client_run_duration_seconds_count{handler=\"chatty\"} 0\n",
+             "sched_client_runs_accepted_total 4\n",
+             "sched_client_runs_refused_total{reason=\"duplicate\"} 1\n",
+             "sched_client_runs_refused_total{reason=\"capacity\"} 0\n",
+             "sched_client_results_delivered_total 4\n",
+             "sched_client_results_queued 0\n",
+             "sched_client_callback_failures_total 0\n",
+             "sched_client_runs_in_flight 0\n",
+             "sched_client_signing_keys 1\n",
+             "sched_client_info{app=\"test-app\"} 1\n",
+             "sched_client_heartbeats_total{outcome=\"failed\"} 0\n",
+             "\nsched_client_http_requests_total ",
+             "\nprocess_resident_memory_bytes ",
+             "\nsched_build_info{",
+             "\norders_charged_total 3\n",
+         }) {
+        EXPECT_NE(m.find(series), std::string::npos) << series << "\n" << m;
+    }
+    // The timed-out run's handler time is in its histogram: at least the 50 ms timeout.
+    const auto sum_at = m.find("sched_client_run_duration_seconds_sum{handler=\"gate\"} ");
+    ASSERT_NE(sum_at, std::string::npos) << m;
+    EXPECT_GE(std::stod(m.substr(sum_at + std::strlen("sched_client_run_duration_seconds_sum{handler=\"gate\"} "))),
+              0.05);
+    EXPECT_EQ(m.find("sched_client_heartbeats_total{outcome=\"ok\"} 0\n"), std::string::npos) << m;
+    // No handler name is invented by a request: an unknown handler is a 404, not a series.
+    ASSERT_EQ(Run(5, 14, "nope"), 404);
+    const auto again = client_.Send(rest::ClientRequest{.method = rest::Method::kGet, .url = Url("/metrics")});
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->body.find("handler=\"nope\""), std::string::npos);
+}
+
+TEST_F(ExecutorTest, MetricsAreServedOnlyWhenEnabledAndBehindTheirTokenWhenOneIsSet) {
+    Start(Options());
+    const rest::ClientRequest get{.method = rest::Method::kGet, .url = Url("/metrics")};
+    auto off = client_.Send(get);
+    ASSERT_TRUE(off.ok());
+    EXPECT_NE(off->status, 200);
+    EXPECT_EQ(off->body.find("sched_client"), std::string::npos) << off->body;
+    executor_->Stop();
+    executor_.reset();
+
+    auto options = Options();
+    options.metrics = true;
+    options.metrics_token = "a-metrics-token-of-32-characters";
+    Start(options);
+    const rest::ClientRequest guarded{.method = rest::Method::kGet, .url = Url("/metrics")};
+    auto none = client_.Send(guarded);
+    ASSERT_TRUE(none.ok());
+    EXPECT_EQ(none->status, 401);
+    EXPECT_EQ(none->body.find("sched_client"), std::string::npos) << none->body;
+    rest::CallOptions wrong;
+    wrong.bearer_token = kToken;  // the executor's own token is not the metrics token
+    EXPECT_EQ(client_.Send(guarded, wrong)->status, 401);
+    rest::CallOptions right;
+    right.bearer_token = options.metrics_token;
+    auto ok = client_.Send(guarded, right);
+    ASSERT_TRUE(ok.ok());
+    EXPECT_EQ(ok->status, 200);
+    EXPECT_NE(ok->body.find("sched_client_runs_total{handler=\"echo\",outcome=\"succeeded\"} 0"), std::string::npos)
+        << ok->body;
 }
 
 TEST_F(ExecutorTest, StartFailsWhenAnotherExecutorHoldsTheSpool) {

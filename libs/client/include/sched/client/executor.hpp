@@ -12,7 +12,8 @@
 /// What it does (DESIGN 6):
 /// - serves `POST /v1/run` (202 accepted; 404 unknown handler; 409 busy by block strategy or
 ///   stale epoch; 429 out of capacity; 401 not signed by the cluster; 400 naming the bad field;
-///   503 while stopping), `POST /v1/kill`, `GET /v1/beat`, `POST /v1/idle-beat`, `GET /v1/log`;
+///   503 while stopping), `POST /v1/kill`, `GET /v1/beat`, `POST /v1/idle-beat`, `GET /v1/log`,
+///   and with `metrics: true` an unsigned `GET /metrics` (Prometheus; docs/client-sdk.md);
 /// - heartbeats `POST /api/v1/registry/heartbeat {app, address, handlers, capacity, running}`
 ///   to the web endpoints (failing over between them) and deregisters on Stop();
 /// - runs handlers on `worker-threads` threads, per job by its block strategy (serial,
@@ -47,6 +48,7 @@
 #include "sched/client/job_context.hpp"
 #include "sched/client/lock.hpp"
 #include "sched/common/config.hpp"
+#include "sched/common/metrics.hpp"
 #include "sched/common/status.hpp"
 #include "sched/http/server_options.hpp"
 
@@ -78,6 +80,9 @@ namespace sched::client {
 ///                                    #   kept by the cluster after this process forgot them
 ///                                    #   (0..131072; 0: none)
 ///     dedupe-window: 100000          # recent (fire_id, attempt) pairs remembered
+///     metrics: false                 # serve GET /metrics (Prometheus text) on the SDK's port
+///     metrics-token: ""              # when set, GET /metrics needs `Authorization: Bearer <it>`;
+///                                    #   SCHED_METRICS_TOKEN overrides it
 ///     http:                          # the SDK's HTTP server: sched::rest::ServerOptions keys,
 ///       listen: "0.0.0.0:9999"       #   with these two defaults changed
 ///       access-log: errors
@@ -103,6 +108,8 @@ struct ExecutorOptions {
     static constexpr int kMaxLogTailBytes = 128 * 1024;
     int dedupe_window = 100000;
     std::chrono::microseconds signature_window = std::chrono::seconds(30);
+    bool metrics = false;
+    std::string metrics_token;
     rest::ServerOptions http = DefaultServerOptions();
 
     /// The server defaults for an executor: listen 0.0.0.0:9999, access log for errors only.
@@ -129,6 +136,8 @@ struct ExecutorStats {
     std::uint64_t killed = 0;
     std::uint64_t results_delivered = 0;  ///< acknowledged by a web endpoint
     std::uint64_t results_spooled = 0;    ///< written to the spool file (some may be delivered since)
+    std::uint64_t results_queued = 0;     ///< finished, in memory, neither delivered nor spooled yet
+    std::uint64_t callback_failures = 0;  ///< result batches no web endpoint accepted (retried later)
     std::uint64_t spool_pending = 0;      ///< in the spool file, not yet delivered
     std::uint64_t in_flight = 0;          ///< accepted runs not finished (running + queued)
     std::uint64_t heartbeats_sent = 0;    ///< acknowledged heartbeats
@@ -188,6 +197,11 @@ class Executor {
     /// host:port the scheduler is told to call (after Start()).
     std::string address() const;
     ExecutorStats Stats() const;
+
+    /// The executor's metrics registry: the `sched_client_*` series, process metrics, and
+    /// whatever the service registers in it itself. `GET /metrics` serves it when the options
+    /// say `metrics: true`; it is kept either way. Lives as long as the Executor.
+    MetricsRegistry& metrics();
 
   private:
     std::unique_ptr<impl::Runtime> runtime_;
