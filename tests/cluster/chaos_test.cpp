@@ -517,8 +517,9 @@ TEST_F(ChaosTest, MariaDbRestartUnderLoadRecoversWithoutHelp) {
 }
 
 // The master, in its own network namespace, loses its link to the database but not to the
-// executors: it demotes itself before another node leads, no old-epoch dispatch follows the
-// new epoch's first, and once the link is back it rejoins as a slave.
+// executors: it demotes itself before another node leads, no old-epoch run arrives later than
+// the fires claimed before the takeover can leave, and once the link is back it rejoins as a
+// slave.
 TEST_F(ChaosTest, PartitionedMasterDemotesItselfAndRejoinsAsSlave) {
     if (!world->net) {
         if (EnvIs("SCHED_REQUIRE_NETNS", "1")) FAIL() << "cannot create network namespaces: " << world->no_net_reason;
@@ -592,7 +593,12 @@ TEST_F(ChaosTest, PartitionedMasterDemotesItselfAndRejoinsAsSlave) {
     ASSERT_TRUE(WaitForFlow(new_leader_at, 15s)) << "no fire ran after the takeover";
     std::this_thread::sleep_for(3s);
 
-    // Old-epoch dispatches all come before the new epoch's first one, at every instance.
+    // Old-epoch runs end with the fires claimed before the takeover: those leave at their due
+    // time, at most twice claim-ahead (100 ms by default) after their claim, and an instance
+    // that saw the new epoch first refuses them (they are re-stamped). Arrival is when the
+    // sink's handler starts, a few ms after admission. A deposed master still dispatching would
+    // be seconds late.
+    constexpr std::int64_t kClaimedAheadMs = 2 * 100 + 100;
     const auto runs = Runs();
     std::int64_t first_new = std::numeric_limits<std::int64_t>::max();
     for (const auto& r : runs) {
@@ -601,9 +607,9 @@ TEST_F(ChaosTest, PartitionedMasterDemotesItselfAndRejoinsAsSlave) {
     ASSERT_NE(first_new, std::numeric_limits<std::int64_t>::max()) << "no run of the new epoch";
     for (const auto& r : runs) {
         if (r.epoch <= old_epoch) {
-            EXPECT_LT(r.arrival_ms, first_new) << "old-epoch run of job " << r.job_id << " at " << r.scheduled_ms
-                                               << " (epoch " << r.epoch << ") on " << r.instance << " after the first "
-                                               << "new-epoch run";
+            EXPECT_LT(r.arrival_ms, first_new + kClaimedAheadMs)
+                << "old-epoch run of job " << r.job_id << " at " << r.scheduled_ms << " (epoch " << r.epoch << ") on "
+                << r.instance << " at " << r.arrival_ms << ", the first new-epoch run at " << first_new;
         }
     }
 

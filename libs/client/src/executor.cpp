@@ -28,6 +28,7 @@
 #include "sched/http/server.hpp"
 #include "sched/http/url.hpp"
 #include "sched/protocol/request_signature.hpp"
+#include "sched/protocol/run_batch.hpp"
 
 namespace sched::client {
 namespace impl {
@@ -38,6 +39,7 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 constexpr std::size_t kLogPageLines = 1000;
+using protocol::kMaxRunsPerBatch;
 constexpr auto kHeartbeatRetry = std::chrono::seconds(2);
 constexpr auto kStopPoll = milliseconds(10);
 
@@ -101,6 +103,15 @@ class Runtime {
   private:
     rest::Router Routes();
     rest::Response OnRun(rest::Request& req);
+    rest::Response OnRuns(rest::Request& req);
+    // One run's admission, shared by /v1/run and /v1/runs: the HTTP status and the JSON answer.
+    // `prefix` names the run in error fields ("runs[2]"; "" for /v1/run).
+    struct RunAnswer {
+        int status = 202;
+        nlohmann::json body;
+    };
+    RunAnswer AdmitRun(const nlohmann::json& body, const std::string& prefix);
+    static RunAnswer Refuse(const rest::ApiError& error);
     rest::Response OnKill(rest::Request& req);
     rest::Response OnBeat(rest::Request& req);
     rest::Response OnIdleBeat(rest::Request& req);
@@ -350,6 +361,7 @@ ExecutorStats Runtime::Stats() const {
 rest::Router Runtime::Routes() {
     rest::Router r;
     r.Add(rest::Method::kPost, "/v1/run", [this](rest::Request& req) { return OnRun(req); });
+    r.Add(rest::Method::kPost, protocol::kRunsPath, [this](rest::Request& req) { return OnRuns(req); });
     r.Add(rest::Method::kPost, "/v1/kill", [this](rest::Request& req) { return OnKill(req); });
     r.Add(rest::Method::kGet, "/v1/beat", [this](rest::Request& req) { return OnBeat(req); });
     r.Add(rest::Method::kPost, "/v1/idle-beat", [this](rest::Request& req) { return OnIdleBeat(req); });
@@ -366,7 +378,54 @@ rest::Router Runtime::Routes() {
 rest::Response Runtime::OnRun(rest::Request& req) {
     auto body = req.Json();
     if (!body.ok()) return rest::Response::Error(body.status(), "body");
-    rest::JsonFields f(*body);
+    RunAnswer answer = AdmitRun(*body, "");
+    return rest::Response::Json(std::move(answer.body), answer.status);
+}
+
+// The batch form of /v1/run: one signed request carries the runs a node sends this instance at
+// one due time, each admitted exactly as /v1/run would admit it, each answered in its own
+// item. A malformed envelope is one 400; a malformed run is that item's 400
+// ("runs[3].fire_id").
+rest::Response Runtime::OnRuns(rest::Request& req) {
+    auto body = req.Json();
+    if (!body.ok()) return rest::Response::Error(body.status(), "body");
+    if (!body->is_object() || !body->contains("runs") || !(*body)["runs"].is_array()) {
+        return rest::Response::Error(
+            rest::ApiError{Code::kInvalidArgument, "runs: required, an array of runs", "runs"});
+    }
+    auto& runs = (*body)["runs"];
+    if (runs.empty() || runs.size() > kMaxRunsPerBatch) {
+        return rest::Response::Error(rest::ApiError{
+            Code::kInvalidArgument,
+            "runs: expected 1.." + std::to_string(kMaxRunsPerBatch) + " runs, got " + std::to_string(runs.size()),
+            "runs"});
+    }
+    for (const auto& key : body->items()) {
+        if (key.key() != "runs") {
+            return rest::Response::Error(
+                rest::ApiError{Code::kInvalidArgument, key.key() + ": unknown field", std::string(key.key())});
+        }
+    }
+    nlohmann::json results = nlohmann::json::array();
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        RunAnswer answer = AdmitRun(runs[i], "runs[" + std::to_string(i) + "]");
+        answer.body["status"] = answer.status;
+        results.push_back(std::move(answer.body));
+    }
+    return rest::Response::Json({{"results", std::move(results)}}, 200);
+}
+
+Runtime::RunAnswer Runtime::Refuse(const rest::ApiError& error) {
+    nlohmann::json e = {{"code", CodeName(error.code)}, {"message", error.message}, {"field", nullptr}};
+    if (!error.field.empty()) e["field"] = error.field;
+    return {rest::HttpStatusFor(error.code), {{"error", std::move(e)}}};
+}
+
+Runtime::RunAnswer Runtime::AdmitRun(const nlohmann::json& body, const std::string& prefix) {
+    rest::JsonFields f(body, prefix);
+    const auto named = [&](const char* field) {
+        return prefix.empty() ? std::string(field) : prefix + "." + field;
+    };
     RunRequest run;
     run.fire_id = f.Int("fire_id", {.min = 0});
     run.job_id = f.Int("job_id", {.min = 0});
@@ -386,15 +445,14 @@ rest::Response Runtime::OnRun(rest::Request& req) {
     if (f.ok() && !run.callback_url.empty()) {
         if (auto url = rest::Url::Parse(run.callback_url); !url.ok()) f.Fail("callback_url", url.status().message());
     }
-    if (f.error()) return rest::Response::Error(*f.error());
+    if (f.error()) return Refuse(*f.error());
     if (!handlers_.contains(run.handler)) {
-        return rest::Response::Error(
-            rest::ApiError{Code::kNotFound,
-                           "no handler \"" + run.handler + "\" in app " + options_.app +
-                               " (handlers: " + fmt::format("{}", fmt::join(HandlerNames(), ", ")) + ")",
-                           "handler"});
+        return Refuse(rest::ApiError{Code::kNotFound,
+                                     "no handler \"" + run.handler + "\" in app " + options_.app +
+                                         " (handlers: " + fmt::format("{}", fmt::join(HandlerNames(), ", ")) + ")",
+                                     named("handler")});
     }
-    if (!accepting_) return rest::Response::Error(rest::ApiError{Code::kUnavailable, "the executor is stopping", ""});
+    if (!accepting_) return Refuse(rest::ApiError{Code::kUnavailable, "the executor is stopping", ""});
 
     const std::int64_t fire_id = run.fire_id;
     AdmitResult admit = registry_.Admit(std::move(run), [this](const Run& accepted, bool start_now) {
@@ -406,16 +464,16 @@ rest::Response Runtime::OnRun(rest::Request& req) {
     switch (admit.admission) {
         case Admission::kStaleEpoch:
             ++counters_.stale;
-            return rest::Response::Error(rest::ApiError{Code::kAborted, admit.message, "epoch"});
+            return Refuse(rest::ApiError{Code::kAborted, admit.message, named("epoch")});
         case Admission::kDuplicate:
             ++counters_.duplicates;
-            return rest::Response::Json({{"accepted", true}, {"duplicate", true}, {"fire_id", fire_id}}, 202);
+            return {202, {{"accepted", true}, {"duplicate", true}, {"fire_id", fire_id}}};
         case Admission::kBusy:
             ++counters_.busy;
-            return rest::Response::Error(rest::ApiError{Code::kAborted, admit.message, "block_strategy"});
+            return Refuse(rest::ApiError{Code::kAborted, admit.message, named("block_strategy")});
         case Admission::kNoCapacity:
             ++counters_.capacity;
-            return rest::Response::Error(rest::ApiError{Code::kResourceExhausted, admit.message, ""});
+            return Refuse(rest::ApiError{Code::kResourceExhausted, admit.message, ""});
         case Admission::kAccepted:
             break;
     }
@@ -424,8 +482,7 @@ rest::Response Runtime::OnRun(rest::Request& req) {
         ReportNeverStarted(dropped, "covered by fire " + std::to_string(fire_id) + " before it started");
     }
     if (admit.start_now) Launch(admit.run);
-    return rest::Response::Json(
-        {{"accepted", true}, {"fire_id", fire_id}, {"state", admit.start_now ? "running" : "queued"}}, 202);
+    return {202, {{"accepted", true}, {"fire_id", fire_id}, {"state", admit.start_now ? "running" : "queued"}}};
 }
 
 rest::Response Runtime::OnKill(rest::Request& req) {

@@ -669,6 +669,62 @@ TEST_F(ExecutorTest, ResultsSpooledWhileTheWebIsDownAreDeliveredOnceAfterARestar
     EXPECT_FALSE(std::filesystem::exists(spool_dir_ / "results.jsonl"));
 }
 
+TEST_F(ExecutorTest, ABatchOfRunsIsAdmittedRunByRunWithOneAnswerEach) {
+    Start(Options());
+    nlohmann::json missing_fire = RunBody(0, 13, "echo");
+    missing_fire.erase("fire_id");
+    const nlohmann::json batch = {{"runs",
+                                   {RunBody(1, 10, "echo"), RunBody(2, 11, "fail"), RunBody(3, 12, "nope"),
+                                    missing_fire, RunBody(1, 10, "echo"), RunBody(4, 14, "count", {{"epoch", 0}})}}};
+    auto r = Post("/v1/runs", batch);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->status, 200) << r->body;
+    const auto body = *r->Json();
+    ASSERT_EQ(body["results"].size(), 6u) << body.dump();
+    const auto& results = body["results"];
+    EXPECT_EQ(results[0]["status"], 202);
+    EXPECT_EQ(results[0]["state"], "running");
+    EXPECT_EQ(results[0]["fire_id"], 1);
+    EXPECT_EQ(results[1]["status"], 202);
+    EXPECT_EQ(results[2]["status"], 404);
+    EXPECT_EQ(results[2]["error"]["field"], "runs[2].handler");
+    EXPECT_EQ(results[3]["status"], 400);
+    EXPECT_EQ(results[3]["error"]["field"], "runs[3].fire_id");
+    EXPECT_EQ(results[4]["status"], 202);  // the same (fire, attempt) again: a duplicate, not run twice
+    EXPECT_TRUE(results[4]["duplicate"].get<bool>());
+    EXPECT_EQ(results[5]["status"], 409);  // an older epoch than this batch's first runs
+    EXPECT_EQ(results[5]["error"]["field"], "runs[5].epoch");
+    EXPECT_EQ(ResultOf(1)["status"], "succeeded");
+    EXPECT_EQ(ResultOf(2)["status"], "failed");
+    const auto stats = executor_->Stats();
+    EXPECT_EQ(stats.accepted, 2u);
+    EXPECT_EQ(stats.duplicates, 1u);
+    EXPECT_EQ(stats.refused_stale_epoch, 1u);
+    EXPECT_EQ(count_calls_.load(), 0);
+}
+
+TEST_F(ExecutorTest, AMalformedBatchIsOne400NamingTheField) {
+    Start(Options());
+    nlohmann::json too_many = {{"runs", nlohmann::json::array()}};
+    for (int i = 0; i < 1001; ++i) too_many["runs"].push_back(RunBody(100 + i, 100 + i, "count"));
+    const std::vector<std::pair<nlohmann::json, std::string>> cases = {
+        {nlohmann::json::object(), "runs"},
+        {{{"runs", nlohmann::json::array()}}, "runs"},
+        {{{"runs", "all of them"}}, "runs"},
+        {{{"runs", {RunBody(1, 10, "count")}}, {"urgent", true}}, "urgent"},
+        {too_many, "runs"},
+        {nlohmann::json::array(), "runs"},
+    };
+    for (const auto& [body, field] : cases) {
+        auto r = Post("/v1/runs", body);
+        ASSERT_TRUE(r.ok());
+        EXPECT_EQ(r->status, 400) << body.dump().substr(0, 200);
+        EXPECT_EQ(ErrorOf(r)["field"], field) << r->body.substr(0, 300);
+    }
+    EXPECT_EQ(count_calls_.load(), 0);
+    EXPECT_EQ(executor_->Stats().accepted, 0u);
+}
+
 TEST_F(ExecutorTest, MetricsCountRunsByHandlerAndOutcomeAndCarryWhatTheServiceAdds) {
     auto options = Options();
     options.metrics = true;

@@ -78,6 +78,13 @@ std::vector<Fire> FireClaims::Claim(soci::session& s, const std::vector<std::int
                                       [&](soci::statement& st) { st.exchange(soci::use(token, "token")); });
 }
 
+bool FireClaims::Restamp(soci::session& s, std::int64_t id, std::int64_t token, std::int64_t epoch) {
+    soci::statement st = (s.prepare << "UPDATE job_fire SET dispatch_epoch = :epoch WHERE id = :id AND claim_token = "
+                                       ":token AND status = 'dispatching'",
+                          soci::use(epoch, "epoch"), soci::use(id, "id"), soci::use(token, "token"));
+    return impl::ExecuteAffected(st) == 1;
+}
+
 int FireClaims::MarkRunning(soci::session& s, const std::vector<std::int64_t>& ids, const std::string& address,
                             std::int64_t started_at) {
     if (ids.empty()) return 0;

@@ -20,7 +20,7 @@ namespace {
 constexpr std::size_t kSelectChunk = 500;
 // SQLite refuses a compound SELECT of more than 500 terms (SQLITE_MAX_COMPOUND_SELECT).
 constexpr std::size_t kPairChunk = 250;
-constexpr std::size_t kUpdateChunk = 1000;
+constexpr std::size_t kUpdateChunk = 64;
 // Bound text per UPDATE: messages are up to 64 KiB each, and MySQL refuses a statement larger
 // than max_allowed_packet (16 MiB by default; escaping can double the bytes).
 constexpr std::size_t kUpdateTextBudget = std::size_t{4} << 20;
@@ -244,8 +244,14 @@ long long UpdateChunk(soci::session& s, const std::vector<ExecutorResult>& resul
                 where += " AND executor_address = :w" + n;
                 where_uses.emplace_back(&*r.address, "w" + n);
             }
+        } else if (r.address) {
+            // Judged while dispatching: the slave may record it `running` (by this very
+            // instance) before this UPDATE; that is the same fire in the same hands, so it
+            // must not cost a rollback and another round.
+            where += " AND (status = 'dispatching' OR (status = 'running' AND executor_address = :v" + n + "))";
+            where_uses.emplace_back(&*r.address, "v" + n);
         } else {
-            where += " AND status = 'dispatching'";
+            where += " AND status IN ('dispatching', 'running')";
         }
         if (w.check_epoch) where += " AND dispatch_epoch = " + std::to_string(*r.epoch);
         where += ")";

@@ -159,7 +159,9 @@ Result<FireActivity> FireStats::Activity(const ActivityQuery& q) {
         const auto per_status = impl::SelectRows<JobStatusRow>(
             s,
             "SELECT f.job_id, f.status, SUM(COALESCE(f.skipped_count, 1)), COUNT(f.dispatched_at), "
-            "COALESCE(SUM(f.dispatched_at - f.due_at), 0), MAX(f.dispatched_at - f.due_at), MAX(f.finished_at) "
+            // A fire claimed ahead (slave.claim-ahead) has dispatched_at before due_at: lag 0.
+            "COALESCE(SUM(CASE WHEN f.dispatched_at > f.due_at THEN f.dispatched_at - f.due_at ELSE 0 END), 0), "
+            "MAX(CASE WHEN f.dispatched_at > f.due_at THEN f.dispatched_at - f.due_at ELSE 0 END), MAX(f.finished_at) "
             "FROM job_fire f" +
                 in_window + "GROUP BY f.job_id, f.status",
             [&](soci::statement& st) {

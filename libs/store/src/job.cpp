@@ -241,7 +241,7 @@ bool JobRepository::AdvanceSchedule(soci::session& s, std::int64_t id, std::int6
 
 std::vector<bool> JobRepository::AdvanceMany(soci::session& s, const std::vector<ScheduleAdvance>& advances) {
     // 500 rows bind at most 4,500 values: well within SQLite's 32,766 and MySQL's packet limits.
-    constexpr std::size_t kChunk = 500;
+    constexpr std::size_t kChunk = 64;
     std::vector<bool> advanced(advances.size(), false);
     for (std::size_t begin = 0; begin < advances.size(); begin += kChunk) {
         const std::size_t end = std::min(advances.size(), begin + kChunk);

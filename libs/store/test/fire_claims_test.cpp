@@ -67,6 +67,27 @@ TEST_P(FireClaimsTest, ARetriedClaimWithItsTokenFindsWhatItWonBefore) {
     EXPECT_EQ(Ids(Claim({a, b}, 444)), std::set<std::int64_t>{b});
 }
 
+TEST_P(FireClaimsTest, RestampChangesTheEpochOnlyOfAFireTheClaimStillHolds) {
+    const auto a = Insert(1, 1000);
+    const auto b = Insert(2, 1000);
+    const auto c = Insert(3, 1000);  // never claimed
+    ASSERT_EQ(Claim({a, b}, 666).size(), 2u);
+    ASSERT_TRUE(FireRepository(db()).Transition(b, {FireStatus::kDispatching}, FireStatus::kLost, {}).ok());
+    const auto restamp = [&](std::int64_t id, std::int64_t token) {
+        auto r = db().Run([&](soci::session& s) { return FireClaims::Restamp(s, id, token, 10); });
+        EXPECT_TRUE(r.ok()) << r.status().ToString();
+        return r.ok() && *r;
+    };
+    EXPECT_FALSE(restamp(a, 777)) << "another claim's token";
+    EXPECT_FALSE(restamp(b, 666)) << "no longer dispatching";
+    EXPECT_FALSE(restamp(c, 666)) << "never claimed";
+    EXPECT_TRUE(restamp(a, 666));
+    FireRepository fires(db());
+    EXPECT_EQ(fires.Get(a)->dispatch_epoch, 10);
+    EXPECT_EQ(fires.Get(b)->dispatch_epoch, 9);
+    EXPECT_EQ(fires.Get(a)->status, FireStatus::kDispatching);
+}
+
 TEST_P(FireClaimsTest, MarkRunningMovesOnlyDispatchingFires) {
     const auto a = Insert(1, 1000);
     const auto b = Insert(2, 1000);

@@ -257,7 +257,31 @@ TEST_P(FireResultsTest, ALostCasIsJudgedAgainOnTheFireAsItIsNow) {
     auto outcomes = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
         const auto race = [&](const std::string&) {
             if (++calls == 1) {
-                // The slave records `running` on the instance that took the fire.
+                // An operator kills the first fire through the API meanwhile.
+                s << "UPDATE job_fire SET status = 'killed', finished_at = 3 WHERE id = :id", soci::use(ids[0]);
+            }
+            return true;
+        };
+        return FireResults::ApplyMany(s, batch, race);
+    });
+    ASSERT_TRUE(outcomes.ok()) << outcomes.status().ToString();
+    EXPECT_EQ(Names(*outcomes), (std::vector<std::string>{"conflict", "applied", "applied"}));
+    EXPECT_EQ(calls, 6);  // two rounds of three items
+    EXPECT_EQ(State(ids[0]).substr(0, 7), "killed|") << State(ids[0]);
+    EXPECT_EQ(State(ids[1]), "succeeded|10.0.0.1:7000|9|msg '\\ for " + std::to_string(ids[1]) + "|0|1|7|0|5");
+}
+
+// The slave recording `running` on the very instance that reports the result, between the
+// batch's read (the fire still `dispatching`) and its write, is the same fire in the same
+// hands: applied in the first round, no rollback.
+TEST_P(FireResultsTest, ARunningRecordOfTheSameInstanceBetweenReadAndWriteCostsNoSecondRound) {
+    const auto ids = ManyFires(3, 1);
+    std::vector<ExecutorResult> batch;
+    for (auto id : ids) batch.push_back(Item(id, 0, 5, "10.0.0.1:7000"));
+    int calls = 0;
+    auto outcomes = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+        const auto race = [&](const std::string&) {
+            if (++calls == 1) {
                 s << "UPDATE job_fire SET status = 'running', executor_address = '10.0.0.1:7000', started_at = 2 "
                      "WHERE id = :id",
                     soci::use(ids[0]);
@@ -268,13 +292,13 @@ TEST_P(FireResultsTest, ALostCasIsJudgedAgainOnTheFireAsItIsNow) {
     });
     ASSERT_TRUE(outcomes.ok()) << outcomes.status().ToString();
     EXPECT_EQ(Names(*outcomes), (std::vector<std::string>{"applied", "applied", "applied"}));
-    EXPECT_EQ(calls, 6);  // two rounds of three items
-    EXPECT_EQ(State(ids[0]), "succeeded|10.0.0.1:7000|9|msg '\\ for " + std::to_string(ids[0]) + "|0|1|2|0|5");
-    EXPECT_EQ(State(ids[1]), "succeeded|10.0.0.1:7000|9|msg '\\ for " + std::to_string(ids[1]) + "|0|1|7|0|5");
+    EXPECT_EQ(calls, 3);  // one round
+    // The executor's start time replaces the slave's record of its 202.
+    EXPECT_EQ(State(ids[0]), "succeeded|10.0.0.1:7000|9|msg '\\ for " + std::to_string(ids[0]) + "|0|1|7|0|5");
 }
 
 // Counted by the server: a MySQL session's Questions counter counts every statement it ran.
-TEST_P(FireResultsTest, ABatchCostsAConstantNumberOfStatements) {
+TEST_P(FireResultsTest, ABatchCostsAStatementPer64Results) {
     if (db().backend() != db::Backend::kMySql) GTEST_SKIP() << "counted with MySQL's session status";
     const auto ids = ManyFires(200, 50);
     std::vector<ExecutorResult> batch;
@@ -294,9 +318,11 @@ TEST_P(FireResultsTest, ABatchCostsAConstantNumberOfStatements) {
     });
     ASSERT_TRUE(outcomes.ok()) << outcomes.status().ToString();
     for (auto o : *outcomes) ASSERT_EQ(o, ResultOutcome::kApplied);
-    // The fires, the registrations, the savepoint, the UPDATE.
-    EXPECT_LE(statements, 4) << statements;
-    EXPECT_GE(statements, 3);
+    // The fires, the registrations, the savepoint, and one UPDATE per 64 results: 200 -> 4.
+    // Larger UPDATEs would be fewer statements but cost the server quadratic time: each row
+    // scans the CASE lists of its chunk (docs/architecture.md "Callbacks").
+    EXPECT_LE(statements, 7) << statements;
+    EXPECT_GE(statements, 6);
 }
 
 // ---- Logs stored with results (job_fire_log) ----
@@ -429,7 +455,8 @@ TEST_P(FireResultsTest, ABatchWithLogsCostsOneMoreStatement) {
     });
     ASSERT_TRUE(outcomes.ok()) << outcomes.status().ToString();
     for (auto o : *outcomes) ASSERT_EQ(o, ResultOutcome::kApplied);
-    EXPECT_LE(statements, 4) << statements;  // the fires, the savepoint, the UPDATE, the REPLACE
+    // The fires, the savepoint, an UPDATE per 64 results (4 here), the REPLACE.
+    EXPECT_LE(statements, 7) << statements;
     for (auto id : ids) ASSERT_TRUE(StoredLog(db(), id)) << id;
 }
 

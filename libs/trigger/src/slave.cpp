@@ -13,6 +13,7 @@
 
 #include "impl/on_pool.hpp"
 #include "sched/cron/misfire.hpp"
+#include "sched/protocol/run_batch.hpp"
 
 namespace sched::trigger {
 
@@ -39,6 +40,28 @@ std::string ErrorField(const rest::ClientResponse& r) {
     const auto& e = (*j)["error"];
     return e.contains("field") && e["field"].is_string() ? e["field"].get<std::string>() : "";
 }
+
+// A /v1/run body for `fire` of `job`, claimed in a group at `epoch`.
+nlohmann::json RunJson(const store::Fire& fire, const store::Job& job, std::int64_t epoch) {
+    return {{"fire_id", fire.id},
+            {"job_id", job.id},
+            {"attempt", fire.attempt},
+            {"epoch", epoch},
+            {"handler", job.handler},
+            {"params", ParamsJson(job.params)},
+            {"scheduled_ms", fire.scheduled_time},
+            {"timeout_ms", job.timeout_ms},
+            {"shard_index", fire.shard_index},
+            {"shard_total", fire.shard_total},
+            {"block_strategy", job.block_strategy}};
+}
+
+// A batch stays well under the executor's body limit (1 MiB by default): larger bodies are cut
+// into several requests.
+constexpr std::size_t kBatchBodyBytes = 512 * 1024;
+// How long an instance that answered 404 for /v1/runs (an older SDK) gets runs one by one
+// before a batch is tried again (it may have been upgraded in place).
+constexpr auto kNoBatchRetry = std::chrono::minutes(1);
 
 std::int64_t NewClaimToken() {
     // Random, so that two slaves (or two processes under one node id) never share a token; a
@@ -77,6 +100,7 @@ SlaveConfig SlaveConfig::FromYaml(const ConfigNode& node) {
 /// One claimed group: what every Send of it reads (immutable once built).
 struct Slave::Group {
     std::int64_t epoch = 0;
+    std::int64_t token = 0;          // the claim's: a fire is still this group's while it carries it
     std::vector<store::Fire> fires;  // won by the claim, earliest due first
     std::map<std::int64_t, store::Job> jobs;
     std::shared_ptr<const Registry> registry;
@@ -110,6 +134,9 @@ struct Slave::State {
         std::deque<std::shared_ptr<Waiter>> waiters;
     };
     std::map<std::string, Calls> calls;
+
+    // Instances that do not serve /v1/runs, until when (guarded by `mu`).
+    std::map<std::string, std::chrono::steady_clock::time_point> no_batch;
 };
 
 Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::shared_ptr<db::Database> db, const DbTime& time,
@@ -148,7 +175,11 @@ Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr
       running_batches_(metrics
                            .Counter("sched_slave_running_batches_total",
                                     "Statements recording accepted fires as running (one per executor per window).")
-                           .Labels({})) {
+                           .Labels({})),
+      run_batches_(metrics
+                       .Counter("sched_slave_run_batches_total",
+                                "POST /v1/runs requests: the fires of one due time for one executor instance.")
+                       .Labels({})) {
     // Known outcomes are exported from the start, at 0, so rate() and alerts see them.
     for (const char* outcome : {"accepted", "discarded", "failed", "misfire"}) dispatched_.Labels({outcome});
 }
@@ -243,7 +274,9 @@ void Slave::Forget(std::int64_t fire_id) {
 }
 
 // Runs on strand_. One timer for every waiting fire: it wakes when the earliest is within
-// claim-ahead of due, and claims every fire due by then as one group.
+// claim-ahead of due, and claims as one group every fire due within the next claim-ahead
+// after that (so fires spread over time are claimed in groups too, each between claim-ahead
+// and twice claim-ahead before its due time); with claim-ahead 0, the fires due now.
 net::awaitable<void> Slave::GroupLoop() {
     auto state = state_;
     state->wake = std::make_shared<net::steady_timer>(strand_);
@@ -254,7 +287,9 @@ net::awaitable<void> Slave::GroupLoop() {
         std::int64_t wait_ms = Ms(config_.poll_interval);
         {
             std::lock_guard lock(state->mu);
-            while (!state->due.empty() && state->due.begin()->first <= now + ahead &&
+            const bool woken = !state->due.empty() && state->due.begin()->first <= now + ahead;
+            const std::int64_t horizon = now + 2 * ahead;
+            while (woken && !state->due.empty() && state->due.begin()->first <= horizon &&
                    static_cast<int>(ready.size()) < config_.max_group) {
                 const auto id = state->due.begin()->second;
                 state->due.erase(state->due.begin());
@@ -324,6 +359,7 @@ net::awaitable<void> Slave::ClaimAndSend(std::vector<store::Fire> fires) {
 
     auto group = std::make_shared<Group>();
     group->epoch = claimed->epoch;
+    group->token = token;
     group->fires = std::move(claimed->fires);
     for (auto& job : claimed->jobs) group->jobs.emplace(job.id, std::move(job));
 
@@ -375,9 +411,9 @@ net::awaitable<void> Slave::SendGroup(std::shared_ptr<const Group> group) {
             } catch (const boost::system::system_error&) {
             }
         }
-        for (; i < group->fires.size() && group->fires[i].due_at <= due; ++i) {
-            net::co_spawn(io_, Send(group, group->fires[i]), net::detached);
-        }
+        std::vector<store::Fire> now_due;
+        for (; i < group->fires.size() && group->fires[i].due_at <= due; ++i) now_due.push_back(group->fires[i]);
+        DispatchDue(group, std::move(now_due));
     }
 }
 
@@ -457,12 +493,24 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
         co_return;
     }
 
-    std::vector<std::string> addresses;
-    if (auto it = group->registry->find(job.app); it != group->registry->end()) {
-        for (const auto& e : it->second) {
-            if (std::find(e.handlers.begin(), e.handlers.end(), job.handler) != e.handlers.end()) {
-                addresses.push_back(e.address);
+    std::vector<std::string> addresses = Candidates(*group, job);
+    if (addresses.empty()) {
+        // No instance in the group's copy of the registry. Right after a database outage that
+        // copy can predate the instances' first heartbeat since (their rows aged past
+        // executor-ttl while nothing could be written): look again, with backoff, until
+        // dispatch-timeout before failing the fire.
+        const auto until = std::chrono::steady_clock::now() + config_.dispatch_timeout;
+        Micros wait = 100ms;
+        net::steady_timer pause(io_);
+        while (addresses.empty() && std::chrono::steady_clock::now() + wait < until && !state_->stopping) {
+            pause.expires_after(wait);
+            try {
+                co_await pause.async_wait(net::use_awaitable);
+            } catch (const boost::system::system_error&) {
             }
+            auto look = LiveCandidates(job.app, job.handler, wait);
+            addresses = co_await net::co_spawn(strand_, std::move(look), net::use_awaitable);
+            wait = std::min<Micros>(wait * 2, 1s);
         }
     }
     const auto routing = ParseRouting(job.routing).value_or(Routing::kRoundRobin);
@@ -470,18 +518,9 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
     const Probe probe = ProbeFor(routing);
     rest::CallOptions call{.timeout = config_.dispatch_timeout};
 
-    const nlohmann::json run_json = {{"fire_id", fire.id},
-                                     {"job_id", job.id},
-                                     {"attempt", fire.attempt},
-                                     {"epoch", group->epoch},
-                                     {"handler", job.handler},
-                                     {"params", ParamsJson(job.params)},
-                                     {"scheduled_ms", fire.scheduled_time},
-                                     {"timeout_ms", job.timeout_ms},
-                                     {"shard_index", fire.shard_index},
-                                     {"shard_total", fire.shard_total},
-                                     {"block_strategy", job.block_strategy}};
-    const std::string run = run_json.dump();
+    std::int64_t epoch = group->epoch;
+    std::string run = RunJson(fire, job, epoch).dump();
+    bool restamped = false;
     const std::string app = job.app;
     std::string reasons;
     const auto note = [&](const std::string& address, const std::string& reason, const std::string& metric) {
@@ -496,7 +535,8 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
     for (;;) {
         bool all_busy = !order.empty();
         reasons.clear();
-        for (const auto& address : order) {
+        for (std::size_t a = 0; a < order.size(); ++a) {
+            const std::string& address = order[a];
             const std::string base = "http://" + address;
             if (probe == Probe::kBeat) {
                 const std::string beat_url = base + "/v1/beat";
@@ -533,15 +573,33 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
                 continue;
             }
             if (response->status == 202) {
-                RecordRunning(fire.id, address, time_.NowMs());
-                router_.RecordDispatch(job.id, address);
-                lag_.Observe(static_cast<double>(std::max<std::int64_t>(0, sent_at - fire.due_at)) / 1000.0);
-                dispatched_.Labels({"accepted"}).Inc();
-                if (job.timeout_ms > 0)
-                    net::co_spawn(io_, WatchTimeout(fire.id, app, address, job.timeout_ms), net::detached);
+                Accepted(fire, job, address, sent_at);
                 co_return;
             }
             const std::string field = ErrorField(*response);
+            if (response->status == 409 && field == "epoch" && !restamped) {
+                // The instance has seen a newer master than the one in force at the claim (a
+                // failover since, e.g. while the group waited for its due time). The fire is
+                // still this claim's to send if it is still dispatching under its token: stamp
+                // it with the current epoch and ask the same instance again, once.
+                restamped = true;
+                const std::int64_t token = group->token;
+                const std::int64_t id = fire.id;
+                auto fresh = co_await impl::OnPool(db_pool_, [this, id, token] { return store_->Restamp(id, token); });
+                if (fresh.ok() && !fresh->has_value()) {
+                    spdlog::warn("slave {}: fire {} is no longer this node's to send (its claim was ended elsewhere)",
+                                 node_id_, fire.id);
+                    co_return;
+                }
+                if (fresh.ok() && **fresh > epoch) {
+                    spdlog::info("slave {}: fire {} re-stamped from epoch {} to {} after {} refused the older one",
+                                 node_id_, fire.id, epoch, **fresh, address);
+                    epoch = **fresh;
+                    run = RunJson(fire, job, epoch).dump();
+                    --a;  // the same instance again
+                    continue;
+                }
+            }
             if (response->status == 409 && field == "block_strategy") {
                 dispatched_.Labels({"discarded"}).Inc();
                 const std::string why =
@@ -570,6 +628,189 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
     const std::optional<store::FireReason> reason = store::FireReason::kNoExecutor;
     fire_outcomes_.Ended(job.app, job.id, FireStatus::kFailed);
     co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kFailed, why, reason);
+}
+
+std::vector<std::string> Slave::Candidates(const Group& group, const store::Job& job) const {
+    std::vector<std::string> addresses;
+    if (auto it = group.registry->find(job.app); it != group.registry->end()) {
+        for (const auto& e : it->second) {
+            if (std::find(e.handlers.begin(), e.handlers.end(), job.handler) != e.handlers.end()) {
+                addresses.push_back(e.address);
+            }
+        }
+    }
+    return addresses;
+}
+
+net::awaitable<std::vector<std::string>> Slave::LiveCandidates(std::string app, std::string handler, Micros max_age) {
+    auto state = state_;
+    if (!state->registry || std::chrono::steady_clock::now() - state->registry_at > max_age) {
+        const auto read_at = std::chrono::steady_clock::now();
+        auto live = co_await impl::OnPool(db_pool_, [this] { return store_->LiveExecutors(Ms(config_.executor_ttl)); });
+        if (live.ok()) {
+            auto registry = std::make_shared<Registry>();
+            for (auto& e : *live) (*registry)[e.app].push_back(std::move(e));
+            state->registry = std::move(registry);
+            state->registry_at = read_at;
+        }
+    }
+    std::vector<std::string> addresses;
+    if (!state->registry) co_return addresses;
+    if (auto it = state->registry->find(app); it != state->registry->end()) {
+        for (const auto& e : it->second) {
+            if (std::find(e.handlers.begin(), e.handlers.end(), handler) != e.handlers.end()) {
+                addresses.push_back(e.address);
+            }
+        }
+    }
+    co_return addresses;
+}
+
+void Slave::Accepted(const store::Fire& fire, const store::Job& job, const std::string& address, std::int64_t sent_at) {
+    RecordRunning(fire.id, address, time_.NowMs());
+    router_.RecordDispatch(job.id, address);
+    lag_.Observe(static_cast<double>(std::max<std::int64_t>(0, sent_at - fire.due_at)) / 1000.0);
+    dispatched_.Labels({"accepted"}).Inc();
+    if (job.timeout_ms > 0) net::co_spawn(io_, WatchTimeout(fire.id, job.app, address, job.timeout_ms), net::detached);
+}
+
+std::optional<std::string> Slave::BatchAddress(const Group& group, const store::Fire& fire, std::int64_t now_ms) {
+    const auto job_it = group.jobs.find(fire.job_id);
+    if (job_it == group.jobs.end()) return std::nullopt;
+    const store::Job& job = job_it->second;
+    if (!job.enabled && fire.kind != store::FireKind::kManual) return std::nullopt;
+    if (MisfireVerdict(group, fire, job, now_ms)) return std::nullopt;
+    const auto routing = ParseRouting(job.routing).value_or(Routing::kRoundRobin);
+    if (ProbeFor(routing) != Probe::kNone) return std::nullopt;
+    const auto order = router_.Order(routing, job.id, Candidates(group, job), fire.shard_index);
+    if (order.empty()) return std::nullopt;
+    std::lock_guard lock(state_->mu);
+    if (auto it = state_->no_batch.find(order.front()); it != state_->no_batch.end()) {
+        if (std::chrono::steady_clock::now() < it->second) return std::nullopt;
+        state_->no_batch.erase(it);
+    }
+    return order.front();
+}
+
+// The fires of one due time. Per fire, Send would probe, pick an instance and call /v1/run;
+// a burst for one instance would be as many requests. Here the fires whose routing needs no
+// probe go to their first-choice instance in one request each, and only what a batch did not
+// place (busy, refused, transport error) takes the per-fire path, which tries the other
+// instances in order as before.
+void Slave::DispatchDue(const std::shared_ptr<const Group>& group, std::vector<store::Fire> fires) {
+    const std::int64_t now = time_.NowMs();
+    std::map<std::pair<std::string, std::string>, std::vector<store::Fire>> batches;  // (app, address)
+    for (auto& fire : fires) {
+        if (fires.size() > 1) {
+            if (auto address = BatchAddress(*group, fire, now)) {
+                const std::string app = group->jobs.at(fire.job_id).app;
+                batches[{app, *address}].push_back(std::move(fire));
+                continue;
+            }
+        }
+        net::co_spawn(io_, Send(group, std::move(fire)), net::detached);
+    }
+    for (auto& [key, list] : batches) {
+        if (list.size() == 1) {
+            net::co_spawn(io_, Send(group, std::move(list.front())), net::detached);
+            continue;
+        }
+        for (std::size_t from = 0; from < list.size(); from += protocol::kMaxRunsPerBatch) {
+            const std::size_t to = std::min(list.size(), from + protocol::kMaxRunsPerBatch);
+            std::vector<store::Fire> chunk(std::make_move_iterator(list.begin() + static_cast<std::ptrdiff_t>(from)),
+                                           std::make_move_iterator(list.begin() + static_cast<std::ptrdiff_t>(to)));
+            net::co_spawn(io_, SendBatch(group, key.first, key.second, std::move(chunk)), net::detached);
+        }
+    }
+}
+
+net::awaitable<void> Slave::SendBatch(std::shared_ptr<const Group> group, std::string app, std::string address,
+                                      std::vector<store::Fire> fires) {
+    in_flight_ += fires.size();
+    std::vector<bool> placed(fires.size(), false);
+    std::size_t from = 0;
+    // Until every run is placed, or the instance cannot take a batch now (the rest then go one
+    // by one below).
+    while (from < fires.size()) {
+        // Cut by bytes: params can make runs large.
+        std::string runs;
+        std::size_t to = from;
+        for (; to < fires.size(); ++to) {
+            const std::string run = RunJson(fires[to], group->jobs.at(fires[to].job_id), group->epoch).dump();
+            if (to > from && runs.size() + run.size() > kBatchBodyBytes) break;
+            if (to > from) runs += ',';
+            runs += run;
+        }
+        const std::size_t count = to - from;
+        auto acquire = AcquireCall(address);
+        const bool slot = co_await net::co_spawn(strand_, std::move(acquire), net::use_awaitable);
+        if (!slot) break;
+        const std::string body = "{\"runs\":[" + runs + "]}";
+        const std::string url = "http://" + address + protocol::kRunsPath;
+        const rest::CallOptions call{.timeout = config_.dispatch_timeout};
+        const std::int64_t sent_at = time_.NowMs();
+        auto response = co_await executors_->Send(app, rest::Method::kPost, url, body, call);
+        ReleaseCall(address);
+        run_batches_.Inc();
+        nlohmann::json results;
+        if (response.ok() && response->status == 200) {
+            if (auto parsed = response->Json(); parsed.ok() && parsed->is_object() && parsed->contains("results")) {
+                results = std::move((*parsed)["results"]);
+            }
+        }
+        if (!results.is_array() || results.size() != count) {
+            if (response.ok() && response->status == 404) {
+                spdlog::info("slave {}: executor {} does not serve {} (an older client SDK): runs go one by one",
+                             node_id_, address, protocol::kRunsPath);
+                std::lock_guard lock(state_->mu);
+                state_->no_batch[address] = std::chrono::steady_clock::now() + kNoBatchRetry;
+            } else {
+                dispatch_errors_.Labels({"batch"}).Inc();
+                spdlog::warn("slave {}: batch of {} runs to {} failed ({}): sending them one by one", node_id_, count,
+                             address,
+                             response.ok() ? "HTTP " + std::to_string(response->status) : response.status().message());
+            }
+            break;
+        }
+        for (std::size_t k = 0; k < count; ++k) {
+            const store::Fire& fire = fires[from + k];
+            const store::Job& job = group->jobs.at(fire.job_id);
+            const auto& item = results[k];
+            const int status = item.is_object() && item.contains("status") && item["status"].is_number_integer()
+                                   ? item["status"].get<int>()
+                                   : 0;
+            if (status == 202) {
+                Accepted(fire, job, address, sent_at);
+                Forget(fire.id);
+                placed[from + k] = true;
+                continue;
+            }
+            std::string field;
+            if (item.is_object() && item.contains("error") && item["error"].is_object() &&
+                item["error"].contains("field") && item["error"]["field"].is_string()) {
+                field = item["error"]["field"].get<std::string>();
+            }
+            constexpr std::string_view kBlock = ".block_strategy";
+            if (status == 409 && field.size() >= kBlock.size() &&
+                field.compare(field.size() - kBlock.size(), kBlock.size(), kBlock) == 0) {
+                dispatched_.Labels({"discarded"}).Inc();
+                const std::string why =
+                    "discarded: the job is still running on " + address + " (block strategy discard-later)";
+                const std::optional<store::FireReason> reason = store::FireReason::kBlocked;
+                fire_outcomes_.Ended(job.app, job.id, FireStatus::kSkipped);
+                co_await Finish(fire.id, FireStatus::kDispatching, FireStatus::kSkipped, why, reason);
+                Forget(fire.id);
+                placed[from + k] = true;
+            }
+            // Anything else (busy, capacity, stale epoch, a bad field) takes the per-fire path
+            // below, which answers it as it would for /v1/run.
+        }
+        from = to;
+    }
+    in_flight_ -= fires.size();
+    for (std::size_t k = 0; k < fires.size(); ++k) {
+        if (!placed[k]) net::co_spawn(io_, Send(group, std::move(fires[k])), net::detached);
+    }
 }
 
 std::optional<std::string> Slave::MisfireVerdict(const Group& group, const store::Fire& fire, const store::Job& job,

@@ -43,6 +43,19 @@ Result<ClaimedGroup> SqlFireClaimStore::Claim(const std::vector<std::int64_t>& i
     });
 }
 
+Result<std::optional<std::int64_t>> SqlFireClaimStore::Restamp(std::int64_t id, std::int64_t token) {
+    // One transaction: the epoch read is the one in force when the fire is stamped, and the
+    // stamp lands only while the claim still holds the fire.
+    return db_->InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<std::optional<std::int64_t>> {
+        std::int64_t epoch = 0;
+        soci::indicator ind = soci::i_null;
+        s << "SELECT epoch FROM scheduler_lock WHERE namespace = :name", soci::use(lease_name_), soci::into(epoch, ind);
+        if (!s.got_data() || ind != soci::i_ok) return std::optional<std::int64_t>();
+        if (!store::FireClaims::Restamp(s, id, token, epoch)) return std::optional<std::int64_t>();
+        return std::optional<std::int64_t>(epoch);
+    });
+}
+
 Result<std::vector<store::ExecutorInstance>> SqlFireClaimStore::LiveExecutors(std::int64_t ttl_ms) {
     return store::ExecutorRepository(*db_).ListAllLive(ttl_ms);
 }

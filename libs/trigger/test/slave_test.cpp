@@ -37,7 +37,9 @@ class FakeStore final : public FireClaimStore {
     std::vector<std::size_t> running_batches;       // the size of every MarkRunning call
     int live_reads = 0;
     int unassigned = 0;
-    int fail_claims_after_commit = 0;  // this many Claim calls commit and then report an error
+    int fail_claims_after_commit = 0;                // this many Claim calls commit and then report an error
+    std::int64_t epoch = 42;                         // the lease's epoch, as Claim and Restamp read it
+    std::map<std::int64_t, std::int64_t> restamped;  // fire id -> epoch, by Restamp
 
     void Add(std::int64_t id, std::int64_t job_id, std::int64_t due_at) {
         std::lock_guard lock(mu);
@@ -89,7 +91,7 @@ class FakeStore final : public FireClaimStore {
         claims.push_back(ids);
         tokens.push_back(token);
         ClaimedGroup g;
-        g.epoch = 42;
+        g.epoch = epoch;
         std::set<std::int64_t> job_ids;
         for (auto id : ids) {
             auto& f = fires.at(id);
@@ -111,6 +113,13 @@ class FakeStore final : public FireClaimStore {
             if (jobs.contains(id)) g.jobs.push_back(jobs.at(id));
         }
         return g;
+    }
+    Result<std::optional<std::int64_t>> Restamp(std::int64_t id, std::int64_t token) override {
+        std::lock_guard lock(mu);
+        auto& f = fires.at(id);
+        if (f.token != token || f.fire.status != FireStatus::kDispatching) return std::optional<std::int64_t>();
+        restamped[id] = epoch;
+        return std::optional<std::int64_t>(epoch);
     }
     Result<std::vector<store::ExecutorInstance>> LiveExecutors(std::int64_t) override {
         std::lock_guard lock(mu);
@@ -161,6 +170,8 @@ class FakeStore final : public FireClaimStore {
     }
 };
 
+// An executor instance as the fake sees it: /v1/run answers one run; /v1/runs answers each run
+// of the batch as /v1/run would (or 404 for the path, like an SDK before the batch route).
 class FakeExecutors final : public ExecutorClient {
   public:
     struct Call {
@@ -170,32 +181,75 @@ class FakeExecutors final : public ExecutorClient {
     };
     std::mutex mu;
     std::vector<Call> calls;
+    std::size_t runs = 0;  // runs offered: one per /v1/run, one per item of a /v1/runs
     int open = 0;
     int max_open = 0;
-    int refuse_first = 0;  // answer this many /v1/run calls with `refuse_status`
+    int refuse_first = 0;  // answer this many runs with `refuse_status`
     int refuse_status = 503;
-    int status = 202;  // then this
-    Micros delay{0};   // each /v1/run takes this long
+    std::string refuse_field;  // the error's field for those (batch items: "runs[i]." + it)
+    int status = 202;          // then this
+    bool serves_batch = true;
+    std::int64_t newest_epoch = 0;  // runs with an older epoch are refused, as the SDK does
+    int batch_status = 0;           // non-zero: /v1/runs answers this, runs none
+    Micros delay{0};                // each call takes this long
     net::any_io_executor io;
 
     explicit FakeExecutors(net::any_io_executor e) : io(std::move(e)) {}
 
     std::size_t Runs() {
         std::lock_guard lock(mu);
+        return runs;
+    }
+    std::size_t Batches() {
+        std::lock_guard lock(mu);
         return static_cast<std::size_t>(
-            std::count_if(calls.begin(), calls.end(), [](const Call& c) { return c.url.ends_with("/v1/run"); }));
+            std::count_if(calls.begin(), calls.end(), [](const Call& c) { return c.url.ends_with("/v1/runs"); }));
     }
 
     net::awaitable<Result<rest::ClientResponse>> Send(std::string, rest::Method, std::string url, std::string body,
                                                       rest::CallOptions) override {
-        int answer = status;
+        rest::ClientResponse r;
         {
             std::lock_guard lock(mu);
             calls.push_back({url, body, WallMs()});
             max_open = std::max(max_open, ++open);
-            if (refuse_first > 0) {
-                --refuse_first;
-                answer = refuse_status;
+            const auto answer = [&](const nlohmann::json& run, const std::string& prefix) {
+                ++runs;
+                nlohmann::json item = {{"status", status}};
+                const std::int64_t epoch = run.value("epoch", std::int64_t{0});
+                if (epoch < newest_epoch) {
+                    item["status"] = 409;
+                    item["error"] = {{"code", "aborted"}, {"message", "stale epoch"}, {"field", prefix + "epoch"}};
+                    return item;
+                }
+                newest_epoch = epoch;
+                if (refuse_first > 0) {
+                    --refuse_first;
+                    item["status"] = refuse_status;
+                    item["error"] = {{"code", "x"}, {"message", "refused"}, {"field", prefix + refuse_field}};
+                }
+                return item;
+            };
+            if (url.ends_with("/v1/runs")) {
+                if (!serves_batch) {
+                    r.status = 404;
+                } else if (batch_status != 0) {
+                    r.status = batch_status;
+                } else {
+                    nlohmann::json results = nlohmann::json::array();
+                    const auto runs_in = nlohmann::json::parse(body)["runs"];
+                    for (std::size_t i = 0; i < runs_in.size(); ++i) {
+                        results.push_back(answer(runs_in[i], "runs[" + std::to_string(i) + "]."));
+                    }
+                    r.status = 200;
+                    r.body = nlohmann::json{{"results", results}}.dump();
+                }
+            } else if (url.ends_with("/v1/run")) {
+                auto item = answer(nlohmann::json::parse(body), "");
+                r.status = item["status"].get<int>();
+                if (item.contains("error")) r.body = nlohmann::json{{"error", item["error"]}}.dump();
+            } else {
+                r.status = status;
             }
         }
         if (delay > Micros{0}) {
@@ -207,8 +261,6 @@ class FakeExecutors final : public ExecutorClient {
             std::lock_guard lock(mu);
             --open;
         }
-        rest::ClientResponse r;
-        r.status = answer;
         co_return r;
     }
 
@@ -301,6 +353,7 @@ TEST_F(SlaveTest, ABurstIsClaimedAsOneGroupAndSentAtItsDueTime) {
     StartSlave();
     ASSERT_TRUE(WaitFor([&] { return AllIn(ids, FireStatus::kRunning); })) << executors_->Runs() << " runs";
     EXPECT_EQ(executors_->Runs(), 200u);
+    EXPECT_EQ(executors_->Batches(), 1u) << "one request for the burst's instance";
     {
         std::lock_guard lock(store_->mu);
         EXPECT_EQ(store_->claims.size(), 1u) << "one claim for the whole burst";
@@ -313,6 +366,115 @@ TEST_F(SlaveTest, ABurstIsClaimedAsOneGroupAndSentAtItsDueTime) {
         EXPECT_GE(c.at_ms, due) << "sent before its due time";
         EXPECT_NE(c.body.find("\"epoch\":42"), std::string::npos) << c.body;
     }
+}
+
+TEST_F(SlaveTest, RunsABatchRefusedGoThePerFirePathAndABlockedOneIsSkipped) {
+    executors_->refuse_first = 3;  // busy for the batch's first three runs
+    executors_->refuse_status = 503;
+    const std::int64_t due = Now() + 200;
+    std::vector<std::int64_t> ids;
+    for (int i = 1; i <= 10; ++i) {
+        store_->Add(i, 7, due);
+        ids.push_back(i);
+    }
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] { return AllIn(ids, FireStatus::kRunning); }));
+    EXPECT_EQ(executors_->Batches(), 1u);
+    EXPECT_EQ(executors_->Runs(), 13u) << "10 in the batch, then the 3 refused one by one";
+
+    // discard-later: the executor refuses a run while the job is busy; the fire is skipped with
+    // the reason, not retried.
+    executors_->refuse_first = 1;
+    executors_->refuse_status = 409;
+    executors_->refuse_field = "block_strategy";
+    const std::int64_t next = Now() + 200;
+    store_->Add(21, 7, next);
+    store_->Add(22, 7, next);
+    ASSERT_TRUE(WaitFor([&] {
+        return store_->StatusNow(21) == FireStatus::kSkipped && store_->StatusNow(22) == FireStatus::kRunning;
+    })) << store::FireStatusName(store_->StatusNow(21));
+    EXPECT_EQ(store_->ReasonOf(21), store::FireReason::kBlocked);
+    EXPECT_EQ(executors_->Batches(), 2u);
+    EXPECT_EQ(executors_->Runs(), 15u);
+}
+
+TEST_F(SlaveTest, AnExecutorWithoutTheBatchRouteGetsRunsOneByOne) {
+    executors_->serves_batch = false;
+    std::vector<std::int64_t> ids;
+    const std::int64_t due = Now() + 200;
+    for (int i = 1; i <= 5; ++i) {
+        store_->Add(i, 7, due);
+        ids.push_back(i);
+    }
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] { return AllIn(ids, FireStatus::kRunning); }));
+    EXPECT_EQ(executors_->Batches(), 1u);
+    EXPECT_EQ(executors_->Runs(), 5u);
+    // The next burst does not ask it for a batch again.
+    const std::int64_t next = Now() + 200;
+    for (int i = 6; i <= 10; ++i) {
+        store_->Add(i, 7, next);
+        ids.push_back(i);
+    }
+    ASSERT_TRUE(WaitFor([&] { return AllIn(ids, FireStatus::kRunning); }));
+    EXPECT_EQ(executors_->Batches(), 1u);
+    EXPECT_EQ(executors_->Runs(), 10u);
+}
+
+TEST_F(SlaveTest, AFailedBatchRequestLeavesEveryRunToThePerFirePath) {
+    executors_->batch_status = 500;  // the batch request fails as a whole
+    executors_->status = 500;        // and so does every run alone
+    store_->Add(1, 7, Now() + 100);
+    store_->Add(2, 7, Now() + 100);
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] { return AllIn({1, 2}, FireStatus::kFailed); }));
+    EXPECT_NE(store_->MessageOf(1).find("HTTP 500"), std::string::npos) << store_->MessageOf(1);
+    EXPECT_EQ(executors_->Batches(), 1u);
+    EXPECT_EQ(executors_->Runs(), 2u) << "the batch's 500 answered no run; each was sent once more alone";
+}
+
+// A group claimed ahead of its due time carries the epoch of the claim. When a new master took
+// over meanwhile and the executor has seen its epoch, the fires are re-stamped with the current
+// epoch (they are still this claim's) and sent again, not failed; a fire whose claim was ended
+// elsewhere is not sent at all.
+TEST_F(SlaveTest, FiresClaimedBeforeAFailoverAreReStampedWithTheNewEpochNotFailed) {
+    config_.claim_ahead = 400ms;
+    const std::int64_t due = Now() + 600;
+    store_->Add(1, 7, due);
+    store_->Add(2, 7, due);
+    store_->Add(3, 7, due);
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] { return AllIn({1, 2, 3}, FireStatus::kDispatching); }));
+    ASSERT_LT(Now(), due - 50) << "claimed ahead of the due time";
+    {
+        std::lock_guard lock(store_->mu);
+        store_->epoch = 43;                                   // a failover: the new master's epoch
+        store_->fires.at(3).fire.status = FireStatus::kLost;  // and it ended fire 3 (e.g. swept)
+    }
+    {
+        std::lock_guard lock(executors_->mu);
+        executors_->newest_epoch = 43;  // the executor has already run a fire of the new master
+    }
+    ASSERT_TRUE(WaitFor([&] {
+        return AllIn({1, 2}, FireStatus::kRunning);
+    })) << store::FireStatusName(store_->StatusNow(1))
+        << " " << store_->MessageOf(1);
+    std::this_thread::sleep_for(100ms);
+    {
+        std::lock_guard lock(store_->mu);
+        EXPECT_EQ(store_->restamped, (std::map<std::int64_t, std::int64_t>{{1, 43}, {2, 43}}));
+        EXPECT_EQ(store_->fires.at(3).fire.status, FireStatus::kLost) << "not failed, not sent";
+    }
+    std::lock_guard lock(executors_->mu);
+    int accepted_at_43 = 0;
+    for (const auto& c : executors_->calls) {
+        EXPECT_GE(c.at_ms, due) << "claimed ahead, sent at the due time";
+        if (c.url.ends_with("/v1/run") && c.body.find("\"epoch\":43") != std::string::npos) ++accepted_at_43;
+        if (c.url.ends_with("/v1/run") && c.body.find("\"fire_id\":3,") != std::string::npos) {
+            EXPECT_EQ(c.body.find("\"epoch\":43"), std::string::npos) << "fire 3 was re-stamped: " << c.body;
+        }
+    }
+    EXPECT_EQ(accepted_at_43, 2);
 }
 
 TEST_F(SlaveTest, AGroupIsCutAtMaxGroup) {
@@ -330,8 +492,8 @@ TEST_F(SlaveTest, AGroupIsCutAtMaxGroup) {
 }
 
 TEST_F(SlaveTest, AFireWonElsewhereIsNotSent) {
-    store_->Add(1, 7, Now() + 100);
-    store_->Add(2, 7, Now() + 100);
+    store_->Add(1, 7, Now() + 500);  // claimed from 100-200 ms before due (claim-ahead)
+    store_->Add(2, 7, Now() + 500);
     StartSlave();
     {
         // Another slave claims fire 2 after this one queued it.
@@ -364,6 +526,7 @@ TEST_F(SlaveTest, AClaimRetriedAfterAnErrorReusesItsTokenAndSendsOnce) {
 TEST_F(SlaveTest, CallsToOneExecutorAreCapped) {
     config_.max_calls_per_executor = 4;
     executors_->delay = 40ms;
+    executors_->serves_batch = false;  // one call per fire
     std::vector<std::int64_t> ids;
     for (int i = 1; i <= 20; ++i) {
         store_->Add(i, 7, Now());
@@ -472,6 +635,30 @@ TEST_F(SlaveTest, NoLiveExecutorFailsTheFireAndTheRegistryIsReadAgain) {
     }
     store_->Add(2, 7, Now());
     ASSERT_TRUE(WaitFor([&] { return store_->StatusNow(2) == FireStatus::kRunning; }));
+}
+
+// After a database outage the registry read with a claim can predate the instances' next
+// heartbeat: the fire waits for one (registry read again with backoff) within dispatch-timeout
+// instead of failing at once.
+TEST_F(SlaveTest, AFireWithNoInstanceYetWaitsForOneWithinTheDispatchTimeout) {
+    store_->executors.clear();
+    store_->Add(1, 7, Now());
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] { return store_->StatusNow(1) == FireStatus::kDispatching; }));
+    std::this_thread::sleep_for(300ms);
+    {
+        std::lock_guard lock(store_->mu);
+        store::ExecutorInstance e;
+        e.app = "billing";
+        e.address = "10.0.0.3:9000";
+        e.handlers = {"charge"};
+        store_->executors.push_back(e);  // its first heartbeat since the outage
+    }
+    ASSERT_TRUE(WaitFor([&] { return store_->StatusNow(1) == FireStatus::kRunning; }))
+        << store::FireStatusName(store_->StatusNow(1)) << ": " << store_->MessageOf(1);
+    std::lock_guard lock(store_->mu);
+    EXPECT_EQ(store_->fires.at(1).address, "10.0.0.3:9000");
+    EXPECT_LE(store_->live_reads, 8) << "re-read with backoff, not in a tight loop";
 }
 
 TEST_F(SlaveTest, StopHandsBackTheFiresNotYetClaimed) {

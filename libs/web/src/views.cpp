@@ -1,5 +1,7 @@
 #include "impl/views.hpp"
 
+#include <algorithm>
+
 namespace sched::web::impl {
 
 namespace {
@@ -53,7 +55,9 @@ nlohmann::json FireJson(const store::Fire& f) {
     std::optional<std::int64_t> lag;
     // due_at, not scheduled_time: a retry keeps its original scheduled_time and waits out its
     // backoff on purpose; that wait is not dispatch lag.
-    if (f.dispatched_at) lag = *f.dispatched_at - (f.due_at != 0 ? f.due_at : f.scheduled_time);
+    // A fire claimed ahead (slave.claim-ahead) left at its due time: no lag, not a negative one.
+    if (f.dispatched_at)
+        lag = std::max<std::int64_t>(0, *f.dispatched_at - (f.due_at != 0 ? f.due_at : f.scheduled_time));
     std::optional<std::int64_t> duration;
     if (f.finished_at) {
         if (f.started_at) {

@@ -12,8 +12,9 @@
 /// What it does (DESIGN 6):
 /// - serves `POST /v1/run` (202 accepted; 404 unknown handler; 409 busy by block strategy or
 ///   stale epoch; 429 out of capacity; 401 not signed by the cluster; 400 naming the bad field;
-///   503 while stopping), `POST /v1/kill`, `GET /v1/beat`, `POST /v1/idle-beat`, `GET /v1/log`,
-///   and with `metrics: true` an unsigned `GET /metrics` (Prometheus; docs/client-sdk.md);
+///   503 while stopping) and its batch form `POST /v1/runs` (one answer per run, each as
+///   /v1/run would answer it; sched/protocol/run_batch.hpp), `POST /v1/kill`, `GET /v1/beat`, `POST /v1/idle-beat`,
+///   `GET /v1/log`, and with `metrics: true` an unsigned `GET /metrics` (Prometheus; docs/client-sdk.md);
 /// - heartbeats `POST /api/v1/registry/heartbeat {app, address, handlers, capacity, running}`
 ///   to the web endpoints (failing over between them) and deregisters on Stop();
 /// - runs handlers on `worker-threads` threads, per job by its block strategy (serial,

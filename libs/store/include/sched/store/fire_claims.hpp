@@ -18,12 +18,17 @@ namespace sched::store {
 class FireClaims {
   public:
     /// Moves the fires among `ids` that are still `pending` to `dispatching`, stamping
-    /// claim_token = `token`, dispatch_epoch = `epoch` and dispatched_at = `now_ms`, and returns
+    /// claim_token = `token`, dispatch_epoch = `epoch` and dispatched_at = `now_ms` (the claim
+    /// time: before the due time for a fire claimed ahead), and returns
     /// the fires that carry `token` and are still `dispatching`: those this claim won, and those
     /// an earlier try of the same claim (same token) won before its commit was lost. A fire
     /// another slave claimed first, or that is no longer pending, is not returned.
     static std::vector<Fire> Claim(soci::session& s, const std::vector<std::int64_t>& ids, std::int64_t token,
                                    std::int64_t epoch, std::int64_t now_ms);
+
+    /// Sets the dispatch epoch of fire `id` to `epoch` if it is `dispatching` under `token`;
+    /// whether it did.
+    static bool Restamp(soci::session& s, std::int64_t id, std::int64_t token, std::int64_t epoch);
 
     /// Records `running` (executor_address, started_at) for the fires among `ids` still
     /// `dispatching`: the fires one executor instance accepted. A fast handler's callback may

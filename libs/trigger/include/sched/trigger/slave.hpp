@@ -5,17 +5,22 @@
 ///
 /// The unit of database work is a group, never a fire (docs/architecture.md "Slave"):
 ///   - waiting fires sit in one queue ordered by due time (DB clock, via DbTime), watched by ONE
-///     timer; when the earliest is within `claim-ahead` of due, every fire due by then (at most
-///     `max-group`) is claimed in one transaction (FireClaimStore::Claim: pending ->
-///     dispatching by one UPDATE stamped with a random claim token, the fires won read back by
-///     that token, their jobs read in the same transaction). A claim that fails is retried with
-///     backoff and the same token, so a commit hidden by the error is found, never redone;
+///     timer; when the earliest is within `claim-ahead` of due, every fire due within the next
+///     `claim-ahead` after it (at most `max-group`) is claimed in one transaction
+///     (FireClaimStore::Claim: pending -> dispatching by one UPDATE stamped with a random claim
+///     token, the fires won read back by that token, their jobs read in the same transaction).
+///     A claim that fails is retried with backoff and the same token, so a commit hidden by the
+///     error is found, never redone;
 ///   - each fire won is sent at its due time: the job's routing orders the live instances of its
 ///     app that serve its handler (an in-memory registry read once per `executor-refresh`, and
-///     again when a fire's app has no instance in it), and `POST /v1/run` goes to them in order
-///     until one accepts (202). At most `max-calls-per-executor` calls are open to one instance;
-///     when every instance answered 429/503 (busy) the order is tried again with backoff until
-///     `dispatch-timeout`;
+///     again when a fire's app has no instance in it). The fires of one due time whose routing
+///     needs no probe go to their first-choice instance in one `POST /v1/runs` (one answer per
+///     run); the others, and every run a batch did not place (busy, refused, transport error,
+///     an instance without the route), take the per-fire path: `POST /v1/run` to the instances
+///     in order until one accepts (202). At most `max-calls-per-executor` calls are open to one
+///     instance; when every instance answered 429/503 (busy) the order is tried again with
+///     backoff until `dispatch-timeout`; a fire with no live instance at all waits for one
+///     (registry re-read with backoff) until `dispatch-timeout`, then fails;
 ///   - the 202s are recorded `running` in batches: one UPDATE per instance per `record-window`.
 ///     Fires that end here are recorded one by one (rare): 409 on `block_strategy`
 ///     (discard-later) -> `skipped`; no instance accepted -> `failed` (the master then retries
@@ -23,10 +28,11 @@
 ///     executor to kill the run and mark the fire `timeout`.
 /// A fire claimed ahead and then never sent (the node died in the `claim-ahead` window) becomes
 /// `lost` like any fire of a dead slave: it is never sent twice. A group claimed ahead carries
-/// the lease epoch of its claim: when a new master takes the lease inside the window and an
-/// executor has already seen the new epoch, it refuses the older one (409 `epoch`) and the fire
-/// fails (then retried per the job). Elections tick on whole seconds like most schedules, so
-/// the default is 0 (claim at the due time); the measured gain of 50 ms is in docs/benchmarks.md.
+/// the lease epoch of its claim; when a new master took the lease since and an executor has
+/// already seen the new epoch, it refuses the older one (409 `epoch`): the slave then stamps the
+/// fire with the current epoch if its claim still holds it (FireClaimStore::Restamp: still
+/// `dispatching` under the claim's token) and asks again, once; a fire whose claim was ended
+/// elsewhere meanwhile is not sent.
 ///
 /// Fires arrive by Notify() (the master's message after its commit) and by polling (every
 /// poll-interval), so a lost message delays a fire by at most the poll interval. Stop() hands
@@ -38,7 +44,7 @@
 ///   poll-interval: 1s
 ///   dispatch-timeout: 3s         # one /v1/run call (connect + answer), and the busy retries
 ///   executor-ttl: 30s            # instances with an older heartbeat get no fires
-///   claim-ahead: 0ms             # claim a group this long before its due time (see below)
+///   claim-ahead: 100ms           # claim groups this long (up to twice this) before their due time
 ///   max-group: 500               # fires per claim
 ///   record-window: 10ms          # `running` records are batched over this window
 ///   max-calls-per-executor: 64   # open /v1/run calls to one executor instance
@@ -73,7 +79,7 @@ struct SlaveConfig {
     Micros poll_interval = std::chrono::seconds(1);
     Micros dispatch_timeout = std::chrono::seconds(3);
     Micros executor_ttl = std::chrono::seconds(30);
-    Micros claim_ahead{0};
+    Micros claim_ahead = std::chrono::milliseconds(100);
     int max_group = 500;
     Micros record_window = std::chrono::milliseconds(10);
     int max_calls_per_executor = 64;
@@ -117,6 +123,20 @@ class Slave {
     net::awaitable<void> ClaimAndSend(std::vector<store::Fire> fires);
     net::awaitable<void> SendGroup(std::shared_ptr<const Group> group);
     net::awaitable<void> Send(std::shared_ptr<const Group> group, store::Fire fire);
+    // The fires of one due time: those whose first choice is the same instance go in one
+    // POST /v1/runs (SendBatch); the rest, and whatever a batch did not place, go through Send.
+    void DispatchDue(const std::shared_ptr<const Group>& group, std::vector<store::Fire> fires);
+    net::awaitable<void> SendBatch(std::shared_ptr<const Group> group, std::string app, std::string address,
+                                   std::vector<store::Fire> fires);
+    // The instance a fire's batch goes to: its routing's first choice when the routing needs no
+    // probe and the fire is to be sent at all (job present, enabled, not a misfire); else none.
+    std::optional<std::string> BatchAddress(const Group& group, const store::Fire& fire, std::int64_t now_ms);
+    std::vector<std::string> Candidates(const Group& group, const store::Job& job) const;
+    // Runs on strand_: the live instances of `app` serving `handler`, from the registry re-read
+    // when it is older than `max_age`.
+    net::awaitable<std::vector<std::string>> LiveCandidates(std::string app, std::string handler, Micros max_age);
+    // What a 202 for `fire` at `address` leads to: running recorded, lag observed, timeout watched.
+    void Accepted(const store::Fire& fire, const store::Job& job, const std::string& address, std::int64_t sent_at);
     net::awaitable<void> WatchTimeout(std::int64_t fire_id, std::string app, std::string address,
                                       std::int64_t timeout_ms);
     net::awaitable<void> Finish(std::int64_t fire_id, store::FireStatus from, store::FireStatus to, std::string message,
@@ -152,6 +172,7 @@ class Slave {
     CounterChild& claimed_fires_;
     store::FireOutcomeMetrics fire_outcomes_;  // fires this slave ends without a run
     CounterChild& running_batches_;
+    CounterChild& run_batches_;
 };
 
 }  // namespace sched::trigger

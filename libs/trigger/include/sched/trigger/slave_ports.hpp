@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,11 @@ class FireClaimStore {
     /// same `token`: the error may have hidden a commit.
     virtual Result<ClaimedGroup> Claim(const std::vector<std::int64_t>& ids, std::int64_t token,
                                        std::int64_t now_ms) = 0;
+    /// After an executor refused a fire's epoch as stale (a failover between the claim and the
+    /// send: the executor has seen the new master's epoch), stamps the fire with the lease's
+    /// current epoch if this claim still holds it (`dispatching` under `token`). Returns that
+    /// epoch, or nullopt when the fire is no longer this claim's (then it must not be sent).
+    virtual Result<std::optional<std::int64_t>> Restamp(std::int64_t id, std::int64_t token) = 0;
     /// Every app's instances with a heartbeat younger than `ttl_ms`.
     virtual Result<std::vector<store::ExecutorInstance>> LiveExecutors(std::int64_t ttl_ms) = 0;
     /// Records `running` for the dispatching fires among `ids`, accepted by `address`.
@@ -73,6 +79,7 @@ class SqlFireClaimStore final : public FireClaimStore {
     Result<std::vector<store::Fire>> FindPending(const std::string& node,
                                                  const std::vector<std::int64_t>& ids) override;
     Result<ClaimedGroup> Claim(const std::vector<std::int64_t>& ids, std::int64_t token, std::int64_t now_ms) override;
+    Result<std::optional<std::int64_t>> Restamp(std::int64_t id, std::int64_t token) override;
     Result<std::vector<store::ExecutorInstance>> LiveExecutors(std::int64_t ttl_ms) override;
     Result<int> MarkRunning(const std::vector<std::int64_t>& ids, const std::string& address,
                             std::int64_t started_at) override;
