@@ -74,6 +74,19 @@ std::int64_t NewClaimToken() {
 
 using Registry = std::map<std::string, std::vector<store::ExecutorInstance>>;
 
+// The addresses of `app`'s live instances that serve `handler`.
+std::vector<std::string> Serving(const Registry& registry, const std::string& app, const std::string& handler) {
+    std::vector<std::string> addresses;
+    if (auto it = registry.find(app); it != registry.end()) {
+        for (const auto& e : it->second) {
+            if (std::find(e.handlers.begin(), e.handlers.end(), handler) != e.handlers.end()) {
+                addresses.push_back(e.address);
+            }
+        }
+    }
+    return addresses;
+}
+
 }  // namespace
 
 SlaveConfig SlaveConfig::FromYaml(const ConfigNode& node) {
@@ -375,21 +388,7 @@ net::awaitable<void> Slave::ClaimAndSend(std::vector<store::Fire> fires) {
             }
         }
     }
-    if (refresh) {
-        const auto read_at = std::chrono::steady_clock::now();
-        auto live = co_await impl::OnPool(db_pool_, [this] { return store_->LiveExecutors(Ms(config_.executor_ttl)); });
-        if (live.ok()) {
-            auto registry = std::make_shared<Registry>();
-            for (auto& e : *live) (*registry)[e.app].push_back(std::move(e));
-            state->registry = std::move(registry);
-            state->registry_at = read_at;
-        } else {
-            spdlog::warn("slave {}: cannot read the executor registry (using the copy of {} ms ago): {}", node_id_,
-                         std::chrono::duration_cast<std::chrono::milliseconds>(read_at - state->registry_at).count(),
-                         live.status().ToString());
-            if (!state->registry) state->registry = std::make_shared<Registry>();
-        }
-    }
+    if (refresh) co_await ReadRegistry();
     group->registry = state->registry;
     net::co_spawn(io_, SendGroup(std::move(group)), net::detached);
 }
@@ -631,39 +630,30 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
 }
 
 std::vector<std::string> Slave::Candidates(const Group& group, const store::Job& job) const {
-    std::vector<std::string> addresses;
-    if (auto it = group.registry->find(job.app); it != group.registry->end()) {
-        for (const auto& e : it->second) {
-            if (std::find(e.handlers.begin(), e.handlers.end(), job.handler) != e.handlers.end()) {
-                addresses.push_back(e.address);
-            }
-        }
-    }
-    return addresses;
+    return Serving(*group.registry, job.app, job.handler);
 }
 
 net::awaitable<std::vector<std::string>> Slave::LiveCandidates(std::string app, std::string handler, Micros max_age) {
     auto state = state_;
-    if (!state->registry || std::chrono::steady_clock::now() - state->registry_at > max_age) {
-        const auto read_at = std::chrono::steady_clock::now();
-        auto live = co_await impl::OnPool(db_pool_, [this] { return store_->LiveExecutors(Ms(config_.executor_ttl)); });
-        if (live.ok()) {
-            auto registry = std::make_shared<Registry>();
-            for (auto& e : *live) (*registry)[e.app].push_back(std::move(e));
-            state->registry = std::move(registry);
-            state->registry_at = read_at;
-        }
+    if (!state->registry || std::chrono::steady_clock::now() - state->registry_at > max_age) co_await ReadRegistry();
+    co_return Serving(*state->registry, app, handler);
+}
+
+net::awaitable<void> Slave::ReadRegistry() {
+    auto state = state_;
+    const auto read_at = std::chrono::steady_clock::now();
+    auto live = co_await impl::OnPool(db_pool_, [this] { return store_->LiveExecutors(Ms(config_.executor_ttl)); });
+    if (live.ok()) {
+        auto registry = std::make_shared<Registry>();
+        for (auto& e : *live) (*registry)[e.app].push_back(std::move(e));
+        state->registry = std::move(registry);
+        state->registry_at = read_at;
+        co_return;
     }
-    std::vector<std::string> addresses;
-    if (!state->registry) co_return addresses;
-    if (auto it = state->registry->find(app); it != state->registry->end()) {
-        for (const auto& e : it->second) {
-            if (std::find(e.handlers.begin(), e.handlers.end(), handler) != e.handlers.end()) {
-                addresses.push_back(e.address);
-            }
-        }
-    }
-    co_return addresses;
+    spdlog::warn("slave {}: cannot read the executor registry (using the copy of {} ms ago): {}", node_id_,
+                 std::chrono::duration_cast<std::chrono::milliseconds>(read_at - state->registry_at).count(),
+                 live.status().ToString());
+    if (!state->registry) state->registry = std::make_shared<Registry>();
 }
 
 void Slave::Accepted(const store::Fire& fire, const store::Job& job, const std::string& address, std::int64_t sent_at) {

@@ -135,6 +135,9 @@ class Slave {
     // Runs on strand_: the live instances of `app` serving `handler`, from the registry re-read
     // when it is older than `max_age`.
     net::awaitable<std::vector<std::string>> LiveCandidates(std::string app, std::string handler, Micros max_age);
+    // Runs on strand_: reads every app's live instances into the registry (on an error the old
+    // copy stays, and is logged).
+    net::awaitable<void> ReadRegistry();
     // What a 202 for `fire` at `address` leads to: running recorded, lag observed, timeout watched.
     void Accepted(const store::Fire& fire, const store::Job& job, const std::string& address, std::int64_t sent_at);
     net::awaitable<void> WatchTimeout(std::int64_t fire_id, std::string app, std::string address,
