@@ -16,6 +16,7 @@ test_pkgs=(
     mariadb-server mariadb-client clang clang-format libbenchmark-dev procps iproute2 libfaketime
     chromium nodejs npm redis-server gnuplot-nox
     prometheus  # promtool: checks the alert rules and a live /metrics (tests/metrics)
+    ccache      # scripts/test.sh compiles through it: a second run rebuilds only what changed
 )
 pkgs=("${run_pkgs[@]}")
 [ "$mode" = test ] && pkgs+=("${test_pkgs[@]}")

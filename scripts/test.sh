@@ -21,6 +21,14 @@ else
     asan=${SCHED_ASAN:-0}
 fi
 scripts/deps.sh test
+# Two full builds (the suite and its ASan stage) are most of a run on 2 cores; through ccache a
+# later run, also from a fresh clone at another path (base dir = this checkout), recompiles
+# only what changed. A launcher set by the caller wins; an existing build dir keeps its own.
+if command -v ccache >/dev/null; then
+    export CMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}
+    export CMAKE_C_COMPILER_LAUNCHER=${CMAKE_C_COMPILER_LAUNCHER:-ccache}
+    export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
+fi
 cmake --preset "$preset" >/dev/null
 cmake --build --preset "$preset"
 

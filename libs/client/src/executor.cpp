@@ -830,15 +830,30 @@ net::awaitable<bool> Runtime::Deregister() {
 std::vector<CallbackResult> Runtime::TakeBatch() {
     std::lock_guard lock(outbox_mu_);
     std::vector<CallbackResult> batch;
+    if (outbox_.empty()) return batch;
+    // One batch goes to one callback URL: the oldest result's. Results of the other URLs stay
+    // queued in their order. Each trigger node names itself as the callback URL of the runs it
+    // dispatched, so with several nodes the outbox interleaves them; cutting the batch at the
+    // first other URL made batches of 3-5 results (a transaction each at the web side) where a
+    // flush interval holds dozens.
+    const std::string url = outbox_.front().callback_url;
+    std::deque<CallbackResult> rest;
     std::size_t bytes = 0;
-    while (!outbox_.empty() && batch.size() < static_cast<std::size_t>(options_.callback_batch_size) &&
-           (batch.empty() || outbox_.front().callback_url == batch.front().callback_url)) {
-        // Logs make results large: a batch stays under the web module's body limit.
-        bytes += outbox_.front().WireBytes();
-        if (!batch.empty() && bytes > kCallbackBatchBytes) break;
-        batch.push_back(std::move(outbox_.front()));
-        outbox_.pop_front();
+    bool full = false;
+    for (auto& r : outbox_) {
+        if (!full && r.callback_url == url) {
+            // Logs make results large: a batch stays under the web module's body limit.
+            bytes += r.WireBytes();
+            full = batch.size() >= static_cast<std::size_t>(options_.callback_batch_size) ||
+                   (!batch.empty() && bytes > kCallbackBatchBytes);
+            if (!full) {
+                batch.push_back(std::move(r));
+                continue;
+            }
+        }
+        rest.push_back(std::move(r));
     }
+    outbox_.swap(rest);
     return batch;
 }
 
@@ -885,9 +900,20 @@ net::awaitable<bool> Runtime::FlushResults() {
         counters_.delivered += batch.size();
         counters_.spool_pending = spool_->pending();
     }
-    for (;;) {
+    // What was queued when this flush began goes out now; results that arrive while its
+    // requests are in flight wait for the next flush, sharing a batch. (Draining until the
+    // queue was empty sent a request every few ms with 3-5 results each: on a quiet machine at
+    // 1,000 fires/s, 217 callback transactions/s.) A backlog still drains at full speed: it
+    // was queued when the flush began.
+    std::size_t due = 0;
+    {
+        std::lock_guard lock(outbox_mu_);
+        due = outbox_.size();
+    }
+    for (std::size_t sent = 0; sent < due;) {
         auto batch = TakeBatch();
         if (batch.empty()) break;
+        sent += batch.size();
         nlohmann::json body = nlohmann::json::array();
         for (const auto& r : batch) body.push_back(r.ToJson());
         auto answer = co_await PostToWeb("/api/v1/callback", body, batch.front().callback_url);

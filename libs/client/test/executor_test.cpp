@@ -608,6 +608,29 @@ TEST_F(ExecutorTest, ResultGoesToTheRunsCallbackUrlFirst) {
     EXPECT_TRUE(web_->ResultsFor(1).empty());
 }
 
+TEST_F(ExecutorTest, ResultsForInterleavedCallbackUrlsAreBatchedPerUrlNotCutAtEachChange) {
+    // Three trigger nodes each name themselves as the callback URL of the runs they send, so an
+    // executor's outbox interleaves their results. One flush sends one request per URL.
+    FakeWeb other(kToken);
+    auto options = Options();
+    options.callback_flush_interval = 400ms;
+    Start(std::move(options));
+    const std::string other_url = other.Url() + "/api/v1/callback";
+    const std::string own_url = web_->Url() + "/api/v1/callback";
+    for (int i = 1; i <= 10; ++i) {
+        ASSERT_EQ(Run(i, 10 + i, "echo", {{"callback_url", i % 2 == 0 ? other_url : own_url}}), 202);
+    }
+    for (int i = 1; i <= 10; ++i) {
+        EXPECT_EQ(ResultOf(i % 2 == 0 ? other : *web_, i)["status"], "succeeded") << "fire " << i;
+    }
+    // The runs were accepted within one flush interval (a loopback call takes well under 40 ms
+    // each); a flush can still fall between two of them, hence at most two requests per URL.
+    EXPECT_EQ(other.Results().size(), 5u);
+    EXPECT_EQ(web_->Results().size(), 5u);
+    EXPECT_LE(other.CallbackRequests(), 2u);
+    EXPECT_LE(web_->CallbackRequests(), 2u);
+}
+
 TEST_F(ExecutorTest, StopCancelsHandlersAfterTheGraceAndStillReportsThem) {
     auto options = Options();
     options.shutdown_grace = 50ms;

@@ -706,6 +706,38 @@ std::optional<std::int64_t> FireRepository::CapBoundary(soci::session& s, std::i
     return rows.front();
 }
 
+std::vector<std::pair<std::int64_t, std::int64_t>> FireRepository::CapBoundaries(
+    soci::session& s, const std::vector<std::int64_t>& job_ids, int keep) {
+    struct BoundaryRow {
+        std::int64_t job_id = 0;
+        impl::NullableInt64 boundary;
+        void BindInto(soci::statement& st) {
+            st.exchange(soci::into(job_id));
+            st.exchange(soci::into(boundary.value, boundary.ind));
+        }
+        std::pair<std::int64_t, std::optional<std::int64_t>> Finish() const { return {job_id, boundary.get()}; }
+    };
+    constexpr std::size_t kChunk = 500;
+    std::vector<std::pair<std::int64_t, std::int64_t>> out;
+    for (std::size_t from = 0; from < job_ids.size(); from += kChunk) {
+        const std::size_t to = std::min(job_ids.size(), from + kChunk);
+        std::string ids;
+        for (std::size_t i = from; i < to; ++i) ids += (i == from ? "" : ", ") + std::to_string(job_ids[i]);
+        // A scalar subquery per job: both databases run it as CapBoundary's ranged index read
+        // (LIMIT in a scalar subquery is allowed by both; MariaDB refuses it only in IN/ANY).
+        const auto rows = impl::SelectRows<BoundaryRow>(
+            s,
+            "SELECT j.id, (SELECT f.scheduled_time FROM job_fire f WHERE f.job_id = j.id ORDER BY f.scheduled_time "
+            "DESC LIMIT 1 OFFSET " +
+                std::to_string(std::max(0, keep - 1)) + ") FROM job j WHERE j.id IN (" + ids + ") ORDER BY j.id",
+            [](soci::statement&) {});
+        for (const auto& [job, boundary] : rows) {
+            if (boundary) out.emplace_back(job, *boundary);
+        }
+    }
+    return out;
+}
+
 std::vector<std::int64_t> FireRepository::ListPurgeableBefore(soci::session& s, std::int64_t job_id,
                                                               std::int64_t before_ms, int limit) {
     return impl::SelectRows<IdOnlyRow>(s,

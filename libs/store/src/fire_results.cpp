@@ -31,6 +31,7 @@ constexpr const char* kRollbackToSavepoint = "ROLLBACK TO SAVEPOINT fire_results
 // What ApplyResult's checks read of a fire and its job.
 struct FireState {
     std::int64_t id = 0;
+    std::int64_t job_id = 0;
     int attempt = 0;
     FireStatus status = FireStatus::kPending;
     std::optional<std::int64_t> dispatch_epoch;
@@ -49,6 +50,7 @@ struct FireStateRow {
 
     void BindInto(soci::statement& st) {
         st.exchange(soci::into(state.id));
+        st.exchange(soci::into(state.job_id));
         st.exchange(soci::into(state.attempt));
         st.exchange(soci::into(status));
         st.exchange(soci::into(dispatch_epoch.value, dispatch_epoch.ind));
@@ -90,7 +92,7 @@ std::unordered_map<std::int64_t, FireState> LoadFires(soci::session& s, std::vec
         // LEFT JOIN: a fire whose job is gone is still found (and then judged with no app).
         const auto rows = impl::SelectRows<FireStateRow>(
             s,
-            "SELECT f.id, f.attempt, f.status, f.dispatch_epoch, f.executor_address, f.started_at, j.app "
+            "SELECT f.id, f.job_id, f.attempt, f.status, f.dispatch_epoch, f.executor_address, f.started_at, j.app "
             "FROM job_fire f LEFT JOIN job j ON j.id = f.job_id WHERE f.id IN (" +
                 IdList(ids, from, to) + ")",
             [](soci::statement&) {});
@@ -159,11 +161,15 @@ std::optional<ResultOutcome> CheckBeforeRegistration(const ExecutorResult& r, co
 std::vector<Write> Judge(soci::session& s, const std::vector<ExecutorResult>& results,
                          const std::vector<std::size_t>& pending,
                          const std::function<bool(const std::string&)>& app_allowed,
-                         std::vector<std::optional<ResultOutcome>>& out) {
+                         std::vector<std::optional<ResultOutcome>>& out,
+                         std::unordered_map<std::int64_t, FireJob>& jobs) {
     std::vector<std::int64_t> ids;
     ids.reserve(pending.size());
     for (std::size_t i : pending) ids.push_back(results[i].fire_id);
     const auto fires = LoadFires(s, ids);
+    for (const auto& [id, fire] : fires) {
+        if (fire.app) jobs[id] = FireJob{.fire_id = id, .job_id = fire.job_id, .app = *fire.app};
+    }
 
     std::vector<Write> passed;
     std::set<AppAddress> wanted;
@@ -293,8 +299,12 @@ bool Update(soci::session& s, const std::vector<ExecutorResult>& results, const 
 }  // namespace
 
 std::vector<ResultOutcome> FireResults::ApplyMany(soci::session& s, const std::vector<ExecutorResult>& results,
-                                                  const std::function<bool(const std::string& app)>& app_allowed) {
+                                                  const std::function<bool(const std::string& app)>& app_allowed,
+                                                  std::vector<FireJob>* applied_jobs) {
     std::vector<std::optional<ResultOutcome>> out(results.size());
+    // The job and app of every fire a round read: what the metrics need of the applied ones,
+    // without a SELECT of their own.
+    std::unordered_map<std::int64_t, FireJob> jobs;
     std::vector<std::size_t> pending;
     std::vector<std::size_t> repeats;
     std::unordered_set<std::int64_t> seen;
@@ -305,7 +315,7 @@ std::vector<ResultOutcome> FireResults::ApplyMany(soci::session& s, const std::v
     // A lost CAS cannot say which row it missed: the savepoint undoes the whole UPDATE, and the
     // items it named are judged again on the fires as they are now (as ApplyResult's rounds do).
     for (int round = 0; round < kBatchRounds && !pending.empty(); ++round) {
-        const auto writes = Judge(s, results, pending, app_allowed, out);
+        const auto writes = Judge(s, results, pending, app_allowed, out, jobs);
         pending.clear();
         if (writes.empty()) break;
         s << kSavepoint;
@@ -330,6 +340,14 @@ std::vector<ResultOutcome> FireResults::ApplyMany(soci::session& s, const std::v
     std::vector<ResultOutcome> outcomes;
     outcomes.reserve(out.size());
     for (const auto& o : out) outcomes.push_back(*o);
+    if (applied_jobs) {
+        // Every item was read by a round (the first takes them all, repeats' fires included);
+        // a fire whose job is gone has no app and is left out, as an inner join would.
+        for (std::size_t i = 0; i < results.size(); ++i) {
+            if (outcomes[i] != ResultOutcome::kApplied) continue;
+            if (const auto it = jobs.find(results[i].fire_id); it != jobs.end()) applied_jobs->push_back(it->second);
+        }
+    }
     return outcomes;
 }
 

@@ -61,7 +61,8 @@ TEST_P(FireClaimsTest, ARetriedClaimWithItsTokenFindsWhatItWonBefore) {
     // The commit's answer was lost; the retry of the same claim learns it won both.
     EXPECT_EQ(Ids(Claim({a, b}, 444)), (std::set<std::int64_t>{a, b}));
     // Once a fire is running it is no longer the claim's to dispatch.
-    auto moved = db().Run([&](soci::session& s) { return FireClaims::MarkRunning(s, {a}, "10.0.0.1:1", 5005); });
+    auto moved = db().Run(
+        [&](soci::session& s) { return FireClaims::MarkRunning(s, {{.id = a, .started_at = 5005}}, "10.0.0.1:1"); });
     ASSERT_TRUE(moved.ok());
     EXPECT_EQ(*moved, 1);
     EXPECT_EQ(Ids(Claim({a, b}, 444)), std::set<std::int64_t>{b});
@@ -96,7 +97,11 @@ TEST_P(FireClaimsTest, MarkRunningMovesOnlyDispatchingFires) {
     FireRepository fires(db());
     // b's callback came first.
     ASSERT_TRUE(fires.Transition(b, {FireStatus::kDispatching}, FireStatus::kSucceeded, {.finished_at = 5003}).ok());
-    auto moved = db().Run([&](soci::session& s) { return FireClaims::MarkRunning(s, {a, b, c}, "10.0.0.2:7", 5004); });
+    auto moved = db().Run([&](soci::session& s) {
+        return FireClaims::MarkRunning(
+            s, {{.id = a, .started_at = 5004}, {.id = b, .started_at = 5004}, {.id = c, .started_at = 5004}},
+            "10.0.0.2:7");
+    });
     ASSERT_TRUE(moved.ok()) << moved.status().ToString();
     EXPECT_EQ(*moved, 1);
     auto ra = fires.Get(a);
@@ -107,6 +112,37 @@ TEST_P(FireClaimsTest, MarkRunningMovesOnlyDispatchingFires) {
     EXPECT_EQ(fires.Get(b)->status, FireStatus::kSucceeded);
     EXPECT_EQ(fires.Get(c)->status, FireStatus::kPending);
     EXPECT_EQ(fires.Get(c)->executor_address, std::nullopt);
+}
+
+TEST_P(FireClaimsTest, MarkRunningGivesEachFireItsOwnStartInOneStatement) {
+    const auto a = Insert(1, 1000);
+    const auto b = Insert(2, 1000);
+    const auto c = Insert(3, 1000);
+    const auto d = Insert(4, 1000);
+    ASSERT_EQ(Claim({a, b, c, d}, 556).size(), 4u);
+    FireRepository fires(db());
+    // d's result landed before the window's record (it was started by the executor at 6100).
+    ASSERT_TRUE(fires
+                    .Transition(d, {FireStatus::kDispatching}, FireStatus::kSucceeded,
+                                {.started_at = 6100, .finished_at = 6101})
+                    .ok());
+    auto moved = db().Run([&](soci::session& s) {
+        return FireClaims::MarkRunning(s,
+                                       {{.id = a, .started_at = 6001},
+                                        {.id = b, .started_at = 6042},
+                                        {.id = c, .started_at = 6001},
+                                        {.id = d, .started_at = 6042}},
+                                       "10.0.0.3:7");
+    });
+    ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+    EXPECT_EQ(*moved, 3);
+    EXPECT_EQ(fires.Get(a)->started_at, 6001);
+    EXPECT_EQ(fires.Get(b)->started_at, 6042);
+    EXPECT_EQ(fires.Get(c)->started_at, 6001);
+    EXPECT_EQ(fires.Get(b)->status, FireStatus::kRunning);
+    EXPECT_EQ(fires.Get(b)->executor_address, "10.0.0.3:7");
+    EXPECT_EQ(fires.Get(d)->status, FireStatus::kSucceeded);
+    EXPECT_EQ(fires.Get(d)->started_at, 6100);
 }
 
 TEST_P(FireClaimsTest, FindPendingReturnsOnlyThisNodesPendingFires) {

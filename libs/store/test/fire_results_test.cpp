@@ -1,10 +1,12 @@
 #include "sched/store/fire_results.hpp"
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "sched/store/fire_log.hpp"
+#include "sched/store/fire_metrics.hpp"
 #include "sched/store/job.hpp"
 #include "sched/store/registry.hpp"
 #include "store_test_base.hpp"
@@ -232,6 +234,29 @@ TEST_P(FireResultsTest, ABatchEndsExactlyAsTheItemsOneByOne) {
                                            "|13|1|7|0|5");           // dispatching: the address is recorded
     EXPECT_EQ(State(batched.fires[1]).substr(0, 10), "failed|10.");  // running_started keeps started_at 3
     EXPECT_NE(State(batched.fires[1]).find("|3|0|5"), std::string::npos);
+}
+
+TEST_P(FireResultsTest, TheAppliedItemsJobsComeWithTheOutcomesAsAJoinWouldReadThem) {
+    const Scenario sc = Build();
+    auto applied = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+        std::vector<FireJob> jobs;
+        const auto outcomes = FireResults::ApplyMany(s, sc.batch, PayOnly, &jobs);
+        std::vector<std::int64_t> applied_ids;
+        for (std::size_t i = 0; i < outcomes.size(); ++i) {
+            if (outcomes[i] == ResultOutcome::kApplied) applied_ids.push_back(sc.batch[i].fire_id);
+        }
+        return std::make_pair(jobs, JobsOfFires(s, applied_ids));
+    });
+    ASSERT_TRUE(applied.ok()) << applied.status().ToString();
+    const auto key = [](const std::vector<FireJob>& jobs) {
+        std::multiset<std::string> out;
+        for (const auto& j : jobs) out.insert(std::to_string(j.fire_id) + "/" + std::to_string(j.job_id) + "/" + j.app);
+        return out;
+    };
+    const auto& [jobs, joined] = *applied;
+    EXPECT_EQ(key(jobs), key(joined));
+    EXPECT_EQ(jobs.size(), 7u);  // the seven applied items of Build(), all of the pay job
+    for (const auto& j : jobs) EXPECT_EQ(j.app, "pay");
 }
 
 TEST_P(FireResultsTest, ABatchOverOneChunkIsAppliedWhole) {

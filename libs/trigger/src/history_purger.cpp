@@ -1,6 +1,7 @@
 #include "sched/trigger/history_purger.hpp"
 
 #include <chrono>
+#include <optional>
 #include <vector>
 
 #include "sched/store/fire.hpp"
@@ -38,11 +39,19 @@ Result<int> HistoryPurger::PurgeExpiredBatch(std::int64_t epoch) {
 }
 
 Result<int> HistoryPurger::PurgeOverCapBatch(std::int64_t epoch, std::int64_t job_id) {
+    return PurgeOverCapBatch(epoch, job_id, std::nullopt);
+}
+
+Result<int> HistoryPurger::PurgeOverCapBatch(std::int64_t epoch, std::int64_t job_id,
+                                             std::optional<std::int64_t> boundary) {
     auto deleted = fence_.RunFenced(epoch, [&](soci::session& s) -> Result<int> {
-        const auto boundary = store::FireRepository::CapBoundary(s, job_id, config_.history_max_per_job);
-        if (!boundary) return 0;
+        // A boundary read earlier (outside the fence) is safe: fires are only added to a job
+        // meanwhile, which moves its boundary later, so the older one deletes a subset.
+        const auto before =
+            boundary ? boundary : store::FireRepository::CapBoundary(s, job_id, config_.history_max_per_job);
+        if (!before) return 0;
         return store::FireRepository::DeleteMany(
-            s, store::FireRepository::ListPurgeableBefore(s, job_id, *boundary, config_.purge_batch));
+            s, store::FireRepository::ListPurgeableBefore(s, job_id, *before, config_.purge_batch));
     });
     if (deleted.ok() && *deleted > 0) {
         purged_by_cap_.Inc(*deleted);
@@ -71,16 +80,25 @@ Result<PurgeReport> HistoryPurger::PurgeRound(std::int64_t epoch, const std::fun
     auto jobs = db_->Run(
         [&](soci::session& s) { return store::JobRepository::ListIdsAfter(s, cap_cursor_, config_.purge_batch); });
     if (!jobs.ok()) return jobs.status();
+    // Which of them are over the cap, in one read per 500 jobs (not a fenced transaction per
+    // job: with 1,000 jobs that was 7,000 statements per round, 0.7 per fire at 1,000 fires/s).
+    auto over = db_->Run(
+        [&](soci::session& s) { return store::FireRepository::CapBoundaries(s, *jobs, config_.history_max_per_job); });
+    if (!over.ok()) return over.status();
+    std::size_t next_over = 0;
     for (const std::int64_t job_id : *jobs) {
-        while (go_on()) {
-            --budget;
-            auto deleted = PurgeOverCapBatch(epoch, job_id);
-            if (!deleted.ok()) return deleted.status();
-            r.by_cap += *deleted;
-            if (*deleted > 0) ++r.batches;
-            if (*deleted < config_.purge_batch) break;
+        if (next_over < over->size() && (*over)[next_over].first == job_id) {
+            const std::int64_t boundary = (*over)[next_over++].second;
+            while (go_on()) {
+                --budget;
+                auto deleted = PurgeOverCapBatch(epoch, job_id, boundary);
+                if (!deleted.ok()) return deleted.status();
+                r.by_cap += *deleted;
+                if (*deleted > 0) ++r.batches;
+                if (*deleted < config_.purge_batch) break;
+            }
+            if (!go_on()) return r;  // this job again first next round
         }
-        if (!go_on()) return r;  // this job again first next round
         cap_cursor_ = job_id;
         ++r.jobs_capped;
     }

@@ -130,7 +130,7 @@ struct Slave::State {
 
     // Running records waiting for the next flush: per executor address, the fire ids and the
     // time of the first 202 among them.
-    std::map<std::string, std::pair<std::vector<std::int64_t>, std::int64_t>> running;
+    std::map<std::string, std::vector<store::StartedFire>> running;  // by executor address
     bool flush_scheduled = false;
 
     // Only on the strand: the wake timer, the registry, the call slots.
@@ -847,17 +847,16 @@ void Slave::RecordRunning(std::int64_t fire_id, const std::string& address, std:
     bool spawn = false;
     {
         std::lock_guard lock(state_->mu);
-        auto [it, fresh] = state_->running.try_emplace(address, std::vector<std::int64_t>{}, started_at);
-        it->second.first.push_back(fire_id);
-        if (!fresh) it->second.second = std::min(it->second.second, started_at);
+        state_->running[address].push_back({.id = fire_id, .started_at = started_at});
         spawn = !std::exchange(state_->flush_scheduled, true);
     }
     if (spawn) net::co_spawn(io_, FlushRunning(), net::detached);
 }
 
-// One UPDATE per executor instance per record-window for every fire it accepted. started_at
-// of a batch is its first 202's time (at most record-window early for the others). A fast
-// handler's callback may have ended a fire already; the UPDATE then leaves it.
+// One UPDATE per executor instance per record-window for every fire it accepted, each with
+// its own 202's time as started_at. A fast handler's callback may have ended a fire already;
+// the UPDATE then leaves it (and a result judged while the fire was dispatching is applied
+// either way, see FireResults).
 net::awaitable<void> Slave::FlushRunning() {
     auto state = state_;
     net::steady_timer timer(io_);
@@ -866,26 +865,24 @@ net::awaitable<void> Slave::FlushRunning() {
         co_await timer.async_wait(net::use_awaitable);
     } catch (const boost::system::system_error&) {
     }
-    std::map<std::string, std::pair<std::vector<std::int64_t>, std::int64_t>> batch;
+    std::map<std::string, std::vector<store::StartedFire>> batch;
     {
         std::lock_guard lock(state->mu);
         batch.swap(state->running);
         state->flush_scheduled = false;
     }
-    for (auto& [address, entry] : batch) {
-        const auto& ids = entry.first;
-        const std::int64_t started = entry.second;
+    for (auto& [address, fires] : batch) {
         Micros backoff = 100ms;
         for (int attempt = 1;; ++attempt) {
             auto moved = co_await impl::OnPool(
-                db_pool_, [this, &ids, &address, started] { return store_->MarkRunning(ids, address, started); });
+                db_pool_, [this, &fires, &address] { return store_->MarkRunning(fires, address); });
             if (moved.ok()) {
                 running_batches_.Inc();
                 break;
             }
             if (attempt == 3) {
                 // The executor's callback still ends them (it accepts a dispatching fire).
-                spdlog::warn("slave {}: {} fires accepted by {} not recorded running: {}", node_id_, ids.size(),
+                spdlog::warn("slave {}: {} fires accepted by {} not recorded running: {}", node_id_, fires.size(),
                              address, moved.status().ToString());
                 break;
             }

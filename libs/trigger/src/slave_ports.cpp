@@ -60,9 +60,8 @@ Result<std::vector<store::ExecutorInstance>> SqlFireClaimStore::LiveExecutors(st
     return store::ExecutorRepository(*db_).ListAllLive(ttl_ms);
 }
 
-Result<int> SqlFireClaimStore::MarkRunning(const std::vector<std::int64_t>& ids, const std::string& address,
-                                           std::int64_t started_at) {
-    return db_->Run([&](soci::session& s) { return store::FireClaims::MarkRunning(s, ids, address, started_at); });
+Result<int> SqlFireClaimStore::MarkRunning(const std::vector<store::StartedFire>& fires, const std::string& address) {
+    return db_->Run([&](soci::session& s) { return store::FireClaims::MarkRunning(s, fires, address); });
 }
 
 Status SqlFireClaimStore::Finish(std::int64_t id, FireStatus from, FireStatus to, const std::string& message,

@@ -221,6 +221,43 @@ TEST_P(HistoryPurgerTest, CapKeepsTheNewestFiresOfEachJob) {
     EXPECT_EQ(round->by_cap + round->by_age, 0);
 }
 
+TEST_P(HistoryPurgerTest, ARoundFindsTheJobsOverTheCapAmongManyAndTrimsOnlyThose) {
+    config_.history_max_per_job = 5;
+    const std::int64_t t = Now() - 60000;
+    std::vector<std::int64_t> quiet;
+    for (int j = 0; j < 30; ++j) {
+        quiet.push_back(CreateJob("quiet-" + std::to_string(j)));
+        Insert(quiet.back(), {{.scheduled_time = t, .finished_at = t + 1}, {.scheduled_time = t + 1000}});
+    }
+    const std::int64_t at_cap = CreateJob("at-cap");
+    std::vector<Row> five;
+    for (int i = 0; i < 5; ++i) five.push_back({.scheduled_time = t + i * 1000, .finished_at = t + i * 1000 + 1});
+    const auto at_cap_ids = Insert(at_cap, five);
+    const std::int64_t busy = CreateJob("busy");
+    std::vector<Row> eight;
+    for (int i = 0; i < 8; ++i) eight.push_back({.scheduled_time = t + i * 1000, .finished_at = t + i * 1000 + 1});
+    const auto busy_ids = Insert(busy, eight);
+    // A retry shares the fifth-newest time of this one: both are kept (strictly before).
+    const std::int64_t sharded = CreateJob("retried");
+    const auto sharded_ids = Insert(sharded, {{.scheduled_time = t, .finished_at = t + 1},
+                                              {.scheduled_time = t + 1000, .finished_at = t + 1001},
+                                              {.scheduled_time = t + 1000, .finished_at = t + 1002, .attempt = 1},
+                                              {.scheduled_time = t + 2000, .finished_at = t + 2001},
+                                              {.scheduled_time = t + 3000, .finished_at = t + 3001},
+                                              {.scheduled_time = t + 4000, .finished_at = t + 4001}});
+
+    auto purger = MakePurger();
+    auto round = purger.PurgeRound(epoch_);
+    ASSERT_TRUE(round.ok()) << round.status().ToString();
+    EXPECT_EQ(round->jobs_capped, 33);
+    EXPECT_EQ(round->by_cap, 4);   // busy's 3 oldest, retried's oldest
+    EXPECT_EQ(round->batches, 2);  // a fenced transaction for each job over the cap, none for the others
+    EXPECT_EQ(Ids(busy), std::vector<std::int64_t>(busy_ids.begin() + 3, busy_ids.end()));
+    EXPECT_EQ(Ids(sharded), std::vector<std::int64_t>(sharded_ids.begin() + 1, sharded_ids.end()));
+    EXPECT_EQ(Ids(at_cap), at_cap_ids);
+    for (const auto job : quiet) EXPECT_EQ(Ids(job).size(), 2u);
+}
+
 TEST_P(HistoryPurgerTest, ABatchDeletesAtMostPurgeBatchRows) {
     const std::int64_t job = CreateJob("backlog");
     InsertMany(job, Now() - 3 * kHourMs, 2500);

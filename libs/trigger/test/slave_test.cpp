@@ -126,16 +126,15 @@ class FakeStore final : public FireClaimStore {
         ++live_reads;
         return executors;
     }
-    Result<int> MarkRunning(const std::vector<std::int64_t>& ids, const std::string& address,
-                            std::int64_t started_at) override {
+    Result<int> MarkRunning(const std::vector<store::StartedFire>& started, const std::string& address) override {
         std::lock_guard lock(mu);
-        running_batches.push_back(ids.size());
+        running_batches.push_back(started.size());
         int moved = 0;
-        for (auto id : ids) {
-            auto& f = fires.at(id);
+        for (const auto& s : started) {
+            auto& f = fires.at(s.id);
             if (f.fire.status != FireStatus::kDispatching) continue;
             f.fire.status = FireStatus::kRunning;
-            f.fire.started_at = started_at;
+            f.fire.started_at = s.started_at;
             f.address = address;
             ++moved;
         }

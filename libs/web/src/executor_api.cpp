@@ -254,20 +254,15 @@ net::awaitable<rest::Response> HandleCallback(rest::Request& req, const Principa
     };
     auto work = [&] {
         return db.InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
-            // A constant number of statements per batch (store::FireResults), not 3-4 per item.
-            const auto outcomes = store::FireResults::ApplyMany(s, items, app_allowed);
+            // A constant number of statements per batch (store::FireResults), not 3-4 per item;
+            // the applied fires' jobs for the metrics come from the same SELECT.
             Applied out;
-            std::vector<std::int64_t> ids;
+            const auto outcomes = store::FireResults::ApplyMany(s, items, app_allowed, metrics ? &out.jobs : nullptr);
             for (std::size_t i = 0; i < items.size(); ++i) {
                 out.results.push_back(
                     {{"fire_id", items[i].fire_id}, {"outcome", store::ResultOutcomeName(outcomes[i])}});
-                if (outcomes[i] == store::ResultOutcome::kApplied) {
-                    out.applied.push_back(i);
-                    ids.push_back(items[i].fire_id);
-                }
+                if (outcomes[i] == store::ResultOutcome::kApplied) out.applied.push_back(i);
             }
-            // One more SELECT per batch, only when something changed and metrics are exported.
-            if (metrics && !ids.empty()) out.jobs = store::JobsOfFires(s, ids);
             return out;
         });
     };

@@ -71,7 +71,7 @@ namespace sched::client {
 ///     capacity: 64                   # accepted, unfinished runs (running + queued); more get 429
 ///     spool-dir: "data/client-spool" # undelivered results survive restarts here (one executor per dir)
 ///     callback-batch-size: 100       # results per callback request
-///     callback-flush-interval: 50ms  # how long a result may wait to share a batch
+///     callback-flush-interval: 100ms # how long a result may wait to share a batch
 ///     callback-max-backoff: 10s      # retry backoff cap while no web endpoint answers
 ///     web-timeout: 5s                # timeout of each call to a web endpoint
 ///     shutdown-grace: 30s            # on Stop(), running handlers get this long before cancellation
@@ -97,7 +97,7 @@ struct ExecutorOptions {
     int capacity = 64;
     std::filesystem::path spool_dir = "data/client-spool";
     int callback_batch_size = 100;
-    std::chrono::microseconds callback_flush_interval = std::chrono::milliseconds(50);
+    std::chrono::microseconds callback_flush_interval = std::chrono::milliseconds(100);
     std::chrono::microseconds callback_max_backoff = std::chrono::seconds(10);
     std::chrono::microseconds web_timeout = std::chrono::seconds(5);
     std::chrono::microseconds shutdown_grace = std::chrono::seconds(30);

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <soci/soci.h>
@@ -234,6 +235,12 @@ class FireRepository {
     /// nullopt when the job has fewer than `keep` (>= 1) fires. Served by idx_fire_job (job_id,
     /// scheduled_time), reading at most `keep` index entries.
     static std::optional<std::int64_t> CapBoundary(soci::session& s, std::int64_t job_id, int keep);
+    /// CapBoundary for many jobs in one statement per 500 ids: (job id, boundary) of each of
+    /// `job_ids` that has at least `keep` fires, in job id order. The same index reads as
+    /// CapBoundary per job, one round trip instead of one per job.
+    static std::vector<std::pair<std::int64_t, std::int64_t>> CapBoundaries(soci::session& s,
+                                                                            const std::vector<std::int64_t>& job_ids,
+                                                                            int keep);
     /// Ids of at most `limit` purgeable fires of the job scheduled strictly before `before_ms`
     /// (strictly: fires sharing the boundary's time, e.g. shards, are all kept). idx_fire_job.
     static std::vector<std::int64_t> ListPurgeableBefore(soci::session& s, std::int64_t job_id, std::int64_t before_ms,

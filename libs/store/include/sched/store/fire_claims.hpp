@@ -15,6 +15,12 @@
 
 namespace sched::store {
 
+/// A fire an executor instance accepted, and when (its 202).
+struct StartedFire {
+    std::int64_t id = 0;
+    std::int64_t started_at = 0;
+};
+
 class FireClaims {
   public:
     /// Moves the fires among `ids` that are still `pending` to `dispatching`, stamping
@@ -30,11 +36,12 @@ class FireClaims {
     /// whether it did.
     static bool Restamp(soci::session& s, std::int64_t id, std::int64_t token, std::int64_t epoch);
 
-    /// Records `running` (executor_address, started_at) for the fires among `ids` still
-    /// `dispatching`: the fires one executor instance accepted. A fast handler's callback may
-    /// have ended a fire already; that fire is left as it is. Returns how many moved.
-    static int MarkRunning(soci::session& s, const std::vector<std::int64_t>& ids, const std::string& address,
-                           std::int64_t started_at);
+    /// Records `running` (executor_address, each fire's own started_at) for the fires among
+    /// `fires` still `dispatching`: the fires one executor instance accepted, in one UPDATE
+    /// (started_at is a CASE over the distinct start times, usually one per batch of runs). A
+    /// fast handler's callback may have ended a fire already; that fire is left as it is.
+    /// Returns how many moved.
+    static int MarkRunning(soci::session& s, const std::vector<StartedFire>& fires, const std::string& address);
 
     /// The fires among `ids` that are `pending` and assigned to `node` (a notification's ids).
     static std::vector<Fire> FindPending(soci::session& s, const std::string& node,

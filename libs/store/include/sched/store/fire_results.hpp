@@ -10,6 +10,7 @@
 #include <soci/soci.h>
 
 #include "sched/store/fire.hpp"
+#include "sched/store/fire_metrics.hpp"
 
 namespace sched::store {
 
@@ -34,10 +35,13 @@ class FireResults {
     /// ApplyResult one by one. A fire named more than once takes the batch path for its first
     /// item; its later items go through ApplyResult afterwards, in input order.
     ///
-    /// `app_allowed` is called once per item and round (as ApplyResult does). Throws what soci
-    /// throws.
+    /// `app_allowed` is called once per item and round (as ApplyResult does). When
+    /// `applied_jobs` is given, it receives the job and app of every applied item whose job
+    /// still exists (for the outcome metrics), read by the same SELECT, in input order. Throws
+    /// what soci throws.
     static std::vector<ResultOutcome> ApplyMany(soci::session& s, const std::vector<ExecutorResult>& results,
-                                                const std::function<bool(const std::string& app)>& app_allowed);
+                                                const std::function<bool(const std::string& app)>& app_allowed,
+                                                std::vector<FireJob>* applied_jobs = nullptr);
 };
 
 }  // namespace sched::store

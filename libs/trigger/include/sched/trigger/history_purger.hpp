@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "sched/common/metrics.hpp"
 #include "sched/common/status.hpp"
@@ -54,10 +55,14 @@ class HistoryPurger {
     /// One cap batch for one job: deletes at most purge-batch of its purgeable fires scheduled
     /// before its history-max-per-job newest, in one fenced transaction. Returns how many.
     Result<int> PurgeOverCapBatch(std::int64_t epoch, std::int64_t job_id);
+    /// The same with the boundary (FireRepository::CapBoundary) already read, or nullopt to
+    /// read it inside the batch.
+    Result<int> PurgeOverCapBatch(std::int64_t epoch, std::int64_t job_id, std::optional<std::int64_t> boundary);
 
     /// A round: age batches until one is not full, then the cap for the next purge-batch jobs
-    /// (a cursor over job ids that wraps around, so every job is checked every few rounds),
-    /// each job's batches until one is not full. At most kMaxBatchesPerRound batches, and it
+    /// (a cursor over job ids that wraps around, so every job is checked every few rounds):
+    /// one read finds which of them are over the cap (FireRepository::CapBoundaries), and only
+    /// those get batches, each job's until one is not full. At most kMaxBatchesPerRound batches, and it
     /// stops early when `should_stop()` says so. The first error ends the round (it is retried
     /// at the next one); what was committed before stays deleted and counted.
     Result<PurgeReport> PurgeRound(std::int64_t epoch, const std::function<bool()>& should_stop = {});

@@ -74,7 +74,7 @@ namespace sched::trigger {
 
 struct MasterConfig {
     Micros scan_interval = std::chrono::milliseconds(100);
-    Micros scan_min_interval = std::chrono::milliseconds(25);
+    Micros scan_min_interval = std::chrono::milliseconds(50);
     Micros lookahead = std::chrono::seconds(2);
     int batch = 500;
     Micros misfire_threshold = std::chrono::seconds(5);

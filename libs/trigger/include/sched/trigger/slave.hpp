@@ -81,7 +81,7 @@ struct SlaveConfig {
     Micros executor_ttl = std::chrono::seconds(30);
     Micros claim_ahead = std::chrono::milliseconds(100);
     int max_group = 500;
-    Micros record_window = std::chrono::milliseconds(10);
+    Micros record_window = std::chrono::milliseconds(50);
     int max_calls_per_executor = 64;
     Micros executor_refresh = std::chrono::seconds(1);
     /// Not a `slave` key: the node sets it from `master.misfire-threshold`, so a planned fire

@@ -19,6 +19,7 @@
 #include "sched/db/database.hpp"
 #include "sched/http/client.hpp"
 #include "sched/store/fire.hpp"
+#include "sched/store/fire_claims.hpp"
 #include "sched/store/job.hpp"
 #include "sched/store/registry.hpp"
 #include "sched/web/executor_signer.hpp"
@@ -54,9 +55,8 @@ class FireClaimStore {
     virtual Result<std::optional<std::int64_t>> Restamp(std::int64_t id, std::int64_t token) = 0;
     /// Every app's instances with a heartbeat younger than `ttl_ms`.
     virtual Result<std::vector<store::ExecutorInstance>> LiveExecutors(std::int64_t ttl_ms) = 0;
-    /// Records `running` for the dispatching fires among `ids`, accepted by `address`.
-    virtual Result<int> MarkRunning(const std::vector<std::int64_t>& ids, const std::string& address,
-                                    std::int64_t started_at) = 0;
+    /// Records `running` for the dispatching fires among `fires`, accepted by `address`.
+    virtual Result<int> MarkRunning(const std::vector<store::StartedFire>& fires, const std::string& address) = 0;
     /// Ends a fire by CAS from `from` with its message and, for a fire that did not run, the
     /// ledger's reason; kAborted when it was no longer in `from`.
     virtual Status Finish(std::int64_t id, store::FireStatus from, store::FireStatus to, const std::string& message,
@@ -81,8 +81,7 @@ class SqlFireClaimStore final : public FireClaimStore {
     Result<ClaimedGroup> Claim(const std::vector<std::int64_t>& ids, std::int64_t token, std::int64_t now_ms) override;
     Result<std::optional<std::int64_t>> Restamp(std::int64_t id, std::int64_t token) override;
     Result<std::vector<store::ExecutorInstance>> LiveExecutors(std::int64_t ttl_ms) override;
-    Result<int> MarkRunning(const std::vector<std::int64_t>& ids, const std::string& address,
-                            std::int64_t started_at) override;
+    Result<int> MarkRunning(const std::vector<store::StartedFire>& fires, const std::string& address) override;
     Status Finish(std::int64_t id, store::FireStatus from, store::FireStatus to, const std::string& message,
                   std::optional<store::FireReason> reason, std::int64_t now_ms) override;
     Result<store::FireStatus> StatusOf(std::int64_t id) override;
