@@ -8,7 +8,7 @@
 #   scripts/container-test.sh            # exit 0: passed or skipped (the reason is printed)
 #
 # Skips (exit 0, "container-test: SKIP: ...") where podman or podman-compose is missing or
-# podman cannot run containers. Base images: docker.io/library/debian:bookworm(-slim) and
+# podman cannot run containers (podman run --init needs catatonit: apt-get install catatonit). Base images: docker.io/library/debian:bookworm(-slim) and
 # mariadb:10.11 from the registry when it answers; otherwise a bookworm base is made with
 # debootstrap from Debian packages (DEBIAN_MIRROR, default http://deb.debian.org/debian) and a
 # stand-in for the MariaDB image is built on it from Debian's mariadb-server (10.11 too), with
@@ -118,6 +118,19 @@ EOF
     fi
 fi
 printf 'services:\n  mariadb:\n    image: %s\n' "$mariadb_image" >"$work/override.yml"
+
+# --- Can podman start a container here? A VM's kernel may refuse the rlimits rootful podman
+# sets by default (runc: "error setting rlimit type 7: operation not permitted"): then lower
+# them for every container podman-compose starts.
+probe() { timeout 120 podman run --rm --init --network=none "$@" docker.io/library/debian:bookworm true 2>&1; }
+run_args=()
+if ! why=$(probe); then
+    grep -q "error setting rlimit" <<<"$why" || skip "podman cannot start a container here: $(tail -n1 <<<"$why")"
+    run_args=(--ulimit nofile=8192:8192 --ulimit nproc=8192:8192)
+    why=$(probe "${run_args[@]}") || skip "podman cannot start a container here: $(tail -n1 <<<"$why")"
+    log "podman's default rlimits are refused here: containers run with ${run_args[*]}"
+    compose=(podman-compose --podman-run-args "${run_args[*]}" -p "$project" -f docker/docker-compose.yml -f "$work/override.yml")
+fi
 
 # --- The image (build tools and runtime packages come from Debian through apt in the build).
 log "building sched:local (docker/Dockerfile)"
