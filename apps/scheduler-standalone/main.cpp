@@ -19,6 +19,7 @@
 #include "sched/common/app_main.hpp"
 #include "sched/common/crypto.hpp"
 #include "sched/cron/schedule.hpp"
+#include "sched/http/url.hpp"
 #include "sched/store/job.hpp"
 #include "sched/store/token.hpp"
 #include "sched/trigger/node.hpp"
@@ -174,7 +175,9 @@ int main(int argc, char** argv) {
         }
     }
     if (generated_token) std::cout << "scheduler-standalone token (generated): " << config.token << "\n";
-    std::cout << "scheduler-standalone listening on http://127.0.0.1:" << node.port() << std::endl;
+    std::cout << "scheduler-standalone listening on http://"
+              << sched::rest::HostPort{sched::rest::HostPort::Parse(config.http.listen)->host, node.port()}.ToString()
+              << std::endl;
     signals.Wait();
     node.Stop();
     spdlog::info("scheduler-standalone stopped");

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sched/common/app_main.hpp"
+#include "sched/http/url.hpp"
 #include "sched/trigger/node.hpp"
 
 namespace {
@@ -54,7 +55,8 @@ int main(int argc, char** argv) {
         spdlog::error("cannot start: {}", started.ToString());
         return 1;
     }
-    std::cout << "scheduler-trigger " << node.node_id() << " listening on http://127.0.0.1:" << node.port()
+    std::cout << "scheduler-trigger " << node.node_id() << " listening on http://"
+              << sched::rest::HostPort{sched::rest::HostPort::Parse(config.http.listen)->host, node.port()}.ToString()
               << std::endl;
     signals.Wait();
     node.Stop();

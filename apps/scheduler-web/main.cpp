@@ -9,6 +9,7 @@
 #include "sched/common/app_main.hpp"
 #include "sched/common/config.hpp"
 #include "sched/common/logging.hpp"
+#include "sched/http/url.hpp"
 #include "sched/web/web_service.hpp"
 
 namespace {
@@ -55,7 +56,10 @@ int main(int argc, char** argv) {
         spdlog::error("cannot start: {}", started.ToString());
         return 1;
     }
-    std::cout << "scheduler-web listening on http://127.0.0.1:" << service.port() << std::endl;
+    std::cout
+        << "scheduler-web listening on http://"
+        << sched::rest::HostPort{sched::rest::HostPort::Parse(config.http.listen)->host, service.port()}.ToString()
+        << std::endl;
     signals.Wait();
     service.Stop();
     spdlog::info("scheduler-web stopped");

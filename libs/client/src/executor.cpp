@@ -58,12 +58,6 @@ std::string LogTimestamp() {
     return std::string(buf.data(), n) + fmt::format(".{:03d}Z", static_cast<int>(ms % 1000));
 }
 
-std::string Hostname() {
-    std::array<char, 256> host{};
-    if (gethostname(host.data(), host.size() - 1) != 0 || host[0] == '\0') return "localhost";
-    return host.data();
-}
-
 std::optional<std::int64_t> ParseInt(std::string_view text) {
     std::int64_t v = 0;
     const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
@@ -246,10 +240,8 @@ void Runtime::Start() {
     if (!options_.advertised_address.empty()) {
         address_ = options_.advertised_address;
     } else {
-        auto host = rest::HostPort::Parse(options_.http.listen)->host;
-        // A wildcard address is not something a peer can call.
-        if (host == "0.0.0.0" || host == "::") host = Hostname();
-        address_ = rest::HostPort{host, server_->port()}.ToString();
+        const auto host = rest::HostPort::Parse(options_.http.listen)->host;
+        address_ = rest::HostPort{host, server_->port()}.Reachable(rest::LocalHostname()).ToString();
     }
     rest::ClientOptions client_options;
     client_options.connect_timeout = std::min(options_.web_timeout, client_options.connect_timeout);

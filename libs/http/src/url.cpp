@@ -1,5 +1,8 @@
 #include "sched/http/url.hpp"
 
+#include <unistd.h>
+
+#include <array>
 #include <charconv>
 
 namespace sched::rest {
@@ -79,6 +82,17 @@ Result<HostPort> HostPort::Parse(std::string_view text) {
 
 std::string HostPort::ToString() const {
     return FormatAuthority(host, port);
+}
+
+HostPort HostPort::Reachable(std::string_view hostname) const {
+    if (host.empty() || host == "0.0.0.0" || host == "::") return HostPort{std::string(hostname), port};
+    return *this;
+}
+
+std::string LocalHostname() {
+    std::array<char, 256> name{};
+    if (gethostname(name.data(), name.size() - 1) != 0 || name[0] == '\0') return "localhost";
+    return name.data();
 }
 
 Result<Url> Url::Parse(std::string_view text) {

@@ -24,6 +24,15 @@ TEST(HostPort, ParsesHostsAndRejectsWhatIsNotHostColonPort) {
     }
 }
 
+TEST(HostPort, ReachableReplacesOnlyAWildcardHost) {
+    EXPECT_EQ(HostPort::Parse("0.0.0.0:7071")->Reachable("trigger-1").ToString(), "trigger-1:7071");
+    EXPECT_EQ(HostPort::Parse("[::]:8080")->Reachable("web-0").ToString(), "web-0:8080");
+    EXPECT_EQ(HostPort::Parse("127.0.0.1:7071")->Reachable("trigger-1").ToString(), "127.0.0.1:7071");
+    EXPECT_EQ(HostPort::Parse("10.0.0.5:7071")->Reachable("trigger-1").ToString(), "10.0.0.5:7071");
+    EXPECT_EQ(HostPort::Parse("[::1]:8080")->Reachable("web-0").ToString(), "[::1]:8080");
+    EXPECT_FALSE(LocalHostname().empty());
+}
+
 TEST(Url, ParsesHttpUrlsWithDefaultsAndRefusesOtherSchemes) {
     auto u = Url::Parse("http://web-1:8080/api/v1/callback?x=1");
     ASSERT_TRUE(u.ok());

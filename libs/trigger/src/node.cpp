@@ -85,6 +85,9 @@ NodeConfig NodeConfig::FromYaml(const ConfigNode& root, const Defaults& defaults
     NodeConfig c;
     c.node_id = root.String("node-id", "");
     c.advertised_address = root.String("advertised-address", "");
+    // Where the address is known only when the process starts (a Kubernetes pod's IP, given
+    // through the downward API), the environment sets it.
+    if (auto env = EnvOverride("SCHED_ADVERTISED_ADDRESS")) c.advertised_address = *env;
     if (!c.advertised_address.empty()) {
         // Other nodes dial it: a typo here only shows up later as notifications that never
         // arrive, so it is refused at start-up.
@@ -263,8 +266,11 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
     }
     ExportNodeMetrics();
     const auto bound = impl_->server->local_endpoint();
-    advertised_ = config_.advertised_address.empty() ? bound.address().to_string() + ":" + std::to_string(bound.port())
-                                                     : config_.advertised_address;
+    // Bound to a wildcard address, a node is reached at its host name (a container's name).
+    advertised_ =
+        config_.advertised_address.empty()
+            ? rest::HostPort{bound.address().to_string(), bound.port()}.Reachable(rest::LocalHostname()).ToString()
+            : config_.advertised_address;
 
     impl_->master = std::make_unique<Master>(db_, *impl_->fence, *time_, config_.scheduler, metrics_);
     impl_->purger = std::make_unique<HistoryPurger>(db_, *impl_->fence, *time_, config_.scheduler, metrics_);

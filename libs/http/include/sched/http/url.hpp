@@ -22,7 +22,14 @@ struct HostPort {
     static Result<HostPort> Parse(std::string_view text);
     /// "host:port", with brackets around an IPv6 host.
     std::string ToString() const;
+    /// This address as a peer can call it: a wildcard host ("0.0.0.0", "::", "") names every
+    /// interface, which no peer can dial, so it becomes `hostname`; any other host is kept.
+    HostPort Reachable(std::string_view hostname) const;
 };
+
+/// This machine's host name (gethostname); "localhost" when it has none. In a container: the
+/// container's name, which its network resolves (compose service, Kubernetes pod).
+std::string LocalHostname();
 
 /// An http:// URL. https is refused (no TLS in this project: put a proxy in front).
 struct Url {

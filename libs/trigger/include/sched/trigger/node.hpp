@@ -8,6 +8,8 @@
 ///   node-id, advertised-address, token, heartbeat-interval, clock-refresh, io-threads,
 ///   db-threads, executor-api, http: {ServerOptions}, database: {DatabaseConfig},
 ///   election: {tick, ttl, margin}, scheduler: {MasterConfig}, slave: {SlaveConfig}, log: {...}
+/// The environment overrides two keys: SCHED_TOKEN (token) and SCHED_ADVERTISED_ADDRESS
+/// (advertised-address, validated the same way; e.g. a pod's IP and port in Kubernetes).
 ///
 /// HTTP (port `http.listen`): GET /healthz, /readyz, /metrics, /status (public, no secrets);
 /// POST /internal/v1/fires {epoch, fire_ids} (the master's notification; bearer token) and
@@ -54,6 +56,7 @@ namespace sched::trigger {
 struct NodeConfig {
     std::string node_id;             ///< "" = host-pid-random
     std::string advertised_address;  ///< host:port other nodes use; "" = the bound listen address
+                                     ///< (bound to 0.0.0.0 or ::, the host name with the port)
     std::string token;               ///< cluster token (SCHED_TOKEN overrides); required
     Micros heartbeat_interval = std::chrono::seconds(1);
     Micros clock_refresh = std::chrono::seconds(5);

@@ -1,0 +1,47 @@
+#include <stdlib.h>
+
+#include <gtest/gtest.h>
+
+#include "sched/common/config.hpp"
+#include "sched/trigger/node.hpp"
+
+namespace sched::trigger {
+namespace {
+
+NodeConfig Parse(const std::string& yaml) {
+    return NodeConfig::FromYaml(ConfigNode::LoadString(yaml), NodeConfig::Defaults{});
+}
+
+class NodeConfigEnv : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        unsetenv("SCHED_ADVERTISED_ADDRESS");
+        setenv("SCHED_TOKEN", "node-config-test-token", 1);
+    }
+    void TearDown() override {
+        unsetenv("SCHED_ADVERTISED_ADDRESS");
+        unsetenv("SCHED_TOKEN");
+    }
+};
+
+TEST_F(NodeConfigEnv, AdvertisedAddressComesFromTheEnvironmentWhenSet) {
+    EXPECT_EQ(Parse("advertised-address: \"trigger-1:7071\"\n").advertised_address, "trigger-1:7071");
+    setenv("SCHED_ADVERTISED_ADDRESS", "10.1.2.3:7071", 1);
+    EXPECT_EQ(Parse("advertised-address: \"trigger-1:7071\"\n").advertised_address, "10.1.2.3:7071");
+    EXPECT_EQ(Parse("{}\n").advertised_address, "10.1.2.3:7071");
+}
+
+TEST_F(NodeConfigEnv, AdvertisedAddressFromTheEnvironmentIsValidated) {
+    setenv("SCHED_ADVERTISED_ADDRESS", "10.1.2.3", 1);  // no port: other nodes could not dial it
+    try {
+        (void)Parse("{}\n");
+        FAIL() << "accepted an address without a port";
+    } catch (const ConfigError& e) {
+        EXPECT_NE(std::string(e.what()).find("advertised-address"), std::string::npos) << e.what();
+    }
+    setenv("SCHED_ADVERTISED_ADDRESS", "10.1.2.3:0", 1);
+    EXPECT_THROW((void)Parse("{}\n"), ConfigError);
+}
+
+}  // namespace
+}  // namespace sched::trigger

@@ -1,0 +1,398 @@
+// deploy/k8s/: the Kubernetes manifests agree with the apps and the image. No cluster is
+// needed: the manifests are parsed, each config mounted from the ConfigMap is validated by the
+// real app binary (--check-config), and each app is started on that config (with a SQLite
+// database and a loopback port instead of MariaDB and 0.0.0.0) to show that every probe path
+// is a route it serves, answering 200.
+
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include "../support/child_process.hpp"
+
+namespace sched {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+const fs::path kSource = SCHED_SOURCE_DIR;
+const fs::path kK8s = kSource / "deploy/k8s";
+
+const std::map<std::string, std::string>& AppBinaries() {
+    static const std::map<std::string, std::string> bins = {{"scheduler-trigger", SCHED_TRIGGER_BIN},
+                                                            {"scheduler-web", SCHED_WEB_BIN}};
+    return bins;
+}
+
+std::string ReadFile(const fs::path& path) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("cannot read " + path.string());
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+int PortOf(const std::string& host_port) {
+    const auto colon = host_port.rfind(':');
+    if (colon == std::string::npos) return -1;
+    return std::stoi(host_port.substr(colon + 1));
+}
+
+// Every label in `selector` is in `labels` with the same value (and the selector is not empty).
+bool Selects(const YAML::Node& selector, const YAML::Node& labels) {
+    if (!selector || !selector.IsMap() || selector.size() == 0 || !labels || !labels.IsMap()) return false;
+    for (const auto& kv : selector) {
+        const auto key = kv.first.as<std::string>();
+        if (!labels[key] || labels[key].as<std::string>() != kv.second.as<std::string>()) return false;
+    }
+    return true;
+}
+
+struct Document {
+    std::string file;
+    YAML::Node node;
+    std::string kind() const { return node["kind"].as<std::string>(""); }
+    std::string name() const { return node["metadata"]["name"].as<std::string>(""); }
+};
+
+// One container of a Deployment, resolved to its config in the ConfigMap.
+struct AppContainer {
+    std::string deployment;
+    YAML::Node pod;        // spec.template.spec
+    YAML::Node container;  // the container
+    std::string app;       // command[0]
+    std::string config_path;
+    std::string config_text;  // the ConfigMap entry mounted at config_path
+    int listen_port = -1;
+};
+
+class K8s : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        for (const auto& entry : fs::directory_iterator(kK8s)) {
+            const auto name = entry.path().filename().string();
+            if (entry.path().extension() != ".yaml" || name == "kustomization.yaml") continue;
+            for (const auto& doc : YAML::LoadAllFromFile(entry.path().string())) {
+                if (doc.IsNull()) continue;
+                docs_.push_back({name, doc});
+            }
+        }
+        ASSERT_FALSE(docs_.empty());
+    }
+
+    std::vector<const Document*> OfKind(const std::string& kind) const {
+        std::vector<const Document*> out;
+        for (const auto& d : docs_) {
+            if (d.kind() == kind) out.push_back(&d);
+        }
+        return out;
+    }
+
+    const Document* Find(const std::string& kind, const std::string& name) const {
+        for (const auto& d : docs_) {
+            if (d.kind() == kind && d.name() == name) return &d;
+        }
+        return nullptr;
+    }
+
+    // The containers of every Deployment, with their configs; fails the test where one does not
+    // resolve.
+    std::vector<AppContainer> Containers() {
+        std::vector<AppContainer> out;
+        for (const auto* d : OfKind("Deployment")) {
+            const YAML::Node pod = d->node["spec"]["template"]["spec"];
+            for (const auto& c : pod["containers"]) {
+                AppContainer a;
+                a.deployment = d->name();
+                a.pod = pod;
+                a.container = static_cast<const YAML::Node&>(c);
+                const auto cmd = c["command"].as<std::vector<std::string>>(std::vector<std::string>{});
+                EXPECT_FALSE(cmd.empty()) << a.deployment << ": the container names its app in command";
+                if (cmd.empty()) continue;
+                a.app = cmd[0];
+                for (std::size_t i = 1; i + 1 < cmd.size(); ++i) {
+                    if (cmd[i] == "--config") a.config_path = cmd[i + 1];
+                }
+                ResolveConfig(a);
+                if (::testing::Test::HasFailure()) return {};
+                out.push_back(a);
+            }
+        }
+        return out;
+    }
+
+    // The file at config_path comes from a volumeMount of a ConfigMap volume: its key is the
+    // rest of the path.
+    void ResolveConfig(AppContainer& a) {
+        SCOPED_TRACE(a.deployment);
+        ASSERT_FALSE(a.config_path.empty()) << "command has no --config";
+        for (const auto& m : a.container["volumeMounts"]) {
+            const std::string mount = m["mountPath"].as<std::string>("");
+            if (mount.empty() || a.config_path.rfind(mount + "/", 0) != 0) continue;
+            const std::string key = a.config_path.substr(mount.size() + 1);
+            for (const auto& v : a.pod["volumes"]) {
+                if (v["name"].as<std::string>("") != m["name"].as<std::string>("") || !v["configMap"]) continue;
+                const auto* cm = Find("ConfigMap", v["configMap"]["name"].as<std::string>(""));
+                ASSERT_NE(cm, nullptr) << "no ConfigMap " << v["configMap"]["name"];
+                ASSERT_TRUE(cm->node["data"][key]) << "ConfigMap " << cm->name() << " has no key " << key;
+                a.config_text = cm->node["data"][key].as<std::string>();
+            }
+        }
+        ASSERT_FALSE(a.config_text.empty()) << a.config_path << " is not mounted from a ConfigMap";
+        const YAML::Node config = YAML::Load(a.config_text);
+        ASSERT_TRUE(config["http"]["listen"]) << a.config_path << ": set http.listen explicitly";
+        a.listen_port = PortOf(config["http"]["listen"].as<std::string>());
+        // Listening on loopback inside a pod serves nobody else, probes included.
+        EXPECT_EQ(config["http"]["listen"].as<std::string>().rfind("0.0.0.0:", 0), 0u);
+    }
+
+    std::vector<Document> docs_;
+};
+
+TEST_F(K8s, EveryDocumentHasApiVersionKindAndName) {
+    const std::map<std::string, std::string> api = {{"Deployment", "apps/v1"},
+                                                    {"Service", "v1"},
+                                                    {"ConfigMap", "v1"},
+                                                    {"Secret", "v1"},
+                                                    {"PodDisruptionBudget", "policy/v1"}};
+    std::set<std::string> kinds;
+    for (const auto& d : docs_) {
+        SCOPED_TRACE(d.file + ": " + d.kind() + " " + d.name());
+        ASSERT_TRUE(d.node["apiVersion"] && d.node["kind"]) << "apiVersion and kind are required";
+        EXPECT_FALSE(d.name().empty()) << "metadata.name is required";
+        ASSERT_TRUE(api.count(d.kind())) << "unexpected kind";
+        EXPECT_EQ(d.node["apiVersion"].as<std::string>(), api.at(d.kind()));
+        kinds.insert(d.kind());
+    }
+    EXPECT_EQ(kinds.size(), api.size()) << "the set has a Deployment, Service, ConfigMap, Secret and PDB";
+}
+
+TEST_F(K8s, KustomizationListsEveryManifestButTheExampleSecret) {
+    const YAML::Node k = YAML::LoadFile((kK8s / "kustomization.yaml").string());
+    std::set<std::string> listed;
+    for (const auto& r : k["resources"]) listed.insert(r.as<std::string>());
+    std::set<std::string> files;
+    for (const auto& d : docs_) {
+        if (d.kind() != "Secret") files.insert(d.file);
+    }
+    EXPECT_EQ(listed, files);
+    for (const auto& d : OfKind("Secret")) {
+        EXPECT_FALSE(listed.count(d->file)) << d->file << " holds example values and must not be applied";
+        EXPECT_NE(d->file.find("example"), std::string::npos) << d->file;
+        EXPECT_NE(ReadFile(kK8s / d->file).find("EXAMPLE ONLY"), std::string::npos) << d->file;
+    }
+}
+
+TEST_F(K8s, SelectorsMatchTheirPods) {
+    std::map<std::string, YAML::Node> pod_labels;  // deployment -> template labels
+    for (const auto* d : OfKind("Deployment")) {
+        SCOPED_TRACE(d->name());
+        const YAML::Node labels = d->node["spec"]["template"]["metadata"]["labels"];
+        EXPECT_TRUE(Selects(d->node["spec"]["selector"]["matchLabels"], labels));
+        pod_labels[d->name()] = labels;
+    }
+    ASSERT_EQ(pod_labels.size(), 2u);
+    // Each Service and each PodDisruptionBudget selects the pods of exactly one Deployment.
+    for (const auto* kind : {"Service", "PodDisruptionBudget"}) {
+        for (const auto* d : OfKind(kind)) {
+            SCOPED_TRACE(std::string(kind) + " " + d->name());
+            const YAML::Node selector = std::string(kind) == "Service" ? d->node["spec"]["selector"]
+                                                                       : d->node["spec"]["selector"]["matchLabels"];
+            int selected = 0;
+            for (const auto& [name, labels] : pod_labels) selected += Selects(selector, labels) ? 1 : 0;
+            EXPECT_EQ(selected, 1);
+        }
+    }
+    // Both Deployments have a budget, and a budget that leaves room to drain a node.
+    for (const auto& [name, labels] : pod_labels) {
+        int budgets = 0;
+        for (const auto* p : OfKind("PodDisruptionBudget")) {
+            if (!Selects(p->node["spec"]["selector"]["matchLabels"], labels)) continue;
+            ++budgets;
+            const int replicas = Find("Deployment", name)->node["spec"]["replicas"].as<int>(1);
+            if (p->node["spec"]["minAvailable"]) {
+                EXPECT_LT(p->node["spec"]["minAvailable"].as<int>(), replicas) << name;
+            } else {
+                EXPECT_GE(p->node["spec"]["maxUnavailable"].as<int>(0), 1) << name;
+            }
+        }
+        EXPECT_EQ(budgets, 1) << name;
+    }
+    EXPECT_TRUE(Find("Service", "sched-web")) << "the web Deployment needs its Service";
+}
+
+TEST_F(K8s, PortsAndProbesUseTheConfiguredListenPort) {
+    for (const auto& a : Containers()) {
+        SCOPED_TRACE(a.deployment);
+        ASSERT_GT(a.listen_port, 0);
+        std::map<std::string, int> named;
+        std::set<int> ports;
+        for (const auto& p : a.container["ports"]) {
+            ports.insert(p["containerPort"].as<int>());
+            if (p["name"]) named[p["name"].as<std::string>()] = p["containerPort"].as<int>();
+        }
+        EXPECT_EQ(ports, std::set<int>{a.listen_port}) << "declare exactly the listen port";
+        const auto port_of = [&](const YAML::Node& port) {
+            const std::string text = port.as<std::string>();
+            const auto it = named.find(text);
+            return it != named.end() ? it->second : std::stoi(text);
+        };
+        for (const char* probe : {"readinessProbe", "livenessProbe", "startupProbe"}) {
+            if (!a.container[probe]) continue;
+            EXPECT_EQ(port_of(a.container[probe]["httpGet"]["port"]), a.listen_port) << probe;
+        }
+        EXPECT_EQ(a.container["readinessProbe"]["httpGet"]["path"].as<std::string>(""), "/readyz");
+        EXPECT_TRUE(a.container["livenessProbe"]["httpGet"]["path"]) << "no liveness probe";
+        // The Services reach the same port.
+        for (const auto* s : OfKind("Service")) {
+            if (!Selects(s->node["spec"]["selector"],
+                         Find("Deployment", a.deployment)->node["spec"]["template"]["metadata"]["labels"])) {
+                continue;
+            }
+            for (const auto& p : s->node["spec"]["ports"]) EXPECT_EQ(port_of(p["targetPort"]), a.listen_port);
+        }
+    }
+}
+
+TEST_F(K8s, SecretsComeFromTheSecretByKeysItHas) {
+    const auto secrets = OfKind("Secret");
+    ASSERT_EQ(secrets.size(), 1u);
+    const YAML::Node example = secrets[0]->node;
+    int refs = 0;
+    std::set<std::string> env_names;
+    for (const auto& a : Containers()) {
+        SCOPED_TRACE(a.deployment);
+        for (const auto& e : a.container["env"]) {
+            const std::string name = e["name"].as<std::string>();
+            env_names.insert(name);
+            const YAML::Node value_from = e["valueFrom"];
+            const YAML::Node ref = value_from ? value_from["secretKeyRef"] : YAML::Node(YAML::NodeType::Undefined);
+            if (name == "SCHED_TOKEN" || name == "SCHED_DB_PASSWORD") {
+                EXPECT_TRUE(ref) << name << " must come from a Secret";
+                EXPECT_FALSE(e["value"]) << name << " holds a literal value";
+            }
+            if (!ref) continue;
+            ++refs;
+            EXPECT_EQ(ref["name"].as<std::string>(""), secrets[0]->name()) << name;
+            const std::string key = ref["key"].as<std::string>("");
+            EXPECT_TRUE(example["stringData"][key] || example["data"][key])
+                << name << ": the Secret has no key " << key;
+        }
+        // No secret in the config file either.
+        const YAML::Node config = YAML::Load(a.config_text);
+        EXPECT_FALSE(config["token"]) << a.config_path;
+        EXPECT_EQ(config["database"]["url"].as<std::string>("").find(":@"), std::string::npos);
+    }
+    EXPECT_GE(refs, 4);
+    EXPECT_TRUE(env_names.count("SCHED_TOKEN") && env_names.count("SCHED_DB_PASSWORD"));
+}
+
+TEST_F(K8s, PodsRunAsNonRootWithAReadOnlyRootAndNoCapabilities) {
+    const std::string dockerfile = ReadFile(kSource / "docker/Dockerfile");
+    std::smatch user;
+    ASSERT_TRUE(std::regex_search(dockerfile, user, std::regex(R"(\nUSER (\d+):(\d+)\n)")))
+        << "the image's USER must be numeric for runAsNonRoot to verify it";
+    for (const auto& a : Containers()) {
+        SCOPED_TRACE(a.deployment);
+        EXPECT_TRUE(a.pod["securityContext"]["runAsNonRoot"].as<bool>(false));
+        EXPECT_EQ(a.pod["securityContext"]["runAsUser"].as<std::string>(""), user[1].str());
+        EXPECT_FALSE(a.pod["automountServiceAccountToken"].as<bool>(true));
+        const YAML::Node sc = a.container["securityContext"];
+        EXPECT_TRUE(sc["readOnlyRootFilesystem"].as<bool>(false));
+        EXPECT_FALSE(sc["allowPrivilegeEscalation"].as<bool>(true));
+        EXPECT_EQ(sc["capabilities"]["drop"].as<std::vector<std::string>>(std::vector<std::string>{}),
+                  std::vector<std::string>{"ALL"});
+        for (const char* kind : {"requests", "limits"}) {
+            EXPECT_TRUE(a.container["resources"][kind]["cpu"]) << kind;
+            EXPECT_TRUE(a.container["resources"][kind]["memory"]) << kind;
+        }
+        EXPECT_TRUE(AppBinaries().count(a.app)) << a.app;
+        EXPECT_NE(dockerfile.find(a.app), std::string::npos) << a.app << " is not in the image";
+    }
+}
+
+// `app --check-config` on `config_text`; {exit code, output}.
+std::pair<int, std::string> CheckConfig(const std::string& app, const std::string& config_text) {
+    const fs::path file = fs::temp_directory_path() / ("k8s-test-" + std::to_string(getpid()) + ".yaml");
+    std::ofstream(file) << config_text;
+    testing::ChildProcess p({AppBinaries().at(app), "--check-config", "--config", file.string()}, "",
+                            {"SCHED_TOKEN=k8s-test-token", "SCHED_DB_PASSWORD=k8s-test-password",
+                             "SCHED_ADVERTISED_ADDRESS=10.1.2.3:7071"});
+    auto code = p.WaitForExit(10s);
+    fs::remove(file);
+    if (!code) {
+        p.Signal(SIGKILL);
+        return {-1, "did not exit within 10 s"};
+    }
+    return {*code, p.stdout_text() + p.stderr_text()};
+}
+
+TEST_F(K8s, EveryMountedConfigIsAcceptedByItsApp) {
+    for (const char* name : {"SCHED_TOKEN", "SCHED_DB_PASSWORD", "SCHED_ADVERTISED_ADDRESS"}) unsetenv(name);
+    int checked = 0;
+    for (const auto& a : Containers()) {
+        SCOPED_TRACE(a.deployment);
+        auto [code, out] = CheckConfig(a.app, a.config_text);
+        EXPECT_EQ(code, 0) << out;
+        EXPECT_EQ(out, "config ok\n");
+        ++checked;
+    }
+    EXPECT_EQ(checked, 2);
+}
+
+// Starts each app on its mounted config, moved to a loopback port and a SQLite database, and
+// asks every probe's path until it answers 200 (a route the app does not serve answers 404).
+TEST_F(K8s, ProbePathsAreRoutesTheAppsServe) {
+    for (const char* name : {"SCHED_TOKEN", "SCHED_DB_PASSWORD", "SCHED_ADVERTISED_ADDRESS"}) unsetenv(name);
+    for (const auto& a : Containers()) {
+        SCOPED_TRACE(a.deployment);
+        const fs::path dir = fs::temp_directory_path() / ("k8s-test-" + a.deployment + "-" + std::to_string(getpid()));
+        fs::create_directories(dir);
+        YAML::Node config = YAML::Load(a.config_text);
+        config["http"]["listen"] = "127.0.0.1:0";
+        config["database"]["url"] = "sqlite://" + (dir / "sched.db").string();
+        config["database"].remove("connect-retry-for");
+        const fs::path file = dir / "config.yaml";
+        std::ofstream(file) << YAML::Dump(config) << "\n";
+        std::vector<std::string> env = {"SCHED_TOKEN=k8s-test-token"};
+        for (const auto& e : a.container["env"]) {
+            // The manifest's own literal values (the advertised address: POD_IP is not set here).
+            if (e["value"] && e["name"].as<std::string>() != "SCHED_ADVERTISED_ADDRESS") {
+                env.push_back(e["name"].as<std::string>() + "=" + e["value"].as<std::string>());
+            }
+        }
+        testing::ChildProcess p({AppBinaries().at(a.app), "--config", file.string()}, dir.string(), env);
+        auto line = p.WaitForStdoutLine(" listening on http://127.0.0.1:", 30s);
+        ASSERT_TRUE(line) << p.stderr_text();
+        const auto port = static_cast<unsigned short>(PortOf(*line));
+        for (const char* probe : {"readinessProbe", "livenessProbe", "startupProbe"}) {
+            if (!a.container[probe]) continue;
+            const std::string path = a.container[probe]["httpGet"]["path"].as<std::string>();
+            int status = 0;
+            std::string body;
+            for (int i = 0; i < 100 && status != 200; ++i) {
+                std::tie(status, body) = testing::HttpGet(port, path);
+                if (status != 200) std::this_thread::sleep_for(100ms);
+            }
+            EXPECT_EQ(status, 200) << probe << " " << path << ": " << body;
+        }
+        p.Signal(SIGTERM);
+        EXPECT_EQ(p.WaitForExit(20s), 0) << p.stderr_text();
+        fs::remove_all(dir);
+    }
+}
+
+}  // namespace
+}  // namespace sched
