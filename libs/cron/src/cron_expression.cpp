@@ -8,6 +8,7 @@
 
 #include "impl/civil.hpp"
 #include "impl/cron_fields.hpp"
+#include "sched/cron/time_zone.hpp"
 
 namespace sched::cron {
 
@@ -65,8 +66,6 @@ std::optional<std::int64_t> NextLocalMatch(const CronFields& f, std::int64_t fro
 
 namespace {
 
-using std::chrono::seconds;
-
 // Anything before 1969 is clamped (fire times start at 1970-01-01 local, at most 14 h earlier in
 // UTC) and anything after 2200 has no fire time, which keeps every computation far from overflow.
 constexpr std::int64_t kMinAfter = impl::DaysFromCivil(1969, 1, 1) * impl::kSecondsPerDay;
@@ -79,24 +78,18 @@ constexpr std::int64_t kTransitionMargin = 2 * impl::kSecondsPerDay;
 std::int64_t Sec(date::sys_seconds t) {
     return t.time_since_epoch().count();
 }
-date::sys_seconds Sys(std::int64_t s) {
-    return date::sys_seconds{seconds{s}};
-}
-date::local_seconds Local(std::int64_t s) {
-    return date::local_seconds{seconds{s}};
-}
 
 /// The earliest instant > after that is the first occurrence of a matching local time, or the end
 /// of a DST gap that swallowed one.
 std::optional<std::int64_t> FirstOccurrenceAfter(const impl::CronFields& f, std::int64_t after,
                                                  const date::time_zone& zone) {
-    std::int64_t from = after + 1 + zone.get_info(Sys(after)).offset.count();
+    std::int64_t from = after + 1 + ZoneInfoAt(zone, after).offset.count();
     // Mapping first occurrences to instants is monotonic, so at most the rest of one repeated
     // interval is skipped below; the guard only turns a broken belief into an exception.
     for (int guard = 0; guard < 64; ++guard) {
         const auto local = impl::NextLocalMatch(f, from);
         if (!local) return std::nullopt;
-        const date::local_info li = zone.get_info(Local(*local));
+        const date::local_info li = LocalZoneInfoAt(zone, *local);
         const std::int64_t t =
             li.result == date::local_info::nonexistent ? Sec(li.second.begin) : *local - li.first.offset.count();
         if (t > after) return t;
@@ -113,11 +106,11 @@ std::optional<std::int64_t> FirstOccurrenceAfter(const impl::CronFields& f, std:
 /// whose local time matches.
 std::optional<std::int64_t> SecondPassAfter(const impl::CronFields& f, std::int64_t after, std::int64_t limit,
                                             const date::time_zone& zone) {
-    date::sys_info period = zone.get_info(Sys(after));
+    date::sys_info period = ZoneInfoAt(zone, after);
     for (int guard = 0; guard < 32 && Sec(period.begin) < limit; ++guard) {
         const std::int64_t begin = Sec(period.begin);
         if (begin > kMinAfter) {
-            const date::sys_info previous = zone.get_info(Sys(begin - 1));
+            const date::sys_info previous = ZoneInfoAt(zone, begin - 1);
             const std::int64_t repeated = (previous.offset - period.offset).count();
             if (repeated > 0) {
                 const std::int64_t lo = std::max(begin, after + 1);
@@ -130,13 +123,13 @@ std::optional<std::int64_t> SecondPassAfter(const impl::CronFields& f, std::int6
             }
         }
         if (Sec(period.end) >= limit) break;
-        period = zone.get_info(period.end);
+        period = ZoneInfoAt(zone, Sec(period.end));
     }
     return std::nullopt;
 }
 
 std::optional<std::int64_t> NextInZone(const impl::CronFields& f, std::int64_t after, const date::time_zone& zone) {
-    const date::sys_info info = zone.get_info(Sys(after));
+    const date::sys_info info = ZoneInfoAt(zone, after);
     const std::int64_t offset = info.offset.count();
     if (after - Sec(info.begin) >= kTransitionMargin) {
         // Fast path: the answer lies well inside the current offset period, where local time maps

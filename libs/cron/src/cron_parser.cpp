@@ -117,6 +117,12 @@ class Parser {
   public:
     explicit Parser(CronForm form) : form_(form) {}
 
+    /// How one `*` / range / step item was written: `*` (or a bare `/n`), and whether it has a step.
+    struct ItemShape {
+        bool wildcard = false;
+        bool stepped = false;
+    };
+
     /// The reason the last Parse* call returned false.
     const CronError& error() const { return *error_; }
 
@@ -124,6 +130,21 @@ class Parser {
         return ParseList(spec, field, [&](std::string_view item, std::size_t pos) {
             return ParseRangeItem(spec, item, pos, [&](int v) { bits |= std::uint64_t{1} << v; });
         });
+    }
+
+    /// The hour field, and whether its repeated hours fire in both passes (docs/cron.md, "DST
+    /// rules"): one item that is `*` or has a step (`*/n`, `/n`, `a/n`, `a-b/n`), or all 24 hours.
+    bool ParseHours(Field field, std::uint64_t& bits, bool& fires_in_both_passes) {
+        int items = 0;
+        ItemShape shape;
+        const bool ok = ParseList(kHour, field, [&](std::string_view item, std::size_t pos) {
+            ++items;
+            return ParseRangeItem(
+                kHour, item, pos, [&](int v) { bits |= std::uint64_t{1} << v; }, &shape);
+        });
+        fires_in_both_passes =
+            ok && ((items == 1 && (shape.wildcard || shape.stepped)) || bits == (std::uint64_t{1} << 24) - 1);
+        return ok;
     }
 
     bool ParseYear(Field field, impl::YearSet& years) {
@@ -300,12 +321,15 @@ class Parser {
     /// `*`, `v`, `a-b`, each optionally followed by `/step`; `a/step` runs from a to the maximum and
     /// a bare `/step` is `*/step` (as in Quartz). Ranges wrap around (`22-2` hours, `FRI-MON`) except
     /// in the year field.
+    /// `shape`, when given, receives how the item was written.
     template <typename AddFn>
-    bool ParseRangeItem(const FieldSpec& spec, std::string_view item, std::size_t pos, AddFn&& add) {
+    bool ParseRangeItem(const FieldSpec& spec, std::string_view item, std::size_t pos, AddFn&& add,
+                        ItemShape* shape = nullptr) {
         std::size_t i = 0;
         int first = spec.min;
         int last = spec.max;
         bool single = false;
+        if (shape) *shape = ItemShape{item[0] == '*' || item[0] == '/', false};
         if (item[0] == '*') {
             i = 1;
         } else if (item[0] != '/') {
@@ -334,6 +358,7 @@ class Parser {
             const auto s = ParseNumber(spec, item, pos, i, 1, span, "step");
             if (!s) return false;
             step = *s;
+            if (shape) shape->stepped = true;
             if (single) last = spec.max;  // "a/n" means from a to the end of the field
         }
         if (i != item.size()) {
@@ -560,7 +585,8 @@ Result<CronExpression> CronExpression::Parse(std::string_view text, CronError* e
     DayOfMonthSpec dom_spec;
     DayOfWeekSpec dow_spec;
     const bool ok =
-        parser.ParseSimple(kMinute, fields[minute], f->minutes) && parser.ParseSimple(kHour, fields[hour], f->hours) &&
+        parser.ParseSimple(kMinute, fields[minute], f->minutes) &&
+        parser.ParseHours(fields[hour], f->hours, f->fires_in_both_passes) &&
         parser.ParseDayOfMonth(fields[dom], dom_spec) && parser.ParseSimple(kMonth, fields[month], f->months) &&
         parser.ParseDayOfWeek(fields[dow], dow_spec) && (fields.size() != 7 || parser.ParseYear(fields[6], f->years));
     if (!ok) return Reject(parser.error(), error_out);
@@ -609,14 +635,10 @@ Result<CronExpression> CronExpression::Parse(std::string_view text, CronError* e
         }
     }
 
-    // The DST rule for repeated hours (DESIGN.md section 5): a wildcard or stepped hour field is a
-    // frequent job that must not pause for the repeated hour. A list names its hours one by one
-    // (`2-12,1-14/8` included): wall-clock times meant once, unless it covers every hour.
-    const std::string_view hour_text = fields[hour].text;
-    const bool single_term = hour_text.find(',') == std::string_view::npos;
-    f->fires_in_both_passes = (single_term && (hour_text.find('*') != std::string_view::npos ||
-                                               hour_text.find('/') != std::string_view::npos)) ||
-                              f->hours == (std::uint64_t{1} << 24) - 1;
+    // f->fires_in_both_passes (set by ParseHours) is the DST rule for repeated hours (DESIGN.md
+    // section 5): a wildcard or stepped hour field is a frequent job that must not pause for the
+    // repeated hour; a list names its hours one by one (`2-12,1-14/8` included), unless it covers
+    // all 24.
 
     if (auto never =
             CheckCanFire(*f, rule, fields, dom, dow, fields.size() == 7 ? std::optional<std::size_t>(6) : std::nullopt,

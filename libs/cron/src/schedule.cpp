@@ -167,7 +167,7 @@ Result<std::int64_t> ParseInstant(std::string_view text, const date::time_zone* 
     }
     if (!zone) return local;
     const std::int64_t local_s = impl::FloorDiv(local, 1000);
-    const date::local_info li = zone->get_info(date::local_seconds{std::chrono::seconds{local_s}});
+    const date::local_info li = LocalZoneInfoAt(*zone, local_s);
     // The cron DST rule: a time in a gap means the first instant after it, a repeated time its
     // first occurrence.
     if (li.result == date::local_info::nonexistent) return li.second.begin.time_since_epoch().count() * 1000;

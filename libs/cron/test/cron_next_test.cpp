@@ -375,6 +375,56 @@ TEST(CronNext, BerlinFallBackFiresOnceUnlessTheHourIsAWildcard) {
     });
 }
 
+// The repeated-hour rule decided from the parsed hour field (docs/cron.md, "DST rules"): one item
+// that is `*` or has a step, or all 24 hours, fires in both passes; anything else once.
+TEST(CronNext, FallBackBothPassesOnlyForOneWildcardOrStepItemOrAllHours) {
+    const char* berlin_start = "2024-10-27T00:30:00+0200";    // Berlin repeats 02:00-02:59
+    const char* new_york_start = "2024-11-03T00:30:00-0400";  // New York repeats 01:00-01:59
+    ExpectTable({
+        {"0 0 * * * ?",
+         "Europe/Berlin",
+         berlin_start,
+         {"2024-10-27T01:00:00+0200", "2024-10-27T02:00:00+0200", "2024-10-27T02:00:00+0100",
+          "2024-10-27T03:00:00+0100"}},
+        {"0 0 0-23 * * ?",
+         "Europe/Berlin",
+         berlin_start,
+         {"2024-10-27T01:00:00+0200", "2024-10-27T02:00:00+0200", "2024-10-27T02:00:00+0100",
+          "2024-10-27T03:00:00+0100"}},
+        {"0 0 */2 * * ?",
+         "Europe/Berlin",
+         berlin_start,
+         {"2024-10-27T02:00:00+0200", "2024-10-27T02:00:00+0100", "2024-10-27T04:00:00+0100",
+          "2024-10-27T06:00:00+0100"}},
+        {"0 0 2 * * ?",
+         "Europe/Berlin",
+         berlin_start,
+         {"2024-10-27T02:00:00+0200", "2024-10-28T02:00:00+0100", "2024-10-29T02:00:00+0100",
+          "2024-10-30T02:00:00+0100"}},
+        // A list with a step inside names hours 1-12 one by one: 02:00 once.
+        {"0 0 2-12,1-14/8 * * ?",
+         "Europe/Berlin",
+         berlin_start,
+         {"2024-10-27T01:00:00+0200", "2024-10-27T02:00:00+0200", "2024-10-27T03:00:00+0100",
+          "2024-10-27T04:00:00+0100"}},
+        {"0 2-12,1-14/8 * * *",
+         "Europe/Berlin",
+         berlin_start,
+         {"2024-10-27T01:00:00+0200", "2024-10-27T02:00:00+0200", "2024-10-27T03:00:00+0100",
+          "2024-10-27T04:00:00+0100"}},
+        {"0 0 1/3 * * ?",
+         "America/New_York",
+         new_york_start,
+         {"2024-11-03T01:00:00-0400", "2024-11-03T01:00:00-0500", "2024-11-03T04:00:00-0500",
+          "2024-11-03T07:00:00-0500"}},
+        {"0 0 2-12,1-14/8 * * ?",
+         "America/New_York",
+         new_york_start,
+         {"2024-11-03T01:00:00-0400", "2024-11-03T02:00:00-0500", "2024-11-03T03:00:00-0500",
+          "2024-11-03T04:00:00-0500"}},
+    });
+}
+
 TEST(CronNext, NewYorkTransitions) {
     ExpectTable({
         {"0 30 2 * * ?",

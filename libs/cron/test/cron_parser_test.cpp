@@ -129,6 +129,11 @@ TEST(CronParse, ErrorsNameFieldPositionAndReason) {
         {"0 0 30-31 2 *", "day-of-month: '30-31' never occurs in month '2'; it can never fire (at position 4)"},
         // ... and so does a day-of-week step: the 31st never occurs in April, whatever the weekday.
         {"0 0 31 4 */2", "day-of-month: '31' never occurs in month '4'; it can never fire (at position 4)"},
+        {"0 0 30 2 *", "day-of-month: '30' never occurs in month '2'; it can never fire (at position 4)"},
+        {"0 0 30 2 */3", "day-of-month: '30' never occurs in month '2'; it can never fire (at position 4)"},
+        {"0 0 31 4,6,9,11 */2",
+         "day-of-month: '31' never occurs in month '4,6,9,11'; it can never fire (at position 4)"},
+        {"0 0 31 APR */7", "day-of-month: '31' never occurs in month 'APR'; it can never fire (at position 4)"},
     };
     for (const ErrorCase& c : cases) {
         CronError error;
@@ -138,6 +143,16 @@ TEST(CronParse, ErrorsNameFieldPositionAndReason) {
         EXPECT_EQ(expr.status().message(), c.message) << c.text;
         EXPECT_EQ(error.Message(), c.message) << c.text;
     }
+}
+
+// Unix form with both day fields restricted: a day matching either fires, so an impossible
+// day-of-month is no error as long as the weekdays can match.
+TEST(CronParse, UnixImpossibleDayOfMonthWithRestrictedWeekdaysStillFires) {
+    const auto expr = CronExpression::Parse("0 0 31 4 1-5");
+    ASSERT_TRUE(expr.ok()) << expr.status().ToString();
+    // Tuesday 1 April 2025, then Wednesday 2 April.
+    EXPECT_EQ(expr->NextN(At("2025-03-31T12:00:00Z"), nullptr, 2),
+              (std::vector<std::int64_t>{At("2025-04-01T00:00:00Z"), At("2025-04-02T00:00:00Z")}));
 }
 
 TEST(CronParse, ErrorCarriesTheStructuredParts) {
@@ -187,6 +202,16 @@ TEST(CronParse, RepeatedHourRuleFollowsTheHourField) {
         {"0 0 */2,1 * * ?", false},
         {"0 0 0-11,12-23 * * ?", true},
         {"0 0 */2,1-23/2 * * ?", true},
+        {"0 0 * * * ?", true},
+        {"0 0 1/3 * * ?", true},
+        {"0 0 /3 * * ?", true},
+        {"0 0 22-2/2 * * ?", true},
+        {"0 0 */1 * * ?", true},
+        {"0 0 2 * * ?", false},
+        {"0 0 2/24 * * ?", true},  // one item with a step, even if it names one hour
+        {"0 0 1-3,*/2 * * ?", false},
+        {"0 0 0-5,6-23/1 * * ?", true},  // all 24
+        {"0 0 1-23 * * ?", false},
     };
     for (const auto& [text, both] : cases) {
         const auto expr = CronExpression::Parse(text);

@@ -2,6 +2,8 @@
 
 #include <date/tz.h>
 
+#include <cstdio>
+
 #include <spdlog/spdlog.h>
 
 #include "impl/context.hpp"
@@ -168,10 +170,18 @@ Result<std::int64_t> DbNowMs(db::Database& db) {
 
 std::string LocalIso(std::int64_t epoch_ms, const date::time_zone* zone) {
     using namespace std::chrono;
-    const sys_time<milliseconds> t{milliseconds(epoch_ms)};
-    const auto zoned = date::make_zoned(zone, t);
-    if (epoch_ms % 1000 == 0) return date::format("%FT%T%Ez", date::make_zoned(zone, floor<seconds>(t)));
-    return date::format("%FT%T%Ez", zoned);
+    // The offset from cron::ZoneInfoAt, not date::make_zoned: after 2037 only the former follows
+    // the zone's DST rule, and the preview must show the local times the schedule fires at.
+    const seconds offset =
+        zone ? cron::ZoneInfoAt(*zone, date::floor<seconds>(milliseconds(epoch_ms)).count()).offset : seconds(0);
+    const date::local_time<milliseconds> local{milliseconds(epoch_ms) + offset};
+    std::string out =
+        epoch_ms % 1000 == 0 ? date::format("%FT%T", date::floor<seconds>(local)) : date::format("%FT%T", local);
+    const auto minutes = date::floor<std::chrono::minutes>(offset < seconds(0) ? -offset : offset).count();
+    char sign_hh_mm[8];
+    std::snprintf(sign_hh_mm, sizeof sign_hh_mm, "%c%02d:%02d", offset < seconds(0) ? '-' : '+',
+                  static_cast<int>(minutes / 60 % 100), static_cast<int>(minutes % 60));
+    return out + sign_hh_mm;
 }
 
 }  // namespace impl

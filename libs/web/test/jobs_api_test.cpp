@@ -308,6 +308,14 @@ TEST_P(JobsApiTest, ScheduleValidationPreviewsOrNamesTheError) {
     ASSERT_EQ(ok.status, 200) << ok.body;
     EXPECT_EQ(Body(ok)["times"].size(), 2u);
     EXPECT_NE(Body(ok)["local"][0].get<std::string>().find("T12:00:00+09:00"), std::string::npos) << ok.body;
+    // After 2037 the local times follow the zone's DST rule (TZif footer), like the fire times.
+    auto sydney_2040 = Post("/api/v1/schedules/validate", {{"schedule_type", "cron"},
+                                                           {"schedule_expr", "0 0 12 1 7 ? 2040"},
+                                                           {"time_zone", "Australia/Sydney"},
+                                                           {"count", 1}});
+    ASSERT_EQ(sydney_2040.status, 200) << sydney_2040.body;
+    EXPECT_EQ(Body(sydney_2040)["times"][0], 2224720800000);  // 2040-07-01T02:00:00Z
+    EXPECT_EQ(Body(sydney_2040)["local"][0], "2040-07-01T12:00:00+10:00");
 
     auto unix_cron = Post("/api/v1/schedules/validate", {{"schedule_type", "cron"}, {"schedule_expr", "*/5 * * * *"}});
     EXPECT_EQ(unix_cron.status, 200) << unix_cron.body;

@@ -76,8 +76,10 @@ class CronExpression {
     /// Up to `n` consecutive fire instants after `after_ms` (fewer when the schedule ends).
     std::vector<std::int64_t> NextN(std::int64_t after_ms, const date::time_zone* zone, std::size_t n) const;
 
-    /// True when a repeated local hour (DST fall back) fires in both passes (hour field `*`, a step,
-    /// or all 24 hours); false when it fires only in the first pass.
+    /// True when a repeated local hour (DST fall back) fires in both passes; false when it fires only
+    /// in the first pass. Decided from the parsed hour field: true when it is one item that is `*` or
+    /// has a step (`*/2`, `/2`, `0/3`, `1/3`, `1-23/2`), or when its hours are all 24 (`0-23`,
+    /// `0-11,12-23`); a list of several items fires once even with a step inside (`2-12,1-14/8`).
     bool FiresInBothPasses() const;
 
     CronForm form() const { return form_; }
