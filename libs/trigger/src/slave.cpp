@@ -128,9 +128,9 @@ struct Slave::State {
     std::atomic<bool> stopping{false};
     std::shared_ptr<net::steady_timer> poll_timer;
 
-    // Running records waiting for the next flush: per executor address, the fire ids and the
-    // time of the first 202 among them.
-    std::map<std::string, std::vector<store::StartedFire>> running;  // by executor address
+    // Running records waiting for the next flush: per executor address, the fires it accepted,
+    // each with its 202's time.
+    std::map<std::string, std::vector<store::StartedFire>> running;
     bool flush_scheduled = false;
 
     // Only on the strand: the wake timer, the registry, the call slots.
