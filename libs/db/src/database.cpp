@@ -9,6 +9,9 @@
 #include <thread>
 #include <vector>
 
+#include <map>
+#include <string>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,6 +21,52 @@
 #include <spdlog/spdlog.h>
 
 namespace sched::db {
+
+namespace impl {
+
+// One per SQLite file and process: counts the priority pools' calls in progress, and holds the
+// other pools' new calls until there are none. It cannot stop a writer already in its
+// transaction (that is the point: those drain) nor another process (a standalone owns its file).
+class SqliteFileGate {
+  public:
+    static std::shared_ptr<SqliteFileGate> For(const std::string& path) {
+        std::error_code ec;
+        std::string key = std::filesystem::weakly_canonical(path, ec).string();
+        if (ec || key.empty()) key = path;
+        static std::mutex registry_mu;
+        static std::map<std::string, std::weak_ptr<SqliteFileGate>> registry;
+        std::lock_guard lock(registry_mu);
+        std::erase_if(registry, [](const auto& entry) { return entry.second.expired(); });
+        auto& slot = registry[key];
+        auto gate = slot.lock();
+        if (!gate) {
+            gate = std::make_shared<SqliteFileGate>();
+            slot = gate;
+        }
+        return gate;
+    }
+
+    void EnterPriority() {
+        std::lock_guard lock(mu_);
+        ++priority_calls_;
+    }
+    void LeavePriority() {
+        std::lock_guard lock(mu_);
+        if (--priority_calls_ == 0) cv_.notify_all();
+    }
+    /// False when a priority call was still running at `deadline`.
+    bool WaitForPriorityCalls(std::chrono::steady_clock::time_point deadline) {
+        std::unique_lock lock(mu_);
+        return cv_.wait_until(lock, deadline, [&] { return priority_calls_ == 0; });
+    }
+
+  private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    int priority_calls_ = 0;
+};
+
+}  // namespace impl
 
 namespace {
 
@@ -204,7 +253,9 @@ PooledSession::~PooledSession() {
     if (owner_ != nullptr && session_) owner_->Return(std::move(session_), broken_);
 }
 
-Database::Database(DbUrl url) : url_(std::move(url)), dialect_(url_.backend) {}
+Database::Database(DbUrl url) : url_(std::move(url)), dialect_(url_.backend) {
+    if (url_.backend == Backend::kSqlite) gate_ = impl::SqliteFileGate::For(url_.path);
+}
 
 Database::~Database() = default;
 
@@ -296,8 +347,25 @@ Result<std::unique_ptr<soci::session>> Database::Connect() const {
 }
 
 Result<PooledSession> Database::Acquire() {
-    std::unique_lock lock(mu_);
     const auto deadline = std::chrono::steady_clock::now() + url_.acquire_timeout;
+    if (!gate_) return AcquireFromPool(deadline);
+    if (!url_.priority) {
+        // The wait is bounded by the priority call's own timeouts (the election's are margin / 2).
+        if (!gate_->WaitForPriorityCalls(deadline)) {
+            return Unavailable("database busy: a priority call (the lease renew) on " + url_.path + " ran for " +
+                               FormatDuration(url_.acquire_timeout));
+        }
+        return AcquireFromPool(deadline);
+    }
+    // Announced before the wait for a session, so that no other pool starts a call meanwhile.
+    gate_->EnterPriority();
+    auto session = AcquireFromPool(deadline);
+    if (!session.ok()) gate_->LeavePriority();
+    return session;
+}
+
+Result<PooledSession> Database::AcquireFromPool(std::chrono::steady_clock::time_point deadline) {
+    std::unique_lock lock(mu_);
     for (;;) {
         if (!idle_.empty()) {
             auto s = std::move(idle_.back());
@@ -324,14 +392,17 @@ Result<PooledSession> Database::Acquire() {
 }
 
 void Database::Return(std::unique_ptr<soci::session> s, bool broken) {
-    std::lock_guard lock(mu_);
-    if (broken) {
-        --open_;
-        s.reset();
-    } else {
-        idle_.push_back(std::move(s));
+    {
+        std::lock_guard lock(mu_);
+        if (broken) {
+            --open_;
+            s.reset();
+        } else {
+            idle_.push_back(std::move(s));
+        }
+        cv_.notify_one();
     }
-    cv_.notify_one();
+    if (gate_ && url_.priority) gate_->LeavePriority();
 }
 
 Result<std::int64_t> Database::NowUs() {

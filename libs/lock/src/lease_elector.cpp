@@ -50,6 +50,7 @@ db::DbUrl ElectionDbUrl(db::DbUrl base, const ElectionConfig& config) {
     base.acquire_timeout = half;
     base.statement_timeout = half;
     base.busy_timeout = half;
+    base.priority = true;
     base.lock_wait_timeout = std::chrono::seconds(1);
     base.connect_timeout = std::chrono::seconds(1);
     base.read_timeout = std::chrono::seconds(1);

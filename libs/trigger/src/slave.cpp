@@ -126,6 +126,7 @@ struct Slave::State {
     std::set<std::pair<std::int64_t, std::int64_t>> due;                 // queued, by (due_at, id)
     std::int64_t wake_at_ms = std::numeric_limits<std::int64_t>::min();  // when the group loop wakes
     std::atomic<bool> stopping{false};
+    std::atomic<std::size_t> in_flight{0};  // fires in Send or SendBatch
     std::shared_ptr<net::steady_timer> poll_timer;
 
     // Running records waiting for the next flush: per executor address, the fires it accepted,
@@ -279,6 +280,10 @@ void Slave::Track(const store::Fire& fire) {
             if (state->wake) state->wake->cancel();
         });
     }
+}
+
+std::size_t Slave::InFlight() const {
+    return state_->in_flight.load();
 }
 
 void Slave::Forget(std::int64_t fire_id) {
@@ -457,15 +462,18 @@ void Slave::ReleaseCall(const std::string& address) {
 // concatenation, a ?: result, a braced list): g++ 12 destroys such temporaries twice in a
 // coroutine frame (a double free seen here) or rejects them ("array used as initializer").
 net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire fire) {
-    ++in_flight_;
+    // Runs also when the I/O context destroys this coroutine unfinished, possibly after the
+    // Slave is gone (a node stopped while a dispatch hung): it touches only the shared state.
     struct Done {
-        Slave& slave;
+        std::shared_ptr<State> state;
         std::int64_t id;
         ~Done() {
-            --slave.in_flight_;
-            slave.Forget(id);
+            --state->in_flight;
+            std::lock_guard lock(state->mu);
+            state->known.erase(id);
         }
-    } done{*this, fire.id};
+    } done{state_, fire.id};
+    ++state_->in_flight;
 
     const auto job_it = group->jobs.find(fire.job_id);
     if (job_it == group->jobs.end()) {
@@ -716,7 +724,7 @@ void Slave::DispatchDue(const std::shared_ptr<const Group>& group, std::vector<s
 
 net::awaitable<void> Slave::SendBatch(std::shared_ptr<const Group> group, std::string app, std::string address,
                                       std::vector<store::Fire> fires) {
-    in_flight_ += fires.size();
+    state_->in_flight += fires.size();
     std::vector<bool> placed(fires.size(), false);
     std::size_t from = 0;
     // Until every run is placed, or the instance cannot take a batch now (the rest then go one
@@ -797,7 +805,7 @@ net::awaitable<void> Slave::SendBatch(std::shared_ptr<const Group> group, std::s
         }
         from = to;
     }
-    in_flight_ -= fires.size();
+    state_->in_flight -= fires.size();
     for (std::size_t k = 0; k < fires.size(); ++k) {
         if (!placed[k]) net::co_spawn(io_, Send(group, std::move(fires[k])), net::detached);
     }
@@ -952,6 +960,25 @@ net::awaitable<void> Slave::Stop() {
             "slave {}: could not hand pending fires back ({}); the master reassigns them when this "
             "node's heartbeat expires",
             node_id_, handed.status().ToString());
+    }
+    // The claimed fires are this node's to send: wait for their dispatches to end and their
+    // running records to be written, so each outcome (running, failed, refused) is recorded
+    // instead of left `dispatching`.
+    const auto drain_until = std::chrono::steady_clock::now() + config_.dispatch_timeout;
+    const auto busy = [&state] {
+        std::lock_guard lock(state->mu);
+        return state->in_flight.load() > 0 || state->flush_scheduled;
+    };
+    net::steady_timer pause(io_);
+    while (busy() && std::chrono::steady_clock::now() < drain_until) {
+        pause.expires_after(10ms);
+        co_await pause.async_wait(net::use_awaitable);
+    }
+    if (const std::size_t left = state->in_flight.load(); left > 0) {
+        spdlog::warn(
+            "slave {}: stopping with {} dispatches still in flight after {} ms; they stay dispatching "
+            "until this node's next start or the master's sweep ends them lost",
+            node_id_, left, Ms(config_.dispatch_timeout));
     }
 }
 

@@ -673,5 +673,36 @@ TEST_F(SlaveTest, StopHandsBackTheFiresNotYetClaimed) {
     EXPECT_TRUE(store_->claims.empty());
 }
 
+TEST_F(SlaveTest, StopWaitsForTheDispatchesOfClaimedFiresAndTheirRunningRecords) {
+    executors_->delay = 300ms;
+    store_->Add(1, 7, Now());
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] { return executors_->Runs() == 1; }));
+    auto stopped = net::co_spawn(io_, slave_->Stop(), net::use_future);
+    ASSERT_EQ(stopped.wait_for(5s), std::future_status::ready);
+    EXPECT_EQ(slave_->InFlight(), 0u);
+    EXPECT_EQ(store_->StatusNow(1), FireStatus::kRunning) << "the 202 arrived during Stop and is recorded";
+}
+
+TEST_F(SlaveTest, ASlaveDestroyedWhileADispatchHangsLeavesItsCoroutineSafeToDestroy) {
+    // A node stopping while an executor hangs: Stop gives up after dispatch-timeout, the slave
+    // is destroyed, and the I/O context destroys the unfinished dispatch later. Under ASan (the
+    // suite's second stage) a coroutine that touched the slave then fails this test.
+    config_.dispatch_timeout = 300ms;
+    executors_->delay = 60s;
+    store_->Add(1, 7, Now());
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] { return executors_->Runs() == 1; }));
+    auto stopped = net::co_spawn(io_, slave_->Stop(), net::use_future);
+    ASSERT_EQ(stopped.wait_for(5s), std::future_status::ready);
+    EXPECT_EQ(slave_->InFlight(), 1u) << "the hanging dispatch is still in flight";
+    EXPECT_EQ(store_->StatusNow(1), FireStatus::kDispatching);
+    io_.stop();
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+    slave_.reset();
+    // io_ (destroyed with the fixture, after this) now destroys the suspended dispatch.
+}
+
 }  // namespace
 }  // namespace sched::trigger

@@ -10,7 +10,10 @@
 /// timeout, so several processes may share one file. A SQLite file that does not exist yet is
 /// created with mode 0600 (its -wal and -shm files follow it) in directories created 0700;
 /// existing files and directories keep their modes (a warning names a database others can read).
+/// Within a process, a call of a `priority` pool on a SQLite file (the election's) holds back the
+/// start of other pools' calls on that file until it ends (DbUrl::priority).
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -52,6 +55,9 @@ enum class TxMode {
 };
 
 class Database;
+namespace impl {
+class SqliteFileGate;
+}
 
 /// A session borrowed from the pool; goes back on destruction (or is discarded if broken).
 class PooledSession {
@@ -153,6 +159,7 @@ class Database : public std::enable_shared_from_this<Database> {
   private:
     explicit Database(DbUrl url);
     Result<std::unique_ptr<soci::session>> Connect() const;
+    Result<PooledSession> AcquireFromPool(std::chrono::steady_clock::time_point deadline);
     void Return(std::unique_ptr<soci::session> s, bool broken);
     friend class PooledSession;
 
@@ -161,7 +168,8 @@ class Database : public std::enable_shared_from_this<Database> {
     std::mutex mu_;
     std::condition_variable cv_;
     std::vector<std::unique_ptr<soci::session>> idle_;
-    int open_ = 0;  // sessions connected and not discarded (idle + lent out)
+    int open_ = 0;                                // sessions connected and not discarded (idle + lent out)
+    std::shared_ptr<impl::SqliteFileGate> gate_;  // SQLite: shared by the process's pools on the file
 };
 
 // ---- template implementations ----

@@ -52,6 +52,12 @@ struct DbUrl {
     Micros lock_wait_timeout = std::chrono::seconds(5);
     Micros statement_timeout{0};
     Micros busy_timeout = std::chrono::seconds(5);
+    /// Not a URL key (ElectionDbUrl sets it). SQLite has one write lock per file, taken by
+    /// whichever waiting connection polls first: under a steady stream of writes a waiter can
+    /// miss it for its whole busy timeout. While a call of a `priority` pool is running, calls
+    /// of the process's other pools on the same file wait to start, so the writes in flight
+    /// drain and the priority call gets the lock within their length. No effect on MySQL.
+    bool priority = false;
 
     /// The URL with the password replaced by "***" (safe to log).
     std::string Redacted() const;

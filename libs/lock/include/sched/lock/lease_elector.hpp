@@ -67,7 +67,9 @@ struct ElectionConfig {
 
 /// `base` tuned for the election's own pool: 2 sessions, and every wait that could block a renew
 /// (session acquire, MariaDB max_statement_time, SQLite busy timeout) at margin / 2, so a renew
-/// returns, successful or not, before its leader's deadline. MySQL's lock-wait, connect and
+/// returns, successful or not, before its leader's deadline. On SQLite the pool has priority (DbUrl::priority):
+/// while a renew runs, the process's other calls on the file wait to start, so a steady stream
+/// of fire writes cannot keep the single write lock from it for its whole busy timeout. MySQL's lock-wait, connect and
 /// network read/write timeouts are whole seconds (1 s minimum; the client library may retry a
 /// read up to three times): max_statement_time is what keeps a slow server inside the margin,
 /// and CurrentLeadership() stays exact even while a statement hangs.

@@ -108,12 +108,16 @@ class Slave {
     /// New fires for this node (ids); loads and queues those still pending here.
     void Notify(std::vector<std::int64_t> fire_ids);
     /// Stops taking fires: the fires not yet claimed are given back (their assigned_node becomes
-    /// NULL, so the master reassigns them). Claimed fires are still sent; dispatches finish.
+    /// NULL, so the master reassigns them). Claimed fires are still sent: Stop returns when no
+    /// dispatch is in flight, or after dispatch-timeout with the count still in flight logged
+    /// (those stay `dispatching`; the next process under this node id, or the master's sweep,
+    /// ends them `lost`). The slave may be destroyed while the I/O context still holds their
+    /// coroutines: what they touch when destroyed is kept alive by them.
     net::awaitable<void> Stop();
 
     /// Fires queued or being dispatched here.
     std::size_t Scheduled() const;
-    std::size_t InFlight() const { return in_flight_.load(); }
+    std::size_t InFlight() const;
 
   private:
     struct State;
@@ -165,7 +169,6 @@ class Slave {
     SlaveConfig config_;
     Router router_;
     std::shared_ptr<State> state_;
-    std::atomic<std::size_t> in_flight_{0};
     std::int64_t started_ms_ = 0;  // DB time of Start(): dispatches claimed before are an earlier run's
 
     HistogramChild& lag_;
