@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # client_package_test (ctest label install): the SDK as a service's build sees it.
-#   package_test.sh SOURCE_DIR WORK_DIR INITIAL_CACHE
+#   package_test.sh SOURCE_DIR WORK_DIR INITIAL_CACHE SDK_BUILD_DIR
 # Configures this repository with -DSCHED_BUILD=client (INITIAL_CACHE: the outer build's compiler,
-# flags and ccache, so that the build mostly hits the cache), builds and installs the SDK into
+# flags and ccache, so that the build mostly hits the cache) in SDK_BUILD_DIR, builds and installs the SDK into
 # WORK_DIR/prefix, and checks: no scheduler-only dependency was looked for; only the public
 # headers are installed, each compiling on its own; a consumer builds with find_package and with
 # pkg-config; the SDK links into a shared library that a host dlopen()s and runs; the docs'
 # example fails cleanly on a bad config and finds its config next to the executable.
 set -euo pipefail
-src=$1 work=$2 cache=$3
+src=$1 work=$2 cache=$3 sdk=$4
 consumer_src=$src/libs/client/test/package_consumer
-rm -rf "$work"
+rm -rf "$work" "$sdk"
 mkdir -p "$work"
 unset SCHED_TOKEN BILLING_CONFIG
 pid=""
@@ -26,17 +26,18 @@ sed -n '/^#include <csignal>/,$p' "$consumer_src/billing.cpp" | diff -u - "$work
     fail "docs/client-sdk.md \"A complete service\" differs from package_consumer/billing.cpp"
 
 step "configure -DSCHED_BUILD=client"
-cmake -C "$cache" -S "$src" -B "$work/sdk" -G Ninja -DSCHED_BUILD=client >"$work/configure.log" 2>&1 ||
+cmake -C "$cache" -S "$src" -B "$sdk" -G Ninja -DSCHED_BUILD=client >"$work/configure.log" 2>&1 ||
     { cat "$work/configure.log"; fail "client-only configure"; }
+[ -f "$sdk/CMakeCache.txt" ] || fail "no CMakeCache.txt in $sdk"
 for dep in SOCI date GTest hiredis HIREDIS; do
-    if grep -q "^${dep}_\(DIR\|INCLUDE_DIR\|FOUND\)" "$work/sdk/CMakeCache.txt"; then
+    if grep -q "^${dep}_\(DIR\|INCLUDE_DIR\|FOUND\)" "$sdk/CMakeCache.txt"; then
         fail "a client-only configure looked for $dep"
     fi
 done
 step "build the SDK"
-nice -n 10 cmake --build "$work/sdk" -j2 >"$work/build.log" 2>&1 || { tail -50 "$work/build.log"; fail "SDK build"; }
+nice -n 10 cmake --build "$sdk" -j2 >"$work/build.log" 2>&1 || { tail -50 "$work/build.log"; fail "SDK build"; }
 step "install"
-cmake --install "$work/sdk" --component sched_client --prefix "$work/prefix" >/dev/null
+cmake --install "$sdk" --component sched_client --prefix "$work/prefix" >/dev/null
 prefix=$work/prefix
 
 # Exactly the public headers (sched/client and what it includes); nothing internal.
