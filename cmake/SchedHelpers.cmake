@@ -15,7 +15,11 @@ function(sched_add_library name)
         set_target_properties(sched_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
         if(SCHED_SDK_SHARED)
             set_target_properties(sched_${name} PROPERTIES
-                VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
+                VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}
+                # Installed side by side, they find each other wherever the prefix is. No
+                # <target>_EXPORTS define (nothing uses it): the objects then equal the static
+                # build's, so ccache serves both.
+                INSTALL_RPATH "$ORIGIN" DEFINE_SYMBOL "")
         endif()
     endif()
     add_library(sched::${name} ALIAS sched_${name})

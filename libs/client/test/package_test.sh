@@ -5,12 +5,13 @@
 # flags and ccache, so that the build mostly hits the cache) in SDK_BUILD_DIR, builds and installs the SDK into
 # WORK_DIR/prefix, and checks: no scheduler-only dependency was looked for; only the public
 # headers are installed, each compiling on its own; a consumer builds with find_package and with
-# pkg-config; the SDK links into a shared library that a host dlopen()s and runs; the docs'
+# pkg-config; the SDK links into a shared library that a host dlopen()s and runs; the same
+# again (without the plugin) with SCHED_SDK_SHARED=ON in SDK_BUILD_DIR-shared; the docs'
 # example fails cleanly on a bad config and finds its config next to the executable.
 set -euo pipefail
 src=$1 work=$2 cache=$3 sdk=$4
 consumer_src=$src/libs/client/test/package_consumer
-rm -rf "$work" "$sdk"
+rm -rf "$work" "$sdk" "$sdk-shared"
 mkdir -p "$work"
 unset SCHED_TOKEN BILLING_CONFIG
 pid=""
@@ -92,6 +93,32 @@ out=$("$work/consumer_pc") || fail "pkg-config consumer exited $?"
     fail "the SDK does not link into a shared library"
 out=$("$work/consumer/plugin_host" "$work/libplugin_pc.so") || fail "plugin host (pkg-config plugin) exited $?"
 [ "$out" = "plugin returned 42" ] || fail "plugin host printed '$out'"
+
+step "shared SDK (-DSCHED_SDK_SHARED=ON, in $sdk-shared)"
+cmake -C "$cache" -S "$src" -B "$sdk-shared" -G Ninja -DSCHED_BUILD=client -DSCHED_SDK_SHARED=ON \
+    >"$work/configure-shared.log" 2>&1 || { cat "$work/configure-shared.log"; fail "shared configure"; }
+nice -n 10 cmake --build "$sdk-shared" -j2 >"$work/build-shared.log" 2>&1 ||
+    { tail -50 "$work/build-shared.log"; fail "shared SDK build"; }
+cmake --install "$sdk-shared" --component sched_client --prefix "$work/prefix-shared" >/dev/null
+for lib in sched_client sched_http sched_protocol sched_common; do
+    [ -f "$work/prefix-shared/lib/lib$lib.so.0.1" ] || fail "lib/lib$lib.so.0.1 not installed"
+    [ ! -e "$work/prefix-shared/lib/lib$lib.a" ] || fail "lib/lib$lib.a installed by a shared build"
+done
+# shellcheck disable=SC2046 # a list of flags
+"${cxx[@]}" -std=c++20 -O1 "$consumer_src/main.cpp" -o "$work/consumer_pc_shared" \
+    $(PKG_CONFIG_PATH=$work/prefix-shared/lib/pkgconfig pkg-config --cflags --libs sched_client) \
+    -Wl,-rpath,"$work/prefix-shared/lib" || fail "pkg-config consumer build (shared SDK)"
+readelf -d "$work/consumer_pc_shared" | grep -q 'NEEDED.*libsched_client.so.0.1' ||
+    fail "the consumer does not load libsched_client.so.0.1"
+out=$("$work/consumer_pc_shared") || fail "pkg-config consumer (shared SDK) exited $?"
+[ "$out" = "consumer ok (1 line)" ] || fail "pkg-config consumer (shared SDK) printed '$out'"
+cmake -S "$consumer_src" -B "$work/consumer-shared" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix-shared" \
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER="$(command -v ccache || true)" >/dev/null ||
+    fail "consumer configure (shared SDK)"
+nice -n 10 cmake --build "$work/consumer-shared" -j2 --target consumer >"$work/consumer-shared-build.log" 2>&1 ||
+    { cat "$work/consumer-shared-build.log"; fail "consumer build (shared SDK)"; }
+out=$("$work/consumer-shared/consumer") || fail "consumer (shared SDK) exited $?"
+[ "$out" = "consumer ok (1 line)" ] || fail "consumer (shared SDK) printed '$out'"
 
 step "the docs' example"
 billing=$work/consumer/billing
