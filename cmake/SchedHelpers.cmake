@@ -2,9 +2,26 @@
 
 # sched_add_library(<name> SOURCES ... [PUBLIC_DEPS ...] [PRIVATE_DEPS ...])
 # Defines target sched_<name> with alias sched::<name>; headers live in include/sched/<name>/.
+# The client SDK's libraries (SCHED_SDK_LIBS) are position-independent, so that a service can
+# link them into a shared library of its own, and shared libraries with SCHED_SDK_SHARED=ON.
 function(sched_add_library name)
     cmake_parse_arguments(ARG "" "" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
-    add_library(sched_${name} ${ARG_SOURCES})
+    set(type "")
+    if(name IN_LIST SCHED_SDK_LIBS AND SCHED_SDK_SHARED)
+        set(type SHARED)
+    endif()
+    add_library(sched_${name} ${type} ${ARG_SOURCES})
+    if(name IN_LIST SCHED_SDK_LIBS)
+        set_target_properties(sched_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+        if(SCHED_SDK_SHARED)
+            set_target_properties(sched_${name} PROPERTIES
+                VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}
+                # Installed side by side, they find each other wherever the prefix is. No
+                # <target>_EXPORTS define (nothing uses it): the objects then equal the static
+                # build's, so ccache serves both.
+                INSTALL_RPATH "$ORIGIN" DEFINE_SYMBOL "")
+        endif()
+    endif()
     add_library(sched::${name} ALIAS sched_${name})
     target_include_directories(sched_${name} PUBLIC
         $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>

@@ -1,5 +1,5 @@
 // Builds against the installed SDK and exercises one handler without a network: enough to
-// prove that headers, libraries and dependencies resolve through find_package(sched_client).
+// prove that headers, libraries and dependencies resolve (find_package and pkg-config alike).
 #include <cstdio>
 
 #include <sched/client/executor.hpp>
