@@ -12,7 +12,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "sched/common/net.hpp"
+#include "sched/common/beast.hpp"
 
 extern char** environ;
 

@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "../support/child_process.hpp"
-#include "sched/common/net.hpp"
+#include "sched/common/beast.hpp"
 #include "sched/common/node_id.hpp"
 
 namespace sched {

@@ -9,6 +9,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sched/common/beast.hpp"
+
 namespace sched::rest {
 
 namespace impl {

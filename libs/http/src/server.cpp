@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sched/common/beast.hpp"
 #include "sched/http/url.hpp"
 
 namespace sched::rest {

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "sched/common/beast.hpp"
 #include "sched/http/json.hpp"
 #include "sched/http/server.hpp"
 #include "sched/http/testing/test_server.hpp"

@@ -8,7 +8,7 @@
 ///
 ///     {"error": {"code": "invalid_argument", "message": "fire_id: expected an integer", "field": "fire_id"}}
 ///
-/// The library's C++ namespace is `sched::rest`, not `sched::http`: sched/common/net.hpp
+/// The library's C++ namespace is `sched::rest`, not `sched::http`: sched/common/beast.hpp
 /// defines `sched::http` as an alias of `boost::beast::http`, and one name cannot be both.
 ///
 /// `field` is null when the error is not about one field. `code` is the canonical code name
