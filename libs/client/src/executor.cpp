@@ -27,7 +27,9 @@
 #include "sched/http/json.hpp"
 #include "sched/http/server.hpp"
 #include "sched/http/url.hpp"
+#include "sched/protocol/registry.hpp"
 #include "sched/protocol/request_signature.hpp"
+#include "sched/protocol/run.hpp"
 #include "sched/protocol/run_batch.hpp"
 
 namespace sched::client {
@@ -65,10 +67,33 @@ std::optional<std::int64_t> ParseInt(std::string_view text) {
     return v;
 }
 
-BlockStrategy ToStrategy(const std::string& name) {
-    if (name == "discard-later") return BlockStrategy::kDiscardLater;
-    if (name == "cover-early") return BlockStrategy::kCoverEarly;
-    return BlockStrategy::kSerial;
+// The handler-facing run (sched/client/job_context.hpp, installed) from the wire's (the
+// protocol library stays inside the build).
+RunRequest ToClientRun(protocol::RunRequest wire) {
+    RunRequest run;
+    run.fire_id = wire.fire_id;
+    run.job_id = wire.job_id;
+    run.attempt = wire.attempt;
+    run.epoch = wire.epoch;
+    run.handler = std::move(wire.handler);
+    run.params = std::move(wire.params);
+    run.scheduled_ms = wire.scheduled_ms;
+    run.timeout_ms = wire.timeout_ms;
+    run.shard_index = wire.shard_index;
+    run.shard_total = wire.shard_total;
+    switch (wire.block_strategy) {
+        case protocol::BlockStrategy::kSerial:
+            run.block_strategy = BlockStrategy::kSerial;
+            break;
+        case protocol::BlockStrategy::kDiscardLater:
+            run.block_strategy = BlockStrategy::kDiscardLater;
+            break;
+        case protocol::BlockStrategy::kCoverEarly:
+            run.block_strategy = BlockStrategy::kCoverEarly;
+            break;
+    }
+    run.callback_url = std::move(wire.callback_url);
+    return run;
 }
 
 bool ValidHandlerName(const std::string& name) {
@@ -108,6 +133,8 @@ class Runtime {
     static RunAnswer Refuse(const rest::ApiError& error);
     rest::Response OnKill(rest::Request& req);
     rest::Response OnBeat(rest::Request& req);
+    /// This instance as the registry sees it (heartbeat and /v1/beat).
+    protocol::Heartbeat HeartbeatNow();
     rest::Response OnIdleBeat(rest::Request& req);
     rest::Response OnLog(rest::Request& req);
     rest::Response OnMetrics(rest::Request& req);
@@ -414,30 +441,12 @@ Runtime::RunAnswer Runtime::Refuse(const rest::ApiError& error) {
 }
 
 Runtime::RunAnswer Runtime::AdmitRun(const nlohmann::json& body, const std::string& prefix) {
-    rest::JsonFields f(body, prefix);
     const auto named = [&](const char* field) {
         return prefix.empty() ? std::string(field) : prefix + "." + field;
     };
-    RunRequest run;
-    run.fire_id = f.Int("fire_id", {.min = 0});
-    run.job_id = f.Int("job_id", {.min = 0});
-    run.attempt = f.Int("attempt", {.min = 0});
-    run.epoch = f.Int("epoch", {.min = 0});
-    run.handler = f.String("handler");
-    run.params = f.Value("params", nlohmann::json::object());
-    run.scheduled_ms = f.Int("scheduled_ms", 0, {.min = 0});
-    run.timeout_ms = f.Int("timeout_ms", 0, {.min = 0, .max = 7LL * 24 * 3600 * 1000});
-    run.shard_index = f.Int("shard_index", 0, {.min = 0});
-    run.shard_total = f.Int("shard_total", 1, {.min = 1});
-    run.block_strategy = ToStrategy(f.Enum("block_strategy", "serial", {"serial", "discard-later", "cover-early"}));
-    run.callback_url = f.String("callback_url", "");
-    if (f.ok() && run.shard_index >= run.shard_total) {
-        f.Fail("shard_index", "must be less than shard_total (" + std::to_string(run.shard_total) + ")");
-    }
-    if (f.ok() && !run.callback_url.empty()) {
-        if (auto url = rest::Url::Parse(run.callback_url); !url.ok()) f.Fail("callback_url", url.status().message());
-    }
-    if (f.error()) return Refuse(*f.error());
+    auto parsed = protocol::ParseRunRequest(body, prefix);
+    if (!parsed.ok()) return Refuse(*parsed.error);
+    RunRequest run = ToClientRun(std::move(parsed.value));
     if (!handlers_.contains(run.handler)) {
         return Refuse(rest::ApiError{Code::kNotFound,
                                      "no handler \"" + run.handler + "\" in app " + options_.app +
@@ -480,9 +489,9 @@ Runtime::RunAnswer Runtime::AdmitRun(const nlohmann::json& body, const std::stri
 rest::Response Runtime::OnKill(rest::Request& req) {
     auto body = req.Json();
     if (!body.ok()) return rest::Response::Error(body.status(), "body");
-    rest::JsonFields f(*body);
-    const auto fire_id = f.Int("fire_id", {.min = 0});
-    if (f.error()) return rest::Response::Error(*f.error());
+    const auto kill = protocol::ParseKillRequest(*body);
+    if (!kill.ok()) return rest::Response::Error(*kill.error);
+    const std::int64_t fire_id = kill.value.fire_id;
     const KillResult k = registry_.Kill(fire_id);
     if (!k.run) {
         return rest::Response::Error(rest::ApiError{
@@ -496,13 +505,18 @@ rest::Response Runtime::OnKill(rest::Request& req) {
     return rest::Response::Json({{"fire_id", fire_id}, {"state", k.was_running ? "running" : "queued"}});
 }
 
+protocol::Heartbeat Runtime::HeartbeatNow() {
+    return {.app = options_.app,
+            .address = address_,
+            .handlers = HandlerNames(),
+            .capacity = options_.capacity,
+            .running = static_cast<std::int64_t>(registry_.InFlight())};
+}
+
 rest::Response Runtime::OnBeat(rest::Request&) {
-    return rest::Response::Json({{"app", options_.app},
-                                 {"address", address_},
-                                 {"handlers", HandlerNames()},
-                                 {"capacity", options_.capacity},
-                                 {"running", registry_.InFlight()},
-                                 {"epoch", registry_.MaxEpoch()}});
+    nlohmann::json beat = protocol::ToJson(HeartbeatNow());
+    beat["epoch"] = registry_.MaxEpoch();
+    return rest::Response::Json(beat);
 }
 
 rest::Response Runtime::OnIdleBeat(rest::Request& req) {
@@ -621,32 +635,33 @@ void Runtime::Execute(const RunPtr& run) {
     // asked for it to stop, and it must not count as a normal success or failure.
     switch (run->token.reason()) {
         case CancelReason::kTimeout:
-            result.status = "timeout";
+            result.outcome = protocol::RunOutcome::kTimeout;
             result.code = std::string(CodeName(Code::kDeadlineExceeded));
             result.message = "timed out after " + std::to_string(r.timeout_ms) + " ms";
             break;
         case CancelReason::kKilled:
-            result.status = "killed";
+            result.outcome = protocol::RunOutcome::kKilled;
             result.code = std::string(CodeName(Code::kCancelled));
             result.message = "killed by request";
             break;
         case CancelReason::kCovered:
-            result.status = "killed";
+            result.outcome = protocol::RunOutcome::kKilled;
             result.code = std::string(CodeName(Code::kCancelled));
             result.message = "covered by fire " + std::to_string(run->covered_by.load());
             break;
         case CancelReason::kShutdown:
-            result.status = "killed";
+            result.outcome = protocol::RunOutcome::kKilled;
             result.code = std::string(CodeName(Code::kCancelled));
             result.message = "executor shutting down";
             break;
         case CancelReason::kNone:
-            result.status = status.ok() ? "succeeded" : "failed";
+            result.outcome = status.ok() ? protocol::RunOutcome::kSucceeded : protocol::RunOutcome::kFailed;
             result.code = std::string(CodeName(status.code()));
             result.message = status.ok() ? ctx.result_message() : status.message();
             break;
     }
-    FireLog(r.fire_id, "finished: " + result.status + (result.message.empty() ? "" : ": " + result.message));
+    FireLog(r.fire_id, "finished: " + std::string(protocol::Name(result.outcome)) +
+                           (result.message.empty() ? "" : ": " + result.message));
     logs_.Close(r.fire_id);
     AttachLogTail(result);
     const double handler_seconds = static_cast<double>(result.finished_ms - started_ms) / 1e3;
@@ -662,7 +677,7 @@ void Runtime::ReportNeverStarted(const RunPtr& run, const std::string& message) 
     result.fire_id = r.fire_id;
     result.attempt = r.attempt;
     result.epoch = r.epoch;
-    result.status = "killed";
+    result.outcome = protocol::RunOutcome::kKilled;
     result.code = std::string(CodeName(Code::kCancelled));
     result.message = message;
     result.started_ms = result.finished_ms = WallMs();
@@ -674,16 +689,21 @@ void Runtime::ReportNeverStarted(const RunPtr& run, const std::string& message) 
 }
 
 void Runtime::Report(CallbackResult result, const std::string& handler, double handler_seconds) {
-    if (metrics_) metrics_->RunEnded(handler, result.status, handler_seconds);
+    if (metrics_) metrics_->RunEnded(handler, std::string(protocol::Name(result.outcome)), handler_seconds);
     result.address = address_;  // the server checks that the result comes from the instance that ran it
-    if (result.status == "succeeded") {
-        ++counters_.succeeded;
-    } else if (result.status == "failed") {
-        ++counters_.failed;
-    } else if (result.status == "timeout") {
-        ++counters_.timed_out;
-    } else {
-        ++counters_.killed;
+    switch (result.outcome) {
+        case protocol::RunOutcome::kSucceeded:
+            ++counters_.succeeded;
+            break;
+        case protocol::RunOutcome::kFailed:
+            ++counters_.failed;
+            break;
+        case protocol::RunOutcome::kTimeout:
+            ++counters_.timed_out;
+            break;
+        case protocol::RunOutcome::kKilled:
+            ++counters_.killed;
+            break;
     }
     std::lock_guard lock(outbox_mu_);
     outbox_.push_back(std::move(result));
@@ -788,11 +808,7 @@ net::awaitable<std::optional<rest::ClientResponse>> Runtime::PostToWeb(std::stri
 net::awaitable<void> Runtime::HeartbeatLoop() {
     bool was_ok = true;
     while (!heartbeat_stop_) {
-        nlohmann::json body = {{"app", options_.app},
-                               {"address", address_},
-                               {"handlers", HandlerNames()},
-                               {"capacity", options_.capacity},
-                               {"running", registry_.InFlight()}};
+        nlohmann::json body = protocol::ToJson(HeartbeatNow());
         auto answer = co_await PostToWeb("/api/v1/registry/heartbeat", body, "");
         const bool ok = answer.has_value();
         if (ok) LearnSigning(*answer);
@@ -814,7 +830,7 @@ net::awaitable<void> Runtime::HeartbeatLoop() {
 }
 
 net::awaitable<bool> Runtime::Deregister() {
-    nlohmann::json body = {{"app", options_.app}, {"address", address_}};
+    nlohmann::json body = protocol::ToJson(protocol::Deregister{.app = options_.app, .address = address_});
     auto answer = co_await PostToWeb("/api/v1/registry/deregister", body, "");
     co_return answer.has_value();
 }

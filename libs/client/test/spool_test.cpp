@@ -23,7 +23,7 @@ class SpoolTest : public ::testing::Test {
         r.fire_id = fire_id;
         r.attempt = 1;
         r.epoch = 2;
-        r.status = "succeeded";
+        r.outcome = protocol::RunOutcome::kSucceeded;
         r.code = "ok";
         r.message = "fire " + std::to_string(fire_id);
         r.started_ms = 1000 + fire_id;
@@ -139,6 +139,36 @@ TEST(CallbackResult, ProtocolJsonHasExactlyTheDesignFields) {
     ASSERT_TRUE(back);
     EXPECT_EQ(back->address, "10.0.0.1:7000");
     EXPECT_EQ(back->callback_url, "http://x/cb");
+}
+
+// Spool lines are read with the protocol's reader (sched/protocol/run_result.hpp): what it
+// refuses is skipped, except fields of a newer SDK, which are dropped from the line.
+TEST(CallbackResult, SpoolLinesAreReadWithTheProtocolsReader) {
+    CallbackResult r;
+    r.fire_id = 7;
+    r.epoch = 3;
+    r.outcome = protocol::RunOutcome::kKilled;
+    r.log = "tail";
+    r.log_truncated_bytes = 5;
+    auto line = nlohmann::json::parse(r.ToSpoolLine());
+    EXPECT_EQ(line["status"], "killed");
+    line["from_a_newer_sdk"] = 1;
+    const auto back = CallbackResult::FromSpoolLine(line.dump());
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back->outcome, protocol::RunOutcome::kKilled);
+    EXPECT_EQ(back->log, "tail");
+    EXPECT_EQ(back->log_truncated_bytes, 5);
+    EXPECT_FALSE(back->ToJson().contains("from_a_newer_sdk"));
+
+    auto bad_status = line;
+    bad_status["status"] = "done";
+    EXPECT_FALSE(CallbackResult::FromSpoolLine(bad_status.dump()));
+    auto no_epoch = line;
+    no_epoch.erase("epoch");
+    EXPECT_FALSE(CallbackResult::FromSpoolLine(no_epoch.dump()));
+    auto bad_url = line;
+    bad_url["callback_url"] = 5;
+    EXPECT_FALSE(CallbackResult::FromSpoolLine(bad_url.dump()));
 }
 
 TEST(FireLogBook, PagesLinesAndForgetsOldestFinishedFires) {

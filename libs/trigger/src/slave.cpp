@@ -13,6 +13,7 @@
 
 #include "impl/on_pool.hpp"
 #include "sched/cron/misfire.hpp"
+#include "sched/protocol/run.hpp"
 #include "sched/protocol/run_batch.hpp"
 
 namespace sched::trigger {
@@ -41,19 +42,23 @@ std::string ErrorField(const rest::ClientResponse& r) {
     return e.contains("field") && e["field"].is_string() ? e["field"].get<std::string>() : "";
 }
 
-// A /v1/run body for `fire` of `job`, claimed in a group at `epoch`.
+// A /v1/run body for `fire` of `job`, claimed in a group at `epoch`. The job's block strategy
+// was checked when the job was saved; a value this build does not know is sent as "serial", the
+// executor's own default.
 nlohmann::json RunJson(const store::Fire& fire, const store::Job& job, std::int64_t epoch) {
-    return {{"fire_id", fire.id},
-            {"job_id", job.id},
-            {"attempt", fire.attempt},
-            {"epoch", epoch},
-            {"handler", job.handler},
-            {"params", ParamsJson(job.params)},
-            {"scheduled_ms", fire.scheduled_time},
-            {"timeout_ms", job.timeout_ms},
-            {"shard_index", fire.shard_index},
-            {"shard_total", fire.shard_total},
-            {"block_strategy", job.block_strategy}};
+    protocol::RunRequest run;
+    run.fire_id = fire.id;
+    run.job_id = job.id;
+    run.attempt = fire.attempt;
+    run.epoch = epoch;
+    run.handler = job.handler;
+    run.params = ParamsJson(job.params);
+    run.scheduled_ms = fire.scheduled_time;
+    run.timeout_ms = job.timeout_ms;
+    run.shard_index = fire.shard_index;
+    run.shard_total = fire.shard_total;
+    run.block_strategy = protocol::ParseBlockStrategy(job.block_strategy).value_or(protocol::BlockStrategy::kSerial);
+    return protocol::ToJson(run);
 }
 
 // A batch stays well under the executor's body limit (1 MiB by default): larger bodies are cut
@@ -917,7 +922,7 @@ net::awaitable<void> Slave::WatchTimeout(std::int64_t fire_id, std::string app, 
     // Still dispatching: accepted, but its running record is not written yet (or failed).
     if (!status.ok() || (*status != FireStatus::kRunning && *status != FireStatus::kDispatching)) co_return;
     rest::CallOptions call{.timeout = config_.dispatch_timeout};
-    const std::string kill_body = nlohmann::json{{"fire_id", fire_id}}.dump();
+    const std::string kill_body = protocol::ToJson(protocol::KillRequest{.fire_id = fire_id}).dump();
     const std::string kill_url = "http://" + address + "/v1/kill";
     auto killed = co_await executors_->Send(app, rest::Method::kPost, kill_url, kill_body, call);
     if (!killed.ok() || !killed->ok()) {

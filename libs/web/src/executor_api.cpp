@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <optional>
+#include <stdexcept>
 #include <unordered_map>
 
 #include <spdlog/spdlog.h>
@@ -16,6 +17,8 @@
 #include "impl/signing_keys.hpp"
 #include "sched/http/json.hpp"
 #include "sched/http/url.hpp"
+#include "sched/protocol/registry.hpp"
+#include "sched/protocol/run_result.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/fire_log.hpp"
 #include "sched/store/fire_metrics.hpp"
@@ -28,25 +31,9 @@ namespace impl {
 
 namespace {
 
-// What the SDK sends (libs/client); anything else is a 400 naming the field, so that a typo or a
-// field from a newer protocol is never silently ignored.
-constexpr std::array<std::string_view, 5> kHeartbeatFields = {"app", "address", "handlers", "capacity", "running"};
-constexpr std::array<std::string_view, 2> kDeregisterFields = {"app", "address"};
-constexpr std::array<std::string_view, 11> kCallbackFields = {"fire_id",
-                                                              "attempt",
-                                                              "epoch",
-                                                              "status",
-                                                              "code",
-                                                              "message",
-                                                              "started_ms",
-                                                              "finished_ms",
-                                                              "address",
-                                                              "log",
-                                                              "log_truncated_bytes"};
-constexpr std::size_t kMaxAddress = 255;
-constexpr std::size_t kMaxHandlers = 1000;
-constexpr std::size_t kMaxHandlerName = 128;
-constexpr std::size_t kMaxCallbackItems = 1000;
+// The log bound is the protocol's and the store's: one constant would do, but the store does
+// not depend on the protocol library.
+static_assert(protocol::kMaxResultLogBytes == store::FireLogs::kMaxLogBytes);
 
 int CodeNumber(const std::string& name) {
     for (int c = 0; c <= static_cast<int>(Code::kUnauthenticated); ++c) {
@@ -55,72 +42,45 @@ int CodeNumber(const std::string& name) {
     return static_cast<int>(Code::kInternal);  // a code this build does not know
 }
 
-// Why `address` is not an executor address ("host:port" a trigger node can dial), or nullopt.
-std::optional<std::string> AddressProblem(const std::string& address) {
-    if (address.size() > kMaxAddress) return "at most " + std::to_string(kMaxAddress) + " characters";
-    const bool chars_ok = std::all_of(address.begin(), address.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' || c == ':' ||
-               c == '[' || c == ']';
-    });
-    auto parsed = rest::HostPort::Parse(address);
-    if (!chars_ok || !parsed.ok() || parsed->host.empty() || parsed->port == 0) {
-        return "expected host:port (port 1..65535), got \"" + address.substr(0, 64) + "\"";
+store::FireStatus StoredStatus(protocol::RunOutcome outcome) {
+    switch (outcome) {
+        case protocol::RunOutcome::kSucceeded:
+            return store::FireStatus::kSucceeded;
+        case protocol::RunOutcome::kFailed:
+            return store::FireStatus::kFailed;
+        case protocol::RunOutcome::kTimeout:
+            return store::FireStatus::kTimeout;
+        case protocol::RunOutcome::kKilled:
+            return store::FireStatus::kKilled;
     }
-    return std::nullopt;
+    throw std::logic_error("unknown run outcome");
 }
 
-// The items of a callback batch, or the 400 naming the first bad field. A plain function, not
-// part of the coroutine: g++ 12 miscompiles large coroutine frames (docs/architecture.md "Build").
+// The items of a callback batch (sched/protocol/run_result.hpp), or the 400 naming the first
+// bad field. A plain function, not part of the coroutine: g++ 12 miscompiles large coroutine
+// frames (docs/architecture.md "Build").
 std::optional<rest::Response> ParseCallback(const nlohmann::json& body, bool scoped,
                                             std::vector<store::ExecutorResult>& items) {
     // An app-scoped token must say which dispatch and which instance a result is for; the
     // cluster token and legacy tokens (older SDKs) may leave them out, and then they go unchecked.
     for (std::size_t i = 0; i < body.size(); ++i) {
-        const std::string prefix = "[" + std::to_string(i) + "]";
-        const auto& raw = body[i];
-        if (raw.is_object()) {
-            for (const auto& [key, value] : raw.items()) {
-                if (std::find(kCallbackFields.begin(), kCallbackFields.end(), key) == kCallbackFields.end()) {
-                    return BadRequest(prefix + "." + key, prefix + "." + key + ": unknown field");
-                }
-            }
-        }
-        rest::JsonFields f(raw, prefix);
+        auto parsed = protocol::ParseRunResult(body[i], "[" + std::to_string(i) + "]", scoped);
+        if (!parsed.ok()) return rest::Response::Error(*parsed.error);
+        protocol::RunResult& r = parsed.value;
         store::ExecutorResult item;
-        item.fire_id = f.Int("fire_id", {.min = 1});
-        item.attempt = static_cast<int>(f.Int("attempt", {.min = 0, .max = 1'000'000}));
-        const std::string status = f.Enum("status", "", {"succeeded", "failed", "timeout", "killed"});
-        const std::string code = f.String("code", "");
-        item.result_message = f.String("message", "");
-        item.started_ms = f.Int("started_ms", 0, {.min = 0});
-        item.finished_ms = f.Int("finished_ms", 0, {.min = 0});
-        const bool has_epoch = raw.is_object() && raw.contains("epoch") && !raw["epoch"].is_null();
-        const bool has_address = raw.is_object() && raw.contains("address") && !raw["address"].is_null();
-        if (has_epoch || scoped) item.epoch = f.Int("epoch", {.min = 0});
-        if (has_address || scoped) item.address = f.String("address");
-        if (f.ok() && status.empty()) f.Fail("status", "required");
-        if (f.ok() && code.size() > 64) f.Fail("code", "at most 64 characters");
-        if (f.ok() && item.address) {
-            if (auto problem = AddressProblem(*item.address)) f.Fail("address", *problem);
-        }
-        // The log's tail (optional: older SDKs send none). JSON parsing already refused invalid
-        // UTF-8; the store replaces NUL bytes. Bounded as the store bounds it: an executor that
-        // sends more is told so, rather than having it cut silently.
-        const bool has_log = raw.is_object() && raw.contains("log") && !raw["log"].is_null();
-        if (has_log) {
-            item.log = f.String("log", "");
-            item.log_truncated_bytes = f.Int("log_truncated_bytes", 0, {.min = 0});
-            if (f.ok() && item.log->size() > store::FireLogs::kMaxLogBytes) {
-                f.Fail("log", "at most " + std::to_string(store::FireLogs::kMaxLogBytes) + " bytes (UTF-8), got " +
-                                  std::to_string(item.log->size()));
-            }
-        } else {
-            f.Int("log_truncated_bytes", 0, {.min = 0});
-        }
-        if (f.error()) return rest::Response::Error(*f.error());
-        item.status = *store::ParseFireStatus(status);
-        item.result_code = CodeNumber(code);
+        item.fire_id = r.fire_id;
+        item.attempt = static_cast<int>(r.attempt);
+        item.epoch = r.epoch;
+        item.address = std::move(r.address);
+        item.status = StoredStatus(r.outcome);
+        item.result_code = CodeNumber(r.code);
+        item.result_message = std::move(r.message);
         if (item.result_message.size() > 65535) item.result_message.resize(65535);
+        item.started_ms = r.started_ms;
+        item.finished_ms = r.finished_ms;
+        // The store replaces NUL bytes.
+        item.log = std::move(r.log);
+        item.log_truncated_bytes = r.log_truncated_bytes;
         items.push_back(std::move(item));
     }
     return std::nullopt;
@@ -171,28 +131,18 @@ net::awaitable<rest::Response> HandleHeartbeat(rest::Request& req, const Princip
                                                net::thread_pool& db_pool) {
     auto body = req.Json();
     if (!body.ok()) co_return rest::Response::Error(body.status(), "body");
-    if (auto unknown = RejectUnknownFields(*body, kHeartbeatFields)) co_return *unknown;
-    rest::JsonFields f(*body);
+    auto beat = protocol::ParseHeartbeat(*body);
+    if (beat.ok() && CodePoints(beat.value.app) > kMaxAppName) {
+        beat.error = rest::ApiError{Code::kInvalidArgument,
+                                    "app: at most " + std::to_string(kMaxAppName) + " characters", "app"};
+    }
+    if (!beat.ok()) co_return rest::Response::Error(*beat.error);
     store::ExecutorInstance e;
-    e.app = f.String("app");
-    e.address = f.String("address");
-    e.handlers = f.StringList("handlers");
-    e.capacity = static_cast<int>(f.Int("capacity", 0, {.min = 0, .max = 1'000'000}));
-    e.running = static_cast<int>(f.Int("running", 0, {.min = 0, .max = 1'000'000}));
-    if (f.ok() && CodePoints(e.app) > kMaxAppName)
-        f.Fail("app", "at most " + std::to_string(kMaxAppName) + " characters");
-    if (f.ok()) {
-        if (auto problem = AddressProblem(e.address)) f.Fail("address", *problem);
-    }
-    if (f.ok() && e.handlers.size() > kMaxHandlers) {
-        f.Fail("handlers", "at most " + std::to_string(kMaxHandlers) + " handlers");
-    }
-    for (const auto& h : e.handlers) {
-        if (f.ok() && (h.empty() || h.size() > kMaxHandlerName)) {
-            f.Fail("handlers", "handler names have 1.." + std::to_string(kMaxHandlerName) + " characters");
-        }
-    }
-    if (f.error()) co_return rest::Response::Error(*f.error());
+    e.app = std::move(beat.value.app);
+    e.address = std::move(beat.value.address);
+    e.handlers = std::move(beat.value.handlers);
+    e.capacity = static_cast<int>(beat.value.capacity);
+    e.running = static_cast<int>(beat.value.running);
     if (Status allowed = AuthorizeApp(who, e.app); !allowed.ok()) co_return Forbidden(allowed);
     auto work = [&] {
         return store::ExecutorRepository(db).Heartbeat(e);
@@ -213,15 +163,14 @@ net::awaitable<rest::Response> HandleDeregister(rest::Request& req, const Princi
                                                 net::thread_pool& db_pool) {
     auto body = req.Json();
     if (!body.ok()) co_return rest::Response::Error(body.status(), "body");
-    if (auto unknown = RejectUnknownFields(*body, kDeregisterFields)) co_return *unknown;
-    rest::JsonFields f(*body);
-    const std::string app = f.String("app");
-    const std::string address = f.String("address");
-    if (f.ok() && CodePoints(app) > kMaxAppName)
-        f.Fail("app", "at most " + std::to_string(kMaxAppName) + " characters");
-    if (f.ok() && address.size() > kMaxAddress)
-        f.Fail("address", "at most " + std::to_string(kMaxAddress) + " characters");
-    if (f.error()) co_return rest::Response::Error(*f.error());
+    auto parsed = protocol::ParseDeregister(*body);
+    if (parsed.ok() && CodePoints(parsed.value.app) > kMaxAppName) {
+        parsed.error = rest::ApiError{Code::kInvalidArgument,
+                                      "app: at most " + std::to_string(kMaxAppName) + " characters", "app"};
+    }
+    if (!parsed.ok()) co_return rest::Response::Error(*parsed.error);
+    const std::string app = std::move(parsed.value.app);
+    const std::string address = std::move(parsed.value.address);
     if (Status allowed = AuthorizeApp(who, app); !allowed.ok()) co_return Forbidden(allowed);
     auto work = [&] {
         return store::ExecutorRepository(db).Deregister(app, address);
@@ -238,9 +187,10 @@ net::awaitable<rest::Response> HandleCallback(rest::Request& req, const Principa
     if (!body->is_array()) {
         co_return rest::Response::Error(InvalidArgument("body: expected an array of results"), "body");
     }
-    if (body->size() > kMaxCallbackItems) {
+    if (body->size() > protocol::kMaxResultsPerCallback) {
         co_return rest::Response::Error(
-            InvalidArgument("body: at most " + std::to_string(kMaxCallbackItems) + " results per call"), "body");
+            InvalidArgument("body: at most " + std::to_string(protocol::kMaxResultsPerCallback) + " results per call"),
+            "body");
     }
     std::vector<store::ExecutorResult> items;
     if (auto bad = ParseCallback(*body, IsAppScoped(who), items)) co_return *bad;

@@ -9,6 +9,7 @@
 #include "sched/cron/misfire.hpp"
 #include "sched/cron/schedule.hpp"
 #include "sched/http/json.hpp"
+#include "sched/protocol/run.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/job.hpp"
 #include "sched/store/registry.hpp"
@@ -140,7 +141,7 @@ std::optional<rest::ApiError> ReadJobInput(const nlohmann::json& body, const sto
         for (const auto& r : routings) list += (list.empty() ? "" : ", ") + r;
         return Invalid("routing", "routing: expected one of " + list + ", got \"" + j.routing + "\"");
     }
-    if (j.block_strategy != "serial" && j.block_strategy != "discard-later" && j.block_strategy != "cover-early") {
+    if (!protocol::ParseBlockStrategy(j.block_strategy)) {
         return Invalid("block_strategy", "block_strategy: expected one of serial, discard-later, cover-early, got \"" +
                                              j.block_strategy + "\"");
     }

@@ -4,6 +4,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -42,15 +43,19 @@ void SyncDir(const std::filesystem::path& dir) {
 }  // namespace
 
 nlohmann::json CallbackResult::ToJson() const {
-    nlohmann::json j = {
-        {"fire_id", fire_id}, {"attempt", attempt}, {"epoch", epoch},           {"status", status},
-        {"code", code},       {"message", message}, {"started_ms", started_ms}, {"finished_ms", finished_ms}};
-    if (!address.empty()) j["address"] = address;
-    if (log) {
-        j["log"] = *log;
-        j["log_truncated_bytes"] = log_truncated_bytes;
-    }
-    return j;
+    protocol::RunResult r;
+    r.fire_id = fire_id;
+    r.attempt = attempt;
+    r.epoch = epoch;
+    r.outcome = outcome;
+    r.code = code;
+    r.message = message;
+    r.started_ms = started_ms;
+    r.finished_ms = finished_ms;
+    if (!address.empty()) r.address = address;
+    r.log = log;
+    r.log_truncated_bytes = log_truncated_bytes;
+    return protocol::ToJson(r);
 }
 
 std::size_t CallbackResult::WireBytes() const {
@@ -73,28 +78,36 @@ std::string CallbackResult::ToSpoolLine() const {
 }
 
 std::optional<CallbackResult> CallbackResult::FromSpoolLine(std::string_view line) {
-    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (!j.is_object()) return std::nullopt;
-    try {
-        CallbackResult r;
-        r.fire_id = j.at("fire_id").get<std::int64_t>();
-        r.attempt = j.at("attempt").get<std::int64_t>();
-        r.epoch = j.at("epoch").get<std::int64_t>();
-        r.status = j.at("status").get<std::string>();
-        r.code = j.at("code").get<std::string>();
-        r.message = j.at("message").get<std::string>();
-        r.started_ms = j.at("started_ms").get<std::int64_t>();
-        r.finished_ms = j.at("finished_ms").get<std::int64_t>();
-        r.callback_url = j.value("callback_url", "");
-        r.address = j.value("address", "");
-        if (j.contains("log") && j["log"].is_string()) {
-            r.log = j["log"].get<std::string>();
-            r.log_truncated_bytes = j.value("log_truncated_bytes", std::int64_t{0});
-        }
-        return r;
-    } catch (const nlohmann::json::exception&) {
-        return std::nullopt;
+    CallbackResult r;
+    if (const auto url = j.find("callback_url"); url != j.end()) {
+        if (!url->is_string()) return std::nullopt;
+        r.callback_url = url->get<std::string>();
+        j.erase(url);
     }
+    // A line spooled by a newer SDK may carry fields this one does not know: they are dropped
+    // from the resend rather than the result with them.
+    for (auto it = j.begin(); it != j.end();) {
+        const bool known = std::find(protocol::kRunResultFields.begin(), protocol::kRunResultFields.end(), it.key()) !=
+                           protocol::kRunResultFields.end();
+        it = known ? std::next(it) : j.erase(it);
+    }
+    auto parsed = protocol::ParseRunResult(j, "", /*require_fencing=*/false);
+    if (!parsed.ok() || !parsed.value.epoch) return std::nullopt;
+    protocol::RunResult& w = parsed.value;
+    r.fire_id = w.fire_id;
+    r.attempt = w.attempt;
+    r.epoch = *w.epoch;
+    r.outcome = w.outcome;
+    r.code = std::move(w.code);
+    r.message = std::move(w.message);
+    r.started_ms = w.started_ms;
+    r.finished_ms = w.finished_ms;
+    r.address = w.address.value_or("");
+    r.log = std::move(w.log);
+    r.log_truncated_bytes = w.log_truncated_bytes;
+    return r;
 }
 
 ResultSpool::ResultSpool(std::filesystem::path dir)

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sched/common/status.hpp"
+#include "sched/protocol/run_result.hpp"
 
 namespace sched::client::impl {
 
@@ -29,8 +30,8 @@ struct CallbackResult {
     std::int64_t fire_id = 0;
     std::int64_t attempt = 0;
     std::int64_t epoch = 0;
-    std::string status;  // succeeded | failed | timeout | killed
-    std::string code;    // canonical code name: "ok", "internal", "deadline_exceeded", "cancelled", ...
+    protocol::RunOutcome outcome = protocol::RunOutcome::kSucceeded;
+    std::string code;  // canonical code name: "ok", "internal", "deadline_exceeded", "cancelled", ...
     std::string message;
     std::int64_t started_ms = 0;
     std::int64_t finished_ms = 0;
@@ -43,10 +44,12 @@ struct CallbackResult {
     std::optional<std::string> log;
     std::int64_t log_truncated_bytes = 0;
 
-    /// The protocol form: {fire_id, attempt, epoch, address, status, code, message, started_ms,
-    /// finished_ms, log, log_truncated_bytes} (the last two only with a log).
+    /// The protocol form (sched/protocol/run_result.hpp): {fire_id, attempt, epoch, address,
+    /// status, code, message, started_ms, finished_ms, log, log_truncated_bytes} (address only
+    /// when known, the last two only with a log).
     nlohmann::json ToJson() const;
-    /// One spool line (the protocol form plus callback_url), without the newline.
+    /// One spool line (the protocol form plus callback_url), without the newline. Read back
+    /// with the protocol's own reader: a line it refuses is dropped (and counted by the spool).
     std::string ToSpoolLine() const;
     static std::optional<CallbackResult> FromSpoolLine(std::string_view line);
     /// At least the bytes this result takes in a callback body (its text as JSON escapes it,

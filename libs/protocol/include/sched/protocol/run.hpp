@@ -1,0 +1,78 @@
+#pragma once
+
+/// The run call a node makes on an executor instance (docs/protocol.md "Routes"), as one type
+/// that both sides use: the trigger node's slave writes it with ToJson, the client SDK reads it
+/// with ParseRunRequest.
+///
+///     POST /v1/run  {"fire_id": 7, "job_id": 3, "attempt": 0, "epoch": 12, "handler": "report",
+///                    "params": {...}, "scheduled_ms": 1764000000000, "timeout_ms": 60000,
+///                    "shard_index": 0, "shard_total": 1, "block_strategy": "serial",
+///                    "callback_url": "http://10.0.0.5:7071"}
+///     POST /v1/kill {"fire_id": 7}
+///
+/// Reading is lenient about fields it does not know (a newer node may send more; an executor
+/// must still run the fire) and strict about the ones it knows (type and range).
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "sched/protocol/parsed.hpp"
+
+namespace sched::protocol {
+
+/// What an executor does when a run arrives for a job that already has one running or queued
+/// there (the job's `block_strategy`).
+enum class BlockStrategy {
+    kSerial,        ///< "serial": queue it behind the running one
+    kDiscardLater,  ///< "discard-later": refuse the new run (409, field block_strategy)
+    kCoverEarly,    ///< "cover-early": cancel the running one and run the new one
+};
+
+/// The wire names, in enum order: "serial", "discard-later", "cover-early".
+inline constexpr std::array<std::string_view, 3> kBlockStrategyNames = {"serial", "discard-later", "cover-early"};
+
+std::string_view Name(BlockStrategy strategy);
+std::optional<BlockStrategy> ParseBlockStrategy(std::string_view name);
+
+/// The longest run timeout a run may carry (7 days).
+inline constexpr std::int64_t kMaxTimeoutMs = 7LL * 24 * 3600 * 1000;
+
+/// One run of one fire, as dispatched.
+struct RunRequest {
+    std::int64_t fire_id = 0;
+    std::int64_t job_id = 0;
+    std::int64_t attempt = 0;
+    std::int64_t epoch = 0;  ///< the lease epoch the fire was claimed under (fencing)
+    std::string handler;
+    nlohmann::json params = nlohmann::json::object();
+    std::int64_t scheduled_ms = 0;  ///< the fire's scheduled time, epoch milliseconds
+    std::int64_t timeout_ms = 0;    ///< 0 = no timeout
+    std::int64_t shard_index = 0;   ///< < shard_total
+    std::int64_t shard_total = 1;
+    BlockStrategy block_strategy = BlockStrategy::kSerial;
+    std::string callback_url;  ///< where the result goes first ("" = the web endpoints; not sent)
+
+    friend bool operator==(const RunRequest&, const RunRequest&) = default;
+};
+
+nlohmann::json ToJson(const RunRequest& run);
+/// Reads a /v1/run body (or one item of /v1/runs with `prefix` "runs[i]"). Required:
+/// fire_id, job_id, attempt, epoch, handler; callback_url, when present, must be an http URL.
+Parsed<RunRequest> ParseRunRequest(const nlohmann::json& body, const std::string& prefix = "");
+
+/// POST /v1/kill.
+struct KillRequest {
+    std::int64_t fire_id = 0;
+
+    friend bool operator==(const KillRequest&, const KillRequest&) = default;
+};
+
+nlohmann::json ToJson(const KillRequest& kill);
+Parsed<KillRequest> ParseKillRequest(const nlohmann::json& body);
+
+}  // namespace sched::protocol

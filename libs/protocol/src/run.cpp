@@ -1,0 +1,75 @@
+#include "sched/protocol/run.hpp"
+
+#include "sched/http/json.hpp"
+#include "sched/http/url.hpp"
+
+namespace sched::protocol {
+
+std::string_view Name(BlockStrategy strategy) {
+    return kBlockStrategyNames.at(static_cast<std::size_t>(strategy));
+}
+
+std::optional<BlockStrategy> ParseBlockStrategy(std::string_view name) {
+    for (std::size_t i = 0; i < kBlockStrategyNames.size(); ++i) {
+        if (kBlockStrategyNames[i] == name) return static_cast<BlockStrategy>(i);
+    }
+    return std::nullopt;
+}
+
+nlohmann::json ToJson(const RunRequest& run) {
+    nlohmann::json j = {{"fire_id", run.fire_id},
+                        {"job_id", run.job_id},
+                        {"attempt", run.attempt},
+                        {"epoch", run.epoch},
+                        {"handler", run.handler},
+                        {"params", run.params},
+                        {"scheduled_ms", run.scheduled_ms},
+                        {"timeout_ms", run.timeout_ms},
+                        {"shard_index", run.shard_index},
+                        {"shard_total", run.shard_total},
+                        {"block_strategy", Name(run.block_strategy)}};
+    // Absent rather than "": an executor older than the field never sees it.
+    if (!run.callback_url.empty()) j["callback_url"] = run.callback_url;
+    return j;
+}
+
+Parsed<RunRequest> ParseRunRequest(const nlohmann::json& body, const std::string& prefix) {
+    rest::JsonFields f(body, prefix);
+    Parsed<RunRequest> out;
+    RunRequest& run = out.value;
+    run.fire_id = f.Int("fire_id", {.min = 0});
+    run.job_id = f.Int("job_id", {.min = 0});
+    run.attempt = f.Int("attempt", {.min = 0});
+    run.epoch = f.Int("epoch", {.min = 0});
+    run.handler = f.String("handler");
+    run.params = f.Value("params", nlohmann::json::object());
+    run.scheduled_ms = f.Int("scheduled_ms", 0, {.min = 0});
+    run.timeout_ms = f.Int("timeout_ms", 0, {.min = 0, .max = kMaxTimeoutMs});
+    run.shard_index = f.Int("shard_index", 0, {.min = 0});
+    run.shard_total = f.Int("shard_total", 1, {.min = 1});
+    const std::string strategy = f.Enum("block_strategy", "serial", {"serial", "discard-later", "cover-early"});
+    run.callback_url = f.String("callback_url", "");
+    if (f.ok()) run.block_strategy = *ParseBlockStrategy(strategy);
+    if (f.ok() && run.shard_index >= run.shard_total) {
+        f.Fail("shard_index", "must be less than shard_total (" + std::to_string(run.shard_total) + ")");
+    }
+    if (f.ok() && !run.callback_url.empty()) {
+        if (auto url = rest::Url::Parse(run.callback_url); !url.ok()) f.Fail("callback_url", url.status().message());
+    }
+    out.error = f.error();
+    return out;
+}
+
+nlohmann::json ToJson(const KillRequest& kill) {
+    return {{"fire_id", kill.fire_id}};
+}
+
+Parsed<KillRequest> ParseKillRequest(const nlohmann::json& body) {
+    rest::JsonFields f(body);
+    Parsed<KillRequest> out;
+    out.value.fire_id = f.Int("fire_id", {.min = 0});
+    out.error = f.error();
+    return out;
+}
+
+}  // namespace sched::protocol

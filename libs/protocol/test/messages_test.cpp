@@ -1,0 +1,193 @@
+// The executor protocol's messages: what one side writes, the other reads back unchanged, and
+// every malformed field is refused by name. Both the node and the SDK use these functions, so a
+// field renamed on one side fails here rather than as a silent protocol bug between processes.
+
+#include <gtest/gtest.h>
+
+#include "sched/protocol/registry.hpp"
+#include "sched/protocol/run.hpp"
+#include "sched/protocol/run_result.hpp"
+
+namespace sched::protocol {
+namespace {
+
+using nlohmann::json;
+
+RunRequest SampleRun() {
+    RunRequest run;
+    run.fire_id = 7;
+    run.job_id = 3;
+    run.attempt = 2;
+    run.epoch = 12;
+    run.handler = "report";
+    run.params = {{"day", "2026-11-26"}, {"parts", {1, 2}}};
+    run.scheduled_ms = 1'764'000'000'000;
+    run.timeout_ms = 60'000;
+    run.shard_index = 1;
+    run.shard_total = 4;
+    run.block_strategy = BlockStrategy::kCoverEarly;
+    run.callback_url = "http://10.0.0.5:7071";
+    return run;
+}
+
+// The error's field, or "" when the message was accepted.
+template <typename Message>
+std::string Field(const Parsed<Message>& parsed) {
+    return parsed.error ? parsed.error->field : "";
+}
+
+TEST(RunRequestTest, WhatTheNodeWritesTheSdkReadsBackUnchanged) {
+    const RunRequest run = SampleRun();
+    const json wire = ToJson(run);
+    EXPECT_EQ(wire["block_strategy"], "cover-early");
+    const auto back = ParseRunRequest(wire);
+    ASSERT_TRUE(back.ok()) << back.error->message;
+    EXPECT_EQ(back.value, run);
+}
+
+TEST(RunRequestTest, TheWireNamesAreTheDocumentedOnes) {
+    RunRequest run = SampleRun();
+    run.callback_url.clear();
+    std::vector<std::string> keys;
+    const json wire = ToJson(run);
+    for (const auto& [key, value] : wire.items()) keys.push_back(key);
+    EXPECT_EQ(keys, (std::vector<std::string>{"attempt", "block_strategy", "epoch", "fire_id", "handler", "job_id",
+                                              "params", "scheduled_ms", "shard_index", "shard_total", "timeout_ms"}));
+}
+
+TEST(RunRequestTest, OptionalFieldsTakeTheirDefaultsAndUnknownOnesAreIgnored) {
+    const json wire = {{"fire_id", 1}, {"job_id", 2},    {"attempt", 0},
+                       {"epoch", 5},   {"handler", "h"}, {"from_a_newer_node", true}};
+    const auto run = ParseRunRequest(wire);
+    ASSERT_TRUE(run.ok()) << run.error->message;
+    EXPECT_EQ(run.value.block_strategy, BlockStrategy::kSerial);
+    EXPECT_EQ(run.value.shard_total, 1);
+    EXPECT_EQ(run.value.params, json::object());
+}
+
+TEST(RunRequestTest, EachBadFieldIsNamedWithTheBatchPrefix) {
+    const auto bad = [](const char* key, json value) {
+        json wire = ToJson(SampleRun());
+        wire[key] = std::move(value);
+        return Field(ParseRunRequest(wire, "runs[3]"));
+    };
+    EXPECT_EQ(bad("fire_id", -1), "runs[3].fire_id");
+    EXPECT_EQ(bad("epoch", "12"), "runs[3].epoch");
+    EXPECT_EQ(bad("handler", ""), "runs[3].handler");
+    EXPECT_EQ(bad("timeout_ms", kMaxTimeoutMs + 1), "runs[3].timeout_ms");
+    EXPECT_EQ(bad("shard_index", 4), "runs[3].shard_index");  // not below shard_total
+    EXPECT_EQ(bad("block_strategy", "newest-wins"), "runs[3].block_strategy");
+    EXPECT_EQ(bad("callback_url", "not a url"), "runs[3].callback_url");
+    EXPECT_EQ(Field(ParseRunRequest(json::array(), "runs[3]")), "runs[3]");
+    json missing = ToJson(SampleRun());
+    missing.erase("attempt");
+    EXPECT_EQ(Field(ParseRunRequest(missing)), "attempt");
+}
+
+TEST(BlockStrategyTest, EveryValueHasOneNameAndBack) {
+    for (const auto s : {BlockStrategy::kSerial, BlockStrategy::kDiscardLater, BlockStrategy::kCoverEarly}) {
+        EXPECT_EQ(ParseBlockStrategy(Name(s)), s);
+    }
+    EXPECT_FALSE(ParseBlockStrategy("Serial"));
+}
+
+TEST(KillRequestTest, RoundTripAndRange) {
+    const auto back = ParseKillRequest(ToJson(KillRequest{.fire_id = 9}));
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(back.value.fire_id, 9);
+    EXPECT_EQ(Field(ParseKillRequest(json{{"fire_id", -3}})), "fire_id");
+    EXPECT_EQ(Field(ParseKillRequest(json{{"fire", 3}})), "fire_id");
+}
+
+RunResult SampleResult() {
+    RunResult r;
+    r.fire_id = 7;
+    r.attempt = 1;
+    r.epoch = 12;
+    r.outcome = RunOutcome::kTimeout;
+    r.code = "deadline_exceeded";
+    r.message = "timed out after 60000 ms";
+    r.started_ms = 1'764'000'000'012;
+    r.finished_ms = 1'764'000'060'012;
+    r.address = "10.0.0.9:9100";
+    r.log = "line 1\nline 2";
+    r.log_truncated_bytes = 40;
+    return r;
+}
+
+TEST(RunResultTest, WhatTheSdkWritesTheWebReadsBackUnchanged) {
+    const RunResult r = SampleResult();
+    const auto back = ParseRunResult(ToJson(r), "[0]", /*require_fencing=*/true);
+    ASSERT_TRUE(back.ok()) << back.error->message;
+    EXPECT_EQ(back.value, r);
+    // An older SDK's item: no epoch, no address, no log.
+    RunResult old = r;
+    old.epoch.reset();
+    old.address.reset();
+    old.log.reset();
+    old.log_truncated_bytes = 0;
+    const json wire = ToJson(old);
+    EXPECT_FALSE(wire.contains("epoch"));
+    EXPECT_FALSE(wire.contains("log_truncated_bytes"));
+    const auto lenient = ParseRunResult(wire, "[0]", false);
+    ASSERT_TRUE(lenient.ok());
+    EXPECT_EQ(lenient.value, old);
+    // From an app-scoped token the fencing fields are required.
+    EXPECT_EQ(Field(ParseRunResult(wire, "[0]", true)), "[0].epoch");
+}
+
+TEST(RunResultTest, UnknownFieldsAndBadValuesAreRefusedByName) {
+    const auto bad = [](const char* key, json value) {
+        json wire = ToJson(SampleResult());
+        wire[key] = std::move(value);
+        return Field(ParseRunResult(wire, "[4]", true));
+    };
+    EXPECT_EQ(bad("epoc", 12), "[4].epoc");
+    EXPECT_EQ(bad("status", "done"), "[4].status");
+    EXPECT_EQ(bad("fire_id", 0), "[4].fire_id");
+    EXPECT_EQ(bad("code", std::string(kMaxResultCodeChars + 1, 'x')), "[4].code");
+    EXPECT_EQ(bad("address", "no-port"), "[4].address");
+    EXPECT_EQ(bad("log", std::string(kMaxResultLogBytes + 1, 'x')), "[4].log");
+    EXPECT_EQ(bad("log_truncated_bytes", -1), "[4].log_truncated_bytes");
+    EXPECT_EQ(Field(ParseRunResult(json{{"fire_id", 1}, {"attempt", 0}}, "[0]", false)), "[0].status");
+}
+
+TEST(RunOutcomeTest, EveryValueHasOneNameAndBack) {
+    for (const auto o : {RunOutcome::kSucceeded, RunOutcome::kFailed, RunOutcome::kTimeout, RunOutcome::kKilled}) {
+        EXPECT_EQ(ParseRunOutcome(Name(o)), o);
+    }
+    EXPECT_FALSE(ParseRunOutcome("lost"));  // the cluster's own verdict, never an executor's
+}
+
+TEST(HeartbeatTest, RoundTripAndStrictFields) {
+    const Heartbeat beat{
+        .app = "billing", .address = "10.0.0.9:9100", .handlers = {"report", "sync"}, .capacity = 16, .running = 2};
+    const auto back = ParseHeartbeat(ToJson(beat));
+    ASSERT_TRUE(back.ok()) << back.error->message;
+    EXPECT_EQ(back.value, beat);
+
+    const auto bad = [&](const char* key, json value) {
+        json wire = ToJson(beat);
+        wire[key] = std::move(value);
+        return Field(ParseHeartbeat(wire));
+    };
+    EXPECT_EQ(bad("epoch", 3), "epoch");  // /v1/beat's extra field is not a heartbeat's
+    EXPECT_EQ(bad("address", "10.0.0.9:0"), "address");
+    EXPECT_EQ(bad("address", std::string(300, 'a') + ":1"), "address");
+    EXPECT_EQ(bad("capacity", kMaxCapacity + 1), "capacity");
+    EXPECT_EQ(bad("handlers", json::array({"ok", 3})), "handlers[1]");
+    EXPECT_EQ(bad("handlers", json::array({std::string(kMaxHandlerNameBytes + 1, 'h')})), "handlers");
+    EXPECT_EQ(bad("handlers", json(std::vector<std::string>(kMaxHandlers + 1, "h"))), "handlers");
+}
+
+TEST(DeregisterTest, RoundTripAndStrictFields) {
+    const Deregister d{.app = "billing", .address = "10.0.0.9:9100"};
+    const auto back = ParseDeregister(ToJson(d));
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(back.value, d);
+    EXPECT_EQ(Field(ParseDeregister(json{{"app", "a"}, {"address", "h:1"}, {"x", 1}})), "x");
+    EXPECT_EQ(Field(ParseDeregister(json{{"app", "a"}})), "address");
+}
+
+}  // namespace
+}  // namespace sched::protocol
