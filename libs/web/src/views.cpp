@@ -88,6 +88,7 @@ nlohmann::json FireJson(const store::Fire& f) {
         {"shard_index", f.shard_index},
         {"shard_total", f.shard_total},
         {"epoch", f.epoch},
+        {"dispatch_epoch", OrNull(f.dispatch_epoch)},
         {"assigned_node", OrNull(f.assigned_node)},
         {"executor_address", OrNull(f.executor_address)},
         {"status", store::FireStatusName(f.status)},
