@@ -305,6 +305,20 @@ async function main() {
       }
       await page.goto(`${base}/#/jobs/${jobs.items[0].id}`);
       await page.locator('dd code', { hasText: '"from": "the browser test"' }).waitFor();
+      // The form shows them as JSON text and saves them as JSON: stored compact, read back as JSON.
+      await page.getByRole('link', { name: 'Edit', exact: true }).click();
+      const box = page.locator('textarea[name="params"]');
+      await box.waitFor();
+      if (!(await box.inputValue()).includes('"from": "the browser test"')) {
+        throw new Error(`the form shows params as ${await box.inputValue()}`);
+      }
+      await box.fill('{"from": "the edited form", "n": [1, 2]}');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.locator('dd code', { hasText: '"the edited form"' }).waitFor();
+      const edited = (await api('GET', `/api/v1/jobs/${jobs.items[0].id}`)).params;
+      if (JSON.stringify(edited) !== JSON.stringify({ from: 'the edited form', n: [1, 2] })) {
+        throw new Error(`edited params: ${JSON.stringify(edited)}`);
+      }
     });
 
     await step('fires filter by job name as well as by id', async () => {

@@ -198,6 +198,18 @@ export async function jobView(main, ctx) {
 
 // ---- create / edit ----
 
+// The params box as the API takes them: a JSON object or array as JSON (stored compact, read back
+// as JSON), anything else as the text typed (stored verbatim, as before JSON params).
+function paramsValue(text) {
+  try {
+    const value = JSON.parse(text);
+    if (value !== null && typeof value === 'object') return value;
+  } catch {
+    // not JSON: free text
+  }
+  return text;
+}
+
 function select(name, options, value) {
   const el = h('select', { name }, options.map((o) => h('option', { value: o }, o)));
   el.value = value;
@@ -316,7 +328,7 @@ export async function jobFormView(main, ctx) {
       misfire_policy: form.elements.namedItem('misfire_policy').value,
       routing: form.elements.namedItem('routing').value,
       block_strategy: form.elements.namedItem('block_strategy').value,
-      params: paramsBox.value,
+      params: paramsValue(paramsBox.value),
       description: description.value,
       enabled: enabled.checked,
       at_least_once: atLeastOnce.checked,
