@@ -43,6 +43,7 @@ export async function firesView(main, ctx) {
   const jobId = h('input', { name: 'job', type: 'search', placeholder: 'Job name or id', list: 'fire-job-names',
     autocomplete: 'off', value: ctx.query.get('job') ?? ctx.query.get('job_id') ?? '' });
   let jobFilter = '';
+  let unresolved = false; // the job filter names no job (or several): nothing to list or refresh
   const status = h('select', { name: 'status' }, h('option', { value: '' }, 'Any status'),
     STATUSES.map((s) => h('option', { value: s }, s)));
   status.value = ctx.query.get('status') ?? '';
@@ -76,6 +77,7 @@ export async function firesView(main, ctx) {
   async function load(append = false) {
     if (!append) {
       const job = await resolveJob(jobId.value);
+      unresolved = Boolean(job.error);
       if (job.error) {
         fires = [];
         cursor = null;
@@ -93,7 +95,7 @@ export async function firesView(main, ctx) {
     draw();
   }
   async function refresh() {
-    if (banner.textContent) return; // an unresolved job filter: nothing to refresh
+    if (unresolved) return;
     const page = await get(withQuery('/api/v1/fires', params(Math.min(200, Math.max(50, fires.length)))));
     fires = page.items;
     cursor = page.next_cursor;
