@@ -23,11 +23,9 @@ if [ ${#missing[@]} -gt 0 ]; then
     exit 77
 fi
 
-mkdir -p "$work"
-if ! cmp -s "$here/package-lock.json" "$work/package-lock.json" || [ ! -d "$work/node_modules/playwright-core" ]; then
-    cp "$here/package.json" "$here/package-lock.json" "$work/"
-    (cd "$work" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
-fi
+# shellcheck source=npm_ci.sh
+. "$here/npm_ci.sh"
+sched_npm_ci "$here" "$work"
 export SCHED_BROWSER_WORKDIR="$work"
 export SCHED_SCREENSHOT_DIR="${SCHED_SCREENSHOT_DIR:-$work/screenshots}"
 export SCHED_CHROMIUM="$chromium"

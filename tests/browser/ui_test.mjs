@@ -2,7 +2,11 @@
 // sign in, create a job with a cron expression and watch its live preview, trigger it, and see
 // its fire appear and succeed on a real demo-client; then visit every page (the dashboard with a
 // failing job beside it), create a viewer and
-// an app-scoped executor token, and sign in as the viewer: no mutating control is offered. A screenshot of each
+// an app-scoped executor token, and sign in as the viewer: no mutating control is offered. Along
+// the way (issue 19): no nav or Sign out on the sign-in page, times in the job's zone with its
+// label, a manual fire's epoch is the one its log names, params come back as JSON, the fire
+// list filters by job name, a killed fire's log panel shows the ended run, and at 375 px no
+// page scrolls sideways. A screenshot of each
 // step goes to SCHED_SCREENSHOT_DIR. Every process this starts is stopped by its PID.
 //
 // Environment: SCHED_STANDALONE_BIN, SCHED_DEMO_CLIENT_BIN, SCHED_BROWSER_WORKDIR (where
@@ -30,6 +34,9 @@ const { chromium } = createRequire(path.join(workDir, 'package.json'))('playwrig
 const token = `browser-${crypto.randomBytes(12).toString('hex')}`;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'sched-browser-'));
 const children = [];
+// "2026-11-27 09:30:00 CET": a time in Europe/Berlin with its zone label (Chromium's ICU names it
+// CET/CEST, or GMT+1/GMT+2 without the names).
+const ZONED_BERLIN = (text) => /\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} (CES?T|GMT\+[12]|UTC\+[12])/.test(text);
 let passed = 0;
 
 function log(...args) {
@@ -113,6 +120,29 @@ async function main() {
     { SCHED_TOKEN: token }, /listening on http:\/\/127\.0\.0\.1:(\d+)/);
   const base = `http://127.0.0.1:${port}`;
   log(`scheduler-standalone on ${base}`);
+  const api = async (method, route, body) => {
+    const res = await fetch(`${base}${route}`, {
+      method,
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${await res.text()}`);
+    return res.json();
+  };
+  // Polls the API until `done(fires)` holds for the job's fires.
+  const waitForFires = async (jobId, done, what) => {
+    const end = Date.now() + 30000;
+    for (;;) {
+      const fires = await api('GET', `/api/v1/fires?job_id=${jobId}`);
+      if (done(fires.items)) return fires.items;
+      if (Date.now() > end) throw new Error(`${what}: ${JSON.stringify(fires.items)}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  };
+  // No element may be hidden by the page's own CSS while it still shows (the [hidden] rule).
+  const notShown = async (page, what, locator) => {
+    if (await locator.isVisible()) throw new Error(`${what} shows on the sign-in page`);
+  };
   fs.writeFileSync(path.join(tmp, 'demo.yaml'),
     `log:\n  level: warn\nexecutor:\n  app: demo\n  web-endpoints: ["${base}"]\n  heartbeat-interval: 1s\n` +
     `  spool-dir: "${tmp}/spool"\n  http:\n    listen: "127.0.0.1:0"\n`);
@@ -140,6 +170,8 @@ async function main() {
     await step('the UI asks for a token', async () => {
       await page.goto(`${base}/`);
       await page.getByRole('heading', { name: 'Sign in to sched' }).waitFor();
+      await notShown(page, 'the nav bar', page.locator('#nav'));
+      await notShown(page, 'Sign out', page.getByRole('button', { name: 'Sign out' }));
       await shot(page, '01-signin.png');
     });
 
@@ -174,7 +206,8 @@ async function main() {
       await page.locator('input[name="time_zone"]').fill('Europe/Berlin');
       await page.locator('.preview-times li').nth(4).waitFor();
       const times = await page.locator('.preview-times li').allTextContents();
-      if (times.length !== 5 || !times.every((t) => /T09:30:00\+0[12]:00$/.test(t))) {
+      // One format for every time: the job's zone, with its label.
+      if (times.length !== 5 || !times.every((t) => ZONED_BERLIN(t) && t.includes(' 09:30:00 '))) {
         throw new Error(`unexpected preview: ${JSON.stringify(times)}`);
       }
       if (await page.locator('label.invalid').count() !== 0) throw new Error('the fixed error is still shown');
@@ -203,9 +236,18 @@ async function main() {
       const row = page.locator('tr[data-fire]').first();
       await row.locator('.badge', { hasText: 'succeeded' }).waitFor();
       await row.getByRole('link', { name: 'browser-hello' }).waitFor();
+      // The job's zone, labelled (the job runs in Europe/Berlin).
+      const scheduled = await row.locator('td').nth(3).textContent();
+      if (!ZONED_BERLIN(scheduled)) throw new Error(`the scheduled time is not in the job's zone: ${scheduled}`);
       await shot(page, '08-fires.png');
       await row.locator('a').first().click();
       await page.locator('pre.log', { hasText: 'the browser test' }).waitFor();
+      // A manual fire shows the epoch it was dispatched under: the one its log names.
+      const logText = await page.locator('pre.log').textContent();
+      const logged = logText.match(/epoch (\d+)/);
+      if (!logged) throw new Error(`the log names no epoch: ${logText}`);
+      await page.locator(`[data-epoch="${logged[1]}"]`).waitFor();
+      if (logged[1] === '0') throw new Error('the fire was dispatched under epoch 0');
       await shot(page, '09-fire.png');
     });
 
@@ -233,25 +275,10 @@ async function main() {
 
     await step('dashboard: outcomes over time, success per job, executors per app', async () => {
       // A failing job beside the succeeding one, fired through the API.
-      const api = async (method, route, body) => {
-        const res = await fetch(`${base}${route}`, {
-          method,
-          headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        });
-        if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${await res.text()}`);
-        return res.json();
-      };
       const job = await api('POST', '/api/v1/jobs',
         { name: 'browser-fails', app: 'demo', handler: 'fail', schedule_type: 'manual', schedule_expr: '' });
       await api('POST', `/api/v1/jobs/${job.id}/trigger`, {});
-      const end = Date.now() + 30000;
-      for (;;) {
-        const fires = await api('GET', `/api/v1/fires?job_id=${job.id}`);
-        if (fires.items.some((f) => f.status === 'failed')) break;
-        if (Date.now() > end) throw new Error(`the failing job's fire did not fail: ${JSON.stringify(fires.items)}`);
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
+      await waitForFires(job.id, (items) => items.some((f) => f.status === 'failed'), 'the failing job\'s fire did not fail');
       await page.getByRole('link', { name: 'Dashboard' }).click();
       await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
       // The aggregates are cached for 5 s and the view polls every 10 s.
@@ -268,6 +295,89 @@ async function main() {
       await page.locator('a[data-window="24h"]').click();
       await page.locator('svg.chart[aria-label$="24h"] rect.seg.failed').first().waitFor();
       await shot(page, '12c-dashboard-24h.png');
+    });
+
+    await step('params are JSON through the API, and the job page shows them', async () => {
+      const jobs = await api('GET', '/api/v1/jobs?q=browser-hello');
+      const params = jobs.items[0].params;
+      if (JSON.stringify(params) !== JSON.stringify({ from: 'the browser test' })) {
+        throw new Error(`params are not returned as JSON: ${JSON.stringify(params)}`);
+      }
+      await page.goto(`${base}/#/jobs/${jobs.items[0].id}`);
+      await page.locator('dd code', { hasText: '"from": "the browser test"' }).waitFor();
+      // The form shows them as JSON text and saves them as JSON: stored compact, read back as JSON.
+      await page.getByRole('link', { name: 'Edit', exact: true }).click();
+      const box = page.locator('textarea[name="params"]');
+      await box.waitFor();
+      if (!(await box.inputValue()).includes('"from": "the browser test"')) {
+        throw new Error(`the form shows params as ${await box.inputValue()}`);
+      }
+      await box.fill('{"from": "the edited form", "n": [1, 2]}');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.locator('dd code', { hasText: '"the edited form"' }).waitFor();
+      const edited = (await api('GET', `/api/v1/jobs/${jobs.items[0].id}`)).params;
+      if (JSON.stringify(edited) !== JSON.stringify({ from: 'the edited form', n: [1, 2] })) {
+        throw new Error(`edited params: ${JSON.stringify(edited)}`);
+      }
+    });
+
+    await step('fires filter by job name as well as by id', async () => {
+      await page.goto(`${base}/#/fires`);
+      await page.getByRole('heading', { name: 'Fires' }).waitFor();
+      const filter = page.locator('input[name="job"]');
+      await filter.fill('browser-fails');
+      await filter.press('Enter');
+      await page.locator('tr[data-fire]', { hasText: 'browser-fails' }).first().waitFor();
+      await page.waitForFunction(() => [...document.querySelectorAll('tr[data-fire]')]
+        .every((r) => r.textContent.includes('browser-fails')));
+      const failing = (await api('GET', '/api/v1/jobs?q=browser-fails')).items[0];
+      await filter.fill(String(failing.id));
+      await filter.press('Enter');
+      await page.waitForFunction(() => [...document.querySelectorAll('tr[data-fire]')]
+        .every((r) => r.textContent.includes('browser-fails')));
+      await filter.fill('no-such-job');
+      await filter.press('Enter');
+      await page.locator('.banner', { hasText: 'No job is named "no-such-job"' }).waitFor();
+      await shot(page, '12d-fires-by-name.png');
+    });
+
+    let killedFire = 0;
+    await step('after a kill the log panel shows the final state, not "still running"', async () => {
+      const job = await api('POST', '/api/v1/jobs', {
+        name: 'browser-sleeps', app: 'demo', handler: 'sleep', schedule_type: 'manual', schedule_expr: '',
+        params: { ms: 60000 },
+      });
+      await api('POST', `/api/v1/jobs/${job.id}/trigger`, {});
+      const [fire] = await waitForFires(job.id, (items) => items.some((f) => f.status === 'running'),
+        'the sleeping fire did not start');
+      killedFire = fire.id;
+      await page.goto(`${base}/#/fires/${fire.id}`);
+      await page.locator('h1 .badge', { hasText: 'running' }).waitFor();
+      await page.locator('.hint', { hasText: 'still running' }).waitFor();
+      page.once('dialog', (d) => d.accept());
+      await page.getByRole('button', { name: 'Kill' }).click();
+      await page.locator('h1 .badge', { hasText: 'killed' }).waitFor();
+      await page.locator('.hint', { hasText: /run ended \(killed\)|stored with the result/ }).waitFor();
+      if (await page.getByText('still running').count() !== 0) throw new Error('the log still says "still running"');
+      await shot(page, '12e-fire-killed.png');
+    });
+
+    await step('at phone width (375 px) no page scrolls sideways', async () => {
+      await page.setViewportSize({ width: 375, height: 800 });
+      const hello = (await api('GET', '/api/v1/jobs?q=browser-hello')).items[0];
+      for (const [route, ready] of [
+        ['#/jobs', 'tr[data-job]'], [`#/jobs/${hello.id}`, 'tr[data-fire]'], ['#/fires', 'tr[data-fire]'],
+        [`#/fires/${killedFire}`, 'dl.facts'], ['#/dashboard', 'svg.chart'], ['#/executors', 'section[data-app]'],
+        ['#/cluster', 'td .badge'], ['#/tokens', 'input[name="name"]'], ['#/jobs/new', 'textarea[name="params"]']]) {
+        await page.goto(`${base}/${route}`);
+        await page.locator(ready).first().waitFor();
+        const width = await page.evaluate(() => document.documentElement.scrollWidth);
+        if (width > 375) throw new Error(`${route} is ${width} px wide at a 375 px viewport`);
+      }
+      await page.goto(`${base}/#/fires`);
+      await page.locator('tr[data-fire]').first().waitFor();
+      await shot(page, '12f-fires-phone.png');
+      await page.setViewportSize({ width: 1280, height: 860 });
     });
 
     let viewerToken = '';
@@ -298,6 +408,9 @@ async function main() {
 
     await step('a viewer sees no New job, Trigger, Pause, Delete or token form', async () => {
       await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByRole('heading', { name: 'Sign in to sched' }).waitFor();
+      await notShown(page, 'the nav bar', page.locator('#nav'));
+      await notShown(page, 'Sign out', page.getByRole('button', { name: 'Sign out' }));
       await page.getByLabel('API token').fill(viewerToken);
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.getByRole('heading', { name: 'Jobs' }).waitFor();

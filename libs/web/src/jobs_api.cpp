@@ -86,10 +86,10 @@ std::optional<rest::ApiError> ReadJobInput(const nlohmann::json& body, const sto
     text("routing", j.routing, false);
     text("block_strategy", j.block_strategy, false);
     text("description", j.description, false);
-    if (f.ok() && body.is_object() && body.contains("params") &&
-        (body["params"].is_object() || body["params"].is_array())) {
-        // The handler receives JSON params as JSON; accept them as such and store their text
-        // (sized before serialising).
+    if (f.ok() && body.is_object() && body.contains("params") && !body["params"].is_string() &&
+        !body["params"].is_null()) {
+        // Any JSON value is stored as its text (sized before serialising); a string is stored
+        // verbatim, as before JSON params existed. The handler receives the text either way.
         auto text = rest::DumpWithin(body["params"], kMaxParamsBytes);
         if (!text) return Invalid("params", "params: at most " + std::to_string(kMaxParamsBytes) + " bytes");
         j.params = std::move(*text);

@@ -2,9 +2,21 @@
 
 #include <algorithm>
 
+#include "sched/http/message.hpp"
+
 namespace sched::web::impl {
 
 namespace {
+
+// Stored params are text. Text that parses as JSON (what the API stores for a JSON value) is
+// answered as that value; anything else (rows from before JSON params, free text) as the
+// string. The text is bounded by the column (64 KiB) and the parse by depth.
+nlohmann::json ParamsJson(const std::string& text) {
+    if (text.empty()) return text;
+    auto parsed = rest::ParseJson(text);
+    if (!parsed.ok()) return text;
+    return std::move(*parsed);
+}
 
 template <typename T>
 nlohmann::json OrNull(const std::optional<T>& v) {
@@ -19,7 +31,7 @@ nlohmann::json JobJson(const store::Job& job, const std::optional<store::Fire>& 
         {"name", job.name},
         {"app", job.app},
         {"handler", job.handler},
-        {"params", job.params},
+        {"params", ParamsJson(job.params)},
         {"schedule_type", job.schedule_type},
         {"schedule_expr", job.schedule_expr},
         {"time_zone", job.time_zone},
@@ -76,6 +88,7 @@ nlohmann::json FireJson(const store::Fire& f) {
         {"shard_index", f.shard_index},
         {"shard_total", f.shard_total},
         {"epoch", f.epoch},
+        {"dispatch_epoch", OrNull(f.dispatch_epoch)},
         {"assigned_node", OrNull(f.assigned_node)},
         {"executor_address", OrNull(f.executor_address)},
         {"status", store::FireStatusName(f.status)},

@@ -23,6 +23,8 @@ TEST_P(AlertsApiTest, CreateListGetDeleteNeverReturnsTheSecret) {
     auto created = Post("/api/v1/alert-rules", RuleBody({{"job_id", job["id"]}, {"consecutive_failures", 3}}));
     ASSERT_EQ(created.status, 201) << created.body;
     const auto rule = Body(created);
+    EXPECT_EQ(created.headers.Get("Location").value_or(""),
+              "/api/v1/alert-rules/" + std::to_string(rule["id"].get<std::int64_t>()));
     EXPECT_EQ(rule["job_id"], job["id"]);
     EXPECT_EQ(rule["events"], nlohmann::json({"failed", "misfire"}));
     EXPECT_EQ(rule["consecutive_failures"], 3);

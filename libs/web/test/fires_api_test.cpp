@@ -164,8 +164,30 @@ TEST_P(FiresApiTest, DetailHasLagAndDuration) {
     auto pending = Body(Get("/api/v1/fires/" + std::to_string(InsertFire(job, 60'000, store::FireStatus::kPending))));
     EXPECT_TRUE(pending["lag_ms"].is_null());
     EXPECT_TRUE(pending["duration_ms"].is_null());
+    EXPECT_TRUE(pending["dispatch_epoch"].is_null());  // not dispatched yet
     EXPECT_EQ(Get("/api/v1/fires/424242").status, 404);
     EXPECT_EQ(ErrorField(Get("/api/v1/fires/-3")), "id");
+}
+
+// A manual fire is inserted by the API under no master (epoch 0); the epoch its executor is given
+// (and logs) is the one the slave dispatched it under, which the API shows as dispatch_epoch.
+TEST_P(FiresApiTest, AManualFireShowsTheEpochItWasDispatchedUnder) {
+    const auto job = CreateJob("manual", {{"schedule_type", "manual"}, {"schedule_expr", ""}});
+    auto triggered = Post("/api/v1/jobs/" + job["id"].dump() + "/trigger", nlohmann::json::object());
+    ASSERT_EQ(triggered.status, 202) << triggered.body;
+    const auto fire_id = Body(triggered)["items"][0]["id"].get<std::int64_t>();
+    const std::string path = "/api/v1/fires/" + std::to_string(fire_id);
+    auto before = Body(Get(path));
+    EXPECT_EQ(before["epoch"], 0);
+    EXPECT_TRUE(before["dispatch_epoch"].is_null());
+    store::FireRepository fires(db());
+    ASSERT_TRUE(fires
+                    .Transition(fire_id, {store::FireStatus::kPending}, store::FireStatus::kDispatching,
+                                {.assigned_node = "node-a", .dispatch_epoch = 3})
+                    .ok());
+    auto after = Body(Get(path));
+    EXPECT_EQ(after["epoch"], 0);
+    EXPECT_EQ(after["dispatch_epoch"], 3);
 }
 
 TEST_P(FiresApiTest, KillMovesARunningFireAndTellsItsExecutor) {

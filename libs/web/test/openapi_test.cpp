@@ -2,6 +2,7 @@
 // route the server registers is documented with its role, every documented operation is served,
 // and the document's enums are the code's.
 
+#include <algorithm>
 #include <cctype>
 #include <set>
 
@@ -142,6 +143,35 @@ TEST_P(OpenApiTest, EveryOperationHasAUniqueOperationId) {
         }
     }
     EXPECT_EQ(seen.size(), operations);
+}
+
+TEST_P(OpenApiTest, CreatesDocumentLocationAndInternalRoutesAreMarked) {
+    std::set<std::string> tags;
+    for (const auto& tag : doc_["tags"]) tags.insert(tag["name"].get<std::string>());
+    std::size_t internal = 0;
+    for (const auto& [path, ops] : doc_["paths"].items()) {
+        const bool is_internal = path.rfind("/internal/", 0) == 0;
+        for (const auto& [method, op] : ops.items()) {
+            if (method == "parameters") continue;
+            // Every operation is grouped under a declared tag (generators name clients after them).
+            ASSERT_TRUE(op.contains("tags") && !op["tags"].empty()) << method << " " << path;
+            for (const auto& tag : op["tags"]) EXPECT_TRUE(tags.count(tag.get<std::string>())) << tag << " " << path;
+            // Node-to-node routes say so, and only they do.
+            EXPECT_EQ(op.value("x-internal", false), is_internal) << method << " " << path;
+            const bool tagged_internal =
+                std::find(op["tags"].begin(), op["tags"].end(), nlohmann::json("internal")) != op["tags"].end();
+            EXPECT_EQ(tagged_internal, is_internal) << method << " " << path;
+            if (is_internal) {
+                ++internal;
+                EXPECT_TRUE(op.contains("x-served-by")) << method << " " << path;
+            }
+            if (op["responses"].contains("201")) {
+                EXPECT_TRUE(op["responses"]["201"]["headers"].contains("Location")) << method << " " << path;
+            }
+        }
+    }
+    EXPECT_EQ(internal, 2u) << "POST /internal/v1/fires and /internal/v1/election/nudge";
+    EXPECT_TRUE(doc_["paths"].contains("/status"));
 }
 
 TEST_P(OpenApiTest, TheDocumentsEnumsAreTheCodes) {

@@ -30,22 +30,27 @@ export function badge(text, kind = text) {
   return h('span', { class: `badge ${kind}` }, text);
 }
 
-// A date in the browser's zone, or in `timeZone` when given ("2025-03-30 09:30:00 CEST").
+// The one rule for times in the UI: "2025-03-30 09:30:00 CEST", always with its zone label; in
+// the job's zone where the time belongs to a job (`timeZone`), else in the browser's zone.
 export function fmtTime(ms, timeZone) {
   if (ms === null || ms === undefined) return '—';
   const options = {
     year: 'numeric', month: '2-digit', day: '2-digit',
-    hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false,
+    hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false, timeZoneName: 'short',
   };
-  if (timeZone) {
-    options.timeZone = timeZone;
-    options.timeZoneName = 'short';
-  }
+  if (timeZone) options.timeZone = timeZone;
   try {
     return new Intl.DateTimeFormat('sv-SE', options).format(new Date(ms));
   } catch {
-    return new Date(ms).toISOString();
+    return new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
   }
+}
+
+// Job params as the API returns them (any JSON value; a string when stored as free text) as the
+// text a person reads and edits.
+export function paramsText(params) {
+  if (params === null || params === undefined) return '';
+  return typeof params === 'string' ? params : JSON.stringify(params, null, 2);
 }
 
 // "in 35 s", "4 min ago"
@@ -79,9 +84,10 @@ export function timeCell(ms, timeZone) {
 
 export function table(headers, rows, emptyText) {
   if (rows.length === 0) return h('div', { class: 'panel empty' }, emptyText);
-  return h('table', null,
+  // Wide tables scroll inside their box, so a phone-width page never scrolls sideways.
+  return h('div', { class: 'table-scroll' }, h('table', null,
     h('thead', null, h('tr', null, headers.map((x) => h('th', null, x)))),
-    h('tbody', null, rows));
+    h('tbody', null, rows)));
 }
 
 // Shows an ApiError next to the field it names (inputs carry name="<field>" and a sibling

@@ -1,7 +1,7 @@
 // Executors (apps and their instances) and the trigger cluster (leader, epoch, nodes).
 
 import { get } from '../api.js';
-import { badge, fmtDuration, h, replace, table } from '../dom.js';
+import { badge, fmtDuration, fmtTime, h, replace, table } from '../dom.js';
 
 export async function executorsView(main, ctx) {
   const body = h('div', { class: 'cards' });
@@ -53,7 +53,7 @@ export async function clusterView(main, ctx) {
         h('td', null, n.alive ? badge('alive') : badge(n.state === 'stopped' ? 'stopped' : 'silent', 'dead')),
         h('td', { class: 'num' }, n.capacity),
         h('td', null, `${fmtDuration(n.heartbeat_age_ms)} ago`),
-        h('td', null, new Date(n.started_at_ms).toLocaleString()))),
+        h('td', null, fmtTime(n.started_at_ms)))),
       'No trigger node has joined yet.'));
   }
   main.append(h('h1', null, 'Cluster'), summary, h('h2', null, 'Trigger nodes'), nodes);

@@ -56,6 +56,11 @@ export function outcomeChart(data) {
         class: `seg ${k}`, 'data-outcome': k, 'data-count': count,
       }, s('title', null, `${timeLabel(b.start_ms, data.window === '24h')}: ${count} ${k}`)));
     }
+    if (i === 0) {
+      // The axis is in the browser's zone (the chart spans every job): say which.
+      svg.append(s('text', { x: width, y: 8 + 12, class: 'axis', 'text-anchor': 'end' },
+        Intl.DateTimeFormat().resolvedOptions().timeZone));
+    }
     if (i % every === 0) {
       svg.append(s('text', { x: x + barW / 2, y: height - 6, class: 'axis', 'text-anchor': 'middle' },
         timeLabel(b.start_ms, false)));

@@ -2,8 +2,8 @@
 
 import { ApiError, canOperate, del, get, post, put, withQuery } from '../api.js';
 import {
-  badge, clearErrors, debounce, field, fmtDuration, fmtRelative, h, replace, setFieldError, showError, table,
-  timeCell,
+  badge, clearErrors, debounce, field, fmtDuration, fmtRelative, fmtTime, h, paramsText, replace, setFieldError,
+  showError, table, timeCell,
 } from '../dom.js';
 
 const SCHEDULE_TYPES = ['cron', 'fixed-rate', 'fixed-delay', 'once', 'manual'];
@@ -165,13 +165,13 @@ export async function jobView(main, ctx) {
       ['Timeout', job.timeout_ms ? fmtDuration(job.timeout_ms) : 'none'],
       ['Retries', job.retry_max ? `${job.retry_max} (backoff ${fmtDuration(job.retry_backoff_ms)})` : 'none'],
       ['Shards', job.shard_total], ['At least once', job.at_least_once ? 'yes' : 'no'],
-      ['Params', job.params ? h('code', null, job.params) : '—'],
+      ['Params', paramsText(job.params) ? h('code', null, paramsText(job.params)) : '—'],
       ['Description', job.description || '—'], ['Version', job.version],
     ];
     replace(facts, h('dl', { class: 'facts' }, rows.map(([k, v]) => [h('dt', null, k), h('dd', null, v)])));
     const next = await get(`/api/v1/jobs/${id}/next?count=5`);
     replace(preview, h('h3', null, 'Next fire times'), h('div', { class: 'zone' }, next.time_zone),
-      next.local.length ? h('ol', null, next.local.map((t) => h('li', null, t)))
+      next.times.length ? h('ol', null, next.times.map((t) => h('li', null, fmtTime(t, next.time_zone))))
         : h('div', { class: 'subtle' }, 'No upcoming fire times.'));
   }
   async function loadFires() {
@@ -180,7 +180,7 @@ export async function jobView(main, ctx) {
       page.items.map((f) => h('tr', { 'data-fire': f.id },
         h('td', null, h('a', { href: `#/fires/${f.id}` }, `#${f.id}`), h('div', { class: 'hint' }, f.kind)),
         h('td', null, badge(f.status)),
-        h('td', null, timeCell(f.scheduled_time)),
+        h('td', null, timeCell(f.scheduled_time, job?.time_zone)),
         h('td', { class: 'num' }, fmtDuration(f.lag_ms)),
         h('td', { class: 'num' }, fmtDuration(f.duration_ms)),
         h('td', null, f.executor_address ?? '—'),
@@ -197,6 +197,18 @@ export async function jobView(main, ctx) {
 }
 
 // ---- create / edit ----
+
+// The params box as the API takes them: a JSON object or array as JSON (stored compact, read back
+// as JSON), anything else as the text typed (stored verbatim, as before JSON params).
+function paramsValue(text) {
+  try {
+    const value = JSON.parse(text);
+    if (value !== null && typeof value === 'object') return value;
+  } catch {
+    // not JSON: free text
+  }
+  return text;
+}
 
 function select(name, options, value) {
   const el = h('select', { name }, options.map((o) => h('option', { value: o }, o)));
@@ -235,7 +247,7 @@ export async function jobFormView(main, ctx) {
   const enabled = h('input', { type: 'checkbox', name: 'enabled', checked: job.enabled });
   const atLeastOnce = h('input', { type: 'checkbox', name: 'at_least_once', checked: job.at_least_once });
   const paramsBox = h('textarea', { name: 'params', spellcheck: 'false', placeholder: '{"key": "value"}' });
-  paramsBox.value = job.params ?? '';
+  paramsBox.value = paramsText(job.params);
   const description = h('textarea', { name: 'description', class: 'plain' });
   description.value = job.description ?? '';
   const previewList = h('div', { class: 'preview-body' });
@@ -280,7 +292,8 @@ export async function jobFormView(main, ctx) {
       if (seq !== previewSeq) return;
       for (const name of ['schedule_type', 'schedule_expr', 'time_zone']) setFieldError(form, name, '');
       replace(previewList, h('div', { class: 'zone' }, `in ${result.time_zone}`),
-        result.local.length ? h('ol', { class: 'preview-times' }, result.local.map((t) => h('li', null, t)))
+        result.times.length
+          ? h('ol', { class: 'preview-times' }, result.times.map((t) => h('li', null, fmtTime(t, result.time_zone))))
           : h('div', { class: 'subtle' }, type.value === 'manual' ? 'Runs only when triggered.'
             : 'No fire time after now.'));
     } catch (e) {
@@ -315,7 +328,7 @@ export async function jobFormView(main, ctx) {
       misfire_policy: form.elements.namedItem('misfire_policy').value,
       routing: form.elements.namedItem('routing').value,
       block_strategy: form.elements.namedItem('block_strategy').value,
-      params: paramsBox.value,
+      params: paramsValue(paramsBox.value),
       description: description.value,
       enabled: enabled.checked,
       at_least_once: atLeastOnce.checked,

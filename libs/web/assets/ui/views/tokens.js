@@ -1,7 +1,7 @@
 // API tokens (admin): create one (its secret is shown once; executor tokens name their apps), list, revoke.
 
 import { del, get, isAdmin, post } from '../api.js';
-import { badge, clearErrors, field, fmtRelative, h, replace, showError, table } from '../dom.js';
+import { badge, clearErrors, field, fmtRelative, fmtTime, h, replace, showError, table } from '../dom.js';
 
 const ROLES = [
   ['viewer', 'viewer: read only'],
@@ -43,7 +43,7 @@ export async function tokensView(main, ctx) {
       replace(list, table(['Name', 'Role', 'Apps', 'Created', 'Last used', 'State', ''],
         data.items.map((t) => h('tr', null,
           h('td', null, t.name), h('td', null, t.role), h('td', null, scopeText(t)),
-          h('td', null, new Date(t.created_at).toLocaleString()),
+          h('td', null, fmtTime(t.created_at)),
           h('td', null, t.last_used_at ? fmtRelative(t.last_used_at) : 'never'),
           h('td', null, t.revoked_at ? badge('revoked', 'failed') : badge('active', 'succeeded')),
           h('td', null, t.revoked_at ? null : h('button', {
