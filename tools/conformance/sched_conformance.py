@@ -544,6 +544,8 @@ def main(argv=None):
         with open(subs["config"], "w", encoding="utf-8") as f:
             f.write(rendered)
     argv_exec = [render(a, subs) for a in command]
+    if os.sep in argv_exec[0]:  # the executor runs in the work directory: keep a relative path working
+        argv_exec[0] = os.path.abspath(argv_exec[0])
     env = dict(os.environ, SCHED_TOKEN=token)
     out = open(os.path.join(workdir, "executor.log"), "wb")
     print("sched_conformance (protocol v%s): cluster at %s, executor: %s" % (KIT_VERSION, subs["url"],
