@@ -243,7 +243,10 @@ class Kit:
     # ---- clauses ----
 
     def register(self):
-        got = self.cluster.wait_for(lambda: self.cluster.heartbeats, 20.0)
+        got = self.cluster.wait_for(lambda: self.cluster.heartbeats or self.proc.poll() is not None, 20.0)
+        check(self.cluster.heartbeats or self.proc.poll() is None,
+              "the executor exited with code %s before its first heartbeat" % self.proc.poll())
+        got = self.cluster.heartbeats
         check(got, "no authorized heartbeat within 20 s (%d refused for a bad token)" % self.cluster.unauthorized)
         hb = got[0][1]
         check(isinstance(hb, dict), "heartbeat body is not an object")
@@ -557,6 +560,7 @@ def main(argv=None):
         return 1
 
     kit = Kit(cluster, args.app, args.timeout)
+    kit.proc = proc
     try:
         if kit.clause("register", kit.register):
             kit.clause("beat", kit.beat)
@@ -571,7 +575,7 @@ def main(argv=None):
             kit.clause("idle-beat", kit.idle_beat)
             kit.clause("callback-retry", kit.callback_retry)
             kit.clause("auth", kit.auth)
-            kit.clause("runs-batch", kit.runs_batch, required=False)
+            kit.clause("runs-batch", kit.runs_batch)
     finally:
         code = stop_process(proc, args.stop_timeout)
         out.close()
