@@ -258,6 +258,7 @@ class Kit:
         check(not missing, "conformance handlers missing from the heartbeat: %s" % ", ".join(missing))
         for f in ("capacity", "running"):
             check(isinstance(hb.get(f), int), "heartbeat %s is not an integer" % f)
+        self.address = hb["address"]
         self.ex = Executor(hb["address"], self.cluster)
         # The executor holds the key once it has read the answer: poll until it verifies us.
         deadline = time.monotonic() + 10
@@ -295,6 +296,9 @@ class Kit:
         for f in ("started_ms", "finished_ms"):
             check(isinstance(r.get(f), int), "result %s is not an integer" % f)
         check(r["finished_ms"] >= r["started_ms"], "finished_ms before started_ms")
+        # The cluster applies a result of a scoped executor token only with the address it was sent to.
+        check(r.get("address") == self.address, "result address %r, expected the registered %r"
+              % (r.get("address"), self.address))
         if "log" in r:
             check(isinstance(r["log"], str) and self.marker in r["log"], "result log tail lacks the echo's line")
         fail_fire = self.fire()
