@@ -460,7 +460,7 @@ class Executor:
         self._spawn(self._server.serve_forever, "http")
         for i in range(self.options.worker_threads):
             self._spawn(self._worker, "worker-%d" % i)
-        self._spawn(self._heartbeat_loop, "heartbeat")
+        self._heartbeat_thread = self._spawn(self._heartbeat_loop, "heartbeat")
         self._callback_thread = self._spawn(self._callback_loop, "callback")
         log.info("executor %s: serving %d handler(s) at %s", self.options.app, len(self._handlers), self.address)
 
@@ -481,6 +481,8 @@ class Executor:
             return
         self._accepting = False
         self._stopping.set()
+        # No heartbeat may land after the deregistration and register the instance again.
+        self._heartbeat_thread.join(timeout=self.options.web_timeout * len(self.options.web_endpoints) + 1)
         self._post("/api/v1/registry/deregister", {"app": self.options.app, "address": self.address})
         deadline = time.monotonic() + self.options.shutdown_grace
         while self._registry.count() > 0 and time.monotonic() < deadline:
@@ -600,7 +602,10 @@ class Executor:
         return 200, {"job_id": job_id, "idle": True}
 
     def on_log(self, query):
-        values = urllib.parse.parse_qs(query, keep_blank_values=True, max_num_fields=16)
+        try:
+            values = urllib.parse.parse_qs(query, keep_blank_values=True, max_num_fields=16)
+        except ValueError:
+            raise ApiError("invalid_argument", "query: more than 16 parameters", "query")
 
         def number(name, required):
             if name not in values:
@@ -669,7 +674,7 @@ class Executor:
                 returned = self._handlers[r["handler"]](ctx)
                 message = str(returned) if returned is not None else ctx.result_message
             except HandlerFailed as e:
-                code, message = e.code, str(e)
+                code, message = str(e.code)[:64], str(e)
             except Exception as e:  # a handler's bug fails its run, never the executor
                 code, message = "internal", "handler raised %s: %s" % (type(e).__name__, e)
         if timer:
@@ -826,7 +831,8 @@ class Executor:
                 return
             backoff = self.options.callback_flush_interval if ok else min(backoff * 2,
                                                                           self.options.callback_max_backoff)
-            time.sleep(backoff)
+            # While stopping, no long backoff: stop() waits for the final round.
+            time.sleep(min(backoff, 0.05) if self._stopping.is_set() else backoff)
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -895,6 +901,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 raise ApiError("not_found", "no route %s %s" % (method, path[:128]), None)
         except ApiError as e:
             return self._error(e)
+        except Exception:  # a bug here must not leave the caller without an answer
+            log.exception("executor %s: %s %s failed", ex.options.app, method, path[:128])
+            return self._error(ApiError("internal", "internal error"))
         return self._answer(status, answer)
 
     def do_GET(self):
