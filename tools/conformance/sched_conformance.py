@@ -234,6 +234,8 @@ class Kit:
             verdict, detail = "FAIL", str(e)
         except (OSError, http.client.HTTPException) as e:
             verdict, detail = "FAIL", "call failed: %s" % e
+        except Exception as e:  # an answer of an unexpected shape, say
+            verdict, detail = "FAIL", "unexpected answer (%s: %s)" % (type(e).__name__, e)
         if verdict == "SKIP":
             detail = detail[len("skip:"):].strip()
         self.outcomes.append((name, verdict, detail or "", required))
@@ -569,9 +571,8 @@ def main(argv=None):
         if kit.clause("register", kit.register):
             kit.clause("beat", kit.beat)
             ran = kit.clause("run-result", kit.run_result)
-            if ran:
-                kit.clause("log", kit.log)
-                kit.clause("duplicate-run", kit.duplicate)
+            for name, fn in (("log", kit.log), ("duplicate-run", kit.duplicate)):
+                kit.clause(name, fn if ran else lambda: "skip: needs run-result")
             kit.clause("stale-epoch", kit.stale_epoch)
             kit.clause("unknown-handler", kit.unknown_handler)
             kit.clause("bad-input", kit.bad_input)
