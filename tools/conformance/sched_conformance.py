@@ -428,6 +428,41 @@ class Kit:
         check(status == 404, "kill of a finished fire: %s, expected 404" % status)
         return "fire %d killed and reported killed; a second kill 404" % fid
 
+    def timeout_clause(self):
+        fid = self.fire()
+        status, body = self.ex.call("POST", "/v1/run", self.run_body(fid, "conformance.sleep", {"ms": 30000},
+                                                                      timeout_ms=300))
+        check(status == 202, "sleep run with timeout_ms 300: %s %s" % (status, body))
+        r = self.result(fid)
+        check(r.get("status") == "timeout", "a run past its timeout_ms reported %r, expected timeout" % r.get("status"))
+        return "timeout_ms 300 of a 30 s sleep: timeout after %s ms" % (r.get("finished_ms", 0) - r.get("started_ms", 0))
+
+    def block_strategy(self):
+        running = self.start_sleeper()
+        job = running
+        time.sleep(0.1)
+        refused = self.fire()
+        status, body = self.ex.call("POST", "/v1/run", self.run_body(refused, "conformance.echo", job_id=job,
+                                                                      block_strategy="discard-later"))
+        check(status == 409 and names_field(body, "block_strategy"),
+              "discard-later behind a running run of the job: %s %s, expected 409 naming block_strategy"
+              % (status, body))
+        queued = self.fire()
+        status, body = self.ex.call("POST", "/v1/run", self.run_body(queued, "conformance.echo", job_id=job))
+        check(status == 202, "serial behind a running run of the job: %s %s, expected 202" % (status, body))
+        time.sleep(0.3)
+        with self.cluster.mu:
+            check(not self.cluster.results_for(queued), "a serial run ran beside its job's running run")
+        status, body = self.ex.call("POST", "/v1/kill", {"fire_id": running})
+        check(status == 200, "kill of the running run: %s %s" % (status, body))
+        check(self.result(running).get("status") == "killed", "the running run was not reported killed")
+        r = self.result(queued)
+        check(r.get("status") == "succeeded", "the queued serial run reported %r after its predecessor"
+              % r.get("status"))
+        with self.cluster.mu:
+            check(not self.cluster.results_for(refused), "the refused discard-later run ran")
+        return "discard-later 409; serial queued, ran after the running run ended"
+
     def callback_retry(self):
         fid = self.fire()
         with self.cluster.mu:
@@ -578,6 +613,8 @@ def main(argv=None):
             kit.clause("bad-input", kit.bad_input)
             kit.clause("kill", kit.kill)
             kit.clause("idle-beat", kit.idle_beat)
+            kit.clause("timeout", kit.timeout_clause)
+            kit.clause("block-strategy", kit.block_strategy)
             kit.clause("callback-retry", kit.callback_retry)
             kit.clause("auth", kit.auth)
             kit.clause("runs-batch", kit.runs_batch)
