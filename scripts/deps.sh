@@ -17,16 +17,19 @@ test_pkgs=(
     chromium nodejs npm redis-server gnuplot-nox
     prometheus  # promtool: checks the alert rules and a live /metrics (tests/metrics)
     ccache      # scripts/test.sh compiles through it: a second run rebuilds only what changed
+    python3     # the conformance kit and the Python SDK's tests (tests/conformance)
 )
 pkgs=("${run_pkgs[@]}")
 [ "$mode" = test ] && pkgs+=("${test_pkgs[@]}")
 
 missing=()
 for p in "${pkgs[@]}"; do
-    # Node.js may come from outside Debian (an image's own node/npm); a working command counts.
+    # Node.js and Python may come from outside Debian (an image's own node/npm, pyenv); a
+    # working command counts.
     case "$p" in
         nodejs) command -v node >/dev/null 2>&1 && continue ;;
         npm) command -v npm >/dev/null 2>&1 && continue ;;
+        python3) python3 -c 'import sys; sys.exit(sys.version_info < (3, 8))' >/dev/null 2>&1 && continue ;;
     esac
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
         missing+=("$p")

@@ -52,6 +52,12 @@ void RegisterDemoHandlers(client::Executor& executor, std::atomic<std::int64_t>&
     });
 }
 
+void RegisterConformanceHandlers(client::Executor& executor) {
+    executor.Handle("conformance.echo", Echo);
+    executor.Handle("conformance.sleep", Sleep);
+    executor.Handle("conformance.fail", Fail);
+}
+
 DemoOptions DemoOptions::FromYaml(const ConfigNode& node) {
     DemoOptions o;
     o.ledger_dir = node.String("ledger-dir", o.ledger_dir.string());

@@ -5,7 +5,9 @@
 ///   sleep  sleeps `params.ms` milliseconds (default 1000), stopping early when cancelled;
 ///   fail   fails with `params.message` (default "failed on purpose");
 ///   count  counts its calls (the count is the result message), for tests;
-///   pay    charges an order once (see Pay below).
+///   pay    charges an order once (see Pay below);
+///   conformance.echo, conformance.sleep, conformance.fail: echo, sleep and fail under the
+///          names of the protocol's conformance handler set (docs/protocol.md "Conformance kit").
 
 #include <atomic>
 #include <cstdint>
@@ -21,6 +23,9 @@ Status Fail(client::JobContext& ctx);
 
 /// Registers the four handlers; `count` increments `calls`, which must outlive the executor.
 void RegisterDemoHandlers(client::Executor& executor, std::atomic<std::int64_t>& calls);
+
+/// Registers the conformance handler set (docs/protocol.md), which the conformance kit drives.
+void RegisterConformanceHandlers(client::Executor& executor);
 
 /// The `demo` section of demo-client.yaml.
 ///

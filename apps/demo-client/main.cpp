@@ -21,8 +21,9 @@ namespace {
 constexpr const char* kUsage =
     "usage: demo-client [--config FILE] [--help] [--version]\n"
     "\n"
-    "An example business service: serves the job handlers echo, sleep, fail, count and pay to\n"
-    "the scheduler, heartbeating to the web module. Stops gracefully on SIGTERM or SIGINT.\n"
+    "An example business service: serves the job handlers echo, sleep, fail, count and pay (and\n"
+    "the conformance handler set conformance.echo, .sleep, .fail) to the scheduler, heartbeating\n"
+    "to the web module. Stops gracefully on SIGTERM or SIGINT.\n"
     "\n"
     "  --config FILE  YAML configuration (default config/demo-client.yaml)\n"
     "  --help         this text\n"
@@ -78,6 +79,7 @@ int main(int argc, char** argv) {
         sched::client::Executor executor(options);
         sched::demo::RegisterDemoHandlers(executor, count_calls);
         sched::demo::RegisterPayHandler(executor, demo);
+        sched::demo::RegisterConformanceHandlers(executor);
         executor.Start();
         int signal = 0;
         sigwait(&stop_signals, &signal);

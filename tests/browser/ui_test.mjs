@@ -262,7 +262,7 @@ async function main() {
     await step('executors: the demo app with its handlers', async () => {
       await page.getByRole('link', { name: 'Executors' }).click();
       await page.locator('section[data-app="demo"]', { hasText: '1/1 alive' }).waitFor();
-      await page.getByText('handlers: count, echo, fail, pay, sleep').waitFor();
+      await page.getByText('handlers: conformance.echo, conformance.fail, conformance.sleep, count, echo, fail, pay, sleep').waitFor();
       await shot(page, '11-executors.png');
     });
 

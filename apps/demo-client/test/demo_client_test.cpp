@@ -218,7 +218,8 @@ TEST_F(DemoClientProcess, ServesRunsAndDeregistersOnSigterm) {
     ASSERT_GT(demo.pid(), 0);
     ASSERT_TRUE(WaitFor([&] { return !web.Heartbeats().empty(); })) << Output();
     const auto heartbeat = web.Heartbeats().front();
-    EXPECT_EQ(heartbeat["handlers"], (nlohmann::json{"count", "echo", "fail", "pay", "sleep"}));
+    EXPECT_EQ(heartbeat["handlers"], (nlohmann::json{"conformance.echo", "conformance.fail", "conformance.sleep",
+                                                     "count", "echo", "fail", "pay", "sleep"}));
     const std::string base = "http://" + heartbeat["address"].get<std::string>();
 
     rest::testing::BlockingClient client;

@@ -1,0 +1,16 @@
+"""sched_client: the executor side of the scheduler's protocol in Python (docs/protocol.md).
+
+    from sched_client import Executor, Options
+    ex = Executor(Options(app="billing", web_endpoints=["http://sched:8080"], token=TOKEN))
+    ex.handle("report", lambda ctx: "done")
+    ex.start()
+"""
+
+from .executor import ApiError, Executor, HandlerFailed, JobContext, Options, parse_run
+from .signature import canonical_string, sign, verify
+
+__version__ = "0.1.0"
+PROTOCOL_VERSION = "1"
+
+__all__ = ["ApiError", "Executor", "HandlerFailed", "JobContext", "Options", "parse_run", "canonical_string", "sign",
+           "verify", "PROTOCOL_VERSION"]

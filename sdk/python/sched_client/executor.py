@@ -1,0 +1,954 @@
+"""The executor side of the scheduler protocol (docs/protocol.md), standard library only.
+
+An `Executor` serves the routes the cluster calls (/v1/run, /v1/runs, /v1/kill, /v1/beat,
+/v1/idle-beat, /v1/log), every one of them verified against the signing keys its heartbeat
+learnt, runs handlers on worker threads, and reports results in batches to /api/v1/callback,
+retrying with backoff. Admission mirrors the C++ SDK (libs/client/src/impl/run_registry.cpp):
+duplicates by (fire_id, attempt), epoch fencing, block strategies serial, discard-later and
+cover-early, a capacity bound.
+"""
+
+import collections
+import http.client
+import http.server
+import json
+import logging
+import socketserver
+import threading
+import time
+import urllib.parse
+
+from . import signature
+
+log = logging.getLogger("sched_client")
+
+MAX_INT64 = 2**63 - 1
+MAX_RUNS_PER_BATCH = 1000
+LOG_PAGE_LINES = 1000
+BLOCK_STRATEGIES = ("serial", "discard-later", "cover-early")
+_CODE_STATUS = {
+    "invalid_argument": 400,
+    "unauthenticated": 401,
+    "not_found": 404,
+    "aborted": 409,
+    "failed_precondition": 409,
+    "payload_too_large": 413,
+    "resource_exhausted": 429,
+    "unavailable": 503,
+}
+
+
+def _wall_ms():
+    return int(time.time() * 1000)
+
+
+class Options:
+    """Executor settings; the defaults are the C++ SDK's (config/demo-client.yaml)."""
+
+    def __init__(self, app, web_endpoints, token, listen_host="127.0.0.1", listen_port=0, advertised_address="",
+                 heartbeat_interval=10.0, worker_threads=8, capacity=64, callback_batch_size=100,
+                 callback_flush_interval=0.1, callback_max_backoff=10.0, web_timeout=5.0, shutdown_grace=30.0,
+                 signature_window_ms=signature.DEFAULT_WINDOW_MS, log_retained_fires=1000, log_max_lines=1000,
+                 log_tail_bytes=65536, dedupe_window=100_000, body_limit=1_048_576, json_max_depth=64,
+                 max_connections=256, request_timeout=10.0):
+        if not app or not isinstance(app, str):
+            raise ValueError("app: required")
+        if not web_endpoints:
+            raise ValueError("web_endpoints: at least one URL required")
+        for url in web_endpoints:
+            if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+                raise ValueError("web_endpoints: expected http(s):// URLs, got %r" % url)
+        if not token:
+            raise ValueError("token: required (an executor token)")
+        if capacity < 1 or worker_threads < 1 or callback_batch_size < 1:
+            raise ValueError("capacity, worker_threads and callback_batch_size must be >= 1")
+        if not 0 <= log_tail_bytes <= 131072:
+            raise ValueError("log_tail_bytes: expected 0..131072")
+        self.app = app
+        self.web_endpoints = [u.rstrip("/") for u in web_endpoints]
+        self.token = token
+        self.listen_host = listen_host
+        self.listen_port = listen_port
+        self.advertised_address = advertised_address
+        self.heartbeat_interval = heartbeat_interval
+        self.worker_threads = worker_threads
+        self.capacity = capacity
+        self.callback_batch_size = callback_batch_size
+        self.callback_flush_interval = callback_flush_interval
+        self.callback_max_backoff = callback_max_backoff
+        self.web_timeout = web_timeout
+        self.shutdown_grace = shutdown_grace
+        self.signature_window_ms = signature_window_ms
+        self.log_retained_fires = log_retained_fires
+        self.log_max_lines = log_max_lines
+        self.log_tail_bytes = log_tail_bytes
+        self.dedupe_window = max(1, dedupe_window)
+        self.body_limit = body_limit
+        self.json_max_depth = json_max_depth
+        self.max_connections = max_connections
+        self.request_timeout = request_timeout
+
+
+class ApiError(Exception):
+    """An answer other than success: HTTP status from `code`, the offending `field`."""
+
+    def __init__(self, code, message, field=None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.field = field
+
+    @property
+    def status(self):
+        return _CODE_STATUS.get(self.code, 500)
+
+    def body(self):
+        return {"error": {"code": self.code, "message": self.message, "field": self.field}}
+
+
+class JobContext:
+    """What a handler sees: the run's fields, a log, cooperative cancellation."""
+
+    def __init__(self, run, cancel_event, logger):
+        self.fire_id = run["fire_id"]
+        self.job_id = run["job_id"]
+        self.attempt = run["attempt"]
+        self.epoch = run["epoch"]
+        self.handler = run["handler"]
+        self.params = run["params"]
+        self.scheduled_ms = run["scheduled_ms"]
+        self.timeout_ms = run["timeout_ms"]
+        self.shard_index = run["shard_index"]
+        self.shard_total = run["shard_total"]
+        self.result_message = ""
+        self._cancel = cancel_event
+        self._log = logger
+
+    def log(self, text):
+        """Appends one line to the fire's log (GET /v1/log, and the tail sent with the result)."""
+        self._log(str(text))
+
+    @property
+    def cancelled(self):
+        return self._cancel.is_set()
+
+    def sleep(self, seconds):
+        """Sleeps unless cancelled first; returns False when cancelled (killed, timed out)."""
+        return not self._cancel.wait(max(0.0, seconds))
+
+
+class HandlerFailed(Exception):
+    """Raise from a handler to fail the run with a code (default "internal") and message."""
+
+    def __init__(self, message, code="internal"):
+        super().__init__(message)
+        self.code = code
+
+
+class _Run:
+    def __init__(self, request):
+        self.request = request
+        self.cancel = threading.Event()
+        self.reason = None  # "killed", "timeout", "covered", "shutdown"
+        self.covered_by = None
+
+    def cancel_for(self, reason):
+        if self.reason is None:
+            self.reason = reason
+        self.cancel.set()
+
+
+class _Registry:
+    """Admission: the C++ SDK's RunRegistry (one lane per job, fencing, duplicates, capacity)."""
+
+    def __init__(self, capacity, dedupe_window):
+        self.mu = threading.Lock()
+        self.capacity = capacity
+        self.dedupe_window = dedupe_window
+        self.seen = set()
+        self.seen_order = collections.deque()
+        self.in_flight = {}
+        self.lanes = {}  # job_id -> [running run, deque of queued]
+        self.max_epoch = 0
+
+    def admit(self, req, on_accepted):
+        """Returns (outcome, message, run, start_now, dropped)."""
+        with self.mu:
+            if req["epoch"] < self.max_epoch:
+                return ("stale", "epoch %d is older than epoch %d already seen: refusing a stale master's dispatch"
+                        % (req["epoch"], self.max_epoch), None, False, [])
+            self.max_epoch = req["epoch"]
+            key = (req["fire_id"], req["attempt"])
+            if key in self.seen:
+                return ("duplicate", "", None, False, [])
+            lane = self.lanes.get(req["job_id"])
+            replaced = 0
+            if lane is not None:
+                if req["block_strategy"] == "discard-later":
+                    return ("busy", "job %d is running fire %d (block strategy discard-later)"
+                            % (req["job_id"], lane[0].request["fire_id"]), None, False, [])
+                if req["block_strategy"] == "cover-early":
+                    replaced = len(lane[1]) + 1
+            if len(self.in_flight) - replaced >= self.capacity:
+                return ("capacity", "out of capacity: %d runs in flight, capacity %d"
+                        % (len(self.in_flight), self.capacity), None, False, [])
+            self._remember(key)
+            run = _Run(req)
+            self.in_flight[req["fire_id"]] = run
+            on_accepted(run, lane is None)
+            dropped = []
+            if lane is None:
+                self.lanes[req["job_id"]] = [run, collections.deque()]
+                return ("accepted", "", run, True, dropped)
+            if req["block_strategy"] == "cover-early":
+                for queued in lane[1]:
+                    self.in_flight.pop(queued.request["fire_id"], None)
+                    queued.covered_by = req["fire_id"]
+                    queued.cancel_for("covered")
+                    dropped.append(queued)
+                lane[1].clear()
+                lane[0].covered_by = req["fire_id"]
+                lane[0].cancel_for("covered")
+            lane[1].append(run)
+            return ("accepted", "", run, False, dropped)
+
+    def _remember(self, key):
+        self.seen.add(key)
+        self.seen_order.append(key)
+        while len(self.seen_order) > self.dedupe_window:
+            self.seen.discard(self.seen_order.popleft())
+
+    def finish(self, run):
+        with self.mu:
+            if self.in_flight.get(run.request["fire_id"]) is run:
+                del self.in_flight[run.request["fire_id"]]
+            lane = self.lanes.get(run.request["job_id"])
+            if lane is None or lane[0] is not run:
+                return None
+            if not lane[1]:
+                del self.lanes[run.request["job_id"]]
+                return None
+            lane[0] = lane[1].popleft()
+            return lane[0]
+
+    def kill(self, fire_id):
+        """Returns (run or None, was_running)."""
+        with self.mu:
+            run = self.in_flight.get(fire_id)
+            if run is None:
+                return None, False
+            lane = self.lanes[run.request["job_id"]]
+            if lane[0] is run:
+                run.cancel_for("killed")
+                return run, True
+            lane[1].remove(run)
+            del self.in_flight[fire_id]
+            run.cancel_for("killed")
+            return run, False
+
+    def cancel_all(self, reason):
+        with self.mu:
+            dropped = []
+            for lane in self.lanes.values():
+                for queued in lane[1]:
+                    self.in_flight.pop(queued.request["fire_id"], None)
+                    queued.cancel_for(reason)
+                    dropped.append(queued)
+                lane[1].clear()
+                lane[0].cancel_for(reason)
+            return dropped
+
+    def idle(self, job_id):
+        with self.mu:
+            return job_id not in self.lanes
+
+    def count(self):
+        with self.mu:
+            return len(self.in_flight)
+
+    def epoch(self):
+        with self.mu:
+            return self.max_epoch
+
+
+class _LogBook:
+    """Per-fire log lines, the last `retained` fires, at most `max_lines` lines each."""
+
+    def __init__(self, retained, max_lines):
+        self.mu = threading.Lock()
+        self.retained = retained
+        self.max_lines = max_lines
+        self.fires = collections.OrderedDict()  # fire_id -> {"first": n, "lines": deque, "finished": bool}
+
+    def open(self, fire_id):
+        with self.mu:
+            self.fires[fire_id] = {"first": 0, "lines": collections.deque(), "finished": False}
+            self.fires.move_to_end(fire_id)
+            while len(self.fires) > self.retained:
+                self.fires.popitem(last=False)
+
+    def append(self, fire_id, line):
+        with self.mu:
+            entry = self.fires.get(fire_id)
+            if entry is None:
+                return
+            entry["lines"].append(line[:16384])
+            while len(entry["lines"]) > self.max_lines:
+                entry["lines"].popleft()
+                entry["first"] += 1
+
+    def close(self, fire_id):
+        with self.mu:
+            if fire_id in self.fires:
+                self.fires[fire_id]["finished"] = True
+
+    def read(self, fire_id, from_line, limit):
+        with self.mu:
+            entry = self.fires.get(fire_id)
+            if entry is None:
+                return None
+            start = max(from_line, entry["first"])
+            end = entry["first"] + len(entry["lines"])
+            lines = [entry["lines"][i - entry["first"]] for i in range(start, min(end, start + limit))]
+            return {"from_line": start, "to_line": start + len(lines), "lines": lines, "finished": entry["finished"]}
+
+    def tail(self, fire_id, max_bytes):
+        with self.mu:
+            entry = self.fires.get(fire_id)
+            if entry is None:
+                return None
+            text = "\n".join(entry["lines"]).encode("utf-8", "replace")
+        cut = max(0, len(text) - max_bytes)
+        # Never start inside a UTF-8 sequence.
+        while cut < len(text) and cut > 0 and (text[cut] & 0xC0) == 0x80:
+            cut += 1
+        return text[cut:].decode("utf-8", "replace"), cut
+
+
+def _json_depth_ok(raw, limit):
+    """True when no JSON value in `raw` nests deeper than `limit` (strings skipped), checked
+    before parsing: Python's parser recurses."""
+    depth = 0
+    in_string = False
+    escaped = False
+    for b in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif b == 0x5C:
+                escaped = True
+            elif b == 0x22:
+                in_string = False
+        elif b == 0x22:
+            in_string = True
+        elif b in (0x5B, 0x7B):
+            depth += 1
+            if depth > limit:
+                return False
+        elif b in (0x5D, 0x7D):
+            depth -= 1
+    return True
+
+
+def _int_field(obj, name, prefix, default=None, minimum=0, maximum=MAX_INT64):
+    label = prefix + "." + name if prefix else name
+    if name not in obj or obj[name] is None:
+        if default is None:
+            raise ApiError("invalid_argument", "%s: required" % label, label)
+        return default
+    v = obj[name]
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ApiError("invalid_argument", "%s: expected an integer" % label, label)
+    if v < minimum or v > maximum:
+        raise ApiError("invalid_argument", "%s: expected %d..%d, got %d" % (label, minimum, maximum, v), label)
+    return v
+
+
+def _str_field(obj, name, prefix, default=None, max_len=1024):
+    label = prefix + "." + name if prefix else name
+    if name not in obj or obj[name] is None:
+        if default is None:
+            raise ApiError("invalid_argument", "%s: required" % label, label)
+        return default
+    v = obj[name]
+    if not isinstance(v, str):
+        raise ApiError("invalid_argument", "%s: expected a string" % label, label)
+    if len(v) > max_len:
+        raise ApiError("invalid_argument", "%s: longer than %d characters" % (label, max_len), label)
+    return v
+
+
+def parse_run(obj, prefix=""):
+    """Validates one /v1/run body; raises ApiError naming the field."""
+    if not isinstance(obj, dict):
+        raise ApiError("invalid_argument", "%s: expected a JSON object" % (prefix or "body"), prefix or "body")
+    run = {
+        "fire_id": _int_field(obj, "fire_id", prefix),
+        "job_id": _int_field(obj, "job_id", prefix),
+        "attempt": _int_field(obj, "attempt", prefix),
+        "epoch": _int_field(obj, "epoch", prefix),
+        "handler": _str_field(obj, "handler", prefix, max_len=128),
+        "params": obj.get("params") if obj.get("params") is not None else {},
+        "scheduled_ms": _int_field(obj, "scheduled_ms", prefix, 0),
+        "timeout_ms": _int_field(obj, "timeout_ms", prefix, 0, maximum=7 * 24 * 3600 * 1000),
+        "shard_index": _int_field(obj, "shard_index", prefix, 0),
+        "shard_total": _int_field(obj, "shard_total", prefix, 1, minimum=1),
+        "block_strategy": _str_field(obj, "block_strategy", prefix, "serial", max_len=32),
+        "callback_url": _str_field(obj, "callback_url", prefix, "", max_len=2048),
+    }
+    label = (prefix + ".") if prefix else ""
+    if run["block_strategy"] not in BLOCK_STRATEGIES:
+        raise ApiError("invalid_argument", "%sblock_strategy: expected one of %s" % (label, ", ".join(BLOCK_STRATEGIES)),
+                       label + "block_strategy")
+    if run["shard_index"] >= run["shard_total"]:
+        raise ApiError("invalid_argument", "%sshard_index: must be less than shard_total (%d)"
+                       % (label, run["shard_total"]), label + "shard_index")
+    if run["callback_url"]:
+        parts = urllib.parse.urlsplit(run["callback_url"])
+        if parts.scheme != "http" or not parts.hostname:
+            raise ApiError("invalid_argument", "%scallback_url: expected an http:// URL" % label, label + "callback_url")
+    return run
+
+
+class Executor:
+    """Serves handlers to the scheduler. `handle()` them, `start()`, later `stop()`.
+
+    Thread-safety: `handle` before `start` only; everything else from any thread. Handlers run
+    on `worker_threads` threads and must honour `ctx.cancelled` / `ctx.sleep()` to be killable.
+    """
+
+    def __init__(self, options):
+        self.options = options
+        self._handlers = {}
+        self._registry = _Registry(options.capacity, options.dedupe_window)
+        self._logs = _LogBook(options.log_retained_fires, options.log_max_lines)
+        self._keys = {}
+        self._keys_mu = threading.Lock()
+        self._offset_ms = 0
+        self._outbox = collections.deque()
+        self._outbox_mu = threading.Lock()
+        self._work = collections.deque()
+        self._work_cv = threading.Condition()
+        self._stopping = threading.Event()
+        self._accepting = False
+        self._threads = []
+        self._server = None
+        self.address = ""
+        self.stats = collections.Counter()
+
+    # ---- set-up ----
+
+    def handle(self, name, fn):
+        """Registers `fn(ctx) -> str | None` (the result message) under `name`; raise to fail."""
+        if self._server is not None:
+            raise RuntimeError("handle(%r) after start()" % name)
+        if not isinstance(name, str) or not 0 < len(name) <= 128 or not all(
+                c.isascii() and (c.isalnum() or c in "._-") for c in name):
+            raise ValueError("bad handler name %r" % (name,))
+        if name in self._handlers:
+            raise ValueError("handler %r registered twice" % name)
+        self._handlers[name] = fn
+        return self
+
+    def start(self):
+        if not self._handlers:
+            raise RuntimeError("start() without handlers: call handle() first")
+        self._server = _Server((self.options.listen_host, self.options.listen_port), self)
+        port = self._server.server_address[1]
+        self.address = self.options.advertised_address or "%s:%d" % (self.options.listen_host, port)
+        self._accepting = True
+        self._spawn(self._server.serve_forever, "http")
+        for i in range(self.options.worker_threads):
+            self._spawn(self._worker, "worker-%d" % i)
+        self._heartbeat_thread = self._spawn(self._heartbeat_loop, "heartbeat")
+        self._callback_thread = self._spawn(self._callback_loop, "callback")
+        log.info("executor %s: serving %d handler(s) at %s", self.options.app, len(self._handlers), self.address)
+
+    @property
+    def port(self):
+        return self._server.server_address[1] if self._server else 0
+
+    def _spawn(self, target, name):
+        t = threading.Thread(target=target, name="sched-" + name, daemon=True)
+        t.start()
+        self._threads.append(t)
+        return t
+
+    def stop(self):
+        """Deregisters, lets running handlers finish within shutdown_grace (then cancels them),
+        delivers the last results, closes the server."""
+        if self._server is None or self._stopping.is_set():
+            return
+        self._accepting = False
+        self._stopping.set()
+        # No heartbeat may land after the deregistration and register the instance again.
+        self._heartbeat_thread.join(timeout=self.options.web_timeout * len(self.options.web_endpoints) + 1)
+        self._post("/api/v1/registry/deregister", {"app": self.options.app, "address": self.address})
+        deadline = time.monotonic() + self.options.shutdown_grace
+        while self._registry.count() > 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for run in self._registry.cancel_all("shutdown"):
+            self._report_never_started(run, "executor shutting down")
+        while self._registry.count() > 0:
+            time.sleep(0.01)
+        with self._work_cv:
+            self._work.append(None)
+            self._work_cv.notify_all()
+        self._callback_thread.join(timeout=self.options.web_timeout * 2 + 1)
+        self._server.shutdown()
+        self._server.server_close()
+        log.info("executor %s: stopped", self.options.app)
+
+    # ---- the cluster's calls (verified by _Server before they get here) ----
+
+    def verify(self, method, target, body, headers):
+        with self._keys_mu:
+            keys = dict(self._keys)
+            now = _wall_ms() + self._offset_ms
+        reason = signature.verify(method, target, body, headers.get(signature.KEY_ID_HEADER),
+                                  headers.get(signature.TIMESTAMP_HEADER), headers.get(signature.SIGNATURE_HEADER),
+                                  keys, now, self.options.signature_window_ms)
+        if reason:
+            self.stats["refused_unsigned"] += 1
+        return reason
+
+    def on_run(self, body):
+        obj = self._json(body)
+        return self._admit(obj, "")
+
+    def on_runs(self, body):
+        obj = self._json(body)
+        if not isinstance(obj, dict) or not isinstance(obj.get("runs"), list):
+            raise ApiError("invalid_argument", "runs: required, an array of runs", "runs")
+        for key in obj:
+            if key != "runs":
+                raise ApiError("invalid_argument", "%s: unknown field" % key[:64], key[:64])
+        runs = obj["runs"]
+        if not 1 <= len(runs) <= MAX_RUNS_PER_BATCH:
+            raise ApiError("invalid_argument", "runs: expected 1..%d runs, got %d" % (MAX_RUNS_PER_BATCH, len(runs)),
+                           "runs")
+        results = []
+        for i, run in enumerate(runs):
+            status, answer = self._admit(run, "runs[%d]" % i)
+            answer["status"] = status
+            results.append(answer)
+        return 200, {"results": results}
+
+    def _admit(self, obj, prefix):
+        try:
+            run = parse_run(obj, prefix)
+            if run["handler"] not in self._handlers:
+                label = prefix + ".handler" if prefix else "handler"
+                raise ApiError("not_found", "no handler %s in app %s (handlers: %s)" % (
+                    json.dumps(run["handler"]), self.options.app, ", ".join(sorted(self._handlers))), label)
+            if not self._accepting:
+                raise ApiError("unavailable", "the executor is stopping")
+        except ApiError as e:
+            return e.status, e.body()
+
+        def on_accepted(accepted, start_now):
+            r = accepted.request
+            self._logs.open(r["fire_id"])
+            self._fire_log(r["fire_id"], "accepted: handler %s, attempt %d, epoch %d%s" % (
+                r["handler"], r["attempt"], r["epoch"], "" if start_now else " (queued behind the job's running fire)"))
+
+        outcome, message, accepted, start_now, dropped = self._registry.admit(run, on_accepted)
+        field = (prefix + ".") if prefix else ""
+        if outcome == "stale":
+            self.stats["stale"] += 1
+            return 409, ApiError("aborted", message, field + "epoch").body()
+        if outcome == "duplicate":
+            self.stats["duplicates"] += 1
+            return 202, {"accepted": True, "duplicate": True, "fire_id": run["fire_id"]}
+        if outcome == "busy":
+            self.stats["busy"] += 1
+            return 409, ApiError("aborted", message, field + "block_strategy").body()
+        if outcome == "capacity":
+            self.stats["capacity"] += 1
+            return 429, ApiError("resource_exhausted", message).body()
+        self.stats["accepted"] += 1
+        for d in dropped:
+            self._report_never_started(d, "covered by fire %d before it started" % run["fire_id"])
+        if start_now:
+            self._launch(accepted)
+        return 202, {"accepted": True, "fire_id": run["fire_id"], "state": "running" if start_now else "queued"}
+
+    def on_kill(self, body):
+        obj = self._json(body)
+        if not isinstance(obj, dict):
+            raise ApiError("invalid_argument", "body: expected a JSON object", "body")
+        fire_id = _int_field(obj, "fire_id", "")
+        run, was_running = self._registry.kill(fire_id)
+        if run is None:
+            raise ApiError("not_found", "fire %d is not running or queued here" % fire_id, "fire_id")
+        if was_running:
+            self._fire_log(fire_id, "kill requested: the handler is asked to stop")
+        else:
+            self._report_never_started(run, "killed by request before it started")
+        return 200, {"fire_id": fire_id, "state": "running" if was_running else "queued"}
+
+    def on_beat(self):
+        return 200, {"app": self.options.app, "address": self.address, "handlers": sorted(self._handlers),
+                     "capacity": self.options.capacity, "running": self._registry.count(),
+                     "epoch": self._registry.epoch()}
+
+    def on_idle_beat(self, body):
+        obj = self._json(body)
+        if not isinstance(obj, dict):
+            raise ApiError("invalid_argument", "body: expected a JSON object", "body")
+        job_id = _int_field(obj, "job_id", "")
+        if not self._registry.idle(job_id):
+            raise ApiError("failed_precondition", "job %d has a run in progress or queued here" % job_id, "job_id")
+        return 200, {"job_id": job_id, "idle": True}
+
+    def on_log(self, query):
+        try:
+            values = urllib.parse.parse_qs(query, keep_blank_values=True, max_num_fields=16)
+        except ValueError:
+            raise ApiError("invalid_argument", "query: more than 16 parameters", "query")
+
+        def number(name, required):
+            if name not in values:
+                if required:
+                    raise ApiError("invalid_argument", "%s: required" % name, name)
+                return 0
+            text = values[name][0]
+            if not text.isascii() or not text.isdigit() or len(text) > 18:
+                raise ApiError("invalid_argument", "%s: expected a non-negative integer, got %s"
+                               % (name, json.dumps(text[:32])), name)
+            return int(text)
+
+        fire_id = number("fire_id", True)
+        page = self._logs.read(fire_id, number("from_line", False), LOG_PAGE_LINES)
+        if page is None:
+            raise ApiError("not_found", "no log for fire %d here" % fire_id, "fire_id")
+        page["fire_id"] = fire_id
+        return 200, page
+
+    def _json(self, body):
+        if not _json_depth_ok(body, self.options.json_max_depth):
+            raise ApiError("invalid_argument", "body: nested deeper than %d" % self.options.json_max_depth, "body")
+        try:
+            return json.loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as e:
+            raise ApiError("invalid_argument", "body: not JSON (%s)" % str(e)[:100], "body")
+
+    # ---- runs ----
+
+    def _fire_log(self, fire_id, text):
+        t = time.time()
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % (int(t * 1000) % 1000)
+        self._logs.append(fire_id, stamp + " " + text)
+
+    def _launch(self, run):
+        with self._work_cv:
+            self._work.append(run)
+            self._work_cv.notify()
+
+    def _worker(self):
+        while True:
+            with self._work_cv:
+                while not self._work:
+                    self._work_cv.wait()
+                run = self._work.popleft()
+                if run is None:
+                    self._work.append(None)  # wakes the next worker to stop too
+                    return
+            self._execute(run)
+
+    def _execute(self, run):
+        r = run.request
+        started_ms = _wall_ms()
+        timer = None
+        if r["timeout_ms"] > 0:
+            timer = threading.Timer(r["timeout_ms"] / 1000.0, run.cancel_for, args=("timeout",))
+            timer.daemon = True
+            timer.start()
+        self._fire_log(r["fire_id"], "started: shard %d/%d" % (r["shard_index"], r["shard_total"]))
+        ctx = JobContext(r, run.cancel, lambda line, fid=r["fire_id"]: self._fire_log(fid, line))
+        code, message = "ok", ""
+        if run.cancel.is_set():
+            code, message = "cancelled", "cancelled before it started"
+        else:
+            try:
+                returned = self._handlers[r["handler"]](ctx)
+                message = str(returned) if returned is not None else ctx.result_message
+            except HandlerFailed as e:
+                code, message = str(e.code)[:64], str(e)
+            except Exception as e:  # a handler's bug fails its run, never the executor
+                code, message = "internal", "handler raised %s: %s" % (type(e).__name__, e)
+        if timer:
+            timer.cancel()
+        result = {"fire_id": r["fire_id"], "attempt": r["attempt"], "epoch": r["epoch"], "started_ms": started_ms,
+                  "finished_ms": _wall_ms()}
+        if run.reason == "timeout":
+            result.update(status="timeout", code="deadline_exceeded", message="timed out after %d ms" % r["timeout_ms"])
+        elif run.reason == "killed":
+            result.update(status="killed", code="cancelled", message="killed by request")
+        elif run.reason == "covered":
+            result.update(status="killed", code="cancelled", message="covered by fire %s" % run.covered_by)
+        elif run.reason == "shutdown":
+            result.update(status="killed", code="cancelled", message="executor shutting down")
+        else:
+            result.update(status="succeeded" if code == "ok" else "failed", code=code, message=message[:4096])
+        self._fire_log(r["fire_id"], "finished: %s%s" % (result["status"],
+                                                         ": " + result["message"] if result["message"] else ""))
+        self._logs.close(r["fire_id"])
+        self._attach_tail(result)
+        nxt = self._registry.finish(run)
+        self._report(result, r["callback_url"])
+        if nxt is not None:
+            self._launch(nxt)
+
+    def _report_never_started(self, run, message):
+        r = run.request
+        now = _wall_ms()
+        result = {"fire_id": r["fire_id"], "attempt": r["attempt"], "epoch": r["epoch"], "status": "killed",
+                  "code": "cancelled", "message": message, "started_ms": now, "finished_ms": now}
+        self._fire_log(r["fire_id"], "killed: " + message)
+        self._logs.close(r["fire_id"])
+        self._attach_tail(result)
+        self._report(result, r["callback_url"])
+
+    def _attach_tail(self, result):
+        if self.options.log_tail_bytes <= 0:
+            return
+        tail = self._logs.tail(result["fire_id"], self.options.log_tail_bytes)
+        if tail is not None:
+            result["log"], result["log_truncated_bytes"] = tail
+
+    def _report(self, result, callback_url):
+        result["address"] = self.address
+        self.stats[result["status"]] += 1
+        with self._outbox_mu:
+            self._outbox.append((result, callback_url))
+
+    # ---- calls to the cluster ----
+
+    def _post(self, path, body, preferred_url=""):
+        """POSTs to the first endpoint that answers 2xx; returns (parsed answer, sent_ms, answered_ms) or None."""
+        payload = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        targets = ([preferred_url] if preferred_url else []) + [e + path for e in self.options.web_endpoints]
+        for url in targets:
+            parts = urllib.parse.urlsplit(url)
+            conn_type = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+            sent = _wall_ms()
+            try:
+                conn = conn_type(parts.hostname, parts.port, timeout=self.options.web_timeout)
+                try:
+                    conn.request("POST", (parts.path or "/") + ("?" + parts.query if parts.query else ""), payload,
+                                 {"Content-Type": "application/json", "Authorization": "Bearer " + self.options.token,
+                                  "User-Agent": "sched-client-python/" + self.options.app})
+                    resp = conn.getresponse()
+                    answer = resp.read(4 * 1024 * 1024 + 1)
+                finally:
+                    conn.close()
+            except (OSError, http.client.HTTPException, ValueError) as e:
+                log.debug("POST %s failed: %s", url, e)
+                continue
+            if 200 <= resp.status < 300:
+                try:
+                    parsed = json.loads(answer) if answer and len(answer) <= 4 * 1024 * 1024 else {}
+                except (ValueError, RecursionError):
+                    parsed = {}
+                return parsed, sent, _wall_ms()
+            log.debug("POST %s: HTTP %d", url, resp.status)
+        return None
+
+    def _learn_signing(self, answer, sent, received):
+        # An answer without keys changes nothing; a malformed one is ignored whole.
+        if not isinstance(answer, dict) or "signing" not in answer:
+            return
+        s = answer["signing"]
+        if not isinstance(s, dict) or not isinstance(s.get("keys"), list) or len(s["keys"]) > 8:
+            return
+        server_ms = s.get("server_time_ms")
+        if isinstance(server_ms, bool) or not isinstance(server_ms, int):
+            return
+        keys = {}
+        for k in s["keys"]:
+            if not isinstance(k, dict) or not isinstance(k.get("id"), str) or not isinstance(k.get("secret"), str):
+                return
+            if not 0 < len(k["id"]) <= 256 or not 0 < len(k["secret"]) <= 256:
+                return
+            keys[k["id"]] = k["secret"]
+        with self._keys_mu:
+            if set(keys) != set(self._keys):
+                log.info("executor %s: signing keys now %s", self.options.app, ", ".join(keys))
+            self._keys = keys
+            self._offset_ms = server_ms - (sent + received) // 2
+
+    def _heartbeat_loop(self):
+        while not self._stopping.is_set():
+            body = {"app": self.options.app, "address": self.address, "handlers": sorted(self._handlers),
+                    "capacity": self.options.capacity, "running": self._registry.count()}
+            answer = self._post("/api/v1/registry/heartbeat", body)
+            if answer is not None:
+                self._learn_signing(*answer)
+                self.stats["heartbeats_ok"] += 1
+            else:
+                self.stats["heartbeats_failed"] += 1
+            interval = self.options.heartbeat_interval
+            self._stopping.wait(interval if answer is not None else min(interval, 2.0))
+
+    def _take_batch(self):
+        with self._outbox_mu:
+            if not self._outbox:
+                return [], ""
+            url = self._outbox[0][1]
+            batch, rest = [], collections.deque()
+            for item in self._outbox:
+                if item[1] == url and len(batch) < self.options.callback_batch_size:
+                    batch.append(item)
+                else:
+                    rest.append(item)
+            self._outbox = rest
+            return batch, url
+
+    def _flush(self):
+        with self._outbox_mu:
+            due = len(self._outbox)
+        sent = 0
+        while sent < due:
+            batch, url = self._take_batch()
+            if not batch:
+                break
+            sent += len(batch)
+            if self._post("/api/v1/callback", [item[0] for item in batch], url) is None:
+                self.stats["callback_failures"] += 1
+                with self._outbox_mu:
+                    self._outbox.extendleft(reversed(batch))
+                return False
+            self.stats["delivered"] += len(batch)
+        return True
+
+    def _callback_loop(self):
+        backoff = self.options.callback_flush_interval
+        while True:
+            final = self._stopping.is_set() and self._registry.count() == 0
+            ok = self._flush()
+            if final:
+                return
+            backoff = self.options.callback_flush_interval if ok else min(backoff * 2,
+                                                                          self.options.callback_max_backoff)
+            # While stopping, no long backoff: stop() waits for the final round.
+            time.sleep(min(backoff, 0.05) if self._stopping.is_set() else backoff)
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "sched-client-python"
+    sys_version = ""
+
+    def log_message(self, fmt, *args):  # access log to the logger, errors only
+        pass
+
+    def _answer(self, status, body, close=False):
+        data = json.dumps(body, separators=(",", ":")).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        if close:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, e, close=False):
+        self._answer(e.status, e.body(), close)
+
+    def _read_body(self):
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            raise ApiError("invalid_argument", "Transfer-Encoding: chunked bodies are not accepted", "Transfer-Encoding")
+        text = self.headers.get("Content-Length")
+        if text is None:
+            return b""
+        if not text.isascii() or not text.isdigit() or len(text) > 12:
+            raise ApiError("invalid_argument", "Content-Length: expected a number", "Content-Length")
+        n = int(text)
+        if n > self.server.executor.options.body_limit:
+            raise ApiError("payload_too_large", "body: larger than %d bytes" % self.server.executor.options.body_limit,
+                           "body")
+        data = self.rfile.read(n)
+        if len(data) != n:
+            raise ApiError("invalid_argument", "body: shorter than Content-Length", "body")
+        return data
+
+    def _dispatch(self, method):
+        ex = self.server.executor
+        try:
+            body = self._read_body()
+        except ApiError as e:
+            return self._error(e, close=True)
+        except OSError:
+            self.close_connection = True
+            return None
+        target = self.path
+        path, _, query = target.partition("?")
+        reason = ex.verify(method, target, body, self.headers)
+        if reason:
+            return self._error(ApiError("unauthenticated", reason))
+        routes = {("POST", "/v1/run"): ex.on_run, ("POST", "/v1/runs"): ex.on_runs, ("POST", "/v1/kill"): ex.on_kill,
+                  ("POST", "/v1/idle-beat"): ex.on_idle_beat}
+        try:
+            if (method, path) in routes:
+                status, answer = routes[(method, path)](body)
+            elif (method, path) == ("GET", "/v1/beat"):
+                status, answer = ex.on_beat()
+            elif (method, path) == ("GET", "/v1/log"):
+                status, answer = ex.on_log(query)
+            else:
+                raise ApiError("not_found", "no route %s %s" % (method, path[:128]), None)
+        except ApiError as e:
+            return self._error(e)
+        except Exception:  # a bug here must not leave the caller without an answer
+            log.exception("executor %s: %s %s failed", ex.options.app, method, path[:128])
+            return self._error(ApiError("internal", "internal error"))
+        return self._answer(status, answer)
+
+    def do_GET(self):
+        self._dispatch("GET")
+
+    def do_POST(self):
+        self._dispatch("POST")
+
+    def do_PUT(self):
+        self._dispatch("PUT")
+
+    def do_DELETE(self):
+        self._dispatch("DELETE")
+
+
+class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+
+    def __init__(self, address, executor):
+        self.executor = executor
+        self._slots = threading.BoundedSemaphore(executor.options.max_connections)
+        super().__init__(address, _Handler)
+
+    def process_request(self, request, client_address):
+        # At the connection cap a new connection is closed at once rather than given a thread.
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        request.settimeout(self.executor.options.request_timeout)
+        try:
+            super().process_request(request, client_address)
+        except Exception:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def handle_error(self, request, client_address):
+        log.debug("connection from %s ended with an error", client_address, exc_info=True)
+
+
+__all__ = ["Executor", "Options", "JobContext", "HandlerFailed", "ApiError", "parse_run"]

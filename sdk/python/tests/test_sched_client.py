@@ -1,0 +1,158 @@
+"""Unit tests of the Python SDK: the signature's worked example (docs/protocol.md) and hostile
+input against a live Executor. Run: python3 -m unittest discover -s sdk/python/tests"""
+
+import http.client
+import json
+import os
+import socket
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from sched_client import ApiError, Executor, Options, parse_run, sign, verify  # noqa: E402
+
+SECRET = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+KEY = "k-7f3a9c21"
+
+
+class SignatureTest(unittest.TestCase):
+    def test_worked_example_of_the_protocol_doc(self):
+        body = b'{"attempt":0,"epoch":3,"fire_id":42,"handler":"echo","job_id":7}'
+        self.assertEqual(sign(SECRET, "POST", "/v1/run", 1767225600000, KEY, body),
+                         "v1=42e2e7af3cff2692d20b1515afba0c9ab3c5bf485a79ecef5bceeb65725b0c3d")
+        self.assertEqual(sign(SECRET, "GET", "/v1/log?fire_id=42&from_line=0", 1767225600000, KEY, b""),
+                         "v1=e990729a3423d7a205b92ccc41208f0f2647ccfb341eda5196b480169df82e10")
+
+    def test_verify_refuses_in_the_documented_order(self):
+        keys = {KEY: SECRET}
+        now = 1767225600000
+        good = sign(SECRET, "POST", "/v1/run", now, KEY, b"{}")
+        self.assertIsNone(verify("POST", "/v1/run", b"{}", KEY, str(now), good, keys, now))
+        self.assertIn("no signing keys", verify("POST", "/v1/run", b"{}", KEY, str(now), good, {}, now))
+        self.assertIn("missing", verify("POST", "/v1/run", b"{}", None, str(now), good, keys, now))
+        self.assertIn("version", verify("POST", "/v1/run", b"{}", KEY, str(now), "v2=" + good[3:], keys, now))
+        self.assertIn("decimal", verify("POST", "/v1/run", b"{}", KEY, "-5", good, keys, now))
+        self.assertIn("window", verify("POST", "/v1/run", b"{}", KEY, str(now), good, keys, now + 30001))
+        self.assertIn("unknown key", verify("POST", "/v1/run", b"{}", "k-other", str(now), good, keys, now))
+        self.assertIn("bad signature", verify("POST", "/v1/run", b"{ }", KEY, str(now), good, keys, now))
+        self.assertIn("bad signature", verify("POST", "/v1/runs", b"{}", KEY, str(now), good, keys, now))
+        self.assertIn("bad signature", verify("POST", "/v1/run", b"{}", KEY, str(now), "v1=\u00e9", keys, now))
+
+
+class ParseRunTest(unittest.TestCase):
+    BASE = {"fire_id": 1, "job_id": 2, "attempt": 0, "epoch": 1, "handler": "h"}
+
+    def field_of(self, change, prefix=""):
+        body = dict(self.BASE, **change)
+        with self.assertRaises(ApiError) as ctx:
+            parse_run(body, prefix)
+        self.assertEqual(ctx.exception.status, 400)
+        return ctx.exception.field
+
+    def test_every_field_is_bounded_and_named(self):
+        self.assertEqual(parse_run(dict(self.BASE))["block_strategy"], "serial")
+        self.assertEqual(self.field_of({"fire_id": "1"}), "fire_id")
+        self.assertEqual(self.field_of({"fire_id": True}), "fire_id")
+        self.assertEqual(self.field_of({"job_id": -1}), "job_id")
+        self.assertEqual(self.field_of({"attempt": 2**63}), "attempt")
+        self.assertEqual(self.field_of({"epoch": 1.0}), "epoch")
+        self.assertEqual(self.field_of({"handler": "x" * 129}), "handler")
+        self.assertEqual(self.field_of({"timeout_ms": 8 * 24 * 3600 * 1000}), "timeout_ms")
+        self.assertEqual(self.field_of({"shard_total": 0}), "shard_total")
+        self.assertEqual(self.field_of({"shard_index": 3, "shard_total": 3}), "shard_index")
+        self.assertEqual(self.field_of({"block_strategy": "later"}), "block_strategy")
+        self.assertEqual(self.field_of({"callback_url": "file:///etc/passwd"}), "callback_url")
+        self.assertEqual(self.field_of({"fire_id": None}, "runs[4]"), "runs[4].fire_id")
+        with self.assertRaises(ApiError) as ctx:
+            parse_run([1, 2], "runs[0]")
+        self.assertEqual(ctx.exception.field, "runs[0]")
+
+
+class HostileInputTest(unittest.TestCase):
+    """A live Executor with a key set by hand (no cluster: its heartbeats fail, harmlessly)."""
+
+    @classmethod
+    def setUpClass(cls):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            dead = s.getsockname()[1]
+        cls.ex = Executor(Options(app="t", web_endpoints=["http://127.0.0.1:%d" % dead], token="t" * 32,
+                                  heartbeat_interval=60, body_limit=65536, json_max_depth=16, request_timeout=2,
+                                  shutdown_grace=1, web_timeout=0.5))
+        cls.ex.handle("h", lambda ctx: "ok")
+        cls.ex.start()
+        cls.ex._keys = {KEY: SECRET}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.ex.stop()
+
+    def call(self, method, target, body=b"", headers=None, signed=True):
+        h = dict(headers or {})
+        if signed:
+            ts = int(time.time() * 1000)
+            h.update({"X-Sched-Key-Id": KEY, "X-Sched-Timestamp": str(ts),
+                      "X-Sched-Signature": sign(SECRET, method, target, ts, KEY, body)})
+        conn = http.client.HTTPConnection("127.0.0.1", self.ex.port, timeout=5)
+        try:
+            conn.request(method, target, body if method == "POST" else None, h)
+            resp = conn.getresponse()
+            data = resp.read()
+        finally:
+            conn.close()
+        return resp.status, json.loads(data) if data else None
+
+    def test_unsigned_is_401_before_anything_else(self):
+        self.assertEqual(self.call("POST", "/v1/run", b"not json", signed=False)[0], 401)
+        self.assertEqual(self.call("GET", "/nope", signed=False)[0], 401)
+
+    def test_oversized_body_is_413_naming_body(self):
+        status, body = self.call("POST", "/v1/run", b" " * 70000)
+        self.assertEqual(status, 413)
+        self.assertEqual(body["error"]["field"], "body")
+
+    def test_deep_nesting_is_400_without_recursion(self):
+        status, body = self.call("POST", "/v1/run", b"[" * 5000 + b"]" * 5000)
+        self.assertEqual((status, body["error"]["field"]), (400, "body"))
+        status, body = self.call("POST", "/v1/run", b'{"fire_id":1,"params":' + b"[" * 17 + b"]" * 17 + b"}")
+        self.assertEqual(status, 400)
+
+    def test_bad_utf8_and_not_json_are_400(self):
+        self.assertEqual(self.call("POST", "/v1/run", b'{"handler":"\xff"}')[0], 400)
+        self.assertEqual(self.call("POST", "/v1/kill", b"[]")[1]["error"]["field"], "body")
+        self.assertEqual(self.call("POST", "/v1/idle-beat", b'{"job_id":-3}')[1]["error"]["field"], "job_id")
+
+    def test_batch_envelope_bounds(self):
+        run = {"fire_id": 1, "job_id": 1, "attempt": 0, "epoch": 0, "handler": "nope"}
+        status, body = self.call("POST", "/v1/runs", json.dumps({"runs": [{}] * 1001}).encode())
+        self.assertEqual((status, body["error"]["field"]), (400, "runs"))
+        status, body = self.call("POST", "/v1/runs", json.dumps({"runs": [run], "extra": 1}).encode())
+        self.assertEqual((status, body["error"]["field"]), (400, "extra"))
+        status, body = self.call("POST", "/v1/runs", json.dumps({"runs": [run, 5]}).encode())
+        self.assertEqual(status, 200)
+        self.assertEqual([r["error"]["field"] for r in body["results"]], ["runs[0].handler", "runs[1]"])
+
+    def test_log_query_is_validated(self):
+        self.assertEqual(self.call("GET", "/v1/log")[1]["error"]["field"], "fire_id")
+        self.assertEqual(self.call("GET", "/v1/log?fire_id=1&from_line=-1")[1]["error"]["field"], "from_line")
+        self.assertEqual(self.call("GET", "/v1/log?fire_id=" + "9" * 40)[1]["error"]["field"], "fire_id")
+        self.assertEqual(self.call("GET", "/v1/log?fire_id=123456")[0], 404)
+
+    def test_chunked_and_bad_content_length_are_refused(self):
+        self.assertEqual(self.call("POST", "/v1/run", b"{}", {"Transfer-Encoding": "chunked"}, signed=False)[0], 400)
+        with socket.create_connection(("127.0.0.1", self.ex.port), timeout=5) as s:
+            s.sendall(b"POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999\r\n\r\n")
+            self.assertIn(b" 400 ", s.recv(4096))
+
+    def test_a_silent_connection_is_closed(self):
+        with socket.create_connection(("127.0.0.1", self.ex.port), timeout=5) as s:
+            s.sendall(b"POST /v1/run HTTP/1.1\r\n")
+            start = time.monotonic()
+            self.assertEqual(s.recv(4096), b"")  # closed after request_timeout, no answer
+            self.assertLess(time.monotonic() - start, 4.5)
+
+
+if __name__ == "__main__":
+    unittest.main()
