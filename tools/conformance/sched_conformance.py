@@ -388,8 +388,14 @@ class Kit:
         check(status == 400, "a body that is not JSON: %s, expected 400" % status)
         status, answer = self.ex.call("POST", "/v1/run", b"[" * 10000 + b"]" * 10000)
         check(status in (400, 413), "10,000 nested arrays: %s, expected 400" % status)
-        status, answer = self.ex.call("POST", "/v1/run", b" " * (2 * 1024 * 1024))
-        check(status in (400, 413), "a 2 MiB body: %s, expected 413 (or 400)" % status)
+        try:
+            status, answer = self.ex.call("POST", "/v1/run", b" " * (2 * 1024 * 1024))
+            check(status in (400, 413), "a 2 MiB body: %s, expected 413 (or 400)" % status)
+        except (BrokenPipeError, ConnectionResetError):
+            # A server may answer and close before the body is sent (RFC 9110 allows it for
+            # 413); then it must still serve the next call.
+            status, answer = self.ex.call("GET", "/v1/beat")
+            check(status == 200, "after closing on a 2 MiB body the executor answers /v1/beat %s" % status)
 
     def start_sleeper(self):
         fid = self.fire()

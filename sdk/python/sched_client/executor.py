@@ -857,6 +857,21 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _error(self, e, close=False):
         self._answer(e.status, e.body(), close)
 
+    def _drain(self, n):
+        """Reads and drops a refused body, up to 4x body_limit and 2 s, so that the client gets
+        its 413 instead of a broken pipe while it is still sending (a lingering close). Larger
+        or slower bodies are cut off: the connection closes after the answer."""
+        left = min(n, 4 * self.server.executor.options.body_limit)
+        deadline = time.monotonic() + 2.0
+        try:
+            while left > 0 and time.monotonic() < deadline:
+                chunk = self.rfile.read1(min(left, 65536))
+                if not chunk:
+                    break
+                left -= len(chunk)
+        except OSError:
+            pass
+
     def _read_body(self):
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
             raise ApiError("invalid_argument", "Transfer-Encoding: chunked bodies are not accepted", "Transfer-Encoding")
@@ -867,6 +882,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             raise ApiError("invalid_argument", "Content-Length: expected a number", "Content-Length")
         n = int(text)
         if n > self.server.executor.options.body_limit:
+            self._drain(n)
             raise ApiError("payload_too_large", "body: larger than %d bytes" % self.server.executor.options.body_limit,
                            "body")
         data = self.rfile.read(n)
