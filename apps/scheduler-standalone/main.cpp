@@ -123,10 +123,12 @@ int main(int argc, char** argv) {
     const sched::ParsedArgs parsed = sched::ParseAppArgs(spec, argc, argv);
     if (parsed.exit_code) return *parsed.exit_code;
     sched::trigger::NodeConfig config;
+    sched::web::LockApiOptions locks;
     try {
+        const auto root = sched::ConfigNode::LoadFile(parsed.args.config_path);
+        locks = sched::web::LockApiOptions::FromYaml(root.Child("locks"));
         config = sched::trigger::NodeConfig::FromYaml(
-            sched::ConfigNode::LoadFile(parsed.args.config_path),
-            {.db_url = "sqlite://data/scheduler.db", .listen = "127.0.0.1:8080", .require_token = false});
+            root, {.db_url = "sqlite://data/scheduler.db", .listen = "127.0.0.1:8080", .require_token = false});
     } catch (const sched::ConfigError& e) {
         std::cerr << "scheduler-standalone: " << e.what() << "\n";
         return 2;
@@ -145,15 +147,14 @@ int main(int argc, char** argv) {
 
     sched::StopSignals signals;  // before any other thread starts
 
-    // The web module serves the SDK's routes itself (with executor tokens as well as the cluster
-    // token), so the node must not add its own copies of them.
+    // The web module serves the SDK's routes (with executor tokens as well as the cluster
+    // token) when `executor-api` is on.
     sched::web::WebOptions web;
     web.token = config.token;
     web.executor_api = config.executor_api;
     web.executor_ttl = config.slave.executor_ttl;
     web.node_ttl = config.scheduler.node_ttl;
-    web.locks = config.locks;
-    config.executor_api = false;
+    web.locks = locks;
     sched::trigger::TriggerNode node(config);
     sched::web::AddWebRoutes(
         node.router(), web, [&node] { return node.database(); }, node.db_pool(), &node.metrics());

@@ -1,5 +1,6 @@
 // scheduler-trigger: one node of the trigger cluster. Wiring only (sched/trigger/node.hpp).
 
+#include <chrono>
 #include <iostream>
 #include <string>
 
@@ -8,6 +9,7 @@
 #include "sched/common/app_main.hpp"
 #include "sched/http/url.hpp"
 #include "sched/trigger/node.hpp"
+#include "sched/web/executor_api.hpp"
 
 namespace {
 
@@ -36,8 +38,13 @@ int main(int argc, char** argv) {
     const sched::ParsedArgs parsed = sched::ParseAppArgs(spec, argc, argv);
     if (parsed.exit_code) return *parsed.exit_code;
     sched::trigger::NodeConfig config;
+    sched::web::LockApiOptions locks;
     try {
-        config = sched::trigger::NodeConfig::FromYaml(sched::ConfigNode::LoadFile(parsed.args.config_path), {});
+        const auto root = sched::ConfigNode::LoadFile(parsed.args.config_path);
+        // The lock API served with the executor API (`locks:`): every node that serves it must
+        // use the same backend as the web nodes, or two holders could coexist.
+        locks = sched::web::LockApiOptions::FromYaml(root.Child("locks"));
+        config = sched::trigger::NodeConfig::FromYaml(root, {});
     } catch (const sched::ConfigError& e) {
         std::cerr << "scheduler-trigger: " << e.what() << "\n";
         return 2;
@@ -47,6 +54,13 @@ int main(int argc, char** argv) {
 
     sched::StopSignals signals;  // before any other thread starts
     sched::trigger::TriggerNode node(config);
+    if (config.executor_api) {
+        // The SDK's routes on this node's port (registry, callback, locks), so that a service can
+        // use any node. They authenticate inside their handlers against the token table.
+        sched::web::AddExecutorRoutes(
+            node.router(), config.token, [&node] { return node.database(); }, node.db_pool(), locks,
+            std::chrono::seconds(5), &node.metrics());
+    }
     spdlog::info("scheduler-trigger {} starting as {} with database {}", SCHED_VERSION, node.node_id(),
                  config.database.url.Redacted());
     sched::Status started = node.Start([&] { return signals.stop_requested(); });

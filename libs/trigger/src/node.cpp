@@ -16,7 +16,6 @@
 #include "sched/lock/sql_lock_store.hpp"
 #include "sched/store/fire_metrics.hpp"
 #include "sched/store/registry.hpp"
-#include "sched/web/executor_api.hpp"
 
 namespace sched::trigger {
 
@@ -111,7 +110,6 @@ NodeConfig NodeConfig::FromYaml(const ConfigNode& root, const Defaults& defaults
     c.slave = SlaveConfig::FromYaml(root.Child("slave"));
     c.slave.misfire_threshold = c.scheduler.misfire_threshold;  // one threshold for planned and sent fires
     c.log = LogConfig::FromYaml(root.Child("log"));
-    c.locks = web::LockApiOptions::FromYaml(root.Child("locks"));
     if (c.token.empty() && defaults.require_token) {
         throw ConfigError("token", "required: a cluster without a token refuses to start (set it or SCHED_TOKEN)");
     }
@@ -719,12 +717,6 @@ void TriggerNode::AddRoutes() {
         if (impl_->slave) impl_->slave->Notify(std::move(parsed->fire_ids));
         return rest::Response::Json({{"accepted", true}}, 202);
     });
-    // The executor API authenticates inside its handlers against the token table (cluster token
-    // or API tokens, with executor tokens limited to their apps); the server's hook, which knows
-    // only the cluster token, guards everything else here (/internal).
-    if (config_.executor_api) {
-        web::AddExecutorRoutes(r, config_.token, db_, db_pool_, config_.locks, std::chrono::seconds(5), &metrics_);
-    }
 }
 
 }  // namespace sched::trigger

@@ -7,17 +7,6 @@ namespace sched::trigger {
 
 namespace {
 
-constexpr std::array<std::string_view, 10> kNames = {"first",
-                                                     "last",
-                                                     "round-robin",
-                                                     "random",
-                                                     "consistent-hash",
-                                                     "least-frequently-used",
-                                                     "least-recently-used",
-                                                     "failover",
-                                                     "busy-over",
-                                                     "sharding-broadcast"};
-
 // Enough virtual nodes that load spreads evenly over a handful of instances.
 constexpr int kVirtualNodes = 160;
 
@@ -28,22 +17,6 @@ std::vector<std::string> RotateTo(std::vector<std::string> v, std::size_t first)
 }
 
 }  // namespace
-
-std::string_view RoutingName(Routing r) {
-    return kNames[static_cast<std::size_t>(r)];
-}
-
-std::optional<Routing> ParseRouting(std::string_view name) {
-    for (std::size_t i = 0; i < kNames.size(); ++i) {
-        if (kNames[i] == name) return static_cast<Routing>(i);
-    }
-    return std::nullopt;
-}
-
-const std::vector<std::string>& RoutingNames() {
-    static const std::vector<std::string> kAll(kNames.begin(), kNames.end());
-    return kAll;
-}
 
 Probe ProbeFor(Routing r) {
     if (r == Routing::kFailover) return Probe::kBeat;

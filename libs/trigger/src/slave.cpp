@@ -11,7 +11,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
-#include "impl/on_pool.hpp"
+#include "sched/common/on_pool.hpp"
 #include "sched/cron/misfire.hpp"
 #include "sched/protocol/run.hpp"
 #include "sched/protocol/run_batch.hpp"
@@ -163,8 +163,8 @@ Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::shared_ptr
              MetricsRegistry& metrics)
     : Slave(io, db_pool, std::make_unique<SqlFireClaimStore>(db, std::move(lease_name)),
             std::make_unique<SignedExecutorClient>(
-                http,
-                std::make_unique<web::ExecutorSigner>([db] { return db; }, db_pool, [&time] { return time.NowMs(); })),
+                http, std::make_unique<dispatch::ExecutorSigner>([db] { return db; }, db_pool,
+                                                                 [&time] { return time.NowMs(); })),
             time, std::move(node_id), std::move(config), metrics) {}
 
 Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr<FireClaimStore> store,
@@ -228,7 +228,7 @@ net::awaitable<void> Slave::PollLoop() {
             // before this process started are that earlier run's; they may or may not have
             // reached the executor, hence lost, as for a dead slave.
             const std::int64_t now = time_.NowMs();
-            auto ended = co_await impl::OnPool(
+            auto ended = co_await OnPool(
                 db_pool_, [this, now] { return store_->EndEarlierDispatches(node_id_, started_ms_, now); });
             recovered = ended.ok();
             if (!ended.ok()) {
@@ -239,7 +239,7 @@ net::awaitable<void> Slave::PollLoop() {
                              node_id_, *ended);
             }
         }
-        auto fires = co_await impl::OnPool(db_pool_, [this] { return store_->ListPending(node_id_, 10000); });
+        auto fires = co_await OnPool(db_pool_, [this] { return store_->ListPending(node_id_, 10000); });
         if (fires.ok()) {
             for (const auto& f : *fires) Track(f);
         } else {
@@ -259,7 +259,7 @@ void Slave::Notify(std::vector<std::int64_t> fire_ids) {
     net::co_spawn(
         io_,
         [this, ids = std::move(fire_ids)]() -> net::awaitable<void> {
-            auto fires = co_await impl::OnPool(db_pool_, [this, &ids] { return store_->FindPending(node_id_, ids); });
+            auto fires = co_await OnPool(db_pool_, [this, &ids] { return store_->FindPending(node_id_, ids); });
             if (!fires.ok()) co_return;  // the poll will find them
             for (const auto& f : *fires) Track(f);
         },
@@ -350,7 +350,7 @@ net::awaitable<void> Slave::ClaimAndSend(std::vector<store::Fire> fires) {
     std::optional<ClaimedGroup> claimed;
     while (!claimed) {
         const std::int64_t now = time_.NowMs();
-        auto got = co_await impl::OnPool(db_pool_, [this, &ids, token, now] { return store_->Claim(ids, token, now); });
+        auto got = co_await OnPool(db_pool_, [this, &ids, token, now] { return store_->Claim(ids, token, now); });
         if (got.ok()) {
             claimed = std::move(*got);
             break;
@@ -597,7 +597,7 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
                 restamped = true;
                 const std::int64_t token = group->token;
                 const std::int64_t id = fire.id;
-                auto fresh = co_await impl::OnPool(db_pool_, [this, id, token] { return store_->Restamp(id, token); });
+                auto fresh = co_await OnPool(db_pool_, [this, id, token] { return store_->Restamp(id, token); });
                 if (fresh.ok() && !fresh->has_value()) {
                     spdlog::warn("slave {}: fire {} is no longer this node's to send (its claim was ended elsewhere)",
                                  node_id_, fire.id);
@@ -655,7 +655,7 @@ net::awaitable<std::vector<std::string>> Slave::LiveCandidates(std::string app, 
 net::awaitable<void> Slave::ReadRegistry() {
     auto state = state_;
     const auto read_at = std::chrono::steady_clock::now();
-    auto live = co_await impl::OnPool(db_pool_, [this] { return store_->LiveExecutors(Ms(config_.executor_ttl)); });
+    auto live = co_await OnPool(db_pool_, [this] { return store_->LiveExecutors(Ms(config_.executor_ttl)); });
     if (live.ok()) {
         auto registry = std::make_shared<Registry>();
         for (auto& e : *live) (*registry)[e.app].push_back(std::move(e));
@@ -887,8 +887,8 @@ net::awaitable<void> Slave::FlushRunning() {
     for (auto& [address, fires] : batch) {
         Micros backoff = 100ms;
         for (int attempt = 1;; ++attempt) {
-            auto moved = co_await impl::OnPool(
-                db_pool_, [this, &fires, &address] { return store_->MarkRunning(fires, address); });
+            auto moved =
+                co_await OnPool(db_pool_, [this, &fires, &address] { return store_->MarkRunning(fires, address); });
             if (moved.ok()) {
                 running_batches_.Inc();
                 break;
@@ -918,7 +918,7 @@ net::awaitable<void> Slave::WatchTimeout(std::int64_t fire_id, std::string app, 
     } catch (const boost::system::system_error&) {
         co_return;
     }
-    auto status = co_await impl::OnPool(db_pool_, [this, fire_id] { return store_->StatusOf(fire_id); });
+    auto status = co_await OnPool(db_pool_, [this, fire_id] { return store_->StatusOf(fire_id); });
     // Still dispatching: accepted, but its running record is not written yet (or failed).
     if (!status.ok() || (*status != FireStatus::kRunning && *status != FireStatus::kDispatching)) co_return;
     rest::CallOptions call{.timeout = config_.dispatch_timeout};
@@ -936,8 +936,7 @@ net::awaitable<void> Slave::WatchTimeout(std::int64_t fire_id, std::string app, 
 net::awaitable<void> Slave::Finish(std::int64_t fire_id, FireStatus from, FireStatus to, std::string message,
                                    std::optional<store::FireReason> reason) {
     const std::int64_t now = time_.NowMs();
-    auto done =
-        co_await impl::OnPool(db_pool_, [&] { return store_->Finish(fire_id, from, to, message, reason, now); });
+    auto done = co_await OnPool(db_pool_, [&] { return store_->Finish(fire_id, from, to, message, reason, now); });
     if (!done.ok() && done.code() != Code::kAborted) {
         spdlog::warn("slave {}: cannot record fire {} as {}: {}", node_id_, fire_id, store::FireStatusName(to),
                      done.ToString());
@@ -957,7 +956,7 @@ net::awaitable<void> Slave::Stop() {
     net::post(strand_, [state] {
         if (state->wake) state->wake->cancel();
     });
-    auto handed = co_await impl::OnPool(db_pool_, [this] { return store_->UnassignPending(node_id_); });
+    auto handed = co_await OnPool(db_pool_, [this] { return store_->UnassignPending(node_id_); });
     if (handed.ok()) {
         spdlog::info("slave {}: handed {} pending fires back to the master", node_id_, *handed);
     } else {

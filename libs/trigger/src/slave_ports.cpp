@@ -98,7 +98,7 @@ Result<int> SqlFireClaimStore::UnassignPending(const std::string& node) {
     return db_->Run([&](soci::session& s) { return store::FireRepository::UnassignPending(s, node); });
 }
 
-SignedExecutorClient::SignedExecutorClient(rest::HttpClient& http, std::unique_ptr<web::ExecutorSigner> signer)
+SignedExecutorClient::SignedExecutorClient(rest::HttpClient& http, std::unique_ptr<dispatch::ExecutorSigner> signer)
     : http_(http), signer_(std::move(signer)) {}
 
 net::awaitable<Result<rest::ClientResponse>> SignedExecutorClient::Send(std::string app, rest::Method method,

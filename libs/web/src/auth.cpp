@@ -11,7 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "impl/on_pool.hpp"
+#include "sched/common/on_pool.hpp"
 #include "sched/web/sha256.hpp"
 
 namespace sched::web {
@@ -214,7 +214,7 @@ net::awaitable<Result<Principal>> TokenAuthenticator::Authenticate(const rest::R
             return std::optional<Principal>(
                 Principal{.name = token->name, .role = token->role, .token_id = token->id, .apps = token->apps});
         };
-        auto found = co_await impl::OnPool(db_pool_, lookup);
+        auto found = co_await OnPool(db_pool_, lookup);
         if (!found.ok()) co_return found.status();
         principal = *found;
         Remember(hash, principal);

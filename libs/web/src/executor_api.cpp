@@ -13,8 +13,8 @@
 #include "impl/context.hpp"
 #include "impl/executor_handlers.hpp"
 #include "impl/lock_handlers.hpp"
-#include "impl/on_pool.hpp"
 #include "impl/signing_keys.hpp"
+#include "sched/common/on_pool.hpp"
 #include "sched/http/json.hpp"
 #include "sched/http/url.hpp"
 #include "sched/protocol/registry.hpp"
@@ -268,14 +268,13 @@ void AddLockRoutes(Routes& routes) {
 
 }  // namespace impl
 
-void AddExecutorRoutes(rest::Router& router, const std::string& cluster_token, std::shared_ptr<db::Database> db,
+void AddExecutorRoutes(rest::Router& router, const std::string& cluster_token, db::DatabaseProvider database,
                        net::thread_pool& db_pool, LockApiOptions locks, Micros auth_cache, MetricsRegistry* metrics) {
     WebOptions options;
     options.token = cluster_token;
     options.locks = std::move(locks);
     options.auth_cache = auth_cache;
-    auto ctx = std::make_shared<impl::Context>(
-        options, [db] { return db; }, db_pool, metrics);
+    auto ctx = std::make_shared<impl::Context>(options, std::move(database), db_pool, metrics);
     impl::Routes routes(router, ctx);
     impl::AddSdkRoutes(routes);
 }

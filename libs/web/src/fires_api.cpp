@@ -9,11 +9,11 @@
 
 #include "impl/context.hpp"
 #include "impl/views.hpp"
+#include "sched/dispatch/executor_signer.hpp"
 #include "sched/http/client.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/fire_log.hpp"
 #include "sched/store/job.hpp"
-#include "sched/web/executor_signer.hpp"
 
 namespace sched::web::impl {
 
@@ -90,7 +90,7 @@ nlohmann::json StoredLogPage(const store::StoredFireLog& stored, const store::Fi
 void AddFireRoutes(Routes& routes) {
     auto ctx = routes.context();
     // Kill and log calls to executors are signed with the app's key (docs/protocol.md).
-    auto signer = std::make_shared<ExecutorSigner>(ctx->database, ctx->db_pool);
+    auto signer = std::make_shared<dispatch::ExecutorSigner>(ctx->database, ctx->db_pool);
 
     routes.Add(Method::kGet, "/api/v1/fires", Permission::kViewer,
                [ctx](Request& req, const Principal&) -> net::awaitable<Response> {

@@ -13,6 +13,7 @@
 #include "sched/store/fire.hpp"
 #include "sched/store/job.hpp"
 #include "sched/store/registry.hpp"
+#include "sched/store/routing.hpp"
 
 namespace sched::web::impl {
 
@@ -135,7 +136,7 @@ std::optional<rest::ApiError> ReadJobInput(const nlohmann::json& body, const sto
     if (auto policy = cron::ParseMisfirePolicy(j.misfire_policy); !policy.ok()) {
         return Invalid("misfire_policy", "misfire_policy: " + policy.status().message());
     }
-    const auto& routings = JobRoutingNames();
+    const auto& routings = store::RoutingNames();
     if (std::find(routings.begin(), routings.end(), j.routing) == routings.end()) {
         std::string list;
         for (const auto& r : routings) list += (list.empty() ? "" : ", ") + r;

@@ -7,7 +7,7 @@
 
 #include "impl/context.hpp"
 #include "impl/lock_handlers.hpp"
-#include "impl/on_pool.hpp"
+#include "sched/common/on_pool.hpp"
 #include "sched/http/json.hpp"
 #include "sched/lock/lock_backend.hpp"
 

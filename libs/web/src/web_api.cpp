@@ -36,20 +36,6 @@ WebOptions WebOptions::FromYaml(const ConfigNode& node, const WebOptions& defaul
     return o;
 }
 
-const std::vector<std::string>& JobRoutingNames() {
-    static const std::vector<std::string> kNames = {"first",
-                                                    "last",
-                                                    "round-robin",
-                                                    "random",
-                                                    "consistent-hash",
-                                                    "least-frequently-used",
-                                                    "least-recently-used",
-                                                    "failover",
-                                                    "busy-over",
-                                                    "sharding-broadcast"};
-    return kNames;
-}
-
 std::vector<RouteInfo> AddWebRoutes(rest::Router& router, const WebOptions& options, DatabaseProvider database,
                                     net::thread_pool& db_pool, MetricsRegistry* metrics) {
     auto ctx = std::make_shared<impl::Context>(options, std::move(database), db_pool, metrics);

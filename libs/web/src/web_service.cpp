@@ -4,7 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "impl/on_pool.hpp"
+#include "sched/common/on_pool.hpp"
 #include "sched/db/migrator.hpp"
 #include "sched/http/server.hpp"
 
@@ -59,7 +59,7 @@ Status WebService::Start(const std::function<bool()>& should_stop) {
             auto ping = [this] {
                 return db_->NowUs();
             };
-            auto now = co_await impl::OnPool(db_pool_, ping);
+            auto now = co_await OnPool(db_pool_, ping);
             if (!now.ok()) co_return rest::Response::Text("database: " + now.status().ToString() + "\n", 503);
             co_return rest::Response::Text("ready\n");
         },

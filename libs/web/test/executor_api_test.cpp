@@ -26,7 +26,8 @@ class ExecutorApiTest : public db::testing::DbTest {
         ASSERT_TRUE(db::Migrator(db()).Migrate().ok());
         pool_db_ = test_db().OpenAnother();
         rest::Router router;
-        AddExecutorRoutes(router, "secret", pool_db_, db_pool_);
+        AddExecutorRoutes(
+            router, "secret", [db = pool_db_] { return db; }, db_pool_);
         server_ = std::make_unique<TestServer>(std::move(router), rest::testing::LoopbackOptions(),
                                                rest::BearerTokenAuth("secret"));
     }

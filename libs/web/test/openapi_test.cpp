@@ -8,8 +8,8 @@
 
 #include "sched/common/config.hpp"
 #include "sched/store/fire.hpp"
+#include "sched/store/routing.hpp"
 #include "sched/store/token.hpp"
-#include "sched/trigger/routing.hpp"
 #include "sched/web/web_service.hpp"
 #include "web_test_base.hpp"
 
@@ -177,7 +177,7 @@ TEST_P(OpenApiTest, CreatesDocumentLocationAndInternalRoutesAreMarked) {
 TEST_P(OpenApiTest, TheDocumentsEnumsAreTheCodes) {
     const auto& schemas = doc_["components"]["schemas"];
     std::vector<std::string> routings = schemas["JobInput"]["properties"]["routing"]["enum"];
-    EXPECT_EQ(routings, JobRoutingNames());
+    EXPECT_EQ(routings, store::RoutingNames());
     std::vector<std::string> statuses = schemas["Fire"]["properties"]["status"]["enum"];
     ASSERT_EQ(statuses.size(), 9u);
     for (std::size_t i = 0; i < statuses.size(); ++i) {
@@ -191,10 +191,6 @@ TEST_P(OpenApiTest, TheDocumentsEnumsAreTheCodes) {
     for (const auto& [k, v] : schemas["JobInput"]["properties"].items()) input.insert(k);
     EXPECT_EQ(input.size(), 20u);
     EXPECT_FALSE(schemas["JobInput"]["additionalProperties"].get<bool>());
-}
-
-TEST(JobRoutingNames, AreTheTriggersStrategies) {
-    EXPECT_EQ(JobRoutingNames(), trigger::RoutingNames());
 }
 
 SCHED_DB_TEST_SUITE(OpenApiTest);

@@ -14,7 +14,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "impl/on_pool.hpp"
+#include "sched/common/on_pool.hpp"
 #include "sched/cron/time_zone.hpp"
 #include "sched/http/message.hpp"
 #include "sched/http/router.hpp"

@@ -239,4 +239,8 @@ auto Database::InTransaction(TxMode mode, F&& fn) ->
     }
 }
 
+/// A database that may not be open yet: nullptr until it is (the apps add their routes before
+/// TriggerNode::Start opens it). Shared by the web module and the dispatch library.
+using DatabaseProvider = std::function<std::shared_ptr<Database>()>;
+
 }  // namespace sched::db

@@ -13,8 +13,9 @@
 ///
 /// HTTP (port `http.listen`): GET /healthz, /readyz, /metrics, /status (public, no secrets);
 /// POST /internal/v1/fires {epoch, fire_ids} (the master's notification; bearer token) and
-/// POST /internal/v1/election/nudge (empty body or `{}`); and, with executor-api (default true),
-/// the SDK's registry and callback routes (sched/web). Internal bodies are strict: unknown
+/// POST /internal/v1/election/nudge (empty body or `{}`); plus whatever the app adds to
+/// router() before Start (apps/scheduler-trigger: with executor-api, default true, the SDK's
+/// registry, callback and lock routes, web::AddExecutorRoutes). Internal bodies are strict: unknown
 /// fields and wrong types are 400 naming the field.
 ///
 /// /readyz is 200 `ready` only while the node runs, its database answers (last heartbeat
@@ -49,7 +50,6 @@
 #include "sched/trigger/history_purger.hpp"
 #include "sched/trigger/master.hpp"
 #include "sched/trigger/slave.hpp"
-#include "sched/web/lock_api.hpp"
 
 namespace sched::trigger {
 
@@ -62,6 +62,9 @@ struct NodeConfig {
     Micros clock_refresh = std::chrono::seconds(5);
     int io_threads = 2;
     int db_threads = 4;
+    /// `executor-api`: whether the app serves the SDK's routes (registry, callback, locks) on
+    /// this node's port. The node itself does not know them: the app adds them to router()
+    /// (web::AddExecutorRoutes), so the trigger library does not depend on the web module.
     bool executor_api = true;
     rest::ServerOptions http;
     db::DatabaseConfig database;
@@ -69,9 +72,6 @@ struct NodeConfig {
     MasterConfig scheduler;
     SlaveConfig slave;
     LogConfig log;
-    /// The lock API served with the executor API (`locks:`; web::LockApiOptions): every node
-    /// that serves it must use the same backend as the web nodes, or two holders could coexist.
-    web::LockApiOptions locks;
 
     /// Defaults that differ between the apps that embed a node.
     struct Defaults {

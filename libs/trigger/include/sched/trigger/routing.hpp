@@ -31,25 +31,15 @@
 #include <string_view>
 #include <vector>
 
+#include "sched/store/routing.hpp"
+
 namespace sched::trigger {
 
-enum class Routing {
-    kFirst,
-    kLast,
-    kRoundRobin,
-    kRandom,
-    kConsistentHash,
-    kLeastFrequentlyUsed,
-    kLeastRecentlyUsed,
-    kFailover,
-    kBusyOver,
-    kShardingBroadcast,
-};
-
-std::string_view RoutingName(Routing r);
-std::optional<Routing> ParseRouting(std::string_view name);
-/// Every accepted spelling, for validation messages ("first, last, round-robin, ...").
-const std::vector<std::string>& RoutingNames();
+/// The routing names are the job vocabulary's (sched/store/routing.hpp).
+using store::ParseRouting;
+using store::Routing;
+using store::RoutingName;
+using store::RoutingNames;
 
 /// What a slave does with the order a Router returns.
 enum class Probe {

@@ -50,7 +50,7 @@
 ///   max-calls-per-executor: 64   # open /v1/run calls to one executor instance
 ///   executor-refresh: 1s         # how old the in-memory executor registry may get
 ///   (`executor-token` is refused: every call to an executor is signed with the app's signing
-///    key through web::ExecutorSigner, docs/protocol.md)
+///    key through dispatch::ExecutorSigner, docs/protocol.md)
 ///
 /// Thread-safe. Store calls run on `db_pool`, never on the I/O threads.
 

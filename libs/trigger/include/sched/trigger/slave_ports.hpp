@@ -17,12 +17,12 @@
 #include "sched/common/net.hpp"
 #include "sched/common/status.hpp"
 #include "sched/db/database.hpp"
+#include "sched/dispatch/executor_signer.hpp"
 #include "sched/http/client.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/fire_claims.hpp"
 #include "sched/store/job.hpp"
 #include "sched/store/registry.hpp"
-#include "sched/web/executor_signer.hpp"
 
 namespace sched::trigger {
 
@@ -102,16 +102,16 @@ class ExecutorClient {
                                                               std::string body, rest::CallOptions call) = 0;
 };
 
-/// Every call signed with the app's signing key (web::ExecutorSigner, docs/protocol.md).
+/// Every call signed with the app's signing key (dispatch::ExecutorSigner, docs/protocol.md).
 class SignedExecutorClient final : public ExecutorClient {
   public:
-    SignedExecutorClient(rest::HttpClient& http, std::unique_ptr<web::ExecutorSigner> signer);
+    SignedExecutorClient(rest::HttpClient& http, std::unique_ptr<dispatch::ExecutorSigner> signer);
     net::awaitable<Result<rest::ClientResponse>> Send(std::string app, rest::Method method, std::string url,
                                                       std::string body, rest::CallOptions call) override;
 
   private:
     rest::HttpClient& http_;
-    std::unique_ptr<web::ExecutorSigner> signer_;
+    std::unique_ptr<dispatch::ExecutorSigner> signer_;
 };
 
 }  // namespace sched::trigger

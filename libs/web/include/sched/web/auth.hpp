@@ -97,7 +97,7 @@ std::string NewSecret(std::size_t bytes = 32);
 
 /// The web module's view of the database: nullptr until it is open (the standalone app opens it
 /// inside TriggerNode::Start, after the routes were added).
-using DatabaseProvider = std::function<std::shared_ptr<db::Database>()>;
+using DatabaseProvider = db::DatabaseProvider;
 
 /// Thread-safe. Must outlive every Authenticate() call it started; `db_pool` must outlive it.
 class TokenAuthenticator {

@@ -55,11 +55,13 @@ namespace sched::web {
 /// are added as rest::Access::kPublic and authenticate inside their handlers, as the web
 /// module's do (auth.hpp): the cluster token, or an API token from `db`'s token table
 /// (looked up on `db_pool`, cached for `auth_cache`), so a service holding only its app-scoped
-/// executor token can use any node. The server's AuthHook is not consulted for them. `db` and
-/// `db_pool` must outlive the server. `locks.store` nullptr: the locks live in `db`
-/// (SqlLockStore). Throws std::invalid_argument for an empty `cluster_token`. `metrics`
-/// (optional, must outlive the router): where applied callbacks are counted (AddWebRoutes).
-void AddExecutorRoutes(rest::Router& router, const std::string& cluster_token, std::shared_ptr<db::Database> db,
+/// executor token can use any node. The server's AuthHook is not consulted for them. `database`
+/// (nullptr until open: the app adds these routes before TriggerNode::Start opens it; calls
+/// meanwhile answer 503) and `db_pool` must outlive the server. `locks.store` nullptr: the locks
+/// live in the database (SqlLockStore). Throws std::invalid_argument for an empty
+/// `cluster_token`. `metrics` (optional, must outlive the router): where applied callbacks are
+/// counted (AddWebRoutes).
+void AddExecutorRoutes(rest::Router& router, const std::string& cluster_token, db::DatabaseProvider database,
                        net::thread_pool& db_pool, LockApiOptions locks = {},
                        Micros auth_cache = std::chrono::seconds(5), MetricsRegistry* metrics = nullptr);
 

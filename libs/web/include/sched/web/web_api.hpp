@@ -96,9 +96,4 @@ struct RouteInfo {
 std::vector<RouteInfo> AddWebRoutes(rest::Router& router, const WebOptions& options, DatabaseProvider database,
                                     net::thread_pool& db_pool, MetricsRegistry* metrics = nullptr);
 
-/// The job routings the API accepts (the trigger's strategies, trigger::RoutingNames(); the web
-/// library does not link the trigger library, which links this one, and a test keeps the lists
-/// equal).
-const std::vector<std::string>& JobRoutingNames();
-
 }  // namespace sched::web

@@ -18,15 +18,15 @@
 
 #include "sched/common/net.hpp"
 #include "sched/common/status.hpp"
+#include "sched/db/database.hpp"
 #include "sched/http/client.hpp"
 #include "sched/store/signing_key.hpp"
-#include "sched/web/auth.hpp"
 
-namespace sched::web {
+namespace sched::dispatch {
 
 class ExecutorSigner {
   public:
-    ExecutorSigner(DatabaseProvider database, net::thread_pool& db_pool, std::function<std::int64_t()> now_ms = {},
+    ExecutorSigner(db::DatabaseProvider database, net::thread_pool& db_pool, std::function<std::int64_t()> now_ms = {},
                    Micros refresh = std::chrono::seconds(5));
 
     /// Sends `method url` with `body` (JSON text, or "" for none) to an executor of `app`,
@@ -39,10 +39,10 @@ class ExecutorSigner {
   private:
     net::awaitable<Result<store::AppSigningKeys>> Keys(std::string app);
 
-    DatabaseProvider database_;
+    db::DatabaseProvider database_;
     net::thread_pool& db_pool_;
     std::function<std::int64_t()> now_ms_;
     std::shared_ptr<store::SigningKeyCache> cache_;
 };
 
-}  // namespace sched::web
+}  // namespace sched::dispatch

@@ -1,12 +1,12 @@
-#include "sched/web/executor_signer.hpp"
+#include "sched/dispatch/executor_signer.hpp"
 
-#include "impl/on_pool.hpp"
+#include "sched/common/on_pool.hpp"
 #include "sched/http/url.hpp"
 #include "sched/protocol/request_signature.hpp"
 
-namespace sched::web {
+namespace sched::dispatch {
 
-ExecutorSigner::ExecutorSigner(DatabaseProvider database, net::thread_pool& db_pool,
+ExecutorSigner::ExecutorSigner(db::DatabaseProvider database, net::thread_pool& db_pool,
                                std::function<std::int64_t()> now_ms, Micros refresh)
     : database_(std::move(database)),
       db_pool_(db_pool),
@@ -20,7 +20,7 @@ net::awaitable<Result<store::AppSigningKeys>> ExecutorSigner::Keys(std::string a
         if (!db) return Unavailable("the database is not open yet");
         return cache->Get(*db, app);
     };
-    auto read = co_await impl::OnPool(db_pool_, std::move(work));
+    auto read = co_await OnPool(db_pool_, std::move(work));
     co_return read;
 }
 
@@ -52,4 +52,4 @@ net::awaitable<Result<rest::ClientResponse>> ExecutorSigner::Send(rest::HttpClie
     co_return response;
 }
 
-}  // namespace sched::web
+}  // namespace sched::dispatch
