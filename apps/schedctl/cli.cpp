@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "api_client.hpp"
+#include "apply.hpp"
 #include "job_file.hpp"
 #include "plan.hpp"
 #include "table.hpp"
@@ -565,40 +566,12 @@ int Cli::ApplyOrDiff(bool apply) {
     if (!apply) return plan.HasDrift() ? 2 : 0;
     if (o_.dry_run || !plan.HasDrift()) return 0;
 
-    int failures = 0;
-    for (const auto& c : plan.changes) {
-        ApiReply reply;
-        std::string verb;
-        switch (c.kind) {
-            case ChangeKind::kUnchanged:
-                continue;
-            case ChangeKind::kCreate:
-                verb = "created";
-                reply = Call(rest::Method::kPost, "/api/v1/jobs", c.body);
-                break;
-            case ChangeKind::kUpdate:
-                verb = "updated";
-                reply = Call(rest::Method::kPut, "/api/v1/jobs/" + std::to_string(c.id), c.body);
-                break;
-            case ChangeKind::kDelete:
-                verb = "deleted";
-                reply = Call(rest::Method::kDelete, "/api/v1/jobs/" + std::to_string(c.id));
-                break;
-        }
-        const std::string name = SanitizeCell(c.name);
-        if (reply.ok()) {
-            out_ << name << ": " << verb << "\n";
-        } else if (reply.status == 409 && c.kind == ChangeKind::kUpdate) {
-            // Someone changed the job after it was read: retrying with a fresh version would
-            // overwrite their change unseen, so report it and let the operator run diff again.
-            ++failures;
-            err_ << "schedctl: " << name << ": not updated: the job changed since it was read (version " << c.version
-                 << "): " << DescribeError(reply) << "; run diff again\n";
-        } else {
-            ++failures;
-            err_ << "schedctl: " << name << ": " << DescribeError(reply) << "\n";
-        }
-    }
+    const int failures = ApplyPlan(
+        plan,
+        [this](rest::Method method, const std::string& path, const std::optional<nlohmann::json>& body) {
+            return api_.Call(method, path, body);
+        },
+        out_, err_);
     return failures == 0 ? 0 : 1;
 }
 
