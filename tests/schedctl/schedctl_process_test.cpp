@@ -55,11 +55,13 @@ class SchedctlProcess : public ::testing::Test {
     void Write(const std::string& name, const std::string& text) { std::ofstream(dir_ / name) << text; }
 
     // HOME points at the test's directory, so no operator's ~/.config/schedctl is read.
-    Outcome Run(std::vector<std::string> args) {
+    // `env` entries come last and so win ("SCHED_TOKEN=" empties it).
+    Outcome Run(std::vector<std::string> args, const std::vector<std::string>& env = {}) {
         args.insert(args.begin(), SCHEDCTL_BIN);
-        ChildProcess p(args, dir_.string(),
-                       {"SCHED_SERVER=" + server_, std::string("SCHED_TOKEN=") + kToken, "HOME=" + dir_.string(),
-                        "XDG_CONFIG_HOME="});
+        std::vector<std::string> all_env = {"SCHED_SERVER=" + server_, std::string("SCHED_TOKEN=") + kToken,
+                                            "HOME=" + dir_.string(), "XDG_CONFIG_HOME="};
+        all_env.insert(all_env.end(), env.begin(), env.end());
+        ChildProcess p(args, dir_.string(), all_env);
         const auto code = p.WaitForExit(10s);
         return {code.value_or(-1), p.stdout_text(), p.stderr_text()};
     }
@@ -116,6 +118,21 @@ TEST_F(SchedctlProcess, ApplyDiffUpdateTriggerAndPruneAgainstARealNode) {
     EXPECT_TRUE(saw_update) << r.out;
     ASSERT_GT(on_demand_id, 0);
 
+    // An edit made outside the file (in the UI, say) is drift: apply puts the file's state back.
+    Write("edit.yaml", "retry_max: 5\nenabled: false\n");
+    r = Run({"jobs", "update", std::to_string(on_demand_id), "-f", (dir_ / "edit.yaml").string()});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    r = Run({"diff", "-f", file});
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_NE(r.out.find("retry_max: 5 -> 0"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("enabled"), std::string::npos) << "enabled is not in the file: a pause stays\n" << r.out;
+    r = Run({"apply", "-f", file});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("on-demand: updated"), std::string::npos) << r.out;
+    EXPECT_EQ(Run({"diff", "-f", file}).code, 0);
+    r = Run({"jobs", "resume", std::to_string(on_demand_id)});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+
     r = Run({"jobs", "list"});
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_EQ(r.out.rfind("ID  NAME", 0), 0u) << r.out;
@@ -141,6 +158,17 @@ TEST_F(SchedctlProcess, ApplyDiffUpdateTriggerAndPruneAgainstARealNode) {
     r = Run({"diff", "-f", file, "--prune"});
     EXPECT_EQ(r.code, 0) << r.out << r.err;
     EXPECT_NE(r.out.find("1 unchanged"), std::string::npos) << r.out;
+}
+
+TEST_F(SchedctlProcess, ServerAndTokenComeFromTheConfigFile) {
+    Write("config.yaml", "server: " + server_ + "\ntoken: " + kToken + "\n");
+    auto r = Run({"--config", (dir_ / "config.yaml").string(), "cluster", "status"}, {"SCHED_SERVER=", "SCHED_TOKEN="});
+    EXPECT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_EQ(r.out.rfind("leader: ", 0), 0u) << r.out;
+    // Without a token the API answers 401, shown readably.
+    r = Run({"--server", server_, "jobs", "list"}, {"SCHED_TOKEN="});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find("HTTP 401"), std::string::npos) << r.err;
 }
 
 TEST_F(SchedctlProcess, ErrorsShowTheApiErrorOrTheUnreachableUrlAndExit1) {
