@@ -7,7 +7,6 @@
 #include <map>
 #include <optional>
 #include <ostream>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -68,9 +67,61 @@ class CliError : public std::runtime_error {
 
 Options ParseArgs(int argc, const char* const* argv) {
     Options o;
-    static const std::set<std::string> kValued = {"--server", "--config", "-o",    "--output", "--timeout",
-                                                  "-f",       "--file",   "--job", "--status", "--limit",
-                                                  "--name",   "--role",   "--apps"};
+    using Setter = void (*)(Options&, std::string);
+    static const std::map<std::string_view, Setter> kValued = {
+        {"--server",
+         [](Options& x, std::string v) {
+             x.server = std::move(v);
+         }},
+        {"--config",
+         [](Options& x, std::string v) {
+             x.config_path = std::move(v);
+         }},
+        {"-o",
+         [](Options& x, std::string v) {
+             x.output = std::move(v);
+         }},
+        {"--output",
+         [](Options& x, std::string v) {
+             x.output = std::move(v);
+         }},
+        {"--timeout",
+         [](Options& x, std::string v) {
+             x.timeout = std::move(v);
+         }},
+        {"-f",
+         [](Options& x, std::string v) {
+             x.file = std::move(v);
+         }},
+        {"--file",
+         [](Options& x, std::string v) {
+             x.file = std::move(v);
+         }},
+        {"--job",
+         [](Options& x, std::string v) {
+             x.job = std::move(v);
+         }},
+        {"--status",
+         [](Options& x, std::string v) {
+             x.status = std::move(v);
+         }},
+        {"--limit",
+         [](Options& x, std::string v) {
+             x.limit = std::move(v);
+         }},
+        {"--name",
+         [](Options& x, std::string v) {
+             x.name = std::move(v);
+         }},
+        {"--role",
+         [](Options& x, std::string v) {
+             x.role = std::move(v);
+         }},
+        {"--apps",
+         [](Options& x, std::string v) {
+             x.apps = std::move(v);
+         }},
+    };
     for (int i = 1; i < argc; ++i) {
         std::string arg = argv[i];
         std::optional<std::string> value;
@@ -92,33 +143,12 @@ Options ParseArgs(int argc, const char* const* argv) {
             (arg == "--dry-run" ? o.dry_run : o.prune) = true;
             continue;
         }
-        if (kValued.count(arg) != 0) {
+        if (const auto setter = kValued.find(arg); setter != kValued.end()) {
             if (!value) {
                 if (i + 1 >= argc) throw CliError(arg + " needs a value");
                 value = argv[++i];
             }
-            if (arg == "--server")
-                o.server = *value;
-            else if (arg == "--config")
-                o.config_path = *value;
-            else if (arg == "-o" || arg == "--output")
-                o.output = *value;
-            else if (arg == "--timeout")
-                o.timeout = *value;
-            else if (arg == "-f" || arg == "--file")
-                o.file = *value;
-            else if (arg == "--job")
-                o.job = *value;
-            else if (arg == "--status")
-                o.status = *value;
-            else if (arg == "--limit")
-                o.limit = *value;
-            else if (arg == "--name")
-                o.name = *value;
-            else if (arg == "--role")
-                o.role = *value;
-            else if (arg == "--apps")
-                o.apps = *value;
+            setter->second(o, std::move(*value));
             continue;
         }
         if (arg.size() > 1 && arg[0] == '-') throw CliError("unknown option " + arg + " (see schedctl --help)");
@@ -137,6 +167,7 @@ struct Target {
     rest::Url server;
     std::string token;
     Micros timeout{};
+    std::vector<std::string> warnings;
 };
 
 Target ResolveTarget(const Options& o) {
@@ -151,6 +182,7 @@ Target ResolveTarget(const Options& o) {
             config_path = home + "/.config/schedctl/config.yaml";
     }
     std::string config_server, config_token;
+    std::vector<std::string> warnings;
     if (!config_path.empty() && (explicit_config || std::filesystem::exists(config_path))) {
         auto text = ReadBoundedFile(config_path);
         if (!text.ok()) throw CliError(text.status().message());
@@ -161,6 +193,14 @@ Target ResolveTarget(const Options& o) {
             throw CliError(config_path + ": line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
         }
         if (root.IsMap()) {
+            // As ssh does for a private key: a token that others can read is worth a warning.
+            std::error_code ec;
+            const auto perms = std::filesystem::status(config_path, ec).permissions();
+            if (!ec && root["token"] &&
+                (perms & (std::filesystem::perms::group_all | std::filesystem::perms::others_all)) !=
+                    std::filesystem::perms::none) {
+                warnings.push_back(config_path + ": holds a token and others may read it (chmod 600 it)");
+            }
             for (const auto& kv : root) {
                 const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "?";
                 if (key != "server" && key != "token")
@@ -189,7 +229,7 @@ Target ResolveTarget(const Options& o) {
     if (!timeout.ok() || timeout->count() <= 0) throw CliError("--timeout: expected a positive duration such as 10s");
     std::string token = EnvOr("SCHED_TOKEN");
     if (token.empty()) token = config_token;
-    return {*url, token, *timeout};
+    return {*url, token, *timeout, std::move(warnings)};
 }
 
 std::string ParseId(const Options& o, std::size_t index, const std::string& what) {
@@ -208,7 +248,9 @@ class Cli {
           out_(out),
           err_(err),
           target_(ResolveTarget(o_)),
-          api_(target_.server, target_.token, target_.timeout) {}
+          api_(target_.server, target_.token, target_.timeout) {
+        for (const auto& w : target_.warnings) err_ << "schedctl: warning: " << w << "\n";
+    }
 
     int Run();
 
@@ -226,10 +268,12 @@ class Cli {
     }
     bool Json() const { return o_.output == "json"; }
     void PrintJson(const ApiReply& reply) {
-        if (reply.json.is_null() && !reply.body.empty())
-            out_ << reply.body << "\n";
-        else
+        if (reply.body.empty()) return;  // 204 No Content
+        if (reply.json.is_null()) {
+            out_ << SanitizeCell(reply.body) << "\n";
+        } else {
             out_ << reply.json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+        }
     }
     void PrintObject(const nlohmann::json& object) {
         std::vector<std::vector<std::string>> rows;

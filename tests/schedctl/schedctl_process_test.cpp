@@ -165,6 +165,16 @@ TEST_F(SchedctlProcess, ServerAndTokenComeFromTheConfigFile) {
     auto r = Run({"--config", (dir_ / "config.yaml").string(), "cluster", "status"}, {"SCHED_SERVER=", "SCHED_TOKEN="});
     EXPECT_EQ(r.code, 0) << r.out << r.err;
     EXPECT_EQ(r.out.rfind("leader: ", 0), 0u) << r.out;
+    std::filesystem::permissions(dir_ / "config.yaml",
+                                 std::filesystem::perms::group_read | std::filesystem::perms::others_read,
+                                 std::filesystem::perm_options::add);
+    r = Run({"--config", (dir_ / "config.yaml").string(), "cluster", "status"}, {"SCHED_SERVER=", "SCHED_TOKEN="});
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.err.find("holds a token and others may read it"), std::string::npos) << r.err;
+    std::filesystem::permissions(dir_ / "config.yaml",
+                                 std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    r = Run({"--config", (dir_ / "config.yaml").string(), "cluster", "status"}, {"SCHED_SERVER=", "SCHED_TOKEN="});
+    EXPECT_EQ(r.err, "");
     // Without a token the API answers 401, shown readably.
     r = Run({"--server", server_, "jobs", "list"}, {"SCHED_TOKEN="});
     EXPECT_EQ(r.code, 1);
