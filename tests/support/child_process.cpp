@@ -33,7 +33,14 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::stri
 
     std::vector<std::string> env_strings;
     for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
-    for (const auto& extra : env) env_strings.push_back(extra);
+    // An extra entry replaces an inherited (or earlier) one of the same name: getenv returns the
+    // first match, so a duplicate appended after it would be ignored.
+    for (const auto& extra : env) {
+        const auto eq = extra.find('=');
+        const std::string key = eq == std::string::npos ? extra + "=" : extra.substr(0, eq + 1);
+        std::erase_if(env_strings, [&](const std::string& e) { return e.rfind(key, 0) == 0; });
+        env_strings.push_back(extra);
+    }
     std::vector<char*> envp;
     for (auto& s : env_strings) envp.push_back(s.data());
     envp.push_back(nullptr);

@@ -15,7 +15,8 @@ namespace sched::testing {
 class ChildProcess {
   public:
     /// Starts `argv[0]` with `argv`, in `cwd` (empty: inherit), with extra `env` entries
-    /// ("KEY=value") added to this process's environment. Throws std::runtime_error on failure.
+    /// ("KEY=value") added to this process's environment (replacing an entry of the same name). Throws
+    /// std::runtime_error on failure.
     ChildProcess(const std::vector<std::string>& argv, const std::string& cwd = "",
                  const std::vector<std::string>& env = {});
     ~ChildProcess();

@@ -1,0 +1,87 @@
+#include "api_client.hpp"
+
+#include <exception>
+
+#include "sched/common/net.hpp"
+#include "sched/http/client.hpp"
+#include "table.hpp"
+
+namespace sched::ctl {
+
+ApiClient::ApiClient(rest::Url server, std::string token, Micros timeout)
+    : server_(std::move(server)), token_(std::move(token)), timeout_(timeout) {}
+
+Result<ApiReply> ApiClient::Call(rest::Method method, std::string_view path,
+                                 const std::optional<nlohmann::json>& body) {
+    const std::string url = server_.WithPath(path).ToString();
+    net::io_context io;
+    rest::ClientOptions options;
+    options.connect_timeout = timeout_;
+    options.request_timeout = timeout_;
+    options.user_agent = "schedctl";
+    rest::HttpClient client(io.get_executor(), options);
+
+    rest::ClientRequest request;
+    request.method = method;
+    request.url = url;
+    if (body) {
+        request.headers.Set("Content-Type", "application/json");
+        request.body = body->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+    rest::CallOptions call;
+    call.timeout = timeout_;
+    call.bearer_token = token_;
+
+    std::optional<Result<rest::ClientResponse>> result;
+    auto run = [&]() -> net::awaitable<void> {
+        auto response = co_await client.Send(request, call);
+        result.emplace(std::move(response));
+    };
+    net::co_spawn(io, run(), [](const std::exception_ptr& e) {
+        if (e) std::rethrow_exception(e);
+    });
+    io.run();
+    if (!result) return Status(Code::kInternal, url + ": the call did not complete");
+    if (!result->ok()) {
+        return Status(result->status().code(), "cannot reach " + url + ": " + result->status().message());
+    }
+    ApiReply reply;
+    reply.status = (*result)->status;
+    reply.body = (*result)->body;
+    if (auto parsed = rest::ParseJson(reply.body); parsed.ok()) reply.json = std::move(*parsed);
+    return reply;
+}
+
+std::string DescribeError(const ApiReply& reply) {
+    std::string out = "HTTP " + std::to_string(reply.status);
+    const nlohmann::json& j = reply.json;
+    if (j.is_object() && j.contains("error") && j["error"].is_object()) {
+        const auto& e = j["error"];
+        if (e.contains("code") && e["code"].is_string()) out += " " + e["code"].get<std::string>();
+        if (e.contains("message") && e["message"].is_string()) out += ": " + e["message"].get<std::string>();
+        if (e.contains("field") && e["field"].is_string()) out += " (field: " + e["field"].get<std::string>() + ")";
+        return SanitizeCell(out);
+    }
+    std::string text = reply.body.substr(0, 200);
+    if (!text.empty()) out += ": " + text;
+    return SanitizeCell(out);
+}
+
+std::string QueryEscape(std::string_view text) {
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    std::string out;
+    for (const char c : text) {
+        const auto u = static_cast<unsigned char>(c);
+        if ((u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') || c == '-' || c == '_' ||
+            c == '.' || c == '~') {
+            out += c;
+        } else {
+            out += '%';
+            out += kHex[u >> 4];
+            out += kHex[u & 15];
+        }
+    }
+    return out;
+}
+
+}  // namespace sched::ctl

@@ -1,0 +1,639 @@
+#include "cli.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "api_client.hpp"
+#include "apply.hpp"
+#include "job_file.hpp"
+#include "plan.hpp"
+#include "table.hpp"
+
+namespace sched::ctl {
+namespace {
+
+constexpr std::string_view kHelp = R"(schedctl: operate a sched cluster over its REST API (/api/v1)
+
+Usage: schedctl [global options] COMMAND [arguments]
+
+Commands:
+  jobs list                         jobs get ID
+  jobs create -f FILE               jobs update ID -f FILE     (FILE: YAML or JSON job fields)
+  jobs pause ID | resume ID | trigger ID | delete ID
+  fires list [--job NAME|ID] [--status S] [--limit N]
+  fires get ID | log ID | kill ID
+  executors list                    cluster status
+  tokens list | create --name N --role R [--apps a,b] | revoke ID
+  diff -f jobs.yaml [--prune]       what apply would change; exit 0 no drift, 2 drift, 1 error
+  apply -f jobs.yaml [--dry-run] [--prune]
+                                    make the cluster's jobs match the file (keyed by name)
+
+Global options:
+  --server URL        the API's base URL (else $SCHED_SERVER, else the config file's server:,
+                      else http://127.0.0.1:8080)
+  --config FILE       config file (default ~/.config/schedctl/config.yaml) with server: and token:
+  -o, --output FMT    table (default) or json (the API's JSON)
+  --timeout DURATION  per request (default 10s)
+  -h, --help          this help
+
+The API token comes from $SCHED_TOKEN or the config file's token:, never from a command-line
+flag (arguments are visible to every user in ps and /proc).
+)";
+
+struct Options {
+    std::string server;
+    std::string config_path;
+    std::string output = "table";
+    std::string timeout = "10s";
+    std::string file;
+    bool dry_run = false;
+    bool prune = false;
+    std::optional<std::string> job, status, limit, name, role, apps;
+    std::vector<std::string> args;
+    bool help = false;
+};
+
+class CliError : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+Options ParseArgs(int argc, const char* const* argv) {
+    Options o;
+    using Setter = void (*)(Options&, std::string);
+    static const std::map<std::string_view, Setter> kValued = {
+        {"--server",
+         [](Options& x, std::string v) {
+             x.server = std::move(v);
+         }},
+        {"--config",
+         [](Options& x, std::string v) {
+             x.config_path = std::move(v);
+         }},
+        {"-o",
+         [](Options& x, std::string v) {
+             x.output = std::move(v);
+         }},
+        {"--output",
+         [](Options& x, std::string v) {
+             x.output = std::move(v);
+         }},
+        {"--timeout",
+         [](Options& x, std::string v) {
+             x.timeout = std::move(v);
+         }},
+        {"-f",
+         [](Options& x, std::string v) {
+             x.file = std::move(v);
+         }},
+        {"--file",
+         [](Options& x, std::string v) {
+             x.file = std::move(v);
+         }},
+        {"--job",
+         [](Options& x, std::string v) {
+             x.job = std::move(v);
+         }},
+        {"--status",
+         [](Options& x, std::string v) {
+             x.status = std::move(v);
+         }},
+        {"--limit",
+         [](Options& x, std::string v) {
+             x.limit = std::move(v);
+         }},
+        {"--name",
+         [](Options& x, std::string v) {
+             x.name = std::move(v);
+         }},
+        {"--role",
+         [](Options& x, std::string v) {
+             x.role = std::move(v);
+         }},
+        {"--apps",
+         [](Options& x, std::string v) {
+             x.apps = std::move(v);
+         }},
+    };
+    for (int i = 1; i < argc; ++i) {
+        std::string arg = argv[i];
+        std::optional<std::string> value;
+        if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
+            value = arg.substr(arg.find('=') + 1);
+            arg = arg.substr(0, arg.find('='));
+        }
+        if (arg == "--token") {
+            throw CliError(
+                "--token is not accepted: command-line arguments show in ps; set SCHED_TOKEN or token: in the config "
+                "file");
+        }
+        if (arg == "-h" || arg == "--help") {
+            o.help = true;
+            continue;
+        }
+        if (arg == "--dry-run" || arg == "--prune") {
+            if (value) throw CliError(arg + " takes no value");
+            (arg == "--dry-run" ? o.dry_run : o.prune) = true;
+            continue;
+        }
+        if (const auto setter = kValued.find(arg); setter != kValued.end()) {
+            if (!value) {
+                if (i + 1 >= argc) throw CliError(arg + " needs a value");
+                value = argv[++i];
+            }
+            setter->second(o, std::move(*value));
+            continue;
+        }
+        if (arg.size() > 1 && arg[0] == '-') throw CliError("unknown option " + arg + " (see schedctl --help)");
+        o.args.push_back(arg);
+    }
+    if (o.output != "table" && o.output != "json") throw CliError("-o: expected table or json, got " + o.output);
+    return o;
+}
+
+std::string EnvOr(const char* name) {
+    const char* v = std::getenv(name);
+    return v ? std::string(v) : std::string();
+}
+
+struct Target {
+    rest::Url server;
+    std::string token;
+    Micros timeout{};
+    std::vector<std::string> warnings;
+};
+
+Target ResolveTarget(const Options& o) {
+    std::string config_path = o.config_path;
+    bool explicit_config = !config_path.empty();
+    if (!explicit_config) {
+        const std::string xdg = EnvOr("XDG_CONFIG_HOME");
+        const std::string home = EnvOr("HOME");
+        if (!xdg.empty())
+            config_path = xdg + "/schedctl/config.yaml";
+        else if (!home.empty())
+            config_path = home + "/.config/schedctl/config.yaml";
+    }
+    std::string config_server, config_token;
+    std::vector<std::string> warnings;
+    if (!config_path.empty() && (explicit_config || std::filesystem::exists(config_path))) {
+        auto text = ReadBoundedFile(config_path);
+        if (!text.ok()) throw CliError(text.status().message());
+        YAML::Node root;
+        try {
+            root = YAML::Load(*text);
+        } catch (const YAML::Exception& e) {
+            throw CliError(config_path + ": line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+        }
+        if (root.IsMap()) {
+            // As ssh does for a private key: a token that others can read is worth a warning.
+            std::error_code ec;
+            const auto perms = std::filesystem::status(config_path, ec).permissions();
+            if (!ec && root["token"] &&
+                (perms & (std::filesystem::perms::group_all | std::filesystem::perms::others_all)) !=
+                    std::filesystem::perms::none) {
+                warnings.push_back(config_path + ": holds a token and others may read it (chmod 600 it)");
+            }
+            for (const auto& kv : root) {
+                const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "?";
+                if (key != "server" && key != "token")
+                    throw CliError(config_path + ": " + key + ": unknown key (expected server, token)");
+                if (!kv.second.IsScalar()) throw CliError(config_path + ": " + key + ": expected a string");
+                (key == "server" ? config_server : config_token) = kv.second.Scalar();
+            }
+        } else if (!root.IsNull()) {
+            throw CliError(config_path + ": expected a mapping with server: and token:");
+        }
+    }
+    std::string server = o.server;
+    std::string source = "--server";
+    if (server.empty()) {
+        server = EnvOr("SCHED_SERVER");
+        source = "SCHED_SERVER";
+    }
+    if (server.empty()) {
+        server = config_server;
+        source = config_path + ": server";
+    }
+    if (server.empty()) server = "http://127.0.0.1:8080";
+    auto url = rest::Url::Parse(server);
+    if (!url.ok()) throw CliError(source + ": " + url.status().message());
+    auto timeout = ParseDuration(o.timeout);
+    if (!timeout.ok() || timeout->count() <= 0) throw CliError("--timeout: expected a positive duration such as 10s");
+    std::string token = EnvOr("SCHED_TOKEN");
+    if (token.empty()) token = config_token;
+    return {*url, token, *timeout, std::move(warnings)};
+}
+
+std::string ParseId(const Options& o, std::size_t index, const std::string& what) {
+    if (o.args.size() <= index) throw CliError(what + ": missing ID");
+    const std::string& id = o.args[index];
+    if (id.empty() || id.size() > 18 || id.find_first_not_of("0123456789") != std::string::npos) {
+        throw CliError(what + ": ID: expected a positive integer, got \"" + SanitizeCell(id) + "\"");
+    }
+    return id;
+}
+
+class Cli {
+  public:
+    Cli(Options options, std::ostream& out, std::ostream& err)
+        : o_(std::move(options)),
+          out_(out),
+          err_(err),
+          target_(ResolveTarget(o_)),
+          api_(target_.server, target_.token, target_.timeout) {
+        for (const auto& w : target_.warnings) err_ << "schedctl: warning: " << w << "\n";
+    }
+
+    int Run();
+
+  private:
+    ApiReply Call(rest::Method method, const std::string& path, const std::optional<nlohmann::json>& body = {}) {
+        auto r = api_.Call(method, path, body);
+        if (!r.ok()) throw CliError(r.status().message());
+        return *r;
+    }
+    ApiReply CallOk(rest::Method method, const std::string& path, const std::optional<nlohmann::json>& body = {}) {
+        ApiReply reply = Call(method, path, body);
+        if (!reply.ok())
+            throw CliError(std::string(rest::MethodName(method)) + " " + path + ": " + DescribeError(reply));
+        return reply;
+    }
+    bool Json() const { return o_.output == "json"; }
+    void PrintJson(const ApiReply& reply) {
+        if (reply.body.empty()) return;  // 204 No Content
+        if (reply.json.is_null()) {
+            out_ << SanitizeCell(reply.body) << "\n";
+        } else {
+            out_ << reply.json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+        }
+    }
+    void PrintObject(const nlohmann::json& object) {
+        std::vector<std::vector<std::string>> rows;
+        if (object.is_object()) {
+            for (const auto& [key, value] : object.items()) {
+                const bool is_time = key.size() > 5 && (key.ends_with("_time") || key.ends_with("_at"));
+                rows.push_back({key, is_time ? TimeCell(object, key) : CellText(value)});
+            }
+        }
+        out_ << RenderTable({"FIELD", "VALUE"}, rows);
+    }
+    std::string Sub(std::size_t i) const { return o_.args.size() > i ? o_.args[i] : std::string(); }
+    void Usage(const std::string& what) { throw CliError(what + " (see schedctl --help)"); }
+
+    nlohmann::json ListAllJobs(const std::string& query);
+    int Jobs();
+    int Fires();
+    int Executors();
+    int Cluster();
+    int Tokens();
+    int ApplyOrDiff(bool apply);
+    void PrintJobs(const nlohmann::json& items);
+    void PrintFires(const nlohmann::json& items);
+    nlohmann::json ReadJobDocument();
+
+    Options o_;
+    std::ostream& out_;
+    std::ostream& err_;
+    Target target_;
+    ApiClient api_;
+};
+
+int Cli::Run() {
+    const std::string cmd = Sub(0);
+    if (cmd == "jobs") return Jobs();
+    if (cmd == "fires") return Fires();
+    if (cmd == "executors") return Executors();
+    if (cmd == "cluster") return Cluster();
+    if (cmd == "tokens") return Tokens();
+    if (cmd == "apply") return ApplyOrDiff(true);
+    if (cmd == "diff") return ApplyOrDiff(false);
+    Usage(cmd.empty() ? "missing command" : "unknown command \"" + SanitizeCell(cmd) + "\"");
+    return 1;
+}
+
+// Every page of GET /api/v1/jobs; bounded so that a server answering cursors forever stops.
+nlohmann::json Cli::ListAllJobs(const std::string& query) {
+    nlohmann::json items = nlohmann::json::array();
+    std::string cursor;
+    for (int page = 0; page < 500; ++page) {
+        std::string path = "/api/v1/jobs?limit=200" + query;
+        if (!cursor.empty()) path += "&cursor=" + QueryEscape(cursor);
+        const ApiReply reply = CallOk(rest::Method::kGet, path);
+        if (!reply.json.is_object() || !reply.json.contains("items") || !reply.json["items"].is_array()) {
+            throw CliError("GET " + path + ": unexpected answer (no items)");
+        }
+        for (const auto& job : reply.json["items"]) items.push_back(job);
+        const auto next = reply.json.find("next_cursor");
+        if (next == reply.json.end() || !next->is_string() || next->get<std::string>().empty()) return items;
+        cursor = next->get<std::string>();
+    }
+    throw CliError("GET /api/v1/jobs: more than 500 pages");
+}
+
+void Cli::PrintJobs(const nlohmann::json& items) {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& j : items) {
+        rows.push_back({FieldCell(j, "id"), FieldCell(j, "name"), FieldCell(j, "app"), FieldCell(j, "handler"),
+                        FieldCell(j, "schedule_type"), FieldCell(j, "schedule_expr"), FieldCell(j, "enabled"),
+                        TimeCell(j, "next_fire_time"), FieldCell(j, "version")});
+    }
+    out_ << RenderTable({"ID", "NAME", "APP", "HANDLER", "TYPE", "SCHEDULE", "ENABLED", "NEXT FIRE", "VERSION"}, rows);
+}
+
+void Cli::PrintFires(const nlohmann::json& items) {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& f : items) {
+        rows.push_back({FieldCell(f, "id"), FieldCell(f, "job_id"), FieldCell(f, "kind"), FieldCell(f, "status"),
+                        TimeCell(f, "scheduled_time"), FieldCell(f, "attempt"), FieldCell(f, "executor_address"),
+                        FieldCell(f, "duration_ms"), FieldCell(f, "reason")});
+    }
+    out_ << RenderTable({"ID", "JOB", "KIND", "STATUS", "SCHEDULED", "ATTEMPT", "EXECUTOR", "DURATION MS", "REASON"},
+                        rows);
+}
+
+nlohmann::json Cli::ReadJobDocument() {
+    if (o_.file.empty()) Usage("-f FILE is required");
+    auto text = ReadBoundedFile(o_.file);
+    if (!text.ok()) throw CliError(text.status().message());
+    auto doc = ParseJobDocument(*text, o_.file);
+    if (!doc.ok()) throw CliError(doc.status().message());
+    return *doc;
+}
+
+int Cli::Jobs() {
+    const std::string sub = Sub(1);
+    if (sub == "list") {
+        nlohmann::json items = ListAllJobs("");
+        if (Json())
+            out_ << nlohmann::json{{"items", items}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                 << "\n";
+        else
+            PrintJobs(items);
+        return 0;
+    }
+    if (sub == "create") {
+        const ApiReply reply = CallOk(rest::Method::kPost, "/api/v1/jobs", ReadJobDocument());
+        if (Json())
+            PrintJson(reply);
+        else
+            out_ << "job " << FieldCell(reply.json, "id") << " created (" << SanitizeCell(FieldCell(reply.json, "name"))
+                 << ")\n";
+        return 0;
+    }
+    const std::string id = ParseId(o_, 2, "jobs " + sub);
+    const std::string path = "/api/v1/jobs/" + id;
+    if (sub == "get") {
+        const ApiReply reply = CallOk(rest::Method::kGet, path);
+        if (Json())
+            PrintJson(reply);
+        else
+            PrintObject(reply.json);
+        return 0;
+    }
+    if (sub == "update") {
+        nlohmann::json body = ReadJobDocument();
+        if (!body.contains("version")) {
+            // No version in the file: the one read now (a concurrent change between this read and
+            // the PUT is still a 409).
+            const ApiReply current = CallOk(rest::Method::kGet, path);
+            body["version"] = current.json.value("version", std::int64_t{0});
+        }
+        const ApiReply reply = CallOk(rest::Method::kPut, path, body);
+        if (Json())
+            PrintJson(reply);
+        else
+            out_ << "job " << id << " updated (version " << FieldCell(reply.json, "version") << ")\n";
+        return 0;
+    }
+    if (sub == "pause" || sub == "resume" || sub == "trigger") {
+        const ApiReply reply = CallOk(rest::Method::kPost, path + "/" + sub);
+        if (Json())
+            PrintJson(reply);
+        else if (sub == "trigger") {
+            out_ << "job " << id << " triggered\n";
+            if (reply.json.is_object() && reply.json.contains("items")) PrintFires(reply.json["items"]);
+        } else {
+            out_ << "job " << id << (sub == "pause" ? " paused\n" : " resumed\n");
+        }
+        return 0;
+    }
+    if (sub == "delete") {
+        const ApiReply reply = CallOk(rest::Method::kDelete, path);
+        if (Json())
+            PrintJson(reply);
+        else
+            out_ << "job " << id << " deleted\n";
+        return 0;
+    }
+    Usage("jobs: expected list, get, create, update, pause, resume, trigger or delete");
+    return 1;
+}
+
+int Cli::Fires() {
+    const std::string sub = Sub(1);
+    if (sub == "list") {
+        std::string query;
+        if (o_.job) {
+            const std::string& job = *o_.job;
+            if (!job.empty() && job.size() <= 18 && job.find_first_not_of("0123456789") == std::string::npos) {
+                query += "&job_id=" + job;
+            } else {
+                std::string id;
+                for (const auto& j : ListAllJobs("&q=" + QueryEscape(job))) {
+                    if (j.value("name", std::string()) == job) id = FieldCell(j, "id");
+                }
+                if (id.empty()) throw CliError("--job: no job named \"" + SanitizeCell(job) + "\"");
+                query += "&job_id=" + id;
+            }
+        }
+        if (o_.status) query += "&status=" + QueryEscape(*o_.status);
+        if (o_.limit) {
+            const std::string& n = *o_.limit;
+            if (n.empty() || n.size() > 4 || n.find_first_not_of("0123456789") != std::string::npos) {
+                throw CliError("--limit: expected a positive integer");
+            }
+            query += "&limit=" + n;
+        }
+        const std::string path = "/api/v1/fires" + (query.empty() ? std::string() : "?" + query.substr(1));
+        const ApiReply reply = CallOk(rest::Method::kGet, path);
+        if (Json())
+            PrintJson(reply);
+        else
+            PrintFires(reply.json.is_object() ? reply.json.value("items", nlohmann::json::array())
+                                              : nlohmann::json::array());
+        return 0;
+    }
+    const std::string id = ParseId(o_, 2, "fires " + sub);
+    const std::string path = "/api/v1/fires/" + id;
+    if (sub == "get") {
+        const ApiReply reply = CallOk(rest::Method::kGet, path);
+        if (Json())
+            PrintJson(reply);
+        else
+            PrintObject(reply.json);
+        return 0;
+    }
+    if (sub == "log") {
+        const ApiReply reply = CallOk(rest::Method::kGet, path + "/log");
+        if (Json()) {
+            PrintJson(reply);
+        } else if (reply.json.is_object() && reply.json.contains("lines") && reply.json["lines"].is_array()) {
+            for (const auto& line : reply.json["lines"]) out_ << SanitizeCell(CellText(line)) << "\n";
+        }
+        return 0;
+    }
+    if (sub == "kill") {
+        const ApiReply reply = CallOk(rest::Method::kPost, path + "/kill");
+        if (Json())
+            PrintJson(reply);
+        else
+            out_ << "fire " << id << " kill requested\n";
+        return 0;
+    }
+    Usage("fires: expected list, get, log or kill");
+    return 1;
+}
+
+int Cli::Executors() {
+    if (Sub(1) != "list") Usage("executors: expected list");
+    const ApiReply reply = CallOk(rest::Method::kGet, "/api/v1/executors");
+    if (Json()) {
+        PrintJson(reply);
+        return 0;
+    }
+    std::vector<std::vector<std::string>> rows;
+    if (reply.json.is_object() && reply.json.contains("items") && reply.json["items"].is_array()) {
+        for (const auto& e : reply.json["items"]) {
+            rows.push_back({FieldCell(e, "app"), FieldCell(e, "address"), FieldCell(e, "alive"),
+                            FieldCell(e, "running"), FieldCell(e, "capacity"), FieldCell(e, "heartbeat_age_ms"),
+                            FieldCell(e, "handlers")});
+        }
+    }
+    out_ << RenderTable({"APP", "ADDRESS", "ALIVE", "RUNNING", "CAPACITY", "HEARTBEAT AGE MS", "HANDLERS"}, rows);
+    return 0;
+}
+
+int Cli::Cluster() {
+    if (Sub(1) != "status") Usage("cluster: expected status");
+    const ApiReply reply = CallOk(rest::Method::kGet, "/api/v1/cluster");
+    if (Json()) {
+        PrintJson(reply);
+        return 0;
+    }
+    const auto& c = reply.json;
+    out_ << "leader: " << SanitizeCell(FieldCell(c, "leader")) << "  epoch: " << FieldCell(c, "epoch")
+         << "  lease remaining ms: " << FieldCell(c, "lease_remaining_ms") << "\n";
+    std::vector<std::vector<std::string>> rows;
+    if (c.is_object() && c.contains("nodes") && c["nodes"].is_array()) {
+        for (const auto& n : c["nodes"]) {
+            rows.push_back({FieldCell(n, "node_id"), FieldCell(n, "address"), FieldCell(n, "state"),
+                            FieldCell(n, "alive"), TimeCell(n, "started_at_ms"), TimeCell(n, "last_heartbeat_ms")});
+        }
+    }
+    out_ << RenderTable({"NODE", "ADDRESS", "STATE", "ALIVE", "STARTED", "LAST HEARTBEAT"}, rows);
+    return 0;
+}
+
+int Cli::Tokens() {
+    const std::string sub = Sub(1);
+    if (sub == "list") {
+        const ApiReply reply = CallOk(rest::Method::kGet, "/api/v1/tokens");
+        if (Json()) {
+            PrintJson(reply);
+            return 0;
+        }
+        std::vector<std::vector<std::string>> rows;
+        if (reply.json.is_object() && reply.json.contains("items") && reply.json["items"].is_array()) {
+            for (const auto& t : reply.json["items"]) {
+                rows.push_back({FieldCell(t, "id"), FieldCell(t, "name"), FieldCell(t, "role"), FieldCell(t, "apps"),
+                                TimeCell(t, "created_at"), TimeCell(t, "last_used_at"), TimeCell(t, "revoked_at")});
+            }
+        }
+        out_ << RenderTable({"ID", "NAME", "ROLE", "APPS", "CREATED", "LAST USED", "REVOKED"}, rows);
+        return 0;
+    }
+    if (sub == "create") {
+        if (!o_.name || !o_.role) Usage("tokens create: --name and --role are required");
+        nlohmann::json body = {{"name", *o_.name}, {"role", *o_.role}};
+        if (o_.apps) {
+            nlohmann::json apps = nlohmann::json::array();
+            std::string rest = *o_.apps;
+            for (std::size_t start = 0; start <= rest.size();) {
+                const std::size_t comma = rest.find(',', start);
+                const std::string app =
+                    rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+                if (app.empty()) throw CliError("--apps: expected app names separated by commas");
+                apps.push_back(app);
+                if (comma == std::string::npos) break;
+                start = comma + 1;
+            }
+            body["apps"] = apps;
+        }
+        const ApiReply reply = CallOk(rest::Method::kPost, "/api/v1/tokens", body);
+        if (Json()) {
+            PrintJson(reply);
+        } else {
+            out_ << "token " << FieldCell(reply.json, "id") << " created ("
+                 << SanitizeCell(FieldCell(reply.json, "name")) << ", " << FieldCell(reply.json, "role") << ")\n"
+                 << "secret (shown only now): " << SanitizeCell(FieldCell(reply.json, "token")) << "\n";
+        }
+        return 0;
+    }
+    if (sub == "revoke") {
+        const std::string id = ParseId(o_, 2, "tokens revoke");
+        const ApiReply reply = CallOk(rest::Method::kDelete, "/api/v1/tokens/" + id);
+        if (Json())
+            PrintJson(reply);
+        else
+            out_ << "token " << id << " revoked\n";
+        return 0;
+    }
+    Usage("tokens: expected list, create or revoke");
+    return 1;
+}
+
+int Cli::ApplyOrDiff(bool apply) {
+    if (o_.file.empty()) Usage(std::string(apply ? "apply" : "diff") + ": -f FILE is required");
+    auto desired = LoadJobFile(o_.file);
+    if (!desired.ok()) throw CliError(desired.status().message());
+    const nlohmann::json current = ListAllJobs("");
+    const Plan plan = PlanChanges(*desired, current, o_.prune);
+    out_ << FormatPlan(plan);
+    if (!apply) return plan.HasDrift() ? 2 : 0;
+    if (o_.dry_run || !plan.HasDrift()) return 0;
+
+    const int failures = ApplyPlan(
+        plan,
+        [this](rest::Method method, const std::string& path, const std::optional<nlohmann::json>& body) {
+            return api_.Call(method, path, body);
+        },
+        out_, err_);
+    return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+    try {
+        Options options = ParseArgs(argc, argv);
+        if (options.help || options.args.empty()) {
+            out << kHelp;
+            return options.help ? 0 : 1;
+        }
+        Cli cli(std::move(options), out, err);
+        return cli.Run();
+    } catch (const CliError& e) {
+        err << "schedctl: " << e.what() << "\n";
+        return 1;
+    }
+}
+
+}  // namespace sched::ctl

@@ -1,0 +1,53 @@
+# bash completion for schedctl (installed as share/bash-completion/completions/schedctl).
+_schedctl() {
+    local cur prev cmd sub
+    cur="${COMP_WORDS[COMP_CWORD]}"
+    prev="${COMP_WORDS[COMP_CWORD-1]}"
+    local globals="--server --config -o --output --timeout -h --help"
+    case "$prev" in
+        -f|--file|--config)
+            COMPREPLY=($(compgen -f -- "$cur"))
+            return ;;
+        -o|--output)
+            COMPREPLY=($(compgen -W "table json" -- "$cur"))
+            return ;;
+        --status)
+            COMPREPLY=($(compgen -W "pending dispatching running succeeded failed timeout killed lost skipped" -- "$cur"))
+            return ;;
+        --role)
+            COMPREPLY=($(compgen -W "admin operator viewer executor" -- "$cur"))
+            return ;;
+        --server|--timeout|--job|--limit|--name|--apps)
+            return ;;
+    esac
+    local i word
+    cmd="" sub=""
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        word="${COMP_WORDS[i]}"
+        case "$word" in
+            --server|--config|-o|--output|--timeout|-f|--file|--job|--status|--limit|--name|--role|--apps)
+                ((i++)); continue ;;
+            -*) continue ;;
+        esac
+        if [[ -z "$cmd" ]]; then cmd="$word"; elif [[ -z "$sub" ]]; then sub="$word"; fi
+    done
+    local words
+    case "$cmd" in
+        "") words="jobs fires executors cluster tokens apply diff $globals" ;;
+        jobs)
+            if [[ -z "$sub" ]]; then words="list get create update pause resume trigger delete"
+            else words="-f $globals"; fi ;;
+        fires)
+            if [[ -z "$sub" ]]; then words="list get log kill"
+            else words="--job --status --limit $globals"; fi ;;
+        executors) [[ -z "$sub" ]] && words="list" || words="$globals" ;;
+        cluster) [[ -z "$sub" ]] && words="status" || words="$globals" ;;
+        tokens)
+            if [[ -z "$sub" ]]; then words="list create revoke"
+            else words="--name --role --apps $globals"; fi ;;
+        apply) words="-f --dry-run --prune $globals" ;;
+        diff) words="-f --prune $globals" ;;
+    esac
+    COMPREPLY=($(compgen -W "$words" -- "$cur"))
+}
+complete -F _schedctl schedctl

@@ -1,0 +1,250 @@
+#include "job_file.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace sched::ctl {
+namespace {
+
+enum class FieldType { kString, kInt, kBool, kAny };
+
+struct FieldInfo {
+    std::string_view name;
+    FieldType type;
+    nlohmann::json default_value;
+};
+
+const std::vector<FieldInfo>& Fields() {
+    static const std::vector<FieldInfo> fields = {
+        {"name", FieldType::kString, nullptr},
+        {"app", FieldType::kString, nullptr},
+        {"handler", FieldType::kString, nullptr},
+        {"params", FieldType::kAny, ""},
+        {"schedule_type", FieldType::kString, nullptr},
+        {"schedule_expr", FieldType::kString, ""},
+        {"time_zone", FieldType::kString, "UTC"},
+        {"misfire_policy", FieldType::kString, "fire-once-now"},
+        {"routing", FieldType::kString, "round-robin"},
+        {"block_strategy", FieldType::kString, "serial"},
+        {"concurrency_limit", FieldType::kInt, 1},
+        {"timeout_ms", FieldType::kInt, 0},
+        {"retry_max", FieldType::kInt, 0},
+        {"retry_backoff_ms", FieldType::kInt, 1000},
+        {"shard_total", FieldType::kInt, 1},
+        {"at_least_once", FieldType::kBool, false},
+        {"enabled", FieldType::kBool, nullptr},
+        {"description", FieldType::kString, ""},
+        {"pause_after_failures", FieldType::kInt, 0},
+    };
+    return fields;
+}
+
+const FieldInfo* FindField(std::string_view name) {
+    for (const auto& f : Fields()) {
+        if (f.name == name) return &f;
+    }
+    return nullptr;
+}
+
+std::string Quoted(std::string_view s) {
+    return nlohmann::json(std::string(s)).dump();
+}
+
+// A YAML scalar the way YAML 1.2's core schema reads it; a quoted scalar (tag "!") stays a string.
+nlohmann::json ScalarToJson(const YAML::Node& node) {
+    const std::string& text = node.Scalar();
+    if (node.Tag() == "!") return text;
+    if (text == "null" || text == "~" || text.empty()) return nullptr;
+    if (text == "true") return true;
+    if (text == "false") return false;
+    std::int64_t i = 0;
+    const char* end = text.data() + text.size();
+    if (auto [p, ec] = std::from_chars(text.data(), end, i); ec == std::errc() && p == end) return i;
+    double d = 0;
+    if (auto [p, ec] = std::from_chars(text.data(), end, d); ec == std::errc() && p == end) return d;
+    return text;
+}
+
+// Recursion is bounded by kMaxParamsDepth (yaml-cpp itself limits the parse depth).
+Result<nlohmann::json> NodeToJson(const YAML::Node& node, std::size_t depth) {
+    if (depth > kMaxParamsDepth) {
+        return Status(Code::kInvalidArgument, "nesting deeper than " + std::to_string(kMaxParamsDepth) + " levels");
+    }
+    switch (node.Type()) {
+        case YAML::NodeType::Null:
+        case YAML::NodeType::Undefined:
+            return nlohmann::json(nullptr);
+        case YAML::NodeType::Scalar:
+            return ScalarToJson(node);
+        case YAML::NodeType::Sequence: {
+            nlohmann::json out = nlohmann::json::array();
+            for (const auto& item : node) {
+                auto v = NodeToJson(item, depth + 1);
+                if (!v.ok()) return v.status();
+                out.push_back(std::move(*v));
+            }
+            return out;
+        }
+        case YAML::NodeType::Map: {
+            nlohmann::json out = nlohmann::json::object();
+            for (const auto& kv : node) {
+                if (!kv.first.IsScalar()) return Status(Code::kInvalidArgument, "keys must be strings");
+                auto v = NodeToJson(kv.second, depth + 1);
+                if (!v.ok()) return v.status();
+                out[kv.first.Scalar()] = std::move(*v);
+            }
+            return out;
+        }
+    }
+    return nlohmann::json(nullptr);
+}
+
+Result<nlohmann::json> FieldValue(const FieldInfo& info, const YAML::Node& node) {
+    if (info.type == FieldType::kAny) return NodeToJson(node, 0);
+    if (!node.IsScalar()) return Status(Code::kInvalidArgument, "expected a scalar");
+    const nlohmann::json v = ScalarToJson(node);
+    switch (info.type) {
+        case FieldType::kString:
+            // An unquoted 5 or true is still the text the operator wrote.
+            if (v.is_null()) return Status(Code::kInvalidArgument, "expected a string");
+            return nlohmann::json(node.Scalar());
+        case FieldType::kInt:
+            if (!v.is_number_integer()) return Status(Code::kInvalidArgument, "expected an integer");
+            return v;
+        case FieldType::kBool:
+            if (!v.is_boolean()) return Status(Code::kInvalidArgument, "expected true or false");
+            return v;
+        case FieldType::kAny:
+            break;
+    }
+    return v;
+}
+
+}  // namespace
+
+const std::vector<std::string>& JobFileFields() {
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> out;
+        for (const auto& f : Fields()) out.emplace_back(f.name);
+        return out;
+    }();
+    return names;
+}
+
+nlohmann::json DefaultFieldValue(std::string_view field) {
+    const FieldInfo* info = FindField(field);
+    return info ? info->default_value : nlohmann::json(nullptr);
+}
+
+Result<std::vector<JobSpec>> ParseJobFile(std::string_view text, std::string_view file_name) {
+    const std::string file(file_name);
+    auto fail = [&](const std::string& what) {
+        return Status(Code::kInvalidArgument, file + ": " + what);
+    };
+    if (text.size() > kMaxJobFileBytes) {
+        return fail("larger than " + std::to_string(kMaxJobFileBytes) + " bytes");
+    }
+    YAML::Node root;
+    try {
+        root = YAML::Load(std::string(text));
+    } catch (const YAML::Exception& e) {
+        return fail("line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+    }
+    if (!root.IsMap()) return fail("expected a mapping with the key jobs");
+    for (const auto& kv : root) {
+        if (!kv.first.IsScalar() || kv.first.Scalar() != "jobs") {
+            return fail((kv.first.IsScalar() ? kv.first.Scalar() : std::string("?")) + ": unknown key (expected jobs)");
+        }
+    }
+    const YAML::Node jobs = root["jobs"];
+    if (!jobs || jobs.IsNull()) return std::vector<JobSpec>{};
+    if (!jobs.IsSequence()) return fail("jobs: expected a list of jobs");
+    if (jobs.size() > kMaxJobsPerFile) {
+        return fail("jobs: more than " + std::to_string(kMaxJobsPerFile) + " jobs");
+    }
+    std::vector<JobSpec> out;
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+        const YAML::Node job = jobs[i];
+        std::string where = "jobs[" + std::to_string(i) + "]";
+        if (!job.IsMap()) return fail(where + ": expected a mapping of job fields");
+        if (job["name"] && job["name"].IsScalar()) where += " (name " + Quoted(job["name"].Scalar()) + ")";
+        JobSpec spec;
+        for (const auto& kv : job) {
+            const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
+            if (key == "id" || key == "version") {
+                return fail(where + ": " + key + ": not allowed (the server assigns it; jobs are keyed by name)");
+            }
+            const FieldInfo* info = FindField(key);
+            if (!info) return fail(where + ": " + key + ": unknown field");
+            if (spec.fields.contains(key)) return fail(where + ": " + key + ": given twice");
+            auto value = FieldValue(*info, kv.second);
+            if (!value.ok()) return fail(where + ": " + key + ": " + value.status().message());
+            spec.fields[key] = std::move(*value);
+        }
+        for (const char* required : {"name", "app", "handler", "schedule_type"}) {
+            if (!spec.fields.contains(required)) return fail(where + ": " + required + ": required");
+            if (spec.fields[required].get_ref<const std::string&>().empty()) {
+                return fail(where + ": " + required + ": must not be empty");
+            }
+        }
+        spec.name = spec.fields["name"].get<std::string>();
+        if (spec.name.size() > 191) return fail(where + ": name: longer than 191 characters");
+        if (!names.insert(spec.name).second) return fail(where + ": name: " + Quoted(spec.name) + " appears twice");
+        out.push_back(std::move(spec));
+    }
+    return out;
+}
+
+Result<std::string> ReadBoundedFile(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return Status(Code::kNotFound, path + ": cannot read the file");
+    std::string text;
+    text.resize(kMaxJobFileBytes + 1);
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<std::size_t>(in.gcount()));
+    return text;
+}
+
+Result<std::vector<JobSpec>> LoadJobFile(const std::string& path) {
+    auto text = ReadBoundedFile(path);
+    if (!text.ok()) return text.status();
+    return ParseJobFile(*text, path);
+}
+
+Result<nlohmann::json> ParseJobDocument(std::string_view text, std::string_view file_name) {
+    const std::string file(file_name);
+    auto fail = [&](const std::string& what) {
+        return Status(Code::kInvalidArgument, file + ": " + what);
+    };
+    if (text.size() > kMaxJobFileBytes) return fail("larger than " + std::to_string(kMaxJobFileBytes) + " bytes");
+    YAML::Node root;
+    try {
+        root = YAML::Load(std::string(text));
+    } catch (const YAML::Exception& e) {
+        return fail("line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+    }
+    if (!root.IsMap()) return fail("expected a mapping of job fields");
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& kv : root) {
+        const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
+        if (key == "version") {
+            auto v = FieldValue({"version", FieldType::kInt, nullptr}, kv.second);
+            if (!v.ok()) return fail(key + ": " + v.status().message());
+            out[key] = std::move(*v);
+            continue;
+        }
+        const FieldInfo* info = FindField(key);
+        if (!info) return fail(key + ": unknown field");
+        auto value = FieldValue(*info, kv.second);
+        if (!value.ok()) return fail(key + ": " + value.status().message());
+        out[key] = std::move(*value);
+    }
+    return out;
+}
+
+}  // namespace sched::ctl

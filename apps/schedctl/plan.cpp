@@ -1,0 +1,101 @@
+#include "plan.hpp"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "table.hpp"
+
+namespace sched::ctl {
+
+std::size_t Plan::Count(ChangeKind kind) const {
+    return static_cast<std::size_t>(
+        std::count_if(changes.begin(), changes.end(), [kind](const PlannedChange& c) { return c.kind == kind; }));
+}
+
+bool Plan::HasDrift() const {
+    return Count(ChangeKind::kUnchanged) != changes.size();
+}
+
+Plan PlanChanges(const std::vector<JobSpec>& desired, const nlohmann::json& current, bool prune) {
+    std::map<std::string, const nlohmann::json*> by_name;
+    if (current.is_array()) {
+        for (const auto& job : current) {
+            if (!job.is_object() || !job.contains("name") || !job["name"].is_string()) continue;
+            if (!job.contains("id") || !job["id"].is_number_integer()) continue;
+            by_name.emplace(job["name"].get<std::string>(), &job);
+        }
+    }
+    Plan plan;
+    for (const auto& spec : desired) {
+        PlannedChange change;
+        change.name = spec.name;
+        const auto it = by_name.find(spec.name);
+        if (it == by_name.end()) {
+            change.kind = ChangeKind::kCreate;
+            change.body = spec.fields;
+            plan.changes.push_back(std::move(change));
+            continue;
+        }
+        const nlohmann::json& job = *it->second;
+        change.id = job["id"].get<std::int64_t>();
+        change.version = job.value("version", std::int64_t{0});
+        nlohmann::json body = nlohmann::json::object();
+        for (const auto& field : JobFileFields()) {
+            nlohmann::json want = spec.fields.contains(field) ? spec.fields[field] : DefaultFieldValue(field);
+            if (want.is_null()) continue;  // enabled left out: not managed
+            body[field] = want;
+            const nlohmann::json have = job.contains(field) ? job[field] : nlohmann::json(nullptr);
+            if (have != want) change.changes.push_back({field, have, want});
+        }
+        body["version"] = change.version;
+        change.body = std::move(body);
+        change.kind = change.changes.empty() ? ChangeKind::kUnchanged : ChangeKind::kUpdate;
+        plan.changes.push_back(std::move(change));
+        by_name.erase(it);
+    }
+    if (prune) {
+        // by_name is ordered: deletes come out sorted by name.
+        for (const auto& [name, job] : by_name) {
+            PlannedChange change;
+            change.kind = ChangeKind::kDelete;
+            change.name = name;
+            change.id = (*job)["id"].get<std::int64_t>();
+            plan.changes.push_back(std::move(change));
+        }
+    }
+    return plan;
+}
+
+std::string FormatPlan(const Plan& plan) {
+    std::ostringstream out;
+    for (const auto& c : plan.changes) {
+        const std::string id = c.kind == ChangeKind::kCreate ? "" : " (id " + std::to_string(c.id) + ")";
+        switch (c.kind) {
+            case ChangeKind::kCreate:
+                out << "+ create    ";
+                break;
+            case ChangeKind::kUpdate:
+                out << "~ update    ";
+                break;
+            case ChangeKind::kUnchanged:
+                out << "= unchanged ";
+                break;
+            case ChangeKind::kDelete:
+                out << "- delete    ";
+                break;
+        }
+        out << SanitizeCell(c.name) << id << "\n";
+        for (const auto& f : c.changes) {
+            out << "    " << f.field << ": "
+                << SanitizeCell(f.old_value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) << " -> "
+                << SanitizeCell(f.new_value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) << "\n";
+        }
+    }
+    out << "Plan: " << plan.Count(ChangeKind::kCreate) << " to create, " << plan.Count(ChangeKind::kUpdate)
+        << " to update, " << plan.Count(ChangeKind::kDelete) << " to delete, " << plan.Count(ChangeKind::kUnchanged)
+        << " unchanged.\n";
+    return out.str();
+}
+
+}  // namespace sched::ctl

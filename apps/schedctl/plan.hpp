@@ -1,0 +1,57 @@
+#pragma once
+
+/// Planning `schedctl diff` / `apply`: what must change so that the cluster's jobs match a job
+/// file (docs/schedctl.md "apply and diff"). Pure: no I/O, unit-tested.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "job_file.hpp"
+
+namespace sched::ctl {
+
+enum class ChangeKind { kCreate, kUpdate, kUnchanged, kDelete };
+
+struct FieldChange {
+    std::string field;
+    nlohmann::json old_value;
+    nlohmann::json new_value;
+};
+
+struct PlannedChange {
+    ChangeKind kind = ChangeKind::kUnchanged;
+    std::string name;
+    std::int64_t id = 0;               ///< update, unchanged, delete: the job's id
+    std::int64_t version = 0;          ///< update: the version read (sent back with PUT)
+    std::vector<FieldChange> changes;  ///< update only
+    nlohmann::json body;               ///< create: POST body; update: PUT body (version included)
+};
+
+struct Plan {
+    std::vector<PlannedChange> changes;  ///< the file's order, then deletes by name
+
+    std::size_t Count(ChangeKind kind) const;
+    /// True when anything would be created, updated or deleted.
+    bool HasDrift() const;
+};
+
+/// Compares `desired` with `current` (the API's job objects). A field the file leaves out is
+/// compared with the API's default (DefaultFieldValue), except `enabled`, compared only when
+/// the file states it. With `prune`, current jobs missing from the file are deleted.
+/// Current objects without a string `name` or an integer `id` are ignored.
+Plan PlanChanges(const std::vector<JobSpec>& desired, const nlohmann::json& current, bool prune);
+
+/// The plan as operators read it, one line per job and one per changed field, then a summary:
+///
+///     + create    nightly-report
+///     ~ update    cleanup (id 7)
+///         schedule_expr: "0 0 * * * ?" -> "0 30 * * * ?"
+///     = unchanged billing (id 3)
+///     - delete    old-job (id 9)
+///     Plan: 1 to create, 1 to update, 1 to delete, 1 unchanged.
+std::string FormatPlan(const Plan& plan);
+
+}  // namespace sched::ctl

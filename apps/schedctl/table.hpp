@@ -1,0 +1,32 @@
+#pragma once
+
+/// Table output of schedctl (`-o table`, the default): aligned columns, headers in capitals.
+/// Cells come from the API, so they are made safe for a terminal first.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace sched::ctl {
+
+/// `text` with every control character (escape sequences, newlines, tabs) replaced by '?', so a
+/// hostile job name can neither break the columns nor drive the terminal.
+std::string SanitizeCell(std::string_view text);
+
+/// Columns padded to their widest cell (the last is not padded), two spaces apart, one row per
+/// line, headers first. Short rows are padded with empty cells. Widths count bytes.
+std::string RenderTable(const std::vector<std::string>& headers, const std::vector<std::vector<std::string>>& rows);
+
+/// A JSON value as a cell: strings as is, null or absent as "-", other values as compact JSON.
+std::string CellText(const nlohmann::json& value);
+
+/// The field `key` of `object` as a cell ("-" when absent).
+std::string FieldCell(const nlohmann::json& object, std::string_view key);
+
+/// Epoch milliseconds as "2026-11-26T10:00:00Z"; "-" for null or absent.
+std::string TimeCell(const nlohmann::json& object, std::string_view key);
+
+}  // namespace sched::ctl

@@ -1,0 +1,64 @@
+#include "cli.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace sched::ctl {
+namespace {
+
+struct Outcome {
+    int code;
+    std::string out;
+    std::string err;
+};
+
+// Only paths that end before any HTTP call (the process test covers the others).
+Outcome Schedctl(std::vector<const char*> args) {
+    args.insert(args.begin(), "schedctl");
+    std::ostringstream out, err;
+    const int code = RunCli(static_cast<int>(args.size()), args.data(), out, err);
+    return {code, out.str(), err.str()};
+}
+
+TEST(RunCli, HelpSaysWhereTheTokenComesFromAndExits0) {
+    const auto r = Schedctl({"--help"});
+    EXPECT_EQ(r.code, 0);
+    EXPECT_NE(r.out.find("SCHED_TOKEN"), std::string::npos);
+    EXPECT_NE(r.out.find("never from a command-line"), std::string::npos);
+    EXPECT_NE(r.out.find("apply -f jobs.yaml"), std::string::npos);
+}
+
+TEST(RunCli, RefusesATokenOnTheCommandLine) {
+    for (const char* arg : {"--token", "--token=secret"}) {
+        const auto r = Schedctl({arg, "jobs", "list"});
+        EXPECT_EQ(r.code, 1);
+        EXPECT_NE(r.err.find("--token is not accepted"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("SCHED_TOKEN"), std::string::npos) << r.err;
+    }
+}
+
+TEST(RunCli, UsageErrorsExit1NamingTheProblem) {
+    EXPECT_NE(Schedctl({"-o", "yaml", "jobs", "list"}).err.find("-o: expected table or json"), std::string::npos);
+    EXPECT_NE(Schedctl({"--frobnicate"}).err.find("unknown option --frobnicate"), std::string::npos);
+    EXPECT_NE(Schedctl({"--server"}).err.find("--server needs a value"), std::string::npos);
+    const auto bad_id = Schedctl({"--server", "http://127.0.0.1:1", "jobs", "get", "12x"});
+    EXPECT_EQ(bad_id.code, 1);
+    EXPECT_NE(bad_id.err.find("ID: expected a positive integer, got \"12x\""), std::string::npos) << bad_id.err;
+    EXPECT_NE(Schedctl({"--server", "http://127.0.0.1:1", "nope"}).err.find("unknown command \"nope\""),
+              std::string::npos);
+    EXPECT_NE(Schedctl({"--server", "https://x", "jobs", "list"}).err.find("--server: "), std::string::npos);
+    EXPECT_NE(Schedctl({"--server", "http://127.0.0.1:1", "--timeout", "soon", "jobs", "list"}).err.find("--timeout"),
+              std::string::npos);
+    const auto missing_file = Schedctl({"--server", "http://127.0.0.1:1", "apply"});
+    EXPECT_EQ(missing_file.code, 1);
+    EXPECT_NE(missing_file.err.find("-f FILE is required"), std::string::npos) << missing_file.err;
+    const auto missing_config = Schedctl({"--config", "/nonexistent/schedctl.yaml", "jobs", "list"});
+    EXPECT_EQ(missing_config.code, 1);
+    EXPECT_NE(missing_config.err.find("/nonexistent/schedctl.yaml: cannot read"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sched::ctl

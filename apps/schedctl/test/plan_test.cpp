@@ -1,0 +1,125 @@
+#include "plan.hpp"
+
+#include <gtest/gtest.h>
+
+namespace sched::ctl {
+namespace {
+
+JobSpec Spec(nlohmann::json fields) {
+    JobSpec s;
+    s.name = fields["name"].get<std::string>();
+    s.fields = std::move(fields);
+    return s;
+}
+
+// A job as the API returns it: every field, defaults filled in.
+nlohmann::json Stored(std::int64_t id, const std::string& name, nlohmann::json overrides = nlohmann::json::object()) {
+    nlohmann::json j = {{"id", id},
+                        {"name", name},
+                        {"app", "app"},
+                        {"handler", "h"},
+                        {"params", ""},
+                        {"schedule_type", "cron"},
+                        {"schedule_expr", "0 * * * * ?"},
+                        {"time_zone", "UTC"},
+                        {"misfire_policy", "fire-once-now"},
+                        {"routing", "round-robin"},
+                        {"block_strategy", "serial"},
+                        {"concurrency_limit", 1},
+                        {"timeout_ms", 0},
+                        {"retry_max", 0},
+                        {"retry_backoff_ms", 1000},
+                        {"shard_total", 1},
+                        {"at_least_once", false},
+                        {"enabled", true},
+                        {"description", ""},
+                        {"pause_after_failures", 0},
+                        {"version", 4},
+                        {"next_fire_time", 1},
+                        {"created_at", 1}};
+    j.update(overrides);
+    return j;
+}
+
+const nlohmann::json kFields = {
+    {"app", "app"}, {"handler", "h"}, {"schedule_type", "cron"}, {"schedule_expr", "0 * * * * ?"}};
+
+nlohmann::json Fields(const std::string& name, nlohmann::json extra = nlohmann::json::object()) {
+    nlohmann::json f = kFields;
+    f["name"] = name;
+    f.update(extra);
+    return f;
+}
+
+TEST(PlanChanges, CreatesMissingJobsAndLeavesMatchingOnesUnchanged) {
+    const auto plan =
+        PlanChanges({Spec(Fields("a")), Spec(Fields("b"))}, nlohmann::json::array({Stored(7, "a")}), false);
+    ASSERT_EQ(plan.changes.size(), 2u);
+    EXPECT_EQ(plan.changes[0].kind, ChangeKind::kUnchanged);
+    EXPECT_EQ(plan.changes[0].id, 7);
+    EXPECT_EQ(plan.changes[1].kind, ChangeKind::kCreate);
+    EXPECT_EQ(plan.changes[1].body, Fields("b"));
+    EXPECT_TRUE(plan.HasDrift());
+}
+
+TEST(PlanChanges, NoDriftWhenEveryJobMatches) {
+    const auto plan = PlanChanges({Spec(Fields("a"))}, nlohmann::json::array({Stored(7, "a")}), true);
+    EXPECT_FALSE(plan.HasDrift());
+    EXPECT_EQ(FormatPlan(plan), "= unchanged a (id 7)\nPlan: 0 to create, 0 to update, 0 to delete, 1 unchanged.\n");
+}
+
+TEST(PlanChanges, UpdateListsChangedFieldsAndSendsTheVersionRead) {
+    const auto plan = PlanChanges({Spec(Fields("a", {{"schedule_expr", "0 30 * * * ?"}, {"params", {{"x", 1}}}}))},
+                                  nlohmann::json::array({Stored(7, "a", {{"retry_max", 3}})}), false);
+    ASSERT_EQ(plan.changes.size(), 1u);
+    const auto& c = plan.changes[0];
+    EXPECT_EQ(c.kind, ChangeKind::kUpdate);
+    EXPECT_EQ(c.version, 4);
+    EXPECT_EQ(c.body["version"], 4);
+    EXPECT_EQ(c.body["retry_max"], 0);  // left out of the file: back to the API's default
+    EXPECT_FALSE(c.body.contains("enabled"));
+    std::vector<std::string> fields;
+    for (const auto& f : c.changes) fields.push_back(f.field);
+    EXPECT_EQ(fields, (std::vector<std::string>{"params", "schedule_expr", "retry_max"}));
+    EXPECT_EQ(FormatPlan(plan),
+              "~ update    a (id 7)\n"
+              "    params: \"\" -> {\"x\":1}\n"
+              "    schedule_expr: \"0 * * * * ?\" -> \"0 30 * * * ?\"\n"
+              "    retry_max: 3 -> 0\n"
+              "Plan: 0 to create, 1 to update, 0 to delete, 0 unchanged.\n");
+}
+
+TEST(PlanChanges, EnabledIsComparedOnlyWhenTheFileStatesIt) {
+    const nlohmann::json paused = nlohmann::json::array({Stored(7, "a", {{"enabled", false}})});
+    EXPECT_FALSE(PlanChanges({Spec(Fields("a"))}, paused, false).HasDrift());
+    const auto plan = PlanChanges({Spec(Fields("a", {{"enabled", true}}))}, paused, false);
+    ASSERT_EQ(plan.changes[0].changes.size(), 1u);
+    EXPECT_EQ(plan.changes[0].changes[0].field, "enabled");
+}
+
+TEST(PlanChanges, PruneDeletesJobsMissingFromTheFileSortedByName) {
+    const nlohmann::json current = nlohmann::json::array({Stored(9, "z"), Stored(7, "a"), Stored(8, "m")});
+    EXPECT_EQ(PlanChanges({Spec(Fields("a"))}, current, false).Count(ChangeKind::kDelete), 0u);
+    const auto plan = PlanChanges({Spec(Fields("a"))}, current, true);
+    ASSERT_EQ(plan.changes.size(), 3u);
+    EXPECT_EQ(plan.changes[1].kind, ChangeKind::kDelete);
+    EXPECT_EQ(plan.changes[1].name, "m");
+    EXPECT_EQ(plan.changes[1].id, 8);
+    EXPECT_EQ(plan.changes[2].name, "z");
+}
+
+TEST(PlanChanges, IgnoresMalformedCurrentJobs) {
+    const nlohmann::json current = nlohmann::json::array({5, {{"name", "a"}}, {{"id", "7"}, {"name", "a"}}});
+    const auto plan = PlanChanges({Spec(Fields("a"))}, current, true);
+    ASSERT_EQ(plan.changes.size(), 1u);
+    EXPECT_EQ(plan.changes[0].kind, ChangeKind::kCreate);
+}
+
+TEST(FormatPlan, NeutralisesControlCharactersInNames) {
+    Plan plan;
+    plan.changes.push_back({ChangeKind::kDelete, "evil\x1b[2Jname\n", 3, 0, {}, nullptr});
+    EXPECT_EQ(FormatPlan(plan).substr(0, 30), "- delete    evil?[2Jname? (id ");
+}
+
+}  // namespace
+}  // namespace sched::ctl

@@ -1,0 +1,208 @@
+// schedctl as an operator runs it: the real binary against a real scheduler-standalone (SQLite,
+// loopback), declarative apply/diff included.
+
+#include <signal.h>
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "../support/child_process.hpp"
+#include "sched/common/node_id.hpp"
+
+namespace sched {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::ChildProcess;
+
+constexpr const char* kToken = "schedctl-test-token";
+
+struct Outcome {
+    int code = -1;
+    std::string out;
+    std::string err;
+};
+
+class SchedctlProcess : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        dir_ = std::filesystem::temp_directory_path() / ("sched-schedctl-" + RandomHex(8));
+        std::filesystem::create_directories(dir_);
+        Write("standalone.yaml", "token: \"" + std::string(kToken) + "\"\nhttp:\n  listen: \"127.0.0.1:0\"\n" +
+                                     "database:\n  url: \"sqlite://" + (dir_ / "s.db").string() +
+                                     "\"\nlog:\n  level: warn\n");
+        standalone_ = std::make_unique<ChildProcess>(
+            std::vector<std::string>{SCHED_STANDALONE_BIN, "--config", (dir_ / "standalone.yaml").string()},
+            dir_.string());
+        const auto line = standalone_->WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
+        ASSERT_TRUE(line) << standalone_->stderr_text();
+        server_ = line->substr(line->find("http://"));
+        while (!server_.empty() && std::isspace(static_cast<unsigned char>(server_.back()))) server_.pop_back();
+    }
+    void TearDown() override {
+        if (standalone_) {
+            standalone_->Signal(SIGTERM);
+            standalone_->WaitForExit(10s);
+        }
+        std::filesystem::remove_all(dir_);
+    }
+
+    void Write(const std::string& name, const std::string& text) { std::ofstream(dir_ / name) << text; }
+
+    // HOME points at the test's directory, so no operator's ~/.config/schedctl is read.
+    // `env` entries come last and so win ("SCHED_TOKEN=" empties it).
+    Outcome Run(std::vector<std::string> args, const std::vector<std::string>& env = {}) {
+        args.insert(args.begin(), SCHEDCTL_BIN);
+        std::vector<std::string> all_env = {"SCHED_SERVER=" + server_, std::string("SCHED_TOKEN=") + kToken,
+                                            "HOME=" + dir_.string(), "XDG_CONFIG_HOME="};
+        all_env.insert(all_env.end(), env.begin(), env.end());
+        ChildProcess p(args, dir_.string(), all_env);
+        const auto code = p.WaitForExit(10s);
+        return {code.value_or(-1), p.stdout_text(), p.stderr_text()};
+    }
+
+    static std::string Jobs(const std::string& nightly_expr, bool with_manual) {
+        std::string text =
+            "jobs:\n"
+            "  - name: nightly\n    app: reports\n    handler: build\n    schedule_type: cron\n"
+            "    schedule_expr: \"" +
+            nightly_expr + "\"\n    params: {report: sales}\n";
+        if (with_manual) text += "  - name: on-demand\n    app: reports\n    handler: run\n    schedule_type: manual\n";
+        return text;
+    }
+
+    std::filesystem::path dir_;
+    std::unique_ptr<ChildProcess> standalone_;
+    std::string server_;
+};
+
+TEST_F(SchedctlProcess, ApplyDiffUpdateTriggerAndPruneAgainstARealNode) {
+    const std::string file = (dir_ / "jobs.yaml").string();
+    Write("jobs.yaml", Jobs("0 0 3 * * ?", true));
+
+    auto r = Run({"apply", "-f", file});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("Plan: 2 to create, 0 to update, 0 to delete, 0 unchanged."), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("nightly: created"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("on-demand: created"), std::string::npos) << r.out;
+
+    r = Run({"diff", "-f", file});
+    EXPECT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("0 to create, 0 to update, 0 to delete, 2 unchanged"), std::string::npos) << r.out;
+
+    Write("jobs.yaml", Jobs("0 30 4 * * ?", true));
+    r = Run({"diff", "-f", file});
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_NE(r.out.find("~ update    nightly"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("schedule_expr: \"0 0 3 * * ?\" -> \"0 30 4 * * ?\""), std::string::npos) << r.out;
+
+    r = Run({"apply", "-f", file});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("nightly: updated"), std::string::npos) << r.out;
+
+    r = Run({"jobs", "list", "-o", "json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto listed = nlohmann::json::parse(r.out);
+    ASSERT_EQ(listed["items"].size(), 2u) << r.out;
+    std::int64_t on_demand_id = 0;
+    bool saw_update = false;
+    for (const auto& job : listed["items"]) {
+        if (job["name"] == "nightly") saw_update = job["schedule_expr"] == "0 30 4 * * ?";
+        if (job["name"] == "on-demand") on_demand_id = job["id"].get<std::int64_t>();
+    }
+    EXPECT_TRUE(saw_update) << r.out;
+    ASSERT_GT(on_demand_id, 0);
+
+    // An edit made outside the file (in the UI, say) is drift: apply puts the file's state back.
+    Write("edit.yaml", "retry_max: 5\nenabled: false\n");
+    r = Run({"jobs", "update", std::to_string(on_demand_id), "-f", (dir_ / "edit.yaml").string()});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    r = Run({"diff", "-f", file});
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_NE(r.out.find("retry_max: 5 -> 0"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("enabled"), std::string::npos) << "enabled is not in the file: a pause stays\n" << r.out;
+    r = Run({"apply", "-f", file});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("on-demand: updated"), std::string::npos) << r.out;
+    EXPECT_EQ(Run({"diff", "-f", file}).code, 0);
+    r = Run({"jobs", "resume", std::to_string(on_demand_id)});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+
+    r = Run({"jobs", "list"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out.rfind("ID  NAME", 0), 0u) << r.out;
+
+    r = Run({"jobs", "trigger", std::to_string(on_demand_id)});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    r = Run({"fires", "list", "--job", "on-demand"});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("manual"), std::string::npos) << r.out;
+    r = Run({"fires", "list", "--job", "on-demand", "-o", "json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto fires = nlohmann::json::parse(r.out);
+    ASSERT_EQ(fires["items"].size(), 1u) << r.out;
+    EXPECT_EQ(fires["items"][0]["job_id"], on_demand_id);
+
+    Write("jobs.yaml", Jobs("0 30 4 * * ?", false));
+    r = Run({"apply", "-f", file, "--prune", "--dry-run"});
+    EXPECT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("- delete    on-demand"), std::string::npos) << r.out;
+    r = Run({"apply", "-f", file, "--prune"});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("on-demand: deleted"), std::string::npos) << r.out;
+    r = Run({"diff", "-f", file, "--prune"});
+    EXPECT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("1 unchanged"), std::string::npos) << r.out;
+}
+
+TEST_F(SchedctlProcess, ServerAndTokenComeFromTheConfigFile) {
+    Write("config.yaml", "server: " + server_ + "\ntoken: " + kToken + "\n");
+    auto r = Run({"--config", (dir_ / "config.yaml").string(), "cluster", "status"}, {"SCHED_SERVER=", "SCHED_TOKEN="});
+    EXPECT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_EQ(r.out.rfind("leader: ", 0), 0u) << r.out;
+    std::filesystem::permissions(dir_ / "config.yaml",
+                                 std::filesystem::perms::group_read | std::filesystem::perms::others_read,
+                                 std::filesystem::perm_options::add);
+    r = Run({"--config", (dir_ / "config.yaml").string(), "cluster", "status"}, {"SCHED_SERVER=", "SCHED_TOKEN="});
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.err.find("holds a token and others may read it"), std::string::npos) << r.err;
+    std::filesystem::permissions(dir_ / "config.yaml",
+                                 std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    r = Run({"--config", (dir_ / "config.yaml").string(), "cluster", "status"}, {"SCHED_SERVER=", "SCHED_TOKEN="});
+    EXPECT_EQ(r.err, "");
+    // Without a token the API answers 401, shown readably.
+    r = Run({"--server", server_, "jobs", "list"}, {"SCHED_TOKEN="});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find("HTTP 401"), std::string::npos) << r.err;
+}
+
+TEST_F(SchedctlProcess, ErrorsShowTheApiErrorOrTheUnreachableUrlAndExit1) {
+    auto r = Run({"jobs", "get", "999999"});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find("HTTP 404"), std::string::npos) << r.err;
+
+    Write("bad.yaml", "jobs:\n  - name: x\n    app: a\n    handler: h\n    schedule_type: cron\n    retry_max: lots\n");
+    r = Run({"diff", "-f", (dir_ / "bad.yaml").string()});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find("bad.yaml: jobs[0] (name \"x\"): retry_max: expected an integer"), std::string::npos) << r.err;
+
+    Write("bad-cron.yaml",
+          "jobs:\n  - name: x\n    app: a\n    handler: h\n    schedule_type: cron\n"
+          "    schedule_expr: \"not cron\"\n");
+    r = Run({"apply", "-f", (dir_ / "bad-cron.yaml").string()});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find("HTTP 400"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("field: schedule_expr"), std::string::npos) << r.err;
+
+    r = Run({"--server", "http://127.0.0.1:1", "cluster", "status"});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find("cannot reach http://127.0.0.1:1/api/v1/cluster"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace sched
