@@ -9,22 +9,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=${1:?usage: run.sh WORK_DIR}
 chromium=${SCHED_CHROMIUM:-/usr/bin/chromium}
 
+# shellcheck source=npm_ci.sh
+. "$here/npm_ci.sh"
 missing=()
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
 [ -x "$chromium" ] || missing+=(chromium)
-if [ ${#missing[@]} -gt 0 ]; then
-    message="the browser test needs: ${missing[*]} (apt-get install ${missing[*]})"
-    if [ "${SCHED_REQUIRE_BROWSER:-0}" = 1 ]; then
-        echo "FAILED: $message" >&2
-        exit 1
-    fi
-    echo "SKIPPED: $message (set SCHED_REQUIRE_BROWSER=1 to fail instead)"
-    exit 77
-fi
-
-# shellcheck source=npm_ci.sh
-. "$here/npm_ci.sh"
+sched_require_tools "the browser test" "${missing[@]}"
 sched_npm_ci "$here" "$work"
 export SCHED_BROWSER_WORKDIR="$work"
 export SCHED_SCREENSHOT_DIR="${SCHED_SCREENSHOT_DIR:-$work/screenshots}"
