@@ -201,6 +201,48 @@ Result<ScheduleType> ParseScheduleType(std::string_view name) {
                            " (expected cron, fixed-rate, fixed-delay, once or manual)");
 }
 
+Result<ScheduleOptions> ParseScheduleOptions(std::optional<std::int64_t> job_id, std::int64_t jitter_ms,
+                                             std::string_view dst_gap, std::string_view dst_overlap,
+                                             std::string* error_field) {
+    const auto fail = [&](std::string_view field, const std::string& message) -> Result<ScheduleOptions> {
+        if (error_field) *error_field = std::string(field);
+        return InvalidArgument(std::string(field) + ": " + message);
+    };
+    ScheduleOptions options;
+    options.job_id = job_id;
+    if (jitter_ms < 0 || jitter_ms > kMaxJitterMs) {
+        return fail("jitter_ms", "must be 0 (none) to " + std::to_string(kMaxJitterMs) + " milliseconds, got " +
+                                     std::to_string(jitter_ms));
+    }
+    options.jitter_ms = jitter_ms;
+    const auto gap = ParseDstGap(dst_gap);
+    if (!gap.ok()) return fail("dst_gap", gap.status().message());
+    options.dst_gap = *gap;
+    const auto overlap = ParseDstOverlap(dst_overlap);
+    if (!overlap.ok()) return fail("dst_overlap", overlap.status().message());
+    options.dst_overlap = *overlap;
+    return options;
+}
+
+std::optional<OffsetChange> NextOffsetChange(const date::time_zone& zone, std::int64_t after_ms,
+                                             std::int64_t within_ms) {
+    const std::int64_t after_s = impl::FloorDiv(after_ms, 1000);
+    const std::int64_t until_s = after_s + within_ms / 1000;
+    date::sys_info info = ZoneInfoAt(zone, after_s);
+    // A period may end without changing the offset (a new abbreviation or `save` split); a
+    // handful of periods always reaches the next real change or the end of the window.
+    for (int guard = 0; guard < 16; ++guard) {
+        const std::int64_t end = info.end.time_since_epoch().count();
+        if (end > until_s || end >= kMaxInstant / 1000) return std::nullopt;
+        const date::sys_info next = ZoneInfoAt(zone, end);
+        if (next.offset != info.offset) {
+            return OffsetChange{end * 1000, info.offset.count(), next.offset.count()};
+        }
+        info = next;
+    }
+    return std::nullopt;
+}
+
 std::int64_t JitterOffsetMs(std::int64_t job_id, std::int64_t nominal_ms, std::int64_t jitter_ms,
                             std::optional<std::int64_t> next_nominal_ms) {
     if (jitter_ms <= 0) return 0;

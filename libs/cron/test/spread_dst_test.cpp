@@ -287,3 +287,47 @@ TEST(ScheduleOptions, JobIdSeedsHAndDstChoiceReachesTheCronSearch) {
 
 }  // namespace
 }  // namespace sched::cron
+
+namespace sched::cron {
+namespace {
+
+TEST(ScheduleOptions, ParseNamesTheColumn) {
+    std::string field;
+    EXPECT_TRUE(ParseScheduleOptions(1, 0, "auto", "auto", &field).ok());
+    EXPECT_FALSE(ParseScheduleOptions(1, 3'600'001, "auto", "auto", &field).ok());
+    EXPECT_EQ(field, "jitter_ms");
+    EXPECT_FALSE(ParseScheduleOptions(1, 0, "later", "auto", &field).ok());
+    EXPECT_EQ(field, "dst_gap");
+    EXPECT_FALSE(ParseScheduleOptions(1, 0, "skip", "twice", &field).ok());
+    EXPECT_EQ(field, "dst_overlap");
+    const auto ok = ParseScheduleOptions(7, 5000, "shift-forward", "last");
+    ASSERT_TRUE(ok.ok());
+    EXPECT_EQ(ok->job_id, 7);
+    EXPECT_EQ(ok->dst_gap, DstGap::kShiftForward);
+    EXPECT_EQ(ok->dst_overlap, DstOverlap::kLast);
+}
+
+TEST(NextOffsetChange, FindsTheNextTransitionInBothHemispheres) {
+    const auto berlin =
+        NextOffsetChange(*testing::Zone("Europe/Berlin"), testing::At("2024-03-01T00:00:00Z"), 366LL * 86'400'000);
+    ASSERT_TRUE(berlin);
+    EXPECT_EQ(berlin->at_ms, testing::At("2024-03-31T01:00:00Z"));
+    EXPECT_EQ(berlin->offset_before_s, 3600);
+    EXPECT_EQ(berlin->offset_after_s, 7200);
+    const auto sydney =
+        NextOffsetChange(*testing::Zone("Australia/Sydney"), testing::At("2024-03-01T00:00:00Z"), 366LL * 86'400'000);
+    ASSERT_TRUE(sydney);
+    EXPECT_EQ(sydney->at_ms, testing::At("2024-04-06T16:00:00Z"));
+    EXPECT_EQ(sydney->offset_after_s, 36000);
+    // Past 2037 from the footer rule, and none for UTC or Shanghai.
+    EXPECT_TRUE(
+        NextOffsetChange(*testing::Zone("Australia/Sydney"), testing::At("2040-01-01T00:00:00Z"), 366LL * 86'400'000));
+    EXPECT_FALSE(NextOffsetChange(*testing::Zone("UTC"), testing::At("2024-03-01T00:00:00Z"), 366LL * 86'400'000));
+    EXPECT_FALSE(
+        NextOffsetChange(*testing::Zone("Asia/Shanghai"), testing::At("2024-03-01T00:00:00Z"), 366LL * 86'400'000));
+    // Not within a day.
+    EXPECT_FALSE(NextOffsetChange(*testing::Zone("Europe/Berlin"), testing::At("2024-03-01T00:00:00Z"), 86'400'000));
+}
+
+}  // namespace
+}  // namespace sched::cron

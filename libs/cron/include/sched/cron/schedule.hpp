@@ -55,6 +55,12 @@ struct ScheduleOptions {
     DstOverlap dst_overlap = DstOverlap::kAuto;  ///< cron only
 };
 
+/// Reads a job's option columns into ScheduleOptions. kInvalidArgument whose message starts with
+/// the column ("jitter_ms", "dst_gap" or "dst_overlap"), also stored in `*error_field`.
+Result<ScheduleOptions> ParseScheduleOptions(std::optional<std::int64_t> job_id, std::int64_t jitter_ms,
+                                             std::string_view dst_gap, std::string_view dst_overlap,
+                                             std::string* error_field = nullptr);
+
 /// The largest jitter_ms a job may have: one hour.
 inline constexpr std::int64_t kMaxJitterMs = 3'600'000;
 
@@ -130,6 +136,19 @@ class Schedule {
     std::optional<std::int64_t> instant_ms_;
     ScheduleOptions options_;
 };
+
+/// A change of a zone's UTC offset (a DST transition).
+struct OffsetChange {
+    std::int64_t at_ms = 0;            ///< the instant the new offset starts
+    std::int64_t offset_before_s = 0;  ///< seconds east of UTC before it
+    std::int64_t offset_after_s = 0;   ///< and after it: larger = a gap (spring forward), smaller = an overlap
+};
+
+/// The zone's first offset change strictly after `after_ms` and at most `within_ms` later, or
+/// nullopt (UTC, zones without DST, or none in the window). Follows the same rules as the cron
+/// search (ZoneInfoAt, so past 2037 too).
+std::optional<OffsetChange> NextOffsetChange(const date::time_zone& zone, std::int64_t after_ms,
+                                             std::int64_t within_ms);
 
 /// Parses an <instant> as described above; local times resolve in `zone` (nullptr = UTC).
 /// kInvalidArgument saying what was expected.
