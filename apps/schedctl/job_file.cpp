@@ -39,6 +39,10 @@ const std::vector<FieldInfo>& Fields() {
         {"enabled", FieldType::kBool, nullptr},
         {"description", FieldType::kString, ""},
         {"pause_after_failures", FieldType::kInt, 0},
+        // Schedule options (docs/cron.md): jitter and the per-job DST choice.
+        {"jitter_ms", FieldType::kInt, 0},
+        {"dst_gap", FieldType::kString, "auto"},
+        {"dst_overlap", FieldType::kString, "auto"},
     };
     return fields;
 }

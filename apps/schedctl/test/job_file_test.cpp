@@ -20,6 +20,9 @@ jobs:
     schedule_type: cron
     schedule_expr: "0 0 2 * * ?"
     retry_max: 3
+    jitter_ms: 60000
+    dst_gap: shift-forward
+    dst_overlap: last
     at_least_once: true
     description: 42
     params: {report: sales, days: 7, ok: true, tags: [a, "1"], none: null}
@@ -34,6 +37,9 @@ jobs:
     const auto& j = (*r)[0];
     EXPECT_EQ(j.name, "nightly");
     EXPECT_EQ(j.fields["retry_max"], 3);
+    EXPECT_EQ(j.fields["jitter_ms"], 60000);
+    EXPECT_EQ(j.fields["dst_gap"], "shift-forward");
+    EXPECT_EQ(j.fields["dst_overlap"], "last");
     EXPECT_EQ(j.fields["at_least_once"], true);
     EXPECT_EQ(j.fields["description"], "42");  // a string field keeps the text
     EXPECT_EQ(j.fields["params"],

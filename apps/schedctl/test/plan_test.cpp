@@ -34,6 +34,9 @@ nlohmann::json Stored(std::int64_t id, const std::string& name, nlohmann::json o
                         {"enabled", true},
                         {"description", ""},
                         {"pause_after_failures", 0},
+                        {"jitter_ms", 0},
+                        {"dst_gap", "auto"},
+                        {"dst_overlap", "auto"},
                         {"version", 4},
                         {"next_fire_time", 1},
                         {"created_at", 1}};
@@ -87,6 +90,22 @@ TEST(PlanChanges, UpdateListsChangedFieldsAndSendsTheVersionRead) {
               "    schedule_expr: \"0 * * * * ?\" -> \"0 30 * * * ?\"\n"
               "    retry_max: 3 -> 0\n"
               "Plan: 0 to create, 1 to update, 0 to delete, 0 unchanged.\n");
+}
+
+TEST(PlanChanges, ScheduleOptionsRoundTrip) {
+    const nlohmann::json options = {{"jitter_ms", 60000}, {"dst_gap", "skip"}, {"dst_overlap", "both"}};
+    const nlohmann::json stored = nlohmann::json::array({Stored(7, "a", options)});
+    // The file states them as stored: no drift.
+    EXPECT_FALSE(PlanChanges({Spec(Fields("a", options))}, stored, false).HasDrift());
+    // Left out of the file: back to the defaults, listed field by field.
+    const auto plan = PlanChanges({Spec(Fields("a"))}, stored, false);
+    ASSERT_EQ(plan.changes.size(), 1u);
+    std::vector<std::string> fields;
+    for (const auto& f : plan.changes[0].changes) fields.push_back(f.field);
+    EXPECT_EQ(fields, (std::vector<std::string>{"jitter_ms", "dst_gap", "dst_overlap"}));
+    EXPECT_EQ(plan.changes[0].body["jitter_ms"], 0);
+    EXPECT_EQ(plan.changes[0].body["dst_gap"], "auto");
+    EXPECT_EQ(plan.changes[0].body["dst_overlap"], "auto");
 }
 
 TEST(PlanChanges, EnabledIsComparedOnlyWhenTheFileStatesIt) {

@@ -79,10 +79,18 @@ std::int64_t Sec(date::sys_seconds t) {
     return t.time_since_epoch().count();
 }
 
-/// The earliest instant > after that is the first occurrence of a matching local time, or the end
-/// of a DST gap that swallowed one.
+/// How one search maps local times to instants (the job's DST choice with `auto` resolved).
+struct DstRule {
+    DstGap gap = DstGap::kAuto;  // kShiftForward is searched by GapShiftedAfter; here it skips
+    bool last = false;           // a repeated local time maps to its second occurrence
+    bool second_pass = false;    // repeated local times fire in both passes (SecondPassAfter)
+};
+
+/// The earliest instant > after that is the chosen occurrence of a matching local time, or the
+/// end of a DST gap that swallowed one (gap kAuto). Each mapping used here is monotonic in the
+/// local time, which is why skipping ahead below loses nothing.
 std::optional<std::int64_t> FirstOccurrenceAfter(const impl::CronFields& f, std::int64_t after,
-                                                 const date::time_zone& zone) {
+                                                 const date::time_zone& zone, const DstRule& rule) {
     std::int64_t from = after + 1 + ZoneInfoAt(zone, after).offset.count();
     // Mapping first occurrences to instants is monotonic, so at most the rest of one repeated
     // interval is skipped below; the guard only turns a broken belief into an exception.
@@ -90,16 +98,50 @@ std::optional<std::int64_t> FirstOccurrenceAfter(const impl::CronFields& f, std:
         const auto local = impl::NextLocalMatch(f, from);
         if (!local) return std::nullopt;
         const date::local_info li = LocalZoneInfoAt(zone, *local);
-        const std::int64_t t =
-            li.result == date::local_info::nonexistent ? Sec(li.second.begin) : *local - li.first.offset.count();
+        if (li.result == date::local_info::nonexistent && rule.gap != DstGap::kAuto) {
+            // skip and shift-forward: continue with the first local time after the gap.
+            from = Sec(li.second.begin) + li.second.offset.count();
+            continue;
+        }
+        const bool last = rule.last && li.result == date::local_info::ambiguous;
+        const std::int64_t t = li.result == date::local_info::nonexistent ? Sec(li.second.begin)
+                               : last                                     ? *local - li.second.offset.count()
+                                                                          : *local - li.first.offset.count();
         if (t > after) return t;
         // Only a local time whose first pass is already over gets here: `after` lies in the second
         // pass of a repeated interval, so continue after that interval.
-        from = li.result == date::local_info::ambiguous
+        from = li.result == date::local_info::ambiguous && !last
                    ? std::max(*local + 1, Sec(li.second.begin) + li.first.offset.count())
                    : *local + 1;
     }
     throw std::logic_error("cron: no progress resolving local times in zone " + zone.name());
+}
+
+/// dst_gap shift-forward: the earliest instant in (after, limit) that a matching local time inside
+/// a gap moves to, i.e. that local time read with the offset before the gap (02:30 in Berlin's
+/// 02:00-03:00 gap -> 03:30+02). These instants lie in [transition, transition + gap length).
+std::optional<std::int64_t> GapShiftedAfter(const impl::CronFields& f, std::int64_t after, std::int64_t limit,
+                                            const date::time_zone& zone) {
+    date::sys_info period = ZoneInfoAt(zone, after);
+    for (int guard = 0; guard < 32 && Sec(period.begin) < limit; ++guard) {
+        const std::int64_t begin = Sec(period.begin);
+        if (begin > kMinAfter) {
+            const date::sys_info previous = ZoneInfoAt(zone, begin - 1);
+            const std::int64_t gap = (period.offset - previous.offset).count();
+            if (gap > 0) {
+                const std::int64_t lo = std::max(begin, after + 1);
+                const std::int64_t hi = std::min({begin + gap, Sec(period.end), limit});
+                if (lo < hi) {
+                    const std::int64_t offset = previous.offset.count();
+                    const auto local = impl::NextLocalMatch(f, lo + offset);
+                    if (local && *local - offset < hi) return *local - offset;
+                }
+            }
+        }
+        if (Sec(period.end) >= limit) break;
+        period = ZoneInfoAt(zone, Sec(period.end));
+    }
+    return std::nullopt;
 }
 
 /// The earliest instant in (after, limit) that lies in the second pass of a repeated interval and
@@ -128,7 +170,8 @@ std::optional<std::int64_t> SecondPassAfter(const impl::CronFields& f, std::int6
     return std::nullopt;
 }
 
-std::optional<std::int64_t> NextInZone(const impl::CronFields& f, std::int64_t after, const date::time_zone& zone) {
+std::optional<std::int64_t> NextInZone(const impl::CronFields& f, std::int64_t after, const date::time_zone& zone,
+                                       const DstRule& rule) {
     const date::sys_info info = ZoneInfoAt(zone, after);
     const std::int64_t offset = info.offset.count();
     if (after - Sec(info.begin) >= kTransitionMargin) {
@@ -139,11 +182,16 @@ std::optional<std::int64_t> NextInZone(const impl::CronFields& f, std::int64_t a
         const std::int64_t t = *local - offset;
         if (Sec(info.end) - t >= kTransitionMargin) return t;
     }
-    const auto first = FirstOccurrenceAfter(f, after, zone);
-    if (!f.fires_in_both_passes) return first;
-    const auto second = SecondPassAfter(f, after, first ? *first : after + kTransitionMargin, zone);
-    if (second && (!first || *second < *first)) return second;
-    return first;
+    // The answer is the earliest of the chosen occurrences, the second passes (when they fire)
+    // and the shifted gap times (when chosen): each search alone is monotonic, their union is not.
+    std::optional<std::int64_t> best = FirstOccurrenceAfter(f, after, zone, rule);
+    const std::int64_t limit = best ? *best : after + kTransitionMargin;
+    const auto earlier = [&](std::optional<std::int64_t> t) {
+        if (t && (!best || *t < *best)) best = t;
+    };
+    if (rule.second_pass) earlier(SecondPassAfter(f, after, limit, zone));
+    if (rule.gap == DstGap::kShiftForward) earlier(GapShiftedAfter(f, after, best ? *best : limit, zone));
+    return best;
 }
 
 }  // namespace
@@ -151,7 +199,12 @@ std::optional<std::int64_t> NextInZone(const impl::CronFields& f, std::int64_t a
 std::optional<std::int64_t> CronExpression::Next(std::int64_t after_ms, const date::time_zone* zone) const {
     const std::int64_t after = std::max(impl::FloorDiv(after_ms, 1000), kMinAfter);
     if (after >= kMaxAfter) return std::nullopt;
-    const auto next = zone ? NextInZone(*fields_, after, *zone) : impl::NextLocalMatch(*fields_, after + 1);
+    DstRule rule;
+    rule.gap = dst_gap_;
+    rule.last = dst_overlap_ == DstOverlap::kLast;
+    rule.second_pass =
+        dst_overlap_ == DstOverlap::kBoth || (dst_overlap_ == DstOverlap::kAuto && fields_->fires_in_both_passes);
+    const auto next = zone ? NextInZone(*fields_, after, *zone, rule) : impl::NextLocalMatch(*fields_, after + 1);
     if (!next) return std::nullopt;
     return *next * 1000;
 }
@@ -170,6 +223,60 @@ std::vector<std::int64_t> CronExpression::NextN(std::int64_t after_ms, const dat
 
 bool CronExpression::FiresInBothPasses() const {
     return fields_->fires_in_both_passes;
+}
+
+bool CronExpression::UsesHash() const {
+    return fields_->uses_hash;
+}
+
+std::uint64_t StableHash(std::string_view text) {
+    std::uint64_t hash = 0xcbf29ce484222325ULL;
+    for (char c : text) {
+        hash ^= static_cast<unsigned char>(c);
+        hash *= 0x100000001b3ULL;
+    }
+    return hash;
+}
+
+std::string_view DstGapName(DstGap gap) {
+    switch (gap) {
+        case DstGap::kAuto:
+            return "auto";
+        case DstGap::kSkip:
+            return "skip";
+        case DstGap::kShiftForward:
+            return "shift-forward";
+    }
+    return "auto";
+}
+
+std::string_view DstOverlapName(DstOverlap overlap) {
+    switch (overlap) {
+        case DstOverlap::kAuto:
+            return "auto";
+        case DstOverlap::kFirst:
+            return "first";
+        case DstOverlap::kLast:
+            return "last";
+        case DstOverlap::kBoth:
+            return "both";
+    }
+    return "auto";
+}
+
+Result<DstGap> ParseDstGap(std::string_view name) {
+    for (DstGap g : {DstGap::kAuto, DstGap::kSkip, DstGap::kShiftForward}) {
+        if (name == DstGapName(g)) return g;
+    }
+    // The name is not echoed: it is untrusted text, and the choices are few.
+    return InvalidArgument("expected auto, skip or shift-forward");
+}
+
+Result<DstOverlap> ParseDstOverlap(std::string_view name) {
+    for (DstOverlap o : {DstOverlap::kAuto, DstOverlap::kFirst, DstOverlap::kLast, DstOverlap::kBoth}) {
+        if (name == DstOverlapName(o)) return o;
+    }
+    return InvalidArgument("expected auto, first, last or both");
 }
 
 }  // namespace sched::cron

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cstdint>
@@ -115,7 +116,10 @@ struct DayOfWeekSpec {
 
 class Parser {
   public:
-    explicit Parser(CronForm form) : form_(form) {}
+    Parser(CronForm form, std::string seed) : form_(form), seed_(std::move(seed)) {}
+
+    /// Whether some item was written with `H`.
+    bool used_hash() const { return used_hash_; }
 
     /// How one `*` / range / step item was written: `*` (or a bare `/n`), and whether it has a step.
     struct ItemShape {
@@ -189,7 +193,7 @@ class Parser {
                 return true;
             }
             std::size_t i = 0;
-            if (item[0] != '*' && item[0] != '/') {
+            if (item[0] != '*' && item[0] != '/' && Upper(item[0]) != 'H') {
                 const auto first = ParseValue(spec, item, pos, i);
                 if (!first) return false;
                 if (i < item.size() && Upper(item[i]) == 'L') {
@@ -214,6 +218,8 @@ class Parser {
 
   private:
     CronForm form_;
+    std::string seed_;
+    bool used_hash_ = false;
     std::optional<CronError> error_;
 
     bool Fail(const FieldSpec& spec, std::string_view token, std::size_t pos, std::string reason) {
@@ -325,6 +331,7 @@ class Parser {
     template <typename AddFn>
     bool ParseRangeItem(const FieldSpec& spec, std::string_view item, std::size_t pos, AddFn&& add,
                         ItemShape* shape = nullptr) {
+        if (Upper(item[0]) == 'H') return ParseHashItem(spec, item, pos, add, shape);
         std::size_t i = 0;
         int first = spec.min;
         int last = spec.max;
@@ -367,6 +374,57 @@ class Parser {
         const int span = spec.max - spec.min + 1;
         const int length = (last - first + span) % span;
         for (int off = 0; off <= length; off += step) add(spec.min + (first - spec.min + off) % span);
+        return true;
+    }
+
+    /// `H`, `H(a-b)`, `H/n`, `H(a-b)/n` (cron_expression.hpp): the hashed choice is below the
+    /// number of candidates, so every value it adds is in the field's range.
+    template <typename AddFn>
+    bool ParseHashItem(const FieldSpec& spec, std::string_view item, std::size_t pos, AddFn&& add, ItemShape* shape) {
+        if (spec.kind == FieldKind::kYear) return Fail(spec, item, pos, "'H' is not allowed in the year field");
+        int lo = spec.min;
+        int hi = spec.max;
+        // Plain H avoids the days that some months lack and the duplicate Sunday of the Unix form.
+        if (spec.kind == FieldKind::kDayOfMonth) hi = 28;
+        if (spec.kind == FieldKind::kDayOfWeek) hi = form_ == CronForm::kUnix ? 6 : 7;
+        std::size_t i = 1;
+        if (i < item.size() && item[i] == '(') {
+            ++i;
+            const auto a = ParseValue(spec, item, pos, i);
+            if (!a) return false;
+            if (i >= item.size() || item[i] != '-') return Fail(spec, item, pos, "expected 'H(a-b)'");
+            ++i;
+            const auto b = ParseValue(spec, item, pos, i);
+            if (!b) return false;
+            if (i >= item.size() || item[i] != ')') return Fail(spec, item, pos, "expected ')' after 'H(a-b'");
+            ++i;
+            if (*b < *a) {
+                return Fail(spec, item, pos,
+                            "range " + std::to_string(*a) + "-" + std::to_string(*b) + " in 'H(a-b)' runs backwards");
+            }
+            lo = *a;
+            hi = *b;
+        }
+        int step = 0;
+        if (i < item.size() && item[i] == '/') {
+            ++i;
+            const auto s = ParseNumber(spec, item, pos, i, 1, spec.max - spec.min + 1, "step");
+            if (!s) return false;
+            step = *s;
+        }
+        if (i != item.size()) {
+            return Fail(spec, item.substr(i), pos + i, "unexpected '" + Printable(item.substr(i, 1)) + "'");
+        }
+        used_hash_ = true;
+        const std::uint64_t hash = StableHash(seed_ + ":" + std::string(spec.name));
+        const int choices = hi - lo + 1;
+        if (shape) *shape = ItemShape{false, step > 0};
+        if (step == 0) {
+            add(lo + static_cast<int>(hash % static_cast<std::uint64_t>(choices)));
+            return true;
+        }
+        const int start = lo + static_cast<int>(hash % static_cast<std::uint64_t>(std::min(step, choices)));
+        for (int v = start; v <= hi; v += step) add(v);
         return true;
     }
 
@@ -522,10 +580,15 @@ std::string CronError::Message() const {
     return field + ": " + reason + " (at position " + std::to_string(position) + ")";
 }
 
-CronExpression::CronExpression(std::shared_ptr<const impl::CronFields> fields, CronForm form, std::string text)
-    : fields_(std::move(fields)), form_(form), text_(std::move(text)) {}
+CronExpression::CronExpression(std::shared_ptr<const impl::CronFields> fields, CronForm form, std::string text,
+                               const CronOptions& options)
+    : fields_(std::move(fields)),
+      form_(form),
+      text_(std::move(text)),
+      dst_gap_(options.dst_gap),
+      dst_overlap_(options.dst_overlap) {}
 
-Result<CronExpression> CronExpression::Parse(std::string_view text, CronError* error_out) {
+Result<CronExpression> CronExpression::Parse(std::string_view text, CronError* error_out, const CronOptions& options) {
     const auto whole = [&](std::string reason) {
         return CronError{"expression", Printable(text.substr(0, 64)), 0, std::move(reason)};
     };
@@ -568,7 +631,7 @@ Result<CronExpression> CronExpression::Parse(std::string_view text, CronError* e
                       error_out);
     }
 
-    Parser parser(form);
+    Parser parser(form, options.hash_seed.value_or(""));
     auto f = std::make_shared<impl::CronFields>();
     // Unix fields are the Quartz ones without seconds (and without a year).
     const std::size_t shift = form == CronForm::kUnix ? 1 : 0;
@@ -591,6 +654,7 @@ Result<CronExpression> CronExpression::Parse(std::string_view text, CronError* e
         parser.ParseDayOfWeek(fields[dow], dow_spec) && (fields.size() != 7 || parser.ParseYear(fields[6], f->years));
     if (!ok) return Reject(parser.error(), error_out);
     if (fields.size() != 7) f->years = AllYears();
+    f->uses_hash = parser.used_hash();
 
     DayRule rule = DayRule::kBoth;
     if (form == CronForm::kUnix) {
@@ -646,7 +710,7 @@ Result<CronExpression> CronExpression::Parse(std::string_view text, CronError* e
         if (form == CronForm::kMacro) never->position = base;
         return Reject(std::move(*never), error_out);
     }
-    return CronExpression(std::move(f), form, std::string(text));
+    return CronExpression(std::move(f), form, std::string(text), options);
 }
 
 }  // namespace sched::cron

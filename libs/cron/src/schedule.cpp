@@ -2,8 +2,10 @@
 
 #include <date/tz.h>
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
+#include <string>
 #include <utility>
 
 #include "impl/civil.hpp"
@@ -199,8 +201,62 @@ Result<ScheduleType> ParseScheduleType(std::string_view name) {
                            " (expected cron, fixed-rate, fixed-delay, once or manual)");
 }
 
+Result<ScheduleOptions> ParseScheduleOptions(std::optional<std::int64_t> job_id, std::int64_t jitter_ms,
+                                             std::string_view dst_gap, std::string_view dst_overlap,
+                                             std::string* error_field) {
+    const auto fail = [&](std::string_view field, const std::string& message) -> Result<ScheduleOptions> {
+        if (error_field) *error_field = std::string(field);
+        return InvalidArgument(std::string(field) + ": " + message);
+    };
+    ScheduleOptions options;
+    options.job_id = job_id;
+    if (jitter_ms < 0 || jitter_ms > kMaxJitterMs) {
+        return fail("jitter_ms", "must be 0 (none) to " + std::to_string(kMaxJitterMs) + " milliseconds, got " +
+                                     std::to_string(jitter_ms));
+    }
+    options.jitter_ms = jitter_ms;
+    const auto gap = ParseDstGap(dst_gap);
+    if (!gap.ok()) return fail("dst_gap", gap.status().message());
+    options.dst_gap = *gap;
+    const auto overlap = ParseDstOverlap(dst_overlap);
+    if (!overlap.ok()) return fail("dst_overlap", overlap.status().message());
+    options.dst_overlap = *overlap;
+    return options;
+}
+
+std::optional<OffsetChange> NextOffsetChange(const date::time_zone& zone, std::int64_t after_ms,
+                                             std::int64_t within_ms) {
+    const std::int64_t after_s = impl::FloorDiv(after_ms, 1000);
+    const std::int64_t until_s = after_s + within_ms / 1000;
+    date::sys_info info = ZoneInfoAt(zone, after_s);
+    // A period may end without changing the offset (a new abbreviation or `save` split); a
+    // handful of periods always reaches the next real change or the end of the window.
+    for (int guard = 0; guard < 16; ++guard) {
+        const std::int64_t end = info.end.time_since_epoch().count();
+        if (end > until_s || end >= kMaxInstant / 1000) return std::nullopt;
+        const date::sys_info next = ZoneInfoAt(zone, end);
+        if (next.offset != info.offset) {
+            return OffsetChange{end * 1000, info.offset.count(), next.offset.count()};
+        }
+        info = next;
+    }
+    return std::nullopt;
+}
+
+std::int64_t JitterOffsetMs(std::int64_t job_id, std::int64_t nominal_ms, std::int64_t jitter_ms,
+                            std::optional<std::int64_t> next_nominal_ms) {
+    if (jitter_ms <= 0) return 0;
+    auto choices = static_cast<std::uint64_t>(jitter_ms) + 1;
+    // Strictly below the gap to the next nominal time: fires stay in order and keep distinct keys.
+    if (next_nominal_ms && *next_nominal_ms > nominal_ms) {
+        choices = std::min(choices, static_cast<std::uint64_t>(*next_nominal_ms - nominal_ms));
+    }
+    const std::uint64_t hash = StableHash(std::to_string(job_id) + ":" + std::to_string(nominal_ms));
+    return static_cast<std::int64_t>(hash % choices);
+}
+
 Result<Schedule> Schedule::Make(std::string_view type, std::string_view expr, std::string_view zone,
-                                std::string* error_field) {
+                                std::string* error_field, const ScheduleOptions& options) {
     const auto fail = [&](std::string_view field, const Status& status) -> Result<Schedule> {
         if (error_field) *error_field = std::string(field);
         return InvalidArgument(std::string(field) + ": " + status.message());
@@ -214,7 +270,13 @@ Result<Schedule> Schedule::Make(std::string_view type, std::string_view expr, st
         return fail("time_zone", tz.status());
     }
 
+    if (options.jitter_ms < 0 || options.jitter_ms > kMaxJitterMs) {
+        return fail("jitter_ms", InvalidArgument("must be 0 (none) to " + std::to_string(kMaxJitterMs) +
+                                                 " milliseconds, got " + std::to_string(options.jitter_ms)));
+    }
+
     Schedule s;
+    s.options_ = options;
     s.type_ = *parsed_type;
     s.zone_name_ = std::string(zone_name);
     s.zone_ = *tz;
@@ -222,7 +284,11 @@ Result<Schedule> Schedule::Make(std::string_view type, std::string_view expr, st
     s.expression_ = std::string(text);
     switch (s.type_) {
         case ScheduleType::kCron: {
-            auto cron = CronExpression::Parse(text);
+            CronOptions cron_options;
+            if (options.job_id) cron_options.hash_seed = std::to_string(*options.job_id);
+            cron_options.dst_gap = options.dst_gap;
+            cron_options.dst_overlap = options.dst_overlap;
+            auto cron = CronExpression::Parse(text, nullptr, cron_options);
             if (!cron.ok()) return fail("schedule_expr", cron.status());
             s.cron_ = std::move(cron).value();
             break;
@@ -298,6 +364,18 @@ std::vector<std::int64_t> Schedule::Preview(std::int64_t after_ms, std::size_t n
         out.push_back(*t);
         t = type_ == ScheduleType::kFixedDelay ? CheckedAdd(*t, interval_ms_) : NextFireTime(*t);
     }
+    return out;
+}
+
+std::int64_t Schedule::FireTimeMs(std::int64_t nominal_ms) const {
+    if (options_.jitter_ms <= 0) return nominal_ms;
+    const auto next = WaitsForFinish() ? std::nullopt : NextFireTime(nominal_ms);
+    return nominal_ms + JitterOffsetMs(options_.job_id.value_or(0), nominal_ms, options_.jitter_ms, next);
+}
+
+std::vector<std::int64_t> Schedule::PreviewFireTimes(std::int64_t after_ms, std::size_t n) const {
+    std::vector<std::int64_t> out = Preview(after_ms, n);
+    for (auto& t : out) t = FireTimeMs(t);
     return out;
 }
 

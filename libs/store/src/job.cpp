@@ -13,7 +13,8 @@ namespace {
 constexpr const char* kColumns =
     "id, name, app, handler, params, schedule_type, schedule_expr, time_zone, misfire_policy, routing, "
     "block_strategy, concurrency_limit, timeout_ms, retry_max, retry_backoff_ms, shard_total, at_least_once, "
-    "enabled, next_fire_time, last_fire_time, version, created_at, updated_at, description, pause_after_failures";
+    "enabled, next_fire_time, last_fire_time, version, created_at, updated_at, description, pause_after_failures, "
+    "jitter_ms, dst_gap, dst_overlap";
 
 // Binds every column of kColumns, in order, as outputs of `st`; Finish() copies the nullable and
 // boolean columns into `job` after each fetch.
@@ -50,6 +51,9 @@ struct JobRow {
         st.exchange(soci::into(job.updated_at));
         st.exchange(soci::into(job.description));
         st.exchange(soci::into(job.pause_after_failures));
+        st.exchange(soci::into(job.jitter_ms));
+        st.exchange(soci::into(job.dst_gap));
+        st.exchange(soci::into(job.dst_overlap));
     }
     Job Finish() {
         job.at_least_once = at_least_once != 0;
@@ -88,6 +92,9 @@ struct EditableFields {
         st.exchange(soci::use(next_fire.value, next_fire.ind, "next_fire_time"));
         st.exchange(soci::use(job.description, "description"));
         st.exchange(soci::use(job.pause_after_failures, "pause_after_failures"));
+        st.exchange(soci::use(job.jitter_ms, "jitter_ms"));
+        st.exchange(soci::use(job.dst_gap, "dst_gap"));
+        st.exchange(soci::use(job.dst_overlap, "dst_overlap"));
     }
     Job job;
     int at_least_once;
@@ -107,11 +114,12 @@ Result<Job> JobRepository::Create(const Job& job) {
         st.prepare(
             "INSERT INTO job (name, app, handler, params, schedule_type, schedule_expr, time_zone, misfire_policy, "
             "routing, block_strategy, concurrency_limit, timeout_ms, retry_max, retry_backoff_ms, shard_total, "
-            "at_least_once, enabled, next_fire_time, description, pause_after_failures, version, created_at, "
-            "updated_at) VALUES (:name, "
+            "at_least_once, enabled, next_fire_time, description, pause_after_failures, jitter_ms, dst_gap, "
+            "dst_overlap, version, created_at, updated_at) VALUES (:name, "
             ":app, :handler, :params, :schedule_type, :schedule_expr, :time_zone, :misfire_policy, :routing, "
             ":block_strategy, :concurrency_limit, :timeout_ms, :retry_max, :retry_backoff_ms, :shard_total, "
-            ":at_least_once, :enabled, :next_fire_time, :description, :pause_after_failures, 1, " +
+            ":at_least_once, :enabled, :next_fire_time, :description, :pause_after_failures, :jitter_ms, :dst_gap, "
+            ":dst_overlap, 1, " +
             now + ", " + now + ")");
         st.define_and_bind();
         st.execute(true);
@@ -178,7 +186,8 @@ Result<Job> JobRepository::Update(const Job& job, std::int64_t expected_version)
             ":concurrency_limit, timeout_ms = :timeout_ms, retry_max = :retry_max, retry_backoff_ms = "
             ":retry_backoff_ms, shard_total = :shard_total, at_least_once = :at_least_once, enabled = :enabled, "
             "next_fire_time = :next_fire_time, description = :description, pause_after_failures = "
-            ":pause_after_failures, version = version + 1, updated_at = " +
+            ":pause_after_failures, jitter_ms = :jitter_ms, dst_gap = :dst_gap, dst_overlap = :dst_overlap, "
+            "version = version + 1, updated_at = " +
             std::string(db_.dialect().NowMs()) + " WHERE id = :id AND version = :expected_version");
         st.define_and_bind();
         if (impl::ExecuteAffected(st) == 1) return Status::Ok();

@@ -55,6 +55,38 @@ TEST_P(JobRepositoryTest, CreateThenGetRoundTripsEveryField) {
     EXPECT_EQ(updated->pause_after_failures, 0);
 }
 
+TEST_P(JobRepositoryTest, ScheduleOptionsRoundTripAndDefault) {
+    JobRepository jobs(db());
+    auto plain = jobs.Create(SampleJob());
+    ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+    EXPECT_EQ(plain->jitter_ms, 0);
+    EXPECT_EQ(plain->dst_gap, "auto");
+    EXPECT_EQ(plain->dst_overlap, "auto");
+    Job in = SampleJob();
+    in.name = "spread";
+    in.jitter_ms = 3'600'000;
+    in.dst_gap = "shift-forward";
+    in.dst_overlap = "both";
+    auto created = jobs.Create(in);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    EXPECT_EQ(created->jitter_ms, 3'600'000);
+    EXPECT_EQ(created->dst_gap, "shift-forward");
+    EXPECT_EQ(created->dst_overlap, "both");
+    Job edited = *created;
+    edited.jitter_ms = 250;
+    edited.dst_gap = "skip";
+    edited.dst_overlap = "last";
+    auto updated = jobs.Update(edited, created->version);
+    ASSERT_TRUE(updated.ok()) << updated.status().ToString();
+    EXPECT_EQ(updated->jitter_ms, 250);
+    EXPECT_EQ(updated->dst_gap, "skip");
+    EXPECT_EQ(updated->dst_overlap, "last");
+    auto listed = jobs.List({});
+    ASSERT_TRUE(listed.ok());
+    ASSERT_EQ(listed->size(), 2U);
+    EXPECT_EQ(listed->back().dst_overlap, "last");
+}
+
 TEST_P(JobRepositoryTest, DuplicateNameInAppIsAlreadyExists) {
     JobRepository jobs(db());
     ASSERT_TRUE(jobs.Create(SampleJob()).ok());

@@ -7,7 +7,8 @@ JobPlan PlanJobFires(const cron::Schedule& schedule, std::int64_t due_ms, std::i
     JobPlan plan;
     const auto misfire = cron::PlanMisfire(schedule, due_ms, now_ms, options.misfire);
     for (const auto& f : misfire.fires) {
-        plan.fires.push_back({f.scheduled_ms, f.misfire ? store::FireKind::kMisfire : store::FireKind::kSchedule});
+        plan.fires.push_back({schedule.FireTimeMs(f.scheduled_ms), f.scheduled_ms,
+                              f.misfire ? store::FireKind::kMisfire : store::FireKind::kSchedule});
     }
     if (misfire.skipped > 0 && misfire.skipped_first_ms && misfire.skipped_last_ms) {
         plan.skipped = SkippedTimes{.first_ms = *misfire.skipped_first_ms,
@@ -20,7 +21,7 @@ JobPlan PlanJobFires(const cron::Schedule& schedule, std::int64_t due_ms, std::i
     // flight (its next time depends on when that one finishes), so it never runs ahead.
     while (next && *next <= now_ms + options.lookahead_ms && plan.fires.size() < options.max_fires_per_job) {
         if (schedule.WaitsForFinish() && !plan.fires.empty()) break;
-        plan.fires.push_back({*next, store::FireKind::kSchedule});
+        plan.fires.push_back({schedule.FireTimeMs(*next), *next, store::FireKind::kSchedule});
         next = schedule.WaitsForFinish() ? std::nullopt : schedule.NextFireTime(*next);
     }
     plan.next_fire_time = next;

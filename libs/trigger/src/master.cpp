@@ -118,16 +118,18 @@ Master::Master(std::shared_ptr<db::Database> db, lock::Fence& fence, const DbTim
     }
 }
 
-const Master::CachedSchedule& Master::ScheduleFor(std::int64_t job_id, const std::string& type, const std::string& expr,
-                                                  const std::string& zone) {
-    const std::string key = type + '\n' + expr + '\n' + zone;
-    auto& entry = schedules_[job_id];
+const Master::CachedSchedule& Master::ScheduleFor(const store::Job& job) {
+    const std::string key = job.schedule_type + '\n' + job.schedule_expr + '\n' + job.time_zone + '\n' +
+                            std::to_string(job.jitter_ms) + '\n' + job.dst_gap + '\n' + job.dst_overlap;
+    auto& entry = schedules_[job.id];
     if (entry.key != key || (!entry.schedule && entry.error.empty())) {
         entry.key = key;
-        std::string field;
-        auto made = cron::Schedule::Make(type, expr, zone, &field);
         entry.schedule.reset();
         entry.error.clear();
+        const auto options = cron::ParseScheduleOptions(job.id, job.jitter_ms, job.dst_gap, job.dst_overlap);
+        auto made = options.ok()
+                        ? cron::Schedule::Make(job.schedule_type, job.schedule_expr, job.time_zone, nullptr, *options)
+                        : Result<cron::Schedule>(options.status());
         if (made.ok()) {
             entry.schedule = *made;
         } else {
@@ -197,7 +199,7 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
         advances.reserve(due.size());
         plans.reserve(due.size());
         for (const auto& job : due) {
-            const auto& cached = ScheduleFor(job.id, job.schedule_type, job.schedule_expr, job.time_zone);
+            const auto& cached = ScheduleFor(job);
             if (!cached.schedule) {
                 // Stored before a validation rule existed, or its zone vanished from tzdata: it
                 // can never fire, so park it (next_fire_time NULL) instead of rescanning it.
@@ -365,7 +367,7 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
             }
             if (job->schedule_type == "fixed-delay" && job->enabled && !job->next_fire_time &&
                 fire.kind != store::FireKind::kManual) {
-                const auto& cached = ScheduleFor(job->id, job->schedule_type, job->schedule_expr, job->time_zone);
+                const auto& cached = ScheduleFor(*job);
                 if (cached.schedule) {
                     const std::int64_t finished = fire.finished_at.value_or(now);
                     (void)store::JobRepository::AdvanceSchedule(s, job->id, job->version, std::nullopt,

@@ -117,3 +117,58 @@ TEST(PlanJobFires, PerJobCapLeavesTheRestForTheNextScan) {
 
 }  // namespace
 }  // namespace sched::trigger
+
+namespace sched::trigger {
+namespace {
+
+cron::Schedule Jittered(const char* expr, std::int64_t job_id, std::int64_t jitter_ms) {
+    cron::ScheduleOptions o;
+    o.job_id = job_id;
+    o.jitter_ms = jitter_ms;
+    auto s = cron::Schedule::Make("cron", expr, "UTC", nullptr, o);
+    if (!s.ok()) throw std::runtime_error(s.status().ToString());
+    return *s;
+}
+
+TEST(PlanJobFires, JitterMovesFiresWithinTheBoundAndKeepsNominalTimes) {
+    const auto every_second = Jittered("* * * * * ?", 5, 400);
+    PlanOptions o;
+    o.lookahead_ms = 3000;
+    const auto plan = PlanJobFires(every_second, kT0, kT0 + 100, o);
+    ASSERT_EQ(plan.fires.size(), 4U);
+    bool moved = false;
+    for (std::size_t i = 0; i < plan.fires.size(); ++i) {
+        const auto& f = plan.fires[i];
+        EXPECT_EQ(f.nominal_ms, kT0 + static_cast<std::int64_t>(i) * 1000);
+        EXPECT_GE(f.scheduled_ms - f.nominal_ms, 0);
+        EXPECT_LE(f.scheduled_ms - f.nominal_ms, 400);
+        moved = moved || f.scheduled_ms != f.nominal_ms;
+        if (i > 0) {
+            EXPECT_GT(f.scheduled_ms, plan.fires[i - 1].scheduled_ms);
+        }
+    }
+    EXPECT_TRUE(moved);
+    EXPECT_EQ(plan.next_fire_time, kT0 + 4000);  // nominal: judged and stored without jitter
+}
+
+TEST(PlanJobFires, JitterIsTheSameWhenTheSameTimesArePlannedAgain) {
+    // A new master re-plans from the stored next_fire_time: the same nominal times get the same
+    // fire times, so the fire keys (job, scheduled_time, ...) match and nothing runs twice.
+    PlanOptions o;
+    o.lookahead_ms = 5000;
+    const auto first = PlanJobFires(Jittered("* * * * * ?", 9, 900), kT0, kT0, o);
+    const auto again = PlanJobFires(Jittered("* * * * * ?", 9, 900), kT0, kT0 + 50, o);
+    ASSERT_EQ(first.fires.size(), again.fires.size());
+    for (std::size_t i = 0; i < first.fires.size(); ++i) {
+        EXPECT_EQ(first.fires[i].scheduled_ms, again.fires[i].scheduled_ms);
+    }
+    // A jitter larger than the interval is cut below the next nominal time: never a shared key.
+    const auto wide = PlanJobFires(Jittered("* * * * * ?", 9, 3'600'000), kT0, kT0, o);
+    for (std::size_t i = 1; i < wide.fires.size(); ++i) {
+        EXPECT_GT(wide.fires[i].scheduled_ms, wide.fires[i - 1].scheduled_ms);
+        EXPECT_LT(wide.fires[i].scheduled_ms - wide.fires[i].nominal_ms, 1000);
+    }
+}
+
+}  // namespace
+}  // namespace sched::trigger

@@ -106,6 +106,40 @@ TEST_P(MasterTest, DueJobGetsItsFiresOnceAndAdvances) {
     EXPECT_EQ(times_again.size(), again.size());
 }
 
+TEST_P(MasterTest, AJitteredFireHasTheSameKeyWhenPlannedTwice) {
+    const std::int64_t start = (Now() / 1000) * 1000;
+    auto job = CreateJob("spread", "cron", "* * * * * ?", start, [](store::Job& j) { j.jitter_ms = 900; });
+    ASSERT_TRUE(master_->Scan(epoch_).ok());
+    const auto first = FiresOf(job.id);
+    ASSERT_GE(first.size(), 3u);
+    bool moved = false;
+    for (const auto& f : first) {
+        // The fire runs at its nominal second plus the job's deterministic offset.
+        const std::int64_t nominal = f.scheduled_time / 1000 * 1000;
+        EXPECT_EQ(f.scheduled_time, nominal + cron::JitterOffsetMs(job.id, nominal, 900, nominal + 1000));
+        moved = moved || f.scheduled_time != nominal;
+    }
+    EXPECT_TRUE(moved);
+    auto stored = store::JobRepository(db()).Get(job.id);
+    ASSERT_TRUE(stored.ok());
+    EXPECT_EQ(*stored->next_fire_time % 1000, 0);  // next_fire_time stays nominal
+
+    // A failover: another master, with an empty cache, plans the same times again from the start.
+    store::Job rewound = *stored;
+    rewound.next_fire_time = start;
+    ASSERT_TRUE(store::JobRepository(db()).Update(rewound, stored->version).ok());
+    Master other(pool_, *fence_, *time_, MasterConfig{}, metrics_);
+    ASSERT_TRUE(other.Scan(epoch_).ok());
+    const auto again = FiresOf(job.id);
+    std::set<std::int64_t> times;
+    for (const auto& f : again) times.insert(f.scheduled_time);
+    EXPECT_EQ(times.size(), again.size()) << "a jittered time was planned twice under different keys";
+    for (const auto& f : first) EXPECT_TRUE(times.count(f.scheduled_time)) << f.scheduled_time;
+    std::set<std::int64_t> seconds;
+    for (const auto& f : again) seconds.insert(f.scheduled_time / 1000);
+    EXPECT_EQ(seconds.size(), again.size()) << "one nominal second got two fires";
+}
+
 TEST_P(MasterTest, ABatchOfManyDueJobsGetsOneFirePerDueTimeAndAllAdvance) {
     // 1,200 once-jobs due within the lookahead, with `batch` above that: one scan plans them all
     // (several UPDATE, INSERT and read-back statements). CAS losers inside a batch are covered by

@@ -23,7 +23,7 @@ using rest::Method;
 using rest::Request;
 using rest::Response;
 
-constexpr std::array<std::string_view, 20> kJobFields = {"name",
+constexpr std::array<std::string_view, 23> kJobFields = {"name",
                                                          "app",
                                                          "handler",
                                                          "params",
@@ -42,10 +42,14 @@ constexpr std::array<std::string_view, 20> kJobFields = {"name",
                                                          "enabled",
                                                          "description",
                                                          "pause_after_failures",
+                                                         "jitter_ms",
+                                                         "dst_gap",
+                                                         "dst_overlap",
                                                          "version"};
 constexpr std::array<std::string_view, 6> kJobReadOnly = {"id",         "next_fire_time", "last_fire_time",
                                                           "created_at", "updated_at",     "last_fire"};
-constexpr std::array<std::string_view, 4> kScheduleFields = {"schedule_type", "schedule_expr", "time_zone", "count"};
+constexpr std::array<std::string_view, 7> kScheduleFields = {"schedule_type", "schedule_expr", "time_zone",  "count",
+                                                             "jitter_ms",     "dst_gap",       "dst_overlap"};
 
 constexpr std::size_t kMaxName = 191;
 constexpr std::size_t kMaxApp = 128;
@@ -56,6 +60,12 @@ constexpr std::size_t kMaxZone = 64;
 constexpr std::size_t kMaxParamsBytes = 65535;  // a MySQL TEXT column
 constexpr int kMaxPageSize = 200;
 constexpr int kMaxPreview = 100;
+constexpr std::size_t kMaxDstChoice = 16;
+// The preview's `dst` section looks this far ahead for the zone's next offset change, and shows
+// the fire times from half a day before it to half a day after.
+constexpr std::int64_t kDstLookaheadMs = 400LL * 86'400'000;
+constexpr std::int64_t kDstWindowMs = 12LL * 3'600'000;
+constexpr std::size_t kMaxDstTimes = 24;
 
 // A job body after validation: the job to store and what the handler still has to decide.
 struct JobInput {
@@ -87,6 +97,8 @@ std::optional<rest::ApiError> ReadJobInput(const nlohmann::json& body, const sto
     text("routing", j.routing, false);
     text("block_strategy", j.block_strategy, false);
     text("description", j.description, false);
+    text("dst_gap", j.dst_gap, false);
+    text("dst_overlap", j.dst_overlap, false);
     if (f.ok() && body.is_object() && body.contains("params") && !body["params"].is_string() &&
         !body["params"].is_null()) {
         // Any JSON value is stored as its text (sized before serialising); a string is stored
@@ -104,6 +116,7 @@ std::optional<rest::ApiError> ReadJobInput(const nlohmann::json& body, const sto
         static_cast<int>(f.Int("pause_after_failures", j.pause_after_failures, {.min = 0, .max = 1000}));
     j.retry_backoff_ms = f.Int("retry_backoff_ms", j.retry_backoff_ms, {.min = 1, .max = 24LL * 3600 * 1000});
     j.shard_total = static_cast<int>(f.Int("shard_total", j.shard_total, {.min = 1, .max = 1000}));
+    j.jitter_ms = f.Int("jitter_ms", j.jitter_ms, {.min = 0, .max = cron::kMaxJitterMs});
     j.at_least_once = f.Bool("at_least_once", j.at_least_once);
     j.enabled = f.Bool("enabled", j.enabled);
     if (create) {
@@ -119,7 +132,9 @@ std::optional<rest::ApiError> ReadJobInput(const nlohmann::json& body, const sto
           {"handler", j.handler, kMaxHandler},
           {"description", j.description, kMaxDescription},
           {"schedule_expr", j.schedule_expr, kMaxExpr},
-          {"time_zone", j.time_zone, kMaxZone}}) {
+          {"time_zone", j.time_zone, kMaxZone},
+          {"dst_gap", j.dst_gap, kMaxDstChoice},
+          {"dst_overlap", j.dst_overlap, kMaxDstChoice}}) {
         const std::string k(key);
         if (CodePoints(value) > max) {
             return Invalid(
@@ -148,11 +163,16 @@ std::optional<rest::ApiError> ReadJobInput(const nlohmann::json& body, const sto
     }
     if (j.time_zone.empty()) j.time_zone = "UTC";
     std::string field;
-    auto schedule = cron::Schedule::Make(j.schedule_type, j.schedule_expr, j.time_zone, &field);
+    // A new job has no id yet: `H` validates with the seed "" and resolves once the job is stored.
+    const auto options = cron::ParseScheduleOptions(create ? std::nullopt : std::optional<std::int64_t>(j.id),
+                                                    j.jitter_ms, j.dst_gap, j.dst_overlap, &field);
+    if (!options.ok()) return Invalid(field, options.status().message());
+    auto schedule = cron::Schedule::Make(j.schedule_type, j.schedule_expr, j.time_zone, &field, *options);
     if (!schedule.ok()) return Invalid(field.empty() ? "schedule_expr" : field, schedule.status().message());
     j.schedule_expr = schedule->expression();
     out.schedule_changed = create || j.schedule_type != current->schedule_type ||
-                           j.schedule_expr != current->schedule_expr || j.time_zone != current->time_zone;
+                           j.schedule_expr != current->schedule_expr || j.time_zone != current->time_zone ||
+                           j.dst_gap != current->dst_gap || j.dst_overlap != current->dst_overlap;
     out.schedule = *schedule;
     out.job = std::move(j);
     return std::nullopt;
@@ -198,15 +218,83 @@ std::optional<store::Fire> LastFire(db::Database& db, std::int64_t job_id) {
     return fires->front();
 }
 
-nlohmann::json PreviewJson(const cron::Schedule& schedule, std::int64_t now_ms, std::size_t count) {
+// The job's schedule as the master makes it (trigger::Master::ScheduleFor): with its id, jitter
+// and DST choice.
+Result<cron::Schedule> StoredSchedule(const store::Job& job) {
+    const auto options = cron::ParseScheduleOptions(job.id, job.jitter_ms, job.dst_gap, job.dst_overlap);
+    if (!options.ok()) return options.status();
+    return cron::Schedule::Make(job.schedule_type, job.schedule_expr, job.time_zone, nullptr, *options);
+}
+
+// The preview's `dst` section: the zone's next offset change within kDstLookaheadMs and the fire
+// times around it, as the job's DST choice resolves them; null when there is none (UTC, a zone
+// without DST) or the schedule is not cron (only cron times are local wall-clock times).
+nlohmann::json DstPreviewJson(const cron::Schedule& schedule, std::int64_t now_ms) {
+    if (schedule.type() != cron::ScheduleType::kCron || !schedule.zone()) return nullptr;
+    const auto change = cron::NextOffsetChange(*schedule.zone(), now_ms, kDstLookaheadMs);
+    if (!change) return nullptr;
     nlohmann::json times = nlohmann::json::array();
     nlohmann::json local = nlohmann::json::array();
-    for (const auto t : schedule.Preview(now_ms, count)) {
+    for (const auto t : schedule.PreviewFireTimes(std::max(now_ms, change->at_ms - kDstWindowMs), kMaxDstTimes)) {
+        if (t > change->at_ms + kDstWindowMs) break;
         times.push_back(t);
         local.push_back(LocalIso(t, schedule.zone()));
     }
-    return {
-        {"times", std::move(times)}, {"local", std::move(local)}, {"time_zone", schedule.zone_name()}, {"now", now_ms}};
+    const auto& o = schedule.options();
+    return {{"transition", change->at_ms},
+            {"transition_local", LocalIso(change->at_ms, schedule.zone())},
+            {"kind", change->offset_after_s > change->offset_before_s ? "gap" : "overlap"},
+            {"offset_before_s", change->offset_before_s},
+            {"offset_after_s", change->offset_after_s},
+            {"dst_gap", cron::DstGapName(o.dst_gap)},
+            {"dst_overlap", cron::DstOverlapName(o.dst_overlap)},
+            {"times", std::move(times)},
+            {"local", std::move(local)}};
+}
+
+// `times` are when the runs start: nominal schedule times plus the job's jitter.
+nlohmann::json PreviewJson(const cron::Schedule& schedule, std::int64_t now_ms, std::size_t count) {
+    nlohmann::json times = nlohmann::json::array();
+    nlohmann::json local = nlohmann::json::array();
+    for (const auto t : schedule.PreviewFireTimes(now_ms, count)) {
+        times.push_back(t);
+        local.push_back(LocalIso(t, schedule.zone()));
+    }
+    const bool uses_hash = schedule.cron() && schedule.cron()->UsesHash();
+    return {{"times", std::move(times)},
+            {"local", std::move(local)},
+            {"time_zone", schedule.zone_name()},
+            {"now", now_ms},
+            {"jitter_ms", schedule.options().jitter_ms},
+            {"uses_hash", uses_hash},
+            {"hash_seed", schedule.options().job_id ? nlohmann::json(*schedule.options().job_id) : nullptr},
+            {"dst", DstPreviewJson(schedule, now_ms)}};
+}
+
+// Stores a new job. `H` depends on the id, which exists only once the row does: such a job is
+// stored without a next fire time (the master does not plan it) and then given the time its
+// id resolves to, with the master's CAS (version unchanged), so no fire is ever planned at the
+// seed-"" time the validation used.
+Result<store::Job> CreateJob(db::Database& db, JobInput& in, std::int64_t now_ms) {
+    const bool needs_id = in.schedule->cron() && in.schedule->cron()->UsesHash() && in.job.enabled;
+    if (needs_id) in.job.next_fire_time.reset();
+    store::JobRepository jobs(db);
+    auto created = jobs.Create(in.job);
+    if (!created.ok() || !needs_id) return created;
+    auto schedule = StoredSchedule(*created);
+    if (!schedule.ok()) {
+        // `H(29-31)` in February: valid with one seed, never firing with another.
+        (void)jobs.Delete(created->id);
+        return InvalidArgument("schedule_expr: with the job's id " + std::to_string(created->id) + " " +
+                               schedule.status().message());
+    }
+    const auto next = schedule->NextFireTime(now_ms);
+    Status advanced = db.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Status {
+        store::JobRepository::AdvanceSchedule(s, created->id, created->version, std::nullopt, next, std::nullopt);
+        return Status::Ok();
+    });
+    if (!advanced.ok()) return advanced;
+    return jobs.Get(created->id);
 }
 
 Response JobError(const Status& s) {
@@ -226,7 +314,7 @@ Result<store::Job> SetEnabled(db::Database& db, std::int64_t id, bool enabled) {
         in.job.enabled = enabled;
         in.schedule_changed = false;
         if (enabled) {
-            auto schedule = cron::Schedule::Make(current->schedule_type, current->schedule_expr, current->time_zone);
+            auto schedule = StoredSchedule(*current);
             if (!schedule.ok()) return schedule.status();
             in.schedule = *schedule;
             auto now = DbNowMs(db);
@@ -297,7 +385,7 @@ void AddJobRoutes(Routes& routes) {
                        auto now = DbNowMs(db);
                        if (!now.ok()) return now.status();
                        if (Status s = PlanNextFire(in, nullptr, *now); !s.ok()) return s;
-                       return store::JobRepository(db).Create(in.job);
+                       return CreateJob(db, in, *now);
                    };
                    auto created = co_await WithDb(*ctx, work);
                    if (!created.ok()) co_return JobError(created.status());
@@ -447,7 +535,7 @@ void AddJobRoutes(Routes& routes) {
                    auto work = [id = *id, count](db::Database& db) -> Result<nlohmann::json> {
                        auto job = store::JobRepository(db).Get(id);
                        if (!job.ok()) return job.status();
-                       auto schedule = cron::Schedule::Make(job->schedule_type, job->schedule_expr, job->time_zone);
+                       auto schedule = StoredSchedule(*job);
                        if (!schedule.ok()) return FailedPrecondition("stored schedule: " + schedule.status().message());
                        auto now = DbNowMs(db);
                        if (!now.ok()) return now.status();
@@ -471,13 +559,20 @@ void AddJobRoutes(Routes& routes) {
                    const std::string expr = f.String("schedule_expr", "");
                    const std::string zone = f.String("time_zone", "UTC");
                    const auto count = f.Int("count", 5, {.min = 1, .max = kMaxPreview});
+                   const auto jitter_ms = f.Int("jitter_ms", 0, {.min = 0, .max = cron::kMaxJitterMs});
+                   const std::string dst_gap = f.String("dst_gap", "auto");
+                   const std::string dst_overlap = f.String("dst_overlap", "auto");
                    if (f.error()) co_return Response::Error(*f.error());
                    if (expr.size() > kMaxExpr) {
                        co_return BadRequest("schedule_expr",
                                             "schedule_expr: at most " + std::to_string(kMaxExpr) + " characters");
                    }
                    std::string field;
-                   auto schedule = cron::Schedule::Make(type, expr, zone.empty() ? "UTC" : zone, &field);
+                   // No job id: `H` resolves with the seed "" (the job's own preview shows its times).
+                   const auto options =
+                       cron::ParseScheduleOptions(std::nullopt, jitter_ms, dst_gap, dst_overlap, &field);
+                   if (!options.ok()) co_return BadRequest(field, options.status().message());
+                   auto schedule = cron::Schedule::Make(type, expr, zone.empty() ? "UTC" : zone, &field, *options);
                    if (!schedule.ok()) {
                        co_return BadRequest(field.empty() ? "schedule_expr" : field, schedule.status().message());
                    }

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "sched/common/config.hpp"
+#include "sched/cron/cron_expression.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/routing.hpp"
 #include "sched/store/token.hpp"
@@ -189,7 +190,16 @@ TEST_P(OpenApiTest, TheDocumentsEnumsAreTheCodes) {
     // The job schema lists exactly the fields the API accepts on create and update.
     std::set<std::string> input;
     for (const auto& [k, v] : schemas["JobInput"]["properties"].items()) input.insert(k);
-    EXPECT_EQ(input.size(), 20u);
+    EXPECT_EQ(input.size(), 23u);
+    // The DST choices are the cron library's names.
+    std::vector<std::string> gaps = schemas["JobInput"]["properties"]["dst_gap"]["enum"];
+    ASSERT_EQ(gaps.size(), 3u);
+    for (std::size_t i = 0; i < gaps.size(); ++i) EXPECT_EQ(gaps[i], cron::DstGapName(static_cast<cron::DstGap>(i)));
+    std::vector<std::string> overlaps = schemas["JobInput"]["properties"]["dst_overlap"]["enum"];
+    ASSERT_EQ(overlaps.size(), 4u);
+    for (std::size_t i = 0; i < overlaps.size(); ++i) {
+        EXPECT_EQ(overlaps[i], cron::DstOverlapName(static_cast<cron::DstOverlap>(i)));
+    }
     EXPECT_FALSE(schemas["JobInput"]["additionalProperties"].get<bool>());
 }
 

@@ -62,6 +62,7 @@ struct CronFields {
     // search time.
     std::array<std::array<std::uint64_t, 7>, 4> day_masks{};
     bool fires_in_both_passes = false;
+    bool uses_hash = false;  // some field was written with `H`
 
     std::uint64_t DayMask(int year, int month) const {
         const int first_weekday = WeekdayFromDays(DaysFromCivil(year, month, 1));

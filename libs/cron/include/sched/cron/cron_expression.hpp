@@ -17,6 +17,14 @@
 ///     unless the hour field is `*`, a step (`*/2`, `0/3`, `1-23/2`) or covers all 24 hours: then it
 ///     fires at every instant whose local time matches, so frequent jobs keep running through both
 ///     passes of the repeated hour.
+/// A job may choose another DST rule (CronOptions::dst_gap / dst_overlap; `auto` is the rule above).
+///
+/// `H` (Jenkins' hash, docs/cron.md "Spread with H") stands for a value chosen stably from a seed
+/// (the job id): `H` one value of the field, `H(a-b)` one value in a-b, `H/n` every n starting at a
+/// hashed offset below n, `H(a-b)/n` the same within a-b. Allowed in second, minute, hour,
+/// day-of-month (plain `H` picks from 1-28), month and day-of-week (plain `H` picks one of the 7
+/// days), not in year. The value is FNV-1a 64 (StableHash) of "<seed>:<field name>" modulo the
+/// number of choices, so it is the same on every node, platform and version.
 /// Years are limited to 1970-2199: Next() returns nullopt past 2199, which bounds every search.
 
 #include <cstddef>
@@ -51,6 +59,38 @@ struct CronError {
     std::string Message() const;
 };
 
+/// What a matching local time that falls in a DST gap does (spring forward).
+enum class DstGap {
+    kAuto,          ///< the default rule: fires at the first instant after the gap
+    kSkip,          ///< does not fire that day
+    kShiftForward,  ///< fires as late after the gap's start as it was meant to be (02:30 -> 03:30)
+};
+/// What a matching local time that occurs twice (fall back) does.
+enum class DstOverlap {
+    kAuto,   ///< the default rule: first occurrence, both for a frequent hour field (FiresInBothPasses)
+    kFirst,  ///< first occurrence only, whatever the hour field
+    kLast,   ///< second occurrence only
+    kBoth,   ///< both occurrences, whatever the hour field
+};
+/// "auto", "skip", "shift-forward" / "auto", "first", "last", "both" (the stored spelling).
+std::string_view DstGapName(DstGap gap);
+std::string_view DstOverlapName(DstOverlap overlap);
+/// Inverses of the above (exact, lower-case); kInvalidArgument listing the valid names.
+Result<DstGap> ParseDstGap(std::string_view name);
+Result<DstOverlap> ParseDstOverlap(std::string_view name);
+
+/// FNV-1a 64 (offset basis 0xcbf29ce484222325, prime 0x100000001b3) over the bytes of `text`: the
+/// hash behind `H` and jitter. Fixed forever: changing it would move every job's fire times.
+std::uint64_t StableHash(std::string_view text);
+
+struct CronOptions {
+    /// The seed of `H`: the job id as decimal text. nullopt (a job that has no id yet, being
+    /// validated) accepts `H` and resolves it with the seed "".
+    std::optional<std::string> hash_seed;
+    DstGap dst_gap = DstGap::kAuto;
+    DstOverlap dst_overlap = DstOverlap::kAuto;
+};
+
 enum class CronForm {
     kQuartz,  ///< 6 or 7 fields, seconds first, day-of-week 1-7 (1 = SUN)
     kUnix,    ///< 5 fields, day-of-week 0-7 (0 and 7 = SUN)
@@ -65,7 +105,9 @@ class CronExpression {
     /// CronError::Message(), and fills `*error` when given. Expressions that can never fire
     /// (`0 0 0 30 2 ?`, `0 0 0 29 2 ? 2023`) are rejected here. Inputs longer than 1024 characters
     /// are rejected. Never throws on any input.
-    static Result<CronExpression> Parse(std::string_view text, CronError* error = nullptr);
+    /// `options` gives the seed of `H` and the DST choice.
+    static Result<CronExpression> Parse(std::string_view text, CronError* error = nullptr,
+                                        const CronOptions& options = {});
 
     /// The first fire instant strictly after `after_ms` (epoch milliseconds, UTC) in `zone`
     /// (nullptr means UTC). nullopt when there is none up to the end of 2199 (year field exhausted).
@@ -82,16 +124,22 @@ class CronExpression {
     /// `0-11,12-23`); a list of several items fires once even with a step inside (`2-12,1-14/8`).
     bool FiresInBothPasses() const;
 
+    /// True when some field uses `H` (the fire times depend on the seed).
+    bool UsesHash() const;
+
     CronForm form() const { return form_; }
     /// The text as given to Parse().
     const std::string& text() const { return text_; }
 
   private:
-    CronExpression(std::shared_ptr<const impl::CronFields> fields, CronForm form, std::string text);
+    CronExpression(std::shared_ptr<const impl::CronFields> fields, CronForm form, std::string text,
+                   const CronOptions& options);
 
     std::shared_ptr<const impl::CronFields> fields_;
     CronForm form_;
     std::string text_;
+    DstGap dst_gap_ = DstGap::kAuto;
+    DstOverlap dst_overlap_ = DstOverlap::kAuto;
 };
 
 }  // namespace sched::cron

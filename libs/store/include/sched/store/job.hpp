@@ -51,6 +51,11 @@ struct Job {
     /// The master pauses the job after this many failed/timeout/lost runs in a row (0 = never;
     /// trigger::Alerter).
     int pause_after_failures = 0;
+    /// Schedule options (docs/cron.md): each fire runs a deterministic 0..jitter_ms ms after its
+    /// scheduled time (0 = none), and the DST choice of a cron schedule.
+    std::int64_t jitter_ms = 0;
+    std::string dst_gap = "auto";      ///< auto | skip | shift-forward
+    std::string dst_overlap = "auto";  ///< auto | first | last | both
 };
 
 struct JobFilter {

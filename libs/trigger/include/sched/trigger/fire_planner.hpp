@@ -18,7 +18,10 @@
 namespace sched::trigger {
 
 struct PlannedFireRow {
+    /// When it runs: the nominal time plus the job's deterministic jitter (Schedule::FireTimeMs),
+    /// so planning the same nominal time twice (after a failover) gives the same fire key.
     std::int64_t scheduled_ms = 0;
+    std::int64_t nominal_ms = 0;  ///< the schedule's time, before jitter
     store::FireKind kind = store::FireKind::kSchedule;
 };
 
@@ -44,7 +47,9 @@ struct PlanOptions {
     std::size_t max_fires_per_job = 1000;  ///< per scan; the rest waits for the next scan
 };
 
-/// Plans the fires of a job whose stored next_fire_time is `due_ms`.
+/// Plans the fires of a job whose stored next_fire_time is `due_ms`. next_fire_time (stored and
+/// returned) is always a nominal time; only the fire rows carry the jitter, and whether a time is
+/// due or late is judged by its nominal time.
 JobPlan PlanJobFires(const cron::Schedule& schedule, std::int64_t due_ms, std::int64_t now_ms,
                      const PlanOptions& options);
 

@@ -68,6 +68,7 @@
 #include "sched/cron/schedule.hpp"
 #include "sched/db/database.hpp"
 #include "sched/lock/fenced.hpp"
+#include "sched/store/job.hpp"
 #include "sched/trigger/db_time.hpp"
 
 namespace sched::trigger {
@@ -143,12 +144,12 @@ class Master {
 
   private:
     struct CachedSchedule {
-        std::string key;  // type + expr + zone the schedule was made from
+        std::string key;  // type, expr, zone and schedule options the schedule was made from
         std::optional<cron::Schedule> schedule;
         std::string error;
     };
-    const CachedSchedule& ScheduleFor(std::int64_t job_id, const std::string& type, const std::string& expr,
-                                      const std::string& zone);
+    /// The job's schedule, made with its id (the seed of `H` and jitter) and schedule options.
+    const CachedSchedule& ScheduleFor(const store::Job& job);
 
     /// Step 2b over the next batch of running fires (the cursor wraps around).
     void SweepRunning(soci::session& s, std::int64_t now, ScanReport& r);

@@ -11,6 +11,19 @@ const MISFIRE = ['fire-once-now', 'skip', 'fire-all'];
 const ROUTINGS = ['round-robin', 'first', 'last', 'random', 'consistent-hash', 'least-frequently-used',
   'least-recently-used', 'failover', 'busy-over', 'sharding-broadcast'];
 const BLOCK = ['serial', 'discard-later', 'cover-early'];
+const DST_GAP = ['auto', 'skip', 'shift-forward'];
+const DST_OVERLAP = ['auto', 'first', 'last', 'both'];
+
+// The preview's `dst` section: the zone's next offset change and the fire times around it.
+function dstPreview(dst, zone) {
+  if (!dst) return null;
+  const what = dst.kind === 'gap' ? 'Clocks go forward' : 'Clocks go back';
+  return h('div', { class: 'dst-preview' },
+    h('h4', null, `${what} ${fmtTime(dst.transition, zone)}`),
+    h('div', { class: 'hint' }, `gap: ${dst.dst_gap}, repeated time: ${dst.dst_overlap}`),
+    dst.times.length ? h('ol', { class: 'preview-times' }, dst.times.map((t) => h('li', null, fmtTime(t, zone))))
+      : h('div', { class: 'subtle' }, 'No fire times within 12 hours of it.'));
+}
 const EXPR_HINTS = {
   'cron': 'Quartz "sec min hour day month weekday [year]" (e.g. 0 */5 * * * ?) or Unix "min hour day month weekday"',
   'fixed-rate': 'an interval, optionally @anchor: 30s, 5m, 1h@2025-01-01T00:00:00',
@@ -165,6 +178,8 @@ export async function jobView(main, ctx) {
       ['Timeout', job.timeout_ms ? fmtDuration(job.timeout_ms) : 'none'],
       ['Retries', job.retry_max ? `${job.retry_max} (backoff ${fmtDuration(job.retry_backoff_ms)})` : 'none'],
       ['Shards', job.shard_total], ['At least once', job.at_least_once ? 'yes' : 'no'],
+      ['Jitter', job.jitter_ms ? `up to ${fmtDuration(job.jitter_ms)}` : 'none'],
+      ['DST', `gap: ${job.dst_gap ?? 'auto'}, repeated time: ${job.dst_overlap ?? 'auto'}`],
       ['Params', paramsText(job.params) ? h('code', null, paramsText(job.params)) : '—'],
       ['Description', job.description || '—'], ['Version', job.version],
     ];
@@ -172,7 +187,8 @@ export async function jobView(main, ctx) {
     const next = await get(`/api/v1/jobs/${id}/next?count=5`);
     replace(preview, h('h3', null, 'Next fire times'), h('div', { class: 'zone' }, next.time_zone),
       next.times.length ? h('ol', null, next.times.map((t) => h('li', null, fmtTime(t, next.time_zone))))
-        : h('div', { class: 'subtle' }, 'No upcoming fire times.'));
+        : h('div', { class: 'subtle' }, 'No upcoming fire times.'),
+      dstPreview(next.dst, next.time_zone));
   }
   async function loadFires() {
     const page = await get(withQuery('/api/v1/fires', { job_id: id, limit: 20 }));
@@ -236,6 +252,7 @@ export async function jobFormView(main, ctx) {
     schedule_expr: '0 */5 * * * ?', time_zone: 'UTC', misfire_policy: 'fire-once-now', routing: 'round-robin',
     block_strategy: 'serial', concurrency_limit: 1, timeout_ms: 0, retry_max: 0, retry_backoff_ms: 1000,
     shard_total: 1, at_least_once: false, enabled: true, pause_after_failures: 0,
+    jitter_ms: 0, dst_gap: 'auto', dst_overlap: 'auto',
   };
   const input = (name, props = {}) => h('input', { name, value: job[name] ?? '', ...props });
   const number = (name, min) => h('input', { name, type: 'number', min, step: 1, value: job[name] });
@@ -271,6 +288,9 @@ export async function jobFormView(main, ctx) {
       field('Concurrency limit', number('concurrency_limit', 1)),
       field('Shards', number('shard_total', 1)),
       field('Pause after failures', number('pause_after_failures', 0), '0 = never; failed runs in a row'),
+      field('Jitter (ms)', number('jitter_ms', 0), '0 = none; up to 3600000, stable per job and time'),
+      field('DST gap', select('dst_gap', DST_GAP, job.dst_gap ?? 'auto'), 'a time clocks skip'),
+      field('DST repeated time', select('dst_overlap', DST_OVERLAP, job.dst_overlap ?? 'auto'), 'a time that occurs twice'),
       h('label', { class: 'wide' }, 'Params', paramsBox,
         h('span', { class: 'hint' }, 'passed to the handler; JSON arrives as JSON'), h('span', { class: 'field-error' })),
       h('label', { class: 'wide' }, 'Description', description, h('span', { class: 'field-error' })),
@@ -281,24 +301,31 @@ export async function jobFormView(main, ctx) {
     h('datalist', { id: 'zones' }, timeZones().map((z) => h('option', { value: z }))));
 
   // The live preview: the next times in the job's zone, or the parser's error at the field.
+  const PREVIEW_FIELDS = ['schedule_type', 'schedule_expr', 'time_zone', 'jitter_ms', 'dst_gap', 'dst_overlap'];
   let previewSeq = 0;
   const refreshPreview = debounce(async () => {
     const seq = ++previewSeq;
     exprHint.textContent = EXPR_HINTS[type.value] ?? '';
     const body = { schedule_type: type.value, schedule_expr: expr.value, time_zone: zone.value.trim() || 'UTC',
-      count: 5 };
+      count: 5, dst_gap: form.elements.namedItem('dst_gap').value,
+      dst_overlap: form.elements.namedItem('dst_overlap').value };
+    const jitter = intValue('jitter_ms');
+    if (jitter !== undefined) body.jitter_ms = jitter;
     try {
       const result = await post('/api/v1/schedules/validate', body);
       if (seq !== previewSeq) return;
-      for (const name of ['schedule_type', 'schedule_expr', 'time_zone']) setFieldError(form, name, '');
+      for (const name of PREVIEW_FIELDS) setFieldError(form, name, '');
       replace(previewList, h('div', { class: 'zone' }, `in ${result.time_zone}`),
         result.times.length
           ? h('ol', { class: 'preview-times' }, result.times.map((t) => h('li', null, fmtTime(t, result.time_zone))))
           : h('div', { class: 'subtle' }, type.value === 'manual' ? 'Runs only when triggered.'
-            : 'No fire time after now.'));
+            : 'No fire time after now.'),
+        result.uses_hash && !id ? h('div', { class: 'hint' }, 'H is resolved from the job id once the job is saved.')
+          : null,
+        dstPreview(result.dst, result.time_zone));
     } catch (e) {
       if (seq !== previewSeq) return;
-      for (const name of ['schedule_type', 'schedule_expr', 'time_zone']) setFieldError(form, name, '');
+      for (const name of PREVIEW_FIELDS) setFieldError(form, name, '');
       if (!(e instanceof ApiError) || !setFieldError(form, e.field ?? 'schedule_expr', e.message)) {
         replace(previewList, h('div', { class: 'field-error' }, e.message));
         return;
@@ -308,6 +335,8 @@ export async function jobFormView(main, ctx) {
   }, 250);
   for (const el of [type, expr, zone]) el.addEventListener('input', refreshPreview);
   type.addEventListener('change', refreshPreview);
+  for (const name of ['dst_gap', 'dst_overlap']) form.elements.namedItem(name).addEventListener('change', refreshPreview);
+  form.elements.namedItem('jitter_ms').addEventListener('input', refreshPreview);
 
   const intValue = (name) => {
     const raw = form.elements.namedItem(name).value.trim();
@@ -328,13 +357,15 @@ export async function jobFormView(main, ctx) {
       misfire_policy: form.elements.namedItem('misfire_policy').value,
       routing: form.elements.namedItem('routing').value,
       block_strategy: form.elements.namedItem('block_strategy').value,
+      dst_gap: form.elements.namedItem('dst_gap').value,
+      dst_overlap: form.elements.namedItem('dst_overlap').value,
       params: paramsValue(paramsBox.value),
       description: description.value,
       enabled: enabled.checked,
       at_least_once: atLeastOnce.checked,
     };
     for (const name of ['timeout_ms', 'retry_max', 'retry_backoff_ms', 'concurrency_limit', 'shard_total',
-      'pause_after_failures']) {
+      'pause_after_failures', 'jitter_ms']) {
       const v = intValue(name);
       if (v !== undefined) body[name] = v;
     }
