@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -26,11 +28,13 @@ Usage: schedctl [global options] COMMAND [arguments]
 Commands:
   jobs list                         jobs get ID
   jobs create -f FILE               jobs update ID -f FILE     (FILE: YAML or JSON job fields)
-  jobs pause ID | resume ID | trigger ID | delete ID
+  jobs pause ID [--note TEXT] | resume ID | trigger ID | delete ID
   fires list [--job NAME|ID] [--status S] [--limit N]
   fires get ID | log ID | kill ID
   executors list                    cluster status
   tokens list | create --name N --role R [--apps a,b] | revoke ID
+  audit [--job NAME|ID] [--actor NAME] [--action A] [--since DURATION|MS] [--limit N]
+                                    the audit log, newest first (--since 24h: the last day)
   diff -f jobs.yaml [--prune]       what apply would change; exit 0 no drift, 2 drift, 1 error
   apply -f jobs.yaml [--dry-run] [--prune]
                                     make the cluster's jobs match the file (keyed by name)
@@ -55,7 +59,7 @@ struct Options {
     std::string file;
     bool dry_run = false;
     bool prune = false;
-    std::optional<std::string> job, status, limit, name, role, apps;
+    std::optional<std::string> job, status, limit, name, role, apps, note, since, actor, action;
     std::vector<std::string> args;
     bool help = false;
 };
@@ -120,6 +124,22 @@ Options ParseArgs(int argc, const char* const* argv) {
         {"--apps",
          [](Options& x, std::string v) {
              x.apps = std::move(v);
+         }},
+        {"--note",
+         [](Options& x, std::string v) {
+             x.note = std::move(v);
+         }},
+        {"--since",
+         [](Options& x, std::string v) {
+             x.since = std::move(v);
+         }},
+        {"--actor",
+         [](Options& x, std::string v) {
+             x.actor = std::move(v);
+         }},
+        {"--action",
+         [](Options& x, std::string v) {
+             x.action = std::move(v);
          }},
     };
     for (int i = 1; i < argc; ++i) {
@@ -241,6 +261,26 @@ std::string ParseId(const Options& o, std::size_t index, const std::string& what
     return id;
 }
 
+// The fields whose values differ between an entry's before and after ("enabled, paused"), or
+// the pause note; at most a line's worth.
+std::string AuditChanges(const nlohmann::json& entry) {
+    const auto before = entry.value("before", nlohmann::json());
+    const auto after = entry.value("after", nlohmann::json());
+    if (!before.is_object() || !after.is_object()) return "";
+    std::string out;
+    for (auto it = after.begin(); it != after.end(); ++it) {
+        if (it.key() == "version" || it.key() == "updated_at") continue;
+        if (before.contains(it.key()) && before[it.key()] == it.value()) continue;
+        out += (out.empty() ? "" : ", ") + it.key();
+    }
+    if (after.contains("paused") && after["paused"].is_object()) {
+        const std::string note = after["paused"].value("note", std::string());
+        if (!note.empty()) out += " (note: " + note + ")";
+    }
+    if (out.size() > 120) out = out.substr(0, 117) + "...";
+    return SanitizeCell(out);
+}
+
 class Cli {
   public:
     Cli(Options options, std::ostream& out, std::ostream& err)
@@ -294,6 +334,8 @@ class Cli {
     int Executors();
     int Cluster();
     int Tokens();
+    int Audit();
+    std::string JobIdOf(const std::string& job);
     int ApplyOrDiff(bool apply);
     void PrintJobs(const nlohmann::json& items);
     void PrintFires(const nlohmann::json& items);
@@ -313,6 +355,7 @@ int Cli::Run() {
     if (cmd == "executors") return Executors();
     if (cmd == "cluster") return Cluster();
     if (cmd == "tokens") return Tokens();
+    if (cmd == "audit") return Audit();
     if (cmd == "apply") return ApplyOrDiff(true);
     if (cmd == "diff") return ApplyOrDiff(false);
     Usage(cmd.empty() ? "missing command" : "unknown command \"" + SanitizeCell(cmd) + "\"");
@@ -414,7 +457,10 @@ int Cli::Jobs() {
         return 0;
     }
     if (sub == "pause" || sub == "resume" || sub == "trigger") {
-        const ApiReply reply = CallOk(rest::Method::kPost, path + "/" + sub);
+        if (o_.note && sub != "pause") Usage("--note: only jobs pause takes a note");
+        std::optional<nlohmann::json> body;
+        if (o_.note) body = nlohmann::json{{"note", *o_.note}};
+        const ApiReply reply = CallOk(rest::Method::kPost, path + "/" + sub, body);
         if (Json())
             PrintJson(reply);
         else if (sub == "trigger") {
@@ -441,19 +487,7 @@ int Cli::Fires() {
     const std::string sub = Sub(1);
     if (sub == "list") {
         std::string query;
-        if (o_.job) {
-            const std::string& job = *o_.job;
-            if (!job.empty() && job.size() <= 18 && job.find_first_not_of("0123456789") == std::string::npos) {
-                query += "&job_id=" + job;
-            } else {
-                std::string id;
-                for (const auto& j : ListAllJobs("&q=" + QueryEscape(job))) {
-                    if (j.value("name", std::string()) == job) id = FieldCell(j, "id");
-                }
-                if (id.empty()) throw CliError("--job: no job named \"" + SanitizeCell(job) + "\"");
-                query += "&job_id=" + id;
-            }
-        }
+        if (o_.job) query += "&job_id=" + JobIdOf(*o_.job);
         if (o_.status) query += "&status=" + QueryEscape(*o_.status);
         if (o_.limit) {
             const std::string& n = *o_.limit;
@@ -598,6 +632,68 @@ int Cli::Tokens() {
     }
     Usage("tokens: expected list, create or revoke");
     return 1;
+}
+
+// --job: an id as given, or the id of the job with exactly that name.
+std::string Cli::JobIdOf(const std::string& job) {
+    if (!job.empty() && job.size() <= 18 && job.find_first_not_of("0123456789") == std::string::npos) return job;
+    std::string id;
+    for (const auto& j : ListAllJobs("&q=" + QueryEscape(job))) {
+        if (j.value("name", std::string()) == job) id = FieldCell(j, "id");
+    }
+    if (id.empty()) throw CliError("--job: no job named \"" + SanitizeCell(job) + "\"");
+    return id;
+}
+
+int Cli::Audit() {
+    if (!Sub(1).empty()) Usage("audit: takes no arguments, only options");
+    std::string query;
+    if (o_.job) query += "&target_kind=job&target_id=" + JobIdOf(*o_.job);
+    if (o_.actor) query += "&actor=" + QueryEscape(*o_.actor);
+    if (o_.action) query += "&action=" + QueryEscape(*o_.action);
+    if (o_.since) {
+        const std::string& since = *o_.since;
+        if (!since.empty() && since.size() <= 18 && since.find_first_not_of("0123456789") == std::string::npos) {
+            query += "&since=" + since;  // epoch ms
+        } else {
+            auto ago = ParseDuration(since);
+            if (!ago.ok() || ago->count() <= 0) {
+                throw CliError("--since: expected a duration such as 24h or epoch milliseconds, got \"" +
+                               SanitizeCell(since) + "\"");
+            }
+            // The local clock: a window of "the last day" needs no better than seconds.
+            const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                std::chrono::system_clock::now().time_since_epoch());
+            const auto from = now - std::chrono::duration_cast<std::chrono::milliseconds>(*ago);
+            query += "&since=" + std::to_string(std::max<std::int64_t>(0, from.count()));
+        }
+    }
+    if (o_.limit) {
+        const std::string& n = *o_.limit;
+        if (n.empty() || n.size() > 4 || n.find_first_not_of("0123456789") != std::string::npos) {
+            throw CliError("--limit: expected a positive integer");
+        }
+        query += "&limit=" + n;
+    }
+    const std::string path = "/api/v1/audit" + (query.empty() ? std::string() : "?" + query.substr(1));
+    const ApiReply reply = CallOk(rest::Method::kGet, path);
+    if (Json()) {
+        PrintJson(reply);
+        return 0;
+    }
+    std::vector<std::vector<std::string>> rows;
+    if (reply.json.is_object() && reply.json.contains("items") && reply.json["items"].is_array()) {
+        for (const auto& e : reply.json["items"]) {
+            if (!e.is_object()) continue;
+            const auto actor = e.value("actor", nlohmann::json::object());
+            const auto target = e.value("target", nlohmann::json::object());
+            rows.push_back({FieldCell(e, "id"), TimeCell(e, "at"), FieldCell(actor, "name"), FieldCell(actor, "role"),
+                            FieldCell(e, "action"), FieldCell(target, "kind") + " " + FieldCell(target, "id"),
+                            FieldCell(target, "name"), AuditChanges(e)});
+        }
+    }
+    out_ << RenderTable({"ID", "AT", "ACTOR", "ROLE", "ACTION", "TARGET", "NAME", "CHANGED"}, rows);
+    return 0;
 }
 
 int Cli::ApplyOrDiff(bool apply) {

@@ -362,13 +362,32 @@ async function main() {
       await shot(page, '12e-fire-killed.png');
     });
 
+    await step('pause with a note: the job shows who and why, its History and the Audit view show the change', async () => {
+      const hello = (await api('GET', '/api/v1/jobs?q=browser-hello')).items[0];
+      await page.goto(`${base}/#/jobs/${hello.id}`);
+      await page.locator('tr[data-audit]').first().waitFor();
+      page.once('dialog', (d) => d.accept('db migration until 14:00'));
+      await page.getByRole('button', { name: 'Pause', exact: true }).click();
+      await page.locator('.paused-note', { hasText: 'db migration until 14:00' }).waitFor();
+      await page.locator('.history tr[data-audit]', { hasText: 'pause' }).first().waitFor();
+      await page.locator('.history table.diff', { hasText: 'enabled' }).first().waitFor();
+      await shot(page, '12f-job-paused-history.png');
+      await page.getByRole('button', { name: 'Resume' }).click();
+      await page.locator('h1 .badge', { hasText: 'enabled' }).waitFor();
+      await page.goto(`${base}/#/audit?target_kind=job&target_id=${hello.id}`);
+      await page.locator('tr[data-audit]', { hasText: 'resume' }).first().waitFor();
+      await page.locator('tr[data-audit]', { hasText: 'create' }).first().waitFor();
+      await shot(page, '12g-audit.png');
+    });
+
     await step('at phone width (375 px) no page scrolls sideways', async () => {
       await page.setViewportSize({ width: 375, height: 800 });
       const hello = (await api('GET', '/api/v1/jobs?q=browser-hello')).items[0];
       for (const [route, ready] of [
         ['#/jobs', 'tr[data-job]'], [`#/jobs/${hello.id}`, 'tr[data-fire]'], ['#/fires', 'tr[data-fire]'],
         [`#/fires/${killedFire}`, 'dl.facts'], ['#/dashboard', 'svg.chart'], ['#/executors', 'section[data-app]'],
-        ['#/cluster', 'td .badge'], ['#/tokens', 'input[name="name"]'], ['#/jobs/new', 'textarea[name="params"]']]) {
+        ['#/cluster', 'td .badge'], ['#/tokens', 'input[name="name"]'], ['#/jobs/new', 'textarea[name="params"]'],
+        ['#/audit', 'tr[data-audit]']]) {
         await page.goto(`${base}/${route}`);
         await page.locator(ready).first().waitFor();
         const width = await page.evaluate(() => document.documentElement.scrollWidth);

@@ -160,6 +160,44 @@ TEST_F(SchedctlProcess, ApplyDiffUpdateTriggerAndPruneAgainstARealNode) {
     EXPECT_NE(r.out.find("1 unchanged"), std::string::npos) << r.out;
 }
 
+TEST_F(SchedctlProcess, PauseWithANoteAndTheJobsHistoryInTheAuditLog) {
+    Write("jobs.yaml", Jobs("0 30 4 * * ?", true));
+    auto r = Run({"apply", "-f", (dir_ / "jobs.yaml").string()});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    r = Run({"jobs", "list", "-o", "json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto listed = nlohmann::json::parse(r.out)["items"];
+    ASSERT_FALSE(listed.empty());
+    const std::string id = std::to_string(listed[0]["id"].get<std::int64_t>());
+    const std::string name = listed[0]["name"];
+
+    r = Run({"jobs", "pause", id, "--note", "db migration until 14:00"});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    r = Run({"jobs", "get", id, "-o", "json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["paused"]["note"], "db migration until 14:00") << r.out;
+    r = Run({"jobs", "resume", id});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_EQ(Run({"jobs", "resume", id, "--note", "x"}).code, 1);
+
+    // The job's history by name: resume, pause (with its note), create; newest first, by the token.
+    r = Run({"audit", "--job", name, "--since", "1h"});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_EQ(r.out.rfind("ID  AT", 0), 0u) << r.out;
+    EXPECT_NE(r.out.find("note: db migration until 14:00"), std::string::npos) << r.out;
+    r = Run({"audit", "--job", id, "-o", "json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto items = nlohmann::json::parse(r.out)["items"];
+    ASSERT_EQ(items.size(), 3u) << r.out;
+    EXPECT_EQ(items[0]["action"], "resume");
+    EXPECT_EQ(items[1]["action"], "pause");
+    EXPECT_EQ(items[2]["action"], "create");
+    EXPECT_EQ(items[1]["actor"]["name"], "cluster-token");
+    r = Run({"audit", "--since", "soon"});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find("--since: expected a duration"), std::string::npos) << r.err;
+}
+
 TEST_F(SchedctlProcess, ServerAndTokenComeFromTheConfigFile) {
     Write("config.yaml", "server: " + server_ + "\ntoken: " + kToken + "\n");
     auto r = Run({"--config", (dir_ / "config.yaml").string(), "cluster", "status"}, {"SCHED_SERVER=", "SCHED_TOKEN="});

@@ -14,10 +14,13 @@ _schedctl() {
         --status)
             COMPREPLY=($(compgen -W "pending dispatching running succeeded failed timeout killed lost skipped" -- "$cur"))
             return ;;
+        --action)
+            COMPREPLY=($(compgen -W "create update delete pause resume trigger kill revoke rotate denied" -- "$cur"))
+            return ;;
         --role)
             COMPREPLY=($(compgen -W "admin operator viewer executor" -- "$cur"))
             return ;;
-        --server|--timeout|--job|--limit|--name|--apps)
+        --server|--timeout|--job|--limit|--name|--apps|--note|--since|--actor)
             return ;;
     esac
     local i word
@@ -25,7 +28,7 @@ _schedctl() {
     for ((i = 1; i < COMP_CWORD; i++)); do
         word="${COMP_WORDS[i]}"
         case "$word" in
-            --server|--config|-o|--output|--timeout|-f|--file|--job|--status|--limit|--name|--role|--apps)
+            --server|--config|-o|--output|--timeout|-f|--file|--job|--status|--limit|--name|--role|--apps|--note|--since|--actor|--action)
                 ((i++)); continue ;;
             -*) continue ;;
         esac
@@ -33,9 +36,10 @@ _schedctl() {
     done
     local words
     case "$cmd" in
-        "") words="jobs fires executors cluster tokens apply diff $globals" ;;
+        "") words="jobs fires executors cluster tokens audit apply diff $globals" ;;
         jobs)
             if [[ -z "$sub" ]]; then words="list get create update pause resume trigger delete"
+            elif [[ "$sub" == pause ]]; then words="--note $globals"
             else words="-f $globals"; fi ;;
         fires)
             if [[ -z "$sub" ]]; then words="list get log kill"
@@ -45,6 +49,7 @@ _schedctl() {
         tokens)
             if [[ -z "$sub" ]]; then words="list create revoke"
             else words="--name --role --apps $globals"; fi ;;
+        audit) words="--job --actor --action --since --limit $globals" ;;
         apply) words="-f --dry-run --prune $globals" ;;
         diff) words="-f --prune $globals" ;;
     esac

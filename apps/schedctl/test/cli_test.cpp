@@ -60,5 +60,20 @@ TEST(RunCli, UsageErrorsExit1NamingTheProblem) {
     EXPECT_NE(missing_config.err.find("/nonexistent/schedctl.yaml: cannot read"), std::string::npos);
 }
 
+TEST(RunCli, AuditAndPauseNoteOptionsAreCheckedBeforeAnyCall) {
+    const auto since = Schedctl({"--server", "http://127.0.0.1:1", "audit", "--since", "yesterday"});
+    EXPECT_EQ(since.code, 1);
+    EXPECT_NE(since.err.find("--since: expected a duration such as 24h or epoch milliseconds"), std::string::npos)
+        << since.err;
+    const auto limit = Schedctl({"--server", "http://127.0.0.1:1", "audit", "--limit", "many"});
+    EXPECT_NE(limit.err.find("--limit: expected a positive integer"), std::string::npos) << limit.err;
+    EXPECT_NE(Schedctl({"--server", "http://127.0.0.1:1", "audit", "jobs"}).err.find("audit: takes no arguments"),
+              std::string::npos);
+    const auto note = Schedctl({"--server", "http://127.0.0.1:1", "jobs", "resume", "3", "--note", "why"});
+    EXPECT_EQ(note.code, 1);
+    EXPECT_NE(note.err.find("--note: only jobs pause takes a note"), std::string::npos) << note.err;
+    EXPECT_NE(Schedctl({"--help"}).out.find("jobs pause ID [--note TEXT]"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace sched::ctl

@@ -14,7 +14,8 @@ constexpr const char* kColumns =
     "id, name, app, handler, params, schedule_type, schedule_expr, time_zone, misfire_policy, routing, "
     "block_strategy, concurrency_limit, timeout_ms, retry_max, retry_backoff_ms, shard_total, at_least_once, "
     "enabled, next_fire_time, last_fire_time, version, created_at, updated_at, description, pause_after_failures, "
-    "jitter_ms, dst_gap, dst_overlap";
+    "jitter_ms, dst_gap, dst_overlap, "
+    "paused_by, paused_at, pause_note";
 
 // Binds every column of kColumns, in order, as outputs of `st`; Finish() copies the nullable and
 // boolean columns into `job` after each fetch.
@@ -24,6 +25,9 @@ struct JobRow {
     int enabled = 0;
     impl::NullableInt64 next_fire;
     impl::NullableInt64 last_fire;
+    impl::NullableString paused_by;
+    impl::NullableInt64 paused_at;
+    impl::NullableString pause_note;
 
     void BindInto(soci::statement& st) {
         st.exchange(soci::into(job.id));
@@ -54,12 +58,19 @@ struct JobRow {
         st.exchange(soci::into(job.jitter_ms));
         st.exchange(soci::into(job.dst_gap));
         st.exchange(soci::into(job.dst_overlap));
+        st.exchange(soci::into(paused_by.value, paused_by.ind));
+        st.exchange(soci::into(paused_at.value, paused_at.ind));
+        st.exchange(soci::into(pause_note.value, pause_note.ind));
     }
     Job Finish() {
         job.at_least_once = at_least_once != 0;
         job.enabled = enabled != 0;
         job.next_fire_time = next_fire.get();
         job.last_fire_time = last_fire.get();
+        job.paused.reset();
+        if (auto at = paused_at.get()) {
+            job.paused = JobPause{paused_by.get().value_or(""), *at, pause_note.get().value_or("")};
+        }
         return job;
     }
 };
@@ -364,13 +375,32 @@ std::vector<std::int64_t> JobRepository::ListIdsAfter(soci::session& s, std::int
 }
 
 bool JobRepository::Pause(soci::session& s, const db::Dialect& dialect, std::int64_t id,
-                          std::int64_t unchanged_since_ms) {
+                          std::int64_t unchanged_since_ms, const std::string& note) {
+    const std::string by = "scheduler";
+    const std::string now(dialect.NowMs());
     soci::statement st =
-        (s.prepare << "UPDATE job SET enabled = 0, next_fire_time = NULL, version = version + 1, "
-                      "updated_at = " +
-                          std::string(dialect.NowMs()) + " WHERE id = :id AND enabled = 1 AND updated_at <= :since",
-         soci::use(id, "id"), soci::use(unchanged_since_ms, "since"));
+        (s.prepare << "UPDATE job SET enabled = 0, next_fire_time = NULL, version = version + 1, updated_at = " + now +
+                          ", paused_by = :by, paused_at = " + now +
+                          ", pause_note = :note WHERE id = :id AND enabled = 1 AND updated_at <= :since",
+         soci::use(by, "by"), soci::use(note, "note"), soci::use(id, "id"), soci::use(unchanged_since_ms, "since"));
     return impl::ExecuteAffected(st) == 1;
+}
+
+Status JobRepository::SetPaused(std::int64_t id, const std::optional<JobPause>& pause) {
+    return db_.Run([&](soci::session& s) -> Status {
+        impl::NullableString by;
+        impl::NullableString note;
+        if (pause) {
+            by.set(pause->by);
+            note.set(pause->note);
+        }
+        const std::string at = pause ? std::string(db_.dialect().NowMs()) : "NULL";
+        soci::statement st =
+            (s.prepare << "UPDATE job SET paused_by = :by, paused_at = " + at + ", pause_note = :note WHERE id = :id",
+             soci::use(by.value, by.ind, "by"), soci::use(note.value, note.ind, "note"), soci::use(id, "id"));
+        if (impl::ExecuteAffected(st) == 0) return NotFound("job " + std::to_string(id) + " not found");
+        return Status::Ok();
+    });
 }
 
 }  // namespace sched::store

@@ -169,6 +169,40 @@ TEST_P(JobRepositoryTest, ListFiltersAndPagesByCursor) {
     EXPECT_GT(page2->front().id, page1->back().id);
 }
 
+TEST_P(JobRepositoryTest, PauseNoteIsRecordedAndClearedWithoutMovingTheVersion) {
+    JobRepository jobs(db());
+    auto created = jobs.Create(SampleJob());
+    ASSERT_TRUE(created.ok());
+    EXPECT_FALSE(created->paused.has_value());
+    ASSERT_TRUE(jobs.SetPaused(created->id, JobPause{"alice", 0, "db migration until 14:00"}).ok());
+    auto paused = jobs.Get(created->id);
+    ASSERT_TRUE(paused->paused.has_value());
+    EXPECT_EQ(paused->paused->by, "alice");
+    EXPECT_EQ(paused->paused->note, "db migration until 14:00");
+    EXPECT_GT(paused->paused->at, 1'600'000'000'000);
+    EXPECT_EQ(paused->version, created->version);
+    ASSERT_TRUE(jobs.SetPaused(created->id, std::nullopt).ok());
+    EXPECT_FALSE(jobs.Get(created->id)->paused.has_value());
+    EXPECT_EQ(jobs.SetPaused(created->id + 100, std::nullopt).code(), Code::kNotFound);
+
+    // The master's automatic pause names the scheduler.
+    auto now = db().Run([](soci::session& s) {
+        std::int64_t t = 0;
+        s << "SELECT MAX(updated_at) FROM job", soci::into(t);
+        return t;
+    });
+    auto by_master = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+        return JobRepository::Pause(s, db().dialect(), created->id, *now, "3 failed runs in a row");
+    });
+    ASSERT_TRUE(by_master.ok());
+    EXPECT_TRUE(*by_master);
+    auto after = jobs.Get(created->id);
+    EXPECT_FALSE(after->enabled);
+    ASSERT_TRUE(after->paused.has_value());
+    EXPECT_EQ(after->paused->by, "scheduler");
+    EXPECT_EQ(after->paused->note, "3 failed runs in a row");
+}
+
 TEST_P(JobRepositoryTest, DeleteRemovesAndReportsMissing) {
     JobRepository jobs(db());
     auto job = jobs.Create(SampleJob());

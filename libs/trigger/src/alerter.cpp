@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sched/common/crypto.hpp"
+#include "sched/store/audit.hpp"
 #include "sched/store/job.hpp"
 
 namespace sched::trigger {
@@ -28,6 +29,24 @@ std::string CutUtf8(const std::string& text, std::size_t max) {
     std::size_t end = max;
     while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
     return text.substr(0, end);
+}
+
+// The automatic pause in the audit log, inside the fenced transaction that paused the job: the
+// web module's job view is not reachable from here (layers), so before/after carry the fields
+// that changed.
+void RecordSchedulerPause(soci::session& s, const db::Dialect& dialect, std::int64_t job_id,
+                          const std::string& job_name, const std::string& why) {
+    store::AuditEntry e;
+    e.actor = store::kSchedulerActor;
+    e.actor_role = store::kSchedulerActor;
+    e.action = "pause";
+    e.target_kind = "job";
+    e.target_id = std::to_string(job_id);
+    e.target_name = job_name;
+    e.before_json = nlohmann::json{{"enabled", true}, {"paused", nullptr}}.dump();
+    e.after_json =
+        nlohmann::json{{"enabled", false}, {"paused", {{"by", store::kSchedulerActor}, {"note", why}}}}.dump();
+    store::AuditRepository::Record(s, dialect, e);
 }
 
 }  // namespace
@@ -191,9 +210,12 @@ Result<AlertReport> Alerter::EvaluateBatch(std::int64_t epoch) {
             }
             // Only a job not changed since the fire ended is paused: a successor re-evaluating
             // this fire (the lookback) must not pause again a job someone resumed meanwhile.
+            const std::string why = "pause_after_failures: " + std::to_string(streak) +
+                                    " failed runs in a row (last: fire " + std::to_string(fire.id) + ")";
             if (IsFailure(*event) && fire.pause_after_failures > 0 && streak >= fire.pause_after_failures &&
-                store::JobRepository::Pause(s, db_->dialect(), fire.job_id, fire.finished_at)) {
+                store::JobRepository::Pause(s, db_->dialect(), fire.job_id, fire.finished_at, why)) {
                 b.paused.push_back({fire.job_id, fire.job_name, streak});
+                RecordSchedulerPause(s, db_->dialect(), fire.job_id, fire.job_name, why);
                 for (const auto& rule : rules) {
                     if (RuleWants(rule, fire, AlertEvent::kPaused)) deliver(rule, fire, AlertEvent::kPaused, streak);
                 }

@@ -4,6 +4,7 @@
 #include <optional>
 #include <vector>
 
+#include "sched/store/audit.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/job.hpp"
 
@@ -35,6 +36,16 @@ Result<int> HistoryPurger::PurgeExpiredBatch(std::int64_t epoch) {
         purged_by_age_.Inc(*deleted);
         batches_.Inc();
     }
+    return deleted;
+}
+
+Result<int> HistoryPurger::PurgeAuditBatch(std::int64_t epoch) {
+    const std::int64_t cutoff =
+        time_.NowMs() - std::chrono::duration_cast<std::chrono::milliseconds>(config_.history_retention).count();
+    auto deleted = fence_.RunFenced(epoch, [&](soci::session& s) -> Result<int> {
+        return store::AuditRepository::PurgeBefore(s, cutoff, config_.purge_batch);
+    });
+    if (deleted.ok() && *deleted > 0) batches_.Inc();
     return deleted;
 }
 
@@ -71,6 +82,14 @@ Result<PurgeReport> HistoryPurger::PurgeRound(std::int64_t epoch, const std::fun
         auto deleted = PurgeExpiredBatch(epoch);
         if (!deleted.ok()) return deleted.status();
         r.by_age += *deleted;
+        if (*deleted > 0) ++r.batches;
+        if (*deleted < config_.purge_batch) break;
+    }
+    while (go_on()) {
+        --budget;
+        auto deleted = PurgeAuditBatch(epoch);
+        if (!deleted.ok()) return deleted.status();
+        r.audit += *deleted;
         if (*deleted > 0) ++r.batches;
         if (*deleted < config_.purge_batch) break;
     }

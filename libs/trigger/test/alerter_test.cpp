@@ -13,6 +13,7 @@
 #include "sched/db/testing/test_database.hpp"
 #include "sched/lock/lock_store.hpp"
 #include "sched/lock/sql_lock_store.hpp"
+#include "sched/store/audit.hpp"
 #include "sched/store/job.hpp"
 
 namespace sched::trigger {
@@ -380,6 +381,17 @@ TEST_P(AlerterTest, AJobIsPausedOnceAfterPauseAfterFailuresFailuresInARowWithAPa
     EXPECT_FALSE(paused.enabled);
     EXPECT_EQ(paused.version, job.version + 2);
     EXPECT_FALSE(paused.next_fire_time.has_value());
+    // Who paused it and why, on the job and in the audit log, as the scheduler.
+    ASSERT_TRUE(paused.paused.has_value());
+    EXPECT_EQ(paused.paused->by, "scheduler");
+    EXPECT_NE(paused.paused->note.find("failed runs in a row"), std::string::npos) << paused.paused->note;
+    store::AuditFilter by_job;
+    by_job.target_kind = "job";
+    by_job.target_id = std::to_string(job_);
+    const auto audit = *store::AuditRepository(db()).List(by_job);
+    ASSERT_EQ(audit.size(), 1u);
+    EXPECT_EQ(audit[0].actor, "scheduler");
+    EXPECT_EQ(audit[0].action, "pause");
     auto stored = Deliveries();
     ASSERT_EQ(stored.size(), 1u);
     EXPECT_EQ(stored[0].rule_id, rule);

@@ -7,6 +7,7 @@
 #include "sched/db/testing/test_database.hpp"
 #include "sched/lock/lock_store.hpp"
 #include "sched/lock/sql_lock_store.hpp"
+#include "sched/store/audit.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/fire_log.hpp"
 #include "sched/store/job.hpp"
@@ -297,6 +298,39 @@ TEST_P(HistoryPurgerTest, ARoundStopsWhenAskedBetweenBatches) {
     ASSERT_TRUE(round.ok()) << round.status().ToString();
     EXPECT_EQ(round->by_age, 100);
     EXPECT_EQ(Count(), 150);
+}
+
+TEST_P(HistoryPurgerTest, AuditEntriesOlderThanTheRetentionGoInBoundedBatches) {
+    config_.purge_batch = 100;
+    // 250 entries 3 h old and 5 written now: only the old ones are past history-retention (1 h).
+    auto inserted = db().Run([&](soci::session& s) {
+        for (int i = 0; i < 255; ++i) {
+            std::int64_t at = i < 250 ? Now() - 3 * kHourMs : Now();
+            std::string target = std::to_string(i);
+            s << "INSERT INTO audit_log (at_ms, actor, actor_role, action, target_kind, target_id, target_name) "
+                 "VALUES (:at, 'alice', 'operator', 'update', 'job', :id, 'x')",
+                soci::use(at, "at"), soci::use(target, "id");
+        }
+    });
+    ASSERT_TRUE(inserted.ok()) << inserted.ToString();
+    const auto count = [&] {
+        return store::AuditRepository(db()).List({.limit = 1000})->size();
+    };
+    auto purger = MakePurger();
+    auto first = purger.PurgeAuditBatch(epoch_);
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    EXPECT_EQ(*first, 100);
+    EXPECT_EQ(count(), 155u);
+    auto round = purger.PurgeRound(epoch_);
+    ASSERT_TRUE(round.ok()) << round.status().ToString();
+    EXPECT_EQ(round->audit, 150);
+    EXPECT_EQ(count(), 5u);
+    // A node that lost the lease deletes none.
+    ASSERT_TRUE(db().Run([](soci::session& s) {
+                        s << "UPDATE scheduler_lock SET owner = 'node-b', epoch = epoch + 1 WHERE namespace = 'master'";
+                    })
+                    .ok());
+    EXPECT_FALSE(purger.PurgeAuditBatch(epoch_).ok());
 }
 
 TEST_P(HistoryPurgerTest, ANodeThatLostTheLeaseDeletesNothing) {

@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "impl/audit.hpp"
 #include "impl/context.hpp"
 #include "sched/http/json.hpp"
 #include "sched/http/url.hpp"
@@ -150,12 +151,18 @@ void AddAlertRoutes(Routes& routes) {
                    auto parsed = ParseRule(*body);
                    if (auto* bad = std::get_if<Response>(&parsed)) co_return std::move(*bad);
                    const store::AlertRule rule = std::get<store::AlertRule>(std::move(parsed));
-                   auto work = [rule](db::Database& db) -> Result<store::AlertRule> {
+                   auto work = [rule, &who](db::Database& db) -> Result<store::AlertRule> {
                        if (rule.job_id) {
                            auto job = store::JobRepository(db).Get(*rule.job_id);
                            if (!job.ok()) return job.status();
                        }
-                       return store::AlertRepository(db).CreateRule(rule);
+                       auto created = store::AlertRepository(db).CreateRule(rule);
+                       if (created.ok()) {
+                           RecordAudit(db, who,
+                                       {"create", "alert-rule", std::to_string(created->id), created->name,
+                                        std::nullopt, RuleView(*created)});
+                       }
+                       return created;
                    };
                    auto created = co_await WithDb(*ctx, work);
                    if (!created.ok()) {
@@ -207,8 +214,17 @@ void AddAlertRoutes(Routes& routes) {
                    std::optional<Response> error;
                    const auto id = PathId(req, error);
                    if (error) co_return *error;
-                   auto work = [id = *id](db::Database& db) {
-                       return store::AlertRepository(db).DeleteRule(id);
+                   auto work = [&who, id = *id](db::Database& db) -> Status {
+                       store::AlertRepository alerts(db);
+                       auto before = alerts.GetRule(id);
+                       if (!before.ok()) return before.status();
+                       Status deleted = alerts.DeleteRule(id);
+                       if (deleted.ok()) {
+                           RecordAudit(db, who,
+                                       {"delete", "alert-rule", std::to_string(id), before->name, RuleView(*before),
+                                        std::nullopt});
+                       }
+                       return deleted;
                    };
                    Status deleted = co_await WithDb(*ctx, work);
                    if (!deleted.ok()) co_return Response::Error(deleted, "id");

@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "impl/audit.hpp"
 #include "impl/context.hpp"
 #include "impl/views.hpp"
 #include "sched/dispatch/executor_signer.hpp"
@@ -161,8 +162,10 @@ void AddFireRoutes(Routes& routes) {
                    // The CAS comes first: it decides, once, whether this kill wins over the fire's own
                    // end. The executor's later "killed" callback is then a duplicate; a result it had
                    // already sent is a conflict and changes nothing.
-                   auto work = [id = *id, &message](db::Database& db) -> Result<store::Fire> {
+                   auto work = [id = *id, &message, &who](db::Database& db) -> Result<store::Fire> {
                        store::FireRepository fires(db);
+                       auto before = fires.Get(id);
+                       if (!before.ok()) return before.status();
                        auto now = DbNowMs(db);
                        if (!now.ok()) return now.status();
                        Status moved = fires.Transition(id, {store::FireStatus::kRunning}, store::FireStatus::kKilled,
@@ -176,7 +179,13 @@ void AddFireRoutes(Routes& routes) {
                            }
                            return moved;
                        }
-                       return fires.Get(id);
+                       auto after = fires.Get(id);
+                       if (after.ok()) {
+                           RecordAudit(db, who,
+                                       {"kill", "fire", std::to_string(id), "job " + std::to_string(after->job_id),
+                                        FireJson(*before), FireJson(*after)});
+                       }
+                       return after;
                    };
                    auto killed = co_await WithDb(*ctx, work);
                    if (!killed.ok()) co_return Response::Error(killed.status(), "id");

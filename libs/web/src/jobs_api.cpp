@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "impl/audit.hpp"
 #include "impl/context.hpp"
 #include "impl/views.hpp"
 #include "sched/cron/misfire.hpp"
@@ -46,8 +47,8 @@ constexpr std::array<std::string_view, 23> kJobFields = {"name",
                                                          "dst_gap",
                                                          "dst_overlap",
                                                          "version"};
-constexpr std::array<std::string_view, 6> kJobReadOnly = {"id",         "next_fire_time", "last_fire_time",
-                                                          "created_at", "updated_at",     "last_fire"};
+constexpr std::array<std::string_view, 7> kJobReadOnly = {
+    "id", "next_fire_time", "last_fire_time", "created_at", "updated_at", "last_fire", "paused"};
 constexpr std::array<std::string_view, 7> kScheduleFields = {"schedule_type", "schedule_expr", "time_zone",  "count",
                                                              "jitter_ms",     "dst_gap",       "dst_overlap"};
 
@@ -303,11 +304,12 @@ Response JobError(const Status& s) {
 
 // Pause and resume: a state change that does not need the caller's version, so a concurrent
 // edit is retried rather than reported.
-Result<store::Job> SetEnabled(db::Database& db, std::int64_t id, bool enabled) {
+Result<store::Job> SetEnabled(db::Database& db, std::int64_t id, bool enabled, store::Job* before = nullptr) {
     store::JobRepository jobs(db);
     for (int attempt = 0;; ++attempt) {
         auto current = jobs.Get(id);
         if (!current.ok()) return current.status();
+        if (before != nullptr) *before = *current;
         if (current->enabled == enabled) return *current;
         JobInput in;
         in.job = *current;
@@ -327,6 +329,51 @@ Result<store::Job> SetEnabled(db::Database& db, std::int64_t id, bool enabled) {
         auto updated = jobs.Update(in.job, current->version);
         if (updated.ok() || updated.status().code() != Code::kAborted || attempt >= 4) return updated;
     }
+}
+
+constexpr std::size_t kMaxPauseNote = 1024;  // job.pause_note VARCHAR(1024)
+
+// The body of a pause: empty, {} or {"note": "..."} (a string of at most kMaxPauseNote
+// characters, or null); otherwise the 400 to answer, naming `body` or `note`.
+std::optional<Response> ReadPauseNote(const Request& req, std::string& note) {
+    if (req.body.empty()) return std::nullopt;
+    auto body = req.Json();
+    if (!body.ok()) return Response::Error(body.status(), "body");
+    if (!body->is_object()) return BadRequest("body", "body: expected a JSON object");
+    static constexpr std::array<std::string_view, 1> kPauseFields = {"note"};
+    if (auto unknown = RejectUnknownFields(*body, kPauseFields)) return unknown;
+    if (!body->contains("note") || (*body)["note"].is_null()) return std::nullopt;
+    if (!(*body)["note"].is_string()) return BadRequest("note", "note: expected a string");
+    note = (*body)["note"].get<std::string>();
+    if (CodePoints(note) > kMaxPauseNote) {
+        return BadRequest("note", "note: at most " + std::to_string(kMaxPauseNote) + " characters, got " +
+                                      std::to_string(CodePoints(note)));
+    }
+    return std::nullopt;
+}
+
+// Pause (with `note`) or resume on the DB pool: the job's state, then who paused it and why,
+// then the audit entry, each right after the other (the job repository's writes are their own
+// transactions). Pausing a paused job with a note replaces the note; anything else that changes
+// nothing records nothing.
+Result<store::Job> PauseOrResume(db::Database& db, const Principal& who, std::int64_t id, bool enable,
+                                 const std::optional<std::string>& note) {
+    store::Job before;
+    auto job = SetEnabled(db, id, enable, &before);
+    if (!job.ok()) return job;
+    const bool changed = before.enabled != enable;
+    if (!changed && (enable || !note)) return job;
+    store::JobRepository jobs(db);
+    std::optional<store::JobPause> pause;
+    if (!enable) pause = store::JobPause{who.name, 0, note.value_or("")};
+    if (pause || job->paused) {
+        if (Status s = jobs.SetPaused(id, pause); !s.ok()) return s;
+        job = jobs.Get(id);
+        if (!job.ok()) return job;
+    }
+    RecordAudit(db, who,
+                {enable ? "resume" : "pause", "job", std::to_string(id), job->name, JobJson(before), JobJson(*job)});
+    return job;
 }
 
 }  // namespace
@@ -381,11 +428,17 @@ void AddJobRoutes(Routes& routes) {
                    if (auto unknown = RejectUnknownFields(*body, kJobFields, kJobReadOnly)) co_return *unknown;
                    JobInput in;
                    if (auto invalid = ReadJobInput(*body, nullptr, in)) co_return Response::Error(*invalid);
-                   auto work = [&in](db::Database& db) -> Result<store::Job> {
+                   auto work = [&in, &who](db::Database& db) -> Result<store::Job> {
                        auto now = DbNowMs(db);
                        if (!now.ok()) return now.status();
                        if (Status s = PlanNextFire(in, nullptr, *now); !s.ok()) return s;
-                       return CreateJob(db, in, *now);
+                       auto created = CreateJob(db, in, *now);
+                       if (created.ok()) {
+                           RecordAudit(db, who,
+                                       {"create", "job", std::to_string(created->id), created->name, std::nullopt,
+                                        JobJson(*created)});
+                       }
+                       return created;
                    };
                    auto created = co_await WithDb(*ctx, work);
                    if (!created.ok()) co_return JobError(created.status());
@@ -420,7 +473,7 @@ void AddJobRoutes(Routes& routes) {
                    if (!body.ok()) co_return Response::Error(body.status(), "body");
                    if (auto unknown = RejectUnknownFields(*body, kJobFields, kJobReadOnly)) co_return *unknown;
                    std::optional<rest::ApiError> invalid;
-                   auto work = [&invalid, &body, id = *id](db::Database& db) -> Result<store::Job> {
+                   auto work = [&invalid, &body, &who, id = *id](db::Database& db) -> Result<store::Job> {
                        store::JobRepository jobs(db);
                        auto current = jobs.Get(id);
                        if (!current.ok()) return current.status();
@@ -431,7 +484,16 @@ void AddJobRoutes(Routes& routes) {
                        if (!now.ok()) return now.status();
                        if (Status s = PlanNextFire(in, &*current, *now); !s.ok()) return s;
                        in.job.id = id;
-                       return jobs.Update(in.job, in.version);
+                       auto updated = jobs.Update(in.job, in.version);
+                       if (!updated.ok()) return updated;
+                       // Enabled by an edit: no longer paused, so no longer "paused by".
+                       if (updated->enabled && current->paused) {
+                           if (Status s = jobs.SetPaused(id, std::nullopt); s.ok()) updated->paused.reset();
+                       }
+                       RecordAudit(
+                           db, who,
+                           {"update", "job", std::to_string(id), updated->name, JobJson(*current), JobJson(*updated)});
+                       return updated;
                    };
                    auto updated = co_await WithDb(*ctx, work);
                    if (invalid) co_return Response::Error(*invalid);
@@ -445,8 +507,17 @@ void AddJobRoutes(Routes& routes) {
                    std::optional<Response> error;
                    const auto id = PathId(req, error);
                    if (!id) co_return *error;
-                   auto work = [id = *id](db::Database& db) {
-                       return store::JobRepository(db).Delete(id);
+                   auto work = [&who, id = *id](db::Database& db) -> Status {
+                       store::JobRepository jobs(db);
+                       auto before = jobs.Get(id);
+                       if (!before.ok()) return before.status();
+                       Status deleted = jobs.Delete(id);
+                       if (deleted.ok()) {
+                           RecordAudit(
+                               db, who,
+                               {"delete", "job", std::to_string(id), before->name, JobJson(*before), std::nullopt});
+                       }
+                       return deleted;
                    };
                    Status deleted = co_await WithDb(*ctx, work);
                    if (!deleted.ok()) co_return JobError(deleted);
@@ -461,9 +532,16 @@ void AddJobRoutes(Routes& routes) {
                        std::optional<Response> error;
                        const auto id = PathId(req, error);
                        if (!id) co_return *error;
-                       if (auto rejected = RejectAnyBody(req)) co_return *rejected;
-                       auto work = [id = *id, enable](db::Database& db) {
-                           return SetEnabled(db, id, enable);
+                       std::optional<std::string> note;
+                       if (enable) {
+                           if (auto rejected = RejectAnyBody(req)) co_return *rejected;
+                       } else {
+                           std::string text;
+                           if (auto rejected = ReadPauseNote(req, text)) co_return *rejected;
+                           if (!text.empty()) note = std::move(text);
+                       }
+                       auto work = [&who, &note, id = *id, enable](db::Database& db) {
+                           return PauseOrResume(db, who, id, enable, note);
                        };
                        auto job = co_await WithDb(*ctx, work);
                        if (!job.ok()) co_return JobError(job.status());
@@ -481,7 +559,7 @@ void AddJobRoutes(Routes& routes) {
             if (auto rejected = RejectAnyBody(req)) co_return *rejected;
             const std::int64_t ttl_ms =
                 std::chrono::duration_cast<std::chrono::milliseconds>(ctx->options.executor_ttl).count();
-            auto work = [id = *id, ttl_ms](db::Database& db) -> Result<std::vector<store::Fire>> {
+            auto work = [&who, id = *id, ttl_ms](db::Database& db) -> Result<std::vector<store::Fire>> {
                 return db.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<std::vector<store::Fire>> {
                     const auto job = store::JobRepository::Find(s, id);
                     if (!job) return NotFound("job " + std::to_string(id) + " not found");
@@ -508,7 +586,14 @@ void AddJobRoutes(Routes& routes) {
                             if (!inserted) break;
                             out.push_back(*store::FireRepository::Find(s, *inserted));
                         }
-                        if (static_cast<int>(out.size()) == shards) return out;
+                        if (static_cast<int>(out.size()) == shards) {
+                            nlohmann::json fires = nlohmann::json::array();
+                            for (const auto& f : out) fires.push_back(f.id);
+                            RecordAudit(s, db.dialect(), who,
+                                        {"trigger", "job", std::to_string(id), job->name, std::nullopt,
+                                         nlohmann::json{{"fires", std::move(fires)}, {"scheduled_time", t}}});
+                            return out;
+                        }
                         if (!out.empty()) return Internal("a manual fire's shards collided with another trigger");
                     }
                     return Aborted("job " + std::to_string(id) + " was triggered too often within one second");

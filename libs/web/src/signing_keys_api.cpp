@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "impl/audit.hpp"
 #include "impl/context.hpp"
 #include "impl/signing_keys.hpp"
 #include "sched/http/json.hpp"
@@ -73,8 +74,19 @@ void AddSigningKeyRoutes(Routes& routes) {
                        grace_ms = f.Int("grace_ms", kDefaultGraceMs, {.min = 0, .max = kMaxGraceMs});
                        if (f.error()) co_return rest::Response::Error(*f.error());
                    }
-                   auto work = [app, grace_ms](db::Database& db) {
-                       return store::SigningKeyRepository(db).Rotate(app, grace_ms);
+                   auto work = [app, grace_ms, &who](db::Database& db) -> Result<store::AppSigningKeys> {
+                       store::SigningKeyRepository keys(db);
+                       auto before = keys.List(app);
+                       auto rotated = keys.Rotate(app, grace_ms);
+                       // KeysView: ids, generations and times, never a key's secret.
+                       if (rotated.ok()) {
+                           std::optional<nlohmann::json> before_json;
+                           if (before.ok()) before_json = KeysView(app, *before);
+                           nlohmann::json after = KeysView(app, *rotated);
+                           after["grace_ms"] = grace_ms;
+                           RecordAudit(db, who, {"rotate", "signing-key", app, app, before_json, after});
+                       }
+                       return rotated;
                    };
                    auto keys = co_await WithDb(*ctx, work);
                    if (!keys.ok()) co_return rest::Response::Error(keys.status(), "app");

@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "impl/audit.hpp"
 #include "impl/context.hpp"
 #include "impl/views.hpp"
 #include "sched/http/json.hpp"
@@ -98,7 +99,14 @@ void AddTokenRoutes(Routes& routes) {
                    const std::string secret = "sched_" + NewSecret(32);
                    const std::string hash = Sha256Hex(secret);
                    auto work = [&](db::Database& db) {
-                       return store::TokenRepository(db).Create(name, role, hash, apps);
+                       auto created = store::TokenRepository(db).Create(name, role, hash, apps);
+                       // TokenJson holds neither the secret nor its hash.
+                       if (created.ok()) {
+                           RecordAudit(db, who,
+                                       {"create", "token", std::to_string(created->id), created->name, std::nullopt,
+                                        TokenJson(*created)});
+                       }
+                       return created;
                    };
                    auto created = co_await WithDb(*ctx, work);
                    if (!created.ok()) co_return Response::Error(created.status());
@@ -116,8 +124,24 @@ void AddTokenRoutes(Routes& routes) {
                    std::optional<Response> error;
                    const auto id = PathId(req, error);
                    if (!id) co_return *error;
-                   auto work = [id = *id](db::Database& db) {
-                       return store::TokenRepository(db).Revoke(id);
+                   auto work = [&who, id = *id](db::Database& db) -> Status {
+                       store::TokenRepository tokens(db);
+                       // The token's view before and after, for the entry (tokens are few: a list is cheap).
+                       const auto find = [&]() -> std::optional<nlohmann::json> {
+                           auto all = tokens.List();
+                           if (!all.ok()) return std::nullopt;
+                           for (const auto& t : *all) {
+                               if (t.id == id) return TokenJson(t);
+                           }
+                           return std::nullopt;
+                       };
+                       const auto before = find();
+                       Status revoked = tokens.Revoke(id);
+                       if (revoked.ok()) {
+                           const std::string name = before ? before->value("name", "") : "";
+                           RecordAudit(db, who, {"revoke", "token", std::to_string(id), name, before, find()});
+                       }
+                       return revoked;
                    };
                    Status revoked = co_await WithDb(*ctx, work);
                    if (!revoked.ok()) co_return Response::Error(revoked, "id");

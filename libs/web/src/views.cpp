@@ -55,7 +55,12 @@ nlohmann::json JobJson(const store::Job& job, const std::optional<store::Fire>& 
         {"version", job.version},
         {"created_at", job.created_at},
         {"updated_at", job.updated_at},
+        {"paused", nullptr},
     };
+    // Who paused it, when and why: shown while paused (a stale record of an edit-enabled job is not).
+    if (job.paused && !job.enabled) {
+        j["paused"] = {{"by", job.paused->by}, {"at", job.paused->at}, {"note", job.paused->note}};
+    }
     if (last_fire) {
         j["last_fire"] = {{"id", last_fire->id},
                           {"status", store::FireStatusName(last_fire->status)},

@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "impl/audit.hpp"
 #include "impl/context.hpp"
 #include "impl/signing_keys.hpp"
 
@@ -46,6 +47,7 @@ std::vector<RouteInfo> AddWebRoutes(rest::Router& router, const WebOptions& opti
     impl::AddAlertRoutes(routes);
     impl::AddClusterRoutes(routes);
     impl::AddTokenRoutes(routes);
+    impl::AddAuditRoutes(routes);
     impl::AddSigningKeyRoutes(routes);
     if (options.executor_api) impl::AddSdkRoutes(routes);
     impl::AddUiRoutes(routes);
@@ -56,7 +58,7 @@ namespace impl {
 
 void Routes::Add(rest::Method method, const std::string& pattern, Permission permission, ApiHandler handler) {
     auto ctx = ctx_;
-    auto wrapped = [ctx, permission,
+    auto wrapped = [ctx, permission, pattern,
                     handler = std::move(handler)](rest::Request& req) -> net::awaitable<rest::Response> {
         if (permission == Permission::kPublic) {
             const Principal nobody{.name = "anonymous"};
@@ -66,6 +68,18 @@ void Routes::Add(rest::Method method, const std::string& pattern, Permission per
         auto principal = co_await ctx->auth.Authenticate(req);
         if (!principal.ok()) co_return rest::Response::Error(principal.status(), "Authorization");
         if (Status allowed = Authorize(*principal, permission); !allowed.ok()) {
+            // A valid token refused a change is worth an entry (a probe or a misconfigured
+            // tool); refused reads are not recorded.
+            if (req.method != rest::Method::kGet) {
+                AuditChange denied{"denied",     "route",     req.method_text + " " + req.path, std::string(pattern),
+                                   std::nullopt, std::nullopt};
+                auto record = [who = *principal, denied](db::Database& db) -> Status {
+                    RecordAudit(db, who, denied);
+                    return Status::Ok();
+                };
+                Status recorded = co_await WithDb(*ctx, record);
+                (void)recorded;
+            }
             co_return rest::Response::Error(allowed, "Authorization");
         }
         rest::Response response = co_await handler(req, *principal);

@@ -8,6 +8,7 @@ import { firesView, fireView } from './views/fires.js';
 import { executorsView, clusterView } from './views/cluster.js';
 import { tokensView } from './views/tokens.js';
 import { dashboardView } from './views/dashboard.js';
+import { auditView } from './views/audit.js';
 
 const routes = [
   [/^\/signin$/, signInView, null],
@@ -21,6 +22,7 @@ const routes = [
   [/^\/executors$/, executorsView, 'executors'],
   [/^\/cluster$/, clusterView, 'cluster'],
   [/^\/tokens$/, tokensView, 'tokens'],
+  [/^\/audit$/, auditView, 'audit'],
 ];
 
 const main = document.getElementById('view');

@@ -68,6 +68,7 @@ void AddTokenRoutes(Routes& routes);
 void AddSdkRoutes(Routes& routes);  // and AddLockRoutes
 void AddLockRoutes(Routes& routes);
 void AddUiRoutes(Routes& routes);
+void AddAuditRoutes(Routes& routes);
 
 /// Runs fn(db::Database&) on the DB pool; kUnavailable when the database is not open yet.
 /// fn returns Status or Result<T>. Not a coroutine itself: one coroutine (OnPool) owns `fn`.

@@ -23,6 +23,14 @@
 
 namespace sched::store {
 
+/// Who paused a job, when and why (migration 009): set by the API's pause and the master's
+/// automatic pause, cleared on resume.
+struct JobPause {
+    std::string by;       ///< the token's name, or kSchedulerActor ("scheduler")
+    std::int64_t at = 0;  ///< DB clock, epoch ms
+    std::string note;     ///< "" when none was given
+};
+
 struct Job {
     std::int64_t id = 0;
     std::string name;
@@ -56,6 +64,8 @@ struct Job {
     std::int64_t jitter_ms = 0;
     std::string dst_gap = "auto";      ///< auto | skip | shift-forward
     std::string dst_overlap = "auto";  ///< auto | first | last | both
+    /// Set while the job is paused by a pause (API or master); not an editable field.
+    std::optional<JobPause> paused;
 };
 
 struct JobFilter {
@@ -91,6 +101,9 @@ class JobRepository {
     Result<Job> Update(const Job& job, std::int64_t expected_version);
     /// kNotFound when absent. Fire rows are kept as history.
     Status Delete(std::int64_t id);
+    /// Records who paused the job and why (paused_at = DB now), or clears it (nullopt), without
+    /// touching the version. kNotFound when absent.
+    Status SetPaused(std::int64_t id, const std::optional<JobPause>& pause);
 
     // ---- session-level operations, for the master's fenced transactions ----
 
@@ -115,8 +128,10 @@ class JobRepository {
     static std::vector<std::int64_t> ListIdsAfter(soci::session& s, std::int64_t after_id, int limit);
     /// Pauses an enabled job as the API's pause does (enabled 0, next_fire_time NULL, version + 1,
     /// updated_at = DB now) unless it was changed (updated_at) after `unchanged_since_ms`.
-    /// Returns false when it was paused already, changed since, or is gone.
-    static bool Pause(soci::session& s, const db::Dialect& dialect, std::int64_t id, std::int64_t unchanged_since_ms);
+    /// Returns false when it was paused already, changed since, or is gone. Records the pause as
+    /// made by kSchedulerActor with `note` (JobPause).
+    static bool Pause(soci::session& s, const db::Dialect& dialect, std::int64_t id, std::int64_t unchanged_since_ms,
+                      const std::string& note = "");
 
   private:
     db::Database& db_;

@@ -11,6 +11,8 @@
 ///   - cap: scheduled before the job's `history-max-per-job` newest fires (of any state; fires
 ///     sharing the boundary's scheduled time are all kept). Only jobs that still exist are
 ///     capped; fires of deleted jobs leave by age.
+/// The audit log (store::AuditRepository) follows the same `history-retention`: entries older
+/// than it are deleted in the same kind of fenced batches, after the fires' age batches.
 ///
 /// Every batch is its own short transaction fenced with the lease epoch (lock::Fence): at most
 /// `purge-batch` ids are selected, then deleted with one DELETE (per table). Nothing runs
@@ -41,6 +43,7 @@ struct PurgeReport {
     int by_cap = 0;       ///< fires deleted beyond their job's cap
     int batches = 0;      ///< fenced transactions that deleted something
     int jobs_capped = 0;  ///< jobs checked against the cap this round
+    int audit = 0;        ///< audit log entries deleted for their age
 };
 
 class HistoryPurger {
@@ -52,6 +55,10 @@ class HistoryPurger {
     /// Returns how many; fewer than purge-batch means none was left. LeaseLost: nothing deleted.
     Result<int> PurgeExpiredBatch(std::int64_t epoch);
 
+    /// One audit batch: deletes at most purge-batch audit entries older than history-retention
+    /// (DB clock) in one fenced transaction. Returns how many. LeaseLost: nothing deleted.
+    Result<int> PurgeAuditBatch(std::int64_t epoch);
+
     /// One cap batch for one job: deletes at most purge-batch of its purgeable fires scheduled
     /// before its history-max-per-job newest, in one fenced transaction. Returns how many.
     Result<int> PurgeOverCapBatch(std::int64_t epoch, std::int64_t job_id);
@@ -59,12 +66,11 @@ class HistoryPurger {
     /// read it inside the batch.
     Result<int> PurgeOverCapBatch(std::int64_t epoch, std::int64_t job_id, std::optional<std::int64_t> boundary);
 
-    /// A round: age batches until one is not full, then the cap for the next purge-batch jobs
-    /// (a cursor over job ids that wraps around, so every job is checked every few rounds):
-    /// one read finds which of them are over the cap (FireRepository::CapBoundaries), and only
-    /// those get batches, each job's until one is not full. At most kMaxBatchesPerRound batches, and it
-    /// stops early when `should_stop()` says so. The first error ends the round (it is retried
-    /// at the next one); what was committed before stays deleted and counted.
+    /// A round: age batches until one is not full, then audit batches the same way, then the cap for the next
+    /// purge-batch jobs (a cursor over job ids that wraps around, so every job is checked every few rounds): one read
+    /// finds which of them are over the cap (FireRepository::CapBoundaries), and only those get batches, each job's
+    /// until one is not full. At most kMaxBatchesPerRound batches, and it stops early when `should_stop()` says so. The
+    /// first error ends the round (it is retried at the next one); what was committed before stays deleted and counted.
     Result<PurgeReport> PurgeRound(std::int64_t epoch, const std::function<bool()>& should_stop = {});
 
     /// A backlog (a first start after an upgrade) drains at up to this many batches per round.

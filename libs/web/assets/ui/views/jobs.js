@@ -1,6 +1,7 @@
 // Jobs: the list, one job with its recent fires, and the create/edit form with a live preview.
 
 import { ApiError, canOperate, del, get, post, put, withQuery } from '../api.js';
+import { auditHistory } from './audit.js';
 import {
   badge, clearErrors, debounce, field, fmtDuration, fmtRelative, fmtTime, h, paramsText, replace, setFieldError,
   showError, table, timeCell,
@@ -130,6 +131,13 @@ export async function jobsView(main, ctx) {
 
 // ---- one job ----
 
+// Pause with an optional note (who/when/why shows on the job and in its history); null: cancelled.
+function pauseWithNote(id) {
+  const note = prompt('Pause this job. Why? (optional, shown on the job and in its history)', '');
+  if (note === null) return Promise.resolve();
+  return post(`/api/v1/jobs/${id}/pause`, note.trim() ? { note: note.trim().slice(0, 1024) } : {});
+}
+
 export async function jobView(main, ctx) {
   const operate = canOperate(ctx.who);
   const id = ctx.params[0];
@@ -138,6 +146,7 @@ export async function jobView(main, ctx) {
   const facts = h('div', { class: 'panel' });
   const preview = h('div', { class: 'panel preview' });
   const fires = h('div');
+  const history = h('div', { class: 'history' });
   let job = null;
 
   async function act(promise) {
@@ -156,7 +165,7 @@ export async function jobView(main, ctx) {
         h('a', { class: 'button', href: `#/jobs/${id}/edit` }, 'Edit'),
         h('button', { class: 'primary', onclick: () => act(trigger(job, banner).then(loadFires)) }, 'Trigger now'),
         job.enabled
-          ? h('button', { onclick: () => act(post(`/api/v1/jobs/${id}/pause`)) }, 'Pause')
+          ? h('button', { onclick: () => act(pauseWithNote(id)) }, 'Pause')
           : h('button', { onclick: () => act(post(`/api/v1/jobs/${id}/resume`)) }, 'Resume'),
         h('button', {
           class: 'danger',
@@ -174,6 +183,8 @@ export async function jobView(main, ctx) {
       ['App', job.app], ['Handler', job.handler],
       ['Schedule', scheduleText(job)],
       ['Next fire', job.enabled ? timeCell(job.next_fire_time, job.time_zone) : 'paused'],
+      ...(job.paused ? [['Paused', h('span', { class: 'paused-note' }, `by ${job.paused.by}, ${fmtTime(job.paused.at)}`,
+        job.paused.note ? h('div', null, job.paused.note) : null)]] : []),
       ['Misfire policy', job.misfire_policy], ['Routing', job.routing], ['Block strategy', job.block_strategy],
       ['Timeout', job.timeout_ms ? fmtDuration(job.timeout_ms) : 'none'],
       ['Retries', job.retry_max ? `${job.retry_max} (backoff ${fmtDuration(job.retry_backoff_ms)})` : 'none'],
@@ -189,6 +200,7 @@ export async function jobView(main, ctx) {
       next.times.length ? h('ol', null, next.times.map((t) => h('li', null, fmtTime(t, next.time_zone))))
         : h('div', { class: 'subtle' }, 'No upcoming fire times.'),
       dstPreview(next.dst, next.time_zone));
+    await auditHistory(history, 'job', id);
   }
   async function loadFires() {
     const page = await get(withQuery('/api/v1/fires', { job_id: id, limit: 20 }));
@@ -205,7 +217,9 @@ export async function jobView(main, ctx) {
   }
 
   main.append(header, banner, h('div', { class: 'columns' },
-    h('div', null, h('h2', null, 'Recent fires ', h('a', { class: 'hint', href: `#/fires?job_id=${id}` }, 'all')), fires),
+    h('div', null, h('h2', null, 'Recent fires ', h('a', { class: 'hint', href: `#/fires?job_id=${id}` }, 'all')), fires,
+      h('h2', null, 'History ', h('a', { class: 'hint', href: `#/audit?target_kind=job&target_id=${id}` }, 'all')),
+      history),
     h('div', { class: 'cards' }, facts, preview)));
   await loadJob();
   await loadFires();
