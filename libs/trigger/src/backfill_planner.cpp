@@ -10,22 +10,6 @@
 
 namespace sched::trigger {
 
-BackfillTimes BackfillScheduledTimes(const cron::Schedule& schedule, std::int64_t from, std::int64_t to,
-                                     std::size_t limit) {
-    BackfillTimes out;
-    if (schedule.WaitsForFinish() || from >= to) return out;
-    std::optional<std::int64_t> next = schedule.NextFireTime(from - 1);
-    while (next && *next < to) {
-        if (out.times.size() == limit) {
-            out.more = true;
-            break;
-        }
-        out.times.push_back(*next);
-        next = schedule.NextFireTime(*next);
-    }
-    return out;
-}
-
 BackfillStep PlanBackfillStep(const std::vector<std::int64_t>& times, bool more, const std::set<std::int64_t>& existing,
                               int slots, std::int64_t cursor, std::int64_t range_to) {
     BackfillStep step;
@@ -86,7 +70,7 @@ BackfillProgress BackfillAdvancer::Advance(soci::session& s, const db::Dialect& 
         step.cursor = backfill.cursor_ms;
         if (backfill.cursor_ms < backfill.range_to) {
             const auto times =
-                BackfillScheduledTimes(*schedule, backfill.cursor_ms, backfill.range_to, times_per_step_);
+                cron::FireTimesInRange(*schedule, backfill.cursor_ms, backfill.range_to, times_per_step_);
             std::set<std::int64_t> existing;
             if (!times.times.empty()) {
                 // Shards make several rows per time: read enough for every time of the window.

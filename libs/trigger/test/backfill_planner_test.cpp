@@ -15,19 +15,19 @@ cron::Schedule Make(const char* type, const char* expr) {
 
 constexpr std::int64_t kMinute = 60'000;
 
-TEST(BackfillScheduledTimes, ListsTheTimesInTheHalfOpenRangeUpToTheLimit) {
+TEST(FireTimesInRange, ListsTheTimesInTheHalfOpenRangeUpToTheLimit) {
     const auto every_minute = Make("cron", "0 * * * * ?");
-    auto times = BackfillScheduledTimes(every_minute, 10 * kMinute, 15 * kMinute, 100);
+    auto times = cron::FireTimesInRange(every_minute, 10 * kMinute, 15 * kMinute, 100);
     EXPECT_EQ(times.times, (std::vector<std::int64_t>{10 * kMinute, 11 * kMinute, 12 * kMinute, 13 * kMinute,
                                                       14 * kMinute}));  // `to` itself is excluded
     EXPECT_FALSE(times.more);
-    times = BackfillScheduledTimes(every_minute, 10 * kMinute + 1, 15 * kMinute, 2);
+    times = cron::FireTimesInRange(every_minute, 10 * kMinute + 1, 15 * kMinute, 2);
     EXPECT_EQ(times.times, (std::vector<std::int64_t>{11 * kMinute, 12 * kMinute}));
     EXPECT_TRUE(times.more);
-    EXPECT_TRUE(BackfillScheduledTimes(every_minute, 5 * kMinute, 5 * kMinute, 10).times.empty());
+    EXPECT_TRUE(cron::FireTimesInRange(every_minute, 5 * kMinute, 5 * kMinute, 10).times.empty());
     // fixed-delay times follow each run's finish: a backfill has none to run.
-    EXPECT_TRUE(BackfillScheduledTimes(Make("fixed-delay", "1m"), 0, 60 * kMinute, 10).times.empty());
-    EXPECT_TRUE(BackfillScheduledTimes(Make("manual", ""), 0, 60 * kMinute, 10).times.empty());
+    EXPECT_TRUE(cron::FireTimesInRange(Make("fixed-delay", "1m"), 0, 60 * kMinute, 10).times.empty());
+    EXPECT_TRUE(cron::FireTimesInRange(Make("manual", ""), 0, 60 * kMinute, 10).times.empty());
 }
 
 // Runs a backfill of [from, to) step by step as the master does: each step sees the fires still
@@ -40,7 +40,7 @@ int Simulate(const cron::Schedule& schedule, std::int64_t from, std::int64_t to,
     std::vector<std::int64_t> created;
     int peak = 0;
     for (int steps = 0; steps < 10000; ++steps) {
-        const auto times = BackfillScheduledTimes(schedule, cursor, to, window);
+        const auto times = cron::FireTimesInRange(schedule, cursor, to, window);
         const auto step = PlanBackfillStep(times.times, times.more, existing,
                                            max_parallel - static_cast<int>(unfinished.size()), cursor, to);
         EXPECT_GE(step.cursor, cursor) << "the cursor never moves back";

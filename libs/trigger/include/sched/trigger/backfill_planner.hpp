@@ -3,7 +3,7 @@
 /// Backfills (store/backfill.hpp; docs/architecture.md "Backfill"): which past scheduled times
 /// get a fire next, and the master's step that creates them inside its fenced scan.
 ///
-/// The planning is pure (BackfillScheduledTimes, PlanBackfillStep) so the overlap rules are unit
+/// The planning is pure (cron::FireTimesInRange, PlanBackfillStep) so the overlap rules are unit
 /// tested: a serial backfill never has two fires unfinished at once, a parallel one at most
 /// max_parallel, and the cursor stored with each step is where the next step (on this or, after
 /// a failover, another master) resumes.
@@ -20,23 +20,12 @@
 #include <soci/soci.h>
 
 #include "sched/cron/schedule.hpp"
+#include "sched/cron/times_in_range.hpp"
 #include "sched/db/dialect.hpp"
 #include "sched/store/backfill.hpp"
 #include "sched/trigger/assigner.hpp"
 
 namespace sched::trigger {
-
-/// The most scheduled times one backfill may cover (the API's bound).
-inline constexpr std::size_t kMaxBackfillTimes = 10000;
-
-struct BackfillTimes {
-    std::vector<std::int64_t> times;  ///< ascending, in [from, to)
-    bool more = false;                ///< the range holds more than `limit` times
-};
-/// The schedule's fire times in [from, to), at most `limit`. A fixed-delay schedule has no
-/// times of its own (they follow each run's finish): none.
-BackfillTimes BackfillScheduledTimes(const cron::Schedule& schedule, std::int64_t from, std::int64_t to,
-                                     std::size_t limit);
 
 struct BackfillStep {
     std::vector<std::int64_t> create;  ///< times to give a fire now, ascending
@@ -45,7 +34,7 @@ struct BackfillStep {
     bool exhausted = false;            ///< every time of the range is handled (cursor = range end)
 };
 /// One step from `cursor`: `times` are the next scheduled times at or after it (ascending, as
-/// BackfillScheduledTimes gives them; `more` when the range holds times beyond them);
+/// cron::FireTimesInRange gives them; `more` when the range holds times beyond them);
 /// `existing` the times that already have a fire; `slots` how many more fires may be
 /// unfinished now (max_parallel minus the backfill's unfinished times; <= 0: none). Times with
 /// a fire are passed over without taking a slot; the step stops at the first time it has no
