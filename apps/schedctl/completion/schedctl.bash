@@ -35,7 +35,8 @@ _schedctl() {
     case "$cmd" in
         "") words="jobs fires executors cluster tokens apply diff $globals" ;;
         jobs)
-            if [[ -z "$sub" ]]; then words="list get create update pause resume trigger delete"
+            if [[ -z "$sub" ]]; then words="list get create update pause resume trigger backfill delete"
+            elif [[ "$sub" == backfill ]]; then words="--from --to --parallel --dry-run $globals"
             else words="-f $globals"; fi ;;
         fires)
             if [[ -z "$sub" ]]; then words="list get log kill"
