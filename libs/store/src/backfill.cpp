@@ -150,6 +150,13 @@ std::vector<Backfill> BackfillRepository::ListRunning(soci::session& s, std::int
                                          [&](soci::statement& st) { st.exchange(soci::use(after_id, "after")); });
 }
 
+int BackfillRepository::CountRunning(soci::session& s, std::int64_t job_id) {
+    long long n = 0;
+    s << "SELECT COUNT(*) FROM job_backfill WHERE job_id = :job AND state = 'running'", soci::use(job_id, "job"),
+        soci::into(n);
+    return static_cast<int>(n);
+}
+
 bool BackfillRepository::SaveProgress(soci::session& s, const Backfill& b, std::int64_t now_ms) {
     const std::string state(BackfillStateName(b.state));
     impl::NullableInt64 finished;

@@ -103,6 +103,10 @@ TEST_P(BackfillRepositoryTest, ProgressIsStoredOnlyWhileRunningAndCancelWins) {
     auto running = db().Run([&](soci::session& s) { return BackfillRepository::ListRunning(s, 0, 10); });
     ASSERT_TRUE(running.ok());
     EXPECT_TRUE(running->empty());
+    InsertBackfill(Sample(7));
+    InsertBackfill(Sample(8));
+    auto of_job = db().Run([&](soci::session& s) { return BackfillRepository::CountRunning(s, 7); });
+    EXPECT_EQ(*of_job, 1);
 }
 
 TEST_P(BackfillRepositoryTest, ExistingTimesSkipMisfireSkipsAndPreferOtherKinds) {

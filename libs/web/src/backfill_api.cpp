@@ -186,9 +186,7 @@ Result<nlohmann::json> CreateBackfill(db::Database& db, std::int64_t job_id, con
     }
     return db.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<nlohmann::json> {
         if (!store::JobRepository::Find(s, job_id)) return NotFound("job " + std::to_string(job_id) + " not found");
-        const auto running = store::BackfillRepository::ListRunning(s, 0, 100000);
-        int of_job = 0;
-        for (const auto& b : running) of_job += b.job_id == job_id ? 1 : 0;
+        const int of_job = store::BackfillRepository::CountRunning(s, job_id);
         if (of_job >= kMaxRunningPerJob) {
             return FailedPrecondition("job " + std::to_string(job_id) + " has " + std::to_string(of_job) +
                                       " running backfills, at most " + std::to_string(kMaxRunningPerJob) +

@@ -156,6 +156,19 @@ TEST_P(BackfillApiTest, ARepeatedBackfillFindsEveryTimeAlreadyFired) {
     EXPECT_EQ(Body(Get("/api/v1/fires?job_id=" + job["id"].dump()))["items"].size(), 3u);
 }
 
+TEST_P(BackfillApiTest, AJobHasAtMostTenRunningBackfills) {
+    const auto job = CreateJob("every-minute");
+    const std::int64_t base = (DbNowMs() / kMinute - 30) * kMinute;
+    const nlohmann::json range = {{"from", base}, {"to", base + kMinute}};
+    for (int i = 0; i < 10; ++i) ASSERT_EQ(Post(BackfillPath(job), range).status, 201) << i;
+    auto over = Post(BackfillPath(job), range);
+    EXPECT_EQ(over.status, 409) << over.body;
+    EXPECT_NE(over.body.find("at most 10"), std::string::npos) << over.body;
+    auto page = Body(Get("/api/v1/jobs/" + job["id"].dump() + "/backfills?limit=4"));
+    EXPECT_EQ(page["items"].size(), 4u);
+    EXPECT_NE(page["next_cursor"], nullptr);
+}
+
 SCHED_DB_TEST_SUITE(BackfillApiTest);
 
 }  // namespace

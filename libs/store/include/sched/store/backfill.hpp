@@ -81,6 +81,8 @@ class BackfillRepository {
     static std::optional<Backfill> Find(soci::session& s, std::int64_t id);
     /// Running backfills with id > after_id, in id order, at most limit (idx_backfill_state).
     static std::vector<Backfill> ListRunning(soci::session& s, std::int64_t after_id, int limit);
+    /// How many running backfills the job has (idx_backfill_job).
+    static int CountRunning(soci::session& s, std::int64_t job_id);
     /// Stores the master's progress: the cursor, the counters, the state and finished_at, only
     /// while the row is still running (a cancel wins). Returns whether it was stored.
     static bool SaveProgress(soci::session& s, const Backfill& backfill, std::int64_t now_ms);
