@@ -38,8 +38,9 @@ _schedctl() {
     case "$cmd" in
         "") words="jobs fires executors cluster tokens audit apply diff $globals" ;;
         jobs)
-            if [[ -z "$sub" ]]; then words="list get create update pause resume trigger delete"
+            if [[ -z "$sub" ]]; then words="list get create update pause resume trigger backfill delete"
             elif [[ "$sub" == pause ]]; then words="--note $globals"
+            elif [[ "$sub" == backfill ]]; then words="--from --to --parallel --dry-run $globals"
             else words="-f $globals"; fi ;;
         fires)
             if [[ -z "$sub" ]]; then words="list get log kill"

@@ -31,6 +31,17 @@ TEST(RunCli, HelpSaysWhereTheTokenComesFromAndExits0) {
     EXPECT_NE(r.out.find("apply -f jobs.yaml"), std::string::npos);
 }
 
+TEST(RunCli, BackfillNeedsARangeAndAnIntegerParallel) {
+    const auto no_range = Schedctl({"--server", "http://127.0.0.1:1", "jobs", "backfill", "7", "--from", "0"});
+    EXPECT_EQ(no_range.code, 1);
+    EXPECT_NE(no_range.err.find("--from and --to are required"), std::string::npos) << no_range.err;
+    const auto bad_parallel = Schedctl(
+        {"--server", "http://127.0.0.1:1", "jobs", "backfill", "7", "--from", "0", "--to", "60000", "--parallel", "x"});
+    EXPECT_EQ(bad_parallel.code, 1);
+    EXPECT_NE(bad_parallel.err.find("--parallel: expected a positive integer"), std::string::npos) << bad_parallel.err;
+    EXPECT_NE(Schedctl({"--help"}).out.find("jobs backfill ID --from T --to T"), std::string::npos);
+}
+
 TEST(RunCli, RefusesATokenOnTheCommandLine) {
     for (const char* arg : {"--token", "--token=secret"}) {
         const auto r = Schedctl({arg, "jobs", "list"});

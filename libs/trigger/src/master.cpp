@@ -292,6 +292,27 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
             assign(stored[i]->id, new_fires[i].assigned_node);
         }
 
+        // 1b. Backfills: their next fires, bounded per scan.
+        {
+            const auto count_live = [&](const std::string& app) {
+                auto it = executors_by_app.find(app);
+                if (it == executors_by_app.end()) {
+                    it = executors_by_app
+                             .emplace(app, store::ExecutorRepository::CountLive(s, db_->dialect(), app,
+                                                                                Ms(config_.executor_ttl)))
+                             .first;
+                }
+                return it->second;
+            };
+            auto progress = backfills_.Advance(s, db_->dialect(), epoch, now, assigner, count_live);
+            r.backfill_fires = progress.fires_created;
+            r.backfills_completed = progress.completed;
+            for (auto& [node, ids] : progress.assigned) {
+                auto& to = r.assigned[node];
+                to.insert(to.end(), ids.begin(), ids.end());
+            }
+        }
+
         // 2. Orphans. Without a live slave there is no one to give them to: leave them.
         if (!assigner.empty()) {
             // One UPDATE per target node, not one per fire.
@@ -381,7 +402,7 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
     });
     if (report.ok()) {
         scans_.Inc();
-        fires_created_.Inc(report->fires_created);
+        fires_created_.Inc(report->fires_created + report->backfill_fires);
         retries_created_.Inc(report->retries);
         fires_lost_.Inc(report->lost);
         running_lost_.Inc(report->running_lost);

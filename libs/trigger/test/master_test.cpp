@@ -8,6 +8,7 @@
 #include "sched/db/testing/test_database.hpp"
 #include "sched/lock/lock_store.hpp"
 #include "sched/lock/sql_lock_store.hpp"
+#include "sched/store/backfill.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/job.hpp"
 #include "sched/store/registry.hpp"
@@ -624,6 +625,123 @@ TEST_P(MasterTest, SleepsUntilTheNextJobIsWithinTheLookahead) {
     EXPECT_EQ(master_->SleepAfter(r), 50ms);
     r.due_jobs = MasterConfig{}.batch;  // a full batch: more are waiting, scan again at once
     EXPECT_EQ(master_->SleepAfter(r), 0ms);
+}
+
+// Backfill (step 1b): a serial backfill over 5 past minutes, one of which the schedule already
+// fired: one fire at a time, each created once the previous ended, then completed; a second
+// identical backfill creates nothing.
+TEST_P(MasterTest, BackfillRunsEachPastTimeOnceSeriallyAndRepeatsCreateNothing) {
+    constexpr std::int64_t kMinute = 60'000;
+    const std::int64_t base = (Now() / kMinute - 60) * kMinute;       // an hour ago, on a minute
+    auto job = CreateJob("bf", "cron", "0 * * * * ?", std::nullopt);  // never due itself
+    {
+        store::Fire fired;  // the schedule fired base + 2 min normally
+        fired.job_id = job.id;
+        fired.scheduled_time = base + 2 * kMinute;
+        fired.status = store::FireStatus::kSucceeded;
+        ASSERT_TRUE(db().Run([&](soci::session& s) {
+                            return store::FireRepository::InsertIfAbsent(s, db().dialect(), fired).has_value();
+                        })
+                        .ok());
+    }
+    const auto add_backfill = [&](store::BackfillOverlap overlap, int max_parallel) {
+        store::Backfill b;
+        b.job_id = job.id;
+        b.range_from = base;
+        b.range_to = base + 5 * kMinute;
+        b.overlap = overlap;
+        b.max_parallel = max_parallel;
+        b.cursor_ms = base;
+        b.planned = 5;
+        b.created_by = "test";
+        auto id = db().Run([&](soci::session& s) { return store::BackfillRepository::Insert(s, b); });
+        EXPECT_TRUE(id.ok());
+        return *id;
+    };
+    const auto backfill_fires = [&] {
+        std::vector<store::Fire> out;
+        for (const auto& f : FiresOf(job.id)) {
+            if (f.kind == store::FireKind::kBackfill) out.push_back(f);
+        }
+        return out;
+    };
+    const auto first = add_backfill(store::BackfillOverlap::kSerial, 1);
+    store::FireRepository fires(db());
+    std::vector<std::int64_t> times;
+    for (int round = 0; round < 10; ++round) {
+        auto scan = master_->Scan(epoch_);
+        ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+        auto again = master_->Scan(epoch_);  // nothing more while one is unfinished
+        ASSERT_TRUE(again.ok());
+        EXPECT_EQ(again->backfill_fires, 0);
+        int unfinished = 0;
+        for (const auto& f : backfill_fires()) {
+            if (store::IsFinal(f.status)) continue;
+            ++unfinished;
+            EXPECT_GE(f.due_at, scan->now_ms - 1000) << "due when created, not at its past time";
+            ASSERT_TRUE(f.assigned_node);
+            times.push_back(f.scheduled_time);
+            ASSERT_TRUE(fires
+                            .Transition(f.id, {store::FireStatus::kPending}, store::FireStatus::kSucceeded,
+                                        {.finished_at = scan->now_ms, .followup = true})
+                            .ok());
+        }
+        EXPECT_LE(unfinished, 1) << "serial: never two at once";
+        if (store::BackfillRepository(db()).Get(first)->state != store::BackfillState::kRunning) break;
+    }
+    EXPECT_EQ(times, (std::vector<std::int64_t>{base, base + kMinute, base + 3 * kMinute, base + 4 * kMinute}));
+    auto done = store::BackfillRepository(db()).Get(first);
+    ASSERT_TRUE(done.ok());
+    EXPECT_EQ(done->state, store::BackfillState::kCompleted);
+    EXPECT_EQ(done->created, 4);
+    EXPECT_EQ(done->existing, 1);
+    EXPECT_EQ(done->cursor_ms, base + 5 * kMinute);
+    EXPECT_TRUE(done->finished_at);
+
+    const auto second = add_backfill(store::BackfillOverlap::kParallel, 5);
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(master_->Scan(epoch_).ok());
+    auto repeat = store::BackfillRepository(db()).Get(second);
+    EXPECT_EQ(repeat->state, store::BackfillState::kCompleted);
+    EXPECT_EQ(repeat->created, 0);
+    EXPECT_EQ(repeat->existing, 5);
+    EXPECT_EQ(backfill_fires().size(), 4u);
+}
+
+TEST_P(MasterTest, BackfillOfAPausedJobWaitsAndOfADeletedJobIsCancelled) {
+    constexpr std::int64_t kMinute = 60'000;
+    const std::int64_t base = (Now() / kMinute - 60) * kMinute;
+    auto paused = CreateJob("paused", "cron", "0 * * * * ?", std::nullopt, [](store::Job& j) { j.enabled = false; });
+    auto doomed = CreateJob("doomed", "cron", "0 * * * * ?", std::nullopt);
+    std::vector<std::int64_t> ids;
+    for (const auto& job : {paused, doomed}) {
+        store::Backfill b;
+        b.job_id = job.id;
+        b.range_from = base;
+        b.range_to = base + 3 * kMinute;
+        b.overlap = store::BackfillOverlap::kParallel;
+        b.max_parallel = 3;
+        b.cursor_ms = base;
+        b.planned = 3;
+        b.created_by = "test";
+        ids.push_back(*db().Run([&](soci::session& s) { return store::BackfillRepository::Insert(s, b); }));
+    }
+    ASSERT_TRUE(store::JobRepository(db()).Delete(doomed.id).ok());
+    auto scan = master_->Scan(epoch_);
+    ASSERT_TRUE(scan.ok());
+    EXPECT_EQ(scan->backfill_fires, 0);
+    EXPECT_EQ(store::BackfillRepository(db()).Get(ids[0])->state, store::BackfillState::kRunning);
+    EXPECT_EQ(store::BackfillRepository(db()).Get(ids[0])->cursor_ms, base);
+    EXPECT_EQ(store::BackfillRepository(db()).Get(ids[1])->state, store::BackfillState::kCancelled);
+
+    auto resumed = store::JobRepository(db()).Get(paused.id);
+    resumed->enabled = true;
+    ASSERT_TRUE(store::JobRepository(db()).Update(*resumed, resumed->version).ok());
+    scan = master_->Scan(epoch_);
+    ASSERT_TRUE(scan.ok());
+    EXPECT_EQ(scan->backfill_fires, 3);  // parallel 3: all at once
+    std::size_t notified = 0;
+    for (const auto& [node, fire_ids] : scan->assigned) notified += fire_ids.size();
+    EXPECT_GE(notified, 3u);
 }
 
 SCHED_DB_TEST_SUITE(MasterTest);

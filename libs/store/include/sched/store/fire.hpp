@@ -49,7 +49,10 @@ enum class FireReason {
 std::string_view FireReasonName(FireReason r);
 std::optional<FireReason> ParseFireReason(std::string_view name);
 
-enum class FireKind { kSchedule, kManual, kRetry, kMisfire };
+/// kBackfill: a past scheduled time run by a backfill (store/backfill.hpp); its due_at is when
+/// the backfill created it, so lateness is measured from then, not from the scheduled time.
+enum class FireKind { kSchedule, kManual, kRetry, kMisfire, kBackfill };
+/// "schedule", "manual", "retry", "misfire", "backfill" (the stored and API spelling).
 std::string_view FireKindName(FireKind k);
 std::optional<FireKind> ParseFireKind(std::string_view name);
 

@@ -12,6 +12,8 @@
 ///      batch's schedules (JobRepository::AdvanceMany), the fires of the jobs whose CAS won go in
 ///      with multi-row inserts, and their ids are read back by key in buckets of jobs due within
 ///      5 s of each other (FireRepository::InsertManyIfAbsent);
+///   1b. backfills (BackfillAdvancer): up to 20 running backfills per scan each get their next
+///      fires (kind backfill) within their overlap limit, assigned like the fires of step 1;
 ///   2. orphans: pending fires with no live slave (manual triggers, retries, fires of slaves
 ///      silent for node-ttl / 2) are assigned, with one UPDATE per target node; dispatching
 ///      fires of slaves silent for node-ttl become `lost`;
@@ -69,6 +71,7 @@
 #include "sched/db/database.hpp"
 #include "sched/lock/fenced.hpp"
 #include "sched/store/job.hpp"
+#include "sched/trigger/backfill_planner.hpp"
 #include "sched/trigger/db_time.hpp"
 
 namespace sched::trigger {
@@ -110,6 +113,8 @@ struct MasterConfig {
 struct ScanReport {
     int due_jobs = 0;
     int fires_created = 0;
+    int backfill_fires = 0;       ///< fires of kind backfill created (step 1b)
+    int backfills_completed = 0;  ///< backfills whose every time has an ended fire
     int orphans_assigned = 0;
     int lost = 0;
     int retries = 0;
@@ -160,6 +165,7 @@ class Master {
     MasterConfig config_;
     std::map<std::int64_t, CachedSchedule> schedules_;
     std::mt19937_64 rng_{std::random_device{}()};
+    BackfillAdvancer backfills_;
     std::int64_t next_sweep_ms_ = 0;
     std::int64_t sweep_after_scheduled_ = -1;  // cursor: (scheduled_time, id) of the last fire seen
     std::int64_t sweep_after_id_ = 0;

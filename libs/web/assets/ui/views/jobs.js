@@ -57,6 +57,44 @@ async function trigger(job, banner) {
   banner.className = 'banner info';
 }
 
+// The backfill form of a job (operators): a dry run lists the times and which already have a
+// fire; Start creates the backfill (docs/api.md "Backfills").
+function backfillPanel(job) {
+  const instant = (v) => (/^\d+$/.test(v.trim()) ? Number(v.trim()) : v.trim());
+  const from = h('input', { name: 'backfill-from', placeholder: 'from: 2026-11-20T00:00:00Z or epoch ms' });
+  const to = h('input', { name: 'backfill-to', placeholder: 'to (exclusive, not in the future)' });
+  const overlap = h('select', { name: 'backfill-overlap' }, h('option', { value: 'serial' }, 'serial'),
+    h('option', { value: 'parallel' }, 'parallel'));
+  const parallel = h('input', { name: 'backfill-parallel', type: 'number', min: 1, max: 100, value: 4 });
+  const out = h('div', { class: 'backfill-result' });
+  async function send(dryRun) {
+    const body = { from: instant(from.value), to: instant(to.value), overlap: overlap.value, dry_run: dryRun };
+    if (overlap.value === 'parallel') body.max_parallel = Number(parallel.value);
+    try {
+      const r = await post(`/api/v1/jobs/${job.id}/backfill`, body);
+      if (dryRun) {
+        const shown = r.items.slice(0, 50);
+        replace(out, h('div', null, `${r.would_run} of ${r.planned} scheduled time(s) would run.`),
+          h('ol', null, shown.map((i) => h('li', null, fmtTime(i.scheduled_time, job.time_zone),
+            i.existing ? h('span', { class: 'subtle' }, ` — skipped, has a ${i.existing} fire`) : ''))),
+          r.items.length > shown.length ? h('div', { class: 'subtle' }, `and ${r.items.length - shown.length} more`) : '');
+      } else {
+        replace(out, `Backfill #${r.id} created: ${r.counts.planned} scheduled time(s), ${r.overlap}; `
+          + 'its fires appear below as they run.');
+      }
+    } catch (e) {
+      replace(out, h('span', { class: 'error' }, e.message));
+    }
+  }
+  return h('div', { class: 'panel backfill' }, h('h3', null, 'Backfill'),
+    h('div', { class: 'hint' }, 'Run the job for every scheduled time in a past range; times that already have a fire are skipped.'),
+    from, to, overlap, parallel,
+    h('div', { class: 'actions' },
+      h('button', { onclick: () => send(true) }, 'Dry run'),
+      h('button', { class: 'primary', onclick: () => send(false) }, 'Start backfill')),
+    out);
+}
+
 // ---- the list ----
 
 export async function jobsView(main, ctx) {
@@ -216,12 +254,14 @@ export async function jobView(main, ctx) {
       'No fires yet.'));
   }
 
+  const backfill = h('div');
   main.append(header, banner, h('div', { class: 'columns' },
     h('div', null, h('h2', null, 'Recent fires ', h('a', { class: 'hint', href: `#/fires?job_id=${id}` }, 'all')), fires,
       h('h2', null, 'History ', h('a', { class: 'hint', href: `#/audit?target_kind=job&target_id=${id}` }, 'all')),
       history),
-    h('div', { class: 'cards' }, facts, preview)));
+    h('div', { class: 'cards' }, facts, preview, backfill)));
   await loadJob();
+  if (operate && job) replace(backfill, backfillPanel(job));
   await loadFires();
   ctx.every(3000, () => loadFires().catch(() => {}));
 }

@@ -1,0 +1,248 @@
+#include "sched/store/backfill.hpp"
+
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+
+#include "impl/query.hpp"
+
+namespace sched::store {
+
+namespace {
+
+constexpr std::array<std::string_view, 2> kOverlapNames = {"serial", "parallel"};
+constexpr std::array<std::string_view, 3> kStateNames = {"running", "completed", "cancelled"};
+
+struct BackfillRow {
+    Backfill b;
+    std::string overlap;
+    std::string state;
+    impl::NullableInt64 finished_at;
+    Backfill Finish() {
+        auto o = ParseBackfillOverlap(overlap);
+        auto st = ParseBackfillState(state);
+        if (!o || !st) throw std::runtime_error("backfill " + std::to_string(b.id) + ": bad overlap/state in database");
+        b.overlap = *o;
+        b.state = *st;
+        b.finished_at = finished_at.get();
+        return b;
+    }
+    void BindInto(soci::statement& st) {
+        st.exchange(soci::into(b.id));
+        st.exchange(soci::into(b.job_id));
+        st.exchange(soci::into(b.range_from));
+        st.exchange(soci::into(b.range_to));
+        st.exchange(soci::into(overlap));
+        st.exchange(soci::into(b.max_parallel));
+        st.exchange(soci::into(state));
+        st.exchange(soci::into(b.cursor_ms));
+        st.exchange(soci::into(b.planned));
+        st.exchange(soci::into(b.existing));
+        st.exchange(soci::into(b.created));
+        st.exchange(soci::into(b.created_by));
+        st.exchange(soci::into(b.created_at));
+        st.exchange(soci::into(b.updated_at));
+        st.exchange(soci::into(finished_at.value, finished_at.ind));
+    }
+};
+constexpr const char* kSelect =
+    "SELECT id, job_id, range_from, range_to, overlap, max_parallel, state, cursor_ms, planned, existing, created, "
+    "created_by, created_at, updated_at, finished_at FROM job_backfill ";
+
+}  // namespace
+
+std::string_view BackfillOverlapName(BackfillOverlap o) {
+    return kOverlapNames[static_cast<std::size_t>(o)];
+}
+
+std::optional<BackfillOverlap> ParseBackfillOverlap(std::string_view name) {
+    for (std::size_t i = 0; i < kOverlapNames.size(); ++i) {
+        if (kOverlapNames[i] == name) return static_cast<BackfillOverlap>(i);
+    }
+    return std::nullopt;
+}
+
+std::string_view BackfillStateName(BackfillState s) {
+    return kStateNames[static_cast<std::size_t>(s)];
+}
+
+std::optional<BackfillState> ParseBackfillState(std::string_view name) {
+    for (std::size_t i = 0; i < kStateNames.size(); ++i) {
+        if (kStateNames[i] == name) return static_cast<BackfillState>(i);
+    }
+    return std::nullopt;
+}
+
+Result<Backfill> BackfillRepository::Get(std::int64_t id) {
+    return db_.Run([&](soci::session& s) -> Result<Backfill> {
+        auto found = Find(s, id);
+        if (!found) return NotFound("backfill " + std::to_string(id) + " not found");
+        return *found;
+    });
+}
+
+Result<std::vector<Backfill>> BackfillRepository::ListForJob(std::int64_t job_id, std::int64_t before_id, int limit) {
+    return db_.Run([&](soci::session& s) -> Result<std::vector<Backfill>> {
+        const std::int64_t before = before_id > 0 ? before_id : INT64_MAX;
+        return impl::SelectRows<BackfillRow>(s,
+                                             std::string(kSelect) +
+                                                 "WHERE job_id = :job AND id < :before ORDER BY id DESC LIMIT " +
+                                                 std::to_string(std::clamp(limit, 1, 1000)),
+                                             [&](soci::statement& st) {
+                                                 st.exchange(soci::use(job_id, "job"));
+                                                 st.exchange(soci::use(before, "before"));
+                                             });
+    });
+}
+
+Result<Backfill> BackfillRepository::Cancel(std::int64_t id) {
+    return db_.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<Backfill> {
+        auto found = Find(s, id);
+        if (!found) return NotFound("backfill " + std::to_string(id) + " not found");
+        if (found->state != BackfillState::kRunning) {
+            return FailedPrecondition("backfill " + std::to_string(id) + " is " +
+                                      std::string(BackfillStateName(found->state)) + ", not running");
+        }
+        const std::string cancelled(BackfillStateName(BackfillState::kCancelled));
+        s << "UPDATE job_backfill SET state = :state, updated_at = " + std::string(db_.dialect().NowMs()) +
+                 ", finished_at = " + std::string(db_.dialect().NowMs()) + " WHERE id = :id AND state = 'running'",
+            soci::use(cancelled, "state"), soci::use(id, "id");
+        return *Find(s, id);
+    });
+}
+
+Result<BackfillFireCounts> BackfillRepository::Counts(const Backfill& backfill) {
+    return db_.Run([&](soci::session& s) -> Result<BackfillFireCounts> {
+        return CountFires(s, backfill.job_id, backfill.range_from, backfill.range_to);
+    });
+}
+
+std::int64_t BackfillRepository::Insert(soci::session& s, const Backfill& b) {
+    const std::string overlap(BackfillOverlapName(b.overlap));
+    const std::string state(BackfillStateName(b.state));
+    impl::NullableInt64 finished;
+    finished.set(b.finished_at);
+    s << "INSERT INTO job_backfill (job_id, range_from, range_to, overlap, max_parallel, state, cursor_ms, planned, "
+         "existing, created, created_by, created_at, updated_at, finished_at) VALUES (:job, :rfrom, :rto, :overlap, "
+         ":maxp, :state, :cursor, :planned, :existing, :created, :by, :cat, :uat, :fin)",
+        soci::use(b.job_id, "job"), soci::use(b.range_from, "rfrom"), soci::use(b.range_to, "rto"),
+        soci::use(overlap, "overlap"), soci::use(b.max_parallel, "maxp"), soci::use(state, "state"),
+        soci::use(b.cursor_ms, "cursor"), soci::use(b.planned, "planned"), soci::use(b.existing, "existing"),
+        soci::use(b.created, "created"), soci::use(b.created_by, "by"), soci::use(b.created_at, "cat"),
+        soci::use(b.updated_at, "uat"), soci::use(finished.value, finished.ind, "fin");
+    long long id = 0;
+    if (!s.get_last_insert_id("job_backfill", id)) throw std::runtime_error("no id for the new backfill");
+    return id;
+}
+
+std::optional<Backfill> BackfillRepository::Find(soci::session& s, std::int64_t id) {
+    auto rows = impl::SelectRows<BackfillRow>(s, std::string(kSelect) + "WHERE id = :id",
+                                              [&](soci::statement& st) { st.exchange(soci::use(id, "id")); });
+    if (rows.empty()) return std::nullopt;
+    return rows.front();
+}
+
+std::vector<Backfill> BackfillRepository::ListRunning(soci::session& s, std::int64_t after_id, int limit) {
+    return impl::SelectRows<BackfillRow>(s,
+                                         std::string(kSelect) +
+                                             "WHERE state = 'running' AND id > :after ORDER BY id LIMIT " +
+                                             std::to_string(std::max(1, limit)),
+                                         [&](soci::statement& st) { st.exchange(soci::use(after_id, "after")); });
+}
+
+int BackfillRepository::CountRunning(soci::session& s, std::int64_t job_id) {
+    long long n = 0;
+    s << "SELECT COUNT(*) FROM job_backfill WHERE job_id = :job AND state = 'running'", soci::use(job_id, "job"),
+        soci::into(n);
+    return static_cast<int>(n);
+}
+
+bool BackfillRepository::SaveProgress(soci::session& s, const Backfill& b, std::int64_t now_ms) {
+    const std::string state(BackfillStateName(b.state));
+    impl::NullableInt64 finished;
+    finished.set(b.finished_at);
+    soci::statement st =
+        (s.prepare << "UPDATE job_backfill SET cursor_ms = :cursor, existing = :existing, created = :created, "
+                      "state = :state, updated_at = :now, finished_at = :fin WHERE id = :id AND state = 'running'",
+         soci::use(b.cursor_ms, "cursor"), soci::use(b.existing, "existing"), soci::use(b.created, "created"),
+         soci::use(state, "state"), soci::use(now_ms, "now"), soci::use(finished.value, finished.ind, "fin"),
+         soci::use(b.id, "id"));
+    return impl::ExecuteAffected(st) > 0;
+}
+
+int BackfillRepository::CountUnfinished(soci::session& s, std::int64_t job_id, std::int64_t from, std::int64_t to) {
+    long long n = 0;
+    // idx_fire_job (job_id, scheduled_time) narrows to the range; the rest is a filter on it.
+    s << "SELECT COUNT(DISTINCT scheduled_time) FROM job_fire WHERE job_id = :job AND scheduled_time >= :rfrom "
+         "AND scheduled_time < :rto AND kind = 'backfill' AND status IN ('pending', 'dispatching', 'running')",
+        soci::use(job_id, "job"), soci::use(from, "rfrom"), soci::use(to, "rto"), soci::into(n);
+    return static_cast<int>(n);
+}
+
+std::map<std::int64_t, FireKind> BackfillRepository::ExistingTimes(soci::session& s, std::int64_t job_id,
+                                                                   std::int64_t from, std::int64_t to, int limit) {
+    struct Row {
+        std::int64_t time = 0;
+        std::string kind;
+        std::pair<std::int64_t, FireKind> Finish() const {
+            return {time, ParseFireKind(kind).value_or(FireKind::kSchedule)};
+        }
+        void BindInto(soci::statement& st) {
+            st.exchange(soci::into(time));
+            st.exchange(soci::into(kind));
+        }
+    };
+    const auto rows = impl::SelectRows<Row>(
+        s,
+        "SELECT scheduled_time, kind FROM job_fire WHERE job_id = :job AND scheduled_time >= :rfrom AND "
+        "scheduled_time < :rto AND kind IN ('schedule', 'manual', 'misfire', 'backfill') AND NOT (status = "
+        "'skipped' AND reason IS NOT NULL AND reason = 'misfire') ORDER BY scheduled_time LIMIT " +
+            std::to_string(std::max(1, limit)),
+        [&](soci::statement& st) {
+            st.exchange(soci::use(job_id, "job"));
+            st.exchange(soci::use(from, "rfrom"));
+            st.exchange(soci::use(to, "rto"));
+        });
+    std::map<std::int64_t, FireKind> out;
+    for (const auto& [time, kind] : rows) {
+        auto [it, inserted] = out.emplace(time, kind);
+        if (!inserted && it->second == FireKind::kBackfill) it->second = kind;
+    }
+    return out;
+}
+
+BackfillFireCounts BackfillRepository::CountFires(soci::session& s, std::int64_t job_id, std::int64_t from,
+                                                  std::int64_t to) {
+    struct Row {
+        std::string status;
+        long long n = 0;
+        std::pair<std::string, std::int64_t> Finish() const { return {status, n}; }
+        void BindInto(soci::statement& st) {
+            st.exchange(soci::into(status));
+            st.exchange(soci::into(n));
+        }
+    };
+    const auto rows = impl::SelectRows<Row>(
+        s,
+        "SELECT status, COUNT(*) FROM job_fire WHERE job_id = :job AND scheduled_time >= :rfrom AND "
+        "scheduled_time < :rto AND kind = 'backfill' GROUP BY status",
+        [&](soci::statement& st) {
+            st.exchange(soci::use(job_id, "job"));
+            st.exchange(soci::use(from, "rfrom"));
+            st.exchange(soci::use(to, "rto"));
+        });
+    BackfillFireCounts c;
+    for (const auto& [status, n] : rows) {
+        const auto parsed = ParseFireStatus(status);
+        if (!parsed || !IsFinal(*parsed)) {
+            c.running += n;
+        } else if (*parsed == FireStatus::kSucceeded) {
+            c.succeeded += n;
+        } else {
+            c.failed += n;
+        }
+    }
+    return c;
+}
+
+}  // namespace sched::store
