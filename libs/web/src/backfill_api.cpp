@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "impl/audit.hpp"
 #include "impl/context.hpp"
 #include "sched/cron/schedule.hpp"
 #include "sched/cron/time_zone.hpp"
@@ -146,7 +147,7 @@ Result<std::vector<std::int64_t>> RangeTimes(const store::Job& job, const Backfi
 }
 
 Result<nlohmann::json> CreateBackfill(db::Database& db, std::int64_t job_id, const BackfillInput& in,
-                                      const std::string& who, std::string& field) {
+                                      const Principal& who, std::string& field) {
     auto job = store::JobRepository(db).Get(job_id);
     if (!job.ok()) return job.status();
     auto now = DbNowMs(db);
@@ -200,11 +201,15 @@ Result<nlohmann::json> CreateBackfill(db::Database& db, std::int64_t job_id, con
         b.max_parallel = in.max_parallel;
         b.cursor_ms = in.from;
         b.planned = static_cast<int>(times->size());
-        b.created_by = who;
+        b.created_by = who.name;
         b.created_at = *now;
         b.updated_at = *now;
         b.id = store::BackfillRepository::Insert(s, b);
-        return BackfillJson(b, store::BackfillRepository::CountFires(s, job_id, in.from, in.to));
+        auto created = BackfillJson(b, store::BackfillRepository::CountFires(s, job_id, in.from, in.to));
+        // In the same transaction: the backfill and its audit entry commit together.
+        RecordAudit(s, db.dialect(), who,
+                    {"create", "backfill", std::to_string(b.id), job->name, std::nullopt, created});
+        return created;
     });
 }
 
@@ -234,7 +239,7 @@ void AddBackfillRoutes(Routes& routes) {
                    if (auto invalid = ReadBackfillInput(*body, in)) co_return Response::Error(*invalid);
                    // The field a 400 names, set on the DB pool, read after the co_await.
                    auto field = std::make_shared<std::string>();
-                   auto work = [id = *id, in, who = who.name, field](db::Database& db) {
+                   auto work = [id = *id, in, &who, field](db::Database& db) {
                        return CreateBackfill(db, id, in, who, *field);
                    };
                    auto made = co_await WithDb(*ctx, work);
@@ -301,8 +306,12 @@ void AddBackfillRoutes(Routes& routes) {
                    const auto id = PathId(req, error);
                    if (!id) co_return *error;
                    if (auto rejected = RejectAnyBody(req)) co_return *rejected;
-                   auto work = [id = *id](db::Database& db) {
-                       return BackfillWithCounts(db, store::BackfillRepository(db).Cancel(id));
+                   auto work = [id = *id, &who](db::Database& db) {
+                       auto cancelled = BackfillWithCounts(db, store::BackfillRepository(db).Cancel(id));
+                       if (cancelled.ok()) {
+                           RecordAudit(db, who, {"cancel", "backfill", std::to_string(id), "", std::nullopt, *cancelled});
+                       }
+                       return cancelled;
                    };
                    auto out = co_await WithDb(*ctx, work);
                    if (!out.ok()) co_return Response::Error(out.status());
