@@ -199,4 +199,30 @@ std::optional<std::int64_t> Calendar::NextIncluded(std::int64_t from_ms) const {
     return std::nullopt;
 }
 
+std::int64_t Calendar::LocalDay(std::int64_t epoch_ms) const {
+    return impl::FloorDiv(LocalSeconds(impl::FloorDiv(epoch_ms, 1000)), kSecondsPerDay);
+}
+
+std::int64_t Calendar::LocalDayStartMs(std::int64_t local_day) const {
+    return InstantOf(local_day * kSecondsPerDay, INT64_MIN) * 1000;
+}
+
+std::optional<std::int64_t> Calendar::NextExcluded(std::int64_t from_ms, std::int64_t until_ms) const {
+    std::int64_t t_ms = from_ms;
+    for (int step = 0; step < kMaxSteps && t_ms < until_ms; ++step) {
+        if (IsExcluded(t_ms)) return t_ms;
+        const std::int64_t epoch_s = impl::FloorDiv(t_ms, 1000);
+        const std::int64_t local_s = LocalSeconds(epoch_s);
+        const std::int64_t day = impl::FloorDiv(local_s, kSecondsPerDay);
+        const std::int64_t second_of_day = local_s - day * kSecondsPerDay;
+        // The next local moment something could start: a window's start today, else tomorrow.
+        std::int64_t next_local = (day + 1) * kSecondsPerDay;
+        for (const auto& [from, to] : windows_) {
+            if (from > second_of_day) next_local = std::min(next_local, day * kSecondsPerDay + from);
+        }
+        t_ms = std::max(InstantOf(next_local, epoch_s), epoch_s + 1) * 1000;
+    }
+    return std::nullopt;
+}
+
 }  // namespace sched::cron

@@ -128,6 +128,15 @@ TEST(CalendarExcluded, RepeatedHourIsExcludedInBothPasses) {
     EXPECT_EQ(c.NextIncluded(At("2026-10-25T01:00:00Z")), At("2026-10-25T01:30:00Z"));
 }
 
+TEST(CalendarExcluded, NextExcludedFindsTheStartOfThePeriod) {
+    auto c = MakeOk({.time_zone = "Europe/Berlin", .excluded_weekdays = {"sat"}, .excluded_times = {"12:00-13:00"}});
+    const auto friday = At("2026-11-27T08:00:00Z");
+    EXPECT_EQ(c.NextExcluded(friday, friday + 86'400'000), At("2026-11-27T11:00:00Z"));  // 12:00 CET
+    EXPECT_EQ(c.NextExcluded(At("2026-11-27T12:00:00Z"), At("2026-11-29T00:00:00Z")), At("2026-11-27T23:00:00Z"));
+    EXPECT_EQ(c.NextExcluded(At("2026-11-27T12:00:00Z"), At("2026-11-27T20:00:00Z")), std::nullopt);
+    EXPECT_EQ(c.LocalDayStartMs(c.LocalDay(friday)), At("2026-11-26T23:00:00Z"));
+}
+
 TEST(CalendarExcluded, WindowsCoveringTheWholeDayHaveNoIncludedTime) {
     auto c = MakeOk({.excluded_times = {"00:00-12:00", "12:00-24:00"}});
     EXPECT_TRUE(c.IsExcluded(At("2026-06-01T12:00:00Z")));

@@ -41,6 +41,7 @@ std::vector<RouteInfo> AddWebRoutes(rest::Router& router, const WebOptions& opti
     auto ctx = std::make_shared<impl::Context>(options, std::move(database), db_pool, metrics);
     impl::Routes routes(router, ctx);
     impl::AddJobRoutes(routes);
+    impl::AddCalendarRoutes(routes);
     impl::AddFireRoutes(routes);
     impl::AddDashboardRoutes(routes);
     impl::AddAlertRoutes(routes);

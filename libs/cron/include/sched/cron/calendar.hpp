@@ -59,6 +59,14 @@ class Calendar {
     /// about ten years (the windows cover the whole day, say). Bounded work.
     std::optional<std::int64_t> NextIncluded(std::int64_t from_ms) const;
 
+    /// The first excluded instant in [from_ms, until_ms), if any (the preview's periods). Bounded work.
+    std::optional<std::int64_t> NextExcluded(std::int64_t from_ms, std::int64_t until_ms) const;
+
+    /// The calendar's local day (days since 1970-01-01) at the instant `epoch_ms`.
+    std::int64_t LocalDay(std::int64_t epoch_ms) const;
+    /// The first instant (epoch ms) of local day `local_day` (after a gap at midnight: its end).
+    std::int64_t LocalDayStartMs(std::int64_t local_day) const;
+
     /// The rules in canonical form (trimmed, weekdays as "mon".."sun", zone "UTC" when empty).
     const CalendarRules& rules() const { return rules_; }
     const date::time_zone* zone() const { return zone_; }
