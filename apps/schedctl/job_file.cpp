@@ -39,6 +39,12 @@ const std::vector<FieldInfo>& Fields() {
         {"enabled", FieldType::kBool, nullptr},
         {"description", FieldType::kString, ""},
         {"pause_after_failures", FieldType::kInt, 0},
+        // Calendar and bounds (docs/schedules.md); instants as epoch ms, so that diff compares
+        // them with what the server stores.
+        {"calendar", FieldType::kString, nullptr},
+        {"start_at", FieldType::kInt, nullptr},
+        {"end_at", FieldType::kInt, nullptr},
+        {"max_runs", FieldType::kInt, nullptr},
     };
     return fields;
 }
