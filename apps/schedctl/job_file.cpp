@@ -43,6 +43,12 @@ const std::vector<FieldInfo>& Fields() {
         {"jitter_ms", FieldType::kInt, 0},
         {"dst_gap", FieldType::kString, "auto"},
         {"dst_overlap", FieldType::kString, "auto"},
+        // Calendar and bounds (docs/schedules.md); instants as epoch ms, so that diff compares
+        // them with what the server stores.
+        {"calendar", FieldType::kString, nullptr},
+        {"start_at", FieldType::kInt, nullptr},
+        {"end_at", FieldType::kInt, nullptr},
+        {"max_runs", FieldType::kInt, nullptr},
     };
     return fields;
 }

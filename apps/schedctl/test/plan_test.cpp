@@ -71,6 +71,23 @@ TEST(PlanChanges, NoDriftWhenEveryJobMatches) {
     EXPECT_EQ(FormatPlan(plan), "= unchanged a (id 7)\nPlan: 0 to create, 0 to update, 0 to delete, 1 unchanged.\n");
 }
 
+TEST(PlanChanges, CalendarAndBoundsRoundTrip) {
+    const nlohmann::json bounds = {{"calendar", "holidays"}, {"start_at", 1000}, {"end_at", 2000}, {"max_runs", 3}};
+    auto stored = Stored(7, "a", bounds);
+    stored["planned_runs"] = 1;  // read-only fields of the server are no drift
+    stored["completed_at"] = nullptr;
+    const auto same = PlanChanges({Spec(Fields("a", bounds))}, nlohmann::json::array({stored}), false);
+    ASSERT_EQ(same.changes.size(), 1u);
+    EXPECT_EQ(same.changes[0].kind, ChangeKind::kUnchanged);
+    // A different bound is drift, sent with the version read.
+    const auto changed = PlanChanges(
+        {Spec(Fields("a", {{"calendar", "holidays"}, {"start_at", 1000}, {"end_at", 3000}, {"max_runs", 3}}))},
+        nlohmann::json::array({stored}), false);
+    ASSERT_EQ(changed.changes.size(), 1u);
+    EXPECT_EQ(changed.changes[0].kind, ChangeKind::kUpdate);
+    EXPECT_EQ(changed.changes[0].body["end_at"], 3000);
+}
+
 TEST(PlanChanges, UpdateListsChangedFieldsAndSendsTheVersionRead) {
     const auto plan = PlanChanges({Spec(Fields("a", {{"schedule_expr", "0 30 * * * ?"}, {"params", {{"x", 1}}}}))},
                                   nlohmann::json::array({Stored(7, "a", {{"retry_max", 3}})}), false);

@@ -16,10 +16,10 @@ namespace {
 
 constexpr std::array<std::string_view, 9> kStatusNames = {"pending", "dispatching", "running", "succeeded", "failed",
                                                           "timeout", "killed",      "lost",    "skipped"};
-constexpr std::array<std::string_view, 9> kReasonNames = {"misfire",         "paused",        "job_deleted",
-                                                          "blocked",         "no_executor",   "slave_died",
-                                                          "slave_restarted", "executor_gone", "no_result"};
 constexpr std::array<std::string_view, 5> kKindNames = {"schedule", "manual", "retry", "misfire", "backfill"};
+constexpr std::array<std::string_view, 10> kReasonNames = {
+    "misfire",    "paused",          "job_deleted",   "blocked",   "no_executor",
+    "slave_died", "slave_restarted", "executor_gone", "no_result", "calendar"};
 constexpr std::array<std::string_view, 8> kOutcomeNames = {
     "applied", "duplicate", "conflict", "not_found", "forbidden", "stale_attempt", "stale_epoch", "wrong_executor"};
 

@@ -15,7 +15,8 @@ constexpr const char* kColumns =
     "block_strategy, concurrency_limit, timeout_ms, retry_max, retry_backoff_ms, shard_total, at_least_once, "
     "enabled, next_fire_time, last_fire_time, version, created_at, updated_at, description, pause_after_failures, "
     "jitter_ms, dst_gap, dst_overlap, "
-    "paused_by, paused_at, pause_note";
+    "paused_by, paused_at, pause_note, "
+    "calendar, start_at, end_at, max_runs, planned_runs, completed_at, completed_reason";
 
 // Binds every column of kColumns, in order, as outputs of `st`; Finish() copies the nullable and
 // boolean columns into `job` after each fetch.
@@ -28,6 +29,10 @@ struct JobRow {
     impl::NullableString paused_by;
     impl::NullableInt64 paused_at;
     impl::NullableString pause_note;
+    impl::NullableInt64 start_at;
+    impl::NullableInt64 end_at;
+    impl::NullableInt64 max_runs;
+    impl::NullableInt64 completed_at;
 
     void BindInto(soci::statement& st) {
         st.exchange(soci::into(job.id));
@@ -61,8 +66,19 @@ struct JobRow {
         st.exchange(soci::into(paused_by.value, paused_by.ind));
         st.exchange(soci::into(paused_at.value, paused_at.ind));
         st.exchange(soci::into(pause_note.value, pause_note.ind));
+        st.exchange(soci::into(job.calendar));
+        st.exchange(soci::into(start_at.value, start_at.ind));
+        st.exchange(soci::into(end_at.value, end_at.ind));
+        st.exchange(soci::into(max_runs.value, max_runs.ind));
+        st.exchange(soci::into(job.planned_runs));
+        st.exchange(soci::into(completed_at.value, completed_at.ind));
+        st.exchange(soci::into(job.completed_reason));
     }
     Job Finish() {
+        job.start_at = start_at.get();
+        job.end_at = end_at.get();
+        job.max_runs = max_runs.get();
+        job.completed_at = completed_at.get();
         job.at_least_once = at_least_once != 0;
         job.enabled = enabled != 0;
         job.next_fire_time = next_fire.get();
@@ -81,6 +97,10 @@ struct JobRow {
 struct EditableFields {
     explicit EditableFields(const Job& j) : job(j), at_least_once(j.at_least_once ? 1 : 0), enabled(j.enabled ? 1 : 0) {
         next_fire.set(j.next_fire_time);
+        start_at.set(j.start_at);
+        end_at.set(j.end_at);
+        max_runs.set(j.max_runs);
+        completed_at.set(j.completed_at);
     }
     void BindUse(soci::statement& st) {
         st.exchange(soci::use(job.name, "name"));
@@ -106,11 +126,22 @@ struct EditableFields {
         st.exchange(soci::use(job.jitter_ms, "jitter_ms"));
         st.exchange(soci::use(job.dst_gap, "dst_gap"));
         st.exchange(soci::use(job.dst_overlap, "dst_overlap"));
+        st.exchange(soci::use(job.calendar, "calendar"));
+        st.exchange(soci::use(start_at.value, start_at.ind, "start_at"));
+        st.exchange(soci::use(end_at.value, end_at.ind, "end_at"));
+        st.exchange(soci::use(max_runs.value, max_runs.ind, "max_runs"));
+        st.exchange(soci::use(job.planned_runs, "planned_runs"));
+        st.exchange(soci::use(completed_at.value, completed_at.ind, "completed_at"));
+        st.exchange(soci::use(job.completed_reason, "completed_reason"));
     }
     Job job;
     int at_least_once;
     int enabled;
     impl::NullableInt64 next_fire;
+    impl::NullableInt64 start_at;
+    impl::NullableInt64 end_at;
+    impl::NullableInt64 max_runs;
+    impl::NullableInt64 completed_at;
 };
 
 }  // namespace
@@ -126,11 +157,13 @@ Result<Job> JobRepository::Create(const Job& job) {
             "INSERT INTO job (name, app, handler, params, schedule_type, schedule_expr, time_zone, misfire_policy, "
             "routing, block_strategy, concurrency_limit, timeout_ms, retry_max, retry_backoff_ms, shard_total, "
             "at_least_once, enabled, next_fire_time, description, pause_after_failures, jitter_ms, dst_gap, "
-            "dst_overlap, version, created_at, updated_at) VALUES (:name, "
+            "dst_overlap, calendar, start_at, end_at, max_runs, planned_runs, completed_at, completed_reason, "
+            "version, created_at, updated_at) VALUES (:name, "
             ":app, :handler, :params, :schedule_type, :schedule_expr, :time_zone, :misfire_policy, :routing, "
             ":block_strategy, :concurrency_limit, :timeout_ms, :retry_max, :retry_backoff_ms, :shard_total, "
             ":at_least_once, :enabled, :next_fire_time, :description, :pause_after_failures, :jitter_ms, :dst_gap, "
-            ":dst_overlap, 1, " +
+            ":dst_overlap, :calendar, :start_at, :end_at, :max_runs, :planned_runs, :completed_at, "
+            ":completed_reason, 1, " +
             now + ", " + now + ")");
         st.define_and_bind();
         st.execute(true);
@@ -198,6 +231,9 @@ Result<Job> JobRepository::Update(const Job& job, std::int64_t expected_version)
             ":retry_backoff_ms, shard_total = :shard_total, at_least_once = :at_least_once, enabled = :enabled, "
             "next_fire_time = :next_fire_time, description = :description, pause_after_failures = "
             ":pause_after_failures, jitter_ms = :jitter_ms, dst_gap = :dst_gap, dst_overlap = :dst_overlap, "
+            "calendar = :calendar, start_at = :start_at, end_at = :end_at, max_runs = "
+            ":max_runs, "
+            "planned_runs = :planned_runs, completed_at = :completed_at, completed_reason = :completed_reason, "
             "version = version + 1, updated_at = " +
             std::string(db_.dialect().NowMs()) + " WHERE id = :id AND version = :expected_version");
         st.define_and_bind();
@@ -401,6 +437,37 @@ Status JobRepository::SetPaused(std::int64_t id, const std::optional<JobPause>& 
         if (impl::ExecuteAffected(st) == 0) return NotFound("job " + std::to_string(id) + " not found");
         return Status::Ok();
     });
-}
+    void JobRepository::RecordRuns(soci::session & s, const std::vector<JobRunsUpdate>& updates) {
+        for (const auto& u : updates) {
+            std::int64_t id = u.id;
+            std::int64_t runs = u.runs;
+            impl::NullableInt64 completed;
+            completed.set(u.completed_at);
+            std::string reason = u.completed_reason;
+            const int completed_null = u.completed_at ? 0 : 1;
+            const int completed_null2 = completed_null;  // soci: no repeated named parameters
+            // A completed job keeps `enabled` (it was not paused) and loses its next time.
+            s << "UPDATE job SET planned_runs = planned_runs + :runs, completed_at = COALESCE(:completed_at, "
+                 "completed_at), completed_reason = CASE WHEN :completed_null = 1 THEN completed_reason ELSE :reason "
+                 "END, "
+                 "next_fire_time = CASE WHEN :completed_null2 = 1 THEN next_fire_time ELSE NULL END WHERE id = :id",
+                soci::use(runs, "runs"), soci::use(completed.value, completed.ind, "completed_at"),
+                soci::use(completed_null, "completed_null"), soci::use(reason, "reason"),
+                soci::use(completed_null2, "completed_null2"), soci::use(id, "id");
+        }
+    }
+
+    std::vector<std::string> JobRepository::NamesUsingCalendar(soci::session & s, const std::string& calendar,
+                                                               int limit) {
+        struct NameRow {
+            std::string name;
+            void BindInto(soci::statement& st) { st.exchange(soci::into(name)); }
+            std::string Finish() const { return name; }
+        };
+        return impl::SelectRows<NameRow>(
+            s,
+            "SELECT name FROM job WHERE calendar = :calendar ORDER BY id LIMIT " + std::to_string(std::max(1, limit)),
+            [&](soci::statement& st) { st.exchange(soci::use(calendar, "calendar")); });
+    }
 
 }  // namespace sched::store

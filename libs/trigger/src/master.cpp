@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 
 #include <spdlog/spdlog.h>
 
@@ -196,8 +197,14 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
         r.due_jobs = static_cast<int>(due.size());
         std::vector<store::ScheduleAdvance> advances;
         std::vector<JobPlan> plans;  // aligned with advances; empty for a parked job
+        std::vector<BoundedExtras> extras(due.size());
         advances.reserve(due.size());
         plans.reserve(due.size());
+        std::set<std::string> calendar_names;
+        for (const auto& job : due) {
+            if (!job.calendar.empty()) calendar_names.insert(job.calendar);
+        }
+        calendars_.Refresh(s, calendar_names);
         for (const auto& job : due) {
             const auto& cached = ScheduleFor(job);
             if (!cached.schedule) {
@@ -216,7 +223,9 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
             options.misfire.fire_all_cap = static_cast<std::size_t>(config_.fire_all_cap);
             auto policy = cron::ParseMisfirePolicy(job.misfire_policy);
             options.misfire.policy = policy.ok() ? *policy : cron::MisfirePolicy::kFireOnceNow;
-            auto plan = PlanJobFires(*cached.schedule, *job.next_fire_time, now, options);
+            auto plan = !job.calendar.empty() || job.start_at || job.end_at || job.max_runs
+                            ? PlanBounded(job, *cached.schedule, now, options, extras[plans.size()])
+                            : PlanJobFires(*cached.schedule, *job.next_fire_time, now, options);
             advances.push_back({.id = job.id,
                                 .expected_version = job.version,
                                 .expected_next = job.next_fire_time,
@@ -254,6 +263,7 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
             ledger.push_back(std::move(row));
         }
         store::FireRepository::InsertLedgerRows(s, db_->dialect(), ledger);
+        RecordBounded(s, epoch, now, due, advanced, plans, extras, r);
         std::vector<store::Fire> new_fires;
         std::map<std::string, int> executors_by_app;
         for (std::size_t i = 0; i < due.size(); ++i) {
@@ -411,6 +421,71 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
         scan_seconds_.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     }
     return report;
+}
+
+JobPlan Master::PlanBounded(const store::Job& job, const cron::Schedule& schedule, std::int64_t now,
+                            const PlanOptions& options, BoundedExtras& extras) {
+    const cron::Calendar* calendar = nullptr;
+    if (!job.calendar.empty()) {
+        std::string error;
+        calendar = calendars_.Find(job.calendar, &error);
+        // The API refuses unknown calendars and deleting one in use, so this is a race or a damaged
+        // row; the job fires without exclusions rather than silently not at all.
+        if (!calendar) spdlog::error("job {} ({}): {}; planned without exclusions", job.id, job.name, error);
+    }
+    auto bounded = PlanBoundedJobFires(
+        schedule, calendar,
+        {.start_ms = job.start_at, .end_ms = job.end_at, .max_runs = job.max_runs, .planned_runs = job.planned_runs},
+        *job.next_fire_time, now, options);
+    extras.excluded = std::move(bounded.excluded);
+    extras.end = bounded.end;
+    extras.bounded = true;
+    return std::move(bounded.plan);
+}
+
+void Master::RecordBounded(soci::session& s, std::int64_t epoch, std::int64_t now, const std::vector<store::Job>& due,
+                           const std::vector<bool>& advanced, const std::vector<JobPlan>& plans,
+                           const std::vector<BoundedExtras>& extras, ScanReport& r) {
+    // Like the misfire rows: one row per run of excluded times, written with the advance that
+    // moved the job past them, so it exists exactly once.
+    std::vector<store::Fire> ledger;
+    std::vector<store::JobRunsUpdate> runs;
+    for (std::size_t i = 0; i < due.size(); ++i) {
+        if (!advanced[i] || !extras[i].bounded) continue;
+        const auto& job = due[i];
+        for (const auto& run : extras[i].excluded) {
+            store::Fire row;
+            row.job_id = job.id;
+            row.scheduled_time = run.first_ms;
+            row.kind = store::FireKind::kSchedule;
+            row.epoch = epoch;
+            row.status = store::FireStatus::kSkipped;
+            row.finished_at = now;
+            row.reason = store::FireReason::kCalendar;
+            row.skipped_until = run.last_ms;
+            row.skipped_count = run.count;
+            row.result_message = "calendar: " + std::to_string(run.count) + " scheduled time(s) " +
+                                 (run.first_ms == run.last_ms
+                                      ? "at " + std::to_string(run.first_ms)
+                                      : "from " + std::to_string(run.first_ms) + " to " + std::to_string(run.last_ms)) +
+                                 " in an excluded period of calendar \"" + job.calendar + "\" got no fire";
+            r.calendar_skipped += run.count;
+            ledger.push_back(std::move(row));
+        }
+        const auto planned = static_cast<std::int64_t>(plans[i].fires.size());
+        if (extras[i].end || (job.max_runs && planned > 0)) {
+            store::JobRunsUpdate u{.id = job.id, .runs = job.max_runs ? planned : 0};
+            if (extras[i].end) {
+                u.completed_at = now;
+                u.completed_reason = std::string(JobEndName(*extras[i].end));
+                ++r.jobs_completed;
+                spdlog::info("job {} ({}) completed: {}", job.id, job.name, u.completed_reason);
+            }
+            runs.push_back(std::move(u));
+        }
+    }
+    store::FireRepository::InsertLedgerRows(s, db_->dialect(), ledger);
+    store::JobRepository::RecordRuns(s, runs);
 }
 
 void Master::SweepRunning(soci::session& s, std::int64_t now, ScanReport& r) {

@@ -1,5 +1,6 @@
 #include "sched/trigger/master.hpp"
 
+#include <ctime>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include "sched/lock/lock_store.hpp"
 #include "sched/lock/sql_lock_store.hpp"
 #include "sched/store/backfill.hpp"
+#include "sched/store/calendar.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/job.hpp"
 #include "sched/store/registry.hpp"
@@ -567,6 +569,86 @@ TEST_P(MasterTest, SkippedScheduledTimesLeaveOneLedgerRowWithTheirRangeAndCount)
                                      std::to_string(*skip_row.skipped_count)),
               std::string::npos)
         << metrics_.Render();
+}
+
+// A scheduled time in an excluded period of the job's calendar gets no fire: one ledger row per
+// run (reason calendar), written once; an edit of the calendar counts from the next planning.
+TEST_P(MasterTest, CalendarExcludedTimesLeaveOneLedgerRowAndEditsTakeEffect) {
+    store::CalendarRepository calendars(db());
+    store::CalendarRecord record;
+    record.name = "blackout";
+    record.excluded_dates = {"2199-01-01"};
+    auto calendar = calendars.Create(record);
+    ASSERT_TRUE(calendar.ok()) << calendar.status().ToString();
+    const std::int64_t start = (Now() / 1000) * 1000;
+    auto job = CreateJob("tick", "cron", "* * * * * ?", start, [](store::Job& j) { j.calendar = "blackout"; });
+    ASSERT_TRUE(master_->Scan(epoch_).ok());
+    const auto first = FiresOf(job.id);
+    ASSERT_FALSE(first.empty());
+    for (const auto& f : first) EXPECT_NE(f.status, store::FireStatus::kSkipped);
+
+    // Exclude today and tomorrow (UTC), then make the job due again: the next planning sees the edit.
+    const auto day = [](std::int64_t ms) {
+        const std::time_t t = ms / 1000;
+        std::tm tm{};
+        gmtime_r(&t, &tm);
+        char buf[16];
+        std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+        return std::string(buf);
+    };
+    record = *calendar;
+    record.excluded_dates = {day(start), day(start + 86'400'000)};
+    ASSERT_TRUE(calendars.Update(record, calendar->version).ok());
+    // A second job of the calendar, due now: planned by the same master, which cached version 1.
+    const std::int64_t due = (Now() / 1000) * 1000;
+    auto second = CreateJob("tock", "cron", "* * * * * ?", due, [](store::Job& j) { j.calendar = "blackout"; });
+    auto scan = master_->Scan(epoch_);
+    ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+    ASSERT_TRUE(master_->Scan(epoch_).ok());  // a second scan writes no second ledger row
+    std::vector<store::Fire> rows;
+    for (const auto& f : FiresOf(second.id)) {
+        if (f.reason == store::FireReason::kCalendar) rows.push_back(f);
+    }
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].status, store::FireStatus::kSkipped);
+    EXPECT_EQ(rows[0].scheduled_time, due);
+    EXPECT_EQ(rows[0].skipped_count, kMaxExcludedPerRun);  // every second, capped per planning
+    EXPECT_EQ(rows[0].skipped_until, due + (kMaxExcludedPerRun - 1) * 1000);
+    EXPECT_EQ(scan->calendar_skipped, kMaxExcludedPerRun);
+    EXPECT_NE(rows[0].result_message->find("calendar \"blackout\""), std::string::npos) << *rows[0].result_message;
+    EXPECT_EQ(store::JobRepository(db()).Get(second.id)->next_fire_time, due + kMaxExcludedPerRun * 1000);
+    EXPECT_EQ(FiresOf(second.id).size(), 1u);  // no fire, only the ledger row
+}
+
+TEST_P(MasterTest, EndAtAndMaxRunsCompleteTheJob) {
+    const std::int64_t start = (Now() / 1000) * 1000;
+    auto ending = CreateJob("ending", "cron", "* * * * * ?", start, [&](store::Job& j) { j.end_at = start + 1500; });
+    auto counted = CreateJob("counted", "cron", "* * * * * ?", start, [](store::Job& j) { j.max_runs = 2; });
+    auto free = CreateJob("free", "cron", "* * * * * ?", start);
+    auto scan = master_->Scan(epoch_);
+    ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+    EXPECT_EQ(scan->jobs_completed, 2);
+    store::JobRepository jobs(db());
+
+    const auto ended = *jobs.Get(ending.id);
+    EXPECT_EQ(ended.completed_reason, "end_at");
+    EXPECT_TRUE(ended.completed_at);
+    EXPECT_EQ(ended.next_fire_time, std::nullopt);
+    EXPECT_TRUE(ended.enabled);  // completed, not paused
+    std::set<std::int64_t> times;
+    for (const auto& f : FiresOf(ending.id)) times.insert(f.scheduled_time);
+    EXPECT_EQ(times, (std::set<std::int64_t>{start, start + 1000}));
+
+    const auto done = *jobs.Get(counted.id);
+    EXPECT_EQ(done.completed_reason, "max_runs");
+    EXPECT_EQ(done.planned_runs, 2);
+    EXPECT_EQ(done.next_fire_time, std::nullopt);
+    EXPECT_EQ(FiresOf(counted.id).size(), 2u);
+
+    const auto running = *jobs.Get(free.id);
+    EXPECT_FALSE(running.completed_at);
+    EXPECT_TRUE(running.next_fire_time);
+    EXPECT_EQ(running.planned_runs, 0);  // counted only under max_runs
 }
 
 TEST_P(MasterTest, FixedDelayNextTimeFollowsTheFinish) {

@@ -300,24 +300,25 @@ void AddBackfillRoutes(Routes& routes) {
                    co_return Response::Json(*out);
                });
 
-    routes.Add(Method::kPost, "/api/v1/backfills/{id}/cancel", Permission::kOperator,
-               [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
-                   std::optional<Response> error;
-                   const auto id = PathId(req, error);
-                   if (!id) co_return *error;
-                   if (auto rejected = RejectAnyBody(req)) co_return *rejected;
-                   auto work = [id = *id, &who](db::Database& db) {
-                       auto cancelled = BackfillWithCounts(db, store::BackfillRepository(db).Cancel(id));
-                       if (cancelled.ok()) {
-                           RecordAudit(db, who, {"cancel", "backfill", std::to_string(id), "", std::nullopt, *cancelled});
-                       }
-                       return cancelled;
-                   };
-                   auto out = co_await WithDb(*ctx, work);
-                   if (!out.ok()) co_return Response::Error(out.status());
-                   spdlog::info("web: backfill {} cancelled by {}", *id, who.name);
-                   co_return Response::Json(*out);
-               });
+    routes.Add(
+        Method::kPost, "/api/v1/backfills/{id}/cancel", Permission::kOperator,
+        [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
+            std::optional<Response> error;
+            const auto id = PathId(req, error);
+            if (!id) co_return *error;
+            if (auto rejected = RejectAnyBody(req)) co_return *rejected;
+            auto work = [id = *id, &who](db::Database& db) {
+                auto cancelled = BackfillWithCounts(db, store::BackfillRepository(db).Cancel(id));
+                if (cancelled.ok()) {
+                    RecordAudit(db, who, {"cancel", "backfill", std::to_string(id), "", std::nullopt, *cancelled});
+                }
+                return cancelled;
+            };
+            auto out = co_await WithDb(*ctx, work);
+            if (!out.ok()) co_return Response::Error(out.status());
+            spdlog::info("web: backfill {} cancelled by {}", *id, who.name);
+            co_return Response::Json(*out);
+        });
 }
 
 }  // namespace sched::web::impl

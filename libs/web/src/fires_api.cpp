@@ -37,7 +37,7 @@ std::string StatusNames() {
 
 std::string ReasonNames() {
     std::string out;
-    for (int i = 0; i <= static_cast<int>(store::FireReason::kNoResult); ++i) {
+    for (int i = 0; i <= static_cast<int>(store::FireReason::kCalendar); ++i) {
         out += (out.empty() ? "" : ", ") + std::string(store::FireReasonName(static_cast<store::FireReason>(i)));
     }
     return out;

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "impl/audit.hpp"
+#include "impl/calendars.hpp"
 #include "impl/context.hpp"
 #include "impl/views.hpp"
 #include "sched/cron/misfire.hpp"
@@ -24,7 +25,7 @@ using rest::Method;
 using rest::Request;
 using rest::Response;
 
-constexpr std::array<std::string_view, 23> kJobFields = {"name",
+constexpr std::array<std::string_view, 27> kJobFields = {"name",
                                                          "app",
                                                          "handler",
                                                          "params",
@@ -46,9 +47,14 @@ constexpr std::array<std::string_view, 23> kJobFields = {"name",
                                                          "jitter_ms",
                                                          "dst_gap",
                                                          "dst_overlap",
-                                                         "version"};
-constexpr std::array<std::string_view, 7> kJobReadOnly = {
-    "id", "next_fire_time", "last_fire_time", "created_at", "updated_at", "last_fire", "paused"};
+                                                         "version",
+                                                         "calendar",
+                                                         "start_at",
+                                                         "end_at",
+                                                         "max_runs"};
+constexpr std::array<std::string_view, 10> kJobReadOnly = {
+    "id",        "next_fire_time", "last_fire_time", "created_at",       "updated_at",
+    "last_fire", "planned_runs",   "completed_at",   "completed_reason", "paused"};
 constexpr std::array<std::string_view, 7> kScheduleFields = {"schedule_type", "schedule_expr", "time_zone",  "count",
                                                              "jitter_ms",     "dst_gap",       "dst_overlap"};
 
@@ -163,6 +169,7 @@ std::optional<rest::ApiError> ReadJobInput(const nlohmann::json& body, const sto
                                              j.block_strategy + "\"");
     }
     if (j.time_zone.empty()) j.time_zone = "UTC";
+    if (auto invalid = ReadJobBounds(body, j)) return invalid;
     std::string field;
     // A new job has no id yet: `H` validates with the seed "" and resolves once the job is stored.
     const auto options = cron::ParseScheduleOptions(create ? std::nullopt : std::optional<std::int64_t>(j.id),
@@ -188,8 +195,19 @@ Status PlanNextFire(JobInput& in, const store::Job* current, std::int64_t now_ms
         j.next_fire_time.reset();
         return Status::Ok();
     }
-    const bool recompute = current == nullptr || in.schedule_changed || !current->enabled;
+    const bool bounded = j.start_at || j.end_at || j.max_runs || (current && current->completed_at);
+    const bool recompute =
+        current == nullptr || in.schedule_changed || !current->enabled || (bounded && BoundsChanged(j, *current));
     if (!recompute) return Status::Ok();
+    if (bounded) {
+        if (current == nullptr && j.end_at && *j.end_at <= now_ms) return InvalidArgument("end_at: is in the past");
+        // A later end_at or a higher max_runs brings a completed job back; an edit that leaves no
+        // time completes it (calendars_api.cpp).
+        PlanBoundedNext(j, current, *in.schedule, now_ms);
+        return Status::Ok();
+    }
+    j.completed_at.reset();
+    j.completed_reason.clear();
     j.next_fire_time = in.schedule->NextFireTime(now_ms);
     if (!j.next_fire_time && in.schedule->type() != cron::ScheduleType::kManual) {
         return InvalidArgument("schedule_expr: \"" + j.schedule_expr + "\" has no fire time after now");
@@ -207,6 +225,9 @@ std::string FieldFor(const Status& s) {
         case Code::kNotFound:
             return "id";
         case Code::kInvalidArgument:
+            for (const char* field : {"calendar", "end_at", "start_at", "max_runs"}) {
+                if (s.message().rfind(std::string(field) + ":", 0) == 0) return field;
+            }
             return "schedule_expr";
         default:
             return "";
@@ -323,6 +344,8 @@ Result<store::Job> SetEnabled(db::Database& db, std::int64_t id, bool enabled, s
             if (!now.ok()) return now.status();
             // A schedule with no time left (a past `once`) resumes without a next fire.
             in.job.next_fire_time = in.schedule->NextFireTime(*now);
+            if (in.job.start_at || in.job.end_at || in.job.max_runs)
+                PlanBoundedNext(in.job, &*current, *in.schedule, *now);
         } else {
             in.job.next_fire_time.reset();
         }
@@ -431,6 +454,11 @@ void AddJobRoutes(Routes& routes) {
                    auto work = [&in, &who](db::Database& db) -> Result<store::Job> {
                        auto now = DbNowMs(db);
                        if (!now.ok()) return now.status();
+                       if (!in.job.calendar.empty()) {
+                           if (auto calendar = LoadCalendar(db, in.job.calendar); !calendar.ok()) {
+                               return calendar.status();
+                           }
+                       }
                        if (Status s = PlanNextFire(in, nullptr, *now); !s.ok()) return s;
                        auto created = CreateJob(db, in, *now);
                        if (created.ok()) {
@@ -482,6 +510,11 @@ void AddJobRoutes(Routes& routes) {
                        if (invalid) return InvalidArgument(invalid->message);
                        auto now = DbNowMs(db);
                        if (!now.ok()) return now.status();
+                       if (!in.job.calendar.empty() && in.job.calendar != current->calendar) {
+                           if (auto calendar = LoadCalendar(db, in.job.calendar); !calendar.ok()) {
+                               return calendar.status();
+                           }
+                       }
                        if (Status s = PlanNextFire(in, &*current, *now); !s.ok()) return s;
                        in.job.id = id;
                        auto updated = jobs.Update(in.job, in.version);
@@ -624,7 +657,19 @@ void AddJobRoutes(Routes& routes) {
                        if (!schedule.ok()) return FailedPrecondition("stored schedule: " + schedule.status().message());
                        auto now = DbNowMs(db);
                        if (!now.ok()) return now.status();
-                       auto out = PreviewJson(*schedule, *now, static_cast<std::size_t>(count));
+                       nlohmann::json out;
+                       if (!job->calendar.empty() || job->start_at || job->end_at || job->max_runs) {
+                           std::optional<cron::Calendar> calendar;
+                           if (!job->calendar.empty()) {
+                               auto loaded = LoadCalendar(db, job->calendar);
+                               if (!loaded.ok()) return FailedPrecondition(loaded.status().message());
+                               calendar = std::move(*loaded);
+                           }
+                           out = BoundedPreviewJson(*job, *schedule, calendar ? &*calendar : nullptr, *now,
+                                                    static_cast<std::size_t>(count));
+                       } else {
+                           out = PreviewJson(*schedule, *now, static_cast<std::size_t>(count));
+                       }
                        out["job_id"] = id;
                        out["enabled"] = job->enabled;
                        return out;

@@ -56,6 +56,14 @@ nlohmann::json JobJson(const store::Job& job, const std::optional<store::Fire>& 
         {"created_at", job.created_at},
         {"updated_at", job.updated_at},
         {"paused", nullptr},
+        // Calendar and bounds (docs/schedules.md).
+        {"calendar", job.calendar.empty() ? nlohmann::json(nullptr) : nlohmann::json(job.calendar)},
+        {"start_at", OrNull(job.start_at)},
+        {"end_at", OrNull(job.end_at)},
+        {"max_runs", OrNull(job.max_runs)},
+        {"planned_runs", job.planned_runs},
+        {"completed_at", OrNull(job.completed_at)},
+        {"completed_reason", job.completed_at ? nlohmann::json(job.completed_reason) : nlohmann::json(nullptr)},
     };
     // Who paused it, when and why: shown while paused (a stale record of an edit-enabled job is not).
     if (job.paused && !job.enabled) {

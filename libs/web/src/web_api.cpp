@@ -43,6 +43,7 @@ std::vector<RouteInfo> AddWebRoutes(rest::Router& router, const WebOptions& opti
     impl::Routes routes(router, ctx);
     impl::AddJobRoutes(routes);
     impl::AddBackfillRoutes(routes);
+    impl::AddCalendarRoutes(routes);
     impl::AddFireRoutes(routes);
     impl::AddDashboardRoutes(routes);
     impl::AddAlertRoutes(routes);

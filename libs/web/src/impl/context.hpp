@@ -61,6 +61,7 @@ class Routes {
 
 void AddJobRoutes(Routes& routes);
 void AddBackfillRoutes(Routes& routes);
+void AddCalendarRoutes(Routes& routes);
 void AddFireRoutes(Routes& routes);
 void AddDashboardRoutes(Routes& routes);
 void AddAlertRoutes(Routes& routes);

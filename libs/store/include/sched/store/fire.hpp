@@ -43,9 +43,10 @@ enum class FireReason {
     kSlaveRestarted,  ///< its slave restarted while dispatching (lost)
     kExecutorGone,    ///< its executor stopped heartbeating while it ran (lost)
     kNoResult,        ///< no result within the job's timeout, none recorded by the slave
+    kCalendar,        ///< in an excluded period of the job's calendar (a summary row may stand for many times)
 };
 /// "misfire", "paused", "job_deleted", "blocked", "no_executor", "slave_died", "slave_restarted",
-/// "executor_gone", "no_result" (the stored and API spelling).
+/// "executor_gone", "no_result", "calendar" (the stored and API spelling).
 std::string_view FireReasonName(FireReason r);
 std::optional<FireReason> ParseFireReason(std::string_view name);
 
@@ -85,7 +86,7 @@ struct Fire {
     std::optional<std::string> result_message;
     /// Why it ended without running (nullopt: it ran, or ended before the ledger existed).
     std::optional<FireReason> reason;
-    /// A misfire summary row (status skipped, reason misfire) stands for `skipped_count`
+    /// A summary row (status skipped, reason misfire or calendar) stands for `skipped_count`
     /// scheduled times from scheduled_time to `skipped_until` (inclusive), none of which has a
     /// fire of its own (counting stops at 100,000; result_message then says "at least").
     std::optional<std::int64_t> skipped_until;

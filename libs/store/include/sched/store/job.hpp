@@ -66,6 +66,27 @@ struct Job {
     std::string dst_overlap = "auto";  ///< auto | first | last | both
     /// Set while the job is paused by a pause (API or master); not an editable field.
     std::optional<JobPause> paused;
+
+    // Calendar and bounds (migration 010, docs/schedules.md).
+    /// The name of a calendar (CalendarRepository) whose excluded periods get no fire; "" = none.
+    std::string calendar;
+    std::optional<std::int64_t> start_at;  ///< no scheduled fire before this instant
+    std::optional<std::int64_t> end_at;    ///< no scheduled fire after it; then the job completes
+    std::optional<std::int64_t> max_runs;  ///< the job completes after this many scheduled fires
+    /// Scheduled fires planned while max_runs was set (the master adds to it; RecordRuns).
+    std::int64_t planned_runs = 0;
+    /// Set when the job ended by itself (end_at passed, max_runs reached): no next_fire_time,
+    /// still enabled; completed_reason "end_at" | "max_runs" ("" while not completed).
+    std::optional<std::int64_t> completed_at;
+    std::string completed_reason;
+};
+
+/// What the master's scan adds to a bounded job (RecordRuns): runs planned, and its completion.
+struct JobRunsUpdate {
+    std::int64_t id = 0;
+    std::int64_t runs = 0;                     ///< scheduled fires planned in this scan
+    std::optional<std::int64_t> completed_at;  ///< set: the job completes now
+    std::string completed_reason;              ///< "end_at" | "max_runs" with completed_at
 };
 
 struct JobFilter {
@@ -132,6 +153,12 @@ class JobRepository {
     /// made by kSchedulerActor with `note` (JobPause).
     static bool Pause(soci::session& s, const db::Dialect& dialect, std::int64_t id, std::int64_t unchanged_since_ms,
                       const std::string& note = "");
+
+    /// Adds `runs` to planned_runs and, when completed_at is set, marks the job completed, for each
+    /// update (jobs whose schedule advance won in the same transaction). One UPDATE per job.
+    static void RecordRuns(soci::session& s, const std::vector<JobRunsUpdate>& updates);
+    /// Names of at most `limit` jobs that refer to `calendar`, by id.
+    static std::vector<std::string> NamesUsingCalendar(soci::session& s, const std::string& calendar, int limit);
 
   private:
     db::Database& db_;

@@ -72,6 +72,8 @@
 #include "sched/lock/fenced.hpp"
 #include "sched/store/job.hpp"
 #include "sched/trigger/backfill_planner.hpp"
+#include "sched/trigger/calendar_cache.hpp"
+#include "sched/trigger/calendar_planner.hpp"
 #include "sched/trigger/db_time.hpp"
 
 namespace sched::trigger {
@@ -124,6 +126,10 @@ struct ScanReport {
     /// Scheduled times that got no fire of their own, by misfire policy name (each run of them
     /// has a ledger row: status skipped, reason misfire).
     std::map<std::string, std::int64_t> misfire_skipped;
+    /// Scheduled times in an excluded period of their job's calendar (ledger reason calendar).
+    std::int64_t calendar_skipped = 0;
+    /// Jobs that completed by their bounds (end_at passed, max_runs reached) in this scan.
+    int jobs_completed = 0;
     /// New or newly assigned fire ids per slave node, to notify after the commit.
     std::map<std::string, std::vector<std::int64_t>> assigned;
     /// The live slaves' addresses by node id (where to send the notifications).
@@ -156,6 +162,20 @@ class Master {
     /// The job's schedule, made with its id (the seed of `H` and jitter) and schedule options.
     const CachedSchedule& ScheduleFor(const store::Job& job);
 
+    /// What planning a job with a calendar or bounds adds to its JobPlan (calendar_planner.hpp).
+    struct BoundedExtras {
+        std::vector<SkippedTimes> excluded;
+        std::optional<JobEnd> end;
+        bool bounded = false;  // the job has bounds or a calendar: its runs and end are recorded
+    };
+    /// Plans `job` with its calendar and bounds; `extras` gets the ledger runs and the end.
+    JobPlan PlanBounded(const store::Job& job, const cron::Schedule& schedule, std::int64_t now,
+                        const PlanOptions& options, BoundedExtras& extras);
+    /// The ledger rows (reason calendar) and the RecordRuns updates of the bounded jobs that advanced.
+    void RecordBounded(soci::session& s, std::int64_t epoch, std::int64_t now, const std::vector<store::Job>& due,
+                       const std::vector<bool>& advanced, const std::vector<JobPlan>& plans,
+                       const std::vector<BoundedExtras>& extras, ScanReport& r);
+
     /// Step 2b over the next batch of running fires (the cursor wraps around).
     void SweepRunning(soci::session& s, std::int64_t now, ScanReport& r);
 
@@ -164,6 +184,7 @@ class Master {
     const DbTime& time_;
     MasterConfig config_;
     std::map<std::int64_t, CachedSchedule> schedules_;
+    CalendarCache calendars_;
     std::mt19937_64 rng_{std::random_device{}()};
     BackfillAdvancer backfills_;
     std::int64_t next_sweep_ms_ = 0;

@@ -220,9 +220,15 @@ export async function jobView(main, ctx) {
     const rows = [
       ['App', job.app], ['Handler', job.handler],
       ['Schedule', scheduleText(job)],
-      ['Next fire', job.enabled ? timeCell(job.next_fire_time, job.time_zone) : 'paused'],
       ...(job.paused ? [['Paused', h('span', { class: 'paused-note' }, `by ${job.paused.by}, ${fmtTime(job.paused.at)}`,
         job.paused.note ? h('div', null, job.paused.note) : null)]] : []),
+      ['Next fire', job.completed_at ? `completed (${job.completed_reason}) ${fmtTime(job.completed_at, job.time_zone)}`
+        : job.enabled ? timeCell(job.next_fire_time, job.time_zone) : 'paused'],
+      // Calendar and bounds (docs/schedules.md).
+      ['Calendar', job.calendar ?? '—'],
+      ['Start', job.start_at ? fmtTime(job.start_at, job.time_zone) : '—'],
+      ['End', job.end_at ? fmtTime(job.end_at, job.time_zone) : '—'],
+      ['Max runs', job.max_runs ? `${job.planned_runs} of ${job.max_runs} planned` : '—'],
       ['Misfire policy', job.misfire_policy], ['Routing', job.routing], ['Block strategy', job.block_strategy],
       ['Timeout', job.timeout_ms ? fmtDuration(job.timeout_ms) : 'none'],
       ['Retries', job.retry_max ? `${job.retry_max} (backoff ${fmtDuration(job.retry_backoff_ms)})` : 'none'],
@@ -236,7 +242,9 @@ export async function jobView(main, ctx) {
     const next = await get(`/api/v1/jobs/${id}/next?count=5`);
     replace(preview, h('h3', null, 'Next fire times'), h('div', { class: 'zone' }, next.time_zone),
       next.times.length ? h('ol', null, next.times.map((t) => h('li', null, fmtTime(t, next.time_zone))))
-        : h('div', { class: 'subtle' }, 'No upcoming fire times.'),
+        : h('div', { class: 'subtle' }, next.ends ? `No more: the job ends (${next.ends}).` : 'No upcoming fire times.'),
+      next.excluded?.length ? h('div', { class: 'subtle' }, `Skipped by calendar ${next.calendar}: `,
+        next.excluded.map((t) => fmtTime(t, next.time_zone)).join(', ')) : null,
       dstPreview(next.dst, next.time_zone));
     await auditHistory(history, 'job', id);
   }
@@ -307,7 +315,9 @@ export async function jobFormView(main, ctx) {
     block_strategy: 'serial', concurrency_limit: 1, timeout_ms: 0, retry_max: 0, retry_backoff_ms: 1000,
     shard_total: 1, at_least_once: false, enabled: true, pause_after_failures: 0,
     jitter_ms: 0, dst_gap: 'auto', dst_overlap: 'auto',
+    calendar: null, start_at: null, end_at: null, max_runs: null,
   };
+  const instantText = (ms) => (ms == null ? '' : new Date(ms).toISOString());
   const input = (name, props = {}) => h('input', { name, value: job[name] ?? '', ...props });
   const number = (name, min) => h('input', { name, type: 'number', min, step: 1, value: job[name] });
   const type = select('schedule_type', SCHEDULE_TYPES, job.schedule_type);
@@ -345,6 +355,13 @@ export async function jobFormView(main, ctx) {
       field('Jitter (ms)', number('jitter_ms', 0), '0 = none; up to 3600000, stable per job and time'),
       field('DST gap', select('dst_gap', DST_GAP, job.dst_gap ?? 'auto'), 'a time clocks skip'),
       field('DST repeated time', select('dst_overlap', DST_OVERLAP, job.dst_overlap ?? 'auto'), 'a time that occurs twice'),
+      field('Calendar', input('calendar', { maxlength: 191, autocomplete: 'off' }), 'excluded periods; empty = none'),
+      field('Start at', h('input', { name: 'start_at', value: instantText(job.start_at), class: 'mono' }),
+        'ISO-8601 or epoch ms; empty = now'),
+      field('End at', h('input', { name: 'end_at', value: instantText(job.end_at), class: 'mono' }),
+        'then the job completes; empty = never'),
+      field('Max runs', h('input', { name: 'max_runs', type: 'number', min: 1, step: 1, value: job.max_runs ?? '' }),
+        'empty = no limit'),
       h('label', { class: 'wide' }, 'Params', paramsBox,
         h('span', { class: 'hint' }, 'passed to the handler; JSON arrives as JSON'), h('span', { class: 'field-error' })),
       h('label', { class: 'wide' }, 'Description', description, h('span', { class: 'field-error' })),
@@ -423,6 +440,12 @@ export async function jobFormView(main, ctx) {
       const v = intValue(name);
       if (v !== undefined) body[name] = v;
     }
+    body.calendar = form.elements.namedItem('calendar').value.trim() || null;
+    for (const name of ['start_at', 'end_at']) {
+      const raw = form.elements.namedItem(name).value.trim();
+      body[name] = raw === '' ? null : /^\d+$/.test(raw) ? Number(raw) : raw;
+    }
+    body.max_runs = intValue('max_runs') ?? null;
     if (id) body.version = job.version;
     save.disabled = true;
     try {

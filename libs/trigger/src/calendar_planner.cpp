@@ -1,0 +1,108 @@
+#include "sched/trigger/calendar_planner.hpp"
+
+#include <algorithm>
+
+namespace sched::trigger {
+
+namespace {
+
+std::optional<std::int64_t> After(const cron::Schedule& schedule, std::int64_t t) {
+    // A skipped fixed-delay time counts as a run that finished at once, as the preview assumes.
+    return schedule.WaitsForFinish() ? schedule.NextFireTime(t, t) : schedule.NextFireTime(t);
+}
+
+}  // namespace
+
+std::string_view JobEndName(JobEnd end) {
+    return end == JobEnd::kEndAt ? "end_at" : "max_runs";
+}
+
+std::optional<std::int64_t> FirstBoundedFireTime(const cron::Schedule& schedule, const JobBounds& bounds,
+                                                 std::int64_t after_ms) {
+    std::int64_t from = after_ms;
+    if (bounds.start_ms && *bounds.start_ms - 1 > from) from = *bounds.start_ms - 1;
+    auto next = schedule.NextFireTime(from);
+    if (next && bounds.end_ms && *next > *bounds.end_ms) return std::nullopt;
+    return next;
+}
+
+BoundedPlan PlanBoundedJobFires(const cron::Schedule& schedule, const cron::Calendar* calendar, const JobBounds& bounds,
+                                std::int64_t due_ms, std::int64_t now_ms, const PlanOptions& options) {
+    BoundedPlan out;
+    const auto past_end = [&](std::int64_t t) {
+        return bounds.end_ms && t > *bounds.end_ms;
+    };
+    if (bounds.max_runs && bounds.planned_runs >= *bounds.max_runs) {
+        out.end = JobEnd::kMaxRuns;
+        return out;
+    }
+    std::int64_t due = due_ms;
+    if (bounds.start_ms && due < *bounds.start_ms) {
+        const auto first = schedule.NextFireTime(*bounds.start_ms - 1);
+        if (!first) return out;  // the schedule has no time left: nothing to complete by a bound
+        due = *first;
+    }
+    if (past_end(due)) {
+        out.end = JobEnd::kEndAt;
+        return out;
+    }
+    out.plan = PlanJobFires(schedule, due, now_ms, options);
+    auto& plan = out.plan;
+
+    auto& fires = plan.fires;
+    fires.erase(std::remove_if(fires.begin(), fires.end(), [&](const auto& f) { return past_end(f.scheduled_ms); }),
+                fires.end());
+    if (plan.next_fire_time && past_end(*plan.next_fire_time)) {
+        plan.next_fire_time.reset();
+        out.end = JobEnd::kEndAt;
+    }
+
+    if (calendar) {
+        std::vector<PlannedFireRow> kept;
+        std::optional<SkippedTimes> run;
+        for (const auto& f : fires) {
+            if (calendar->IsExcluded(f.scheduled_ms)) {
+                if (!run) run = SkippedTimes{.first_ms = f.scheduled_ms};
+                run->last_ms = f.scheduled_ms;
+                ++run->count;
+                continue;
+            }
+            if (run) out.excluded.push_back(*run);
+            run.reset();
+            kept.push_back(f);
+        }
+        fires = std::move(kept);
+        // The planned fire of a fixed-delay job was excluded: nothing will finish, so its next
+        // time follows from the skipped one.
+        if (run && !plan.next_fire_time && schedule.WaitsForFinish() && !out.end) {
+            plan.next_fire_time = After(schedule, run->last_ms);
+        }
+        // An open run goes on through the excluded times after the lookahead (one entry per run).
+        while (run && plan.next_fire_time && calendar->IsExcluded(*plan.next_fire_time) &&
+               !past_end(*plan.next_fire_time) && run->count < kMaxExcludedPerRun) {
+            run->last_ms = *plan.next_fire_time;
+            ++run->count;
+            plan.next_fire_time = After(schedule, *plan.next_fire_time);
+        }
+        if (run) out.excluded.push_back(*run);
+        if (plan.next_fire_time && past_end(*plan.next_fire_time)) {
+            plan.next_fire_time.reset();
+            out.end = JobEnd::kEndAt;
+        }
+    }
+
+    if (bounds.max_runs) {
+        const auto left = static_cast<std::size_t>(*bounds.max_runs - bounds.planned_runs);
+        if (fires.size() >= left) {
+            fires.resize(left);
+            plan.next_fire_time.reset();
+            out.end = JobEnd::kMaxRuns;
+            // Excluded times after the last run are not scheduled times any more.
+            const std::int64_t last = fires.empty() ? due - 1 : fires.back().scheduled_ms;
+            std::erase_if(out.excluded, [&](const SkippedTimes& r) { return r.first_ms > last; });
+        }
+    }
+    return out;
+}
+
+}  // namespace sched::trigger

@@ -1,0 +1,167 @@
+// Calendars and bounds (issue 17) in the real scheduler-standalone process: a job bound to a
+// calendar skips an excluded day with a ledger row of reason `calendar`, and bounded jobs
+// (end_at, max_runs) complete by themselves.
+
+#include <signal.h>
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "../support/child_process.hpp"
+#include "sched/common/node_id.hpp"
+
+namespace sched {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::ChildProcess;
+
+constexpr const char* kToken = "calendar-test-token-0123456789ab";
+
+std::string UtcDate(std::int64_t ms) {
+    const std::time_t t = ms / 1000;
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[16];
+    std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+    return buf;
+}
+
+std::int64_t NowMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+// Polls `done` every 100 ms until it holds or `timeout` passes.
+bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!done()) {
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(100ms);
+    }
+    return true;
+}
+
+class CalendarProcess : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        dir_ = std::filesystem::temp_directory_path() / ("sched-calendar-" + RandomHex(8));
+        std::filesystem::create_directories(dir_);
+        std::ofstream(dir_ / "standalone.yaml")
+            << "token: \"" << kToken << "\"\nhttp:\n  listen: \"127.0.0.1:0\"\ndatabase:\n  url: \"sqlite://"
+            << (dir_ / "s.db").string() << "\"\nlog:\n  level: warn\n";
+        process_ = std::make_unique<ChildProcess>(
+            std::vector<std::string>{SCHED_STANDALONE_BIN, "--config", (dir_ / "standalone.yaml").string()},
+            dir_.string());
+        const auto line = process_->WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
+        ASSERT_TRUE(line) << process_->stderr_text();
+        port_ = static_cast<unsigned short>(std::stoi(line->substr(line->rfind(':') + 1)));
+    }
+    void TearDown() override {
+        if (process_) {
+            process_->Signal(SIGTERM);
+            (void)process_->WaitForExit(10s);
+        }
+        std::filesystem::remove_all(dir_);
+    }
+
+    nlohmann::json Call(const std::string& method, const std::string& path, const nlohmann::json& body, int want) {
+        auto [status, text] = testing::HttpCall(port_, method, path, body.is_null() ? "" : body.dump(), kToken);
+        EXPECT_EQ(status, want) << method << " " << path << ": " << text;
+        return text.empty() ? nlohmann::json() : nlohmann::json::parse(text, nullptr, false);
+    }
+
+    std::filesystem::path dir_;
+    std::unique_ptr<ChildProcess> process_;
+    unsigned short port_ = 0;
+};
+
+TEST_F(CalendarProcess, AnExcludedDayIsSkippedWithALedgerRowAndBoundedJobsComplete) {
+    const std::int64_t now = NowMs();
+    // Today and tomorrow (UTC) are excluded: every second of the job's next hours falls in them.
+    Call("POST", "/api/v1/calendars",
+         {{"name", "maintenance"}, {"excluded_dates", {UtcDate(now), UtcDate(now + 86'400'000)}}}, 201);
+    const auto excluded = Call("POST", "/api/v1/jobs",
+                               {{"name", "excluded"},
+                                {"app", "demo"},
+                                {"handler", "echo"},
+                                {"schedule_type", "cron"},
+                                {"schedule_expr", "* * * * * ?"},
+                                {"calendar", "maintenance"}},
+                               201);
+    const auto ending = Call("POST", "/api/v1/jobs",
+                             {{"name", "ending"},
+                              {"app", "demo"},
+                              {"handler", "echo"},
+                              {"schedule_type", "cron"},
+                              {"schedule_expr", "* * * * * ?"},
+                              {"end_at", now + 3000}},
+                             201);
+    const auto counted = Call("POST", "/api/v1/jobs",
+                              {{"name", "counted"},
+                               {"app", "demo"},
+                               {"handler", "echo"},
+                               {"schedule_type", "cron"},
+                               {"schedule_expr", "* * * * * ?"},
+                               {"max_runs", 2}},
+                              201);
+    const auto id = [](const nlohmann::json& j) {
+        return std::to_string(j["id"].get<std::int64_t>());
+    };
+
+    nlohmann::json rows;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            rows = Call("GET", "/api/v1/fires?reason=calendar&job_id=" + id(excluded), nullptr, 200)["items"];
+            return rows.is_array() && !rows.empty();
+        },
+        20s))
+        << process_->stderr_text();
+    ASSERT_EQ(rows.size(), 1u) << rows.dump();
+    EXPECT_EQ(rows[0]["status"], "skipped");
+    EXPECT_GT(rows[0]["skipped_count"].get<std::int64_t>(), 1);
+    EXPECT_GE(rows[0]["skipped_until"].get<std::int64_t>(), rows[0]["scheduled_time"].get<std::int64_t>());
+    // Nothing of that job ran or was planned to run: its only row is the ledger's.
+    const auto all = Call("GET", "/api/v1/fires?job_id=" + id(excluded), nullptr, 200)["items"];
+    EXPECT_EQ(all.size(), 1u) << all.dump();
+
+    nlohmann::json job;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            job = Call("GET", "/api/v1/jobs/" + id(ending), nullptr, 200);
+            return job["completed_reason"] == "end_at";
+        },
+        20s))
+        << job.dump();
+    EXPECT_TRUE(job["enabled"].get<bool>());
+    EXPECT_TRUE(job["next_fire_time"].is_null());
+    const std::int64_t end_at = job["end_at"].get<std::int64_t>();
+    const auto ending_fires = Call("GET", "/api/v1/fires?job_id=" + id(ending), nullptr, 200)["items"];
+    EXPECT_FALSE(ending_fires.empty());
+    for (const auto& f : ending_fires) EXPECT_LE(f["scheduled_time"].get<std::int64_t>(), end_at) << f.dump();
+
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            job = Call("GET", "/api/v1/jobs/" + id(counted), nullptr, 200);
+            return job["completed_reason"] == "max_runs";
+        },
+        20s))
+        << job.dump();
+    EXPECT_EQ(job["planned_runs"], 2);
+    EXPECT_EQ(Call("GET", "/api/v1/fires?job_id=" + id(counted), nullptr, 200)["items"].size(), 2u);
+
+    // A higher max_runs brings it back.
+    const auto back = Call("PUT", "/api/v1/jobs/" + id(counted), {{"version", job["version"]}, {"max_runs", 5}}, 200);
+    EXPECT_TRUE(back["completed_at"].is_null()) << back.dump();
+    EXPECT_TRUE(back["next_fire_time"].is_number()) << back.dump();
+}
+
+}  // namespace
+}  // namespace sched
