@@ -437,37 +437,37 @@ Status JobRepository::SetPaused(std::int64_t id, const std::optional<JobPause>& 
         if (impl::ExecuteAffected(st) == 0) return NotFound("job " + std::to_string(id) + " not found");
         return Status::Ok();
     });
-    void JobRepository::RecordRuns(soci::session & s, const std::vector<JobRunsUpdate>& updates) {
-        for (const auto& u : updates) {
-            std::int64_t id = u.id;
-            std::int64_t runs = u.runs;
-            impl::NullableInt64 completed;
-            completed.set(u.completed_at);
-            std::string reason = u.completed_reason;
-            const int completed_null = u.completed_at ? 0 : 1;
-            const int completed_null2 = completed_null;  // soci: no repeated named parameters
-            // A completed job keeps `enabled` (it was not paused) and loses its next time.
-            s << "UPDATE job SET planned_runs = planned_runs + :runs, completed_at = COALESCE(:completed_at, "
-                 "completed_at), completed_reason = CASE WHEN :completed_null = 1 THEN completed_reason ELSE :reason "
-                 "END, "
-                 "next_fire_time = CASE WHEN :completed_null2 = 1 THEN next_fire_time ELSE NULL END WHERE id = :id",
-                soci::use(runs, "runs"), soci::use(completed.value, completed.ind, "completed_at"),
-                soci::use(completed_null, "completed_null"), soci::use(reason, "reason"),
-                soci::use(completed_null2, "completed_null2"), soci::use(id, "id");
-        }
-    }
+}
 
-    std::vector<std::string> JobRepository::NamesUsingCalendar(soci::session & s, const std::string& calendar,
-                                                               int limit) {
-        struct NameRow {
-            std::string name;
-            void BindInto(soci::statement& st) { st.exchange(soci::into(name)); }
-            std::string Finish() const { return name; }
-        };
-        return impl::SelectRows<NameRow>(
-            s,
-            "SELECT name FROM job WHERE calendar = :calendar ORDER BY id LIMIT " + std::to_string(std::max(1, limit)),
-            [&](soci::statement& st) { st.exchange(soci::use(calendar, "calendar")); });
+void JobRepository::RecordRuns(soci::session& s, const std::vector<JobRunsUpdate>& updates) {
+    for (const auto& u : updates) {
+        std::int64_t id = u.id;
+        std::int64_t runs = u.runs;
+        impl::NullableInt64 completed;
+        completed.set(u.completed_at);
+        std::string reason = u.completed_reason;
+        const int completed_null = u.completed_at ? 0 : 1;
+        const int completed_null2 = completed_null;  // soci: no repeated named parameters
+        // A completed job keeps `enabled` (it was not paused) and loses its next time.
+        s << "UPDATE job SET planned_runs = planned_runs + :runs, completed_at = COALESCE(:completed_at, "
+             "completed_at), completed_reason = CASE WHEN :completed_null = 1 THEN completed_reason ELSE :reason "
+             "END, "
+             "next_fire_time = CASE WHEN :completed_null2 = 1 THEN next_fire_time ELSE NULL END WHERE id = :id",
+            soci::use(runs, "runs"), soci::use(completed.value, completed.ind, "completed_at"),
+            soci::use(completed_null, "completed_null"), soci::use(reason, "reason"),
+            soci::use(completed_null2, "completed_null2"), soci::use(id, "id");
     }
+}
+
+std::vector<std::string> JobRepository::NamesUsingCalendar(soci::session& s, const std::string& calendar, int limit) {
+    struct NameRow {
+        std::string name;
+        void BindInto(soci::statement& st) { st.exchange(soci::into(name)); }
+        std::string Finish() const { return name; }
+    };
+    return impl::SelectRows<NameRow>(
+        s, "SELECT name FROM job WHERE calendar = :calendar ORDER BY id LIMIT " + std::to_string(std::max(1, limit)),
+        [&](soci::statement& st) { st.exchange(soci::use(calendar, "calendar")); });
+}
 
 }  // namespace sched::store
