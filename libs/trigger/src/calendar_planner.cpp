@@ -50,7 +50,7 @@ BoundedPlan PlanBoundedJobFires(const cron::Schedule& schedule, const cron::Cale
     auto& plan = out.plan;
 
     auto& fires = plan.fires;
-    fires.erase(std::remove_if(fires.begin(), fires.end(), [&](const auto& f) { return past_end(f.scheduled_ms); }),
+    fires.erase(std::remove_if(fires.begin(), fires.end(), [&](const auto& f) { return past_end(f.nominal_ms); }),
                 fires.end());
     if (plan.next_fire_time && past_end(*plan.next_fire_time)) {
         plan.next_fire_time.reset();
@@ -61,9 +61,11 @@ BoundedPlan PlanBoundedJobFires(const cron::Schedule& schedule, const cron::Cale
         std::vector<PlannedFireRow> kept;
         std::optional<SkippedTimes> run;
         for (const auto& f : fires) {
-            if (calendar->IsExcluded(f.scheduled_ms)) {
-                if (!run) run = SkippedTimes{.first_ms = f.scheduled_ms};
-                run->last_ms = f.scheduled_ms;
+            // Nominal times, as for next_fire_time below: a job's jitter never moves a time into or
+            // out of an excluded period or past end_at.
+            if (calendar->IsExcluded(f.nominal_ms)) {
+                if (!run) run = SkippedTimes{.first_ms = f.nominal_ms};
+                run->last_ms = f.nominal_ms;
                 ++run->count;
                 continue;
             }
@@ -98,7 +100,7 @@ BoundedPlan PlanBoundedJobFires(const cron::Schedule& schedule, const cron::Cale
             plan.next_fire_time.reset();
             out.end = JobEnd::kMaxRuns;
             // Excluded times after the last run are not scheduled times any more.
-            const std::int64_t last = fires.empty() ? due - 1 : fires.back().scheduled_ms;
+            const std::int64_t last = fires.empty() ? due - 1 : fires.back().nominal_ms;
             std::erase_if(out.excluded, [&](const SkippedTimes& r) { return r.first_ms > last; });
         }
     }

@@ -22,7 +22,7 @@ function dstPreview(dst, zone) {
   return h('div', { class: 'dst-preview' },
     h('h4', null, `${what} ${fmtTime(dst.transition, zone)}`),
     h('div', { class: 'hint' }, `gap: ${dst.dst_gap}, repeated time: ${dst.dst_overlap}`),
-    dst.times.length ? h('ol', { class: 'preview-times' }, dst.times.map((t) => h('li', null, fmtTime(t, zone))))
+    dst.times.length ? h('ol', { class: 'dst-times' }, dst.times.map((t) => h('li', null, fmtTime(t, zone))))
       : h('div', { class: 'subtle' }, 'No fire times within 12 hours of it.'));
 }
 const EXPR_HINTS = {
