@@ -255,6 +255,51 @@ TEST(AuditJson, RedactsSecretsCutsLongStringsAndBoundsTheWhole) {
     EXPECT_LE(impl::AuditJson(big).size(), impl::kMaxAuditJsonBytes);
 }
 
+TEST_P(AuditApiTest, CalendarsAndBackfillsAreRecordedWithTheTokensName) {
+    const std::string ops = CreateToken("ops-carol", "operator");
+    auto cal = Post("/api/v1/calendars", {{"name", "holidays"}, {"excluded_dates", {"2026-12-25"}}}, ops);
+    ASSERT_EQ(cal.status, 201) << cal.body;
+    const std::string cal_id = Body(cal)["id"].dump();
+    auto e = Newest("create", "calendar", "ops-carol");
+    EXPECT_EQ(e["target"]["id"], cal_id);
+    EXPECT_EQ(e["target"]["name"], "holidays");
+    EXPECT_EQ(e["after"]["excluded_dates"], nlohmann::json({"2026-12-25"}));
+
+    auto put = Put("/api/v1/calendars/" + cal_id,
+                   {{"excluded_dates", {"2026-12-25", "2026-12-26"}}, {"version", Body(cal)["version"]}}, ops);
+    ASSERT_EQ(put.status, 200) << put.body;
+    e = Newest("update", "calendar", "ops-carol");
+    EXPECT_EQ(e["before"]["excluded_dates"].size(), 1u) << e.dump();
+    EXPECT_EQ(e["after"]["excluded_dates"].size(), 2u) << e.dump();
+
+    ASSERT_EQ(Delete("/api/v1/calendars/" + cal_id, ops).status, 204);
+    e = Newest("delete", "calendar", "ops-carol");
+    EXPECT_EQ(e["before"]["name"], "holidays");
+    EXPECT_TRUE(e["after"].is_null());
+
+    const auto job = CreateJob("every-minute");
+    constexpr std::int64_t kMinute = 60'000;
+    const std::int64_t base = (DbNowMs() / kMinute - 30) * kMinute;
+    auto backfill =
+        Post("/api/v1/jobs/" + job["id"].dump() + "/backfill", {{"from", base}, {"to", base + 3 * kMinute}}, ops);
+    ASSERT_EQ(backfill.status, 201) << backfill.body;
+    const std::string backfill_id = Body(backfill)["id"].dump();
+    e = Newest("create", "backfill", "ops-carol");
+    EXPECT_EQ(e["target"]["id"], backfill_id);
+    EXPECT_EQ(e["target"]["name"], "every-minute");
+    EXPECT_EQ(e["after"]["from"], base);
+    // A dry run changes nothing and records nothing.
+    const auto before_dry_run = Count();
+    ASSERT_EQ(Post("/api/v1/jobs/" + job["id"].dump() + "/backfill",
+                   {{"from", base}, {"to", base + 3 * kMinute}, {"dry_run", true}}, ops)
+                  .status,
+              200);
+    EXPECT_EQ(Count(), before_dry_run);
+    ASSERT_EQ(Post("/api/v1/backfills/" + backfill_id + "/cancel", nlohmann::json::object(), ops).status, 200);
+    e = Newest("cancel", "backfill", "ops-carol");
+    EXPECT_EQ(e["after"]["state"], "cancelled");
+}
+
 SCHED_DB_TEST_SUITE(AuditApiTest);
 
 }  // namespace
