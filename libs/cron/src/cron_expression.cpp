@@ -81,9 +81,9 @@ std::int64_t Sec(date::sys_seconds t) {
 
 /// How one search maps local times to instants (the job's DST choice with `auto` resolved).
 struct DstRule {
-    DstGap gap = DstGap::kAuto;  // kShiftForward is searched by GapShiftedAfter; here it skips
+    DstGap gap = DstGap::kAuto;  // kShiftForward is searched by TransitionMatchAfter; here it skips
     bool last = false;           // a repeated local time maps to its second occurrence
-    bool second_pass = false;    // repeated local times fire in both passes (SecondPassAfter)
+    bool second_pass = false;    // repeated local times fire in both passes (TransitionMatchAfter)
 };
 
 /// The earliest instant > after that is the chosen occurrence of a matching local time, or the
@@ -117,48 +117,31 @@ std::optional<std::int64_t> FirstOccurrenceAfter(const impl::CronFields& f, std:
     throw std::logic_error("cron: no progress resolving local times in zone " + zone.name());
 }
 
-/// dst_gap shift-forward: the earliest instant in (after, limit) that a matching local time inside
-/// a gap moves to, i.e. that local time read with the offset before the gap (02:30 in Berlin's
-/// 02:00-03:00 gap -> 03:30+02). These instants lie in [transition, transition + gap length).
-std::optional<std::int64_t> GapShiftedAfter(const impl::CronFields& f, std::int64_t after, std::int64_t limit,
-                                            const date::time_zone& zone) {
-    date::sys_info period = ZoneInfoAt(zone, after);
-    for (int guard = 0; guard < 32 && Sec(period.begin) < limit; ++guard) {
-        const std::int64_t begin = Sec(period.begin);
-        if (begin > kMinAfter) {
-            const date::sys_info previous = ZoneInfoAt(zone, begin - 1);
-            const std::int64_t gap = (period.offset - previous.offset).count();
-            if (gap > 0) {
-                const std::int64_t lo = std::max(begin, after + 1);
-                const std::int64_t hi = std::min({begin + gap, Sec(period.end), limit});
-                if (lo < hi) {
-                    const std::int64_t offset = previous.offset.count();
-                    const auto local = impl::NextLocalMatch(f, lo + offset);
-                    if (local && *local - offset < hi) return *local - offset;
-                }
-            }
-        }
-        if (Sec(period.end) >= limit) break;
-        period = ZoneInfoAt(zone, Sec(period.end));
-    }
-    return std::nullopt;
-}
+/// The two searches around an offset change, which differ only in the sign of the change and in
+/// the offset a local time is read with:
+///   kGap (dst_gap shift-forward): a matching local time inside a gap moves to that local time
+///     read with the offset before the gap (02:30 in Berlin's 02:00-03:00 gap -> 03:30+02); these
+///     instants lie in [transition, transition + gap length).
+///   kSecondPass: a matching local time in the second pass of a repeated interval, read with the
+///     offset after the change.
+enum class Transition { kGap, kSecondPass };
 
-/// The earliest instant in (after, limit) that lies in the second pass of a repeated interval and
-/// whose local time matches.
-std::optional<std::int64_t> SecondPassAfter(const impl::CronFields& f, std::int64_t after, std::int64_t limit,
-                                            const date::time_zone& zone) {
+/// The earliest such instant in (after, limit).
+std::optional<std::int64_t> TransitionMatchAfter(const impl::CronFields& f, std::int64_t after, std::int64_t limit,
+                                                 const date::time_zone& zone, Transition kind) {
     date::sys_info period = ZoneInfoAt(zone, after);
     for (int guard = 0; guard < 32 && Sec(period.begin) < limit; ++guard) {
         const std::int64_t begin = Sec(period.begin);
         if (begin > kMinAfter) {
             const date::sys_info previous = ZoneInfoAt(zone, begin - 1);
-            const std::int64_t repeated = (previous.offset - period.offset).count();
-            if (repeated > 0) {
+            const std::int64_t change = (period.offset - previous.offset).count();
+            const std::int64_t length = kind == Transition::kGap ? change : -change;
+            if (length > 0) {
                 const std::int64_t lo = std::max(begin, after + 1);
-                const std::int64_t hi = std::min({begin + repeated, Sec(period.end), limit});
+                const std::int64_t hi = std::min({begin + length, Sec(period.end), limit});
                 if (lo < hi) {
-                    const std::int64_t offset = period.offset.count();
+                    const std::int64_t offset =
+                        kind == Transition::kGap ? previous.offset.count() : period.offset.count();
                     const auto local = impl::NextLocalMatch(f, lo + offset);
                     if (local && *local - offset < hi) return *local - offset;
                 }
@@ -189,8 +172,10 @@ std::optional<std::int64_t> NextInZone(const impl::CronFields& f, std::int64_t a
     const auto earlier = [&](std::optional<std::int64_t> t) {
         if (t && (!best || *t < *best)) best = t;
     };
-    if (rule.second_pass) earlier(SecondPassAfter(f, after, limit, zone));
-    if (rule.gap == DstGap::kShiftForward) earlier(GapShiftedAfter(f, after, best ? *best : limit, zone));
+    if (rule.second_pass) earlier(TransitionMatchAfter(f, after, limit, zone, Transition::kSecondPass));
+    if (rule.gap == DstGap::kShiftForward) {
+        earlier(TransitionMatchAfter(f, after, best ? *best : limit, zone, Transition::kGap));
+    }
     return best;
 }
 
