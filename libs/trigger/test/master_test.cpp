@@ -599,6 +599,9 @@ TEST_P(MasterTest, CalendarExcludedTimesLeaveOneLedgerRowAndEditsTakeEffect) {
     record = *calendar;
     record.excluded_dates = {day(start), day(start + 86'400'000)};
     ASSERT_TRUE(calendars.Update(record, calendar->version).ok());
+    // The first job has done its part (the master cached version 1 while planning it); gone, it
+    // cannot become due again during the next scan on a slow machine and add its own skips.
+    ASSERT_TRUE(store::JobRepository(db()).Delete(job.id).ok());
     // A second job of the calendar, due now: planned by the same master, which cached version 1.
     const std::int64_t due = (Now() / 1000) * 1000;
     auto second = CreateJob("tock", "cron", "* * * * * ?", due, [](store::Job& j) { j.calendar = "blackout"; });
