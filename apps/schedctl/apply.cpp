@@ -4,7 +4,9 @@
 
 namespace sched::ctl {
 
-int ApplyPlan(const Plan& plan, const ApiCall& call, std::ostream& out, std::ostream& err) {
+int ApplyPlan(const Plan& plan, const ApiCall& call, std::ostream& out, std::ostream& err, std::string_view kind) {
+    const std::string collection = "/api/v1/" + std::string(kind) + "s";
+    const std::string prefix = kind == "job" ? std::string() : std::string(kind) + " ";
     int failures = 0;
     const std::size_t to_change = plan.changes.size() - plan.Count(ChangeKind::kUnchanged);
     std::size_t done = 0;
@@ -16,18 +18,18 @@ int ApplyPlan(const Plan& plan, const ApiCall& call, std::ostream& out, std::ost
                 continue;
             case ChangeKind::kCreate:
                 verb = "created";
-                reply = call(rest::Method::kPost, "/api/v1/jobs", c.body);
+                reply = call(rest::Method::kPost, collection, c.body);
                 break;
             case ChangeKind::kUpdate:
                 verb = "updated";
-                reply = call(rest::Method::kPut, "/api/v1/jobs/" + std::to_string(c.id), c.body);
+                reply = call(rest::Method::kPut, collection + "/" + std::to_string(c.id), c.body);
                 break;
             case ChangeKind::kDelete:
                 verb = "deleted";
-                reply = call(rest::Method::kDelete, "/api/v1/jobs/" + std::to_string(c.id), std::nullopt);
+                reply = call(rest::Method::kDelete, collection + "/" + std::to_string(c.id), std::nullopt);
                 break;
         }
-        const std::string name = SanitizeCell(c.name);
+        const std::string name = prefix + SanitizeCell(c.name);
         if (!reply.ok()) {
             err << "schedctl: " << name << ": " << reply.status().message() << "; stopped, " << (to_change - done)
                 << " change(s) not made\n";
@@ -38,8 +40,8 @@ int ApplyPlan(const Plan& plan, const ApiCall& call, std::ostream& out, std::ost
             out << name << ": " << verb << "\n";
         } else if (reply->status == 409 && c.kind == ChangeKind::kUpdate) {
             ++failures;
-            err << "schedctl: " << name << ": not updated: the job changed since it was read (version " << c.version
-                << "): " << DescribeError(*reply) << "; run diff again\n";
+            err << "schedctl: " << name << ": not updated: the " << kind << " changed since it was read (version "
+                << c.version << "): " << DescribeError(*reply) << "; run diff again\n";
         } else {
             ++failures;
             err << "schedctl: " << name << ": not " << verb << ": " << DescribeError(*reply) << "\n";

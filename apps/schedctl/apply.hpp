@@ -9,6 +9,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -24,7 +25,9 @@ using ApiCall = std::function<Result<ApiReply>(rest::Method method, const std::s
 /// Makes the plan's changes through `call`, printing "<name>: created|updated|deleted" to
 /// `out` and each failure (the API's error, readably) to `err`. A transport failure stops the
 /// run (the next calls would fail the same way). Returns the number of failed changes (a
-/// transport failure counts every change not made).
-int ApplyPlan(const Plan& plan, const ApiCall& call, std::ostream& out, std::ostream& err);
+/// transport failure counts every change not made). `kind` is the resource: "job" (under
+/// /api/v1/jobs) or "calendar" (/api/v1/calendars, its names printed as "calendar <name>").
+int ApplyPlan(const Plan& plan, const ApiCall& call, std::ostream& out, std::ostream& err,
+              std::string_view kind = "job");
 
 }  // namespace sched::ctl

@@ -14,6 +14,7 @@
 
 #include "api_client.hpp"
 #include "apply.hpp"
+#include "calendar_file.hpp"
 #include "job_file.hpp"
 #include "plan.hpp"
 #include "table.hpp"
@@ -32,6 +33,9 @@ Commands:
   jobs backfill ID --from T --to T [--parallel N] [--dry-run]
                                     run the job for each scheduled time in [from, to) (T: epoch
                                     ms or ISO-8601); serial unless --parallel N
+  calendars list | get ID|NAME | delete ID|NAME
+  calendars apply -f FILE [--dry-run] [--prune]
+                                    only the file's calendars: section
   fires list [--job NAME|ID] [--status S] [--limit N]
   fires get ID | log ID | kill ID
   executors list                    cluster status
@@ -40,7 +44,8 @@ Commands:
                                     the audit log, newest first (--since 24h: the last day)
   diff -f jobs.yaml [--prune]       what apply would change; exit 0 no drift, 2 drift, 1 error
   apply -f jobs.yaml [--dry-run] [--prune]
-                                    make the cluster's jobs match the file (keyed by name)
+                                    make the cluster's jobs (and the calendars: section's
+                                    calendars) match the file (keyed by name)
 
 Global options:
   --server URL        the API's base URL (else $SCHED_SERVER, else the config file's server:,
@@ -354,6 +359,12 @@ class Cli {
     int Audit();
     std::string JobIdOf(const std::string& job);
     int ApplyOrDiff(bool apply);
+    // calendars (issue 17)
+    nlohmann::json ListAllCalendars();
+    std::string CalendarIdOf(const std::string& id_or_name);
+    int Calendars();
+    int CalendarsApply();
+    int ApplyCalendarPlan(const Plan& plan);
     void PrintJobs(const nlohmann::json& items);
     void PrintFires(const nlohmann::json& items);
     nlohmann::json ReadJobDocument();
@@ -373,6 +384,7 @@ int Cli::Run() {
     if (cmd == "cluster") return Cluster();
     if (cmd == "tokens") return Tokens();
     if (cmd == "audit") return Audit();
+    if (cmd == "calendars") return Calendars();
     if (cmd == "apply") return ApplyOrDiff(true);
     if (cmd == "diff") return ApplyOrDiff(false);
     Usage(cmd.empty() ? "missing command" : "unknown command \"" + SanitizeCell(cmd) + "\"");
@@ -756,21 +768,136 @@ int Cli::Audit() {
 
 int Cli::ApplyOrDiff(bool apply) {
     if (o_.file.empty()) Usage(std::string(apply ? "apply" : "diff") + ": -f FILE is required");
-    auto desired = LoadJobFile(o_.file);
+    auto text = ReadBoundedFile(o_.file);
+    if (!text.ok()) throw CliError(text.status().message());
+    auto desired = ParseJobFile(*text, o_.file);
     if (!desired.ok()) throw CliError(desired.status().message());
+    auto calendars = ParseCalendarSection(*text, o_.file);
+    if (!calendars.ok()) throw CliError(calendars.status().message());
+    // Without a calendars: key the cluster's calendars are not the file's business, even with --prune.
+    const Plan calendar_plan = *calendars ? PlanCalendarChanges(**calendars, ListAllCalendars(), o_.prune) : Plan{};
     const nlohmann::json current = ListAllJobs("");
     const Plan plan = PlanChanges(*desired, current, o_.prune);
+    if (*calendars) out_ << FormatPlan(calendar_plan, "calendar ", "Calendars");
     out_ << FormatPlan(plan);
-    if (!apply) return plan.HasDrift() ? 2 : 0;
-    if (o_.dry_run || !plan.HasDrift()) return 0;
+    const bool drift = plan.HasDrift() || calendar_plan.HasDrift();
+    if (!apply) return drift ? 2 : 0;
+    if (o_.dry_run || !drift) return 0;
 
-    const int failures = ApplyPlan(
-        plan,
-        [this](rest::Method method, const std::string& path, const std::optional<nlohmann::json>& body) {
-            return api_.Call(method, path, body);
-        },
-        out_, err_);
+    const ApiCall call = [this](rest::Method method, const std::string& path,
+                                const std::optional<nlohmann::json>& body) {
+        return api_.Call(method, path, body);
+    };
+    // Calendars are created and updated before the jobs (a job may name a new one) and deleted
+    // after them (the API refuses to delete a calendar a job still names).
+    const auto [calendar_upserts, calendar_deletes] = SplitDeletes(calendar_plan);
+    int failures = ApplyPlan(calendar_upserts, call, out_, err_, "calendar");
+    failures += ApplyPlan(plan, call, out_, err_);
+    failures += ApplyPlan(calendar_deletes, call, out_, err_, "calendar");
     return failures == 0 ? 0 : 1;
+}
+
+// ---- calendars (issue 17) ----
+
+// Every page of GET /api/v1/calendars (the API holds at most 1000); bounded like ListAllJobs.
+nlohmann::json Cli::ListAllCalendars() {
+    nlohmann::json items = nlohmann::json::array();
+    std::string cursor;
+    for (int page = 0; page < 50; ++page) {
+        std::string path = "/api/v1/calendars?limit=200";
+        if (!cursor.empty()) path += "&cursor=" + QueryEscape(cursor);
+        const ApiReply reply = CallOk(rest::Method::kGet, path);
+        if (!reply.json.is_object() || !reply.json.contains("items") || !reply.json["items"].is_array()) {
+            throw CliError("GET " + path + ": unexpected answer (no items)");
+        }
+        for (const auto& c : reply.json["items"]) items.push_back(c);
+        const auto next = reply.json.find("next_cursor");
+        if (next == reply.json.end() || !next->is_string() || next->get<std::string>().empty()) return items;
+        cursor = next->get<std::string>();
+    }
+    throw CliError("GET /api/v1/calendars: more than 50 pages");
+}
+
+// An id as given, or the id of the calendar with exactly that name.
+std::string Cli::CalendarIdOf(const std::string& id_or_name) {
+    if (id_or_name.empty()) Usage("calendars: missing ID or NAME");
+    if (id_or_name.size() <= 18 && id_or_name.find_first_not_of("0123456789") == std::string::npos) return id_or_name;
+    for (const auto& c : ListAllCalendars()) {
+        if (c.is_object() && c.value("name", std::string()) == id_or_name) return FieldCell(c, "id");
+    }
+    throw CliError("calendars: no calendar named \"" + SanitizeCell(id_or_name) + "\"");
+}
+
+int Cli::Calendars() {
+    const std::string sub = Sub(1);
+    if (sub == "list") {
+        const nlohmann::json items = ListAllCalendars();
+        if (Json()) {
+            out_ << nlohmann::json{{"items", items}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                 << "\n";
+            return 0;
+        }
+        // Which jobs name each calendar: the API's calendar objects do not say, the jobs do.
+        std::map<std::string, std::vector<std::string>> used_by;
+        for (const auto& j : ListAllJobs("")) {
+            if (j.is_object() && j.contains("calendar") && j["calendar"].is_string()) {
+                used_by[j["calendar"].get<std::string>()].push_back(j.value("name", std::string()));
+            }
+        }
+        std::vector<std::vector<std::string>> rows;
+        for (const auto& c : items) {
+            const auto& jobs = used_by[c.is_object() ? c.value("name", std::string()) : std::string()];
+            std::string jobs_cell;
+            for (std::size_t i = 0; i < jobs.size() && i < 3; ++i) jobs_cell += (i ? ", " : "") + jobs[i];
+            if (jobs.size() > 3) jobs_cell += " (+" + std::to_string(jobs.size() - 3) + ")";
+            rows.push_back({FieldCell(c, "id"), FieldCell(c, "name"), FieldCell(c, "time_zone"),
+                            SanitizeCell(CalendarRulesSummary(c)), FieldCell(c, "version"),
+                            jobs_cell.empty() ? "-" : SanitizeCell(jobs_cell)});
+        }
+        out_ << RenderTable({"ID", "NAME", "ZONE", "EXCLUDES", "VERSION", "USED BY"}, rows);
+        return 0;
+    }
+    if (sub == "apply") return CalendarsApply();
+    if (sub != "get" && sub != "delete") Usage("calendars: expected list, get, apply or delete");
+    const std::string id = CalendarIdOf(Sub(2));
+    const std::string path = "/api/v1/calendars/" + id;
+    if (sub == "get") {
+        const ApiReply reply = CallOk(rest::Method::kGet, path);
+        if (Json())
+            PrintJson(reply);
+        else
+            PrintObject(reply.json);
+        return 0;
+    }
+    // A calendar still named by jobs: 409, the message names them.
+    const ApiReply reply = CallOk(rest::Method::kDelete, path);
+    if (Json())
+        PrintJson(reply);
+    else
+        out_ << "calendar " << id << " deleted\n";
+    return 0;
+}
+
+// `calendars apply -f FILE`: the file's calendars: section alone (its jobs are not looked at).
+int Cli::CalendarsApply() {
+    if (o_.file.empty()) Usage("calendars apply: -f FILE is required");
+    auto text = ReadBoundedFile(o_.file);
+    if (!text.ok()) throw CliError(text.status().message());
+    auto calendars = ParseCalendarSection(*text, o_.file);
+    if (!calendars.ok()) throw CliError(calendars.status().message());
+    if (!*calendars) throw CliError(o_.file + ": no calendars: section");
+    const Plan plan = PlanCalendarChanges(**calendars, ListAllCalendars(), o_.prune);
+    out_ << FormatPlan(plan, "calendar ", "Calendars");
+    if (o_.dry_run || !plan.HasDrift()) return 0;
+    return ApplyCalendarPlan(plan);
+}
+
+int Cli::ApplyCalendarPlan(const Plan& plan) {
+    const ApiCall call = [this](rest::Method method, const std::string& path,
+                                const std::optional<nlohmann::json>& body) {
+        return api_.Call(method, path, body);
+    };
+    return ApplyPlan(plan, call, out_, err_, "calendar") == 0 ? 0 : 1;
 }
 
 }  // namespace

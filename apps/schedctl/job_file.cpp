@@ -164,10 +164,13 @@ Result<std::vector<JobSpec>> ParseJobFile(std::string_view text, std::string_vie
     } catch (const YAML::Exception& e) {
         return fail("line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
     }
-    if (!root.IsMap()) return fail("expected a mapping with the key jobs");
+    if (!root.IsMap()) return fail("expected a mapping with the keys jobs and calendars");
     for (const auto& kv : root) {
-        if (!kv.first.IsScalar() || kv.first.Scalar() != "jobs") {
-            return fail((kv.first.IsScalar() ? kv.first.Scalar() : std::string("?")) + ": unknown key (expected jobs)");
+        // calendars: is read by ParseCalendarSection (calendar_file.hpp).
+        if (!kv.first.IsScalar() || (kv.first.Scalar() != "jobs" && kv.first.Scalar() != "calendars")) {
+            return fail("line " + std::to_string(kv.first.Mark().line + 1) + ": " +
+                        (kv.first.IsScalar() ? kv.first.Scalar() : std::string("?")) +
+                        ": unknown key (expected jobs or calendars)");
         }
     }
     const YAML::Node jobs = root["jobs"];

@@ -67,7 +67,7 @@ Plan PlanChanges(const std::vector<JobSpec>& desired, const nlohmann::json& curr
     return plan;
 }
 
-std::string FormatPlan(const Plan& plan) {
+std::string FormatPlan(const Plan& plan, std::string_view name_prefix, std::string_view summary) {
     std::ostringstream out;
     for (const auto& c : plan.changes) {
         const std::string id = c.kind == ChangeKind::kCreate ? "" : " (id " + std::to_string(c.id) + ")";
@@ -85,14 +85,14 @@ std::string FormatPlan(const Plan& plan) {
                 out << "- delete    ";
                 break;
         }
-        out << SanitizeCell(c.name) << id << "\n";
+        out << name_prefix << SanitizeCell(c.name) << id << "\n";
         for (const auto& f : c.changes) {
             out << "    " << f.field << ": "
                 << SanitizeCell(f.old_value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) << " -> "
                 << SanitizeCell(f.new_value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) << "\n";
         }
     }
-    out << "Plan: " << plan.Count(ChangeKind::kCreate) << " to create, " << plan.Count(ChangeKind::kUpdate)
+    out << summary << ": " << plan.Count(ChangeKind::kCreate) << " to create, " << plan.Count(ChangeKind::kUpdate)
         << " to update, " << plan.Count(ChangeKind::kDelete) << " to delete, " << plan.Count(ChangeKind::kUnchanged)
         << " unchanged.\n";
     return out.str();

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -52,6 +53,8 @@ Plan PlanChanges(const std::vector<JobSpec>& desired, const nlohmann::json& curr
 ///     = unchanged billing (id 3)
 ///     - delete    old-job (id 9)
 ///     Plan: 1 to create, 1 to update, 1 to delete, 1 unchanged.
-std::string FormatPlan(const Plan& plan);
+///
+/// For calendars `name_prefix` is "calendar " and `summary` "Calendars".
+std::string FormatPlan(const Plan& plan, std::string_view name_prefix = "", std::string_view summary = "Plan");
 
 }  // namespace sched::ctl

@@ -1,0 +1,226 @@
+#include "calendar_file.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <array>
+#include <map>
+#include <set>
+
+#include "job_file.hpp"
+
+namespace sched::ctl {
+namespace {
+
+constexpr std::array<std::string_view, 7> kWeekdays = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
+constexpr std::array<std::string_view, 7> kWeekdaysLong = {"monday", "tuesday",  "wednesday", "thursday",
+                                                           "friday", "saturday", "sunday"};
+
+bool IsList(std::string_view field) {
+    return field == "excluded_dates" || field == "excluded_weekdays" || field == "excluded_times";
+}
+
+nlohmann::json DefaultCalendarValue(std::string_view field) {
+    if (field == "time_zone") return "UTC";
+    if (IsList(field)) return nlohmann::json::array();
+    return "";
+}
+
+std::string Trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return std::string(s);
+}
+
+// The server's canonical weekdays (week order, each once), or the list as written when an entry
+// is not a weekday: the API then rejects it naming the entry, which says more than we could.
+nlohmann::json CanonicalWeekdays(const nlohmann::json& list) {
+    std::array<bool, 7> days{};
+    for (const auto& item : list) {
+        std::string name = item.get<std::string>();
+        for (auto& c : name) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+        std::size_t d = 0;
+        while (d < 7 && kWeekdays[d] != name && kWeekdaysLong[d] != name) ++d;
+        if (d == 7) return list;
+        days[d] = true;
+    }
+    nlohmann::json out = nlohmann::json::array();
+    for (std::size_t d = 0; d < 7; ++d) {
+        if (days[d]) out.push_back(kWeekdays[d]);
+    }
+    return out;
+}
+
+}  // namespace
+
+const std::vector<std::string>& CalendarFileFields() {
+    static const std::vector<std::string> fields = {"name",           "description",       "time_zone",
+                                                    "excluded_dates", "excluded_weekdays", "excluded_times"};
+    return fields;
+}
+
+Result<std::optional<std::vector<CalendarSpec>>> ParseCalendarSection(std::string_view text,
+                                                                      std::string_view file_name) {
+    const std::string file(file_name);
+    auto fail = [&](const YAML::Node& at, const std::string& what) {
+        const auto line = at.Mark().is_null() ? std::string() : "line " + std::to_string(at.Mark().line + 1) + ": ";
+        return Status(Code::kInvalidArgument, file + ": " + line + what);
+    };
+    if (text.size() > kMaxJobFileBytes) {
+        return Status(Code::kInvalidArgument, file + ": larger than " + std::to_string(kMaxJobFileBytes) + " bytes");
+    }
+    YAML::Node root;
+    try {
+        root = YAML::Load(std::string(text));
+    } catch (const YAML::Exception& e) {
+        return Status(Code::kInvalidArgument, file + ": line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+    }
+    if (!root.IsMap() || !root["calendars"]) return std::optional<std::vector<CalendarSpec>>();
+    const YAML::Node calendars = root["calendars"];
+    if (calendars.IsNull()) return std::optional<std::vector<CalendarSpec>>(std::vector<CalendarSpec>{});
+    if (!calendars.IsSequence()) return fail(calendars, "calendars: expected a list of calendars");
+    if (calendars.size() > kMaxCalendarsPerFile) {
+        return fail(calendars, "calendars: more than " + std::to_string(kMaxCalendarsPerFile) + " calendars");
+    }
+    std::vector<CalendarSpec> out;
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < calendars.size(); ++i) {
+        const YAML::Node node = calendars[i];
+        std::string where = "calendars[" + std::to_string(i) + "]";
+        if (!node.IsMap()) return fail(node, where + ": expected a mapping of calendar fields");
+        if (node["name"] && node["name"].IsScalar()) {
+            where += " (name " + nlohmann::json(node["name"].Scalar()).dump() + ")";
+        }
+        CalendarSpec spec;
+        for (const auto& kv : node) {
+            const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
+            if (key == "id" || key == "version") {
+                return fail(kv.first,
+                            where + ": " + key + ": not allowed (the server assigns it; calendars are keyed by name)");
+            }
+            const auto& known = CalendarFileFields();
+            if (std::find(known.begin(), known.end(), key) == known.end()) {
+                return fail(kv.first, where + ": " + key + ": unknown field");
+            }
+            if (spec.fields.contains(key)) return fail(kv.first, where + ": " + key + ": given twice");
+            const YAML::Node& value = kv.second;
+            if (!IsList(key)) {
+                if (!value.IsScalar()) return fail(kv.first, where + ": " + key + ": expected a string");
+                const std::string s = value.Scalar();
+                const std::size_t limit = key == "description" ? kMaxCalendarDescriptionBytes : kMaxCalendarNameBytes;
+                if (s.size() > limit) {
+                    return fail(kv.first, where + ": " + key + ": longer than " + std::to_string(limit) + " bytes");
+                }
+                spec.fields[key] = key == "time_zone" ? (Trim(s).empty() ? "UTC" : Trim(s)) : s;
+                continue;
+            }
+            nlohmann::json list = nlohmann::json::array();
+            if (!value.IsNull()) {
+                if (!value.IsSequence()) return fail(kv.first, where + ": " + key + ": expected a list of strings");
+                // Bounded before reading the entries.
+                if (value.size() > kMaxCalendarEntries) {
+                    return fail(kv.first,
+                                where + ": " + key + ": more than " + std::to_string(kMaxCalendarEntries) + " entries");
+                }
+                for (const auto& item : value) {
+                    if (!item.IsScalar() || item.Scalar().size() > kMaxCalendarEntryBytes) {
+                        return fail(item, where + ": " + key + ": expected strings of at most " +
+                                              std::to_string(kMaxCalendarEntryBytes) + " characters");
+                    }
+                    list.push_back(Trim(item.Scalar()));
+                }
+            }
+            spec.fields[key] = key == "excluded_weekdays" ? CanonicalWeekdays(list) : std::move(list);
+        }
+        if (!spec.fields.contains("name") || spec.fields["name"].get_ref<const std::string&>().empty()) {
+            return fail(node, where + ": name: required");
+        }
+        spec.name = spec.fields["name"].get<std::string>();
+        if (!names.insert(spec.name).second) {
+            return fail(node, where + ": name: " + nlohmann::json(spec.name).dump() + " appears twice");
+        }
+        out.push_back(std::move(spec));
+    }
+    return std::optional<std::vector<CalendarSpec>>(std::move(out));
+}
+
+Plan PlanCalendarChanges(const std::vector<CalendarSpec>& desired, const nlohmann::json& current, bool prune) {
+    std::map<std::string, const nlohmann::json*> by_name;
+    if (current.is_array()) {
+        for (const auto& c : current) {
+            if (!c.is_object() || !c.contains("name") || !c["name"].is_string()) continue;
+            if (!c.contains("id") || !c["id"].is_number_integer()) continue;
+            by_name.emplace(c["name"].get<std::string>(), &c);
+        }
+    }
+    Plan plan;
+    for (const auto& spec : desired) {
+        PlannedChange change;
+        change.name = spec.name;
+        const auto it = by_name.find(spec.name);
+        if (it == by_name.end()) {
+            change.kind = ChangeKind::kCreate;
+            change.body = spec.fields;
+            plan.changes.push_back(std::move(change));
+            continue;
+        }
+        const nlohmann::json& have_calendar = *it->second;
+        change.id = have_calendar["id"].get<std::int64_t>();
+        change.version = have_calendar.value("version", std::int64_t{0});
+        nlohmann::json body = nlohmann::json::object();
+        for (const auto& field : CalendarFileFields()) {
+            if (field == "name") continue;  // fixed: jobs refer to it
+            const nlohmann::json want = spec.fields.contains(field) ? spec.fields[field] : DefaultCalendarValue(field);
+            body[field] = want;
+            const nlohmann::json have = have_calendar.contains(field) ? have_calendar[field] : nlohmann::json(nullptr);
+            if (have != want) change.changes.push_back({field, have, want});
+        }
+        body["version"] = change.version;
+        change.body = std::move(body);
+        change.kind = change.changes.empty() ? ChangeKind::kUnchanged : ChangeKind::kUpdate;
+        plan.changes.push_back(std::move(change));
+        by_name.erase(it);
+    }
+    if (prune) {
+        for (const auto& [name, c] : by_name) {
+            PlannedChange change;
+            change.kind = ChangeKind::kDelete;
+            change.name = name;
+            change.id = (*c)["id"].get<std::int64_t>();
+            plan.changes.push_back(std::move(change));
+        }
+    }
+    return plan;
+}
+
+std::pair<Plan, Plan> SplitDeletes(const Plan& plan) {
+    std::pair<Plan, Plan> out;
+    for (const auto& c : plan.changes) (c.kind == ChangeKind::kDelete ? out.second : out.first).changes.push_back(c);
+    return out;
+}
+
+std::string CalendarRulesSummary(const nlohmann::json& calendar) {
+    auto list = [&](const char* key) {
+        return calendar.is_object() && calendar.contains(key) && calendar[key].is_array() ? calendar[key]
+                                                                                          : nlohmann::json::array();
+    };
+    auto joined = [](const nlohmann::json& items, std::size_t at_most) {
+        std::string out;
+        std::size_t n = 0;
+        for (const auto& item : items) {
+            if (n++ == at_most) return out + ", ...";
+            out += (out.empty() ? "" : ", ") + (item.is_string() ? item.get<std::string>() : item.dump());
+        }
+        return out;
+    };
+    std::vector<std::string> parts;
+    if (const auto days = list("excluded_weekdays"); !days.empty()) parts.push_back(joined(days, 7));
+    if (const auto dates = list("excluded_dates"); !dates.empty()) {
+        parts.push_back(dates.size() <= 2 ? joined(dates, 2) : std::to_string(dates.size()) + " dates");
+    }
+    if (const auto times = list("excluded_times"); !times.empty()) parts.push_back(joined(times, 3));
+    std::string out;
+    for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
+    return out.empty() ? "-" : out;
+}
+
+}  // namespace sched::ctl
