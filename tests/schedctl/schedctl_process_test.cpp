@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../support/child_process.hpp"
+#include "api_client.hpp"
 #include "sched/common/node_id.hpp"
 
 namespace sched {
@@ -158,6 +159,87 @@ TEST_F(SchedctlProcess, ApplyDiffUpdateTriggerAndPruneAgainstARealNode) {
     r = Run({"diff", "-f", file, "--prune"});
     EXPECT_EQ(r.code, 0) << r.out << r.err;
     EXPECT_NE(r.out.find("1 unchanged"), std::string::npos) << r.out;
+}
+
+// Issue 17: a calendar and a job naming it in one file, applied in one go; an edit of the
+// calendar made through the API is drift that apply puts back.
+TEST_F(SchedctlProcess, CalendarsInTheFileApplyBeforeTheJobsThatNameThem) {
+    const std::string file = (dir_ / "jobs.yaml").string();
+    Write("jobs.yaml",
+          "calendars:\n"
+          "  - name: business-days\n    time_zone: Europe/Berlin\n    excluded_weekdays: [saturday, sun]\n"
+          "    excluded_dates: [\"2026-12-24..2026-12-26\"]\n"
+          "jobs:\n"
+          "  - name: nightly\n    app: reports\n    handler: build\n    schedule_type: cron\n"
+          "    schedule_expr: \"0 0 3 * * ?\"\n    calendar: business-days\n");
+
+    auto r = Run({"diff", "-f", file});
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_NE(r.out.find("+ create    calendar business-days"), std::string::npos) << r.out;
+    r = Run({"apply", "-f", file});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("Calendars: 1 to create, 0 to update, 0 to delete, 0 unchanged."), std::string::npos) << r.out;
+    ASSERT_NE(r.out.find("nightly: created"), std::string::npos) << r.out;
+    EXPECT_LT(r.out.find("calendar business-days: created"), r.out.find("nightly: created")) << r.out;
+
+    r = Run({"diff", "-f", file});
+    EXPECT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("= unchanged calendar business-days"), std::string::npos) << r.out;
+
+    r = Run({"calendars", "list"});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_EQ(r.out.rfind("ID  NAME", 0), 0u) << r.out;
+    EXPECT_NE(r.out.find("business-days"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("Europe/Berlin"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("sat, sun; 2026-12-24..2026-12-26"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("nightly"), std::string::npos) << "USED BY names the job\n" << r.out;
+
+    // An edit through the API (the UI's route) is drift, and apply puts the file's state back.
+    r = Run({"calendars", "get", "business-days", "-o", "json"});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    const auto calendar = nlohmann::json::parse(r.out);
+    const std::string id = std::to_string(calendar["id"].get<std::int64_t>());
+    ctl::ApiClient api(*rest::Url::Parse(server_), kToken, std::chrono::seconds(10));
+    const auto edited = api.Call(rest::Method::kPut, "/api/v1/calendars/" + id,
+                                 nlohmann::json{{"version", calendar["version"]}, {"excluded_times", {"12:00-13:00"}}});
+    ASSERT_TRUE(edited.ok()) << edited.status().message();
+    ASSERT_EQ(edited->status, 200) << edited->body;
+    r = Run({"diff", "-f", file});
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_NE(r.out.find("~ update    calendar business-days (id " + id + ")"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("excluded_times: [\"12:00-13:00\"] -> []"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("Plan: 0 to create, 0 to update, 0 to delete, 1 unchanged."), std::string::npos) << r.out;
+    r = Run({"apply", "-f", file});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("calendar business-days: updated"), std::string::npos) << r.out;
+    EXPECT_EQ(Run({"diff", "-f", file}).code, 0);
+
+    // In use: the API refuses the delete and names the job.
+    r = Run({"calendars", "delete", "business-days"});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find("HTTP 409"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("nightly"), std::string::npos) << r.err;
+
+    // Pruned from the file together with its job: the job goes first, then the calendar.
+    Write("jobs.yaml", "calendars: []\njobs: []\n");
+    r = Run({"apply", "-f", file, "--prune"});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    ASSERT_NE(r.out.find("calendar business-days: deleted"), std::string::npos) << r.out;
+    EXPECT_LT(r.out.find("nightly: deleted"), r.out.find("calendar business-days: deleted")) << r.out;
+    r = Run({"calendars", "list", "-o", "json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_TRUE(nlohmann::json::parse(r.out)["items"].empty()) << r.out;
+
+    Write("bad.yaml", "calendars:\n  - name: x\n    holidays: [xmas]\n");
+    r = Run({"diff", "-f", (dir_ / "bad.yaml").string()});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find("bad.yaml: line 3: calendars[0] (name \"x\"): holidays: unknown field"), std::string::npos)
+        << r.err;
+    Write("bad.yaml", "calendars:\n  - name: x\n    excluded_weekdays: [funday]\n");
+    r = Run({"calendars", "apply", "-f", (dir_ / "bad.yaml").string()});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find("HTTP 400"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("field: excluded_weekdays"), std::string::npos) << r.err;
 }
 
 TEST_F(SchedctlProcess, PauseWithANoteAndTheJobsHistoryInTheAuditLog) {

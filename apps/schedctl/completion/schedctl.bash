@@ -36,7 +36,7 @@ _schedctl() {
     done
     local words
     case "$cmd" in
-        "") words="jobs fires executors cluster tokens audit apply diff $globals" ;;
+        "") words="jobs fires calendars executors cluster tokens audit apply diff $globals" ;;
         jobs)
             if [[ -z "$sub" ]]; then words="list get create update pause resume trigger backfill delete"
             elif [[ "$sub" == pause ]]; then words="--note $globals"
@@ -45,6 +45,10 @@ _schedctl() {
         fires)
             if [[ -z "$sub" ]]; then words="list get log kill"
             else words="--job --status --limit $globals"; fi ;;
+        calendars)
+            if [[ -z "$sub" ]]; then words="list get apply delete"
+            elif [[ "$sub" == apply ]]; then words="-f --dry-run --prune $globals"
+            else words="$globals"; fi ;;
         executors) [[ -z "$sub" ]] && words="list" || words="$globals" ;;
         cluster) [[ -z "$sub" ]] && words="status" || words="$globals" ;;
         tokens)

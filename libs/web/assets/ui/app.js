@@ -9,6 +9,7 @@ import { executorsView, clusterView } from './views/cluster.js';
 import { tokensView } from './views/tokens.js';
 import { dashboardView } from './views/dashboard.js';
 import { auditView } from './views/audit.js';
+import { calendarsView, calendarView, calendarFormView } from './views/calendars.js';
 
 const routes = [
   [/^\/signin$/, signInView, null],
@@ -17,6 +18,10 @@ const routes = [
   [/^\/jobs\/new$/, jobFormView, 'jobs'],
   [/^\/jobs\/(\d+)$/, jobView, 'jobs'],
   [/^\/jobs\/(\d+)\/edit$/, jobFormView, 'jobs'],
+  [/^\/calendars$/, calendarsView, 'calendars'],
+  [/^\/calendars\/new$/, calendarFormView, 'calendars'],
+  [/^\/calendars\/(\d+)$/, calendarView, 'calendars'],
+  [/^\/calendars\/(\d+)\/edit$/, calendarFormView, 'calendars'],
   [/^\/fires$/, firesView, 'fires'],
   [/^\/fires\/(\d+)$/, fireView, 'fires'],
   [/^\/executors$/, executorsView, 'executors'],
