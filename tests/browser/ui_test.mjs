@@ -380,6 +380,62 @@ async function main() {
       await shot(page, '12g-audit.png');
     });
 
+    await step('calendars: a validation error at its field, create, preview, used by a job, delete refused, stale edit', async () => {
+      await page.getByRole('link', { name: 'Calendars' }).click();
+      await page.getByRole('heading', { name: 'Calendars' }).waitFor();
+      await page.getByText('No calendars yet').waitFor();
+      await page.getByRole('link', { name: 'New calendar' }).click();
+      await page.getByRole('heading', { name: 'New calendar' }).waitFor();
+      await page.locator('input[name="name"]').fill('browser-holidays');
+      await page.locator('input[name="time_zone"]').fill('Europe/Berlin');
+      await page.locator('input[name="excluded_weekdays"]').fill('sat, funday');
+      await page.getByRole('button', { name: 'Create calendar' }).click();
+      await page.locator('label.invalid .field-error', { hasText: 'excluded_weekdays[1]: expected mon' }).waitFor();
+      await shot(page, '12h-calendar-invalid.png');
+      await page.locator('input[name="excluded_weekdays"]').fill('sat, sun');
+      await page.locator('textarea[name="excluded_times"]').fill('22:00-06:00');
+      await page.locator('textarea[name="excluded_dates"]').fill('2026-12-24..2026-12-26');
+      await page.getByRole('button', { name: 'Create calendar' }).click();
+      await page.getByRole('heading', { name: 'Calendar "browser-holidays"' }).waitFor();
+      // The preview: 14 local days; a weekend day is excluded whole, a weekday only at night.
+      await page.locator('tr[data-day]').nth(13).waitFor();
+      if (await page.locator('tr[data-day]').count() !== 14) throw new Error('the preview does not show 14 days');
+      await page.locator('tr[data-day]', { hasText: 'excluded all day' }).first().waitFor();
+      await page.locator('tr[data-day]', { hasText: '00:00–06:00, 22:00–24:00' }).first().waitFor();
+      await page.locator('tr[data-day]', { hasText: '06:00–22:00' }).first().waitFor();
+      await page.locator('.history tr[data-audit]', { hasText: 'create' }).waitFor();
+      await shot(page, '12i-calendar-preview.png');
+
+      const calendar = (await api('GET', '/api/v1/calendars')).items.find((c) => c.name === 'browser-holidays');
+      await api('POST', '/api/v1/jobs', { name: 'browser-cal-job', app: 'demo', handler: 'echo',
+        schedule_type: 'manual', schedule_expr: '', calendar: 'browser-holidays' });
+      await page.getByRole('link', { name: 'Calendars' }).click();
+      const row = page.locator('tr[data-calendar]', { hasText: 'browser-holidays' });
+      await row.waitFor();
+      await row.locator('td', { hasText: 'Europe/Berlin' }).waitFor();
+      await row.locator('td', { hasText: 'sat, sun · 2026-12-24..2026-12-26 · 22:00-06:00' }).waitFor();
+      await row.getByRole('link', { name: 'browser-cal-job' }).waitFor();
+      page.once('dialog', (d) => d.accept());
+      await row.getByRole('button', { name: 'Delete' }).click();
+      await page.locator('.banner', { hasText: /Not deleted: .*browser-cal-job/ }).waitFor();
+      await shot(page, '12j-calendars-delete-refused.png');
+
+      // Someone else saves while the form is open: the form says so instead of overwriting.
+      await row.getByRole('link', { name: 'Edit' }).click();
+      await page.getByRole('heading', { name: 'Edit calendar "browser-holidays"' }).waitFor();
+      await api('PUT', `/api/v1/calendars/${calendar.id}`, { version: calendar.version, description: 'changed elsewhere' });
+      await page.locator('textarea[name="excluded_times"]').fill('23:00-05:00');
+      await page.getByRole('button', { name: 'Save changes' }).click();
+      await page.locator('form .banner', { hasText: 'Someone changed this calendar since you opened it' }).waitFor();
+      await page.reload();
+      await page.locator('textarea[name="description"]').waitFor();
+      await page.locator('textarea[name="excluded_times"]').fill('23:00-05:00');
+      await page.getByRole('button', { name: 'Save changes' }).click();
+      await page.getByRole('heading', { name: 'Calendar "browser-holidays"' }).waitFor();
+      await page.locator('dd', { hasText: '23:00-05:00' }).waitFor();
+      await page.locator('dd', { hasText: 'changed elsewhere' }).waitFor();
+    });
+
     await step('at phone width (375 px) no page scrolls sideways', async () => {
       await page.setViewportSize({ width: 375, height: 800 });
       const hello = (await api('GET', '/api/v1/jobs?q=browser-hello')).items[0];
@@ -387,7 +443,7 @@ async function main() {
         ['#/jobs', 'tr[data-job]'], [`#/jobs/${hello.id}`, 'tr[data-fire]'], ['#/fires', 'tr[data-fire]'],
         [`#/fires/${killedFire}`, 'dl.facts'], ['#/dashboard', 'svg.chart'], ['#/executors', 'section[data-app]'],
         ['#/cluster', 'td .badge'], ['#/tokens', 'input[name="name"]'], ['#/jobs/new', 'textarea[name="params"]'],
-        ['#/audit', 'tr[data-audit]']]) {
+        ['#/audit', 'tr[data-audit]'], ['#/calendars', 'tr[data-calendar]']]) {
         await page.goto(`${base}/${route}`);
         await page.locator(ready).first().waitFor();
         const width = await page.evaluate(() => document.documentElement.scrollWidth);
@@ -458,6 +514,14 @@ async function main() {
       await page.goto(`${base}/#/jobs/new`);
       await page.getByText('cannot create or edit jobs').waitFor();
       await none('the job form', page.getByRole('button', { name: 'Create job' }));
+      await page.goto(`${base}/#/calendars`);
+      const calendarRow = page.locator('tr[data-calendar]', { hasText: 'browser-holidays' });
+      await calendarRow.waitFor();
+      await none('New calendar', page.getByRole('link', { name: 'New calendar' }));
+      await none('Edit/Delete of a calendar', calendarRow.locator('button, a.button'));
+      await calendarRow.getByRole('link', { name: 'browser-holidays' }).click();
+      await page.locator('tr[data-day]').first().waitFor();
+      await none('Edit or Delete on the calendar page', page.locator('h1 .actions'));
       await shot(page, '17-viewer-no-forms.png');
     });
 
