@@ -434,6 +434,9 @@ async function main() {
       await page.getByRole('heading', { name: 'Calendar "browser-holidays"' }).waitFor();
       await page.locator('dd', { hasText: '23:00-05:00' }).waitFor();
       await page.locator('dd', { hasText: 'changed elsewhere' }).waitFor();
+      await page.goto(`${base}/#/audit?target_kind=calendar`);
+      await page.locator('tr[data-audit]', { hasText: 'update' }).first()
+        .locator(`a[href="#/calendars/${calendar.id}"]`).waitFor();
     });
 
     await step('at phone width (375 px) no page scrolls sideways', async () => {

@@ -5,7 +5,7 @@ import { get, withQuery } from '../api.js';
 import { badge, fmtTime, h, replace, table } from '../dom.js';
 
 const ACTIONS = ['', 'create', 'update', 'delete', 'pause', 'resume', 'trigger', 'kill', 'revoke', 'rotate', 'denied'];
-const KINDS = ['', 'job', 'fire', 'token', 'alert-rule', 'signing-key', 'route'];
+const KINDS = ['', 'job', 'calendar', 'fire', 'token', 'alert-rule', 'signing-key', 'route'];
 // Changes every edit: noise in a diff.
 const SKIP = new Set(['updated_at']);
 
@@ -33,7 +33,8 @@ export function auditDiff(entry) {
 function targetCell(e) {
   const t = e.target;
   const label = `${t.kind} ${t.id}`;
-  const link = t.kind === 'job' && e.action !== 'delete' ? h('a', { href: `#/jobs/${t.id}` }, label) : label;
+  const page = { job: 'jobs', calendar: 'calendars' }[t.kind];
+  const link = page && e.action !== 'delete' ? h('a', { href: `#/${page}/${t.id}` }, label) : label;
   return [link, t.name ? h('div', { class: 'hint' }, t.name) : null];
 }
 
