@@ -31,6 +31,19 @@ TEST(RunCli, HelpSaysWhereTheTokenComesFromAndExits0) {
     EXPECT_NE(r.out.find("apply -f jobs.yaml"), std::string::npos);
 }
 
+TEST(RunCli, CalendarsCommandsNeedTheirArguments) {
+    auto r = Schedctl({"--server", "http://127.0.0.1:1", "calendars", "frob"});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find("calendars: expected list, get, apply or delete"), std::string::npos) << r.err;
+    r = Schedctl({"--server", "http://127.0.0.1:1", "calendars", "get"});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find("calendars: missing ID or NAME"), std::string::npos) << r.err;
+    r = Schedctl({"--server", "http://127.0.0.1:1", "calendars", "apply"});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find("calendars apply: -f FILE is required"), std::string::npos) << r.err;
+    EXPECT_NE(Schedctl({"--help"}).out.find("calendars list"), std::string::npos);
+}
+
 TEST(RunCli, BackfillNeedsARangeAndAnIntegerParallel) {
     const auto no_range = Schedctl({"--server", "http://127.0.0.1:1", "jobs", "backfill", "7", "--from", "0"});
     EXPECT_EQ(no_range.code, 1);
