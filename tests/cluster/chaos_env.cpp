@@ -7,7 +7,7 @@
 #include <sstream>
 #include <thread>
 
-#include "../support/child_process.hpp"
+#include "sched/common/testing/child_process.hpp"
 
 namespace sched::chaos {
 
@@ -24,56 +24,6 @@ std::string Bin(const std::string& name) {
 }
 
 }  // namespace
-
-int RunCommand(const std::vector<std::string>& argv, std::string* output, const std::vector<std::string>& env) {
-    try {
-        testing::ChildProcess p(argv, "", env);
-        auto code = p.WaitForExit(120s);
-        if (output) *output += p.stdout_text() + p.stderr_text();
-        return code.value_or(-1);
-    } catch (const std::exception& e) {
-        if (output) *output += e.what();
-        return -1;
-    }
-}
-
-// ---- PrivateMariaDb ----
-
-std::unique_ptr<PrivateMariaDb> PrivateMariaDb::Start(const std::string& script, const std::string& bind,
-                                                      std::string* why) {
-    std::unique_ptr<PrivateMariaDb> db(new PrivateMariaDb());
-    db->script_ = script;
-    std::random_device rd;
-    db->dir_ = std::filesystem::temp_directory_path() / ("sched-chaos-mdb-" + std::to_string(rd() % 1000000));
-    std::string output;
-    const int rc =
-        RunCommand({"/bin/bash", script, "start", db->dir_.string()}, &output, {"SCHED_MARIADB_BIND=" + bind});
-    if (rc != 0) {
-        *why = "scripts/mariadb.sh start failed (" + std::to_string(rc) + "): " + output;
-        return nullptr;
-    }
-    std::ifstream(db->dir_ / "url") >> db->url_;
-    if (db->url_.empty()) {
-        *why = "scripts/mariadb.sh wrote no url";
-        return nullptr;
-    }
-    return db;
-}
-
-PrivateMariaDb::~PrivateMariaDb() {
-    if (dir_.empty()) return;
-    RunCommand({"/bin/bash", script_, "stop", dir_.string()});
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-}
-
-bool PrivateMariaDb::Stop(std::string* output) {
-    return RunCommand({"/bin/bash", script_, "stop", dir_.string()}, output) == 0;
-}
-
-bool PrivateMariaDb::Restart(std::string* output) {
-    return RunCommand({"/bin/bash", script_, "restart", dir_.string()}, output) == 0;
-}
 
 // ---- NetnsTopology ----
 
@@ -155,12 +105,8 @@ std::unique_ptr<testing::ChildProcess> SpawnLogged(const std::vector<std::string
                                                    const std::filesystem::path& log,
                                                    const std::vector<std::string>& prefix) {
     std::vector<std::string> full = prefix;
-    // sh -c 'exec "$0" "$@" >>LOG 2>&1' ARGV...: the program replaces the shell (same PID).
-    full.push_back("/bin/sh");
-    full.push_back("-c");
-    full.push_back("exec \"$0\" \"$@\" >>'" + log.string() + "' 2>&1");
     full.insert(full.end(), argv.begin(), argv.end());
-    return std::make_unique<testing::ChildProcess>(full);
+    return std::make_unique<testing::ChildProcess>(full, testing::OutputFile{log.string()});
 }
 
 std::string ReadText(const std::filesystem::path& path) {

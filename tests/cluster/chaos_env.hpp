@@ -12,35 +12,14 @@
 #include <string>
 #include <vector>
 
-#include "../support/child_process.hpp"
+#include "sched/common/testing/child_process.hpp"
+#include "sched/common/testing/private_mariadb.hpp"
 
 namespace sched::chaos {
 
-/// Runs a command to completion; returns its exit code and appends its output to `*output`.
-int RunCommand(const std::vector<std::string>& argv, std::string* output = nullptr,
-               const std::vector<std::string>& env = {});
-
-/// A private MariaDB started by scripts/mariadb.sh in its own directory.
-class PrivateMariaDb {
-  public:
-    /// Starts it, listening on `bind` ("127.0.0.1" or "127.0.0.1,10.x.y.1"). nullptr and `*why`
-    /// when it cannot start (mariadbd missing, ...).
-    static std::unique_ptr<PrivateMariaDb> Start(const std::string& script, const std::string& bind, std::string* why);
-    ~PrivateMariaDb();  ///< stops the server by its PID and removes the directory
-
-    /// mysql://sched:...@127.0.0.1:port/sched_test
-    const std::string& url() const { return url_; }
-    /// Stops the server (data kept) / starts it again on the same data dir and port.
-    bool Stop(std::string* output = nullptr);
-    bool Restart(std::string* output = nullptr);
-    const std::filesystem::path& dir() const { return dir_; }
-
-  private:
-    PrivateMariaDb() = default;
-    std::string script_;
-    std::filesystem::path dir_;
-    std::string url_;
-};
+// A command run to completion and the private MariaDB are the shared test toolbox's.
+using testing::PrivateMariaDb;
+using testing::RunCommand;
 
 /// One network namespace holding a trigger node, joined to the root namespace by two veth pairs:
 ///   db link:       root `<db_host>` <-> ns `<db_peer>` (the node reaches MariaDB at db_host)
@@ -72,8 +51,8 @@ class NetnsTopology {
     std::string db_host_, db_peer_, exec_host_, exec_peer_;
 };
 
-/// Starts `argv` with stdout and stderr appended to `log` (through `sh -c 'exec ...'`, so the
-/// PID is the program's own); `prefix` (e.g. `ip netns exec NS`) goes in front.
+/// Starts `argv` with stdout and stderr appended to `log`; `prefix` (e.g. `ip netns exec NS`)
+/// goes in front (it execs the program, so the PID is the program's own).
 std::unique_ptr<testing::ChildProcess> SpawnLogged(const std::vector<std::string>& argv,
                                                    const std::filesystem::path& log,
                                                    const std::vector<std::string>& prefix = {});

@@ -31,6 +31,7 @@
 #include "chaos_env.hpp"
 #include "history_checker.hpp"
 #include "sched/common/node_id.hpp"
+#include "sched/common/testing/wait_for.hpp"
 #include "sched/db/migrator.hpp"
 #include "sched/db/testing/test_database.hpp"
 #include "sched/store/fire.hpp"
@@ -56,13 +57,9 @@ bool EnvIs(const char* name, const char* value) {
     return v && std::string(v) == value;
 }
 
-bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (condition()) return true;
-        std::this_thread::sleep_for(50ms);
-    }
-    return condition();
+// Polls every 50ms (over HTTP: the process under test should not feel the polling).
+bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+    return testing::WaitFor(done, timeout, 50ms);
 }
 
 // Waits for a line containing `needle` in the part of `path` after byte `offset`.

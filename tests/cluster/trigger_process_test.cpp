@@ -11,9 +11,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "../support/child_process.hpp"
 #include "../support/tokens.hpp"
 #include "sched/common/node_id.hpp"
+#include "sched/common/testing/child_process.hpp"
+#include "sched/common/testing/wait_for.hpp"
 #include "sched/db/migrator.hpp"
 #include "sched/db/testing/test_database.hpp"
 #include "sched/store/fire.hpp"
@@ -26,13 +27,9 @@ namespace {
 using namespace std::chrono_literals;
 using testing::ChildProcess;
 
-bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (condition()) return true;
-        std::this_thread::sleep_for(20ms);
-    }
-    return condition();
+// Polls every 20ms (over HTTP: the process under test should not feel the polling).
+bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+    return testing::WaitFor(done, timeout, 20ms);
 }
 
 std::int64_t NowMs() {

@@ -15,10 +15,10 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
-#include "../support/child_process.hpp"
 #include "sched/client/executor.hpp"
 #include "sched/common/config.hpp"
 #include "sched/common/logging.hpp"
+#include "sched/common/testing/child_process.hpp"
 #include "sched/db/db_url.hpp"
 
 namespace sched {

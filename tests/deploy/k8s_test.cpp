@@ -19,7 +19,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
-#include "../support/child_process.hpp"
+#include "sched/common/testing/child_process.hpp"
 
 namespace sched {
 namespace {

@@ -14,8 +14,8 @@
 
 #include <gtest/gtest.h>
 
-#include "../support/child_process.hpp"
 #include "sched/common/node_id.hpp"
+#include "sched/common/testing/child_process.hpp"
 #include "sched/http/testing/test_server.hpp"
 #include "sched/http/url.hpp"
 #include "sched/protocol/request_signature.hpp"

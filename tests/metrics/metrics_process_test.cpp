@@ -19,7 +19,8 @@
 
 #include <gtest/gtest.h>
 
-#include "../support/child_process.hpp"
+#include "sched/common/testing/child_process.hpp"
+
 #include "sched/common/node_id.hpp"
 
 namespace sched {
@@ -36,14 +37,10 @@ std::string ReadFile(const std::filesystem::path& path) {
 }
 
 // Runs a shell command; returns its exit status and output (stdout and stderr).
-std::pair<int, std::string> RunCommand(const std::string& command) {
+std::pair<int, std::string> Shell(const std::string& command) {
     std::string out;
-    FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-    if (pipe == nullptr) return {-1, "popen failed"};
-    char buf[4096];
-    while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-    const int status = ::pclose(pipe);
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+    const int code = testing::RunCommand({"/bin/sh", "-c", command}, &out);
+    return {code, out};
 }
 
 // The metric names a dashboard or rule file uses: every sched_* or process_* identifier.
@@ -119,7 +116,7 @@ TEST(MetricNames, AreCheckedAgainstTheExposition) {
 }
 
 TEST(AlertRules, PassPromtool) {
-    const auto [code, out] = RunCommand("promtool check rules " SCHED_SOURCE_DIR "/docs/prometheus/alerts.yml");
+    const auto [code, out] = Shell("promtool check rules " SCHED_SOURCE_DIR "/docs/prometheus/alerts.yml");
     EXPECT_EQ(code, 0) << out << "\n(promtool comes with the Debian package prometheus: scripts/deps.sh test)";
 }
 
@@ -159,7 +156,7 @@ TEST(StandaloneMetrics, LiveExpositionPassesPromtoolAndDeclaresEveryNameTheDashb
     }
     const auto file = dir / "metrics.txt";
     std::ofstream(file) << metrics;
-    const auto [code, out] = RunCommand("promtool check metrics < " + file.string());
+    const auto [code, out] = Shell("promtool check metrics < " + file.string());
     EXPECT_EQ(code, 0) << out;
 
     for (const char* used : {"/docs/grafana/scheduler-dashboard.json", "/docs/prometheus/alerts.yml"}) {
@@ -231,7 +228,7 @@ TEST(ExecutorMetrics, ADemoClientsExpositionPassesPromtoolAndDeclaresEveryClient
     }
     const auto file = dir / "client-metrics.txt";
     std::ofstream(file) << metrics;
-    const auto [code, out] = RunCommand("promtool check metrics < " + file.string());
+    const auto [code, out] = Shell("promtool check metrics < " + file.string());
     EXPECT_EQ(code, 0) << out;
 
     for (const char* used : {"/docs/grafana/scheduler-dashboard.json", "/docs/prometheus/alerts.yml"}) {

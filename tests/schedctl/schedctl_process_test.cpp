@@ -11,9 +11,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "../support/child_process.hpp"
 #include "api_client.hpp"
 #include "sched/common/node_id.hpp"
+#include "sched/common/testing/child_process.hpp"
 
 namespace sched {
 namespace {

@@ -14,8 +14,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "../support/child_process.hpp"
 #include "sched/common/node_id.hpp"
+#include "sched/common/testing/child_process.hpp"
+#include "sched/common/testing/wait_for.hpp"
 
 namespace sched {
 namespace {
@@ -39,14 +40,9 @@ std::int64_t NowMs() {
         .count();
 }
 
-// Polls `done` every 100 ms until it holds or `timeout` passes.
+// Polls every 100ms (over HTTP: the process under test should not feel the polling).
 bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!done()) {
-        if (std::chrono::steady_clock::now() >= deadline) return false;
-        std::this_thread::sleep_for(100ms);
-    }
-    return true;
+    return testing::WaitFor(done, timeout, 100ms);
 }
 
 class CalendarProcess : public ::testing::Test {

@@ -16,8 +16,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "../support/child_process.hpp"
 #include "../support/tokens.hpp"
+#include "sched/common/testing/child_process.hpp"
 
 namespace sched {
 namespace {

@@ -25,8 +25,9 @@
 #include <openssl/hmac.h>
 #include <nlohmann/json.hpp>
 
-#include "../support/child_process.hpp"
 #include "sched/common/node_id.hpp"
+#include "sched/common/testing/child_process.hpp"
+#include "sched/common/testing/wait_for.hpp"
 #include "sched/db/database.hpp"
 
 namespace sched {
@@ -181,14 +182,9 @@ std::string TokenOf(ChildProcess& p) {
     return line ? line->substr(line->rfind(' ') + 1) : std::string();
 }
 
-// Polls `done` every 50 ms until it holds or `timeout` passes.
+// Polls every 50ms (over HTTP: the process under test should not feel the polling).
 bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!done()) {
-        if (std::chrono::steady_clock::now() >= deadline) return false;
-        std::this_thread::sleep_for(50ms);
-    }
-    return true;
+    return testing::WaitFor(done, timeout, 50ms);
 }
 
 TEST_F(StandaloneProcess, TheDataDirectoryAndTheDatabaseFilesArePrivate) {

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "child_process.hpp"
+#include "sched/common/testing/child_process.hpp"
 #include "sched/store/token.hpp"
 #include "sched/web/auth.hpp"
 #include "sched/web/sha256.hpp"

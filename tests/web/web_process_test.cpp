@@ -8,9 +8,9 @@
 
 #include <gtest/gtest.h>
 
-#include "../support/child_process.hpp"
 #include "sched/common/beast.hpp"
 #include "sched/common/node_id.hpp"
+#include "sched/common/testing/child_process.hpp"
 
 namespace sched {
 namespace {

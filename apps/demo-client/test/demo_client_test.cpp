@@ -1,9 +1,5 @@
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-#include <fcntl.h>
 
 #include <algorithm>
 #include <cstring>
@@ -15,9 +11,8 @@
 #include "demo_handlers.hpp"
 #include "sched/client/testing/fake_web.hpp"
 #include "sched/common/node_id.hpp"
+#include "sched/common/testing/child_process.hpp"
 #include "sched/http/testing/test_server.hpp"
-
-extern char** environ;
 
 namespace sched::demo {
 namespace {
@@ -104,55 +99,30 @@ TEST(DemoHandlers, PayWithoutTheLockChargesAnOrderOnceThenFindsItCharged) {
     std::filesystem::remove_all(dir);
 }
 
-// A demo-client process, stopped by PID when the test ends.
-class Process {
+// A demo-client process, stopped by PID when the test ends: stdout and stderr in a fresh
+// `output_path`, SCHED_TOKEN only when `env` gives it.
+class Process : public testing::ChildProcess {
   public:
-    Process(std::vector<std::string> args, const std::vector<std::string>& extra_env, const std::string& stderr_path) {
-        std::vector<char*> argv;
-        argv.push_back(const_cast<char*>(DEMO_CLIENT_BINARY));
-        for (auto& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        std::vector<std::string> env_strings(extra_env);
-        for (char** e = environ; *e != nullptr; ++e) {
-            if (std::strncmp(*e, "SCHED_TOKEN=", 12) != 0) env_strings.emplace_back(*e);
-        }
-        std::vector<char*> envp;
-        for (auto& e : env_strings) envp.push_back(e.data());
-        envp.push_back(nullptr);
-        posix_spawn_file_actions_t actions;
-        posix_spawn_file_actions_init(&actions);
-        posix_spawn_file_actions_addopen(&actions, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        posix_spawn_file_actions_addopen(&actions, 1, stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-        if (posix_spawn(&pid_, DEMO_CLIENT_BINARY, &actions, nullptr, argv.data(), envp.data()) != 0) pid_ = -1;
-        posix_spawn_file_actions_destroy(&actions);
-    }
-    ~Process() {
-        if (pid_ > 0 && !exited_) {
-            ::kill(pid_, SIGKILL);
-            ::waitpid(pid_, nullptr, 0);
-        }
-    }
-    pid_t pid() const { return pid_; }
+    Process(const std::vector<std::string>& args, const std::vector<std::string>& env, const std::string& output_path)
+        : ChildProcess(Argv(args), Fresh(output_path), WithoutInheritedToken(env)) {}
     /// The exit code once the process ended within `timeout`; -1 otherwise.
-    int Wait(std::chrono::milliseconds timeout = 20s) {
-        int status = 0;
-        const bool ended = WaitFor(
-            [&] {
-                if (exited_) return true;
-                if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-                    exited_ = true;
-                    code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-                }
-                return exited_;
-            },
-            timeout);
-        return ended ? code_ : -1;
-    }
+    int Wait(std::chrono::milliseconds timeout = 20s) { return WaitForExit(timeout).value_or(-1); }
 
   private:
-    pid_t pid_ = -1;
-    bool exited_ = false;
-    int code_ = -1;
+    static std::vector<std::string> Argv(const std::vector<std::string>& args) {
+        std::vector<std::string> argv{DEMO_CLIENT_BINARY};
+        argv.insert(argv.end(), args.begin(), args.end());
+        return argv;
+    }
+    static testing::OutputFile Fresh(const std::string& path) {
+        std::filesystem::remove(path);
+        return {path};
+    }
+    static std::vector<std::string> WithoutInheritedToken(const std::vector<std::string>& env) {
+        std::vector<std::string> out{"SCHED_TOKEN"};
+        out.insert(out.end(), env.begin(), env.end());
+        return out;
+    }
 };
 
 class DemoClientProcess : public ::testing::Test {

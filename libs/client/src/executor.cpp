@@ -22,6 +22,7 @@
 #include "impl/lock_service.hpp"
 #include "impl/run_registry.hpp"
 #include "impl/spool.hpp"
+#include "sched/common/backoff.hpp"
 #include "sched/common/net.hpp"
 #include "sched/http/client.hpp"
 #include "sched/http/json.hpp"
@@ -939,8 +940,9 @@ net::awaitable<bool> Runtime::FlushResults() {
 
 net::awaitable<void> Runtime::CallbackLoop() {
     const auto flush = std::chrono::duration_cast<Clock::duration>(options_.callback_flush_interval);
-    const auto max_backoff = std::chrono::duration_cast<Clock::duration>(options_.callback_max_backoff);
-    auto backoff = flush;
+    // After a failed round the pause doubles from 2 * flush-interval up to callback-max-backoff.
+    Backoff backoff(std::min<Micros>(options_.callback_flush_interval * 2, options_.callback_max_backoff),
+                    options_.callback_max_backoff);
     for (;;) {
         const bool final_round = callback_stop_.load();
         const bool ok = co_await FlushResults();
@@ -954,9 +956,13 @@ net::awaitable<void> Runtime::CallbackLoop() {
             web_reachable_ = ok;
         }
         if (final_round) break;
-        backoff = ok ? flush : std::min(backoff * 2, max_backoff);
+        if (ok) backoff.Reset();
         if (callback_stop_) continue;  // straight to the final round
-        callback_timer_.expires_after(ok ? flush : backoff);
+        if (ok) {
+            callback_timer_.expires_after(flush);
+        } else {
+            callback_timer_.expires_after(backoff.Next());
+        }
         boost::system::error_code ec;
         co_await callback_timer_.async_wait(net::redirect_error(net::use_awaitable, ec));
     }

@@ -1,5 +1,7 @@
 #include "sched/db/database.hpp"
 
+#include "sched/common/backoff.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -287,8 +289,8 @@ Result<std::shared_ptr<Database>> Database::Open(const DbUrl& url) {
 Result<std::shared_ptr<Database>> Database::OpenWithRetry(const DbUrl& url, Micros retry_for,
                                                           const std::function<bool()>& should_stop) {
     const auto deadline = std::chrono::steady_clock::now() + retry_for;
-    auto backoff = std::chrono::milliseconds(200);
-    std::mt19937 rng{std::random_device{}()};
+    // Jitter spreads out a cluster's reconnects after a database restart.
+    Backoff backoff(std::chrono::milliseconds(200), std::chrono::milliseconds(5000), BackoffJitter::kQuarterMore);
     for (int attempt = 1;; ++attempt) {
         auto db = Open(url);
         if (db.ok()) {
@@ -301,10 +303,7 @@ Result<std::shared_ptr<Database>> Database::OpenWithRetry(const DbUrl& url, Micr
             return Unavailable("database " + url.Redacted() + " unreachable after " + std::to_string(attempt) +
                                " attempts over " + FormatDuration(retry_for) + ": " + db.status().message());
         }
-        // Jitter spreads out a cluster's reconnects after a database restart.
-        std::uniform_int_distribution<int> jitter(0, static_cast<int>(backoff.count() / 4));
-        auto wait = std::min<std::chrono::steady_clock::duration>(backoff + std::chrono::milliseconds(jitter(rng)),
-                                                                  deadline - now);
+        auto wait = std::min<std::chrono::steady_clock::duration>(backoff.Next(), deadline - now);
         spdlog::warn("database {} unreachable (attempt {}): {}; retrying in {} ms", url.Redacted(), attempt,
                      db.status().message(), std::chrono::duration_cast<std::chrono::milliseconds>(wait).count());
         const auto wake = std::chrono::steady_clock::now() + wait;
@@ -313,7 +312,6 @@ Result<std::shared_ptr<Database>> Database::OpenWithRetry(const DbUrl& url, Micr
             std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
                 std::chrono::milliseconds(50), wake - std::chrono::steady_clock::now()));
         }
-        backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
     }
 }
 

@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sched/common/backoff.hpp"
 #include "sched/common/beast.hpp"
 
 namespace sched::rest {
@@ -250,16 +251,17 @@ net::awaitable<Result<ClientResponse>> HttpClient::Send(ClientRequest request, C
     const auto timeout =
         std::chrono::duration_cast<Clock::duration>(options.timeout.value_or(st->options.request_timeout));
     const auto deadline = Clock::now() + timeout;
-    auto backoff = std::chrono::duration_cast<Clock::duration>(options.retry_backoff);
+    // Capped at the whole timeout: a longer pause could never end before the deadline anyway.
+    Backoff backoff(options.retry_backoff,
+                    std::max(options.retry_backoff, std::chrono::duration_cast<Micros>(timeout)));
     st->requests.fetch_add(1);
     for (int attempt = 0;; ++attempt) {
         Result<ClientResponse> r = co_await SendOnce(*st, *url, req, deadline);
-        if (attempt >= options.retries || !Retryable(r) || Clock::now() + backoff >= deadline) co_return r;
+        if (attempt >= options.retries || !Retryable(r) || Clock::now() + backoff.base() >= deadline) co_return r;
         st->retries.fetch_add(1);
-        net::steady_timer timer(st->executor, backoff);
+        net::steady_timer timer(st->executor, backoff.Next());
         beast::error_code ec;
         co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));
-        backoff *= 2;
     }
 }
 

@@ -9,7 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "impl/backoff.hpp"
+#include "sched/common/backoff.hpp"
 #include "sched/common/node_id.hpp"
 
 namespace sched::lock {
@@ -79,7 +79,7 @@ class LockService {
         const std::string owner = node_id_ + "#" + std::to_string(seq_.fetch_add(1) + 1);
         const bool forever = wait >= std::chrono::hours(24 * 365 * 100);
         const SteadyTime deadline = forever ? SteadyTime::max() : clock_.Steady() + wait;
-        Backoff backoff(retry_.initial, retry_.max);
+        Backoff backoff(retry_.initial, retry_.max, BackoffJitter::kSpread);
         std::optional<Status> last_error;
         for (;;) {
             if (cancel.stop_requested()) return Cancelled("lock '" + std::string(key) + "': cancelled while waiting");

@@ -16,7 +16,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::LockDbTest;
-using testing::WaitUntil;
+using testing::WaitFor;
 
 class DistributedLockDbTest : public LockDbTest {
   protected:
@@ -127,7 +127,7 @@ TEST_P(DistributedLockDbTest, LostLockIsReportedThroughTheGuard) {
                              "WHERE namespace = 'lock:k'";
                     })
                     .ok());
-    ASSERT_TRUE(WaitUntil([&] { return guard.LostToken().stop_requested(); }, 3s));
+    ASSERT_TRUE(WaitFor([&] { return guard.LostToken().stop_requested(); }, 3s));
     EXPECT_FALSE(guard.Held());
     EXPECT_TRUE(IsLeaseLost(guard.Unlock()));
 }

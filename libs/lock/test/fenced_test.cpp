@@ -15,7 +15,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::LockDbTest;
-using testing::WaitUntil;
+using testing::WaitFor;
 
 class FencedTest : public LockDbTest {
   protected:
@@ -85,7 +85,7 @@ TEST_P(FencedTest, WrongEpochWrongOwnerReleasedOrExpiredIsLeaseLostAndFnDoesNotR
     EXPECT_TRUE(IsLeaseLost(mine.RunFenced(h.epoch + 1, fn)));
     EXPECT_TRUE(IsLeaseLost(theirs.RunFenced(h.epoch, fn)));
     EXPECT_TRUE(IsLeaseLost(Fence(Pool(), "nope", "node-a").RunFenced(h.epoch, fn)));
-    ASSERT_TRUE(WaitUntil([&] { return (*store_->Read("master"))->Available(); }, 5s));
+    ASSERT_TRUE(WaitFor([&] { return (*store_->Read("master"))->Available(); }, 5s));
     const Status expired = mine.RunFenced(h.epoch, fn);  // expired, not yet taken over
     EXPECT_TRUE(IsLeaseLost(expired)) << expired.ToString();
     EXPECT_FALSE(ran);
@@ -119,11 +119,11 @@ TEST_P(FencedTest, ATransactionThatOutlivesItsLeaseLandsNothingAndTheTakeOverPro
             return Write(session);
         });
     });
-    ASSERT_TRUE(WaitUntil([&] { return inside.load(); }, 5s));
+    ASSERT_TRUE(WaitFor([&] { return inside.load(); }, 5s));
     SqlLockStore other(Pool());
     std::optional<LockRow> seen;
     // Poll the way a follower does: read, and take over once the row looks expired.
-    ASSERT_TRUE(WaitUntil(
+    ASSERT_TRUE(WaitFor(
         [&] {
             auto attempt = TryAcquireOnce(other, "master", "node-b", 10s, &seen);
             return attempt.ok() && attempt->has_value();
@@ -171,10 +171,10 @@ TEST_P(FencedTest, MariaDbAbortsAFencedTransactionLeftIdleSoATakeOverProceeds) {
             return Write(session);
         });
     });
-    ASSERT_TRUE(WaitUntil([&] { return inside.load(); }, 5s));
+    ASSERT_TRUE(WaitFor([&] { return inside.load(); }, 5s));
     const auto start = std::chrono::steady_clock::now();
     SqlLockStore other(Pool());
-    ASSERT_TRUE(WaitUntil(
+    ASSERT_TRUE(WaitFor(
         [&] {
             auto attempt = TryAcquireOnce(other, "master", "node-b", 10s);
             return attempt.ok() && attempt->has_value();

@@ -18,7 +18,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::LockDbTest;
-using testing::WaitUntil;
+using testing::WaitFor;
 
 class LeaseElectorDbTest : public LockDbTest {
   protected:
@@ -61,7 +61,7 @@ TEST_P(LeaseElectorDbTest, TwoNodesNeverLeadAtOnceAndResignHandsOverWithinATick)
     auto b = MakeNode("b");
     a->Start();
     b->Start();
-    ASSERT_TRUE(WaitUntil([&] { return a->elector.IsLeading() || b->elector.IsLeading(); }, 5s));
+    ASSERT_TRUE(WaitFor([&] { return a->elector.IsLeading() || b->elector.IsLeading(); }, 5s));
     const auto until = std::chrono::steady_clock::now() + 1500ms;  // three TTLs of renewals
     int both = 0;
     while (std::chrono::steady_clock::now() < until) {
@@ -77,7 +77,7 @@ TEST_P(LeaseElectorDbTest, TwoNodesNeverLeadAtOnceAndResignHandsOverWithinATick)
     leader.driver.request_stop();
     leader.driver.join();  // Run() resigns: stops leading, then releases the row
     EXPECT_FALSE(leader.elector.IsLeading());
-    ASSERT_TRUE(WaitUntil([&] { return follower.elector.IsLeading(); }, 5s));
+    ASSERT_TRUE(WaitFor([&] { return follower.elector.IsLeading(); }, 5s));
     // One tick (100 ms) plus up to 1 s of scheduling slack on a busy 2-core machine. The bound
     // alone cannot tell a release from an expiry (TTL 500 ms), the epoch can: a release adds
     // one and the take-over another, an expiry take-over only one.
@@ -106,7 +106,7 @@ TEST_P(LeaseElectorDbTest, ANudgedFollowerCompetesAtOnceInsteadOfAtItsNextTick) 
     ASSERT_TRUE(a.Resign().ok());
     const auto nudged_at = std::chrono::steady_clock::now();
     b.Nudge();
-    ASSERT_TRUE(WaitUntil([&] { return b.IsLeading(); }, 10s));
+    ASSERT_TRUE(WaitFor([&] { return b.IsLeading(); }, 10s));
     EXPECT_LT(std::chrono::steady_clock::now() - nudged_at, 2s);
 }
 
@@ -139,7 +139,7 @@ TEST_P(LeaseElectorDbTest, ALeaseAnHourAheadOfTheDatabaseClockIsTakenOverWithinT
     auto fresh = MakeNode("fresh-node");
     const auto started = std::chrono::steady_clock::now();
     fresh->Start();
-    const bool led = WaitUntil([&] { return fresh->elector.IsLeading(); }, 10s);
+    const bool led = WaitFor([&] { return fresh->elector.IsLeading(); }, 10s);
     const auto took = std::chrono::steady_clock::now() - started;
     fresh->driver.request_stop();
     fresh->driver.join();

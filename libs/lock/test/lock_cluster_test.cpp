@@ -23,17 +23,21 @@
 
 #include "lock_db_fixture.hpp"
 #include "sched/common/node_id.hpp"
+#include "sched/common/testing/child_process.hpp"
+#include "sched/common/testing/private_mariadb.hpp"
+#include "sched/common/testing/wait_for.hpp"
 #include "sched/db/migrator.hpp"
 #include "sched/lock/lease_elector.hpp"
-#include "test_process.hpp"
 
 namespace sched::lock {
 namespace {
 
 using namespace std::chrono_literals;
+using sched::testing::ChildProcess;
+using sched::testing::OutputFile;
+using sched::testing::PrivateMariaDb;
+using sched::testing::WaitFor;
 using testing::LockDbTest;
-using testing::TestProcess;
-using testing::WaitUntil;
 
 constexpr auto kTick = 200ms;
 constexpr auto kTtl = 1000ms;
@@ -80,7 +84,7 @@ std::vector<LogLine> ReadLog(const std::filesystem::path& path) {
 
 struct Node {
     std::filesystem::path log;
-    std::unique_ptr<TestProcess> process;
+    std::unique_ptr<ChildProcess> process;
     std::string id;
 };
 
@@ -89,86 +93,6 @@ struct Term {
     long long epoch = 0;
     long long start_us = 0;
     long long end_us = 0;
-};
-
-/// A private MariaDB of its own (scripts/mariadb.sh), which the test can really stop and start
-/// again: same binary, data directory, port and flags, so clients see exactly what they would
-/// when an operator restarts the server.
-class PrivateMariaDb {
-  public:
-    explicit PrivateMariaDb(std::filesystem::path dir) : dir_(std::move(dir)) {
-        const std::string cmd = Script() + " start " + dir_.string() + " 2>" + (dir_.string() + ".start.log");
-        if (std::system(cmd.c_str()) != 0) {
-            RunStopScript();
-            throw std::runtime_error("could not start a private MariaDB: " + cmd);
-        }
-        std::ifstream url_in(dir_ / "url");
-        std::getline(url_in, url_);
-        std::ifstream pid_in(dir_ / "mariadbd.pid");
-        pid_in >> pid_;
-        // The server's exact command line, to start it again after Stop().
-        std::ifstream cmdline("/proc/" + std::to_string(pid_) + "/cmdline");
-        for (std::string arg; std::getline(cmdline, arg, '\0');) argv_.push_back(arg);
-        if (url_.empty() || pid_ <= 0 || argv_.empty()) {
-            RunStopScript();  // the destructor will not run for a constructor that throws
-            throw std::runtime_error("private MariaDB: no url/pid/argv");
-        }
-    }
-
-    ~PrivateMariaDb() {
-        Stop();
-        std::error_code ec;
-        std::filesystem::remove(dir_ / "mariadbd.pid", ec);
-        RunStopScript();
-        std::filesystem::remove_all(dir_, ec);
-        std::filesystem::remove(dir_.string() + ".start.log", ec);
-    }
-
-    const std::string& url() const { return url_; }
-
-    /// SIGTERM to the server by its PID; returns once the process is gone.
-    void Stop() {
-        if (restarted_) {
-            restarted_->Signal(SIGTERM);
-            if (!restarted_->WaitForExit(60s)) restarted_.reset();  // SIGKILL + waitpid
-            restarted_.reset();
-            return;
-        }
-        if (pid_ <= 0) return;
-        ::kill(pid_, SIGTERM);
-        WaitUntil([&] { return Gone(pid_); }, 60s);
-        pid_ = -1;
-    }
-
-    /// Starts the server again with the same command line; returns once it accepts connections.
-    bool Start() {
-        restarted_ = std::make_unique<testing::TestProcess>(argv_, (dir_ / "restart.out").string());
-        std::ofstream(dir_ / "mariadbd.pid") << restarted_->pid() << "\n";
-        auto url = db::ParseDbUrl(url_);
-        return url.ok() && WaitUntil([&] { return db::Database::Open(*url).ok(); }, 60s);
-    }
-
-  private:
-    static std::string Script() { return std::string(SCHED_SOURCE_DIR) + "/scripts/mariadb.sh"; }
-    // Stops the server the script started (by the PID in its pid file), if it still runs.
-    void RunStopScript() const {
-        const std::string cmd = Script() + " stop " + dir_.string();
-        (void)std::system(cmd.c_str());
-    }
-    // Not our child (the script started it), so no waitpid: gone, or a zombie nobody reaped yet.
-    static bool Gone(pid_t pid) {
-        if (::kill(pid, 0) != 0) return true;
-        std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-        std::string pid_s, comm, state;
-        stat >> pid_s >> comm >> state;
-        return state == "Z";
-    }
-
-    std::filesystem::path dir_;
-    std::string url_;
-    pid_t pid_ = -1;
-    std::vector<std::string> argv_;
-    std::unique_ptr<testing::TestProcess> restarted_;
 };
 
 struct TimedRecorder : ElectionObserver {
@@ -233,10 +157,11 @@ class LockClusterTest : public LockDbTest {
                                          "--margin",
                                          "300ms"};
         if (fenced_writes) argv.push_back("--fenced-writes");
-        node->process = std::make_unique<TestProcess>(argv, (dir_ / ("node-" + std::to_string(n) + ".out")).string());
+        node->process =
+            std::make_unique<ChildProcess>(argv, OutputFile{(dir_ / ("node-" + std::to_string(n) + ".out")).string()});
         Node& ref = *node;
         nodes_.push_back(std::move(node));
-        const bool ready = WaitUntil(
+        const bool ready = WaitFor(
             [&] {
                 for (const auto& l : ReadLog(ref.log)) {
                     if (l.kind == "READY") ref.id = l.Str("node");
@@ -271,7 +196,7 @@ class LockClusterTest : public LockDbTest {
     /// Waits until a live node holds a live lease and has logged the START of that term.
     Node* WaitForLeader(std::chrono::milliseconds timeout, const std::string& not_this = "") {
         Node* leader = nullptr;
-        WaitUntil(
+        WaitFor(
             [&] {
                 auto row = MasterRow();
                 if (!row || row->Available() || !row->owner || *row->owner == not_this) return false;
@@ -359,12 +284,12 @@ TEST_P(LockClusterTest, CounterUnderDistributedLockAcrossProcessesIsExact) {
                     .ok());
     constexpr int kProcesses = 4;
     constexpr int kIterations = 40;
-    std::vector<std::unique_ptr<TestProcess>> procs;
+    std::vector<std::unique_ptr<ChildProcess>> procs;
     for (int i = 0; i < kProcesses; ++i) {
-        procs.push_back(std::make_unique<TestProcess>(
+        procs.push_back(std::make_unique<ChildProcess>(
             std::vector<std::string>{SCHED_LOCK_TEST_NODE, "counter", "--url", test_db().url().ToString(), "--key",
                                      "counter", "--iterations", std::to_string(kIterations)},
-            (dir_ / ("counter-" + std::to_string(i) + ".out")).string()));
+            OutputFile{(dir_ / ("counter-" + std::to_string(i) + ".out")).string()}));
     }
     for (auto& p : procs) EXPECT_EQ(p->WaitForExit(90s), 0);
     auto v = db().Run([](soci::session& s) {
@@ -450,7 +375,7 @@ TEST_P(LockClusterTest, PausedLeaderCannotWriteAfterTakeoverAndDemotesWhenResume
     Node* a = WaitForLeader(10s);
     ASSERT_NE(a, nullptr);
     const long long epoch_a = MasterRow()->epoch;
-    ASSERT_TRUE(WaitUntil(
+    ASSERT_TRUE(WaitFor(
         [&] {
             for (const auto& l : ReadLog(a->log)) {
                 if (l.kind == "FENCED" && l.Num("epoch") == epoch_a && l.Str("ok") == "1") return true;
@@ -467,7 +392,7 @@ TEST_P(LockClusterTest, PausedLeaderCannotWriteAfterTakeoverAndDemotesWhenResume
     ASSERT_NE(b, nullptr) << "no take-over while the leader was paused";
     const long long epoch_b = MasterRow()->epoch;
     EXPECT_GT(epoch_b, epoch_a);
-    ASSERT_TRUE(WaitUntil(
+    ASSERT_TRUE(WaitFor(
         [&] {
             for (const auto& l : ReadLog(b->log)) {
                 if (l.kind == "FENCED" && l.Num("epoch") == epoch_b && l.Str("ok") == "1") return true;
@@ -481,7 +406,7 @@ TEST_P(LockClusterTest, PausedLeaderCannotWriteAfterTakeoverAndDemotesWhenResume
     const long long resumed_us = RealtimeUs();
     a->process->Signal(SIGCONT);
     // a notices: its term ended (STOP) and its writer's stale-epoch attempts are refused.
-    ASSERT_TRUE(WaitUntil(
+    ASSERT_TRUE(WaitFor(
         [&] {
             bool stopped = false;
             bool refused = false;
@@ -518,7 +443,9 @@ TEST_P(LockClusterTest, DatabaseDownDemotesTheLeaderOnTimeAndLeadershipResumesAf
     std::unique_ptr<PrivateMariaDb> server;
     db::DbUrl url = test_db().url();
     if (IsMySql()) {
-        server = std::make_unique<PrivateMariaDb>(dir_ / "mariadb");
+        std::string why;
+        server = PrivateMariaDb::Start(std::string(SCHED_SOURCE_DIR) + "/scripts/mariadb.sh", "127.0.0.1", &why);
+        ASSERT_TRUE(server) << "could not start a private MariaDB: " << why;
         auto parsed = db::ParseDbUrl(server->url());
         ASSERT_TRUE(parsed.ok());
         url = *parsed;
@@ -535,7 +462,7 @@ TEST_P(LockClusterTest, DatabaseDownDemotesTheLeaderOnTimeAndLeadershipResumesAf
     TimedRecorder recorder;
     elector.AddObserver(recorder);
     std::jthread driver([&](const std::stop_token& stop) { elector.Run(stop); });
-    ASSERT_TRUE(WaitUntil([&] { return elector.IsLeading(); }, 10s));
+    ASSERT_TRUE(WaitFor([&] { return elector.IsLeading(); }, 10s));
     const std::int64_t first_epoch = elector.CurrentLeadership()->epoch;
 
     std::shared_ptr<db::Database> blocker_db;  // declared first: outlives its session
@@ -551,7 +478,7 @@ TEST_P(LockClusterTest, DatabaseDownDemotesTheLeaderOnTimeAndLeadershipResumesAf
     }
     const auto down = std::chrono::steady_clock::now();  // no renew can succeed from here on
 
-    ASSERT_TRUE(WaitUntil([&] { return !elector.IsLeading(); }, kTtl + kSlack));
+    ASSERT_TRUE(WaitFor([&] { return !elector.IsLeading(); }, kTtl + kSlack));
     if (blocker) {
         // At the moment the leader stopped, the database still held its lease: nobody else
         // could have started leading before it stopped.
@@ -562,7 +489,7 @@ TEST_P(LockClusterTest, DatabaseDownDemotesTheLeaderOnTimeAndLeadershipResumesAf
             soci::into(lease_until), soci::into(now);
         EXPECT_GT(lease_until, now);
     }
-    ASSERT_TRUE(WaitUntil([&] { return recorder.First().has_value(); }, kSlack));
+    ASSERT_TRUE(WaitFor([&] { return recorder.First().has_value(); }, kSlack));
     const auto [end, notified] = *recorder.First();
     EXPECT_EQ(end.reason, StopReason::kSelfDemoted) << end.detail;
     EXPECT_EQ(end.epoch, first_epoch);
@@ -574,12 +501,13 @@ TEST_P(LockClusterTest, DatabaseDownDemotesTheLeaderOnTimeAndLeadershipResumesAf
 
     while (std::chrono::steady_clock::now() - down < 2s) std::this_thread::sleep_for(20ms);  // down for 2 s
     if (IsMySql()) {
-        ASSERT_TRUE(server->Start()) << "MariaDB did not come back";
+        ASSERT_TRUE(server->Restart()) << "MariaDB did not come back";
+        ASSERT_TRUE(WaitFor([&] { return db::Database::Open(url).ok(); }, 60s));
     } else {
         **blocker << "ROLLBACK";
         blocker.reset();
     }
-    ASSERT_TRUE(WaitUntil([&] { return elector.IsLeading(); }, kTtl + kTick + kSlack + 5s));
+    ASSERT_TRUE(WaitFor([&] { return elector.IsLeading(); }, kTtl + kTick + kSlack + 5s));
     EXPECT_GT(elector.CurrentLeadership()->epoch, first_epoch);
     driver.request_stop();
 }

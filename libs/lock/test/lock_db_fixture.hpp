@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "sched/common/testing/wait_for.hpp"
 #include "sched/db/migrator.hpp"
 #include "sched/db/testing/test_database.hpp"
 #include "sched/lock/sql_lock_store.hpp"
@@ -44,14 +45,6 @@ class LockDbTest : public db::testing::DbTest {
     bool IsMySql() const { return GetParam() == db::Backend::kMySql; }
 };
 
-/// Polls `done` every few milliseconds until it holds or `timeout` passes.
-inline bool WaitUntil(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!done()) {
-        if (std::chrono::steady_clock::now() >= deadline) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return true;
-}
+using sched::testing::WaitFor;
 
 }  // namespace sched::lock::testing

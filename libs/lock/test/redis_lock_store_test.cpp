@@ -13,27 +13,21 @@
 
 #include <gtest/gtest.h>
 
+#include "sched/common/testing/child_process.hpp"
+#include "sched/common/testing/wait_for.hpp"
 #include "sched/db/database.hpp"
 #include "sched/lock/distributed_lock.hpp"
 #include "sched/lock/redis_lock_store.hpp"
 #include "sched/lock/testing/redis_server.hpp"
-#include "test_process.hpp"
 
 namespace sched::lock {
 namespace {
 
 using namespace std::chrono_literals;
+using sched::testing::ChildProcess;
+using sched::testing::OutputFile;
+using sched::testing::WaitFor;
 using testing::RedisServer;
-using testing::TestProcess;
-
-bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!done()) {
-        if (std::chrono::steady_clock::now() >= deadline) return false;
-        std::this_thread::sleep_for(5ms);
-    }
-    return true;
-}
 
 std::string HeldKey(const std::string& lock_key) {
     return "sched:held:lock:" + lock_key;
@@ -370,14 +364,14 @@ class RedisCounterTest : public ::testing::Test {
 
     // Runs the processes to the end and returns the counter.
     long long Run(const std::vector<std::string>& lock_args) {
-        std::vector<std::unique_ptr<TestProcess>> procs;
+        std::vector<std::unique_ptr<ChildProcess>> procs;
         for (int i = 0; i < kProcesses; ++i) {
             std::vector<std::string> argv{
                 SCHED_LOCK_TEST_NODE,       "counter", "--url", url_, "--key", "counter", "--iterations",
                 std::to_string(kIterations)};
             argv.insert(argv.end(), lock_args.begin(), lock_args.end());
-            procs.push_back(
-                std::make_unique<TestProcess>(argv, (dir_ / ("counter-" + std::to_string(i) + ".out")).string()));
+            procs.push_back(std::make_unique<ChildProcess>(
+                argv, OutputFile{(dir_ / ("counter-" + std::to_string(i) + ".out")).string()}));
         }
         for (auto& p : procs) EXPECT_EQ(p->WaitForExit(60s), 0);
         auto v = db_->Run([](soci::session& s) {

@@ -15,7 +15,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::LockDbTest;
-using testing::WaitUntil;
+using testing::WaitFor;
 
 class RowLockTest : public LockDbTest {
   protected:
@@ -81,7 +81,7 @@ TEST_P(RowLockTest, SecondHolderIsNotAcquiredWithinItsWaitAndFnDoesNotRun) {
             return Status::Ok();
         });
     });
-    ASSERT_TRUE(WaitUntil([&] { return holding.load(); }, 5s));
+    ASSERT_TRUE(WaitFor([&] { return holding.load(); }, 5s));
     bool ran = false;
     const auto start = std::chrono::steady_clock::now();
     auto pool = Pool(1);

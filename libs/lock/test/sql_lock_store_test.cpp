@@ -15,7 +15,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::LockDbTest;
-using testing::WaitUntil;
+using testing::WaitFor;
 
 class SqlLockStoreTest : public LockDbTest {
   protected:
@@ -34,7 +34,7 @@ class SqlLockStoreTest : public LockDbTest {
 
     // Waits (bounded) until the row has expired by the database clock.
     void WaitExpired(std::string_view name) {
-        ASSERT_TRUE(WaitUntil([&] { return MustRead(name).Available(); }, 5s));
+        ASSERT_TRUE(WaitFor([&] { return MustRead(name).Available(); }, 5s));
     }
 
     std::unique_ptr<SqlLockStore> store_;

@@ -1,13 +1,13 @@
 #include "sched/lock/testing/redis_server.hpp"
 
+#include "sched/common/testing/child_process.hpp"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <hiredis.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -137,16 +137,16 @@ RedisServer::~RedisServer() {
     std::filesystem::remove_all(dir_, ec);
 }
 
+pid_t RedisServer::pid() const {
+    return process_ ? process_->pid() : -1;
+}
+
 void RedisServer::Kill() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
+    process_.reset();  // SIGKILL by PID and waitpid
 }
 
 void RedisServer::Start() {
-    if (pid_ > 0) return;
+    if (process_) return;
     Spawn();
     try {
         WaitUntilReady();
@@ -164,28 +164,14 @@ void RedisServer::Spawn() {
         args.push_back("--requirepass");
         args.push_back(options_.password);
     }
-    const std::string log = dir_ + "/redis.log";
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) {
-        pid_ = -1;
-        throw std::runtime_error("posix_spawn " + binary_ + ": " + std::strerror(rc));
-    }
+    process_ = std::make_unique<sched::testing::ChildProcess>(args, sched::testing::OutputFile{dir_ + "/redis.log"});
 }
 
 void RedisServer::WaitUntilReady() {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     for (;;) {
-        int status = 0;
-        if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-            pid_ = -1;
+        if (!process_->Running()) {
+            process_.reset();
             throw std::runtime_error("redis-server on port " + std::to_string(port_) +
                                      " exited: " + LogTail(dir_ + "/redis.log"));
         }

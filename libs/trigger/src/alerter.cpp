@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sched/common/backoff.hpp"
 #include "sched/common/crypto.hpp"
 #include "sched/store/audit.hpp"
 #include "sched/store/job.hpp"
@@ -121,9 +122,7 @@ std::string WebhookSignature(const std::string& secret, std::int64_t timestamp_s
 }
 
 Micros DeliveryBackoff(int attempts, Micros base, Micros max) {
-    Micros delay = base;
-    for (int i = 1; i < attempts && delay < max; ++i) delay *= 2;
-    return std::min(delay, max);
+    return CappedExponential(base, attempts, max);
 }
 
 Alerter::Alerter(std::shared_ptr<db::Database> db, lock::Fence& fence, const DbTime& time, MasterConfig config,

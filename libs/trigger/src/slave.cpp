@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "sched/common/backoff.hpp"
 #include "sched/common/on_pool.hpp"
 #include "sched/cron/misfire.hpp"
 #include "sched/protocol/run.hpp"
@@ -346,7 +347,7 @@ net::awaitable<void> Slave::ClaimAndSend(std::vector<store::Fire> fires) {
     for (const auto& f : fires) ids.push_back(f.id);
     const std::int64_t token = NewClaimToken();
     const auto claim_started = std::chrono::steady_clock::now();
-    Micros backoff = 10ms;
+    Backoff backoff(10ms, 1s);
     std::optional<ClaimedGroup> claimed;
     while (!claimed) {
         const std::int64_t now = time_.NowMs();
@@ -356,7 +357,7 @@ net::awaitable<void> Slave::ClaimAndSend(std::vector<store::Fire> fires) {
             break;
         }
         spdlog::warn("slave {}: cannot claim a group of {} fires (retrying in {} ms): {}", node_id_, ids.size(),
-                     Ms(backoff), got.status().ToString());
+                     Ms(backoff.base()), got.status().ToString());
         if (state->stopping) {
             // Still pending, or claimed with this token by a commit the error hid: the master
             // hands the first to another slave and ends the second as lost with this node.
@@ -364,12 +365,11 @@ net::awaitable<void> Slave::ClaimAndSend(std::vector<store::Fire> fires) {
             co_return;
         }
         net::steady_timer pause(strand_);
-        pause.expires_after(backoff);
+        pause.expires_after(backoff.Next());
         try {
             co_await pause.async_wait(net::use_awaitable);
         } catch (const boost::system::system_error&) {
         }
-        backoff = std::min<Micros>(backoff * 2, 1s);
     }
     claims_.Inc();
     claimed_fires_.Inc(static_cast<double>(claimed->fires.size()));
@@ -512,9 +512,10 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
         // executor-ttl while nothing could be written): look again, with backoff, until
         // dispatch-timeout before failing the fire.
         const auto until = std::chrono::steady_clock::now() + config_.dispatch_timeout;
-        Micros wait = 100ms;
+        Backoff backoff(100ms, 1s);
         net::steady_timer pause(io_);
-        while (addresses.empty() && std::chrono::steady_clock::now() + wait < until && !state_->stopping) {
+        while (addresses.empty() && std::chrono::steady_clock::now() + backoff.base() < until && !state_->stopping) {
+            const Micros wait = backoff.Next();
             pause.expires_after(wait);
             try {
                 co_await pause.async_wait(net::use_awaitable);
@@ -522,7 +523,6 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
             }
             auto look = LiveCandidates(job.app, job.handler, wait);
             addresses = co_await net::co_spawn(strand_, std::move(look), net::use_awaitable);
-            wait = std::min<Micros>(wait * 2, 1s);
         }
     }
     const auto routing = ParseRouting(job.routing).value_or(Routing::kRoundRobin);
@@ -543,7 +543,7 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
     // order is tried again with backoff until dispatch-timeout, so a burst larger than the
     // executors' limits is delivered late rather than failed.
     const auto give_up_at = std::chrono::steady_clock::now() + config_.dispatch_timeout;
-    Micros backoff = 10ms;
+    Backoff backoff(10ms, 200ms);
     for (;;) {
         bool all_busy = !order.empty();
         reasons.clear();
@@ -625,14 +625,13 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
             note(address, "HTTP " + std::to_string(response->status) + (field.empty() ? "" : " (" + field + ")"),
                  "http_" + std::to_string(response->status));
         }
-        if (!all_busy || std::chrono::steady_clock::now() + backoff >= give_up_at) break;
+        if (!all_busy || std::chrono::steady_clock::now() + backoff.base() >= give_up_at) break;
         net::steady_timer pause(io_);
-        pause.expires_after(backoff);
+        pause.expires_after(backoff.Next());
         try {
             co_await pause.async_wait(net::use_awaitable);
         } catch (const boost::system::system_error&) {
         }
-        backoff = std::min<Micros>(backoff * 2, 200ms);
     }
     dispatched_.Labels({"failed"}).Inc();
     std::string why = "no executor accepted the fire: " + reasons;
@@ -885,7 +884,7 @@ net::awaitable<void> Slave::FlushRunning() {
         state->flush_scheduled = false;
     }
     for (auto& [address, fires] : batch) {
-        Micros backoff = 100ms;
+        Backoff backoff(100ms, Micros::max());  // three attempts: pauses of 100 and 200 ms
         for (int attempt = 1;; ++attempt) {
             auto moved =
                 co_await OnPool(db_pool_, [this, &fires, &address] { return store_->MarkRunning(fires, address); });
@@ -899,12 +898,11 @@ net::awaitable<void> Slave::FlushRunning() {
                              address, moved.status().ToString());
                 break;
             }
-            timer.expires_after(backoff);
+            timer.expires_after(backoff.Next());
             try {
                 co_await timer.async_wait(net::use_awaitable);
             } catch (const boost::system::system_error&) {
             }
-            backoff *= 2;
         }
     }
 }

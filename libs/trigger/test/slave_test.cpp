@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "sched/common/clock.hpp"
+#include "sched/common/testing/wait_for.hpp"
 
 namespace sched::trigger {
 namespace {
@@ -315,14 +316,8 @@ class SlaveTest : public ::testing::Test {
     }
     std::int64_t Now() const { return time_.NowMs(); }
 
-    template <typename Pred>
-    bool WaitFor(Pred pred, Micros timeout = 5s) {
-        const auto until = std::chrono::steady_clock::now() + timeout;
-        while (std::chrono::steady_clock::now() < until) {
-            if (pred()) return true;
-            std::this_thread::sleep_for(5ms);
-        }
-        return pred();
+    static bool WaitFor(const std::function<bool()>& pred, Micros timeout = 5s) {
+        return sched::testing::WaitFor(pred, timeout);
     }
     bool AllIn(const std::vector<std::int64_t>& ids, FireStatus s) {
         return std::all_of(ids.begin(), ids.end(), [&](auto id) { return store_->StatusNow(id) == s; });

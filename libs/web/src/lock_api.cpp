@@ -7,6 +7,7 @@
 
 #include "impl/context.hpp"
 #include "impl/lock_handlers.hpp"
+#include "sched/common/backoff.hpp"
 #include "sched/common/on_pool.hpp"
 #include "sched/http/json.hpp"
 #include "sched/lock/lock_backend.hpp"
@@ -131,12 +132,6 @@ Response Conflict(std::string_view key, const std::optional<std::string>& app, c
     return Response::Json(body, rest::HttpStatusFor(Code::kAborted));
 }
 
-Micros Jittered(Micros d) {
-    thread_local std::mt19937_64 rng{std::random_device{}()};
-    std::uniform_real_distribution<double> factor(0.5, 1.5);
-    return std::max(Micros(1), Micros(static_cast<Micros::rep>(static_cast<double>(d.count()) * factor(rng))));
-}
-
 bool Transient(const Status& s) {
     return s.code() == Code::kUnavailable || s.code() == Code::kDeadlineExceeded ||
            (s.code() == Code::kAborted && !lock::IsLeaseLost(s));
@@ -224,8 +219,7 @@ net::awaitable<Response> LockApi::Acquire(Request& req, const Principal& who) {
     const std::string row_name = std::string(kRowPrefix) + *name;
     auto executor = co_await net::this_coro::executor;
     net::steady_timer timer(executor);
-    Micros backoff = milliseconds(10);
-    const Micros max_backoff = milliseconds(500);
+    Backoff backoff(milliseconds(10), milliseconds(500), BackoffJitter::kSpread);
     for (;;) {
         const auto attempt_start = SteadyClock::now();
         auto attempt = [b = *backend, name = *name, row_name, lease]() -> Result<Attempt> {
@@ -248,8 +242,7 @@ net::awaitable<Response> LockApi::Acquire(Request& req, const Principal& who) {
         if (!got.ok()) {
             // A busy or briefly unreachable database: try again within the caller's wait.
             timer.expires_after(
-                std::min(Jittered(backoff), std::chrono::duration_cast<Micros>(deadline - SteadyClock::now())));
-            backoff = std::min(backoff * 2, max_backoff);
+                std::min(backoff.Next(), std::chrono::duration_cast<Micros>(deadline - SteadyClock::now())));
             boost::system::error_code ec;
             co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));
             continue;
@@ -278,8 +271,7 @@ net::awaitable<Response> LockApi::Acquire(Request& req, const Principal& who) {
             if (wait_ms > 0) message += " after waiting " + std::to_string(wait_ms) + " ms";
             co_return Conflict(key, app, "key", message, got->row);
         }
-        Micros sleep = Jittered(backoff);
-        backoff = std::min(backoff * 2, max_backoff);
+        Micros sleep = backoff.Next();
         if (got->row && HeldNow(*got->row)) {
             // No point sleeping past the holder's lease (database clock).
             sleep = std::min(sleep, Micros(got->row->lease_until_us - got->row->db_now_us) + milliseconds(1));

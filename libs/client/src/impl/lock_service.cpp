@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <future>
-#include <random>
 
 #include <spdlog/spdlog.h>
+
+#include "sched/common/backoff.hpp"
 
 namespace sched::client {
 namespace impl {
@@ -20,12 +21,6 @@ constexpr Micros kMaxBackoff = milliseconds(2000);
 
 std::int64_t Ms(Micros d) {
     return std::chrono::duration_cast<milliseconds>(d).count();
-}
-
-Micros Jittered(Micros d) {
-    thread_local std::mt19937_64 rng{std::random_device{}()};
-    std::uniform_real_distribution<double> factor(0.5, 1.5);
-    return std::max(Micros(1), Micros(static_cast<Micros::rep>(static_cast<double>(d.count()) * factor(rng))));
 }
 
 Micros Until(LockClock::time_point t) {
@@ -78,7 +73,7 @@ net::awaitable<LockCallOutcome> LockService::Call(std::string path, std::functio
                                                   LockClock::time_point deadline, std::function<Micros()> extra) {
     LockCallOutcome out;
     std::string last_error = "no web endpoint configured";
-    Micros backoff = kFirstBackoff;
+    Backoff backoff(kFirstBackoff, kMaxBackoff, BackoffJitter::kSpread);
     net::steady_timer timer(io_);
     for (;;) {
         const std::size_t start = preferred_.load();
@@ -109,9 +104,8 @@ net::awaitable<LockCallOutcome> LockService::Call(std::string path, std::functio
             last_error = req.url + ": " + (r.ok() ? "HTTP " + std::to_string(r->status) : r.status().ToString());
             spdlog::debug("lock call failed: {}", last_error);
         }
-        const Micros sleep = Jittered(backoff);
+        const Micros sleep = backoff.Next();
         if (Until(deadline) <= sleep) break;
-        backoff = std::min(backoff * 2, kMaxBackoff);
         timer.expires_after(sleep);
         boost::system::error_code ec;
         co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));

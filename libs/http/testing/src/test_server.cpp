@@ -26,15 +26,6 @@ ServerOptions LoopbackOptions() {
     return o;
 }
 
-bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
-    const auto end = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-        if (condition()) return true;
-        if (std::chrono::steady_clock::now() >= end) return condition();
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-}
-
 TestServer::TestServer(Router router, ServerOptions options, AuthHook auth) : work_(io_.get_executor()) {
     server_ = std::make_unique<Server>(io_.get_executor(), std::move(options), std::move(router), std::move(auth));
     server_->Start();

@@ -1,6 +1,7 @@
 #pragma once
 
-/// Retry timing for failed fires: exponential backoff with full jitter, capped.
+/// Retry timing for failed fires: sched::CappedExponential with kUpperHalf jitter, in the
+/// milliseconds of a job's retry_backoff_ms.
 
 #include <cstdint>
 #include <random>

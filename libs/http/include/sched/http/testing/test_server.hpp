@@ -1,7 +1,7 @@
 #pragma once
 
-/// Test helpers (target sched::http_testing, tests only): a Server on its own I/O thread, a
-/// client whose calls block, and bounded polling (STYLE "Tests": never sleep-and-hope).
+/// Test helpers (target sched::http_testing, tests only): a Server on its own I/O thread and a
+/// client whose calls block.
 
 #include <chrono>
 #include <functional>
@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "sched/common/net.hpp"
+#include "sched/common/testing/wait_for.hpp"
 #include "sched/http/client.hpp"
 #include "sched/http/server.hpp"
 
@@ -20,8 +21,8 @@ namespace sched::rest::testing {
 /// 127.0.0.1:0 with short timeouts suited to tests and the access log limited to errors.
 ServerOptions LoopbackOptions();
 
-/// Polls `condition` every 5 ms until it holds or `timeout` passes; returns its last value.
-bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+/// Bounded polling is the shared test toolbox's (sched/common/testing/wait_for.hpp).
+using sched::testing::WaitFor;
 
 /// A started Server with its own io_context and thread. Stopped (gracefully) by Stop() or
 /// the destructor.

@@ -13,10 +13,15 @@
 
 #include <sys/types.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "sched/lock/redis_lock_store.hpp"
+
+namespace sched::testing {
+class ChildProcess;
+}  // namespace sched::testing
 
 namespace sched::lock::testing {
 
@@ -37,8 +42,8 @@ class RedisServer {
 
     RedisServerAddress address() const { return {"127.0.0.1", port_}; }
     int port() const { return port_; }
-    pid_t pid() const { return pid_; }
-    bool running() const { return pid_ > 0; }
+    pid_t pid() const;
+    bool running() const { return process_ != nullptr; }
 
     /// SIGKILL and wait for the process (a crash: nothing is saved, clients see a reset).
     void Kill();
@@ -57,7 +62,7 @@ class RedisServer {
     std::string binary_;
     std::string dir_;
     int port_ = 0;
-    pid_t pid_ = -1;
+    std::unique_ptr<sched::testing::ChildProcess> process_;  // null while killed
 };
 
 }  // namespace sched::lock::testing

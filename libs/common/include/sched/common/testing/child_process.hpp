@@ -1,7 +1,9 @@
 #pragma once
 
-/// Test support: a child process started with posix_spawn, its stdout and stderr captured,
-/// and always stopped by its PID (SIGKILL in the destructor if still running).
+/// Test support (target sched::common_testing, tests only): a child process started with
+/// posix_spawn, its stdout and stderr captured (or appended to a file), and always stopped by its
+/// PID (SIGCONT + SIGKILL + waitpid in the destructor if still running), also when an assertion
+/// fails half-way through a test.
 
 #include <sys/types.h>
 
@@ -12,12 +14,22 @@
 
 namespace sched::testing {
 
+/// Where a ChildProcess started with it writes stdout and stderr (appended; created if missing),
+/// so a long run never blocks on a full pipe.
+struct OutputFile {
+    std::string path;
+};
+
 class ChildProcess {
   public:
     /// Starts `argv[0]` with `argv`, in `cwd` (empty: inherit), with extra `env` entries
-    /// ("KEY=value") added to this process's environment (replacing an entry of the same name). Throws
+    /// ("KEY=value") added to this process's environment (replacing an entry of the same name; a bare
+    /// "KEY" removes KEY). Throws
     /// std::runtime_error on failure.
     ChildProcess(const std::vector<std::string>& argv, const std::string& cwd = "",
+                 const std::vector<std::string>& env = {});
+    /// The same with stdout and stderr appended to `output.path` (WaitFor*Line then see nothing).
+    ChildProcess(const std::vector<std::string>& argv, const OutputFile& output,
                  const std::vector<std::string>& env = {});
     ~ChildProcess();
     ChildProcess(const ChildProcess&) = delete;
@@ -29,8 +41,10 @@ class ChildProcess {
     std::optional<std::string> WaitForStdoutLine(const std::string& needle, std::chrono::milliseconds timeout);
     /// The same on stderr (where spdlog's console sink writes).
     std::optional<std::string> WaitForStderrLine(const std::string& needle, std::chrono::milliseconds timeout);
-    /// Sends `signo`.
+    /// Sends `signo` unless the process is known to have exited.
     void Signal(int signo);
+    /// False once the process has exited (reaps it; WaitForExit then returns at once).
+    bool Running();
     /// Waits up to `timeout` for the exit; returns the exit code (128+signal when killed).
     std::optional<int> WaitForExit(std::chrono::milliseconds timeout);
     /// Everything read so far (after WaitForExit: everything).
@@ -49,6 +63,12 @@ class ChildProcess {
     std::string err_;
     std::optional<int> exit_code_;
 };
+
+/// Runs `argv` to completion (at most 120 s); returns its exit code (-1 when it cannot start or
+/// times out) and appends its stdout and stderr to `*output`. `env` entries ("KEY=value") replace
+/// inherited ones.
+int RunCommand(const std::vector<std::string>& argv, std::string* output = nullptr,
+               const std::vector<std::string>& env = {});
 
 /// Performs one HTTP/1.1 GET against 127.0.0.1:port and returns {status, body}; throws on
 /// connection failure.

@@ -1,4 +1,4 @@
-#include "child_process.hpp"
+#include "sched/common/testing/child_process.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -18,6 +18,38 @@ extern char** environ;
 
 namespace sched::testing {
 
+namespace {
+
+// argv[0] is a path (posix_spawn does not search PATH); `env` entries replace inherited ones.
+pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+            posix_spawn_file_actions_t* actions) {
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
+    // An extra entry replaces an inherited (or earlier) one of the same name: getenv returns the
+    // first match, so a duplicate appended after it would be ignored.
+    for (const auto& extra : env) {
+        const auto eq = extra.find('=');
+        const std::string key = eq == std::string::npos ? extra + "=" : extra.substr(0, eq + 1);
+        std::erase_if(env_strings, [&](const std::string& e) { return e.rfind(key, 0) == 0; });
+        if (eq != std::string::npos) env_strings.push_back(extra);  // "KEY" alone only removes KEY
+    }
+    std::vector<char*> envp;
+    for (auto& s : env_strings) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> args = argv;
+    std::vector<char*> argp;
+    for (auto& a : args) argp.push_back(a.data());
+    argp.push_back(nullptr);
+
+    pid_t pid = -1;
+    const int rc = posix_spawn(&pid, argp[0], actions, nullptr, argp.data(), envp.data());
+    posix_spawn_file_actions_destroy(actions);
+    if (rc != 0) throw std::runtime_error("posix_spawn " + argv[0] + ": " + std::strerror(rc));
+    return pid;
+}
+
+}  // namespace
+
 ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::string& cwd,
                            const std::vector<std::string>& env) {
     int out_pipe[2];
@@ -30,40 +62,33 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::stri
     posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
     posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
     if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
-
-    std::vector<std::string> env_strings;
-    for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
-    // An extra entry replaces an inherited (or earlier) one of the same name: getenv returns the
-    // first match, so a duplicate appended after it would be ignored.
-    for (const auto& extra : env) {
-        const auto eq = extra.find('=');
-        const std::string key = eq == std::string::npos ? extra + "=" : extra.substr(0, eq + 1);
-        std::erase_if(env_strings, [&](const std::string& e) { return e.rfind(key, 0) == 0; });
-        env_strings.push_back(extra);
-    }
-    std::vector<char*> envp;
-    for (auto& s : env_strings) envp.push_back(s.data());
-    envp.push_back(nullptr);
-    std::vector<std::string> args = argv;
-    std::vector<char*> argp;
-    for (auto& a : args) argp.push_back(a.data());
-    argp.push_back(nullptr);
-
-    const int rc = posix_spawn(&pid_, argp[0], &actions, nullptr, argp.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    close(out_pipe[1]);
-    close(err_pipe[1]);
     out_fd_ = out_pipe[0];
     err_fd_ = err_pipe[0];
-    if (rc != 0) {
+    try {
+        pid_ = Spawn(argv, env, &actions);
+    } catch (...) {
+        close(out_pipe[1]);
+        close(err_pipe[1]);
         close(out_fd_);
         close(err_fd_);
-        throw std::runtime_error("posix_spawn " + argv[0] + ": " + std::strerror(rc));
+        throw;
     }
+    close(out_pipe[1]);
+    close(err_pipe[1]);
+}
+
+ChildProcess::ChildProcess(const std::vector<std::string>& argv, const OutputFile& output,
+                           const std::vector<std::string>& env) {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, output.path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    pid_ = Spawn(argv, env, &actions);
 }
 
 ChildProcess::~ChildProcess() {
     if (!exit_code_ && pid_ > 0) {
+        ::kill(pid_, SIGCONT);  // a SIGSTOPped child must not stay stopped if SIGKILL races
         ::kill(pid_, SIGKILL);
         int status = 0;
         waitpid(pid_, &status, 0);
@@ -118,6 +143,26 @@ std::optional<std::string> ChildProcess::WaitForLine(const std::string& text, co
 
 void ChildProcess::Signal(int signo) {
     if (!exit_code_) ::kill(pid_, signo);
+}
+
+int RunCommand(const std::vector<std::string>& argv, std::string* output, const std::vector<std::string>& env) {
+    try {
+        ChildProcess p(argv, "", env);
+        auto code = p.WaitForExit(std::chrono::seconds(120));
+        if (output) *output += p.stdout_text() + p.stderr_text();
+        return code.value_or(-1);
+    } catch (const std::exception& e) {
+        if (output) *output += e.what();
+        return -1;
+    }
+}
+
+bool ChildProcess::Running() {
+    int status = 0;
+    if (!exit_code_ && waitpid(pid_, &status, WNOHANG) == pid_) {
+        exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    return !exit_code_;
 }
 
 std::optional<int> ChildProcess::WaitForExit(std::chrono::milliseconds timeout) {

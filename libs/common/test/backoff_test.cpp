@@ -1,0 +1,102 @@
+#include "sched/common/backoff.hpp"
+
+#include <set>
+
+#include <gtest/gtest.h>
+
+namespace sched {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(CappedExponential, DoublesFromTheFirstAttemptUpToTheCap) {
+    EXPECT_EQ(CappedExponential<Micros>(5s, 1, 10min), 5s);
+    EXPECT_EQ(CappedExponential<Micros>(5s, 2, 10min), 10s);
+    EXPECT_EQ(CappedExponential<Micros>(5s, 4, 10min), 40s);
+    EXPECT_EQ(CappedExponential<Micros>(5s, 20, 10min), 10min);
+    EXPECT_EQ(CappedExponential<Micros>(5s, 0, 10min), 5s);
+    EXPECT_EQ(CappedExponential<Micros>(20min, 1, 10min), 10min);  // the cap wins
+}
+
+TEST(CappedExponential, NeverOverflowsHoweverManyAttempts) {
+    const auto huge = Micros::max();
+    EXPECT_EQ(CappedExponential<Micros>(1s, 1'000'000, huge), huge);
+    const auto huge_ms = std::chrono::milliseconds::max();
+    EXPECT_EQ(CappedExponential(std::chrono::milliseconds(3), 100, huge_ms), huge_ms);
+}
+
+TEST(Jittered, SpreadStaysWithinHalfToOneAndAHalfAndVaries) {
+    std::mt19937_64 rng(7);
+    std::set<Micros::rep> seen;
+    for (int i = 0; i < 200; ++i) {
+        const Micros d = Jittered<Micros>(100ms, BackoffJitter::kSpread, rng);
+        EXPECT_GE(d, 50ms);
+        EXPECT_LT(d, 150ms);
+        seen.insert(d.count());
+    }
+    EXPECT_GT(seen.size(), 100u);
+    EXPECT_EQ(Jittered<Micros>(Micros(0), BackoffJitter::kSpread, rng), Micros(1));  // never zero
+}
+
+TEST(Jittered, UpperHalfStaysWithinHalfToWholeInTheBaseUnit) {
+    std::mt19937_64 rng(3);
+    std::set<std::int64_t> seen;
+    for (int i = 0; i < 200; ++i) {
+        const auto d = Jittered(std::chrono::milliseconds(1000), BackoffJitter::kUpperHalf, rng);
+        EXPECT_GE(d.count(), 500);
+        EXPECT_LE(d.count(), 1000);
+        seen.insert(d.count());
+    }
+    EXPECT_GT(seen.size(), 100u);
+    EXPECT_EQ(Jittered<Micros>(42ms, BackoffJitter::kNone, rng), 42ms);
+}
+
+TEST(Jittered, QuarterMoreNeverShortensTheDelay) {
+    std::mt19937_64 rng(11);
+    std::set<Micros::rep> seen;
+    for (int i = 0; i < 200; ++i) {
+        const Micros d = Jittered<Micros>(400ms, BackoffJitter::kQuarterMore, rng);
+        EXPECT_GE(d, 400ms);
+        EXPECT_LE(d, 500ms);
+        EXPECT_EQ(d.count() % 1000, 0);  // whole milliseconds
+        seen.insert(d.count());
+    }
+    EXPECT_GT(seen.size(), 50u);
+}
+
+TEST(Backoff, DoublesToTheCapAndResetStartsAgain) {
+    Backoff b(10ms, 50ms);
+    EXPECT_EQ(b.base(), 10ms);
+    EXPECT_EQ(b.Next(), 10ms);
+    EXPECT_EQ(b.Next(), 20ms);
+    EXPECT_EQ(b.Next(), 40ms);
+    EXPECT_EQ(b.Next(), 50ms);
+    EXPECT_EQ(b.Next(), 50ms);
+    b.Reset();
+    EXPECT_EQ(b.Next(), 10ms);
+}
+
+TEST(Backoff, ACapBelowTheFirstDelayIsRaisedToIt) {
+    Backoff b(100ms, 10ms);
+    EXPECT_EQ(b.Next(), 100ms);
+    EXPECT_EQ(b.Next(), 100ms);
+}
+
+TEST(Backoff, UncappedDoublingSaturatesInsteadOfOverflowing) {
+    Backoff b(Micros::max() / 3, Micros::max());
+    (void)b.Next();
+    (void)b.Next();
+    EXPECT_EQ(b.Next(), Micros::max());
+}
+
+TEST(Backoff, SpreadJitterStaysAroundTheBase) {
+    Backoff b(100ms, 100ms, BackoffJitter::kSpread);
+    for (int i = 0; i < 100; ++i) {
+        const Micros d = b.Next();
+        EXPECT_GE(d, 50ms);
+        EXPECT_LT(d, 150ms);
+    }
+}
+
+}  // namespace
+}  // namespace sched
