@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cxxabi.h>
+
 #include <soci/mysql/soci-mysql.h>
 #include <soci/sqlite3/soci-sqlite3.h>
 #include <spdlog/spdlog.h>
@@ -62,11 +64,48 @@ class SqliteFileGate {
         return cv_.wait_until(lock, deadline, [&] { return priority_calls_ == 0; });
     }
 
+    /// A write transaction of this process is waiting in BEGIN IMMEDIATE (SQLite's busy handler).
+    void StartWaitingForLock() {
+        std::lock_guard lock(mu_);
+        ++lock_waiters_;
+    }
+    void StopWaitingForLock() {
+        std::lock_guard lock(mu_);
+        if (--lock_waiters_ == 0) cv_.notify_all();
+    }
+    /// Until no write transaction of the process waits for the lock, or `deadline`.
+    void GiveWayToWaiters(std::chrono::steady_clock::time_point deadline) {
+        std::unique_lock lock(mu_);
+        cv_.wait_until(lock, deadline, [&] { return lock_waiters_ == 0; });
+    }
+
   private:
     std::mutex mu_;
     std::condition_variable cv_;
     int priority_calls_ = 0;
+    int lock_waiters_ = 0;
 };
+
+namespace {
+
+// When this thread last ended a SQLite write transaction (its COMMIT or ROLLBACK), and whether
+// one is open: a thread that starts its next one at once is writing back to back.
+// A thread that starts a write transaction within kBackToBack of its last one gives way for
+// at most kGiveWayAtMost (SQLite's longest sleep between two polls of a busy lock).
+constexpr std::chrono::milliseconds kBackToBack{5};
+constexpr std::chrono::milliseconds kGiveWayAtMost{100};
+
+thread_local bool t_in_sqlite_write = false;
+thread_local std::chrono::steady_clock::time_point t_last_sqlite_write_end{};
+
+void EndSqliteWrite() {
+    if (t_in_sqlite_write) {
+        t_in_sqlite_write = false;
+        t_last_sqlite_write_end = std::chrono::steady_clock::now();
+    }
+}
+
+}  // namespace
 
 }  // namespace impl
 
@@ -430,7 +469,86 @@ Result<std::int64_t> Database::NowUs() {
     });
 }
 
+namespace {
+
+// "sched::trigger::SqlFireClaimStore::Claim" for the type of a lambda written in that function
+// (also through a template such as RunFenced<...Master::Scan(...)::{lambda}>).
+std::string CallerName(const std::type_info& type) {
+    int status = 0;
+    std::unique_ptr<char, void (*)(void*)> demangled(abi::__cxa_demangle(type.name(), nullptr, nullptr, &status),
+                                                     std::free);
+    std::string name = status == 0 && demangled ? demangled.get() : type.name();
+    if (const auto paren = name.find('('); paren != std::string::npos) name.resize(paren);
+    if (const auto angle = name.rfind('<'); angle != std::string::npos) name.erase(0, angle + 1);
+    return name;
+}
+
+}  // namespace
+
+void Database::NoteWriteLock(const std::type_info& caller, std::chrono::steady_clock::time_point asked,
+                             std::chrono::steady_clock::time_point began) const {
+    if (url_.backend != Backend::kSqlite) return;
+    using std::chrono::steady_clock;
+    const auto now = steady_clock::now();
+    const bool got = began != steady_clock::time_point{};
+    const auto waited = (got ? began : now) - asked;
+    const auto held = got ? now - began : steady_clock::duration::zero();
+    const bool starved = waited >= kSlowWriteLock;
+    const bool hogged = held >= kSlowWriteLock;
+    if (!starved && !hogged) return;
+    const std::string name = CallerName(caller);
+    static std::mutex mu;
+    static std::map<std::string, std::pair<steady_clock::time_point, int>> last;  // by caller + kind
+    const auto ms = [](steady_clock::duration d) {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+    };
+    const std::string key = name + (starved ? "/wait" : "/hold");
+    int suppressed = 0;
+    {
+        std::lock_guard lock(mu);
+        auto& [at, count] = last[key];
+        if (at != steady_clock::time_point{} && now - at < kSlowWriteLogEvery) {
+            ++count;
+            return;
+        }
+        suppressed = count;
+        at = now;
+        count = 0;
+    }
+    const std::string more = suppressed > 0 ? fmt::format(" ({} more since the last warning)", suppressed) : "";
+    if (starved) {
+        spdlog::warn("SQLite writer {} waited {} ms for the write lock of {}{}{}: the file's writers are saturated",
+                     name, ms(waited), url_.path, got ? "" : " and did not get it", more);
+    } else {
+        spdlog::warn("SQLite writer {} held the write lock of {} for {} ms{}: every other writer waited", name,
+                     url_.path, ms(held), more);
+    }
+}
+
 void Database::Begin(soci::session& s, TxMode mode) const {
+    if (url_.backend == Backend::kSqlite && mode == TxMode::kWrite && gate_) {
+        // SQLite's busy handler lets a waiter sleep up to 100 ms between polls, so a thread
+        // that writes back to back (the master rescanning at once while its batch is full, at
+        // overload) takes the lock again microseconds after its commit, every time, and the
+        // sleepers (claims, heartbeats, callbacks, the alerts round) wait out their busy
+        // timeout (issue 20: nothing delivered in 10 s at 2,000-3,000 fires/s). Such a thread
+        // first gives way to the process's waiting writers, for at most one of their sleeps.
+        // The priority pool never gives way (the others wait for it).
+        const auto now = std::chrono::steady_clock::now();
+        if (!url_.priority && now - impl::t_last_sqlite_write_end < impl::kBackToBack) {
+            gate_->GiveWayToWaiters(now + impl::kGiveWayAtMost);
+        }
+        gate_->StartWaitingForLock();
+        try {
+            s << "BEGIN IMMEDIATE";
+        } catch (...) {
+            gate_->StopWaitingForLock();
+            throw;
+        }
+        gate_->StopWaitingForLock();
+        impl::t_in_sqlite_write = true;
+        return;
+    }
     if (url_.backend == Backend::kSqlite) {
         s << (mode == TxMode::kWrite ? "BEGIN IMMEDIATE" : "BEGIN");
     } else {
@@ -439,10 +557,16 @@ void Database::Begin(soci::session& s, TxMode mode) const {
 }
 
 void Database::Commit(soci::session& s) {
+    struct End {
+        ~End() { impl::EndSqliteWrite(); }
+    } end;
     s << "COMMIT";
 }
 
 void Database::Rollback(soci::session& s) {
+    struct End {
+        ~End() { impl::EndSqliteWrite(); }
+    } end;
     s << "ROLLBACK";
 }
 

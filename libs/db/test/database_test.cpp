@@ -431,6 +431,41 @@ TEST_F(SqlitePriority, RenewsSucceedUnderAStreamOfWriteTransactions) {
     EXPECT_GT(writes.load(), 30) << "the writers did not keep the lock busy";
 }
 
+TEST_F(SqlitePriority, AWriterBackToBackGivesWaySoAnotherWriterDoesNotWaitOutItsBusyTimeout) {
+    // Issue 20: the master rescanning at once (its batch full at overload) took the lock back
+    // microseconds after each commit while the claims, heartbeats and callbacks slept in
+    // SQLite's busy handler (up to 100 ms between polls) until their busy timeout. Two writers
+    // back to back, as that master, and a third caller (a claim) whose busy timeout is 300 ms.
+    auto url = others_->url();
+    url.busy_timeout = std::chrono::milliseconds(300);
+    auto claims = Database::Open(url);
+    ASSERT_TRUE(claims.ok()) << claims.status().ToString();
+    std::atomic<bool> stop{false};
+    std::atomic<int> writes{0};
+    std::vector<std::thread> writers;
+    for (int i = 0; i < 2; ++i) {
+        writers.emplace_back([&] {
+            while (!stop) {
+                auto st = others_->InTransaction(TxMode::kWrite, [](soci::session& s) {
+                    s << "INSERT INTO t VALUES (7)";
+                    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                });
+                if (st.ok()) ++writes;
+            }
+        });
+    }
+    int failed = 0;
+    for (int i = 0; i < 20; ++i) {
+        auto st = (*claims)->InTransaction(TxMode::kWrite, [](soci::session& s) { s << "INSERT INTO t VALUES (8)"; });
+        if (!st.ok()) ++failed;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    stop = true;
+    for (auto& w : writers) w.join();
+    EXPECT_EQ(failed, 0);
+    EXPECT_GT(writes.load(), 10) << "the writers did not keep the lock busy";
+}
+
 /// A tmpfs of `size` mounted on a fresh directory for one test, unmounted (by path) at the end.
 class TinyFileSystem {
   public:

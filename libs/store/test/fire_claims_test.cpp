@@ -1,6 +1,7 @@
 #include "sched/store/fire_claims.hpp"
 
 #include <set>
+#include <sstream>
 
 #include "sched/store/job.hpp"
 #include "store_test_base.hpp"
@@ -174,6 +175,41 @@ TEST_P(FireClaimsTest, JobsAreReadManyAtATime) {
     std::set<std::string> names;
     for (const auto& j : *found) names.insert(j.name);
     EXPECT_EQ(names, (std::set<std::string>{"j0", "j2"}));
+}
+
+TEST_P(FireClaimsTest, SqliteFindsAGroupsFiresByPrimaryKeyNotByWalkingEveryPendingFire) {
+    // Issue 20: SQLite, without statistics, ran the claim's `id IN (...) AND status = 'pending'`
+    // on idx_fire_status, walking every pending fire (every dispatching one for MarkRunning)
+    // with the file's write lock held; under overload the backlog, and so each claim, grew until
+    // nothing was delivered. The plans of the statements Claim and MarkRunning really run.
+    if (GetParam() != db::Backend::kSqlite) GTEST_SKIP() << "MariaDB plans by its statistics";
+    std::vector<std::int64_t> ids;
+    for (int i = 0; i < 20; ++i) ids.push_back(Insert(1 + i, 1000));
+    std::ostringstream log;
+    auto ran = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+        s.set_log_stream(&log);
+        const auto won = FireClaims::Claim(s, {ids[0], ids[1], ids[2]}, 777, 9, 5000);
+        FireClaims::MarkRunning(s, {{.id = ids[0], .started_at = 5001}, {.id = ids[1], .started_at = 5002}}, "x:1");
+        s.set_log_stream(nullptr);
+        return won.size();
+    });
+    ASSERT_TRUE(ran.ok()) << ran.status().ToString();
+    ASSERT_EQ(*ran, 3u);
+    std::istringstream lines(log.str());
+    int updates = 0;
+    for (std::string sql; std::getline(lines, sql);) {
+        if (sql.rfind("UPDATE", 0) != 0) continue;
+        ++updates;
+        std::string plan;
+        auto explained = db().Run([&](soci::session& s) {
+            soci::rowset<soci::row> rows = (s.prepare << "EXPLAIN QUERY PLAN " + sql);
+            for (const auto& row : rows) plan += row.get<std::string>(3) + "; ";
+        });
+        ASSERT_TRUE(explained.ok()) << explained.ToString();
+        EXPECT_NE(plan.find("INTEGER PRIMARY KEY"), std::string::npos) << plan << " for " << sql;
+        EXPECT_EQ(plan.find("idx_fire_status"), std::string::npos) << plan << " for " << sql;
+    }
+    EXPECT_EQ(updates, 2) << log.str();
 }
 
 SCHED_DB_TEST_SUITE(FireClaimsTest);

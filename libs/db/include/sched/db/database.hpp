@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <type_traits>
+#include <typeinfo>
 #include <vector>
 
 #include <soci/soci.h>
@@ -156,12 +157,21 @@ class Database : public std::enable_shared_from_this<Database> {
     static void Commit(soci::session& s);
     static void Rollback(soci::session& s);
 
+    /// A SQLite write transaction that waited this long for the file's write lock, or held it
+    /// this long, is logged as a warning naming its caller (the function whose lambda ran in
+    /// it), at most once per caller and kind every `kSlowWriteLogEvery`.
+    static constexpr std::chrono::milliseconds kSlowWriteLock{1000};
+    static constexpr std::chrono::seconds kSlowWriteLogEvery{5};
+
   private:
     explicit Database(DbUrl url);
     Result<std::unique_ptr<soci::session>> Connect() const;
     Result<PooledSession> AcquireFromPool(std::chrono::steady_clock::time_point deadline);
     void Return(std::unique_ptr<soci::session> s, bool broken);
     friend class PooledSession;
+    // SQLite kWrite: `began` is the zero time_point when the write lock was never obtained.
+    void NoteWriteLock(const std::type_info& caller, std::chrono::steady_clock::time_point asked,
+                       std::chrono::steady_clock::time_point began) const;
 
     DbUrl url_;
     Dialect dialect_;
@@ -198,6 +208,18 @@ template <typename F>
 auto Database::InTransaction(TxMode mode, F&& fn) ->
     typename impl::RunResult<std::invoke_result_t<F, soci::session&>>::type {
     using R = std::invoke_result_t<F, soci::session&>;
+    // Names a starving (or hogging) writer of a SQLite file in the log: issue 20 saw claims,
+    // heartbeats, the purge and the alerts round wait out their busy timeout with nothing
+    // saying who held the lock.
+    struct WriteLockTiming {
+        const Database& db;
+        const TxMode mode;
+        const std::chrono::steady_clock::time_point asked = std::chrono::steady_clock::now();
+        std::chrono::steady_clock::time_point began{};
+        ~WriteLockTiming() {
+            if (mode == TxMode::kWrite) db.NoteWriteLock(typeid(F), asked, began);
+        }
+    } timing{*this, mode};
     auto session = Acquire();
     if (!session.ok()) return session.status();
     soci::session& s = **session;
@@ -211,6 +233,7 @@ auto Database::InTransaction(TxMode mode, F&& fn) ->
     };
     try {
         Begin(s, mode);
+        timing.began = std::chrono::steady_clock::now();
         if constexpr (std::is_void_v<R>) {
             fn(s);
             Commit(s);
