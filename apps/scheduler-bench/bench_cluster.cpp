@@ -400,9 +400,9 @@ std::vector<JobPlan> InsertJobs(db::Database& db, const JobBatch& batch) {
             // fixed-rate anchors at the epoch unless the expression names an anchor: "1s@<first ms>".
             const std::string expr =
                 batch.anchor_at_first ? batch.schedule_expr + "@" + std::to_string(first) : batch.schedule_expr;
-            sql += "('bench-" + batch.tag + "-" + std::to_string(i) + "','bench','sink','','" + batch.schedule_type +
-                   "','" + expr + "'," + std::to_string(first) + "," + std::to_string(now) + "," + std::to_string(now) +
-                   ")";
+            sql += "('bench-" + batch.tag + "-" + std::to_string(i) + "','bench','sink','','" +
+                   std::string(ScheduleTypeName(batch.schedule_type)) + "','" + expr + "'," + std::to_string(first) +
+                   "," + std::to_string(now) + "," + std::to_string(now) + ")";
         }
         auto done = db.InTransaction(db::TxMode::kWrite, [&](soci::session& s) { s << sql; });
         Check(done, "insert jobs");

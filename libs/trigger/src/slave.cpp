@@ -830,12 +830,10 @@ std::optional<std::string> Slave::MisfireVerdict(const Group& group, const store
         std::chrono::duration_cast<std::chrono::milliseconds>(config_.misfire_threshold).count();
     const std::int64_t late = now_ms - std::max(fire.scheduled_time, fire.created_at);
     if (late <= threshold) return std::nullopt;
-    const auto policy = cron::ParseMisfirePolicy(job.misfire_policy);
-    if (!policy.ok()) return std::nullopt;  // the master plans an unknown policy as fire-once-now: one run
     const std::string how_late = "misfire: planned for " + std::to_string(fire.scheduled_time) + ", sent " +
                                  std::to_string(late) + " ms late (misfire-threshold " + std::to_string(threshold) +
                                  " ms)";
-    switch (*policy) {
+    switch (job.misfire_policy) {
         case cron::MisfirePolicy::kFireAll:
             return std::nullopt;
         case cron::MisfirePolicy::kSkip:
