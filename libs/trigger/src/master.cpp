@@ -93,7 +93,7 @@ Master::Master(std::shared_ptr<db::Database> db, lock::Fence& fence, const DbTim
     : db_(std::move(db)),
       fence_(fence),
       time_(time),
-      config_(config),
+      config_(std::move(config)),
       fires_created_(metrics.Counter("sched_master_fires_created_total", "Fire rows created by the master.", {"kind"})
                          .Labels({"all"})),
       retries_created_(
@@ -416,7 +416,8 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
         fires_lost_.Inc(report->lost);
         running_lost_.Inc(report->running_lost);
         running_timed_out_.Inc(report->running_timed_out);
-        for (const auto& [policy, n] : report->misfire_skipped) misfire_skipped_.Labels({policy}).Inc(n);
+        for (const auto& [policy, n] : report->misfire_skipped)
+            misfire_skipped_.Labels({policy}).Inc(static_cast<double>(n));
         scan_seconds_.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     }
     return report;
