@@ -22,8 +22,6 @@
 #include "sched/common/node_id.hpp"
 #include "sched/db/migrator.hpp"
 
-extern char** environ;
-
 namespace sched::bench {
 
 using namespace std::chrono_literals;
@@ -153,6 +151,7 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::file
     sigemptyset(&none);
     posix_spawnattr_setsigmask(&attr, &none);
     std::vector<char*> args;
+    args.reserve(argv.size() + 1);
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     const int rc = posix_spawn(&pid_, args[0], &actions, &attr, args.data(), environ);
