@@ -14,6 +14,7 @@ run_pkgs=(
 )
 test_pkgs=(
     mariadb-server mariadb-client clang clang-format libbenchmark-dev procps iproute2 libfaketime
+    clang-tidy  # scripts/tidy.sh: CI's lint step (.ci/run)
     chromium nodejs npm redis-server gnuplot-nox
     prometheus  # promtool: checks the alert rules and a live /metrics (tests/metrics)
     ccache      # scripts/test.sh compiles through it: a second run rebuilds only what changed

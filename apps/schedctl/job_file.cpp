@@ -4,8 +4,11 @@
 
 #include <charconv>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
+
+#include "sched/common/job_vocabulary.hpp"
 
 namespace sched::ctl {
 namespace {
@@ -27,7 +30,7 @@ const std::vector<FieldInfo>& Fields() {
         {"schedule_type", FieldType::kString, nullptr},
         {"schedule_expr", FieldType::kString, ""},
         {"time_zone", FieldType::kString, "UTC"},
-        {"misfire_policy", FieldType::kString, "fire-once-now"},
+        {"misfire_policy", FieldType::kString, std::string(MisfirePolicyName(MisfirePolicy::kFireOnceNow))},
         {"routing", FieldType::kString, "round-robin"},
         {"block_strategy", FieldType::kString, "serial"},
         {"concurrency_limit", FieldType::kInt, 1},
@@ -51,6 +54,22 @@ const std::vector<FieldInfo>& Fields() {
         {"max_runs", FieldType::kInt, nullptr},
     };
     return fields;
+}
+
+// The job vocabulary is checked at the file's edge with the server's one name table, so that a
+// typo is reported with its place in the file rather than as a 400 halfway through an apply.
+std::optional<std::string> CheckVocabulary(const nlohmann::json& fields) {
+    if (auto it = fields.find("schedule_type"); it != fields.end() && it->is_string()) {
+        if (auto type = ParseScheduleType(it->get_ref<const std::string&>()); !type.ok()) {
+            return "schedule_type: " + type.status().message();
+        }
+    }
+    if (auto it = fields.find("misfire_policy"); it != fields.end() && it->is_string()) {
+        if (auto policy = ParseMisfirePolicy(it->get_ref<const std::string&>()); !policy.ok()) {
+            return "misfire_policy: " + policy.status().message();
+        }
+    }
+    return std::nullopt;
 }
 
 const FieldInfo* FindField(std::string_view name) {
@@ -205,6 +224,7 @@ Result<std::vector<JobSpec>> ParseJobFile(std::string_view text, std::string_vie
                 return fail(where + ": " + required + ": must not be empty");
             }
         }
+        if (auto invalid = CheckVocabulary(spec.fields)) return fail(where + ": " + *invalid);
         spec.name = spec.fields["name"].get<std::string>();
         if (spec.name.size() > 191) return fail(where + ": name: longer than 191 characters");
         if (!names.insert(spec.name).second) return fail(where + ": name: " + Quoted(spec.name) + " appears twice");
@@ -257,6 +277,7 @@ Result<nlohmann::json> ParseJobDocument(std::string_view text, std::string_view 
         if (!value.ok()) return fail(key + ": " + value.status().message());
         out[key] = std::move(*value);
     }
+    if (auto invalid = CheckVocabulary(out)) return fail(*invalid);
     return out;
 }
 

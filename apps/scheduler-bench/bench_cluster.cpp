@@ -22,8 +22,6 @@
 #include "sched/common/node_id.hpp"
 #include "sched/db/migrator.hpp"
 
-extern char** environ;
-
 namespace sched::bench {
 
 using namespace std::chrono_literals;
@@ -153,6 +151,7 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::file
     sigemptyset(&none);
     posix_spawnattr_setsigmask(&attr, &none);
     std::vector<char*> args;
+    args.reserve(argv.size() + 1);
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     const int rc = posix_spawn(&pid_, args[0], &actions, &attr, args.data(), environ);
@@ -400,9 +399,9 @@ std::vector<JobPlan> InsertJobs(db::Database& db, const JobBatch& batch) {
             // fixed-rate anchors at the epoch unless the expression names an anchor: "1s@<first ms>".
             const std::string expr =
                 batch.anchor_at_first ? batch.schedule_expr + "@" + std::to_string(first) : batch.schedule_expr;
-            sql += "('bench-" + batch.tag + "-" + std::to_string(i) + "','bench','sink','','" + batch.schedule_type +
-                   "','" + expr + "'," + std::to_string(first) + "," + std::to_string(now) + "," + std::to_string(now) +
-                   ")";
+            sql += "('bench-" + batch.tag + "-" + std::to_string(i) + "','bench','sink','','" +
+                   std::string(ScheduleTypeName(batch.schedule_type)) + "','" + expr + "'," + std::to_string(first) +
+                   "," + std::to_string(now) + "," + std::to_string(now) + ")";
         }
         auto done = db.InTransaction(db::TxMode::kWrite, [&](soci::session& s) { s << sql; });
         Check(done, "insert jobs");

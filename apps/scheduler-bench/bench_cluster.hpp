@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "sched/common/job_vocabulary.hpp"
 #include "sched/db/database.hpp"
 
 namespace sched::bench {
@@ -140,7 +141,7 @@ class Cluster {
 struct JobBatch {
     std::string tag;  ///< names are bench-<tag>-<i>
     int count = 0;
-    std::string schedule_type = "cron";
+    ScheduleType schedule_type = ScheduleType::kCron;
     std::string schedule_expr = "* * * * * ?";
     std::int64_t first_ms = 0;   ///< next_fire_time of job 0
     std::int64_t stride_us = 0;  ///< job i starts at first_ms + i * stride_us / 1000

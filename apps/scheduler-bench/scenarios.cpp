@@ -119,7 +119,7 @@ std::vector<JobPlan> CreateLoad(Cluster& cluster, const std::string& tag, int ra
     batch.first_ms = first;
     batch.period_ms = 1000;
     if (schedule == "spread") {
-        batch.schedule_type = "fixed-rate";
+        batch.schedule_type = ScheduleType::kFixedRate;
         batch.schedule_expr = "1s";
         batch.stride_us = 1'000'000 / std::max(1, rate);
         batch.anchor_at_first = true;

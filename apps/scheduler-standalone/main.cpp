@@ -57,7 +57,7 @@ sched::Status EnsureDemoJob(sched::db::Database& db) {
     for (const auto& j : *existing) {
         if (j.name == "hello") return sched::Status::Ok();
     }
-    auto schedule = sched::cron::Schedule::Make("cron", "*/10 * * * * ?", "UTC");
+    auto schedule = sched::cron::Schedule::Make(sched::ScheduleType::kCron, "*/10 * * * * ?", "UTC");
     if (!schedule.ok()) return schedule.status();
     auto now = db.NowUs();
     if (!now.ok()) return now.status();
@@ -66,7 +66,7 @@ sched::Status EnsureDemoJob(sched::db::Database& db) {
     job.app = "demo";
     job.handler = "echo";
     job.params = R"({"greeting":"hello from the scheduler"})";
-    job.schedule_type = "cron";
+    job.schedule_type = sched::ScheduleType::kCron;
     job.schedule_expr = "*/10 * * * * ?";
     job.description = "demo job created by scheduler-standalone --demo";
     job.next_fire_time = schedule->NextFireTime(*now / 1000);

@@ -290,10 +290,10 @@ class ChaosTest : public ::testing::Test {
             j.app = kApp;
             j.handler = "sink";
             j.params = "{}";
-            j.schedule_type = "cron";
+            j.schedule_type = sched::ScheduleType::kCron;
             j.schedule_expr = "* * * * * ?";
             j.next_fire_time = first_ms;
-            j.misfire_policy = i % 3 == 2 ? "fire-once-now" : "fire-all";
+            j.misfire_policy = i % 3 == 2 ? sched::MisfirePolicy::kFireOnceNow : sched::MisfirePolicy::kFireAll;
             j.retry_max = i % 2;
             j.retry_backoff_ms = 200;
             j.at_least_once = i % 4 < 2;  // with retry_max 0 (i % 4 == 0) and 1: a lost fire is retried once
@@ -303,7 +303,7 @@ class ChaosTest : public ::testing::Test {
             jobs_.push_back({.job_id = created->id,
                              .first_ms = first_ms,
                              .period_ms = 1000,
-                             .misfire_policy = j.misfire_policy,
+                             .misfire_policy = std::string(sched::MisfirePolicyName(j.misfire_policy)),
                              .retry_max = j.retry_max,
                              .at_least_once = j.at_least_once});
         }
@@ -662,7 +662,7 @@ TEST_F(ChaosTest, ExecutorKilledMidRunEndsTheFireWithItsReasonAndRetries) {
     slow.app = kApp;
     slow.handler = "sink";
     slow.params = R"({"ms":60000,"only_attempt":0})";  // the retry is quick
-    slow.schedule_type = "once";
+    slow.schedule_type = sched::ScheduleType::kOnce;
     const std::int64_t at = first + 1000;
     slow.schedule_expr = std::to_string(at);
     slow.next_fire_time = at;
@@ -740,7 +740,7 @@ TEST_F(ChaosTest, ExecutorKilledMidRunWithoutTimeoutLeavesNoFireRunningForever) 
     slow.app = kApp;
     slow.handler = "sink";
     slow.params = R"({"ms":600000,"only_attempt":0})";
-    slow.schedule_type = "once";
+    slow.schedule_type = sched::ScheduleType::kOnce;
     const std::int64_t at = NowMs() + 1000;
     slow.schedule_expr = std::to_string(at);
     slow.next_fire_time = at;
@@ -808,7 +808,7 @@ TEST_F(ChaosTest, ASlaveRestartedUnderItsOwnIdLeavesNoFireDispatchingForever) {
     job.name = "into-the-hole";
     job.app = "hole";
     job.handler = "sink";
-    job.schedule_type = "once";
+    job.schedule_type = sched::ScheduleType::kOnce;
     const std::int64_t at = NowMs() + 1000;
     job.schedule_expr = std::to_string(at);
     job.next_fire_time = at;

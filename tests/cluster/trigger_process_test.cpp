@@ -97,7 +97,7 @@ class TriggerProcessTest : public db::testing::DbTest {
         j.app = "demo";
         j.handler = handler;
         j.params = R"({"from":"test"})";
-        j.schedule_type = type;
+        j.schedule_type = *sched::ParseScheduleType(type);
         j.schedule_expr = expr;
         j.next_fire_time = first;
         auto created = store::JobRepository(db()).Create(j);
@@ -244,7 +244,7 @@ TEST_P(TriggerProcessTest, FixedRateAndFixedDelayKeepTheirCadence) {
     d.app = "demo";
     d.handler = "sleep";
     d.params = R"({"ms":200})";
-    d.schedule_type = "fixed-delay";
+    d.schedule_type = sched::ScheduleType::kFixedDelay;
     d.schedule_expr = "300ms";
     d.next_fire_time = start;
     auto delay = store::JobRepository(db()).Create(d);
@@ -298,7 +298,7 @@ TEST_P(TriggerProcessTest, ManualTriggerRunsOnceAndFailuresAreRetried) {
     flaky.app = "demo";
     flaky.handler = "fail";
     flaky.params = R"({"message":"planned failure"})";
-    flaky.schedule_type = "once";
+    flaky.schedule_type = sched::ScheduleType::kOnce;
     const std::int64_t at = NowMs() + 500;
     flaky.schedule_expr = std::to_string(at);
     flaky.next_fire_time = at;
@@ -362,9 +362,9 @@ TEST_P(TriggerProcessTest, MisfirePoliciesAfterTheClusterWasDownForAMinute) {
         j.name = std::string("misfire-") + policy;
         j.app = "demo";
         j.handler = "echo";
-        j.schedule_type = "cron";
+        j.schedule_type = sched::ScheduleType::kCron;
         j.schedule_expr = "* * * * * ?";
-        j.misfire_policy = policy;
+        j.misfire_policy = *sched::ParseMisfirePolicy(policy);
         j.next_fire_time = missed_from;
         auto created = store::JobRepository(db()).Create(j);
         ASSERT_TRUE(created.ok()) << created.status().ToString();
@@ -437,9 +437,9 @@ TEST_P(TriggerProcessTest, ASkipJobStoppedPastTheThresholdFiresNothingLateAndRec
     skip_job.name = "skip-every-second";
     skip_job.app = "demo";
     skip_job.handler = "echo";
-    skip_job.schedule_type = "cron";
+    skip_job.schedule_type = sched::ScheduleType::kCron;
     skip_job.schedule_expr = "* * * * * ?";
-    skip_job.misfire_policy = "skip";
+    skip_job.misfire_policy = sched::MisfirePolicy::kSkip;
     skip_job.next_fire_time = first;
     auto created = store::JobRepository(db()).Create(skip_job);
     ASSERT_TRUE(created.ok()) << created.status().ToString();
@@ -501,7 +501,7 @@ TEST_P(TriggerProcessTest, DiscardLaterSkipsFiresWhileTheLastOneStillRuns) {
     j.app = "demo";
     j.handler = "sleep";
     j.params = R"({"ms":2500})";
-    j.schedule_type = "cron";
+    j.schedule_type = sched::ScheduleType::kCron;
     j.schedule_expr = "* * * * * ?";
     j.block_strategy = "discard-later";
     j.next_fire_time = (NowMs() / 1000 + 2) * 1000;
@@ -533,7 +533,7 @@ TEST_P(TriggerProcessTest, AFireWithNoLiveExecutorFailsWithItsReasonAndTheNodeLi
     j.name = "orphan-app";
     j.app = "nobody-serves-this";
     j.handler = "echo";
-    j.schedule_type = "once";
+    j.schedule_type = sched::ScheduleType::kOnce;
     j.schedule_expr = std::to_string(at);
     j.next_fire_time = at;
     auto job = store::JobRepository(db()).Create(j);
@@ -561,7 +561,7 @@ TEST_P(TriggerProcessTest, TimeoutKillsTheRunAndMarksTheFire) {
     slow.app = "demo";
     slow.handler = "sleep";
     slow.params = R"({"ms":10000})";
-    slow.schedule_type = "once";
+    slow.schedule_type = sched::ScheduleType::kOnce;
     const std::int64_t at = NowMs() + 300;
     slow.schedule_expr = std::to_string(at);
     slow.next_fire_time = at;

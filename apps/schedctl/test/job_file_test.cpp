@@ -74,6 +74,20 @@ TEST(ParseJobFile, ErrorsNameFileJobIndexNameAndField) {
     EXPECT_EQ(ErrorOf("jobs: [\n").find("jobs.yaml: line "), 0u);
 }
 
+TEST(ParseJobFile, RejectsAnUnknownScheduleTypeOrMisfirePolicyWhereTheFileSaysIt) {
+    const std::string job = "jobs:\n  - name: a\n    app: x\n    handler: h\n";
+    EXPECT_EQ(ErrorOf(job + "    schedule_type: hourly\n"),
+              "jobs.yaml: jobs[0] (name \"a\"): schedule_type: unknown schedule type 'hourly' (expected cron, "
+              "fixed-rate, fixed-delay, once or manual)");
+    EXPECT_EQ(ErrorOf(job + "    schedule_type: manual\n    misfire_policy: later\n"),
+              "jobs.yaml: jobs[0] (name \"a\"): misfire_policy: unknown misfire policy 'later' (expected skip, "
+              "fire-once-now or fire-all)");
+    auto doc = ParseJobDocument("schedule_type: Cron\n", "job.yaml");
+    ASSERT_FALSE(doc.ok());
+    EXPECT_EQ(doc.status().message().find("job.yaml: schedule_type: unknown schedule type 'Cron'"), 0u);
+    EXPECT_TRUE(ParseJobDocument("misfire_policy: fire-all\n", "job.yaml").ok());
+}
+
 TEST(ParseJobFile, BoundsSizeJobCountAndParamsDepth) {
     EXPECT_NE(ErrorOf(std::string(kMaxJobFileBytes + 1, '#')).find("larger than"), std::string::npos);
     std::string many = "jobs:\n";

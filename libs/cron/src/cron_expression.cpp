@@ -8,6 +8,7 @@
 
 #include "impl/civil.hpp"
 #include "impl/cron_fields.hpp"
+#include "sched/common/name_table.hpp"
 #include "sched/cron/time_zone.hpp"
 
 namespace sched::cron {
@@ -223,45 +224,30 @@ std::uint64_t StableHash(std::string_view text) {
     return hash;
 }
 
+namespace {
+
+constexpr auto kDstGapNames = MakeNameTable<DstGap>({"auto", "skip", "shift-forward"});
+constexpr auto kDstOverlapNames = MakeNameTable<DstOverlap>({"auto", "first", "last", "both"});
+
+}  // namespace
+
 std::string_view DstGapName(DstGap gap) {
-    switch (gap) {
-        case DstGap::kAuto:
-            return "auto";
-        case DstGap::kSkip:
-            return "skip";
-        case DstGap::kShiftForward:
-            return "shift-forward";
-    }
-    return "auto";
+    return kDstGapNames.Name(gap);
 }
 
 std::string_view DstOverlapName(DstOverlap overlap) {
-    switch (overlap) {
-        case DstOverlap::kAuto:
-            return "auto";
-        case DstOverlap::kFirst:
-            return "first";
-        case DstOverlap::kLast:
-            return "last";
-        case DstOverlap::kBoth:
-            return "both";
-    }
-    return "auto";
+    return kDstOverlapNames.Name(overlap);
 }
 
 Result<DstGap> ParseDstGap(std::string_view name) {
-    for (DstGap g : {DstGap::kAuto, DstGap::kSkip, DstGap::kShiftForward}) {
-        if (name == DstGapName(g)) return g;
-    }
+    if (auto gap = kDstGapNames.Parse(name)) return *gap;
     // The name is not echoed: it is untrusted text, and the choices are few.
-    return InvalidArgument("expected auto, skip or shift-forward");
+    return InvalidArgument("expected " + kDstGapNames.Expected());
 }
 
 Result<DstOverlap> ParseDstOverlap(std::string_view name) {
-    for (DstOverlap o : {DstOverlap::kAuto, DstOverlap::kFirst, DstOverlap::kLast, DstOverlap::kBoth}) {
-        if (name == DstOverlapName(o)) return o;
-    }
-    return InvalidArgument("expected auto, first, last or both");
+    if (auto overlap = kDstOverlapNames.Parse(name)) return *overlap;
+    return InvalidArgument("expected " + kDstOverlapNames.Expected());
 }
 
 }  // namespace sched::cron

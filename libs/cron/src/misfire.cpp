@@ -47,29 +47,6 @@ std::deque<std::int64_t> LastTimesBefore(const Schedule& s, std::int64_t due, st
 
 }  // namespace
 
-std::string_view MisfirePolicyName(MisfirePolicy policy) {
-    switch (policy) {
-        case MisfirePolicy::kSkip:
-            return "skip";
-        case MisfirePolicy::kFireOnceNow:
-            return "fire-once-now";
-        case MisfirePolicy::kFireAll:
-            return "fire-all";
-    }
-    return "unknown";
-}
-
-Result<MisfirePolicy> ParseMisfirePolicy(std::string_view name) {
-    for (MisfirePolicy p : {MisfirePolicy::kSkip, MisfirePolicy::kFireOnceNow, MisfirePolicy::kFireAll}) {
-        if (name == MisfirePolicyName(p)) return p;
-    }
-    std::string shown(name.substr(0, 64));
-    for (char& c : shown) {
-        if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
-    }
-    return InvalidArgument("unknown misfire policy '" + shown + "' (expected skip, fire-once-now or fire-all)");
-}
-
 MisfirePlan PlanMisfire(const Schedule& schedule, std::int64_t due_ms, std::int64_t now_ms,
                         const MisfireOptions& options) {
     if (options.threshold_ms < 0) {

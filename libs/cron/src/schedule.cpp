@@ -176,31 +176,6 @@ Result<std::int64_t> ParseInstant(std::string_view text, const date::time_zone* 
     return local - li.first.offset.count() * 1000;
 }
 
-std::string_view ScheduleTypeName(ScheduleType type) {
-    switch (type) {
-        case ScheduleType::kCron:
-            return "cron";
-        case ScheduleType::kFixedRate:
-            return "fixed-rate";
-        case ScheduleType::kFixedDelay:
-            return "fixed-delay";
-        case ScheduleType::kOnce:
-            return "once";
-        case ScheduleType::kManual:
-            return "manual";
-    }
-    return "unknown";
-}
-
-Result<ScheduleType> ParseScheduleType(std::string_view name) {
-    for (ScheduleType t : {ScheduleType::kCron, ScheduleType::kFixedRate, ScheduleType::kFixedDelay,
-                           ScheduleType::kOnce, ScheduleType::kManual}) {
-        if (name == ScheduleTypeName(t)) return t;
-    }
-    return InvalidArgument("unknown schedule type " + Quoted(name) +
-                           " (expected cron, fixed-rate, fixed-delay, once or manual)");
-}
-
 Result<ScheduleOptions> ParseScheduleOptions(std::optional<std::int64_t> job_id, std::int64_t jitter_ms,
                                              std::string_view dst_gap, std::string_view dst_overlap,
                                              std::string* error_field) {
@@ -257,12 +232,20 @@ std::int64_t JitterOffsetMs(std::int64_t job_id, std::int64_t nominal_ms, std::i
 
 Result<Schedule> Schedule::Make(std::string_view type, std::string_view expr, std::string_view zone,
                                 std::string* error_field, const ScheduleOptions& options) {
+    const auto parsed_type = ParseScheduleType(type);
+    if (!parsed_type.ok()) {
+        if (error_field) *error_field = "schedule_type";
+        return InvalidArgument("schedule_type: " + parsed_type.status().message());
+    }
+    return Make(*parsed_type, expr, zone, error_field, options);
+}
+
+Result<Schedule> Schedule::Make(ScheduleType type, std::string_view expr, std::string_view zone,
+                                std::string* error_field, const ScheduleOptions& options) {
     const auto fail = [&](std::string_view field, const Status& status) -> Result<Schedule> {
         if (error_field) *error_field = std::string(field);
         return InvalidArgument(std::string(field) + ": " + status.message());
     };
-    const auto parsed_type = ParseScheduleType(type);
-    if (!parsed_type.ok()) return fail("schedule_type", parsed_type.status());
     const std::string_view zone_name = zone.empty() ? std::string_view("UTC") : zone;
     const auto tz = LookupZone(zone_name);
     if (!tz.ok()) {
@@ -277,7 +260,7 @@ Result<Schedule> Schedule::Make(std::string_view type, std::string_view expr, st
 
     Schedule s;
     s.options_ = options;
-    s.type_ = *parsed_type;
+    s.type_ = type;
     s.zone_name_ = std::string(zone_name);
     s.zone_ = *tz;
     const std::string_view text = Trim(expr);

@@ -6,14 +6,11 @@
 namespace sched::protocol {
 
 std::string_view Name(BlockStrategy strategy) {
-    return kBlockStrategyNames.at(static_cast<std::size_t>(strategy));
+    return kBlockStrategyNames.Name(strategy);
 }
 
 std::optional<BlockStrategy> ParseBlockStrategy(std::string_view name) {
-    for (std::size_t i = 0; i < kBlockStrategyNames.size(); ++i) {
-        if (kBlockStrategyNames[i] == name) return static_cast<BlockStrategy>(i);
-    }
-    return std::nullopt;
+    return kBlockStrategyNames.Parse(name);
 }
 
 nlohmann::json ToJson(const RunRequest& run) {

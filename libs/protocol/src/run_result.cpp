@@ -16,14 +16,11 @@ bool Present(const nlohmann::json& item, const char* key) {
 }  // namespace
 
 std::string_view Name(RunOutcome outcome) {
-    return kRunOutcomeNames.at(static_cast<std::size_t>(outcome));
+    return kRunOutcomeNames.Name(outcome);
 }
 
 std::optional<RunOutcome> ParseRunOutcome(std::string_view name) {
-    for (std::size_t i = 0; i < kRunOutcomeNames.size(); ++i) {
-        if (kRunOutcomeNames[i] == name) return static_cast<RunOutcome>(i);
-    }
-    return std::nullopt;
+    return kRunOutcomeNames.Parse(name);
 }
 
 nlohmann::json ToJson(const RunResult& r) {

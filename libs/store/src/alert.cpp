@@ -3,14 +3,15 @@
 #include <array>
 
 #include "impl/query.hpp"
+#include "sched/common/name_table.hpp"
 
 namespace sched::store {
 
 namespace {
 
-constexpr std::array<std::string_view, 6> kEventNames = {"failed",  "timeout", "lost",
-                                                         "misfire", "paused",  "no_success"};
-constexpr std::array<std::string_view, 3> kDeliveryNames = {"pending", "delivered", "failed"};
+constexpr auto kEventNames =
+    MakeNameTable<AlertEvent>({"failed", "timeout", "lost", "misfire", "paused", "no_success"});
+constexpr auto kDeliveryNames = MakeNameTable<DeliveryStatus>({"pending", "delivered", "failed"});
 
 // Cuts at a UTF-8 character boundary so the stored text stays valid.
 std::string Bounded(const std::string& text, std::size_t max) {
@@ -119,14 +120,11 @@ struct FireRow {
 }  // namespace
 
 std::string_view AlertEventName(AlertEvent e) {
-    return kEventNames.at(static_cast<std::size_t>(e));
+    return kEventNames.Name(e);
 }
 
 std::optional<AlertEvent> ParseAlertEvent(std::string_view name) {
-    for (std::size_t i = 0; i < kEventNames.size(); ++i) {
-        if (kEventNames[i] == name) return static_cast<AlertEvent>(i);
-    }
-    return std::nullopt;
+    return kEventNames.Parse(name);
 }
 
 std::string AlertEventsText(const std::vector<AlertEvent>& events) {
@@ -146,14 +144,11 @@ std::vector<AlertEvent> ParseAlertEvents(std::string_view text) {
 }
 
 std::string_view DeliveryStatusName(DeliveryStatus s) {
-    return kDeliveryNames.at(static_cast<std::size_t>(s));
+    return kDeliveryNames.Name(s);
 }
 
 std::optional<DeliveryStatus> ParseDeliveryStatus(std::string_view name) {
-    for (std::size_t i = 0; i < kDeliveryNames.size(); ++i) {
-        if (kDeliveryNames[i] == name) return static_cast<DeliveryStatus>(i);
-    }
-    return std::nullopt;
+    return kDeliveryNames.Parse(name);
 }
 
 Result<AlertRule> AlertRepository::CreateRule(const AlertRule& rule) {

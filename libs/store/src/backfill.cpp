@@ -5,13 +5,14 @@
 #include <stdexcept>
 
 #include "impl/query.hpp"
+#include "sched/common/name_table.hpp"
 
 namespace sched::store {
 
 namespace {
 
-constexpr std::array<std::string_view, 2> kOverlapNames = {"serial", "parallel"};
-constexpr std::array<std::string_view, 3> kStateNames = {"running", "completed", "cancelled"};
+constexpr auto kOverlapNames = MakeNameTable<BackfillOverlap>({"serial", "parallel"});
+constexpr auto kStateNames = MakeNameTable<BackfillState>({"running", "completed", "cancelled"});
 
 struct BackfillRow {
     Backfill b;
@@ -52,25 +53,19 @@ constexpr const char* kSelect =
 }  // namespace
 
 std::string_view BackfillOverlapName(BackfillOverlap o) {
-    return kOverlapNames[static_cast<std::size_t>(o)];
+    return kOverlapNames.Name(o);
 }
 
 std::optional<BackfillOverlap> ParseBackfillOverlap(std::string_view name) {
-    for (std::size_t i = 0; i < kOverlapNames.size(); ++i) {
-        if (kOverlapNames[i] == name) return static_cast<BackfillOverlap>(i);
-    }
-    return std::nullopt;
+    return kOverlapNames.Parse(name);
 }
 
 std::string_view BackfillStateName(BackfillState s) {
-    return kStateNames[static_cast<std::size_t>(s)];
+    return kStateNames.Name(s);
 }
 
 std::optional<BackfillState> ParseBackfillState(std::string_view name) {
-    for (std::size_t i = 0; i < kStateNames.size(); ++i) {
-        if (kStateNames[i] == name) return static_cast<BackfillState>(i);
-    }
-    return std::nullopt;
+    return kStateNames.Parse(name);
 }
 
 Result<Backfill> BackfillRepository::Get(std::int64_t id) {

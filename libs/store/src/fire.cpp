@@ -8,20 +8,22 @@
 #include <tuple>
 
 #include "impl/query.hpp"
+#include "sched/common/job_vocabulary.hpp"
+#include "sched/common/name_table.hpp"
 #include "sched/store/fire_log.hpp"
 
 namespace sched::store {
 
 namespace {
 
-constexpr std::array<std::string_view, 9> kStatusNames = {"pending", "dispatching", "running", "succeeded", "failed",
-                                                          "timeout", "killed",      "lost",    "skipped"};
-constexpr std::array<std::string_view, 5> kKindNames = {"schedule", "manual", "retry", "misfire", "backfill"};
-constexpr std::array<std::string_view, 10> kReasonNames = {
-    "misfire",    "paused",          "job_deleted",   "blocked",   "no_executor",
-    "slave_died", "slave_restarted", "executor_gone", "no_result", "calendar"};
-constexpr std::array<std::string_view, 8> kOutcomeNames = {
-    "applied", "duplicate", "conflict", "not_found", "forbidden", "stale_attempt", "stale_epoch", "wrong_executor"};
+constexpr auto kStatusNames = MakeNameTable<FireStatus>(
+    {"pending", "dispatching", "running", "succeeded", "failed", "timeout", "killed", "lost", "skipped"});
+constexpr auto kKindNames = MakeNameTable<FireKind>({"schedule", "manual", "retry", "misfire", "backfill"});
+constexpr auto kReasonNames =
+    MakeNameTable<FireReason>({"misfire", "paused", "job_deleted", "blocked", "no_executor", "slave_died",
+                               "slave_restarted", "executor_gone", "no_result", "calendar"});
+constexpr auto kOutcomeNames = MakeNameTable<ResultOutcome>(
+    {"applied", "duplicate", "conflict", "not_found", "forbidden", "stale_attempt", "stale_epoch", "wrong_executor"});
 
 constexpr const char* kColumns =
     "id, job_id, scheduled_time, kind, attempt, shard_index, shard_total, epoch, assigned_node, executor_address, "
@@ -111,14 +113,11 @@ std::string StatusList(std::initializer_list<FireStatus> statuses) {
 }  // namespace
 
 std::string_view FireStatusName(FireStatus s) {
-    return kStatusNames[static_cast<std::size_t>(s)];
+    return kStatusNames.Name(s);
 }
 
 std::optional<FireStatus> ParseFireStatus(std::string_view name) {
-    for (std::size_t i = 0; i < kStatusNames.size(); ++i) {
-        if (kStatusNames[i] == name) return static_cast<FireStatus>(i);
-    }
-    return std::nullopt;
+    return kStatusNames.Parse(name);
 }
 
 bool IsFinal(FireStatus s) {
@@ -136,29 +135,23 @@ bool IsFinal(FireStatus s) {
 }
 
 std::string_view FireReasonName(FireReason r) {
-    return kReasonNames[static_cast<std::size_t>(r)];
+    return kReasonNames.Name(r);
 }
 
 std::optional<FireReason> ParseFireReason(std::string_view name) {
-    for (std::size_t i = 0; i < kReasonNames.size(); ++i) {
-        if (kReasonNames[i] == name) return static_cast<FireReason>(i);
-    }
-    return std::nullopt;
+    return kReasonNames.Parse(name);
 }
 
 std::string_view FireKindName(FireKind k) {
-    return kKindNames[static_cast<std::size_t>(k)];
+    return kKindNames.Name(k);
 }
 
 std::optional<FireKind> ParseFireKind(std::string_view name) {
-    for (std::size_t i = 0; i < kKindNames.size(); ++i) {
-        if (kKindNames[i] == name) return static_cast<FireKind>(i);
-    }
-    return std::nullopt;
+    return kKindNames.Parse(name);
 }
 
 std::string_view ResultOutcomeName(ResultOutcome outcome) {
-    return kOutcomeNames[static_cast<std::size_t>(outcome)];
+    return kOutcomeNames.Name(outcome);
 }
 
 namespace {
@@ -632,8 +625,8 @@ int FireRepository::ClearTrivialFollowups(soci::session& s) {
     soci::statement st =
         (s.prepare
          << "UPDATE job_fire SET followup = 0 WHERE followup = 1 AND status IN ('succeeded', 'skipped', "
-            "'killed') AND NOT EXISTS (SELECT 1 FROM job WHERE job.id = job_fire.job_id AND job.schedule_type = "
-            "'fixed-delay')");
+            "'killed') AND NOT EXISTS (SELECT 1 FROM job WHERE job.id = job_fire.job_id AND job.schedule_type = '" +
+                std::string(ScheduleTypeName(ScheduleType::kFixedDelay)) + "')");  // a name from the table, not input
     return static_cast<int>(impl::ExecuteAffected(st));
 }
 

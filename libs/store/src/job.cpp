@@ -4,6 +4,9 @@
 #include <iterator>
 #include <map>
 
+#include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
+
 #include "impl/query.hpp"
 
 namespace sched::store {
@@ -22,6 +25,8 @@ constexpr const char* kColumns =
 // boolean columns into `job` after each fetch.
 struct JobRow {
     Job job;
+    std::string schedule_type;
+    std::string misfire_policy;
     int at_least_once = 0;
     int enabled = 0;
     impl::NullableInt64 next_fire;
@@ -40,10 +45,10 @@ struct JobRow {
         st.exchange(soci::into(job.app));
         st.exchange(soci::into(job.handler));
         st.exchange(soci::into(job.params));
-        st.exchange(soci::into(job.schedule_type));
+        st.exchange(soci::into(schedule_type));
         st.exchange(soci::into(job.schedule_expr));
         st.exchange(soci::into(job.time_zone));
-        st.exchange(soci::into(job.misfire_policy));
+        st.exchange(soci::into(misfire_policy));
         st.exchange(soci::into(job.routing));
         st.exchange(soci::into(job.block_strategy));
         st.exchange(soci::into(job.concurrency_limit));
@@ -75,6 +80,21 @@ struct JobRow {
         st.exchange(soci::into(job.completed_reason));
     }
     Job Finish() {
+        // The edge where the stored names become the vocabulary's enums (sched/store/job.hpp).
+        if (auto type = kScheduleTypeNames.Parse(schedule_type)) {
+            job.schedule_type = *type;
+        } else {
+            spdlog::warn("job {}: unknown schedule_type {} in the database, read as manual", job.id,
+                         nlohmann::json(schedule_type).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace));
+            job.schedule_type = ScheduleType::kManual;
+        }
+        if (auto policy = kMisfirePolicyNames.Parse(misfire_policy)) {
+            job.misfire_policy = *policy;
+        } else {
+            spdlog::warn("job {}: unknown misfire_policy {} in the database, read as fire-once-now", job.id,
+                         nlohmann::json(misfire_policy).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace));
+            job.misfire_policy = MisfirePolicy::kFireOnceNow;
+        }
         job.start_at = start_at.get();
         job.end_at = end_at.get();
         job.max_runs = max_runs.get();
@@ -95,7 +115,12 @@ struct JobRow {
 
 // The user-editable columns, bound by name, shared by Create and Update.
 struct EditableFields {
-    explicit EditableFields(const Job& j) : job(j), at_least_once(j.at_least_once ? 1 : 0), enabled(j.enabled ? 1 : 0) {
+    explicit EditableFields(const Job& j)
+        : job(j),
+          schedule_type(ScheduleTypeName(j.schedule_type)),
+          misfire_policy(MisfirePolicyName(j.misfire_policy)),
+          at_least_once(j.at_least_once ? 1 : 0),
+          enabled(j.enabled ? 1 : 0) {
         next_fire.set(j.next_fire_time);
         start_at.set(j.start_at);
         end_at.set(j.end_at);
@@ -107,10 +132,10 @@ struct EditableFields {
         st.exchange(soci::use(job.app, "app"));
         st.exchange(soci::use(job.handler, "handler"));
         st.exchange(soci::use(job.params, "params"));
-        st.exchange(soci::use(job.schedule_type, "schedule_type"));
+        st.exchange(soci::use(schedule_type, "schedule_type"));
         st.exchange(soci::use(job.schedule_expr, "schedule_expr"));
         st.exchange(soci::use(job.time_zone, "time_zone"));
-        st.exchange(soci::use(job.misfire_policy, "misfire_policy"));
+        st.exchange(soci::use(misfire_policy, "misfire_policy"));
         st.exchange(soci::use(job.routing, "routing"));
         st.exchange(soci::use(job.block_strategy, "block_strategy"));
         st.exchange(soci::use(job.concurrency_limit, "concurrency_limit"));
@@ -135,6 +160,8 @@ struct EditableFields {
         st.exchange(soci::use(job.completed_reason, "completed_reason"));
     }
     Job job;
+    std::string schedule_type;
+    std::string misfire_policy;
     int at_least_once;
     int enabled;
     impl::NullableInt64 next_fire;

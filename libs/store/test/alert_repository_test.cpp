@@ -14,7 +14,7 @@ class AlertRepositoryTest : public StoreTest {
         j.app = "billing";
         j.handler = "report";
         j.params = "{}";
-        j.schedule_type = "manual";
+        j.schedule_type = sched::ScheduleType::kManual;
         auto created = JobRepository(db()).Create(j);
         EXPECT_TRUE(created.ok()) << created.status().ToString();
         return created.ok() ? created->id : 0;

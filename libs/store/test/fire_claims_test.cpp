@@ -164,7 +164,7 @@ TEST_P(FireClaimsTest, JobsAreReadManyAtATime) {
         j.name = "j" + std::to_string(i);
         j.app = "app";
         j.handler = "h";
-        j.schedule_type = "fixed-rate";
+        j.schedule_type = sched::ScheduleType::kFixedRate;
         j.schedule_expr = "10s";
         auto made = jobs.Create(j);
         ASSERT_TRUE(made.ok()) << made.status().ToString();

@@ -25,7 +25,7 @@ class FireStatsTest : public StoreTest {
         j.name = name;
         j.app = app;
         j.handler = "echo";
-        j.schedule_type = "manual";
+        j.schedule_type = sched::ScheduleType::kManual;
         auto created = JobRepository(db()).Create(j);
         EXPECT_TRUE(created.ok()) << created.status().ToString();
         return created.ok() ? created->id : 0;

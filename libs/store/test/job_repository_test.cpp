@@ -13,7 +13,7 @@ Job SampleJob(const std::string& name = "nightly-report") {
     j.app = "billing";
     j.handler = "report";
     j.params = R"({"day":"yesterday"})";
-    j.schedule_type = "cron";
+    j.schedule_type = sched::ScheduleType::kCron;
     j.schedule_expr = "0 0 2 * * ?";
     j.time_zone = "Europe/Berlin";
     j.timeout_ms = 60000;
@@ -282,6 +282,43 @@ TEST_P(JobRepositoryTest, AdvanceManyAdvancesExactlyTheJobsWhoseCasHolds) {
     // The same batch again: every next time moved on, so every CAS loses (no double advance).
     auto again = db().Run([&](soci::session& s) { return JobRepository::AdvanceMany(s, advances); });
     EXPECT_EQ(*again, std::vector<bool>(created.size(), false));
+}
+
+// The vocabulary is parsed where a row is read; a name this build does not know (a newer build's,
+// a hand edit) must not fail the read of every job beside it.
+TEST_P(JobRepositoryTest, StoresTheVocabularyByNameAndReadsUnknownNamesAsTheSafeDefault) {
+    JobRepository jobs(db());
+    Job in = SampleJob();
+    in.schedule_type = sched::ScheduleType::kFixedDelay;
+    in.schedule_expr = "5s";
+    in.misfire_policy = sched::MisfirePolicy::kFireAll;
+    auto created = jobs.Create(in);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    std::string type, policy;
+    ASSERT_TRUE(db().Run([&](soci::session& s) {
+                        s << "SELECT schedule_type, misfire_policy FROM job WHERE id = :id", soci::into(type),
+                            soci::into(policy), soci::use(created->id);
+                    })
+                    .ok());
+    EXPECT_EQ(type, "fixed-delay");  // the stored text is the API's spelling
+    EXPECT_EQ(policy, "fire-all");
+    auto got = jobs.Get(created->id);
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(got->schedule_type, sched::ScheduleType::kFixedDelay);
+    EXPECT_EQ(got->misfire_policy, sched::MisfirePolicy::kFireAll);
+
+    ASSERT_TRUE(db().Run([&](soci::session& s) {
+                        s << "UPDATE job SET schedule_type = 'hourly', misfire_policy = 'later' WHERE id = :id",
+                            soci::use(created->id);
+                    })
+                    .ok());
+    auto odd = jobs.Get(created->id);
+    ASSERT_TRUE(odd.ok()) << odd.status().ToString();
+    EXPECT_EQ(odd->schedule_type, sched::ScheduleType::kManual);
+    EXPECT_EQ(odd->misfire_policy, sched::MisfirePolicy::kFireOnceNow);
+    auto listed = jobs.List({});
+    ASSERT_TRUE(listed.ok());
+    EXPECT_EQ(listed->size(), 1u);
 }
 
 TEST_P(JobRepositoryTest, AdvanceManyHandlesBatchesLargerThanOneStatement) {

@@ -93,7 +93,7 @@ Master::Master(std::shared_ptr<db::Database> db, lock::Fence& fence, const DbTim
     : db_(std::move(db)),
       fence_(fence),
       time_(time),
-      config_(config),
+      config_(std::move(config)),
       fires_created_(metrics.Counter("sched_master_fires_created_total", "Fire rows created by the master.", {"kind"})
                          .Labels({"all"})),
       retries_created_(
@@ -120,8 +120,9 @@ Master::Master(std::shared_ptr<db::Database> db, lock::Fence& fence, const DbTim
 }
 
 const Master::CachedSchedule& Master::ScheduleFor(const store::Job& job) {
-    const std::string key = job.schedule_type + '\n' + job.schedule_expr + '\n' + job.time_zone + '\n' +
-                            std::to_string(job.jitter_ms) + '\n' + job.dst_gap + '\n' + job.dst_overlap;
+    const std::string key = std::string(ScheduleTypeName(job.schedule_type)) + '\n' + job.schedule_expr + '\n' +
+                            job.time_zone + '\n' + std::to_string(job.jitter_ms) + '\n' + job.dst_gap + '\n' +
+                            job.dst_overlap;
     auto& entry = schedules_[job.id];
     if (entry.key != key || (!entry.schedule && entry.error.empty())) {
         entry.key = key;
@@ -221,8 +222,7 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
             options.max_fires_per_job = static_cast<std::size_t>(config_.max_fires_per_job);
             options.misfire.threshold_ms = Ms(config_.misfire_threshold);
             options.misfire.fire_all_cap = static_cast<std::size_t>(config_.fire_all_cap);
-            auto policy = cron::ParseMisfirePolicy(job.misfire_policy);
-            options.misfire.policy = policy.ok() ? *policy : cron::MisfirePolicy::kFireOnceNow;
+            options.misfire.policy = job.misfire_policy;
             auto plan = !job.calendar.empty() || job.start_at || job.end_at || job.max_runs
                             ? PlanBounded(job, *cached.schedule, now, options, extras[plans.size()])
                             : PlanJobFires(*cached.schedule, *job.next_fire_time, now, options);
@@ -245,8 +245,7 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
         for (std::size_t i = 0; i < due.size(); ++i) {
             if (!advanced[i] || !plans[i].skipped) continue;
             const auto& skipped = *plans[i].skipped;
-            const auto parsed = cron::ParseMisfirePolicy(due[i].misfire_policy);
-            const auto policy = parsed.ok() ? *parsed : cron::MisfirePolicy::kFireOnceNow;  // as planned above
+            const auto policy = due[i].misfire_policy;
             store::Fire row;
             row.job_id = due[i].id;
             row.scheduled_time = skipped.first_ms;
@@ -396,7 +395,7 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
                 }
                 continue;
             }
-            if (job->schedule_type == "fixed-delay" && job->enabled && !job->next_fire_time &&
+            if (job->schedule_type == ScheduleType::kFixedDelay && job->enabled && !job->next_fire_time &&
                 fire.kind != store::FireKind::kManual) {
                 const auto& cached = ScheduleFor(*job);
                 if (cached.schedule) {
@@ -417,7 +416,8 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
         fires_lost_.Inc(report->lost);
         running_lost_.Inc(report->running_lost);
         running_timed_out_.Inc(report->running_timed_out);
-        for (const auto& [policy, n] : report->misfire_skipped) misfire_skipped_.Labels({policy}).Inc(n);
+        for (const auto& [policy, n] : report->misfire_skipped)
+            misfire_skipped_.Labels({policy}).Inc(static_cast<double>(n));
         scan_seconds_.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     }
     return report;

@@ -157,7 +157,7 @@ class AlerterTest : public db::testing::DbTest {
         j.name = "nightly";
         j.app = "billing";
         j.handler = "report";
-        j.schedule_type = "manual";
+        j.schedule_type = sched::ScheduleType::kManual;
         auto created = store::JobRepository(db()).Create(j);
         ASSERT_TRUE(created.ok()) << created.status().ToString();
         job_ = created->id;
@@ -224,7 +224,7 @@ class AlerterTest : public db::testing::DbTest {
         j.name = name;
         j.app = "billing";
         j.handler = "report";
-        j.schedule_type = "manual";
+        j.schedule_type = sched::ScheduleType::kManual;
         auto created = store::JobRepository(db()).Create(j);
         EXPECT_TRUE(created.ok()) << created.status().ToString();
         return created->id;
@@ -359,7 +359,7 @@ TEST_P(AlerterTest, ADeposedMasterCreatesAndRecordsNothing) {
 TEST_P(AlerterTest, AJobIsPausedOnceAfterPauseAfterFailuresFailuresInARowWithAPausedAlert) {
     auto job = *store::JobRepository(db()).Get(job_);
     job.pause_after_failures = 2;
-    job.schedule_type = "cron";
+    job.schedule_type = sched::ScheduleType::kCron;
     job.schedule_expr = "* * * * * ?";
     job.next_fire_time = time_->NowMs() + 1000;
     ASSERT_TRUE(store::JobRepository(db()).Update(job, job.version).ok());

@@ -48,7 +48,7 @@ class HistoryPurgerTest : public db::testing::DbTest {
         j.name = name;
         j.app = "app";
         j.handler = "echo";
-        j.schedule_type = "cron";
+        j.schedule_type = sched::ScheduleType::kCron;
         j.schedule_expr = "* * * * * ?";
         auto created = store::JobRepository(db()).Create(j);
         EXPECT_TRUE(created.ok()) << created.status().ToString();

@@ -46,7 +46,7 @@ class MasterTest : public db::testing::DbTest {
         j.name = name;
         j.app = "app";
         j.handler = "echo";
-        j.schedule_type = type;
+        j.schedule_type = *sched::ParseScheduleType(type);
         j.schedule_expr = expr;
         j.next_fire_time = next;
         if (tweak) tweak(j);
@@ -253,7 +253,8 @@ TEST_P(MasterTest, AFireThatExistsUnderAnEarlierEpochIsNeitherCountedNorNotified
 TEST_P(MasterTest, FiresSpreadOverSlavesByCapacity) {
     const std::int64_t start = Now() - 60'000;
     // A 100 ms fixed rate over a 2 s lookahead: plenty of fires to spread.
-    auto job = CreateJob("fast", "fixed-rate", "100ms", start, [](store::Job& j) { j.misfire_policy = "skip"; });
+    auto job = CreateJob("fast", "fixed-rate", "100ms", start,
+                         [](store::Job& j) { j.misfire_policy = sched::MisfirePolicy::kSkip; });
     ASSERT_TRUE(master_->Scan(epoch_).ok());
     std::map<std::string, int> per_node;
     for (const auto& f : FiresOf(job.id)) {
@@ -516,10 +517,12 @@ TEST_P(MasterTest, AnAtLeastOnceJobRetriesALostFireOnceEvenWithRetryMaxZero) {
 TEST_P(MasterTest, SkippedScheduledTimesLeaveOneLedgerRowWithTheirRangeAndCount) {
     const std::int64_t now = Now();
     const std::int64_t start = (now / 1000) * 1000 - 60'000;  // a minute of every-second times missed
-    auto skip = CreateJob("skip", "cron", "* * * * * ?", start, [](store::Job& j) { j.misfire_policy = "skip"; });
-    auto once =
-        CreateJob("once-now", "cron", "* * * * * ?", start, [](store::Job& j) { j.misfire_policy = "fire-once-now"; });
-    auto all = CreateJob("all", "cron", "* * * * * ?", start, [](store::Job& j) { j.misfire_policy = "fire-all"; });
+    auto skip = CreateJob("skip", "cron", "* * * * * ?", start,
+                          [](store::Job& j) { j.misfire_policy = sched::MisfirePolicy::kSkip; });
+    auto once = CreateJob("once-now", "cron", "* * * * * ?", start,
+                          [](store::Job& j) { j.misfire_policy = sched::MisfirePolicy::kFireOnceNow; });
+    auto all = CreateJob("all", "cron", "* * * * * ?", start,
+                         [](store::Job& j) { j.misfire_policy = sched::MisfirePolicy::kFireAll; });
     ASSERT_TRUE(master_->Scan(epoch_).ok());
     ASSERT_TRUE(master_->Scan(epoch_).ok());  // a second scan writes no second ledger row
 

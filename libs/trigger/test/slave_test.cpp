@@ -575,7 +575,7 @@ TEST_F(SlaveTest, PlannedFiresThatBecameLateObeyTheJobsMisfirePolicy) {
     const auto job_with = [&](std::int64_t id, const std::string& policy) {
         store::Job j = store_->jobs[7];
         j.id = id;
-        j.misfire_policy = policy;
+        j.misfire_policy = *sched::ParseMisfirePolicy(policy);
         store_->jobs[id] = j;
     };
     job_with(10, "skip");

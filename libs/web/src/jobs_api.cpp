@@ -97,10 +97,14 @@ std::optional<rest::ApiError> ReadJobInput(const nlohmann::json& body, const sto
     text("name", j.name, create);
     text("app", j.app, create);
     text("handler", j.handler, create);
-    text("schedule_type", j.schedule_type, create);
+    // The vocabulary is read as text here and parsed below, where it always was validated, so
+    // that the first invalid field named stays the same.
+    std::string schedule_type(ScheduleTypeName(j.schedule_type));
+    std::string misfire_policy(MisfirePolicyName(j.misfire_policy));
+    text("schedule_type", schedule_type, create);
     text("schedule_expr", j.schedule_expr, false);
     text("time_zone", j.time_zone, false);
-    text("misfire_policy", j.misfire_policy, false);
+    text("misfire_policy", misfire_policy, false);
     text("routing", j.routing, false);
     text("block_strategy", j.block_strategy, false);
     text("description", j.description, false);
@@ -155,7 +159,9 @@ std::optional<rest::ApiError> ReadJobInput(const nlohmann::json& body, const sto
     if (j.params.size() > kMaxParamsBytes) {
         return Invalid("params", "params: at most " + std::to_string(kMaxParamsBytes) + " bytes");
     }
-    if (auto policy = cron::ParseMisfirePolicy(j.misfire_policy); !policy.ok()) {
+    if (auto policy = ParseMisfirePolicy(misfire_policy); policy.ok()) {
+        j.misfire_policy = *policy;
+    } else {
         return Invalid("misfire_policy", "misfire_policy: " + policy.status().message());
     }
     const auto& routings = store::RoutingNames();
@@ -175,6 +181,11 @@ std::optional<rest::ApiError> ReadJobInput(const nlohmann::json& body, const sto
     const auto options = cron::ParseScheduleOptions(create ? std::nullopt : std::optional<std::int64_t>(j.id),
                                                     j.jitter_ms, j.dst_gap, j.dst_overlap, &field);
     if (!options.ok()) return Invalid(field, options.status().message());
+    if (auto type = ParseScheduleType(schedule_type); type.ok()) {
+        j.schedule_type = *type;
+    } else {
+        return Invalid("schedule_type", "schedule_type: " + type.status().message());
+    }
     auto schedule = cron::Schedule::Make(j.schedule_type, j.schedule_expr, j.time_zone, &field, *options);
     if (!schedule.ok()) return Invalid(field.empty() ? "schedule_expr" : field, schedule.status().message());
     j.schedule_expr = schedule->expression();

@@ -62,7 +62,7 @@ class ExecutorApiTest : public db::testing::DbTest {
         j.name = name;
         j.app = app;
         j.handler = "echo";
-        j.schedule_type = "manual";
+        j.schedule_type = sched::ScheduleType::kManual;
         auto created = store::JobRepository(db()).Create(j);
         EXPECT_TRUE(created.ok()) << created.status().ToString();
         return created.ok() ? created->id : 0;

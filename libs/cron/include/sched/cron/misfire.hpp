@@ -17,17 +17,16 @@
 #include <string_view>
 #include <vector>
 
+#include "sched/common/job_vocabulary.hpp"
 #include "sched/common/status.hpp"
 #include "sched/cron/schedule.hpp"
 
 namespace sched::cron {
 
-enum class MisfirePolicy { kSkip, kFireOnceNow, kFireAll };
-
-/// "skip", "fire-once-now", "fire-all" (the stored spelling).
-std::string_view MisfirePolicyName(MisfirePolicy policy);
-/// Inverse of MisfirePolicyName (exact, lower-case). kInvalidArgument listing the valid names.
-Result<MisfirePolicy> ParseMisfirePolicy(std::string_view name);
+// The policies and their one name table live in the job vocabulary (sched/common).
+using sched::MisfirePolicy;
+using sched::MisfirePolicyName;
+using sched::ParseMisfirePolicy;
 
 struct MisfireOptions {
     std::int64_t threshold_ms = 5000;  ///< >= 0; how late a time may be and still fire normally

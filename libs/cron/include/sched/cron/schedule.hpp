@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sched/common/job_vocabulary.hpp"
 #include "sched/common/status.hpp"
 #include "sched/cron/cron_expression.hpp"
 
@@ -36,12 +37,10 @@ class time_zone;
 
 namespace sched::cron {
 
-enum class ScheduleType { kCron, kFixedRate, kFixedDelay, kOnce, kManual };
-
-/// "cron", "fixed-rate", "fixed-delay", "once", "manual" (the stored spelling).
-std::string_view ScheduleTypeName(ScheduleType type);
-/// Inverse of ScheduleTypeName (exact, lower-case). kInvalidArgument listing the valid names.
-Result<ScheduleType> ParseScheduleType(std::string_view name);
+// The schedule types and their one name table live in the job vocabulary (sched/common).
+using sched::ParseScheduleType;
+using sched::ScheduleType;
+using sched::ScheduleTypeName;
 
 /// Per-job options of a schedule (the job columns jitter_ms, dst_gap, dst_overlap and the id).
 struct ScheduleOptions {
@@ -82,6 +81,9 @@ class Schedule {
     /// name ("schedule_type", "schedule_expr" or "time_zone") in `*error_field` when given.
     /// `options` carries the job id (for `H` and jitter), the jitter and the DST choice; a
     /// jitter_ms outside 0..kMaxJitterMs is rejected naming "jitter_ms".
+    static Result<Schedule> Make(ScheduleType type, std::string_view expr, std::string_view zone,
+                                 std::string* error_field = nullptr, const ScheduleOptions& options = {});
+    /// Make with the type as text (ParseScheduleType): an unknown one is rejected naming "schedule_type".
     static Result<Schedule> Make(std::string_view type, std::string_view expr, std::string_view zone,
                                  std::string* error_field = nullptr, const ScheduleOptions& options = {});
 

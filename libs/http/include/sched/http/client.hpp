@@ -44,7 +44,7 @@ struct ClientOptions {
     /// servers' idle-timeout).
     Micros pool_idle_timeout = std::chrono::seconds(30);
     /// Larger response bodies fail the call with kResourceExhausted.
-    std::size_t body_limit = 16 * 1024 * 1024;
+    std::size_t body_limit = std::size_t{16} * 1024 * 1024;
     std::string user_agent = "sched-http";
 };
 

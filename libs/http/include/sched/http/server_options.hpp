@@ -34,8 +34,8 @@ enum class AccessLog { kAll, kErrors, kOff };
 ///     access-log: all           # all, errors (only 4xx/5xx) or off
 struct ServerOptions {
     std::string listen = "127.0.0.1:8080";
-    std::size_t body_limit = 1024 * 1024;
-    std::size_t header_limit = 16 * 1024;
+    std::size_t body_limit = std::size_t{1024} * 1024;
+    std::size_t header_limit = std::size_t{16} * 1024;
     Micros header_timeout = std::chrono::seconds(10);
     Micros first_byte_timeout = std::chrono::seconds(5);
     Micros body_timeout = std::chrono::seconds(30);

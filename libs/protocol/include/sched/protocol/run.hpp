@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sched/common/name_table.hpp"
 #include "sched/protocol/parsed.hpp"
 
 namespace sched::protocol {
@@ -34,7 +35,7 @@ enum class BlockStrategy {
 };
 
 /// The wire names, in enum order: "serial", "discard-later", "cover-early".
-inline constexpr std::array<std::string_view, 3> kBlockStrategyNames = {"serial", "discard-later", "cover-early"};
+inline constexpr auto kBlockStrategyNames = MakeNameTable<BlockStrategy>({"serial", "discard-later", "cover-early"});
 
 std::string_view Name(BlockStrategy strategy);
 std::optional<BlockStrategy> ParseBlockStrategy(std::string_view name);

@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sched/common/name_table.hpp"
 #include "sched/protocol/parsed.hpp"
 
 namespace sched::protocol {
@@ -33,7 +34,7 @@ enum class RunOutcome {
     kKilled,     ///< "killed": a kill, a cover-early or the executor's shutdown
 };
 
-inline constexpr std::array<std::string_view, 4> kRunOutcomeNames = {"succeeded", "failed", "timeout", "killed"};
+inline constexpr auto kRunOutcomeNames = MakeNameTable<RunOutcome>({"succeeded", "failed", "timeout", "killed"});
 
 std::string_view Name(RunOutcome outcome);
 std::optional<RunOutcome> ParseRunOutcome(std::string_view name);

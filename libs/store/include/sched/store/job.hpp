@@ -18,6 +18,7 @@
 
 #include <soci/soci.h>
 
+#include "sched/common/job_vocabulary.hpp"
 #include "sched/common/status.hpp"
 #include "sched/db/database.hpp"
 
@@ -37,10 +38,15 @@ struct Job {
     std::string app;
     std::string handler;
     std::string params;
-    std::string schedule_type = "cron";  ///< cron | fixed-rate | fixed-delay | once | manual
+    /// Stored by its name (kScheduleTypeNames). A stored name this build does not know (a newer
+    /// build's, a hand edit) reads as kManual with a warning in the log: such a job never fires on
+    /// its own, as when its schedule failed to parse before.
+    ScheduleType schedule_type = ScheduleType::kCron;
     std::string schedule_expr;
     std::string time_zone = "UTC";
-    std::string misfire_policy = "fire-once-now";  ///< skip | fire-once-now | fire-all
+    /// Stored by its name (kMisfirePolicyNames); an unknown stored name reads as kFireOnceNow (one
+    /// run stands for the late times), with a warning in the log.
+    MisfirePolicy misfire_policy = MisfirePolicy::kFireOnceNow;
     std::string routing = "round-robin";
     std::string block_strategy = "serial";  ///< serial | discard-later | cover-early
     int concurrency_limit = 1;
