@@ -22,7 +22,7 @@ Status Echo(client::JobContext& ctx) {
 
 Status Sleep(client::JobContext& ctx) {
     const auto params = ctx.params().is_null() ? nlohmann::json::object() : ctx.params();
-    rest::JsonFields f(params, "params");
+    http::JsonFields f(params, "params");
     const auto ms = f.Int("ms", 1000, {.min = 0, .max = 24LL * 3600 * 1000});
     if (f.error()) return InvalidArgument(f.error()->message);
     ctx.Log("sleeping {} ms", ms);
@@ -33,7 +33,7 @@ Status Sleep(client::JobContext& ctx) {
 
 Status Fail(client::JobContext& ctx) {
     const auto params = ctx.params().is_null() ? nlohmann::json::object() : ctx.params();
-    rest::JsonFields f(params, "params");
+    http::JsonFields f(params, "params");
     const auto message = f.String("message", "failed on purpose");
     if (f.error()) return InvalidArgument(f.error()->message);
     ctx.Log("failing: {}", message);
@@ -67,7 +67,7 @@ DemoOptions DemoOptions::FromYaml(const ConfigNode& node) {
 
 Status Pay(client::Executor& executor, const DemoOptions& options, client::JobContext& ctx) {
     const auto params = ctx.params().is_null() ? nlohmann::json::object() : ctx.params();
-    rest::JsonFields f(params, "params");
+    http::JsonFields f(params, "params");
     const auto order = f.Int("order", {.min = 0});
     const auto amount = f.Int("amount", 100, {.min = 1});
     const bool use_lock = f.Bool("lock", true);

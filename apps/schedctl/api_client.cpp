@@ -8,31 +8,31 @@
 
 namespace sched::ctl {
 
-ApiClient::ApiClient(rest::Url server, std::string token, Micros timeout)
+ApiClient::ApiClient(http::Url server, std::string token, Micros timeout)
     : server_(std::move(server)), token_(std::move(token)), timeout_(timeout) {}
 
-Result<ApiReply> ApiClient::Call(rest::Method method, std::string_view path,
+Result<ApiReply> ApiClient::Call(http::Method method, std::string_view path,
                                  const std::optional<nlohmann::json>& body) {
     const std::string url = server_.WithPath(path).ToString();
     net::io_context io;
-    rest::ClientOptions options;
+    http::ClientOptions options;
     options.connect_timeout = timeout_;
     options.request_timeout = timeout_;
     options.user_agent = "schedctl";
-    rest::HttpClient client(io.get_executor(), options);
+    http::HttpClient client(io.get_executor(), options);
 
-    rest::ClientRequest request;
+    http::ClientRequest request;
     request.method = method;
     request.url = url;
     if (body) {
         request.headers.Set("Content-Type", "application/json");
         request.body = body->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
-    rest::CallOptions call;
+    http::CallOptions call;
     call.timeout = timeout_;
     call.bearer_token = token_;
 
-    std::optional<Result<rest::ClientResponse>> result;
+    std::optional<Result<http::ClientResponse>> result;
     auto run = [&]() -> net::awaitable<void> {
         auto response = co_await client.Send(request, call);
         result.emplace(std::move(response));
@@ -48,7 +48,7 @@ Result<ApiReply> ApiClient::Call(rest::Method method, std::string_view path,
     ApiReply reply;
     reply.status = (*result)->status;
     reply.body = (*result)->body;
-    if (auto parsed = rest::ParseJson(reply.body); parsed.ok()) reply.json = std::move(*parsed);
+    if (auto parsed = http::ParseJson(reply.body); parsed.ok()) reply.json = std::move(*parsed);
     return reply;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 
 /// A blocking call to the REST API for a command-line tool: each call runs the project's
-/// async `rest::HttpClient` on a private io_context until it completes.
+/// async `http::HttpClient` on a private io_context until it completes.
 
 #include <optional>
 #include <string>
@@ -19,7 +19,7 @@ namespace sched::ctl {
 struct ApiReply {
     int status = 0;
     std::string body;
-    /// The body parsed (bounded, rest::ParseJson); null when it is not JSON.
+    /// The body parsed (bounded, http::ParseJson); null when it is not JSON.
     nlohmann::json json;
     bool ok() const { return status >= 200 && status < 300; }
 };
@@ -27,17 +27,17 @@ struct ApiReply {
 class ApiClient {
   public:
     /// `server` is the base URL ("http://host:8080"); `token` may be empty.
-    ApiClient(rest::Url server, std::string token, Micros timeout);
+    ApiClient(http::Url server, std::string token, Micros timeout);
 
     /// Sends `method` to server + `path` (path and query, starting with '/') with `body` as JSON
     /// when given. Errors: the transport's (kUnavailable, kDeadlineExceeded ...), the message
     /// naming the URL. Any HTTP status is a reply.
-    Result<ApiReply> Call(rest::Method method, std::string_view path, const std::optional<nlohmann::json>& body = {});
+    Result<ApiReply> Call(http::Method method, std::string_view path, const std::optional<nlohmann::json>& body = {});
 
-    const rest::Url& server() const { return server_; }
+    const http::Url& server() const { return server_; }
 
   private:
-    rest::Url server_;
+    http::Url server_;
     std::string token_;
     Micros timeout_;
 };

@@ -18,15 +18,15 @@ int ApplyPlan(const Plan& plan, const ApiCall& call, std::ostream& out, std::ost
                 continue;
             case ChangeKind::kCreate:
                 verb = "created";
-                reply = call(rest::Method::kPost, collection, c.body);
+                reply = call(http::Method::kPost, collection, c.body);
                 break;
             case ChangeKind::kUpdate:
                 verb = "updated";
-                reply = call(rest::Method::kPut, collection + "/" + std::to_string(c.id), c.body);
+                reply = call(http::Method::kPut, collection + "/" + std::to_string(c.id), c.body);
                 break;
             case ChangeKind::kDelete:
                 verb = "deleted";
-                reply = call(rest::Method::kDelete, collection + "/" + std::to_string(c.id), std::nullopt);
+                reply = call(http::Method::kDelete, collection + "/" + std::to_string(c.id), std::nullopt);
                 break;
         }
         const std::string name = prefix + SanitizeCell(c.name);

@@ -19,7 +19,7 @@
 namespace sched::ctl {
 
 /// One API call: method, path under the server, optional JSON body (ApiClient::Call's shape).
-using ApiCall = std::function<Result<ApiReply>(rest::Method method, const std::string& path,
+using ApiCall = std::function<Result<ApiReply>(http::Method method, const std::string& path,
                                                const std::optional<nlohmann::json>& body)>;
 
 /// Makes the plan's changes through `call`, printing "<name>: created|updated|deleted" to

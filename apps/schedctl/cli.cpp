@@ -205,7 +205,7 @@ std::string EnvOr(const char* name) {
 }
 
 struct Target {
-    rest::Url server;
+    http::Url server;
     std::string token;
     Micros timeout{};
     std::vector<std::string> warnings;
@@ -264,7 +264,7 @@ Target ResolveTarget(const Options& o) {
         source = config_path + ": server";
     }
     if (server.empty()) server = "http://127.0.0.1:8080";
-    auto url = rest::Url::Parse(server);
+    auto url = http::Url::Parse(server);
     if (!url.ok()) throw CliError(source + ": " + url.status().message());
     auto timeout = ParseDuration(o.timeout);
     if (!timeout.ok() || timeout->count() <= 0) throw CliError("--timeout: expected a positive duration such as 10s");
@@ -316,15 +316,15 @@ class Cli {
     int Run();
 
   private:
-    ApiReply Call(rest::Method method, const std::string& path, const std::optional<nlohmann::json>& body = {}) {
+    ApiReply Call(http::Method method, const std::string& path, const std::optional<nlohmann::json>& body = {}) {
         auto r = api_.Call(method, path, body);
         if (!r.ok()) throw CliError(r.status().message());
         return *r;
     }
-    ApiReply CallOk(rest::Method method, const std::string& path, const std::optional<nlohmann::json>& body = {}) {
+    ApiReply CallOk(http::Method method, const std::string& path, const std::optional<nlohmann::json>& body = {}) {
         ApiReply reply = Call(method, path, body);
         if (!reply.ok())
-            throw CliError(std::string(rest::MethodName(method)) + " " + path + ": " + DescribeError(reply));
+            throw CliError(std::string(http::MethodName(method)) + " " + path + ": " + DescribeError(reply));
         return reply;
     }
     bool Json() const { return o_.output == "json"; }
@@ -398,7 +398,7 @@ nlohmann::json Cli::ListAllJobs(const std::string& query) {
     for (int page = 0; page < 500; ++page) {
         std::string path = "/api/v1/jobs?limit=200" + query;
         if (!cursor.empty()) path += "&cursor=" + QueryEscape(cursor);
-        const ApiReply reply = CallOk(rest::Method::kGet, path);
+        const ApiReply reply = CallOk(http::Method::kGet, path);
         if (!reply.json.is_object() || !reply.json.contains("items") || !reply.json["items"].is_array()) {
             throw CliError("GET " + path + ": unexpected answer (no items)");
         }
@@ -452,7 +452,7 @@ int Cli::Jobs() {
         return 0;
     }
     if (sub == "create") {
-        const ApiReply reply = CallOk(rest::Method::kPost, "/api/v1/jobs", ReadJobDocument());
+        const ApiReply reply = CallOk(http::Method::kPost, "/api/v1/jobs", ReadJobDocument());
         if (Json())
             PrintJson(reply);
         else
@@ -463,7 +463,7 @@ int Cli::Jobs() {
     const std::string id = ParseId(o_, 2, "jobs " + sub);
     const std::string path = "/api/v1/jobs/" + id;
     if (sub == "get") {
-        const ApiReply reply = CallOk(rest::Method::kGet, path);
+        const ApiReply reply = CallOk(http::Method::kGet, path);
         if (Json())
             PrintJson(reply);
         else
@@ -475,10 +475,10 @@ int Cli::Jobs() {
         if (!body.contains("version")) {
             // No version in the file: the one read now (a concurrent change between this read and
             // the PUT is still a 409).
-            const ApiReply current = CallOk(rest::Method::kGet, path);
+            const ApiReply current = CallOk(http::Method::kGet, path);
             body["version"] = current.json.value("version", std::int64_t{0});
         }
-        const ApiReply reply = CallOk(rest::Method::kPut, path, body);
+        const ApiReply reply = CallOk(http::Method::kPut, path, body);
         if (Json())
             PrintJson(reply);
         else
@@ -489,7 +489,7 @@ int Cli::Jobs() {
         if (o_.note && sub != "pause") Usage("--note: only jobs pause takes a note");
         std::optional<nlohmann::json> body;
         if (o_.note) body = nlohmann::json{{"note", *o_.note}};
-        const ApiReply reply = CallOk(rest::Method::kPost, path + "/" + sub, body);
+        const ApiReply reply = CallOk(http::Method::kPost, path + "/" + sub, body);
         if (Json())
             PrintJson(reply);
         else if (sub == "trigger") {
@@ -502,7 +502,7 @@ int Cli::Jobs() {
     }
     if (sub == "backfill") return JobsBackfill(id);
     if (sub == "delete") {
-        const ApiReply reply = CallOk(rest::Method::kDelete, path);
+        const ApiReply reply = CallOk(http::Method::kDelete, path);
         if (Json())
             PrintJson(reply);
         else
@@ -530,7 +530,7 @@ int Cli::JobsBackfill(const std::string& id) {
         body["max_parallel"] = n;
     }
     if (o_.dry_run) body["dry_run"] = true;
-    const ApiReply reply = CallOk(rest::Method::kPost, "/api/v1/jobs/" + id + "/backfill", body);
+    const ApiReply reply = CallOk(http::Method::kPost, "/api/v1/jobs/" + id + "/backfill", body);
     if (Json()) {
         PrintJson(reply);
         return 0;
@@ -567,7 +567,7 @@ int Cli::Fires() {
             query += "&limit=" + n;
         }
         const std::string path = "/api/v1/fires" + (query.empty() ? std::string() : "?" + query.substr(1));
-        const ApiReply reply = CallOk(rest::Method::kGet, path);
+        const ApiReply reply = CallOk(http::Method::kGet, path);
         if (Json())
             PrintJson(reply);
         else
@@ -578,7 +578,7 @@ int Cli::Fires() {
     const std::string id = ParseId(o_, 2, "fires " + sub);
     const std::string path = "/api/v1/fires/" + id;
     if (sub == "get") {
-        const ApiReply reply = CallOk(rest::Method::kGet, path);
+        const ApiReply reply = CallOk(http::Method::kGet, path);
         if (Json())
             PrintJson(reply);
         else
@@ -586,7 +586,7 @@ int Cli::Fires() {
         return 0;
     }
     if (sub == "log") {
-        const ApiReply reply = CallOk(rest::Method::kGet, path + "/log");
+        const ApiReply reply = CallOk(http::Method::kGet, path + "/log");
         if (Json()) {
             PrintJson(reply);
         } else if (reply.json.is_object() && reply.json.contains("lines") && reply.json["lines"].is_array()) {
@@ -595,7 +595,7 @@ int Cli::Fires() {
         return 0;
     }
     if (sub == "kill") {
-        const ApiReply reply = CallOk(rest::Method::kPost, path + "/kill");
+        const ApiReply reply = CallOk(http::Method::kPost, path + "/kill");
         if (Json())
             PrintJson(reply);
         else
@@ -608,7 +608,7 @@ int Cli::Fires() {
 
 int Cli::Executors() {
     if (Sub(1) != "list") Usage("executors: expected list");
-    const ApiReply reply = CallOk(rest::Method::kGet, "/api/v1/executors");
+    const ApiReply reply = CallOk(http::Method::kGet, "/api/v1/executors");
     if (Json()) {
         PrintJson(reply);
         return 0;
@@ -627,7 +627,7 @@ int Cli::Executors() {
 
 int Cli::Cluster() {
     if (Sub(1) != "status") Usage("cluster: expected status");
-    const ApiReply reply = CallOk(rest::Method::kGet, "/api/v1/cluster");
+    const ApiReply reply = CallOk(http::Method::kGet, "/api/v1/cluster");
     if (Json()) {
         PrintJson(reply);
         return 0;
@@ -649,7 +649,7 @@ int Cli::Cluster() {
 int Cli::Tokens() {
     const std::string sub = Sub(1);
     if (sub == "list") {
-        const ApiReply reply = CallOk(rest::Method::kGet, "/api/v1/tokens");
+        const ApiReply reply = CallOk(http::Method::kGet, "/api/v1/tokens");
         if (Json()) {
             PrintJson(reply);
             return 0;
@@ -681,7 +681,7 @@ int Cli::Tokens() {
             }
             body["apps"] = apps;
         }
-        const ApiReply reply = CallOk(rest::Method::kPost, "/api/v1/tokens", body);
+        const ApiReply reply = CallOk(http::Method::kPost, "/api/v1/tokens", body);
         if (Json()) {
             PrintJson(reply);
         } else {
@@ -693,7 +693,7 @@ int Cli::Tokens() {
     }
     if (sub == "revoke") {
         const std::string id = ParseId(o_, 2, "tokens revoke");
-        const ApiReply reply = CallOk(rest::Method::kDelete, "/api/v1/tokens/" + id);
+        const ApiReply reply = CallOk(http::Method::kDelete, "/api/v1/tokens/" + id);
         if (Json())
             PrintJson(reply);
         else
@@ -746,7 +746,7 @@ int Cli::Audit() {
         query += "&limit=" + n;
     }
     const std::string path = "/api/v1/audit" + (query.empty() ? std::string() : "?" + query.substr(1));
-    const ApiReply reply = CallOk(rest::Method::kGet, path);
+    const ApiReply reply = CallOk(http::Method::kGet, path);
     if (Json()) {
         PrintJson(reply);
         return 0;
@@ -784,7 +784,7 @@ int Cli::ApplyOrDiff(bool apply) {
     if (!apply) return drift ? 2 : 0;
     if (o_.dry_run || !drift) return 0;
 
-    const ApiCall call = [this](rest::Method method, const std::string& path,
+    const ApiCall call = [this](http::Method method, const std::string& path,
                                 const std::optional<nlohmann::json>& body) {
         return api_.Call(method, path, body);
     };
@@ -806,7 +806,7 @@ nlohmann::json Cli::ListAllCalendars() {
     for (int page = 0; page < 50; ++page) {
         std::string path = "/api/v1/calendars?limit=200";
         if (!cursor.empty()) path += "&cursor=" + QueryEscape(cursor);
-        const ApiReply reply = CallOk(rest::Method::kGet, path);
+        const ApiReply reply = CallOk(http::Method::kGet, path);
         if (!reply.json.is_object() || !reply.json.contains("items") || !reply.json["items"].is_array()) {
             throw CliError("GET " + path + ": unexpected answer (no items)");
         }
@@ -862,7 +862,7 @@ int Cli::Calendars() {
     const std::string id = CalendarIdOf(Sub(2));
     const std::string path = "/api/v1/calendars/" + id;
     if (sub == "get") {
-        const ApiReply reply = CallOk(rest::Method::kGet, path);
+        const ApiReply reply = CallOk(http::Method::kGet, path);
         if (Json())
             PrintJson(reply);
         else
@@ -870,7 +870,7 @@ int Cli::Calendars() {
         return 0;
     }
     // A calendar still named by jobs: 409, the message names them.
-    const ApiReply reply = CallOk(rest::Method::kDelete, path);
+    const ApiReply reply = CallOk(http::Method::kDelete, path);
     if (Json())
         PrintJson(reply);
     else
@@ -893,7 +893,7 @@ int Cli::CalendarsApply() {
 }
 
 int Cli::ApplyCalendarPlan(const Plan& plan) {
-    const ApiCall call = [this](rest::Method method, const std::string& path,
+    const ApiCall call = [this](http::Method method, const std::string& path,
                                 const std::optional<nlohmann::json>& body) {
         return api_.Call(method, path, body);
     };

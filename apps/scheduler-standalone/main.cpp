@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
     }
     if (generated_token) std::cout << "scheduler-standalone token (generated): " << config.token << "\n";
     std::cout << "scheduler-standalone listening on http://"
-              << sched::rest::HostPort{sched::rest::HostPort::Parse(config.http.listen)->host, node.port()}.ToString()
+              << sched::http::HostPort{sched::http::HostPort::Parse(config.http.listen)->host, node.port()}.ToString()
               << std::endl;
     signals.Wait();
     node.Stop();

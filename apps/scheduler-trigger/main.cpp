@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
         return 1;
     }
     std::cout << "scheduler-trigger " << node.node_id() << " listening on http://"
-              << sched::rest::HostPort{sched::rest::HostPort::Parse(config.http.listen)->host, node.port()}.ToString()
+              << sched::http::HostPort{sched::http::HostPort::Parse(config.http.listen)->host, node.port()}.ToString()
               << std::endl;
     signals.Wait();
     node.Stop();

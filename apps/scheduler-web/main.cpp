@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
     }
     std::cout
         << "scheduler-web listening on http://"
-        << sched::rest::HostPort{sched::rest::HostPort::Parse(config.http.listen)->host, service.port()}.ToString()
+        << sched::http::HostPort{sched::http::HostPort::Parse(config.http.listen)->host, service.port()}.ToString()
         << std::endl;
     signals.Wait();
     service.Stop();

@@ -22,7 +22,7 @@ namespace sched {
 namespace {
 
 using namespace std::chrono_literals;
-using rest::testing::RawConnection;
+using http::testing::RawConnection;
 using testing::ChildProcess;
 using testing::HttpCall;
 

@@ -24,7 +24,7 @@ namespace sched {
 namespace {
 
 using namespace std::chrono_literals;
-using rest::testing::WaitFor;
+using http::testing::WaitFor;
 using testing::ChildProcess;
 
 constexpr const char* kToken = "pay-race-token";
@@ -95,13 +95,13 @@ class PayLockProcess : public ::testing::Test {
     }
 
     // A call signed as a node signs it (docs/protocol.md).
-    rest::ClientRequest Signed(rest::Method method, const std::string& url, const std::string& body = "") const {
-        rest::ClientRequest request{.method = method, .url = url, .body = body};
+    http::ClientRequest Signed(http::Method method, const std::string& url, const std::string& body = "") const {
+        http::ClientRequest request{.method = method, .url = url, .body = body};
         const auto now =
             std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
                 .count();
         for (auto& [name, value] :
-             protocol::SignatureHeaders(key_, rest::MethodName(method), rest::Url::Parse(url)->target, now, body)) {
+             protocol::SignatureHeaders(key_, http::MethodName(method), http::Url::Parse(url)->target, now, body)) {
             request.headers.Set(name, std::move(value));
         }
         return request;
@@ -126,8 +126,8 @@ class PayLockProcess : public ::testing::Test {
         std::ofstream(path) << text;
         return path.string();
     }
-    static rest::CallOptions Call() {
-        rest::CallOptions call;
+    static http::CallOptions Call() {
+        http::CallOptions call;
         call.bearer_token = kToken;
         call.timeout = 10s;
         return call;
@@ -140,14 +140,14 @@ class PayLockProcess : public ::testing::Test {
         std::atomic<int> refused{0};
         for (std::size_t i = 0; i < addresses_.size(); ++i) {
             drivers.emplace_back([&, i] {
-                rest::testing::BlockingClient client;
+                http::testing::BlockingClient client;
                 for (std::int64_t order = first; order < first + count; ++order) {
                     nlohmann::json run = {
                         {"fire_id", order}, {"job_id", order},
                         {"attempt", 0},     {"epoch", 1},
                         {"handler", "pay"}, {"params", {{"order", order}, {"lock", lock}, {"delay_ms", 5}}}};
                     auto r =
-                        client.Send(Signed(rest::Method::kPost, "http://" + addresses_[i] + "/v1/run", run.dump()));
+                        client.Send(Signed(http::Method::kPost, "http://" + addresses_[i] + "/v1/run", run.dump()));
                     if (!r.ok() || r->status != 202) ++refused;
                 }
             });
@@ -158,7 +158,7 @@ class PayLockProcess : public ::testing::Test {
         ASSERT_TRUE(WaitFor(
             [&] {
                 for (const auto& address : addresses_) {
-                    auto beat = http_.Send(Signed(rest::Method::kGet, "http://" + address + "/v1/beat"));
+                    auto beat = http_.Send(Signed(http::Method::kGet, "http://" + address + "/v1/beat"));
                     if (!beat.ok() || (*beat->Json())["running"] != 0) return false;
                 }
                 return true;
@@ -172,7 +172,7 @@ class PayLockProcess : public ::testing::Test {
         for (const auto& address : addresses_) {
             for (std::int64_t order = first; order < first + count; ++order) {
                 auto r = http_.Send(
-                    Signed(rest::Method::kGet, "http://" + address + "/v1/log?fire_id=" + std::to_string(order)));
+                    Signed(http::Method::kGet, "http://" + address + "/v1/log?fire_id=" + std::to_string(order)));
                 if (!r.ok() || r->status != 200) {
                     ++outcomes["no log"];
                     continue;
@@ -205,7 +205,7 @@ class PayLockProcess : public ::testing::Test {
     std::vector<std::unique_ptr<ChildProcess>> clients_;
     std::string web_url_;
     std::vector<std::string> addresses_;
-    rest::testing::BlockingClient http_;
+    http::testing::BlockingClient http_;
     protocol::SigningKey key_;
 };
 

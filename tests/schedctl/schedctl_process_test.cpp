@@ -199,8 +199,8 @@ TEST_F(SchedctlProcess, CalendarsInTheFileApplyBeforeTheJobsThatNameThem) {
     ASSERT_EQ(r.code, 0) << r.out << r.err;
     const auto calendar = nlohmann::json::parse(r.out);
     const std::string id = std::to_string(calendar["id"].get<std::int64_t>());
-    ctl::ApiClient api(*rest::Url::Parse(server_), kToken, std::chrono::seconds(10));
-    const auto edited = api.Call(rest::Method::kPut, "/api/v1/calendars/" + id,
+    ctl::ApiClient api(*http::Url::Parse(server_), kToken, std::chrono::seconds(10));
+    const auto edited = api.Call(http::Method::kPut, "/api/v1/calendars/" + id,
                                  nlohmann::json{{"version", calendar["version"]}, {"excluded_times", {"12:00-13:00"}}});
     ASSERT_TRUE(edited.ok()) << edited.status().message();
     ASSERT_EQ(edited->status, 200) << edited->body;

@@ -23,16 +23,16 @@ namespace sched {
 namespace {
 
 using namespace std::chrono_literals;
-using rest::testing::WaitFor;
+using http::testing::WaitFor;
 using testing::ChildProcess;
 
 constexpr const char* kClusterToken = "cluster-t0ken";
 
 // What one request to the fake executor carried.
 struct Captured {
-    rest::Method method;
+    http::Method method;
     std::string target;
-    rest::Headers headers;
+    http::Headers headers;
     std::string body;
 };
 
@@ -41,26 +41,26 @@ struct Captured {
 class SpyExecutor {
   public:
     SpyExecutor() {
-        rest::Router router;
+        http::Router router;
         const auto record = [this](nlohmann::json answer, int status) {
-            return [this, answer, status](rest::Request& req) {
+            return [this, answer, status](http::Request& req) {
                 std::lock_guard lock(mu_);
                 captured_.push_back({req.method, req.target, req.headers, req.body});
-                return rest::Response::Json(answer, status);
+                return http::Response::Json(answer, status);
             };
         };
-        router.Add(rest::Method::kPost, "/v1/run", record({{"accepted", true}, {"state", "running"}}, 202));
-        router.Add(rest::Method::kGet, "/v1/beat", record({{"app", "spy"}}, 200));
-        router.Add(rest::Method::kPost, "/v1/idle-beat", record({{"idle", true}}, 200));
-        router.Add(rest::Method::kPost, "/v1/kill", record({{"state", "running"}}, 200));
-        router.Add(rest::Method::kGet, "/v1/log",
+        router.Add(http::Method::kPost, "/v1/run", record({{"accepted", true}, {"state", "running"}}, 202));
+        router.Add(http::Method::kGet, "/v1/beat", record({{"app", "spy"}}, 200));
+        router.Add(http::Method::kPost, "/v1/idle-beat", record({{"idle", true}}, 200));
+        router.Add(http::Method::kPost, "/v1/kill", record({{"state", "running"}}, 200));
+        router.Add(http::Method::kGet, "/v1/log",
                    record({{"fire_id", 0},
                            {"from_line", 0},
                            {"to_line", 0},
                            {"lines", nlohmann::json::array()},
                            {"finished", false}},
                           200));
-        server_ = std::make_unique<rest::testing::TestServer>(std::move(router), rest::testing::LoopbackOptions());
+        server_ = std::make_unique<http::testing::TestServer>(std::move(router), http::testing::LoopbackOptions());
     }
     std::string address() const { return "127.0.0.1:" + std::to_string(server_->port()); }
     std::vector<Captured> captured() {
@@ -76,7 +76,7 @@ class SpyExecutor {
   private:
     std::mutex mu_;
     std::vector<Captured> captured_;
-    std::unique_ptr<rest::testing::TestServer> server_;
+    std::unique_ptr<http::testing::TestServer> server_;
 };
 
 class ExecutorCredentials : public ::testing::Test {
@@ -115,22 +115,22 @@ class ExecutorCredentials : public ::testing::Test {
         std::ofstream(path) << text;
         return path.string();
     }
-    static rest::CallOptions As(const std::string& token) {
-        rest::CallOptions call;
+    static http::CallOptions As(const std::string& token) {
+        http::CallOptions call;
         call.bearer_token = token;
         call.timeout = 10s;
         return call;
     }
-    Result<rest::ClientResponse> Api(rest::Method method, const std::string& path, const nlohmann::json& body = nullptr,
+    Result<http::ClientResponse> Api(http::Method method, const std::string& path, const nlohmann::json& body = nullptr,
                                      const std::string& token = kClusterToken) {
-        rest::ClientRequest request{.method = method, .url = url_ + path};
+        http::ClientRequest request{.method = method, .url = url_ + path};
         if (!body.is_null()) {
             request.body = body.dump();
             request.headers.Set("Content-Type", "application/json");
         }
         return http_.Send(std::move(request), As(token));
     }
-    nlohmann::json Json(const Result<rest::ClientResponse>& r) {
+    nlohmann::json Json(const Result<http::ClientResponse>& r) {
         if (!r.ok()) return {{"transport", r.status().ToString()}};
         auto j = r->Json();
         return j.ok() ? *j : nlohmann::json{{"body", r->body}};
@@ -139,7 +139,7 @@ class ExecutorCredentials : public ::testing::Test {
     // The one place tests make an executor token, scoped to `app`.
     std::string CreateExecutorToken(const std::string& app) {
         auto created =
-            Api(rest::Method::kPost, "/api/v1/tokens", {{"name", "svc-" + app}, {"role", "executor"}, {"apps", {app}}});
+            Api(http::Method::kPost, "/api/v1/tokens", {{"name", "svc-" + app}, {"role", "executor"}, {"apps", {app}}});
         EXPECT_TRUE(created.ok() && created->status == 201) << Json(created).dump();
         return Json(created)["token"].get<std::string>();
     }
@@ -153,13 +153,13 @@ class ExecutorCredentials : public ::testing::Test {
                               {"schedule_expr", "* * * * * ?"},
                               {"misfire_policy", "skip"}};
         job.update(extra);
-        auto r = Api(rest::Method::kPost, "/api/v1/jobs", job);
+        auto r = Api(http::Method::kPost, "/api/v1/jobs", job);
         EXPECT_TRUE(r.ok() && r->status == 201) << Json(r).dump();
         return Json(r)["id"].get<std::int64_t>();
     }
 
     std::vector<nlohmann::json> Fires(std::int64_t job_id) {
-        auto r = Api(rest::Method::kGet, "/api/v1/fires?limit=200&job_id=" + std::to_string(job_id));
+        auto r = Api(http::Method::kGet, "/api/v1/fires?limit=200&job_id=" + std::to_string(job_id));
         std::vector<nlohmann::json> out;
         const auto body = Json(r);  // named: a temporary in the range-init would dangle
         for (const auto& f : body["items"]) out.push_back(f);
@@ -182,7 +182,7 @@ class ExecutorCredentials : public ::testing::Test {
     std::unique_ptr<ChildProcess> client_;
     unsigned short port_ = 0;
     std::string url_;
-    rest::testing::BlockingClient http_;
+    http::testing::BlockingClient http_;
 };
 
 TEST_F(ExecutorCredentials, TheDemoClientRunsItsJobsWithAnExecutorTokenOnly) {
@@ -197,7 +197,7 @@ TEST_F(ExecutorCredentials, TheDemoClientRunsItsJobsWithAnExecutorTokenOnly) {
     ASSERT_FALSE(token.empty());
     ASSERT_NE(token, kClusterToken);
     // It is an executor token: the admin API refuses it.
-    EXPECT_EQ(Api(rest::Method::kGet, "/api/v1/tokens", nullptr, token)->status, 403);
+    EXPECT_EQ(Api(http::Method::kGet, "/api/v1/tokens", nullptr, token)->status, 403);
 
     StartDemoClient(token);
     const auto job = CreateJob("every-second", "demo", "echo", {{"params", "{\"hi\":1}"}});
@@ -208,7 +208,7 @@ TEST_F(ExecutorCredentials, TheDemoClientRunsItsJobsWithAnExecutorTokenOnly) {
             return succeeded >= 3;
         },
         30s))
-        << Json(Api(rest::Method::kGet, "/api/v1/fires?job_id=" + std::to_string(job))).dump() << "\n"
+        << Json(Api(http::Method::kGet, "/api/v1/fires?job_id=" + std::to_string(job))).dump() << "\n"
         << client_->stderr_text() << standalone_->stderr_text();
     for (const auto& f : Fires(job)) {
         EXPECT_TRUE(f["status"] != "failed") << f.dump();
@@ -238,7 +238,7 @@ TEST_F(ExecutorCredentials, AnEndedFiresLogIsReadableAfterItsExecutorIsKilled) {
 
     client_->Signal(SIGKILL);
     ASSERT_TRUE(client_->WaitForExit(10s));
-    auto r = Api(rest::Method::kGet, path);
+    auto r = Api(http::Method::kGet, path);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     ASSERT_EQ(r->status, 200) << r->body;
     const auto log = Json(r);
@@ -263,11 +263,11 @@ TEST_F(ExecutorCredentials, RotatingTheSigningKeyUnderEverySecondJobsLosesNoFire
     // Two rotations back to back: the first key is retired by the second, under load.
     std::set<std::string> seen_ids;
     for (int rotation = 0; rotation < 2; ++rotation) {
-        Result<rest::ClientResponse> rotated = Status(Code::kUnavailable, "not tried");
+        Result<http::ClientResponse> rotated = Status(Code::kUnavailable, "not tried");
         // The grace: about seven heartbeats of the demo client.
         ASSERT_TRUE(WaitFor(
             [&] {
-                rotated = Api(rest::Method::kPost, "/api/v1/apps/demo/signing-keys/rotate", {{"grace_ms", 2000}});
+                rotated = Api(http::Method::kPost, "/api/v1/apps/demo/signing-keys/rotate", {{"grace_ms", 2000}});
                 return rotated.ok() && rotated->status == 200;  // 409 while the last one settles
             },
             30s))
@@ -277,7 +277,7 @@ TEST_F(ExecutorCredentials, RotatingTheSigningKeyUnderEverySecondJobsLosesNoFire
         // The new key becomes the signing one after its grace.
         ASSERT_TRUE(WaitFor(
             [&] {
-                const auto keys = Json(Api(rest::Method::kGet, "/api/v1/apps/demo/signing-keys"))["keys"];
+                const auto keys = Json(Api(http::Method::kGet, "/api/v1/apps/demo/signing-keys"))["keys"];
                 return keys.size() == 2 && keys[0]["state"] == "signing";
             },
             20s));
@@ -325,7 +325,7 @@ TEST_F(ExecutorCredentials, WhatNodesSendAnExecutorOpensNothingInTheCluster) {
     // The spy registers like any service, with an executor token.
     const nlohmann::json beat = {
         {"app", "spy"}, {"address", spy.address()}, {"handlers", {"h"}}, {"capacity", 100}, {"running", 0}};
-    ASSERT_EQ(Api(rest::Method::kPost, "/api/v1/registry/heartbeat", beat, token)->status, 200);
+    ASSERT_EQ(Api(http::Method::kPost, "/api/v1/registry/heartbeat", beat, token)->status, 200);
     // failover probes /v1/beat, busy-over /v1/idle-beat; the timeout makes the slave send /v1/kill.
     const auto failover = CreateJob("f", "spy", "h", {{"routing", "failover"}, {"timeout_ms", 5000}});
     CreateJob("b", "spy", "h", {{"routing", "busy-over"}, {"timeout_ms", 300}});
@@ -341,8 +341,8 @@ TEST_F(ExecutorCredentials, WhatNodesSendAnExecutorOpensNothingInTheCluster) {
             for (const auto& f : Fires(failover)) {
                 if (f["status"] != "running") continue;
                 const std::string path = "/api/v1/fires/" + std::to_string(f["id"].get<std::int64_t>());
-                (void)Api(rest::Method::kGet, path + "/log");
-                auto killed = Api(rest::Method::kPost, path + "/kill");
+                (void)Api(http::Method::kGet, path + "/log");
+                auto killed = Api(http::Method::kPost, path + "/kill");
                 if (killed.ok() && killed->status == 202) return true;
             }
             return false;
@@ -352,13 +352,13 @@ TEST_F(ExecutorCredentials, WhatNodesSendAnExecutorOpensNothingInTheCluster) {
 
     const auto captured = spy.captured();
     ASSERT_GE(captured.size(), 5u);
-    const std::vector<std::pair<rest::Method, std::string>> targets = {
-        {rest::Method::kGet, "/api/v1/jobs"},
-        {rest::Method::kGet, "/api/v1/tokens"},
-        {rest::Method::kPost, "/api/v1/registry/heartbeat"},
-        {rest::Method::kPost, "/api/v1/callback"},
-        {rest::Method::kPost, "/internal/v1/fires"},
-        {rest::Method::kPost, "/internal/v1/election/nudge"},
+    const std::vector<std::pair<http::Method, std::string>> targets = {
+        {http::Method::kGet, "/api/v1/jobs"},
+        {http::Method::kGet, "/api/v1/tokens"},
+        {http::Method::kPost, "/api/v1/registry/heartbeat"},
+        {http::Method::kPost, "/api/v1/callback"},
+        {http::Method::kPost, "/internal/v1/fires"},
+        {http::Method::kPost, "/internal/v1/election/nudge"},
     };
     for (const auto& c : captured) {
         SCOPED_TRACE(c.target);
@@ -366,14 +366,14 @@ TEST_F(ExecutorCredentials, WhatNodesSendAnExecutorOpensNothingInTheCluster) {
         EXPECT_TRUE(c.headers.Get("X-Sched-Signature"));
         // Replayed verbatim (every header) against the node: nothing opens.
         for (const auto& [method, path] : targets) {
-            rest::ClientRequest replay{.method = method, .url = url_ + path, .body = c.body};
+            http::ClientRequest replay{.method = method, .url = url_ + path, .body = c.body};
             for (const auto& [name, value] : c.headers) {
                 if (name == "Host" || name == "Content-Length" || name == "Connection") continue;
                 replay.headers.Set(name, value);
             }
             auto r = http_.Send(std::move(replay));
             ASSERT_TRUE(r.ok());
-            EXPECT_EQ(r->status, 401) << rest::MethodName(method) << " " << path << ": " << r->body;
+            EXPECT_EQ(r->status, 401) << http::MethodName(method) << " " << path << ": " << r->body;
         }
     }
 }

@@ -18,7 +18,7 @@ namespace sched::demo {
 namespace {
 
 using namespace std::chrono_literals;
-using rest::testing::WaitFor;
+using http::testing::WaitFor;
 
 constexpr const char* kToken = "demo-test-token";
 
@@ -192,19 +192,19 @@ TEST_F(DemoClientProcess, ServesRunsAndDeregistersOnSigterm) {
                                                      "count", "echo", "fail", "pay", "sleep"}));
     const std::string base = "http://" + heartbeat["address"].get<std::string>();
 
-    rest::testing::BlockingClient client;
+    http::testing::BlockingClient client;
     // Signed with the key FakeWeb's heartbeat answers hand out (docs/protocol.md).
     const auto run = [&](std::int64_t fire, const std::string& handler, nlohmann::json params) {
         nlohmann::json body = {{"fire_id", fire}, {"job_id", fire},     {"attempt", 0},
                                {"epoch", 1},      {"handler", handler}, {"params", std::move(params)}};
-        auto r = client.Send(client::testing::SignedRequest(client::testing::TestSigningKey(), rest::Method::kPost,
+        auto r = client.Send(client::testing::SignedRequest(client::testing::TestSigningKey(), http::Method::kPost,
                                                             base + "/v1/run", body.dump()));
         return r.ok() ? r->status : -1;
     };
     // The keys arrive with the first heartbeat's answer, just after the heartbeat itself.
     ASSERT_TRUE(WaitFor([&] {
         auto r = client.Send(
-            client::testing::SignedRequest(client::testing::TestSigningKey(), rest::Method::kGet, base + "/v1/beat"));
+            client::testing::SignedRequest(client::testing::TestSigningKey(), http::Method::kGet, base + "/v1/beat"));
         return r.ok() && r->status == 200;
     }));
     ASSERT_EQ(run(1, "echo", {{"hello", "world"}}), 202);
@@ -218,7 +218,7 @@ TEST_F(DemoClientProcess, ServesRunsAndDeregistersOnSigterm) {
     ASSERT_EQ(run(4, "sleep", {{"ms", 60'000}}), 202);
     ASSERT_EQ(::kill(demo.pid(), SIGTERM), 0);
     // The grace (30 s) is longer than this wait: the sleep must not hold up a kill request.
-    auto kill = client.Send(client::testing::SignedRequest(client::testing::TestSigningKey(), rest::Method::kPost,
+    auto kill = client.Send(client::testing::SignedRequest(client::testing::TestSigningKey(), http::Method::kPost,
                                                            base + "/v1/kill", R"({"fire_id":4})"));
     ASSERT_TRUE(kill.ok());
     EXPECT_EQ(kill->status, 200);

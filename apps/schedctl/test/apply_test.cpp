@@ -9,7 +9,7 @@ namespace sched::ctl {
 namespace {
 
 struct Recorded {
-    rest::Method method;
+    http::Method method;
     std::string path;
     std::optional<nlohmann::json> body;
 };
@@ -36,19 +36,19 @@ TEST(ApplyPlan, MakesOnlyTheChangesWithTheVersionRead) {
     std::ostringstream out, err;
     const int failures = ApplyPlan(
         ThreeChanges(),
-        [&](rest::Method m, const std::string& path, const std::optional<nlohmann::json>& body) -> Result<ApiReply> {
+        [&](http::Method m, const std::string& path, const std::optional<nlohmann::json>& body) -> Result<ApiReply> {
             calls.push_back({m, path, body});
-            return Reply(m == rest::Method::kPost ? 201 : 200, "{}");
+            return Reply(m == http::Method::kPost ? 201 : 200, "{}");
         },
         out, err);
     EXPECT_EQ(failures, 0);
     ASSERT_EQ(calls.size(), 3u);
-    EXPECT_EQ(calls[0].method, rest::Method::kPost);
+    EXPECT_EQ(calls[0].method, http::Method::kPost);
     EXPECT_EQ(calls[0].path, "/api/v1/jobs");
-    EXPECT_EQ(calls[1].method, rest::Method::kPut);
+    EXPECT_EQ(calls[1].method, http::Method::kPut);
     EXPECT_EQ(calls[1].path, "/api/v1/jobs/7");
     EXPECT_EQ((*calls[1].body)["version"], 4);
-    EXPECT_EQ(calls[2].method, rest::Method::kDelete);
+    EXPECT_EQ(calls[2].method, http::Method::kDelete);
     EXPECT_EQ(calls[2].path, "/api/v1/jobs/9");
     EXPECT_EQ(out.str(), "new: created\nedited: updated\nold: deleted\n");
     EXPECT_EQ(err.str(), "");
@@ -59,8 +59,8 @@ TEST(ApplyPlan, AConflictIsReportedNotRetriedAndTheRestStillRuns) {
     std::ostringstream out, err;
     const int failures = ApplyPlan(
         ThreeChanges(),
-        [&](rest::Method m, const std::string&, const std::optional<nlohmann::json>&) -> Result<ApiReply> {
-            if (m == rest::Method::kPut) {
+        [&](http::Method m, const std::string&, const std::optional<nlohmann::json>&) -> Result<ApiReply> {
+            if (m == http::Method::kPut) {
                 ++puts;
                 return Reply(409, R"({"error":{"code":"aborted","message":"version 4 is stale","field":"version"}})");
             }
@@ -80,7 +80,7 @@ TEST(ApplyPlan, ATransportFailureStopsAndCountsWhatWasNotDone) {
     std::ostringstream out, err;
     const int failures = ApplyPlan(
         ThreeChanges(),
-        [&](rest::Method, const std::string&, const std::optional<nlohmann::json>&) -> Result<ApiReply> {
+        [&](http::Method, const std::string&, const std::optional<nlohmann::json>&) -> Result<ApiReply> {
             ++calls;
             return Status(Code::kUnavailable, "cannot reach http://h:1/api/v1/jobs: refused");
         },

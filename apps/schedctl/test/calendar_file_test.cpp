@@ -176,10 +176,10 @@ TEST(ApplyPlan, CalendarsGoToTheirCollectionAndA409SaysCalendar) {
     const Plan plan = PlanCalendarChanges(Desired(), Current(), true);
     const int failures = ApplyPlan(
         plan,
-        [&](rest::Method m, const std::string& path, const std::optional<nlohmann::json>&) -> Result<ApiReply> {
-            paths.push_back(std::string(rest::MethodName(m)) + " " + path);
+        [&](http::Method m, const std::string& path, const std::optional<nlohmann::json>&) -> Result<ApiReply> {
+            paths.push_back(std::string(http::MethodName(m)) + " " + path);
             ApiReply r;
-            r.status = m == rest::Method::kPut ? 409 : 200;
+            r.status = m == http::Method::kPut ? 409 : 200;
             return r;
         },
         out, err, "calendar");

@@ -100,10 +100,10 @@ struct Worker {
     std::uint64_t errors = 0;
 };
 
-net::awaitable<void> Load(rest::HttpClient& client, std::string url, const Args& args, Shared& shared, Worker& w) {
-    rest::CallOptions call;
+net::awaitable<void> Load(http::HttpClient& client, std::string url, const Args& args, Shared& shared, Worker& w) {
+    http::CallOptions call;
     call.timeout = std::chrono::seconds(5);
-    const auto target = rest::Url::Parse(url)->target;
+    const auto target = http::Url::Parse(url)->target;
     while (!shared.done.load()) {
         const std::int64_t fire = shared.next_fire.fetch_add(1);
         nlohmann::json body = {{"fire_id", fire},
@@ -114,7 +114,7 @@ net::awaitable<void> Load(rest::HttpClient& client, std::string url, const Args&
                                {"params", nlohmann::json::object()},
                                {"block_strategy", "serial"}};
         const auto t0 = Clock::now();
-        rest::ClientRequest request{.method = rest::Method::kPost, .url = url, .body = body.dump()};
+        http::ClientRequest request{.method = http::Method::kPost, .url = url, .body = body.dump()};
         for (auto& [name, value] : protocol::SignatureHeaders(kBenchKey, "POST", target, WallMs(), request.body)) {
             request.headers.Set(name, std::move(value));
         }
@@ -140,25 +140,25 @@ int main(int argc, char** argv) {
     // In-process mode: a callback sink and the executor under test, on their own threads.
     std::atomic<std::uint64_t> callbacks{0};
     net::io_context sink_io;
-    std::unique_ptr<rest::Server> sink;
+    std::unique_ptr<http::Server> sink;
     std::thread sink_thread;
     std::unique_ptr<client::Executor> executor;
     std::string target = args.target;
     if (target.empty() || args.sink_port >= 0) {
-        rest::Router router;
-        router.Add(rest::Method::kPost, "/api/v1/callback", [&](rest::Request& req) {
+        http::Router router;
+        router.Add(http::Method::kPost, "/api/v1/callback", [&](http::Request& req) {
             auto j = req.Json();
             if (j.ok() && j->is_array()) callbacks += j->size();
-            return rest::Response::Json({{"ok", true}});
+            return http::Response::Json({{"ok", true}});
         });
-        router.Add(rest::Method::kPost, "/api/v1/registry/{what}", [](rest::Request&) {
+        router.Add(http::Method::kPost, "/api/v1/registry/{what}", [](http::Request&) {
             const nlohmann::json keys = nlohmann::json::array({{{"id", kBenchKey.id}, {"secret", kBenchKey.secret}}});
-            return rest::Response::Json({{"signing", {{"keys", keys}, {"server_time_ms", WallMs()}}}});
+            return http::Response::Json({{"signing", {{"keys", keys}, {"server_time_ms", WallMs()}}}});
         });
-        rest::ServerOptions sink_options;
+        http::ServerOptions sink_options;
         sink_options.listen = "127.0.0.1:" + std::to_string(std::max(args.sink_port, 0));
-        sink_options.access_log = rest::AccessLog::kOff;
-        sink = std::make_unique<rest::Server>(sink_io.get_executor(), sink_options, std::move(router));
+        sink_options.access_log = http::AccessLog::kOff;
+        sink = std::make_unique<http::Server>(sink_io.get_executor(), sink_options, std::move(router));
         sink->Start();
         sink_thread = std::thread([&] { sink_io.run(); });
     }
@@ -172,7 +172,7 @@ int main(int argc, char** argv) {
         o.callback_batch_size = 1000;
         o.spool_dir = std::filesystem::temp_directory_path() / ("sched-run-bench-" + std::to_string(getpid()));
         o.http.listen = "127.0.0.1:0";
-        o.http.access_log = rest::AccessLog::kOff;
+        o.http.access_log = http::AccessLog::kOff;
         o.http.max_connections = 4096;
         executor = std::make_unique<client::Executor>(o);
         executor->Handle("noop", [](client::JobContext&) { return Status::Ok(); });
@@ -182,9 +182,9 @@ int main(int argc, char** argv) {
     }
 
     net::io_context load_io;
-    rest::ClientOptions client_options;
+    http::ClientOptions client_options;
     client_options.max_idle_per_host = static_cast<std::size_t>(args.connections);
-    rest::HttpClient client(load_io.get_executor(), client_options);
+    http::HttpClient client(load_io.get_executor(), client_options);
     Shared shared;
     std::vector<Worker> workers(static_cast<std::size_t>(args.connections));
     for (auto& w : workers) net::co_spawn(load_io, Load(client, target + "/v1/run", args, shared, w), net::detached);

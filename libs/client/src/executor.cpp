@@ -121,9 +121,9 @@ class Runtime {
     Result<LockGuard> Lock(std::string_view key, milliseconds lease, milliseconds wait);
 
   private:
-    rest::Router Routes();
-    rest::Response OnRun(rest::Request& req);
-    rest::Response OnRuns(rest::Request& req);
+    http::Router Routes();
+    http::Response OnRun(http::Request& req);
+    http::Response OnRuns(http::Request& req);
     // One run's admission, shared by /v1/run and /v1/runs: the HTTP status and the JSON answer.
     // `prefix` names the run in error fields ("runs[2]"; "" for /v1/run).
     struct RunAnswer {
@@ -131,14 +131,14 @@ class Runtime {
         nlohmann::json body;
     };
     RunAnswer AdmitRun(const nlohmann::json& body, const std::string& prefix);
-    static RunAnswer Refuse(const rest::ApiError& error);
-    rest::Response OnKill(rest::Request& req);
-    rest::Response OnBeat(rest::Request& req);
+    static RunAnswer Refuse(const http::ApiError& error);
+    http::Response OnKill(http::Request& req);
+    http::Response OnBeat(http::Request& req);
     /// This instance as the registry sees it (heartbeat and /v1/beat).
     protocol::Heartbeat HeartbeatNow();
-    rest::Response OnIdleBeat(rest::Request& req);
-    rest::Response OnLog(rest::Request& req);
-    rest::Response OnMetrics(rest::Request& req);
+    http::Response OnIdleBeat(http::Request& req);
+    http::Response OnLog(http::Request& req);
+    http::Response OnMetrics(http::Request& req);
 
     void Launch(RunPtr run);
     void Execute(const RunPtr& run);
@@ -151,10 +151,10 @@ class Runtime {
     std::vector<std::string> HandlerNames() const;
 
     // The answer of the first endpoint that took the call (2xx), nullopt when none did.
-    net::awaitable<std::optional<rest::ClientResponse>> PostToWeb(std::string path, nlohmann::json body,
+    net::awaitable<std::optional<http::ClientResponse>> PostToWeb(std::string path, nlohmann::json body,
                                                                   std::string preferred_url);
-    Status VerifyRequest(const rest::Request& req) const;
-    void LearnSigning(const rest::ClientResponse& heartbeat_answer);
+    Status VerifyRequest(const http::Request& req) const;
+    void LearnSigning(const http::ClientResponse& heartbeat_answer);
     net::awaitable<void> HeartbeatLoop();
     net::awaitable<bool> Deregister();
     net::awaitable<void> CallbackLoop();
@@ -167,8 +167,8 @@ class Runtime {
     // Before everything its observed series read: destroyed after them.
     MetricsRegistry metrics_registry_;
     std::unique_ptr<ExecutorMetrics> metrics_;  // created by Start(), with the handler names
-    rest::AuthHook metrics_auth_;               // set when metrics-token is
-    std::vector<rest::Url> endpoints_;
+    http::AuthHook metrics_auth_;               // set when metrics-token is
+    std::vector<http::Url> endpoints_;
     std::map<std::string, Handler> handlers_;  // read-only after Start()
     bool started_ = false;
     std::mutex stop_mu_;
@@ -180,8 +180,8 @@ class Runtime {
     std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
     std::thread io_thread_;
     std::unique_ptr<net::thread_pool> workers_;
-    std::unique_ptr<rest::Server> server_;
-    std::unique_ptr<rest::HttpClient> client_;
+    std::unique_ptr<http::Server> server_;
+    std::unique_ptr<http::HttpClient> client_;
     std::atomic<std::size_t> preferred_endpoint_{0};
     std::string address_;
 
@@ -229,8 +229,8 @@ Runtime::Runtime(ExecutorOptions options)
       heartbeat_timer_(strand_),
       callback_timer_(strand_) {
     options_.Validate();
-    if (!options_.metrics_token.empty()) metrics_auth_ = rest::BearerTokenAuth(options_.metrics_token);
-    for (const auto& e : options_.web_endpoints) endpoints_.push_back(*rest::Url::Parse(e));
+    if (!options_.metrics_token.empty()) metrics_auth_ = http::BearerTokenAuth(options_.metrics_token);
+    for (const auto& e : options_.web_endpoints) endpoints_.push_back(*http::Url::Parse(e));
 }
 
 Runtime::~Runtime() {
@@ -259,22 +259,22 @@ void Runtime::Start() {
     counters_.spool_pending = spool_->pending();
     metrics_ = std::make_unique<ExecutorMetrics>(
         metrics_registry_, options_.app, HandlerNames(), [this] { return Stats(); },
-        [this] { return server_ ? server_->Stats() : rest::ServerStats{}; });
+        [this] { return server_ ? server_->Stats() : http::ServerStats{}; });
 
     // Every route nodes call is verified before its handler runs; no bearer token is accepted.
-    server_ = std::make_unique<rest::Server>(io_.get_executor(), options_.http, Routes(),
-                                             [this](const rest::Request& req) { return VerifyRequest(req); });
+    server_ = std::make_unique<http::Server>(io_.get_executor(), options_.http, Routes(),
+                                             [this](const http::Request& req) { return VerifyRequest(req); });
     server_->Start();
     if (!options_.advertised_address.empty()) {
         address_ = options_.advertised_address;
     } else {
-        const auto host = rest::HostPort::Parse(options_.http.listen)->host;
-        address_ = rest::HostPort{host, server_->port()}.Reachable(rest::LocalHostname()).ToString();
+        const auto host = http::HostPort::Parse(options_.http.listen)->host;
+        address_ = http::HostPort{host, server_->port()}.Reachable(http::LocalHostname()).ToString();
     }
-    rest::ClientOptions client_options;
+    http::ClientOptions client_options;
     client_options.connect_timeout = std::min(options_.web_timeout, client_options.connect_timeout);
     client_options.user_agent = "sched-client/" + options_.app;
-    client_ = std::make_unique<rest::HttpClient>(io_.get_executor(), client_options);
+    client_ = std::make_unique<http::HttpClient>(io_.get_executor(), client_options);
     workers_ = std::make_unique<net::thread_pool>(static_cast<std::size_t>(options_.worker_threads));
 
     started_ = true;
@@ -378,52 +378,52 @@ ExecutorStats Runtime::Stats() const {
 
 // ---- HTTP API (the handlers never block: they run on the I/O thread) ----
 
-rest::Router Runtime::Routes() {
-    rest::Router r;
-    r.Add(rest::Method::kPost, "/v1/run", [this](rest::Request& req) { return OnRun(req); });
-    r.Add(rest::Method::kPost, protocol::kRunsPath, [this](rest::Request& req) { return OnRuns(req); });
-    r.Add(rest::Method::kPost, "/v1/kill", [this](rest::Request& req) { return OnKill(req); });
-    r.Add(rest::Method::kGet, "/v1/beat", [this](rest::Request& req) { return OnBeat(req); });
-    r.Add(rest::Method::kPost, "/v1/idle-beat", [this](rest::Request& req) { return OnIdleBeat(req); });
-    r.Add(rest::Method::kGet, "/v1/log", [this](rest::Request& req) { return OnLog(req); });
+http::Router Runtime::Routes() {
+    http::Router r;
+    r.Add(http::Method::kPost, "/v1/run", [this](http::Request& req) { return OnRun(req); });
+    r.Add(http::Method::kPost, protocol::kRunsPath, [this](http::Request& req) { return OnRuns(req); });
+    r.Add(http::Method::kPost, "/v1/kill", [this](http::Request& req) { return OnKill(req); });
+    r.Add(http::Method::kGet, "/v1/beat", [this](http::Request& req) { return OnBeat(req); });
+    r.Add(http::Method::kPost, "/v1/idle-beat", [this](http::Request& req) { return OnIdleBeat(req); });
+    r.Add(http::Method::kGet, "/v1/log", [this](http::Request& req) { return OnLog(req); });
     // Prometheus cannot sign: the route is public, behind its own bearer token when one is set.
     if (options_.metrics) {
         r.Add(
-            rest::Method::kGet, "/metrics", [this](rest::Request& req) { return OnMetrics(req); },
-            rest::Access::kPublic);
+            http::Method::kGet, "/metrics", [this](http::Request& req) { return OnMetrics(req); },
+            http::Access::kPublic);
     }
     return r;
 }
 
-rest::Response Runtime::OnRun(rest::Request& req) {
+http::Response Runtime::OnRun(http::Request& req) {
     auto body = req.Json();
-    if (!body.ok()) return rest::Response::Error(body.status(), "body");
+    if (!body.ok()) return http::Response::Error(body.status(), "body");
     RunAnswer answer = AdmitRun(*body, "");
-    return rest::Response::Json(std::move(answer.body), answer.status);
+    return http::Response::Json(std::move(answer.body), answer.status);
 }
 
 // The batch form of /v1/run: one signed request carries the runs a node sends this instance at
 // one due time, each admitted exactly as /v1/run would admit it, each answered in its own
 // item. A malformed envelope is one 400; a malformed run is that item's 400
 // ("runs[3].fire_id").
-rest::Response Runtime::OnRuns(rest::Request& req) {
+http::Response Runtime::OnRuns(http::Request& req) {
     auto body = req.Json();
-    if (!body.ok()) return rest::Response::Error(body.status(), "body");
+    if (!body.ok()) return http::Response::Error(body.status(), "body");
     if (!body->is_object() || !body->contains("runs") || !(*body)["runs"].is_array()) {
-        return rest::Response::Error(
-            rest::ApiError{Code::kInvalidArgument, "runs: required, an array of runs", "runs"});
+        return http::Response::Error(
+            http::ApiError{Code::kInvalidArgument, "runs: required, an array of runs", "runs"});
     }
     auto& runs = (*body)["runs"];
     if (runs.empty() || runs.size() > kMaxRunsPerBatch) {
-        return rest::Response::Error(rest::ApiError{
+        return http::Response::Error(http::ApiError{
             Code::kInvalidArgument,
             "runs: expected 1.." + std::to_string(kMaxRunsPerBatch) + " runs, got " + std::to_string(runs.size()),
             "runs"});
     }
     for (const auto& key : body->items()) {
         if (key.key() != "runs") {
-            return rest::Response::Error(
-                rest::ApiError{Code::kInvalidArgument, key.key() + ": unknown field", std::string(key.key())});
+            return http::Response::Error(
+                http::ApiError{Code::kInvalidArgument, key.key() + ": unknown field", std::string(key.key())});
         }
     }
     nlohmann::json results = nlohmann::json::array();
@@ -432,13 +432,13 @@ rest::Response Runtime::OnRuns(rest::Request& req) {
         answer.body["status"] = answer.status;
         results.push_back(std::move(answer.body));
     }
-    return rest::Response::Json({{"results", std::move(results)}}, 200);
+    return http::Response::Json({{"results", std::move(results)}}, 200);
 }
 
-Runtime::RunAnswer Runtime::Refuse(const rest::ApiError& error) {
+Runtime::RunAnswer Runtime::Refuse(const http::ApiError& error) {
     nlohmann::json e = {{"code", CodeName(error.code)}, {"message", error.message}, {"field", nullptr}};
     if (!error.field.empty()) e["field"] = error.field;
-    return {rest::HttpStatusFor(error.code), {{"error", std::move(e)}}};
+    return {http::HttpStatusFor(error.code), {{"error", std::move(e)}}};
 }
 
 Runtime::RunAnswer Runtime::AdmitRun(const nlohmann::json& body, const std::string& prefix) {
@@ -449,12 +449,12 @@ Runtime::RunAnswer Runtime::AdmitRun(const nlohmann::json& body, const std::stri
     if (!parsed.ok()) return Refuse(*parsed.error);
     RunRequest run = ToClientRun(std::move(parsed.value));
     if (!handlers_.contains(run.handler)) {
-        return Refuse(rest::ApiError{Code::kNotFound,
+        return Refuse(http::ApiError{Code::kNotFound,
                                      "no handler \"" + run.handler + "\" in app " + options_.app +
                                          " (handlers: " + fmt::format("{}", fmt::join(HandlerNames(), ", ")) + ")",
                                      named("handler")});
     }
-    if (!accepting_) return Refuse(rest::ApiError{Code::kUnavailable, "the executor is stopping", ""});
+    if (!accepting_) return Refuse(http::ApiError{Code::kUnavailable, "the executor is stopping", ""});
 
     const std::int64_t fire_id = run.fire_id;
     AdmitResult admit = registry_.Admit(std::move(run), [this](const Run& accepted, bool start_now) {
@@ -466,16 +466,16 @@ Runtime::RunAnswer Runtime::AdmitRun(const nlohmann::json& body, const std::stri
     switch (admit.admission) {
         case Admission::kStaleEpoch:
             ++counters_.stale;
-            return Refuse(rest::ApiError{Code::kAborted, admit.message, named("epoch")});
+            return Refuse(http::ApiError{Code::kAborted, admit.message, named("epoch")});
         case Admission::kDuplicate:
             ++counters_.duplicates;
             return {202, {{"accepted", true}, {"duplicate", true}, {"fire_id", fire_id}}};
         case Admission::kBusy:
             ++counters_.busy;
-            return Refuse(rest::ApiError{Code::kAborted, admit.message, named("block_strategy")});
+            return Refuse(http::ApiError{Code::kAborted, admit.message, named("block_strategy")});
         case Admission::kNoCapacity:
             ++counters_.capacity;
-            return Refuse(rest::ApiError{Code::kResourceExhausted, admit.message, ""});
+            return Refuse(http::ApiError{Code::kResourceExhausted, admit.message, ""});
         case Admission::kAccepted:
             break;
     }
@@ -487,15 +487,15 @@ Runtime::RunAnswer Runtime::AdmitRun(const nlohmann::json& body, const std::stri
     return {202, {{"accepted", true}, {"fire_id", fire_id}, {"state", admit.start_now ? "running" : "queued"}}};
 }
 
-rest::Response Runtime::OnKill(rest::Request& req) {
+http::Response Runtime::OnKill(http::Request& req) {
     auto body = req.Json();
-    if (!body.ok()) return rest::Response::Error(body.status(), "body");
+    if (!body.ok()) return http::Response::Error(body.status(), "body");
     const auto kill = protocol::ParseKillRequest(*body);
-    if (!kill.ok()) return rest::Response::Error(*kill.error);
+    if (!kill.ok()) return http::Response::Error(*kill.error);
     const std::int64_t fire_id = kill.value.fire_id;
     const KillResult k = registry_.Kill(fire_id);
     if (!k.run) {
-        return rest::Response::Error(rest::ApiError{
+        return http::Response::Error(http::ApiError{
             Code::kNotFound, "fire " + std::to_string(fire_id) + " is not running or queued here", "fire_id"});
     }
     if (k.was_running) {
@@ -503,7 +503,7 @@ rest::Response Runtime::OnKill(rest::Request& req) {
     } else {
         ReportNeverStarted(k.run, "killed by request before it started");
     }
-    return rest::Response::Json({{"fire_id", fire_id}, {"state", k.was_running ? "running" : "queued"}});
+    return http::Response::Json({{"fire_id", fire_id}, {"state", k.was_running ? "running" : "queued"}});
 }
 
 protocol::Heartbeat Runtime::HeartbeatNow() {
@@ -514,66 +514,66 @@ protocol::Heartbeat Runtime::HeartbeatNow() {
             .running = static_cast<std::int64_t>(registry_.InFlight())};
 }
 
-rest::Response Runtime::OnBeat(rest::Request&) {
+http::Response Runtime::OnBeat(http::Request&) {
     nlohmann::json beat = protocol::ToJson(HeartbeatNow());
     beat["epoch"] = registry_.MaxEpoch();
-    return rest::Response::Json(beat);
+    return http::Response::Json(beat);
 }
 
-rest::Response Runtime::OnIdleBeat(rest::Request& req) {
+http::Response Runtime::OnIdleBeat(http::Request& req) {
     auto body = req.Json();
-    if (!body.ok()) return rest::Response::Error(body.status(), "body");
-    rest::JsonFields f(*body);
+    if (!body.ok()) return http::Response::Error(body.status(), "body");
+    http::JsonFields f(*body);
     const auto job_id = f.Int("job_id", {.min = 0});
-    if (f.error()) return rest::Response::Error(*f.error());
+    if (f.error()) return http::Response::Error(*f.error());
     if (!registry_.Idle(job_id)) {
-        return rest::Response::Error(
-            rest::ApiError{Code::kFailedPrecondition,
+        return http::Response::Error(
+            http::ApiError{Code::kFailedPrecondition,
                            "job " + std::to_string(job_id) + " has a run in progress or queued here", "job_id"});
     }
-    return rest::Response::Json({{"job_id", job_id}, {"idle", true}});
+    return http::Response::Json({{"job_id", job_id}, {"idle", true}});
 }
 
-rest::Response Runtime::OnLog(rest::Request& req) {
+http::Response Runtime::OnLog(http::Request& req) {
     const auto fire_text = req.Query("fire_id");
     if (!fire_text)
-        return rest::Response::Error(rest::ApiError{Code::kInvalidArgument, "fire_id: required", "fire_id"});
+        return http::Response::Error(http::ApiError{Code::kInvalidArgument, "fire_id: required", "fire_id"});
     const auto fire_id = ParseInt(*fire_text);
     if (!fire_id || *fire_id < 0) {
-        return rest::Response::Error(rest::ApiError{
+        return http::Response::Error(http::ApiError{
             Code::kInvalidArgument, "fire_id: expected a non-negative integer, got \"" + *fire_text + "\"", "fire_id"});
     }
     std::int64_t from_line = 0;
     if (const auto from_text = req.Query("from_line")) {
         const auto parsed = ParseInt(*from_text);
         if (!parsed || *parsed < 0) {
-            return rest::Response::Error(
-                rest::ApiError{Code::kInvalidArgument,
+            return http::Response::Error(
+                http::ApiError{Code::kInvalidArgument,
                                "from_line: expected a non-negative integer, got \"" + *from_text + "\"", "from_line"});
         }
         from_line = *parsed;
     }
     const auto page = logs_.Read(*fire_id, from_line, kLogPageLines);
     if (!page) {
-        return rest::Response::Error(
-            rest::ApiError{Code::kNotFound, "no log for fire " + std::to_string(*fire_id) + " here", "fire_id"});
+        return http::Response::Error(
+            http::ApiError{Code::kNotFound, "no log for fire " + std::to_string(*fire_id) + " here", "fire_id"});
     }
-    return rest::Response::Json({{"fire_id", *fire_id},
+    return http::Response::Json({{"fire_id", *fire_id},
                                  {"from_line", page->from_line},
                                  {"to_line", page->next_line},
                                  {"lines", page->lines},
                                  {"finished", page->finished}});
 }
 
-rest::Response Runtime::OnMetrics(rest::Request& req) {
+http::Response Runtime::OnMetrics(http::Request& req) {
     if (metrics_auth_) {
         if (Status s = metrics_auth_(req); !s.ok()) {
-            rest::Response res = rest::Response::Error(s, "Authorization");
+            http::Response res = http::Response::Error(s, "Authorization");
             res.headers.Set("WWW-Authenticate", "Bearer realm=\"metrics\"");
             return res;
         }
     }
-    return rest::Response::Text(metrics_registry_.Render(), 200, "text/plain; version=0.0.4; charset=utf-8");
+    return http::Response::Text(metrics_registry_.Render(), 200, "text/plain; version=0.0.4; charset=utf-8");
 }
 
 // ---- Runs (Execute runs on a worker thread) ----
@@ -712,7 +712,7 @@ void Runtime::Report(CallbackResult result, const std::string& handler, double h
 
 // ---- The web module (coroutines on strand_) ----
 
-Status Runtime::VerifyRequest(const rest::Request& req) const {
+Status Runtime::VerifyRequest(const http::Request& req) const {
     std::lock_guard lock(signing_mu_);
     if (signing_keys_.empty()) {
         return {Code::kUnauthenticated,
@@ -739,7 +739,7 @@ Status Runtime::VerifyRequest(const rest::Request& req) const {
     return verified;
 }
 
-void Runtime::LearnSigning(const rest::ClientResponse& answer) {
+void Runtime::LearnSigning(const http::ClientResponse& answer) {
     // An answer without keys (an older server) changes nothing; a malformed one is ignored
     // whole, so one bad answer never drops keys that work.
     constexpr std::size_t kMaxKeys = 8;
@@ -779,7 +779,7 @@ void Runtime::LearnSigning(const rest::ClientResponse& answer) {
     clock_offset_ms_ = offset;
 }
 
-net::awaitable<std::optional<rest::ClientResponse>> Runtime::PostToWeb(std::string path, nlohmann::json body,
+net::awaitable<std::optional<http::ClientResponse>> Runtime::PostToWeb(std::string path, nlohmann::json body,
                                                                        std::string preferred_url) {
     std::vector<std::string> targets;
     if (!preferred_url.empty()) targets.push_back(preferred_url);
@@ -788,7 +788,7 @@ net::awaitable<std::optional<rest::ClientResponse>> Runtime::PostToWeb(std::stri
     for (std::size_t i = 0; i < endpoints_.size(); ++i) {
         targets.push_back(endpoints_[(start + i) % endpoints_.size()].WithPath(path).ToString());
     }
-    rest::CallOptions call;
+    http::CallOptions call;
     call.timeout = options_.web_timeout;
     call.bearer_token = options_.token;
     for (std::size_t t = 0; t < targets.size(); ++t) {

@@ -17,10 +17,10 @@ bool ValidName(const std::string& name) {
 
 }  // namespace
 
-rest::ServerOptions ExecutorOptions::DefaultServerOptions() {
-    rest::ServerOptions o;
+http::ServerOptions ExecutorOptions::DefaultServerOptions() {
+    http::ServerOptions o;
     o.listen = "0.0.0.0:9999";
-    o.access_log = rest::AccessLog::kErrors;
+    o.access_log = http::AccessLog::kErrors;
     o.name = "executor";
     return o;
 }
@@ -53,7 +53,7 @@ ExecutorOptions ExecutorOptions::FromYaml(const ConfigNode& node) {
     o.metrics = node.Bool("metrics", o.metrics);
     o.metrics_token = node.String("metrics-token", o.metrics_token);
     if (auto env = EnvOverride("SCHED_METRICS_TOKEN")) o.metrics_token = *env;
-    o.http = rest::ServerOptions::FromYaml(node.Child("http"), DefaultServerOptions());
+    o.http = http::ServerOptions::FromYaml(node.Child("http"), DefaultServerOptions());
     o.Validate(node.path());
     return o;
 }
@@ -70,7 +70,7 @@ void ExecutorOptions::Validate(const std::string& section) const {
                           "required: at least one web module URL, e.g. \"http://127.0.0.1:8080\"");
     }
     for (std::size_t i = 0; i < web_endpoints.size(); ++i) {
-        if (auto u = rest::Url::Parse(web_endpoints[i]); !u.ok()) {
+        if (auto u = http::Url::Parse(web_endpoints[i]); !u.ok()) {
             throw ConfigError(key("web-endpoints") + "[" + std::to_string(i) + "]", u.status().message());
         }
     }
@@ -78,11 +78,11 @@ void ExecutorOptions::Validate(const std::string& section) const {
         throw ConfigError(key("token"), "required: set it here or in the SCHED_TOKEN environment variable");
     }
     if (!advertised_address.empty()) {
-        if (auto hp = rest::HostPort::Parse(advertised_address); !hp.ok() || hp->port == 0) {
+        if (auto hp = http::HostPort::Parse(advertised_address); !hp.ok() || hp->port == 0) {
             throw ConfigError(key("advertised-address"), hp.ok() ? "the port must not be 0" : hp.status().message());
         }
     }
-    if (auto hp = rest::HostPort::Parse(http.listen); !hp.ok())
+    if (auto hp = http::HostPort::Parse(http.listen); !hp.ok())
         throw ConfigError(key("http.listen"), hp.status().message());
     const auto positive = [&](int v, const char* k) {
         if (v < 1) throw ConfigError(key(k), "must be at least 1, got " + std::to_string(v));

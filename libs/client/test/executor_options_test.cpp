@@ -82,7 +82,7 @@ executor:
     EXPECT_EQ(o.metrics_token, "0123456789abcdef");
     EXPECT_EQ(o.http.listen, "127.0.0.1:0");
     EXPECT_EQ(o.http.body_limit, 4096u);
-    EXPECT_EQ(o.http.access_log, rest::AccessLog::kErrors);  // the executor's default
+    EXPECT_EQ(o.http.access_log, http::AccessLog::kErrors);  // the executor's default
 }
 
 TEST_F(ExecutorOptionsTest, EnvironmentTokenOverridesTheFile) {

@@ -15,8 +15,8 @@ namespace sched::client {
 namespace {
 
 using namespace std::chrono_literals;
-using rest::testing::BlockingClient;
-using rest::testing::WaitFor;
+using http::testing::BlockingClient;
+using http::testing::WaitFor;
 using testing::FakeWeb;
 using testing::SignedRequest;
 using testing::TestSigningKey;
@@ -88,7 +88,7 @@ class ExecutorTest : public ::testing::Test {
         o.web_timeout = 2s;
         o.shutdown_grace = 5s;
         o.http.listen = "127.0.0.1:0";
-        o.http.access_log = rest::AccessLog::kOff;
+        o.http.access_log = http::AccessLog::kOff;
         return o;
     }
 
@@ -117,11 +117,11 @@ class ExecutorTest : public ::testing::Test {
         return "http://127.0.0.1:" + std::to_string(executor_->port()) + path;
     }
     // Signed as a node signs (TestSigningKey, which FakeWeb hands out), with no bearer token.
-    Result<rest::ClientResponse> Post(const std::string& path, const nlohmann::json& body) {
-        return client_.Send(SignedRequest(TestSigningKey(), rest::Method::kPost, Url(path), body.dump()));
+    Result<http::ClientResponse> Post(const std::string& path, const nlohmann::json& body) {
+        return client_.Send(SignedRequest(TestSigningKey(), http::Method::kPost, Url(path), body.dump()));
     }
-    Result<rest::ClientResponse> Get(const std::string& path) {
-        return client_.Send(SignedRequest(TestSigningKey(), rest::Method::kGet, Url(path)));
+    Result<http::ClientResponse> Get(const std::string& path) {
+        return client_.Send(SignedRequest(TestSigningKey(), http::Method::kGet, Url(path)));
     }
     static nlohmann::json RunBody(std::int64_t fire_id, std::int64_t job_id, const std::string& handler,
                                   nlohmann::json extra = nlohmann::json::object()) {
@@ -141,7 +141,7 @@ class ExecutorTest : public ::testing::Test {
         return web.ResultsFor(fire_id).front();
     }
     nlohmann::json ResultOf(std::int64_t fire_id) { return ResultOf(*web_, fire_id); }
-    static nlohmann::json ErrorOf(const Result<rest::ClientResponse>& r) {
+    static nlohmann::json ErrorOf(const Result<http::ClientResponse>& r) {
         if (!r.ok()) return {{"transport", r.status().ToString()}};
         auto j = r->Json();
         return j.ok() && j->contains("error") ? (*j)["error"] : nlohmann::json{{"body", r->body}};
@@ -258,7 +258,7 @@ TEST_F(ExecutorTest, HostileJsonOnEveryBodyRouteGets400AndTheExecutorKeepsServin
         for (const std::string& body :
              {R"({"fire_id":1,"params":)" + deep + "}", std::string(R"({"params":{"x":1e309}})")}) {
             // Signed as a node signs: the signature is checked before the body is parsed.
-            rest::ClientRequest req = SignedRequest(TestSigningKey(), rest::Method::kPost, Url(path), body);
+            http::ClientRequest req = SignedRequest(TestSigningKey(), http::Method::kPost, Url(path), body);
             req.headers.Set("Content-Type", "application/json");
             auto r = client_.Send(std::move(req));
             ASSERT_TRUE(r.ok()) << path << ": " << r.status().ToString();
@@ -306,7 +306,7 @@ TEST_F(ExecutorTest, BadRequestsGet4xxNamingTheFieldAndTheExecutorKeepsServing) 
         EXPECT_EQ(ErrorOf(r)["field"], c.field) << c.body.dump() << " -> " << r->body;
     }
     auto bad_json =
-        client_.Send(SignedRequest(TestSigningKey(), rest::Method::kPost, Url("/v1/run"), R"({"fire_id": 1,)"));
+        client_.Send(SignedRequest(TestSigningKey(), http::Method::kPost, Url("/v1/run"), R"({"fire_id": 1,)"));
     EXPECT_EQ(bad_json->status, 400);
     EXPECT_EQ(ErrorOf(bad_json)["field"], "body");
     EXPECT_EQ(ErrorOf(Post("/v1/kill", {{"fire_id", "x"}}))["field"], "fire_id");
@@ -323,15 +323,15 @@ TEST_F(ExecutorTest, RefusesUnsignedCallsAndBearerTokensOnEveryRoute) {
     Start(Options());
     const std::string run = RunBody(1, 10, "count").dump();
     for (const auto& [method, path] :
-         std::vector<std::pair<rest::Method, std::string>>{{rest::Method::kPost, "/v1/run"},
-                                                           {rest::Method::kPost, "/v1/kill"},
-                                                           {rest::Method::kGet, "/v1/beat"},
-                                                           {rest::Method::kPost, "/v1/idle-beat"},
-                                                           {rest::Method::kGet, "/v1/log?fire_id=1"}}) {
-        rest::ClientRequest unsigned_request{.method = method, .url = Url(path), .body = run};
+         std::vector<std::pair<http::Method, std::string>>{{http::Method::kPost, "/v1/run"},
+                                                           {http::Method::kPost, "/v1/kill"},
+                                                           {http::Method::kGet, "/v1/beat"},
+                                                           {http::Method::kPost, "/v1/idle-beat"},
+                                                           {http::Method::kGet, "/v1/log?fire_id=1"}}) {
+        http::ClientRequest unsigned_request{.method = method, .url = Url(path), .body = run};
         EXPECT_EQ(client_.Send(unsigned_request)->status, 401) << path;
         // Not even the executor's own token opens it: nodes never send one.
-        rest::CallOptions bearer;
+        http::CallOptions bearer;
         bearer.bearer_token = kToken;
         EXPECT_EQ(client_.Send(unsigned_request, bearer)->status, 401) << path;
     }
@@ -345,26 +345,26 @@ TEST_F(ExecutorTest, RefusesReplayedRetimedReBodiedAndRetargetedRuns) {
     const std::int64_t now = testing::WallMs();
     // Captured from an earlier dispatch, replayed outside the 30 s window (either side).
     for (const std::int64_t ts : {now - 31'000, now + 31'000}) {
-        auto old = client_.Send(SignedRequest(TestSigningKey(), rest::Method::kPost, Url("/v1/run"), body, ts));
+        auto old = client_.Send(SignedRequest(TestSigningKey(), http::Method::kPost, Url("/v1/run"), body, ts));
         EXPECT_EQ(old->status, 401);
         EXPECT_NE(ErrorOf(old)["message"].get<std::string>().find("X-Sched-Timestamp"), std::string::npos);
     }
     // Re-timed: the old signature with a fresh timestamp.
-    auto retimed = SignedRequest(TestSigningKey(), rest::Method::kPost, Url("/v1/run"), body, now - 31'000);
+    auto retimed = SignedRequest(TestSigningKey(), http::Method::kPost, Url("/v1/run"), body, now - 31'000);
     retimed.headers.Set("X-Sched-Timestamp", std::to_string(now));
     EXPECT_EQ(client_.Send(retimed)->status, 401);
     // Re-bodied: another fire under a valid signature.
-    auto rebodied = SignedRequest(TestSigningKey(), rest::Method::kPost, Url("/v1/run"), body);
+    auto rebodied = SignedRequest(TestSigningKey(), http::Method::kPost, Url("/v1/run"), body);
     rebodied.body = RunBody(2, 10, "count").dump();
     EXPECT_EQ(client_.Send(rebodied)->status, 401);
     // Re-targeted: a signed kill sent to /v1/run.
-    auto retargeted = SignedRequest(TestSigningKey(), rest::Method::kPost, Url("/v1/kill"), body);
+    auto retargeted = SignedRequest(TestSigningKey(), http::Method::kPost, Url("/v1/kill"), body);
     retargeted.url = Url("/v1/run");
     EXPECT_EQ(client_.Send(retargeted)->status, 401);
     EXPECT_EQ(count_calls_.load(), 0);
 
     // Replayed verbatim inside the window: accepted once, then a duplicate that runs nothing.
-    const auto signed_run = SignedRequest(TestSigningKey(), rest::Method::kPost, Url("/v1/run"), body);
+    const auto signed_run = SignedRequest(TestSigningKey(), http::Method::kPost, Url("/v1/run"), body);
     EXPECT_EQ(client_.Send(signed_run)->status, 202);
     auto replay = client_.Send(signed_run);
     EXPECT_EQ(replay->status, 202);
@@ -376,12 +376,12 @@ TEST_F(ExecutorTest, RefusesReplayedRetimedReBodiedAndRetargetedRuns) {
 TEST_F(ExecutorTest, RefusesAnotherAppsKey) {
     Start(Options());
     const protocol::SigningKey other_app{"k-other-app", std::string(64, 'f')};
-    auto r = client_.Send(SignedRequest(other_app, rest::Method::kPost, Url("/v1/run"), RunBody(1, 10, "echo").dump()));
+    auto r = client_.Send(SignedRequest(other_app, http::Method::kPost, Url("/v1/run"), RunBody(1, 10, "echo").dump()));
     EXPECT_EQ(r->status, 401);
     EXPECT_NE(ErrorOf(r)["message"].get<std::string>().find("unknown signing key"), std::string::npos);
     // Our key id, another app's secret.
     const protocol::SigningKey forged{TestSigningKey().id, other_app.secret};
-    EXPECT_EQ(client_.Send(SignedRequest(forged, rest::Method::kGet, Url("/v1/beat")))->status, 401);
+    EXPECT_EQ(client_.Send(SignedRequest(forged, http::Method::kGet, Url("/v1/beat")))->status, 401);
 }
 
 TEST_F(ExecutorTest, ChecksTimestampsAgainstTheClusterClockNotItsOwn) {
@@ -393,10 +393,10 @@ TEST_F(ExecutorTest, ChecksTimestampsAgainstTheClusterClockNotItsOwn) {
     const std::string body = RunBody(1, 10, "echo").dump();
     const auto cluster_now = testing::WallMs() + kSkew;
     EXPECT_EQ(
-        client_.Send(SignedRequest(TestSigningKey(), rest::Method::kPost, Url("/v1/run"), body, cluster_now))->status,
+        client_.Send(SignedRequest(TestSigningKey(), http::Method::kPost, Url("/v1/run"), body, cluster_now))->status,
         202);
     // Stamped with this host's clock: 10 minutes off the cluster's.
-    EXPECT_EQ(client_.Send(SignedRequest(TestSigningKey(), rest::Method::kGet, Url("/v1/beat")))->status, 401);
+    EXPECT_EQ(client_.Send(SignedRequest(TestSigningKey(), http::Method::kGet, Url("/v1/beat")))->status, 401);
 }
 
 TEST_F(ExecutorTest, AcceptsEveryKeyOfTheLastHeartbeatDuringARotation) {
@@ -404,14 +404,14 @@ TEST_F(ExecutorTest, AcceptsEveryKeyOfTheLastHeartbeatDuringARotation) {
     const protocol::SigningKey next{"k-next", std::string(64, 'a')};
     web_->SetSigningKeys({TestSigningKey(), next});
     ASSERT_TRUE(WaitFor([&] { return executor_->Stats().signing_keys == 2; }));
-    EXPECT_EQ(client_.Send(SignedRequest(TestSigningKey(), rest::Method::kGet, Url("/v1/beat")))->status, 200);
-    EXPECT_EQ(client_.Send(SignedRequest(next, rest::Method::kGet, Url("/v1/beat")))->status, 200);
+    EXPECT_EQ(client_.Send(SignedRequest(TestSigningKey(), http::Method::kGet, Url("/v1/beat")))->status, 200);
+    EXPECT_EQ(client_.Send(SignedRequest(next, http::Method::kGet, Url("/v1/beat")))->status, 200);
     // The old key retired: refused after the next heartbeat.
     web_->SetSigningKeys({next});
     ASSERT_TRUE(WaitFor([&] {
-        return client_.Send(SignedRequest(TestSigningKey(), rest::Method::kGet, Url("/v1/beat")))->status == 401;
+        return client_.Send(SignedRequest(TestSigningKey(), http::Method::kGet, Url("/v1/beat")))->status == 401;
     }));
-    EXPECT_EQ(client_.Send(SignedRequest(next, rest::Method::kGet, Url("/v1/beat")))->status, 200);
+    EXPECT_EQ(client_.Send(SignedRequest(next, http::Method::kGet, Url("/v1/beat")))->status, 200);
 }
 
 TEST_F(ExecutorTest, RefusesEverythingUntilAHeartbeatDeliveredKeys) {
@@ -419,7 +419,7 @@ TEST_F(ExecutorTest, RefusesEverythingUntilAHeartbeatDeliveredKeys) {
     executor_ = std::make_unique<Executor>(Options());
     executor_->Handle("echo", Echo);
     executor_->Start();
-    auto r = client_.Send(SignedRequest(TestSigningKey(), rest::Method::kGet, Url("/v1/beat")));
+    auto r = client_.Send(SignedRequest(TestSigningKey(), http::Method::kGet, Url("/v1/beat")));
     EXPECT_EQ(r->status, 401);
     EXPECT_NE(ErrorOf(r)["message"].get<std::string>().find("no signing keys"), std::string::npos);
 }
@@ -659,7 +659,7 @@ TEST_F(ExecutorTest, ResultsSpooledWhileTheWebIsDownAreDeliveredOnceAfterARestar
         for (int f = 1; f <= kFires; ++f) {
             const std::string url = "http://127.0.0.1:" + std::to_string(first.port()) + "/v1/run";
             auto r = client_.Send(
-                SignedRequest(TestSigningKey(), rest::Method::kPost, url, RunBody(f, 100 + f, "echo").dump()));
+                SignedRequest(TestSigningKey(), http::Method::kPost, url, RunBody(f, 100 + f, "echo").dump()));
             ASSERT_EQ(r->status, 202) << r->body;
         }
         // While nobody answers, results go to disk, not just memory.
@@ -762,7 +762,7 @@ TEST_F(ExecutorTest, MetricsCountRunsByHandlerAndOutcomeAndCarryWhatTheServiceAd
     ASSERT_TRUE(WaitFor([&] { return executor.Stats().results_delivered == 4; }));
 
     // Prometheus does not sign: the route is served unsigned, and only this route.
-    const auto r = client_.Send(rest::ClientRequest{.method = rest::Method::kGet, .url = Url("/metrics")});
+    const auto r = client_.Send(http::ClientRequest{.method = http::Method::kGet, .url = Url("/metrics")});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     ASSERT_EQ(r->status, 200) << r->body;
     EXPECT_EQ(r->headers.Get("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
@@ -802,14 +802,14 @@ TEST_F(ExecutorTest, MetricsCountRunsByHandlerAndOutcomeAndCarryWhatTheServiceAd
     EXPECT_EQ(m.find("sched_client_heartbeats_total{outcome=\"ok\"} 0\n"), std::string::npos) << m;
     // No handler name is invented by a request: an unknown handler is a 404, not a series.
     ASSERT_EQ(Run(5, 14, "nope"), 404);
-    const auto again = client_.Send(rest::ClientRequest{.method = rest::Method::kGet, .url = Url("/metrics")});
+    const auto again = client_.Send(http::ClientRequest{.method = http::Method::kGet, .url = Url("/metrics")});
     ASSERT_TRUE(again.ok());
     EXPECT_EQ(again->body.find("handler=\"nope\""), std::string::npos);
 }
 
 TEST_F(ExecutorTest, MetricsAreServedOnlyWhenEnabledAndBehindTheirTokenWhenOneIsSet) {
     Start(Options());
-    const rest::ClientRequest get{.method = rest::Method::kGet, .url = Url("/metrics")};
+    const http::ClientRequest get{.method = http::Method::kGet, .url = Url("/metrics")};
     auto off = client_.Send(get);
     ASSERT_TRUE(off.ok());
     EXPECT_NE(off->status, 200);
@@ -821,15 +821,15 @@ TEST_F(ExecutorTest, MetricsAreServedOnlyWhenEnabledAndBehindTheirTokenWhenOneIs
     options.metrics = true;
     options.metrics_token = "a-metrics-token-of-32-characters";
     Start(options);
-    const rest::ClientRequest guarded{.method = rest::Method::kGet, .url = Url("/metrics")};
+    const http::ClientRequest guarded{.method = http::Method::kGet, .url = Url("/metrics")};
     auto none = client_.Send(guarded);
     ASSERT_TRUE(none.ok());
     EXPECT_EQ(none->status, 401);
     EXPECT_EQ(none->body.find("sched_client"), std::string::npos) << none->body;
-    rest::CallOptions wrong;
+    http::CallOptions wrong;
     wrong.bearer_token = kToken;  // the executor's own token is not the metrics token
     EXPECT_EQ(client_.Send(guarded, wrong)->status, 401);
-    rest::CallOptions right;
+    http::CallOptions right;
     right.bearer_token = options.metrics_token;
     auto ok = client_.Send(guarded, right);
     ASSERT_TRUE(ok.ok());

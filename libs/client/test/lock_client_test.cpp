@@ -21,7 +21,7 @@ namespace sched::client {
 namespace {
 
 using namespace std::chrono_literals;
-using rest::testing::WaitFor;
+using http::testing::WaitFor;
 
 constexpr const char* kToken = "lock-test-token";
 
@@ -55,7 +55,7 @@ class LockClientTest : public ::testing::Test {
         web::WebServiceConfig config;
         config.api.token = kToken;
         config.api.ui = false;
-        config.http = rest::testing::LoopbackOptions();
+        config.http = http::testing::LoopbackOptions();
         config.http.listen = listen;
         config.database.url = *db::ParseDbUrl("sqlite://" + (dir_ / "locks.db").string());
         config.io_threads = 1;
@@ -86,7 +86,7 @@ class LockClientTest : public ::testing::Test {
     std::filesystem::path dir_;
     std::unique_ptr<web::WebService> server_;
     std::string url_;
-    rest::testing::BlockingClient http_;
+    http::testing::BlockingClient http_;
 };
 
 TEST_F(LockClientTest, AcquiresWithAFencingEpochExcludesOthersAndReleasesOnDestruction) {

@@ -206,18 +206,18 @@ std::pair<int, std::string> HttpCallAt(const std::string& host, unsigned short p
     const timeval tv{static_cast<time_t>(timeout.count()), 0};
     ::setsockopt(stream.socket().native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     ::setsockopt(stream.socket().native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    http::request<http::string_body> req{http::string_to_verb(method), target, 11};
-    req.set(http::field::host, host);
-    if (!bearer.empty()) req.set(http::field::authorization, "Bearer " + bearer);
+    bhttp::request<bhttp::string_body> req{bhttp::string_to_verb(method), target, 11};
+    req.set(bhttp::field::host, host);
+    if (!bearer.empty()) req.set(bhttp::field::authorization, "Bearer " + bearer);
     if (!json_body.empty()) {
-        req.set(http::field::content_type, "application/json");
+        req.set(bhttp::field::content_type, "application/json");
         req.body() = json_body;
     }
     req.prepare_payload();
-    http::write(stream, req);
+    bhttp::write(stream, req);
     beast::flat_buffer buffer;
-    http::response<http::string_body> res;
-    http::read(stream, buffer, res);
+    bhttp::response<bhttp::string_body> res;
+    bhttp::read(stream, buffer, res);
     beast::error_code ignored;
     stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
     return {static_cast<int>(res.result_int()), res.body()};

@@ -24,10 +24,10 @@ net::awaitable<Result<store::AppSigningKeys>> ExecutorSigner::Keys(std::string a
     co_return read;
 }
 
-net::awaitable<Result<rest::ClientResponse>> ExecutorSigner::Send(rest::HttpClient& http, std::string app,
-                                                                  rest::Method method, std::string url,
-                                                                  std::string body, rest::CallOptions call) {
-    auto parsed = rest::Url::Parse(url);
+net::awaitable<Result<http::ClientResponse>> ExecutorSigner::Send(http::HttpClient& http, std::string app,
+                                                                  http::Method method, std::string url,
+                                                                  std::string body, http::CallOptions call) {
+    auto parsed = http::Url::Parse(url);
     if (!parsed.ok()) co_return parsed.status();
     auto keys = co_await Keys(app);
     if (!keys.ok()) {
@@ -36,12 +36,12 @@ net::awaitable<Result<rest::ClientResponse>> ExecutorSigner::Send(rest::HttpClie
     const std::int64_t now = now_ms_ ? now_ms_() : cache_->DbNowMs();
     const store::SigningKey* key = keys->SigningAt(now);
     if (key == nullptr) co_return Status(Code::kUnavailable, "app " + app + " has no active signing key yet");
-    rest::ClientRequest request;
+    http::ClientRequest request;
     request.method = method;
     request.url = std::move(url);
     const protocol::SigningKey signing{key->key_id, key->secret};
     for (auto& [name, value] :
-         protocol::SignatureHeaders(signing, rest::MethodName(method), parsed->target, now, body)) {
+         protocol::SignatureHeaders(signing, http::MethodName(method), parsed->target, now, body)) {
         request.headers.Set(name, std::move(value));
     }
     if (!body.empty()) request.headers.Set("Content-Type", "application/json");

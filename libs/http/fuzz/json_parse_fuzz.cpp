@@ -22,7 +22,7 @@ void Check(bool condition) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view text(reinterpret_cast<const char*>(data), size);
     for (const std::size_t depth : {std::size_t{4}, std::size_t{64}}) {
-        auto parsed = sched::rest::ParseJson(text, {.max_depth = depth});
+        auto parsed = sched::http::ParseJson(text, {.max_depth = depth});
         if (!parsed.ok()) {
             const std::string& message = parsed.status().message();
             Check(parsed.status().code() == sched::Code::kInvalidArgument);
@@ -36,15 +36,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         // What handlers do with a document: serialise it (recursive, so the depth bound is
         // what keeps this safe), read fields, copy values.
         const std::string dumped = parsed->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-        auto again = sched::rest::ParseJson(dumped, {.max_depth = depth});
+        auto again = sched::http::ParseJson(dumped, {.max_depth = depth});
         Check(again.ok());
-        sched::rest::JsonFields f(*parsed);
+        sched::http::JsonFields f(*parsed);
         (void)f.Int("fire_id", 0, {.min = 0});
         (void)f.String("name", "");
         (void)f.Bool("enabled", false);
         const nlohmann::json params = f.Value("params", nlohmann::json::object());
         (void)params.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-        sched::rest::JsonFields nested(params, "params");  // holds a reference: params outlives it
+        sched::http::JsonFields nested(params, "params");  // holds a reference: params outlives it
         (void)nested.StringList("handlers");
     }
     return 0;

@@ -12,7 +12,7 @@
 #include "sched/common/backoff.hpp"
 #include "sched/common/beast.hpp"
 
-namespace sched::rest {
+namespace sched::http {
 
 namespace impl {
 
@@ -134,36 +134,36 @@ struct Exchanged {
     bool nothing_received = false;  // failed before any response byte arrived
 };
 
-net::awaitable<Exchanged> Exchange(ClientState& st, PooledConnection& conn, http::request<http::string_body>& req,
+net::awaitable<Exchanged> Exchange(ClientState& st, PooledConnection& conn, bhttp::request<bhttp::string_body>& req,
                                    const std::string& where, Clock::time_point deadline) {
     beast::error_code ec;
     conn.stream.expires_at(deadline);
-    co_await http::async_write(conn.stream, req, net::redirect_error(net::use_awaitable, ec));
+    co_await bhttp::async_write(conn.stream, req, net::redirect_error(net::use_awaitable, ec));
     if (ec == beast::error::timeout)
         co_return Exchanged{DeadlineExceeded("sending to " + where + " timed out"), false, true};
     if (ec) co_return Exchanged{Unavailable("sending to " + where + ": " + ec.message()), false, true};
 
-    http::response_parser<http::string_body> parser;
+    bhttp::response_parser<bhttp::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(impl::kResponseHeaderLimit));
     parser.body_limit(st.options.body_limit);
     conn.stream.expires_at(deadline);
     // Header first: Beast 1.74 skips the body limit check for a response with Content-Length
     // when the whole message is read eagerly; reading the header alone reports it.
-    co_await http::async_read_header(conn.stream, conn.buffer, parser, net::redirect_error(net::use_awaitable, ec));
+    co_await bhttp::async_read_header(conn.stream, conn.buffer, parser, net::redirect_error(net::use_awaitable, ec));
     if (!ec && !parser.is_done()) {
-        co_await http::async_read(conn.stream, conn.buffer, parser, net::redirect_error(net::use_awaitable, ec));
+        co_await bhttp::async_read(conn.stream, conn.buffer, parser, net::redirect_error(net::use_awaitable, ec));
     }
     if (ec) {
         const bool nothing = !parser.got_some();
         if (ec == beast::error::timeout) {
             co_return Exchanged{DeadlineExceeded("no response from " + where + " in time"), false, nothing};
         }
-        if (ec == http::error::body_limit) {
+        if (ec == bhttp::error::body_limit) {
             co_return Exchanged{Status(Code::kResourceExhausted, "response from " + where + " exceeds " +
                                                                      std::to_string(st.options.body_limit) + " bytes"),
                                 false, nothing};
         }
-        if (ec == http::error::buffer_overflow || ec == http::error::header_limit) {
+        if (ec == bhttp::error::buffer_overflow || ec == bhttp::error::header_limit) {
             co_return Exchanged{
                 Status(Code::kResourceExhausted, "response from " + where + " has a header or chunk line over " +
                                                      std::to_string(impl::kResponseHeaderLimit) + " bytes"),
@@ -181,8 +181,8 @@ net::awaitable<Exchanged> Exchange(ClientState& st, PooledConnection& conn, http
     co_return Exchanged{std::move(out), keep, false};
 }
 
-net::awaitable<Result<ClientResponse>> SendOnce(ClientState& st, const Url& url, http::request<http::string_body>& req,
-                                                Clock::time_point deadline) {
+net::awaitable<Result<ClientResponse>> SendOnce(ClientState& st, const Url& url,
+                                                bhttp::request<bhttp::string_body>& req, Clock::time_point deadline) {
     const std::string key = url.Authority();
     for (int round = 0;; ++round) {
         ConnectionPtr conn = TakeIdle(st, key);
@@ -238,12 +238,12 @@ net::awaitable<Result<ClientResponse>> HttpClient::Send(ClientRequest request, C
     auto url = Url::Parse(request.url);
     if (!url.ok()) co_return url.status();
     if (request.method == Method::kOther) co_return InvalidArgument("HttpClient cannot send Method::kOther");
-    const auto verb = http::string_to_verb(MethodName(request.method).data());
-    http::request<http::string_body> req{verb, url->target, 11};
-    req.set(http::field::host, url->Authority());
-    req.set(http::field::user_agent, st->options.user_agent);
+    const auto verb = bhttp::string_to_verb(MethodName(request.method).data());
+    bhttp::request<bhttp::string_body> req{verb, url->target, 11};
+    req.set(bhttp::field::host, url->Authority());
+    req.set(bhttp::field::user_agent, st->options.user_agent);
     for (const auto& [name, value] : request.headers) req.set(name, value);
-    if (!options.bearer_token.empty()) req.set(http::field::authorization, "Bearer " + options.bearer_token);
+    if (!options.bearer_token.empty()) req.set(bhttp::field::authorization, "Bearer " + options.bearer_token);
     req.keep_alive(true);
     req.body() = std::move(request.body);
     req.prepare_payload();
@@ -283,4 +283,4 @@ net::awaitable<Result<ClientResponse>> HttpClient::PostJson(std::string url, nlo
     co_return r;
 }
 
-}  // namespace sched::rest
+}  // namespace sched::http

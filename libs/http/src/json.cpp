@@ -1,6 +1,6 @@
 #include "sched/http/json.hpp"
 
-namespace sched::rest {
+namespace sched::http {
 
 namespace {
 
@@ -179,4 +179,4 @@ std::vector<std::string> JsonFields::StringList(std::string_view key) {
     return out;
 }
 
-}  // namespace sched::rest
+}  // namespace sched::http

@@ -5,7 +5,7 @@
 
 #include "sched/http/message.hpp"
 
-namespace sched::rest {
+namespace sched::http {
 
 namespace {
 
@@ -181,4 +181,4 @@ Result<nlohmann::json> ParseJson(std::string_view text, JsonLimits limits) {
     return InvalidArgument(builder.syntax_where() + SyntaxError(text, builder.syntax_position()));
 }
 
-}  // namespace sched::rest
+}  // namespace sched::http

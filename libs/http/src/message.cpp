@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
-namespace sched::rest {
+namespace sched::http {
 
 namespace {
 
@@ -188,4 +188,4 @@ Response Response::Error(const Status& status, std::string field) {
     return Error(ApiError{status.code(), status.message(), std::move(field)});
 }
 
-}  // namespace sched::rest
+}  // namespace sched::http

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-namespace sched::rest {
+namespace sched::http {
 
 namespace {
 
@@ -140,4 +140,4 @@ Router::Match Router::Find(Method method, std::string_view path) const {
     return match;
 }
 
-}  // namespace sched::rest
+}  // namespace sched::http

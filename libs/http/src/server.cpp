@@ -13,7 +13,7 @@
 #include "sched/common/beast.hpp"
 #include "sched/http/url.hpp"
 
-namespace sched::rest {
+namespace sched::http {
 
 namespace impl {
 
@@ -136,18 +136,18 @@ enum class ReadFailure { kClosed, kTimeout, kBodyTooLarge, kHeaderTooLarge, kLin
 
 ReadFailure Classify(const beast::error_code& ec, bool header_done) {
     if (ec == beast::error::timeout) return ReadFailure::kTimeout;
-    if (ec == http::error::body_limit) return ReadFailure::kBodyTooLarge;
-    if (ec == http::error::header_limit) return ReadFailure::kHeaderTooLarge;
+    if (ec == bhttp::error::body_limit) return ReadFailure::kBodyTooLarge;
+    if (ec == bhttp::error::header_limit) return ReadFailure::kHeaderTooLarge;
     // The read buffer is full and the parser still wants the end of a line.
-    if (ec == http::error::buffer_overflow) {
+    if (ec == bhttp::error::buffer_overflow) {
         return header_done ? ReadFailure::kLineTooLong : ReadFailure::kHeaderTooLarge;
     }
-    if (ec == http::error::end_of_stream || ec == http::error::partial_message) return ReadFailure::kClosed;
-    if (ec.category() == http::make_error_code(http::error::bad_method).category()) return ReadFailure::kMalformed;
+    if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message) return ReadFailure::kClosed;
+    if (ec.category() == bhttp::make_error_code(bhttp::error::bad_method).category()) return ReadFailure::kMalformed;
     return ReadFailure::kClosed;
 }
 
-Request ToRequest(http::request<http::string_body>&& in, const std::string& remote, std::size_t json_max_depth) {
+Request ToRequest(bhttp::request<bhttp::string_body>&& in, const std::string& remote, std::size_t json_max_depth) {
     Request req;
     req.method_text = std::string(View(in.method_string()));
     req.method = ParseMethod(req.method_text);
@@ -164,12 +164,12 @@ Request ToRequest(http::request<http::string_body>&& in, const std::string& remo
     return req;
 }
 
-http::response<http::string_body> ToBeast(Response&& r, unsigned version, bool keep_alive, bool head) {
-    http::response<http::string_body> out;
+bhttp::response<bhttp::string_body> ToBeast(Response&& r, unsigned version, bool keep_alive, bool head) {
+    bhttp::response<bhttp::string_body> out;
     out.version(version);
     out.result(static_cast<unsigned>(r.status));
     for (const auto& [name, value] : r.headers) out.insert(name, value);
-    out.set(http::field::server, "sched");
+    out.set(bhttp::field::server, "sched");
     out.keep_alive(keep_alive);
     // These statuses cannot carry a body; Beast would throw from prepare_payload().
     if (r.status < 200 || r.status == 204 || r.status == 304) r.body.clear();
@@ -198,10 +198,10 @@ net::awaitable<void> LingeringClose(beast::tcp_stream& stream) {
     stream.socket().close(ec);
 }
 
-net::awaitable<void> Write(ServerState& st, beast::tcp_stream& stream, http::response<http::string_body>& res,
+net::awaitable<void> Write(ServerState& st, beast::tcp_stream& stream, bhttp::response<bhttp::string_body>& res,
                            beast::error_code& ec) {
     stream.expires_after(st.options.write_timeout);
-    co_await http::async_write(stream, res, net::redirect_error(net::use_awaitable, ec));
+    co_await bhttp::async_write(stream, res, net::redirect_error(net::use_awaitable, ec));
     if (ec == beast::error::timeout) st.timeouts.fetch_add(1);
 }
 
@@ -289,11 +289,11 @@ net::awaitable<void> Session(std::shared_ptr<ServerState> st, std::shared_ptr<Co
         conn->idle = false;
         const auto start = Clock::now();
 
-        http::request_parser<http::string_body> parser;
+        bhttp::request_parser<bhttp::string_body> parser;
         parser.header_limit(static_cast<std::uint32_t>(opt.header_limit));
         parser.body_limit(opt.body_limit);
         stream.expires_after(opt.header_timeout);
-        co_await http::async_read_header(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
+        co_await bhttp::async_read_header(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
         if (!ec) conn->waiting.store(false);
         if (!ec && reject) {
             Response refusal = Response::Error(ApiError{Code::kUnavailable, "too many connections, retry later", ""});
@@ -302,15 +302,15 @@ net::awaitable<void> Session(std::shared_ptr<ServerState> st, std::shared_ptr<Co
             co_return;
         }
         if (!ec && !parser.is_done()) {
-            const auto expect = parser.get()[http::field::expect];
+            const auto expect = parser.get()[bhttp::field::expect];
             if (beast::iequals(expect, "100-continue")) {
-                http::response<http::empty_body> cont{http::status::continue_, parser.get().version()};
+                bhttp::response<bhttp::empty_body> cont{bhttp::status::continue_, parser.get().version()};
                 stream.expires_after(opt.write_timeout);
-                co_await http::async_write(stream, cont, net::redirect_error(net::use_awaitable, ec));
+                co_await bhttp::async_write(stream, cont, net::redirect_error(net::use_awaitable, ec));
             }
             if (!ec) {
                 stream.expires_after(opt.body_timeout);
-                co_await http::async_read(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
+                co_await bhttp::async_read(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
             }
         }
         if (ec) {
@@ -615,4 +615,4 @@ ServerStats Server::Stats() const {
     return s;
 }
 
-}  // namespace sched::rest
+}  // namespace sched::http

@@ -2,7 +2,7 @@
 
 #include "sched/http/url.hpp"
 
-namespace sched::rest {
+namespace sched::http {
 
 ServerOptions ServerOptions::FromYaml(const ConfigNode& node, const ServerOptions& defaults) {
     using std::chrono::milliseconds;
@@ -35,4 +35,4 @@ ServerOptions ServerOptions::FromYaml(const ConfigNode& node, const ServerOption
     return o;
 }
 
-}  // namespace sched::rest
+}  // namespace sched::http

@@ -5,7 +5,7 @@
 #include <array>
 #include <charconv>
 
-namespace sched::rest {
+namespace sched::http {
 
 namespace {
 
@@ -142,4 +142,4 @@ Url Url::WithPath(std::string_view path) const {
     return out;
 }
 
-}  // namespace sched::rest
+}  // namespace sched::http

@@ -6,7 +6,7 @@
 
 #include "sched/http/testing/test_server.hpp"
 
-namespace sched::rest {
+namespace sched::http {
 namespace {
 
 using namespace std::chrono_literals;
@@ -144,4 +144,4 @@ TEST(HttpClient, ConcurrentCallsUseSeparatePooledConnections) {
 }
 
 }  // namespace
-}  // namespace sched::rest
+}  // namespace sched::http

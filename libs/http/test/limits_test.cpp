@@ -18,7 +18,7 @@
 #include "sched/http/server.hpp"
 #include "sched/http/testing/test_server.hpp"
 
-namespace sched::rest {
+namespace sched::http {
 namespace {
 
 using namespace std::chrono_literals;
@@ -324,4 +324,4 @@ TEST(ClientLimits, ResponseJsonIsParsedWithTheSameBounds) {
 }
 
 }  // namespace
-}  // namespace sched::rest
+}  // namespace sched::http

@@ -5,7 +5,7 @@
 #include "sched/http/server_options.hpp"
 #include "sched/http/url.hpp"
 
-namespace sched::rest {
+namespace sched::http {
 namespace {
 
 using namespace std::chrono_literals;
@@ -259,4 +259,4 @@ http:
 }
 
 }  // namespace
-}  // namespace sched::rest
+}  // namespace sched::http

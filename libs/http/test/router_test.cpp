@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-namespace sched::rest {
+namespace sched::http {
 namespace {
 
 // Runs the matched handler to completion and returns its body, so tests see which route won.
@@ -104,4 +104,4 @@ TEST(Router, RejectsMalformedAndDuplicatePatterns) {
 }
 
 }  // namespace
-}  // namespace sched::rest
+}  // namespace sched::http

@@ -8,7 +8,7 @@
 #include "sched/http/json.hpp"
 #include "sched/http/testing/test_server.hpp"
 
-namespace sched::rest {
+namespace sched::http {
 namespace {
 
 using namespace std::chrono_literals;
@@ -368,4 +368,4 @@ TEST(ExportServerStats, RegistersCountersWithThePrefixReadAtRender) {
 }
 
 }  // namespace
-}  // namespace sched::rest
+}  // namespace sched::http

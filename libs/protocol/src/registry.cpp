@@ -18,11 +18,11 @@ constexpr std::array<std::string_view, 2> kDeregisterFields = {"app", "address"}
 // A field this version does not know, as a 400 naming it (so that a typo or a field of a newer
 // protocol is never silently ignored). JsonFields reports a body that is not an object.
 template <std::size_t N>
-std::optional<rest::ApiError> UnknownField(const nlohmann::json& body, const std::array<std::string_view, N>& known) {
+std::optional<http::ApiError> UnknownField(const nlohmann::json& body, const std::array<std::string_view, N>& known) {
     if (!body.is_object()) return std::nullopt;
     for (const auto& [key, value] : body.items()) {
         if (std::find(known.begin(), known.end(), key) == known.end()) {
-            return rest::ApiError{Code::kInvalidArgument, key + ": unknown field", key};
+            return http::ApiError{Code::kInvalidArgument, key + ": unknown field", key};
         }
     }
     return std::nullopt;
@@ -36,7 +36,7 @@ std::optional<std::string> AddressProblem(const std::string& address) {
         return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' || c == ':' ||
                c == '[' || c == ']';
     });
-    auto parsed = rest::HostPort::Parse(address);
+    auto parsed = http::HostPort::Parse(address);
     if (!chars_ok || !parsed.ok() || parsed->host.empty() || parsed->port == 0) {
         return "expected host:port (port 1..65535), got \"" + address.substr(0, 64) + "\"";
     }
@@ -54,7 +54,7 @@ nlohmann::json ToJson(const Heartbeat& beat) {
 Parsed<Heartbeat> ParseHeartbeat(const nlohmann::json& body) {
     Parsed<Heartbeat> out;
     if ((out.error = UnknownField(body, kHeartbeatFields))) return out;
-    rest::JsonFields f(body);
+    http::JsonFields f(body);
     Heartbeat& e = out.value;
     e.app = f.String("app");
     e.address = f.String("address");
@@ -83,7 +83,7 @@ nlohmann::json ToJson(const Deregister& d) {
 Parsed<Deregister> ParseDeregister(const nlohmann::json& body) {
     Parsed<Deregister> out;
     if ((out.error = UnknownField(body, kDeregisterFields))) return out;
-    rest::JsonFields f(body);
+    http::JsonFields f(body);
     out.value.app = f.String("app");
     out.value.address = f.String("address");
     if (f.ok() && out.value.address.size() > kMaxAddressChars) {

@@ -31,7 +31,7 @@ nlohmann::json ToJson(const RunRequest& run) {
 }
 
 Parsed<RunRequest> ParseRunRequest(const nlohmann::json& body, const std::string& prefix) {
-    rest::JsonFields f(body, prefix);
+    http::JsonFields f(body, prefix);
     Parsed<RunRequest> out;
     RunRequest& run = out.value;
     run.fire_id = f.Int("fire_id", {.min = 0});
@@ -51,7 +51,7 @@ Parsed<RunRequest> ParseRunRequest(const nlohmann::json& body, const std::string
         f.Fail("shard_index", "must be less than shard_total (" + std::to_string(run.shard_total) + ")");
     }
     if (f.ok() && !run.callback_url.empty()) {
-        if (auto url = rest::Url::Parse(run.callback_url); !url.ok()) f.Fail("callback_url", url.status().message());
+        if (auto url = http::Url::Parse(run.callback_url); !url.ok()) f.Fail("callback_url", url.status().message());
     }
     out.error = f.error();
     return out;
@@ -62,7 +62,7 @@ nlohmann::json ToJson(const KillRequest& kill) {
 }
 
 Parsed<KillRequest> ParseKillRequest(const nlohmann::json& body) {
-    rest::JsonFields f(body);
+    http::JsonFields f(body);
     Parsed<KillRequest> out;
     out.value.fire_id = f.Int("fire_id", {.min = 0});
     out.error = f.error();

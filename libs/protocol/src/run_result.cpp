@@ -42,12 +42,12 @@ Parsed<RunResult> ParseRunResult(const nlohmann::json& item, const std::string& 
         for (const auto& [key, value] : item.items()) {
             if (std::find(kRunResultFields.begin(), kRunResultFields.end(), key) == kRunResultFields.end()) {
                 const std::string field = prefix + "." + key;
-                out.error = rest::ApiError{Code::kInvalidArgument, field + ": unknown field", field};
+                out.error = http::ApiError{Code::kInvalidArgument, field + ": unknown field", field};
                 return out;
             }
         }
     }
-    rest::JsonFields f(item, prefix);
+    http::JsonFields f(item, prefix);
     RunResult& r = out.value;
     r.fire_id = f.Int("fire_id", {.min = 1});
     r.attempt = f.Int("attempt", {.min = 0, .max = 1'000'000});

@@ -23,8 +23,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-rest::Response BadField(const std::string& field, std::string message) {
-    return rest::Response::Error(rest::ApiError{Code::kInvalidArgument, std::move(message), field});
+http::Response BadField(const std::string& field, std::string message) {
+    return http::Response::Error(http::ApiError{Code::kInvalidArgument, std::move(message), field});
 }
 
 // A field name from the request, as an error names it: bounded, so a hostile key cannot make
@@ -43,7 +43,7 @@ struct FireNotification {
 // ids come from one scan (its batch), so a few thousand is already generous.
 constexpr std::size_t kMaxNotifiedFires = 10000;
 
-Result<FireNotification> ParseFireNotification(const rest::Request& req, std::string& field) {
+Result<FireNotification> ParseFireNotification(const http::Request& req, std::string& field) {
     field = "body";
     auto body = req.Json();
     if (!body.ok()) return InvalidArgument("body: " + body.status().message());
@@ -90,7 +90,7 @@ NodeConfig NodeConfig::FromYaml(const ConfigNode& root, const Defaults& defaults
     if (!c.advertised_address.empty()) {
         // Other nodes dial it: a typo here only shows up later as notifications that never
         // arrive, so it is refused at start-up.
-        auto parsed = rest::HostPort::Parse(c.advertised_address);
+        auto parsed = http::HostPort::Parse(c.advertised_address);
         if (!parsed.ok()) throw ConfigError("advertised-address", parsed.status().message());
         if (parsed->port == 0) throw ConfigError("advertised-address", "needs a port other than 0");
     }
@@ -101,9 +101,9 @@ NodeConfig NodeConfig::FromYaml(const ConfigNode& root, const Defaults& defaults
     c.io_threads = static_cast<int>(root.Int("io-threads", c.io_threads, 1, 64));
     c.db_threads = static_cast<int>(root.Int("db-threads", c.db_threads, 1, 256));
     c.executor_api = root.Bool("executor-api", c.executor_api);
-    rest::ServerOptions http_defaults;
+    http::ServerOptions http_defaults;
     http_defaults.listen = defaults.listen;
-    c.http = rest::ServerOptions::FromYaml(root.Child("http"), http_defaults);
+    c.http = http::ServerOptions::FromYaml(root.Child("http"), http_defaults);
     c.database = db::DatabaseConfig::FromYaml(root.Child("database"), defaults.db_url);
     c.election = lock::ElectionConfig::FromYaml(root.Child("election"));
     c.scheduler = MasterConfig::FromYaml(root.Child("scheduler"));
@@ -133,8 +133,8 @@ class HttpWebhookSender final : public WebhookSender {
         call_.timeout = timeout;
     }
     Result<int> Post(const std::string& url, const Headers& headers, const std::string& body) override {
-        rest::ClientRequest request;
-        request.method = rest::Method::kPost;
+        http::ClientRequest request;
+        request.method = http::Method::kPost;
         request.url = url;
         for (const auto& [name, value] : headers) request.headers.Add(name, value);
         request.body = body;
@@ -144,7 +144,7 @@ class HttpWebhookSender final : public WebhookSender {
         auto done = net::co_spawn(
             io_,
             [&]() -> net::awaitable<void> {
-                const rest::CallOptions call = call_;
+                const http::CallOptions call = call_;
                 auto response = co_await client_.Send(std::move(request), call);
                 if (response.ok()) {
                     outcome.emplace(response->status);
@@ -159,8 +159,8 @@ class HttpWebhookSender final : public WebhookSender {
     void CloseIdle() { client_.CloseIdle(); }
 
   private:
-    static rest::ClientOptions Options(Micros timeout) {
-        rest::ClientOptions o;
+    static http::ClientOptions Options(Micros timeout) {
+        http::ClientOptions o;
         o.connect_timeout = std::min<Micros>(timeout, std::chrono::seconds(2));
         o.request_timeout = timeout;
         o.body_limit = 64 * 1024;
@@ -169,16 +169,16 @@ class HttpWebhookSender final : public WebhookSender {
         return o;
     }
     net::io_context& io_;
-    rest::HttpClient client_;
-    rest::CallOptions call_;
+    http::HttpClient client_;
+    http::CallOptions call_;
 };
 
 }  // namespace
 
 struct TriggerNode::Impl {
-    rest::Router router;
-    std::unique_ptr<rest::Server> server;
-    std::unique_ptr<rest::HttpClient> http;
+    http::Router router;
+    std::unique_ptr<http::Server> server;
+    std::unique_ptr<http::HttpClient> http;
     std::shared_ptr<db::Database> election_db;
     std::unique_ptr<lock::SqlLockStore> lock_store;
     std::unique_ptr<lock::LeaseElector> elector;
@@ -215,7 +215,7 @@ TriggerNode::~TriggerNode() {
     db_pool_.join();
 }
 
-rest::Router& TriggerNode::router() {
+http::Router& TriggerNode::router() {
     return impl_->router;
 }
 
@@ -250,13 +250,13 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
     // Keep as many idle connections per executor as the slave may have calls open to it, so a
     // burst reuses them instead of connecting and closing (measured: most of the slave's CPU
     // per fire at 1,000 fires/s with the default 16).
-    rest::ClientOptions http_options;
+    http::ClientOptions http_options;
     http_options.max_idle_per_host = std::max<std::size_t>(
         http_options.max_idle_per_host, static_cast<std::size_t>(config_.slave.max_calls_per_executor));
-    impl_->http = std::make_unique<rest::HttpClient>(io_.get_executor(), http_options);
+    impl_->http = std::make_unique<http::HttpClient>(io_.get_executor(), http_options);
     AddRoutes();
-    impl_->server = std::make_unique<rest::Server>(io_.get_executor(), config_.http, std::move(impl_->router),
-                                                   rest::BearerTokenAuth(config_.token));
+    impl_->server = std::make_unique<http::Server>(io_.get_executor(), config_.http, std::move(impl_->router),
+                                                   http::BearerTokenAuth(config_.token));
     try {
         impl_->server->Start();
     } catch (const std::exception& e) {
@@ -267,7 +267,7 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
     // Bound to a wildcard address, a node is reached at its host name (a container's name).
     advertised_ =
         config_.advertised_address.empty()
-            ? rest::HostPort{bound.address().to_string(), bound.port()}.Reachable(rest::LocalHostname()).ToString()
+            ? http::HostPort{bound.address().to_string(), bound.port()}.Reachable(http::LocalHostname()).ToString()
             : config_.advertised_address;
 
     impl_->master = std::make_unique<Master>(db_, *impl_->fence, *time_, config_.scheduler, metrics_);
@@ -356,7 +356,7 @@ void TriggerNode::NudgePeers() {
         io_,
         [this, urls]() -> net::awaitable<void> {
             const nlohmann::json body = nlohmann::json::object();
-            const rest::CallOptions call{.timeout = std::chrono::milliseconds(500), .bearer_token = config_.token};
+            const http::CallOptions call{.timeout = std::chrono::milliseconds(500), .bearer_token = config_.token};
             for (const auto& url : urls) {
                 auto r = co_await impl_->http->PostJson(url, body, call);
                 if (!r.ok() || !r->ok()) spdlog::debug("election nudge to {} failed", url);
@@ -507,7 +507,7 @@ void TriggerNode::Notify(const ScanReport& report, std::int64_t epoch) {
         net::co_spawn(
             io_,
             [this, url, body = std::move(body)]() -> net::awaitable<void> {
-                rest::CallOptions call{.timeout = std::chrono::seconds(1), .bearer_token = config_.token};
+                http::CallOptions call{.timeout = std::chrono::seconds(1), .bearer_token = config_.token};
                 auto r = co_await impl_->http->PostJson(url, body, call);
                 // Best effort: the slave's poll finds the fires anyway.
                 if (!r.ok() || !r->ok()) spdlog::debug("notify {} failed", url);
@@ -667,36 +667,36 @@ void TriggerNode::ExportNodeMetrics() {
               return out;
           });
     auto* server = impl_->server.get();
-    rest::ExportServerStats(metrics_, "sched_http", [server] { return server->Stats(); });
+    http::ExportServerStats(metrics_, "sched_http", [server] { return server->Stats(); });
 }
 
 void TriggerNode::AddRoutes() {
     auto& r = impl_->router;
     r.Add(
-        rest::Method::kGet, "/healthz", [](rest::Request&) { return rest::Response::Text("ok\n"); },
-        rest::Access::kPublic);
+        http::Method::kGet, "/healthz", [](http::Request&) { return http::Response::Text("ok\n"); },
+        http::Access::kPublic);
     r.Add(
-        rest::Method::kGet, "/readyz",
-        [this](rest::Request&) {
+        http::Method::kGet, "/readyz",
+        [this](http::Request&) {
             const std::string why = NotReadyReason();
-            return why.empty() ? rest::Response::Text("ready\n", 200)
-                               : rest::Response::Text("not ready: " + why + "\n", 503);
+            return why.empty() ? http::Response::Text("ready\n", 200)
+                               : http::Response::Text("not ready: " + why + "\n", 503);
         },
-        rest::Access::kPublic);
+        http::Access::kPublic);
     r.Add(
-        rest::Method::kGet, "/metrics",
-        [this](rest::Request&) {
-            return rest::Response::Text(Metrics(), 200, "text/plain; version=0.0.4; charset=utf-8");
+        http::Method::kGet, "/metrics",
+        [this](http::Request&) {
+            return http::Response::Text(Metrics(), 200, "text/plain; version=0.0.4; charset=utf-8");
         },
-        rest::Access::kPublic);
+        http::Access::kPublic);
     r.Add(
-        rest::Method::kGet, "/status",
-        [this](rest::Request&) {
-            rest::Response res = rest::Response::Text(StatusJson(), 200, "application/json");
+        http::Method::kGet, "/status",
+        [this](http::Request&) {
+            http::Response res = http::Response::Text(StatusJson(), 200, "application/json");
             return res;
         },
-        rest::Access::kPublic);
-    r.Add(rest::Method::kPost, "/internal/v1/election/nudge", [this](rest::Request& req) {
+        http::Access::kPublic);
+    r.Add(http::Method::kPost, "/internal/v1/election/nudge", [this](http::Request& req) {
         // No body, or `{}` (what NudgePeers sends): anything else is a caller's bug worth a 400.
         if (!req.body.empty()) {
             auto body = req.Json();
@@ -708,14 +708,14 @@ void TriggerNode::AddRoutes() {
             }
         }
         if (impl_->elector) impl_->elector->Nudge();
-        return rest::Response::Json({{"nudged", true}});
+        return http::Response::Json({{"nudged", true}});
     });
-    r.Add(rest::Method::kPost, "/internal/v1/fires", [this](rest::Request& req) {
+    r.Add(http::Method::kPost, "/internal/v1/fires", [this](http::Request& req) {
         std::string field;
         auto parsed = ParseFireNotification(req, field);
-        if (!parsed.ok()) return rest::Response::Error(parsed.status(), field);
+        if (!parsed.ok()) return http::Response::Error(parsed.status(), field);
         if (impl_->slave) impl_->slave->Notify(std::move(parsed->fire_ids));
-        return rest::Response::Json({{"accepted", true}}, 202);
+        return http::Response::Json({{"accepted", true}}, 202);
     });
 }
 

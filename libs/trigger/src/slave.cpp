@@ -36,7 +36,7 @@ nlohmann::json ParamsJson(const std::string& text) {
     return j.is_discarded() ? nlohmann::json(text) : j;
 }
 
-std::string ErrorField(const rest::ClientResponse& r) {
+std::string ErrorField(const http::ClientResponse& r) {
     auto j = r.Json();
     if (!j.ok() || !j->contains("error")) return "";
     const auto& e = (*j)["error"];
@@ -160,7 +160,7 @@ struct Slave::State {
 };
 
 Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, const std::shared_ptr<db::Database>& db,
-             const DbTime& time, rest::HttpClient& http, std::string node_id, std::string lease_name,
+             const DbTime& time, http::HttpClient& http, std::string node_id, std::string lease_name,
              SlaveConfig config, MetricsRegistry& metrics)
     : Slave(std::move(io), db_pool, std::make_unique<SqlFireClaimStore>(db, std::move(lease_name)),
             std::make_unique<SignedExecutorClient>(
@@ -528,7 +528,7 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
     const auto routing = ParseRouting(job.routing).value_or(Routing::kRoundRobin);
     const auto order = router_.Order(routing, job.id, addresses, fire.shard_index);
     const Probe probe = ProbeFor(routing);
-    rest::CallOptions call{.timeout = config_.dispatch_timeout};
+    http::CallOptions call{.timeout = config_.dispatch_timeout};
 
     std::int64_t epoch = group->epoch;
     std::string run = RunJson(fire, job, epoch).dump();
@@ -553,7 +553,7 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
             if (probe == Probe::kBeat) {
                 const std::string beat_url = base + "/v1/beat";
                 const std::string no_body;
-                auto beat = co_await executors_->Send(app, rest::Method::kGet, beat_url, no_body, call);
+                auto beat = co_await executors_->Send(app, http::Method::kGet, beat_url, no_body, call);
                 if (!beat.ok() || !beat->ok()) {
                     all_busy = false;
                     note(address, "beat failed", "beat");
@@ -562,7 +562,7 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
             } else if (probe == Probe::kIdleBeat) {
                 const std::string idle_body = nlohmann::json{{"job_id", job.id}}.dump();
                 const std::string idle_url = base + "/v1/idle-beat";
-                auto idle = co_await executors_->Send(app, rest::Method::kPost, idle_url, idle_body, call);
+                auto idle = co_await executors_->Send(app, http::Method::kPost, idle_url, idle_body, call);
                 if (!idle.ok() || !idle->ok()) {
                     all_busy = false;
                     note(address, idle.ok() ? "busy" : idle.status().message(), "busy");
@@ -577,7 +577,7 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
             }
             const std::string run_url = base + "/v1/run";
             const std::int64_t sent_at = time_.NowMs();
-            auto response = co_await executors_->Send(app, rest::Method::kPost, run_url, run, call);
+            auto response = co_await executors_->Send(app, http::Method::kPost, run_url, run, call);
             ReleaseCall(address);
             if (!response.ok()) {
                 all_busy = false;
@@ -749,9 +749,9 @@ net::awaitable<void> Slave::SendBatch(std::shared_ptr<const Group> group, std::s
         if (!slot) break;
         const std::string body = "{\"runs\":[" + runs + "]}";
         const std::string url = "http://" + address + protocol::kRunsPath;
-        const rest::CallOptions call{.timeout = config_.dispatch_timeout};
+        const http::CallOptions call{.timeout = config_.dispatch_timeout};
         const std::int64_t sent_at = time_.NowMs();
-        auto response = co_await executors_->Send(app, rest::Method::kPost, url, body, call);
+        auto response = co_await executors_->Send(app, http::Method::kPost, url, body, call);
         ReleaseCall(address);
         run_batches_.Inc();
         nlohmann::json results;
@@ -920,10 +920,10 @@ net::awaitable<void> Slave::WatchTimeout(std::int64_t fire_id, std::string app, 
     auto status = co_await OnPool(db_pool_, [this, fire_id] { return store_->StatusOf(fire_id); });
     // Still dispatching: accepted, but its running record is not written yet (or failed).
     if (!status.ok() || (*status != FireStatus::kRunning && *status != FireStatus::kDispatching)) co_return;
-    rest::CallOptions call{.timeout = config_.dispatch_timeout};
+    http::CallOptions call{.timeout = config_.dispatch_timeout};
     const std::string kill_body = protocol::ToJson(protocol::KillRequest{.fire_id = fire_id}).dump();
     const std::string kill_url = "http://" + address + "/v1/kill";
-    auto killed = co_await executors_->Send(app, rest::Method::kPost, kill_url, kill_body, call);
+    auto killed = co_await executors_->Send(app, http::Method::kPost, kill_url, kill_body, call);
     if (!killed.ok() || !killed->ok()) {
         spdlog::warn("slave {}: kill of timed-out fire {} on {} failed", node_id_, fire_id, address);
     }

@@ -98,12 +98,12 @@ Result<int> SqlFireClaimStore::UnassignPending(const std::string& node) {
     return db_->Run([&](soci::session& s) { return store::FireRepository::UnassignPending(s, node); });
 }
 
-SignedExecutorClient::SignedExecutorClient(rest::HttpClient& http, std::unique_ptr<dispatch::ExecutorSigner> signer)
+SignedExecutorClient::SignedExecutorClient(http::HttpClient& http, std::unique_ptr<dispatch::ExecutorSigner> signer)
     : http_(http), signer_(std::move(signer)) {}
 
-net::awaitable<Result<rest::ClientResponse>> SignedExecutorClient::Send(std::string app, rest::Method method,
+net::awaitable<Result<http::ClientResponse>> SignedExecutorClient::Send(std::string app, http::Method method,
                                                                         std::string url, std::string body,
-                                                                        rest::CallOptions call) {
+                                                                        http::CallOptions call) {
     co_return co_await signer_->Send(http_, std::move(app), method, std::move(url), std::move(body), std::move(call));
 }
 

@@ -206,9 +206,9 @@ class FakeExecutors final : public ExecutorClient {
             std::count_if(calls.begin(), calls.end(), [](const Call& c) { return c.url.ends_with("/v1/runs"); }));
     }
 
-    net::awaitable<Result<rest::ClientResponse>> Send(std::string, rest::Method, std::string url, std::string body,
-                                                      rest::CallOptions) override {
-        rest::ClientResponse r;
+    net::awaitable<Result<http::ClientResponse>> Send(std::string, http::Method, std::string url, std::string body,
+                                                      http::CallOptions) override {
+        http::ClientResponse r;
         {
             std::lock_guard lock(mu);
             calls.push_back({url, body, WallMs()});

@@ -20,9 +20,9 @@ namespace sched::web::impl {
 
 namespace {
 
-using rest::Method;
-using rest::Request;
-using rest::Response;
+using http::Method;
+using http::Request;
+using http::Response;
 
 constexpr int kMaxPageSize = 200;
 constexpr std::int64_t kMaxId = std::numeric_limits<std::int64_t>::max();
@@ -82,7 +82,7 @@ std::string Shown(const nlohmann::json& e) {
 // The rule in a POST body, or the 400 naming the first bad field.
 std::variant<store::AlertRule, Response> ParseRule(const nlohmann::json& body) {
     if (auto unknown = RejectUnknownFields(body, kRuleFields, kRuleReadOnly)) return *unknown;
-    rest::JsonFields f(body);
+    http::JsonFields f(body);
     store::AlertRule r;
     r.name = f.String("name");
     const std::int64_t job_id = f.Int("job_id", 0, {.min = 1, .max = kMaxId});
@@ -128,7 +128,7 @@ std::variant<store::AlertRule, Response> ParseRule(const nlohmann::json& body) {
                           "url: expected an http:// URL (https is not supported: no TLS in this project; put a "
                           "proxy in front)");
     }
-    if (auto parsed = rest::Url::Parse(r.url); !parsed.ok()) {
+    if (auto parsed = http::Url::Parse(r.url); !parsed.ok()) {
         return BadRequest("url", "url: " + parsed.status().message());
     }
     for (const char c : r.url) {

@@ -14,9 +14,9 @@ namespace sched::web::impl {
 
 namespace {
 
-using rest::Method;
-using rest::Request;
-using rest::Response;
+using http::Method;
+using http::Request;
+using http::Response;
 
 constexpr int kMaxPage = 200;
 constexpr std::size_t kMaxFilterText = 191;  // the VARCHAR(191) columns filtered on
@@ -66,7 +66,7 @@ std::string Cut(const std::string& text, std::size_t max) {
 
 nlohmann::json SideJson(const std::optional<std::string>& text) {
     if (!text) return nullptr;
-    auto parsed = rest::ParseJson(*text);
+    auto parsed = http::ParseJson(*text);
     if (!parsed.ok()) return *text;
     return std::move(*parsed);
 }
@@ -86,7 +86,7 @@ nlohmann::json EntryJson(const store::AuditEntry& e) {
 std::string AuditJson(const nlohmann::json& target) {
     nlohmann::json copy = target;
     Redact(copy, 0);
-    if (auto text = rest::DumpWithin(copy, kMaxAuditJsonBytes)) return *text;
+    if (auto text = http::DumpWithin(copy, kMaxAuditJsonBytes)) return *text;
     return nlohmann::json{{"truncated", true}, {"max_bytes", kMaxAuditJsonBytes}}.dump();
 }
 

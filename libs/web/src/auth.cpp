@@ -187,7 +187,7 @@ void TokenAuthenticator::Forget(std::int64_t token_id) {
                   [&](const auto& kv) { return kv.second.principal && kv.second.principal->token_id == token_id; });
 }
 
-net::awaitable<Result<Principal>> TokenAuthenticator::Authenticate(const rest::Request& request) {
+net::awaitable<Result<Principal>> TokenAuthenticator::Authenticate(const http::Request& request) {
     const auto header = request.headers.Get("Authorization");
     if (!header) co_return Status(Code::kUnauthenticated, "missing Authorization: Bearer <token> header");
     const auto secret = BearerSecret(*header);

@@ -20,9 +20,9 @@ namespace sched::web::impl {
 
 namespace {
 
-using rest::Method;
-using rest::Request;
-using rest::Response;
+using http::Method;
+using http::Request;
+using http::Response;
 
 constexpr std::array<std::string_view, 5> kBackfillFields = {"from", "to", "overlap", "max_parallel", "dry_run"};
 /// Scheduled times one backfill may cover; the range is counted up to kCountCap to say how many
@@ -45,7 +45,7 @@ struct BackfillInput {
 };
 
 // An instant field: epoch ms (a JSON integer) or an ISO-8601 string (UTC unless it has an offset).
-std::optional<std::int64_t> ReadInstant(const nlohmann::json& body, std::string_view key, rest::JsonFields& f) {
+std::optional<std::int64_t> ReadInstant(const nlohmann::json& body, std::string_view key, http::JsonFields& f) {
     const auto it = body.find(std::string(key));
     if (it == body.end() || it->is_null()) {
         f.Fail(key, std::string(key) + ": required (epoch milliseconds or ISO-8601)");
@@ -76,8 +76,8 @@ std::optional<std::int64_t> ReadInstant(const nlohmann::json& body, std::string_
     return *parsed;
 }
 
-std::optional<rest::ApiError> ReadBackfillInput(const nlohmann::json& body, BackfillInput& out) {
-    rest::JsonFields f(body);
+std::optional<http::ApiError> ReadBackfillInput(const nlohmann::json& body, BackfillInput& out) {
+    http::JsonFields f(body);
     const auto from = ReadInstant(body, "from", f);
     const auto to = ReadInstant(body, "to", f);
     const std::string overlap = f.Enum("overlap", "serial", {"serial", "parallel"});
@@ -89,7 +89,7 @@ std::optional<rest::ApiError> ReadBackfillInput(const nlohmann::json& body, Back
     if (f.error()) return f.error();
     out.from = *from;
     out.to = *to;
-    if (out.from >= out.to) return rest::ApiError{Code::kInvalidArgument, "to: must be after from", "to"};
+    if (out.from >= out.to) return http::ApiError{Code::kInvalidArgument, "to: must be after from", "to"};
     return std::nullopt;
 }
 

@@ -15,9 +15,9 @@ namespace sched::web::impl {
 
 namespace {
 
-using rest::Method;
-using rest::Request;
-using rest::Response;
+using http::Method;
+using http::Request;
+using http::Response;
 
 constexpr std::array<std::string_view, 7> kCalendarFields = {
     "name", "description", "time_zone", "excluded_dates", "excluded_weekdays", "excluded_times", "version"};
@@ -33,8 +33,8 @@ constexpr std::int64_t kMaxInstant = 7'258'118'400'000;  // 2200-01-01T00:00:00Z
 constexpr int kMaxPreviewDays = 366;
 constexpr std::size_t kMaxScan = 100'000;  // scheduled times a job preview looks at
 
-rest::ApiError Invalid(std::string field, std::string message) {
-    return rest::ApiError{Code::kInvalidArgument, std::move(message), std::move(field)};
+http::ApiError Invalid(std::string field, std::string message) {
+    return http::ApiError{Code::kInvalidArgument, std::move(message), std::move(field)};
 }
 
 nlohmann::json CalendarJson(const store::CalendarRecord& c) {
@@ -51,10 +51,10 @@ nlohmann::json CalendarJson(const store::CalendarRecord& c) {
 }
 
 // Validates a calendar body (create: current == nullptr) into `out`, canonicalised by cron::Calendar.
-std::optional<rest::ApiError> ReadCalendar(const nlohmann::json& body, const store::CalendarRecord* current,
+std::optional<http::ApiError> ReadCalendar(const nlohmann::json& body, const store::CalendarRecord* current,
                                            store::CalendarRecord& out, std::int64_t& version) {
     store::CalendarRecord c = current ? *current : store::CalendarRecord{};
-    rest::JsonFields f(body);
+    http::JsonFields f(body);
     if (!current) {
         c.name = f.String("name");
     } else if (f.ok() && body.contains("name") && (!body["name"].is_string() || body["name"] != current->name)) {
@@ -124,7 +124,7 @@ std::string FieldFor(const Status& s) {
 }
 
 // One instant field of a job body: epoch ms, or an ISO-8601 / decimal string (cron::ParseInstant).
-std::optional<rest::ApiError> ReadInstant(const nlohmann::json& body, std::string_view key, const std::string& zone,
+std::optional<http::ApiError> ReadInstant(const nlohmann::json& body, std::string_view key, const std::string& zone,
                                           std::optional<std::int64_t>& out) {
     const std::string k(key);
     if (!body.contains(k)) return std::nullopt;
@@ -151,7 +151,7 @@ std::optional<rest::ApiError> ReadInstant(const nlohmann::json& body, std::strin
 
 }  // namespace
 
-std::optional<rest::ApiError> ReadJobBounds(const nlohmann::json& body, store::Job& job) {
+std::optional<http::ApiError> ReadJobBounds(const nlohmann::json& body, store::Job& job) {
     if (!body.is_object()) return std::nullopt;
     if (body.contains("calendar")) {
         const auto& v = body["calendar"];
@@ -346,7 +346,7 @@ void AddCalendarRoutes(Routes& routes) {
                    if (!body.ok()) co_return Response::Error(body.status(), "body");
                    if (auto unknown = RejectUnknownFields(*body, kCalendarFields, kCalendarReadOnly))
                        co_return *unknown;
-                   std::optional<rest::ApiError> invalid;
+                   std::optional<http::ApiError> invalid;
                    auto work = [&invalid, &body, &who, id = *id](db::Database& db) -> Result<store::CalendarRecord> {
                        store::CalendarRepository calendars(db);
                        auto current = calendars.Get(id);

@@ -10,9 +10,9 @@ namespace sched::web::impl {
 
 namespace {
 
-using rest::Method;
-using rest::Request;
-using rest::Response;
+using http::Method;
+using http::Request;
+using http::Response;
 
 std::int64_t Ms(Micros d) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();

@@ -59,13 +59,13 @@ store::FireStatus StoredStatus(protocol::RunOutcome outcome) {
 // The items of a callback batch (sched/protocol/run_result.hpp), or the 400 naming the first
 // bad field. A plain function, not part of the coroutine: g++ 12 miscompiles large coroutine
 // frames (docs/architecture.md "Build").
-std::optional<rest::Response> ParseCallback(const nlohmann::json& body, bool scoped,
+std::optional<http::Response> ParseCallback(const nlohmann::json& body, bool scoped,
                                             std::vector<store::ExecutorResult>& items) {
     // An app-scoped token must say which dispatch and which instance a result is for; the
     // cluster token and legacy tokens (older SDKs) may leave them out, and then they go unchecked.
     for (std::size_t i = 0; i < body.size(); ++i) {
         auto parsed = protocol::ParseRunResult(body[i], "[" + std::to_string(i) + "]", scoped);
-        if (!parsed.ok()) return rest::Response::Error(*parsed.error);
+        if (!parsed.ok()) return http::Response::Error(*parsed.error);
         protocol::RunResult& r = parsed.value;
         store::ExecutorResult item;
         item.fire_id = r.fire_id;
@@ -121,22 +121,22 @@ void LogRefused(const Principal& who, const nlohmann::json& results) {
 }
 
 // 403 naming the app, in the uniform error body.
-rest::Response Forbidden(const Status& denied) {
-    return rest::Response::Error(denied, "app");
+http::Response Forbidden(const Status& denied) {
+    return http::Response::Error(denied, "app");
 }
 
 }  // namespace
 
-net::awaitable<rest::Response> HandleHeartbeat(rest::Request& req, const Principal& who, db::Database& db,
+net::awaitable<http::Response> HandleHeartbeat(http::Request& req, const Principal& who, db::Database& db,
                                                net::thread_pool& db_pool) {
     auto body = req.Json();
-    if (!body.ok()) co_return rest::Response::Error(body.status(), "body");
+    if (!body.ok()) co_return http::Response::Error(body.status(), "body");
     auto beat = protocol::ParseHeartbeat(*body);
     if (beat.ok() && CodePoints(beat.value.app) > kMaxAppName) {
-        beat.error = rest::ApiError{Code::kInvalidArgument,
+        beat.error = http::ApiError{Code::kInvalidArgument,
                                     "app: at most " + std::to_string(kMaxAppName) + " characters", "app"};
     }
-    if (!beat.ok()) co_return rest::Response::Error(*beat.error);
+    if (!beat.ok()) co_return http::Response::Error(*beat.error);
     store::ExecutorInstance e;
     e.app = std::move(beat.value.app);
     e.address = std::move(beat.value.address);
@@ -148,27 +148,27 @@ net::awaitable<rest::Response> HandleHeartbeat(rest::Request& req, const Princip
         return store::ExecutorRepository(db).Heartbeat(e);
     };
     Status s = co_await OnPool(db_pool, work);
-    if (!s.ok()) co_return rest::Response::Error(s);
+    if (!s.ok()) co_return http::Response::Error(s);
     // The app's signing keys (its first is created here) and the DB clock: the SDK verifies
     // the nodes' calls with them (docs/protocol.md "Key delivery").
     auto keys_work = [&] {
         return store::SigningKeyRepository(db).EnsureForApp(e.app);
     };
     auto keys = co_await OnPool(db_pool, keys_work);
-    if (!keys.ok()) co_return rest::Response::Error(keys.status());
-    co_return rest::Response::Json({{"registered", true}, {"signing", SigningJson(*keys)}});
+    if (!keys.ok()) co_return http::Response::Error(keys.status());
+    co_return http::Response::Json({{"registered", true}, {"signing", SigningJson(*keys)}});
 }
 
-net::awaitable<rest::Response> HandleDeregister(rest::Request& req, const Principal& who, db::Database& db,
+net::awaitable<http::Response> HandleDeregister(http::Request& req, const Principal& who, db::Database& db,
                                                 net::thread_pool& db_pool) {
     auto body = req.Json();
-    if (!body.ok()) co_return rest::Response::Error(body.status(), "body");
+    if (!body.ok()) co_return http::Response::Error(body.status(), "body");
     auto parsed = protocol::ParseDeregister(*body);
     if (parsed.ok() && CodePoints(parsed.value.app) > kMaxAppName) {
-        parsed.error = rest::ApiError{Code::kInvalidArgument,
+        parsed.error = http::ApiError{Code::kInvalidArgument,
                                       "app: at most " + std::to_string(kMaxAppName) + " characters", "app"};
     }
-    if (!parsed.ok()) co_return rest::Response::Error(*parsed.error);
+    if (!parsed.ok()) co_return http::Response::Error(*parsed.error);
     const std::string app = std::move(parsed.value.app);
     const std::string address = std::move(parsed.value.address);
     if (Status allowed = AuthorizeApp(who, app); !allowed.ok()) co_return Forbidden(allowed);
@@ -176,19 +176,19 @@ net::awaitable<rest::Response> HandleDeregister(rest::Request& req, const Princi
         return store::ExecutorRepository(db).Deregister(app, address);
     };
     Status s = co_await OnPool(db_pool, work);
-    if (!s.ok()) co_return rest::Response::Error(s, s.code() == Code::kNotFound ? "address" : "");
-    co_return rest::Response::Json({{"deregistered", true}});
+    if (!s.ok()) co_return http::Response::Error(s, s.code() == Code::kNotFound ? "address" : "");
+    co_return http::Response::Json({{"deregistered", true}});
 }
 
-net::awaitable<rest::Response> HandleCallback(rest::Request& req, const Principal& who, db::Database& db,
+net::awaitable<http::Response> HandleCallback(http::Request& req, const Principal& who, db::Database& db,
                                               net::thread_pool& db_pool, store::FireOutcomeMetrics* metrics) {
     auto body = req.Json();
-    if (!body.ok()) co_return rest::Response::Error(body.status(), "body");
+    if (!body.ok()) co_return http::Response::Error(body.status(), "body");
     if (!body->is_array()) {
-        co_return rest::Response::Error(InvalidArgument("body: expected an array of results"), "body");
+        co_return http::Response::Error(InvalidArgument("body: expected an array of results"), "body");
     }
     if (body->size() > protocol::kMaxResultsPerCallback) {
-        co_return rest::Response::Error(
+        co_return http::Response::Error(
             InvalidArgument("body: at most " + std::to_string(protocol::kMaxResultsPerCallback) + " results per call"),
             "body");
     }
@@ -217,32 +217,32 @@ net::awaitable<rest::Response> HandleCallback(rest::Request& req, const Principa
         });
     };
     auto applied = co_await OnPool(db_pool, work);
-    if (!applied.ok()) co_return rest::Response::Error(applied.status());
+    if (!applied.ok()) co_return http::Response::Error(applied.status());
     if (metrics) CountOutcomes(*metrics, items, *applied);
     LogRefused(who, applied->results);
-    co_return rest::Response::Json({{"results", applied->results}});
+    co_return http::Response::Json({{"results", applied->results}});
 }
 
 void AddSdkRoutes(Routes& routes) {
     auto ctx = routes.context();
-    using Fn = net::awaitable<rest::Response> (*)(rest::Request&, const Principal&, db::Database&, net::thread_pool&);
+    using Fn = net::awaitable<http::Response> (*)(http::Request&, const Principal&, db::Database&, net::thread_pool&);
     const std::pair<const char*, Fn> sdk_routes[] = {{"/api/v1/registry/heartbeat", &HandleHeartbeat},
                                                      {"/api/v1/registry/deregister", &HandleDeregister}};
     for (const auto& [pattern, fn] : sdk_routes) {
-        routes.Add(rest::Method::kPost, pattern, Permission::kExecutor,
-                   [ctx, fn](rest::Request& req, const Principal& who) -> net::awaitable<rest::Response> {
+        routes.Add(http::Method::kPost, pattern, Permission::kExecutor,
+                   [ctx, fn](http::Request& req, const Principal& who) -> net::awaitable<http::Response> {
                        auto db = ctx->database();
-                       if (!db) co_return rest::Response::Error(Unavailable("the database is not open yet"));
-                       rest::Response response = co_await fn(req, who, *db, ctx->db_pool);
+                       if (!db) co_return http::Response::Error(Unavailable("the database is not open yet"));
+                       http::Response response = co_await fn(req, who, *db, ctx->db_pool);
                        co_return response;
                    });
     }
-    routes.Add(rest::Method::kPost, "/api/v1/callback", Permission::kExecutor,
-               [ctx](rest::Request& req, const Principal& who) -> net::awaitable<rest::Response> {
+    routes.Add(http::Method::kPost, "/api/v1/callback", Permission::kExecutor,
+               [ctx](http::Request& req, const Principal& who) -> net::awaitable<http::Response> {
                    auto db = ctx->database();
-                   if (!db) co_return rest::Response::Error(Unavailable("the database is not open yet"));
+                   if (!db) co_return http::Response::Error(Unavailable("the database is not open yet"));
                    store::FireOutcomeMetrics* metrics = ctx->fire_metrics.get();
-                   rest::Response response = co_await HandleCallback(req, who, *db, ctx->db_pool, metrics);
+                   http::Response response = co_await HandleCallback(req, who, *db, ctx->db_pool, metrics);
                    co_return response;
                });
     AddLockRoutes(routes);
@@ -251,16 +251,16 @@ void AddSdkRoutes(Routes& routes) {
 void AddLockRoutes(Routes& routes) {
     auto ctx = routes.context();
     auto api = std::make_shared<LockApi>(ctx->options.locks, ctx->database, ctx->db_pool);
-    using Fn = net::awaitable<rest::Response> (LockApi::*)(rest::Request&, const Principal&);
-    const std::tuple<rest::Method, const char*, Permission, Fn> lock_routes[] = {
-        {rest::Method::kPost, "/api/v1/locks/{key}/acquire", Permission::kLockHolder, &LockApi::Acquire},
-        {rest::Method::kPost, "/api/v1/locks/{key}/extend", Permission::kLockHolder, &LockApi::Extend},
-        {rest::Method::kPost, "/api/v1/locks/{key}/release", Permission::kLockHolder, &LockApi::Release},
-        {rest::Method::kGet, "/api/v1/locks/{key}", Permission::kLockViewer, &LockApi::Inspect}};
+    using Fn = net::awaitable<http::Response> (LockApi::*)(http::Request&, const Principal&);
+    const std::tuple<http::Method, const char*, Permission, Fn> lock_routes[] = {
+        {http::Method::kPost, "/api/v1/locks/{key}/acquire", Permission::kLockHolder, &LockApi::Acquire},
+        {http::Method::kPost, "/api/v1/locks/{key}/extend", Permission::kLockHolder, &LockApi::Extend},
+        {http::Method::kPost, "/api/v1/locks/{key}/release", Permission::kLockHolder, &LockApi::Release},
+        {http::Method::kGet, "/api/v1/locks/{key}", Permission::kLockViewer, &LockApi::Inspect}};
     for (const auto& [method, pattern, permission, fn] : lock_routes) {
         routes.Add(method, pattern, permission,
-                   [api, fn](rest::Request& req, const Principal& who) -> net::awaitable<rest::Response> {
-                       rest::Response response = co_await (api.get()->*fn)(req, who);
+                   [api, fn](http::Request& req, const Principal& who) -> net::awaitable<http::Response> {
+                       http::Response response = co_await (api.get()->*fn)(req, who);
                        co_return response;
                    });
     }
@@ -268,7 +268,7 @@ void AddLockRoutes(Routes& routes) {
 
 }  // namespace impl
 
-void AddExecutorRoutes(rest::Router& router, const std::string& cluster_token, db::DatabaseProvider database,
+void AddExecutorRoutes(http::Router& router, const std::string& cluster_token, db::DatabaseProvider database,
                        net::thread_pool& db_pool, LockApiOptions locks, Micros auth_cache, MetricsRegistry* metrics) {
     WebOptions options;
     options.token = cluster_token;

@@ -20,9 +20,9 @@ namespace sched::web::impl {
 
 namespace {
 
-using rest::Method;
-using rest::Request;
-using rest::Response;
+using http::Method;
+using http::Request;
+using http::Response;
 
 constexpr int kMaxPageSize = 200;
 constexpr std::int64_t kMaxId = std::numeric_limits<std::int64_t>::max();
@@ -43,8 +43,8 @@ std::string ReasonNames() {
     return out;
 }
 
-rest::CallOptions ExecutorCall(const Context& ctx) {
-    rest::CallOptions call;
+http::CallOptions ExecutorCall(const Context& ctx) {
+    http::CallOptions call;
     call.timeout = ctx.options.executor_timeout;
     return call;
 }
@@ -194,10 +194,10 @@ void AddFireRoutes(Routes& routes) {
                    if (killed->executor_address) {
                        executor["address"] = *killed->executor_address;
                        const auto executor_io = co_await net::this_coro::executor;
-                       rest::HttpClient client(executor_io);
+                       http::HttpClient client(executor_io);
                        const std::string url = "http://" + *killed->executor_address + "/v1/kill";
                        const std::string body = nlohmann::json{{"fire_id", *id}}.dump();
-                       const rest::CallOptions call = ExecutorCall(*ctx);
+                       const http::CallOptions call = ExecutorCall(*ctx);
                        const std::string app = co_await JobApp(*ctx, killed->job_id);
                        auto answer = co_await signer->Send(client, app, Method::kPost, url, body, call);
                        if (answer.ok()) {
@@ -248,10 +248,10 @@ void AddFireRoutes(Routes& routes) {
             }
             const std::string address = *fire->executor_address;
             const auto executor_io = co_await net::this_coro::executor;
-            rest::HttpClient client(executor_io);
+            http::HttpClient client(executor_io);
             const std::string url = "http://" + address + "/v1/log?fire_id=" + std::to_string(*id) +
                                     "&from_line=" + std::to_string(from_line);
-            const rest::CallOptions call = ExecutorCall(*ctx);
+            const http::CallOptions call = ExecutorCall(*ctx);
             const std::string app = co_await JobApp(*ctx, fire->job_id);
             const std::string no_body;
             auto answer = co_await signer->Send(client, app, Method::kGet, url, no_body, call);

@@ -21,9 +21,9 @@ namespace sched::web::impl {
 
 namespace {
 
-using rest::Method;
-using rest::Request;
-using rest::Response;
+using http::Method;
+using http::Request;
+using http::Response;
 
 constexpr std::array<std::string_view, 27> kJobFields = {"name",
                                                          "app",
@@ -82,15 +82,15 @@ struct JobInput {
     std::optional<cron::Schedule> schedule;
 };
 
-rest::ApiError Invalid(std::string field, std::string message) {
-    return rest::ApiError{Code::kInvalidArgument, std::move(message), std::move(field)};
+http::ApiError Invalid(std::string field, std::string message) {
+    return http::ApiError{Code::kInvalidArgument, std::move(message), std::move(field)};
 }
 
 // Validates a create (current == nullptr) or an update (fields left out keep current's values).
-std::optional<rest::ApiError> ReadJobInput(const nlohmann::json& body, const store::Job* current, JobInput& out) {
+std::optional<http::ApiError> ReadJobInput(const nlohmann::json& body, const store::Job* current, JobInput& out) {
     const bool create = current == nullptr;
     store::Job j = create ? store::Job{} : *current;
-    rest::JsonFields f(body);
+    http::JsonFields f(body);
     const auto text = [&](std::string_view key, std::string& field, bool required) {
         field = required ? f.String(key) : f.String(key, field);
     };
@@ -114,7 +114,7 @@ std::optional<rest::ApiError> ReadJobInput(const nlohmann::json& body, const sto
         !body["params"].is_null()) {
         // Any JSON value is stored as its text (sized before serialising); a string is stored
         // verbatim, as before JSON params existed. The handler receives the text either way.
-        auto text = rest::DumpWithin(body["params"], kMaxParamsBytes);
+        auto text = http::DumpWithin(body["params"], kMaxParamsBytes);
         if (!text) return Invalid("params", "params: at most " + std::to_string(kMaxParamsBytes) + " bytes");
         j.params = std::move(*text);
     } else {
@@ -511,7 +511,7 @@ void AddJobRoutes(Routes& routes) {
                    auto body = req.Json();
                    if (!body.ok()) co_return Response::Error(body.status(), "body");
                    if (auto unknown = RejectUnknownFields(*body, kJobFields, kJobReadOnly)) co_return *unknown;
-                   std::optional<rest::ApiError> invalid;
+                   std::optional<http::ApiError> invalid;
                    auto work = [&invalid, &body, &who, id = *id](db::Database& db) -> Result<store::Job> {
                        store::JobRepository jobs(db);
                        auto current = jobs.Get(id);
@@ -695,7 +695,7 @@ void AddJobRoutes(Routes& routes) {
                    auto body = req.Json();
                    if (!body.ok()) co_return Response::Error(body.status(), "body");
                    if (auto unknown = RejectUnknownFields(*body, kScheduleFields)) co_return *unknown;
-                   rest::JsonFields f(*body);
+                   http::JsonFields f(*body);
                    const std::string type = f.String("schedule_type");
                    const std::string expr = f.String("schedule_expr", "");
                    const std::string zone = f.String("time_zone", "UTC");

@@ -32,8 +32,8 @@ namespace impl {
 
 namespace {
 
-using rest::Request;
-using rest::Response;
+using http::Request;
+using http::Response;
 using SteadyClock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
@@ -68,7 +68,7 @@ std::optional<std::string> LockName(const Principal& who, const std::optional<st
                                     std::optional<Response>& error) {
     if (!app) {
         if (IsAppScoped(who)) {
-            error = Response::Error(rest::ApiError{
+            error = Response::Error(http::ApiError{
                 Code::kPermissionDenied,
                 "app: token \"" + who.name + "\" (executor) locks only in its apps' namespaces; give app", "app"});
             return std::nullopt;
@@ -129,7 +129,7 @@ Response Conflict(std::string_view key, const std::optional<std::string>& app, c
     nlohmann::json body = {
         {"error", {{"code", std::string(CodeName(Code::kAborted))}, {"message", message}, {"field", field}}}};
     if (row) body["lock"] = StateJson(key, app, *row);
-    return Response::Json(body, rest::HttpStatusFor(Code::kAborted));
+    return Response::Json(body, http::HttpStatusFor(Code::kAborted));
 }
 
 bool Transient(const Status& s) {
@@ -189,7 +189,7 @@ net::awaitable<Response> LockApi::Acquire(Request& req, const Principal& who) {
     auto body = req.Json();
     if (!body.ok()) co_return Response::Error(body.status(), "body");
     if (auto unknown = RejectUnknownFields(*body, kAcquireFields)) co_return *unknown;
-    rest::JsonFields f(*body);
+    http::JsonFields f(*body);
     const std::int64_t lease_ms = f.Int("lease_ms", {.min = 1, .max = Ms(options_.max_lease)});
     const std::int64_t wait_ms = f.Int("wait_ms", 0, {.min = 0, .max = Ms(options_.max_wait)});
     if (f.error()) co_return Response::Error(*f.error());
@@ -205,7 +205,7 @@ net::awaitable<Response> LockApi::Acquire(Request& req, const Principal& who) {
     if (wait_ms > 0) {
         if (waiting_.fetch_add(1) >= options_.max_waiters) {
             --waiting_;
-            co_return Response::Error(rest::ApiError{Code::kResourceExhausted,
+            co_return Response::Error(http::ApiError{Code::kResourceExhausted,
                                                      "wait_ms: " + std::to_string(options_.max_waiters) +
                                                          " acquires are waiting already; retry later or with wait_ms 0",
                                                      "wait_ms"});
@@ -302,7 +302,7 @@ net::awaitable<Response> LockApi::ExtendOrRelease(Request& req, const Principal&
     const std::span<const std::string_view> allowed =
         extend ? std::span<const std::string_view>(kExtendFields) : std::span<const std::string_view>(kReleaseFields);
     if (auto unknown = RejectUnknownFields(*body, allowed)) co_return *unknown;
-    rest::JsonFields f(*body);
+    http::JsonFields f(*body);
     const std::string owner = f.String("owner");
     const std::int64_t epoch = f.Int("epoch", {.min = 1});
     const std::int64_t lease_ms = extend ? f.Int("lease_ms", {.min = 1, .max = Ms(options_.max_lease)}) : 0;
@@ -403,7 +403,7 @@ net::awaitable<Response> LockApi::Inspect(Request& req, const Principal& who) {
     auto row = co_await OnPool(db_pool_, work);
     if (!row.ok()) co_return Response::Error(row.status());
     if (!*row) {
-        co_return Response::Error(rest::ApiError{Code::kNotFound, "no lock '" + key + "' was ever acquired", "key"});
+        co_return Response::Error(http::ApiError{Code::kNotFound, "no lock '" + key + "' was ever acquired", "key"});
     }
     co_return Response::Json(StateJson(key, app, **row));
 }

@@ -34,7 +34,7 @@ nlohmann::json KeysView(const std::string& app, const store::AppSigningKeys& key
     return {{"app", app}, {"keys", std::move(items)}, {"server_time_ms", keys.db_now_ms}};
 }
 
-std::optional<rest::Response> BadApp(const std::string& app) {
+std::optional<http::Response> BadApp(const std::string& app) {
     if (app.empty() || app.size() > 128) return BadRequest("app", "app: 1 to 128 characters");
     return std::nullopt;
 }
@@ -51,28 +51,28 @@ nlohmann::json SigningJson(const store::AppSigningKeys& keys) {
 
 void AddSigningKeyRoutes(Routes& routes) {
     auto ctx = routes.context();
-    routes.Add(rest::Method::kGet, "/api/v1/apps/{app}/signing-keys", Permission::kAdmin,
-               [ctx](rest::Request& req, const Principal&) -> net::awaitable<rest::Response> {
+    routes.Add(http::Method::kGet, "/api/v1/apps/{app}/signing-keys", Permission::kAdmin,
+               [ctx](http::Request& req, const Principal&) -> net::awaitable<http::Response> {
                    const std::string app(req.PathParam("app"));
                    if (auto bad = BadApp(app)) co_return *bad;
                    auto work = [app](db::Database& db) {
                        return store::SigningKeyRepository(db).List(app);
                    };
                    auto keys = co_await WithDb(*ctx, work);
-                   if (!keys.ok()) co_return rest::Response::Error(keys.status());
-                   co_return rest::Response::Json(KeysView(app, *keys));
+                   if (!keys.ok()) co_return http::Response::Error(keys.status());
+                   co_return http::Response::Json(KeysView(app, *keys));
                });
-    routes.Add(rest::Method::kPost, "/api/v1/apps/{app}/signing-keys/rotate", Permission::kAdmin,
-               [ctx](rest::Request& req, const Principal& who) -> net::awaitable<rest::Response> {
+    routes.Add(http::Method::kPost, "/api/v1/apps/{app}/signing-keys/rotate", Permission::kAdmin,
+               [ctx](http::Request& req, const Principal& who) -> net::awaitable<http::Response> {
                    const std::string app(req.PathParam("app"));
                    if (auto bad = BadApp(app)) co_return *bad;
                    std::int64_t grace_ms = kDefaultGraceMs;
                    if (!req.body.empty()) {
                        auto body = req.Json();
-                       if (!body.ok()) co_return rest::Response::Error(body.status(), "body");
-                       rest::JsonFields f(*body);
+                       if (!body.ok()) co_return http::Response::Error(body.status(), "body");
+                       http::JsonFields f(*body);
                        grace_ms = f.Int("grace_ms", kDefaultGraceMs, {.min = 0, .max = kMaxGraceMs});
-                       if (f.error()) co_return rest::Response::Error(*f.error());
+                       if (f.error()) co_return http::Response::Error(*f.error());
                    }
                    auto work = [app, grace_ms, &who](db::Database& db) -> Result<store::AppSigningKeys> {
                        store::SigningKeyRepository keys(db);
@@ -89,9 +89,9 @@ void AddSigningKeyRoutes(Routes& routes) {
                        return rotated;
                    };
                    auto keys = co_await WithDb(*ctx, work);
-                   if (!keys.ok()) co_return rest::Response::Error(keys.status(), "app");
+                   if (!keys.ok()) co_return http::Response::Error(keys.status(), "app");
                    spdlog::info("web: signing key of app {} rotated by {} (grace {} ms)", app, who.name, grace_ms);
-                   co_return rest::Response::Json(KeysView(app, *keys));
+                   co_return http::Response::Json(KeysView(app, *keys));
                });
 }
 

@@ -17,9 +17,9 @@ namespace sched::web::impl {
 
 namespace {
 
-using rest::Method;
-using rest::Request;
-using rest::Response;
+using http::Method;
+using http::Request;
+using http::Response;
 
 constexpr std::array<std::string_view, 3> kTokenFields = {"name", "role", "apps"};
 constexpr std::size_t kMaxTokenName = 128;
@@ -84,7 +84,7 @@ void AddTokenRoutes(Routes& routes) {
                    auto body = req.Json();
                    if (!body.ok()) co_return Response::Error(body.status(), "body");
                    if (auto unknown = RejectUnknownFields(*body, kTokenFields)) co_return *unknown;
-                   rest::JsonFields f(*body);
+                   http::JsonFields f(*body);
                    const std::string name = f.String("name");
                    if (f.ok() && (!body->contains("role") || (*body)["role"].is_null())) f.Fail("role", "required");
                    const std::string role_name = f.Enum("role", "", {"admin", "operator", "viewer", "executor"});

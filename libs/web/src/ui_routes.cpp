@@ -38,12 +38,12 @@ const std::map<std::string, Asset, std::less<>>& Assets() {
     return kAssets;
 }
 
-rest::Response Serve(const rest::Request& req, std::string_view path) {
+http::Response Serve(const http::Request& req, std::string_view path) {
     const Asset* asset = FindAsset(path);
     if (asset == nullptr) {
-        return rest::Response::Error(rest::ApiError{Code::kNotFound, "no such file: " + std::string(path), ""});
+        return http::Response::Error(http::ApiError{Code::kNotFound, "no such file: " + std::string(path), ""});
     }
-    rest::Response r;
+    http::Response r;
     if (auto match = req.headers.Get("If-None-Match"); match && *match == asset->etag) {
         r.status = 304;
     } else {
@@ -74,17 +74,17 @@ const Asset* FindAsset(std::string_view path) {
 }
 
 void AddUiRoutes(Routes& routes) {
-    routes.Add(rest::Method::kGet, "/api/v1/openapi.json", Permission::kPublic,
-               [](rest::Request& req, const Principal&) -> net::awaitable<rest::Response> {
+    routes.Add(http::Method::kGet, "/api/v1/openapi.json", Permission::kPublic,
+               [](http::Request& req, const Principal&) -> net::awaitable<http::Response> {
                    co_return Serve(req, "openapi.json");
                });
     if (!routes.context()->options.ui) return;
-    routes.Add(rest::Method::kGet, "/", Permission::kPublic,
-               [](rest::Request& req, const Principal&) -> net::awaitable<rest::Response> {
+    routes.Add(http::Method::kGet, "/", Permission::kPublic,
+               [](http::Request& req, const Principal&) -> net::awaitable<http::Response> {
                    co_return Serve(req, "ui/index.html");
                });
-    routes.Add(rest::Method::kGet, "/ui/{path...}", Permission::kPublic,
-               [](rest::Request& req, const Principal&) -> net::awaitable<rest::Response> {
+    routes.Add(http::Method::kGet, "/ui/{path...}", Permission::kPublic,
+               [](http::Request& req, const Principal&) -> net::awaitable<http::Response> {
                    const std::string path = "ui/" + std::string(req.PathParam("path"));
                    co_return Serve(req, path);
                });

@@ -13,7 +13,7 @@ namespace {
 // string. The text is bounded by the column (64 KiB) and the parse by depth.
 nlohmann::json ParamsJson(const std::string& text) {
     if (text.empty()) return text;
-    auto parsed = rest::ParseJson(text);
+    auto parsed = http::ParseJson(text);
     if (!parsed.ok()) return text;
     return std::move(*parsed);
 }

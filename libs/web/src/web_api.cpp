@@ -37,7 +37,7 @@ WebOptions WebOptions::FromYaml(const ConfigNode& node, const WebOptions& defaul
     return o;
 }
 
-std::vector<RouteInfo> AddWebRoutes(rest::Router& router, const WebOptions& options, DatabaseProvider database,
+std::vector<RouteInfo> AddWebRoutes(http::Router& router, const WebOptions& options, DatabaseProvider database,
                                     net::thread_pool& db_pool, MetricsRegistry* metrics) {
     auto ctx = std::make_shared<impl::Context>(options, std::move(database), db_pool, metrics);
     impl::Routes routes(router, ctx);
@@ -58,21 +58,21 @@ std::vector<RouteInfo> AddWebRoutes(rest::Router& router, const WebOptions& opti
 
 namespace impl {
 
-void Routes::Add(rest::Method method, const std::string& pattern, Permission permission, ApiHandler handler) {
+void Routes::Add(http::Method method, const std::string& pattern, Permission permission, ApiHandler handler) {
     auto ctx = ctx_;
     auto wrapped = [ctx, permission, pattern,
-                    handler = std::move(handler)](rest::Request& req) -> net::awaitable<rest::Response> {
+                    handler = std::move(handler)](http::Request& req) -> net::awaitable<http::Response> {
         if (permission == Permission::kPublic) {
             const Principal nobody{.name = "anonymous"};
-            rest::Response response = co_await handler(req, nobody);
+            http::Response response = co_await handler(req, nobody);
             co_return response;
         }
         auto principal = co_await ctx->auth.Authenticate(req);
-        if (!principal.ok()) co_return rest::Response::Error(principal.status(), "Authorization");
+        if (!principal.ok()) co_return http::Response::Error(principal.status(), "Authorization");
         if (Status allowed = Authorize(*principal, permission); !allowed.ok()) {
             // A valid token refused a change is worth an entry (a probe or a misconfigured
             // tool); refused reads are not recorded.
-            if (req.method != rest::Method::kGet) {
+            if (req.method != http::Method::kGet) {
                 AuditChange denied{"denied",     "route",     req.method_text + " " + req.path, std::string(pattern),
                                    std::nullopt, std::nullopt};
                 auto record = [who = *principal, denied](db::Database& db) -> Status {
@@ -82,16 +82,16 @@ void Routes::Add(rest::Method method, const std::string& pattern, Permission per
                 Status recorded = co_await WithDb(*ctx, record);
                 (void)recorded;
             }
-            co_return rest::Response::Error(allowed, "Authorization");
+            co_return http::Response::Error(allowed, "Authorization");
         }
-        rest::Response response = co_await handler(req, *principal);
+        http::Response response = co_await handler(req, *principal);
         co_return response;
     };
-    router_.Add(method, pattern, std::move(wrapped), rest::Access::kPublic);
+    router_.Add(method, pattern, std::move(wrapped), http::Access::kPublic);
     added_.push_back({method, pattern, permission});
 }
 
-std::optional<std::int64_t> PathId(const rest::Request& req, std::optional<rest::Response>& error,
+std::optional<std::int64_t> PathId(const http::Request& req, std::optional<http::Response>& error,
                                    std::string_view name) {
     const auto text = req.PathParam(name);
     const auto id = ParseInt64(text);
@@ -103,7 +103,7 @@ std::optional<std::int64_t> PathId(const rest::Request& req, std::optional<rest:
     return id;
 }
 
-std::optional<std::string> UnknownQueryParam(const rest::Request& req,
+std::optional<std::string> UnknownQueryParam(const http::Request& req,
                                              std::initializer_list<std::string_view> allowed) {
     std::string_view rest = req.query;
     while (!rest.empty()) {
@@ -111,7 +111,7 @@ std::optional<std::string> UnknownQueryParam(const rest::Request& req,
         const auto pair = rest.substr(0, amp);
         rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
         if (pair.empty()) continue;
-        const auto key = rest::PercentDecode(pair.substr(0, pair.find('=')), true).value_or(std::string(pair));
+        const auto key = http::PercentDecode(pair.substr(0, pair.find('=')), true).value_or(std::string(pair));
         bool known = false;
         for (const auto a : allowed) known = known || a == key;
         if (!known) return key;
@@ -119,8 +119,8 @@ std::optional<std::string> UnknownQueryParam(const rest::Request& req,
     return std::nullopt;
 }
 
-std::optional<std::int64_t> QueryInt(const rest::Request& req, std::string_view name, std::int64_t min,
-                                     std::int64_t max, std::optional<rest::Response>& error) {
+std::optional<std::int64_t> QueryInt(const http::Request& req, std::string_view name, std::int64_t min,
+                                     std::int64_t max, std::optional<http::Response>& error) {
     const auto text = req.Query(name);
     if (!text || text->empty()) return std::nullopt;
     const auto v = ParseInt64(*text);
@@ -132,7 +132,7 @@ std::optional<std::int64_t> QueryInt(const rest::Request& req, std::string_view 
     return v;
 }
 
-std::optional<rest::Response> RejectUnknownFields(const nlohmann::json& body, std::span<const std::string_view> allowed,
+std::optional<http::Response> RejectUnknownFields(const nlohmann::json& body, std::span<const std::string_view> allowed,
                                                   std::span<const std::string_view> read_only) {
     if (!body.is_object()) return std::nullopt;  // JsonFields reports the type
     for (const auto& [key, value] : body.items()) {
@@ -147,7 +147,7 @@ std::optional<rest::Response> RejectUnknownFields(const nlohmann::json& body, st
     return std::nullopt;
 }
 
-std::optional<rest::Response> RejectAnyBody(const rest::Request& req) {
+std::optional<http::Response> RejectAnyBody(const http::Request& req) {
     if (req.body.empty()) return std::nullopt;
     auto body = req.Json();
     if (!body.ok()) return BadRequest("body", "body: expected no body or {}: " + body.status().message());

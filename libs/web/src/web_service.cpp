@@ -15,10 +15,10 @@ WebServiceConfig WebServiceConfig::FromYaml(const ConfigNode& root) {
     c.api = WebOptions::FromYaml(root);
     c.io_threads = static_cast<int>(root.Int("io-threads", c.io_threads, 1, 64));
     c.db_threads = static_cast<int>(root.Int("db-threads", c.db_threads, 1, 256));
-    rest::ServerOptions http_defaults;
+    http::ServerOptions http_defaults;
     http_defaults.name = "web";
-    http_defaults.access_log = rest::AccessLog::kErrors;
-    c.http = rest::ServerOptions::FromYaml(root.Child("http"), http_defaults);
+    http_defaults.access_log = http::AccessLog::kErrors;
+    c.http = http::ServerOptions::FromYaml(root.Child("http"), http_defaults);
     c.database = db::DatabaseConfig::FromYaml(root.Child("database"), "sqlite://data/scheduler.db");
     c.log = LogConfig::FromYaml(root.Child("log"));
     root.RejectUnknownKeys();
@@ -46,40 +46,40 @@ Status WebService::Start(const std::function<bool()>& should_stop) {
     auto migrated = db::Migrator(*db_).Migrate();
     if (!migrated.ok()) return Status(migrated.status().code(), "migrate: " + migrated.status().message());
 
-    rest::Router router;
+    http::Router router;
     auto shared_db = db_;
     routes_ = AddWebRoutes(
         router, config_.api, [shared_db] { return shared_db; }, db_pool_, &metrics_);
     router.Add(
-        rest::Method::kGet, "/healthz", [](rest::Request&) { return rest::Response::Text("ok\n"); },
-        rest::Access::kPublic);
+        http::Method::kGet, "/healthz", [](http::Request&) { return http::Response::Text("ok\n"); },
+        http::Access::kPublic);
     router.Add(
-        rest::Method::kGet, "/readyz",
-        [this](rest::Request&) -> net::awaitable<rest::Response> {
+        http::Method::kGet, "/readyz",
+        [this](http::Request&) -> net::awaitable<http::Response> {
             auto ping = [this] {
                 return db_->NowUs();
             };
             auto now = co_await OnPool(db_pool_, ping);
-            if (!now.ok()) co_return rest::Response::Text("database: " + now.status().ToString() + "\n", 503);
-            co_return rest::Response::Text("ready\n");
+            if (!now.ok()) co_return http::Response::Text("database: " + now.status().ToString() + "\n", 503);
+            co_return http::Response::Text("ready\n");
         },
-        rest::Access::kPublic);
+        http::Access::kPublic);
     router.Add(
-        rest::Method::kGet, "/metrics",
-        [this](rest::Request&) {
-            return rest::Response::Text(metrics_.Render(), 200, "text/plain; version=0.0.4; charset=utf-8");
+        http::Method::kGet, "/metrics",
+        [this](http::Request&) {
+            return http::Response::Text(metrics_.Render(), 200, "text/plain; version=0.0.4; charset=utf-8");
         },
-        rest::Access::kPublic);
+        http::Access::kPublic);
     for (const char* path : {"/healthz", "/readyz", "/metrics"}) {
-        routes_.push_back({rest::Method::kGet, path, Permission::kPublic});
+        routes_.push_back({http::Method::kGet, path, Permission::kPublic});
     }
     // Every route authenticates inside its handler (auth.hpp). A route that ever bypassed that
     // would meet this hook, which lets nothing through: closed by default, never open.
-    rest::AuthHook refuse = [](const rest::Request&) {
+    http::AuthHook refuse = [](const http::Request&) {
         return Status(Code::kUnauthenticated, "this route is not served by the web module's auth");
     };
-    server_ = std::make_unique<rest::Server>(io_.get_executor(), config_.http, std::move(router), std::move(refuse));
-    rest::ExportServerStats(metrics_, "sched_http", [server = server_.get()] { return server->Stats(); });
+    server_ = std::make_unique<http::Server>(io_.get_executor(), config_.http, std::move(router), std::move(refuse));
+    http::ExportServerStats(metrics_, "sched_http", [server = server_.get()] { return server->Stats(); });
     try {
         server_->Start();
     } catch (const std::exception& e) {

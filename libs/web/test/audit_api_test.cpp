@@ -8,7 +8,7 @@
 namespace sched::web::testing {
 namespace {
 
-using rest::Method;
+using http::Method;
 
 class AuditApiTest : public WebApiTest {
   protected:

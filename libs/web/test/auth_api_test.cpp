@@ -7,7 +7,7 @@
 namespace sched::web::testing {
 namespace {
 
-using rest::Method;
+using http::Method;
 
 class AuthApiTest : public WebApiTest {};
 
@@ -20,14 +20,14 @@ TEST_P(AuthApiTest, MissingMalformedAndUnknownTokensAre401) {
     EXPECT_EQ(Get("/api/v1/jobs", "not-the-token").status, 401);
     EXPECT_EQ(Get("/api/v1/jobs", std::string(kClusterToken) + "x").status, 401);
 
-    rest::ClientRequest basic;
+    http::ClientRequest basic;
     basic.url = Url("/api/v1/jobs");
     basic.headers.Set("Authorization", "Basic Y2x1c3Rlci1zZWNyZXQ=");
     auto r = client_.Send(basic);
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->status, 401);
     // The scheme is case-insensitive (RFC 6750).
-    rest::ClientRequest lower;
+    http::ClientRequest lower;
     lower.url = Url("/api/v1/jobs");
     lower.headers.Set("Authorization", std::string("bearer ") + kClusterToken);
     EXPECT_EQ(client_.Send(lower)->status, 200);
@@ -211,7 +211,7 @@ TEST_P(ShortAuthCacheTest, ATokenRevokedElsewhereStopsWorkingWithinTheCacheTime)
     ASSERT_TRUE(token.ok());
     ASSERT_TRUE(store::TokenRepository(db()).Revoke(token->id).ok());
     EXPECT_TRUE(
-        rest::testing::WaitFor([&] { return Get("/api/v1/jobs", secret).status == 401; }, std::chrono::seconds(5)));
+        http::testing::WaitFor([&] { return Get("/api/v1/jobs", secret).status == 401; }, std::chrono::seconds(5)));
 }
 
 TEST_P(AuthApiTest, TheUiAndTheApiDocumentArePublic) {
@@ -227,7 +227,7 @@ TEST_P(AuthApiTest, TheUiAndTheApiDocumentArePublic) {
     EXPECT_EQ(Get("/ui/missing.js", "").status, 404);
     EXPECT_EQ(Get("/ui/../openapi.json", "").status, 404);
     // Revalidation: the same ETag gets 304 and no body.
-    rest::ClientRequest again;
+    http::ClientRequest again;
     again.url = Url("/ui/app.js");
     again.headers.Set("If-None-Match", std::string(app.headers.Get("ETag").value_or("")));
     auto cached = client_.Send(again);

@@ -6,7 +6,7 @@
 namespace sched::web::testing {
 namespace {
 
-using rest::Method;
+using http::Method;
 
 constexpr std::int64_t kMinute = 60'000;
 

@@ -15,8 +15,8 @@
 namespace sched::web {
 namespace {
 
-using rest::testing::BlockingClient;
-using rest::testing::TestServer;
+using http::testing::BlockingClient;
+using http::testing::TestServer;
 
 class ExecutorApiTest : public db::testing::DbTest {
   protected:
@@ -25,18 +25,18 @@ class ExecutorApiTest : public db::testing::DbTest {
         if (IsSkipped() || HasFatalFailure()) return;
         ASSERT_TRUE(db::Migrator(db()).Migrate().ok());
         pool_db_ = test_db().OpenAnother();
-        rest::Router router;
+        http::Router router;
         AddExecutorRoutes(
             router, "secret", [db = pool_db_] { return db; }, db_pool_);
-        server_ = std::make_unique<TestServer>(std::move(router), rest::testing::LoopbackOptions(),
-                                               rest::BearerTokenAuth("secret"));
+        server_ = std::make_unique<TestServer>(std::move(router), http::testing::LoopbackOptions(),
+                                               http::BearerTokenAuth("secret"));
     }
     void TearDown() override {
         server_.reset();
         db_pool_.join();
         DbTest::TearDown();
     }
-    Result<rest::ClientResponse> Post(const std::string& path, const nlohmann::json& body,
+    Result<http::ClientResponse> Post(const std::string& path, const nlohmann::json& body,
                                       const std::string& token = "secret") {
         return client_.PostJson(server_->Url(path), body, {.bearer_token = token});
     }
@@ -123,7 +123,7 @@ class ExecutorApiTest : public db::testing::DbTest {
         for (const auto& item : body["results"]) out.push_back(item["outcome"]);
         return out;
     }
-    static std::string Field(const Result<rest::ClientResponse>& r) {
+    static std::string Field(const Result<http::ClientResponse>& r) {
         if (!r.ok()) return "<transport error>";
         auto j = r->Json();
         if (!j.ok() || !j->contains("error")) return "";

@@ -11,31 +11,31 @@
 namespace sched::web::testing {
 namespace {
 
-using rest::Method;
+using http::Method;
 // The executor side of kill and log (DESIGN 6), recording what it was asked. It checks the
 // calls' signatures as the SDK does, against app demo's keys as the database holds them.
 class FakeExecutor {
   public:
     explicit FakeExecutor(db::Database& db) {
-        rest::Router router;
-        router.Add(Method::kPost, "/v1/kill", [this](rest::Request& req) {
+        http::Router router;
+        router.Add(Method::kPost, "/v1/kill", [this](http::Request& req) {
             std::lock_guard lock(mu_);
             kills_.push_back(req.body);
-            return rest::Response::Json({{"state", "running"}});
+            return http::Response::Json({{"state", "running"}});
         });
-        router.Add(Method::kGet, "/v1/log", [this](rest::Request& req) {
+        router.Add(Method::kGet, "/v1/log", [this](http::Request& req) {
             std::lock_guard lock(mu_);
             log_queries_.push_back(req.query);
             if (req.Query("fire_id") != std::to_string(known_fire_)) {
-                return rest::Response::Error(rest::ApiError{Code::kNotFound, "no log for that fire here", "fire_id"});
+                return http::Response::Error(http::ApiError{Code::kNotFound, "no log for that fire here", "fire_id"});
             }
-            return rest::Response::Json({{"fire_id", known_fire_.load()},
+            return http::Response::Json({{"fire_id", known_fire_.load()},
                                          {"from_line", 1},
                                          {"to_line", 3},
                                          {"lines", {"second line", "third line"}},
                                          {"finished", true}});
         });
-        auto verify = [this, &db](const rest::Request& req) -> Status {
+        auto verify = [this, &db](const http::Request& req) -> Status {
             {
                 std::lock_guard lock(mu_);
                 if (req.headers.Get("Authorization")) ++bearer_tokens_seen_;
@@ -52,7 +52,7 @@ class FakeExecutor {
                                                          .signature = req.headers.Get(protocol::kSignatureHeader)};
             return protocol::VerifySignature(signed_request, accepted, keys->db_now_ms, std::chrono::seconds(30));
         };
-        server_ = std::make_unique<rest::testing::TestServer>(std::move(router), rest::testing::LoopbackOptions(),
+        server_ = std::make_unique<http::testing::TestServer>(std::move(router), http::testing::LoopbackOptions(),
                                                               std::move(verify));
     }
     std::string address() const { return "127.0.0.1:" + std::to_string(server_->port()); }
@@ -65,7 +65,7 @@ class FakeExecutor {
         std::lock_guard lock(mu_);
         return log_queries_;
     }
-    rest::ServerStats stats() const { return server_->Stats(); }
+    http::ServerStats stats() const { return server_->Stats(); }
     int bearer_tokens_seen() {
         std::lock_guard lock(mu_);
         return bearer_tokens_seen_;
@@ -77,7 +77,7 @@ class FakeExecutor {
     std::vector<std::string> log_queries_;
     std::atomic<std::int64_t> known_fire_{0};
     int bearer_tokens_seen_ = 0;
-    std::unique_ptr<rest::testing::TestServer> server_;
+    std::unique_ptr<http::testing::TestServer> server_;
 };
 
 class FiresApiTest : public WebApiTest {};

@@ -7,7 +7,7 @@
 namespace sched::web::testing {
 namespace {
 
-using rest::Method;
+using http::Method;
 
 class JobsApiTest : public WebApiTest {};
 

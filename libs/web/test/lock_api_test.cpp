@@ -12,8 +12,8 @@ namespace sched::web::testing {
 namespace {
 
 using namespace std::chrono_literals;
-using rest::Method;
-using rest::testing::WaitFor;
+using http::Method;
+using http::testing::WaitFor;
 
 // The real store, counting reads (every acquisition attempt reads the row): lets a test see that a waiter is waiting
 // (and shows that the store is an injected dependency).
@@ -56,7 +56,7 @@ class LockApiTest : public WebApiTest {
     }
 
     // `app` nullopt: the global namespace (no "app" in the body).
-    rest::ClientResponse Acquire(const std::string& key, std::int64_t lease_ms, std::int64_t wait_ms = 0,
+    http::ClientResponse Acquire(const std::string& key, std::int64_t lease_ms, std::int64_t wait_ms = 0,
                                  const std::string& token = kClusterToken,
                                  const std::optional<std::string>& app = std::nullopt) {
         nlohmann::json body = {{"lease_ms", lease_ms}, {"wait_ms", wait_ms}};
@@ -64,7 +64,7 @@ class LockApiTest : public WebApiTest {
         return Post("/api/v1/locks/" + key + "/acquire", body, token);
     }
     // Extend and release name the holding's app (as acquire answered it) unless `app` is given.
-    rest::ClientResponse Extend(const std::string& key, const nlohmann::json& holding, std::int64_t lease_ms,
+    http::ClientResponse Extend(const std::string& key, const nlohmann::json& holding, std::int64_t lease_ms,
                                 const std::string& token = kClusterToken,
                                 const std::optional<std::string>& app = std::nullopt) {
         nlohmann::json body = {{"owner", holding["owner"]}, {"epoch", holding["epoch"]}, {"lease_ms", lease_ms}};
@@ -75,7 +75,7 @@ class LockApiTest : public WebApiTest {
         }
         return Post("/api/v1/locks/" + key + "/extend", body, token);
     }
-    rest::ClientResponse Release(const std::string& key, const nlohmann::json& holding,
+    http::ClientResponse Release(const std::string& key, const nlohmann::json& holding,
                                  const std::string& token = kClusterToken,
                                  const std::optional<std::string>& app = std::nullopt) {
         nlohmann::json body = {{"owner", holding["owner"]}, {"epoch", holding["epoch"]}};
@@ -92,20 +92,20 @@ class LockApiTest : public WebApiTest {
         return Body(r);
     }
     // A waiting acquire on another thread; `done` turns true once it has its answer.
-    std::future<rest::ClientResponse> AcquireInBackground(const std::string& key, std::int64_t lease_ms,
+    std::future<http::ClientResponse> AcquireInBackground(const std::string& key, std::int64_t lease_ms,
                                                           std::int64_t wait_ms, std::atomic<bool>& done) {
         return std::async(std::launch::async, [this, key, lease_ms, wait_ms, &done] {
-            rest::testing::BlockingClient own;
-            rest::ClientRequest req;
+            http::testing::BlockingClient own;
+            http::ClientRequest req;
             req.method = Method::kPost;
             req.url = Url("/api/v1/locks/" + key + "/acquire");
             req.body = nlohmann::json{{"lease_ms", lease_ms}, {"wait_ms", wait_ms}}.dump();
-            rest::CallOptions call;
+            http::CallOptions call;
             call.bearer_token = kClusterToken;
             call.timeout = 30s;
             auto r = own.Send(req, call);
             done = true;
-            return r.ok() ? *r : rest::ClientResponse{};
+            return r.ok() ? *r : http::ClientResponse{};
         });
     }
 
@@ -262,7 +262,7 @@ TEST_P(LockApiTest, AWrongOwnerOrAStaleEpochIsRefusedAndChangesNothing) {
 }
 
 TEST_P(LockApiTest, BadInputGets4xxNamingTheField) {
-    const auto field_of = [&](const rest::ClientResponse& r, int status) {
+    const auto field_of = [&](const http::ClientResponse& r, int status) {
         EXPECT_EQ(r.status, status) << r.body;
         return ErrorField(r);
     };

@@ -17,7 +17,7 @@
 namespace sched::web::testing {
 namespace {
 
-using rest::Method;
+using http::Method;
 
 std::string Lower(std::string_view s) {
     std::string out(s);
@@ -38,7 +38,7 @@ class OpenApiTest : public db::testing::DbTest {
         if (IsSkipped() || HasFatalFailure()) return;
         WebServiceConfig config;
         config.api.token = kClusterToken;
-        config.http = rest::testing::LoopbackOptions();
+        config.http = http::testing::LoopbackOptions();
         config.database.url = test_db().url();
         config.io_threads = 1;
         config.db_threads = 2;
@@ -60,7 +60,7 @@ class OpenApiTest : public db::testing::DbTest {
     }
 
     std::unique_ptr<WebService> service_;
-    rest::testing::BlockingClient client_;
+    http::testing::BlockingClient client_;
     nlohmann::json doc_;
 };
 
@@ -70,7 +70,7 @@ TEST_P(OpenApiTest, EveryServedRouteIsDocumentedWithItsRoleAndEveryDocumentedRou
     std::set<std::pair<std::string, std::string>> served;
     for (const auto& route : service_->routes()) {
         const std::string path = DocPath(route.pattern);
-        const std::string method = Lower(rest::MethodName(route.method));
+        const std::string method = Lower(http::MethodName(route.method));
         served.insert({path, method});
         ASSERT_TRUE(paths.contains(path)) << "served but not documented: " << path;
         ASSERT_TRUE(paths[path].contains(method)) << "served but not documented: " << method << " " << path;
@@ -108,13 +108,13 @@ TEST_P(OpenApiTest, EveryDocumentedOperationReachesAHandler) {
         }
         for (const auto& [method, op] : ops.items()) {
             if (op.contains("x-served-by")) continue;
-            rest::ClientRequest req;
+            http::ClientRequest req;
             for (const Method m : {Method::kGet, Method::kPost, Method::kPut, Method::kDelete, Method::kPatch}) {
-                if (Lower(rest::MethodName(m)) == method) req.method = m;
+                if (Lower(http::MethodName(m)) == method) req.method = m;
             }
             req.url = Url(target);
             if (req.method == Method::kPost || req.method == Method::kPut) req.body = "{}";
-            rest::CallOptions call;
+            http::CallOptions call;
             call.bearer_token = kClusterToken;
             auto r = client_.Send(req, call);
             ASSERT_TRUE(r.ok()) << method << " " << target;

@@ -6,7 +6,7 @@
 namespace sched::web::testing {
 namespace {
 
-using rest::Method;
+using http::Method;
 
 class SigningKeysApiTest : public WebApiTest {
   protected:

@@ -67,17 +67,17 @@ class WebServiceTest : public db::testing::DbTest {};
 TEST_P(WebServiceTest, ServesHealthReadinessMetricsAndTheApiThenStops) {
     WebServiceConfig config;
     config.api.token = kClusterToken;
-    config.http = rest::testing::LoopbackOptions();
+    config.http = http::testing::LoopbackOptions();
     config.database.url = test_db().url();
     WebService service(config);
     Status started = service.Start();
     ASSERT_TRUE(started.ok()) << started.ToString();
     const std::string base = "http://127.0.0.1:" + std::to_string(service.port());
-    rest::testing::BlockingClient client;
+    http::testing::BlockingClient client;
     EXPECT_EQ(client.Get(base + "/healthz")->body, "ok\n");
     EXPECT_EQ(client.Get(base + "/readyz")->status, 200);
     EXPECT_EQ(client.Get(base + "/api/v1/jobs")->status, 401);
-    rest::CallOptions call;
+    http::CallOptions call;
     call.bearer_token = kClusterToken;
     auto jobs = client.Get(base + "/api/v1/jobs", call);
     ASSERT_TRUE(jobs.ok());
@@ -92,7 +92,7 @@ TEST_P(WebServiceTest, ServesHealthReadinessMetricsAndTheApiThenStops) {
 TEST_P(WebServiceTest, ABusyPortIsAnErrorValue) {
     WebServiceConfig first_config;
     first_config.api.token = kClusterToken;
-    first_config.http = rest::testing::LoopbackOptions();
+    first_config.http = http::testing::LoopbackOptions();
     first_config.database.url = test_db().url();
     WebService first(first_config);
     ASSERT_TRUE(first.Start().ok());

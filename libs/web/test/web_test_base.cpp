@@ -10,14 +10,14 @@ void WebApiTest::SetUp() {
     auto migrated = db::Migrator(db()).Migrate();
     ASSERT_TRUE(migrated.ok()) << migrated.status().ToString();
     pool_db_ = test_db().OpenAnother();
-    rest::Router router;
+    http::Router router;
     auto db = pool_db_;
     routes_ = AddWebRoutes(
         router, Options(), [db] { return db; }, db_pool_);
-    auto options = rest::testing::LoopbackOptions();
+    auto options = http::testing::LoopbackOptions();
     options.body_limit = 128 * 1024;
     // No hook: the web module authenticates inside its handlers (auth.hpp).
-    server_ = std::make_unique<rest::testing::TestServer>(std::move(router), options);
+    server_ = std::make_unique<http::testing::TestServer>(std::move(router), options);
 }
 
 void WebApiTest::TearDown() {
@@ -33,28 +33,28 @@ WebOptions WebApiTest::Options() {
     return o;
 }
 
-rest::ClientResponse WebApiTest::Call(rest::Method method, const std::string& path, const std::string& body,
+http::ClientResponse WebApiTest::Call(http::Method method, const std::string& path, const std::string& body,
                                       const std::string& token) {
-    rest::ClientRequest req;
+    http::ClientRequest req;
     req.method = method;
     req.url = server_->Url(path);
     req.body = body;
     if (!body.empty()) req.headers.Set("Content-Type", "application/json");
-    rest::CallOptions call;
+    http::CallOptions call;
     call.bearer_token = token;
     auto r = client_.Send(req, call);
-    EXPECT_TRUE(r.ok()) << rest::MethodName(method) << " " << path << ": " << r.status().ToString();
-    if (!r.ok()) return rest::ClientResponse{};
+    EXPECT_TRUE(r.ok()) << http::MethodName(method) << " " << path << ": " << r.status().ToString();
+    if (!r.ok()) return http::ClientResponse{};
     return *r;
 }
 
-nlohmann::json WebApiTest::Body(const rest::ClientResponse& r) {
+nlohmann::json WebApiTest::Body(const http::ClientResponse& r) {
     auto j = r.Json();
     EXPECT_TRUE(j.ok()) << "not JSON: " << r.body;
     return j.ok() ? *j : nlohmann::json();
 }
 
-std::string WebApiTest::ErrorField(const rest::ClientResponse& r) {
+std::string WebApiTest::ErrorField(const http::ClientResponse& r) {
     auto j = r.Json();
     if (!j.ok() || !j->contains("error")) return "";
     const auto& field = (*j)["error"]["field"];

@@ -29,27 +29,27 @@ class WebApiTest : public db::testing::DbTest {
     virtual WebOptions Options();
 
     /// A request with `token` ("" = no Authorization header); `body` is sent as is.
-    rest::ClientResponse Call(rest::Method method, const std::string& path, const std::string& body = "",
+    http::ClientResponse Call(http::Method method, const std::string& path, const std::string& body = "",
                               const std::string& token = kClusterToken);
-    rest::ClientResponse Get(const std::string& path, const std::string& token = kClusterToken) {
-        return Call(rest::Method::kGet, path, "", token);
+    http::ClientResponse Get(const std::string& path, const std::string& token = kClusterToken) {
+        return Call(http::Method::kGet, path, "", token);
     }
-    rest::ClientResponse Post(const std::string& path, const nlohmann::json& body,
+    http::ClientResponse Post(const std::string& path, const nlohmann::json& body,
                               const std::string& token = kClusterToken) {
-        return Call(rest::Method::kPost, path, body.dump(), token);
+        return Call(http::Method::kPost, path, body.dump(), token);
     }
-    rest::ClientResponse Put(const std::string& path, const nlohmann::json& body,
+    http::ClientResponse Put(const std::string& path, const nlohmann::json& body,
                              const std::string& token = kClusterToken) {
-        return Call(rest::Method::kPut, path, body.dump(), token);
+        return Call(http::Method::kPut, path, body.dump(), token);
     }
-    rest::ClientResponse Delete(const std::string& path, const std::string& token = kClusterToken) {
-        return Call(rest::Method::kDelete, path, "", token);
+    http::ClientResponse Delete(const std::string& path, const std::string& token = kClusterToken) {
+        return Call(http::Method::kDelete, path, "", token);
     }
 
     /// The response body as JSON (a test failure and null when it is not JSON).
-    static nlohmann::json Body(const rest::ClientResponse& r);
+    static nlohmann::json Body(const http::ClientResponse& r);
     /// error.field of an error response ("" when absent or null).
-    static std::string ErrorField(const rest::ClientResponse& r);
+    static std::string ErrorField(const http::ClientResponse& r);
 
     /// A valid job body: cron every minute, app "demo", handler "echo"; `overrides` win.
     static nlohmann::json JobBody(const std::string& name, const nlohmann::json& overrides = nlohmann::json::object());
@@ -69,9 +69,9 @@ class WebApiTest : public db::testing::DbTest {
 
     net::thread_pool db_pool_{2};
     std::shared_ptr<db::Database> pool_db_;
-    std::unique_ptr<rest::testing::TestServer> server_;
+    std::unique_ptr<http::testing::TestServer> server_;
     std::vector<RouteInfo> routes_;
-    rest::testing::BlockingClient client_;
+    http::testing::BlockingClient client_;
 };
 
 }  // namespace sched::web::testing

@@ -16,7 +16,7 @@ const std::vector<double> kDurationBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.2
 
 ExecutorMetrics::ExecutorMetrics(MetricsRegistry& registry, const std::string& app,
                                  const std::vector<std::string>& handlers, std::function<ExecutorStats()> stats,
-                                 std::function<rest::ServerStats()> server)
+                                 std::function<http::ServerStats()> server)
     : runs_(registry.Counter("sched_client_runs_total", "Runs ended, by handler and outcome.", {"handler", "outcome"})),
       duration_(registry.Histogram("sched_client_run_duration_seconds",
                                    "Time the handler ran (runs that never started are not observed).", {"handler"},
@@ -70,7 +70,7 @@ ExecutorMetrics::ExecutorMetrics(MetricsRegistry& registry, const std::string& a
         Kind::kGauge, [](const ExecutorStats& s) { return static_cast<double>(s.signing_keys); });
     one("sched_client_clock_offset_seconds", "Cluster clock minus this host's clock, as last measured.", Kind::kGauge,
         [](const ExecutorStats& s) { return static_cast<double>(s.clock_offset_ms) / 1e3; });
-    rest::ExportServerStats(registry, "sched_client_http", std::move(server));
+    http::ExportServerStats(registry, "sched_client_http", std::move(server));
     registry.AddProcessMetrics();
 }
 

@@ -21,7 +21,7 @@ class ExecutorMetrics {
     /// `stats` and `server` are called at every render and must stay callable while the
     /// registry renders.
     ExecutorMetrics(MetricsRegistry& registry, const std::string& app, const std::vector<std::string>& handlers,
-                    std::function<ExecutorStats()> stats, std::function<rest::ServerStats()> server);
+                    std::function<ExecutorStats()> stats, std::function<http::ServerStats()> server);
 
     /// A run of `handler` ended with `status` (succeeded, failed, timeout, killed), started
     /// or not. `seconds` is the handler's own time, negative for a run that never started.

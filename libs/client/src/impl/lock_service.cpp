@@ -34,7 +34,7 @@ bool TryElsewhere(int status) {
 
 }  // namespace
 
-Status StatusFromResponse(const rest::ClientResponse& response) {
+Status StatusFromResponse(const http::ClientResponse& response) {
     auto body = response.Json();
     std::string code_name;
     std::string message = "HTTP " + std::to_string(response.status);
@@ -49,13 +49,13 @@ Status StatusFromResponse(const rest::ClientResponse& response) {
     return Status(response.status >= 500 ? Code::kUnavailable : Code::kInternal, message);
 }
 
-LockService::LockService(std::vector<rest::Url> endpoints, std::string token, Micros web_timeout,
+LockService::LockService(std::vector<http::Url> endpoints, std::string token, Micros web_timeout,
                          const std::string& app)
     : endpoints_(std::move(endpoints)), token_(std::move(token)), app_(app), web_timeout_(web_timeout) {
-    rest::ClientOptions options;
+    http::ClientOptions options;
     options.connect_timeout = std::min(web_timeout_, options.connect_timeout);
     options.user_agent = "sched-client-lock/" + app;
-    client_ = std::make_unique<rest::HttpClient>(io_.get_executor(), options);
+    client_ = std::make_unique<http::HttpClient>(io_.get_executor(), options);
     work_.emplace(io_.get_executor());
     thread_ = std::thread([this] { io_.run(); });
 }
@@ -79,16 +79,16 @@ net::awaitable<LockCallOutcome> LockService::Call(std::string path, std::functio
         const std::size_t start = preferred_.load();
         for (std::size_t i = 0; i < endpoints_.size(); ++i) {
             const std::size_t index = (start + i) % endpoints_.size();
-            rest::ClientRequest req;
-            req.method = rest::Method::kPost;
+            http::ClientRequest req;
+            req.method = http::Method::kPost;
             req.url = endpoints_[index].WithPath(path).ToString();
             if (body) {
                 req.body = body().dump();
                 req.headers.Set("Content-Type", "application/json");
             } else {
-                req.method = rest::Method::kGet;
+                req.method = http::Method::kGet;
             }
-            rest::CallOptions call;
+            http::CallOptions call;
             call.bearer_token = token_;
             // Never much past the deadline: a watchdog must report a loss when its lease ends,
             // not a whole web-timeout later.

@@ -46,14 +46,14 @@ struct LockState {
 /// One answered call, or the transport failure after every endpoint and retry.
 struct LockCallOutcome {
     Status status;                  // not OK: no endpoint answered (kUnavailable)
-    rest::ClientResponse response;  // when status is OK: the answer (any HTTP status)
+    http::ClientResponse response;  // when status is OK: the answer (any HTTP status)
     LockClock::time_point sent{};   // start of the answered attempt
 };
 
 /// Thread-safe. Must outlive every guard (guards hold a shared_ptr to it).
 class LockService : public std::enable_shared_from_this<LockService> {
   public:
-    LockService(std::vector<rest::Url> endpoints, std::string token, Micros web_timeout, const std::string& app);
+    LockService(std::vector<http::Url> endpoints, std::string token, Micros web_timeout, const std::string& app);
     ~LockService();
     LockService(const LockService&) = delete;
     LockService& operator=(const LockService&) = delete;
@@ -72,7 +72,7 @@ class LockService : public std::enable_shared_from_this<LockService> {
     LockCallOutcome RunCall(std::string path, std::function<nlohmann::json()> body, LockClock::time_point deadline,
                             std::function<Micros()> extra);
 
-    const std::vector<rest::Url> endpoints_;
+    const std::vector<http::Url> endpoints_;
     const std::string token_;
     const std::string app_;  // every lock lives in this app's namespace (docs/locks.md)
     const Micros web_timeout_;
@@ -80,11 +80,11 @@ class LockService : public std::enable_shared_from_this<LockService> {
 
     net::io_context io_;
     std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
-    std::unique_ptr<rest::HttpClient> client_;
+    std::unique_ptr<http::HttpClient> client_;
     std::thread thread_;
 };
 
 /// The Status an error response of the lock API stands for: its error.code and error.message.
-Status StatusFromResponse(const rest::ClientResponse& response);
+Status StatusFromResponse(const http::ClientResponse& response);
 
 }  // namespace sched::client::impl

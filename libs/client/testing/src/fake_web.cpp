@@ -15,14 +15,14 @@ std::int64_t WallMs() {
         .count();
 }
 
-rest::ClientRequest SignedRequest(const protocol::SigningKey& key, rest::Method method, const std::string& url,
+http::ClientRequest SignedRequest(const protocol::SigningKey& key, http::Method method, const std::string& url,
                                   std::string body, std::optional<std::int64_t> timestamp_ms) {
-    rest::ClientRequest request;
+    http::ClientRequest request;
     request.method = method;
     request.url = url;
-    const auto target = rest::Url::Parse(url)->target;
+    const auto target = http::Url::Parse(url)->target;
     for (auto& [name, value] :
-         protocol::SignatureHeaders(key, rest::MethodName(method), target, timestamp_ms.value_or(WallMs()), body)) {
+         protocol::SignatureHeaders(key, http::MethodName(method), target, timestamp_ms.value_or(WallMs()), body)) {
         request.headers.Set(name, std::move(value));
     }
     if (!body.empty()) request.headers.Set("Content-Type", "application/json");
@@ -31,46 +31,46 @@ rest::ClientRequest SignedRequest(const protocol::SigningKey& key, rest::Method 
 }
 
 FakeWeb::FakeWeb(std::string token, std::uint16_t port) {
-    rest::Router router;
+    http::Router router;
     const auto record = [this](std::vector<nlohmann::json>& into) {
-        return [this, &into](rest::Request& req) {
+        return [this, &into](http::Request& req) {
             auto body = req.Json();
-            if (!body.ok()) return rest::Response::Error(body.status(), "body");
+            if (!body.ok()) return http::Response::Error(body.status(), "body");
             std::lock_guard lock(mu_);
             into.push_back(std::move(*body));
-            return rest::Response::Json({{"ok", true}});
+            return http::Response::Json({{"ok", true}});
         };
     };
-    router.Add(rest::Method::kPost, "/api/v1/registry/heartbeat", [this](rest::Request& req) {
+    router.Add(http::Method::kPost, "/api/v1/registry/heartbeat", [this](http::Request& req) {
         auto body = req.Json();
-        if (!body.ok()) return rest::Response::Error(body.status(), "body");
+        if (!body.ok()) return http::Response::Error(body.status(), "body");
         std::lock_guard lock(mu_);
         heartbeats_.push_back(std::move(*body));
         nlohmann::json keys = nlohmann::json::array();
         for (const auto& k : signing_keys_) keys.push_back({{"id", k.id}, {"secret", k.secret}, {"active_from_ms", 0}});
-        return rest::Response::Json(
+        return http::Response::Json(
             {{"registered", true},
              {"signing", {{"keys", std::move(keys)}, {"server_time_ms", WallMs() + clock_offset_ms_}}}});
     });
-    router.Add(rest::Method::kPost, "/api/v1/registry/deregister", record(deregistrations_));
-    router.Add(rest::Method::kPost, "/api/v1/callback", [this](rest::Request& req) {
+    router.Add(http::Method::kPost, "/api/v1/registry/deregister", record(deregistrations_));
+    router.Add(http::Method::kPost, "/api/v1/callback", [this](http::Request& req) {
         auto body = req.Json();
-        if (!body.ok()) return rest::Response::Error(body.status(), "body");
+        if (!body.ok()) return http::Response::Error(body.status(), "body");
         if (!body->is_array()) {
-            return rest::Response::Error(
-                rest::ApiError{Code::kInvalidArgument, "expected an array of results", "body"});
+            return http::Response::Error(
+                http::ApiError{Code::kInvalidArgument, "expected an array of results", "body"});
         }
         std::lock_guard lock(mu_);
         ++callback_requests_;
         for (auto& r : *body) results_.push_back(std::move(r));
-        return rest::Response::Json({{"accepted", body->size()}});
+        return http::Response::Json({{"accepted", body->size()}});
     });
-    auto options = rest::testing::LoopbackOptions();
+    auto options = http::testing::LoopbackOptions();
     options.listen = "127.0.0.1:" + std::to_string(port);
-    options.access_log = rest::AccessLog::kOff;
+    options.access_log = http::AccessLog::kOff;
     options.name = "fake-web";
-    server_ = std::make_unique<rest::testing::TestServer>(std::move(router), options,
-                                                          rest::BearerTokenAuth(std::move(token)));
+    server_ = std::make_unique<http::testing::TestServer>(std::move(router), options,
+                                                          http::BearerTokenAuth(std::move(token)));
     port_ = server_->port();
 }
 

@@ -11,7 +11,7 @@
 #include <future>
 #include <stdexcept>
 
-namespace sched::rest::testing {
+namespace sched::http::testing {
 
 ServerOptions LoopbackOptions() {
     ServerOptions o;
@@ -207,4 +207,4 @@ bool RawConnection::WaitForClose(std::chrono::milliseconds timeout) {
     }
 }
 
-}  // namespace sched::rest::testing
+}  // namespace sched::http::testing

@@ -25,7 +25,7 @@ inline constexpr std::array<std::string_view, 3> kJobBoundsReadOnly = {"planned_
 /// Reads calendar, start_at, end_at and max_runs of a job body into `job` (absent: unchanged; null:
 /// cleared). Instants are epoch ms or ISO-8601 strings (local ones in `job.time_zone`). Checks
 /// sizes and ranges and that end_at is after start_at; not whether the calendar exists.
-std::optional<rest::ApiError> ReadJobBounds(const nlohmann::json& body, store::Job& job);
+std::optional<http::ApiError> ReadJobBounds(const nlohmann::json& body, store::Job& job);
 
 /// The stored calendar named `name` as evaluated rules; kInvalidArgument naming `calendar` when
 /// there is none.

@@ -41,20 +41,20 @@ struct Context {
 };
 
 /// A handler that runs after authentication and authorisation.
-using ApiHandler = std::function<net::awaitable<rest::Response>(rest::Request&, const Principal&)>;
+using ApiHandler = std::function<net::awaitable<http::Response>(http::Request&, const Principal&)>;
 
 /// Adds routes to a router, each wrapped in the token check for its permission, and records
 /// them for the OpenAPI test.
 class Routes {
   public:
-    Routes(rest::Router& router, std::shared_ptr<Context> ctx) : router_(router), ctx_(std::move(ctx)) {}
+    Routes(http::Router& router, std::shared_ptr<Context> ctx) : router_(router), ctx_(std::move(ctx)) {}
 
-    void Add(rest::Method method, const std::string& pattern, Permission permission, ApiHandler handler);
+    void Add(http::Method method, const std::string& pattern, Permission permission, ApiHandler handler);
     std::vector<RouteInfo> TakeAdded() { return std::move(added_); }
     const std::shared_ptr<Context>& context() const { return ctx_; }
 
   private:
-    rest::Router& router_;
+    http::Router& router_;
     std::shared_ptr<Context> ctx_;
     std::vector<RouteInfo> added_;
 };
@@ -84,8 +84,8 @@ net::awaitable<std::invoke_result_t<F, db::Database&>> WithDb(Context& ctx, F fn
 }
 
 /// 400 naming `field`.
-inline rest::Response BadRequest(std::string field, std::string message) {
-    return rest::Response::Error(rest::ApiError{Code::kInvalidArgument, std::move(message), std::move(field)});
+inline http::Response BadRequest(std::string field, std::string message) {
+    return http::Response::Error(http::ApiError{Code::kInvalidArgument, std::move(message), std::move(field)});
 }
 
 /// A strictly decimal int64 ("12"; not "+1", " 1", "1e3", "0x1"); nullopt otherwise.
@@ -98,25 +98,25 @@ inline std::optional<std::int64_t> ParseInt64(std::string_view text) {
 }
 
 /// The path parameter `name` as a positive id, or the 400 to answer.
-std::optional<std::int64_t> PathId(const rest::Request& req, std::optional<rest::Response>& error,
+std::optional<std::int64_t> PathId(const http::Request& req, std::optional<http::Response>& error,
                                    std::string_view name = "id");
 
 /// Query parameters: the first one not in `allowed`, if any (an unknown parameter is a 400, so
 /// that a typo never silently widens a listing).
-std::optional<std::string> UnknownQueryParam(const rest::Request& req, std::initializer_list<std::string_view> allowed);
+std::optional<std::string> UnknownQueryParam(const http::Request& req, std::initializer_list<std::string_view> allowed);
 
 /// An optional integer query parameter in [min, max]; error set to the 400 when malformed.
-std::optional<std::int64_t> QueryInt(const rest::Request& req, std::string_view name, std::int64_t min,
-                                     std::int64_t max, std::optional<rest::Response>& error);
+std::optional<std::int64_t> QueryInt(const http::Request& req, std::string_view name, std::int64_t min,
+                                     std::int64_t max, std::optional<http::Response>& error);
 
 /// The first key of `body` (an object) not in `allowed`: "unknown field" 400 naming it.
-std::optional<rest::Response> RejectUnknownFields(const nlohmann::json& body, std::span<const std::string_view> allowed,
+std::optional<http::Response> RejectUnknownFields(const nlohmann::json& body, std::span<const std::string_view> allowed,
                                                   std::span<const std::string_view> read_only = {});
 
 /// For routes that take no fields (pause, resume, trigger, kill): the body must be empty or a
 /// JSON object without fields (`{}`); otherwise the 400 to answer, naming `body` (not JSON, not
 /// an object) or the first field.
-std::optional<rest::Response> RejectAnyBody(const rest::Request& req);
+std::optional<http::Response> RejectAnyBody(const http::Request& req);
 
 /// Characters (Unicode code points) in a UTF-8 string: what VARCHAR(n) limits count.
 std::size_t CodePoints(std::string_view utf8);

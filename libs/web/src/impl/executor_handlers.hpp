@@ -13,12 +13,12 @@
 
 namespace sched::web::impl {
 
-net::awaitable<rest::Response> HandleHeartbeat(rest::Request& req, const Principal& who, db::Database& db,
+net::awaitable<http::Response> HandleHeartbeat(http::Request& req, const Principal& who, db::Database& db,
                                                net::thread_pool& db_pool);
-net::awaitable<rest::Response> HandleDeregister(rest::Request& req, const Principal& who, db::Database& db,
+net::awaitable<http::Response> HandleDeregister(http::Request& req, const Principal& who, db::Database& db,
                                                 net::thread_pool& db_pool);
 /// `metrics` (may be null) counts the applied results (sched_fire_outcomes_total, duration).
-net::awaitable<rest::Response> HandleCallback(rest::Request& req, const Principal& who, db::Database& db,
+net::awaitable<http::Response> HandleCallback(http::Request& req, const Principal& who, db::Database& db,
                                               net::thread_pool& db_pool, store::FireOutcomeMetrics* metrics);
 
 }  // namespace sched::web::impl

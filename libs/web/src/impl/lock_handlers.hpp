@@ -23,10 +23,10 @@ class LockApi {
   public:
     LockApi(LockApiOptions options, DatabaseProvider database, net::thread_pool& db_pool);
 
-    net::awaitable<rest::Response> Acquire(rest::Request& req, const Principal& who);
-    net::awaitable<rest::Response> Extend(rest::Request& req, const Principal& who);
-    net::awaitable<rest::Response> Release(rest::Request& req, const Principal& who);
-    net::awaitable<rest::Response> Inspect(rest::Request& req, const Principal& who);
+    net::awaitable<http::Response> Acquire(http::Request& req, const Principal& who);
+    net::awaitable<http::Response> Extend(http::Request& req, const Principal& who);
+    net::awaitable<http::Response> Release(http::Request& req, const Principal& who);
+    net::awaitable<http::Response> Inspect(http::Request& req, const Principal& who);
 
     /// Acquires waiting right now (for tests and metrics).
     int waiting() const { return waiting_.load(); }
@@ -38,7 +38,7 @@ class LockApi {
 
   private:
     Result<Backend> GetBackend();
-    net::awaitable<rest::Response> ExtendOrRelease(rest::Request& req, const Principal& who, bool extend);
+    net::awaitable<http::Response> ExtendOrRelease(http::Request& req, const Principal& who, bool extend);
 
     const LockApiOptions options_;
     const DatabaseProvider database_;

@@ -84,7 +84,7 @@ namespace sched::client {
 ///     metrics: false                 # serve GET /metrics (Prometheus text) on the SDK's port
 ///     metrics-token: ""              # when set, GET /metrics needs `Authorization: Bearer <it>`;
 ///                                    #   SCHED_METRICS_TOKEN overrides it
-///     http:                          # the SDK's HTTP server: sched::rest::ServerOptions keys,
+///     http:                          # the SDK's HTTP server: sched::http::ServerOptions keys,
 ///       listen: "0.0.0.0:9999"       #   with these two defaults changed
 ///       access-log: errors
 struct ExecutorOptions {
@@ -111,10 +111,10 @@ struct ExecutorOptions {
     std::chrono::microseconds signature_window = std::chrono::seconds(30);
     bool metrics = false;
     std::string metrics_token;
-    rest::ServerOptions http = DefaultServerOptions();
+    http::ServerOptions http = DefaultServerOptions();
 
     /// The server defaults for an executor: listen 0.0.0.0:9999, access log for errors only.
-    static rest::ServerOptions DefaultServerOptions();
+    static http::ServerOptions DefaultServerOptions();
 
     /// Reads the keys above from `node`, applies SCHED_TOKEN, then Validate(). Throws
     /// ConfigError naming the key ("executor.token: required ...").

@@ -1,7 +1,7 @@
 #pragma once
 
 /// The one way to include Beast in this project: net.hpp (Asio) plus Beast's core and HTTP, with
-/// the `beast` and `http` aliases.
+/// the `beast` and `bhttp` aliases.
 ///
 /// Beast is slow to compile, so only the code that speaks HTTP on the wire includes this:
 /// libs/http's server.cpp and client.cpp, and tests that drive a server with raw Beast requests.
@@ -15,5 +15,5 @@
 
 namespace sched {
 namespace beast = boost::beast;
-namespace http = boost::beast::http;
+namespace bhttp = boost::beast::http;
 }  // namespace sched

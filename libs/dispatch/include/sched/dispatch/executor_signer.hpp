@@ -33,8 +33,8 @@ class ExecutorSigner {
     /// signed. Errors: kUnavailable when the app's key cannot be read (database down and
     /// nothing cached), kInvalidArgument for a malformed url, else the client's transport errors.
     /// Every argument is taken by value (safe to pass named locals from a coroutine).
-    net::awaitable<Result<rest::ClientResponse>> Send(rest::HttpClient& http, std::string app, rest::Method method,
-                                                      std::string url, std::string body, rest::CallOptions call);
+    net::awaitable<Result<http::ClientResponse>> Send(http::HttpClient& http, std::string app, http::Method method,
+                                                      std::string url, std::string body, http::CallOptions call);
 
   private:
     net::awaitable<Result<store::AppSigningKeys>> Keys(std::string app);

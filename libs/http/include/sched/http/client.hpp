@@ -32,7 +32,7 @@
 #include "sched/http/message.hpp"
 #include "sched/http/url.hpp"
 
-namespace sched::rest {
+namespace sched::http {
 
 struct ClientOptions {
     Micros connect_timeout = std::chrono::seconds(2);
@@ -114,4 +114,4 @@ class HttpClient {
     std::shared_ptr<impl::ClientState> state_;
 };
 
-}  // namespace sched::rest
+}  // namespace sched::http

@@ -24,7 +24,7 @@
 
 #include "sched/http/message.hpp"
 
-namespace sched::rest {
+namespace sched::http {
 
 /// Inclusive bounds for JsonFields::Int.
 struct IntRange {
@@ -77,4 +77,4 @@ class JsonFields {
     std::optional<ApiError> error_;
 };
 
-}  // namespace sched::rest
+}  // namespace sched::http

@@ -8,8 +8,8 @@
 ///
 ///     {"error": {"code": "invalid_argument", "message": "fire_id: expected an integer", "field": "fire_id"}}
 ///
-/// The library's C++ namespace is `sched::rest`, not `sched::http`: sched/common/beast.hpp
-/// defines `sched::http` as an alias of `boost::beast::http`, and one name cannot be both.
+/// The library's C++ namespace is `sched::http`, like its directory; Beast's HTTP namespace is
+/// `sched::bhttp` (sched/common/beast.hpp), seen only by the files that speak HTTP on the wire.
 ///
 /// `field` is null when the error is not about one field. `code` is the canonical code name
 /// (sched::CodeName) or, for failures only HTTP has, "method_not_allowed",
@@ -27,7 +27,7 @@
 
 #include "sched/common/status.hpp"
 
-namespace sched::rest {
+namespace sched::http {
 
 enum class Method { kGet, kHead, kPost, kPut, kPatch, kDelete, kOptions, kOther };
 
@@ -143,4 +143,4 @@ Result<nlohmann::json> ParseJson(std::string_view text, JsonLimits limits = {});
 /// malformed escape.
 std::optional<std::string> PercentDecode(std::string_view text, bool plus_is_space);
 
-}  // namespace sched::rest
+}  // namespace sched::http

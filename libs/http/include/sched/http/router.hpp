@@ -22,7 +22,7 @@
 #include "sched/common/net.hpp"
 #include "sched/http/message.hpp"
 
-namespace sched::rest {
+namespace sched::http {
 
 /// Whether a route runs the server's auth hook first.
 enum class Access { kAuthenticated, kPublic };
@@ -93,4 +93,4 @@ class Router {
     std::vector<Route> routes_;
 };
 
-}  // namespace sched::rest
+}  // namespace sched::http

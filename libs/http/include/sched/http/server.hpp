@@ -54,7 +54,7 @@
 #include "sched/http/router.hpp"
 #include "sched/http/server_options.hpp"
 
-namespace sched::rest {
+namespace sched::http {
 
 /// Decides whether a request to an Access::kAuthenticated route may proceed. Returns OK, or
 /// kUnauthenticated (401) / kPermissionDenied (403) with a message. Called on the connection's
@@ -121,4 +121,4 @@ class Server {
     std::shared_ptr<impl::ServerState> state_;
 };
 
-}  // namespace sched::rest
+}  // namespace sched::http

@@ -1,6 +1,6 @@
 #pragma once
 
-/// Options of sched::rest::Server, kept apart from server.hpp so that option structs of other
+/// Options of sched::http::Server, kept apart from server.hpp so that option structs of other
 /// components (the client SDK's ExecutorOptions) can hold them without including Asio or Beast.
 
 #include <cstddef>
@@ -9,7 +9,7 @@
 #include "sched/common/config.hpp"
 #include "sched/common/duration.hpp"
 
-namespace sched::rest {
+namespace sched::http {
 
 /// Which requests the server logs (one line each, with status, size and latency).
 enum class AccessLog { kAll, kErrors, kOff };
@@ -55,4 +55,4 @@ struct ServerOptions {
     static ServerOptions FromYaml(const ConfigNode& node) { return FromYaml(node, ServerOptions()); }
 };
 
-}  // namespace sched::rest
+}  // namespace sched::http

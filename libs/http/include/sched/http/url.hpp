@@ -10,7 +10,7 @@
 
 #include "sched/common/status.hpp"
 
-namespace sched::rest {
+namespace sched::http {
 
 /// A host and a port. The host is a name, an IPv4 address or an IPv6 address (written in
 /// brackets in text: "[::1]:8080").
@@ -47,4 +47,4 @@ struct Url {
     Url WithPath(std::string_view path) const;
 };
 
-}  // namespace sched::rest
+}  // namespace sched::http

@@ -17,7 +17,7 @@ namespace sched::protocol {
 template <typename Message>
 struct Parsed {
     Message value;                        ///< meaningful only when ok()
-    std::optional<rest::ApiError> error;  ///< the first problem (kInvalidArgument, field named)
+    std::optional<http::ApiError> error;  ///< the first problem (kInvalidArgument, field named)
 
     bool ok() const { return !error.has_value(); }
 };

@@ -66,7 +66,7 @@ struct NodeConfig {
     /// this node's port. The node itself does not know them: the app adds them to router()
     /// (web::AddExecutorRoutes), so the trigger library does not depend on the web module.
     bool executor_api = true;
-    rest::ServerOptions http;
+    http::ServerOptions http;
     db::DatabaseConfig database;
     lock::ElectionConfig election;
     MasterConfig scheduler;
@@ -103,7 +103,7 @@ class TriggerNode final : private lock::ElectionObserver {
     bool IsLeading() const;
     MetricsRegistry& metrics() { return metrics_; }
     /// Extra routes (e.g. the web module in the standalone app) must be added before Start().
-    rest::Router& router();
+    http::Router& router();
     std::shared_ptr<db::Database> database() const { return db_; }
     net::thread_pool& db_pool() { return db_pool_; }
     const DbTime* time() const { return time_.get(); }

@@ -95,7 +95,7 @@ class Slave {
   public:
     /// The node's slave: fires in `db`, executors called through `http` with the apps' signing keys.
     Slave(net::any_io_executor io, net::thread_pool& db_pool, const std::shared_ptr<db::Database>& db,
-          const DbTime& time, rest::HttpClient& http, std::string node_id, std::string lease_name, SlaveConfig config,
+          const DbTime& time, http::HttpClient& http, std::string node_id, std::string lease_name, SlaveConfig config,
           MetricsRegistry& metrics);
     /// Any store and executor client (tests use fakes).
     Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr<FireClaimStore> store,

@@ -98,19 +98,19 @@ class ExecutorClient {
     virtual ~ExecutorClient() = default;
     /// Sends `method url` with `body` (JSON text, or "" for none) to an executor instance of `app`.
     /// Every argument is taken by value (safe to pass named locals from a coroutine).
-    virtual net::awaitable<Result<rest::ClientResponse>> Send(std::string app, rest::Method method, std::string url,
-                                                              std::string body, rest::CallOptions call) = 0;
+    virtual net::awaitable<Result<http::ClientResponse>> Send(std::string app, http::Method method, std::string url,
+                                                              std::string body, http::CallOptions call) = 0;
 };
 
 /// Every call signed with the app's signing key (dispatch::ExecutorSigner, docs/protocol.md).
 class SignedExecutorClient final : public ExecutorClient {
   public:
-    SignedExecutorClient(rest::HttpClient& http, std::unique_ptr<dispatch::ExecutorSigner> signer);
-    net::awaitable<Result<rest::ClientResponse>> Send(std::string app, rest::Method method, std::string url,
-                                                      std::string body, rest::CallOptions call) override;
+    SignedExecutorClient(http::HttpClient& http, std::unique_ptr<dispatch::ExecutorSigner> signer);
+    net::awaitable<Result<http::ClientResponse>> Send(std::string app, http::Method method, std::string url,
+                                                      std::string body, http::CallOptions call) override;
 
   private:
-    rest::HttpClient& http_;
+    http::HttpClient& http_;
     std::unique_ptr<dispatch::ExecutorSigner> signer_;
 };
 

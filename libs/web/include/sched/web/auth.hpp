@@ -109,7 +109,7 @@ class TokenAuthenticator {
 
     /// The principal behind the request's bearer token. kUnauthenticated when there is none or it
     /// is unknown or revoked; kUnavailable when the database cannot be asked (not cached).
-    net::awaitable<Result<Principal>> Authenticate(const rest::Request& request);
+    net::awaitable<Result<Principal>> Authenticate(const http::Request& request);
 
     /// Forgets cached answers about token `token_id` (call after revoking it).
     void Forget(std::int64_t token_id);

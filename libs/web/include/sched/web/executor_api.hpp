@@ -52,7 +52,7 @@
 namespace sched::web {
 
 /// Adds the three routes and the lock API's four to `router` (what a trigger node serves). They
-/// are added as rest::Access::kPublic and authenticate inside their handlers, as the web
+/// are added as http::Access::kPublic and authenticate inside their handlers, as the web
 /// module's do (auth.hpp): the cluster token, or an API token from `db`'s token table
 /// (looked up on `db_pool`, cached for `auth_cache`), so a service holding only its app-scoped
 /// executor token can use any node. The server's AuthHook is not consulted for them. `database`
@@ -61,7 +61,7 @@ namespace sched::web {
 /// live in the database (SqlLockStore). Throws std::invalid_argument for an empty
 /// `cluster_token`. `metrics` (optional, must outlive the router): where applied callbacks are
 /// counted (AddWebRoutes).
-void AddExecutorRoutes(rest::Router& router, const std::string& cluster_token, db::DatabaseProvider database,
+void AddExecutorRoutes(http::Router& router, const std::string& cluster_token, db::DatabaseProvider database,
                        net::thread_pool& db_pool, LockApiOptions locks = {},
                        Micros auth_cache = std::chrono::seconds(5), MetricsRegistry* metrics = nullptr);
 

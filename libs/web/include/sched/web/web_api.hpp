@@ -1,7 +1,7 @@
 #pragma once
 
 /// The web module's routes: the REST API under /api/v1, the SDK's registry and callback routes,
-/// and the web UI, mounted on any rest::Router (scheduler-web's own server, or the trigger node's
+/// and the web UI, mounted on any http::Router (scheduler-web's own server, or the trigger node's
 /// port in scheduler-standalone). The API is described by the OpenAPI document served at
 /// GET /api/v1/openapi.json (libs/web/assets/openapi.json; a test keeps the two in step).
 ///
@@ -80,7 +80,7 @@ struct WebOptions {
 
 /// One route as added: what the OpenAPI consistency test compares with the document.
 struct RouteInfo {
-    rest::Method method;
+    http::Method method;
     std::string pattern;
     Permission permission;
 };
@@ -93,7 +93,7 @@ struct RouteInfo {
 /// that is already there). `metrics` (optional, must outlive the router): the process's
 /// registry, where the callback route counts sched_fire_outcomes_total and
 /// sched_fire_duration_seconds.
-std::vector<RouteInfo> AddWebRoutes(rest::Router& router, const WebOptions& options, DatabaseProvider database,
+std::vector<RouteInfo> AddWebRoutes(http::Router& router, const WebOptions& options, DatabaseProvider database,
                                     net::thread_pool& db_pool, MetricsRegistry* metrics = nullptr);
 
 }  // namespace sched::web

@@ -9,7 +9,7 @@
 ///     executor-timeout      # WebOptions (web_api.hpp)
 ///     io-threads: 2         # HTTP server and client threads
 ///     db-threads: 4         # threads for database work off the I/O threads
-///     http: {...}           # rest::ServerOptions; listen defaults to 127.0.0.1:8080
+///     http: {...}           # http::ServerOptions; listen defaults to 127.0.0.1:8080
 ///     database: {...}       # db::DatabaseConfig; url defaults to sqlite://data/scheduler.db
 ///     log: {...}            # LogConfig
 ///
@@ -37,9 +37,9 @@
 #include "sched/http/server_options.hpp"
 #include "sched/web/web_api.hpp"
 
-namespace sched::rest {
+namespace sched::http {
 class Server;
-}  // namespace sched::rest
+}  // namespace sched::http
 
 namespace sched::web {
 
@@ -47,7 +47,7 @@ struct WebServiceConfig {
     WebOptions api;
     int io_threads = 2;
     int db_threads = 4;
-    rest::ServerOptions http;
+    http::ServerOptions http;
     db::DatabaseConfig database;
     LogConfig log;
 
@@ -80,7 +80,7 @@ class WebService {
     net::io_context io_;
     net::thread_pool db_pool_;
     std::shared_ptr<db::Database> db_;
-    std::unique_ptr<rest::Server> server_;
+    std::unique_ptr<http::Server> server_;
     std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
     std::vector<std::thread> io_threads_;
     std::vector<RouteInfo> routes_;

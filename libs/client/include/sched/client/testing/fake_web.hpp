@@ -28,7 +28,7 @@ std::int64_t WallMs();
 
 /// A request signed as a node signs it: `key`, the timestamp (default: now), the target taken
 /// from `url`.
-rest::ClientRequest SignedRequest(const protocol::SigningKey& key, rest::Method method, const std::string& url,
+http::ClientRequest SignedRequest(const protocol::SigningKey& key, http::Method method, const std::string& url,
                                   std::string body = "", std::optional<std::int64_t> timestamp_ms = std::nullopt);
 
 class FakeWeb {
@@ -65,7 +65,7 @@ class FakeWeb {
     std::vector<protocol::SigningKey> signing_keys_{TestSigningKey()};
     std::int64_t clock_offset_ms_ = 0;
     std::uint16_t port_ = 0;
-    std::unique_ptr<rest::testing::TestServer> server_;
+    std::unique_ptr<http::testing::TestServer> server_;
 };
 
 }  // namespace sched::client::testing

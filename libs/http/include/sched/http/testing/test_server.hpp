@@ -16,7 +16,7 @@
 #include "sched/http/client.hpp"
 #include "sched/http/server.hpp"
 
-namespace sched::rest::testing {
+namespace sched::http::testing {
 
 /// 127.0.0.1:0 with short timeouts suited to tests and the access log limited to errors.
 ServerOptions LoopbackOptions();
@@ -103,4 +103,4 @@ class RawConnection {
     std::string pending_;
 };
 
-}  // namespace sched::rest::testing
+}  // namespace sched::http::testing
