@@ -144,14 +144,7 @@ Result<std::optional<std::vector<CalendarSpec>>> ParseCalendarSection(std::strin
 }
 
 Plan PlanCalendarChanges(const std::vector<CalendarSpec>& desired, const nlohmann::json& current, bool prune) {
-    std::map<std::string, const nlohmann::json*> by_name;
-    if (current.is_array()) {
-        for (const auto& c : current) {
-            if (!c.is_object() || !c.contains("name") || !c["name"].is_string()) continue;
-            if (!c.contains("id") || !c["id"].is_number_integer()) continue;
-            by_name.emplace(c["name"].get<std::string>(), &c);
-        }
-    }
+    auto by_name = IndexByName(current);
     Plan plan;
     for (const auto& spec : desired) {
         PlannedChange change;

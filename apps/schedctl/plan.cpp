@@ -17,15 +17,19 @@ bool Plan::HasDrift() const {
     return Count(ChangeKind::kUnchanged) != changes.size();
 }
 
-Plan PlanChanges(const std::vector<JobSpec>& desired, const nlohmann::json& current, bool prune) {
+std::map<std::string, const nlohmann::json*> IndexByName(const nlohmann::json& current) {
     std::map<std::string, const nlohmann::json*> by_name;
-    if (current.is_array()) {
-        for (const auto& job : current) {
-            if (!job.is_object() || !job.contains("name") || !job["name"].is_string()) continue;
-            if (!job.contains("id") || !job["id"].is_number_integer()) continue;
-            by_name.emplace(job["name"].get<std::string>(), &job);
-        }
+    if (!current.is_array()) return by_name;
+    for (const auto& item : current) {
+        if (!item.is_object() || !item.contains("name") || !item["name"].is_string()) continue;
+        if (!item.contains("id") || !item["id"].is_number_integer()) continue;
+        by_name.emplace(item["name"].get<std::string>(), &item);
     }
+    return by_name;
+}
+
+Plan PlanChanges(const std::vector<JobSpec>& desired, const nlohmann::json& current, bool prune) {
+    auto by_name = IndexByName(current);
     Plan plan;
     for (const auto& spec : desired) {
         PlannedChange change;

@@ -4,6 +4,7 @@
 /// file (docs/schedctl.md "apply and diff"). Pure: no I/O, unit-tested.
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +44,10 @@ struct Plan {
 /// compared with the API's default (DefaultFieldValue), except `enabled`, compared only when
 /// the file states it. With `prune`, current jobs missing from the file are deleted.
 /// Current objects without a string `name` or an integer `id` are ignored.
+/// The server's list (the items of a `GET` of jobs or calendars) by name; items without a
+/// string `name` or an integer `id` are left out (the server's answer is not trusted blindly).
+std::map<std::string, const nlohmann::json*> IndexByName(const nlohmann::json& current);
+
 Plan PlanChanges(const std::vector<JobSpec>& desired, const nlohmann::json& current, bool prune);
 
 /// The plan as operators read it, one line per job and one per changed field, then a summary:

@@ -11,6 +11,7 @@
 #include "impl/civil.hpp"
 #include "impl/cron_fields.hpp"
 #include "sched/common/duration.hpp"
+#include "sched/common/quoted.hpp"
 #include "sched/cron/time_zone.hpp"
 
 namespace sched::cron {
@@ -42,16 +43,6 @@ bool AllDigits(std::string_view s) {
     return true;
 }
 
-std::string Quoted(std::string_view s) {
-    std::string out = "'";
-    for (char c : s.substr(0, 64)) {
-        const auto u = static_cast<unsigned char>(c);
-        out += (u >= 0x20 && u < 0x7f) ? c : '?';
-    }
-    if (s.size() > 64) out += "...";
-    return out + "'";
-}
-
 std::optional<std::int64_t> CheckedAdd(std::int64_t a, std::int64_t b) {
     if (b > 0 && a > kInt64Max - b) return std::nullopt;
     return a + b;
@@ -71,7 +62,7 @@ bool Digits(std::string_view s, std::size_t& i, std::size_t n, int& out) {
 
 Result<std::int64_t> ParseInterval(std::string_view text) {
     const auto bad = [&](const std::string& why) {
-        return InvalidArgument("interval " + Quoted(text) + " " + why +
+        return InvalidArgument("interval " + QuotedForMessage(text) + " " + why +
                                " (expected a duration like \"30s\", \"1m30s\", \"250ms\" or milliseconds like "
                                "\"30000\")");
     };
@@ -95,7 +86,7 @@ Result<std::int64_t> ParseInterval(std::string_view text) {
 Result<std::int64_t> ParseInstant(std::string_view text, const date::time_zone* zone) {
     text = Trim(text);
     const auto bad = [&](const std::string& why) {
-        return InvalidArgument("instant " + Quoted(text) + " " + why +
+        return InvalidArgument("instant " + QuotedForMessage(text) + " " + why +
                                " (expected epoch milliseconds or ISO-8601 like \"2025-01-01T09:00:00Z\" or "
                                "\"2025-01-01T09:00:00+08:00\")");
     };
@@ -300,7 +291,7 @@ Result<Schedule> Schedule::Make(ScheduleType type, std::string_view expr, std::s
         case ScheduleType::kManual:
             if (!text.empty()) {
                 return fail("schedule_expr", InvalidArgument("a manual schedule takes no expression, got " +
-                                                             Quoted(text) + "; leave it empty"));
+                                                             QuotedForMessage(text) + "; leave it empty"));
             }
             break;
     }

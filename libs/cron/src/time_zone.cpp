@@ -16,20 +16,11 @@
 
 #include "impl/civil.hpp"
 #include "impl/posix_tz.hpp"
+#include "sched/common/quoted.hpp"
 
 namespace sched::cron {
 
 namespace {
-
-std::string Quoted(std::string_view name) {
-    std::string out = "'";
-    for (char c : name.substr(0, 64)) {
-        const auto u = static_cast<unsigned char>(c);
-        out += (u >= 0x20 && u < 0x7f) ? c : '?';
-    }
-    if (name.size() > 64) out += "...";
-    return out + "'";
-}
 
 // TZif files are a few kB; anything larger is not one.
 constexpr std::size_t kMaxTzifBytes = 1 << 20;
@@ -195,7 +186,8 @@ Result<const date::time_zone*> LookupZone(std::string_view name) {
     try {
         return date::locate_zone(name);
     } catch (const std::exception&) {
-        return InvalidArgument("unknown time zone " + Quoted(name) + " (expected an IANA name such as Europe/Berlin)");
+        return InvalidArgument("unknown time zone " + QuotedForMessage(name) +
+                               " (expected an IANA name such as Europe/Berlin)");
     }
 }
 
