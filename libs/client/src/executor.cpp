@@ -399,7 +399,7 @@ http::Response Runtime::OnRun(http::Request& req) {
     auto body = req.Json();
     if (!body.ok()) return http::Response::Error(body.status(), "body");
     RunAnswer answer = AdmitRun(*body, "");
-    return http::Response::Json(std::move(answer.body), answer.status);
+    return http::Response::Json(answer.body, answer.status);
 }
 
 // The batch form of /v1/run: one signed request carries the runs a node sends this instance at
@@ -610,7 +610,7 @@ void Runtime::Execute(const RunPtr& run) {
         });
     }
     FireLog(r.fire_id, "started: shard " + std::to_string(r.shard_index) + "/" + std::to_string(r.shard_total));
-    JobContext ctx(r, run->token, deadline, [this, id = r.fire_id](std::string line) { FireLog(id, line); });
+    JobContext ctx(r, run->token, deadline, [this, id = r.fire_id](const std::string& line) { FireLog(id, line); });
     Status status;
     if (run->token.cancelled()) {
         status = Cancelled("cancelled before it started");
@@ -771,6 +771,7 @@ void Runtime::LearnSigning(const http::ClientResponse& answer) {
     if (keys.size() != signing_keys_.size() || !std::equal(keys.begin(), keys.end(), signing_keys_.begin(),
                                                            [](const auto& a, const auto& b) { return a.id == b.id; })) {
         std::vector<std::string> ids;
+        ids.reserve(keys.size());
         for (const auto& k : keys) ids.push_back(k.id);
         spdlog::info("executor {}: signing keys now {}; cluster clock offset {} ms", options_.app, fmt::join(ids, ", "),
                      offset);

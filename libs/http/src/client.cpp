@@ -18,8 +18,8 @@ namespace impl {
 
 // Bounds what a peer can make us buffer while the parser waits for the end of a line (status
 // line, header, chunk-size line, chunk extension, trailer); bodies go to the response itself.
-constexpr std::size_t kResponseHeaderLimit = 64 * 1024;
-constexpr std::size_t kReadBufferLimit = kResponseHeaderLimit + 64 * 1024;
+constexpr std::size_t kResponseHeaderLimit = std::size_t{64} * 1024;
+constexpr std::size_t kReadBufferLimit = kResponseHeaderLimit + std::size_t{64} * 1024;
 
 struct PooledConnection {
     explicit PooledConnection(net::any_io_executor ex) : stream(std::move(ex)), buffer(kReadBufferLimit) {}

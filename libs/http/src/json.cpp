@@ -157,7 +157,8 @@ std::string JsonFields::Enum(std::string_view key, std::string fallback,
 
 nlohmann::json JsonFields::Value(std::string_view key, nlohmann::json fallback) {
     const nlohmann::json* v = Find(key, false);
-    return v == nullptr ? std::move(fallback) : *v;
+    if (v == nullptr) return fallback;
+    return *v;
 }
 
 std::vector<std::string> JsonFields::StringList(std::string_view key) {

@@ -78,18 +78,18 @@ using Clock = std::chrono::steady_clock;
 constexpr std::int64_t kMaxRejecting = 64;
 constexpr std::size_t kReadChunk = 4096;
 constexpr auto kLingerTime = std::chrono::seconds(1);
-constexpr std::size_t kLingerBytes = 64 * 1024 * 1024;
+constexpr std::size_t kLingerBytes = std::size_t{64} * 1024 * 1024;
 // Room in a connection's read buffer beyond the header limit, for chunk-size lines, chunk
 // extensions and trailers (which Boost 1.74's parser does not bound) and a pipelined request's
 // start. Request bodies do not accumulate there: the parser moves them into the request.
-constexpr std::size_t kReadMargin = 64 * 1024;
+constexpr std::size_t kReadMargin = std::size_t{64} * 1024;
 
 std::int64_t NowNs() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
 }
 
 auto LogFailure(std::string what) {
-    return [what = std::move(what)](std::exception_ptr e) {
+    return [what = std::move(what)](const std::exception_ptr& e) {
         if (!e) return;
         try {
             std::rethrow_exception(e);

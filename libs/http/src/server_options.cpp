@@ -14,7 +14,7 @@ ServerOptions ServerOptions::FromYaml(const ConfigNode& node, const ServerOption
     o.body_limit = static_cast<std::size_t>(
         node.Int("body-limit", static_cast<std::int64_t>(o.body_limit), 1, std::int64_t{1} << 30));
     o.header_limit = static_cast<std::size_t>(
-        node.Int("header-limit", static_cast<std::int64_t>(o.header_limit), 1024, 1024 * 1024));
+        node.Int("header-limit", static_cast<std::int64_t>(o.header_limit), 1024, std::int64_t{1024} * 1024));
     o.header_timeout = node.Duration("header-timeout", o.header_timeout, milliseconds(1));
     o.first_byte_timeout = node.Duration("first-byte-timeout", o.first_byte_timeout, milliseconds(1));
     o.body_timeout = node.Duration("body-timeout", o.body_timeout, milliseconds(1));

@@ -163,7 +163,7 @@ class HttpWebhookSender final : public WebhookSender {
         http::ClientOptions o;
         o.connect_timeout = std::min<Micros>(timeout, std::chrono::seconds(2));
         o.request_timeout = timeout;
-        o.body_limit = 64 * 1024;
+        o.body_limit = std::size_t{64} * 1024;
         o.max_idle_per_host = 2;
         o.user_agent = "sched-alerts";
         return o;
@@ -294,7 +294,7 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
     impl_->purge_thread = std::thread([this] { PurgeLoop(); });
     impl_->alert_thread = std::thread([this] { AlertLoop(); });
     impl_->gauges_thread = std::thread([this] { ClusterGaugesLoop(); });
-    impl_->elector_thread = std::jthread([this](std::stop_token st) { impl_->elector->Run(st); });
+    impl_->elector_thread = std::jthread([this](const std::stop_token& st) { impl_->elector->Run(st); });
     started_at_ = std::chrono::steady_clock::now();
     started_ = true;
     spdlog::info("trigger node {} serving on {} (slave {})", node_id_, advertised_,
@@ -631,7 +631,7 @@ void TriggerNode::ExportNodeMetrics() {
     // or max over all nodes counts each fire once.
     auto* impl = impl_.get();
     const auto gauge = [this, impl](const char* name, const char* help, std::vector<std::string> labels,
-                                    std::function<Samples(const store::ClusterGauges&)> pick) {
+                                    const std::function<Samples(const store::ClusterGauges&)>& pick) {
         metrics_.Observed(name, help, Kind::kGauge, std::move(labels), [impl, pick] {
             std::lock_guard lock(impl->gauges_mu);
             return impl->gauges ? pick(*impl->gauges) : Samples{};

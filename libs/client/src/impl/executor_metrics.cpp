@@ -30,7 +30,7 @@ ExecutorMetrics::ExecutorMetrics(MetricsRegistry& registry, const std::string& a
     // already identifies the instance, and a join adds the app where a query wants it.
     registry.Gauge("sched_client_info", "1, labelled with the executor's app.", {"app"}).Labels({app}).Set(1);
     const auto one = [&](const std::string& name, const std::string& help, Kind kind,
-                         std::function<double(const ExecutorStats&)> pick) {
+                         const std::function<double(const ExecutorStats&)>& pick) {
         registry.Observed(name, help, kind, {}, [stats, pick] {
             return std::vector<ObservedSample>{{{}, pick(stats())}};
         });

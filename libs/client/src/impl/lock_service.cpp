@@ -242,7 +242,7 @@ Status LockService::Release(LockState& s) {
         s.released = true;
     }
     net::post(io_, [timer = s.timer] { timer->cancel(); });
-    const nlohmann::json release_body = {{"app", app_}, {"owner", s.owner}, {"epoch", s.epoch}};
+    nlohmann::json release_body = {{"app", app_}, {"owner", s.owner}, {"epoch", s.epoch}};
     auto body = [release_body] {
         return release_body;
     };
