@@ -4,6 +4,7 @@
 
 #include "sched/common/net.hpp"
 #include "sched/http/client.hpp"
+#include "sched/http/error_body.hpp"
 #include "table.hpp"
 
 namespace sched::ctl {
@@ -54,12 +55,10 @@ Result<ApiReply> ApiClient::Call(http::Method method, std::string_view path,
 
 std::string DescribeError(const ApiReply& reply) {
     std::string out = "HTTP " + std::to_string(reply.status);
-    const nlohmann::json& j = reply.json;
-    if (j.is_object() && j.contains("error") && j["error"].is_object()) {
-        const auto& e = j["error"];
-        if (e.contains("code") && e["code"].is_string()) out += " " + e["code"].get<std::string>();
-        if (e.contains("message") && e["message"].is_string()) out += ": " + e["message"].get<std::string>();
-        if (e.contains("field") && e["field"].is_string()) out += " (field: " + e["field"].get<std::string>() + ")";
+    if (const auto e = http::ParseErrorBody(reply.json)) {
+        if (!e->code.empty()) out += " " + e->code;
+        if (!e->message.empty()) out += ": " + e->message;
+        if (!e->field.empty()) out += " (field: " + e->field + ")";
         return SanitizeCell(out);
     }
     std::string text = reply.body.substr(0, 200);

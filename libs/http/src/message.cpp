@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "sched/http/error_body.hpp"
+
 namespace sched::http {
 
 namespace {
@@ -173,9 +175,7 @@ Response Response::NoContent() {
 }
 
 Response Response::Error(int http_status, std::string_view code, std::string message, std::string field) {
-    nlohmann::json error = {{"code", code}, {"message", std::move(message)}, {"field", nullptr}};
-    if (!field.empty()) error["field"] = std::move(field);
-    Response r = Json({{"error", std::move(error)}}, http_status);
+    Response r = Json(ErrorBody(code, std::move(message), std::move(field)), http_status);
     if (http_status == 401) r.headers.Set("WWW-Authenticate", "Bearer");
     return r;
 }

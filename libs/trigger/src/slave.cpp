@@ -15,6 +15,7 @@
 #include "sched/common/on_pool.hpp"
 #include "sched/cron/misfire.hpp"
 #include "sched/protocol/run.hpp"
+#include "sched/protocol/run_answer.hpp"
 #include "sched/protocol/run_batch.hpp"
 
 namespace sched::trigger {
@@ -36,11 +37,10 @@ nlohmann::json ParamsJson(const std::string& text) {
     return j.is_discarded() ? nlohmann::json(text) : j;
 }
 
-std::string ErrorField(const http::ClientResponse& r) {
+// The executor's answer to one /v1/run (a body that is not JSON reads as a refusal naming no field).
+protocol::RunAnswer ReadAnswer(const http::ClientResponse& r) {
     auto j = r.Json();
-    if (!j.ok() || !j->contains("error")) return "";
-    const auto& e = (*j)["error"];
-    return e.contains("field") && e["field"].is_string() ? e["field"].get<std::string>() : "";
+    return protocol::ReadRunAnswer(r.status, j.ok() ? *j : nlohmann::json());
 }
 
 // A /v1/run body for `fire` of `job`, claimed in a group at `epoch`. The job's block strategy
@@ -551,7 +551,7 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
             const std::string& address = order[a];
             const std::string base = "http://" + address;
             if (probe == Probe::kBeat) {
-                const std::string beat_url = base + "/v1/beat";
+                const std::string beat_url = base + std::string(protocol::kBeatPath);
                 const std::string no_body;
                 auto beat = co_await executors_->Send(app, http::Method::kGet, beat_url, no_body, call);
                 if (!beat.ok() || !beat->ok()) {
@@ -560,8 +560,8 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
                     continue;
                 }
             } else if (probe == Probe::kIdleBeat) {
-                const std::string idle_body = nlohmann::json{{"job_id", job.id}}.dump();
-                const std::string idle_url = base + "/v1/idle-beat";
+                const std::string idle_body = protocol::ToJson(protocol::IdleBeatRequest{.job_id = job.id}).dump();
+                const std::string idle_url = base + std::string(protocol::kIdleBeatPath);
                 auto idle = co_await executors_->Send(app, http::Method::kPost, idle_url, idle_body, call);
                 if (!idle.ok() || !idle->ok()) {
                     all_busy = false;
@@ -575,7 +575,7 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
                 note(address, "max-calls-per-executor calls open for dispatch-timeout", "saturated");
                 continue;
             }
-            const std::string run_url = base + "/v1/run";
+            const std::string run_url = base + std::string(protocol::kRunPath);
             const std::int64_t sent_at = time_.NowMs();
             auto response = co_await executors_->Send(app, http::Method::kPost, run_url, run, call);
             ReleaseCall(address);
@@ -584,12 +584,13 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
                 note(address, response.status().message(), "transport");
                 continue;
             }
-            if (response->status == 202) {
+            const protocol::RunAnswer answer = ReadAnswer(*response);
+            if (answer.accepted()) {
                 Accepted(fire, job, address, sent_at);
                 co_return;
             }
-            const std::string field = ErrorField(*response);
-            if (response->status == 409 && field == "epoch" && !restamped) {
+            const std::string& field = answer.field();
+            if (answer.status == 409 && field == "epoch" && !restamped) {
                 // The instance has seen a newer master than the one in force at the claim (a
                 // failover since, e.g. while the group waited for its due time). The fire is
                 // still this claim's to send if it is still dispatching under its token: stamp
@@ -612,7 +613,7 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
                     continue;
                 }
             }
-            if (response->status == 409 && field == "block_strategy") {
+            if (answer.status == 409 && field == "block_strategy") {
                 dispatched_.Labels({"discarded"}).Inc();
                 const std::string why =
                     "discarded: the job is still running on " + address + " (block strategy discard-later)";
@@ -748,19 +749,17 @@ net::awaitable<void> Slave::SendBatch(std::shared_ptr<const Group> group, std::s
         const bool slot = co_await net::co_spawn(strand_, std::move(acquire), net::use_awaitable);
         if (!slot) break;
         const std::string body = "{\"runs\":[" + runs + "]}";
-        const std::string url = "http://" + address + protocol::kRunsPath;
+        const std::string url = "http://" + address + std::string(protocol::kRunsPath);
         const http::CallOptions call{.timeout = config_.dispatch_timeout};
         const std::int64_t sent_at = time_.NowMs();
         auto response = co_await executors_->Send(app, http::Method::kPost, url, body, call);
         ReleaseCall(address);
         run_batches_.Inc();
-        nlohmann::json results;
+        std::optional<std::vector<protocol::RunAnswer>> answers;
         if (response.ok() && response->status == 200) {
-            if (auto parsed = response->Json(); parsed.ok() && parsed->is_object() && parsed->contains("results")) {
-                results = std::move((*parsed)["results"]);
-            }
+            if (auto parsed = response->Json(); parsed.ok()) answers = protocol::ReadBatchAnswer(*parsed, count);
         }
-        if (!results.is_array() || results.size() != count) {
+        if (!answers) {
             if (response.ok() && response->status == 404) {
                 spdlog::info("slave {}: executor {} does not serve {} (an older client SDK): runs go one by one",
                              node_id_, address, protocol::kRunsPath);
@@ -777,23 +776,16 @@ net::awaitable<void> Slave::SendBatch(std::shared_ptr<const Group> group, std::s
         for (std::size_t k = 0; k < count; ++k) {
             const store::Fire& fire = fires[from + k];
             const store::Job& job = group->jobs.at(fire.job_id);
-            const auto& item = results[k];
-            const int status = item.is_object() && item.contains("status") && item["status"].is_number_integer()
-                                   ? item["status"].get<int>()
-                                   : 0;
-            if (status == 202) {
+            const protocol::RunAnswer& answer = (*answers)[k];
+            if (answer.accepted()) {
                 Accepted(fire, job, address, sent_at);
                 Forget(fire.id);
                 placed[from + k] = true;
                 continue;
             }
-            std::string field;
-            if (item.is_object() && item.contains("error") && item["error"].is_object() &&
-                item["error"].contains("field") && item["error"]["field"].is_string()) {
-                field = item["error"]["field"].get<std::string>();
-            }
+            const std::string& field = answer.field();
             constexpr std::string_view kBlock = ".block_strategy";
-            if (status == 409 && field.size() >= kBlock.size() &&
+            if (answer.status == 409 && field.size() >= kBlock.size() &&
                 field.compare(field.size() - kBlock.size(), kBlock.size(), kBlock) == 0) {
                 dispatched_.Labels({"discarded"}).Inc();
                 const std::string why =
@@ -922,7 +914,7 @@ net::awaitable<void> Slave::WatchTimeout(std::int64_t fire_id, std::string app, 
     if (!status.ok() || (*status != FireStatus::kRunning && *status != FireStatus::kDispatching)) co_return;
     http::CallOptions call{.timeout = config_.dispatch_timeout};
     const std::string kill_body = protocol::ToJson(protocol::KillRequest{.fire_id = fire_id}).dump();
-    const std::string kill_url = "http://" + address + "/v1/kill";
+    const std::string kill_url = "http://" + address + std::string(protocol::kKillPath);
     auto killed = co_await executors_->Send(app, http::Method::kPost, kill_url, kill_body, call);
     if (!killed.ok() || !killed->ok()) {
         spdlog::warn("slave {}: kill of timed-out fire {} on {} failed", node_id_, fire_id, address);

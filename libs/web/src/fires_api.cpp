@@ -12,6 +12,8 @@
 #include "impl/views.hpp"
 #include "sched/dispatch/executor_signer.hpp"
 #include "sched/http/client.hpp"
+#include "sched/protocol/run.hpp"
+#include "sched/protocol/run_answer.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/fire_log.hpp"
 #include "sched/store/job.hpp"
@@ -195,8 +197,8 @@ void AddFireRoutes(Routes& routes) {
                        executor["address"] = *killed->executor_address;
                        const auto executor_io = co_await net::this_coro::executor;
                        http::HttpClient client(executor_io);
-                       const std::string url = "http://" + *killed->executor_address + "/v1/kill";
-                       const std::string body = nlohmann::json{{"fire_id", *id}}.dump();
+                       const std::string url = "http://" + *killed->executor_address + std::string(protocol::kKillPath);
+                       const std::string body = protocol::ToJson(protocol::KillRequest{.fire_id = *id}).dump();
                        const http::CallOptions call = ExecutorCall(*ctx);
                        const std::string app = co_await JobApp(*ctx, killed->job_id);
                        auto answer = co_await signer->Send(client, app, Method::kPost, url, body, call);
@@ -249,8 +251,8 @@ void AddFireRoutes(Routes& routes) {
             const std::string address = *fire->executor_address;
             const auto executor_io = co_await net::this_coro::executor;
             http::HttpClient client(executor_io);
-            const std::string url = "http://" + address + "/v1/log?fire_id=" + std::to_string(*id) +
-                                    "&from_line=" + std::to_string(from_line);
+            const std::string url = "http://" + address + std::string(protocol::kLogPath) +
+                                    "?fire_id=" + std::to_string(*id) + "&from_line=" + std::to_string(from_line);
             const http::CallOptions call = ExecutorCall(*ctx);
             const std::string app = co_await JobApp(*ctx, fire->job_id);
             const std::string no_body;

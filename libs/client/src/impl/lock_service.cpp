@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sched/common/backoff.hpp"
+#include "sched/http/error_body.hpp"
 
 namespace sched::client {
 namespace impl {
@@ -36,15 +37,10 @@ bool TryElsewhere(int status) {
 
 Status StatusFromResponse(const http::ClientResponse& response) {
     auto body = response.Json();
-    std::string code_name;
     std::string message = "HTTP " + std::to_string(response.status);
-    if (body.ok() && body->contains("error") && (*body)["error"].is_object()) {
-        const auto& e = (*body)["error"];
-        code_name = e.value("code", "");
-        message = e.value("message", message);
-    }
-    for (int c = 1; c <= static_cast<int>(Code::kUnauthenticated); ++c) {
-        if (CodeName(static_cast<Code>(c)) == code_name) return Status(static_cast<Code>(c), message);
+    if (const auto error = body.ok() ? http::ParseErrorBody(*body) : std::nullopt) {
+        if (!error->message.empty()) message = error->message;
+        if (const auto code = error->Canonical()) return Status(*code, message);
     }
     return Status(response.status >= 500 ? Code::kUnavailable : Code::kInternal, message);
 }

@@ -11,12 +11,14 @@
 /// One result per run, in order; each `status` is what POST /v1/run would have answered for
 /// that run alone, and the rest of the item is that answer's body. An executor without the
 /// route (an SDK before it) answers 404 for the path: the node then sends /v1/run per fire.
+/// The answers' types: sched/protocol/run_answer.hpp.
 
 #include <cstddef>
+#include <string_view>
 
 namespace sched::protocol {
 
-inline constexpr const char* kRunsPath = "/v1/runs";
+inline constexpr std::string_view kRunsPath = "/v1/runs";
 /// Runs per request at most (the executor answers 400 beyond it; its body-limit applies too).
 inline constexpr std::size_t kMaxRunsPerBatch = 1000;
 
