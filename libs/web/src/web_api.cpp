@@ -105,6 +105,10 @@ std::optional<std::int64_t> PathId(const http::Request& req, std::optional<http:
 
 std::optional<std::string> UnknownQueryParam(const http::Request& req,
                                              std::initializer_list<std::string_view> allowed) {
+    return UnknownQueryParam(req, std::span<const std::string_view>(allowed.begin(), allowed.size()));
+}
+
+std::optional<std::string> UnknownQueryParam(const http::Request& req, std::span<const std::string_view> allowed) {
     std::string_view rest = req.query;
     while (!rest.empty()) {
         const auto amp = rest.find('&');
