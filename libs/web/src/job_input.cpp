@@ -181,4 +181,16 @@ std::string FieldFor(const Status& s) {
     }
 }
 
+// The job's schedule as the master makes it (trigger::Master::ScheduleFor): with its id, jitter
+// and DST choice.
+Result<cron::Schedule> StoredSchedule(const store::Job& job) {
+    const auto options = cron::ParseScheduleOptions(job.id, job.jitter_ms, job.dst_gap, job.dst_overlap);
+    if (!options.ok()) return options.status();
+    return cron::Schedule::Make(job.schedule_type, job.schedule_expr, job.time_zone, nullptr, *options);
+}
+
+http::Response JobError(const Status& s) {
+    return http::Response::Error(s, FieldFor(s));
+}
+
 }  // namespace sched::web::impl

@@ -42,6 +42,7 @@ std::vector<RouteInfo> AddWebRoutes(http::Router& router, const WebOptions& opti
     auto ctx = std::make_shared<impl::Context>(options, std::move(database), db_pool, metrics);
     impl::Routes routes(router, ctx);
     impl::AddJobRoutes(routes);
+    impl::AddScheduleRoutes(routes);
     impl::AddBackfillRoutes(routes);
     impl::AddCalendarRoutes(routes);
     impl::AddFireRoutes(routes);

@@ -5,7 +5,7 @@
 namespace sched::web::impl {
 namespace {
 
-nlohmann::json Body(nlohmann::json overrides = nlohmann::json::object()) {
+nlohmann::json Body(const nlohmann::json& overrides = nlohmann::json::object()) {
     nlohmann::json body = {{"name", "nightly"},
                            {"app", "billing"},
                            {"handler", "report"},

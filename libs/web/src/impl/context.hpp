@@ -60,6 +60,7 @@ class Routes {
 };
 
 void AddJobRoutes(Routes& routes);
+void AddScheduleRoutes(Routes& routes);  // /jobs/{id}/next, /schedules/validate
 void AddBackfillRoutes(Routes& routes);
 void AddCalendarRoutes(Routes& routes);
 void AddFireRoutes(Routes& routes);

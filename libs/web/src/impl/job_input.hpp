@@ -43,8 +43,15 @@ std::optional<http::ApiError> ReadJobInput(const nlohmann::json& body, const sto
 /// kInvalidArgument naming the field when no fire time is left (end_at past, expression exhausted).
 Status PlanNextFire(JobInput& in, const store::Job* current, std::int64_t now_ms);
 
+/// The job's schedule as the master makes it (trigger::Master::ScheduleFor): with its id, jitter
+/// and DST choice.
+Result<cron::Schedule> StoredSchedule(const store::Job& job);
+
 /// Which request field a job repository error is about ("name" for kAlreadyExists, "version"
 /// for kAborted, ...; "" when none).
 std::string FieldFor(const Status& s);
+
+/// A job repository error as the response, naming FieldFor(s).
+http::Response JobError(const Status& s);
 
 }  // namespace sched::web::impl
