@@ -11,6 +11,7 @@
 
 #include "impl/audit.hpp"
 #include "impl/context.hpp"
+#include "impl/list_query.hpp"
 #include "sched/http/json.hpp"
 #include "sched/http/url.hpp"
 #include "sched/store/alert.hpp"
@@ -178,13 +179,11 @@ void AddAlertRoutes(Routes& routes) {
                });
     routes.Add(Method::kGet, "/api/v1/alert-rules", Permission::kAdmin,
                [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
-                   if (auto unknown = UnknownQueryParam(req, {"cursor", "limit"})) {
-                       co_return BadRequest(*unknown, *unknown + ": unknown query parameter");
-                   }
                    std::optional<Response> error;
-                   const std::int64_t after = QueryInt(req, "cursor", 0, kMaxId, error).value_or(0);
-                   const int limit = static_cast<int>(QueryInt(req, "limit", 1, kMaxPageSize, error).value_or(50));
-                   if (error) co_return *error;
+                   const auto page = ReadPageRequest(req, {}, error, {.max_limit = kMaxPageSize});
+                   if (!page) co_return *error;
+                   const std::int64_t after = page->cursor;
+                   const int limit = page->limit;
                    auto work = [after, limit](db::Database& db) {
                        return store::AlertRepository(db).ListRules(after, limit);
                    };
@@ -233,13 +232,13 @@ void AddAlertRoutes(Routes& routes) {
                });
     routes.Add(Method::kGet, "/api/v1/alert-deliveries", Permission::kAdmin,
                [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
-                   if (auto unknown = UnknownQueryParam(req, {"rule_id", "status", "limit"})) {
-                       co_return BadRequest(*unknown, *unknown + ": unknown query parameter");
-                   }
                    std::optional<Response> error;
+                   const auto page =
+                       ReadPageRequest(req, {"rule_id", "status"}, error, {.max_limit = kMaxPageSize, .cursor = false});
+                   if (!page) co_return *error;
                    store::DeliveryFilter filter;
                    filter.rule_id = QueryInt(req, "rule_id", 1, kMaxId, error);
-                   filter.limit = static_cast<int>(QueryInt(req, "limit", 1, kMaxPageSize, error).value_or(50));
+                   filter.limit = page->limit;
                    if (error) co_return *error;
                    if (auto status = req.Query("status"); status && !status->empty()) {
                        filter.status = store::ParseDeliveryStatus(*status);

@@ -8,6 +8,7 @@
 
 #include "impl/audit.hpp"
 #include "impl/context.hpp"
+#include "impl/list_query.hpp"
 #include "sched/http/json.hpp"
 
 namespace sched::web::impl {
@@ -122,14 +123,14 @@ void AddAuditRoutes(Routes& routes) {
     // a job and why without an admin token.
     routes.Add(Method::kGet, "/api/v1/audit", Permission::kViewer,
                [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
-                   if (auto unknown = UnknownQueryParam(
-                           req, {"target_kind", "target_id", "actor", "action", "since", "until", "cursor", "limit"})) {
-                       co_return BadRequest(*unknown, *unknown + ": unknown query parameter");
-                   }
                    std::optional<Response> error;
+                   const auto paging =
+                       ReadPageRequest(req, {"target_kind", "target_id", "actor", "action", "since", "until"}, error,
+                                       {.max_limit = kMaxPage, .min_cursor = 1});
+                   if (!paging) co_return *error;
                    store::AuditFilter filter;
-                   const int page = static_cast<int>(QueryInt(req, "limit", 1, kMaxPage, error).value_or(50));
-                   filter.before_id = QueryInt(req, "cursor", 1, INT64_MAX, error).value_or(0);
+                   const int page = paging->limit;
+                   filter.before_id = paging->cursor;
                    filter.since_ms = QueryInt(req, "since", 0, INT64_MAX, error);
                    filter.until_ms = QueryInt(req, "until", 0, INT64_MAX, error);
                    if (error) co_return *error;

@@ -8,6 +8,7 @@
 
 #include "impl/audit.hpp"
 #include "impl/context.hpp"
+#include "impl/list_query.hpp"
 #include "sched/cron/schedule.hpp"
 #include "sched/cron/time_zone.hpp"
 #include "sched/cron/times_in_range.hpp"
@@ -34,7 +35,6 @@ constexpr int kDefaultParallel = 4;
 /// Running backfills one job may have at once.
 constexpr int kMaxRunningPerJob = 10;
 constexpr int kMaxPageSize = 200;
-constexpr std::int64_t kMaxId = INT64_MAX;
 
 struct BackfillInput {
     std::int64_t from = 0;
@@ -258,12 +258,10 @@ void AddBackfillRoutes(Routes& routes) {
                    std::optional<Response> error;
                    const auto id = PathId(req, error);
                    if (!id) co_return *error;
-                   if (auto unknown = UnknownQueryParam(req, {"cursor", "limit"})) {
-                       co_return BadRequest(*unknown, *unknown + ": unknown query parameter");
-                   }
-                   const auto before = QueryInt(req, "cursor", 0, kMaxId, error).value_or(0);
-                   const int page = static_cast<int>(QueryInt(req, "limit", 1, kMaxPageSize, error).value_or(50));
-                   if (error) co_return *error;
+                   const auto paging = ReadPageRequest(req, {}, error, {.max_limit = kMaxPageSize});
+                   if (!paging) co_return *error;
+                   const auto before = paging->cursor;
+                   const int page = paging->limit;
                    auto work = [id = *id, before, page](db::Database& db) -> Result<nlohmann::json> {
                        auto job = store::JobRepository(db).Get(id);
                        if (!job.ok()) return job.status();

@@ -8,6 +8,7 @@
 #include "impl/audit.hpp"
 #include "impl/calendars.hpp"
 #include "impl/context.hpp"
+#include "impl/list_query.hpp"
 #include "impl/views.hpp"
 #include "sched/store/calendar.hpp"
 
@@ -268,13 +269,11 @@ void AddCalendarRoutes(Routes& routes) {
 
     routes.Add(Method::kGet, "/api/v1/calendars", Permission::kViewer,
                [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
-                   if (auto unknown = UnknownQueryParam(req, {"cursor", "limit"})) {
-                       co_return BadRequest(*unknown, *unknown + ": unknown query parameter");
-                   }
                    std::optional<Response> error;
-                   const int limit = static_cast<int>(QueryInt(req, "limit", 1, 200, error).value_or(50));
-                   const std::int64_t after = QueryInt(req, "cursor", 0, INT64_MAX, error).value_or(0);
-                   if (error) co_return *error;
+                   const auto page = ReadPageRequest(req, {}, error, {.max_limit = 200});
+                   if (!page) co_return *error;
+                   const int limit = page->limit;
+                   const std::int64_t after = page->cursor;
                    auto work = [limit, after](db::Database& db) -> Result<nlohmann::json> {
                        auto listed = store::CalendarRepository(db).List(after, limit + 1);
                        if (!listed.ok()) return listed.status();
@@ -402,9 +401,7 @@ void AddCalendarRoutes(Routes& routes) {
                    std::optional<Response> error;
                    const auto id = PathId(req, error);
                    if (!id) co_return *error;
-                   if (auto unknown = UnknownQueryParam(req, {"days"})) {
-                       co_return BadRequest(*unknown, *unknown + ": unknown query parameter");
-                   }
+                   if (auto unknown = RejectUnknownQuery(req, {"days"})) co_return *unknown;
                    const auto days = QueryInt(req, "days", 1, kMaxPreviewDays, error).value_or(14);
                    if (error) co_return *error;
                    auto work = [id = *id, days](db::Database& db) -> Result<nlohmann::json> {

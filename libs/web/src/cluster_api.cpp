@@ -3,6 +3,7 @@
 #include <map>
 
 #include "impl/context.hpp"
+#include "impl/list_query.hpp"
 #include "sched/lock/sql_lock_store.hpp"
 #include "sched/store/registry.hpp"
 
@@ -25,9 +26,7 @@ void AddClusterRoutes(Routes& routes) {
 
     routes.Add(Method::kGet, "/api/v1/executors", Permission::kViewer,
                [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
-                   if (auto unknown = UnknownQueryParam(req, {"app"})) {
-                       co_return BadRequest(*unknown, *unknown + ": unknown query parameter");
-                   }
+                   if (auto unknown = RejectUnknownQuery(req, {"app"})) co_return *unknown;
                    std::optional<std::string> app;
                    if (auto a = req.Query("app"); a && !a->empty()) app = *a;
                    const std::int64_t ttl_ms = Ms(ctx->options.executor_ttl);

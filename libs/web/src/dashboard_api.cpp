@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "impl/context.hpp"
+#include "impl/list_query.hpp"
 #include "sched/store/fire_stats.hpp"
 
 namespace sched::web::impl {
@@ -108,9 +109,7 @@ void AddDashboardRoutes(Routes& routes) {
     auto cache = std::make_shared<Cache>();
     routes.Add(Method::kGet, "/api/v1/dashboard", Permission::kViewer,
                [ctx, cache](Request& req, const Principal&) -> net::awaitable<Response> {
-                   if (auto unknown = UnknownQueryParam(req, {"window"})) {
-                       co_return BadRequest(*unknown, *unknown + ": unknown query parameter");
-                   }
+                   if (auto unknown = RejectUnknownQuery(req, {"window"})) co_return *unknown;
                    const std::string name = req.Query("window").value_or("1h");
                    const Window* window = nullptr;
                    for (const auto& w : kWindows) {

@@ -9,6 +9,7 @@
 
 #include "impl/audit.hpp"
 #include "impl/context.hpp"
+#include "impl/list_query.hpp"
 #include "impl/views.hpp"
 #include "sched/dispatch/executor_signer.hpp"
 #include "sched/http/client.hpp"
@@ -97,17 +98,16 @@ void AddFireRoutes(Routes& routes) {
 
     routes.Add(Method::kGet, "/api/v1/fires", Permission::kViewer,
                [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
-                   if (auto unknown =
-                           UnknownQueryParam(req, {"job_id", "status", "reason", "from", "to", "cursor", "limit"})) {
-                       co_return BadRequest(*unknown, *unknown + ": unknown query parameter");
-                   }
                    std::optional<Response> error;
+                   const auto paging = ReadPageRequest(req, {"job_id", "status", "reason", "from", "to"}, error,
+                                                       {.max_limit = kMaxPageSize});
+                   if (!paging) co_return *error;
                    store::FireFilter filter;
                    filter.job_id = QueryInt(req, "job_id", 1, kMaxId, error);
                    filter.scheduled_from = QueryInt(req, "from", 0, kMaxId, error);
                    filter.scheduled_to = QueryInt(req, "to", 0, kMaxId, error);
-                   filter.before_id = QueryInt(req, "cursor", 0, kMaxId, error).value_or(0);
-                   const int page = static_cast<int>(QueryInt(req, "limit", 1, kMaxPageSize, error).value_or(50));
+                   filter.before_id = paging->cursor;
+                   const int page = paging->limit;
                    if (error) co_return *error;
                    if (auto status = req.Query("status"); status && !status->empty()) {
                        filter.status = store::ParseFireStatus(*status);
@@ -221,9 +221,7 @@ void AddFireRoutes(Routes& routes) {
             std::optional<Response> error;
             const auto id = PathId(req, error);
             if (!id) co_return *error;
-            if (auto unknown = UnknownQueryParam(req, {"from_line"})) {
-                co_return BadRequest(*unknown, *unknown + ": unknown query parameter");
-            }
+            if (auto unknown = RejectUnknownQuery(req, {"from_line"})) co_return *unknown;
             const auto from_line = QueryInt(req, "from_line", 0, kMaxId, error).value_or(0);
             if (error) co_return *error;
             auto work = [id = *id](db::Database& db) {

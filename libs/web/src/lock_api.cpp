@@ -6,6 +6,7 @@
 #include <random>
 
 #include "impl/context.hpp"
+#include "impl/list_query.hpp"
 #include "impl/lock_handlers.hpp"
 #include "sched/common/backoff.hpp"
 #include "sched/common/on_pool.hpp"
@@ -387,8 +388,7 @@ net::awaitable<Response> LockApi::ExtendOrRelease(Request& req, const Principal&
 net::awaitable<Response> LockApi::Inspect(Request& req, const Principal& who) {
     const std::string key(req.PathParam("key"));
     if (auto bad = CheckKey(key)) co_return *bad;
-    if (auto unknown = UnknownQueryParam(req, {"app"}))
-        co_return BadRequest(*unknown, *unknown + ": unknown query parameter");
+    if (auto unknown = RejectUnknownQuery(req, {"app"})) co_return *unknown;
     std::optional<std::string> app;
     if (auto given = req.Query("app"); given && !given->empty()) app = *given;
     std::optional<Response> error;

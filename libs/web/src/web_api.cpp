@@ -42,6 +42,7 @@ std::vector<RouteInfo> AddWebRoutes(http::Router& router, const WebOptions& opti
     auto ctx = std::make_shared<impl::Context>(options, std::move(database), db_pool, metrics);
     impl::Routes routes(router, ctx);
     impl::AddJobRoutes(routes);
+    impl::AddScheduleRoutes(routes);
     impl::AddBackfillRoutes(routes);
     impl::AddCalendarRoutes(routes);
     impl::AddFireRoutes(routes);
@@ -105,6 +106,10 @@ std::optional<std::int64_t> PathId(const http::Request& req, std::optional<http:
 
 std::optional<std::string> UnknownQueryParam(const http::Request& req,
                                              std::initializer_list<std::string_view> allowed) {
+    return UnknownQueryParam(req, std::span<const std::string_view>(allowed.begin(), allowed.size()));
+}
+
+std::optional<std::string> UnknownQueryParam(const http::Request& req, std::span<const std::string_view> allowed) {
     std::string_view rest = req.query;
     while (!rest.empty()) {
         const auto amp = rest.find('&');

@@ -403,6 +403,26 @@ TEST_P(JobsApiTest, ListFiltersSearchAndPagesWithACursor) {
     EXPECT_EQ(ErrorField(Get("/api/v1/jobs?colour=red")), "colour");
 }
 
+// docs/api.md "Paging": names first, then limit, then cursor, then the route's filters; the
+// same on every list route.
+TEST_P(JobsApiTest, ListRoutesReportPagingErrorsInOneOrder) {
+    const auto job = CreateJob("paged");
+    for (const std::string& route : std::vector<std::string>{
+             "/api/v1/jobs", "/api/v1/fires", "/api/v1/audit", "/api/v1/calendars",
+             "/api/v1/jobs/" + std::to_string(job["id"].get<std::int64_t>()) + "/backfills", "/api/v1/alert-rules"}) {
+        EXPECT_EQ(ErrorField(Get(route + "?cursor=-1&limit=0")), "limit") << route;
+        EXPECT_EQ(ErrorField(Get(route + "?limit=0&cursor=-1")), "limit") << route;
+        EXPECT_EQ(ErrorField(Get(route + "?cursor=-1&limit=0&colour=red")), "colour") << route;
+        EXPECT_EQ(ErrorField(Get(route + "?cursor=x")), "cursor") << route;
+        const auto r = Get(route + "?limit=201");
+        EXPECT_EQ(r.status, 400) << route;
+        EXPECT_EQ(Body(r)["error"]["message"], "limit: expected an integer in 1..200, got \"201\"") << route;
+    }
+    EXPECT_EQ(ErrorField(Get("/api/v1/fires?status=nope&limit=0")), "limit");
+    EXPECT_EQ(ErrorField(Get("/api/v1/alert-deliveries?status=nope&limit=0")), "limit");
+    EXPECT_EQ(ErrorField(Get("/api/v1/alert-deliveries?cursor=1")), "cursor");
+}
+
 TEST_P(JobsApiTest, TheListShowsEachJobsLastFire) {
     const auto job = CreateJob("with-history");
     const auto id = job["id"].get<std::int64_t>();

@@ -60,6 +60,7 @@ class Routes {
 };
 
 void AddJobRoutes(Routes& routes);
+void AddScheduleRoutes(Routes& routes);  // /jobs/{id}/next, /schedules/validate
 void AddBackfillRoutes(Routes& routes);
 void AddCalendarRoutes(Routes& routes);
 void AddFireRoutes(Routes& routes);
@@ -104,6 +105,7 @@ std::optional<std::int64_t> PathId(const http::Request& req, std::optional<http:
 /// Query parameters: the first one not in `allowed`, if any (an unknown parameter is a 400, so
 /// that a typo never silently widens a listing).
 std::optional<std::string> UnknownQueryParam(const http::Request& req, std::initializer_list<std::string_view> allowed);
+std::optional<std::string> UnknownQueryParam(const http::Request& req, std::span<const std::string_view> allowed);
 
 /// An optional integer query parameter in [min, max]; error set to the 400 when malformed.
 std::optional<std::int64_t> QueryInt(const http::Request& req, std::string_view name, std::int64_t min,

@@ -1,0 +1,46 @@
+#pragma once
+
+// The query string of a list route (GET /api/v1/jobs, /fires, /audit, /calendars, ...): one
+// parser, so that every list route checks the same things in the same order.
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string_view>
+
+#include "sched/http/message.hpp"
+
+namespace sched::web::impl {
+
+/// The paging rules of one list route.
+struct PageBounds {
+    std::int64_t max_limit = 200;     ///< `limit` is in 1..max_limit
+    std::int64_t default_limit = 50;  ///< when `limit` is absent or empty
+    std::int64_t min_cursor = 0;      ///< `cursor` is in min_cursor..INT64_MAX (0: the first page)
+    bool cursor = true;               ///< false: the route takes no `cursor` (it is an unknown parameter)
+};
+
+/// A page request read from the query string.
+struct PageRequest {
+    int limit = 50;
+    std::int64_t cursor = 0;  ///< 0 (or absent): the first page
+};
+
+/// Reads `limit` and `cursor` and checks every parameter name, in this order, stopping at the
+/// first error (the 400 it sets in `error`, naming the field; the body text is the one every
+/// list route has always answered):
+///  1. each parameter name, in the order the query lists them, is `limit`, `cursor` (when
+///     bounds.cursor) or one of `filters`: else "<name>: unknown query parameter";
+///  2. `limit` is a decimal integer in 1..max_limit: else "limit: expected an integer in 1..N, got "x"";
+///  3. `cursor` is a decimal integer in min_cursor..INT64_MAX: likewise, naming `cursor`.
+/// The route's own filters are read after this, by the route. A repeated parameter counts with
+/// its first occurrence (http::Request::Query); an empty value counts as absent.
+std::optional<PageRequest> ReadPageRequest(const http::Request& req, std::initializer_list<std::string_view> filters,
+                                           std::optional<http::Response>& error, const PageBounds& bounds = {});
+
+/// For routes that are not paged: the 400 "<name>: unknown query parameter" for the first
+/// parameter not in `allowed`, if any.
+std::optional<http::Response> RejectUnknownQuery(const http::Request& req,
+                                                 std::initializer_list<std::string_view> allowed);
+
+}  // namespace sched::web::impl

@@ -1,0 +1,164 @@
+// Schedule previews: /api/v1/jobs/{id}/next and /api/v1/schedules/validate (moved out of jobs_api.cpp).
+
+#include <spdlog/spdlog.h>
+#include <array>
+#include "impl/audit.hpp"
+#include "impl/calendars.hpp"
+#include "impl/context.hpp"
+#include "impl/job_input.hpp"
+#include "impl/list_query.hpp"
+#include "impl/views.hpp"
+#include "sched/cron/misfire.hpp"
+#include "sched/cron/schedule.hpp"
+#include "sched/http/json.hpp"
+#include "sched/protocol/run.hpp"
+#include "sched/store/fire.hpp"
+#include "sched/store/job.hpp"
+#include "sched/store/registry.hpp"
+#include "sched/store/routing.hpp"
+
+namespace sched::web::impl {
+
+namespace {
+
+using http::Method;
+using http::Request;
+using http::Response;
+
+constexpr std::array<std::string_view, 7> kScheduleFields = {"schedule_type", "schedule_expr", "time_zone",  "count",
+                                                             "jitter_ms",     "dst_gap",       "dst_overlap"};
+
+constexpr int kMaxPreview = 100;
+// The preview's `dst` section looks this far ahead for the zone's next offset change, and shows
+// the fire times from half a day before it to half a day after.
+constexpr std::int64_t kDstLookaheadMs = 400LL * 86'400'000;
+constexpr std::int64_t kDstWindowMs = 12LL * 3'600'000;
+constexpr std::size_t kMaxDstTimes = 24;
+
+// The preview's `dst` section: the zone's next offset change within kDstLookaheadMs and the fire
+// times around it, as the job's DST choice resolves them; null when there is none (UTC, a zone
+// without DST) or the schedule is not cron (only cron times are local wall-clock times).
+nlohmann::json DstPreviewJson(const cron::Schedule& schedule, std::int64_t now_ms) {
+    if (schedule.type() != cron::ScheduleType::kCron || !schedule.zone()) return nullptr;
+    const auto change = cron::NextOffsetChange(*schedule.zone(), now_ms, kDstLookaheadMs);
+    if (!change) return nullptr;
+    nlohmann::json times = nlohmann::json::array();
+    nlohmann::json local = nlohmann::json::array();
+    for (const auto t : schedule.PreviewFireTimes(std::max(now_ms, change->at_ms - kDstWindowMs), kMaxDstTimes)) {
+        if (t > change->at_ms + kDstWindowMs) break;
+        times.push_back(t);
+        local.push_back(LocalIso(t, schedule.zone()));
+    }
+    const auto& o = schedule.options();
+    return {{"transition", change->at_ms},
+            {"transition_local", LocalIso(change->at_ms, schedule.zone())},
+            {"kind", change->offset_after_s > change->offset_before_s ? "gap" : "overlap"},
+            {"offset_before_s", change->offset_before_s},
+            {"offset_after_s", change->offset_after_s},
+            {"dst_gap", cron::DstGapName(o.dst_gap)},
+            {"dst_overlap", cron::DstOverlapName(o.dst_overlap)},
+            {"times", std::move(times)},
+            {"local", std::move(local)}};
+}
+
+// `times` are when the runs start: nominal schedule times plus the job's jitter.
+nlohmann::json PreviewJson(const cron::Schedule& schedule, std::int64_t now_ms, std::size_t count) {
+    nlohmann::json times = nlohmann::json::array();
+    nlohmann::json local = nlohmann::json::array();
+    for (const auto t : schedule.PreviewFireTimes(now_ms, count)) {
+        times.push_back(t);
+        local.push_back(LocalIso(t, schedule.zone()));
+    }
+    const bool uses_hash = schedule.cron() && schedule.cron()->UsesHash();
+    return {{"times", std::move(times)},
+            {"local", std::move(local)},
+            {"time_zone", schedule.zone_name()},
+            {"now", now_ms},
+            {"jitter_ms", schedule.options().jitter_ms},
+            {"uses_hash", uses_hash},
+            {"hash_seed", schedule.options().job_id ? nlohmann::json(*schedule.options().job_id) : nullptr},
+            {"dst", DstPreviewJson(schedule, now_ms)}};
+}
+
+}  // namespace
+
+void AddScheduleRoutes(Routes& routes) {
+    auto ctx = routes.context();
+
+    routes.Add(Method::kGet, "/api/v1/jobs/{id}/next", Permission::kViewer,
+               [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
+                   std::optional<Response> error;
+                   const auto id = PathId(req, error);
+                   if (!id) co_return *error;
+                   if (auto unknown = RejectUnknownQuery(req, {"count"})) co_return *unknown;
+                   const auto count = QueryInt(req, "count", 1, kMaxPreview, error).value_or(5);
+                   if (error) co_return *error;
+                   auto work = [id = *id, count](db::Database& db) -> Result<nlohmann::json> {
+                       auto job = store::JobRepository(db).Get(id);
+                       if (!job.ok()) return job.status();
+                       auto schedule = StoredSchedule(*job);
+                       if (!schedule.ok()) return FailedPrecondition("stored schedule: " + schedule.status().message());
+                       auto now = DbNowMs(db);
+                       if (!now.ok()) return now.status();
+                       nlohmann::json out;
+                       if (!job->calendar.empty() || job->start_at || job->end_at || job->max_runs) {
+                           std::optional<cron::Calendar> calendar;
+                           if (!job->calendar.empty()) {
+                               auto loaded = LoadCalendar(db, job->calendar);
+                               if (!loaded.ok()) return FailedPrecondition(loaded.status().message());
+                               calendar = std::move(*loaded);
+                           }
+                           out = BoundedPreviewJson(*job, *schedule, calendar ? &*calendar : nullptr, *now,
+                                                    static_cast<std::size_t>(count));
+                       } else {
+                           out = PreviewJson(*schedule, *now, static_cast<std::size_t>(count));
+                       }
+                       out["job_id"] = id;
+                       out["enabled"] = job->enabled;
+                       return out;
+                   };
+                   auto preview = co_await WithDb(*ctx, work);
+                   if (!preview.ok()) co_return JobError(preview.status());
+                   co_return Response::Json(*preview);
+               });
+
+    routes.Add(Method::kPost, "/api/v1/schedules/validate", Permission::kViewer,
+               [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
+                   auto body = req.Json();
+                   if (!body.ok()) co_return Response::Error(body.status(), "body");
+                   if (auto unknown = RejectUnknownFields(*body, kScheduleFields)) co_return *unknown;
+                   http::JsonFields f(*body);
+                   const std::string type = f.String("schedule_type");
+                   const std::string expr = f.String("schedule_expr", "");
+                   const std::string zone = f.String("time_zone", "UTC");
+                   const auto count = f.Int("count", 5, {.min = 1, .max = kMaxPreview});
+                   const auto jitter_ms = f.Int("jitter_ms", 0, {.min = 0, .max = cron::kMaxJitterMs});
+                   const std::string dst_gap = f.String("dst_gap", "auto");
+                   const std::string dst_overlap = f.String("dst_overlap", "auto");
+                   if (f.error()) co_return Response::Error(*f.error());
+                   if (expr.size() > kMaxExpr) {
+                       co_return BadRequest("schedule_expr",
+                                            "schedule_expr: at most " + std::to_string(kMaxExpr) + " characters");
+                   }
+                   std::string field;
+                   // No job id: `H` resolves with the seed "" (the job's own preview shows its times).
+                   const auto options =
+                       cron::ParseScheduleOptions(std::nullopt, jitter_ms, dst_gap, dst_overlap, &field);
+                   if (!options.ok()) co_return BadRequest(field, options.status().message());
+                   auto schedule = cron::Schedule::Make(type, expr, zone.empty() ? "UTC" : zone, &field, *options);
+                   if (!schedule.ok()) {
+                       co_return BadRequest(field.empty() ? "schedule_expr" : field, schedule.status().message());
+                   }
+                   auto work = [](db::Database& db) {
+                       return DbNowMs(db);
+                   };
+                   auto now = co_await WithDb(*ctx, work);
+                   if (!now.ok()) co_return Response::Error(now.status());
+                   auto out = PreviewJson(*schedule, *now, static_cast<std::size_t>(count));
+                   out["valid"] = true;
+                   out["schedule_expr"] = schedule->expression();
+                   co_return Response::Json(out);
+               });
+}
+
+}  // namespace sched::web::impl
