@@ -36,6 +36,8 @@ Options:
   --jobs N[,N...]    idle job counts (footprint, scale)
   --retention S      retention: the nodes' history-retention in seconds (default 30)
   --max-p99-ms MS    throughput: a step passes with p99 lag at or below this (default 100)
+  --lease-watch S    precision, throughput: seconds the lease is still watched after each window;
+                     epoch changes during and after the window are reported apart (default 5)
   --db mariadb|sqlite    a private MariaDB from scripts/mariadb.sh (default) or a SQLite file
   --db-url URL       an existing MySQL/MariaDB server (admin URL); a fresh database is created and dropped
   --trigger-bin PATH scheduler-trigger binary (default: the one built beside this bench)
@@ -115,6 +117,11 @@ int main(int argc, char** argv) {
                 if (o.retention < 1) throw std::invalid_argument("--retention: at least 1 second");
             } else if (arg == "--max-p99-ms") {
                 o.max_p99_ms = ParseInts(arg, value()).front();
+            } else if (arg == "--lease-watch") {
+                o.lease_watch = ParseInts(arg, value()).front();
+                if (o.lease_watch < 0 || o.lease_watch > 600) {
+                    throw std::invalid_argument("--lease-watch: 0 to 600 seconds");
+                }
             } else if (arg == "--db") {
                 o.cluster.db = value();
                 if (o.cluster.db != "mariadb" && o.cluster.db != "sqlite") {

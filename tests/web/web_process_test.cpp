@@ -8,7 +8,6 @@
 
 #include <gtest/gtest.h>
 
-#include "sched/common/beast.hpp"
 #include "sched/common/node_id.hpp"
 #include "sched/common/testing/child_process.hpp"
 
@@ -17,38 +16,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::ChildProcess;
-
-struct Reply {
-    int status = 0;
-    std::string content_type;
-    std::string body;
-};
-
-// One HTTP/1.1 request to 127.0.0.1:port with an optional bearer token.
-Reply Call(unsigned short port, bhttp::verb method, const std::string& target, const std::string& token = "",
-           const std::string& body = "") {
-    net::io_context io;
-    beast::tcp_stream stream(io);
-    stream.expires_after(std::chrono::seconds(5));
-    stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
-    bhttp::request<bhttp::string_body> req{method, target, 11};
-    req.set(bhttp::field::host, "127.0.0.1");
-    if (!token.empty()) req.set(bhttp::field::authorization, "Bearer " + token);
-    if (!body.empty()) {
-        req.set(bhttp::field::content_type, "application/json");
-        req.body() = body;
-    }
-    req.prepare_payload();
-    bhttp::write(stream, req);
-    beast::flat_buffer buffer;
-    bhttp::response_parser<bhttp::string_body> parser;
-    parser.body_limit(16 * 1024 * 1024);
-    bhttp::read(stream, buffer, parser);
-    beast::error_code ignored;
-    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    const auto& res = parser.get();
-    return {static_cast<int>(res.result_int()), std::string(res[bhttp::field::content_type]), res.body()};
-}
+using testing::HttpRequest;
 
 class WebProcess : public ::testing::Test {
   protected:
@@ -85,38 +53,38 @@ TEST_F(WebProcess, ServesHealthUiOpenApiAndTheAuthorisedApiThenStopsOnSigterm) {
     const auto port = PortOf(*line);
     ASSERT_NE(port, 0);
 
-    auto health = Call(port, bhttp::verb::get, "/healthz");
+    auto health = HttpRequest(port, "GET", "/healthz");
     EXPECT_EQ(health.status, 200);
     EXPECT_EQ(health.body, "ok\n");
-    auto ready = Call(port, bhttp::verb::get, "/readyz");
+    auto ready = HttpRequest(port, "GET", "/readyz");
     EXPECT_EQ(ready.status, 200) << ready.body;
     EXPECT_EQ(ready.body, "ready\n");
 
-    auto index = Call(port, bhttp::verb::get, "/");
+    auto index = HttpRequest(port, "GET", "/");
     EXPECT_EQ(index.status, 200);
     EXPECT_EQ(index.content_type.rfind("text/html", 0), 0u) << index.content_type;
     EXPECT_NE(index.body.find("<html"), std::string::npos) << index.body.substr(0, 200);
 
-    auto openapi = Call(port, bhttp::verb::get, "/api/v1/openapi.json");
+    auto openapi = HttpRequest(port, "GET", "/api/v1/openapi.json");
     EXPECT_EQ(openapi.status, 200);
     EXPECT_NE(openapi.body.find("\"openapi\""), std::string::npos) << openapi.body.substr(0, 200);
     EXPECT_NE(openapi.body.find("/api/v1/jobs"), std::string::npos);
 
     // The API with the token from the environment, and without any or with a wrong one.
-    auto jobs = Call(port, bhttp::verb::get, "/api/v1/jobs", token_);
+    auto jobs = HttpRequest(port, "GET", "/api/v1/jobs", "", token_);
     EXPECT_EQ(jobs.status, 200) << jobs.body;
     EXPECT_EQ(jobs.content_type.rfind("application/json", 0), 0u) << jobs.content_type;
-    auto anonymous = Call(port, bhttp::verb::get, "/api/v1/jobs");
+    auto anonymous = HttpRequest(port, "GET", "/api/v1/jobs");
     EXPECT_EQ(anonymous.status, 401) << anonymous.body;
     EXPECT_NE(anonymous.body.find("\"error\""), std::string::npos) << anonymous.body;
-    EXPECT_EQ(Call(port, bhttp::verb::get, "/api/v1/jobs", token_ + "x").status, 401);
+    EXPECT_EQ(HttpRequest(port, "GET", "/api/v1/jobs", "", token_ + "x").status, 401);
 
     // A write goes to the database, and a read on a new connection sees it.
     const std::string job = R"({"name":"web-process-test","app":"demo","handler":"echo",)"
                             R"("schedule_type":"cron","schedule_expr":"0 0 * * * ?"})";
-    auto created = Call(port, bhttp::verb::post, "/api/v1/jobs", token_, job);
+    auto created = HttpRequest(port, "POST", "/api/v1/jobs", job, token_);
     EXPECT_EQ(created.status, 201) << created.body;
-    auto listed = Call(port, bhttp::verb::get, "/api/v1/jobs", token_);
+    auto listed = HttpRequest(port, "GET", "/api/v1/jobs", "", token_);
     EXPECT_NE(listed.body.find("web-process-test"), std::string::npos) << listed.body;
     EXPECT_TRUE(std::filesystem::exists(dir_ / "data/web.db"));
 
@@ -128,7 +96,7 @@ TEST_F(WebProcess, ServesHealthUiOpenApiAndTheAuthorisedApiThenStopsOnSigterm) {
     EXPECT_LT(std::chrono::steady_clock::now() - asked, 10s);
     EXPECT_NE(p.stderr_text().find("scheduler-web stopped"), std::string::npos) << p.stderr_text();
     // Stopped means the port is closed.
-    EXPECT_THROW(Call(port, bhttp::verb::get, "/healthz"), std::exception);
+    EXPECT_THROW(HttpRequest(port, "GET", "/healthz"), std::exception);
 }
 
 TEST_F(WebProcess, RefusesToStartWithoutAToken) {

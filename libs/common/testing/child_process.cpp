@@ -9,12 +9,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #include "sched/common/beast.hpp"
-
-extern char** environ;
 
 namespace sched::testing {
 
@@ -34,10 +34,12 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>
         if (eq != std::string::npos) env_strings.push_back(extra);  // "KEY" alone only removes KEY
     }
     std::vector<char*> envp;
+    envp.reserve(env_strings.size() + 1);
     for (auto& s : env_strings) envp.push_back(s.data());
     envp.push_back(nullptr);
     std::vector<std::string> args = argv;
     std::vector<char*> argp;
+    argp.reserve(args.size() + 1);
     for (auto& a : args) argp.push_back(a.data());
     argp.push_back(nullptr);
 
@@ -194,9 +196,10 @@ std::pair<int, std::string> HttpCall(unsigned short port, const std::string& met
     return HttpCallAt("127.0.0.1", port, method, target, json_body, bearer);
 }
 
-std::pair<int, std::string> HttpCallAt(const std::string& host, unsigned short port, const std::string& method,
-                                       const std::string& target, const std::string& json_body,
-                                       const std::string& bearer, std::chrono::seconds timeout) {
+namespace {
+
+HttpReply Exchange(const std::string& host, unsigned short port, const std::string& method, const std::string& target,
+                   const std::string& json_body, const std::string& bearer, std::chrono::seconds timeout) {
     net::io_context io;
     beast::tcp_stream stream(io);
     stream.expires_after(timeout);
@@ -216,11 +219,27 @@ std::pair<int, std::string> HttpCallAt(const std::string& host, unsigned short p
     req.prepare_payload();
     bhttp::write(stream, req);
     beast::flat_buffer buffer;
-    bhttp::response<bhttp::string_body> res;
-    bhttp::read(stream, buffer, res);
+    bhttp::response_parser<bhttp::string_body> parser;
+    parser.body_limit(std::uint64_t{16} * 1024 * 1024);
+    bhttp::read(stream, buffer, parser);
     beast::error_code ignored;
     stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    return {static_cast<int>(res.result_int()), res.body()};
+    const auto& res = parser.get();
+    return {static_cast<int>(res.result_int()), std::string(res[bhttp::field::content_type]), res.body()};
+}
+
+}  // namespace
+
+std::pair<int, std::string> HttpCallAt(const std::string& host, unsigned short port, const std::string& method,
+                                       const std::string& target, const std::string& json_body,
+                                       const std::string& bearer, std::chrono::seconds timeout) {
+    auto reply = Exchange(host, port, method, target, json_body, bearer, timeout);
+    return {reply.status, std::move(reply.body)};
+}
+
+HttpReply HttpRequest(unsigned short port, const std::string& method, const std::string& target,
+                      const std::string& json_body, const std::string& bearer) {
+    return Exchange("127.0.0.1", port, method, target, json_body, bearer, std::chrono::seconds(5));
 }
 
 }  // namespace sched::testing

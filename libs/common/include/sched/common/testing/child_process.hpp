@@ -78,6 +78,17 @@ std::pair<int, std::string> HttpGet(unsigned short port, const std::string& targ
 /// {status, body}; throws on connection failure or after 5 s without an answer.
 std::pair<int, std::string> HttpCall(unsigned short port, const std::string& method, const std::string& target,
                                      const std::string& json_body = "", const std::string& bearer = "");
+/// An HTTP answer: status, the Content-Type header and the body.
+struct HttpReply {
+    int status = 0;
+    std::string content_type;
+    std::string body;
+};
+
+/// HttpCall's request, answering also the Content-Type (16 MiB body limit).
+HttpReply HttpRequest(unsigned short port, const std::string& method, const std::string& target,
+                      const std::string& json_body = "", const std::string& bearer = "");
+
 /// The same to any IPv4/IPv6 address (a test's network namespace, say) with its own timeout.
 std::pair<int, std::string> HttpCallAt(const std::string& host, unsigned short port, const std::string& method,
                                        const std::string& target, const std::string& json_body = "",
