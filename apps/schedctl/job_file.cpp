@@ -31,8 +31,8 @@ const std::vector<FieldInfo>& Fields() {
         {"schedule_expr", FieldType::kString, ""},
         {"time_zone", FieldType::kString, "UTC"},
         {"misfire_policy", FieldType::kString, std::string(MisfirePolicyName(MisfirePolicy::kFireOnceNow))},
-        {"routing", FieldType::kString, "round-robin"},
-        {"block_strategy", FieldType::kString, "serial"},
+        {"routing", FieldType::kString, std::string(RoutingName(Routing::kRoundRobin))},
+        {"block_strategy", FieldType::kString, std::string(BlockStrategyName(BlockStrategy::kSerial))},
         {"concurrency_limit", FieldType::kInt, 1},
         {"timeout_ms", FieldType::kInt, 0},
         {"retry_max", FieldType::kInt, 0},
@@ -67,6 +67,16 @@ std::optional<std::string> CheckVocabulary(const nlohmann::json& fields) {
     if (auto it = fields.find("misfire_policy"); it != fields.end() && it->is_string()) {
         if (auto policy = ParseMisfirePolicy(it->get_ref<const std::string&>()); !policy.ok()) {
             return "misfire_policy: " + policy.status().message();
+        }
+    }
+    if (auto it = fields.find("routing"); it != fields.end() && it->is_string()) {
+        if (auto routing = ParseRouting(it->get_ref<const std::string&>()); !routing.ok()) {
+            return "routing: " + routing.status().message();
+        }
+    }
+    if (auto it = fields.find("block_strategy"); it != fields.end() && it->is_string()) {
+        if (auto strategy = ParseBlockStrategy(it->get_ref<const std::string&>()); !strategy.ok()) {
+            return "block_strategy: " + strategy.status().message();
         }
     }
     return std::nullopt;

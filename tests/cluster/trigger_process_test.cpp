@@ -503,7 +503,7 @@ TEST_P(TriggerProcessTest, DiscardLaterSkipsFiresWhileTheLastOneStillRuns) {
     j.params = R"({"ms":2500})";
     j.schedule_type = sched::ScheduleType::kCron;
     j.schedule_expr = "* * * * * ?";
-    j.block_strategy = "discard-later";
+    j.block_strategy = BlockStrategy::kDiscardLater;
     j.next_fire_time = (NowMs() / 1000 + 2) * 1000;
     auto job = store::JobRepository(db()).Create(j);
     ASSERT_TRUE(job.ok());
@@ -599,7 +599,7 @@ TEST_P(TriggerProcessTest, RoutingAcrossThreeInstances) {
     auto broadcast = CreateJob("broadcast", "once", std::to_string(at), at);
     {
         auto stored = store::JobRepository(db()).Get(broadcast.id);
-        stored->routing = "sharding-broadcast";
+        stored->routing = Routing::kShardingBroadcast;
         ASSERT_TRUE(store::JobRepository(db()).Update(*stored, stored->version).ok());
     }
     // round-robin: consecutive fires go to different instances.
@@ -644,7 +644,7 @@ TEST_P(TriggerProcessTest, RoutingAcrossThreeInstances) {
     auto failover = CreateJob("failover", "cron", "* * * * * ?", fo_first);
     {
         auto stored = store::JobRepository(db()).Get(failover.id);
-        stored->routing = "failover";
+        stored->routing = Routing::kFailover;
         ASSERT_TRUE(store::JobRepository(db()).Update(*stored, stored->version).ok());
     }
     ASSERT_TRUE(WaitFor(

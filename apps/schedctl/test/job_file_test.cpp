@@ -88,6 +88,21 @@ TEST(ParseJobFile, RejectsAnUnknownScheduleTypeOrMisfirePolicyWhereTheFileSaysIt
     EXPECT_TRUE(ParseJobDocument("misfire_policy: fire-all\n", "job.yaml").ok());
 }
 
+TEST(ParseJobFile, RejectsAnUnknownRoutingOrBlockStrategyWithTheJobsApisMessage) {
+    const std::string job = "jobs:\n  - name: a\n    app: x\n    handler: h\n    schedule_type: manual\n";
+    EXPECT_EQ(ErrorOf(job + "    routing: nearest\n"),
+              "jobs.yaml: jobs[0] (name \"a\"): routing: expected one of first, last, round-robin, random, "
+              "consistent-hash, least-frequently-used, least-recently-used, failover, busy-over, sharding-broadcast, "
+              "got \"nearest\"");
+    EXPECT_EQ(ErrorOf(job + "    block_strategy: queue\n"),
+              "jobs.yaml: jobs[0] (name \"a\"): block_strategy: expected one of serial, discard-later, cover-early, "
+              "got \"queue\"");
+    auto doc = ParseJobDocument("routing: Failover\n", "job.yaml");
+    ASSERT_FALSE(doc.ok());
+    EXPECT_EQ(doc.status().message().find("job.yaml: routing: expected one of first, "), 0u);
+    EXPECT_TRUE(ParseJobDocument("routing: sharding-broadcast\nblock_strategy: cover-early\n", "job.yaml").ok());
+}
+
 TEST(ParseJobFile, BoundsSizeJobCountAndParamsDepth) {
     EXPECT_NE(ErrorOf(std::string(kMaxJobFileBytes + 1, '#')).find("larger than"), std::string::npos);
     std::string many = "jobs:\n";

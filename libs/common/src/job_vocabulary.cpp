@@ -20,4 +20,18 @@ Result<MisfirePolicy> ParseMisfirePolicy(std::string_view name) {
                            kMisfirePolicyNames.Expected() + ")");
 }
 
+// The routing and block strategy messages are the ones the jobs API and /v1/run have always
+// answered (JsonFields::Enum's form), so that clients matching on them keep working.
+
+Result<Routing> ParseRouting(std::string_view name) {
+    if (auto routing = kRoutingNames.Parse(name)) return *routing;
+    return InvalidArgument("expected one of " + kRoutingNames.Expected(", ") + ", got \"" + std::string(name) + "\"");
+}
+
+Result<BlockStrategy> ParseBlockStrategy(std::string_view name) {
+    if (auto strategy = kBlockStrategyNames.Parse(name)) return *strategy;
+    return InvalidArgument("expected one of " + kBlockStrategyNames.Expected(", ") + ", got \"" + std::string(name) +
+                           "\"");
+}
+
 }  // namespace sched

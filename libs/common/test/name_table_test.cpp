@@ -46,5 +46,20 @@ TEST(JobVocabulary, KeepsTheStoredSpellingsAndTheirMessages) {
                   "...' (expected cron, fixed-rate, fixed-delay, once or manual)");
 }
 
+TEST(JobVocabulary, RoutingAndBlockStrategyKeepTheJobsApisSpellingsAndMessages) {
+    EXPECT_EQ(RoutingName(Routing::kShardingBroadcast), "sharding-broadcast");
+    EXPECT_EQ(RoutingName(Routing::kRoundRobin), "round-robin");
+    EXPECT_EQ(kRoutingNames.names().size(), 10u);
+    for (auto name : kRoutingNames.names()) EXPECT_EQ(RoutingName(*ParseRouting(name)), name);
+    EXPECT_EQ(ParseRouting("nearest").status().message(),
+              "expected one of first, last, round-robin, random, consistent-hash, least-frequently-used, "
+              "least-recently-used, failover, busy-over, sharding-broadcast, got \"nearest\"");
+    EXPECT_FALSE(ParseRouting("Round-Robin").ok());
+    EXPECT_EQ(BlockStrategyName(BlockStrategy::kDiscardLater), "discard-later");
+    EXPECT_EQ(*ParseBlockStrategy("cover-early"), BlockStrategy::kCoverEarly);
+    EXPECT_EQ(ParseBlockStrategy("queue").status().message(),
+              "expected one of serial, discard-later, cover-early, got \"queue\"");
+}
+
 }  // namespace
 }  // namespace sched

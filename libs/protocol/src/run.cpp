@@ -5,14 +5,6 @@
 
 namespace sched::protocol {
 
-std::string_view Name(BlockStrategy strategy) {
-    return kBlockStrategyNames.Name(strategy);
-}
-
-std::optional<BlockStrategy> ParseBlockStrategy(std::string_view name) {
-    return kBlockStrategyNames.Parse(name);
-}
-
 nlohmann::json ToJson(const RunRequest& run) {
     nlohmann::json j = {{"fire_id", run.fire_id},
                         {"job_id", run.job_id},
@@ -24,7 +16,7 @@ nlohmann::json ToJson(const RunRequest& run) {
                         {"timeout_ms", run.timeout_ms},
                         {"shard_index", run.shard_index},
                         {"shard_total", run.shard_total},
-                        {"block_strategy", Name(run.block_strategy)}};
+                        {"block_strategy", BlockStrategyName(run.block_strategy)}};
     // Absent rather than "": an executor older than the field never sees it.
     if (!run.callback_url.empty()) j["callback_url"] = run.callback_url;
     return j;
@@ -44,9 +36,15 @@ Parsed<RunRequest> ParseRunRequest(const nlohmann::json& body, const std::string
     run.timeout_ms = f.Int("timeout_ms", 0, {.min = 0, .max = kMaxTimeoutMs});
     run.shard_index = f.Int("shard_index", 0, {.min = 0});
     run.shard_total = f.Int("shard_total", 1, {.min = 1});
-    const std::string strategy = f.Enum("block_strategy", "serial", {"serial", "discard-later", "cover-early"});
+    const std::string strategy = f.String("block_strategy", std::string(BlockStrategyName(BlockStrategy::kSerial)));
+    if (f.ok()) {
+        if (auto parsed = ParseBlockStrategy(strategy); parsed.ok()) {
+            run.block_strategy = *parsed;
+        } else {
+            f.Fail("block_strategy", parsed.status().message());
+        }
+    }
     run.callback_url = f.String("callback_url", "");
-    if (f.ok()) run.block_strategy = *ParseBlockStrategy(strategy);
     if (f.ok() && run.shard_index >= run.shard_total) {
         f.Fail("shard_index", "must be less than shard_total (" + std::to_string(run.shard_total) + ")");
     }

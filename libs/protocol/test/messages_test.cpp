@@ -84,11 +84,21 @@ TEST(RunRequestTest, EachBadFieldIsNamedWithTheBatchPrefix) {
     EXPECT_EQ(Field(ParseRunRequest(missing)), "attempt");
 }
 
-TEST(BlockStrategyTest, EveryValueHasOneNameAndBack) {
+TEST(BlockStrategyTest, EveryValueTravelsByItsVocabularyNameAndAnOtherNameIsRefusedAsBefore) {
     for (const auto s : {BlockStrategy::kSerial, BlockStrategy::kDiscardLater, BlockStrategy::kCoverEarly}) {
-        EXPECT_EQ(ParseBlockStrategy(Name(s)), s);
+        RunRequest run = SampleRun();
+        run.block_strategy = s;
+        const json wire = ToJson(run);
+        EXPECT_EQ(wire["block_strategy"], BlockStrategyName(s));
+        EXPECT_EQ(ParseRunRequest(wire).value.block_strategy, s);
     }
-    EXPECT_FALSE(ParseBlockStrategy("Serial"));
+    json wire = ToJson(SampleRun());
+    wire["block_strategy"] = "Serial";
+    const auto refused = ParseRunRequest(wire);
+    ASSERT_TRUE(refused.error);
+    EXPECT_EQ(refused.error->field, "block_strategy");
+    EXPECT_EQ(refused.error->message,
+              "block_strategy: expected one of serial, discard-later, cover-early, got \"Serial\"");
 }
 
 TEST(KillRequestTest, RoundTripAndRange) {

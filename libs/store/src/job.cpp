@@ -27,6 +27,8 @@ struct JobRow {
     Job job;
     std::string schedule_type;
     std::string misfire_policy;
+    std::string routing;
+    std::string block_strategy;
     int at_least_once = 0;
     int enabled = 0;
     impl::NullableInt64 next_fire;
@@ -49,8 +51,8 @@ struct JobRow {
         st.exchange(soci::into(job.schedule_expr));
         st.exchange(soci::into(job.time_zone));
         st.exchange(soci::into(misfire_policy));
-        st.exchange(soci::into(job.routing));
-        st.exchange(soci::into(job.block_strategy));
+        st.exchange(soci::into(routing));
+        st.exchange(soci::into(block_strategy));
         st.exchange(soci::into(job.concurrency_limit));
         st.exchange(soci::into(job.timeout_ms));
         st.exchange(soci::into(job.retry_max));
@@ -95,6 +97,20 @@ struct JobRow {
                          nlohmann::json(misfire_policy).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace));
             job.misfire_policy = MisfirePolicy::kFireOnceNow;
         }
+        if (auto parsed = kRoutingNames.Parse(routing)) {
+            job.routing = *parsed;
+        } else {
+            spdlog::warn("job {}: unknown routing {} in the database, read as round-robin", job.id,
+                         nlohmann::json(routing).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace));
+            job.routing = Routing::kRoundRobin;
+        }
+        if (auto parsed = kBlockStrategyNames.Parse(block_strategy)) {
+            job.block_strategy = *parsed;
+        } else {
+            spdlog::warn("job {}: unknown block_strategy {} in the database, read as serial", job.id,
+                         nlohmann::json(block_strategy).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace));
+            job.block_strategy = BlockStrategy::kSerial;
+        }
         job.start_at = start_at.get();
         job.end_at = end_at.get();
         job.max_runs = max_runs.get();
@@ -119,6 +135,8 @@ struct EditableFields {
         : job(j),
           schedule_type(ScheduleTypeName(j.schedule_type)),
           misfire_policy(MisfirePolicyName(j.misfire_policy)),
+          routing(RoutingName(j.routing)),
+          block_strategy(BlockStrategyName(j.block_strategy)),
           at_least_once(j.at_least_once ? 1 : 0),
           enabled(j.enabled ? 1 : 0) {
         next_fire.set(j.next_fire_time);
@@ -136,8 +154,8 @@ struct EditableFields {
         st.exchange(soci::use(job.schedule_expr, "schedule_expr"));
         st.exchange(soci::use(job.time_zone, "time_zone"));
         st.exchange(soci::use(misfire_policy, "misfire_policy"));
-        st.exchange(soci::use(job.routing, "routing"));
-        st.exchange(soci::use(job.block_strategy, "block_strategy"));
+        st.exchange(soci::use(routing, "routing"));
+        st.exchange(soci::use(block_strategy, "block_strategy"));
         st.exchange(soci::use(job.concurrency_limit, "concurrency_limit"));
         st.exchange(soci::use(job.timeout_ms, "timeout_ms"));
         st.exchange(soci::use(job.retry_max, "retry_max"));
@@ -162,6 +180,8 @@ struct EditableFields {
     Job job;
     std::string schedule_type;
     std::string misfire_policy;
+    std::string routing;
+    std::string block_strategy;
     int at_least_once;
     int enabled;
     impl::NullableInt64 next_fire;

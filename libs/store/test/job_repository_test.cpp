@@ -321,6 +321,76 @@ TEST_P(JobRepositoryTest, StoresTheVocabularyByNameAndReadsUnknownNamesAsTheSafe
     EXPECT_EQ(listed->size(), 1u);
 }
 
+TEST(ShardsPerFire, IsTheShardTotalOrForShardingBroadcastTheLiveInstancesAndAtLeastOne) {
+    Job job;
+    job.shard_total = 3;
+    int counted = 0;
+    const auto five_live = [&] {
+        ++counted;
+        return 5;
+    };
+    EXPECT_EQ(ShardsPerFire(job, five_live), 3);
+    EXPECT_EQ(counted, 0);  // the instances are counted only for sharding-broadcast
+    job.routing = sched::Routing::kShardingBroadcast;
+    EXPECT_EQ(ShardsPerFire(job, five_live), 5);
+    EXPECT_EQ(counted, 1);
+    EXPECT_EQ(ShardsPerFire(job, [] { return 0; }), 1);  // no live instance: still one fire
+    job.routing = sched::Routing::kRoundRobin;
+    job.shard_total = 0;
+    EXPECT_EQ(ShardsPerFire(job, five_live), 1);
+}
+
+// Routing and block strategy likewise: stored by name, an unknown stored name read as the API's
+// default (round-robin, serial) so that the job and the jobs beside it stay readable.
+TEST_P(JobRepositoryTest, StoresRoutingAndBlockStrategyByNameAndReadsUnknownNamesAsTheDefaults) {
+    JobRepository jobs(db());
+    Job in = SampleJob();
+    in.routing = sched::Routing::kShardingBroadcast;
+    in.block_strategy = sched::BlockStrategy::kCoverEarly;
+    auto created = jobs.Create(in);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    std::string routing, strategy;
+    ASSERT_TRUE(db().Run([&](soci::session& s) {
+                        s << "SELECT routing, block_strategy FROM job WHERE id = :id", soci::into(routing),
+                            soci::into(strategy), soci::use(created->id);
+                    })
+                    .ok());
+    EXPECT_EQ(routing, "sharding-broadcast");  // the stored text is the API's spelling
+    EXPECT_EQ(strategy, "cover-early");
+    auto got = jobs.Get(created->id);
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(got->routing, sched::Routing::kShardingBroadcast);
+    EXPECT_EQ(got->block_strategy, sched::BlockStrategy::kCoverEarly);
+
+    Job other = SampleJob("other");
+    other.routing = sched::Routing::kFailover;
+    other.block_strategy = sched::BlockStrategy::kDiscardLater;
+    ASSERT_TRUE(jobs.Create(other).ok());
+    ASSERT_TRUE(db().Run([&](soci::session& s) {
+                        s << "UPDATE job SET routing = 'nearest', block_strategy = 'newest-wins' WHERE id = :id",
+                            soci::use(created->id);
+                    })
+                    .ok());
+    auto odd = jobs.Get(created->id);
+    ASSERT_TRUE(odd.ok()) << odd.status().ToString();
+    EXPECT_EQ(odd->routing, sched::Routing::kRoundRobin);
+    EXPECT_EQ(odd->block_strategy, sched::BlockStrategy::kSerial);
+    auto listed = jobs.List({});
+    ASSERT_TRUE(listed.ok());
+    ASSERT_EQ(listed->size(), 2u);
+    EXPECT_EQ(listed->at(1).routing, sched::Routing::kFailover);  // its neighbour reads as stored
+    EXPECT_EQ(listed->at(1).block_strategy, sched::BlockStrategy::kDiscardLater);
+    // An update writes the names back: the odd text is replaced by the default's spelling.
+    ASSERT_TRUE(jobs.Update(*odd, odd->version).ok());
+    ASSERT_TRUE(db().Run([&](soci::session& s) {
+                        s << "SELECT routing, block_strategy FROM job WHERE id = :id", soci::into(routing),
+                            soci::into(strategy), soci::use(created->id);
+                    })
+                    .ok());
+    EXPECT_EQ(routing, "round-robin");
+    EXPECT_EQ(strategy, "serial");
+}
+
 TEST_P(JobRepositoryTest, AdvanceManyHandlesBatchesLargerThanOneStatement) {
     // 1,100 jobs: three UPDATE chunks; every tenth job has been edited and loses.
     const std::int64_t t = 1'700'000'000'000;

@@ -6,7 +6,6 @@
 
 #include "sched/store/fire.hpp"
 #include "sched/store/job.hpp"
-#include "sched/trigger/routing.hpp"
 
 namespace sched::trigger {
 
@@ -86,8 +85,7 @@ BackfillProgress BackfillAdvancer::Advance(soci::session& s, const db::Dialect& 
             step.exhausted = true;
         }
 
-        int shards = std::max(1, job->shard_total);
-        if (ParseRouting(job->routing) == Routing::kShardingBroadcast) shards = std::max(1, live_executors(job->app));
+        const int shards = store::ShardsPerFire(*job, [&] { return live_executors(job->app); });
         std::vector<store::Fire> fires;
         for (const std::int64_t t : step.create) {
             for (int shard = 0; shard < shards; ++shard) {

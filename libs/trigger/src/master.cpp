@@ -12,7 +12,6 @@
 #include "sched/trigger/assigner.hpp"
 #include "sched/trigger/backoff.hpp"
 #include "sched/trigger/fire_planner.hpp"
-#include "sched/trigger/routing.hpp"
 
 namespace sched::trigger {
 
@@ -268,8 +267,7 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
         for (std::size_t i = 0; i < due.size(); ++i) {
             if (!advanced[i] || plans[i].fires.empty()) continue;
             const auto& job = due[i];
-            int shards = std::max(1, job.shard_total);
-            if (ParseRouting(job.routing) == Routing::kShardingBroadcast) {
+            const int shards = store::ShardsPerFire(job, [&] {
                 auto it = executors_by_app.find(job.app);
                 if (it == executors_by_app.end()) {
                     it = executors_by_app
@@ -277,8 +275,8 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
                                                                                     Ms(config_.executor_ttl)))
                              .first;
                 }
-                shards = std::max(1, it->second);
-            }
+                return it->second;
+            });
             for (const auto& planned : plans[i].fires) {
                 for (int shard = 0; shard < shards; ++shard) {
                     store::Fire fire;

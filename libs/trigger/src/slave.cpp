@@ -43,9 +43,7 @@ protocol::RunAnswer ReadAnswer(const http::ClientResponse& r) {
     return protocol::ReadRunAnswer(r.status, j.ok() ? *j : nlohmann::json());
 }
 
-// A /v1/run body for `fire` of `job`, claimed in a group at `epoch`. The job's block strategy
-// was checked when the job was saved; a value this build does not know is sent as "serial", the
-// executor's own default.
+// A /v1/run body for `fire` of `job`, claimed in a group at `epoch`.
 nlohmann::json RunJson(const store::Fire& fire, const store::Job& job, std::int64_t epoch) {
     protocol::RunRequest run;
     run.fire_id = fire.id;
@@ -58,7 +56,7 @@ nlohmann::json RunJson(const store::Fire& fire, const store::Job& job, std::int6
     run.timeout_ms = job.timeout_ms;
     run.shard_index = fire.shard_index;
     run.shard_total = fire.shard_total;
-    run.block_strategy = protocol::ParseBlockStrategy(job.block_strategy).value_or(protocol::BlockStrategy::kSerial);
+    run.block_strategy = job.block_strategy;
     return protocol::ToJson(run);
 }
 
@@ -525,7 +523,7 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
             addresses = co_await net::co_spawn(strand_, std::move(look), net::use_awaitable);
         }
     }
-    const auto routing = ParseRouting(job.routing).value_or(Routing::kRoundRobin);
+    const Routing routing = job.routing;
     const auto order = router_.Order(routing, job.id, addresses, fire.shard_index);
     const Probe probe = ProbeFor(routing);
     http::CallOptions call{.timeout = config_.dispatch_timeout};
@@ -683,7 +681,7 @@ std::optional<std::string> Slave::BatchAddress(const Group& group, const store::
     const store::Job& job = job_it->second;
     if (!job.enabled && fire.kind != store::FireKind::kManual) return std::nullopt;
     if (MisfireVerdict(group, fire, job, now_ms)) return std::nullopt;
-    const auto routing = ParseRouting(job.routing).value_or(Routing::kRoundRobin);
+    const Routing routing = job.routing;
     if (ProbeFor(routing) != Probe::kNone) return std::nullopt;
     const auto order = router_.Order(routing, job.id, Candidates(group, job), fire.shard_index);
     if (order.empty()) return std::nullopt;

@@ -680,8 +680,8 @@ TEST_P(MasterTest, ShardingBroadcastMakesOneFirePerLiveInstance) {
             executors.Heartbeat({.app = "app", .address = "h:" + std::to_string(i), .handlers = {"echo"}}).ok());
     }
     const std::int64_t t = Now() + 500;
-    auto job =
-        CreateJob("bcast", "once", std::to_string(t), t, [](store::Job& j) { j.routing = "sharding-broadcast"; });
+    auto job = CreateJob("bcast", "once", std::to_string(t), t,
+                         [](store::Job& j) { j.routing = Routing::kShardingBroadcast; });
     ASSERT_TRUE(master_->Scan(epoch_).ok());
     auto fires = FiresOf(job.id);
     ASSERT_EQ(fires.size(), 3u);

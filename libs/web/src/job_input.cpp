@@ -7,8 +7,6 @@
 #include "sched/cron/misfire.hpp"
 #include "sched/cron/schedule.hpp"
 #include "sched/http/json.hpp"
-#include "sched/protocol/run.hpp"
-#include "sched/store/routing.hpp"
 
 namespace sched::web::impl {
 
@@ -37,12 +35,14 @@ std::optional<http::ApiError> ReadJobInput(const nlohmann::json& body, const sto
     // that the first invalid field named stays the same.
     std::string schedule_type(ScheduleTypeName(j.schedule_type));
     std::string misfire_policy(MisfirePolicyName(j.misfire_policy));
+    std::string routing(RoutingName(j.routing));
+    std::string block_strategy(BlockStrategyName(j.block_strategy));
     text("schedule_type", schedule_type, create);
     text("schedule_expr", j.schedule_expr, false);
     text("time_zone", j.time_zone, false);
     text("misfire_policy", misfire_policy, false);
-    text("routing", j.routing, false);
-    text("block_strategy", j.block_strategy, false);
+    text("routing", routing, false);
+    text("block_strategy", block_strategy, false);
     text("description", j.description, false);
     text("dst_gap", j.dst_gap, false);
     text("dst_overlap", j.dst_overlap, false);
@@ -100,15 +100,15 @@ std::optional<http::ApiError> ReadJobInput(const nlohmann::json& body, const sto
     } else {
         return Invalid("misfire_policy", "misfire_policy: " + policy.status().message());
     }
-    const auto& routings = store::RoutingNames();
-    if (std::find(routings.begin(), routings.end(), j.routing) == routings.end()) {
-        std::string list;
-        for (const auto& r : routings) list += (list.empty() ? "" : ", ") + r;
-        return Invalid("routing", "routing: expected one of " + list + ", got \"" + j.routing + "\"");
+    if (auto parsed = ParseRouting(routing); parsed.ok()) {
+        j.routing = *parsed;
+    } else {
+        return Invalid("routing", "routing: " + parsed.status().message());
     }
-    if (!protocol::ParseBlockStrategy(j.block_strategy)) {
-        return Invalid("block_strategy", "block_strategy: expected one of serial, discard-later, cover-early, got \"" +
-                                             j.block_strategy + "\"");
+    if (auto parsed = ParseBlockStrategy(block_strategy); parsed.ok()) {
+        j.block_strategy = *parsed;
+    } else {
+        return Invalid("block_strategy", "block_strategy: " + parsed.status().message());
     }
     if (j.time_zone.empty()) j.time_zone = "UTC";
     if (auto invalid = ReadJobBounds(body, j)) return invalid;

@@ -13,11 +13,9 @@
 #include "sched/cron/misfire.hpp"
 #include "sched/cron/schedule.hpp"
 #include "sched/http/json.hpp"
-#include "sched/protocol/run.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/job.hpp"
 #include "sched/store/registry.hpp"
-#include "sched/store/routing.hpp"
 
 namespace sched::web::impl {
 
@@ -366,11 +364,8 @@ void AddJobRoutes(Routes& routes) {
                     if (!job) return NotFound("job " + std::to_string(id) + " not found");
                     std::int64_t now = 0;
                     s << "SELECT " + std::string(db.dialect().NowMs()), soci::into(now);
-                    // Like the master's scan: a sharding-broadcast job fires once per live instance.
-                    int shards = std::max(1, job->shard_total);
-                    if (job->routing == "sharding-broadcast") {
-                        shards = std::max(1, store::ExecutorRepository::CountLive(s, db.dialect(), job->app, ttl_ms));
-                    }
+                    const int shards = store::ShardsPerFire(
+                        *job, [&] { return store::ExecutorRepository::CountLive(s, db.dialect(), job->app, ttl_ms); });
                     // (job, scheduled_time, kind, attempt, shard) is unique: two triggers within one
                     // millisecond take the next free millisecond.
                     for (std::int64_t t = now; t < now + 1000; ++t) {

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "sched/store/registry.hpp"
 #include "web_test_base.hpp"
 
 namespace sched::web::testing {
@@ -278,6 +279,30 @@ TEST_P(JobsApiTest, PauseResumeTriggerAndKillRejectAnyBodyButNothingOrAnEmptyObj
     EXPECT_EQ(Body(kill)["error"]["field"], "reason") << kill.body;
     EXPECT_EQ(Call(Method::kPost, path + "/pause", "{}").status, 200);
     EXPECT_EQ(Call(Method::kPost, path + "/resume", "").status, 200);
+}
+
+// The master's sharding rule (store::ShardsPerFire): a sharding-broadcast job fires once per live
+// instance of its app, whatever its shard_total, and once when none is live.
+TEST_P(JobsApiTest, TriggerOfAShardingBroadcastJobFiresOncePerLiveInstance) {
+    const auto job = CreateJob("fan-out", {{"app", "fan"}, {"routing", "sharding-broadcast"}, {"shard_total", 5}});
+    EXPECT_EQ(job["routing"], "sharding-broadcast");
+    const std::string path = "/api/v1/jobs/" + job["id"].dump() + "/trigger";
+    auto alone = Call(Method::kPost, path);
+    ASSERT_EQ(alone.status, 202) << alone.body;
+    EXPECT_EQ(Body(alone)["items"].size(), 1u);
+    store::ExecutorRepository executors(db());
+    ASSERT_TRUE(executors.Heartbeat({.app = "fan", .address = "10.0.0.1:9999", .handlers = {"echo"}}).ok());
+    ASSERT_TRUE(executors.Heartbeat({.app = "fan", .address = "10.0.0.2:9999", .handlers = {"echo"}}).ok());
+    ASSERT_TRUE(executors.Heartbeat({.app = "other", .address = "10.0.0.3:9999", .handlers = {"echo"}}).ok());
+    auto two = Call(Method::kPost, path);
+    ASSERT_EQ(two.status, 202) << two.body;
+    std::set<int> indexes;
+    const auto fires = Body(two);
+    for (const auto& f : fires["items"]) {
+        indexes.insert(f["shard_index"].get<int>());
+        EXPECT_EQ(f["shard_total"], 2);
+    }
+    EXPECT_EQ(indexes, (std::set<int>{0, 1}));
 }
 
 TEST_P(JobsApiTest, TriggerCreatesManualFiresForTheClusterToDispatch) {

@@ -7,9 +7,9 @@
 #include <set>
 
 #include "sched/common/config.hpp"
+#include "sched/common/job_vocabulary.hpp"
 #include "sched/cron/cron_expression.hpp"
 #include "sched/store/fire.hpp"
-#include "sched/store/routing.hpp"
 #include "sched/store/token.hpp"
 #include "sched/web/web_service.hpp"
 #include "web_test_base.hpp"
@@ -177,8 +177,18 @@ TEST_P(OpenApiTest, CreatesDocumentLocationAndInternalRoutesAreMarked) {
 
 TEST_P(OpenApiTest, TheDocumentsEnumsAreTheCodes) {
     const auto& schemas = doc_["components"]["schemas"];
-    std::vector<std::string> routings = schemas["JobInput"]["properties"]["routing"]["enum"];
-    EXPECT_EQ(routings, store::RoutingNames());
+    // The job vocabulary: the document lists each table's names, in its order, for Job and JobInput.
+    const auto vocabulary = [&](const char* field, const auto& table) {
+        const std::vector<std::string> names(table.names().begin(), table.names().end());
+        for (const char* schema : {"Job", "JobInput"}) {
+            EXPECT_EQ(schemas[schema]["properties"][field]["enum"].template get<std::vector<std::string>>(), names)
+                << schema << "." << field;
+        }
+    };
+    vocabulary("schedule_type", kScheduleTypeNames);
+    vocabulary("misfire_policy", kMisfirePolicyNames);
+    vocabulary("routing", kRoutingNames);
+    vocabulary("block_strategy", kBlockStrategyNames);
     std::vector<std::string> statuses = schemas["Fire"]["properties"]["status"]["enum"];
     ASSERT_EQ(statuses.size(), 9u);
     for (std::size_t i = 0; i < statuses.size(); ++i) {

@@ -21,24 +21,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sched/common/name_table.hpp"
+#include "sched/common/job_vocabulary.hpp"
 #include "sched/protocol/parsed.hpp"
 
 namespace sched::protocol {
 
-/// What an executor does when a run arrives for a job that already has one running or queued
-/// there (the job's `block_strategy`).
-enum class BlockStrategy {
-    kSerial,        ///< "serial": queue it behind the running one
-    kDiscardLater,  ///< "discard-later": refuse the new run (409, field block_strategy)
-    kCoverEarly,    ///< "cover-early": cancel the running one and run the new one
-};
-
-/// The wire names, in enum order: "serial", "discard-later", "cover-early".
-inline constexpr auto kBlockStrategyNames = MakeNameTable<BlockStrategy>({"serial", "discard-later", "cover-early"});
-
-std::string_view Name(BlockStrategy strategy);
-std::optional<BlockStrategy> ParseBlockStrategy(std::string_view name);
+/// The job's `block_strategy` travels as its name from the job vocabulary's one table
+/// (sched/common/job_vocabulary.hpp): "serial", "discard-later", "cover-early".
+using sched::BlockStrategy;
+using sched::BlockStrategyName;
+using sched::kBlockStrategyNames;
 
 /// The longest run timeout a run may carry (7 days).
 inline constexpr std::int64_t kMaxTimeoutMs = 7LL * 24 * 3600 * 1000;

@@ -47,8 +47,12 @@ struct Job {
     /// Stored by its name (kMisfirePolicyNames); an unknown stored name reads as kFireOnceNow (one
     /// run stands for the late times), with a warning in the log.
     MisfirePolicy misfire_policy = MisfirePolicy::kFireOnceNow;
-    std::string routing = "round-robin";
-    std::string block_strategy = "serial";  ///< serial | discard-later | cover-early
+    /// Stored by its name (kRoutingNames); an unknown stored name reads as kRoundRobin (the API's
+    /// default), with a warning in the log.
+    Routing routing = Routing::kRoundRobin;
+    /// Stored by its name (kBlockStrategyNames); an unknown stored name reads as kSerial (the API's
+    /// and the executor's default: nothing is refused or cancelled), with a warning in the log.
+    BlockStrategy block_strategy = BlockStrategy::kSerial;
     int concurrency_limit = 1;
     std::int64_t timeout_ms = 0;  ///< 0 = no timeout
     int retry_max = 0;
@@ -86,6 +90,16 @@ struct Job {
     std::optional<std::int64_t> completed_at;
     std::string completed_reason;
 };
+
+/// How many fires (shards) one time of `job` becomes: its shard_total, or for sharding-broadcast
+/// the live instances of its app, `live_executors()` (called only then); at least 1 either way.
+/// The master's scan, backfill and the API's manual trigger share this rule.
+template <typename CountLive>
+int ShardsPerFire(const Job& job, CountLive&& live_executors) {
+    const int shards =
+        job.routing == Routing::kShardingBroadcast ? static_cast<int>(live_executors()) : job.shard_total;
+    return shards < 1 ? 1 : shards;
+}
 
 /// What the master's scan adds to a bounded job (RecordRuns): runs planned, and its completion.
 struct JobRunsUpdate {

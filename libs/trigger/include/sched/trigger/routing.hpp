@@ -31,15 +31,13 @@
 #include <string_view>
 #include <vector>
 
-#include "sched/store/routing.hpp"
+#include "sched/common/job_vocabulary.hpp"
 
 namespace sched::trigger {
 
-/// The routing names are the job vocabulary's (sched/store/routing.hpp).
-using store::ParseRouting;
-using store::Routing;
-using store::RoutingName;
-using store::RoutingNames;
+/// The routings and their names are the job vocabulary's (sched/common/job_vocabulary.hpp).
+using sched::Routing;
+using sched::RoutingName;
 
 /// What a slave does with the order a Router returns.
 enum class Probe {
