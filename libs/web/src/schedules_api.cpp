@@ -15,7 +15,6 @@
 #include "sched/store/fire.hpp"
 #include "sched/store/job.hpp"
 #include "sched/store/registry.hpp"
-#include "sched/store/routing.hpp"
 
 namespace sched::web::impl {
 
