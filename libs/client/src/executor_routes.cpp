@@ -1,0 +1,257 @@
+#include <charconv>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <spdlog/spdlog.h>
+
+#include "impl/runtime.hpp"
+#include "sched/protocol/run.hpp"
+#include "sched/protocol/run_batch.hpp"
+
+namespace sched::client::impl {
+
+namespace {
+
+constexpr std::size_t kLogPageLines = 1000;
+using protocol::kMaxRunsPerBatch;
+
+std::optional<std::int64_t> ParseInt(std::string_view text) {
+    std::int64_t v = 0;
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
+    return v;
+}
+
+// The handler-facing run (sched/client/job_context.hpp, installed) from the wire's (the
+// protocol library stays inside the build).
+RunRequest ToClientRun(protocol::RunRequest wire) {
+    RunRequest run;
+    run.fire_id = wire.fire_id;
+    run.job_id = wire.job_id;
+    run.attempt = wire.attempt;
+    run.epoch = wire.epoch;
+    run.handler = std::move(wire.handler);
+    run.params = std::move(wire.params);
+    run.scheduled_ms = wire.scheduled_ms;
+    run.timeout_ms = wire.timeout_ms;
+    run.shard_index = wire.shard_index;
+    run.shard_total = wire.shard_total;
+    switch (wire.block_strategy) {
+        case protocol::BlockStrategy::kSerial:
+            run.block_strategy = BlockStrategy::kSerial;
+            break;
+        case protocol::BlockStrategy::kDiscardLater:
+            run.block_strategy = BlockStrategy::kDiscardLater;
+            break;
+        case protocol::BlockStrategy::kCoverEarly:
+            run.block_strategy = BlockStrategy::kCoverEarly;
+            break;
+    }
+    run.callback_url = std::move(wire.callback_url);
+    return run;
+}
+
+}  // namespace
+
+// ---- HTTP API (the handlers never block: they run on the I/O thread) ----
+
+http::Router Runtime::Routes() {
+    http::Router r;
+    r.Add(http::Method::kPost, "/v1/run", [this](http::Request& req) { return OnRun(req); });
+    r.Add(http::Method::kPost, protocol::kRunsPath, [this](http::Request& req) { return OnRuns(req); });
+    r.Add(http::Method::kPost, "/v1/kill", [this](http::Request& req) { return OnKill(req); });
+    r.Add(http::Method::kGet, "/v1/beat", [this](http::Request& req) { return OnBeat(req); });
+    r.Add(http::Method::kPost, "/v1/idle-beat", [this](http::Request& req) { return OnIdleBeat(req); });
+    r.Add(http::Method::kGet, "/v1/log", [this](http::Request& req) { return OnLog(req); });
+    // Prometheus cannot sign: the route is public, behind its own bearer token when one is set.
+    if (options_.metrics) {
+        r.Add(
+            http::Method::kGet, "/metrics", [this](http::Request& req) { return OnMetrics(req); },
+            http::Access::kPublic);
+    }
+    return r;
+}
+
+http::Response Runtime::OnRun(http::Request& req) {
+    auto body = req.Json();
+    if (!body.ok()) return http::Response::Error(body.status(), "body");
+    RunAnswer answer = AdmitRun(*body, "");
+    return http::Response::Json(answer.body, answer.status);
+}
+
+// The batch form of /v1/run: one signed request carries the runs a node sends this instance at
+// one due time, each admitted exactly as /v1/run would admit it, each answered in its own
+// item. A malformed envelope is one 400; a malformed run is that item's 400
+// ("runs[3].fire_id").
+http::Response Runtime::OnRuns(http::Request& req) {
+    auto body = req.Json();
+    if (!body.ok()) return http::Response::Error(body.status(), "body");
+    if (!body->is_object() || !body->contains("runs") || !(*body)["runs"].is_array()) {
+        return http::Response::Error(
+            http::ApiError{Code::kInvalidArgument, "runs: required, an array of runs", "runs"});
+    }
+    auto& runs = (*body)["runs"];
+    if (runs.empty() || runs.size() > kMaxRunsPerBatch) {
+        return http::Response::Error(http::ApiError{
+            Code::kInvalidArgument,
+            "runs: expected 1.." + std::to_string(kMaxRunsPerBatch) + " runs, got " + std::to_string(runs.size()),
+            "runs"});
+    }
+    for (const auto& key : body->items()) {
+        if (key.key() != "runs") {
+            return http::Response::Error(
+                http::ApiError{Code::kInvalidArgument, key.key() + ": unknown field", std::string(key.key())});
+        }
+    }
+    nlohmann::json results = nlohmann::json::array();
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        RunAnswer answer = AdmitRun(runs[i], "runs[" + std::to_string(i) + "]");
+        answer.body["status"] = answer.status;
+        results.push_back(std::move(answer.body));
+    }
+    return http::Response::Json({{"results", std::move(results)}}, 200);
+}
+
+Runtime::RunAnswer Runtime::Refuse(const http::ApiError& error) {
+    nlohmann::json e = {{"code", CodeName(error.code)}, {"message", error.message}, {"field", nullptr}};
+    if (!error.field.empty()) e["field"] = error.field;
+    return {http::HttpStatusFor(error.code), {{"error", std::move(e)}}};
+}
+
+Runtime::RunAnswer Runtime::AdmitRun(const nlohmann::json& body, const std::string& prefix) {
+    const auto named = [&](const char* field) {
+        return prefix.empty() ? std::string(field) : prefix + "." + field;
+    };
+    auto parsed = protocol::ParseRunRequest(body, prefix);
+    if (!parsed.ok()) return Refuse(*parsed.error);
+    RunRequest run = ToClientRun(std::move(parsed.value));
+    if (!handlers_.contains(run.handler)) {
+        return Refuse(http::ApiError{Code::kNotFound,
+                                     "no handler \"" + run.handler + "\" in app " + options_.app +
+                                         " (handlers: " + fmt::format("{}", fmt::join(HandlerNames(), ", ")) + ")",
+                                     named("handler")});
+    }
+    if (!accepting_) return Refuse(http::ApiError{Code::kUnavailable, "the executor is stopping", ""});
+
+    const std::int64_t fire_id = run.fire_id;
+    AdmitResult admit = registry_.Admit(std::move(run), [this](const Run& accepted, bool start_now) {
+        const RunRequest& r = accepted.request;
+        logs_.Open(r.fire_id);
+        FireLog(r.fire_id, "accepted: handler " + r.handler + ", attempt " + std::to_string(r.attempt) + ", epoch " +
+                               std::to_string(r.epoch) + (start_now ? "" : " (queued behind the job's running fire)"));
+    });
+    switch (admit.admission) {
+        case Admission::kStaleEpoch:
+            ++counters_.stale;
+            return Refuse(http::ApiError{Code::kAborted, admit.message, named("epoch")});
+        case Admission::kDuplicate:
+            ++counters_.duplicates;
+            return {202, {{"accepted", true}, {"duplicate", true}, {"fire_id", fire_id}}};
+        case Admission::kBusy:
+            ++counters_.busy;
+            return Refuse(http::ApiError{Code::kAborted, admit.message, named("block_strategy")});
+        case Admission::kNoCapacity:
+            ++counters_.capacity;
+            return Refuse(http::ApiError{Code::kResourceExhausted, admit.message, ""});
+        case Admission::kAccepted:
+            break;
+    }
+    ++counters_.accepted;
+    for (const auto& dropped : admit.dropped) {
+        ReportNeverStarted(dropped, "covered by fire " + std::to_string(fire_id) + " before it started");
+    }
+    if (admit.start_now) Launch(admit.run);
+    return {202, {{"accepted", true}, {"fire_id", fire_id}, {"state", admit.start_now ? "running" : "queued"}}};
+}
+
+http::Response Runtime::OnKill(http::Request& req) {
+    auto body = req.Json();
+    if (!body.ok()) return http::Response::Error(body.status(), "body");
+    const auto kill = protocol::ParseKillRequest(*body);
+    if (!kill.ok()) return http::Response::Error(*kill.error);
+    const std::int64_t fire_id = kill.value.fire_id;
+    const KillResult k = registry_.Kill(fire_id);
+    if (!k.run) {
+        return http::Response::Error(http::ApiError{
+            Code::kNotFound, "fire " + std::to_string(fire_id) + " is not running or queued here", "fire_id"});
+    }
+    if (k.was_running) {
+        FireLog(fire_id, "kill requested: the handler is asked to stop");
+    } else {
+        ReportNeverStarted(k.run, "killed by request before it started");
+    }
+    return http::Response::Json({{"fire_id", fire_id}, {"state", k.was_running ? "running" : "queued"}});
+}
+
+protocol::Heartbeat Runtime::HeartbeatNow() {
+    return {.app = options_.app,
+            .address = address_,
+            .handlers = HandlerNames(),
+            .capacity = options_.capacity,
+            .running = static_cast<std::int64_t>(registry_.InFlight())};
+}
+
+http::Response Runtime::OnBeat(http::Request&) {
+    nlohmann::json beat = protocol::ToJson(HeartbeatNow());
+    beat["epoch"] = registry_.MaxEpoch();
+    return http::Response::Json(beat);
+}
+
+http::Response Runtime::OnIdleBeat(http::Request& req) {
+    auto body = req.Json();
+    if (!body.ok()) return http::Response::Error(body.status(), "body");
+    http::JsonFields f(*body);
+    const auto job_id = f.Int("job_id", {.min = 0});
+    if (f.error()) return http::Response::Error(*f.error());
+    if (!registry_.Idle(job_id)) {
+        return http::Response::Error(
+            http::ApiError{Code::kFailedPrecondition,
+                           "job " + std::to_string(job_id) + " has a run in progress or queued here", "job_id"});
+    }
+    return http::Response::Json({{"job_id", job_id}, {"idle", true}});
+}
+
+http::Response Runtime::OnLog(http::Request& req) {
+    const auto fire_text = req.Query("fire_id");
+    if (!fire_text)
+        return http::Response::Error(http::ApiError{Code::kInvalidArgument, "fire_id: required", "fire_id"});
+    const auto fire_id = ParseInt(*fire_text);
+    if (!fire_id || *fire_id < 0) {
+        return http::Response::Error(http::ApiError{
+            Code::kInvalidArgument, "fire_id: expected a non-negative integer, got \"" + *fire_text + "\"", "fire_id"});
+    }
+    std::int64_t from_line = 0;
+    if (const auto from_text = req.Query("from_line")) {
+        const auto parsed = ParseInt(*from_text);
+        if (!parsed || *parsed < 0) {
+            return http::Response::Error(
+                http::ApiError{Code::kInvalidArgument,
+                               "from_line: expected a non-negative integer, got \"" + *from_text + "\"", "from_line"});
+        }
+        from_line = *parsed;
+    }
+    const auto page = logs_.Read(*fire_id, from_line, kLogPageLines);
+    if (!page) {
+        return http::Response::Error(
+            http::ApiError{Code::kNotFound, "no log for fire " + std::to_string(*fire_id) + " here", "fire_id"});
+    }
+    return http::Response::Json({{"fire_id", *fire_id},
+                                 {"from_line", page->from_line},
+                                 {"to_line", page->next_line},
+                                 {"lines", page->lines},
+                                 {"finished", page->finished}});
+}
+
+http::Response Runtime::OnMetrics(http::Request& req) {
+    if (metrics_auth_) {
+        if (Status s = metrics_auth_(req); !s.ok()) {
+            http::Response res = http::Response::Error(s, "Authorization");
+            res.headers.Set("WWW-Authenticate", "Bearer realm=\"metrics\"");
+            return res;
+        }
+    }
+    return http::Response::Text(metrics_registry_.Render(), 200, "text/plain; version=0.0.4; charset=utf-8");
+}
+
+}  // namespace sched::client::impl

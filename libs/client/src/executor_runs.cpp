@@ -1,0 +1,163 @@
+#include <array>
+#include <ctime>
+#include <string>
+
+#include <spdlog/spdlog.h>
+
+#include "impl/runtime.hpp"
+
+namespace sched::client::impl {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// "2026-01-02T03:04:05.678Z": log lines are read by people in other time zones.
+std::string LogTimestamp() {
+    const std::int64_t ms = WallMs();
+    const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    std::array<char, 32> buf{};
+    const auto n = std::strftime(buf.data(), buf.size(), "%Y-%m-%dT%H:%M:%S", &tm);
+    return std::string(buf.data(), n) + fmt::format(".{:03d}Z", static_cast<int>(ms % 1000));
+}
+
+}  // namespace
+
+// ---- Runs (Execute runs on a worker thread) ----
+
+void Runtime::Launch(RunPtr run) {
+    net::post(*workers_, [this, run = std::move(run)] { Execute(run); });
+}
+
+void Runtime::FireLog(std::int64_t fire_id, const std::string& text) {
+    logs_.Append(fire_id, LogTimestamp() + " " + text);
+}
+
+void Runtime::AttachLogTail(CallbackResult& result) const {
+    if (options_.log_tail_bytes <= 0) return;
+    if (auto tail = logs_.ReadTail(result.fire_id)) {
+        result.log = std::move(tail->text);
+        result.log_truncated_bytes = tail->truncated_bytes;
+    }
+}
+
+void Runtime::Execute(const RunPtr& run) {
+    const RunRequest& r = run->request;
+    const std::int64_t started_ms = WallMs();
+    const auto timeout = milliseconds(r.timeout_ms);
+    const auto deadline = r.timeout_ms > 0 ? Clock::now() + timeout : Clock::time_point::max();
+    std::shared_ptr<net::steady_timer> timer;
+    if (r.timeout_ms > 0) {
+        timer = std::make_shared<net::steady_timer>(strand_);
+        net::post(strand_, [timer, run, timeout] {
+            timer->expires_after(timeout);
+            timer->async_wait([run](const boost::system::error_code& ec) {
+                if (!ec) run->token.Cancel(CancelReason::kTimeout);
+            });
+        });
+    }
+    FireLog(r.fire_id, "started: shard " + std::to_string(r.shard_index) + "/" + std::to_string(r.shard_total));
+    JobContext ctx(r, run->token, deadline, [this, id = r.fire_id](const std::string& line) { FireLog(id, line); });
+    Status status;
+    if (run->token.cancelled()) {
+        status = Cancelled("cancelled before it started");
+    } else {
+        try {
+            status = handlers_.at(r.handler)(ctx);
+        } catch (const std::exception& e) {
+            status = Internal(std::string("handler threw: ") + e.what());
+        } catch (...) {
+            status = Internal("handler threw a non-standard exception");
+        }
+    }
+    if (timer) net::post(strand_, [timer] { timer->cancel(); });
+
+    CallbackResult result;
+    result.fire_id = r.fire_id;
+    result.attempt = r.attempt;
+    result.epoch = r.epoch;
+    result.started_ms = started_ms;
+    result.finished_ms = WallMs();
+    result.callback_url = r.callback_url;
+    // After a cancellation the reason decides, whatever the handler returned: the scheduler
+    // asked for it to stop, and it must not count as a normal success or failure.
+    switch (run->token.reason()) {
+        case CancelReason::kTimeout:
+            result.outcome = protocol::RunOutcome::kTimeout;
+            result.code = std::string(CodeName(Code::kDeadlineExceeded));
+            result.message = "timed out after " + std::to_string(r.timeout_ms) + " ms";
+            break;
+        case CancelReason::kKilled:
+            result.outcome = protocol::RunOutcome::kKilled;
+            result.code = std::string(CodeName(Code::kCancelled));
+            result.message = "killed by request";
+            break;
+        case CancelReason::kCovered:
+            result.outcome = protocol::RunOutcome::kKilled;
+            result.code = std::string(CodeName(Code::kCancelled));
+            result.message = "covered by fire " + std::to_string(run->covered_by.load());
+            break;
+        case CancelReason::kShutdown:
+            result.outcome = protocol::RunOutcome::kKilled;
+            result.code = std::string(CodeName(Code::kCancelled));
+            result.message = "executor shutting down";
+            break;
+        case CancelReason::kNone:
+            result.outcome = status.ok() ? protocol::RunOutcome::kSucceeded : protocol::RunOutcome::kFailed;
+            result.code = std::string(CodeName(status.code()));
+            result.message = status.ok() ? ctx.result_message() : status.message();
+            break;
+    }
+    FireLog(r.fire_id, "finished: " + std::string(protocol::Name(result.outcome)) +
+                           (result.message.empty() ? "" : ": " + result.message));
+    logs_.Close(r.fire_id);
+    AttachLogTail(result);
+    const double handler_seconds = static_cast<double>(result.finished_ms - started_ms) / 1e3;
+    // Free the slot before reporting: whoever sees the result may ask at once whether we are idle.
+    RunPtr next = registry_.Finish(run);
+    Report(std::move(result), r.handler, handler_seconds);
+    if (next) Launch(std::move(next));
+}
+
+void Runtime::ReportNeverStarted(const RunPtr& run, const std::string& message) {
+    const RunRequest& r = run->request;
+    CallbackResult result;
+    result.fire_id = r.fire_id;
+    result.attempt = r.attempt;
+    result.epoch = r.epoch;
+    result.outcome = protocol::RunOutcome::kKilled;
+    result.code = std::string(CodeName(Code::kCancelled));
+    result.message = message;
+    result.started_ms = result.finished_ms = WallMs();
+    result.callback_url = r.callback_url;
+    FireLog(r.fire_id, "killed: " + message);
+    logs_.Close(r.fire_id);
+    AttachLogTail(result);
+    Report(std::move(result), r.handler, -1);
+}
+
+void Runtime::Report(CallbackResult result, const std::string& handler, double handler_seconds) {
+    if (metrics_) metrics_->RunEnded(handler, std::string(protocol::Name(result.outcome)), handler_seconds);
+    result.address = address_;  // the server checks that the result comes from the instance that ran it
+    switch (result.outcome) {
+        case protocol::RunOutcome::kSucceeded:
+            ++counters_.succeeded;
+            break;
+        case protocol::RunOutcome::kFailed:
+            ++counters_.failed;
+            break;
+        case protocol::RunOutcome::kTimeout:
+            ++counters_.timed_out;
+            break;
+        case protocol::RunOutcome::kKilled:
+            ++counters_.killed;
+            break;
+    }
+    std::lock_guard lock(outbox_mu_);
+    outbox_.push_back(std::move(result));
+}
+
+}  // namespace sched::client::impl

@@ -1,0 +1,145 @@
+#include <string>
+
+#include <spdlog/spdlog.h>
+
+#include "impl/runtime.hpp"
+#include "sched/common/backoff.hpp"
+
+namespace sched::client::impl {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kHeartbeatRetry = std::chrono::seconds(2);
+
+}  // namespace
+
+// ---- The web module (coroutines on strand_) ----
+
+Status Runtime::VerifyRequest(const http::Request& req) const {
+    std::lock_guard lock(signing_mu_);
+    if (signing_keys_.empty()) {
+        return {Code::kUnauthenticated,
+                "no signing keys yet: they arrive with the first answered heartbeat (docs/protocol.md)"};
+    }
+    const protocol::SignedRequest signed_request{.method = req.method_text,
+                                                 .target = req.target,
+                                                 .body = req.body,
+                                                 .key_id = req.headers.Get(protocol::kKeyIdHeader),
+                                                 .timestamp = req.headers.Get(protocol::kTimestampHeader),
+                                                 .signature = req.headers.Get(protocol::kSignatureHeader)};
+    Status verified = protocol::VerifySignature(signed_request, signing_keys_, WallMs() + clock_offset_ms_,
+                                                options_.signature_window);
+    if (!verified.ok()) {
+        ++counters_.refused_unsigned;
+        // At most one line per second: a flood of forged calls must not become a flood of logs.
+        const std::int64_t now = WallMs();
+        std::int64_t last = last_refusal_log_ms_.load();
+        if (now - last >= 1000 && last_refusal_log_ms_.compare_exchange_strong(last, now)) {
+            spdlog::warn("executor {}: refused {} {} from {}: {} ({} refused so far)", options_.app, req.method_text,
+                         req.path, req.remote, verified.message(), counters_.refused_unsigned.load());
+        }
+    }
+    return verified;
+}
+
+void Runtime::LearnSigning(const http::ClientResponse& answer) {
+    // An answer without keys (an older server) changes nothing; a malformed one is ignored
+    // whole, so one bad answer never drops keys that work.
+    constexpr std::size_t kMaxKeys = 8;
+    constexpr std::size_t kMaxField = 256;
+    auto body = answer.Json();
+    if (!body.ok() || !body->is_object() || !body->contains("signing")) return;
+    const auto& signing = (*body)["signing"];
+    if (!signing.is_object() || !signing.contains("keys") || !signing["keys"].is_array() ||
+        signing["keys"].size() > kMaxKeys || !signing.contains("server_time_ms") ||
+        !signing["server_time_ms"].is_number_integer()) {
+        spdlog::warn("executor {}: ignoring a malformed signing object in the heartbeat answer", options_.app);
+        return;
+    }
+    std::vector<protocol::SigningKey> keys;
+    for (const auto& k : signing["keys"]) {
+        if (!k.is_object() || !k.contains("id") || !k["id"].is_string() || !k.contains("secret") ||
+            !k["secret"].is_string()) {
+            return;
+        }
+        protocol::SigningKey key{k["id"].get<std::string>(), k["secret"].get<std::string>()};
+        if (key.id.empty() || key.id.size() > kMaxField || key.secret.empty() || key.secret.size() > kMaxField) return;
+        keys.push_back(std::move(key));
+    }
+    // The server read its clock somewhere between our send and its answer: assume the middle
+    // (the error is at most half the round trip, far inside the signature window).
+    const std::int64_t server_ms = signing["server_time_ms"].get<std::int64_t>();
+    const std::int64_t offset = server_ms - (last_post_sent_ms_ + last_post_answered_ms_) / 2;
+    std::lock_guard lock(signing_mu_);
+    if (keys.size() != signing_keys_.size() || !std::equal(keys.begin(), keys.end(), signing_keys_.begin(),
+                                                           [](const auto& a, const auto& b) { return a.id == b.id; })) {
+        std::vector<std::string> ids;
+        ids.reserve(keys.size());
+        for (const auto& k : keys) ids.push_back(k.id);
+        spdlog::info("executor {}: signing keys now {}; cluster clock offset {} ms", options_.app, fmt::join(ids, ", "),
+                     offset);
+    }
+    signing_keys_ = std::move(keys);
+    clock_offset_ms_ = offset;
+}
+
+net::awaitable<std::optional<http::ClientResponse>> Runtime::PostToWeb(std::string path, nlohmann::json body,
+                                                                       std::string preferred_url) {
+    std::vector<std::string> targets;
+    if (!preferred_url.empty()) targets.push_back(preferred_url);
+    const std::size_t first_endpoint = targets.size();
+    const std::size_t start = preferred_endpoint_.load();
+    for (std::size_t i = 0; i < endpoints_.size(); ++i) {
+        targets.push_back(endpoints_[(start + i) % endpoints_.size()].WithPath(path).ToString());
+    }
+    http::CallOptions call;
+    call.timeout = options_.web_timeout;
+    call.bearer_token = options_.token;
+    for (std::size_t t = 0; t < targets.size(); ++t) {
+        const std::int64_t sent = WallMs();
+        auto r = co_await client_->PostJson(targets[t], body, call);
+        if (r.ok() && r->ok()) {
+            if (t >= first_endpoint) preferred_endpoint_ = (start + t - first_endpoint) % endpoints_.size();
+            last_post_sent_ms_ = sent;
+            last_post_answered_ms_ = WallMs();
+            co_return std::move(*r);
+        }
+        spdlog::debug("executor {}: POST {} failed: {}", options_.app, targets[t],
+                      r.ok() ? "HTTP " + std::to_string(r->status) + " " + r->body : r.status().ToString());
+    }
+    co_return std::nullopt;
+}
+
+net::awaitable<void> Runtime::HeartbeatLoop() {
+    bool was_ok = true;
+    while (!heartbeat_stop_) {
+        nlohmann::json body = protocol::ToJson(HeartbeatNow());
+        auto answer = co_await PostToWeb("/api/v1/registry/heartbeat", body, "");
+        const bool ok = answer.has_value();
+        if (ok) LearnSigning(*answer);
+        ++(ok ? counters_.heartbeats_ok : counters_.heartbeats_failed);
+        if (ok != was_ok) {
+            if (ok) {
+                spdlog::info("executor {}: heartbeats acknowledged again", options_.app);
+            } else {
+                spdlog::warn("executor {}: no web endpoint acknowledged the heartbeat", options_.app);
+            }
+            was_ok = ok;
+        }
+        if (heartbeat_stop_) break;
+        const auto interval = std::chrono::duration_cast<Clock::duration>(options_.heartbeat_interval);
+        heartbeat_timer_.expires_after(ok ? interval : std::min<Clock::duration>(interval, kHeartbeatRetry));
+        boost::system::error_code ec;
+        co_await heartbeat_timer_.async_wait(net::redirect_error(net::use_awaitable, ec));
+    }
+}
+
+net::awaitable<bool> Runtime::Deregister() {
+    nlohmann::json body = protocol::ToJson(protocol::Deregister{.app = options_.app, .address = address_});
+    auto answer = co_await PostToWeb("/api/v1/registry/deregister", body, "");
+    co_return answer.has_value();
+}
+
+}  // namespace sched::client::impl

@@ -1,0 +1,158 @@
+#pragma once
+
+/// The executor's runtime (sched::client::Executor's implementation), one class split over
+/// files by concept: executor.cpp (lifecycle), executor_routes.cpp (the HTTP API nodes call),
+/// executor_runs.cpp (running handlers), executor_web.cpp (the web module: endpoint failover,
+/// heartbeat, request signing), executor_results.cpp (result delivery: outbox, spool,
+/// callbacks). Internal: not installed.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "impl/executor_metrics.hpp"
+#include "impl/fire_log.hpp"
+#include "impl/lock_service.hpp"
+#include "impl/run_registry.hpp"
+#include "impl/spool.hpp"
+#include "sched/client/executor.hpp"
+#include "sched/common/net.hpp"
+#include "sched/http/client.hpp"
+#include "sched/http/json.hpp"
+#include "sched/http/server.hpp"
+#include "sched/http/url.hpp"
+#include "sched/protocol/registry.hpp"
+#include "sched/protocol/request_signature.hpp"
+
+namespace sched::client::impl {
+
+/// Milliseconds since the Unix epoch by the local wall clock.
+inline std::int64_t WallMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+class Runtime {
+  public:
+    explicit Runtime(ExecutorOptions options);
+    ~Runtime();
+
+    void Handle(std::string name, Handler handler);
+    void Start();
+    void Stop();
+    std::uint16_t port() const { return server_ ? server_->port() : 0; }
+    std::string address() const { return address_; }
+    ExecutorStats Stats() const;
+    MetricsRegistry& metrics() { return metrics_registry_; }
+    Result<LockGuard> Lock(std::string_view key, std::chrono::milliseconds lease, std::chrono::milliseconds wait);
+
+  private:
+    http::Router Routes();
+    http::Response OnRun(http::Request& req);
+    http::Response OnRuns(http::Request& req);
+    // One run's admission, shared by /v1/run and /v1/runs: the HTTP status and the JSON answer.
+    // `prefix` names the run in error fields ("runs[2]"; "" for /v1/run).
+    struct RunAnswer {
+        int status = 202;
+        nlohmann::json body;
+    };
+    RunAnswer AdmitRun(const nlohmann::json& body, const std::string& prefix);
+    static RunAnswer Refuse(const http::ApiError& error);
+    http::Response OnKill(http::Request& req);
+    http::Response OnBeat(http::Request& req);
+    /// This instance as the registry sees it (heartbeat and /v1/beat).
+    protocol::Heartbeat HeartbeatNow();
+    http::Response OnIdleBeat(http::Request& req);
+    http::Response OnLog(http::Request& req);
+    http::Response OnMetrics(http::Request& req);
+
+    void Launch(RunPtr run);
+    void Execute(const RunPtr& run);
+    void ReportNeverStarted(const RunPtr& run, const std::string& message);
+    // Queues `result` for delivery and counts it (handler_seconds < 0: it never started).
+    void Report(CallbackResult result, const std::string& handler, double handler_seconds);
+    void FireLog(std::int64_t fire_id, const std::string& text);
+    // The fire's log tail (options_.log_tail_bytes) into its result, for the cluster to keep.
+    void AttachLogTail(CallbackResult& result) const;
+    std::vector<std::string> HandlerNames() const;
+
+    // The answer of the first endpoint that took the call (2xx), nullopt when none did.
+    net::awaitable<std::optional<http::ClientResponse>> PostToWeb(std::string path, nlohmann::json body,
+                                                                  std::string preferred_url);
+    Status VerifyRequest(const http::Request& req) const;
+    void LearnSigning(const http::ClientResponse& heartbeat_answer);
+    net::awaitable<void> HeartbeatLoop();
+    net::awaitable<bool> Deregister();
+    net::awaitable<void> CallbackLoop();
+    net::awaitable<bool> FlushResults();
+    std::vector<CallbackResult> TakeBatch();
+    void SpoolOrRequeue(std::vector<CallbackResult> batch);
+    void SpoolOutbox();
+
+    const ExecutorOptions options_;
+    // Before everything its observed series read: destroyed after them.
+    MetricsRegistry metrics_registry_;
+    std::unique_ptr<ExecutorMetrics> metrics_;  // created by Start(), with the handler names
+    http::AuthHook metrics_auth_;               // set when metrics-token is
+    std::vector<http::Url> endpoints_;
+    std::map<std::string, Handler> handlers_;  // read-only after Start()
+    bool started_ = false;
+    std::mutex stop_mu_;
+    bool stopped_ = false;
+
+    net::io_context io_;
+    // The heartbeat and callback loops, their timers, and the run timeout timers live here.
+    net::strand<net::io_context::executor_type> strand_;
+    std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
+    std::thread io_thread_;
+    std::unique_ptr<net::thread_pool> workers_;
+    std::unique_ptr<http::Server> server_;
+    std::unique_ptr<http::HttpClient> client_;
+    std::atomic<std::size_t> preferred_endpoint_{0};
+    std::string address_;
+
+    RunRegistry registry_;
+    FireLogBook logs_;
+    std::unique_ptr<ResultSpool> spool_;  // used only by the callback loop once started
+    mutable std::mutex outbox_mu_;
+    std::deque<CallbackResult> outbox_;
+
+    std::atomic<bool> accepting_{false};
+    std::atomic<bool> heartbeat_stop_{false};
+    std::atomic<bool> callback_stop_{false};
+    net::steady_timer heartbeat_timer_;
+    net::steady_timer callback_timer_;
+    std::future<void> heartbeat_done_;
+    std::future<void> callback_done_;
+    bool web_reachable_ = true;  // callback loop only: to log transitions, not every failure
+    std::mutex locks_mu_;
+    std::shared_ptr<LockService> locks_;  // created by the first Lock()
+
+    // What VerifyRequest checks against, replaced by each heartbeat answer.
+    mutable std::mutex signing_mu_;
+    std::vector<protocol::SigningKey> signing_keys_;
+    std::int64_t clock_offset_ms_ = 0;  // cluster (DB) clock minus local wall clock
+    // Wall-clock bounds of the last successful PostToWeb attempt (strand only): the RTT.
+    std::int64_t last_post_sent_ms_ = 0;
+    std::int64_t last_post_answered_ms_ = 0;
+
+    struct Counters {
+        std::atomic<std::uint64_t> accepted{0}, duplicates{0}, stale{0}, busy{0}, capacity{0};
+        std::atomic<std::uint64_t> succeeded{0}, failed{0}, timed_out{0}, killed{0};
+        std::atomic<std::uint64_t> delivered{0}, spooled{0}, spool_pending{0};
+        std::atomic<std::uint64_t> heartbeats_ok{0}, heartbeats_failed{0}, callback_failures{0};
+        mutable std::atomic<std::uint64_t> refused_unsigned{0};
+    } counters_;
+    mutable std::atomic<std::int64_t> last_refusal_log_ms_{0};
+};
+
+}  // namespace sched::client::impl
