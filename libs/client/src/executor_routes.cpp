@@ -7,6 +7,7 @@
 
 #include "impl/runtime.hpp"
 #include "sched/protocol/run.hpp"
+#include "sched/protocol/run_answer.hpp"
 #include "sched/protocol/run_batch.hpp"
 
 namespace sched::client::impl {
@@ -58,12 +59,12 @@ RunRequest ToClientRun(protocol::RunRequest wire) {
 
 http::Router Runtime::Routes() {
     http::Router r;
-    r.Add(http::Method::kPost, "/v1/run", [this](http::Request& req) { return OnRun(req); });
+    r.Add(http::Method::kPost, protocol::kRunPath, [this](http::Request& req) { return OnRun(req); });
     r.Add(http::Method::kPost, protocol::kRunsPath, [this](http::Request& req) { return OnRuns(req); });
-    r.Add(http::Method::kPost, "/v1/kill", [this](http::Request& req) { return OnKill(req); });
-    r.Add(http::Method::kGet, "/v1/beat", [this](http::Request& req) { return OnBeat(req); });
-    r.Add(http::Method::kPost, "/v1/idle-beat", [this](http::Request& req) { return OnIdleBeat(req); });
-    r.Add(http::Method::kGet, "/v1/log", [this](http::Request& req) { return OnLog(req); });
+    r.Add(http::Method::kPost, protocol::kKillPath, [this](http::Request& req) { return OnKill(req); });
+    r.Add(http::Method::kGet, protocol::kBeatPath, [this](http::Request& req) { return OnBeat(req); });
+    r.Add(http::Method::kPost, protocol::kIdleBeatPath, [this](http::Request& req) { return OnIdleBeat(req); });
+    r.Add(http::Method::kGet, protocol::kLogPath, [this](http::Request& req) { return OnLog(req); });
     // Prometheus cannot sign: the route is public, behind its own bearer token when one is set.
     if (options_.metrics) {
         r.Add(
@@ -76,8 +77,8 @@ http::Router Runtime::Routes() {
 http::Response Runtime::OnRun(http::Request& req) {
     auto body = req.Json();
     if (!body.ok()) return http::Response::Error(body.status(), "body");
-    RunAnswer answer = AdmitRun(*body, "");
-    return http::Response::Json(answer.body, answer.status);
+    const protocol::RunAnswer answer = AdmitRun(*body, "");
+    return http::Response::Json(protocol::ToJson(answer), answer.status);
 }
 
 // The batch form of /v1/run: one signed request carries the runs a node sends this instance at
@@ -104,35 +105,29 @@ http::Response Runtime::OnRuns(http::Request& req) {
                 http::ApiError{Code::kInvalidArgument, key.key() + ": unknown field", std::string(key.key())});
         }
     }
-    nlohmann::json results = nlohmann::json::array();
-    for (std::size_t i = 0; i < runs.size(); ++i) {
-        RunAnswer answer = AdmitRun(runs[i], "runs[" + std::to_string(i) + "]");
-        answer.body["status"] = answer.status;
-        results.push_back(std::move(answer.body));
-    }
-    return http::Response::Json({{"results", std::move(results)}}, 200);
+    std::vector<protocol::RunAnswer> answers;
+    answers.reserve(runs.size());
+    for (std::size_t i = 0; i < runs.size(); ++i)
+        answers.push_back(AdmitRun(runs[i], "runs[" + std::to_string(i) + "]"));
+    return http::Response::Json(protocol::ToBatchJson(answers), 200);
 }
 
-Runtime::RunAnswer Runtime::Refuse(const http::ApiError& error) {
-    nlohmann::json e = {{"code", CodeName(error.code)}, {"message", error.message}, {"field", nullptr}};
-    if (!error.field.empty()) e["field"] = error.field;
-    return {http::HttpStatusFor(error.code), {{"error", std::move(e)}}};
-}
-
-Runtime::RunAnswer Runtime::AdmitRun(const nlohmann::json& body, const std::string& prefix) {
+protocol::RunAnswer Runtime::AdmitRun(const nlohmann::json& body, const std::string& prefix) {
     const auto named = [&](const char* field) {
         return prefix.empty() ? std::string(field) : prefix + "." + field;
     };
     auto parsed = protocol::ParseRunRequest(body, prefix);
-    if (!parsed.ok()) return Refuse(*parsed.error);
+    if (!parsed.ok()) return protocol::RunAnswer::Refused(*parsed.error);
     RunRequest run = ToClientRun(std::move(parsed.value));
     if (!handlers_.contains(run.handler)) {
-        return Refuse(http::ApiError{Code::kNotFound,
-                                     "no handler \"" + run.handler + "\" in app " + options_.app +
-                                         " (handlers: " + fmt::format("{}", fmt::join(HandlerNames(), ", ")) + ")",
-                                     named("handler")});
+        return protocol::RunAnswer::Refused(
+            http::ApiError{Code::kNotFound,
+                           "no handler \"" + run.handler + "\" in app " + options_.app +
+                               " (handlers: " + fmt::format("{}", fmt::join(HandlerNames(), ", ")) + ")",
+                           named("handler")});
     }
-    if (!accepting_) return Refuse(http::ApiError{Code::kUnavailable, "the executor is stopping", ""});
+    if (!accepting_)
+        return protocol::RunAnswer::Refused(http::ApiError{Code::kUnavailable, "the executor is stopping", ""});
 
     const std::int64_t fire_id = run.fire_id;
     AdmitResult admit = registry_.Admit(std::move(run), [this](const Run& accepted, bool start_now) {
@@ -144,16 +139,16 @@ Runtime::RunAnswer Runtime::AdmitRun(const nlohmann::json& body, const std::stri
     switch (admit.admission) {
         case Admission::kStaleEpoch:
             ++counters_.stale;
-            return Refuse(http::ApiError{Code::kAborted, admit.message, named("epoch")});
+            return protocol::RunAnswer::Refused(http::ApiError{Code::kAborted, admit.message, named("epoch")});
         case Admission::kDuplicate:
             ++counters_.duplicates;
-            return {202, {{"accepted", true}, {"duplicate", true}, {"fire_id", fire_id}}};
+            return protocol::RunAnswer::Duplicate(fire_id);
         case Admission::kBusy:
             ++counters_.busy;
-            return Refuse(http::ApiError{Code::kAborted, admit.message, named("block_strategy")});
+            return protocol::RunAnswer::Refused(http::ApiError{Code::kAborted, admit.message, named("block_strategy")});
         case Admission::kNoCapacity:
             ++counters_.capacity;
-            return Refuse(http::ApiError{Code::kResourceExhausted, admit.message, ""});
+            return protocol::RunAnswer::Refused(http::ApiError{Code::kResourceExhausted, admit.message, ""});
         case Admission::kAccepted:
             break;
     }
@@ -162,7 +157,8 @@ Runtime::RunAnswer Runtime::AdmitRun(const nlohmann::json& body, const std::stri
         ReportNeverStarted(dropped, "covered by fire " + std::to_string(fire_id) + " before it started");
     }
     if (admit.start_now) Launch(admit.run);
-    return {202, {{"accepted", true}, {"fire_id", fire_id}, {"state", admit.start_now ? "running" : "queued"}}};
+    return protocol::RunAnswer::Accepted(fire_id,
+                                         admit.start_now ? protocol::RunState::kRunning : protocol::RunState::kQueued);
 }
 
 http::Response Runtime::OnKill(http::Request& req) {
@@ -181,7 +177,9 @@ http::Response Runtime::OnKill(http::Request& req) {
     } else {
         ReportNeverStarted(k.run, "killed by request before it started");
     }
-    return http::Response::Json({{"fire_id", fire_id}, {"state", k.was_running ? "running" : "queued"}});
+    const protocol::KillAnswer answer{
+        .fire_id = fire_id, .state = k.was_running ? protocol::RunState::kRunning : protocol::RunState::kQueued};
+    return http::Response::Json(protocol::ToJson(answer));
 }
 
 protocol::Heartbeat Runtime::HeartbeatNow() {
@@ -201,15 +199,15 @@ http::Response Runtime::OnBeat(http::Request&) {
 http::Response Runtime::OnIdleBeat(http::Request& req) {
     auto body = req.Json();
     if (!body.ok()) return http::Response::Error(body.status(), "body");
-    http::JsonFields f(*body);
-    const auto job_id = f.Int("job_id", {.min = 0});
-    if (f.error()) return http::Response::Error(*f.error());
+    const auto request = protocol::ParseIdleBeatRequest(*body);
+    if (!request.ok()) return http::Response::Error(*request.error);
+    const std::int64_t job_id = request.value.job_id;
     if (!registry_.Idle(job_id)) {
         return http::Response::Error(
             http::ApiError{Code::kFailedPrecondition,
                            "job " + std::to_string(job_id) + " has a run in progress or queued here", "job_id"});
     }
-    return http::Response::Json({{"job_id", job_id}, {"idle", true}});
+    return http::Response::Json(protocol::ToJson(protocol::IdleBeatAnswer{.job_id = job_id}));
 }
 
 http::Response Runtime::OnLog(http::Request& req) {

@@ -32,6 +32,7 @@
 #include "sched/http/url.hpp"
 #include "sched/protocol/registry.hpp"
 #include "sched/protocol/request_signature.hpp"
+#include "sched/protocol/run_answer.hpp"
 
 namespace sched::client::impl {
 
@@ -59,14 +60,9 @@ class Runtime {
     http::Router Routes();
     http::Response OnRun(http::Request& req);
     http::Response OnRuns(http::Request& req);
-    // One run's admission, shared by /v1/run and /v1/runs: the HTTP status and the JSON answer.
+    // One run's admission, shared by /v1/run and /v1/runs (sched/protocol/run_answer.hpp).
     // `prefix` names the run in error fields ("runs[2]"; "" for /v1/run).
-    struct RunAnswer {
-        int status = 202;
-        nlohmann::json body;
-    };
-    RunAnswer AdmitRun(const nlohmann::json& body, const std::string& prefix);
-    static RunAnswer Refuse(const http::ApiError& error);
+    protocol::RunAnswer AdmitRun(const nlohmann::json& body, const std::string& prefix);
     http::Response OnKill(http::Request& req);
     http::Response OnBeat(http::Request& req);
     /// This instance as the registry sees it (heartbeat and /v1/beat).
