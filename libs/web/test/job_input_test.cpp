@@ -26,7 +26,7 @@ TEST(ReadJobInput, ACreateWithTheRequiredFieldsGetsDefaultsAndASchedule) {
     ASSERT_FALSE(ReadJobInput(Body(), nullptr, in));
     EXPECT_EQ(in.job.name, "nightly");
     EXPECT_EQ(in.job.time_zone, "UTC");
-    EXPECT_EQ(in.job.routing, "round-robin");
+    EXPECT_EQ(in.job.routing, Routing::kRoundRobin);
     EXPECT_TRUE(in.schedule_changed);
     ASSERT_TRUE(in.schedule);
     EXPECT_EQ(in.schedule->NextFireTime(0), 60'000);
