@@ -52,7 +52,10 @@ ctest --preset "$preset" "$@"
 [ "$asan" = 1 ] || exit 0
 # The ASan stage builds only the in-process test binaries (target in_process_tests, see
 # cmake/SchedHelpers.cmake): the apps and process tests would double its build time for tests
-# that mostly exercise the same code through real processes.
+# that mostly exercise the same code through real processes. The asan preset compiles with -g1
+# (function names and line tables: all an ASan/UBSan stack trace prints): against -g it compiles
+# executor_api_test.cpp in 27 s instead of 37 s and slave.cpp in 65 s instead of 75 s, with
+# objects a fifth smaller to link (measured 2026-11-26 with other builds running).
 start=$(date +%s)
 cmake --preset asan >/dev/null
 cmake --build --preset asan --target in_process_tests
