@@ -4,6 +4,7 @@
 
 #include "impl/runtime.hpp"
 #include "sched/common/backoff.hpp"
+#include "sched/protocol/registry_answer.hpp"
 
 namespace sched::client::impl {
 
@@ -47,30 +48,21 @@ Status Runtime::VerifyRequest(const http::Request& req) const {
 void Runtime::LearnSigning(const http::ClientResponse& answer) {
     // An answer without keys (an older server) changes nothing; a malformed one is ignored
     // whole, so one bad answer never drops keys that work.
-    constexpr std::size_t kMaxKeys = 8;
-    constexpr std::size_t kMaxField = 256;
     auto body = answer.Json();
-    if (!body.ok() || !body->is_object() || !body->contains("signing")) return;
-    const auto& signing = (*body)["signing"];
-    if (!signing.is_object() || !signing.contains("keys") || !signing["keys"].is_array() ||
-        signing["keys"].size() > kMaxKeys || !signing.contains("server_time_ms") ||
-        !signing["server_time_ms"].is_number_integer()) {
-        spdlog::warn("executor {}: ignoring a malformed signing object in the heartbeat answer", options_.app);
+    if (!body.ok()) return;
+    const auto read = protocol::ReadHeartbeatAnswer(*body);
+    if (!read.ok()) {
+        spdlog::warn("executor {}: ignoring a malformed heartbeat answer: {}", options_.app, read.error->message);
         return;
     }
+    if (!read.value.signing) return;
+    const protocol::KeyDelivery& signing = *read.value.signing;
     std::vector<protocol::SigningKey> keys;
-    for (const auto& k : signing["keys"]) {
-        if (!k.is_object() || !k.contains("id") || !k["id"].is_string() || !k.contains("secret") ||
-            !k["secret"].is_string()) {
-            return;
-        }
-        protocol::SigningKey key{k["id"].get<std::string>(), k["secret"].get<std::string>()};
-        if (key.id.empty() || key.id.size() > kMaxField || key.secret.empty() || key.secret.size() > kMaxField) return;
-        keys.push_back(std::move(key));
-    }
+    keys.reserve(signing.keys.size());
+    for (const auto& k : signing.keys) keys.push_back(protocol::SigningKey{k.id, k.secret});
     // The server read its clock somewhere between our send and its answer: assume the middle
     // (the error is at most half the round trip, far inside the signature window).
-    const std::int64_t server_ms = signing["server_time_ms"].get<std::int64_t>();
+    const std::int64_t server_ms = signing.server_time_ms;
     const std::int64_t offset = server_ms - (last_post_sent_ms_ + last_post_answered_ms_) / 2;
     std::lock_guard lock(signing_mu_);
     if (keys.size() != signing_keys_.size() || !std::equal(keys.begin(), keys.end(), signing_keys_.begin(),

@@ -18,6 +18,7 @@
 #include "sched/http/json.hpp"
 #include "sched/http/url.hpp"
 #include "sched/protocol/registry.hpp"
+#include "sched/protocol/registry_answer.hpp"
 #include "sched/protocol/run_result.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/fire_log.hpp"
@@ -107,16 +108,19 @@ void CountOutcomes(store::FireOutcomeMetrics& metrics, const std::vector<store::
 
 // One line per batch with refused results (never one per item: a hostile batch must not
 // flood the log), so that an operator sees why a fire's result did not land.
-void LogRefused(const Principal& who, const nlohmann::json& results) {
+void LogRefused(const Principal& who, const std::vector<store::ExecutorResult>& items,
+                const std::vector<store::ResultOutcome>& outcomes) {
     std::size_t refused = 0;
     std::string sample;
-    for (const auto& r : results) {
-        const std::string outcome = r["outcome"];
-        if (outcome == "applied" || outcome == "duplicate") continue;
-        if (++refused <= 5) sample += (sample.empty() ? "fire #" : ", #") + r["fire_id"].dump() + " " + outcome;
+    for (std::size_t i = 0; i < outcomes.size(); ++i) {
+        if (outcomes[i] == store::ResultOutcome::kApplied || outcomes[i] == store::ResultOutcome::kDuplicate) continue;
+        if (++refused <= 5) {
+            sample += (sample.empty() ? "fire #" : ", #") + std::to_string(items[i].fire_id) + " " +
+                      std::string(store::ResultOutcomeName(outcomes[i]));
+        }
     }
     if (refused == 0) return;
-    spdlog::warn("callback from token \"{}\": {} of {} result(s) refused ({}{})", who.name, refused, results.size(),
+    spdlog::warn("callback from token \"{}\": {} of {} result(s) refused ({}{})", who.name, refused, outcomes.size(),
                  sample, refused > 5 ? ", ..." : "");
 }
 
@@ -156,7 +160,7 @@ net::awaitable<http::Response> HandleHeartbeat(http::Request& req, const Princip
     };
     auto keys = co_await OnPool(db_pool, keys_work);
     if (!keys.ok()) co_return http::Response::Error(keys.status());
-    co_return http::Response::Json({{"registered", true}, {"signing", SigningJson(*keys)}});
+    co_return http::Response::Json(protocol::ToJson(protocol::HeartbeatAnswer{.signing = KeyDeliveryOf(*keys)}));
 }
 
 net::awaitable<http::Response> HandleDeregister(http::Request& req, const Principal& who, db::Database& db,
@@ -177,7 +181,7 @@ net::awaitable<http::Response> HandleDeregister(http::Request& req, const Princi
     };
     Status s = co_await OnPool(db_pool, work);
     if (!s.ok()) co_return http::Response::Error(s, s.code() == Code::kNotFound ? "address" : "");
-    co_return http::Response::Json({{"deregistered", true}});
+    co_return http::Response::Json(protocol::ToJson(protocol::DeregisterAnswer{}));
 }
 
 net::awaitable<http::Response> HandleCallback(http::Request& req, const Principal& who, db::Database& db,
@@ -199,19 +203,20 @@ net::awaitable<http::Response> HandleCallback(http::Request& req, const Principa
     };
     struct Applied {
         nlohmann::json results = nlohmann::json::array();
-        std::vector<std::size_t> applied;  // indexes into items
-        std::vector<store::FireJob> jobs;  // of the applied fires, for the metrics
+        std::vector<std::size_t> applied;            // indexes into items
+        std::vector<store::FireJob> jobs;            // of the applied fires, for the metrics
+        std::vector<store::ResultOutcome> outcomes;  // one per item
     };
     auto work = [&] {
         return db.InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
             // A constant number of statements per batch (store::FireResults), not 3-4 per item;
             // the applied fires' jobs for the metrics come from the same SELECT.
             Applied out;
-            const auto outcomes = store::FireResults::ApplyMany(s, items, app_allowed, metrics ? &out.jobs : nullptr);
+            out.outcomes = store::FireResults::ApplyMany(s, items, app_allowed, metrics ? &out.jobs : nullptr);
             for (std::size_t i = 0; i < items.size(); ++i) {
                 out.results.push_back(
-                    {{"fire_id", items[i].fire_id}, {"outcome", store::ResultOutcomeName(outcomes[i])}});
-                if (outcomes[i] == store::ResultOutcome::kApplied) out.applied.push_back(i);
+                    {{"fire_id", items[i].fire_id}, {"outcome", store::ResultOutcomeName(out.outcomes[i])}});
+                if (out.outcomes[i] == store::ResultOutcome::kApplied) out.applied.push_back(i);
             }
             return out;
         });
@@ -219,7 +224,7 @@ net::awaitable<http::Response> HandleCallback(http::Request& req, const Principa
     auto applied = co_await OnPool(db_pool, work);
     if (!applied.ok()) co_return http::Response::Error(applied.status());
     if (metrics) CountOutcomes(*metrics, items, *applied);
-    LogRefused(who, applied->results);
+    LogRefused(who, items, applied->outcomes);
     co_return http::Response::Json({{"results", applied->results}});
 }
 

@@ -41,12 +41,12 @@ std::optional<http::Response> BadApp(const std::string& app) {
 
 }  // namespace
 
-nlohmann::json SigningJson(const store::AppSigningKeys& keys) {
-    nlohmann::json items = nlohmann::json::array();
+protocol::KeyDelivery KeyDeliveryOf(const store::AppSigningKeys& keys) {
+    protocol::KeyDelivery out{.keys = {}, .server_time_ms = keys.db_now_ms};
     for (const auto& k : keys.keys) {
-        items.push_back({{"id", k.key_id}, {"secret", k.secret}, {"active_from_ms", k.active_from_ms}});
+        out.keys.push_back({.id = k.key_id, .secret = k.secret, .active_from_ms = k.active_from_ms});
     }
-    return {{"keys", std::move(items)}, {"server_time_ms", keys.db_now_ms}};
+    return out;
 }
 
 void AddSigningKeyRoutes(Routes& routes) {
