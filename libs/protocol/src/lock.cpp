@@ -142,4 +142,15 @@ nlohmann::json ToJson(const LockReleased& released) {
             {"epoch", released.epoch ? nlohmann::json(*released.epoch) : nlohmann::json(nullptr)}};
 }
 
+nlohmann::json ToJson(const LockState& state) {
+    return {{"key", state.key},
+            {"app", AppOrNull(state.app)},
+            {"held", state.held},
+            {"owner", state.owner ? nlohmann::json(*state.owner) : nlohmann::json(nullptr)},
+            {"epoch", state.epoch},
+            {"lease_until_ms", state.lease_until_ms},
+            {"remaining_ms", state.remaining_ms},
+            {"now_ms", state.now_ms}};
+}
+
 }  // namespace sched::protocol

@@ -163,5 +163,28 @@ TEST(LockReleasedTest, DocumentedBody) {
               json::parse(R"({"key": "k", "app": null, "released": true, "epoch": null})"));
 }
 
+TEST(LockStateTest, DocumentedBody) {
+    const LockState held{.key = "k",
+                         .app = "billing",
+                         .held = true,
+                         .owner = "3f2a",
+                         .epoch = 7,
+                         .lease_until_ms = 1764000030012,
+                         .remaining_ms = 29000,
+                         .now_ms = 1764000001012};
+    EXPECT_EQ(ToJson(held), json::parse(R"({"key": "k", "app": "billing", "held": true, "owner": "3f2a", "epoch": 7,
+        "lease_until_ms": 1764000030012, "remaining_ms": 29000, "now_ms": 1764000001012})"));
+    const LockState released{.key = "k",
+                             .app = std::nullopt,
+                             .held = false,
+                             .owner = std::nullopt,
+                             .epoch = 8,
+                             .lease_until_ms = 5,
+                             .remaining_ms = 0,
+                             .now_ms = 9};
+    EXPECT_TRUE(ToJson(released).at("owner").is_null());
+    EXPECT_TRUE(ToJson(released).at("app").is_null());
+}
+
 }  // namespace
 }  // namespace sched::protocol

@@ -95,24 +95,20 @@ std::optional<std::string> LockName(const Principal& who, const std::optional<st
     return name;
 }
 
-nlohmann::json AppJson(const std::optional<std::string>& app) {
-    return app ? nlohmann::json(*app) : nlohmann::json(nullptr);
-}
-
 bool HeldNow(const lock::LockRow& row) {
     return row.owner.has_value() && row.lease_until_us > row.db_now_us;
 }
 
 nlohmann::json StateJson(std::string_view key, const std::optional<std::string>& app, const lock::LockRow& row) {
     const bool held = HeldNow(row);
-    return {{"key", std::string(key)},
-            {"app", AppJson(app)},
-            {"held", held},
-            {"owner", row.owner ? nlohmann::json(*row.owner) : nlohmann::json(nullptr)},
-            {"epoch", row.epoch},
-            {"lease_until_ms", row.lease_until_us / 1000},
-            {"remaining_ms", held ? (row.lease_until_us - row.db_now_us) / 1000 : 0},
-            {"now_ms", row.db_now_us / 1000}};
+    return protocol::ToJson(protocol::LockState{.key = std::string(key),
+                                                .app = app,
+                                                .held = held,
+                                                .owner = row.owner,
+                                                .epoch = row.epoch,
+                                                .lease_until_ms = row.lease_until_us / 1000,
+                                                .remaining_ms = held ? (row.lease_until_us - row.db_now_us) / 1000 : 0,
+                                                .now_ms = row.db_now_us / 1000});
 }
 
 // 409 with the uniform error body plus the lock's current state, so that the caller can see who

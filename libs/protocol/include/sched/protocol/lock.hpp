@@ -13,6 +13,10 @@
 ///               "lease_until_ms": 1764000045000}
 ///     POST /api/v1/locks/{key}/release {"app": "billing", "owner": "3f2a...", "epoch": 7}
 ///       -> 200 {"key": "k", "app": "billing", "released": true, "epoch": 8}  (epoch may be null)
+///     GET  /api/v1/locks/{key}?app=billing
+///       -> 200 {"key": "k", "app": "billing", "held": true, "owner": "3f2a...", "epoch": 7,
+///               "lease_until_ms": 1764000030012, "remaining_ms": 29000, "now_ms": 1764000001012}
+///     (a 409 carries the same state under "lock", beside the uniform error body)
 ///
 /// Requests are read strictly (an unknown field is a 400 naming it; a lock request from a newer
 /// SDK must not be half understood); answers leniently (a newer server may say more).
@@ -98,5 +102,21 @@ struct LockReleased {
 };
 
 nlohmann::json ToJson(const LockReleased& released);
+
+/// A lock's state on the database clock (inspect, and the "lock" of a 409).
+struct LockState {
+    std::string key;
+    std::optional<std::string> app;
+    bool held = false;                 ///< an owner whose lease has not ended
+    std::optional<std::string> owner;  ///< the last holder (null: never held, or released)
+    std::int64_t epoch = 0;
+    std::int64_t lease_until_ms = 0;
+    std::int64_t remaining_ms = 0;  ///< 0 unless held
+    std::int64_t now_ms = 0;
+
+    friend bool operator==(const LockState&, const LockState&) = default;
+};
+
+nlohmann::json ToJson(const LockState& state);
 
 }  // namespace sched::protocol
