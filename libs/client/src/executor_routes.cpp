@@ -6,6 +6,8 @@
 #include <spdlog/spdlog.h>
 
 #include "impl/runtime.hpp"
+#include "sched/protocol/log_page.hpp"
+#include "sched/protocol/registry.hpp"
 #include "sched/protocol/run.hpp"
 #include "sched/protocol/run_answer.hpp"
 #include "sched/protocol/run_batch.hpp"
@@ -14,8 +16,9 @@ namespace sched::client::impl {
 
 namespace {
 
-constexpr std::size_t kLogPageLines = 1000;
+using protocol::kMaxLogPageLines;
 using protocol::kMaxRunsPerBatch;
+using protocol::kRunsField;
 
 std::optional<std::int64_t> ParseInt(std::string_view text) {
     std::int64_t v = 0;
@@ -88,19 +91,20 @@ http::Response Runtime::OnRun(http::Request& req) {
 http::Response Runtime::OnRuns(http::Request& req) {
     auto body = req.Json();
     if (!body.ok()) return http::Response::Error(body.status(), "body");
-    if (!body->is_object() || !body->contains("runs") || !(*body)["runs"].is_array()) {
+    const std::string field(kRunsField);
+    if (!body->is_object() || !body->contains(field) || !(*body)[field].is_array()) {
         return http::Response::Error(
-            http::ApiError{Code::kInvalidArgument, "runs: required, an array of runs", "runs"});
+            http::ApiError{Code::kInvalidArgument, field + ": required, an array of runs", field});
     }
-    auto& runs = (*body)["runs"];
+    auto& runs = (*body)[field];
     if (runs.empty() || runs.size() > kMaxRunsPerBatch) {
         return http::Response::Error(http::ApiError{
             Code::kInvalidArgument,
-            "runs: expected 1.." + std::to_string(kMaxRunsPerBatch) + " runs, got " + std::to_string(runs.size()),
-            "runs"});
+            field + ": expected 1.." + std::to_string(kMaxRunsPerBatch) + " runs, got " + std::to_string(runs.size()),
+            field});
     }
     for (const auto& key : body->items()) {
-        if (key.key() != "runs") {
+        if (key.key() != field) {
             return http::Response::Error(
                 http::ApiError{Code::kInvalidArgument, key.key() + ": unknown field", std::string(key.key())});
         }
@@ -108,7 +112,7 @@ http::Response Runtime::OnRuns(http::Request& req) {
     std::vector<protocol::RunAnswer> answers;
     answers.reserve(runs.size());
     for (std::size_t i = 0; i < runs.size(); ++i)
-        answers.push_back(AdmitRun(runs[i], "runs[" + std::to_string(i) + "]"));
+        answers.push_back(AdmitRun(runs[i], field + "[" + std::to_string(i) + "]"));
     return http::Response::Json(protocol::ToBatchJson(answers), 200);
 }
 
@@ -191,9 +195,8 @@ protocol::Heartbeat Runtime::HeartbeatNow() {
 }
 
 http::Response Runtime::OnBeat(http::Request&) {
-    nlohmann::json beat = protocol::ToJson(HeartbeatNow());
-    beat["epoch"] = registry_.MaxEpoch();
-    return http::Response::Json(beat);
+    return http::Response::Json(
+        protocol::ToJson(protocol::BeatAnswer{.heartbeat = HeartbeatNow(), .epoch = registry_.MaxEpoch()}));
 }
 
 http::Response Runtime::OnIdleBeat(http::Request& req) {
@@ -229,16 +232,16 @@ http::Response Runtime::OnLog(http::Request& req) {
         }
         from_line = *parsed;
     }
-    const auto page = logs_.Read(*fire_id, from_line, kLogPageLines);
+    auto page = logs_.Read(*fire_id, from_line, kMaxLogPageLines);
     if (!page) {
         return http::Response::Error(
             http::ApiError{Code::kNotFound, "no log for fire " + std::to_string(*fire_id) + " here", "fire_id"});
     }
-    return http::Response::Json({{"fire_id", *fire_id},
-                                 {"from_line", page->from_line},
-                                 {"to_line", page->next_line},
-                                 {"lines", page->lines},
-                                 {"finished", page->finished}});
+    return http::Response::Json(protocol::ToJson(protocol::LogPage{.fire_id = *fire_id,
+                                                                   .from_line = page->from_line,
+                                                                   .to_line = page->next_line,
+                                                                   .lines = std::move(page->lines),
+                                                                   .finished = page->finished}));
 }
 
 http::Response Runtime::OnMetrics(http::Request& req) {

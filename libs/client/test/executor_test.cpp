@@ -10,6 +10,7 @@
 #include "sched/client/testing/fake_web.hpp"
 #include "sched/common/node_id.hpp"
 #include "sched/http/testing/test_server.hpp"
+#include "sched/protocol/registry.hpp"
 
 namespace sched::client {
 namespace {
@@ -462,9 +463,17 @@ TEST_F(ExecutorTest, BeatAndIdleBeatReportState) {
     EXPECT_EQ(b["handlers"], (nlohmann::json{"chatty", "count", "echo", "fail", "gate", "throw"}));
     EXPECT_EQ(b["capacity"], 16);
     EXPECT_EQ(b["running"], 0);
+    // The beat is the heartbeat plus the highest epoch seen (protocol::BeatAnswer).
+    const auto before = protocol::ReadBeatAnswer(b);
+    ASSERT_TRUE(before.ok()) << before.error->message;
+    EXPECT_EQ(before.value.epoch, 0);
 
     EXPECT_EQ(Post("/v1/idle-beat", {{"job_id", 10}})->status, 200);
     ASSERT_EQ(Run(1, 10, "gate"), 202);
+    const auto after = protocol::ReadBeatAnswer(nlohmann::json::parse(Get("/v1/beat")->body));
+    ASSERT_TRUE(after.ok()) << after.error->message;
+    EXPECT_EQ(after.value.epoch, 1);
+    EXPECT_EQ(after.value.heartbeat.running, 1);
     auto busy = Post("/v1/idle-beat", {{"job_id", 10}});
     EXPECT_EQ(busy->status, 409);
     EXPECT_EQ(ErrorOf(busy)["field"], "job_id");

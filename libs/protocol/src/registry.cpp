@@ -14,6 +14,7 @@ namespace {
 
 constexpr std::array<std::string_view, 5> kHeartbeatFields = {"app", "address", "handlers", "capacity", "running"};
 constexpr std::array<std::string_view, 2> kDeregisterFields = {"app", "address"};
+constexpr std::string_view kBeatEpochField = "epoch";
 
 // A field this version does not know, as a 400 naming it (so that a typo or a field of a newer
 // protocol is never silently ignored). JsonFields reports a body that is not an object.
@@ -73,6 +74,25 @@ Parsed<Heartbeat> ParseHeartbeat(const nlohmann::json& body) {
         }
     }
     out.error = f.error();
+    return out;
+}
+
+nlohmann::json ToJson(const BeatAnswer& beat) {
+    nlohmann::json body = ToJson(beat.heartbeat);
+    body[kBeatEpochField] = beat.epoch;
+    return body;
+}
+
+Parsed<BeatAnswer> ReadBeatAnswer(const nlohmann::json& body) {
+    Parsed<BeatAnswer> out;
+    http::JsonFields f(body);
+    out.value.epoch = f.Int(kBeatEpochField, 0, {.min = 0});
+    if ((out.error = f.error())) return out;
+    nlohmann::json heartbeat = body;
+    heartbeat.erase(std::string(kBeatEpochField));
+    auto parsed = ParseHeartbeat(heartbeat);
+    out.value.heartbeat = std::move(parsed.value);
+    out.error = std::move(parsed.error);
     return out;
 }
 

@@ -746,7 +746,7 @@ net::awaitable<void> Slave::SendBatch(std::shared_ptr<const Group> group, std::s
         auto acquire = AcquireCall(address);
         const bool slot = co_await net::co_spawn(strand_, std::move(acquire), net::use_awaitable);
         if (!slot) break;
-        const std::string body = "{\"runs\":[" + runs + "]}";
+        const std::string body = protocol::RunsBatchBody(runs);
         const std::string url = "http://" + address + std::string(protocol::kRunsPath);
         const http::CallOptions call{.timeout = config_.dispatch_timeout};
         const std::int64_t sent_at = time_.NowMs();

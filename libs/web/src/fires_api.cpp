@@ -13,6 +13,7 @@
 #include "impl/views.hpp"
 #include "sched/dispatch/executor_signer.hpp"
 #include "sched/http/client.hpp"
+#include "sched/protocol/log_page.hpp"
 #include "sched/protocol/run.hpp"
 #include "sched/protocol/run_answer.hpp"
 #include "sched/store/fire.hpp"
@@ -62,10 +63,18 @@ net::awaitable<std::string> JobApp(Context& ctx, std::int64_t job_id) {
     co_return job.ok() ? job->app : std::string();
 }
 
-// The stored log in the live log's shape (the executor's GET /v1/log page plus what the relay
-// adds), a page of at most kLogPageLines lines from `from_line` on.
+// The relay's view of a log page: the executor's page plus where it came from.
+nlohmann::json LogView(const protocol::LogPage& page, const store::Fire& fire, std::string_view source) {
+    nlohmann::json log = protocol::ToJson(page);
+    log["fire_status"] = store::FireStatusName(fire.status);
+    log["source"] = source;
+    if (fire.executor_address) log["executor_address"] = *fire.executor_address;
+    return log;
+}
+
+// The stored log in the live log's shape, a page of at most kMaxLogPageLines lines from
+// `from_line` on.
 nlohmann::json StoredLogPage(const store::StoredFireLog& stored, const store::Fire& fire, std::int64_t from_line) {
-    constexpr std::size_t kLogPageLines = 1000;
     std::vector<std::string> all;
     for (std::size_t at = 0; at <= stored.log.size();) {
         const auto end = std::min(stored.log.find('\n', at), stored.log.size());
@@ -75,17 +84,15 @@ nlohmann::json StoredLogPage(const store::StoredFireLog& stored, const store::Fi
     if (stored.log.empty()) all.clear();
     const auto size = static_cast<std::int64_t>(all.size());
     const auto from = std::clamp<std::int64_t>(from_line, 0, size);
-    const auto to = std::min<std::int64_t>(size, from + static_cast<std::int64_t>(kLogPageLines));
-    nlohmann::json log = {{"fire_id", stored.fire_id},
-                          {"from_line", from},
-                          {"to_line", to},
-                          {"lines", std::vector<std::string>(all.begin() + from, all.begin() + to)},
-                          {"finished", to == size},
-                          {"fire_status", store::FireStatusName(fire.status)},
-                          {"source", "stored"},
-                          {"truncated_bytes", stored.truncated_bytes},
-                          {"stored_at_ms", stored.stored_at_ms}};
-    if (fire.executor_address) log["executor_address"] = *fire.executor_address;
+    const auto to = std::min<std::int64_t>(size, from + static_cast<std::int64_t>(protocol::kMaxLogPageLines));
+    const protocol::LogPage page{.fire_id = stored.fire_id,
+                                 .from_line = from,
+                                 .to_line = to,
+                                 .lines = std::vector<std::string>(all.begin() + from, all.begin() + to),
+                                 .finished = to == size};
+    nlohmann::json log = LogView(page, fire, "stored");
+    log["truncated_bytes"] = stored.truncated_bytes;
+    log["stored_at_ms"] = stored.stored_at_ms;
     return log;
 }
 
@@ -248,7 +255,10 @@ void AddFireRoutes(Routes& routes) {
             }
             const std::string address = *fire->executor_address;
             const auto executor_io = co_await net::this_coro::executor;
-            http::HttpClient client(executor_io);
+            // A page is bounded in lines (ReadLogPage) and bytes (here).
+            http::ClientOptions client_options;
+            client_options.body_limit = protocol::kMaxLogPageBytes;
+            http::HttpClient client(executor_io, client_options);
             const std::string url = "http://" + address + std::string(protocol::kLogPath) +
                                     "?fire_id=" + std::to_string(*id) + "&from_line=" + std::to_string(from_line);
             const http::CallOptions call = ExecutorCall(*ctx);
@@ -266,15 +276,17 @@ void AddFireRoutes(Routes& routes) {
                 co_return Response::Error(gone, "id");
             }
             auto log = answer->Json();
-            if (answer->status != 200 || !log.ok() || !log->is_object()) {
-                const Status bad =
-                    Unavailable("executor " + address + " answered " + std::to_string(answer->status) + " to " + url);
+            const auto page = log.ok() ? protocol::ReadLogPage(*log) : protocol::Parsed<protocol::LogPage>{};
+            if (answer->status != 200 || !log.ok() || !page.ok() || page.value.fire_id != *id) {
+                std::string why = "answered " + std::to_string(answer->status);
+                if (answer->status == 200 && log.ok() && !page.ok()) why += " a bad page (" + page.error->message + ")";
+                if (answer->status == 200 && page.ok() && page.value.fire_id != *id) {
+                    why += " fire " + std::to_string(page.value.fire_id) + "'s log";
+                }
+                const Status bad = Unavailable("executor " + address + " " + why + " to " + url);
                 co_return Response::Error(bad);
             }
-            (*log)["executor_address"] = address;
-            (*log)["fire_status"] = store::FireStatusName(fire->status);
-            (*log)["source"] = "live";
-            co_return Response::Json(*log);
+            co_return Response::Json(LogView(page.value, *fire, "live"));
         });
 }
 

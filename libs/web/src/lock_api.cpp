@@ -12,6 +12,7 @@
 #include "sched/common/on_pool.hpp"
 #include "sched/http/json.hpp"
 #include "sched/lock/lock_backend.hpp"
+#include "sched/protocol/lock.hpp"
 
 namespace sched::web {
 
@@ -41,12 +42,13 @@ using std::chrono::milliseconds;
 constexpr std::size_t kMaxKeyLength = 128;
 // DistributedLock keeps key K in the row "lock:K" (docs/locks.md, "Rows are named ...").
 constexpr std::string_view kRowPrefix = "lock:";
-constexpr std::array<std::string_view, 3> kAcquireFields = {"app", "lease_ms", "wait_ms"};
-constexpr std::array<std::string_view, 4> kExtendFields = {"app", "owner", "epoch", "lease_ms"};
-constexpr std::array<std::string_view, 3> kReleaseFields = {"app", "owner", "epoch"};
 
 std::int64_t Ms(Micros d) {
     return std::chrono::duration_cast<milliseconds>(d).count();
+}
+
+protocol::LockLimits LimitsOf(const LockApiOptions& options) {
+    return {.max_lease_ms = Ms(options.max_lease), .max_wait_ms = Ms(options.max_wait)};
 }
 
 // Keys travel in URL paths and in every backend's key space: a small safe alphabet, so that no
@@ -93,34 +95,20 @@ std::optional<std::string> LockName(const Principal& who, const std::optional<st
     return name;
 }
 
-// `app` of a lock request body: nullopt when absent or null; a non-string is a 400.
-std::optional<std::string> BodyApp(const nlohmann::json& body, std::optional<Response>& error) {
-    if (!body.is_object() || !body.contains("app") || body["app"].is_null()) return std::nullopt;
-    if (!body["app"].is_string()) {
-        error = BadRequest("app", "app: expected a string");
-        return std::nullopt;
-    }
-    return body["app"].get<std::string>();
-}
-
-nlohmann::json AppJson(const std::optional<std::string>& app) {
-    return app ? nlohmann::json(*app) : nlohmann::json(nullptr);
-}
-
 bool HeldNow(const lock::LockRow& row) {
     return row.owner.has_value() && row.lease_until_us > row.db_now_us;
 }
 
 nlohmann::json StateJson(std::string_view key, const std::optional<std::string>& app, const lock::LockRow& row) {
     const bool held = HeldNow(row);
-    return {{"key", std::string(key)},
-            {"app", AppJson(app)},
-            {"held", held},
-            {"owner", row.owner ? nlohmann::json(*row.owner) : nlohmann::json(nullptr)},
-            {"epoch", row.epoch},
-            {"lease_until_ms", row.lease_until_us / 1000},
-            {"remaining_ms", held ? (row.lease_until_us - row.db_now_us) / 1000 : 0},
-            {"now_ms", row.db_now_us / 1000}};
+    return protocol::ToJson(protocol::LockState{.key = std::string(key),
+                                                .app = app,
+                                                .held = held,
+                                                .owner = row.owner,
+                                                .epoch = row.epoch,
+                                                .lease_until_ms = row.lease_until_us / 1000,
+                                                .remaining_ms = held ? (row.lease_until_us - row.db_now_us) / 1000 : 0,
+                                                .now_ms = row.db_now_us / 1000});
 }
 
 // 409 with the uniform error body plus the lock's current state, so that the caller can see who
@@ -189,14 +177,12 @@ net::awaitable<Response> LockApi::Acquire(Request& req, const Principal& who) {
     if (auto bad = CheckKey(key)) co_return *bad;
     auto body = req.Json();
     if (!body.ok()) co_return Response::Error(body.status(), "body");
-    if (auto unknown = RejectUnknownFields(*body, kAcquireFields)) co_return *unknown;
-    http::JsonFields f(*body);
-    const std::int64_t lease_ms = f.Int("lease_ms", {.min = 1, .max = Ms(options_.max_lease)});
-    const std::int64_t wait_ms = f.Int("wait_ms", 0, {.min = 0, .max = Ms(options_.max_wait)});
-    if (f.error()) co_return Response::Error(*f.error());
+    const auto request = protocol::ParseLockAcquireRequest(*body, LimitsOf(options_));
+    if (!request.ok()) co_return Response::Error(*request.error);
+    const std::optional<std::string>& app = request.value.app;
+    const std::int64_t lease_ms = request.value.lease_ms;
+    const std::int64_t wait_ms = request.value.wait_ms;
     std::optional<Response> error;
-    const auto app = BodyApp(*body, error);
-    if (error) co_return *error;
     const auto name = LockName(who, app, key, error);
     if (!name) co_return *error;
     auto backend = GetBackend();
@@ -250,17 +236,18 @@ net::awaitable<Response> LockApi::Acquire(Request& req, const Principal& who) {
         }
         if (got->handle) {
             const auto& h = *got->handle;
-            nlohmann::json out = {
-                {"key", key},           {"app", AppJson(app)},
-                {"owner", h.owner},     {"epoch", h.epoch},
-                {"lease_ms", lease_ms}, {"waited_ms", Ms(std::chrono::duration_cast<Micros>(attempt_start - start))}};
+            protocol::LockHolding out{.key = key,
+                                      .app = app,
+                                      .owner = h.owner,
+                                      .epoch = h.epoch,
+                                      .lease_ms = lease_ms,
+                                      .waited_ms = Ms(std::chrono::duration_cast<Micros>(attempt_start - start)),
+                                      .lease_until_ms = std::nullopt};
             // Our row, unless it already changed hands (a lease of 1 ms) between the two statements.
             if (got->row && got->row->epoch == h.epoch && got->row->owner == h.owner) {
-                out["lease_until_ms"] = got->row->lease_until_us / 1000;
-            } else {
-                out["lease_until_ms"] = nullptr;
+                out.lease_until_ms = got->row->lease_until_us / 1000;
             }
-            co_return Response::Json(out);
+            co_return Response::Json(protocol::ToJson(out));
         }
         const auto now = SteadyClock::now();
         if (now >= deadline) {
@@ -300,17 +287,25 @@ net::awaitable<Response> LockApi::ExtendOrRelease(Request& req, const Principal&
     if (auto bad = CheckKey(key)) co_return *bad;
     auto body = req.Json();
     if (!body.ok()) co_return Response::Error(body.status(), "body");
-    const std::span<const std::string_view> allowed =
-        extend ? std::span<const std::string_view>(kExtendFields) : std::span<const std::string_view>(kReleaseFields);
-    if (auto unknown = RejectUnknownFields(*body, allowed)) co_return *unknown;
-    http::JsonFields f(*body);
-    const std::string owner = f.String("owner");
-    const std::int64_t epoch = f.Int("epoch", {.min = 1});
-    const std::int64_t lease_ms = extend ? f.Int("lease_ms", {.min = 1, .max = Ms(options_.max_lease)}) : 0;
-    if (f.error()) co_return Response::Error(*f.error());
+    std::optional<std::string> app;
+    std::string owner;
+    std::int64_t epoch = 0;
+    std::int64_t lease_ms = 0;
+    if (extend) {
+        auto request = protocol::ParseLockExtendRequest(*body, LimitsOf(options_));
+        if (!request.ok()) co_return Response::Error(*request.error);
+        app = std::move(request.value.app);
+        owner = std::move(request.value.owner);
+        epoch = request.value.epoch;
+        lease_ms = request.value.lease_ms;
+    } else {
+        auto request = protocol::ParseLockReleaseRequest(*body);
+        if (!request.ok()) co_return Response::Error(*request.error);
+        app = std::move(request.value.app);
+        owner = std::move(request.value.owner);
+        epoch = request.value.epoch;
+    }
     std::optional<Response> error;
-    const auto app = BodyApp(*body, error);
-    if (error) co_return *error;
     const auto name = LockName(who, app, key, error);
     if (!name) co_return *error;
     auto backend = GetBackend();
@@ -370,19 +365,20 @@ net::awaitable<Response> LockApi::ExtendOrRelease(Request& req, const Principal&
     }
     if (!changed->done) co_return Conflict(key, app, changed->field, changed->message, changed->row);
     if (!extend) {
-        co_return Response::Json({{"key", key},
-                                  {"app", AppJson(app)},
-                                  {"released", true},
-                                  {"epoch", changed->row ? nlohmann::json(changed->row->epoch) : nlohmann::json()}});
+        const protocol::LockReleased released{
+            .key = key, .app = app, .epoch = changed->row ? std::optional(changed->row->epoch) : std::nullopt};
+        co_return Response::Json(protocol::ToJson(released));
     }
     // The extend's statement set lease_until = its NOW + lease, and its NOW is not earlier than
     // the read's: the lease lasts at least until this instant.
-    co_return Response::Json({{"key", key},
-                              {"app", AppJson(app)},
-                              {"owner", owner},
-                              {"epoch", epoch},
-                              {"lease_ms", lease_ms},
-                              {"lease_until_ms", changed->row->db_now_us / 1000 + lease_ms}});
+    const protocol::LockHolding extended{.key = key,
+                                         .app = app,
+                                         .owner = owner,
+                                         .epoch = epoch,
+                                         .lease_ms = lease_ms,
+                                         .waited_ms = std::nullopt,
+                                         .lease_until_ms = changed->row->db_now_us / 1000 + lease_ms};
+    co_return Response::Json(protocol::ToJson(extended));
 }
 
 net::awaitable<Response> LockApi::Inspect(Request& req, const Principal& who) {

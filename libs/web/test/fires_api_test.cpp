@@ -3,6 +3,7 @@
 #include <atomic>
 #include <mutex>
 
+#include "sched/protocol/log_page.hpp"
 #include "sched/protocol/request_signature.hpp"
 #include "sched/store/fire_log.hpp"
 #include "sched/store/signing_key.hpp"
@@ -29,6 +30,7 @@ class FakeExecutor {
             if (req.Query("fire_id") != std::to_string(known_fire_)) {
                 return http::Response::Error(http::ApiError{Code::kNotFound, "no log for that fire here", "fire_id"});
             }
+            if (!bad_page_.is_null()) return http::Response::Json(bad_page_);
             return http::Response::Json({{"fire_id", known_fire_.load()},
                                          {"from_line", 1},
                                          {"to_line", 3},
@@ -57,6 +59,11 @@ class FakeExecutor {
     }
     std::string address() const { return "127.0.0.1:" + std::to_string(server_->port()); }
     void set_known_fire(std::int64_t id) { known_fire_ = id; }
+    // What /v1/log answers from now on instead of the good page (null: the good page again).
+    void set_bad_page(nlohmann::json page) {
+        std::lock_guard lock(mu_);
+        bad_page_ = std::move(page);
+    }
     std::vector<std::string> kills() {
         std::lock_guard lock(mu_);
         return kills_;
@@ -76,6 +83,7 @@ class FakeExecutor {
     std::vector<std::string> kills_;
     std::vector<std::string> log_queries_;
     std::atomic<std::int64_t> known_fire_{0};
+    nlohmann::json bad_page_;
     int bearer_tokens_seen_ = 0;
     std::unique_ptr<http::testing::TestServer> server_;
 };
@@ -266,6 +274,36 @@ TEST_P(FiresApiTest, LogIsRelayedFromTheExecutorThatRanTheFire) {
     EXPECT_EQ(down.status, 503) << down.body;
     EXPECT_EQ(ErrorField(Get("/api/v1/fires/" + std::to_string(fire) + "/log?from_line=-1")), "from_line");
     EXPECT_EQ(Get("/api/v1/fires/424242/log").status, 404);
+}
+
+TEST_P(FiresApiTest, ALogPageThatIsNotOneIsNotRelayed) {
+    FakeExecutor executor(db());
+    const auto job = CreateJob("chatty")["id"].get<std::int64_t>();
+    const auto fire = InsertFire(job, 1000, store::FireStatus::kRunning, executor.address());
+    executor.set_known_fire(fire);
+    const std::string path = "/api/v1/fires/" + std::to_string(fire) + "/log";
+    ASSERT_EQ(Get(path).status, 200);
+    const nlohmann::json good = {
+        {"fire_id", fire}, {"from_line", 0}, {"to_line", 1}, {"lines", {"a"}}, {"finished", false}};
+    const auto with = [&](const char* key, nlohmann::json value) {
+        nlohmann::json page = good;
+        page[key] = std::move(value);
+        return page;
+    };
+    executor.set_bad_page(good);
+    ASSERT_EQ(Get(path).status, 200);
+    // Too many lines, lines that are not strings, a page of another fire, fields missing.
+    const nlohmann::json too_long = with("lines", std::vector<std::string>(protocol::kMaxLogPageLines + 1, "x"));
+    for (const auto& page : {with("to_line", 1001), with("lines", {1}), with("fire_id", fire + 1),
+                             nlohmann::json{{"lines", {"a"}}}, with("to_line", 5)}) {
+        executor.set_bad_page(page);
+        const auto r = Get(path);
+        EXPECT_EQ(r.status, 503) << page.dump() << ": " << r.body;
+    }
+    nlohmann::json huge = with("to_line", static_cast<std::int64_t>(protocol::kMaxLogPageLines) + 1);
+    huge["lines"] = too_long["lines"];
+    executor.set_bad_page(huge);
+    EXPECT_EQ(Get(path).status, 503);
 }
 
 // The executor sent the log's tail with its result: once the fire has ended it is served from the

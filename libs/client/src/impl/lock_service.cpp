@@ -8,6 +8,7 @@
 
 #include "sched/common/backoff.hpp"
 #include "sched/http/error_body.hpp"
+#include "sched/protocol/lock.hpp"
 
 namespace sched::client {
 namespace impl {
@@ -137,25 +138,27 @@ Result<LockGuard> LockService::Lock(std::string_view key, Micros lease, Micros w
         return std::max(Micros{0}, Until(wait_end));
     };
     auto body = [remaining_wait, lease_ms, app = app_] {
-        return nlohmann::json{{"app", app}, {"lease_ms", lease_ms}, {"wait_ms", Ms(remaining_wait())}};
+        return protocol::ToJson(
+            protocol::LockAcquireRequest{.app = app, .lease_ms = lease_ms, .wait_ms = Ms(remaining_wait())});
     };
     const std::string path = "/api/v1/locks/" + std::string(key) + "/acquire";
     auto out = RunCall(path, body, wait_end + web_timeout_, remaining_wait);
     if (!out.status.ok()) return out.status;
     if (out.response.status != 200) return StatusFromResponse(out.response);
-    auto holding = out.response.Json();
-    if (!holding.ok() || !(*holding)["owner"].is_string() || !(*holding)["epoch"].is_number_integer()) {
+    auto answer = out.response.Json();
+    const auto holding = answer.ok() ? protocol::ReadLockHolding(*answer) : protocol::Parsed<protocol::LockHolding>{};
+    if (!answer.ok() || !holding.ok()) {
         return Internal("lock '" + std::string(key) + "': unexpected answer: " + out.response.body);
     }
     auto state = std::make_shared<LockState>();
     state->key = std::string(key);
-    state->owner = (*holding)["owner"].get<std::string>();
-    state->epoch = (*holding)["epoch"].get<std::int64_t>();
+    state->owner = holding.value.owner;
+    state->epoch = holding.value.epoch;
     state->lease = lease;
     // The server took the lock no earlier than our send time plus the time it waited (it counts
     // from its receipt of the request, which came after our send): a deadline that never runs
     // past the database's lease.
-    const auto waited = milliseconds((*holding).value("waited_ms", std::int64_t{0}));
+    const auto waited = milliseconds(holding.value.waited_ms.value_or(0));
     state->valid_until = out.sent + waited + lease;
     state->timer = std::make_shared<net::steady_timer>(io_);
     auto watchdog = [this, state]() -> net::awaitable<void> {
@@ -190,7 +193,8 @@ net::awaitable<void> LockService::Watchdog(std::shared_ptr<LockState> s) {
     }
     const std::string path = "/api/v1/locks/" + s->key + "/extend";
     const std::int64_t lease_ms = Ms(s->lease);
-    nlohmann::json extend_body = {{"app", app_}, {"owner", s->owner}, {"epoch", s->epoch}, {"lease_ms", lease_ms}};
+    const nlohmann::json extend_body = protocol::ToJson(
+        protocol::LockExtendRequest{.app = app_, .owner = s->owner, .epoch = s->epoch, .lease_ms = lease_ms});
     std::function<nlohmann::json()> body = [extend_body] {
         return extend_body;
     };
@@ -238,7 +242,8 @@ Status LockService::Release(LockState& s) {
         s.released = true;
     }
     net::post(io_, [timer = s.timer] { timer->cancel(); });
-    nlohmann::json release_body = {{"app", app_}, {"owner", s.owner}, {"epoch", s.epoch}};
+    const nlohmann::json release_body =
+        protocol::ToJson(protocol::LockReleaseRequest{.app = app_, .owner = s.owner, .epoch = s.epoch});
     auto body = [release_body] {
         return release_body;
     };

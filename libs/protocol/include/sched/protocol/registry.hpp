@@ -7,7 +7,10 @@
 ///                                       "handlers": ["report"], "capacity": 16, "running": 2}
 ///     POST /api/v1/registry/deregister {"app": "billing", "address": "10.0.0.9:9100"}
 ///
-/// The same body, plus the instance's highest epoch seen, answers `GET /v1/beat`.
+/// The same body, plus the instance's highest epoch seen, answers `GET /v1/beat` (BeatAnswer):
+///
+///     GET /v1/beat -> 200 {"app": "billing", "address": "10.0.0.9:9100", "handlers": ["report"],
+///                          "capacity": 16, "running": 2, "epoch": 12}
 
 #include <cstddef>
 #include <cstdint>
@@ -38,6 +41,19 @@ struct Heartbeat {
 
 nlohmann::json ToJson(const Heartbeat& beat);
 Parsed<Heartbeat> ParseHeartbeat(const nlohmann::json& body);
+
+/// GET /v1/beat's answer: the instance's heartbeat and the highest run epoch it has seen (0
+/// before any run).
+struct BeatAnswer {
+    Heartbeat heartbeat;
+    std::int64_t epoch = 0;
+
+    friend bool operator==(const BeatAnswer&, const BeatAnswer&) = default;
+};
+
+nlohmann::json ToJson(const BeatAnswer& beat);
+/// As strict as ParseHeartbeat, with `epoch` (>= 0, default 0) the one field more.
+Parsed<BeatAnswer> ReadBeatAnswer(const nlohmann::json& body);
 
 struct Deregister {
     std::string app;

@@ -14,6 +14,7 @@
 /// The answers' types: sched/protocol/run_answer.hpp.
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace sched::protocol {
@@ -21,5 +22,20 @@ namespace sched::protocol {
 inline constexpr std::string_view kRunsPath = "/v1/runs";
 /// Runs per request at most (the executor answers 400 beyond it; its body-limit applies too).
 inline constexpr std::size_t kMaxRunsPerBatch = 1000;
+/// The request's one field: the runs, each a /v1/run body.
+inline constexpr std::string_view kRunsField = "runs";
+
+/// The request body around `joined_runs`, the runs' JSON texts already joined by commas (the
+/// node writes the batch as text: a hot path).
+inline std::string RunsBatchBody(std::string_view joined_runs) {
+    std::string body;
+    body.reserve(joined_runs.size() + kRunsField.size() + 8);
+    body += "{\"";
+    body += kRunsField;
+    body += "\":[";
+    body += joined_runs;
+    body += "]}";
+    return body;
+}
 
 }  // namespace sched::protocol
