@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "impl/node_admin.hpp"
 #include "sched/http/client.hpp"
 #include "sched/http/router.hpp"
 #include "sched/http/server.hpp"
@@ -76,6 +77,7 @@ class HttpWebhookSender final : public WebhookSender {
 }  // namespace impl
 
 struct TriggerNode::Impl {
+    std::unique_ptr<impl::NodeAdmin> admin;  // before router: the routes call into it
     http::Router router;
     std::unique_ptr<http::Server> server;
     std::unique_ptr<http::HttpClient> http;
