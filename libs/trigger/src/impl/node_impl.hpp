@@ -2,7 +2,8 @@
 
 /// TriggerNode's parts, shared by the files it is split over: node.cpp (lifecycle),
 /// node_config.cpp (YAML), node_loops.cpp (leader callbacks and the background loops),
-/// node_admin.cpp (peer notifications and the admin HTTP surface). Internal.
+/// node_admin.cpp (the status, readiness and metrics it serves; its routes are impl::NodeAdmin,
+/// impl/node_admin.hpp). Internal.
 
 #include <memory>
 #include <mutex>
