@@ -6,71 +6,11 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "impl/node_admin.hpp"
 #include "impl/node_impl.hpp"
 #include "sched/store/fire_metrics.hpp"
 
 namespace sched::trigger {
-
-using namespace std::chrono_literals;
-
-namespace {
-
-http::Response BadField(const std::string& field, std::string message) {
-    return http::Response::Error(http::ApiError{Code::kInvalidArgument, std::move(message), field});
-}
-
-// A field name from the request, as an error names it: bounded, so a hostile key cannot make
-// the answer (or a log line) as large as the body.
-std::string ShownField(const std::string& key) {
-    constexpr std::size_t kMax = 64;
-    return key.size() <= kMax ? key : key.substr(0, kMax) + "...";
-}
-
-struct FireNotification {
-    std::int64_t epoch = 0;
-    std::vector<std::int64_t> fire_ids;
-};
-
-// The master's POST /internal/v1/fires {epoch, fire_ids}: exactly these fields, bounded. The
-// ids come from one scan (its batch), so a few thousand is already generous.
-constexpr std::size_t kMaxNotifiedFires = 10000;
-
-Result<FireNotification> ParseFireNotification(const http::Request& req, std::string& field) {
-    field = "body";
-    auto body = req.Json();
-    if (!body.ok()) return InvalidArgument("body: " + body.status().message());
-    if (!body->is_object()) return InvalidArgument("body: expected a JSON object {epoch, fire_ids}");
-    FireNotification n;
-    for (const auto& [key, value] : body->items()) {
-        field = ShownField(key);
-        if (key == "epoch") {
-            if (!value.is_number_integer() || value.get<std::int64_t>() < 1) {
-                return InvalidArgument("epoch: expected an integer >= 1");
-            }
-            n.epoch = value.get<std::int64_t>();
-        } else if (key == "fire_ids") {
-            if (!value.is_array()) return InvalidArgument("fire_ids: expected an array of integers");
-            if (value.size() > kMaxNotifiedFires) {
-                return InvalidArgument("fire_ids: at most " + std::to_string(kMaxNotifiedFires) + " ids");
-            }
-            for (const auto& id : value) {
-                if (!id.is_number_integer() || id.get<std::int64_t>() < 1) {
-                    return InvalidArgument("fire_ids: expected an array of integers >= 1");
-                }
-                n.fire_ids.push_back(id.get<std::int64_t>());
-            }
-        } else {
-            return InvalidArgument(field + ": unknown field");
-        }
-    }
-    for (const char* required : {"epoch", "fire_ids"}) {
-        field = required;
-        if (!body->contains(required)) return InvalidArgument(field + ": required");
-    }
-    return n;
-}
-
-}  // namespace
 
 std::string TriggerNode::StatusJson() const {
     nlohmann::json j;
@@ -202,52 +142,36 @@ void TriggerNode::ExportNodeMetrics() {
 }
 
 void TriggerNode::AddRoutes() {
-    auto& r = impl_->router;
-    r.Add(
-        http::Method::kGet, "/healthz", [](http::Request&) { return http::Response::Text("ok\n"); },
-        http::Access::kPublic);
-    r.Add(
-        http::Method::kGet, "/readyz",
-        [this](http::Request&) {
-            const std::string why = NotReadyReason();
-            return why.empty() ? http::Response::Text("ready\n", 200)
-                               : http::Response::Text("not ready: " + why + "\n", 503);
-        },
-        http::Access::kPublic);
-    r.Add(
-        http::Method::kGet, "/metrics",
-        [this](http::Request&) {
-            return http::Response::Text(Metrics(), 200, "text/plain; version=0.0.4; charset=utf-8");
-        },
-        http::Access::kPublic);
-    r.Add(
-        http::Method::kGet, "/status",
-        [this](http::Request&) {
-            http::Response res = http::Response::Text(StatusJson(), 200, "application/json");
-            return res;
-        },
-        http::Access::kPublic);
-    r.Add(http::Method::kPost, "/internal/v1/election/nudge", [this](http::Request& req) {
-        // No body, or `{}` (what NudgePeers sends): anything else is a caller's bug worth a 400.
-        if (!req.body.empty()) {
-            auto body = req.Json();
-            if (!body.ok()) return BadField("body", "body: expected no body or {}: " + body.status().message());
-            if (!body->is_object()) return BadField("body", "body: expected no body or {}");
-            if (!body->empty()) {
-                const std::string field = ShownField(body->begin().key());
-                return BadField(field, field + ": unknown field");
-            }
+    auto* impl = impl_.get();
+    impl::NodeAdmin::Hooks hooks;
+    // The highest lease epoch this node has seen: its own term or the last holder a round read
+    // (epochs only grow, so the last sighting is the highest).
+    hooks.observed_epoch = [impl]() -> std::optional<std::int64_t> {
+        if (!impl->elector) return std::nullopt;
+        std::optional<std::int64_t> observed;
+        if (const auto seen = impl->elector->LeaderSeen()) observed = seen->second;
+        if (const auto leadership = impl->elector->CurrentLeadership()) {
+            observed = std::max(observed.value_or(0), leadership->epoch);
         }
-        if (impl_->elector) impl_->elector->Nudge();
-        return http::Response::Json({{"nudged", true}});
-    });
-    r.Add(http::Method::kPost, "/internal/v1/fires", [this](http::Request& req) {
-        std::string field;
-        auto parsed = ParseFireNotification(req, field);
-        if (!parsed.ok()) return http::Response::Error(parsed.status(), field);
-        if (impl_->slave) impl_->slave->Notify(std::move(parsed->fire_ids));
-        return http::Response::Json({{"accepted", true}}, 202);
-    });
+        return observed;
+    };
+    hooks.wake_slave = [impl](std::vector<std::int64_t> fire_ids) {
+        if (impl->slave) impl->slave->Notify(std::move(fire_ids));
+    };
+    hooks.nudge = [impl] {
+        if (impl->elector) impl->elector->Nudge();
+    };
+    hooks.status_json = [this] {
+        return StatusJson();
+    };
+    hooks.not_ready_reason = [this] {
+        return NotReadyReason();
+    };
+    hooks.metrics = [this] {
+        return Metrics();
+    };
+    impl_->admin = std::make_unique<impl::NodeAdmin>(std::move(hooks));
+    impl_->admin->AddRoutes(impl_->router);
 }
 
 }  // namespace sched::trigger

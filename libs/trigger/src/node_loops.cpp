@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "impl/node_impl.hpp"
+#include "sched/protocol/fires_notice.hpp"
 #include "sched/store/fire_metrics.hpp"
 
 namespace sched::trigger {
@@ -148,8 +149,8 @@ void TriggerNode::Notify(const ScanReport& report, std::int64_t epoch) {
         }
         auto it = report.node_addresses.find(node);
         if (it == report.node_addresses.end()) continue;
-        nlohmann::json body = {{"epoch", epoch}, {"fire_ids", ids}};
-        const std::string url = "http://" + it->second + "/internal/v1/fires";
+        nlohmann::json body = protocol::ToJson(protocol::FiresNotice{.epoch = epoch, .fire_ids = ids});
+        const std::string url = "http://" + it->second + std::string(protocol::kFiresNoticePath);
         net::co_spawn(
             io_,
             [this, url, body = std::move(body)]() -> net::awaitable<void> {

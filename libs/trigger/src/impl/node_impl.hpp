@@ -2,7 +2,8 @@
 
 /// TriggerNode's parts, shared by the files it is split over: node.cpp (lifecycle),
 /// node_config.cpp (YAML), node_loops.cpp (leader callbacks and the background loops),
-/// node_admin.cpp (peer notifications and the admin HTTP surface). Internal.
+/// node_admin.cpp (the status, readiness and metrics it serves; its routes are impl::NodeAdmin,
+/// impl/node_admin.hpp). Internal.
 
 #include <memory>
 #include <mutex>
@@ -12,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "impl/node_admin.hpp"
 #include "sched/http/client.hpp"
 #include "sched/http/router.hpp"
 #include "sched/http/server.hpp"
@@ -76,6 +78,7 @@ class HttpWebhookSender final : public WebhookSender {
 }  // namespace impl
 
 struct TriggerNode::Impl {
+    std::unique_ptr<impl::NodeAdmin> admin;  // before router: the routes call into it
     http::Router router;
     std::unique_ptr<http::Server> server;
     std::unique_ptr<http::HttpClient> http;

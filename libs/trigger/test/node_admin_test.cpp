@@ -1,0 +1,183 @@
+// The trigger node's HTTP surface without a database, an elector or a server: the peer
+// notification wakes the slave only from a term no older than the one this node has seen (a
+// deposed master's notice is a 409 naming epoch), malformed bodies are 400s naming the field,
+// and the admin routes give the documented shapes (docs/architecture.md "Trigger node").
+
+#include "impl/node_admin.hpp"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sched/http/router.hpp"
+#include "sched/protocol/fires_notice.hpp"
+
+namespace sched::trigger::impl {
+namespace {
+
+using nlohmann::json;
+
+class NodeAdminTest : public ::testing::Test {
+  protected:
+    NodeAdminTest() : admin_(MakeHooks()) {}
+
+    NodeAdmin::Hooks MakeHooks() {
+        NodeAdmin::Hooks h;
+        h.observed_epoch = [this] {
+            return observed_;
+        };
+        h.wake_slave = [this](std::vector<std::int64_t> ids) {
+            woken_.push_back(std::move(ids));
+        };
+        h.nudge = [this] {
+            ++nudges_;
+        };
+        h.status_json = [] {
+            return json{{"node_id", "n1"}, {"role", "slave"}}.dump();
+        };
+        h.not_ready_reason = [this] {
+            return not_ready_;
+        };
+        h.metrics = [] {
+            return std::string("# TYPE sched_leader gauge\nsched_leader 0\n");
+        };
+        return h;
+    }
+
+    static http::Request Post(std::string body) {
+        http::Request req;
+        req.method = http::Method::kPost;
+        req.body = std::move(body);
+        return req;
+    }
+    static http::Request Notice(std::int64_t epoch, std::vector<std::int64_t> ids) {
+        return Post(protocol::ToJson(protocol::FiresNotice{.epoch = epoch, .fire_ids = std::move(ids)}).dump());
+    }
+    static std::string FieldOf(const http::Response& res) {
+        auto body = json::parse(res.body, nullptr, false);
+        if (!body.is_object() || !body.contains("error")) return "<no error body: " + res.body + ">";
+        return body["error"].value("field", "<no field>");
+    }
+
+    std::optional<std::int64_t> observed_;
+    std::vector<std::vector<std::int64_t>> woken_;
+    int nudges_ = 0;
+    std::string not_ready_;
+    NodeAdmin admin_;
+};
+
+TEST_F(NodeAdminTest, NoticeFromTheCurrentOrANewerTermWakesTheSlaveWithItsFires) {
+    observed_ = 5;
+    auto res = admin_.Fires(Notice(5, {7, 8}));
+    EXPECT_EQ(res.status, 202) << res.body;
+    EXPECT_EQ(json::parse(res.body), (json{{"accepted", true}}));
+    res = admin_.Fires(Notice(6, {9}));
+    EXPECT_EQ(res.status, 202) << res.body;
+    EXPECT_EQ(woken_, (std::vector<std::vector<std::int64_t>>{{7, 8}, {9}}));
+    EXPECT_EQ(admin_.stale_notices(), 0u);
+}
+
+TEST_F(NodeAdminTest, NoticeBeforeAnyLeaseSightingIsAccepted) {
+    auto res = admin_.Fires(Notice(1, {3}));
+    EXPECT_EQ(res.status, 202) << res.body;
+    EXPECT_EQ(woken_, (std::vector<std::vector<std::int64_t>>{{3}}));
+}
+
+TEST_F(NodeAdminTest, NoticeFromADeposedMasterIs409NamingEpochAndWakesNothing) {
+    observed_ = 5;
+    for (int i = 0; i < 3; ++i) {
+        auto res = admin_.Fires(Notice(4, {7}));
+        EXPECT_EQ(res.status, 409) << res.body;
+        EXPECT_EQ(FieldOf(res), "epoch") << res.body;
+        EXPECT_EQ(json::parse(res.body)["error"]["code"], "aborted") << res.body;
+    }
+    EXPECT_TRUE(woken_.empty());
+    EXPECT_EQ(admin_.stale_notices(), 3u);
+}
+
+TEST_F(NodeAdminTest, MalformedOrOversizedNoticesAre400NamingTheField) {
+    json too_many = {{"epoch", 1}, {"fire_ids", json::array()}};
+    for (std::size_t i = 0; i <= protocol::kMaxNoticeFires; ++i) too_many["fire_ids"].push_back(i + 1);
+    const std::pair<std::string, std::string> cases[] = {
+        {R"({"epoch": 1, "fire_ids": [1], "priority": 9})", "priority"},
+        {R"({"epoch": 1, "fire_ids": "1"})", "fire_ids"},
+        {R"({"epoch": 1, "fire_ids": [1, "2"]})", "fire_ids"},
+        {R"({"epoch": 1, "fire_ids": [-4]})", "fire_ids"},
+        {R"({"epoch": "1", "fire_ids": [1]})", "epoch"},
+        {R"({"fire_ids": [1]})", "epoch"},
+        {R"({"epoch": 1})", "fire_ids"},
+        {R"([1, 2])", "body"},
+        {"fires please", "body"},
+        {"", "body"},
+        {too_many.dump(), "fire_ids"},
+    };
+    observed_ = 1;
+    for (const auto& [body, field] : cases) {
+        auto res = admin_.Fires(Post(body));
+        EXPECT_EQ(res.status, 400) << body.substr(0, 80) << " -> " << res.body;
+        EXPECT_EQ(FieldOf(res), field) << body.substr(0, 80) << " -> " << res.body;
+    }
+    EXPECT_TRUE(woken_.empty());
+}
+
+TEST_F(NodeAdminTest, NudgeTakesNoBodyOrAnEmptyObject) {
+    EXPECT_EQ(admin_.Nudge(Post("")).status, 200);
+    auto res = admin_.Nudge(Post("{}"));
+    EXPECT_EQ(res.status, 200);
+    EXPECT_EQ(json::parse(res.body), (json{{"nudged", true}}));
+    EXPECT_EQ(nudges_, 2);
+    res = admin_.Nudge(Post(R"({"now": true})"));
+    EXPECT_EQ(res.status, 400);
+    EXPECT_EQ(FieldOf(res), "now");
+    res = admin_.Nudge(Post("[1]"));
+    EXPECT_EQ(res.status, 400);
+    EXPECT_EQ(FieldOf(res), "body");
+    EXPECT_EQ(nudges_, 2);
+}
+
+TEST_F(NodeAdminTest, AdminRoutesGiveTheDocumentedShapes) {
+    const http::Request get;
+    auto health = admin_.Healthz(get);
+    EXPECT_EQ(health.status, 200);
+    EXPECT_EQ(health.body, "ok\n");
+
+    auto ready = admin_.Readyz(get);
+    EXPECT_EQ(ready.status, 200);
+    EXPECT_EQ(ready.body, "ready\n");
+    not_ready_ = "stopping";
+    ready = admin_.Readyz(get);
+    EXPECT_EQ(ready.status, 503);
+    EXPECT_EQ(ready.body, "not ready: stopping\n");
+
+    auto metrics = admin_.MetricsText(get);
+    EXPECT_EQ(metrics.status, 200);
+    EXPECT_EQ(metrics.headers.Get("Content-Type").value_or(""), "text/plain; version=0.0.4; charset=utf-8");
+    EXPECT_NE(metrics.body.find("sched_leader 0\n"), std::string::npos) << metrics.body;
+
+    auto status = admin_.Status(get);
+    EXPECT_EQ(status.status, 200);
+    EXPECT_EQ(status.headers.Get("Content-Type").value_or(""), "application/json");
+    EXPECT_EQ(json::parse(status.body)["node_id"], "n1");
+}
+
+TEST_F(NodeAdminTest, RoutesAreRegisteredWithTheDocumentedAccess) {
+    http::Router router;
+    admin_.AddRoutes(router);
+    for (const char* path : {"/healthz", "/readyz", "/metrics", "/status"}) {
+        auto match = router.Find(http::Method::kGet, path);
+        ASSERT_NE(match.handler, nullptr) << path;
+        EXPECT_EQ(match.access, http::Access::kPublic) << path;
+    }
+    for (const char* path : {"/internal/v1/fires", "/internal/v1/election/nudge"}) {
+        auto match = router.Find(http::Method::kPost, path);
+        ASSERT_NE(match.handler, nullptr) << path;
+        EXPECT_EQ(match.access, http::Access::kAuthenticated) << path;
+    }
+}
+
+}  // namespace
+}  // namespace sched::trigger::impl
