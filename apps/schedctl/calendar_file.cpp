@@ -144,45 +144,12 @@ Result<std::optional<std::vector<CalendarSpec>>> ParseCalendarSection(std::strin
 }
 
 Plan PlanCalendarChanges(const std::vector<CalendarSpec>& desired, const nlohmann::json& current, bool prune) {
-    auto by_name = IndexByName(current);
-    Plan plan;
-    for (const auto& spec : desired) {
-        PlannedChange change;
-        change.name = spec.name;
-        const auto it = by_name.find(spec.name);
-        if (it == by_name.end()) {
-            change.kind = ChangeKind::kCreate;
-            change.body = spec.fields;
-            plan.changes.push_back(std::move(change));
-            continue;
-        }
-        const nlohmann::json& have_calendar = *it->second;
-        change.id = have_calendar["id"].get<std::int64_t>();
-        change.version = have_calendar.value("version", std::int64_t{0});
-        nlohmann::json body = nlohmann::json::object();
-        for (const auto& field : CalendarFileFields()) {
-            if (field == "name") continue;  // fixed: jobs refer to it
-            const nlohmann::json want = spec.fields.contains(field) ? spec.fields[field] : DefaultCalendarValue(field);
-            body[field] = want;
-            const nlohmann::json have = have_calendar.contains(field) ? have_calendar[field] : nlohmann::json(nullptr);
-            if (have != want) change.changes.push_back({field, have, want});
-        }
-        body["version"] = change.version;
-        change.body = std::move(body);
-        change.kind = change.changes.empty() ? ChangeKind::kUnchanged : ChangeKind::kUpdate;
-        plan.changes.push_back(std::move(change));
-        by_name.erase(it);
-    }
-    if (prune) {
-        for (const auto& [name, c] : by_name) {
-            PlannedChange change;
-            change.kind = ChangeKind::kDelete;
-            change.name = name;
-            change.id = (*c)["id"].get<std::int64_t>();
-            plan.changes.push_back(std::move(change));
-        }
-    }
-    return plan;
+    const WantedValue want = [](const nlohmann::json& stated,
+                                const std::string& field) -> std::optional<nlohmann::json> {
+        if (field == "name") return std::nullopt;  // fixed: jobs refer to it
+        return stated.contains(field) ? stated[field] : DefaultCalendarValue(field);
+    };
+    return PlanByName(desired, current, prune, CalendarFileFields(), want);
 }
 
 std::pair<Plan, Plan> SplitDeletes(const Plan& plan) {

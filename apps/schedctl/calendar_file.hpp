@@ -29,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "declared_object.hpp"
 #include "plan.hpp"
 #include "sched/common/status.hpp"
 
@@ -40,11 +41,8 @@ inline constexpr std::size_t kMaxCalendarEntryBytes = 32;
 inline constexpr std::size_t kMaxCalendarNameBytes = 191;
 inline constexpr std::size_t kMaxCalendarDescriptionBytes = 4096;
 
-/// One calendar as the file declares it: `fields` holds the keys the file gave (name included).
-struct CalendarSpec {
-    std::string name;
-    nlohmann::json fields = nlohmann::json::object();
-};
+/// One calendar as the file declares it.
+using CalendarSpec = DeclaredObject;
 
 /// The `calendars:` section of `text` (the contents of `file_name`). nullopt when the file has
 /// no `calendars:` key (then apply leaves the cluster's calendars alone, even with --prune).

@@ -6,10 +6,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "api_client.hpp"
@@ -80,88 +82,19 @@ class CliError : public std::runtime_error {
 
 Options ParseArgs(int argc, const char* const* argv) {
     Options o;
-    using Setter = void (*)(Options&, std::string);
-    static const std::map<std::string_view, Setter> kValued = {
-        {"--server",
-         [](Options& x, std::string v) {
-             x.server = std::move(v);
-         }},
-        {"--config",
-         [](Options& x, std::string v) {
-             x.config_path = std::move(v);
-         }},
-        {"-o",
-         [](Options& x, std::string v) {
-             x.output = std::move(v);
-         }},
-        {"--output",
-         [](Options& x, std::string v) {
-             x.output = std::move(v);
-         }},
-        {"--timeout",
-         [](Options& x, std::string v) {
-             x.timeout = std::move(v);
-         }},
-        {"-f",
-         [](Options& x, std::string v) {
-             x.file = std::move(v);
-         }},
-        {"--file",
-         [](Options& x, std::string v) {
-             x.file = std::move(v);
-         }},
-        {"--job",
-         [](Options& x, std::string v) {
-             x.job = std::move(v);
-         }},
-        {"--status",
-         [](Options& x, std::string v) {
-             x.status = std::move(v);
-         }},
-        {"--limit",
-         [](Options& x, std::string v) {
-             x.limit = std::move(v);
-         }},
-        {"--name",
-         [](Options& x, std::string v) {
-             x.name = std::move(v);
-         }},
-        {"--role",
-         [](Options& x, std::string v) {
-             x.role = std::move(v);
-         }},
-        {"--apps",
-         [](Options& x, std::string v) {
-             x.apps = std::move(v);
-         }},
-        {"--note",
-         [](Options& x, std::string v) {
-             x.note = std::move(v);
-         }},
-        {"--since",
-         [](Options& x, std::string v) {
-             x.since = std::move(v);
-         }},
-        {"--actor",
-         [](Options& x, std::string v) {
-             x.actor = std::move(v);
-         }},
-        {"--action",
-         [](Options& x, std::string v) {
-             x.action = std::move(v);
-         }},
-        {"--from",
-         [](Options& x, std::string v) {
-             x.from = std::move(v);
-         }},
-        {"--to",
-         [](Options& x, std::string v) {
-             x.to = std::move(v);
-         }},
-        {"--parallel",
-         [](Options& x, std::string v) {
-             x.parallel = std::move(v);
-         }},
+    // Each option that takes a value, and the field it sets.
+    using Field = std::variant<std::string Options::*, std::optional<std::string> Options::*>;
+    static const std::map<std::string_view, Field> kValued = {
+        {"--server", &Options::server},   {"--config", &Options::config_path},
+        {"-o", &Options::output},         {"--output", &Options::output},
+        {"--timeout", &Options::timeout}, {"-f", &Options::file},
+        {"--file", &Options::file},       {"--job", &Options::job},
+        {"--status", &Options::status},   {"--limit", &Options::limit},
+        {"--name", &Options::name},       {"--role", &Options::role},
+        {"--apps", &Options::apps},       {"--note", &Options::note},
+        {"--since", &Options::since},     {"--actor", &Options::actor},
+        {"--action", &Options::action},   {"--from", &Options::from},
+        {"--to", &Options::to},           {"--parallel", &Options::parallel},
     };
     for (int i = 1; i < argc; ++i) {
         std::string arg = argv[i];
@@ -189,7 +122,7 @@ Options ParseArgs(int argc, const char* const* argv) {
                 if (i + 1 >= argc) throw CliError(arg + " needs a value");
                 value = argv[++i];
             }
-            setter->second(o, std::move(*value));
+            std::visit([&o, &value](auto field) { o.*field = std::move(*value); }, setter->second);
             continue;
         }
         if (arg.size() > 1 && arg[0] == '-') throw CliError("unknown option " + arg + " (see schedctl --help)");
@@ -328,6 +261,16 @@ class Cli {
         return reply;
     }
     bool Json() const { return o_.output == "json"; }
+    // -o json: the server's answer as it came; otherwise `text` writes what a person reads.
+    int Answer(const ApiReply& reply, const std::function<void(const ApiReply&)>& text) {
+        if (Json()) {
+            PrintJson(reply);
+        } else {
+            text(reply);
+        }
+        return 0;
+    }
+
     void PrintJson(const ApiReply& reply) {
         if (reply.body.empty()) return;  // 204 No Content
         if (reply.json.is_null()) {
@@ -452,23 +395,15 @@ int Cli::Jobs() {
         return 0;
     }
     if (sub == "create") {
-        const ApiReply reply = CallOk(http::Method::kPost, "/api/v1/jobs", ReadJobDocument());
-        if (Json())
-            PrintJson(reply);
-        else
+        return Answer(CallOk(http::Method::kPost, "/api/v1/jobs", ReadJobDocument()), [&](const ApiReply& reply) {
             out_ << "job " << FieldCell(reply.json, "id") << " created (" << SanitizeCell(FieldCell(reply.json, "name"))
                  << ")\n";
-        return 0;
+        });
     }
     const std::string id = ParseId(o_, 2, "jobs " + sub);
     const std::string path = "/api/v1/jobs/" + id;
     if (sub == "get") {
-        const ApiReply reply = CallOk(http::Method::kGet, path);
-        if (Json())
-            PrintJson(reply);
-        else
-            PrintObject(reply.json);
-        return 0;
+        return Answer(CallOk(http::Method::kGet, path), [&](const ApiReply& reply) { PrintObject(reply.json); });
     }
     if (sub == "update") {
         nlohmann::json body = ReadJobDocument();
@@ -478,12 +413,9 @@ int Cli::Jobs() {
             const ApiReply current = CallOk(http::Method::kGet, path);
             body["version"] = current.json.value("version", std::int64_t{0});
         }
-        const ApiReply reply = CallOk(http::Method::kPut, path, body);
-        if (Json())
-            PrintJson(reply);
-        else
+        return Answer(CallOk(http::Method::kPut, path, body), [&](const ApiReply& reply) {
             out_ << "job " << id << " updated (version " << FieldCell(reply.json, "version") << ")\n";
-        return 0;
+        });
     }
     if (sub == "pause" || sub == "resume" || sub == "trigger") {
         if (o_.note && sub != "pause") Usage("--note: only jobs pause takes a note");
@@ -502,12 +434,8 @@ int Cli::Jobs() {
     }
     if (sub == "backfill") return JobsBackfill(id);
     if (sub == "delete") {
-        const ApiReply reply = CallOk(http::Method::kDelete, path);
-        if (Json())
-            PrintJson(reply);
-        else
-            out_ << "job " << id << " deleted\n";
-        return 0;
+        return Answer(CallOk(http::Method::kDelete, path),
+                      [&](const ApiReply&) { out_ << "job " << id << " deleted\n"; });
     }
     Usage("jobs: expected list, get, create, update, pause, resume, trigger, backfill or delete");
     return 1;
@@ -567,23 +495,15 @@ int Cli::Fires() {
             query += "&limit=" + n;
         }
         const std::string path = "/api/v1/fires" + (query.empty() ? std::string() : "?" + query.substr(1));
-        const ApiReply reply = CallOk(http::Method::kGet, path);
-        if (Json())
-            PrintJson(reply);
-        else
+        return Answer(CallOk(http::Method::kGet, path), [&](const ApiReply& reply) {
             PrintFires(reply.json.is_object() ? reply.json.value("items", nlohmann::json::array())
                                               : nlohmann::json::array());
-        return 0;
+        });
     }
     const std::string id = ParseId(o_, 2, "fires " + sub);
     const std::string path = "/api/v1/fires/" + id;
     if (sub == "get") {
-        const ApiReply reply = CallOk(http::Method::kGet, path);
-        if (Json())
-            PrintJson(reply);
-        else
-            PrintObject(reply.json);
-        return 0;
+        return Answer(CallOk(http::Method::kGet, path), [&](const ApiReply& reply) { PrintObject(reply.json); });
     }
     if (sub == "log") {
         const ApiReply reply = CallOk(http::Method::kGet, path + "/log");
@@ -595,12 +515,8 @@ int Cli::Fires() {
         return 0;
     }
     if (sub == "kill") {
-        const ApiReply reply = CallOk(http::Method::kPost, path + "/kill");
-        if (Json())
-            PrintJson(reply);
-        else
-            out_ << "fire " << id << " kill requested\n";
-        return 0;
+        return Answer(CallOk(http::Method::kPost, path + "/kill"),
+                      [&](const ApiReply&) { out_ << "fire " << id << " kill requested\n"; });
     }
     Usage("fires: expected list, get, log or kill");
     return 1;
@@ -693,12 +609,8 @@ int Cli::Tokens() {
     }
     if (sub == "revoke") {
         const std::string id = ParseId(o_, 2, "tokens revoke");
-        const ApiReply reply = CallOk(http::Method::kDelete, "/api/v1/tokens/" + id);
-        if (Json())
-            PrintJson(reply);
-        else
-            out_ << "token " << id << " revoked\n";
-        return 0;
+        return Answer(CallOk(http::Method::kDelete, "/api/v1/tokens/" + id),
+                      [&](const ApiReply&) { out_ << "token " << id << " revoked\n"; });
     }
     Usage("tokens: expected list, create or revoke");
     return 1;
@@ -862,20 +774,11 @@ int Cli::Calendars() {
     const std::string id = CalendarIdOf(Sub(2));
     const std::string path = "/api/v1/calendars/" + id;
     if (sub == "get") {
-        const ApiReply reply = CallOk(http::Method::kGet, path);
-        if (Json())
-            PrintJson(reply);
-        else
-            PrintObject(reply.json);
-        return 0;
+        return Answer(CallOk(http::Method::kGet, path), [&](const ApiReply& reply) { PrintObject(reply.json); });
     }
     // A calendar still named by jobs: 409, the message names them.
-    const ApiReply reply = CallOk(http::Method::kDelete, path);
-    if (Json())
-        PrintJson(reply);
-    else
-        out_ << "calendar " << id << " deleted\n";
-    return 0;
+    return Answer(CallOk(http::Method::kDelete, path),
+                  [&](const ApiReply&) { out_ << "calendar " << id << " deleted\n"; });
 }
 
 // `calendars apply -f FILE`: the file's calendars: section alone (its jobs are not looked at).

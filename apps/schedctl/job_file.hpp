@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "declared_object.hpp"
 #include "sched/common/status.hpp"
 
 namespace sched::ctl {
@@ -30,12 +31,8 @@ inline constexpr std::size_t kMaxJobFileBytes = 1024 * 1024;
 inline constexpr std::size_t kMaxJobsPerFile = 1000;
 inline constexpr std::size_t kMaxParamsDepth = 32;
 
-/// One job as the file declares it: `fields` holds exactly the keys the file gave (name
-/// included), typed as the API takes them.
-struct JobSpec {
-    std::string name;
-    nlohmann::json fields = nlohmann::json::object();
-};
+/// One job as the file declares it.
+using JobSpec = DeclaredObject;
 
 /// Parses and validates `text` (the contents of `file_name`, which errors name).
 /// kInvalidArgument: "jobs.yaml: jobs[2] (name \"x\"): retry_max: expected an integer".

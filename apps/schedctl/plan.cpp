@@ -28,7 +28,8 @@ std::map<std::string, const nlohmann::json*> IndexByName(const nlohmann::json& c
     return by_name;
 }
 
-Plan PlanChanges(const std::vector<JobSpec>& desired, const nlohmann::json& current, bool prune) {
+Plan PlanByName(const std::vector<DeclaredObject>& desired, const nlohmann::json& current, bool prune,
+                const std::vector<std::string>& fields, const WantedValue& want) {
     auto by_name = IndexByName(current);
     Plan plan;
     for (const auto& spec : desired) {
@@ -41,16 +42,16 @@ Plan PlanChanges(const std::vector<JobSpec>& desired, const nlohmann::json& curr
             plan.changes.push_back(std::move(change));
             continue;
         }
-        const nlohmann::json& job = *it->second;
-        change.id = job["id"].get<std::int64_t>();
-        change.version = job.value("version", std::int64_t{0});
+        const nlohmann::json& held = *it->second;
+        change.id = held["id"].get<std::int64_t>();
+        change.version = held.value("version", std::int64_t{0});
         nlohmann::json body = nlohmann::json::object();
-        for (const auto& field : JobFileFields()) {
-            nlohmann::json want = spec.fields.contains(field) ? spec.fields[field] : DefaultFieldValue(field);
-            if (want.is_null()) continue;  // enabled left out: not managed
-            body[field] = want;
-            const nlohmann::json have = job.contains(field) ? job[field] : nlohmann::json(nullptr);
-            if (have != want) change.changes.push_back({field, have, want});
+        for (const auto& field : fields) {
+            std::optional<nlohmann::json> wanted = want(spec.fields, field);
+            if (!wanted) continue;
+            body[field] = *wanted;
+            const nlohmann::json have = held.contains(field) ? held[field] : nlohmann::json(nullptr);
+            if (have != *wanted) change.changes.push_back({field, have, std::move(*wanted)});
         }
         body["version"] = change.version;
         change.body = std::move(body);
@@ -60,15 +61,25 @@ Plan PlanChanges(const std::vector<JobSpec>& desired, const nlohmann::json& curr
     }
     if (prune) {
         // by_name is ordered: deletes come out sorted by name.
-        for (const auto& [name, job] : by_name) {
+        for (const auto& [name, held] : by_name) {
             PlannedChange change;
             change.kind = ChangeKind::kDelete;
             change.name = name;
-            change.id = (*job)["id"].get<std::int64_t>();
+            change.id = (*held)["id"].get<std::int64_t>();
             plan.changes.push_back(std::move(change));
         }
     }
     return plan;
+}
+
+Plan PlanChanges(const std::vector<JobSpec>& desired, const nlohmann::json& current, bool prune) {
+    const WantedValue want = [](const nlohmann::json& stated,
+                                const std::string& field) -> std::optional<nlohmann::json> {
+        nlohmann::json value = stated.contains(field) ? stated[field] : DefaultFieldValue(field);
+        if (value.is_null()) return std::nullopt;  // enabled left out: not managed
+        return value;
+    };
+    return PlanByName(desired, current, prune, JobFileFields(), want);
 }
 
 std::string FormatPlan(const Plan& plan, std::string_view name_prefix, std::string_view summary) {

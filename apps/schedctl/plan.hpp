@@ -4,7 +4,9 @@
 /// file (docs/schedctl.md "apply and diff"). Pure: no I/O, unit-tested.
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +49,19 @@ struct Plan {
 /// The server's list (the items of a `GET` of jobs or calendars) by name; items without a
 /// string `name` or an integer `id` are left out (the server's answer is not trusted blindly).
 std::map<std::string, const nlohmann::json*> IndexByName(const nlohmann::json& current);
+
+/// What a file wants of one managed field of a declared object, given the fields it states:
+/// the value to send and compare, or nullopt when the file does not manage that field.
+using WantedValue =
+    std::function<std::optional<nlohmann::json>(const nlohmann::json& stated, const std::string& field)>;
+
+/// The plan for one kind of object (jobs, calendars), matched by name: a declared object the
+/// server lacks is created with the fields the file states; one it has is updated when a
+/// managed field (of `fields`, in that order) differs from what `want` says, with a PUT body of
+/// every managed field and the version read; with `prune`, a server object the file does not
+/// declare is deleted (deletes last, sorted by name).
+Plan PlanByName(const std::vector<DeclaredObject>& desired, const nlohmann::json& current, bool prune,
+                const std::vector<std::string>& fields, const WantedValue& want);
 
 Plan PlanChanges(const std::vector<JobSpec>& desired, const nlohmann::json& current, bool prune);
 

@@ -5,6 +5,7 @@
 
 #include "impl/runtime.hpp"
 #include "sched/common/backoff.hpp"
+#include "sched/protocol/run_result.hpp"
 
 namespace sched::client::impl {
 
@@ -68,16 +69,19 @@ void Runtime::SpoolOutbox() {
     SpoolOrRequeue(std::move(all));
 }
 
+net::awaitable<bool> Runtime::PostResults(const std::vector<CallbackResult>& batch) {
+    nlohmann::json body = nlohmann::json::array();
+    for (const auto& r : batch) body.push_back(r.ToJson());
+    auto answer = co_await PostToWeb(std::string(protocol::kCallbackPath), body, batch.front().callback_url);
+    if (!answer) ++counters_.callback_failures;
+    co_return answer.has_value();
+}
+
 net::awaitable<bool> Runtime::FlushResults() {
     // Spooled results are the oldest: they go first.
     while (spool_->pending() > 0) {
         const auto batch = spool_->Peek(static_cast<std::size_t>(options_.callback_batch_size));
-        nlohmann::json body = nlohmann::json::array();
-        for (const auto& r : batch) body.push_back(r.ToJson());
-        auto answer = co_await PostToWeb("/api/v1/callback", body, batch.front().callback_url);
-        const bool ok = answer.has_value();
-        if (!ok) {
-            ++counters_.callback_failures;
+        if (!co_await PostResults(batch)) {
             // While no endpoint answers, every new result goes to disk at once.
             SpoolOutbox();
             co_return false;
@@ -101,12 +105,7 @@ net::awaitable<bool> Runtime::FlushResults() {
         auto batch = TakeBatch();
         if (batch.empty()) break;
         sent += batch.size();
-        nlohmann::json body = nlohmann::json::array();
-        for (const auto& r : batch) body.push_back(r.ToJson());
-        auto answer = co_await PostToWeb("/api/v1/callback", body, batch.front().callback_url);
-        const bool ok = answer.has_value();
-        if (!ok) {
-            ++counters_.callback_failures;
+        if (!co_await PostResults(batch)) {
             SpoolOrRequeue(std::move(batch));
             SpoolOutbox();
             co_return false;

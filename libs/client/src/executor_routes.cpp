@@ -41,17 +41,7 @@ RunRequest ToClientRun(protocol::RunRequest wire) {
     run.timeout_ms = wire.timeout_ms;
     run.shard_index = wire.shard_index;
     run.shard_total = wire.shard_total;
-    switch (wire.block_strategy) {
-        case protocol::BlockStrategy::kSerial:
-            run.block_strategy = BlockStrategy::kSerial;
-            break;
-        case protocol::BlockStrategy::kDiscardLater:
-            run.block_strategy = BlockStrategy::kDiscardLater;
-            break;
-        case protocol::BlockStrategy::kCoverEarly:
-            run.block_strategy = BlockStrategy::kCoverEarly;
-            break;
-    }
+    run.block_strategy = wire.block_strategy;
     run.callback_url = std::move(wire.callback_url);
     return run;
 }

@@ -4,6 +4,7 @@
 
 #include "impl/runtime.hpp"
 #include "sched/common/backoff.hpp"
+#include "sched/protocol/registry.hpp"
 #include "sched/protocol/registry_answer.hpp"
 
 namespace sched::client::impl {
@@ -108,7 +109,7 @@ net::awaitable<void> Runtime::HeartbeatLoop() {
     bool was_ok = true;
     while (!heartbeat_stop_) {
         nlohmann::json body = protocol::ToJson(HeartbeatNow());
-        auto answer = co_await PostToWeb("/api/v1/registry/heartbeat", body, "");
+        auto answer = co_await PostToWeb(std::string(protocol::kHeartbeatPath), body, "");
         const bool ok = answer.has_value();
         if (ok) LearnSigning(*answer);
         ++(ok ? counters_.heartbeats_ok : counters_.heartbeats_failed);
@@ -130,7 +131,7 @@ net::awaitable<void> Runtime::HeartbeatLoop() {
 
 net::awaitable<bool> Runtime::Deregister() {
     nlohmann::json body = protocol::ToJson(protocol::Deregister{.app = options_.app, .address = address_});
-    auto answer = co_await PostToWeb("/api/v1/registry/deregister", body, "");
+    auto answer = co_await PostToWeb(std::string(protocol::kDeregisterPath), body, "");
     co_return answer.has_value();
 }
 

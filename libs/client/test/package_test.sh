@@ -49,8 +49,10 @@ cat >"$work/headers.expected" <<'LIST'
 ./sched/client/lock.hpp
 ./sched/common/config.hpp
 ./sched/common/duration.hpp
+./sched/common/job_vocabulary.hpp
 ./sched/common/logging.hpp
 ./sched/common/metrics.hpp
+./sched/common/name_table.hpp
 ./sched/common/status.hpp
 ./sched/http/server_options.hpp
 LIST

@@ -51,15 +51,18 @@ Parsed<RunResult> ParseRunResult(const nlohmann::json& item, const std::string& 
     RunResult& r = out.value;
     r.fire_id = f.Int("fire_id", {.min = 1});
     r.attempt = f.Int("attempt", {.min = 0, .max = 1'000'000});
-    const std::string outcome = f.Enum("status", "", {"succeeded", "failed", "timeout", "killed"});
+    const std::string outcome = f.String("status", "");
+    const auto parsed_outcome = ParseRunOutcome(outcome);
+    if (f.ok() && !parsed_outcome) {
+        f.Fail("status", "expected one of " + kRunOutcomeNames.Expected(", ") + ", got \"" + outcome + "\"");
+    }
     r.code = f.String("code", "");
     r.message = f.String("message", "");
     r.started_ms = f.Int("started_ms", 0, {.min = 0});
     r.finished_ms = f.Int("finished_ms", 0, {.min = 0});
     if (Present(item, "epoch") || require_fencing) r.epoch = f.Int("epoch", {.min = 0});
     if (Present(item, "address") || require_fencing) r.address = f.String("address");
-    if (f.ok() && outcome.empty()) f.Fail("status", "required");
-    if (f.ok()) r.outcome = *ParseRunOutcome(outcome);
+    if (f.ok()) r.outcome = *parsed_outcome;
     if (f.ok() && r.code.size() > kMaxResultCodeChars) {
         f.Fail("code", "at most " + std::to_string(kMaxResultCodeChars) + " characters");
     }

@@ -160,6 +160,10 @@ TEST(RunResultTest, UnknownFieldsAndBadValuesAreRefusedByName) {
     EXPECT_EQ(bad("log", std::string(kMaxResultLogBytes + 1, 'x')), "[4].log");
     EXPECT_EQ(bad("log_truncated_bytes", -1), "[4].log_truncated_bytes");
     EXPECT_EQ(Field(ParseRunResult(json{{"fire_id", 1}, {"attempt", 0}}, "[0]", false)), "[0].status");
+    json done = ToJson(SampleResult());
+    done["status"] = "done";
+    EXPECT_EQ(ParseRunResult(done, "[4]", true).error->message,
+              "[4].status: expected one of succeeded, failed, timeout, killed, got \"done\"");
 }
 
 TEST(RunOutcomeTest, EveryValueHasOneNameAndBack) {

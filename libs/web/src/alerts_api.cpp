@@ -25,7 +25,6 @@ using http::Method;
 using http::Request;
 using http::Response;
 
-constexpr int kMaxPageSize = 200;
 constexpr std::int64_t kMaxId = std::numeric_limits<std::int64_t>::max();
 constexpr std::size_t kMaxNameChars = 191;
 constexpr std::size_t kMaxUrlBytes = 2048;
@@ -180,7 +179,7 @@ void AddAlertRoutes(Routes& routes) {
     routes.Add(Method::kGet, "/api/v1/alert-rules", Permission::kAdmin,
                [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
                    std::optional<Response> error;
-                   const auto page = ReadPageRequest(req, {}, error, {.max_limit = kMaxPageSize});
+                   const auto page = ReadPageRequest(req, {}, error);
                    if (!page) co_return *error;
                    const std::int64_t after = page->cursor;
                    const int limit = page->limit;
@@ -233,8 +232,7 @@ void AddAlertRoutes(Routes& routes) {
     routes.Add(Method::kGet, "/api/v1/alert-deliveries", Permission::kAdmin,
                [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
                    std::optional<Response> error;
-                   const auto page =
-                       ReadPageRequest(req, {"rule_id", "status"}, error, {.max_limit = kMaxPageSize, .cursor = false});
+                   const auto page = ReadPageRequest(req, {"rule_id", "status"}, error, {.cursor = false});
                    if (!page) co_return *error;
                    store::DeliveryFilter filter;
                    filter.rule_id = QueryInt(req, "rule_id", 1, kMaxId, error);

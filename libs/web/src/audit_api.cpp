@@ -19,7 +19,6 @@ using http::Method;
 using http::Request;
 using http::Response;
 
-constexpr int kMaxPage = 200;
 constexpr std::size_t kMaxFilterText = 191;  // the VARCHAR(191) columns filtered on
 // Nested deeper than this, values are kept as they are: a job's params are user JSON, and the
 // walk must stay bounded whatever their shape.
@@ -126,7 +125,7 @@ void AddAuditRoutes(Routes& routes) {
                    std::optional<Response> error;
                    const auto paging =
                        ReadPageRequest(req, {"target_kind", "target_id", "actor", "action", "since", "until"}, error,
-                                       {.max_limit = kMaxPage, .min_cursor = 1});
+                                       {.min_cursor = 1});
                    if (!paging) co_return *error;
                    store::AuditFilter filter;
                    const int page = paging->limit;

@@ -34,7 +34,6 @@ constexpr int kMaxParallel = 100;
 constexpr int kDefaultParallel = 4;
 /// Running backfills one job may have at once.
 constexpr int kMaxRunningPerJob = 10;
-constexpr int kMaxPageSize = 200;
 
 struct BackfillInput {
     std::int64_t from = 0;
@@ -258,7 +257,7 @@ void AddBackfillRoutes(Routes& routes) {
                    std::optional<Response> error;
                    const auto id = PathId(req, error);
                    if (!id) co_return *error;
-                   const auto paging = ReadPageRequest(req, {}, error, {.max_limit = kMaxPageSize});
+                   const auto paging = ReadPageRequest(req, {}, error);
                    if (!paging) co_return *error;
                    const auto before = paging->cursor;
                    const int page = paging->limit;

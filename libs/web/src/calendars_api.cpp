@@ -111,19 +111,6 @@ std::optional<http::ApiError> ReadCalendar(const nlohmann::json& body, const sto
     return std::nullopt;
 }
 
-std::string FieldFor(const Status& s) {
-    switch (s.code()) {
-        case Code::kAlreadyExists:
-            return "name";
-        case Code::kAborted:
-            return "version";
-        case Code::kNotFound:
-            return "id";
-        default:
-            return "";
-    }
-}
-
 // One instant field of a job body: epoch ms, or an ISO-8601 / decimal string (cron::ParseInstant).
 std::optional<http::ApiError> ReadInstant(const nlohmann::json& body, std::string_view key, const std::string& zone,
                                           std::optional<std::int64_t>& out) {
@@ -270,7 +257,7 @@ void AddCalendarRoutes(Routes& routes) {
     routes.Add(Method::kGet, "/api/v1/calendars", Permission::kViewer,
                [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
                    std::optional<Response> error;
-                   const auto page = ReadPageRequest(req, {}, error, {.max_limit = 200});
+                   const auto page = ReadPageRequest(req, {}, error);
                    if (!page) co_return *error;
                    const int limit = page->limit;
                    const std::int64_t after = page->cursor;
@@ -316,7 +303,8 @@ void AddCalendarRoutes(Routes& routes) {
                        return created;
                    };
                    auto created = co_await WithDb(*ctx, work);
-                   if (!created.ok()) co_return Response::Error(created.status(), FieldFor(created.status()));
+                   if (!created.ok())
+                       co_return Response::Error(created.status(), RepositoryErrorField(created.status()));
                    spdlog::info("web: calendar {} \"{}\" created by {}", created->id, created->name, who.name);
                    Response response = Response::Json(CalendarJson(*created), 201);
                    response.headers.Set("Location", "/api/v1/calendars/" + std::to_string(created->id));
@@ -332,7 +320,7 @@ void AddCalendarRoutes(Routes& routes) {
                        return store::CalendarRepository(db).Get(id);
                    };
                    auto found = co_await WithDb(*ctx, work);
-                   if (!found.ok()) co_return Response::Error(found.status(), FieldFor(found.status()));
+                   if (!found.ok()) co_return Response::Error(found.status(), RepositoryErrorField(found.status()));
                    co_return Response::Json(CalendarJson(*found));
                });
 
@@ -364,36 +352,38 @@ void AddCalendarRoutes(Routes& routes) {
                    };
                    auto updated = co_await WithDb(*ctx, work);
                    if (invalid) co_return Response::Error(*invalid);
-                   if (!updated.ok()) co_return Response::Error(updated.status(), FieldFor(updated.status()));
+                   if (!updated.ok())
+                       co_return Response::Error(updated.status(), RepositoryErrorField(updated.status()));
                    spdlog::info("web: calendar {} updated to version {} by {}", updated->id, updated->version,
                                 who.name);
                    co_return Response::Json(CalendarJson(*updated));
                });
 
-    routes.Add(Method::kDelete, "/api/v1/calendars/{id}", Permission::kOperator,
-               [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
-                   std::optional<Response> error;
-                   const auto id = PathId(req, error);
-                   if (!id) co_return *error;
-                   auto work = [id = *id, &who](db::Database& db) -> Status {
-                       store::CalendarRepository calendars(db);
-                       auto before = calendars.Get(id);
-                       Status deleted = calendars.Delete(id);
-                       if (deleted.ok() && before.ok()) {
-                           RecordAudit(db, who,
-                                       {"delete", "calendar", std::to_string(id), before->name, CalendarJson(*before),
-                                        std::nullopt});
-                       }
-                       return deleted;
-                   };
-                   Status deleted = co_await WithDb(*ctx, work);
-                   if (!deleted.ok()) {
-                       co_return Response::Error(
-                           deleted, deleted.code() == Code::kFailedPrecondition ? "calendar" : FieldFor(deleted));
-                   }
-                   spdlog::info("web: calendar {} deleted by {}", *id, who.name);
-                   co_return Response::NoContent();
-               });
+    routes.Add(
+        Method::kDelete, "/api/v1/calendars/{id}", Permission::kOperator,
+        [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
+            std::optional<Response> error;
+            const auto id = PathId(req, error);
+            if (!id) co_return *error;
+            auto work = [id = *id, &who](db::Database& db) -> Status {
+                store::CalendarRepository calendars(db);
+                auto before = calendars.Get(id);
+                Status deleted = calendars.Delete(id);
+                if (deleted.ok() && before.ok()) {
+                    RecordAudit(
+                        db, who,
+                        {"delete", "calendar", std::to_string(id), before->name, CalendarJson(*before), std::nullopt});
+                }
+                return deleted;
+            };
+            Status deleted = co_await WithDb(*ctx, work);
+            if (!deleted.ok()) {
+                co_return Response::Error(
+                    deleted, deleted.code() == Code::kFailedPrecondition ? "calendar" : RepositoryErrorField(deleted));
+            }
+            spdlog::info("web: calendar {} deleted by {}", *id, who.name);
+            co_return Response::NoContent();
+        });
 
     // The next `days` local days of the calendar: which are excluded whole, and the daily windows.
     routes.Add(Method::kGet, "/api/v1/calendars/{id}/preview", Permission::kViewer,
@@ -438,7 +428,8 @@ void AddCalendarRoutes(Routes& routes) {
                                              {"days", std::move(out_days)}};
                    };
                    auto preview = co_await WithDb(*ctx, work);
-                   if (!preview.ok()) co_return Response::Error(preview.status(), FieldFor(preview.status()));
+                   if (!preview.ok())
+                       co_return Response::Error(preview.status(), RepositoryErrorField(preview.status()));
                    co_return Response::Json(*preview);
                });
 }

@@ -231,10 +231,10 @@ net::awaitable<http::Response> HandleCallback(http::Request& req, const Principa
 void AddSdkRoutes(Routes& routes) {
     auto ctx = routes.context();
     using Fn = net::awaitable<http::Response> (*)(http::Request&, const Principal&, db::Database&, net::thread_pool&);
-    const std::pair<const char*, Fn> sdk_routes[] = {{"/api/v1/registry/heartbeat", &HandleHeartbeat},
-                                                     {"/api/v1/registry/deregister", &HandleDeregister}};
+    const std::pair<std::string_view, Fn> sdk_routes[] = {{protocol::kHeartbeatPath, &HandleHeartbeat},
+                                                          {protocol::kDeregisterPath, &HandleDeregister}};
     for (const auto& [pattern, fn] : sdk_routes) {
-        routes.Add(http::Method::kPost, pattern, Permission::kExecutor,
+        routes.Add(http::Method::kPost, std::string(pattern), Permission::kExecutor,
                    [ctx, fn](http::Request& req, const Principal& who) -> net::awaitable<http::Response> {
                        auto db = ctx->database();
                        if (!db) co_return http::Response::Error(Unavailable("the database is not open yet"));
@@ -242,7 +242,7 @@ void AddSdkRoutes(Routes& routes) {
                        co_return response;
                    });
     }
-    routes.Add(http::Method::kPost, "/api/v1/callback", Permission::kExecutor,
+    routes.Add(http::Method::kPost, std::string(protocol::kCallbackPath), Permission::kExecutor,
                [ctx](http::Request& req, const Principal& who) -> net::awaitable<http::Response> {
                    auto db = ctx->database();
                    if (!db) co_return http::Response::Error(Unavailable("the database is not open yet"));

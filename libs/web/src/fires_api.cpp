@@ -28,7 +28,6 @@ using http::Method;
 using http::Request;
 using http::Response;
 
-constexpr int kMaxPageSize = 200;
 constexpr std::int64_t kMaxId = std::numeric_limits<std::int64_t>::max();
 
 std::string StatusNames() {
@@ -106,8 +105,7 @@ void AddFireRoutes(Routes& routes) {
     routes.Add(Method::kGet, "/api/v1/fires", Permission::kViewer,
                [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
                    std::optional<Response> error;
-                   const auto paging = ReadPageRequest(req, {"job_id", "status", "reason", "from", "to"}, error,
-                                                       {.max_limit = kMaxPageSize});
+                   const auto paging = ReadPageRequest(req, {"job_id", "status", "reason", "from", "to"}, error);
                    if (!paging) co_return *error;
                    store::FireFilter filter;
                    filter.job_id = QueryInt(req, "job_id", 1, kMaxId, error);

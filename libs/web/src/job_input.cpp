@@ -164,21 +164,11 @@ Status PlanNextFire(JobInput& in, const store::Job* current, std::int64_t now_ms
 
 // Which field a repository error is about.
 std::string FieldFor(const Status& s) {
-    switch (s.code()) {
-        case Code::kAlreadyExists:
-            return "name";
-        case Code::kAborted:
-            return "version";
-        case Code::kNotFound:
-            return "id";
-        case Code::kInvalidArgument:
-            for (const char* field : {"calendar", "end_at", "start_at", "max_runs"}) {
-                if (s.message().rfind(std::string(field) + ":", 0) == 0) return field;
-            }
-            return "schedule_expr";
-        default:
-            return "";
+    if (s.code() != Code::kInvalidArgument) return RepositoryErrorField(s);
+    for (const char* field : {"calendar", "end_at", "start_at", "max_runs"}) {
+        if (s.message().rfind(std::string(field) + ":", 0) == 0) return field;
     }
+    return "schedule_expr";
 }
 
 // The job's schedule as the master makes it (trigger::Master::ScheduleFor): with its id, jitter

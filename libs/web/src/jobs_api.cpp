@@ -56,8 +56,6 @@ constexpr std::array<std::string_view, 10> kJobReadOnly = {
     "id",        "next_fire_time", "last_fire_time", "created_at",       "updated_at",
     "last_fire", "planned_runs",   "completed_at",   "completed_reason", "paused"};
 
-constexpr int kMaxPageSize = 200;
-
 std::optional<store::Fire> LastFire(db::Database& db, std::int64_t job_id) {
     auto fires = store::FireRepository(db).List({.job_id = job_id, .limit = 1});
     if (!fires.ok() || fires->empty()) return std::nullopt;
@@ -171,44 +169,43 @@ Result<store::Job> PauseOrResume(db::Database& db, const Principal& who, std::in
 void AddJobRoutes(Routes& routes) {
     auto ctx = routes.context();
 
-    routes.Add(
-        Method::kGet, "/api/v1/jobs", Permission::kViewer,
-        [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
-            std::optional<Response> error;
-            const auto paging = ReadPageRequest(req, {"app", "enabled", "q"}, error, {.max_limit = kMaxPageSize});
-            if (!paging) co_return *error;
-            store::JobFilter filter;
-            filter.limit = paging->limit;
-            filter.after_id = paging->cursor;
-            if (auto app = req.Query("app"); app && !app->empty()) filter.app = *app;
-            if (auto enabled = req.Query("enabled"); enabled && !enabled->empty()) {
-                if (*enabled != "true" && *enabled != "false") {
-                    co_return BadRequest("enabled", "enabled: expected true or false, got \"" + *enabled + "\"");
-                }
-                filter.enabled = *enabled == "true";
-            }
-            filter.name_contains = req.Query("q").value_or("");
-            if (CodePoints(filter.name_contains) > kMaxName) {
-                co_return BadRequest("q", "q: at most " + std::to_string(kMaxName) + " characters");
-            }
-            const int page = filter.limit;
-            filter.limit = page + 1;
-            auto work = [filter, page](db::Database& db) -> Result<nlohmann::json> {
-                auto jobs = store::JobRepository(db).List(filter);
-                if (!jobs.ok()) return jobs.status();
-                nlohmann::json items = nlohmann::json::array();
-                const bool more = static_cast<int>(jobs->size()) > page;
-                if (more) jobs->resize(static_cast<std::size_t>(page));
-                for (const auto& job : *jobs) items.push_back(JobJson(job, LastFire(db, job.id)));
-                nlohmann::json next = nullptr;
-                if (more) next = std::to_string(jobs->back().id);
-                return nlohmann::json{{"items", std::move(items)}, {"next_cursor", std::move(next)}};
-            };
-            filter.limit = page + 1;  // one more tells whether there is a next page
-            auto listed = co_await WithDb(*ctx, work);
-            if (!listed.ok()) co_return Response::Error(listed.status());
-            co_return Response::Json(*listed);
-        });
+    routes.Add(Method::kGet, "/api/v1/jobs", Permission::kViewer,
+               [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
+                   std::optional<Response> error;
+                   const auto paging = ReadPageRequest(req, {"app", "enabled", "q"}, error);
+                   if (!paging) co_return *error;
+                   store::JobFilter filter;
+                   filter.limit = paging->limit;
+                   filter.after_id = paging->cursor;
+                   if (auto app = req.Query("app"); app && !app->empty()) filter.app = *app;
+                   if (auto enabled = req.Query("enabled"); enabled && !enabled->empty()) {
+                       if (*enabled != "true" && *enabled != "false") {
+                           co_return BadRequest("enabled", "enabled: expected true or false, got \"" + *enabled + "\"");
+                       }
+                       filter.enabled = *enabled == "true";
+                   }
+                   filter.name_contains = req.Query("q").value_or("");
+                   if (CodePoints(filter.name_contains) > kMaxName) {
+                       co_return BadRequest("q", "q: at most " + std::to_string(kMaxName) + " characters");
+                   }
+                   const int page = filter.limit;
+                   filter.limit = page + 1;
+                   auto work = [filter, page](db::Database& db) -> Result<nlohmann::json> {
+                       auto jobs = store::JobRepository(db).List(filter);
+                       if (!jobs.ok()) return jobs.status();
+                       nlohmann::json items = nlohmann::json::array();
+                       const bool more = static_cast<int>(jobs->size()) > page;
+                       if (more) jobs->resize(static_cast<std::size_t>(page));
+                       for (const auto& job : *jobs) items.push_back(JobJson(job, LastFire(db, job.id)));
+                       nlohmann::json next = nullptr;
+                       if (more) next = std::to_string(jobs->back().id);
+                       return nlohmann::json{{"items", std::move(items)}, {"next_cursor", std::move(next)}};
+                   };
+                   filter.limit = page + 1;  // one more tells whether there is a next page
+                   auto listed = co_await WithDb(*ctx, work);
+                   if (!listed.ok()) co_return Response::Error(listed.status());
+                   co_return Response::Json(*listed);
+               });
 
     routes.Add(Method::kPost, "/api/v1/jobs", Permission::kOperator,
                [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {

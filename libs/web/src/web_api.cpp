@@ -92,6 +92,19 @@ void Routes::Add(http::Method method, const std::string& pattern, Permission per
     added_.push_back({method, pattern, permission});
 }
 
+std::string RepositoryErrorField(const Status& s) {
+    switch (s.code()) {
+        case Code::kAlreadyExists:
+            return "name";
+        case Code::kAborted:
+            return "version";
+        case Code::kNotFound:
+            return "id";
+        default:
+            return "";
+    }
+}
+
 std::optional<std::int64_t> PathId(const http::Request& req, std::optional<http::Response>& error,
                                    std::string_view name) {
     const auto text = req.PathParam(name);

@@ -90,6 +90,8 @@ class Runtime {
     net::awaitable<bool> Deregister();
     net::awaitable<void> CallbackLoop();
     net::awaitable<bool> FlushResults();
+    /// One callback request with `batch` (not empty); false (counted) when no endpoint took it.
+    net::awaitable<bool> PostResults(const std::vector<CallbackResult>& batch);
     std::vector<CallbackResult> TakeBatch();
     void SpoolOrRequeue(std::vector<CallbackResult> batch);
     void SpoolOutbox();

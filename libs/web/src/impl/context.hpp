@@ -98,6 +98,10 @@ inline std::optional<std::int64_t> ParseInt64(std::string_view text) {
     return v;
 }
 
+/// Which request field a versioned repository's error is about: "name" for kAlreadyExists (the
+/// name is taken), "version" for kAborted (a stale version), "id" for kNotFound; "" otherwise.
+std::string RepositoryErrorField(const Status& s);
+
 /// The path parameter `name` as a positive id, or the 400 to answer.
 std::optional<std::int64_t> PathId(const http::Request& req, std::optional<http::Response>& error,
                                    std::string_view name = "id");

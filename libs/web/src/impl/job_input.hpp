@@ -47,8 +47,8 @@ Status PlanNextFire(JobInput& in, const store::Job* current, std::int64_t now_ms
 /// and DST choice.
 Result<cron::Schedule> StoredSchedule(const store::Job& job);
 
-/// Which request field a job repository error is about ("name" for kAlreadyExists, "version"
-/// for kAborted, ...; "" when none).
+/// Which request field a job repository error is about: RepositoryErrorField, and for
+/// kInvalidArgument the schedule field the message starts with.
 std::string FieldFor(const Status& s);
 
 /// A job repository error as the response, naming FieldFor(s).

@@ -12,12 +12,15 @@
 
 namespace sched::web::impl {
 
+/// The largest page every list route serves (docs/api.md "Paging").
+inline constexpr std::int64_t kMaxPageSize = 200;
+
 /// The paging rules of one list route.
 struct PageBounds {
-    std::int64_t max_limit = 200;     ///< `limit` is in 1..max_limit
-    std::int64_t default_limit = 50;  ///< when `limit` is absent or empty
-    std::int64_t min_cursor = 0;      ///< `cursor` is in min_cursor..INT64_MAX (0: the first page)
-    bool cursor = true;               ///< false: the route takes no `cursor` (it is an unknown parameter)
+    std::int64_t max_limit = kMaxPageSize;  ///< `limit` is in 1..max_limit
+    std::int64_t default_limit = 50;        ///< when `limit` is absent or empty
+    std::int64_t min_cursor = 0;            ///< `cursor` is in min_cursor..INT64_MAX (0: the first page)
+    bool cursor = true;                     ///< false: the route takes no `cursor` (it is an unknown parameter)
 };
 
 /// A page request read from the query string.

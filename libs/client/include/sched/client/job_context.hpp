@@ -29,15 +29,17 @@
 #include <spdlog/fmt/fmt.h>
 #include <nlohmann/json.hpp>
 
+#include "sched/common/job_vocabulary.hpp"
+
 namespace sched::client {
 
 /// What the executor does when a run arrives for a job that already has one running or queued
-/// here (per job, chosen by the job's `block_strategy`).
-enum class BlockStrategy {
-    kSerial,        ///< "serial": queue it; runs start one after another in arrival order
-    kDiscardLater,  ///< "discard-later": refuse the new run (409)
-    kCoverEarly,    ///< "cover-early": cancel the running one, drop queued ones, run the new one next
-};
+/// here (per job, chosen by the job's `block_strategy`): the job vocabulary's enum, so that the
+/// SDK, the wire and the store share one spelling table.
+///   kSerial: queue it; runs start one after another in arrival order.
+///   kDiscardLater: refuse the new run (409).
+///   kCoverEarly: cancel the running one, drop queued ones, run the new one next.
+using BlockStrategy = sched::BlockStrategy;
 
 /// A run as the scheduler dispatched it (`POST /v1/run`).
 struct RunRequest {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -23,6 +24,10 @@
 #include "sched/protocol/parsed.hpp"
 
 namespace sched::protocol {
+
+/// The routes on the cluster (web or trigger nodes) these bodies are posted to.
+inline constexpr std::string_view kHeartbeatPath = "/api/v1/registry/heartbeat";
+inline constexpr std::string_view kDeregisterPath = "/api/v1/registry/deregister";
 
 inline constexpr std::size_t kMaxAddressChars = 255;
 inline constexpr std::size_t kMaxHandlers = 1000;

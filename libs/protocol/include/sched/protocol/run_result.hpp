@@ -54,6 +54,8 @@ inline constexpr std::array<std::string_view, 11> kRunResultFields = {"fire_id",
 
 /// Items per callback request at most (more is a 400 for the body).
 inline constexpr std::size_t kMaxResultsPerCallback = 1000;
+/// The route on the cluster the results are posted to.
+inline constexpr std::string_view kCallbackPath = "/api/v1/callback";
 /// The log tail a result may carry, in UTF-8 bytes (the cluster stores at most this much).
 inline constexpr std::size_t kMaxResultLogBytes = std::size_t{256} << 10;
 /// `code` is a canonical error name ("unavailable"), at most this long.
