@@ -233,9 +233,10 @@ void AddSdkRoutes(Routes& routes) {
     using Fn = net::awaitable<http::Response> (*)(http::Request&, const Principal&, db::Database&, net::thread_pool&);
     const std::pair<std::string_view, Fn> sdk_routes[] = {{protocol::kHeartbeatPath, &HandleHeartbeat},
                                                           {protocol::kDeregisterPath, &HandleDeregister}};
+    // Init-captures: clang before 16 cannot capture a structured binding itself.
     for (const auto& [pattern, fn] : sdk_routes) {
         routes.Add(http::Method::kPost, std::string(pattern), Permission::kExecutor,
-                   [ctx, fn](http::Request& req, const Principal& who) -> net::awaitable<http::Response> {
+                   [ctx, fn = fn](http::Request& req, const Principal& who) -> net::awaitable<http::Response> {
                        auto db = ctx->database();
                        if (!db) co_return http::Response::Error(Unavailable("the database is not open yet"));
                        http::Response response = co_await fn(req, who, *db, ctx->db_pool);
@@ -264,7 +265,7 @@ void AddLockRoutes(Routes& routes) {
         {http::Method::kGet, "/api/v1/locks/{key}", Permission::kLockViewer, &LockApi::Inspect}};
     for (const auto& [method, pattern, permission, fn] : lock_routes) {
         routes.Add(method, pattern, permission,
-                   [api, fn](http::Request& req, const Principal& who) -> net::awaitable<http::Response> {
+                   [api, fn = fn](http::Request& req, const Principal& who) -> net::awaitable<http::Response> {
                        http::Response response = co_await (api.get()->*fn)(req, who);
                        co_return response;
                    });

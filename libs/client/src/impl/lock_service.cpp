@@ -193,7 +193,7 @@ net::awaitable<void> LockService::Watchdog(std::shared_ptr<LockState> s) {
     }
     const std::string path = "/api/v1/locks/" + s->key + "/extend";
     const std::int64_t lease_ms = Ms(s->lease);
-    const nlohmann::json extend_body = protocol::ToJson(
+    nlohmann::json extend_body = protocol::ToJson(
         protocol::LockExtendRequest{.app = app_, .owner = s->owner, .epoch = s->epoch, .lease_ms = lease_ms});
     std::function<nlohmann::json()> body = [extend_body] {
         return extend_body;
@@ -242,7 +242,7 @@ Status LockService::Release(LockState& s) {
         s.released = true;
     }
     net::post(io_, [timer = s.timer] { timer->cancel(); });
-    const nlohmann::json release_body =
+    nlohmann::json release_body =
         protocol::ToJson(protocol::LockReleaseRequest{.app = app_, .owner = s.owner, .epoch = s.epoch});
     auto body = [release_body] {
         return release_body;
