@@ -1,17 +1,8 @@
 #include "bench_cluster.hpp"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -20,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sched/common/node_id.hpp"
+#include "sched/common/testing/wait_for.hpp"
 #include "sched/db/migrator.hpp"
 
 namespace sched::bench {
@@ -76,54 +68,11 @@ std::int64_t WallUs() {
 
 std::optional<std::pair<int, std::string>> HttpGet(int port, const std::string& target,
                                                    std::chrono::milliseconds timeout) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return std::nullopt;
-    timeval tv{};
-    tv.tv_sec = static_cast<long>(timeout.count() / 1000);
-    tv.tv_usec = static_cast<long>((timeout.count() % 1000) * 1000);
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<std::uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-        ::close(fd);
-        return std::nullopt;
+    try {
+        return testing::HttpCallAt("127.0.0.1", static_cast<unsigned short>(port), "GET", target, "", "", timeout);
+    } catch (const std::exception&) {
+        return std::nullopt;  // refused, reset or timed out: the caller polls again
     }
-    const std::string request = "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-    if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) {
-        ::close(fd);
-        return std::nullopt;
-    }
-    std::string response;
-    char buf[16384];
-    while (true) {
-        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-        if (n <= 0) break;
-        response.append(buf, static_cast<std::size_t>(n));
-    }
-    ::close(fd);
-    // "HTTP/1.1 200 OK\r\n...\r\n\r\nbody"
-    if (response.size() < 12 || response.compare(0, 5, "HTTP/") != 0) return std::nullopt;
-    const int status = std::atoi(response.c_str() + 9);
-    const auto body_at = response.find("\r\n\r\n");
-    std::string body = body_at == std::string::npos ? "" : response.substr(body_at + 4);
-    if (response.find("Transfer-Encoding: chunked") != std::string::npos ||
-        response.find("transfer-encoding: chunked") != std::string::npos) {
-        std::string plain;
-        std::size_t at = 0;
-        while (at < body.size()) {
-            const auto eol = body.find("\r\n", at);
-            if (eol == std::string::npos) break;
-            const std::size_t len = std::stoul(body.substr(at, eol - at), nullptr, 16);
-            if (len == 0) break;
-            plain += body.substr(eol + 2, len);
-            at = eol + 2 + len + 2;
-        }
-        body = plain;
-    }
-    return std::make_pair(status, body);
 }
 
 std::int64_t RssKib(pid_t pid) {
@@ -133,70 +82,6 @@ std::int64_t RssKib(pid_t pid) {
         if (line.rfind("VmRSS:", 0) == 0) return std::atoll(line.c_str() + 6);
     }
     return 0;
-}
-
-// ---- ChildProcess ----
-
-ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::filesystem::path& log_prefix)
-    : out_(log_prefix.string() + ".out"), err_(log_prefix.string() + ".err") {
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
-    posix_spawnattr_setpgroup(&attr, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    posix_spawnattr_setsigmask(&attr, &none);
-    std::vector<char*> args;
-    args.reserve(argv.size() + 1);
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    const int rc = posix_spawn(&pid_, args[0], &actions, &attr, args.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-    if (rc != 0) throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(rc));
-}
-
-ChildProcess::~ChildProcess() {
-    Stop(5s);
-}
-
-bool ChildProcess::running() {
-    if (reaped_) return false;
-    int status = 0;
-    const pid_t r = ::waitpid(pid_, &status, WNOHANG);
-    if (r == pid_ || (r < 0 && errno == ECHILD)) reaped_ = true;
-    return !reaped_;
-}
-
-void ChildProcess::Signal(int signo) {
-    if (running()) ::kill(pid_, signo);
-}
-
-bool ChildProcess::WaitExit(std::chrono::milliseconds timeout) {
-    const auto until = std::chrono::steady_clock::now() + timeout;
-    while (running()) {
-        if (std::chrono::steady_clock::now() >= until) return false;
-        std::this_thread::sleep_for(5ms);
-    }
-    return true;
-}
-
-void ChildProcess::Stop(std::chrono::milliseconds grace) {
-    if (!running()) return;
-    ::kill(pid_, SIGTERM);
-    if (!WaitExit(grace)) {
-        spdlog::warn("process {} did not stop within {} ms of SIGTERM: SIGKILL", pid_, grace.count());
-        ::kill(pid_, SIGKILL);
-        WaitExit(10s);
-    }
-}
-
-std::string ChildProcess::StdoutText() const {
-    return ReadFile(out_);
 }
 
 // ---- Cluster ----
@@ -222,13 +107,17 @@ void Cluster::StartDatabase() {
     } else {
         std::string admin = options_.db_url;
         if (admin.empty()) {
-            mariadb_dir_ = options_.run_dir / "mariadb";
-            const std::string cmd =
-                "'" + (options_.source_dir / "scripts/mariadb.sh").string() + "' start '" + mariadb_dir_.string() + "'";
-            mariadb_started_ = true;  // stop even a half-started server
-            if (std::system(cmd.c_str()) != 0) throw std::runtime_error("scripts/mariadb.sh start failed");
-            admin = ReadFile(mariadb_dir_ / "url");
-            while (!admin.empty() && (admin.back() == '\n' || admin.back() == ' ')) admin.pop_back();
+            // A private server's data (~150 MB per run) is of no use once it stopped; its logs
+            // stay in the run directory. A half-started server is stopped before Start returns.
+            testing::PrivateMariaDbOptions mariadb;
+            mariadb.dir = options_.run_dir / "mariadb";
+            mariadb.keep = testing::PrivateMariaDbOptions::Keep::kLogs;
+            std::string why;
+            mariadb_ =
+                testing::PrivateMariaDb::Start((options_.source_dir / "scripts/mariadb.sh").string(), mariadb, &why);
+            if (!mariadb_) throw std::runtime_error(why);
+            spdlog::info("private MariaDB in {}", mariadb_->dir().string());
+            admin = mariadb_->url();
         }
         auto parsed = db::ParseDbUrl(admin);
         if (!parsed.ok()) throw std::runtime_error("--db-url: " + parsed.status().ToString());
@@ -255,7 +144,7 @@ void Cluster::StartDatabase() {
 
 Node& Cluster::StartNode(int index) {
     Node& node = nodes_[index];
-    if (node.process && node.process->running()) throw std::logic_error("node " + std::to_string(index) + " runs");
+    if (node.process && node.process->Running()) throw std::logic_error("node " + std::to_string(index) + " runs");
     node.index = index;
     // A restarted node listens on its old port: the sink's web endpoints (the nodes' executor
     // API) stay valid across restarts, as they would behind a fixed address in production.
@@ -273,43 +162,45 @@ Node& Cluster::StartNode(int index) {
         node.spawned_us = WallUs();
         node.ready_us = 0;
         node.port = 0;
-        node.process = std::make_unique<ChildProcess>(
+        const auto log_prefix = (options_.run_dir / node.node_id).string();
+        const auto out_path = log_prefix + ".out";
+        node.process = std::make_unique<testing::ChildProcess>(
             std::vector<std::string>{options_.trigger_bin.string(), "--config", config.string()},
-            options_.run_dir / node.node_id);
+            testing::SpawnOptions{
+                .output = testing::OutputFile{.path = out_path, .stderr_path = log_prefix + ".err", .truncate = true},
+                .own_process_group = true});
         // The port is printed once the node listens; /readyz answers 200 from then on while the
         // DB is reachable. Both are polled tightly so start-up time is measured to ~1 ms.
-        const auto deadline = std::chrono::steady_clock::now() + 60s;
         bool exited = false;
-        while (node.ready_us == 0) {
-            if (Interrupted()) throw InterruptedError();
-            if (!node.process->running()) {
-                exited = true;
-                break;
-            }
-            if (std::chrono::steady_clock::now() > deadline) {
-                throw std::runtime_error(node.node_id + " not ready in 60 s");
-            }
-            if (node.port == 0) {
-                const std::string out = node.process->StdoutText();
-                const std::string needle = "listening on http://127.0.0.1:";
-                const auto at = out.find(needle);
-                if (at != std::string::npos && out.find('\n', at) != std::string::npos) {
-                    node.port = std::atoi(out.c_str() + at + needle.size());
+        const bool settled = testing::WaitFor(
+            [&] {
+                if (Interrupted()) throw InterruptedError();
+                if (!node.process->Running()) {
+                    exited = true;
+                    return true;
                 }
-            }
-            if (node.port != 0) {
-                auto r = HttpGet(node.port, "/readyz", 500ms);
-                if (r && r->first == 200) {
-                    node.ready_us = WallUs();
-                    break;
+                if (node.port == 0) {
+                    const std::string out = ReadFile(out_path);
+                    const std::string needle = "listening on http://127.0.0.1:";
+                    const auto at = out.find(needle);
+                    if (at != std::string::npos && out.find('\n', at) != std::string::npos) {
+                        node.port = std::atoi(out.c_str() + at + needle.size());
+                    }
                 }
-            }
-            std::this_thread::sleep_for(1ms);
-        }
+                if (node.port != 0) {
+                    auto r = HttpGet(node.port, "/readyz", 500ms);
+                    if (r && r->first == 200) {
+                        node.ready_us = WallUs();
+                        return true;
+                    }
+                }
+                return false;
+            },
+            60s, 1ms);
+        if (!settled) throw std::runtime_error(node.node_id + " not ready in 60 s");
         if (!exited) break;
         if (listen_port == 0) {
-            throw std::runtime_error("node " + node.node_id + " exited during start-up; see " +
-                                     node.process->stderr_path().string());
+            throw std::runtime_error("node " + node.node_id + " exited during start-up; see " + log_prefix + ".err");
         }
         spdlog::warn("node {} could not start on its old port {}; trying a free port", node.node_id, listen_port);
     }
@@ -348,18 +239,25 @@ Lease Cluster::CurrentLease() {
 }
 
 Lease Cluster::WaitForMaster(std::chrono::milliseconds timeout) {
-    const auto until = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < until) {
-        auto l = CurrentLease();
-        if (!l.owner.empty()) return l;
-        SleepFor(20ms);
-    }
-    throw std::runtime_error("no master elected within " + std::to_string(timeout.count()) + " ms");
+    Lease l;
+    const bool elected = testing::WaitFor(
+        [&] {
+            if (Interrupted()) throw InterruptedError();
+            l = CurrentLease();
+            return !l.owner.empty();
+        },
+        timeout, 20ms);
+    if (!elected) throw std::runtime_error("no master elected within " + std::to_string(timeout.count()) + " ms");
+    return l;
 }
 
 void Cluster::StopAll() {
     for (auto& [i, n] : nodes_) {
-        if (n.process) n.process->Stop();
+        if (!n.process || !n.process->Running()) continue;
+        const auto code = n.process->Stop(15s);
+        if (code == 128 + SIGKILL) {
+            spdlog::warn("node {} (pid {}) did not stop within 15 s of SIGTERM: SIGKILL", n.node_id, n.process->pid());
+        }
     }
     nodes_.clear();
     if (!created_database_.empty() && db_ && !options_.db_url.empty()) {
@@ -368,17 +266,12 @@ void Cluster::StopAll() {
         created_database_.clear();
     }
     db_.reset();
-    if (mariadb_started_) {
-        mariadb_started_ = false;
-        const std::string cmd =
-            "'" + (options_.source_dir / "scripts/mariadb.sh").string() + "' stop '" + mariadb_dir_.string() + "'";
-        if (std::system(cmd.c_str()) != 0) {
-            spdlog::error("scripts/mariadb.sh stop {} failed", mariadb_dir_.string());
-        } else {
-            // A private server's data (~150 MB per run) is of no use once it stopped.
-            std::error_code ec;
-            std::filesystem::remove_all(mariadb_dir_ / "data", ec);
+    if (mariadb_) {
+        std::string output;
+        if (!mariadb_->Stop(&output)) {
+            spdlog::error("scripts/mariadb.sh stop {} failed: {}", mariadb_->dir().string(), output);
         }
+        mariadb_.reset();  // removes the data dir once the server stopped
     }
 }
 

@@ -4,6 +4,7 @@
 /// server (--db-url) or a SQLite file, and N scheduler-trigger nodes, each with its own config
 /// in the run directory, listening on a free loopback port. Every process started here is
 /// stopped by its PID in the destructor, also when a scenario throws or Ctrl-C interrupts it.
+/// The processes are the test toolbox's (sched::common_testing: ChildProcess, PrivateMariaDb).
 ///
 /// The run directory is emptied first (it belongs to the cluster). Not thread-safe: one
 /// scenario thread drives a cluster.
@@ -20,6 +21,8 @@
 #include <vector>
 
 #include "sched/common/job_vocabulary.hpp"
+#include "sched/common/testing/child_process.hpp"
+#include "sched/common/testing/private_mariadb.hpp"
 #include "sched/db/database.hpp"
 
 namespace sched::bench {
@@ -38,38 +41,13 @@ inline std::int64_t WallMs() {
     return WallUs() / 1000;
 }
 
-/// One GET over loopback (HTTP/1.1, Connection: close). nullopt when the connection fails.
+/// One GET over loopback (the toolbox's HttpCallAt). nullopt when the connection fails or no
+/// answer comes within `timeout`.
 std::optional<std::pair<int, std::string>> HttpGet(int port, const std::string& target,
                                                    std::chrono::milliseconds timeout = std::chrono::seconds(2));
 
 /// VmRSS of a process in KiB (0 when unreadable).
 std::int64_t RssKib(pid_t pid);
-
-/// A child process with stdout/stderr in files, in its own process group (so a Ctrl-C reaches
-/// only the bench, which then stops it by PID).
-class ChildProcess {
-  public:
-    ChildProcess(const std::vector<std::string>& argv, const std::filesystem::path& log_prefix);
-    ~ChildProcess();
-    ChildProcess(const ChildProcess&) = delete;
-    ChildProcess& operator=(const ChildProcess&) = delete;
-
-    pid_t pid() const { return pid_; }
-    bool running();
-    void Signal(int signo);
-    /// Waits for the exit; true when it exited within `timeout`.
-    bool WaitExit(std::chrono::milliseconds timeout);
-    /// SIGTERM, then SIGKILL after `grace`.
-    void Stop(std::chrono::milliseconds grace = std::chrono::seconds(15));
-    std::string StdoutText() const;
-    const std::filesystem::path& stderr_path() const { return err_; }
-
-  private:
-    pid_t pid_ = -1;
-    bool reaped_ = false;
-    std::filesystem::path out_;
-    std::filesystem::path err_;
-};
 
 struct ClusterOptions {
     std::string db = "mariadb";  ///< mariadb (private server) or sqlite
@@ -87,7 +65,9 @@ struct Node {
     int generation = 0;
     std::string node_id;
     int port = 0;
-    std::unique_ptr<ChildProcess> process;
+    /// stdout in <run dir>/<node id>.out, stderr in .err; its own process group, so a Ctrl-C
+    /// reaches only the bench, which then stops it by PID.
+    std::unique_ptr<testing::ChildProcess> process;
     std::int64_t spawned_us = 0;
     std::int64_t ready_us = 0;  ///< first /readyz 200
 };
@@ -130,9 +110,8 @@ class Cluster {
     ClusterOptions options_;
     db::DbUrl url_;
     std::shared_ptr<db::Database> db_;
-    std::filesystem::path mariadb_dir_;
-    bool mariadb_started_ = false;
-    std::string created_database_;  ///< dropped at the end when made in --db-url's server
+    std::unique_ptr<testing::PrivateMariaDb> mariadb_;  ///< in <run dir>/mariadb; its logs stay
+    std::string created_database_;                      ///< dropped at the end when made in --db-url's server
     std::map<int, Node> nodes_;
 };
 

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "analysis.hpp"
+#include "sched/common/testing/wait_for.hpp"
 #include "sink.hpp"
 
 namespace sched::bench {
@@ -55,7 +56,7 @@ struct ScanSample {
 ScanSample SampleScans(Cluster& cluster) {
     ScanSample s;
     for (auto& [index, node] : cluster.nodes()) {
-        if (!node.process || !node.process->running()) continue;
+        if (!node.process || !node.process->Running()) continue;
         auto r = HttpGet(node.port, "/metrics");
         if (!r || r->first != 200) continue;
         std::istringstream in(r->second);
@@ -143,17 +144,18 @@ void DisableJobs(Cluster& cluster, const std::vector<JobPlan>& plans) {
 }
 
 void WaitForSink(Cluster& cluster, const MeasuringSink& sink) {
-    const auto until = std::chrono::steady_clock::now() + 30s;
-    while (std::chrono::steady_clock::now() < until) {
-        auto n = cluster.db().Run([](soci::session& s) {
-            long long c = 0;
-            s << "SELECT COUNT(*) FROM executor_instance WHERE app = 'bench'", soci::into(c);
-            return c;
-        });
-        if (n.ok() && *n > 0) return;
-        SleepFor(50ms);
-    }
-    throw std::runtime_error("the sink " + sink.address() + " did not register within 30 s");
+    const bool registered = testing::WaitFor(
+        [&] {
+            if (Interrupted()) throw InterruptedError();
+            auto n = cluster.db().Run([](soci::session& s) {
+                long long c = 0;
+                s << "SELECT COUNT(*) FROM executor_instance WHERE app = 'bench'", soci::into(c);
+                return c;
+            });
+            return n.ok() && *n > 0;
+        },
+        30s, 50ms);
+    if (!registered) throw std::runtime_error("the sink " + sink.address() + " did not register within 30 s");
 }
 
 json SdkStats(const MeasuringSink& sink) {
@@ -277,7 +279,8 @@ json PrecisionLike(const BenchOptions& o, bool stepping, bool& ok) {
     cluster.WaitForMaster(30s);
     json runs = json::array();
     std::cout << "\n| rate (fires/s) | nodes | schedule | expected | received | p50 ms | p90 ms | p99 ms | max ms | "
-                 "misses | lost | doubles | claim p99 ms | delivery p99 ms | master scan mean ms | lease epoch changes "
+                 "misses | lost | doubles | claimed - due p99 ms | delivery p99 ms | master scan mean ms | lease epoch "
+                 "changes "
                  "in window | lease epoch changes "
               << o.lease_watch << " s after |\n"
               << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
@@ -367,8 +370,8 @@ json Failover(const BenchOptions& o, bool& ok) {
             }
             spdlog::info("new master {} at epoch {} after {:.0f} ms", e.new_master, e.new_epoch,
                          (e.takeover_us - e.kill_us) / 1000.0);
-            if (!cluster.node(victim).process->WaitExit(20s)) cluster.node(victim).process->Signal(SIGKILL);
-            cluster.node(victim).process->WaitExit(5s);
+            if (!cluster.node(victim).process->WaitForExit(20s)) cluster.node(victim).process->Signal(SIGKILL);
+            cluster.node(victim).process->WaitForExit(5s);
             cluster.StartNode(victim);
             e.restarted_us = WallUs();
             events.push_back(e);

@@ -5,9 +5,9 @@
 #include <fstream>
 #include <random>
 #include <sstream>
-#include <thread>
 
 #include "sched/common/testing/child_process.hpp"
+#include "sched/common/testing/wait_for.hpp"
 
 namespace sched::chaos {
 
@@ -118,15 +118,20 @@ std::string ReadText(const std::filesystem::path& path) {
 
 std::optional<std::string> WaitForLogLine(const std::filesystem::path& path, const std::string& needle,
                                           std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    do {
-        std::istringstream in(ReadText(path));
-        for (std::string line; std::getline(in, line);) {
-            if (line.find(needle) != std::string::npos) return line;
-        }
-        std::this_thread::sleep_for(50ms);
-    } while (std::chrono::steady_clock::now() < deadline);
-    return std::nullopt;
+    std::optional<std::string> found;
+    testing::WaitFor(
+        [&] {
+            std::istringstream in(ReadText(path));
+            for (std::string line; std::getline(in, line);) {
+                if (line.find(needle) != std::string::npos) {
+                    found = line;
+                    return true;
+                }
+            }
+            return false;
+        },
+        timeout, 50ms);
+    return found;
 }
 
 std::string Tail(const std::filesystem::path& path, int lines) {

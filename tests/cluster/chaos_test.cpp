@@ -311,25 +311,25 @@ class ChaosTest : public ::testing::Test {
 
     // Every fire row of `job`, retried across a database outage.
     std::vector<store::Fire> Fires(std::int64_t job) {
-        for (int attempt = 0; attempt < 50; ++attempt) {
-            std::vector<store::Fire> out;
-            std::int64_t before = 0;
-            bool failed = false;
-            while (true) {
-                auto page = store::FireRepository(db()).List({.job_id = job, .before_id = before, .limit = 1000});
-                if (!page.ok()) {
-                    failed = true;
-                    break;
+        std::vector<store::Fire> out;
+        const bool read = testing::WaitFor(
+            [&] {
+                out.clear();
+                std::int64_t before = 0;
+                while (true) {
+                    auto page = store::FireRepository(db()).List({.job_id = job, .before_id = before, .limit = 1000});
+                    if (!page.ok()) return false;
+                    out.insert(out.end(), page->begin(), page->end());
+                    if (page->size() < 1000) return true;
+                    before = page->back().id;
                 }
-                out.insert(out.end(), page->begin(), page->end());
-                if (page->size() < 1000) break;
-                before = page->back().id;
-            }
-            if (!failed) return out;
-            std::this_thread::sleep_for(200ms);
+            },
+            10s, 200ms);
+        if (!read) {
+            ADD_FAILURE() << "cannot read the fires of job " << job;
+            return {};
         }
-        ADD_FAILURE() << "cannot read the fires of job " << job;
-        return {};
+        return out;
     }
 
     std::vector<store::Fire> AllFires() {
@@ -344,20 +344,23 @@ class ChaosTest : public ::testing::Test {
     // The lease row's owner and epoch; retried while the test's own sessions reconnect after a
     // database restart.
     std::pair<std::string, std::int64_t> Lease() {
-        for (int attempt = 0; attempt < 50; ++attempt) {
-            auto lease = db().Run([](soci::session& s) {
-                std::string o;
-                std::int64_t epoch = 0;
-                soci::indicator ind = soci::i_null;
-                s << "SELECT owner, epoch FROM scheduler_lock WHERE namespace = 'master'", soci::into(o, ind),
-                    soci::into(epoch);
-                return std::make_pair(ind == soci::i_ok ? o : std::string(), epoch);
-            });
-            if (lease.ok()) return *lease;
-            std::this_thread::sleep_for(100ms);
-        }
-        ADD_FAILURE() << "cannot read the lease row";
-        return {};
+        std::pair<std::string, std::int64_t> row;
+        const bool read = testing::WaitFor(
+            [&] {
+                auto lease = db().Run([](soci::session& s) {
+                    std::string o;
+                    std::int64_t epoch = 0;
+                    soci::indicator ind = soci::i_null;
+                    s << "SELECT owner, epoch FROM scheduler_lock WHERE namespace = 'master'", soci::into(o, ind),
+                        soci::into(epoch);
+                    return std::make_pair(ind == soci::i_ok ? o : std::string(), epoch);
+                });
+                if (lease.ok()) row = *lease;
+                return lease.ok();
+            },
+            5s, 100ms);
+        if (!read) ADD_FAILURE() << "cannot read the lease row";
+        return row;
     }
     int MasterIndex() {
         const auto owner = Lease().first;

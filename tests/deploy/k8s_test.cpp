@@ -14,12 +14,12 @@
 #include <regex>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
 #include "sched/common/testing/child_process.hpp"
+#include "sched/common/testing/wait_for.hpp"
 
 namespace sched {
 namespace {
@@ -382,10 +382,12 @@ TEST_F(K8s, ProbePathsAreRoutesTheAppsServe) {
             const std::string path = a.container[probe]["httpGet"]["path"].as<std::string>();
             int status = 0;
             std::string body;
-            for (int i = 0; i < 100 && status != 200; ++i) {
-                std::tie(status, body) = testing::HttpGet(port, path);
-                if (status != 200) std::this_thread::sleep_for(100ms);
-            }
+            testing::WaitFor(
+                [&] {
+                    std::tie(status, body) = testing::HttpGet(port, path);
+                    return status == 200;
+                },
+                10s, 100ms);
             EXPECT_EQ(status, 200) << probe << " " << path << ": " << body;
         }
         p.Signal(SIGTERM);

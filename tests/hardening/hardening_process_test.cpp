@@ -191,9 +191,7 @@ TEST_F(HardeningProcess, ControlCharactersInAJobNameAreEscapedInTheLog) {
     auto [status, body] = Call("POST", "/api/v1/jobs", JobBody(name, "{}"));
     ASSERT_EQ(status, 201) << body;
     // The access log writes its line after the response; poll the log for the job's line.
-    for (int i = 0; i < 100 && process_->stderr_text().find("FORGED") == std::string::npos; ++i) {
-        (void)process_->WaitForExit(20ms);
-    }
+    (void)process_->WaitForStderrLine("FORGED", 2s);
     const std::string& log = process_->stderr_text();
     EXPECT_NE(log.find("evil\\nFORGED 2024-01-01 00:00:00.000 info  [1] web: ok\\r\\x00end"), std::string::npos) << log;
     std::istringstream lines(log);
@@ -206,9 +204,7 @@ TEST_F(HardeningProcess, ControlCharactersInAJobNameAreEscapedInTheLog) {
 
 TEST_F(HardeningProcess, AccessLogOmitsTheQueryString) {
     EXPECT_EQ(testing::HttpGet(port_, "/api/v1/jobs?token=leaked-secret&limit=1").first, 401);
-    for (int i = 0; i < 100 && process_->stderr_text().find("\"GET /api/v1/jobs\"") == std::string::npos; ++i) {
-        (void)process_->WaitForExit(20ms);
-    }
+    (void)process_->WaitForStderrLine("\"GET /api/v1/jobs\"", 2s);
     EXPECT_NE(process_->stderr_text().find("\"GET /api/v1/jobs\" 401"), std::string::npos) << process_->stderr_text();
     EXPECT_EQ(process_->stderr_text().find("leaked-secret"), std::string::npos) << process_->stderr_text();
 }

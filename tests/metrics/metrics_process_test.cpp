@@ -15,11 +15,12 @@
 #include <set>
 #include <sstream>
 #include <string>
-#include <thread>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
 #include "sched/common/testing/child_process.hpp"
+#include "sched/common/testing/wait_for.hpp"
 
 #include "sched/common/node_id.hpp"
 
@@ -133,18 +134,19 @@ TEST(StandaloneMetrics, LiveExpositionPassesPromtoolAndDeclaresEveryNameTheDashb
         auto line = p.WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
         ASSERT_TRUE(line) << p.stderr_text();
         const auto port = static_cast<unsigned short>(std::stoi(line->substr(line->rfind(':') + 1)));
-        const auto deadline = std::chrono::steady_clock::now() + 60s;
+        int status = 0;
         bool fired = false;
         bool gauges = false;
-        while (std::chrono::steady_clock::now() < deadline && !(fired && gauges)) {
-            auto [status, body] = testing::HttpGet(port, "/metrics");
-            ASSERT_EQ(status, 200) << body;
-            metrics = body;
-            fired = metrics.find("sched_fire_outcomes_total{app=\"demo\"") != std::string::npos;
-            gauges = metrics.find("\nsched_fires_pending ") != std::string::npos &&
-                     metrics.find("sched_executors_live{app=\"demo\"} 0") != std::string::npos;
-            if (!(fired && gauges)) std::this_thread::sleep_for(500ms);
-        }
+        testing::WaitFor(
+            [&] {
+                std::tie(status, metrics) = testing::HttpGet(port, "/metrics");
+                fired = metrics.find("sched_fire_outcomes_total{app=\"demo\"") != std::string::npos;
+                gauges = metrics.find("\nsched_fires_pending ") != std::string::npos &&
+                         metrics.find("sched_executors_live{app=\"demo\"} 0") != std::string::npos;
+                return status != 200 || (fired && gauges);
+            },
+            60s, 500ms);
+        ASSERT_EQ(status, 200) << metrics;
         EXPECT_TRUE(fired) << "no fire outcome counted within 60 s\n" << metrics;
         EXPECT_TRUE(gauges) << "no leader gauges within 60 s\n" << metrics;
         p.Signal(SIGTERM);
@@ -184,10 +186,7 @@ TEST(ExecutorMetrics, ADemoClientsExpositionPassesPromtoolAndDeclaresEveryClient
         ASSERT_TRUE(line) << standalone.stderr_text();
         const std::string web = "http://127.0.0.1:" + line->substr(line->rfind(':') + 1);
         const auto token_file = dir / "data/executor-token";
-        const auto token_deadline = std::chrono::steady_clock::now() + 10s;
-        while (!std::filesystem::exists(token_file) && std::chrono::steady_clock::now() < token_deadline) {
-            std::this_thread::sleep_for(100ms);
-        }
+        testing::WaitFor([&] { return std::filesystem::exists(token_file); }, 10s, 100ms);
         std::string token;
         std::getline(std::ifstream(token_file), token);
         ASSERT_FALSE(token.empty());
@@ -206,16 +205,17 @@ TEST(ExecutorMetrics, ADemoClientsExpositionPassesPromtoolAndDeclaresEveryClient
         ASSERT_NE(at, std::string::npos) << *serving;
         const auto port = static_cast<unsigned short>(std::stoi(serving->substr(at + std::strlen(" at 127.0.0.1:"))));
         // The demo job fires every 10 s: its run is counted within two periods.
-        const auto deadline = std::chrono::steady_clock::now() + 30s;
+        int status = 0;
         bool ran = false;
-        while (std::chrono::steady_clock::now() < deadline && !ran) {
-            auto [status, body] = testing::HttpGet(port, "/metrics");
-            ASSERT_EQ(status, 200) << body;
-            metrics = body;
-            ran =
-                metrics.find("sched_client_runs_total{handler=\"echo\",outcome=\"succeeded\"} 1") != std::string::npos;
-            if (!ran) std::this_thread::sleep_for(500ms);
-        }
+        testing::WaitFor(
+            [&] {
+                std::tie(status, metrics) = testing::HttpGet(port, "/metrics");
+                ran = metrics.find("sched_client_runs_total{handler=\"echo\",outcome=\"succeeded\"} 1") !=
+                      std::string::npos;
+                return status != 200 || ran;
+            },
+            30s, 500ms);
+        ASSERT_EQ(status, 200) << metrics;
         EXPECT_TRUE(ran) << "no run of the demo job counted within 30 s\n" << metrics;
         client.Signal(SIGTERM);
         EXPECT_TRUE(client.WaitForExit(15s));

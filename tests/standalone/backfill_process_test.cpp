@@ -18,6 +18,7 @@
 
 #include "../support/tokens.hpp"
 #include "sched/common/testing/child_process.hpp"
+#include "sched/common/testing/wait_for.hpp"
 
 namespace sched {
 namespace {
@@ -61,13 +62,13 @@ class BackfillProcess : public ::testing::Test {
     // Polls the backfill until it is no longer running (at most 40 s).
     nlohmann::json WaitDone(std::int64_t id) {
         nlohmann::json b;
-        const auto deadline = std::chrono::steady_clock::now() + 40s;
-        while (std::chrono::steady_clock::now() < deadline) {
-            b = Call("GET", "/api/v1/backfills/" + std::to_string(id), nullptr, 200);
-            if (b.value("state", "") != "running") return b;
-            std::this_thread::sleep_for(200ms);
-        }
-        ADD_FAILURE() << "backfill " << id << " still running after 40 s: " << b.dump();
+        const bool done = testing::WaitFor(
+            [&] {
+                b = Call("GET", "/api/v1/backfills/" + std::to_string(id), nullptr, 200);
+                return b.value("state", "") != "running";
+            },
+            40s, 200ms);
+        if (!done) ADD_FAILURE() << "backfill " << id << " still running after 40 s: " << b.dump();
         return b;
     }
 

@@ -160,10 +160,7 @@ TEST_F(StandaloneProcess, SigtermWhileWaitingForTheDatabaseStopsPromptly) {
                                 "  connect-retry-for: 1h\n")},
                    dir_.string());
     // Wait until it is in the retry loop, then ask it to stop.
-    for (int i = 0; i < 200 && p.stderr_text().find("retrying in") == std::string::npos; ++i) {
-        (void)p.WaitForExit(50ms);
-    }
-    ASSERT_NE(p.stderr_text().find("retrying in"), std::string::npos) << p.stderr_text();
+    ASSERT_TRUE(p.WaitForStderrLine("retrying in", 10s)) << p.stderr_text();
     p.Signal(SIGTERM);
     auto code = p.WaitForExit(10s);
     ASSERT_TRUE(code) << "ignored SIGTERM while retrying";
@@ -278,37 +275,14 @@ TEST_F(StandaloneProcess, AFullDiskAnswers503UnavailableAndTheApiRecoversWhenSpa
     EXPECT_EQ(p.WaitForExit(15s), 0) << p.stderr_text();
 }
 
-// GET /readyz with a hard deadline: {0, ""} when nothing answered in time. (Asio's synchronous
-// reads retry past SO_RCVTIMEO, and a node whose I/O threads wait on a locked database may not
-// answer for a while: this poll must not hang with it.)
+// GET /readyz within `timeout`: {0, ""} when nothing answered in time (a node whose I/O threads
+// wait on a locked database may not answer for a while: this poll must not hang with it).
 std::pair<int, std::string> ReadyzWithin(unsigned short port, std::chrono::milliseconds timeout) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return {0, ""};
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    std::string response;
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    const std::string request = "GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0 &&
-        ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
-        char buf[4096];
-        for (;;) {
-            const auto left =
-                std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-            pollfd pfd{fd, POLLIN, 0};
-            if (left.count() <= 0 || ::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) break;
-            const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-            if (n <= 0) break;
-            response.append(buf, static_cast<std::size_t>(n));
-        }
+    try {
+        return testing::HttpCallAt("127.0.0.1", port, "GET", "/readyz", "", "", timeout);
+    } catch (const std::exception&) {
+        return {0, ""};
     }
-    ::close(fd);
-    // "HTTP/1.1 503 Service Unavailable\r\n...\r\n\r\nbody" (Connection: close: the body runs to EOF)
-    const auto body_at = response.find("\r\n\r\n");
-    if (response.rfind("HTTP/1.1 ", 0) != 0 || body_at == std::string::npos) return {0, ""};
-    return {std::stoi(response.substr(9, 3)), response.substr(body_at + 4)};
 }
 
 TEST_F(StandaloneProcess, ReadyzIsNotReadyWhileNoNodeLeadsAndReadyOnceOneDoes) {

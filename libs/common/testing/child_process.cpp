@@ -4,8 +4,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,13 +19,12 @@ namespace sched::testing {
 namespace {
 
 // argv[0] is a path (posix_spawn does not search PATH); `env` entries replace inherited ones.
-pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-            posix_spawn_file_actions_t* actions) {
+pid_t Spawn(const std::vector<std::string>& argv, const SpawnOptions& options, posix_spawn_file_actions_t* actions) {
     std::vector<std::string> env_strings;
     for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
     // An extra entry replaces an inherited (or earlier) one of the same name: getenv returns the
     // first match, so a duplicate appended after it would be ignored.
-    for (const auto& extra : env) {
+    for (const auto& extra : options.env) {
         const auto eq = extra.find('=');
         const std::string key = eq == std::string::npos ? extra + "=" : extra.substr(0, eq + 1);
         std::erase_if(env_strings, [&](const std::string& e) { return e.rfind(key, 0) == 0; });
@@ -43,31 +40,61 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>
     for (auto& a : args) argp.push_back(a.data());
     argp.push_back(nullptr);
 
+    // A signal the spawning thread blocks would stay blocked in the child (SIGTERM ignored).
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    short flags = POSIX_SPAWN_SETSIGMASK;
+    if (options.own_process_group) {
+        flags |= POSIX_SPAWN_SETPGROUP;
+        posix_spawnattr_setpgroup(&attr, 0);
+    }
+    posix_spawnattr_setflags(&attr, flags);
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attr, &none);
+    if (!options.cwd.empty()) posix_spawn_file_actions_addchdir_np(actions, options.cwd.c_str());
+
     pid_t pid = -1;
-    const int rc = posix_spawn(&pid, argp[0], actions, nullptr, argp.data(), envp.data());
+    const int rc = posix_spawn(&pid, argp[0], actions, &attr, argp.data(), envp.data());
     posix_spawn_file_actions_destroy(actions);
+    posix_spawnattr_destroy(&attr);
     if (rc != 0) throw std::runtime_error("posix_spawn " + argv[0] + ": " + std::strerror(rc));
     return pid;
 }
 
 }  // namespace
 
-ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::string& cwd,
-                           const std::vector<std::string>& env) {
-    int out_pipe[2];
-    int err_pipe[2];
-    if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
-        throw std::runtime_error("pipe: " + std::string(std::strerror(errno)));
-    }
+ChildProcess::ChildProcess(const std::vector<std::string>& argv, const SpawnOptions& options) {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
+    if (options.output) {
+        const OutputFile& output = *options.output;
+        const int mode = O_WRONLY | O_CREAT | (output.truncate ? O_TRUNC : O_APPEND);
+        posix_spawn_file_actions_addopen(&actions, 1, output.path.c_str(), mode, 0644);
+        if (output.stderr_path.empty()) {
+            posix_spawn_file_actions_adddup2(&actions, 1, 2);
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 2, output.stderr_path.c_str(), mode, 0644);
+        }
+        pid_ = Spawn(argv, options, &actions);
+        return;
+    }
+    int out_pipe[2];
+    int err_pipe[2];
+    if (pipe2(out_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe: " + std::string(std::strerror(errno)));
+    if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+        const int error = errno;
+        close(out_pipe[0]);
+        close(out_pipe[1]);
+        posix_spawn_file_actions_destroy(&actions);
+        throw std::runtime_error("pipe: " + std::string(std::strerror(error)));
+    }
     posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
     posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
-    if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
     out_fd_ = out_pipe[0];
     err_fd_ = err_pipe[0];
     try {
-        pid_ = Spawn(argv, env, &actions);
+        pid_ = Spawn(argv, options, &actions);
     } catch (...) {
         close(out_pipe[1]);
         close(err_pipe[1]);
@@ -79,14 +106,13 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::stri
     close(err_pipe[1]);
 }
 
+ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::string& cwd,
+                           const std::vector<std::string>& env)
+    : ChildProcess(argv, SpawnOptions{.cwd = cwd, .env = env}) {}
+
 ChildProcess::ChildProcess(const std::vector<std::string>& argv, const OutputFile& output,
-                           const std::vector<std::string>& env) {
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, output.path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    pid_ = Spawn(argv, env, &actions);
-}
+                           const std::vector<std::string>& env)
+    : ChildProcess(argv, SpawnOptions{.env = env, .output = output}) {}
 
 ChildProcess::~ChildProcess() {
     if (!exit_code_ && pid_ > 0) {
@@ -167,6 +193,15 @@ bool ChildProcess::Running() {
     return !exit_code_;
 }
 
+std::optional<int> ChildProcess::Stop(std::chrono::milliseconds grace) {
+    if (!Running()) return exit_code_;
+    ::kill(pid_, SIGTERM);
+    if (auto code = WaitForExit(grace)) return code;
+    Signal(SIGCONT);  // a SIGSTOPped child must not stay stopped if SIGKILL races
+    Signal(SIGKILL);
+    return WaitForExit(std::chrono::seconds(10));
+}
+
 std::optional<int> ChildProcess::WaitForExit(std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (!exit_code_) {
@@ -199,16 +234,7 @@ std::pair<int, std::string> HttpCall(unsigned short port, const std::string& met
 namespace {
 
 HttpReply Exchange(const std::string& host, unsigned short port, const std::string& method, const std::string& target,
-                   const std::string& json_body, const std::string& bearer, std::chrono::seconds timeout) {
-    net::io_context io;
-    beast::tcp_stream stream(io);
-    stream.expires_after(timeout);
-    stream.connect(tcp::endpoint(net::ip::make_address(host), port));
-    // Synchronous reads and writes ignore expires_after: socket timeouts keep a paused or hung
-    // peer from hanging the test.
-    const timeval tv{static_cast<time_t>(timeout.count()), 0};
-    ::setsockopt(stream.socket().native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    ::setsockopt(stream.socket().native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+                   const std::string& json_body, const std::string& bearer, std::chrono::milliseconds timeout) {
     bhttp::request<bhttp::string_body> req{bhttp::string_to_verb(method), target, 11};
     req.set(bhttp::field::host, host);
     if (!bearer.empty()) req.set(bhttp::field::authorization, "Bearer " + bearer);
@@ -217,11 +243,33 @@ HttpReply Exchange(const std::string& host, unsigned short port, const std::stri
         req.body() = json_body;
     }
     req.prepare_payload();
-    bhttp::write(stream, req);
+    // Asynchronous, each step under `timeout`: Asio's synchronous reads wait in poll() without
+    // a timeout once a socket timeout (SO_RCVTIMEO) expires, so a peer that accepts and never
+    // answers (a paused node) would hang the caller.
+    net::io_context io;
+    beast::tcp_stream stream(io);
     beast::flat_buffer buffer;
     bhttp::response_parser<bhttp::string_body> parser;
     parser.body_limit(std::uint64_t{16} * 1024 * 1024);
-    bhttp::read(stream, buffer, parser);
+    beast::error_code result = net::error::timed_out;
+    stream.expires_after(timeout);
+    stream.async_connect(tcp::endpoint(net::ip::make_address(host), port), [&](beast::error_code connected) {
+        if (connected) {
+            result = connected;
+            return;
+        }
+        stream.expires_after(timeout);
+        bhttp::async_write(stream, req, [&](beast::error_code written, std::size_t) {
+            if (written) {
+                result = written;
+                return;
+            }
+            stream.expires_after(timeout);
+            bhttp::async_read(stream, buffer, parser, [&](beast::error_code read, std::size_t) { result = read; });
+        });
+    });
+    io.run();
+    if (result) throw beast::system_error(result, method + " " + target);
     beast::error_code ignored;
     stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
     const auto& res = parser.get();
@@ -232,7 +280,7 @@ HttpReply Exchange(const std::string& host, unsigned short port, const std::stri
 
 std::pair<int, std::string> HttpCallAt(const std::string& host, unsigned short port, const std::string& method,
                                        const std::string& target, const std::string& json_body,
-                                       const std::string& bearer, std::chrono::seconds timeout) {
+                                       const std::string& bearer, std::chrono::milliseconds timeout) {
     auto reply = Exchange(host, port, method, target, json_body, bearer, timeout);
     return {reply.status, std::move(reply.body)};
 }

@@ -1,9 +1,9 @@
 #pragma once
 
-/// Test support (target sched::common_testing, tests only): a child process started with
-/// posix_spawn, its stdout and stderr captured (or appended to a file), and always stopped by its
-/// PID (SIGCONT + SIGKILL + waitpid in the destructor if still running), also when an assertion
-/// fails half-way through a test.
+/// Test toolbox (target sched::common_testing: the tests and apps/scheduler-bench, never
+/// installed): a child process started with posix_spawn, its stdout and stderr captured (or
+/// written to files), and always stopped by its PID (SIGCONT + SIGKILL + waitpid in the destructor
+/// if still running), also when an assertion fails half-way through a test.
 
 #include <sys/types.h>
 
@@ -14,21 +14,35 @@
 
 namespace sched::testing {
 
-/// Where a ChildProcess started with it writes stdout and stderr (appended; created if missing),
-/// so a long run never blocks on a full pipe.
+/// Where a ChildProcess started with it writes stdout and stderr (created if missing), so a long
+/// run never blocks on a full pipe.
 struct OutputFile {
-    std::string path;
+    std::string path;              ///< stdout, and stderr unless `stderr_path` is set
+    std::string stderr_path = {};  ///< stderr apart from stdout ("": into `path` too)
+    bool truncate = false;         ///< start the files empty instead of appending to them
+};
+
+/// How a ChildProcess starts, besides its argv.
+struct SpawnOptions {
+    std::string cwd = {};  ///< "": inherit
+    /// Extra "KEY=value" entries added to this process's environment (replacing an entry of the
+    /// same name; a bare "KEY" removes KEY).
+    std::vector<std::string> env = {};
+    std::optional<OutputFile> output = {};  ///< files instead of pipes (WaitFor*Line then see nothing)
+    /// Its own process group: a Ctrl-C at the terminal then reaches only the parent, which stops
+    /// the child by its PID (an interactive tool such as scheduler-bench).
+    bool own_process_group = false;
 };
 
 class ChildProcess {
   public:
-    /// Starts `argv[0]` with `argv`, in `cwd` (empty: inherit), with extra `env` entries
-    /// ("KEY=value") added to this process's environment (replacing an entry of the same name; a bare
-    /// "KEY" removes KEY). Throws
-    /// std::runtime_error on failure.
+    /// Starts `argv[0]` (a path: PATH is not searched) with `argv` as `options` say, with an empty
+    /// signal mask. Throws std::runtime_error on failure.
+    ChildProcess(const std::vector<std::string>& argv, const SpawnOptions& options);
+    /// The same in `cwd` (empty: inherit) with extra `env` entries (SpawnOptions::env).
     ChildProcess(const std::vector<std::string>& argv, const std::string& cwd = "",
                  const std::vector<std::string>& env = {});
-    /// The same with stdout and stderr appended to `output.path` (WaitFor*Line then see nothing).
+    /// The same with stdout and stderr written to `output` (WaitFor*Line then see nothing).
     ChildProcess(const std::vector<std::string>& argv, const OutputFile& output,
                  const std::vector<std::string>& env = {});
     ~ChildProcess();
@@ -47,6 +61,9 @@ class ChildProcess {
     bool Running();
     /// Waits up to `timeout` for the exit; returns the exit code (128+signal when killed).
     std::optional<int> WaitForExit(std::chrono::milliseconds timeout);
+    /// A graceful stop: SIGTERM, then SIGKILL when it has not exited after `grace`; returns the
+    /// exit code (nullopt only if it outlives SIGKILL by 10 s). At once when it already exited.
+    std::optional<int> Stop(std::chrono::milliseconds grace);
     /// Everything read so far (after WaitForExit: everything).
     const std::string& stdout_text() const { return out_; }
     const std::string& stderr_text() const { return err_; }
@@ -89,10 +106,11 @@ struct HttpReply {
 HttpReply HttpRequest(unsigned short port, const std::string& method, const std::string& target,
                       const std::string& json_body = "", const std::string& bearer = "");
 
-/// The same to any IPv4/IPv6 address (a test's network namespace, say) with its own timeout.
+/// The same to any IPv4/IPv6 address (a test's network namespace, say) with its own timeout
+/// (for connecting, for sending the request and for reading the answer).
 std::pair<int, std::string> HttpCallAt(const std::string& host, unsigned short port, const std::string& method,
                                        const std::string& target, const std::string& json_body = "",
                                        const std::string& bearer = "",
-                                       std::chrono::seconds timeout = std::chrono::seconds(5));
+                                       std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
 }  // namespace sched::testing

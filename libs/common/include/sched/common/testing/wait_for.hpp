@@ -1,7 +1,8 @@
 #pragma once
 
-/// Test support (target sched::common_testing, tests only): bounded polling, the one way tests
-/// wait for something another thread or process does (STYLE "Tests": never sleep-and-hope).
+/// Test toolbox (target sched::common_testing: the tests and apps/scheduler-bench, never
+/// installed): bounded polling, the one way tests wait for something another thread or process
+/// does (STYLE "Tests": never sleep-and-hope).
 
 #include <chrono>
 #include <functional>
