@@ -137,6 +137,11 @@ struct Slave::State {
     // each with its 202's time.
     std::map<std::string, std::vector<store::StartedFire>> running;
     bool flush_scheduled = false;
+    // Ends (failed, skipped, timed out...) waiting for the next flush, and whether one is
+    // scheduled; `endings_writing` counts the flushes still writing (Stop waits for both).
+    std::vector<FireEnding> endings;
+    bool endings_scheduled = false;
+    std::atomic<int> endings_writing{0};
 
     // Only on the strand: the wake timer, the registry, the call slots.
     std::shared_ptr<net::steady_timer> wake;
@@ -240,7 +245,7 @@ net::awaitable<void> Slave::PollLoop() {
         }
         auto fires = co_await OnPool(db_pool_, [this] { return store_->ListPending(node_id_, 10000); });
         if (fires.ok()) {
-            for (const auto& f : *fires) Track(f);
+            Track(*fires);
         } else {
             spdlog::warn("slave {}: cannot poll assigned fires: {}", node_id_, fires.status().ToString());
         }
@@ -260,24 +265,29 @@ void Slave::Notify(std::vector<std::int64_t> fire_ids) {
         [this, ids = std::move(fire_ids)]() -> net::awaitable<void> {
             auto fires = co_await OnPool(db_pool_, [this, &ids] { return store_->FindPending(node_id_, ids); });
             if (!fires.ok()) co_return;  // the poll will find them
-            for (const auto& f : *fires) Track(f);
+            Track(*fires);
         },
         net::detached);
 }
 
-void Slave::Track(const store::Fire& fire) {
+// A poll's or a notice's fires are queued under one lock: queued one by one, the group loop
+// (on another thread) could wake between two of them and claim a burst in pieces, each piece a
+// group of its own with its own claim and no batch request shared with the rest.
+void Slave::Track(const std::vector<store::Fire>& fires) {
     auto state = state_;
-    const std::int64_t due = fire.due_at;
     bool poke = false;
     {
         std::lock_guard lock(state->mu);
-        if (state->stopping || !state->known.insert(fire.id).second) return;
-        state->waiting.emplace(fire.id, fire);
-        state->due.emplace(due, fire.id);
-        // The group loop sleeps until wake_at_ms; a fire to claim before then wakes it. The
-        // cancel runs on the loop's strand, so it cannot slip between the loop's look at the
-        // queue and its wait (both happen in one run on the strand).
-        poke = due - Ms(config_.claim_ahead) < state->wake_at_ms;
+        if (state->stopping) return;
+        for (const auto& fire : fires) {
+            if (!state->known.insert(fire.id).second) continue;
+            state->waiting.emplace(fire.id, fire);
+            state->due.emplace(fire.due_at, fire.id);
+            // The group loop sleeps until wake_at_ms; a fire to claim before then wakes it. The
+            // cancel runs on the loop's strand, so it cannot slip between the loop's look at the
+            // queue and its wait (both happen in one run on the strand).
+            poke = poke || fire.due_at - Ms(config_.claim_ahead) < state->wake_at_ms;
+        }
     }
     if (poke) {
         net::post(strand_, [state] {
@@ -922,14 +932,67 @@ net::awaitable<void> Slave::WatchTimeout(std::int64_t fire_id, std::string app, 
     co_await Finish(fire_id, *status, FireStatus::kTimeout, why, ran);
 }
 
+// Queued for the next flush, like the running records: a burst that cannot be sent (no live
+// instance of its app, every instance refusing) would otherwise be one transaction per fire.
 net::awaitable<void> Slave::Finish(std::int64_t fire_id, FireStatus from, FireStatus to, std::string message,
                                    std::optional<store::FireReason> reason) {
-    const std::int64_t now = time_.NowMs();
-    auto done = co_await OnPool(db_pool_, [&] { return store_->Finish(fire_id, from, to, message, reason, now); });
-    if (!done.ok() && done.code() != Code::kAborted) {
-        spdlog::warn("slave {}: cannot record fire {} as {}: {}", node_id_, fire_id, store::FireStatusName(to),
-                     done.ToString());
+    auto state = state_;
+    bool spawn = false;
+    {
+        std::lock_guard lock(state->mu);
+        state->endings.push_back({.id = fire_id,
+                                  .from = from,
+                                  .to = to,
+                                  .message = std::move(message),
+                                  .reason = reason,
+                                  .finished_at = time_.NowMs()});
+        spawn = !std::exchange(state->endings_scheduled, true);
+        if (spawn) ++state->endings_writing;
     }
+    if (spawn) net::co_spawn(io_, FlushEndings(), net::detached);
+    co_return;
+}
+
+// One transaction per record-window for every end queued in it, each still its own CAS. A
+// database error is retried (pauses of 100 ms doubling, for up to dispatch-timeout); after that
+// the fires stay `dispatching` or `running` and the master's sweep ends them (lost, timed out),
+// so nothing is left without an outcome.
+net::awaitable<void> Slave::FlushEndings() {
+    auto state = state_;
+    net::steady_timer timer(io_);
+    timer.expires_after(config_.record_window);
+    try {
+        co_await timer.async_wait(net::use_awaitable);
+    } catch (const boost::system::system_error&) {
+    }
+    std::vector<FireEnding> batch;
+    {
+        std::lock_guard lock(state->mu);
+        batch.swap(state->endings);
+        state->endings_scheduled = false;
+    }
+    const auto give_up_at = std::chrono::steady_clock::now() + config_.dispatch_timeout;
+    Backoff backoff(100ms, 2s);
+    for (;;) {
+        auto moved = co_await OnPool(db_pool_, [this, &batch] { return store_->Finish(batch); });
+        if (moved.ok()) break;
+        // Once stopping, one try: Stop waits for this flush only as long as it drains the sends.
+        if (state->stopping || std::chrono::steady_clock::now() + backoff.base() >= give_up_at) {
+            spdlog::warn(
+                "slave {}: cannot record the end of {} fires (first: {} as {}): {}; the master's sweep ends them",
+                node_id_, batch.size(), batch.front().id, store::FireStatusName(batch.front().to),
+                moved.status().ToString());
+            break;
+        }
+        spdlog::warn("slave {}: cannot record the end of {} fires yet (retrying): {}", node_id_, batch.size(),
+                     moved.status().ToString());
+        timer.expires_after(backoff.Next());
+        try {
+            co_await timer.async_wait(net::use_awaitable);
+        } catch (const boost::system::system_error&) {
+        }
+    }
+    --state->endings_writing;
 }
 
 net::awaitable<void> Slave::Stop() {
@@ -960,7 +1023,7 @@ net::awaitable<void> Slave::Stop() {
     const auto drain_until = std::chrono::steady_clock::now() + config_.dispatch_timeout;
     const auto busy = [&state] {
         std::lock_guard lock(state->mu);
-        return state->in_flight.load() > 0 || state->flush_scheduled;
+        return state->in_flight.load() > 0 || state->flush_scheduled || state->endings_writing.load() > 0;
     };
     net::steady_timer pause(io_);
     while (busy() && std::chrono::steady_clock::now() < drain_until) {

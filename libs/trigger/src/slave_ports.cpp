@@ -64,10 +64,19 @@ Result<int> SqlFireClaimStore::MarkRunning(const std::vector<store::StartedFire>
     return db_->Run([&](soci::session& s) { return store::FireClaims::MarkRunning(s, fires, address); });
 }
 
-Status SqlFireClaimStore::Finish(std::int64_t id, FireStatus from, FireStatus to, const std::string& message,
-                                 std::optional<store::FireReason> reason, std::int64_t now_ms) {
-    return store::FireRepository(*db_).Transition(
-        id, {from}, to, {.finished_at = now_ms, .result_message = message, .reason = reason, .followup = true});
+Result<int> SqlFireClaimStore::Finish(const std::vector<FireEnding>& endings) {
+    // One commit for a window's endings (a burst for an app with no live instance ends every
+    // fire here): each is still its own CAS, so a fire a callback or the sweep ended first
+    // keeps that end.
+    return db_->InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<int> {
+        int moved = 0;
+        for (const auto& e : endings) {
+            moved += store::FireRepository::Transition(
+                s, e.id, {e.from}, e.to,
+                {.finished_at = e.finished_at, .result_message = e.message, .reason = e.reason, .followup = true});
+        }
+        return moved;
+    });
 }
 
 Result<FireStatus> SqlFireClaimStore::StatusOf(std::int64_t id) {

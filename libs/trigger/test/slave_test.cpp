@@ -36,6 +36,7 @@ class FakeStore final : public FireClaimStore {
     std::vector<std::vector<std::int64_t>> claims;  // the ids of every Claim call
     std::vector<std::int64_t> tokens;               // the token of every Claim call
     std::vector<std::size_t> running_batches;       // the size of every MarkRunning call
+    std::vector<std::size_t> finish_batches;        // the size of every Finish call
     int live_reads = 0;
     int unassigned = 0;
     int fail_claims_after_commit = 0;                // this many Claim calls commit and then report an error
@@ -141,15 +142,19 @@ class FakeStore final : public FireClaimStore {
         }
         return moved;
     }
-    Status Finish(std::int64_t id, FireStatus from, FireStatus to, const std::string& message,
-                  std::optional<store::FireReason> reason, std::int64_t) override {
+    Result<int> Finish(const std::vector<FireEnding>& endings) override {
         std::lock_guard lock(mu);
-        auto& f = fires.at(id);
-        if (f.fire.status != from) return Aborted("not in the expected state");
-        f.fire.status = to;
-        f.message = message;
-        f.reason = reason;
-        return Status::Ok();
+        finish_batches.push_back(endings.size());
+        int moved = 0;
+        for (const auto& e : endings) {
+            auto& f = fires.at(e.id);
+            if (f.fire.status != e.from) continue;
+            f.fire.status = e.to;
+            f.message = e.message;
+            f.reason = e.reason;
+            ++moved;
+        }
+        return moved;
     }
     Result<FireStatus> StatusOf(std::int64_t id) override {
         std::lock_guard lock(mu);
@@ -469,6 +474,35 @@ TEST_F(SlaveTest, FiresClaimedBeforeAFailoverAreReStampedWithTheNewEpochNotFaile
         }
     }
     EXPECT_EQ(accepted_at_43, 2);
+}
+
+// A burst that cannot be sent (no live instance of its app) is ended in one transaction per
+// record-window, not one per fire; each end keeps its own message and ledger reason.
+TEST_F(SlaveTest, TheEndsOfABurstNobodyServesAreRecordedInOneBatch) {
+    config_.record_window = 200ms;
+    store::Job job;
+    job.id = 8;
+    job.app = "nobody";
+    job.handler = "charge";
+    store_->jobs[8] = job;
+    std::vector<std::int64_t> ids;
+    const std::int64_t due = Now() + 50;
+    for (int i = 1; i <= 30; ++i) {
+        store_->Add(i, 8, due);
+        ids.push_back(i);
+    }
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] { return AllIn(ids, FireStatus::kFailed); }));
+    for (auto id : ids) {
+        EXPECT_EQ(store_->ReasonOf(id), store::FireReason::kNoExecutor) << id;
+        EXPECT_NE(store_->MessageOf(id).find("no live executor of app nobody"), std::string::npos)
+            << store_->MessageOf(id);
+    }
+    std::lock_guard lock(store_->mu);
+    std::size_t ended = 0;
+    for (auto n : store_->finish_batches) ended += n;
+    EXPECT_EQ(ended, 30u);
+    EXPECT_LE(store_->finish_batches.size(), 2u) << "one transaction per window, not per fire";
 }
 
 TEST_F(SlaveTest, AGroupIsCutAtMaxGroup) {

@@ -156,7 +156,8 @@ class Slave {
     void ReleaseCall(const std::string& address);
     void RecordRunning(std::int64_t fire_id, const std::string& address, std::int64_t started_at);
     net::awaitable<void> FlushRunning();
-    void Track(const store::Fire& fire);
+    net::awaitable<void> FlushEndings();
+    void Track(const std::vector<store::Fire>& fires);
     void Forget(std::int64_t fire_id);
 
     net::any_io_executor io_;

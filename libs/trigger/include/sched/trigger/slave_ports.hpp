@@ -34,6 +34,17 @@ struct ClaimedGroup {
     std::vector<store::Job> jobs;
 };
 
+/// A fire's end as the slave records it: by CAS from `from`, with its message and, for a fire
+/// that did not run, the ledger's reason.
+struct FireEnding {
+    std::int64_t id = 0;
+    store::FireStatus from = store::FireStatus::kDispatching;
+    store::FireStatus to = store::FireStatus::kFailed;
+    std::string message;
+    std::optional<store::FireReason> reason;
+    std::int64_t finished_at = 0;
+};
+
 class FireClaimStore {
   public:
     virtual ~FireClaimStore() = default;
@@ -57,10 +68,10 @@ class FireClaimStore {
     virtual Result<std::vector<store::ExecutorInstance>> LiveExecutors(std::int64_t ttl_ms) = 0;
     /// Records `running` for the dispatching fires among `fires`, accepted by `address`.
     virtual Result<int> MarkRunning(const std::vector<store::StartedFire>& fires, const std::string& address) = 0;
-    /// Ends a fire by CAS from `from` with its message and, for a fire that did not run, the
-    /// ledger's reason; kAborted when it was no longer in `from`.
-    virtual Status Finish(std::int64_t id, store::FireStatus from, store::FireStatus to, const std::string& message,
-                          std::optional<store::FireReason> reason, std::int64_t now_ms) = 0;
+    /// Ends the fires of `endings` in one transaction, each by CAS from its `from`; a fire no
+    /// longer in its `from` (a callback or the sweep ended it first) is left as it is. Returns
+    /// how many moved.
+    virtual Result<int> Finish(const std::vector<FireEnding>& endings) = 0;
     /// The fire's current status (kNotFound when gone).
     virtual Result<store::FireStatus> StatusOf(std::int64_t id) = 0;
     /// Marks lost the fires `node` was dispatching that were claimed before `started_ms` (by an
@@ -82,8 +93,7 @@ class SqlFireClaimStore final : public FireClaimStore {
     Result<std::optional<std::int64_t>> Restamp(std::int64_t id, std::int64_t token) override;
     Result<std::vector<store::ExecutorInstance>> LiveExecutors(std::int64_t ttl_ms) override;
     Result<int> MarkRunning(const std::vector<store::StartedFire>& fires, const std::string& address) override;
-    Status Finish(std::int64_t id, store::FireStatus from, store::FireStatus to, const std::string& message,
-                  std::optional<store::FireReason> reason, std::int64_t now_ms) override;
+    Result<int> Finish(const std::vector<FireEnding>& endings) override;
     Result<store::FireStatus> StatusOf(std::int64_t id) override;
     Result<int> EndEarlierDispatches(const std::string& node, std::int64_t started_ms, std::int64_t now_ms) override;
     Result<int> UnassignPending(const std::string& node) override;
