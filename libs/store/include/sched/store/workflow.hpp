@@ -63,6 +63,13 @@ inline constexpr int kMaxConcurrentRuns = 100;
 /// 7 days: a run older than that is not waiting for anything a person would still want.
 inline constexpr std::int64_t kMaxRunTimeoutMs = 7LL * 24 * 3600 * 1000;
 
+/// A step's fires in a run are `job_fire` rows of the step's job at the run's scheduled time,
+/// kind workflow, attempt = kStepAttemptStride * generation + try (try 0 .. the job's retry_max,
+/// at most 100): the run's re-runs never meet an earlier generation's key (docs/workflows.md
+/// "Fire keys"). A run is re-run at most kMaxRunGeneration times.
+inline constexpr int kStepAttemptStride = 1000;
+inline constexpr int kMaxRunGeneration = 1000;
+
 struct WorkflowStep {
     std::string name;  ///< 1-64 characters of [A-Za-z0-9_.-], unique in the workflow
     std::int64_t job_id = 0;
