@@ -237,6 +237,8 @@ TEST_P(WorkflowRepositoryTest, DeleteWaitsForRunningRunsAndKeepsTheRuns) {
         return std::vector<long long>{steps, edges, runs};
     });
     EXPECT_EQ(*counts, (std::vector<long long>{0, 0, 1}));
+    // With the workflow gone its jobs can be deleted.
+    EXPECT_TRUE(JobRepository(db()).Delete(created->steps[3].job_id).ok());
     // Its jobs can be steps again.
     EXPECT_TRUE(workflows.Create(Workflow{.name = "again", .steps = {{"a", created->steps[0].job_id}}}).ok());
 }
@@ -284,6 +286,21 @@ TEST_P(WorkflowRepositoryTest, FiresCarryTheirRunAndStepAndOrdinaryFiresLeaveThe
         return n;
     });
     EXPECT_EQ(*tagged, 1);
+}
+
+TEST_P(WorkflowRepositoryTest, AJobThatIsAStepCannotBeDeleted) {
+    WorkflowRepository workflows(db());
+    auto created = workflows.Create(Diamond("nightly"));
+    ASSERT_TRUE(created.ok());
+    JobRepository jobs(db());
+    const Status refused = jobs.Delete(created->steps[1].job_id);
+    ASSERT_EQ(refused.code(), Code::kFailedPrecondition) << refused.ToString();
+    EXPECT_NE(refused.message().find("nightly/b"), std::string::npos) << refused.message();
+    EXPECT_TRUE(jobs.Get(created->steps[1].job_id).ok());
+    // A job no workflow uses is deleted as before.
+    const std::int64_t free = MakeJob("free");
+    EXPECT_TRUE(jobs.Delete(free).ok());
+    EXPECT_EQ(jobs.Delete(free).code(), Code::kNotFound);
 }
 
 SCHED_DB_TEST_SUITE(WorkflowRepositoryTest);
