@@ -295,15 +295,9 @@ std::string InList(impl::BoundValues& values, const std::vector<std::int64_t>& i
     return out + ")";
 }
 
-// Fills in the steps and edges of `workflows` (two queries).
-void LoadDefinitions(soci::session& s, std::vector<Workflow>& workflows) {
-    if (workflows.empty()) return;
-    std::map<std::int64_t, Workflow*> by_id;
-    std::vector<std::int64_t> ids;
-    for (auto& w : workflows) {
-        by_id[w.id] = &w;
-        ids.push_back(w.id);
-    }
+// Fills in the steps and edges of the workflows of `by_id` whose ids are `ids` (two queries).
+void LoadDefinitionsOf(soci::session& s, std::map<std::int64_t, Workflow*>& by_id,
+                       const std::vector<std::int64_t>& ids) {
     struct StepRow {
         std::int64_t workflow_id = 0;
         WorkflowStep step;
@@ -354,6 +348,22 @@ void LoadDefinitions(soci::session& s, std::vector<Workflow>& workflows) {
              [&](soci::statement& st) { edge_ids.Bind(st); })) {
         by_id[id]->edges.push_back(std::move(edge));
     }
+}
+
+// Fills in the steps and edges of `workflows`, two queries per 500 of them (bound values stay
+// well under SQLite's limit).
+void LoadDefinitions(soci::session& s, std::vector<Workflow>& workflows) {
+    std::map<std::int64_t, Workflow*> by_id;
+    std::vector<std::int64_t> ids;
+    for (auto& w : workflows) {
+        by_id[w.id] = &w;
+        ids.push_back(w.id);
+        if (ids.size() == 500) {
+            LoadDefinitionsOf(s, by_id, ids);
+            ids.clear();
+        }
+    }
+    if (!ids.empty()) LoadDefinitionsOf(s, by_id, ids);
 }
 
 std::vector<Workflow> SelectWorkflows(soci::session& s, const std::string& where_and_order,

@@ -152,8 +152,22 @@ TEST_P(WorkflowRunRepositoryTest, EndAndRerunAreCompareAndSet) {
     // A skipped run is never re-run; the generation bound holds.
     const auto skipped_id = runs.ListForWorkflow(7, 0, 1)->at(0).id;
     EXPECT_FALSE(in_tx([&](soci::session& s) { return WorkflowRunRepository::Rerun(s, skipped_id, 0, "a", 7000); }));
+
+    // The last re-run allowed takes the run to kMaxRunGeneration; none after it.
+    const int last = kMaxRunGeneration - 1;
+    ASSERT_TRUE(db().Run([&](soci::session& s) {
+                        s << "UPDATE workflow_run SET generation = :g, status = 'failed' WHERE id = :id",
+                            soci::use(last, "g"), soci::use(*id, "id");
+                    })
+                    .ok());
+    EXPECT_TRUE(in_tx([&](soci::session& s) { return WorkflowRunRepository::Rerun(s, *id, last, "a", 8000); }));
+    EXPECT_EQ(runs.Get(*id)->generation, kMaxRunGeneration);
+    EXPECT_TRUE(in_tx([&](soci::session& s) {
+        return WorkflowRunRepository::End(s, *id, WorkflowRunStatus::kFailed, std::nullopt, 9000);
+    }));
     EXPECT_FALSE(
-        in_tx([&](soci::session& s) { return WorkflowRunRepository::Rerun(s, *id, kMaxRunGeneration, "a", 8000); }));
+        in_tx([&](soci::session& s) { return WorkflowRunRepository::Rerun(s, *id, kMaxRunGeneration, "a", 9500); }));
+    EXPECT_EQ(runs.Get(*id)->status, WorkflowRunStatus::kFailed);
 }
 
 SCHED_DB_TEST_SUITE(WorkflowRunRepositoryTest);

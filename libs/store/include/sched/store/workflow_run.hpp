@@ -88,7 +88,8 @@ class WorkflowRunRepository {
     /// Running runs with id > after_id, in id order, at most `limit` (idx_workflow_run_status).
     static std::vector<WorkflowRun> ListRunning(soci::session& s, std::int64_t after_id, int limit);
     /// running -> `status` (succeeded, failed or timed-out) with `reason` and ended_at = `now_ms`.
-    /// Returns false when the run is not running (it ended already, or is gone).
+    /// Returns false when the run is not running (it ended already, or is gone). Throws
+    /// std::logic_error for `status` running (a caller's defect).
     static bool End(soci::session& s, std::int64_t id, WorkflowRunStatus status,
                     const std::optional<std::string>& reason, std::int64_t now_ms);
     /// failed | timed-out at generation `expected_generation` -> running at generation + 1, from
