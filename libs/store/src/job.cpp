@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "impl/query.hpp"
+#include "sched/store/workflow.hpp"
 
 namespace sched::store {
 
@@ -302,7 +303,13 @@ Result<Job> JobRepository::Update(const Job& job, std::int64_t expected_version)
 }
 
 Status JobRepository::Delete(std::int64_t id) {
-    return db_.Run([&](soci::session& s) -> Status {
+    return db_.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Status {
+        // Checked in the write transaction, as a calendar's users are: a workflow naming this
+        // job as a step either committed before (and is seen here) or checks the job after.
+        if (auto step = WorkflowRepository::StepUsingJob(s, id)) {
+            return FailedPrecondition("job " + std::to_string(id) + " is the step " + *step +
+                                      " (workflow/step); remove the step first");
+        }
         soci::statement st = (s.prepare << "DELETE FROM job WHERE id = :id", soci::use(id));
         if (impl::ExecuteAffected(st) == 0) return NotFound("job " + std::to_string(id) + " not found");
         return Status::Ok();

@@ -140,7 +140,8 @@ class JobRepository {
     /// the stored version is `expected_version`; returns the stored job with version + 1.
     /// kNotFound: no such job; kAborted: the version moved (someone else changed it).
     Result<Job> Update(const Job& job, std::int64_t expected_version);
-    /// kNotFound when absent. Fire rows are kept as history.
+    /// kNotFound when absent; kFailedPrecondition naming the workflow and step while the job is a
+    /// step of a workflow (WorkflowRepository::StepUsingJob). Fire rows are kept as history.
     Status Delete(std::int64_t id);
     /// Records who paused the job and why (paused_at = DB now), or clears it (nullopt), without
     /// touching the version. kNotFound when absent.

@@ -1,0 +1,615 @@
+#include "sched/store/workflow.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <queue>
+#include <set>
+#include <stdexcept>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "impl/query.hpp"
+
+namespace sched::store {
+
+namespace {
+
+// A name from the input as a message shows it: quoted, at most 64 characters, printable ASCII.
+std::string Quote(std::string_view text) {
+    std::string out = "\"";
+    for (std::size_t i = 0; i < text.size() && i < 64; ++i) {
+        const char c = text[i];
+        out += (c >= 0x20 && c < 0x7f) ? c : '?';
+    }
+    if (text.size() > 64) out += "...";
+    return out + "\"";
+}
+
+// Step names appear in the path of a cycle; they are valid names by then, so shown as they are.
+std::string Path(const std::vector<WorkflowStep>& steps, const std::vector<std::size_t>& path) {
+    std::string out;
+    for (const auto i : path) out += (out.empty() ? "" : " -> ") + steps[i].name;
+    return out;
+}
+
+bool IsNameChar(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+           c == '-';
+}
+
+// "" when `name` is 1..max characters of [A-Za-z0-9_.-], else what is wrong with it.
+std::string NameProblem(std::string_view name, std::size_t max) {
+    if (name.empty()) return "must not be empty";
+    if (name.size() > max) return "at most " + std::to_string(max) + " characters, got " + std::to_string(name.size());
+    if (!std::all_of(name.begin(), name.end(), IsNameChar)) {
+        return Quote(name) + " has a character outside [A-Za-z0-9_.-]";
+    }
+    return "";
+}
+
+std::string Indexed(std::string_view list, std::size_t i, std::string_view field = "") {
+    std::string out = std::string(list) + "[" + std::to_string(i) + "]";
+    if (!field.empty()) out += "." + std::string(field);
+    return out;
+}
+
+// The first cycle met by a depth-first walk from each step in step order (children in edge
+// order), as the steps on it with the first repeated at the end; empty when there is none.
+// Iterative: the walk's stack is explicit.
+std::vector<std::size_t> FindCycle(const std::vector<std::vector<WorkflowGraph::Link>>& children) {
+    enum class Mark { kNew, kOnPath, kDone };
+    std::vector<Mark> mark(children.size(), Mark::kNew);
+    for (std::size_t root = 0; root < children.size(); ++root) {
+        if (mark[root] != Mark::kNew) continue;
+        // (step, index of the next child to visit)
+        std::vector<std::pair<std::size_t, std::size_t>> stack{{root, 0}};
+        mark[root] = Mark::kOnPath;
+        while (!stack.empty()) {
+            auto& [step, next] = stack.back();
+            if (next == children[step].size()) {
+                mark[step] = Mark::kDone;
+                stack.pop_back();
+                continue;
+            }
+            const std::size_t child = children[step][next++].step;
+            if (mark[child] == Mark::kOnPath) {
+                std::vector<std::size_t> cycle;
+                auto it = std::find_if(stack.begin(), stack.end(), [&](const auto& e) { return e.first == child; });
+                for (; it != stack.end(); ++it) cycle.push_back(it->first);
+                cycle.push_back(child);
+                return cycle;
+            }
+            if (mark[child] == Mark::kNew) {
+                mark[child] = Mark::kOnPath;
+                stack.emplace_back(child, 0);
+            }
+        }
+    }
+    return {};
+}
+
+}  // namespace
+
+Result<WorkflowGraph> WorkflowGraph::Make(std::vector<WorkflowStep> steps, const std::vector<WorkflowEdge>& edges) {
+    if (steps.empty()) return InvalidArgument("steps: a workflow needs at least one step");
+    if (steps.size() > kMaxWorkflowSteps) {
+        return InvalidArgument("steps: at most " + std::to_string(kMaxWorkflowSteps) + " steps, got " +
+                               std::to_string(steps.size()));
+    }
+    if (edges.size() > kMaxWorkflowEdges) {
+        return InvalidArgument("edges: at most " + std::to_string(kMaxWorkflowEdges) + " edges, got " +
+                               std::to_string(edges.size()));
+    }
+    std::map<std::string_view, std::size_t> index;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+        const auto field = Indexed("steps", i, "name");
+        if (auto problem = NameProblem(steps[i].name, kMaxStepNameLength); !problem.empty()) {
+            return InvalidArgument(field + ": " + problem);
+        }
+        if (auto [it, added] = index.emplace(steps[i].name, i); !added) {
+            return InvalidArgument(field + ": " + Quote(steps[i].name) + " is also " +
+                                   Indexed("steps", it->second, "name"));
+        }
+        if (steps[i].job_id <= 0) {
+            return InvalidArgument(Indexed("steps", i, "job_id") + ": expected a positive job id, got " +
+                                   std::to_string(steps[i].job_id));
+        }
+    }
+    WorkflowGraph g;
+    g.parents_.resize(steps.size());
+    g.children_.resize(steps.size());
+    std::map<std::pair<std::size_t, std::size_t>, std::size_t> seen;  // (parent, child) -> edge index
+    for (std::size_t i = 0; i < edges.size(); ++i) {
+        const auto parent = index.find(edges[i].parent);
+        if (parent == index.end()) {
+            return InvalidArgument(Indexed("edges", i, "parent") + ": no step named " + Quote(edges[i].parent));
+        }
+        const auto child = index.find(edges[i].child);
+        if (child == index.end()) {
+            return InvalidArgument(Indexed("edges", i, "child") + ": no step named " + Quote(edges[i].child));
+        }
+        if (parent->second == child->second) {
+            return InvalidArgument(Indexed("edges", i, "child") + ": cycle " + edges[i].parent + " -> " +
+                                   edges[i].child + " (an edge from a step to itself)");
+        }
+        if (auto [it, added] = seen.emplace(std::make_pair(parent->second, child->second), i); !added) {
+            return InvalidArgument(Indexed("edges", i) + ": " + edges[i].parent + " -> " + edges[i].child +
+                                   " is also " + Indexed("edges", it->second) + " (one edge per pair of steps)");
+        }
+        g.children_[parent->second].push_back({child->second, edges[i].condition});
+        g.parents_[child->second].push_back({parent->second, edges[i].condition});
+    }
+    if (auto cycle = FindCycle(g.children_); !cycle.empty()) {
+        return InvalidArgument("edges: cycle " + Path(steps, cycle));
+    }
+    // Kahn's order, the lowest ready index first: deterministic, and the step order where the
+    // edges leave a choice.
+    std::vector<std::size_t> waiting(steps.size());
+    std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>> ready;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+        waiting[i] = g.parents_[i].size();
+        if (waiting[i] == 0) ready.push(i);
+    }
+    while (!ready.empty()) {
+        const std::size_t i = ready.top();
+        ready.pop();
+        g.order_.push_back(i);
+        for (const auto& link : g.children_[i]) {
+            if (--waiting[link.step] == 0) ready.push(link.step);
+        }
+    }
+    g.steps_ = std::move(steps);
+    return g;
+}
+
+std::optional<std::size_t> WorkflowGraph::IndexOf(std::string_view name) const {
+    for (std::size_t i = 0; i < steps_.size(); ++i) {
+        if (steps_[i].name == name) return i;
+    }
+    return std::nullopt;
+}
+
+std::vector<std::size_t> WorkflowGraph::Roots() const {
+    std::vector<std::size_t> out;
+    for (std::size_t i = 0; i < steps_.size(); ++i) {
+        if (parents_[i].empty()) out.push_back(i);
+    }
+    return out;
+}
+
+std::vector<std::size_t> WorkflowGraph::Descendants(std::size_t i) const {
+    std::vector<bool> reached(steps_.size(), false);
+    std::vector<std::size_t> todo{i};
+    reached[i] = true;
+    while (!todo.empty()) {
+        const std::size_t step = todo.back();
+        todo.pop_back();
+        for (const auto& link : children_[step]) {
+            if (!reached[link.step]) {
+                reached[link.step] = true;
+                todo.push_back(link.step);
+            }
+        }
+    }
+    std::vector<std::size_t> out;
+    for (const auto step : order_) {
+        if (reached[step]) out.push_back(step);
+    }
+    return out;
+}
+
+Status ValidateWorkflowGraph(const std::vector<WorkflowStep>& steps, const std::vector<WorkflowEdge>& edges) {
+    return WorkflowGraph::Make(steps, edges).status();
+}
+
+Status ValidateWorkflow(const Workflow& w) {
+    if (auto problem = NameProblem(w.name, kMaxWorkflowNameLength); !problem.empty()) {
+        return InvalidArgument("name: " + problem);
+    }
+    if (w.description.size() > kMaxWorkflowDescriptionLength) {
+        return InvalidArgument("description: at most " + std::to_string(kMaxWorkflowDescriptionLength) +
+                               " bytes, got " + std::to_string(w.description.size()));
+    }
+    if (w.max_concurrent_runs < 1 || w.max_concurrent_runs > kMaxConcurrentRuns) {
+        return InvalidArgument("max_concurrent_runs: expected 1.." + std::to_string(kMaxConcurrentRuns) + ", got " +
+                               std::to_string(w.max_concurrent_runs));
+    }
+    if (w.run_timeout_ms < 0 || w.run_timeout_ms > kMaxRunTimeoutMs) {
+        return InvalidArgument("run_timeout_ms: expected 0 (none) .. " + std::to_string(kMaxRunTimeoutMs) + ", got " +
+                               std::to_string(w.run_timeout_ms));
+    }
+    return ValidateWorkflowGraph(w.steps, w.edges);
+}
+
+std::string WorkflowErrorField(const Status& status) {
+    if (status.code() != Code::kInvalidArgument && status.code() != Code::kFailedPrecondition) return "";
+    const std::string& m = status.message();
+    const auto end = m.find(": ");
+    if (end == std::string::npos || end == 0) return "";
+    const bool field_like = std::all_of(m.begin(), m.begin() + static_cast<std::ptrdiff_t>(end), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '[' || c == ']';
+    });
+    return field_like ? m.substr(0, end) : "";
+}
+
+// ---- WorkflowRepository ----
+
+namespace {
+
+constexpr const char* kColumns =
+    "id, name, description, schedule_type, schedule_expr, time_zone, misfire_policy, max_concurrent_runs, "
+    "run_timeout_ms, paused, next_fire_time, version, created_at, updated_at";
+
+struct WorkflowRow {
+    Workflow w;
+    std::string schedule_type;
+    std::string misfire_policy;
+    int paused = 0;
+    impl::NullableInt64 next_fire;
+
+    void BindInto(soci::statement& st) {
+        st.exchange(soci::into(w.id));
+        st.exchange(soci::into(w.name));
+        st.exchange(soci::into(w.description));
+        st.exchange(soci::into(schedule_type));
+        st.exchange(soci::into(w.schedule_expr));
+        st.exchange(soci::into(w.time_zone));
+        st.exchange(soci::into(misfire_policy));
+        st.exchange(soci::into(w.max_concurrent_runs));
+        st.exchange(soci::into(w.run_timeout_ms));
+        st.exchange(soci::into(paused));
+        st.exchange(soci::into(next_fire.value, next_fire.ind));
+        st.exchange(soci::into(w.version));
+        st.exchange(soci::into(w.created_at));
+        st.exchange(soci::into(w.updated_at));
+    }
+    Workflow Finish() {
+        // Unknown stored names read as for a job (sched/store/job.hpp): a workflow that never
+        // fires on its own rather than one that fires on a guess.
+        if (auto type = kScheduleTypeNames.Parse(schedule_type)) {
+            w.schedule_type = *type;
+        } else {
+            spdlog::warn("workflow {}: unknown schedule_type {} in the database, read as manual", w.id,
+                         Quote(schedule_type));
+            w.schedule_type = ScheduleType::kManual;
+        }
+        if (auto policy = kMisfirePolicyNames.Parse(misfire_policy)) {
+            w.misfire_policy = *policy;
+        } else {
+            spdlog::warn("workflow {}: unknown misfire_policy {} in the database, read as fire-once-now", w.id,
+                         Quote(misfire_policy));
+            w.misfire_policy = MisfirePolicy::kFireOnceNow;
+        }
+        w.paused = paused != 0;
+        w.next_fire_time = next_fire.get();
+        return w;
+    }
+};
+
+// " IN (:v0, :v1, ...)" over `ids`, their values added to `values`.
+std::string InList(impl::BoundValues& values, const std::vector<std::int64_t>& ids) {
+    std::string out = " IN (";
+    for (std::size_t i = 0; i < ids.size(); ++i) out += (i ? ", " : "") + values.Add(ids[i]);
+    return out + ")";
+}
+
+// Fills in the steps and edges of the workflows of `by_id` whose ids are `ids` (two queries).
+void LoadDefinitionsOf(soci::session& s, std::map<std::int64_t, Workflow*>& by_id,
+                       const std::vector<std::int64_t>& ids) {
+    struct StepRow {
+        std::int64_t workflow_id = 0;
+        WorkflowStep step;
+        void BindInto(soci::statement& st) {
+            st.exchange(soci::into(workflow_id));
+            st.exchange(soci::into(step.name));
+            st.exchange(soci::into(step.job_id));
+        }
+        std::pair<std::int64_t, WorkflowStep> Finish() const { return {workflow_id, step}; }
+    };
+    impl::BoundValues step_ids;
+    const auto step_in = InList(step_ids, ids);
+    for (auto& [id, step] :
+         impl::SelectRows<StepRow>(s,
+                                   "SELECT workflow_id, name, job_id FROM workflow_step WHERE workflow_id" + step_in +
+                                       " ORDER BY workflow_id, ordinal",
+                                   [&](soci::statement& st) { step_ids.Bind(st); })) {
+        by_id[id]->steps.push_back(std::move(step));
+    }
+    struct EdgeRow {
+        std::int64_t workflow_id = 0;
+        WorkflowEdge edge;
+        std::string condition;
+        void BindInto(soci::statement& st) {
+            st.exchange(soci::into(workflow_id));
+            st.exchange(soci::into(edge.parent));
+            st.exchange(soci::into(edge.child));
+            st.exchange(soci::into(condition));
+        }
+        std::pair<std::int64_t, WorkflowEdge> Finish() const {
+            auto parsed = kEdgeConditionNames.Parse(condition);
+            // A condition this build does not know would change what runs: refuse to guess.
+            if (!parsed) {
+                throw std::runtime_error("workflow " + std::to_string(workflow_id) + ": unknown edge condition " +
+                                         Quote(condition) + " in the database");
+            }
+            WorkflowEdge out = edge;
+            out.condition = *parsed;
+            return {workflow_id, out};
+        }
+    };
+    impl::BoundValues edge_ids;
+    const auto edge_in = InList(edge_ids, ids);
+    for (auto& [id, edge] : impl::SelectRows<EdgeRow>(
+             s,
+             "SELECT workflow_id, parent, child, edge_condition FROM workflow_edge WHERE workflow_id" + edge_in +
+                 " ORDER BY workflow_id, ordinal",
+             [&](soci::statement& st) { edge_ids.Bind(st); })) {
+        by_id[id]->edges.push_back(std::move(edge));
+    }
+}
+
+// Fills in the steps and edges of `workflows`, two queries per 500 of them (bound values stay
+// well under SQLite's limit).
+void LoadDefinitions(soci::session& s, std::vector<Workflow>& workflows) {
+    std::map<std::int64_t, Workflow*> by_id;
+    std::vector<std::int64_t> ids;
+    for (auto& w : workflows) {
+        by_id[w.id] = &w;
+        ids.push_back(w.id);
+        if (ids.size() == 500) {
+            LoadDefinitionsOf(s, by_id, ids);
+            ids.clear();
+        }
+    }
+    if (!ids.empty()) LoadDefinitionsOf(s, by_id, ids);
+}
+
+std::vector<Workflow> SelectWorkflows(soci::session& s, const std::string& where_and_order,
+                                      const std::function<void(soci::statement&)>& bind) {
+    auto rows =
+        impl::SelectRows<WorkflowRow>(s, std::string("SELECT ") + kColumns + " FROM workflow " + where_and_order, bind);
+    LoadDefinitions(s, rows);
+    return rows;
+}
+
+void InsertDefinition(soci::session& s, std::int64_t workflow_id, const Workflow& w) {
+    for (std::size_t i = 0; i < w.steps.size(); ++i) {
+        const int ordinal = static_cast<int>(i);
+        s << "INSERT INTO workflow_step (workflow_id, name, job_id, ordinal) VALUES (:wf, :name, :job, :ord)",
+            soci::use(workflow_id, "wf"), soci::use(w.steps[i].name, "name"), soci::use(w.steps[i].job_id, "job"),
+            soci::use(ordinal, "ord");
+    }
+    for (std::size_t i = 0; i < w.edges.size(); ++i) {
+        const int ordinal = static_cast<int>(i);
+        const std::string condition(kEdgeConditionNames.Name(w.edges[i].condition));
+        s << "INSERT INTO workflow_edge (workflow_id, parent, child, edge_condition, ordinal) VALUES (:wf, :parent, "
+             ":child, :cond, :ord)",
+            soci::use(workflow_id, "wf"), soci::use(w.edges[i].parent, "parent"), soci::use(w.edges[i].child, "child"),
+            soci::use(condition, "cond"), soci::use(ordinal, "ord");
+    }
+}
+
+// Every step's job exists and is a step of no other workflow (`self`: the workflow being
+// updated, 0 on create). Read in the caller's write transaction, with uk_workflow_step_job as
+// the backstop against a concurrent writer.
+Status CheckStepJobs(soci::session& s, const Workflow& w, std::int64_t self) {
+    std::vector<std::int64_t> job_ids;
+    for (const auto& step : w.steps) job_ids.push_back(step.job_id);
+    struct IdRow {
+        std::int64_t id = 0;
+        void BindInto(soci::statement& st) { st.exchange(soci::into(id)); }
+        std::int64_t Finish() const { return id; }
+    };
+    impl::BoundValues existing_ids;
+    const auto existing_in = InList(existing_ids, job_ids);
+    const auto found = impl::SelectRows<IdRow>(s, "SELECT id FROM job WHERE id" + existing_in,
+                                               [&](soci::statement& st) { existing_ids.Bind(st); });
+    const std::set<std::int64_t> exists(found.begin(), found.end());
+    for (std::size_t i = 0; i < w.steps.size(); ++i) {
+        if (exists.count(w.steps[i].job_id) == 0) {
+            return InvalidArgument(Indexed("steps", i, "job_id") + ": job " + std::to_string(w.steps[i].job_id) +
+                                   " does not exist");
+        }
+    }
+    struct UseRow {
+        std::int64_t job_id = 0;
+        std::string workflow;
+        std::string step;
+        void BindInto(soci::statement& st) {
+            st.exchange(soci::into(job_id));
+            st.exchange(soci::into(workflow));
+            st.exchange(soci::into(step));
+        }
+        UseRow Finish() const { return *this; }
+    };
+    impl::BoundValues used_ids;
+    const auto used_in = InList(used_ids, job_ids);
+    const auto self_value = used_ids.Add(self);
+    const auto uses = impl::SelectRows<UseRow>(
+        s,
+        "SELECT ws.job_id, w.name, ws.name FROM workflow_step ws JOIN workflow w ON w.id = ws.workflow_id WHERE "
+        "ws.job_id" +
+            used_in + " AND ws.workflow_id <> " + self_value,
+        [&](soci::statement& st) { used_ids.Bind(st); });
+    for (std::size_t i = 0; i < w.steps.size(); ++i) {
+        for (const auto& use : uses) {
+            if (use.job_id != w.steps[i].job_id) continue;
+            return FailedPrecondition(Indexed("steps", i, "job_id") + ": job " + std::to_string(use.job_id) +
+                                      " is step \"" + use.step + "\" of workflow \"" + use.workflow +
+                                      "\" (a job is a step of at most one workflow)");
+        }
+    }
+    return Status::Ok();
+}
+
+Status NameFree(soci::session& s, const std::string& name, std::int64_t self) {
+    auto other = WorkflowRepository::FindByName(s, name);
+    if (other && other->id != self) return AlreadyExists("a workflow named \"" + name + "\" exists already");
+    return Status::Ok();
+}
+
+}  // namespace
+
+Result<Workflow> WorkflowRepository::Create(const Workflow& w) {
+    if (auto valid = ValidateWorkflow(w); !valid.ok()) return valid;
+    auto id = db_.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<std::int64_t> {
+        if (auto free = NameFree(s, w.name, 0); !free.ok()) return free;
+        if (auto jobs = CheckStepJobs(s, w, 0); !jobs.ok()) return jobs;
+        const std::string type(ScheduleTypeName(w.schedule_type));
+        const std::string misfire(MisfirePolicyName(w.misfire_policy));
+        const int paused = w.paused ? 1 : 0;
+        impl::NullableInt64 next;
+        next.set(w.next_fire_time);
+        const std::string now(db_.dialect().NowMs());
+        s << "INSERT INTO workflow (name, description, schedule_type, schedule_expr, time_zone, misfire_policy, "
+             "max_concurrent_runs, run_timeout_ms, paused, next_fire_time, version, created_at, updated_at) VALUES "
+             "(:name, :description, :type, :expr, :tz, :misfire, :maxc, :timeout, :paused, :next, 1, " +
+                 now + ", " + now + ")",
+            soci::use(w.name, "name"), soci::use(w.description, "description"), soci::use(type, "type"),
+            soci::use(w.schedule_expr, "expr"), soci::use(w.time_zone, "tz"), soci::use(misfire, "misfire"),
+            soci::use(w.max_concurrent_runs, "maxc"), soci::use(w.run_timeout_ms, "timeout"),
+            soci::use(paused, "paused"), soci::use(next.value, next.ind, "next");
+        long long new_id = 0;
+        if (!s.get_last_insert_id("workflow", new_id)) return Internal("no id for the new workflow");
+        InsertDefinition(s, new_id, w);
+        return static_cast<std::int64_t>(new_id);
+    });
+    if (!id.ok()) return id.status();
+    return Get(*id);
+}
+
+Result<Workflow> WorkflowRepository::Get(std::int64_t id) {
+    return db_.Run([&](soci::session& s) -> Result<Workflow> {
+        auto found = Find(s, id);
+        if (!found) return NotFound("workflow " + std::to_string(id) + " not found");
+        return *found;
+    });
+}
+
+Result<Workflow> WorkflowRepository::GetByName(const std::string& name) {
+    return db_.Run([&](soci::session& s) -> Result<Workflow> {
+        auto found = FindByName(s, name);
+        if (!found) return NotFound("workflow " + Quote(name) + " not found");
+        return *found;
+    });
+}
+
+Result<std::vector<Workflow>> WorkflowRepository::List(std::int64_t after_id, int limit) {
+    return db_.Run([&](soci::session& s) {
+        return SelectWorkflows(s,
+                               "WHERE id > :after_id ORDER BY id LIMIT " + std::to_string(std::clamp(limit, 1, 1000)),
+                               [&](soci::statement& st) { st.exchange(soci::use(after_id, "after_id")); });
+    });
+}
+
+Result<Workflow> WorkflowRepository::Update(const Workflow& w, std::int64_t expected_version) {
+    if (auto valid = ValidateWorkflow(w); !valid.ok()) return valid;
+    Status updated = db_.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Status {
+        const std::int64_t id = w.id;
+        const std::string type(ScheduleTypeName(w.schedule_type));
+        const std::string misfire(MisfirePolicyName(w.misfire_policy));
+        const int paused = w.paused ? 1 : 0;
+        impl::NullableInt64 next;
+        next.set(w.next_fire_time);
+        soci::statement st =
+            (s.prepare << "UPDATE workflow SET description = :description, schedule_type = :type, schedule_expr = "
+                          ":expr, time_zone = :tz, misfire_policy = :misfire, max_concurrent_runs = :maxc, "
+                          "run_timeout_ms = :timeout, paused = :paused, next_fire_time = :next, version = version + "
+                          "1, updated_at = " +
+                              std::string(db_.dialect().NowMs()) + " WHERE id = :id AND version = :expected",
+             soci::use(w.description, "description"), soci::use(type, "type"), soci::use(w.schedule_expr, "expr"),
+             soci::use(w.time_zone, "tz"), soci::use(misfire, "misfire"), soci::use(w.max_concurrent_runs, "maxc"),
+             soci::use(w.run_timeout_ms, "timeout"), soci::use(paused, "paused"),
+             soci::use(next.value, next.ind, "next"), soci::use(id, "id"), soci::use(expected_version, "expected"));
+        if (impl::ExecuteAffected(st) != 1) {
+            auto current = Find(s, id);
+            if (!current) return NotFound("workflow " + std::to_string(id) + " not found");
+            return Aborted("workflow " + std::to_string(id) + " is at version " + std::to_string(current->version) +
+                           ", not " + std::to_string(expected_version) + " (changed by someone else)");
+        }
+        // The name is changed apart so that a taken name is kAlreadyExists naming it, not the
+        // unique key's bare error.
+        if (auto free = NameFree(s, w.name, id); !free.ok()) return free;
+        s << "UPDATE workflow SET name = :name WHERE id = :id", soci::use(w.name, "name"), soci::use(id, "id");
+        if (auto jobs = CheckStepJobs(s, w, id); !jobs.ok()) return jobs;
+        s << "DELETE FROM workflow_edge WHERE workflow_id = :id", soci::use(id, "id");
+        s << "DELETE FROM workflow_step WHERE workflow_id = :id", soci::use(id, "id");
+        InsertDefinition(s, id, w);
+        return Status::Ok();
+    });
+    if (!updated.ok()) return updated;
+    return Get(w.id);
+}
+
+Result<Workflow> WorkflowRepository::SetPaused(std::int64_t id, bool paused,
+                                               std::optional<std::int64_t> next_fire_time) {
+    Status set = db_.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Status {
+        const int flag = paused ? 1 : 0;
+        impl::NullableInt64 next;
+        next.set(paused ? std::nullopt : next_fire_time);
+        soci::statement st = (s.prepare << "UPDATE workflow SET paused = :paused, next_fire_time = :next, version = "
+                                           "version + 1, updated_at = " +
+                                               std::string(db_.dialect().NowMs()) + " WHERE id = :id",
+                              soci::use(flag, "paused"), soci::use(next.value, next.ind, "next"), soci::use(id, "id"));
+        if (impl::ExecuteAffected(st) != 1) return NotFound("workflow " + std::to_string(id) + " not found");
+        return Status::Ok();
+    });
+    if (!set.ok()) return set;
+    return Get(id);
+}
+
+Status WorkflowRepository::Delete(std::int64_t id) {
+    return db_.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Status {
+        auto current = Find(s, id);
+        if (!current) return NotFound("workflow " + std::to_string(id) + " not found");
+        // In the write transaction: the master creates runs in its own write transaction, so a
+        // run created meanwhile is either seen here or finds the workflow gone.
+        long long running = 0;
+        const std::string status(kWorkflowRunStatusNames.Name(WorkflowRunStatus::kRunning));
+        s << "SELECT COUNT(*) FROM workflow_run WHERE workflow_id = :id AND status = :status", soci::use(id, "id"),
+            soci::use(status, "status"), soci::into(running);
+        if (running > 0) {
+            return FailedPrecondition("id: workflow \"" + current->name + "\" has " + std::to_string(running) +
+                                      " running run(s); wait for them to end");
+        }
+        s << "DELETE FROM workflow_edge WHERE workflow_id = :id", soci::use(id, "id");
+        s << "DELETE FROM workflow_step WHERE workflow_id = :id", soci::use(id, "id");
+        s << "DELETE FROM workflow WHERE id = :id", soci::use(id, "id");
+        return Status::Ok();
+    });
+}
+
+std::optional<Workflow> WorkflowRepository::Find(soci::session& s, std::int64_t id) {
+    auto rows = SelectWorkflows(s, "WHERE id = :id", [&](soci::statement& st) { st.exchange(soci::use(id, "id")); });
+    if (rows.empty()) return std::nullopt;
+    return std::move(rows.front());
+}
+
+std::optional<Workflow> WorkflowRepository::FindByName(soci::session& s, const std::string& name) {
+    auto rows =
+        SelectWorkflows(s, "WHERE name = :name", [&](soci::statement& st) { st.exchange(soci::use(name, "name")); });
+    if (rows.empty()) return std::nullopt;
+    return std::move(rows.front());
+}
+
+std::optional<std::string> WorkflowRepository::StepUsingJob(soci::session& s, std::int64_t job_id) {
+    struct Row {
+        std::string workflow;
+        std::string step;
+        void BindInto(soci::statement& st) {
+            st.exchange(soci::into(workflow));
+            st.exchange(soci::into(step));
+        }
+        std::string Finish() const { return workflow + "/" + step; }
+    };
+    auto rows = impl::SelectRows<Row>(
+        s,
+        "SELECT w.name, ws.name FROM workflow_step ws JOIN workflow w ON w.id = ws.workflow_id WHERE ws.job_id = :job",
+        [&](soci::statement& st) { st.exchange(soci::use(job_id, "job")); });
+    if (rows.empty()) return std::nullopt;
+    return rows.front();
+}
+
+}  // namespace sched::store

@@ -1,0 +1,258 @@
+#include "sched/store/workflow_run.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "impl/query.hpp"
+
+namespace sched::store {
+
+namespace {
+
+// The definition's JSON keys, each spelled once for the writer and the reader.
+constexpr const char* kStepsKey = "steps";
+constexpr const char* kEdgesKey = "edges";
+constexpr const char* kNameKey = "name";
+constexpr const char* kJobIdKey = "job_id";
+constexpr const char* kParentKey = "parent";
+constexpr const char* kChildKey = "child";
+constexpr const char* kConditionKey = "condition";
+
+// 64 steps and 256 edges of 64-character names take well under this.
+constexpr std::size_t kMaxDefinitionBytes = 1 << 20;
+
+// A status as an SQL literal, from the one name table (the names are plain lower-case words).
+std::string Literal(WorkflowRunStatus status) {
+    return "'" + std::string(kWorkflowRunStatusNames.Name(status)) + "'";
+}
+
+constexpr const char* kSelect =
+    "SELECT id, workflow_id, scheduled_time, kind, status, reason, params, workflow_version, definition, generation, "
+    "from_step, created_by, created_at, started_at, ended_at, updated_at FROM workflow_run ";
+
+struct RunRow {
+    WorkflowRun r;
+    std::string kind;
+    std::string status;
+    impl::NullableString reason;
+    impl::NullableString params;
+    std::string definition;
+    impl::NullableString from_step;
+    impl::NullableInt64 started_at;
+    impl::NullableInt64 ended_at;
+
+    void BindInto(soci::statement& st) {
+        st.exchange(soci::into(r.id));
+        st.exchange(soci::into(r.workflow_id));
+        st.exchange(soci::into(r.scheduled_time));
+        st.exchange(soci::into(kind));
+        st.exchange(soci::into(status));
+        st.exchange(soci::into(reason.value, reason.ind));
+        st.exchange(soci::into(params.value, params.ind));
+        st.exchange(soci::into(r.workflow_version));
+        st.exchange(soci::into(definition));
+        st.exchange(soci::into(r.generation));
+        st.exchange(soci::into(from_step.value, from_step.ind));
+        st.exchange(soci::into(r.created_by));
+        st.exchange(soci::into(r.created_at));
+        st.exchange(soci::into(started_at.value, started_at.ind));
+        st.exchange(soci::into(ended_at.value, ended_at.ind));
+        st.exchange(soci::into(r.updated_at));
+    }
+    WorkflowRun Finish() {
+        // A run whose stored names or definition this build cannot read must not be planned on a
+        // guess: the read fails loudly (as a backfill's does).
+        const auto k = kWorkflowRunKindNames.Parse(kind);
+        const auto st = kWorkflowRunStatusNames.Parse(status);
+        if (!k || !st) {
+            throw std::runtime_error("workflow run " + std::to_string(r.id) + ": bad kind/status in database");
+        }
+        auto parsed = ParseWorkflowDefinition(definition);
+        if (!parsed.ok()) {
+            throw std::runtime_error("workflow run " + std::to_string(r.id) +
+                                     ": bad definition in database: " + parsed.status().message());
+        }
+        WorkflowRun out = r;
+        out.kind = *k;
+        out.status = *st;
+        out.reason = reason.get();
+        out.params = params.get();
+        out.definition = std::move(*parsed);
+        out.from_step = from_step.get();
+        out.started_at = started_at.get();
+        out.ended_at = ended_at.get();
+        return out;
+    }
+};
+
+}  // namespace
+
+std::string WorkflowDefinitionToJson(const WorkflowDefinition& d) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const auto& step : d.steps) steps.push_back({{kNameKey, step.name}, {kJobIdKey, step.job_id}});
+    nlohmann::json edges = nlohmann::json::array();
+    for (const auto& edge : d.edges) {
+        edges.push_back({{kParentKey, edge.parent},
+                         {kChildKey, edge.child},
+                         {kConditionKey, std::string(kEdgeConditionNames.Name(edge.condition))}});
+    }
+    return nlohmann::json{{kStepsKey, std::move(steps)}, {kEdgesKey, std::move(edges)}}.dump(
+        -1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Result<WorkflowDefinition> ParseWorkflowDefinition(std::string_view text) {
+    if (text.size() > kMaxDefinitionBytes) return InvalidArgument("definition: larger than 1 MiB");
+    const auto json = nlohmann::json::parse(text, nullptr, false);
+    if (json.is_discarded() || !json.is_object()) return InvalidArgument("definition: not a JSON object");
+    const auto steps = json.find(kStepsKey);
+    const auto edges = json.find(kEdgesKey);
+    if (steps == json.end() || !steps->is_array()) return InvalidArgument("definition.steps: expected an array");
+    if (edges == json.end() || !edges->is_array()) return InvalidArgument("definition.edges: expected an array");
+    // Counted before the items are read: ValidateWorkflowGraph would refuse more anyway.
+    if (steps->size() > kMaxWorkflowSteps || edges->size() > kMaxWorkflowEdges) {
+        return InvalidArgument("definition: too many steps or edges");
+    }
+    WorkflowDefinition d;
+    for (const auto& item : *steps) {
+        if (!item.is_object() || !item.contains(kNameKey) || !item[kNameKey].is_string() || !item.contains(kJobIdKey) ||
+            !item[kJobIdKey].is_number_integer()) {
+            return InvalidArgument("definition.steps: expected {name, job_id}");
+        }
+        d.steps.push_back({item[kNameKey].get<std::string>(), item[kJobIdKey].get<std::int64_t>()});
+    }
+    for (const auto& item : *edges) {
+        if (!item.is_object() || !item.contains(kParentKey) || !item[kParentKey].is_string() ||
+            !item.contains(kChildKey) || !item[kChildKey].is_string() || !item.contains(kConditionKey) ||
+            !item[kConditionKey].is_string()) {
+            return InvalidArgument("definition.edges: expected {parent, child, condition}");
+        }
+        const auto condition = kEdgeConditionNames.Parse(item[kConditionKey].get<std::string>());
+        if (!condition) return InvalidArgument("definition.edges: unknown condition");
+        d.edges.push_back({item[kParentKey].get<std::string>(), item[kChildKey].get<std::string>(), *condition});
+    }
+    if (auto valid = ValidateWorkflowGraph(d.steps, d.edges); !valid.ok()) {
+        return InvalidArgument("definition." + valid.message());
+    }
+    return d;
+}
+
+Result<WorkflowRun> WorkflowRunRepository::Get(std::int64_t id) {
+    return db_.Run([&](soci::session& s) -> Result<WorkflowRun> {
+        auto found = Find(s, id);
+        if (!found) return NotFound("workflow run " + std::to_string(id) + " not found");
+        return *found;
+    });
+}
+
+Result<std::vector<WorkflowRun>> WorkflowRunRepository::ListForWorkflow(std::int64_t workflow_id,
+                                                                        std::int64_t before_id, int limit) {
+    return db_.Run([&](soci::session& s) -> Result<std::vector<WorkflowRun>> {
+        const std::int64_t before = before_id > 0 ? before_id : INT64_MAX;
+        return impl::SelectRows<RunRow>(s,
+                                        std::string(kSelect) +
+                                            "WHERE workflow_id = :wf AND id < :before ORDER BY id DESC LIMIT " +
+                                            std::to_string(std::clamp(limit, 1, 1000)),
+                                        [&](soci::statement& st) {
+                                            st.exchange(soci::use(workflow_id, "wf"));
+                                            st.exchange(soci::use(before, "before"));
+                                        });
+    });
+}
+
+std::optional<std::int64_t> WorkflowRunRepository::InsertIfAbsent(soci::session& s, const db::Dialect& dialect,
+                                                                  const WorkflowRun& run) {
+    const std::string kind(kWorkflowRunKindNames.Name(run.kind));
+    const std::string status(kWorkflowRunStatusNames.Name(run.status));
+    const std::string definition = WorkflowDefinitionToJson(run.definition);
+    impl::NullableString reason;
+    reason.set(run.reason);
+    impl::NullableString params;
+    params.set(run.params);
+    impl::NullableString from_step;
+    from_step.set(run.from_step);
+    impl::NullableInt64 started;
+    started.set(run.started_at);
+    impl::NullableInt64 ended;
+    ended.set(run.ended_at);
+    const std::string now(dialect.NowMs());
+    soci::statement st =
+        (s.prepare << dialect.InsertIfAbsent(
+             "workflow_run (workflow_id, scheduled_time, kind, status, reason, params, workflow_version, definition, "
+             "generation, from_step, created_by, created_at, started_at, ended_at, updated_at) VALUES (:wf, :t, "
+             ":kind, :status, :reason, :params, :version, :definition, :generation, :from_step, :by, " +
+             now + ", :started, :ended, " + now + ")"),
+         soci::use(run.workflow_id, "wf"), soci::use(run.scheduled_time, "t"), soci::use(kind, "kind"),
+         soci::use(status, "status"), soci::use(reason.value, reason.ind, "reason"),
+         soci::use(params.value, params.ind, "params"), soci::use(run.workflow_version, "version"),
+         soci::use(definition, "definition"), soci::use(run.generation, "generation"),
+         soci::use(from_step.value, from_step.ind, "from_step"), soci::use(run.created_by, "by"),
+         soci::use(started.value, started.ind, "started"), soci::use(ended.value, ended.ind, "ended"));
+    if (db::ExecuteInsertIfAbsent(st) == 0) return std::nullopt;
+    long long id = 0;
+    if (!s.get_last_insert_id("workflow_run", id)) throw std::runtime_error("no id for the new workflow run");
+    return static_cast<std::int64_t>(id);
+}
+
+std::optional<WorkflowRun> WorkflowRunRepository::Find(soci::session& s, std::int64_t id) {
+    auto rows = impl::SelectRows<RunRow>(s, std::string(kSelect) + "WHERE id = :id",
+                                         [&](soci::statement& st) { st.exchange(soci::use(id, "id")); });
+    if (rows.empty()) return std::nullopt;
+    return std::move(rows.front());
+}
+
+std::optional<WorkflowRun> WorkflowRunRepository::FindByKey(soci::session& s, std::int64_t workflow_id,
+                                                            std::int64_t scheduled_time) {
+    auto rows = impl::SelectRows<RunRow>(s, std::string(kSelect) + "WHERE workflow_id = :wf AND scheduled_time = :t",
+                                         [&](soci::statement& st) {
+                                             st.exchange(soci::use(workflow_id, "wf"));
+                                             st.exchange(soci::use(scheduled_time, "t"));
+                                         });
+    if (rows.empty()) return std::nullopt;
+    return std::move(rows.front());
+}
+
+int WorkflowRunRepository::CountRunning(soci::session& s, std::int64_t workflow_id) {
+    long long n = 0;
+    s << "SELECT COUNT(*) FROM workflow_run WHERE workflow_id = :wf AND status = " +
+             Literal(WorkflowRunStatus::kRunning),
+        soci::use(workflow_id, "wf"), soci::into(n);
+    return static_cast<int>(n);
+}
+
+std::vector<WorkflowRun> WorkflowRunRepository::ListRunning(soci::session& s, std::int64_t after_id, int limit) {
+    return impl::SelectRows<RunRow>(s,
+                                    std::string(kSelect) + "WHERE status = " + Literal(WorkflowRunStatus::kRunning) +
+                                        " AND id > :after ORDER BY id LIMIT " + std::to_string(std::max(1, limit)),
+                                    [&](soci::statement& st) { st.exchange(soci::use(after_id, "after")); });
+}
+
+bool WorkflowRunRepository::End(soci::session& s, std::int64_t id, WorkflowRunStatus status,
+                                const std::optional<std::string>& reason, std::int64_t now_ms) {
+    if (status == WorkflowRunStatus::kRunning) throw std::logic_error("WorkflowRunRepository::End to running");
+    const std::string name(kWorkflowRunStatusNames.Name(status));
+    impl::NullableString why;
+    why.set(reason);
+    soci::statement st = (s.prepare << "UPDATE workflow_run SET status = :status, reason = :reason, ended_at = :now, "
+                                       "updated_at = :now2 WHERE id = :id AND status = " +
+                                           Literal(WorkflowRunStatus::kRunning),
+                          soci::use(name, "status"), soci::use(why.value, why.ind, "reason"), soci::use(now_ms, "now"),
+                          soci::use(now_ms, "now2"), soci::use(id, "id"));
+    return impl::ExecuteAffected(st) == 1;
+}
+
+bool WorkflowRunRepository::Rerun(soci::session& s, std::int64_t id, int expected_generation,
+                                  const std::string& from_step, std::int64_t now_ms) {
+    if (expected_generation + 1 > kMaxRunGeneration) return false;
+    soci::statement st =
+        (s.prepare << "UPDATE workflow_run SET status = " + Literal(WorkflowRunStatus::kRunning) +
+                          ", generation = generation + 1, from_step = :step, started_at = :now, ended_at = NULL, "
+                          "reason = NULL, updated_at = :now2 WHERE id = :id AND generation = :gen AND status IN (" +
+                          Literal(WorkflowRunStatus::kFailed) + ", " + Literal(WorkflowRunStatus::kTimedOut) + ")",
+         soci::use(from_step, "step"), soci::use(now_ms, "now"), soci::use(now_ms, "now2"), soci::use(id, "id"),
+         soci::use(expected_generation, "gen"));
+    return impl::ExecuteAffected(st) == 1;
+}
+
+}  // namespace sched::store
