@@ -370,6 +370,11 @@ TEST(FireStatus, NamesRoundTripAndFinalStatesAreKnown) {
     EXPECT_FALSE(IsFinal(FireStatus::kRunning));
     EXPECT_TRUE(IsFinal(FireStatus::kLost));
     EXPECT_EQ(ParseFireKind("retry"), FireKind::kRetry);
+    EXPECT_EQ(ParseFireKind("workflow"), FireKind::kWorkflow);
+    EXPECT_EQ(FireKindName(FireKind::kWorkflow), "workflow");
+    EXPECT_EQ(ParseFireReason("upstream"), FireReason::kUpstream);
+    EXPECT_EQ(ParseFireReason("run_timeout"), FireReason::kRunTimeout);
+    EXPECT_EQ(FireReasonName(FireReason::kRunTimeout), "run_timeout");
 }
 
 SCHED_DB_TEST_SUITE(FireRepositoryTest);

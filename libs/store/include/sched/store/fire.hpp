@@ -44,16 +44,20 @@ enum class FireReason {
     kExecutorGone,    ///< its executor stopped heartbeating while it ran (lost)
     kNoResult,        ///< no result within the job's timeout, none recorded by the slave
     kCalendar,        ///< in an excluded period of the job's calendar (a summary row may stand for many times)
+    kUpstream,        ///< a workflow step whose parents ended so that an edge into it does not hold (docs/workflows.md)
+    kRunTimeout,      ///< a workflow step not started, or a step fire still pending, when its run timed out
 };
 /// "misfire", "paused", "job_deleted", "blocked", "no_executor", "slave_died", "slave_restarted",
-/// "executor_gone", "no_result", "calendar" (the stored and API spelling).
+/// "executor_gone", "no_result", "calendar", "upstream", "run_timeout" (the stored and API spelling).
 std::string_view FireReasonName(FireReason r);
 std::optional<FireReason> ParseFireReason(std::string_view name);
 
 /// kBackfill: a past scheduled time run by a backfill (store/backfill.hpp); its due_at is when
 /// the backfill created it, so lateness is measured from then, not from the scheduled time.
-enum class FireKind { kSchedule, kManual, kRetry, kMisfire, kBackfill };
-/// "schedule", "manual", "retry", "misfire", "backfill" (the stored and API spelling).
+/// kWorkflow: a step of a workflow run (docs/workflows.md); its attempt is 1000 x the run's
+/// generation + the try, and its retries keep this kind.
+enum class FireKind { kSchedule, kManual, kRetry, kMisfire, kBackfill, kWorkflow };
+/// "schedule", "manual", "retry", "misfire", "backfill", "workflow" (the stored and API spelling).
 std::string_view FireKindName(FireKind k);
 std::optional<FireKind> ParseFireKind(std::string_view name);
 
