@@ -392,6 +392,8 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
                 retry.attempt = fire.attempt + 1;
                 retry.shard_index = fire.shard_index;
                 retry.shard_total = fire.shard_total;
+                retry.workflow_run_id = fire.workflow_run_id;
+                retry.workflow_step = fire.workflow_step;
                 retry.epoch = epoch;
                 retry.due_at =
                     now + RetryDelayMs(job->retry_backoff_ms, TryOf(retry), Ms(config_.retry_backoff_cap), rng_);

@@ -461,6 +461,8 @@ TEST_P(MasterTest, AWorkflowStepFireRetriesByItsTryAndKeepsItsKind) {
     f.scheduled_time = 1000;
     f.kind = store::FireKind::kWorkflow;
     f.attempt = 2000;
+    f.workflow_run_id = 77;
+    f.workflow_step = "load";
     f.epoch = epoch_;
     auto id = **db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
     store::FireRepository fires(db());
@@ -473,6 +475,9 @@ TEST_P(MasterTest, AWorkflowStepFireRetriesByItsTryAndKeepsItsKind) {
     ASSERT_EQ(all.size(), 2u);
     EXPECT_EQ(all[1].kind, store::FireKind::kWorkflow);
     EXPECT_EQ(all[1].attempt, 2001);
+    EXPECT_EQ(all[1].workflow_run_id, 77);
+    EXPECT_EQ(all[1].workflow_step, "load");
+    EXPECT_EQ(all[0].workflow_step, "load");
 
     ASSERT_TRUE(
         fires.Transition(all[1].id, {store::FireStatus::kPending}, store::FireStatus::kFailed, {.followup = true})

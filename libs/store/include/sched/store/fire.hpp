@@ -95,6 +95,10 @@ struct Fire {
     /// fire of its own (counting stops at 100,000; result_message then says "at least").
     std::optional<std::int64_t> skipped_until;
     std::optional<std::int64_t> skipped_count;
+    /// A workflow step's fire (kind workflow, or a ledger row of the step): its run and step
+    /// (docs/workflows.md "Fire keys"); nullopt for every other fire.
+    std::optional<std::int64_t> workflow_run_id;
+    std::optional<std::string> workflow_step;
 };
 
 struct FireFilter {
@@ -259,7 +263,8 @@ class FireRepository {
     static int DeleteMany(soci::session& s, const std::vector<std::int64_t>& ids);
     /// Clears, in one statement, the followup flag of every ended fire after which nothing can
     /// follow: succeeded, skipped or killed fires of jobs that are not fixed-delay (no retry, no
-    /// next time from the finish). Returns how many.
+    /// next time from the finish), except workflow step fires (their run advances on them).
+    /// Returns how many.
     static int ClearTrivialFollowups(soci::session& s);
     static std::optional<Fire> Find(soci::session& s, std::int64_t id);
 
