@@ -18,17 +18,17 @@ namespace {
 
 constexpr auto kStatusNames = MakeNameTable<FireStatus>(
     {"pending", "dispatching", "running", "succeeded", "failed", "timeout", "killed", "lost", "skipped"});
-constexpr auto kKindNames = MakeNameTable<FireKind>({"schedule", "manual", "retry", "misfire", "backfill"});
+constexpr auto kKindNames = MakeNameTable<FireKind>({"schedule", "manual", "retry", "misfire", "backfill", "workflow"});
 constexpr auto kReasonNames =
     MakeNameTable<FireReason>({"misfire", "paused", "job_deleted", "blocked", "no_executor", "slave_died",
-                               "slave_restarted", "executor_gone", "no_result", "calendar"});
+                               "slave_restarted", "executor_gone", "no_result", "calendar", "upstream", "run_timeout"});
 constexpr auto kOutcomeNames = MakeNameTable<ResultOutcome>(
     {"applied", "duplicate", "conflict", "not_found", "forbidden", "stale_attempt", "stale_epoch", "wrong_executor"});
 
 constexpr const char* kColumns =
     "id, job_id, scheduled_time, kind, attempt, shard_index, shard_total, epoch, assigned_node, executor_address, "
     "status, due_at, followup, created_at, dispatched_at, started_at, finished_at, result_code, result_message, "
-    "dispatch_epoch, reason, skipped_until, skipped_count";
+    "dispatch_epoch, reason, skipped_until, skipped_count, workflow_run_id, workflow_step";
 
 struct FireRow {
     Fire fire;
@@ -46,6 +46,8 @@ struct FireRow {
     impl::NullableString reason;
     impl::NullableInt64 skipped_until;
     impl::NullableInt64 skipped_count;
+    impl::NullableInt64 workflow_run_id;
+    impl::NullableString workflow_step;
 
     void BindInto(soci::statement& st) {
         st.exchange(soci::into(fire.id));
@@ -71,6 +73,8 @@ struct FireRow {
         st.exchange(soci::into(reason.value, reason.ind));
         st.exchange(soci::into(skipped_until.value, skipped_until.ind));
         st.exchange(soci::into(skipped_count.value, skipped_count.ind));
+        st.exchange(soci::into(workflow_run_id.value, workflow_run_id.ind));
+        st.exchange(soci::into(workflow_step.value, workflow_step.ind));
     }
     Fire Finish() {
         // Stored values come only from this code; an unknown one means a corrupted row.
@@ -94,6 +98,8 @@ struct FireRow {
         fire.reason = stored_reason ? ParseFireReason(*stored_reason) : std::nullopt;
         fire.skipped_until = skipped_until.get();
         fire.skipped_count = skipped_count.get();
+        fire.workflow_run_id = workflow_run_id.get();
+        fire.workflow_step = workflow_step.get();
         return fire;
     }
 };
@@ -287,17 +293,23 @@ std::optional<std::int64_t> FireRepository::InsertIfAbsent(soci::session& s, con
     const std::string status(FireStatusName(fire.status));
     impl::NullableString node;
     node.set(fire.assigned_node);
+    impl::NullableInt64 run;
+    run.set(fire.workflow_run_id);
+    impl::NullableString step;
+    step.set(fire.workflow_step);
     const std::int64_t due_at = fire.due_at != 0 ? fire.due_at : fire.scheduled_time;
     soci::statement st =
         (s.prepare << dialect.InsertIfAbsent(
              "job_fire (job_id, scheduled_time, kind, attempt, shard_index, shard_total, epoch, "
-             "assigned_node, status, due_at, created_at) VALUES (:job_id, :scheduled_time, :kind, :attempt, "
-             ":shard_index, :shard_total, :epoch, :node, :status, :due_at, " +
+             "assigned_node, status, due_at, workflow_run_id, workflow_step, created_at) VALUES (:job_id, "
+             ":scheduled_time, :kind, :attempt, :shard_index, :shard_total, :epoch, :node, :status, :due_at, :run, "
+             ":step, " +
              std::string(dialect.NowMs()) + ")"),
          soci::use(fire.job_id, "job_id"), soci::use(fire.scheduled_time, "scheduled_time"), soci::use(kind, "kind"),
          soci::use(fire.attempt, "attempt"), soci::use(fire.shard_index, "shard_index"),
          soci::use(fire.shard_total, "shard_total"), soci::use(fire.epoch, "epoch"),
-         soci::use(node.value, node.ind, "node"), soci::use(status, "status"), soci::use(due_at, "due_at"));
+         soci::use(node.value, node.ind, "node"), soci::use(status, "status"), soci::use(due_at, "due_at"),
+         soci::use(run.value, run.ind, "run"), soci::use(step.value, step.ind, "step"));
     if (db::ExecuteInsertIfAbsent(st) == 0) return std::nullopt;
     long long id = 0;
     if (!s.get_last_insert_id("job_fire", id)) throw std::runtime_error("no id for the new fire");
@@ -306,7 +318,7 @@ std::optional<std::int64_t> FireRepository::InsertIfAbsent(soci::session& s, con
 
 std::vector<std::optional<StoredFire>> FireRepository::InsertManyIfAbsent(soci::session& s, const db::Dialect& dialect,
                                                                           const std::vector<Fire>& fires) {
-    // 200 rows bind 1,400 values; kind and status are inlined (names from the tables above,
+    // 200 rows bind at most 1,800 values; kind and status are inlined (names from the tables above,
     // never from input).
     constexpr std::size_t kInsertRows = 200;
     const std::string now_ms(dialect.NowMs());
@@ -321,11 +333,14 @@ std::vector<std::optional<StoredFire>> FireRepository::InsertManyIfAbsent(soci::
                     values.Add(f.scheduled_time) + ", '" + std::string(FireKindName(f.kind)) + "', " +
                     values.Add(f.attempt) + ", " + values.Add(f.shard_index) + ", " + values.Add(f.shard_total) + ", " +
                     values.Add(f.epoch) + ", " + values.Add(f.assigned_node) + ", '" +
-                    std::string(FireStatusName(f.status)) + "', " + values.Add(due_at) + ", " + now_ms + ")";
+                    std::string(FireStatusName(f.status)) + "', " + values.Add(due_at) + ", " +
+                    (f.workflow_run_id ? values.Add(*f.workflow_run_id) : std::string("NULL")) + ", " +
+                    values.Add(f.workflow_step) + ", " + now_ms + ")";
         }
         impl::ExecuteBound(s,
                            dialect.InsertRowsIfAbsent("job_fire (job_id, scheduled_time, kind, attempt, shard_index, "
-                                                      "shard_total, epoch, assigned_node, status, due_at, created_at) "
+                                                      "shard_total, epoch, assigned_node, status, due_at, "
+                                                      "workflow_run_id, workflow_step, created_at) "
                                                       "VALUES " +
                                                           rows,
                                                       "id"),
@@ -430,7 +445,7 @@ std::vector<std::optional<StoredFire>> FireRepository::InsertManyIfAbsent(soci::
 
 int FireRepository::InsertLedgerRows(soci::session& s, const db::Dialect& dialect, const std::vector<Fire>& rows) {
     // Rows that are final from the start (a run of scheduled times the misfire policy skipped):
-    // no slave ever sees them, so no node, no follow-up. 100 rows bind 1,100 values; kind,
+    // no slave ever sees them, so no node, no follow-up. 100 rows bind at most 1,300 values; kind,
     // status and reason are inlined (names from the tables above, never from input).
     constexpr std::size_t kInsertRows = 100;
     const std::string now_ms(dialect.NowMs());
@@ -453,13 +468,15 @@ int FireRepository::InsertLedgerRows(soci::session& s, const db::Dialect& dialec
                         now_ms + ", " + values.Add(f.finished_at.value_or(0)) + ", " + values.Add(f.result_message) +
                         ", '" + std::string(FireReasonName(*f.reason)) + "', " +
                         values.Add(f.skipped_until.value_or(f.scheduled_time)) + ", " +
-                        values.Add(f.skipped_count.value_or(1)) + ")";
+                        values.Add(f.skipped_count.value_or(1)) + ", " +
+                        (f.workflow_run_id ? values.Add(*f.workflow_run_id) : std::string("NULL")) + ", " +
+                        values.Add(f.workflow_step) + ")";
         }
         written += static_cast<int>(impl::ExecuteBound(
             s,
             dialect.InsertRowsIfAbsent("job_fire (job_id, scheduled_time, kind, attempt, shard_index, shard_total, "
                                        "epoch, status, due_at, followup, created_at, finished_at, result_message, "
-                                       "reason, skipped_until, skipped_count) VALUES " +
+                                       "reason, skipped_until, skipped_count, workflow_run_id, workflow_step) VALUES " +
                                            sql_rows,
                                        "id"),
             values));
@@ -623,10 +640,11 @@ int FireRepository::ClearTrivialFollowups(soci::session& s) {
     // fire need not know the job). Served by idx_fire_followup, one job primary-key lookup per
     // flagged row (correlated, so a million-job table is never scanned).
     soci::statement st =
-        (s.prepare
-         << "UPDATE job_fire SET followup = 0 WHERE followup = 1 AND status IN ('succeeded', 'skipped', "
-            "'killed') AND NOT EXISTS (SELECT 1 FROM job WHERE job.id = job_fire.job_id AND job.schedule_type = '" +
-                std::string(ScheduleTypeName(ScheduleType::kFixedDelay)) + "')");  // a name from the table, not input
+        (s.prepare << "UPDATE job_fire SET followup = 0 WHERE followup = 1 AND status IN ('succeeded', 'skipped', "
+                      "'killed') AND kind <> 'workflow' AND NOT EXISTS (SELECT 1 FROM job WHERE job.id = "
+                      "job_fire.job_id AND job.schedule_type = '" +
+                          std::string(ScheduleTypeName(ScheduleType::kFixedDelay)) +
+                          "')");  // a name from the table, not input
     return static_cast<int>(impl::ExecuteAffected(st));
 }
 

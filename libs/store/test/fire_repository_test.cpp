@@ -52,6 +52,65 @@ TEST_P(FireRepositoryTest, InsertIsIdempotentPerJobTimeKindAttemptShard) {
     EXPECT_GT(got->created_at, 0);
 }
 
+// A workflow step's fire keeps its run and step through every insert path; an ended one keeps
+// its followup flag (its run advances on it), unlike a trivially ended fire.
+TEST_P(FireRepositoryTest, WorkflowStepFiresCarryTheirRunAndStepAndKeepTheirFollowup) {
+    Fire step = Sample(1, 1000);
+    step.kind = FireKind::kWorkflow;
+    step.workflow_run_id = 41;
+    step.workflow_step = "extract";
+    auto one = Insert(step);
+    ASSERT_TRUE(one);
+    Fire many = step;
+    many.job_id = 2;
+    many.workflow_step = "load";
+    auto stored = db().Run([&](soci::session& s) {
+        return FireRepository::InsertManyIfAbsent(s, db().dialect(), std::vector<Fire>{many});
+    });
+    ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+    ASSERT_TRUE((*stored)[0]);
+    Fire skip = step;
+    skip.job_id = 3;
+    skip.workflow_step = "report";
+    skip.status = FireStatus::kSkipped;
+    skip.reason = FireReason::kUpstream;
+    skip.result_message = "load -> report (on_success): load failed";
+    ASSERT_TRUE(db().Run([&](soci::session& s) {
+                        return FireRepository::InsertLedgerRows(s, db().dialect(), std::vector<Fire>{skip});
+                    })
+                    .ok());
+    auto plain = Insert(Sample(4, 1000));
+    ASSERT_TRUE(plain);
+
+    FireRepository fires(db());
+    auto got = fires.Get(*one);
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(got->kind, FireKind::kWorkflow);
+    EXPECT_EQ(got->workflow_run_id, 41);
+    EXPECT_EQ(got->workflow_step, "extract");
+    got = fires.Get((*stored)[0]->id);
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(got->workflow_step, "load");
+    auto skipped = fires.List({.job_id = 3});
+    ASSERT_TRUE(skipped.ok());
+    ASSERT_EQ(skipped->size(), 1u);
+    EXPECT_EQ(skipped->front().workflow_run_id, 41);
+    EXPECT_EQ(skipped->front().reason, FireReason::kUpstream);
+    EXPECT_EQ(fires.Get(*plain)->workflow_run_id, std::nullopt);
+
+    for (auto id : {*one, *plain}) {
+        ASSERT_TRUE(fires.Transition(id, {FireStatus::kPending}, FireStatus::kSucceeded, {.followup = true}).ok());
+    }
+    auto left = db().Run([&](soci::session& s) {
+        EXPECT_EQ(FireRepository::ClearTrivialFollowups(s), 1);
+        return FireRepository::ListFollowups(s, 10);
+    });
+    ASSERT_TRUE(left.ok());
+    ASSERT_EQ(left->size(), 1u);
+    EXPECT_EQ(left->front().id, *one);
+    EXPECT_EQ(left->front().workflow_step, "extract");
+}
+
 TEST_P(FireRepositoryTest, InsertManyInsertsNewRowsAndReturnsExistingOnesWithoutError) {
     // Existing rows: one the batch repeats exactly, one under another epoch and node.
     auto same = Insert(Sample(1, 1000));
@@ -370,6 +429,11 @@ TEST(FireStatus, NamesRoundTripAndFinalStatesAreKnown) {
     EXPECT_FALSE(IsFinal(FireStatus::kRunning));
     EXPECT_TRUE(IsFinal(FireStatus::kLost));
     EXPECT_EQ(ParseFireKind("retry"), FireKind::kRetry);
+    EXPECT_EQ(ParseFireKind("workflow"), FireKind::kWorkflow);
+    EXPECT_EQ(FireKindName(FireKind::kWorkflow), "workflow");
+    EXPECT_EQ(ParseFireReason("upstream"), FireReason::kUpstream);
+    EXPECT_EQ(ParseFireReason("run_timeout"), FireReason::kRunTimeout);
+    EXPECT_EQ(FireReasonName(FireReason::kRunTimeout), "run_timeout");
 }
 
 SCHED_DB_TEST_SUITE(FireRepositoryTest);

@@ -21,16 +21,23 @@ std::int64_t Ms(Micros d) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
 
+// The try a fire is: its attempt, except for a workflow step's fire, whose attempt is 1000 x the
+// run's generation + the try (docs/workflows.md "Step fires"). Other fires stay below 1000
+// (retry_max is at most 100), so the remainder is their attempt.
+int TryOf(const store::Fire& fire) {
+    return fire.attempt % 1000;
+}
+
 bool ShouldRetry(const store::Fire& fire, const store::Job& job) {
     switch (fire.status) {
         case store::FireStatus::kFailed:
         case store::FireStatus::kTimeout:
-            return fire.attempt < job.retry_max;
+            return TryOf(fire) < job.retry_max;
         // A lost fire may have run: only jobs that accept a second run (at-least-once) retry it,
         // and those always at least once, whatever retry_max says: `at_least_once` with the
         // default retry_max 0 would otherwise promise a run it never makes.
         case store::FireStatus::kLost:
-            return job.at_least_once && fire.attempt < std::max(job.retry_max, 1);
+            return job.at_least_once && TryOf(fire) < std::max(job.retry_max, 1);
         default:
             return false;
     }
@@ -379,13 +386,17 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
                 store::Fire retry;
                 retry.job_id = fire.job_id;
                 retry.scheduled_time = fire.scheduled_time;
-                retry.kind = store::FireKind::kRetry;
+                // A workflow step's retry stays a step fire (its run reads it by kind).
+                retry.kind =
+                    fire.kind == store::FireKind::kWorkflow ? store::FireKind::kWorkflow : store::FireKind::kRetry;
                 retry.attempt = fire.attempt + 1;
                 retry.shard_index = fire.shard_index;
                 retry.shard_total = fire.shard_total;
+                retry.workflow_run_id = fire.workflow_run_id;
+                retry.workflow_step = fire.workflow_step;
                 retry.epoch = epoch;
                 retry.due_at =
-                    now + RetryDelayMs(job->retry_backoff_ms, retry.attempt, Ms(config_.retry_backoff_cap), rng_);
+                    now + RetryDelayMs(job->retry_backoff_ms, TryOf(retry), Ms(config_.retry_backoff_cap), rng_);
                 retry.assigned_node = assigner.Next();
                 if (auto id = store::FireRepository::InsertIfAbsent(s, db_->dialect(), retry)) {
                     ++r.retries;

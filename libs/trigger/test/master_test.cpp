@@ -451,6 +451,41 @@ TEST_P(MasterTest, FailedFireIsRetriedWithBackoffUntilAttemptsRunOut) {
     EXPECT_EQ(FiresOf(job.id).size(), 2u);
 }
 
+// A workflow step's fire counts its tries in attempt % 1000 (attempt = 1000 x generation + try,
+// docs/workflows.md): a re-run's first fire (attempt 2000) retries as 2001, keeps kind workflow,
+// and 2001 is the last try of retry_max 1.
+TEST_P(MasterTest, AWorkflowStepFireRetriesByItsTryAndKeepsItsKind) {
+    auto job = CreateJob("step", "manual", "", std::nullopt, [](store::Job& j) { j.retry_max = 1; });
+    store::Fire f;
+    f.job_id = job.id;
+    f.scheduled_time = 1000;
+    f.kind = store::FireKind::kWorkflow;
+    f.attempt = 2000;
+    f.workflow_run_id = 77;
+    f.workflow_step = "load";
+    f.epoch = epoch_;
+    auto id = **db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
+    store::FireRepository fires(db());
+    ASSERT_TRUE(
+        fires.Transition(id, {store::FireStatus::kPending}, store::FireStatus::kFailed, {.followup = true}).ok());
+    auto scan = master_->Scan(epoch_);
+    ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+    EXPECT_EQ(scan->retries, 1);
+    auto all = FiresOf(job.id);
+    ASSERT_EQ(all.size(), 2u);
+    EXPECT_EQ(all[1].kind, store::FireKind::kWorkflow);
+    EXPECT_EQ(all[1].attempt, 2001);
+    EXPECT_EQ(all[1].workflow_run_id, 77);
+    EXPECT_EQ(all[1].workflow_step, "load");
+    EXPECT_EQ(all[0].workflow_step, "load");
+
+    ASSERT_TRUE(
+        fires.Transition(all[1].id, {store::FireStatus::kPending}, store::FireStatus::kFailed, {.followup = true})
+            .ok());
+    ASSERT_TRUE(master_->Scan(epoch_).ok());
+    EXPECT_EQ(FiresOf(job.id).size(), 2u);
+}
+
 TEST_P(MasterTest, LostFiresAreRetriedOnlyForAtLeastOnceJobs) {
     for (bool at_least_once : {false, true}) {
         auto job = CreateJob(at_least_once ? "alo" : "amo", "manual", "", std::nullopt, [&](store::Job& j) {

@@ -194,6 +194,16 @@ TEST_P(OpenApiTest, TheDocumentsEnumsAreTheCodes) {
     for (std::size_t i = 0; i < statuses.size(); ++i) {
         EXPECT_EQ(statuses[i], store::FireStatusName(static_cast<store::FireStatus>(i)));
     }
+    std::vector<std::string> kinds = schemas["Fire"]["properties"]["kind"]["enum"];
+    ASSERT_EQ(kinds.size(), 6u);
+    for (std::size_t i = 0; i < kinds.size(); ++i) {
+        EXPECT_EQ(kinds[i], store::FireKindName(static_cast<store::FireKind>(i)));
+    }
+    std::vector<std::string> reasons = schemas["Fire"]["properties"]["reason"]["enum"];
+    ASSERT_EQ(reasons.size(), 12u);
+    for (std::size_t i = 0; i < reasons.size(); ++i) {
+        EXPECT_EQ(reasons[i], store::FireReasonName(static_cast<store::FireReason>(i)));
+    }
     std::vector<std::string> roles = schemas["TokenInput"]["properties"]["role"]["enum"];
     ASSERT_EQ(roles.size(), 4u);
     for (std::size_t i = 0; i < roles.size(); ++i) EXPECT_EQ(roles[i], store::RoleName(static_cast<store::Role>(i)));

@@ -44,16 +44,20 @@ enum class FireReason {
     kExecutorGone,    ///< its executor stopped heartbeating while it ran (lost)
     kNoResult,        ///< no result within the job's timeout, none recorded by the slave
     kCalendar,        ///< in an excluded period of the job's calendar (a summary row may stand for many times)
+    kUpstream,        ///< a workflow step whose parents ended so that an edge into it does not hold (docs/workflows.md)
+    kRunTimeout,      ///< a workflow step not started, or a step fire still pending, when its run timed out
 };
 /// "misfire", "paused", "job_deleted", "blocked", "no_executor", "slave_died", "slave_restarted",
-/// "executor_gone", "no_result", "calendar" (the stored and API spelling).
+/// "executor_gone", "no_result", "calendar", "upstream", "run_timeout" (the stored and API spelling).
 std::string_view FireReasonName(FireReason r);
 std::optional<FireReason> ParseFireReason(std::string_view name);
 
 /// kBackfill: a past scheduled time run by a backfill (store/backfill.hpp); its due_at is when
 /// the backfill created it, so lateness is measured from then, not from the scheduled time.
-enum class FireKind { kSchedule, kManual, kRetry, kMisfire, kBackfill };
-/// "schedule", "manual", "retry", "misfire", "backfill" (the stored and API spelling).
+/// kWorkflow: a step of a workflow run (docs/workflows.md); its attempt is 1000 x the run's
+/// generation + the try, and its retries keep this kind.
+enum class FireKind { kSchedule, kManual, kRetry, kMisfire, kBackfill, kWorkflow };
+/// "schedule", "manual", "retry", "misfire", "backfill", "workflow" (the stored and API spelling).
 std::string_view FireKindName(FireKind k);
 std::optional<FireKind> ParseFireKind(std::string_view name);
 
@@ -91,6 +95,10 @@ struct Fire {
     /// fire of its own (counting stops at 100,000; result_message then says "at least").
     std::optional<std::int64_t> skipped_until;
     std::optional<std::int64_t> skipped_count;
+    /// A workflow step's fire (kind workflow, or a ledger row of the step): its run and step
+    /// (docs/workflows.md "Fire keys"); nullopt for every other fire.
+    std::optional<std::int64_t> workflow_run_id;
+    std::optional<std::string> workflow_step;
 };
 
 struct FireFilter {
@@ -255,7 +263,8 @@ class FireRepository {
     static int DeleteMany(soci::session& s, const std::vector<std::int64_t>& ids);
     /// Clears, in one statement, the followup flag of every ended fire after which nothing can
     /// follow: succeeded, skipped or killed fires of jobs that are not fixed-delay (no retry, no
-    /// next time from the finish). Returns how many.
+    /// next time from the finish), except workflow step fires (their run advances on them).
+    /// Returns how many.
     static int ClearTrivialFollowups(soci::session& s);
     static std::optional<Fire> Find(soci::session& s, std::int64_t id);
 
