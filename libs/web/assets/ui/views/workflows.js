@@ -14,7 +14,7 @@ const RERUNNABLE = new Set(['failed', 'timed-out']);
 // The box and the gaps of the DAG drawing, in SVG units (one unit = one CSS pixel).
 const NODE_W = 156;
 const NODE_H = 44;
-const GAP_X = 64;
+const GAP_X = 84;
 const GAP_Y = 18;
 const PAD = 12;
 
@@ -33,6 +33,17 @@ function scheduleText(wf) {
   return h('div', null, h('code', null, wf.schedule_expr || '(manual)'),
     h('div', { class: 'hint' }, `${wf.schedule_type} · ${wf.time_zone}`));
 }
+
+// Job names for the step tables (one page is enough to label what is on screen).
+async function jobNames() {
+  try {
+    const page = await get('/api/v1/jobs?limit=200');
+    return new Map(page.items.map((j) => [j.id, j.name]));
+  } catch {
+    return new Map();
+  }
+}
+const jobLink = (names, jobId) => h('a', { href: `#/jobs/${jobId}` }, names.get(jobId) ?? `job ${jobId}`);
 
 const pausedBadge = (wf) => (wf.paused ? badge('paused') : badge('active', 'enabled'));
 
@@ -249,6 +260,7 @@ export async function workflowView(main, ctx) {
   const runs = h('div');
   const more = h('div', { class: 'more' });
   let wf = null;
+  let names = new Map();
   let items = [];
   let cursor = null;
 
@@ -285,7 +297,7 @@ export async function workflowView(main, ctx) {
     replace(stepList, table(['Step', 'Job', 'After'],
       (wf.steps ?? []).slice(0, MAX_STEPS).map((st) => h('tr', { 'data-step': st.name },
         h('td', null, st.name),
-        h('td', null, h('a', { href: `#/jobs/${st.job_id}` }, `job ${st.job_id}`)),
+        h('td', { class: 'wrap' }, jobLink(names, st.job_id)),
         h('td', { class: 'wrap' }, parentsOf(st.name).join(', ') || h('span', { class: 'subtle' }, 'start')))),
       'No steps.'));
   }
@@ -307,6 +319,7 @@ export async function workflowView(main, ctx) {
     h('div', { class: 'columns' },
       h('div', null, h('h2', null, 'Runs'), runs, more),
       h('div', null, h('h2', null, 'Definition'), h('div', { class: 'cards' }, facts, stepList))));
+  names = await jobNames();
   await loadWorkflow();
   await loadRuns();
   ctx.every(3000, () => loadRuns().catch(() => {}));
@@ -330,6 +343,7 @@ export async function workflowRunView(main, ctx) {
   const steps = h('div');
   let wf = null;
   let run = null;
+  let names = new Map();
 
   async function rerun(step) {
     if (!confirm(`Re-run run #${run.id} from step "${step}"? It and every step after it run again.`)) return;
@@ -374,7 +388,7 @@ export async function workflowRunView(main, ctx) {
     const rerunnable = operate && RERUNNABLE.has(run.status);
     replace(steps, table(['Step', 'State', 'Fire', 'Attempts', 'Lag', 'Message', ''],
       (run.steps ?? []).slice(0, MAX_STEPS).map((st) => h('tr', { 'data-step': st.name },
-        h('td', null, st.name, h('div', { class: 'hint' }, h('a', { href: `#/jobs/${st.job_id}` }, `job ${st.job_id}`))),
+        h('td', null, st.name, h('div', { class: 'hint' }, jobLink(names, st.job_id))),
         h('td', null, badge(st.state), st.reason ? h('div', { class: 'hint' }, st.reason) : null),
         h('td', null, stepFire(st)),
         h('td', { class: 'num' }, st.attempts ?? 0),
@@ -389,6 +403,7 @@ export async function workflowRunView(main, ctx) {
     h('div', { class: 'columns' },
       h('div', null, h('h2', null, 'Steps'), steps),
       h('div', null, h('h2', null, 'Run'), facts)));
+  names = await jobNames();
   await load();
   // A running run changes as its steps do; an ended one only by a re-run from this page.
   ctx.every(3000, () => {
