@@ -6,17 +6,15 @@
 
 namespace sched::web::impl {
 
-namespace {
-
-// Stored params are text. Text that parses as JSON (what the API stores for a JSON value) is
-// answered as that value; anything else (rows from before JSON params, free text) as the
-// string. The text is bounded by the column (64 KiB) and the parse by depth.
+// The text is bounded by the column (64 KiB) and the parse by depth.
 nlohmann::json ParamsJson(const std::string& text) {
     if (text.empty()) return text;
     auto parsed = http::ParseJson(text);
     if (!parsed.ok()) return text;
     return std::move(*parsed);
 }
+
+namespace {
 
 template <typename T>
 nlohmann::json OrNull(const std::optional<T>& v) {

@@ -72,6 +72,8 @@ void AddSdkRoutes(Routes& routes);  // and AddLockRoutes
 void AddLockRoutes(Routes& routes);
 void AddUiRoutes(Routes& routes);
 void AddAuditRoutes(Routes& routes);
+void AddWorkflowRoutes(Routes& routes);
+void AddWorkflowRunRoute(Routes& routes);  // GET /api/v1/workflow-runs/{id}, with each step's state
 
 /// Runs fn(db::Database&) on the DB pool; kUnavailable when the database is not open yet.
 /// fn returns Status or Result<T>. Not a coroutine itself: one coroutine (OnPool) owns `fn`.

@@ -19,6 +19,10 @@ nlohmann::json JobJson(const store::Job& job, const std::optional<store::Fire>& 
 /// Schema Fire, with lag_ms (dispatched_at - due_at) and duration_ms (finished_at - started_at,
 /// or - dispatched_at when the executor never reported a start).
 nlohmann::json FireJson(const store::Fire& fire);
+/// Stored params (text) as the API answers them: text that parses as JSON (what the API stores
+/// for a JSON value) as that value; anything else (rows from before JSON params, free text) as
+/// the string.
+nlohmann::json ParamsJson(const std::string& text);
 /// Schema Token (never the secret or its hash).
 nlohmann::json TokenJson(const store::ApiToken& token);
 

@@ -1,0 +1,41 @@
+// GET /api/v1/workflow-runs/{id}: a run with each step's state, computed from its step fires as
+// the master computes it (store::EvaluateRun).
+
+#include "impl/context.hpp"
+#include "impl/workflows.hpp"
+#include "sched/store/fire.hpp"
+#include "sched/store/workflow_progress.hpp"
+
+namespace sched::web::impl {
+
+void AddWorkflowRunRoute(Routes& routes) {
+    auto ctx = routes.context();
+    routes.Add(http::Method::kGet, "/api/v1/workflow-runs/{id}", Permission::kViewer,
+               [ctx](http::Request& req, const Principal&) -> net::awaitable<http::Response> {
+                   std::optional<http::Response> error;
+                   const auto id = PathId(req, error);
+                   if (!id) co_return *error;
+                   auto work = [id = *id](db::Database& db) -> Result<nlohmann::json> {
+                       return db.InTransaction(db::TxMode::kRead, [&](soci::session& s) -> Result<nlohmann::json> {
+                           const auto run = store::WorkflowRunRepository::Find(s, id);
+                           if (!run) return NotFound("workflow run " + std::to_string(id) + " not found");
+                           auto graph = store::WorkflowGraph::Make(run->definition.steps, run->definition.edges);
+                           if (!graph.ok()) return graph.status();
+                           const auto fires = store::FireRepository::ListForWorkflowRuns(s, {id});
+                           const auto progress = store::EvaluateRun(*graph, *run, fires);
+                           std::vector<RunStepView> views;
+                           views.reserve(progress.steps.size());
+                           for (const auto& step : progress.steps) {
+                               views.push_back({std::string(store::kStepStateNames.Name(step.state)), step.generation,
+                                                step.fire, step.fires, step.ready_at});
+                           }
+                           return WorkflowRunDetailJson(*run, views);
+                       });
+                   };
+                   auto run = co_await WithDb(*ctx, work);
+                   if (!run.ok()) co_return http::Response::Error(run.status(), WorkflowField(run.status()));
+                   co_return http::Response::Json(*run);
+               });
+}
+
+}  // namespace sched::web::impl
