@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string_view>
@@ -655,6 +656,20 @@ std::vector<Fire> FireRepository::ListFollowups(soci::session& s, int limit) {
                                          " FROM job_fire WHERE followup = 1 ORDER BY id LIMIT " +
                                          std::to_string(std::max(1, limit)),
                                      [](soci::statement&) {});
+}
+
+std::vector<Fire> FireRepository::ListForWorkflowRuns(soci::session& s, const std::vector<std::int64_t>& run_ids) {
+    constexpr std::size_t kChunk = 500;
+    std::vector<Fire> fires;
+    for (std::size_t begin = 0; begin < run_ids.size(); begin += kChunk) {
+        const std::size_t end = std::min(run_ids.size(), begin + kChunk);
+        std::string sql = std::string("SELECT ") + kColumns + " FROM job_fire WHERE workflow_run_id IN (";
+        for (std::size_t i = begin; i < end; ++i) sql += (i > begin ? ", " : "") + std::to_string(run_ids[i]);
+        sql += ") ORDER BY id";  // ids are numbers, not input text
+        auto chunk = impl::SelectRows<FireRow>(s, sql, [](soci::statement&) {});
+        fires.insert(fires.end(), std::make_move_iterator(chunk.begin()), std::make_move_iterator(chunk.end()));
+    }
+    return fires;
 }
 
 void FireRepository::ClearFollowup(soci::session& s, std::int64_t id) {

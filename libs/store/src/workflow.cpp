@@ -612,4 +612,31 @@ std::optional<std::string> WorkflowRepository::StepUsingJob(soci::session& s, st
     return rows.front();
 }
 
+std::vector<Workflow> WorkflowRepository::SelectDue(soci::session& s, std::int64_t until_ms, int limit) {
+    return SelectWorkflows(
+        s,
+        "WHERE paused = 0 AND next_fire_time IS NOT NULL AND next_fire_time <= :until ORDER BY next_fire_time, id "
+        "LIMIT " +
+            std::to_string(std::max(1, limit)),
+        [&](soci::statement& st) { st.exchange(soci::use(until_ms, "until")); });
+}
+
+bool WorkflowRepository::AdvanceSchedule(soci::session& s, std::int64_t id, std::int64_t expected_version,
+                                         std::int64_t expected_next, std::optional<std::int64_t> next) {
+    soci::indicator next_ind = next ? soci::i_ok : soci::i_null;
+    std::int64_t next_value = next.value_or(0);
+    soci::statement st = (s.prepare << "UPDATE workflow SET next_fire_time = :next WHERE id = :id AND version = :v "
+                                       "AND next_fire_time = :expected",
+                          soci::use(next_value, next_ind, "next"), soci::use(id, "id"),
+                          soci::use(expected_version, "v"), soci::use(expected_next, "expected"));
+    return impl::ExecuteAffected(st) == 1;
+}
+
+std::optional<std::int64_t> WorkflowRepository::EarliestDue(soci::session& s) {
+    std::int64_t t = 0;
+    soci::indicator ind = soci::i_null;
+    s << "SELECT MIN(next_fire_time) FROM workflow WHERE paused = 0", soci::into(t, ind);
+    return ind == soci::i_ok ? std::optional<std::int64_t>(t) : std::nullopt;
+}
+
 }  // namespace sched::store

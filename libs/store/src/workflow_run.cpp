@@ -1,6 +1,7 @@
 #include "sched/store/workflow_run.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -226,6 +227,35 @@ std::vector<WorkflowRun> WorkflowRunRepository::ListRunning(soci::session& s, st
                                     std::string(kSelect) + "WHERE status = " + Literal(WorkflowRunStatus::kRunning) +
                                         " AND id > :after ORDER BY id LIMIT " + std::to_string(std::max(1, limit)),
                                     [&](soci::statement& st) { st.exchange(soci::use(after_id, "after")); });
+}
+
+std::vector<WorkflowRun> WorkflowRunRepository::ListUnstarted(soci::session& s, int limit) {
+    // Served by idx_workflow_run_status for the runs and idx_fire_workflow_run per run.
+    return impl::SelectRows<RunRow>(
+        s,
+        std::string(kSelect) + "WHERE status = " + Literal(WorkflowRunStatus::kRunning) +
+            " AND NOT EXISTS (SELECT 1 FROM job_fire f WHERE f.workflow_run_id = workflow_run.id AND f.attempt >= " +
+            std::to_string(kStepAttemptStride) + " * workflow_run.generation) ORDER BY id LIMIT " +
+            std::to_string(std::max(1, limit)),
+        [](soci::statement&) {});
+}
+
+std::vector<WorkflowRun> WorkflowRunRepository::FindRunning(soci::session& s, const std::vector<std::int64_t>& ids) {
+    constexpr std::size_t kChunk = 500;
+    std::vector<WorkflowRun> out;
+    for (std::size_t begin = 0; begin < ids.size(); begin += kChunk) {
+        std::string in;
+        for (std::size_t i = begin; i < std::min(ids.size(), begin + kChunk); ++i) {
+            in += (in.empty() ? "" : ", ") + std::to_string(ids[i]);  // numbers, not input text
+        }
+        auto rows =
+            impl::SelectRows<RunRow>(s,
+                                     std::string(kSelect) + "WHERE status = " + Literal(WorkflowRunStatus::kRunning) +
+                                         " AND id IN (" + in + ") ORDER BY id",
+                                     [](soci::statement&) {});
+        out.insert(out.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
+    }
+    return out;
 }
 
 bool WorkflowRunRepository::End(soci::session& s, std::int64_t id, WorkflowRunStatus status,

@@ -100,6 +100,12 @@ Master::Master(std::shared_ptr<db::Database> db, lock::Fence& fence, const DbTim
       fence_(fence),
       time_(time),
       config_(std::move(config)),
+      workflows_({.lookahead_ms = Ms(config_.lookahead),
+                  .batch = std::min(config_.batch, 100),
+                  .sweep_ms = Ms(config_.running_sweep),
+                  .misfire = {.threshold_ms = Ms(config_.misfire_threshold),
+                              .fire_all_cap = static_cast<std::size_t>(config_.fire_all_cap)},
+                  .max_runs_per_workflow = 100}),
       fires_created_(metrics.Counter("sched_master_fires_created_total", "Fire rows created by the master.", {"kind"})
                          .Labels({"all"})),
       retries_created_(
@@ -270,20 +276,22 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
         store::FireRepository::InsertLedgerRows(s, db_->dialect(), ledger);
         RecordBounded(s, epoch, now, due, advanced, plans, extras, r);
         std::vector<store::Fire> new_fires;
+        // Live executor instances per app (sharding-broadcast), counted once per scan.
         std::map<std::string, int> executors_by_app;
+        const auto count_live = [&](const std::string& app) {
+            auto it = executors_by_app.find(app);
+            if (it == executors_by_app.end()) {
+                it = executors_by_app
+                         .emplace(app, store::ExecutorRepository::CountLive(s, db_->dialect(), app,
+                                                                            Ms(config_.executor_ttl)))
+                         .first;
+            }
+            return it->second;
+        };
         for (std::size_t i = 0; i < due.size(); ++i) {
             if (!advanced[i] || plans[i].fires.empty()) continue;
             const auto& job = due[i];
-            const int shards = store::ShardsPerFire(job, [&] {
-                auto it = executors_by_app.find(job.app);
-                if (it == executors_by_app.end()) {
-                    it = executors_by_app
-                             .emplace(job.app, store::ExecutorRepository::CountLive(s, db_->dialect(), job.app,
-                                                                                    Ms(config_.executor_ttl)))
-                             .first;
-                }
-                return it->second;
-            });
+            const int shards = store::ShardsPerFire(job, [&] { return count_live(job.app); });
             for (const auto& planned : plans[i].fires) {
                 for (int shard = 0; shard < shards; ++shard) {
                     store::Fire fire;
@@ -308,16 +316,6 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
 
         // 1b. Backfills: their next fires, bounded per scan.
         {
-            const auto count_live = [&](const std::string& app) {
-                auto it = executors_by_app.find(app);
-                if (it == executors_by_app.end()) {
-                    it = executors_by_app
-                             .emplace(app, store::ExecutorRepository::CountLive(s, db_->dialect(), app,
-                                                                                Ms(config_.executor_ttl)))
-                             .first;
-                }
-                return it->second;
-            };
             auto progress = backfills_.Advance(s, db_->dialect(), epoch, now, assigner, count_live);
             r.backfill_fires = progress.fires_created;
             r.backfills_completed = progress.completed;
@@ -374,8 +372,10 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
         // A cached row can be stale only by this loop's own fixed-delay advance, whose CAS (from
         // NULL) then simply loses for the job's second fire, as a fresh read would skip it.
         std::map<std::int64_t, std::optional<store::Job>> followup_jobs;
+        std::set<std::int64_t> ended_runs;  // workflow runs whose step fires ended (step 4)
         for (const auto& fire : followups) {
             ++r.followups;
+            if (fire.workflow_run_id) ended_runs.insert(*fire.workflow_run_id);
             auto cached_job = followup_jobs.find(fire.job_id);
             if (cached_job == followup_jobs.end()) {
                 cached_job = followup_jobs.emplace(fire.job_id, store::JobRepository::Find(s, fire.job_id)).first;
@@ -415,7 +415,24 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
                 }
             }
         }
-        r.earliest_due_ms = store::JobRepository::EarliestDue(s);
+        // 4. Workflows: after the follow-ups, so a step's retry exists before its run is judged.
+        {
+            auto progress = workflows_.Advance(s, db_->dialect(), epoch, now, assigner, ended_runs, count_live);
+            r.workflow_runs_created = progress.runs_created;
+            r.workflow_runs_overlapped = progress.runs_overlapped;
+            r.workflow_runs_ended = progress.runs_ended;
+            r.workflow_runs_timed_out = progress.runs_timed_out;
+            r.workflow_steps_started = progress.steps_started;
+            r.workflow_steps_skipped = progress.steps_skipped;
+            for (auto& [node, ids] : progress.assigned) {
+                auto& to = r.assigned[node];
+                to.insert(to.end(), ids.begin(), ids.end());
+            }
+            r.earliest_due_ms = store::JobRepository::EarliestDue(s);
+            if (progress.earliest_due_ms && (!r.earliest_due_ms || *progress.earliest_due_ms < *r.earliest_due_ms)) {
+                r.earliest_due_ms = progress.earliest_due_ms;
+            }
+        }
         return r;
     });
     if (report.ok()) {

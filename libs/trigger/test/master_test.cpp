@@ -14,6 +14,9 @@
 #include "sched/store/fire.hpp"
 #include "sched/store/job.hpp"
 #include "sched/store/registry.hpp"
+#include "sched/store/workflow.hpp"
+#include "sched/store/workflow_progress.hpp"
+#include "sched/store/workflow_run.hpp"
 
 namespace sched::trigger {
 namespace {
@@ -64,6 +67,75 @@ class MasterTest : public db::testing::DbTest {
     }
 
     std::int64_t Now() { return time_->NowMs(); }
+
+    // A workflow of manual step jobs named as its steps; `tweak` sets the schedule and limits.
+    store::Workflow CreateWorkflow(const std::string& name, const std::vector<std::string>& steps,
+                                   const std::vector<store::WorkflowEdge>& edges,
+                                   const std::function<void(store::Workflow&)>& tweak = {}) {
+        store::Workflow w;
+        w.name = name;
+        for (const auto& step : steps) {
+            w.steps.push_back({step, CreateJob(name + "-" + step, "manual", "", std::nullopt).id});
+        }
+        w.edges = edges;
+        if (tweak) tweak(w);
+        auto created = store::WorkflowRepository(db()).Create(w);
+        EXPECT_TRUE(created.ok()) << created.status().ToString();
+        return *created;
+    }
+
+    // A run as the API's trigger makes it: the master starts it on its next scan.
+    std::int64_t TriggerRun(const store::Workflow& w, std::int64_t scheduled,
+                            std::optional<std::int64_t> started = {}) {
+        store::WorkflowRun run;
+        run.workflow_id = w.id;
+        run.scheduled_time = scheduled;
+        run.kind = store::WorkflowRunKind::kManual;
+        run.workflow_version = w.version;
+        run.definition = {w.steps, w.edges};
+        run.created_by = "test";
+        run.started_at = started.value_or(Now());
+        auto id = db().Run(
+            [&](soci::session& s) { return store::WorkflowRunRepository::InsertIfAbsent(s, db().dialect(), run); });
+        EXPECT_TRUE(id.ok() && id->has_value());
+        return **id;
+    }
+
+    std::vector<store::Fire> RunFires(std::int64_t run_id) {
+        auto fires =
+            db().Run([&](soci::session& s) { return store::FireRepository::ListForWorkflowRuns(s, {run_id}); });
+        EXPECT_TRUE(fires.ok());
+        return *fires;
+    }
+
+    // The run's step fires as "step@attempt:status", in id order.
+    std::vector<std::string> Steps(std::int64_t run_id) {
+        std::vector<std::string> out;
+        for (const auto& f : RunFires(run_id)) {
+            out.push_back(f.workflow_step.value_or("?") + "@" + std::to_string(f.attempt) + ":" +
+                          std::string(store::FireStatusName(f.status)));
+        }
+        return out;
+    }
+
+    // Ends the pending fire of `step` in the run as a slave and a callback would.
+    void EndStep(std::int64_t run_id, const std::string& step, store::FireStatus status) {
+        for (const auto& f : RunFires(run_id)) {
+            if (f.workflow_step != step || f.status != store::FireStatus::kPending) continue;
+            ASSERT_TRUE(
+                store::FireRepository(db())
+                    .Transition(f.id, {store::FireStatus::kPending}, status, {.finished_at = Now(), .followup = true})
+                    .ok());
+            return;
+        }
+        ADD_FAILURE() << "no pending fire of step " << step;
+    }
+
+    store::WorkflowRun GetRun(std::int64_t id) {
+        auto run = store::WorkflowRunRepository(db()).Get(id);
+        EXPECT_TRUE(run.ok()) << run.status().ToString();
+        return *run;
+    }
 
     std::shared_ptr<db::Database> pool_;
     std::unique_ptr<lock::SqlLockStore> lock_store_;
@@ -868,6 +940,158 @@ TEST_P(MasterTest, BackfillOfAPausedJobWaitsAndOfADeletedJobIsCancelled) {
 }
 
 SCHED_DB_TEST_SUITE(MasterTest);
+
+const std::vector<store::WorkflowEdge> kDiamond = {{"a", "b", store::EdgeCondition::kOnSuccess},
+                                                   {"a", "c", store::EdgeCondition::kOnSuccess},
+                                                   {"b", "d", store::EdgeCondition::kOnSuccess},
+                                                   {"c", "d", store::EdgeCondition::kOnSuccess}};
+
+TEST_P(MasterTest, ADiamondRunsEachStepOnceAndTheJoinAfterBothParents) {
+    const auto w = CreateWorkflow("diamond", {"a", "b", "c", "d"}, kDiamond);
+    const auto run = TriggerRun(w, Now());
+    auto scan = master_->Scan(epoch_);
+    ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+    EXPECT_EQ(scan->workflow_steps_started, 1);
+    EXPECT_EQ(Steps(run), (std::vector<std::string>{"a@0:pending"}));
+    ASSERT_TRUE(master_->Scan(epoch_).ok());  // nothing ended: nothing new
+    EXPECT_EQ(Steps(run).size(), 1u);
+
+    EndStep(run, "a", store::FireStatus::kSucceeded);
+    ASSERT_TRUE(master_->Scan(epoch_).ok());
+    EXPECT_EQ(Steps(run), (std::vector<std::string>{"a@0:succeeded", "b@0:pending", "c@0:pending"}));
+    EndStep(run, "b", store::FireStatus::kSucceeded);
+    ASSERT_TRUE(master_->Scan(epoch_).ok());
+    EXPECT_EQ(Steps(run).size(), 3u) << "d waits for c";
+    EndStep(run, "c", store::FireStatus::kSucceeded);
+    ASSERT_TRUE(master_->Scan(epoch_).ok());
+    EXPECT_EQ(Steps(run).back(), "d@0:pending");
+    EXPECT_EQ(GetRun(run).status, store::WorkflowRunStatus::kRunning);
+    EndStep(run, "d", store::FireStatus::kSucceeded);
+    scan = master_->Scan(epoch_);
+    ASSERT_TRUE(scan.ok());
+    EXPECT_EQ(scan->workflow_runs_ended, 1);
+    EXPECT_EQ(GetRun(run).status, store::WorkflowRunStatus::kSucceeded);
+    ASSERT_TRUE(master_->Scan(epoch_).ok());
+    EXPECT_EQ(Steps(run).size(), 4u) << "each step once";
+    for (const auto& f : RunFires(run)) EXPECT_EQ(f.kind, store::FireKind::kWorkflow);
+}
+
+TEST_P(MasterTest, AFailingStepSkipsTheJoinTheRunFailsAndARerunFromItCompletes) {
+    const auto w = CreateWorkflow("fails", {"a", "b", "c", "d"}, kDiamond);
+    const auto run = TriggerRun(w, Now());
+    ASSERT_TRUE(master_->Scan(epoch_).ok());
+    EndStep(run, "a", store::FireStatus::kSucceeded);
+    ASSERT_TRUE(master_->Scan(epoch_).ok());
+    EndStep(run, "b", store::FireStatus::kFailed);
+    EndStep(run, "c", store::FireStatus::kSucceeded);
+    auto scan = master_->Scan(epoch_);
+    ASSERT_TRUE(scan.ok());
+    EXPECT_EQ(scan->workflow_steps_skipped, 1);
+    const auto fires = RunFires(run);
+    ASSERT_EQ(fires.size(), 4u);
+    EXPECT_EQ(fires.back().workflow_step, "d");
+    EXPECT_EQ(fires.back().status, store::FireStatus::kSkipped);
+    EXPECT_EQ(fires.back().reason, store::FireReason::kUpstream);
+    EXPECT_EQ(fires.back().result_message, "parent \"b\" failed (edge on-success)");
+    auto ended = GetRun(run);
+    EXPECT_EQ(ended.status, store::WorkflowRunStatus::kFailed);
+    EXPECT_EQ(ended.reason, "step \"b\" failed");
+
+    // Re-run from b (as the API does): b and d run again in generation 1, a and c do not.
+    const std::int64_t now = Now();
+    auto rerun = db().Run([&](soci::session& s) { return store::WorkflowRunRepository::Rerun(s, run, 0, "b", now); });
+    ASSERT_TRUE(rerun.ok() && *rerun);
+    ASSERT_TRUE(master_->Scan(epoch_).ok());
+    EXPECT_EQ(Steps(run).back(), "b@1000:pending");
+    EndStep(run, "b", store::FireStatus::kSucceeded);
+    ASSERT_TRUE(master_->Scan(epoch_).ok());
+    EXPECT_EQ(Steps(run).back(), "d@1000:pending");
+    EndStep(run, "d", store::FireStatus::kSucceeded);
+    ASSERT_TRUE(master_->Scan(epoch_).ok());
+    EXPECT_EQ(GetRun(run).status, store::WorkflowRunStatus::kSucceeded);
+    EXPECT_EQ(RunFires(run).size(), 6u);
+}
+
+TEST_P(MasterTest, AStepRetriesBeforeItFailsItsRun) {
+    const auto w = CreateWorkflow("retries", {"a", "b"}, {{"a", "b", store::EdgeCondition::kOnSuccess}});
+    ASSERT_TRUE(db().Run([&](soci::session& s) {
+                        s << "UPDATE job SET retry_max = 1, retry_backoff_ms = 0 WHERE id = :id",
+                            soci::use(w.steps[0].job_id);
+                    })
+                    .ok());
+    const auto run = TriggerRun(w, Now());
+    ASSERT_TRUE(master_->Scan(epoch_).ok());
+    EndStep(run, "a", store::FireStatus::kFailed);
+    auto scan = master_->Scan(epoch_);
+    ASSERT_TRUE(scan.ok());
+    EXPECT_EQ(scan->retries, 1);
+    EXPECT_EQ(Steps(run), (std::vector<std::string>{"a@0:failed", "a@1:pending"}));
+    EXPECT_EQ(GetRun(run).status, store::WorkflowRunStatus::kRunning);
+    EndStep(run, "a", store::FireStatus::kSucceeded);
+    ASSERT_TRUE(master_->Scan(epoch_).ok());
+    EXPECT_EQ(Steps(run).back(), "b@0:pending");
+}
+
+TEST_P(MasterTest, ScheduledRunsAreCreatedOnceAndOverlapIsASkippedRun) {
+    const std::int64_t t0 = (Now() / 1000 + 1) * 1000;
+    const auto w = CreateWorkflow("every-second", {"a"}, {}, [&](store::Workflow& x) {
+        x.schedule_type = ScheduleType::kCron;
+        x.schedule_expr = "* * * * * ?";
+        x.next_fire_time = t0;
+    });
+    auto scan = master_->Scan(epoch_);
+    ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+    // The lookahead (2 s) plans t0 and the next seconds: one runs, the others find it running.
+    EXPECT_EQ(scan->workflow_runs_created, 1);
+    EXPECT_GE(scan->workflow_runs_overlapped, 1);
+    auto runs = store::WorkflowRunRepository(db()).ListForWorkflow(w.id, 0, 100);
+    ASSERT_TRUE(runs.ok());
+    ASSERT_EQ(runs->size(), static_cast<std::size_t>(1 + scan->workflow_runs_overlapped));
+    const auto& first = runs->back();  // newest first
+    EXPECT_EQ(first.scheduled_time, t0);
+    EXPECT_EQ(first.status, store::WorkflowRunStatus::kRunning);
+    EXPECT_EQ(Steps(first.id), (std::vector<std::string>{"a@0:pending"}));
+    EXPECT_EQ(RunFires(first.id).front().scheduled_time, t0);
+    EXPECT_EQ(runs->front().status, store::WorkflowRunStatus::kSkipped);
+    EXPECT_EQ(runs->front().reason.value_or("").rfind("overlap", 0), 0u) << runs->front().reason.value_or("");
+    ASSERT_TRUE(master_->Scan(epoch_).ok());
+    auto again = store::WorkflowRunRepository(db()).ListForWorkflow(w.id, 0, 100);
+    // The next_fire_time CAS plans each time once: a second scan only adds later seconds.
+    ASSERT_GE(again->size(), runs->size());
+    for (std::size_t i = 0; i + runs->size() < again->size(); ++i) {
+        EXPECT_GT((*again)[i].scheduled_time, runs->front().scheduled_time);
+    }
+    EXPECT_EQ(again->back().id, first.id);
+    EXPECT_GT(store::WorkflowRepository(db()).Get(w.id)->next_fire_time.value_or(0), runs->front().scheduled_time);
+}
+
+TEST_P(MasterTest, AStaleMasterNeitherStartsNorAdvancesARun) {
+    const auto w = CreateWorkflow("fenced", {"a", "b"}, {{"a", "b", store::EdgeCondition::kOnSuccess}});
+    const auto run = TriggerRun(w, Now());
+    ASSERT_TRUE(db().Run([](soci::session& s) {
+                        s << "UPDATE scheduler_lock SET owner = 'node-b', epoch = epoch + 1 WHERE namespace = 'master'";
+                    })
+                    .ok());
+    auto scan = master_->Scan(epoch_);
+    ASSERT_FALSE(scan.ok());
+    EXPECT_TRUE(lock::IsLeaseLost(scan.status()));
+    EXPECT_TRUE(RunFires(run).empty());
+}
+
+TEST_P(MasterTest, ARunPastItsTimeoutEndsTimedOutAndSkipsWhatHasNotRun) {
+    const auto w = CreateWorkflow("slow", {"a", "b"}, {{"a", "b", store::EdgeCondition::kOnSuccess}},
+                                  [](store::Workflow& x) { x.run_timeout_ms = 1000; });
+    const auto run = TriggerRun(w, Now() - 5000, Now() - 5000);
+    auto scan = master_->Scan(epoch_);
+    ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+    EXPECT_EQ(scan->workflow_runs_timed_out, 1);
+    auto ended = GetRun(run);
+    EXPECT_EQ(ended.status, store::WorkflowRunStatus::kTimedOut);
+    EXPECT_EQ(Steps(run), (std::vector<std::string>{"a@0:skipped", "b@0:skipped"}));
+    for (const auto& f : RunFires(run)) EXPECT_EQ(f.reason, store::FireReason::kRunTimeout);
+    ASSERT_TRUE(master_->Scan(epoch_).ok());
+    EXPECT_EQ(RunFires(run).size(), 2u);
+}
 
 }  // namespace
 }  // namespace sched::trigger

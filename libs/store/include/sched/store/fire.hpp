@@ -230,6 +230,10 @@ class FireRepository {
                                          int limit);
     /// Fires whose followup flag is set, oldest first.
     static std::vector<Fire> ListFollowups(soci::session& s, int limit);
+    /// Every fire of the given workflow runs (job_fire.workflow_run_id), in id order: a run's
+    /// step fires and skip rows, at most 64 steps x their shards and tries each. Served by
+    /// idx_fire_workflow_run; one statement per 500 run ids.
+    static std::vector<Fire> ListForWorkflowRuns(soci::session& s, const std::vector<std::int64_t>& run_ids);
     static void ClearFollowup(soci::session& s, std::int64_t id);
     /// ClearFollowup for many fires, one UPDATE per 500 ids.
     static void ClearFollowups(soci::session& s, const std::vector<std::int64_t>& ids);

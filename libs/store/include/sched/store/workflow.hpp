@@ -198,6 +198,19 @@ class WorkflowRepository {
     /// workflow): for refusing to delete a job a workflow depends on.
     static std::optional<std::string> StepUsingJob(soci::session& s, std::int64_t job_id);
 
+    // ---- the master's planning (inside its fenced scan) ----
+
+    /// Workflows not paused whose next_fire_time <= until_ms, earliest first, at most `limit`,
+    /// with their steps and edges (idx_workflow_due).
+    static std::vector<Workflow> SelectDue(soci::session& s, std::int64_t until_ms, int limit);
+    /// Moves a workflow's schedule on: next_fire_time = `next` when the row still has
+    /// `expected_version` and `expected_next` (version unchanged, as for a job's advance: an edit
+    /// racing the master wins and is planned afresh). False when the CAS lost.
+    static bool AdvanceSchedule(soci::session& s, std::int64_t id, std::int64_t expected_version,
+                                std::int64_t expected_next, std::optional<std::int64_t> next);
+    /// The earliest next_fire_time of a workflow not paused (the master sleeps until then).
+    static std::optional<std::int64_t> EarliestDue(soci::session& s);
+
   private:
     db::Database& db_;
 };

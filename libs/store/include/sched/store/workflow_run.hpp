@@ -87,6 +87,11 @@ class WorkflowRunRepository {
     static int CountRunning(soci::session& s, std::int64_t workflow_id);
     /// Running runs with id > after_id, in id order, at most `limit` (idx_workflow_run_status).
     static std::vector<WorkflowRun> ListRunning(soci::session& s, std::int64_t after_id, int limit);
+    /// Running runs with no step fire (nor skip row) in their current generation, oldest first,
+    /// at most `limit`: runs created or re-run through the API that the master has not started.
+    static std::vector<WorkflowRun> ListUnstarted(soci::session& s, int limit);
+    /// The runs with these ids that are `running`, in id order (one statement per 500 ids).
+    static std::vector<WorkflowRun> FindRunning(soci::session& s, const std::vector<std::int64_t>& ids);
     /// running -> `status` (succeeded, failed or timed-out) with `reason` and ended_at = `now_ms`.
     /// Returns false when the run is not running (it ended already, or is gone). Throws
     /// std::logic_error for `status` running (a caller's defect).

@@ -24,7 +24,11 @@
 ///      executors, is what failed). Both get the follow-up of any ended fire;
 ///   3. follow-ups of fires that ended: a retry row when attempts remain (failed, timeout, and
 ///      lost for at-least-once jobs) with exponential backoff and jitter; a fixed-delay job's
-///      next time from the run's finish (the batch's flags cleared with one UPDATE).
+///      next time from the run's finish (the batch's flags cleared with one UPDATE);
+///   4. workflows (WorkflowPlanner, docs/workflows.md): runs of due workflows (overlap policy),
+///      steps started or skipped as their parents end (the runs of step fires followed up in
+///      step 3, runs the API created or re-ran, a round-robin batch every running-sweep), run
+///      ends and run timeouts.
 /// "now" is the database clock (DbTime). The caller sends each slave its new fire ids after
 /// the commit; slaves also poll, so a lost notification only delays a fire by the poll interval.
 ///
@@ -75,6 +79,7 @@
 #include "sched/trigger/calendar_cache.hpp"
 #include "sched/trigger/calendar_planner.hpp"
 #include "sched/trigger/db_time.hpp"
+#include "sched/trigger/workflow_planner.hpp"
 
 namespace sched::trigger {
 
@@ -130,11 +135,19 @@ struct ScanReport {
     std::int64_t calendar_skipped = 0;
     /// Jobs that completed by their bounds (end_at passed, max_runs reached) in this scan.
     int jobs_completed = 0;
+    /// Workflow runs (step 4): created, skipped by the overlap policy, ended, timed out; step
+    /// fires started and steps skipped.
+    int workflow_runs_created = 0;
+    int workflow_runs_overlapped = 0;
+    int workflow_runs_ended = 0;
+    int workflow_runs_timed_out = 0;
+    int workflow_steps_started = 0;
+    int workflow_steps_skipped = 0;
     /// New or newly assigned fire ids per slave node, to notify after the commit.
     std::map<std::string, std::vector<std::int64_t>> assigned;
     /// The live slaves' addresses by node id (where to send the notifications).
     std::map<std::string, std::string> node_addresses;
-    /// The earliest next_fire_time of any enabled job after the scan.
+    /// The earliest next_fire_time of any enabled job or workflow not paused after the scan.
     std::optional<std::int64_t> earliest_due_ms;
     std::int64_t now_ms = 0;
 };
@@ -187,6 +200,7 @@ class Master {
     CalendarCache calendars_;
     std::mt19937_64 rng_{std::random_device{}()};
     BackfillAdvancer backfills_;
+    WorkflowPlanner workflows_;
     std::int64_t next_sweep_ms_ = 0;
     std::int64_t sweep_after_scheduled_ = -1;  // cursor: (scheduled_time, id) of the last fire seen
     std::int64_t sweep_after_id_ = 0;
