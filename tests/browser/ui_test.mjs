@@ -4,7 +4,8 @@
 // failing job beside it), create a viewer and
 // an app-scoped executor token, and sign in as the viewer: no mutating control is offered. A
 // workflow (a diamond created through the API) shows in the Workflows list, its page and a
-// triggered run's page draw its DAG as SVG, one box per step classed by the step's state. Along
+// triggered run's page draw its DAG as SVG, one box per step classed by the step's state; a
+// failed run offers a re-run from its failed step. Along
 // the way (issue 19): no nav or Sign out on the sign-in page, times in the job's zone with its
 // label, a manual fire's epoch is the one its log names, params come back as JSON, the fire
 // list filters by job name, a killed fire's log panel shows the ended run, and at 375 px no
@@ -441,6 +442,18 @@ async function main() {
         .locator(`a[href="#/calendars/${calendar.id}"]`).waitFor();
     });
 
+    // Each step's box in the run's DAG is classed by the state the step table shows, as wanted.
+    const checkSteps = async (wanted) => {
+      for (const [st, want] of Object.entries(wanted)) {
+        const node = page.locator(`svg.dag g.node[data-step="${st}"]`);
+        const cls = (await node.getAttribute('class')).split(' ');
+        const state = await node.getAttribute('data-state');
+        const shown = (await page.locator(`tr[data-step="${st}"] td`).nth(1).locator('.badge').textContent()).trim();
+        if (state !== want || !cls.includes(want) || shown !== want) {
+          throw new Error(`step ${st}: class "${cls.join(' ')}", data-state ${state}, table ${shown}; wanted ${want}`);
+        }
+      }
+    };
     let workflow = null;
     let workflowRun = null;
     await step('workflows: the list, a diamond\'s DAG, a triggered run\'s DAG with each step\'s state', async () => {
@@ -490,31 +503,52 @@ async function main() {
       await runRow.waitFor();
       await shot(page, '12l-workflow.png');
 
-      // The run: the same DAG, each box classed by its step's state, as the step table says.
+      // The run: the same DAG, each box classed by its step's state, as the step table says. The
+      // master runs the diamond on the demo-client (echo): the page follows it to the end.
       await runRow.locator('a').first().click();
       await page.getByRole('heading', { name: /^Run #\d+ of browser-diamond/ }).waitFor();
       workflowRun = Number((await page.locator('h1').textContent()).match(/^Run #(\d+)/)[1]);
       const runNodes = page.locator('svg.dag g.node');
       await runNodes.first().waitFor();
       if (await runNodes.count() !== 4) throw new Error(`the run's DAG has ${await runNodes.count()} nodes, not 4`);
-      for (const step of ['a', 'b', 'c', 'd']) {
-        const node = page.locator(`svg.dag g.node[data-step="${step}"]`);
-        const cls = (await node.getAttribute('class')).split(' ');
-        const state = await node.getAttribute('data-state');
-        const shown = (await page.locator(`tr[data-step="${step}"] td`).nth(1).locator('.badge').textContent()).trim();
-        // No master planner yet: a run's steps get no fires, so every step is waiting.
-        if (state !== 'waiting' || !cls.includes('waiting') || shown !== 'waiting') {
-          throw new Error(`step ${step}: class "${cls.join(' ')}", data-state ${state}, table ${shown}`);
-        }
-      }
+      await page.locator('h1 .badge', { hasText: 'succeeded' }).waitFor({ timeout: 30000 });
+      await checkSteps({ a: 'succeeded', b: 'succeeded', c: 'succeeded', d: 'succeeded' });
       for (const state of ['waiting', 'running', 'succeeded', 'failed', 'skipped']) {
         await page.locator(`.legend [data-legend="${state}"] .swatch.step-${state}`).waitFor();
       }
-      // A run still running offers no re-run.
+      // Each step links its fire; a succeeded run offers no re-run.
+      for (const st of ['a', 'b', 'c', 'd']) await page.locator(`tr[data-step="${st}"] a[href^="#/fires/"]`).waitFor();
       if (await page.getByRole('button', { name: 'Re-run from here' }).count() !== 0) {
-        throw new Error('a running run offers a re-run');
+        throw new Error('a succeeded run offers a re-run');
       }
       await shot(page, '12m-workflow-run.png');
+    });
+
+    await step('workflows: a failed step skips its child, the run page colours it and re-runs from it', async () => {
+      const ok = await api('POST', '/api/v1/jobs', { name: 'browser-wf-ok', app: 'demo', handler: 'echo',
+        schedule_type: 'manual', schedule_expr: '' });
+      const bad = await api('POST', '/api/v1/jobs', { name: 'browser-wf-bad', app: 'demo', handler: 'fail',
+        schedule_type: 'manual', schedule_expr: '' });
+      const after = await api('POST', '/api/v1/jobs', { name: 'browser-wf-after', app: 'demo', handler: 'echo',
+        schedule_type: 'manual', schedule_expr: '' });
+      const chain = await api('POST', '/api/v1/workflows', {
+        name: 'browser-chain', schedule_type: 'manual', schedule_expr: '',
+        steps: [{ name: 'ok', job_id: ok.id }, { name: 'bad', job_id: bad.id }, { name: 'after', job_id: after.id }],
+        edges: [{ parent: 'ok', child: 'bad' }, { parent: 'bad', child: 'after' }],
+      });
+      const run = await api('POST', `/api/v1/workflows/${chain.id}/trigger`, {});
+      await page.goto(`${base}/#/workflow-runs/${run.id}`);
+      await page.locator('h1 .badge', { hasText: 'failed' }).waitFor({ timeout: 30000 });
+      await checkSteps({ ok: 'succeeded', bad: 'failed', after: 'skipped' });
+      await page.locator('tr[data-step="after"]', { hasText: 'upstream' }).waitFor();
+      await shot(page, '12n-workflow-run-failed.png');
+      page.once('dialog', (d) => d.accept());
+      await page.locator('tr[data-step="bad"]').getByRole('button', { name: 'Re-run from here' }).click();
+      await page.locator('.banner.info', { hasText: 're-runs from "bad"' }).waitFor();
+      // The re-run fails at "bad" again: generation 1, from "bad".
+      await page.locator('dd', { hasText: '1 (last from "bad")' }).waitFor();
+      await page.locator('h1 .badge', { hasText: 'failed' }).waitFor({ timeout: 30000 });
+      await checkSteps({ ok: 'succeeded', bad: 'failed', after: 'skipped' });
     });
 
     await step('at phone width (375 px) no page scrolls sideways', async () => {
