@@ -38,6 +38,11 @@ Commands:
   calendars list | get ID|NAME | delete ID|NAME
   calendars apply -f FILE [--dry-run] [--prune]
                                     only the file's calendars: section
+  workflows list | get ID | pause ID | resume ID | trigger ID [--params TEXT|JSON]
+  workflows runs ID [--limit N]     a workflow's runs, newest first
+  workflows run RUN_ID              a run with each step's state, fire and lag
+  workflows rerun RUN_ID --from-step NAME
+                                    a failed or timed-out run again from that step
   fires list [--job NAME|ID] [--status S] [--limit N]
   fires get ID | log ID | kill ID
   executors list                    cluster status
@@ -71,6 +76,7 @@ struct Options {
     bool prune = false;
     std::optional<std::string> job, status, limit, name, role, apps, note, since, actor, action;
     std::optional<std::string> from, to, parallel;  // jobs backfill
+    std::optional<std::string> params, from_step;   // workflows trigger, rerun
     std::vector<std::string> args;
     bool help = false;
 };
@@ -95,6 +101,7 @@ Options ParseArgs(int argc, const char* const* argv) {
         {"--since", &Options::since},     {"--actor", &Options::actor},
         {"--action", &Options::action},   {"--from", &Options::from},
         {"--to", &Options::to},           {"--parallel", &Options::parallel},
+        {"--params", &Options::params},   {"--from-step", &Options::from_step},
     };
     for (int i = 1; i < argc; ++i) {
         std::string arg = argv[i];
@@ -307,6 +314,8 @@ class Cli {
     std::string CalendarIdOf(const std::string& id_or_name);
     int Calendars();
     int CalendarsApply();
+    int Workflows();  // issue 18
+    std::string LimitQuery() const;
     int ApplyCalendarPlan(const Plan& plan);
     void PrintJobs(const nlohmann::json& items);
     void PrintFires(const nlohmann::json& items);
@@ -328,6 +337,7 @@ int Cli::Run() {
     if (cmd == "tokens") return Tokens();
     if (cmd == "audit") return Audit();
     if (cmd == "calendars") return Calendars();
+    if (cmd == "workflows") return Workflows();
     if (cmd == "apply") return ApplyOrDiff(true);
     if (cmd == "diff") return ApplyOrDiff(false);
     Usage(cmd.empty() ? "missing command" : "unknown command \"" + SanitizeCell(cmd) + "\"");
@@ -801,6 +811,99 @@ int Cli::ApplyCalendarPlan(const Plan& plan) {
         return api_.Call(method, path, body);
     };
     return ApplyPlan(plan, call, out_, err_, "calendar") == 0 ? 0 : 1;
+}
+
+// ---- workflows (issue 18) ----
+
+// "&limit=N" from --limit (checked as fires list does), or "".
+std::string Cli::LimitQuery() const {
+    if (!o_.limit) return "";
+    const std::string& n = *o_.limit;
+    if (n.empty() || n.size() > 4 || n.find_first_not_of("0123456789") != std::string::npos) {
+        throw CliError("--limit: expected a positive integer");
+    }
+    return "&limit=" + n;
+}
+
+int Cli::Workflows() {
+    const std::string sub = Sub(1);
+    if (o_.params && sub != "trigger") Usage("--params: only workflows trigger takes params");
+    if (o_.from_step && sub != "rerun") Usage("--from-step: only workflows rerun takes a step");
+    if (sub == "list") {
+        return Answer(CallOk(http::Method::kGet, "/api/v1/workflows?limit=200"), [&](const ApiReply& reply) {
+            std::vector<std::vector<std::string>> rows;
+            for (const auto& w : reply.json.value("items", nlohmann::json::array())) {
+                rows.push_back({FieldCell(w, "id"), SanitizeCell(FieldCell(w, "name")),
+                                FieldCell(w, "schedule_type") + " " + SanitizeCell(FieldCell(w, "schedule_expr")),
+                                std::to_string(w.value("steps", nlohmann::json::array()).size()),
+                                FieldCell(w, "paused"), TimeCell(w, "next_fire_time")});
+            }
+            out_ << RenderTable({"ID", "NAME", "SCHEDULE", "STEPS", "PAUSED", "NEXT"}, rows);
+        });
+    }
+    const std::string what = "workflows " + sub;
+    if (sub == "run" || sub == "rerun") {
+        const std::string run_id = ParseId(o_, 2, what);
+        const std::string path = "/api/v1/workflow-runs/" + run_id;
+        if (sub == "rerun") {
+            if (!o_.from_step || o_.from_step->empty()) Usage("workflows rerun: --from-step NAME is required");
+            return Answer(CallOk(http::Method::kPost, path + "/rerun", nlohmann::json{{"from_step", *o_.from_step}}),
+                          [&](const ApiReply& reply) {
+                              out_ << "run " << run_id << " re-run from " << SanitizeCell(*o_.from_step)
+                                   << " (generation " << FieldCell(reply.json, "generation") << ")\n";
+                          });
+        }
+        return Answer(CallOk(http::Method::kGet, path), [&](const ApiReply& reply) {
+            out_ << "run " << run_id << ": " << FieldCell(reply.json, "status");
+            if (reply.json.is_object() && reply.json.value("reason", nlohmann::json()).is_string()) {
+                out_ << " (" << SanitizeCell(FieldCell(reply.json, "reason")) << ")";
+            }
+            out_ << ", generation " << FieldCell(reply.json, "generation") << "\n";
+            std::vector<std::vector<std::string>> rows;
+            for (const auto& step : reply.json.value("steps", nlohmann::json::array())) {
+                rows.push_back({SanitizeCell(FieldCell(step, "name")), FieldCell(step, "job_id"),
+                                FieldCell(step, "state"), FieldCell(step, "fire_id"), FieldCell(step, "fire_status"),
+                                FieldCell(step, "attempts"), FieldCell(step, "lag_ms"),
+                                SanitizeCell(FieldCell(step, "message"))});
+            }
+            out_ << RenderTable({"STEP", "JOB", "STATE", "FIRE", "FIRE STATUS", "ATTEMPTS", "LAG MS", "MESSAGE"}, rows);
+        });
+    }
+    if (sub != "get" && sub != "pause" && sub != "resume" && sub != "trigger" && sub != "runs") {
+        Usage("workflows: expected list, get, pause, resume, trigger, runs, run or rerun");
+    }
+    const std::string id = ParseId(o_, 2, what);
+    const std::string path = "/api/v1/workflows/" + id;
+    if (sub == "get") {
+        return Answer(CallOk(http::Method::kGet, path), [&](const ApiReply& reply) { PrintObject(reply.json); });
+    }
+    if (sub == "runs") {
+        const std::string query = LimitQuery();
+        const std::string runs_path = path + "/runs" + (query.empty() ? std::string() : "?" + query.substr(1));
+        return Answer(CallOk(http::Method::kGet, runs_path), [&](const ApiReply& reply) {
+            std::vector<std::vector<std::string>> rows;
+            for (const auto& run : reply.json.value("items", nlohmann::json::array())) {
+                rows.push_back({FieldCell(run, "id"), TimeCell(run, "scheduled_time"), FieldCell(run, "kind"),
+                                FieldCell(run, "status"), FieldCell(run, "generation"),
+                                SanitizeCell(FieldCell(run, "reason"))});
+            }
+            out_ << RenderTable({"RUN", "SCHEDULED", "KIND", "STATUS", "GENERATION", "REASON"}, rows);
+        });
+    }
+    if (sub == "trigger") {
+        std::optional<nlohmann::json> body;
+        if (o_.params) {
+            // JSON text is sent as JSON (the steps receive its compact text); anything else as a string.
+            nlohmann::json params = nlohmann::json::parse(*o_.params, nullptr, false);
+            if (params.is_discarded()) params = *o_.params;
+            body = nlohmann::json{{"params", std::move(params)}};
+        }
+        return Answer(CallOk(http::Method::kPost, path + "/trigger", body), [&](const ApiReply& reply) {
+            out_ << "workflow " << id << " triggered: run " << FieldCell(reply.json, "id") << "\n";
+        });
+    }
+    return Answer(CallOk(http::Method::kPost, path + "/" + sub),
+                  [&](const ApiReply&) { out_ << "workflow " << id << (sub == "pause" ? " paused\n" : " resumed\n"); });
 }
 
 }  // namespace

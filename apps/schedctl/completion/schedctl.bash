@@ -15,12 +15,12 @@ _schedctl() {
             COMPREPLY=($(compgen -W "pending dispatching running succeeded failed timeout killed lost skipped" -- "$cur"))
             return ;;
         --action)
-            COMPREPLY=($(compgen -W "create update delete pause resume trigger kill revoke rotate denied" -- "$cur"))
+            COMPREPLY=($(compgen -W "create update delete pause resume trigger kill revoke rotate rerun denied" -- "$cur"))
             return ;;
         --role)
             COMPREPLY=($(compgen -W "admin operator viewer executor" -- "$cur"))
             return ;;
-        --server|--timeout|--job|--limit|--name|--apps|--note|--since|--actor)
+        --server|--timeout|--job|--limit|--name|--apps|--note|--since|--actor|--params|--from-step)
             return ;;
     esac
     local i word
@@ -36,7 +36,7 @@ _schedctl() {
     done
     local words
     case "$cmd" in
-        "") words="jobs fires calendars executors cluster tokens audit apply diff $globals" ;;
+        "") words="jobs fires calendars workflows executors cluster tokens audit apply diff $globals" ;;
         jobs)
             if [[ -z "$sub" ]]; then words="list get create update pause resume trigger backfill delete"
             elif [[ "$sub" == pause ]]; then words="--note $globals"
@@ -48,6 +48,12 @@ _schedctl() {
         calendars)
             if [[ -z "$sub" ]]; then words="list get apply delete"
             elif [[ "$sub" == apply ]]; then words="-f --dry-run --prune $globals"
+            else words="$globals"; fi ;;
+        workflows)
+            if [[ -z "$sub" ]]; then words="list get pause resume trigger runs run rerun"
+            elif [[ "$sub" == trigger ]]; then words="--params $globals"
+            elif [[ "$sub" == runs ]]; then words="--limit $globals"
+            elif [[ "$sub" == rerun ]]; then words="--from-step $globals"
             else words="$globals"; fi ;;
         executors) [[ -z "$sub" ]] && words="list" || words="$globals" ;;
         cluster) [[ -z "$sub" ]] && words="status" || words="$globals" ;;

@@ -99,5 +99,25 @@ TEST(RunCli, AuditAndPauseNoteOptionsAreCheckedBeforeAnyCall) {
     EXPECT_NE(Schedctl({"--help"}).out.find("jobs pause ID [--note TEXT]"), std::string::npos);
 }
 
+TEST(RunCli, WorkflowsCommandsCheckTheirArgumentsBeforeAnyCall) {
+    auto r = Schedctl({"--server", "http://127.0.0.1:1", "workflows", "frob", "1"});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find("workflows: expected list, get, pause, resume, trigger, runs, run or rerun"),
+              std::string::npos)
+        << r.err;
+    r = Schedctl({"--server", "http://127.0.0.1:1", "workflows", "rerun", "7"});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find("workflows rerun: --from-step NAME is required"), std::string::npos) << r.err;
+    r = Schedctl({"--server", "http://127.0.0.1:1", "workflows", "run", "x7"});
+    EXPECT_NE(r.err.find("ID: expected a positive integer, got \"x7\""), std::string::npos) << r.err;
+    r = Schedctl({"--server", "http://127.0.0.1:1", "workflows", "get", "3", "--params", "{}"});
+    EXPECT_NE(r.err.find("--params: only workflows trigger takes params"), std::string::npos) << r.err;
+    r = Schedctl({"--server", "http://127.0.0.1:1", "workflows", "trigger", "3", "--from-step", "b"});
+    EXPECT_NE(r.err.find("--from-step: only workflows rerun takes a step"), std::string::npos) << r.err;
+    r = Schedctl({"--server", "http://127.0.0.1:1", "workflows", "runs", "3", "--limit", "lots"});
+    EXPECT_NE(r.err.find("--limit: expected a positive integer"), std::string::npos) << r.err;
+    EXPECT_NE(Schedctl({"--help"}).out.find("workflows rerun RUN_ID --from-step NAME"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace sched::ctl

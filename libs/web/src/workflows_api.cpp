@@ -401,8 +401,3 @@ void AddWorkflowRoutes(Routes& routes) {
 }
 
 }  // namespace sched::web::impl
-
-// Until the run's page is built (workflow_runs_api.cpp, with store::EvaluateRun).
-namespace sched::web::impl {
-void AddWorkflowRunRoute(Routes&) {}
-}  // namespace sched::web::impl

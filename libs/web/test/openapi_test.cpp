@@ -6,11 +6,13 @@
 #include <cctype>
 #include <set>
 
+#include "impl/workflows.hpp"
 #include "sched/common/config.hpp"
 #include "sched/common/job_vocabulary.hpp"
 #include "sched/cron/cron_expression.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/token.hpp"
+#include "sched/store/workflow_progress.hpp"
 #include "sched/web/web_service.hpp"
 #include "web_test_base.hpp"
 
@@ -221,6 +223,35 @@ TEST_P(OpenApiTest, TheDocumentsEnumsAreTheCodes) {
         EXPECT_EQ(overlaps[i], cron::DstOverlapName(static_cast<cron::DstOverlap>(i)));
     }
     EXPECT_FALSE(schemas["JobInput"]["additionalProperties"].get<bool>());
+}
+
+TEST_P(OpenApiTest, TheWorkflowSchemasAreTheCodes) {
+    const auto& schemas = doc_["components"]["schemas"];
+    const auto names = [](const auto& table) {
+        return std::vector<std::string>(table.names().begin(), table.names().end());
+    };
+    EXPECT_EQ(schemas["WorkflowEdge"]["properties"]["condition"]["enum"].get<std::vector<std::string>>(),
+              names(store::kEdgeConditionNames));
+    EXPECT_EQ(schemas["WorkflowRun"]["properties"]["status"]["enum"].get<std::vector<std::string>>(),
+              names(store::kWorkflowRunStatusNames));
+    EXPECT_EQ(schemas["WorkflowRun"]["properties"]["kind"]["enum"].get<std::vector<std::string>>(),
+              names(store::kWorkflowRunKindNames));
+    EXPECT_EQ(schemas["WorkflowRunStep"]["properties"]["state"]["enum"].get<std::vector<std::string>>(),
+              names(store::kStepStateNames));
+    for (const char* field : {"schedule_type", "misfire_policy"}) {
+        EXPECT_EQ(schemas["WorkflowInput"]["properties"][field]["enum"],
+                  schemas["JobInput"]["properties"][field]["enum"])
+            << field;
+    }
+    // The input schema lists exactly the fields the API reads; Workflow adds the read-only ones.
+    std::set<std::string> input;
+    for (const auto& [k, v] : schemas["WorkflowInput"]["properties"].items()) input.insert(k);
+    EXPECT_EQ(input, std::set<std::string>(impl::kWorkflowFields.begin(), impl::kWorkflowFields.end()));
+    std::set<std::string> shape;
+    for (const auto& [k, v] : schemas["Workflow"]["properties"].items()) shape.insert(k);
+    std::set<std::string> expected(impl::kWorkflowFields.begin(), impl::kWorkflowFields.end());
+    expected.insert(impl::kWorkflowReadOnly.begin(), impl::kWorkflowReadOnly.end());
+    EXPECT_EQ(shape, expected);
 }
 
 SCHED_DB_TEST_SUITE(OpenApiTest);

@@ -18,8 +18,10 @@ namespace sched::web::impl {
 /// One change to record: what was done (action) to which target, and the target's JSON (its
 /// API view) before and after. nullopt: did not exist before / is gone after.
 struct AuditChange {
-    std::string action;       ///< create | update | delete | pause | resume | trigger | kill | revoke | rotate | cancel
-    std::string target_kind;  ///< job | fire | token | alert-rule | signing-key | calendar | backfill | route
+    std::string
+        action;  ///< create | update | delete | pause | resume | trigger | kill | revoke | rotate | cancel | rerun
+    std::string target_kind;  ///< job | fire | token | alert-rule | signing-key | calendar | backfill | workflow |
+                              ///< workflow-run | route
     std::string target_id;
     std::string target_name;
     std::optional<nlohmann::json> before;
