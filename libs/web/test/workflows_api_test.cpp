@@ -1,5 +1,6 @@
 // Workflows and their runs over real HTTP, on SQLite and MariaDB (docs/workflows.md).
 
+#include "sched/store/fire.hpp"
 #include "sched/store/workflow_run.hpp"
 #include "web_test_base.hpp"
 
@@ -245,6 +246,37 @@ TEST_P(WorkflowsApiTest, ARunShowsItsStepsWaitingBeforeAnyFire) {
     ASSERT_EQ(run["edges"].size(), 2u);
     EXPECT_EQ(run["edges"][1], nlohmann::json({{"parent", "a"}, {"child", "c"}, {"condition", "on-failure"}}));
     EXPECT_EQ(Get("/api/v1/workflow-runs/999").status, 404);
+}
+
+TEST_P(WorkflowsApiTest, ARunStepShowsItsFireAndLag) {
+    const auto w = CreateWorkflow(Body3());
+    const auto run = Body(Call(Method::kPost, PathOf(w) + "/trigger"));
+    // Step a's first fire, dispatched 7 ms after its scheduled time, as the master and a slave make it.
+    store::Fire f;
+    f.job_id = jobs_[0];
+    f.scheduled_time = run["scheduled_time"];
+    f.kind = store::FireKind::kWorkflow;
+    f.epoch = 1;
+    f.workflow_run_id = run["id"].get<std::int64_t>();
+    f.workflow_step = "a";
+    auto id = db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
+    ASSERT_TRUE(id.ok() && *id);
+    ASSERT_TRUE(store::FireRepository(db())
+                    .Transition(**id, {store::FireStatus::kPending}, store::FireStatus::kDispatching,
+                                {.assigned_node = "node-a", .dispatched_at = f.scheduled_time + 7})
+                    .ok());
+    auto got = Get(RunPath(run));
+    ASSERT_EQ(got.status, 200) << got.body;
+    const auto a = Body(got)["steps"][0];
+    EXPECT_EQ(a["state"], "running") << a.dump();
+    EXPECT_EQ(a["fire_id"], **id);
+    EXPECT_EQ(a["fire_status"], "dispatching");
+    EXPECT_EQ(a["generation"], 0);
+    EXPECT_EQ(a["attempts"], 1);
+    EXPECT_EQ(a["ready_at"], run["started_at"]);  // a root is ready when the run starts
+    EXPECT_EQ(a["dispatched_at"], f.scheduled_time + 7);
+    EXPECT_EQ(a["lag_ms"], f.scheduled_time + 7 - run["started_at"].get<std::int64_t>());
+    EXPECT_EQ(Body(got)["steps"][1]["state"], "waiting");
 }
 
 TEST_P(WorkflowsApiTest, RerunIsRefusedUnlessTheRunFailedAndThereIsRoom) {
