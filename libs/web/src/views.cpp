@@ -115,6 +115,8 @@ nlohmann::json FireJson(const store::Fire& f) {
         {"reason", f.reason ? nlohmann::json(store::FireReasonName(*f.reason)) : nlohmann::json(nullptr)},
         {"skipped_until", OrNull(f.skipped_until)},
         {"skipped_count", OrNull(f.skipped_count)},
+        {"workflow_run_id", OrNull(f.workflow_run_id)},
+        {"workflow_step", OrNull(f.workflow_step)},
         {"lag_ms", OrNull(lag)},
         {"duration_ms", OrNull(duration)},
     };
