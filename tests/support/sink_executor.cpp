@@ -1,11 +1,12 @@
 // sched-sink-executor: one executor instance for the chaos suite (tests/cluster/chaos_test.cpp),
 // built on the client SDK. It serves the handler `sink`, which appends one JSON line per run to
-// a log file and then, if the params say so ({"ms": N}), sleeps N ms (cancellable). Each line
+// a log file and then, if the params say so ({"ms": N}), sleeps N ms (cancellable), or fails
+// while a file exists ({"fail_if_exists": PATH}, for the workflow tests). Each line
 // is written with one write(2) on an O_APPEND descriptor, so a kill -9 loses at most the line
 // being written and never interleaves two lines.
 //
 // Line: {"arrival_ms", "job_id", "fire_id", "scheduled_ms", "attempt", "epoch", "instance",
-// "address"}. arrival_ms is when the handler started (the SDK runs the handler as soon as it
+// "address", "params"}. arrival_ms is when the handler started (the SDK runs the handler as soon as it
 // accepted the run, unless the job's serial block strategy queues it behind a running one).
 // The SDK answers a repeated (fire_id, attempt) with 202 without running it again, so a
 // re-sent identical request to the same instance leaves no second line; every other double
@@ -20,6 +21,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -117,7 +119,8 @@ int main(int argc, char** argv) {
                 const nlohmann::json line = {{"arrival_ms", WallMs()},   {"job_id", ctx.job_id()},
                                              {"fire_id", ctx.fire_id()}, {"scheduled_ms", ctx.scheduled_ms()},
                                              {"attempt", ctx.attempt()}, {"epoch", ctx.epoch()},
-                                             {"instance", instance},     {"address", address}};
+                                             {"instance", instance},     {"address", address},
+                                             {"params", ctx.params()}};
                 const std::string text = line.dump() + "\n";
                 if (::write(log_fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
                     return sched::Status(sched::Code::kInternal, "sink log write failed");
@@ -131,6 +134,13 @@ int main(int argc, char** argv) {
                 if (!ctx.SleepFor(std::chrono::milliseconds(params["ms"].get<std::int64_t>()))) {
                     return sched::Status(sched::Code::kCancelled, "interrupted");
                 }
+            }
+            // {"fail_if_exists": PATH} fails the run while PATH exists (a step that fails until
+            // the operator fixes it, for the workflow tests).
+            if (params.is_object() && params.contains("fail_if_exists") && params["fail_if_exists"].is_string() &&
+                std::filesystem::exists(params["fail_if_exists"].get<std::string>())) {
+                return sched::Status(sched::Code::kFailedPrecondition,
+                                     params["fail_if_exists"].get<std::string>() + " exists");
             }
             ctx.SetResultMessage("sunk");
             return sched::Status::Ok();

@@ -258,6 +258,33 @@ std::vector<WorkflowRun> WorkflowRunRepository::FindRunning(soci::session& s, co
     return out;
 }
 
+std::map<std::int64_t, std::string> WorkflowRunRepository::ParamsOf(soci::session& s,
+                                                                    const std::vector<std::int64_t>& ids) {
+    struct Row {
+        std::int64_t id = 0;
+        std::string params;
+        void BindInto(soci::statement& st) {
+            st.exchange(soci::into(id));
+            st.exchange(soci::into(params));
+        }
+        std::pair<std::int64_t, std::string> Finish() const { return {id, params}; }
+    };
+    constexpr std::size_t kChunk = 500;
+    std::map<std::int64_t, std::string> out;
+    for (std::size_t begin = 0; begin < ids.size(); begin += kChunk) {
+        std::string in;
+        for (std::size_t i = begin; i < std::min(ids.size(), begin + kChunk); ++i) {
+            in += (in.empty() ? "" : ", ") + std::to_string(ids[i]);  // numbers, not input text
+        }
+        for (auto& [id, params] : impl::SelectRows<Row>(
+                 s, "SELECT id, params FROM workflow_run WHERE params IS NOT NULL AND id IN (" + in + ")",
+                 [](soci::statement&) {})) {
+            out.emplace(id, std::move(params));
+        }
+    }
+    return out;
+}
+
 bool WorkflowRunRepository::End(soci::session& s, std::int64_t id, WorkflowRunStatus status,
                                 const std::optional<std::string>& reason, std::int64_t now_ms) {
     if (status == WorkflowRunStatus::kRunning) throw std::logic_error("WorkflowRunRepository::End to running");

@@ -97,6 +97,12 @@ TEST_P(WorkflowRunRepositoryTest, ARunIsCreatedOncePerScheduledTime) {
     EXPECT_EQ(listed->at(0).scheduled_time, 2000);  // newest first
     EXPECT_EQ(runs.ListForWorkflow(7, listed->at(0).id, 10)->size(), 1u);
     EXPECT_TRUE(runs.ListForWorkflow(8, 0, 10)->empty());
+
+    // The slave's claim reads the params of the runs that have them, and only those.
+    const std::int64_t other = listed->at(0).id;
+    auto params = db().Run([&](soci::session& s) { return WorkflowRunRepository::ParamsOf(s, {*id, other, 999}); });
+    ASSERT_TRUE(params.ok());
+    EXPECT_EQ(*params, (std::map<std::int64_t, std::string>{{*id, *manual.params}}));
 }
 
 TEST_P(WorkflowRunRepositoryTest, EndAndRerunAreCompareAndSet) {

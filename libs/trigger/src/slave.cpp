@@ -43,15 +43,19 @@ protocol::RunAnswer ReadAnswer(const http::ClientResponse& r) {
     return protocol::ReadRunAnswer(r.status, j.ok() ? *j : nlohmann::json());
 }
 
-// A /v1/run body for `fire` of `job`, claimed in a group at `epoch`.
-nlohmann::json RunJson(const store::Fire& fire, const store::Job& job, std::int64_t epoch) {
+// A /v1/run body for `fire` of `job`, claimed in a group at `epoch`. `run_params`: the
+// group's workflow-run params; a step of a run triggered with params gets them instead of
+// its job's (docs/workflows.md "Manual trigger").
+nlohmann::json RunJson(const store::Fire& fire, const store::Job& job, std::int64_t epoch,
+                       const std::map<std::int64_t, std::string>& run_params) {
     protocol::RunRequest run;
     run.fire_id = fire.id;
     run.job_id = job.id;
     run.attempt = fire.attempt;
     run.epoch = epoch;
     run.handler = job.handler;
-    run.params = ParamsJson(job.params);
+    const auto run_it = fire.workflow_run_id ? run_params.find(*fire.workflow_run_id) : run_params.end();
+    run.params = ParamsJson(run_it != run_params.end() ? run_it->second : job.params);
     run.scheduled_ms = fire.scheduled_time;
     run.timeout_ms = job.timeout_ms;
     run.shard_index = fire.shard_index;
@@ -120,6 +124,7 @@ struct Slave::Group {
     std::int64_t token = 0;          // the claim's: a fire is still this group's while it carries it
     std::vector<store::Fire> fires;  // won by the claim, earliest due first
     std::map<std::int64_t, store::Job> jobs;
+    std::map<std::int64_t, std::string> run_params;  // of workflow runs triggered with params
     std::shared_ptr<const Registry> registry;
 };
 
@@ -393,6 +398,7 @@ net::awaitable<void> Slave::ClaimAndSend(std::vector<store::Fire> fires) {
     group->token = token;
     group->fires = std::move(claimed->fires);
     for (auto& job : claimed->jobs) group->jobs.emplace(job.id, std::move(job));
+    group->run_params = std::move(claimed->run_params);
 
     // The registry changes every few seconds (heartbeats), not every fire: one read per
     // executor-refresh, and again when a fire's app has no instance in a copy read before this
@@ -539,7 +545,7 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
     http::CallOptions call{.timeout = config_.dispatch_timeout};
 
     std::int64_t epoch = group->epoch;
-    std::string run = RunJson(fire, job, epoch).dump();
+    std::string run = RunJson(fire, job, epoch, group->run_params).dump();
     bool restamped = false;
     const std::string app = job.app;
     std::string reasons;
@@ -616,7 +622,7 @@ net::awaitable<void> Slave::Send(std::shared_ptr<const Group> group, store::Fire
                     spdlog::info("slave {}: fire {} re-stamped from epoch {} to {} after {} refused the older one",
                                  node_id_, fire.id, epoch, **fresh, address);
                     epoch = **fresh;
-                    run = RunJson(fire, job, epoch).dump();
+                    run = RunJson(fire, job, epoch, group->run_params).dump();
                     --a;  // the same instance again
                     continue;
                 }
@@ -747,7 +753,8 @@ net::awaitable<void> Slave::SendBatch(std::shared_ptr<const Group> group, std::s
         std::string runs;
         std::size_t to = from;
         for (; to < fires.size(); ++to) {
-            const std::string run = RunJson(fires[to], group->jobs.at(fires[to].job_id), group->epoch).dump();
+            const std::string run =
+                RunJson(fires[to], group->jobs.at(fires[to].job_id), group->epoch, group->run_params).dump();
             if (to > from && runs.size() + run.size() > kBatchBodyBytes) break;
             if (to > from) runs += ',';
             runs += run;

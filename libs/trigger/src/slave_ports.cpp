@@ -3,6 +3,7 @@
 #include <set>
 
 #include "sched/store/fire_claims.hpp"
+#include "sched/store/workflow_run.hpp"
 
 namespace sched::trigger {
 
@@ -38,6 +39,15 @@ Result<ClaimedGroup> SqlFireClaimStore::Claim(const std::vector<std::int64_t>& i
         for (const auto& f : group.fires) job_ids.insert(f.job_id);
         if (!job_ids.empty()) {
             group.jobs = store::JobRepository::FindMany(s, std::vector<std::int64_t>(job_ids.begin(), job_ids.end()));
+        }
+        // A fifth statement only for groups with workflow step fires.
+        std::set<std::int64_t> run_ids;
+        for (const auto& f : group.fires) {
+            if (f.workflow_run_id) run_ids.insert(*f.workflow_run_id);
+        }
+        if (!run_ids.empty()) {
+            group.run_params =
+                store::WorkflowRunRepository::ParamsOf(s, std::vector<std::int64_t>(run_ids.begin(), run_ids.end()));
         }
         return group;
     });

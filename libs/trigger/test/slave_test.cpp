@@ -32,6 +32,7 @@ class FakeStore final : public FireClaimStore {
     mutable std::mutex mu;
     std::map<std::int64_t, Fire> fires;
     std::map<std::int64_t, store::Job> jobs;
+    std::map<std::int64_t, std::string> run_params;  // workflow run id -> its trigger's params
     std::vector<store::ExecutorInstance> executors;
     std::vector<std::vector<std::int64_t>> claims;  // the ids of every Claim call
     std::vector<std::int64_t> tokens;               // the token of every Claim call
@@ -113,6 +114,11 @@ class FakeStore final : public FireClaimStore {
         }
         for (auto id : job_ids) {
             if (jobs.contains(id)) g.jobs.push_back(jobs.at(id));
+        }
+        for (const auto& f : g.fires) {
+            if (f.workflow_run_id && run_params.contains(*f.workflow_run_id)) {
+                g.run_params[*f.workflow_run_id] = run_params.at(*f.workflow_run_id);
+            }
         }
         return g;
     }
@@ -365,6 +371,33 @@ TEST_F(SlaveTest, ABurstIsClaimedAsOneGroupAndSentAtItsDueTime) {
         EXPECT_GE(c.at_ms, due) << "sent before its due time";
         EXPECT_NE(c.body.find("\"epoch\":42"), std::string::npos) << c.body;
     }
+}
+
+TEST_F(SlaveTest, AStepOfAWorkflowRunTriggeredWithParamsGetsTheRunsParams) {
+    store_->jobs[7].params = R"({"job":true})";
+    const std::int64_t due = Now() + 100;
+    store_->Add(1, 7, due);  // an ordinary fire: the job's params
+    store_->Add(2, 7, due);  // a step of run 5, triggered with params
+    store_->Add(3, 7, due);  // a step of run 6, triggered without
+    {
+        std::lock_guard lock(store_->mu);
+        store_->fires[2].fire.workflow_run_id = 5;
+        store_->fires[3].fire.workflow_run_id = 6;
+        store_->run_params[5] = R"({"region":"eu"})";
+    }
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] { return AllIn({1, 2, 3}, FireStatus::kRunning); }));
+    std::map<std::int64_t, nlohmann::json> params;
+    std::lock_guard lock(executors_->mu);
+    for (const auto& c : executors_->calls) {
+        const auto body = nlohmann::json::parse(c.body);
+        const auto runs = body.contains("runs") ? body["runs"] : nlohmann::json::array({body});
+        for (const auto& run : runs) params[run["fire_id"].get<std::int64_t>()] = run["params"];
+    }
+    ASSERT_EQ(params.size(), 3u);
+    EXPECT_EQ(params[1], nlohmann::json({{"job", true}}));
+    EXPECT_EQ(params[2], nlohmann::json({{"region", "eu"}}));
+    EXPECT_EQ(params[3], nlohmann::json({{"job", true}}));
 }
 
 TEST_F(SlaveTest, RunsABatchRefusedGoThePerFirePathAndABlockedOneIsSkipped) {

@@ -11,6 +11,7 @@
 /// racing on one run produce one outcome.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -90,6 +91,9 @@ class WorkflowRunRepository {
     /// Running runs with no step fire (nor skip row) in their current generation, oldest first,
     /// at most `limit`: runs created or re-run through the API that the master has not started.
     static std::vector<WorkflowRun> ListUnstarted(soci::session& s, int limit);
+    /// The params of those of these runs that have params, by run id (the slave's claim: a
+    /// manual run's params go to every step). One statement per 500 ids.
+    static std::map<std::int64_t, std::string> ParamsOf(soci::session& s, const std::vector<std::int64_t>& ids);
     /// The runs with these ids that are `running`, in id order (one statement per 500 ids).
     static std::vector<WorkflowRun> FindRunning(soci::session& s, const std::vector<std::int64_t>& ids);
     /// running -> `status` (succeeded, failed or timed-out) with `reason` and ended_at = `now_ms`.

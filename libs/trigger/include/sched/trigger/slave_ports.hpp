@@ -9,6 +9,7 @@
 /// thread. Every method is safe to call from several threads.
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,6 +33,10 @@ struct ClaimedGroup {
     std::int64_t epoch = 0;
     std::vector<store::Fire> fires;
     std::vector<store::Job> jobs;
+    /// The params of the workflow runs (by run id) of fires among `fires` whose run was
+    /// triggered with params: each step of such a run gets them instead of its job's
+    /// (docs/workflows.md "Manual trigger").
+    std::map<std::int64_t, std::string> run_params;
 };
 
 /// A fire's end as the slave records it: by CAS from `from`, with its message and, for a fire
