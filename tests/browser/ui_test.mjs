@@ -2,7 +2,10 @@
 // sign in, create a job with a cron expression and watch its live preview, trigger it, and see
 // its fire appear and succeed on a real demo-client; then visit every page (the dashboard with a
 // failing job beside it), create a viewer and
-// an app-scoped executor token, and sign in as the viewer: no mutating control is offered. Along
+// an app-scoped executor token, and sign in as the viewer: no mutating control is offered. A
+// workflow (a diamond created through the API) shows in the Workflows list, its page and a
+// triggered run's page draw its DAG as SVG, one box per step classed by the step's state; a
+// failed run offers a re-run from its failed step. Along
 // the way (issue 19): no nav or Sign out on the sign-in page, times in the job's zone with its
 // label, a manual fire's epoch is the one its log names, params come back as JSON, the fire
 // list filters by job name, a killed fire's log panel shows the ended run, and at 375 px no
@@ -439,6 +442,115 @@ async function main() {
         .locator(`a[href="#/calendars/${calendar.id}"]`).waitFor();
     });
 
+    // Each step's box in the run's DAG is classed by the state the step table shows, as wanted.
+    const checkSteps = async (wanted) => {
+      for (const [st, want] of Object.entries(wanted)) {
+        const node = page.locator(`svg.dag g.node[data-step="${st}"]`);
+        const cls = (await node.getAttribute('class')).split(' ');
+        const state = await node.getAttribute('data-state');
+        const shown = (await page.locator(`tr[data-step="${st}"] td`).nth(1).locator('.badge').textContent()).trim();
+        if (state !== want || !cls.includes(want) || shown !== want) {
+          throw new Error(`step ${st}: class "${cls.join(' ')}", data-state ${state}, table ${shown}; wanted ${want}`);
+        }
+      }
+    };
+    let workflow = null;
+    let workflowRun = null;
+    await step('workflows: the list, a diamond\'s DAG, a triggered run\'s DAG with each step\'s state', async () => {
+      // The diamond of docs/workflows.md (a -> b, a -> c, b -> d, c -> d always), created through
+      // the API: the UI offers no workflow form.
+      const jobs = {};
+      for (const name of ['a', 'b', 'c', 'd']) {
+        jobs[name] = await api('POST', '/api/v1/jobs', { name: `browser-wf-${name}`, app: 'demo', handler: 'echo',
+          schedule_type: 'manual', schedule_expr: '' });
+      }
+      workflow = await api('POST', '/api/v1/workflows', {
+        name: 'browser-diamond', description: 'a, then b and c, then d', schedule_type: 'manual', schedule_expr: '',
+        time_zone: 'Europe/Berlin',
+        steps: ['a', 'b', 'c', 'd'].map((name) => ({ name, job_id: jobs[name].id })),
+        edges: [{ parent: 'a', child: 'b' }, { parent: 'a', child: 'c' }, { parent: 'b', child: 'd' },
+          { parent: 'c', child: 'd', condition: 'always' }],
+      });
+      await page.getByRole('link', { name: 'Workflows', exact: true }).click();
+      await page.getByRole('heading', { name: 'Workflows' }).waitFor();
+      const row = page.locator(`tr[data-workflow="${workflow.id}"]`);
+      await row.getByRole('link', { name: 'browser-diamond' }).waitFor();
+      await row.locator('td[data-steps="4"]').waitFor();
+      await row.locator('.badge', { hasText: 'active' }).waitFor();
+      await shot(page, '12k-workflows.png');
+
+      // The workflow's page: one box per step, layered by the longest path from the root.
+      await row.getByRole('link', { name: 'browser-diamond' }).click();
+      await page.getByRole('heading', { name: /browser-diamond/ }).waitFor();
+      await page.getByText('No runs yet.').waitFor();
+      const nodes = page.locator('svg.dag g.node');
+      if (await nodes.count() !== 4) throw new Error(`the workflow's DAG has ${await nodes.count()} nodes, not 4`);
+      if (await page.locator('svg.dag path.edge').count() !== 4) throw new Error('the DAG does not draw 4 edges');
+      await page.locator('svg.dag text.edge-label', { hasText: 'always' }).waitFor();
+      if (await page.locator('svg.dag text.edge-label').count() !== 1) throw new Error('an on-success edge is labelled');
+      const x = async (step) => Number(await page.locator(`svg.dag g.node[data-step="${step}"] rect`).getAttribute('x'));
+      const [xa, xb, xc, xd] = [await x('a'), await x('b'), await x('c'), await x('d')];
+      if (!(xa < xb && xb === xc && xc < xd)) throw new Error(`layers a ${xa}, b ${xb}, c ${xc}, d ${xd}`);
+
+      // Pause and resume from the page, then trigger a run.
+      await page.getByRole('button', { name: 'Pause', exact: true }).click();
+      await page.locator('h1 .badge', { hasText: 'paused' }).waitFor();
+      await page.getByRole('button', { name: 'Resume', exact: true }).click();
+      await page.locator('h1 .badge', { hasText: 'active' }).waitFor();
+      await page.getByRole('button', { name: 'Trigger now' }).click();
+      await page.locator('.banner.info', { hasText: 'created' }).waitFor();
+      const runRow = page.locator('tr[data-run]').first();
+      await runRow.waitFor();
+      await shot(page, '12l-workflow.png');
+
+      // The run: the same DAG, each box classed by its step's state, as the step table says. The
+      // master runs the diamond on the demo-client (echo): the page follows it to the end.
+      await runRow.locator('a').first().click();
+      await page.getByRole('heading', { name: /^Run #\d+ of browser-diamond/ }).waitFor();
+      workflowRun = Number((await page.locator('h1').textContent()).match(/^Run #(\d+)/)[1]);
+      const runNodes = page.locator('svg.dag g.node');
+      await runNodes.first().waitFor();
+      if (await runNodes.count() !== 4) throw new Error(`the run's DAG has ${await runNodes.count()} nodes, not 4`);
+      await page.locator('h1 .badge', { hasText: 'succeeded' }).waitFor({ timeout: 30000 });
+      await checkSteps({ a: 'succeeded', b: 'succeeded', c: 'succeeded', d: 'succeeded' });
+      for (const state of ['waiting', 'running', 'succeeded', 'failed', 'skipped']) {
+        await page.locator(`.legend [data-legend="${state}"] .swatch.step-${state}`).waitFor();
+      }
+      // Each step links its fire; a succeeded run offers no re-run.
+      for (const st of ['a', 'b', 'c', 'd']) await page.locator(`tr[data-step="${st}"] a[href^="#/fires/"]`).waitFor();
+      if (await page.getByRole('button', { name: 'Re-run from here' }).count() !== 0) {
+        throw new Error('a succeeded run offers a re-run');
+      }
+      await shot(page, '12m-workflow-run.png');
+    });
+
+    await step('workflows: a failed step skips its child, the run page colours it and re-runs from it', async () => {
+      const ok = await api('POST', '/api/v1/jobs', { name: 'browser-wf-ok', app: 'demo', handler: 'echo',
+        schedule_type: 'manual', schedule_expr: '' });
+      const bad = await api('POST', '/api/v1/jobs', { name: 'browser-wf-bad', app: 'demo', handler: 'fail',
+        schedule_type: 'manual', schedule_expr: '' });
+      const after = await api('POST', '/api/v1/jobs', { name: 'browser-wf-after', app: 'demo', handler: 'echo',
+        schedule_type: 'manual', schedule_expr: '' });
+      const chain = await api('POST', '/api/v1/workflows', {
+        name: 'browser-chain', schedule_type: 'manual', schedule_expr: '',
+        steps: [{ name: 'ok', job_id: ok.id }, { name: 'bad', job_id: bad.id }, { name: 'after', job_id: after.id }],
+        edges: [{ parent: 'ok', child: 'bad' }, { parent: 'bad', child: 'after' }],
+      });
+      const run = await api('POST', `/api/v1/workflows/${chain.id}/trigger`, {});
+      await page.goto(`${base}/#/workflow-runs/${run.id}`);
+      await page.locator('h1 .badge', { hasText: 'failed' }).waitFor({ timeout: 30000 });
+      await checkSteps({ ok: 'succeeded', bad: 'failed', after: 'skipped' });
+      await page.locator('tr[data-step="after"]', { hasText: 'upstream' }).waitFor();
+      await shot(page, '12n-workflow-run-failed.png');
+      page.once('dialog', (d) => d.accept());
+      await page.locator('tr[data-step="bad"]').getByRole('button', { name: 'Re-run from here' }).click();
+      await page.locator('.banner.info', { hasText: 're-runs from "bad"' }).waitFor();
+      // The re-run fails at "bad" again: generation 1, from "bad".
+      await page.locator('dd', { hasText: '1 (last from "bad")' }).waitFor();
+      await page.locator('h1 .badge', { hasText: 'failed' }).waitFor({ timeout: 30000 });
+      await checkSteps({ ok: 'succeeded', bad: 'failed', after: 'skipped' });
+    });
+
     await step('at phone width (375 px) no page scrolls sideways', async () => {
       await page.setViewportSize({ width: 375, height: 800 });
       const hello = (await api('GET', '/api/v1/jobs?q=browser-hello')).items[0];
@@ -446,7 +558,8 @@ async function main() {
         ['#/jobs', 'tr[data-job]'], [`#/jobs/${hello.id}`, 'tr[data-fire]'], ['#/fires', 'tr[data-fire]'],
         [`#/fires/${killedFire}`, 'dl.facts'], ['#/dashboard', 'svg.chart'], ['#/executors', 'section[data-app]'],
         ['#/cluster', 'td .badge'], ['#/tokens', 'input[name="name"]'], ['#/jobs/new', 'textarea[name="params"]'],
-        ['#/audit', 'tr[data-audit]'], ['#/calendars', 'tr[data-calendar]']]) {
+        ['#/audit', 'tr[data-audit]'], ['#/calendars', 'tr[data-calendar]'], ['#/workflows', 'tr[data-workflow]'],
+        [`#/workflows/${workflow.id}`, 'svg.dag'], [`#/workflow-runs/${workflowRun}`, 'svg.dag']]) {
         await page.goto(`${base}/${route}`);
         await page.locator(ready).first().waitFor();
         const width = await page.evaluate(() => document.documentElement.scrollWidth);
@@ -525,6 +638,12 @@ async function main() {
       await calendarRow.getByRole('link', { name: 'browser-holidays' }).click();
       await page.locator('tr[data-day]').first().waitFor();
       await none('Edit or Delete on the calendar page', page.locator('h1 .actions'));
+      await page.goto(`${base}/#/workflows/${workflow.id}`);
+      await page.locator('svg.dag g.node').first().waitFor();
+      await none('Trigger/Pause on the workflow page', page.locator('h1 button'));
+      await page.goto(`${base}/#/workflows`);
+      await page.locator(`tr[data-workflow="${workflow.id}"]`).waitFor();
+      await none('Trigger/Pause in the workflows list', page.locator('tr[data-workflow] button'));
       await shot(page, '17-viewer-no-forms.png');
     });
 

@@ -183,7 +183,8 @@ TEST_P(WorkflowProcess, ADiamondRunsOnScheduleFailsAtBAndARerunFromBCompletes) {
     ASSERT_TRUE(testing::WaitFor(
         [&] {
             succeeded.clear();
-            for (const auto& r : Call("GET", wf_path + "/runs?limit=100", nullptr, 200)["items"]) {
+            const auto page = Call("GET", wf_path + "/runs?limit=100", nullptr, 200);
+            for (const auto& r : page["items"]) {
                 if (r["status"] == "succeeded") succeeded.push_back(r["id"].get<std::int64_t>());
             }
             return succeeded.size() >= 2;
@@ -216,7 +217,8 @@ TEST_P(WorkflowProcess, ADiamondRunsOnScheduleFailsAtBAndARerunFromBCompletes) {
     std::int64_t failed = 0;
     ASSERT_TRUE(testing::WaitFor(
         [&] {
-            for (const auto& r : Call("GET", wf_path + "/runs?limit=100", nullptr, 200)["items"]) {
+            const auto page = Call("GET", wf_path + "/runs?limit=100", nullptr, 200);
+            for (const auto& r : page["items"]) {
                 if (r["status"] == "failed") failed = r["id"].get<std::int64_t>();
             }
             return failed != 0;

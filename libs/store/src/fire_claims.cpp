@@ -13,7 +13,7 @@ namespace {
 // The columns the slave needs to dispatch a fire.
 constexpr const char* kClaimColumns =
     "id, job_id, scheduled_time, kind, attempt, shard_index, shard_total, epoch, assigned_node, status, due_at, "
-    "dispatch_epoch, dispatched_at, created_at";
+    "dispatch_epoch, dispatched_at, created_at, workflow_run_id";
 
 struct ClaimRow {
     Fire fire;
@@ -22,6 +22,7 @@ struct ClaimRow {
     impl::NullableString assigned_node;
     impl::NullableInt64 dispatch_epoch;
     impl::NullableInt64 dispatched_at;
+    impl::NullableInt64 workflow_run_id;  // a workflow step's run: its params may replace the job's
 
     void BindInto(soci::statement& st) {
         st.exchange(soci::into(fire.id));
@@ -38,6 +39,7 @@ struct ClaimRow {
         st.exchange(soci::into(dispatch_epoch.value, dispatch_epoch.ind));
         st.exchange(soci::into(dispatched_at.value, dispatched_at.ind));
         st.exchange(soci::into(fire.created_at));
+        st.exchange(soci::into(workflow_run_id.value, workflow_run_id.ind));
     }
     Fire Finish() {
         auto k = ParseFireKind(kind);
@@ -48,6 +50,7 @@ struct ClaimRow {
         fire.assigned_node = assigned_node.get();
         fire.dispatch_epoch = dispatch_epoch.get();
         fire.dispatched_at = dispatched_at.get();
+        fire.workflow_run_id = workflow_run_id.get();
         return fire;
     }
 };

@@ -55,6 +55,26 @@ TEST_P(FireClaimsTest, AGroupClaimWinsOnlyThePendingFiresAndStampsThem) {
     EXPECT_TRUE(Claim({a, b, c}, 333).empty());
 }
 
+TEST_P(FireClaimsTest, AClaimedStepFireCarriesItsWorkflowRun) {
+    Fire f;
+    f.job_id = 4;
+    f.scheduled_time = 1000;
+    f.kind = FireKind::kWorkflow;
+    f.epoch = 3;
+    f.assigned_node = "node-a";
+    f.workflow_run_id = 77;
+    f.workflow_step = "load";
+    auto step = db().Run([&](soci::session& s) { return FireRepository::InsertIfAbsent(s, db().dialect(), f); });
+    ASSERT_TRUE(step.ok() && *step);
+    const auto plain = Insert(5, 1000);
+    const auto won = Claim({**step, plain}, 444);
+    ASSERT_EQ(won.size(), 2u);
+    for (const auto& w : won) {
+        // The slave reads the run's params by it (a manual run's params go to every step).
+        EXPECT_EQ(w.workflow_run_id, w.id == plain ? std::nullopt : std::optional<std::int64_t>(77)) << w.id;
+    }
+}
+
 TEST_P(FireClaimsTest, ARetriedClaimWithItsTokenFindsWhatItWonBefore) {
     const auto a = Insert(1, 1000);
     const auto b = Insert(2, 1000);

@@ -10,6 +10,7 @@ import { tokensView } from './views/tokens.js';
 import { dashboardView } from './views/dashboard.js';
 import { auditView } from './views/audit.js';
 import { calendarsView, calendarView, calendarFormView } from './views/calendars.js';
+import { workflowsView, workflowView, workflowRunView } from './views/workflows.js';
 
 const routes = [
   [/^\/signin$/, signInView, null],
@@ -18,6 +19,9 @@ const routes = [
   [/^\/jobs\/new$/, jobFormView, 'jobs'],
   [/^\/jobs\/(\d+)$/, jobView, 'jobs'],
   [/^\/jobs\/(\d+)\/edit$/, jobFormView, 'jobs'],
+  [/^\/workflows$/, workflowsView, 'workflows'],
+  [/^\/workflows\/(\d+)$/, workflowView, 'workflows'],
+  [/^\/workflow-runs\/(\d+)$/, workflowRunView, 'workflows'],
   [/^\/calendars$/, calendarsView, 'calendars'],
   [/^\/calendars\/new$/, calendarFormView, 'calendars'],
   [/^\/calendars\/(\d+)$/, calendarView, 'calendars'],

@@ -152,6 +152,9 @@ export async function fireView(main, ctx) {
     const rows = [
       ['Job', h('a', { href: `#/jobs/${fire.job_id}` }, job?.name ?? `job ${fire.job_id}`)],
       ['Kind', `${fire.kind}${fire.attempt ? `, attempt ${fire.attempt}` : ''}`],
+      // A workflow step's fire (kind workflow, docs/workflows.md) links to its run.
+      ...(fire.workflow_run_id != null ? [['Workflow run', [h('a', { href: `#/workflow-runs/${fire.workflow_run_id}` },
+        `#${fire.workflow_run_id}`), fire.workflow_step ? ` step "${fire.workflow_step}"` : '']]] : []),
       ['Shard', `${fire.shard_index + 1} of ${fire.shard_total}`],
       ['Scheduled', timeCell(fire.scheduled_time, job?.time_zone)],
       ['Dispatched', timeCell(fire.dispatched_at, job?.time_zone)],
