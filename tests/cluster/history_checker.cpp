@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sched/store/workflow_progress.hpp"
+
 namespace sched::chaos {
 
 namespace {
@@ -209,6 +211,146 @@ HistoryReport CheckHistory(const HistoryInput& input) {
                 << job.misfire_policy << "; next row: " << (next == rows.end() ? std::string("none") : Describe(**next))
                 << ")";
             v.push_back(out.str());
+        }
+    }
+    return report;
+}
+
+std::string WorkflowHistoryReport::Summary(std::size_t max_violations) const {
+    std::ostringstream out;
+    out << "runs:";
+    if (runs.empty()) out << " none";
+    for (const auto& [status, n] : runs) out << ' ' << n << ' ' << status << ';';
+    out << " step fires " << step_fires << ", sink runs " << step_runs << ", failed steps:";
+    if (failed_steps.empty()) out << " none";
+    for (const auto& [status, n] : failed_steps) out << "\n    " << n << " x " << status;
+    out << "; " << violations.size() << " violation(s)";
+    for (std::size_t i = 0; i < violations.size() && i < max_violations; ++i) out << "\n  " << violations[i];
+    if (violations.size() > max_violations) out << "\n  ... " << violations.size() - max_violations << " more";
+    return out.str();
+}
+
+WorkflowHistoryReport CheckWorkflowHistory(const WorkflowHistoryInput& input) {
+    using store::StepState;
+    using store::WorkflowRunStatus;
+    WorkflowHistoryReport report;
+    auto& v = report.violations;
+
+    std::map<std::int64_t, std::vector<store::Fire>> fires_by_run;
+    for (const auto& f : input.fires) {
+        if (f.workflow_run_id) fires_by_run[*f.workflow_run_id].push_back(f);
+    }
+    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::vector<const SinkRecord*>> sink_by_key;
+    for (const auto& r : input.sink) sink_by_key[{r.job_id, r.scheduled_ms, r.attempt}].push_back(&r);
+
+    for (const auto& run : input.runs) {
+        if (run.scheduled_time < input.from_ms || run.scheduled_time >= input.to_ms) continue;
+        const std::string status(store::kWorkflowRunStatusNames.Name(run.status));
+        ++report.runs[status];
+        const std::string who = "run " + std::to_string(run.id) + " (workflow " + std::to_string(run.workflow_id) +
+                                " at " + std::to_string(run.scheduled_time) + ", " + status + ")";
+        const auto& fires = fires_by_run[run.id];
+        report.step_fires += static_cast<int>(fires.size());
+        if (run.status == WorkflowRunStatus::kRunning) {
+            v.push_back("stuck: " + who + " has not ended");
+            continue;
+        }
+        if (run.status == WorkflowRunStatus::kSkipped) {
+            if (!fires.empty())
+                v.push_back("status: " + who + " has " + std::to_string(fires.size()) + " step fire(s)");
+            continue;
+        }
+        auto graph = store::WorkflowGraph::Make(run.definition.steps, run.definition.edges);
+        if (!graph.ok()) {
+            v.push_back("definition: " + who + ": " + graph.status().ToString());
+            continue;
+        }
+        std::map<std::string, std::size_t> index;
+        for (std::size_t i = 0; i < run.definition.steps.size(); ++i) index[run.definition.steps[i].name] = i;
+
+        // ---- doubles: two rows of one step key, or one key run twice ----
+        std::map<std::tuple<std::string, int, int>, std::vector<const store::Fire*>> rows;
+        for (const auto& f : fires) rows[{f.workflow_step.value_or(""), f.attempt, f.shard_index}].push_back(&f);
+        for (const auto& [key, list] : rows) {
+            if (list.size() < 2) continue;
+            std::ostringstream out;
+            out << "double: " << who << " step " << std::get<0>(key) << " attempt " << std::get<1>(key) << " shard "
+                << std::get<2>(key) << " has " << list.size() << " fire rows:";
+            for (const auto* f : list) out << ' ' << Describe(*f) << ';';
+            v.push_back(out.str());
+        }
+        // A sink line names no shard: a key runs once per shard row.
+        std::map<std::pair<std::int64_t, int>, std::size_t> shards;  // (job, attempt) -> rows
+        for (const auto& f : fires) ++shards[{f.job_id, f.attempt}];
+        for (const auto& f : fires) {
+            const auto it = sink_by_key.find({f.job_id, f.scheduled_time, f.attempt});
+            const std::size_t ran = it == sink_by_key.end() ? 0 : it->second.size();
+            if (f.shard_index == 0) report.step_runs += static_cast<int>(ran);
+            const std::string step = "step " + f.workflow_step.value_or("?") + " of " + who;
+            if (f.shard_index == 0 && ran > shards[{f.job_id, f.attempt}]) {
+                std::ostringstream out;
+                out << "double: " << step << ": " << Describe(f) << " ran " << ran << " times:";
+                for (const auto* r : it->second) out << ' ' << Describe(*r) << ';';
+                v.push_back(out.str());
+            }
+            if (f.status == FireStatus::kSucceeded && ran == 0) {
+                v.push_back("never ran: " + step + ": " + Describe(f) + " succeeded with no sink line");
+            }
+            // ---- order: the step started after every fire of each parent ended ----
+            if (ran == 0) continue;
+            const auto self = index.find(f.workflow_step.value_or(""));
+            if (self == index.end()) continue;
+            const int generation = f.attempt / store::kStepAttemptStride;
+            std::int64_t started = it->second.front()->arrival_ms;
+            for (const auto* r : it->second) started = std::min(started, r->arrival_ms);
+            for (const auto& link : graph->Parents(self->second)) {
+                const std::string& parent = run.definition.steps[link.step].name;
+                // The parent's fires the child's generation counts: its highest generation <= ours.
+                int counted = -1;
+                for (const auto& p : fires) {
+                    const int g = p.attempt / store::kStepAttemptStride;
+                    if (p.workflow_step == parent && g <= generation) counted = std::max(counted, g);
+                }
+                if (counted < 0) {
+                    v.push_back("early: " + step + ": " + Describe(f) + " ran with no fire of its parent " + parent);
+                    continue;
+                }
+                for (const auto& p : fires) {
+                    if (p.workflow_step != parent || p.attempt / store::kStepAttemptStride != counted) continue;
+                    if (!store::IsFinal(p.status) || !p.finished_at || *p.finished_at > started) {
+                        v.push_back("early: " + step + ": " + Describe(f) + " started at " + std::to_string(started) +
+                                    " before its parent " + parent + "'s " + Describe(p) + " ended at " +
+                                    (p.finished_at ? std::to_string(*p.finished_at) : "-"));
+                    }
+                }
+            }
+        }
+
+        // ---- every step ended, and the run's status agrees ----
+        const auto progress = store::EvaluateRun(*graph, run, fires);
+        int failed = 0;
+        for (std::size_t i = 0; i < progress.steps.size(); ++i) {
+            const auto& step = progress.steps[i];
+            if (step.state == StepState::kFailed) {
+                ++failed;
+                if (step.fire) {
+                    const std::string reason = step.fire->result_message.value_or("").substr(0, 60);
+                    ++report.failed_steps[std::string(store::FireStatusName(step.fire->status)) + " (" + reason + ")"];
+                }
+            }
+            if (run.status == WorkflowRunStatus::kTimedOut) continue;
+            if (step.state != StepState::kSucceeded && step.state != StepState::kFailed &&
+                step.state != StepState::kSkipped) {
+                v.push_back("lost step: step " + run.definition.steps[i].name + " of " + who + " is " +
+                            std::string(store::kStepStateNames.Name(step.state)) +
+                            (step.fire ? ": " + Describe(*step.fire) : std::string(" with no fire")));
+            }
+        }
+        if (run.status == WorkflowRunStatus::kSucceeded && failed > 0) {
+            v.push_back("status: " + who + " with " + std::to_string(failed) + " failed step(s)");
+        }
+        if (run.status == WorkflowRunStatus::kFailed && failed == 0) {
+            v.push_back("status: " + who + " with no failed step (" + run.reason.value_or("") + ")");
         }
     }
     return report;

@@ -18,6 +18,11 @@
 ///    epoch older than one the instance ran more than `epoch_slack_ms` earlier (the slack covers
 ///    runs accepted together whose handlers start in another order on the SDK's worker threads).
 ///
+/// CheckWorkflowHistory checks the same promises for workflow runs (docs/workflows.md): every run
+/// in the window ended, every step of an ended run ended (no lost step), no step fire ran twice,
+/// a step ran only after its parents ended, a succeeded step really ran, and the run's status
+/// agrees with its steps.
+///
 /// Pure functions over values: unit-tested on synthetic histories (history_checker_test.cpp).
 
 #include <cstdint>
@@ -27,6 +32,7 @@
 #include <vector>
 
 #include "sched/store/fire.hpp"
+#include "sched/store/workflow_run.hpp"
 
 namespace sched::chaos {
 
@@ -81,5 +87,42 @@ struct HistoryReport {
 };
 
 HistoryReport CheckHistory(const HistoryInput& input);
+
+struct WorkflowHistoryInput {
+    std::vector<store::WorkflowRun> runs;  ///< the workflow runs, with their definition copy
+    std::vector<store::Fire> fires;        ///< every step fire of those runs (ListForWorkflowRuns)
+    std::vector<SinkRecord> sink;          ///< every sink line of every instance
+    std::int64_t from_ms = 0;              ///< runs scheduled in [from_ms, to_ms) are checked
+    std::int64_t to_ms = 0;
+};
+
+struct WorkflowHistoryReport {
+    std::vector<std::string> violations;
+    std::map<std::string, int> runs;          ///< status of the checked runs -> count
+    std::map<std::string, int> failed_steps;  ///< "status (reason)" of a failed step's fire -> count
+    int step_fires = 0;                       ///< fire rows of the checked runs
+    int step_runs = 0;                        ///< sink lines of the checked runs' step fires
+
+    bool ok() const { return violations.empty(); }
+    int Runs(const std::string& status) const {
+        const auto it = runs.find(status);
+        return it == runs.end() ? 0 : it->second;
+    }
+    std::string Summary(std::size_t max_violations = 30) const;
+};
+
+/// Over the runs scheduled in [from_ms, to_ms), the violations, each naming run, step and fire:
+///   stuck        a run still `running`;
+///   lost step    a step of a `succeeded` or `failed` run whose state (store::EvaluateRun over
+///                the run's fires) is not succeeded, failed or skipped;
+///   double       a step fire key (job, scheduled time, attempt) the sinks ran more than once,
+///                or two fire rows of one step, attempt and shard in a run;
+///   never ran    a succeeded step fire with no sink line;
+///   early        a step fire that started (its sink line) before a fire of a parent ended
+///                (finished_at; the same host's clock, no slack);
+///   status       a run `succeeded` with a failed step, or `failed` with none; a run `skipped`
+///                (overlap) with step fires.
+/// A `timed-out` run's steps are not checked for an outcome (the timeout ends what it finds).
+WorkflowHistoryReport CheckWorkflowHistory(const WorkflowHistoryInput& input);
 
 }  // namespace sched::chaos

@@ -189,5 +189,187 @@ TEST(SinkLogTest, ReadsLinesAndSkipsATornLastLine) {
     EXPECT_EQ(torn, 1);
 }
 
+// ---- workflow runs ----
+
+using store::WorkflowRunStatus;
+
+class WorkflowHistoryCheckerTest : public ::testing::Test {
+  protected:
+    // A clean history: the diamond a -> b, a -> c, b -> d, c -> d (jobs 11..14), three runs a
+    // second apart, each step ran once for 300 ms after its parents ended.
+    void SetUp() override {
+        in_.from_ms = kFirst;
+        in_.to_ms = kFirst + 3000;
+        for (int i = 0; i < 3; ++i) {
+            const std::int64_t t = kFirst + i * 1000;
+            AddRunRow(i + 1, t, WorkflowRunStatus::kSucceeded);
+            Step(i + 1, "a", t, t + 10);
+            Step(i + 1, "b", t, t + 320);
+            Step(i + 1, "c", t, t + 330);
+            Step(i + 1, "d", t, t + 640);
+        }
+    }
+    static store::WorkflowDefinition Diamond() {
+        store::WorkflowDefinition d;
+        d.steps = {{"a", 11}, {"b", 12}, {"c", 13}, {"d", 14}};
+        d.edges = {{"a", "b"}, {"a", "c"}, {"b", "d"}, {"c", "d"}};
+        return d;
+    }
+    static std::int64_t JobOf(const std::string& step) { return 11 + (step[0] - 'a'); }
+    store::WorkflowRun& AddRunRow(std::int64_t id, std::int64_t t, WorkflowRunStatus status) {
+        store::WorkflowRun run;
+        run.id = id;
+        run.workflow_id = 7;
+        run.scheduled_time = t;
+        run.status = status;
+        run.definition = Diamond();
+        run.started_at = t;
+        in_.runs.push_back(run);
+        return in_.runs.back();
+    }
+    // A step fire of run `run` that started at `start`; succeeded: ran (a sink line) and ended
+    // 300 ms later; other statuses end at `start` without a sink line.
+    store::Fire& Step(std::int64_t run, const std::string& step, std::int64_t t, std::int64_t start,
+                      FireStatus status = FireStatus::kSucceeded, int attempt = 0) {
+        store::Fire f;
+        f.id = next_id_++;
+        f.job_id = JobOf(step);
+        f.scheduled_time = t;
+        f.attempt = attempt;
+        f.kind = FireKind::kWorkflow;
+        f.status = status;
+        f.workflow_run_id = run;
+        f.workflow_step = step;
+        f.created_at = start - 5;
+        f.finished_at = status == FireStatus::kSucceeded ? start + 300 : start;
+        if (status != FireStatus::kSucceeded) f.result_message = "why";
+        if (status == FireStatus::kSucceeded) Sink(f, start);
+        in_.fires.push_back(f);
+        return in_.fires.back();
+    }
+    void Sink(const store::Fire& f, std::int64_t arrival, const std::string& instance = "e1") {
+        in_.sink.push_back({.arrival_ms = arrival,
+                            .job_id = f.job_id,
+                            .fire_id = f.id,
+                            .scheduled_ms = f.scheduled_time,
+                            .attempt = f.attempt,
+                            .epoch = 3,
+                            .instance = instance});
+    }
+    store::Fire* Find(std::int64_t run, const std::string& step) {
+        for (auto& f : in_.fires) {
+            if (f.workflow_run_id == run && f.workflow_step == step) return &f;
+        }
+        return nullptr;
+    }
+    void Erase(std::int64_t run, const std::string& step) {
+        const store::Fire* f = Find(run, step);
+        ASSERT_NE(f, nullptr);
+        const std::int64_t id = f->id;
+        std::erase_if(in_.sink, [id](const SinkRecord& r) { return r.fire_id == id; });
+        std::erase_if(in_.fires, [id](const store::Fire& x) { return x.id == id; });
+    }
+    void ExpectOneViolation(const std::string& what) {
+        const auto report = CheckWorkflowHistory(in_);
+        ASSERT_EQ(report.violations.size(), 1u) << report.Summary();
+        EXPECT_NE(report.violations[0].find(what), std::string::npos) << report.Summary();
+    }
+
+    WorkflowHistoryInput in_;
+    std::int64_t next_id_ = 100;
+};
+
+TEST_F(WorkflowHistoryCheckerTest, ACleanDiamondPasses) {
+    const auto report = CheckWorkflowHistory(in_);
+    EXPECT_TRUE(report.ok()) << report.Summary();
+    EXPECT_EQ(report.Runs("succeeded"), 3);
+    EXPECT_EQ(report.step_fires, 12);
+    EXPECT_EQ(report.step_runs, 12);
+}
+
+TEST_F(WorkflowHistoryCheckerTest, AFailedStepSkippingTheJoinIsARecordedOutcome) {
+    // Run 2's b was lost (its slave died while dispatching, no retry): d skipped, run failed.
+    const std::int64_t t = kFirst + 1000;
+    Erase(2, "b");
+    Erase(2, "d");
+    Step(2, "b", t, t + 320, FireStatus::kLost);
+    auto& skip = Step(2, "d", t, t + 640, FireStatus::kSkipped);
+    skip.reason = store::FireReason::kUpstream;
+    in_.runs[1].status = WorkflowRunStatus::kFailed;
+    in_.runs[1].reason = "step b lost";
+    const auto report = CheckWorkflowHistory(in_);
+    EXPECT_TRUE(report.ok()) << report.Summary();
+    EXPECT_EQ(report.Runs("failed"), 1);
+    EXPECT_EQ(report.failed_steps.at("lost (why)"), 1);
+    // A run outside the window is not checked, whatever its state.
+    AddRunRow(9, in_.to_ms, WorkflowRunStatus::kRunning);
+    EXPECT_TRUE(CheckWorkflowHistory(in_).ok());
+}
+
+TEST_F(WorkflowHistoryCheckerTest, CatchesAStuckRun) {
+    in_.runs[2].status = WorkflowRunStatus::kRunning;
+    ExpectOneViolation("stuck: run 3");
+}
+
+TEST_F(WorkflowHistoryCheckerTest, CatchesALostStep) {
+    // Run 1 says succeeded, but d never got a fire.
+    Erase(1, "d");
+    ExpectOneViolation("lost step: step d of run 1");
+}
+
+TEST_F(WorkflowHistoryCheckerTest, CatchesAStepStillRunningInAnEndedRun) {
+    Find(2, "c")->followup = true;  // its retry is still undecided
+    ExpectOneViolation("lost step: step c of run 2");
+}
+
+TEST_F(WorkflowHistoryCheckerTest, CatchesAStepFireRunTwice) {
+    Sink(*Find(3, "b"), kFirst + 2000 + 330, "e2");
+    ExpectOneViolation("double: step b of run 3");
+}
+
+TEST_F(WorkflowHistoryCheckerTest, CatchesTwoFireRowsOfOneStep) {
+    // A second try-0 row of c in run 1 (another kind), which ran as well.
+    Step(1, "c", kFirst, kFirst + 315).kind = FireKind::kManual;
+    ExpectOneViolation("double: run 1");
+}
+
+TEST_F(WorkflowHistoryCheckerTest, CatchesAClaimedSuccessThatNeverRan) {
+    const std::int64_t id = Find(1, "a")->id;
+    std::erase_if(in_.sink, [id](const SinkRecord& r) { return r.fire_id == id; });
+    ExpectOneViolation("never ran: step a of run 1");
+}
+
+TEST_F(WorkflowHistoryCheckerTest, CatchesAStepThatRanBeforeItsParentEnded) {
+    // d of run 2 started 1 ms before c ended.
+    const std::int64_t id = Find(2, "d")->id;
+    for (auto& r : in_.sink) {
+        if (r.fire_id == id) r.arrival_ms = *Find(2, "c")->finished_at - 1;
+    }
+    ExpectOneViolation("early: step d of run 2");
+    for (auto& r : in_.sink) {
+        if (r.fire_id == id) r.arrival_ms = *Find(2, "c")->finished_at;  // the same ms: in order
+    }
+    EXPECT_TRUE(CheckWorkflowHistory(in_).ok()) << CheckWorkflowHistory(in_).Summary();
+}
+
+TEST_F(WorkflowHistoryCheckerTest, CatchesARunStatusThatDisagreesWithItsSteps) {
+    in_.runs[0].status = WorkflowRunStatus::kFailed;
+    ExpectOneViolation("status: run 1");
+    in_.runs[0].status = WorkflowRunStatus::kSucceeded;
+    const std::int64_t t = kFirst + 2000;
+    Erase(3, "c");
+    Step(3, "c", t, t + 330, FireStatus::kFailed);  // d would be skipped, the run should fail
+    Erase(3, "d");
+    Step(3, "d", t, t + 640, FireStatus::kSkipped).reason = store::FireReason::kUpstream;
+    ExpectOneViolation("status: run 3");
+}
+
+TEST_F(WorkflowHistoryCheckerTest, CatchesStepFiresOfARunSkippedByOverlap) {
+    in_.runs[1].status = WorkflowRunStatus::kSkipped;
+    const auto report = CheckWorkflowHistory(in_);
+    EXPECT_FALSE(report.ok());
+    EXPECT_NE(report.Summary().find("status: run 2"), std::string::npos) << report.Summary();
+}
+
 }  // namespace
 }  // namespace sched::chaos
