@@ -150,13 +150,7 @@ void AddAuditRoutes(Routes& routes) {
                    auto work = [filter, page](db::Database& db) -> Result<nlohmann::json> {
                        auto entries = store::AuditRepository(db).List(filter);
                        if (!entries.ok()) return entries.status();
-                       const bool more = static_cast<int>(entries->size()) > page;
-                       if (more) entries->resize(static_cast<std::size_t>(page));
-                       nlohmann::json items = nlohmann::json::array();
-                       for (const auto& e : *entries) items.push_back(EntryJson(e));
-                       nlohmann::json next = nullptr;
-                       if (more) next = std::to_string(entries->back().id);
-                       return nlohmann::json{{"items", std::move(items)}, {"next_cursor", std::move(next)}};
+                       return CursorPage(*entries, page, [&](const auto& e) { return EntryJson(e); });
                    };
                    auto listed = co_await WithDb(*ctx, work);
                    if (!listed.ok()) co_return Response::Error(listed.status());

@@ -264,13 +264,7 @@ void AddCalendarRoutes(Routes& routes) {
                    auto work = [limit, after](db::Database& db) -> Result<nlohmann::json> {
                        auto listed = store::CalendarRepository(db).List(after, limit + 1);
                        if (!listed.ok()) return listed.status();
-                       const bool more = static_cast<int>(listed->size()) > limit;
-                       if (more) listed->resize(static_cast<std::size_t>(limit));
-                       nlohmann::json items = nlohmann::json::array();
-                       for (const auto& c : *listed) items.push_back(CalendarJson(c));
-                       nlohmann::json next = nullptr;
-                       if (more) next = std::to_string(listed->back().id);
-                       return nlohmann::json{{"items", std::move(items)}, {"next_cursor", std::move(next)}};
+                       return CursorPage(*listed, limit, [&](const auto& c) { return CalendarJson(c); });
                    };
                    auto listed = co_await WithDb(*ctx, work);
                    if (!listed.ok()) co_return Response::Error(listed.status());

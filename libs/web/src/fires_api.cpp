@@ -132,13 +132,7 @@ void AddFireRoutes(Routes& routes) {
                    auto work = [filter, page](db::Database& db) -> Result<nlohmann::json> {
                        auto fires = store::FireRepository(db).List(filter);
                        if (!fires.ok()) return fires.status();
-                       const bool more = static_cast<int>(fires->size()) > page;
-                       if (more) fires->resize(static_cast<std::size_t>(page));
-                       nlohmann::json items = nlohmann::json::array();
-                       for (const auto& f : *fires) items.push_back(FireJson(f));
-                       nlohmann::json next = nullptr;
-                       if (more) next = std::to_string(fires->back().id);
-                       return nlohmann::json{{"items", std::move(items)}, {"next_cursor", std::move(next)}};
+                       return CursorPage(*fires, page, [&](const auto& f) { return FireJson(f); });
                    };
                    filter.limit = page + 1;  // one more tells whether there is a next page
                    auto listed = co_await WithDb(*ctx, work);

@@ -193,13 +193,8 @@ void AddJobRoutes(Routes& routes) {
                    auto work = [filter, page](db::Database& db) -> Result<nlohmann::json> {
                        auto jobs = store::JobRepository(db).List(filter);
                        if (!jobs.ok()) return jobs.status();
-                       nlohmann::json items = nlohmann::json::array();
-                       const bool more = static_cast<int>(jobs->size()) > page;
-                       if (more) jobs->resize(static_cast<std::size_t>(page));
-                       for (const auto& job : *jobs) items.push_back(JobJson(job, LastFire(db, job.id)));
-                       nlohmann::json next = nullptr;
-                       if (more) next = std::to_string(jobs->back().id);
-                       return nlohmann::json{{"items", std::move(items)}, {"next_cursor", std::move(next)}};
+                       return CursorPage(*jobs, page,
+                                         [&](const auto& job) { return JobJson(job, LastFire(db, job.id)); });
                    };
                    filter.limit = page + 1;  // one more tells whether there is a next page
                    auto listed = co_await WithDb(*ctx, work);

@@ -121,13 +121,7 @@ void AddWorkflowRoutes(Routes& routes) {
                    auto work = [limit, after](db::Database& db) -> Result<nlohmann::json> {
                        auto listed = store::WorkflowRepository(db).List(after, limit + 1);
                        if (!listed.ok()) return listed.status();
-                       const bool more = static_cast<int>(listed->size()) > limit;
-                       if (more) listed->resize(static_cast<std::size_t>(limit));
-                       nlohmann::json items = nlohmann::json::array();
-                       for (const auto& w : *listed) items.push_back(WorkflowJson(w));
-                       nlohmann::json next = nullptr;
-                       if (more) next = std::to_string(listed->back().id);
-                       return nlohmann::json{{"items", std::move(items)}, {"next_cursor", std::move(next)}};
+                       return CursorPage(*listed, limit, [&](const auto& w) { return WorkflowJson(w); });
                    };
                    auto listed = co_await WithDb(*ctx, work);
                    if (!listed.ok()) co_return Response::Error(listed.status());
@@ -321,13 +315,7 @@ void AddWorkflowRoutes(Routes& routes) {
                    auto work = [limit, before, id = *id](db::Database& db) -> Result<nlohmann::json> {
                        auto listed = store::WorkflowRunRepository(db).ListForWorkflow(id, before, limit + 1);
                        if (!listed.ok()) return listed.status();
-                       const bool more = static_cast<int>(listed->size()) > limit;
-                       if (more) listed->resize(static_cast<std::size_t>(limit));
-                       nlohmann::json items = nlohmann::json::array();
-                       for (const auto& run : *listed) items.push_back(WorkflowRunJson(run));
-                       nlohmann::json next = nullptr;
-                       if (more) next = std::to_string(listed->back().id);
-                       return nlohmann::json{{"items", std::move(items)}, {"next_cursor", std::move(next)}};
+                       return CursorPage(*listed, limit, [](const auto& run) { return WorkflowRunJson(run); });
                    };
                    auto listed = co_await WithDb(*ctx, work);
                    if (!listed.ok()) co_return Response::Error(listed.status());

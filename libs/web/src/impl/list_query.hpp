@@ -6,7 +6,11 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "sched/http/message.hpp"
 
@@ -40,6 +44,20 @@ struct PageRequest {
 /// its first occurrence (http::Request::Query); an empty value counts as absent.
 std::optional<PageRequest> ReadPageRequest(const http::Request& req, std::initializer_list<std::string_view> filters,
                                            std::optional<http::Response>& error, const PageBounds& bounds = {});
+
+/// The answer of a list route, {"items": [...], "next_cursor": "<id of the last row shown>" or
+/// null}, from `rows` read with a limit of page + 1 (the one more tells whether a next page
+/// exists; it is dropped here). `item(row)` is a row's JSON.
+template <typename Row, typename Item>
+nlohmann::json CursorPage(std::vector<Row>& rows, int page, Item&& item) {
+    const bool more = static_cast<int>(rows.size()) > page;
+    if (more) rows.resize(static_cast<std::size_t>(page));
+    nlohmann::json items = nlohmann::json::array();
+    for (const auto& row : rows) items.push_back(item(row));
+    nlohmann::json next = nullptr;
+    if (more) next = std::to_string(rows.back().id);
+    return nlohmann::json{{"items", std::move(items)}, {"next_cursor", std::move(next)}};
+}
 
 /// For routes that are not paged: the 400 "<name>: unknown query parameter" for the first
 /// parameter not in `allowed`, if any.
