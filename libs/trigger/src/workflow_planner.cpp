@@ -138,6 +138,7 @@ WorkflowProgressReport WorkflowPlanner::Advance(soci::session& s, const db::Dial
     }
 
     std::vector<std::int64_t> run_ids;
+    run_ids.reserve(runs.size());
     for (const auto& [id, run] : runs) run_ids.push_back(id);
     std::map<std::int64_t, std::vector<store::Fire>> fires_by_run;
     for (auto& fire : store::FireRepository::ListForWorkflowRuns(s, run_ids)) {
