@@ -456,8 +456,11 @@ TEST_F(SlaveTest, AnExecutorWithoutTheBatchRouteGetsRunsOneByOne) {
 TEST_F(SlaveTest, AFailedBatchRequestLeavesEveryRunToThePerFirePath) {
     executors_->batch_status = 500;  // the batch request fails as a whole
     executors_->status = 500;        // and so does every run alone
-    store_->Add(1, 7, Now() + 100);
-    store_->Add(2, 7, Now() + 100);
+    // One due time, read once: two reads can straddle a millisecond (under ASan they did), and
+    // fires due at different times are not one batch.
+    const std::int64_t due = Now() + 100;
+    store_->Add(1, 7, due);
+    store_->Add(2, 7, due);
     StartSlave();
     ASSERT_TRUE(WaitFor([&] { return AllIn({1, 2}, FireStatus::kFailed); }));
     EXPECT_NE(store_->MessageOf(1).find("HTTP 500"), std::string::npos) << store_->MessageOf(1);
@@ -553,8 +556,9 @@ TEST_F(SlaveTest, AGroupIsCutAtMaxGroup) {
 }
 
 TEST_F(SlaveTest, AFireWonElsewhereIsNotSent) {
-    store_->Add(1, 7, Now() + 500);  // claimed from 100-200 ms before due (claim-ahead)
-    store_->Add(2, 7, Now() + 500);
+    const std::int64_t due = Now() + 500;  // claimed from 100-200 ms before due (claim-ahead)
+    store_->Add(1, 7, due);
+    store_->Add(2, 7, due);
     StartSlave();
     {
         // Another slave claims fire 2 after this one queued it.
@@ -572,8 +576,9 @@ TEST_F(SlaveTest, AFireWonElsewhereIsNotSent) {
 
 TEST_F(SlaveTest, AClaimRetriedAfterAnErrorReusesItsTokenAndSendsOnce) {
     store_->fail_claims_after_commit = 2;
-    store_->Add(1, 7, Now());
-    store_->Add(2, 7, Now());
+    const std::int64_t due = Now();
+    store_->Add(1, 7, due);
+    store_->Add(2, 7, due);
     StartSlave();
     ASSERT_TRUE(WaitFor([&] { return AllIn({1, 2}, FireStatus::kRunning); }));
     std::this_thread::sleep_for(100ms);
