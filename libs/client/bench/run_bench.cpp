@@ -1,7 +1,7 @@
 // Measures POST /v1/run on loopback: requests per second and latency percentiles of the
 // executor's admission path with a no-op handler.
 //
-//   client_run_bench [--seconds 10] [--warmup 2] [--connections 16]
+//   client_run_bench [--seconds 10] [--warmup 2] [--connections 16] [--batch N]
 //                    [--target http://127.0.0.1:9999 --token T --handler echo [--sink-port 8080]]
 //
 // Without --target it starts, in this process, an Executor with a "noop" handler and a sink
@@ -10,7 +10,9 @@
 // executor in another process (e.g. apps/demo-client, handler "echo"); --sink-port then starts
 // the callback sink on that port for it (point its web-endpoints there). The sink's heartbeat
 // answers hand out a fixed signing key, and every run is signed with it as a node signs
-// (docs/protocol.md), so the measured path includes the signature check.
+// (docs/protocol.md), so the measured path includes the signature check. With --batch N every
+// request is a POST /v1/runs of N runs (what a node sends for a burst): the latency is then the
+// batch's (its answer comes after every run is admitted) and the throughput counts runs.
 
 #include <unistd.h>
 
@@ -28,6 +30,8 @@
 #include "sched/http/server.hpp"
 #include "sched/http/url.hpp"
 #include "sched/protocol/request_signature.hpp"
+#include "sched/protocol/run_answer.hpp"
+#include "sched/protocol/run_batch.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -51,6 +55,7 @@ struct Args {
     std::string token = "bench-token";
     std::string handler = "noop";
     int sink_port = -1;  // external mode: start the sink on this port (-1: none)
+    int batch = 0;       // runs per /v1/runs request (0: one /v1/run per run)
 };
 
 Args Parse(int argc, char** argv) {
@@ -78,9 +83,11 @@ Args Parse(int argc, char** argv) {
             a.handler = next();
         else if (k == "--sink-port")
             a.sink_port = std::stoi(next());
+        else if (k == "--batch")
+            a.batch = std::stoi(next());
         else {
             std::fprintf(stderr,
-                         "usage: client_run_bench [--seconds N] [--warmup N] [--connections N] "
+                         "usage: client_run_bench [--seconds N] [--warmup N] [--connections N] [--batch N] "
                          "[--target URL --token T --handler NAME [--sink-port N]]\n");
             std::exit(2);
         }
@@ -104,17 +111,25 @@ net::awaitable<void> Load(http::HttpClient& client, std::string url, const Args&
     http::CallOptions call;
     call.timeout = std::chrono::seconds(5);
     const auto target = http::Url::Parse(url)->target;
+    const int runs_per_request = std::max(1, args.batch);
     while (!shared.done.load()) {
-        const std::int64_t fire = shared.next_fire.fetch_add(1);
-        nlohmann::json body = {{"fire_id", fire},
-                               {"job_id", fire % 10000},
-                               {"attempt", 0},
-                               {"epoch", 1},
-                               {"handler", args.handler},
-                               {"params", nlohmann::json::object()},
-                               {"block_strategy", "serial"}};
+        std::string text;
+        for (int k = 0; k < runs_per_request; ++k) {
+            const std::int64_t fire = shared.next_fire.fetch_add(1);
+            const nlohmann::json run = {{"fire_id", fire},
+                                        {"job_id", fire % 10000},
+                                        {"attempt", 0},
+                                        {"epoch", 1},
+                                        {"handler", args.handler},
+                                        {"params", nlohmann::json::object()},
+                                        {"block_strategy", "serial"}};
+            if (k > 0) text += ',';
+            text += run.dump();
+        }
         const auto t0 = Clock::now();
-        http::ClientRequest request{.method = http::Method::kPost, .url = url, .body = body.dump()};
+        http::ClientRequest request{.method = http::Method::kPost,
+                                    .url = url,
+                                    .body = args.batch > 0 ? protocol::RunsBatchBody(text) : std::move(text)};
         for (auto& [name, value] : protocol::SignatureHeaders(kBenchKey, "POST", target, WallMs(), request.body)) {
             request.headers.Set(name, std::move(value));
         }
@@ -122,8 +137,8 @@ net::awaitable<void> Load(http::HttpClient& client, std::string url, const Args&
         auto r = co_await client.Send(std::move(request), call);
         const auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
         if (!shared.measuring.load()) continue;
-        if (r.ok() && r->status == 202) {
-            ++w.ok;
+        if (r.ok() && r->status == (args.batch > 0 ? 200 : 202)) {
+            w.ok += static_cast<std::uint64_t>(runs_per_request);
             w.latencies_us.push_back(static_cast<std::uint32_t>(us));
         } else {
             ++w.errors;
@@ -187,7 +202,8 @@ int main(int argc, char** argv) {
     http::HttpClient client(load_io.get_executor(), client_options);
     Shared shared;
     std::vector<Worker> workers(static_cast<std::size_t>(args.connections));
-    for (auto& w : workers) net::co_spawn(load_io, Load(client, target + "/v1/run", args, shared, w), net::detached);
+    const std::string path(args.batch > 0 ? protocol::kRunsPath : protocol::kRunPath);
+    for (auto& w : workers) net::co_spawn(load_io, Load(client, target + path, args, shared, w), net::detached);
     std::thread load_thread([&] { load_io.run(); });
 
     std::this_thread::sleep_for(std::chrono::duration<double>(args.warmup));
@@ -214,6 +230,7 @@ int main(int argc, char** argv) {
     };
     std::printf("target %s, handler %s, %d connections, %.1f s measured after %.1f s warm-up\n", target.c_str(),
                 args.handler.c_str(), args.connections, elapsed, args.warmup);
+    if (args.batch > 0) std::printf("%d runs per POST %s; latency is per request\n", args.batch, path.c_str());
     std::printf("runs accepted (202): %llu, other responses or errors: %llu\n", static_cast<unsigned long long>(ok),
                 static_cast<unsigned long long>(errors));
     std::printf("throughput: %.0f runs/s\n", static_cast<double>(ok) / elapsed);

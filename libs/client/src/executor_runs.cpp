@@ -14,14 +14,21 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 // "2026-01-02T03:04:05.678Z": log lines are read by people in other time zones.
+// Three lines per run at least: each thread formats a second once, not every line.
 std::string LogTimestamp() {
+    thread_local std::int64_t cached_second = -1;
+    thread_local std::string cached_text;
     const std::int64_t ms = WallMs();
-    const std::time_t secs = static_cast<std::time_t>(ms / 1000);
-    std::tm tm{};
-    gmtime_r(&secs, &tm);
-    std::array<char, 32> buf{};
-    const auto n = std::strftime(buf.data(), buf.size(), "%Y-%m-%dT%H:%M:%S", &tm);
-    return std::string(buf.data(), n) + fmt::format(".{:03d}Z", static_cast<int>(ms % 1000));
+    if (ms / 1000 != cached_second) {
+        cached_second = ms / 1000;
+        const auto secs = static_cast<std::time_t>(cached_second);
+        std::tm tm{};
+        gmtime_r(&secs, &tm);
+        std::array<char, 32> buf{};
+        const auto n = std::strftime(buf.data(), buf.size(), "%Y-%m-%dT%H:%M:%S", &tm);
+        cached_text.assign(buf.data(), n);
+    }
+    return cached_text + fmt::format(".{:03d}Z", static_cast<int>(ms % 1000));
 }
 
 }  // namespace
@@ -32,8 +39,8 @@ void Runtime::Launch(RunPtr run) {
     net::post(*workers_, [this, run = std::move(run)] { Execute(run); });
 }
 
-void Runtime::FireLog(std::int64_t fire_id, const std::string& text) {
-    logs_.Append(fire_id, LogTimestamp() + " " + text);
+void Runtime::FireLog(std::int64_t fire_id, const std::string& text, LineSource source) {
+    logs_.Append(fire_id, LogTimestamp() + " " + text, source);
 }
 
 void Runtime::AttachLogTail(CallbackResult& result) const {
@@ -60,7 +67,9 @@ void Runtime::Execute(const RunPtr& run) {
         });
     }
     FireLog(r.fire_id, "started: shard " + std::to_string(r.shard_index) + "/" + std::to_string(r.shard_total));
-    JobContext ctx(r, run->token, deadline, [this, id = r.fire_id](const std::string& line) { FireLog(id, line); });
+    JobContext ctx(r, run->token, deadline, [this, id = r.fire_id](const std::string& line) {
+        FireLog(id, line, LineSource::kHandler);
+    });
     Status status;
     if (run->token.cancelled()) {
         status = Cancelled("cancelled before it started");

@@ -188,6 +188,25 @@ TEST_F(ExecutorTest, TheResultCarriesTheLogsTailBoundedWithTheCutCounted) {
     EXPECT_NE(small_log.find("line 000 of 1"), std::string::npos) << small_log;
 }
 
+TEST_F(ExecutorTest, AHandlerThatWritesNoLineSendsNoLog) {
+    Start(Options());
+    ASSERT_EQ(Run(1, 10, "count"), 202);
+    const auto result = ResultOf(1);
+    ASSERT_FALSE(result.is_null());
+    EXPECT_EQ(result["status"], "succeeded") << result.dump();
+    // The SDK's own lines (accepted, started, finished) say what the fire's row says: no log
+    // row is stored for them.
+    EXPECT_FALSE(result.contains("log")) << result.dump();
+    EXPECT_FALSE(result.contains("log_truncated_bytes")) << result.dump();
+    // GET /v1/log still shows them while the executor remembers the fire.
+    auto log = Get("/v1/log?fire_id=1");
+    ASSERT_TRUE(log.ok());
+    ASSERT_EQ(log->status, 200);
+    const auto page = nlohmann::json::parse(log->body);
+    ASSERT_EQ(page["lines"].size(), 3u) << page.dump();
+    EXPECT_NE(page["lines"][2].get<std::string>().find("finished: succeeded"), std::string::npos) << page.dump();
+}
+
 TEST_F(ExecutorTest, LogTailBytesZeroSendsNoLog) {
     auto options = Options();
     options.log_tail_bytes = 0;

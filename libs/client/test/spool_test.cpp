@@ -174,7 +174,7 @@ TEST(CallbackResult, SpoolLinesAreReadWithTheProtocolsReader) {
 TEST(FireLogBook, PagesLinesAndForgetsOldestFinishedFires) {
     FireLogBook book(2, 3);
     book.Open(1);
-    for (int i = 0; i < 5; ++i) book.Append(1, "line " + std::to_string(i));
+    for (int i = 0; i < 5; ++i) book.Append(1, "line " + std::to_string(i), LineSource::kHandler);
     auto page = book.Read(1, 0, 10);
     ASSERT_TRUE(page);
     EXPECT_EQ(page->lines, (std::vector<std::string>{"line 0", "line 1", "[log truncated: more than 3 lines]"}));
@@ -221,7 +221,7 @@ TEST_F(SpoolTest, KeepsALogAcrossReopeningAndBoundsABatchInBytes) {
 TEST(FireLogBook, TheTailHasTheLastBytesIncludingLinesBeyondTheLineLimit) {
     FireLogBook book(10, 3, 10);
     book.Open(1);
-    for (const std::string line : {"aaaa", "bbbb", "cccc", "dddd", "eeee"}) book.Append(1, line);
+    for (const std::string line : {"aaaa", "bbbb", "cccc", "dddd", "eeee"}) book.Append(1, line, LineSource::kHandler);
     // GET /v1/log: two lines and the marker.
     EXPECT_EQ(book.Read(1, 0, 10)->lines.size(), 3u);
     auto tail = book.ReadTail(1);
@@ -234,13 +234,33 @@ TEST(FireLogBook, TheTailHasTheLastBytesIncludingLinesBeyondTheLineLimit) {
     // A cut inside a character drops the whole character; invalid bytes become U+FFFD.
     FireLogBook utf8(10, 100, 3);
     utf8.Open(1);
-    utf8.Append(1, "\xC3\xA9\xC3\xA9\xC3\xA9");  // "ééé": the last 3 bytes start inside one
+    utf8.Append(1, "\xC3\xA9\xC3\xA9\xC3\xA9", LineSource::kHandler);  // "ééé": the last 3 bytes start inside one
     EXPECT_EQ(utf8.ReadTail(1)->text, "\xC3\xA9");
     EXPECT_EQ(utf8.ReadTail(1)->truncated_bytes, 4);
     FireLogBook invalid(10, 100, 10);
     invalid.Open(1);
-    invalid.Append(1, "a\xFF");
+    invalid.Append(1, "a\xFF", LineSource::kHandler);
     EXPECT_EQ(invalid.ReadTail(1)->text, "a\xEF\xBF\xBD");
+}
+
+TEST(FireLogBook, ALogOfTheSdksOwnLinesHasNoTailUntilTheHandlerWritesOne) {
+    FireLogBook book(10, 100, 1000);
+    book.Open(1);
+    book.Append(1, "accepted: handler h", LineSource::kRuntime);
+    book.Append(1, "started: shard 0/1", LineSource::kRuntime);
+    book.Append(1, "finished: succeeded", LineSource::kRuntime);
+    // GET /v1/log still shows them; the result carries no log (the fire's row says the same).
+    EXPECT_EQ(book.Read(1, 0, 10)->lines.size(), 3u);
+    EXPECT_FALSE(book.ReadTail(1));
+
+    // One handler line: the whole log goes, the SDK's lines around it included.
+    book.Open(2);
+    book.Append(2, "started: shard 0/1", LineSource::kRuntime);
+    book.Append(2, "copied 3 files", LineSource::kHandler);
+    book.Append(2, "finished: succeeded", LineSource::kRuntime);
+    const auto tail = book.ReadTail(2);
+    ASSERT_TRUE(tail);
+    EXPECT_EQ(tail->text, "started: shard 0/1\ncopied 3 files\nfinished: succeeded");
 }
 
 }  // namespace

@@ -278,20 +278,23 @@ class _LogBook:
         self.mu = threading.Lock()
         self.retained = retained
         self.max_lines = max_lines
-        self.fires = collections.OrderedDict()  # fire_id -> {"first": n, "lines": deque, "finished": bool}
+        # fire_id -> {"first": n, "lines": deque, "finished": bool, "handler_wrote": bool}
+        self.fires = collections.OrderedDict()
 
     def open(self, fire_id):
         with self.mu:
-            self.fires[fire_id] = {"first": 0, "lines": collections.deque(), "finished": False}
+            self.fires[fire_id] = {"first": 0, "lines": collections.deque(), "finished": False,
+                                   "handler_wrote": False}
             self.fires.move_to_end(fire_id)
             while len(self.fires) > self.retained:
                 self.fires.popitem(last=False)
 
-    def append(self, fire_id, line):
+    def append(self, fire_id, line, by_handler=False):
         with self.mu:
             entry = self.fires.get(fire_id)
             if entry is None:
                 return
+            entry["handler_wrote"] = entry["handler_wrote"] or by_handler
             entry["lines"].append(line[:16384])
             while len(entry["lines"]) > self.max_lines:
                 entry["lines"].popleft()
@@ -315,7 +318,8 @@ class _LogBook:
     def tail(self, fire_id, max_bytes):
         with self.mu:
             entry = self.fires.get(fire_id)
-            if entry is None:
+            # The SDK's own lines alone say what the fire's row says: no log is sent (nor stored).
+            if entry is None or not entry["handler_wrote"]:
                 return None
             text = "\n".join(entry["lines"]).encode("utf-8", "replace")
         cut = max(0, len(text) - max_bytes)
@@ -635,10 +639,10 @@ class Executor:
 
     # ---- runs ----
 
-    def _fire_log(self, fire_id, text):
+    def _fire_log(self, fire_id, text, by_handler=False):
         t = time.time()
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % (int(t * 1000) % 1000)
-        self._logs.append(fire_id, stamp + " " + text)
+        self._logs.append(fire_id, stamp + " " + text, by_handler)
 
     def _launch(self, run):
         with self._work_cv:
@@ -665,7 +669,7 @@ class Executor:
             timer.daemon = True
             timer.start()
         self._fire_log(r["fire_id"], "started: shard %d/%d" % (r["shard_index"], r["shard_total"]))
-        ctx = JobContext(r, run.cancel, lambda line, fid=r["fire_id"]: self._fire_log(fid, line))
+        ctx = JobContext(r, run.cancel, lambda line, fid=r["fire_id"]: self._fire_log(fid, line, True))
         code, message = "ok", ""
         if run.cancel.is_set():
             code, message = "cancelled", "cancelled before it started"

@@ -41,6 +41,21 @@ class SignatureTest(unittest.TestCase):
         self.assertIn("bad signature", verify("POST", "/v1/run", b"{}", KEY, str(now), "v1=\u00e9", keys, now))
 
 
+class LogBookTest(unittest.TestCase):
+    def test_only_a_log_the_handler_wrote_in_has_a_tail(self):
+        from sched_client.executor import _LogBook
+        book = _LogBook(10, 100)
+        book.open(1)
+        book.append(1, "accepted: handler h")
+        book.append(1, "finished: succeeded")
+        self.assertEqual(book.read(1, 0, 10)["lines"], ["accepted: handler h", "finished: succeeded"])
+        self.assertIsNone(book.tail(1, 1000))  # the fire's row says the same: nothing stored
+        book.open(2)
+        book.append(2, "started: shard 0/1")
+        book.append(2, "copied 3 files", by_handler=True)
+        self.assertEqual(book.tail(2, 1000), ("started: shard 0/1\ncopied 3 files", 0))
+
+
 class ParseRunTest(unittest.TestCase):
     BASE = {"fire_id": 1, "job_id": 2, "attempt": 0, "epoch": 1, "handler": "h"}
 

@@ -3,7 +3,7 @@
 // Per-fire log lines kept in memory for GET /v1/log: bounded in fires (oldest finished fires
 // are forgotten first) and in lines per fire. Also keeps, for the result callback, the last
 // `tail_bytes` of each fire's log, including the lines beyond the per-fire line limit (those
-// GET /v1/log no longer shows). Thread-safe.
+// GET /v1/log no longer shows), for fires whose handler wrote a line. Thread-safe.
 
 #include <cstdint>
 #include <deque>
@@ -15,6 +15,11 @@
 
 namespace sched::client::impl {
 
+/// Who wrote a line: the SDK's own lines (accepted, started, finished, kill requested) repeat
+/// what the fire's row already says (times, status, message); only a handler's lines make a
+/// log worth sending with the result.
+enum class LineSource { kRuntime, kHandler };
+
 class FireLogBook {
   public:
     FireLogBook(std::size_t retained_fires, std::size_t max_lines_per_fire, std::size_t tail_bytes = 0);
@@ -23,7 +28,7 @@ class FireLogBook {
     void Open(std::int64_t fire_id);
     /// Appends a line; ignored for unknown fires and beyond the per-fire limit (one marker line
     /// says that lines were dropped).
-    void Append(std::int64_t fire_id, std::string line);
+    void Append(std::int64_t fire_id, std::string line, LineSource source);
     /// Marks the fire finished: no more lines will come, and it may now be forgotten.
     void Close(std::int64_t fire_id);
 
@@ -41,7 +46,8 @@ class FireLogBook {
         std::int64_t truncated_bytes = 0;  // bytes of the whole log (so joined) not in `text`
     };
     /// The last `tail_bytes` of the fire's log (a first line may be cut at its front, at a
-    /// character boundary; invalid UTF-8 becomes U+FFFD); nullopt when the fire is unknown here.
+    /// character boundary; invalid UTF-8 becomes U+FFFD); nullopt when the fire is unknown here
+    /// or its handler wrote no line (the SDK's own lines alone are not sent, nor stored).
     std::optional<Tail> ReadTail(std::int64_t fire_id) const;
 
   private:
@@ -49,6 +55,7 @@ class FireLogBook {
         std::vector<std::string> lines;
         bool finished = false;
         bool truncated = false;
+        bool handler_wrote = false;
         // Lines beyond the line limit, newest last, at most tail_bytes_ of them; the tail is taken
         // from them and from `lines` (without the truncation marker).
         std::deque<std::string> overflow;
