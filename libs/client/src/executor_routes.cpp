@@ -124,11 +124,13 @@ protocol::RunAnswer Runtime::AdmitRun(const nlohmann::json& body, const std::str
         return protocol::RunAnswer::Refused(http::ApiError{Code::kUnavailable, "the executor is stopping", ""});
 
     const std::int64_t fire_id = run.fire_id;
-    AdmitResult admit = registry_.Admit(std::move(run), [this](const Run& accepted, bool start_now) {
-        const RunRequest& r = accepted.request;
-        logs_.Open(r.fire_id);
-        FireLog(r.fire_id, "accepted: handler " + r.handler + ", attempt " + std::to_string(r.attempt) + ", epoch " +
-                               std::to_string(r.epoch) + (start_now ? "" : " (queued behind the job's running fire)"));
+    // The line is written before the registry's lock is taken: the workers finishing runs wait
+    // on that lock, and a burst admits hundreds of runs back to back.
+    std::string accepted_line = LogLine("accepted: handler " + run.handler + ", attempt " +
+                                        std::to_string(run.attempt) + ", epoch " + std::to_string(run.epoch));
+    AdmitResult admit = registry_.Admit(std::move(run), [this, &accepted_line](const Run& accepted, bool start_now) {
+        if (!start_now) accepted_line += " (queued behind the job's running fire)";
+        logs_.Open(accepted.request.fire_id, std::move(accepted_line));
     });
     switch (admit.admission) {
         case Admission::kStaleEpoch:

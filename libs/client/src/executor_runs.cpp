@@ -39,8 +39,12 @@ void Runtime::Launch(RunPtr run) {
     net::post(*workers_, [this, run = std::move(run)] { Execute(run); });
 }
 
+std::string Runtime::LogLine(const std::string& text) {
+    return LogTimestamp() + " " + text;
+}
+
 void Runtime::FireLog(std::int64_t fire_id, const std::string& text, LineSource source) {
-    logs_.Append(fire_id, LogTimestamp() + " " + text, source);
+    logs_.Append(fire_id, LogLine(text), source);
 }
 
 void Runtime::AttachLogTail(CallbackResult& result) const {

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "impl/followup.hpp"
 #include "impl/query.hpp"
 #include "sched/common/job_vocabulary.hpp"
 #include "sched/common/name_table.hpp"
@@ -198,10 +199,13 @@ std::optional<ResultOutcome> ApplyResultOnce(soci::session& s, const ExecutorRes
     // Every check again in the write itself: the row may have changed since it was read
     // (READ COMMITTED reads do not lock), e.g. the slave recorded `running` on another address.
     const std::string to(FireStatusName(r.status));
-    const int followup = 1;
+    // A success of a cron job needs nothing from the master: flagging it would cost one more
+    // write of the row (and of idx_fire_followup) when the master clears the flag.
     std::string sql =
         "UPDATE job_fire SET status = :to_status, finished_at = :finished_at, result_code = :result_code, "
-        "result_message = :result_message, followup = :followup";
+        "result_message = :result_message, followup = " +
+        (impl::MayEndWithoutFollowup(r.status) ? "CASE WHEN " + impl::NothingFollowsSql() + " THEN 0 ELSE 1 END"
+                                               : std::string("1"));
     if (r.started_ms > 0 && !fire->started_at) sql += ", started_at = :started_at";
     const bool record_address = r.address && fire->status == FireStatus::kDispatching;
     if (record_address) sql += ", executor_address = :address";
@@ -218,7 +222,6 @@ std::optional<ResultOutcome> ApplyResultOnce(soci::session& s, const ExecutorRes
     st.exchange(soci::use(r.finished_ms, "finished_at"));
     st.exchange(soci::use(r.result_code, "result_code"));
     st.exchange(soci::use(r.result_message, "result_message"));
-    st.exchange(soci::use(followup, "followup"));
     if (r.started_ms > 0 && !fire->started_at) st.exchange(soci::use(r.started_ms, "started_at"));
     if (r.address) st.exchange(soci::use(*r.address, "address"));
     st.exchange(soci::use(r.fire_id, "id"));
@@ -640,12 +643,12 @@ int FireRepository::ClearTrivialFollowups(soci::session& s) {
     // scan instead of two per fire (the flag stays on every final transition, so whoever ends a
     // fire need not know the job). Served by idx_fire_followup, one job primary-key lookup per
     // flagged row (correlated, so a million-job table is never scanned).
+    // The result writes (ApplyResult, ApplyMany) already leave these at 0; what is left here
+    // are the ends written elsewhere (the slave's skips, kills, the sweep).
     soci::statement st =
         (s.prepare << "UPDATE job_fire SET followup = 0 WHERE followup = 1 AND status IN ('succeeded', 'skipped', "
-                      "'killed') AND kind <> 'workflow' AND NOT EXISTS (SELECT 1 FROM job WHERE job.id = "
-                      "job_fire.job_id AND job.schedule_type = '" +
-                          std::string(ScheduleTypeName(ScheduleType::kFixedDelay)) +
-                          "')");  // a name from the table, not input
+                      "'killed') AND " +
+                          impl::NothingFollowsSql());
     return static_cast<int>(impl::ExecuteAffected(st));
 }
 

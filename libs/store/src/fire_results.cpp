@@ -10,6 +10,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "impl/followup.hpp"
 #include "impl/query.hpp"
 #include "sched/store/fire_log.hpp"
 
@@ -216,6 +217,7 @@ long long UpdateChunk(soci::session& s, const std::vector<ExecutorResult>& resul
     std::string status = "status = CASE id", finished = "finished_at = CASE id", code = "result_code = CASE id",
                 message = "result_message = CASE id", started = "started_at = CASE id",
                 address = "executor_address = CASE id", ids, where;
+    std::string quiet;  // the fires whose end may need no follow-up
     bool any_started = false;
     bool any_address = false;
     std::vector<std::pair<const std::string*, std::string>> set_uses;
@@ -242,6 +244,7 @@ long long UpdateChunk(soci::session& s, const std::vector<ExecutorResult>& resul
             any_address = true;
         }
         ids += (k == from ? "" : ", ") + std::to_string(r.fire_id);
+        if (impl::MayEndWithoutFollowup(r.status)) quiet += (quiet.empty() ? "" : ", ") + std::to_string(r.fire_id);
         where += std::string(k == from ? "(" : " OR (") + "id = " + std::to_string(r.fire_id) +
                  " AND attempt = " + std::to_string(r.attempt);
         if (w.from == FireStatus::kRunning) {
@@ -263,7 +266,12 @@ long long UpdateChunk(soci::session& s, const std::vector<ExecutorResult>& resul
         where += ")";
     }
     std::string sql = "UPDATE job_fire SET " + status + " ELSE status END, " + finished + " ELSE finished_at END, " +
-                      code + " ELSE result_code END, " + message + " ELSE result_message END, followup = 1";
+                      code + " ELSE result_code END, " + message + " ELSE result_message END, followup = " +
+                      // Successes of cron jobs need nothing from the master: no flag, so no second
+                      // write of the row when the master would clear it (ApplyResult does the same).
+                      (quiet.empty() ? std::string("1")
+                                     : "CASE WHEN id IN (" + quiet + ") AND " + impl::NothingFollowsSql() +
+                                           " THEN 0 ELSE 1 END");
     if (any_started) sql += ", " + started + " ELSE started_at END";
     if (any_address) sql += ", " + address + " ELSE executor_address END";
     // The IN list lets both databases find the rows by primary key before the per-item test.

@@ -267,7 +267,36 @@ TEST_P(FireResultsTest, ABatchOverOneChunkIsAppliedWhole) {
     ASSERT_EQ(outcomes.size(), ids.size());
     for (std::size_t i = 0; i < ids.size(); ++i) {
         ASSERT_EQ(outcomes[i], ResultOutcome::kApplied) << i;
-        ASSERT_EQ(State(ids[i]), "succeeded|10.0.0.1:7000|9|msg '\\ for " + std::to_string(ids[i]) + "|0|1|7|0|5");
+        // followup 0: a success of a manual job needs nothing from the master.
+        ASSERT_EQ(State(ids[i]), "succeeded|10.0.0.1:7000|9|msg '\\ for " + std::to_string(ids[i]) + "|0|0|7|0|5");
+    }
+}
+
+// The master's follow-up flag is raised only by ends that may need it: a success of a job that
+// is not fixed-delay is written with the flag down (no second write to clear it), a failure or
+// a fixed-delay job's success keeps it; the batch and the one-by-one path agree.
+TEST_P(FireResultsTest, ASuccessNeedsNoFollowupUnlessItsJobIsFixedDelay) {
+    Job delayed;
+    delayed.name = "poll";
+    delayed.app = "pay";
+    delayed.handler = "echo";
+    delayed.schedule_type = sched::ScheduleType::kFixedDelay;
+    delayed.schedule_expr = "10s";
+    auto created = JobRepository(db()).Create(delayed);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    for (const bool batched : {true, false}) {
+        const auto ok = MakeFire({.job_id = pay_job_, .running_on = "10.0.0.1:7000"});
+        const auto bad = MakeFire({.job_id = pay_job_, .running_on = "10.0.0.1:7000"});
+        const auto ok_delayed = MakeFire({.job_id = created->id, .running_on = "10.0.0.1:7000"});
+        const std::vector<ExecutorResult> batch = {Item(ok, 0, 5, "10.0.0.1:7000"),
+                                                   Item(bad, 0, 5, "10.0.0.1:7000", FireStatus::kFailed),
+                                                   Item(ok_delayed, 0, 5, "10.0.0.1:7000")};
+        const auto outcomes = batched ? ApplyMany(batch) : ApplyOneByOne(batch);
+        ASSERT_EQ(outcomes, std::vector<ResultOutcome>(3, ResultOutcome::kApplied)) << batched;
+        FireRepository fires(db());
+        EXPECT_FALSE(fires.Get(ok)->followup) << batched;
+        EXPECT_TRUE(fires.Get(bad)->followup) << batched;
+        EXPECT_TRUE(fires.Get(ok_delayed)->followup) << batched;
     }
 }
 
@@ -293,7 +322,7 @@ TEST_P(FireResultsTest, ALostCasIsJudgedAgainOnTheFireAsItIsNow) {
     EXPECT_EQ(Names(*outcomes), (std::vector<std::string>{"conflict", "applied", "applied"}));
     EXPECT_EQ(calls, 6);  // two rounds of three items
     EXPECT_EQ(State(ids[0]).substr(0, 7), "killed|") << State(ids[0]);
-    EXPECT_EQ(State(ids[1]), "succeeded|10.0.0.1:7000|9|msg '\\ for " + std::to_string(ids[1]) + "|0|1|7|0|5");
+    EXPECT_EQ(State(ids[1]), "succeeded|10.0.0.1:7000|9|msg '\\ for " + std::to_string(ids[1]) + "|0|0|7|0|5");
 }
 
 // The slave recording `running` on the very instance that reports the result, between the
@@ -319,7 +348,7 @@ TEST_P(FireResultsTest, ARunningRecordOfTheSameInstanceBetweenReadAndWriteCostsN
     EXPECT_EQ(Names(*outcomes), (std::vector<std::string>{"applied", "applied", "applied"}));
     EXPECT_EQ(calls, 3);  // one round
     // The executor's start time replaces the slave's record of its 202.
-    EXPECT_EQ(State(ids[0]), "succeeded|10.0.0.1:7000|9|msg '\\ for " + std::to_string(ids[0]) + "|0|1|7|0|5");
+    EXPECT_EQ(State(ids[0]), "succeeded|10.0.0.1:7000|9|msg '\\ for " + std::to_string(ids[0]) + "|0|0|7|0|5");
 }
 
 // Counted by the server: a MySQL session's Questions counter counts every statement it ran.

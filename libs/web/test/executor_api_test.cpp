@@ -206,9 +206,10 @@ TEST_P(ExecutorApiTest, CallbacksApplyOncePerFireAndAttempt) {
     EXPECT_EQ(ok->result_message, "done");
     EXPECT_EQ(ok->result_code, 0);
     EXPECT_EQ(ok->finished_at, 9);
-    EXPECT_TRUE(ok->followup);
+    EXPECT_FALSE(ok->followup);  // a success of a manual job: nothing for the master to do
     auto failed = fires.Get(dispatching);
     EXPECT_EQ(failed->status, store::FireStatus::kFailed);
+    EXPECT_TRUE(failed->followup);  // the master decides on a retry
     EXPECT_EQ(failed->started_at, std::nullopt);
 
     // The SDK resends after a lost response: the same results are duplicates, nothing changes.

@@ -18,6 +18,15 @@ void FireLogBook::Open(std::int64_t fire_id) {
     EvictIfNeeded();
 }
 
+void FireLogBook::Open(std::int64_t fire_id, std::string first_line) {
+    std::lock_guard lock(mu_);
+    const auto [it, opened] = entries_.try_emplace(fire_id);
+    if (!opened) return;
+    order_.push_back(fire_id);
+    AppendTo(it->second, std::move(first_line), LineSource::kRuntime);
+    EvictIfNeeded();
+}
+
 void FireLogBook::EvictIfNeeded() {
     // Unfinished fires are kept even over the limit: their lines are still being asked for.
     for (auto it = order_.begin(); entries_.size() > retained_fires_ && it != order_.end();) {
@@ -37,7 +46,10 @@ void FireLogBook::Append(std::int64_t fire_id, std::string line, LineSource sour
     std::lock_guard lock(mu_);
     auto it = entries_.find(fire_id);
     if (it == entries_.end()) return;
-    Entry& e = it->second;
+    AppendTo(it->second, std::move(line), source);
+}
+
+void FireLogBook::AppendTo(Entry& e, std::string line, LineSource source) {
     if (source == LineSource::kHandler) e.handler_wrote = true;
     e.total_bytes += static_cast<std::int64_t>(line.size()) + (e.total_bytes > 0 || !e.lines.empty() ? 1 : 0);
     if (e.lines.size() + 1 < max_lines_) {

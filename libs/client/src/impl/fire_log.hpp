@@ -26,6 +26,8 @@ class FireLogBook {
 
     /// Starts a fire's log (no-op when it exists).
     void Open(std::int64_t fire_id);
+    /// Starts a fire's log with the SDK's first line, under one lock (no-op when it exists).
+    void Open(std::int64_t fire_id, std::string first_line);
     /// Appends a line; ignored for unknown fires and beyond the per-fire limit (one marker line
     /// says that lines were dropped).
     void Append(std::int64_t fire_id, std::string line, LineSource source);
@@ -62,6 +64,7 @@ class FireLogBook {
         std::size_t overflow_bytes = 0;
         std::int64_t total_bytes = 0;  // of every line appended, plus one separator per line after the first
     };
+    void AppendTo(Entry& e, std::string line, LineSource source);  // mu_ held
     void EvictIfNeeded();
 
     const std::size_t retained_fires_;

@@ -76,6 +76,8 @@ class Runtime {
     void ReportNeverStarted(const RunPtr& run, const std::string& message);
     // Queues `result` for delivery and counts it (handler_seconds < 0: it never started).
     void Report(CallbackResult result, const std::string& handler, double handler_seconds);
+    /// `text` stamped with the wall clock's time, as a fire's log line.
+    static std::string LogLine(const std::string& text);
     void FireLog(std::int64_t fire_id, const std::string& text, LineSource source = LineSource::kRuntime);
     // The fire's log tail (options_.log_tail_bytes) into its result, for the cluster to keep.
     void AttachLogTail(CallbackResult& result) const;
