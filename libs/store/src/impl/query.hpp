@@ -67,30 +67,34 @@ struct NullableString {
     }
 };
 
-/// The bound values of a statement whose SQL is built at run time (a list of rows): Add returns
-/// a fresh placeholder and keeps the value where soci can reference it (a deque never moves its
-/// elements) until Bind has handed every value to the statement.
+/// The values of a statement whose SQL is built at run time (a list of rows). A number is
+/// written into the SQL as its decimal literal (formatted here, never text from input: no
+/// injection); a string gets a fresh placeholder and is kept where soci can reference it (a
+/// deque never moves its elements) until Bind has handed it to the statement. Why numbers are
+/// not bound: SQLite finds a named parameter by a linear search of the names seen so far, so a
+/// 200-row INSERT with 1,800 named values spent 43% of a standalone node's CPU in
+/// sqlite3_prepare at 3,000 fires/s (issue 20); soci's MySQL backend substitutes each name
+/// into the text on the client anyway.
 class BoundValues {
   public:
     std::string Add(std::int64_t value) {
-        ints_.emplace_back(NextName(), value);
-        return ":" + ints_.back().first;
+        ++numbers_;
+        // Parenthesised when negative: "a -" + "-1" must never read as "a --1" (a comment).
+        return value < 0 ? "(" + std::to_string(value) + ")" : std::to_string(value);
     }
     std::string Add(const std::optional<std::string>& value) {
-        strings_.emplace_back(NextName(), NullableString{});
+        strings_.emplace_back("v" + std::to_string(strings_.size()), NullableString{});
         strings_.back().second.set(value);
         return ":" + strings_.back().first;
     }
-    std::size_t size() const { return ints_.size() + strings_.size(); }
+    /// Values added: what callers bound their statements' size by.
+    std::size_t size() const { return numbers_ + strings_.size(); }
     void Bind(soci::statement& st) {
-        for (auto& [name, value] : ints_) st.exchange(soci::use(value, name));
         for (auto& [name, value] : strings_) st.exchange(soci::use(value.value, value.ind, name));
     }
 
   private:
-    std::string NextName() { return "v" + std::to_string(size()); }
-
-    std::deque<std::pair<std::string, std::int64_t>> ints_;
+    std::size_t numbers_ = 0;
     std::deque<std::pair<std::string, NullableString>> strings_;
 };
 
