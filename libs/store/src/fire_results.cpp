@@ -245,8 +245,7 @@ long long UpdateChunk(soci::session& s, const std::vector<ExecutorResult>& resul
         }
         ids += (k == from ? "" : ", ") + std::to_string(r.fire_id);
         if (impl::MayEndWithoutFollowup(r.status)) quiet += (quiet.empty() ? "" : ", ") + std::to_string(r.fire_id);
-        where += std::string(k == from ? "(" : " OR (") + "id = " + std::to_string(r.fire_id) +
-                 " AND attempt = " + std::to_string(r.attempt);
+        where += " WHEN " + std::to_string(r.fire_id) + " THEN (attempt = " + std::to_string(r.attempt);
         if (w.from == FireStatus::kRunning) {
             where += " AND status = 'running'";
             if (w.check_address) {
@@ -274,8 +273,10 @@ long long UpdateChunk(soci::session& s, const std::vector<ExecutorResult>& resul
                                            " THEN 0 ELSE 1 END");
     if (any_started) sql += ", " + started + " ELSE started_at END";
     if (any_address) sql += ", " + address + " ELSE executor_address END";
-    // The IN list lets both databases find the rows by primary key before the per-item test.
-    sql += " WHERE id IN (" + ids + ") AND (" + where + ")";
+    // The IN list lets both databases find the rows by primary key before the per-item test;
+    // the test is a CASE on the id, not an OR of (id = .. AND ..) terms, which MariaDB's range
+    // optimizer turned into a tree per term (a quarter of its CPU at 2,000 fires/s, issue 20).
+    sql += " WHERE id IN (" + ids + ") AND CASE id" + where + " ELSE 0 END";
     soci::statement st(s);
     for (const auto& [value, name] : set_uses) st.exchange(soci::use(*value, name));
     for (const auto& [value, name] : address_uses) st.exchange(soci::use(*value, name));

@@ -350,7 +350,7 @@ bool JobRepository::AdvanceSchedule(soci::session& s, std::int64_t id, std::int6
 }
 
 std::vector<bool> JobRepository::AdvanceMany(soci::session& s, const std::vector<ScheduleAdvance>& advances) {
-    // 500 rows bind at most 4,500 values: well within SQLite's 32,766 and MySQL's packet limits.
+    // 64 jobs per statement: its text stays small whatever the batch.
     constexpr std::size_t kChunk = 64;
     std::vector<bool> advanced(advances.size(), false);
     for (std::size_t begin = 0; begin < advances.size(); begin += kChunk) {
@@ -367,15 +367,16 @@ std::vector<bool> JobRepository::AdvanceMany(soci::session& s, const std::vector
                 " WHEN " + values.Add(a.id) + " THEN " + (a.next_fire_time ? values.Add(*a.next_fire_time) : "NULL");
             if (a.last_fire_time) set_last += " WHEN " + values.Add(a.id) + " THEN " + values.Add(*a.last_fire_time);
             // NULL never equals NULL in SQL, hence IS NULL for a job with no next time.
-            cas += std::string(cas.empty() ? "" : " OR ") + "(id = " + values.Add(a.id) +
-                   " AND version = " + values.Add(a.expected_version) + " AND next_fire_time " +
+            cas += " WHEN " + values.Add(a.id) + " THEN (version = " + values.Add(a.expected_version) +
+                   " AND next_fire_time " +
                    (a.expected_next ? "= " + values.Add(*a.expected_next) : std::string("IS NULL")) + ")";
         }
-        // The id IN list keeps the statement a primary-key range access whatever the optimizer
-        // makes of the OR of CAS terms.
+        // The id IN list makes the statement a primary-key range access; each job's CAS is a
+        // CASE on its id, not an OR of (id = .. AND ..) terms: MariaDB's range optimizer built a
+        // tree from every term of such an OR, a quarter of its CPU at 2,000 fires/s (issue 20).
         std::string sql = "UPDATE job SET next_fire_time = CASE id" + set_next + " ELSE next_fire_time END";
         if (!set_last.empty()) sql += ", last_fire_time = CASE id" + set_last + " ELSE last_fire_time END";
-        sql += " WHERE id IN (" + ids + ") AND (" + cas + ")";
+        sql += " WHERE id IN (" + ids + ") AND CASE id" + cas + " ELSE 0 END";
         const long long matched = impl::ExecuteBound(s, sql, values);
         if (matched == static_cast<long long>(end - begin)) {
             std::fill(advanced.begin() + static_cast<std::ptrdiff_t>(begin),
