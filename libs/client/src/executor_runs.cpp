@@ -71,9 +71,8 @@ void Runtime::Execute(const RunPtr& run) {
         });
     }
     FireLog(r.fire_id, "started: shard " + std::to_string(r.shard_index) + "/" + std::to_string(r.shard_total));
-    JobContext ctx(r, run->token, deadline, [this, id = r.fire_id](const std::string& line) {
-        FireLog(id, line, LineSource::kHandler);
-    });
+    JobContext ctx(r, run->token, deadline,
+                   [this, id = r.fire_id](const std::string& line) { FireLog(id, line, LineSource::kHandler); });
     Status status;
     if (run->token.cancelled()) {
         status = Cancelled("cancelled before it started");

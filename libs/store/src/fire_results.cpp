@@ -264,13 +264,13 @@ long long UpdateChunk(soci::session& s, const std::vector<ExecutorResult>& resul
         if (w.check_epoch) where += " AND dispatch_epoch = " + std::to_string(*r.epoch);
         where += ")";
     }
-    std::string sql = "UPDATE job_fire SET " + status + " ELSE status END, " + finished + " ELSE finished_at END, " +
-                      code + " ELSE result_code END, " + message + " ELSE result_message END, followup = " +
-                      // Successes of cron jobs need nothing from the master: no flag, so no second
-                      // write of the row when the master would clear it (ApplyResult does the same).
-                      (quiet.empty() ? std::string("1")
-                                     : "CASE WHEN id IN (" + quiet + ") AND " + impl::NothingFollowsSql() +
-                                           " THEN 0 ELSE 1 END");
+    std::string sql =
+        "UPDATE job_fire SET " + status + " ELSE status END, " + finished + " ELSE finished_at END, " + code +
+        " ELSE result_code END, " + message + " ELSE result_message END, followup = " +
+        // Successes of cron jobs need nothing from the master: no flag, so no second
+        // write of the row when the master would clear it (ApplyResult does the same).
+        (quiet.empty() ? std::string("1")
+                       : "CASE WHEN id IN (" + quiet + ") AND " + impl::NothingFollowsSql() + " THEN 0 ELSE 1 END");
     if (any_started) sql += ", " + started + " ELSE started_at END";
     if (any_address) sql += ", " + address + " ELSE executor_address END";
     // The IN list lets both databases find the rows by primary key before the per-item test;
