@@ -125,15 +125,15 @@ class ExecutorTest : public ::testing::Test {
         return client_.Send(SignedRequest(TestSigningKey(), http::Method::kGet, Url(path)));
     }
     static nlohmann::json RunBody(std::int64_t fire_id, std::int64_t job_id, const std::string& handler,
-                                  nlohmann::json extra = nlohmann::json::object()) {
+                                  const nlohmann::json& extra = nlohmann::json::object()) {
         nlohmann::json body = {{"fire_id", fire_id}, {"job_id", job_id},   {"attempt", 0},
                                {"epoch", 1},         {"handler", handler}, {"params", nlohmann::json::object()}};
         body.update(extra);
         return body;
     }
     int Run(std::int64_t fire_id, std::int64_t job_id, const std::string& handler,
-            nlohmann::json extra = nlohmann::json::object()) {
-        auto r = Post("/v1/run", RunBody(fire_id, job_id, handler, std::move(extra)));
+            const nlohmann::json& extra = nlohmann::json::object()) {
+        auto r = Post("/v1/run", RunBody(fire_id, job_id, handler, extra));
         return r.ok() ? r->status : -1;
     }
     // The one result for `fire_id`, once it arrived at `web` (null if it did not within 10 s).
@@ -406,7 +406,7 @@ TEST_F(ExecutorTest, RefusesAnotherAppsKey) {
 
 TEST_F(ExecutorTest, ChecksTimestampsAgainstTheClusterClockNotItsOwn) {
     // The cluster's (database's) clock is 10 minutes ahead of this host's.
-    constexpr std::int64_t kSkew = 10 * 60 * 1000;
+    constexpr std::int64_t kSkew = std::int64_t{10} * 60 * 1000;
     web_->SetClockOffset(kSkew);
     Start(Options());
     ASSERT_TRUE(WaitFor([&] { return std::abs(executor_->Stats().clock_offset_ms - kSkew) < 1000; }));

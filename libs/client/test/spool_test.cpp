@@ -33,6 +33,7 @@ class SpoolTest : public ::testing::Test {
     }
     static std::vector<std::int64_t> Fires(const std::vector<CallbackResult>& rs) {
         std::vector<std::int64_t> out;
+        out.reserve(rs.size());
         for (const auto& r : rs) out.push_back(r.fire_id);
         return out;
     }

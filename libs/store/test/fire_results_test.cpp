@@ -167,6 +167,7 @@ class FireResultsTest : public StoreTest {
     std::vector<ResultOutcome> ApplyOneByOne(const std::vector<ExecutorResult>& batch) {
         auto outcomes = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
             std::vector<ResultOutcome> out;
+            out.reserve(batch.size());
             for (const auto& r : batch) out.push_back(FireRepository::ApplyResult(s, r, PayOnly));
             return out;
         });
@@ -176,6 +177,7 @@ class FireResultsTest : public StoreTest {
 
     static std::vector<std::string> Names(const std::vector<ResultOutcome>& outcomes) {
         std::vector<std::string> names;
+        names.reserve(outcomes.size());
         for (auto o : outcomes) names.emplace_back(ResultOutcomeName(o));
         return names;
     }
@@ -262,6 +264,7 @@ TEST_P(FireResultsTest, TheAppliedItemsJobsComeWithTheOutcomesAsAJoinWouldReadTh
 TEST_P(FireResultsTest, ABatchOverOneChunkIsAppliedWhole) {
     const auto ids = ManyFires(600, 100);
     std::vector<ExecutorResult> batch;
+    batch.reserve(ids.size());
     for (auto id : ids) batch.push_back(Item(id, 0, 5, "10.0.0.1:7000"));
     const auto outcomes = ApplyMany(batch);
     ASSERT_EQ(outcomes.size(), ids.size());
@@ -306,6 +309,7 @@ TEST_P(FireResultsTest, ASuccessNeedsNoFollowupUnlessItsJobIsFixedDelay) {
 TEST_P(FireResultsTest, ALostCasIsJudgedAgainOnTheFireAsItIsNow) {
     const auto ids = ManyFires(3, 1);
     std::vector<ExecutorResult> batch;
+    batch.reserve(ids.size());
     for (auto id : ids) batch.push_back(Item(id, 0, 5, "10.0.0.1:7000"));
     int calls = 0;
     auto outcomes = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
@@ -331,6 +335,7 @@ TEST_P(FireResultsTest, ALostCasIsJudgedAgainOnTheFireAsItIsNow) {
 TEST_P(FireResultsTest, ARunningRecordOfTheSameInstanceBetweenReadAndWriteCostsNoSecondRound) {
     const auto ids = ManyFires(3, 1);
     std::vector<ExecutorResult> batch;
+    batch.reserve(ids.size());
     for (auto id : ids) batch.push_back(Item(id, 0, 5, "10.0.0.1:7000"));
     int calls = 0;
     auto outcomes = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
@@ -356,6 +361,7 @@ TEST_P(FireResultsTest, ABatchCostsAStatementPer64Results) {
     if (db().backend() != db::Backend::kMySql) GTEST_SKIP() << "counted with MySQL's session status";
     const auto ids = ManyFires(200, 50);
     std::vector<ExecutorResult> batch;
+    batch.reserve(ids.size());
     for (auto id : ids) batch.push_back(Item(id, 0, 5, "10.0.0.1:7000"));
     const auto questions = [](soci::session& s) {
         std::string name;
@@ -492,6 +498,7 @@ TEST_P(FireResultsTest, ABatchWithLogsCostsOneMoreStatement) {
     if (db().backend() != db::Backend::kMySql) GTEST_SKIP() << "counted with MySQL's session status";
     const auto ids = ManyFires(200, 0);
     std::vector<ExecutorResult> batch;
+    batch.reserve(ids.size());
     for (auto id : ids) batch.push_back(Item(id, 0, 5, "10.0.0.1:7000"));
     batch = WithLogs(batch);
     const auto questions = [](soci::session& s) {
