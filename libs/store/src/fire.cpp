@@ -639,12 +639,12 @@ std::vector<Fire> FireRepository::ListRunning(soci::session& s, std::int64_t aft
 }
 
 int FireRepository::ClearTrivialFollowups(soci::session& s) {
-    // Most ended fires are successes of cron jobs: clearing them here costs one statement per
-    // scan instead of two per fire (the flag stays on every final transition, so whoever ends a
-    // fire need not know the job). Served by idx_fire_followup, one job primary-key lookup per
-    // flagged row (correlated, so a million-job table is never scanned).
-    // The result writes (ApplyResult, ApplyMany) already leave these at 0; what is left here
-    // are the ends written elsewhere (the slave's skips, kills, the sweep).
+    // Ends written without an executor's result (the slave's skips, the sweep, the API's kill)
+    // raise the flag whatever the job, so that they need not know it; those after which nothing
+    // follows are cleared here, one statement per scan. The result writes (ApplyResult,
+    // ApplyMany) apply the same rule (impl/followup.hpp) and never raise it for them. Served by
+    // idx_fire_followup, one job primary-key lookup per flagged row (correlated, so a
+    // million-job table is never scanned).
     soci::statement st =
         (s.prepare << "UPDATE job_fire SET followup = 0 WHERE followup = 1 AND status IN ('succeeded', 'skipped', "
                       "'killed') AND " +
