@@ -77,8 +77,9 @@ namespace sched::client {
 ///     shutdown-grace: 30s            # on Stop(), running handlers get this long before cancellation
 ///     log-retained-fires: 1000       # fires whose log lines GET /v1/log keeps
 ///     log-max-lines: 1000            # lines kept per fire
-///     log-tail-bytes: 65536          # the last bytes of each fire's log sent with its result,
-///                                    #   kept by the cluster after this process forgot them
+///     log-tail-bytes: 65536          # the last bytes of each fire's log sent with its result
+///                                    #   when its handler wrote a line, kept by the cluster
+///                                    #   after this process forgot them
 ///                                    #   (0..131072; 0: none)
 ///     dedupe-window: 100000          # recent (fire_id, attempt) pairs remembered
 ///     metrics: false                 # serve GET /metrics (Prometheus text) on the SDK's port
