@@ -139,9 +139,12 @@ struct Slave::State {
     std::shared_ptr<net::steady_timer> poll_timer;
 
     // Running records waiting for the next flush: per executor address, the fires it accepted,
-    // each with its 202's time.
+    // each with its 202's time; `running_writing` counts the flushes not yet written, from
+    // their spawn to their last UPDATE (Stop waits for them: `flush_scheduled` is cleared when
+    // a flush takes its batch, before it writes it).
     std::map<std::string, std::vector<store::StartedFire>> running;
     bool flush_scheduled = false;
+    std::atomic<int> running_writing{0};
     // Ends (failed, skipped, timed out...) waiting for the next flush, and whether one is
     // scheduled; `endings_writing` counts the flushes still writing (Stop waits for both).
     std::vector<FireEnding> endings;
@@ -866,6 +869,7 @@ void Slave::RecordRunning(std::int64_t fire_id, const std::string& address, std:
         std::lock_guard lock(state_->mu);
         state_->running[address].push_back({.id = fire_id, .started_at = started_at});
         spawn = !std::exchange(state_->flush_scheduled, true);
+        if (spawn) ++state_->running_writing;
     }
     if (spawn) net::co_spawn(io_, FlushRunning(), net::detached);
 }
@@ -913,6 +917,7 @@ net::awaitable<void> Slave::FlushRunning() {
             }
         }
     }
+    --state->running_writing;
 }
 
 net::awaitable<void> Slave::WatchTimeout(std::int64_t fire_id, std::string app, std::string address,
@@ -1030,7 +1035,7 @@ net::awaitable<void> Slave::Stop() {
     const auto drain_until = std::chrono::steady_clock::now() + config_.dispatch_timeout;
     const auto busy = [&state] {
         std::lock_guard lock(state->mu);
-        return state->in_flight.load() > 0 || state->flush_scheduled || state->endings_writing.load() > 0;
+        return state->in_flight.load() > 0 || state->running_writing.load() > 0 || state->endings_writing.load() > 0;
     };
     net::steady_timer pause(io_);
     while (busy() && std::chrono::steady_clock::now() < drain_until) {
