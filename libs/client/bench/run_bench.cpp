@@ -1,7 +1,7 @@
 // Measures POST /v1/run on loopback: requests per second and latency percentiles of the
 // executor's admission path with a no-op handler.
 //
-//   client_run_bench [--seconds 10] [--warmup 2] [--connections 16] [--batch N]
+//   client_run_bench [--seconds 10] [--warmup 2] [--connections 16] [--batch N] [--io-threads N]
 //                    [--target http://127.0.0.1:9999 --token T --handler echo [--sink-port 8080]]
 //
 // Without --target it starts, in this process, an Executor with a "noop" handler and a sink
@@ -56,6 +56,7 @@ struct Args {
     std::string handler = "noop";
     int sink_port = -1;  // external mode: start the sink on this port (-1: none)
     int batch = 0;       // runs per /v1/runs request (0: one /v1/run per run)
+    int io_threads = 0;  // the in-process executor's io-threads (0: its default)
 };
 
 Args Parse(int argc, char** argv) {
@@ -85,10 +86,13 @@ Args Parse(int argc, char** argv) {
             a.sink_port = std::stoi(next());
         else if (k == "--batch")
             a.batch = std::stoi(next());
+        else if (k == "--io-threads")
+            a.io_threads = std::stoi(next());
         else {
-            std::fprintf(stderr,
-                         "usage: client_run_bench [--seconds N] [--warmup N] [--connections N] [--batch N] "
-                         "[--target URL --token T --handler NAME [--sink-port N]]\n");
+            std::fprintf(
+                stderr,
+                "usage: client_run_bench [--seconds N] [--warmup N] [--connections N] [--batch N] [--io-threads N] "
+                "[--target URL --token T --handler NAME [--sink-port N]]\n");
             std::exit(2);
         }
     }
@@ -184,6 +188,7 @@ int main(int argc, char** argv) {
         o.token = args.token;
         o.capacity = 1'000'000;
         o.worker_threads = 2;
+        if (args.io_threads > 0) o.io_threads = args.io_threads;
         o.callback_batch_size = 1000;
         o.spool_dir = std::filesystem::temp_directory_path() / ("sched-run-bench-" + std::to_string(getpid()));
         o.http.listen = "127.0.0.1:0";

@@ -36,6 +36,7 @@ ExecutorOptions ExecutorOptions::FromYaml(const ConfigNode& node) {
     if (auto env = EnvOverride("SCHED_TOKEN")) o.token = *env;
     o.heartbeat_interval = node.Duration("heartbeat-interval", o.heartbeat_interval, milliseconds(10), hours(1));
     o.worker_threads = static_cast<int>(node.Int("worker-threads", o.worker_threads, 1, 1024));
+    o.io_threads = static_cast<int>(node.Int("io-threads", o.io_threads, 1, 64));
     o.capacity = static_cast<int>(node.Int("capacity", o.capacity, 1, 1'000'000));
     o.spool_dir = node.String("spool-dir", o.spool_dir.string());
     o.callback_batch_size = static_cast<int>(node.Int("callback-batch-size", o.callback_batch_size, 1, 10'000));
@@ -88,6 +89,7 @@ void ExecutorOptions::Validate(const std::string& section) const {
         if (v < 1) throw ConfigError(key(k), "must be at least 1, got " + std::to_string(v));
     };
     positive(worker_threads, "worker-threads");
+    positive(io_threads, "io-threads");
     positive(capacity, "capacity");
     positive(callback_batch_size, "callback-batch-size");
     positive(log_retained_fires, "log-retained-fires");

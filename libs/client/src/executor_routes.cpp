@@ -48,7 +48,8 @@ RunRequest ToClientRun(protocol::RunRequest wire) {
 
 }  // namespace
 
-// ---- HTTP API (the handlers never block: they run on the I/O thread) ----
+// ---- HTTP API (the handlers never block: they run on the io-threads, several at a time, and touch
+// only locked or atomic state) ----
 
 http::Router Runtime::Routes() {
     http::Router r;

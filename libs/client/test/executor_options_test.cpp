@@ -42,6 +42,7 @@ executor:
   token: abc
   heartbeat-interval: 5s
   worker-threads: 4
+  io-threads: 3
   capacity: 10
   spool-dir: /tmp/x
   callback-batch-size: 20
@@ -67,6 +68,7 @@ executor:
     EXPECT_EQ(o.token, "abc");
     EXPECT_EQ(o.heartbeat_interval, 5s);
     EXPECT_EQ(o.worker_threads, 4);
+    EXPECT_EQ(o.io_threads, 3);
     EXPECT_EQ(o.capacity, 10);
     EXPECT_EQ(o.spool_dir, "/tmp/x");
     EXPECT_EQ(o.callback_batch_size, 20);
@@ -110,6 +112,8 @@ TEST_F(ExecutorOptionsTest, ErrorsNameTheKey) {
                   .rfind("executor.web-endpoints[1]: https is not supported", 0),
               0u);
     EXPECT_EQ(ErrorOf(base + "  capacity: 0\n").rfind("executor.capacity:", 0), 0u);
+    EXPECT_EQ(ErrorOf(base + "  io-threads: 0\n").rfind("executor.io-threads:", 0), 0u);
+    EXPECT_EQ(ErrorOf(base + "  io-threads: 65\n").rfind("executor.io-threads:", 0), 0u);
     EXPECT_EQ(ErrorOf(base + "  heartbeat-interval: often\n").rfind("executor.heartbeat-interval:", 0), 0u);
     EXPECT_EQ(ErrorOf(base + "  advertised-address: nowhere\n").rfind("executor.advertised-address:", 0), 0u);
     EXPECT_EQ(ErrorOf(base + "  http:\n    listen: x\n").rfind("executor.http.listen:", 0), 0u);

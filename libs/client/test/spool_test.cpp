@@ -194,6 +194,24 @@ TEST(FireLogBook, PagesLinesAndForgetsOldestFinishedFires) {
     EXPECT_FALSE(book.Read(99, 0, 10));
 }
 
+TEST(FireLogBook, ForgetsTheFiresThatFinishedFirstWhateverTheOrderTheyOpenedIn) {
+    FireLogBook book(3, 10);
+    for (std::int64_t id = 1; id <= 3; ++id) book.Open(id, "accepted " + std::to_string(id));
+    book.Close(2);  // finished first, though opened after 1
+    book.Close(1);
+    book.Close(1);  // closing twice changes nothing
+    book.Open(4);   // one over the bound: 2 goes, not 1
+    EXPECT_FALSE(book.Read(2, 0, 10));
+    EXPECT_EQ(book.Read(1, 0, 10)->lines, std::vector<std::string>{"accepted 1"});
+    book.Open(5);  // then 1
+    EXPECT_FALSE(book.Read(1, 0, 10));
+    book.Open(6);  // 3, 4, 5 and 6 are running: kept over the bound
+    for (std::int64_t id = 3; id <= 6; ++id) EXPECT_TRUE(book.Read(id, 0, 10)) << id;
+    book.Close(6);  // the only finished fire, and over the bound: it goes at once
+    EXPECT_FALSE(book.Read(6, 0, 10));
+    EXPECT_TRUE(book.Read(3, 0, 10));
+}
+
 TEST_F(SpoolTest, KeepsALogAcrossReopeningAndBoundsABatchInBytes) {
     {
         ResultSpool spool(dir_);

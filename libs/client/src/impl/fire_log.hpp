@@ -1,8 +1,8 @@
 #pragma once
 
-// Per-fire log lines kept in memory for GET /v1/log: bounded in fires (oldest finished fires
-// are forgotten first) and in lines per fire. Also keeps, for the result callback, the last
-// `tail_bytes` of each fire's log, including the lines beyond the per-fire line limit (those
+// Per-fire log lines kept in memory for GET /v1/log: bounded in fires (the fires that finished
+// first are forgotten first; a fire still running is kept over the bound) and in lines per fire. Also keeps, for the
+// result callback, the last `tail_bytes` of each fire's log, including the lines beyond the per-fire line limit (those
 // GET /v1/log no longer shows), for fires whose handler wrote a line. Thread-safe.
 
 #include <cstdint>
@@ -24,10 +24,9 @@ class FireLogBook {
   public:
     FireLogBook(std::size_t retained_fires, std::size_t max_lines_per_fire, std::size_t tail_bytes = 0);
 
-    /// Starts a fire's log (no-op when it exists).
-    void Open(std::int64_t fire_id);
-    /// Starts a fire's log with the SDK's first line, under one lock (no-op when it exists).
-    void Open(std::int64_t fire_id, std::string first_line);
+    /// Starts a fire's log, with the SDK's first line when given, under one lock (no-op when it
+    /// exists).
+    void Open(std::int64_t fire_id, std::optional<std::string> first_line = std::nullopt);
     /// Appends a line; ignored for unknown fires and beyond the per-fire limit (one marker line
     /// says that lines were dropped).
     void Append(std::int64_t fire_id, std::string line, LineSource source);
@@ -72,7 +71,7 @@ class FireLogBook {
     const std::size_t tail_bytes_;
     mutable std::mutex mu_;
     std::unordered_map<std::int64_t, Entry> entries_;
-    std::deque<std::int64_t> order_;  // fire ids, oldest first
+    std::deque<std::int64_t> finished_;  // the finished fires still kept, in the order they finished
 };
 
 }  // namespace sched::client::impl

@@ -113,7 +113,7 @@ class Runtime {
     // The heartbeat and callback loops, their timers, and the run timeout timers live here.
     net::strand<net::io_context::executor_type> strand_;
     std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
-    std::thread io_thread_;
+    std::vector<std::thread> io_threads_;  // options_.io_threads of them run io_
     std::unique_ptr<net::thread_pool> workers_;
     std::unique_ptr<http::Server> server_;
     std::unique_ptr<http::HttpClient> client_;

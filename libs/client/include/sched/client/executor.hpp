@@ -17,7 +17,8 @@
 ///   `GET /v1/log`, and with `metrics: true` an unsigned `GET /metrics` (Prometheus; docs/client-sdk.md);
 /// - heartbeats `POST /api/v1/registry/heartbeat {app, address, handlers, capacity, running}`
 ///   to the web endpoints (failing over between them) and deregisters on Stop();
-/// - runs handlers on `worker-threads` threads, per job by its block strategy (serial,
+/// - admits runs on `io-threads` threads and runs handlers on `worker-threads` threads, per job by its block strategy
+/// (serial,
 ///   discard-later, cover-early), cancelling cooperatively on kill, timeout and shutdown;
 /// - ignores a duplicate (fire_id, attempt) (answering 202 again: the dispatch is idempotent)
 ///   and refuses a run whose epoch is older than the newest it has seen (fencing a stale
@@ -68,6 +69,9 @@ namespace sched::client {
 ///     signature-window: 30s          # how far a signed call's timestamp may be from the cluster clock
 ///     heartbeat-interval: 10s        # between heartbeats (retried after min(interval, 2s) on failure)
 ///     worker-threads: 8              # threads running handlers
+///     io-threads: 2                  # threads serving the nodes' calls (admission of runs);
+///                                    #   each connection is served on one, so the batches of
+///                                    #   several nodes due at the same time are admitted at once
 ///     capacity: 64                   # accepted, unfinished runs (running + queued); more get 429
 ///     spool-dir: "data/client-spool" # undelivered results survive restarts here (one executor per dir)
 ///     callback-batch-size: 100       # results per callback request
@@ -95,6 +99,7 @@ struct ExecutorOptions {
     std::string token;
     std::chrono::microseconds heartbeat_interval = std::chrono::seconds(10);
     int worker_threads = 8;
+    int io_threads = 2;
     int capacity = 64;
     std::filesystem::path spool_dir = "data/client-spool";
     int callback_batch_size = 100;
