@@ -90,10 +90,10 @@ void Runtime::Start() {
     work_.emplace(io_.get_executor());
     // More than one thread runs io_: the server serves each connection on its own strand, and
     // a node sends each due time's runs on its own connection, so the batches of several nodes
-    // due at once are admitted side by side instead of one after another (the 1,000-job burst
-    // of three nodes waited 25-45 ms for its third batch on one thread). The heartbeat and
-    // callback loops and the run timers keep `strand_`; the route handlers touch only locked or
-    // atomic state.
+    // due at once are admitted side by side instead of one after another (three connections
+    // of 333-run batches: ~36,000 runs/s on two threads, ~20,000 on one; docs/benchmarks.md).
+    // The heartbeat and callback loops and the run timers keep `strand_`; the route handlers
+    // touch only locked or atomic state.
     io_threads_.reserve(static_cast<std::size_t>(options_.io_threads));
     for (int i = 0; i < options_.io_threads; ++i) io_threads_.emplace_back([this] { io_.run(); });
     heartbeat_done_ = net::co_spawn(strand_, HeartbeatLoop(), net::use_future);

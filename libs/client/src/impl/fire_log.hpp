@@ -1,9 +1,10 @@
 #pragma once
 
 // Per-fire log lines kept in memory for GET /v1/log: bounded in fires (the fires that finished
-// first are forgotten first; a fire still running is kept over the bound) and in lines per fire. Also keeps, for the
-// result callback, the last `tail_bytes` of each fire's log, including the lines beyond the per-fire line limit (those
-// GET /v1/log no longer shows), for fires whose handler wrote a line. Thread-safe.
+// first are forgotten first; a fire still running is kept over the bound) and in lines per fire.
+// Also keeps, for the result callback, the last `tail_bytes` of each fire's log, including the
+// lines beyond the per-fire line limit (those GET /v1/log no longer shows), for fires whose
+// handler wrote a line. Thread-safe.
 
 #include <cstdint>
 #include <deque>

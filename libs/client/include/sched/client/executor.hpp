@@ -17,9 +17,9 @@
 ///   `GET /v1/log`, and with `metrics: true` an unsigned `GET /metrics` (Prometheus; docs/client-sdk.md);
 /// - heartbeats `POST /api/v1/registry/heartbeat {app, address, handlers, capacity, running}`
 ///   to the web endpoints (failing over between them) and deregisters on Stop();
-/// - admits runs on `io-threads` threads and runs handlers on `worker-threads` threads, per job by its block strategy
-/// (serial,
-///   discard-later, cover-early), cancelling cooperatively on kill, timeout and shutdown;
+/// - admits runs on `io-threads` threads and runs handlers on `worker-threads` threads, per job
+///   by its block strategy (serial, discard-later, cover-early), cancelling cooperatively on
+///   kill, timeout and shutdown;
 /// - ignores a duplicate (fire_id, attempt) (answering 202 again: the dispatch is idempotent)
 ///   and refuses a run whose epoch is older than the newest it has seen (fencing a stale
 ///   master);
