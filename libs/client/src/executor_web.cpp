@@ -109,7 +109,7 @@ net::awaitable<void> Runtime::HeartbeatLoop() {
     bool was_ok = true;
     while (!heartbeat_stop_) {
         nlohmann::json body = protocol::ToJson(HeartbeatNow());
-        auto answer = co_await PostToWeb(std::string(protocol::kHeartbeatPath), body, "");
+        auto answer = co_await PostToWeb(std::string(protocol::kHeartbeatPath), std::move(body), "");
         const bool ok = answer.has_value();
         if (ok) LearnSigning(*answer);
         ++(ok ? counters_.heartbeats_ok : counters_.heartbeats_failed);
@@ -131,7 +131,7 @@ net::awaitable<void> Runtime::HeartbeatLoop() {
 
 net::awaitable<bool> Runtime::Deregister() {
     nlohmann::json body = protocol::ToJson(protocol::Deregister{.app = options_.app, .address = address_});
-    auto answer = co_await PostToWeb(std::string(protocol::kDeregisterPath), body, "");
+    auto answer = co_await PostToWeb(std::string(protocol::kDeregisterPath), std::move(body), "");
     co_return answer.has_value();
 }
 
