@@ -2,6 +2,7 @@
 // executor's admission path with a no-op handler.
 //
 //   client_run_bench [--seconds 10] [--warmup 2] [--connections 16] [--batch N] [--io-threads N]
+//                    [--callback-batch N] [--callback-urls N]
 //                    [--target http://127.0.0.1:9999 --token T --handler echo [--sink-port 8080]]
 //
 // Without --target it starts, in this process, an Executor with a "noop" handler and a sink
@@ -54,9 +55,13 @@ struct Args {
     std::string target;
     std::string token = "bench-token";
     std::string handler = "noop";
-    int sink_port = -1;  // external mode: start the sink on this port (-1: none)
-    int batch = 0;       // runs per /v1/runs request (0: one /v1/run per run)
-    int io_threads = 0;  // the in-process executor's io-threads (0: its default)
+    int sink_port = -1;         // external mode: start the sink on this port (-1: none)
+    int batch = 0;              // runs per /v1/runs request (0: one /v1/run per run)
+    int io_threads = 0;         // the in-process executor's io-threads (0: its default)
+    int callback_batch = 1000;  // the in-process executor's callback-batch-size
+    // In-process mode: connection i names callback URL i % N, as N trigger nodes each name
+    // themselves (0: the runs name none; results go to the web endpoint).
+    int callback_urls = 0;
 };
 
 Args Parse(int argc, char** argv) {
@@ -88,10 +93,15 @@ Args Parse(int argc, char** argv) {
             a.batch = std::stoi(next());
         else if (k == "--io-threads")
             a.io_threads = std::stoi(next());
+        else if (k == "--callback-batch")
+            a.callback_batch = std::stoi(next());
+        else if (k == "--callback-urls")
+            a.callback_urls = std::stoi(next());
         else {
             std::fprintf(
                 stderr,
                 "usage: client_run_bench [--seconds N] [--warmup N] [--connections N] [--batch N] [--io-threads N] "
+                "[--callback-batch N] [--callback-urls N] "
                 "[--target URL --token T --handler NAME [--sink-port N]]\n");
             std::exit(2);
         }
@@ -111,7 +121,8 @@ struct Worker {
     std::uint64_t errors = 0;
 };
 
-net::awaitable<void> Load(http::HttpClient& client, std::string url, const Args& args, Shared& shared, Worker& w) {
+net::awaitable<void> Load(http::HttpClient& client, std::string url, std::string callback_url, const Args& args,
+                          Shared& shared, Worker& w) {
     http::CallOptions call;
     call.timeout = std::chrono::seconds(5);
     const auto target = http::Url::Parse(url)->target;
@@ -120,13 +131,14 @@ net::awaitable<void> Load(http::HttpClient& client, std::string url, const Args&
         std::string text;
         for (int k = 0; k < runs_per_request; ++k) {
             const std::int64_t fire = shared.next_fire.fetch_add(1);
-            const nlohmann::json run = {{"fire_id", fire},
-                                        {"job_id", fire % 10000},
-                                        {"attempt", 0},
-                                        {"epoch", 1},
-                                        {"handler", args.handler},
-                                        {"params", nlohmann::json::object()},
-                                        {"block_strategy", "serial"}};
+            nlohmann::json run = {{"fire_id", fire},
+                                  {"job_id", fire % 10000},
+                                  {"attempt", 0},
+                                  {"epoch", 1},
+                                  {"handler", args.handler},
+                                  {"params", nlohmann::json::object()},
+                                  {"block_strategy", "serial"}};
+            if (!callback_url.empty()) run["callback_url"] = callback_url;
             if (k > 0) text += ',';
             text += run.dump();
         }
@@ -189,7 +201,7 @@ int main(int argc, char** argv) {
         o.capacity = 1'000'000;
         o.worker_threads = 2;
         if (args.io_threads > 0) o.io_threads = args.io_threads;
-        o.callback_batch_size = 1000;
+        o.callback_batch_size = args.callback_batch;
         o.spool_dir = std::filesystem::temp_directory_path() / ("sched-run-bench-" + std::to_string(getpid()));
         o.http.listen = "127.0.0.1:0";
         o.http.access_log = http::AccessLog::kOff;
@@ -208,7 +220,15 @@ int main(int argc, char** argv) {
     Shared shared;
     std::vector<Worker> workers(static_cast<std::size_t>(args.connections));
     const std::string path(args.batch > 0 ? protocol::kRunsPath : protocol::kRunPath);
-    for (auto& w : workers) net::co_spawn(load_io, Load(client, target + path, args, shared, w), net::detached);
+    for (std::size_t i = 0; i < workers.size(); ++i) {
+        std::string callback_url;
+        if (sink && args.callback_urls > 0) {
+            callback_url = "http://127.0.0.1:" + std::to_string(sink->port()) +
+                           "/api/v1/callback?node=" + std::to_string(i % static_cast<std::size_t>(args.callback_urls));
+        }
+        net::co_spawn(load_io, Load(client, target + path, std::move(callback_url), args, shared, workers[i]),
+                      net::detached);
+    }
     std::thread load_thread([&] { load_io.run(); });
 
     std::this_thread::sleep_for(std::chrono::duration<double>(args.warmup));
