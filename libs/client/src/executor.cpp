@@ -34,6 +34,7 @@ Runtime::Runtime(ExecutorOptions options)
       registry_(static_cast<std::size_t>(options_.capacity), static_cast<std::size_t>(options_.dedupe_window)),
       logs_(static_cast<std::size_t>(options_.log_retained_fires), static_cast<std::size_t>(options_.log_max_lines),
             static_cast<std::size_t>(options_.log_tail_bytes)),
+      outbox_(static_cast<std::size_t>(options_.callback_batch_size), kCallbackBatchBytes),
       heartbeat_timer_(strand_),
       callback_timer_(strand_) {
     options_.Validate();
@@ -180,10 +181,7 @@ ExecutorStats Runtime::Stats() const {
     s.heartbeats_sent = counters_.heartbeats_ok;
     s.heartbeats_failed = counters_.heartbeats_failed;
     s.callback_failures = counters_.callback_failures;
-    {
-        std::lock_guard lock(outbox_mu_);
-        s.results_queued = outbox_.size();
-    }
+    s.results_queued = outbox_.size();
     s.refused_unsigned = counters_.refused_unsigned;
     std::lock_guard lock(signing_mu_);
     s.signing_keys = signing_keys_.size();

@@ -15,36 +15,6 @@ using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
-std::vector<CallbackResult> Runtime::TakeBatch() {
-    std::lock_guard lock(outbox_mu_);
-    std::vector<CallbackResult> batch;
-    if (outbox_.empty()) return batch;
-    // One batch goes to one callback URL: the oldest result's. Results of the other URLs stay
-    // queued in their order. Each trigger node names itself as the callback URL of the runs it
-    // dispatched, so with several nodes the outbox interleaves them; cutting the batch at the
-    // first other URL made batches of 3-5 results (a transaction each at the web side) where a
-    // flush interval holds dozens.
-    const std::string url = outbox_.front().callback_url;
-    std::deque<CallbackResult> rest;
-    std::size_t bytes = 0;
-    bool full = false;
-    for (auto& r : outbox_) {
-        if (!full && r.callback_url == url) {
-            // Logs make results large: a batch stays under the web module's body limit.
-            bytes += r.WireBytes();
-            full = batch.size() >= static_cast<std::size_t>(options_.callback_batch_size) ||
-                   (!batch.empty() && bytes > kCallbackBatchBytes);
-            if (!full) {
-                batch.push_back(std::move(r));
-                continue;
-            }
-        }
-        rest.push_back(std::move(r));
-    }
-    outbox_.swap(rest);
-    return batch;
-}
-
 void Runtime::SpoolOrRequeue(std::vector<CallbackResult> batch) {
     if (batch.empty()) return;
     const Status s = spool_->Append(batch);
@@ -55,18 +25,11 @@ void Runtime::SpoolOrRequeue(std::vector<CallbackResult> batch) {
     }
     // Keep them in memory rather than lose them; the next round tries the disk again.
     spdlog::error("executor {}: {}", options_.app, s.ToString());
-    std::lock_guard lock(outbox_mu_);
-    outbox_.insert(outbox_.begin(), std::make_move_iterator(batch.begin()), std::make_move_iterator(batch.end()));
+    outbox_.Requeue(std::move(batch));
 }
 
 void Runtime::SpoolOutbox() {
-    std::vector<CallbackResult> all;
-    {
-        std::lock_guard lock(outbox_mu_);
-        all.assign(std::make_move_iterator(outbox_.begin()), std::make_move_iterator(outbox_.end()));
-        outbox_.clear();
-    }
-    SpoolOrRequeue(std::move(all));
+    SpoolOrRequeue(outbox_.TakeAll());
 }
 
 net::awaitable<bool> Runtime::PostResults(const std::vector<CallbackResult>& batch) {
@@ -98,13 +61,9 @@ net::awaitable<bool> Runtime::FlushResults() {
     // queue was empty sent a request every few ms with 3-5 results each: on a quiet machine at
     // 1,000 fires/s, 217 callback transactions/s.) A backlog still drains at full speed: it
     // was queued when the flush began.
-    std::size_t due = 0;
-    {
-        std::lock_guard lock(outbox_mu_);
-        due = outbox_.size();
-    }
+    const std::size_t due = outbox_.size();
     for (std::size_t sent = 0; sent < due;) {
-        auto batch = TakeBatch();
+        auto batch = outbox_.TakeBatch();
         if (batch.empty()) break;
         sent += batch.size();
         if (!co_await PostResults(batch)) {

@@ -20,6 +20,9 @@ using protocol::kMaxLogPageLines;
 using protocol::kMaxRunsPerBatch;
 using protocol::kRunsField;
 
+// Runs admitted under one registry lock (Runtime::AdmitChunk).
+constexpr std::size_t kAdmitChunk = 32;
+
 std::optional<std::int64_t> ParseInt(std::string_view text) {
     std::int64_t v = 0;
     const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
@@ -71,7 +74,7 @@ http::Router Runtime::Routes() {
 http::Response Runtime::OnRun(http::Request& req) {
     auto body = req.Json();
     if (!body.ok()) return http::Response::Error(body.status(), "body");
-    const protocol::RunAnswer answer = AdmitRun(*body, "");
+    const protocol::RunAnswer answer = std::move(AdmitRuns(*body, "").front());
     return http::Response::Json(protocol::ToJson(answer), answer.status);
 }
 
@@ -87,7 +90,7 @@ http::Response Runtime::OnRuns(http::Request& req) {
         return http::Response::Error(
             http::ApiError{Code::kInvalidArgument, field + ": required, an array of runs", field});
     }
-    auto& runs = (*body)[field];
+    const auto& runs = (*body)[field];
     if (runs.empty() || runs.size() > kMaxRunsPerBatch) {
         return http::Response::Error(http::ApiError{
             Code::kInvalidArgument,
@@ -100,62 +103,112 @@ http::Response Runtime::OnRuns(http::Request& req) {
                 http::ApiError{Code::kInvalidArgument, key.key() + ": unknown field", std::string(key.key())});
         }
     }
-    std::vector<protocol::RunAnswer> answers;
-    answers.reserve(runs.size());
-    for (std::size_t i = 0; i < runs.size(); ++i)
-        answers.push_back(AdmitRun(runs[i], field + "[" + std::to_string(i) + "]"));
-    return http::Response::Json(protocol::ToBatchJson(answers), 200);
+    return http::Response::Json(protocol::ToBatchJson(AdmitRuns(runs, field)), 200);
 }
 
-protocol::RunAnswer Runtime::AdmitRun(const nlohmann::json& body, const std::string& prefix) {
-    const auto named = [&](const char* field) {
-        return prefix.empty() ? std::string(field) : prefix + "." + field;
-    };
-    auto parsed = protocol::ParseRunRequest(body, prefix);
-    if (!parsed.ok()) return protocol::RunAnswer::Refused(*parsed.error);
-    RunRequest run = ToClientRun(std::move(parsed.value));
-    if (!handlers_.contains(run.handler)) {
-        return protocol::RunAnswer::Refused(
-            http::ApiError{Code::kNotFound,
-                           "no handler \"" + run.handler + "\" in app " + options_.app +
-                               " (handlers: " + fmt::format("{}", fmt::join(HandlerNames(), ", ")) + ")",
-                           named("handler")});
+std::vector<protocol::RunAnswer> Runtime::AdmitRuns(const nlohmann::json& runs, const std::string& field) {
+    const bool batch = !field.empty();
+    const std::size_t count = batch ? runs.size() : 1;
+    std::vector<std::optional<protocol::RunAnswer>> answers(count);
+    for (std::size_t begin = 0; begin < count; begin += kAdmitChunk) {
+        AdmitChunk(runs, field, begin, std::min(count, begin + kAdmitChunk), answers);
     }
-    if (!accepting_)
-        return protocol::RunAnswer::Refused(http::ApiError{Code::kUnavailable, "the executor is stopping", ""});
+    std::vector<protocol::RunAnswer> out;
+    out.reserve(count);
+    for (auto& answer : answers) out.push_back(std::move(*answer));
+    return out;
+}
 
-    const std::int64_t fire_id = run.fire_id;
-    // The line is written before the registry's lock is taken: the workers finishing runs wait
-    // on that lock, and a burst admits hundreds of runs back to back.
-    std::string accepted_line = LogLine("accepted: handler " + run.handler + ", attempt " +
-                                        std::to_string(run.attempt) + ", epoch " + std::to_string(run.epoch));
-    AdmitResult admit = registry_.Admit(std::move(run), [this, &accepted_line](const Run& accepted, bool start_now) {
-        if (!start_now) accepted_line += " (queued behind the job's running fire)";
-        logs_.Open(accepted.request.fire_id, std::move(accepted_line));
+// Runs [begin, end) of a batch: each parsed and checked alone, the valid ones admitted under one
+// registry lock, the ones that start handed to the workers together. In chunks rather than the
+// whole batch at once so that the first runs of a 333-run batch start while the rest is read.
+void Runtime::AdmitChunk(const nlohmann::json& runs, const std::string& field, std::size_t begin, std::size_t end,
+                         std::vector<std::optional<protocol::RunAnswer>>& answers) {
+    const bool batch = !field.empty();
+    const auto prefix_of = [&](std::size_t i) {
+        return batch ? field + "[" + std::to_string(i) + "]" : std::string();
+    };
+    std::vector<RunRequest> admissible;
+    std::vector<std::size_t> slot;           // admissible[k] answers answers[slot[k]],
+    std::vector<std::int64_t> fire_ids;      // is fire fire_ids[k]
+    std::vector<std::string> accepted_line;  // and opens its log with accepted_line[k]
+    admissible.reserve(end - begin);
+    slot.reserve(end - begin);
+    fire_ids.reserve(end - begin);
+    accepted_line.reserve(end - begin);
+    for (std::size_t i = begin; i < end; ++i) {
+        const std::string prefix = prefix_of(i);
+        auto parsed = protocol::ParseRunRequest(batch ? runs[i] : runs, prefix);
+        if (!parsed.ok()) {
+            answers[i] = protocol::RunAnswer::Refused(*parsed.error);
+            continue;
+        }
+        RunRequest run = ToClientRun(std::move(parsed.value));
+        if (!handlers_.contains(run.handler)) {
+            answers[i] = protocol::RunAnswer::Refused(
+                http::ApiError{Code::kNotFound,
+                               "no handler \"" + run.handler + "\" in app " + options_.app +
+                                   " (handlers: " + fmt::format("{}", fmt::join(HandlerNames(), ", ")) + ")",
+                               prefix.empty() ? std::string("handler") : prefix + ".handler"});
+            continue;
+        }
+        if (!accepting_) {
+            answers[i] =
+                protocol::RunAnswer::Refused(http::ApiError{Code::kUnavailable, "the executor is stopping", ""});
+            continue;
+        }
+        // The line is written before the registry's lock is taken: the workers finishing runs wait
+        // on that lock.
+        accepted_line.push_back(LogLine("accepted: handler " + run.handler + ", attempt " +
+                                        std::to_string(run.attempt) + ", epoch " + std::to_string(run.epoch)));
+        slot.push_back(i);
+        fire_ids.push_back(run.fire_id);
+        admissible.push_back(std::move(run));
+    }
+
+    std::vector<RunPtr> start;
+    start.reserve(admissible.size());
+    auto admitted = registry_.AdmitAll(std::move(admissible), [&](std::size_t k, const Run& accepted, bool start_now) {
+        if (!start_now) accepted_line[k] += " (queued behind the job's running fire)";
+        logs_.Open(accepted.request.fire_id, std::move(accepted_line[k]));
     });
-    switch (admit.admission) {
-        case Admission::kStaleEpoch:
-            ++counters_.stale;
-            return protocol::RunAnswer::Refused(http::ApiError{Code::kAborted, admit.message, named("epoch")});
-        case Admission::kDuplicate:
-            ++counters_.duplicates;
-            return protocol::RunAnswer::Duplicate(fire_id);
-        case Admission::kBusy:
-            ++counters_.busy;
-            return protocol::RunAnswer::Refused(http::ApiError{Code::kAborted, admit.message, named("block_strategy")});
-        case Admission::kNoCapacity:
-            ++counters_.capacity;
-            return protocol::RunAnswer::Refused(http::ApiError{Code::kResourceExhausted, admit.message, ""});
-        case Admission::kAccepted:
-            break;
+    for (std::size_t k = 0; k < admitted.size(); ++k) {
+        AdmitResult& admit = admitted[k];
+        auto& answer = answers[slot[k]];
+        const std::string prefix = prefix_of(slot[k]);
+        const auto named = [&prefix](const char* name) {
+            return prefix.empty() ? name : prefix + "." + name;
+        };
+        switch (admit.admission) {
+            case Admission::kStaleEpoch:
+                ++counters_.stale;
+                answer = protocol::RunAnswer::Refused(http::ApiError{Code::kAborted, admit.message, named("epoch")});
+                continue;
+            case Admission::kDuplicate:
+                ++counters_.duplicates;
+                answer = protocol::RunAnswer::Duplicate(fire_ids[k]);
+                continue;
+            case Admission::kBusy:
+                ++counters_.busy;
+                answer = protocol::RunAnswer::Refused(
+                    http::ApiError{Code::kAborted, admit.message, named("block_strategy")});
+                continue;
+            case Admission::kNoCapacity:
+                ++counters_.capacity;
+                answer = protocol::RunAnswer::Refused(http::ApiError{Code::kResourceExhausted, admit.message, ""});
+                continue;
+            case Admission::kAccepted:
+                break;
+        }
+        ++counters_.accepted;
+        for (const auto& dropped : admit.dropped) {
+            ReportNeverStarted(dropped, "covered by fire " + std::to_string(fire_ids[k]) + " before it started");
+        }
+        answer = protocol::RunAnswer::Accepted(
+            fire_ids[k], admit.start_now ? protocol::RunState::kRunning : protocol::RunState::kQueued);
+        if (admit.start_now) start.push_back(std::move(admit.run));
     }
-    ++counters_.accepted;
-    for (const auto& dropped : admit.dropped) {
-        ReportNeverStarted(dropped, "covered by fire " + std::to_string(fire_id) + " before it started");
-    }
-    if (admit.start_now) Launch(admit.run);
-    return protocol::RunAnswer::Accepted(fire_id,
-                                         admit.start_now ? protocol::RunState::kRunning : protocol::RunState::kQueued);
+    Launch(std::move(start));
 }
 
 http::Response Runtime::OnKill(http::Request& req) {

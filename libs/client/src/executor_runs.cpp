@@ -35,8 +35,8 @@ std::string LogTimestamp() {
 
 // ---- Runs (Execute runs on a worker thread) ----
 
-void Runtime::Launch(RunPtr run) {
-    net::post(*workers_, [this, run = std::move(run)] { Execute(run); });
+void Runtime::Launch(std::vector<RunPtr> runs) {
+    for (auto& run : runs) net::post(*workers_, [this, run = std::move(run)] { Execute(run); });
 }
 
 std::string Runtime::LogLine(const std::string& text) {
@@ -131,7 +131,7 @@ void Runtime::Execute(const RunPtr& run) {
     // Free the slot before reporting: whoever sees the result may ask at once whether we are idle.
     RunPtr next = registry_.Finish(run);
     Report(std::move(result), r.handler, handler_seconds);
-    if (next) Launch(std::move(next));
+    if (next) Launch({std::move(next)});
 }
 
 void Runtime::ReportNeverStarted(const RunPtr& run, const std::string& message) {
@@ -168,8 +168,7 @@ void Runtime::Report(CallbackResult result, const std::string& handler, double h
             ++counters_.killed;
             break;
     }
-    std::lock_guard lock(outbox_mu_);
-    outbox_.push_back(std::move(result));
+    outbox_.Push(std::move(result));
 }
 
 }  // namespace sched::client::impl

@@ -138,6 +138,39 @@ TEST(RunRegistry, CancelAllCancelsRunningAndReturnsQueued) {
     EXPECT_EQ(reg.InFlight(), 2u);
 }
 
+TEST(RunRegistry, RunsAdmittedTogetherSeeEachOtherAsIfTheyCameOneByOne) {
+    RunRegistry reg(4, 100);
+    std::vector<RunRequest> batch;
+    batch.push_back(MakeRun(1, 10));                                   // starts
+    batch.push_back(MakeRun(2, 10));                                   // queued behind fire 1
+    batch.push_back(MakeRun(1, 10));                                   // the same fire again
+    batch.push_back(MakeRun(3, 11, BlockStrategy::kSerial, 5));        // raises the epoch
+    batch.push_back(MakeRun(4, 12, BlockStrategy::kSerial, 4));        // now stale
+    batch.push_back(MakeRun(5, 10, BlockStrategy::kDiscardLater, 5));  // job 10 is busy
+    batch.push_back(MakeRun(6, 13, BlockStrategy::kSerial, 5));        // the fourth in flight
+    batch.push_back(MakeRun(7, 14, BlockStrategy::kSerial, 5));        // over capacity
+    std::vector<std::pair<std::size_t, bool>> accepted;                // (index, start_now), in the order seen
+    const auto results = reg.AdmitAll(std::move(batch), [&](std::size_t index, const impl::Run& run, bool start_now) {
+        EXPECT_EQ(run.request.fire_id, std::vector<std::int64_t>({1, 2, 1, 3, 4, 5, 6, 7}).at(index));
+        accepted.emplace_back(index, start_now);
+    });
+    ASSERT_EQ(results.size(), 8u);
+    EXPECT_EQ(results[0].admission, Admission::kAccepted);
+    EXPECT_TRUE(results[0].start_now);
+    EXPECT_EQ(results[1].admission, Admission::kAccepted);
+    EXPECT_FALSE(results[1].start_now);
+    EXPECT_EQ(results[2].admission, Admission::kDuplicate);
+    EXPECT_EQ(results[3].admission, Admission::kAccepted);
+    EXPECT_EQ(results[4].admission, Admission::kStaleEpoch);
+    EXPECT_EQ(results[5].admission, Admission::kBusy);
+    EXPECT_EQ(results[6].admission, Admission::kAccepted);
+    EXPECT_EQ(results[7].admission, Admission::kNoCapacity);
+    EXPECT_EQ(accepted, (std::vector<std::pair<std::size_t, bool>>{{0, true}, {1, false}, {3, true}, {6, true}}));
+    EXPECT_EQ(reg.InFlight(), 4u);
+    EXPECT_EQ(reg.MaxEpoch(), 5);
+    EXPECT_EQ(reg.Finish(results[0].run), results[1].run);
+}
+
 TEST(CancellationToken, FirstReasonWinsAndWakesWaiters) {
     CancellationToken token;
     EXPECT_FALSE(token.WaitFor(std::chrono::milliseconds(1)));

@@ -51,10 +51,15 @@ class RunRegistry {
     RunRegistry(std::size_t capacity, std::size_t dedupe_window);
 
     /// Called under the registry's lock when a run is accepted, before anything can start it:
-    /// the place to open its log so that no line of the run is lost.
-    using OnAccepted = std::function<void(const Run& run, bool start_now)>;
+    /// the place to open its log so that no line of the run is lost. `index`: the run's place in
+    /// the requests admitted together.
+    using OnAccepted = std::function<void(std::size_t index, const Run& run, bool start_now)>;
 
-    AdmitResult Admit(RunRequest request, const OnAccepted& on_accepted = {});
+    /// Admits `requests` in their order under one lock, each exactly as if alone (a later one
+    /// sees what an earlier one did: its epoch, its lane, its place in the capacity). Result i
+    /// is request i's.
+    std::vector<AdmitResult> AdmitAll(std::vector<RunRequest> requests, const OnAccepted& on_accepted = {});
+    AdmitResult Admit(RunRequest request);
     /// `run` returned from its handler. Returns the next run of its job to start, if any.
     RunPtr Finish(const RunPtr& run);
     /// Cancels a running fire (kKilled) or removes a queued one.
@@ -75,6 +80,7 @@ class RunRegistry {
         std::deque<RunPtr> queued;  // non-empty only when running is set
     };
 
+    AdmitResult AdmitLocked(RunRequest request, std::size_t index, const OnAccepted& on_accepted);
     void Remember(std::int64_t fire_id, std::int64_t attempt);
 
     const std::size_t capacity_;

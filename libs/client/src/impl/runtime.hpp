@@ -22,6 +22,7 @@
 #include "impl/executor_metrics.hpp"
 #include "impl/fire_log.hpp"
 #include "impl/lock_service.hpp"
+#include "impl/outbox.hpp"
 #include "impl/run_registry.hpp"
 #include "impl/spool.hpp"
 #include "sched/client/executor.hpp"
@@ -60,9 +61,13 @@ class Runtime {
     http::Router Routes();
     http::Response OnRun(http::Request& req);
     http::Response OnRuns(http::Request& req);
-    // One run's admission, shared by /v1/run and /v1/runs (sched/protocol/run_answer.hpp).
-    // `prefix` names the run in error fields ("runs[2]"; "" for /v1/run).
-    protocol::RunAnswer AdmitRun(const nlohmann::json& body, const std::string& prefix);
+    // The admission of runs, shared by /v1/run and /v1/runs (sched/protocol/run_answer.hpp): one
+    // answer per run, in order. `field` "": `runs` is one run (/v1/run); else `runs` is the
+    // batch's array and `field` names it in error fields ("runs[2].epoch").
+    std::vector<protocol::RunAnswer> AdmitRuns(const nlohmann::json& runs, const std::string& field);
+    // Runs [begin, end) of AdmitRuns's: their answers into answers[begin, end).
+    void AdmitChunk(const nlohmann::json& runs, const std::string& field, std::size_t begin, std::size_t end,
+                    std::vector<std::optional<protocol::RunAnswer>>& answers);
     http::Response OnKill(http::Request& req);
     http::Response OnBeat(http::Request& req);
     /// This instance as the registry sees it (heartbeat and /v1/beat).
@@ -71,7 +76,8 @@ class Runtime {
     http::Response OnLog(http::Request& req);
     http::Response OnMetrics(http::Request& req);
 
-    void Launch(RunPtr run);
+    /// Hands runs to the workers, in order.
+    void Launch(std::vector<RunPtr> runs);
     void Execute(const RunPtr& run);
     void ReportNeverStarted(const RunPtr& run, const std::string& message);
     // Queues `result` for delivery and counts it (handler_seconds < 0: it never started).
@@ -94,7 +100,6 @@ class Runtime {
     net::awaitable<bool> FlushResults();
     /// One callback request with `batch` (not empty); false (counted) when no endpoint took it.
     net::awaitable<bool> PostResults(const std::vector<CallbackResult>& batch);
-    std::vector<CallbackResult> TakeBatch();
     void SpoolOrRequeue(std::vector<CallbackResult> batch);
     void SpoolOutbox();
 
@@ -123,8 +128,7 @@ class Runtime {
     RunRegistry registry_;
     FireLogBook logs_;
     std::unique_ptr<ResultSpool> spool_;  // used only by the callback loop once started
-    mutable std::mutex outbox_mu_;
-    std::deque<CallbackResult> outbox_;
+    Outbox outbox_;
 
     std::atomic<bool> accepting_{false};
     std::atomic<bool> heartbeat_stop_{false};
