@@ -125,8 +125,10 @@ void Runtime::Execute(const RunPtr& run) {
     }
     FireLog(r.fire_id, "finished: " + std::string(protocol::Name(result.outcome)) +
                            (result.message.empty() ? "" : ": " + result.message));
-    logs_.Close(r.fire_id);
+    // The tail before Close: a closed log may be forgotten at once (more fires running than
+    // log-retained-fires), and its result would go without it.
     AttachLogTail(result);
+    logs_.Close(r.fire_id);
     const double handler_seconds = static_cast<double>(result.finished_ms - started_ms) / 1e3;
     // Free the slot before reporting: whoever sees the result may ask at once whether we are idle.
     RunPtr next = registry_.Finish(run);
@@ -146,8 +148,8 @@ void Runtime::ReportNeverStarted(const RunPtr& run, const std::string& message) 
     result.started_ms = result.finished_ms = WallMs();
     result.callback_url = r.callback_url;
     FireLog(r.fire_id, "killed: " + message);
-    logs_.Close(r.fire_id);
     AttachLogTail(result);
+    logs_.Close(r.fire_id);
     Report(std::move(result), r.handler, -1);
 }
 

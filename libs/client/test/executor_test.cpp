@@ -188,6 +188,23 @@ TEST_F(ExecutorTest, TheResultCarriesTheLogsTailBoundedWithTheCutCounted) {
     EXPECT_NE(small_log.find("line 000 of 1"), std::string::npos) << small_log;
 }
 
+TEST_F(ExecutorTest, AFireKeepsItsLogTailWhenMoreFiresRunThanTheLogsRetained) {
+    auto options = Options();
+    options.log_tail_bytes = 200;
+    options.log_retained_fires = 1;
+    Start(options);
+    ASSERT_EQ(Run(1, 10, "gate"), 202);  // keeps running: its log is kept over the bound
+    ASSERT_TRUE(WaitFor([&] { return gate_.entered == 1; }));
+    // Fire 2 finishes while fire 1 runs: two logs, one retained. The tail is read before the
+    // log may be forgotten, not after.
+    ASSERT_EQ(Run(2, 11, "chatty", {{"params", {{"lines", 1}}}}), 202);
+    const auto result = ResultOf(2);
+    ASSERT_FALSE(result.is_null());
+    ASSERT_TRUE(result.contains("log")) << result.dump();
+    EXPECT_NE(result["log"].get<std::string>().find("line 000 of 1"), std::string::npos) << result.dump();
+    gate_.open = true;
+}
+
 TEST_F(ExecutorTest, AHandlerThatWritesNoLineSendsNoLog) {
     Start(Options());
     ASSERT_EQ(Run(1, 10, "count"), 202);

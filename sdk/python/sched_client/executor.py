@@ -272,22 +272,30 @@ class _Registry:
 
 
 class _LogBook:
-    """Per-fire log lines, the last `retained` fires, at most `max_lines` lines each."""
+    """Per-fire log lines, at most `max_lines` lines each, for `retained` fires: the fires that
+    finished first are forgotten first; a fire still running is kept over the bound (as the C++
+    SDK's FireLogBook)."""
 
     def __init__(self, retained, max_lines):
         self.mu = threading.Lock()
         self.retained = retained
         self.max_lines = max_lines
         # fire_id -> {"first": n, "lines": deque, "finished": bool, "handler_wrote": bool}
-        self.fires = collections.OrderedDict()
+        self.fires = {}
+        self.finished = collections.deque()  # fire ids, in the order they finished
 
     def open(self, fire_id):
         with self.mu:
+            old = self.fires.get(fire_id)
+            if old is not None and old["finished"]:
+                self.finished.remove(fire_id)  # a new attempt of a fire still remembered: rare
             self.fires[fire_id] = {"first": 0, "lines": collections.deque(), "finished": False,
                                    "handler_wrote": False}
-            self.fires.move_to_end(fire_id)
-            while len(self.fires) > self.retained:
-                self.fires.popitem(last=False)
+            self._evict()
+
+    def _evict(self):
+        while len(self.fires) > self.retained and self.finished:
+            self.fires.pop(self.finished.popleft(), None)
 
     def append(self, fire_id, line, by_handler=False):
         with self.mu:
@@ -302,8 +310,12 @@ class _LogBook:
 
     def close(self, fire_id):
         with self.mu:
-            if fire_id in self.fires:
-                self.fires[fire_id]["finished"] = True
+            entry = self.fires.get(fire_id)
+            if entry is None or entry["finished"]:
+                return
+            entry["finished"] = True
+            self.finished.append(fire_id)
+            self._evict()
 
     def read(self, fire_id, from_line, limit):
         with self.mu:
@@ -697,8 +709,10 @@ class Executor:
             result.update(status="succeeded" if code == "ok" else "failed", code=code, message=message[:4096])
         self._fire_log(r["fire_id"], "finished: %s%s" % (result["status"],
                                                          ": " + result["message"] if result["message"] else ""))
-        self._logs.close(r["fire_id"])
+        # The tail before close: a closed log may be forgotten at once (more fires running than
+        # log_retained_fires), and the result would go without it.
         self._attach_tail(result)
+        self._logs.close(r["fire_id"])
         nxt = self._registry.finish(run)
         self._report(result, r["callback_url"])
         if nxt is not None:
@@ -710,8 +724,8 @@ class Executor:
         result = {"fire_id": r["fire_id"], "attempt": r["attempt"], "epoch": r["epoch"], "status": "killed",
                   "code": "cancelled", "message": message, "started_ms": now, "finished_ms": now}
         self._fire_log(r["fire_id"], "killed: " + message)
-        self._logs.close(r["fire_id"])
         self._attach_tail(result)
+        self._logs.close(r["fire_id"])
         self._report(result, r["callback_url"])
 
     def _attach_tail(self, result):

@@ -55,6 +55,27 @@ class LogBookTest(unittest.TestCase):
         book.append(2, "copied 3 files", by_handler=True)
         self.assertEqual(book.tail(2, 1000), ("started: shard 0/1\ncopied 3 files", 0))
 
+    def test_running_fires_are_kept_over_the_bound_and_the_first_finished_go_first(self):
+        from sched_client.executor import _LogBook
+        book = _LogBook(2, 100)
+        for fire in (1, 2, 3):
+            book.open(fire)
+        # Three running fires, two retained: none is forgotten while it runs.
+        self.assertTrue(all(book.read(f, 0, 10) is not None for f in (1, 2, 3)))
+        book.close(3)  # the first to finish goes first, though it opened last
+        self.assertIsNone(book.read(3, 0, 10))
+        self.assertIsNotNone(book.read(1, 0, 10))
+        book.close(1)
+        book.close(2)  # two left, both finished: within the bound
+        self.assertTrue(book.read(1, 0, 10)["finished"])
+        book.open(4)
+        self.assertIsNone(book.read(1, 0, 10))  # finished before 2
+        self.assertIsNotNone(book.read(2, 0, 10))
+        book.open(2)  # a new attempt of a remembered fire runs again: kept
+        book.open(5)
+        self.assertIsNotNone(book.read(2, 0, 10))
+        self.assertIsNotNone(book.read(4, 0, 10))
+
 
 class ParseRunTest(unittest.TestCase):
     BASE = {"fire_id": 1, "job_id": 2, "attempt": 0, "epoch": 1, "handler": "h"}
