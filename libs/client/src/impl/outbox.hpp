@@ -26,8 +26,8 @@ class Outbox {
     void Push(CallbackResult result);
     /// The next batch (empty when nothing waits): results of one callback URL, oldest first.
     std::vector<CallbackResult> TakeBatch();
-    /// Puts back a batch TakeBatch returned (or results spooled earlier), in its order, ahead of
-    /// the results that arrived after it.
+    /// Puts back a batch TakeBatch returned (or results the spool could not take), in its
+    /// order, ahead of the results that arrived after it.
     void Requeue(std::vector<CallbackResult> batch);
     /// Every waiting result, oldest first, leaving the outbox empty.
     std::vector<CallbackResult> TakeAll();
