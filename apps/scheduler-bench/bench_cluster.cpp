@@ -1,6 +1,7 @@
 #include "bench_cluster.hpp"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <fstream>
@@ -82,6 +83,23 @@ std::int64_t RssKib(pid_t pid) {
         if (line.rfind("VmRSS:", 0) == 0) return std::atoll(line.c_str() + 6);
     }
     return 0;
+}
+
+std::optional<double> CpuMs(pid_t pid) {
+    // /proc/PID/stat: "pid (comm) state ..."; utime and stime are the 14th and 15th fields,
+    // counted after the comm's closing parenthesis (a comm may hold spaces).
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat;
+    if (!std::getline(in, stat)) return std::nullopt;
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos) return std::nullopt;
+    std::istringstream fields(stat.substr(close + 1));
+    std::string field;
+    double ticks = 0;
+    for (int i = 3; i <= 15 && fields >> field; ++i) {
+        if (i >= 14) ticks += std::atof(field.c_str());
+    }
+    return ticks * 1000.0 / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 // ---- Cluster ----
@@ -224,6 +242,13 @@ std::vector<std::string> Cluster::WebEndpoints() const {
     std::vector<std::string> out;
     for (const auto& [i, n] : nodes_) out.push_back("http://127.0.0.1:" + std::to_string(n.port));
     return out;
+}
+
+std::optional<pid_t> Cluster::MariaDbPid() const {
+    if (!mariadb_) return std::nullopt;
+    const std::string pid = ReadFile(mariadb_->dir() / "mariadbd.pid");
+    const long value = std::atol(pid.c_str());
+    return value > 0 ? std::optional<pid_t>(static_cast<pid_t>(value)) : std::nullopt;
 }
 
 Lease Cluster::CurrentLease() {

@@ -49,6 +49,10 @@ std::optional<std::pair<int, std::string>> HttpGet(int port, const std::string& 
 /// VmRSS of a process in KiB (0 when unreadable).
 std::int64_t RssKib(pid_t pid);
 
+/// CPU time (user + system, all threads) a process has used so far, in milliseconds;
+/// nullopt when unreadable (the process is gone).
+std::optional<double> CpuMs(pid_t pid);
+
 struct ClusterOptions {
     std::string db = "mariadb";  ///< mariadb (private server) or sqlite
     std::string db_url;          ///< an existing MySQL/MariaDB server (admin URL); a fresh database is made in it
@@ -102,6 +106,9 @@ class Cluster {
     Lease CurrentLease();
     /// Waits until some node holds the lease.
     Lease WaitForMaster(std::chrono::milliseconds timeout);
+
+    /// The private MariaDB's PID (its pid file); nullopt for SQLite or --db-url.
+    std::optional<pid_t> MariaDbPid() const;
 
     /// Stops every node (SIGTERM, then SIGKILL) and the database; idempotent.
     void StopAll();

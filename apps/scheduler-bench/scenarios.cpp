@@ -1,11 +1,13 @@
 #include "scenarios.hpp"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -201,6 +203,41 @@ json PerFire(const std::map<std::string, double>& a, const std::map<std::string,
     return out;
 }
 
+// CPU time used so far by the run's processes: each node (by PID: a node restarted within a window
+// counts only if it ran at both samples), the private MariaDB, and this process (the bench's SDK
+// executors and the sink). The deltas per received fire show where a fire's CPU goes (issue 20).
+struct CpuSample {
+    std::map<pid_t, double> nodes;
+    std::optional<double> mariadb;
+    std::optional<double> bench;
+};
+
+CpuSample SampleCpu(Cluster& cluster) {
+    CpuSample out;
+    for (auto& [i, node] : cluster.nodes()) {
+        if (!node.process) continue;
+        if (auto ms = CpuMs(node.process->pid())) out.nodes[node.process->pid()] = *ms;
+    }
+    if (auto pid = cluster.MariaDbPid()) out.mariadb = CpuMs(*pid);
+    out.bench = CpuMs(getpid());
+    return out;
+}
+
+json CpuPerFire(const CpuSample& a, const CpuSample& b, std::size_t fires) {
+    if (fires == 0) return json(nullptr);
+    const auto per_fire = [&](double ms) {
+        return std::stod(Fmt(ms / static_cast<double>(fires), 3));
+    };
+    const auto delta = [&](const std::optional<double>& x, const std::optional<double>& y) {
+        return x && y ? json(per_fire(*y - *x)) : json(nullptr);
+    };
+    double nodes = 0;
+    for (const auto& [pid, ms] : b.nodes) {
+        if (auto it = a.nodes.find(pid); it != a.nodes.end()) nodes += ms - it->second;
+    }
+    return {{"nodes", per_fire(nodes)}, {"mariadb", delta(a.mariadb, b.mariadb)}, {"bench", delta(a.bench, b.bench)}};
+}
+
 // ---- precision / throughput ----
 
 struct RateRun {
@@ -219,7 +256,9 @@ RateRun MeasureRate(const BenchOptions& o, Cluster& cluster, MeasuringSink& sink
     const auto scan_a = SampleScans(cluster);
     const auto lease_a = cluster.CurrentLease();
     const auto statements_a = StatementCounters(cluster);
+    const auto cpu_a = SampleCpu(cluster);
     WaitUntilMs(to, "measuring " + std::to_string(rate) + "/s");
+    const auto cpu_b = SampleCpu(cluster);
     const auto scan_b = SampleScans(cluster);
     const auto lease_b = cluster.CurrentLease();
     const auto statements_b = StatementCounters(cluster);
@@ -260,6 +299,7 @@ RateRun MeasureRate(const BenchOptions& o, Cluster& cluster, MeasuringSink& sink
                {"lease_epoch_start", lease_a.epoch},
                {"node_rss_mib", rss},
                {"db_statements_per_received_fire", PerFire(statements_a, statements_b, run.stats.received)},
+               {"cpu_ms_per_received_fire", CpuPerFire(cpu_a, cpu_b, run.stats.received)},
                {"lease_epoch_end", lease_b.epoch},
                {"lease_watch_s", o.lease_watch},
                {"lease_epoch_after_watch", lease_c.epoch},

@@ -3,7 +3,8 @@
 # Runs the same scheduler-bench scenario with two builds, alternating (before, after, before,
 # after, ...) ROUNDS times, so that the machine's load drifts across both alike; prints one line
 # per run: the load when it started, p50/p99/max lag, misses, doubles, MariaDB statements,
-# commits and row writes per fire, the master's mean scan. Each run's result.json and log stay
+# commits and row writes per fire, the master's mean scan, the CPU per fire of the nodes, MariaDB
+# and the bench process (SDK and sink). Each run's result.json and log stay
 # in OUT_DIR. Example (docs/benchmarks.md, thirteenth session):
 #   scripts/bench/ab.sh /work/ci/build/ci/apps/scheduler-bench/scheduler-bench \
 #       build/ci/apps/scheduler-bench/scheduler-bench /tmp/ab 2 \
@@ -36,7 +37,9 @@ for run in result["result"]["runs"]:
           "rows ins %.2f upd %.2f del %.2f" % (per_fire.get("Handler_write", -1),
                                                per_fire.get("Handler_update", -1),
                                                per_fire.get("Handler_delete", -1)),
-          "scan %.1f" % run["master_scans"]["mean_ms"], flush=True)
+          "scan %.1f" % run["master_scans"]["mean_ms"],
+          "cpu ms/fire " + " ".join("%s %s" % (k, v) for k, v in (run.get("cpu_ms_per_received_fire") or {}).items()),
+          flush=True)
 PY
     done
 done
