@@ -1,5 +1,10 @@
 #include "sched/common/crypto.hpp"
 
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace sched::crypto {
@@ -53,6 +58,31 @@ TEST(HmacSha256, MatchesTheRfc4231Vectors) {
 TEST(HmacSha256, AcceptsAnEmptyKeyAndMessage) {
     // Python: hmac.new(b"", b"", hashlib.sha256).hexdigest()
     EXPECT_EQ(HmacSha256Hex("", ""), "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad");
+}
+
+// Every MAC starts from a copy of one shared context (crypto.cpp): threads signing at once
+// must each get exactly the MAC of their own key and message.
+TEST(HmacSha256, ThreadsMacingAtOnceGetTheirOwnResults) {
+    constexpr int kThreads = 4;
+    constexpr int kRounds = 2000;
+    std::vector<std::string> expected;
+    expected.reserve(kThreads);
+    for (int t = 0; t < kThreads; ++t) {
+        expected.push_back(HmacSha256Hex("key-" + std::to_string(t), "message-" + std::to_string(t)));
+    }
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> threads;
+    threads.reserve(kThreads);
+    for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < kRounds; ++i) {
+                if (HmacSha256Hex("key-" + std::to_string(t), "message-" + std::to_string(t)) != expected[t]) ++wrong;
+            }
+        });
+    }
+    for (auto& thread : threads) thread.join();
+    EXPECT_EQ(wrong.load(), 0);
+    EXPECT_NE(expected[0], expected[1]);
 }
 
 TEST(ConstantTimeEqual, ComparesContentAndLength) {

@@ -51,31 +51,31 @@ struct FireRow {
     impl::NullableInt64 workflow_run_id;
     impl::NullableString workflow_step;
 
-    void BindInto(soci::statement& st) {
-        st.exchange(soci::into(fire.id));
-        st.exchange(soci::into(fire.job_id));
-        st.exchange(soci::into(fire.scheduled_time));
+    void BindInto(soci::statement& st, impl::IntColumns& ints) {
+        ints.Into(st, fire.id);
+        ints.Into(st, fire.job_id);
+        ints.Into(st, fire.scheduled_time);
         st.exchange(soci::into(kind));
-        st.exchange(soci::into(fire.attempt));
-        st.exchange(soci::into(fire.shard_index));
-        st.exchange(soci::into(fire.shard_total));
-        st.exchange(soci::into(fire.epoch));
+        ints.Into(st, fire.attempt);
+        ints.Into(st, fire.shard_index);
+        ints.Into(st, fire.shard_total);
+        ints.Into(st, fire.epoch);
         st.exchange(soci::into(assigned_node.value, assigned_node.ind));
         st.exchange(soci::into(executor_address.value, executor_address.ind));
         st.exchange(soci::into(status));
-        st.exchange(soci::into(fire.due_at));
-        st.exchange(soci::into(followup));
-        st.exchange(soci::into(fire.created_at));
-        st.exchange(soci::into(dispatched_at.value, dispatched_at.ind));
-        st.exchange(soci::into(started_at.value, started_at.ind));
-        st.exchange(soci::into(finished_at.value, finished_at.ind));
-        st.exchange(soci::into(result_code.value, result_code.ind));
+        ints.Into(st, fire.due_at);
+        ints.Into(st, followup);
+        ints.Into(st, fire.created_at);
+        ints.Into(st, dispatched_at);
+        ints.Into(st, started_at);
+        ints.Into(st, finished_at);
+        ints.Into(st, result_code);
         st.exchange(soci::into(result_message.value, result_message.ind));
-        st.exchange(soci::into(dispatch_epoch.value, dispatch_epoch.ind));
+        ints.Into(st, dispatch_epoch);
         st.exchange(soci::into(reason.value, reason.ind));
-        st.exchange(soci::into(skipped_until.value, skipped_until.ind));
-        st.exchange(soci::into(skipped_count.value, skipped_count.ind));
-        st.exchange(soci::into(workflow_run_id.value, workflow_run_id.ind));
+        ints.Into(st, skipped_until);
+        ints.Into(st, skipped_count);
+        ints.Into(st, workflow_run_id);
         st.exchange(soci::into(workflow_step.value, workflow_step.ind));
     }
     Fire Finish() {
@@ -398,14 +398,14 @@ std::vector<std::optional<StoredFire>> FireRepository::InsertManyIfAbsent(soci::
         std::int64_t epoch = 0;
         impl::NullableString assigned_node;
         std::string status;
-        void BindInto(soci::statement& st) {
-            st.exchange(soci::into(id));
-            st.exchange(soci::into(job_id));
-            st.exchange(soci::into(scheduled_time));
+        void BindInto(soci::statement& st, impl::IntColumns& ints) {
+            ints.Into(st, id);
+            ints.Into(st, job_id);
+            ints.Into(st, scheduled_time);
             st.exchange(soci::into(kind));
-            st.exchange(soci::into(attempt));
-            st.exchange(soci::into(shard_index));
-            st.exchange(soci::into(epoch));
+            ints.Into(st, attempt);
+            ints.Into(st, shard_index);
+            ints.Into(st, epoch);
             st.exchange(soci::into(assigned_node.value, assigned_node.ind));
             st.exchange(soci::into(status));
         }

@@ -24,22 +24,22 @@ struct ClaimRow {
     impl::NullableInt64 dispatched_at;
     impl::NullableInt64 workflow_run_id;  // a workflow step's run: its params may replace the job's
 
-    void BindInto(soci::statement& st) {
-        st.exchange(soci::into(fire.id));
-        st.exchange(soci::into(fire.job_id));
-        st.exchange(soci::into(fire.scheduled_time));
+    void BindInto(soci::statement& st, impl::IntColumns& ints) {
+        ints.Into(st, fire.id);
+        ints.Into(st, fire.job_id);
+        ints.Into(st, fire.scheduled_time);
         st.exchange(soci::into(kind));
-        st.exchange(soci::into(fire.attempt));
-        st.exchange(soci::into(fire.shard_index));
-        st.exchange(soci::into(fire.shard_total));
-        st.exchange(soci::into(fire.epoch));
+        ints.Into(st, fire.attempt);
+        ints.Into(st, fire.shard_index);
+        ints.Into(st, fire.shard_total);
+        ints.Into(st, fire.epoch);
         st.exchange(soci::into(assigned_node.value, assigned_node.ind));
         st.exchange(soci::into(status));
-        st.exchange(soci::into(fire.due_at));
-        st.exchange(soci::into(dispatch_epoch.value, dispatch_epoch.ind));
-        st.exchange(soci::into(dispatched_at.value, dispatched_at.ind));
-        st.exchange(soci::into(fire.created_at));
-        st.exchange(soci::into(workflow_run_id.value, workflow_run_id.ind));
+        ints.Into(st, fire.due_at);
+        ints.Into(st, dispatch_epoch);
+        ints.Into(st, dispatched_at);
+        ints.Into(st, fire.created_at);
+        ints.Into(st, workflow_run_id);
     }
     Fire Finish() {
         auto k = ParseFireKind(kind);

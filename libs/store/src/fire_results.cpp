@@ -49,14 +49,14 @@ struct FireStateRow {
     impl::NullableInt64 started_at;
     impl::NullableString app;
 
-    void BindInto(soci::statement& st) {
-        st.exchange(soci::into(state.id));
-        st.exchange(soci::into(state.job_id));
-        st.exchange(soci::into(state.attempt));
+    void BindInto(soci::statement& st, impl::IntColumns& ints) {
+        ints.Into(st, state.id);
+        ints.Into(st, state.job_id);
+        ints.Into(st, state.attempt);
         st.exchange(soci::into(status));
-        st.exchange(soci::into(dispatch_epoch.value, dispatch_epoch.ind));
+        ints.Into(st, dispatch_epoch);
         st.exchange(soci::into(executor_address.value, executor_address.ind));
-        st.exchange(soci::into(started_at.value, started_at.ind));
+        ints.Into(st, started_at);
         st.exchange(soci::into(app.value, app.ind));
     }
     FireState Finish() {

@@ -42,8 +42,8 @@ struct JobRow {
     impl::NullableInt64 max_runs;
     impl::NullableInt64 completed_at;
 
-    void BindInto(soci::statement& st) {
-        st.exchange(soci::into(job.id));
+    void BindInto(soci::statement& st, impl::IntColumns& ints) {
+        ints.Into(st, job.id);
         st.exchange(soci::into(job.name));
         st.exchange(soci::into(job.app));
         st.exchange(soci::into(job.handler));
@@ -54,32 +54,32 @@ struct JobRow {
         st.exchange(soci::into(misfire_policy));
         st.exchange(soci::into(routing));
         st.exchange(soci::into(block_strategy));
-        st.exchange(soci::into(job.concurrency_limit));
-        st.exchange(soci::into(job.timeout_ms));
-        st.exchange(soci::into(job.retry_max));
-        st.exchange(soci::into(job.retry_backoff_ms));
-        st.exchange(soci::into(job.shard_total));
-        st.exchange(soci::into(at_least_once));
-        st.exchange(soci::into(enabled));
-        st.exchange(soci::into(next_fire.value, next_fire.ind));
-        st.exchange(soci::into(last_fire.value, last_fire.ind));
-        st.exchange(soci::into(job.version));
-        st.exchange(soci::into(job.created_at));
-        st.exchange(soci::into(job.updated_at));
+        ints.Into(st, job.concurrency_limit);
+        ints.Into(st, job.timeout_ms);
+        ints.Into(st, job.retry_max);
+        ints.Into(st, job.retry_backoff_ms);
+        ints.Into(st, job.shard_total);
+        ints.Into(st, at_least_once);
+        ints.Into(st, enabled);
+        ints.Into(st, next_fire);
+        ints.Into(st, last_fire);
+        ints.Into(st, job.version);
+        ints.Into(st, job.created_at);
+        ints.Into(st, job.updated_at);
         st.exchange(soci::into(job.description));
-        st.exchange(soci::into(job.pause_after_failures));
-        st.exchange(soci::into(job.jitter_ms));
+        ints.Into(st, job.pause_after_failures);
+        ints.Into(st, job.jitter_ms);
         st.exchange(soci::into(job.dst_gap));
         st.exchange(soci::into(job.dst_overlap));
         st.exchange(soci::into(paused_by.value, paused_by.ind));
-        st.exchange(soci::into(paused_at.value, paused_at.ind));
+        ints.Into(st, paused_at);
         st.exchange(soci::into(pause_note.value, pause_note.ind));
         st.exchange(soci::into(job.calendar));
-        st.exchange(soci::into(start_at.value, start_at.ind));
-        st.exchange(soci::into(end_at.value, end_at.ind));
-        st.exchange(soci::into(max_runs.value, max_runs.ind));
-        st.exchange(soci::into(job.planned_runs));
-        st.exchange(soci::into(completed_at.value, completed_at.ind));
+        ints.Into(st, start_at);
+        ints.Into(st, end_at);
+        ints.Into(st, max_runs);
+        ints.Into(st, job.planned_runs);
+        ints.Into(st, completed_at);
         st.exchange(soci::into(job.completed_reason));
     }
     Job Finish() {

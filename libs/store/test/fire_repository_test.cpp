@@ -1,5 +1,6 @@
 #include "sched/store/fire.hpp"
 
+#include <limits>
 #include <map>
 #include <set>
 
@@ -253,10 +254,12 @@ TEST_P(FireRepositoryTest, ConcurrentClaimsHaveExactlyOneWinner) {
     ASSERT_TRUE(id);
     constexpr int kClaimers = 6;
     std::vector<std::shared_ptr<db::Database>> pools;
+    pools.reserve(kClaimers);
     for (int i = 0; i < kClaimers; ++i) pools.push_back(test_db().OpenAnother());
     std::atomic<int> winners{0};
     std::atomic<int> losers{0};
     std::vector<std::thread> threads;
+    threads.reserve(kClaimers);
     for (int i = 0; i < kClaimers; ++i) {
         threads.emplace_back([&, i] {
             FireRepository fires(*pools[i]);
@@ -272,8 +275,8 @@ TEST_P(FireRepositoryTest, ConcurrentClaimsHaveExactlyOneWinner) {
 }
 
 TEST_P(FireRepositoryTest, ListFiltersNewestFirstWithCursor) {
-    for (int t = 1; t <= 5; ++t) ASSERT_TRUE(Insert(Sample(1, t * 1000)));
-    for (int t = 1; t <= 2; ++t) ASSERT_TRUE(Insert(Sample(2, t * 1000)));
+    for (std::int64_t t = 1; t <= 5; ++t) ASSERT_TRUE(Insert(Sample(1, t * 1000)));
+    for (std::int64_t t = 1; t <= 2; ++t) ASSERT_TRUE(Insert(Sample(2, t * 1000)));
     FireRepository fires(db());
     auto job1 = fires.List({.job_id = 1});
     ASSERT_TRUE(job1.ok()) << job1.status().ToString();
@@ -323,6 +326,51 @@ TEST_P(FireRepositoryTest, DueAtDefaultsToTheScheduledTimeAndCanBeLater) {
     EXPECT_EQ(fires.Get(*delayed)->due_at, 9000);
 }
 
+// Integer columns read back exactly at the edges of their types, and NULL as absent: on MySQL
+// they are fetched as text and read by impl::IntColumns, not by soci (issue 20).
+TEST_P(FireRepositoryTest, IntegerColumnsReadBackExactlyAtTheEdgesOfTheirTypes) {
+    constexpr auto kMax64 = std::numeric_limits<std::int64_t>::max();
+    constexpr auto kMaxInt = std::numeric_limits<int>::max();
+    Fire edge = Sample(kMax64, kMax64 - 1);
+    edge.epoch = kMax64;
+    edge.attempt = kMaxInt;
+    edge.shard_index = kMaxInt - 1;
+    edge.shard_total = kMaxInt;
+    edge.due_at = kMax64;
+    edge.workflow_run_id = kMax64 - 2;
+    Fire negative = Sample(-7, -1000);
+    negative.due_at = -999;
+    const auto edge_id = Insert(edge);
+    const auto negative_id = Insert(negative);
+    ASSERT_TRUE(edge_id && negative_id);
+
+    FireRepository fires(db());
+    auto got = fires.Get(*edge_id);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(got->id, *edge_id);
+    EXPECT_EQ(got->job_id, kMax64);
+    EXPECT_EQ(got->scheduled_time, kMax64 - 1);
+    EXPECT_EQ(got->epoch, kMax64);
+    EXPECT_EQ(got->attempt, kMaxInt);
+    EXPECT_EQ(got->shard_index, kMaxInt - 1);
+    EXPECT_EQ(got->shard_total, kMaxInt);
+    EXPECT_EQ(got->due_at, kMax64);
+    EXPECT_EQ(got->workflow_run_id, kMax64 - 2);
+    EXPECT_EQ(got->dispatch_epoch, std::nullopt);
+    EXPECT_EQ(got->dispatched_at, std::nullopt);
+
+    auto listed = db().Run(
+        [](soci::session& s) { return FireRepository::ListAssigned(s, "node-a", {FireStatus::kPending}, 10); });
+    ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+    ASSERT_EQ(listed->size(), 2u);
+    EXPECT_EQ(listed->front().id, *negative_id);  // due first
+    EXPECT_EQ(listed->front().job_id, -7);
+    EXPECT_EQ(listed->front().scheduled_time, -1000);
+    EXPECT_EQ(listed->front().due_at, -999);
+    EXPECT_EQ(listed->front().workflow_run_id, std::nullopt);
+    EXPECT_EQ(listed->back().workflow_run_id, kMax64 - 2);
+}
+
 TEST_P(FireRepositoryTest, OrphansAreUnassignedOrOnDeadNodesAndCanBeReassigned) {
     Fire unassigned = Sample(1, 1000);
     unassigned.assigned_node.reset();
@@ -366,7 +414,7 @@ TEST_P(FireRepositoryTest, ReassignManyMovesOnlyTheFiresStillInTheExpectedState)
     FireRepository fires(db());
     std::vector<std::int64_t> ids;
     for (int i = 0; i < 5; ++i) {
-        Fire f = Sample(1, 1000 * (i + 1));
+        Fire f = Sample(1, std::int64_t{1000} * (i + 1));
         f.assigned_node = "node-dead";
         auto id = Insert(f);
         ASSERT_TRUE(id);
@@ -407,7 +455,7 @@ TEST_P(FireRepositoryTest, FinalTransitionsRaiseTheFollowupFlagUntilCleared) {
     // Many at once: only the listed ones are cleared.
     std::vector<std::int64_t> ended;
     for (int i = 0; i < 3; ++i) {
-        auto id = Insert(Sample(2, 1000 * (i + 1)));
+        auto id = Insert(Sample(2, std::int64_t{1000} * (i + 1)));
         ASSERT_TRUE(id);
         ASSERT_TRUE(fires.Transition(*id, {FireStatus::kPending}, FireStatus::kFailed, {.followup = true}).ok());
         ended.push_back(*id);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <set>
 
 #include <spdlog/spdlog.h>
@@ -41,6 +42,20 @@ bool ShouldRetry(const store::Fire& fire, const store::Job& job) {
         default:
             return false;
     }
+}
+
+// The jobs of `fires` that still exist, by id, each read once and together (JobRepository::FindMany:
+// one statement per 500 jobs): a scan looks at up to `batch` fires, and a lookup per job was up
+// to `batch` round trips inside the scan's transaction (the running sweep's, issue 20).
+std::map<std::int64_t, store::Job> JobsOf(soci::session& s, const std::vector<store::Fire>& fires) {
+    std::set<std::int64_t> ids;
+    for (const auto& fire : fires) ids.insert(fire.job_id);
+    std::map<std::int64_t, store::Job> jobs;
+    for (auto& job : store::JobRepository::FindMany(s, std::vector<std::int64_t>(ids.begin(), ids.end()))) {
+        const std::int64_t id = job.id;
+        jobs.emplace(id, std::move(job));
+    }
+    return jobs;
 }
 
 std::string SkippedMessage(const SkippedTimes& skipped, cron::MisfirePolicy policy, std::int64_t threshold_ms,
@@ -368,20 +383,18 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
         followup_ids.reserve(followups.size());
         for (const auto& fire : followups) followup_ids.push_back(fire.id);
         store::FireRepository::ClearFollowups(s, followup_ids);
-        // Fires of one job often end together (shards, a burst): its row is read once per scan.
-        // A cached row can be stale only by this loop's own fixed-delay advance, whose CAS (from
-        // NULL) then simply loses for the job's second fire, as a fresh read would skip it.
-        std::map<std::int64_t, std::optional<store::Job>> followup_jobs;
+        // Fires of one job often end together (shards, a burst): the batch's jobs are read
+        // together, each once. A row can be stale only by this loop's own fixed-delay advance,
+        // whose CAS (from NULL) then simply loses for the job's second fire, as a fresh read would
+        // skip it.
+        const auto followup_jobs = JobsOf(s, followups);
         std::set<std::int64_t> ended_runs;  // workflow runs whose step fires ended (step 4)
         for (const auto& fire : followups) {
             ++r.followups;
             if (fire.workflow_run_id) ended_runs.insert(*fire.workflow_run_id);
-            auto cached_job = followup_jobs.find(fire.job_id);
-            if (cached_job == followup_jobs.end()) {
-                cached_job = followup_jobs.emplace(fire.job_id, store::JobRepository::Find(s, fire.job_id)).first;
-            }
-            const auto& job = cached_job->second;
-            if (!job) continue;  // deleted since
+            const auto found = followup_jobs.find(fire.job_id);
+            if (found == followup_jobs.end()) continue;  // deleted since
+            const store::Job* job = &found->second;
             if (ShouldRetry(fire, *job)) {
                 store::Fire retry;
                 retry.job_id = fire.job_id;
@@ -531,12 +544,11 @@ void Master::SweepRunning(soci::session& s, std::int64_t now, ScanReport& r) {
     }
     if (fires.empty()) return;
     const auto live = store::ExecutorRepository::LiveAddresses(s, db_->dialect(), Ms(config_.executor_ttl));
-    std::map<std::int64_t, std::optional<store::Job>> jobs;
+    const auto jobs = JobsOf(s, fires);
     for (const auto& fire : fires) {
         const std::int64_t since = fire.started_at.value_or(fire.dispatched_at.value_or(fire.due_at));
-        auto it = jobs.find(fire.job_id);
-        if (it == jobs.end()) it = jobs.emplace(fire.job_id, store::JobRepository::Find(s, fire.job_id)).first;
-        const auto& job = it->second;
+        const auto found = jobs.find(fire.job_id);
+        const store::Job* job = found == jobs.end() ? nullptr : &found->second;  // null: deleted since
         if (job && job->timeout_ms > 0 && now > since + job->timeout_ms + Ms(config_.node_ttl)) {
             const int moved = store::FireRepository::Transition(
                 s, fire.id, {store::FireStatus::kRunning}, store::FireStatus::kTimeout,
