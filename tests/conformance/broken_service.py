@@ -20,14 +20,14 @@ BREAKS = ("duplicate-runs", "stale-epoch", "unsigned", "callback-retry")
 
 def broken_executor(mode):
     class Broken(Executor):
-        def _admit(self, obj, prefix):
+        def _admit(self, obj, prefix, received):
             if mode == "duplicate-runs":
                 with self._registry.mu:  # forget every run seen: a repeat runs again
                     self._registry.seen.clear()
             if mode == "stale-epoch":
                 with self._registry.mu:  # no fencing
                     self._registry.max_epoch = 0
-            return super()._admit(obj, prefix)
+            return super()._admit(obj, prefix, received)
 
         def verify(self, method, target, body, headers):
             return None if mode == "unsigned" else super().verify(method, target, body, headers)

@@ -58,6 +58,7 @@ http::Router Runtime::Routes() {
     http::Router r;
     r.Add(http::Method::kPost, protocol::kRunPath, [this](http::Request& req) { return OnRun(req); });
     r.Add(http::Method::kPost, protocol::kRunsPath, [this](http::Request& req) { return OnRuns(req); });
+    r.Add(http::Method::kPost, protocol::kRunsAheadPath, [this](http::Request& req) { return OnRuns(req); });
     r.Add(http::Method::kPost, protocol::kKillPath, [this](http::Request& req) { return OnKill(req); });
     r.Add(http::Method::kGet, protocol::kBeatPath, [this](http::Request& req) { return OnBeat(req); });
     r.Add(http::Method::kPost, protocol::kIdleBeatPath, [this](http::Request& req) { return OnIdleBeat(req); });
@@ -72,9 +73,10 @@ http::Router Runtime::Routes() {
 }
 
 http::Response Runtime::OnRun(http::Request& req) {
+    const auto received = std::chrono::steady_clock::now();
     auto body = req.Json();
     if (!body.ok()) return http::Response::Error(body.status(), "body");
-    const protocol::RunAnswer answer = std::move(AdmitRuns(*body, "").front());
+    const protocol::RunAnswer answer = std::move(AdmitRuns(*body, "", received).front());
     return http::Response::Json(protocol::ToJson(answer), answer.status);
 }
 
@@ -83,6 +85,9 @@ http::Response Runtime::OnRun(http::Request& req) {
 // item. A malformed envelope is one 400; a malformed run is that item's 400
 // ("runs[3].fire_id").
 http::Response Runtime::OnRuns(http::Request& req) {
+    // A held run's delay counts from here, before the body is parsed and the runs admitted (a
+    // few milliseconds for hundreds of runs): the node took it before it wrote the request.
+    const auto received = std::chrono::steady_clock::now();
     auto body = req.Json();
     if (!body.ok()) return http::Response::Error(body.status(), "body");
     const std::string field(kRunsField);
@@ -103,15 +108,16 @@ http::Response Runtime::OnRuns(http::Request& req) {
                 http::ApiError{Code::kInvalidArgument, key.key() + ": unknown field", std::string(key.key())});
         }
     }
-    return http::Response::Json(protocol::ToBatchJson(AdmitRuns(runs, field)), 200);
+    return http::Response::Json(protocol::ToBatchJson(AdmitRuns(runs, field, received)), 200);
 }
 
-std::vector<protocol::RunAnswer> Runtime::AdmitRuns(const nlohmann::json& runs, const std::string& field) {
+std::vector<protocol::RunAnswer> Runtime::AdmitRuns(const nlohmann::json& runs, const std::string& field,
+                                                    std::chrono::steady_clock::time_point received) {
     const bool batch = !field.empty();
     const std::size_t count = batch ? runs.size() : 1;
     std::vector<std::optional<protocol::RunAnswer>> answers(count);
     for (std::size_t begin = 0; begin < count; begin += kAdmitChunk) {
-        AdmitChunk(runs, field, begin, std::min(count, begin + kAdmitChunk), answers);
+        AdmitChunk(runs, field, begin, std::min(count, begin + kAdmitChunk), received, answers);
     }
     std::vector<protocol::RunAnswer> out;
     out.reserve(count);
@@ -123,6 +129,7 @@ std::vector<protocol::RunAnswer> Runtime::AdmitRuns(const nlohmann::json& runs, 
 // registry lock, the ones that start handed to the workers together. In chunks rather than the
 // whole batch at once so that the first runs of a 333-run batch start while the rest is read.
 void Runtime::AdmitChunk(const nlohmann::json& runs, const std::string& field, std::size_t begin, std::size_t end,
+                         std::chrono::steady_clock::time_point received,
                          std::vector<std::optional<protocol::RunAnswer>>& answers) {
     const bool batch = !field.empty();
     const auto prefix_of = [&](std::size_t i) {
@@ -130,9 +137,11 @@ void Runtime::AdmitChunk(const nlohmann::json& runs, const std::string& field, s
     };
     std::vector<RunRequest> admissible;
     std::vector<std::size_t> slot;           // admissible[k] answers answers[slot[k]],
-    std::vector<std::int64_t> fire_ids;      // is fire fire_ids[k]
-    std::vector<std::string> accepted_line;  // and opens its log with accepted_line[k]
+    std::vector<std::int64_t> fire_ids;      // is fire fire_ids[k],
+    std::vector<std::string> accepted_line;  // opens its log with accepted_line[k]
+    std::vector<std::int64_t> start_in_ms;   // and starts start_in_ms[k] after `received`
     admissible.reserve(end - begin);
+    start_in_ms.reserve(end - begin);
     slot.reserve(end - begin);
     fire_ids.reserve(end - begin);
     accepted_line.reserve(end - begin);
@@ -143,6 +152,7 @@ void Runtime::AdmitChunk(const nlohmann::json& runs, const std::string& field, s
             answers[i] = protocol::RunAnswer::Refused(*parsed.error);
             continue;
         }
+        const std::int64_t hold_ms = parsed.value.start_in_ms;
         RunRequest run = ToClientRun(std::move(parsed.value));
         if (!handlers_.contains(run.handler)) {
             answers[i] = protocol::RunAnswer::Refused(
@@ -160,7 +170,9 @@ void Runtime::AdmitChunk(const nlohmann::json& runs, const std::string& field, s
         // The line is written before the registry's lock is taken: the workers finishing runs wait
         // on that lock.
         accepted_line.push_back(LogLine("accepted: handler " + run.handler + ", attempt " +
-                                        std::to_string(run.attempt) + ", epoch " + std::to_string(run.epoch)));
+                                        std::to_string(run.attempt) + ", epoch " + std::to_string(run.epoch) +
+                                        (hold_ms > 0 ? ", starts in " + std::to_string(hold_ms) + " ms" : "")));
+        start_in_ms.push_back(hold_ms);
         slot.push_back(i);
         fire_ids.push_back(run.fire_id);
         admissible.push_back(std::move(run));
@@ -168,8 +180,9 @@ void Runtime::AdmitChunk(const nlohmann::json& runs, const std::string& field, s
 
     std::vector<RunPtr> start;
     start.reserve(admissible.size());
-    auto admitted = registry_.AdmitAll(std::move(admissible), [&](std::size_t k, const Run& accepted, bool start_now) {
+    auto admitted = registry_.AdmitAll(std::move(admissible), [&](std::size_t k, Run& accepted, bool start_now) {
         if (!start_now) accepted_line[k] += " (queued behind the job's running fire)";
+        accepted.not_before = received + std::chrono::milliseconds(start_in_ms[k]);
         logs_.Open(accepted.request.fire_id, std::move(accepted_line[k]));
     });
     for (std::size_t k = 0; k < admitted.size(); ++k) {

@@ -1,5 +1,6 @@
 #include <array>
 #include <ctime>
+#include <map>
 #include <string>
 
 #include <spdlog/spdlog.h>
@@ -35,8 +36,26 @@ std::string LogTimestamp() {
 
 // ---- Runs (Execute runs on a worker thread) ----
 
+// A held run (sent ahead of its due time) waits on a timer of the I/O context, not on a
+// worker: the workers stay free for the runs that are due. The runs of one batch sent ahead
+// share few due times, so they share few timers. Stop waits while any run is in flight, held
+// ones included, so the I/O context outlives every timer armed here.
 void Runtime::Launch(std::vector<RunPtr> runs) {
-    for (auto& run : runs) net::post(*workers_, [this, run = std::move(run)] { Execute(run); });
+    const auto now = Clock::now();
+    std::map<Clock::time_point, std::vector<RunPtr>> held;
+    for (auto& run : runs) {
+        if (run->not_before > now) {
+            held[run->not_before].push_back(std::move(run));
+            continue;
+        }
+        net::post(*workers_, [this, run = std::move(run)] { Execute(run); });
+    }
+    for (auto& [at, due] : held) {
+        auto timer = std::make_shared<net::steady_timer>(io_, at);
+        timer->async_wait([this, timer, due = std::move(due)](const boost::system::error_code&) {
+            for (const auto& run : due) net::post(*workers_, [this, run] { Execute(run); });
+        });
+    }
 }
 
 std::string Runtime::LogLine(const std::string& text) {

@@ -771,6 +771,42 @@ TEST_F(ExecutorTest, ABatchOfRunsIsAdmittedRunByRunWithOneAnswerEach) {
     EXPECT_EQ(count_calls_.load(), 0);
 }
 
+// POST /v1/runs-ahead: each run admitted on arrival and started start_in_ms after it, not
+// before; a held run killed before its time never reaches its handler.
+TEST_F(ExecutorTest, RunsSentAheadStartWhenTheirTimeComesAndNotBefore) {
+    Start(Options());
+    const auto wall_ms = [] {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    };
+    const std::int64_t before = wall_ms();
+    const nlohmann::json batch = {
+        {"runs",
+         {RunBody(1, 10, "echo", {{"start_in_ms", 300}}), RunBody(2, 11, "echo"),
+          RunBody(3, 12, "count", {{"start_in_ms", 300}}), RunBody(4, 13, "echo", {{"start_in_ms", 10'001}})}}};
+    auto r = Post("/v1/runs-ahead", batch);
+    const std::int64_t answered = wall_ms();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->status, 200) << r->body;
+    const auto results = (*r->Json())["results"];
+    EXPECT_EQ(results[0]["status"], 202);
+    EXPECT_EQ(results[0]["state"], "running");
+    EXPECT_EQ(results[3]["status"], 400);
+    EXPECT_EQ(results[3]["error"]["field"], "runs[3].start_in_ms");
+    auto kill = Post("/v1/kill", {{"fire_id", 3}});
+    ASSERT_EQ(kill->status, 200) << kill->body;
+
+    const auto at_once = ResultOf(2);
+    EXPECT_LT(at_once["started_ms"].get<std::int64_t>(), before + 300);
+    const auto held = ResultOf(1);
+    ASSERT_EQ(held["status"], "succeeded");
+    EXPECT_GE(held["started_ms"].get<std::int64_t>(), before + 300) << "started before its time";
+    EXPECT_LE(held["started_ms"].get<std::int64_t>(), answered + 300 + 200) << "held far past its time";
+    EXPECT_EQ(ResultOf(3)["status"], "killed");
+    EXPECT_EQ(count_calls_.load(), 0) << "a killed held run reached its handler";
+}
+
 TEST_F(ExecutorTest, AMalformedBatchIsOne400NamingTheField) {
     Start(Options());
     nlohmann::json too_many = {{"runs", nlohmann::json::array()}};

@@ -1,5 +1,7 @@
 #include "sched/protocol/run.hpp"
 
+#include "sched/protocol/run_batch.hpp"
+
 #include "sched/http/json.hpp"
 #include "sched/http/url.hpp"
 
@@ -19,6 +21,7 @@ nlohmann::json ToJson(const RunRequest& run) {
                         {"block_strategy", BlockStrategyName(run.block_strategy)}};
     // Absent rather than "": an executor older than the field never sees it.
     if (!run.callback_url.empty()) j["callback_url"] = run.callback_url;
+    if (run.start_in_ms != 0) j[kStartInField] = run.start_in_ms;
     return j;
 }
 
@@ -45,6 +48,7 @@ Parsed<RunRequest> ParseRunRequest(const nlohmann::json& body, const std::string
         }
     }
     run.callback_url = f.String("callback_url", "");
+    run.start_in_ms = f.Int(std::string(kStartInField), 0, {.min = 0, .max = kMaxStartInMs});
     if (f.ok() && run.shard_index >= run.shard_total) {
         f.Fail("shard_index", "must be less than shard_total (" + std::to_string(run.shard_total) + ")");
     }

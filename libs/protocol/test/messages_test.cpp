@@ -6,6 +6,7 @@
 
 #include "sched/protocol/registry.hpp"
 #include "sched/protocol/run.hpp"
+#include "sched/protocol/run_batch.hpp"
 #include "sched/protocol/run_result.hpp"
 
 namespace sched::protocol {
@@ -27,6 +28,7 @@ RunRequest SampleRun() {
     run.shard_total = 4;
     run.block_strategy = BlockStrategy::kCoverEarly;
     run.callback_url = "http://10.0.0.5:7071";
+    run.start_in_ms = 140;
     return run;
 }
 
@@ -48,11 +50,24 @@ TEST(RunRequestTest, WhatTheNodeWritesTheSdkReadsBackUnchanged) {
 TEST(RunRequestTest, TheWireNamesAreTheDocumentedOnes) {
     RunRequest run = SampleRun();
     run.callback_url.clear();
+    run.start_in_ms = 0;  // absent when 0: an executor before the field never sees it
     std::vector<std::string> keys;
     const json wire = ToJson(run);
     for (const auto& [key, value] : wire.items()) keys.push_back(key);
     EXPECT_EQ(keys, (std::vector<std::string>{"attempt", "block_strategy", "epoch", "fire_id", "handler", "job_id",
                                               "params", "scheduled_ms", "shard_index", "shard_total", "timeout_ms"}));
+}
+
+// The node writes a run's text once and stamps start_in_ms into it just before it sends the
+// batch: the stamped text reads back as the run with that field.
+TEST(RunRequestTest, ARunStampedWithStartInReadsBackWithIt) {
+    RunRequest run = SampleRun();
+    run.start_in_ms = 0;
+    const std::string stamped = WithStartIn(ToJson(run).dump(), 1'234);
+    const auto back = ParseRunRequest(json::parse(stamped));
+    ASSERT_TRUE(back.ok()) << back.error->message;
+    run.start_in_ms = 1'234;
+    EXPECT_EQ(back.value, run);
 }
 
 TEST(RunRequestTest, OptionalFieldsTakeTheirDefaultsAndUnknownOnesAreIgnored) {
@@ -63,6 +78,7 @@ TEST(RunRequestTest, OptionalFieldsTakeTheirDefaultsAndUnknownOnesAreIgnored) {
     EXPECT_EQ(run.value.block_strategy, BlockStrategy::kSerial);
     EXPECT_EQ(run.value.shard_total, 1);
     EXPECT_EQ(run.value.params, json::object());
+    EXPECT_EQ(run.value.start_in_ms, 0);
 }
 
 TEST(RunRequestTest, EachBadFieldIsNamedWithTheBatchPrefix) {
@@ -78,6 +94,8 @@ TEST(RunRequestTest, EachBadFieldIsNamedWithTheBatchPrefix) {
     EXPECT_EQ(bad("shard_index", 4), "runs[3].shard_index");  // not below shard_total
     EXPECT_EQ(bad("block_strategy", "newest-wins"), "runs[3].block_strategy");
     EXPECT_EQ(bad("callback_url", "not a url"), "runs[3].callback_url");
+    EXPECT_EQ(bad("start_in_ms", -1), "runs[3].start_in_ms");
+    EXPECT_EQ(bad("start_in_ms", kMaxStartInMs + 1), "runs[3].start_in_ms");
     EXPECT_EQ(Field(ParseRunRequest(json::array(), "runs[3]")), "runs[3]");
     json missing = ToJson(SampleRun());
     missing.erase("attempt");

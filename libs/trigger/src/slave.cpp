@@ -70,6 +70,10 @@ constexpr std::size_t kBatchBodyBytes = std::size_t{512} * 1024;
 // How long an instance that answered 404 for /v1/runs (an older SDK) gets runs one by one
 // before a batch is tried again (it may have been upgraded in place).
 constexpr auto kNoBatchRetry = std::chrono::minutes(1);
+// Room for a run's separator and its start_in_ms field in a batch's byte budget.
+constexpr std::size_t kStartInBytes = 32;
+// A fire due sooner than this is not sent ahead: the hold would be shorter than the request.
+constexpr std::int64_t kMinAheadMs = 2;
 
 std::int64_t NewClaimToken() {
     // Random, so that two slaves (or two processes under one node id) never share a token; a
@@ -105,6 +109,7 @@ SlaveConfig SlaveConfig::FromYaml(const ConfigNode& node) {
     c.dispatch_timeout = node.Duration("dispatch-timeout", c.dispatch_timeout, 10ms, std::chrono::minutes(1));
     c.executor_ttl = node.Duration("executor-ttl", c.executor_ttl, 100ms, std::chrono::hours(1));
     c.claim_ahead = node.Duration("claim-ahead", c.claim_ahead, Micros{0}, std::chrono::seconds(1));
+    c.send_ahead = node.Bool("send-ahead", c.send_ahead);
     c.max_group = static_cast<int>(node.Int("max-group", c.max_group, 1, 10'000));
     c.record_window = node.Duration("record-window", c.record_window, Micros{0}, std::chrono::seconds(1));
     c.max_calls_per_executor =
@@ -166,8 +171,9 @@ struct Slave::State {
     };
     std::map<std::string, Calls> calls;
 
-    // Instances that do not serve /v1/runs, until when (guarded by `mu`).
+    // Instances that do not serve /v1/runs, or /v1/runs-ahead, until when (guarded by `mu`).
     std::map<std::string, std::chrono::steady_clock::time_point> no_batch;
+    std::map<std::string, std::chrono::steady_clock::time_point> no_ahead;
 };
 
 Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, const std::shared_ptr<db::Database>& db,
@@ -420,13 +426,50 @@ net::awaitable<void> Slave::ClaimAndSend(std::vector<store::Fire> fires) {
     net::co_spawn(io_, SendGroup(std::move(group)), net::detached);
 }
 
-// One timer for the group: fires claimed ahead leave at their due time, each due time's fires
-// all at once and concurrently.
+// With send-ahead, the fires an executor can hold go now, one POST /v1/runs-ahead per
+// instance, each run with the time left to its due time; the rest leave at their due time.
 net::awaitable<void> Slave::SendGroup(std::shared_ptr<const Group> group) {
+    std::vector<store::Fire> at_due = config_.send_ahead ? SendAhead(group) : group->fires;
+    co_await SendAtDue(group, std::move(at_due));
+}
+
+// Only fires whose job runs serially: an executor admits a run on arrival, so under
+// discard-later a run still going then (but done by the due time) would discard the held one,
+// and cover-early would end it early. Serial holds the run behind it, as at the due time.
+std::vector<store::Fire> Slave::SendAhead(const std::shared_ptr<const Group>& group) {
+    const std::int64_t now = time_.NowMs();
+    std::vector<store::Fire> at_due;
+    std::map<std::pair<std::string, std::string>, std::vector<store::Fire>> batches;  // (app, address)
+    for (const auto& fire : group->fires) {
+        if (fire.due_at - now >= kMinAheadMs) {
+            const auto job = group->jobs.find(fire.job_id);
+            if (job != group->jobs.end() && job->second.block_strategy == BlockStrategy::kSerial) {
+                if (auto address = BatchAddress(*group, fire, now, Batch::kAhead)) {
+                    batches[{job->second.app, *address}].push_back(fire);
+                    continue;
+                }
+            }
+        }
+        at_due.push_back(fire);
+    }
+    for (auto& [key, list] : batches) {
+        for (std::size_t from = 0; from < list.size(); from += protocol::kMaxRunsPerBatch) {
+            const std::size_t to = std::min(list.size(), from + protocol::kMaxRunsPerBatch);
+            std::vector<store::Fire> chunk(std::make_move_iterator(list.begin() + static_cast<std::ptrdiff_t>(from)),
+                                           std::make_move_iterator(list.begin() + static_cast<std::ptrdiff_t>(to)));
+            net::co_spawn(io_, SendBatch(group, key.first, key.second, std::move(chunk), Batch::kAhead), net::detached);
+        }
+    }
+    return at_due;
+}
+
+// One timer for `fires` (earliest due first): each due time's fires leave at it, all at once
+// and concurrently.
+net::awaitable<void> Slave::SendAtDue(std::shared_ptr<const Group> group, std::vector<store::Fire> fires) {
     net::steady_timer timer(io_);
     std::size_t i = 0;
-    while (i < group->fires.size()) {
-        const std::int64_t due = group->fires[i].due_at;
+    while (i < fires.size()) {
+        const std::int64_t due = fires[i].due_at;
         // The due time is on the database clock, the timer on the local steady clock: their
         // difference is taken at the last moment, so a DbTime refresh in between is honoured.
         const std::int64_t wait_ms = due - time_.NowMs();
@@ -438,7 +481,7 @@ net::awaitable<void> Slave::SendGroup(std::shared_ptr<const Group> group) {
             }
         }
         std::vector<store::Fire> now_due;
-        for (; i < group->fires.size() && group->fires[i].due_at <= due; ++i) now_due.push_back(group->fires[i]);
+        for (; i < fires.size() && fires[i].due_at <= due; ++i) now_due.push_back(std::move(fires[i]));
         DispatchDue(group, std::move(now_due));
     }
 }
@@ -687,14 +730,20 @@ net::awaitable<void> Slave::ReadRegistry() {
 }
 
 void Slave::Accepted(const store::Fire& fire, const store::Job& job, const std::string& address, std::int64_t sent_at) {
-    RecordRunning(fire.id, address, time_.NowMs());
+    // A run sent ahead starts at its due time: that is its start, and its timeout counts from it.
+    const std::int64_t now = time_.NowMs();
+    const std::int64_t held_ms = std::max<std::int64_t>(0, fire.due_at - now);
+    RecordRunning(fire.id, address, now + held_ms);
     router_.RecordDispatch(job.id, address);
     lag_.Observe(static_cast<double>(std::max<std::int64_t>(0, sent_at - fire.due_at)) / 1000.0);
     dispatched_.Labels({"accepted"}).Inc();
-    if (job.timeout_ms > 0) net::co_spawn(io_, WatchTimeout(fire.id, job.app, address, job.timeout_ms), net::detached);
+    if (job.timeout_ms > 0) {
+        net::co_spawn(io_, WatchTimeout(fire.id, job.app, address, job.timeout_ms, held_ms), net::detached);
+    }
 }
 
-std::optional<std::string> Slave::BatchAddress(const Group& group, const store::Fire& fire, std::int64_t now_ms) {
+std::optional<std::string> Slave::BatchAddress(const Group& group, const store::Fire& fire, std::int64_t now_ms,
+                                               Batch kind) {
     const auto job_it = group.jobs.find(fire.job_id);
     if (job_it == group.jobs.end()) return std::nullopt;
     const store::Job& job = job_it->second;
@@ -705,9 +754,10 @@ std::optional<std::string> Slave::BatchAddress(const Group& group, const store::
     const auto order = router_.Order(routing, job.id, Candidates(group, job), fire.shard_index);
     if (order.empty()) return std::nullopt;
     std::lock_guard lock(state_->mu);
-    if (auto it = state_->no_batch.find(order.front()); it != state_->no_batch.end()) {
+    auto& refused = kind == Batch::kAhead ? state_->no_ahead : state_->no_batch;
+    if (auto it = refused.find(order.front()); it != refused.end()) {
         if (std::chrono::steady_clock::now() < it->second) return std::nullopt;
-        state_->no_batch.erase(it);
+        refused.erase(it);
     }
     return order.front();
 }
@@ -722,7 +772,7 @@ void Slave::DispatchDue(const std::shared_ptr<const Group>& group, std::vector<s
     std::map<std::pair<std::string, std::string>, std::vector<store::Fire>> batches;  // (app, address)
     for (auto& fire : fires) {
         if (fires.size() > 1) {
-            if (auto address = BatchAddress(*group, fire, now)) {
+            if (auto address = BatchAddress(*group, fire, now, Batch::kAtDue)) {
                 const std::string app = group->jobs.at(fire.job_id).app;
                 batches[{app, *address}].push_back(std::move(fire));
                 continue;
@@ -739,13 +789,15 @@ void Slave::DispatchDue(const std::shared_ptr<const Group>& group, std::vector<s
             const std::size_t to = std::min(list.size(), from + protocol::kMaxRunsPerBatch);
             std::vector<store::Fire> chunk(std::make_move_iterator(list.begin() + static_cast<std::ptrdiff_t>(from)),
                                            std::make_move_iterator(list.begin() + static_cast<std::ptrdiff_t>(to)));
-            net::co_spawn(io_, SendBatch(group, key.first, key.second, std::move(chunk)), net::detached);
+            net::co_spawn(io_, SendBatch(group, key.first, key.second, std::move(chunk), Batch::kAtDue), net::detached);
         }
     }
 }
 
 net::awaitable<void> Slave::SendBatch(std::shared_ptr<const Group> group, std::string app, std::string address,
-                                      std::vector<store::Fire> fires) {
+                                      std::vector<store::Fire> fires, Batch kind) {
+    const bool ahead = kind == Batch::kAhead;
+    const std::string_view path = ahead ? protocol::kRunsAheadPath : protocol::kRunsPath;
     state_->in_flight += fires.size();
     std::vector<bool> placed(fires.size(), false);
     std::size_t from = 0;
@@ -753,21 +805,37 @@ net::awaitable<void> Slave::SendBatch(std::shared_ptr<const Group> group, std::s
     // by one below).
     while (from < fires.size()) {
         // Cut by bytes: params can make runs large.
-        std::string runs;
+        std::vector<std::string> texts;
+        std::size_t bytes = 0;
         std::size_t to = from;
         for (; to < fires.size(); ++to) {
-            const std::string run =
+            std::string run =
                 RunJson(fires[to], group->jobs.at(fires[to].job_id), group->epoch, group->run_params).dump();
-            if (to > from && runs.size() + run.size() > kBatchBodyBytes) break;
-            if (to > from) runs += ',';
-            runs += run;
+            if (to > from && bytes + run.size() + kStartInBytes > kBatchBodyBytes) break;
+            bytes += run.size() + kStartInBytes;
+            texts.push_back(std::move(run));
         }
         const std::size_t count = to - from;
         auto acquire = AcquireCall(address);
         const bool slot = co_await net::co_spawn(strand_, std::move(acquire), net::use_awaitable);
         if (!slot) break;
+        // The time left to each due time is taken once the runs are written and the call slot
+        // is held, just before the request leaves: the executor counts it from the request's arrival.
+        const std::int64_t now = time_.NowMs();
+        std::string runs;
+        runs.reserve(bytes);
+        for (std::size_t k = 0; k < count; ++k) {
+            if (k > 0) runs += ',';
+            if (ahead) {
+                const std::int64_t due = fires[from + k].due_at;
+                runs +=
+                    protocol::WithStartIn(texts[k], std::clamp<std::int64_t>(due - now, 0, protocol::kMaxStartInMs));
+            } else {
+                runs += texts[k];
+            }
+        }
         const std::string body = protocol::RunsBatchBody(runs);
-        const std::string url = "http://" + address + std::string(protocol::kRunsPath);
+        const std::string url = "http://" + address + std::string(path);
         const http::CallOptions call{.timeout = config_.dispatch_timeout};
         const std::int64_t sent_at = time_.NowMs();
         auto response = co_await executors_->Send(app, http::Method::kPost, url, body, call);
@@ -779,15 +847,16 @@ net::awaitable<void> Slave::SendBatch(std::shared_ptr<const Group> group, std::s
         }
         if (!answers) {
             if (response.ok() && response->status == 404) {
-                spdlog::info("slave {}: executor {} does not serve {} (an older client SDK): runs go one by one",
-                             node_id_, address, protocol::kRunsPath);
+                spdlog::info("slave {}: executor {} does not serve {} (an older client SDK): {}", node_id_, address,
+                             path, ahead ? "runs go at their due time" : "runs go one by one");
                 std::lock_guard lock(state_->mu);
-                state_->no_batch[address] = std::chrono::steady_clock::now() + kNoBatchRetry;
+                (ahead ? state_->no_ahead : state_->no_batch)[address] =
+                    std::chrono::steady_clock::now() + kNoBatchRetry;
             } else {
                 dispatch_errors_.Labels({"batch"}).Inc();
-                spdlog::warn("slave {}: batch of {} runs to {} failed ({}): sending them one by one", node_id_, count,
-                             address,
-                             response.ok() ? "HTTP " + std::to_string(response->status) : response.status().message());
+                spdlog::warn("slave {}: batch of {} runs to {} failed ({}): {}", node_id_, count, address,
+                             response.ok() ? "HTTP " + std::to_string(response->status) : response.status().message(),
+                             ahead ? "sending them at their due time" : "sending them one by one");
             }
             break;
         }
@@ -820,6 +889,15 @@ net::awaitable<void> Slave::SendBatch(std::shared_ptr<const Group> group, std::s
         from = to;
     }
     state_->in_flight -= fires.size();
+    if (ahead) {
+        // Sent again at their due time, where they are batched or sent one by one as any fire.
+        std::vector<store::Fire> at_due;
+        for (std::size_t k = 0; k < fires.size(); ++k) {
+            if (!placed[k]) at_due.push_back(std::move(fires[k]));
+        }
+        if (!at_due.empty()) co_await SendAtDue(std::move(group), std::move(at_due));
+        co_return;
+    }
     for (std::size_t k = 0; k < fires.size(); ++k) {
         if (!placed[k]) net::co_spawn(io_, Send(group, std::move(fires[k])), net::detached);
     }
@@ -921,9 +999,9 @@ net::awaitable<void> Slave::FlushRunning() {
 }
 
 net::awaitable<void> Slave::WatchTimeout(std::int64_t fire_id, std::string app, std::string address,
-                                         std::int64_t timeout_ms) {
+                                         std::int64_t timeout_ms, std::int64_t held_ms) {
     net::steady_timer timer(io_);
-    timer.expires_after(std::chrono::milliseconds(timeout_ms));
+    timer.expires_after(std::chrono::milliseconds(held_ms + timeout_ms));
     try {
         co_await timer.async_wait(net::use_awaitable);
     } catch (const boost::system::system_error&) {

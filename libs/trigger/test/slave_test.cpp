@@ -181,8 +181,9 @@ class FakeStore final : public FireClaimStore {
     }
 };
 
-// An executor instance as the fake sees it: /v1/run answers one run; /v1/runs answers each run
-// of the batch as /v1/run would (or 404 for the path, like an SDK before the batch route).
+// An executor instance as the fake sees it: /v1/run answers one run; /v1/runs and
+// /v1/runs-ahead answer each run of the batch as /v1/run would (or 404 for the path, like an
+// SDK before the route).
 class FakeExecutors final : public ExecutorClient {
   public:
     struct Call {
@@ -200,6 +201,7 @@ class FakeExecutors final : public ExecutorClient {
     std::string refuse_field;  // the error's field for those (batch items: "runs[i]." + it)
     int status = 202;          // then this
     bool serves_batch = true;
+    bool serves_ahead = true;
     std::int64_t newest_epoch = 0;  // runs with an older epoch are refused, as the SDK does
     int batch_status = 0;           // non-zero: /v1/runs answers this, runs none
     Micros delay{0};                // each call takes this long
@@ -211,10 +213,10 @@ class FakeExecutors final : public ExecutorClient {
         std::lock_guard lock(mu);
         return runs;
     }
-    std::size_t Batches() {
+    std::size_t Batches(std::string_view path = "/v1/runs") {
         std::lock_guard lock(mu);
         return static_cast<std::size_t>(
-            std::count_if(calls.begin(), calls.end(), [](const Call& c) { return c.url.ends_with("/v1/runs"); }));
+            std::count_if(calls.begin(), calls.end(), [path](const Call& c) { return c.url.ends_with(path); }));
     }
 
     net::awaitable<Result<http::ClientResponse>> Send(std::string, http::Method, std::string url, std::string body,
@@ -241,8 +243,9 @@ class FakeExecutors final : public ExecutorClient {
                 }
                 return item;
             };
-            if (url.ends_with("/v1/runs")) {
-                if (!serves_batch) {
+            const bool ahead = url.ends_with("/v1/runs-ahead");
+            if (url.ends_with("/v1/runs") || ahead) {
+                if (!(ahead ? serves_ahead : serves_batch)) {
                     r.status = 404;
                 } else if (batch_status != 0) {
                     r.status = batch_status;
@@ -349,6 +352,7 @@ class SlaveTest : public ::testing::Test {
 };
 
 TEST_F(SlaveTest, ABurstIsClaimedAsOneGroupAndSentAtItsDueTime) {
+    config_.send_ahead = false;
     const std::int64_t due = Now() + 300;
     std::vector<std::int64_t> ids;
     for (int i = 1; i <= 200; ++i) {
@@ -371,6 +375,94 @@ TEST_F(SlaveTest, ABurstIsClaimedAsOneGroupAndSentAtItsDueTime) {
         EXPECT_GE(c.at_ms, due) << "sent before its due time";
         EXPECT_NE(c.body.find("\"epoch\":42"), std::string::npos) << c.body;
     }
+}
+
+// With send-ahead, a group claimed ahead goes to its instance right after the claim, in one
+// request, each run carrying the time left to its due time; its running record and its job
+// timeout count from the due time. A job under discard-later or cover-early is sent at its due
+// time (the executor judges those on arrival).
+TEST_F(SlaveTest, ABurstClaimedAheadIsSentAheadWithTheTimeLeftToItsDueTime) {
+    config_.record_window = 5ms;
+    store::Job discard = store_->jobs[7];
+    discard.id = 8;
+    discard.block_strategy = BlockStrategy::kDiscardLater;
+    store_->jobs[8] = discard;
+    const std::int64_t due = Now() + 300;
+    std::vector<std::int64_t> ids;
+    for (int i = 1; i <= 100; ++i) {
+        store_->Add(i, 7, due + (i % 4));  // four due times
+        ids.push_back(i);
+    }
+    store_->Add(101, 8, due);
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] { return AllIn(ids, FireStatus::kRunning); })) << executors_->Runs() << " runs";
+    EXPECT_LT(Now(), due) << "accepted and recorded before the due time";
+    EXPECT_EQ(executors_->Batches("/v1/runs-ahead"), 1u) << "one request for the four due times";
+    {
+        std::lock_guard lock(store_->mu);
+        for (auto id : ids) EXPECT_EQ(store_->fires.at(id).fire.started_at, due + (id % 4)) << id;
+        EXPECT_EQ(store_->fires.at(101).fire.status, FireStatus::kDispatching) << "discard-later waits";
+    }
+    ASSERT_TRUE(WaitFor([&] { return store_->StatusNow(101) == FireStatus::kRunning; }));
+    std::lock_guard lock(executors_->mu);
+    int runs_ahead = 0;
+    for (const auto& c : executors_->calls) {
+        if (!c.url.ends_with("/v1/runs-ahead")) {
+            EXPECT_GE(c.at_ms, due) << "the discard-later fire is sent at its due time: " << c.url;
+            EXPECT_NE(c.body.find("\"fire_id\":101,"), std::string::npos) << c.body;
+            EXPECT_EQ(c.body.find("start_in_ms"), std::string::npos) << c.body;
+            continue;
+        }
+        EXPECT_LT(c.at_ms, due);
+        const auto body = nlohmann::json::parse(c.body);
+        for (const auto& run : body["runs"]) {
+            ++runs_ahead;
+            const std::int64_t id = run["fire_id"].get<std::int64_t>();
+            const std::int64_t start_in = run["start_in_ms"].get<std::int64_t>();
+            // Taken when the request was written, a moment before the fake stamped it.
+            EXPECT_LE(start_in, due + (id % 4) - c.at_ms + 5) << id;
+            EXPECT_GE(start_in, due + (id % 4) - c.at_ms - 5) << id;
+        }
+    }
+    EXPECT_EQ(runs_ahead, 100);
+}
+
+// An instance without /v1/runs-ahead (an SDK before it) answers 404 for the path: its runs go
+// at their due time in one /v1/runs, and the next groups do not ask it again. Runs an ahead
+// batch did not place (busy) go at their due time too.
+TEST_F(SlaveTest, RunsAnInstanceCannotHoldGoAtTheirDueTime) {
+    executors_->serves_ahead = false;
+    std::int64_t due = Now() + 300;
+    for (int i = 1; i <= 10; ++i) store_->Add(i, 7, due);
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] { return AllIn({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, FireStatus::kRunning); }));
+    EXPECT_GE(Now(), due);
+    EXPECT_EQ(executors_->Batches("/v1/runs-ahead"), 1u);
+    EXPECT_EQ(executors_->Batches("/v1/runs"), 1u) << "the ten at their due time, in one batch";
+    due = Now() + 300;
+    for (int i = 11; i <= 20; ++i) store_->Add(i, 7, due);
+    slave_->Notify({11, 12, 13, 14, 15, 16, 17, 18, 19, 20});
+    ASSERT_TRUE(WaitFor([&] { return AllIn({11, 12, 13, 14, 15, 16, 17, 18, 19, 20}, FireStatus::kRunning); }));
+    EXPECT_EQ(executors_->Batches("/v1/runs-ahead"), 1u) << "not asked again";
+    EXPECT_EQ(executors_->Batches("/v1/runs"), 2u);
+}
+
+TEST_F(SlaveTest, RunsAnAheadBatchDidNotPlaceGoAtTheirDueTime) {
+    {
+        std::lock_guard lock(executors_->mu);
+        executors_->refuse_first = 3;  // busy (503) for the first three runs
+    }
+    const std::int64_t due = Now() + 300;
+    for (int i = 1; i <= 10; ++i) store_->Add(i, 7, due);
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] { return AllIn({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, FireStatus::kRunning); }));
+    std::lock_guard lock(executors_->mu);
+    ASSERT_EQ(executors_->calls.size(), 2u);
+    EXPECT_TRUE(executors_->calls[0].url.ends_with("/v1/runs-ahead"));
+    EXPECT_LT(executors_->calls[0].at_ms, due);
+    EXPECT_TRUE(executors_->calls[1].url.ends_with("/v1/runs"));
+    EXPECT_GE(executors_->calls[1].at_ms, due) << "the three refused runs, at their due time";
+    EXPECT_EQ(nlohmann::json::parse(executors_->calls[1].body)["runs"].size(), 3u);
 }
 
 TEST_F(SlaveTest, AStepOfAWorkflowRunTriggeredWithParamsGetsTheRunsParams) {
@@ -401,6 +493,7 @@ TEST_F(SlaveTest, AStepOfAWorkflowRunTriggeredWithParamsGetsTheRunsParams) {
 }
 
 TEST_F(SlaveTest, RunsABatchRefusedGoThePerFirePathAndABlockedOneIsSkipped) {
+    config_.send_ahead = false;    // the due time's batch (/v1/runs)
     executors_->refuse_first = 3;  // busy for the batch's first three runs
     executors_->refuse_status = 503;
     const std::int64_t due = Now() + 200;
@@ -431,6 +524,7 @@ TEST_F(SlaveTest, RunsABatchRefusedGoThePerFirePathAndABlockedOneIsSkipped) {
 }
 
 TEST_F(SlaveTest, AnExecutorWithoutTheBatchRouteGetsRunsOneByOne) {
+    config_.send_ahead = false;
     executors_->serves_batch = false;
     std::vector<std::int64_t> ids;
     const std::int64_t due = Now() + 200;
@@ -474,6 +568,7 @@ TEST_F(SlaveTest, AFailedBatchRequestLeavesEveryRunToThePerFirePath) {
 // elsewhere is not sent at all.
 TEST_F(SlaveTest, FiresClaimedBeforeAFailoverAreReStampedWithTheNewEpochNotFailed) {
     config_.claim_ahead = 400ms;
+    config_.send_ahead = false;  // sent at the due time, after the failover below
     const std::int64_t due = Now() + 600;
     store_->Add(1, 7, due);
     store_->Add(2, 7, due);

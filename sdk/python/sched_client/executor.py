@@ -1,14 +1,17 @@
 """The executor side of the scheduler protocol (docs/protocol.md), standard library only.
 
-An `Executor` serves the routes the cluster calls (/v1/run, /v1/runs, /v1/kill, /v1/beat,
-/v1/idle-beat, /v1/log), every one of them verified against the signing keys its heartbeat
+An `Executor` serves the routes the cluster calls (/v1/run, /v1/runs, /v1/runs-ahead, /v1/kill,
+/v1/beat, /v1/idle-beat, /v1/log), every one of them verified against the signing keys its heartbeat
 learnt, runs handlers on worker threads, and reports results in batches to /api/v1/callback,
 retrying with backoff. Admission mirrors the C++ SDK (libs/client/src/impl/run_registry.cpp):
 duplicates by (fire_id, attempt), epoch fencing, block strategies serial, discard-later and
-cover-early, a capacity bound.
+cover-early, a capacity bound. A run with `start_in_ms` (sent ahead of its due time) is admitted
+on arrival and started that long after it.
 """
 
 import collections
+import heapq
+import itertools
 import http.client
 import http.server
 import json
@@ -24,6 +27,7 @@ log = logging.getLogger("sched_client")
 
 MAX_INT64 = 2**63 - 1
 MAX_RUNS_PER_BATCH = 1000
+MAX_START_IN_MS = 10000  # the longest a run sent ahead may be held (libs/protocol run.hpp)
 LOG_PAGE_LINES = 1000
 BLOCK_STRATEGIES = ("serial", "discard-later", "cover-early")
 _CODE_STATUS = {
@@ -151,6 +155,7 @@ class _Run:
         self.cancel = threading.Event()
         self.reason = None  # "killed", "timeout", "covered", "shutdown"
         self.covered_by = None
+        self.not_before = 0.0  # time.monotonic() before which it does not start (start_in_ms)
 
     def cancel_for(self, reason):
         if self.reason is None:
@@ -411,6 +416,7 @@ def parse_run(obj, prefix=""):
         "shard_total": _int_field(obj, "shard_total", prefix, 1, minimum=1),
         "block_strategy": _str_field(obj, "block_strategy", prefix, "serial", max_len=32),
         "callback_url": _str_field(obj, "callback_url", prefix, "", max_len=2048),
+        "start_in_ms": _int_field(obj, "start_in_ms", prefix, 0, maximum=MAX_START_IN_MS),
     }
     label = (prefix + ".") if prefix else ""
     if run["block_strategy"] not in BLOCK_STRATEGIES:
@@ -445,6 +451,9 @@ class Executor:
         self._outbox_mu = threading.Lock()
         self._work = collections.deque()
         self._work_cv = threading.Condition()
+        self._held = []  # heap of (not_before, seq, run): runs sent ahead, until their time
+        self._held_seq = itertools.count()
+        self._held_cv = threading.Condition()
         self._stopping = threading.Event()
         self._accepting = False
         self._threads = []
@@ -476,6 +485,7 @@ class Executor:
         self._spawn(self._server.serve_forever, "http")
         for i in range(self.options.worker_threads):
             self._spawn(self._worker, "worker-%d" % i)
+        self._spawn(self._holder, "holder")
         self._heartbeat_thread = self._spawn(self._heartbeat_loop, "heartbeat")
         self._callback_thread = self._spawn(self._callback_loop, "callback")
         log.info("executor %s: serving %d handler(s) at %s", self.options.app, len(self._handlers), self.address)
@@ -510,6 +520,8 @@ class Executor:
         with self._work_cv:
             self._work.append(None)
             self._work_cv.notify_all()
+        with self._held_cv:
+            self._held_cv.notify()  # the holder stops: nothing is held once nothing is in flight
         self._callback_thread.join(timeout=self.options.web_timeout * 2 + 1)
         self._server.shutdown()
         self._server.server_close()
@@ -529,10 +541,15 @@ class Executor:
         return reason
 
     def on_run(self, body):
+        received = time.monotonic()
         obj = self._json(body)
-        return self._admit(obj, "")
+        return self._admit(obj, "", received)
 
     def on_runs(self, body):
+        """POST /v1/runs and /v1/runs-ahead: the same admission; serving the second tells a node
+        that this executor honours start_in_ms. A run's start_in_ms counts from the request's
+        arrival, not from its turn in the batch."""
+        received = time.monotonic()
         obj = self._json(body)
         if not isinstance(obj, dict) or not isinstance(obj.get("runs"), list):
             raise ApiError("invalid_argument", "runs: required, an array of runs", "runs")
@@ -545,12 +562,12 @@ class Executor:
                            "runs")
         results = []
         for i, run in enumerate(runs):
-            status, answer = self._admit(run, "runs[%d]" % i)
+            status, answer = self._admit(run, "runs[%d]" % i, received)
             answer["status"] = status
             results.append(answer)
         return 200, {"results": results}
 
-    def _admit(self, obj, prefix):
+    def _admit(self, obj, prefix, received):
         try:
             run = parse_run(obj, prefix)
             if run["handler"] not in self._handlers:
@@ -564,6 +581,7 @@ class Executor:
 
         def on_accepted(accepted, start_now):
             r = accepted.request
+            accepted.not_before = received + r["start_in_ms"] / 1000.0
             self._logs.open(r["fire_id"])
             self._fire_log(r["fire_id"], "accepted: handler %s, attempt %d, epoch %d%s" % (
                 r["handler"], r["attempt"], r["epoch"], "" if start_now else " (queued behind the job's running fire)"))
@@ -657,9 +675,31 @@ class Executor:
         self._logs.append(fire_id, stamp + " " + text, by_handler)
 
     def _launch(self, run):
+        if run.not_before > time.monotonic():
+            with self._held_cv:
+                heapq.heappush(self._held, (run.not_before, next(self._held_seq), run))
+                self._held_cv.notify()
+            return
         with self._work_cv:
             self._work.append(run)
             self._work_cv.notify()
+
+    def _holder(self):
+        """Hands each held run to the workers at its time. stop() waits while any run is in
+        flight, held ones included, so it ends only with nothing held."""
+        while True:
+            with self._held_cv:
+                while True:
+                    now = time.monotonic()
+                    if self._held and self._held[0][0] <= now:
+                        run = heapq.heappop(self._held)[2]
+                        break
+                    if not self._held and self._stopping.is_set() and self._registry.count() == 0:
+                        return
+                    self._held_cv.wait(self._held[0][0] - now if self._held else 0.5)
+            with self._work_cv:
+                self._work.append(run)
+                self._work_cv.notify()
 
     def _worker(self):
         while True:
@@ -922,7 +962,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         reason = ex.verify(method, target, body, self.headers)
         if reason:
             return self._error(ApiError("unauthenticated", reason))
-        routes = {("POST", "/v1/run"): ex.on_run, ("POST", "/v1/runs"): ex.on_runs, ("POST", "/v1/kill"): ex.on_kill,
+        routes = {("POST", "/v1/run"): ex.on_run, ("POST", "/v1/runs"): ex.on_runs, ("POST", "/v1/runs-ahead"): ex.on_runs,
+                  ("POST", "/v1/kill"): ex.on_kill,
                   ("POST", "/v1/idle-beat"): ex.on_idle_beat}
         try:
             if (method, path) in routes:

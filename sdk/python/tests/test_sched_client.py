@@ -101,6 +101,9 @@ class ParseRunTest(unittest.TestCase):
         self.assertEqual(self.field_of({"block_strategy": "later"}), "block_strategy")
         self.assertEqual(self.field_of({"callback_url": "file:///etc/passwd"}), "callback_url")
         self.assertEqual(self.field_of({"fire_id": None}, "runs[4]"), "runs[4].fire_id")
+        self.assertEqual(self.field_of({"start_in_ms": -1}), "start_in_ms")
+        self.assertEqual(self.field_of({"start_in_ms": 10001}, "runs[0]"), "runs[0].start_in_ms")
+        self.assertEqual(parse_run(dict(self.BASE))["start_in_ms"], 0)
         with self.assertRaises(ApiError) as ctx:
             parse_run([1, 2], "runs[0]")
         self.assertEqual(ctx.exception.field, "runs[0]")
@@ -169,6 +172,27 @@ class HostileInputTest(unittest.TestCase):
         status, body = self.call("POST", "/v1/runs", json.dumps({"runs": [run, 5]}).encode())
         self.assertEqual(status, 200)
         self.assertEqual([r["error"]["field"] for r in body["results"]], ["runs[0].handler", "runs[1]"])
+
+    def test_a_run_sent_ahead_starts_when_its_time_comes_and_not_before(self):
+        started = {}
+        self.ex._handlers["h"] = lambda ctx: started.setdefault(ctx.fire_id, time.monotonic())
+        try:
+            runs = [{"fire_id": 901, "job_id": 901, "attempt": 0, "epoch": 0, "handler": "h", "start_in_ms": 300},
+                    {"fire_id": 902, "job_id": 902, "attempt": 0, "epoch": 0, "handler": "h"}]
+            before = time.monotonic()
+            status, body = self.call("POST", "/v1/runs-ahead", json.dumps({"runs": runs}).encode())
+            answered = time.monotonic()
+            self.assertEqual(status, 200)
+            self.assertEqual([r["status"] for r in body["results"]], [202, 202])
+            deadline = time.monotonic() + 5
+            while len(started) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            self.assertEqual(sorted(started), [901, 902])
+            self.assertLess(started[902], before + 0.3)
+            self.assertGreaterEqual(started[901], before + 0.3)
+            self.assertLess(started[901], answered + 0.3 + 0.5)
+        finally:
+            self.ex._handlers["h"] = lambda ctx: "ok"
 
     def test_log_query_is_validated(self):
         self.assertEqual(self.call("GET", "/v1/log")[1]["error"]["field"], "fire_id")

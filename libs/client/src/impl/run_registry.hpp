@@ -28,6 +28,9 @@ struct Run {
     // The fire whose cover-early arrival cancelled this one (0 if none); written under the
     // registry mutex before the token is cancelled, read after the handler returned.
     std::atomic<std::int64_t> covered_by{0};
+    // Not before this time does it start (a run sent ahead of its due time, `start_in_ms`);
+    // written by OnAccepted under the registry mutex, before anything can start the run.
+    std::chrono::steady_clock::time_point not_before{};
 };
 using RunPtr = std::shared_ptr<Run>;
 
@@ -51,9 +54,9 @@ class RunRegistry {
     RunRegistry(std::size_t capacity, std::size_t dedupe_window);
 
     /// Called under the registry's lock when a run is accepted, before anything can start it:
-    /// the place to open its log so that no line of the run is lost. `index`: the run's place in
-    /// the requests admitted together.
-    using OnAccepted = std::function<void(std::size_t index, const Run& run, bool start_now)>;
+    /// the place to open its log so that no line of the run is lost and to set its not_before.
+    /// `index`: the run's place in the requests admitted together.
+    using OnAccepted = std::function<void(std::size_t index, Run& run, bool start_now)>;
 
     /// Admits `requests` in their order under one lock, each exactly as if alone (a later one
     /// sees what an earlier one did: its epoch, its lane, its place in the capacity). Result i

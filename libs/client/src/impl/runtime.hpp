@@ -60,13 +60,18 @@ class Runtime {
   private:
     http::Router Routes();
     http::Response OnRun(http::Request& req);
+    // /v1/runs and /v1/runs-ahead: the same admission; the second route is how a node learns
+    // that this executor honours `start_in_ms`.
     http::Response OnRuns(http::Request& req);
     // The admission of runs, shared by /v1/run and /v1/runs (sched/protocol/run_answer.hpp): one
     // answer per run, in order. `field` "": `runs` is one run (/v1/run); else `runs` is the
-    // batch's array and `field` names it in error fields ("runs[2].epoch").
-    std::vector<protocol::RunAnswer> AdmitRuns(const nlohmann::json& runs, const std::string& field);
+    // batch's array and `field` names it in error fields ("runs[2].epoch"). A run's
+    // start_in_ms counts from `received`.
+    std::vector<protocol::RunAnswer> AdmitRuns(const nlohmann::json& runs, const std::string& field,
+                                               std::chrono::steady_clock::time_point received);
     // Runs [begin, end) of AdmitRuns's: their answers into answers[begin, end).
     void AdmitChunk(const nlohmann::json& runs, const std::string& field, std::size_t begin, std::size_t end,
+                    std::chrono::steady_clock::time_point received,
                     std::vector<std::optional<protocol::RunAnswer>>& answers);
     http::Response OnKill(http::Request& req);
     http::Response OnBeat(http::Request& req);
@@ -76,7 +81,8 @@ class Runtime {
     http::Response OnLog(http::Request& req);
     http::Response OnMetrics(http::Request& req);
 
-    /// Hands runs to the workers, in order.
+    /// Hands runs to the workers, in order; a run with a not_before still ahead waits for it
+    /// (one timer per distinct not_before).
     void Launch(std::vector<RunPtr> runs);
     void Execute(const RunPtr& run);
     void ReportNeverStarted(const RunPtr& run, const std::string& message);

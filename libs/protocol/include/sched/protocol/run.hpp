@@ -7,7 +7,7 @@
 ///     POST /v1/run  {"fire_id": 7, "job_id": 3, "attempt": 0, "epoch": 12, "handler": "report",
 ///                    "params": {...}, "scheduled_ms": 1764000000000, "timeout_ms": 60000,
 ///                    "shard_index": 0, "shard_total": 1, "block_strategy": "serial",
-///                    "callback_url": "http://10.0.0.5:7071"}
+///                    "callback_url": "http://10.0.0.5:7071", "start_in_ms": 140}
 ///     POST /v1/kill {"fire_id": 7}
 ///
 /// Reading is lenient about fields it does not know (a newer node may send more; an executor
@@ -34,6 +34,9 @@ using sched::kBlockStrategyNames;
 
 /// The longest run timeout a run may carry (7 days).
 inline constexpr std::int64_t kMaxTimeoutMs = 7LL * 24 * 3600 * 1000;
+/// The longest a run may be held before it starts (`start_in_ms`; a node sends runs at most
+/// twice its claim-ahead, at most 2 s, before they are due).
+inline constexpr std::int64_t kMaxStartInMs = 10'000;
 
 /// One run of one fire, as dispatched.
 struct RunRequest {
@@ -49,13 +52,18 @@ struct RunRequest {
     std::int64_t shard_total = 1;
     BlockStrategy block_strategy = BlockStrategy::kSerial;
     std::string callback_url;  ///< where the result goes first ("" = the web endpoints; not sent)
+    /// Start the run this long after the request arrived (0 = at once; not sent). Nodes send it
+    /// only on POST /v1/runs-ahead (sched/protocol/run_batch.hpp): an executor serving that
+    /// route honours it, one before it would ignore the field and start the run early.
+    std::int64_t start_in_ms = 0;
 
     friend bool operator==(const RunRequest&, const RunRequest&) = default;
 };
 
 nlohmann::json ToJson(const RunRequest& run);
 /// Reads a /v1/run body (or one item of /v1/runs with `prefix` "runs[i]"). Required:
-/// fire_id, job_id, attempt, epoch, handler; callback_url, when present, must be an http URL.
+/// fire_id, job_id, attempt, epoch, handler; callback_url, when present, must be an http URL;
+/// start_in_ms, when present, 0..kMaxStartInMs.
 Parsed<RunRequest> ParseRunRequest(const nlohmann::json& body, const std::string& prefix = "");
 
 /// POST /v1/kill.

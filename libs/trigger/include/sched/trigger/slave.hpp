@@ -11,7 +11,14 @@
 ///     token, the fires won read back by that token, their jobs read in the same transaction).
 ///     A claim that fails is retried with backoff and the same token, so a commit hidden by the
 ///     error is found, never redone;
-///   - each fire won is sent at its due time: the job's routing orders the live instances of its
+///   - with `send-ahead` (default), the fires won that are due at least 2 ms later, whose job
+///     runs serially and whose routing needs no probe go right after the claim to their
+///     first-choice instance, one `POST /v1/runs-ahead` per instance, each run with
+///     `start_in_ms` (the time left to its due time, taken when the request is written): the
+///     executor admits them at once and starts each at its due time (sched/protocol/run_batch.hpp).
+///     One request then carries many due times. What such a batch does not place (an instance
+///     without the route, busy, refused) is sent at its due time as below;
+///   - the other fires are sent at their due time: the job's routing orders the live instances of its
 ///     app that serve its handler (an in-memory registry read once per `executor-refresh`, and
 ///     again when a fire's app has no instance in it). The fires of one due time whose routing
 ///     needs no probe go to their first-choice instance in one `POST /v1/runs` (one answer per
@@ -45,6 +52,7 @@
 ///   dispatch-timeout: 3s         # one /v1/run call (connect + answer), and the busy retries
 ///   executor-ttl: 30s            # instances with an older heartbeat get no fires
 ///   claim-ahead: 100ms           # claim groups this long (up to twice this) before their due time
+///   send-ahead: true             # send serial jobs' runs right after the claim (start_in_ms)
 ///   max-group: 500               # fires per claim
 ///   record-window: 10ms          # `running` records are batched over this window
 ///   max-calls-per-executor: 64   # open /v1/run calls to one executor instance
@@ -80,6 +88,7 @@ struct SlaveConfig {
     Micros dispatch_timeout = std::chrono::seconds(3);
     Micros executor_ttl = std::chrono::seconds(30);
     Micros claim_ahead = std::chrono::milliseconds(100);
+    bool send_ahead = true;
     int max_group = 500;
     Micros record_window = std::chrono::milliseconds(50);
     int max_calls_per_executor = 64;
@@ -125,16 +134,26 @@ class Slave {
     net::awaitable<void> PollLoop();
     net::awaitable<void> GroupLoop();
     net::awaitable<void> ClaimAndSend(std::vector<store::Fire> fires);
+    // How a batch of runs is sent: at its due time (POST /v1/runs), or ahead of it
+    // (POST /v1/runs-ahead, each run with its start_in_ms).
+    enum class Batch { kAtDue, kAhead };
     net::awaitable<void> SendGroup(std::shared_ptr<const Group> group);
+    // Sends the group's fires that can go ahead (send-ahead); returns the others.
+    std::vector<store::Fire> SendAhead(const std::shared_ptr<const Group>& group);
+    net::awaitable<void> SendAtDue(std::shared_ptr<const Group> group, std::vector<store::Fire> fires);
     net::awaitable<void> Send(std::shared_ptr<const Group> group, store::Fire fire);
     // The fires of one due time: those whose first choice is the same instance go in one
     // POST /v1/runs (SendBatch); the rest, and whatever a batch did not place, go through Send.
     void DispatchDue(const std::shared_ptr<const Group>& group, std::vector<store::Fire> fires);
+    // Runs not placed by an ahead batch go at their due time (SendAtDue); by a due-time batch,
+    // one by one (Send).
     net::awaitable<void> SendBatch(std::shared_ptr<const Group> group, std::string app, std::string address,
-                                   std::vector<store::Fire> fires);
+                                   std::vector<store::Fire> fires, Batch kind);
     // The instance a fire's batch goes to: its routing's first choice when the routing needs no
-    // probe and the fire is to be sent at all (job present, enabled, not a misfire); else none.
-    std::optional<std::string> BatchAddress(const Group& group, const store::Fire& fire, std::int64_t now_ms);
+    // probe, the fire is to be sent at all (job present, enabled, not a misfire) and the
+    // instance has not refused that kind of batch lately; else none.
+    std::optional<std::string> BatchAddress(const Group& group, const store::Fire& fire, std::int64_t now_ms,
+                                            Batch kind);
     std::vector<std::string> Candidates(const Group& group, const store::Job& job) const;
     // Runs on strand_: the live instances of `app` serving `handler`, from the registry re-read
     // when it is older than `max_age`.
@@ -144,8 +163,9 @@ class Slave {
     net::awaitable<void> ReadRegistry();
     // What a 202 for `fire` at `address` leads to: running recorded, lag observed, timeout watched.
     void Accepted(const store::Fire& fire, const store::Job& job, const std::string& address, std::int64_t sent_at);
+    // After held_ms (a run sent ahead waits for its due time) and then the job's timeout_ms.
     net::awaitable<void> WatchTimeout(std::int64_t fire_id, std::string app, std::string address,
-                                      std::int64_t timeout_ms);
+                                      std::int64_t timeout_ms, std::int64_t held_ms);
     net::awaitable<void> Finish(std::int64_t fire_id, store::FireStatus from, store::FireStatus to, std::string message,
                                 std::optional<store::FireReason> reason);
     /// Whether a planned fire became a misfire (later than misfire-threshold, as when this node
