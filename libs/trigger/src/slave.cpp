@@ -439,7 +439,7 @@ net::awaitable<void> Slave::SendGroup(std::shared_ptr<const Group> group) {
 std::vector<store::Fire> Slave::SendAhead(const std::shared_ptr<const Group>& group) {
     const std::int64_t now = time_.NowMs();
     std::vector<store::Fire> at_due;
-    std::map<std::pair<std::string, std::string>, std::vector<store::Fire>> batches;  // (app, address)
+    Batches batches;
     for (const auto& fire : group->fires) {
         if (fire.due_at - now >= kMinAheadMs) {
             const auto job = group->jobs.find(fire.job_id);
@@ -452,15 +452,19 @@ std::vector<store::Fire> Slave::SendAhead(const std::shared_ptr<const Group>& gr
         }
         at_due.push_back(fire);
     }
+    SendBatches(group, batches, Batch::kAhead);
+    return at_due;
+}
+
+void Slave::SendBatches(const std::shared_ptr<const Group>& group, Batches& batches, Batch kind) {
     for (auto& [key, list] : batches) {
         for (std::size_t from = 0; from < list.size(); from += protocol::kMaxRunsPerBatch) {
             const std::size_t to = std::min(list.size(), from + protocol::kMaxRunsPerBatch);
             std::vector<store::Fire> chunk(std::make_move_iterator(list.begin() + static_cast<std::ptrdiff_t>(from)),
                                            std::make_move_iterator(list.begin() + static_cast<std::ptrdiff_t>(to)));
-            net::co_spawn(io_, SendBatch(group, key.first, key.second, std::move(chunk), Batch::kAhead), net::detached);
+            net::co_spawn(io_, SendBatch(group, key.first, key.second, std::move(chunk), kind), net::detached);
         }
     }
-    return at_due;
 }
 
 // One timer for `fires` (earliest due first): each due time's fires leave at it, all at once
@@ -769,7 +773,7 @@ std::optional<std::string> Slave::BatchAddress(const Group& group, const store::
 // instances in order as before.
 void Slave::DispatchDue(const std::shared_ptr<const Group>& group, std::vector<store::Fire> fires) {
     const std::int64_t now = time_.NowMs();
-    std::map<std::pair<std::string, std::string>, std::vector<store::Fire>> batches;  // (app, address)
+    Batches batches;
     for (auto& fire : fires) {
         if (fires.size() > 1) {
             if (auto address = BatchAddress(*group, fire, now, Batch::kAtDue)) {
@@ -780,18 +784,16 @@ void Slave::DispatchDue(const std::shared_ptr<const Group>& group, std::vector<s
         }
         net::co_spawn(io_, Send(group, std::move(fire)), net::detached);
     }
-    for (auto& [key, list] : batches) {
-        if (list.size() == 1) {
-            net::co_spawn(io_, Send(group, std::move(list.front())), net::detached);
-            continue;
-        }
-        for (std::size_t from = 0; from < list.size(); from += protocol::kMaxRunsPerBatch) {
-            const std::size_t to = std::min(list.size(), from + protocol::kMaxRunsPerBatch);
-            std::vector<store::Fire> chunk(std::make_move_iterator(list.begin() + static_cast<std::ptrdiff_t>(from)),
-                                           std::make_move_iterator(list.begin() + static_cast<std::ptrdiff_t>(to)));
-            net::co_spawn(io_, SendBatch(group, key.first, key.second, std::move(chunk), Batch::kAtDue), net::detached);
+    // A batch of one is a /v1/run: the per-fire path, which also tries the other instances.
+    for (auto it = batches.begin(); it != batches.end();) {
+        if (it->second.size() == 1) {
+            net::co_spawn(io_, Send(group, std::move(it->second.front())), net::detached);
+            it = batches.erase(it);
+        } else {
+            ++it;
         }
     }
+    SendBatches(group, batches, Batch::kAtDue);
 }
 
 net::awaitable<void> Slave::SendBatch(std::shared_ptr<const Group> group, std::string app, std::string address,

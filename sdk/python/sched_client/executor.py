@@ -962,8 +962,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         reason = ex.verify(method, target, body, self.headers)
         if reason:
             return self._error(ApiError("unauthenticated", reason))
-        routes = {("POST", "/v1/run"): ex.on_run, ("POST", "/v1/runs"): ex.on_runs, ("POST", "/v1/runs-ahead"): ex.on_runs,
-                  ("POST", "/v1/kill"): ex.on_kill,
+        routes = {("POST", "/v1/run"): ex.on_run, ("POST", "/v1/runs"): ex.on_runs,
+                  ("POST", "/v1/runs-ahead"): ex.on_runs, ("POST", "/v1/kill"): ex.on_kill,
                   ("POST", "/v1/idle-beat"): ex.on_idle_beat}
         try:
             if (method, path) in routes:

@@ -64,8 +64,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sched/common/config.hpp"
@@ -138,8 +140,12 @@ class Slave {
     // (POST /v1/runs-ahead, each run with its start_in_ms).
     enum class Batch { kAtDue, kAhead };
     net::awaitable<void> SendGroup(std::shared_ptr<const Group> group);
+    // Fires by the (app, instance address) their batch goes to.
+    using Batches = std::map<std::pair<std::string, std::string>, std::vector<store::Fire>>;
     // Sends the group's fires that can go ahead (send-ahead); returns the others.
     std::vector<store::Fire> SendAhead(const std::shared_ptr<const Group>& group);
+    // One SendBatch per instance and kMaxRunsPerBatch runs; the fires are moved out of `batches`.
+    void SendBatches(const std::shared_ptr<const Group>& group, Batches& batches, Batch kind);
     net::awaitable<void> SendAtDue(std::shared_ptr<const Group> group, std::vector<store::Fire> fires);
     net::awaitable<void> Send(std::shared_ptr<const Group> group, store::Fire fire);
     // The fires of one due time: those whose first choice is the same instance go in one
