@@ -72,6 +72,8 @@ constexpr std::size_t kBatchBodyBytes = std::size_t{512} * 1024;
 constexpr auto kNoBatchRetry = std::chrono::minutes(1);
 // Room for a run's separator and its start_in_ms field in a batch's byte budget.
 constexpr std::size_t kStartInBytes = 32;
+// How much later than a held run's due time the node's timeout watch starts (see Accepted).
+constexpr std::int64_t kHeldTimeoutSlackMs = 50;
 // A fire due sooner than this is not sent ahead: the hold would be shorter than the request.
 constexpr std::int64_t kMinAheadMs = 2;
 
@@ -734,10 +736,15 @@ net::awaitable<void> Slave::ReadRegistry() {
 }
 
 void Slave::Accepted(const store::Fire& fire, const store::Job& job, const std::string& address, std::int64_t sent_at) {
-    // A run sent ahead starts at its due time: that is its start, and its timeout counts from it.
+    // A run sent ahead starts at its due time: that is its started_at. Its timeout is watched
+    // from the 202 plus the hold asked for plus kHeldTimeoutSlackMs: the executor starts it a
+    // little after the due time (the request's transit, start_in_ms rounded up to whole
+    // milliseconds), and its own deadline must pass first, as for a run sent at its due time
+    // (whose watch starts after the executor started it), so that it ends `timeout` by its own
+    // report rather than `killed` by the node's kill.
     const std::int64_t now = time_.NowMs();
-    const std::int64_t held_ms = std::max<std::int64_t>(0, fire.due_at - now);
-    RecordRunning(fire.id, address, now + held_ms);
+    RecordRunning(fire.id, address, std::max(now, fire.due_at));
+    const std::int64_t held_ms = fire.due_at > sent_at ? fire.due_at - sent_at + kHeldTimeoutSlackMs : std::int64_t{0};
     router_.RecordDispatch(job.id, address);
     lag_.Observe(static_cast<double>(std::max<std::int64_t>(0, sent_at - fire.due_at)) / 1000.0);
     dispatched_.Labels({"accepted"}).Inc();
