@@ -697,9 +697,7 @@ class Executor:
                     if not self._held and self._stopping.is_set() and self._registry.count() == 0:
                         return
                     self._held_cv.wait(self._held[0][0] - now if self._held else 0.5)
-            with self._work_cv:
-                self._work.append(run)
-                self._work_cv.notify()
+            self._launch(run)  # its time has come: to the workers
 
     def _worker(self):
         while True:

@@ -54,7 +54,7 @@
 ///   claim-ahead: 100ms           # claim groups this long (up to twice this) before their due time
 ///   send-ahead: true             # send serial jobs' runs right after the claim (start_in_ms)
 ///   max-group: 500               # fires per claim
-///   record-window: 10ms          # `running` records are batched over this window
+///   record-window: 50ms          # `running` records are batched over this window
 ///   max-calls-per-executor: 64   # open /v1/run calls to one executor instance
 ///   executor-refresh: 1s         # how old the in-memory executor registry may get
 ///   (`executor-token` is refused: every call to an executor is signed with the app's signing
