@@ -132,6 +132,24 @@ int FireClaims::MarkRunning(soci::session& s, const std::vector<StartedFire>& fi
     return static_cast<int>(impl::ExecuteAffected(st));
 }
 
+std::vector<std::int64_t> FireClaims::ListPendingIds(soci::session& s, const std::string& node, int limit) {
+    // Ids only, in the index's own order: idx_fire_node (assigned_node, status, scheduled_time)
+    // holds the primary key, so the poll reads no row and sorts nothing. It read every pending
+    // row of the node whole, sorted by due_at, once a second per node: at 5,000 fires/s on 3
+    // nodes 1,600-2,400 rows, up to 150 ms of MariaDB each (issue 20), to learn that the slave
+    // already knew every one of them from the master's notifications.
+    struct IdRow {
+        std::int64_t id = 0;
+        void BindInto(soci::statement& st) { st.exchange(soci::into(id)); }
+        std::int64_t Finish() const { return id; }
+    };
+    return impl::SelectRows<IdRow>(s,
+                                   "SELECT id FROM job_fire WHERE assigned_node = :node AND status = 'pending' "
+                                   "ORDER BY scheduled_time, id LIMIT " +
+                                       std::to_string(std::max(1, limit)),
+                                   [&](soci::statement& st) { st.exchange(soci::use(node, "node")); });
+}
+
 std::vector<Fire> FireClaims::FindPending(soci::session& s, const std::string& node,
                                           const std::vector<std::int64_t>& ids) {
     if (ids.empty()) return {};

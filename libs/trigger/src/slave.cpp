@@ -74,6 +74,9 @@ constexpr auto kNoBatchRetry = std::chrono::minutes(1);
 constexpr std::size_t kStartInBytes = 32;
 // How much later than a held run's due time the node's timeout watch starts (see Accepted).
 constexpr std::int64_t kHeldTimeoutSlackMs = 50;
+// The most unknown fires a poll reads whole in one statement (an id list; a restarted node may
+// find thousands assigned to it).
+constexpr std::size_t kFindChunk = 1000;
 // A fire due sooner than this is not sent ahead: the hold would be shorter than the request.
 constexpr std::int64_t kMinAheadMs = 2;
 
@@ -259,11 +262,24 @@ net::awaitable<void> Slave::PollLoop() {
                              node_id_, *ended);
             }
         }
-        auto fires = co_await OnPool(db_pool_, [this] { return store_->ListPending(node_id_, 10000); });
-        if (fires.ok()) {
-            Track(*fires);
+        // The ids first; only the fires not known here (a notification lost, a node restarted)
+        // are read whole, in chunks. Normally every one is known and the poll is one index read.
+        auto ids = co_await OnPool(db_pool_, [this] { return store_->ListPendingIds(node_id_, 10000); });
+        if (ids.ok()) {
+            const auto unknown = Unknown(*ids);
+            for (std::size_t from = 0; from < unknown.size(); from += kFindChunk) {
+                const std::vector<std::int64_t> chunk(
+                    unknown.begin() + static_cast<std::ptrdiff_t>(from),
+                    unknown.begin() + static_cast<std::ptrdiff_t>(std::min(unknown.size(), from + kFindChunk)));
+                auto fires = co_await OnPool(db_pool_, [this, &chunk] { return store_->FindPending(node_id_, chunk); });
+                if (!fires.ok()) {
+                    spdlog::warn("slave {}: cannot read polled fires: {}", node_id_, fires.status().ToString());
+                    break;
+                }
+                Track(*fires);
+            }
         } else {
-            spdlog::warn("slave {}: cannot poll assigned fires: {}", node_id_, fires.status().ToString());
+            spdlog::warn("slave {}: cannot poll assigned fires: {}", node_id_, ids.status().ToString());
         }
         state->poll_timer->expires_after(config_.poll_interval);
         try {
@@ -272,6 +288,15 @@ net::awaitable<void> Slave::PollLoop() {
             // Cancelled by Stop().
         }
     }
+}
+
+std::vector<std::int64_t> Slave::Unknown(const std::vector<std::int64_t>& ids) const {
+    std::vector<std::int64_t> unknown;
+    std::lock_guard lock(state_->mu);
+    for (const std::int64_t id : ids) {
+        if (!state_->known.contains(id)) unknown.push_back(id);
+    }
+    return unknown;
 }
 
 void Slave::Notify(std::vector<std::int64_t> fire_ids) {

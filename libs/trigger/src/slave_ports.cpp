@@ -12,9 +12,8 @@ using store::FireStatus;
 SqlFireClaimStore::SqlFireClaimStore(std::shared_ptr<db::Database> db, std::string lease_name)
     : db_(std::move(db)), lease_name_(std::move(lease_name)) {}
 
-Result<std::vector<store::Fire>> SqlFireClaimStore::ListPending(const std::string& node, int limit) {
-    return db_->Run(
-        [&](soci::session& s) { return store::FireRepository::ListAssigned(s, node, {FireStatus::kPending}, limit); });
+Result<std::vector<std::int64_t>> SqlFireClaimStore::ListPendingIds(const std::string& node, int limit) {
+    return db_->Run([&](soci::session& s) { return store::FireClaims::ListPendingIds(s, node, limit); });
 }
 
 Result<std::vector<store::Fire>> SqlFireClaimStore::FindPending(const std::string& node,

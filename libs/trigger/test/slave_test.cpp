@@ -39,6 +39,8 @@ class FakeStore final : public FireClaimStore {
     std::vector<std::size_t> running_batches;       // the size of every MarkRunning call
     std::vector<std::size_t> finish_batches;        // the size of every Finish call
     int live_reads = 0;
+    int polls = 0;                    // ListPendingIds calls
+    std::vector<std::int64_t> found;  // every id FindPending was asked for, in order
     int unassigned = 0;
     int fail_claims_after_commit = 0;                // this many Claim calls commit and then report an error
     std::int64_t epoch = 42;                         // the lease's epoch, as Claim and Restamp read it
@@ -67,19 +69,21 @@ class FakeStore final : public FireClaimStore {
         return fires.at(id).reason;
     }
 
-    Result<std::vector<store::Fire>> ListPending(const std::string& node, int limit) override {
+    Result<std::vector<std::int64_t>> ListPendingIds(const std::string& node, int limit) override {
         std::lock_guard lock(mu);
-        std::vector<store::Fire> out;
+        ++polls;
+        std::vector<std::int64_t> out;
         for (const auto& [id, f] : fires) {
             if (f.fire.status == FireStatus::kPending && f.fire.assigned_node == node &&
                 static_cast<int>(out.size()) < limit)
-                out.push_back(f.fire);
+                out.push_back(id);
         }
         return out;
     }
     Result<std::vector<store::Fire>> FindPending(const std::string& node,
                                                  const std::vector<std::int64_t>& ids) override {
         std::lock_guard lock(mu);
+        found.insert(found.end(), ids.begin(), ids.end());
         std::vector<store::Fire> out;
         for (auto id : ids) {
             auto it = fires.find(id);
@@ -834,6 +838,35 @@ TEST_F(SlaveTest, StopHandsBackTheFiresNotYetClaimed) {
     EXPECT_EQ(slave_->Scheduled(), 0u);
     std::lock_guard lock(store_->mu);
     EXPECT_EQ(store_->unassigned, 2);
+    EXPECT_TRUE(store_->claims.empty());
+}
+
+// The poll reads ids; a fire is read whole only while this node does not know it (its
+// notification was lost), so a node with thousands of fires queued reads no row per poll.
+TEST_F(SlaveTest, APollReadsWholeOnlyTheFiresThisNodeDoesNotKnow) {
+    const std::int64_t later = Now() + 60000;  // queued for the whole test
+    for (int i = 1; i <= 1500; ++i) store_->Add(i, 7, later + i);
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] { return slave_->Scheduled() == 1500; }));
+    {
+        std::lock_guard lock(store_->mu);
+        ASSERT_EQ(store_->found.size(), 1500u) << "each unknown fire read once";
+        EXPECT_EQ(store_->found.front(), 1);
+        EXPECT_EQ(store_->found.back(), 1500);
+    }
+    const auto polls_before = [&] {
+        std::lock_guard lock(store_->mu);
+        return store_->polls;
+    }();
+    store_->Add(2000, 7, later);  // assigned with no notification
+    ASSERT_TRUE(WaitFor([&] { return slave_->Scheduled() == 1501; }));
+    ASSERT_TRUE(WaitFor([&] {
+        std::lock_guard lock(store_->mu);
+        return store_->polls >= polls_before + 3;
+    }));
+    std::lock_guard lock(store_->mu);
+    ASSERT_EQ(store_->found.size(), 1501u) << "known fires are not read again";
+    EXPECT_EQ(store_->found.back(), 2000);
     EXPECT_TRUE(store_->claims.empty());
 }
 

@@ -42,7 +42,9 @@
 /// elsewhere meanwhile is not sent.
 ///
 /// Fires arrive by Notify() (the master's message after its commit) and by polling (every
-/// poll-interval), so a lost message delays a fire by at most the poll interval. Stop() hands
+/// poll-interval), so a lost message delays a fire by at most the poll interval. The poll reads
+/// the ids of the node's pending fires (index only) and reads whole only those it does not know
+/// (in chunks of 1,000). Stop() hands
 /// the fires not yet claimed back to the master.
 ///
 /// YAML (section `slave`), defaults shown:
@@ -184,6 +186,8 @@ class Slave {
     net::awaitable<void> FlushRunning();
     net::awaitable<void> FlushEndings();
     void Track(const std::vector<store::Fire>& fires);
+    /// Those of `ids` not queued, claimed or being sent here (the poll reads only these whole).
+    std::vector<std::int64_t> Unknown(const std::vector<std::int64_t>& ids) const;
     void Forget(std::int64_t fire_id);
 
     net::any_io_executor io_;

@@ -54,8 +54,9 @@ class FireClaimStore {
   public:
     virtual ~FireClaimStore() = default;
 
-    /// Pending fires assigned to `node`, earliest due first, at most `limit` (the poll).
-    virtual Result<std::vector<store::Fire>> ListPending(const std::string& node, int limit) = 0;
+    /// The ids of the pending fires assigned to `node`, earliest scheduled first, at most
+    /// `limit` (the poll; the slave reads in full only those it does not know, by FindPending).
+    virtual Result<std::vector<std::int64_t>> ListPendingIds(const std::string& node, int limit) = 0;
     /// The fires among `ids` that are pending and assigned to `node` (a notification).
     virtual Result<std::vector<store::Fire>> FindPending(const std::string& node,
                                                          const std::vector<std::int64_t>& ids) = 0;
@@ -91,7 +92,7 @@ class SqlFireClaimStore final : public FireClaimStore {
   public:
     SqlFireClaimStore(std::shared_ptr<db::Database> db, std::string lease_name);
 
-    Result<std::vector<store::Fire>> ListPending(const std::string& node, int limit) override;
+    Result<std::vector<std::int64_t>> ListPendingIds(const std::string& node, int limit) override;
     Result<std::vector<store::Fire>> FindPending(const std::string& node,
                                                  const std::vector<std::int64_t>& ids) override;
     Result<ClaimedGroup> Claim(const std::vector<std::int64_t>& ids, std::int64_t token, std::int64_t now_ms) override;
