@@ -72,11 +72,15 @@ class FakeStore final : public FireClaimStore {
     Result<std::vector<std::int64_t>> ListPendingIds(const std::string& node, int limit) override {
         std::lock_guard lock(mu);
         ++polls;
-        std::vector<std::int64_t> out;
+        std::set<std::pair<std::int64_t, std::int64_t>> pending;  // (scheduled_time, id), as the index orders them
         for (const auto& [id, f] : fires) {
-            if (f.fire.status == FireStatus::kPending && f.fire.assigned_node == node &&
-                static_cast<int>(out.size()) < limit)
-                out.push_back(id);
+            if (f.fire.status == FireStatus::kPending && f.fire.assigned_node == node)
+                pending.emplace(f.fire.scheduled_time, id);
+        }
+        std::vector<std::int64_t> out;
+        for (const auto& [at, id] : pending) {
+            if (static_cast<int>(out.size()) == limit) break;
+            out.push_back(id);
         }
         return out;
     }
