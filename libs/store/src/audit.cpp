@@ -84,12 +84,7 @@ Result<std::vector<AuditEntry>> AuditRepository::List(const AuditFilter& filter)
 int AuditRepository::PurgeBefore(soci::session& s, std::int64_t cutoff_ms, int limit) {
     // Ids first, then one DELETE by id: a bounded batch on both backends (SQLite has no
     // DELETE ... LIMIT by default, MySQL none with a subquery on the same table).
-    struct IdRow {
-        std::int64_t id = 0;
-        void BindInto(soci::statement& st) { st.exchange(soci::into(id)); }
-        std::int64_t Finish() const { return id; }
-    };
-    const auto ids = impl::SelectRows<IdRow>(
+    const auto ids = impl::SelectRows<impl::IdRow>(
         s,
         "SELECT id FROM audit_log WHERE at_ms < :cutoff ORDER BY at_ms, id LIMIT " + std::to_string(std::max(1, limit)),
         [&](soci::statement& st) { st.exchange(soci::use(cutoff_ms, "cutoff")); });

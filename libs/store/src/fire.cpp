@@ -599,16 +599,11 @@ std::vector<std::int64_t> FireRepository::ReassignMany(soci::session& s, const s
         for (std::size_t i = begin; i < end; ++i) {
             select_list += (select_list.empty() ? "" : ", ") + select_values.Add(ids[i]);
         }
-        struct IdRow {
-            std::int64_t id = 0;
-            void BindInto(soci::statement& st) { st.exchange(soci::into(id)); }
-            std::int64_t Finish() const { return id; }
-        };
-        for (std::int64_t id : impl::SelectRows<IdRow>(s,
-                                                       "SELECT id FROM job_fire WHERE id IN (" + select_list +
-                                                           ") AND assigned_node = " + select_node + " AND status IN (" +
-                                                           StatusList(from) + ")",
-                                                       [&](soci::statement& st) { select_values.Bind(st); })) {
+        for (std::int64_t id : impl::SelectRows<impl::IdRow>(s,
+                                                             "SELECT id FROM job_fire WHERE id IN (" + select_list +
+                                                                 ") AND assigned_node = " + select_node +
+                                                                 " AND status IN (" + StatusList(from) + ")",
+                                                             [&](soci::statement& st) { select_values.Bind(st); })) {
             moved.push_back(id);
         }
     }
@@ -696,12 +691,6 @@ constexpr std::initializer_list<FireStatus> kFinalStatuses = {FireStatus::kSucce
                                                               FireStatus::kTimeout,   FireStatus::kKilled,
                                                               FireStatus::kLost,      FireStatus::kSkipped};
 
-struct IdOnlyRow {
-    std::int64_t id = 0;
-    void BindInto(soci::statement& st) { st.exchange(soci::into(id)); }
-    std::int64_t Finish() const { return id; }
-};
-
 }  // namespace
 
 // In the purge's queries `+followup = 0` (unary plus: the same value) keeps SQLite's planner
@@ -709,7 +698,7 @@ struct IdOnlyRow {
 // followup = 0, so once the backlog is gone each round would read the whole table. With it
 // SQLite, like MariaDB, ranges over idx_fire_status / idx_fire_job (EXPLAIN checked on both).
 std::vector<std::int64_t> FireRepository::ListExpired(soci::session& s, std::int64_t cutoff_ms, int limit) {
-    return impl::SelectRows<IdOnlyRow>(
+    return impl::SelectRows<impl::IdRow>(
         s,
         "SELECT id FROM job_fire WHERE status IN (" + StatusList(kFinalStatuses) +
             ") AND scheduled_time < :c AND +followup = 0 AND COALESCE(finished_at, scheduled_time) < :c2 LIMIT " +
@@ -769,15 +758,15 @@ std::vector<std::pair<std::int64_t, std::int64_t>> FireRepository::CapBoundaries
 
 std::vector<std::int64_t> FireRepository::ListPurgeableBefore(soci::session& s, std::int64_t job_id,
                                                               std::int64_t before_ms, int limit) {
-    return impl::SelectRows<IdOnlyRow>(s,
-                                       "SELECT id FROM job_fire WHERE job_id = :j AND scheduled_time < :t AND status "
-                                       "IN (" +
-                                           StatusList(kFinalStatuses) + ") AND +followup = 0 LIMIT " +
-                                           std::to_string(std::max(1, limit)),
-                                       [&](soci::statement& st) {
-                                           st.exchange(soci::use(job_id, "j"));
-                                           st.exchange(soci::use(before_ms, "t"));
-                                       });
+    return impl::SelectRows<impl::IdRow>(s,
+                                         "SELECT id FROM job_fire WHERE job_id = :j AND scheduled_time < :t AND status "
+                                         "IN (" +
+                                             StatusList(kFinalStatuses) + ") AND +followup = 0 LIMIT " +
+                                             std::to_string(std::max(1, limit)),
+                                         [&](soci::statement& st) {
+                                             st.exchange(soci::use(job_id, "j"));
+                                             st.exchange(soci::use(before_ms, "t"));
+                                         });
 }
 
 int FireRepository::DeleteMany(soci::session& s, const std::vector<std::int64_t>& ids) {

@@ -139,16 +139,11 @@ std::vector<std::int64_t> FireClaims::ListPendingIds(soci::session& s, const std
     // nodes MariaDB ran that as a scan of the whole table (EXPLAIN: type ALL, filesort; 153 ms
     // for one poll of 2,400 rows, issue 20), to learn that the slave already knew every one of
     // them from the master's notifications.
-    struct IdRow {
-        std::int64_t id = 0;
-        void BindInto(soci::statement& st) { st.exchange(soci::into(id)); }
-        std::int64_t Finish() const { return id; }
-    };
-    return impl::SelectRows<IdRow>(s,
-                                   "SELECT id FROM job_fire WHERE assigned_node = :node AND status = 'pending' "
-                                   "ORDER BY scheduled_time, id LIMIT " +
-                                       std::to_string(std::max(1, limit)),
-                                   [&](soci::statement& st) { st.exchange(soci::use(node, "node")); });
+    return impl::SelectRows<impl::IdRow>(s,
+                                         "SELECT id FROM job_fire WHERE assigned_node = :node AND status = 'pending' "
+                                         "ORDER BY scheduled_time, id LIMIT " +
+                                             std::to_string(std::max(1, limit)),
+                                         [&](soci::statement& st) { st.exchange(soci::use(node, "node")); });
 }
 
 std::vector<Fire> FireClaims::FindPending(soci::session& s, const std::string& node,

@@ -455,12 +455,7 @@ std::vector<Job> JobRepository::FindMany(soci::session& s, const std::vector<std
 }
 
 std::vector<std::int64_t> JobRepository::ListIdsAfter(soci::session& s, std::int64_t after_id, int limit) {
-    struct IdRow {
-        std::int64_t id = 0;
-        void BindInto(soci::statement& st) { st.exchange(soci::into(id)); }
-        std::int64_t Finish() const { return id; }
-    };
-    return impl::SelectRows<IdRow>(
+    return impl::SelectRows<impl::IdRow>(
         s, "SELECT id FROM job WHERE id > :a ORDER BY id LIMIT " + std::to_string(std::max(1, limit)),
         [&](soci::statement& st) { st.exchange(soci::use(after_id, "a")); });
 }

@@ -397,15 +397,10 @@ void InsertDefinition(soci::session& s, std::int64_t workflow_id, const Workflow
 Status CheckStepJobs(soci::session& s, const Workflow& w, std::int64_t self) {
     std::vector<std::int64_t> job_ids;
     for (const auto& step : w.steps) job_ids.push_back(step.job_id);
-    struct IdRow {
-        std::int64_t id = 0;
-        void BindInto(soci::statement& st) { st.exchange(soci::into(id)); }
-        std::int64_t Finish() const { return id; }
-    };
     impl::BoundValues existing_ids;
     const auto existing_in = InList(existing_ids, job_ids);
-    const auto found = impl::SelectRows<IdRow>(s, "SELECT id FROM job WHERE id" + existing_in,
-                                               [&](soci::statement& st) { existing_ids.Bind(st); });
+    const auto found = impl::SelectRows<impl::IdRow>(s, "SELECT id FROM job WHERE id" + existing_in,
+                                                     [&](soci::statement& st) { existing_ids.Bind(st); });
     const std::set<std::int64_t> exists(found.begin(), found.end());
     for (std::size_t i = 0; i < w.steps.size(); ++i) {
         if (exists.count(w.steps[i].job_id) == 0) {

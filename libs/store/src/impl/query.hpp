@@ -118,6 +118,14 @@ class IntColumns {
     std::deque<Column> columns_;  // a deque: soci keeps the address of each text and indicator
 };
 
+/// A row of one BIGINT column (an id): `SelectRows<IdRow>(s, "SELECT id FROM ...", ...)` is the
+/// ids as a vector.
+struct IdRow {
+    std::int64_t id = 0;
+    void BindInto(soci::statement& st) { st.exchange(soci::into(id)); }
+    std::int64_t Finish() const { return id; }
+};
+
 /// Runs a SELECT: `Row::BindInto(statement&)` (or `BindInto(statement&, IntColumns&)`, for rows
 /// read on hot paths) binds the output columns, `bind_uses(statement&)` the inputs, and
 /// `Row::Finish()` turns each fetched row into the result type.
