@@ -2,12 +2,15 @@
 
 #include <string>
 
+#include "sched/http/error_body.hpp"
+
 namespace sched::protocol {
 
 namespace {
 
 constexpr const char* kEpoch = "epoch";
 constexpr const char* kFireIds = "fire_ids";
+constexpr const char* kDueAt = "due_at";
 
 // A field name from the request, as an error names it: bounded, so a hostile key cannot make
 // the answer (or a log line) as large as the body.
@@ -23,8 +26,36 @@ Parsed<FiresNotice> Bad(std::string field, const std::string& problem) {
 
 }  // namespace
 
+FiresNotice MakeFiresNotice(std::int64_t epoch, const std::vector<NoticedFire>& fires) {
+    FiresNotice notice{.epoch = epoch, .fire_ids = {}, .due_at = std::vector<std::int64_t>()};
+    notice.fire_ids.reserve(fires.size());
+    notice.due_at->reserve(fires.size());
+    for (const auto& f : fires) {
+        notice.fire_ids.push_back(f.id);
+        notice.due_at->push_back(f.due_at);
+    }
+    return notice;
+}
+
+std::optional<std::vector<NoticedFire>> NoticedFires(const FiresNotice& notice) {
+    if (!notice.due_at || notice.due_at->size() != notice.fire_ids.size()) return std::nullopt;
+    std::vector<NoticedFire> fires;
+    fires.reserve(notice.fire_ids.size());
+    for (std::size_t i = 0; i < notice.fire_ids.size(); ++i) fires.push_back({notice.fire_ids[i], (*notice.due_at)[i]});
+    return fires;
+}
+
+bool RefusedDueAt(int status, const std::string& body) {
+    if (status != 400) return false;
+    const auto json = nlohmann::json::parse(body, nullptr, false);
+    const auto error = http::ParseErrorBody(json);
+    return error && error->field == kDueAt;
+}
+
 nlohmann::json ToJson(const FiresNotice& notice) {
-    return {{kEpoch, notice.epoch}, {kFireIds, notice.fire_ids}};
+    nlohmann::json out = {{kEpoch, notice.epoch}, {kFireIds, notice.fire_ids}};
+    if (notice.due_at) out[kDueAt] = *notice.due_at;
+    return out;
 }
 
 Parsed<FiresNotice> ParseFiresNotice(const nlohmann::json& body) {
@@ -50,12 +81,29 @@ Parsed<FiresNotice> ParseFiresNotice(const nlohmann::json& body) {
                 }
                 n.fire_ids.push_back(id.get<std::int64_t>());
             }
+        } else if (key == kDueAt) {
+            if (!value.is_array()) return Bad(kDueAt, "expected an array of integers");
+            if (value.size() > kMaxNoticeFires) {
+                return Bad(kDueAt, "at most " + std::to_string(kMaxNoticeFires) + " times");
+            }
+            std::vector<std::int64_t> due;
+            due.reserve(value.size());
+            for (const auto& at : value) {
+                if (!at.is_number_integer() || at.get<std::int64_t>() < 0) {
+                    return Bad(kDueAt, "expected an array of integers >= 0 (epoch ms)");
+                }
+                due.push_back(at.get<std::int64_t>());
+            }
+            n.due_at = std::move(due);
         } else {
             return Bad(ShownField(key), "unknown field");
         }
     }
     for (const char* required : {kEpoch, kFireIds}) {
         if (!body.contains(required)) return Bad(required, "required");
+    }
+    if (n.due_at && n.due_at->size() != n.fire_ids.size()) {
+        return Bad(kDueAt, "expected one time per id of fire_ids (" + std::to_string(n.fire_ids.size()) + ")");
     }
     return {.value = std::move(n), .error = std::nullopt};
 }

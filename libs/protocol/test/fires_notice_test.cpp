@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "sched/http/error_body.hpp"
+
 namespace sched::protocol {
 namespace {
 
@@ -16,11 +18,37 @@ TEST(FiresNoticeTest, RoundTripsInTheDocumentedShape) {
     auto parsed = ParseFiresNotice(ToJson(notice));
     ASSERT_TRUE(parsed.ok()) << parsed.error->message;
     EXPECT_EQ(parsed.value, notice);
+    EXPECT_FALSE(NoticedFires(parsed.value)) << "an older master's notice has no due times";
+}
+
+TEST(FiresNoticeTest, CarriesEachFiresDueTimeBesideItsId) {
+    const std::vector<NoticedFire> fires = {{.id = 7, .due_at = 1000}, {.id = 8, .due_at = 999}};
+    const FiresNotice notice = MakeFiresNotice(12, fires);
+    EXPECT_EQ(ToJson(notice), (json{{"epoch", 12}, {"fire_ids", {7, 8}}, {"due_at", {1000, 999}}}));
+    auto parsed = ParseFiresNotice(ToJson(notice));
+    ASSERT_TRUE(parsed.ok()) << parsed.error->message;
+    EXPECT_EQ(parsed.value, notice);
+    EXPECT_EQ(NoticedFires(parsed.value), fires);
+}
+
+// A node older than due_at answers a notice with it as it answers any unknown field; only that
+// answer makes the master send the ids alone.
+TEST(FiresNoticeTest, AnOlderNodesRefusalOfDueAtIsRecognised) {
+    const auto refusal = [](const std::string& field) {
+        return http::ErrorBody("invalid_argument", field + ": unknown field", field).dump();
+    };
+    EXPECT_TRUE(RefusedDueAt(400, refusal("due_at")));
+    EXPECT_FALSE(RefusedDueAt(400, refusal("fire_ids")));
+    EXPECT_FALSE(RefusedDueAt(409, refusal("due_at")));
+    EXPECT_FALSE(RefusedDueAt(400, "not json"));
+    EXPECT_FALSE(RefusedDueAt(400, ""));
 }
 
 TEST(FiresNoticeTest, MalformedBodiesNameTheField) {
     json too_many = {{"epoch", 1}, {"fire_ids", json::array()}};
     for (std::size_t i = 0; i <= kMaxNoticeFires; ++i) too_many["fire_ids"].push_back(1);
+    json too_many_times = {{"epoch", 1}, {"fire_ids", {1}}, {"due_at", json::array()}};
+    for (std::size_t i = 0; i <= kMaxNoticeFires; ++i) too_many_times["due_at"].push_back(1);
     const std::pair<json, std::string> cases[] = {
         {json::parse(R"({"epoch": 1, "fire_ids": [1], "priority": 9})"), "priority"},
         {json::parse(R"({"epoch": 1, "fire_ids": "1"})"), "fire_ids"},
@@ -33,6 +61,12 @@ TEST(FiresNoticeTest, MalformedBodiesNameTheField) {
         {json::parse(R"([1, 2])"), "body"},
         {too_many, "fire_ids"},
         {json{{std::string(200, 'k'), 1}}, std::string(64, 'k') + "..."},
+        {json::parse(R"({"epoch": 1, "fire_ids": [1, 2], "due_at": [5]})"), "due_at"},
+        {json::parse(R"({"epoch": 1, "fire_ids": [1], "due_at": [5, 6]})"), "due_at"},
+        {json::parse(R"({"epoch": 1, "fire_ids": [1], "due_at": [-5]})"), "due_at"},
+        {json::parse(R"({"epoch": 1, "fire_ids": [1], "due_at": ["5"]})"), "due_at"},
+        {json::parse(R"({"epoch": 1, "fire_ids": [1], "due_at": 5})"), "due_at"},
+        {too_many_times, "due_at"},
     };
     for (const auto& [body, field] : cases) {
         auto parsed = ParseFiresNotice(body);

@@ -301,7 +301,7 @@ std::optional<std::int64_t> FireRepository::InsertIfAbsent(soci::session& s, con
     run.set(fire.workflow_run_id);
     impl::NullableString step;
     step.set(fire.workflow_step);
-    const std::int64_t due_at = fire.due_at != 0 ? fire.due_at : fire.scheduled_time;
+    const std::int64_t due_at = StoredDueAt(fire);
     soci::statement st =
         (s.prepare << dialect.InsertIfAbsent(
              "job_fire (job_id, scheduled_time, kind, attempt, shard_index, shard_total, epoch, "
@@ -332,7 +332,7 @@ std::vector<std::optional<StoredFire>> FireRepository::InsertManyIfAbsent(soci::
         std::string rows;
         for (std::size_t i = begin; i < end; ++i) {
             const Fire& f = fires[i];
-            const std::int64_t due_at = f.due_at != 0 ? f.due_at : f.scheduled_time;
+            const std::int64_t due_at = StoredDueAt(f);
             rows += std::string(rows.empty() ? "(" : ", (") + values.Add(f.job_id) + ", " +
                     values.Add(f.scheduled_time) + ", '" + std::string(FireKindName(f.kind)) + "', " +
                     values.Add(f.attempt) + ", " + values.Add(f.shard_index) + ", " + values.Add(f.shard_total) + ", " +

@@ -78,16 +78,18 @@ std::string ByIdTable(soci::session& s) {
 
 }  // namespace
 
-std::vector<Fire> FireClaims::Claim(soci::session& s, const std::vector<std::int64_t>& ids, std::int64_t token,
-                                    std::int64_t epoch, std::int64_t now_ms) {
+std::vector<Fire> FireClaims::Claim(soci::session& s, const std::string& node, const std::vector<std::int64_t>& ids,
+                                    std::int64_t token, std::int64_t epoch, std::int64_t now_ms) {
     if (ids.empty()) return {};
     const std::string list = IdList(ids);
+    // The ids come from the master's notice, unread here (the slave queues them by the notice's
+    // due times): the node test keeps a slave to its own fires whatever a notice names.
     soci::statement claim =
         (s.prepare << "UPDATE " + ByIdTable(s) +
                           " SET status = 'dispatching', claim_token = :token, dispatch_epoch = :epoch, "
                           "dispatched_at = :now_ms WHERE id IN (" +
-                          list + ") AND status = 'pending'",
-         soci::use(token, "token"), soci::use(epoch, "epoch"), soci::use(now_ms, "now_ms"));
+                          list + ") AND status = 'pending' AND assigned_node = :node",
+         soci::use(token, "token"), soci::use(epoch, "epoch"), soci::use(now_ms, "now_ms"), soci::use(node, "node"));
     impl::ExecuteAffected(claim);
     return impl::SelectRows<ClaimRow>(s,
                                       std::string("SELECT ") + kClaimColumns + " FROM job_fire WHERE id IN (" + list +

@@ -21,9 +21,10 @@ class FireClaimsTest : public StoreTest {
         EXPECT_TRUE(r.ok() && *r) << (r.ok() ? "duplicate" : r.status().ToString());
         return r.ok() && *r ? **r : 0;
     }
-    std::vector<Fire> Claim(const std::vector<std::int64_t>& ids, std::int64_t token, std::int64_t now = 5000) {
+    std::vector<Fire> Claim(const std::vector<std::int64_t>& ids, std::int64_t token, std::int64_t now = 5000,
+                            const std::string& node = "node-a") {
         auto r = db().InTransaction(db::TxMode::kWrite,
-                                    [&](soci::session& s) { return FireClaims::Claim(s, ids, token, 9, now); });
+                                    [&](soci::session& s) { return FireClaims::Claim(s, node, ids, token, 9, now); });
         EXPECT_TRUE(r.ok()) << r.status().ToString();
         return r.ok() ? *r : std::vector<Fire>{};
     }
@@ -53,6 +54,16 @@ TEST_P(FireClaimsTest, AGroupClaimWinsOnlyThePendingFiresAndStampsThem) {
     }
     // A third claimer wins nothing.
     EXPECT_TRUE(Claim({a, b, c}, 333).empty());
+}
+
+TEST_P(FireClaimsTest, AClaimWinsNoFireAssignedToAnotherNode) {
+    // A notice names ids the slave has not read: one naming another node's fire (a stale or
+    // forged notice) must not hand it over.
+    const auto mine = Insert(1, 1000);
+    const auto theirs = Insert(2, 1000, "node-b");
+    EXPECT_EQ(Ids(Claim({mine, theirs}, 555)), std::set<std::int64_t>{mine});
+    EXPECT_EQ(FireRepository(db()).Get(theirs)->status, FireStatus::kPending);
+    EXPECT_EQ(Ids(Claim({theirs}, 556, 5000, "node-b")), std::set<std::int64_t>{theirs});
 }
 
 TEST_P(FireClaimsTest, AClaimedStepFireCarriesItsWorkflowRun) {
@@ -236,7 +247,7 @@ TEST_P(FireClaimsTest, SqliteFindsAGroupsFiresByPrimaryKeyNotByWalkingEveryPendi
     std::ostringstream log;
     auto ran = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
         s.set_log_stream(&log);
-        const auto won = FireClaims::Claim(s, {ids[0], ids[1], ids[2]}, 777, 9, 5000);
+        const auto won = FireClaims::Claim(s, "node-a", {ids[0], ids[1], ids[2]}, 777, 9, 5000);
         FireClaims::MarkRunning(s, {{.id = ids[0], .started_at = 5001}, {.id = ids[1], .started_at = 5002}}, "x:1");
         s.set_log_stream(nullptr);
         return won.size();

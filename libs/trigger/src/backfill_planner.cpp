@@ -107,7 +107,10 @@ BackfillProgress BackfillAdvancer::Advance(soci::session& s, const db::Dialect& 
             if (!stored[i] || !stored[i]->as_written) continue;
             ++progress.fires_created;
             created_times.insert(fires[i].scheduled_time);
-            if (fires[i].assigned_node) progress.assigned[*fires[i].assigned_node].push_back(stored[i]->id);
+            if (fires[i].assigned_node) {
+                progress.assigned[*fires[i].assigned_node].push_back(
+                    {.id = stored[i]->id, .due_at = store::StoredDueAt(fires[i])});
+            }
         }
         const bool unchanged = step.cursor == backfill.cursor_ms && step.create.empty() && step.existing == 0;
         backfill.cursor_ms = step.cursor;

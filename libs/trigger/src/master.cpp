@@ -215,8 +215,9 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
         r.node_addresses = addresses;
         Assigner assigner(weights);
         const auto live_ids = assigner.NodeIds();
-        const auto assign = [&](std::int64_t fire_id, const std::optional<std::string>& node) {
-            if (node) r.assigned[*node].push_back(fire_id);
+        const auto assign = [&](std::int64_t fire_id, const store::Fire& fire) {
+            if (fire.assigned_node)
+                r.assigned[*fire.assigned_node].push_back({.id = fire_id, .due_at = store::StoredDueAt(fire)});
         };
 
         // 1. Due jobs, as a batch: plan every job in memory, advance their schedules with one
@@ -326,7 +327,7 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
             // Counted and notified: the rows as this scan wrote them (see StoredFire::as_written).
             if (!stored[i] || !stored[i]->as_written) continue;
             ++r.fires_created;
-            assign(stored[i]->id, new_fires[i].assigned_node);
+            assign(stored[i]->id, new_fires[i]);
         }
 
         // 1b. Backfills: their next fires, bounded per scan.
@@ -344,15 +345,17 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
         if (!assigner.empty()) {
             // One UPDATE per target node, not one per fire.
             std::map<std::string, std::vector<std::int64_t>> orphans_by_node;
+            std::map<std::int64_t, std::int64_t> orphan_due;  // id -> due_at, for the notices
             for (const auto& fire :
                  store::FireRepository::ListOrphans(s, live_ids, {store::FireStatus::kPending}, config_.batch)) {
                 orphans_by_node[*assigner.Next()].push_back(fire.id);
+                orphan_due[fire.id] = fire.due_at;
             }
             for (const auto& [node, ids] : orphans_by_node) {
                 for (const std::int64_t id :
                      store::FireRepository::ReassignMany(s, ids, {store::FireStatus::kPending}, node)) {
                     ++r.orphans_assigned;
-                    r.assigned[node].push_back(id);
+                    r.assigned[node].push_back({.id = id, .due_at = orphan_due.at(id)});
                 }
             }
             for (const auto& fire :
@@ -413,7 +416,7 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
                 retry.assigned_node = assigner.Next();
                 if (auto id = store::FireRepository::InsertIfAbsent(s, db_->dialect(), retry)) {
                     ++r.retries;
-                    assign(*id, retry.assigned_node);
+                    assign(*id, retry);
                 }
                 continue;
             }

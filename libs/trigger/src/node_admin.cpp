@@ -155,8 +155,13 @@ void TriggerNode::AddRoutes() {
         }
         return observed;
     };
-    hooks.wake_slave = [impl](std::vector<std::int64_t> fire_ids) {
-        if (impl->slave) impl->slave->Notify(std::move(fire_ids));
+    hooks.wake_slave = [impl](protocol::FiresNotice notice) {
+        if (!impl->slave) return;
+        if (auto fires = protocol::NoticedFires(notice)) {
+            impl->slave->Notify(*fires);
+        } else {
+            impl->slave->NotifyIds(std::move(notice.fire_ids));  // from a master older than due_at
+        }
     };
     hooks.nudge = [impl] {
         if (impl->elector) impl->elector->Nudge();

@@ -142,20 +142,26 @@ void TriggerNode::AlertLoop() {
 }
 
 void TriggerNode::Notify(const ScanReport& report, std::int64_t epoch) {
-    for (const auto& [node, ids] : report.assigned) {
+    for (const auto& [node, fires] : report.assigned) {
         if (node == node_id_) {
-            if (impl_->slave) impl_->slave->Notify(ids);
+            if (impl_->slave) impl_->slave->Notify(fires);
             continue;
         }
         auto it = report.node_addresses.find(node);
         if (it == report.node_addresses.end()) continue;
-        nlohmann::json body = protocol::ToJson(protocol::FiresNotice{.epoch = epoch, .fire_ids = ids});
+        protocol::FiresNotice notice = protocol::MakeFiresNotice(epoch, fires);
         const std::string url = "http://" + it->second + std::string(protocol::kFiresNoticePath);
         net::co_spawn(
             io_,
-            [this, url, body = std::move(body)]() -> net::awaitable<void> {
+            [this, url, notice = std::move(notice)]() mutable -> net::awaitable<void> {
                 http::CallOptions call{.timeout = std::chrono::seconds(1), .bearer_token = config_.token};
-                auto r = co_await impl_->http->PostJson(url, body, call);
+                auto r = co_await impl_->http->PostJson(url, protocol::ToJson(notice), call);
+                if (r.ok() && protocol::RefusedDueAt(r->status, r->body)) {
+                    // A node older than due_at (a rolling upgrade): the ids alone, which it
+                    // reads itself, rather than its poll up to a second later.
+                    notice.due_at.reset();
+                    r = co_await impl_->http->PostJson(url, protocol::ToJson(notice), call);
+                }
                 // Best effort: the slave's poll finds the fires anyway.
                 if (!r.ok() || !r->ok()) spdlog::debug("notify {} failed", url);
             },

@@ -21,8 +21,8 @@ Result<std::vector<store::Fire>> SqlFireClaimStore::FindPending(const std::strin
     return db_->Run([&](soci::session& s) { return store::FireClaims::FindPending(s, node, ids); });
 }
 
-Result<ClaimedGroup> SqlFireClaimStore::Claim(const std::vector<std::int64_t>& ids, std::int64_t token,
-                                              std::int64_t now_ms) {
+Result<ClaimedGroup> SqlFireClaimStore::Claim(const std::string& node, const std::vector<std::int64_t>& ids,
+                                              std::int64_t token, std::int64_t now_ms) {
     // One transaction, one commit, four statements for the whole group: the epoch, the claim,
     // the fires it won, their jobs. The epoch sent in /v1/run is recorded with the claim (a
     // callback must carry it); it is the lease row's current epoch, read in the claim so that
@@ -33,7 +33,7 @@ Result<ClaimedGroup> SqlFireClaimStore::Claim(const std::vector<std::int64_t>& i
         s << "SELECT epoch FROM scheduler_lock WHERE namespace = :name", soci::use(lease_name_),
             soci::into(group.epoch, ind);
         if (!s.got_data() || ind != soci::i_ok) group.epoch = 0;
-        group.fires = store::FireClaims::Claim(s, ids, token, group.epoch, now_ms);
+        group.fires = store::FireClaims::Claim(s, node, ids, token, group.epoch, now_ms);
         std::set<std::int64_t> job_ids;
         for (const auto& f : group.fires) job_ids.insert(f.job_id);
         if (!job_ids.empty()) {

@@ -245,7 +245,10 @@ WorkflowProgressReport WorkflowPlanner::Advance(soci::session& s, const db::Dial
     for (std::size_t i = 0; i < new_fires.size(); ++i) {
         if (!stored[i] || !stored[i]->as_written) continue;
         ++r.steps_started;
-        if (new_fires[i].assigned_node) r.assigned[*new_fires[i].assigned_node].push_back(stored[i]->id);
+        if (new_fires[i].assigned_node) {
+            r.assigned[*new_fires[i].assigned_node].push_back(
+                {.id = stored[i]->id, .due_at = store::StoredDueAt(new_fires[i])});
+        }
     }
     r.earliest_due_ms = store::WorkflowRepository::EarliestDue(s);
     return r;

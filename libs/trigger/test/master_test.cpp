@@ -244,19 +244,27 @@ TEST_P(MasterTest, ABatchOfManyDueJobsGetsOneFirePerDueTimeAndAllAdvance) {
     EXPECT_EQ(scan->due_jobs, kJobs);
     EXPECT_EQ(scan->fires_created, kJobs);
     std::set<std::int64_t> notified;
-    for (const auto& [node, ids] : scan->assigned) notified.insert(ids.begin(), ids.end());
+    std::map<std::int64_t, std::int64_t> notified_due;  // the notices' due times, by fire id
+    for (const auto& [node, fires] : scan->assigned) {
+        for (const auto& f : fires) {
+            notified.insert(f.id);
+            notified_due[f.id] = f.due_at;
+        }
+    }
     EXPECT_EQ(notified.size(), static_cast<std::size_t>(kJobs));
 
     struct Row {
         std::int64_t job_id = 0;
         std::int64_t scheduled_time = 0;
         std::int64_t id = 0;
+        std::int64_t due_at = 0;
     };
     auto rows = db().Run([](soci::session& s) {
         std::vector<Row> out;
         Row r;
-        soci::statement st = (s.prepare << "SELECT f.job_id, f.scheduled_time, f.id FROM job_fire f",
-                              soci::into(r.job_id), soci::into(r.scheduled_time), soci::into(r.id));
+        soci::statement st =
+            (s.prepare << "SELECT f.job_id, f.scheduled_time, f.id, f.due_at FROM job_fire f", soci::into(r.job_id),
+             soci::into(r.scheduled_time), soci::into(r.id), soci::into(r.due_at));
         if (st.execute(true)) {
             do {
                 out.push_back(r);
@@ -271,6 +279,8 @@ TEST_P(MasterTest, ABatchOfManyDueJobsGetsOneFirePerDueTimeAndAllAdvance) {
     for (const auto& r : *rows) {
         EXPECT_TRUE(time_by_job.emplace(r.job_id, r.scheduled_time).second) << "job " << r.job_id << " fired twice";
         ids.insert(r.id);
+        // The slave queues a noticed fire by the notice's due time, without reading its row.
+        EXPECT_EQ(notified_due[r.id], r.due_at) << "fire " << r.id;
     }
     EXPECT_EQ(ids, notified);
     std::vector<store::Job> jobs;
@@ -360,7 +370,7 @@ TEST_P(MasterTest, OrphansGoToLiveSlavesAndDeadDispatchesBecomeLost) {
         f.scheduled_time = t;
         f.kind = store::FireKind::kManual;
         f.epoch = epoch_;
-        f.assigned_node = node;
+        f.assigned_node = std::move(node);
         auto id =
             db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
         return **id;

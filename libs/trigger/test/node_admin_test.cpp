@@ -30,8 +30,9 @@ class NodeAdminTest : public ::testing::Test {
         h.observed_epoch = [this] {
             return observed_;
         };
-        h.wake_slave = [this](std::vector<std::int64_t> ids) {
-            woken_.push_back(std::move(ids));
+        h.wake_slave = [this](protocol::FiresNotice notice) {
+            woken_.push_back(notice.fire_ids);
+            notices_.push_back(std::move(notice));
         };
         h.nudge = [this] {
             ++nudges_;
@@ -65,6 +66,7 @@ class NodeAdminTest : public ::testing::Test {
 
     std::optional<std::int64_t> observed_;
     std::vector<std::vector<std::int64_t>> woken_;
+    std::vector<protocol::FiresNotice> notices_;
     int nudges_ = 0;
     std::string not_ready_;
     NodeAdmin admin_;
@@ -79,6 +81,14 @@ TEST_F(NodeAdminTest, NoticeFromTheCurrentOrANewerTermWakesTheSlaveWithItsFires)
     EXPECT_EQ(res.status, 202) << res.body;
     EXPECT_EQ(woken_, (std::vector<std::vector<std::int64_t>>{{7, 8}, {9}}));
     EXPECT_EQ(admin_.stale_notices(), 0u);
+}
+
+TEST_F(NodeAdminTest, NoticeHandsTheSlaveEachFiresDueTime) {
+    const auto notice = protocol::MakeFiresNotice(5, {{.id = 7, .due_at = 1200}, {.id = 8, .due_at = 1100}});
+    auto res = admin_.Fires(Post(protocol::ToJson(notice).dump()));
+    EXPECT_EQ(res.status, 202) << res.body;
+    ASSERT_EQ(notices_.size(), 1u);
+    EXPECT_EQ(notices_[0], notice);
 }
 
 TEST_F(NodeAdminTest, NoticeBeforeAnyLeaseSightingIsAccepted) {

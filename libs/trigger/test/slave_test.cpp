@@ -97,7 +97,8 @@ class FakeStore final : public FireClaimStore {
         }
         return out;
     }
-    Result<ClaimedGroup> Claim(const std::vector<std::int64_t>& ids, std::int64_t token, std::int64_t now) override {
+    Result<ClaimedGroup> Claim(const std::string& node, const std::vector<std::int64_t>& ids, std::int64_t token,
+                               std::int64_t now) override {
         std::lock_guard lock(mu);
         claims.push_back(ids);
         tokens.push_back(token);
@@ -105,8 +106,10 @@ class FakeStore final : public FireClaimStore {
         g.epoch = epoch;
         std::set<std::int64_t> job_ids;
         for (auto id : ids) {
-            auto& f = fires.at(id);
-            if (f.fire.status == FireStatus::kPending) {
+            const auto it = fires.find(id);
+            if (it == fires.end()) continue;  // a notice may name a fire that is gone
+            auto& f = it->second;
+            if (f.fire.status == FireStatus::kPending && f.fire.assigned_node == node) {
                 f.fire.status = FireStatus::kDispatching;
                 f.fire.dispatched_at = now;
                 f.token = token;
@@ -450,7 +453,9 @@ TEST_F(SlaveTest, RunsAnInstanceCannotHoldGoAtTheirDueTime) {
     EXPECT_EQ(executors_->Batches("/v1/runs"), 1u) << "the ten at their due time, in one batch";
     due = Now() + 300;
     for (int i = 11; i <= 20; ++i) store_->Add(i, 7, due);
-    slave_->Notify({11, 12, 13, 14, 15, 16, 17, 18, 19, 20});
+    std::vector<protocol::NoticedFire> notice;
+    for (int i = 11; i <= 20; ++i) notice.push_back({.id = i, .due_at = due});
+    slave_->Notify(notice);
     ASSERT_TRUE(WaitFor([&] { return AllIn({11, 12, 13, 14, 15, 16, 17, 18, 19, 20}, FireStatus::kRunning); }));
     EXPECT_EQ(executors_->Batches("/v1/runs-ahead"), 1u) << "not asked again";
     EXPECT_EQ(executors_->Batches("/v1/runs"), 2u);
@@ -872,6 +877,57 @@ TEST_F(SlaveTest, APollReadsWholeOnlyTheFiresThisNodeDoesNotKnow) {
     ASSERT_EQ(store_->found.size(), 1501u) << "known fires are not read again";
     EXPECT_EQ(store_->found.back(), 2000);
     EXPECT_TRUE(store_->claims.empty());
+}
+
+// The master's notice carries each fire's due time: the slave queues the fires by it and reads
+// them only in its claim, which holds it to its own pending fires whatever the notice names.
+TEST_F(SlaveTest, NoticedFiresAreQueuedByTheirDueTimeAndReadOnlyByTheirClaim) {
+    config_.poll_interval = 60s;  // one poll at the start: the notice alone brings the fires
+    config_.claim_ahead = 100ms;
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] {
+        std::lock_guard lock(store_->mu);
+        return store_->polls >= 1;
+    }));
+    const std::int64_t due = Now() + 400;
+    for (int i = 1; i <= 4; ++i) store_->Add(i, 7, due);
+    {
+        std::lock_guard lock(store_->mu);
+        store_->fires[4].fire.assigned_node = "n2";  // another node's
+    }
+    slave_->Notify({{.id = 1, .due_at = due},
+                    {.id = 2, .due_at = due},
+                    {.id = 3, .due_at = due},
+                    {.id = 4, .due_at = due},
+                    {.id = 5, .due_at = due}});  // 5: no such fire
+    ASSERT_TRUE(WaitFor([&] { return AllIn({1, 2, 3}, FireStatus::kRunning); }));
+    EXPECT_EQ(executors_->Runs(), 3u);
+    std::lock_guard lock(store_->mu);
+    EXPECT_TRUE(store_->found.empty()) << "no fire read before its claim";
+    ASSERT_EQ(store_->claims.size(), 1u) << "the five in one claim";
+    EXPECT_EQ(store_->claims[0], (std::vector<std::int64_t>{1, 2, 3, 4, 5}));
+    for (int i = 1; i <= 3; ++i) {
+        // Claimed by the notice's due time: within twice claim-ahead before it.
+        EXPECT_GE(*store_->fires.at(i).fire.dispatched_at, due - 200) << i;
+    }
+    EXPECT_EQ(store_->fires.at(4).fire.status, FireStatus::kPending) << "another node's fire is not taken";
+    EXPECT_EQ(slave_->Scheduled(), 0u) << "the two the claim did not win are forgotten";
+}
+
+// A master older than the notice's due times sends ids alone: the slave reads those fires
+// before it queues them, as before.
+TEST_F(SlaveTest, ANoticeWithoutDueTimesReadsItsFiresFirst) {
+    config_.poll_interval = 60s;
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] {
+        std::lock_guard lock(store_->mu);
+        return store_->polls >= 1;
+    }));
+    store_->Add(1, 7, Now() + 100);
+    slave_->NotifyIds({1});
+    ASSERT_TRUE(WaitFor([&] { return AllIn({1}, FireStatus::kRunning); }));
+    std::lock_guard lock(store_->mu);
+    EXPECT_EQ(store_->found, std::vector<std::int64_t>{1});
 }
 
 TEST_F(SlaveTest, StopWaitsForTheDispatchesOfClaimedFiresAndTheirRunningRecords) {

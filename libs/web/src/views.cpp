@@ -82,8 +82,7 @@ nlohmann::json FireJson(const store::Fire& f) {
     // due_at, not scheduled_time: a retry keeps its original scheduled_time and waits out its
     // backoff on purpose; that wait is not dispatch lag.
     // A fire claimed ahead (slave.claim-ahead) left at its due time: no lag, not a negative one.
-    if (f.dispatched_at)
-        lag = std::max<std::int64_t>(0, *f.dispatched_at - (f.due_at != 0 ? f.due_at : f.scheduled_time));
+    if (f.dispatched_at) lag = std::max<std::int64_t>(0, *f.dispatched_at - store::StoredDueAt(f));
     std::optional<std::int64_t> duration;
     if (f.finished_at) {
         if (f.started_at) {

@@ -94,7 +94,7 @@ http::Response NodeAdmin::Fires(const http::Request& req) {
                                                         std::to_string(*observed) + " (a deposed master)",
                                                     "epoch"});
     }
-    if (hooks_.wake_slave) hooks_.wake_slave(std::move(notice.value.fire_ids));
+    if (hooks_.wake_slave) hooks_.wake_slave(std::move(notice.value));
     return http::Response::Json({{"accepted", true}}, 202);
 }
 

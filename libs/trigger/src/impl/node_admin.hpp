@@ -14,6 +14,7 @@
 
 #include "sched/http/message.hpp"
 #include "sched/http/router.hpp"
+#include "sched/protocol/fires_notice.hpp"
 
 namespace sched::trigger::impl {
 
@@ -23,8 +24,8 @@ class NodeAdmin {
         /// The highest lease epoch this node has observed (its own term or another holder's),
         /// nullopt before any; a peer notification from an older epoch is refused.
         std::function<std::optional<std::int64_t>()> observed_epoch;
-        /// Wakes the local slave for these fires (not called when the node runs no slave).
-        std::function<void(std::vector<std::int64_t>)> wake_slave;
+        /// Wakes the local slave for the notice's fires (not called when the node runs no slave).
+        std::function<void(protocol::FiresNotice)> wake_slave;
         /// Starts an election round now.
         std::function<void()> nudge;
         std::function<std::string()> status_json;

@@ -3,9 +3,13 @@
 /// The master's peer notification (docs/protocol.md "Internal routes"): after a scan commits,
 /// each other slave that got fires is told which, so it need not wait for its poll.
 ///
-///     POST /internal/v1/fires {"epoch": 12, "fire_ids": [7, 8]}
+///     POST /internal/v1/fires {"epoch": 12, "fire_ids": [7, 8], "due_at": [1795800000100, 1795800000350]}
 ///       -> 202 {"accepted": true}
-///       -> 400 naming the field (unknown field, wrong type, too many ids)
+///       -> 400 naming the field (unknown field, wrong type, too many ids, due_at not one per id)
+///
+/// `due_at[i]` is the due time (epoch ms) of `fire_ids[i]`, as the master wrote it: the slave
+/// queues the fire by it and reads the row only when it claims it. Optional: a notice without
+/// it (from a master older than the field) makes the slave read the fires first.
 ///       -> 409 naming epoch: the sender's term is older than one the receiver has seen (a
 ///          deposed master); the receiver's slave is not woken
 ///
@@ -13,6 +17,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -27,16 +33,35 @@ inline constexpr std::string_view kFiresNoticePath = "/internal/v1/fires";
 /// The ids come from one scan (its batch), so a few thousand is already generous.
 inline constexpr std::size_t kMaxNoticeFires = 10000;
 
+/// A fire the master assigned to a slave, as the notice carries it.
+struct NoticedFire {
+    std::int64_t id = 0;
+    std::int64_t due_at = 0;  ///< epoch ms
+
+    friend bool operator==(const NoticedFire&, const NoticedFire&) = default;
+};
+
 struct FiresNotice {
     std::int64_t epoch = 0;              ///< the sender's lease epoch (fencing token), >= 1
     std::vector<std::int64_t> fire_ids;  ///< each >= 1, at most kMaxNoticeFires
+    /// One per id, each >= 0; nullopt: the sender did not say (an older master).
+    std::optional<std::vector<std::int64_t>> due_at;
 
     friend bool operator==(const FiresNotice&, const FiresNotice&) = default;
 };
 
+/// The notice of `fires`, with their due times.
+FiresNotice MakeFiresNotice(std::int64_t epoch, const std::vector<NoticedFire>& fires);
+/// The fires with their due times; nullopt when the notice has none.
+std::optional<std::vector<NoticedFire>> NoticedFires(const FiresNotice& notice);
+
+/// Whether a node answered a notice `status` + `body` by refusing its due_at: a node older
+/// than the field (a rolling upgrade), to be sent the ids alone.
+bool RefusedDueAt(int status, const std::string& body);
+
 nlohmann::json ToJson(const FiresNotice& notice);
-/// Exactly {epoch, fire_ids}, bounded; the first problem names its field ("body" for a
-/// non-object).
+/// Exactly {epoch, fire_ids} and optionally due_at, bounded; the first problem names its field
+/// ("body" for a non-object).
 Parsed<FiresNotice> ParseFiresNotice(const nlohmann::json& body);
 
 }  // namespace sched::protocol

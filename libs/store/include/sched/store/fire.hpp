@@ -101,6 +101,11 @@ struct Fire {
     std::optional<std::string> workflow_step;
 };
 
+/// The due time `fire` is stored with: its due_at, or its scheduled time when that is 0.
+inline std::int64_t StoredDueAt(const Fire& fire) {
+    return fire.due_at != 0 ? fire.due_at : fire.scheduled_time;
+}
+
 struct FireFilter {
     std::optional<std::int64_t> job_id;
     std::optional<FireStatus> status;

@@ -23,14 +23,15 @@ struct StartedFire {
 
 class FireClaims {
   public:
-    /// Moves the fires among `ids` that are still `pending` to `dispatching`, stamping
+    /// Moves the fires among `ids` that are still `pending` and assigned to `node` to
+    /// `dispatching`, stamping
     /// claim_token = `token`, dispatch_epoch = `epoch` and dispatched_at = `now_ms` (the claim
     /// time: before the due time for a fire claimed ahead), and returns
     /// the fires that carry `token` and are still `dispatching`: those this claim won, and those
     /// an earlier try of the same claim (same token) won before its commit was lost. A fire
     /// another slave claimed first, or that is no longer pending, is not returned.
-    static std::vector<Fire> Claim(soci::session& s, const std::vector<std::int64_t>& ids, std::int64_t token,
-                                   std::int64_t epoch, std::int64_t now_ms);
+    static std::vector<Fire> Claim(soci::session& s, const std::string& node, const std::vector<std::int64_t>& ids,
+                                   std::int64_t token, std::int64_t epoch, std::int64_t now_ms);
 
     /// Sets the dispatch epoch of fire `id` to `epoch` if it is `dispatching` under `token`;
     /// whether it did.

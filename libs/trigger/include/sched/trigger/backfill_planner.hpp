@@ -22,6 +22,7 @@
 #include "sched/cron/schedule.hpp"
 #include "sched/cron/times_in_range.hpp"
 #include "sched/db/dialect.hpp"
+#include "sched/protocol/fires_notice.hpp"
 #include "sched/store/backfill.hpp"
 #include "sched/trigger/assigner.hpp"
 
@@ -46,7 +47,7 @@ BackfillStep PlanBackfillStep(const std::vector<std::int64_t>& times, bool more,
 struct BackfillProgress {
     int fires_created = 0;
     int completed = 0;
-    std::map<std::string, std::vector<std::int64_t>> assigned;  ///< new fire ids per slave node
+    std::map<std::string, std::vector<protocol::NoticedFire>> assigned;  ///< new fires per slave node
 };
 
 /// The master's step 1b: advances up to `per_scan` running backfills (round-robin over scans),

@@ -74,6 +74,7 @@
 #include "sched/cron/schedule.hpp"
 #include "sched/db/database.hpp"
 #include "sched/lock/fenced.hpp"
+#include "sched/protocol/fires_notice.hpp"
 #include "sched/store/job.hpp"
 #include "sched/trigger/backfill_planner.hpp"
 #include "sched/trigger/calendar_cache.hpp"
@@ -143,8 +144,9 @@ struct ScanReport {
     int workflow_runs_timed_out = 0;
     int workflow_steps_started = 0;
     int workflow_steps_skipped = 0;
-    /// New or newly assigned fire ids per slave node, to notify after the commit.
-    std::map<std::string, std::vector<std::int64_t>> assigned;
+    /// New or newly assigned fires per slave node, with their due times, to notify after the
+    /// commit.
+    std::map<std::string, std::vector<protocol::NoticedFire>> assigned;
     /// The live slaves' addresses by node id (where to send the notifications).
     std::map<std::string, std::string> node_addresses;
     /// The earliest next_fire_time of any enabled job or workflow not paused after the scan.

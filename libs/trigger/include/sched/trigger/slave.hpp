@@ -41,8 +41,9 @@
 /// `dispatching` under the claim's token) and asks again, once; a fire whose claim was ended
 /// elsewhere meanwhile is not sent.
 ///
-/// Fires arrive by Notify() (the master's message after its commit) and by polling (every
-/// poll-interval), so a lost message delays a fire by at most the poll interval. The poll reads
+/// Fires arrive by Notify() (the master's message after its commit, with each fire's due time:
+/// queued unread, read by the claim, which wins only fires still pending for this node) and by
+/// polling (every poll-interval), so a lost message delays a fire by at most the poll interval. The poll reads
 /// the ids of the node's pending fires (index only) and reads whole only those it does not know
 /// (in chunks of 1,000). Stop() hands
 /// the fires not yet claimed back to the master.
@@ -77,6 +78,7 @@
 #include "sched/common/net.hpp"
 #include "sched/db/database.hpp"
 #include "sched/http/client.hpp"
+#include "sched/protocol/fires_notice.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/fire_metrics.hpp"
 #include "sched/trigger/db_time.hpp"
@@ -118,8 +120,12 @@ class Slave {
 
     /// Starts the poll loop and the group loop. Call once.
     void Start();
-    /// New fires for this node (ids); loads and queues those still pending here.
-    void Notify(std::vector<std::int64_t> fire_ids);
+    /// New fires for this node, with their due times (the master's notice): queued as they
+    /// are, read when claimed (a fire no longer pending here is then dropped).
+    void Notify(const std::vector<protocol::NoticedFire>& fires);
+    /// New fires for this node by id only (a notice from a master older than due times): loads
+    /// and queues those still pending here.
+    void NotifyIds(std::vector<std::int64_t> fire_ids);
     /// Stops taking fires: the fires not yet claimed are given back (their assigned_node becomes
     /// NULL, so the master reassigns them). Claimed fires are still sent: Stop returns when no
     /// dispatch is in flight, or after dispatch-timeout with the count still in flight logged
@@ -137,7 +143,7 @@ class Slave {
     struct Group;
     net::awaitable<void> PollLoop();
     net::awaitable<void> GroupLoop();
-    net::awaitable<void> ClaimAndSend(std::vector<store::Fire> fires);
+    net::awaitable<void> ClaimAndSend(std::vector<std::int64_t> ids);
     // How a batch of runs is sent: at its due time (POST /v1/runs), or ahead of it
     // (POST /v1/runs-ahead, each run with its start_in_ms).
     enum class Batch { kAtDue, kAhead };
@@ -185,7 +191,8 @@ class Slave {
     void RecordRunning(std::int64_t fire_id, const std::string& address, std::int64_t started_at);
     net::awaitable<void> FlushRunning();
     net::awaitable<void> FlushEndings();
-    void Track(const std::vector<store::Fire>& fires);
+    void Track(const std::vector<protocol::NoticedFire>& fires);
+    static std::vector<protocol::NoticedFire> Queued(const std::vector<store::Fire>& fires);
     /// Those of `ids` not queued, claimed or being sent here (the poll reads only these whole).
     std::vector<std::int64_t> Unknown(const std::vector<std::int64_t>& ids) const;
     void Forget(std::int64_t fire_id);

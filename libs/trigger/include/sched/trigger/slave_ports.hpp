@@ -57,14 +57,15 @@ class FireClaimStore {
     /// The ids of the pending fires assigned to `node`, earliest scheduled first, at most
     /// `limit` (the poll; the slave reads in full only those it does not know, by FindPending).
     virtual Result<std::vector<std::int64_t>> ListPendingIds(const std::string& node, int limit) = 0;
-    /// The fires among `ids` that are pending and assigned to `node` (a notification).
+    /// The fires among `ids` that are pending and assigned to `node` (the poll's unknown ids, a
+    /// notice without due times).
     virtual Result<std::vector<store::Fire>> FindPending(const std::string& node,
                                                          const std::vector<std::int64_t>& ids) = 0;
-    /// Claims the pending fires among `ids` in one transaction (store::FireClaims::Claim) and
-    /// reads the lease epoch and the fires' jobs in it. A retry after an error must pass the
-    /// same `token`: the error may have hidden a commit.
-    virtual Result<ClaimedGroup> Claim(const std::vector<std::int64_t>& ids, std::int64_t token,
-                                       std::int64_t now_ms) = 0;
+    /// Claims the fires among `ids` pending for `node` in one transaction
+    /// (store::FireClaims::Claim) and reads the lease epoch and the fires' jobs in it. A retry
+    /// after an error must pass the same `token`: the error may have hidden a commit.
+    virtual Result<ClaimedGroup> Claim(const std::string& node, const std::vector<std::int64_t>& ids,
+                                       std::int64_t token, std::int64_t now_ms) = 0;
     /// After an executor refused a fire's epoch as stale (a failover between the claim and the
     /// send: the executor has seen the new master's epoch), stamps the fire with the lease's
     /// current epoch if this claim still holds it (`dispatching` under `token`). Returns that
@@ -95,7 +96,8 @@ class SqlFireClaimStore final : public FireClaimStore {
     Result<std::vector<std::int64_t>> ListPendingIds(const std::string& node, int limit) override;
     Result<std::vector<store::Fire>> FindPending(const std::string& node,
                                                  const std::vector<std::int64_t>& ids) override;
-    Result<ClaimedGroup> Claim(const std::vector<std::int64_t>& ids, std::int64_t token, std::int64_t now_ms) override;
+    Result<ClaimedGroup> Claim(const std::string& node, const std::vector<std::int64_t>& ids, std::int64_t token,
+                               std::int64_t now_ms) override;
     Result<std::optional<std::int64_t>> Restamp(std::int64_t id, std::int64_t token) override;
     Result<std::vector<store::ExecutorInstance>> LiveExecutors(std::int64_t ttl_ms) override;
     Result<int> MarkRunning(const std::vector<store::StartedFire>& fires, const std::string& address) override;

@@ -22,6 +22,7 @@
 
 #include "sched/cron/schedule.hpp"
 #include "sched/db/dialect.hpp"
+#include "sched/protocol/fires_notice.hpp"
 #include "sched/trigger/assigner.hpp"
 #include "sched/trigger/fire_planner.hpp"
 
@@ -32,10 +33,10 @@ struct WorkflowProgressReport {
     int runs_overlapped = 0;  ///< scheduled times that got a run `skipped` (reason overlap)
     int runs_ended = 0;       ///< succeeded or failed
     int runs_timed_out = 0;
-    int steps_started = 0;                                      ///< step fires inserted (one per shard)
-    int steps_skipped = 0;                                      ///< skip rows (upstream, run_timeout)
-    std::map<std::string, std::vector<std::int64_t>> assigned;  ///< new fire ids per slave node
-    std::optional<std::int64_t> earliest_due_ms;                ///< of any workflow not paused
+    int steps_started = 0;                                               ///< step fires inserted (one per shard)
+    int steps_skipped = 0;                                               ///< skip rows (upstream, run_timeout)
+    std::map<std::string, std::vector<protocol::NoticedFire>> assigned;  ///< new fires per slave node
+    std::optional<std::int64_t> earliest_due_ms;                         ///< of any workflow not paused
 };
 
 struct WorkflowPlannerOptions {
