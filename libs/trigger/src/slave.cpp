@@ -140,7 +140,8 @@ struct Slave::Group {
 
 struct Slave::State {
     std::mutex mu;                 // guards the queue, `known`, `wake_at_ms` and the running batch
-    std::set<std::int64_t> known;  // queued, claimed or being sent here
+    std::set<std::int64_t> known;  // queued, claimed or being sent here; at most kMaxQueued
+    bool queue_full_logged = false;
     std::set<std::pair<std::int64_t, std::int64_t>> due;                 // queued, by (due_at, id)
     std::int64_t wake_at_ms = std::numeric_limits<std::int64_t>::min();  // when the group loop wakes
     std::atomic<bool> stopping{false};
@@ -302,9 +303,18 @@ std::vector<std::int64_t> Slave::Unknown(const std::vector<std::int64_t>& ids) c
 // slave to its own pending fires), so reading them here too was a second SELECT of every fire
 // between the scan and the claim (issue 20: 1,147 statements and 60,000 rows examined per
 // 15,000 fires at 1,000 fires/s, as MariaDB ranged over every pending fire of the node).
+// Unread also means unchecked: ids that name no fire of this node, or a due time far ahead,
+// stay queued until that time. Hence the horizon here and the cap in Track (a notice needs the
+// cluster token, but a peer's bug must not grow this node's memory without bound).
 void Slave::Notify(const std::vector<protocol::NoticedFire>& fires) {
     if (state_->stopping || fires.empty()) return;
-    Track(fires);
+    const std::int64_t horizon = time_.NowMs() + kNoticeHorizonMs;
+    std::vector<protocol::NoticedFire> near;
+    near.reserve(fires.size());
+    for (const auto& f : fires) {
+        if (f.due_at <= horizon) near.push_back(f);
+    }
+    Track(near);
 }
 
 void Slave::NotifyIds(std::vector<std::int64_t> fire_ids) {
@@ -335,7 +345,16 @@ void Slave::Track(const std::vector<protocol::NoticedFire>& fires) {
     {
         std::lock_guard lock(state->mu);
         if (state->stopping) return;
+        if (state->known.size() < kMaxQueued * 9 / 10) state->queue_full_logged = false;  // room again
         for (const auto& fire : fires) {
+            if (state->known.size() >= kMaxQueued) {
+                if (!state->queue_full_logged) {
+                    spdlog::warn("slave {}: {} fires queued, claimed or being sent; more wait for a later poll",
+                                 node_id_, kMaxQueued);
+                    state->queue_full_logged = true;
+                }
+                break;
+            }
             if (!state->known.insert(fire.id).second) continue;
             state->due.emplace(fire.due_at, fire.id);
             // The group loop sleeps until wake_at_ms; a fire to claim before then wakes it. The

@@ -914,6 +914,27 @@ TEST_F(SlaveTest, NoticedFiresAreQueuedByTheirDueTimeAndReadOnlyByTheirClaim) {
     EXPECT_EQ(slave_->Scheduled(), 0u) << "the two the claim did not win are forgotten";
 }
 
+// What a notice may queue unread is bounded: in time (a fire due beyond the horizon is left to
+// the poll, which reads it) and in count.
+TEST_F(SlaveTest, ANoticeQueuesOnlyFiresDueWithinItsHorizonAndNoMoreThanTheCap) {
+    config_.poll_interval = 60s;
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] {
+        std::lock_guard lock(store_->mu);
+        return store_->polls >= 1;
+    }));
+    const std::int64_t soon = Now() + 30000;
+    slave_->Notify({{.id = 900001, .due_at = Now() + Slave::kNoticeHorizonMs + 60000}, {.id = 900002, .due_at = soon}});
+    EXPECT_EQ(slave_->Scheduled(), 1u) << "only the fire due within the horizon";
+    std::int64_t next_id = 1;
+    while (next_id <= static_cast<std::int64_t>(Slave::kMaxQueued) + 5000) {
+        std::vector<protocol::NoticedFire> notice;
+        for (std::size_t i = 0; i < protocol::kMaxNoticeFires; ++i) notice.push_back({.id = next_id++, .due_at = soon});
+        slave_->Notify(notice);
+    }
+    EXPECT_EQ(slave_->Scheduled(), Slave::kMaxQueued);
+}
+
 // A master older than the notice's due times sends ids alone: the slave reads those fires
 // before it queues them, as before.
 TEST_F(SlaveTest, ANoticeWithoutDueTimesReadsItsFiresFirst) {

@@ -108,6 +108,13 @@ struct SlaveConfig {
 
 class Slave {
   public:
+    /// A notice's fires due later than this are left to the poll (which reads them): a notice
+    /// is not read against the database, so what it may queue is bounded in time...
+    static constexpr std::int64_t kNoticeHorizonMs = 60'000;
+    /// ...and in count: past this many fires queued, claimed or being sent, a notice's or a
+    /// poll's further fires wait for a later poll.
+    static constexpr std::size_t kMaxQueued = 100'000;
+
     /// The node's slave: fires in `db`, executors called through `http` with the apps' signing keys.
     Slave(net::any_io_executor io, net::thread_pool& db_pool, const std::shared_ptr<db::Database>& db,
           const DbTime& time, http::HttpClient& http, std::string node_id, std::string lease_name, SlaveConfig config,
@@ -120,8 +127,9 @@ class Slave {
 
     /// Starts the poll loop and the group loop. Call once.
     void Start();
-    /// New fires for this node, with their due times (the master's notice): queued as they
-    /// are, read when claimed (a fire no longer pending here is then dropped).
+    /// New fires for this node, with their due times (the master's notice): those due within
+    /// kNoticeHorizonMs are queued as they are, read when claimed (a fire no longer pending
+    /// here is then dropped).
     void Notify(const std::vector<protocol::NoticedFire>& fires);
     /// New fires for this node by id only (a notice from a master older than due times): loads
     /// and queues those still pending here.
