@@ -339,6 +339,16 @@ class SlaveTest : public ::testing::Test {
                                          std::move(executors_owned_), time_, "n1", config_, metrics_);
         slave_->Start();
     }
+    // Starts the slave with a poll interval longer than any test and waits for the poll at
+    // its start: from then on only notices bring fires.
+    bool StartSlavePollingOnce() {
+        config_.poll_interval = 60s;
+        StartSlave();
+        return WaitFor([&] {
+            std::lock_guard lock(store_->mu);
+            return store_->polls >= 1;
+        });
+    }
     std::int64_t Now() const { return time_.NowMs(); }
 
     static bool WaitFor(const std::function<bool()>& pred, Micros timeout = 5s) {
@@ -882,13 +892,8 @@ TEST_F(SlaveTest, APollReadsWholeOnlyTheFiresThisNodeDoesNotKnow) {
 // The master's notice carries each fire's due time: the slave queues the fires by it and reads
 // them only in its claim, which holds it to its own pending fires whatever the notice names.
 TEST_F(SlaveTest, NoticedFiresAreQueuedByTheirDueTimeAndReadOnlyByTheirClaim) {
-    config_.poll_interval = 60s;  // one poll at the start: the notice alone brings the fires
     config_.claim_ahead = 100ms;
-    StartSlave();
-    ASSERT_TRUE(WaitFor([&] {
-        std::lock_guard lock(store_->mu);
-        return store_->polls >= 1;
-    }));
+    ASSERT_TRUE(StartSlavePollingOnce());
     const std::int64_t due = Now() + 400;
     for (int i = 1; i <= 4; ++i) store_->Add(i, 7, due);
     {
@@ -917,12 +922,7 @@ TEST_F(SlaveTest, NoticedFiresAreQueuedByTheirDueTimeAndReadOnlyByTheirClaim) {
 // What a notice may queue unread is bounded: in time (a fire due beyond the horizon is left to
 // the poll, which reads it) and in count.
 TEST_F(SlaveTest, ANoticeQueuesOnlyFiresDueWithinItsHorizonAndNoMoreThanTheCap) {
-    config_.poll_interval = 60s;
-    StartSlave();
-    ASSERT_TRUE(WaitFor([&] {
-        std::lock_guard lock(store_->mu);
-        return store_->polls >= 1;
-    }));
+    ASSERT_TRUE(StartSlavePollingOnce());
     const std::int64_t soon = Now() + 30000;
     slave_->Notify({{.id = 900001, .due_at = Now() + Slave::kNoticeHorizonMs + 60000}, {.id = 900002, .due_at = soon}});
     EXPECT_EQ(slave_->Scheduled(), 1u) << "only the fire due within the horizon";
@@ -938,12 +938,7 @@ TEST_F(SlaveTest, ANoticeQueuesOnlyFiresDueWithinItsHorizonAndNoMoreThanTheCap) 
 // A master older than the notice's due times sends ids alone: the slave reads those fires
 // before it queues them, as before.
 TEST_F(SlaveTest, ANoticeWithoutDueTimesReadsItsFiresFirst) {
-    config_.poll_interval = 60s;
-    StartSlave();
-    ASSERT_TRUE(WaitFor([&] {
-        std::lock_guard lock(store_->mu);
-        return store_->polls >= 1;
-    }));
+    ASSERT_TRUE(StartSlavePollingOnce());
     store_->Add(1, 7, Now() + 100);
     slave_->NotifyIds({1});
     ASSERT_TRUE(WaitFor([&] { return AllIn({1}, FireStatus::kRunning); }));
