@@ -6,12 +6,12 @@
 ///     POST /internal/v1/fires {"epoch": 12, "fire_ids": [7, 8], "due_at": [1795800000100, 1795800000350]}
 ///       -> 202 {"accepted": true}
 ///       -> 400 naming the field (unknown field, wrong type, too many ids, due_at not one per id)
+///       -> 409 naming epoch: the sender's term is older than one the receiver has seen (a
+///          deposed master); the receiver's slave is not woken
 ///
 /// `due_at[i]` is the due time (epoch ms) of `fire_ids[i]`, as the master wrote it: the slave
 /// queues the fire by it and reads the row only when it claims it. Optional: a notice without
 /// it (from a master older than the field) makes the slave read the fires first.
-///       -> 409 naming epoch: the sender's term is older than one the receiver has seen (a
-///          deposed master); the receiver's slave is not woken
 ///
 /// Best effort either way: a slave's poll finds its fires without the notice.
 

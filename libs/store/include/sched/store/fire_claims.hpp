@@ -24,12 +24,11 @@ struct StartedFire {
 class FireClaims {
   public:
     /// Moves the fires among `ids` that are still `pending` and assigned to `node` to
-    /// `dispatching`, stamping
-    /// claim_token = `token`, dispatch_epoch = `epoch` and dispatched_at = `now_ms` (the claim
-    /// time: before the due time for a fire claimed ahead), and returns
-    /// the fires that carry `token` and are still `dispatching`: those this claim won, and those
-    /// an earlier try of the same claim (same token) won before its commit was lost. A fire
-    /// another slave claimed first, or that is no longer pending, is not returned.
+    /// `dispatching`, stamping claim_token = `token`, dispatch_epoch = `epoch` and dispatched_at
+    /// = `now_ms` (the claim time: before the due time for a fire claimed ahead), and returns the
+    /// fires that carry `token` and are still `dispatching`: those this claim won, and those an
+    /// earlier try of the same claim (same token) won before its commit was lost. A fire another
+    /// slave claimed first, or that is no longer pending, is not returned.
     static std::vector<Fire> Claim(soci::session& s, const std::string& node, const std::vector<std::int64_t>& ids,
                                    std::int64_t token, std::int64_t epoch, std::int64_t now_ms);
 

@@ -43,10 +43,10 @@
 ///
 /// Fires arrive by Notify() (the master's message after its commit, with each fire's due time:
 /// queued unread, read by the claim, which wins only fires still pending for this node) and by
-/// polling (every poll-interval), so a lost message delays a fire by at most the poll interval. The poll reads
-/// the ids of the node's pending fires (index only) and reads whole only those it does not know
-/// (in chunks of 1,000). Stop() hands
-/// the fires not yet claimed back to the master.
+/// polling (every poll-interval), so a lost message delays a fire by at most the poll interval.
+/// The poll reads the ids of the node's pending fires (index only) and reads whole only those
+/// it does not know (in chunks of 1,000). Stop() hands the fires not yet claimed back to the
+/// master.
 ///
 /// YAML (section `slave`), defaults shown:
 ///   enabled: true                # false: this node only competes for master
