@@ -2,7 +2,7 @@
 """Test-only: the Python demo service with one protocol clause broken on purpose, so that a test
 can show the conformance kit fails it (tests/conformance/CMakeLists.txt).
 
-    broken_service.py --break duplicate-runs|stale-epoch|unsigned|callback-retry [demo_service args]
+    broken_service.py --break duplicate-runs|stale-epoch|unsigned|unaddressed|callback-retry [demo_service args]
 """
 
 import os
@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "sdk", "python", "examples"))
 import demo_service  # noqa: E402
 from sched_client import Executor  # noqa: E402
 
-BREAKS = ("duplicate-runs", "stale-epoch", "unsigned", "callback-retry")
+BREAKS = ("duplicate-runs", "stale-epoch", "unsigned", "unaddressed", "callback-retry")
 
 
 def broken_executor(mode):
@@ -30,7 +30,12 @@ def broken_executor(mode):
             return super()._admit(obj, prefix, received)
 
         def verify(self, method, target, body, headers):
-            return None if mode == "unsigned" else super().verify(method, target, body, headers)
+            if mode == "unsigned":
+                return None
+            reason = super().verify(method, target, body, headers)
+            if mode == "unaddressed" and reason and reason.startswith("instance:"):
+                return None  # the signature checked, not which instance the call is addressed to
+            return reason
 
         def _flush(self):
             if mode == "callback-retry":

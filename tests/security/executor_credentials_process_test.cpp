@@ -4,12 +4,17 @@
 // without losing a fire. Also, with the same processes: an ended fire's log, sent with its
 // result, outlives the executor (issue 15).
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -375,6 +380,131 @@ TEST_F(ExecutorCredentials, WhatNodesSendAnExecutorOpensNothingInTheCluster) {
             ASSERT_TRUE(r.ok());
             EXPECT_EQ(r->status, 401) << http::MethodName(method) << " " << path << ": " << r->body;
         }
+    }
+}
+
+// A loopback port nobody listens on right now (bound and released: another process could take it
+// in between, which no test here does).
+std::uint16_t FreeLoopbackPort() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    std::uint16_t port = 0;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+        port = ntohs(addr.sin_port);
+    }
+    ::close(fd);
+    return port;
+}
+
+// A run is accepted once per app, not once per instance: a signed run captured on its way to one
+// instance and replayed to another instance of the same app is refused there (each instance
+// remembers only the runs it received, so it would run the fire a second time, unseen by the
+// cluster); replayed to the instance it was sent to, it is the duplicate it always was.
+TEST_F(ExecutorCredentials, ARunCapturedOnItsWayToOneInstanceIsRefusedByAnotherInstanceOfTheApp) {
+    std::string token;
+    ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(dir_ / "data/executor-token"); }, 10s));
+    std::getline(std::ifstream(dir_ / "data/executor-token"), token);
+    // Instance A advertises the spy's address: the node sends A's runs there, and the spy keeps
+    // them as a capture on the wire would. Instance B is another instance of the same app.
+    SpyExecutor wire;
+    const std::uint16_t port_a = FreeLoopbackPort();
+    ASSERT_NE(port_a, 0);
+    const auto instance = [&](const std::string& name, const std::string& listen, const std::string& advertised) {
+        const auto config =
+            Write(name + ".yaml", "log:\n  level: warn\nexecutor:\n  app: demo\n  web-endpoints: [\"" + url_ +
+                                      "\"]\n  heartbeat-interval: 300ms\n  metrics: true\n  advertised-address: \"" +
+                                      advertised + "\"\n  spool-dir: \"" + (dir_ / ("spool-" + name)).string() +
+                                      "\"\n  http:\n    listen: \"" + listen + "\"\n");
+        return std::make_unique<ChildProcess>(std::vector<std::string>{SCHED_DEMO_CLIENT_BIN, "--config", config},
+                                              dir_.string(), std::vector<std::string>{"SCHED_TOKEN=" + token});
+    };
+    const std::string url_a = "http://127.0.0.1:" + std::to_string(port_a);
+    auto a = instance("a", "127.0.0.1:" + std::to_string(port_a), wire.address());
+    // Holding the app's keys (from its first answered heartbeat), it verifies what nodes sign.
+    const auto holds_keys = [&](const std::string& url) {
+        auto metrics = http_.Get(url + "/metrics");
+        return metrics.ok() && metrics->body.find("\nsched_client_signing_keys 1") != std::string::npos;
+    };
+    ASSERT_TRUE(WaitFor([&] { return holds_keys(url_a); }, 20s)) << a->stderr_text();
+
+    nlohmann::json job = {{"name", "once"}, {"app", "demo"}, {"handler", "count"}, {"schedule_type", "manual"}};
+    auto created = Api(http::Method::kPost, "/api/v1/jobs", job);
+    ASSERT_TRUE(created.ok() && created->status == 201) << Json(created).dump();
+    const auto job_id = Json(created)["id"].get<std::int64_t>();
+    ASSERT_EQ(Api(http::Method::kPost, "/api/v1/jobs/" + std::to_string(job_id) + "/trigger")->status, 202);
+    std::optional<Captured> run;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            for (const auto& c : wire.captured()) {
+                if (c.target.substr(0, c.target.find('?')) == "/v1/run") run = c;
+            }
+            return run.has_value();
+        },
+        20s))
+        << standalone_->stderr_text();
+    // The node addressed it to the instance it sent it to, under the signature.
+    EXPECT_NE(run->target.find("instance=" + wire.address()), std::string::npos) << run->target;
+
+    auto b = instance("b", "127.0.0.1:0", "");
+    std::string url_b;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            const auto listed = Json(Api(http::Method::kGet, "/api/v1/executors?app=demo"));
+            for (const auto& item : listed["items"]) {
+                const auto address = item["address"].get<std::string>();
+                if (address != wire.address()) url_b = "http://" + address;
+            }
+            return !url_b.empty() && holds_keys(url_b);
+        },
+        20s))
+        << b->stderr_text();
+
+    const auto replay = [&](const std::string& url) {
+        http::ClientRequest request{.method = run->method, .url = url + run->target, .body = run->body};
+        for (const auto& [name, value] : run->headers) {
+            if (name == "Host" || name == "Content-Length" || name == "Connection") continue;
+            request.headers.Set(name, value);
+        }
+        return http_.Send(std::move(request));
+    };
+    // To the other instance of the app: refused, and nothing runs there.
+    auto other = replay(url_b);
+    ASSERT_TRUE(other.ok()) << other.status().ToString();
+    EXPECT_EQ(other->status, 401) << other->body;
+    EXPECT_NE(other->body.find("addressed to instance"), std::string::npos) << other->body;
+    // To the instance it was sent to: accepted once (the spy ran nothing), then a duplicate.
+    auto first = replay(url_a);
+    ASSERT_TRUE(first.ok());
+    EXPECT_EQ(first->status, 202) << first->body;
+    EXPECT_FALSE(Json(first).value("duplicate", false)) << first->body;
+    auto again = replay(url_a);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->status, 202);
+    EXPECT_TRUE(Json(again).value("duplicate", false)) << again->body;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            const auto fires = Fires(job_id);
+            return fires.size() == 1 && fires[0]["status"] == "succeeded";
+        },
+        20s))
+        << nlohmann::json(Fires(job_id)).dump();
+    const auto accepted = [&](const std::string& url) {
+        const std::string needle = "\nsched_client_runs_accepted_total ";
+        const std::string body = http_.Get(url + "/metrics")->body;
+        const auto at = body.find(needle);
+        if (at == std::string::npos) return std::string("?");
+        const auto from = at + needle.size();
+        return body.substr(from, body.find('\n', from) - from);
+    };
+    EXPECT_EQ(accepted(url_a), "1");
+    EXPECT_EQ(accepted(url_b), "0");
+    for (auto* instance_process : {a.get(), b.get()}) {
+        instance_process->Signal(SIGTERM);
+        (void)instance_process->WaitForExit(10s);
     }
 }
 

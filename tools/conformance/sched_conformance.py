@@ -49,6 +49,13 @@ def sign(secret, method, target, timestamp, key_id, body):
     return "v1=" + hmac.new(secret.encode(), canon.encode(), hashlib.sha256).hexdigest()
 
 
+def addressed(target, instance):
+    """`target` addressed to one instance, as nodes send every call (docs/protocol.md "Replays")."""
+    safe = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:"
+    encoded = "".join(c if c in safe else "".join("%%%02X" % b for b in c.encode()) for c in instance)
+    return target + ("&" if "?" in target else "?") + "instance=" + encoded
+
+
 class Cluster:
     """The cluster's side: what the executor calls, and what it sent."""
 
@@ -151,13 +158,18 @@ class Executor:
 
     def __init__(self, address, cluster):
         host, _, port = address.rpartition(":")
+        self.address = address
         self.host = host.strip("[]") or "127.0.0.1"
         self.port = int(port)
         self.cluster = cluster
 
-    def call(self, method, target, body=None, sign_as="good", timeout=10.0):
+    def call(self, method, target, body=None, sign_as="good", timeout=10.0, to=None):
         """Returns (status, parsed JSON or raw text). `sign_as`: good, none, bad-signature,
-        unknown-key, old-timestamp, v2."""
+        unknown-key, old-timestamp, v2. The call is addressed to `to` (default: this instance's
+        registered address, as a node addresses it; "" for none, as a node older than that)."""
+        to = self.address if to is None else to
+        if to:
+            target = addressed(target, to)
         raw = b"" if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
         headers = {"Content-Type": "application/json"} if body is not None else {}
         ts = now_ms() - (300_000 if sign_as == "old-timestamp" else 0)
@@ -443,6 +455,28 @@ class Kit:
         check(r.get("status") == "timeout", "a run past its timeout_ms reported %r, expected timeout" % r.get("status"))
         return "timeout_ms 300 of a 30 s sleep: timeout after %s ms" % (r.get("finished_ms", 0) - r.get("started_ms", 0))
 
+    def addressing(self):
+        # A call signed for this app but addressed to another of its instances is a capture being
+        # replayed: each instance remembers only the runs it received, so it would run again.
+        elsewhere = "127.0.0.1:1" if self.ex.address != "127.0.0.1:1" else "127.0.0.1:2"
+        fid = self.fire()
+        run = self.run_body(fid, "conformance.echo")
+        status, body = self.ex.call("POST", "/v1/run", run, to=elsewhere)
+        check(status == 401, "POST /v1/run addressed to %s: %s %s, expected 401" % (elsewhere, status, body))
+        status, body = self.ex.call("GET", "/v1/beat", to=elsewhere)
+        check(status == 401, "GET /v1/beat addressed to %s: %s, expected 401" % (elsewhere, status))
+        status, body = self.ex.call("POST", "/v1/run", run, to=self.ex.address + "0")
+        check(status == 401, "addressed to %s0: %s, expected 401" % (self.ex.address, status))
+        time.sleep(0.5)
+        with self.cluster.mu:
+            check(not self.cluster.results_for(fid), "a run addressed to another instance ran")
+        status, body = self.ex.call("POST", "/v1/run", run)
+        check(status == 202, "the same run addressed to this instance: %s %s" % (status, body))
+        check(self.result(fid).get("status") == "succeeded", "the addressed run did not succeed")
+        status, body = self.ex.call("GET", "/v1/beat", to="")
+        check(status == 200, "an unaddressed call (a node older than addressing): %s, expected 200" % status)
+        return "addressed to another instance: 401, never ran; to this one: ran; unaddressed: served"
+
     def block_strategy(self):
         running = self.start_sleeper()
         job = running
@@ -496,11 +530,12 @@ class Kit:
         fid = self.fire()
         raw = json.dumps(self.run_body(fid, "conformance.echo")).encode()
         ts = now_ms()
-        sig = sign(self.cluster.secret, "POST", "/v1/kill", ts, self.cluster.key_id, raw)
+        sig = sign(self.cluster.secret, "POST", addressed("/v1/kill", self.ex.address), ts, self.cluster.key_id, raw)
         conn = http.client.HTTPConnection(self.ex.host, self.ex.port, timeout=10)
         try:
-            conn.request("POST", "/v1/run", raw, {"X-Sched-Key-Id": self.cluster.key_id, "X-Sched-Timestamp": str(ts),
-                                                  "X-Sched-Signature": sig, "Content-Type": "application/json"})
+            conn.request("POST", addressed("/v1/run", self.ex.address), raw,
+                         {"X-Sched-Key-Id": self.cluster.key_id, "X-Sched-Timestamp": str(ts),
+                          "X-Sched-Signature": sig, "Content-Type": "application/json"})
             status = conn.getresponse().status
         finally:
             conn.close()
@@ -644,6 +679,7 @@ def main(argv=None):
             kit.clause("block-strategy", kit.block_strategy)
             kit.clause("callback-retry", kit.callback_retry)
             kit.clause("auth", kit.auth)
+            kit.clause("addressed", kit.addressing)
             kit.clause("runs-batch", kit.runs_batch)
             kit.clause("runs-ahead", kit.runs_ahead)
     finally:

@@ -33,6 +33,9 @@ Status Runtime::VerifyRequest(const http::Request& req) const {
                                                  .signature = req.headers.Get(protocol::kSignatureHeader)};
     Status verified = protocol::VerifySignature(signed_request, signing_keys_, WallMs() + clock_offset_ms_,
                                                 options_.signature_window);
+    // Signed for this app, but maybe for another of its instances: a captured call replayed here
+    // would run its fire a second time, since each instance remembers only the runs it received.
+    if (verified.ok()) verified = protocol::VerifyAddressee(req.target, address_);
     if (!verified.ok()) {
         ++counters_.refused_unsigned;
         // At most one line per second: a flood of forged calls must not become a flood of logs.

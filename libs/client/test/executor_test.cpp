@@ -410,6 +410,45 @@ TEST_F(ExecutorTest, RefusesReplayedRetimedReBodiedAndRetargetedRuns) {
     EXPECT_EQ(count_calls_.load(), 1);
 }
 
+// A call captured on its way to another instance of the app verifies (same key), but is
+// addressed there: replayed here it would run its fire a second time, unseen by the cluster.
+TEST_F(ExecutorTest, RefusesACallAddressedToAnotherInstanceOfItsApp) {
+    Start(Options());
+    const std::string self = executor_->address();
+    const std::string other = "127.0.0.1:1";
+    // As nodes address a call (protocol::AddressedTarget), spelled out.
+    const auto addressed = [&](const std::string& path, const std::string& to) {
+        return Url(path + (path.find('?') == std::string::npos ? "?" : "&") + "instance=" + to);
+    };
+    const std::string body = RunBody(1, 10, "count").dump();
+    const auto elsewhere = SignedRequest(TestSigningKey(), http::Method::kPost, addressed("/v1/run", other), body);
+    auto refused = client_.Send(elsewhere);
+    EXPECT_EQ(refused->status, 401);
+    EXPECT_NE(ErrorOf(refused)["message"].get<std::string>().find(other), std::string::npos) << refused->body;
+    for (const auto& [method, path] :
+         std::vector<std::pair<http::Method, std::string>>{{http::Method::kPost, "/v1/kill"},
+                                                           {http::Method::kGet, "/v1/beat"},
+                                                           {http::Method::kPost, "/v1/idle-beat"},
+                                                           {http::Method::kPost, "/v1/runs"},
+                                                           {http::Method::kGet, "/v1/log?fire_id=1"}}) {
+        EXPECT_EQ(client_.Send(SignedRequest(TestSigningKey(), method, addressed(path, other), "{}"))->status, 401)
+            << path;
+    }
+    // Addressed here: accepted once, its replay a duplicate, as before.
+    const auto here = SignedRequest(TestSigningKey(), http::Method::kPost, addressed("/v1/run", self), body);
+    EXPECT_EQ(client_.Send(here)->status, 202);
+    auto again = client_.Send(here);
+    EXPECT_EQ(again->status, 202);
+    EXPECT_EQ(nlohmann::json::parse(again->body)["duplicate"], true);
+    EXPECT_EQ(client_.Send(SignedRequest(TestSigningKey(), http::Method::kGet, addressed("/v1/beat", self)))->status,
+              200);
+    // A node older than the addressing names no instance: still served.
+    EXPECT_EQ(Run(2, 11, "count"), 202);
+    ASSERT_EQ(ResultOf(1)["status"], "succeeded");
+    ASSERT_EQ(ResultOf(2)["status"], "succeeded");
+    EXPECT_EQ(count_calls_.load(), 2);
+}
+
 TEST_F(ExecutorTest, RefusesAnotherAppsKey) {
     Start(Options());
     const protocol::SigningKey other_app{"k-other-app", std::string(64, 'f')};

@@ -6,6 +6,17 @@
 
 namespace sched::dispatch {
 
+namespace {
+
+// The URL's host:port as written ("http://10.0.0.7:9999/v1/run" -> "10.0.0.7:9999"): the address
+// the instance registered, byte for byte, which is what it compares with (not a normalised form).
+std::string RawAuthority(std::string_view url) {
+    if (const auto scheme = url.find("://"); scheme != std::string_view::npos) url.remove_prefix(scheme + 3);
+    return std::string(url.substr(0, url.find_first_of("/?")));
+}
+
+}  // namespace
+
 ExecutorSigner::ExecutorSigner(db::DatabaseProvider database, net::thread_pool& db_pool,
                                std::function<std::int64_t()> now_ms, Micros refresh)
     : database_(std::move(database)),
@@ -36,12 +47,14 @@ net::awaitable<Result<http::ClientResponse>> ExecutorSigner::Send(http::HttpClie
     const std::int64_t now = now_ms_ ? now_ms_() : cache_->DbNowMs();
     const store::SigningKey* key = keys->SigningAt(now);
     if (key == nullptr) co_return Status(Code::kUnavailable, "app " + app + " has no active signing key yet");
+    // Addressed to the instance the URL names, under the signature: the call is worth nothing at
+    // any other instance of the app (docs/protocol.md "Replays").
+    const std::string target = protocol::AddressedTarget(parsed->target, RawAuthority(url));
     http::ClientRequest request;
     request.method = method;
-    request.url = std::move(url);
+    request.url = "http://" + parsed->Authority() + target;
     const protocol::SigningKey signing{key->key_id, key->secret};
-    for (auto& [name, value] :
-         protocol::SignatureHeaders(signing, http::MethodName(method), parsed->target, now, body)) {
+    for (auto& [name, value] : protocol::SignatureHeaders(signing, http::MethodName(method), target, now, body)) {
         request.headers.Set(name, std::move(value));
     }
     if (!body.empty()) request.headers.Set("Content-Type", "application/json");

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "sched/common/crypto.hpp"
+#include "sched/http/message.hpp"
 
 namespace sched::protocol {
 
@@ -92,6 +93,49 @@ Status VerifySignature(const SignedRequest& request, const std::vector<SigningKe
                                ": does not match (wrong key, or the method, target, timestamp or body changed)");
     }
     return Status::Ok();
+}
+
+std::string AddressedTarget(std::string_view target, std::string_view instance) {
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    std::string out(target);
+    out += target.find('?') == std::string_view::npos ? '?' : '&';
+    out.append(kInstanceParam).append("=");
+    for (const char c : instance) {
+        const auto b = static_cast<unsigned char>(c);
+        const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (alnum || c == '-' || c == '.' || c == '_' || c == '~' || c == ':') {
+            out += c;
+        } else {
+            out += '%';
+            out += kHex[b >> 4];
+            out += kHex[b & 0x0F];
+        }
+    }
+    return out;
+}
+
+Status VerifyAddressee(std::string_view target, std::string_view instance) {
+    const auto question = target.find('?');
+    if (question == std::string_view::npos) return Status::Ok();
+    std::string_view rest = target.substr(question + 1);
+    std::optional<std::string> addressed;
+    while (!rest.empty()) {
+        const auto amp = rest.find('&');
+        const std::string_view pair = rest.substr(0, amp);
+        rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+        const auto eq = pair.find('=');
+        if (pair.substr(0, eq) != kInstanceParam) continue;
+        const std::string param(kInstanceParam);
+        if (addressed) return Unauthenticated(param + ": named more than once");
+        const std::string_view value = eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+        auto decoded = value.size() <= 3 * kMaxInstanceLength ? http::PercentDecode(value, false) : std::nullopt;
+        if (!decoded || decoded->size() > kMaxInstanceLength) return Unauthenticated(param + ": malformed");
+        addressed = std::move(*decoded);
+    }
+    if (!addressed || *addressed == instance) return Status::Ok();
+    return Unauthenticated(std::string(kInstanceParam) + ": the call is addressed to instance \"" + *addressed +
+                           "\", not to this one (" + std::string(instance) +
+                           "): a signed call is valid only at the instance it was sent to");
 }
 
 }  // namespace sched::protocol

@@ -22,6 +22,10 @@ TEST(RequestSignature, MatchesTheWorkedExampleOfTheProtocolDoc) {
               "v1=42e2e7af3cff2692d20b1515afba0c9ab3c5bf485a79ecef5bceeb65725b0c3d");
     EXPECT_EQ(Signature(kExampleKey, "GET", "/v1/log?fire_id=42&from_line=0", kExampleTimestamp, ""),
               "v1=e990729a3423d7a205b92ccc41208f0f2647ccfb341eda5196b480169df82e10");
+    // The same run addressed to the instance 10.0.0.7:9999, as nodes send it.
+    EXPECT_EQ(AddressedTarget("/v1/run", "10.0.0.7:9999"), "/v1/run?instance=10.0.0.7:9999");
+    EXPECT_EQ(Signature(kExampleKey, "POST", "/v1/run?instance=10.0.0.7:9999", kExampleTimestamp, kExampleBody),
+              "v1=4eb4071b33fff37b8b4cc5f51cedf23933c74d5f87adb22920ebe5c391f6f87b");
     const auto headers = SignatureHeaders(kExampleKey, "post", "/v1/run", kExampleTimestamp, kExampleBody);
     ASSERT_EQ(headers.size(), 3u);
     EXPECT_EQ(headers[0].first, "X-Sched-Key-Id");
@@ -113,6 +117,47 @@ TEST_F(VerifySignatureTest, RefusesMissingOrMalformedHeaders) {
     r.signature = v2;
     EXPECT_NE(Verify(r).message().find("unsupported scheme"), std::string::npos);
     EXPECT_EQ(VerifySignature(Request(), {}, kExampleTimestamp, seconds(30)).code(), Code::kUnauthenticated);
+}
+
+TEST(AddressedTarget, AppendsTheInstanceAsTheLastQueryParameterPercentEncoded) {
+    EXPECT_EQ(AddressedTarget("/v1/log?fire_id=42&from_line=0", "billing-1:9999"),
+              "/v1/log?fire_id=42&from_line=0&instance=billing-1:9999");
+    EXPECT_EQ(AddressedTarget("/v1/beat", "[::1]:9999"), "/v1/beat?instance=%5B::1%5D:9999");
+    EXPECT_EQ(AddressedTarget("/v1/run", "a b&instance=x:1"), "/v1/run?instance=a%20b%26instance%3Dx:1");
+}
+
+TEST(VerifyAddressee, AcceptsItsOwnAddressAndAnUnaddressedCall) {
+    EXPECT_TRUE(VerifyAddressee("/v1/run?instance=10.0.0.7:9999", "10.0.0.7:9999").ok());
+    EXPECT_TRUE(VerifyAddressee(AddressedTarget("/v1/beat", "[::1]:9999"), "[::1]:9999").ok());
+    EXPECT_TRUE(VerifyAddressee("/v1/log?fire_id=3&instance=h:1&from_line=2", "h:1").ok());
+    // A node older than the parameter addresses nobody: its calls stay valid.
+    EXPECT_TRUE(VerifyAddressee("/v1/run", "10.0.0.7:9999").ok());
+    EXPECT_TRUE(VerifyAddressee("/v1/log?fire_id=3&from_line=0", "10.0.0.7:9999").ok());
+    EXPECT_TRUE(VerifyAddressee("/v1/log?instances=x&xinstance=y", "10.0.0.7:9999").ok());
+}
+
+TEST(VerifyAddressee, RefusesACallAddressedToAnotherInstance) {
+    const Status other = VerifyAddressee("/v1/run?instance=10.0.0.8:9999", "10.0.0.7:9999");
+    EXPECT_EQ(other.code(), Code::kUnauthenticated);
+    EXPECT_NE(other.message().find("10.0.0.8:9999"), std::string::npos) << other.message();
+    // Byte for byte: no normalising of case, ports or encodings.
+    EXPECT_FALSE(VerifyAddressee("/v1/run?instance=Billing-1:9999", "billing-1:9999").ok());
+    EXPECT_FALSE(VerifyAddressee("/v1/run?instance=10.0.0.7:09999", "10.0.0.7:9999").ok());
+    EXPECT_FALSE(VerifyAddressee("/v1/run?instance=", "10.0.0.7:9999").ok());
+    EXPECT_FALSE(VerifyAddressee("/v1/run?instance", "10.0.0.7:9999").ok());
+}
+
+TEST(VerifyAddressee, RefusesHostileAddressing) {
+    // Twice (even once right): which one would a proxy or another parser read?
+    EXPECT_FALSE(VerifyAddressee("/v1/run?instance=h:1&instance=h:1", "h:1").ok());
+    EXPECT_FALSE(VerifyAddressee("/v1/run?instance=h:2&instance=h:1", "h:1").ok());
+    // Bad percent-encoding, an encoded NUL, an overlong value.
+    EXPECT_FALSE(VerifyAddressee("/v1/run?instance=h%3:1", "h:1").ok());
+    EXPECT_FALSE(VerifyAddressee("/v1/run?instance=h%00:1", "h:1").ok());
+    EXPECT_FALSE(VerifyAddressee("/v1/run?instance=" + std::string(kMaxInstanceLength + 1, 'a'),
+                                 std::string(kMaxInstanceLength + 1, 'a'))
+                     .ok());
+    EXPECT_FALSE(VerifyAddressee("/v1/run?instance=" + std::string(100'000, '%'), "h:1").ok());
 }
 
 }  // namespace

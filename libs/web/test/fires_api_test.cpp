@@ -256,7 +256,9 @@ TEST_P(FiresApiTest, LogIsRelayedFromTheExecutorThatRanTheFire) {
     EXPECT_EQ(log["executor_address"], executor.address());
     EXPECT_EQ(log["source"], "live");
     ASSERT_EQ(executor.log_queries().size(), 1u);
-    EXPECT_EQ(executor.log_queries()[0], "fire_id=" + std::to_string(fire) + "&from_line=1");
+    // Addressed to the instance that ran it (docs/protocol.md "Addressed calls").
+    EXPECT_EQ(executor.log_queries()[0],
+              "fire_id=" + std::to_string(fire) + "&from_line=1&instance=" + executor.address());
     EXPECT_EQ(executor.bearer_tokens_seen(), 0);
 
     // The executor no longer has it.

@@ -536,6 +536,9 @@ class Executor:
         reason = signature.verify(method, target, body, headers.get(signature.KEY_ID_HEADER),
                                   headers.get(signature.TIMESTAMP_HEADER), headers.get(signature.SIGNATURE_HEADER),
                                   keys, now, self.options.signature_window_ms)
+        # Signed for this app, maybe for another of its instances: replayed here, a captured run
+        # would run a second time (each instance remembers only the runs it received).
+        reason = reason or signature.verify_addressee(target, self.address)
         if reason:
             self.stats["refused_unsigned"] += 1
         return reason

@@ -3,12 +3,16 @@ libs/protocol/src/request_signature.cpp."""
 
 import hashlib
 import hmac
+import urllib.parse
 
 KEY_ID_HEADER = "X-Sched-Key-Id"
 TIMESTAMP_HEADER = "X-Sched-Timestamp"
 SIGNATURE_HEADER = "X-Sched-Signature"
 DEFAULT_WINDOW_MS = 30_000
 _MAX_HEADER = 256
+INSTANCE_PARAM = "instance"
+MAX_INSTANCE_LENGTH = 300
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:")
 
 
 def canonical_string(method, target, timestamp, key_id, body):
@@ -44,3 +48,55 @@ def verify(method, target, body, key_id, timestamp, signature, keys, cluster_now
     if not hmac.compare_digest(expected.encode(), signature.encode("utf-8", "replace")):
         return "bad signature"
     return None
+
+
+def addressed_target(target, instance):
+    """`target` with `instance=<host:port>` appended: the instance a node sends the call to, under
+    the signature (every byte but letters, digits, "-._~" and ":" percent-encoded)."""
+    encoded = "".join(c if c in _UNRESERVED else "".join("%%%02X" % b for b in c.encode("utf-8"))
+                      for c in instance)
+    return target + ("&" if "?" in target else "?") + INSTANCE_PARAM + "=" + encoded
+
+
+def verify_addressee(target, instance):
+    """After verify(): None when `target` names this instance (`instance`, its advertised address,
+    compared byte for byte) or none at all (a node older than the parameter), else the reason it
+    is refused: addressed to another instance of the app, named twice, or malformed."""
+    _, question, query = target.partition("?")
+    if not question:
+        return None
+    addressed = None
+    for pair in query.split("&"):
+        key, _, value = pair.partition("=")
+        if key != INSTANCE_PARAM:
+            continue
+        if addressed is not None:
+            return "instance: named more than once"
+        addressed = _percent_decoded(value) if len(value) <= 3 * MAX_INSTANCE_LENGTH else None
+        if addressed is None or len(addressed) > MAX_INSTANCE_LENGTH:
+            return "instance: malformed"
+    if addressed is None or addressed == instance:
+        return None
+    return "instance: the call is addressed to instance %r, not to this one (%s): a signed call is valid only " \
+           "at the instance it was sent to" % (addressed[:64], instance)
+
+
+def _percent_decoded(value):
+    """`value` percent-decoded ('+' stays a '+'), or None when an escape is malformed or the
+    bytes are not UTF-8."""
+    out = bytearray()
+    i = 0
+    while i < len(value):
+        if value[i] == "%":
+            digits = value[i + 1:i + 3]
+            if len(digits) != 2 or any(c not in "0123456789abcdefABCDEF" for c in digits):
+                return None
+            out.append(int(digits, 16))
+            i += 3
+        else:
+            out.extend(value[i].encode("utf-8"))
+            i += 1
+    try:
+        return out.decode("utf-8")
+    except UnicodeDecodeError:
+        return None

@@ -11,7 +11,8 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from sched_client import ApiError, Executor, Options, parse_run, sign, verify  # noqa: E402
+from sched_client import (ApiError, Executor, Options, addressed_target, parse_run, sign, verify,  # noqa: E402
+                          verify_addressee)
 
 SECRET = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 KEY = "k-7f3a9c21"
@@ -24,6 +25,26 @@ class SignatureTest(unittest.TestCase):
                          "v1=42e2e7af3cff2692d20b1515afba0c9ab3c5bf485a79ecef5bceeb65725b0c3d")
         self.assertEqual(sign(SECRET, "GET", "/v1/log?fire_id=42&from_line=0", 1767225600000, KEY, b""),
                          "v1=e990729a3423d7a205b92ccc41208f0f2647ccfb341eda5196b480169df82e10")
+
+        # Addressed to the instance 10.0.0.7:9999, as nodes send it.
+        self.assertEqual(addressed_target("/v1/run", "10.0.0.7:9999"), "/v1/run?instance=10.0.0.7:9999")
+        self.assertEqual(sign(SECRET, "POST", "/v1/run?instance=10.0.0.7:9999", 1767225600000, KEY, body),
+                         "v1=4eb4071b33fff37b8b4cc5f51cedf23933c74d5f87adb22920ebe5c391f6f87b")
+
+    def test_addressing_binds_a_call_to_one_instance(self):
+        self.assertEqual(addressed_target("/v1/log?fire_id=3", "[::1]:9999"), "/v1/log?fire_id=3&instance=%5B::1%5D:9999")
+        self.assertIsNone(verify_addressee("/v1/log?fire_id=3&instance=%5B::1%5D:9999", "[::1]:9999"))
+        self.assertIsNone(verify_addressee("/v1/run?instance=h:1", "h:1"))
+        self.assertIsNone(verify_addressee("/v1/run", "h:1"))  # an older node's call: unaddressed
+        self.assertIsNone(verify_addressee("/v1/log?fire_id=3&xinstance=h:2", "h:1"))
+        self.assertIn("addressed to instance", verify_addressee("/v1/run?instance=h:2", "h:1"))
+        self.assertIn("addressed to instance", verify_addressee("/v1/run?instance=H:1", "h:1"))
+        self.assertIn("addressed to instance", verify_addressee("/v1/run?instance=", "h:1"))
+        self.assertIn("more than once", verify_addressee("/v1/run?instance=h:1&instance=h:1", "h:1"))
+        self.assertIn("malformed", verify_addressee("/v1/run?instance=h%3:1", "h:1"))
+        self.assertIn("malformed", verify_addressee("/v1/run?instance=%ff:1", "h:1"))
+        self.assertIn("malformed", verify_addressee("/v1/run?instance=" + "a" * 301, "a" * 301))
+        self.assertIn("malformed", verify_addressee("/v1/run?instance=" + "%" * 100000, "h:1"))
 
     def test_verify_refuses_in_the_documented_order(self):
         keys = {KEY: SECRET}
@@ -193,6 +214,15 @@ class HostileInputTest(unittest.TestCase):
             self.assertLess(started[901], answered + 0.3 + 0.5)
         finally:
             self.ex._handlers["h"] = lambda ctx: "ok"
+
+    def test_a_call_addressed_to_another_instance_is_401(self):
+        own = self.ex.address
+        self.assertEqual(self.call("GET", addressed_target("/v1/beat", own))[0], 200)
+        self.assertEqual(self.call("GET", "/v1/beat")[0], 200)  # an older node addresses nobody
+        for method, target in (("GET", "/v1/beat"), ("POST", "/v1/run"), ("POST", "/v1/kill"),
+                               ("GET", "/v1/log?fire_id=1")):
+            status, body = self.call(method, addressed_target(target, "127.0.0.1:1"), b"{}")
+            self.assertEqual(status, 401, target)
 
     def test_log_query_is_validated(self):
         self.assertEqual(self.call("GET", "/v1/log")[1]["error"]["field"], "fire_id")

@@ -3,7 +3,10 @@
 /// The one way nodes call an executor's `/v1/*` API (run, kill, beat, idle-beat, log): every
 /// call is signed with the app's current signing key (sched/protocol/request_signature.hpp,
 /// docs/protocol.md "Security") and carries no bearer token, so an executor - or anyone who
-/// registers an address - receives nothing that opens the cluster's own APIs.
+/// registers an address - receives nothing that opens the cluster's own APIs. Every call is
+/// also addressed to the instance its URL names (`instance=<host:port>` appended to the target,
+/// under the signature: protocol::AddressedTarget), so a captured call opens no other instance of
+/// the app either.
 ///
 /// Keys come from a SigningKeyCache (read through at most every `refresh` per app, on the DB
 /// pool; a cached app costs no DB work and no thread hop). The timestamp is the DB clock:

@@ -80,9 +80,34 @@ struct SignedRequest {
 ///  3. the key id is one of `keys` (an app holds at most a few: the current one and the next or
 ///     previous one during a rotation);
 ///  4. the signature equals the expected one (constant-time comparison).
-/// A request inside the window may be replayed verbatim; what makes that harmless is the
-/// executor's idempotency (a run is keyed by (fire_id, attempt), docs/protocol.md).
+/// A request inside the window may be replayed verbatim to the instance it was sent to; what
+/// makes that harmless is the executor's idempotency (a run is keyed by (fire_id, attempt),
+/// docs/protocol.md), and VerifyAddressee keeps it from every other instance of the app.
 Status VerifySignature(const SignedRequest& request, const std::vector<SigningKey>& keys, std::int64_t now_ms,
                        Micros window);
+
+/// The query parameter that addresses a call to one instance. Nodes append
+/// `instance=<host:port>` - the address the instance registered, which is where the call goes -
+/// to every call's target. The signature covers the target, so the call is bound to that
+/// instance without a new signature version: an executor that does not know the parameter
+/// ignores it (and stays open to replays across its app's instances, as before it), one that
+/// does refuses a call addressed to another instance (VerifyAddressee).
+inline constexpr std::string_view kInstanceParam = "instance";
+/// The longest instance address a target may name (a registered address is host:port, at most
+/// 255 characters of host).
+inline constexpr std::size_t kMaxInstanceLength = 300;
+
+/// `target` ("/v1/run", "/v1/log?fire_id=3") with `instance=<instance>` appended as its last
+/// query parameter; every byte of `instance` but letters, digits, "-._~" and ':' is
+/// percent-encoded ("10.0.0.7:9999" stays as it is, "[::1]:9999" becomes "%5B::1%5D:9999").
+std::string AddressedTarget(std::string_view target, std::string_view instance);
+
+/// Checks, after VerifySignature, that a call's `target` is addressed to this instance, which
+/// registered `instance`. OK when the target names exactly `instance` (percent-decoded, compared
+/// byte for byte), and when it names no instance at all (a node older than the parameter: its
+/// calls still verify). kUnauthenticated, with a message naming the parameter, when it names
+/// another instance (a call captured on its way to another instance of the app and replayed
+/// here), names one more than once, or is not percent-encoded properly.
+Status VerifyAddressee(std::string_view target, std::string_view instance);
 
 }  // namespace sched::protocol
