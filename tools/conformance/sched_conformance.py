@@ -455,6 +455,49 @@ class Kit:
         check(r.get("status") == "timeout", "a run past its timeout_ms reported %r, expected timeout" % r.get("status"))
         return "timeout_ms 300 of a 30 s sleep: timeout after %s ms" % (r.get("finished_ms", 0) - r.get("started_ms", 0))
 
+    def timeout_kill(self):
+        # The node's watch of a job's timeout starts at its dispatch; the run's own timeout at its
+        # handler's start. A timeout kill of a run whose own timeout has not passed leaves it.
+        running = self.start_sleeper()
+        time.sleep(0.1)
+        status, body = self.ex.call("POST", "/v1/kill", {"fire_id": running, "reason": "timeout"})
+        check(status == 200 and isinstance(body, dict), "timeout kill of a run 0.1 s into its 60 s timeout: %s %s"
+              % (status, body))
+        left = body.get("timeout_in_ms")
+        check(isinstance(left, int) and 50000 <= left <= 60000,
+              "timeout_in_ms %r, expected what its own 60 s timeout still gives it" % left)
+        queued = self.fire()
+        status, body = self.ex.call("POST", "/v1/run", self.run_body(queued, "conformance.echo", job_id=running,
+                                                                      timeout_ms=5000))
+        check(status == 202, "serial run behind the sleeper: %s %s" % (status, body))
+        status, body = self.ex.call("POST", "/v1/kill", {"fire_id": queued, "reason": "timeout"})
+        check(status == 200 and isinstance(body, dict) and body.get("state") == "queued",
+              "timeout kill of a queued run: %s %s" % (status, body))
+        check(isinstance(body.get("timeout_in_ms"), int) and body["timeout_in_ms"] >= 5000,
+              "a queued run has its whole 5 s timeout ahead, the answer says %r" % body.get("timeout_in_ms"))
+        status, body = self.ex.call("POST", "/v1/kill", {"fire_id": running})
+        check(status == 200, "kill of the sleeper: %s %s" % (status, body))
+        check(self.result(running).get("status") == "killed", "the sleeper killed by request was not reported killed")
+        r = self.result(queued)
+        check(r.get("status") == "succeeded", "the queued run after a timeout kill reported %r, expected it to run"
+              % r.get("status"))
+        # Without a timeout of its own the node's watch is its clock: it ends `timeout`, not `killed`.
+        bare = self.fire()
+        status, body = self.ex.call("POST", "/v1/run", self.run_body(bare, "conformance.sleep", {"ms": 30000},
+                                                                      timeout_ms=0))
+        check(status == 202, "sleep run without a timeout: %s %s" % (status, body))
+        time.sleep(0.2)
+        status, body = self.ex.call("POST", "/v1/kill", {"fire_id": bare, "reason": "timeout"})
+        check(status == 200 and "timeout_in_ms" not in (body or {}), "timeout kill of a run without a timeout: %s %s"
+              % (status, body))
+        r = self.result(bare)
+        check(r.get("status") == "timeout", "a run ended by a timeout kill reported %r, expected timeout"
+              % r.get("status"))
+        status, body = self.ex.call("POST", "/v1/kill", {"fire_id": bare, "reason": 7})
+        check(400 <= status < 500 and status != 404 and names_field(body, "reason"),
+              "a kill with reason 7: %s %s, expected 400 naming reason" % (status, body))
+        return "left alone until its own timeout (%d ms); queued run ran; no own timeout: reported timeout" % left
+
     def addressing(self):
         # A call signed for this app but addressed to another of its instances is a capture being
         # replayed: each instance remembers only the runs it received, so it would run again.
@@ -676,6 +719,7 @@ def main(argv=None):
             kit.clause("kill", kit.kill)
             kit.clause("idle-beat", kit.idle_beat)
             kit.clause("timeout", kit.timeout_clause)
+            kit.clause("timeout-kill", kit.timeout_kill)
             kit.clause("block-strategy", kit.block_strategy)
             kit.clause("callback-retry", kit.callback_retry)
             kit.clause("auth", kit.auth)

@@ -230,18 +230,24 @@ http::Response Runtime::OnKill(http::Request& req) {
     const auto kill = protocol::ParseKillRequest(*body);
     if (!kill.ok()) return http::Response::Error(*kill.error);
     const std::int64_t fire_id = kill.value.fire_id;
-    const KillResult k = registry_.Kill(fire_id);
+    const bool timeout = kill.value.reason == protocol::KillReason::kTimeout;
+    const KillResult k = registry_.Kill(fire_id, timeout);
     if (!k.run) {
         return http::Response::Error(http::ApiError{
             Code::kNotFound, "fire " + std::to_string(fire_id) + " is not running or queued here", "fire_id"});
     }
-    if (k.was_running) {
-        FireLog(fire_id, "kill requested: the handler is asked to stop");
+    protocol::KillAnswer answer{.fire_id = fire_id,
+                                .state = k.was_running ? protocol::RunState::kRunning : protocol::RunState::kQueued};
+    if (k.timeout_in) {
+        answer.timeout_in_ms = k.timeout_in->count();
+        FireLog(fire_id, "timeout kill not acted on: the run's own timeout ends it in " +
+                             std::to_string(*answer.timeout_in_ms) + " ms (it counts from the handler's start)");
+    } else if (k.was_running) {
+        FireLog(fire_id, timeout ? "timeout kill: the handler is asked to stop"
+                                 : "kill requested: the handler is asked to stop");
     } else {
-        ReportNeverStarted(k.run, "killed by request before it started");
+        ReportNeverStarted(k.run, timeout ? "timed out before it started" : "killed by request before it started");
     }
-    const protocol::KillAnswer answer{
-        .fire_id = fire_id, .state = k.was_running ? protocol::RunState::kRunning : protocol::RunState::kQueued};
     return http::Response::Json(protocol::ToJson(answer));
 }
 

@@ -78,7 +78,8 @@ void Runtime::Execute(const RunPtr& run) {
     const RunRequest& r = run->request;
     const std::int64_t started_ms = WallMs();
     const auto timeout = milliseconds(r.timeout_ms);
-    const auto deadline = r.timeout_ms > 0 ? Clock::now() + timeout : Clock::time_point::max();
+    // The timeout counts from here, the handler's start, whatever the run waited for before.
+    const auto deadline = run->MarkStarted(Clock::now());
     std::shared_ptr<net::steady_timer> timer;
     if (r.timeout_ms > 0) {
         timer = std::make_shared<net::steady_timer>(strand_);
@@ -119,7 +120,9 @@ void Runtime::Execute(const RunPtr& run) {
         case CancelReason::kTimeout:
             result.outcome = protocol::RunOutcome::kTimeout;
             result.code = std::string(CodeName(Code::kDeadlineExceeded));
-            result.message = "timed out after " + std::to_string(r.timeout_ms) + " ms";
+            // Without a timeout of its own, only the node's watch (a kill with reason timeout) ends it.
+            result.message = r.timeout_ms > 0 ? "timed out after " + std::to_string(r.timeout_ms) + " ms"
+                                              : std::string("timed out: the job's timeout, watched by the node");
             break;
         case CancelReason::kKilled:
             result.outcome = protocol::RunOutcome::kKilled;
@@ -157,16 +160,17 @@ void Runtime::Execute(const RunPtr& run) {
 
 void Runtime::ReportNeverStarted(const RunPtr& run, const std::string& message) {
     const RunRequest& r = run->request;
+    const bool timed_out = run->token.reason() == CancelReason::kTimeout;
     CallbackResult result;
     result.fire_id = r.fire_id;
     result.attempt = r.attempt;
     result.epoch = r.epoch;
-    result.outcome = protocol::RunOutcome::kKilled;
-    result.code = std::string(CodeName(Code::kCancelled));
+    result.outcome = timed_out ? protocol::RunOutcome::kTimeout : protocol::RunOutcome::kKilled;
+    result.code = std::string(CodeName(timed_out ? Code::kDeadlineExceeded : Code::kCancelled));
     result.message = message;
     result.started_ms = result.finished_ms = WallMs();
     result.callback_url = r.callback_url;
-    FireLog(r.fire_id, "killed: " + message);
+    FireLog(r.fire_id, std::string(protocol::Name(result.outcome)) + ": " + message);
     AttachLogTail(result);
     logs_.Close(r.fire_id);
     Report(std::move(result), r.handler, -1);

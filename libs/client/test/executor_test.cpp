@@ -103,6 +103,10 @@ class ExecutorTest : public ::testing::Test {
             return Status::Ok();
         });
         executor_->Handle("gate", gate_.AsHandler());
+        executor_->Handle("sleep", [](JobContext& ctx) {
+            return ctx.SleepFor(std::chrono::milliseconds(ctx.params().value("ms", 0))) ? Status::Ok()
+                                                                                        : Cancelled("stopped");
+        });
         executor_->Handle("chatty", [](JobContext& ctx) {
             const int lines = ctx.params().value("lines", 0);
             for (int i = 0; i < lines; ++i) ctx.Log("line {:03} of {}", i, lines);
@@ -354,6 +358,25 @@ TEST_F(ExecutorTest, BadRequestsGet4xxNamingTheFieldAndTheExecutorKeepsServing) 
     EXPECT_EQ(executor_->Stats().accepted, 1u);
 }
 
+TEST_F(ExecutorTest, AKillsReasonIsReadLenientlyButBoundedAndTyped) {
+    Start(Options());
+    ASSERT_EQ(Run(1, 10, "gate"), 202);
+    ASSERT_TRUE(WaitFor([&] { return gate_.entered == 1; }));
+    for (const nlohmann::json& reason : {nlohmann::json(7), nlohmann::json(std::string(65, 't')),
+                                         nlohmann::json::array({"timeout"}), nlohmann::json::object()}) {
+        auto r = Post("/v1/kill", {{"fire_id", 1}, {"reason", reason}});
+        EXPECT_EQ(r->status, 400) << reason.dump();
+        EXPECT_EQ(ErrorOf(r)["field"], "reason") << reason.dump();
+    }
+    EXPECT_EQ(gate_.running.load(), 1);
+    // A reason this executor does not know (a newer node's) is still a kill.
+    auto newer = Post("/v1/kill", {{"fire_id", 1}, {"reason", "drain"}, {"by", "someone"}});
+    EXPECT_EQ(newer->status, 200);
+    const auto result = ResultOf(1);
+    EXPECT_EQ(result["status"], "killed");
+    EXPECT_EQ(result["message"], "killed by request");
+}
+
 // ---- Request signatures (docs/protocol.md "Security") ----
 
 TEST_F(ExecutorTest, RefusesUnsignedCallsAndBearerTokensOnEveryRoute) {
@@ -527,6 +550,51 @@ TEST_F(ExecutorTest, KillRemovesAQueuedRun) {
     EXPECT_EQ(gate_.Order(), std::vector<std::int64_t>{1});
 }
 
+// The node's watch of the job's timeout asks with reason "timeout": the fire ends `timeout`,
+// not `killed` (here the run has no timeout of its own, so the node's is the only clock).
+TEST_F(ExecutorTest, AKillForTheJobsTimeoutReportsTimeoutNotKilled) {
+    Start(Options());
+    ASSERT_EQ(Run(1, 10, "gate"), 202);
+    ASSERT_TRUE(WaitFor([&] { return gate_.entered == 1; }));
+    auto kill = Post("/v1/kill", {{"fire_id", 1}, {"reason", "timeout"}});
+    ASSERT_EQ(kill->status, 200) << kill->body;
+    EXPECT_EQ(nlohmann::json::parse(kill->body), (nlohmann::json{{"fire_id", 1}, {"state", "running"}}));
+    const auto result = ResultOf(1);
+    EXPECT_EQ(result["status"], "timeout");
+    EXPECT_EQ(result["code"], "deadline_exceeded");
+    EXPECT_EQ(executor_->Stats().timed_out, 1u);
+    EXPECT_EQ(executor_->Stats().killed, 0u);
+}
+
+// A serial run queued behind the job's running fire: the node's watch began at its dispatch, its
+// own timeout begins when its handler starts. The timeout kill leaves it alone, says how long its
+// own timeout still gives it, and the run gets the whole of it.
+TEST_F(ExecutorTest, ATimeoutKillLeavesARunThatWaitedBehindTheJobsRunningFireToItsOwnTimeout) {
+    Start(Options());
+    ASSERT_EQ(Run(1, 10, "gate"), 202);
+    ASSERT_TRUE(WaitFor([&] { return gate_.entered == 1; }));
+    ASSERT_EQ(Run(2, 10, "sleep", {{"timeout_ms", 10000}, {"params", {{"ms", 300}}}}), 202);
+    auto queued = Post("/v1/kill", {{"fire_id", 2}, {"reason", "timeout"}});
+    ASSERT_EQ(queued->status, 200) << queued->body;
+    EXPECT_EQ(nlohmann::json::parse(queued->body),
+              (nlohmann::json{{"fire_id", 2}, {"state", "queued"}, {"timeout_in_ms", 10000}}));
+    gate_.open = true;
+    EXPECT_EQ(ResultOf(1)["status"], "succeeded");
+    // Started now: asked again, it counts from the handler's start.
+    nlohmann::json started;
+    ASSERT_TRUE(WaitFor([&] {
+        auto k = Post("/v1/kill", {{"fire_id", 2}, {"reason", "timeout"}});
+        if (!k.ok() || k->status != 200) return false;
+        started = nlohmann::json::parse(k->body);
+        return started.value("timeout_in_ms", 10000) < 10000;
+    }));
+    EXPECT_EQ(started["state"], "running");
+    EXPECT_GT(started["timeout_in_ms"].get<std::int64_t>(), 9000);
+    const auto result = ResultOf(2);
+    EXPECT_EQ(result["status"], "succeeded") << result.dump();
+    EXPECT_GE(result["finished_ms"].get<std::int64_t>() - result["started_ms"].get<std::int64_t>(), 300);
+}
+
 TEST_F(ExecutorTest, BeatAndIdleBeatReportState) {
     Start(Options());
     auto beat = Get("/v1/beat");
@@ -535,7 +603,7 @@ TEST_F(ExecutorTest, BeatAndIdleBeatReportState) {
     const auto b = nlohmann::json::parse(beat->body);
     EXPECT_EQ(b["app"], "test-app");
     EXPECT_EQ(b["address"], "127.0.0.1:" + std::to_string(executor_->port()));
-    EXPECT_EQ(b["handlers"], (nlohmann::json{"chatty", "count", "echo", "fail", "gate", "throw"}));
+    EXPECT_EQ(b["handlers"], (nlohmann::json{"chatty", "count", "echo", "fail", "gate", "sleep", "throw"}));
     EXPECT_EQ(b["capacity"], 16);
     EXPECT_EQ(b["running"], 0);
     // The beat is the heartbeat plus the highest epoch seen (protocol::BeatAnswer).
@@ -658,7 +726,7 @@ TEST_F(ExecutorTest, HeartbeatsCarryHandlersCapacityAndRunningAndStopDeregisters
     const auto first = web_->Heartbeats().front();
     EXPECT_EQ(first["app"], "test-app");
     EXPECT_EQ(first["address"], address);
-    EXPECT_EQ(first["handlers"], (nlohmann::json{"chatty", "count", "echo", "fail", "gate", "throw"}));
+    EXPECT_EQ(first["handlers"], (nlohmann::json{"chatty", "count", "echo", "fail", "gate", "sleep", "throw"}));
     EXPECT_EQ(first["capacity"], 16);
     EXPECT_EQ(first["running"], 0);
 

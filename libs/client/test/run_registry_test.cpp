@@ -125,6 +125,72 @@ TEST(RunRegistry, KillCancelsARunningFireAndRemovesAQueuedOne) {
     EXPECT_EQ(reg.Finish(a.run), nullptr);  // the killed queued fire does not start
 }
 
+// The node's watch of a job's timeout starts at its dispatch, the run's own at its handler's
+// start: a timeout kill ends a run only once the run's own timeout passed.
+TEST(RunRegistry, ATimeoutKillWaitsForTheRunsOwnTimeoutCountedFromItsStart) {
+    using std::chrono::milliseconds;
+    RunRegistry reg(8, 100);
+    const auto t0 = std::chrono::steady_clock::now();
+    RunRequest timed = MakeRun(1, 10);
+    timed.timeout_ms = 2000;
+    auto first = reg.Admit(timed);
+    RunRequest queued_run = MakeRun(2, 10);
+    queued_run.timeout_ms = 2000;
+    auto queued = reg.Admit(queued_run);
+    ASSERT_FALSE(queued.start_now);
+
+    // Admitted but not started (no worker yet): its whole timeout is ahead.
+    auto early = reg.Kill(1, true, t0 + milliseconds(2500));
+    ASSERT_TRUE(early.run);
+    EXPECT_TRUE(early.was_running);
+    EXPECT_EQ(early.timeout_in, milliseconds(2000));
+    EXPECT_FALSE(first.run->token.cancelled());
+
+    first.run->MarkStarted(t0 + milliseconds(100));
+    EXPECT_EQ(reg.Kill(1, true, t0 + milliseconds(1500)).timeout_in, milliseconds(600));
+    EXPECT_FALSE(first.run->token.cancelled());
+    // Queued behind it: not started, and it stays queued.
+    auto behind = reg.Kill(2, true, t0 + milliseconds(2000));
+    EXPECT_FALSE(behind.was_running);
+    EXPECT_EQ(behind.timeout_in, milliseconds(2000));
+    EXPECT_FALSE(queued.run->token.cancelled());
+    EXPECT_EQ(reg.InFlight(), 2u);
+
+    // Its own timeout passed: cancelled, as a timeout, not as a kill by request.
+    auto due = reg.Kill(1, true, t0 + milliseconds(2100));
+    EXPECT_FALSE(due.timeout_in);
+    EXPECT_TRUE(due.was_running);
+    EXPECT_EQ(first.run->token.reason(), CancelReason::kTimeout);
+    ASSERT_EQ(reg.Finish(first.run), queued.run);
+    queued.run->MarkStarted(t0 + milliseconds(2200));
+    EXPECT_EQ(reg.Kill(2, true, t0 + milliseconds(2300)).timeout_in, milliseconds(1900));
+    // A kill by request is at once, whatever the timeout.
+    reg.Kill(2, false, t0 + milliseconds(2300));
+    EXPECT_EQ(queued.run->token.reason(), CancelReason::kKilled);
+}
+
+TEST(RunRegistry, ATimeoutKillCountsARunsHoldAndEndsARunWithoutATimeoutAtOnce) {
+    using std::chrono::milliseconds;
+    RunRegistry reg(8, 100);
+    const auto t0 = std::chrono::steady_clock::now();
+    RunRequest held_run = MakeRun(1, 10);
+    held_run.timeout_ms = 1000;
+    auto held =
+        reg.AdmitAll({held_run}, [&](std::size_t, impl::Run& run, bool) { run.not_before = t0 + milliseconds(300); });
+    EXPECT_EQ(reg.Kill(1, true, t0 + milliseconds(100)).timeout_in, milliseconds(1200));
+    // Without a timeout of its own, the node's watch is the only clock: it ends the run now.
+    auto untimed = reg.Admit(MakeRun(2, 11));
+    RunRequest behind = MakeRun(3, 11);
+    auto queued = reg.Admit(behind);
+    auto now = reg.Kill(2, true, t0);
+    EXPECT_FALSE(now.timeout_in);
+    EXPECT_EQ(untimed.run->token.reason(), CancelReason::kTimeout);
+    auto removed = reg.Kill(3, true, t0);
+    EXPECT_FALSE(removed.was_running);
+    EXPECT_EQ(queued.run->token.reason(), CancelReason::kTimeout);
+    EXPECT_EQ(reg.InFlight(), 2u);
+}
+
 TEST(RunRegistry, CancelAllCancelsRunningAndReturnsQueued) {
     RunRegistry reg(8, 100);
     auto a = reg.Admit(MakeRun(1, 10));

@@ -60,13 +60,22 @@ Parsed<RunRequest> ParseRunRequest(const nlohmann::json& body, const std::string
 }
 
 nlohmann::json ToJson(const KillRequest& kill) {
-    return {{"fire_id", kill.fire_id}};
+    nlohmann::json j = {{"fire_id", kill.fire_id}};
+    // Absent for a kill by request: an executor older than the field reads the body it always did.
+    if (kill.reason != KillReason::kRequest) j["reason"] = kKillReasonNames.Name(kill.reason);
+    return j;
 }
 
 Parsed<KillRequest> ParseKillRequest(const nlohmann::json& body) {
     http::JsonFields f(body);
     Parsed<KillRequest> out;
     out.value.fire_id = f.Int("fire_id", {.min = 0});
+    const std::string reason = f.String("reason", std::string(kKillReasonNames.Name(KillReason::kRequest)));
+    if (f.ok() && reason.size() > kMaxKillReasonLength) {
+        f.Fail("reason", "longer than " + std::to_string(kMaxKillReasonLength) + " bytes");
+    }
+    // An unknown reason is a newer node's: the fire is still to stop, as by request.
+    if (f.ok()) out.value.reason = kKillReasonNames.Parse(reason).value_or(KillReason::kRequest);
     out.error = f.error();
     return out;
 }

@@ -1,6 +1,7 @@
 #include "sched/protocol/run_answer.hpp"
 
 #include "sched/http/json.hpp"
+#include "sched/protocol/run.hpp"
 
 namespace sched::protocol {
 
@@ -88,7 +89,28 @@ std::optional<std::vector<RunAnswer>> ReadBatchAnswer(const nlohmann::json& body
 }
 
 nlohmann::json ToJson(const KillAnswer& answer) {
-    return {{"fire_id", answer.fire_id}, {"state", kRunStateNames.Name(answer.state)}};
+    nlohmann::json j = {{"fire_id", answer.fire_id}, {"state", kRunStateNames.Name(answer.state)}};
+    if (answer.timeout_in_ms) j["timeout_in_ms"] = *answer.timeout_in_ms;
+    return j;
+}
+
+Parsed<KillAnswer> ReadKillAnswer(const nlohmann::json& body) {
+    http::JsonFields f(body);
+    Parsed<KillAnswer> out;
+    out.value.fire_id = f.Int("fire_id", {.min = 0});
+    const std::string state = f.String("state");
+    if (f.ok()) {
+        if (const auto parsed = kRunStateNames.Parse(state)) {
+            out.value.state = *parsed;
+        } else {
+            f.Fail("state", "expected " + kRunStateNames.Expected() + ", got \"" + state + "\"");
+        }
+    }
+    if (f.ok() && body.contains("timeout_in_ms") && !body["timeout_in_ms"].is_null()) {
+        out.value.timeout_in_ms = f.Int("timeout_in_ms", 0, {.min = 0, .max = kMaxTimeoutMs});
+    }
+    out.error = f.error();
+    return out;
 }
 
 nlohmann::json ToJson(const IdleBeatRequest& request) {

@@ -127,6 +127,30 @@ TEST(KillRequestTest, RoundTripAndRange) {
     EXPECT_EQ(Field(ParseKillRequest(json{{"fire", 3}})), "fire_id");
 }
 
+TEST(KillRequestTest, AReasonTravelsOnlyWhenItIsNotAPlainKill) {
+    // A kill by request is the body an executor older than the reason always read.
+    EXPECT_EQ(ToJson(KillRequest{.fire_id = 9}), (json{{"fire_id", 9}}));
+    const KillRequest timeout{.fire_id = 9, .reason = KillReason::kTimeout};
+    EXPECT_EQ(ToJson(timeout), (json{{"fire_id", 9}, {"reason", "timeout"}}));
+    const auto back = ParseKillRequest(ToJson(timeout));
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(back.value, timeout);
+    EXPECT_EQ(ParseKillRequest(json{{"fire_id", 9}}).value.reason, KillReason::kRequest);
+    EXPECT_EQ(ParseKillRequest(json{{"fire_id", 9}, {"reason", nullptr}}).value.reason, KillReason::kRequest);
+}
+
+TEST(KillRequestTest, AnUnknownReasonStillKillsAndAHostileOneIsRefusedByName) {
+    // A newer node's reason: read leniently, the fire still stops.
+    const auto newer = ParseKillRequest(json{{"fire_id", 9}, {"reason", "drain"}, {"by", "operator"}});
+    ASSERT_TRUE(newer.ok());
+    EXPECT_EQ(newer.value.reason, KillReason::kRequest);
+    EXPECT_EQ(Field(ParseKillRequest(json{{"fire_id", 9}, {"reason", 1}})), "reason");
+    EXPECT_EQ(Field(ParseKillRequest(json{{"fire_id", 9}, {"reason", json::array({"timeout"})}})), "reason");
+    EXPECT_EQ(Field(ParseKillRequest(json{{"fire_id", 9}, {"reason", std::string(kMaxKillReasonLength + 1, 't')}})),
+              "reason");
+    EXPECT_TRUE(ParseKillRequest(json{{"fire_id", 9}, {"reason", std::string(kMaxKillReasonLength, 't')}}).ok());
+}
+
 RunResult SampleResult() {
     RunResult r;
     r.fire_id = 7;

@@ -4,6 +4,8 @@
 
 #include "sched/protocol/run_answer.hpp"
 
+#include "sched/protocol/run.hpp"
+
 #include <gtest/gtest.h>
 
 namespace sched::protocol {
@@ -77,6 +79,35 @@ TEST(RunAnswerTest, ABatchBodyOfTheWrongShapeIsNotReadAsAnswers) {
 TEST(KillAnswerTest, TheDocumentedBody) {
     EXPECT_EQ(ToJson(KillAnswer{.fire_id = 7, .state = RunState::kQueued}),
               (json{{"fire_id", 7}, {"state", "queued"}}));
+    EXPECT_EQ(ToJson(KillAnswer{.fire_id = 7, .state = RunState::kRunning, .timeout_in_ms = 1500}),
+              (json{{"fire_id", 7}, {"state", "running"}, {"timeout_in_ms", 1500}}));
+}
+
+TEST(KillAnswerTest, WhatTheExecutorWritesTheNodeReadsBack) {
+    for (const KillAnswer& answer : {KillAnswer{.fire_id = 7, .state = RunState::kQueued},
+                                     KillAnswer{.fire_id = 7, .state = RunState::kRunning, .timeout_in_ms = 0},
+                                     KillAnswer{.fire_id = 7, .state = RunState::kQueued, .timeout_in_ms = 2000}}) {
+        const auto back = ReadKillAnswer(ToJson(answer));
+        ASSERT_TRUE(back.ok()) << back.error->message;
+        EXPECT_EQ(back.value, answer);
+    }
+    // An older executor's answer has no timeout_in_ms; a newer one may say more.
+    const auto older = ReadKillAnswer(json{{"fire_id", 7}, {"state", "running"}, {"note", "x"}});
+    ASSERT_TRUE(older.ok());
+    EXPECT_FALSE(older.value.timeout_in_ms);
+}
+
+TEST(KillAnswerTest, AMalformedAnswerIsRefusedByName) {
+    const auto field = [](const json& body) {
+        const auto read = ReadKillAnswer(body);
+        return read.ok() ? std::string() : read.error->field;
+    };
+    EXPECT_EQ(field(json{{"state", "running"}}), "fire_id");
+    EXPECT_EQ(field(json{{"fire_id", 7}, {"state", "gone"}}), "state");
+    EXPECT_EQ(field(json{{"fire_id", 7}, {"state", "running"}, {"timeout_in_ms", -1}}), "timeout_in_ms");
+    EXPECT_EQ(field(json{{"fire_id", 7}, {"state", "running"}, {"timeout_in_ms", "5"}}), "timeout_in_ms");
+    EXPECT_EQ(field(json{{"fire_id", 7}, {"state", "running"}, {"timeout_in_ms", kMaxTimeoutMs + 1}}), "timeout_in_ms");
+    EXPECT_EQ(field(json::array()), "body");
 }
 
 TEST(IdleBeatTest, RoundTripAndRange) {

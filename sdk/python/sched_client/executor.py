@@ -12,6 +12,7 @@ on arrival and started that long after it.
 import collections
 import heapq
 import itertools
+import math
 import http.client
 import http.server
 import json
@@ -28,6 +29,7 @@ log = logging.getLogger("sched_client")
 MAX_INT64 = 2**63 - 1
 MAX_RUNS_PER_BATCH = 1000
 MAX_START_IN_MS = 10000  # the longest a run sent ahead may be held (libs/protocol run.hpp)
+MAX_KILL_REASON = 64  # the longest reason a kill may carry (libs/protocol run.hpp)
 LOG_PAGE_LINES = 1000
 BLOCK_STRATEGIES = ("serial", "discard-later", "cover-early")
 _CODE_STATUS = {
@@ -156,11 +158,25 @@ class _Run:
         self.reason = None  # "killed", "timeout", "covered", "shutdown"
         self.covered_by = None
         self.not_before = 0.0  # time.monotonic() before which it does not start (start_in_ms)
+        # When its own timeout ends it (time.monotonic()), set as its handler starts: a node's
+        # timeout kill acts only once this passed (the node's watch began at its dispatch).
+        self.deadline = None
 
     def cancel_for(self, reason):
         if self.reason is None:
             self.reason = reason
         self.cancel.set()
+
+    def timeout_left_ms(self, now):
+        """How long its own timeout still gives it (not started: its whole timeout after what is
+        left of its hold, at least), or None once that passed or without a timeout of its own."""
+        timeout_ms = self.request["timeout_ms"]
+        if timeout_ms <= 0:
+            return None
+        if self.deadline is None:
+            return math.ceil(max(0.0, self.not_before - now) * 1000) + timeout_ms
+        left = self.deadline - now
+        return math.ceil(left * 1000) if left > 0 else None
 
 
 class _Registry:
@@ -236,20 +252,29 @@ class _Registry:
             lane[0] = lane[1].popleft()
             return lane[0]
 
-    def kill(self, fire_id):
-        """Returns (run or None, was_running)."""
+    def kill(self, fire_id, timeout=False, now=None):
+        """Returns (run or None, was_running, timeout_in_ms). With `timeout` (the node's watch of
+        the job's timeout), a run whose own timeout has not passed is left alone and
+        timeout_in_ms says for how long; otherwise it is cancelled for "timeout"."""
+        now = time.monotonic() if now is None else now
         with self.mu:
             run = self.in_flight.get(fire_id)
             if run is None:
-                return None, False
+                return None, False, None
             lane = self.lanes[run.request["job_id"]]
-            if lane[0] is run:
-                run.cancel_for("killed")
-                return run, True
+            was_running = lane[0] is run
+            if timeout:
+                left = run.timeout_left_ms(now)
+                if left is not None:
+                    return run, was_running, left
+            reason = "timeout" if timeout else "killed"
+            if was_running:
+                run.cancel_for(reason)
+                return run, True, None
             lane[1].remove(run)
             del self.in_flight[fire_id]
-            run.cancel_for("killed")
-            return run, False
+            run.cancel_for(reason)
+            return run, False, None
 
     def cancel_all(self, reason):
         with self.mu:
@@ -615,14 +640,23 @@ class Executor:
         if not isinstance(obj, dict):
             raise ApiError("invalid_argument", "body: expected a JSON object", "body")
         fire_id = _int_field(obj, "fire_id", "")
-        run, was_running = self._registry.kill(fire_id)
+        # Read leniently: a reason this SDK does not know (a newer node's) is a kill by request.
+        timeout = _str_field(obj, "reason", "", "request", max_len=MAX_KILL_REASON) == "timeout"
+        run, was_running, timeout_in_ms = self._registry.kill(fire_id, timeout)
         if run is None:
             raise ApiError("not_found", "fire %d is not running or queued here" % fire_id, "fire_id")
-        if was_running:
-            self._fire_log(fire_id, "kill requested: the handler is asked to stop")
+        answer = {"fire_id": fire_id, "state": "running" if was_running else "queued"}
+        if timeout_in_ms is not None:
+            answer["timeout_in_ms"] = timeout_in_ms
+            self._fire_log(fire_id, "timeout kill not acted on: the run's own timeout ends it in %d ms (it counts "
+                                    "from the handler's start)" % timeout_in_ms)
+        elif was_running:
+            self._fire_log(fire_id, "timeout kill: the handler is asked to stop" if timeout
+                           else "kill requested: the handler is asked to stop")
         else:
-            self._report_never_started(run, "killed by request before it started")
-        return 200, {"fire_id": fire_id, "state": "running" if was_running else "queued"}
+            self._report_never_started(run, "timed out before it started" if timeout
+                                       else "killed by request before it started")
+        return 200, answer
 
     def on_beat(self):
         return 200, {"app": self.options.app, "address": self.address, "handlers": sorted(self._handlers),
@@ -718,6 +752,8 @@ class Executor:
         started_ms = _wall_ms()
         timer = None
         if r["timeout_ms"] > 0:
+            # The timeout counts from here, the handler's start, whatever the run waited for.
+            run.deadline = time.monotonic() + r["timeout_ms"] / 1000.0
             timer = threading.Timer(r["timeout_ms"] / 1000.0, run.cancel_for, args=("timeout",))
             timer.daemon = True
             timer.start()
@@ -739,7 +775,10 @@ class Executor:
         result = {"fire_id": r["fire_id"], "attempt": r["attempt"], "epoch": r["epoch"], "started_ms": started_ms,
                   "finished_ms": _wall_ms()}
         if run.reason == "timeout":
-            result.update(status="timeout", code="deadline_exceeded", message="timed out after %d ms" % r["timeout_ms"])
+            # Without a timeout of its own, only the node's watch (a kill with reason timeout) ends it.
+            result.update(status="timeout", code="deadline_exceeded",
+                          message="timed out after %d ms" % r["timeout_ms"] if r["timeout_ms"] > 0
+                          else "timed out: the job's timeout, watched by the node")
         elif run.reason == "killed":
             result.update(status="killed", code="cancelled", message="killed by request")
         elif run.reason == "covered":
@@ -762,9 +801,11 @@ class Executor:
     def _report_never_started(self, run, message):
         r = run.request
         now = _wall_ms()
-        result = {"fire_id": r["fire_id"], "attempt": r["attempt"], "epoch": r["epoch"], "status": "killed",
-                  "code": "cancelled", "message": message, "started_ms": now, "finished_ms": now}
-        self._fire_log(r["fire_id"], "killed: " + message)
+        status = "timeout" if run.reason == "timeout" else "killed"
+        result = {"fire_id": r["fire_id"], "attempt": r["attempt"], "epoch": r["epoch"], "status": status,
+                  "code": "deadline_exceeded" if status == "timeout" else "cancelled", "message": message,
+                  "started_ms": now, "finished_ms": now}
+        self._fire_log(r["fire_id"], status + ": " + message)
         self._attach_tail(result)
         self._logs.close(r["fire_id"])
         self._report(result, r["callback_url"])

@@ -25,7 +25,6 @@ class SignatureTest(unittest.TestCase):
                          "v1=42e2e7af3cff2692d20b1515afba0c9ab3c5bf485a79ecef5bceeb65725b0c3d")
         self.assertEqual(sign(SECRET, "GET", "/v1/log?fire_id=42&from_line=0", 1767225600000, KEY, b""),
                          "v1=e990729a3423d7a205b92ccc41208f0f2647ccfb341eda5196b480169df82e10")
-
         # Addressed to the instance 10.0.0.7:9999, as nodes send it.
         self.assertEqual(addressed_target("/v1/run", "10.0.0.7:9999"), "/v1/run?instance=10.0.0.7:9999")
         self.assertEqual(sign(SECRET, "POST", "/v1/run?instance=10.0.0.7:9999", 1767225600000, KEY, body),
@@ -223,6 +222,42 @@ class HostileInputTest(unittest.TestCase):
                                ("GET", "/v1/log?fire_id=1")):
             status, body = self.call(method, addressed_target(target, "127.0.0.1:1"), b"{}")
             self.assertEqual(status, 401, target)
+
+    def test_a_kill_reason_is_read_leniently_but_bounded(self):
+        for reason in (5, "t" * 65, ["timeout"]):
+            status, body = self.call("POST", "/v1/kill", json.dumps({"fire_id": 1, "reason": reason}).encode())
+            self.assertEqual((status, body["error"]["field"]), (400, "reason"))
+        # An unknown reason (a newer node's) is a kill: here of a fire that is not here.
+        self.assertEqual(self.call("POST", "/v1/kill", json.dumps({"fire_id": 1, "reason": "drain"}).encode())[0],
+                         404)
+
+    def test_a_timeout_kill_waits_for_the_runs_own_timeout_counted_from_its_start(self):
+        import threading
+        release = threading.Event()
+        self.ex._handlers["block"] = lambda ctx: release.wait(10) and "released"
+        try:
+            before = dict(self.ex.stats)
+            runs = [{"fire_id": 1101, "job_id": 77, "attempt": 0, "epoch": 0, "handler": "block"},
+                    {"fire_id": 1102, "job_id": 77, "attempt": 0, "epoch": 0, "handler": "h", "timeout_ms": 10000}]
+            status, body = self.call("POST", "/v1/runs", json.dumps({"runs": runs}).encode())
+            self.assertEqual([r.get("state") for r in body["results"]], ["running", "queued"])
+            # Queued behind the job's running fire: its timeout has not begun.
+            kill = json.dumps({"fire_id": 1102, "reason": "timeout"}).encode()
+            self.assertEqual(self.call("POST", "/v1/kill", kill),
+                             (200, {"fire_id": 1102, "state": "queued", "timeout_in_ms": 10000}))
+            # Running without a timeout of its own: the node's watch is its only clock.
+            status, body = self.call("POST", "/v1/kill", json.dumps({"fire_id": 1101, "reason": "timeout"}).encode())
+            self.assertEqual((status, body), (200, {"fire_id": 1101, "state": "running"}))
+            release.set()
+            deadline = time.monotonic() + 5
+            while self.ex.stats["succeeded"] < before.get("succeeded", 0) + 1 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            self.assertEqual(self.ex.stats["timeout"], before.get("timeout", 0) + 1)
+            self.assertEqual(self.ex.stats["succeeded"], before.get("succeeded", 0) + 1)
+            self.assertEqual(self.ex.stats["killed"], before.get("killed", 0))
+        finally:
+            release.set()
+            del self.ex._handlers["block"]
 
     def test_log_query_is_validated(self):
         self.assertEqual(self.call("GET", "/v1/log")[1]["error"]["field"], "fire_id")

@@ -4,6 +4,30 @@
 
 namespace sched::client::impl {
 
+std::chrono::steady_clock::time_point Run::MarkStarted(std::chrono::steady_clock::time_point now) {
+    const auto deadline = request.timeout_ms > 0 ? now + std::chrono::milliseconds(request.timeout_ms)
+                                                 : std::chrono::steady_clock::time_point::max();
+    deadline_ns = request.timeout_ms > 0
+                      ? std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch()).count()
+                      : kNoDeadline;
+    return deadline;
+}
+
+std::optional<std::chrono::milliseconds> Run::TimeoutLeft(std::chrono::steady_clock::time_point now) const {
+    using std::chrono::ceil;
+    using std::chrono::milliseconds;
+    if (request.timeout_ms <= 0) return std::nullopt;
+    const std::int64_t deadline = deadline_ns.load();
+    if (deadline == 0) {
+        // Not started: the whole timeout is ahead, after whatever is left of its hold.
+        const auto hold = not_before > now ? ceil<milliseconds>(not_before - now) : milliseconds(0);
+        return hold + milliseconds(request.timeout_ms);
+    }
+    const auto left = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(deadline)) - now;
+    if (left <= std::chrono::steady_clock::duration::zero()) return std::nullopt;
+    return ceil<milliseconds>(left);
+}
+
 RunRegistry::RunRegistry(std::size_t capacity, std::size_t dedupe_window)
     : capacity_(capacity), dedupe_window_(std::max<std::size_t>(dedupe_window, 1)) {}
 
@@ -120,21 +144,28 @@ RunPtr RunRegistry::Finish(const RunPtr& run) {
     return lane.running;
 }
 
-KillResult RunRegistry::Kill(std::int64_t fire_id) {
+KillResult RunRegistry::Kill(std::int64_t fire_id, bool timeout, std::chrono::steady_clock::time_point now) {
     std::lock_guard lock(mu_);
     KillResult out;
     auto it = in_flight_.find(fire_id);
     if (it == in_flight_.end()) return out;
     out.run = it->second;
     Lane& lane = lanes_.at(out.run->request.job_id);
-    if (lane.running == out.run) {
-        out.was_running = true;
-        out.run->token.Cancel(CancelReason::kKilled);
+    out.was_running = lane.running == out.run;
+    // The node's watch began at its dispatch; the run's timeout begins at its handler's start,
+    // which waiting behind the job's running fire or for its start time puts later.
+    if (timeout) {
+        out.timeout_in = out.run->TimeoutLeft(now);
+        if (out.timeout_in) return out;
+    }
+    const CancelReason reason = timeout ? CancelReason::kTimeout : CancelReason::kKilled;
+    if (out.was_running) {
+        out.run->token.Cancel(reason);
         return out;
     }
     std::erase(lane.queued, out.run);
     in_flight_.erase(it);
-    out.run->token.Cancel(CancelReason::kKilled);
+    out.run->token.Cancel(reason);
     return out;
 }
 

@@ -9,8 +9,10 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -31,6 +33,19 @@ struct Run {
     // Not before this time does it start (a run sent ahead of its due time, `start_in_ms`);
     // written by OnAccepted under the registry mutex, before anything can start the run.
     std::chrono::steady_clock::time_point not_before{};
+    // When its own timeout ends it, set as its handler starts (MarkStarted): a node's timeout
+    // kill is acted on only once this has passed, since the timeout counts from the handler's
+    // start and not from when the node's watch began (the run may have waited for the job's
+    // running fire, or for not_before). 0 until it started; kNoDeadline without a timeout.
+    static constexpr std::int64_t kNoDeadline = std::numeric_limits<std::int64_t>::max();
+    std::atomic<std::int64_t> deadline_ns{0};  // steady clock, since its epoch
+
+    /// Records that the handler starts at `now`; returns its deadline.
+    std::chrono::steady_clock::time_point MarkStarted(std::chrono::steady_clock::time_point now);
+    /// How long its own timeout still gives it at `now` (for a run not started yet: its whole
+    /// timeout plus what is left of its hold, at least), or nullopt when that has passed or the
+    /// run has no timeout of its own.
+    std::optional<std::chrono::milliseconds> TimeoutLeft(std::chrono::steady_clock::time_point now) const;
 };
 using RunPtr = std::shared_ptr<Run>;
 
@@ -47,6 +62,8 @@ struct AdmitResult {
 struct KillResult {
     RunPtr run;                // null: no such fire here
     bool was_running = false;  // false: it was queued and is now removed (report it killed)
+    // Set for a timeout kill not acted on (Run::TimeoutLeft): the run goes on, untouched.
+    std::optional<std::chrono::milliseconds> timeout_in;
 };
 
 class RunRegistry {
@@ -65,8 +82,11 @@ class RunRegistry {
     AdmitResult Admit(RunRequest request);
     /// `run` returned from its handler. Returns the next run of its job to start, if any.
     RunPtr Finish(const RunPtr& run);
-    /// Cancels a running fire (kKilled) or removes a queued one.
-    KillResult Kill(std::int64_t fire_id);
+    /// Cancels a running fire (kKilled) or removes a queued one. With `timeout` (the node's
+    /// watch of the job's timeout expired), the cancel reason is kTimeout, and a run whose own
+    /// timeout has not passed at `now` is left alone (KillResult::timeout_in says for how long).
+    KillResult Kill(std::int64_t fire_id, bool timeout = false,
+                    std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());
     /// Shutdown: removes and returns every queued run; cancels running ones with `reason`.
     std::vector<RunPtr> CancelAll(CancelReason reason);
 

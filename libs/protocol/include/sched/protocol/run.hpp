@@ -8,7 +8,8 @@
 ///                    "params": {...}, "scheduled_ms": 1764000000000, "timeout_ms": 60000,
 ///                    "shard_index": 0, "shard_total": 1, "block_strategy": "serial",
 ///                    "callback_url": "http://10.0.0.5:7071", "start_in_ms": 140}
-///     POST /v1/kill {"fire_id": 7}
+///     POST /v1/kill {"fire_id": 7}                      (a kill by request: the API, an operator)
+///     POST /v1/kill {"fire_id": 7, "reason": "timeout"}   (the node's watch of the job timeout)
 ///
 /// Reading is lenient about fields it does not know (a newer node may send more; an executor
 /// must still run the fire) and strict about the ones it knows (type and range).
@@ -22,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sched/common/job_vocabulary.hpp"
+#include "sched/common/name_table.hpp"
 #include "sched/protocol/parsed.hpp"
 
 namespace sched::protocol {
@@ -66,9 +68,27 @@ nlohmann::json ToJson(const RunRequest& run);
 /// start_in_ms, when present, 0..kMaxStartInMs.
 Parsed<RunRequest> ParseRunRequest(const nlohmann::json& body, const std::string& prefix = "");
 
+/// Why a node asks an executor to stop a fire (the kill's `reason`).
+enum class KillReason {
+    kRequest,  ///< "request": someone asked (the API's kill); the fire ends `killed`
+    /// "timeout": the node's watch of the job's timeout expired. The executor's own timeout counts
+    /// from the handler's start, so it ends the run `timeout` only once that has passed too, and
+    /// otherwise says how long it still has (KillAnswer::timeout_in_ms).
+    kTimeout,
+};
+
+inline constexpr auto kKillReasonNames = MakeNameTable<KillReason>({"request", "timeout"});
+/// The longest `reason` a kill may carry; longer is a 400 naming it.
+inline constexpr std::size_t kMaxKillReasonLength = 64;
+
 /// POST /v1/kill.
 struct KillRequest {
     std::int64_t fire_id = 0;
+    /// Not sent for kRequest, so a plain kill's body is what it always was. Read leniently: a
+    /// reason this executor does not know (a newer node's) is a kill by request, so a kill is
+    /// never refused for its reason; a reason that is not a string, or longer than
+    /// kMaxKillReasonLength, is a 400 naming `reason`.
+    KillReason reason = KillReason::kRequest;
 
     friend bool operator==(const KillRequest&, const KillRequest&) = default;
 };

@@ -9,6 +9,8 @@
 ///                      409 {"error": {"code": "aborted", ..., "field": "epoch"}}
 ///     POST /v1/runs -> 200 {"results": [<the /v1/run answer plus its "status">, ...]}
 ///     POST /v1/kill -> 200 {"fire_id": 7, "state": "running"}, or 404 naming fire_id
+///                   -> 200 {"fire_id": 7, "state": "queued", "timeout_in_ms": 2000} (a timeout kill
+///                      the executor did not act on: the run's own timeout has not passed)
 ///     POST /v1/idle-beat {"job_id": 3} -> 200 {"job_id": 3, "idle": true}, or 409 naming job_id
 ///
 /// Reading is lenient about fields it does not know (a newer executor may say more).
@@ -79,11 +81,20 @@ std::optional<std::vector<RunAnswer>> ReadBatchAnswer(const nlohmann::json& body
 struct KillAnswer {
     std::int64_t fire_id = 0;
     RunState state = RunState::kRunning;
+    /// Set only for a kill with reason `timeout` that the executor did not act on: the run's own
+    /// timeout counts from its handler's start, and it started after the node's watch began
+    /// (it waited behind the job's running fire, or for its start_in_ms) or has not started. The
+    /// time until that timeout ends it (for a run not started yet, its whole timeout: at least
+    /// that long); the node asks again after it. An executor older than the reason never sends it.
+    std::optional<std::int64_t> timeout_in_ms;
 
     friend bool operator==(const KillAnswer&, const KillAnswer&) = default;
 };
 
 nlohmann::json ToJson(const KillAnswer& answer);
+/// A /v1/kill 200 body: fire_id and state required, timeout_in_ms optional (0..kMaxTimeoutMs
+/// of run.hpp); unknown fields ignored.
+Parsed<KillAnswer> ReadKillAnswer(const nlohmann::json& body);
 
 /// POST /v1/idle-beat: does `job_id` run nothing on this instance (routing busy-over)?
 struct IdleBeatRequest {
