@@ -4,12 +4,8 @@
 // without losing a fire. Also, with the same processes: an ended fire's log, sent with its
 // result, outlives the executor (issue 15).
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -383,23 +379,6 @@ TEST_F(ExecutorCredentials, WhatNodesSendAnExecutorOpensNothingInTheCluster) {
     }
 }
 
-// A loopback port nobody listens on right now (bound and released: another process could take it
-// in between, which no test here does).
-std::uint16_t FreeLoopbackPort() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    std::uint16_t port = 0;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-        port = ntohs(addr.sin_port);
-    }
-    ::close(fd);
-    return port;
-}
-
 // A run is accepted once per app, not once per instance: a signed run captured on its way to one
 // instance and replayed to another instance of the same app is refused there (each instance
 // remembers only the runs it received, so it would run the fire a second time, unseen by the
@@ -411,7 +390,7 @@ TEST_F(ExecutorCredentials, ARunCapturedOnItsWayToOneInstanceIsRefusedByAnotherI
     // Instance A advertises the spy's address: the node sends A's runs there, and the spy keeps
     // them as a capture on the wire would. Instance B is another instance of the same app.
     SpyExecutor wire;
-    const std::uint16_t port_a = FreeLoopbackPort();
+    const std::uint16_t port_a = testing::FreeLoopbackPort();
     ASSERT_NE(port_a, 0);
     const auto instance = [&](const std::string& name, const std::string& listen, const std::string& advertised) {
         const auto config =

@@ -7,8 +7,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -147,6 +149,18 @@ TEST_F(TestingToolboxTest, PrivateMariaDbInAGivenDirKeepsItsLogsButNotItsData) {
     EXPECT_FALSE(std::filesystem::exists(dir / "data"));
     EXPECT_TRUE(std::filesystem::exists(dir / "error.log"));
     EXPECT_TRUE(std::filesystem::exists(dir / "url"));
+}
+
+TEST(FreeLoopbackPort, IsAPortAServerCanListenOnAtOnce) {
+    const std::uint16_t port = FreeLoopbackPort();
+    ASSERT_NE(port, 0);
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(port);
+    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0) << std::strerror(errno);
+    ::close(fd);
 }
 
 }  // namespace

@@ -1,12 +1,16 @@
 #include "sched/common/testing/child_process.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -288,6 +292,21 @@ std::pair<int, std::string> HttpCallAt(const std::string& host, unsigned short p
 HttpReply HttpRequest(unsigned short port, const std::string& method, const std::string& target,
                       const std::string& json_body, const std::string& bearer) {
     return Exchange("127.0.0.1", port, method, target, json_body, bearer, std::chrono::seconds(5));
+}
+
+std::uint16_t FreeLoopbackPort() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+                       ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+    const int error = errno;
+    ::close(fd);
+    if (!bound) throw std::runtime_error(std::string("no free loopback port: ") + std::strerror(error));
+    return ntohs(addr.sin_port);
 }
 
 }  // namespace sched::testing

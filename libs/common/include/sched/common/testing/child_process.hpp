@@ -113,4 +113,9 @@ std::pair<int, std::string> HttpCallAt(const std::string& host, unsigned short p
                                        const std::string& bearer = "",
                                        std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
+/// A loopback TCP port that no socket is bound to right now (bound to port 0 and released): for
+/// a process that must listen on a port known before it starts, or the same one across a
+/// restart. Another process may take it in between; throws when none can be had.
+std::uint16_t FreeLoopbackPort();
+
 }  // namespace sched::testing
