@@ -252,6 +252,81 @@ TEST_F(ExecutorCredentials, AnEndedFiresLogIsReadableAfterItsExecutorIsKilled) {
     EXPECT_EQ(log["truncated_bytes"], 0);
 }
 
+// The same for fires the cluster ended itself: killed through the API (the fire is `killed`
+// before the executor reports), timed out (the node may record `timeout` first). The
+// executor's own report of that run then comes second, and its log is kept all the same.
+TEST_F(ExecutorCredentials, TheLogsOfKilledAndTimedOutFiresOutliveTheirExecutor) {
+    std::string token;
+    ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(dir_ / "data/executor-token"); }, 10s));
+    std::getline(std::ifstream(dir_ / "data/executor-token"), token);
+    StartDemoClient(token);
+    const auto manual = [&](const std::string& name, nlohmann::json extra) {
+        nlohmann::json job = {{"name", name},
+                              {"app", "demo"},
+                              {"handler", "sleep"},
+                              {"schedule_type", "manual"},
+                              {"params", "{\"ms\": 30000}"}};
+        job.update(extra);
+        auto r = Api(http::Method::kPost, "/api/v1/jobs", job);
+        EXPECT_TRUE(r.ok() && r->status == 201) << Json(r).dump();
+        const auto id = Json(r)["id"].get<std::int64_t>();
+        EXPECT_EQ(Api(http::Method::kPost, "/api/v1/jobs/" + std::to_string(id) + "/trigger")->status, 202);
+        return id;
+    };
+    // The demo client registers within its first heartbeats; a fire with no instance yet waits.
+    const auto killed_job = manual("to-kill", nlohmann::json::object());
+    const auto timed_job = manual("to-time-out", {{"timeout_ms", 500}});
+    std::int64_t killed = 0;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            const auto fires = Fires(killed_job);
+            if (fires.empty() || fires[0]["status"] != "running") return false;
+            killed = fires[0]["id"].get<std::int64_t>();
+            return Api(http::Method::kPost, "/api/v1/fires/" + std::to_string(killed) + "/kill")->status == 202;
+        },
+        20s))
+        << client_->stderr_text() << standalone_->stderr_text();
+    // Ended by its timeout: `timeout`, or `killed` while a node still kills a timed-out run
+    // without saying why (a kill landing before the executor's own deadline). Its log either way.
+    std::int64_t timed_out = 0;
+    std::string timed_status;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            const auto fires = Fires(timed_job);
+            if (fires.empty() || (fires[0]["status"] != "timeout" && fires[0]["status"] != "killed")) return false;
+            timed_out = fires[0]["id"].get<std::int64_t>();
+            timed_status = fires[0]["status"].get<std::string>();
+            return true;
+        },
+        20s))
+        << nlohmann::json(Fires(timed_job)).dump();
+    const auto log_of = [&](std::int64_t fire) {
+        return Api(http::Method::kGet, "/api/v1/fires/" + std::to_string(fire) + "/log");
+    };
+    // Each stored once the executor's report came (it keeps answering live until then).
+    for (const auto fire : {killed, timed_out}) {
+        EXPECT_TRUE(WaitFor([&] { return Json(log_of(fire))["source"] == "stored"; }, 10s))
+            << fire << ": " << Json(log_of(fire)).dump();
+    }
+
+    client_->Signal(SIGKILL);
+    ASSERT_TRUE(client_->WaitForExit(10s));
+    for (const auto& [fire, status] :
+         std::vector<std::pair<std::int64_t, std::string>>{{killed, "killed"}, {timed_out, timed_status}}) {
+        SCOPED_TRACE(status);
+        auto r = log_of(fire);
+        ASSERT_TRUE(r.ok()) << r.status().ToString();
+        ASSERT_EQ(r->status, 200) << r->body;
+        const auto log = Json(r);
+        EXPECT_EQ(log["source"], "stored");
+        EXPECT_EQ(log["fire_status"], status);
+        ASSERT_GE(log["lines"].size(), 3u) << log.dump();
+        EXPECT_NE(log["lines"][1].get<std::string>().find("started"), std::string::npos) << log.dump();
+        EXPECT_NE(log.dump().find("sleeping 30000 ms"), std::string::npos) << log.dump();
+        EXPECT_NE(log["lines"].back().get<std::string>().find("finished: " + status), std::string::npos) << log.dump();
+    }
+}
+
 TEST_F(ExecutorCredentials, RotatingTheSigningKeyUnderEverySecondJobsLosesNoFire) {
     std::string token;
     ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(dir_ / "data/executor-token"); }, 10s));

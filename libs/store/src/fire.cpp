@@ -164,6 +164,37 @@ std::string_view ResultOutcomeName(ResultOutcome outcome) {
 
 namespace {
 
+bool IsRegisteredInstance(soci::session& s, const std::string& app, const std::string& address) {
+    int registered = 0;
+    s << "SELECT COUNT(*) FROM executor_instance WHERE app = :app AND address = :address", soci::use(app, "app"),
+        soci::use(address, "address"), soci::into(registered);
+    return registered > 0;
+}
+
+// The address check of a result for `fire` (its attempt and epoch checked before): the instance
+// the fire was dispatched to, or, when none was recorded (a result beating the slave's record
+// of the 202, a fire lost while dispatching), a registered instance of its app.
+bool FromItsInstance(soci::session& s, const ExecutorResult& r, const Fire& fire,
+                     const std::optional<std::string>& app) {
+    if (!r.address) return true;  // not checked (callers that are not app-scoped)
+    if (fire.executor_address) return *fire.executor_address == *r.address;
+    return app && IsRegisteredInstance(s, *app, *r.address);
+}
+
+// A result not applied that still answers the fire's dispatch keeps its log, when the fire has
+// ended and has none yet: the cluster recorded the end itself (the API's kill, the slave's
+// timeout, the sweep), and the executor's report of that same run came second.
+void KeepLogOfRefused(soci::session& s, const ExecutorResult& r, const Fire& fire,
+                      const std::optional<std::string>& app) {
+    // A fire never dispatched has no run whose log this could be.
+    if (!r.log || !IsFinal(fire.status) || !fire.dispatched_at) return;
+    if (r.epoch && fire.dispatch_epoch && *r.epoch != *fire.dispatch_epoch) return;
+    if (!FromItsInstance(s, r, fire, app)) return;
+    int stored = 0;
+    s << "SELECT COUNT(*) FROM job_fire_log WHERE fire_id = :id", soci::use(fire.id, "id"), soci::into(stored);
+    if (stored == 0) FireLogs::StoreMany(s, {&r});
+}
+
 // One round of ApplyResult: the outcome, or nullopt when the fire changed between the read and
 // the write (the CAS matched no row).
 std::optional<ResultOutcome> ApplyResultOnce(soci::session& s, const ExecutorResult& r,
@@ -174,25 +205,25 @@ std::optional<ResultOutcome> ApplyResultOnce(soci::session& s, const ExecutorRes
     soci::indicator app_ind = soci::i_null;
     s << "SELECT app FROM job WHERE id = :id", soci::use(fire->job_id, "id"), soci::into(app, app_ind);
     const bool job_exists = s.got_data() && app_ind == soci::i_ok;
+    const std::optional<std::string> job_app = job_exists ? std::optional<std::string>(app) : std::nullopt;
     if (!app_allowed(job_exists ? app : std::string())) return ResultOutcome::kForbidden;
     if (fire->attempt != r.attempt) return ResultOutcome::kStaleAttempt;
-    if (fire->status == r.status) return ResultOutcome::kDuplicate;
+    if (fire->status == r.status) {
+        KeepLogOfRefused(s, r, *fire, job_app);
+        return ResultOutcome::kDuplicate;
+    }
     if (fire->status != FireStatus::kDispatching && fire->status != FireStatus::kRunning) {
+        KeepLogOfRefused(s, r, *fire, job_app);
         return ResultOutcome::kConflict;
     }
     if (r.epoch && fire->dispatch_epoch && *r.epoch != *fire->dispatch_epoch) return ResultOutcome::kStaleEpoch;
     if (r.address) {
         if (fire->status == FireStatus::kRunning) {
             if (fire->executor_address != r.address) return ResultOutcome::kWrongExecutor;
-        } else {
+        } else if (!job_exists || !IsRegisteredInstance(s, app, *r.address)) {
             // Still dispatching: the slave has not recorded which instance took it, so the
             // address must at least be an instance of this fire's app.
-            int registered = 0;
-            if (job_exists) {
-                s << "SELECT COUNT(*) FROM executor_instance WHERE app = :app AND address = :address",
-                    soci::use(app, "app"), soci::use(*r.address, "address"), soci::into(registered);
-            }
-            if (registered == 0) return ResultOutcome::kWrongExecutor;
+            return ResultOutcome::kWrongExecutor;
         }
     }
 

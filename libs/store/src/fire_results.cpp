@@ -157,13 +157,22 @@ std::optional<ResultOutcome> CheckBeforeRegistration(const ExecutorResult& r, co
     return std::nullopt;
 }
 
-// One round over `pending` (indices into `results`): sets the outcome of every refused item and
-// returns the items to write.
+// Whether ApplyResult may do more than refuse an item the checks above refuse: keep the log of a
+// result that answers the fire's dispatch. Rare (a fire the cluster ended itself): such items go
+// through ApplyResult one by one rather than making the batch's statements richer.
+bool MayDoMoreThanRefuse(const ExecutorResult& r, ResultOutcome refused) {
+    if (refused != ResultOutcome::kDuplicate && refused != ResultOutcome::kConflict) return false;
+    return r.log.has_value();
+}
+
+// One round over `pending` (indices into `results`): sets the outcome of every refused item,
+// adds to `deferred` the items ApplyResult must judge (MayDoMoreThanRefuse), and returns the
+// items to write.
 std::vector<Write> Judge(soci::session& s, const std::vector<ExecutorResult>& results,
                          const std::vector<std::size_t>& pending,
                          const std::function<bool(const std::string&)>& app_allowed,
                          std::vector<std::optional<ResultOutcome>>& out,
-                         std::unordered_map<std::int64_t, FireJob>& jobs) {
+                         std::unordered_map<std::int64_t, FireJob>& jobs, std::vector<std::size_t>& deferred) {
     std::vector<std::int64_t> ids;
     ids.reserve(pending.size());
     for (std::size_t i : pending) ids.push_back(results[i].fire_id);
@@ -179,7 +188,11 @@ std::vector<Write> Judge(soci::session& s, const std::vector<ExecutorResult>& re
         const auto it = fires.find(r.fire_id);
         const FireState* fire = it == fires.end() ? nullptr : &it->second;
         if (auto refused = CheckBeforeRegistration(r, fire, app_allowed)) {
-            out[i] = *refused;
+            if (fire != nullptr && MayDoMoreThanRefuse(r, *refused)) {
+                deferred.push_back(i);
+            } else {
+                out[i] = *refused;
+            }
             continue;
         }
         Write w;
@@ -315,6 +328,7 @@ std::vector<ResultOutcome> FireResults::ApplyMany(soci::session& s, const std::v
     // without a SELECT of their own.
     std::unordered_map<std::int64_t, FireJob> jobs;
     std::vector<std::size_t> pending;
+    std::vector<std::size_t> deferred;  // judged by ApplyResult (MayDoMoreThanRefuse)
     std::vector<std::size_t> repeats;
     std::unordered_set<std::int64_t> seen;
     for (std::size_t i = 0; i < results.size(); ++i) {
@@ -324,7 +338,7 @@ std::vector<ResultOutcome> FireResults::ApplyMany(soci::session& s, const std::v
     // A lost CAS cannot say which row it missed: the savepoint undoes the whole UPDATE, and the
     // items it named are judged again on the fires as they are now (as ApplyResult's rounds do).
     for (int round = 0; round < kBatchRounds && !pending.empty(); ++round) {
-        const auto writes = Judge(s, results, pending, app_allowed, out, jobs);
+        const auto writes = Judge(s, results, pending, app_allowed, out, jobs, deferred);
         pending.clear();
         if (writes.empty()) break;
         s << kSavepoint;
@@ -342,6 +356,9 @@ std::vector<ResultOutcome> FireResults::ApplyMany(soci::session& s, const std::v
         s << kRollbackToSavepoint;
         for (const Write& w : writes) pending.push_back(w.index);
     }
+    // First items of distinct fires, in input order; a fire's later items come after them.
+    pending.insert(pending.end(), deferred.begin(), deferred.end());
+    std::sort(pending.begin(), pending.end());
     for (std::size_t i : pending) out[i] = FireRepository::ApplyResult(s, results[i], app_allowed);
     // Later items of a fire see what the earlier one did, as they would one by one.
     for (std::size_t i : repeats) out[i] = FireRepository::ApplyResult(s, results[i], app_allowed);

@@ -401,7 +401,9 @@ std::vector<ExecutorResult> WithLogs(std::vector<ExecutorResult> batch) {
     return batch;
 }
 
-TEST_P(FireResultsTest, ALogIsStoredWithAnAppliedResultOnly) {
+// Stored with an applied result, and with a refused one (duplicate, conflict) that answers the
+// dispatch of a fire that ended without it: the run's log whoever recorded the end.
+TEST_P(FireResultsTest, ALogIsStoredWithAnAppliedResultOrARefusedOneOfTheSameDispatch) {
     for (const bool batched : {true, false}) {
         SCOPED_TRACE(batched ? "ApplyMany" : "ApplyResult");
         const Scenario sc = Build();
@@ -414,6 +416,13 @@ TEST_P(FireResultsTest, ALogIsStoredWithAnAppliedResultOnly) {
             if (outcomes[i] == ResultOutcome::kApplied) expected[batch[i].fire_id] = *batch[i].log;
         }
         ASSERT_FALSE(expected.empty());
+        // Build()'s `succeeded` (a repeat: duplicate) and `failed` (another end: conflict) fires
+        // ended on a1 at epoch 5 without a log, and their items come from there.
+        for (const std::size_t ended : {std::size_t{5}, std::size_t{6}}) {
+            for (std::size_t i = 0; i < batch.size(); ++i) {
+                if (batch[i].fire_id == sc.fires[ended]) expected.emplace(batch[i].fire_id, *batch[i].log);
+            }
+        }
         for (const auto& r : batch) {
             const auto stored = StoredLog(db(), r.fire_id);
             const auto want = expected.find(r.fire_id);
@@ -429,8 +438,8 @@ TEST_P(FireResultsTest, ALogIsStoredWithAnAppliedResultOnly) {
     }
 }
 
-// The fire ended otherwise between the batch's read and its write: the second round refuses the
-// result, and its log is not stored either.
+// The fire moved between the batch's read and its write, to another instance: the second round
+// refuses the result, and its log is not stored either (it is not that dispatch's).
 TEST_P(FireResultsTest, ALostCasStoresNoLog) {
     const auto ids = ManyFires(3, 0);
     const auto batch = WithLogs({Item(ids[0], 0, 5, "10.0.0.1:7000"), Item(ids[1], 0, 5, "10.0.0.1:7000"),
@@ -439,8 +448,10 @@ TEST_P(FireResultsTest, ALostCasStoresNoLog) {
     auto outcomes = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
         const auto race = [&](const std::string&) {
             if (++calls == 1) {
-                // A kill recorded meanwhile.
-                s << "UPDATE job_fire SET status = 'killed', finished_at = 3 WHERE id = :id", soci::use(ids[0]);
+                // Ended meanwhile, on record as another instance's.
+                s << "UPDATE job_fire SET status = 'killed', finished_at = 3, dispatched_at = 1, "
+                     "executor_address = '10.0.0.2:7000' WHERE id = :id",
+                    soci::use(ids[0]);
             }
             return true;
         };
@@ -451,6 +462,53 @@ TEST_P(FireResultsTest, ALostCasStoresNoLog) {
     EXPECT_FALSE(StoredLog(db(), ids[0]));
     ASSERT_TRUE(StoredLog(db(), ids[1]));
     EXPECT_EQ(StoredLog(db(), ids[2])->log, *batch[2].log);
+}
+
+// A fire the cluster ended itself - killed through the API, timed out by the slave - and the
+// executor's own report of that run coming second: the result is refused as before (duplicate,
+// or conflict for another end), and its log is kept. Not replaced once stored, not kept for
+// another dispatch (epoch, instance) or a fire never dispatched.
+TEST_P(FireResultsTest, TheLogOfAFireTheClusterEndedIsKeptFromTheExecutorsLateReport) {
+    const std::string a1 = "10.0.0.1:7000";
+    for (const bool batched : {true, false}) {
+        SCOPED_TRACE(batched ? "ApplyMany" : "ApplyResult");
+        const auto killed = MakeFire({.job_id = pay_job_, .running_on = a1, .ended = FireStatus::kKilled});
+        const auto timed_out = MakeFire({.job_id = pay_job_, .running_on = a1, .ended = FireStatus::kTimeout});
+        const auto finished_first = MakeFire({.job_id = pay_job_, .running_on = a1, .ended = FireStatus::kKilled});
+        const auto other_epoch = MakeFire({.job_id = pay_job_, .running_on = a1, .ended = FireStatus::kKilled});
+        const auto other_instance = MakeFire({.job_id = pay_job_, .running_on = a1, .ended = FireStatus::kTimeout});
+        const auto lost_dispatching = MakeFire({.job_id = pay_job_, .ended = FireStatus::kLost});
+        const auto kept = MakeFire({.job_id = pay_job_, .running_on = a1});
+        const std::vector<ExecutorResult> first = WithLogs({Item(kept, 0, 5, a1, FireStatus::kKilled)});
+        ASSERT_EQ(Names(batched ? ApplyMany(first) : ApplyOneByOne(first)), std::vector<std::string>{"applied"});
+        const auto batch = WithLogs({
+            Item(killed, 0, 5, a1, FireStatus::kKilled),
+            Item(timed_out, 0, 5, a1, FireStatus::kTimeout),
+            Item(finished_first, 0, 5, a1, FireStatus::kSucceeded),
+            Item(other_epoch, 0, 4, a1, FireStatus::kKilled),
+            Item(other_instance, 0, 5, "10.0.0.2:7000", FireStatus::kTimeout),
+            Item(lost_dispatching, 0, 5, "10.0.0.2:7000", FireStatus::kFailed),
+            Item(kept, 0, 5, a1, FireStatus::kSucceeded),
+        });
+        auto second = batch;
+        second.back().log = "another log";
+        const auto outcomes = batched ? ApplyMany(second) : ApplyOneByOne(second);
+        EXPECT_EQ(Names(outcomes), (std::vector<std::string>{"duplicate", "duplicate", "conflict", "duplicate",
+                                                             "duplicate", "conflict", "conflict"}));
+        for (const std::size_t i : {0, 1, 2}) {
+            const auto stored = StoredLog(db(), second[i].fire_id);
+            ASSERT_TRUE(stored) << i;
+            EXPECT_EQ(stored->log, *second[i].log);
+        }
+        EXPECT_FALSE(StoredLog(db(), other_epoch));
+        EXPECT_FALSE(StoredLog(db(), other_instance));
+        // Lost while dispatching, reported by a registered instance of the app: that run's log.
+        ASSERT_TRUE(StoredLog(db(), lost_dispatching));
+        EXPECT_EQ(StoredLog(db(), kept)->log, *first[0].log);
+        // The refusals changed no fire.
+        EXPECT_EQ(State(killed).substr(0, 7), "killed|");
+        EXPECT_EQ(State(timed_out).substr(0, 8), "timeout|");
+    }
 }
 
 TEST_P(FireResultsTest, AnOverlongLogKeepsItsTailAndCountsTheCut) {

@@ -288,6 +288,11 @@ class FireRepository {
     /// executor_address. The final UPDATE repeats every condition, so a concurrent change
     /// cannot slip between check and write; when it lost that way (the slave recorded
     /// `running` meanwhile) the checks run again on the fire as it is now.
+    ///
+    /// A result that is not applied (kDuplicate, kConflict) but answers the fire's dispatch
+    /// (same attempt, epoch and instance, as above) keeps its `log` when the fire has ended and
+    /// has none stored yet: the log of a run the cluster ended itself (the API's kill, the
+    /// slave's timeout, the sweep) is kept like any other.
     static ResultOutcome ApplyResult(soci::session& s, const ExecutorResult& result,
                                      const std::function<bool(const std::string& app)>& app_allowed);
 
