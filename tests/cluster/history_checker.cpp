@@ -168,7 +168,11 @@ HistoryReport CheckHistory(const HistoryInput& input) {
                             std::to_string(f->scheduled_time) + ": " + Describe(*f) + " (retry_max " +
                             std::to_string(job.retry_max) + (job.at_least_once ? ", at-least-once)" : ")"));
             }
-            if (!OwesRetry(*f, job) && has_next) {
+            // A success that came after the fire was recorded lost: the loss planned the next
+            // attempt, which was then ended (skipped) or, already claimed, ran as well.
+            const bool late_success =
+                f->status == FireStatus::kSucceeded && f->reason == store::FireReason::kSucceededLate;
+            if (!OwesRetry(*f, job) && has_next && !late_success) {
                 v.push_back("retried against the policy: job " + std::to_string(job.job_id) + " at " +
                             std::to_string(f->scheduled_time) + ": " + Describe(*f) + " (retry_max " +
                             std::to_string(job.retry_max) + (job.at_least_once ? ", at-least-once)" : ")"));

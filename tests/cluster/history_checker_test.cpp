@@ -149,6 +149,23 @@ TEST_F(HistoryCheckerTest, ALostFireIsRetriedOnlyForAtLeastOnceJobs) {
     ExpectOneViolation("retry missing");
 }
 
+// Recorded lost, its success came afterwards (reason succeeded_late): the retry the loss
+// planned is ended with the same reason, or, claimed already, ran too; either is the policy's.
+TEST_F(HistoryCheckerTest, ALateSuccessAccountsForTheRetryItsLossPlanned) {
+    in_.jobs[0].at_least_once = true;
+    for (const std::int64_t t : {kFirst + 5000, kFirst + 6000}) {
+        EraseRowsAt(t);
+        AddRun(1, t, 0, 3, "e1");
+        in_.fires.back().reason = store::FireReason::kSucceededLate;
+    }
+    AddRow(1, kFirst + 5000, 1, FireStatus::kSkipped, FireKind::kRetry).reason = store::FireReason::kSucceededLate;
+    AddRun(1, kFirst + 6000, 1, 3, "e2");
+    EXPECT_TRUE(CheckHistory(in_).ok()) << CheckHistory(in_).Summary();
+    // A success that was never lost does not explain a next attempt.
+    in_.fires[in_.fires.size() - 4].reason.reset();
+    ExpectOneViolation("retried against the policy");
+}
+
 TEST_F(HistoryCheckerTest, MisfirePoliciesMayDropTimesOnlyVisibly) {
     // An outage swallowed seconds 3-8; the master came back at second 9.
     for (std::int64_t t = kFirst + 3000; t <= kFirst + 8000; t += 1000) EraseRowsAt(t);

@@ -21,9 +21,9 @@ namespace {
 constexpr auto kStatusNames = MakeNameTable<FireStatus>(
     {"pending", "dispatching", "running", "succeeded", "failed", "timeout", "killed", "lost", "skipped"});
 constexpr auto kKindNames = MakeNameTable<FireKind>({"schedule", "manual", "retry", "misfire", "backfill", "workflow"});
-constexpr auto kReasonNames =
-    MakeNameTable<FireReason>({"misfire", "paused", "job_deleted", "blocked", "no_executor", "slave_died",
-                               "slave_restarted", "executor_gone", "no_result", "calendar", "upstream", "run_timeout"});
+constexpr auto kReasonNames = MakeNameTable<FireReason>({"misfire", "paused", "job_deleted", "blocked", "no_executor",
+                                                         "slave_died", "slave_restarted", "executor_gone", "no_result",
+                                                         "calendar", "upstream", "run_timeout", "succeeded_late"});
 constexpr auto kOutcomeNames = MakeNameTable<ResultOutcome>(
     {"applied", "duplicate", "conflict", "not_found", "forbidden", "stale_attempt", "stale_epoch", "wrong_executor"});
 
@@ -195,6 +195,67 @@ void KeepLogOfRefused(soci::session& s, const ExecutorResult& r, const Fire& fir
     if (stored == 0) FireLogs::StoreMany(s, {&r});
 }
 
+// A success for a fire recorded lost (FireRepository::ApplyResult): the outcome, or nullopt when
+// the fire changed between the read and the write.
+std::optional<ResultOutcome> ApplyLateSuccess(soci::session& s, const ExecutorResult& r, const Fire& fire,
+                                              const std::optional<std::string>& app) {
+    // Only a result tied to the very dispatch that was lost: without both epochs it could answer
+    // an earlier dispatch of the same attempt.
+    if (!r.epoch || !fire.dispatch_epoch) return ResultOutcome::kConflict;
+    if (*r.epoch != *fire.dispatch_epoch) return ResultOutcome::kStaleEpoch;
+    if (!FromItsInstance(s, r, fire, app)) return ResultOutcome::kWrongExecutor;
+
+    const std::string lost_for(fire.reason ? FireReasonName(*fire.reason) : std::string_view("lost"));
+    const std::string message = "succeeded after it was recorded lost (" + lost_for + ")" +
+                                (r.result_message.empty() ? std::string() : ": " + r.result_message);
+    const std::string succeeded(FireStatusName(FireStatus::kSucceeded));
+    const std::string late(FireReasonName(FireReason::kSucceededLate));
+    const bool set_started = r.started_ms > 0 && !fire.started_at;
+    const bool record_address = r.address && !fire.executor_address;
+    // followup stays as it is: a follow-up not yet done now sees a success (no retry), one done
+    // already planned a retry, ended below, and must not plan the next one twice.
+    std::string sql =
+        "UPDATE job_fire SET status = :to_status, reason = :reason, finished_at = :finished_at, "
+        "result_code = :result_code, result_message = :result_message";
+    if (set_started) sql += ", started_at = :started_at";
+    if (record_address) sql += ", executor_address = :address";
+    sql += " WHERE id = :id AND attempt = :attempt AND status = 'lost' AND dispatch_epoch = :epoch";
+    if (r.address) sql += fire.executor_address ? " AND executor_address = :address" : " AND executor_address IS NULL";
+    soci::statement st(s);
+    st.exchange(soci::use(succeeded, "to_status"));
+    st.exchange(soci::use(late, "reason"));
+    st.exchange(soci::use(r.finished_ms, "finished_at"));
+    st.exchange(soci::use(r.result_code, "result_code"));
+    st.exchange(soci::use(message, "result_message"));
+    if (set_started) st.exchange(soci::use(r.started_ms, "started_at"));
+    if (r.address) st.exchange(soci::use(*r.address, "address"));
+    st.exchange(soci::use(r.fire_id, "id"));
+    st.exchange(soci::use(r.attempt, "attempt"));
+    st.exchange(soci::use(*r.epoch, "epoch"));
+    st.alloc();
+    st.prepare(sql);
+    st.define_and_bind();
+    if (impl::ExecuteAffected(st) != 1) return std::nullopt;
+    FireLogs::StoreMany(s, {&r});
+
+    // The retry the loss owed an at-least-once job, while no slave has claimed it: the run it
+    // retries succeeded. A claimed one runs; both runs are then on record.
+    const std::string skipped(FireStatusName(FireStatus::kSkipped));
+    const std::string retry_kind(FireKindName(FireKind::kRetry));
+    const std::string why = "not run: attempt " + std::to_string(fire.attempt) + " (fire " + std::to_string(fire.id) +
+                            ") succeeded after it was recorded lost";
+    const int next_attempt = fire.attempt + 1;
+    const db::Dialect dialect = impl::SessionDialect(s);
+    // followup = 1 as for every skip: the master clears it, or advances a fixed-delay job from it.
+    s << "UPDATE job_fire SET status = :skipped, reason = :reason, finished_at = " + std::string(dialect.NowMs()) +
+             ", result_message = :why, followup = 1 WHERE job_id = :job AND scheduled_time = :t AND kind = :kind "
+             "AND attempt = :attempt AND shard_index = :shard AND status = 'pending'",
+        soci::use(skipped, "skipped"), soci::use(late, "reason"), soci::use(why, "why"), soci::use(fire.job_id, "job"),
+        soci::use(fire.scheduled_time, "t"), soci::use(retry_kind, "kind"), soci::use(next_attempt, "attempt"),
+        soci::use(fire.shard_index, "shard");
+    return ResultOutcome::kApplied;
+}
+
 // One round of ApplyResult: the outcome, or nullopt when the fire changed between the read and
 // the write (the CAS matched no row).
 std::optional<ResultOutcome> ApplyResultOnce(soci::session& s, const ExecutorResult& r,
@@ -211,6 +272,9 @@ std::optional<ResultOutcome> ApplyResultOnce(soci::session& s, const ExecutorRes
     if (fire->status == r.status) {
         KeepLogOfRefused(s, r, *fire, job_app);
         return ResultOutcome::kDuplicate;
+    }
+    if (fire->status == FireStatus::kLost && r.status == FireStatus::kSucceeded && fire->kind != FireKind::kWorkflow) {
+        return ApplyLateSuccess(s, r, *fire, job_app);
     }
     if (fire->status != FireStatus::kDispatching && fire->status != FireStatus::kRunning) {
         KeepLogOfRefused(s, r, *fire, job_app);
@@ -679,11 +743,15 @@ int FireRepository::ClearTrivialFollowups(soci::session& s) {
 }
 
 std::vector<Fire> FireRepository::ListFollowups(soci::session& s, int limit) {
-    // Served by idx_fire_followup: only flagged rows are read, however long the history.
+    // Served by idx_fire_followup: only flagged rows are read, however long the history. Locked
+    // on MySQL (SQLite's write transaction excludes every other writer anyway): the master plans
+    // a lost fire's retry from this read, and a plain read could miss a late success committed
+    // right after it, which then would find no retry to end (ApplyResult).
+    const db::Dialect dialect = impl::SessionDialect(s);
     return impl::SelectRows<FireRow>(s,
                                      std::string("SELECT ") + kColumns +
                                          " FROM job_fire WHERE followup = 1 ORDER BY id LIMIT " +
-                                         std::to_string(std::max(1, limit)),
+                                         std::to_string(std::max(1, limit)) + std::string(dialect.ForUpdate()),
                                      [](soci::statement&) {});
 }
 

@@ -56,10 +56,6 @@ struct LogRow {
     StoredFireLog Finish() const { return log; }
 };
 
-db::Dialect SessionDialect(soci::session& s) {
-    return db::Dialect(s.get_backend_name() == "mysql" ? db::Backend::kMySql : db::Backend::kSqlite);
-}
-
 }  // namespace
 
 void FireLogs::Bound(std::string& log, std::int64_t& truncated_bytes, std::size_t max_bytes) {
@@ -99,7 +95,7 @@ void FireLogs::StoreMany(soci::session& s, const std::vector<const ExecutorResul
         if (r->log) with_log.push_back(r);
     }
     if (with_log.empty()) return;
-    const db::Dialect dialect = SessionDialect(s);
+    const db::Dialect dialect = impl::SessionDialect(s);
     // REPLACE: the same statement on both backends (SQLite reads it as INSERT OR REPLACE); a
     // retry of the fire is another attempt of the same row, and its log replaces the last one.
     const std::string head = "REPLACE INTO job_fire_log (fire_id, log, truncated_bytes, stored_at) VALUES ";

@@ -157,12 +157,13 @@ std::optional<ResultOutcome> CheckBeforeRegistration(const ExecutorResult& r, co
     return std::nullopt;
 }
 
-// Whether ApplyResult may do more than refuse an item the checks above refuse: keep the log of a
-// result that answers the fire's dispatch. Rare (a fire the cluster ended itself): such items go
-// through ApplyResult one by one rather than making the batch's statements richer.
-bool MayDoMoreThanRefuse(const ExecutorResult& r, ResultOutcome refused) {
+// Whether ApplyResult may do more than refuse an item the checks above refuse: apply a success
+// to a lost fire, or keep the log of a result that answers the fire's dispatch. Rare (a slave
+// or executor taken for dead, a fire the cluster ended itself): such items go through
+// ApplyResult one by one rather than making the batch's statements richer.
+bool MayDoMoreThanRefuse(const ExecutorResult& r, const FireState& fire, ResultOutcome refused) {
     if (refused != ResultOutcome::kDuplicate && refused != ResultOutcome::kConflict) return false;
-    return r.log.has_value();
+    return r.log || (fire.status == FireStatus::kLost && r.status == FireStatus::kSucceeded);
 }
 
 // One round over `pending` (indices into `results`): sets the outcome of every refused item,
@@ -188,7 +189,7 @@ std::vector<Write> Judge(soci::session& s, const std::vector<ExecutorResult>& re
         const auto it = fires.find(r.fire_id);
         const FireState* fire = it == fires.end() ? nullptr : &it->second;
         if (auto refused = CheckBeforeRegistration(r, fire, app_allowed)) {
-            if (fire != nullptr && MayDoMoreThanRefuse(r, *refused)) {
+            if (fire != nullptr && MayDoMoreThanRefuse(r, *fire, *refused)) {
                 deferred.push_back(i);
             } else {
                 out[i] = *refused;

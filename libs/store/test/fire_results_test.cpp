@@ -1,10 +1,13 @@
 #include "sched/store/fire_results.hpp"
 
+#include <atomic>
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "sched/common/testing/wait_for.hpp"
 #include "sched/store/fire_log.hpp"
 #include "sched/store/fire_metrics.hpp"
 #include "sched/store/job.hpp"
@@ -510,6 +513,197 @@ TEST_P(FireResultsTest, TheLogOfAFireTheClusterEndedIsKeptFromTheExecutorsLateRe
         EXPECT_EQ(State(timed_out).substr(0, 8), "timeout|");
     }
 }
+
+// ---- A success after the fire was recorded lost ----
+
+class LateSuccessTest : public FireResultsTest {
+  protected:
+    // A fire dispatched under epoch 5 (running on `running_on` when set), then recorded lost for
+    // `reason`; with `followed_up` the master's follow-up ran and planned its retry (`retry`, the
+    // retry's state: pending, or dispatching when a slave claimed it).
+    struct Lost {
+        std::int64_t fire = 0;
+        std::int64_t retry = 0;
+    };
+    Lost MakeLost(std::int64_t job_id, std::optional<std::string> running_on, FireReason reason, bool followed_up,
+                  FireStatus retry = FireStatus::kPending, FireKind kind = FireKind::kSchedule) {
+        Lost out;
+        out.fire = MakeFire({.job_id = job_id, .running_on = std::move(running_on)});
+        FireRepository fires(db());
+        EXPECT_TRUE(fires
+                        .Transition(out.fire, {FireStatus::kDispatching, FireStatus::kRunning}, FireStatus::kLost,
+                                    {.finished_at = 40, .result_message = "lost", .reason = reason, .followup = true})
+                        .ok());
+        if (kind != FireKind::kSchedule) {
+            const std::string name(FireKindName(kind));
+            EXPECT_TRUE(db().Run([&](soci::session& s) {
+                                s << "UPDATE job_fire SET kind = :k WHERE id = :id", soci::use(name),
+                                    soci::use(out.fire);
+                            })
+                            .ok());
+        }
+        if (!followed_up) return out;
+        const auto lost = fires.Get(out.fire);
+        Fire r;
+        r.job_id = job_id;
+        r.scheduled_time = lost->scheduled_time;
+        r.kind = FireKind::kRetry;
+        r.attempt = 1;
+        r.epoch = 1;
+        r.due_at = lost->scheduled_time + 60'000;
+        auto id = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+            FireRepository::ClearFollowups(s, {out.fire});
+            return FireRepository::InsertIfAbsent(s, db().dialect(), r);
+        });
+        EXPECT_TRUE(id.ok() && *id);
+        out.retry = **id;
+        if (retry == FireStatus::kDispatching) {
+            EXPECT_TRUE(fires
+                            .Transition(out.retry, {FireStatus::kPending}, FireStatus::kDispatching,
+                                        {.dispatch_epoch = 6, .dispatched_at = 45})
+                            .ok());
+        }
+        return out;
+    }
+    Fire Get(std::int64_t id) { return *FireRepository(db()).Get(id); }
+};
+
+TEST_P(LateSuccessTest, IsAppliedAsSucceededLateAndEndsTheRetryItMadeUnnecessary) {
+    const std::string a1 = "10.0.0.1:7000";
+    for (const bool batched : {true, false}) {
+        SCOPED_TRACE(batched ? "ApplyMany" : "ApplyResult");
+        // The slave restarted between the executor's 202 and its record: lost while dispatching.
+        const auto lost = MakeLost(pay_job_, std::nullopt, FireReason::kSlaveRestarted, true);
+        const auto batch = WithLogs({Item(lost.fire, 0, 5, a1)});
+        EXPECT_EQ(Names(batched ? ApplyMany(batch) : ApplyOneByOne(batch)), std::vector<std::string>{"applied"});
+        const Fire fire = Get(lost.fire);
+        EXPECT_EQ(fire.status, FireStatus::kSucceeded);
+        EXPECT_EQ(fire.reason, FireReason::kSucceededLate);
+        EXPECT_EQ(fire.result_message,
+                  "succeeded after it was recorded lost (slave_restarted): msg '\\ for " + std::to_string(lost.fire));
+        EXPECT_EQ(fire.executor_address, a1);
+        EXPECT_EQ(fire.started_at, 7);
+        EXPECT_EQ(fire.finished_at, 9);
+        EXPECT_FALSE(fire.followup);  // its follow-up was done: nothing to do twice
+        ASSERT_TRUE(StoredLog(db(), lost.fire));
+        const Fire retry = Get(lost.retry);
+        EXPECT_EQ(retry.status, FireStatus::kSkipped);
+        EXPECT_EQ(retry.reason, FireReason::kSucceededLate);
+        EXPECT_NE(retry.result_message->find("fire " + std::to_string(lost.fire) + ") succeeded"), std::string::npos)
+            << *retry.result_message;
+        EXPECT_TRUE(retry.followup);
+        EXPECT_TRUE(retry.finished_at);
+        // The same result again: a duplicate, the retry stays skipped.
+        EXPECT_EQ(Names(batched ? ApplyMany(batch) : ApplyOneByOne(batch)), std::vector<std::string>{"duplicate"});
+    }
+}
+
+TEST_P(LateSuccessTest, BeforeTheFollowUpNoRetryIsOwedAndAClaimedRetryRuns) {
+    const std::string a1 = "10.0.0.1:7000";
+    // Lost while running (its executor taken for dead), follow-up not yet done: the master will
+    // see a success, and plan no retry.
+    const auto early = MakeLost(pay_job_, a1, FireReason::kExecutorGone, false);
+    // A retry some slave already claimed runs: both runs are recorded.
+    const auto claimed = MakeLost(pay_job_, std::nullopt, FireReason::kSlaveDied, true, FireStatus::kDispatching);
+    const auto outcomes = ApplyMany({Item(early.fire, 0, 5, a1), Item(claimed.fire, 0, 5, a1)});
+    EXPECT_EQ(Names(outcomes), (std::vector<std::string>{"applied", "applied"}));
+    EXPECT_EQ(Get(early.fire).status, FireStatus::kSucceeded);
+    EXPECT_TRUE(Get(early.fire).followup);
+    auto listed =
+        db().InTransaction(db::TxMode::kWrite, [](soci::session& s) { return FireRepository::ListFollowups(s, 100); });
+    ASSERT_TRUE(listed.ok());
+    ASSERT_EQ(listed->size(), 1u);
+    EXPECT_EQ(listed->front().status, FireStatus::kSucceeded);
+    EXPECT_EQ(Get(claimed.fire).status, FireStatus::kSucceeded);
+    EXPECT_EQ(Get(claimed.retry).status, FireStatus::kDispatching);
+}
+
+TEST_P(LateSuccessTest, MustAnswerTheLostDispatchAndOnlyASuccessIsApplied) {
+    const std::string a1 = "10.0.0.1:7000";
+    for (const bool batched : {true, false}) {
+        SCOPED_TRACE(batched ? "ApplyMany" : "ApplyResult");
+        const auto running = MakeLost(pay_job_, a1, FireReason::kExecutorGone, true);
+        const auto dispatching = MakeLost(pay_job_, std::nullopt, FireReason::kSlaveDied, true);
+        const auto no_epoch = MakeLost(pay_job_, std::nullopt, FireReason::kSlaveDied, true);
+        const auto failed = MakeLost(pay_job_, a1, FireReason::kExecutorGone, true);
+        const auto step =
+            MakeLost(pay_job_, a1, FireReason::kExecutorGone, false, FireStatus::kPending, FireKind::kWorkflow);
+        const auto other_app = MakeLost(shop_job_, "10.0.0.9:7000", FireReason::kExecutorGone, true);
+        const std::vector<ExecutorResult> batch = {
+            Item(running.fire, 0, 4, a1),                        // another dispatch's epoch
+            Item(running.fire, 0, 5, "10.0.0.2:7000"),           // not the instance it ran on
+            Item(dispatching.fire, 0, 5, "10.0.0.77:7000"),      // not an instance of the app
+            Item(no_epoch.fire, 0, std::nullopt, std::nullopt),  // cannot be tied to the dispatch
+            Item(failed.fire, 0, 5, a1, FireStatus::kFailed),    // not a success: stays lost
+            Item(step.fire, 0, 5, a1),                           // its workflow run judged the loss
+            Item(other_app.fire, 0, 5, "10.0.0.9:7000"),         // another app's fire
+            Item(running.fire, 1, 5, a1),                        // another attempt
+        };
+        EXPECT_EQ(Names(batched ? ApplyMany(batch) : ApplyOneByOne(batch)),
+                  (std::vector<std::string>{"stale_epoch", "wrong_executor", "wrong_executor", "conflict", "conflict",
+                                            "conflict", "forbidden", "stale_attempt"}));
+        for (const auto& lost : {running, dispatching, no_epoch, failed, other_app}) {
+            EXPECT_EQ(Get(lost.fire).status, FireStatus::kLost);
+            EXPECT_EQ(Get(lost.retry).status, FireStatus::kPending);
+        }
+        EXPECT_EQ(Get(step.fire).status, FireStatus::kLost);
+    }
+}
+
+// On MySQL the master plans a lost fire's retry from a read of the flagged fires: that read
+// locks them, so a late success committed meanwhile either comes before it (no retry planned)
+// or waits for the master's commit and then ends the retry it planned.
+TEST_P(LateSuccessTest, WaitsForTheMastersFollowUpOfTheLostFireAndEndsTheRetryItPlanned) {
+    if (db().backend() != db::Backend::kMySql) GTEST_SKIP() << "SQLite's writers exclude each other anyway";
+    const std::string a1 = "10.0.0.1:7000";
+    const auto lost = MakeLost(pay_job_, std::nullopt, FireReason::kSlaveRestarted, false);
+    const Fire fire = Get(lost.fire);
+    std::atomic<bool> read{false};
+    std::atomic<bool> go_on{false};
+    std::int64_t retry_id = 0;
+    std::thread master([&] {
+        auto done = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+            const auto followups = FireRepository::ListFollowups(s, 100);
+            read = true;
+            while (!go_on) std::this_thread::yield();
+            Fire r;
+            r.job_id = pay_job_;
+            r.scheduled_time = fire.scheduled_time;
+            r.kind = FireKind::kRetry;
+            r.attempt = 1;
+            r.epoch = 1;
+            r.due_at = fire.scheduled_time + 60'000;
+            for (const auto& f : followups) {
+                if (f.id == lost.fire && f.status == FireStatus::kLost) {
+                    retry_id = FireRepository::InsertIfAbsent(s, db().dialect(), r).value_or(0);
+                }
+            }
+            FireRepository::ClearFollowup(s, lost.fire);
+            return Status::Ok();
+        });
+        EXPECT_TRUE(done.ok()) << done.ToString();
+    });
+    ASSERT_TRUE(sched::testing::WaitFor([&] { return read.load(); }, std::chrono::seconds(10)));
+    // While the master is between its read and its commit, the late success cannot write: it
+    // waits on the read's lock (here for a second, then gives up).
+    auto blocked = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+        s << "SET SESSION innodb_lock_wait_timeout = 1";
+        return FireResults::ApplyMany(s, {Item(lost.fire, 0, 5, a1)}, PayOnly);
+    });
+    EXPECT_FALSE(blocked.ok()) << "the late success did not wait for the master's follow-up read";
+    if (!blocked.ok()) {
+        EXPECT_EQ(blocked.status().code(), Code::kDeadlineExceeded) << blocked.status().ToString();
+    }
+    go_on = true;
+    master.join();
+    ASSERT_NE(retry_id, 0);
+    // Once the master committed, the same result finds the retry it planned and ends it.
+    EXPECT_EQ(Names(ApplyMany({Item(lost.fire, 0, 5, a1)})), std::vector<std::string>{"applied"});
+    EXPECT_EQ(Get(lost.fire).status, FireStatus::kSucceeded);
+    EXPECT_EQ(Get(retry_id).status, FireStatus::kSkipped);
+}
+
+SCHED_DB_TEST_SUITE(LateSuccessTest);
 
 TEST_P(FireResultsTest, AnOverlongLogKeepsItsTailAndCountsTheCut) {
     const auto ids = ManyFires(2, 0);

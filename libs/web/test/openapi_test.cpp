@@ -202,7 +202,7 @@ TEST_P(OpenApiTest, TheDocumentsEnumsAreTheCodes) {
         EXPECT_EQ(kinds[i], store::FireKindName(static_cast<store::FireKind>(i)));
     }
     std::vector<std::string> reasons = schemas["Fire"]["properties"]["reason"]["enum"];
-    ASSERT_EQ(reasons.size(), 12u);
+    ASSERT_EQ(reasons.size(), 13u);
     for (std::size_t i = 0; i < reasons.size(); ++i) {
         EXPECT_EQ(reasons[i], store::FireReasonName(static_cast<store::FireReason>(i)));
     }

@@ -13,7 +13,14 @@
 
 #include <soci/soci.h>
 
+#include "sched/db/dialect.hpp"
+
 namespace sched::store::impl {
+
+/// The dialect of the session's backend, for session-level calls that are not handed one.
+inline db::Dialect SessionDialect(soci::session& s) {
+    return db::Dialect(s.get_backend_name() == "mysql" ? db::Backend::kMySql : db::Backend::kSqlite);
+}
 
 /// Executes `st` (already prepared and bound) and returns the affected (matched) rows.
 inline long long ExecuteAffected(soci::statement& st) {

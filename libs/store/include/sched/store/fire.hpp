@@ -46,9 +46,14 @@ enum class FireReason {
     kCalendar,        ///< in an excluded period of the job's calendar (a summary row may stand for many times)
     kUpstream,        ///< a workflow step whose parents ended so that an edge into it does not hold (docs/workflows.md)
     kRunTimeout,      ///< a workflow step not started, or a step fire still pending, when its run timed out
+    /// The one reason on a fire that ran: its success came after it had been recorded lost
+    /// (status succeeded, ApplyResult), and on the retry that success made unnecessary, ended
+    /// before it ran (status skipped).
+    kSucceededLate,
 };
 /// "misfire", "paused", "job_deleted", "blocked", "no_executor", "slave_died", "slave_restarted",
-/// "executor_gone", "no_result", "calendar", "upstream", "run_timeout" (the stored and API spelling).
+/// "executor_gone", "no_result", "calendar", "upstream", "run_timeout", "succeeded_late" (the
+/// stored and API spelling).
 std::string_view FireReasonName(FireReason r);
 std::optional<FireReason> ParseFireReason(std::string_view name);
 
@@ -233,7 +238,10 @@ class FireRepository {
     /// master's sweep for runs that nobody will finish. Served by idx_fire_status.
     static std::vector<Fire> ListRunning(soci::session& s, std::int64_t after_scheduled, std::int64_t after_id,
                                          int limit);
-    /// Fires whose followup flag is set, oldest first.
+    /// Fires whose followup flag is set, oldest first. On MySQL a locking read (FOR UPDATE, which
+    /// the master's clearing of the flags takes next anyway): a lost fire's success applied by a
+    /// callback meanwhile is either committed before this read, which then sees `succeeded`,
+    /// or waits for the master's commit and then finds the retry it planned (ApplyResult).
     static std::vector<Fire> ListFollowups(soci::session& s, int limit);
     /// Every fire of the given workflow runs (job_fire.workflow_run_id), in id order: a run's
     /// step fires and skip rows, at most 64 steps x their shards and tries each. Served by
@@ -288,6 +296,17 @@ class FireRepository {
     /// executor_address. The final UPDATE repeats every condition, so a concurrent change
     /// cannot slip between check and write; when it lost that way (the slave recorded
     /// `running` meanwhile) the checks run again on the fire as it is now.
+    ///
+    /// A success for a fire recorded `lost` (its slave or executor was taken for dead, yet the
+    /// run happened) is applied too, when it answers that dispatch: the same attempt, the fire's
+    /// dispatch epoch (both must be known: kConflict otherwise, kStaleEpoch when they differ),
+    /// and its executor_address, or a registered instance of its app when none was recorded
+    /// (kWrongExecutor). The fire becomes `succeeded` with reason kSucceededLate and a message
+    /// saying so, its followup flag as it was (a follow-up not yet done sees a success; one done
+    /// is not done again); a `pending` retry of it (kind retry, attempt + 1, same time and shard)
+    /// becomes `skipped`, kSucceededLate, so an at-least-once fire that succeeded does not run
+    /// again. A retry already claimed runs: both runs are then recorded. Not for workflow step
+    /// fires (their run was judged on the loss) nor other outcomes (kConflict, as before).
     ///
     /// A result that is not applied (kDuplicate, kConflict) but answers the fire's dispatch
     /// (same attempt, epoch and instance, as above) keeps its `log` when the fire has ended and

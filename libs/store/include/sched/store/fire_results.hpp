@@ -34,8 +34,8 @@ class FireResults {
     /// on the fires as they are now; after three such losses the remaining items go through
     /// ApplyResult one by one. A fire named more than once takes the batch path for its first
     /// item; its later items go through ApplyResult afterwards, in input order. So do the items
-    /// that would be refused (duplicate, conflict) but carry a log: ApplyResult keeps it when
-    /// the result answers the fire's dispatch.
+    /// that would be refused (duplicate, conflict) but may do more there: a success for a lost
+    /// fire, a result that carries a log (ApplyResult keeps it when it answers the dispatch).
     ///
     /// `app_allowed` is called once per item and round (as ApplyResult does). When
     /// `applied_jobs` is given, it receives the job and app of every applied item whose job
