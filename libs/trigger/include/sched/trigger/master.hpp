@@ -3,7 +3,8 @@
 /// The master's work, one scan at a time, while this node holds the lease (DESIGN 5).
 ///
 /// Scan(epoch) runs ONE fenced transaction (lock::Fence::RunFenced), so every write of a scan
-/// lands only if this node still holds the lease at `epoch`:
+/// lands only if this node still holds the lease at `epoch`. Inside it the steps run in order,
+/// each a type of its own (src/scan/*_step.hpp):
 ///   1. due jobs (enabled, next_fire_time <= now + lookahead; index-served, batch-limited):
 ///      plan their fires (PlanJobFires: misfire policy + lookahead), advance next_fire_time by
 ///      CAS, insert the fire rows (insert-if-absent on the unique key), each assigned to a live
@@ -64,25 +65,23 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "sched/common/config.hpp"
 #include "sched/common/metrics.hpp"
 #include "sched/common/status.hpp"
-#include "sched/cron/schedule.hpp"
 #include "sched/db/database.hpp"
 #include "sched/lock/fenced.hpp"
 #include "sched/protocol/fires_notice.hpp"
-#include "sched/store/job.hpp"
-#include "sched/trigger/backfill_planner.hpp"
-#include "sched/trigger/calendar_cache.hpp"
-#include "sched/trigger/calendar_planner.hpp"
 #include "sched/trigger/db_time.hpp"
-#include "sched/trigger/workflow_planner.hpp"
 
 namespace sched::trigger {
+
+namespace impl {
+class ScanStep;
+class ScheduleCache;
+}  // namespace impl
 
 struct MasterConfig {
     Micros scan_interval = std::chrono::milliseconds(100);
@@ -158,6 +157,7 @@ class Master {
   public:
     Master(std::shared_ptr<db::Database> db, lock::Fence& fence, const DbTime& time, MasterConfig config,
            MetricsRegistry& metrics);
+    ~Master();
 
     /// One scan under `epoch` (see above). lock::IsLeaseLost(status) means stop master work.
     Result<ScanReport> Scan(std::int64_t epoch);
@@ -169,43 +169,12 @@ class Master {
     const MasterConfig& config() const { return config_; }
 
   private:
-    struct CachedSchedule {
-        std::string key;  // type, expr, zone and schedule options the schedule was made from
-        std::optional<cron::Schedule> schedule;
-        std::string error;
-    };
-    /// The job's schedule, made with its id (the seed of `H` and jitter) and schedule options.
-    const CachedSchedule& ScheduleFor(const store::Job& job);
-
-    /// What planning a job with a calendar or bounds adds to its JobPlan (calendar_planner.hpp).
-    struct BoundedExtras {
-        std::vector<SkippedTimes> excluded;
-        std::optional<JobEnd> end;
-        bool bounded = false;  // the job has bounds or a calendar: its runs and end are recorded
-    };
-    /// Plans `job` with its calendar and bounds; `extras` gets the ledger runs and the end.
-    JobPlan PlanBounded(const store::Job& job, const cron::Schedule& schedule, std::int64_t now,
-                        const PlanOptions& options, BoundedExtras& extras);
-    /// The ledger rows (reason calendar) and the RecordRuns updates of the bounded jobs that advanced.
-    void RecordBounded(soci::session& s, std::int64_t epoch, std::int64_t now, const std::vector<store::Job>& due,
-                       const std::vector<bool>& advanced, const std::vector<JobPlan>& plans,
-                       const std::vector<BoundedExtras>& extras, ScanReport& r);
-
-    /// Step 2b over the next batch of running fires (the cursor wraps around).
-    void SweepRunning(soci::session& s, std::int64_t now, ScanReport& r);
-
     std::shared_ptr<db::Database> db_;
     lock::Fence& fence_;
     const DbTime& time_;
     MasterConfig config_;
-    std::map<std::int64_t, CachedSchedule> schedules_;
-    CalendarCache calendars_;
-    std::mt19937_64 rng_{std::random_device{}()};
-    BackfillAdvancer backfills_;
-    WorkflowPlanner workflows_;
-    std::int64_t next_sweep_ms_ = 0;
-    std::int64_t sweep_after_scheduled_ = -1;  // cursor: (scheduled_time, id) of the last fire seen
-    std::int64_t sweep_after_id_ = 0;
+    std::unique_ptr<impl::ScheduleCache> schedules_;      // shared by the steps that compute fire times
+    std::vector<std::unique_ptr<impl::ScanStep>> steps_;  // in scan order
     CounterChild& fires_created_;
     CounterChild& retries_created_;
     CounterChild& fires_lost_;
