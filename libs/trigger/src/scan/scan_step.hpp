@@ -18,7 +18,7 @@
 #include "sched/db/dialect.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/trigger/assigner.hpp"
-#include "sched/trigger/master.hpp"
+#include "sched/trigger/master_config.hpp"
 
 namespace sched::trigger::impl {
 
