@@ -8,7 +8,7 @@
 ///     auto job = co_await OnPool(db_pool, work);
 ///
 /// Exceptions propagate to the caller. Pass `fn` as a named local, never as a lambda written
-/// inside the co_await: g++ 12 destroys such temporaries twice (docs/architecture.md "Build").
+/// inside the co_await: g++ 12 destroys such temporaries twice (docs/architecture/build.md).
 
 #include <optional>
 #include <type_traits>

@@ -32,7 +32,7 @@ std::optional<FireStatus> ParseFireStatus(std::string_view name);
 bool IsFinal(FireStatus s);
 
 /// Why a fire ended without running, or why scheduled times got no fire (the ledger: every
-/// scheduled time is fired or recorded with one of these; docs/architecture.md "Fire ledger").
+/// scheduled time is fired or recorded with one of these; docs/architecture/fire-ledger.md).
 enum class FireReason {
     kMisfire,         ///< skipped by the job's misfire policy (a summary row may stand for many times)
     kPaused,          ///< the job was paused after the fire was planned

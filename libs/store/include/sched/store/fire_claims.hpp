@@ -1,6 +1,6 @@
 #pragma once
 
-/// The slave's group operations on `job_fire` (docs/architecture.md "Slave"): a group of due
+/// The slave's group operations on `job_fire` (docs/architecture/slave.md): a group of due
 /// fires is claimed with one UPDATE and the fires won are learnt with one SELECT by claim
 /// token; the fires accepted by one executor instance are recorded `running` with one UPDATE.
 /// All of them are session-level: the caller owns the transaction.
