@@ -1,6 +1,6 @@
 #pragma once
 
-/// The benchmark scenarios (docs/benchmarks.md "Cluster" documents each with its command):
+/// The benchmark scenarios (docs/benchmarks.md gives each result with its command):
 ///
 /// - precision: N nodes + the measuring sink, R fires/s for S seconds after a warm-up, per rate;
 /// - throughput: precision over rising rates until p99 lag > 100 ms or a miss or double;
