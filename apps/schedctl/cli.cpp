@@ -309,12 +309,12 @@ class Cli {
     int Audit();
     std::string JobIdOf(const std::string& job);
     int ApplyOrDiff(bool apply);
-    // calendars (issue 17)
+    // calendars
     nlohmann::json ListAllCalendars();
     std::string CalendarIdOf(const std::string& id_or_name);
     int Calendars();
     int CalendarsApply();
-    int Workflows();  // issue 18
+    int Workflows();
     std::string LimitQuery() const;
     int ApplyCalendarPlan(const Plan& plan);
     void PrintJobs(const nlohmann::json& items);
@@ -719,7 +719,7 @@ int Cli::ApplyOrDiff(bool apply) {
     return failures == 0 ? 0 : 1;
 }
 
-// ---- calendars (issue 17) ----
+// ---- calendars ----
 
 // Every page of GET /api/v1/calendars (the API holds at most 1000); bounded like ListAllJobs.
 nlohmann::json Cli::ListAllCalendars() {
@@ -813,7 +813,7 @@ int Cli::ApplyCalendarPlan(const Plan& plan) {
     return ApplyPlan(plan, call, out_, err_, "calendar") == 0 ? 0 : 1;
 }
 
-// ---- workflows (issue 18) ----
+// ---- workflows ----
 
 // "&limit=N" from --limit (checked as fires list does), or "".
 std::string Cli::LimitQuery() const {

@@ -6,7 +6,7 @@
 # commits and row writes per fire, the master's mean scan, the CPU per fire of the nodes, MariaDB
 # and the bench process (SDK and sink). Each run's result.json and log stay
 # in OUT_DIR. Example (docs/benchmarks.md "How to reproduce"):
-#   scripts/bench/ab.sh /work/ci/build/ci/apps/scheduler-bench/scheduler-bench \
+#   scripts/bench/ab.sh /tmp/before/build/ci/apps/scheduler-bench/scheduler-bench \
 #       build/ci/apps/scheduler-bench/scheduler-bench /tmp/ab 2 \
 #       precision --schedule cron --nodes 3 --rate 1000 --seconds 10 --warmup 3
 set -euo pipefail

@@ -175,7 +175,7 @@ TEST_P(TriggerProcessTest, EverySecondJobFiresEachSecondOnceAndPausedJobStops) {
     }
 }
 
-// Issue 14: a service holding only an executor token scoped to its app (from the token table,
+// Least privilege: a service holding only an executor token scoped to its app (from the token table,
 // as the web module checks it) can use a trigger node's executor API, for its app only; the
 // node-to-node routes stay with the cluster token.
 TEST_P(TriggerProcessTest, AnAppScopedExecutorTokenOpensOnlyItsAppsOnTheExecutorApi) {
@@ -427,7 +427,7 @@ TEST_P(TriggerProcessTest, MisfirePoliciesAfterTheClusterWasDownForAMinute) {
     }
 }
 
-// Issue 15: a node stopped (SIGSTOP) past the misfire threshold holds fires planned ahead; when
+// A node stopped (SIGSTOP) past the misfire threshold holds fires planned ahead; when
 // it resumes, those and the times it missed obey the job's policy (skip: none fires late) and
 // every scheduled second is either run or in the ledger with reason misfire.
 TEST_P(TriggerProcessTest, ASkipJobStoppedPastTheThresholdFiresNothingLateAndRecordsEverySecond) {
@@ -804,8 +804,8 @@ void TriggerClusterTest::KillOneNodeUnderLoad(bool kill_master) {
     // Let the cluster run on, then stop it gracefully. Long enough for the new master's own
     // fires to be checked: the dead one had planned up to lookahead (2 s) past the kill, and
     // only times 2 s before the stop count (they had time to finish). With 5 s, a takeover that
-    // came late in its window left no new-master fire before that cut (1 in 8 runs, before and
-    // after issue 15's changes); 8 s leaves 3 s of them.
+    // came late in its window left no new-master fire before that cut (1 in 8 runs, on older
+    // builds too); 8 s leaves 3 s of them.
     std::this_thread::sleep_for(8s);
     const std::string owner_before_stop = Owner();
     const std::int64_t checked_until = (NowMs() / 1000 - 2) * 1000;  // fires before this had time to finish

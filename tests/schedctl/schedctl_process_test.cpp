@@ -162,7 +162,7 @@ TEST_F(SchedctlProcess, ApplyDiffUpdateTriggerAndPruneAgainstARealNode) {
     EXPECT_NE(r.out.find("1 unchanged"), std::string::npos) << r.out;
 }
 
-// Issue 17: a calendar and a job naming it in one file, applied in one go; an edit of the
+// A calendar and a job naming it in one file, applied in one go; an edit of the
 // calendar made through the API is drift that apply puts back.
 TEST_F(SchedctlProcess, CalendarsInTheFileApplyBeforeTheJobsThatNameThem) {
     const std::string file = (dir_ / "jobs.yaml").string();
@@ -325,7 +325,7 @@ TEST_F(SchedctlProcess, ErrorsShowTheApiErrorOrTheUnreachableUrlAndExit1) {
     EXPECT_NE(r.err.find("cannot reach http://127.0.0.1:1/api/v1/cluster"), std::string::npos) << r.err;
 }
 
-// Issue 18: a workflow made through the API, operated with schedctl: list, trigger with params,
+// A workflow made through the API, operated with schedctl: list, trigger with params,
 // its runs, a run's steps, a re-run the server refuses.
 TEST_F(SchedctlProcess, WorkflowsAreListedTriggeredAndInspected) {
     Write("jobs.yaml",

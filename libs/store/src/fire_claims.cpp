@@ -69,8 +69,8 @@ std::string IdList(const std::vector<std::int64_t>& ids) {
 // handful of rows, so it walked EVERY pending fire (every dispatching one for MarkRunning)
 // instead of the list's primary keys: under overload the backlog grows, each claim holds the
 // file's single write lock longer, the backlog grows faster, and the node's other writers
-// (heartbeat, renew, purge, alerts) wait out their busy timeout (issue 20: 3,000 fires/s,
-// nothing delivered in 10 s). NOT INDEXED still looks rows up by rowid (id). MariaDB chooses
+// (heartbeat, renew, purge, alerts) wait out their busy timeout (at 3,000 fires/s nothing was
+// delivered in 10 s). NOT INDEXED still looks rows up by rowid (id). MariaDB chooses
 // by its statistics and finds them by primary key.
 std::string ByIdTable(soci::session& s) {
     return s.get_backend_name() == "sqlite3" ? "job_fire NOT INDEXED" : "job_fire";
@@ -139,7 +139,7 @@ std::vector<std::int64_t> FireClaims::ListPendingIds(soci::session& s, const std
     // holds the primary key, so the poll reads no row and sorts nothing. It read every pending
     // row of the node whole, sorted by due_at, once a second per node; at 5,000 fires/s on 3
     // nodes MariaDB ran that as a scan of the whole table (EXPLAIN: type ALL, filesort; 153 ms
-    // for one poll of 2,400 rows, issue 20), to learn that the slave already knew every one of
+    // for one poll of 2,400 rows), to learn that the slave already knew every one of
     // them from the master's notifications.
     return impl::SelectRows<impl::IdRow>(s,
                                          "SELECT id FROM job_fire WHERE assigned_node = :node AND status = 'pending' "

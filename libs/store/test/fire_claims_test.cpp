@@ -236,7 +236,7 @@ TEST_P(FireClaimsTest, JobsAreReadManyAtATime) {
 }
 
 TEST_P(FireClaimsTest, SqliteFindsAGroupsFiresByPrimaryKeyNotByWalkingEveryPendingFire) {
-    // Issue 20: SQLite, without statistics, ran the claim's `id IN (...) AND status = 'pending'`
+    // SQLite, without statistics, ran the claim's `id IN (...) AND status = 'pending'`
     // on idx_fire_status, walking every pending fire (every dispatching one for MarkRunning)
     // with the file's write lock held; under overload the backlog, and so each claim, grew until
     // nothing was delivered. The plans of the statements Claim and MarkRunning really run.

@@ -7,7 +7,7 @@
 /// enums inside. Here in `common` because the cron library (which computes with the schedule
 /// types), the store (which maps them to columns), the protocol (which sends the block strategy)
 /// and schedctl (linked with common and http only) all need the one table. docs/cron.md describes
-/// the types, DESIGN.md section 5 the policies, sched/trigger/routing.hpp the routings.
+/// the types and the misfire policies, sched/trigger/routing.hpp the routings.
 
 #include <string_view>
 

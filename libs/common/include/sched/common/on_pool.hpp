@@ -1,7 +1,7 @@
 #pragma once
 
 /// Running blocking work (soci) on a thread pool from a coroutine, resuming the caller with its
-/// result, so that I/O threads never block on the database (STYLE "Async"). The one copy used
+/// result, so that I/O threads never block on the database. The one copy used
 /// by the web module, the trigger node and the dispatch library.
 ///
 ///     auto work = [&] { return store::JobRepository(db).Find(id); };
