@@ -46,9 +46,11 @@ enum class FireReason {
     kCalendar,        ///< in an excluded period of the job's calendar (a summary row may stand for many times)
     kUpstream,        ///< a workflow step whose parents ended so that an edge into it does not hold (docs/workflows.md)
     kRunTimeout,      ///< a workflow step not started, or a step fire still pending, when its run timed out
+    kConcurrency,     ///< pending: waiting for a seat of its job's concurrency limit (not an end)
 };
 /// "misfire", "paused", "job_deleted", "blocked", "no_executor", "slave_died", "slave_restarted",
-/// "executor_gone", "no_result", "calendar", "upstream", "run_timeout" (the stored and API spelling).
+/// "executor_gone", "no_result", "calendar", "upstream", "run_timeout", "concurrency" (the stored and
+/// API spelling).
 std::string_view FireReasonName(FireReason r);
 std::optional<FireReason> ParseFireReason(std::string_view name);
 
