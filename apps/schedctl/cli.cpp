@@ -16,6 +16,7 @@
 
 #include "api_client.hpp"
 #include "apply.hpp"
+#include "bounded_yaml.hpp"
 #include "calendar_file.hpp"
 #include "job_file.hpp"
 #include "plan.hpp"
@@ -167,12 +168,9 @@ Target ResolveTarget(const Options& o) {
     if (!config_path.empty() && (explicit_config || std::filesystem::exists(config_path))) {
         auto text = ReadBoundedFile(config_path);
         if (!text.ok()) throw CliError(text.status().message());
-        YAML::Node root;
-        try {
-            root = YAML::Load(*text);
-        } catch (const YAML::Exception& e) {
-            throw CliError(config_path + ": line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
-        }
+        auto loaded = LoadBoundedYaml(*text, config_path);
+        if (!loaded.ok()) throw CliError(loaded.status().message());
+        const YAML::Node& root = *loaded;
         if (root.IsMap()) {
             // As ssh does for a private key: a token that others can read is worth a warning.
             std::error_code ec;

@@ -8,9 +8,14 @@
 #include <set>
 #include <sstream>
 
+#include "bounded_yaml.hpp"
 #include "sched/common/job_vocabulary.hpp"
+#include "sched/http/json.hpp"
 
 namespace sched::ctl {
+
+static_assert(YamlBounds{}.max_bytes == kMaxJobFileBytes, "a job file is read with the job file's size bound");
+
 namespace {
 
 enum class FieldType { kString, kInt, kBool, kAny };
@@ -143,7 +148,19 @@ Result<nlohmann::json> NodeToJson(const YAML::Node& node, std::size_t depth) {
 }
 
 Result<nlohmann::json> FieldValue(const FieldInfo& info, const YAML::Node& node) {
-    if (info.type == FieldType::kAny) return NodeToJson(node, 0);
+    if (info.type == FieldType::kAny) {
+        auto value = NodeToJson(node, 0);
+        if (!value.ok()) return value;
+        // The API stores a string as it is and any other value as its JSON text, at most
+        // kMaxParamsBytes either way: said here, at its place in the file, not halfway through an apply.
+        const bool fits = value->is_string() ? value->get_ref<const std::string&>().size() <= kMaxParamsBytes
+                                             : http::DumpWithin(*value, kMaxParamsBytes).has_value();
+        if (!fits) {
+            return Status(Code::kInvalidArgument,
+                          "larger than " + std::to_string(kMaxParamsBytes) + " bytes (the API's limit)");
+        }
+        return value;
+    }
     if (!node.IsScalar()) return Status(Code::kInvalidArgument, "expected a scalar");
     const nlohmann::json v = ScalarToJson(node);
     switch (info.type) {
@@ -184,15 +201,9 @@ Result<std::vector<JobSpec>> ParseJobFile(std::string_view text, std::string_vie
     auto fail = [&](const std::string& what) {
         return Status(Code::kInvalidArgument, file + ": " + what);
     };
-    if (text.size() > kMaxJobFileBytes) {
-        return fail("larger than " + std::to_string(kMaxJobFileBytes) + " bytes");
-    }
-    YAML::Node root;
-    try {
-        root = YAML::Load(std::string(text));
-    } catch (const YAML::Exception& e) {
-        return fail("line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
-    }
+    auto loaded = LoadBoundedYaml(text, file);
+    if (!loaded.ok()) return loaded.status();
+    const YAML::Node& root = *loaded;
     if (!root.IsMap()) return fail("expected a mapping with the keys jobs and calendars");
     for (const auto& kv : root) {
         // calendars: is read by ParseCalendarSection (calendar_file.hpp).
@@ -264,13 +275,9 @@ Result<nlohmann::json> ParseJobDocument(std::string_view text, std::string_view 
     auto fail = [&](const std::string& what) {
         return Status(Code::kInvalidArgument, file + ": " + what);
     };
-    if (text.size() > kMaxJobFileBytes) return fail("larger than " + std::to_string(kMaxJobFileBytes) + " bytes");
-    YAML::Node root;
-    try {
-        root = YAML::Load(std::string(text));
-    } catch (const YAML::Exception& e) {
-        return fail("line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
-    }
+    auto loaded = LoadBoundedYaml(text, file);
+    if (!loaded.ok()) return loaded.status();
+    const YAML::Node& root = *loaded;
     if (!root.IsMap()) return fail("expected a mapping of job fields");
     nlohmann::json out = nlohmann::json::object();
     for (const auto& kv : root) {
