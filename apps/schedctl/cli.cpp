@@ -20,6 +20,15 @@
 #include "calendar_file.hpp"
 #include "job_file.hpp"
 #include "plan.hpp"
+#include "sched/api/audit.hpp"
+#include "sched/api/backfills.hpp"
+#include "sched/api/calendars.hpp"
+#include "sched/api/cluster.hpp"
+#include "sched/api/fires.hpp"
+#include "sched/api/jobs.hpp"
+#include "sched/api/page.hpp"
+#include "sched/api/tokens.hpp"
+#include "sched/api/workflows.hpp"
 #include "table.hpp"
 
 namespace sched::ctl {
@@ -222,9 +231,9 @@ std::string ParseId(const Options& o, std::size_t index, const std::string& what
 
 // The fields whose values differ between an entry's before and after ("enabled, paused"), or
 // the pause note; at most a line's worth.
-std::string AuditChanges(const nlohmann::json& entry) {
-    const auto before = entry.value("before", nlohmann::json());
-    const auto after = entry.value("after", nlohmann::json());
+std::string AuditChanges(const api::AuditEntryView& entry) {
+    const auto& before = entry.before;
+    const auto& after = entry.after;
     if (!before.is_object() || !after.is_object()) return "";
     std::string out;
     for (auto it = after.begin(); it != after.end(); ++it) {
@@ -266,6 +275,33 @@ class Cli {
         return reply;
     }
     bool Json() const { return o_.output == "json"; }
+    // The answer read as its view: a 2xx answer that is not one is an error naming the field.
+    template <api::ViewType V>
+    static V Read(const ApiReply& reply, http::Method method, const std::string& path) {
+        auto view = api::FromJson<V>(reply.json);
+        if (!view.ok()) {
+            throw CliError(std::string(http::MethodName(method)) + " " + path +
+                           ": unexpected answer: " + view.status().message());
+        }
+        return std::move(*view);
+    }
+    template <api::ViewType V>
+    V CallFor(http::Method method, const std::string& path, const std::optional<nlohmann::json>& body = {}) {
+        return Read<V>(CallOk(method, path, body), method, path);
+    }
+    // -o json: the server's answer as it came; otherwise `text` writes what a person reads from
+    // the answer's view V.
+    template <api::ViewType V, typename Text>
+    int AnswerWith(http::Method method, const std::string& path, const std::optional<nlohmann::json>& body,
+                   Text&& text) {
+        const ApiReply reply = CallOk(method, path, body);
+        if (Json()) {
+            PrintJson(reply);
+        } else {
+            text(Read<V>(reply, method, path));
+        }
+        return 0;
+    }
     // -o json: the server's answer as it came; otherwise `text` writes what a person reads.
     int Answer(const ApiReply& reply, const std::function<void(const ApiReply&)>& text) {
         if (Json()) {
@@ -297,7 +333,18 @@ class Cli {
     std::string Sub(std::size_t i) const { return o_.args.size() > i ? o_.args[i] : std::string(); }
     void Usage(const std::string& what) { throw CliError(what + " (see schedctl --help)"); }
 
-    nlohmann::json ListAllJobs(const std::string& query);
+    // Every page of a list route (GET base + "&cursor=..."), at most `max_pages`: the items as
+    // they came (for -o json and the plan) and as views.
+    template <api::ViewType V>
+    struct Listed {
+        nlohmann::json items = nlohmann::json::array();
+        std::vector<V> views;
+    };
+    template <api::ViewType V>
+    Listed<V> ListAll(const std::string& base, int max_pages);
+    Listed<api::JobView> ListAllJobs(const std::string& query) {
+        return ListAll<api::JobView>("/api/v1/jobs?limit=200" + query, 500);
+    }
     int Jobs();
     int JobsBackfill(const std::string& id);
     int Fires();
@@ -308,15 +355,17 @@ class Cli {
     std::string JobIdOf(const std::string& job);
     int ApplyOrDiff(bool apply);
     // calendars (issue 17)
-    nlohmann::json ListAllCalendars();
+    Listed<api::CalendarView> ListAllCalendars() {
+        return ListAll<api::CalendarView>("/api/v1/calendars?limit=200", 50);
+    }
     std::string CalendarIdOf(const std::string& id_or_name);
     int Calendars();
     int CalendarsApply();
     int Workflows();  // issue 18
     std::string LimitQuery() const;
     int ApplyCalendarPlan(const Plan& plan);
-    void PrintJobs(const nlohmann::json& items);
-    void PrintFires(const nlohmann::json& items);
+    void PrintJobs(const std::vector<api::JobView>& jobs);
+    void PrintFires(const std::vector<api::FireView>& fires);
     nlohmann::json ReadJobDocument();
 
     Options o_;
@@ -342,41 +391,40 @@ int Cli::Run() {
     return 1;
 }
 
-// Every page of GET /api/v1/jobs; bounded so that a server answering cursors forever stops.
-nlohmann::json Cli::ListAllJobs(const std::string& query) {
-    nlohmann::json items = nlohmann::json::array();
+// Bounded so that a server answering cursors forever stops.
+template <api::ViewType V>
+Cli::Listed<V> Cli::ListAll(const std::string& base, int max_pages) {
+    Listed<V> out;
     std::string cursor;
-    for (int page = 0; page < 500; ++page) {
-        std::string path = "/api/v1/jobs?limit=200" + query;
+    for (int page = 0; page < max_pages; ++page) {
+        std::string path = base;
         if (!cursor.empty()) path += "&cursor=" + QueryEscape(cursor);
         const ApiReply reply = CallOk(http::Method::kGet, path);
-        if (!reply.json.is_object() || !reply.json.contains("items") || !reply.json["items"].is_array()) {
-            throw CliError("GET " + path + ": unexpected answer (no items)");
-        }
-        for (const auto& job : reply.json["items"]) items.push_back(job);
-        const auto next = reply.json.find("next_cursor");
-        if (next == reply.json.end() || !next->is_string() || next->get<std::string>().empty()) return items;
-        cursor = next->get<std::string>();
+        auto read = Read<api::Page<V>>(reply, http::Method::kGet, path);
+        for (const auto& item : reply.json["items"]) out.items.push_back(item);
+        for (auto& view : read.items) out.views.push_back(std::move(view));
+        if (!read.next_cursor || read.next_cursor->empty()) return out;
+        cursor = *read.next_cursor;
     }
-    throw CliError("GET /api/v1/jobs: more than 500 pages");
+    throw CliError("GET " + base.substr(0, base.find('?')) + ": more than " + std::to_string(max_pages) + " pages");
 }
 
-void Cli::PrintJobs(const nlohmann::json& items) {
+void Cli::PrintJobs(const std::vector<api::JobView>& jobs) {
     std::vector<std::vector<std::string>> rows;
-    for (const auto& j : items) {
-        rows.push_back({FieldCell(j, "id"), FieldCell(j, "name"), FieldCell(j, "app"), FieldCell(j, "handler"),
-                        FieldCell(j, "schedule_type"), FieldCell(j, "schedule_expr"), FieldCell(j, "enabled"),
-                        TimeCell(j, "next_fire_time"), FieldCell(j, "version")});
+    rows.reserve(jobs.size());
+    for (const auto& j : jobs) {
+        rows.push_back({Cell(j.id), j.name, j.app, j.handler, j.schedule_type, j.schedule_expr, Cell(j.enabled),
+                        TimeCell(j.next_fire_time), Cell(j.version)});
     }
     out_ << RenderTable({"ID", "NAME", "APP", "HANDLER", "TYPE", "SCHEDULE", "ENABLED", "NEXT FIRE", "VERSION"}, rows);
 }
 
-void Cli::PrintFires(const nlohmann::json& items) {
+void Cli::PrintFires(const std::vector<api::FireView>& fires) {
     std::vector<std::vector<std::string>> rows;
-    for (const auto& f : items) {
-        rows.push_back({FieldCell(f, "id"), FieldCell(f, "job_id"), FieldCell(f, "kind"), FieldCell(f, "status"),
-                        TimeCell(f, "scheduled_time"), FieldCell(f, "attempt"), FieldCell(f, "executor_address"),
-                        FieldCell(f, "duration_ms"), FieldCell(f, "reason")});
+    rows.reserve(fires.size());
+    for (const auto& f : fires) {
+        rows.push_back({Cell(f.id), Cell(f.job_id), f.kind, f.status, TimeCell(f.scheduled_time), Cell(f.attempt),
+                        Cell(f.executor_address), Cell(f.duration_ms), Cell(f.reason)});
     }
     out_ << RenderTable({"ID", "JOB", "KIND", "STATUS", "SCHEDULED", "ATTEMPT", "EXECUTOR", "DURATION MS", "REASON"},
                         rows);
@@ -394,19 +442,19 @@ nlohmann::json Cli::ReadJobDocument() {
 int Cli::Jobs() {
     const std::string sub = Sub(1);
     if (sub == "list") {
-        nlohmann::json items = ListAllJobs("");
+        const auto jobs = ListAllJobs("");
         if (Json())
-            out_ << nlohmann::json{{"items", items}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+            out_ << nlohmann::json{{"items", jobs.items}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
                  << "\n";
         else
-            PrintJobs(items);
+            PrintJobs(jobs.views);
         return 0;
     }
     if (sub == "create") {
-        return Answer(CallOk(http::Method::kPost, "/api/v1/jobs", ReadJobDocument()), [&](const ApiReply& reply) {
-            out_ << "job " << FieldCell(reply.json, "id") << " created (" << SanitizeCell(FieldCell(reply.json, "name"))
-                 << ")\n";
-        });
+        return AnswerWith<api::JobView>(http::Method::kPost, "/api/v1/jobs", ReadJobDocument(),
+                                        [&](const api::JobView& job) {
+                                            out_ << "job " << job.id << " created (" << SanitizeCell(job.name) << ")\n";
+                                        });
     }
     const std::string id = ParseId(o_, 2, "jobs " + sub);
     const std::string path = "/api/v1/jobs/" + id;
@@ -418,27 +466,26 @@ int Cli::Jobs() {
         if (!body.contains("version")) {
             // No version in the file: the one read now (a concurrent change between this read and
             // the PUT is still a 409).
-            const ApiReply current = CallOk(http::Method::kGet, path);
-            body["version"] = current.json.value("version", std::int64_t{0});
+            body["version"] = CallFor<api::JobView>(http::Method::kGet, path).version;
         }
-        return Answer(CallOk(http::Method::kPut, path, body), [&](const ApiReply& reply) {
-            out_ << "job " << id << " updated (version " << FieldCell(reply.json, "version") << ")\n";
+        return AnswerWith<api::JobView>(http::Method::kPut, path, body, [&](const api::JobView& job) {
+            out_ << "job " << id << " updated (version " << job.version << ")\n";
         });
     }
     if (sub == "pause" || sub == "resume" || sub == "trigger") {
         if (o_.note && sub != "pause") Usage("--note: only jobs pause takes a note");
         std::optional<nlohmann::json> body;
         if (o_.note) body = nlohmann::json{{"note", *o_.note}};
-        const ApiReply reply = CallOk(http::Method::kPost, path + "/" + sub, body);
-        if (Json())
-            PrintJson(reply);
-        else if (sub == "trigger") {
-            out_ << "job " << id << " triggered\n";
-            if (reply.json.is_object() && reply.json.contains("items")) PrintFires(reply.json["items"]);
-        } else {
-            out_ << "job " << id << (sub == "pause" ? " paused\n" : " resumed\n");
+        if (sub == "trigger") {
+            return AnswerWith<api::ItemList<api::FireView>>(http::Method::kPost, path + "/trigger", body,
+                                                            [&](const api::ItemList<api::FireView>& created) {
+                                                                out_ << "job " << id << " triggered\n";
+                                                                PrintFires(created.items);
+                                                            });
         }
-        return 0;
+        return AnswerWith<api::JobView>(http::Method::kPost, path + "/" + sub, body, [&](const api::JobView&) {
+            out_ << "job " << id << (sub == "pause" ? " paused\n" : " resumed\n");
+        });
     }
     if (sub == "backfill") return JobsBackfill(id);
     if (sub == "delete") {
@@ -466,27 +513,24 @@ int Cli::JobsBackfill(const std::string& id) {
         body["max_parallel"] = n;
     }
     if (o_.dry_run) body["dry_run"] = true;
-    const ApiReply reply = CallOk(http::Method::kPost, "/api/v1/jobs/" + id + "/backfill", body);
-    if (Json()) {
-        PrintJson(reply);
-        return 0;
-    }
+    const std::string path = "/api/v1/jobs/" + id + "/backfill";
     if (o_.dry_run) {
-        std::vector<std::vector<std::string>> rows;
-        for (const auto& item : reply.json.value("items", nlohmann::json::array())) {
-            const auto& existing = item.value("existing", nlohmann::json());
-            rows.push_back({TimeCell(item, "scheduled_time"),
-                            existing.is_string() ? "skip (has a " + existing.get<std::string>() + " fire)" : "run"});
-        }
-        out_ << RenderTable({"SCHEDULED", "ACTION"}, rows);
-        out_ << FieldCell(reply.json, "would_run") << " of " << FieldCell(reply.json, "planned")
-             << " scheduled time(s) would run (dry run, nothing stored)\n";
-        return 0;
+        return AnswerWith<api::BackfillDryRunView>(
+            http::Method::kPost, path, body, [&](const api::BackfillDryRunView& dry) {
+                std::vector<std::vector<std::string>> rows;
+                for (const auto& item : dry.items) {
+                    rows.push_back({TimeCell(item.scheduled_time),
+                                    item.existing ? "skip (has a " + *item.existing + " fire)" : "run"});
+                }
+                out_ << RenderTable({"SCHEDULED", "ACTION"}, rows);
+                out_ << dry.would_run << " of " << dry.planned
+                     << " scheduled time(s) would run (dry run, nothing stored)\n";
+            });
     }
-    out_ << "backfill " << FieldCell(reply.json, "id") << " of job " << id
-         << " created: " << FieldCell(reply.json["counts"], "planned") << " scheduled time(s), "
-         << FieldCell(reply.json, "overlap") << "\n";
-    return 0;
+    return AnswerWith<api::BackfillView>(http::Method::kPost, path, body, [&](const api::BackfillView& backfill) {
+        out_ << "backfill " << backfill.id << " of job " << id << " created: " << backfill.counts.planned
+             << " scheduled time(s), " << backfill.overlap << "\n";
+    });
 }
 
 int Cli::Fires() {
@@ -503,10 +547,9 @@ int Cli::Fires() {
             query += "&limit=" + n;
         }
         const std::string path = "/api/v1/fires" + (query.empty() ? std::string() : "?" + query.substr(1));
-        return Answer(CallOk(http::Method::kGet, path), [&](const ApiReply& reply) {
-            PrintFires(reply.json.is_object() ? reply.json.value("items", nlohmann::json::array())
-                                              : nlohmann::json::array());
-        });
+        return AnswerWith<api::Page<api::FireView>>(
+            http::Method::kGet, path, std::nullopt,
+            [&](const api::Page<api::FireView>& page) { PrintFires(page.items); });
     }
     const std::string id = ParseId(o_, 2, "fires " + sub);
     const std::string path = "/api/v1/fires/" + id;
@@ -514,13 +557,10 @@ int Cli::Fires() {
         return Answer(CallOk(http::Method::kGet, path), [&](const ApiReply& reply) { PrintObject(reply.json); });
     }
     if (sub == "log") {
-        const ApiReply reply = CallOk(http::Method::kGet, path + "/log");
-        if (Json()) {
-            PrintJson(reply);
-        } else if (reply.json.is_object() && reply.json.contains("lines") && reply.json["lines"].is_array()) {
-            for (const auto& line : reply.json["lines"]) out_ << SanitizeCell(CellText(line)) << "\n";
-        }
-        return 0;
+        return AnswerWith<api::FireLogView>(http::Method::kGet, path + "/log", std::nullopt,
+                                            [&](const api::FireLogView& log) {
+                                                for (const auto& line : log.lines) out_ << SanitizeCell(line) << "\n";
+                                            });
     }
     if (sub == "kill") {
         return Answer(CallOk(http::Method::kPost, path + "/kill"),
@@ -532,61 +572,45 @@ int Cli::Fires() {
 
 int Cli::Executors() {
     if (Sub(1) != "list") Usage("executors: expected list");
-    const ApiReply reply = CallOk(http::Method::kGet, "/api/v1/executors");
-    if (Json()) {
-        PrintJson(reply);
-        return 0;
-    }
-    std::vector<std::vector<std::string>> rows;
-    if (reply.json.is_object() && reply.json.contains("items") && reply.json["items"].is_array()) {
-        for (const auto& e : reply.json["items"]) {
-            rows.push_back({FieldCell(e, "app"), FieldCell(e, "address"), FieldCell(e, "alive"),
-                            FieldCell(e, "running"), FieldCell(e, "capacity"), FieldCell(e, "heartbeat_age_ms"),
-                            FieldCell(e, "handlers")});
-        }
-    }
-    out_ << RenderTable({"APP", "ADDRESS", "ALIVE", "RUNNING", "CAPACITY", "HEARTBEAT AGE MS", "HANDLERS"}, rows);
-    return 0;
+    return AnswerWith<api::ExecutorListView>(
+        http::Method::kGet, "/api/v1/executors", std::nullopt, [&](const api::ExecutorListView& executors) {
+            std::vector<std::vector<std::string>> rows;
+            for (const auto& e : executors.items) {
+                rows.push_back({e.app, e.address, Cell(e.alive), Cell(e.running), Cell(e.capacity),
+                                Cell(e.heartbeat_age_ms), Cell(e.handlers)});
+            }
+            out_ << RenderTable({"APP", "ADDRESS", "ALIVE", "RUNNING", "CAPACITY", "HEARTBEAT AGE MS", "HANDLERS"},
+                                rows);
+        });
 }
 
 int Cli::Cluster() {
     if (Sub(1) != "status") Usage("cluster: expected status");
-    const ApiReply reply = CallOk(http::Method::kGet, "/api/v1/cluster");
-    if (Json()) {
-        PrintJson(reply);
-        return 0;
-    }
-    const auto& c = reply.json;
-    out_ << "leader: " << SanitizeCell(FieldCell(c, "leader")) << "  epoch: " << FieldCell(c, "epoch")
-         << "  lease remaining ms: " << FieldCell(c, "lease_remaining_ms") << "\n";
-    std::vector<std::vector<std::string>> rows;
-    if (c.is_object() && c.contains("nodes") && c["nodes"].is_array()) {
-        for (const auto& n : c["nodes"]) {
-            rows.push_back({FieldCell(n, "node_id"), FieldCell(n, "address"), FieldCell(n, "state"),
-                            FieldCell(n, "alive"), TimeCell(n, "started_at_ms"), TimeCell(n, "last_heartbeat_ms")});
-        }
-    }
-    out_ << RenderTable({"NODE", "ADDRESS", "STATE", "ALIVE", "STARTED", "LAST HEARTBEAT"}, rows);
-    return 0;
+    return AnswerWith<api::ClusterView>(
+        http::Method::kGet, "/api/v1/cluster", std::nullopt, [&](const api::ClusterView& c) {
+            out_ << "leader: " << SanitizeCell(Cell(c.leader)) << "  epoch: " << c.epoch
+                 << "  lease remaining ms: " << Cell(c.lease_remaining_ms) << "\n";
+            std::vector<std::vector<std::string>> rows;
+            for (const auto& n : c.nodes) {
+                rows.push_back({n.node_id, n.address, n.state, Cell(n.alive), TimeCell(n.started_at_ms),
+                                TimeCell(n.last_heartbeat_ms)});
+            }
+            out_ << RenderTable({"NODE", "ADDRESS", "STATE", "ALIVE", "STARTED", "LAST HEARTBEAT"}, rows);
+        });
 }
 
 int Cli::Tokens() {
     const std::string sub = Sub(1);
     if (sub == "list") {
-        const ApiReply reply = CallOk(http::Method::kGet, "/api/v1/tokens");
-        if (Json()) {
-            PrintJson(reply);
-            return 0;
-        }
-        std::vector<std::vector<std::string>> rows;
-        if (reply.json.is_object() && reply.json.contains("items") && reply.json["items"].is_array()) {
-            for (const auto& t : reply.json["items"]) {
-                rows.push_back({FieldCell(t, "id"), FieldCell(t, "name"), FieldCell(t, "role"), FieldCell(t, "apps"),
-                                TimeCell(t, "created_at"), TimeCell(t, "last_used_at"), TimeCell(t, "revoked_at")});
-            }
-        }
-        out_ << RenderTable({"ID", "NAME", "ROLE", "APPS", "CREATED", "LAST USED", "REVOKED"}, rows);
-        return 0;
+        return AnswerWith<api::ItemList<api::TokenView>>(
+            http::Method::kGet, "/api/v1/tokens", std::nullopt, [&](const api::ItemList<api::TokenView>& tokens) {
+                std::vector<std::vector<std::string>> rows;
+                for (const auto& t : tokens.items) {
+                    rows.push_back({Cell(t.id), t.name, t.role, Cell(t.apps), TimeCell(t.created_at),
+                                    TimeCell(t.last_used_at), TimeCell(t.revoked_at)});
+                }
+                out_ << RenderTable({"ID", "NAME", "ROLE", "APPS", "CREATED", "LAST USED", "REVOKED"}, rows);
+            });
     }
     if (sub == "create") {
         if (!o_.name || !o_.role) Usage("tokens create: --name and --role are required");
@@ -605,15 +629,11 @@ int Cli::Tokens() {
             }
             body["apps"] = apps;
         }
-        const ApiReply reply = CallOk(http::Method::kPost, "/api/v1/tokens", body);
-        if (Json()) {
-            PrintJson(reply);
-        } else {
-            out_ << "token " << FieldCell(reply.json, "id") << " created ("
-                 << SanitizeCell(FieldCell(reply.json, "name")) << ", " << FieldCell(reply.json, "role") << ")\n"
-                 << "secret (shown only now): " << SanitizeCell(FieldCell(reply.json, "token")) << "\n";
-        }
-        return 0;
+        return AnswerWith<api::NewTokenView>(
+            http::Method::kPost, "/api/v1/tokens", body, [&](const api::NewTokenView& token) {
+                out_ << "token " << token.id << " created (" << SanitizeCell(token.name) << ", " << token.role << ")\n"
+                     << "secret (shown only now): " << SanitizeCell(token.token) << "\n";
+            });
     }
     if (sub == "revoke") {
         const std::string id = ParseId(o_, 2, "tokens revoke");
@@ -628,8 +648,8 @@ int Cli::Tokens() {
 std::string Cli::JobIdOf(const std::string& job) {
     if (!job.empty() && job.size() <= 18 && job.find_first_not_of("0123456789") == std::string::npos) return job;
     std::string id;
-    for (const auto& j : ListAllJobs("&q=" + QueryEscape(job))) {
-        if (j.value("name", std::string()) == job) id = FieldCell(j, "id");
+    for (const auto& j : ListAllJobs("&q=" + QueryEscape(job)).views) {
+        if (j.name == job) id = std::to_string(j.id);
     }
     if (id.empty()) throw CliError("--job: no job named \"" + SanitizeCell(job) + "\"");
     return id;
@@ -666,24 +686,15 @@ int Cli::Audit() {
         query += "&limit=" + n;
     }
     const std::string path = "/api/v1/audit" + (query.empty() ? std::string() : "?" + query.substr(1));
-    const ApiReply reply = CallOk(http::Method::kGet, path);
-    if (Json()) {
-        PrintJson(reply);
-        return 0;
-    }
-    std::vector<std::vector<std::string>> rows;
-    if (reply.json.is_object() && reply.json.contains("items") && reply.json["items"].is_array()) {
-        for (const auto& e : reply.json["items"]) {
-            if (!e.is_object()) continue;
-            const auto actor = e.value("actor", nlohmann::json::object());
-            const auto target = e.value("target", nlohmann::json::object());
-            rows.push_back({FieldCell(e, "id"), TimeCell(e, "at"), FieldCell(actor, "name"), FieldCell(actor, "role"),
-                            FieldCell(e, "action"), FieldCell(target, "kind") + " " + FieldCell(target, "id"),
-                            FieldCell(target, "name"), AuditChanges(e)});
-        }
-    }
-    out_ << RenderTable({"ID", "AT", "ACTOR", "ROLE", "ACTION", "TARGET", "NAME", "CHANGED"}, rows);
-    return 0;
+    return AnswerWith<api::Page<api::AuditEntryView>>(
+        http::Method::kGet, path, std::nullopt, [&](const api::Page<api::AuditEntryView>& page) {
+            std::vector<std::vector<std::string>> rows;
+            for (const auto& e : page.items) {
+                rows.push_back({Cell(e.id), TimeCell(e.at), e.actor.name, e.actor.role, e.action,
+                                e.target.kind + " " + e.target.id, e.target.name, AuditChanges(e)});
+            }
+            out_ << RenderTable({"ID", "AT", "ACTOR", "ROLE", "ACTION", "TARGET", "NAME", "CHANGED"}, rows);
+        });
 }
 
 int Cli::ApplyOrDiff(bool apply) {
@@ -695,9 +706,9 @@ int Cli::ApplyOrDiff(bool apply) {
     auto calendars = ParseCalendarSection(*text, o_.file);
     if (!calendars.ok()) throw CliError(calendars.status().message());
     // Without a calendars: key the cluster's calendars are not the file's business, even with --prune.
-    const Plan calendar_plan = *calendars ? PlanCalendarChanges(**calendars, ListAllCalendars(), o_.prune) : Plan{};
-    const nlohmann::json current = ListAllJobs("");
-    const Plan plan = PlanChanges(*desired, current, o_.prune);
+    const Plan calendar_plan =
+        *calendars ? PlanCalendarChanges(**calendars, ListAllCalendars().items, o_.prune) : Plan{};
+    const Plan plan = PlanChanges(*desired, ListAllJobs("").items, o_.prune);
     if (*calendars) out_ << FormatPlan(calendar_plan, "calendar ", "Calendars");
     out_ << FormatPlan(plan);
     const bool drift = plan.HasDrift() || calendar_plan.HasDrift();
@@ -719,31 +730,12 @@ int Cli::ApplyOrDiff(bool apply) {
 
 // ---- calendars (issue 17) ----
 
-// Every page of GET /api/v1/calendars (the API holds at most 1000); bounded like ListAllJobs.
-nlohmann::json Cli::ListAllCalendars() {
-    nlohmann::json items = nlohmann::json::array();
-    std::string cursor;
-    for (int page = 0; page < 50; ++page) {
-        std::string path = "/api/v1/calendars?limit=200";
-        if (!cursor.empty()) path += "&cursor=" + QueryEscape(cursor);
-        const ApiReply reply = CallOk(http::Method::kGet, path);
-        if (!reply.json.is_object() || !reply.json.contains("items") || !reply.json["items"].is_array()) {
-            throw CliError("GET " + path + ": unexpected answer (no items)");
-        }
-        for (const auto& c : reply.json["items"]) items.push_back(c);
-        const auto next = reply.json.find("next_cursor");
-        if (next == reply.json.end() || !next->is_string() || next->get<std::string>().empty()) return items;
-        cursor = next->get<std::string>();
-    }
-    throw CliError("GET /api/v1/calendars: more than 50 pages");
-}
-
 // An id as given, or the id of the calendar with exactly that name.
 std::string Cli::CalendarIdOf(const std::string& id_or_name) {
     if (id_or_name.empty()) Usage("calendars: missing ID or NAME");
     if (id_or_name.size() <= 18 && id_or_name.find_first_not_of("0123456789") == std::string::npos) return id_or_name;
-    for (const auto& c : ListAllCalendars()) {
-        if (c.is_object() && c.value("name", std::string()) == id_or_name) return FieldCell(c, "id");
+    for (const auto& c : ListAllCalendars().views) {
+        if (c.name == id_or_name) return std::to_string(c.id);
     }
     throw CliError("calendars: no calendar named \"" + SanitizeCell(id_or_name) + "\"");
 }
@@ -751,28 +743,26 @@ std::string Cli::CalendarIdOf(const std::string& id_or_name) {
 int Cli::Calendars() {
     const std::string sub = Sub(1);
     if (sub == "list") {
-        const nlohmann::json items = ListAllCalendars();
+        const auto calendars = ListAllCalendars();
         if (Json()) {
-            out_ << nlohmann::json{{"items", items}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+            out_ << nlohmann::json{{"items", calendars.items}}.dump(2, ' ', false,
+                                                                    nlohmann::json::error_handler_t::replace)
                  << "\n";
             return 0;
         }
         // Which jobs name each calendar: the API's calendar objects do not say, the jobs do.
         std::map<std::string, std::vector<std::string>> used_by;
-        for (const auto& j : ListAllJobs("")) {
-            if (j.is_object() && j.contains("calendar") && j["calendar"].is_string()) {
-                used_by[j["calendar"].get<std::string>()].push_back(j.value("name", std::string()));
-            }
+        for (const auto& j : ListAllJobs("").views) {
+            if (j.calendar) used_by[*j.calendar].push_back(j.name);
         }
         std::vector<std::vector<std::string>> rows;
-        for (const auto& c : items) {
-            const auto& jobs = used_by[c.is_object() ? c.value("name", std::string()) : std::string()];
+        for (const auto& c : calendars.views) {
+            const auto& jobs = used_by[c.name];
             std::string jobs_cell;
             for (std::size_t i = 0; i < jobs.size() && i < 3; ++i) jobs_cell += (i ? ", " : "") + jobs[i];
             if (jobs.size() > 3) jobs_cell += " (+" + std::to_string(jobs.size() - 3) + ")";
-            rows.push_back({FieldCell(c, "id"), FieldCell(c, "name"), FieldCell(c, "time_zone"),
-                            SanitizeCell(CalendarRulesSummary(c)), FieldCell(c, "version"),
-                            jobs_cell.empty() ? "-" : SanitizeCell(jobs_cell)});
+            rows.push_back({Cell(c.id), c.name, c.time_zone, SanitizeCell(CalendarRulesSummary(api::ToJson(c))),
+                            Cell(c.version), jobs_cell.empty() ? "-" : SanitizeCell(jobs_cell)});
         }
         out_ << RenderTable({"ID", "NAME", "ZONE", "EXCLUDES", "VERSION", "USED BY"}, rows);
         return 0;
@@ -797,7 +787,7 @@ int Cli::CalendarsApply() {
     auto calendars = ParseCalendarSection(*text, o_.file);
     if (!calendars.ok()) throw CliError(calendars.status().message());
     if (!*calendars) throw CliError(o_.file + ": no calendars: section");
-    const Plan plan = PlanCalendarChanges(**calendars, ListAllCalendars(), o_.prune);
+    const Plan plan = PlanCalendarChanges(**calendars, ListAllCalendars().items, o_.prune);
     out_ << FormatPlan(plan, "calendar ", "Calendars");
     if (o_.dry_run || !plan.HasDrift()) return 0;
     return ApplyCalendarPlan(plan);
@@ -828,16 +818,17 @@ int Cli::Workflows() {
     if (o_.params && sub != "trigger") Usage("--params: only workflows trigger takes params");
     if (o_.from_step && sub != "rerun") Usage("--from-step: only workflows rerun takes a step");
     if (sub == "list") {
-        return Answer(CallOk(http::Method::kGet, "/api/v1/workflows?limit=200"), [&](const ApiReply& reply) {
-            std::vector<std::vector<std::string>> rows;
-            for (const auto& w : reply.json.value("items", nlohmann::json::array())) {
-                rows.push_back({FieldCell(w, "id"), SanitizeCell(FieldCell(w, "name")),
-                                FieldCell(w, "schedule_type") + " " + SanitizeCell(FieldCell(w, "schedule_expr")),
-                                std::to_string(w.value("steps", nlohmann::json::array()).size()),
-                                FieldCell(w, "paused"), TimeCell(w, "next_fire_time")});
-            }
-            out_ << RenderTable({"ID", "NAME", "SCHEDULE", "STEPS", "PAUSED", "NEXT"}, rows);
-        });
+        return AnswerWith<api::Page<api::WorkflowView>>(
+            http::Method::kGet, "/api/v1/workflows?limit=200", std::nullopt,
+            [&](const api::Page<api::WorkflowView>& page) {
+                std::vector<std::vector<std::string>> rows;
+                for (const auto& w : page.items) {
+                    rows.push_back({Cell(w.id), SanitizeCell(w.name),
+                                    w.schedule_type + " " + SanitizeCell(w.schedule_expr),
+                                    std::to_string(w.steps.size()), Cell(w.paused), TimeCell(w.next_fire_time)});
+                }
+                out_ << RenderTable({"ID", "NAME", "SCHEDULE", "STEPS", "PAUSED", "NEXT"}, rows);
+            });
     }
     const std::string what = "workflows " + sub;
     if (sub == "run" || sub == "rerun") {
@@ -845,27 +836,27 @@ int Cli::Workflows() {
         const std::string path = "/api/v1/workflow-runs/" + run_id;
         if (sub == "rerun") {
             if (!o_.from_step || o_.from_step->empty()) Usage("workflows rerun: --from-step NAME is required");
-            return Answer(CallOk(http::Method::kPost, path + "/rerun", nlohmann::json{{"from_step", *o_.from_step}}),
-                          [&](const ApiReply& reply) {
-                              out_ << "run " << run_id << " re-run from " << SanitizeCell(*o_.from_step)
-                                   << " (generation " << FieldCell(reply.json, "generation") << ")\n";
-                          });
+            const nlohmann::json rerun = {{"from_step", *o_.from_step}};
+            return AnswerWith<api::WorkflowRunView>(
+                http::Method::kPost, path + "/rerun", rerun, [&](const api::WorkflowRunView& run) {
+                    out_ << "run " << run_id << " re-run from " << SanitizeCell(*o_.from_step) << " (generation "
+                         << run.generation << ")\n";
+                });
         }
-        return Answer(CallOk(http::Method::kGet, path), [&](const ApiReply& reply) {
-            out_ << "run " << run_id << ": " << FieldCell(reply.json, "status");
-            if (reply.json.is_object() && reply.json.value("reason", nlohmann::json()).is_string()) {
-                out_ << " (" << SanitizeCell(FieldCell(reply.json, "reason")) << ")";
-            }
-            out_ << ", generation " << FieldCell(reply.json, "generation") << "\n";
-            std::vector<std::vector<std::string>> rows;
-            for (const auto& step : reply.json.value("steps", nlohmann::json::array())) {
-                rows.push_back({SanitizeCell(FieldCell(step, "name")), FieldCell(step, "job_id"),
-                                FieldCell(step, "state"), FieldCell(step, "fire_id"), FieldCell(step, "fire_status"),
-                                FieldCell(step, "attempts"), FieldCell(step, "lag_ms"),
-                                SanitizeCell(FieldCell(step, "message"))});
-            }
-            out_ << RenderTable({"STEP", "JOB", "STATE", "FIRE", "FIRE STATUS", "ATTEMPTS", "LAG MS", "MESSAGE"}, rows);
-        });
+        return AnswerWith<api::WorkflowRunDetailView>(
+            http::Method::kGet, path, std::nullopt, [&](const api::WorkflowRunDetailView& run) {
+                out_ << "run " << run_id << ": " << run.status;
+                if (run.reason) out_ << " (" << SanitizeCell(*run.reason) << ")";
+                out_ << ", generation " << run.generation << "\n";
+                std::vector<std::vector<std::string>> rows;
+                for (const auto& step : run.steps) {
+                    rows.push_back({SanitizeCell(step.name), Cell(step.job_id), step.state, Cell(step.fire_id),
+                                    Cell(step.fire_status), Cell(step.attempts), Cell(step.lag_ms),
+                                    SanitizeCell(Cell(step.message))});
+                }
+                out_ << RenderTable({"STEP", "JOB", "STATE", "FIRE", "FIRE STATUS", "ATTEMPTS", "LAG MS", "MESSAGE"},
+                                    rows);
+            });
     }
     if (sub != "get" && sub != "pause" && sub != "resume" && sub != "trigger" && sub != "runs") {
         Usage("workflows: expected list, get, pause, resume, trigger, runs, run or rerun");
@@ -878,15 +869,15 @@ int Cli::Workflows() {
     if (sub == "runs") {
         const std::string query = LimitQuery();
         const std::string runs_path = path + "/runs" + (query.empty() ? std::string() : "?" + query.substr(1));
-        return Answer(CallOk(http::Method::kGet, runs_path), [&](const ApiReply& reply) {
-            std::vector<std::vector<std::string>> rows;
-            for (const auto& run : reply.json.value("items", nlohmann::json::array())) {
-                rows.push_back({FieldCell(run, "id"), TimeCell(run, "scheduled_time"), FieldCell(run, "kind"),
-                                FieldCell(run, "status"), FieldCell(run, "generation"),
-                                SanitizeCell(FieldCell(run, "reason"))});
-            }
-            out_ << RenderTable({"RUN", "SCHEDULED", "KIND", "STATUS", "GENERATION", "REASON"}, rows);
-        });
+        return AnswerWith<api::Page<api::WorkflowRunView>>(
+            http::Method::kGet, runs_path, std::nullopt, [&](const api::Page<api::WorkflowRunView>& page) {
+                std::vector<std::vector<std::string>> rows;
+                for (const auto& run : page.items) {
+                    rows.push_back({Cell(run.id), TimeCell(run.scheduled_time), run.kind, run.status,
+                                    Cell(run.generation), SanitizeCell(Cell(run.reason))});
+                }
+                out_ << RenderTable({"RUN", "SCHEDULED", "KIND", "STATUS", "GENERATION", "REASON"}, rows);
+            });
     }
     if (sub == "trigger") {
         std::optional<nlohmann::json> body;
@@ -896,9 +887,10 @@ int Cli::Workflows() {
             if (params.is_discarded()) params = *o_.params;
             body = nlohmann::json{{"params", std::move(params)}};
         }
-        return Answer(CallOk(http::Method::kPost, path + "/trigger", body), [&](const ApiReply& reply) {
-            out_ << "workflow " << id << " triggered: run " << FieldCell(reply.json, "id") << "\n";
-        });
+        return AnswerWith<api::WorkflowRunView>(http::Method::kPost, path + "/trigger", body,
+                                                [&](const api::WorkflowRunView& run) {
+                                                    out_ << "workflow " << id << " triggered: run " << run.id << "\n";
+                                                });
     }
     return Answer(CallOk(http::Method::kPost, path + "/" + sub),
                   [&](const ApiReply&) { out_ << "workflow " << id << (sub == "pause" ? " paused\n" : " resumed\n"); });

@@ -9,6 +9,7 @@
 #include "impl/audit.hpp"
 #include "impl/context.hpp"
 #include "impl/list_query.hpp"
+#include "sched/api/backfills.hpp"
 #include "sched/cron/schedule.hpp"
 #include "sched/cron/time_zone.hpp"
 #include "sched/cron/times_in_range.hpp"
@@ -93,25 +94,24 @@ std::optional<http::ApiError> ReadBackfillInput(const nlohmann::json& body, Back
 }
 
 nlohmann::json BackfillJson(const store::Backfill& b, const store::BackfillFireCounts& counts) {
-    return {{"id", b.id},
-            {"job_id", b.job_id},
-            {"from", b.range_from},
-            {"to", b.range_to},
-            {"overlap", store::BackfillOverlapName(b.overlap)},
-            {"max_parallel", b.max_parallel},
-            {"state", store::BackfillStateName(b.state)},
-            {"cursor", b.cursor_ms},
-            {"counts",
-             {{"planned", b.planned},
-              {"existing", b.existing},
-              {"created", b.created},
-              {"running", counts.running},
-              {"succeeded", counts.succeeded},
-              {"failed", counts.failed}}},
-            {"created_by", b.created_by},
-            {"created_at", b.created_at},
-            {"updated_at", b.updated_at},
-            {"finished_at", b.finished_at ? nlohmann::json(*b.finished_at) : nlohmann::json(nullptr)}};
+    return api::ToJson(api::BackfillView{.id = b.id,
+                                         .job_id = b.job_id,
+                                         .from = b.range_from,
+                                         .to = b.range_to,
+                                         .overlap = std::string(store::BackfillOverlapName(b.overlap)),
+                                         .max_parallel = b.max_parallel,
+                                         .state = std::string(store::BackfillStateName(b.state)),
+                                         .cursor = b.cursor_ms,
+                                         .counts = {.planned = b.planned,
+                                                    .existing = b.existing,
+                                                    .created = b.created,
+                                                    .running = counts.running,
+                                                    .succeeded = counts.succeeded,
+                                                    .failed = counts.failed},
+                                         .created_by = b.created_by,
+                                         .created_at = b.created_at,
+                                         .updated_at = b.updated_at,
+                                         .finished_at = b.finished_at});
 }
 
 // The range's scheduled times (at most kMaxTimes), or why there is nothing to backfill:
@@ -158,26 +158,19 @@ Result<nlohmann::json> CreateBackfill(db::Database& db, std::int64_t job_id, con
             // Shards make several rows per time; more rows than that are not needed.
             const auto existing =
                 store::BackfillRepository::ExistingTimes(s, job_id, in.from, in.to, static_cast<int>(kMaxTimes) * 8);
-            nlohmann::json items = nlohmann::json::array();
-            std::size_t would_run = 0;
+            api::BackfillDryRunView dry{
+                .job_id = job_id, .from = in.from, .to = in.to, .planned = static_cast<std::int64_t>(times->size())};
             for (const std::int64_t t : *times) {
-                const auto it = existing.find(t);
-                nlohmann::json kind = nullptr;
-                if (it != existing.end()) {
-                    kind = store::FireKindName(it->second);
+                api::BackfillTimeView item{.scheduled_time = t};
+                if (const auto it = existing.find(t); it != existing.end()) {
+                    item.existing = std::string(store::FireKindName(it->second));
                 } else {
-                    ++would_run;
+                    ++dry.would_run;
                 }
-                items.push_back({{"scheduled_time", t}, {"existing", std::move(kind)}});
+                dry.items.push_back(std::move(item));
             }
-            return nlohmann::json{{"dry_run", true},
-                                  {"job_id", job_id},
-                                  {"from", in.from},
-                                  {"to", in.to},
-                                  {"planned", times->size()},
-                                  {"would_run", would_run},
-                                  {"existing", times->size() - would_run},
-                                  {"items", std::move(items)}};
+            dry.existing = dry.planned - dry.would_run;
+            return api::ToJson(dry);
         });
     }
     if (times->empty()) {

@@ -10,6 +10,7 @@
 #include "impl/context.hpp"
 #include "impl/list_query.hpp"
 #include "impl/views.hpp"
+#include "sched/api/calendars.hpp"
 #include "sched/store/calendar.hpp"
 
 namespace sched::web::impl {
@@ -39,16 +40,16 @@ http::ApiError Invalid(std::string field, std::string message) {
 }
 
 nlohmann::json CalendarJson(const store::CalendarRecord& c) {
-    return {{"id", c.id},
-            {"name", c.name},
-            {"description", c.description},
-            {"time_zone", c.time_zone},
-            {"excluded_dates", c.excluded_dates},
-            {"excluded_weekdays", c.excluded_weekdays},
-            {"excluded_times", c.excluded_times},
-            {"version", c.version},
-            {"created_at", c.created_at},
-            {"updated_at", c.updated_at}};
+    return api::ToJson(api::CalendarView{.id = c.id,
+                                         .name = c.name,
+                                         .description = c.description,
+                                         .time_zone = c.time_zone,
+                                         .excluded_dates = c.excluded_dates,
+                                         .excluded_weekdays = c.excluded_weekdays,
+                                         .excluded_times = c.excluded_times,
+                                         .version = c.version,
+                                         .created_at = c.created_at,
+                                         .updated_at = c.updated_at});
 }
 
 // Validates a calendar body (create: current == nullptr) into `out`, canonicalised by cron::Calendar.

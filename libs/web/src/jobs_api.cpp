@@ -10,6 +10,7 @@
 #include "impl/job_input.hpp"
 #include "impl/list_query.hpp"
 #include "impl/views.hpp"
+#include "sched/api/page.hpp"
 #include "sched/cron/misfire.hpp"
 #include "sched/cron/schedule.hpp"
 #include "sched/http/json.hpp"
@@ -389,10 +390,10 @@ void AddJobRoutes(Routes& routes) {
             };
             auto fires = co_await WithDb(*ctx, work);
             if (!fires.ok()) co_return JobError(fires.status());
-            nlohmann::json items = nlohmann::json::array();
-            for (const auto& f : *fires) items.push_back(FireJson(f));
+            api::ItemList<api::FireView> created;
+            for (const auto& f : *fires) created.items.push_back(FireViewOf(f));
             spdlog::info("web: job {} triggered by {} (fire {})", *id, who.name, fires->front().id);
-            co_return Response::Json({{"items", std::move(items)}}, 202);
+            co_return Response::Json(api::ToJson(created), 202);
         });
 }
 
