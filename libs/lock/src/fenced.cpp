@@ -45,6 +45,23 @@ Status Fence::Check(soci::session& s, std::int64_t epoch, bool lock_row) const {
     return Status::Ok();
 }
 
+// The first check is a plain read (no lock: it only saves running fn for nothing); the final one
+// locks the row, which is what holds a take-over off until the commit.
+db::TxGuard Fence::Guard(std::int64_t epoch) const {
+    return {.check = [this, epoch](soci::session& s, bool final) { return Check(s, epoch, final); },
+            .enter = [this](db::PooledSession& session) -> std::shared_ptr<void> {
+                return std::make_shared<IdleTimeoutScope>(*this, session);
+            }};
+}
+
+std::optional<std::int64_t> ReadLeaseEpoch(soci::session& s, const std::string& name) {
+    long long epoch = 0;
+    soci::indicator ind = soci::i_null;
+    s << "SELECT epoch FROM scheduler_lock WHERE namespace = :name", soci::use(name), soci::into(epoch, ind);
+    if (!s.got_data() || ind != soci::i_ok) return std::nullopt;
+    return static_cast<std::int64_t>(epoch);
+}
+
 Fence::IdleTimeoutScope::IdleTimeoutScope(const Fence& fence, db::PooledSession& session) : session_(session) {
     if (fence.db_->backend() != db::Backend::kMySql || fence.options_.idle_transaction_timeout.count() <= 0 ||
         fence.idle_timeout_unsupported_->load(std::memory_order_relaxed)) {

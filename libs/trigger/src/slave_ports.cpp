@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "sched/lock/fenced.hpp"
 #include "sched/store/fire_claims.hpp"
 #include "sched/store/workflow_run.hpp"
 
@@ -29,10 +30,7 @@ Result<ClaimedGroup> SqlFireClaimStore::Claim(const std::string& node, const std
     // it is the one in force when the fires left pending.
     return db_->InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<ClaimedGroup> {
         ClaimedGroup group;
-        soci::indicator ind = soci::i_null;
-        s << "SELECT epoch FROM scheduler_lock WHERE namespace = :name", soci::use(lease_name_),
-            soci::into(group.epoch, ind);
-        if (!s.got_data() || ind != soci::i_ok) group.epoch = 0;
+        group.epoch = lock::ReadLeaseEpoch(s, lease_name_).value_or(0);
         group.fires = store::FireClaims::Claim(s, node, ids, token, group.epoch, now_ms);
         std::set<std::int64_t> job_ids;
         for (const auto& f : group.fires) job_ids.insert(f.job_id);
@@ -56,12 +54,9 @@ Result<std::optional<std::int64_t>> SqlFireClaimStore::Restamp(std::int64_t id, 
     // One transaction: the epoch read is the one in force when the fire is stamped, and the
     // stamp lands only while the claim still holds the fire.
     return db_->InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<std::optional<std::int64_t>> {
-        std::int64_t epoch = 0;
-        soci::indicator ind = soci::i_null;
-        s << "SELECT epoch FROM scheduler_lock WHERE namespace = :name", soci::use(lease_name_), soci::into(epoch, ind);
-        if (!s.got_data() || ind != soci::i_ok) return std::optional<std::int64_t>();
-        if (!store::FireClaims::Restamp(s, id, token, epoch)) return std::optional<std::int64_t>();
-        return std::optional<std::int64_t>(epoch);
+        const auto epoch = lock::ReadLeaseEpoch(s, lease_name_);
+        if (!epoch || !store::FireClaims::Restamp(s, id, token, *epoch)) return std::optional<std::int64_t>();
+        return epoch;
     });
 }
 
@@ -114,15 +109,6 @@ Result<int> SqlFireClaimStore::EndEarlierDispatches(const std::string& node, std
 
 Result<int> SqlFireClaimStore::UnassignPending(const std::string& node) {
     return db_->Run([&](soci::session& s) { return store::FireRepository::UnassignPending(s, node); });
-}
-
-SignedExecutorClient::SignedExecutorClient(http::HttpClient& http, std::unique_ptr<dispatch::ExecutorSigner> signer)
-    : http_(http), signer_(std::move(signer)) {}
-
-net::awaitable<Result<http::ClientResponse>> SignedExecutorClient::Send(std::string app, http::Method method,
-                                                                        std::string url, std::string body,
-                                                                        http::CallOptions call) {
-    co_return co_await signer_->Send(http_, std::move(app), method, std::move(url), std::move(body), std::move(call));
 }
 
 }  // namespace sched::trigger

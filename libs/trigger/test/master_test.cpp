@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "sched/cron/schedule.hpp"
 #include "sched/db/migrator.hpp"
 #include "sched/db/testing/test_database.hpp"
 #include "sched/lock/lock_store.hpp"
@@ -17,6 +18,7 @@
 #include "sched/store/workflow.hpp"
 #include "sched/store/workflow_progress.hpp"
 #include "sched/store/workflow_run.hpp"
+#include "sched/trigger/calendar_planner.hpp"
 
 namespace sched::trigger {
 namespace {

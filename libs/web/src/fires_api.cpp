@@ -11,7 +11,7 @@
 #include "impl/context.hpp"
 #include "impl/list_query.hpp"
 #include "impl/views.hpp"
-#include "sched/dispatch/executor_signer.hpp"
+#include "sched/dispatch/executor_client.hpp"
 #include "sched/http/client.hpp"
 #include "sched/protocol/log_page.hpp"
 #include "sched/protocol/run.hpp"
@@ -102,7 +102,8 @@ api::FireLogView StoredLogPage(const store::StoredFireLog& stored, const store::
 
 void AddFireRoutes(Routes& routes) {
     auto ctx = routes.context();
-    // Kill and log calls to executors are signed with the app's key (docs/protocol.md).
+    // Kill and log calls to executors go through the same signed client as the slave's runs
+    // (dispatch::ExecutorClient, signed with the app's key: docs/protocol.md).
     auto signer = std::make_shared<dispatch::ExecutorSigner>(ctx->database, ctx->db_pool);
 
     routes.Add(Method::kGet, "/api/v1/fires", Permission::kViewer,
@@ -199,11 +200,12 @@ void AddFireRoutes(Routes& routes) {
                        executor["address"] = *killed->executor_address;
                        const auto executor_io = co_await net::this_coro::executor;
                        http::HttpClient client(executor_io);
+                       dispatch::SignedExecutorClient executors(client, signer);
                        const std::string url = "http://" + *killed->executor_address + std::string(protocol::kKillPath);
                        const std::string body = protocol::ToJson(protocol::KillRequest{.fire_id = *id}).dump();
                        const http::CallOptions call = ExecutorCall(*ctx);
                        const std::string app = co_await JobApp(*ctx, killed->job_id);
-                       auto answer = co_await signer->Send(client, app, Method::kPost, url, body, call);
+                       auto answer = co_await executors.Send(app, Method::kPost, url, body, call);
                        if (answer.ok()) {
                            executor["status"] = answer->status;
                            executor["delivered"] = answer->ok();
@@ -254,12 +256,13 @@ void AddFireRoutes(Routes& routes) {
             http::ClientOptions client_options;
             client_options.body_limit = protocol::kMaxLogPageBytes;
             http::HttpClient client(executor_io, client_options);
+            dispatch::SignedExecutorClient executors(client, signer);
             const std::string url = "http://" + address + std::string(protocol::kLogPath) +
                                     "?fire_id=" + std::to_string(*id) + "&from_line=" + std::to_string(from_line);
             const http::CallOptions call = ExecutorCall(*ctx);
             const std::string app = co_await JobApp(*ctx, fire->job_id);
             const std::string no_body;
-            auto answer = co_await signer->Send(client, app, Method::kGet, url, no_body, call);
+            auto answer = co_await executors.Send(app, Method::kGet, url, no_body, call);
             if (!answer.ok()) {
                 const Status down =
                     Unavailable("executor " + address + " did not answer: " + answer.status().message());

@@ -114,6 +114,18 @@ bool IsOk(const T&) {
 }
 }  // namespace impl
 
+/// What a guarded transaction checks besides its own work (lock::Fence is the one user): a
+/// condition tested right after BEGIN and again as the last statement before COMMIT, and a
+/// session scope held for the whole transaction.
+struct TxGuard {
+    /// `final` is false right after BEGIN (fn does not run when it fails) and true just before
+    /// COMMIT. A non-OK status rolls the transaction back and is returned instead of fn's result.
+    std::function<Status(soci::session& s, bool final)> check;
+    /// Called on the session before BEGIN; what it returns lives until the transaction ended
+    /// (a session setting for the transaction's duration, restored by its destructor).
+    std::function<std::shared_ptr<void>(PooledSession& session)> enter;
+};
+
 class Database : public std::enable_shared_from_this<Database> {
   public:
     /// Connects one session to check that the database is reachable and the credentials work.
@@ -147,7 +159,13 @@ class Database : public std::enable_shared_from_this<Database> {
     /// Like Run, inside a transaction: committed when fn returns normally with an OK value, rolled
     /// back when it returns an error value or throws.
     template <typename F>
-    auto InTransaction(TxMode mode, F&& fn) -> typename impl::RunResult<std::invoke_result_t<F, soci::session&>>::type;
+    auto InTransaction(TxMode mode, F&& fn) -> typename impl::RunResult<std::invoke_result_t<F, soci::session&>>::type {
+        return InTransaction(mode, std::forward<F>(fn), TxGuard{});
+    }
+    /// InTransaction with `guard`'s checks and scope (TxGuard); the one transaction runner.
+    template <typename F>
+    auto InTransaction(TxMode mode, F&& fn, const TxGuard& guard) ->
+        typename impl::RunResult<std::invoke_result_t<F, soci::session&>>::type;
 
     /// The database clock in epoch microseconds (SQLite: millisecond precision).
     Result<std::int64_t> NowUs();
@@ -205,12 +223,12 @@ auto Database::Run(F&& fn) -> typename impl::RunResult<std::invoke_result_t<F, s
 }
 
 template <typename F>
-auto Database::InTransaction(TxMode mode, F&& fn) ->
+auto Database::InTransaction(TxMode mode, F&& fn, const TxGuard& guard) ->
     typename impl::RunResult<std::invoke_result_t<F, soci::session&>>::type {
     using R = std::invoke_result_t<F, soci::session&>;
-    // Names a starving (or hogging) writer of a SQLite file in the log: issue 20 saw claims,
-    // heartbeats, the purge and the alerts round wait out their busy timeout with nothing
-    // saying who held the lock.
+    // Names a starving (or hogging) writer of a SQLite file in the log: claims, heartbeats, the
+    // purge and the alerts round were seen waiting out their busy timeout with nothing saying
+    // who held the lock.
     struct WriteLockTiming {
         const Database& db;
         const TxMode mode;
@@ -231,20 +249,30 @@ auto Database::InTransaction(TxMode mode, F&& fn) ->
             session->MarkBroken();
         }
     };
+    const auto check = [&](bool final) {
+        if (!guard.check) return Status::Ok();
+        Status held = guard.check(s, final);
+        if (!held.ok()) rollback_quietly();
+        return held;
+    };
     try {
+        const std::shared_ptr<void> scope = guard.enter ? guard.enter(*session) : nullptr;
         Begin(s, mode);
         timing.began = std::chrono::steady_clock::now();
+        if (Status held = check(false); !held.ok()) return held;
         if constexpr (std::is_void_v<R>) {
             fn(s);
+            if (Status held = check(true); !held.ok()) return held;
             Commit(s);
             return Status::Ok();
         } else {
             R result = fn(s);
-            if (impl::IsOk(result)) {
-                Commit(s);
-            } else {
+            if (!impl::IsOk(result)) {
                 rollback_quietly();
+                return result;
             }
+            if (Status held = check(true); !held.ok()) return held;
+            Commit(s);
             return result;
         }
     } catch (const soci::soci_error& e) {

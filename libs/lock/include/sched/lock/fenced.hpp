@@ -36,6 +36,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -78,6 +79,8 @@ class Fence {
 
   private:
     class IdleTimeoutScope;
+    /// The checks and the session scope of a transaction fenced at `epoch`.
+    db::TxGuard Guard(std::int64_t epoch) const;
 
     std::shared_ptr<db::Database> db_;
     std::string name_;
@@ -86,6 +89,11 @@ class Fence {
     // Set once a server has refused idle_transaction_timeout (MySQL 8): not asked again.
     std::shared_ptr<std::atomic<bool>> idle_timeout_unsupported_;
 };
+
+/// The fencing epoch the lease row `name` is at, read inside the caller's transaction (a plain
+/// read, no lock): nullopt when there is no such row. The slave stamps its claims with it, so
+/// each run carries the epoch in force when its fire left `pending`.
+std::optional<std::int64_t> ReadLeaseEpoch(soci::session& s, const std::string& name);
 
 /// Sets (and afterwards restores) MariaDB's idle_transaction_timeout on one session.
 class Fence::IdleTimeoutScope {
@@ -105,59 +113,7 @@ class Fence::IdleTimeoutScope {
 template <typename F>
 auto Fence::RunFenced(std::int64_t epoch, F&& fn) ->
     typename db::impl::RunResult<std::invoke_result_t<F, soci::session&>>::type {
-    using R = std::invoke_result_t<F, soci::session&>;
-    using Out = typename db::impl::RunResult<R>::type;
-    auto session = db_->Acquire();
-    if (!session.ok()) return session.status();
-    soci::session& s = **session;
-    const auto rollback_quietly = [&] {
-        try {
-            db::Database::Rollback(s);
-        } catch (...) {
-            session->MarkBroken();  // unknown transaction state: never lend this session again
-        }
-    };
-    try {
-        IdleTimeoutScope idle(*this, *session);
-        db_->Begin(s, db::TxMode::kWrite);
-        if (Status held = Check(s, epoch, false); !held.ok()) {
-            rollback_quietly();
-            return held;
-        }
-        if constexpr (std::is_void_v<R>) {
-            fn(s);
-            if (Status held = Check(s, epoch, true); !held.ok()) {
-                rollback_quietly();
-                return held;
-            }
-            db::Database::Commit(s);
-            return Status::Ok();
-        } else {
-            Out result = fn(s);
-            if (!db::impl::IsOk(result)) {
-                rollback_quietly();
-                return result;
-            }
-            if (Status held = Check(s, epoch, true); !held.ok()) {
-                rollback_quietly();
-                return held;
-            }
-            db::Database::Commit(s);
-            return result;
-        }
-    } catch (const soci::soci_error& e) {
-        bool lost = false;
-        Status status = db::ClassifyError(e, &lost);
-        if (lost) {
-            session->MarkBroken();
-        } else {
-            rollback_quietly();
-        }
-        return status;
-    } catch (...) {
-        rollback_quietly();
-        throw;
-    }
+    return db_->InTransaction(db::TxMode::kWrite, std::forward<F>(fn), Guard(epoch));
 }
 
 }  // namespace sched::lock

@@ -3,7 +3,8 @@
 /// The master's work, one scan at a time, while this node holds the lease (DESIGN 5).
 ///
 /// Scan(epoch) runs ONE fenced transaction (lock::Fence::RunFenced), so every write of a scan
-/// lands only if this node still holds the lease at `epoch`:
+/// lands only if this node still holds the lease at `epoch`. Inside it the steps run in order,
+/// each a type of its own (src/scan/*_step.hpp):
 ///   1. due jobs (enabled, next_fire_time <= now + lookahead; index-served, batch-limited):
 ///      plan their fires (PlanJobFires: misfire policy + lookahead), advance next_fire_time by
 ///      CAS, insert the fire rows (insert-if-absent on the unique key), each assigned to a live
@@ -64,100 +65,28 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <random>
 #include <string>
 #include <vector>
 
-#include "sched/common/config.hpp"
 #include "sched/common/metrics.hpp"
 #include "sched/common/status.hpp"
-#include "sched/cron/schedule.hpp"
 #include "sched/db/database.hpp"
 #include "sched/lock/fenced.hpp"
-#include "sched/protocol/fires_notice.hpp"
-#include "sched/store/job.hpp"
-#include "sched/trigger/backfill_planner.hpp"
-#include "sched/trigger/calendar_cache.hpp"
-#include "sched/trigger/calendar_planner.hpp"
 #include "sched/trigger/db_time.hpp"
-#include "sched/trigger/workflow_planner.hpp"
+#include "sched/trigger/master_config.hpp"
 
 namespace sched::trigger {
 
-struct MasterConfig {
-    Micros scan_interval = std::chrono::milliseconds(100);
-    Micros scan_min_interval = std::chrono::milliseconds(50);
-    Micros lookahead = std::chrono::seconds(2);
-    int batch = 500;
-    Micros misfire_threshold = std::chrono::seconds(5);
-    int fire_all_cap = 100;
-    int max_fires_per_job = 1000;
-    Micros node_ttl = std::chrono::seconds(5);
-    Micros executor_ttl = std::chrono::seconds(30);
-    Micros retry_backoff_cap = std::chrono::minutes(5);
-    Micros running_sweep = std::chrono::seconds(5);
-    /// History retention (HistoryPurger): ended fires are kept this long, and at most the newest
-    /// history_max_per_job fires of a job. There is no "keep forever": an unpruned job_fire
-    /// grows by ~1 GB/day at 50 every-second jobs until the disk is full; 3650d is the longest.
-    Micros history_retention = std::chrono::hours(24 * 30);
-    int history_max_per_job = 10000;
-    Micros purge_interval = std::chrono::seconds(10);
-    int purge_batch = 1000;
-    /// Alerts (Alerter).
-    Micros alert_interval = std::chrono::seconds(2);
-    int alert_batch = 500;
-    Micros alert_lookback = std::chrono::minutes(10);
-    Micros alert_settle = std::chrono::seconds(2);
-    Micros alert_timeout = std::chrono::seconds(5);
-    int alert_max_attempts = 8;
-    Micros alert_backoff = std::chrono::seconds(5);
-    Micros alert_backoff_max = std::chrono::minutes(10);
-    std::string cluster_url;
-
-    /// Throws ConfigError naming the key.
-    static MasterConfig FromYaml(const ConfigNode& node);
-};
-
-struct ScanReport {
-    int due_jobs = 0;
-    int fires_created = 0;
-    int backfill_fires = 0;       ///< fires of kind backfill created (step 1b)
-    int backfills_completed = 0;  ///< backfills whose every time has an ended fire
-    int orphans_assigned = 0;
-    int lost = 0;
-    int retries = 0;
-    int followups = 0;
-    int running_lost = 0;       ///< running fires whose executor's heartbeat expired
-    int running_timed_out = 0;  ///< running fires past their timeout that no slave ended
-    /// Scheduled times that got no fire of their own, by misfire policy name (each run of them
-    /// has a ledger row: status skipped, reason misfire).
-    std::map<std::string, std::int64_t> misfire_skipped;
-    /// Scheduled times in an excluded period of their job's calendar (ledger reason calendar).
-    std::int64_t calendar_skipped = 0;
-    /// Jobs that completed by their bounds (end_at passed, max_runs reached) in this scan.
-    int jobs_completed = 0;
-    /// Workflow runs (step 4): created, skipped by the overlap policy, ended, timed out; step
-    /// fires started and steps skipped.
-    int workflow_runs_created = 0;
-    int workflow_runs_overlapped = 0;
-    int workflow_runs_ended = 0;
-    int workflow_runs_timed_out = 0;
-    int workflow_steps_started = 0;
-    int workflow_steps_skipped = 0;
-    /// New or newly assigned fires per slave node, with their due times, to notify after the
-    /// commit.
-    std::map<std::string, std::vector<protocol::NoticedFire>> assigned;
-    /// The live slaves' addresses by node id (where to send the notifications).
-    std::map<std::string, std::string> node_addresses;
-    /// The earliest next_fire_time of any enabled job or workflow not paused after the scan.
-    std::optional<std::int64_t> earliest_due_ms;
-    std::int64_t now_ms = 0;
-};
+namespace impl {
+class ScanStep;
+class ScheduleCache;
+}  // namespace impl
 
 class Master {
   public:
     Master(std::shared_ptr<db::Database> db, lock::Fence& fence, const DbTime& time, MasterConfig config,
            MetricsRegistry& metrics);
+    ~Master();
 
     /// One scan under `epoch` (see above). lock::IsLeaseLost(status) means stop master work.
     Result<ScanReport> Scan(std::int64_t epoch);
@@ -169,43 +98,12 @@ class Master {
     const MasterConfig& config() const { return config_; }
 
   private:
-    struct CachedSchedule {
-        std::string key;  // type, expr, zone and schedule options the schedule was made from
-        std::optional<cron::Schedule> schedule;
-        std::string error;
-    };
-    /// The job's schedule, made with its id (the seed of `H` and jitter) and schedule options.
-    const CachedSchedule& ScheduleFor(const store::Job& job);
-
-    /// What planning a job with a calendar or bounds adds to its JobPlan (calendar_planner.hpp).
-    struct BoundedExtras {
-        std::vector<SkippedTimes> excluded;
-        std::optional<JobEnd> end;
-        bool bounded = false;  // the job has bounds or a calendar: its runs and end are recorded
-    };
-    /// Plans `job` with its calendar and bounds; `extras` gets the ledger runs and the end.
-    JobPlan PlanBounded(const store::Job& job, const cron::Schedule& schedule, std::int64_t now,
-                        const PlanOptions& options, BoundedExtras& extras);
-    /// The ledger rows (reason calendar) and the RecordRuns updates of the bounded jobs that advanced.
-    void RecordBounded(soci::session& s, std::int64_t epoch, std::int64_t now, const std::vector<store::Job>& due,
-                       const std::vector<bool>& advanced, const std::vector<JobPlan>& plans,
-                       const std::vector<BoundedExtras>& extras, ScanReport& r);
-
-    /// Step 2b over the next batch of running fires (the cursor wraps around).
-    void SweepRunning(soci::session& s, std::int64_t now, ScanReport& r);
-
     std::shared_ptr<db::Database> db_;
     lock::Fence& fence_;
     const DbTime& time_;
     MasterConfig config_;
-    std::map<std::int64_t, CachedSchedule> schedules_;
-    CalendarCache calendars_;
-    std::mt19937_64 rng_{std::random_device{}()};
-    BackfillAdvancer backfills_;
-    WorkflowPlanner workflows_;
-    std::int64_t next_sweep_ms_ = 0;
-    std::int64_t sweep_after_scheduled_ = -1;  // cursor: (scheduled_time, id) of the last fire seen
-    std::int64_t sweep_after_id_ = 0;
+    std::unique_ptr<impl::ScheduleCache> schedules_;      // shared by the steps that compute fire times
+    std::vector<std::unique_ptr<impl::ScanStep>> steps_;  // in scan order
     CounterChild& fires_created_;
     CounterChild& retries_created_;
     CounterChild& fires_lost_;

@@ -63,27 +63,33 @@
 ///   (`executor-token` is refused: every call to an executor is signed with the app's signing
 ///    key through dispatch::ExecutorSigner, docs/protocol.md)
 ///
+/// The pieces, each its own type: FireQueue (what waits, and the next group), ExecutorDirectory
+/// (live instances, call slots), RunSender (how runs reach executors), TimeoutWatch, and two
+/// WindowedWriters (the `running` records and the endings). The slave runs the poll and group
+/// loops and wires them.
+///
 /// Thread-safe. Store calls run on `db_pool`, never on the I/O threads.
 
 #include <atomic>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "sched/common/config.hpp"
 #include "sched/common/metrics.hpp"
 #include "sched/common/net.hpp"
 #include "sched/db/database.hpp"
+#include "sched/dispatch/executor_client.hpp"
 #include "sched/http/client.hpp"
 #include "sched/protocol/fires_notice.hpp"
-#include "sched/store/fire.hpp"
-#include "sched/store/fire_metrics.hpp"
 #include "sched/trigger/db_time.hpp"
-#include "sched/trigger/routing.hpp"
+#include "sched/trigger/executor_directory.hpp"
+#include "sched/trigger/fire_queue.hpp"
+#include "sched/trigger/run_sender.hpp"
 #include "sched/trigger/slave_ports.hpp"
+#include "sched/trigger/timeout_watch.hpp"
+#include "sched/trigger/windowed_writer.hpp"
 
 namespace sched::trigger {
 
@@ -108,12 +114,10 @@ struct SlaveConfig {
 
 class Slave {
   public:
-    /// A notice's fires due later than this are left to the poll (which reads them): a notice
-    /// is not read against the database, so what it may queue is bounded in time...
-    static constexpr std::int64_t kNoticeHorizonMs = 60'000;
-    /// ...and in count: past this many fires queued, claimed or being sent, a notice's or a
-    /// poll's further fires wait for a later poll.
-    static constexpr std::size_t kMaxQueued = 100'000;
+    /// A notice's fires due later than this are left to the poll (FireQueue).
+    static constexpr std::int64_t kNoticeHorizonMs = FireQueue::kNoticeHorizonMs;
+    /// Fires queued, claimed or being sent at most (FireQueue).
+    static constexpr std::size_t kMaxQueued = FireQueue::kMaxQueued;
 
     /// The node's slave: fires in `db`, executors called through `http` with the apps' signing keys.
     Slave(net::any_io_executor io, net::thread_pool& db_pool, const std::shared_ptr<db::Database>& db,
@@ -121,8 +125,8 @@ class Slave {
           MetricsRegistry& metrics);
     /// Any store and executor client (tests use fakes).
     Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr<FireClaimStore> store,
-          std::unique_ptr<ExecutorClient> executors, const DbTime& time, std::string node_id, SlaveConfig config,
-          MetricsRegistry& metrics);
+          std::unique_ptr<dispatch::ExecutorClient> executors, const DbTime& time, std::string node_id,
+          SlaveConfig config, MetricsRegistry& metrics);
     ~Slave();
 
     /// Starts the poll loop and the group loop. Call once.
@@ -147,84 +151,47 @@ class Slave {
     std::size_t InFlight() const;
 
   private:
-    struct State;
-    struct Group;
+    /// A `running` record waiting for its window: the fire, its 202's time, the instance.
+    struct RunningRecord {
+        std::string address;
+        store::StartedFire fire;
+    };
+    /// What the loops and Stop share (kept alive by the loops' coroutines).
+    struct Loops {
+        std::atomic<bool> stopping{false};
+        std::shared_ptr<net::steady_timer> poll_timer;
+        std::shared_ptr<net::steady_timer> wake;  // the group loop's, on strand_
+    };
+
     net::awaitable<void> PollLoop();
     net::awaitable<void> GroupLoop();
     net::awaitable<void> ClaimAndSend(std::vector<std::int64_t> ids);
-    // How a batch of runs is sent: at its due time (POST /v1/runs), or ahead of it
-    // (POST /v1/runs-ahead, each run with its start_in_ms).
-    enum class Batch { kAtDue, kAhead };
-    net::awaitable<void> SendGroup(std::shared_ptr<const Group> group);
-    // Fires by the (app, instance address) their batch goes to.
-    using Batches = std::map<std::pair<std::string, std::string>, std::vector<store::Fire>>;
-    // Sends the group's fires that can go ahead (send-ahead); returns the others.
-    std::vector<store::Fire> SendAhead(const std::shared_ptr<const Group>& group);
-    // One SendBatch per instance and kMaxRunsPerBatch runs; the fires are moved out of `batches`.
-    void SendBatches(const std::shared_ptr<const Group>& group, Batches& batches, Batch kind);
-    net::awaitable<void> SendAtDue(std::shared_ptr<const Group> group, std::vector<store::Fire> fires);
-    net::awaitable<void> Send(std::shared_ptr<const Group> group, store::Fire fire);
-    // The fires of one due time: those whose first choice is the same instance go in one
-    // POST /v1/runs (SendBatch); the rest, and whatever a batch did not place, go through Send.
-    void DispatchDue(const std::shared_ptr<const Group>& group, std::vector<store::Fire> fires);
-    // Runs not placed by an ahead batch go at their due time (SendAtDue); by a due-time batch,
-    // one by one (Send).
-    net::awaitable<void> SendBatch(std::shared_ptr<const Group> group, std::string app, std::string address,
-                                   std::vector<store::Fire> fires, Batch kind);
-    // The instance a fire's batch goes to: its routing's first choice when the routing needs no
-    // probe, the fire is to be sent at all (job present, enabled, not a misfire) and the
-    // instance has not refused that kind of batch lately; else none.
-    std::optional<std::string> BatchAddress(const Group& group, const store::Fire& fire, std::int64_t now_ms,
-                                            Batch kind);
-    std::vector<std::string> Candidates(const Group& group, const store::Job& job) const;
-    // Runs on strand_: the live instances of `app` serving `handler`, from the registry re-read
-    // when it is older than `max_age`.
-    net::awaitable<std::vector<std::string>> LiveCandidates(std::string app, std::string handler, Micros max_age);
-    // Runs on strand_: reads every app's live instances into the registry (on an error the old
-    // copy stays, and is logged).
-    net::awaitable<void> ReadRegistry();
-    // What a 202 for `fire` at `address` leads to: running recorded, lag observed, timeout watched.
-    void Accepted(const store::Fire& fire, const store::Job& job, const std::string& address, std::int64_t sent_at);
-    // After held_ms (a run sent ahead waits for its due time) and then the job's timeout_ms.
-    net::awaitable<void> WatchTimeout(std::int64_t fire_id, std::string app, std::string address,
-                                      std::int64_t timeout_ms, std::int64_t held_ms);
-    net::awaitable<void> Finish(std::int64_t fire_id, store::FireStatus from, store::FireStatus to, std::string message,
-                                std::optional<store::FireReason> reason);
-    /// Whether a planned fire became a misfire (later than misfire-threshold, as when this node
-    /// was stopped) that the job's misfire policy does not run; the reason when so.
-    std::optional<std::string> MisfireVerdict(const Group& group, const store::Fire& fire, const store::Job& job,
-                                              std::int64_t now_ms) const;
-    net::awaitable<bool> AcquireCall(std::string address);
-    void ReleaseCall(const std::string& address);
-    void RecordRunning(std::int64_t fire_id, const std::string& address, std::int64_t started_at);
-    net::awaitable<void> FlushRunning();
-    net::awaitable<void> FlushEndings();
-    void Track(const std::vector<protocol::NoticedFire>& fires);
-    static std::vector<protocol::NoticedFire> Queued(const std::vector<store::Fire>& fires);
-    /// Those of `ids` not queued, claimed or being sent here (the poll reads only these whole).
-    std::vector<std::int64_t> Unknown(const std::vector<std::int64_t>& ids) const;
-    void Forget(std::int64_t fire_id);
+    // Queues fires and wakes the group loop when one is due before its planned wake-up.
+    void Queue(const std::vector<protocol::NoticedFire>& fires);
+    void Wake(const FireQueue::Admitted& admitted);
+    Status WriteRunning(std::vector<RunningRecord>& batch);
+    void Accepted(AcceptedRun run);
 
     net::any_io_executor io_;
     net::strand<net::any_io_executor> strand_;  // the group loop and its wake-ups
     net::thread_pool& db_pool_;
     std::unique_ptr<FireClaimStore> store_;
-    std::unique_ptr<ExecutorClient> executors_;
+    std::unique_ptr<dispatch::ExecutorClient> executors_;
     const DbTime& time_;
     std::string node_id_;
     SlaveConfig config_;
-    Router router_;
-    std::shared_ptr<State> state_;
+    std::shared_ptr<Loops> loops_;
+    std::shared_ptr<FireQueue> queue_;
+    ExecutorDirectory directory_;
+    WindowedWriter<RunningRecord> running_;
+    WindowedWriter<FireEnding> endings_;
+    TimeoutWatch timeouts_;
+    RunSender sender_;
     std::int64_t started_ms_ = 0;  // DB time of Start(): dispatches claimed before are an earlier run's
 
-    HistogramChild& lag_;
-    Family<CounterChild>& dispatched_;
-    Family<CounterChild>& dispatch_errors_;
     CounterChild& claims_;
     CounterChild& claimed_fires_;
-    store::FireOutcomeMetrics fire_outcomes_;  // fires this slave ends without a run
     CounterChild& running_batches_;
-    CounterChild& run_batches_;
 };
 
 }  // namespace sched::trigger

@@ -1,9 +1,10 @@
 #pragma once
 
-/// The slave's two seams (docs/architecture.md "Slave"): where its fires are stored and how it
-/// calls executors. Slave talks only to these interfaces, so its grouping, claiming and
-/// dispatch logic is unit-tested with fakes (libs/trigger/test/slave_test.cpp); the node wires
-/// the SQL store and the signing HTTP client below.
+/// The slave's two seams (docs/architecture.md "Slave"): where its fires are stored
+/// (FireClaimStore, below) and how it calls executors (dispatch::ExecutorClient). Slave talks
+/// only to these interfaces, so its grouping, claiming and dispatch logic is unit-tested with
+/// fakes (libs/trigger/test/slave_test.cpp); the node wires the SQL store below and the signing
+/// HTTP client.
 ///
 /// FireClaimStore calls block (database): the slave makes them on its DB pool, never on an I/O
 /// thread. Every method is safe to call from several threads.
@@ -15,11 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "sched/common/net.hpp"
 #include "sched/common/status.hpp"
 #include "sched/db/database.hpp"
-#include "sched/dispatch/executor_signer.hpp"
-#include "sched/http/client.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/fire_claims.hpp"
 #include "sched/store/job.hpp"
@@ -109,27 +107,6 @@ class SqlFireClaimStore final : public FireClaimStore {
   private:
     std::shared_ptr<db::Database> db_;
     std::string lease_name_;
-};
-
-class ExecutorClient {
-  public:
-    virtual ~ExecutorClient() = default;
-    /// Sends `method url` with `body` (JSON text, or "" for none) to an executor instance of `app`.
-    /// Every argument is taken by value (safe to pass named locals from a coroutine).
-    virtual net::awaitable<Result<http::ClientResponse>> Send(std::string app, http::Method method, std::string url,
-                                                              std::string body, http::CallOptions call) = 0;
-};
-
-/// Every call signed with the app's signing key (dispatch::ExecutorSigner, docs/protocol.md).
-class SignedExecutorClient final : public ExecutorClient {
-  public:
-    SignedExecutorClient(http::HttpClient& http, std::unique_ptr<dispatch::ExecutorSigner> signer);
-    net::awaitable<Result<http::ClientResponse>> Send(std::string app, http::Method method, std::string url,
-                                                      std::string body, http::CallOptions call) override;
-
-  private:
-    http::HttpClient& http_;
-    std::unique_ptr<dispatch::ExecutorSigner> signer_;
 };
 
 }  // namespace sched::trigger

@@ -1,0 +1,88 @@
+#pragma once
+
+/// The slave's waiting fires, without I/O or timers: which fires it knows, when each is due,
+/// and which of them form the next group to claim.
+///
+/// A fire is *known* from the moment it is queued (a notice or a poll) until the slave forgets
+/// it (its claim lost it, or its send ended); while known it is never queued twice. Queued
+/// fires wait by (due time, id). TakeGroup hands out the next group: nothing until the earliest
+/// is due within `claim_ahead` of now, then every fire due within twice `claim_ahead` of now,
+/// earliest first, at most `max_group` (so fires spread over time are still claimed in groups,
+/// each between claim-ahead and twice claim-ahead before its due time).
+///
+/// Bounds: a notice is not read against the database, so what it may queue is bounded in time
+/// (AdmitNotice leaves fires due later than kNoticeHorizonMs to the poll, which reads them) and
+/// in count (at most kMaxQueued known fires; beyond, a notice's or a poll's further fires wait
+/// for a later poll).
+///
+/// Thread-safe (one mutex): notices and polls admit from I/O threads while the group loop takes.
+
+#include <cstdint>
+#include <limits>
+#include <mutex>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "sched/protocol/fires_notice.hpp"
+
+namespace sched::trigger {
+
+class FireQueue {
+  public:
+    /// A notice's fires due later than this (from now) are left to the poll.
+    static constexpr std::int64_t kNoticeHorizonMs = 60'000;
+    /// Known fires (queued, claimed or being sent) at most.
+    static constexpr std::size_t kMaxQueued = 100'000;
+
+    /// `claim_ahead_ms` as documented above; `capacity` bounds the known fires (tests lower it).
+    explicit FireQueue(std::int64_t claim_ahead_ms, std::size_t capacity = kMaxQueued);
+
+    /// What admitting fires changed.
+    struct Admitted {
+        /// A new fire is to be claimed before the group loop's planned wake-up: wake it.
+        bool wake = false;
+        /// The queue reached its capacity (reported once per fill: log it).
+        bool filled = false;
+    };
+    /// Queues the fires not known yet, up to the capacity. Does nothing once closed.
+    Admitted Admit(const std::vector<protocol::NoticedFire>& fires);
+    /// Admit for a master's notice: only the fires due by `now_ms + kNoticeHorizonMs`.
+    Admitted AdmitNotice(const std::vector<protocol::NoticedFire>& fires, std::int64_t now_ms);
+
+    /// The next group to claim, and how long the group loop may sleep after it.
+    struct Group {
+        std::vector<std::int64_t> ids;  ///< leave the queue, stay known
+        std::int64_t wait_ms = 0;       ///< until the next group is due (at most `idle_wait_ms`)
+    };
+    /// As documented above. With no group due, records when the loop will wake (now +
+    /// wait_ms), so that Admit reports a fire due sooner; with a group, the loop is awake.
+    Group TakeGroup(std::int64_t now_ms, int max_group, std::int64_t idle_wait_ms);
+
+    /// Those of `ids` not known here (the poll reads only these whole).
+    std::vector<std::int64_t> Unknown(const std::vector<std::int64_t>& ids) const;
+    /// The fire is no longer claimed or being sent here.
+    void Forget(std::int64_t id);
+    /// Stops admitting and drops the queued fires (they stay pending in the database); fires
+    /// claimed or being sent stay known until forgotten.
+    void Close();
+
+    /// Fires known here.
+    std::size_t Known() const;
+    /// Fires queued (not yet claimed).
+    std::size_t Queued() const;
+
+  private:
+    Admitted AdmitLocked(const std::vector<protocol::NoticedFire>& fires);
+
+    const std::int64_t claim_ahead_ms_;
+    const std::size_t capacity_;
+    mutable std::mutex mu_;
+    std::set<std::int64_t> known_;
+    std::set<std::pair<std::int64_t, std::int64_t>> due_;  // queued, by (due_at, id)
+    std::int64_t wake_at_ms_ = std::numeric_limits<std::int64_t>::min();
+    bool filled_reported_ = false;
+    bool closed_ = false;
+};
+
+}  // namespace sched::trigger

@@ -1,0 +1,89 @@
+#pragma once
+
+/// The master's settings (YAML section `scheduler`; every key, with its default, is listed in
+/// master.hpp) and what one scan did (ScanReport). Apart from Master so that the scan's steps
+/// (src/scan) can read them without depending on the master that runs them.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sched/common/config.hpp"
+#include "sched/common/duration.hpp"
+#include "sched/protocol/fires_notice.hpp"
+
+namespace sched::trigger {
+
+struct MasterConfig {
+    Micros scan_interval = std::chrono::milliseconds(100);
+    Micros scan_min_interval = std::chrono::milliseconds(50);
+    Micros lookahead = std::chrono::seconds(2);
+    int batch = 500;
+    Micros misfire_threshold = std::chrono::seconds(5);
+    int fire_all_cap = 100;
+    int max_fires_per_job = 1000;
+    Micros node_ttl = std::chrono::seconds(5);
+    Micros executor_ttl = std::chrono::seconds(30);
+    Micros retry_backoff_cap = std::chrono::minutes(5);
+    Micros running_sweep = std::chrono::seconds(5);
+    /// History retention (HistoryPurger): ended fires are kept this long, and at most the newest
+    /// history_max_per_job fires of a job. There is no "keep forever": an unpruned job_fire
+    /// grows by ~1 GB/day at 50 every-second jobs until the disk is full; 3650d is the longest.
+    Micros history_retention = std::chrono::hours(24 * 30);
+    int history_max_per_job = 10000;
+    Micros purge_interval = std::chrono::seconds(10);
+    int purge_batch = 1000;
+    /// Alerts (Alerter).
+    Micros alert_interval = std::chrono::seconds(2);
+    int alert_batch = 500;
+    Micros alert_lookback = std::chrono::minutes(10);
+    Micros alert_settle = std::chrono::seconds(2);
+    Micros alert_timeout = std::chrono::seconds(5);
+    int alert_max_attempts = 8;
+    Micros alert_backoff = std::chrono::seconds(5);
+    Micros alert_backoff_max = std::chrono::minutes(10);
+    std::string cluster_url;
+
+    /// Throws ConfigError naming the key.
+    static MasterConfig FromYaml(const ConfigNode& node);
+};
+
+struct ScanReport {
+    int due_jobs = 0;
+    int fires_created = 0;
+    int backfill_fires = 0;       ///< fires of kind backfill created (step 1b)
+    int backfills_completed = 0;  ///< backfills whose every time has an ended fire
+    int orphans_assigned = 0;
+    int lost = 0;
+    int retries = 0;
+    int followups = 0;
+    int running_lost = 0;       ///< running fires whose executor's heartbeat expired
+    int running_timed_out = 0;  ///< running fires past their timeout that no slave ended
+    /// Scheduled times that got no fire of their own, by misfire policy name (each run of them
+    /// has a ledger row: status skipped, reason misfire).
+    std::map<std::string, std::int64_t> misfire_skipped;
+    /// Scheduled times in an excluded period of their job's calendar (ledger reason calendar).
+    std::int64_t calendar_skipped = 0;
+    /// Jobs that completed by their bounds (end_at passed, max_runs reached) in this scan.
+    int jobs_completed = 0;
+    /// Workflow runs (step 4): created, skipped by the overlap policy, ended, timed out; step
+    /// fires started and steps skipped.
+    int workflow_runs_created = 0;
+    int workflow_runs_overlapped = 0;
+    int workflow_runs_ended = 0;
+    int workflow_runs_timed_out = 0;
+    int workflow_steps_started = 0;
+    int workflow_steps_skipped = 0;
+    /// New or newly assigned fires per slave node, with their due times, to notify after the
+    /// commit.
+    std::map<std::string, std::vector<protocol::NoticedFire>> assigned;
+    /// The live slaves' addresses by node id (where to send the notifications).
+    std::map<std::string, std::string> node_addresses;
+    /// The earliest next_fire_time of any enabled job or workflow not paused after the scan.
+    std::optional<std::int64_t> earliest_due_ms;
+    std::int64_t now_ms = 0;
+};
+
+}  // namespace sched::trigger

@@ -1,0 +1,52 @@
+#pragma once
+
+/// Scan step 1: the due jobs (enabled, next_fire_time <= now + lookahead; index-served, at most
+/// `batch`, in next_fire_time order). Every due job is planned in memory first (PlanJobFires:
+/// misfire policy and lookahead; with a calendar or bounds, PlanBoundedJobFires), then one
+/// UPDATE advances the batch's schedules by CAS on each job's version (JobRepository::AdvanceMany),
+/// the ledger rows of the times that got no fire of their own (misfire, calendar) go in with the
+/// advance that passed them, and the fires of the jobs whose CAS won go in with multi-row
+/// insert-if-absent statements (FireRepository::InsertManyIfAbsent), each assigned to a live
+/// slave by capacity; sharding-broadcast makes one fire per live executor instance. A job whose
+/// stored schedule no longer parses is parked (next_fire_time NULL).
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "scan/scan_step.hpp"
+#include "scan/schedule_cache.hpp"
+#include "sched/trigger/calendar_cache.hpp"
+#include "sched/trigger/calendar_planner.hpp"
+#include "sched/trigger/fire_planner.hpp"
+
+namespace sched::trigger::impl {
+
+class DueJobsStep final : public ScanStep {
+  public:
+    /// `schedules` is shared with the other steps that compute fire times.
+    DueJobsStep(const MasterConfig& config, ScheduleCache& schedules) : config_(config), schedules_(schedules) {}
+    void Run(ScanContext& ctx) override;
+
+  private:
+    /// What planning a job with a calendar or bounds adds to its JobPlan.
+    struct BoundedExtras {
+        std::vector<SkippedTimes> excluded;
+        std::optional<JobEnd> end;
+        bool bounded = false;  // the job has bounds or a calendar: its runs and end are recorded
+    };
+    JobPlan PlanBounded(const store::Job& job, const cron::Schedule& schedule, std::int64_t now,
+                        const PlanOptions& options, BoundedExtras& extras);
+    /// The misfire ledger rows of the jobs that advanced.
+    void RecordMisfires(ScanContext& ctx, const std::vector<store::Job>& due, const std::vector<bool>& advanced,
+                        const std::vector<JobPlan>& plans);
+    /// The calendar ledger rows and the run counts and ends of the bounded jobs that advanced.
+    void RecordBounded(ScanContext& ctx, const std::vector<store::Job>& due, const std::vector<bool>& advanced,
+                       const std::vector<JobPlan>& plans, const std::vector<BoundedExtras>& extras);
+
+    const MasterConfig& config_;
+    ScheduleCache& schedules_;
+    CalendarCache calendars_;
+};
+
+}  // namespace sched::trigger::impl

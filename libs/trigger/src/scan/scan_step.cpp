@@ -1,0 +1,31 @@
+#include "scan/scan_step.hpp"
+
+#include "sched/store/registry.hpp"
+
+namespace sched::trigger::impl {
+
+int ScanContext::LiveExecutors(const std::string& app) {
+    auto it = executors_by_app_.find(app);
+    if (it == executors_by_app_.end()) {
+        it = executors_by_app_.emplace(app, store::ExecutorRepository::CountLive(s, dialect, app, executor_ttl_ms_))
+                 .first;
+    }
+    return it->second;
+}
+
+void ScanContext::Notify(const std::string& node, std::int64_t fire_id, std::int64_t due_at) {
+    report.assigned[node].push_back({.id = fire_id, .due_at = due_at});
+}
+
+void ScanContext::Notify(std::int64_t fire_id, const store::Fire& fire) {
+    if (fire.assigned_node) Notify(*fire.assigned_node, fire_id, store::StoredDueAt(fire));
+}
+
+void ScanContext::Notify(const std::map<std::string, std::vector<protocol::NoticedFire>>& assigned) {
+    for (const auto& [node, fires] : assigned) {
+        auto& to = report.assigned[node];
+        to.insert(to.end(), fires.begin(), fires.end());
+    }
+}
+
+}  // namespace sched::trigger::impl

@@ -1,0 +1,79 @@
+#pragma once
+
+/// The master's scan as steps (docs/architecture.md "Master loop"): Master::Scan opens one
+/// fenced transaction and runs each ScanStep in order inside it, so every write of every step
+/// lands only while this node holds the lease at the scan's epoch. A step reads and writes
+/// through the context's session, adds what it did to the report, and notes the fires it gave a
+/// slave (for the notices sent after the commit). A step throws only what the transaction
+/// throws (soci errors: the whole scan rolls back and is retried by the loop).
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <soci/soci.h>
+
+#include "sched/db/dialect.hpp"
+#include "sched/store/fire.hpp"
+#include "sched/trigger/assigner.hpp"
+#include "sched/trigger/master_config.hpp"
+
+namespace sched::trigger::impl {
+
+/// What the steps of one scan share. Built by Master::Scan inside the fenced transaction.
+class ScanContext {
+  public:
+    ScanContext(soci::session& s, const db::Dialect& dialect, std::int64_t epoch, std::int64_t now, Assigner& assigner,
+                std::vector<std::string> alive_ids, std::int64_t executor_ttl_ms, ScanReport& report)
+        : s(s),
+          dialect(dialect),
+          epoch(epoch),
+          now(now),
+          assigner(assigner),
+          live_ids(assigner.NodeIds()),
+          alive_ids(std::move(alive_ids)),
+          report(report),
+          executor_ttl_ms_(executor_ttl_ms) {}
+
+    soci::session& s;
+    const db::Dialect& dialect;
+    const std::int64_t epoch;
+    const std::int64_t now;  ///< the database clock when the scan began
+    /// The slaves that get fires (heartbeat within node-ttl / 2), by capacity.
+    Assigner& assigner;
+    const std::vector<std::string> live_ids;
+    /// The slaves not dead (heartbeat within node-ttl): their dispatching fires are theirs.
+    const std::vector<std::string> alive_ids;
+    ScanReport& report;
+    /// Workflow runs whose step fires ended in this scan (the follow-ups tell the workflows).
+    std::set<std::int64_t> ended_runs;
+
+    /// Live executor instances of `app` (sharding-broadcast), counted once per scan.
+    int LiveExecutors(const std::string& app);
+    /// Notes a fire given to `node` (new or moved), for its notice.
+    void Notify(const std::string& node, std::int64_t fire_id, std::int64_t due_at);
+    /// Notes `fire`, stored as `fire_id`, for the notice of the node it is assigned to (if any).
+    void Notify(std::int64_t fire_id, const store::Fire& fire);
+    /// Notes a planner's new fires per node.
+    void Notify(const std::map<std::string, std::vector<protocol::NoticedFire>>& assigned);
+
+  private:
+    const std::int64_t executor_ttl_ms_;
+    std::map<std::string, int> executors_by_app_;
+};
+
+class ScanStep {
+  public:
+    virtual ~ScanStep() = default;
+    /// This step's share of the scan, inside its transaction.
+    virtual void Run(ScanContext& ctx) = 0;
+};
+
+/// Milliseconds of a configured duration.
+inline std::int64_t Ms(Micros d) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+}  // namespace sched::trigger::impl

@@ -1,0 +1,239 @@
+// Each step of the master's scan alone (src/scan/*_step.hpp), on SQLite and MariaDB, run in a
+// fenced transaction as Master::Scan runs it. master_test covers the steps together.
+#include <set>
+
+#include "scan/due_jobs_step.hpp"
+#include "scan/followups_step.hpp"
+#include "scan/orphans_step.hpp"
+#include "scan/planner_steps.hpp"
+#include "scan/running_sweep_step.hpp"
+#include "scan/schedule_cache.hpp"
+#include "scan_step_fixture.hpp"
+#include "sched/store/backfill.hpp"
+
+namespace sched::trigger::impl {
+namespace {
+
+using store::FireStatus;
+
+std::size_t Notified(const ScanReport& r) {
+    std::size_t n = 0;
+    for (const auto& [node, fires] : r.assigned) n += fires.size();
+    return n;
+}
+
+TEST_P(ScanStepTest, DueJobsGetTheirFiresAssignedAndAdvanceOnce) {
+    ScheduleCache schedules;
+    DueJobsStep step(config_, schedules);
+    const std::int64_t start = (Now() / 1000) * 1000;
+    auto job = CreateJob("tick", "cron", "* * * * * ?", start);
+    auto later = CreateJob("later", "cron", "* * * * * ?", start + 60'000);
+    auto first = Run({&step});
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    const auto fires = FiresOf(job.id);
+    ASSERT_GE(fires.size(), 3u) << "the due second and the lookahead";
+    EXPECT_EQ(first->due_jobs, 1) << "a job due after the lookahead is not selected";
+    EXPECT_TRUE(FiresOf(later.id).empty());
+    EXPECT_EQ(first->fires_created, static_cast<int>(fires.size()));
+    EXPECT_EQ(Notified(*first), fires.size());
+    std::set<std::string> nodes;
+    for (const auto& f : fires) {
+        EXPECT_EQ(f.epoch, epoch_);
+        nodes.insert(f.assigned_node.value_or("none"));
+    }
+    EXPECT_EQ(nodes, (std::set<std::string>{"node-a", "node-b"})) << "spread over the live slaves";
+    auto stored = store::JobRepository(db()).Get(job.id);
+    EXPECT_EQ(stored->next_fire_time, fires.back().scheduled_time + 1000);
+    auto second = Run({&step});
+    ASSERT_TRUE(second.ok());
+    EXPECT_EQ(FiresOf(job.id).size(), fires.size() + static_cast<std::size_t>(second->fires_created));
+    EXPECT_LE(second->fires_created, 1) << "only a time that entered the lookahead since";
+}
+
+TEST_P(ScanStepTest, DueJobsLateBeyondTheThresholdLeaveOneLedgerRowAndAnUnparsableOneIsParked) {
+    ScheduleCache schedules;
+    DueJobsStep step(config_, schedules);
+    const std::int64_t hour_ago = (Now() / 1000) * 1000 - 3'600'000;
+    auto late = CreateJob("late", "cron", "* * * * * ?", hour_ago,
+                          [](store::Job& j) { j.misfire_policy = cron::MisfirePolicy::kSkip; });
+    auto broken = CreateJob("broken", "cron", "* * * * * ?", Now());
+    ASSERT_TRUE(db().Run([&](soci::session& s) {
+                        s << "UPDATE job SET schedule_expr = 'not a cron' WHERE id = :id", soci::use(broken.id);
+                    })
+                    .ok());
+    auto r = Run({&step});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    const auto fires = FiresOf(late.id);
+    int ledger = 0;
+    for (const auto& f : fires) {
+        if (f.reason != store::FireReason::kMisfire) continue;
+        ++ledger;
+        EXPECT_EQ(f.status, FireStatus::kSkipped);
+        EXPECT_EQ(f.scheduled_time, hour_ago);
+        EXPECT_GE(f.skipped_count.value_or(0), 3590);
+    }
+    EXPECT_EQ(ledger, 1) << "one row for the whole run of late times";
+    EXPECT_GE(r->misfire_skipped.at("skip"), 3590);
+    EXPECT_FALSE(store::JobRepository(db()).Get(broken.id)->next_fire_time) << "parked";
+    EXPECT_TRUE(FiresOf(broken.id).empty());
+}
+
+TEST_P(ScanStepTest, OrphansGoToLiveSlavesAndDispatchesOfDeadOnesBecomeLost) {
+    OrphansStep step(config_);
+    auto job = CreateJob("manual", "manual", "", std::nullopt);
+    const std::int64_t unassigned = InsertFire(job, 1000, [](store::Fire& f) { f.assigned_node.reset(); });
+    const std::int64_t dead_pending = InsertFire(job, 2000, [](store::Fire& f) { f.assigned_node = "node-x"; });
+    const std::int64_t dead_dispatching = InsertFire(job, 3000, [](store::Fire& f) { f.assigned_node = "node-x"; });
+    const std::int64_t live_dispatching = InsertFire(job, 4000);
+    for (auto id : {dead_dispatching, live_dispatching}) {
+        ASSERT_TRUE(store::FireRepository(db()).Transition(id, {FireStatus::kPending}, FireStatus::kDispatching).ok());
+    }
+    auto r = Run({&step});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->orphans_assigned, 2);
+    EXPECT_EQ(Notified(*r), 2u);
+    for (auto id : {unassigned, dead_pending}) {
+        const auto f = Fire(id);
+        EXPECT_EQ(f.status, FireStatus::kPending);
+        EXPECT_TRUE(f.assigned_node == "node-a" || f.assigned_node == "node-b") << f.assigned_node.value_or("none");
+    }
+    EXPECT_EQ(r->lost, 1);
+    EXPECT_EQ(Fire(dead_dispatching).status, FireStatus::kLost);
+    EXPECT_EQ(Fire(dead_dispatching).reason, store::FireReason::kSlaveDied);
+    EXPECT_EQ(Fire(live_dispatching).status, FireStatus::kDispatching) << "its slave is alive";
+    auto none = Run({&step}, {});
+    ASSERT_TRUE(none.ok());
+    EXPECT_EQ(none->orphans_assigned + none->lost, 0) << "with no live slave nothing moves";
+}
+
+TEST_P(ScanStepTest, TheRunningSweepEndsFiresPastTheirTimeoutAndThoseOfGoneExecutors) {
+    config_.running_sweep = std::chrono::hours(1);
+    RunningSweepStep step(config_);
+    auto job = CreateJob("slow", "manual", "", std::nullopt, [](store::Job& j) { j.timeout_ms = 1000; });
+    auto untimed = CreateJob("untimed", "manual", "", std::nullopt);
+    store::ExecutorRepository executors(db());
+    store::ExecutorInstance instance;
+    instance.app = "app";
+    instance.address = "10.0.0.1:9";
+    instance.handlers = {"echo"};
+    ASSERT_TRUE(executors.Heartbeat(instance).ok());
+    const std::int64_t long_ago = Now() - 60'000;
+    const auto running = [&](const store::Job& j, std::int64_t at, const std::string& address) {
+        const std::int64_t id = InsertFire(j, at);
+        EXPECT_TRUE(store::FireRepository(db())
+                        .Transition(id, {FireStatus::kPending}, FireStatus::kRunning,
+                                    {.executor_address = address, .dispatched_at = long_ago, .started_at = long_ago})
+                        .ok());
+        return id;
+    };
+    const std::int64_t timed_out = running(job, 1, "10.0.0.1:9");
+    const std::int64_t gone = running(untimed, 2, "10.0.0.9:9");
+    const std::int64_t fine = running(untimed, 3, "10.0.0.1:9");
+    auto r = Run({&step});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(Fire(timed_out).status, FireStatus::kTimeout);
+    EXPECT_EQ(Fire(timed_out).reason, store::FireReason::kNoResult);
+    EXPECT_EQ(Fire(gone).status, FireStatus::kLost);
+    EXPECT_EQ(Fire(gone).reason, store::FireReason::kExecutorGone);
+    EXPECT_EQ(Fire(fine).status, FireStatus::kRunning);
+    EXPECT_EQ(r->running_timed_out + r->running_lost, 2);
+    const std::int64_t another = running(job, 4, "10.0.0.1:9");
+    ASSERT_TRUE(Run({&step}).ok());
+    EXPECT_EQ(Fire(another).status, FireStatus::kRunning) << "the next sweep is running-sweep later";
+}
+
+TEST_P(ScanStepTest, FollowupsRetryWhatMayBeRetriedAndTellTheWorkflowsWhichRunsMoved) {
+    ScheduleCache schedules;
+    FollowupsStep step(config_, schedules);
+    auto job = CreateJob("flaky", "manual", "", std::nullopt, [](store::Job& j) {
+        j.retry_max = 1;
+        j.retry_backoff_ms = 1;
+    });
+    const std::int64_t failed = InsertFire(job, 1000);
+    ASSERT_TRUE(
+        store::FireRepository(db())
+            .Transition(failed, {FireStatus::kPending}, FireStatus::kFailed, {.finished_at = Now(), .followup = true})
+            .ok());
+    auto r = Run({&step});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->retries, 1);
+    EXPECT_EQ(Notified(*r), 1u);
+    auto fires = FiresOf(job.id);
+    ASSERT_EQ(fires.size(), 2u);
+    EXPECT_EQ(fires[1].kind, store::FireKind::kRetry);
+    EXPECT_EQ(fires[1].attempt, fires[0].attempt + 1);
+    EXPECT_EQ(fires[1].scheduled_time, 1000);
+    ASSERT_TRUE(store::FireRepository(db())
+                    .Transition(fires[1].id, {FireStatus::kPending}, FireStatus::kFailed,
+                                {.finished_at = Now(), .followup = true})
+                    .ok());
+    auto again = Run({&step});
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->retries, 0) << "retry_max reached";
+    EXPECT_EQ(FiresOf(job.id).size(), 2u);
+}
+
+TEST(ScanStepRules, ALostFireIsRetriedOnlyForAtLeastOnceJobsAndAStepFireByItsTry) {
+    store::Job job;
+    job.retry_max = 0;
+    store::Fire fire;
+    fire.status = store::FireStatus::kLost;
+    fire.attempt = 0;  // the first try
+    EXPECT_FALSE(ShouldRetry(fire, job));
+    job.at_least_once = true;
+    EXPECT_TRUE(ShouldRetry(fire, job)) << "at least once, even with retry_max 0";
+    fire.status = store::FireStatus::kFailed;
+    EXPECT_FALSE(ShouldRetry(fire, job));
+    job.retry_max = 2;
+    fire.attempt = 3001;  // generation 3, second try
+    EXPECT_EQ(TryOf(fire), 1);
+    EXPECT_TRUE(ShouldRetry(fire, job));
+    fire.status = store::FireStatus::kSucceeded;
+    EXPECT_FALSE(ShouldRetry(fire, job));
+}
+
+TEST_P(ScanStepTest, TheBackfillsStepCreatesItsFiresAndNotifiesTheirSlaves) {
+    BackfillsStep step;
+    const std::int64_t base = (Now() / 60'000) * 60'000 - 600'000;
+    auto job = CreateJob("hourly", "cron", "0 * * * * ?", std::nullopt);
+    store::Backfill b;
+    b.job_id = job.id;
+    b.range_from = base;
+    b.range_to = base + 180'000;
+    b.overlap = store::BackfillOverlap::kParallel;
+    b.max_parallel = 10;
+    b.cursor_ms = base;
+    b.planned = 3;
+    b.created_by = "test";
+    ASSERT_TRUE(db().Run([&](soci::session& s) { return store::BackfillRepository::Insert(s, b); }).ok());
+    auto r = Run({&step});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->backfill_fires, 3);
+    EXPECT_EQ(Notified(*r), 3u);
+    for (const auto& f : FiresOf(job.id)) EXPECT_EQ(f.kind, store::FireKind::kBackfill);
+}
+
+TEST(ScheduleCache, AJobsScheduleIsMadeOnceAndAgainWhenItsDefinitionChanges) {
+    ScheduleCache cache;
+    store::Job job;
+    job.id = 3;
+    job.schedule_type = ScheduleType::kCron;
+    job.schedule_expr = "0 0 * * * ?";
+    job.time_zone = "UTC";
+    const auto* first = &cache.For(job);
+    ASSERT_TRUE(first->schedule);
+    EXPECT_EQ(first->schedule->NextFireTime(0, 0), 3'600'000);
+    job.schedule_expr = "0 30 * * * ?";
+    const auto& changed = cache.For(job);
+    ASSERT_TRUE(changed.schedule);
+    EXPECT_EQ(changed.schedule->NextFireTime(0, 0), 1'800'000);
+    job.schedule_expr = "nonsense";
+    const auto& broken = cache.For(job);
+    EXPECT_FALSE(broken.schedule);
+    EXPECT_FALSE(broken.error.empty());
+}
+
+SCHED_DB_TEST_SUITE(ScanStepTest);
+
+}  // namespace
+}  // namespace sched::trigger::impl

@@ -1,0 +1,94 @@
+// The node's timeout watch against a fake executor and a status read from the test.
+#include "sched/trigger/timeout_watch.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <thread>
+
+#include "fake_executors.hpp"
+#include "sched/common/testing/wait_for.hpp"
+
+namespace sched::trigger {
+namespace {
+
+using namespace std::chrono_literals;
+using store::FireStatus;
+
+class TimeoutWatchTest : public ::testing::Test {
+  protected:
+    TimeoutWatchTest()
+        : work_(net::make_work_guard(io_)),
+          executors_(io_.get_executor()),
+          watch_(io_.get_executor(), pool_, executors_, 1s,
+                 {.status_of = [this](std::int64_t id) -> Result<FireStatus> {
+                      return finished_.contains(id) ? FireStatus::kSucceeded : FireStatus::kRunning;
+                  },
+                  .ended =
+                      [this](FireEnding e) {
+                          std::lock_guard lock(mu_);
+                          ended_.push_back(std::move(e));
+                      },
+                  .now_ms =
+                      [] {
+                          return std::int64_t{1234};
+                      }},
+                 "n1") {
+        thread_ = std::thread([this] { io_.run(); });
+    }
+    ~TimeoutWatchTest() override {
+        work_.reset();
+        thread_.join();
+        pool_.join();
+    }
+    std::vector<FireEnding> Ended() {
+        std::lock_guard lock(mu_);
+        return ended_;
+    }
+
+    net::io_context io_;
+    net::executor_work_guard<net::io_context::executor_type> work_;
+    std::thread thread_;
+    net::thread_pool pool_{1};
+    trigger_testing::FakeExecutors executors_;
+    std::set<std::int64_t> finished_;  // fires whose result came (set before their watch starts)
+    std::mutex mu_;
+    std::vector<FireEnding> ended_;
+    TimeoutWatch watch_;
+};
+
+TEST_F(TimeoutWatchTest, ARunStillGoingAfterItsHoldAndTimeoutIsKilledAndEndedTimeout) {
+    const auto watched_at = std::chrono::steady_clock::now();
+    watch_.Watch(7, "billing", "10.0.0.1:9000", 100, 50);
+    ASSERT_TRUE(sched::testing::WaitFor([&] { return !Ended().empty(); }, 5s));
+    EXPECT_GE(std::chrono::steady_clock::now() - watched_at, 150ms) << "the hold, then the timeout";
+    const auto ended = Ended();
+    ASSERT_EQ(ended.size(), 1u);
+    EXPECT_EQ(ended[0].id, 7);
+    EXPECT_EQ(ended[0].from, FireStatus::kRunning) << "a CAS from the status it saw";
+    EXPECT_EQ(ended[0].to, FireStatus::kTimeout);
+    EXPECT_EQ(ended[0].message, "timed out after 100 ms");
+    EXPECT_FALSE(ended[0].reason) << "it ran: no ledger reason";
+    EXPECT_EQ(ended[0].finished_at, 1234);
+    std::lock_guard lock(executors_.mu);
+    ASSERT_EQ(executors_.calls.size(), 1u);
+    EXPECT_EQ(executors_.calls[0].url, "http://10.0.0.1:9000/v1/kill");
+    EXPECT_EQ(nlohmann::json::parse(executors_.calls[0].body)["fire_id"], 7);
+}
+
+// Fire 8 succeeded before its watch ran out; fire 9, watched later, did not.
+TEST_F(TimeoutWatchTest, ARunThatEndedMeanwhileIsNeitherKilledNorEnded) {
+    finished_.insert(8);
+    watch_.Watch(8, "billing", "10.0.0.1:9000", 10, 0);
+    watch_.Watch(9, "billing", "10.0.0.1:9000", 200, 0);
+    ASSERT_TRUE(sched::testing::WaitFor([&] { return !Ended().empty(); }, 5s));
+    const auto ended = Ended();
+    ASSERT_EQ(ended.size(), 1u);
+    EXPECT_EQ(ended[0].id, 9);
+    std::lock_guard lock(executors_.mu);
+    ASSERT_EQ(executors_.calls.size(), 1u);
+    EXPECT_EQ(nlohmann::json::parse(executors_.calls[0].body)["fire_id"], 9);
+}
+
+}  // namespace
+}  // namespace sched::trigger

@@ -1,0 +1,107 @@
+// The windowed writer on a real I/O context and thread pool; the "database" is a function.
+#include "sched/trigger/windowed_writer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "sched/common/testing/wait_for.hpp"
+
+namespace sched::trigger {
+namespace {
+
+using namespace std::chrono_literals;
+
+class WindowedWriterTest : public ::testing::Test {
+  protected:
+    WindowedWriterTest() : work_(net::make_work_guard(io_)) {
+        thread_ = std::thread([this] { io_.run(); });
+    }
+    ~WindowedWriterTest() override {
+        work_.reset();
+        thread_.join();
+        pool_.join();
+    }
+
+    // Calls of `write`, each with the items it was given.
+    std::vector<std::vector<int>> Calls() {
+        std::lock_guard lock(mu_);
+        return calls_;
+    }
+    WindowedWriter<int>::Write Recording(std::function<Status(std::vector<int>&)> then) {
+        return [this, then = std::move(then)](std::vector<int>& batch) {
+            {
+                std::lock_guard lock(mu_);
+                calls_.push_back(batch);
+            }
+            return then(batch);
+        };
+    }
+
+    net::io_context io_;
+    net::executor_work_guard<net::io_context::executor_type> work_;
+    std::thread thread_;
+    net::thread_pool pool_{1};
+    std::mutex mu_;
+    std::vector<std::vector<int>> calls_;
+};
+
+TEST_F(WindowedWriterTest, ItemsAddedWithinAWindowAreWrittenInOneCall) {
+    WindowedWriter<int> w(io_.get_executor(), pool_, 50ms, {.max_attempts = 1}, Recording([](auto& b) {
+                              b.clear();
+                              return Status::Ok();
+                          }),
+                          {});
+    for (int i = 0; i < 100; ++i) w.Add(i);
+    EXPECT_TRUE(w.Busy());
+    ASSERT_TRUE(sched::testing::WaitFor([&] { return !w.Busy(); }, 5s));
+    const auto calls = Calls();
+    ASSERT_EQ(calls.size(), 1u);
+    EXPECT_EQ(calls[0].size(), 100u);
+    w.Add(100);
+    ASSERT_TRUE(sched::testing::WaitFor([&] { return !w.Busy(); }, 5s));
+    EXPECT_EQ(Calls().size(), 2u) << "a later item starts a new window";
+}
+
+TEST_F(WindowedWriterTest, AFailedWriteIsRetriedForWhatItDidNotWriteUntilTheAttemptLimit) {
+    std::vector<bool> gave_up;
+    // Writes the first item of the batch, then fails.
+    WindowedWriter<int> w(io_.get_executor(), pool_, 1ms, {.first_pause = 1ms, .max_pause = 2ms, .max_attempts = 3},
+                          Recording([](std::vector<int>& b) {
+                              b.erase(b.begin());
+                              return Unavailable("connection lost");
+                          }),
+                          [&](const Status& error, const std::vector<int>& left, bool giving_up) {
+                              EXPECT_EQ(error.code(), Code::kUnavailable);
+                              EXPECT_FALSE(left.empty());
+                              gave_up.push_back(giving_up);
+                          });
+    for (int i = 0; i < 5; ++i) w.Add(i);
+    ASSERT_TRUE(sched::testing::WaitFor([&] { return !w.Busy(); }, 5s));
+    const auto calls = Calls();
+    ASSERT_EQ(calls.size(), 3u);
+    EXPECT_EQ(calls[1], (std::vector<int>{1, 2, 3, 4})) << "the retry carries only the rest";
+    EXPECT_EQ(calls[2], (std::vector<int>{2, 3, 4}));
+    EXPECT_EQ(gave_up, (std::vector<bool>{false, false, true}));
+}
+
+TEST_F(WindowedWriterTest, AWriterGivesUpAfterItsTimeLimitAndAfterStopTriesOnce) {
+    WindowedWriter<int> timed(io_.get_executor(), pool_, 1ms,
+                              {.first_pause = 20ms, .max_pause = 20ms, .give_up_after = 100ms},
+                              Recording([](auto&) { return Unavailable("down"); }), {});
+    timed.Add(1);
+    ASSERT_TRUE(sched::testing::WaitFor([&] { return !timed.Busy(); }, 5s));
+    const auto attempts = Calls().size();
+    EXPECT_GE(attempts, 3u);
+    EXPECT_LE(attempts, 6u) << "about 100 ms of 20 ms pauses";
+
+    WindowedWriter<int> stopping(io_.get_executor(), pool_, 1ms, {.first_pause = 20ms},
+                                 Recording([](auto&) { return Unavailable("down"); }), {});
+    stopping.Stop();
+    stopping.Add(2);
+    ASSERT_TRUE(sched::testing::WaitFor([&] { return !stopping.Busy(); }, 5s));
+    EXPECT_EQ(Calls().size(), attempts + 1) << "one attempt once stopped";
+}
+
+}  // namespace
+}  // namespace sched::trigger
