@@ -11,11 +11,12 @@ declare -A allowed=(
     [cron]="common"
     [http]="common"
     [protocol]="common http"
+    [api]="common"
     [lock]="common db"
     [store]="common db"
     [dispatch]="common db http protocol store"
     [trigger]="common cron db dispatch http lock protocol store"
-    [web]="common cron db dispatch http lock protocol store"
+    [web]="api common cron db dispatch http lock protocol store"
     [client]="common http protocol"
 )
 
