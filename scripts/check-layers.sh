@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The libraries' include arrows (docs/architecture.md "Parts and dependencies"): each library
+# The libraries' include arrows (docs/architecture/overview.md "Parts and dependencies"): each library
 # may include only the libraries listed for it here, so that dependencies point one way. Prints
 # every include that breaks the order and exits 1; exits 0 when there is none.
 set -euo pipefail
@@ -11,11 +11,12 @@ declare -A allowed=(
     [cron]="common"
     [http]="common"
     [protocol]="common http"
+    [api]="common"
     [lock]="common db"
     [store]="common db"
     [dispatch]="common db http protocol store"
     [trigger]="common cron db dispatch http lock protocol store"
-    [web]="common cron db dispatch http lock protocol store"
+    [web]="api common cron db dispatch http lock protocol store"
     [client]="common http protocol"
 )
 

@@ -11,6 +11,7 @@ run_pkgs=(
     libboost-dev libsoci-dev libsqlite3-dev libmariadb-dev
     libyaml-cpp-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libhowardhinnant-date-dev
     libgtest-dev libgmock-dev libhiredis-dev libssl-dev prometheus-cpp-dev
+    libcli11-dev  # schedctl's command line
 )
 test_pkgs=(
     mariadb-server mariadb-client clang clang-format libbenchmark-dev procps iproute2 libfaketime

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "bounded_yaml.hpp"
 #include "job_file.hpp"
 
 namespace sched::ctl {
@@ -65,15 +66,9 @@ Result<std::optional<std::vector<CalendarSpec>>> ParseCalendarSection(std::strin
         const auto line = at.Mark().is_null() ? std::string() : "line " + std::to_string(at.Mark().line + 1) + ": ";
         return Status(Code::kInvalidArgument, file + ": " + line + what);
     };
-    if (text.size() > kMaxJobFileBytes) {
-        return Status(Code::kInvalidArgument, file + ": larger than " + std::to_string(kMaxJobFileBytes) + " bytes");
-    }
-    YAML::Node root;
-    try {
-        root = YAML::Load(std::string(text));
-    } catch (const YAML::Exception& e) {
-        return Status(Code::kInvalidArgument, file + ": line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
-    }
+    auto loaded = LoadBoundedYaml(text, file);
+    if (!loaded.ok()) return loaded.status();
+    const YAML::Node& root = *loaded;
     if (!root.IsMap() || !root["calendars"]) return std::optional<std::vector<CalendarSpec>>();
     const YAML::Node calendars = root["calendars"];
     if (calendars.IsNull()) return std::optional<std::vector<CalendarSpec>>(std::vector<CalendarSpec>{});

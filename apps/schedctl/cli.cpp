@@ -2,23 +2,16 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <algorithm>
-#include <chrono>
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <filesystem>
-#include <functional>
-#include <map>
-#include <optional>
 #include <ostream>
 #include <string>
-#include <variant>
 #include <vector>
 
-#include "api_client.hpp"
-#include "apply.hpp"
-#include "calendar_file.hpp"
+#include "bounded_yaml.hpp"
+#include "commands.hpp"
 #include "job_file.hpp"
-#include "plan.hpp"
 #include "table.hpp"
 
 namespace sched::ctl {
@@ -60,96 +53,16 @@ Global options:
   --config FILE       config file (default ~/.config/schedctl/config.yaml) with server: and token:
   -o, --output FMT    table (default) or json (the API's JSON)
   --timeout DURATION  per request (default 10s)
-  -h, --help          this help
+  -h, --help          this help; after a command, that command's arguments and options
 
 The API token comes from $SCHED_TOKEN or the config file's token:, never from a command-line
 flag (arguments are visible to every user in ps and /proc).
 )";
 
-struct Options {
-    std::string server;
-    std::string config_path;
-    std::string output = "table";
-    std::string timeout = "10s";
-    std::string file;
-    bool dry_run = false;
-    bool prune = false;
-    std::optional<std::string> job, status, limit, name, role, apps, note, since, actor, action;
-    std::optional<std::string> from, to, parallel;  // jobs backfill
-    std::optional<std::string> params, from_step;   // workflows trigger, rerun
-    std::vector<std::string> args;
-    bool help = false;
-};
-
-class CliError : public std::runtime_error {
-  public:
-    using std::runtime_error::runtime_error;
-};
-
-Options ParseArgs(int argc, const char* const* argv) {
-    Options o;
-    // Each option that takes a value, and the field it sets.
-    using Field = std::variant<std::string Options::*, std::optional<std::string> Options::*>;
-    static const std::map<std::string_view, Field> kValued = {
-        {"--server", &Options::server},   {"--config", &Options::config_path},
-        {"-o", &Options::output},         {"--output", &Options::output},
-        {"--timeout", &Options::timeout}, {"-f", &Options::file},
-        {"--file", &Options::file},       {"--job", &Options::job},
-        {"--status", &Options::status},   {"--limit", &Options::limit},
-        {"--name", &Options::name},       {"--role", &Options::role},
-        {"--apps", &Options::apps},       {"--note", &Options::note},
-        {"--since", &Options::since},     {"--actor", &Options::actor},
-        {"--action", &Options::action},   {"--from", &Options::from},
-        {"--to", &Options::to},           {"--parallel", &Options::parallel},
-        {"--params", &Options::params},   {"--from-step", &Options::from_step},
-    };
-    for (int i = 1; i < argc; ++i) {
-        std::string arg = argv[i];
-        std::optional<std::string> value;
-        if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
-            value = arg.substr(arg.find('=') + 1);
-            arg = arg.substr(0, arg.find('='));
-        }
-        if (arg == "--token") {
-            throw CliError(
-                "--token is not accepted: command-line arguments show in ps; set SCHED_TOKEN or token: in the config "
-                "file");
-        }
-        if (arg == "-h" || arg == "--help") {
-            o.help = true;
-            continue;
-        }
-        if (arg == "--dry-run" || arg == "--prune") {
-            if (value) throw CliError(arg + " takes no value");
-            (arg == "--dry-run" ? o.dry_run : o.prune) = true;
-            continue;
-        }
-        if (const auto setter = kValued.find(arg); setter != kValued.end()) {
-            if (!value) {
-                if (i + 1 >= argc) throw CliError(arg + " needs a value");
-                value = argv[++i];
-            }
-            std::visit([&o, &value](auto field) { o.*field = std::move(*value); }, setter->second);
-            continue;
-        }
-        if (arg.size() > 1 && arg[0] == '-') throw CliError("unknown option " + arg + " (see schedctl --help)");
-        o.args.push_back(arg);
-    }
-    if (o.output != "table" && o.output != "json") throw CliError("-o: expected table or json, got " + o.output);
-    return o;
-}
-
 std::string EnvOr(const char* name) {
     const char* v = std::getenv(name);
     return v ? std::string(v) : std::string();
 }
-
-struct Target {
-    http::Url server;
-    std::string token;
-    Micros timeout{};
-    std::vector<std::string> warnings;
-};
 
 Target ResolveTarget(const Options& o) {
     std::string config_path = o.config_path;
@@ -167,12 +80,9 @@ Target ResolveTarget(const Options& o) {
     if (!config_path.empty() && (explicit_config || std::filesystem::exists(config_path))) {
         auto text = ReadBoundedFile(config_path);
         if (!text.ok()) throw CliError(text.status().message());
-        YAML::Node root;
-        try {
-            root = YAML::Load(*text);
-        } catch (const YAML::Exception& e) {
-            throw CliError(config_path + ": line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
-        }
+        auto loaded = LoadBoundedYaml(*text, config_path);
+        if (!loaded.ok()) throw CliError(loaded.status().message());
+        const YAML::Node& root = *loaded;
         if (root.IsMap()) {
             // As ssh does for a private key: a token that others can read is worth a warning.
             std::error_code ec;
@@ -213,710 +123,120 @@ Target ResolveTarget(const Options& o) {
     return {*url, token, *timeout, std::move(warnings)};
 }
 
-std::string ParseId(const Options& o, std::size_t index, const std::string& what) {
-    if (o.args.size() <= index) throw CliError(what + ": missing ID");
-    const std::string& id = o.args[index];
-    if (id.empty() || id.size() > 18 || id.find_first_not_of("0123456789") != std::string::npos) {
-        throw CliError(what + ": ID: expected a positive integer, got \"" + SanitizeCell(id) + "\"");
-    }
-    return id;
-}
-
-// The fields whose values differ between an entry's before and after ("enabled, paused"), or
-// the pause note; at most a line's worth.
-std::string AuditChanges(const nlohmann::json& entry) {
-    const auto before = entry.value("before", nlohmann::json());
-    const auto after = entry.value("after", nlohmann::json());
-    if (!before.is_object() || !after.is_object()) return "";
+// "list, get, apply or delete": the commands of a family, for its usage error.
+std::string CommandNames(const CLI::App& family) {
+    const auto commands = family.get_subcommands([](const CLI::App*) { return true; });
     std::string out;
-    for (auto it = after.begin(); it != after.end(); ++it) {
-        if (it.key() == "version" || it.key() == "updated_at") continue;
-        if (before.contains(it.key()) && before[it.key()] == it.value()) continue;
-        out += (out.empty() ? "" : ", ") + it.key();
+    for (std::size_t i = 0; i < commands.size(); ++i) {
+        if (i > 0) out += i + 1 == commands.size() ? " or " : ", ";
+        out += commands[i]->get_name();
     }
-    if (after.contains("paused") && after["paused"].is_object()) {
-        const std::string note = after["paused"].value("note", std::string());
-        if (!note.empty()) out += " (note: " + note + ")";
-    }
-    if (out.size() > 120) out = out.substr(0, 117) + "...";
-    return SanitizeCell(out);
+    return out;
 }
 
-class Cli {
-  public:
-    Cli(Options options, std::ostream& out, std::ostream& err)
-        : o_(std::move(options)),
-          out_(out),
-          err_(err),
-          target_(ResolveTarget(o_)),
-          api_(target_.server, target_.token, target_.timeout) {
-        for (const auto& w : target_.warnings) err_ << "schedctl: warning: " << w << "\n";
+// What parsing left over that schedctl does not take, as the usage error it is; nullopt when
+// the line is complete. `extras` are CLI11's remaining arguments.
+std::optional<std::string> Leftover(const CLI::App& app, std::vector<std::string> extras) {
+    for (const auto& arg : extras) {
+        if (arg.size() > 1 && arg[0] == '-') return "unknown option " + SanitizeCell(arg);
     }
-
-    int Run();
-
-  private:
-    ApiReply Call(http::Method method, const std::string& path, const std::optional<nlohmann::json>& body = {}) {
-        auto r = api_.Call(method, path, body);
-        if (!r.ok()) throw CliError(r.status().message());
-        return *r;
+    const auto chosen = app.get_subcommands();
+    if (chosen.empty()) {
+        if (extras.empty()) return std::nullopt;
+        return "unknown command \"" + SanitizeCell(extras.front()) + "\"";
     }
-    ApiReply CallOk(http::Method method, const std::string& path, const std::optional<nlohmann::json>& body = {}) {
-        ApiReply reply = Call(method, path, body);
-        if (!reply.ok())
-            throw CliError(std::string(http::MethodName(method)) + " " + path + ": " + DescribeError(reply));
-        return reply;
+    // A second command name after the first ("audit jobs") is an argument of the first.
+    for (std::size_t i = 1; i < chosen.size(); ++i) extras.insert(extras.begin(), chosen[i]->get_name());
+    const CLI::App* command = chosen.front();
+    std::string path = command->get_name();
+    const bool family = !command->get_subcommands([](const CLI::App*) { return true; }).empty();
+    if (family) {
+        const auto sub = command->get_subcommands();
+        if (sub.empty()) return path + ": expected " + CommandNames(*command);
+        command = sub.front();
+        path += " " + command->get_name();
     }
-    bool Json() const { return o_.output == "json"; }
-    // -o json: the server's answer as it came; otherwise `text` writes what a person reads.
-    int Answer(const ApiReply& reply, const std::function<void(const ApiReply&)>& text) {
-        if (Json()) {
-            PrintJson(reply);
-        } else {
-            text(reply);
-        }
-        return 0;
+    if (extras.empty()) return std::nullopt;
+    if (command->get_subcommands([](const CLI::App*) { return true; }).empty() &&
+        command->get_options([](const CLI::Option* o) { return o->get_positional(); }).empty() && !family) {
+        return path + ": takes no arguments, only options";
     }
-
-    void PrintJson(const ApiReply& reply) {
-        if (reply.body.empty()) return;  // 204 No Content
-        if (reply.json.is_null()) {
-            out_ << SanitizeCell(reply.body) << "\n";
-        } else {
-            out_ << reply.json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-        }
-    }
-    void PrintObject(const nlohmann::json& object) {
-        std::vector<std::vector<std::string>> rows;
-        if (object.is_object()) {
-            for (const auto& [key, value] : object.items()) {
-                const bool is_time = key.size() > 5 && (key.ends_with("_time") || key.ends_with("_at"));
-                rows.push_back({key, is_time ? TimeCell(object, key) : CellText(value)});
-            }
-        }
-        out_ << RenderTable({"FIELD", "VALUE"}, rows);
-    }
-    std::string Sub(std::size_t i) const { return o_.args.size() > i ? o_.args[i] : std::string(); }
-    void Usage(const std::string& what) { throw CliError(what + " (see schedctl --help)"); }
-
-    nlohmann::json ListAllJobs(const std::string& query);
-    int Jobs();
-    int JobsBackfill(const std::string& id);
-    int Fires();
-    int Executors();
-    int Cluster();
-    int Tokens();
-    int Audit();
-    std::string JobIdOf(const std::string& job);
-    int ApplyOrDiff(bool apply);
-    // calendars (issue 17)
-    nlohmann::json ListAllCalendars();
-    std::string CalendarIdOf(const std::string& id_or_name);
-    int Calendars();
-    int CalendarsApply();
-    int Workflows();  // issue 18
-    std::string LimitQuery() const;
-    int ApplyCalendarPlan(const Plan& plan);
-    void PrintJobs(const nlohmann::json& items);
-    void PrintFires(const nlohmann::json& items);
-    nlohmann::json ReadJobDocument();
-
-    Options o_;
-    std::ostream& out_;
-    std::ostream& err_;
-    Target target_;
-    ApiClient api_;
-};
-
-int Cli::Run() {
-    const std::string cmd = Sub(0);
-    if (cmd == "jobs") return Jobs();
-    if (cmd == "fires") return Fires();
-    if (cmd == "executors") return Executors();
-    if (cmd == "cluster") return Cluster();
-    if (cmd == "tokens") return Tokens();
-    if (cmd == "audit") return Audit();
-    if (cmd == "calendars") return Calendars();
-    if (cmd == "workflows") return Workflows();
-    if (cmd == "apply") return ApplyOrDiff(true);
-    if (cmd == "diff") return ApplyOrDiff(false);
-    Usage(cmd.empty() ? "missing command" : "unknown command \"" + SanitizeCell(cmd) + "\"");
-    return 1;
+    return path + ": unexpected argument \"" + SanitizeCell(extras.front()) + "\"";
 }
 
-// Every page of GET /api/v1/jobs; bounded so that a server answering cursors forever stops.
-nlohmann::json Cli::ListAllJobs(const std::string& query) {
-    nlohmann::json items = nlohmann::json::array();
-    std::string cursor;
-    for (int page = 0; page < 500; ++page) {
-        std::string path = "/api/v1/jobs?limit=200" + query;
-        if (!cursor.empty()) path += "&cursor=" + QueryEscape(cursor);
-        const ApiReply reply = CallOk(http::Method::kGet, path);
-        if (!reply.json.is_object() || !reply.json.contains("items") || !reply.json["items"].is_array()) {
-            throw CliError("GET " + path + ": unexpected answer (no items)");
-        }
-        for (const auto& job : reply.json["items"]) items.push_back(job);
-        const auto next = reply.json.find("next_cursor");
-        if (next == reply.json.end() || !next->is_string() || next->get<std::string>().empty()) return items;
-        cursor = next->get<std::string>();
+// The help for what was asked: the overview, or the chosen command's arguments and options.
+std::string HelpFor(const CLI::App& app) {
+    if (app.get_subcommands().empty()) return std::string(kHelp);
+    std::string path = "schedctl";
+    const CLI::App* command = app.get_subcommands().front();
+    while (!command->get_subcommands().empty()) {
+        path += " " + command->get_name();
+        command = command->get_subcommands().front();
     }
-    throw CliError("GET /api/v1/jobs: more than 500 pages");
-}
-
-void Cli::PrintJobs(const nlohmann::json& items) {
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& j : items) {
-        rows.push_back({FieldCell(j, "id"), FieldCell(j, "name"), FieldCell(j, "app"), FieldCell(j, "handler"),
-                        FieldCell(j, "schedule_type"), FieldCell(j, "schedule_expr"), FieldCell(j, "enabled"),
-                        TimeCell(j, "next_fire_time"), FieldCell(j, "version")});
-    }
-    out_ << RenderTable({"ID", "NAME", "APP", "HANDLER", "TYPE", "SCHEDULE", "ENABLED", "NEXT FIRE", "VERSION"}, rows);
-}
-
-void Cli::PrintFires(const nlohmann::json& items) {
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& f : items) {
-        rows.push_back({FieldCell(f, "id"), FieldCell(f, "job_id"), FieldCell(f, "kind"), FieldCell(f, "status"),
-                        TimeCell(f, "scheduled_time"), FieldCell(f, "attempt"), FieldCell(f, "executor_address"),
-                        FieldCell(f, "duration_ms"), FieldCell(f, "reason")});
-    }
-    out_ << RenderTable({"ID", "JOB", "KIND", "STATUS", "SCHEDULED", "ATTEMPT", "EXECUTOR", "DURATION MS", "REASON"},
-                        rows);
-}
-
-nlohmann::json Cli::ReadJobDocument() {
-    if (o_.file.empty()) Usage("-f FILE is required");
-    auto text = ReadBoundedFile(o_.file);
-    if (!text.ok()) throw CliError(text.status().message());
-    auto doc = ParseJobDocument(*text, o_.file);
-    if (!doc.ok()) throw CliError(doc.status().message());
-    return *doc;
-}
-
-int Cli::Jobs() {
-    const std::string sub = Sub(1);
-    if (sub == "list") {
-        nlohmann::json items = ListAllJobs("");
-        if (Json())
-            out_ << nlohmann::json{{"items", items}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
-                 << "\n";
-        else
-            PrintJobs(items);
-        return 0;
-    }
-    if (sub == "create") {
-        return Answer(CallOk(http::Method::kPost, "/api/v1/jobs", ReadJobDocument()), [&](const ApiReply& reply) {
-            out_ << "job " << FieldCell(reply.json, "id") << " created (" << SanitizeCell(FieldCell(reply.json, "name"))
-                 << ")\n";
-        });
-    }
-    const std::string id = ParseId(o_, 2, "jobs " + sub);
-    const std::string path = "/api/v1/jobs/" + id;
-    if (sub == "get") {
-        return Answer(CallOk(http::Method::kGet, path), [&](const ApiReply& reply) { PrintObject(reply.json); });
-    }
-    if (sub == "update") {
-        nlohmann::json body = ReadJobDocument();
-        if (!body.contains("version")) {
-            // No version in the file: the one read now (a concurrent change between this read and
-            // the PUT is still a 409).
-            const ApiReply current = CallOk(http::Method::kGet, path);
-            body["version"] = current.json.value("version", std::int64_t{0});
-        }
-        return Answer(CallOk(http::Method::kPut, path, body), [&](const ApiReply& reply) {
-            out_ << "job " << id << " updated (version " << FieldCell(reply.json, "version") << ")\n";
-        });
-    }
-    if (sub == "pause" || sub == "resume" || sub == "trigger") {
-        if (o_.note && sub != "pause") Usage("--note: only jobs pause takes a note");
-        std::optional<nlohmann::json> body;
-        if (o_.note) body = nlohmann::json{{"note", *o_.note}};
-        const ApiReply reply = CallOk(http::Method::kPost, path + "/" + sub, body);
-        if (Json())
-            PrintJson(reply);
-        else if (sub == "trigger") {
-            out_ << "job " << id << " triggered\n";
-            if (reply.json.is_object() && reply.json.contains("items")) PrintFires(reply.json["items"]);
-        } else {
-            out_ << "job " << id << (sub == "pause" ? " paused\n" : " resumed\n");
-        }
-        return 0;
-    }
-    if (sub == "backfill") return JobsBackfill(id);
-    if (sub == "delete") {
-        return Answer(CallOk(http::Method::kDelete, path),
-                      [&](const ApiReply&) { out_ << "job " << id << " deleted\n"; });
-    }
-    Usage("jobs: expected list, get, create, update, pause, resume, trigger, backfill or delete");
-    return 1;
-}
-
-// POST /api/v1/jobs/{id}/backfill; the server validates the range (its 400 names the field).
-int Cli::JobsBackfill(const std::string& id) {
-    if (!o_.from || !o_.to) Usage("jobs backfill: --from and --to are required");
-    const auto instant = [](const std::string& text) -> nlohmann::json {
-        const bool digits =
-            !text.empty() && text.size() <= 18 && text.find_first_not_of("0123456789") == std::string::npos;
-        if (digits) return std::stoll(text);
-        return text;
-    };
-    nlohmann::json body = {{"from", instant(*o_.from)}, {"to", instant(*o_.to)}, {"overlap", "serial"}};
-    if (o_.parallel) {
-        const auto n = instant(*o_.parallel);
-        if (!n.is_number_integer()) throw CliError("--parallel: expected a positive integer, got " + *o_.parallel);
-        body["overlap"] = "parallel";
-        body["max_parallel"] = n;
-    }
-    if (o_.dry_run) body["dry_run"] = true;
-    const ApiReply reply = CallOk(http::Method::kPost, "/api/v1/jobs/" + id + "/backfill", body);
-    if (Json()) {
-        PrintJson(reply);
-        return 0;
-    }
-    if (o_.dry_run) {
-        std::vector<std::vector<std::string>> rows;
-        for (const auto& item : reply.json.value("items", nlohmann::json::array())) {
-            const auto& existing = item.value("existing", nlohmann::json());
-            rows.push_back({TimeCell(item, "scheduled_time"),
-                            existing.is_string() ? "skip (has a " + existing.get<std::string>() + " fire)" : "run"});
-        }
-        out_ << RenderTable({"SCHEDULED", "ACTION"}, rows);
-        out_ << FieldCell(reply.json, "would_run") << " of " << FieldCell(reply.json, "planned")
-             << " scheduled time(s) would run (dry run, nothing stored)\n";
-        return 0;
-    }
-    out_ << "backfill " << FieldCell(reply.json, "id") << " of job " << id
-         << " created: " << FieldCell(reply.json["counts"], "planned") << " scheduled time(s), "
-         << FieldCell(reply.json, "overlap") << "\n";
-    return 0;
-}
-
-int Cli::Fires() {
-    const std::string sub = Sub(1);
-    if (sub == "list") {
-        std::string query;
-        if (o_.job) query += "&job_id=" + JobIdOf(*o_.job);
-        if (o_.status) query += "&status=" + QueryEscape(*o_.status);
-        if (o_.limit) {
-            const std::string& n = *o_.limit;
-            if (n.empty() || n.size() > 4 || n.find_first_not_of("0123456789") != std::string::npos) {
-                throw CliError("--limit: expected a positive integer");
-            }
-            query += "&limit=" + n;
-        }
-        const std::string path = "/api/v1/fires" + (query.empty() ? std::string() : "?" + query.substr(1));
-        return Answer(CallOk(http::Method::kGet, path), [&](const ApiReply& reply) {
-            PrintFires(reply.json.is_object() ? reply.json.value("items", nlohmann::json::array())
-                                              : nlohmann::json::array());
-        });
-    }
-    const std::string id = ParseId(o_, 2, "fires " + sub);
-    const std::string path = "/api/v1/fires/" + id;
-    if (sub == "get") {
-        return Answer(CallOk(http::Method::kGet, path), [&](const ApiReply& reply) { PrintObject(reply.json); });
-    }
-    if (sub == "log") {
-        const ApiReply reply = CallOk(http::Method::kGet, path + "/log");
-        if (Json()) {
-            PrintJson(reply);
-        } else if (reply.json.is_object() && reply.json.contains("lines") && reply.json["lines"].is_array()) {
-            for (const auto& line : reply.json["lines"]) out_ << SanitizeCell(CellText(line)) << "\n";
-        }
-        return 0;
-    }
-    if (sub == "kill") {
-        return Answer(CallOk(http::Method::kPost, path + "/kill"),
-                      [&](const ApiReply&) { out_ << "fire " << id << " kill requested\n"; });
-    }
-    Usage("fires: expected list, get, log or kill");
-    return 1;
-}
-
-int Cli::Executors() {
-    if (Sub(1) != "list") Usage("executors: expected list");
-    const ApiReply reply = CallOk(http::Method::kGet, "/api/v1/executors");
-    if (Json()) {
-        PrintJson(reply);
-        return 0;
-    }
-    std::vector<std::vector<std::string>> rows;
-    if (reply.json.is_object() && reply.json.contains("items") && reply.json["items"].is_array()) {
-        for (const auto& e : reply.json["items"]) {
-            rows.push_back({FieldCell(e, "app"), FieldCell(e, "address"), FieldCell(e, "alive"),
-                            FieldCell(e, "running"), FieldCell(e, "capacity"), FieldCell(e, "heartbeat_age_ms"),
-                            FieldCell(e, "handlers")});
-        }
-    }
-    out_ << RenderTable({"APP", "ADDRESS", "ALIVE", "RUNNING", "CAPACITY", "HEARTBEAT AGE MS", "HANDLERS"}, rows);
-    return 0;
-}
-
-int Cli::Cluster() {
-    if (Sub(1) != "status") Usage("cluster: expected status");
-    const ApiReply reply = CallOk(http::Method::kGet, "/api/v1/cluster");
-    if (Json()) {
-        PrintJson(reply);
-        return 0;
-    }
-    const auto& c = reply.json;
-    out_ << "leader: " << SanitizeCell(FieldCell(c, "leader")) << "  epoch: " << FieldCell(c, "epoch")
-         << "  lease remaining ms: " << FieldCell(c, "lease_remaining_ms") << "\n";
-    std::vector<std::vector<std::string>> rows;
-    if (c.is_object() && c.contains("nodes") && c["nodes"].is_array()) {
-        for (const auto& n : c["nodes"]) {
-            rows.push_back({FieldCell(n, "node_id"), FieldCell(n, "address"), FieldCell(n, "state"),
-                            FieldCell(n, "alive"), TimeCell(n, "started_at_ms"), TimeCell(n, "last_heartbeat_ms")});
-        }
-    }
-    out_ << RenderTable({"NODE", "ADDRESS", "STATE", "ALIVE", "STARTED", "LAST HEARTBEAT"}, rows);
-    return 0;
-}
-
-int Cli::Tokens() {
-    const std::string sub = Sub(1);
-    if (sub == "list") {
-        const ApiReply reply = CallOk(http::Method::kGet, "/api/v1/tokens");
-        if (Json()) {
-            PrintJson(reply);
-            return 0;
-        }
-        std::vector<std::vector<std::string>> rows;
-        if (reply.json.is_object() && reply.json.contains("items") && reply.json["items"].is_array()) {
-            for (const auto& t : reply.json["items"]) {
-                rows.push_back({FieldCell(t, "id"), FieldCell(t, "name"), FieldCell(t, "role"), FieldCell(t, "apps"),
-                                TimeCell(t, "created_at"), TimeCell(t, "last_used_at"), TimeCell(t, "revoked_at")});
-            }
-        }
-        out_ << RenderTable({"ID", "NAME", "ROLE", "APPS", "CREATED", "LAST USED", "REVOKED"}, rows);
-        return 0;
-    }
-    if (sub == "create") {
-        if (!o_.name || !o_.role) Usage("tokens create: --name and --role are required");
-        nlohmann::json body = {{"name", *o_.name}, {"role", *o_.role}};
-        if (o_.apps) {
-            nlohmann::json apps = nlohmann::json::array();
-            std::string rest = *o_.apps;
-            for (std::size_t start = 0; start <= rest.size();) {
-                const std::size_t comma = rest.find(',', start);
-                const std::string app =
-                    rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-                if (app.empty()) throw CliError("--apps: expected app names separated by commas");
-                apps.push_back(app);
-                if (comma == std::string::npos) break;
-                start = comma + 1;
-            }
-            body["apps"] = apps;
-        }
-        const ApiReply reply = CallOk(http::Method::kPost, "/api/v1/tokens", body);
-        if (Json()) {
-            PrintJson(reply);
-        } else {
-            out_ << "token " << FieldCell(reply.json, "id") << " created ("
-                 << SanitizeCell(FieldCell(reply.json, "name")) << ", " << FieldCell(reply.json, "role") << ")\n"
-                 << "secret (shown only now): " << SanitizeCell(FieldCell(reply.json, "token")) << "\n";
-        }
-        return 0;
-    }
-    if (sub == "revoke") {
-        const std::string id = ParseId(o_, 2, "tokens revoke");
-        return Answer(CallOk(http::Method::kDelete, "/api/v1/tokens/" + id),
-                      [&](const ApiReply&) { out_ << "token " << id << " revoked\n"; });
-    }
-    Usage("tokens: expected list, create or revoke");
-    return 1;
-}
-
-// --job: an id as given, or the id of the job with exactly that name.
-std::string Cli::JobIdOf(const std::string& job) {
-    if (!job.empty() && job.size() <= 18 && job.find_first_not_of("0123456789") == std::string::npos) return job;
-    std::string id;
-    for (const auto& j : ListAllJobs("&q=" + QueryEscape(job))) {
-        if (j.value("name", std::string()) == job) id = FieldCell(j, "id");
-    }
-    if (id.empty()) throw CliError("--job: no job named \"" + SanitizeCell(job) + "\"");
-    return id;
-}
-
-int Cli::Audit() {
-    if (!Sub(1).empty()) Usage("audit: takes no arguments, only options");
-    std::string query;
-    if (o_.job) query += "&target_kind=job&target_id=" + JobIdOf(*o_.job);
-    if (o_.actor) query += "&actor=" + QueryEscape(*o_.actor);
-    if (o_.action) query += "&action=" + QueryEscape(*o_.action);
-    if (o_.since) {
-        const std::string& since = *o_.since;
-        if (!since.empty() && since.size() <= 18 && since.find_first_not_of("0123456789") == std::string::npos) {
-            query += "&since=" + since;  // epoch ms
-        } else {
-            auto ago = ParseDuration(since);
-            if (!ago.ok() || ago->count() <= 0) {
-                throw CliError("--since: expected a duration such as 24h or epoch milliseconds, got \"" +
-                               SanitizeCell(since) + "\"");
-            }
-            // The local clock: a window of "the last day" needs no better than seconds.
-            const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                std::chrono::system_clock::now().time_since_epoch());
-            const auto from = now - std::chrono::duration_cast<std::chrono::milliseconds>(*ago);
-            query += "&since=" + std::to_string(std::max<std::int64_t>(0, from.count()));
-        }
-    }
-    if (o_.limit) {
-        const std::string& n = *o_.limit;
-        if (n.empty() || n.size() > 4 || n.find_first_not_of("0123456789") != std::string::npos) {
-            throw CliError("--limit: expected a positive integer");
-        }
-        query += "&limit=" + n;
-    }
-    const std::string path = "/api/v1/audit" + (query.empty() ? std::string() : "?" + query.substr(1));
-    const ApiReply reply = CallOk(http::Method::kGet, path);
-    if (Json()) {
-        PrintJson(reply);
-        return 0;
-    }
-    std::vector<std::vector<std::string>> rows;
-    if (reply.json.is_object() && reply.json.contains("items") && reply.json["items"].is_array()) {
-        for (const auto& e : reply.json["items"]) {
-            if (!e.is_object()) continue;
-            const auto actor = e.value("actor", nlohmann::json::object());
-            const auto target = e.value("target", nlohmann::json::object());
-            rows.push_back({FieldCell(e, "id"), TimeCell(e, "at"), FieldCell(actor, "name"), FieldCell(actor, "role"),
-                            FieldCell(e, "action"), FieldCell(target, "kind") + " " + FieldCell(target, "id"),
-                            FieldCell(target, "name"), AuditChanges(e)});
-        }
-    }
-    out_ << RenderTable({"ID", "AT", "ACTOR", "ROLE", "ACTION", "TARGET", "NAME", "CHANGED"}, rows);
-    return 0;
-}
-
-int Cli::ApplyOrDiff(bool apply) {
-    if (o_.file.empty()) Usage(std::string(apply ? "apply" : "diff") + ": -f FILE is required");
-    auto text = ReadBoundedFile(o_.file);
-    if (!text.ok()) throw CliError(text.status().message());
-    auto desired = ParseJobFile(*text, o_.file);
-    if (!desired.ok()) throw CliError(desired.status().message());
-    auto calendars = ParseCalendarSection(*text, o_.file);
-    if (!calendars.ok()) throw CliError(calendars.status().message());
-    // Without a calendars: key the cluster's calendars are not the file's business, even with --prune.
-    const Plan calendar_plan = *calendars ? PlanCalendarChanges(**calendars, ListAllCalendars(), o_.prune) : Plan{};
-    const nlohmann::json current = ListAllJobs("");
-    const Plan plan = PlanChanges(*desired, current, o_.prune);
-    if (*calendars) out_ << FormatPlan(calendar_plan, "calendar ", "Calendars");
-    out_ << FormatPlan(plan);
-    const bool drift = plan.HasDrift() || calendar_plan.HasDrift();
-    if (!apply) return drift ? 2 : 0;
-    if (o_.dry_run || !drift) return 0;
-
-    const ApiCall call = [this](http::Method method, const std::string& path,
-                                const std::optional<nlohmann::json>& body) {
-        return api_.Call(method, path, body);
-    };
-    // Calendars are created and updated before the jobs (a job may name a new one) and deleted
-    // after them (the API refuses to delete a calendar a job still names).
-    const auto [calendar_upserts, calendar_deletes] = SplitDeletes(calendar_plan);
-    int failures = ApplyPlan(calendar_upserts, call, out_, err_, "calendar");
-    failures += ApplyPlan(plan, call, out_, err_);
-    failures += ApplyPlan(calendar_deletes, call, out_, err_, "calendar");
-    return failures == 0 ? 0 : 1;
-}
-
-// ---- calendars (issue 17) ----
-
-// Every page of GET /api/v1/calendars (the API holds at most 1000); bounded like ListAllJobs.
-nlohmann::json Cli::ListAllCalendars() {
-    nlohmann::json items = nlohmann::json::array();
-    std::string cursor;
-    for (int page = 0; page < 50; ++page) {
-        std::string path = "/api/v1/calendars?limit=200";
-        if (!cursor.empty()) path += "&cursor=" + QueryEscape(cursor);
-        const ApiReply reply = CallOk(http::Method::kGet, path);
-        if (!reply.json.is_object() || !reply.json.contains("items") || !reply.json["items"].is_array()) {
-            throw CliError("GET " + path + ": unexpected answer (no items)");
-        }
-        for (const auto& c : reply.json["items"]) items.push_back(c);
-        const auto next = reply.json.find("next_cursor");
-        if (next == reply.json.end() || !next->is_string() || next->get<std::string>().empty()) return items;
-        cursor = next->get<std::string>();
-    }
-    throw CliError("GET /api/v1/calendars: more than 50 pages");
-}
-
-// An id as given, or the id of the calendar with exactly that name.
-std::string Cli::CalendarIdOf(const std::string& id_or_name) {
-    if (id_or_name.empty()) Usage("calendars: missing ID or NAME");
-    if (id_or_name.size() <= 18 && id_or_name.find_first_not_of("0123456789") == std::string::npos) return id_or_name;
-    for (const auto& c : ListAllCalendars()) {
-        if (c.is_object() && c.value("name", std::string()) == id_or_name) return FieldCell(c, "id");
-    }
-    throw CliError("calendars: no calendar named \"" + SanitizeCell(id_or_name) + "\"");
-}
-
-int Cli::Calendars() {
-    const std::string sub = Sub(1);
-    if (sub == "list") {
-        const nlohmann::json items = ListAllCalendars();
-        if (Json()) {
-            out_ << nlohmann::json{{"items", items}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
-                 << "\n";
-            return 0;
-        }
-        // Which jobs name each calendar: the API's calendar objects do not say, the jobs do.
-        std::map<std::string, std::vector<std::string>> used_by;
-        for (const auto& j : ListAllJobs("")) {
-            if (j.is_object() && j.contains("calendar") && j["calendar"].is_string()) {
-                used_by[j["calendar"].get<std::string>()].push_back(j.value("name", std::string()));
-            }
-        }
-        std::vector<std::vector<std::string>> rows;
-        for (const auto& c : items) {
-            const auto& jobs = used_by[c.is_object() ? c.value("name", std::string()) : std::string()];
-            std::string jobs_cell;
-            for (std::size_t i = 0; i < jobs.size() && i < 3; ++i) jobs_cell += (i ? ", " : "") + jobs[i];
-            if (jobs.size() > 3) jobs_cell += " (+" + std::to_string(jobs.size() - 3) + ")";
-            rows.push_back({FieldCell(c, "id"), FieldCell(c, "name"), FieldCell(c, "time_zone"),
-                            SanitizeCell(CalendarRulesSummary(c)), FieldCell(c, "version"),
-                            jobs_cell.empty() ? "-" : SanitizeCell(jobs_cell)});
-        }
-        out_ << RenderTable({"ID", "NAME", "ZONE", "EXCLUDES", "VERSION", "USED BY"}, rows);
-        return 0;
-    }
-    if (sub == "apply") return CalendarsApply();
-    if (sub != "get" && sub != "delete") Usage("calendars: expected list, get, apply or delete");
-    const std::string id = CalendarIdOf(Sub(2));
-    const std::string path = "/api/v1/calendars/" + id;
-    if (sub == "get") {
-        return Answer(CallOk(http::Method::kGet, path), [&](const ApiReply& reply) { PrintObject(reply.json); });
-    }
-    // A calendar still named by jobs: 409, the message names them.
-    return Answer(CallOk(http::Method::kDelete, path),
-                  [&](const ApiReply&) { out_ << "calendar " << id << " deleted\n"; });
-}
-
-// `calendars apply -f FILE`: the file's calendars: section alone (its jobs are not looked at).
-int Cli::CalendarsApply() {
-    if (o_.file.empty()) Usage("calendars apply: -f FILE is required");
-    auto text = ReadBoundedFile(o_.file);
-    if (!text.ok()) throw CliError(text.status().message());
-    auto calendars = ParseCalendarSection(*text, o_.file);
-    if (!calendars.ok()) throw CliError(calendars.status().message());
-    if (!*calendars) throw CliError(o_.file + ": no calendars: section");
-    const Plan plan = PlanCalendarChanges(**calendars, ListAllCalendars(), o_.prune);
-    out_ << FormatPlan(plan, "calendar ", "Calendars");
-    if (o_.dry_run || !plan.HasDrift()) return 0;
-    return ApplyCalendarPlan(plan);
-}
-
-int Cli::ApplyCalendarPlan(const Plan& plan) {
-    const ApiCall call = [this](http::Method method, const std::string& path,
-                                const std::optional<nlohmann::json>& body) {
-        return api_.Call(method, path, body);
-    };
-    return ApplyPlan(plan, call, out_, err_, "calendar") == 0 ? 0 : 1;
-}
-
-// ---- workflows (issue 18) ----
-
-// "&limit=N" from --limit (checked as fires list does), or "".
-std::string Cli::LimitQuery() const {
-    if (!o_.limit) return "";
-    const std::string& n = *o_.limit;
-    if (n.empty() || n.size() > 4 || n.find_first_not_of("0123456789") != std::string::npos) {
-        throw CliError("--limit: expected a positive integer");
-    }
-    return "&limit=" + n;
-}
-
-int Cli::Workflows() {
-    const std::string sub = Sub(1);
-    if (o_.params && sub != "trigger") Usage("--params: only workflows trigger takes params");
-    if (o_.from_step && sub != "rerun") Usage("--from-step: only workflows rerun takes a step");
-    if (sub == "list") {
-        return Answer(CallOk(http::Method::kGet, "/api/v1/workflows?limit=200"), [&](const ApiReply& reply) {
-            std::vector<std::vector<std::string>> rows;
-            for (const auto& w : reply.json.value("items", nlohmann::json::array())) {
-                rows.push_back({FieldCell(w, "id"), SanitizeCell(FieldCell(w, "name")),
-                                FieldCell(w, "schedule_type") + " " + SanitizeCell(FieldCell(w, "schedule_expr")),
-                                std::to_string(w.value("steps", nlohmann::json::array()).size()),
-                                FieldCell(w, "paused"), TimeCell(w, "next_fire_time")});
-            }
-            out_ << RenderTable({"ID", "NAME", "SCHEDULE", "STEPS", "PAUSED", "NEXT"}, rows);
-        });
-    }
-    const std::string what = "workflows " + sub;
-    if (sub == "run" || sub == "rerun") {
-        const std::string run_id = ParseId(o_, 2, what);
-        const std::string path = "/api/v1/workflow-runs/" + run_id;
-        if (sub == "rerun") {
-            if (!o_.from_step || o_.from_step->empty()) Usage("workflows rerun: --from-step NAME is required");
-            return Answer(CallOk(http::Method::kPost, path + "/rerun", nlohmann::json{{"from_step", *o_.from_step}}),
-                          [&](const ApiReply& reply) {
-                              out_ << "run " << run_id << " re-run from " << SanitizeCell(*o_.from_step)
-                                   << " (generation " << FieldCell(reply.json, "generation") << ")\n";
-                          });
-        }
-        return Answer(CallOk(http::Method::kGet, path), [&](const ApiReply& reply) {
-            out_ << "run " << run_id << ": " << FieldCell(reply.json, "status");
-            if (reply.json.is_object() && reply.json.value("reason", nlohmann::json()).is_string()) {
-                out_ << " (" << SanitizeCell(FieldCell(reply.json, "reason")) << ")";
-            }
-            out_ << ", generation " << FieldCell(reply.json, "generation") << "\n";
-            std::vector<std::vector<std::string>> rows;
-            for (const auto& step : reply.json.value("steps", nlohmann::json::array())) {
-                rows.push_back({SanitizeCell(FieldCell(step, "name")), FieldCell(step, "job_id"),
-                                FieldCell(step, "state"), FieldCell(step, "fire_id"), FieldCell(step, "fire_status"),
-                                FieldCell(step, "attempts"), FieldCell(step, "lag_ms"),
-                                SanitizeCell(FieldCell(step, "message"))});
-            }
-            out_ << RenderTable({"STEP", "JOB", "STATE", "FIRE", "FIRE STATUS", "ATTEMPTS", "LAG MS", "MESSAGE"}, rows);
-        });
-    }
-    if (sub != "get" && sub != "pause" && sub != "resume" && sub != "trigger" && sub != "runs") {
-        Usage("workflows: expected list, get, pause, resume, trigger, runs, run or rerun");
-    }
-    const std::string id = ParseId(o_, 2, what);
-    const std::string path = "/api/v1/workflows/" + id;
-    if (sub == "get") {
-        return Answer(CallOk(http::Method::kGet, path), [&](const ApiReply& reply) { PrintObject(reply.json); });
-    }
-    if (sub == "runs") {
-        const std::string query = LimitQuery();
-        const std::string runs_path = path + "/runs" + (query.empty() ? std::string() : "?" + query.substr(1));
-        return Answer(CallOk(http::Method::kGet, runs_path), [&](const ApiReply& reply) {
-            std::vector<std::vector<std::string>> rows;
-            for (const auto& run : reply.json.value("items", nlohmann::json::array())) {
-                rows.push_back({FieldCell(run, "id"), TimeCell(run, "scheduled_time"), FieldCell(run, "kind"),
-                                FieldCell(run, "status"), FieldCell(run, "generation"),
-                                SanitizeCell(FieldCell(run, "reason"))});
-            }
-            out_ << RenderTable({"RUN", "SCHEDULED", "KIND", "STATUS", "GENERATION", "REASON"}, rows);
-        });
-    }
-    if (sub == "trigger") {
-        std::optional<nlohmann::json> body;
-        if (o_.params) {
-            // JSON text is sent as JSON (the steps receive its compact text); anything else as a string.
-            nlohmann::json params = nlohmann::json::parse(*o_.params, nullptr, false);
-            if (params.is_discarded()) params = *o_.params;
-            body = nlohmann::json{{"params", std::move(params)}};
-        }
-        return Answer(CallOk(http::Method::kPost, path + "/trigger", body), [&](const ApiReply& reply) {
-            out_ << "workflow " << id << " triggered: run " << FieldCell(reply.json, "id") << "\n";
-        });
-    }
-    return Answer(CallOk(http::Method::kPost, path + "/" + sub),
-                  [&](const ApiReply&) { out_ << "workflow " << id << (sub == "pause" ? " paused\n" : " resumed\n"); });
+    return command->help(path);
 }
 
 }  // namespace
 
 int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
     try {
-        Options options = ParseArgs(argc, argv);
-        if (options.help || options.args.empty()) {
-            out << kHelp;
-            return options.help ? 0 : 1;
+        // Refused before anything else: the value would already be in ps and /proc.
+        for (int i = 1; i < argc; ++i) {
+            const std::string_view arg = argv[i];
+            if (arg == "--token" || arg.starts_with("--token=")) {
+                throw CliError(
+                    "--token is not accepted: command-line arguments show in ps; set SCHED_TOKEN or token: in the "
+                    "config file");
+            }
         }
-        Cli cli(std::move(options), out, err);
-        return cli.Run();
+        Options options;
+        CommandLine line{options, nullptr};
+        CLI::App app("schedctl: operate a sched cluster over its REST API (/api/v1)", "schedctl");
+        app.set_help_flag();  // -h anywhere shows the help of what it follows (HelpFor)
+        bool help = false;
+        app.add_flag("-h,--help", help, "this help");
+        // Global options anywhere on the line: a command hands what it does not know to its parent.
+        app.fallthrough();
+        // What no command takes is collected and answered as schedctl's own usage error (Leftover).
+        app.allow_extras();
+        app.add_option("--server", options.server, "the API's base URL");
+        app.add_option("--config", options.config_path, "config file with server: and token:");
+        app.add_option("-o,--output", options.output, "table (default) or json");
+        app.add_option("--timeout", options.timeout, "per request (default 10s)");
+        AddJobsCommands(app, line);
+        AddCalendarsCommands(app, line);
+        AddWorkflowsCommands(app, line);
+        AddFiresCommands(app, line);
+        AddClusterCommands(app, line);
+        AddApplyCommands(app, line);
+        try {
+            app.parse(argc, argv);
+        } catch (const CLI::ArgumentMismatch& e) {
+            // "--server: 1 required TEXT missing"
+            const std::string what = e.what();
+            throw CliError(what.substr(0, what.find(':')) + " needs a value");
+        } catch (const CLI::ParseError& e) {
+            Usage(e.what());
+        }
+        auto leftover = Leftover(app, app.remaining());
+        if (!leftover && !line.misplaced.empty()) leftover = line.misplaced;
+        // An unknown option is an error even beside -h; a missing command is what -h explains.
+        if (leftover && (!help || leftover->starts_with("unknown option"))) Usage(*leftover);
+        if (help) {
+            out << HelpFor(app);
+            return 0;
+        }
+        if (options.output != "table" && options.output != "json") {
+            throw CliError("-o: expected table or json, got " + options.output);
+        }
+        if (!line.chosen) {
+            out << kHelp;
+            return 1;
+        }
+        const Target target = ResolveTarget(options);
+        for (const auto& w : target.warnings) err << "schedctl: warning: " << w << "\n";
+        Session session(std::move(options), target, out, err);
+        return line.chosen(session);
     } catch (const CliError& e) {
         err << "schedctl: " << e.what() << "\n";
         return 1;

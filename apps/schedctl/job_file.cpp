@@ -8,9 +8,14 @@
 #include <set>
 #include <sstream>
 
+#include "bounded_yaml.hpp"
 #include "sched/common/job_vocabulary.hpp"
+#include "sched/http/json.hpp"
 
 namespace sched::ctl {
+
+static_assert(YamlBounds{}.max_bytes == kMaxJobFileBytes, "a job file is read with the job file's size bound");
+
 namespace {
 
 enum class FieldType { kString, kInt, kBool, kAny };
@@ -56,30 +61,41 @@ const std::vector<FieldInfo>& Fields() {
     return fields;
 }
 
+// Whether `text` is a name of the vocabulary `Parse` reads.
+template <auto Parse>
+Status VocabularyCheck(const std::string& text) {
+    return Parse(text).status();
+}
+
 // The job vocabulary is checked at the file's edge with the server's one name table, so that a
 // typo is reported with its place in the file rather than as a 400 halfway through an apply.
 std::optional<std::string> CheckVocabulary(const nlohmann::json& fields) {
-    if (auto it = fields.find("schedule_type"); it != fields.end() && it->is_string()) {
-        if (auto type = ParseScheduleType(it->get_ref<const std::string&>()); !type.ok()) {
-            return "schedule_type: " + type.status().message();
-        }
-    }
-    if (auto it = fields.find("misfire_policy"); it != fields.end() && it->is_string()) {
-        if (auto policy = ParseMisfirePolicy(it->get_ref<const std::string&>()); !policy.ok()) {
-            return "misfire_policy: " + policy.status().message();
-        }
-    }
-    if (auto it = fields.find("routing"); it != fields.end() && it->is_string()) {
-        if (auto routing = ParseRouting(it->get_ref<const std::string&>()); !routing.ok()) {
-            return "routing: " + routing.status().message();
-        }
-    }
-    if (auto it = fields.find("block_strategy"); it != fields.end() && it->is_string()) {
-        if (auto strategy = ParseBlockStrategy(it->get_ref<const std::string&>()); !strategy.ok()) {
-            return "block_strategy: " + strategy.status().message();
-        }
+    static constexpr std::pair<std::string_view, Status (*)(const std::string&)> kChecks[] = {
+        {"schedule_type", VocabularyCheck<ParseScheduleType>},
+        {"misfire_policy", VocabularyCheck<ParseMisfirePolicy>},
+        {"routing", VocabularyCheck<ParseRouting>},
+        {"block_strategy", VocabularyCheck<ParseBlockStrategy>},
+    };
+    for (const auto& [field, check] : kChecks) {
+        const auto it = fields.find(std::string(field));
+        if (it == fields.end() || !it->is_string()) continue;
+        if (Status s = check(it->get_ref<const std::string&>()); !s.ok())
+            return std::string(field) + ": " + s.message();
     }
     return std::nullopt;
+}
+
+// kInvalidArgument "<file>: <what>".
+Status InvalidIn(const std::string& file, const std::string& what) {
+    return {Code::kInvalidArgument, file + ": " + what};
+}
+
+// The document of `text`, which must be a mapping (else `expected`).
+Result<YAML::Node> LoadMapping(std::string_view text, const std::string& file, const std::string& expected) {
+    auto loaded = LoadBoundedYaml(text, file);
+    if (!loaded.ok()) return loaded.status();
+    if (!loaded->IsMap()) return InvalidIn(file, expected);
+    return loaded;
 }
 
 const FieldInfo* FindField(std::string_view name) {
@@ -143,7 +159,19 @@ Result<nlohmann::json> NodeToJson(const YAML::Node& node, std::size_t depth) {
 }
 
 Result<nlohmann::json> FieldValue(const FieldInfo& info, const YAML::Node& node) {
-    if (info.type == FieldType::kAny) return NodeToJson(node, 0);
+    if (info.type == FieldType::kAny) {
+        auto value = NodeToJson(node, 0);
+        if (!value.ok()) return value;
+        // The API stores a string as it is and any other value as its JSON text, at most
+        // kMaxParamsBytes either way: said here, at its place in the file, not halfway through an apply.
+        const bool fits = value->is_string() ? value->get_ref<const std::string&>().size() <= kMaxParamsBytes
+                                             : http::DumpWithin(*value, kMaxParamsBytes).has_value();
+        if (!fits) {
+            return Status(Code::kInvalidArgument,
+                          "larger than " + std::to_string(kMaxParamsBytes) + " bytes (the API's limit)");
+        }
+        return value;
+    }
     if (!node.IsScalar()) return Status(Code::kInvalidArgument, "expected a scalar");
     const nlohmann::json v = ScalarToJson(node);
     switch (info.type) {
@@ -181,19 +209,12 @@ nlohmann::json DefaultFieldValue(std::string_view field) {
 
 Result<std::vector<JobSpec>> ParseJobFile(std::string_view text, std::string_view file_name) {
     const std::string file(file_name);
-    auto fail = [&](const std::string& what) {
-        return Status(Code::kInvalidArgument, file + ": " + what);
+    const auto fail = [&file](const std::string& what) {
+        return InvalidIn(file, what);
     };
-    if (text.size() > kMaxJobFileBytes) {
-        return fail("larger than " + std::to_string(kMaxJobFileBytes) + " bytes");
-    }
-    YAML::Node root;
-    try {
-        root = YAML::Load(std::string(text));
-    } catch (const YAML::Exception& e) {
-        return fail("line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
-    }
-    if (!root.IsMap()) return fail("expected a mapping with the keys jobs and calendars");
+    auto loaded = LoadMapping(text, file, "expected a mapping with the keys jobs and calendars");
+    if (!loaded.ok()) return loaded.status();
+    const YAML::Node& root = *loaded;
     for (const auto& kv : root) {
         // calendars: is read by ParseCalendarSection (calendar_file.hpp).
         if (!kv.first.IsScalar() || (kv.first.Scalar() != "jobs" && kv.first.Scalar() != "calendars")) {
@@ -219,7 +240,8 @@ Result<std::vector<JobSpec>> ParseJobFile(std::string_view text, std::string_vie
         for (const auto& kv : job) {
             const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
             if (key == "id" || key == "version") {
-                return fail(where + ": " + key + ": not allowed (the server assigns it; jobs are keyed by name)");
+                return InvalidIn(file,
+                                 where + ": " + key + ": not allowed (the server assigns it; jobs are keyed by name)");
             }
             const FieldInfo* info = FindField(key);
             if (!info) return fail(where + ": " + key + ": unknown field");
@@ -261,33 +283,25 @@ Result<std::vector<JobSpec>> LoadJobFile(const std::string& path) {
 
 Result<nlohmann::json> ParseJobDocument(std::string_view text, std::string_view file_name) {
     const std::string file(file_name);
-    auto fail = [&](const std::string& what) {
-        return Status(Code::kInvalidArgument, file + ": " + what);
-    };
-    if (text.size() > kMaxJobFileBytes) return fail("larger than " + std::to_string(kMaxJobFileBytes) + " bytes");
-    YAML::Node root;
-    try {
-        root = YAML::Load(std::string(text));
-    } catch (const YAML::Exception& e) {
-        return fail("line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
-    }
-    if (!root.IsMap()) return fail("expected a mapping of job fields");
+    auto loaded = LoadMapping(text, file, "expected a mapping of job fields");
+    if (!loaded.ok()) return loaded.status();
+    const YAML::Node& root = *loaded;
     nlohmann::json out = nlohmann::json::object();
     for (const auto& kv : root) {
         const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
         if (key == "version") {
             auto v = FieldValue({"version", FieldType::kInt, nullptr}, kv.second);
-            if (!v.ok()) return fail(key + ": " + v.status().message());
+            if (!v.ok()) return InvalidIn(file, key + ": " + v.status().message());
             out[key] = std::move(*v);
             continue;
         }
         const FieldInfo* info = FindField(key);
-        if (!info) return fail(key + ": unknown field");
+        if (!info) return InvalidIn(file, key + ": unknown field");
         auto value = FieldValue(*info, kv.second);
-        if (!value.ok()) return fail(key + ": " + value.status().message());
+        if (!value.ok()) return InvalidIn(file, key + ": " + value.status().message());
         out[key] = std::move(*value);
     }
-    if (auto invalid = CheckVocabulary(out)) return fail(*invalid);
+    if (auto invalid = CheckVocabulary(out)) return InvalidIn(file, *invalid);
     return out;
 }
 

@@ -11,9 +11,9 @@
 ///         params: {report: sales}
 ///
 /// Fields are the job API's (`JobInput` in openapi.json) minus `version`; `id` is refused.
-/// The file is hostile input like any other: its size, job count and params nesting are
-/// bounded before any deeper work, and every problem names the file, the job (index and name)
-/// and the field.
+/// The file is hostile input like any other: its size, what its aliases expand to, its nesting
+/// (LoadBoundedYaml), its job count and params' nesting and size are bounded before any deeper
+/// work, and every problem names the file, the job (index and name) and the field.
 
 #include <cstddef>
 #include <string>
@@ -30,6 +30,8 @@ namespace sched::ctl {
 inline constexpr std::size_t kMaxJobFileBytes = 1024 * 1024;
 inline constexpr std::size_t kMaxJobsPerFile = 1000;
 inline constexpr std::size_t kMaxParamsDepth = 32;
+/// A job's params as the API stores them (a string as is, another value as JSON text), at most.
+inline constexpr std::size_t kMaxParamsBytes = 65535;
 
 /// One job as the file declares it.
 using JobSpec = DeclaredObject;

@@ -54,7 +54,30 @@ std::string TimeCell(const nlohmann::json& object, std::string_view key) {
     if (!object.is_object()) return "-";
     const auto it = object.find(key);
     if (it == object.end() || !it->is_number_integer()) return "-";
-    const std::int64_t ms = it->get<std::int64_t>();
+    return TimeCell(it->get<std::int64_t>());
+}
+
+std::string Cell(std::string_view text) {
+    return std::string(text);
+}
+
+std::string Cell(std::int64_t number) {
+    return std::to_string(number);
+}
+
+std::string Cell(bool flag) {
+    return flag ? "true" : "false";
+}
+
+std::string Cell(const std::vector<std::string>& list) {
+    return CellText(nlohmann::json(list));
+}
+
+std::string TimeCell(const std::optional<std::int64_t>& epoch_ms) {
+    return epoch_ms ? TimeCell(*epoch_ms) : std::string("-");
+}
+
+std::string TimeCell(std::int64_t ms) {
     const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
     std::tm tm{};
     if (gmtime_r(&seconds, &tm) == nullptr) return std::to_string(ms);

@@ -4,6 +4,7 @@
 /// Cells come from the API, so they are made safe for a terminal first.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,5 +29,20 @@ std::string FieldCell(const nlohmann::json& object, std::string_view key);
 
 /// Epoch milliseconds as "2026-11-26T10:00:00Z"; "-" for null or absent.
 std::string TimeCell(const nlohmann::json& object, std::string_view key);
+
+/// A field of an API view (sched/api) as a cell: text as is, numbers in decimal, true/false, a
+/// list of strings as compact JSON, an empty optional as "-" (what CellText makes of the JSON).
+std::string Cell(std::string_view text);
+std::string Cell(std::int64_t number);
+std::string Cell(bool flag);
+std::string Cell(const std::vector<std::string>& list);
+template <typename T>
+std::string Cell(const std::optional<T>& value) {
+    return value ? Cell(*value) : std::string("-");
+}
+
+/// Epoch milliseconds as "2026-11-26T10:00:00Z"; "-" for an empty optional.
+std::string TimeCell(std::int64_t epoch_ms);
+std::string TimeCell(const std::optional<std::int64_t>& epoch_ms);
 
 }  // namespace sched::ctl

@@ -3,7 +3,7 @@
 /// Turns what the sink received and what the fire table holds into figures: lag percentiles,
 /// misses, doubles, and per-phase timings; writes CSV and gnuplot plots.
 ///
-/// Definitions (docs/benchmarks.md "Cluster"):
+/// Definitions (docs/benchmarks.md "How to reproduce"):
 /// - lag = arrival at the sink - scheduled time, of the first arrival of each expected
 ///   (job, scheduled time) pair;
 /// - miss = an expected pair that never arrived and is not recorded `lost` in job_fire;

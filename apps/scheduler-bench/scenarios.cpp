@@ -205,7 +205,7 @@ json PerFire(const std::map<std::string, double>& a, const std::map<std::string,
 
 // CPU time used so far by the run's processes: each node (by PID: a node restarted within a window
 // counts only if it ran at both samples), the private MariaDB, and this process (the bench's SDK
-// executors and the sink). The deltas per received fire show where a fire's CPU goes (issue 20).
+// executors and the sink). The deltas per received fire show where a fire's CPU goes.
 struct CpuSample {
     std::map<pid_t, double> nodes;
     std::optional<double> mariadb;

@@ -1,6 +1,6 @@
 #pragma once
 
-/// The benchmark scenarios (docs/benchmarks.md "Cluster" documents each with its command):
+/// The benchmark scenarios (docs/benchmarks.md gives each result with its command):
 ///
 /// - precision: N nodes + the measuring sink, R fires/s for S seconds after a warm-up, per rate;
 /// - throughput: precision over rising rates until p99 lag > 100 ms or a miss or double;
@@ -41,7 +41,7 @@ struct BenchOptions {
     double max_p99_ms = 100;  ///< throughput: the step fails above this
     /// precision/throughput: seconds the lease is still watched after each window, so that a
     /// master lost just after the window (the load still draining) is reported, apart from the
-    /// changes during the window (issue 20).
+    /// changes during the window.
     int lease_watch = 5;
     bool check = false;  ///< exit 1 unless every run had arrivals, no miss and no double
     std::string command_line;

@@ -5,8 +5,8 @@
 # per run: the load when it started, p50/p99/max lag, misses, doubles, MariaDB statements,
 # commits and row writes per fire, the master's mean scan, the CPU per fire of the nodes, MariaDB
 # and the bench process (SDK and sink). Each run's result.json and log stay
-# in OUT_DIR. Example (docs/benchmarks.md, thirteenth session):
-#   scripts/bench/ab.sh /work/ci/build/ci/apps/scheduler-bench/scheduler-bench \
+# in OUT_DIR. Example (docs/benchmarks.md "How to reproduce"):
+#   scripts/bench/ab.sh /tmp/before/build/ci/apps/scheduler-bench/scheduler-bench \
 #       build/ci/apps/scheduler-bench/scheduler-bench /tmp/ab 2 \
 #       precision --schedule cron --nodes 3 --rate 1000 --seconds 10 --warmup 3
 set -euo pipefail

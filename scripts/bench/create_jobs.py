@@ -1,7 +1,7 @@
 # usage: python3 scripts/bench/create_jobs.py HOST PORT TOKEN N PID [SCHEDULE_EXPR]
 # Creates N cron jobs (default "0 0 3 * * ?", i.e. not firing soon) through POST /api/v1/jobs on
 # one keep-alive connection; prints the elapsed time and the RSS of the server PID every 500
-# jobs, then the per-request p50/p99. docs/benchmarks.md (tenth session) has a run.
+# jobs, then the per-request p50/p99. docs/benchmarks.md has a run.
 import http.client, json, sys, time
 host, port, token, n, pid = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5]
 def rss():

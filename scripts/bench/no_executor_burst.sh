@@ -2,7 +2,7 @@
 # usage: scripts/bench/no_executor_burst.sh BINARY DIR PORT JOBS
 # The standalone (BINARY) on SQLite in DIR (a new directory), JOBS jobs firing every second for
 # an app no service serves; prints job_fire by status, the load and the node's RSS every 10 s for
-# 60 s, then stops the node (SIGTERM) by its PID. docs/benchmarks.md (tenth session) has a run.
+# 60 s, then stops the node (SIGTERM) by its PID. docs/benchmarks.md has a run.
 # Needs python3 and sqlite3.
 set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)

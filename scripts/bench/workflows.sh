@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # usage: scripts/bench/workflows.sh STANDALONE SINK DIR PORT N
-# One run of N small workflows (issue 18): the standalone (STANDALONE) on SQLite in DIR (a new
+# One run of N small workflows: the standalone (STANDALONE) on SQLite in DIR (a new
 # directory) and one sink executor (SINK, build/ci/tests/sched-sink-executor). Creates 3N manual
 # jobs and N workflows `a -> b -> c`, measures the master's scan time while idle for 10 s, then
 # triggers the N workflows at once and waits until every run ended. Prints the wall time, the

@@ -1,4 +1,4 @@
--- Initial schema (MySQL 8 / MariaDB 10.6+). See docs/architecture.md "Data model".
+-- Initial schema (MySQL 8 / MariaDB 10.6+). See docs/architecture/data-model.md.
 -- Times: schedule and heartbeat data in epoch milliseconds (*_ms, or the job/fire *_time
 -- columns); lease data in epoch microseconds of the database clock (*_us).
 -- Every statement is re-runnable: MySQL DDL commits implicitly, so a migrator that dies

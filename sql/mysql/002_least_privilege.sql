@@ -1,4 +1,4 @@
--- Least privilege (docs/architecture.md "Trust model"):
+-- Least privilege (docs/architecture/trust-model.md):
 -- api_token.app_scope: the apps an executor token may act for, a JSON array of app names.
 --   NULL or ["*"] on an executor token = every app: the legacy scope of executor tokens created
 --   before this migration (kept working so that an upgrade breaks nothing; logged as a warning

@@ -1,5 +1,5 @@
 -- job_fire.claim_token: the random token of the slave's group claim that moved the fire to
--- `dispatching` (docs/architecture.md "Slave"). One UPDATE claims a group of fires and one
+-- `dispatching` (docs/architecture/slave.md). One UPDATE claims a group of fires and one
 -- SELECT by token tells the slave which of them it won; a claim retried after an ambiguous
 -- commit reuses its token, so it finds the fires it already won. NULL: never claimed by a
 -- group claim. Re-runnable like 002 (MySQL 8 has no ADD COLUMN IF NOT EXISTS).

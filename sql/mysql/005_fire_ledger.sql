@@ -1,4 +1,4 @@
--- The fire ledger (docs/architecture.md "Fire ledger"): every scheduled time is fired or
+-- The fire ledger (docs/architecture/fire-ledger.md): every scheduled time is fired or
 -- recorded with its reason.
 --   job_fire.reason         why a fire ended without running (skipped, lost, failed by the
 --                           cluster): misfire, paused, job_deleted, blocked, no_executor,

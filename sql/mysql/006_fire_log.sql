@@ -1,5 +1,5 @@
 -- job_fire_log: the tail of a fire's log, shipped by the executor with its result and stored in
--- the transaction that applied that result (store::FireLogs, docs/architecture.md "Fire logs").
+-- the transaction that applied that result (store::FireLogs, docs/architecture/store.md "Fire logs").
 -- One row per fire (a retry's result replaces it). `log` is UTF-8 text of at most 256 KiB
 -- (store::FireLogs::kMaxLogBytes); `truncated_bytes` counts the bytes cut from its front, by the
 -- executor and by the store together; `stored_at` is the database clock in epoch ms. Rows are

@@ -1,4 +1,4 @@
--- Alerts (docs/architecture.md "Alerts"; trigger::Alerter, store::AlertRepository).
+-- Alerts (docs/architecture/alerts.md; trigger::Alerter, store::AlertRepository).
 -- alert_rule: a webhook to call when a fire of a job (job_id) or of any job (job_id NULL) ends
 --   with one of `events` (comma-separated: failed, timeout, lost, misfire), once the job has
 --   `consecutive_failures` failed/timeout/lost fires in a row (1 = every one). `secret` keys the

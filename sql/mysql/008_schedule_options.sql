@@ -1,4 +1,4 @@
--- Schedule options of a job (issue 17, docs/cron.md):
+-- Schedule options of a job (docs/cron.md):
 --   job.jitter_ms    0 = none; else each fire runs a deterministic 0..jitter_ms ms after its
 --                    scheduled time (hashed from the job id and that time), at most 3600000.
 --   job.dst_gap      auto | skip | shift-forward: a matching local time inside a DST gap.

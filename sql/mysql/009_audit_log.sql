@@ -1,4 +1,4 @@
--- Audit log (docs/architecture.md "Audit log"; store::AuditRepository, web RecordAudit).
+-- Audit log (docs/architecture/audit.md; store::AuditRepository, web RecordAudit).
 -- audit_log: one row per change made through the API (and the master's automatic pause):
 --   who (actor = the token's name, its role and id; 0 for the cluster token and the scheduler),
 --   when (at_ms, the DB clock), what (action, target_kind + target_id + target_name) and the

@@ -1,4 +1,4 @@
--- Backfills (docs/architecture.md "Backfill"; store::BackfillRepository, trigger::AdvanceBackfills).
+-- Backfills (docs/architecture/backfill.md; store::BackfillRepository, trigger::AdvanceBackfills).
 -- job_backfill: a request to run job_id once for every scheduled time in [range_from, range_to)
 --   (epoch ms), created by the API (POST /api/v1/jobs/{id}/backfill) and advanced by the master
 --   inside its fenced scan. cursor_ms: every scheduled time before it has a fire (or already had

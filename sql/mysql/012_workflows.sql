@@ -1,4 +1,4 @@
--- Workflows (issue 18; docs/workflows.md; store::WorkflowRepository).
+-- Workflows (docs/workflows.md; store::WorkflowRepository).
 -- workflow: a named DAG of steps with its own schedule (the job vocabulary: schedule_type,
 --   schedule_expr, time_zone, misfire_policy), max_concurrent_runs (overlap policy, 1..100),
 --   run_timeout_ms (0 = none), paused, next_fire_time (NULL while paused or without a next time)

@@ -1,4 +1,4 @@
--- Schedule options of a job (issue 17); see sql/mysql/008_schedule_options.sql.
+-- Schedule options of a job; see sql/mysql/008_schedule_options.sql.
 
 ALTER TABLE job ADD COLUMN jitter_ms INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE job ADD COLUMN dst_gap TEXT NOT NULL DEFAULT 'auto';

@@ -6,7 +6,7 @@
 // workflow (a diamond created through the API) shows in the Workflows list, its page and a
 // triggered run's page draw its DAG as SVG, one box per step classed by the step's state; a
 // failed run offers a re-run from its failed step. Along
-// the way (issue 19): no nav or Sign out on the sign-in page, times in the job's zone with its
+// the way: no nav or Sign out on the sign-in page, times in the job's zone with its
 // label, a manual fire's epoch is the one its log names, params come back as JSON, the fire
 // list filters by job name, a killed fire's log panel shows the ended run, and at 375 px no
 // page scrolls sideways. A screenshot of each

@@ -1,4 +1,4 @@
-// Issue 13 ("Hardening", part A) against the real scheduler-standalone binary: hostile JSON on
+// Hardening against the real scheduler-standalone binary: hostile JSON on
 // every body route (web, trigger node), lines that never end, and log injection. Set
 // SCHED_HARDENING_STANDALONE_BIN to run the same checks against another build.
 
@@ -98,7 +98,7 @@ TEST_F(HardeningProcess, DeepNestingOnEveryJsonBodyRouteIs400AndTheProcessStaysU
     ASSERT_EQ(created, 201) << job;
     const std::string job_id = std::to_string(nlohmann::json::parse(job)["id"].get<std::int64_t>());
 
-    // The issue's reproduction first: 70,000 levels in `params` of POST and PUT /api/v1/jobs.
+    // The case that used to overflow the stack first: 70,000 levels in `params` of POST and PUT /api/v1/jobs.
     auto [post, post_body] = Call("POST", "/api/v1/jobs", JobBody("x", Nested(70'000)));
     EXPECT_EQ(post, 400) << post_body.substr(0, 300);
     ASSERT_TRUE(Alive()) << "killed by POST /api/v1/jobs\n" << process_->stderr_text();

@@ -162,7 +162,7 @@ TEST_F(SchedctlProcess, ApplyDiffUpdateTriggerAndPruneAgainstARealNode) {
     EXPECT_NE(r.out.find("1 unchanged"), std::string::npos) << r.out;
 }
 
-// Issue 17: a calendar and a job naming it in one file, applied in one go; an edit of the
+// A calendar and a job naming it in one file, applied in one go; an edit of the
 // calendar made through the API is drift that apply puts back.
 TEST_F(SchedctlProcess, CalendarsInTheFileApplyBeforeTheJobsThatNameThem) {
     const std::string file = (dir_ / "jobs.yaml").string();
@@ -325,7 +325,7 @@ TEST_F(SchedctlProcess, ErrorsShowTheApiErrorOrTheUnreachableUrlAndExit1) {
     EXPECT_NE(r.err.find("cannot reach http://127.0.0.1:1/api/v1/cluster"), std::string::npos) << r.err;
 }
 
-// Issue 18: a workflow made through the API, operated with schedctl: list, trigger with params,
+// A workflow made through the API, operated with schedctl: list, trigger with params,
 // its runs, a run's steps, a re-run the server refuses.
 TEST_F(SchedctlProcess, WorkflowsAreListedTriggeredAndInspected) {
     Write("jobs.yaml",
@@ -383,6 +383,35 @@ TEST_F(SchedctlProcess, WorkflowsAreListedTriggeredAndInspected) {
     r = Run({"workflows", "get", id, "-o", "json"});
     ASSERT_EQ(r.code, 0) << r.out << r.err;
     EXPECT_EQ(nlohmann::json::parse(r.out)["steps"].size(), 2u) << r.out;
+}
+
+// A "billion laughs" job file: 9 levels of 9 aliases, 387,420,489 leaves in 700 bytes. Run under
+// a 1 GiB address-space limit, so that a schedctl which expands it fails this test by running out
+// of memory (or by the timeout) instead of taking the machine with it.
+TEST(SchedctlHostileFile, ABillionLaughsFileIsRefusedNamingItsLineWithinAMemoryLimit) {
+    const auto dir = std::filesystem::temp_directory_path() / ("sched-schedctl-laughs-" + RandomHex(8));
+    std::filesystem::create_directories(dir);
+    std::string text = "jobs:\n  - name: lol\n    app: a\n    handler: h\n    schedule_type: manual\n    params:\n";
+    for (int level = 0; level < 9; ++level) {
+        text += "      l" + std::to_string(level) + ": &l" + std::to_string(level) + " [";
+        for (int i = 0; i < 9; ++i) {
+            text += std::string(i ? ", " : "") + (level == 0 ? std::string("lol") : "*l" + std::to_string(level - 1));
+        }
+        text += "]\n";
+    }
+    const std::string file = (dir / "laughs.yaml").string();
+    std::ofstream(file) << text;
+    ChildProcess p({"/usr/bin/prlimit", "--as=1073741824", "--", SCHEDCTL_BIN, "--server", "http://127.0.0.1:1",
+                    "apply", "--dry-run", "-f", file},
+                   dir.string(), {"HOME=" + dir.string(), "XDG_CONFIG_HOME="});
+    const auto code = p.WaitForExit(30s);
+    std::filesystem::remove_all(dir);
+    ASSERT_TRUE(code.has_value()) << "still expanding after 30 s";
+    EXPECT_EQ(*code, 1) << p.stderr_text();
+    EXPECT_NE(p.stderr_text().find("laughs.yaml: line 12: the document expands to more than 250000 values"),
+              std::string::npos)
+        << p.stderr_text();
+    EXPECT_EQ(p.stdout_text(), "") << "nothing of the expansion is printed";
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Calendars and bounds (issue 17) in the real scheduler-standalone process: a job bound to a
+// Calendars and bounds in the real scheduler-standalone process: a job bound to a
 // calendar skips an excluded day with a ledger row of reason `calendar`, and bounded jobs
 // (end_at, max_runs) complete by themselves.
 

@@ -2,7 +2,7 @@
 // (docs/protocol.md "Security"): a service needs only an executor token; what the nodes send to
 // an executor opens nothing in the cluster; a signing key rotates under every-second jobs
 // without losing a fire. Also, with the same processes: an ended fire's log, sent with its
-// result, outlives the executor (issue 15).
+// result, outlives the executor.
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -216,7 +216,7 @@ TEST_F(ExecutorCredentials, TheDemoClientRunsItsJobsWithAnExecutorTokenOnly) {
     }
 }
 
-// Issue 15: the log's tail travels with the result and is stored, so an ended fire's log is still
+// The log's tail travels with the result and is stored, so an ended fire's log is still
 // readable once the executor that ran it is gone (SIGKILL: no deregistration, no goodbye).
 TEST_F(ExecutorCredentials, AnEndedFiresLogIsReadableAfterItsExecutorIsKilled) {
     const auto token_file = dir_ / "data/executor-token";

@@ -1,4 +1,4 @@
-// Backfill end to end (issue 17): a real scheduler-standalone process and the sink executor.
+// Backfill end to end: a real scheduler-standalone process and the sink executor.
 // A backfill over five past minutes runs exactly those five times, once each; a second
 // identical backfill creates no fire and runs nothing.
 

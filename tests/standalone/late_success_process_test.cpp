@@ -2,7 +2,7 @@
 // standalone node killed (-9) while an executor holds the run it sent, restarted under the same
 // node id (which ends the fire `lost`, reason slave_restarted, and plans the at-least-once
 // retry), then the executor's result: the fire ends `succeeded` (reason succeeded_late), the
-// retry is ended before it runs, and the job ran once (docs/architecture.md "Callbacks").
+// retry is ended before it runs, and the job ran once (docs/architecture/callbacks.md).
 
 #include <signal.h>
 

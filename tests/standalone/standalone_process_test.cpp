@@ -167,7 +167,7 @@ TEST_F(StandaloneProcess, SigtermWhileWaitingForTheDatabaseStopsPromptly) {
     EXPECT_EQ(*code, 0);
 }
 
-// --- issue 13: private files, a full disk, readiness without a leader, strict internal bodies ---
+// --- hardening: private files, a full disk, readiness without a leader, strict internal bodies ---
 
 int ModeOf(const std::filesystem::path& p) {
     struct stat st {};

@@ -1,4 +1,4 @@
-// Workflows end to end (issue 18, docs/workflows.md): a real scheduler-standalone process on
+// Workflows end to end (docs/workflows.md): a real scheduler-standalone process on
 // SQLite and on a private MariaDB, and the sink executor. A scheduled diamond (a -> b, c -> d)
 // runs each step once per scheduled time and d only after both b and c; a b that fails after its
 // retry skips d with a recorded reason and fails the run; a re-run from b completes it; a manual

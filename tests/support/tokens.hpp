@@ -1,7 +1,7 @@
 #pragma once
 
 // API tokens for process tests: what a service needs to run with least privilege, an executor
-// token scoped to its app(s) (docs/architecture.md "Trust model").
+// token scoped to its app(s) (docs/architecture/trust-model.md).
 
 #include <string>
 #include <vector>

@@ -96,7 +96,7 @@ TEST(ParseJobFile, RejectsAnUnknownRoutingOrBlockStrategyWithTheJobsApisMessage)
               "got \"nearest\"");
     EXPECT_EQ(ErrorOf(job + "    block_strategy: queue\n"),
               "jobs.yaml: jobs[0] (name \"a\"): block_strategy: expected one of serial, discard-later, cover-early, "
-              "got \"queue\"");
+              "skip, buffer-one, buffer-all, cancel-other, terminate-other, allow-all, got \"queue\"");
     auto doc = ParseJobDocument("routing: Failover\n", "job.yaml");
     ASSERT_FALSE(doc.ok());
     EXPECT_EQ(doc.status().message().find("job.yaml: routing: expected one of first, "), 0u);

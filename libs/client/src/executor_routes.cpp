@@ -45,6 +45,7 @@ RunRequest ToClientRun(protocol::RunRequest wire) {
     run.shard_index = wire.shard_index;
     run.shard_total = wire.shard_total;
     run.block_strategy = wire.block_strategy;
+    run.overlap = wire.overlap;
     run.callback_url = std::move(wire.callback_url);
     return run;
 }

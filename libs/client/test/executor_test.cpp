@@ -285,12 +285,12 @@ TEST_F(ExecutorTest, FailuresAndExceptionsAreReportedAsFailed) {
     const auto threw = ResultOf(2);
     EXPECT_EQ(threw["status"], "failed");
     EXPECT_EQ(threw["message"], "handler threw: boom");
-    // Every result names the dispatch it answers and the instance that ran it (issue 14).
+    // Every result names the dispatch it answers and the instance that ran it.
     EXPECT_EQ(failed["epoch"], 1);
     EXPECT_EQ(failed["address"], executor_->address());
 }
 
-// Issue 13: a body nested 100k deep or holding 1e309 is a 400 on every JSON route of the SDK,
+// Hostile input: a body nested 100k deep or holding 1e309 is a 400 on every JSON route of the SDK,
 // never a crash or a 500, and the library's exception text never reaches the caller.
 TEST_F(ExecutorTest, HostileJsonOnEveryBodyRouteGets400AndTheExecutorKeepsServing) {
     Start(Options());

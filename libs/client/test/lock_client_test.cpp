@@ -153,7 +153,7 @@ TEST_F(LockClientTest, TheWatchdogKeepsTheLockPastSeveralLeases) {
     EXPECT_FALSE(lock->LostToken().stop_requested());
 }
 
-// Issue 14: a service holding only an executor token scoped to its app takes locks (in its app's
+// Least privilege: a service holding only an executor token scoped to its app takes locks (in its app's
 // namespace); a token scoped to another app is refused.
 TEST_F(LockClientTest, AnAppScopedExecutorTokenLocksInItsAppsNamespace) {
     const auto create = [&](const std::string& app) {

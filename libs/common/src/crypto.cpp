@@ -16,8 +16,7 @@ namespace {
 // OpenSSL 3 looks an algorithm up in its providers' tables (under a lock) on every call that
 // names it implicitly (EVP_sha256() in EVP_Digest, HMAC()); fetching it once is what crypto(7)
 // ("Performance") recommends. Each request a trigger node signs to an executor computes one
-// SHA-256 and one HMAC; the signing was 6 % of the nodes' CPU at 1,000 fires/s spread (issue 20,
-// docs/benchmarks.md).
+// SHA-256 and one HMAC; the signing was 6 % of the nodes' CPU at 1,000 fires/s spread.
 // Fetched algorithms are immutable and shared by every thread; they live as long as the process.
 const EVP_MD* Sha256Md() {
     static EVP_MD* const md = EVP_MD_fetch(nullptr, "SHA2-256", nullptr);

@@ -58,7 +58,8 @@ TEST(JobVocabulary, RoutingAndBlockStrategyKeepTheJobsApisSpellingsAndMessages) 
     EXPECT_EQ(BlockStrategyName(BlockStrategy::kDiscardLater), "discard-later");
     EXPECT_EQ(*ParseBlockStrategy("cover-early"), BlockStrategy::kCoverEarly);
     EXPECT_EQ(ParseBlockStrategy("queue").status().message(),
-              "expected one of serial, discard-later, cover-early, got \"queue\"");
+              "expected one of serial, discard-later, cover-early, skip, buffer-one, buffer-all, cancel-other, "
+              "terminate-other, allow-all, got \"queue\"");
 }
 
 }  // namespace

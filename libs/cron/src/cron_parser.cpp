@@ -699,8 +699,8 @@ Result<CronExpression> CronExpression::Parse(std::string_view text, CronError* e
         }
     }
 
-    // f->fires_in_both_passes (set by ParseHours) is the DST rule for repeated hours (DESIGN.md
-    // section 5): a wildcard or stepped hour field is a frequent job that must not pause for the
+    // f->fires_in_both_passes (set by ParseHours) is the DST rule for repeated hours
+    // (docs/cron.md): a wildcard or stepped hour field is a frequent job that must not pause for the
     // repeated hour; a list names its hours one by one (`2-12,1-14/8` included), unless it covers
     // all 24.
 

@@ -531,7 +531,7 @@ void Database::Begin(soci::session& s, TxMode mode) const {
         // that writes back to back (the master rescanning at once while its batch is full, at
         // overload) takes the lock again microseconds after its commit, every time, and the
         // sleepers (claims, heartbeats, callbacks, the alerts round) wait out their busy
-        // timeout (issue 20: nothing delivered in 10 s at 2,000-3,000 fires/s). Such a thread
+        // timeout (nothing was delivered in 10 s at 2,000-3,000 fires/s). Such a thread
         // first gives way to the process's waiting writers, for at most one of their sleeps.
         // The priority pool never gives way (the others wait for it).
         const auto now = std::chrono::steady_clock::now();

@@ -432,7 +432,7 @@ TEST_F(SqlitePriority, RenewsSucceedUnderAStreamOfWriteTransactions) {
 }
 
 TEST_F(SqlitePriority, AWriterBackToBackGivesWaySoAnotherWriterDoesNotWaitOutItsBusyTimeout) {
-    // Issue 20: the master rescanning at once (its batch full at overload) took the lock back
+    // The master rescanning at once (its batch full at overload) took the lock back
     // microseconds after each commit while the claims, heartbeats and callbacks slept in
     // SQLite's busy handler (up to 100 ms between polls) until their busy timeout. Two writers
     // back to back, as that master, and a third caller (a claim) whose busy timeout is 300 ms.

@@ -26,7 +26,7 @@ ExecutorSigner::ExecutorSigner(db::DatabaseProvider database, net::thread_pool& 
 
 net::awaitable<Result<store::AppSigningKeys>> ExecutorSigner::Keys(std::string app) {
     if (auto fresh = cache_->Fresh(app)) co_return *fresh;
-    // A named callable, not a temporary inside the co_await (g++ 12, docs/architecture.md "Build").
+    // A named callable, not a temporary inside the co_await (g++ 12, docs/architecture/build.md).
     auto work = [db = database_(), cache = cache_, app]() -> Result<store::AppSigningKeys> {
         if (!db) return Unavailable("the database is not open yet");
         return cache->Get(*db, app);

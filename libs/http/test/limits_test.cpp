@@ -1,4 +1,4 @@
-// Hostile input against the server and the client (issue 13, part A): bodies nested deep
+// Hostile input against the server and the client: bodies nested deep
 // enough to overflow a recursive walk, numbers out of range, lines that never end, slot floods.
 
 #include <spdlog/sinks/base_sink.h>

@@ -76,7 +76,7 @@ Fence::IdleTimeoutScope::IdleTimeoutScope(const Fence& fence, db::PooledSession&
         Status s = db::ClassifyError(e, &lost);
         if (lost) {
             session_.MarkBroken();
-            throw;  // the transaction cannot run on this session either
+            throw;  // the transaction cannot run on this database session either
         }
         // MySQL 8 has no such variable: run fenced transactions without it from now on.
         if (!fence.idle_timeout_unsupported_->exchange(true)) {

@@ -136,7 +136,7 @@ void RowLockTransaction::Rollback() {
     try {
         db::Database::Rollback(**session_);
     } catch (...) {
-        session_->MarkBroken();  // unknown transaction state: never lend this session again
+        session_->MarkBroken();  // unknown transaction state: never lend this database session again
     }
 }
 

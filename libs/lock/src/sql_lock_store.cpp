@@ -48,7 +48,7 @@ Result<std::optional<Holding>> SqlLockStore::Insert(std::string_view name, std::
         soci::statement st = (s.prepare << sql, soci::use(key), soci::use(owner), soci::use(lease_us));
         if (db::ExecuteInsertIfAbsent(st) == 0) return std::optional<Holding>();
         long long id = 0;
-        // The generated id of the row this session just inserted (LAST_INSERT_ID /
+        // The generated id of the row this database session just inserted (LAST_INSERT_ID /
         // sqlite3_last_insert_rowid): per connection, so no other writer can interfere.
         if (!s.get_last_insert_id("scheduler_lock", id)) {
             statements_.fetch_add(1, std::memory_order_relaxed);

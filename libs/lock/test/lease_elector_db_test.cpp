@@ -110,7 +110,7 @@ TEST_P(LeaseElectorDbTest, ANudgedFollowerCompetesAtOnceInsteadOfAtItsNextTick) 
     EXPECT_LT(std::chrono::steady_clock::now() - nudged_at, 2s);
 }
 
-// The lock-out: the holder died, the wall clock was stepped back an hour, a new node
+// The lock-out a stepped-back clock used to cause: the holder died, the wall clock was stepped back an hour, a new node
 // (a new random node id) starts. Its lease row, written before the step, reads an hour ahead of
 // the database clock. Written here directly, as the dead node's renew had left it.
 TEST_P(LeaseElectorDbTest, ALeaseAnHourAheadOfTheDatabaseClockIsTakenOverWithinTtlPlusTick) {

@@ -21,6 +21,7 @@ nlohmann::json ToJson(const RunRequest& run) {
                         {"block_strategy", BlockStrategyName(run.block_strategy)}};
     // Absent rather than "": an executor older than the field never sees it.
     if (!run.callback_url.empty()) j["callback_url"] = run.callback_url;
+    if (run.overlap) j["overlap"] = BlockStrategyName(*run.overlap);
     if (run.start_in_ms != 0) j[kStartInField] = run.start_in_ms;
     return j;
 }
@@ -45,6 +46,14 @@ Parsed<RunRequest> ParseRunRequest(const nlohmann::json& body, const std::string
             run.block_strategy = *parsed;
         } else {
             f.Fail("block_strategy", parsed.status().message());
+        }
+    }
+    const std::string overlap = f.String("overlap", "");
+    if (f.ok() && !overlap.empty()) {
+        if (auto parsed = ParseBlockStrategy(overlap); parsed.ok()) {
+            run.overlap = *parsed;
+        } else {
+            f.Fail("overlap", parsed.status().message());
         }
     }
     run.callback_url = f.String("callback_url", "");

@@ -103,20 +103,46 @@ TEST(RunRequestTest, EachBadFieldIsNamedWithTheBatchPrefix) {
 }
 
 TEST(BlockStrategyTest, EveryValueTravelsByItsVocabularyNameAndAnOtherNameIsRefusedAsBefore) {
-    for (const auto s : {BlockStrategy::kSerial, BlockStrategy::kDiscardLater, BlockStrategy::kCoverEarly}) {
+    for (const auto s : {BlockStrategy::kSerial, BlockStrategy::kDiscardLater, BlockStrategy::kCoverEarly,
+                         BlockStrategy::kSkip, BlockStrategy::kBufferOne, BlockStrategy::kBufferAll,
+                         BlockStrategy::kCancelOther, BlockStrategy::kTerminateOther, BlockStrategy::kAllowAll}) {
         RunRequest run = SampleRun();
-        run.block_strategy = s;
+        run.block_strategy = ExecutorStrategy(s);
+        run.overlap = s;
         const json wire = ToJson(run);
-        EXPECT_EQ(wire["block_strategy"], BlockStrategyName(s));
-        EXPECT_EQ(ParseRunRequest(wire).value.block_strategy, s);
+        EXPECT_EQ(wire["block_strategy"], BlockStrategyName(ExecutorStrategy(s)));
+        EXPECT_EQ(wire["overlap"], BlockStrategyName(s));
+        const auto back = ParseRunRequest(wire);
+        EXPECT_EQ(back.value.block_strategy, ExecutorStrategy(s));
+        EXPECT_EQ(back.value.overlap, s);
     }
+    EXPECT_FALSE(ToJson(SampleRun()).contains("overlap")) << "absent unless the cluster enforced it";
+    EXPECT_FALSE(ParseRunRequest(ToJson(SampleRun())).value.overlap);
     json wire = ToJson(SampleRun());
     wire["block_strategy"] = "Serial";
     const auto refused = ParseRunRequest(wire);
     ASSERT_TRUE(refused.error);
     EXPECT_EQ(refused.error->field, "block_strategy");
     EXPECT_EQ(refused.error->message,
-              "block_strategy: expected one of serial, discard-later, cover-early, got \"Serial\"");
+              "block_strategy: expected one of serial, discard-later, cover-early, skip, buffer-one, buffer-all, "
+              "cancel-other, terminate-other, allow-all, got \"Serial\"");
+    for (const json& bad : {json("everything"), json(3), json(std::string(100000, 'a'))}) {
+        json with = ToJson(SampleRun());
+        with["overlap"] = bad;
+        const auto no = ParseRunRequest(with);
+        ASSERT_TRUE(no.error) << bad.dump().substr(0, 40);
+        EXPECT_EQ(no.error->field, "overlap");
+    }
+}
+
+TEST(BlockStrategyTest, TheOldNamesAreAliasesOfTheOverlapPolicies) {
+    EXPECT_EQ(OverlapPolicy(BlockStrategy::kSerial), BlockStrategy::kBufferAll);
+    EXPECT_EQ(OverlapPolicy(BlockStrategy::kDiscardLater), BlockStrategy::kSkip);
+    EXPECT_EQ(OverlapPolicy(BlockStrategy::kCoverEarly), BlockStrategy::kTerminateOther);
+    EXPECT_EQ(OverlapPolicy(BlockStrategy::kBufferOne), BlockStrategy::kBufferOne);
+    EXPECT_EQ(ExecutorStrategy(BlockStrategy::kAllowAll), BlockStrategy::kSerial);
+    EXPECT_EQ(ExecutorStrategy(BlockStrategy::kCancelOther), BlockStrategy::kCoverEarly);
+    EXPECT_EQ(ExecutorStrategy(BlockStrategy::kSkip), BlockStrategy::kDiscardLater);
 }
 
 TEST(KillRequestTest, RoundTripAndRange) {

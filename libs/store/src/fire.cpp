@@ -23,7 +23,8 @@ constexpr auto kStatusNames = MakeNameTable<FireStatus>(
 constexpr auto kKindNames = MakeNameTable<FireKind>({"schedule", "manual", "retry", "misfire", "backfill", "workflow"});
 constexpr auto kReasonNames = MakeNameTable<FireReason>({"misfire", "paused", "job_deleted", "blocked", "no_executor",
                                                          "slave_died", "slave_restarted", "executor_gone", "no_result",
-                                                         "calendar", "upstream", "run_timeout", "succeeded_late"});
+                                                         "calendar", "upstream", "run_timeout", "succeeded_late",
+                                                         "concurrency"});
 constexpr auto kOutcomeNames = MakeNameTable<ResultOutcome>(
     {"applied", "duplicate", "conflict", "not_found", "forbidden", "stale_attempt", "stale_epoch", "wrong_executor"});
 

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include "impl/query.hpp"
 
@@ -13,7 +15,7 @@ namespace {
 // The columns the slave needs to dispatch a fire.
 constexpr const char* kClaimColumns =
     "id, job_id, scheduled_time, kind, attempt, shard_index, shard_total, epoch, assigned_node, status, due_at, "
-    "dispatch_epoch, dispatched_at, created_at, workflow_run_id";
+    "dispatch_epoch, dispatched_at, created_at, workflow_run_id, reason";
 
 struct ClaimRow {
     Fire fire;
@@ -23,6 +25,7 @@ struct ClaimRow {
     impl::NullableInt64 dispatch_epoch;
     impl::NullableInt64 dispatched_at;
     impl::NullableInt64 workflow_run_id;  // a workflow step's run: its params may replace the job's
+    impl::NullableString reason;          // concurrency: a fire that waited for a seat
 
     void BindInto(soci::statement& st, impl::IntColumns& ints) {
         ints.Into(st, fire.id);
@@ -40,6 +43,7 @@ struct ClaimRow {
         ints.Into(st, dispatched_at);
         ints.Into(st, fire.created_at);
         ints.Into(st, workflow_run_id);
+        st.exchange(soci::into(reason.value, reason.ind));
     }
     Fire Finish() {
         auto k = ParseFireKind(kind);
@@ -51,9 +55,100 @@ struct ClaimRow {
         fire.dispatch_epoch = dispatch_epoch.get();
         fire.dispatched_at = dispatched_at.get();
         fire.workflow_run_id = workflow_run_id.get();
+        fire.reason = reason.get() ? ParseFireReason(*reason.get()) : std::nullopt;
         return fire;
     }
 };
+
+// ---- concurrency seats (Admit) ----
+
+std::string JobScope(std::int64_t job_id) {
+    return "job:" + std::to_string(job_id);
+}
+// buffer-one's one waiting fire.
+std::string WaitScope(std::int64_t job_id) {
+    return "wait:job:" + std::to_string(job_id);
+}
+
+struct SeatRow {
+    std::string scope;
+    int slot = 0;
+    impl::NullableInt64 fire_id;
+    void BindInto(soci::statement& st, impl::IntColumns& ints) {
+        st.exchange(soci::into(scope));
+        ints.Into(st, slot);
+        ints.Into(st, fire_id);
+    }
+    SeatRow Finish() const { return *this; }
+};
+
+// A seat's holder: enough to tell whether it still holds it, whether it is a shard of the same
+// run, and where to send its kill.
+struct HolderRow {
+    Fire fire;
+    std::string kind;
+    std::string status;
+    impl::NullableString executor_address;
+    impl::NullableInt64 finished_at;
+    impl::NullableString reason;
+    void BindInto(soci::statement& st, impl::IntColumns& ints) {
+        ints.Into(st, fire.id);
+        ints.Into(st, fire.job_id);
+        ints.Into(st, fire.scheduled_time);
+        st.exchange(soci::into(kind));
+        ints.Into(st, fire.attempt);
+        st.exchange(soci::into(status));
+        st.exchange(soci::into(executor_address.value, executor_address.ind));
+        ints.Into(st, finished_at);
+        st.exchange(soci::into(reason.value, reason.ind));
+    }
+    Fire Finish() {
+        Fire f = fire;
+        f.kind = ParseFireKind(kind).value_or(FireKind::kSchedule);
+        f.status = ParseFireStatus(status).value_or(FireStatus::kSkipped);  // unknown: holds nothing
+        f.executor_address = executor_address.get();
+        f.finished_at = finished_at.get();
+        f.reason = reason.get() ? ParseFireReason(*reason.get()) : std::nullopt;
+        return f;
+    }
+};
+
+// How long a fire lost while dispatching keeps its seat when its job has no timeout.
+constexpr std::int64_t kLostRunGraceMs = 60'000;
+
+bool SameRun(const Fire& a, const Fire& b) {
+    return a.job_id == b.job_id && a.scheduled_time == b.scheduled_time && a.kind == b.kind && a.attempt == b.attempt;
+}
+
+std::string Quoted(const std::string& text) {
+    return "'" + text + "'";  // scopes are built here from integers: no quote inside
+}
+
+// The policies whose fires wait for a seat (in line, first come first served).
+bool Waits(BlockStrategy policy) {
+    return policy == BlockStrategy::kBufferOne || policy == BlockStrategy::kBufferAll ||
+           policy == BlockStrategy::kCancelOther;
+}
+
+bool Earlier(const Fire& a, const Fire& b) {
+    return std::pair(a.scheduled_time, a.id) < std::pair(b.scheduled_time, b.id);
+}
+
+// One multi-row upsert for the seats a claim writes (holder 0: the seat is emptied).
+void WriteSeats(soci::session& s, const std::map<std::pair<std::string, int>, std::int64_t>& seats,
+                std::int64_t now_ms) {
+    if (seats.empty()) return;
+    std::string rows;
+    for (const auto& [seat, fire] : seats) {
+        rows += (rows.empty() ? "(" : ", (") + Quoted(seat.first) + ", " + std::to_string(seat.second) + ", " +
+                (fire == 0 ? std::string("NULL") : std::to_string(fire)) + ", " + std::to_string(now_ms) + ")";
+    }
+    s << "INSERT INTO concurrency_slot (scope, slot, fire_id, taken_at) VALUES " + rows +
+             (s.get_backend_name() == "mysql"
+                  ? " ON DUPLICATE KEY UPDATE fire_id = VALUES(fire_id), taken_at = VALUES(taken_at)"
+                  : " ON CONFLICT (scope, slot) DO UPDATE SET fire_id = excluded.fire_id, taken_at = "
+                    "excluded.taken_at");
+}
 
 // Ids are integers formatted here, never text from outside, so they are inlined into the
 // statement: one statement per group instead of one bound placeholder per fire. A group is
@@ -69,8 +164,8 @@ std::string IdList(const std::vector<std::int64_t>& ids) {
 // handful of rows, so it walked EVERY pending fire (every dispatching one for MarkRunning)
 // instead of the list's primary keys: under overload the backlog grows, each claim holds the
 // file's single write lock longer, the backlog grows faster, and the node's other writers
-// (heartbeat, renew, purge, alerts) wait out their busy timeout (issue 20: 3,000 fires/s,
-// nothing delivered in 10 s). NOT INDEXED still looks rows up by rowid (id). MariaDB chooses
+// (heartbeat, renew, purge, alerts) wait out their busy timeout (at 3,000 fires/s nothing was
+// delivered in 10 s). NOT INDEXED still looks rows up by rowid (id). MariaDB chooses
 // by its statistics and finds them by primary key.
 std::string ByIdTable(soci::session& s) {
     return s.get_backend_name() == "sqlite3" ? "job_fire NOT INDEXED" : "job_fire";
@@ -95,6 +190,231 @@ std::vector<Fire> FireClaims::Claim(soci::session& s, const std::string& node, c
                                       std::string("SELECT ") + kClaimColumns + " FROM job_fire WHERE id IN (" + list +
                                           ") AND claim_token = :token AND status = 'dispatching' ORDER BY due_at, id",
                                       [&](soci::statement& st) { st.exchange(soci::use(token, "token")); });
+}
+
+// Why seats and not a count of the job's running fires: a count is read, and two claims on
+// different nodes (or Galera nodes) can both read "one free" and both commit. A seat is a row
+// both would write, so one waits for (or is certified against) the other. Freed lazily (a seat
+// whose holder ended is free) so that none of the many places a fire ends has to know of them.
+Admission FireClaims::Admit(soci::session& s, const db::Dialect& dialect, std::vector<Fire> claimed,
+                            const std::map<std::int64_t, Job>& jobs, std::int64_t token, std::int64_t now_ms,
+                            const LateJudge& late) {
+    Admission out;
+    const auto policy_of = [&jobs](const Fire& f) -> std::optional<BlockStrategy> {
+        const auto it = jobs.find(f.job_id);
+        if (it == jobs.end()) return std::nullopt;  // deleted: the slave ends it
+        const BlockStrategy policy = OverlapPolicy(it->second.block_strategy);
+        if (policy == BlockStrategy::kAllowAll) return std::nullopt;
+        return policy;
+    };
+    std::set<std::string> scopes;
+    for (const auto& f : claimed) {
+        const auto policy = policy_of(f);
+        if (!policy) continue;
+        scopes.insert(JobScope(f.job_id));
+        if (Waits(*policy)) scopes.insert(WaitScope(f.job_id));
+    }
+    if (scopes.empty()) {
+        out.admitted = std::move(claimed);
+        return out;
+    }
+    std::string scope_list;
+    for (const auto& scope : scopes) scope_list += (scope_list.empty() ? "" : ", ") + Quoted(scope);
+    std::map<std::string, std::map<int, std::int64_t>> seats;  // scope -> slot -> holder (0: none)
+    std::set<std::int64_t> holder_ids;
+    for (const auto& seat :
+         impl::SelectRows<SeatRow>(s,
+                                   "SELECT scope, slot, fire_id FROM concurrency_slot WHERE scope IN (" + scope_list +
+                                       ")" + std::string(dialect.ForUpdate()),
+                                   [](soci::statement&) {})) {
+        const std::int64_t holder = seat.fire_id.get().value_or(0);
+        seats[seat.scope][seat.slot] = holder;
+        if (holder != 0) holder_ids.insert(holder);
+    }
+    std::map<std::int64_t, Fire> holders;
+    if (!holder_ids.empty()) {
+        for (auto& f : impl::SelectRows<HolderRow>(
+                 s,
+                 "SELECT id, job_id, scheduled_time, kind, attempt, status, executor_address, finished_at, reason "
+                 "FROM job_fire WHERE id IN (" +
+                     IdList(std::vector<std::int64_t>(holder_ids.begin(), holder_ids.end())) + ")",
+                 [](soci::statement&) {})) {
+            const std::int64_t id = f.id;
+            holders.emplace(id, std::move(f));
+        }
+    }
+    const auto holding = [&holders](std::int64_t holder, std::initializer_list<FireStatus> statuses) -> const Fire* {
+        const auto it = holders.find(holder);
+        if (it == holders.end()) return nullptr;
+        return std::find(statuses.begin(), statuses.end(), it->second.status) != statuses.end() ? &it->second : nullptr;
+    };
+    // A holder keeps its seat while it is dispatching or running; and, lost while dispatching (its
+    // node died), for as long as its run may still be going on its executor: the job's timeout,
+    // or kLostRunGraceMs without one (a result that arrives later ends it, freeing the seat).
+    const auto active = [&](std::int64_t holder) -> const Fire* {
+        const Fire* f = holding(holder, {FireStatus::kDispatching, FireStatus::kRunning, FireStatus::kLost});
+        if (!f || f->status != FireStatus::kLost) return f;
+        if (f->reason != FireReason::kSlaveDied && f->reason != FireReason::kSlaveRestarted) return nullptr;
+        const auto job = jobs.find(f->job_id);
+        const std::int64_t grace =
+            job != jobs.end() && job->second.timeout_ms > 0 ? job->second.timeout_ms : kLostRunGraceMs;
+        return now_ms < f->finished_at.value_or(0) + grace ? f : nullptr;
+    };
+
+    std::map<std::pair<std::string, int>, std::int64_t> taken;  // seats to write: (scope, slot) -> fire (0: none)
+    std::map<std::int64_t, std::int64_t> succeeded_heads;       // job -> scheduled time of its admitted first in line
+    std::map<std::string, std::vector<std::int64_t>> held;      // by message
+    std::vector<std::pair<std::int64_t, std::string>> skipped;
+    std::vector<std::pair<std::int64_t, std::string>> misfired;
+    std::set<std::int64_t> stopping;
+    std::vector<std::int64_t> released;  // admitted after waiting: their reason is cleared
+    // Copied, not moved: `late` reads the claimed fires around each one.
+    const auto admit = [&](const Fire& f) {
+        if (f.reason == FireReason::kConcurrency) released.push_back(f.id);
+        out.admitted.push_back(f);
+    };
+    const auto stop = [&](const Fire& holder) {
+        if (stopping.insert(holder.id).second) out.stop.push_back(holder);
+    };
+    for (auto& f : claimed) {
+        const auto policy = policy_of(f);
+        if (!policy) {
+            admit(f);
+            continue;
+        }
+        const Job& job = jobs.at(f.job_id);
+        const int limit = std::max(1, job.concurrency_limit);
+        const std::string scope = JobScope(job.id);
+        auto& mine = seats[scope];
+        // Its own seat already (an earlier try of this claim committed unseen), or its run's:
+        // the shards of one run count once.
+        const bool seated = std::any_of(mine.begin(), mine.end(), [&](const auto& seat) {
+            const Fire* holder = active(seat.second);
+            return seat.second == f.id || (holder && SameRun(*holder, f));
+        });
+        if (seated) {
+            admit(f);
+            continue;
+        }
+        if (late && f.reason != FireReason::kConcurrency) {
+            if (auto why = late(f, job, claimed)) {
+                misfired.emplace_back(f.id, std::move(*why));
+                continue;
+            }
+        }
+        const auto free_seat = [&]() -> int {
+            for (int slot = 0; slot < limit; ++slot) {
+                const auto it = mine.find(slot);
+                if (it == mine.end() || !active(it->second)) return slot;
+            }
+            return -1;
+        };
+        // Seats go in order: while an earlier fire of the job waits (the first in line, in the
+        // job's wait seat), a later one does not take a seat that frees up.
+        const bool waits = Waits(*policy);
+        const std::string wait_scope = WaitScope(job.id);
+        const Fire* head = nullptr;
+        if (waits && seats[wait_scope].contains(0)) head = holding(seats[wait_scope][0], {FireStatus::kPending});
+        const bool behind = head && head->id != f.id && Earlier(*head, f);
+        int slot = behind ? -1 : free_seat();
+        if (slot < 0 && *policy == BlockStrategy::kTerminateOther) {
+            for (int k = 0; k < limit; ++k) {
+                const Fire* holder = active(mine[k]);
+                if (!holder) continue;
+                const int moved = FireRepository::Transition(
+                    s, holder->id, {FireStatus::kDispatching, FireStatus::kRunning}, FireStatus::kKilled,
+                    {.finished_at = now_ms,
+                     .result_message = "terminated: fire " + std::to_string(f.id) +
+                                       " of the job started (overlap policy terminate-other)",
+                     .followup = true});
+                if (moved == 1) {
+                    stop(*holder);
+                    holders[holder->id].status = FireStatus::kKilled;
+                }
+            }
+            slot = free_seat();
+        }
+        if (slot >= 0) {
+            mine[slot] = f.id;
+            f.status = FireStatus::kDispatching;
+            holders[f.id] = f;
+            taken[{scope, slot}] = f.id;
+            if (head && head->id == f.id) succeeded_heads[job.id] = f.scheduled_time;  // the line moves on
+            admit(f);
+            continue;
+        }
+        std::string full = "job " + std::to_string(job.id) + " has " + std::to_string(limit) + " of " +
+                           std::to_string(limit) + " runs going (concurrency_limit " + std::to_string(limit) +
+                           ", overlap policy " + std::string(BlockStrategyName(job.block_strategy)) + ")";
+        if (behind) full += "; fire " + std::to_string(head->id) + " waits before it";
+        if (*policy == BlockStrategy::kSkip) {
+            skipped.emplace_back(f.id, "skipped: " + full);
+            continue;
+        }
+        if (*policy == BlockStrategy::kBufferOne && head && head->id != f.id) {
+            skipped.emplace_back(f.id,
+                                 "skipped: " + full + "; fire " + std::to_string(head->id) + " is already waiting");
+            continue;
+        }
+        std::string why = "waiting: " + full;
+        if (*policy == BlockStrategy::kCancelOther) {
+            for (const auto& seat : mine) {
+                if (const Fire* holder = active(seat.second)) stop(*holder);
+            }
+            why = "waiting for the running fires to stop: " + full;
+        }
+        held[why].push_back(f.id);
+        if (!head || (head->id != f.id && Earlier(f, *head))) {
+            seats[wait_scope][0] = f.id;
+            f.status = FireStatus::kPending;
+            holders[f.id] = f;
+            taken[{wait_scope, 0}] = f.id;
+        }
+        if (seats[wait_scope][0] == f.id) out.first_in_line.insert(f.id);
+    }
+
+    WriteSeats(s, taken, now_ms);
+    for (const auto& [message, ids] : held) {
+        soci::statement st = (s.prepare << "UPDATE job_fire SET status = 'pending', claim_token = NULL, "
+                                           "dispatch_epoch = NULL, dispatched_at = NULL, reason = 'concurrency', "
+                                           "result_message = :message WHERE id IN (" +
+                                               IdList(ids) + ") AND claim_token = :token AND status = 'dispatching'",
+                              soci::use(message, "message"), soci::use(token, "token"));
+        impl::ExecuteAffected(st);
+        out.held.insert(out.held.end(), ids.begin(), ids.end());
+    }
+    const auto end_skipped = [&](const std::vector<std::pair<std::int64_t, std::string>>& fires, FireReason reason,
+                                 std::vector<std::int64_t>& ended) {
+        for (const auto& [id, message] : fires) {
+            if (FireRepository::Transition(
+                    s, id, {FireStatus::kDispatching}, FireStatus::kSkipped,
+                    {.finished_at = now_ms, .result_message = message, .reason = reason, .followup = true}) == 1) {
+                ended.push_back(id);
+            }
+        }
+    };
+    end_skipped(skipped, FireReason::kBlocked, out.skipped);
+    end_skipped(misfired, FireReason::kMisfire, out.late);
+    if (!released.empty()) {
+        s << "UPDATE job_fire SET reason = NULL, result_message = NULL WHERE id IN (" + IdList(released) + ")";
+    }
+    // The first in line took a seat: the next earliest waiting fire (held now or before; none
+    // earlier than it can wait) becomes first.
+    std::map<std::pair<std::string, int>, std::int64_t> next_heads;
+    for (const auto& [job_id, after] : succeeded_heads) {
+        const auto next = impl::SelectRows<impl::IdRow>(
+            s,
+            "SELECT id FROM job_fire WHERE job_id = " + std::to_string(job_id) +
+                " AND scheduled_time >= " + std::to_string(after) +
+                " AND status = 'pending' AND reason = 'concurrency' ORDER BY scheduled_time, id LIMIT 1",
+            [](soci::statement&) {});
+        next_heads[{WaitScope(job_id), 0}] = next.empty() ? 0 : next.front();
+        if (!next.empty() && std::find(out.held.begin(), out.held.end(), next.front()) != out.held.end()) {
+            out.first_in_line.insert(next.front());
+        }
+    }
+    WriteSeats(s, next_heads, now_ms);
+    return out;
 }
 
 bool FireClaims::Restamp(soci::session& s, std::int64_t id, std::int64_t token, std::int64_t epoch) {
@@ -139,7 +459,7 @@ std::vector<std::int64_t> FireClaims::ListPendingIds(soci::session& s, const std
     // holds the primary key, so the poll reads no row and sorts nothing. It read every pending
     // row of the node whole, sorted by due_at, once a second per node; at 5,000 fires/s on 3
     // nodes MariaDB ran that as a scan of the whole table (EXPLAIN: type ALL, filesort; 153 ms
-    // for one poll of 2,400 rows, issue 20), to learn that the slave already knew every one of
+    // for one poll of 2,400 rows), to learn that the slave already knew every one of
     // them from the master's notifications.
     return impl::SelectRows<impl::IdRow>(s,
                                          "SELECT id FROM job_fire WHERE assigned_node = :node AND status = 'pending' "

@@ -289,7 +289,7 @@ long long UpdateChunk(soci::session& s, const std::vector<ExecutorResult>& resul
     if (any_address) sql += ", " + address + " ELSE executor_address END";
     // The IN list lets both databases find the rows by primary key before the per-item test;
     // the test is a CASE on the id, not an OR of (id = .. AND ..) terms, which MariaDB's range
-    // optimizer turned into a tree per term (a quarter of its CPU at 2,000 fires/s, issue 20).
+    // optimizer turned into a tree per term (a quarter of its CPU at 2,000 fires/s).
     sql += " WHERE id IN (" + ids + ") AND CASE id" + where + " ELSE 0 END";
     soci::statement st(s);
     for (const auto& [value, name] : set_uses) st.exchange(soci::use(*value, name));

@@ -373,7 +373,7 @@ std::vector<bool> JobRepository::AdvanceMany(soci::session& s, const std::vector
         }
         // The id IN list makes the statement a primary-key range access; each job's CAS is a
         // CASE on its id, not an OR of (id = .. AND ..) terms: MariaDB's range optimizer built a
-        // tree from every term of such an OR, a quarter of its CPU at 2,000 fires/s (issue 20).
+        // tree from every term of such an OR, a quarter of its CPU at 2,000 fires/s.
         std::string sql = "UPDATE job SET next_fire_time = CASE id" + set_next + " ELSE next_fire_time END";
         if (!set_last.empty()) sql += ", last_fire_time = CASE id" + set_last + " ELSE last_fire_time END";
         sql += " WHERE id IN (" + ids + ") AND CASE id" + cas + " ELSE 0 END";

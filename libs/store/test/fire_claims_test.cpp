@@ -236,7 +236,7 @@ TEST_P(FireClaimsTest, JobsAreReadManyAtATime) {
 }
 
 TEST_P(FireClaimsTest, SqliteFindsAGroupsFiresByPrimaryKeyNotByWalkingEveryPendingFire) {
-    // Issue 20: SQLite, without statistics, ran the claim's `id IN (...) AND status = 'pending'`
+    // SQLite, without statistics, ran the claim's `id IN (...) AND status = 'pending'`
     // on idx_fire_status, walking every pending fire (every dispatching one for MarkRunning)
     // with the file's write lock held; under overload the backlog, and so each claim, grew until
     // nothing was delivered. The plans of the statements Claim and MarkRunning really run.
@@ -272,6 +272,196 @@ TEST_P(FireClaimsTest, SqliteFindsAGroupsFiresByPrimaryKeyNotByWalkingEveryPendi
 }
 
 SCHED_DB_TEST_SUITE(FireClaimsTest);
+
+// ---- concurrency limits at the claim (FireClaims::Admit) ----
+
+class FireAdmissionTest : public FireClaimsTest {
+  protected:
+    Job MakeJob(BlockStrategy policy, int limit) {
+        Job j;
+        j.name = "job-" + std::to_string(++jobs_made_);
+        j.app = "app";
+        j.handler = "h";
+        j.schedule_type = ScheduleType::kManual;
+        j.block_strategy = policy;
+        j.concurrency_limit = limit;
+        auto created = JobRepository(db()).Create(j);
+        EXPECT_TRUE(created.ok()) << created.status().ToString();
+        return *created;
+    }
+    // Claims `ids` and admits them, as the slave's claim does, in one transaction.
+    Admission ClaimAndAdmit(const std::vector<std::int64_t>& ids, std::int64_t token, const Job& job) {
+        auto r = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+            auto claimed = FireClaims::Claim(s, "node-a", ids, token, 9, 5000);
+            return FireClaims::Admit(s, db().dialect(), std::move(claimed), {{job.id, job}}, token, 5000);
+        });
+        EXPECT_TRUE(r.ok()) << r.status().ToString();
+        return r.ok() ? *r : Admission{};
+    }
+    Fire Get(std::int64_t id) { return *FireRepository(db()).Get(id); }
+    void End(std::int64_t id) {
+        ASSERT_TRUE(FireRepository(db())
+                        .Transition(id, {FireStatus::kDispatching, FireStatus::kRunning}, FireStatus::kSucceeded,
+                                    {.finished_at = 6000})
+                        .ok());
+    }
+    static std::set<std::int64_t> Admitted(const Admission& a) { return Ids(a.admitted); }
+
+    int jobs_made_ = 0;
+};
+
+TEST_P(FireAdmissionTest, AJobsLimitAdmitsThatManyRunsAtOnceAndHoldsTheRestUntilASeatFrees) {
+    const Job job = MakeJob(BlockStrategy::kBufferAll, 2);
+    const auto a = Insert(job.id, 1000);
+    const auto b = Insert(job.id, 2000);
+    const auto c = Insert(job.id, 3000);
+    const auto first = ClaimAndAdmit({a, b, c}, 1, job);
+    EXPECT_EQ(Admitted(first), (std::set<std::int64_t>{a, b})) << "two seats";
+    EXPECT_EQ(first.held, std::vector<std::int64_t>{c});
+    const Fire waiting = Get(c);
+    EXPECT_EQ(waiting.status, FireStatus::kPending) << "held back, not ended";
+    EXPECT_EQ(waiting.reason, FireReason::kConcurrency);
+    EXPECT_NE(waiting.result_message.value_or("").find("concurrency_limit 2"), std::string::npos);
+    EXPECT_FALSE(waiting.dispatched_at);
+    // Another claim of it while both seats are taken holds it again.
+    EXPECT_EQ(ClaimAndAdmit({c}, 2, job).held, std::vector<std::int64_t>{c});
+    End(a);
+    const auto later = ClaimAndAdmit({c}, 3, job);
+    ASSERT_EQ(Admitted(later), std::set<std::int64_t>{c}) << "a seat freed when a ended";
+    EXPECT_EQ(later.admitted[0].reason, FireReason::kConcurrency) << "the slave knows it waited";
+    EXPECT_FALSE(Get(c).reason) << "its stored reason is cleared";
+    EXPECT_EQ(Get(c).status, FireStatus::kDispatching);
+}
+
+TEST_P(FireAdmissionTest, SkipEndsTheNewFireAndBufferOneKeepsOneWaiting) {
+    const Job skip = MakeJob(BlockStrategy::kDiscardLater, 1);  // the alias of skip
+    const auto a = Insert(skip.id, 1000);
+    const auto b = Insert(skip.id, 2000);
+    const auto first = ClaimAndAdmit({a, b}, 1, skip);
+    EXPECT_EQ(Admitted(first), std::set<std::int64_t>{a});
+    EXPECT_EQ(first.skipped, std::vector<std::int64_t>{b});
+    EXPECT_EQ(Get(b).status, FireStatus::kSkipped);
+    EXPECT_EQ(Get(b).reason, FireReason::kBlocked);
+
+    const Job one = MakeJob(BlockStrategy::kBufferOne, 1);
+    const auto x = Insert(one.id, 1000);
+    const auto y = Insert(one.id, 2000);
+    const auto z = Insert(one.id, 3000);
+    const auto second = ClaimAndAdmit({x, y, z}, 2, one);
+    EXPECT_EQ(Admitted(second), std::set<std::int64_t>{x});
+    EXPECT_EQ(second.held, std::vector<std::int64_t>{y}) << "one waits";
+    EXPECT_EQ(second.skipped, std::vector<std::int64_t>{z}) << "a second waiting fire is skipped";
+    EXPECT_EQ(ClaimAndAdmit({y}, 3, one).held, std::vector<std::int64_t>{y}) << "the waiting one keeps its place";
+}
+
+TEST_P(FireAdmissionTest, TerminateOtherKillsTheRunningFireAndCancelOtherWaitsForIt) {
+    const Job terminate = MakeJob(BlockStrategy::kCoverEarly, 1);  // the alias of terminate-other
+    const auto a = Insert(terminate.id, 1000);
+    ASSERT_EQ(Admitted(ClaimAndAdmit({a}, 1, terminate)), std::set<std::int64_t>{a});
+    const auto b = Insert(terminate.id, 2000);
+    const auto newer = ClaimAndAdmit({b}, 2, terminate);
+    EXPECT_EQ(Admitted(newer), std::set<std::int64_t>{b}) << "starts at once";
+    ASSERT_EQ(newer.stop.size(), 1u);
+    EXPECT_EQ(newer.stop[0].id, a) << "the older one is killed";
+    EXPECT_EQ(Get(a).status, FireStatus::kKilled);
+
+    const Job cancel = MakeJob(BlockStrategy::kCancelOther, 1);
+    const auto x = Insert(cancel.id, 1000);
+    ASSERT_EQ(Admitted(ClaimAndAdmit({x}, 3, cancel)), std::set<std::int64_t>{x});
+    const auto y = Insert(cancel.id, 2000);
+    const auto waits = ClaimAndAdmit({y}, 4, cancel);
+    EXPECT_EQ(waits.held, std::vector<std::int64_t>{y});
+    ASSERT_EQ(waits.stop.size(), 1u);
+    EXPECT_EQ(waits.stop[0].id, x);
+    EXPECT_EQ(Get(x).status, FireStatus::kDispatching) << "asked to stop, still going until it ends";
+    End(x);
+    EXPECT_EQ(Admitted(ClaimAndAdmit({y}, 5, cancel)), std::set<std::int64_t>{y});
+}
+
+TEST_P(FireAdmissionTest, AllowAllTakesNoSeatAndTheShardsOfOneRunShareOne) {
+    const Job all = MakeJob(BlockStrategy::kAllowAll, 1);
+    const auto a = Insert(all.id, 1000);
+    const auto b = Insert(all.id, 2000);
+    EXPECT_EQ(Admitted(ClaimAndAdmit({a, b}, 1, all)), (std::set<std::int64_t>{a, b}));
+
+    const Job sharded = MakeJob(BlockStrategy::kSerial, 1);
+    std::vector<std::int64_t> shards;
+    for (int i = 0; i < 3; ++i) {
+        Fire f;
+        f.job_id = sharded.id;
+        f.scheduled_time = 1000;
+        f.shard_index = i;
+        f.shard_total = 3;
+        f.assigned_node = "node-a";
+        auto id = db().Run([&](soci::session& s) { return FireRepository::InsertIfAbsent(s, db().dialect(), f); });
+        ASSERT_TRUE(id.ok() && *id);
+        shards.push_back(**id);
+    }
+    const auto next = Insert(sharded.id, 2000);
+    shards.push_back(next);
+    const auto admitted = ClaimAndAdmit(shards, 2, sharded);
+    EXPECT_EQ(Admitted(admitted), (std::set<std::int64_t>{shards[0], shards[1], shards[2]})) << "one run, three shards";
+    EXPECT_EQ(admitted.held, std::vector<std::int64_t>{next});
+}
+
+TEST_P(FireAdmissionTest, ARetriedClaimFindsItsOwnSeatAndASeatOfAVanishedFireIsFree) {
+    const Job job = MakeJob(BlockStrategy::kBufferAll, 1);
+    const auto a = Insert(job.id, 1000);
+    ASSERT_EQ(Admitted(ClaimAndAdmit({a}, 7, job)), std::set<std::int64_t>{a});
+    // The same claim again (its commit was hidden by an error): a holds its own seat.
+    EXPECT_EQ(Admitted(ClaimAndAdmit({a}, 7, job)), std::set<std::int64_t>{a});
+    ASSERT_TRUE(db().Run([&](soci::session& s) { s << "DELETE FROM job_fire WHERE id = " + std::to_string(a); }).ok());
+    const auto b = Insert(job.id, 2000);
+    EXPECT_EQ(Admitted(ClaimAndAdmit({b}, 8, job)), std::set<std::int64_t>{b}) << "a purged holder frees its seat";
+}
+
+TEST_P(FireAdmissionTest, ALateFireIsJudgedBeforeItMayWaitForASeat) {
+    const Job job = MakeJob(BlockStrategy::kBufferAll, 1);
+    const auto a = Insert(job.id, 1000);
+    const auto b = Insert(job.id, 2000);
+    const auto c = Insert(job.id, 3000);
+    // A judge that finds fires planned before 2500 late.
+    const LateJudge late = [](const Fire& f, const Job&, const std::vector<Fire>&) -> std::optional<std::string> {
+        if (f.scheduled_time < 2500) return std::string("misfire: late");
+        return std::nullopt;
+    };
+    auto r = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+        auto claimed = FireClaims::Claim(s, "node-a", {a, b, c}, 1, 9, 5000);
+        return FireClaims::Admit(s, db().dialect(), std::move(claimed), {{job.id, job}}, 1, 5000, late);
+    });
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->late, (std::vector<std::int64_t>{a, b}));
+    EXPECT_EQ(Admitted(*r), std::set<std::int64_t>{c}) << "the seat goes to the one that is not late";
+    for (auto id : {a, b}) {
+        EXPECT_EQ(Get(id).status, FireStatus::kSkipped);
+        EXPECT_EQ(Get(id).reason, FireReason::kMisfire);
+    }
+}
+
+TEST_P(FireAdmissionTest, AFireLostWithItsNodeKeepsItsSeatForItsJobsTimeout) {
+    Job job = MakeJob(BlockStrategy::kBufferAll, 1);
+    job.timeout_ms = 3000;
+    const auto a = Insert(job.id, 1000);
+    ASSERT_EQ(Admitted(ClaimAndAdmit({a}, 1, job)), std::set<std::int64_t>{a});
+    // Its node died while dispatching it: lost at 5000, its run may go on until 8000.
+    ASSERT_TRUE(FireRepository(db())
+                    .Transition(a, {FireStatus::kDispatching}, FireStatus::kLost,
+                                {.finished_at = 5000, .reason = FireReason::kSlaveDied})
+                    .ok());
+    const auto b = Insert(job.id, 2000);
+    const auto at = [&](std::int64_t now) {
+        auto r = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+            auto claimed = FireClaims::Claim(s, "node-a", {b}, now, 9, now);
+            return FireClaims::Admit(s, db().dialect(), std::move(claimed), {{job.id, job}}, now, now);
+        });
+        EXPECT_TRUE(r.ok()) << r.status().ToString();
+        return r.ok() ? Admitted(*r) : std::set<std::int64_t>{};
+    };
+    EXPECT_TRUE(at(7000).empty()) << "its run may still be going";
+    EXPECT_EQ(at(8001), std::set<std::int64_t>{b}) << "past the job's timeout the seat is free";
+}
+
+SCHED_DB_TEST_SUITE(FireAdmissionTest);
 
 }  // namespace
 }  // namespace sched::store

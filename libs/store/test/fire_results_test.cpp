@@ -383,7 +383,7 @@ TEST_P(FireResultsTest, ABatchCostsAStatementPer64Results) {
     for (auto o : *outcomes) ASSERT_EQ(o, ResultOutcome::kApplied);
     // The fires, the registrations, the savepoint, and one UPDATE per 64 results: 200 -> 4.
     // Larger UPDATEs would be fewer statements but cost the server quadratic time: each row
-    // scans the CASE lists of its chunk (docs/architecture.md "Callbacks").
+    // scans the CASE lists of its chunk (docs/architecture/callbacks.md).
     EXPECT_LE(statements, 7) << statements;
     EXPECT_GE(statements, 6);
 }

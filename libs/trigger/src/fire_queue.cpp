@@ -49,6 +49,18 @@ FireQueue::Admitted FireQueue::AdmitLocked(const std::vector<protocol::NoticedFi
     return out;
 }
 
+FireQueue::Admitted FireQueue::Requeue(const std::vector<protocol::NoticedFire>& fires) {
+    Admitted out;
+    std::lock_guard lock(mu_);
+    if (closed_) return out;
+    for (const auto& fire : fires) {
+        if (!known_.contains(fire.id)) continue;
+        due_.emplace(fire.due_at, fire.id);
+        out.wake = out.wake || fire.due_at - claim_ahead_ms_ < wake_at_ms_;
+    }
+    return out;
+}
+
 FireQueue::Group FireQueue::TakeGroup(std::int64_t now_ms, int max_group, std::int64_t idle_wait_ms) {
     Group group;
     group.wait_ms = idle_wait_ms;

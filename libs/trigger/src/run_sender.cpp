@@ -1,5 +1,7 @@
 #include "sched/trigger/run_sender.hpp"
 
+#include "sched/trigger/misfire_verdict.hpp"
+
 #include <algorithm>
 
 #include <spdlog/spdlog.h>
@@ -7,7 +9,6 @@
 
 #include "sched/common/backoff.hpp"
 #include "sched/common/on_pool.hpp"
-#include "sched/cron/misfire.hpp"
 #include "sched/protocol/run.hpp"
 #include "sched/protocol/run_answer.hpp"
 #include "sched/protocol/run_batch.hpp"
@@ -49,7 +50,10 @@ nlohmann::json RunJson(const store::Fire& fire, const store::Job& job, std::int6
     run.timeout_ms = job.timeout_ms;
     run.shard_index = fire.shard_index;
     run.shard_total = fire.shard_total;
-    run.block_strategy = job.block_strategy;
+    // The cluster enforced the job's policy at the claim (FireClaims::Admit): `overlap` tells an
+    // executor to run it on arrival; one older than the field judges the old name instead.
+    run.block_strategy = ExecutorStrategy(job.block_strategy);
+    run.overlap = job.block_strategy;
     return protocol::ToJson(run);
 }
 
@@ -124,7 +128,7 @@ std::vector<store::Fire> RunSender::SendAhead(const GroupPtr& group) {
     for (const auto& fire : group->fires) {
         if (fire.due_at - now >= kMinAheadMs) {
             const auto job = group->jobs.find(fire.job_id);
-            if (job != group->jobs.end() && job->second.block_strategy == BlockStrategy::kSerial) {
+            if (job != group->jobs.end() && ExecutorStrategy(job->second.block_strategy) == BlockStrategy::kSerial) {
                 if (auto address = BatchAddress(*group, fire, now, Batch::kAhead)) {
                     batches[{job->second.app, *address}].push_back(fire);
                     continue;
@@ -204,7 +208,7 @@ std::optional<std::string> RunSender::BatchAddress(const DispatchGroup& group, c
     if (job_it == group.jobs.end()) return std::nullopt;
     const store::Job& job = job_it->second;
     if (!job.enabled && fire.kind != store::FireKind::kManual) return std::nullopt;
-    if (MisfireVerdict(group, fire, job, now_ms, Ms(config_.misfire_threshold))) return std::nullopt;
+    if (MisfireVerdict(group.fires, fire, job, now_ms, Ms(config_.misfire_threshold))) return std::nullopt;
     const Routing routing = job.routing;
     if (ProbeFor(routing) != Probe::kNone) return std::nullopt;
     const auto order = router_.Order(routing, job.id, Serving(*group.registry, job.app, job.handler), fire.shard_index);
@@ -339,7 +343,7 @@ net::awaitable<void> RunSender::SendOne(GroupPtr group, store::Fire fire) {
         End(fire, &job, FireStatus::kSkipped, "job paused", store::FireReason::kPaused);
         co_return;
     }
-    if (auto late = MisfireVerdict(*group, fire, job, time_.NowMs(), Ms(config_.misfire_threshold))) {
+    if (auto late = MisfireVerdict(group->fires, fire, job, time_.NowMs(), Ms(config_.misfire_threshold))) {
         dispatched_.Labels({"misfire"}).Inc();
         spdlog::warn("slave {}: fire {} of job {} ({}) skipped: {}", node_id_, fire.id, job.id, job.name, *late);
         End(fire, &job, FireStatus::kSkipped, *late, store::FireReason::kMisfire);
@@ -480,6 +484,22 @@ net::awaitable<void> RunSender::SendOne(GroupPtr group, store::Fire fire) {
     End(fire, &job, FireStatus::kFailed, std::move(why), store::FireReason::kNoExecutor);
 }
 
+void RunSender::Kill(std::int64_t fire_id, std::string app, std::string address) {
+    net::co_spawn(io_, SendKill(fire_id, std::move(app), std::move(address)), net::detached);
+}
+
+net::awaitable<void> RunSender::SendKill(std::int64_t fire_id, std::string app, std::string address) {
+    const http::CallOptions call{.timeout = config_.dispatch_timeout};
+    const std::string body = protocol::ToJson(protocol::KillRequest{.fire_id = fire_id}).dump();
+    const std::string url = "http://" + address + std::string(protocol::kKillPath);
+    auto killed = co_await executors_.Send(app, http::Method::kPost, url, body, call);
+    if (!killed.ok() || !killed->ok()) {
+        spdlog::warn("slave {}: kill of fire {} on {} (stopped by its job's overlap policy) failed: {}", node_id_,
+                     fire_id, address,
+                     killed.ok() ? "HTTP " + std::to_string(killed->status) : killed.status().message());
+    }
+}
+
 void RunSender::Accepted(const store::Fire& fire, const store::Job& job, const std::string& address,
                          std::int64_t sent_at) {
     // A run sent ahead starts at its due time: that is its started_at. Its timeout is watched
@@ -512,43 +532,6 @@ void RunSender::End(const store::Fire& fire, const store::Job* job, FireStatus t
                   .message = std::move(message),
                   .reason = reason,
                   .finished_at = time_.NowMs()});
-}
-
-std::optional<std::string> RunSender::MisfireVerdict(const DispatchGroup& group, const store::Fire& fire,
-                                                     const store::Job& job, std::int64_t now_ms,
-                                                     std::int64_t threshold_ms) {
-    // Only planned times: manual, retry and misfire fires run whenever they are sent. A planned
-    // fire normally leaves at its time; it is late when this node was stopped (SIGSTOP, a VM
-    // pause, a long GC of the database) past its time, and then the job's policy decides as the
-    // master's would have (PlanMisfire), instead of sending every stale fire at once.
-    // Lateness counts from when the fire could first be sent: its time, or its creation when
-    // the master planned it already due (the master judged it then, by the same threshold;
-    // judging it again from its time would skip on-time fires the master just kept).
-    if (fire.kind != store::FireKind::kSchedule) return std::nullopt;
-    const std::int64_t late = now_ms - std::max(fire.scheduled_time, fire.created_at);
-    if (late <= threshold_ms) return std::nullopt;
-    const std::string how_late = "misfire: planned for " + std::to_string(fire.scheduled_time) + ", sent " +
-                                 std::to_string(late) + " ms late (misfire-threshold " + std::to_string(threshold_ms) +
-                                 " ms)";
-    switch (job.misfire_policy) {
-        case cron::MisfirePolicy::kFireAll:
-            return std::nullopt;
-        case cron::MisfirePolicy::kSkip:
-            return how_late + "; policy skip";
-        case cron::MisfirePolicy::kFireOnceNow:
-            // One run stands for the late times: the latest late fire of the job (same shard) in
-            // this group runs, the earlier ones are folded into it.
-            for (const auto& other : group.fires) {
-                if (other.job_id == fire.job_id && other.kind == store::FireKind::kSchedule &&
-                    other.shard_index == fire.shard_index && other.scheduled_time > fire.scheduled_time &&
-                    now_ms - std::max(other.scheduled_time, other.created_at) > threshold_ms) {
-                    return how_late + "; folded into fire " + std::to_string(other.id) + " planned for " +
-                           std::to_string(other.scheduled_time) + " (policy fire-once-now)";
-                }
-            }
-            return std::nullopt;
-    }
-    return std::nullopt;
 }
 
 }  // namespace sched::trigger

@@ -69,7 +69,8 @@ SlaveConfig SlaveConfig::FromYaml(const ConfigNode& node) {
 Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, const std::shared_ptr<db::Database>& db,
              const DbTime& time, http::HttpClient& http, std::string node_id, std::string lease_name,
              SlaveConfig config, MetricsRegistry& metrics)
-    : Slave(std::move(io), db_pool, std::make_unique<SqlFireClaimStore>(db, std::move(lease_name)),
+    : Slave(std::move(io), db_pool,
+            std::make_unique<SqlFireClaimStore>(db, std::move(lease_name), Ms(config.misfire_threshold)),
             std::make_unique<dispatch::SignedExecutorClient>(
                 http, std::make_shared<dispatch::ExecutorSigner>([db] { return db; }, db_pool,
                                                                  [&time] { return time.NowMs(); })),
@@ -157,7 +158,15 @@ Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr
       running_batches_(metrics
                            .Counter("sched_slave_running_batches_total",
                                     "Statements recording accepted fires as running (one per executor per window).")
-                           .Labels({})) {}
+                           .Labels({})),
+      misfires_(metrics.Counter("sched_slave_fires_total", "", {"outcome"}).Labels({"misfire"})),
+      concurrency_(metrics.Counter("sched_slave_concurrency_total",
+                                   "Fires a claim did not send because their job's concurrency limit was reached: "
+                                   "held back (to be claimed again), skipped by the overlap policy; and running "
+                                   "fires stopped for a new one (cancel-other, terminate-other).",
+                                   {"outcome"})) {
+    for (const char* outcome : {"held", "skipped", "stopped"}) concurrency_.Labels({outcome});
+}
 
 Slave::~Slave() = default;
 
@@ -330,8 +339,16 @@ net::awaitable<void> Slave::ClaimAndSend(std::vector<std::int64_t> ids) {
     claimed_fires_.Inc(static_cast<double>(claimed->fires.size()));
     std::set<std::int64_t> won;
     for (const auto& f : claimed->fires) won.insert(f.id);
+    Limited(*claimed, won);
+    const std::set<std::int64_t> held(claimed->held.begin(), claimed->held.end());
+    if (!claimed->late.empty()) misfires_.Inc(static_cast<double>(claimed->late.size()));
     for (auto id : ids) {
-        if (!won.contains(id)) queue_->Forget(id);  // claimed elsewhere, or no longer pending
+        // Claimed elsewhere, no longer pending, or skipped by its job's policy; a held fire
+        // stays known (queued again by Limited).
+        if (!won.contains(id) && !held.contains(id)) {
+            queue_->Forget(id);
+            holds_.erase(id);
+        }
     }
     if (claimed->fires.empty()) co_return;
 
@@ -347,6 +364,34 @@ net::awaitable<void> Slave::ClaimAndSend(std::vector<std::int64_t> ids) {
     group->run_params = std::move(claimed->run_params);
     group->registry = co_await directory_.ForClaim(claim_started, apps);
     sender_.Send(std::move(group));
+}
+
+void Slave::Limited(const ClaimedGroup& claimed, const std::set<std::int64_t>& won) {
+    for (const auto id : won) holds_.erase(id);
+    if (!claimed.held.empty()) {
+        concurrency_.Labels({"held"}).Inc(static_cast<double>(claimed.held.size()));
+        const std::int64_t now = time_.NowMs();
+        std::vector<protocol::NoticedFire> again;
+        again.reserve(claimed.held.size());
+        for (const auto id : claimed.held) {
+            // The first in line is asked again soon: its seat frees when the running fire's end
+            // is recorded. The others cannot get one before it: later, each time longer.
+            const int holds = ++holds_[id];
+            const std::int64_t wait = claimed.first_in_line.contains(id)
+                                          ? kFirstInLineMs
+                                          : std::min<std::int64_t>(kMaxHoldMs, kFirstInLineMs << std::min(holds, 10));
+            again.push_back({.id = id, .due_at = now + wait});
+        }
+        Wake(queue_->Requeue(again));
+    }
+    if (!claimed.skipped.empty()) concurrency_.Labels({"skipped"}).Inc(static_cast<double>(claimed.skipped.size()));
+    std::map<std::int64_t, std::string> apps;
+    for (const auto& job : claimed.jobs) apps[job.id] = job.app;
+    for (const auto& fire : claimed.stop) {
+        concurrency_.Labels({"stopped"}).Inc();
+        if (!fire.executor_address || !apps.contains(fire.job_id)) continue;  // not sent yet: nothing to kill
+        sender_.Kill(fire.id, apps.at(fire.job_id), *fire.executor_address);
+    }
 }
 
 void Slave::Accepted(AcceptedRun run) {

@@ -1,17 +1,20 @@
 #include "sched/trigger/slave_ports.hpp"
 
+#include <map>
 #include <set>
 
 #include "sched/lock/fenced.hpp"
 #include "sched/store/fire_claims.hpp"
 #include "sched/store/workflow_run.hpp"
+#include "sched/trigger/misfire_verdict.hpp"
 
 namespace sched::trigger {
 
 using store::FireStatus;
 
-SqlFireClaimStore::SqlFireClaimStore(std::shared_ptr<db::Database> db, std::string lease_name)
-    : db_(std::move(db)), lease_name_(std::move(lease_name)) {}
+SqlFireClaimStore::SqlFireClaimStore(std::shared_ptr<db::Database> db, std::string lease_name,
+                                     std::int64_t misfire_threshold_ms)
+    : db_(std::move(db)), lease_name_(std::move(lease_name)), misfire_threshold_ms_(misfire_threshold_ms) {}
 
 Result<std::vector<std::int64_t>> SqlFireClaimStore::ListPendingIds(const std::string& node, int limit) {
     return db_->Run([&](soci::session& s) { return store::FireClaims::ListPendingIds(s, node, limit); });
@@ -31,12 +34,31 @@ Result<ClaimedGroup> SqlFireClaimStore::Claim(const std::string& node, const std
     return db_->InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<ClaimedGroup> {
         ClaimedGroup group;
         group.epoch = lock::ReadLeaseEpoch(s, lease_name_).value_or(0);
-        group.fires = store::FireClaims::Claim(s, node, ids, token, group.epoch, now_ms);
+        auto claimed = store::FireClaims::Claim(s, node, ids, token, group.epoch, now_ms);
         std::set<std::int64_t> job_ids;
-        for (const auto& f : group.fires) job_ids.insert(f.job_id);
+        for (const auto& f : claimed) job_ids.insert(f.job_id);
+        std::map<std::int64_t, store::Job> jobs;
         if (!job_ids.empty()) {
-            group.jobs = store::JobRepository::FindMany(s, std::vector<std::int64_t>(job_ids.begin(), job_ids.end()));
+            for (auto& job :
+                 store::JobRepository::FindMany(s, std::vector<std::int64_t>(job_ids.begin(), job_ids.end()))) {
+                const std::int64_t id = job.id;
+                jobs.emplace(id, std::move(job));
+            }
         }
+        // Two statements more (the seats read and written) only for groups with a job whose
+        // policy limits its runs.
+        const store::LateJudge late = [this, now_ms](const store::Fire& f, const store::Job& job,
+                                                     const std::vector<store::Fire>& group) {
+            return MisfireVerdict(group, f, job, now_ms, misfire_threshold_ms_);
+        };
+        auto admission = store::FireClaims::Admit(s, db_->dialect(), std::move(claimed), jobs, token, now_ms, late);
+        group.fires = std::move(admission.admitted);
+        group.held = std::move(admission.held);
+        group.first_in_line = std::move(admission.first_in_line);
+        group.skipped = std::move(admission.skipped);
+        group.late = std::move(admission.late);
+        group.stop = std::move(admission.stop);
+        for (auto& [id, job] : jobs) group.jobs.push_back(std::move(job));
         // A fifth statement only for groups with workflow step fires.
         std::set<std::int64_t> run_ids;
         for (const auto& f : group.fires) {

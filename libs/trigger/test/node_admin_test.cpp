@@ -1,7 +1,7 @@
 // The trigger node's HTTP surface without a database, an elector or a server: the peer
 // notification wakes the slave only from a term no older than the one this node has seen (a
 // deposed master's notice is a 409 naming epoch), malformed bodies are 400s naming the field,
-// and the admin routes give the documented shapes (docs/architecture.md "Trigger node").
+// and the admin routes give the documented shapes (docs/architecture/trigger-node.md).
 
 #include "impl/node_admin.hpp"
 

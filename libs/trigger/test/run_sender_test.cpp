@@ -9,6 +9,7 @@
 #include "sched/common/clock.hpp"
 #include "sched/common/testing/wait_for.hpp"
 #include "sched/cron/misfire.hpp"
+#include "sched/trigger/misfire_verdict.hpp"
 
 namespace sched::trigger {
 namespace {
@@ -208,7 +209,7 @@ TEST_F(RunSenderTest, ARunRefusedForAStaleEpochIsReStampedAndSentOnceMore) {
     EXPECT_EQ(nlohmann::json::parse(executors_.calls[1].body)["epoch"], 43);
 }
 
-TEST(RunSenderMisfire, APlannedFireLaterThanTheThresholdObeysItsJobsPolicy) {
+TEST(MisfireVerdict, APlannedFireLaterThanTheThresholdObeysItsJobsPolicy) {
     DispatchGroup group;
     store::Job job;
     job.id = 7;
@@ -224,20 +225,20 @@ TEST(RunSenderMisfire, APlannedFireLaterThanTheThresholdObeysItsJobsPolicy) {
     group.fires = {fire(1, 1000), fire(2, 2000), fire(3, 9000)};
     const std::int64_t now = 10'000;
     job.misfire_policy = cron::MisfirePolicy::kSkip;
-    EXPECT_TRUE(RunSender::MisfireVerdict(group, group.fires[0], job, now, 5000)) << "9 s late: skipped";
-    EXPECT_FALSE(RunSender::MisfireVerdict(group, group.fires[2], job, now, 5000)) << "1 s late: on time";
-    EXPECT_FALSE(RunSender::MisfireVerdict(group, fire(4, 0, store::FireKind::kManual), job, now, 5000))
+    EXPECT_TRUE(MisfireVerdict(group.fires, group.fires[0], job, now, 5000)) << "9 s late: skipped";
+    EXPECT_FALSE(MisfireVerdict(group.fires, group.fires[2], job, now, 5000)) << "1 s late: on time";
+    EXPECT_FALSE(MisfireVerdict(group.fires, fire(4, 0, store::FireKind::kManual), job, now, 5000))
         << "manual fires always run";
     job.misfire_policy = cron::MisfirePolicy::kFireAll;
-    EXPECT_FALSE(RunSender::MisfireVerdict(group, group.fires[0], job, now, 5000));
+    EXPECT_FALSE(MisfireVerdict(group.fires, group.fires[0], job, now, 5000));
     job.misfire_policy = cron::MisfirePolicy::kFireOnceNow;
-    const auto folded = RunSender::MisfireVerdict(group, group.fires[0], job, now, 5000);
+    const auto folded = MisfireVerdict(group.fires, group.fires[0], job, now, 5000);
     ASSERT_TRUE(folded);
     EXPECT_NE(folded->find("folded into fire 2"), std::string::npos) << *folded;
-    EXPECT_FALSE(RunSender::MisfireVerdict(group, group.fires[1], job, now, 5000)) << "the latest late one runs";
+    EXPECT_FALSE(MisfireVerdict(group.fires, group.fires[1], job, now, 5000)) << "the latest late one runs";
     store::Fire planned_late = fire(5, 1000);
     planned_late.created_at = 9500;  // the master planned it already due: late from then
-    EXPECT_FALSE(RunSender::MisfireVerdict(group, planned_late, job, now, 5000));
+    EXPECT_FALSE(MisfireVerdict(group.fires, planned_late, job, now, 5000));
 }
 
 }  // namespace

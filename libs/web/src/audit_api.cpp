@@ -9,6 +9,7 @@
 #include "impl/audit.hpp"
 #include "impl/context.hpp"
 #include "impl/list_query.hpp"
+#include "sched/api/audit.hpp"
 #include "sched/http/json.hpp"
 
 namespace sched::web::impl {
@@ -72,13 +73,14 @@ nlohmann::json SideJson(const std::optional<std::string>& text) {
 }
 
 nlohmann::json EntryJson(const store::AuditEntry& e) {
-    return {{"id", e.id},
-            {"at", e.at_ms},
-            {"actor", {{"name", e.actor}, {"role", e.actor_role}, {"token_id", e.actor_token_id}}},
-            {"action", e.action},
-            {"target", {{"kind", e.target_kind}, {"id", e.target_id}, {"name", e.target_name}}},
-            {"before", SideJson(e.before_json)},
-            {"after", SideJson(e.after_json)}};
+    return api::ToJson(
+        api::AuditEntryView{.id = e.id,
+                            .at = e.at_ms,
+                            .actor = {.name = e.actor, .role = e.actor_role, .token_id = e.actor_token_id},
+                            .action = e.action,
+                            .target = {.kind = e.target_kind, .id = e.target_id, .name = e.target_name},
+                            .before = SideJson(e.before_json),
+                            .after = SideJson(e.after_json)});
 }
 
 }  // namespace

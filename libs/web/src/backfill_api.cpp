@@ -9,6 +9,8 @@
 #include "impl/audit.hpp"
 #include "impl/context.hpp"
 #include "impl/list_query.hpp"
+#include "impl/resource_routes.hpp"
+#include "sched/api/backfills.hpp"
 #include "sched/cron/schedule.hpp"
 #include "sched/cron/time_zone.hpp"
 #include "sched/cron/times_in_range.hpp"
@@ -93,25 +95,24 @@ std::optional<http::ApiError> ReadBackfillInput(const nlohmann::json& body, Back
 }
 
 nlohmann::json BackfillJson(const store::Backfill& b, const store::BackfillFireCounts& counts) {
-    return {{"id", b.id},
-            {"job_id", b.job_id},
-            {"from", b.range_from},
-            {"to", b.range_to},
-            {"overlap", store::BackfillOverlapName(b.overlap)},
-            {"max_parallel", b.max_parallel},
-            {"state", store::BackfillStateName(b.state)},
-            {"cursor", b.cursor_ms},
-            {"counts",
-             {{"planned", b.planned},
-              {"existing", b.existing},
-              {"created", b.created},
-              {"running", counts.running},
-              {"succeeded", counts.succeeded},
-              {"failed", counts.failed}}},
-            {"created_by", b.created_by},
-            {"created_at", b.created_at},
-            {"updated_at", b.updated_at},
-            {"finished_at", b.finished_at ? nlohmann::json(*b.finished_at) : nlohmann::json(nullptr)}};
+    return api::ToJson(api::BackfillView{.id = b.id,
+                                         .job_id = b.job_id,
+                                         .from = b.range_from,
+                                         .to = b.range_to,
+                                         .overlap = std::string(store::BackfillOverlapName(b.overlap)),
+                                         .max_parallel = b.max_parallel,
+                                         .state = std::string(store::BackfillStateName(b.state)),
+                                         .cursor = b.cursor_ms,
+                                         .counts = {.planned = b.planned,
+                                                    .existing = b.existing,
+                                                    .created = b.created,
+                                                    .running = counts.running,
+                                                    .succeeded = counts.succeeded,
+                                                    .failed = counts.failed},
+                                         .created_by = b.created_by,
+                                         .created_at = b.created_at,
+                                         .updated_at = b.updated_at,
+                                         .finished_at = b.finished_at});
 }
 
 // The range's scheduled times (at most kMaxTimes), or why there is nothing to backfill:
@@ -158,26 +159,19 @@ Result<nlohmann::json> CreateBackfill(db::Database& db, std::int64_t job_id, con
             // Shards make several rows per time; more rows than that are not needed.
             const auto existing =
                 store::BackfillRepository::ExistingTimes(s, job_id, in.from, in.to, static_cast<int>(kMaxTimes) * 8);
-            nlohmann::json items = nlohmann::json::array();
-            std::size_t would_run = 0;
+            api::BackfillDryRunView dry{
+                .job_id = job_id, .from = in.from, .to = in.to, .planned = static_cast<std::int64_t>(times->size())};
             for (const std::int64_t t : *times) {
-                const auto it = existing.find(t);
-                nlohmann::json kind = nullptr;
-                if (it != existing.end()) {
-                    kind = store::FireKindName(it->second);
+                api::BackfillTimeView item{.scheduled_time = t};
+                if (const auto it = existing.find(t); it != existing.end()) {
+                    item.existing = std::string(store::FireKindName(it->second));
                 } else {
-                    ++would_run;
+                    ++dry.would_run;
                 }
-                items.push_back({{"scheduled_time", t}, {"existing", std::move(kind)}});
+                dry.items.push_back(std::move(item));
             }
-            return nlohmann::json{{"dry_run", true},
-                                  {"job_id", job_id},
-                                  {"from", in.from},
-                                  {"to", in.to},
-                                  {"planned", times->size()},
-                                  {"would_run", would_run},
-                                  {"existing", times->size() - would_run},
-                                  {"items", std::move(items)}};
+            dry.existing = dry.planned - dry.would_run;
+            return api::ToJson(dry);
         });
     }
     if (times->empty()) {
@@ -252,50 +246,35 @@ void AddBackfillRoutes(Routes& routes) {
                    co_return response;
                });
 
-    routes.Add(Method::kGet, "/api/v1/jobs/{id}/backfills", Permission::kViewer,
-               [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
-                   std::optional<Response> error;
-                   const auto id = PathId(req, error);
-                   if (!id) co_return *error;
-                   const auto paging = ReadPageRequest(req, {}, error);
-                   if (!paging) co_return *error;
-                   const auto before = paging->cursor;
-                   const int page = paging->limit;
-                   auto work = [id = *id, before, page](db::Database& db) -> Result<nlohmann::json> {
-                       auto job = store::JobRepository(db).Get(id);
-                       if (!job.ok()) return job.status();
-                       store::BackfillRepository repo(db);
-                       auto list = repo.ListForJob(id, before, page + 1);
-                       if (!list.ok()) return list.status();
-                       const bool more = static_cast<int>(list->size()) > page;
-                       if (more) list->resize(static_cast<std::size_t>(page));
-                       nlohmann::json items = nlohmann::json::array();
-                       for (const auto& b : *list) {
-                           auto one = BackfillWithCounts(db, b);
-                           if (!one.ok()) return one.status();
-                           items.push_back(std::move(*one));
-                       }
-                       nlohmann::json next = nullptr;
-                       if (more) next = std::to_string(list->back().id);
-                       return nlohmann::json{{"items", std::move(items)}, {"next_cursor", std::move(next)}};
-                   };
-                   auto out = co_await WithDb(*ctx, work);
-                   if (!out.ok()) co_return Response::Error(out.status());
-                   co_return Response::Json(*out);
-               });
+    // Newest first: the cursor is the last backfill id of the page.
+    routes.Add(
+        Method::kGet, "/api/v1/jobs/{id}/backfills", Permission::kViewer,
+        ChildPageHandler(ctx, [](db::Database& db, std::int64_t id, const PageRequest& page) -> Result<nlohmann::json> {
+            auto job = store::JobRepository(db).Get(id);
+            if (!job.ok()) return job.status();
+            auto list = store::BackfillRepository(db).ListForJob(id, page.cursor, page.limit + 1);
+            if (!list.ok()) return list.status();
+            // Each backfill's fire counts are a read of their own, so they are read inside the
+            // page's item function and the first failure is kept.
+            Status failed = Status::Ok();
+            auto out = CursorPage(*list, page.limit, [&](const store::Backfill& b) -> nlohmann::json {
+                auto one = failed.ok() ? BackfillWithCounts(db, b) : Result<nlohmann::json>(failed);
+                if (!one.ok()) {
+                    failed = one.status();
+                    return nullptr;
+                }
+                return std::move(*one);
+            });
+            if (!failed.ok()) return failed;
+            return out;
+        }));
 
     routes.Add(Method::kGet, "/api/v1/backfills/{id}", Permission::kViewer,
-               [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
-                   std::optional<Response> error;
-                   const auto id = PathId(req, error);
-                   if (!id) co_return *error;
-                   auto work = [id = *id](db::Database& db) {
+               GetHandler(
+                   ctx, [](const Status& s) { return Response::Error(s); },
+                   [](db::Database& db, std::int64_t id) {
                        return BackfillWithCounts(db, store::BackfillRepository(db).Get(id));
-                   };
-                   auto out = co_await WithDb(*ctx, work);
-                   if (!out.ok()) co_return Response::Error(out.status());
-                   co_return Response::Json(*out);
-               });
+                   }));
 
     routes.Add(
         Method::kPost, "/api/v1/backfills/{id}/cancel", Permission::kOperator,

@@ -9,7 +9,9 @@
 #include "impl/calendars.hpp"
 #include "impl/context.hpp"
 #include "impl/list_query.hpp"
+#include "impl/resource_routes.hpp"
 #include "impl/views.hpp"
+#include "sched/api/calendars.hpp"
 #include "sched/store/calendar.hpp"
 
 namespace sched::web::impl {
@@ -39,16 +41,16 @@ http::ApiError Invalid(std::string field, std::string message) {
 }
 
 nlohmann::json CalendarJson(const store::CalendarRecord& c) {
-    return {{"id", c.id},
-            {"name", c.name},
-            {"description", c.description},
-            {"time_zone", c.time_zone},
-            {"excluded_dates", c.excluded_dates},
-            {"excluded_weekdays", c.excluded_weekdays},
-            {"excluded_times", c.excluded_times},
-            {"version", c.version},
-            {"created_at", c.created_at},
-            {"updated_at", c.updated_at}};
+    return api::ToJson(api::CalendarView{.id = c.id,
+                                         .name = c.name,
+                                         .description = c.description,
+                                         .time_zone = c.time_zone,
+                                         .excluded_dates = c.excluded_dates,
+                                         .excluded_weekdays = c.excluded_weekdays,
+                                         .excluded_times = c.excluded_times,
+                                         .version = c.version,
+                                         .created_at = c.created_at,
+                                         .updated_at = c.updated_at});
 }
 
 // Validates a calendar body (create: current == nullptr) into `out`, canonicalised by cron::Calendar.
@@ -255,129 +257,103 @@ void AddCalendarRoutes(Routes& routes) {
     auto ctx = routes.context();
 
     routes.Add(Method::kGet, "/api/v1/calendars", Permission::kViewer,
-               [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
-                   std::optional<Response> error;
-                   const auto page = ReadPageRequest(req, {}, error);
-                   if (!page) co_return *error;
-                   const int limit = page->limit;
-                   const std::int64_t after = page->cursor;
-                   auto work = [limit, after](db::Database& db) -> Result<nlohmann::json> {
-                       auto listed = store::CalendarRepository(db).List(after, limit + 1);
-                       if (!listed.ok()) return listed.status();
-                       return CursorPage(*listed, limit, [&](const auto& c) { return CalendarJson(c); });
-                   };
-                   auto listed = co_await WithDb(*ctx, work);
-                   if (!listed.ok()) co_return Response::Error(listed.status());
-                   co_return Response::Json(*listed);
-               });
+               PageHandler(ctx, [](db::Database& db, const PageRequest& page) -> Result<nlohmann::json> {
+                   auto listed = store::CalendarRepository(db).List(page.cursor, page.limit + 1);
+                   if (!listed.ok()) return listed.status();
+                   return CursorPage(*listed, page.limit, CalendarJson);
+               }));
 
     routes.Add(Method::kPost, "/api/v1/calendars", Permission::kOperator,
-               [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
-                   auto body = req.Json();
-                   if (!body.ok()) co_return Response::Error(body.status(), "body");
-                   if (auto unknown = RejectUnknownFields(*body, kCalendarFields, kCalendarReadOnly))
-                       co_return *unknown;
-                   store::CalendarRecord in;
-                   std::int64_t version = 0;
-                   if (auto invalid = ReadCalendar(*body, nullptr, in, version)) co_return Response::Error(*invalid);
-                   auto work = [&in, &who](db::Database& db) -> Result<store::CalendarRecord> {
-                       store::CalendarRepository calendars(db);
-                       auto count = calendars.Count();
-                       if (!count.ok()) return count.status();
-                       if (*count >= kMaxCalendars) {
-                           return Status(Code::kResourceExhausted,
-                                         "at most " + std::to_string(kMaxCalendars) + " calendars");
-                       }
-                       auto created = calendars.Create(in);
-                       if (created.ok()) {
-                           RecordAudit(db, who,
-                                       {"create", "calendar", std::to_string(created->id), created->name, std::nullopt,
-                                        CalendarJson(*created)});
-                       }
-                       return created;
-                   };
-                   auto created = co_await WithDb(*ctx, work);
-                   if (!created.ok())
-                       co_return Response::Error(created.status(), RepositoryErrorField(created.status()));
-                   spdlog::info("web: calendar {} \"{}\" created by {}", created->id, created->name, who.name);
-                   Response response = Response::Json(CalendarJson(*created), 201);
-                   response.headers.Set("Location", "/api/v1/calendars/" + std::to_string(created->id));
-                   co_return response;
-               });
+               CreateHandler<store::CalendarRecord, store::CalendarRecord>(
+                   ctx, {.collection = "/api/v1/calendars",
+                         .fields = {kCalendarFields, kCalendarReadOnly},
+                         .read =
+                             [](const nlohmann::json& body, store::CalendarRecord& in) {
+                                 std::int64_t version = 0;
+                                 return ReadCalendar(body, nullptr, in, version);
+                             },
+                         .create = [](db::Database& db, store::CalendarRecord& in,
+                                      const Principal& who) -> Result<store::CalendarRecord> {
+                             store::CalendarRepository calendars(db);
+                             auto count = calendars.Count();
+                             if (!count.ok()) return count.status();
+                             if (*count >= kMaxCalendars) {
+                                 return Status(Code::kResourceExhausted,
+                                               "at most " + std::to_string(kMaxCalendars) + " calendars");
+                             }
+                             auto created = calendars.Create(in);
+                             if (created.ok()) {
+                                 RecordAudit(db, who,
+                                             {"create", "calendar", std::to_string(created->id), created->name,
+                                              std::nullopt, CalendarJson(*created)});
+                             }
+                             return created;
+                         },
+                         .error = RepositoryError,
+                         .view = CalendarJson,
+                         .log =
+                             [](const store::CalendarRecord& c, const Principal& who) {
+                                 spdlog::info("web: calendar {} \"{}\" created by {}", c.id, c.name, who.name);
+                             }}));
 
     routes.Add(Method::kGet, "/api/v1/calendars/{id}", Permission::kViewer,
-               [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
-                   std::optional<Response> error;
-                   const auto id = PathId(req, error);
-                   if (!id) co_return *error;
-                   auto work = [id = *id](db::Database& db) {
-                       return store::CalendarRepository(db).Get(id);
-                   };
-                   auto found = co_await WithDb(*ctx, work);
-                   if (!found.ok()) co_return Response::Error(found.status(), RepositoryErrorField(found.status()));
-                   co_return Response::Json(CalendarJson(*found));
-               });
-
-    routes.Add(Method::kPut, "/api/v1/calendars/{id}", Permission::kOperator,
-               [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
-                   std::optional<Response> error;
-                   const auto id = PathId(req, error);
-                   if (!id) co_return *error;
-                   auto body = req.Json();
-                   if (!body.ok()) co_return Response::Error(body.status(), "body");
-                   if (auto unknown = RejectUnknownFields(*body, kCalendarFields, kCalendarReadOnly))
-                       co_return *unknown;
-                   std::optional<http::ApiError> invalid;
-                   auto work = [&invalid, &body, &who, id = *id](db::Database& db) -> Result<store::CalendarRecord> {
-                       store::CalendarRepository calendars(db);
-                       auto current = calendars.Get(id);
-                       if (!current.ok()) return current.status();
-                       store::CalendarRecord in;
-                       std::int64_t version = 0;
-                       invalid = ReadCalendar(*body, &*current, in, version);
-                       if (invalid) return InvalidArgument(invalid->message);
-                       auto updated = calendars.Update(in, version);
-                       if (updated.ok()) {
-                           RecordAudit(db, who,
-                                       {"update", "calendar", std::to_string(id), updated->name, CalendarJson(*current),
-                                        CalendarJson(*updated)});
-                       }
-                       return updated;
-                   };
-                   auto updated = co_await WithDb(*ctx, work);
-                   if (invalid) co_return Response::Error(*invalid);
-                   if (!updated.ok())
-                       co_return Response::Error(updated.status(), RepositoryErrorField(updated.status()));
-                   spdlog::info("web: calendar {} updated to version {} by {}", updated->id, updated->version,
-                                who.name);
-                   co_return Response::Json(CalendarJson(*updated));
-               });
+               GetHandler(ctx, RepositoryError, [](db::Database& db, std::int64_t id) -> Result<nlohmann::json> {
+                   auto found = store::CalendarRepository(db).Get(id);
+                   if (!found.ok()) return found.status();
+                   return CalendarJson(*found);
+               }));
 
     routes.Add(
-        Method::kDelete, "/api/v1/calendars/{id}", Permission::kOperator,
-        [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
-            std::optional<Response> error;
-            const auto id = PathId(req, error);
-            if (!id) co_return *error;
-            auto work = [id = *id, &who](db::Database& db) -> Status {
-                store::CalendarRepository calendars(db);
-                auto before = calendars.Get(id);
-                Status deleted = calendars.Delete(id);
-                if (deleted.ok() && before.ok()) {
-                    RecordAudit(
-                        db, who,
-                        {"delete", "calendar", std::to_string(id), before->name, CalendarJson(*before), std::nullopt});
-                }
-                return deleted;
-            };
-            Status deleted = co_await WithDb(*ctx, work);
-            if (!deleted.ok()) {
-                co_return Response::Error(
-                    deleted, deleted.code() == Code::kFailedPrecondition ? "calendar" : RepositoryErrorField(deleted));
-            }
-            spdlog::info("web: calendar {} deleted by {}", *id, who.name);
-            co_return Response::NoContent();
-        });
+        Method::kPut, "/api/v1/calendars/{id}", Permission::kOperator,
+        UpdateHandler<store::CalendarRecord>(
+            ctx, {.fields = {kCalendarFields, kCalendarReadOnly},
+                  .update = [](db::Database& db, std::int64_t id, const nlohmann::json& body, const Principal& who,
+                               std::optional<http::ApiError>& invalid) -> Result<store::CalendarRecord> {
+                      store::CalendarRepository calendars(db);
+                      auto current = calendars.Get(id);
+                      if (!current.ok()) return current.status();
+                      store::CalendarRecord in;
+                      std::int64_t version = 0;
+                      invalid = ReadCalendar(body, &*current, in, version);
+                      if (invalid) return InvalidArgument(invalid->message);
+                      auto updated = calendars.Update(in, version);
+                      if (updated.ok()) {
+                          RecordAudit(db, who,
+                                      {"update", "calendar", std::to_string(id), updated->name, CalendarJson(*current),
+                                       CalendarJson(*updated)});
+                      }
+                      return updated;
+                  },
+                  .error = RepositoryError,
+                  .view = CalendarJson,
+                  .log =
+                      [](const store::CalendarRecord& c, const Principal& who) {
+                          spdlog::info("web: calendar {} updated to version {} by {}", c.id, c.version, who.name);
+                      }}));
+
+    routes.Add(Method::kDelete, "/api/v1/calendars/{id}", Permission::kOperator,
+               DeleteHandler(ctx, {.remove = [](db::Database& db, std::int64_t id, const Principal& who) -> Status {
+                                       store::CalendarRepository calendars(db);
+                                       auto before = calendars.Get(id);
+                                       Status deleted = calendars.Delete(id);
+                                       if (deleted.ok() && before.ok()) {
+                                           RecordAudit(db, who,
+                                                       {"delete", "calendar", std::to_string(id), before->name,
+                                                        CalendarJson(*before), std::nullopt});
+                                       }
+                                       return deleted;
+                                   },
+                                   // A calendar still named by jobs: 409 naming `calendar`.
+                                   .error =
+                                       [](const Status& s) {
+                                           return Response::Error(s, s.code() == Code::kFailedPrecondition
+                                                                         ? "calendar"
+                                                                         : RepositoryErrorField(s));
+                                       },
+                                   .log =
+                                       [](std::int64_t id, const Principal& who) {
+                                           spdlog::info("web: calendar {} deleted by {}", id, who.name);
+                                       }}));
 
     // The next `days` local days of the calendar: which are excluded whole, and the daily windows.
     routes.Add(Method::kGet, "/api/v1/calendars/{id}/preview", Permission::kViewer,

@@ -1,9 +1,11 @@
 // Executors and the trigger cluster: /api/v1/executors, /api/v1/cluster.
 
+#include <algorithm>
 #include <map>
 
 #include "impl/context.hpp"
 #include "impl/list_query.hpp"
+#include "sched/api/cluster.hpp"
 #include "sched/lock/sql_lock_store.hpp"
 #include "sched/store/registry.hpp"
 
@@ -36,45 +38,35 @@ void AddClusterRoutes(Routes& routes) {
                        auto instances = store::ExecutorRepository(db).List(app);
                        if (!instances.ok()) return instances.status();
                        // Liveness by the DB clock, the same judgement the slaves' routing makes.
-                       std::map<std::string, nlohmann::json> apps;
-                       nlohmann::json items = nlohmann::json::array();
+                       std::map<std::string, api::ExecutorAppView> apps;
+                       api::ExecutorListView out{.executor_ttl_ms = ttl_ms, .now = *now};
                        for (const auto& e : *instances) {
                            const bool alive = e.last_heartbeat_ms > *now - ttl_ms;
-                           nlohmann::json item = {{"app", e.app},
-                                                  {"address", e.address},
-                                                  {"handlers", e.handlers},
-                                                  {"capacity", e.capacity},
-                                                  {"running", e.running},
-                                                  {"last_heartbeat_ms", e.last_heartbeat_ms},
-                                                  {"heartbeat_age_ms", *now - e.last_heartbeat_ms},
-                                                  {"registered_at_ms", e.registered_at_ms},
-                                                  {"alive", alive}};
+                           out.items.push_back({.app = e.app,
+                                                .address = e.address,
+                                                .handlers = e.handlers,
+                                                .capacity = e.capacity,
+                                                .running = e.running,
+                                                .last_heartbeat_ms = e.last_heartbeat_ms,
+                                                .heartbeat_age_ms = *now - e.last_heartbeat_ms,
+                                                .registered_at_ms = e.registered_at_ms,
+                                                .alive = alive});
                            auto& group = apps[e.app];
-                           if (group.is_null()) {
-                               group = {{"app", e.app},
-                                        {"instances", 0},
-                                        {"alive_instances", 0},
-                                        {"handlers", nlohmann::json::array()}};
-                           }
-                           group["instances"] = group["instances"].get<int>() + 1;
+                           group.app = e.app;
+                           ++group.instances;
                            if (alive) {
-                               group["alive_instances"] = group["alive_instances"].get<int>() + 1;
+                               ++group.alive_instances;
                                for (const auto& h : e.handlers) {
-                                   auto& hs = group["handlers"];
+                                   auto& hs = group.handlers;
                                    if (std::find(hs.begin(), hs.end(), h) == hs.end()) hs.push_back(h);
                                }
                            }
-                           items.push_back(std::move(item));
                        }
-                       nlohmann::json app_list = nlohmann::json::array();
                        for (auto& [name, group] : apps) {
-                           std::sort(group["handlers"].begin(), group["handlers"].end());
-                           app_list.push_back(std::move(group));
+                           std::sort(group.handlers.begin(), group.handlers.end());
+                           out.apps.push_back(std::move(group));
                        }
-                       return nlohmann::json{{"apps", std::move(app_list)},
-                                             {"items", std::move(items)},
-                                             {"executor_ttl_ms", ttl_ms},
-                                             {"now", *now}};
+                       return api::ToJson(out);
                    };
                    auto listed = co_await WithDb(*ctx, work);
                    if (!listed.ok()) co_return Response::Error(listed.status());
@@ -93,35 +85,29 @@ void AddClusterRoutes(Routes& routes) {
                        if (!nodes.ok()) return nodes.status();
                        auto now_ms = DbNowMs(db);
                        if (!now_ms.ok()) return now_ms.status();
-                       nlohmann::json out = {{"leader", nullptr},       {"epoch", 0},
-                                             {"lease_age_ms", nullptr}, {"lease_remaining_ms", nullptr},
-                                             {"node_ttl_ms", ttl_ms},   {"now", *now_ms}};
-                       std::optional<std::string> leader;
+                       api::ClusterView out{.node_ttl_ms = ttl_ms, .now = *now_ms};
                        if (*lease) {
                            const auto& row = **lease;
-                           out["epoch"] = row.epoch;
+                           out.epoch = row.epoch;
                            // Ages against the clock of the same statement that read the row (lock_store.hpp).
-                           out["lease_age_ms"] = (row.db_now_us - row.update_time_us) / 1000;
+                           out.lease_age_ms = (row.db_now_us - row.update_time_us) / 1000;
                            if (!row.Available()) {
-                               leader = row.owner;
-                               out["leader"] = *row.owner;
-                               out["lease_remaining_ms"] = (row.lease_until_us - row.db_now_us) / 1000;
+                               out.leader = *row.owner;
+                               out.lease_remaining_ms = (row.lease_until_us - row.db_now_us) / 1000;
                            }
                        }
-                       nlohmann::json items = nlohmann::json::array();
                        for (const auto& n : *nodes) {
-                           items.push_back({{"node_id", n.node_id},
-                                            {"address", n.address},
-                                            {"state", n.state},
-                                            {"capacity", n.capacity},
-                                            {"started_at_ms", n.started_at_ms},
-                                            {"last_heartbeat_ms", n.last_heartbeat_ms},
-                                            {"heartbeat_age_ms", *now_ms - n.last_heartbeat_ms},
-                                            {"alive", n.state != "stopped" && n.last_heartbeat_ms > *now_ms - ttl_ms},
-                                            {"leader", leader && *leader == n.node_id}});
+                           out.nodes.push_back({.node_id = n.node_id,
+                                                .address = n.address,
+                                                .state = n.state,
+                                                .capacity = n.capacity,
+                                                .started_at_ms = n.started_at_ms,
+                                                .last_heartbeat_ms = n.last_heartbeat_ms,
+                                                .heartbeat_age_ms = *now_ms - n.last_heartbeat_ms,
+                                                .alive = n.state != "stopped" && n.last_heartbeat_ms > *now_ms - ttl_ms,
+                                                .leader = out.leader && *out.leader == n.node_id});
                        }
-                       out["nodes"] = std::move(items);
-                       return out;
+                       return api::ToJson(out);
                    };
                    auto cluster = co_await WithDb(*ctx, work);
                    if (!cluster.ok()) co_return Response::Error(cluster.status());

@@ -59,7 +59,7 @@ store::FireStatus StoredStatus(protocol::RunOutcome outcome) {
 
 // The items of a callback batch (sched/protocol/run_result.hpp), or the 400 naming the first
 // bad field. A plain function, not part of the coroutine: g++ 12 miscompiles large coroutine
-// frames (docs/architecture.md "Build").
+// frames (docs/architecture/build.md).
 std::optional<http::Response> ParseCallback(const nlohmann::json& body, bool scoped,
                                             std::vector<store::ExecutorResult>& items) {
     // An app-scoped token must say which dispatch and which instance a result is for; the

@@ -63,17 +63,20 @@ net::awaitable<std::string> JobApp(Context& ctx, std::int64_t job_id) {
 }
 
 // The relay's view of a log page: the executor's page plus where it came from.
-nlohmann::json LogView(const protocol::LogPage& page, const store::Fire& fire, std::string_view source) {
-    nlohmann::json log = protocol::ToJson(page);
-    log["fire_status"] = store::FireStatusName(fire.status);
-    log["source"] = source;
-    if (fire.executor_address) log["executor_address"] = *fire.executor_address;
-    return log;
+api::FireLogView LogView(const protocol::LogPage& page, const store::Fire& fire, std::string_view source) {
+    return {.fire_id = page.fire_id,
+            .from_line = page.from_line,
+            .to_line = page.to_line,
+            .lines = page.lines,
+            .finished = page.finished,
+            .fire_status = std::string(store::FireStatusName(fire.status)),
+            .source = std::string(source),
+            .executor_address = fire.executor_address};
 }
 
 // The stored log in the live log's shape, a page of at most kMaxLogPageLines lines from
 // `from_line` on.
-nlohmann::json StoredLogPage(const store::StoredFireLog& stored, const store::Fire& fire, std::int64_t from_line) {
+api::FireLogView StoredLogPage(const store::StoredFireLog& stored, const store::Fire& fire, std::int64_t from_line) {
     std::vector<std::string> all;
     for (std::size_t at = 0; at <= stored.log.size();) {
         const auto end = std::min(stored.log.find('\n', at), stored.log.size());
@@ -89,9 +92,9 @@ nlohmann::json StoredLogPage(const store::StoredFireLog& stored, const store::Fi
                                  .to_line = to,
                                  .lines = std::vector<std::string>(all.begin() + from, all.begin() + to),
                                  .finished = to == size};
-    nlohmann::json log = LogView(page, fire, "stored");
-    log["truncated_bytes"] = stored.truncated_bytes;
-    log["stored_at_ms"] = stored.stored_at_ms;
+    api::FireLogView log = LogView(page, fire, "stored");
+    log.truncated_bytes = stored.truncated_bytes;
+    log.stored_at_ms = stored.stored_at_ms;
     return log;
 }
 
@@ -239,7 +242,7 @@ void AddFireRoutes(Routes& routes) {
                 };
                 auto stored = co_await WithDb(*ctx, find_log);
                 if (!stored.ok()) co_return Response::Error(stored.status());
-                if (*stored) co_return Response::Json(StoredLogPage(**stored, *fire, from_line));
+                if (*stored) co_return Response::Json(api::ToJson(StoredLogPage(**stored, *fire, from_line)));
             }
             if (!fire->executor_address) {
                 const Status none =
@@ -281,7 +284,7 @@ void AddFireRoutes(Routes& routes) {
                 const Status bad = Unavailable("executor " + address + " " + why + " to " + url);
                 co_return Response::Error(bad);
             }
-            co_return Response::Json(LogView(page.value, *fire, "live"));
+            co_return Response::Json(api::ToJson(LogView(page.value, *fire, "live")));
         });
 }
 

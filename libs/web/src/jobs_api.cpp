@@ -9,7 +9,9 @@
 #include "impl/context.hpp"
 #include "impl/job_input.hpp"
 #include "impl/list_query.hpp"
+#include "impl/resource_routes.hpp"
 #include "impl/views.hpp"
+#include "sched/api/page.hpp"
 #include "sched/cron/misfire.hpp"
 #include "sched/cron/schedule.hpp"
 #include "sched/http/json.hpp"
@@ -202,119 +204,105 @@ void AddJobRoutes(Routes& routes) {
                    co_return Response::Json(*listed);
                });
 
-    routes.Add(Method::kPost, "/api/v1/jobs", Permission::kOperator,
-               [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
-                   auto body = req.Json();
-                   if (!body.ok()) co_return Response::Error(body.status(), "body");
-                   if (auto unknown = RejectUnknownFields(*body, kJobFields, kJobReadOnly)) co_return *unknown;
-                   JobInput in;
-                   if (auto invalid = ReadJobInput(*body, nullptr, in)) co_return Response::Error(*invalid);
-                   auto work = [&in, &who](db::Database& db) -> Result<store::Job> {
-                       auto now = DbNowMs(db);
-                       if (!now.ok()) return now.status();
-                       if (!in.job.calendar.empty()) {
-                           if (auto calendar = LoadCalendar(db, in.job.calendar); !calendar.ok()) {
-                               return calendar.status();
-                           }
-                       }
-                       if (Status s = PlanNextFire(in, nullptr, *now); !s.ok()) return s;
-                       auto created = CreateJob(db, in, *now);
-                       if (created.ok()) {
-                           RecordAudit(db, who,
-                                       {"create", "job", std::to_string(created->id), created->name, std::nullopt,
-                                        JobJson(*created)});
-                       }
-                       return created;
-                   };
-                   auto created = co_await WithDb(*ctx, work);
-                   if (!created.ok()) co_return JobError(created.status());
-                   spdlog::info("web: job {} \"{}\" (app {}) created by {}", created->id, created->name, created->app,
-                                who.name);
-                   Response response = Response::Json(JobJson(*created), 201);
-                   response.headers.Set("Location", "/api/v1/jobs/" + std::to_string(created->id));
-                   co_return response;
-               });
+    const auto job_view = [](const store::Job& job) {
+        return JobJson(job);
+    };
+
+    routes.Add(
+        Method::kPost, "/api/v1/jobs", Permission::kOperator,
+        CreateHandler<JobInput, store::Job>(
+            ctx, {.collection = "/api/v1/jobs",
+                  .fields = {kJobFields, kJobReadOnly},
+                  .read = [](const nlohmann::json& body, JobInput& in) { return ReadJobInput(body, nullptr, in); },
+                  .create = [](db::Database& db, JobInput& in, const Principal& who) -> Result<store::Job> {
+                      auto now = DbNowMs(db);
+                      if (!now.ok()) return now.status();
+                      if (!in.job.calendar.empty()) {
+                          if (auto calendar = LoadCalendar(db, in.job.calendar); !calendar.ok()) {
+                              return calendar.status();
+                          }
+                      }
+                      if (Status s = PlanNextFire(in, nullptr, *now); !s.ok()) return s;
+                      auto created = CreateJob(db, in, *now);
+                      if (created.ok()) {
+                          RecordAudit(db, who,
+                                      {"create", "job", std::to_string(created->id), created->name, std::nullopt,
+                                       JobJson(*created)});
+                      }
+                      return created;
+                  },
+                  .error = JobError,
+                  .view = job_view,
+                  .log =
+                      [](const store::Job& job, const Principal& who) {
+                          spdlog::info("web: job {} \"{}\" (app {}) created by {}", job.id, job.name, job.app,
+                                       who.name);
+                      }}));
 
     routes.Add(Method::kGet, "/api/v1/jobs/{id}", Permission::kViewer,
-               [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
-                   std::optional<Response> error;
-                   const auto id = PathId(req, error);
-                   if (!id) co_return *error;
-                   auto work = [id = *id](db::Database& db) -> Result<nlohmann::json> {
-                       auto found = store::JobRepository(db).Get(id);
-                       if (!found.ok()) return found.status();
-                       return JobJson(*found, LastFire(db, id));
-                   };
-                   auto job = co_await WithDb(*ctx, work);
-                   if (!job.ok()) co_return JobError(job.status());
-                   co_return Response::Json(*job);
-               });
+               GetHandler(ctx, JobError, [](db::Database& db, std::int64_t id) -> Result<nlohmann::json> {
+                   auto found = store::JobRepository(db).Get(id);
+                   if (!found.ok()) return found.status();
+                   return JobJson(*found, LastFire(db, id));
+               }));
 
-    routes.Add(Method::kPut, "/api/v1/jobs/{id}", Permission::kOperator,
-               [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
-                   std::optional<Response> error;
-                   const auto id = PathId(req, error);
-                   if (!id) co_return *error;
-                   auto body = req.Json();
-                   if (!body.ok()) co_return Response::Error(body.status(), "body");
-                   if (auto unknown = RejectUnknownFields(*body, kJobFields, kJobReadOnly)) co_return *unknown;
-                   std::optional<http::ApiError> invalid;
-                   auto work = [&invalid, &body, &who, id = *id](db::Database& db) -> Result<store::Job> {
-                       store::JobRepository jobs(db);
-                       auto current = jobs.Get(id);
-                       if (!current.ok()) return current.status();
-                       JobInput in;
-                       invalid = ReadJobInput(*body, &*current, in);
-                       if (invalid) return InvalidArgument(invalid->message);
-                       auto now = DbNowMs(db);
-                       if (!now.ok()) return now.status();
-                       if (!in.job.calendar.empty() && in.job.calendar != current->calendar) {
-                           if (auto calendar = LoadCalendar(db, in.job.calendar); !calendar.ok()) {
-                               return calendar.status();
-                           }
-                       }
-                       if (Status s = PlanNextFire(in, &*current, *now); !s.ok()) return s;
-                       in.job.id = id;
-                       auto updated = jobs.Update(in.job, in.version);
-                       if (!updated.ok()) return updated;
-                       // Enabled by an edit: no longer paused, so no longer "paused by".
-                       if (updated->enabled && current->paused) {
-                           if (Status s = jobs.SetPaused(id, std::nullopt); s.ok()) updated->paused.reset();
-                       }
-                       RecordAudit(
-                           db, who,
-                           {"update", "job", std::to_string(id), updated->name, JobJson(*current), JobJson(*updated)});
-                       return updated;
-                   };
-                   auto updated = co_await WithDb(*ctx, work);
-                   if (invalid) co_return Response::Error(*invalid);
-                   if (!updated.ok()) co_return JobError(updated.status());
-                   spdlog::info("web: job {} updated to version {} by {}", updated->id, updated->version, who.name);
-                   co_return Response::Json(JobJson(*updated));
-               });
+    routes.Add(
+        Method::kPut, "/api/v1/jobs/{id}", Permission::kOperator,
+        UpdateHandler<store::Job>(
+            ctx, {.fields = {kJobFields, kJobReadOnly},
+                  .update = [](db::Database& db, std::int64_t id, const nlohmann::json& body, const Principal& who,
+                               std::optional<http::ApiError>& invalid) -> Result<store::Job> {
+                      store::JobRepository jobs(db);
+                      auto current = jobs.Get(id);
+                      if (!current.ok()) return current.status();
+                      JobInput in;
+                      invalid = ReadJobInput(body, &*current, in);
+                      if (invalid) return InvalidArgument(invalid->message);
+                      auto now = DbNowMs(db);
+                      if (!now.ok()) return now.status();
+                      if (!in.job.calendar.empty() && in.job.calendar != current->calendar) {
+                          if (auto calendar = LoadCalendar(db, in.job.calendar); !calendar.ok()) {
+                              return calendar.status();
+                          }
+                      }
+                      if (Status s = PlanNextFire(in, &*current, *now); !s.ok()) return s;
+                      in.job.id = id;
+                      auto updated = jobs.Update(in.job, in.version);
+                      if (!updated.ok()) return updated;
+                      // Enabled by an edit: no longer paused, so no longer "paused by".
+                      if (updated->enabled && current->paused) {
+                          if (Status s = jobs.SetPaused(id, std::nullopt); s.ok()) updated->paused.reset();
+                      }
+                      RecordAudit(
+                          db, who,
+                          {"update", "job", std::to_string(id), updated->name, JobJson(*current), JobJson(*updated)});
+                      return updated;
+                  },
+                  .error = JobError,
+                  .view = job_view,
+                  .log =
+                      [](const store::Job& job, const Principal& who) {
+                          spdlog::info("web: job {} updated to version {} by {}", job.id, job.version, who.name);
+                      }}));
 
     routes.Add(Method::kDelete, "/api/v1/jobs/{id}", Permission::kOperator,
-               [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
-                   std::optional<Response> error;
-                   const auto id = PathId(req, error);
-                   if (!id) co_return *error;
-                   auto work = [&who, id = *id](db::Database& db) -> Status {
-                       store::JobRepository jobs(db);
-                       auto before = jobs.Get(id);
-                       if (!before.ok()) return before.status();
-                       Status deleted = jobs.Delete(id);
-                       if (deleted.ok()) {
-                           RecordAudit(
-                               db, who,
-                               {"delete", "job", std::to_string(id), before->name, JobJson(*before), std::nullopt});
-                       }
-                       return deleted;
-                   };
-                   Status deleted = co_await WithDb(*ctx, work);
-                   if (!deleted.ok()) co_return JobError(deleted);
-                   spdlog::info("web: job {} deleted by {}", *id, who.name);
-                   co_return Response::NoContent();
-               });
+               DeleteHandler(ctx, {.remove = [](db::Database& db, std::int64_t id, const Principal& who) -> Status {
+                                       store::JobRepository jobs(db);
+                                       auto before = jobs.Get(id);
+                                       if (!before.ok()) return before.status();
+                                       Status deleted = jobs.Delete(id);
+                                       if (deleted.ok()) {
+                                           RecordAudit(db, who,
+                                                       {"delete", "job", std::to_string(id), before->name,
+                                                        JobJson(*before), std::nullopt});
+                                       }
+                                       return deleted;
+                                   },
+                                   .error = JobError,
+                                   .log =
+                                       [](std::int64_t id, const Principal& who) {
+                                           spdlog::info("web: job {} deleted by {}", id, who.name);
+                                       }}));
 
     for (const bool enable : {false, true}) {
         const std::string pattern = enable ? "/api/v1/jobs/{id}/resume" : "/api/v1/jobs/{id}/pause";
@@ -389,10 +377,10 @@ void AddJobRoutes(Routes& routes) {
             };
             auto fires = co_await WithDb(*ctx, work);
             if (!fires.ok()) co_return JobError(fires.status());
-            nlohmann::json items = nlohmann::json::array();
-            for (const auto& f : *fires) items.push_back(FireJson(f));
+            api::ItemList<api::FireView> created;
+            for (const auto& f : *fires) created.items.push_back(FireViewOf(f));
             spdlog::info("web: job {} triggered by {} (fire {})", *id, who.name, fires->front().id);
-            co_return Response::Json({{"items", std::move(items)}}, 202);
+            co_return Response::Json(api::ToJson(created), 202);
         });
 }
 

@@ -9,6 +9,7 @@
 #include "impl/audit.hpp"
 #include "impl/context.hpp"
 #include "impl/views.hpp"
+#include "sched/api/page.hpp"
 #include "sched/http/json.hpp"
 #include "sched/store/token.hpp"
 #include "sched/web/sha256.hpp"
@@ -74,9 +75,9 @@ void AddTokenRoutes(Routes& routes) {
                    };
                    auto tokens = co_await WithDb(*ctx, work);
                    if (!tokens.ok()) co_return Response::Error(tokens.status());
-                   nlohmann::json items = nlohmann::json::array();
-                   for (const auto& t : *tokens) items.push_back(TokenJson(t));
-                   co_return Response::Json({{"items", std::move(items)}});
+                   api::ItemList<api::TokenView> listed;
+                   for (const auto& t : *tokens) listed.items.push_back(TokenViewOf(t));
+                   co_return Response::Json(api::ToJson(listed));
                });
 
     routes.Add(Method::kPost, "/api/v1/tokens", Permission::kAdmin,
@@ -112,9 +113,9 @@ void AddTokenRoutes(Routes& routes) {
                    if (!created.ok()) co_return Response::Error(created.status());
                    spdlog::info("web: token {} \"{}\" ({}{}) created by {}", created->id, created->name, role_name,
                                 apps.empty() ? "" : " for " + nlohmann::json(apps).dump(), who.name);
-                   nlohmann::json out = TokenJson(*created);
-                   out["token"] = secret;
-                   Response response = Response::Json(out, 201);
+                   api::NewTokenView out{TokenViewOf(*created)};
+                   out.token = secret;
+                   Response response = Response::Json(api::ToJson(out), 201);
                    response.headers.Set("Location", "/api/v1/tokens/" + std::to_string(created->id));
                    co_return response;
                });

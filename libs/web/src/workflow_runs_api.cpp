@@ -2,6 +2,7 @@
 // the master computes it (store::EvaluateRun).
 
 #include "impl/context.hpp"
+#include "impl/resource_routes.hpp"
 #include "impl/workflows.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/workflow_progress.hpp"
@@ -11,11 +12,9 @@ namespace sched::web::impl {
 void AddWorkflowRunRoute(Routes& routes) {
     auto ctx = routes.context();
     routes.Add(http::Method::kGet, "/api/v1/workflow-runs/{id}", Permission::kViewer,
-               [ctx](http::Request& req, const Principal&) -> net::awaitable<http::Response> {
-                   std::optional<http::Response> error;
-                   const auto id = PathId(req, error);
-                   if (!id) co_return *error;
-                   auto work = [id = *id](db::Database& db) -> Result<nlohmann::json> {
+               GetHandler(
+                   ctx, [](const Status& s) { return http::Response::Error(s, WorkflowField(s)); },
+                   [](db::Database& db, std::int64_t id) -> Result<nlohmann::json> {
                        return db.InTransaction(db::TxMode::kRead, [&](soci::session& s) -> Result<nlohmann::json> {
                            const auto run = store::WorkflowRunRepository::Find(s, id);
                            if (!run) return NotFound("workflow run " + std::to_string(id) + " not found");
@@ -31,11 +30,7 @@ void AddWorkflowRunRoute(Routes& routes) {
                            }
                            return WorkflowRunDetailJson(*run, views);
                        });
-                   };
-                   auto run = co_await WithDb(*ctx, work);
-                   if (!run.ok()) co_return http::Response::Error(run.status(), WorkflowField(run.status()));
-                   co_return http::Response::Json(*run);
-               });
+                   }));
 }
 
 }  // namespace sched::web::impl

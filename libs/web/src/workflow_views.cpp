@@ -6,6 +6,7 @@
 #include "impl/job_input.hpp"
 #include "impl/views.hpp"
 #include "impl/workflows.hpp"
+#include "sched/api/workflows.hpp"
 #include "sched/common/job_vocabulary.hpp"
 #include "sched/http/json.hpp"
 
@@ -17,11 +18,6 @@ namespace k = wf_key;
 
 http::ApiError Invalid(std::string field, std::string message) {
     return http::ApiError{Code::kInvalidArgument, std::move(message), std::move(field)};
-}
-
-template <typename T>
-nlohmann::json OrNull(const std::optional<T>& v) {
-    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
 // The first key of `item` (an object) not in `allowed`, reported as "<prefix>.<key>".
@@ -52,20 +48,41 @@ const nlohmann::json* BoundedArray(const nlohmann::json& body, const char* key, 
     return &value;
 }
 
-nlohmann::json DefinitionStepsJson(const std::vector<store::WorkflowStep>& steps) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& s : steps) out.push_back({{k::kName, s.name}, {k::kJobId, s.job_id}});
+std::vector<api::WorkflowStepView> DefinitionSteps(const std::vector<store::WorkflowStep>& steps) {
+    std::vector<api::WorkflowStepView> out;
+    out.reserve(steps.size());
+    for (const auto& s : steps) out.push_back({.name = s.name, .job_id = s.job_id});
     return out;
 }
 
-nlohmann::json EdgesJson(const std::vector<store::WorkflowEdge>& edges) {
-    nlohmann::json out = nlohmann::json::array();
+std::vector<api::WorkflowEdgeView> Edges(const std::vector<store::WorkflowEdge>& edges) {
+    std::vector<api::WorkflowEdgeView> out;
+    out.reserve(edges.size());
     for (const auto& e : edges) {
-        out.push_back({{k::kParent, e.parent},
-                       {k::kChild, e.child},
-                       {k::kCondition, std::string(store::kEdgeConditionNames.Name(e.condition))}});
+        out.push_back({.parent = e.parent,
+                       .child = e.child,
+                       .condition = std::string(store::kEdgeConditionNames.Name(e.condition))});
     }
     return out;
+}
+
+api::WorkflowRunView WorkflowRunViewOf(const store::WorkflowRun& run) {
+    api::WorkflowRunView v;
+    v.id = run.id;
+    v.workflow_id = run.workflow_id;
+    v.scheduled_time = run.scheduled_time;
+    v.kind = store::kWorkflowRunKindNames.Name(run.kind);
+    v.status = store::kWorkflowRunStatusNames.Name(run.status);
+    v.reason = run.reason;
+    v.params = run.params ? ParamsJson(*run.params) : nlohmann::json(nullptr);
+    v.workflow_version = run.workflow_version;
+    v.generation = run.generation;
+    v.from_step = run.from_step;
+    v.created_by = run.created_by;
+    v.created_at = run.created_at;
+    v.started_at = run.started_at;
+    v.ended_at = run.ended_at;
+    return v;
 }
 
 }  // namespace
@@ -165,76 +182,53 @@ std::optional<http::ApiError> ReadWorkflowInput(const nlohmann::json& body, cons
 }
 
 nlohmann::json WorkflowJson(const store::Workflow& w) {
-    return {{k::kId, w.id},
-            {k::kName, w.name},
-            {k::kDescription, w.description},
-            {k::kScheduleType, std::string(ScheduleTypeName(w.schedule_type))},
-            {k::kScheduleExpr, w.schedule_expr},
-            {k::kTimeZone, w.time_zone},
-            {k::kMisfirePolicy, std::string(MisfirePolicyName(w.misfire_policy))},
-            {k::kMaxConcurrentRuns, w.max_concurrent_runs},
-            {k::kRunTimeoutMs, w.run_timeout_ms},
-            {k::kPaused, w.paused},
-            {k::kNextFireTime, OrNull(w.next_fire_time)},
-            {k::kVersion, w.version},
-            {k::kCreatedAt, w.created_at},
-            {k::kUpdatedAt, w.updated_at},
-            {k::kSteps, DefinitionStepsJson(w.steps)},
-            {k::kEdges, EdgesJson(w.edges)}};
+    return api::ToJson(api::WorkflowView{.id = w.id,
+                                         .name = w.name,
+                                         .description = w.description,
+                                         .schedule_type = std::string(ScheduleTypeName(w.schedule_type)),
+                                         .schedule_expr = w.schedule_expr,
+                                         .time_zone = w.time_zone,
+                                         .misfire_policy = std::string(MisfirePolicyName(w.misfire_policy)),
+                                         .max_concurrent_runs = w.max_concurrent_runs,
+                                         .run_timeout_ms = w.run_timeout_ms,
+                                         .paused = w.paused,
+                                         .next_fire_time = w.next_fire_time,
+                                         .version = w.version,
+                                         .created_at = w.created_at,
+                                         .updated_at = w.updated_at,
+                                         .steps = DefinitionSteps(w.steps),
+                                         .edges = Edges(w.edges)});
 }
 
 nlohmann::json WorkflowRunJson(const store::WorkflowRun& run) {
-    return {{k::kId, run.id},
-            {k::kWorkflowId, run.workflow_id},
-            {k::kScheduledTime, run.scheduled_time},
-            {k::kKind, std::string(store::kWorkflowRunKindNames.Name(run.kind))},
-            {k::kStatus, std::string(store::kWorkflowRunStatusNames.Name(run.status))},
-            {k::kReason, OrNull(run.reason)},
-            {k::kParams, run.params ? ParamsJson(*run.params) : nlohmann::json(nullptr)},
-            {k::kWorkflowVersion, run.workflow_version},
-            {k::kGeneration, run.generation},
-            {k::kFromStep, OrNull(run.from_step)},
-            {k::kCreatedBy, run.created_by},
-            {k::kCreatedAt, run.created_at},
-            {k::kStartedAt, OrNull(run.started_at)},
-            {k::kEndedAt, OrNull(run.ended_at)}};
+    return api::ToJson(WorkflowRunViewOf(run));
 }
 
 nlohmann::json WorkflowRunDetailJson(const store::WorkflowRun& run, const std::vector<RunStepView>& views) {
-    nlohmann::json out = WorkflowRunJson(run);
-    nlohmann::json steps = nlohmann::json::array();
+    api::WorkflowRunDetailView out;
+    static_cast<api::WorkflowRunView&>(out) = WorkflowRunViewOf(run);
     for (std::size_t i = 0; i < run.definition.steps.size(); ++i) {
         const auto& def = run.definition.steps[i];
         const RunStepView view = i < views.size() ? views[i] : RunStepView{"waiting", {}, {}, 0, {}};
-        const auto& fire = view.fire;
-        std::optional<std::int64_t> fire_id, dispatched_at, finished_at, lag_ms;
-        std::optional<std::string> fire_status, reason, message;
-        if (fire) {
-            fire_id = fire->id;
-            fire_status = std::string(store::FireStatusName(fire->status));
-            if (fire->reason) reason = std::string(store::FireReasonName(*fire->reason));
-            message = fire->result_message;
-            dispatched_at = fire->dispatched_at;
-            finished_at = fire->finished_at;
-            if (fire->dispatched_at && view.ready_at) lag_ms = *fire->dispatched_at - *view.ready_at;
+        api::WorkflowRunStepView step{.name = def.name,
+                                      .job_id = def.job_id,
+                                      .state = view.state,
+                                      .generation = view.generation,
+                                      .attempts = view.attempts,
+                                      .ready_at = view.ready_at};
+        if (const auto& fire = view.fire) {
+            step.fire_id = fire->id;
+            step.fire_status = std::string(store::FireStatusName(fire->status));
+            if (fire->reason) step.reason = std::string(store::FireReasonName(*fire->reason));
+            step.message = fire->result_message;
+            step.dispatched_at = fire->dispatched_at;
+            step.finished_at = fire->finished_at;
+            if (fire->dispatched_at && view.ready_at) step.lag_ms = *fire->dispatched_at - *view.ready_at;
         }
-        steps.push_back({{k::kName, def.name},
-                         {k::kJobId, def.job_id},
-                         {k::kState, view.state},
-                         {k::kGeneration, OrNull(view.generation)},
-                         {k::kFireId, OrNull(fire_id)},
-                         {k::kFireStatus, OrNull(fire_status)},
-                         {k::kReason, OrNull(reason)},
-                         {k::kMessage, OrNull(message)},
-                         {k::kAttempts, view.attempts},
-                         {k::kReadyAt, OrNull(view.ready_at)},
-                         {k::kDispatchedAt, OrNull(dispatched_at)},
-                         {k::kFinishedAt, OrNull(finished_at)},
-                         {k::kLagMs, OrNull(lag_ms)}});
+        out.steps.push_back(std::move(step));
     }
-    out[k::kSteps] = std::move(steps);
-    out[k::kEdges] = EdgesJson(run.definition.edges);
-    return out;
+    out.edges = Edges(run.definition.edges);
+    return api::ToJson(out);
 }
 
 std::string WorkflowField(const Status& s) {

@@ -8,6 +8,7 @@
 #include "impl/context.hpp"
 #include "impl/job_input.hpp"
 #include "impl/list_query.hpp"
+#include "impl/resource_routes.hpp"
 #include "impl/views.hpp"
 #include "impl/workflows.hpp"
 #include "sched/http/json.hpp"
@@ -112,98 +113,74 @@ void AddWorkflowRoutes(Routes& routes) {
     auto ctx = routes.context();
 
     routes.Add(Method::kGet, "/api/v1/workflows", Permission::kViewer,
-               [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
-                   std::optional<Response> error;
-                   const auto page = ReadPageRequest(req, {}, error);
-                   if (!page) co_return *error;
-                   const int limit = page->limit;
-                   const std::int64_t after = page->cursor;
-                   auto work = [limit, after](db::Database& db) -> Result<nlohmann::json> {
-                       auto listed = store::WorkflowRepository(db).List(after, limit + 1);
-                       if (!listed.ok()) return listed.status();
-                       return CursorPage(*listed, limit, [&](const auto& w) { return WorkflowJson(w); });
-                   };
-                   auto listed = co_await WithDb(*ctx, work);
-                   if (!listed.ok()) co_return Response::Error(listed.status());
-                   co_return Response::Json(*listed);
-               });
+               PageHandler(ctx, [](db::Database& db, const PageRequest& page) -> Result<nlohmann::json> {
+                   auto listed = store::WorkflowRepository(db).List(page.cursor, page.limit + 1);
+                   if (!listed.ok()) return listed.status();
+                   return CursorPage(*listed, page.limit, WorkflowJson);
+               }));
 
-    routes.Add(Method::kPost, "/api/v1/workflows", Permission::kOperator,
-               [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
-                   auto body = req.Json();
-                   if (!body.ok()) co_return Response::Error(body.status(), "body");
-                   if (auto unknown = RejectUnknownFields(*body, kWorkflowFields, kWorkflowReadOnly))
-                       co_return *unknown;
-                   WorkflowInput in;
-                   if (auto invalid = ReadWorkflowInput(*body, nullptr, in)) co_return Response::Error(*invalid);
-                   auto work = [&in, &who](db::Database& db) -> Result<store::Workflow> {
-                       auto now = DbNowMs(db);
-                       if (!now.ok()) return now.status();
-                       if (Status s = PlanWorkflowNext(in, *now); !s.ok()) return s;
-                       auto created = store::WorkflowRepository(db).Create(in.workflow);
-                       if (created.ok()) {
-                           RecordAudit(db, who,
-                                       {"create", kWorkflowKind, std::to_string(created->id), created->name,
-                                        std::nullopt, WorkflowJson(*created)});
-                       }
-                       return created;
-                   };
-                   auto created = co_await WithDb(*ctx, work);
-                   if (!created.ok()) co_return WorkflowError(created.status());
-                   spdlog::info("web: workflow {} \"{}\" created by {}", created->id, created->name, who.name);
-                   Response response = Response::Json(WorkflowJson(*created), 201);
-                   response.headers.Set("Location", "/api/v1/workflows/" + std::to_string(created->id));
-                   co_return response;
-               });
+    routes.Add(
+        Method::kPost, "/api/v1/workflows", Permission::kOperator,
+        CreateHandler<WorkflowInput, store::Workflow>(
+            ctx,
+            {.collection = "/api/v1/workflows",
+             .fields = {kWorkflowFields, kWorkflowReadOnly},
+             .read = [](const nlohmann::json& body, WorkflowInput& in) { return ReadWorkflowInput(body, nullptr, in); },
+             .create = [](db::Database& db, WorkflowInput& in, const Principal& who) -> Result<store::Workflow> {
+                 auto now = DbNowMs(db);
+                 if (!now.ok()) return now.status();
+                 if (Status s = PlanWorkflowNext(in, *now); !s.ok()) return s;
+                 auto created = store::WorkflowRepository(db).Create(in.workflow);
+                 if (created.ok()) {
+                     RecordAudit(db, who,
+                                 {"create", kWorkflowKind, std::to_string(created->id), created->name, std::nullopt,
+                                  WorkflowJson(*created)});
+                 }
+                 return created;
+             },
+             .error = WorkflowError,
+             .view = WorkflowJson,
+             .log =
+                 [](const store::Workflow& w, const Principal& who) {
+                     spdlog::info("web: workflow {} \"{}\" created by {}", w.id, w.name, who.name);
+                 }}));
 
     routes.Add(Method::kGet, "/api/v1/workflows/{id}", Permission::kViewer,
-               [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
-                   std::optional<Response> error;
-                   const auto id = PathId(req, error);
-                   if (!id) co_return *error;
-                   auto work = [id = *id](db::Database& db) {
-                       return store::WorkflowRepository(db).Get(id);
-                   };
-                   auto found = co_await WithDb(*ctx, work);
-                   if (!found.ok()) co_return WorkflowError(found.status());
-                   co_return Response::Json(WorkflowJson(*found));
-               });
+               GetHandler(ctx, WorkflowError, [](db::Database& db, std::int64_t id) -> Result<nlohmann::json> {
+                   auto found = store::WorkflowRepository(db).Get(id);
+                   if (!found.ok()) return found.status();
+                   return WorkflowJson(*found);
+               }));
 
-    routes.Add(Method::kPut, "/api/v1/workflows/{id}", Permission::kOperator,
-               [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
-                   std::optional<Response> error;
-                   const auto id = PathId(req, error);
-                   if (!id) co_return *error;
-                   auto body = req.Json();
-                   if (!body.ok()) co_return Response::Error(body.status(), "body");
-                   if (auto unknown = RejectUnknownFields(*body, kWorkflowFields, kWorkflowReadOnly))
-                       co_return *unknown;
-                   std::optional<http::ApiError> invalid;
-                   auto work = [&invalid, &body, &who, id = *id](db::Database& db) -> Result<store::Workflow> {
-                       store::WorkflowRepository workflows(db);
-                       auto current = workflows.Get(id);
-                       if (!current.ok()) return current.status();
-                       WorkflowInput in;
-                       invalid = ReadWorkflowInput(*body, &*current, in);
-                       if (invalid) return InvalidArgument(invalid->message);
-                       auto now = DbNowMs(db);
-                       if (!now.ok()) return now.status();
-                       if (Status s = PlanWorkflowNext(in, *now); !s.ok()) return s;
-                       auto updated = workflows.Update(in.workflow, in.version);
-                       if (updated.ok()) {
-                           RecordAudit(db, who,
-                                       {"update", kWorkflowKind, std::to_string(id), updated->name,
-                                        WorkflowJson(*current), WorkflowJson(*updated)});
-                       }
-                       return updated;
-                   };
-                   auto updated = co_await WithDb(*ctx, work);
-                   if (invalid) co_return Response::Error(*invalid);
-                   if (!updated.ok()) co_return WorkflowError(updated.status());
-                   spdlog::info("web: workflow {} updated to version {} by {}", updated->id, updated->version,
-                                who.name);
-                   co_return Response::Json(WorkflowJson(*updated));
-               });
+    routes.Add(
+        Method::kPut, "/api/v1/workflows/{id}", Permission::kOperator,
+        UpdateHandler<store::Workflow>(
+            ctx, {.fields = {kWorkflowFields, kWorkflowReadOnly},
+                  .update = [](db::Database& db, std::int64_t id, const nlohmann::json& body, const Principal& who,
+                               std::optional<http::ApiError>& invalid) -> Result<store::Workflow> {
+                      store::WorkflowRepository workflows(db);
+                      auto current = workflows.Get(id);
+                      if (!current.ok()) return current.status();
+                      WorkflowInput in;
+                      invalid = ReadWorkflowInput(body, &*current, in);
+                      if (invalid) return InvalidArgument(invalid->message);
+                      auto now = DbNowMs(db);
+                      if (!now.ok()) return now.status();
+                      if (Status s = PlanWorkflowNext(in, *now); !s.ok()) return s;
+                      auto updated = workflows.Update(in.workflow, in.version);
+                      if (updated.ok()) {
+                          RecordAudit(db, who,
+                                      {"update", kWorkflowKind, std::to_string(id), updated->name,
+                                       WorkflowJson(*current), WorkflowJson(*updated)});
+                      }
+                      return updated;
+                  },
+                  .error = WorkflowError,
+                  .view = WorkflowJson,
+                  .log =
+                      [](const store::Workflow& w, const Principal& who) {
+                          spdlog::info("web: workflow {} updated to version {} by {}", w.id, w.version, who.name);
+                      }}));
 
     for (const bool pause : {true, false}) {
         routes.Add(Method::kPost, pause ? "/api/v1/workflows/{id}/pause" : "/api/v1/workflows/{id}/resume",
@@ -223,26 +200,22 @@ void AddWorkflowRoutes(Routes& routes) {
     }
 
     routes.Add(Method::kDelete, "/api/v1/workflows/{id}", Permission::kOperator,
-               [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
-                   std::optional<Response> error;
-                   const auto id = PathId(req, error);
-                   if (!id) co_return *error;
-                   auto work = [id = *id, &who](db::Database& db) -> Status {
-                       store::WorkflowRepository workflows(db);
-                       auto before = workflows.Get(id);
-                       Status deleted = workflows.Delete(id);
-                       if (deleted.ok() && before.ok()) {
-                           RecordAudit(db, who,
-                                       {"delete", kWorkflowKind, std::to_string(id), before->name,
-                                        WorkflowJson(*before), std::nullopt});
-                       }
-                       return deleted;
-                   };
-                   Status deleted = co_await WithDb(*ctx, work);
-                   if (!deleted.ok()) co_return WorkflowError(deleted);
-                   spdlog::info("web: workflow {} deleted by {}", *id, who.name);
-                   co_return Response::NoContent();
-               });
+               DeleteHandler(ctx, {.remove = [](db::Database& db, std::int64_t id, const Principal& who) -> Status {
+                                       store::WorkflowRepository workflows(db);
+                                       auto before = workflows.Get(id);
+                                       Status deleted = workflows.Delete(id);
+                                       if (deleted.ok() && before.ok()) {
+                                           RecordAudit(db, who,
+                                                       {"delete", kWorkflowKind, std::to_string(id), before->name,
+                                                        WorkflowJson(*before), std::nullopt});
+                                       }
+                                       return deleted;
+                                   },
+                                   .error = WorkflowError,
+                                   .log =
+                                       [](std::int64_t id, const Principal& who) {
+                                           spdlog::info("web: workflow {} deleted by {}", id, who.name);
+                                       }}));
 
     // A manual run: the overlap check and the insert in one write transaction, so two triggers
     // racing for the last slot create one run.
@@ -303,24 +276,14 @@ void AddWorkflowRoutes(Routes& routes) {
                    co_return response;
                });
 
-    routes.Add(Method::kGet, "/api/v1/workflows/{id}/runs", Permission::kViewer,
-               [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
-                   std::optional<Response> error;
-                   const auto id = PathId(req, error);
-                   if (!id) co_return *error;
-                   const auto page = ReadPageRequest(req, {}, error);
-                   if (!page) co_return *error;
-                   const int limit = page->limit;
-                   const std::int64_t before = page->cursor;  // newest first: ids below the cursor
-                   auto work = [limit, before, id = *id](db::Database& db) -> Result<nlohmann::json> {
-                       auto listed = store::WorkflowRunRepository(db).ListForWorkflow(id, before, limit + 1);
-                       if (!listed.ok()) return listed.status();
-                       return CursorPage(*listed, limit, [](const auto& run) { return WorkflowRunJson(run); });
-                   };
-                   auto listed = co_await WithDb(*ctx, work);
-                   if (!listed.ok()) co_return Response::Error(listed.status());
-                   co_return Response::Json(*listed);
-               });
+    // Newest first: the cursor is the last run id of the page, the next page the ids below it.
+    routes.Add(
+        Method::kGet, "/api/v1/workflows/{id}/runs", Permission::kViewer,
+        ChildPageHandler(ctx, [](db::Database& db, std::int64_t id, const PageRequest& page) -> Result<nlohmann::json> {
+            auto listed = store::WorkflowRunRepository(db).ListForWorkflow(id, page.cursor, page.limit + 1);
+            if (!listed.ok()) return listed.status();
+            return CursorPage(*listed, page.limit, WorkflowRunJson);
+        }));
 
     AddWorkflowRunRoute(routes);  // GET /api/v1/workflow-runs/{id} (workflow_runs_api.cpp)
 

@@ -135,7 +135,7 @@ TEST_P(AuthApiTest, RolesDecideWhatATokenReaches) {
     EXPECT_EQ(Get("/api/v1/tokens").status, 200);
 }
 
-// Issue 14: executor tokens name the apps they may act for; the listing and whoami show it.
+// Least privilege: executor tokens name the apps they may act for; the listing and whoami show it.
 TEST_P(AuthApiTest, ExecutorTokensCarryAValidatedAppScope) {
     const auto field_of = [&](const nlohmann::json& body) {
         auto r = Post("/api/v1/tokens", body);

@@ -246,7 +246,7 @@ TEST_P(ExecutorApiTest, TheLockApiIsServedWithTheSdkRoutes) {
     EXPECT_EQ(Post("/api/v1/locks/bad%20key/acquire", {{"lease_ms", 5000}})->status, 400);
 }
 
-// Issue 14: an executor token acts only for the apps in its scope, on a trigger node's executor
+// Least privilege: an executor token acts only for the apps in its scope, on a trigger node's executor
 // API (AddExecutorRoutes, which looks tokens up in the table) as on the web module's.
 TEST_P(ExecutorApiTest, AnAppScopedExecutorTokenActsOnlyForItsApps) {
     const auto pay = StoreToken("sched_pay", store::Role::kExecutor, {"pay"});

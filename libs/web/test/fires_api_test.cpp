@@ -13,7 +13,7 @@ namespace sched::web::testing {
 namespace {
 
 using http::Method;
-// The executor side of kill and log (DESIGN 6), recording what it was asked. It checks the
+// The executor side of kill and log (docs/protocol.md), recording what it was asked. It checks the
 // calls' signatures as the SDK does, against app demo's keys as the database holds them.
 class FakeExecutor {
   public:

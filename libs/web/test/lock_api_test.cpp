@@ -323,7 +323,7 @@ TEST_P(LockApiTest, ExecutorsOperatorsAndAdminsTakeLocksViewersOnlyLook) {
     EXPECT_EQ(Get("/api/v1/jobs", executor).status, 403);
 }
 
-// Issue 14: an executor token locks only in its apps' namespaces; people's tokens and the
+// Least privilege: an executor token locks only in its apps' namespaces; people's tokens and the
 // cluster token keep the global namespace and reach every app's.
 TEST_P(LockApiTest, AnExecutorTokenLocksOnlyInItsAppsNamespaces) {
     const auto pay = CreateToken("pay-svc", "executor", {"pay"});

@@ -32,6 +32,10 @@ MAX_START_IN_MS = 10000  # the longest a run sent ahead may be held (libs/protoc
 MAX_KILL_REASON = 64  # the longest reason a kill may carry (libs/protocol run.hpp)
 LOG_PAGE_LINES = 1000
 BLOCK_STRATEGIES = ("serial", "discard-later", "cover-early")
+# The overlap policies a node may name in `overlap` (the job vocabulary's block strategies): when
+# present the cluster enforced the job's policy and limit, and the run starts on arrival.
+OVERLAP_POLICIES = BLOCK_STRATEGIES + ("skip", "buffer-one", "buffer-all", "cancel-other", "terminate-other",
+                                       "allow-all")
 _CODE_STATUS = {
     "invalid_argument": 400,
     "unauthenticated": 401,
@@ -202,7 +206,10 @@ class _Registry:
             key = (req["fire_id"], req["attempt"])
             if key in self.seen:
                 return ("duplicate", "", None, False, [])
-            lane = self.lanes.get(req["job_id"])
+            # The cluster enforced the job's policy and limit (`overlap` sent): the run starts now,
+            # in no lane, beside any other run of the job here.
+            enforced = bool(req.get("overlap"))
+            lane = None if enforced else self.lanes.get(req["job_id"])
             replaced = 0
             if lane is not None:
                 if req["block_strategy"] == "discard-later":
@@ -219,7 +226,8 @@ class _Registry:
             on_accepted(run, lane is None)
             dropped = []
             if lane is None:
-                self.lanes[req["job_id"]] = [run, collections.deque()]
+                if not enforced:
+                    self.lanes[req["job_id"]] = [run, collections.deque()]
                 return ("accepted", "", run, True, dropped)
             if req["block_strategy"] == "cover-early":
                 for queued in lane[1]:
@@ -261,8 +269,8 @@ class _Registry:
             run = self.in_flight.get(fire_id)
             if run is None:
                 return None, False, None
-            lane = self.lanes[run.request["job_id"]]
-            was_running = lane[0] is run
+            lane = self.lanes.get(run.request["job_id"])
+            was_running = lane is None or run not in lane[1]  # running, in its lane or in none
             if timeout:
                 left = run.timeout_left_ms(now)
                 if left is not None:
@@ -285,7 +293,9 @@ class _Registry:
                     queued.cancel_for(reason)
                     dropped.append(queued)
                 lane[1].clear()
-                lane[0].cancel_for(reason)
+            # What is left in flight is running: in a lane, or in none (admitted by the cluster).
+            for run in self.in_flight.values():
+                run.cancel_for(reason)
             return dropped
 
     def idle(self, job_id):
@@ -440,6 +450,7 @@ def parse_run(obj, prefix=""):
         "shard_index": _int_field(obj, "shard_index", prefix, 0),
         "shard_total": _int_field(obj, "shard_total", prefix, 1, minimum=1),
         "block_strategy": _str_field(obj, "block_strategy", prefix, "serial", max_len=32),
+        "overlap": _str_field(obj, "overlap", prefix, "", max_len=32),
         "callback_url": _str_field(obj, "callback_url", prefix, "", max_len=2048),
         "start_in_ms": _int_field(obj, "start_in_ms", prefix, 0, maximum=MAX_START_IN_MS),
     }
@@ -447,6 +458,9 @@ def parse_run(obj, prefix=""):
     if run["block_strategy"] not in BLOCK_STRATEGIES:
         raise ApiError("invalid_argument", "%sblock_strategy: expected one of %s" % (label, ", ".join(BLOCK_STRATEGIES)),
                        label + "block_strategy")
+    if run["overlap"] and run["overlap"] not in OVERLAP_POLICIES:
+        raise ApiError("invalid_argument", "%soverlap: expected one of %s" % (label, ", ".join(OVERLAP_POLICIES)),
+                       label + "overlap")
     if run["shard_index"] >= run["shard_total"]:
         raise ApiError("invalid_argument", "%sshard_index: must be less than shard_total (%d)"
                        % (label, run["shard_total"]), label + "shard_index")

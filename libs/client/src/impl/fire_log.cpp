@@ -23,7 +23,7 @@ void FireLogBook::EvictIfNeeded() {
     // Only finished fires are forgotten (a running fire's lines are still being asked for), and
     // they wait in their own queue: a search for them among the running fires, in the order the
     // fires opened, cost a pass over every running fire at each admission, quadratic in a burst
-    // (a 1,000-run burst with log-retained-fires 1 spent most of its admission there; issue 20).
+    // (a 1,000-run burst with log-retained-fires 1 spent most of its admission there).
     while (entries_.size() > retained_fires_ && !finished_.empty()) {
         entries_.erase(finished_.front());
         finished_.pop_front();
@@ -65,7 +65,7 @@ std::optional<FireLogBook::Tail> FireLogBook::ReadTail(std::int64_t fire_id) con
         std::lock_guard lock(mu_);
         auto it = entries_.find(fire_id);
         // A log of the SDK's lines only would be one more stored row per fire that says what
-        // the fire's row says (issue 20: every row written per fire counts at 1,000 fires/s).
+        // the fire's row says (every row written per fire counts at 1,000 fires/s).
         if (it == entries_.end() || !it->second.handler_wrote) return std::nullopt;
         const Entry& e = it->second;
         total = e.total_bytes;

@@ -73,12 +73,17 @@ AdmitResult RunRegistry::AdmitLocked(RunRequest request, std::size_t index, cons
         out.admission = Admission::kDuplicate;
         return out;
     }
-    auto lane_it = lanes_.find(request.job_id);
+    // The cluster enforced the job's policy and limit (the node sent `overlap`): the run is
+    // within them, so it starts now, in no lane, beside any other run of the job here.
+    const bool enforced = request.overlap.has_value();
+    auto lane_it = enforced ? lanes_.end() : lanes_.find(request.job_id);
     const bool busy = lane_it != lanes_.end();
     std::size_t replaced = 0;
     if (busy) {
         const Lane& lane = lane_it->second;
-        switch (request.block_strategy) {
+        // What a run of a job already going here waits for: a name of the new policies reads as
+        // the executor-side strategy it maps to.
+        switch (ExecutorStrategy(request.block_strategy)) {
             case BlockStrategy::kDiscardLater:
                 out.admission = Admission::kBusy;
                 out.message = "job " + std::to_string(request.job_id) + " is running fire " +
@@ -88,7 +93,7 @@ AdmitResult RunRegistry::AdmitLocked(RunRequest request, std::size_t index, cons
                 // The covered runs make room for the new one.
                 replaced = lane.queued.size() + 1;
                 break;
-            case BlockStrategy::kSerial:
+            default:  // serial
                 break;
         }
     }
@@ -107,11 +112,11 @@ AdmitResult RunRegistry::AdmitLocked(RunRequest request, std::size_t index, cons
     out.start_now = !busy;
     if (on_accepted) on_accepted(index, *run, out.start_now);
     if (!busy) {
-        lanes_[run->request.job_id].running = run;
+        if (!enforced) lanes_[run->request.job_id].running = run;
         return out;
     }
     Lane& lane = lane_it->second;
-    if (run->request.block_strategy == BlockStrategy::kCoverEarly) {
+    if (ExecutorStrategy(run->request.block_strategy) == BlockStrategy::kCoverEarly) {
         for (auto& queued : lane.queued) {
             in_flight_.erase(queued->request.fire_id);
             queued->covered_by.store(fire_id);
@@ -150,8 +155,11 @@ KillResult RunRegistry::Kill(std::int64_t fire_id, bool timeout, std::chrono::st
     auto it = in_flight_.find(fire_id);
     if (it == in_flight_.end()) return out;
     out.run = it->second;
-    Lane& lane = lanes_.at(out.run->request.job_id);
-    out.was_running = lane.running == out.run;
+    // Queued in its job's lane, or running (in the lane, or in none: a run the cluster admitted).
+    auto lane = lanes_.find(out.run->request.job_id);
+    const bool queued = lane != lanes_.end() && std::find(lane->second.queued.begin(), lane->second.queued.end(),
+                                                          out.run) != lane->second.queued.end();
+    out.was_running = !queued;
     // The node's watch began at its dispatch; the run's timeout begins at its handler's start,
     // which waiting behind the job's running fire or for its start time puts later.
     if (timeout) {
@@ -163,7 +171,7 @@ KillResult RunRegistry::Kill(std::int64_t fire_id, bool timeout, std::chrono::st
         out.run->token.Cancel(reason);
         return out;
     }
-    std::erase(lane.queued, out.run);
+    std::erase(lane->second.queued, out.run);
     in_flight_.erase(it);
     out.run->token.Cancel(reason);
     return out;
@@ -179,8 +187,9 @@ std::vector<RunPtr> RunRegistry::CancelAll(CancelReason reason) {
             dropped.push_back(std::move(queued));
         }
         lane.queued.clear();
-        lane.running->token.Cancel(reason);
     }
+    // What is left in flight is running: in a lane, or in none (admitted by the cluster).
+    for (auto& [fire_id, run] : in_flight_) run->token.Cancel(reason);
     return dropped;
 }
 

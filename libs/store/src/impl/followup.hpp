@@ -1,6 +1,6 @@
 #pragma once
 
-// Which ended fires have nothing after them (docs/architecture.md "Follow-up flag"): the one
+// Which ended fires have nothing after them (docs/architecture/master.md "Follow-up flag"): the one
 // rule the master's bulk clear and the result writes share.
 
 #include <string>

@@ -58,7 +58,7 @@ struct NullableString {
 /// The integer output columns of a row (`Row::BindInto(statement&, IntColumns&)`). soci's MySQL
 /// backend turns every fetched integer into a number through a fresh std::istringstream (its
 /// `parse_num`): a locale set-up per column that was a third of a trigger node's CPU at 1,000
-/// fires/s (perf, issue 20). On MySQL these columns are fetched as their text and read with
+/// fires/s (perf). On MySQL these columns are fetched as their text and read with
 /// std::from_chars; elsewhere (SQLite hands over the integer itself) they are bound as they are.
 class IntColumns {
   public:
@@ -167,7 +167,7 @@ auto SelectRows(soci::session& s, const std::string& sql, BindUses&& bind_uses)
 /// deque never moves its elements) until Bind has handed it to the statement. Why numbers are
 /// not bound: SQLite finds a named parameter by a linear search of the names seen so far, so a
 /// 200-row INSERT with 1,800 named values spent 43% of a standalone node's CPU in
-/// sqlite3_prepare at 3,000 fires/s (issue 20); soci's MySQL backend substitutes each name
+/// sqlite3_prepare at 3,000 fires/s; soci's MySQL backend substitutes each name
 /// into the text on the client anyway.
 class BoundValues {
   public:

@@ -3,7 +3,7 @@
 /// TriggerNode's HTTP surface as a unit of its own: the admin routes (/healthz, /readyz,
 /// /metrics, /status) and the node-to-node ones (election nudge, peer notification). Everything
 /// it reads or wakes comes in through Hooks, so a test builds it without a database, an elector
-/// or a server. Internal (TriggerNode owns one; docs/architecture.md "Trigger node").
+/// or a server. Internal (TriggerNode owns one; docs/architecture/trigger-node.md).
 
 #include <atomic>
 #include <cstdint>

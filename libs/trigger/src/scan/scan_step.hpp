@@ -1,6 +1,6 @@
 #pragma once
 
-/// The master's scan as steps (docs/architecture.md "Master loop"): Master::Scan opens one
+/// The master's scan as steps (docs/architecture/master.md "Master loop"): Master::Scan opens one
 /// fenced transaction and runs each ScanStep in order inside it, so every write of every step
 /// lands only while this node holds the lease at the scan's epoch. A step reads and writes
 /// through the context's session, adds what it did to the report, and notes the fires it gave a

@@ -1,7 +1,7 @@
 #pragma once
 
 // The audit log's writer for the web module: one call per change, after the change or inside
-// its transaction (docs/architecture.md "Audit log").
+// its transaction (docs/architecture/audit.md).
 
 #include <optional>
 #include <string>

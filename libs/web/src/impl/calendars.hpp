@@ -17,7 +17,7 @@
 
 namespace sched::web::impl {
 
-/// The job body fields of issue 17's calendar and bounds.
+/// The job body fields of a job's calendar and bounds (docs/schedules.md).
 inline constexpr std::array<std::string_view, 4> kJobBoundsFields = {"calendar", "start_at", "end_at", "max_runs"};
 inline constexpr std::array<std::string_view, 3> kJobBoundsReadOnly = {"planned_runs", "completed_at",
                                                                        "completed_reason"};

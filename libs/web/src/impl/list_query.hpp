@@ -8,10 +8,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "sched/api/page.hpp"
 #include "sched/http/message.hpp"
 
 namespace sched::web::impl {
@@ -45,18 +47,17 @@ struct PageRequest {
 std::optional<PageRequest> ReadPageRequest(const http::Request& req, std::initializer_list<std::string_view> filters,
                                            std::optional<http::Response>& error, const PageBounds& bounds = {});
 
-/// The answer of a list route, {"items": [...], "next_cursor": "<id of the last row shown>" or
-/// null}, from `rows` read with a limit of page + 1 (the one more tells whether a next page
-/// exists; it is dropped here). `item(row)` is a row's JSON.
+/// The answer of a list route, an api::Page ({"items": [...], "next_cursor": "<id of the last
+/// row shown>" or null}), from `rows` read with a limit of page + 1 (the one more tells whether a
+/// next page exists; it is dropped here). `item(row)` is a row's view or JSON.
 template <typename Row, typename Item>
 nlohmann::json CursorPage(std::vector<Row>& rows, int page, Item&& item) {
     const bool more = static_cast<int>(rows.size()) > page;
     if (more) rows.resize(static_cast<std::size_t>(page));
-    nlohmann::json items = nlohmann::json::array();
-    for (const auto& row : rows) items.push_back(item(row));
-    nlohmann::json next = nullptr;
-    if (more) next = std::to_string(rows.back().id);
-    return nlohmann::json{{"items", std::move(items)}, {"next_cursor", std::move(next)}};
+    api::Page<std::invoke_result_t<Item&, const Row&>> out;
+    for (const auto& row : rows) out.items.push_back(item(row));
+    if (more) out.next_cursor = std::to_string(rows.back().id);
+    return api::ToJson(out);
 }
 
 /// For routes that are not paged: the 400 "<name>: unknown query parameter" for the first

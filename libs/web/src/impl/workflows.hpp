@@ -1,8 +1,9 @@
 #pragma once
 
-// The wire shapes of the workflow routes (workflows_api.cpp; docs/workflows.md, OpenAPI schemas
-// Workflow, WorkflowInput, WorkflowRun, WorkflowRunStep): each key is spelled once, here, and
-// both the reader of a body and the writers of answers use it.
+// The bodies the workflow routes read (workflows_api.cpp; docs/workflows.md, OpenAPI schemas
+// WorkflowInput, WorkflowEdgeInput, WorkflowRerunInput) and the fields their errors name; the
+// answers are written from the views of sched/api/workflows.hpp (schemas Workflow, WorkflowRun,
+// WorkflowRunDetail, WorkflowRunStep).
 
 #include <array>
 #include <cstdint>
@@ -20,7 +21,7 @@
 
 namespace sched::web::impl {
 
-/// The keys of the workflow shapes.
+/// The keys of the workflow bodies and of the fields errors name.
 namespace wf_key {
 inline constexpr const char* kId = "id";
 inline constexpr const char* kName = "name";

@@ -9,7 +9,7 @@
 ///     ...                                            // until SIGTERM
 ///     executor.Stop();                               // finishes runs, delivers results, deregisters
 ///
-/// What it does (DESIGN 6):
+/// What it does (docs/protocol.md):
 /// - serves `POST /v1/run` (202 accepted; 404 unknown handler; 409 busy by block strategy or
 ///   stale epoch; 429 out of capacity; 401 not signed by the cluster; 400 naming the bad field;
 ///   503 while stopping) and its batch form `POST /v1/runs` (one answer per run, each as

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -54,6 +55,10 @@ struct RunRequest {
     std::int64_t shard_index = 0;
     std::int64_t shard_total = 1;
     BlockStrategy block_strategy = BlockStrategy::kSerial;
+    /// Set when the cluster enforced the job's overlap policy and concurrency limit where the
+    /// fire was claimed: the run starts on arrival, beside any other run of the job here,
+    /// without judging `block_strategy`.
+    std::optional<BlockStrategy> overlap;
     std::string callback_url;  ///< where to send the result first ("" = the web endpoints)
 };
 

@@ -7,7 +7,7 @@
 /// After all components have read their sections, RejectUnknownKeys() throws for any key nobody
 /// read, naming its full path ("http.listen-adress: unknown key"). Keys are kebab-case.
 ///
-/// Errors are ConfigError exceptions (start-up errors, STYLE "Errors"); apps print what() as one
+/// Errors are ConfigError exceptions (start-up errors, not expected failures); apps print what() as one
 /// line and exit with code 2.
 
 #include <chrono>

@@ -7,7 +7,7 @@
 /// enums inside. Here in `common` because the cron library (which computes with the schedule
 /// types), the store (which maps them to columns), the protocol (which sends the block strategy)
 /// and schedctl (linked with common and http only) all need the one table. docs/cron.md describes
-/// the types, DESIGN.md section 5 the policies, sched/trigger/routing.hpp the routings.
+/// the types and the misfire policies, sched/trigger/routing.hpp the routings.
 
 #include <string_view>
 
@@ -65,16 +65,58 @@ inline constexpr auto kRoutingNames =
     MakeNameTable<Routing>({"first", "last", "round-robin", "random", "consistent-hash", "least-frequently-used",
                             "least-recently-used", "failover", "busy-over", "sharding-broadcast"});
 
-/// A job's `block_strategy`: what an executor does when a run arrives for a job that already has
-/// one running or queued there. Sent on `/v1/run` (sched/protocol/run.hpp).
+/// A job's `block_strategy`: its overlap policy, what happens to a fire of the job when
+/// `concurrency_limit` of its fires are already dispatching or running anywhere in the cluster
+/// (decided where fires are claimed, docs/architecture/concurrency.md). The
+/// policies are Temporal's; the first three names are those of earlier releases, kept as
+/// aliases (each stored and answered as written):
 enum class BlockStrategy {
-    kSerial,        ///< "serial": queue it behind the running one
-    kDiscardLater,  ///< "discard-later": refuse the new run (409, field block_strategy)
-    kCoverEarly,    ///< "cover-early": cancel the running one and run the new one
+    kSerial,          ///< "serial": the alias of buffer-all
+    kDiscardLater,    ///< "discard-later": the alias of skip
+    kCoverEarly,      ///< "cover-early": the alias of terminate-other
+    kSkip,            ///< "skip": the new fire ends skipped (reason blocked)
+    kBufferOne,       ///< "buffer-one": it waits for a slot; a second waiting fire is skipped
+    kBufferAll,       ///< "buffer-all": it waits for a slot, however many wait
+    kCancelOther,     ///< "cancel-other": the running fires are asked to stop; it waits for them
+    kTerminateOther,  ///< "terminate-other": the running fires are killed and it starts at once
+    kAllowAll,        ///< "allow-all": no limit at all (concurrency_limit is not applied)
 };
 
 /// The stored, API and wire spelling, in enum order.
-inline constexpr auto kBlockStrategyNames = MakeNameTable<BlockStrategy>({"serial", "discard-later", "cover-early"});
+inline constexpr auto kBlockStrategyNames =
+    MakeNameTable<BlockStrategy>({"serial", "discard-later", "cover-early", "skip", "buffer-one", "buffer-all",
+                                  "cancel-other", "terminate-other", "allow-all"});
+
+/// The policy a strategy stands for: its own, or the one its alias names (serial -> buffer-all,
+/// discard-later -> skip, cover-early -> terminate-other).
+constexpr BlockStrategy OverlapPolicy(BlockStrategy strategy) {
+    switch (strategy) {
+        case BlockStrategy::kSerial:
+            return BlockStrategy::kBufferAll;
+        case BlockStrategy::kDiscardLater:
+            return BlockStrategy::kSkip;
+        case BlockStrategy::kCoverEarly:
+            return BlockStrategy::kTerminateOther;
+        default:
+            return strategy;
+    }
+}
+
+/// The name an executor of any release understands for `/v1/run`'s block_strategy (one of the
+/// first three): what an executor that does not know that the cluster enforced the policy
+/// (`overlap` on the wire) does with a second run of the job: queue it, refuse it, or cancel
+/// the first.
+constexpr BlockStrategy ExecutorStrategy(BlockStrategy strategy) {
+    switch (OverlapPolicy(strategy)) {
+        case BlockStrategy::kSkip:
+            return BlockStrategy::kDiscardLater;
+        case BlockStrategy::kTerminateOther:
+        case BlockStrategy::kCancelOther:
+            return BlockStrategy::kCoverEarly;
+        default:
+            return BlockStrategy::kSerial;
+    }
+}
 
 inline std::string_view RoutingName(Routing routing) {
     return kRoutingNames.Name(routing);
@@ -88,7 +130,7 @@ inline std::string_view BlockStrategyName(BlockStrategy strategy) {
     return kBlockStrategyNames.Name(strategy);
 }
 /// Inverse of BlockStrategyName (exact, lower-case). kInvalidArgument "expected one of serial,
-/// discard-later, cover-early, got "x"" (the jobs API's and `/v1/run`'s 400 text for
+/// discard-later, ..., allow-all, got "x"" (the jobs API's and `/v1/run`'s 400 text for
 /// `block_strategy`), the name echoed as given.
 Result<BlockStrategy> ParseBlockStrategy(std::string_view name);
 

@@ -4,7 +4,7 @@
 ///
 /// Boost 1.74 with g++ 12 needs <utility> before any Asio header; clang needs co_await support
 /// switched on explicitly. Boost 1.74 has no default completion tokens, no as_tuple and no
-/// deferred: always pass `net::use_awaitable` (STYLE "Async").
+/// deferred: always pass `net::use_awaitable`.
 ///
 /// Only the parts of Asio the project uses, not <boost/asio.hpp> (all of Asio), and no Beast:
 /// this header reaches most heavy translation units (every coroutine handler), and each of those

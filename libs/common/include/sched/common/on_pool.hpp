@@ -1,14 +1,14 @@
 #pragma once
 
 /// Running blocking work (soci) on a thread pool from a coroutine, resuming the caller with its
-/// result, so that I/O threads never block on the database (STYLE "Async"). The one copy used
+/// result, so that I/O threads never block on the database. The one copy used
 /// by the web module, the trigger node and the dispatch library.
 ///
 ///     auto work = [&] { return store::JobRepository(db).Find(id); };
 ///     auto job = co_await OnPool(db_pool, work);
 ///
 /// Exceptions propagate to the caller. Pass `fn` as a named local, never as a lambda written
-/// inside the co_await: g++ 12 destroys such temporaries twice (docs/architecture.md "Build").
+/// inside the co_await: g++ 12 destroys such temporaries twice (docs/architecture/build.md).
 
 #include <optional>
 #include <type_traits>

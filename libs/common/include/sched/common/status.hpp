@@ -1,6 +1,6 @@
 #pragma once
 
-/// Expected failures as values (STYLE "Errors"): a Status with Abseil's canonical codes and a
+/// Expected failures as values: a Status with Abseil's canonical codes and a
 /// Result<T> that holds either a value or a non-OK Status. Broken invariants are exceptions.
 
 #include <cassert>

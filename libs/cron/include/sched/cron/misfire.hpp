@@ -1,6 +1,6 @@
 #pragma once
 
-/// Misfire math (DESIGN.md section 5): which fire rows to create for a job whose due time has
+/// Misfire math (docs/cron.md): which fire rows to create for a job whose due time has
 /// passed, and which next_fire_time to store. Pure functions of their inputs.
 ///
 /// A scheduled time t is *late* when now - t > threshold, otherwise it is *on time*. Late times

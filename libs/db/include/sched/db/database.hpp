@@ -3,7 +3,7 @@
 /// A pool of soci sessions over one database, with errors as values.
 ///
 /// soci is blocking: call Database from DB worker threads, never from an Asio I/O thread
-/// (STYLE "Async"). All members are thread-safe.
+/// (an I/O thread must never block). All members are thread-safe.
 ///
 /// Every MySQL session runs with time_zone '+00:00', READ COMMITTED isolation and the URL's
 /// lock-wait and statement timeouts. Every SQLite session runs in WAL mode with the URL's busy
@@ -71,7 +71,7 @@ class PooledSession {
 
     soci::session& operator*() const { return *session_; }
     soci::session* operator->() const { return session_.get(); }
-    /// The pool will close this session instead of reusing it.
+    /// The pool will close this database session instead of reusing it.
     void MarkBroken() { broken_ = true; }
 
   private:

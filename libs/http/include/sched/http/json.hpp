@@ -1,7 +1,7 @@
 #pragma once
 
-/// Reading request fields out of JSON with errors that name the field (STYLE "Errors": never
-/// assert on external input; answer 4xx with the field name).
+/// Reading request fields out of JSON with errors that name the field (never assert on external
+/// input; answer 4xx with the field name).
 ///
 ///     JsonFields f(*body);
 ///     const auto fire_id = f.Int("fire_id", {.min = 0});

@@ -3,7 +3,7 @@
 /// HTTP requests and responses as handlers see them: plain structs with no Beast types, so that
 /// handler code and tests compile without Beast, and one uniform error body for every failure.
 ///
-/// Error bodies (DESIGN 6) always have this shape, whoever produces them (router, limits, auth,
+/// Error bodies always have this shape, whoever produces them (router, limits, auth,
 /// handlers):
 ///
 ///     {"error": {"code": "invalid_argument", "message": "fire_id: expected an integer", "field": "fire_id"}}

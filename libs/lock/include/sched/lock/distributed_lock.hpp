@@ -1,6 +1,6 @@
 #pragma once
 
-/// A distributed lock for any key, for business code (DESIGN section 4), on the same
+/// A distributed lock for any key, for business code, on the same
 /// `scheduler_lock` table as the master lease (rows named "lock:<key>").
 ///
 ///   sched::lock::DistributedLock locks(std::make_shared<sched::lock::SqlLockStore>(db));

@@ -1,6 +1,6 @@
 #pragma once
 
-/// Fenced transactions (DESIGN section 3.3): master writes that can never land after another
+/// Fenced transactions: master writes that can never land after another
 /// node has taken the lease over.
 ///
 ///   sched::lock::Fence fence(db, elector.config().name, elector.node_id());

@@ -1,9 +1,9 @@
 #pragma once
 
-/// Leader election by a lease on one `scheduler_lock` row (DESIGN section 3): at most one node at a
-/// time leads the namespace (default "master").
+/// Leader election by a lease on one `scheduler_lock` row: at most one node at a time leads the
+/// namespace (default "master").
 ///
-/// The shape of the seed (a version-CAS take-over and a renew every tick) with its holes closed:
+/// A version-CAS take-over and a renew every tick, with these rules:
 ///  - expiry is judged only by the database clock, inside the CAS statements, in microseconds;
 ///    a renew in the same second as the previous one is an ordinary successful renew;
 ///  - `epoch` increases on every change of owner and is the fencing token (see fenced.hpp);

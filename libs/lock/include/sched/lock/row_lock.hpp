@@ -1,6 +1,6 @@
 #pragma once
 
-/// The transaction lock of seed 001, Quartz and XXL-JOB: `SELECT ... FOR UPDATE` on a row of
+/// The transaction lock Quartz and XXL-JOB use: `SELECT ... FOR UPDATE` on a row of
 /// `scheduler_lock` (named "row:<key>", created on first use), held for exactly one
 /// transaction.
 ///

@@ -28,8 +28,8 @@
 
 namespace sched::protocol {
 
-/// The job's `block_strategy` travels as its name from the job vocabulary's one table
-/// (sched/common/job_vocabulary.hpp): "serial", "discard-later", "cover-early".
+/// The job's `block_strategy` and `overlap` travel as names from the job vocabulary's one table
+/// (sched/common/job_vocabulary.hpp).
 using sched::BlockStrategy;
 using sched::BlockStrategyName;
 using sched::kBlockStrategyNames;
@@ -52,7 +52,13 @@ struct RunRequest {
     std::int64_t timeout_ms = 0;    ///< 0 = no timeout
     std::int64_t shard_index = 0;   ///< < shard_total
     std::int64_t shard_total = 1;
+    /// One of serial, discard-later, cover-early (ExecutorStrategy): what an executor that does
+    /// not read `overlap` does with a second run of the job it already runs.
     BlockStrategy block_strategy = BlockStrategy::kSerial;
+    /// The job's overlap policy, sent by nodes that enforce it cluster-wide where fires are
+    /// claimed: the run is within the job's limit, so the executor runs it on arrival, without
+    /// judging `block_strategy` (absent: judge it, as before such nodes).
+    std::optional<BlockStrategy> overlap;
     std::string callback_url;  ///< where the result goes first ("" = the web endpoints; not sent)
     /// Start the run this long after the request arrived (0 = at once; not sent). Nodes send it
     /// only on POST /v1/runs-ahead (sched/protocol/run_batch.hpp): an executor serving that

@@ -1,6 +1,6 @@
 #pragma once
 
-/// Alerts (tables `alert_rule`, `alert_delivery`; docs/architecture.md "Alerts").
+/// Alerts (tables `alert_rule`, `alert_delivery`; docs/architecture/alerts.md).
 ///
 /// A rule names a webhook to call when a fire of one job (job_id) or of any job (nullopt) ends
 /// with one of its events. The master (trigger::Alerter) evaluates ended fires and creates one

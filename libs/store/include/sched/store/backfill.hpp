@@ -1,7 +1,7 @@
 #pragma once
 
 /// Backfills: one row per request to run a job for every scheduled time in a past range, in
-/// table `job_backfill` (sql/*/011_backfill.sql; docs/architecture.md "Backfill").
+/// table `job_backfill` (sql/*/011_backfill.sql; docs/architecture/backfill.md).
 ///
 /// The fires a backfill creates are ordinary job_fire rows of kind `backfill`, keyed like every
 /// fire (job, scheduled_time, kind, attempt, shard), so running the same range twice inserts

@@ -32,7 +32,7 @@ std::optional<FireStatus> ParseFireStatus(std::string_view name);
 bool IsFinal(FireStatus s);
 
 /// Why a fire ended without running, or why scheduled times got no fire (the ledger: every
-/// scheduled time is fired or recorded with one of these; docs/architecture.md "Fire ledger").
+/// scheduled time is fired or recorded with one of these; docs/architecture/fire-ledger.md).
 enum class FireReason {
     kMisfire,         ///< skipped by the job's misfire policy (a summary row may stand for many times)
     kPaused,          ///< the job was paused after the fire was planned
@@ -50,10 +50,11 @@ enum class FireReason {
     /// (status succeeded, ApplyResult), and on the retry that success made unnecessary, ended
     /// before it ran (status skipped).
     kSucceededLate,
+    kConcurrency,  ///< pending: waiting for a seat of its job's concurrency limit (not an end)
 };
 /// "misfire", "paused", "job_deleted", "blocked", "no_executor", "slave_died", "slave_restarted",
-/// "executor_gone", "no_result", "calendar", "upstream", "run_timeout", "succeeded_late" (the
-/// stored and API spelling).
+/// "executor_gone", "no_result", "calendar", "upstream", "run_timeout", "succeeded_late",
+/// "concurrency" (the stored and API spelling).
 std::string_view FireReasonName(FireReason r);
 std::optional<FireReason> ParseFireReason(std::string_view name);
 

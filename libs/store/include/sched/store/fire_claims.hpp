@@ -1,17 +1,23 @@
 #pragma once
 
-/// The slave's group operations on `job_fire` (docs/architecture.md "Slave"): a group of due
+/// The slave's group operations on `job_fire` (docs/architecture/slave.md): a group of due
 /// fires is claimed with one UPDATE and the fires won are learnt with one SELECT by claim
 /// token; the fires accepted by one executor instance are recorded `running` with one UPDATE.
 /// All of them are session-level: the caller owns the transaction.
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <soci/soci.h>
 
+#include "sched/db/dialect.hpp"
 #include "sched/store/fire.hpp"
+#include "sched/store/job.hpp"
 
 namespace sched::store {
 
@@ -20,6 +26,33 @@ struct StartedFire {
     std::int64_t id = 0;
     std::int64_t started_at = 0;
 };
+
+/// What admitting a claim's fires to their jobs' concurrency limits decided (FireClaims::Admit).
+struct Admission {
+    /// To send: the fires that took a seat of their job's limit, or need none (allow-all, a
+    /// sibling shard of a run that holds one), in the claim's order.
+    std::vector<Fire> admitted;
+    /// Back to `pending` (reason concurrency), to be claimed again later: the limit is reached
+    /// and the policy buffers (buffer-one, buffer-all, cancel-other).
+    std::vector<std::int64_t> held;
+    /// Of `held`, the first in line: the earliest fire of its job waiting for a seat (the next
+    /// to take one; claim it again soon, the others later).
+    std::set<std::int64_t> first_in_line;
+    /// Ended `skipped` (reason blocked): the limit is reached and the policy drops them (skip, a
+    /// second waiting fire of buffer-one).
+    std::vector<std::int64_t> skipped;
+    /// Ended `skipped` (reason misfire) before they could take a seat: late, and their job's
+    /// misfire policy does not run them (the claim's LateJudge).
+    std::vector<std::int64_t> late;
+    /// Running fires of those jobs to stop with a kill (cancel-other; terminate-other, whose
+    /// fires are already ended `killed` here).
+    std::vector<Fire> stop;
+};
+
+/// Whether a claimed fire is a misfire its job's policy does not run (the reason text), given the
+/// fires claimed with it; judged before it may take or wait for a seat.
+using LateJudge =
+    std::function<std::optional<std::string>(const Fire& fire, const Job& job, const std::vector<Fire>& claimed)>;
 
 class FireClaims {
   public:
@@ -31,6 +64,24 @@ class FireClaims {
     /// slave claimed first, or that is no longer pending, is not returned.
     static std::vector<Fire> Claim(soci::session& s, const std::string& node, const std::vector<std::int64_t>& ids,
                                    std::int64_t token, std::int64_t epoch, std::int64_t now_ms);
+
+    /// Admits the fires a claim won (`claimed`, dispatching under `token`, in due order) to their
+    /// jobs' concurrency limits, cluster-wide: a job whose policy is not allow-all has
+    /// `concurrency_limit` seats (table concurrency_slot, scope "job:<id>"); a seat is free when
+    /// its holder is no longer dispatching or running (one lost while dispatching keeps it for
+    /// its job's timeout, or 60 s without one: its run may still be going). A fire that finds a
+    /// free seat takes it; otherwise its job's policy (OverlapPolicy) decides: skip ends it skipped; buffer-all holds
+    /// it back; buffer-one holds one and skips the others; cancel-other holds it and asks for the running fires to
+    /// stop; terminate-other ends the running fires killed and takes their seat. Before that, a fire `late` judges a
+    /// misfire (one not held before) ends skipped, reason misfire, without a seat: a wait for a seat would otherwise
+    /// hide its lateness. Held fires go back to `pending` with reason concurrency; a held fire admitted later has that
+    /// reason cleared (and keeps it in `admitted`, so the slave does not judge its wait a misfire). Seats go in order:
+    /// the earliest waiting fire of a job is first in line (scope "wait:job:<id>"; buffer-one's one waiting fire), and
+    /// no later fire takes a seat before it. The seats read are locked until commit (MySQL FOR UPDATE) and the seats
+    /// taken are written, so two claims of one seat never both commit (on a Galera cluster, by certification).
+    static Admission Admit(soci::session& s, const db::Dialect& dialect, std::vector<Fire> claimed,
+                           const std::map<std::int64_t, Job>& jobs, std::int64_t token, std::int64_t now_ms,
+                           const LateJudge& late = {});
 
     /// Sets the dispatch epoch of fire `id` to `epoch` if it is `dispatching` under `token`;
     /// whether it did.

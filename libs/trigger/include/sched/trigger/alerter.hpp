@@ -1,7 +1,7 @@
 #pragma once
 
 /// Alerts: the master evaluates ended fires against the alert rules and sends webhooks
-/// (docs/architecture.md "Alerts"; tables in store/alert.hpp).
+/// (docs/architecture/alerts.md; tables in store/alert.hpp).
 ///
 /// Evaluation: a cursor (finished_at, id) over ended fires (store::AlertRepository::
 /// ListEndedAfter) moves in batches of `alert-batch`; each batch is one transaction fenced with

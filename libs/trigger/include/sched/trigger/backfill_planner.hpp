@@ -1,6 +1,6 @@
 #pragma once
 
-/// Backfills (store/backfill.hpp; docs/architecture.md "Backfill"): which past scheduled times
+/// Backfills (store/backfill.hpp; docs/architecture/backfill.md): which past scheduled times
 /// get a fire next, and the master's step that creates them inside its fenced scan.
 ///
 /// The planning is pure (cron::FireTimesInRange, PlanBackfillStep) so the overlap rules are unit

@@ -59,6 +59,10 @@ class FireQueue {
     /// wait_ms), so that Admit reports a fire due sooner; with a group, the loop is awake.
     Group TakeGroup(std::int64_t now_ms, int max_group, std::int64_t idle_wait_ms);
 
+    /// Puts fires taken earlier and held back (their job's concurrency limit was reached) back in
+    /// the queue, each at its new due time. Fires no longer known (forgotten, closed) are left out.
+    Admitted Requeue(const std::vector<protocol::NoticedFire>& fires);
+
     /// Those of `ids` not known here (the poll reads only these whole).
     std::vector<std::int64_t> Unknown(const std::vector<std::int64_t>& ids) const;
     /// The fire is no longer claimed or being sent here.

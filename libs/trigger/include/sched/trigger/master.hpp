@@ -1,6 +1,6 @@
 #pragma once
 
-/// The master's work, one scan at a time, while this node holds the lease (DESIGN 5).
+/// The master's work, one scan at a time, while this node holds the lease.
 ///
 /// Scan(epoch) runs ONE fenced transaction (lock::Fence::RunFenced), so every write of a scan
 /// lands only if this node still holds the lease at `epoch`. Inside it the steps run in order,

@@ -97,16 +97,13 @@ class RunSender {
 
     /// Sends the group's runs as described above (returns at once; the sends run detached).
     void Send(std::shared_ptr<const DispatchGroup> group);
+    /// Asks `address` to kill the run of fire `fire_id` (of `app`), once, in the background: a
+    /// running fire of a job whose overlap policy stops it for a newer one.
+    void Kill(std::int64_t fire_id, std::string app, std::string address);
     /// Fires being sent (in a per-fire send or a batch).
     std::size_t InFlight() const { return shared_->in_flight.load(); }
     /// From now on a fire with no live instance does not wait for one.
     void Stop() { shared_->stopping = true; }
-
-    /// Whether a planned fire became a misfire (later than `threshold_ms`, as when the node was
-    /// stopped) that the job's misfire policy does not run; the reason when so.
-    static std::optional<std::string> MisfireVerdict(const DispatchGroup& group, const store::Fire& fire,
-                                                     const store::Job& job, std::int64_t now_ms,
-                                                     std::int64_t threshold_ms);
 
   private:
     struct Shared {
@@ -134,6 +131,7 @@ class RunSender {
     net::awaitable<void> SendBatch(GroupPtr group, std::string app, std::string address, std::vector<store::Fire> fires,
                                    Batch kind);
     net::awaitable<void> SendOne(GroupPtr group, store::Fire fire);
+    net::awaitable<void> SendKill(std::int64_t fire_id, std::string app, std::string address);
     // The instance a fire's batch goes to: its routing's first choice when the routing needs no
     // probe, the fire is to be sent at all (job present, enabled, not a misfire) and the
     // instance has not refused that kind of batch lately; else none.

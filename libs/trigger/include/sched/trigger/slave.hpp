@@ -1,9 +1,9 @@
 #pragma once
 
-/// The slave role (DESIGN 5): every trigger node runs one. It holds the fires the master
+/// The slave role: every trigger node runs one. It holds the fires the master
 /// assigned to this node, claims them in groups at their due time, and calls their executors.
 ///
-/// The unit of database work is a group, never a fire (docs/architecture.md "Slave"):
+/// The unit of database work is a group, never a fire (docs/architecture/slave.md):
 ///   - waiting fires sit in one queue ordered by due time (DB clock, via DbTime), watched by ONE
 ///     timer; when the earliest is within `claim-ahead` of due, every fire due within the next
 ///     `claim-ahead` after it (at most `max-group`) is claimed in one transaction
@@ -72,7 +72,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -118,6 +120,11 @@ class Slave {
     static constexpr std::int64_t kNoticeHorizonMs = FireQueue::kNoticeHorizonMs;
     /// Fires queued, claimed or being sent at most (FireQueue).
     static constexpr std::size_t kMaxQueued = FireQueue::kMaxQueued;
+    /// A fire held back by its job's concurrency limit is claimed again after kFirstInLineMs when
+    /// it is the first of its job in line for a seat; otherwise after twice that, then twice as
+    /// long each time, at most kMaxHoldMs.
+    static constexpr std::int64_t kFirstInLineMs = 100;
+    static constexpr std::int64_t kMaxHoldMs = 2000;
 
     /// The node's slave: fires in `db`, executors called through `http` with the apps' signing keys.
     Slave(net::any_io_executor io, net::thread_pool& db_pool, const std::shared_ptr<db::Database>& db,
@@ -171,6 +178,10 @@ class Slave {
     void Wake(const FireQueue::Admitted& admitted);
     Status WriteRunning(std::vector<RunningRecord>& batch);
     void Accepted(AcceptedRun run);
+    // What the jobs' concurrency limits made of a claim's fires: the held ones go back in the
+    // queue (each wait longer than the last, up to kMaxHoldMs), the running ones to stop are
+    // killed. Runs on strand_.
+    void Limited(const ClaimedGroup& claimed, const std::set<std::int64_t>& won);
 
     net::any_io_executor io_;
     net::strand<net::any_io_executor> strand_;  // the group loop and its wake-ups
@@ -187,11 +198,14 @@ class Slave {
     WindowedWriter<FireEnding> endings_;
     TimeoutWatch timeouts_;
     RunSender sender_;
-    std::int64_t started_ms_ = 0;  // DB time of Start(): dispatches claimed before are an earlier run's
+    std::int64_t started_ms_ = 0;        // DB time of Start(): dispatches claimed before are an earlier run's
+    std::map<std::int64_t, int> holds_;  // on strand_: how often each queued fire was held back
 
     CounterChild& claims_;
     CounterChild& claimed_fires_;
     CounterChild& running_batches_;
+    CounterChild& misfires_;  // fires a claim ended as misfires (sched_slave_fires_total)
+    Family<CounterChild>& concurrency_;
 };
 
 }  // namespace sched::trigger

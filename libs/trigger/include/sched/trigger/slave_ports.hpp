@@ -1,6 +1,6 @@
 #pragma once
 
-/// The slave's two seams (docs/architecture.md "Slave"): where its fires are stored
+/// The slave's two seams (docs/architecture/slave.md): where its fires are stored
 /// (FireClaimStore, below) and how it calls executors (dispatch::ExecutorClient). Slave talks
 /// only to these interfaces, so its grouping, claiming and dispatch logic is unit-tested with
 /// fakes (libs/trigger/test/slave_test.cpp); the node wires the SQL store below and the signing
@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,11 +27,22 @@
 namespace sched::trigger {
 
 /// What one group claim won: the fires (now `dispatching`, stamped with the claim's token and
-/// the lease epoch) and the definitions of their jobs that still exist.
+/// the lease epoch) and the definitions of their jobs that still exist; and what the jobs'
+/// concurrency limits made of the others (store::FireClaims::Admit).
 struct ClaimedGroup {
     std::int64_t epoch = 0;
     std::vector<store::Fire> fires;
     std::vector<store::Job> jobs;
+    /// Back to `pending`, waiting for a seat of their job's limit: to be claimed again later.
+    std::vector<std::int64_t> held;
+    /// Of `held`, the first in line of their job (the next to get a seat).
+    std::set<std::int64_t> first_in_line;
+    /// Ended `skipped` by their job's overlap policy.
+    std::vector<std::int64_t> skipped;
+    /// Ended `skipped` (misfire) before they could wait for a seat: late past the threshold.
+    std::vector<std::int64_t> late;
+    /// Running fires of those jobs to stop (kill): cancel-other, terminate-other.
+    std::vector<store::Fire> stop;
     /// The params of the workflow runs (by run id) of fires among `fires` whose run was
     /// triggered with params: each step of such a run gets them instead of its job's
     /// (docs/workflows.md "Manual trigger").
@@ -60,8 +72,9 @@ class FireClaimStore {
     virtual Result<std::vector<store::Fire>> FindPending(const std::string& node,
                                                          const std::vector<std::int64_t>& ids) = 0;
     /// Claims the fires among `ids` pending for `node` in one transaction
-    /// (store::FireClaims::Claim) and reads the lease epoch and the fires' jobs in it. A retry
-    /// after an error must pass the same `token`: the error may have hidden a commit.
+    /// (store::FireClaims::Claim), reads the lease epoch and the fires' jobs in it, and admits
+    /// the fires to their jobs' concurrency limits (store::FireClaims::Admit). A retry after an
+    /// error must pass the same `token`: the error may have hidden a commit.
     virtual Result<ClaimedGroup> Claim(const std::string& node, const std::vector<std::int64_t>& ids,
                                        std::int64_t token, std::int64_t now_ms) = 0;
     /// After an executor refused a fire's epoch as stale (a failover between the claim and the
@@ -86,10 +99,12 @@ class FireClaimStore {
     virtual Result<int> UnassignPending(const std::string& node) = 0;
 };
 
-/// The store on the cluster's database. The lease epoch comes from the lease row `lease_name`.
+/// The store on the cluster's database. The lease epoch comes from the lease row `lease_name`;
+/// a claimed fire of a job with a concurrency limit is judged against `misfire_threshold_ms`
+/// (MisfireVerdict) before it may wait for a seat.
 class SqlFireClaimStore final : public FireClaimStore {
   public:
-    SqlFireClaimStore(std::shared_ptr<db::Database> db, std::string lease_name);
+    SqlFireClaimStore(std::shared_ptr<db::Database> db, std::string lease_name, std::int64_t misfire_threshold_ms);
 
     Result<std::vector<std::int64_t>> ListPendingIds(const std::string& node, int limit) override;
     Result<std::vector<store::Fire>> FindPending(const std::string& node,
@@ -107,6 +122,7 @@ class SqlFireClaimStore final : public FireClaimStore {
   private:
     std::shared_ptr<db::Database> db_;
     std::string lease_name_;
+    std::int64_t misfire_threshold_ms_;
 };
 
 }  // namespace sched::trigger

@@ -1,4 +1,4 @@
-// Calendars (issue 17, docs/schedules.md): the list with the jobs that name each calendar, one
+// Calendars (docs/schedules.md): the list with the jobs that name each calendar, one
 // calendar with a preview of its excluded and allowed times (GET /api/v1/calendars/{id}/preview),
 // and the create/edit form. Operators and admins change calendars; viewers only read.
 

@@ -4,9 +4,9 @@ import { canOperate, get, post, withQuery } from '../api.js';
 import { badge, fmtDuration, h, replace, table, timeCell } from '../dom.js';
 
 const STATUSES = ['pending', 'dispatching', 'running', 'succeeded', 'failed', 'timeout', 'killed', 'lost', 'skipped'];
-// Why a fire ended without running (the ledger; docs/architecture.md "Fire ledger").
+// Why a fire ended without running, or waits (concurrency) (the ledger; docs/architecture/fire-ledger.md).
 const REASONS = ['misfire', 'paused', 'job_deleted', 'blocked', 'no_executor', 'slave_died', 'slave_restarted',
-  'executor_gone', 'no_result', 'calendar', 'upstream', 'run_timeout', 'succeeded_late'];
+  'executor_gone', 'no_result', 'calendar', 'upstream', 'run_timeout', 'succeeded_late', 'concurrency'];
 const reasonText = (f) => (f.reason ? `${f.reason}${f.skipped_count ? ` · ${f.skipped_count} time(s)` : ''}` : '');
 const ACTIVE = new Set(['pending', 'dispatching', 'running']);
 

@@ -11,7 +11,9 @@ const SCHEDULE_TYPES = ['cron', 'fixed-rate', 'fixed-delay', 'once', 'manual'];
 const MISFIRE = ['fire-once-now', 'skip', 'fire-all'];
 const ROUTINGS = ['round-robin', 'first', 'last', 'random', 'consistent-hash', 'least-frequently-used',
   'least-recently-used', 'failover', 'busy-over', 'sharding-broadcast'];
-const BLOCK = ['serial', 'discard-later', 'cover-early'];
+// The overlap policies (docs/api.md "Concurrency and overlap"); the first three are aliases.
+const BLOCK = ['serial', 'discard-later', 'cover-early', 'skip', 'buffer-one', 'buffer-all', 'cancel-other',
+  'terminate-other', 'allow-all'];
 const DST_GAP = ['auto', 'skip', 'shift-forward'];
 const DST_OVERLAP = ['auto', 'first', 'last', 'both'];
 
@@ -345,11 +347,12 @@ export async function jobFormView(main, ctx) {
       field('Time zone', zone, `IANA name; your browser: ${browserZone}`),
       field('Misfire policy', select('misfire_policy', MISFIRE, job.misfire_policy)),
       field('Routing', select('routing', ROUTINGS, job.routing)),
-      field('Block strategy', select('block_strategy', BLOCK, job.block_strategy)),
+      field('Overlap policy', select('block_strategy', BLOCK, job.block_strategy),
+        'when the limit is reached, cluster-wide; serial = buffer-all'),
       field('Timeout (ms)', number('timeout_ms', 0), '0 = none'),
       field('Retries', number('retry_max', 0)),
       field('Retry backoff (ms)', number('retry_backoff_ms', 1)),
-      field('Concurrency limit', number('concurrency_limit', 1)),
+      field('Concurrency limit', number('concurrency_limit', 1), 'runs at once, cluster-wide (not for allow-all)'),
       field('Shards', number('shard_total', 1)),
       field('Pause after failures', number('pause_after_failures', 0), '0 = never; failed runs in a row'),
       field('Jitter (ms)', number('jitter_ms', 0), '0 = none; up to 3600000, stable per job and time'),

@@ -1,6 +1,6 @@
 #pragma once
 
-/// The executor-facing routes (DESIGN 6): what client SDKs call.
+/// The executor-facing routes: what client SDKs call.
 ///
 ///   POST /api/v1/registry/heartbeat   {app, address, handlers:[...], capacity, running} -> 200
 ///   POST /api/v1/registry/deregister  {app, address} -> 200, 404 when not registered

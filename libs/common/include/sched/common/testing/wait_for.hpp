@@ -2,7 +2,7 @@
 
 /// Test toolbox (target sched::common_testing: the tests and apps/scheduler-bench, never
 /// installed): bounded polling, the one way tests wait for something another thread or process
-/// does (STYLE "Tests": never sleep-and-hope).
+/// does (never a fixed sleep that hopes the thing happened).
 
 #include <chrono>
 #include <functional>

@@ -1,0 +1,131 @@
+// schedctl workflows ...: list, get, pause, resume, trigger, runs, run, rerun.
+
+#include "commands.hpp"
+#include "sched/api/workflows.hpp"
+#include "table.hpp"
+
+namespace sched::ctl {
+namespace {
+
+std::string WorkflowPath(const std::string& id) {
+    return "/api/v1/workflows/" + id;
+}
+
+std::string RunPath(const std::string& id) {
+    return "/api/v1/workflow-runs/" + id;
+}
+
+int List(Session& s) {
+    return s.AnswerWith<api::Page<api::WorkflowView>>(
+        http::Method::kGet, "/api/v1/workflows?limit=200", std::nullopt, [&](const api::Page<api::WorkflowView>& page) {
+            std::vector<std::vector<std::string>> rows;
+            rows.reserve(page.items.size());
+            for (const auto& w : page.items) {
+                rows.push_back({Cell(w.id), SanitizeCell(w.name), w.schedule_type + " " + SanitizeCell(w.schedule_expr),
+                                std::to_string(w.steps.size()), Cell(w.paused), TimeCell(w.next_fire_time)});
+            }
+            s.out() << RenderTable({"ID", "NAME", "SCHEDULE", "STEPS", "PAUSED", "NEXT"}, rows);
+        });
+}
+
+int Get(Session& s) {
+    return s.AnswerObject(s.CallOk(http::Method::kGet, WorkflowPath(s.IdArgument(0, "workflows get"))));
+}
+
+// pause or resume.
+int SetPaused(Session& s, const std::string& action) {
+    const std::string id = s.IdArgument(0, "workflows " + action);
+    return s.Answer(s.CallOk(http::Method::kPost, WorkflowPath(id) + "/" + action),
+                    [&] { s.out() << "workflow " << id << (action == "pause" ? " paused\n" : " resumed\n"); });
+}
+
+int Trigger(Session& s) {
+    const std::string id = s.IdArgument(0, "workflows trigger");
+    std::optional<nlohmann::json> body;
+    if (const auto& text = s.options().params) {
+        // JSON text is sent as JSON (the steps receive its compact text); anything else as a string.
+        nlohmann::json params = nlohmann::json::parse(*text, nullptr, false);
+        if (params.is_discarded()) params = *text;
+        body = nlohmann::json{{"params", std::move(params)}};
+    }
+    return s.AnswerWith<api::WorkflowRunView>(
+        http::Method::kPost, WorkflowPath(id) + "/trigger", body,
+        [&](const api::WorkflowRunView& run) { s.out() << "workflow " << id << " triggered: run " << run.id << "\n"; });
+}
+
+int Runs(Session& s) {
+    const std::string id = s.IdArgument(0, "workflows runs");
+    const std::string query = s.LimitQuery();
+    const std::string path = WorkflowPath(id) + "/runs" + (query.empty() ? std::string() : "?" + query.substr(1));
+    return s.AnswerWith<api::Page<api::WorkflowRunView>>(
+        http::Method::kGet, path, std::nullopt, [&](const api::Page<api::WorkflowRunView>& page) {
+            std::vector<std::vector<std::string>> rows;
+            rows.reserve(page.items.size());
+            for (const auto& run : page.items) {
+                rows.push_back({Cell(run.id), TimeCell(run.scheduled_time), run.kind, run.status, Cell(run.generation),
+                                SanitizeCell(Cell(run.reason))});
+            }
+            s.out() << RenderTable({"RUN", "SCHEDULED", "KIND", "STATUS", "GENERATION", "REASON"}, rows);
+        });
+}
+
+int Run(Session& s) {
+    const std::string run_id = s.IdArgument(0, "workflows run");
+    return s.AnswerWith<api::WorkflowRunDetailView>(
+        http::Method::kGet, RunPath(run_id), std::nullopt, [&](const api::WorkflowRunDetailView& run) {
+            s.out() << "run " << run_id << ": " << run.status;
+            if (run.reason) s.out() << " (" << SanitizeCell(*run.reason) << ")";
+            s.out() << ", generation " << run.generation << "\n";
+            std::vector<std::vector<std::string>> rows;
+            rows.reserve(run.steps.size());
+            for (const auto& step : run.steps) {
+                rows.push_back({SanitizeCell(step.name), Cell(step.job_id), step.state, Cell(step.fire_id),
+                                Cell(step.fire_status), Cell(step.attempts), Cell(step.lag_ms),
+                                SanitizeCell(Cell(step.message))});
+            }
+            s.out() << RenderTable({"STEP", "JOB", "STATE", "FIRE", "FIRE STATUS", "ATTEMPTS", "LAG MS", "MESSAGE"},
+                                   rows);
+        });
+}
+
+int Rerun(Session& s) {
+    const std::string run_id = s.IdArgument(0, "workflows rerun");
+    const auto& from_step = s.options().from_step;
+    if (!from_step || from_step->empty()) Usage("workflows rerun: --from-step NAME is required");
+    const nlohmann::json body = {{"from_step", *from_step}};
+    return s.AnswerWith<api::WorkflowRunView>(
+        http::Method::kPost, RunPath(run_id) + "/rerun", body, [&](const api::WorkflowRunView& run) {
+            s.out() << "run " << run_id << " re-run from " << SanitizeCell(*from_step) << " (generation "
+                    << run.generation << ")\n";
+        });
+}
+
+}  // namespace
+
+void AddWorkflowsCommands(CLI::App& app, CommandLine& line) {
+    CLI::App* workflows = AddFamily(app, "workflows", "workflows: DAGs of jobs, and their runs");
+    Options& o = line.options;
+    OnlyFor(*workflows, "--params", "--params: only workflows trigger takes params", line);
+    OnlyFor(*workflows, "--from-step", "--from-step: only workflows rerun takes a step", line);
+    const auto add = [&](const std::string& name, const std::string& description, Command command,
+                         const std::string& argument) {
+        CLI::App* sub = AddCommand(*workflows, name, description, line, std::move(command));
+        if (argument == "ID") TakesArguments(*sub, argument, line, "the workflow's id");
+        if (argument == "RUN_ID") TakesArguments(*sub, argument, line, "the run's id");
+        return sub;
+    };
+    add("list", "every workflow", List, "");
+    add("get", "one workflow", Get, "ID");
+    add(
+        "pause", "pause a workflow", [](Session& s) { return SetPaused(s, "pause"); }, "ID");
+    add(
+        "resume", "resume a workflow", [](Session& s) { return SetPaused(s, "resume"); }, "ID");
+    AddValue(*add("trigger", "run a workflow now", Trigger, "ID"), "--params", o.params,
+             "every step's params: JSON is sent as JSON, other text as a string");
+    AddValue(*add("runs", "a workflow's runs, newest first", Runs, "ID"), "--limit", o.limit, "at most N runs");
+    add("run", "a run with each step's state, fire and lag", Run, "RUN_ID");
+    AddValue(*add("rerun", "a failed or timed-out run again from a step", Rerun, "RUN_ID"), "--from-step", o.from_step,
+             "the step to run again from (required)");
+}
+
+}  // namespace sched::ctl

@@ -1,0 +1,45 @@
+#pragma once
+
+/// API tokens as the API answers them (schemas Token and NewToken; docs/api.md "Tokens and
+/// roles"): never the secret's hash, and the secret itself only in the answer that created it.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sched/api/view.hpp"
+
+namespace sched::api {
+
+/// Schema Token.
+struct TokenView {
+    std::int64_t id = 0;
+    std::string name;
+    std::string role;
+    std::int64_t created_at = 0;
+    std::optional<std::int64_t> last_used_at;
+    std::optional<std::int64_t> revoked_at;
+    std::optional<std::vector<std::string>> apps;  ///< an executor token's apps; null for the other roles
+
+    static constexpr auto Fields() {
+        return std::tuple{Field("id", &TokenView::id),
+                          Field("name", &TokenView::name),
+                          Field("role", &TokenView::role),
+                          Field("created_at", &TokenView::created_at),
+                          Field("last_used_at", &TokenView::last_used_at),
+                          Field("revoked_at", &TokenView::revoked_at),
+                          Field("apps", &TokenView::apps)};
+    }
+};
+
+/// Schema NewToken: the answer of POST /api/v1/tokens, the one time the secret is shown.
+struct NewTokenView : TokenView {
+    std::string token;
+
+    static constexpr auto Fields() {
+        return std::tuple_cat(TokenView::Fields(), std::tuple{Field("token", &NewTokenView::token)});
+    }
+};
+
+}  // namespace sched::api
