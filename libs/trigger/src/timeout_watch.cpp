@@ -12,6 +12,14 @@ namespace sched::trigger {
 
 using store::FireStatus;
 
+namespace {
+
+// After the time the executor said its own timeout still gives the run: that deadline passes
+// first, and the run ends `timeout` by the executor's own report.
+constexpr std::int64_t kRecheckSlackMs = 50;
+
+}  // namespace
+
 TimeoutWatch::TimeoutWatch(net::any_io_executor io, net::thread_pool& db_pool, dispatch::ExecutorClient& executors,
                            Micros call_timeout, Ports ports, std::string node_id)
     : io_(std::move(io)),
@@ -28,23 +36,41 @@ void TimeoutWatch::Watch(std::int64_t fire_id, std::string app, std::string addr
 
 net::awaitable<void> TimeoutWatch::Run(std::int64_t fire_id, std::string app, std::string address,
                                        std::int64_t timeout_ms, std::int64_t held_ms) {
-    net::steady_timer timer(io_);
-    timer.expires_after(std::chrono::milliseconds(held_ms + timeout_ms));
-    try {
-        co_await timer.async_wait(net::use_awaitable);
-    } catch (const boost::system::system_error&) {
-        co_return;
+    std::int64_t wait_ms = held_ms + timeout_ms;
+    Result<FireStatus> status = FireStatus::kRunning;
+    Result<http::ClientResponse> killed = Status(Code::kUnavailable, "no kill sent");
+    // The run's own timeout counts from its handler's start, which comes after this watch began
+    // when the run waited behind its job's running fire: the executor then leaves it alone and
+    // says how long it still has (KillAnswer::timeout_in_ms), and the watch asks again after that.
+    for (bool ask = true; ask;) {
+        net::steady_timer timer(io_);
+        timer.expires_after(std::chrono::milliseconds(wait_ms));
+        try {
+            co_await timer.async_wait(net::use_awaitable);
+        } catch (const boost::system::system_error&) {
+            co_return;
+        }
+        auto read = [this, fire_id] {
+            return ports_.status_of(fire_id);
+        };
+        status = co_await OnPool(db_pool_, read);
+        // Still dispatching: accepted, but its running record is not written yet (or failed).
+        if (!status.ok() || (*status != FireStatus::kRunning && *status != FireStatus::kDispatching)) co_return;
+        const http::CallOptions call{.timeout = call_timeout_};
+        const protocol::KillRequest kill{.fire_id = fire_id, .reason = protocol::KillReason::kTimeout};
+        const std::string kill_body = protocol::ToJson(kill).dump();
+        const std::string kill_url = "http://" + address + std::string(protocol::kKillPath);
+        killed = co_await executors_.Send(app, http::Method::kPost, kill_url, kill_body, call);
+        ask = false;
+        if (killed.ok() && killed->status == 200) {
+            const auto body = killed->Json();
+            const auto answer = body.ok() ? protocol::ReadKillAnswer(*body) : protocol::Parsed<protocol::KillAnswer>{};
+            if (body.ok() && answer.ok() && answer.value.timeout_in_ms) {
+                wait_ms = *answer.value.timeout_in_ms + kRecheckSlackMs;
+                ask = true;
+            }
+        }
     }
-    auto read = [this, fire_id] {
-        return ports_.status_of(fire_id);
-    };
-    auto status = co_await OnPool(db_pool_, read);
-    // Still dispatching: accepted, but its running record is not written yet (or failed).
-    if (!status.ok() || (*status != FireStatus::kRunning && *status != FireStatus::kDispatching)) co_return;
-    const http::CallOptions call{.timeout = call_timeout_};
-    const std::string kill_body = protocol::ToJson(protocol::KillRequest{.fire_id = fire_id}).dump();
-    const std::string kill_url = "http://" + address + std::string(protocol::kKillPath);
-    auto killed = co_await executors_.Send(app, http::Method::kPost, kill_url, kill_body, call);
     if (!killed.ok() || !killed->ok()) {
         spdlog::warn("slave {}: kill of timed-out fire {} on {} failed", node_id_, fire_id, address);
     }

@@ -39,9 +39,10 @@ class FakeExecutors final : public dispatch::ExecutorClient {
     int status = 202;          // then this
     bool serves_batch = true;
     bool serves_ahead = true;
-    std::int64_t newest_epoch = 0;  // runs with an older epoch are refused, as the SDK does
-    int batch_status = 0;           // non-zero: /v1/runs answers this, runs none
-    Micros delay{0};                // each call takes this long
+    std::int64_t newest_epoch = 0;          // runs with an older epoch are refused, as the SDK does
+    int batch_status = 0;                   // non-zero: /v1/runs answers this, runs none
+    Micros delay{0};                        // each call takes this long
+    std::vector<std::string> kill_answers;  // the next /v1/kill calls answer 200 with these bodies
     net::any_io_executor io;
 
     explicit FakeExecutors(net::any_io_executor e) : io(std::move(e)) {}
@@ -99,6 +100,10 @@ class FakeExecutors final : public dispatch::ExecutorClient {
                 auto item = answer(nlohmann::json::parse(body), "");
                 r.status = item["status"].get<int>();
                 if (item.contains("error")) r.body = nlohmann::json{{"error", item["error"]}}.dump();
+            } else if (url.ends_with("/v1/kill") && !kill_answers.empty()) {
+                r.status = 200;
+                r.body = kill_answers.front();
+                kill_answers.erase(kill_answers.begin());
             } else {
                 r.status = status;
             }

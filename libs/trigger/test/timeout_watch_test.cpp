@@ -76,6 +76,34 @@ TEST_F(TimeoutWatchTest, ARunStillGoingAfterItsHoldAndTimeoutIsKilledAndEndedTim
     EXPECT_EQ(nlohmann::json::parse(executors_.calls[0].body)["fire_id"], 7);
 }
 
+// The kill says why: the executor reports the fire `timeout`, not `killed`.
+TEST_F(TimeoutWatchTest, TheKillCarriesTheReasonTimeout) {
+    watch_.Watch(7, "billing", "10.0.0.1:9000", 10, 0);
+    ASSERT_TRUE(sched::testing::WaitFor([&] { return !Ended().empty(); }, 5s));
+    std::lock_guard lock(executors_.mu);
+    ASSERT_EQ(executors_.calls.size(), 1u);
+    EXPECT_EQ(nlohmann::json::parse(executors_.calls[0].body), (nlohmann::json{{"fire_id", 7}, {"reason", "timeout"}}));
+}
+
+// A run that waited behind its job's running fire started later than the watch: the executor
+// leaves it and says how long its own timeout still gives it; the watch asks again then, and
+// ends the fire only once the executor acted on the kill.
+TEST_F(TimeoutWatchTest, ARunWhoseOwnTimeoutHasNotPassedIsAskedAgainWhenItHas) {
+    {
+        std::lock_guard lock(executors_.mu);
+        executors_.kill_answers = {R"({"fire_id": 7, "state": "queued", "timeout_in_ms": 200})",
+                                   R"({"fire_id": 7, "state": "running", "timeout_in_ms": 100})"};
+    }
+    const auto watched_at = std::chrono::steady_clock::now();
+    watch_.Watch(7, "billing", "10.0.0.1:9000", 100, 0);
+    ASSERT_TRUE(sched::testing::WaitFor([&] { return !Ended().empty(); }, 5s));
+    // 100 ms, then 200 + 50, then 100 + 50: the fire was not ended before its own timeout.
+    EXPECT_GE(std::chrono::steady_clock::now() - watched_at, 500ms);
+    EXPECT_EQ(Ended().size(), 1u);
+    std::lock_guard lock(executors_.mu);
+    EXPECT_EQ(executors_.calls.size(), 3u);
+}
+
 // Fire 8 succeeded before its watch ran out; fire 9, watched later, did not.
 TEST_F(TimeoutWatchTest, ARunThatEndedMeanwhileIsNeitherKilledNorEnded) {
     finished_.insert(8);
