@@ -57,6 +57,8 @@ const std::vector<FieldInfo>& Fields() {
         {"start_at", FieldType::kInt, nullptr},
         {"end_at", FieldType::kInt, nullptr},
         {"max_runs", FieldType::kInt, nullptr},
+        // A limit shared with other jobs (docs/api.md "Concurrency keys"); defined through the API.
+        {"concurrency_key", FieldType::kString, nullptr},
     };
     return fields;
 }

@@ -1,12 +1,14 @@
 #include "sched/store/fire_claims.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
 #include <tuple>
 
 #include "impl/query.hpp"
+#include "sched/store/concurrency_key.hpp"
 
 namespace sched::store {
 
@@ -70,14 +72,24 @@ std::string WaitScope(std::int64_t job_id) {
     return "wait:job:" + std::to_string(job_id);
 }
 
+// A concurrency key's seats (its max_running), and the times of its last starts (its rate limit).
+std::string KeyScope(const std::string& key) {
+    return "key:" + key;
+}
+std::string RateScope(const std::string& key) {
+    return "rate:" + key;
+}
+
 struct SeatRow {
     std::string scope;
     int slot = 0;
     impl::NullableInt64 fire_id;
+    std::int64_t taken_at = 0;
     void BindInto(soci::statement& st, impl::IntColumns& ints) {
         st.exchange(soci::into(scope));
         ints.Into(st, slot);
         ints.Into(st, fire_id);
+        ints.Into(st, taken_at);
     }
     SeatRow Finish() const { return *this; }
 };
@@ -115,6 +127,8 @@ struct HolderRow {
 
 // How long a fire lost while dispatching keeps its seat when its job has no timeout.
 constexpr std::int64_t kLostRunGraceMs = 60'000;
+// The "seat" of a fire whose job has no limit of its own (allow-all with a concurrency key).
+constexpr int kNoJobSeat = std::numeric_limits<int>::max();
 
 bool SameRun(const Fire& a, const Fire& b) {
     return a.job_id == b.job_id && a.scheduled_time == b.scheduled_time && a.kind == b.kind && a.attempt == b.attempt;
@@ -200,19 +214,37 @@ Admission FireClaims::Admit(soci::session& s, const db::Dialect& dialect, std::v
                             const std::map<std::int64_t, Job>& jobs, std::int64_t token, std::int64_t now_ms,
                             const LateJudge& late) {
     Admission out;
-    const auto policy_of = [&jobs](const Fire& f) -> std::optional<BlockStrategy> {
+    std::set<std::string> key_names;
+    for (const auto& [id, job] : jobs) {
+        if (!job.concurrency_key.empty()) key_names.insert(job.concurrency_key);
+    }
+    // Keys a job names but that do not exist (a row written around the API) limit nothing.
+    const std::map<std::string, ConcurrencyKey> keys =
+        key_names.empty() ? std::map<std::string, ConcurrencyKey>{} : ConcurrencyKeyRepository::Find(s, key_names);
+    const auto key_of = [&jobs, &keys](const Fire& f) -> const ConcurrencyKey* {
+        const auto job = jobs.find(f.job_id);
+        if (job == jobs.end() || job->second.concurrency_key.empty()) return nullptr;
+        const auto key = keys.find(job->second.concurrency_key);
+        return key == keys.end() ? nullptr : &key->second;
+    };
+    // The job's own policy; allow-all (no limit of the job's own) as kAllowAll.
+    const auto policy_of = [&jobs, &key_of](const Fire& f) -> std::optional<BlockStrategy> {
         const auto it = jobs.find(f.job_id);
         if (it == jobs.end()) return std::nullopt;  // deleted: the slave ends it
         const BlockStrategy policy = OverlapPolicy(it->second.block_strategy);
-        if (policy == BlockStrategy::kAllowAll) return std::nullopt;
+        if (policy == BlockStrategy::kAllowAll && key_of(f) == nullptr) return std::nullopt;
         return policy;
     };
     std::set<std::string> scopes;
     for (const auto& f : claimed) {
         const auto policy = policy_of(f);
         if (!policy) continue;
-        scopes.insert(JobScope(f.job_id));
+        if (*policy != BlockStrategy::kAllowAll) scopes.insert(JobScope(f.job_id));
         if (Waits(*policy)) scopes.insert(WaitScope(f.job_id));
+        if (const ConcurrencyKey* key = key_of(f)) {
+            scopes.insert(KeyScope(key->name));
+            if (key->rate_starts > 0) scopes.insert(RateScope(key->name));
+        }
     }
     if (scopes.empty()) {
         out.admitted = std::move(claimed);
@@ -220,13 +252,18 @@ Admission FireClaims::Admit(soci::session& s, const db::Dialect& dialect, std::v
     }
     std::string scope_list;
     for (const auto& scope : scopes) scope_list += (scope_list.empty() ? "" : ", ") + Quoted(scope);
-    std::map<std::string, std::map<int, std::int64_t>> seats;  // scope -> slot -> holder (0: none)
+    std::map<std::string, std::map<int, std::int64_t>> seats;   // scope -> slot -> holder (0: none)
+    std::map<std::string, std::map<int, std::int64_t>> starts;  // rate scope -> slot -> start time
     std::set<std::int64_t> holder_ids;
     for (const auto& seat :
          impl::SelectRows<SeatRow>(s,
-                                   "SELECT scope, slot, fire_id FROM concurrency_slot WHERE scope IN (" + scope_list +
-                                       ")" + std::string(dialect.ForUpdate()),
+                                   "SELECT scope, slot, fire_id, taken_at FROM concurrency_slot WHERE scope IN (" +
+                                       scope_list + ")" + std::string(dialect.ForUpdate()),
                                    [](soci::statement&) {})) {
+        if (seat.scope.starts_with("rate:")) {
+            starts[seat.scope][seat.slot] = seat.taken_at;
+            continue;
+        }
         const std::int64_t holder = seat.fire_id.get().value_or(0);
         seats[seat.scope][seat.slot] = holder;
         if (holder != 0) holder_ids.insert(holder);
@@ -267,6 +304,7 @@ Admission FireClaims::Admit(soci::session& s, const db::Dialect& dialect, std::v
     std::vector<std::pair<std::int64_t, std::string>> skipped;
     std::vector<std::pair<std::int64_t, std::string>> misfired;
     std::set<std::int64_t> stopping;
+    std::set<std::string> key_heads;     // keys whose first held fire of this claim is marked first in line
     std::vector<std::int64_t> released;  // admitted after waiting: their reason is cleared
     // Copied, not moved: `late` reads the claimed fires around each one.
     const auto admit = [&](const Fire& f) {
@@ -283,15 +321,20 @@ Admission FireClaims::Admit(soci::session& s, const db::Dialect& dialect, std::v
             continue;
         }
         const Job& job = jobs.at(f.job_id);
+        const bool job_limited = *policy != BlockStrategy::kAllowAll;  // else only its key limits it
+        const ConcurrencyKey* key = key_of(f);
         const int limit = std::max(1, job.concurrency_limit);
         const std::string scope = JobScope(job.id);
         auto& mine = seats[scope];
         // Its own seat already (an earlier try of this claim committed unseen), or its run's:
         // the shards of one run count once.
-        const bool seated = std::any_of(mine.begin(), mine.end(), [&](const auto& seat) {
-            const Fire* holder = active(seat.second);
-            return seat.second == f.id || (holder && SameRun(*holder, f));
-        });
+        const auto seated_in = [&](const std::map<int, std::int64_t>& taken_seats) {
+            return std::any_of(taken_seats.begin(), taken_seats.end(), [&](const auto& seat) {
+                const Fire* holder = active(seat.second);
+                return seat.second == f.id || (holder && SameRun(*holder, f));
+            });
+        };
+        const bool seated = job_limited ? seated_in(mine) : seated_in(seats[KeyScope(key->name)]);
         if (seated) {
             admit(f);
             continue;
@@ -316,8 +359,35 @@ Admission FireClaims::Admit(soci::session& s, const db::Dialect& dialect, std::v
         const Fire* head = nullptr;
         if (waits && seats[wait_scope].contains(0)) head = holding(seats[wait_scope][0], {FireStatus::kPending});
         const bool behind = head && head->id != f.id && Earlier(*head, f);
-        int slot = behind ? -1 : free_seat();
-        if (slot < 0 && *policy == BlockStrategy::kTerminateOther) {
+        int slot = behind ? -1 : (job_limited ? free_seat() : kNoJobSeat);
+        // The key's limits, shared with other jobs: a free seat of its max_running and, with a
+        // rate limit, a start whose window has passed. They hold the fire whatever the job's
+        // policy: its own running fires are not the only ones in the way.
+        int key_slot = -1;
+        int rate_slot = -1;
+        std::string key_full;
+        if (key != nullptr) {
+            auto& key_seats = seats[KeyScope(key->name)];
+            for (int k = 0; k < key->max_running && key_slot < 0; ++k) {
+                const auto it = key_seats.find(k);
+                if (it == key_seats.end() || !active(it->second)) key_slot = k;
+            }
+            if (key_slot < 0) {
+                key_full = "concurrency key \"" + key->name + "\" has " + std::to_string(key->max_running) + " of " +
+                           std::to_string(key->max_running) + " runs going (max_running)";
+            } else if (key->rate_starts > 0) {
+                auto& times = starts[RateScope(key->name)];
+                for (int k = 0; k < key->rate_starts && rate_slot < 0; ++k) {
+                    const auto it = times.find(k);
+                    if (it == times.end() || it->second <= now_ms - key->rate_window_ms) rate_slot = k;
+                }
+                if (rate_slot < 0) {
+                    key_full = "concurrency key \"" + key->name + "\" started " + std::to_string(key->rate_starts) +
+                               " runs in the last " + std::to_string(key->rate_window_ms) + " ms (its rate limit)";
+                }
+            }
+        }
+        if (slot < 0 && key_full.empty() && *policy == BlockStrategy::kTerminateOther) {
             for (int k = 0; k < limit; ++k) {
                 const Fire* holder = active(mine[k]);
                 if (!holder) continue;
@@ -334,18 +404,30 @@ Admission FireClaims::Admit(soci::session& s, const db::Dialect& dialect, std::v
             }
             slot = free_seat();
         }
-        if (slot >= 0) {
-            mine[slot] = f.id;
+        if (slot >= 0 && key_full.empty()) {
+            if (slot != kNoJobSeat) {
+                mine[slot] = f.id;
+                taken[{scope, slot}] = f.id;
+            }
+            if (key != nullptr) {
+                seats[KeyScope(key->name)][key_slot] = f.id;
+                taken[{KeyScope(key->name), key_slot}] = f.id;
+                if (rate_slot >= 0) {
+                    starts[RateScope(key->name)][rate_slot] = now_ms;
+                    taken[{RateScope(key->name), rate_slot}] = f.id;
+                }
+            }
             f.status = FireStatus::kDispatching;
             holders[f.id] = f;
-            taken[{scope, slot}] = f.id;
             if (head && head->id == f.id) succeeded_heads[job.id] = f.scheduled_time;  // the line moves on
             admit(f);
             continue;
         }
-        std::string full = "job " + std::to_string(job.id) + " has " + std::to_string(limit) + " of " +
-                           std::to_string(limit) + " runs going (concurrency_limit " + std::to_string(limit) +
-                           ", overlap policy " + std::string(BlockStrategyName(job.block_strategy)) + ")";
+        std::string full = !key_full.empty()
+                               ? key_full
+                               : "job " + std::to_string(job.id) + " has " + std::to_string(limit) + " of " +
+                                     std::to_string(limit) + " runs going (concurrency_limit " + std::to_string(limit) +
+                                     ", overlap policy " + std::string(BlockStrategyName(job.block_strategy)) + ")";
         if (behind) full += "; fire " + std::to_string(head->id) + " waits before it";
         if (*policy == BlockStrategy::kSkip) {
             skipped.emplace_back(f.id, "skipped: " + full);
@@ -357,13 +439,16 @@ Admission FireClaims::Admit(soci::session& s, const db::Dialect& dialect, std::v
             continue;
         }
         std::string why = "waiting: " + full;
-        if (*policy == BlockStrategy::kCancelOther) {
+        if (*policy == BlockStrategy::kCancelOther && key_full.empty()) {
             for (const auto& seat : mine) {
                 if (const Fire* holder = active(seat.second)) stop(*holder);
             }
             why = "waiting for the running fires to stop: " + full;
         }
         held[why].push_back(f.id);
+        // Held by its key alone: the earliest of the claim for that key is asked again soon.
+        if (key != nullptr && !key_full.empty() && key_heads.insert(key->name).second) out.first_in_line.insert(f.id);
+        if (!job_limited) continue;  // allow-all: no line of the job's own
         if (!head || (head->id != f.id && Earlier(f, *head))) {
             seats[wait_scope][0] = f.id;
             f.status = FireStatus::kPending;

@@ -20,7 +20,7 @@ constexpr const char* kColumns =
     "enabled, next_fire_time, last_fire_time, version, created_at, updated_at, description, pause_after_failures, "
     "jitter_ms, dst_gap, dst_overlap, "
     "paused_by, paused_at, pause_note, "
-    "calendar, start_at, end_at, max_runs, planned_runs, completed_at, completed_reason";
+    "calendar, start_at, end_at, max_runs, planned_runs, completed_at, completed_reason, concurrency_key";
 
 // Binds every column of kColumns, in order, as outputs of `st`; Finish() copies the nullable and
 // boolean columns into `job` after each fetch.
@@ -81,6 +81,7 @@ struct JobRow {
         ints.Into(st, job.planned_runs);
         ints.Into(st, completed_at);
         st.exchange(soci::into(job.completed_reason));
+        st.exchange(soci::into(job.concurrency_key));
     }
     Job Finish() {
         // The edge where the stored names become the vocabulary's enums (sched/store/job.hpp).
@@ -177,6 +178,7 @@ struct EditableFields {
         st.exchange(soci::use(job.planned_runs, "planned_runs"));
         st.exchange(soci::use(completed_at.value, completed_at.ind, "completed_at"));
         st.exchange(soci::use(job.completed_reason, "completed_reason"));
+        st.exchange(soci::use(job.concurrency_key, "concurrency_key"));
     }
     Job job;
     std::string schedule_type;
@@ -206,12 +208,12 @@ Result<Job> JobRepository::Create(const Job& job) {
             "routing, block_strategy, concurrency_limit, timeout_ms, retry_max, retry_backoff_ms, shard_total, "
             "at_least_once, enabled, next_fire_time, description, pause_after_failures, jitter_ms, dst_gap, "
             "dst_overlap, calendar, start_at, end_at, max_runs, planned_runs, completed_at, completed_reason, "
-            "version, created_at, updated_at) VALUES (:name, "
+            "concurrency_key, version, created_at, updated_at) VALUES (:name, "
             ":app, :handler, :params, :schedule_type, :schedule_expr, :time_zone, :misfire_policy, :routing, "
             ":block_strategy, :concurrency_limit, :timeout_ms, :retry_max, :retry_backoff_ms, :shard_total, "
             ":at_least_once, :enabled, :next_fire_time, :description, :pause_after_failures, :jitter_ms, :dst_gap, "
             ":dst_overlap, :calendar, :start_at, :end_at, :max_runs, :planned_runs, :completed_at, "
-            ":completed_reason, 1, " +
+            ":completed_reason, :concurrency_key, 1, " +
             now + ", " + now + ")");
         st.define_and_bind();
         st.execute(true);
@@ -282,7 +284,7 @@ Result<Job> JobRepository::Update(const Job& job, std::int64_t expected_version)
             "calendar = :calendar, start_at = :start_at, end_at = :end_at, max_runs = "
             ":max_runs, "
             "planned_runs = :planned_runs, completed_at = :completed_at, completed_reason = :completed_reason, "
-            "version = version + 1, updated_at = " +
+            "concurrency_key = :concurrency_key, version = version + 1, updated_at = " +
             std::string(db_.dialect().NowMs()) + " WHERE id = :id AND version = :expected_version");
         st.define_and_bind();
         if (impl::ExecuteAffected(st) == 1) return Status::Ok();

@@ -1,8 +1,10 @@
 #include "sched/store/fire_claims.hpp"
 
+#include <map>
 #include <set>
 #include <sstream>
 
+#include "sched/store/concurrency_key.hpp"
 #include "sched/store/job.hpp"
 #include "store_test_base.hpp"
 
@@ -306,6 +308,29 @@ class FireAdmissionTest : public FireClaimsTest {
                         .ok());
     }
     static std::set<std::int64_t> Admitted(const Admission& a) { return Ids(a.admitted); }
+    // Claims `ids` of several jobs at DB time `now` and admits them.
+    Admission ClaimAndAdmitAt(const std::vector<std::int64_t>& ids, std::int64_t token, const std::vector<Job>& of,
+                              std::int64_t now) {
+        std::map<std::int64_t, Job> jobs;
+        for (const auto& j : of) jobs.emplace(j.id, j);
+        auto r = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+            auto claimed = FireClaims::Claim(s, "node-a", ids, token, 9, now);
+            return FireClaims::Admit(s, db().dialect(), std::move(claimed), jobs, token, now);
+        });
+        EXPECT_TRUE(r.ok()) << r.status().ToString();
+        return r.ok() ? *r : Admission{};
+    }
+    Job KeyedJob(BlockStrategy policy, int limit, const std::string& key) {
+        Job j = MakeJob(policy, limit);
+        j.concurrency_key = key;
+        EXPECT_TRUE(JobRepository(db()).Update(j, j.version).ok());
+        return *JobRepository(db()).Get(j.id);
+    }
+    void PutKey(const std::string& name, int max_running, int rate_starts = 0, std::int64_t rate_window_ms = 0) {
+        auto put = ConcurrencyKeyRepository(db()).Put(
+            {.name = name, .max_running = max_running, .rate_starts = rate_starts, .rate_window_ms = rate_window_ms});
+        ASSERT_TRUE(put.ok()) << put.status().ToString();
+    }
 
     int jobs_made_ = 0;
 };
@@ -459,6 +484,67 @@ TEST_P(FireAdmissionTest, AFireLostWithItsNodeKeepsItsSeatForItsJobsTimeout) {
     };
     EXPECT_TRUE(at(7000).empty()) << "its run may still be going";
     EXPECT_EQ(at(8001), std::set<std::int64_t>{b}) << "past the job's timeout the seat is free";
+}
+
+TEST_P(FireAdmissionTest, AConcurrencyKeyLimitsEveryJobThatNamesItTogether) {
+    PutKey("warehouse", 1);
+    const Job a = KeyedJob(BlockStrategy::kBufferAll, 5, "warehouse");
+    const Job b = KeyedJob(BlockStrategy::kAllowAll, 1, "warehouse");  // no limit of its own, only the key's
+    const Job skip = KeyedJob(BlockStrategy::kSkip, 5, "warehouse");
+    const Job free = MakeJob(BlockStrategy::kAllowAll, 1);  // names no key
+    const auto a1 = Insert(a.id, 1000);
+    const auto b1 = Insert(b.id, 2000);
+    const auto a2 = Insert(a.id, 3000);
+    const auto s1 = Insert(skip.id, 3500);
+    const auto f1 = Insert(free.id, 4000);
+    const auto first = ClaimAndAdmitAt({a1, b1, a2, s1, f1}, 1, {a, b, skip, free}, 5000);
+    EXPECT_EQ(Admitted(first), (std::set<std::int64_t>{a1, f1})) << "one seat for both jobs; the other job is free";
+    EXPECT_EQ(first.held, (std::vector<std::int64_t>{b1, a2}));
+    EXPECT_EQ(first.skipped, std::vector<std::int64_t>{s1}) << "the job's own policy says what waiting means";
+    EXPECT_TRUE(first.first_in_line.contains(b1)) << "the key's earliest waiting fire is asked again soon";
+    EXPECT_NE(Get(b1).result_message.value_or("").find("concurrency key \"warehouse\""), std::string::npos);
+    EXPECT_EQ(Get(b1).reason, FireReason::kConcurrency);
+    EXPECT_EQ(Admitted(ClaimAndAdmitAt({b1, a2}, 2, {a, b}, 5000)), std::set<std::int64_t>{}) << "a1 still runs";
+    End(a1);
+    const auto next = ClaimAndAdmitAt({b1, a2}, 3, {a, b}, 6000);
+    EXPECT_EQ(Admitted(next), std::set<std::int64_t>{b1}) << "the freed seat goes to the key's next fire, of b";
+    EXPECT_EQ(next.held, std::vector<std::int64_t>{a2});
+}
+
+TEST_P(FireAdmissionTest, AConcurrencyKeysRateLimitHoldsStartsUntilItsWindowPassed) {
+    PutKey("partner-api", 100, 2, 10'000);
+    const Job job = KeyedJob(BlockStrategy::kAllowAll, 1, "partner-api");
+    const auto x = Insert(job.id, 1000);
+    const auto y = Insert(job.id, 2000);
+    const auto z = Insert(job.id, 3000);
+    const auto first = ClaimAndAdmitAt({x, y, z}, 1, {job}, 5000);
+    EXPECT_EQ(Admitted(first), (std::set<std::int64_t>{x, y})) << "two starts per 10 s";
+    EXPECT_EQ(first.held, std::vector<std::int64_t>{z});
+    EXPECT_NE(Get(z).result_message.value_or("").find("rate limit"), std::string::npos);
+    End(x);
+    End(y);
+    EXPECT_TRUE(Admitted(ClaimAndAdmitAt({z}, 2, {job}, 14'999)).empty()) << "ended, but started within the window";
+    EXPECT_EQ(Admitted(ClaimAndAdmitAt({z}, 3, {job}, 15'000)), std::set<std::int64_t>{z});
+}
+
+TEST_P(FireAdmissionTest, AConcurrencyKeyIsDeletedOnlyOnceNoJobNamesIt) {
+    ConcurrencyKeyRepository keys(db());
+    EXPECT_EQ(keys.Put({.name = "bad name", .max_running = 1}).status().code(), Code::kInvalidArgument);
+    PutKey("etl", 2);
+    PutKey("etl", 3, 5, 60'000);  // replaced, not added
+    auto stored = keys.Get("etl");
+    ASSERT_TRUE(stored.ok());
+    EXPECT_EQ(stored->max_running, 3);
+    EXPECT_EQ(stored->rate_starts, 5);
+    EXPECT_EQ(keys.List("", 10)->size(), 1u);
+    Job job = KeyedJob(BlockStrategy::kBufferAll, 1, "etl");
+    const Status refused = keys.Delete("etl");
+    EXPECT_EQ(refused.code(), Code::kFailedPrecondition);
+    EXPECT_NE(refused.message().find(job.name), std::string::npos) << refused.ToString();
+    job.concurrency_key.clear();
+    ASSERT_TRUE(JobRepository(db()).Update(job, job.version).ok());
+    EXPECT_TRUE(keys.Delete("etl").ok());
+    EXPECT_EQ(keys.Get("etl").status().code(), Code::kNotFound);
 }
 
 SCHED_DB_TEST_SUITE(FireAdmissionTest);

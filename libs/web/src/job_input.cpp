@@ -7,6 +7,7 @@
 #include "sched/cron/misfire.hpp"
 #include "sched/cron/schedule.hpp"
 #include "sched/http/json.hpp"
+#include "sched/store/concurrency_key.hpp"
 
 namespace sched::web::impl {
 
@@ -46,6 +47,11 @@ std::optional<http::ApiError> ReadJobInput(const nlohmann::json& body, const sto
     text("description", j.description, false);
     text("dst_gap", j.dst_gap, false);
     text("dst_overlap", j.dst_overlap, false);
+    if (body.is_object() && body.contains("concurrency_key") && body["concurrency_key"].is_null()) {
+        j.concurrency_key.clear();
+    } else {
+        text("concurrency_key", j.concurrency_key, false);
+    }
     if (f.ok() && body.is_object() && body.contains("params") && !body["params"].is_string() &&
         !body["params"].is_null()) {
         // Any JSON value is stored as its text (sized before serialising); a string is stored
@@ -110,6 +116,9 @@ std::optional<http::ApiError> ReadJobInput(const nlohmann::json& body, const sto
     } else {
         return Invalid("block_strategy", "block_strategy: " + parsed.status().message());
     }
+    if (!j.concurrency_key.empty() && !store::ValidConcurrencyKeyName(j.concurrency_key)) {
+        return Invalid("concurrency_key", "concurrency_key: 1 to 64 letters, digits, '.', '_' or '-' (or null: none)");
+    }
     if (j.time_zone.empty()) j.time_zone = "UTC";
     if (auto invalid = ReadJobBounds(body, j)) return invalid;
     std::string field;
@@ -165,7 +174,7 @@ Status PlanNextFire(JobInput& in, const store::Job* current, std::int64_t now_ms
 // Which field a repository error is about.
 std::string FieldFor(const Status& s) {
     if (s.code() != Code::kInvalidArgument) return RepositoryErrorField(s);
-    for (const char* field : {"calendar", "end_at", "start_at", "max_runs"}) {
+    for (const char* field : {"calendar", "concurrency_key", "end_at", "start_at", "max_runs"}) {
         if (s.message().rfind(std::string(field) + ":", 0) == 0) return field;
     }
     return "schedule_expr";

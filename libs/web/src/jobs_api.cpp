@@ -15,6 +15,7 @@
 #include "sched/cron/misfire.hpp"
 #include "sched/cron/schedule.hpp"
 #include "sched/http/json.hpp"
+#include "sched/store/concurrency_key.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/job.hpp"
 #include "sched/store/registry.hpp"
@@ -25,9 +26,19 @@ namespace {
 
 using http::Method;
 using http::Request;
+
+// A job may name only a key that exists (its limits are the key's): 400 naming concurrency_key.
+Status CheckConcurrencyKey(db::Database& db, const std::string& key) {
+    if (key.empty()) return Status::Ok();
+    auto found = store::ConcurrencyKeyRepository(db).Get(key);
+    if (found.ok()) return Status::Ok();
+    if (found.status().code() != Code::kNotFound) return found.status();
+    return InvalidArgument("concurrency_key: no concurrency key named \"" + key + "\" (create it with PUT " +
+                           "/api/v1/concurrency-keys/" + key + ")");
+}
 using http::Response;
 
-constexpr std::array<std::string_view, 27> kJobFields = {"name",
+constexpr std::array<std::string_view, 28> kJobFields = {"name",
                                                          "app",
                                                          "handler",
                                                          "params",
@@ -53,7 +64,8 @@ constexpr std::array<std::string_view, 27> kJobFields = {"name",
                                                          "calendar",
                                                          "start_at",
                                                          "end_at",
-                                                         "max_runs"};
+                                                         "max_runs",
+                                                         "concurrency_key"};
 constexpr std::array<std::string_view, 10> kJobReadOnly = {
     "id",        "next_fire_time", "last_fire_time", "created_at",       "updated_at",
     "last_fire", "planned_runs",   "completed_at",   "completed_reason", "paused"};
@@ -222,6 +234,7 @@ void AddJobRoutes(Routes& routes) {
                               return calendar.status();
                           }
                       }
+                      if (Status s = CheckConcurrencyKey(db, in.job.concurrency_key); !s.ok()) return s;
                       if (Status s = PlanNextFire(in, nullptr, *now); !s.ok()) return s;
                       auto created = CreateJob(db, in, *now);
                       if (created.ok()) {
@@ -264,6 +277,9 @@ void AddJobRoutes(Routes& routes) {
                           if (auto calendar = LoadCalendar(db, in.job.calendar); !calendar.ok()) {
                               return calendar.status();
                           }
+                      }
+                      if (in.job.concurrency_key != current->concurrency_key) {
+                          if (Status s = CheckConcurrencyKey(db, in.job.concurrency_key); !s.ok()) return s;
                       }
                       if (Status s = PlanNextFire(in, &*current, *now); !s.ok()) return s;
                       in.job.id = id;

@@ -48,6 +48,7 @@ api::JobView JobViewOf(const store::Job& job, const std::optional<store::Fire>& 
     if (job.paused && !job.enabled) v.paused = api::JobPauseView{job.paused->by, job.paused->at, job.paused->note};
     // Calendar and bounds (docs/schedules.md).
     if (!job.calendar.empty()) v.calendar = job.calendar;
+    if (!job.concurrency_key.empty()) v.concurrency_key = job.concurrency_key;
     v.start_at = job.start_at;
     v.end_at = job.end_at;
     v.max_runs = job.max_runs;

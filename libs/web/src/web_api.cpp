@@ -45,6 +45,7 @@ std::vector<RouteInfo> AddWebRoutes(http::Router& router, const WebOptions& opti
     impl::AddScheduleRoutes(routes);
     impl::AddBackfillRoutes(routes);
     impl::AddCalendarRoutes(routes);
+    impl::AddConcurrencyKeyRoutes(routes);
     impl::AddWorkflowRoutes(routes);
     impl::AddFireRoutes(routes);
     impl::AddDashboardRoutes(routes);

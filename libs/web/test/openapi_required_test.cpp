@@ -15,6 +15,7 @@
 #include "sched/api/backfills.hpp"
 #include "sched/api/calendars.hpp"
 #include "sched/api/cluster.hpp"
+#include "sched/api/concurrency_keys.hpp"
 #include "sched/api/fires.hpp"
 #include "sched/api/jobs.hpp"
 #include "sched/api/page.hpp"
@@ -139,6 +140,8 @@ TEST(OpenApiRequired, EachAnswersSchemaIsItsViewTypeWithTheAlwaysPresentFieldsRe
     ExpectSchema<api::FireLogView>("FireLog");
     ExpectSchema<api::CalendarView>("Calendar");
     ExpectSchema<api::Page<api::CalendarView>>("CalendarPage");
+    ExpectSchema<api::ConcurrencyKeyView>("ConcurrencyKey");
+    ExpectSchema<api::Page<api::ConcurrencyKeyView>>("ConcurrencyKeyList");
     ExpectSchema<api::WorkflowView>("Workflow");
     ExpectSchema<api::Page<api::WorkflowView>>("WorkflowPage");
     ExpectSchema<api::WorkflowRunView>("WorkflowRun");

@@ -63,6 +63,7 @@ void AddJobRoutes(Routes& routes);
 void AddScheduleRoutes(Routes& routes);  // /jobs/{id}/next, /schedules/validate
 void AddBackfillRoutes(Routes& routes);
 void AddCalendarRoutes(Routes& routes);
+void AddConcurrencyKeyRoutes(Routes& routes);
 void AddFireRoutes(Routes& routes);
 void AddDashboardRoutes(Routes& routes);
 void AddAlertRoutes(Routes& routes);

@@ -74,6 +74,7 @@ struct JobView {
     std::int64_t updated_at = 0;
     std::optional<JobPauseView> paused;  ///< while the job is paused (disabled)
     std::optional<std::string> calendar;
+    std::optional<std::string> concurrency_key;  ///< null: none
     std::optional<std::int64_t> start_at;
     std::optional<std::int64_t> end_at;
     std::optional<std::int64_t> max_runs;
@@ -113,6 +114,7 @@ struct JobView {
                           Field("updated_at", &JobView::updated_at),
                           Field("paused", &JobView::paused),
                           Field("calendar", &JobView::calendar),
+                          Field("concurrency_key", &JobView::concurrency_key),
                           Field("start_at", &JobView::start_at),
                           Field("end_at", &JobView::end_at),
                           Field("max_runs", &JobView::max_runs),

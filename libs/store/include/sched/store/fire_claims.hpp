@@ -79,6 +79,9 @@ class FireClaims {
     /// the earliest waiting fire of a job is first in line (scope "wait:job:<id>"; buffer-one's one waiting fire), and
     /// no later fire takes a seat before it. The seats read are locked until commit (MySQL FOR UPDATE) and the seats
     /// taken are written, so two claims of one seat never both commit (on a Galera cluster, by certification).
+    /// A job that names a concurrency key (ConcurrencyKeyRepository) also needs a free seat of the
+    /// key's max_running (scope "key:<name>") and, with a rate limit, a start whose window passed
+    /// (scope "rate:<name>"); a fire the key holds back is skipped under skip and held otherwise.
     static Admission Admit(soci::session& s, const db::Dialect& dialect, std::vector<Fire> claimed,
                            const std::map<std::int64_t, Job>& jobs, std::int64_t token, std::int64_t now_ms,
                            const LateJudge& late = {});

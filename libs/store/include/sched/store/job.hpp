@@ -54,6 +54,9 @@ struct Job {
     /// and the executor's default: nothing is refused or cancelled), with a warning in the log.
     BlockStrategy block_strategy = BlockStrategy::kSerial;
     int concurrency_limit = 1;
+    /// The concurrency key (ConcurrencyKeyRepository) whose limits the job shares with the other
+    /// jobs naming it; "" = none.
+    std::string concurrency_key;
     std::int64_t timeout_ms = 0;  ///< 0 = no timeout
     int retry_max = 0;
     std::int64_t retry_backoff_ms = 1000;

@@ -228,6 +228,7 @@ export async function jobView(main, ctx) {
         : job.enabled ? timeCell(job.next_fire_time, job.time_zone) : 'paused'],
       // Calendar and bounds (docs/schedules.md).
       ['Calendar', job.calendar ?? '—'],
+      ['Concurrency key', job.concurrency_key ?? '—'],
       ['Start', job.start_at ? fmtTime(job.start_at, job.time_zone) : '—'],
       ['End', job.end_at ? fmtTime(job.end_at, job.time_zone) : '—'],
       ['Max runs', job.max_runs ? `${job.planned_runs} of ${job.max_runs} planned` : '—'],
@@ -317,7 +318,7 @@ export async function jobFormView(main, ctx) {
     block_strategy: 'serial', concurrency_limit: 1, timeout_ms: 0, retry_max: 0, retry_backoff_ms: 1000,
     shard_total: 1, at_least_once: false, enabled: true, pause_after_failures: 0,
     jitter_ms: 0, dst_gap: 'auto', dst_overlap: 'auto',
-    calendar: null, start_at: null, end_at: null, max_runs: null,
+    calendar: null, start_at: null, end_at: null, max_runs: null, concurrency_key: null,
   };
   const instantText = (ms) => (ms == null ? '' : new Date(ms).toISOString());
   const input = (name, props = {}) => h('input', { name, value: job[name] ?? '', ...props });
@@ -353,6 +354,8 @@ export async function jobFormView(main, ctx) {
       field('Retries', number('retry_max', 0)),
       field('Retry backoff (ms)', number('retry_backoff_ms', 1)),
       field('Concurrency limit', number('concurrency_limit', 1), 'runs at once, cluster-wide (not for allow-all)'),
+      field('Concurrency key', input('concurrency_key', { maxlength: 64, autocomplete: 'off' }),
+        'a limit shared with other jobs; empty = none'),
       field('Shards', number('shard_total', 1)),
       field('Pause after failures', number('pause_after_failures', 0), '0 = never; failed runs in a row'),
       field('Jitter (ms)', number('jitter_ms', 0), '0 = none; up to 3600000, stable per job and time'),
@@ -444,6 +447,7 @@ export async function jobFormView(main, ctx) {
       if (v !== undefined) body[name] = v;
     }
     body.calendar = form.elements.namedItem('calendar').value.trim() || null;
+    body.concurrency_key = form.elements.namedItem('concurrency_key').value.trim() || null;
     for (const name of ['start_at', 'end_at']) {
       const raw = form.elements.namedItem(name).value.trim();
       body[name] = raw === '' ? null : /^\d+$/.test(raw) ? Number(raw) : raw;
