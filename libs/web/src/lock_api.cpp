@@ -349,8 +349,8 @@ net::awaitable<Response> LockApi::ExtendOrRelease(Request& req, const Principal&
         }
         if (!s.ok()) return s;
         if (!extend) {
-            // The epoch the lock has now: SQL bumps it on release, Redis keeps the last one
-            // (its counter moves on the next acquire). Unknown if this read fails.
+            // The epoch the lock has now: every fenced backend moves it on by one on release
+            // (docs/locks.md). Unknown if this read fails (and on Redlock, which has none).
             auto after = b.store->InspectLock(row_name);
             c.row = after.ok() ? *after : std::nullopt;
         }
