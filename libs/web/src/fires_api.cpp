@@ -92,6 +92,7 @@ void AddFireRoutes(Routes& routes) {
 
     routes.Add(
         Method::kGet, "/api/v1/fires", Permission::kViewer,
+        {{"limit", "cursor", "job_id", "status", "reason", "from", "to"}},
         [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
             std::optional<Response> error;
             const auto paging = ReadPageRequest(req, {"job_id", "status", "reason", "from", "to"}, error);
@@ -205,12 +206,11 @@ void AddFireRoutes(Routes& routes) {
                });
 
     routes.Add(
-        Method::kGet, "/api/v1/fires/{id}/log", Permission::kViewer,
+        Method::kGet, "/api/v1/fires/{id}/log", Permission::kViewer, {{"from_line"}},
         [ctx, signer](Request& req, const Principal&) -> net::awaitable<Response> {
             std::optional<Response> error;
             const auto id = PathId(req, error);
             if (!id) co_return *error;
-            if (auto unknown = RejectUnknownQuery(req, {"from_line"})) co_return *unknown;
             const auto from_line = QueryInt(req, "from_line", 0, kMaxId, error).value_or(0);
             if (error) co_return *error;
             auto work = [id = *id](db::Database& db) {

@@ -384,7 +384,6 @@ net::awaitable<Response> LockApi::ExtendOrRelease(Request& req, const Principal&
 net::awaitable<Response> LockApi::Inspect(Request& req, const Principal& who) {
     const std::string key(req.PathParam("key"));
     if (auto bad = CheckKey(key)) co_return *bad;
-    if (auto unknown = RejectUnknownQuery(req, {"app"})) co_return *unknown;
     std::optional<std::string> app;
     if (auto given = req.Query("app"); given && !given->empty()) app = *given;
     std::optional<Response> error;
