@@ -181,10 +181,11 @@ void PrepareSqliteFile(const std::string& file) {
             missing.push_back(p);
             if (p == p.parent_path()) break;
         }
-        for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+        std::reverse(missing.begin(), missing.end());  // outermost first
+        for (const auto& dir : missing) {
             // mkdir, not create_directories: the mode applies at creation (less the umask, which
             // can only narrow it), so the directory is never open to others, not even briefly.
-            if (::mkdir(it->c_str(), 0700) != 0 && errno != EEXIST) break;  // SQLite's open reports it
+            if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) break;  // SQLite's open reports it
         }
     }
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -202,90 +203,133 @@ void PrepareSqliteFile(const std::string& file) {
     }
 }
 
+// soci appends to the server's message the statement and every bound value (" while executing
+// \"INSERT ...\" with :params=..."): a job's params, a token's hash. None of that may reach an
+// API answer, and every error answer starts from a Status made here, so the Status keeps only
+// the server's own sentence (cut there, and bounded); the whole text is logged instead.
+constexpr std::size_t kMaxServerMessage = 200;
+
+std::string ServerMessage(std::string_view what) {
+    for (const std::string_view marker : {std::string_view(" while "), std::string_view(" with :")}) {
+        if (const auto at = what.find(marker); at != std::string_view::npos) what = what.substr(0, at);
+    }
+    // The SQLite backend leads with its own function name ("sqlite3_statement_backend::loadOne: ").
+    if (const auto at = what.find(": ");
+        at != std::string_view::npos && what.substr(0, at).find("::") != std::string_view::npos) {
+        what = what.substr(at + 2);
+    }
+    std::string out(what.substr(0, kMaxServerMessage));
+    if (what.size() > kMaxServerMessage) out += "...";
+    return out;
+}
+
+// "for key 'uk_workflow_step_job'" of MySQL's "Duplicate entry '<value>' for key '...'": the key
+// is the answer's useful part, the value is the caller's input (or someone else's).
+std::string DuplicateKeyOf(std::string_view server_message) {
+    const auto at = server_message.rfind(" for key ");
+    return at == std::string_view::npos ? std::string() : std::string(server_message.substr(at + 1));
+}
+
 }  // namespace
 
 Status ClassifyError(const std::exception& e, bool* connection_lost) {
     if (connection_lost != nullptr) *connection_lost = false;
-    // soci appends the statement and every bound value: bounded, so a large value (a job's
-    // params) is not echoed back whole into an API error or a log line.
+    // The full text for the log only, bounded so a large bound value is not written whole.
     constexpr std::size_t kMaxWhat = 1024;
     std::string what = e.what();
     if (what.size() > kMaxWhat) {
         what = what.substr(0, kMaxWhat) + "... (" + std::to_string(what.size() - kMaxWhat) + " more bytes)";
     }
+    const std::string server = ServerMessage(e.what());
+    const auto logged = [&](Status s) {
+        // Expected outcomes (a taken name, a busy file, a lost CAS) are a caller's business; the
+        // rest are worth the statement in the log, since the Status no longer carries it.
+        if (s.code() == Code::kInternal || s.code() == Code::kPermissionDenied ||
+            s.code() == Code::kFailedPrecondition) {
+            spdlog::warn("database error ({}): {}", s.message(), what);
+        } else {
+            spdlog::debug("database error ({}): {}", s.message(), what);
+        }
+        return s;
+    };
     if (const auto* my = dynamic_cast<const soci::mysql_soci_error*>(&e)) {
         const unsigned int err = my->err_num_;
         if (IsConnectionLossErrno(err)) {
             if (connection_lost != nullptr) *connection_lost = true;
-            return Unavailable("database connection lost: " + what);
+            return logged(Unavailable("database connection lost: " + server));
         }
         switch (err) {
             case 1205:
-                return DeadlineExceeded("lock wait timeout: " + what);
+                return logged(DeadlineExceeded("lock wait timeout: " + server));
             case 1969:  // ER_STATEMENT_TIMEOUT (MariaDB max_statement_time)
             case 3024:  // ER_QUERY_TIMEOUT (MySQL max_execution_time)
-                return DeadlineExceeded("statement timeout: " + what);
+                return logged(DeadlineExceeded("statement timeout: " + server));
             case 1213:
-                return Aborted("deadlock: " + what);
-            case 1062:
-                return AlreadyExists("duplicate key: " + what);
+                return logged(Aborted("deadlock: " + server));
+            case 1062: {
+                const std::string key = DuplicateKeyOf(server);
+                return logged(AlreadyExists(key.empty() ? "duplicate key" : "duplicate key: " + key));
+            }
             // The server cannot write: retry later, after an operator frees space. kUnavailable
             // (503), not kResourceExhausted (429): the caller did nothing that waiting fixes.
             case 1021:  // ER_DISK_FULL
             case 1114:  // ER_RECORD_FILE_FULL ("The table is full")
             case 3:     // EE_WRITE ("Error writing file ... (Errcode: 28 ...)")
-                return Unavailable("database server disk is full (or a table reached its size limit): " + what);
+                return logged(
+                    Unavailable("database server disk is full (or a table reached its size limit): " + server));
             case 1030:  // ER_GET_ERRNO: "Got error N from storage engine"
             case 1034:  // ER_NOT_KEYFILE
                 if (MentionsEnospc(what)) {
-                    return Unavailable("database server disk is full: " + what);
+                    return logged(Unavailable("database server disk is full: " + server));
                 }
-                return Internal("database error " + std::to_string(err) + ": " + what);
+                return logged(Internal("database error " + std::to_string(err)));
             case 1044:
             case 1045:
-                return {Code::kPermissionDenied, "database access denied: " + what};
+                return logged({Code::kPermissionDenied, "database access denied: " + server});
             case 1049:
-                return FailedPrecondition("unknown database: " + what);
+                return logged(FailedPrecondition("unknown database: " + server));
             case 1146:
-                return FailedPrecondition("missing table (schema not migrated?): " + what);
+                return logged(FailedPrecondition("missing table (schema not migrated?): " + server));
             default:
-                return Internal("database error " + std::to_string(err) + ": " + what);
+                // The server's sentence may quote a value ("Incorrect integer value: '...'").
+                return logged(Internal("database error " + std::to_string(err)));
         }
     }
     if (const auto* lite = dynamic_cast<const soci::sqlite3_soci_error*>(&e)) {
         switch (lite->result() & 0xff) {
             case 5:  // SQLITE_BUSY
             case 6:  // SQLITE_LOCKED
-                return Unavailable("database busy: " + what);
-            case 19:
-                return AlreadyExists("constraint violation: " + what);
+                return logged(Unavailable("database busy: " + server));
+            case 19:  // "UNIQUE constraint failed: workflow_step.job_id": names columns, no values
+                return logged(AlreadyExists("constraint violation: " + server));
             case 13:  // SQLITE_FULL: the disk (or the file system's quota) is full
-                return Unavailable("database disk is full: free space on the file system of the SQLite file: " + what);
+                return logged(
+                    Unavailable("database disk is full: free space on the file system of the SQLite file: " + server));
             case 10:  // SQLITE_IOERR: a failed write on a full disk may also land here
                 if (what.find("full") != std::string::npos || what.find("No space") != std::string::npos) {
-                    return Unavailable("database disk is full: " + what);
+                    return logged(Unavailable("database disk is full: " + server));
                 }
-                return Unavailable("database I/O error: " + what);
+                return logged(Unavailable("database I/O error: " + server));
             case 14:
-                return FailedPrecondition("cannot open database file: " + what);
+                return logged(FailedPrecondition("cannot open database file: " + server));
             default:
-                return Internal("database error: " + what);
+                return logged(Internal("database error (SQLite " + std::to_string(lite->result()) + ")"));
         }
     }
     if (const auto* se = dynamic_cast<const soci::soci_error*>(&e)) {
         switch (se->get_error_category()) {
             case soci::soci_error::connection_error:
                 if (connection_lost != nullptr) *connection_lost = true;
-                return Unavailable("database connection error: " + what);
+                return logged(Unavailable("database connection error: " + server));
             case soci::soci_error::constraint_violation:
-                return AlreadyExists("constraint violation: " + what);
+                return logged(AlreadyExists("constraint violation: " + server));
             case soci::soci_error::no_privilege:
-                return {Code::kPermissionDenied, what};
+                return logged({Code::kPermissionDenied, server});
             default:
                 break;
         }
     }
-    return Internal("database error: " + what);
+    return logged(Internal("database error"));
 }
 
 long long ExecuteInsertIfAbsent(soci::statement& st) {

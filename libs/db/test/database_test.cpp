@@ -90,6 +90,31 @@ TEST_P(DatabaseTest, TransactionCommitsOnOkAndRollsBackOnError) {
     EXPECT_EQ(*count, 1);
 }
 
+TEST_P(DatabaseTest, AnErrorCarriesNeitherTheStatementNorItsBoundValues) {
+    // Every API error answer starts from one of these Status values: a duplicate's value (a
+    // job's params, a token hash) or the statement must never be in it.
+    ASSERT_TRUE(db().Run([](soci::session& s) { s << "CREATE TABLE w (k VARCHAR(64), v INT)"; }).ok());
+    ASSERT_TRUE(db().Run([](soci::session& s) { s << "CREATE UNIQUE INDEX uk_w_k ON w (k)"; }).ok());
+    const std::string secret = "s3cret-value-4711";
+    const auto insert = [&] {
+        return db().Run([&](soci::session& s) { s << "INSERT INTO w (k, v) VALUES (:k, 1)", soci::use(secret, "k"); });
+    };
+    ASSERT_TRUE(insert().ok());
+    const Status dup = insert();
+    EXPECT_EQ(dup.code(), Code::kAlreadyExists) << dup.ToString();
+    EXPECT_EQ(dup.message().find(secret), std::string::npos) << dup.message();
+    EXPECT_EQ(dup.message().find("INSERT"), std::string::npos) << dup.message();
+    // The key (MySQL) or the columns (SQLite), not the value.
+    EXPECT_TRUE(dup.message().find("uk_w_k") != std::string::npos || dup.message().find("w.k") != std::string::npos)
+        << dup.message();
+
+    const Status bad =
+        db().Run([&](soci::session& s) { s << "INSERT INTO missing_table (k) VALUES (:k)", soci::use(secret, "k"); });
+    EXPECT_FALSE(bad.ok());
+    EXPECT_EQ(bad.message().find(secret), std::string::npos) << bad.message();
+    EXPECT_EQ(bad.message().find("INSERT"), std::string::npos) << bad.message();
+}
+
 TEST_P(DatabaseTest, DuplicateKeyIsAlreadyExistsAndInsertIfAbsentIsANoOp) {
     ASSERT_TRUE(db().Run([](soci::session& s) { s << "CREATE TABLE u (k VARCHAR(32) PRIMARY KEY, v INT)"; }).ok());
     ASSERT_TRUE(db().Run([](soci::session& s) { s << "INSERT INTO u (k, v) VALUES ('a', 1)"; }).ok());

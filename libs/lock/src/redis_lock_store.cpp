@@ -49,10 +49,15 @@ end
 return 0
 )lua"};
 
-// KEYS[1] held key; ARGV[1] "<epoch> <owner>". 1 = deleted.
+// KEYS[1] held key, KEYS[2] epoch counter; ARGV[1] "<epoch> <owner>", ARGV[2] "1" = fenced.
+// 1 = deleted. A fenced release moves the counter on, as the SQL release moves the row's epoch
+// (docs/locks.md: + 1 on each release), so the lock's epoch after a release is never the
+// released holder's.
 constexpr RedisScript kRelease{"release", R"lua(
 if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
+  redis.call('DEL', KEYS[1])
+  if ARGV[2] == '1' then redis.call('INCR', KEYS[2]) end
+  return 1
 end
 return 0
 )lua"};
@@ -190,8 +195,8 @@ class RedisQuorum {
         }
         // Not acquired: give back whatever part of it we may hold, so that it does not block the
         // others until the lease ends.
-        const std::vector<std::string> release_keys{HeldKey(name)};
-        const std::vector<std::string> release_args{Value(fenced_ ? epoch : 0, owner)};
+        const std::vector<std::string> release_keys{HeldKey(name), EpochKey(name)};
+        const std::vector<std::string> release_args{Value(fenced_ ? epoch : 0, owner), fenced_ ? "1" : "0"};
         for (std::size_t i = 0; i < conns_.size(); ++i) {
             if (!may_hold[i]) continue;
             if (fenced_ && epoch == 0) {
@@ -236,8 +241,8 @@ class RedisQuorum {
     }
 
     Result<bool> Release(std::string_view name, const Holding& holding, std::string_view owner) {
-        const std::vector<std::string> keys{HeldKey(name)};
-        const std::vector<std::string> args{Value(holding.epoch, owner)};
+        const std::vector<std::string> keys{HeldKey(name), EpochKey(name)};
+        const std::vector<std::string> args{Value(holding.epoch, owner), fenced_ ? "1" : "0"};
         std::size_t deleted = 0;
         std::size_t answered = 0;
         std::optional<Status> last_error;
@@ -285,7 +290,8 @@ class RedisQuorum {
             const long long pttl_ms = ToLong(e[1]);
             row.lease_until_us = row.db_now_us + (pttl_ms >= 0 ? pttl_ms * 1000 : 3600LL * 1000000);
         } else {
-            // Released or expired: Redis forgot the holder, the counter still has its epoch.
+            // Released (the counter moved on) or expired (the counter still has its epoch, as
+            // an expired SQL row does until it is taken over).
             row.epoch = ToLong(e[2]);
         }
         return std::optional<LockRow>(std::move(row));
@@ -328,7 +334,7 @@ std::string RedisServerAddress::ToString() const {
     return host + ":" + std::to_string(port);
 }
 
-RedisLockStore::RedisLockStore(RedisServerAddress server, RedisOptions options)
+RedisLockStore::RedisLockStore(RedisServerAddress server, const RedisOptions& options)
     : quorum_(std::make_unique<impl::RedisQuorum>(std::vector<RedisServerAddress>{std::move(server)}, options, true)) {}
 
 RedisLockStore::~RedisLockStore() = default;
@@ -373,7 +379,7 @@ std::vector<RedisServerAddress> CheckRedlockServers(std::vector<RedisServerAddre
 
 }  // namespace
 
-RedlockStore::RedlockStore(std::vector<RedisServerAddress> servers, RedisOptions options)
+RedlockStore::RedlockStore(std::vector<RedisServerAddress> servers, const RedisOptions& options)
     : quorum_(std::make_unique<impl::RedisQuorum>(CheckRedlockServers(std::move(servers)), options, false)) {}
 
 RedlockStore::~RedlockStore() = default;

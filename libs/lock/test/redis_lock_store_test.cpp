@@ -81,10 +81,15 @@ TEST(RedisLockStore, AcquireIsExclusiveReleaseIsOwnerCheckedAndEpochsIncrease) {
     EXPECT_TRUE(*store.ReleaseLock("lock:a", Holding{0, 1}, "owner-1"));
     EXPECT_EQ(redis.Command({"GET", HeldKey("a")}), "(nil)");
     EXPECT_FALSE(*store.ReleaseLock("lock:a", Holding{0, 1}, "owner-1"));  // twice: not ours any more
+    // The release moved the epoch on, as the SQL release does: nobody is at epoch 1 any more.
+    auto after = store.InspectLock("lock:a");
+    ASSERT_TRUE(after.ok() && after->has_value()) << after.status().ToString();
+    EXPECT_EQ((*after)->epoch, 2);
+    EXPECT_FALSE((*after)->owner);
 
     auto c = store.AcquireLock("lock:a", "owner-2", 5s, nullptr);
     ASSERT_TRUE(c.ok() && c->has_value());
-    EXPECT_EQ((*c)->epoch, 2);
+    EXPECT_EQ((*c)->epoch, 3);
     EXPECT_GT(store.commands(), 0u);
 }
 

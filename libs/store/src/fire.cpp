@@ -18,12 +18,9 @@ namespace sched::store {
 
 namespace {
 
-constexpr auto kStatusNames = MakeNameTable<FireStatus>(
-    {"pending", "dispatching", "running", "succeeded", "failed", "timeout", "killed", "lost", "skipped"});
-constexpr auto kKindNames = MakeNameTable<FireKind>({"schedule", "manual", "retry", "misfire", "backfill", "workflow"});
-constexpr auto kReasonNames = MakeNameTable<FireReason>(
-    {"misfire", "paused", "job_deleted", "blocked", "no_executor", "slave_died", "slave_restarted", "executor_gone",
-     "no_result", "calendar", "upstream", "run_timeout", "succeeded_late", "concurrency"});
+constexpr const auto& kStatusNames = kFireStatusNames;
+constexpr const auto& kKindNames = kFireKindNames;
+constexpr const auto& kReasonNames = kFireReasonNames;
 constexpr auto kOutcomeNames = MakeNameTable<ResultOutcome>(
     {"applied", "duplicate", "conflict", "not_found", "forbidden", "stale_attempt", "stale_epoch", "wrong_executor"});
 

@@ -396,7 +396,17 @@ void InsertDefinition(soci::session& s, std::int64_t workflow_id, const Workflow
 // the backstop against a concurrent writer.
 Status CheckStepJobs(soci::session& s, const Workflow& w, std::int64_t self) {
     std::vector<std::int64_t> job_ids;
-    for (const auto& step : w.steps) job_ids.push_back(step.job_id);
+    std::map<std::int64_t, std::size_t> first_use;  // job id -> the first step that uses it
+    for (std::size_t i = 0; i < w.steps.size(); ++i) {
+        // A step's fires are keyed by its job and the run's time: two steps of one job would
+        // share their keys. Checked here, not left to uk_workflow_step_job, whose error is no answer.
+        if (auto [it, added] = first_use.emplace(w.steps[i].job_id, i); !added) {
+            return FailedPrecondition(Indexed("steps", i, "job_id") + ": job " + std::to_string(w.steps[i].job_id) +
+                                      " is also step \"" + w.steps[it->second].name +
+                                      "\" of this workflow (a job is one step of at most one workflow)");
+        }
+        job_ids.push_back(w.steps[i].job_id);
+    }
     impl::BoundValues existing_ids;
     const auto existing_in = InList(existing_ids, job_ids);
     const auto found = impl::SelectRows<impl::IdRow>(s, "SELECT id FROM job WHERE id" + existing_in,

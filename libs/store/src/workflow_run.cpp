@@ -291,11 +291,15 @@ bool WorkflowRunRepository::End(soci::session& s, std::int64_t id, WorkflowRunSt
     const std::string name(kWorkflowRunStatusNames.Name(status));
     impl::NullableString why;
     why.set(reason);
-    soci::statement st = (s.prepare << "UPDATE workflow_run SET status = :status, reason = :reason, ended_at = :now, "
-                                       "updated_at = :now2 WHERE id = :id AND status = " +
-                                           Literal(WorkflowRunStatus::kRunning),
-                          soci::use(name, "status"), soci::use(why.value, why.ind, "reason"), soci::use(now_ms, "now"),
-                          soci::use(now_ms, "now2"), soci::use(id, "id"));
+    // A run created ahead of its scheduled time (the planner's lookahead) starts then; one that
+    // ends before that time (a root step's job deleted) ends at its start, never before it.
+    soci::statement st =
+        (s.prepare << "UPDATE workflow_run SET status = :status, reason = :reason, ended_at = CASE WHEN started_at "
+                      "IS NOT NULL AND started_at > :now THEN started_at ELSE :now2 END, updated_at = :now3 WHERE id = "
+                      ":id AND status = " +
+                          Literal(WorkflowRunStatus::kRunning),
+         soci::use(name, "status"), soci::use(why.value, why.ind, "reason"), soci::use(now_ms, "now"),
+         soci::use(now_ms, "now2"), soci::use(now_ms, "now3"), soci::use(id, "id"));
     return impl::ExecuteAffected(st) == 1;
 }
 

@@ -66,17 +66,13 @@ std::vector<std::int64_t> WorkflowPlanner::CreateDueRuns(soci::session& s, const
         plan_options.misfire.policy = wf.misfire_policy;
         plan_options.max_fires_per_job = options_.max_runs_per_workflow;
         const auto plan = PlanJobFires(*cached.schedule, *wf.next_fire_time, now, plan_options);
-        // The CAS fails when the workflow was edited or paused after it was read: the next scan
-        // plans it afresh.
-        if (!store::WorkflowRepository::AdvanceSchedule(s, wf.id, wf.version, *wf.next_fire_time,
-                                                        plan.next_fire_time)) {
-            continue;
-        }
-        if (plan.skipped) {
-            spdlog::warn("workflow {} ({}): {} scheduled time(s) from {} to {} got no run (misfire policy {})", wf.id,
-                         wf.name, plan.skipped->count, plan.skipped->first_ms, plan.skipped->last_ms,
-                         cron::MisfirePolicyName(wf.misfire_policy));
-        }
+        // The overlap policy is judged at each run's scheduled time. A time within the lookahead
+        // that finds a free slot gets its run now (it holds the slot from then, so its roots can
+        // be sent at their exact time); one that finds every slot taken is not judged yet: the
+        // running runs may end before it, so the workflow's next_fire_time stays at it and a
+        // scan at (or after) that time decides.
+        std::vector<store::WorkflowRun> runs;
+        std::optional<std::int64_t> next = plan.next_fire_time;
         int running = store::WorkflowRunRepository::CountRunning(s, wf.id);
         for (const auto& planned : plan.fires) {
             store::WorkflowRun run;
@@ -86,18 +82,40 @@ std::vector<std::int64_t> WorkflowPlanner::CreateDueRuns(soci::session& s, const
             run.workflow_version = wf.version;
             run.definition = {wf.steps, wf.edges};
             run.created_by = "scheduler";
-            // A run created ahead (lookahead) starts at its time: its roots' lag counts from there.
-            run.started_at = std::max(now, planned.scheduled_ms);
             if (running >= wf.max_concurrent_runs) {
+                if (planned.scheduled_ms > now) {
+                    next = planned.nominal_ms;
+                    break;
+                }
+                // Decided at (or after) its time: it never starts, so it starts and ends now.
                 run.status = store::WorkflowRunStatus::kSkipped;
                 run.reason = "overlap: " + std::to_string(running) + " run(s) running, max_concurrent_runs " +
                              std::to_string(wf.max_concurrent_runs);
+                run.started_at = now;
                 run.ended_at = now;
-                if (store::WorkflowRunRepository::InsertIfAbsent(s, dialect, run)) ++r.runs_overlapped;
-                continue;
-            }
-            if (auto id = store::WorkflowRunRepository::InsertIfAbsent(s, dialect, run)) {
+            } else {
+                // A run created ahead (lookahead) starts at its time: its roots' lag counts from there.
+                run.started_at = std::max(now, planned.scheduled_ms);
                 ++running;
+            }
+            runs.push_back(std::move(run));
+        }
+        // Nothing to write while the first time waits for its decision (a scan every few ms).
+        if (runs.empty() && next == wf.next_fire_time) continue;
+        // The CAS fails when the workflow was edited or paused after it was read: the next scan
+        // plans it afresh.
+        if (!store::WorkflowRepository::AdvanceSchedule(s, wf.id, wf.version, *wf.next_fire_time, next)) continue;
+        if (plan.skipped) {
+            spdlog::warn("workflow {} ({}): {} scheduled time(s) from {} to {} got no run (misfire policy {})", wf.id,
+                         wf.name, plan.skipped->count, plan.skipped->first_ms, plan.skipped->last_ms,
+                         cron::MisfirePolicyName(wf.misfire_policy));
+        }
+        for (const auto& run : runs) {
+            const auto id = store::WorkflowRunRepository::InsertIfAbsent(s, dialect, run);
+            if (!id) continue;
+            if (run.status == store::WorkflowRunStatus::kSkipped) {
+                ++r.runs_overlapped;
+            } else {
                 ++r.runs_created;
                 created.push_back(*id);
             }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,14 +48,16 @@ class ScanStepTest : public db::testing::DbTest {
     }
 
     // Runs `steps` in order in one fenced transaction, as Master::Scan does, with the slaves
-    // `live` (default: both) getting fires and the same ones counted alive.
-    Result<ScanReport> Run(const std::vector<ScanStep*>& steps, std::vector<std::string> live = {"node-a", "node-b"}) {
+    // `live` (default: both) getting fires and the same ones counted alive; `now` in place of the
+    // database clock when given.
+    Result<ScanReport> Run(const std::vector<ScanStep*>& steps, std::vector<std::string> live = {"node-a", "node-b"},
+                           std::optional<std::int64_t> now = std::nullopt) {
         std::vector<SlaveWeight> weights;
         for (const auto& node : live) weights.push_back({node, 10});
         return fence_->RunFenced(epoch_, [&](soci::session& s) -> Result<ScanReport> {
             ScanReport r;
             Assigner assigner(weights);
-            ScanContext ctx(s, pool_->dialect(), epoch_, Now(), assigner, live, 30000, r);
+            ScanContext ctx(s, pool_->dialect(), epoch_, now.value_or(Now()), assigner, live, 30000, r);
             for (auto* step : steps) step->Run(ctx);
             return r;
         });

@@ -2,6 +2,9 @@
 // fenced transaction as Master::Scan runs it. master_test covers the steps together.
 #include <set>
 
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
+
 #include "scan/due_jobs_step.hpp"
 #include "scan/followups_step.hpp"
 #include "scan/orphans_step.hpp"
@@ -76,6 +79,35 @@ TEST_P(ScanStepTest, DueJobsLateBeyondTheThresholdLeaveOneLedgerRowAndAnUnparsab
     EXPECT_GE(r->misfire_skipped.at("skip"), 3590);
     EXPECT_FALSE(store::JobRepository(db()).Get(broken.id)->next_fire_time) << "parked";
     EXPECT_TRUE(FiresOf(broken.id).empty());
+}
+
+TEST_P(ScanStepTest, AClockThatStepsBackIsLoggedOnceWithTheJobsItSilencesAndUntilWhen) {
+    ScheduleCache schedules;
+    DueJobsStep step(config_, schedules);
+    const std::int64_t now = (Now() / 1000) * 1000;
+    const std::int64_t ahead = now + 3'600'000;  // the clock an hour ahead, then set right
+    auto job = CreateJob("tick", "cron", "* * * * * ?", ahead);
+    CreateJob("later", "cron", "* * * * * ?", ahead + 60'000);  // not planned yet: not silenced
+    auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(100);
+    sink->set_pattern("%l %v");
+    spdlog::default_logger()->sinks().push_back(sink);
+    const std::vector<std::string> live{"node-a", "node-b"};
+    const bool planned = Run({&step}, live, ahead).ok();
+    const auto silent_until = store::JobRepository(db()).Get(job.id)->next_fire_time;
+    const bool stepped = Run({&step}, live, now).ok();
+    const bool next = Run({&step}, live, now + 1000).ok();  // the scan after: not logged again
+    spdlog::default_logger()->sinks().pop_back();
+    ASSERT_TRUE(planned && stepped && next);
+    ASSERT_TRUE(silent_until.has_value());
+    std::vector<std::string> warnings;
+    for (const auto& line : sink->last_formatted()) {
+        if (line.find("clock stepped back") != std::string::npos) warnings.push_back(line);
+    }
+    ASSERT_EQ(warnings.size(), 1u) << "logged once per step";
+    EXPECT_EQ(warnings[0].rfind("warning ", 0), 0u) << warnings[0];
+    EXPECT_NE(warnings[0].find("stepped back 3600000 ms"), std::string::npos) << warnings[0];
+    EXPECT_NE(warnings[0].find(": 1 job(s)"), std::string::npos) << warnings[0];
+    EXPECT_NE(warnings[0].find("until " + std::to_string(*silent_until)), std::string::npos) << warnings[0];
 }
 
 TEST_P(ScanStepTest, OrphansGoToLiveSlavesAndDispatchesOfDeadOnesBecomeLost) {

@@ -176,7 +176,7 @@ void AddAlertRoutes(Routes& routes) {
                    response.headers.Set("Location", "/api/v1/alert-rules/" + std::to_string(created->id));
                    co_return response;
                });
-    routes.Add(Method::kGet, "/api/v1/alert-rules", Permission::kAdmin,
+    routes.Add(Method::kGet, "/api/v1/alert-rules", Permission::kAdmin, {{"limit", "cursor"}},
                [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
                    std::optional<Response> error;
                    const auto page = ReadPageRequest(req, {}, error);
@@ -229,7 +229,7 @@ void AddAlertRoutes(Routes& routes) {
                    spdlog::info("web: alert rule {} deleted by {}", *id, who.name);
                    co_return Response::NoContent();
                });
-    routes.Add(Method::kGet, "/api/v1/alert-deliveries", Permission::kAdmin,
+    routes.Add(Method::kGet, "/api/v1/alert-deliveries", Permission::kAdmin, {{"limit", "rule_id", "status"}},
                [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
                    std::optional<Response> error;
                    const auto page = ReadPageRequest(req, {"rule_id", "status"}, error, {.cursor = false});

@@ -123,6 +123,7 @@ void AddAuditRoutes(Routes& routes) {
     // Viewers read it too: it holds no secrets (AuditJson), and people need to see who paused
     // a job and why without an admin token.
     routes.Add(Method::kGet, "/api/v1/audit", Permission::kViewer,
+               {{"limit", "cursor", "target_kind", "target_id", "actor", "action", "since", "until"}},
                [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
                    std::optional<Response> error;
                    const auto paging =

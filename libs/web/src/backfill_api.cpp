@@ -248,7 +248,7 @@ void AddBackfillRoutes(Routes& routes) {
 
     // Newest first: the cursor is the last backfill id of the page.
     routes.Add(
-        Method::kGet, "/api/v1/jobs/{id}/backfills", Permission::kViewer,
+        Method::kGet, "/api/v1/jobs/{id}/backfills", Permission::kViewer, kPageQuery,
         ChildPageHandler(ctx, [](db::Database& db, std::int64_t id, const PageRequest& page) -> Result<nlohmann::json> {
             auto job = store::JobRepository(db).Get(id);
             if (!job.ok()) return job.status();

@@ -256,7 +256,7 @@ nlohmann::json BoundedPreviewJson(const store::Job& job, const cron::Schedule& s
 void AddCalendarRoutes(Routes& routes) {
     auto ctx = routes.context();
 
-    routes.Add(Method::kGet, "/api/v1/calendars", Permission::kViewer,
+    routes.Add(Method::kGet, "/api/v1/calendars", Permission::kViewer, kPageQuery,
                PageHandler(ctx, [](db::Database& db, const PageRequest& page) -> Result<nlohmann::json> {
                    auto listed = store::CalendarRepository(db).List(page.cursor, page.limit + 1);
                    if (!listed.ok()) return listed.status();
@@ -356,12 +356,11 @@ void AddCalendarRoutes(Routes& routes) {
                                        }}));
 
     // The next `days` local days of the calendar: which are excluded whole, and the daily windows.
-    routes.Add(Method::kGet, "/api/v1/calendars/{id}/preview", Permission::kViewer,
+    routes.Add(Method::kGet, "/api/v1/calendars/{id}/preview", Permission::kViewer, {{"days"}},
                [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
                    std::optional<Response> error;
                    const auto id = PathId(req, error);
                    if (!id) co_return *error;
-                   if (auto unknown = RejectUnknownQuery(req, {"days"})) co_return *unknown;
                    const auto days = QueryInt(req, "days", 1, kMaxPreviewDays, error).value_or(14);
                    if (error) co_return *error;
                    auto work = [id = *id, days](db::Database& db) -> Result<nlohmann::json> {

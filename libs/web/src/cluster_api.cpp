@@ -26,9 +26,8 @@ std::int64_t Ms(Micros d) {
 void AddClusterRoutes(Routes& routes) {
     auto ctx = routes.context();
 
-    routes.Add(Method::kGet, "/api/v1/executors", Permission::kViewer,
+    routes.Add(Method::kGet, "/api/v1/executors", Permission::kViewer, {{"app"}},
                [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
-                   if (auto unknown = RejectUnknownQuery(req, {"app"})) co_return *unknown;
                    std::optional<std::string> app;
                    if (auto a = req.Query("app"); a && !a->empty()) app = *a;
                    const std::int64_t ttl_ms = Ms(ctx->options.executor_ttl);

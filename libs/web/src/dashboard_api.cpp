@@ -107,9 +107,8 @@ struct Cache {
 void AddDashboardRoutes(Routes& routes) {
     auto ctx = routes.context();
     auto cache = std::make_shared<Cache>();
-    routes.Add(Method::kGet, "/api/v1/dashboard", Permission::kViewer,
+    routes.Add(Method::kGet, "/api/v1/dashboard", Permission::kViewer, {{"window"}},
                [ctx, cache](Request& req, const Principal&) -> net::awaitable<Response> {
-                   if (auto unknown = RejectUnknownQuery(req, {"window"})) co_return *unknown;
                    const std::string name = req.Query("window").value_or("1h");
                    const Window* window = nullptr;
                    for (const auto& w : kWindows) {

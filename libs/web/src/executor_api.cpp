@@ -258,13 +258,14 @@ void AddLockRoutes(Routes& routes) {
     auto ctx = routes.context();
     auto api = std::make_shared<LockApi>(ctx->options.locks, ctx->database, ctx->db_pool);
     using Fn = net::awaitable<http::Response> (LockApi::*)(http::Request&, const Principal&);
-    const std::tuple<http::Method, const char*, Permission, Fn> lock_routes[] = {
-        {http::Method::kPost, "/api/v1/locks/{key}/acquire", Permission::kLockHolder, &LockApi::Acquire},
-        {http::Method::kPost, "/api/v1/locks/{key}/extend", Permission::kLockHolder, &LockApi::Extend},
-        {http::Method::kPost, "/api/v1/locks/{key}/release", Permission::kLockHolder, &LockApi::Release},
-        {http::Method::kGet, "/api/v1/locks/{key}", Permission::kLockViewer, &LockApi::Inspect}};
-    for (const auto& [method, pattern, permission, fn] : lock_routes) {
-        routes.Add(method, pattern, permission,
+    const QueryParams app_query{.names = {"app"}};
+    const std::tuple<http::Method, const char*, Permission, const QueryParams*, Fn> lock_routes[] = {
+        {http::Method::kPost, "/api/v1/locks/{key}/acquire", Permission::kLockHolder, &kNoQuery, &LockApi::Acquire},
+        {http::Method::kPost, "/api/v1/locks/{key}/extend", Permission::kLockHolder, &kNoQuery, &LockApi::Extend},
+        {http::Method::kPost, "/api/v1/locks/{key}/release", Permission::kLockHolder, &kNoQuery, &LockApi::Release},
+        {http::Method::kGet, "/api/v1/locks/{key}", Permission::kLockViewer, &app_query, &LockApi::Inspect}};
+    for (const auto& [method, pattern, permission, query, fn] : lock_routes) {
+        routes.Add(method, pattern, permission, *query,
                    [api, fn = fn](http::Request& req, const Principal& who) -> net::awaitable<http::Response> {
                        http::Response response = co_await (api.get()->*fn)(req, who);
                        co_return response;

@@ -30,22 +30,6 @@ using http::Response;
 
 constexpr std::int64_t kMaxId = std::numeric_limits<std::int64_t>::max();
 
-std::string StatusNames() {
-    std::string out;
-    for (int i = 0; i <= static_cast<int>(store::FireStatus::kSkipped); ++i) {
-        out += (out.empty() ? "" : ", ") + std::string(store::FireStatusName(static_cast<store::FireStatus>(i)));
-    }
-    return out;
-}
-
-std::string ReasonNames() {
-    std::string out;
-    for (int i = 0; i <= static_cast<int>(store::FireReason::kCalendar); ++i) {
-        out += (out.empty() ? "" : ", ") + std::string(store::FireReasonName(static_cast<store::FireReason>(i)));
-    }
-    return out;
-}
-
 http::CallOptions ExecutorCall(const Context& ctx) {
     http::CallOptions call;
     call.timeout = ctx.options.executor_timeout;
@@ -106,43 +90,45 @@ void AddFireRoutes(Routes& routes) {
     // (dispatch::ExecutorClient, signed with the app's key: docs/protocol.md).
     auto signer = std::make_shared<dispatch::ExecutorSigner>(ctx->database, ctx->db_pool);
 
-    routes.Add(Method::kGet, "/api/v1/fires", Permission::kViewer,
-               [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
-                   std::optional<Response> error;
-                   const auto paging = ReadPageRequest(req, {"job_id", "status", "reason", "from", "to"}, error);
-                   if (!paging) co_return *error;
-                   store::FireFilter filter;
-                   filter.job_id = QueryInt(req, "job_id", 1, kMaxId, error);
-                   filter.scheduled_from = QueryInt(req, "from", 0, kMaxId, error);
-                   filter.scheduled_to = QueryInt(req, "to", 0, kMaxId, error);
-                   filter.before_id = paging->cursor;
-                   const int page = paging->limit;
-                   if (error) co_return *error;
-                   if (auto status = req.Query("status"); status && !status->empty()) {
-                       filter.status = store::ParseFireStatus(*status);
-                       if (!filter.status) {
-                           co_return BadRequest(
-                               "status", "status: expected one of " + StatusNames() + ", got \"" + *status + "\"");
-                       }
-                   }
-                   if (auto reason = req.Query("reason"); reason && !reason->empty()) {
-                       filter.reason = store::ParseFireReason(*reason);
-                       if (!filter.reason) {
-                           co_return BadRequest(
-                               "reason", "reason: expected one of " + ReasonNames() + ", got \"" + *reason + "\"");
-                       }
-                   }
-                   filter.limit = page + 1;
-                   auto work = [filter, page](db::Database& db) -> Result<nlohmann::json> {
-                       auto fires = store::FireRepository(db).List(filter);
-                       if (!fires.ok()) return fires.status();
-                       return CursorPage(*fires, page, [&](const auto& f) { return FireJson(f); });
-                   };
-                   filter.limit = page + 1;  // one more tells whether there is a next page
-                   auto listed = co_await WithDb(*ctx, work);
-                   if (!listed.ok()) co_return Response::Error(listed.status());
-                   co_return Response::Json(*listed);
-               });
+    routes.Add(
+        Method::kGet, "/api/v1/fires", Permission::kViewer,
+        {{"limit", "cursor", "job_id", "status", "reason", "from", "to"}},
+        [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
+            std::optional<Response> error;
+            const auto paging = ReadPageRequest(req, {"job_id", "status", "reason", "from", "to"}, error);
+            if (!paging) co_return *error;
+            store::FireFilter filter;
+            filter.job_id = QueryInt(req, "job_id", 1, kMaxId, error);
+            filter.scheduled_from = QueryInt(req, "from", 0, kMaxId, error);
+            filter.scheduled_to = QueryInt(req, "to", 0, kMaxId, error);
+            filter.before_id = paging->cursor;
+            const int page = paging->limit;
+            if (error) co_return *error;
+            if (auto status = req.Query("status"); status && !status->empty()) {
+                filter.status = store::ParseFireStatus(*status);
+                if (!filter.status) {
+                    co_return BadRequest("status", "status: expected one of " + store::kFireStatusNames.Expected(", ") +
+                                                       ", got \"" + *status + "\"");
+                }
+            }
+            if (auto reason = req.Query("reason"); reason && !reason->empty()) {
+                filter.reason = store::ParseFireReason(*reason);
+                if (!filter.reason) {
+                    co_return BadRequest("reason", "reason: expected one of " + store::kFireReasonNames.Expected(", ") +
+                                                       ", got \"" + *reason + "\"");
+                }
+            }
+            filter.limit = page + 1;
+            auto work = [filter, page](db::Database& db) -> Result<nlohmann::json> {
+                auto fires = store::FireRepository(db).List(filter);
+                if (!fires.ok()) return fires.status();
+                return CursorPage(*fires, page, [&](const auto& f) { return FireJson(f); });
+            };
+            filter.limit = page + 1;  // one more tells whether there is a next page
+            auto listed = co_await WithDb(*ctx, work);
+            if (!listed.ok()) co_return Response::Error(listed.status());
+            co_return Response::Json(*listed);
+        });
 
     routes.Add(Method::kGet, "/api/v1/fires/{id}", Permission::kViewer,
                [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
@@ -220,12 +206,11 @@ void AddFireRoutes(Routes& routes) {
                });
 
     routes.Add(
-        Method::kGet, "/api/v1/fires/{id}/log", Permission::kViewer,
+        Method::kGet, "/api/v1/fires/{id}/log", Permission::kViewer, {{"from_line"}},
         [ctx, signer](Request& req, const Principal&) -> net::awaitable<Response> {
             std::optional<Response> error;
             const auto id = PathId(req, error);
             if (!id) co_return *error;
-            if (auto unknown = RejectUnknownQuery(req, {"from_line"})) co_return *unknown;
             const auto from_line = QueryInt(req, "from_line", 0, kMaxId, error).value_or(0);
             if (error) co_return *error;
             auto work = [id = *id](db::Database& db) {

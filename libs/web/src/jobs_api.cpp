@@ -183,7 +183,7 @@ Result<store::Job> PauseOrResume(db::Database& db, const Principal& who, std::in
 void AddJobRoutes(Routes& routes) {
     auto ctx = routes.context();
 
-    routes.Add(Method::kGet, "/api/v1/jobs", Permission::kViewer,
+    routes.Add(Method::kGet, "/api/v1/jobs", Permission::kViewer, {{"limit", "cursor", "app", "enabled", "q"}},
                [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
                    std::optional<Response> error;
                    const auto paging = ReadPageRequest(req, {"app", "enabled", "q"}, error);

@@ -31,6 +31,10 @@ std::optional<PageRequest> ReadPageRequest(const http::Request& req, std::initia
 
 std::optional<http::Response> RejectUnknownQuery(const http::Request& req,
                                                  std::initializer_list<std::string_view> allowed) {
+    return RejectUnknownQuery(req, std::span<const std::string_view>(allowed.begin(), allowed.size()));
+}
+
+std::optional<http::Response> RejectUnknownQuery(const http::Request& req, std::span<const std::string_view> allowed) {
     if (auto unknown = UnknownQueryParam(req, allowed)) {
         return BadRequest(*unknown, *unknown + ": unknown query parameter");
     }

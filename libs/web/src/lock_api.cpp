@@ -349,8 +349,8 @@ net::awaitable<Response> LockApi::ExtendOrRelease(Request& req, const Principal&
         }
         if (!s.ok()) return s;
         if (!extend) {
-            // The epoch the lock has now: SQL bumps it on release, Redis keeps the last one
-            // (its counter moves on the next acquire). Unknown if this read fails.
+            // The epoch the lock has now: every fenced backend moves it on by one on release
+            // (docs/locks.md). Unknown if this read fails (and on Redlock, which has none).
             auto after = b.store->InspectLock(row_name);
             c.row = after.ok() ? *after : std::nullopt;
         }
@@ -384,7 +384,6 @@ net::awaitable<Response> LockApi::ExtendOrRelease(Request& req, const Principal&
 net::awaitable<Response> LockApi::Inspect(Request& req, const Principal& who) {
     const std::string key(req.PathParam("key"));
     if (auto bad = CheckKey(key)) co_return *bad;
-    if (auto unknown = RejectUnknownQuery(req, {"app"})) co_return *unknown;
     std::optional<std::string> app;
     if (auto given = req.Query("app"); given && !given->empty()) app = *given;
     std::optional<Response> error;

@@ -84,12 +84,11 @@ nlohmann::json PreviewJson(const cron::Schedule& schedule, std::int64_t now_ms, 
 void AddScheduleRoutes(Routes& routes) {
     auto ctx = routes.context();
 
-    routes.Add(Method::kGet, "/api/v1/jobs/{id}/next", Permission::kViewer,
+    routes.Add(Method::kGet, "/api/v1/jobs/{id}/next", Permission::kViewer, {{"count"}},
                [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
                    std::optional<Response> error;
                    const auto id = PathId(req, error);
                    if (!id) co_return *error;
-                   if (auto unknown = RejectUnknownQuery(req, {"count"})) co_return *unknown;
                    const auto count = QueryInt(req, "count", 1, kMaxPreview, error).value_or(5);
                    if (error) co_return *error;
                    auto work = [id = *id, count](db::Database& db) -> Result<nlohmann::json> {

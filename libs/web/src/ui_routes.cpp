@@ -79,11 +79,11 @@ void AddUiRoutes(Routes& routes) {
                    co_return Serve(req, "openapi.json");
                });
     if (!routes.context()->options.ui) return;
-    routes.Add(http::Method::kGet, "/", Permission::kPublic,
+    routes.Add(http::Method::kGet, "/", Permission::kPublic, kAnyQuery,
                [](http::Request& req, const Principal&) -> net::awaitable<http::Response> {
                    co_return Serve(req, "ui/index.html");
                });
-    routes.Add(http::Method::kGet, "/ui/{path...}", Permission::kPublic,
+    routes.Add(http::Method::kGet, "/ui/{path...}", Permission::kPublic, kAnyQuery,
                [](http::Request& req, const Principal&) -> net::awaitable<http::Response> {
                    const std::string path = "ui/" + std::string(req.PathParam("path"));
                    co_return Serve(req, path);

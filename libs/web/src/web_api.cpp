@@ -8,6 +8,7 @@
 
 #include "impl/audit.hpp"
 #include "impl/context.hpp"
+#include "impl/list_query.hpp"
 #include "impl/signing_keys.hpp"
 
 namespace sched::web {
@@ -61,11 +62,23 @@ std::vector<RouteInfo> AddWebRoutes(http::Router& router, const WebOptions& opti
 
 namespace impl {
 
-void Routes::Add(http::Method method, const std::string& pattern, Permission permission, ApiHandler handler) {
+void Routes::Add(http::Method method, const std::string& pattern, Permission permission, const QueryParams& query,
+                 ApiHandler handler) {
     auto ctx = ctx_;
-    auto wrapped = [ctx, permission, pattern,
+    RouteInfo info{method, pattern, permission, {query.names.begin(), query.names.end()}, query.any};
+    // The names as owned strings: the views may point into a caller's temporary list.
+    auto query_names = std::make_shared<const std::vector<std::string>>(info.query);
+    auto wrapped = [ctx, permission, pattern, query_names, any_query = query.any,
                     handler = std::move(handler)](http::Request& req) -> net::awaitable<http::Response> {
+        // After authentication (a caller without a token learns nothing about a route's
+        // parameters), before the handler reads any.
+        const auto check_query = [&]() -> std::optional<http::Response> {
+            if (any_query) return std::nullopt;
+            const std::vector<std::string_view> names(query_names->begin(), query_names->end());
+            return RejectUnknownQuery(req, names);
+        };
         if (permission == Permission::kPublic) {
+            if (auto unknown = check_query()) co_return *unknown;
             const Principal nobody{.name = "anonymous"};
             http::Response response = co_await handler(req, nobody);
             co_return response;
@@ -87,11 +100,12 @@ void Routes::Add(http::Method method, const std::string& pattern, Permission per
             }
             co_return http::Response::Error(allowed, "Authorization");
         }
+        if (auto unknown = check_query()) co_return *unknown;
         http::Response response = co_await handler(req, *principal);
         co_return response;
     };
     router_.Add(method, pattern, std::move(wrapped), http::Access::kPublic);
-    added_.push_back({method, pattern, permission});
+    added_.push_back(std::move(info));
 }
 
 std::string RepositoryErrorField(const Status& s) {

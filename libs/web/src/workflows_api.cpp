@@ -112,7 +112,7 @@ std::optional<Response> ReadFromStep(const Request& req, std::string& from_step)
 void AddWorkflowRoutes(Routes& routes) {
     auto ctx = routes.context();
 
-    routes.Add(Method::kGet, "/api/v1/workflows", Permission::kViewer,
+    routes.Add(Method::kGet, "/api/v1/workflows", Permission::kViewer, kPageQuery,
                PageHandler(ctx, [](db::Database& db, const PageRequest& page) -> Result<nlohmann::json> {
                    auto listed = store::WorkflowRepository(db).List(page.cursor, page.limit + 1);
                    if (!listed.ok()) return listed.status();
@@ -278,7 +278,7 @@ void AddWorkflowRoutes(Routes& routes) {
 
     // Newest first: the cursor is the last run id of the page, the next page the ids below it.
     routes.Add(
-        Method::kGet, "/api/v1/workflows/{id}/runs", Permission::kViewer,
+        Method::kGet, "/api/v1/workflows/{id}/runs", Permission::kViewer, kPageQuery,
         ChildPageHandler(ctx, [](db::Database& db, std::int64_t id, const PageRequest& page) -> Result<nlohmann::json> {
             auto listed = store::WorkflowRunRepository(db).ListForWorkflow(id, page.cursor, page.limit + 1);
             if (!listed.ok()) return listed.status();

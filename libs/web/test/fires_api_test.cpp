@@ -159,6 +159,22 @@ TEST_P(FiresApiTest, TheLedgerIsListedByReasonWithTheRangeOfSkippedTimes) {
     EXPECT_EQ(ErrorField(Get("/api/v1/fires?reason=bored")), "reason");
 }
 
+TEST_P(FiresApiTest, ABadReasonOrStatusFilterListsEveryName) {
+    // The 400 is written from the name tables, so a reason added later cannot be left out.
+    const auto reason = Get("/api/v1/fires?reason=bored");
+    ASSERT_EQ(reason.status, 400);
+    const std::string reason_message = Body(reason)["error"]["message"].get<std::string>();
+    for (const auto name : store::kFireReasonNames.names()) {
+        EXPECT_NE(reason_message.find(std::string(name)), std::string::npos) << name << " missing: " << reason_message;
+    }
+    const auto status = Get("/api/v1/fires?status=exploded");
+    ASSERT_EQ(status.status, 400);
+    const std::string status_message = Body(status)["error"]["message"].get<std::string>();
+    for (const auto name : store::kFireStatusNames.names()) {
+        EXPECT_NE(status_message.find(std::string(name)), std::string::npos) << name << " missing: " << status_message;
+    }
+}
+
 TEST_P(FiresApiTest, DetailHasLagAndDuration) {
     const auto job = CreateJob("timed")["id"].get<std::int64_t>();
     const auto id = InsertFire(job, 50'000, store::FireStatus::kSucceeded);

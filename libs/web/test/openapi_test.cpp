@@ -99,6 +99,30 @@ TEST_P(OpenApiTest, EveryServedRouteIsDocumentedWithItsRoleAndEveryDocumentedRou
     }
 }
 
+// The query parameters each route takes (Routes::Add refuses any other) are the ones its
+// operation documents, so the document cannot promise a filter the server refuses or hide one.
+TEST_P(OpenApiTest, EveryOperationDocumentsTheQueryParametersItsRouteTakes) {
+    const auto& shared = doc_["components"].value("parameters", nlohmann::json::object());
+    for (const auto& route : service_->routes()) {
+        if (route.any_query) continue;
+        const std::string path = DocPath(route.pattern);
+        const std::string method = Lower(http::MethodName(route.method));
+        if (!doc_["paths"].contains(path) || !doc_["paths"][path].contains(method)) continue;  // the test above
+        std::set<std::string> documented;
+        for (const auto* list : {&doc_["paths"][path], &doc_["paths"][path][method]}) {
+            for (auto p : list->value("parameters", nlohmann::json::array())) {
+                if (p.contains("$ref")) {
+                    const auto ref = p["$ref"].get<std::string>();
+                    p = shared.value(ref.substr(ref.rfind('/') + 1), nlohmann::json::object());
+                }
+                if (p.value("in", "") == "query") documented.insert(p.value("name", ""));
+            }
+        }
+        const std::set<std::string> taken(route.query.begin(), route.query.end());
+        EXPECT_EQ(documented, taken) << method << " " << path;
+    }
+}
+
 TEST_P(OpenApiTest, EveryDocumentedOperationReachesAHandler) {
     // Over HTTP, so this checks the running server itself, not a list it keeps: no documented
     // operation may meet the router's own 404 ("no route") or 405.

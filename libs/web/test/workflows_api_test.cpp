@@ -171,6 +171,29 @@ TEST_P(WorkflowsApiTest, InvalidBodiesAreRefusedNamingTheField) {
     EXPECT_EQ(Body(Get("/api/v1/workflows"))["items"].size(), 1u);
 }
 
+TEST_P(WorkflowsApiTest, OneJobInTwoStepsIsA409NamingTheSecondStepWithoutSql) {
+    Body3();
+    const nlohmann::json twice = {
+        {"steps", {{{"name", "a"}, {"job_id", jobs_[0]}}, {{"name", "b"}, {"job_id", jobs_[0]}}}},
+        {"edges", {{{"parent", "a"}, {"child", "b"}}}}};
+    auto r = Post("/api/v1/workflows", Body3("twice", twice));
+    EXPECT_EQ(r.status, 409) << r.body;
+    EXPECT_EQ(ErrorField(r), "steps[1].job_id") << r.body;
+    const std::string message = Body(r)["error"]["message"].get<std::string>();
+    for (const char* sql : {"INSERT", "workflow_step (", "while executing", ":job", ":wf"}) {
+        EXPECT_EQ(message.find(sql), std::string::npos) << sql << " in " << message;
+    }
+    EXPECT_NE(message.find("\"a\""), std::string::npos) << message;  // names the step that has the job
+    EXPECT_TRUE(Body(Get("/api/v1/workflows"))["items"].empty());
+    // The same on an update.
+    const auto w = CreateWorkflow(Body3("once"));
+    nlohmann::json body = Body3("once", twice);
+    body["version"] = w["version"];
+    auto update = Put(PathOf(w), body);
+    EXPECT_EQ(update.status, 409) << update.body;
+    EXPECT_EQ(ErrorField(update), "steps[1].job_id") << update.body;
+}
+
 TEST_P(WorkflowsApiTest, TriggerCreatesARunAndOverlapIsRefused) {
     const auto w = CreateWorkflow(Body3());
     const std::int64_t before = DbNowMs();

@@ -7,6 +7,7 @@
 
 #include "sched/store/fire.hpp"
 #include "sched/store/job.hpp"
+#include "sched/store/job_clock.hpp"
 
 namespace sched::trigger::impl {
 
@@ -49,7 +50,26 @@ store::Fire LedgerRow(std::int64_t job_id, store::FireKind kind, std::int64_t ep
 
 }  // namespace
 
+void DueJobsStep::WarnIfTheClockSteppedBack(ScanContext& ctx) {
+    const auto previous = last_now_;
+    last_now_ = ctx.now;
+    if (!previous || ctx.now + kClockStepMs >= *previous) return;
+    // A job planned ahead up to the lookahead is normal; one planned past that was planned
+    // under the old clock.
+    const auto past = store::CountJobsPlannedPast(ctx.s, ctx.now + Ms(config_.lookahead));
+    if (past.jobs == 0 || !past.silent_until_ms) {
+        spdlog::warn("database clock stepped back {} ms (from {} to {}); no job was planned past it",
+                     *previous - ctx.now, *previous, ctx.now);
+        return;
+    }
+    spdlog::warn(
+        "database clock stepped back {} ms (from {} to {}): {} job(s) planned under the old clock fire nothing "
+        "until their next_fire_time, the last of them until {} ({} ms from now)",
+        *previous - ctx.now, *previous, ctx.now, past.jobs, *past.silent_until_ms, *past.silent_until_ms - ctx.now);
+}
+
 void DueJobsStep::Run(ScanContext& ctx) {
+    WarnIfTheClockSteppedBack(ctx);
     ScanReport& r = ctx.report;
     const auto due = store::JobRepository::SelectDue(ctx.s, ctx.now + Ms(config_.lookahead), config_.batch);
     r.due_jobs = static_cast<int>(due.size());

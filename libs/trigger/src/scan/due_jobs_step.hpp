@@ -28,7 +28,14 @@ class DueJobsStep final : public ScanStep {
     DueJobsStep(const MasterConfig& config, ScheduleCache& schedules) : config_(config), schedules_(schedules) {}
     void Run(ScanContext& ctx) override;
 
+    /// A database clock that moved back by more than this between two scans has stepped back.
+    static constexpr std::int64_t kClockStepMs = 1000;
+
   private:
+    /// When the database clock stepped back since the previous scan, the jobs planned under the
+    /// old clock fire nothing until their next_fire_time: logged once per step, with how many
+    /// and until when (nothing is re-planned: a time already fired must not fire again).
+    void WarnIfTheClockSteppedBack(ScanContext& ctx);
     /// What planning a job with a calendar or bounds adds to its JobPlan.
     struct BoundedExtras {
         std::vector<SkippedTimes> excluded;
@@ -47,6 +54,7 @@ class DueJobsStep final : public ScanStep {
     const MasterConfig& config_;
     ScheduleCache& schedules_;
     CalendarCache calendars_;
+    std::optional<std::int64_t> last_now_;  ///< the previous scan's database clock
 };
 
 }  // namespace sched::trigger::impl

@@ -43,13 +43,33 @@ struct Context {
 /// A handler that runs after authentication and authorisation.
 using ApiHandler = std::function<net::awaitable<http::Response>(http::Request&, const Principal&)>;
 
-/// Adds routes to a router, each wrapped in the token check for its permission, and records
-/// them for the OpenAPI test.
+/// The query parameters a route takes. Every route declares them when it is added, and any other
+/// parameter is refused before its handler runs (400 "<name>: unknown query parameter", naming
+/// it), so a typo never silently widens a listing and no route can forget the check.
+struct QueryParams {
+    std::vector<std::string_view> names;
+    bool any = false;  ///< a static file route: the query string is not its business
+};
+/// A route that takes no query parameter (the default).
+inline const QueryParams kNoQuery{};
+/// The UI's static files (cache-busting queries from browsers and proxies are harmless there).
+inline const QueryParams kAnyQuery{.names = {}, .any = true};
+/// A paged list without filters (PageHandler, ChildPageHandler).
+inline const QueryParams kPageQuery{.names = {"limit", "cursor"}};
+
+/// Adds routes to a router, each wrapped in the token check for its permission and the check of
+/// its query parameters, and records them for the OpenAPI test.
 class Routes {
   public:
     Routes(http::Router& router, std::shared_ptr<Context> ctx) : router_(router), ctx_(std::move(ctx)) {}
 
-    void Add(http::Method method, const std::string& pattern, Permission permission, ApiHandler handler);
+    /// A route that takes no query parameter.
+    void Add(http::Method method, const std::string& pattern, Permission permission, ApiHandler handler) {
+        Add(method, pattern, permission, kNoQuery, std::move(handler));
+    }
+    /// A route that takes the query parameters `query` (and no others).
+    void Add(http::Method method, const std::string& pattern, Permission permission, const QueryParams& query,
+             ApiHandler handler);
     std::vector<RouteInfo> TakeAdded() { return std::move(added_); }
     const std::shared_ptr<Context>& context() const { return ctx_; }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -64,5 +65,6 @@ nlohmann::json CursorPage(std::vector<Row>& rows, int page, Item&& item) {
 /// parameter not in `allowed`, if any.
 std::optional<http::Response> RejectUnknownQuery(const http::Request& req,
                                                  std::initializer_list<std::string_view> allowed);
+std::optional<http::Response> RejectUnknownQuery(const http::Request& req, std::span<const std::string_view> allowed);
 
 }  // namespace sched::web::impl

@@ -120,7 +120,8 @@ class KeyLockStore {
                                    Micros lease) = 0;
 
     /// Gives a holding of `name` back if `owner` still holds it at holding.epoch (expired or not,
-    /// where the backend still knows it). False: not ours any more, nothing was changed.
+    /// where the backend still knows it). A fenced backend moves the name's epoch on by one, so
+    /// InspectLock then answers holding.epoch + 1. False: not ours any more, nothing was changed.
     virtual Result<bool> ReleaseLock(std::string_view name, const Holding& holding, std::string_view owner) = 0;
 
     /// The current state of `name` as the backend sees it, for display and for checks by an

@@ -64,7 +64,7 @@ class RedisQuorum;
 /// connection, one command at a time.
 class RedisLockStore final : public KeyLockStore {
   public:
-    explicit RedisLockStore(RedisServerAddress server, RedisOptions options = {});
+    explicit RedisLockStore(RedisServerAddress server, const RedisOptions& options = {});
     ~RedisLockStore() override;
 
     Result<std::optional<Holding>> AcquireLock(std::string_view name, std::string_view owner, Micros lease,
@@ -99,7 +99,7 @@ class RedlockStore final : public KeyLockStore {
     static constexpr Micros kDriftConstant = std::chrono::milliseconds(2);
 
     /// Throws std::invalid_argument with fewer than 3 servers or a server listed twice.
-    explicit RedlockStore(std::vector<RedisServerAddress> servers, RedisOptions options = {});
+    explicit RedlockStore(std::vector<RedisServerAddress> servers, const RedisOptions& options = {});
     ~RedlockStore() override;
 
     Result<std::optional<Holding>> AcquireLock(std::string_view name, std::string_view owner, Micros lease,

@@ -18,6 +18,7 @@
 
 #include <soci/soci.h>
 
+#include "sched/common/name_table.hpp"
 #include "sched/common/status.hpp"
 #include "sched/db/database.hpp"
 
@@ -25,6 +26,9 @@ namespace sched::store {
 
 enum class FireStatus { kPending, kDispatching, kRunning, kSucceeded, kFailed, kTimeout, kKilled, kLost, kSkipped };
 
+/// The stored and API spelling of each status, in enum order.
+inline constexpr auto kFireStatusNames = MakeNameTable<FireStatus>(
+    {"pending", "dispatching", "running", "succeeded", "failed", "timeout", "killed", "lost", "skipped"});
 /// "pending", "dispatching", ... (the stored spelling).
 std::string_view FireStatusName(FireStatus s);
 std::optional<FireStatus> ParseFireStatus(std::string_view name);
@@ -52,9 +56,12 @@ enum class FireReason {
     kSucceededLate,
     kConcurrency,  ///< pending: waiting for a seat of its job's concurrency limit (not an end)
 };
-/// "misfire", "paused", "job_deleted", "blocked", "no_executor", "slave_died", "slave_restarted",
-/// "executor_gone", "no_result", "calendar", "upstream", "run_timeout", "succeeded_late",
-/// "concurrency" (the stored and API spelling).
+/// The stored and API spelling of each reason, in enum order: every reader (the API's `reason`
+/// filter and its 400, the rows) takes them from here.
+inline constexpr auto kFireReasonNames = MakeNameTable<FireReason>(
+    {"misfire", "paused", "job_deleted", "blocked", "no_executor", "slave_died", "slave_restarted", "executor_gone",
+     "no_result", "calendar", "upstream", "run_timeout", "succeeded_late", "concurrency"});
+/// kFireReasonNames.Name(r).
 std::string_view FireReasonName(FireReason r);
 std::optional<FireReason> ParseFireReason(std::string_view name);
 
@@ -63,7 +70,10 @@ std::optional<FireReason> ParseFireReason(std::string_view name);
 /// kWorkflow: a step of a workflow run (docs/workflows.md); its attempt is 1000 x the run's
 /// generation + the try, and its retries keep this kind.
 enum class FireKind { kSchedule, kManual, kRetry, kMisfire, kBackfill, kWorkflow };
-/// "schedule", "manual", "retry", "misfire", "backfill", "workflow" (the stored and API spelling).
+/// The stored and API spelling of each kind, in enum order.
+inline constexpr auto kFireKindNames =
+    MakeNameTable<FireKind>({"schedule", "manual", "retry", "misfire", "backfill", "workflow"});
+/// "schedule", "manual", "retry", "misfire", "backfill", "workflow".
 std::string_view FireKindName(FireKind k);
 std::optional<FireKind> ParseFireKind(std::string_view name);
 

@@ -96,7 +96,9 @@ class WorkflowRunRepository {
     static std::map<std::int64_t, std::string> ParamsOf(soci::session& s, const std::vector<std::int64_t>& ids);
     /// The runs with these ids that are `running`, in id order (one statement per 500 ids).
     static std::vector<WorkflowRun> FindRunning(soci::session& s, const std::vector<std::int64_t>& ids);
-    /// running -> `status` (succeeded, failed or timed-out) with `reason` and ended_at = `now_ms`.
+    /// running -> `status` (succeeded, failed or timed-out) with `reason` and ended_at = `now_ms`,
+    /// or started_at when that is later (a run created ahead of its time), so ended_at is never
+    /// before started_at.
     /// Returns false when the run is not running (it ended already, or is gone). Throws
     /// std::logic_error for `status` running (a caller's defect).
     static bool End(soci::session& s, std::int64_t id, WorkflowRunStatus status,

@@ -5,6 +5,10 @@
 /// timeout. Every write is in the scan's transaction, so a deposed master writes nothing, and a
 /// new master recomputes every run's state from its stored fires (store::EvaluateRun).
 ///
+/// The overlap policy (max_concurrent_runs) is judged at each run's scheduled time: a time
+/// within the lookahead gets its run ahead only when a slot is free; otherwise the workflow's
+/// next_fire_time stays at it until a scan at or after that time decides.
+///
 /// Which runs a scan advances: the runs it creates; the runs of step fires whose follow-up this
 /// scan handled (a step ended); running runs with no fire in their generation yet (created or
 /// re-run through the API), and every `sweep` interval a batch of running runs (round-robin;

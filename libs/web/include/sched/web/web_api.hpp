@@ -83,6 +83,10 @@ struct RouteInfo {
     http::Method method;
     std::string pattern;
     Permission permission;
+    /// The query parameters it takes (any other is a 400 naming it); `any_query`: a static file
+    /// route that ignores the query string.
+    std::vector<std::string> query;
+    bool any_query = false;
 };
 
 /// Adds every route above (the SDK and lock routes only with options.executor_api, the UI only with
