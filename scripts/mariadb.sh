@@ -103,8 +103,14 @@ start() {
     }
     local attempt port pid ready
     local bind=${SCHED_MARIADB_BIND:-127.0.0.1}
+    # Below the kernel's ephemeral range: a client retrying a connection to a stopped server's
+    # port in that range can be given that very port and connect to itself (TCP simultaneous
+    # open), which then keeps the restarted server from binding it.
+    local low=32768
+    read -r low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+    [ "$low" -gt 12000 ] || low=32768
     for attempt in 1 2 3 4 5; do
-        port=${SCHED_MARIADB_PORT:-$((20000 + RANDOM % 40000))}
+        port=${SCHED_MARIADB_PORT:-$((10000 + RANDOM % (low - 10000)))}
         port_free "$port" || continue
         launch "$port" "$bind"
         [ "$ready" = 1 ] && break

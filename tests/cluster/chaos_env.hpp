@@ -51,6 +51,30 @@ class NetnsTopology {
     std::string db_host_, db_peer_, exec_host_, exec_peer_;
 };
 
+/// A private three-node MariaDB Galera cluster on loopback (scripts/galera.sh), stopped by its
+/// PIDs and removed by the destructor.
+class GaleraCluster {
+  public:
+    /// nullptr and `*why` (with the script's output) when it cannot start (galera-4 missing, ...).
+    static std::unique_ptr<GaleraCluster> Start(const std::string& script, std::string* why);
+    ~GaleraCluster();
+    GaleraCluster(const GaleraCluster&) = delete;
+    GaleraCluster& operator=(const GaleraCluster&) = delete;
+
+    /// The sched user's URL on Galera node `n` (1..3).
+    const std::string& url(int n) const { return urls_.at(static_cast<std::size_t>(n - 1)); }
+    /// kill -9 of Galera node `n`.
+    bool Kill(int n, std::string* output = nullptr);
+    /// Starts node `n` again from its recovered position; returns once it is Synced.
+    bool Rejoin(int n, std::string* output = nullptr);
+
+  private:
+    GaleraCluster() = default;
+    std::string script_;
+    std::filesystem::path dir_;
+    std::vector<std::string> urls_;
+};
+
 /// Starts `argv` with stdout and stderr appended to `log`; `prefix` (e.g. `ip netns exec NS`)
 /// goes in front (it execs the program, so the PID is the program's own).
 std::unique_ptr<testing::ChildProcess> SpawnLogged(const std::vector<std::string>& argv,

@@ -3,7 +3,8 @@
 // (the master included), a MariaDB restart, a network partition of the master (network
 // namespaces), an executor killed mid-run. After each scenario the history checker
 // (history_checker.hpp) runs over the fire table and the sink logs; after each fault the
-// cluster must serve again on its own.
+// cluster must serve again on its own. GaleraChaosTest repeats kills on a three-node MariaDB
+// Galera cluster (scripts/galera.sh), each trigger node on its own Galera node.
 //
 // Replay: the random scenario prints its seed; SCHED_CHAOS_SEED=<seed> repeats it.
 // Soak: SCHED_CHAOS_SOAK_SECONDS=<n> runs the random faults for n seconds (default 40).
@@ -124,10 +125,15 @@ class ChaosTest : public ::testing::Test {
             if (EnvIs("SCHED_REQUIRE_MYSQL", "1")) FAIL() << "no private MariaDB: " << world->no_mariadb_reason;
             GTEST_SKIP() << "no private MariaDB: " << world->no_mariadb_reason;
         }
+        Prepare();
+    }
+    // The case's database on the server SCHED_TEST_MYSQL_URL names, migrated, and its log dir.
+    void Prepare() {
         auto created = db::testing::TestDatabase::Create(db::Backend::kMySql);
         ASSERT_TRUE(created.ok()) << created.status().ToString();
         test_db_ = std::move(*created);
-        ASSERT_TRUE(db::Migrator(db()).Migrate().ok());
+        auto migrated = db::Migrator(db()).Migrate();
+        ASSERT_TRUE(migrated.ok()) << migrated.status().ToString();
         dir_ = std::filesystem::temp_directory_path() / ("sched-chaos-" + RandomHex(8));
         std::filesystem::create_directories(dir_);
         std::cout << "[chaos] logs in " << dir_.string() << std::endl;
@@ -171,11 +177,14 @@ class ChaosTest : public ::testing::Test {
 
     // Starts node n; a restarted node keeps its port (the executors' SDK knows the nodes by
     // address, as in a deployment).
+    // The database URL node n connects to (one server here; a Galera node of its own there).
+    virtual std::string NodeDbUrl(int /*n*/) { return test_db_->url().ToString(); }
+
     void StartNode(int n, bool in_ns = false) {
         Node& node = nodes_[n];
         node.in_ns = in_ns;
         node.log = dir_ / ("node-" + std::to_string(n) + ".log");
-        std::string url = test_db_->url().ToString();
+        std::string url = NodeDbUrl(n);
         if (in_ns) {
             node.host = world->net->exec_peer();
             const auto at = url.find("@127.0.0.1:");
@@ -187,6 +196,7 @@ class ChaosTest : public ::testing::Test {
                               << "\"\nheartbeat-interval: 200ms\n"
                               << "http:\n  listen: \"" << node.host << ":" << node.port << "\"\n  access-log: errors\n"
                               << "database:\n  url: \"" << url << "\"\n  connect-retry-for: 60s\n"
+                              << "  topology: " << topology_ << "\n"
                               << "election:\n  tick: 200ms\n  ttl: 1s\n  margin: 300ms\n"
                               << "scheduler:\n  node-ttl: 1s\n  executor-ttl: 3s\n  running-sweep: 1s\n"
                               << "slave:\n  poll-interval: 200ms\n  dispatch-timeout: " << dispatch_timeout_
@@ -400,6 +410,7 @@ class ChaosTest : public ::testing::Test {
     std::map<std::string, Sink> sinks_;
     std::vector<JobPolicy> jobs_;
     std::string dispatch_timeout_ = "1s";  // slave.dispatch-timeout of the nodes
+    std::string topology_ = "single";      // database.topology of the nodes
     std::int64_t t0_ = NowMs();
 };
 
@@ -1056,6 +1067,171 @@ TEST_F(ChaosTest, ASlaveRestartedUnderItsOwnIdLeavesNoFireDispatchingForever) {
     EXPECT_EQ(now[0].status, store::FireStatus::kLost);
     EXPECT_NE(now[0].result_message.value_or("").find("restarted while dispatching"), std::string::npos)
         << now[0].result_message.value_or("");
+}
+
+// ---- on a three-node MariaDB Galera cluster ----
+
+struct GaleraWorld {
+    std::unique_ptr<GaleraCluster> galera;
+    std::string no_galera_reason;
+};
+GaleraWorld* galera_world = nullptr;
+
+// The same cluster of three trigger nodes, each connected to a different Galera node
+// (database.topology: galera): leases, fences and claims must hold when row locks bind one
+// Galera node only and conflicts surface at commit, as certification failures.
+class GaleraChaosTest : public ChaosTest {
+  protected:
+    static void SetUpTestSuite() {
+        galera_world = new GaleraWorld();
+        galera_world->galera = GaleraCluster::Start(SCHED_GALERA_SCRIPT, &galera_world->no_galera_reason);
+    }
+    static void TearDownTestSuite() {
+        delete galera_world;  // the three servers stopped by PID, their directory removed
+        galera_world = nullptr;
+    }
+
+    void SetUp() override {
+        if (!galera_world->galera) {
+            if (EnvIs("SCHED_REQUIRE_MYSQL", "1")) FAIL() << "no Galera cluster: " << galera_world->no_galera_reason;
+            GTEST_SKIP() << "no Galera cluster: " << galera_world->no_galera_reason;
+        }
+        // The case's database is created through Galera node 1 and replicated to the others.
+        ::setenv("SCHED_TEST_MYSQL_URL", galera_world->galera->url(1).c_str(), 1);
+        topology_ = "galera";
+        Prepare();
+    }
+    void TearDown() override {
+        SetReadOnly(3, false);
+        ChaosTest::TearDown();
+    }
+
+    std::string NodeDbUrl(int n) override { return UrlOnGaleraNode(n).ToString(); }
+
+    // The case's database reached through Galera node n.
+    db::DbUrl UrlOnGaleraNode(int n) {
+        db::DbUrl url = test_db_->url();
+        url.port = db::ParseDbUrl(galera_world->galera->url(n))->port;
+        return url;
+    }
+
+    void SetReadOnly(int n, bool on) {
+        if (!galera_world || !galera_world->galera || !test_db_) return;
+        auto node = db::Database::Open(UrlOnGaleraNode(n));
+        ASSERT_TRUE(node.ok()) << node.status().ToString();
+        Status set =
+            (*node)->Run([on](soci::session& s) { s << std::string("SET GLOBAL read_only = ") + (on ? "ON" : "OFF"); });
+        ASSERT_TRUE(set.ok()) << set.ToString();
+    }
+
+    // Starts node n with `topology` against Galera node `galera_node` and expects it to refuse to
+    // start: returns its log.
+    std::string StartRefused(int n, int galera_node, const std::string& topology) {
+        const auto config = dir_ / ("refused-" + std::to_string(n) + ".yaml");
+        const auto log = dir_ / ("refused-" + std::to_string(n) + ".log");
+        std::ofstream(config) << "node-id: \"refused-" << n << "\"\ntoken: \"" << kToken
+                              << "\"\nhttp:\n  listen: \"127.0.0.1:0\"\n"
+                              << "database:\n  url: \"" << UrlOnGaleraNode(galera_node).ToString()
+                              << "\"\n  connect-retry-for: 5s\n  topology: " << topology << "\n";
+        auto proc = SpawnLogged({SCHED_TRIGGER_BIN, "--config", config.string()}, log);
+        EXPECT_TRUE(proc->WaitForExit(30s)) << "node started on a database it should refuse:\n" << Tail(log);
+        EXPECT_EQ(ReadText(log).find("listening on http://"), std::string::npos) << Tail(log);
+        return ReadText(log);
+    }
+};
+
+TEST_F(GaleraChaosTest, StartUpRefusesAnUndeclaredGaleraNodeAndAReadOnlyServer) {
+    const std::string undeclared = StartRefused(1, 1, "single");
+    EXPECT_NE(undeclared.find("is a Galera node (wsrep_on = ON) but database.topology is single"), std::string::npos)
+        << undeclared;
+    SetReadOnly(3, true);
+    const std::string read_only = StartRefused(2, 3, "galera");
+    EXPECT_NE(read_only.find("database is read-only (read_only = ON"), std::string::npos) << read_only;
+    SetReadOnly(3, false);
+}
+
+// Three migrators on an empty database at once, each through its own Galera node: GET_LOCK
+// would be granted on each node, and two of them would apply a migration twice (a duplicate
+// schema_version row fails the second); the row lock lets one migrate and the others find it done.
+TEST_F(GaleraChaosTest, ConcurrentMigratorsOnThreeGaleraNodesApplyEachMigrationOnce) {
+    auto fresh = db::testing::TestDatabase::Create(db::Backend::kMySql);
+    ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+    std::vector<Result<db::MigrationReport>> reports(3, Status(Code::kInternal, "not run"));
+    std::vector<std::thread> migrators;
+    for (int n = 1; n <= 3; ++n) {
+        migrators.emplace_back([&, n] {
+            db::DbUrl url = (*fresh)->url();
+            url.port = db::ParseDbUrl(galera_world->galera->url(n))->port;
+            // CREATE DATABASE returned on node 1; the other nodes apply it in order, soon after.
+            Result<std::shared_ptr<db::Database>> node = Status(Code::kInternal, "not opened");
+            testing::WaitFor([&] { return (node = db::Database::Open(url)).ok(); }, 10s, 100ms);
+            if (!node.ok()) {
+                reports[static_cast<std::size_t>(n - 1)] = node.status();
+                return;
+            }
+            reports[static_cast<std::size_t>(n - 1)] = db::Migrator(**node).Migrate(std::chrono::seconds(60));
+        });
+    }
+    for (auto& t : migrators) t.join();
+    std::size_t applied = 0;
+    for (const auto& r : reports) {
+        ASSERT_TRUE(r.ok()) << r.status().ToString();
+        applied += r->applied.size();
+    }
+    const auto known = db::BuiltinMigrations(db::Backend::kMySql);
+    EXPECT_EQ(applied, known.size()) << "each migration applied by exactly one migrator";
+    auto rows = (*fresh)->db().Run([](soci::session& s) {
+        long long versions = 0;
+        long long locks = 0;
+        s << "SELECT COUNT(*) FROM schema_version", soci::into(versions);
+        s << "SELECT COUNT(*) FROM schema_migration_lock", soci::into(locks);
+        return std::make_pair(versions, locks);
+    });
+    ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+    EXPECT_EQ(rows->first, static_cast<long long>(known.size()));
+    EXPECT_EQ(rows->second, 0) << "the migration lock is released";
+}
+
+// kill -9 of the master twice (it restarts under its id), then kill -9 of a Galera node under
+// load and its rejoin: every (job, time) fired once, none silently lost.
+TEST_F(GaleraChaosTest, EveryFireOnceThroughKillsOfTheMasterAndOfAGaleraNode) {
+    for (int n = 1; n <= 3; ++n) StartNode(n);
+    StartSink("e1");
+    StartSink("e2");
+    const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
+    CreateEverySecondJobs(20, first);
+    ASSERT_TRUE(WaitForFlow(first - 1, 20s)) << "no fire ran on the Galera cluster";
+    std::this_thread::sleep_for(3s);
+
+    for (int round = 1; round <= 2 && !HasFatalFailure(); ++round) {
+        ASSERT_TRUE(WaitFor([&] { return MasterIndex() != 0; }, 10s)) << "no master";
+        const int master = MasterIndex();
+        const auto epoch = Lease().second;
+        Say("kill -9 of the master node-" + std::to_string(master) + " at epoch " + std::to_string(epoch));
+        KillNode(master);
+        ASSERT_TRUE(WaitFor([&] { return Lease().second > epoch && MasterIndex() != master; }, 10s))
+            << "no other node took over";
+        const std::int64_t after = NowMs();
+        ASSERT_TRUE(WaitForFlow(after, 10s)) << "no fire ran after the take-over";
+        StartNode(master);
+        std::this_thread::sleep_for(3s);
+    }
+
+    Say("kill -9 of Galera node 3 (node-3's database)");
+    std::string output;
+    ASSERT_TRUE(galera_world->galera->Kill(3, &output)) << output;
+    std::this_thread::sleep_for(6s);
+    const std::int64_t during = NowMs();
+    ASSERT_TRUE(WaitForFlow(during, 10s)) << "no fire ran while a Galera node was down";
+    Say("rejoining Galera node 3");
+    ASSERT_TRUE(galera_world->galera->Rejoin(3, &output)) << output;
+    const std::int64_t rejoined = NowMs();
+    ASSERT_TRUE(WaitForFlow(rejoined, 15s)) << "no fire ran after the rejoin";
+    EXPECT_TRUE(WaitForNewLine(nodes_[3].log, 0, "database reachable again", 20s))
+        << "node-3 does not log its database's return:\n"
+        << Tail(nodes_[3].log);
+    std::this_thread::sleep_for(5s);
+    CheckHistoryOver(first, (NowMs() / 1000 - 3) * 1000);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "sched/db/database.hpp"
 
 #include "sched/common/backoff.hpp"
+#include "sched/db/aborted_transactions.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -232,6 +233,19 @@ std::string DuplicateKeyOf(std::string_view server_message) {
 
 }  // namespace
 
+namespace impl {
+namespace {
+std::atomic<std::uint64_t> aborted_transactions{0};
+}  // namespace
+void CountAbortedTransaction() {
+    aborted_transactions.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace impl
+
+std::uint64_t AbortedTransactions() {
+    return impl::aborted_transactions.load(std::memory_order_relaxed);
+}
+
 Status ClassifyError(const std::exception& e, bool* connection_lost) {
     if (connection_lost != nullptr) *connection_lost = false;
     // The full text for the log only, bounded so a large bound value is not written whole.
@@ -265,7 +279,12 @@ Status ClassifyError(const std::exception& e, bool* connection_lost) {
             case 3024:  // ER_QUERY_TIMEOUT (MySQL max_execution_time)
                 return logged(DeadlineExceeded("statement timeout: " + server));
             case 1213:
+                // On Galera also a certification failure at COMMIT (a conflicting write set of
+                // another node was ordered first) and a brute-force abort by a replicated write.
+                impl::CountAbortedTransaction();
                 return logged(Aborted("deadlock: " + server));
+            case 1047:  // ER_UNKNOWN_COM_ERROR: a Galera node outside the primary component
+                return logged(Unavailable("database node not ready (not in the primary component): " + server));
             case 1062: {
                 const std::string key = DuplicateKeyOf(server);
                 return logged(AlreadyExists(key.empty() ? "duplicate key" : "duplicate key: " + key));

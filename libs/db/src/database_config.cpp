@@ -15,6 +15,13 @@ DatabaseConfig DatabaseConfig::FromYaml(const ConfigNode& node, const std::strin
     c.url = *url;
     ApplyPasswordFromEnv(c.url);
     c.connect_retry_for = node.Duration("connect-retry-for", c.connect_retry_for, Micros{0}, std::chrono::hours(24));
+    const std::string key = node.path().empty() ? "topology" : node.path() + ".topology";
+    auto topology = ParseTopology(node.String("topology", std::string(TopologyName(c.topology))));
+    if (!topology.ok()) throw ConfigError(key, topology.status().message());
+    c.topology = *topology;
+    if (c.topology == Topology::kGalera && c.url.backend != Backend::kMySql) {
+        throw ConfigError(key, "galera needs a mysql:// database.url");
+    }
     return c;
 }
 

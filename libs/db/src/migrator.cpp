@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <random>
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
+
+#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
@@ -19,6 +23,31 @@ constexpr const char* kCreateSchemaVersion =
     " version INT NOT NULL PRIMARY KEY,"
     " name VARCHAR(255) NOT NULL,"
     " applied_at_ms BIGINT NOT NULL)";
+
+// The migration lock on a Galera cluster (see migrator.hpp). Its lease outlives a migrator
+// that died holding it by this long; a live one renews it before each migration.
+constexpr long long kGaleraLockLeaseMs = 300'000;
+
+constexpr const char* kCreateMigrationLock =
+    "CREATE TABLE IF NOT EXISTS schema_migration_lock ("
+    " name VARCHAR(64) NOT NULL PRIMARY KEY,"
+    " owner VARCHAR(191) NOT NULL,"
+    " until_ms BIGINT NOT NULL)";
+
+bool IsGaleraNode(soci::session& s) {
+    std::string name;
+    std::string value;
+    soci::indicator ind = soci::i_null;
+    s << "SHOW VARIABLES LIKE 'wsrep_on'", soci::into(name), soci::into(value, ind);
+    return s.got_data() && ind == soci::i_ok && (value == "ON" || value == "1");
+}
+
+std::string LockOwner() {
+    std::random_device rd;
+    char host[64] = {};
+    (void)::gethostname(host, sizeof(host) - 1);
+    return std::string(host) + "/" + std::to_string(::getpid()) + "/" + std::to_string(rd());
+}
 
 }  // namespace
 
@@ -75,7 +104,7 @@ Result<int> Migrator::CurrentVersion() {
     });
 }
 
-Result<MigrationReport> Migrator::MigrateLocked(soci::session& s) {
+Result<MigrationReport> Migrator::MigrateLocked(soci::session& s, const std::function<void()>& before_each) {
     s << kCreateSchemaVersion;
     MigrationReport report;
     s << "SELECT COALESCE(MAX(version), 0) FROM schema_version", soci::into(report.from_version);
@@ -88,6 +117,7 @@ Result<MigrationReport> Migrator::MigrateLocked(soci::session& s) {
     }
     for (const auto& m : migrations_) {
         if (m.version <= report.from_version) continue;
+        if (before_each) before_each();
         spdlog::info("applying migration {}", m.name);
         for (const auto& statement : SplitStatements(m.sql)) s << statement;
         s << "INSERT INTO schema_version (version, name, applied_at_ms) VALUES (:v, :n, " +
@@ -104,6 +134,7 @@ Result<MigrationReport> Migrator::Migrate(Micros lock_wait) {
         return db_.InTransaction(TxMode::kWrite, [this](soci::session& s) { return MigrateLocked(s); });
     }
     return db_.Run([&](soci::session& s) -> Result<MigrationReport> {
+        if (IsGaleraNode(s)) return MigrateUnderRowLock(s, lock_wait);
         const long long wait_s =
             std::max<long long>(0, std::chrono::duration_cast<std::chrono::seconds>(lock_wait).count());
         int got = 0;
@@ -124,6 +155,60 @@ Result<MigrationReport> Migrator::Migrate(Micros lock_wait) {
             }
         } release{s};
         return MigrateLocked(s);
+    });
+}
+
+// GET_LOCK is local to one Galera node: two migrators connected to different nodes would both
+// hold it. A row is not: two inserts of the same key on different nodes conflict at
+// certification, and the later one fails (deadlock error 1213) and tries again. Each statement
+// runs on its own (autocommit), so a certification failure never loses more than one attempt.
+Result<MigrationReport> Migrator::MigrateUnderRowLock(soci::session& s, Micros lock_wait) {
+    const std::string owner = LockOwner();
+    const std::string now_ms(db_.dialect().NowMs());
+    const std::string lease = std::to_string(kGaleraLockLeaseMs);
+    const auto deadline = std::chrono::steady_clock::now() + lock_wait;
+    auto pause = std::chrono::milliseconds(50);
+    std::string holder;
+    while (true) {
+        try {
+            s << kCreateMigrationLock;
+            // Taken when absent or expired; the assignments read the old until_ms, left to right.
+            s << "INSERT INTO schema_migration_lock (name, owner, until_ms) VALUES ('migrate', :owner, " + now_ms +
+                     " + " + lease +
+                     ") ON DUPLICATE KEY UPDATE"
+                     " owner = IF(until_ms < " +
+                     now_ms + ", VALUES(owner), owner), until_ms = IF(until_ms < " + now_ms +
+                     ", VALUES(until_ms), until_ms)",
+                soci::use(owner);
+            s << "SELECT owner FROM schema_migration_lock WHERE name = 'migrate'", soci::into(holder);
+            if (holder == owner) break;
+        } catch (const soci::soci_error& e) {
+            const Status status = ClassifyError(e);
+            if (status.code() != Code::kAborted) throw;  // not a certification conflict
+            spdlog::info("migration lock: {}; trying again", status.message());
+        }
+        if (std::chrono::steady_clock::now() + pause > deadline) {
+            return DeadlineExceeded("another process (" + holder + ") held the migration lock for " +
+                                    FormatDuration(lock_wait));
+        }
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::milliseconds(1000));
+    }
+    struct ReleaseLock {
+        soci::session& s;
+        const std::string& owner;
+        ~ReleaseLock() {
+            try {
+                s << "DELETE FROM schema_migration_lock WHERE name = 'migrate' AND owner = :owner", soci::use(owner);
+            } catch (const soci::soci_error& e) {
+                spdlog::warn("could not release the migration lock (it expires by itself): {}", e.what());
+            }
+        }
+    } release{s, owner};
+    return MigrateLocked(s, [&] {
+        s << "UPDATE schema_migration_lock SET until_ms = " + now_ms + " + " + lease +
+                 " WHERE name = 'migrate' AND owner = :owner",
+            soci::use(owner);
     });
 }
 

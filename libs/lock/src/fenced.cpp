@@ -12,6 +12,22 @@ Fence::Fence(std::shared_ptr<db::Database> db, std::string name, std::string own
       idle_timeout_unsupported_(std::make_shared<std::atomic<bool>>(false)) {}
 
 Status Fence::Check(soci::session& s, std::int64_t epoch, bool lock_row) const {
+    if (lock_row && options_.certify_by_write && db_->backend() == db::Backend::kMySql) {
+        // On Galera a row lock binds only the Galera node it was taken on; a write of the row
+        // binds every node: certification aborts this transaction (error 1213 at COMMIT) when a
+        // take-over of the row was ordered before it, and a take-over already applied here
+        // makes the update match nothing. See fenced.hpp.
+        soci::statement bump =
+            (s.prepare << "UPDATE scheduler_lock SET fence_writes = fence_writes + 1 WHERE namespace = :name"
+                          " AND owner = :owner AND epoch = :epoch AND lease_until_us > " +
+                              std::string(db_->dialect().NowUs()),
+             soci::use(name_), soci::use(owner_), soci::use(static_cast<long long>(epoch)));
+        bump.execute(true);
+        if (bump.get_affected_rows() == 1) return Status::Ok();
+        Status why = Check(s, epoch, false);
+        return why.ok() ? LeaseLost("'" + name_ + "' changed while its epoch " + std::to_string(epoch) + " was checked")
+                        : why;
+    }
     std::string owner;
     soci::indicator owner_ind = soci::i_null;
     long long row_epoch = 0;

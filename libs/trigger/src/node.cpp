@@ -43,6 +43,13 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
     auto db = db::Database::OpenWithRetry(config_.database.url, config_.database.connect_retry_for, should_stop);
     if (!db.ok()) return db.status();
     db_ = *db;
+    if (db_->backend() == db::Backend::kMySql) {
+        // Leases, fences and claims are compare-and-set rules that hold only on the topology
+        // they were written for (topology.hpp): refuse to start on anything else.
+        auto facts = db::ReadServerFacts(*db_);
+        if (!facts.ok()) return Status(facts.status().code(), "database topology: " + facts.status().message());
+        if (Status t = db::CheckTopology(*facts, config_.database.topology); !t.ok()) return t;
+    }
     auto migrated = db::Migrator(*db_).Migrate();
     if (!migrated.ok()) return Status(migrated.status().code(), "migrate: " + migrated.status().message());
     db_ok_ = true;
@@ -54,7 +61,9 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
     impl_->lock_store = std::make_unique<lock::SqlLockStore>(impl_->election_db);
     impl_->elector = std::make_unique<lock::LeaseElector>(*impl_->lock_store, node_id_, config_.election);
     impl_->elector->AddObserver(*this);
-    impl_->fence = std::make_unique<lock::Fence>(db_, config_.election.name, node_id_);
+    impl_->fence = std::make_unique<lock::Fence>(
+        db_, config_.election.name, node_id_,
+        lock::FenceOptions{.certify_by_write = config_.database.topology == db::Topology::kGalera});
 
     time_ = std::make_unique<DbTime>(SystemClock::Instance(), [this] { return db_->NowUs(); });
     if (Status s = time_->Refresh(); !s.ok()) spdlog::warn("first DB clock sample failed: {}", s.ToString());

@@ -8,6 +8,7 @@
 
 #include "impl/node_admin.hpp"
 #include "impl/node_impl.hpp"
+#include "sched/db/aborted_transactions.hpp"
 #include "sched/store/fire_metrics.hpp"
 
 namespace sched::trigger {
@@ -49,6 +50,10 @@ std::string TriggerNode::NotReadyReason() const {
     if (stopping_) return "stopping";
     if (!started_) return "starting";
     if (!db_ok_) return "database unreachable (the last heartbeat failed)";
+    {
+        std::lock_guard serving_lock(serving_mu_);
+        if (!db_not_serving_.empty()) return db_not_serving_;
+    }
     // A cluster where nobody leads plans no fire, even though every node and the database are
     // up (a lease nobody can take, a database that refuses writes): ttl + tick is the longest a
     // healthy hand-over takes, so a longer gap is an outage the operator must see.
@@ -95,6 +100,10 @@ void TriggerNode::ExportNodeMetrics() {
     metrics_.Observed("sched_lease_clock_anomalies_total", "Leases taken over because the clock had moved back.",
                       Kind::kCounter, {},
                       [elector, single] { return single(static_cast<double>(elector->Counters().clock_anomalies)); });
+    metrics_.Observed("sched_db_aborted_transactions_total",
+                      "Transactions the database aborted as deadlocks (on Galera: certification failures); each is "
+                      "retried by its caller.",
+                      Kind::kCounter, {}, [single] { return single(static_cast<double>(db::AbortedTransactions())); });
     auto* time = time_.get();
     metrics_.Observed("sched_db_clock_offset_seconds", "Database clock minus local clock.", Kind::kGauge, {},
                       [time, single] { return single(static_cast<double>(time->Offset().count()) / 1e6); });

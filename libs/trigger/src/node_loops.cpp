@@ -185,6 +185,20 @@ void TriggerNode::HeartbeatLoop() {
             }
         }
         db_ok_ = s.ok();
+        if (config_.database.topology == db::Topology::kGalera) {
+            // A Galera node that left the primary component, or is a donor, may still answer.
+            auto facts = db::ReadServerFacts(*db_);
+            const Status serving = facts.ok() ? db::CheckServing(*facts, config_.database.topology) : facts.status();
+            std::lock_guard serving_lock(serving_mu_);
+            if (serving.ok() != db_not_serving_.empty()) {
+                if (serving.ok()) {
+                    spdlog::info("node {}: database node serves again", node_id_);
+                } else {
+                    spdlog::warn("node {}: database node cannot serve: {}", node_id_, serving.message());
+                }
+            }
+            db_not_serving_ = serving.ok() ? "" : serving.message();
+        }
         if (std::chrono::steady_clock::now() >= next_clock) {
             if (Status c = time_->Refresh(); !c.ok()) spdlog::debug("DB clock refresh failed: {}", c.ToString());
             next_clock = std::chrono::steady_clock::now() + config_.clock_refresh;

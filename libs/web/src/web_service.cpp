@@ -43,6 +43,12 @@ Status WebService::Start(const std::function<bool()>& should_stop) {
     auto db = db::Database::OpenWithRetry(config_.database.url, config_.database.connect_retry_for, should_stop);
     if (!db.ok()) return db.status();
     db_ = *db;
+    if (db_->backend() == db::Backend::kMySql) {
+        // The web module writes through the same compare-and-set rules as the trigger nodes.
+        auto facts = db::ReadServerFacts(*db_);
+        if (!facts.ok()) return Status(facts.status().code(), "database topology: " + facts.status().message());
+        if (Status t = db::CheckTopology(*facts, config_.database.topology); !t.ok()) return t;
+    }
     auto migrated = db::Migrator(*db_).Migrate();
     if (!migrated.ok()) return Status(migrated.status().code(), "migrate: " + migrated.status().message());
 

@@ -4,11 +4,15 @@
 /// binary). Applied versions are recorded in `schema_version(version, name, applied_at_ms)`.
 ///
 /// Safe to run from several processes at once: MySQL serialises migrators with the named lock
-/// GET_LOCK('sched.migrate') (released by the server if the process dies); SQLite applies all
+/// GET_LOCK('sched.migrate') (released by the server if the process dies). A Galera node
+/// (wsrep_on) holds named locks for its own clients only, so there the lock is the row
+/// `schema_migration_lock('migrate')`, taken by an insert that certification lets only one node
+/// win, renewed before each migration and expiring 5 minutes after a migrator died; SQLite applies all
 /// missing migrations inside one BEGIN IMMEDIATE transaction (its DDL is transactional).
 /// MySQL DDL commits implicitly, so every MySQL migration is written to be re-runnable
 /// (CREATE TABLE IF NOT EXISTS ...) in case a process dies half-way through one.
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -52,7 +56,9 @@ class Migrator {
     Result<int> CurrentVersion();
 
   private:
-    Result<MigrationReport> MigrateLocked(soci::session& s);
+    /// `before_each` runs before each migration applied (the Galera lock renews its lease).
+    Result<MigrationReport> MigrateLocked(soci::session& s, const std::function<void()>& before_each = {});
+    Result<MigrationReport> MigrateUnderRowLock(soci::session& s, Micros lock_wait);
 
     Database& db_;
     std::vector<Migration> migrations_;

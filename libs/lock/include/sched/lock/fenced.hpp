@@ -50,6 +50,17 @@ struct FenceOptions {
     /// MariaDB only: a fenced transaction idle (between statements) for this long is aborted by
     /// the server. Whole seconds; 0 leaves the server's setting.
     std::chrono::seconds idle_transaction_timeout{1};
+    /// MySQL only; set on a Galera cluster (database.topology: galera). The final check is then
+    /// an UPDATE of the lease row that matches only while the row is held by `owner` at `epoch`
+    /// and unexpired (it bumps `fence_writes`), instead of a shared-lock read. Row locks are
+    /// local to one Galera node, so a take-over through another node would not wait for a
+    /// read's lock; but it writes the same row, and Galera certification lets only the first of
+    /// two transactions that write one row commit: a fenced transaction ordered after a
+    /// take-over aborts at COMMIT (deadlock error 1213, returned as kAborted), one ordered
+    /// before it committed in an earlier term, and a take-over already applied on this node
+    /// makes the update match nothing (LeaseLost). The new leader, whose take-over certified
+    /// against every fenced write of the old term, therefore reads all of them.
+    bool certify_by_write = false;
 };
 
 /// Thread-safe; one Fence may serve any number of concurrent transactions.

@@ -151,6 +151,9 @@ class TriggerNode final : private lock::ElectionObserver {
     std::atomic<bool> stopping_{false};
     std::atomic<bool> started_{false};
     std::atomic<bool> db_ok_{false};
+    // Galera: why the node's database node cannot serve now ("" while it can); HeartbeatLoop.
+    mutable std::mutex serving_mu_;
+    std::string db_not_serving_;
     std::chrono::steady_clock::time_point started_at_{};  // written before started_ is set
     std::string advertised_;
 };
