@@ -124,7 +124,14 @@ void Cluster::StartDatabase() {
         url_ = *db::ParseDbUrl("sqlite://" + (options_.run_dir / "bench.db").string());
     } else {
         std::string admin = options_.db_url;
-        if (admin.empty()) {
+        if (admin.empty() && options_.db == "galera") {
+            std::string why;
+            galera_ = testing::PrivateGalera::Start((options_.source_dir / "scripts/galera.sh").string(), &why,
+                                                    options_.run_dir / "galera");
+            if (!galera_) throw std::runtime_error(why);
+            spdlog::info("private Galera cluster in {}", (options_.run_dir / "galera").string());
+            admin = galera_->url(1);
+        } else if (admin.empty()) {
             // A private server's data (~150 MB per run) is of no use once it stopped; its logs
             // stay in the run directory. A half-started server is stopped before Start returns.
             testing::PrivateMariaDbOptions mariadb;
@@ -174,8 +181,9 @@ Node& Cluster::StartNode(int index) {
         const auto config = options_.run_dir / (node.node_id + ".yaml");
         std::ofstream(config) << "node-id: \"" << node.node_id << "\"\ntoken: \"" << options_.token << "\"\n"
                               << "http:\n  listen: \"127.0.0.1:" << listen_port << "\"\n  access-log: errors\n"
-                              << "database:\n  url: \"" << url_.ToString() << "\"\n"
-                              << "log:\n  level: " << options_.node_log_level << "\n"
+                              << "database:\n  url: \"" << NodeDbUrl(index).ToString() << "\"\n"
+                              << (galera_ ? "  topology: galera\n" : "") << "log:\n  level: " << options_.node_log_level
+                              << "\n"
                               << options_.extra_node_yaml;
         node.spawned_us = WallUs();
         node.ready_us = 0;
@@ -244,11 +252,21 @@ std::vector<std::string> Cluster::WebEndpoints() const {
     return out;
 }
 
-std::optional<pid_t> Cluster::MariaDbPid() const {
-    if (!mariadb_) return std::nullopt;
+std::vector<pid_t> Cluster::MariaDbPids() const {
+    if (galera_) return galera_->Pids();
+    if (!mariadb_) return {};
     const std::string pid = ReadFile(mariadb_->dir() / "mariadbd.pid");
     const long value = std::atol(pid.c_str());
-    return value > 0 ? std::optional<pid_t>(static_cast<pid_t>(value)) : std::nullopt;
+    return value > 0 ? std::vector<pid_t>{static_cast<pid_t>(value)} : std::vector<pid_t>{};
+}
+
+// On Galera, node i writes through Galera node (i - 1) % 3 + 1: the nodes spread over the
+// database nodes, as a deployment would.
+db::DbUrl Cluster::NodeDbUrl(int index) const {
+    if (!galera_) return url_;
+    db::DbUrl url = url_;
+    url.port = db::ParseDbUrl(galera_->url((index - 1) % 3 + 1))->port;
+    return url;
 }
 
 Lease Cluster::CurrentLease() {
@@ -291,6 +309,7 @@ void Cluster::StopAll() {
         created_database_.clear();
     }
     db_.reset();
+    galera_.reset();  // stopped by PIDs, its directory removed
     if (mariadb_) {
         std::string output;
         if (!mariadb_->Stop(&output)) {

@@ -22,6 +22,7 @@
 
 #include "sched/common/job_vocabulary.hpp"
 #include "sched/common/testing/child_process.hpp"
+#include "sched/common/testing/private_galera.hpp"
 #include "sched/common/testing/private_mariadb.hpp"
 #include "sched/db/database.hpp"
 
@@ -54,7 +55,7 @@ std::int64_t RssKib(pid_t pid);
 std::optional<double> CpuMs(pid_t pid);
 
 struct ClusterOptions {
-    std::string db = "mariadb";  ///< mariadb (private server) or sqlite
+    std::string db = "mariadb";  ///< mariadb (private server), galera (private three-node cluster) or sqlite
     std::string db_url;          ///< an existing MySQL/MariaDB server (admin URL); a fresh database is made in it
     std::filesystem::path trigger_bin;
     std::filesystem::path source_dir;  ///< for scripts/mariadb.sh
@@ -108,7 +109,10 @@ class Cluster {
     Lease WaitForMaster(std::chrono::milliseconds timeout);
 
     /// The private MariaDB's PID (its pid file); nullopt for SQLite or --db-url.
-    std::optional<pid_t> MariaDbPid() const;
+    /// The database servers' PIDs (one MariaDB, or three Galera nodes); none for SQLite or --db-url.
+    std::vector<pid_t> MariaDbPids() const;
+    /// The database URL node `index` connects to.
+    db::DbUrl NodeDbUrl(int index) const;
 
     /// Stops every node (SIGTERM, then SIGKILL) and the database; idempotent.
     void StopAll();
@@ -118,6 +122,7 @@ class Cluster {
     db::DbUrl url_;
     std::shared_ptr<db::Database> db_;
     std::unique_ptr<testing::PrivateMariaDb> mariadb_;  ///< in <run dir>/mariadb; its logs stay
+    std::unique_ptr<testing::PrivateGalera> galera_;    ///< --db galera: in <run dir>/galera
     std::string created_database_;                      ///< dropped at the end when made in --db-url's server
     std::map<int, Node> nodes_;
 };

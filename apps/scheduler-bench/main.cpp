@@ -38,7 +38,9 @@ Options:
   --max-p99-ms MS    throughput: a step passes with p99 lag at or below this (default 100)
   --lease-watch S    precision, throughput: seconds the lease is still watched after each window;
                      epoch changes during and after the window are reported apart (default 5)
-  --db mariadb|sqlite    a private MariaDB from scripts/mariadb.sh (default) or a SQLite file
+  --db mariadb|galera|sqlite   a private MariaDB from scripts/mariadb.sh (default), a private
+                     three-node Galera cluster from scripts/galera.sh (node i on Galera node
+                     (i-1)%3+1, database.topology: galera; DB CPU is the three servers'), or SQLite
   --db-url URL       an existing MySQL/MariaDB server (admin URL); a fresh database is created and dropped
   --trigger-bin PATH scheduler-trigger binary (default: the one built beside this bench)
   --node-log-level L log level of the nodes (default warn)
@@ -124,8 +126,9 @@ int main(int argc, char** argv) {
                 }
             } else if (arg == "--db") {
                 o.cluster.db = value();
-                if (o.cluster.db != "mariadb" && o.cluster.db != "sqlite") {
-                    throw std::invalid_argument("--db: expected mariadb or sqlite, got \"" + o.cluster.db + "\"");
+                if (o.cluster.db != "mariadb" && o.cluster.db != "galera" && o.cluster.db != "sqlite") {
+                    throw std::invalid_argument("--db: expected mariadb, galera or sqlite, got \"" + o.cluster.db +
+                                                "\"");
                 }
             } else if (arg == "--db-url") {
                 o.cluster.db_url = value();

@@ -218,7 +218,9 @@ CpuSample SampleCpu(Cluster& cluster) {
         if (!node.process) continue;
         if (auto ms = CpuMs(node.process->pid())) out.nodes[node.process->pid()] = *ms;
     }
-    if (auto pid = cluster.MariaDbPid()) out.mariadb = CpuMs(*pid);
+    for (const pid_t pid : cluster.MariaDbPids()) {
+        if (auto ms = CpuMs(pid)) out.mariadb = out.mariadb.value_or(0) + *ms;
+    }
     out.bench = CpuMs(getpid());
     return out;
 }

@@ -152,42 +152,4 @@ std::pair<int, std::string> Get(const std::string& host, unsigned short port, co
     }
 }
 
-std::unique_ptr<GaleraCluster> GaleraCluster::Start(const std::string& script, std::string* why) {
-    std::unique_ptr<GaleraCluster> g(new GaleraCluster());
-    g->script_ = script;
-    g->dir_ =
-        std::filesystem::temp_directory_path() / ("sched-galera-" + std::to_string(std::random_device{}() % 1000000));
-    std::string output;
-    const int rc = RunCommand({"/bin/bash", script, "start", g->dir_.string()}, &output);
-    if (rc != 0) {
-        *why = "scripts/galera.sh start failed (" + std::to_string(rc) + "): " + output;
-        return nullptr;  // the destructor stops whatever the script left running
-    }
-    for (int n = 1; n <= 3; ++n) {
-        std::string url;
-        std::ifstream(g->dir_ / ("url" + std::to_string(n))) >> url;
-        if (url.empty()) {
-            *why = "scripts/galera.sh wrote no url for node " + std::to_string(n);
-            return nullptr;
-        }
-        g->urls_.push_back(url);
-    }
-    return g;
-}
-
-GaleraCluster::~GaleraCluster() {
-    if (dir_.empty()) return;
-    const bool stopped = RunCommand({"/bin/bash", script_, "stop", dir_.string()}) == 0;
-    std::error_code ignored;
-    if (stopped) std::filesystem::remove_all(dir_, ignored);
-}
-
-bool GaleraCluster::Kill(int n, std::string* output) {
-    return RunCommand({"/bin/bash", script_, "kill", dir_.string(), std::to_string(n)}, output) == 0;
-}
-
-bool GaleraCluster::Rejoin(int n, std::string* output) {
-    return RunCommand({"/bin/bash", script_, "rejoin", dir_.string(), std::to_string(n)}, output) == 0;
-}
-
 }  // namespace sched::chaos

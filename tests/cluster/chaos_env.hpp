@@ -1,6 +1,7 @@
 #pragma once
 
-/// The chaos suite's environment: a private MariaDB it can stop and restart (scripts/mariadb.sh),
+/// The chaos suite's environment: a private MariaDB it can stop and restart (scripts/mariadb.sh)
+/// or a Galera cluster (scripts/galera.sh),
 /// a network-namespace topology it can cut (ip netns / ip link), processes whose output goes to
 /// log files (so a long run never blocks on a full pipe), and a tiny HTTP GET to any address.
 /// Everything is torn down by its destructor, also when a test fails.
@@ -13,11 +14,13 @@
 #include <vector>
 
 #include "sched/common/testing/child_process.hpp"
+#include "sched/common/testing/private_galera.hpp"
 #include "sched/common/testing/private_mariadb.hpp"
 
 namespace sched::chaos {
 
 // A command run to completion and the private MariaDB are the shared test toolbox's.
+using testing::PrivateGalera;
 using testing::PrivateMariaDb;
 using testing::RunCommand;
 
@@ -49,30 +52,6 @@ class NetnsTopology {
     std::string db_link_;    // root-side interface of the db link
     std::string exec_link_;  // root-side interface of the executor link
     std::string db_host_, db_peer_, exec_host_, exec_peer_;
-};
-
-/// A private three-node MariaDB Galera cluster on loopback (scripts/galera.sh), stopped by its
-/// PIDs and removed by the destructor.
-class GaleraCluster {
-  public:
-    /// nullptr and `*why` (with the script's output) when it cannot start (galera-4 missing, ...).
-    static std::unique_ptr<GaleraCluster> Start(const std::string& script, std::string* why);
-    ~GaleraCluster();
-    GaleraCluster(const GaleraCluster&) = delete;
-    GaleraCluster& operator=(const GaleraCluster&) = delete;
-
-    /// The sched user's URL on Galera node `n` (1..3).
-    const std::string& url(int n) const { return urls_.at(static_cast<std::size_t>(n - 1)); }
-    /// kill -9 of Galera node `n`.
-    bool Kill(int n, std::string* output = nullptr);
-    /// Starts node `n` again from its recovered position; returns once it is Synced.
-    bool Rejoin(int n, std::string* output = nullptr);
-
-  private:
-    GaleraCluster() = default;
-    std::string script_;
-    std::filesystem::path dir_;
-    std::vector<std::string> urls_;
 };
 
 /// Starts `argv` with stdout and stderr appended to `log`; `prefix` (e.g. `ip netns exec NS`)

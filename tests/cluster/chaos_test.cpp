@@ -1072,7 +1072,7 @@ TEST_F(ChaosTest, ASlaveRestartedUnderItsOwnIdLeavesNoFireDispatchingForever) {
 // ---- on a three-node MariaDB Galera cluster ----
 
 struct GaleraWorld {
-    std::unique_ptr<GaleraCluster> galera;
+    std::unique_ptr<PrivateGalera> galera;
     std::string no_galera_reason;
 };
 GaleraWorld* galera_world = nullptr;
@@ -1084,7 +1084,7 @@ class GaleraChaosTest : public ChaosTest {
   protected:
     static void SetUpTestSuite() {
         galera_world = new GaleraWorld();
-        galera_world->galera = GaleraCluster::Start(SCHED_GALERA_SCRIPT, &galera_world->no_galera_reason);
+        galera_world->galera = PrivateGalera::Start(SCHED_GALERA_SCRIPT, &galera_world->no_galera_reason);
     }
     static void TearDownTestSuite() {
         delete galera_world;  // the three servers stopped by PID, their directory removed
