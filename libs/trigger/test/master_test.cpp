@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "scan_step_fixture.hpp"
 #include "sched/cron/schedule.hpp"
 #include "sched/db/migrator.hpp"
 #include "sched/db/testing/test_database.hpp"
@@ -27,50 +28,15 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class MasterTest : public db::testing::DbTest {
+// The scan steps' fixture (this node leading, two live slaves, jobs and fires) with a whole
+// Master over it.
+class MasterTest : public impl::ScanStepTest {
   protected:
     void SetUp() override {
-        DbTest::SetUp();
+        ScanStepTest::SetUp();
         if (IsSkipped() || HasFatalFailure()) return;
-        ASSERT_TRUE(db::Migrator(db()).Migrate().ok());
-        pool_ = test_db().OpenAnother();
-        lock_store_ = std::make_unique<lock::SqlLockStore>(pool_);
-        auto held = lock::TryAcquireOnce(*lock_store_, "master", "node-a", 30s);
-        ASSERT_TRUE(held.ok() && held->has_value()) << held.status().ToString();
-        epoch_ = (*held)->epoch;
-        fence_ = std::make_unique<lock::Fence>(pool_, "master", "node-a");
-        time_ = std::make_unique<DbTime>(SystemClock::Instance(), [this] { return pool_->NowUs(); });
-        ASSERT_TRUE(time_->Refresh().ok());
-        store::TriggerNodeRepository nodes(db());
-        ASSERT_TRUE(nodes.Heartbeat({.node_id = "node-a", .address = "127.0.0.1:1", .capacity = 10}).ok());
-        ASSERT_TRUE(nodes.Heartbeat({.node_id = "node-b", .address = "127.0.0.1:2", .capacity = 10}).ok());
         master_ = std::make_unique<Master>(pool_, *fence_, *time_, MasterConfig{}, metrics_);
     }
-
-    store::Job CreateJob(const std::string& name, const std::string& type, const std::string& expr,
-                         std::optional<std::int64_t> next, const std::function<void(store::Job&)>& tweak = {}) {
-        store::Job j;
-        j.name = name;
-        j.app = "app";
-        j.handler = "echo";
-        j.schedule_type = *sched::ParseScheduleType(type);
-        j.schedule_expr = expr;
-        j.next_fire_time = next;
-        if (tweak) tweak(j);
-        auto created = store::JobRepository(db()).Create(j);
-        EXPECT_TRUE(created.ok()) << created.status().ToString();
-        return *created;
-    }
-
-    std::vector<store::Fire> FiresOf(std::int64_t job_id) {
-        auto fires = store::FireRepository(db()).List({.job_id = job_id, .limit = 1000});
-        EXPECT_TRUE(fires.ok());
-        auto out = *fires;
-        std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
-        return out;
-    }
-
-    std::int64_t Now() { return time_->NowMs(); }
 
     // A workflow of manual step jobs named as its steps; `tweak` sets the schedule and limits.
     store::Workflow CreateWorkflow(const std::string& name, const std::vector<std::string>& steps,
@@ -141,13 +107,8 @@ class MasterTest : public db::testing::DbTest {
         return *run;
     }
 
-    std::shared_ptr<db::Database> pool_;
-    std::unique_ptr<lock::SqlLockStore> lock_store_;
-    std::unique_ptr<lock::Fence> fence_;
-    std::unique_ptr<DbTime> time_;
     MetricsRegistry metrics_;
     std::unique_ptr<Master> master_;
-    std::int64_t epoch_ = 0;
 };
 
 TEST_P(MasterTest, DueJobGetsItsFiresOnceAndAdvances) {
