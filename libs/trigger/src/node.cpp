@@ -8,7 +8,7 @@
 
 #include "impl/node_impl.hpp"
 #include "sched/common/node_id.hpp"
-#include "sched/db/migrator.hpp"
+#include "sched/db/open_database.hpp"
 
 namespace sched::trigger {
 
@@ -40,18 +40,9 @@ bool TriggerNode::IsLeading() const {
 }
 
 Status TriggerNode::Start(const std::function<bool()>& should_stop) {
-    auto db = db::Database::OpenWithRetry(config_.database.url, config_.database.connect_retry_for, should_stop);
+    auto db = db::OpenMigrated(config_.database, should_stop);
     if (!db.ok()) return db.status();
     db_ = *db;
-    if (db_->backend() == db::Backend::kMySql) {
-        // Leases, fences and claims are compare-and-set rules that hold only on the topology
-        // they were written for (topology.hpp): refuse to start on anything else.
-        auto facts = db::ReadServerFacts(*db_);
-        if (!facts.ok()) return Status(facts.status().code(), "database topology: " + facts.status().message());
-        if (Status t = db::CheckTopology(*facts, config_.database.topology); !t.ok()) return t;
-    }
-    auto migrated = db::Migrator(*db_).Migrate();
-    if (!migrated.ok()) return Status(migrated.status().code(), "migrate: " + migrated.status().message());
     db_ok_ = true;
 
     // The election runs on its own small pool whose timeouts stay below the margin.

@@ -5,7 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sched/common/on_pool.hpp"
-#include "sched/db/migrator.hpp"
+#include "sched/db/open_database.hpp"
 #include "sched/http/server.hpp"
 
 namespace sched::web {
@@ -40,17 +40,9 @@ std::uint16_t WebService::port() const {
 }
 
 Status WebService::Start(const std::function<bool()>& should_stop) {
-    auto db = db::Database::OpenWithRetry(config_.database.url, config_.database.connect_retry_for, should_stop);
+    auto db = db::OpenMigrated(config_.database, should_stop);
     if (!db.ok()) return db.status();
     db_ = *db;
-    if (db_->backend() == db::Backend::kMySql) {
-        // The web module writes through the same compare-and-set rules as the trigger nodes.
-        auto facts = db::ReadServerFacts(*db_);
-        if (!facts.ok()) return Status(facts.status().code(), "database topology: " + facts.status().message());
-        if (Status t = db::CheckTopology(*facts, config_.database.topology); !t.ok()) return t;
-    }
-    auto migrated = db::Migrator(*db_).Migrate();
-    if (!migrated.ok()) return Status(migrated.status().code(), "migrate: " + migrated.status().message());
 
     http::Router router;
     auto shared_db = db_;
