@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sched/cron/planned_time.hpp"
+
 namespace sched::trigger {
 
 namespace {
@@ -46,12 +48,18 @@ BoundedPlan PlanBoundedJobFires(const cron::Schedule& schedule, const cron::Cale
         out.end = JobEnd::kEndAt;
         return out;
     }
-    out.plan = PlanJobFires(schedule, due, now_ms, options);
+    PlanOptions with_calendar = options;
+    with_calendar.calendar = calendar;
+    out.plan = PlanJobFires(schedule, due, now_ms, with_calendar);
     auto& plan = out.plan;
+    // Excluded times up to now, each run dated at its own times (the misfire policy never saw them).
+    out.excluded = std::move(plan.excluded);
+    plan.excluded.clear();
 
     auto& fires = plan.fires;
     fires.erase(std::remove_if(fires.begin(), fires.end(), [&](const auto& f) { return past_end(f.nominal_ms); }),
                 fires.end());
+    std::erase_if(out.excluded, [&](const SkippedTimes& r) { return past_end(r.first_ms); });
     if (plan.next_fire_time && past_end(*plan.next_fire_time)) {
         plan.next_fire_time.reset();
         out.end = JobEnd::kEndAt;
@@ -60,10 +68,20 @@ BoundedPlan PlanBoundedJobFires(const cron::Schedule& schedule, const cron::Cale
     if (calendar) {
         std::vector<PlannedFireRow> kept;
         std::optional<SkippedTimes> run;
+        // A run of excluded times that reaches now goes on into the lookahead as one entry.
+        if (!out.excluded.empty()) {
+            const auto first_ahead = fires.empty() ? plan.next_fire_time : std::optional(fires.front().nominal_ms);
+            if (first_ahead && first_ahead == After(schedule, out.excluded.back().last_ms)) {
+                run = out.excluded.back();
+                out.excluded.pop_back();
+            }
+        }
         for (const auto& f : fires) {
-            // Nominal times, as for next_fire_time below: a job's jitter never moves a time into or
+            // Only planned times are judged here: PlanJobFires judged the times up to now, and the
+            // one fire of fire-once-now stands for times the calendar allowed. Nominal times, as
+            // for next_fire_time below (cron::PlanTime): a job's jitter never moves a time into or
             // out of an excluded period or past end_at.
-            if (calendar->IsExcluded(f.nominal_ms)) {
+            if (f.kind == store::FireKind::kSchedule && cron::PlanTime(schedule, calendar, f.nominal_ms).excluded) {
                 if (!run) run = SkippedTimes{.first_ms = f.nominal_ms};
                 run->last_ms = f.nominal_ms;
                 ++run->count;

@@ -1,7 +1,6 @@
 #include "sched/trigger/slave.hpp"
 
 #include <algorithm>
-#include <random>
 #include <set>
 
 #include <spdlog/spdlog.h>
@@ -26,55 +25,7 @@ constexpr std::size_t kFindChunk = 1000;
 // The most pending ids one poll lists.
 constexpr int kPollLimit = 10000;
 
-std::int64_t NewClaimToken() {
-    // Random, so that two slaves (or two processes under one node id) never share a token; a
-    // positive 63-bit value fits every backend's BIGINT/INTEGER.
-    thread_local std::mt19937_64 rng{std::random_device{}()};
-    std::int64_t token = 0;
-    while (token == 0) token = static_cast<std::int64_t>(rng() >> 1);
-    return token;
-}
-
-std::vector<protocol::NoticedFire> AsNoticed(const std::vector<store::Fire>& fires) {
-    std::vector<protocol::NoticedFire> out;
-    out.reserve(fires.size());
-    for (const auto& f : fires) out.push_back({.id = f.id, .due_at = f.due_at});
-    return out;
-}
-
 }  // namespace
-
-SlaveConfig SlaveConfig::FromYaml(const ConfigNode& node) {
-    SlaveConfig c;
-    c.enabled = node.Bool("enabled", c.enabled);
-    c.capacity = static_cast<int>(node.Int("capacity", c.capacity, 1, 1'000'000));
-    c.poll_interval = node.Duration("poll-interval", c.poll_interval, 10ms, std::chrono::minutes(1));
-    c.dispatch_timeout = node.Duration("dispatch-timeout", c.dispatch_timeout, 10ms, std::chrono::minutes(1));
-    c.executor_ttl = node.Duration("executor-ttl", c.executor_ttl, 100ms, std::chrono::hours(1));
-    c.claim_ahead = node.Duration("claim-ahead", c.claim_ahead, Micros{0}, std::chrono::seconds(1));
-    c.send_ahead = node.Bool("send-ahead", c.send_ahead);
-    c.max_group = static_cast<int>(node.Int("max-group", c.max_group, 1, 10'000));
-    c.record_window = node.Duration("record-window", c.record_window, Micros{0}, std::chrono::seconds(1));
-    c.max_calls_per_executor =
-        static_cast<int>(node.Int("max-calls-per-executor", c.max_calls_per_executor, 1, 10'000));
-    c.executor_refresh = node.Duration("executor-refresh", c.executor_refresh, 10ms, std::chrono::minutes(1));
-    if (node.Has("executor-token")) {
-        throw ConfigError(node.path().empty() ? "executor-token" : node.path() + ".executor-token",
-                          "removed: slaves no longer send executors a token; they sign each call with the app's "
-                          "signing key (docs/protocol.md). Delete the key; give services an executor token instead");
-    }
-    return c;
-}
-
-Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, const std::shared_ptr<db::Database>& db,
-             const DbTime& time, http::HttpClient& http, std::string node_id, std::string lease_name,
-             SlaveConfig config, MetricsRegistry& metrics)
-    : Slave(std::move(io), db_pool,
-            std::make_unique<SqlFireClaimStore>(db, std::move(lease_name), Ms(config.misfire_threshold)),
-            std::make_unique<dispatch::SignedExecutorClient>(
-                http, std::make_shared<dispatch::ExecutorSigner>([db] { return db; }, db_pool,
-                                                                 [&time] { return time.NowMs(); })),
-            time, std::move(node_id), config, metrics) {}
 
 Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr<FireClaimStore> store,
              std::unique_ptr<dispatch::ExecutorClient> executors, const DbTime& time, std::string node_id,
@@ -347,7 +298,7 @@ net::awaitable<void> Slave::ClaimAndSend(std::vector<std::int64_t> ids) {
         // stays known (queued again by Limited).
         if (!won.contains(id) && !held.contains(id)) {
             queue_->Forget(id);
-            holds_.erase(id);
+            held_.Forget(id);
         }
     }
     if (claimed->fires.empty()) co_return;
@@ -367,22 +318,10 @@ net::awaitable<void> Slave::ClaimAndSend(std::vector<std::int64_t> ids) {
 }
 
 void Slave::Limited(const ClaimedGroup& claimed, const std::set<std::int64_t>& won) {
-    for (const auto id : won) holds_.erase(id);
+    for (const auto id : won) held_.Forget(id);
     if (!claimed.held.empty()) {
         concurrency_.Labels({"held"}).Inc(static_cast<double>(claimed.held.size()));
-        const std::int64_t now = time_.NowMs();
-        std::vector<protocol::NoticedFire> again;
-        again.reserve(claimed.held.size());
-        for (const auto id : claimed.held) {
-            // The first in line is asked again soon: its seat frees when the running fire's end
-            // is recorded. The others cannot get one before it: later, each time longer.
-            const int holds = ++holds_[id];
-            const std::int64_t wait = claimed.first_in_line.contains(id)
-                                          ? kFirstInLineMs
-                                          : std::min<std::int64_t>(kMaxHoldMs, kFirstInLineMs << std::min(holds, 10));
-            again.push_back({.id = id, .due_at = now + wait});
-        }
-        Wake(queue_->Requeue(again));
+        Wake(queue_->Requeue(held_.HeldAgain(claimed.held, claimed.first_in_line, time_.NowMs())));
     }
     if (!claimed.skipped.empty()) concurrency_.Labels({"skipped"}).Inc(static_cast<double>(claimed.skipped.size()));
     std::map<std::int64_t, std::string> apps;

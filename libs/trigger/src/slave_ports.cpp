@@ -1,16 +1,32 @@
 #include "sched/trigger/slave_ports.hpp"
 
 #include <map>
+#include <random>
 #include <set>
 
 #include "sched/lock/fenced.hpp"
 #include "sched/store/fire_claims.hpp"
 #include "sched/store/workflow_run.hpp"
 #include "sched/trigger/misfire_verdict.hpp"
+#include "sched/trigger/slave.hpp"
 
 namespace sched::trigger {
 
 using store::FireStatus;
+
+std::int64_t NewClaimToken() {
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    std::int64_t token = 0;
+    while (token == 0) token = static_cast<std::int64_t>(rng() >> 1);
+    return token;
+}
+
+std::vector<protocol::NoticedFire> AsNoticed(const std::vector<store::Fire>& fires) {
+    std::vector<protocol::NoticedFire> out;
+    out.reserve(fires.size());
+    for (const auto& f : fires) out.push_back({.id = f.id, .due_at = f.due_at});
+    return out;
+}
 
 SqlFireClaimStore::SqlFireClaimStore(std::shared_ptr<db::Database> db, std::string lease_name,
                                      std::int64_t misfire_threshold_ms)
@@ -132,5 +148,19 @@ Result<int> SqlFireClaimStore::EndEarlierDispatches(const std::string& node, std
 Result<int> SqlFireClaimStore::UnassignPending(const std::string& node) {
     return db_->Run([&](soci::session& s) { return store::FireRepository::UnassignPending(s, node); });
 }
+
+// The slave on the cluster's database: these SQL ports, and executors called with the apps'
+// signing keys.
+Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, const std::shared_ptr<db::Database>& db,
+             const DbTime& time, http::HttpClient& http, std::string node_id, std::string lease_name,
+             SlaveConfig config, MetricsRegistry& metrics)
+    : Slave(std::move(io), db_pool,
+            std::make_unique<SqlFireClaimStore>(
+                db, std::move(lease_name),
+                std::chrono::duration_cast<std::chrono::milliseconds>(config.misfire_threshold).count()),
+            std::make_unique<dispatch::SignedExecutorClient>(
+                http, std::make_shared<dispatch::ExecutorSigner>([db] { return db; }, db_pool,
+                                                                 [&time] { return time.NowMs(); })),
+            time, std::move(node_id), config, metrics) {}
 
 }  // namespace sched::trigger

@@ -93,6 +93,49 @@ TEST(PlanBoundedJobFires, FixedDelayMovesOnFromAnExcludedTime) {
     EXPECT_EQ(p.plan.next_fire_time, kMon0900 - 9 * 3600 * kSec);  // Monday 00:00 (every hour from 09:00)
 }
 
+// After an outage the misfire policy decides only about the times the calendar allows; the excluded
+// ones are calendar skips dated at their own times.
+TEST(PlanBoundedJobFires, AfterAnOutageExcludedTimesAreCalendarSkipsAtTheirTimes) {
+    const auto daily = Make("cron", "0 0 9 * * ?");
+    const auto business_days = Cal({.excluded_weekdays = {"sat", "sun"}});
+    const std::int64_t tue1000 = kMon0900 + kDay + 3600 * kSec;  // down from Friday 08:00 until now
+    PlanOptions o;
+    o.misfire.policy = cron::MisfirePolicy::kFireOnceNow;
+    auto once = PlanBoundedJobFires(daily, &business_days, {}, kFri0900, tue1000, o);
+    ASSERT_EQ(once.excluded.size(), 1u);
+    EXPECT_EQ(once.excluded[0].first_ms, kSat0900);
+    EXPECT_EQ(once.excluded[0].last_ms, kSat0900 + kDay);
+    EXPECT_EQ(once.excluded[0].count, 2);
+    ASSERT_TRUE(once.plan.skipped);  // Friday, Monday and Tuesday 09:00 fold into the fire at now
+    EXPECT_EQ(once.plan.skipped->first_ms, kFri0900);
+    EXPECT_EQ(once.plan.skipped->last_ms, kMon0900 + kDay);
+    EXPECT_EQ(once.plan.skipped->count, 3);
+    ASSERT_EQ(once.plan.fires.size(), 1u);
+    EXPECT_EQ(once.plan.fires[0].scheduled_ms, tue1000);
+    EXPECT_EQ(once.plan.next_fire_time, kMon0900 + 2 * kDay);
+
+    o.misfire.policy = cron::MisfirePolicy::kSkip;
+    auto skip = PlanBoundedJobFires(daily, &business_days, {}, kFri0900, tue1000, o);
+    ASSERT_EQ(skip.excluded.size(), 1u);
+    EXPECT_EQ(skip.excluded[0].first_ms, kSat0900);
+    EXPECT_EQ(skip.excluded[0].count, 2);
+    ASSERT_TRUE(skip.plan.skipped);
+    EXPECT_EQ(skip.plan.skipped->count, 3);
+    EXPECT_TRUE(skip.plan.fires.empty());
+
+    // Back on Sunday: the calendar dates no row at now (not a scheduled time); the one fire
+    // stands for Friday, which the calendar allowed.
+    const std::int64_t sun1000 = kSat0900 + kDay + 3600 * kSec;
+    o.misfire.policy = cron::MisfirePolicy::kFireOnceNow;
+    auto sunday = PlanBoundedJobFires(daily, &business_days, {}, kFri0900, sun1000, o);
+    ASSERT_EQ(sunday.excluded.size(), 1u);
+    EXPECT_EQ(sunday.excluded[0].first_ms, kSat0900);
+    EXPECT_EQ(sunday.excluded[0].last_ms, kSat0900 + kDay);
+    ASSERT_TRUE(sunday.plan.skipped);
+    EXPECT_EQ(sunday.plan.skipped->count, 1);
+    EXPECT_EQ(Times(sunday), std::vector<std::int64_t>{sun1000});
+}
+
 TEST(PlanBoundedJobFires, NoFireBeforeStartAt) {
     const auto every_second = Make("cron", "* * * * * ?");
     const std::int64_t t = kMon1200;

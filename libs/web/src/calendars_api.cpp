@@ -34,7 +34,6 @@ constexpr std::int64_t kMaxRuns = 1'000'000'000;
 constexpr std::int64_t kMinInstant = 0;
 constexpr std::int64_t kMaxInstant = 7'258'118'400'000;  // 2200-01-01T00:00:00Z
 constexpr int kMaxPreviewDays = 366;
-constexpr std::size_t kMaxScan = 100'000;  // scheduled times a job preview looks at
 
 http::ApiError Invalid(std::string field, std::string message) {
     return http::ApiError{Code::kInvalidArgument, std::move(message), std::move(field)};
@@ -213,44 +212,6 @@ void PlanBoundedNext(store::Job& job, const store::Job* current, const cron::Sch
         job.completed_at = now_ms;
         job.completed_reason = "end_at";
     }
-}
-
-nlohmann::json BoundedPreviewJson(const store::Job& job, const cron::Schedule& schedule, const cron::Calendar* calendar,
-                                  std::int64_t now_ms, std::size_t count) {
-    nlohmann::json times = nlohmann::json::array();
-    nlohmann::json local = nlohmann::json::array();
-    nlohmann::json excluded = nlohmann::json::array();
-    nlohmann::json ends = nullptr;
-    std::int64_t runs_left = job.max_runs ? std::max<std::int64_t>(0, *job.max_runs - job.planned_runs) : INT64_MAX;
-    std::int64_t from = now_ms;
-    if (job.start_at && *job.start_at - 1 > from) from = *job.start_at - 1;
-    auto t = schedule.NextFireTime(from, from);
-    for (std::size_t scanned = 0; t && times.size() < count && scanned < kMaxScan; ++scanned) {
-        if (job.end_at && *t > *job.end_at) {
-            ends = "end_at";
-            break;
-        }
-        if (runs_left == 0) {
-            ends = "max_runs";
-            break;
-        }
-        if (calendar && calendar->IsExcluded(*t)) {
-            if (excluded.size() < count) excluded.push_back(*t);
-        } else {
-            times.push_back(*t);
-            local.push_back(LocalIso(*t, schedule.zone()));
-            --runs_left;
-        }
-        t = schedule.NextFireTime(*t, *t);
-    }
-    if (ends.is_null() && runs_left == 0 && job.max_runs) ends = "max_runs";
-    return {{"times", std::move(times)},
-            {"local", std::move(local)},
-            {"excluded", std::move(excluded)},
-            {"calendar", job.calendar.empty() ? nlohmann::json(nullptr) : nlohmann::json(job.calendar)},
-            {"ends", std::move(ends)},
-            {"time_zone", schedule.zone_name()},
-            {"now", now_ms}};
 }
 
 void AddCalendarRoutes(Routes& routes) {

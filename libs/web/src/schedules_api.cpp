@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 #include <array>
+#include <limits>
 #include "impl/audit.hpp"
 #include "impl/calendars.hpp"
 #include "impl/context.hpp"
@@ -9,6 +10,7 @@
 #include "impl/list_query.hpp"
 #include "impl/views.hpp"
 #include "sched/cron/misfire.hpp"
+#include "sched/cron/planned_time.hpp"
 #include "sched/cron/schedule.hpp"
 #include "sched/http/json.hpp"
 #include "sched/protocol/run.hpp"
@@ -28,6 +30,7 @@ constexpr std::array<std::string_view, 7> kScheduleFields = {"schedule_type", "s
                                                              "jitter_ms",     "dst_gap",       "dst_overlap"};
 
 constexpr int kMaxPreview = 100;
+constexpr std::size_t kMaxPreviewScan = 100'000;  // scheduled times a preview looks at
 // The preview's `dst` section looks this far ahead for the zone's next offset change, and shows
 // the fire times from half a day before it to half a day after.
 constexpr std::int64_t kDstLookaheadMs = 400LL * 86'400'000;
@@ -60,23 +63,77 @@ nlohmann::json DstPreviewJson(const cron::Schedule& schedule, std::int64_t now_m
             {"local", std::move(local)}};
 }
 
-// `times` are when the runs start: nominal schedule times plus the job's jitter.
-nlohmann::json PreviewJson(const cron::Schedule& schedule, std::int64_t now_ms, std::size_t count) {
+// What a preview needs of a job beyond its schedule; the default is a schedule being validated.
+struct PreviewScope {
+    const store::Job* job = nullptr;
+    const cron::Calendar* calendar = nullptr;
+};
+
+// The preview asks cron::PlanTime about each scheduled time, as the master's planner does: `times`
+// are when the runs start (jitter applied) of the times the calendar allows, `excluded` the
+// nominal times it excludes, and `fires` every scheduled time looked at with its plan. Bounds
+// (start_at, end_at, max_runs) cut the list as PlanBoundedJobFires does.
+nlohmann::json PreviewJson(const cron::Schedule& schedule, const PreviewScope& scope, std::int64_t now_ms,
+                           std::size_t count) {
     nlohmann::json times = nlohmann::json::array();
     nlohmann::json local = nlohmann::json::array();
-    for (const auto t : schedule.PreviewFireTimes(now_ms, count)) {
-        times.push_back(t);
-        local.push_back(LocalIso(t, schedule.zone()));
+    nlohmann::json excluded = nlohmann::json::array();
+    nlohmann::json fires = nlohmann::json::array();
+    nlohmann::json ends = nullptr;
+    const store::Job* job = scope.job;
+    std::int64_t runs_left = job && job->max_runs ? std::max<std::int64_t>(0, *job->max_runs - job->planned_runs)
+                                                  : std::numeric_limits<std::int64_t>::max();
+    std::int64_t from = now_ms;
+    if (job && job->start_at && *job->start_at - 1 > from) from = *job->start_at - 1;
+    // A fixed-delay preview assumes every run finishes the moment it starts.
+    auto t = schedule.NextFireTime(from, from);
+    for (std::size_t scanned = 0; t && times.size() < count && scanned < kMaxPreviewScan; ++scanned) {
+        if (job && job->end_at && *t > *job->end_at) {
+            ends = "end_at";
+            break;
+        }
+        if (runs_left == 0) {
+            ends = "max_runs";
+            break;
+        }
+        const auto planned = cron::PlanTime(schedule, scope.calendar, *t);
+        if (planned.excluded) {
+            if (excluded.size() >= count) {
+                t = schedule.NextFireTime(*t, *t);
+                continue;
+            }
+            excluded.push_back(planned.nominal_ms);
+        } else {
+            times.push_back(planned.fire_ms);
+            local.push_back(LocalIso(planned.fire_ms, schedule.zone()));
+            --runs_left;
+        }
+        const auto dst = cron::DstCaseName(planned.dst);
+        fires.push_back({{"nominal", planned.nominal_ms},
+                         {"at", planned.fire_ms},
+                         {"local", LocalIso(planned.fire_ms, schedule.zone())},
+                         {"excluded", planned.excluded},
+                         {"dst", dst.empty() ? nlohmann::json(nullptr) : nlohmann::json(dst)}});
+        t = schedule.NextFireTime(*t, *t);
     }
+    if (ends.is_null() && runs_left == 0 && job && job->max_runs) ends = "max_runs";
     const bool uses_hash = schedule.cron() && schedule.cron()->UsesHash();
-    return {{"times", std::move(times)},
-            {"local", std::move(local)},
-            {"time_zone", schedule.zone_name()},
-            {"now", now_ms},
-            {"jitter_ms", schedule.options().jitter_ms},
-            {"uses_hash", uses_hash},
-            {"hash_seed", schedule.options().job_id ? nlohmann::json(*schedule.options().job_id) : nullptr},
-            {"dst", DstPreviewJson(schedule, now_ms)}};
+    nlohmann::json out = {
+        {"times", std::move(times)},
+        {"local", std::move(local)},
+        {"fires", std::move(fires)},
+        {"time_zone", schedule.zone_name()},
+        {"now", now_ms},
+        {"jitter_ms", schedule.options().jitter_ms},
+        {"uses_hash", uses_hash},
+        {"hash_seed", schedule.options().job_id ? nlohmann::json(*schedule.options().job_id) : nullptr},
+        {"dst", DstPreviewJson(schedule, now_ms)}};
+    if (job) {
+        out["excluded"] = std::move(excluded);
+        out["calendar"] = job->calendar.empty() ? nlohmann::json(nullptr) : nlohmann::json(job->calendar);
+        out["ends"] = std::move(ends);
+    }
+    return out;
 }
 
 }  // namespace
@@ -98,19 +155,14 @@ void AddScheduleRoutes(Routes& routes) {
                        if (!schedule.ok()) return FailedPrecondition("stored schedule: " + schedule.status().message());
                        auto now = DbNowMs(db);
                        if (!now.ok()) return now.status();
-                       nlohmann::json out;
-                       if (!job->calendar.empty() || job->start_at || job->end_at || job->max_runs) {
-                           std::optional<cron::Calendar> calendar;
-                           if (!job->calendar.empty()) {
-                               auto loaded = LoadCalendar(db, job->calendar);
-                               if (!loaded.ok()) return FailedPrecondition(loaded.status().message());
-                               calendar = std::move(*loaded);
-                           }
-                           out = BoundedPreviewJson(*job, *schedule, calendar ? &*calendar : nullptr, *now,
-                                                    static_cast<std::size_t>(count));
-                       } else {
-                           out = PreviewJson(*schedule, *now, static_cast<std::size_t>(count));
+                       std::optional<cron::Calendar> calendar;
+                       if (!job->calendar.empty()) {
+                           auto loaded = LoadCalendar(db, job->calendar);
+                           if (!loaded.ok()) return FailedPrecondition(loaded.status().message());
+                           calendar = std::move(*loaded);
                        }
+                       auto out = PreviewJson(*schedule, {.job = &*job, .calendar = calendar ? &*calendar : nullptr},
+                                              *now, static_cast<std::size_t>(count));
                        out["job_id"] = id;
                        out["enabled"] = job->enabled;
                        return out;
@@ -152,7 +204,7 @@ void AddScheduleRoutes(Routes& routes) {
                    };
                    auto now = co_await WithDb(*ctx, work);
                    if (!now.ok()) co_return Response::Error(now.status());
-                   auto out = PreviewJson(*schedule, *now, static_cast<std::size_t>(count));
+                   auto out = PreviewJson(*schedule, {}, *now, static_cast<std::size_t>(count));
                    out["valid"] = true;
                    out["schedule_expr"] = schedule->expression();
                    co_return Response::Json(out);

@@ -1,7 +1,9 @@
 // Schedule options of a job (H, jitter_ms, dst_gap, dst_overlap) over real HTTP, on SQLite and MariaDB.
 
+#include "sched/cron/calendar.hpp"
 #include "sched/cron/cron_expression.hpp"
 #include "sched/cron/schedule.hpp"
+#include "sched/trigger/calendar_planner.hpp"
 #include "web_test_base.hpp"
 
 namespace sched::web::testing {
@@ -11,6 +13,60 @@ class ScheduleOptionsApiTest : public WebApiTest {};
 
 std::string PathOf(const nlohmann::json& job, const std::string& tail = "") {
     return "/api/v1/jobs/" + std::to_string(job["id"].get<std::int64_t>()) + tail;
+}
+
+// The preview of a job with jitter, `H`, a calendar and a repeated local hour shows the times the
+// master's planner fires at: the planner's rows, planned from the same job, are the preview's times.
+TEST_P(ScheduleOptionsApiTest, PreviewOfACalendarJobIsWhatThePlannerFires) {
+    constexpr std::int64_t kMon20271025 = 1'824'415'200'000;  // 2027-10-25T00:00+02:00; fall back on Sunday 31st
+    auto calendar = Post("/api/v1/calendars",
+                         {{"name", "no-saturdays"}, {"time_zone", "Europe/Berlin"}, {"excluded_weekdays", {"sat"}}});
+    ASSERT_EQ(calendar.status, 201) << calendar.body;
+    const auto job = CreateJob("planned", {{"schedule_expr", "0 H 2 * * ?"},
+                                           {"time_zone", "Europe/Berlin"},
+                                           {"jitter_ms", 600'000},
+                                           {"dst_overlap", "both"},
+                                           {"calendar", "no-saturdays"},
+                                           {"start_at", kMon20271025}});
+    const std::int64_t id = job["id"].get<std::int64_t>();
+    auto got = Get(PathOf(job, "/next?count=8"));
+    ASSERT_EQ(got.status, 200) << got.body;
+    const auto preview = Body(got);
+
+    auto options = cron::ParseScheduleOptions(id, 600'000, "auto", "both");
+    ASSERT_TRUE(options.ok());
+    auto schedule = cron::Schedule::Make("cron", "0 H 2 * * ?", "Europe/Berlin", nullptr, *options);
+    ASSERT_TRUE(schedule.ok());
+    auto rules = cron::Calendar::Make({.time_zone = "Europe/Berlin", .excluded_weekdays = {"sat"}});
+    ASSERT_TRUE(rules.ok());
+    // Planned when its first time (the first after start_at) is due, with ten days of lookahead.
+    const trigger::JobBounds bounds{.start_ms = kMon20271025};
+    const std::int64_t due = job["next_fire_time"].get<std::int64_t>();
+    const auto first = trigger::FirstBoundedFireTime(*schedule, bounds, due - 1);
+    ASSERT_TRUE(first);
+    trigger::PlanOptions plan_options;
+    plan_options.lookahead_ms = 10LL * 86'400'000;
+    const auto planned = trigger::PlanBoundedJobFires(*schedule, &*rules, bounds, due, *first, plan_options);
+    std::vector<std::int64_t> fired;
+    for (const auto& f : planned.plan.fires) fired.push_back(f.scheduled_ms);
+    ASSERT_GE(fired.size(), 8u);
+    fired.resize(8);
+    EXPECT_EQ(preview["times"].get<std::vector<std::int64_t>>(), fired) << preview.dump();
+    ASSERT_FALSE(planned.excluded.empty());
+    ASSERT_FALSE(preview["excluded"].empty()) << preview.dump();
+    EXPECT_EQ(preview["excluded"][0], planned.excluded[0].first_ms);  // Saturday 30th
+
+    // Sunday 31st fires in both passes of 02:xx, and the preview says which is which.
+    ASSERT_TRUE(preview.contains("fires")) << preview.dump();
+    std::vector<std::string> dst;
+    for (const auto& f : preview["fires"]) {
+        if (!f["dst"].is_null()) dst.push_back(f["dst"].get<std::string>());
+        EXPECT_EQ(f["excluded"].get<bool>(), f["nominal"] == planned.excluded[0].first_ms) << f.dump();
+    }
+    EXPECT_EQ(dst, (std::vector<std::string>{"overlap-first", "overlap-second"})) << preview.dump();
+    EXPECT_EQ(preview["uses_hash"], true);
+    EXPECT_EQ(preview["hash_seed"], id);
+    EXPECT_EQ(preview["jitter_ms"], 600'000);
 }
 
 TEST_P(ScheduleOptionsApiTest, FieldsDefaultRoundTripAndUpdate) {

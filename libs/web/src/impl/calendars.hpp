@@ -40,10 +40,4 @@ void PlanBoundedNext(store::Job& job, const store::Job* current, const cron::Sch
 /// True when the fields PlanBoundedNext depends on differ from `current`.
 bool BoundsChanged(const store::Job& job, const store::Job& current);
 
-/// The job preview with calendar and bounds applied: `times`/`local` hold the next `count` times
-/// that will fire, `excluded` the scheduled times the calendar excludes among them (at most
-/// `count`), `ends` why the list stops early ("end_at", "max_runs") or null.
-nlohmann::json BoundedPreviewJson(const store::Job& job, const cron::Schedule& schedule, const cron::Calendar* calendar,
-                                  std::int64_t now_ms, std::size_t count);
-
 }  // namespace sched::web::impl

@@ -10,6 +10,10 @@
 ///                  time up to now, on-time ones included; otherwise on-time ones fire.
 ///   fire-all       the most recent `fire_all_cap` late times fire (misfire), older late ones are
 ///                  dropped, and on-time ones fire as scheduled.
+/// With a calendar, a time it excludes is not one the policy decides about: it is neither late nor
+/// on time and gets no fire, and MisfirePlan::excluded lists it at its own time (a calendar skip,
+/// not a misfire). The one fire of fire-once-now stands for the times the calendar allowed, so the
+/// calendar does not judge it (`now` is not a scheduled time).
 
 #include <cstddef>
 #include <cstdint>
@@ -19,6 +23,7 @@
 
 #include "sched/common/job_vocabulary.hpp"
 #include "sched/common/status.hpp"
+#include "sched/cron/calendar.hpp"
 #include "sched/cron/schedule.hpp"
 
 namespace sched::cron {
@@ -39,6 +44,17 @@ struct PlannedFire {
     bool misfire;  ///< created by the policy (job_fire.kind = misfire) rather than on time (schedule)
 };
 
+/// A run of consecutive scheduled times up to now that a calendar excluded.
+struct ExcludedTimes {
+    std::int64_t first_ms = 0;
+    std::int64_t last_ms = 0;
+    std::int64_t count = 0;
+};
+
+/// At most this many ExcludedTimes per plan; the last one then also holds the excluded times after
+/// it (its range spans the allowed times between them).
+inline constexpr std::size_t kMaxExcludedRuns = 1000;
+
 struct MisfirePlan {
     /// Fire rows to create, ascending by scheduled_ms. At most 10000 on-time fires are planned in
     /// one call; next_fire_time_ms then points at the first one left, so nothing is lost.
@@ -55,14 +71,19 @@ struct MisfirePlan {
     /// time up to now, folded into the one fire; otherwise the late times that got no fire.
     std::optional<std::int64_t> skipped_first_ms;
     std::optional<std::int64_t> skipped_last_ms;
+    /// Scheduled times up to now that `calendar` excluded, ascending, one entry per run of
+    /// consecutive ones. They count towards the same 100000 limit as `skipped`: past it the
+    /// remaining times are neither counted nor listed (skipped_is_lower_bound is set).
+    std::vector<ExcludedTimes> excluded;
 };
 
 /// Plans the fires for a job whose stored next_fire_time is `due_ms`, at time `now_ms`.
 /// `due_ms` counts as a scheduled time; later ones come from schedule.NextFireTime() (a
 /// fixed-delay schedule has only `due_ms`). When due_ms > now_ms nothing is due: no fires and
 /// next_fire_time_ms = due_ms. Throws std::invalid_argument when `options` are out of range
-/// (they come from validated configuration, so that is a bug).
+/// (they come from validated configuration, so that is a bug). `calendar` (nullptr: none) excludes
+/// times as described above.
 MisfirePlan PlanMisfire(const Schedule& schedule, std::int64_t due_ms, std::int64_t now_ms,
-                        const MisfireOptions& options);
+                        const MisfireOptions& options, const Calendar* calendar = nullptr);
 
 }  // namespace sched::cron

@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "sched/cron/calendar.hpp"
 #include "sched/cron/misfire.hpp"
 #include "sched/cron/schedule.hpp"
 #include "sched/store/fire.hpp"
@@ -18,8 +19,9 @@
 namespace sched::trigger {
 
 struct PlannedFireRow {
-    /// When it runs: the nominal time plus the job's deterministic jitter (Schedule::FireTimeMs),
-    /// so planning the same nominal time twice (after a failover) gives the same fire key.
+    /// When it runs: the nominal time plus the job's deterministic jitter (cron::PlanTime, as the
+    /// API's preview shows it), so planning the same nominal time twice (after a failover) gives
+    /// the same fire key.
     std::int64_t scheduled_ms = 0;
     std::int64_t nominal_ms = 0;  ///< the schedule's time, before jitter
     store::FireKind kind = store::FireKind::kSchedule;
@@ -37,6 +39,9 @@ struct SkippedTimes {
 struct JobPlan {
     std::vector<PlannedFireRow> fires;  ///< ascending by time
     std::optional<SkippedTimes> skipped;
+    /// Scheduled times up to now that PlanOptions::calendar excluded, one entry per run of
+    /// consecutive ones (cron::MisfirePlan::excluded): calendar skips at their own times.
+    std::vector<SkippedTimes> excluded;
     /// The job's new next_fire_time (nullopt: none, or a fixed-delay job waits for its run).
     std::optional<std::int64_t> next_fire_time;
 };
@@ -45,6 +50,9 @@ struct PlanOptions {
     std::int64_t lookahead_ms = 2000;
     cron::MisfireOptions misfire;          ///< policy comes from the job; threshold and cap from config
     std::size_t max_fires_per_job = 1000;  ///< per scan; the rest waits for the next scan
+    /// The job's calendar (nullptr: none). Only times up to now are judged here, so that the misfire
+    /// policy never decides about an excluded time; PlanBoundedJobFires judges the lookahead.
+    const cron::Calendar* calendar = nullptr;
 };
 
 /// Plans the fires of a job whose stored next_fire_time is `due_ms`. next_fire_time (stored and

@@ -88,6 +88,7 @@
 #include "sched/trigger/db_time.hpp"
 #include "sched/trigger/executor_directory.hpp"
 #include "sched/trigger/fire_queue.hpp"
+#include "sched/trigger/held_fires.hpp"
 #include "sched/trigger/run_sender.hpp"
 #include "sched/trigger/slave_ports.hpp"
 #include "sched/trigger/timeout_watch.hpp"
@@ -122,9 +123,9 @@ class Slave {
     static constexpr std::size_t kMaxQueued = FireQueue::kMaxQueued;
     /// A fire held back by its job's concurrency limit is claimed again after kFirstInLineMs when
     /// it is the first of its job in line for a seat; otherwise after twice that, then twice as
-    /// long each time, at most kMaxHoldMs.
-    static constexpr std::int64_t kFirstInLineMs = 100;
-    static constexpr std::int64_t kMaxHoldMs = 2000;
+    /// long each time, at most kMaxHoldMs (HeldFires).
+    static constexpr std::int64_t kFirstInLineMs = HeldFires::kFirstInLineMs;
+    static constexpr std::int64_t kMaxHoldMs = HeldFires::kMaxHoldMs;
 
     /// The node's slave: fires in `db`, executors called through `http` with the apps' signing keys.
     Slave(net::any_io_executor io, net::thread_pool& db_pool, const std::shared_ptr<db::Database>& db,
@@ -179,7 +180,7 @@ class Slave {
     Status WriteRunning(std::vector<RunningRecord>& batch);
     void Accepted(AcceptedRun run);
     // What the jobs' concurrency limits made of a claim's fires: the held ones go back in the
-    // queue (each wait longer than the last, up to kMaxHoldMs), the running ones to stop are
+    // queue (HeldFires: each wait longer than the last, up to kMaxHoldMs), the running ones to stop are
     // killed. Runs on strand_.
     void Limited(const ClaimedGroup& claimed, const std::set<std::int64_t>& won);
 
@@ -198,8 +199,8 @@ class Slave {
     WindowedWriter<FireEnding> endings_;
     TimeoutWatch timeouts_;
     RunSender sender_;
-    std::int64_t started_ms_ = 0;        // DB time of Start(): dispatches claimed before are an earlier run's
-    std::map<std::int64_t, int> holds_;  // on strand_: how often each queued fire was held back
+    std::int64_t started_ms_ = 0;  // DB time of Start(): dispatches claimed before are an earlier run's
+    HeldFires held_;               // on strand_
 
     CounterChild& claims_;
     CounterChild& claimed_fires_;

@@ -19,6 +19,7 @@
 
 #include "sched/common/status.hpp"
 #include "sched/db/database.hpp"
+#include "sched/protocol/fires_notice.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/fire_claims.hpp"
 #include "sched/store/job.hpp"
@@ -59,6 +60,13 @@ struct FireEnding {
     std::optional<store::FireReason> reason;
     std::int64_t finished_at = 0;
 };
+
+/// A new claim token: random and positive (a 63-bit value fits every backend's BIGINT/INTEGER),
+/// so that two slaves, or two processes under one node id, never share one. Thread-safe.
+std::int64_t NewClaimToken();
+
+/// Fires read by FireClaimStore::FindPending as the slave queues them (id and due time).
+std::vector<protocol::NoticedFire> AsNoticed(const std::vector<store::Fire>& fires);
 
 class FireClaimStore {
   public:

@@ -1,0 +1,29 @@
+#include "sched/trigger/slave.hpp"
+
+namespace sched::trigger {
+
+using namespace std::chrono_literals;
+
+SlaveConfig SlaveConfig::FromYaml(const ConfigNode& node) {
+    SlaveConfig c;
+    c.enabled = node.Bool("enabled", c.enabled);
+    c.capacity = static_cast<int>(node.Int("capacity", c.capacity, 1, 1'000'000));
+    c.poll_interval = node.Duration("poll-interval", c.poll_interval, 10ms, std::chrono::minutes(1));
+    c.dispatch_timeout = node.Duration("dispatch-timeout", c.dispatch_timeout, 10ms, std::chrono::minutes(1));
+    c.executor_ttl = node.Duration("executor-ttl", c.executor_ttl, 100ms, std::chrono::hours(1));
+    c.claim_ahead = node.Duration("claim-ahead", c.claim_ahead, Micros{0}, std::chrono::seconds(1));
+    c.send_ahead = node.Bool("send-ahead", c.send_ahead);
+    c.max_group = static_cast<int>(node.Int("max-group", c.max_group, 1, 10'000));
+    c.record_window = node.Duration("record-window", c.record_window, Micros{0}, std::chrono::seconds(1));
+    c.max_calls_per_executor =
+        static_cast<int>(node.Int("max-calls-per-executor", c.max_calls_per_executor, 1, 10'000));
+    c.executor_refresh = node.Duration("executor-refresh", c.executor_refresh, 10ms, std::chrono::minutes(1));
+    if (node.Has("executor-token")) {
+        throw ConfigError(node.path().empty() ? "executor-token" : node.path() + ".executor-token",
+                          "removed: slaves no longer send executors a token; they sign each call with the app's "
+                          "signing key (docs/protocol.md). Delete the key; give services an executor token instead");
+    }
+    return c;
+}
+
+}  // namespace sched::trigger
