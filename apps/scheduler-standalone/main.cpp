@@ -155,6 +155,7 @@ int main(int argc, char** argv) {
     web.executor_ttl = config.slave.executor_ttl;
     web.node_ttl = config.scheduler.node_ttl;
     web.locks = locks;
+    web.alert_addresses = config.scheduler.alert_addresses;
     sched::trigger::TriggerNode node(config);
     sched::web::AddWebRoutes(
         node.router(), web, [&node] { return node.database(); }, node.db_pool(), &node.metrics());

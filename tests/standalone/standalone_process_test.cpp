@@ -533,7 +533,9 @@ TEST_F(StandaloneProcess, AFailedFireDeliversASignedWebhookRetriedUntilTheReceiv
         WriteConfig("http:\n  listen: \"127.0.0.1:0\"\ndatabase:\n  url: \"sqlite://" + db_path.string() +
                     "?busy-timeout=10s\"\nscheduler:\n  alert-interval: 100ms\n  alert-settle: 0s\n"
                     "  alert-backoff: 200ms\n  alert-backoff-max: 400ms\n  alert-timeout: 1s\n"
-                    "  cluster-url: \"http://sched.example\"\nlog:\n  level: info\n");
+                    "  cluster-url: \"http://sched.example\"\n"
+                    "  alert-addresses:\n    allow: [\"127.0.0.1\"]\n"  // the receiver is on loopback
+                    "log:\n  level: info\n");
     ChildProcess p({SCHED_STANDALONE_BIN, "--config", config}, dir_.string(), {"SCHED_TOKEN=" + token});
     auto line = p.WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
     ASSERT_TRUE(line) << p.stderr_text();

@@ -113,6 +113,18 @@ net::awaitable<Result<ConnectionPtr>> Connect(ClientState& st, const Url& url, C
         }
         for (const auto& r : results) endpoints.push_back(r.endpoint());
     }
+    if (st.options.address_check) {
+        // Checked here, on the very addresses connected to next, so a name cannot resolve to a
+        // checked address first and to another one for the connection.
+        std::optional<Status> refused;
+        std::erase_if(endpoints, [&](const tcp::endpoint& e) {
+            Status s = st.options.address_check(url.host, e.address());
+            if (s.ok()) return false;
+            if (!refused) refused = std::move(s);
+            return true;
+        });
+        if (endpoints.empty() && refused) co_return *refused;
+    }
     auto conn = std::make_unique<PooledConnection>(st.executor);
     conn->stream.expires_at(connect_end);
     ec = {};
@@ -135,7 +147,8 @@ struct Exchanged {
 };
 
 net::awaitable<Exchanged> Exchange(ClientState& st, PooledConnection& conn, bhttp::request<bhttp::string_body>& req,
-                                   const std::string& where, Clock::time_point deadline) {
+                                   const std::string& where, Clock::time_point deadline,
+                                   std::optional<Clock::duration> first_byte) {
     beast::error_code ec;
     conn.stream.expires_at(deadline);
     co_await bhttp::async_write(conn.stream, req, net::redirect_error(net::use_awaitable, ec));
@@ -146,15 +159,22 @@ net::awaitable<Exchanged> Exchange(ClientState& st, PooledConnection& conn, bhtt
     bhttp::response_parser<bhttp::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(impl::kResponseHeaderLimit));
     parser.body_limit(st.options.body_limit);
-    conn.stream.expires_at(deadline);
+    const auto header_end = first_byte ? std::min(deadline, Clock::now() + *first_byte) : deadline;
+    conn.stream.expires_at(header_end);
     // Header first: Beast 1.74 skips the body limit check for a response with Content-Length
     // when the whole message is read eagerly; reading the header alone reports it.
     co_await bhttp::async_read_header(conn.stream, conn.buffer, parser, net::redirect_error(net::use_awaitable, ec));
     if (!ec && !parser.is_done()) {
+        conn.stream.expires_at(deadline);
         co_await bhttp::async_read(conn.stream, conn.buffer, parser, net::redirect_error(net::use_awaitable, ec));
     }
     if (ec) {
         const bool nothing = !parser.got_some();
+        if (ec == beast::error::timeout && !parser.is_header_done() && header_end < deadline) {
+            co_return Exchanged{DeadlineExceeded("no response header from " + where + " within " +
+                                                 Ms(std::chrono::duration_cast<Clock::duration>(*first_byte))),
+                                false, nothing};
+        }
         if (ec == beast::error::timeout) {
             co_return Exchanged{DeadlineExceeded("no response from " + where + " in time"), false, nothing};
         }
@@ -182,7 +202,8 @@ net::awaitable<Exchanged> Exchange(ClientState& st, PooledConnection& conn, bhtt
 }
 
 net::awaitable<Result<ClientResponse>> SendOnce(ClientState& st, const Url& url,
-                                                bhttp::request<bhttp::string_body>& req, Clock::time_point deadline) {
+                                                bhttp::request<bhttp::string_body>& req, Clock::time_point deadline,
+                                                std::optional<Clock::duration> first_byte) {
     const std::string key = url.Authority();
     for (int round = 0;; ++round) {
         ConnectionPtr conn = TakeIdle(st, key);
@@ -194,7 +215,7 @@ net::awaitable<Result<ClientResponse>> SendOnce(ClientState& st, const Url& url,
             if (!connected.ok()) co_return connected.status();
             conn = std::move(*connected);
         }
-        Exchanged ex = co_await Exchange(st, *conn, req, key, deadline);
+        Exchanged ex = co_await Exchange(st, *conn, req, key, deadline, first_byte);
         if (ex.response.ok()) {
             if (ex.keep_alive) GiveBack(st, key, std::move(conn));
             co_return std::move(ex.response);
@@ -251,12 +272,15 @@ net::awaitable<Result<ClientResponse>> HttpClient::Send(ClientRequest request, C
     const auto timeout =
         std::chrono::duration_cast<Clock::duration>(options.timeout.value_or(st->options.request_timeout));
     const auto deadline = Clock::now() + timeout;
+    std::optional<Clock::duration> first_byte;
+    if (options.first_byte_timeout)
+        first_byte = std::chrono::duration_cast<Clock::duration>(*options.first_byte_timeout);
     // Capped at the whole timeout: a longer pause could never end before the deadline anyway.
     Backoff backoff(options.retry_backoff,
                     std::max(options.retry_backoff, std::chrono::duration_cast<Micros>(timeout)));
     st->requests.fetch_add(1);
     for (int attempt = 0;; ++attempt) {
-        Result<ClientResponse> r = co_await SendOnce(*st, *url, req, deadline);
+        Result<ClientResponse> r = co_await SendOnce(*st, *url, req, deadline, first_byte);
         if (attempt >= options.retries || !Retryable(r) || Clock::now() + backoff.base() >= deadline) co_return r;
         st->retries.fetch_add(1);
         net::steady_timer timer(st->executor, backoff.Next());

@@ -331,12 +331,22 @@ bool AlertRepository::InsertDeliveryIfAbsent(soci::session& s, const db::Dialect
     return db::ExecuteInsertIfAbsent(st) == 1;
 }
 
-std::vector<AlertDelivery> AlertRepository::ListDue(soci::session& s, std::int64_t now_ms, int limit) {
+std::vector<AlertDelivery> AlertRepository::ListDue(soci::session& s, std::int64_t now_ms, int limit,
+                                                    const std::vector<std::int64_t>& skip_ids,
+                                                    const std::vector<std::int64_t>& skip_rules) {
+    // Integers only, so spelling them into the statement is safe; their count is bounded by the
+    // alerter's in-flight limit and rule count.
+    const auto not_in = [](const char* column, const std::vector<std::int64_t>& ids) {
+        if (ids.empty()) return std::string();
+        std::string sql = std::string(" AND ") + column + " NOT IN (";
+        for (std::size_t i = 0; i < ids.size(); ++i) sql += (i ? "," : "") + std::to_string(ids[i]);
+        return sql + ")";
+    };
     return impl::SelectRows<DeliveryRow>(s,
                                          std::string(kDeliveryColumns) +
-                                             "WHERE status = 'pending' AND next_attempt_at <= :now "
-                                             "ORDER BY next_attempt_at, id LIMIT " +
-                                             std::to_string(limit),
+                                             "WHERE status = 'pending' AND next_attempt_at <= :now" +
+                                             not_in("id", skip_ids) + not_in("rule_id", skip_rules) +
+                                             " ORDER BY next_attempt_at, id LIMIT " + std::to_string(limit),
                                          [&](soci::statement& st) { st.exchange(soci::use(now_ms, "now")); });
 }
 

@@ -3,15 +3,70 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <mutex>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
 #include "sched/common/backoff.hpp"
 #include "sched/common/crypto.hpp"
+#include "sched/http/url.hpp"
 #include "sched/store/audit.hpp"
 #include "sched/store/job.hpp"
 
 namespace sched::trigger {
+
+namespace impl {
+
+// The webhook calls in flight: started by the alert loop, ended on the sender's threads. A
+// delivery counts as in flight from its start until the round that records its outcome takes
+// it, so it is never started twice at once.
+class WebhookFlights {
+  public:
+    struct Landed {
+        store::AlertDelivery delivery;
+        std::int64_t epoch = 0;
+        Result<int> outcome;
+    };
+    struct Counts {
+        std::vector<std::int64_t> ids;
+        std::map<std::string, int> per_receiver;
+    };
+
+    void Launch(std::int64_t id, const std::string& receiver) {
+        std::lock_guard lock(mu_);
+        flying_[id] = receiver;
+    }
+    void Land(Landed landed) {
+        std::lock_guard lock(mu_);
+        landed_.push_back(std::move(landed));
+    }
+    std::vector<Landed> TakeLanded() {
+        std::lock_guard lock(mu_);
+        for (const auto& l : landed_) flying_.erase(l.delivery.id);
+        return std::exchange(landed_, {});
+    }
+    Counts Snapshot() const {
+        std::lock_guard lock(mu_);
+        Counts c;
+        for (const auto& [id, receiver] : flying_) {
+            c.ids.push_back(id);
+            ++c.per_receiver[receiver];
+        }
+        return c;
+    }
+    int Count() const {
+        std::lock_guard lock(mu_);
+        return static_cast<int>(flying_.size());
+    }
+
+  private:
+    mutable std::mutex mu_;
+    std::map<std::int64_t, std::string> flying_;  // delivery id -> receiver
+    std::vector<Landed> landed_;
+};
+
+}  // namespace impl
 
 namespace {
 
@@ -20,6 +75,13 @@ using store::AlertEvent;
 constexpr std::size_t kMaxMessageBytes = 1000;
 constexpr int kMaxRules = 1000;
 constexpr int kMaxBatchesPerRound = 20;
+
+// Calls to one host:port share its capacity whatever rule they come from; an unparsable URL
+// (refused by the API, so only an old row) is its own receiver.
+std::string ReceiverOf(const std::string& url) {
+    auto parsed = http::Url::Parse(url);
+    return parsed.ok() ? parsed->Authority() : url;
+}
 
 bool IsFailure(AlertEvent e) {
     return e == AlertEvent::kFailed || e == AlertEvent::kTimeout || e == AlertEvent::kLost;
@@ -141,7 +203,14 @@ Alerter::Alerter(std::shared_ptr<db::Database> db, lock::Fence& fence, const DbT
       created_(metrics
                    .Counter("sched_alert_deliveries_created_total",
                             "Alert deliveries created by the master's rule evaluation.")
-                   .Labels({})) {}
+                   .Labels({})),
+      flights_(std::make_shared<impl::WebhookFlights>()) {}
+
+Alerter::~Alerter() = default;
+
+int Alerter::InFlight() const {
+    return flights_->Count();
+}
 
 Result<AlertReport> Alerter::EvaluateBatch(std::int64_t epoch) {
     const std::int64_t now = time_.NowMs();
@@ -274,33 +343,12 @@ Result<AlertReport> Alerter::EvaluateNoSuccess(std::int64_t epoch) {
     return evaluated->report;
 }
 
-Result<AlertReport> Alerter::DeliverDue(std::int64_t epoch, const std::function<bool()>& should_stop) {
-    AlertReport report;
-    const std::int64_t now = time_.NowMs();
-    auto due = db_->Run([&](soci::session& s) {
-        auto deliveries = store::AlertRepository::ListDue(s, now, config_.alert_batch);
-        std::map<std::int64_t, store::AlertRule> rules;
-        if (!deliveries.empty()) {
-            for (auto& r : store::AlertRepository::EnabledRules(s, kMaxRules)) rules.emplace(r.id, std::move(r));
-        }
-        return std::make_pair(std::move(deliveries), std::move(rules));
-    });
-    if (!due.ok()) return due.status();
-    auto& [deliveries, rules] = *due;
-    for (auto& d : deliveries) {
-        if (should_stop && should_stop()) break;
-        const auto rule = rules.find(d.rule_id);
-        if (rule == rules.end()) continue;  // disabled: kept pending until it is enabled again
-        const std::int64_t timestamp_s = time_.NowMs() / 1000;
-        const WebhookSender::Headers headers = {
-            {"Content-Type", "application/json"},
-            {"X-Sched-Delivery", std::to_string(d.id)},
-            {"X-Sched-Event", std::string(store::AlertEventName(d.event))},
-            {"X-Sched-Timestamp", std::to_string(timestamp_s)},
-            {"X-Sched-Signature", WebhookSignature(rule->second.secret, timestamp_s, d.payload)}};
-        auto sent = sender_.Post(rule->second.url, headers, d.payload);
+Status Alerter::RecordLanded(std::int64_t epoch, AlertReport& report) {
+    for (auto& landed : flights_->TakeLanded()) {
+        auto& d = landed.delivery;
         const std::int64_t after = time_.NowMs();
         d.attempts += 1;
+        const Result<int>& sent = landed.outcome;
         if (sent.ok() && *sent >= 200 && *sent < 300) {
             d.status = store::DeliveryStatus::kDelivered;
             d.delivered_at = after;
@@ -316,9 +364,15 @@ Result<AlertReport> Alerter::DeliverDue(std::int64_t epoch, const std::function<
                                 .count();
             }
         }
-        auto recorded = fence_.RunFenced(
-            epoch, [&](soci::session& s) -> Result<bool> { return store::AlertRepository::RecordAttempt(s, d); });
-        if (!recorded.ok()) return recorded.status();
+        auto recorded = fence_.RunFenced(landed.epoch, [&](soci::session& s) -> Result<bool> {
+            return store::AlertRepository::RecordAttempt(s, d);
+        });
+        if (!recorded.ok()) {
+            // Started under an earlier term: its lease is gone, so is the right to record; the
+            // delivery stays pending and is sent again (at least once).
+            if (landed.epoch != epoch) continue;
+            return recorded.status();
+        }
         if (d.status == store::DeliveryStatus::kDelivered) {
             delivered_.Inc();
             ++report.delivered;
@@ -332,6 +386,57 @@ Result<AlertReport> Alerter::DeliverDue(std::int64_t epoch, const std::function<
             ++report.retried;
         }
     }
+    return Status::Ok();
+}
+
+Result<AlertReport> Alerter::DeliverDue(std::int64_t epoch, const std::function<bool()>& should_stop) {
+    AlertReport report;
+    if (Status s = RecordLanded(epoch, report); !s.ok()) return s;
+    const std::int64_t now = time_.NowMs();
+    auto snapshot = flights_->Snapshot();
+    if (static_cast<int>(snapshot.ids.size()) >= config_.alert_concurrency) return report;
+    auto due = db_->Run([&](soci::session& s) {
+        std::map<std::int64_t, store::AlertRule> rules;
+        std::vector<std::int64_t> saturated;
+        for (auto& r : store::AlertRepository::EnabledRules(s, kMaxRules)) {
+            const auto flying = snapshot.per_receiver.find(ReceiverOf(r.url));
+            if (flying != snapshot.per_receiver.end() && flying->second >= config_.alert_receiver_concurrency) {
+                saturated.push_back(r.id);
+            }
+            rules.emplace(r.id, std::move(r));
+        }
+        auto deliveries = store::AlertRepository::ListDue(s, now, config_.alert_batch, snapshot.ids, saturated);
+        return std::make_pair(std::move(deliveries), std::move(rules));
+    });
+    if (!due.ok()) return due.status();
+    auto& [deliveries, rules] = *due;
+    auto& per_receiver = snapshot.per_receiver;
+    int in_flight = static_cast<int>(snapshot.ids.size());
+    for (auto& d : deliveries) {
+        if (in_flight >= config_.alert_concurrency || (should_stop && should_stop())) break;
+        const auto rule = rules.find(d.rule_id);
+        if (rule == rules.end()) continue;  // disabled: kept pending until it is enabled again
+        std::string receiver = ReceiverOf(rule->second.url);
+        int& flying = per_receiver[receiver];
+        if (flying >= config_.alert_receiver_concurrency) continue;
+        ++flying;
+        ++in_flight;
+        const std::int64_t timestamp_s = time_.NowMs() / 1000;
+        const WebhookSender::Headers headers = {
+            {"Content-Type", "application/json"},
+            {"X-Sched-Delivery", std::to_string(d.id)},
+            {"X-Sched-Event", std::string(store::AlertEventName(d.event))},
+            {"X-Sched-Timestamp", std::to_string(timestamp_s)},
+            {"X-Sched-Signature", WebhookSignature(rule->second.secret, timestamp_s, d.payload)}};
+        std::string body = d.payload;
+        flights_->Launch(d.id, receiver);
+        sender_.Start(rule->second.url, headers, std::move(body),
+                      [flights = flights_, d, epoch](Result<int> outcome) mutable {
+                          flights->Land(impl::WebhookFlights::Landed{std::move(d), epoch, std::move(outcome)});
+                      });
+    }
+    // A sender that answered at once (or calls that were quick) is recorded in this round.
+    if (Status s = RecordLanded(epoch, report); !s.ok()) return s;
     return report;
 }
 

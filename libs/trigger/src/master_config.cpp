@@ -28,6 +28,16 @@ MasterConfig MasterConfig::FromYaml(const ConfigNode& node) {
     c.alert_lookback = node.Duration("alert-lookback", c.alert_lookback, Micros{0}, std::chrono::hours(24));
     c.alert_settle = node.Duration("alert-settle", c.alert_settle, Micros{0}, std::chrono::minutes(10));
     c.alert_timeout = node.Duration("alert-timeout", c.alert_timeout, milliseconds(100), seconds(60));
+    c.alert_connect_timeout =
+        node.Duration("alert-connect-timeout", c.alert_connect_timeout, milliseconds(10), seconds(60));
+    c.alert_first_byte_timeout =
+        node.Duration("alert-first-byte-timeout", c.alert_first_byte_timeout, milliseconds(10), seconds(60));
+    c.alert_body_limit = static_cast<std::size_t>(
+        node.Int("alert-body-limit", static_cast<std::int64_t>(c.alert_body_limit), 0, std::int64_t{1} << 20));
+    c.alert_concurrency = static_cast<int>(node.Int("alert-concurrency", c.alert_concurrency, 1, 1000));
+    c.alert_receiver_concurrency =
+        static_cast<int>(node.Int("alert-receiver-concurrency", c.alert_receiver_concurrency, 1, c.alert_concurrency));
+    c.alert_addresses = http::AddressPolicy::FromYaml(node.Child("alert-addresses"));
     c.alert_max_attempts = static_cast<int>(node.Int("alert-max-attempts", c.alert_max_attempts, 1, 100));
     c.alert_backoff = node.Duration("alert-backoff", c.alert_backoff, milliseconds(10), std::chrono::hours(1));
     c.alert_backoff_max =

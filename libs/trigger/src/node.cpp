@@ -84,7 +84,12 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
 
     impl_->master = std::make_unique<Master>(db_, *impl_->fence, *time_, config_.scheduler, metrics_);
     impl_->purger = std::make_unique<HistoryPurger>(db_, *impl_->fence, *time_, config_.scheduler, metrics_);
-    impl_->webhooks = std::make_unique<impl::HttpWebhookSender>(io_, config_.scheduler.alert_timeout);
+    impl_->webhooks = std::make_unique<HttpWebhookSender>(
+        io_.get_executor(), WebhookLimits{.timeout = config_.scheduler.alert_timeout,
+                                          .connect_timeout = config_.scheduler.alert_connect_timeout,
+                                          .first_byte_timeout = config_.scheduler.alert_first_byte_timeout,
+                                          .body_limit = config_.scheduler.alert_body_limit,
+                                          .addresses = config_.scheduler.alert_addresses});
     impl_->alerter =
         std::make_unique<Alerter>(db_, *impl_->fence, *time_, config_.scheduler, metrics_, *impl_->webhooks);
     if (config_.slave.enabled) {

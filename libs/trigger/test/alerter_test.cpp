@@ -116,12 +116,12 @@ class FakeSender final : public WebhookSender {
         Headers headers;
         std::string body;
     };
-    Result<int> Post(const std::string& url, const Headers& headers, const std::string& body) override {
-        calls.push_back({url, headers, body});
-        if (answers.empty()) return 200;
+    void Start(const std::string& url, const Headers& headers, std::string body, Done done) override {
+        calls.push_back({url, headers, std::move(body)});
+        if (answers.empty()) return done(200);
         auto next = answers.front();
         answers.pop_front();
-        return next;
+        done(std::move(next));
     }
     std::string Header(std::size_t call, const std::string& name) const {
         for (const auto& [k, v] : calls.at(call).headers) {

@@ -12,6 +12,7 @@
 #include "impl/audit.hpp"
 #include "impl/context.hpp"
 #include "impl/list_query.hpp"
+#include "sched/http/address_policy.hpp"
 #include "sched/http/json.hpp"
 #include "sched/http/url.hpp"
 #include "sched/store/alert.hpp"
@@ -80,7 +81,7 @@ std::string Shown(const nlohmann::json& e) {
 }
 
 // The rule in a POST body, or the 400 naming the first bad field.
-std::variant<store::AlertRule, Response> ParseRule(const nlohmann::json& body) {
+std::variant<store::AlertRule, Response> ParseRule(const nlohmann::json& body, const http::AddressPolicy& addresses) {
     if (auto unknown = RejectUnknownFields(body, kRuleFields, kRuleReadOnly)) return *unknown;
     http::JsonFields f(body);
     store::AlertRule r;
@@ -128,11 +129,15 @@ std::variant<store::AlertRule, Response> ParseRule(const nlohmann::json& body) {
                           "url: expected an http:// URL (https is not supported: no TLS in this project; put a "
                           "proxy in front)");
     }
-    if (auto parsed = http::Url::Parse(r.url); !parsed.ok()) {
-        return BadRequest("url", "url: " + parsed.status().message());
-    }
+    auto parsed = http::Url::Parse(r.url);
+    if (!parsed.ok()) return BadRequest("url", "url: " + parsed.status().message());
     for (const char c : r.url) {
         if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return BadRequest("url", "url: no spaces or controls");
+    }
+    // The master checks again each address a name resolves to when it delivers; this refuses
+    // what is known now (literal addresses in any form, loopback names, the lists).
+    if (Status allowed = addresses.CheckHost(parsed->host); !allowed.ok()) {
+        return BadRequest("url", "url: " + allowed.message());
     }
     if (r.secret.size() < kMinSecretBytes || r.secret.size() > kMaxSecretBytes) {
         return BadRequest("secret", "secret: 16 to 255 bytes");
@@ -148,7 +153,7 @@ void AddAlertRoutes(Routes& routes) {
                [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
                    auto body = req.Json();
                    if (!body.ok()) co_return Response::Error(body.status(), "body");
-                   auto parsed = ParseRule(*body);
+                   auto parsed = ParseRule(*body, ctx->options.alert_addresses);
                    if (auto* bad = std::get_if<Response>(&parsed)) co_return std::move(*bad);
                    const store::AlertRule rule = std::get<store::AlertRule>(std::move(parsed));
                    auto work = [rule, &who](db::Database& db) -> Result<store::AlertRule> {

@@ -31,6 +31,7 @@ WebOptions WebOptions::FromYaml(const ConfigNode& node, const WebOptions& defaul
     o.executor_timeout =
         node.Duration("executor-timeout", o.executor_timeout, milliseconds(10), std::chrono::minutes(5));
     o.locks = LockApiOptions::FromYaml(node.Child("locks"), o.locks);
+    if (node.Has("alert-addresses")) o.alert_addresses = http::AddressPolicy::FromYaml(node.Child("alert-addresses"));
     if (o.token.empty()) {
         throw ConfigError(node.path().empty() ? "token" : node.path() + ".token",
                           "required: a web module without a token refuses to start (set it or SCHED_TOKEN)");

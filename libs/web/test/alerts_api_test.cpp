@@ -8,6 +8,13 @@ namespace {
 
 class AlertsApiTest : public WebApiTest {
   protected:
+    // The rules here name a loopback receiver, which the default policy refuses.
+    WebOptions Options() override {
+        WebOptions o = WebApiTest::Options();
+        o.alert_addresses = http::AddressPolicy({"127.0.0.1"}, {"hooks.denied.example", "198.51.100.0/24"});
+        return o;
+    }
+
     static nlohmann::json RuleBody(const nlohmann::json& overrides = nlohmann::json::object()) {
         nlohmann::json body = {{"name", "pager"},
                                {"events", {"failed", "misfire"}},
@@ -97,6 +104,37 @@ TEST_P(AlertsApiTest, EveryBadFieldIsA400NamingIt) {
     EXPECT_TRUE(Body(Get("/api/v1/alert-rules"))["items"].empty());
 }
 
+TEST_P(AlertsApiTest, AWebhookUrlOnTheDenyListOrNotAllowedIsA400NamingUrl) {
+    for (const char* url : {"http://hooks.denied.example/hook", "http://198.51.100.7/hook", "http://127.0.0.2:9/hook",
+                            "http://localhost:9/hook"}) {
+        const auto r = Post("/api/v1/alert-rules", RuleBody({{"url", url}}));
+        EXPECT_EQ(r.status, 400) << url;
+        EXPECT_EQ(ErrorField(r), "url") << url << ": " << r.body;
+    }
+    EXPECT_EQ(Post("/api/v1/alert-rules", RuleBody({{"url", "http://127.0.0.1:9/hook"}})).status, 201);
+}
+
+class DefaultAddressesAlertsApiTest : public WebApiTest {};
+
+TEST_P(DefaultAddressesAlertsApiTest, LoopbackLinkLocalUnspecifiedAndMulticastHostsAreA400NamingUrl) {
+    for (const char* host :
+         {"127.0.0.1", "127.1", "2130706433", "0x7f000001", "0177.0.0.1", "[::1]", "[::ffff:127.0.0.1]",
+          "169.254.169.254", "[fe80::1]", "0.0.0.0", "[::]", "224.0.0.1", "[ff02::1]", "localhost", "LOCALHOST."}) {
+        const nlohmann::json body = {{"name", "pager"},
+                                     {"events", {"failed"}},
+                                     {"url", std::string("http://") + host + ":9/hook"},
+                                     {"secret", "0123456789abcdef"}};
+        const auto r = Post("/api/v1/alert-rules", body);
+        EXPECT_EQ(r.status, 400) << host;
+        EXPECT_EQ(ErrorField(r), "url") << host << ": " << r.body;
+    }
+    const nlohmann::json ok = {{"name", "pager"},
+                               {"events", {"failed"}},
+                               {"url", "http://hooks.example:9/hook"},
+                               {"secret", "0123456789abcdef"}};
+    EXPECT_EQ(Post("/api/v1/alert-rules", ok).status, 201);
+}
+
 TEST_P(AlertsApiTest, OnlyAdminsSeeOrChangeAlertRules) {
     const std::string operator_token = CreateToken("ops", "operator");
     EXPECT_EQ(Post("/api/v1/alert-rules", RuleBody(), operator_token).status, 403);
@@ -154,6 +192,7 @@ TEST_P(AlertsApiTest, NoSuccessWithinMsIsBoundedAndGoesWithTheNoSuccessEvent) {
 }
 
 SCHED_DB_TEST_SUITE(AlertsApiTest);
+SCHED_DB_TEST_SUITE(DefaultAddressesAlertsApiTest);
 
 }  // namespace
 }  // namespace sched::web::testing

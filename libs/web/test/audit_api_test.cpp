@@ -106,14 +106,14 @@ TEST_P(AuditApiTest, TokensSigningKeysAlertRulesAndKillsAreRecordedWithoutSecret
 
     auto rule = Post("/api/v1/alert-rules", {{"name", "pager"},
                                              {"events", {"failed"}},
-                                             {"url", "http://127.0.0.1:9/hook"},
+                                             {"url", "http://hooks.example:9/hook"},
                                              {"secret", "0123456789abcdef-rule-secret"}});
     ASSERT_EQ(rule.status, 201) << rule.body;
     e = Newest("create", "alert-rule", "cluster-token");
     EXPECT_EQ(e["after"]["name"], "pager");
     ASSERT_EQ(Delete("/api/v1/alert-rules/" + std::to_string(Body(rule)["id"].get<std::int64_t>())).status, 204);
     e = Newest("delete", "alert-rule", "cluster-token");
-    EXPECT_EQ(e["before"]["url"], "http://127.0.0.1:9/hook");
+    EXPECT_EQ(e["before"]["url"], "http://hooks.example:9/hook");
 
     // An app's first key comes with its first heartbeat; then an admin rotates it.
     const nlohmann::json beat = {

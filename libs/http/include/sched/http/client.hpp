@@ -12,6 +12,8 @@
 ///   pooled connection the peer has closed is detected before use and discarded.
 /// - `connect_timeout` bounds connecting; `CallOptions::timeout` bounds the whole call (connect,
 ///   send, receive, and every retry and backoff).
+/// - `CallOptions::first_byte_timeout` bounds the wait for the response header once the request
+///   is sent; `body_limit` bounds the response body read.
 /// - Retries happen only when the caller asks (`retries`), meant for idempotent calls: on
 ///   kUnavailable and on 502/503/504, with exponential backoff. The one exception, as in every
 ///   keep-alive client: a request that fails on a *reused* connection before any response byte
@@ -19,6 +21,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,6 +49,11 @@ struct ClientOptions {
     /// Larger response bodies fail the call with kResourceExhausted.
     std::size_t body_limit = std::size_t{16} * 1024 * 1024;
     std::string user_agent = "sched-http";
+    /// Asked before connecting to each address (a literal host, or each address the host
+    /// resolves to): a refused address is skipped, and when every address is refused the call
+    /// fails with the first refusal (kPermissionDenied). Empty: every address may be used.
+    /// Pooled connections were checked when they were opened.
+    std::function<Status(std::string_view host, const net::ip::address& address)> address_check{};
 };
 
 struct CallOptions {
@@ -55,6 +63,9 @@ struct CallOptions {
     int retries = 0;
     /// Backoff before the first retry; doubles each time.
     Micros retry_backoff = std::chrono::milliseconds(50);
+    /// From the request sent to its response's whole header, within `timeout`; nullopt: only
+    /// `timeout` applies. A peer that accepts and then stays silent fails kDeadlineExceeded.
+    std::optional<Micros> first_byte_timeout{};
     /// Sent as `Authorization: Bearer <token>` when not empty.
     std::string bearer_token{};
 };

@@ -148,8 +148,12 @@ class AlertRepository {
     /// Inserts the delivery (status pending, attempts 0, created_at = DB now) unless its
     /// (rule_id, event, job_id, fire_id) exists. Returns whether it inserted.
     static bool InsertDeliveryIfAbsent(soci::session& s, const db::Dialect& dialect, const AlertDelivery& d);
-    /// Pending deliveries with next_attempt_at <= now_ms, earliest first, at most `limit`.
-    static std::vector<AlertDelivery> ListDue(soci::session& s, std::int64_t now_ms, int limit);
+    /// Pending deliveries with next_attempt_at <= now_ms, earliest first, at most `limit`,
+    /// leaving out the deliveries `skip_ids` and those of the rules `skip_rules` (each at most
+    /// a few thousand ids: they go into the statement).
+    static std::vector<AlertDelivery> ListDue(soci::session& s, std::int64_t now_ms, int limit,
+                                              const std::vector<std::int64_t>& skip_ids = {},
+                                              const std::vector<std::int64_t>& skip_rules = {});
     /// Records one attempt's outcome: status, attempts, next_attempt_at, last_error (cut to
     /// kMaxErrorBytes) and delivered_at. Only a pending delivery changes; returns whether it did.
     static bool RecordAttempt(soci::session& s, const AlertDelivery& d);

@@ -38,20 +38,31 @@
 /// fire id, a breach lasting longer than the fire purge keeps its last success (the purge
 /// deletes the oldest fires) alerts once more when that fire is purged.
 ///
-/// Delivery: pending deliveries that are due are sent one by one (at most alert-batch per
-/// round) through a WebhookSender: POST of the stored JSON payload with
+/// Delivery: pending deliveries that are due are sent through a WebhookSender without waiting
+/// for one another: POST of the stored JSON payload with
 ///   X-Sched-Delivery: <delivery id>        (the receiver's key for dropping repeats)
 ///   X-Sched-Timestamp: <unix seconds>
 ///   X-Sched-Signature: sha256=<hex HMAC-SHA256(secret, timestamp + "." + body)>
-/// A 2xx answer is delivered; anything else is retried after alert-backoff * 2^(attempts-1)
-/// (capped at alert-backoff-max) until alert-max-attempts, then failed. Every attempt is
-/// recorded (attempts, last_error, delivered_at) in its own fenced transaction, so a deposed
-/// master records nothing; a webhook may therefore arrive more than once (at least once).
+/// Each round starts the due deliveries (earliest first, at most alert-batch listed) while at
+/// most alert-concurrency calls are in flight in all and alert-receiver-concurrency to one
+/// receiver (the URL's host:port); a delivery still in flight is not started again, and a
+/// receiver at its limit is left out of the listing, so a slow receiver delays only its own
+/// deliveries. Every call is bounded (webhook_sender.hpp: alert-timeout for the whole call,
+/// alert-connect-timeout, alert-first-byte-timeout, alert-body-limit), so every attempt ends.
+/// An attempt's outcome is recorded by the round that finds it ended (the same round when the
+/// sender answers at once): a 2xx answer is delivered; anything else (another status, a
+/// timeout, a refused address, a connection error) is a failed attempt, retried after
+/// alert-backoff * 2^(attempts-1) (capped at alert-backoff-max) until alert-max-attempts, then
+/// failed, with the reason in last_error. Every attempt is recorded (attempts, last_error,
+/// delivered_at) in its own transaction fenced with the epoch it was started under, so a deposed
+/// master records nothing and its deliveries stay pending for the next one; a webhook may
+/// therefore arrive more than once (at least once).
 ///
 /// Metrics: sched_alert_deliveries_total{result="delivered"|"retry"|"failed"},
 /// sched_alert_deliveries_created_total.
 ///
-/// Not thread-safe: one loop (TriggerNode's alert thread, while it leads) calls it.
+/// Not thread-safe: one loop (TriggerNode's alert thread, while it leads) calls it; the sender's
+/// completions may come from any thread.
 
 #include <cstdint>
 #include <functional>
@@ -71,18 +82,13 @@
 #include "sched/store/alert.hpp"
 #include "sched/trigger/db_time.hpp"
 #include "sched/trigger/master.hpp"
+#include "sched/trigger/webhook_sender.hpp"
 
 namespace sched::trigger {
 
-/// Sends one webhook and waits for the answer; blocking. The node's implementation uses the
-/// bounded HTTP client (timeout alert-timeout, response body at most 64 KiB, discarded).
-class WebhookSender {
-  public:
-    using Headers = std::vector<std::pair<std::string, std::string>>;
-    virtual ~WebhookSender() = default;
-    /// The HTTP status of the answer, or the transport error (kUnavailable, kDeadlineExceeded...).
-    virtual Result<int> Post(const std::string& url, const Headers& headers, const std::string& body) = 0;
-};
+namespace impl {
+class WebhookFlights;
+}
 
 /// The event an ended fire is, if any: failed, timeout, lost; skipped with reason misfire.
 std::optional<store::AlertEvent> FireAlertEvent(const store::AlertableFire& fire);
@@ -122,10 +128,18 @@ class Alerter {
   public:
     Alerter(std::shared_ptr<db::Database> db, lock::Fence& fence, const DbTime& time, MasterConfig config,
             MetricsRegistry& metrics, WebhookSender& sender);
+    ~Alerter();
+    Alerter(const Alerter&) = delete;
+    Alerter& operator=(const Alerter&) = delete;
+
+    /// Webhook calls started and not yet recorded.
+    int InFlight() const;
 
     /// One evaluation batch (see above). LeaseLost: nothing created, the cursor stays.
     Result<AlertReport> EvaluateBatch(std::int64_t epoch);
-    /// Sends the due deliveries (at most alert-batch), stopping early when `should_stop` says so.
+    /// Records the attempts that ended since the last call, then starts the due deliveries
+    /// (see above; at most alert-batch), stopping early when `should_stop` says so. The report
+    /// counts the attempts recorded.
     Result<AlertReport> DeliverDue(std::int64_t epoch, const std::function<bool()>& should_stop = {});
     /// At most this many jobs per no_success rule per round.
     static constexpr int kMaxNoSuccessJobsPerRound = 500;
@@ -135,6 +149,9 @@ class Alerter {
     Result<AlertReport> Round(std::int64_t epoch, const std::function<bool()>& should_stop = {});
 
   private:
+    // Records what landed; the error of a fenced write under the current epoch stops it.
+    Status RecordLanded(std::int64_t epoch, AlertReport& report);
+
     std::shared_ptr<db::Database> db_;
     lock::Fence& fence_;
     const DbTime& time_;
@@ -148,6 +165,8 @@ class Alerter {
     CounterChild& retried_;
     CounterChild& failed_;
     CounterChild& created_;
+    /// The calls in flight and their outcomes, shared with the sender's completions.
+    std::shared_ptr<impl::WebhookFlights> flights_;
 };
 
 }  // namespace sched::trigger

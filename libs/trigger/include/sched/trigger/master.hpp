@@ -53,7 +53,15 @@
 ///   alert-batch: 500           # ended fires per fenced evaluation / deliveries per round (1 .. 10,000)
 ///   alert-lookback: 10m        # a new master first evaluates fires ended this long ago (0 .. 24h)
 ///   alert-settle: 2s           # fires that ended less than this ago wait for the next round
-///   alert-timeout: 5s          # one webhook call, connect to response (100ms .. 60s)
+///   alert-timeout: 5s          # one webhook call, connect to the answer's last byte (100ms .. 60s)
+///   alert-connect-timeout: 2s  # connecting (resolving included), within alert-timeout
+///   alert-first-byte-timeout: 3s  # from the request sent to the answer's header, within alert-timeout
+///   alert-body-limit: 65536    # answer body bytes read (0 .. 1 MiB); a longer answer fails the attempt
+///   alert-concurrency: 64      # webhook calls in flight at once (1 .. 1,000)
+///   alert-receiver-concurrency: 4  # of them to one receiver (host:port) (1 .. alert-concurrency)
+///   alert-addresses:           # where webhooks may connect (http::AddressPolicy): by default not
+///     allow: []                #   to loopback, link-local, unspecified or multicast addresses;
+///     deny: []                 #   CIDRs, addresses or host names, at most 256 each
 ///   alert-max-attempts: 8      # then the delivery is `failed` (1 .. 100)
 ///   alert-backoff: 5s          # delay before the 2nd attempt; doubles each time (10ms .. 1h)
 ///   alert-backoff-max: 10m     # the longest delay between attempts

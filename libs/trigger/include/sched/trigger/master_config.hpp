@@ -12,6 +12,7 @@
 
 #include "sched/common/config.hpp"
 #include "sched/common/duration.hpp"
+#include "sched/http/address_policy.hpp"
 #include "sched/protocol/fires_notice.hpp"
 
 namespace sched::trigger {
@@ -40,7 +41,14 @@ struct MasterConfig {
     int alert_batch = 500;
     Micros alert_lookback = std::chrono::minutes(10);
     Micros alert_settle = std::chrono::seconds(2);
-    Micros alert_timeout = std::chrono::seconds(5);
+    Micros alert_timeout = std::chrono::seconds(5);  ///< one webhook call, from connecting to the answer's end
+    Micros alert_connect_timeout = std::chrono::seconds(2);
+    Micros alert_first_byte_timeout = std::chrono::seconds(3);  ///< from the request sent to the answer's header
+    std::size_t alert_body_limit = std::size_t{64} * 1024;      ///< answer body bytes read; more fails the attempt
+    int alert_concurrency = 64;                                 ///< webhook calls in flight, all receivers
+    int alert_receiver_concurrency = 4;                         ///< webhook calls in flight to one host:port
+    /// Which webhook addresses deliveries may connect to (`alert-addresses: {allow, deny}`).
+    http::AddressPolicy alert_addresses;
     int alert_max_attempts = 8;
     Micros alert_backoff = std::chrono::seconds(5);
     Micros alert_backoff_max = std::chrono::minutes(10);

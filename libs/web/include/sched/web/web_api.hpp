@@ -39,6 +39,7 @@
 #include "sched/common/duration.hpp"
 #include "sched/common/metrics.hpp"
 #include "sched/common/net.hpp"
+#include "sched/http/address_policy.hpp"
 #include "sched/http/router.hpp"
 #include "sched/web/auth.hpp"
 #include "sched/web/lock_api.hpp"
@@ -59,6 +60,10 @@ namespace sched::web {
 ///     auth-cache: 5s          # how long a token lookup is cached (0s = ask the database every time)
 ///     executor-timeout: 5s    # one kill or log call to an executor
 ///     locks: {...}            # the lock API (LockApiOptions, lock_api.hpp)
+///     alert-addresses:        # alert rule webhook URLs (http::AddressPolicy): by default a host
+///       allow: []             #   that is a loopback, link-local, unspecified or multicast address
+///       deny: []              #   (or `localhost`) is refused with a 400 naming `url`; CIDRs,
+///                             #   addresses or host names, at most 256 each
 struct WebOptions {
     std::string token;
     bool executor_api = true;
@@ -69,6 +74,9 @@ struct WebOptions {
     Micros executor_timeout = std::chrono::seconds(5);
     /// The lock API's limits and its LockStore (an injected store is not a YAML key).
     LockApiOptions locks;
+    /// Which hosts alert rule URLs may name (the trigger nodes check each resolved address again,
+    /// with their scheduler.alert-addresses).
+    http::AddressPolicy alert_addresses;
     /// The master lease's row in scheduler_lock (not a YAML key: a cluster has one master lease).
     std::string lease_name = "master";
 
