@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -624,6 +625,123 @@ TEST_F(StandaloneProcess, AFailedFireDeliversASignedWebhookRetriedUntilTheReceiv
     EXPECT_FALSE(delivery["delivered_at_ms"].is_null());
     auto metrics = testing::HttpGet(port, "/metrics").second;
     EXPECT_NE(metrics.find("sched_alert_deliveries_total{result=\"delivered\"} 1"), std::string::npos) << metrics;
+
+    p.Signal(SIGTERM);
+    EXPECT_EQ(p.WaitForExit(15s), 0) << p.stderr_text();
+}
+
+// A receiver that takes connections (the kernel's backlog accepts them) and never answers.
+class SilentListener {
+  public:
+    SilentListener() {
+        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof addr;
+        if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd_, 64) != 0 ||
+            ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+            throw std::runtime_error(std::string("silent listener: ") + std::strerror(errno));
+        }
+        port_ = ntohs(addr.sin_port);
+    }
+    ~SilentListener() { ::close(fd_); }
+    SilentListener(const SilentListener&) = delete;
+    SilentListener& operator=(const SilentListener&) = delete;
+    unsigned short port() const { return port_; }
+
+  private:
+    int fd_ = -1;
+    unsigned short port_ = 0;
+};
+
+// Twenty alerts to a receiver that never answers, then one to a healthy receiver: the healthy
+// one arrives within a few alert rounds (delivered one by one, it would wait out every slow
+// call first: 20 x 500 ms here), and each slow delivery ends `failed` after its attempts, each
+// bounded.
+TEST_F(StandaloneProcess, ASilentWebhookReceiverDelaysOnlyItsOwnDeliveries) {
+    const std::string token = "alerts-test-token-0123456789abcd";
+    const auto db_path = dir_ / "data/s.db";
+    const auto config =
+        WriteConfig("http:\n  listen: \"127.0.0.1:0\"\ndatabase:\n  url: \"sqlite://" + db_path.string() +
+                    "?busy-timeout=10s\"\nscheduler:\n  alert-interval: 100ms\n  alert-settle: 0s\n"
+                    "  alert-backoff: 100ms\n  alert-backoff-max: 200ms\n  alert-timeout: 1s\n"
+                    "  alert-first-byte-timeout: 500ms\n  alert-max-attempts: 2\n  alert-receiver-concurrency: 2\n"
+                    "  alert-addresses:\n    allow: [\"127.0.0.1\"]\n"  // both receivers are on loopback
+                    "log:\n  level: info\n");
+    ChildProcess p({SCHED_STANDALONE_BIN, "--config", config}, dir_.string(), {"SCHED_TOKEN=" + token});
+    auto line = p.WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
+    ASSERT_TRUE(line) << p.stderr_text();
+    const auto port = PortOf(*line);
+
+    SilentListener silent;
+    const unsigned short healthy_port = FreeLoopbackPort();
+    WebhookListener healthy(healthy_port);
+    std::map<std::string, std::int64_t> job_ids;
+    std::map<std::string, std::int64_t> rule_ids;
+    for (const auto& [name, hook_port] : {std::pair<std::string, unsigned short>{"slow", silent.port()},
+                                          std::pair<std::string, unsigned short>{"fast", healthy_port}}) {
+        const nlohmann::json job_body = {
+            {"name", name}, {"app", "demo"}, {"handler", "echo"}, {"schedule_type", "manual"}};
+        auto job = testing::HttpCall(port, "POST", "/api/v1/jobs", job_body.dump(), token);
+        ASSERT_EQ(job.first, 201) << job.second;
+        job_ids[name] = nlohmann::json::parse(job.second)["id"].get<std::int64_t>();
+        const nlohmann::json rule_body = {{"name", name + "-pager"},
+                                          {"job_id", job_ids[name]},
+                                          {"events", {"failed"}},
+                                          {"url", "http://127.0.0.1:" + std::to_string(hook_port) + "/hook"},
+                                          {"secret", "webhook-secret-0123456789"}};
+        auto rule = testing::HttpCall(port, "POST", "/api/v1/alert-rules", rule_body.dump(), token);
+        ASSERT_EQ(rule.first, 201) << rule.second;
+        rule_ids[name] = nlohmann::json::parse(rule.second)["id"].get<std::int64_t>();
+    }
+
+    // Twenty failed fires of the slow job, then one of the fast job (as executors' results
+    // leave them), in one transaction: one alert round sees them all, the slow ones first.
+    auto url = db::ParseDbUrl("sqlite://" + db_path.string() + "?busy-timeout=10s");
+    ASSERT_TRUE(url.ok());
+    auto db = db::Database::Open(*url);
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    const std::int64_t now_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    const auto inserted = (*db)->InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+        for (int i = 0; i < 21; ++i) {
+            const std::int64_t job = i < 20 ? job_ids["slow"] : job_ids["fast"];
+            const std::int64_t at = now_ms - 21 + i;
+            s << "INSERT INTO job_fire (job_id, scheduled_time, kind, epoch, status, due_at, created_at, finished_at, "
+                 "result_code, result_message) VALUES (:j, :t, 'schedule', 1, 'failed', :t2, :t3, :t4, 1, 'boom')",
+                soci::use(job), soci::use(at), soci::use(at), soci::use(at), soci::use(at);
+        }
+    });
+    ASSERT_TRUE(inserted.ok()) << inserted.ToString();
+    const auto inserted_at = std::chrono::steady_clock::now();
+
+    ASSERT_TRUE(WaitFor([&] { return healthy.request().has_value(); }, 20s)) << p.stderr_text();
+    const auto waited = std::chrono::steady_clock::now() - inserted_at;
+    EXPECT_LT(waited, 4s) << "the healthy receiver's alert waited "
+                          << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()
+                          << " ms behind the silent receiver's";
+
+    nlohmann::json slow;
+    const auto all_slow_failed = [&] {
+        auto r = testing::HttpCall(
+            port, "GET", "/api/v1/alert-deliveries?rule_id=" + std::to_string(rule_ids["slow"]) + "&limit=100", "",
+            token);
+        if (r.first != 200) return false;
+        slow = nlohmann::json::parse(r.second)["items"];
+        if (slow.size() != 20) return false;
+        for (const auto& d : slow) {
+            if (d["status"] != "failed") return false;
+        }
+        return true;
+    };
+    ASSERT_TRUE(WaitFor(all_slow_failed, 40s)) << slow.dump() << p.stderr_text();
+    for (const auto& d : slow) {
+        EXPECT_EQ(d["attempts"].get<int>(), 2) << d.dump();
+        EXPECT_NE(d["last_error"].get<std::string>().find(std::to_string(silent.port())), std::string::npos)
+            << d.dump();
+    }
 
     p.Signal(SIGTERM);
     EXPECT_EQ(p.WaitForExit(15s), 0) << p.stderr_text();
