@@ -1,0 +1,7 @@
+-- cluster_setting; see sql/mysql/016_cluster_setting.sql.
+
+CREATE TABLE IF NOT EXISTS cluster_setting (
+    name VARCHAR(64) NOT NULL PRIMARY KEY,
+    value VARCHAR(255) NOT NULL,
+    updated_at BIGINT NOT NULL
+);
