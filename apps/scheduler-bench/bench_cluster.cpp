@@ -184,6 +184,9 @@ Node& Cluster::StartNode(int index) {
                               << "database:\n  url: \"" << NodeDbUrl(index).ToString() << "\"\n"
                               << (galera_ ? "  topology: galera\n" : "") << "log:\n  level: " << options_.node_log_level
                               << "\n"
+                              << (options_.shards > 1
+                                      ? "scheduler:\n  shards: " + std::to_string(options_.shards) + "\n"
+                                      : "")
                               << options_.extra_node_yaml;
         node.spawned_us = WallUs();
         node.ready_us = 0;

@@ -63,6 +63,7 @@ struct ClusterOptions {
     std::string token = "bench-token";
     std::string node_log_level = "warn";
     std::string extra_node_yaml;  ///< appended to every node's config
+    int shards = 1;               ///< scheduler.shards of every node
 };
 
 struct Node {

@@ -26,6 +26,8 @@ Scenarios:
 
 Options:
   --nodes N          trigger nodes (default 3)
+  --shards K         scheduler.shards of every node (default 1); result.json then gives each node's
+                     CPU and the share of the window its masters spent scanning (per_node)
   --rate R[,R...]    fires per second, one job per fire/s (default 100; throughput 1000,2000,5000,10000)
   --seconds S        measured seconds per rate (default 60)
   --warmup S         seconds before the measurement starts (default 5)
@@ -124,6 +126,9 @@ int main(int argc, char** argv) {
                 if (o.lease_watch < 0 || o.lease_watch > 600) {
                     throw std::invalid_argument("--lease-watch: 0 to 600 seconds");
                 }
+            } else if (arg == "--shards") {
+                o.cluster.shards = ParseInts(arg, value()).front();
+                if (o.cluster.shards < 1 || o.cluster.shards > 64) throw std::invalid_argument("--shards: 1..64");
             } else if (arg == "--db") {
                 o.cluster.db = value();
                 if (o.cluster.db != "mariadb" && o.cluster.db != "galera" && o.cluster.db != "sqlite") {
@@ -157,6 +162,10 @@ int main(int argc, char** argv) {
             std::cerr << "scheduler-bench: --rate: at least 1 fire per second\n";
             return 2;
         }
+    }
+    if (o.cluster.shards > 1 && o.cluster.extra_node_yaml.find("scheduler:") != std::string::npos) {
+        std::cerr << "scheduler-bench: --shards: --node-yaml has a scheduler: section; put shards: in it instead\n";
+        return 2;
     }
     if (o.scenario == "failover" && o.nodes < 2) {
         std::cerr << "scheduler-bench: --nodes: failover needs at least 2 nodes\n";

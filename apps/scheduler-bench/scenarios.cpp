@@ -51,7 +51,8 @@ std::string LoadAvg() {
 struct ScanSample {
     double sum_s = 0;
     double count = 0;
-    std::map<std::string, double> buckets;  ///< le -> cumulative count
+    std::map<std::string, double> buckets;      ///< le -> cumulative count
+    std::map<std::string, double> sum_by_node;  ///< node id -> its scans' seconds (all its shards)
     bool ok = false;
 };
 
@@ -67,7 +68,10 @@ ScanSample SampleScans(Cluster& cluster) {
             const auto value = [&] {
                 return std::stod(line.substr(line.rfind(' ') + 1));
             };
-            if (line.rfind("sched_master_scan_seconds_sum", 0) == 0) s.sum_s += value();
+            if (line.rfind("sched_master_scan_seconds_sum", 0) == 0) {
+                s.sum_s += value();
+                s.sum_by_node[node.node_id] += value();
+            }
             if (line.rfind("sched_master_scan_seconds_count", 0) == 0) {
                 s.count += value();
                 s.ok = true;
@@ -208,6 +212,7 @@ json PerFire(const std::map<std::string, double>& a, const std::map<std::string,
 // executors and the sink). The deltas per received fire show where a fire's CPU goes.
 struct CpuSample {
     std::map<pid_t, double> nodes;
+    std::map<pid_t, std::string> node_ids;
     std::optional<double> mariadb;
     std::optional<double> bench;
 };
@@ -216,7 +221,10 @@ CpuSample SampleCpu(Cluster& cluster) {
     CpuSample out;
     for (auto& [i, node] : cluster.nodes()) {
         if (!node.process) continue;
-        if (auto ms = CpuMs(node.process->pid())) out.nodes[node.process->pid()] = *ms;
+        if (auto ms = CpuMs(node.process->pid())) {
+            out.nodes[node.process->pid()] = *ms;
+            out.node_ids[node.process->pid()] = node.node_id;
+        }
     }
     for (const pid_t pid : cluster.MariaDbPids()) {
         if (auto ms = CpuMs(pid)) out.mariadb = out.mariadb.value_or(0) + *ms;
@@ -238,6 +246,26 @@ json CpuPerFire(const CpuSample& a, const CpuSample& b, std::size_t fires) {
         if (auto it = a.nodes.find(pid); it != a.nodes.end()) nodes += ms - it->second;
     }
     return {{"nodes", per_fire(nodes)}, {"mariadb", delta(a.mariadb, b.mariadb)}, {"bench", delta(a.bench, b.bench)}};
+}
+
+// Each node's share of the window: its CPU (percent of one core) and the share of the window its
+// masters spent in scans (every shard it led; with one shard only the master's is non-zero).
+json PerNode(const CpuSample& cpu_a, const CpuSample& cpu_b, const ScanSample& scan_a, const ScanSample& scan_b,
+             double seconds) {
+    json out = json::object();
+    for (const auto& [pid, ms] : cpu_b.nodes) {
+        const auto before = cpu_a.nodes.find(pid);
+        if (before == cpu_a.nodes.end()) continue;
+        const std::string& id = cpu_b.node_ids.at(pid);
+        json n = {{"cpu_percent", std::stod(Fmt((ms - before->second) / (seconds * 10.0), 1))}};
+        const auto sa = scan_a.sum_by_node.find(id);
+        const auto sb = scan_b.sum_by_node.find(id);
+        n["scan_busy_share"] = sa != scan_a.sum_by_node.end() && sb != scan_b.sum_by_node.end()
+                                   ? json(std::stod(Fmt((sb->second - sa->second) / seconds, 3)))
+                                   : json(nullptr);
+        out[id] = std::move(n);
+    }
+    return out;
 }
 
 // ---- precision / throughput ----
@@ -302,6 +330,8 @@ RateRun MeasureRate(const BenchOptions& o, Cluster& cluster, MeasuringSink& sink
                {"node_rss_mib", rss},
                {"db_statements_per_received_fire", PerFire(statements_a, statements_b, run.stats.received)},
                {"cpu_ms_per_received_fire", CpuPerFire(cpu_a, cpu_b, run.stats.received)},
+               {"shards", o.cluster.shards},
+               {"per_node", PerNode(cpu_a, cpu_b, scan_a, scan_b, seconds)},
                {"lease_epoch_end", lease_b.epoch},
                {"lease_watch_s", o.lease_watch},
                {"lease_epoch_after_watch", lease_c.epoch},

@@ -199,6 +199,7 @@ class ChaosTest : public ::testing::Test {
                               << "  topology: " << topology_ << "\n"
                               << "election:\n  tick: 200ms\n  ttl: 1s\n  margin: 300ms\n"
                               << "scheduler:\n  node-ttl: 1s\n  executor-ttl: 3s\n  running-sweep: 1s\n"
+                              << "  shards: " << shards_ << "\n"
                               << "slave:\n  poll-interval: 200ms\n  dispatch-timeout: " << dispatch_timeout_
                               << "\n  executor-ttl: 3s\n";
         const std::size_t offset = FileSize(node.log);
@@ -381,6 +382,33 @@ class ChaosTest : public ::testing::Test {
         return owner.empty() ? 0 : std::stoi(owner.substr(owner.rfind('-') + 1));
     }
 
+    // Every shard's lease row: shard index -> (owner or "" when released, epoch).
+    std::map<int, std::pair<std::string, std::int64_t>> ShardLeases() {
+        std::map<int, std::pair<std::string, std::int64_t>> out;
+        auto rows = db().Run([](soci::session& s) {
+            std::map<int, std::pair<std::string, std::int64_t>> leases;
+            soci::rowset<soci::row> rs = (s.prepare << "SELECT namespace, owner, epoch FROM scheduler_lock "
+                                                       "WHERE namespace = 'master' OR namespace LIKE 'master/%'");
+            for (const auto& r : rs) {
+                const auto name = r.get<std::string>(0);
+                const int shard = name == "master" ? 0 : std::stoi(name.substr(name.find('/') + 1));
+                const std::string owner = r.get_indicator(1) == soci::i_ok ? r.get<std::string>(1) : "";
+                leases[shard] = {owner, r.get<long long>(2)};
+            }
+            return leases;
+        });
+        if (rows.ok()) out = std::move(*rows);
+        return out;
+    }
+    // How many shards each node leads (by the rows' owners).
+    std::map<std::string, int> ShardsPerNode() {
+        std::map<std::string, int> per;
+        for (const auto& [shard, lease] : ShardLeases()) {
+            if (!lease.first.empty()) ++per[lease.first];
+        }
+        return per;
+    }
+
     // Waits until every fire of the checked jobs scheduled before `to_ms` has ended and its
     // follow-up (retry) was handled, then runs the checker over [from_ms, to_ms).
     void CheckHistoryOver(std::int64_t from_ms, std::int64_t to_ms) {
@@ -411,6 +439,7 @@ class ChaosTest : public ::testing::Test {
     std::vector<JobPolicy> jobs_;
     std::string dispatch_timeout_ = "1s";  // slave.dispatch-timeout of the nodes
     std::string topology_ = "single";      // database.topology of the nodes
+    int shards_ = 1;                       // scheduler.shards of the nodes
     std::int64_t t0_ = NowMs();
 };
 
@@ -1069,6 +1098,61 @@ TEST_F(ChaosTest, ASlaveRestartedUnderItsOwnIdLeavesNoFireDispatchingForever) {
         << now[0].result_message.value_or("");
 }
 
+// ---- sharded mastership ----
+
+// Six shards on three nodes: each node leads two; a node killed with kill -9 has its shards led
+// again within election ttl + tick (measured from the kill to the rows' new owners); restarted,
+// it gets two shards back; every (job, time) fired once throughout.
+TEST_F(ChaosTest, SixShardsOnThreeNodesTwoEachAKilledNodesShardsLedAgainWithinTtlPlusTick) {
+    shards_ = 6;
+    for (int n = 1; n <= 3; ++n) StartNode(n);
+    const auto two_each = [&] {
+        const auto per = ShardsPerNode();
+        return per.size() == 3 && std::all_of(per.begin(), per.end(), [](const auto& p) { return p.second == 2; });
+    };
+    ASSERT_TRUE(WaitFor(two_each, 20s)) << "shards not spread 2/2/2";
+    StartSink("e1");
+    StartSink("e2");
+    const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
+    CreateEverySecondJobs(30, first);
+    ASSERT_TRUE(WaitForFlow(first - 1, 20s)) << "no fire ran";
+    std::this_thread::sleep_for(2s);
+
+    for (int victim : {2, 1}) {
+        const std::string id = "node-" + std::to_string(victim);
+        std::set<int> its;
+        for (const auto& [shard, lease] : ShardLeases()) {
+            if (lease.first == id) its.insert(shard);
+        }
+        ASSERT_EQ(its.size(), 2u) << id << " should lead two shards";
+        Say("kill -9 of " + id + ", leader of 2 shards");
+        const auto killed_at = std::chrono::steady_clock::now();
+        KillNode(victim);
+        ASSERT_TRUE(testing::WaitFor(
+            [&] {
+                const auto leases = ShardLeases();
+                return std::all_of(its.begin(), its.end(), [&](int shard) {
+                    const auto it = leases.find(shard);
+                    return it != leases.end() && !it->second.first.empty() && it->second.first != id;
+                });
+            },
+            10s, 20ms))
+            << "the killed node's shards were not led again";
+        const auto took_ms =
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed_at).count();
+        Say("its shards led again after " + std::to_string(took_ms) + " ms (ttl 1s + tick 200ms)");
+        // ttl + tick, plus this test's 20 ms polling and a reading of the rows.
+        EXPECT_LE(took_ms, 1200 + 150) << "longer than election ttl + tick";
+        const std::int64_t after = NowMs();
+        ASSERT_TRUE(WaitForFlow(after, 10s)) << "no fire ran after the take-over";
+        StartNode(victim);
+        ASSERT_TRUE(WaitFor(two_each, 20s)) << "the restarted node did not get its two shards back";
+        Say(id + " back: 2/2/2");
+    }
+    std::this_thread::sleep_for(3s);
+    CheckHistoryOver(first, (NowMs() / 1000 - 3) * 1000);
+}
+
 // ---- on a three-node MariaDB Galera cluster ----
 
 struct GaleraWorld {
@@ -1230,6 +1314,59 @@ TEST_F(GaleraChaosTest, EveryFireOnceThroughKillsOfTheMasterAndOfAGaleraNode) {
     EXPECT_TRUE(WaitForNewLine(nodes_[3].log, 0, "database reachable again", 20s))
         << "node-3 does not log its database's return:\n"
         << Tail(nodes_[3].log);
+    std::this_thread::sleep_for(5s);
+    CheckHistoryOver(first, (NowMs() / 1000 - 3) * 1000);
+}
+
+// Three shards on three trigger nodes, each connected to its own Galera node: kill -9 of the
+// leader of shard 1 and then of shard 2's, and kill -9 of a Galera node under load: every
+// (job, time) fired once, none silently lost; each shard led again after each kill.
+TEST_F(GaleraChaosTest, ThreeShardsFireEveryTimeOnceThroughKillsOfShardLeadersAndOfAGaleraNode) {
+    shards_ = 3;
+    for (int n = 1; n <= 3; ++n) StartNode(n);
+    const auto one_each = [&] {
+        const auto per = ShardsPerNode();
+        return per.size() == 3 && std::all_of(per.begin(), per.end(), [](const auto& p) { return p.second == 1; });
+    };
+    ASSERT_TRUE(WaitFor(one_each, 20s)) << "shards not spread 1/1/1";
+    StartSink("e1");
+    StartSink("e2");
+    const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
+    CreateEverySecondJobs(21, first);
+    ASSERT_TRUE(WaitForFlow(first - 1, 20s)) << "no fire ran on the Galera cluster";
+    std::this_thread::sleep_for(3s);
+
+    for (int shard : {1, 2}) {
+        const auto leases = ShardLeases();
+        ASSERT_TRUE(leases.count(shard));
+        const std::string leader = leases.at(shard).first;
+        ASSERT_FALSE(leader.empty()) << "shard " << shard << " has no leader";
+        const int victim = std::stoi(leader.substr(leader.rfind('-') + 1));
+        Say("kill -9 of " + leader + ", leader of shard " + std::to_string(shard));
+        KillNode(victim);
+        ASSERT_TRUE(WaitFor(
+            [&] {
+                const auto now = ShardLeases();
+                return now.count(shard) && !now.at(shard).first.empty() && now.at(shard).first != leader;
+            },
+            10s))
+            << "shard " << shard << " was not led again";
+        const std::int64_t after = NowMs();
+        ASSERT_TRUE(WaitForFlow(after, 10s)) << "no fire ran after the take-over";
+        StartNode(victim);
+        ASSERT_TRUE(WaitFor(one_each, 20s)) << "the restarted node got no shard back";
+    }
+
+    Say("kill -9 of Galera node 2 (node-2's database)");
+    std::string output;
+    ASSERT_TRUE(galera_world->galera->Kill(2, &output)) << output;
+    std::this_thread::sleep_for(6s);
+    const std::int64_t during = NowMs();
+    ASSERT_TRUE(WaitForFlow(during, 10s)) << "no fire ran while a Galera node was down";
+    Say("rejoining Galera node 2");
+    ASSERT_TRUE(galera_world->galera->Rejoin(2, &output)) << output;
+    const std::int64_t rejoined = NowMs();
+    ASSERT_TRUE(WaitForFlow(rejoined, 15s)) << "no fire ran after the rejoin";
     std::this_thread::sleep_for(5s);
     CheckHistoryOver(first, (NowMs() / 1000 - 3) * 1000);
 }

@@ -78,6 +78,18 @@ std::optional<std::int64_t> ReadLeaseEpoch(soci::session& s, const std::string& 
     return static_cast<std::int64_t>(epoch);
 }
 
+std::optional<std::int64_t> ReadEpochSum(soci::session& s, const std::string& name, const std::string& pattern) {
+    // The rows of one election's leases (a handful, by the namespace's unique index). Each row's
+    // epoch only grows, so their sum does too, with any number of rows, present or left over.
+    long long sum = 0;
+    long long rows = 0;
+    soci::indicator ind = soci::i_null;
+    s << "SELECT SUM(epoch), COUNT(*) FROM scheduler_lock WHERE namespace = :name OR namespace LIKE :pattern",
+        soci::use(name, "name"), soci::use(pattern, "pattern"), soci::into(sum, ind), soci::into(rows);
+    if (!s.got_data() || rows == 0 || ind != soci::i_ok) return std::nullopt;
+    return static_cast<std::int64_t>(sum);
+}
+
 Fence::IdleTimeoutScope::IdleTimeoutScope(const Fence& fence, db::PooledSession& session) : session_(session) {
     if (fence.db_->backend() != db::Backend::kMySql || fence.options_.idle_transaction_timeout.count() <= 0 ||
         fence.idle_timeout_unsupported_->load(std::memory_order_relaxed)) {

@@ -190,10 +190,33 @@ void LeaseElector::RenewRound() {
     }
 }
 
+bool LeaseElector::GateAllows(SteadyTime round_start, const ClockStepGuard& guard) {
+    // A plain read first: the gate decides only about a free row, and a held one is handled as
+    // in any round. TryAcquireOnce reads once more before its CAS, an extra read only while a
+    // row is free, which is the rare case.
+    auto row = store_.Read(config_.name);
+    if (!row.ok()) {
+        {
+            std::lock_guard lock(mu_);
+            ++counters_.acquire_errors;
+        }
+        spdlog::warn("election {}: acquire round failed: {}", config_.name, row.status().ToString());
+        return false;
+    }
+    if (row->has_value() && !(*row)->Available(guard)) {
+        free_since_.reset();
+        if ((*row)->owner.has_value()) SeeHolder(**row, round_start);
+        return false;
+    }
+    if (!free_since_) free_since_ = round_start;
+    return gate_->MayAcquire(config_.name, *free_since_);
+}
+
 void LeaseElector::AcquireRound() {
     const SteadyTime start = clock_.Steady();
     std::optional<LockRow> seen;
     const ClockStepGuard guard = clock_step_guard();
+    if (gate_ != nullptr && !GateAllows(start, guard)) return;
     auto acquired = TryAcquireOnce(store_, config_.name, node_id_, config_.ttl, &seen, guard);
     if (!acquired.ok()) {
         {
@@ -204,6 +227,7 @@ void LeaseElector::AcquireRound() {
         return;
     }
     if (acquired->has_value()) {
+        free_since_.reset();
         const Holding holding = **acquired;
         if (clock_.Steady() >= start + config_.ttl - config_.margin) {
             // Acquired, but so slowly that the term would already be over: hand it straight back
@@ -220,22 +244,26 @@ void LeaseElector::AcquireRound() {
         return;
     }
     if (!seen.has_value() || !seen->owner.has_value() || seen->Available(guard)) return;
+    SeeHolder(*seen, start);
+}
+
+void LeaseElector::SeeHolder(const LockRow& seen, SteadyTime round_start) {
     // A live holder writes the row every tick, so its age (database clock) dates its last
     // renew; a dead one's row keeps aging until it expires.
-    const std::int64_t age_us = std::max<std::int64_t>(0, seen->db_now_us - seen->update_time_us);
-    SeeLeaderActivity(start - std::chrono::microseconds(age_us));
-    if (*seen->owner == node_id_) {
+    const std::int64_t age_us = std::max<std::int64_t>(0, seen.db_now_us - seen.update_time_us);
+    SeeLeaderActivity(round_start - std::chrono::microseconds(age_us));
+    if (*seen.owner == node_id_) {
         // Still held in our name by a term that has ended (self-demotion, late renew): give it
         // back so that the next acquisition, ours or another node's, starts a new epoch at once
         // instead of after the rest of the TTL.
-        auto released = store_.Release(seen->id, node_id_, seen->epoch);
+        auto released = store_.Release(seen.id, node_id_, seen.epoch);
         if (!released.ok()) {
-            spdlog::warn("election {}: giving back epoch {} failed: {}", config_.name, seen->epoch,
+            spdlog::warn("election {}: giving back epoch {} failed: {}", config_.name, seen.epoch,
                          released.status().ToString());
         }
         return;
     }
-    SeeLeader(*seen->owner, seen->epoch);
+    SeeLeader(*seen.owner, seen.epoch);
 }
 
 void LeaseElector::Promote(const Holding& holding, SteadyTime renew_start) {
@@ -306,6 +334,12 @@ void LeaseElector::Nudge() {
 void LeaseElector::Run(const std::stop_token& stop) {
     while (!stop.stop_requested()) {
         Tick();
+        if (gate_ != nullptr && IsLeading() && gate_->ShouldYield(config_.name)) {
+            spdlog::info("election {}: {} gives the lease back for another node to take", config_.name, node_id_);
+            if (Status s = Resign(); !s.ok()) {
+                spdlog::warn("election {}: giving the lease back failed: {}", config_.name, s.ToString());
+            }
+        }
         const auto wait = NextTickAt() - clock_.Steady();
         std::unique_lock lock(wait_mu_);
         if (wait.count() > 0) wait_cv_.wait_for(lock, stop, wait, [this] { return nudged_; });

@@ -187,6 +187,30 @@ TEST_P(FencedTest, MariaDbAbortsAFencedTransactionLeftIdleSoATakeOverProceeds) {
     EXPECT_EQ(Rows(), 0);
 }
 
+// The claim's epoch with several shard leases: the sum of the rows `master` and `master/%`, which
+// grows with every change of holder of any of them, and ignores rows of other names.
+TEST_P(FencedTest, TheEpochSumCoversEveryShardRowAndGrowsWithEachTakeOver) {
+    const auto sum = [&] {
+        auto read = db().Run([](soci::session& s) { return ReadEpochSum(s, "master", "master/%"); });
+        EXPECT_TRUE(read.ok()) << read.status().ToString();
+        return read.ok() ? *read : std::optional<std::int64_t>(-1);
+    };
+    EXPECT_EQ(sum(), std::nullopt) << "no lease row yet";
+    Acquire("node-a", 10s);  // master: epoch 1
+    EXPECT_EQ(sum(), 1);
+    auto other = TryAcquireOnce(*store_, "master/2", "node-b", 10s);
+    ASSERT_TRUE(other.ok() && other->has_value());
+    auto unrelated = TryAcquireOnce(*store_, "lock:billing:nightly", "node-b", 10s);
+    ASSERT_TRUE(unrelated.ok() && unrelated->has_value());
+    EXPECT_EQ(sum(), 2);
+    auto released = store_->Release((**other).id, "node-b", (**other).epoch);
+    ASSERT_TRUE(released.ok() && *released);
+    EXPECT_EQ(sum(), 3) << "a release raises its row's epoch";
+    auto again = TryAcquireOnce(*store_, "master/2", "node-c", 10s);
+    ASSERT_TRUE(again.ok() && again->has_value());
+    EXPECT_EQ(sum(), 4);
+}
+
 SCHED_DB_TEST_SUITE(FencedTest);
 
 }  // namespace

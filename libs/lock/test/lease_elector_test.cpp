@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <stop_token>
+#include <thread>
+
 #include "sched/lock/lease_elector.hpp"
 #include "sched/lock/testing/fake_lock_store.hpp"
 
@@ -316,6 +319,66 @@ TEST(LeaseElector, InvalidConfigThrowsAtConstruction) {
     ElectionConfig c;
     c.tick = 2s;
     EXPECT_THROW(LeaseElector(store, "n", c, clock), ConfigError);
+}
+
+// A gate is asked only about a free row, with the start of the first round that found it free;
+// it can hold an acquisition back for as long as it likes, and a held row resets the count.
+struct ScriptedGate : AcquireGate {
+    bool MayAcquire(std::string_view, std::chrono::steady_clock::time_point since) override {
+        asked.push_back(since);
+        return allow;
+    }
+    bool ShouldYield(std::string_view) override { return yield; }
+    bool allow = false;
+    bool yield = false;
+    std::vector<std::chrono::steady_clock::time_point> asked;
+};
+
+TEST_F(LeaseElectorTest, AGateHoldsBackAnAcquisitionAndSeesSinceWhenTheRowIsFree) {
+    ScriptedGate gate;
+    a_.SetGate(gate);
+    const auto first_round = clock_.Steady();
+    a_.Tick();
+    EXPECT_FALSE(a_.IsLeading());
+    EXPECT_EQ(store_.Peek("master"), std::nullopt) << "held back: not even inserted";
+    clock_.Advance(1s);
+    gate.allow = true;
+    a_.Tick();
+    EXPECT_TRUE(a_.IsLeading());
+    ASSERT_EQ(gate.asked.size(), 2u);
+    EXPECT_EQ(gate.asked[0], first_round);
+    EXPECT_EQ(gate.asked[1], first_round) << "free since the first round that found it free";
+    // While a holds it, b's gate is not asked; b sees a as leader.
+    ScriptedGate gate_b;
+    gate_b.allow = true;
+    b_.SetGate(gate_b);
+    b_.Tick();
+    EXPECT_TRUE(gate_b.asked.empty());
+    EXPECT_EQ(b_.LeaderSeen(), std::make_pair(std::string("node-a"), std::int64_t{1}));
+}
+
+TEST_F(LeaseElectorTest, AYieldIsAResignThatAnotherNodeTakesOver) {
+    ScriptedGate gate;
+    gate.allow = true;
+    a_.SetGate(gate);
+    a_.Tick();
+    ASSERT_TRUE(a_.IsLeading());
+    gate.yield = true;
+    std::stop_source stop;
+    // Run() asks the gate after each round; stop it right after the first.
+    std::thread runner([&] { a_.Run(stop.get_token()); });
+    ASSERT_TRUE([&] {
+        for (int i = 0; i < 200 && a_.IsLeading(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        return !a_.IsLeading();
+    }());
+    stop.request_stop();
+    runner.join();
+    ASSERT_EQ(rec_a_.stopped.size(), 1u);
+    EXPECT_EQ(rec_a_.stopped[0].reason, StopReason::kResigned);
+    EXPECT_EQ(store_.Peek("master")->owner, std::nullopt) << "released";
+    b_.Tick();
+    EXPECT_TRUE(b_.IsLeading());
+    EXPECT_EQ(b_.CurrentLeadership()->epoch, 3) << "taken over after the release's epoch";
 }
 
 }  // namespace

@@ -11,6 +11,8 @@ namespace {
 constexpr const char* kEpoch = "epoch";
 constexpr const char* kFireIds = "fire_ids";
 constexpr const char* kDueAt = "due_at";
+constexpr const char* kShard = "shard";
+constexpr int kMaxShardIndex = 63;
 
 // A field name from the request, as an error names it: bounded, so a hostile key cannot make
 // the answer (or a log line) as large as the body.
@@ -26,8 +28,8 @@ Parsed<FiresNotice> Bad(std::string field, const std::string& problem) {
 
 }  // namespace
 
-FiresNotice MakeFiresNotice(std::int64_t epoch, const std::vector<NoticedFire>& fires) {
-    FiresNotice notice{.epoch = epoch, .fire_ids = {}, .due_at = std::vector<std::int64_t>()};
+FiresNotice MakeFiresNotice(std::int64_t epoch, const std::vector<NoticedFire>& fires, int shard) {
+    FiresNotice notice{.epoch = epoch, .shard = shard, .fire_ids = {}, .due_at = std::vector<std::int64_t>()};
     notice.fire_ids.reserve(fires.size());
     notice.due_at->reserve(fires.size());
     for (const auto& f : fires) {
@@ -55,6 +57,8 @@ bool RefusedDueAt(int status, const std::string& body) {
 nlohmann::json ToJson(const FiresNotice& notice) {
     nlohmann::json out = {{kEpoch, notice.epoch}, {kFireIds, notice.fire_ids}};
     if (notice.due_at) out[kDueAt] = *notice.due_at;
+    // Absent for shard 0: a single-shard cluster's notices are what nodes without shards read.
+    if (notice.shard > 0) out[kShard] = notice.shard;
     return out;
 }
 
@@ -81,6 +85,12 @@ Parsed<FiresNotice> ParseFiresNotice(const nlohmann::json& body) {
                 }
                 n.fire_ids.push_back(id.get<std::int64_t>());
             }
+        } else if (key == kShard) {
+            if (!value.is_number_integer() || value.get<std::int64_t>() < 0 ||
+                value.get<std::int64_t>() > kMaxShardIndex) {
+                return Bad(kShard, "expected an integer 0.." + std::to_string(kMaxShardIndex));
+            }
+            n.shard = value.get<int>();
         } else if (key == kDueAt) {
             if (!value.is_array()) return Bad(kDueAt, "expected an array of integers");
             if (value.size() > kMaxNoticeFires) {

@@ -137,10 +137,11 @@ std::optional<Backfill> BackfillRepository::Find(soci::session& s, std::int64_t 
     return rows.front();
 }
 
-std::vector<Backfill> BackfillRepository::ListRunning(soci::session& s, std::int64_t after_id, int limit) {
+std::vector<Backfill> BackfillRepository::ListRunning(soci::session& s, std::int64_t after_id, int limit,
+                                                      const JobShard& shard) {
     return impl::SelectRows<BackfillRow>(s,
-                                         std::string(kSelect) +
-                                             "WHERE state = 'running' AND id > :after ORDER BY id LIMIT " +
+                                         std::string(kSelect) + "WHERE state = 'running' AND id > :after" +
+                                             shard.JobFilter("job_id") + " ORDER BY id LIMIT " +
                                              std::to_string(std::max(1, limit)),
                                          [&](soci::statement& st) { st.exchange(soci::use(after_id, "after")); });
 }

@@ -725,7 +725,7 @@ std::vector<Fire> FireRepository::ListRunning(soci::session& s, std::int64_t aft
         });
 }
 
-int FireRepository::ClearTrivialFollowups(soci::session& s) {
+int FireRepository::ClearTrivialFollowups(soci::session& s, const JobShard& shard) {
     // Ends written without an executor's result (the slave's skips, the sweep, the API's kill)
     // raise the flag whatever the job, so that they need not know it; those after which nothing
     // follows are cleared here, one statement per scan. The result writes (ApplyResult,
@@ -734,20 +734,20 @@ int FireRepository::ClearTrivialFollowups(soci::session& s) {
     // million-job table is never scanned).
     soci::statement st =
         (s.prepare << "UPDATE job_fire SET followup = 0 WHERE followup = 1 AND status IN ('succeeded', 'skipped', "
-                      "'killed') AND " +
-                          impl::NothingFollowsSql());
+                      "'killed')" +
+                          shard.FollowupFilter() + " AND " + impl::NothingFollowsSql());
     return static_cast<int>(impl::ExecuteAffected(st));
 }
 
-std::vector<Fire> FireRepository::ListFollowups(soci::session& s, int limit) {
+std::vector<Fire> FireRepository::ListFollowups(soci::session& s, int limit, const JobShard& shard) {
     // Served by idx_fire_followup: only flagged rows are read, however long the history. Locked
     // on MySQL (SQLite's write transaction excludes every other writer anyway): the master plans
     // a lost fire's retry from this read, and a plain read could miss a late success committed
     // right after it, which then would find no retry to end (ApplyResult).
     const db::Dialect dialect = impl::SessionDialect(s);
     return impl::SelectRows<FireRow>(s,
-                                     std::string("SELECT ") + kColumns +
-                                         " FROM job_fire WHERE followup = 1 ORDER BY id LIMIT " +
+                                     std::string("SELECT ") + kColumns + " FROM job_fire WHERE followup = 1" +
+                                         shard.FollowupFilter() + " ORDER BY id LIMIT " +
                                          std::to_string(std::max(1, limit)) + std::string(dialect.ForUpdate()),
                                      [](soci::statement&) {});
 }

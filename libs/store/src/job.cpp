@@ -318,14 +318,13 @@ Status JobRepository::Delete(std::int64_t id) {
     });
 }
 
-std::vector<Job> JobRepository::SelectDue(soci::session& s, std::int64_t until_ms, int limit) {
+std::vector<Job> JobRepository::SelectDue(soci::session& s, std::int64_t until_ms, int limit, const JobShard& shard) {
     // Served by idx_job_due (enabled, next_fire_time): the cost depends on the due jobs, not on
     // how many jobs the table holds.
     return impl::SelectRows<JobRow>(
         s,
-        std::string("SELECT ") + kColumns +
-            " FROM job WHERE enabled = 1 AND next_fire_time <= :until ORDER BY next_fire_time, id LIMIT " +
-            std::to_string(std::max(1, limit)),
+        std::string("SELECT ") + kColumns + " FROM job WHERE enabled = 1 AND next_fire_time <= :until" +
+            shard.JobFilter("id") + " ORDER BY next_fire_time, id LIMIT " + std::to_string(std::max(1, limit)),
         [&](soci::statement& st) { st.exchange(soci::use(until_ms, "until")); });
 }
 
@@ -432,10 +431,10 @@ std::optional<Job> JobRepository::Find(soci::session& s, std::int64_t id) {
     return jobs.front();
 }
 
-std::optional<std::int64_t> JobRepository::EarliestDue(soci::session& s) {
+std::optional<std::int64_t> JobRepository::EarliestDue(soci::session& s, const JobShard& shard) {
     std::int64_t t = 0;
     soci::indicator ind = soci::i_null;
-    s << "SELECT MIN(next_fire_time) FROM job WHERE enabled = 1", soci::into(t, ind);
+    s << "SELECT MIN(next_fire_time) FROM job WHERE enabled = 1" + shard.JobFilter("id"), soci::into(t, ind);
     return ind == soci::i_ok ? std::optional<std::int64_t>(t) : std::nullopt;
 }
 

@@ -177,6 +177,18 @@ Result<std::vector<TriggerNode>> TriggerNodeRepository::List() {
     });
 }
 
+Result<std::vector<TriggerNode>> TriggerNodeRepository::ListCompeting(std::int64_t ttl_ms) {
+    return db_.Run([&](soci::session& s) { return ListCompeting(s, ttl_ms); });
+}
+
+std::vector<TriggerNode> TriggerNodeRepository::ListCompeting(soci::session& s, std::int64_t ttl_ms) {
+    return impl::SelectRows<NodeRow>(s,
+                                     std::string(kNodeColumns) +
+                                         " WHERE state IN ('active', 'standby') AND last_heartbeat_ms > " +
+                                         std::string(impl::SessionDialect(s).NowMs()) + " - :ttl ORDER BY node_id",
+                                     [&](soci::statement& st) { st.exchange(soci::use(ttl_ms, "ttl")); });
+}
+
 Result<std::vector<TriggerNode>> TriggerNodeRepository::ListLive(std::int64_t ttl_ms) {
     return db_.Run([&](soci::session& s) {
         return impl::SelectRows<NodeRow>(s,

@@ -468,6 +468,49 @@ TEST_P(FireRepositoryTest, FinalTransitionsRaiseTheFollowupFlagUntilCleared) {
     EXPECT_EQ(left->front().id, ended[1]);
 }
 
+// A shard's master follows up only its jobs' fires; shard 0 also every workflow step's fire
+// (its leader plans the workflows), and no other shard sees those.
+TEST_P(FireRepositoryTest, FollowupsAreListedPerShardWithWorkflowFiresInShardZero) {
+    FireRepository fires(db());
+    std::map<std::int64_t, std::int64_t> job_of;  // fire id -> job id
+    for (std::int64_t job = 1; job <= 6; ++job) {
+        auto id = Insert(Sample(job, 1000));
+        ASSERT_TRUE(id);
+        ASSERT_TRUE(fires.Transition(*id, {FireStatus::kPending}, FireStatus::kFailed, {.followup = true}).ok());
+        job_of[*id] = job;
+    }
+    Fire step = Sample(4, 5000);
+    step.kind = FireKind::kWorkflow;
+    step.workflow_run_id = 77;
+    step.workflow_step = "load";
+    auto step_id = Insert(step);
+    ASSERT_TRUE(step_id);
+    ASSERT_TRUE(fires.Transition(*step_id, {FireStatus::kPending}, FireStatus::kFailed, {.followup = true}).ok());
+
+    const auto jobs_in = [&](const JobShard& shard) {
+        std::multiset<std::int64_t> jobs;
+        auto listed = db().Run([&](soci::session& s) { return FireRepository::ListFollowups(s, 100, shard); });
+        EXPECT_TRUE(listed.ok()) << listed.status().ToString();
+        for (const auto& f : *listed) jobs.insert(f.workflow_run_id ? -f.job_id : f.job_id);  // step fires negated
+        return jobs;
+    };
+    EXPECT_EQ(jobs_in({.index = 0, .total = 3}), (std::multiset<std::int64_t>{-4, 3, 6}));
+    EXPECT_EQ(jobs_in({.index = 1, .total = 3}), (std::multiset<std::int64_t>{1, 4}));
+    EXPECT_EQ(jobs_in({.index = 2, .total = 3}), (std::multiset<std::int64_t>{2, 5}));
+    EXPECT_EQ(jobs_in({}).size(), 7u);
+
+    // Clearing the trivial ones is per shard too: shard 2 clears only its jobs' succeeded fires.
+    for (const auto& [id, job] : job_of) {
+        ASSERT_TRUE(fires.Transition(id, {FireStatus::kFailed}, FireStatus::kSucceeded, {.followup = true}).ok());
+    }
+    auto cleared = db().Run(
+        [](soci::session& s) { return FireRepository::ClearTrivialFollowups(s, JobShard{.index = 2, .total = 3}); });
+    ASSERT_TRUE(cleared.ok()) << cleared.status().ToString();
+    EXPECT_EQ(*cleared, 2);
+    EXPECT_EQ(jobs_in({.index = 2, .total = 3}), (std::multiset<std::int64_t>{}));
+    EXPECT_EQ(jobs_in({.index = 1, .total = 3}), (std::multiset<std::int64_t>{1, 4}));
+}
+
 TEST(FireStatus, NamesRoundTripAndFinalStatesAreKnown) {
     for (auto s :
          {FireStatus::kPending, FireStatus::kDispatching, FireStatus::kRunning, FireStatus::kSucceeded,

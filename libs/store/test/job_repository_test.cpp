@@ -462,6 +462,64 @@ TEST_P(JobRepositoryTest, AdvanceScheduleIsACasThatLosesToEditsButKeepsTheVersio
     EXPECT_EQ(jobs.Get(once->id)->next_fire_time, t);
 }
 
+// Each shard's master sees only its jobs (id % total == index): due jobs and the earliest due.
+TEST_P(JobRepositoryTest, DueJobsAndTheEarliestDueArePerShard) {
+    JobRepository jobs(db());
+    std::vector<std::int64_t> ids;
+    for (int i = 0; i < 6; ++i) {
+        Job j = SampleJob("sharded-" + std::to_string(i));
+        j.next_fire_time = 1'000 + i;
+        auto created = jobs.Create(j);
+        ASSERT_TRUE(created.ok()) << created.status().ToString();
+        ids.push_back(created->id);
+    }
+    for (int index = 0; index < 3; ++index) {
+        const JobShard shard{.index = index, .total = 3};
+        auto due = db().Run([&](soci::session& s) { return JobRepository::SelectDue(s, 10'000, 100, shard); });
+        ASSERT_TRUE(due.ok()) << due.status().ToString();
+        std::vector<std::int64_t> expected;
+        std::optional<std::int64_t> earliest;
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+            if (ids[i] % 3 != index) continue;
+            expected.push_back(ids[i]);
+            if (!earliest) earliest = 1'000 + static_cast<std::int64_t>(i);
+        }
+        std::vector<std::int64_t> got;
+        for (const auto& j : *due) got.push_back(j.id);
+        EXPECT_EQ(got, expected) << "shard " << index;
+        auto first = db().Run([&](soci::session& s) { return JobRepository::EarliestDue(s, shard); });
+        ASSERT_TRUE(first.ok());
+        EXPECT_EQ(*first, earliest) << "shard " << index;
+    }
+    auto all = db().Run([](soci::session& s) { return JobRepository::SelectDue(s, 10'000, 100); });
+    ASSERT_TRUE(all.ok());
+    EXPECT_EQ(all->size(), 6u);
+}
+
+// The cluster's shard count: absent until recorded, then what was written last.
+TEST_P(JobRepositoryTest, TheShardCountIsRecordedAndReplaced) {
+    auto none = db().Run([](soci::session& s) { return ReadShardCount(s); });
+    ASSERT_TRUE(none.ok()) << none.status().ToString();
+    EXPECT_EQ(*none, std::nullopt);
+    ASSERT_TRUE(db().InTransaction(db::TxMode::kWrite, [](soci::session& s) { WriteShardCount(s, 6, 1); }).ok());
+    ASSERT_TRUE(db().InTransaction(db::TxMode::kWrite, [](soci::session& s) { WriteShardCount(s, 6, 2); }).ok());
+    EXPECT_EQ(*db().Run([](soci::session& s) { return ReadShardCount(s); }), 6);
+    ASSERT_TRUE(db().InTransaction(db::TxMode::kWrite, [](soci::session& s) { WriteShardCount(s, 3, 3); }).ok());
+    EXPECT_EQ(*db().Run([](soci::session& s) { return ReadShardCount(s); }), 3);
+}
+
+TEST(JobShardTest, LeaseNamesAndFilters) {
+    EXPECT_EQ(ShardLeaseName("master", 0), "master");
+    EXPECT_EQ(ShardLeaseName("master", 5), "master/5");
+    EXPECT_EQ(ShardLeasePattern("master"), "master/%");
+    EXPECT_EQ(JobShard{}.JobFilter("id"), "");
+    EXPECT_EQ(JobShard{}.FollowupFilter(), "");
+    EXPECT_EQ((JobShard{.index = 2, .total = 4}.JobFilter("job_id")), " AND (job_id % 4) = 2");
+    EXPECT_TRUE((JobShard{.index = 2, .total = 4}.Owns(6)));
+    EXPECT_FALSE((JobShard{.index = 2, .total = 4}.Owns(7)));
+    EXPECT_TRUE(JobShard{}.Owns(7));
+}
+
 SCHED_DB_TEST_SUITE(JobRepositoryTest);
 
 }  // namespace

@@ -36,9 +36,10 @@ BackfillStep PlanBackfillStep(const std::vector<std::int64_t>& times, bool more,
 
 BackfillProgress BackfillAdvancer::Advance(soci::session& s, const db::Dialect& dialect, std::int64_t epoch,
                                            std::int64_t now, Assigner& assigner,
-                                           const std::function<int(const std::string& app)>& live_executors) {
+                                           const std::function<int(const std::string& app)>& live_executors,
+                                           const store::JobShard& shard) {
     BackfillProgress progress;
-    auto running = store::BackfillRepository::ListRunning(s, after_id_, per_scan_);
+    auto running = store::BackfillRepository::ListRunning(s, after_id_, per_scan_, shard);
     if (static_cast<int>(running.size()) < per_scan_) {
         after_id_ = 0;  // the end was reached: start over next scan
     } else {

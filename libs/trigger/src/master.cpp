@@ -20,11 +20,12 @@ namespace sched::trigger {
 using impl::Ms;
 
 Master::Master(std::shared_ptr<db::Database> db, lock::Fence& fence, const DbTime& time, MasterConfig config,
-               MetricsRegistry& metrics)
+               MetricsRegistry& metrics, store::JobShard shard)
     : db_(std::move(db)),
       fence_(fence),
       time_(time),
       config_(std::move(config)),
+      shard_(shard),
       schedules_(std::make_unique<impl::ScheduleCache>()),
       fires_created_(metrics.Counter("sched_master_fires_created_total", "Fire rows created by the master.", {"kind"})
                          .Labels({"all"})),
@@ -50,13 +51,17 @@ Master::Master(std::shared_ptr<db::Database> db, lock::Fence& fence, const DbTim
         misfire_skipped_.Labels({std::string(cron::MisfirePolicyName(policy))});  // known values start at 0
     }
     // The order is the contract of master.hpp: follow-ups after the sweeps that end fires, and
-    // workflows after the follow-ups, so a step's retry exists before its run is judged.
+    // workflows after the follow-ups, so a step's retry exists before its run is judged. The
+    // steps about the whole cluster (fires of dead slaves and executors, workflows, whose steps
+    // are jobs of any shard) run in shard 0's scan: once, under one lease.
     steps_.push_back(std::make_unique<impl::DueJobsStep>(config_, *schedules_));
     steps_.push_back(std::make_unique<impl::BackfillsStep>());
-    steps_.push_back(std::make_unique<impl::OrphansStep>(config_));
-    steps_.push_back(std::make_unique<impl::RunningSweepStep>(config_));
+    if (shard_.First()) {
+        steps_.push_back(std::make_unique<impl::OrphansStep>(config_));
+        steps_.push_back(std::make_unique<impl::RunningSweepStep>(config_));
+    }
     steps_.push_back(std::make_unique<impl::FollowupsStep>(config_, *schedules_));
-    steps_.push_back(std::make_unique<impl::WorkflowsStep>(config_));
+    if (shard_.First()) steps_.push_back(std::make_unique<impl::WorkflowsStep>(config_));
 }
 
 Master::~Master() = default;
@@ -108,8 +113,9 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
         r.node_addresses = addresses;
         Assigner assigner(weights);
         impl::ScanContext ctx(s, db_->dialect(), epoch, now, assigner, alive_ids, Ms(config_.executor_ttl), r);
+        ctx.shard = shard_;
         for (const auto& step : steps_) step->Run(ctx);
-        const auto jobs_due = store::JobRepository::EarliestDue(s);
+        const auto jobs_due = store::JobRepository::EarliestDue(s, shard_);
         if (jobs_due && (!r.earliest_due_ms || *jobs_due < *r.earliest_due_ms)) r.earliest_due_ms = jobs_due;
         return r;
     });

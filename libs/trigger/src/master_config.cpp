@@ -1,11 +1,14 @@
 #include "sched/trigger/master_config.hpp"
 
+#include "sched/store/shard.hpp"
+
 namespace sched::trigger {
 
 MasterConfig MasterConfig::FromYaml(const ConfigNode& node) {
     MasterConfig c;
     using std::chrono::milliseconds;
     using std::chrono::seconds;
+    c.shards = static_cast<int>(node.Int("shards", c.shards, 1, store::kMaxShards));
     c.scan_interval = node.Duration("scan-interval", c.scan_interval, milliseconds(1), seconds(10));
     c.scan_min_interval = node.Duration("scan-min-interval", c.scan_min_interval, Micros{0}, seconds(10));
     c.lookahead = node.Duration("lookahead", c.lookahead, Micros{0}, std::chrono::minutes(5));

@@ -9,6 +9,7 @@
 #include "impl/node_impl.hpp"
 #include "sched/common/node_id.hpp"
 #include "sched/db/open_database.hpp"
+#include "sched/store/shard.hpp"
 
 namespace sched::trigger {
 
@@ -36,7 +37,44 @@ std::uint16_t TriggerNode::port() const {
 }
 
 bool TriggerNode::IsLeading() const {
-    return impl_->elector && impl_->elector->IsLeading();
+    return impl_->leases && impl_->leases->elector(0).IsLeading();
+}
+
+int TriggerNode::ShardsLed() const {
+    return impl_->leases ? impl_->leases->Led() : 0;
+}
+
+Status TriggerNode::CheckShardCount() {
+    const int shards = config_.scheduler.shards;
+    const std::int64_t ttl_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(config_.scheduler.node_ttl).count();
+    // One transaction: two nodes starting together with different counts cannot both record theirs.
+    return db_->InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Status {
+        const auto recorded = store::ReadShardCount(s);
+        if (recorded == shards) return Status::Ok();
+        const std::int64_t now_ms =
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+                .count();
+        if (recorded) {
+            std::vector<std::string> others;
+            for (const auto& n : store::TriggerNodeRepository::ListCompeting(s, ttl_ms)) {
+                if (n.node_id != node_id_) others.push_back(n.node_id);
+            }
+            if (!others.empty()) {
+                return FailedPrecondition(
+                    "scheduler.shards: " + std::to_string(shards) + ", but the cluster plans in " +
+                    std::to_string(*recorded) + " shards and " + std::to_string(others.size()) +
+                    " other node(s) are live (" + others.front() + (others.size() > 1 ? ", ..." : "") +
+                    "); every node of a cluster uses the same count: set scheduler.shards: " +
+                    std::to_string(*recorded) + ", or stop every trigger node and start them all with " +
+                    std::to_string(shards));
+            }
+            spdlog::warn("the cluster's shard count changes from {} to {}: no other trigger node is live", *recorded,
+                         shards);
+        }
+        store::WriteShardCount(s, shards, now_ms);
+        return Status::Ok();
+    });
 }
 
 Status TriggerNode::Start(const std::function<bool()>& should_stop) {
@@ -44,17 +82,23 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
     if (!db.ok()) return db.status();
     db_ = *db;
     db_ok_ = true;
+    if (Status s = CheckShardCount(); !s.ok()) return s;
 
     // The election runs on its own small pool whose timeouts stay below the margin.
     auto election_db = db::Database::Open(lock::ElectionDbUrl(config_.database.url, config_.election));
     if (!election_db.ok()) return election_db.status();
     impl_->election_db = *election_db;
     impl_->lock_store = std::make_unique<lock::SqlLockStore>(impl_->election_db);
-    impl_->elector = std::make_unique<lock::LeaseElector>(*impl_->lock_store, node_id_, config_.election);
-    impl_->elector->AddObserver(*this);
-    impl_->fence = std::make_unique<lock::Fence>(
-        db_, config_.election.name, node_id_,
-        lock::FenceOptions{.certify_by_write = config_.database.topology == db::Topology::kGalera});
+    const int shards = config_.scheduler.shards;
+    ShardObserver& observer = *this;
+    impl_->leases = std::make_unique<ShardLeases>(*impl_->lock_store, node_id_, config_.election, shards, observer);
+    shard_epochs_.assign(static_cast<std::size_t>(shards), std::nullopt);
+    impl_->leaders.assign(static_cast<std::size_t>(shards), std::nullopt);
+    for (int i = 0; i < shards; ++i) {
+        impl_->fences.push_back(std::make_unique<lock::Fence>(
+            db_, impl_->leases->lease_name(i), node_id_,
+            lock::FenceOptions{.certify_by_write = config_.database.topology == db::Topology::kGalera}));
+    }
 
     time_ = std::make_unique<DbTime>(SystemClock::Instance(), [this] { return db_->NowUs(); });
     if (Status s = time_->Refresh(); !s.ok()) spdlog::warn("first DB clock sample failed: {}", s.ToString());
@@ -82,8 +126,12 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
             ? http::HostPort{bound.address().to_string(), bound.port()}.Reachable(http::LocalHostname()).ToString()
             : config_.advertised_address;
 
-    impl_->master = std::make_unique<Master>(db_, *impl_->fence, *time_, config_.scheduler, metrics_);
-    impl_->purger = std::make_unique<HistoryPurger>(db_, *impl_->fence, *time_, config_.scheduler, metrics_);
+    for (int i = 0; i < shards; ++i) {
+        impl_->masters.push_back(std::make_unique<Master>(db_, *impl_->fences[static_cast<std::size_t>(i)], *time_,
+                                                          config_.scheduler, metrics_,
+                                                          store::JobShard{.index = i, .total = shards}));
+    }
+    impl_->purger = std::make_unique<HistoryPurger>(db_, *impl_->fences[0], *time_, config_.scheduler, metrics_);
     impl_->webhooks = std::make_unique<HttpWebhookSender>(
         io_.get_executor(), WebhookLimits{.timeout = config_.scheduler.alert_timeout,
                                           .connect_timeout = config_.scheduler.alert_connect_timeout,
@@ -91,7 +139,7 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
                                           .body_limit = config_.scheduler.alert_body_limit,
                                           .addresses = config_.scheduler.alert_addresses});
     impl_->alerter =
-        std::make_unique<Alerter>(db_, *impl_->fence, *time_, config_.scheduler, metrics_, *impl_->webhooks);
+        std::make_unique<Alerter>(db_, *impl_->fences[0], *time_, config_.scheduler, metrics_, *impl_->webhooks);
     if (config_.slave.enabled) {
         impl_->slave = std::make_unique<Slave>(io_.get_executor(), db_pool_, db_, *time_, *impl_->http, node_id_,
                                                config_.election.name, config_.slave, metrics_);
@@ -106,12 +154,13 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
                            .capacity = config_.slave.enabled ? config_.slave.capacity : 0,
                            .state = config_.slave.enabled ? "active" : "standby"});
     if (impl_->slave) impl_->slave->Start();
+    WatchShards();  // the balancer knows the other nodes before its first round
     impl_->heartbeat_thread = std::thread([this] { HeartbeatLoop(); });
-    impl_->master_thread = std::thread([this] { MasterLoop(); });
+    for (int i = 0; i < shards; ++i) impl_->master_threads.emplace_back([this, i] { MasterLoop(i); });
     impl_->purge_thread = std::thread([this] { PurgeLoop(); });
     impl_->alert_thread = std::thread([this] { AlertLoop(); });
     impl_->gauges_thread = std::thread([this] { ClusterGaugesLoop(); });
-    impl_->elector_thread = std::jthread([this](const std::stop_token& st) { impl_->elector->Run(st); });
+    impl_->leases->Start();
     started_at_ = std::chrono::steady_clock::now();
     started_ = true;
     spdlog::info("trigger node {} serving on {} (slave {})", node_id_, advertised_,
@@ -134,15 +183,14 @@ void TriggerNode::Stop() {
         done.wait();
     }
     // 2. Master work ends before the lease is released, so no scan can straddle the handover.
-    if (impl_->master_thread.joinable()) impl_->master_thread.join();
+    for (auto& t : impl_->master_threads) {
+        if (t.joinable()) t.join();
+    }
     if (impl_->purge_thread.joinable()) impl_->purge_thread.join();
     if (impl_->alert_thread.joinable()) impl_->alert_thread.join();
     if (impl_->gauges_thread.joinable()) impl_->gauges_thread.join();
-    const bool was_leading = impl_->elector && impl_->elector->IsLeading();
-    if (impl_->elector_thread.joinable()) {
-        impl_->elector_thread.request_stop();
-        impl_->elector_thread.join();  // Run() resigns: owner NULL, epoch + 1
-    }
+    const bool was_leading = impl_->leases && impl_->leases->Led() > 0;
+    if (impl_->leases) impl_->leases->Stop();  // each elector resigns: owner NULL, epoch + 1
     if (was_leading) NudgePeers();
     if (impl_->heartbeat_thread.joinable()) impl_->heartbeat_thread.join();
     (void)store::TriggerNodeRepository(*db_).SetState(node_id_, "stopped");
@@ -157,7 +205,7 @@ void TriggerNode::Stop() {
     spdlog::info("trigger node {} stopped", node_id_);
 }
 
-void TriggerNode::NudgePeers() {
+void TriggerNode::NudgePeers(bool wait) {
     // The lease is free now; the others would notice at their next tick (up to `tick` later).
     // Telling them makes a planned handover take one round trip instead (best effort: a peer
     // that misses it still ticks).
@@ -169,17 +217,19 @@ void TriggerNode::NudgePeers() {
         if (n.node_id != node_id_) urls.push_back("http://" + n.address + "/internal/v1/election/nudge");
     }
     if (urls.empty()) return;
-    auto sent = net::co_spawn(
-        io_,
-        [this, urls]() -> net::awaitable<void> {
-            const nlohmann::json body = nlohmann::json::object();
-            const http::CallOptions call{.timeout = std::chrono::milliseconds(500), .bearer_token = config_.token};
-            for (const auto& url : urls) {
-                auto r = co_await impl_->http->PostJson(url, body, call);
-                if (!r.ok() || !r->ok()) spdlog::debug("election nudge to {} failed", url);
-            }
-        },
-        net::use_future);
+    auto send = [this, urls]() -> net::awaitable<void> {
+        const nlohmann::json body = nlohmann::json::object();
+        const http::CallOptions call{.timeout = std::chrono::milliseconds(500), .bearer_token = config_.token};
+        for (const auto& url : urls) {
+            auto r = co_await impl_->http->PostJson(url, body, call);
+            if (!r.ok() || !r->ok()) spdlog::debug("election nudge to {} failed", url);
+        }
+    };
+    if (!wait) {
+        net::co_spawn(io_, send, net::detached);
+        return;
+    }
+    auto sent = net::co_spawn(io_, send, net::use_future);
     sent.wait_for(2s);
     spdlog::info("node {} released the lease and told {} peers", node_id_, urls.size());
 }

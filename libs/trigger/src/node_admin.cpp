@@ -17,13 +17,13 @@ std::string TriggerNode::StatusJson() const {
     nlohmann::json j;
     j["node_id"] = node_id_;
     j["address"] = advertised_;
-    const auto leadership = impl_->elector ? impl_->elector->CurrentLeadership() : std::nullopt;
+    const auto leadership = impl_->leases ? impl_->leases->elector(0).CurrentLeadership() : std::nullopt;
     j["role"] = leadership ? "master" : "slave";
     j["epoch"] = leadership ? nlohmann::json(leadership->epoch) : nlohmann::json(nullptr);
     // The term ends at valid_until = (start of the last successful renew) + ttl - margin, so the
     // lease's age - time since that renew - follows from it without another clock read.
     if (leadership) {
-        const auto& election = impl_->elector->config();
+        const auto& election = config_.election;
         const auto valid_for = std::chrono::duration_cast<std::chrono::milliseconds>(leadership->valid_until -
                                                                                      std::chrono::steady_clock::now());
         const auto term = std::chrono::duration_cast<std::chrono::milliseconds>(election.ttl - election.margin);
@@ -35,9 +35,35 @@ std::string TriggerNode::StatusJson() const {
     }
     {
         std::lock_guard lock(impl_->leader_mu);
-        j["leader"] = impl_->leader ? nlohmann::json(impl_->leader->first) : nlohmann::json(nullptr);
-        j["leader_epoch"] = impl_->leader ? nlohmann::json(impl_->leader->second) : nlohmann::json(nullptr);
+        const auto& leader = impl_->leaders.empty() ? std::nullopt : impl_->leaders[0];
+        j["leader"] = leader ? nlohmann::json(leader->first) : nlohmann::json(nullptr);
+        j["leader_epoch"] = leader ? nlohmann::json(leader->second) : nlohmann::json(nullptr);
     }
+    // Every shard: who leads it as this node sees it, at which epoch, and since when this node
+    // leads it (ms ago), so an operator can read the spread from any node.
+    nlohmann::json shards = nlohmann::json::array();
+    if (impl_->leases) {
+        const auto now = std::chrono::steady_clock::now();
+        for (const auto& s : impl_->leases->States()) {
+            nlohmann::json e = {{"shard", s.shard}, {"lease", s.lease}, {"leading", s.leading.has_value()}};
+            if (s.leading) {
+                e["leader"] = node_id_;
+                e["epoch"] = s.leading->epoch;
+            } else {
+                e["leader"] = s.leader ? nlohmann::json(s.leader->first) : nlohmann::json(nullptr);
+                e["epoch"] = s.leader ? nlohmann::json(s.leader->second) : nlohmann::json(nullptr);
+            }
+            e["leading_for_ms"] =
+                s.leading_since
+                    ? nlohmann::json(
+                          std::chrono::duration_cast<std::chrono::milliseconds>(now - *s.leading_since).count())
+                    : nlohmann::json(nullptr);
+            shards.push_back(std::move(e));
+        }
+    }
+    j["shard_count"] = config_.scheduler.shards;
+    j["shards_led"] = impl_->leases ? impl_->leases->Led() : 0;
+    j["shards"] = std::move(shards);
     j["db_ok"] = db_ok_.load();
     j["db_clock_offset_ms"] = time_ ? time_->Offset().count() / 1000.0 : 0.0;
     j["db_round_trip_ms"] = time_ ? time_->RoundTrip().count() / 1000.0 : 0.0;
@@ -53,17 +79,19 @@ std::string TriggerNode::NotReadyReason() const {
     {
         std::lock_guard serving_lock(serving_mu_);
         if (!db_not_serving_.empty()) return db_not_serving_;
+        if (!shards_refused_.empty()) return shards_refused_;
     }
-    // A cluster where nobody leads plans no fire, even though every node and the database are
-    // up (a lease nobody can take, a database that refuses writes): ttl + tick is the longest a
-    // healthy hand-over takes, so a longer gap is an outage the operator must see.
+    // A cluster (or a shard of it) that nobody leads plans no fire, even though every node and
+    // the database are up (a lease nobody can take, a database that refuses writes): ttl + tick
+    // is the longest a healthy hand-over takes, so a longer gap is an outage the operator must see.
     const auto& election = config_.election;
     const auto now = std::chrono::steady_clock::now();
-    const auto last = impl_->elector->LastLeaderActivity().value_or(started_at_);
-    const auto gap = now - last;
-    if (gap > election.ttl + election.tick) {
+    for (const auto& s : impl_->leases->States()) {
+        const auto gap = now - s.last_leader_activity.value_or(started_at_);
+        if (gap <= election.ttl + election.tick) continue;
         const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(gap).count();
-        return "no node has led the cluster for " + FormatDuration(std::chrono::milliseconds(ms)) +
+        const std::string what = config_.scheduler.shards == 1 ? "the cluster" : "shard " + std::to_string(s.shard);
+        return "no node has led " + what + " for " + FormatDuration(std::chrono::milliseconds(ms)) +
                " (longer than election ttl + tick, " + FormatDuration(election.ttl + election.tick) + ")";
     }
     return "";
@@ -79,27 +107,46 @@ void TriggerNode::ExportNodeMetrics() {
     const auto single = [](double v) {
         return Samples{{{}, v}};
     };
-    auto* elector = impl_->elector.get();
-    metrics_.Observed("sched_leader", "1 while this node is the master.", Kind::kGauge, {},
+    auto* leases = impl_->leases.get();
+    auto* elector = &leases->elector(0);
+    metrics_.Observed("sched_leader", "1 while this node is the master (leads shard 0).", Kind::kGauge, {},
                       [elector, single] { return single(elector->IsLeading() ? 1 : 0); });
-    metrics_.Observed("sched_epoch", "The lease epoch this node leads in (0 when not leading).", Kind::kGauge, {},
-                      [elector, single] {
+    metrics_.Observed("sched_epoch", "The lease epoch this node leads shard 0 in (0 when not leading).", Kind::kGauge,
+                      {}, [elector, single] {
                           const auto leadership = elector->CurrentLeadership();
                           return single(leadership ? static_cast<double>(leadership->epoch) : 0);
                       });
-    metrics_.Observed("sched_lease_transitions_total", "Leadership terms started and ended.", Kind::kCounter, {"kind"},
-                      [elector] {
-                          const auto c = elector->Counters();
+    metrics_.Observed("sched_shard_leader", "1 while this node leads the shard.", Kind::kGauge, {"shard"}, [leases] {
+        Samples out;
+        for (int i = 0; i < leases->count(); ++i) {
+            out.push_back({{std::to_string(i)}, leases->elector(i).IsLeading() ? 1.0 : 0.0});
+        }
+        return out;
+    });
+    metrics_.Observed(
+        "sched_shard_epoch", "The highest lease epoch of the shard this node has seen.", Kind::kGauge, {"shard"},
+        [leases] {
+            Samples out;
+            for (int i = 0; i < leases->count(); ++i) {
+                out.push_back({{std::to_string(i)}, static_cast<double>(leases->ObservedEpoch(i).value_or(0))});
+            }
+            return out;
+        });
+    metrics_.Observed("sched_shards_led", "How many shards this node leads.", Kind::kGauge, {},
+                      [leases, single] { return single(static_cast<double>(leases->Led())); });
+    metrics_.Observed("sched_lease_transitions_total", "Leadership terms started and ended, over every shard's lease.",
+                      Kind::kCounter, {"kind"}, [leases] {
+                          const auto c = leases->Counters();
                           return Samples{{{"started"}, static_cast<double>(c.started_leading)},
                                          {{"ended"}, static_cast<double>(c.stopped_leading)}};
                       });
     metrics_.Observed("sched_lease_renew_failures_total", "Renew rounds that failed.", Kind::kCounter, {},
-                      [elector, single] { return single(static_cast<double>(elector->Counters().renew_failures)); });
+                      [leases, single] { return single(static_cast<double>(leases->Counters().renew_failures)); });
     metrics_.Observed("sched_lease_self_demotions_total", "Terms ended by the local deadline.", Kind::kCounter, {},
-                      [elector, single] { return single(static_cast<double>(elector->Counters().self_demotions)); });
+                      [leases, single] { return single(static_cast<double>(leases->Counters().self_demotions)); });
     metrics_.Observed("sched_lease_clock_anomalies_total", "Leases taken over because the clock had moved back.",
                       Kind::kCounter, {},
-                      [elector, single] { return single(static_cast<double>(elector->Counters().clock_anomalies)); });
+                      [leases, single] { return single(static_cast<double>(leases->Counters().clock_anomalies)); });
     metrics_.Observed("sched_db_aborted_transactions_total",
                       "Transactions the database aborted as deadlocks (on Galera: certification failures); each is "
                       "retried by its caller.",
@@ -153,16 +200,11 @@ void TriggerNode::ExportNodeMetrics() {
 void TriggerNode::AddRoutes() {
     auto* impl = impl_.get();
     impl::NodeAdmin::Hooks hooks;
-    // The highest lease epoch this node has seen: its own term or the last holder a round read
-    // (epochs only grow, so the last sighting is the highest).
-    hooks.observed_epoch = [impl]() -> std::optional<std::int64_t> {
-        if (!impl->elector) return std::nullopt;
-        std::optional<std::int64_t> observed;
-        if (const auto seen = impl->elector->LeaderSeen()) observed = seen->second;
-        if (const auto leadership = impl->elector->CurrentLeadership()) {
-            observed = std::max(observed.value_or(0), leadership->epoch);
-        }
-        return observed;
+    // The highest lease epoch of the shard this node has seen: its own term or the last holder a
+    // round read (epochs only grow, so the last sighting is the highest).
+    hooks.observed_epoch = [impl](int shard) -> std::optional<std::int64_t> {
+        if (!impl->leases) return std::nullopt;
+        return impl->leases->ObservedEpoch(shard);
     };
     hooks.wake_slave = [impl](protocol::FiresNotice notice) {
         if (!impl->slave) return;
@@ -173,7 +215,7 @@ void TriggerNode::AddRoutes() {
         }
     };
     hooks.nudge = [impl] {
-        if (impl->elector) impl->elector->Nudge();
+        if (impl->leases) impl->leases->Nudge();
     };
     hooks.status_json = [this] {
         return StatusJson();

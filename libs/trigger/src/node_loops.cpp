@@ -9,54 +9,72 @@
 #include "impl/node_impl.hpp"
 #include "sched/protocol/fires_notice.hpp"
 #include "sched/store/fire_metrics.hpp"
+#include "sched/store/shard.hpp"
 
 namespace sched::trigger {
 
 using namespace std::chrono_literals;
 
-void TriggerNode::OnStartedLeading(std::int64_t epoch) {
-    spdlog::info("node {} is master at epoch {}", node_id_, epoch);
+void TriggerNode::OnShardLeading(int shard, std::int64_t epoch) {
+    if (config_.scheduler.shards == 1) {
+        spdlog::info("node {} is master at epoch {}", node_id_, epoch);
+    } else {
+        spdlog::info("node {} leads shard {} at epoch {}", node_id_, shard, epoch);
+    }
     std::lock_guard lock(mu_);
-    leading_epoch_ = epoch;
+    shard_epochs_[static_cast<std::size_t>(shard)] = epoch;
     cv_.notify_all();
 }
 
-void TriggerNode::OnStoppedLeading(const lock::LeadershipEnd& end) {
-    spdlog::warn("node {} stopped leading epoch {}: {} {}", node_id_, end.epoch, lock::StopReasonName(end.reason),
-                 end.detail);
-    // The master loop re-checks IsLeading(epoch) before every scan and every scan is fenced,
-    // so clearing the epoch here is enough to stop master work.
-    std::lock_guard lock(mu_);
-    leading_epoch_.reset();
+void TriggerNode::OnShardStopped(int shard, const lock::LeadershipEnd& end) {
+    spdlog::log(end.reason == lock::StopReason::kResigned ? spdlog::level::info : spdlog::level::warn,
+                "node {} stopped leading shard {} epoch {}: {} {}", node_id_, shard, end.epoch,
+                lock::StopReasonName(end.reason), end.detail);
+    // The shard's master loop re-checks IsLeading(epoch) before every scan and every scan is
+    // fenced, so clearing the epoch here is enough to stop its work.
+    {
+        std::lock_guard lock(mu_);
+        shard_epochs_[static_cast<std::size_t>(shard)].reset();
+    }
+    // A shard given back for balance: the node below its share takes it at its nudge, not a
+    // tick later. (A stopping node nudges once, after releasing every lease.)
+    if (end.reason == lock::StopReason::kResigned && !stopping_) NudgePeers(false);
 }
 
-void TriggerNode::OnNewLeader(const std::string& node, std::int64_t epoch) {
+void TriggerNode::OnShardLeader(int shard, const std::string& node, std::int64_t epoch) {
     std::lock_guard lock(impl_->leader_mu);
-    impl_->leader = std::make_pair(node, epoch);
+    impl_->leaders[static_cast<std::size_t>(shard)] = std::make_pair(node, epoch);
 }
 
-void TriggerNode::MasterLoop() {
+std::optional<std::int64_t> TriggerNode::LeadingEpoch(int shard) {
+    std::lock_guard lock(mu_);
+    return shard_epochs_[static_cast<std::size_t>(shard)];
+}
+
+void TriggerNode::MasterLoop(int shard) {
+    const auto index = static_cast<std::size_t>(shard);
+    Master& master = *impl_->masters[index];
     while (!stopping_) {
         std::optional<std::int64_t> epoch;
         {
             std::unique_lock lock(mu_);
-            cv_.wait_for(lock, 200ms, [this] { return stopping_ || leading_epoch_.has_value(); });
-            epoch = leading_epoch_;
+            cv_.wait_for(lock, 200ms, [this, index] { return stopping_ || shard_epochs_[index].has_value(); });
+            epoch = shard_epochs_[index];
         }
         if (stopping_) break;
-        if (!epoch || !impl_->elector->IsLeading(*epoch)) continue;
-        auto report = impl_->master->Scan(*epoch);
+        if (!epoch || !impl_->leases->IsLeading(shard, *epoch)) continue;
+        auto report = master.Scan(*epoch);
         Micros sleep = config_.scheduler.scan_interval;
         if (report.ok()) {
-            Notify(*report, *epoch);
-            sleep = impl_->master->SleepAfter(*report);
+            Notify(*report, *epoch, shard);
+            sleep = master.SleepAfter(*report);
         } else if (lock::IsLeaseLost(report.status())) {
-            spdlog::warn("master scan refused: {}", report.status().ToString());
+            spdlog::warn("master scan of shard {} refused: {}", shard, report.status().ToString());
             std::lock_guard lock(mu_);
-            if (leading_epoch_ == epoch) leading_epoch_.reset();
+            if (shard_epochs_[index] == epoch) shard_epochs_[index].reset();
             continue;
         } else {
-            spdlog::warn("master scan failed: {}", report.status().ToString());
+            spdlog::warn("master scan of shard {} failed: {}", shard, report.status().ToString());
         }
         std::unique_lock lock(mu_);
         cv_.wait_for(lock, sleep, [this] { return stopping_.load(); });
@@ -75,10 +93,10 @@ void TriggerNode::ClusterGaugesLoop() {
         {
             std::unique_lock lock(mu_);
             cv_.wait_for(lock, kInterval, [this] { return stopping_.load(); });
-            epoch = leading_epoch_;
+            epoch = shard_epochs_[0];
         }
         if (stopping_) break;
-        if (!epoch || !impl_->elector->IsLeading(*epoch)) {
+        if (!epoch || !impl_->leases->IsLeading(0, *epoch)) {
             std::lock_guard lock(impl_->gauges_mu);
             impl_->gauges.reset();
             continue;
@@ -100,10 +118,10 @@ void TriggerNode::PurgeLoop() {
         {
             std::unique_lock lock(mu_);
             cv_.wait_for(lock, config_.scheduler.purge_interval, [this] { return stopping_.load(); });
-            epoch = leading_epoch_;
+            epoch = shard_epochs_[0];
         }
         if (stopping_) break;
-        if (!epoch || !impl_->elector->IsLeading(*epoch)) continue;
+        if (!epoch || !impl_->leases->IsLeading(0, *epoch)) continue;
         const auto started = std::chrono::steady_clock::now();
         auto round = impl_->purger->PurgeRound(*epoch, [this] { return stopping_.load(); });
         const auto elapsed_ms =
@@ -126,10 +144,10 @@ void TriggerNode::AlertLoop() {
         {
             std::unique_lock lock(mu_);
             cv_.wait_for(lock, config_.scheduler.alert_interval, [this] { return stopping_.load(); });
-            epoch = leading_epoch_;
+            epoch = shard_epochs_[0];
         }
         if (stopping_) break;
-        if (!epoch || !impl_->elector->IsLeading(*epoch)) continue;
+        if (!epoch || !impl_->leases->IsLeading(0, *epoch)) continue;
         auto round = impl_->alerter->Round(*epoch, [this] { return stopping_.load(); });
         if (!round.ok()) {
             // What committed stays; the cursor and the pending deliveries are retried next round.
@@ -141,7 +159,7 @@ void TriggerNode::AlertLoop() {
     }
 }
 
-void TriggerNode::Notify(const ScanReport& report, std::int64_t epoch) {
+void TriggerNode::Notify(const ScanReport& report, std::int64_t epoch, int shard) {
     for (const auto& [node, fires] : report.assigned) {
         if (node == node_id_) {
             if (impl_->slave) impl_->slave->Notify(fires);
@@ -149,7 +167,7 @@ void TriggerNode::Notify(const ScanReport& report, std::int64_t epoch) {
         }
         auto it = report.node_addresses.find(node);
         if (it == report.node_addresses.end()) continue;
-        protocol::FiresNotice notice = protocol::MakeFiresNotice(epoch, fires);
+        protocol::FiresNotice notice = protocol::MakeFiresNotice(epoch, fires, shard);
         const std::string url = "http://" + it->second + std::string(protocol::kFiresNoticePath);
         net::co_spawn(
             io_,
@@ -169,6 +187,36 @@ void TriggerNode::Notify(const ScanReport& report, std::int64_t epoch) {
     }
 }
 
+void TriggerNode::WatchShards() {
+    const int shards = config_.scheduler.shards;
+    // A node paused while the cluster was re-sharded would plan with the old count: it gives up
+    // its shards (the balancer yields them all and takes none) until it is restarted.
+    auto recorded = db_->Run([](soci::session& s) { return store::ReadShardCount(s); });
+    if (recorded.ok()) {
+        std::string refused;
+        if (*recorded && **recorded != shards) {
+            refused = "scheduler.shards is " + std::to_string(shards) + " but the cluster now plans in " +
+                      std::to_string(**recorded) +
+                      " shards: restart this node with scheduler.shards: " + std::to_string(**recorded);
+        }
+        impl_->leases->balancer().SetEnabled(refused.empty(), refused);
+        std::lock_guard serving_lock(serving_mu_);
+        shards_refused_ = std::move(refused);
+    }
+    if (shards == 1) return;
+    // Who competes for shards: a heartbeat within ttl - margin (at least two heartbeats), so a
+    // dead node stops counting before its leases expire, and the survivors, whose share has
+    // grown, take its shards at their first round after the expiry.
+    const Micros window = std::max(config_.election.ttl - config_.election.margin, 2 * config_.heartbeat_interval);
+    auto competing = store::TriggerNodeRepository(*db_).ListCompeting(
+        std::chrono::duration_cast<std::chrono::milliseconds>(window).count());
+    if (!competing.ok()) return;
+    std::vector<std::string> ids;
+    ids.reserve(competing->size());
+    for (const auto& n : *competing) ids.push_back(n.node_id);
+    impl_->leases->balancer().SetParticipants(std::move(ids));
+}
+
 void TriggerNode::HeartbeatLoop() {
     store::TriggerNodeRepository nodes(*db_);
     auto next_clock = std::chrono::steady_clock::now();
@@ -185,6 +233,7 @@ void TriggerNode::HeartbeatLoop() {
             }
         }
         db_ok_ = s.ok();
+        if (s.ok()) WatchShards();
         if (config_.database.topology == db::Topology::kGalera) {
             // A Galera node that left the primary component, or is a donor, may still answer.
             auto facts = db::ReadServerFacts(*db_);

@@ -6,6 +6,7 @@
 
 #include "sched/lock/fenced.hpp"
 #include "sched/store/fire_claims.hpp"
+#include "sched/store/shard.hpp"
 #include "sched/store/workflow_run.hpp"
 #include "sched/trigger/misfire_verdict.hpp"
 #include "sched/trigger/slave.hpp"
@@ -30,7 +31,10 @@ std::vector<protocol::NoticedFire> AsNoticed(const std::vector<store::Fire>& fir
 
 SqlFireClaimStore::SqlFireClaimStore(std::shared_ptr<db::Database> db, std::string lease_name,
                                      std::int64_t misfire_threshold_ms)
-    : db_(std::move(db)), lease_name_(std::move(lease_name)), misfire_threshold_ms_(misfire_threshold_ms) {}
+    : db_(std::move(db)),
+      lease_name_(std::move(lease_name)),
+      lease_pattern_(store::ShardLeasePattern(lease_name_)),
+      misfire_threshold_ms_(misfire_threshold_ms) {}
 
 Result<std::vector<std::int64_t>> SqlFireClaimStore::ListPendingIds(const std::string& node, int limit) {
     return db_->Run([&](soci::session& s) { return store::FireClaims::ListPendingIds(s, node, limit); });
@@ -45,11 +49,12 @@ Result<ClaimedGroup> SqlFireClaimStore::Claim(const std::string& node, const std
                                               std::int64_t token, std::int64_t now_ms) {
     // One transaction, one commit, four statements for the whole group: the epoch, the claim,
     // the fires it won, their jobs. The epoch sent in /v1/run is recorded with the claim (a
-    // callback must carry it); it is the lease row's current epoch, read in the claim so that
-    // it is the one in force when the fires left pending.
+    // callback must carry it); it is the sum of the shard lease rows' epochs (ReadEpochSum: the
+    // lease's own epoch with one shard), read in the claim so that it is the one in force when
+    // the fires left pending.
     return db_->InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<ClaimedGroup> {
         ClaimedGroup group;
-        group.epoch = lock::ReadLeaseEpoch(s, lease_name_).value_or(0);
+        group.epoch = lock::ReadEpochSum(s, lease_name_, lease_pattern_).value_or(0);
         auto claimed = store::FireClaims::Claim(s, node, ids, token, group.epoch, now_ms);
         std::set<std::int64_t> job_ids;
         for (const auto& f : claimed) job_ids.insert(f.job_id);
@@ -92,7 +97,7 @@ Result<std::optional<std::int64_t>> SqlFireClaimStore::Restamp(std::int64_t id, 
     // One transaction: the epoch read is the one in force when the fire is stamped, and the
     // stamp lands only while the claim still holds the fire.
     return db_->InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<std::optional<std::int64_t>> {
-        const auto epoch = lock::ReadLeaseEpoch(s, lease_name_);
+        const auto epoch = lock::ReadEpochSum(s, lease_name_, lease_pattern_);
         if (!epoch || !store::FireClaims::Restamp(s, id, token, *epoch)) return std::optional<std::int64_t>();
         return epoch;
     });

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,8 +28,10 @@ class NodeAdminTest : public ::testing::Test {
 
     NodeAdmin::Hooks MakeHooks() {
         NodeAdmin::Hooks h;
-        h.observed_epoch = [this] {
-            return observed_;
+        h.observed_epoch = [this](int shard) -> std::optional<std::int64_t> {
+            if (shard == 0) return observed_;
+            const auto it = observed_by_shard_.find(shard);
+            return it == observed_by_shard_.end() ? std::nullopt : std::optional(it->second);
         };
         h.wake_slave = [this](protocol::FiresNotice notice) {
             woken_.push_back(notice.fire_ids);
@@ -64,7 +67,8 @@ class NodeAdminTest : public ::testing::Test {
         return body["error"].value("field", "<no field>");
     }
 
-    std::optional<std::int64_t> observed_;
+    std::optional<std::int64_t> observed_;           // shard 0
+    std::map<int, std::int64_t> observed_by_shard_;  // the others
     std::vector<std::vector<std::int64_t>> woken_;
     std::vector<protocol::FiresNotice> notices_;
     int nudges_ = 0;
@@ -109,6 +113,27 @@ TEST_F(NodeAdminTest, NoticeFromADeposedMasterIs409NamingEpochAndWakesNothing) {
     EXPECT_EQ(admin_.stale_notices(), 3u);
 }
 
+TEST_F(NodeAdminTest, ANoticeIsJudgedByTheEpochOfItsOwnShard) {
+    observed_ = 10;
+    observed_by_shard_[2] = 5;
+    const auto notice = [](std::int64_t epoch, int shard, std::int64_t id) {
+        return Post(protocol::ToJson(protocol::FiresNotice{.epoch = epoch, .shard = shard, .fire_ids = {id}}).dump());
+    };
+    // Shard 2's epochs are its own: 5 is current there, though shard 0 is at 10.
+    EXPECT_EQ(admin_.Fires(notice(5, 2, 1)).status, 202);
+    auto stale = admin_.Fires(notice(4, 2, 2));
+    EXPECT_EQ(stale.status, 409) << stale.body;
+    EXPECT_EQ(FieldOf(stale), "epoch");
+    // Shard 0's notice at 5 is from a deposed master of shard 0.
+    EXPECT_EQ(admin_.Fires(notice(5, 0, 3)).status, 409);
+    // A shard this node has seen no holder of yet: accepted.
+    EXPECT_EQ(admin_.Fires(notice(1, 7, 4)).status, 202);
+    EXPECT_EQ(woken_, (std::vector<std::vector<std::int64_t>>{{1}, {4}}));
+    ASSERT_EQ(notices_.size(), 2u);
+    EXPECT_EQ(notices_[0].shard, 2);
+    EXPECT_EQ(notices_[1].shard, 7);
+}
+
 TEST_F(NodeAdminTest, MalformedOrOversizedNoticesAre400NamingTheField) {
     json too_many = {{"epoch", 1}, {"fire_ids", json::array()}};
     for (std::size_t i = 0; i <= protocol::kMaxNoticeFires; ++i) too_many["fire_ids"].push_back(i + 1);
@@ -124,6 +149,9 @@ TEST_F(NodeAdminTest, MalformedOrOversizedNoticesAre400NamingTheField) {
         {"fires please", "body"},
         {"", "body"},
         {too_many.dump(), "fire_ids"},
+        {R"({"epoch": 1, "fire_ids": [1], "shard": 64})", "shard"},
+        {R"({"epoch": 1, "fire_ids": [1], "shard": -1})", "shard"},
+        {R"({"epoch": 1, "fire_ids": [1], "shard": "1"})", "shard"},
     };
     observed_ = 1;
     for (const auto& [body, field] : cases) {

@@ -80,7 +80,7 @@ http::Response NodeAdmin::Fires(const http::Request& req) {
     // Fencing: a notice from a term older than one this node has seen comes from a deposed
     // master (its scan may have been overtaken); the poll, which reads committed rows, is the
     // slave's source of truth, so the notice is refused and wakes nothing.
-    const auto observed = hooks_.observed_epoch ? hooks_.observed_epoch() : std::nullopt;
+    const auto observed = hooks_.observed_epoch ? hooks_.observed_epoch(notice.value.shard) : std::nullopt;
     if (observed && notice.value.epoch < *observed) {
         const auto n = ++stale_notices_;
         // Bounded: the first stale notice at info, the rest at debug (a deposed master sends

@@ -21,9 +21,10 @@ namespace sched::trigger::impl {
 class NodeAdmin {
   public:
     struct Hooks {
-        /// The highest lease epoch this node has observed (its own term or another holder's),
-        /// nullopt before any; a peer notification from an older epoch is refused.
-        std::function<std::optional<std::int64_t>()> observed_epoch;
+        /// The highest lease epoch of shard `shard` this node has observed (its own term or
+        /// another holder's), nullopt before any or for a shard it does not know; a peer
+        /// notification from an older epoch of the same shard is refused.
+        std::function<std::optional<std::int64_t>(int shard)> observed_epoch;
         /// Wakes the local slave for the notice's fires (not called when the node runs no slave).
         std::function<void(protocol::FiresNotice)> wake_slave;
         /// Starts an election round now.

@@ -33,16 +33,15 @@ struct TriggerNode::Impl {
     std::unique_ptr<http::HttpClient> http;
     std::shared_ptr<db::Database> election_db;
     std::unique_ptr<lock::SqlLockStore> lock_store;
-    std::unique_ptr<lock::LeaseElector> elector;
-    std::unique_ptr<lock::Fence> fence;
-    std::unique_ptr<Master> master;
+    std::unique_ptr<ShardLeases> leases;
+    std::vector<std::unique_ptr<lock::Fence>> fences;  // per shard; [0] also fences purge and alerts
+    std::vector<std::unique_ptr<Master>> masters;      // per shard
     std::unique_ptr<HistoryPurger> purger;
     std::unique_ptr<HttpWebhookSender> webhooks;
     std::unique_ptr<Alerter> alerter;
     std::unique_ptr<Slave> slave;
     std::vector<std::thread> io_threads;
-    std::jthread elector_thread;
-    std::thread master_thread;
+    std::vector<std::thread> master_threads;  // per shard
     std::thread purge_thread;
     std::thread alert_thread;
     std::thread gauges_thread;
@@ -51,7 +50,7 @@ struct TriggerNode::Impl {
     std::thread heartbeat_thread;
     std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
     std::mutex leader_mu;
-    std::optional<std::pair<std::string, std::int64_t>> leader;
+    std::vector<std::optional<std::pair<std::string, std::int64_t>>> leaders;  // per shard, seen holder
 };
 
 }  // namespace sched::trigger

@@ -71,7 +71,7 @@ void DueJobsStep::WarnIfTheClockSteppedBack(ScanContext& ctx) {
 void DueJobsStep::Run(ScanContext& ctx) {
     WarnIfTheClockSteppedBack(ctx);
     ScanReport& r = ctx.report;
-    const auto due = store::JobRepository::SelectDue(ctx.s, ctx.now + Ms(config_.lookahead), config_.batch);
+    const auto due = store::JobRepository::SelectDue(ctx.s, ctx.now + Ms(config_.lookahead), config_.batch, ctx.shard);
     r.due_jobs = static_cast<int>(due.size());
     std::vector<store::ScheduleAdvance> advances;
     std::vector<JobPlan> plans;  // aligned with advances; empty for a parked job

@@ -29,8 +29,8 @@ bool ShouldRetry(const store::Fire& fire, const store::Job& job) {
 
 void FollowupsStep::Run(ScanContext& ctx) {
     ScanReport& r = ctx.report;
-    r.followups += store::FireRepository::ClearTrivialFollowups(ctx.s);
-    const auto followups = store::FireRepository::ListFollowups(ctx.s, config_.batch);
+    r.followups += store::FireRepository::ClearTrivialFollowups(ctx.s, ctx.shard);
+    const auto followups = store::FireRepository::ListFollowups(ctx.s, config_.batch, ctx.shard);
     std::vector<std::int64_t> followup_ids;
     followup_ids.reserve(followups.size());
     for (const auto& fire : followups) followup_ids.push_back(fire.id);

@@ -8,7 +8,7 @@ void BackfillsStep::Run(ScanContext& ctx) {
     const auto live = [&ctx](const std::string& app) {
         return ctx.LiveExecutors(app);
     };
-    auto progress = backfills_.Advance(ctx.s, ctx.dialect, ctx.epoch, ctx.now, ctx.assigner, live);
+    auto progress = backfills_.Advance(ctx.s, ctx.dialect, ctx.epoch, ctx.now, ctx.assigner, live, ctx.shard);
     ctx.report.backfill_fires = progress.fires_created;
     ctx.report.backfills_completed = progress.completed;
     ctx.Notify(progress.assigned);

@@ -17,6 +17,7 @@
 
 #include "sched/db/dialect.hpp"
 #include "sched/store/fire.hpp"
+#include "sched/store/shard.hpp"
 #include "sched/trigger/assigner.hpp"
 #include "sched/trigger/master_config.hpp"
 
@@ -47,6 +48,8 @@ class ScanContext {
     /// The slaves not dead (heartbeat within node-ttl): their dispatching fires are theirs.
     const std::vector<std::string> alive_ids;
     ScanReport& report;
+    /// The shard of the job space this scan plans (the whole space with one shard).
+    store::JobShard shard;
     /// Workflow runs whose step fires ended in this scan (the follow-ups tell the workflows).
     std::set<std::int64_t> ended_runs;
 

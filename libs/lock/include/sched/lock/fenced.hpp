@@ -106,6 +106,14 @@ class Fence {
 /// each run carries the epoch in force when its fire left `pending`.
 std::optional<std::int64_t> ReadLeaseEpoch(soci::session& s, const std::string& name);
 
+/// The sum of the epochs of the lease rows `name` and those matching the LIKE `pattern` (an
+/// election split into several leases: one per shard), read inside the caller's transaction;
+/// nullopt when there is no such row. Every row's epoch only grows, so the sum never decreases
+/// and grows with every change of holder of any of them: the slave stamps its claims with it,
+/// and executors, which refuse a run older than the newest they have seen, are fenced against
+/// every shard's take-overs at once. With one row it is that row's epoch.
+std::optional<std::int64_t> ReadEpochSum(soci::session& s, const std::string& name, const std::string& pattern);
+
 /// Sets (and afterwards restores) MariaDB's idle_transaction_timeout on one session.
 class Fence::IdleTimeoutScope {
   public:

@@ -115,6 +115,20 @@ class ElectionObserver {
     virtual void OnNewLeader(const std::string& /*node_id*/, std::int64_t /*epoch*/) {}
 };
 
+/// A policy that spreads several leases over nodes (one elector per lease, all consulting the same
+/// gate): it may hold back an acquisition and ask a leader to give its lease back. Called on the
+/// elector's driver thread; must return promptly and never block on the database.
+class AcquireGate {
+  public:
+    virtual ~AcquireGate() = default;
+    /// The lease `name` is free (released, expired or absent) and this node could take it now.
+    /// `free_since` is the start of the first round of this elector that found it free (the
+    /// current one or an earlier one, with no round finding it held in between).
+    virtual bool MayAcquire(std::string_view name, std::chrono::steady_clock::time_point free_since) = 0;
+    /// This node leads `name`: whether it should resign it now, for another node to take.
+    virtual bool ShouldYield(std::string_view name) = 0;
+};
+
 /// Monotonic counts since construction (exported as metrics by the trigger module).
 struct ElectionCounters {
     std::uint64_t ticks = 0;
@@ -144,6 +158,10 @@ class LeaseElector {
 
     /// Adds an observer (not owned). Call before the first Tick.
     void AddObserver(ElectionObserver& observer);
+    /// Consults `gate` (not owned) before every acquisition, and in Run() after every round
+    /// while leading (a yield is a Resign: observers first, then the row released). Call before
+    /// the first Tick. Without a gate the elector takes any free lease at once.
+    void SetGate(AcquireGate& gate) { gate_ = &gate; }
 
     /// One round: ends the term if its deadline has passed; a leader renews; a follower reads the
     /// row and acquires it when it is released or expired (database clock), or gives back a row
@@ -204,12 +222,18 @@ class LeaseElector {
     void Demote(StopReason reason, SteadyTime ended_at, std::string detail);
     void SeeLeader(const std::string& node, std::int64_t epoch);
     void SeeLeaderActivity(SteadyTime at);
+    /// A round found the row held by another owner (or by this node's ended term).
+    void SeeHolder(const LockRow& seen, SteadyTime round_start);
+    /// With a gate: whether this round may try to take the row (false also after a read error).
+    bool GateAllows(SteadyTime round_start, const ClockStepGuard& guard);
 
     LockStore& store_;
     const std::string node_id_;
     const ElectionConfig config_;
     const Clock& clock_;
     std::vector<ElectionObserver*> observers_;
+    AcquireGate* gate_ = nullptr;
+    std::optional<SteadyTime> free_since_;  // driver thread only
 
     // Written by the driver thread under mu_; read by anyone under mu_.
     mutable std::mutex mu_;

@@ -13,6 +13,9 @@
 /// queues the fire by it and reads the row only when it claims it. Optional: a notice without
 /// it (from a master older than the field) makes the slave read the fires first.
 ///
+/// `shard` is the shard of the job space whose master sent it (0 .. 63; absent: 0): the epoch
+/// is that shard's lease epoch, compared with the receiver's sighting of the same shard.
+///
 /// Best effort either way: a slave's poll finds its fires without the notice.
 
 #include <cstddef>
@@ -43,6 +46,7 @@ struct NoticedFire {
 
 struct FiresNotice {
     std::int64_t epoch = 0;              ///< the sender's lease epoch (fencing token), >= 1
+    int shard = 0;                       ///< the sender's shard; sent only when > 0
     std::vector<std::int64_t> fire_ids;  ///< each >= 1, at most kMaxNoticeFires
     /// One per id, each >= 0; nullopt: the sender did not say (an older master).
     std::optional<std::vector<std::int64_t>> due_at;
@@ -51,7 +55,7 @@ struct FiresNotice {
 };
 
 /// The notice of `fires`, with their due times.
-FiresNotice MakeFiresNotice(std::int64_t epoch, const std::vector<NoticedFire>& fires);
+FiresNotice MakeFiresNotice(std::int64_t epoch, const std::vector<NoticedFire>& fires, int shard = 0);
 /// The fires with their due times; nullopt when the notice has none.
 std::optional<std::vector<NoticedFire>> NoticedFires(const FiresNotice& notice);
 
@@ -60,7 +64,7 @@ std::optional<std::vector<NoticedFire>> NoticedFires(const FiresNotice& notice);
 bool RefusedDueAt(int status, const std::string& body);
 
 nlohmann::json ToJson(const FiresNotice& notice);
-/// Exactly {epoch, fire_ids} and optionally due_at, bounded; the first problem names its field
+/// Exactly {epoch, fire_ids} and optionally due_at and shard, bounded; the first problem names its field
 /// ("body" for a non-object).
 Parsed<FiresNotice> ParseFiresNotice(const nlohmann::json& body);
 

@@ -79,8 +79,9 @@ class BackfillRepository {
     /// Inserts a backfill (state and counters as given); returns its id.
     static std::int64_t Insert(soci::session& s, const Backfill& backfill);
     static std::optional<Backfill> Find(soci::session& s, std::int64_t id);
-    /// Running backfills with id > after_id, in id order, at most limit (idx_backfill_state).
-    static std::vector<Backfill> ListRunning(soci::session& s, std::int64_t after_id, int limit);
+    /// Running backfills of `shard`'s jobs with id > after_id, in id order, at most limit (idx_backfill_state).
+    static std::vector<Backfill> ListRunning(soci::session& s, std::int64_t after_id, int limit,
+                                             const JobShard& shard = {});
     /// How many running backfills the job has (idx_backfill_job).
     static int CountRunning(soci::session& s, std::int64_t job_id);
     /// Stores the master's progress: the cursor, the counters, the state and finished_at, only

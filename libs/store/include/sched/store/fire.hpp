@@ -21,6 +21,7 @@
 #include "sched/common/name_table.hpp"
 #include "sched/common/status.hpp"
 #include "sched/db/database.hpp"
+#include "sched/store/shard.hpp"
 
 namespace sched::store {
 
@@ -249,11 +250,11 @@ class FireRepository {
     /// master's sweep for runs that nobody will finish. Served by idx_fire_status.
     static std::vector<Fire> ListRunning(soci::session& s, std::int64_t after_scheduled, std::int64_t after_id,
                                          int limit);
-    /// Fires whose followup flag is set, oldest first. On MySQL a locking read (FOR UPDATE, which
-    /// the master's clearing of the flags takes next anyway): a lost fire's success applied by a
+    /// Fires whose followup flag is set, of `shard` (JobShard::FollowupFilter), oldest first. On MySQL a locking read
+    /// (FOR UPDATE, which the master's clearing of the flags takes next anyway): a lost fire's success applied by a
     /// callback meanwhile is either committed before this read, which then sees `succeeded`,
     /// or waits for the master's commit and then finds the retry it planned (ApplyResult).
-    static std::vector<Fire> ListFollowups(soci::session& s, int limit);
+    static std::vector<Fire> ListFollowups(soci::session& s, int limit, const JobShard& shard = {});
     /// Every fire of the given workflow runs (job_fire.workflow_run_id), in id order: a run's
     /// step fires and skip rows, at most 64 steps x their shards and tries each. Served by
     /// idx_fire_workflow_run; one statement per 500 run ids.
@@ -292,8 +293,8 @@ class FireRepository {
     /// Clears, in one statement, the followup flag of every ended fire after which nothing can
     /// follow: succeeded, skipped or killed fires of jobs that are not fixed-delay (no retry, no
     /// next time from the finish), except workflow step fires (their run advances on them).
-    /// Returns how many.
-    static int ClearTrivialFollowups(soci::session& s);
+    /// Only `shard`'s fires (JobShard::FollowupFilter). Returns how many.
+    static int ClearTrivialFollowups(soci::session& s, const JobShard& shard = {});
     static std::optional<Fire> Find(soci::session& s, std::int64_t id);
 
     /// Applies an executor's result inside the caller's write transaction, after checking, in

@@ -21,6 +21,7 @@
 #include "sched/common/job_vocabulary.hpp"
 #include "sched/common/status.hpp"
 #include "sched/db/database.hpp"
+#include "sched/store/shard.hpp"
 
 namespace sched::store {
 
@@ -152,8 +153,8 @@ class JobRepository {
 
     // ---- session-level operations, for the master's fenced transactions ----
 
-    /// Enabled jobs with next_fire_time <= until_ms, earliest first, at most `limit`.
-    static std::vector<Job> SelectDue(soci::session& s, std::int64_t until_ms, int limit);
+    /// Enabled jobs of `shard` with next_fire_time <= until_ms, earliest first, at most `limit`.
+    static std::vector<Job> SelectDue(soci::session& s, std::int64_t until_ms, int limit, const JobShard& shard = {});
     /// Moves a job's schedule on: sets next/last fire time if the job still has `expected_version`
     /// and `expected_next`. Returns false when the CAS lost (the job was edited or advanced).
     static bool AdvanceSchedule(soci::session& s, std::int64_t id, std::int64_t expected_version,
@@ -165,8 +166,8 @@ class JobRepository {
     static std::vector<bool> AdvanceMany(soci::session& s, const std::vector<ScheduleAdvance>& advances);
     /// The job with this id, if it exists.
     static std::optional<Job> Find(soci::session& s, std::int64_t id);
-    /// The earliest next_fire_time of any enabled job, if any (the master sleeps until then).
-    static std::optional<std::int64_t> EarliestDue(soci::session& s);
+    /// The earliest next_fire_time of any enabled job of `shard`, if any (its master sleeps until then).
+    static std::optional<std::int64_t> EarliestDue(soci::session& s, const JobShard& shard = {});
     /// The jobs among `ids` that exist, in one query per 500 ids (the slave's group of fires).
     static std::vector<Job> FindMany(soci::session& s, const std::vector<std::int64_t>& ids);
     /// Ids of at most `limit` jobs with id > after_id, ascending (a cursor over all jobs).

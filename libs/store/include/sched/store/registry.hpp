@@ -70,6 +70,10 @@ class TriggerNodeRepository {
     Result<std::vector<TriggerNode>> List();
     /// Active nodes whose last heartbeat is younger than `ttl_ms` by the DB clock.
     Result<std::vector<TriggerNode>> ListLive(std::int64_t ttl_ms);
+    /// Nodes that compete for the master's leases (state active or standby: not stopped or
+    /// draining) whose last heartbeat is younger than `ttl_ms` by the DB clock.
+    Result<std::vector<TriggerNode>> ListCompeting(std::int64_t ttl_ms);
+    static std::vector<TriggerNode> ListCompeting(soci::session& s, std::int64_t ttl_ms);
 
   private:
     db::Database& db_;

@@ -24,6 +24,7 @@
 #include "sched/db/dialect.hpp"
 #include "sched/protocol/fires_notice.hpp"
 #include "sched/store/backfill.hpp"
+#include "sched/store/shard.hpp"
 #include "sched/trigger/assigner.hpp"
 
 namespace sched::trigger {
@@ -63,9 +64,10 @@ class BackfillAdvancer {
         : per_scan_(per_scan), times_per_step_(times_per_step) {}
 
     /// Inside the scan's fenced transaction. `live_executors(app)` counts the live instances of
-    /// an app (for sharding-broadcast jobs).
+    /// an app (for sharding-broadcast jobs). Only backfills of `shard`'s jobs.
     BackfillProgress Advance(soci::session& s, const db::Dialect& dialect, std::int64_t epoch, std::int64_t now,
-                             Assigner& assigner, const std::function<int(const std::string& app)>& live_executors);
+                             Assigner& assigner, const std::function<int(const std::string& app)>& live_executors,
+                             const store::JobShard& shard = {});
 
   private:
     int per_scan_;

@@ -2,6 +2,12 @@
 
 /// The master's work, one scan at a time, while this node holds the lease.
 ///
+/// With `scheduler.shards: K` > 1 there is one Master per shard of the job space
+/// (store::JobShard: jobs by id % K), each scanning under its own shard's lease and epoch: steps
+/// 1, 1b and 3 see only the shard's jobs (step 3: their fires; shard 0 also every workflow
+/// step's fire), and steps 2, 2b and 4, which concern the whole cluster, run in shard 0 only.
+/// With one shard every step sees everything, as described below.
+///
 /// Scan(epoch) runs ONE fenced transaction (lock::Fence::RunFenced), so every write of a scan
 /// lands only if this node still holds the lease at `epoch`. Inside it the steps run in order,
 /// each a type of its own (src/scan/*_step.hpp):
@@ -34,6 +40,7 @@
 /// the commit; slaves also poll, so a lost notification only delays a fire by the poll interval.
 ///
 /// YAML (section `scheduler`), defaults shown:
+///   shards: 1                  # shards of the job space, each led by one node (1 .. 64)
 ///   scan-interval: 100ms       # the longest the master sleeps between scans
 ///   scan-min-interval: 25ms    # the shortest (unless a scan hit `batch`: then at once)
 ///   lookahead: 2s              # fires due within this are created ahead
@@ -80,6 +87,7 @@
 #include "sched/common/status.hpp"
 #include "sched/db/database.hpp"
 #include "sched/lock/fenced.hpp"
+#include "sched/store/shard.hpp"
 #include "sched/trigger/db_time.hpp"
 #include "sched/trigger/master_config.hpp"
 
@@ -92,8 +100,9 @@ class ScheduleCache;
 
 class Master {
   public:
+    /// `fence` is the lease of `shard`; `metrics` are shared by a node's shards (counted together).
     Master(std::shared_ptr<db::Database> db, lock::Fence& fence, const DbTime& time, MasterConfig config,
-           MetricsRegistry& metrics);
+           MetricsRegistry& metrics, store::JobShard shard = {});
     ~Master();
 
     /// One scan under `epoch` (see above). lock::IsLeaseLost(status) means stop master work.
@@ -104,12 +113,14 @@ class Master {
     Micros SleepAfter(const ScanReport& report) const;
 
     const MasterConfig& config() const { return config_; }
+    const store::JobShard& shard() const { return shard_; }
 
   private:
     std::shared_ptr<db::Database> db_;
     lock::Fence& fence_;
     const DbTime& time_;
     MasterConfig config_;
+    store::JobShard shard_;
     std::unique_ptr<impl::ScheduleCache> schedules_;      // shared by the steps that compute fire times
     std::vector<std::unique_ptr<impl::ScanStep>> steps_;  // in scan order
     CounterChild& fires_created_;

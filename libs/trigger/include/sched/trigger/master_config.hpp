@@ -18,6 +18,9 @@
 namespace sched::trigger {
 
 struct MasterConfig {
+    /// The shards the job space is split into (store::JobShard), each with its own lease: 1 ..
+    /// store::kMaxShards. The same on every node of a cluster (checked at start-up).
+    int shards = 1;
     Micros scan_interval = std::chrono::milliseconds(100);
     Micros scan_min_interval = std::chrono::milliseconds(50);
     Micros lookahead = std::chrono::seconds(2);

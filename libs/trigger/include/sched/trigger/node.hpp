@@ -12,17 +12,24 @@
 /// (advertised-address, validated the same way; e.g. a pod's IP and port in Kubernetes).
 ///
 /// HTTP (port `http.listen`): GET /healthz, /readyz, /metrics, /status (public, no secrets);
-/// POST /internal/v1/fires {epoch, fire_ids} (the master's notification; bearer token) and
+/// POST /internal/v1/fires {epoch, fire_ids, due_at, shard} (a master's notification; bearer token) and
 /// POST /internal/v1/election/nudge (empty body or `{}`); plus whatever the app adds to
 /// router() before Start (apps/scheduler-trigger: with executor-api, default true, the SDK's
 /// registry, callback and lock routes, web::AddExecutorRoutes). Internal bodies are strict: unknown
 /// fields and wrong types are 400 naming the field.
 ///
 /// /readyz is 200 `ready` only while the node runs, its database answers (last heartbeat
-/// succeeded) and some node has led the cluster within the last election ttl + tick (this
-/// node's elector's view: its own term, or the lease row's last write by the database clock;
-/// LeaseElector::LastLeaderActivity). Otherwise 503 `not ready: <why>`. A newly started node
-/// counts from its start.
+/// succeeded), its shard count is the cluster's, and every shard has been led by some node
+/// within the last election ttl + tick (this node's electors' view: its own term, or the lease
+/// row's last write by the database clock; LeaseElector::LastLeaderActivity). Otherwise 503
+/// `not ready: <why>`. A newly started node counts from its start.
+///
+/// Shards (scheduler.shards: K, ShardLeases): the node competes for K leases (`master`,
+/// `master/1`, ...), spread over the live nodes by ShardBalancer, and runs one Master per shard
+/// it leads; shard 0's leader also purges history, evaluates alerts and reads the cluster
+/// gauges. At start-up the node records K in cluster_setting, or refuses a K that differs from
+/// the recorded one while another node is live; a node whose K differs later (the cluster was
+/// re-sharded while it was paused) gives up its shards and turns not ready.
 ///
 /// Stop(): stops taking fires and hands unclaimed ones back, stops master work, releases the
 /// lease (a planned restart fails over within one tick), marks the node stopped, then closes
@@ -37,6 +44,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "sched/common/config.hpp"
 #include "sched/common/logging.hpp"
@@ -49,6 +57,7 @@
 #include "sched/trigger/alerter.hpp"
 #include "sched/trigger/history_purger.hpp"
 #include "sched/trigger/master.hpp"
+#include "sched/trigger/shard_leases.hpp"
 #include "sched/trigger/slave.hpp"
 
 namespace sched::trigger {
@@ -85,7 +94,7 @@ struct NodeConfig {
     static NodeConfig FromYaml(const ConfigNode& root, const Defaults& defaults, bool reject_unknown = true);
 };
 
-class TriggerNode final : private lock::ElectionObserver {
+class TriggerNode final : private ShardObserver {
   public:
     explicit TriggerNode(NodeConfig config);
     ~TriggerNode() override;
@@ -100,7 +109,10 @@ class TriggerNode final : private lock::ElectionObserver {
 
     std::uint16_t port() const;
     const std::string& node_id() const { return node_id_; }
+    /// Whether this node leads shard 0 (the `master` lease, which carries the cluster-wide duties).
     bool IsLeading() const;
+    /// How many shards this node leads now.
+    int ShardsLed() const;
     MetricsRegistry& metrics() { return metrics_; }
     /// Extra routes (e.g. the web module in the standalone app) must be added before Start().
     http::Router& router();
@@ -109,11 +121,17 @@ class TriggerNode final : private lock::ElectionObserver {
     const DbTime* time() const { return time_.get(); }
 
   private:
-    void OnStartedLeading(std::int64_t epoch) override;
-    void OnStoppedLeading(const lock::LeadershipEnd& end) override;
-    void OnNewLeader(const std::string& node, std::int64_t epoch) override;
+    void OnShardLeading(int shard, std::int64_t epoch) override;
+    void OnShardStopped(int shard, const lock::LeadershipEnd& end) override;
+    void OnShardLeader(int shard, const std::string& node, std::int64_t epoch) override;
 
-    void MasterLoop();
+    /// Records the cluster's shard count, or refuses a count that differs from it while other
+    /// nodes are live (the message says what to do).
+    Status CheckShardCount();
+    /// The epoch this node leads `shard` in, if it does (the loops' view, cleared on a refused scan).
+    std::optional<std::int64_t> LeadingEpoch(int shard);
+    /// While this node leads `shard`: its master's scans.
+    void MasterLoop(int shard);
     /// While this node leads: a HistoryPurger round every scheduler.purge-interval, on its own
     /// thread so a backlog's batches never delay a scan.
     void PurgeLoop();
@@ -124,9 +142,13 @@ class TriggerNode final : private lock::ElectionObserver {
     /// its own thread, for /metrics; not leading, they are cleared.
     void ClusterGaugesLoop();
     void HeartbeatLoop();
-    void Notify(const ScanReport& report, std::int64_t epoch);
-    /// After a planned release: tells the other live nodes to compete now (best effort).
-    void NudgePeers();
+    /// Each heartbeat: the balancer's participants, and whether this node's shard count is
+    /// still the cluster's.
+    void WatchShards();
+    void Notify(const ScanReport& report, std::int64_t epoch, int shard);
+    /// After a planned release: tells the other live nodes to compete now (best effort); with
+    /// `wait`, for at most 2 s (a stopping node), else in the background (a yielded shard).
+    void NudgePeers(bool wait = true);
     std::string StatusJson() const;
     /// "" when ready; otherwise why not (the /readyz body).
     std::string NotReadyReason() const;
@@ -147,7 +169,10 @@ class TriggerNode final : private lock::ElectionObserver {
 
     std::mutex mu_;
     std::condition_variable cv_;
-    std::optional<std::int64_t> leading_epoch_;
+    std::vector<std::optional<std::int64_t>> shard_epochs_;  // per shard, under mu_
+    // Why this node takes no shard now ("" while it competes): its shard count differs from the
+    // cluster's (HeartbeatLoop).
+    std::string shards_refused_;  // under serving_mu_
     std::atomic<bool> stopping_{false};
     std::atomic<bool> started_{false};
     std::atomic<bool> db_ok_{false};

@@ -107,7 +107,8 @@ class FireClaimStore {
     virtual Result<int> UnassignPending(const std::string& node) = 0;
 };
 
-/// The store on the cluster's database. The lease epoch comes from the lease row `lease_name`;
+/// The store on the cluster's database. The epoch of a claim is the sum over the election's lease
+/// rows: `lease_name` and its shards' rows (lock::ReadEpochSum, store::ShardLeaseName);
 /// a claimed fire of a job with a concurrency limit is judged against `misfire_threshold_ms`
 /// (MisfireVerdict) before it may wait for a seat.
 class SqlFireClaimStore final : public FireClaimStore {
@@ -130,6 +131,7 @@ class SqlFireClaimStore final : public FireClaimStore {
   private:
     std::shared_ptr<db::Database> db_;
     std::string lease_name_;
+    std::string lease_pattern_;
     std::int64_t misfire_threshold_ms_;
 };
 
