@@ -39,6 +39,7 @@
 #include "sched/store/fire.hpp"
 #include "sched/store/job.hpp"
 #include "sched/store/registry.hpp"
+#include "sched/store/shard.hpp"
 #include "sched/store/workflow.hpp"
 #include "sched/store/workflow_run.hpp"
 
@@ -1151,6 +1152,43 @@ TEST_F(ChaosTest, SixShardsOnThreeNodesTwoEachAKilledNodesShardsLedAgainWithinTt
     }
     std::this_thread::sleep_for(3s);
     CheckHistoryOver(first, (NowMs() / 1000 - 3) * 1000);
+}
+
+// The shard count is the cluster's: a node started with another count while a node runs is
+// refused with what to do; with no other node live the new count is adopted, and then the old
+// count is the one refused.
+TEST_F(ChaosTest, AShardCountOtherThanTheClustersIsRefusedWhileANodeRunsAndAdoptedWhenNoneDoes) {
+    shards_ = 6;
+    StartNode(1);
+    ASSERT_TRUE(WaitFor([&] { return ShardsPerNode()["node-1"] == 6; }, 10s)) << "one node leads all six";
+    const auto start_expecting_refusal = [&](int n, int shards) {
+        const auto log = dir_ / ("refused-" + std::to_string(n) + ".log");
+        const auto config = dir_ / ("refused-" + std::to_string(n) + ".yaml");
+        std::ofstream(config) << "node-id: \"node-" << n << "\"\ntoken: \"" << kToken
+                              << "\"\nhttp:\n  listen: \"127.0.0.1:0\"\n"
+                              << "database:\n  url: \"" << NodeDbUrl(n) << "\"\n  connect-retry-for: 5s\n"
+                              << "scheduler:\n  shards: " << shards << "\n";
+        auto proc = SpawnLogged({SCHED_TRIGGER_BIN, "--config", config.string()}, log);
+        EXPECT_TRUE(proc->WaitForExit(30s)) << "a node with " << shards << " shards started:\n" << Tail(log);
+        return ReadText(log);
+    };
+    const std::string refused = start_expecting_refusal(2, 3);
+    EXPECT_NE(refused.find("scheduler.shards: 3, but the cluster plans in 6 shards and 1 other node(s) are live "
+                           "(node-1); every node of a cluster uses the same count"),
+              std::string::npos)
+        << refused;
+
+    Say("stopping node-1; node-2 starts with 3 shards");
+    nodes_[1].proc->Signal(SIGTERM);
+    ASSERT_TRUE(nodes_[1].proc->WaitForExit(15s));
+    shards_ = 3;
+    StartNode(2);
+    ASSERT_TRUE(WaitFor([&] { return ShardsPerNode()["node-2"] == 3; }, 10s)) << "node-2 leads the three shards";
+    auto recorded = db().Run([](soci::session& s) { return store::ReadShardCount(s); });
+    ASSERT_TRUE(recorded.ok());
+    EXPECT_EQ(*recorded, 3);
+    const std::string old_count = start_expecting_refusal(1, 6);
+    EXPECT_NE(old_count.find("scheduler.shards: 6, but the cluster plans in 3 shards"), std::string::npos) << old_count;
 }
 
 // ---- on a three-node MariaDB Galera cluster ----
