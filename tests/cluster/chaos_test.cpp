@@ -409,6 +409,25 @@ class ChaosTest : public ::testing::Test {
         }
         return per;
     }
+    // Whether each of the three nodes leads exactly `per_node` shards.
+    bool SpreadEvenly(int per_node) {
+        const auto per = ShardsPerNode();
+        return per.size() == 3 &&
+               std::all_of(per.begin(), per.end(), [per_node](const auto& p) { return p.second == per_node; });
+    }
+    // Nodes 1..3 with `shards` shards, spread `per_node` each, two sinks and `jobs` every-second
+    // jobs flowing: returns the first scheduled time.
+    std::int64_t StartShardedLoad(int shards, int per_node, int jobs) {
+        shards_ = shards;
+        for (int n = 1; n <= 3; ++n) StartNode(n);
+        EXPECT_TRUE(WaitFor([&] { return SpreadEvenly(per_node); }, 20s)) << "shards not spread evenly";
+        StartSink("e1");
+        StartSink("e2");
+        const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
+        CreateEverySecondJobs(jobs, first);
+        EXPECT_TRUE(WaitForFlow(first - 1, 20s)) << "no fire ran";
+        return first;
+    }
 
     // Waits until every fire of the checked jobs scheduled before `to_ms` has ended and its
     // follow-up (retry) was handled, then runs the checker over [from_ms, to_ms).
@@ -1105,18 +1124,8 @@ TEST_F(ChaosTest, ASlaveRestartedUnderItsOwnIdLeavesNoFireDispatchingForever) {
 // again within election ttl + tick (measured from the kill to the rows' new owners); restarted,
 // it gets two shards back; every (job, time) fired once throughout.
 TEST_F(ChaosTest, SixShardsOnThreeNodesTwoEachAKilledNodesShardsLedAgainWithinTtlPlusTick) {
-    shards_ = 6;
-    for (int n = 1; n <= 3; ++n) StartNode(n);
-    const auto two_each = [&] {
-        const auto per = ShardsPerNode();
-        return per.size() == 3 && std::all_of(per.begin(), per.end(), [](const auto& p) { return p.second == 2; });
-    };
-    ASSERT_TRUE(WaitFor(two_each, 20s)) << "shards not spread 2/2/2";
-    StartSink("e1");
-    StartSink("e2");
-    const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
-    CreateEverySecondJobs(30, first);
-    ASSERT_TRUE(WaitForFlow(first - 1, 20s)) << "no fire ran";
+    const std::int64_t first = StartShardedLoad(6, 2, 30);
+    ASSERT_FALSE(HasFailure());
     std::this_thread::sleep_for(2s);
 
     for (int victim : {2, 1}) {
@@ -1147,7 +1156,8 @@ TEST_F(ChaosTest, SixShardsOnThreeNodesTwoEachAKilledNodesShardsLedAgainWithinTt
         const std::int64_t after = NowMs();
         ASSERT_TRUE(WaitForFlow(after, 10s)) << "no fire ran after the take-over";
         StartNode(victim);
-        ASSERT_TRUE(WaitFor(two_each, 20s)) << "the restarted node did not get its two shards back";
+        ASSERT_TRUE(WaitFor([&] { return SpreadEvenly(2); }, 20s))
+            << "the restarted node did not get its two shards back";
         Say(id + " back: 2/2/2");
     }
     std::this_thread::sleep_for(3s);
@@ -1235,6 +1245,22 @@ class GaleraChaosTest : public ChaosTest {
         db::DbUrl url = test_db_->url();
         url.port = db::ParseDbUrl(galera_world->galera->url(n))->port;
         return url;
+    }
+
+    // kill -9 of Galera node n under load, fires flowing while it is down, then its rejoin and
+    // fires flowing again.
+    void KillAndRejoinGaleraNode(int n) {
+        const std::string which = std::to_string(n);
+        Say("kill -9 of Galera node " + which + " (node-" + which + "'s database)");
+        std::string output;
+        ASSERT_TRUE(galera_world->galera->Kill(n, &output)) << output;
+        std::this_thread::sleep_for(6s);
+        const std::int64_t during = NowMs();
+        ASSERT_TRUE(WaitForFlow(during, 10s)) << "no fire ran while a Galera node was down";
+        Say("rejoining Galera node " + which);
+        ASSERT_TRUE(galera_world->galera->Rejoin(n, &output)) << output;
+        const std::int64_t rejoined = NowMs();
+        ASSERT_TRUE(WaitForFlow(rejoined, 15s)) << "no fire ran after the rejoin";
     }
 
     void SetReadOnly(int n, bool on) {
@@ -1339,16 +1365,8 @@ TEST_F(GaleraChaosTest, EveryFireOnceThroughKillsOfTheMasterAndOfAGaleraNode) {
         std::this_thread::sleep_for(3s);
     }
 
-    Say("kill -9 of Galera node 3 (node-3's database)");
-    std::string output;
-    ASSERT_TRUE(galera_world->galera->Kill(3, &output)) << output;
-    std::this_thread::sleep_for(6s);
-    const std::int64_t during = NowMs();
-    ASSERT_TRUE(WaitForFlow(during, 10s)) << "no fire ran while a Galera node was down";
-    Say("rejoining Galera node 3");
-    ASSERT_TRUE(galera_world->galera->Rejoin(3, &output)) << output;
-    const std::int64_t rejoined = NowMs();
-    ASSERT_TRUE(WaitForFlow(rejoined, 15s)) << "no fire ran after the rejoin";
+    KillAndRejoinGaleraNode(3);
+    ASSERT_FALSE(HasFatalFailure());
     EXPECT_TRUE(WaitForNewLine(nodes_[3].log, 0, "database reachable again", 20s))
         << "node-3 does not log its database's return:\n"
         << Tail(nodes_[3].log);
@@ -1360,18 +1378,8 @@ TEST_F(GaleraChaosTest, EveryFireOnceThroughKillsOfTheMasterAndOfAGaleraNode) {
 // leader of shard 1 and then of shard 2's, and kill -9 of a Galera node under load: every
 // (job, time) fired once, none silently lost; each shard led again after each kill.
 TEST_F(GaleraChaosTest, ThreeShardsFireEveryTimeOnceThroughKillsOfShardLeadersAndOfAGaleraNode) {
-    shards_ = 3;
-    for (int n = 1; n <= 3; ++n) StartNode(n);
-    const auto one_each = [&] {
-        const auto per = ShardsPerNode();
-        return per.size() == 3 && std::all_of(per.begin(), per.end(), [](const auto& p) { return p.second == 1; });
-    };
-    ASSERT_TRUE(WaitFor(one_each, 20s)) << "shards not spread 1/1/1";
-    StartSink("e1");
-    StartSink("e2");
-    const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
-    CreateEverySecondJobs(21, first);
-    ASSERT_TRUE(WaitForFlow(first - 1, 20s)) << "no fire ran on the Galera cluster";
+    const std::int64_t first = StartShardedLoad(3, 1, 21);
+    ASSERT_FALSE(HasFailure());
     std::this_thread::sleep_for(3s);
 
     for (int shard : {1, 2}) {
@@ -1392,19 +1400,11 @@ TEST_F(GaleraChaosTest, ThreeShardsFireEveryTimeOnceThroughKillsOfShardLeadersAn
         const std::int64_t after = NowMs();
         ASSERT_TRUE(WaitForFlow(after, 10s)) << "no fire ran after the take-over";
         StartNode(victim);
-        ASSERT_TRUE(WaitFor(one_each, 20s)) << "the restarted node got no shard back";
+        ASSERT_TRUE(WaitFor([&] { return SpreadEvenly(1); }, 20s)) << "the restarted node got no shard back";
     }
 
-    Say("kill -9 of Galera node 2 (node-2's database)");
-    std::string output;
-    ASSERT_TRUE(galera_world->galera->Kill(2, &output)) << output;
-    std::this_thread::sleep_for(6s);
-    const std::int64_t during = NowMs();
-    ASSERT_TRUE(WaitForFlow(during, 10s)) << "no fire ran while a Galera node was down";
-    Say("rejoining Galera node 2");
-    ASSERT_TRUE(galera_world->galera->Rejoin(2, &output)) << output;
-    const std::int64_t rejoined = NowMs();
-    ASSERT_TRUE(WaitForFlow(rejoined, 15s)) << "no fire ran after the rejoin";
+    KillAndRejoinGaleraNode(2);
+    ASSERT_FALSE(HasFatalFailure());
     std::this_thread::sleep_for(5s);
     CheckHistoryOver(first, (NowMs() / 1000 - 3) * 1000);
 }
