@@ -93,16 +93,18 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
     // planned fires do not wait for the full node-ttl. Moving a pending fire is always safe (the
     // claim is a CAS on the status). Declaring `dispatching` fires lost waits for the full
     // node-ttl: a run may be in flight there.
+    //
+    // One read for both: the nodes alive by the full node-ttl, of which those whose heartbeat
+    // (a database-clock time) is within node-ttl / 2 of the database clock now get fires.
     store::TriggerNodeRepository nodes(*db_);
-    auto live = nodes.ListLive(Ms(config_.node_ttl) / 2);
-    if (!live.ok()) return live.status();
     auto alive = nodes.ListLive(Ms(config_.node_ttl));
     if (!alive.ok()) return alive.status();
     std::vector<std::string> alive_ids;
-    for (const auto& n : *alive) alive_ids.push_back(n.node_id);
     std::vector<SlaveWeight> weights;
     std::map<std::string, std::string> addresses;
-    for (const auto& n : *live) {
+    for (const auto& n : *alive) {
+        alive_ids.push_back(n.node_id);
+        if (n.last_heartbeat_ms <= now - Ms(config_.node_ttl) / 2) continue;
         weights.push_back({n.node_id, n.capacity});
         addresses[n.node_id] = n.address;
     }
