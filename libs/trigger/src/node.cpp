@@ -85,7 +85,11 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
     if (Status s = CheckShardCount(); !s.ok()) return s;
 
     // The election runs on its own small pool whose timeouts stay below the margin.
-    auto election_db = db::Database::Open(lock::ElectionDbUrl(config_.database.url, config_.election));
+    db::DbUrl election_url = lock::ElectionDbUrl(config_.database.url, config_.election);
+    // A session per shard's elector (up to 16): electors started together tick together, and a
+    // round that waits for a session spends its margin.
+    election_url.pool = std::max(election_url.pool, std::min(config_.scheduler.shards + 1, 16));
+    auto election_db = db::Database::Open(election_url);
     if (!election_db.ok()) return election_db.status();
     impl_->election_db = *election_db;
     impl_->lock_store = std::make_unique<lock::SqlLockStore>(impl_->election_db);
