@@ -1,8 +1,11 @@
 #include "sched/store/fire_metrics.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include <soci/soci.h>
+
+#include "impl/query.hpp"
 
 namespace sched::store {
 
@@ -60,8 +63,73 @@ std::vector<FireJob> JobsOfFires(soci::session& s, const std::vector<std::int64_
     return out;
 }
 
+void LastSuccessTracker::Refresh(soci::session& s) {
+    const db::Dialect dialect = impl::SessionDialect(s);
+    long long now_ms = 0;
+    s << "SELECT " + std::string(dialect.NowMs()), soci::into(now_ms);
+    if (!read_at_ms_) {
+        // The whole retained history once: every job's latest success, with its name.
+        soci::rowset<soci::row> rows =
+            (s.prepare << "SELECT j.app, j.id, j.name, MAX(f.finished_at) FROM job_fire f JOIN job j ON j.id = "
+                          "f.job_id WHERE f.status = 'succeeded' AND f.finished_at IS NOT NULL GROUP BY j.app, "
+                          "j.id, j.name");
+        for (const auto& r : rows) {
+            const std::int64_t id = Int(r, 1);
+            by_job_[id] = {r.get<std::string>(0), id, r.get<std::string>(2), Int(r, 3)};
+        }
+        read_at_ms_ = now_ms;
+        return;
+    }
+    // Only what finished since the previous read (less the overlap): a range of idx_fire_finished.
+    const std::int64_t since = *read_at_ms_ - overlap_ms_;
+    std::map<std::int64_t, std::int64_t> latest;
+    {
+        soci::rowset<soci::row> rows =
+            (s.prepare << "SELECT job_id, MAX(finished_at) FROM job_fire WHERE finished_at > :since AND status = "
+                          "'succeeded' GROUP BY job_id",
+             soci::use(since, "since"));
+        for (const auto& r : rows) latest[Int(r, 0)] = Int(r, 1);
+    }
+    for (const auto& [id, at] : latest) {
+        auto& job = by_job_[id];
+        job.job_id = id;
+        job.finished_ms = std::max(job.finished_ms, at);
+    }
+    // Names and existence of the tracked jobs (a few hundred ids per statement).
+    std::vector<std::int64_t> ids;
+    ids.reserve(by_job_.size());
+    for (const auto& [id, job] : by_job_) ids.push_back(id);
+    std::map<std::int64_t, std::pair<std::string, std::string>> known;
+    for (std::size_t from = 0; from < ids.size(); from += kIdsPerSelect) {
+        std::string list;
+        for (std::size_t i = from; i < ids.size() && i < from + kIdsPerSelect; ++i) {
+            list += (i == from ? "" : ", ") + std::to_string(ids[i]);
+        }
+        soci::rowset<soci::row> rows = (s.prepare << "SELECT id, app, name FROM job WHERE id IN (" + list + ")");
+        for (const auto& r : rows) known[Int(r, 0)] = {r.get<std::string>(1), r.get<std::string>(2)};
+    }
+    for (auto it = by_job_.begin(); it != by_job_.end();) {
+        const auto found = known.find(it->first);
+        if (found == known.end()) {
+            it = by_job_.erase(it);  // deleted
+            continue;
+        }
+        it->second.app = found->second.first;
+        it->second.name = found->second.second;
+        ++it;
+    }
+    read_at_ms_ = now_ms;
+}
+
+std::vector<LastSuccessTracker::Job> LastSuccessTracker::Jobs() const {
+    std::vector<Job> out;
+    out.reserve(by_job_.size());
+    for (const auto& [id, job] : by_job_) out.push_back(job);
+    return out;
+}
+
 Result<ClusterGauges> ReadClusterGauges(db::Database& db, std::int64_t misfire_threshold_ms,
-                                        std::int64_t executor_ttl_ms) {
+                                        std::int64_t executor_ttl_ms, LastSuccessTracker& last_success) {
     return db.InTransaction(db::TxMode::kRead, [&](soci::session& s) {
         ClusterGauges g;
         const std::string now(db.dialect().NowMs());
@@ -93,15 +161,8 @@ Result<ClusterGauges> ReadClusterGauges(db::Database& db, std::int64_t misfire_t
             for (const auto& r : rows) live[r.get<std::string>(0)] = Int(r, 1);
         }
         g.executors_live.assign(live.begin(), live.end());
-        {
-            soci::rowset<soci::row> rows =
-                (s.prepare << "SELECT j.app, j.id, j.name, MAX(f.finished_at) FROM job_fire f JOIN job j ON j.id = "
-                              "f.job_id WHERE f.status = 'succeeded' AND f.finished_at IS NOT NULL GROUP BY j.app, "
-                              "j.id, j.name");
-            for (const auto& r : rows) {
-                g.last_success.push_back({r.get<std::string>(0), Int(r, 1), r.get<std::string>(2), Int(r, 3)});
-            }
-        }
+        last_success.Refresh(s);
+        g.last_success = last_success.Jobs();
         return g;
     });
 }

@@ -1,5 +1,7 @@
 #include "sched/store/fire_metrics.hpp"
 
+#include <map>
+
 #include <soci/soci.h>
 
 #include "store_test_base.hpp"
@@ -51,7 +53,8 @@ TEST_P(FireMetricsTest, ClusterGaugesCountByStatusOverdueExecutorsAndLastSuccess
         "INSERT INTO executor_instance (app, address, handlers, last_heartbeat_ms, registered_at_ms) VALUES "
         "('billing', 'h:2', '[]', 0, 0)");  // expired
 
-    auto g = ReadClusterGauges(db(), 5000, 30000);
+    LastSuccessTracker tracker;
+    auto g = ReadClusterGauges(db(), 5000, 30000, tracker);
     ASSERT_TRUE(g.ok()) << g.status().ToString();
     EXPECT_EQ(g->pending, 3);
     EXPECT_EQ(g->running, 1);
@@ -71,6 +74,51 @@ TEST_P(FireMetricsTest, ClusterGaugesCountByStatusOverdueExecutorsAndLastSuccess
         EXPECT_EQ(j.job_id, j.fire_id == 16 || j.fire_id == 13 ? 2 : -1);
         EXPECT_EQ(j.app, "billing");
     }
+}
+
+// After its first read the tracker reads only what finished since (less the overlap): a newer
+// success moves its job, a success older than that window is not read again (the history is not
+// scanned), a renamed job keeps its time under its new name, a deleted job drops out, and a job's
+// last success outlives the purge of that fire.
+TEST_P(FireMetricsTest, LastSuccessesAreReadFromWhatEndedSinceThePreviousRead) {
+    const auto now_ms = [&] {
+        auto now = db().Run([&](soci::session& s) {
+            long long t = 0;
+            s << "SELECT " + std::string(db().dialect().NowMs()), soci::into(t);
+            return static_cast<std::int64_t>(t);
+        });
+        EXPECT_TRUE(now.ok());
+        return now.ok() ? *now : 0;
+    };
+    Job(1, "billing", "invoice");
+    Job(2, "billing", "report");
+    Job(3, "search", "reindex");
+    const std::int64_t t0 = now_ms();
+    Fire(10, 1, "succeeded", 0, t0 - 3'600'000);  // an hour ago: only the first read sees it
+    Fire(11, 2, "succeeded", 0, t0 - 1'000);
+    Fire(12, 3, "failed", 0, t0 - 1'000);
+    LastSuccessTracker tracker(60'000);  // one minute of overlap
+    const auto read = [&] {
+        EXPECT_TRUE(db().InTransaction(db::TxMode::kRead, [&](soci::session& s) { tracker.Refresh(s); }).ok());
+        std::map<std::int64_t, std::pair<std::string, std::int64_t>> jobs;
+        for (const auto& j : tracker.Jobs()) jobs[j.job_id] = {j.name, j.finished_ms};
+        return jobs;
+    };
+    using Seen = std::map<std::int64_t, std::pair<std::string, std::int64_t>>;
+    EXPECT_TRUE(tracker.first_read());
+    EXPECT_EQ(read(), (Seen{{1, {"invoice", t0 - 3'600'000}}, {2, {"report", t0 - 1'000}}}));
+    EXPECT_FALSE(tracker.first_read());
+
+    Fire(13, 3, "succeeded", 0, t0);              // new: job 3 appears
+    Fire(14, 1, "succeeded", 0, t0 - 7'200'000);  // applied late, older than the window: not read
+    Exec("UPDATE job SET name = 'monthly-report' WHERE id = 2");
+    Exec("DELETE FROM job_fire WHERE id = 11");  // purged: job 2 keeps its time
+    EXPECT_EQ(read(),
+              (Seen{{1, {"invoice", t0 - 3'600'000}}, {2, {"monthly-report", t0 - 1'000}}, {3, {"reindex", t0}}}));
+
+    Exec("DELETE FROM job WHERE id = 3");
+    Fire(15, 1, "succeeded", 0, t0 + 5);
+    EXPECT_EQ(read(), (Seen{{1, {"invoice", t0 + 5}}, {2, {"monthly-report", t0 - 1'000}}}));
 }
 
 TEST_P(FireMetricsTest, OutcomeMetricsCountByAppJobAndStatus) {

@@ -88,6 +88,9 @@ void TriggerNode::ClusterGaugesLoop() {
     const auto ms = [](Micros d) {
         return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
     };
+    // One per term: a new term reads every job's last success once, then only what ended since.
+    std::optional<std::int64_t> tracked_epoch;
+    std::unique_ptr<store::LastSuccessTracker> last_success;
     while (!stopping_) {
         std::optional<std::int64_t> epoch;
         {
@@ -101,8 +104,12 @@ void TriggerNode::ClusterGaugesLoop() {
             impl_->gauges.reset();
             continue;
         }
-        auto read =
-            store::ReadClusterGauges(*db_, ms(config_.scheduler.misfire_threshold), ms(config_.scheduler.executor_ttl));
+        if (tracked_epoch != epoch || !last_success) {
+            tracked_epoch = epoch;
+            last_success = std::make_unique<store::LastSuccessTracker>();
+        }
+        auto read = store::ReadClusterGauges(*db_, ms(config_.scheduler.misfire_threshold),
+                                             ms(config_.scheduler.executor_ttl), *last_success);
         if (!read.ok()) {
             spdlog::warn("master cluster gauges: {}", read.status().ToString());
             continue;

@@ -7,6 +7,7 @@
 /// a job's name appears only on sched_job_last_success_timestamp_seconds.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,22 +42,50 @@ struct FireJob {
 };
 std::vector<FireJob> JobsOfFires(soci::session& s, const std::vector<std::int64_t>& fire_ids);
 
-/// The cluster-wide gauges the leading master exports, from five aggregate SELECTs (by the
-/// status index, the executor table, and one GROUP BY over the retained succeeded fires).
-struct ClusterGauges {
-    std::int64_t pending = 0;  ///< pending + dispatching
-    std::int64_t running = 0;
-    std::int64_t overdue = 0;  ///< pending, due more than misfire_threshold_ms ago (DB clock)
-    std::vector<std::pair<std::string, std::int64_t>> executors_live;  ///< per app with jobs or instances
-    struct LastSuccess {
+/// The latest succeeded fire of each job, kept from one read to the next so that a read costs
+/// what ended since the last one, not the whole history: the first read (per tracker: a new
+/// master starts a new one) groups every retained succeeded fire by job; each later read groups
+/// only the fires that finished after the previous read's database time minus `overlap_ms`
+/// (idx_fire_finished), and reads the tracked jobs' names (a deleted job drops out; a renamed
+/// one keeps its time under its new name). A job keeps its last success after the history purge
+/// deleted that fire. The overlap covers results applied late with an earlier finish time (an
+/// executor's spool, delivered when the cluster is reachable again); one later than the overlap
+/// shows at the next master's first read.
+class LastSuccessTracker {
+  public:
+    struct Job {
         std::string app;
         std::int64_t job_id = 0;
         std::string name;
         std::int64_t finished_ms = 0;
     };
-    std::vector<LastSuccess> last_success;  ///< jobs with a succeeded fire still in the history
+    explicit LastSuccessTracker(std::int64_t overlap_ms = 10 * 60 * 1000) : overlap_ms_(overlap_ms) {}
+
+    /// One read inside the caller's transaction; throws soci errors.
+    void Refresh(soci::session& s);
+    /// Every tracked job, by job id.
+    std::vector<Job> Jobs() const;
+    /// Whether the next Refresh reads the whole history (no read yet).
+    bool first_read() const { return !read_at_ms_.has_value(); }
+
+  private:
+    std::int64_t overlap_ms_;
+    std::optional<std::int64_t> read_at_ms_;  // the database clock at the previous read
+    std::map<std::int64_t, Job> by_job_;
 };
+
+/// The cluster-wide gauges the leading master exports, from four aggregate SELECTs (by the
+/// status index and the executor table) and a LastSuccessTracker's read.
+struct ClusterGauges {
+    std::int64_t pending = 0;  ///< pending + dispatching
+    std::int64_t running = 0;
+    std::int64_t overdue = 0;  ///< pending, due more than misfire_threshold_ms ago (DB clock)
+    std::vector<std::pair<std::string, std::int64_t>> executors_live;  ///< per app with jobs or instances
+    using LastSuccess = LastSuccessTracker::Job;
+    std::vector<LastSuccess> last_success;  ///< jobs with a succeeded fire (LastSuccessTracker)
+};
+/// `last_success` is refreshed in the same read transaction and copied into the result.
 Result<ClusterGauges> ReadClusterGauges(db::Database& db, std::int64_t misfire_threshold_ms,
-                                        std::int64_t executor_ttl_ms);
+                                        std::int64_t executor_ttl_ms, LastSuccessTracker& last_success);
 
 }  // namespace sched::store
