@@ -28,18 +28,8 @@ int Executors(Session& s) {
 }
 
 int ClusterStatus(Session& s) {
-    return s.AnswerWith<api::ClusterView>(
-        http::Method::kGet, "/api/v1/cluster", std::nullopt, [&](const api::ClusterView& c) {
-            s.out() << "leader: " << SanitizeCell(Cell(c.leader)) << "  epoch: " << c.epoch
-                    << "  lease remaining ms: " << Cell(c.lease_remaining_ms) << "\n";
-            std::vector<std::vector<std::string>> rows;
-            rows.reserve(c.nodes.size());
-            for (const auto& n : c.nodes) {
-                rows.push_back({n.node_id, n.address, n.state, Cell(n.alive), TimeCell(n.started_at_ms),
-                                TimeCell(n.last_heartbeat_ms)});
-            }
-            s.out() << RenderTable({"NODE", "ADDRESS", "STATE", "ALIVE", "STARTED", "LAST HEARTBEAT"}, rows);
-        });
+    return s.AnswerWith<api::ClusterView>(http::Method::kGet, "/api/v1/cluster", std::nullopt,
+                                          [&](const api::ClusterView& c) { s.out() << ClusterStatusText(c); });
 }
 
 int TokensList(Session& s) {
@@ -145,12 +135,34 @@ int Audit(Session& s) {
 
 }  // namespace
 
+std::string ClusterStatusText(const api::ClusterView& c) {
+    std::string out = "leader: " + SanitizeCell(Cell(c.leader)) + "  epoch: " + Cell(c.epoch) +
+                      "  lease remaining ms: " + Cell(c.lease_remaining_ms) + "\n";
+    // One shard is the whole cluster, which the line above already says.
+    if (c.shard_count > 1) {
+        std::vector<std::vector<std::string>> shards;
+        shards.reserve(c.shards.size());
+        for (const auto& shard : c.shards) {
+            shards.push_back({Cell(shard.shard), Cell(shard.leader), Cell(shard.epoch), TimeCell(shard.held_since)});
+        }
+        out += "shards: " + Cell(c.shard_count) + "\n" + RenderTable({"SHARD", "LEADER", "EPOCH", "SINCE"}, shards);
+    }
+    std::vector<std::vector<std::string>> rows;
+    rows.reserve(c.nodes.size());
+    for (const auto& n : c.nodes) {
+        rows.push_back(
+            {n.node_id, n.address, n.state, Cell(n.alive), TimeCell(n.started_at_ms), TimeCell(n.last_heartbeat_ms)});
+    }
+    return out + RenderTable({"NODE", "ADDRESS", "STATE", "ALIVE", "STARTED", "LAST HEARTBEAT"}, rows);
+}
+
 void AddClusterCommands(CLI::App& app, CommandLine& line) {
     Options& o = line.options;
     CLI::App* executors = AddFamily(app, "executors", "the executor instances registered by business services");
     AddCommand(*executors, "list", "every instance, alive or not", line, Executors);
     CLI::App* cluster = AddFamily(app, "cluster", "the trigger nodes");
-    AddCommand(*cluster, "status", "the leader, its epoch and lease, then the nodes", line, ClusterStatus);
+    AddCommand(*cluster, "status", "the leader, its epoch and lease, each shard's leader, then the nodes", line,
+               ClusterStatus);
 
     CLI::App* tokens = AddFamily(app, "tokens", "API tokens (admin)");
     AddCommand(*tokens, "list", "every token (never secrets)", line, TokensList);

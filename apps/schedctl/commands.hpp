@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "sched/api/cluster.hpp"
 #include "sched/api/fires.hpp"
 #include "session.hpp"
 
@@ -47,6 +48,10 @@ void OnlyFor(CLI::App& family, const std::string& name, const std::string& messa
 
 /// Fires as a table (jobs trigger, fires list).
 void PrintFires(Session& s, const std::vector<api::FireView>& fires);
+
+/// `cluster status` as text: the leader line (shard 0), the shards table when the cluster has
+/// more than one shard, then the nodes.
+std::string ClusterStatusText(const api::ClusterView& cluster);
 
 void AddJobsCommands(CLI::App& app, CommandLine& line);       // jobs ...
 void AddFiresCommands(CLI::App& app, CommandLine& line);      // fires ...

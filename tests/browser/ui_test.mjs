@@ -276,6 +276,35 @@ async function main() {
       await shot(page, '12-cluster.png');
     });
 
+    await step('cluster: a sharded cluster shows each shard\'s leader, since when and its epoch', async () => {
+      // One shard: no shards table.
+      if (await page.locator('tr[data-shard]').count() !== 0) throw new Error('a shards table for one shard');
+      // The standalone node runs one shard: its answer, re-shaped as a two-shard cluster's.
+      await page.route('**/api/v1/cluster', async (route) => {
+        const response = await route.fetch();
+        const c = await response.json();
+        const leader = c.nodes[0].node_id;
+        c.shard_count = 2;
+        c.shards = [
+          { ...c.shards[0], held_since: Date.UTC(2026, 0, 2, 12, 0, 0) },
+          { shard: 1, lease: 'master/1', leader: null, epoch: 41, held_since: null, lease_remaining_ms: null },
+        ];
+        c.nodes[0].shards_led = [0];
+        await route.fulfill({ response, json: c });
+      });
+      await page.reload();
+      await page.getByRole('heading', { name: 'Shards (2)' }).waitFor();
+      const first = page.locator('tr[data-shard="0"]');
+      await first.locator('td', { hasText: await page.locator('b[data-leader]').getAttribute('data-leader') }).waitFor();
+      await first.locator('td', { hasText: '2026-01-02' }).waitFor();
+      const second = page.locator('tr[data-shard="1"]');
+      await second.locator('.badge', { hasText: 'none' }).waitFor();
+      await second.locator('td', { hasText: '41' }).waitFor();
+      await page.locator('td', { hasText: 'shards 0' }).waitFor();
+      await shot(page, '12-cluster-shards.png');
+      await page.unroute('**/api/v1/cluster');
+    });
+
     await step('dashboard: outcomes over time, success per job, executors per app', async () => {
       // A failing job beside the succeeding one, fired through the API.
       const job = await api('POST', '/api/v1/jobs',

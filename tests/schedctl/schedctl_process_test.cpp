@@ -302,6 +302,26 @@ TEST_F(SchedctlProcess, ServerAndTokenComeFromTheConfigFile) {
     EXPECT_NE(r.err.find("HTTP 401"), std::string::npos) << r.err;
 }
 
+// One shard (the standalone node): no shards table; -o json carries the shards as they came.
+TEST_F(SchedctlProcess, ClusterStatusOfOneShardHasNoShardsTableAndItsJsonCarriesTheShard) {
+    auto r = Run({"cluster", "status"});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_EQ(r.out.find("SHARD"), std::string::npos) << r.out;
+    r = Run({"cluster", "status", "-o", "json"});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    const auto cluster = nlohmann::json::parse(r.out);
+    EXPECT_EQ(cluster["shard_count"], 1) << r.out;
+    ASSERT_EQ(cluster["shards"].size(), 1u) << r.out;
+    EXPECT_EQ(cluster["shards"][0]["shard"], 0);
+    EXPECT_EQ(cluster["shards"][0]["lease"], "master");
+    EXPECT_EQ(cluster["shards"][0]["leader"], cluster["leader"]);
+    EXPECT_EQ(cluster["shards"][0]["epoch"], cluster["epoch"]);
+    // A lease taken since the column exists says since when.
+    if (!cluster["leader"].is_null()) {
+        EXPECT_TRUE(cluster["shards"][0]["held_since"].is_number()) << r.out;
+    }
+}
+
 TEST_F(SchedctlProcess, ErrorsShowTheApiErrorOrTheUnreachableUrlAndExit1) {
     auto r = Run({"jobs", "get", "999999"});
     EXPECT_EQ(r.code, 1);

@@ -282,6 +282,7 @@ class RedisQuorum {
         row.name = std::string(name);
         row.db_now_us = ToLong(e[3]) * 1000000 + ToLong(e[4]);
         row.update_time_us = row.db_now_us;
+        // held_since_us stays 0 (unknown): the key records no time its holder took it.
         if (held) {
             const std::string& v = e[0].str;
             const auto sep = v.find(' ');

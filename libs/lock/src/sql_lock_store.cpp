@@ -6,7 +6,7 @@ namespace sched::lock {
 
 namespace {
 
-constexpr const char* kColumns = "id, namespace, owner, epoch, version, lease_until_us, update_time_us";
+constexpr const char* kColumns = "id, namespace, owner, epoch, version, lease_until_us, update_time_us, held_since_us";
 
 }  // namespace
 
@@ -26,7 +26,7 @@ Result<std::optional<LockRow>> SqlLockStore::Read(std::string_view name) {
                                                " FROM scheduler_lock WHERE namespace = :name",
                               soci::use(key), soci::into(row.id), soci::into(row.name), soci::into(owner, owner_ind),
                               soci::into(row.epoch), soci::into(row.version), soci::into(row.lease_until_us),
-                              soci::into(row.update_time_us), soci::into(row.db_now_us));
+                              soci::into(row.update_time_us), soci::into(row.held_since_us), soci::into(row.db_now_us));
         st.execute(false);
         if (!st.fetch()) return std::optional<LockRow>();
         if (owner_ind == soci::i_ok) row.owner = owner;
@@ -40,9 +40,9 @@ Result<std::optional<Holding>> SqlLockStore::Insert(std::string_view name, std::
     const std::string owner(owner_view);
     const long long lease_us = lease.count();
     const std::string sql = db_->dialect().InsertIfAbsent(
-        "scheduler_lock (namespace, owner, epoch, version, lease_until_us, update_time_us, create_time_us) "
-        "VALUES (:name, :owner, 1, 1, " +
-        now + " + :lease, " + now + ", " + now + ")");
+        "scheduler_lock (namespace, owner, epoch, version, lease_until_us, update_time_us, held_since_us, "
+        "create_time_us) VALUES (:name, :owner, 1, 1, " +
+        now + " + :lease, " + now + ", " + now + ", " + now + ")");
     statements_.fetch_add(1, std::memory_order_relaxed);
     return db_->Run([&](soci::session& s) -> Result<std::optional<Holding>> {
         soci::statement st = (s.prepare << sql, soci::use(key), soci::use(owner), soci::use(lease_us));
@@ -72,11 +72,13 @@ Result<bool> SqlLockStore::TakeOver(const LockRow& seen, std::string_view owner_
     // The expiry test uses the database clock at the moment of the write, in microseconds: a
     // node whose own clock runs fast cannot take a live lease, and a lease can never look
     // expired merely because two writes fell into the same second. The clock-step clauses use
-    // that same NOW, so the take-over stays one CAS however the clock moved.
+    // that same NOW, so the take-over stays one CAS however the clock moved. The new owner holds
+    // the row from that NOW on (held_since_us), even when it is the owner that held it before: a
+    // new epoch is a new holding.
     const std::string sql =
         "UPDATE scheduler_lock SET owner = :owner, epoch = epoch + 1, version = version + 1, "
         "lease_until_us = " +
-        now + " + :lease, update_time_us = " + now +
+        now + " + :lease, update_time_us = " + now + ", held_since_us = " + now +
         " WHERE id = :id AND version = :version AND (owner IS NULL OR lease_until_us <= " + now +
         " OR update_time_us > " + now + " + :tolerance OR lease_until_us > " + now + " + :max_ahead)";
     statements_.fetch_add(1, std::memory_order_relaxed);
@@ -97,7 +99,7 @@ Result<bool> SqlLockStore::Renew(std::int64_t id_in, std::string_view owner_view
     const long long epoch = epoch_in;
     // `lease_until_us > NOW`: an expired holding is gone even if nobody has taken it yet; its
     // holder must acquire again and so gets a new epoch, which fences off anything still in
-    // flight under the old one.
+    // flight under the old one. held_since_us stays: the holding goes on.
     const std::string sql = "UPDATE scheduler_lock SET version = version + 1, lease_until_us = " + now +
                             " + :lease, update_time_us = " + now +
                             " WHERE id = :id AND owner = :owner AND epoch = :epoch AND lease_until_us > " + now;

@@ -84,6 +84,37 @@ TEST_P(SqlLockStoreTest, LiveRowCannotBeTakenOverExpiredRowCanWithTheNextEpoch) 
     EXPECT_EQ(now.version, expired.version + 1);
 }
 
+// held_since_us: when the current holding began, by the database clock. A renew keeps it; a
+// take-over by another owner moves it to the moment of the take-over.
+TEST_P(SqlLockStoreTest, HeldSinceIsSetWhenTheOwnerChangesAndKeptOnRenew) {
+    auto held = store_->Insert("n", "a", 300ms);
+    ASSERT_TRUE(held.ok() && held->has_value()) << held.status().ToString();
+    const LockRow inserted = MustRead("n");
+    EXPECT_GT(inserted.held_since_us, 0);
+    EXPECT_EQ(inserted.held_since_us, inserted.update_time_us) << "one statement, one NOW";
+    EXPECT_LE(inserted.held_since_us, inserted.db_now_us);
+
+    std::this_thread::sleep_for(20ms);
+    auto renewed = store_->Renew((*held)->id, "a", (*held)->epoch, 300ms);
+    ASSERT_TRUE(renewed.ok() && *renewed) << renewed.status().ToString();
+    const LockRow after_renew = MustRead("n");
+    EXPECT_GT(after_renew.update_time_us, inserted.update_time_us);
+    EXPECT_EQ(after_renew.held_since_us, inserted.held_since_us) << "a renew goes on with the same holding";
+
+    WaitExpired("n");
+    const LockRow expired = MustRead("n");
+    auto taken = store_->TakeOver(expired, "b", 10s, {});
+    ASSERT_TRUE(taken.ok() && *taken) << taken.status().ToString();
+    const LockRow after_take = MustRead("n");
+    EXPECT_EQ(after_take.owner, "b");
+    EXPECT_GT(after_take.held_since_us, after_renew.update_time_us);
+    EXPECT_EQ(after_take.held_since_us, after_take.update_time_us);
+
+    // Released: the row keeps its last holder's start.
+    ASSERT_TRUE(*store_->Release(after_take.id, "b", after_take.epoch));
+    EXPECT_EQ(MustRead("n").held_since_us, after_take.held_since_us);
+}
+
 TEST_P(SqlLockStoreTest, TakeOverWithAStaleVersionFailsEvenWhenExpired) {
     ASSERT_TRUE(store_->Insert("n", "a", 100ms).ok());
     WaitExpired("n");

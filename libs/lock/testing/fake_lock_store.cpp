@@ -60,6 +60,7 @@ Result<std::optional<Holding>> FakeLockStore::Insert(std::string_view name, std:
     row.version = 1;
     row.lease_until_us = now + lease.count();
     row.update_time_us = now;
+    row.held_since_us = now;
     rows_.emplace(row.name, row);
     return std::optional<Holding>(Holding{row.id, 1});
 }
@@ -88,6 +89,7 @@ Result<bool> FakeLockStore::TakeOver(const LockRow& seen, std::string_view owner
     ++row->version;
     row->lease_until_us = now + lease.count();
     row->update_time_us = now;
+    row->held_since_us = now;
     return true;
 }
 

@@ -8,6 +8,7 @@
 #include "sched/api/cluster.hpp"
 #include "sched/lock/sql_lock_store.hpp"
 #include "sched/store/registry.hpp"
+#include "sched/store/shard.hpp"
 
 namespace sched::web::impl {
 
@@ -19,6 +20,29 @@ using http::Response;
 
 std::int64_t Ms(Micros d) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+// The shard count the cluster recorded, bounded to what a node accepts: 1 before any trigger
+// node recorded one (an unsharded cluster), and never more rows read than kMaxShards.
+Result<int> ShardCount(db::Database& db) {
+    auto recorded = db.Run([](soci::session& s) { return store::ReadShardCount(s); });
+    if (!recorded.ok()) return recorded.status();
+    return std::clamp(recorded->value_or(1), 1, store::kMaxShards);
+}
+
+// Shard `index` as its lease row says (nullopt: the row does not exist yet). Remaining time and
+// the start of the holding are measured against the clock of the statement that read the row
+// (lock_store.hpp).
+api::ClusterShardView ShardOf(int index, const std::string& lease, const std::optional<lock::LockRow>& row) {
+    api::ClusterShardView out{.shard = index, .lease = lease};
+    if (!row) return out;
+    out.epoch = row->epoch;
+    if (!row->Available()) {
+        out.leader = *row->owner;
+        out.lease_remaining_ms = (row->lease_until_us - row->db_now_us) / 1000;
+        if (row->held_since_us > 0) out.held_since = row->held_since_us / 1000;
+    }
+    return out;
 }
 
 }  // namespace
@@ -80,11 +104,22 @@ void AddClusterRoutes(Routes& routes) {
                        lock::SqlLockStore locks(db.shared_from_this());
                        auto lease = locks.Read(lease_name);
                        if (!lease.ok()) return lease.status();
+                       auto shard_count = ShardCount(db);
+                       if (!shard_count.ok()) return shard_count.status();
                        auto nodes = store::TriggerNodeRepository(db).List();
                        if (!nodes.ok()) return nodes.status();
                        auto now_ms = DbNowMs(db);
                        if (!now_ms.ok()) return now_ms.status();
-                       api::ClusterView out{.node_ttl_ms = ttl_ms, .now = *now_ms};
+                       api::ClusterView out{.node_ttl_ms = ttl_ms, .now = *now_ms, .shard_count = *shard_count};
+                       // One point read per shard row (at most kMaxShards); shard 0's is the
+                       // row read above.
+                       out.shards.push_back(ShardOf(0, lease_name, *lease));
+                       for (int i = 1; i < *shard_count; ++i) {
+                           const std::string name = store::ShardLeaseName(lease_name, i);
+                           auto row = locks.Read(name);
+                           if (!row.ok()) return row.status();
+                           out.shards.push_back(ShardOf(i, name, *row));
+                       }
                        if (*lease) {
                            const auto& row = **lease;
                            out.epoch = row.epoch;
@@ -96,6 +131,10 @@ void AddClusterRoutes(Routes& routes) {
                            }
                        }
                        for (const auto& n : *nodes) {
+                           std::vector<std::int64_t> led;
+                           for (const auto& shard : out.shards) {
+                               if (shard.leader == n.node_id) led.push_back(shard.shard);
+                           }
                            out.nodes.push_back({.node_id = n.node_id,
                                                 .address = n.address,
                                                 .state = n.state,
@@ -104,7 +143,8 @@ void AddClusterRoutes(Routes& routes) {
                                                 .last_heartbeat_ms = n.last_heartbeat_ms,
                                                 .heartbeat_age_ms = *now_ms - n.last_heartbeat_ms,
                                                 .alive = n.state != "stopped" && n.last_heartbeat_ms > *now_ms - ttl_ms,
-                                                .leader = out.leader && *out.leader == n.node_id});
+                                                .leader = out.leader && *out.leader == n.node_id,
+                                                .shards_led = std::move(led)});
                        }
                        return api::ToJson(out);
                    };

@@ -75,7 +75,8 @@ struct ClusterNodeView {
     std::int64_t last_heartbeat_ms = 0;
     std::int64_t heartbeat_age_ms = 0;
     bool alive = false;
-    bool leader = false;
+    bool leader = false;                   ///< leads shard 0 (the cluster-wide duties)
+    std::vector<std::int64_t> shards_led;  ///< the shards whose unexpired lease it holds, ascending
 
     static constexpr auto Fields() {
         return std::tuple{Field("node_id", &ClusterNodeView::node_id),
@@ -86,11 +87,35 @@ struct ClusterNodeView {
                           Field("last_heartbeat_ms", &ClusterNodeView::last_heartbeat_ms),
                           Field("heartbeat_age_ms", &ClusterNodeView::heartbeat_age_ms),
                           Field("alive", &ClusterNodeView::alive),
-                          Field("leader", &ClusterNodeView::leader)};
+                          Field("leader", &ClusterNodeView::leader),
+                          Field("shards_led", &ClusterNodeView::shards_led)};
     }
 };
 
-/// Schema Cluster: GET /api/v1/cluster, the master lease and the trigger nodes.
+/// One shard of the job space (store/shard.hpp) and its lease row. Times are the database's.
+struct ClusterShardView {
+    std::int64_t shard = 0;
+    std::string lease;                  ///< the lease row's name (`master`, `master/1`, ...)
+    std::optional<std::string> leader;  ///< the holder of an unexpired lease; null when free
+    std::int64_t epoch = 0;             ///< the shard's fencing epoch; 0 before its row exists
+    /// Since when the leader holds the lease (epoch ms); null when free, or when the holding
+    /// began before the lease row recorded it.
+    std::optional<std::int64_t> held_since;
+    std::optional<std::int64_t> lease_remaining_ms;  ///< null when free
+
+    static constexpr auto Fields() {
+        return std::tuple{Field("shard", &ClusterShardView::shard),
+                          Field("lease", &ClusterShardView::lease),
+                          Field("leader", &ClusterShardView::leader),
+                          Field("epoch", &ClusterShardView::epoch),
+                          Field("held_since", &ClusterShardView::held_since),
+                          Field("lease_remaining_ms", &ClusterShardView::lease_remaining_ms)};
+    }
+};
+
+/// Schema Cluster: GET /api/v1/cluster, the master lease and the trigger nodes. leader, epoch and
+/// the lease times are shard 0's (the one lease of an unsharded cluster); `shards` has every
+/// shard, 0 to shard_count - 1.
 struct ClusterView {
     std::optional<std::string> leader;  ///< the holder of an unexpired lease
     std::int64_t epoch = 0;
@@ -99,6 +124,9 @@ struct ClusterView {
     std::int64_t node_ttl_ms = 0;
     std::int64_t now = 0;
     std::vector<ClusterNodeView> nodes;
+    /// The cluster's shard count (cluster_setting; 1 before any trigger node recorded one).
+    std::int64_t shard_count = 1;
+    std::vector<ClusterShardView> shards;
 
     static constexpr auto Fields() {
         return std::tuple{Field("leader", &ClusterView::leader),
@@ -107,7 +135,9 @@ struct ClusterView {
                           Field("lease_remaining_ms", &ClusterView::lease_remaining_ms),
                           Field("node_ttl_ms", &ClusterView::node_ttl_ms),
                           Field("now", &ClusterView::now),
-                          Field("nodes", &ClusterView::nodes)};
+                          Field("nodes", &ClusterView::nodes),
+                          Field("shard_count", &ClusterView::shard_count),
+                          Field("shards", &ClusterView::shards)};
     }
 };
 

@@ -65,7 +65,12 @@ struct LockRow {
     std::int64_t version = 0;          ///< changes on every write
     std::int64_t lease_until_us = 0;   ///< expiry, database clock, epoch microseconds
     std::int64_t update_time_us = 0;   ///< last write, database clock
-    std::int64_t db_now_us = 0;        ///< the database clock when this row was read
+    /// When the holding at `epoch` began (database clock, epoch microseconds): written with the
+    /// owner by Insert and TakeOver, kept by Renew and Release (a released row keeps its last
+    /// holder's). 0 when unknown: a row last taken before the column existed, or a backend that
+    /// keeps no such time (Redis).
+    std::int64_t held_since_us = 0;
+    std::int64_t db_now_us = 0;  ///< the database clock when this row was read
 
     /// True when nobody holds the row as of `db_now_us` (released, expired, or left by a clock
     /// that moved back: ClockStepped). Advisory: the take-over statement checks it again against

@@ -1,4 +1,4 @@
-// Executors (apps and their instances) and the trigger cluster (leader, epoch, nodes).
+// Executors (apps and their instances) and the trigger cluster (leader, epoch, shards, nodes).
 
 import { get } from '../api.js';
 import { badge, fmtDuration, fmtTime, h, replace, table } from '../dom.js';
@@ -33,9 +33,19 @@ export async function executorsView(main, ctx) {
 
 export async function clusterView(main, ctx) {
   const summary = h('div', { class: 'panel stat' });
+  const shards = h('div');
   const nodes = h('div');
   async function load() {
     const c = await get('/api/v1/cluster');
+    // One shard is the whole cluster, which the summary already shows.
+    replace(shards, c.shard_count > 1 ? [
+      h('h2', null, `Shards (${c.shard_count})`),
+      table(['Shard', 'Leader', 'Since', 'Epoch'], c.shards.map((s) => h('tr', { 'data-shard': s.shard },
+        h('td', { class: 'num' }, s.shard),
+        h('td', { class: 'mono' }, s.leader ?? badge('none', 'dead')),
+        h('td', null, fmtTime(s.held_since)),
+        h('td', { class: 'num' }, s.epoch))), ''),
+    ] : []);
     replace(summary,
       h('div', null, h('span', { class: 'subtle' }, 'Leader'), h('b', { 'data-leader': c.leader ?? '' }, c.leader ?? 'none')),
       h('div', null, h('span', { class: 'subtle' }, 'Epoch'), h('b', null, c.epoch)),
@@ -49,14 +59,15 @@ export async function clusterView(main, ctx) {
       c.nodes.map((n) => h('tr', null,
         h('td', { class: 'mono' }, n.node_id),
         h('td', { class: 'mono' }, n.address),
-        h('td', null, n.leader ? badge('master', 'leader') : 'slave'),
+        h('td', null, n.leader ? badge('master', 'leader') : 'slave',
+          c.shard_count > 1 && n.shards_led.length > 0 ? ` · shards ${n.shards_led.join(', ')}` : ''),
         h('td', null, n.alive ? badge('alive') : badge(n.state === 'stopped' ? 'stopped' : 'silent', 'dead')),
         h('td', { class: 'num' }, n.capacity),
         h('td', null, `${fmtDuration(n.heartbeat_age_ms)} ago`),
         h('td', null, fmtTime(n.started_at_ms)))),
       'No trigger node has joined yet.'));
   }
-  main.append(h('h1', null, 'Cluster'), summary, h('h2', null, 'Trigger nodes'), nodes);
+  main.append(h('h1', null, 'Cluster'), summary, shards, h('h2', null, 'Trigger nodes'), nodes);
   await load();
   ctx.every(3000, () => load().catch(() => {}));
 }
