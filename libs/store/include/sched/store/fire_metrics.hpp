@@ -59,7 +59,7 @@ class LastSuccessTracker {
         std::string name;
         std::int64_t finished_ms = 0;
     };
-    explicit LastSuccessTracker(std::int64_t overlap_ms = 10 * 60 * 1000) : overlap_ms_(overlap_ms) {}
+    explicit LastSuccessTracker(std::int64_t overlap_ms = std::int64_t{10} * 60 * 1000) : overlap_ms_(overlap_ms) {}
 
     /// One read inside the caller's transaction; throws soci errors.
     void Refresh(soci::session& s);
