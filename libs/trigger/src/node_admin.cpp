@@ -50,8 +50,10 @@ std::string TriggerNode::StatusJson() const {
                 e["leader"] = node_id_;
                 e["epoch"] = s.leading->epoch;
             } else {
-                e["leader"] = s.leader ? nlohmann::json(s.leader->first) : nlohmann::json(nullptr);
-                e["epoch"] = s.leader ? nlohmann::json(s.leader->second) : nlohmann::json(nullptr);
+                // This node's own sighting outlives its term until a round reads the new holder.
+                const bool seen = s.leader && s.leader->first != node_id_;
+                e["leader"] = seen ? nlohmann::json(s.leader->first) : nlohmann::json(nullptr);
+                e["epoch"] = seen ? nlohmann::json(s.leader->second) : nlohmann::json(nullptr);
             }
             e["leading_for_ms"] =
                 s.leading_since

@@ -46,11 +46,6 @@ void TriggerNode::OnShardLeader(int shard, const std::string& node, std::int64_t
     impl_->leaders[static_cast<std::size_t>(shard)] = std::make_pair(node, epoch);
 }
 
-std::optional<std::int64_t> TriggerNode::LeadingEpoch(int shard) {
-    std::lock_guard lock(mu_);
-    return shard_epochs_[static_cast<std::size_t>(shard)];
-}
-
 void TriggerNode::MasterLoop(int shard) {
     const auto index = static_cast<std::size_t>(shard);
     Master& master = *impl_->masters[index];

@@ -128,8 +128,6 @@ class TriggerNode final : private ShardObserver {
     /// Records the cluster's shard count, or refuses a count that differs from it while other
     /// nodes are live (the message says what to do).
     Status CheckShardCount();
-    /// The epoch this node leads `shard` in, if it does (the loops' view, cleared on a refused scan).
-    std::optional<std::int64_t> LeadingEpoch(int shard);
     /// While this node leads `shard`: its master's scans.
     void MasterLoop(int shard);
     /// While this node leads: a HistoryPurger round every scheduler.purge-interval, on its own
