@@ -27,9 +27,14 @@ void TriggerNode::OnShardLeading(int shard, std::int64_t epoch) {
 }
 
 void TriggerNode::OnShardStopped(int shard, const lock::LeadershipEnd& end) {
-    spdlog::log(end.reason == lock::StopReason::kResigned ? spdlog::level::info : spdlog::level::warn,
-                "node {} stopped leading shard {} epoch {}: {} {}", node_id_, shard, end.epoch,
-                lock::StopReasonName(end.reason), end.detail);
+    const auto level = end.reason == lock::StopReason::kResigned ? spdlog::level::info : spdlog::level::warn;
+    if (config_.scheduler.shards == 1) {
+        spdlog::log(level, "node {} stopped leading epoch {}: {} {}", node_id_, end.epoch,
+                    lock::StopReasonName(end.reason), end.detail);
+    } else {
+        spdlog::log(level, "node {} stopped leading shard {} epoch {}: {} {}", node_id_, shard, end.epoch,
+                    lock::StopReasonName(end.reason), end.detail);
+    }
     // The shard's master loop re-checks IsLeading(epoch) before every scan and every scan is
     // fenced, so clearing the epoch here is enough to stop its work.
     {
