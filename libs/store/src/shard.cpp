@@ -32,10 +32,11 @@ std::string ShardLeasePattern(std::string_view base) {
 }
 
 std::optional<int> ReadShardCount(soci::session& s) {
+    // A named string: the statement runs when the full expression ends, after any temporary.
+    const std::string name = kShardsSetting;
     std::string value;
     soci::indicator ind = soci::i_null;
-    s << "SELECT value FROM cluster_setting WHERE name = :name", soci::use(std::string(kShardsSetting), "name"),
-        soci::into(value, ind);
+    s << "SELECT value FROM cluster_setting WHERE name = :name", soci::use(name, "name"), soci::into(value, ind);
     if (!s.got_data() || ind != soci::i_ok) return std::nullopt;
     int total = 0;
     const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), total);
