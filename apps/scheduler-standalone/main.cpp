@@ -61,7 +61,7 @@ sched::Status EnsureDemoJob(sched::db::Database& db) {
     if (!schedule.ok()) return schedule.status();
     auto now = db.NowUs();
     if (!now.ok()) return now.status();
-    sched::store::Job job;
+    sched::model::Job job;
     job.name = "hello";
     job.app = "demo";
     job.handler = "echo";

@@ -301,7 +301,7 @@ class ChaosTest : public ::testing::Test {
     // `timeout_ms` > 0 gives each job that timeout.
     void CreateEverySecondJobs(int count, std::int64_t first_ms, std::int64_t timeout_ms = 0) {
         for (int i = 0; i < count; ++i) {
-            store::Job j;
+            model::Job j;
             j.name = "every-second-" + std::to_string(i);
             j.app = kApp;
             j.handler = "sink";
@@ -326,8 +326,8 @@ class ChaosTest : public ::testing::Test {
     }
 
     // Every fire row of `job`, retried across a database outage.
-    std::vector<store::Fire> Fires(std::int64_t job) {
-        std::vector<store::Fire> out;
+    std::vector<model::Fire> Fires(std::int64_t job) {
+        std::vector<model::Fire> out;
         const bool read = testing::WaitFor(
             [&] {
                 out.clear();
@@ -348,8 +348,8 @@ class ChaosTest : public ::testing::Test {
         return out;
     }
 
-    std::vector<store::Fire> AllFires() {
-        std::vector<store::Fire> all;
+    std::vector<model::Fire> AllFires() {
+        std::vector<model::Fire> all;
         for (const auto& j : jobs_) {
             auto f = Fires(j.job_id);
             all.insert(all.end(), f.begin(), f.end());
@@ -435,7 +435,7 @@ class ChaosTest : public ::testing::Test {
         WaitFor(
             [&] {
                 for (const auto& f : AllFires()) {
-                    if (f.scheduled_time < to_ms && (!store::IsFinal(f.status) || f.followup)) return false;
+                    if (f.scheduled_time < to_ms && (!model::IsFinal(f.status) || f.followup)) return false;
                 }
                 return true;
             },
@@ -553,7 +553,7 @@ TEST_F(ChaosTest, AConcurrencyLimitHoldsWhileTheNodesRunningItsFiresAreKilled) {
     StartSink("e2");
     constexpr std::int64_t kRunMs = 2500;
     const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
-    store::Job j;
+    model::Job j;
     j.name = "two-at-once";
     j.app = kApp;
     j.handler = "sink";
@@ -576,7 +576,7 @@ TEST_F(ChaosTest, AConcurrencyLimitHoldsWhileTheNodesRunningItsFiresAreKilled) {
         // The node that dispatched the newest running (or dispatching) fire of the job.
         int victim = 0;
         for (const auto& f : Fires(created->id)) {
-            if ((f.status == store::FireStatus::kRunning || f.status == store::FireStatus::kDispatching) &&
+            if ((f.status == model::FireStatus::kRunning || f.status == model::FireStatus::kDispatching) &&
                 f.assigned_node) {
                 victim = std::stoi(f.assigned_node->substr(f.assigned_node->rfind('-') + 1));
             }
@@ -598,7 +598,7 @@ TEST_F(ChaosTest, AConcurrencyLimitHoldsWhileTheNodesRunningItsFiresAreKilled) {
     ASSERT_TRUE(WaitFor(
         [&] {
             for (const auto& f : Fires(created->id)) {
-                if (!store::IsFinal(f.status)) return false;
+                if (!model::IsFinal(f.status)) return false;
             }
             return true;
         },
@@ -670,7 +670,7 @@ TEST_F(ChaosTest, MasterKilledMidWorkflowRunsLosesAndDoublesNoStep) {
     const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
     std::vector<std::int64_t> workflows;
     for (int w = 0; w < 4; ++w) {
-        store::Workflow wf;
+        model::Workflow wf;
         wf.name = "diamond-" + std::to_string(w);
         wf.schedule_type = sched::ScheduleType::kCron;
         wf.schedule_expr = "* * * * * ?";
@@ -678,7 +678,7 @@ TEST_F(ChaosTest, MasterKilledMidWorkflowRunsLosesAndDoublesNoStep) {
         wf.max_concurrent_runs = 3;
         wf.next_fire_time = first;
         for (const std::string step : {"a", "b", "c", "d"}) {
-            store::Job j;
+            model::Job j;
             j.name = wf.name + "-" + step;
             j.app = kApp;
             j.handler = "sink";
@@ -757,7 +757,7 @@ TEST_F(ChaosTest, MasterKilledMidWorkflowRunsLosesAndDoublesNoStep) {
         [&] {
             if (!read()) return false;
             for (const auto& r : in.runs) {
-                if (r.status == store::WorkflowRunStatus::kRunning) return false;
+                if (r.status == model::WorkflowRunStatus::kRunning) return false;
             }
             for (const auto& f : in.fires) {
                 if (f.followup) return false;
@@ -802,7 +802,7 @@ TEST_F(ChaosTest, PartitionedMasterDemotesItselfAndRejoinsAsSlave) {
     ASSERT_TRUE(WaitFor(
         [&] {
             for (const auto& f : AllFires()) {
-                if (f.assigned_node == "node-3" && f.status == store::FireStatus::kSucceeded) return true;
+                if (f.assigned_node == "node-3" && f.status == model::FireStatus::kSucceeded) return true;
             }
             return false;
         },
@@ -897,7 +897,7 @@ TEST_F(ChaosTest, PartitionedMasterDemotesItselfAndRejoinsAsSlave) {
     EXPECT_TRUE(WaitFor(
         [&] {
             for (const auto& f : AllFires()) {
-                if (f.assigned_node == "node-3" && f.status == store::FireStatus::kSucceeded && f.dispatched_at &&
+                if (f.assigned_node == "node-3" && f.status == model::FireStatus::kSucceeded && f.dispatched_at &&
                     *f.dispatched_at > restored_at) {
                     return true;
                 }
@@ -924,7 +924,7 @@ TEST_F(ChaosTest, ExecutorKilledMidRunEndsTheFireWithItsReasonAndRetries) {
     // `timeout` too (without one it would stay running: see the next case).
     CreateEverySecondJobs(10, first, /*timeout_ms=*/2000);
 
-    store::Job slow;
+    model::Job slow;
     slow.name = "slow";
     slow.app = kApp;
     slow.handler = "sink";
@@ -964,18 +964,18 @@ TEST_F(ChaosTest, ExecutorKilledMidRunEndsTheFireWithItsReasonAndRetries) {
     ASSERT_TRUE(WaitFor(
         [&] {
             auto fires = Fires(created->id);
-            return fires.size() == 2 && store::IsFinal(fires[0].status) && store::IsFinal(fires[1].status);
+            return fires.size() == 2 && model::IsFinal(fires[0].status) && model::IsFinal(fires[1].status);
         },
         20s))
         << "the slow job's fire did not end and retry";
-    std::map<int, store::Fire> by_attempt;
+    std::map<int, model::Fire> by_attempt;
     for (const auto& f : Fires(created->id)) by_attempt[f.attempt] = f;
     ASSERT_EQ(by_attempt.size(), 2u);
-    EXPECT_EQ(by_attempt[0].status, store::FireStatus::kTimeout) << by_attempt[0].result_message.value_or("");
+    EXPECT_EQ(by_attempt[0].status, model::FireStatus::kTimeout) << by_attempt[0].result_message.value_or("");
     EXPECT_NE(by_attempt[0].result_message.value_or("").find("timed out after 1500 ms"), std::string::npos)
         << by_attempt[0].result_message.value_or("");
-    EXPECT_EQ(by_attempt[1].kind, store::FireKind::kRetry);
-    EXPECT_EQ(by_attempt[1].status, store::FireStatus::kSucceeded) << by_attempt[1].result_message.value_or("");
+    EXPECT_EQ(by_attempt[1].kind, model::FireKind::kRetry);
+    EXPECT_EQ(by_attempt[1].status, model::FireStatus::kSucceeded) << by_attempt[1].result_message.value_or("");
     bool retry_on_survivor = false;
     for (const auto& r : Runs()) {
         if (r.job_id == created->id && r.attempt == 1) retry_on_survivor = r.instance == survivor;
@@ -1007,7 +1007,7 @@ TEST_F(ChaosTest, ExecutorKilledMidRunWithoutTimeoutLeavesNoFireRunningForever) 
     for (int n = 1; n <= 3; ++n) StartNode(n);
     StartSink("e1");
     StartSink("e2");
-    store::Job slow;
+    model::Job slow;
     slow.name = "slow-no-timeout";
     slow.app = kApp;
     slow.handler = "sink";
@@ -1036,15 +1036,15 @@ TEST_F(ChaosTest, ExecutorKilledMidRunWithoutTimeoutLeavesNoFireRunningForever) 
     const bool ended = WaitFor(
         [&] {
             auto fires = Fires(created->id);
-            return !fires.empty() && store::IsFinal(fires.back().status);
+            return !fires.empty() && model::IsFinal(fires.back().status);
         },
         10s);
     const auto fires = Fires(created->id);
     ASSERT_FALSE(fires.empty());
     EXPECT_TRUE(ended) << "fire " << fires.back().id << " of a dead executor (" << victim << ") is still "
-                       << store::FireStatusName(fires.back().status) << " 10 s after the kill, with nothing left to "
+                       << model::FireStatusName(fires.back().status) << " 10 s after the kill, with nothing left to "
                        << "end it";
-    EXPECT_EQ(fires.back().status, store::FireStatus::kLost);
+    EXPECT_EQ(fires.back().status, model::FireStatus::kLost);
     EXPECT_NE(fires.back().result_message.value_or("").find("stopped heartbeating"), std::string::npos)
         << fires.back().result_message.value_or("");
 }
@@ -1076,7 +1076,7 @@ TEST_F(ChaosTest, ASlaveRestartedUnderItsOwnIdLeavesNoFireDispatchingForever) {
     store::ExecutorInstance instance{.app = "hole", .address = hole_address, .handlers = {"sink"}, .capacity = 10};
     ASSERT_TRUE(store::ExecutorRepository(db()).Heartbeat(instance).ok());
 
-    store::Job job;
+    model::Job job;
     job.name = "into-the-hole";
     job.app = "hole";
     job.handler = "sink";
@@ -1086,11 +1086,11 @@ TEST_F(ChaosTest, ASlaveRestartedUnderItsOwnIdLeavesNoFireDispatchingForever) {
     job.next_fire_time = at;
     auto created = store::JobRepository(db()).Create(job);
     ASSERT_TRUE(created.ok()) << created.status().ToString();
-    store::Fire fire;
+    model::Fire fire;
     ASSERT_TRUE(WaitFor(
         [&] {
             auto fires = Fires(created->id);
-            if (fires.empty() || fires[0].status != store::FireStatus::kDispatching) return false;
+            if (fires.empty() || fires[0].status != model::FireStatus::kDispatching) return false;
             fire = fires[0];
             return true;
         },
@@ -1105,15 +1105,15 @@ TEST_F(ChaosTest, ASlaveRestartedUnderItsOwnIdLeavesNoFireDispatchingForever) {
     const bool ended = WaitFor(
         [&] {
             auto fires = Fires(created->id);
-            return !fires.empty() && store::IsFinal(fires[0].status);
+            return !fires.empty() && model::IsFinal(fires[0].status);
         },
         10s);
     const auto now = Fires(created->id);
     ASSERT_FALSE(now.empty());
-    EXPECT_TRUE(ended) << "fire " << now[0].id << " is still " << store::FireStatusName(now[0].status)
+    EXPECT_TRUE(ended) << "fire " << now[0].id << " is still " << model::FireStatusName(now[0].status)
                        << " 10 s after its slave " << slave << " died (restarted under the same id); "
                        << "nothing will ever end it";
-    EXPECT_EQ(now[0].status, store::FireStatus::kLost);
+    EXPECT_EQ(now[0].status, model::FireStatus::kLost);
     EXPECT_NE(now[0].result_message.value_or("").find("restarted while dispatching"), std::string::npos)
         << now[0].result_message.value_or("");
 }

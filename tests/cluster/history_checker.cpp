@@ -8,19 +8,19 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sched/store/workflow_progress.hpp"
+#include "sched/model/workflow_progress.hpp"
 
 namespace sched::chaos {
 
 namespace {
 
-using store::FireKind;
-using store::FireStatus;
+using model::FireKind;
+using model::FireStatus;
 
-std::string Describe(const store::Fire& f) {
+std::string Describe(const model::Fire& f) {
     std::ostringstream out;
-    out << "fire " << f.id << " (" << store::FireKindName(f.kind) << ", attempt " << f.attempt << ", "
-        << store::FireStatusName(f.status) << ", node " << f.assigned_node.value_or("-") << ", executor "
+    out << "fire " << f.id << " (" << model::FireKindName(f.kind) << ", attempt " << f.attempt << ", "
+        << model::FireStatusName(f.status) << ", node " << f.assigned_node.value_or("-") << ", executor "
         << f.executor_address.value_or("-") << ", created " << f.created_at << ", dispatched "
         << (f.dispatched_at ? std::to_string(*f.dispatched_at) : "-") << ": " << f.result_message.value_or("") << ")";
     return out.str();
@@ -34,16 +34,16 @@ std::string Describe(const SinkRecord& r) {
 
 // The policy's verdict on an ended attempt: does it owe a next attempt?
 // A lost attempt of an at-least-once job is owed one retry even with retry_max 0.
-bool OwesRetry(const store::Fire& f, const JobPolicy& job) {
+bool OwesRetry(const model::Fire& f, const JobPolicy& job) {
     if (f.status == FireStatus::kFailed || f.status == FireStatus::kTimeout) return f.attempt < job.retry_max;
     return f.status == FireStatus::kLost && job.at_least_once && f.attempt < std::max(job.retry_max, 1);
 }
 
 // A ledger row of the misfire policy that stands for scheduled time t (a summary row covers a
 // range; a planned fire skipped late by its slave covers its own time).
-bool LedgerCovers(const std::vector<const store::Fire*>& rows, std::int64_t t) {
-    return std::any_of(rows.begin(), rows.end(), [t](const store::Fire* f) {
-        return f->status == FireStatus::kSkipped && f->reason == store::FireReason::kMisfire &&
+bool LedgerCovers(const std::vector<const model::Fire*>& rows, std::int64_t t) {
+    return std::any_of(rows.begin(), rows.end(), [t](const model::Fire* f) {
+        return f->status == FireStatus::kSkipped && f->reason == model::FireReason::kMisfire &&
                f->scheduled_time <= t && t <= f->skipped_until.value_or(f->scheduled_time);
     });
 }
@@ -106,8 +106,8 @@ HistoryReport CheckHistory(const HistoryInput& input) {
         for (const auto* r : list) out << ' ' << Describe(*r) << ';';
         v.push_back(out.str());
     }
-    std::map<std::tuple<std::int64_t, std::int64_t, int, int>, std::vector<const store::Fire*>> rows_by_key;
-    std::map<std::int64_t, std::vector<const store::Fire*>> rows_by_job;
+    std::map<std::tuple<std::int64_t, std::int64_t, int, int>, std::vector<const model::Fire*>> rows_by_key;
+    std::map<std::int64_t, std::vector<const model::Fire*>> rows_by_job;
     for (const auto& f : input.fires) {
         rows_by_key[{f.job_id, f.scheduled_time, f.attempt, f.shard_index}].push_back(&f);
         rows_by_job[f.job_id].push_back(&f);
@@ -122,7 +122,7 @@ HistoryReport CheckHistory(const HistoryInput& input) {
         v.push_back(out.str());
     }
     for (auto& [job, list] : rows_by_job) {
-        std::sort(list.begin(), list.end(), [](const store::Fire* a, const store::Fire* b) {
+        std::sort(list.begin(), list.end(), [](const model::Fire* a, const model::Fire* b) {
             return std::tie(a->scheduled_time, a->attempt, a->id) < std::tie(b->scheduled_time, b->attempt, b->id);
         });
     }
@@ -149,11 +149,11 @@ HistoryReport CheckHistory(const HistoryInput& input) {
         const auto& rows = rows_by_job[job.job_id];
         // Every row in the window must have ended, and every ended attempt must be followed
         // exactly as the policy says.
-        std::map<std::pair<std::int64_t, int>, const store::Fire*> by_attempt;
+        std::map<std::pair<std::int64_t, int>, const model::Fire*> by_attempt;
         for (const auto* f : rows) by_attempt[{f->scheduled_time, f->attempt}] = f;
         for (const auto* f : rows) {
             if (f->scheduled_time < input.from_ms || f->scheduled_time >= input.to_ms) continue;
-            if (!store::IsFinal(f->status)) {
+            if (!model::IsFinal(f->status)) {
                 v.push_back("stuck: job " + std::to_string(job.job_id) + " at " + std::to_string(f->scheduled_time) +
                             ": " + Describe(*f));
                 continue;
@@ -171,7 +171,7 @@ HistoryReport CheckHistory(const HistoryInput& input) {
             // A success that came after the fire was recorded lost: the loss planned the next
             // attempt, which was then ended (skipped) or, already claimed, ran as well.
             const bool late_success =
-                f->status == FireStatus::kSucceeded && f->reason == store::FireReason::kSucceededLate;
+                f->status == FireStatus::kSucceeded && f->reason == model::FireReason::kSucceededLate;
             if (!OwesRetry(*f, job) && has_next && !late_success) {
                 v.push_back("retried against the policy: job " + std::to_string(job.job_id) + " at " +
                             std::to_string(f->scheduled_time) + ": " + Describe(*f) + " (retry_max " +
@@ -183,7 +183,7 @@ HistoryReport CheckHistory(const HistoryInput& input) {
         if (t < input.from_ms) t += (input.from_ms - t + job.period_ms - 1) / job.period_ms * job.period_ms;
         for (; t < input.to_ms; t += job.period_ms) {
             ++report.expected;
-            const store::Fire* last = nullptr;
+            const model::Fire* last = nullptr;
             bool succeeded = false;
             for (const auto* f : rows) {
                 if (f->scheduled_time != t) continue;
@@ -201,7 +201,7 @@ HistoryReport CheckHistory(const HistoryInput& input) {
             }
             if (last) {
                 // Stuck rows and missing reasons are reported above.
-                if (store::IsFinal(last->status)) {
+                if (model::IsFinal(last->status)) {
                     const std::string reason = last->result_message.value_or("").substr(0, 60);
                     ++report.ended_without_run[std::string(FireStatusName(last->status)) + " (" + reason + ")"];
                 }
@@ -209,7 +209,7 @@ HistoryReport CheckHistory(const HistoryInput& input) {
             }
             // No row at all, and no ledger row stands for it: lost silently.
             const auto next =
-                std::find_if(rows.begin(), rows.end(), [t](const store::Fire* f) { return f->scheduled_time > t; });
+                std::find_if(rows.begin(), rows.end(), [t](const model::Fire* f) { return f->scheduled_time > t; });
             std::ostringstream out;
             out << "lost: job " << job.job_id << " at " << t << " has no fire row and no run (misfire policy "
                 << job.misfire_policy << "; next row: " << (next == rows.end() ? std::string("none") : Describe(**next))
@@ -235,12 +235,12 @@ std::string WorkflowHistoryReport::Summary(std::size_t max_violations) const {
 }
 
 WorkflowHistoryReport CheckWorkflowHistory(const WorkflowHistoryInput& input) {
-    using store::StepState;
-    using store::WorkflowRunStatus;
+    using model::StepState;
+    using model::WorkflowRunStatus;
     WorkflowHistoryReport report;
     auto& v = report.violations;
 
-    std::map<std::int64_t, std::vector<store::Fire>> fires_by_run;
+    std::map<std::int64_t, std::vector<model::Fire>> fires_by_run;
     for (const auto& f : input.fires) {
         if (f.workflow_run_id) fires_by_run[*f.workflow_run_id].push_back(f);
     }
@@ -249,7 +249,7 @@ WorkflowHistoryReport CheckWorkflowHistory(const WorkflowHistoryInput& input) {
 
     for (const auto& run : input.runs) {
         if (run.scheduled_time < input.from_ms || run.scheduled_time >= input.to_ms) continue;
-        const std::string status(store::kWorkflowRunStatusNames.Name(run.status));
+        const std::string status(model::kWorkflowRunStatusNames.Name(run.status));
         ++report.runs[status];
         const std::string who = "run " + std::to_string(run.id) + " (workflow " + std::to_string(run.workflow_id) +
                                 " at " + std::to_string(run.scheduled_time) + ", " + status + ")";
@@ -264,7 +264,7 @@ WorkflowHistoryReport CheckWorkflowHistory(const WorkflowHistoryInput& input) {
                 v.push_back("status: " + who + " has " + std::to_string(fires.size()) + " step fire(s)");
             continue;
         }
-        auto graph = store::WorkflowGraph::Make(run.definition.steps, run.definition.edges);
+        auto graph = model::WorkflowGraph::Make(run.definition.steps, run.definition.edges);
         if (!graph.ok()) {
             v.push_back("definition: " + who + ": " + graph.status().ToString());
             continue;
@@ -273,7 +273,7 @@ WorkflowHistoryReport CheckWorkflowHistory(const WorkflowHistoryInput& input) {
         for (std::size_t i = 0; i < run.definition.steps.size(); ++i) index[run.definition.steps[i].name] = i;
 
         // ---- doubles: two rows of one step key, or one key run twice ----
-        std::map<std::tuple<std::string, int, int>, std::vector<const store::Fire*>> rows;
+        std::map<std::tuple<std::string, int, int>, std::vector<const model::Fire*>> rows;
         for (const auto& f : fires) rows[{f.workflow_step.value_or(""), f.attempt, f.shard_index}].push_back(&f);
         for (const auto& [key, list] : rows) {
             if (list.size() < 2) continue;
@@ -304,7 +304,7 @@ WorkflowHistoryReport CheckWorkflowHistory(const WorkflowHistoryInput& input) {
             if (ran == 0) continue;
             const auto self = index.find(f.workflow_step.value_or(""));
             if (self == index.end()) continue;
-            const int generation = f.attempt / store::kStepAttemptStride;
+            const int generation = f.attempt / model::kStepAttemptStride;
             std::int64_t started = it->second.front()->arrival_ms;
             for (const auto* r : it->second) started = std::min(started, r->arrival_ms);
             for (const auto& link : graph->Parents(self->second)) {
@@ -312,7 +312,7 @@ WorkflowHistoryReport CheckWorkflowHistory(const WorkflowHistoryInput& input) {
                 // The parent's fires the child's generation counts: its highest generation <= ours.
                 int counted = -1;
                 for (const auto& p : fires) {
-                    const int g = p.attempt / store::kStepAttemptStride;
+                    const int g = p.attempt / model::kStepAttemptStride;
                     if (p.workflow_step == parent && g <= generation) counted = std::max(counted, g);
                 }
                 if (counted < 0) {
@@ -320,8 +320,8 @@ WorkflowHistoryReport CheckWorkflowHistory(const WorkflowHistoryInput& input) {
                     continue;
                 }
                 for (const auto& p : fires) {
-                    if (p.workflow_step != parent || p.attempt / store::kStepAttemptStride != counted) continue;
-                    if (!store::IsFinal(p.status) || !p.finished_at || *p.finished_at > started) {
+                    if (p.workflow_step != parent || p.attempt / model::kStepAttemptStride != counted) continue;
+                    if (!model::IsFinal(p.status) || !p.finished_at || *p.finished_at > started) {
                         v.push_back("early: " + step + ": " + Describe(f) + " started at " + std::to_string(started) +
                                     " before its parent " + parent + "'s " + Describe(p) + " ended at " +
                                     (p.finished_at ? std::to_string(*p.finished_at) : "-"));
@@ -331,7 +331,7 @@ WorkflowHistoryReport CheckWorkflowHistory(const WorkflowHistoryInput& input) {
         }
 
         // ---- every step ended, and the run's status agrees ----
-        const auto progress = store::EvaluateRun(*graph, run, fires);
+        const auto progress = model::EvaluateRun(*graph, run, fires);
         int failed = 0;
         for (std::size_t i = 0; i < progress.steps.size(); ++i) {
             const auto& step = progress.steps[i];
@@ -339,14 +339,14 @@ WorkflowHistoryReport CheckWorkflowHistory(const WorkflowHistoryInput& input) {
                 ++failed;
                 if (step.fire) {
                     const std::string reason = step.fire->result_message.value_or("").substr(0, 60);
-                    ++report.failed_steps[std::string(store::FireStatusName(step.fire->status)) + " (" + reason + ")"];
+                    ++report.failed_steps[std::string(model::FireStatusName(step.fire->status)) + " (" + reason + ")"];
                 }
             }
             if (run.status == WorkflowRunStatus::kTimedOut) continue;
             if (step.state != StepState::kSucceeded && step.state != StepState::kFailed &&
                 step.state != StepState::kSkipped) {
                 v.push_back("lost step: step " + run.definition.steps[i].name + " of " + who + " is " +
-                            std::string(store::kStepStateNames.Name(step.state)) +
+                            std::string(model::kStepStateNames.Name(step.state)) +
                             (step.fire ? ": " + Describe(*step.fire) : std::string(" with no fire")));
             }
         }

@@ -64,7 +64,7 @@ struct JobPolicy {
 
 struct HistoryInput {
     std::vector<JobPolicy> jobs;
-    std::vector<store::Fire> fires;  ///< every fire row of those jobs
+    std::vector<model::Fire> fires;  ///< every fire row of those jobs
     std::vector<SinkRecord> runs;    ///< every sink line of every instance
     std::int64_t from_ms = 0;        ///< expected times in [from_ms, to_ms) are checked
     std::int64_t to_ms = 0;
@@ -89,8 +89,8 @@ struct HistoryReport {
 HistoryReport CheckHistory(const HistoryInput& input);
 
 struct WorkflowHistoryInput {
-    std::vector<store::WorkflowRun> runs;  ///< the workflow runs, with their definition copy
-    std::vector<store::Fire> fires;        ///< every step fire of those runs (ListForWorkflowRuns)
+    std::vector<model::WorkflowRun> runs;  ///< the workflow runs, with their definition copy
+    std::vector<model::Fire> fires;        ///< every step fire of those runs (ListForWorkflowRuns)
     std::vector<SinkRecord> sink;          ///< every sink line of every instance
     std::int64_t from_ms = 0;              ///< runs scheduled in [from_ms, to_ms) are checked
     std::int64_t to_ms = 0;
@@ -113,7 +113,7 @@ struct WorkflowHistoryReport {
 
 /// Over the runs scheduled in [from_ms, to_ms), the violations, each naming run, step and fire:
 ///   stuck        a run still `running`;
-///   lost step    a step of a `succeeded` or `failed` run whose state (store::EvaluateRun over
+///   lost step    a step of a `succeeded` or `failed` run whose state (model::EvaluateRun over
 ///                the run's fires) is not succeeded, failed or skipped;
 ///   double       a step fire key (job, scheduled time, attempt) the sinks ran more than once,
 ///                or two fire rows of one step, attempt and shard in a run;

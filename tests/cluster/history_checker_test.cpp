@@ -10,8 +10,8 @@
 namespace sched::chaos {
 namespace {
 
-using store::FireKind;
-using store::FireStatus;
+using model::FireKind;
+using model::FireStatus;
 
 constexpr std::int64_t kFirst = 1'700'000'000'000;
 
@@ -25,9 +25,9 @@ class HistoryCheckerTest : public ::testing::Test {
         in_.to_ms = kFirst + 10'000;
         for (int i = 0; i < 10; ++i) AddRun(1, kFirst + i * 1000, 0, 3, i % 2 == 0 ? "e1" : "e2");
     }
-    store::Fire& AddRow(std::int64_t job, std::int64_t t, int attempt, FireStatus status,
+    model::Fire& AddRow(std::int64_t job, std::int64_t t, int attempt, FireStatus status,
                         FireKind kind = FireKind::kSchedule) {
-        store::Fire f;
+        model::Fire f;
         f.id = next_id_++;
         f.job_id = job;
         f.scheduled_time = t;
@@ -35,7 +35,7 @@ class HistoryCheckerTest : public ::testing::Test {
         f.status = status;
         f.kind = kind;
         f.created_at = t - 2000;
-        if (status != FireStatus::kSucceeded && store::IsFinal(status)) f.result_message = "why";
+        if (status != FireStatus::kSucceeded && model::IsFinal(status)) f.result_message = "why";
         in_.fires.push_back(f);
         return in_.fires.back();
     }
@@ -51,7 +51,7 @@ class HistoryCheckerTest : public ::testing::Test {
                             .instance = instance});
     }
     void EraseRowsAt(std::int64_t t) {
-        std::erase_if(in_.fires, [t](const store::Fire& f) { return f.scheduled_time == t; });
+        std::erase_if(in_.fires, [t](const model::Fire& f) { return f.scheduled_time == t; });
         std::erase_if(in_.runs, [t](const SinkRecord& r) { return r.scheduled_ms == t; });
     }
     // The report must fail with exactly one violation that mentions `what`.
@@ -156,9 +156,9 @@ TEST_F(HistoryCheckerTest, ALateSuccessAccountsForTheRetryItsLossPlanned) {
     for (const std::int64_t t : {kFirst + 5000, kFirst + 6000}) {
         EraseRowsAt(t);
         AddRun(1, t, 0, 3, "e1");
-        in_.fires.back().reason = store::FireReason::kSucceededLate;
+        in_.fires.back().reason = model::FireReason::kSucceededLate;
     }
-    AddRow(1, kFirst + 5000, 1, FireStatus::kSkipped, FireKind::kRetry).reason = store::FireReason::kSucceededLate;
+    AddRow(1, kFirst + 5000, 1, FireStatus::kSkipped, FireKind::kRetry).reason = model::FireReason::kSucceededLate;
     AddRun(1, kFirst + 6000, 1, 3, "e2");
     EXPECT_TRUE(CheckHistory(in_).ok()) << CheckHistory(in_).Summary();
     // A success that was never lost does not explain a next attempt.
@@ -177,7 +177,7 @@ TEST_F(HistoryCheckerTest, MisfirePoliciesMayDropTimesOnlyVisibly) {
     misfire.created_at = kFirst + 8500;
     EXPECT_EQ(CheckHistory(in_).violations.size(), 6u) << CheckHistory(in_).Summary();
     auto& ledger = AddRow(1, kFirst + 3000, 0, FireStatus::kSkipped, FireKind::kMisfire);
-    ledger.reason = store::FireReason::kMisfire;
+    ledger.reason = model::FireReason::kMisfire;
     ledger.skipped_until = kFirst + 7000;  // one second short
     ledger.skipped_count = 5;
     EXPECT_EQ(CheckHistory(in_).violations.size(), 1u) << CheckHistory(in_).Summary();
@@ -187,7 +187,7 @@ TEST_F(HistoryCheckerTest, MisfirePoliciesMayDropTimesOnlyVisibly) {
     EXPECT_TRUE(report.ok()) << report.Summary();
     EXPECT_EQ(report.misfire_dropped, 6);
     // A skipped row without the misfire reason accounts only for its own time, as an ended fire.
-    in_.fires.back().reason = store::FireReason::kPaused;
+    in_.fires.back().reason = model::FireReason::kPaused;
     EXPECT_EQ(CheckHistory(in_).violations.size(), 5u) << CheckHistory(in_).Summary();
 }
 
@@ -208,7 +208,7 @@ TEST(SinkLogTest, ReadsLinesAndSkipsATornLastLine) {
 
 // ---- workflow runs ----
 
-using store::WorkflowRunStatus;
+using model::WorkflowRunStatus;
 
 class WorkflowHistoryCheckerTest : public ::testing::Test {
   protected:
@@ -226,15 +226,15 @@ class WorkflowHistoryCheckerTest : public ::testing::Test {
             Step(i + 1, "d", t, t + 640);
         }
     }
-    static store::WorkflowDefinition Diamond() {
-        store::WorkflowDefinition d;
+    static model::WorkflowDefinition Diamond() {
+        model::WorkflowDefinition d;
         d.steps = {{"a", 11}, {"b", 12}, {"c", 13}, {"d", 14}};
         d.edges = {{"a", "b"}, {"a", "c"}, {"b", "d"}, {"c", "d"}};
         return d;
     }
     static std::int64_t JobOf(const std::string& step) { return 11 + (step[0] - 'a'); }
-    store::WorkflowRun& AddRunRow(std::int64_t id, std::int64_t t, WorkflowRunStatus status) {
-        store::WorkflowRun run;
+    model::WorkflowRun& AddRunRow(std::int64_t id, std::int64_t t, WorkflowRunStatus status) {
+        model::WorkflowRun run;
         run.id = id;
         run.workflow_id = 7;
         run.scheduled_time = t;
@@ -246,9 +246,9 @@ class WorkflowHistoryCheckerTest : public ::testing::Test {
     }
     // A step fire of run `run` that started at `start`; succeeded: ran (a sink line) and ended
     // 300 ms later; other statuses end at `start` without a sink line.
-    store::Fire& Step(std::int64_t run, const std::string& step, std::int64_t t, std::int64_t start,
+    model::Fire& Step(std::int64_t run, const std::string& step, std::int64_t t, std::int64_t start,
                       FireStatus status = FireStatus::kSucceeded, int attempt = 0) {
-        store::Fire f;
+        model::Fire f;
         f.id = next_id_++;
         f.job_id = JobOf(step);
         f.scheduled_time = t;
@@ -264,7 +264,7 @@ class WorkflowHistoryCheckerTest : public ::testing::Test {
         in_.fires.push_back(f);
         return in_.fires.back();
     }
-    void Sink(const store::Fire& f, std::int64_t arrival, const std::string& instance = "e1") {
+    void Sink(const model::Fire& f, std::int64_t arrival, const std::string& instance = "e1") {
         in_.sink.push_back({.arrival_ms = arrival,
                             .job_id = f.job_id,
                             .fire_id = f.id,
@@ -273,18 +273,18 @@ class WorkflowHistoryCheckerTest : public ::testing::Test {
                             .epoch = 3,
                             .instance = instance});
     }
-    store::Fire* Find(std::int64_t run, const std::string& step) {
+    model::Fire* Find(std::int64_t run, const std::string& step) {
         for (auto& f : in_.fires) {
             if (f.workflow_run_id == run && f.workflow_step == step) return &f;
         }
         return nullptr;
     }
     void Erase(std::int64_t run, const std::string& step) {
-        const store::Fire* f = Find(run, step);
+        const model::Fire* f = Find(run, step);
         ASSERT_NE(f, nullptr);
         const std::int64_t id = f->id;
         std::erase_if(in_.sink, [id](const SinkRecord& r) { return r.fire_id == id; });
-        std::erase_if(in_.fires, [id](const store::Fire& x) { return x.id == id; });
+        std::erase_if(in_.fires, [id](const model::Fire& x) { return x.id == id; });
     }
     void ExpectOneViolation(const std::string& what) {
         const auto report = CheckWorkflowHistory(in_);
@@ -311,7 +311,7 @@ TEST_F(WorkflowHistoryCheckerTest, AFailedStepSkippingTheJoinIsARecordedOutcome)
     Erase(2, "d");
     Step(2, "b", t, t + 320, FireStatus::kLost);
     auto& skip = Step(2, "d", t, t + 640, FireStatus::kSkipped);
-    skip.reason = store::FireReason::kUpstream;
+    skip.reason = model::FireReason::kUpstream;
     in_.runs[1].status = WorkflowRunStatus::kFailed;
     in_.runs[1].reason = "step b lost";
     const auto report = CheckWorkflowHistory(in_);
@@ -377,7 +377,7 @@ TEST_F(WorkflowHistoryCheckerTest, CatchesARunStatusThatDisagreesWithItsSteps) {
     Erase(3, "c");
     Step(3, "c", t, t + 330, FireStatus::kFailed);  // d would be skipped, the run should fail
     Erase(3, "d");
-    Step(3, "d", t, t + 640, FireStatus::kSkipped).reason = store::FireReason::kUpstream;
+    Step(3, "d", t, t + 640, FireStatus::kSkipped).reason = model::FireReason::kUpstream;
     ExpectOneViolation("status: run 3");
 }
 

@@ -91,9 +91,9 @@ class TriggerProcessTest : public db::testing::DbTest {
     }
     void StartClient() { client_ = LaunchClient(0); }
 
-    store::Job CreateJob(const std::string& name, const std::string& type, const std::string& expr,
+    model::Job CreateJob(const std::string& name, const std::string& type, const std::string& expr,
                          std::optional<std::int64_t> first, const std::string& handler = "echo") {
-        store::Job j;
+        model::Job j;
         j.name = name;
         j.app = "demo";
         j.handler = handler;
@@ -106,10 +106,10 @@ class TriggerProcessTest : public db::testing::DbTest {
         return *created;
     }
 
-    std::vector<store::Fire> Fires(std::int64_t job_id) {
+    std::vector<model::Fire> Fires(std::int64_t job_id) {
         auto fires = store::FireRepository(db()).List({.job_id = job_id, .limit = 1000});
         EXPECT_TRUE(fires.ok()) << fires.status().ToString();
-        return fires.ok() ? *fires : std::vector<store::Fire>{};
+        return fires.ok() ? *fires : std::vector<model::Fire>{};
     }
 
     std::filesystem::path dir_;
@@ -129,7 +129,7 @@ TEST_P(TriggerProcessTest, EverySecondJobFiresEachSecondOnceAndPausedJobStops) {
         [&] {
             int done = 0;
             for (const auto& f : Fires(job.id)) {
-                if (f.scheduled_time < first + std::int64_t{kSeconds} * 1000 && store::IsFinal(f.status)) ++done;
+                if (f.scheduled_time < first + std::int64_t{kSeconds} * 1000 && model::IsFinal(f.status)) ++done;
             }
             return done >= kSeconds;
         },
@@ -140,7 +140,7 @@ TEST_P(TriggerProcessTest, EverySecondJobFiresEachSecondOnceAndPausedJobStops) {
     for (const auto& f : Fires(job.id)) {
         if (f.scheduled_time >= first + std::int64_t{kSeconds} * 1000) continue;
         ++per_time[f.scheduled_time];
-        EXPECT_EQ(f.status, store::FireStatus::kSucceeded) << f.result_message.value_or("");
+        EXPECT_EQ(f.status, model::FireStatus::kSucceeded) << f.result_message.value_or("");
         EXPECT_EQ(f.result_message, R"({"from":"test"})");  // the echo handler returns its params
         ASSERT_TRUE(f.dispatched_at);
         // Lag is a benchmark figure; here only a sanity bound that a broken timer would miss.
@@ -169,7 +169,7 @@ TEST_P(TriggerProcessTest, EverySecondJobFiresEachSecondOnceAndPausedJobStops) {
     std::this_thread::sleep_for(3s);
     for (const auto& f : Fires(job.id)) {
         if (f.scheduled_time > paused_at + 2500) ADD_FAILURE() << "fire planned after the pause: " << f.scheduled_time;
-        if (f.scheduled_time > paused_at + 100 && f.status == store::FireStatus::kSucceeded) {
+        if (f.scheduled_time > paused_at + 100 && f.status == model::FireStatus::kSucceeded) {
             ADD_FAILURE() << "a paused job ran at " << f.scheduled_time;
         }
     }
@@ -240,7 +240,7 @@ TEST_P(TriggerProcessTest, FixedRateAndFixedDelayKeepTheirCadence) {
     StartClient();
     const std::int64_t start = (NowMs() / 1000 + 2) * 1000;
     auto rate = CreateJob("rate", "fixed-rate", "500ms", start);
-    store::Job d;
+    model::Job d;
     d.name = "delay";
     d.app = "demo";
     d.handler = "sleep";
@@ -254,8 +254,8 @@ TEST_P(TriggerProcessTest, FixedRateAndFixedDelayKeepTheirCadence) {
         [&] {
             int rate_done = 0;
             int delay_done = 0;
-            for (const auto& f : Fires(rate.id)) rate_done += f.status == store::FireStatus::kSucceeded ? 1 : 0;
-            for (const auto& f : Fires(delay->id)) delay_done += f.status == store::FireStatus::kSucceeded ? 1 : 0;
+            for (const auto& f : Fires(rate.id)) rate_done += f.status == model::FireStatus::kSucceeded ? 1 : 0;
+            for (const auto& f : Fires(delay->id)) delay_done += f.status == model::FireStatus::kSucceeded ? 1 : 0;
             return rate_done >= 6 && delay_done >= 4;
         },
         20s))
@@ -282,19 +282,19 @@ TEST_P(TriggerProcessTest, ManualTriggerRunsOnceAndFailuresAreRetried) {
     StartTrigger();
     StartClient();
     auto manual = CreateJob("manual", "manual", "", std::nullopt);
-    store::Fire f;
+    model::Fire f;
     f.job_id = manual.id;
     f.scheduled_time = NowMs();
-    f.kind = store::FireKind::kManual;
+    f.kind = model::FireKind::kManual;
     auto id = db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
     ASSERT_TRUE(id.ok() && id->has_value());
     ASSERT_TRUE(
-        WaitFor([&] { return store::FireRepository(db()).Get(**id)->status == store::FireStatus::kSucceeded; }, 15s))
+        WaitFor([&] { return store::FireRepository(db()).Get(**id)->status == model::FireStatus::kSucceeded; }, 15s))
         << trigger_->stderr_text();
     EXPECT_EQ(Fires(manual.id).size(), 1u);
 
     // A failing handler with two retries: three attempts, all failed, each a row of its own.
-    store::Job flaky;
+    model::Job flaky;
     flaky.name = "flaky";
     flaky.app = "demo";
     flaky.handler = "fail";
@@ -311,14 +311,14 @@ TEST_P(TriggerProcessTest, ManualTriggerRunsOnceAndFailuresAreRetried) {
         [&] {
             auto all = Fires(created->id);
             return all.size() == 3 &&
-                   std::all_of(all.begin(), all.end(), [](const auto& x) { return store::IsFinal(x.status); });
+                   std::all_of(all.begin(), all.end(), [](const auto& x) { return model::IsFinal(x.status); });
         },
         20s))
         << trigger_->stderr_text();
     std::set<int> attempts;
     for (const auto& x : Fires(created->id)) {
         attempts.insert(x.attempt);
-        EXPECT_EQ(x.status, store::FireStatus::kFailed);
+        EXPECT_EQ(x.status, model::FireStatus::kFailed);
         EXPECT_EQ(x.scheduled_time, at);
     }
     EXPECT_EQ(attempts, (std::set<int>{0, 1, 2}));
@@ -359,7 +359,7 @@ TEST_P(TriggerProcessTest, MisfirePoliciesAfterTheClusterWasDownForAMinute) {
     const std::int64_t missed_from = (start / 1000 - 60) * 1000;
     std::map<std::string, std::int64_t> jobs;
     for (const char* policy : {"skip", "fire-once-now", "fire-all"}) {
-        store::Job j;
+        model::Job j;
         j.name = std::string("misfire-") + policy;
         j.app = "demo";
         j.handler = "echo";
@@ -385,25 +385,25 @@ TEST_P(TriggerProcessTest, MisfirePoliciesAfterTheClusterWasDownForAMinute) {
     std::this_thread::sleep_for(1500ms);
     const std::int64_t threshold_ms = 5000;  // the default misfire-threshold
     // Fires, not ledger rows (those are counted below).
-    auto count = [&](const std::string& policy, store::FireKind kind, std::int64_t before) {
+    auto count = [&](const std::string& policy, model::FireKind kind, std::int64_t before) {
         int n = 0;
         for (const auto& f : Fires(jobs[policy])) {
-            n += f.kind == kind && f.scheduled_time < before && f.reason != store::FireReason::kMisfire ? 1 : 0;
+            n += f.kind == kind && f.scheduled_time < before && f.reason != model::FireReason::kMisfire ? 1 : 0;
         }
         return n;
     };
     // The ledger: the missed minute is one row per job that skipped or folded times.
     auto ledger = [&](const std::string& policy) {
-        std::vector<store::Fire> out;
+        std::vector<model::Fire> out;
         for (const auto& f : Fires(jobs[policy])) {
-            if (f.reason == store::FireReason::kMisfire) out.push_back(f);
+            if (f.reason == model::FireReason::kMisfire) out.push_back(f);
         }
         return out;
     };
     for (const char* policy : {"skip", "fire-once-now"}) {
         const auto rows = ledger(policy);
         ASSERT_EQ(rows.size(), 1u) << policy;
-        EXPECT_EQ(rows[0].status, store::FireStatus::kSkipped);
+        EXPECT_EQ(rows[0].status, model::FireStatus::kSkipped);
         EXPECT_EQ(rows[0].scheduled_time, missed_from) << policy;
         EXPECT_GE(rows[0].skipped_count.value_or(0), 54) << policy;
         EXPECT_EQ(rows[0].skipped_count.value_or(0), (rows[0].skipped_until.value_or(0) - missed_from) / 1000 + 1)
@@ -411,14 +411,14 @@ TEST_P(TriggerProcessTest, MisfirePoliciesAfterTheClusterWasDownForAMinute) {
     }
     EXPECT_TRUE(ledger("fire-all").empty());
     // skip: nothing older than the threshold fires; the schedule simply resumes.
-    EXPECT_EQ(count("skip", store::FireKind::kSchedule, start - threshold_ms - 1000), 0);
-    EXPECT_EQ(count("skip", store::FireKind::kMisfire, start + 60'000), 0);
-    EXPECT_GT(count("skip", store::FireKind::kSchedule, start + 60'000), 0);
+    EXPECT_EQ(count("skip", model::FireKind::kSchedule, start - threshold_ms - 1000), 0);
+    EXPECT_EQ(count("skip", model::FireKind::kMisfire, start + 60'000), 0);
+    EXPECT_GT(count("skip", model::FireKind::kSchedule, start + 60'000), 0);
     // fire-once-now: one misfire fire stands for the whole missed minute.
-    EXPECT_EQ(count("fire-once-now", store::FireKind::kMisfire, start + 60'000), 1);
-    EXPECT_EQ(count("fire-once-now", store::FireKind::kSchedule, start - threshold_ms - 1000), 0);
+    EXPECT_EQ(count("fire-once-now", model::FireKind::kMisfire, start + 60'000), 1);
+    EXPECT_EQ(count("fire-once-now", model::FireKind::kSchedule, start - threshold_ms - 1000), 0);
     // fire-all: every missed second is caught up (the default cap of 100 is above 60).
-    const int caught_up = count("fire-all", store::FireKind::kMisfire, start + 60'000);
+    const int caught_up = count("fire-all", model::FireKind::kMisfire, start + 60'000);
     EXPECT_GE(caught_up, 53);
     EXPECT_LE(caught_up, 61);
     std::set<std::int64_t> times;
@@ -431,11 +431,11 @@ TEST_P(TriggerProcessTest, MisfirePoliciesAfterTheClusterWasDownForAMinute) {
 // it resumes, those and the times it missed obey the job's policy (skip: none fires late) and
 // every scheduled second is either run or in the ledger with reason misfire.
 // The fires as lines (id, time, status, start, end, instance, message), for a failure's message.
-std::string Listed(const std::vector<store::Fire>& fires) {
+std::string Listed(const std::vector<model::Fire>& fires) {
     std::string out;
     for (const auto& f : fires) {
         out += "\n  " + std::to_string(f.id) + " @" + std::to_string(f.scheduled_time) + " " +
-               std::string(store::FireStatusName(f.status)) + " started " + std::to_string(f.started_at.value_or(-1)) +
+               std::string(model::FireStatusName(f.status)) + " started " + std::to_string(f.started_at.value_or(-1)) +
                " finished " + std::to_string(f.finished_at.value_or(-1)) + " on " + f.executor_address.value_or("-") +
                " " + f.result_message.value_or("");
     }
@@ -446,7 +446,7 @@ TEST_P(TriggerProcessTest, ASkipJobStoppedPastTheThresholdFiresNothingLateAndRec
     StartTrigger();
     StartClient();
     const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
-    store::Job skip_job;
+    model::Job skip_job;
     skip_job.name = "skip-every-second";
     skip_job.app = "demo";
     skip_job.handler = "echo";
@@ -456,11 +456,11 @@ TEST_P(TriggerProcessTest, ASkipJobStoppedPastTheThresholdFiresNothingLateAndRec
     skip_job.next_fire_time = first;
     auto created = store::JobRepository(db()).Create(skip_job);
     ASSERT_TRUE(created.ok()) << created.status().ToString();
-    const store::Job job = *created;
+    const model::Job job = *created;
     ASSERT_TRUE(WaitFor(
         [&] {
             int done = 0;
-            for (const auto& f : Fires(job.id)) done += f.status == store::FireStatus::kSucceeded ? 1 : 0;
+            for (const auto& f : Fires(job.id)) done += f.status == model::FireStatus::kSucceeded ? 1 : 0;
             return done >= 2;
         },
         20s))
@@ -479,9 +479,9 @@ TEST_P(TriggerProcessTest, ASkipJobStoppedPastTheThresholdFiresNothingLateAndRec
         [&] {
             const auto now = Fires(job.id);
             for (std::int64_t t = first_second; t <= resumed_at + 3000; t += 1000) {
-                const bool ended = std::any_of(now.begin(), now.end(), [t](const store::Fire& f) {
+                const bool ended = std::any_of(now.begin(), now.end(), [t](const model::Fire& f) {
                     return f.scheduled_time <= t && t <= f.skipped_until.value_or(f.scheduled_time) &&
-                           store::IsFinal(f.status);
+                           model::IsFinal(f.status);
                 });
                 if (!ended) return false;
             }
@@ -497,12 +497,12 @@ TEST_P(TriggerProcessTest, ASkipJobStoppedPastTheThresholdFiresNothingLateAndRec
         for (const auto& f : fires) {
             const bool covers = f.scheduled_time <= t && t <= f.skipped_until.value_or(f.scheduled_time);
             if (!covers) continue;
-            if (f.status == store::FireStatus::kSucceeded && f.scheduled_time == t) {
+            if (f.status == model::FireStatus::kSucceeded && f.scheduled_time == t) {
                 ++ran;
                 accounted = true;
                 // Nothing ran more than the threshold late (plus the claim's own latency).
                 EXPECT_LE(f.dispatched_at.value_or(0) - t, threshold_ms + 1000) << "second " << t << " ran late";
-            } else if (f.status == store::FireStatus::kSkipped && f.reason == store::FireReason::kMisfire) {
+            } else if (f.status == model::FireStatus::kSkipped && f.reason == model::FireReason::kMisfire) {
                 ++in_ledger;
                 accounted = true;
                 EXPECT_NE(f.result_message.value_or("").find("misfire"), std::string::npos);
@@ -511,7 +511,7 @@ TEST_P(TriggerProcessTest, ASkipJobStoppedPastTheThresholdFiresNothingLateAndRec
         std::string seen;
         for (const auto& f : fires) {
             if (f.scheduled_time == t) {
-                seen += " fire " + std::to_string(f.id) + " " + std::string(store::FireStatusName(f.status)) + " (" +
+                seen += " fire " + std::to_string(f.id) + " " + std::string(model::FireStatusName(f.status)) + " (" +
                         f.result_message.value_or("") + ")";
             }
         }
@@ -524,7 +524,7 @@ TEST_P(TriggerProcessTest, ASkipJobStoppedPastTheThresholdFiresNothingLateAndRec
 TEST_P(TriggerProcessTest, DiscardLaterSkipsFiresWhileTheLastOneStillRuns) {
     StartTrigger();
     StartClient();
-    store::Job j;
+    model::Job j;
     j.name = "long-runner";
     j.app = "demo";
     j.handler = "sleep";
@@ -540,15 +540,15 @@ TEST_P(TriggerProcessTest, DiscardLaterSkipsFiresWhileTheLastOneStillRuns) {
             int skipped = 0;
             int succeeded = 0;
             for (const auto& f : Fires(job->id)) {
-                skipped += f.status == store::FireStatus::kSkipped ? 1 : 0;
-                succeeded += f.status == store::FireStatus::kSucceeded ? 1 : 0;
+                skipped += f.status == model::FireStatus::kSkipped ? 1 : 0;
+                succeeded += f.status == model::FireStatus::kSucceeded ? 1 : 0;
             }
             return skipped >= 2 && succeeded >= 1;
         },
         20s))
         << trigger_->stderr_text();
     for (const auto& f : Fires(job->id)) {
-        if (f.status == store::FireStatus::kSkipped) {
+        if (f.status == model::FireStatus::kSkipped) {
             EXPECT_NE(f.result_message.value_or("").find("discard-later"), std::string::npos);
         }
     }
@@ -556,7 +556,7 @@ TEST_P(TriggerProcessTest, DiscardLaterSkipsFiresWhileTheLastOneStillRuns) {
 
 // The most runs of one job that were going at the same moment, from the fires' start and end
 // as their executors reported them.
-int MostAtOnce(const std::vector<store::Fire>& fires) {
+int MostAtOnce(const std::vector<model::Fire>& fires) {
     std::vector<std::pair<std::int64_t, int>> edges;  // (time, +1 start / -1 end); ends sort first
     for (const auto& f : fires) {
         if (!f.started_at || !f.finished_at) continue;
@@ -579,7 +579,7 @@ TEST_P(TriggerProcessTest, ConcurrencyLimitsAndOverlapPoliciesHoldAcrossInstance
     for (int n = 0; n < 2; ++n) clients.push_back(LaunchClient(n));
     const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
     const auto make = [&](const std::string& name, BlockStrategy policy, int limit, Routing routing, int ms) {
-        store::Job j;
+        model::Job j;
         j.name = name;
         j.app = "demo";
         j.handler = "sleep";
@@ -598,9 +598,9 @@ TEST_P(TriggerProcessTest, ConcurrencyLimitsAndOverlapPoliciesHoldAcrossInstance
     const auto three = make("three-at-once", BlockStrategy::kBufferAll, 3, Routing::kFirst, 3500);
     const auto serial = make("serial", BlockStrategy::kSerial, 1, Routing::kRoundRobin, 1500);
     const auto discard = make("discard", BlockStrategy::kDiscardLater, 1, Routing::kRoundRobin, 2500);
-    const auto ended = [&](const store::Job& job) {
+    const auto ended = [&](const model::Job& job) {
         int n = 0;
-        for (const auto& f : Fires(job.id)) n += f.status == store::FireStatus::kSucceeded ? 1 : 0;
+        for (const auto& f : Fires(job.id)) n += f.status == model::FireStatus::kSucceeded ? 1 : 0;
         return n;
     };
     ASSERT_TRUE(WaitFor([&] { return ended(three) >= 6 && ended(serial) >= 4 && ended(discard) >= 2; }, 40s))
@@ -613,26 +613,26 @@ TEST_P(TriggerProcessTest, ConcurrencyLimitsAndOverlapPoliciesHoldAcrossInstance
     int waited = 0;
     for (const auto& f : Fires(serial.id)) {
         if (f.executor_address) serial_instances.insert(*f.executor_address);
-        if (f.status == store::FireStatus::kSucceeded && f.started_at && *f.started_at > f.scheduled_time + 300)
+        if (f.status == model::FireStatus::kSucceeded && f.started_at && *f.started_at > f.scheduled_time + 300)
             ++waited;
-        EXPECT_NE(f.status, store::FireStatus::kSkipped) << "serial buffers, it does not drop";
+        EXPECT_NE(f.status, model::FireStatus::kSkipped) << "serial buffers, it does not drop";
     }
     EXPECT_EQ(serial_instances.size(), 2u) << "both instances ran the serial job";
     EXPECT_GE(waited, 1) << "a serial fire waited for the one before it:" << Listed(Fires(serial.id));
     // In order: no serial fire ran while an earlier one still waited.
     const auto serial_fires = Fires(serial.id);
     for (const auto& ran : serial_fires) {
-        if (ran.status != store::FireStatus::kSucceeded) continue;
+        if (ran.status != model::FireStatus::kSucceeded) continue;
         for (const auto& earlier : serial_fires) {
-            EXPECT_FALSE(earlier.scheduled_time < ran.scheduled_time && !store::IsFinal(earlier.status))
+            EXPECT_FALSE(earlier.scheduled_time < ran.scheduled_time && !model::IsFinal(earlier.status))
                 << "fire " << ran.id << " ran before " << earlier.id << Listed(serial_fires);
         }
     }
     int skipped = 0;
     for (const auto& f : Fires(discard.id)) {
-        if (f.status != store::FireStatus::kSkipped) continue;
+        if (f.status != model::FireStatus::kSkipped) continue;
         ++skipped;
-        EXPECT_EQ(f.reason, store::FireReason::kBlocked);
+        EXPECT_EQ(f.reason, model::FireReason::kBlocked);
         EXPECT_NE(f.result_message.value_or("").find("overlap policy discard-later"), std::string::npos)
             << f.result_message.value_or("");
     }
@@ -642,7 +642,7 @@ TEST_P(TriggerProcessTest, ConcurrencyLimitsAndOverlapPoliciesHoldAcrossInstance
 TEST_P(TriggerProcessTest, AFireWithNoLiveExecutorFailsWithItsReasonAndTheNodeLivesOn) {
     StartTrigger();
     const std::int64_t at = NowMs() + 300;
-    store::Job j;
+    model::Job j;
     j.name = "orphan-app";
     j.app = "nobody-serves-this";
     j.handler = "echo";
@@ -654,12 +654,12 @@ TEST_P(TriggerProcessTest, AFireWithNoLiveExecutorFailsWithItsReasonAndTheNodeLi
     ASSERT_TRUE(WaitFor(
         [&] {
             auto all = Fires(job->id);
-            return all.size() == 1 && store::IsFinal(all[0].status);
+            return all.size() == 1 && model::IsFinal(all[0].status);
         },
         15s))
         << trigger_->stderr_text();
     const auto fire = Fires(job->id).front();
-    EXPECT_EQ(fire.status, store::FireStatus::kFailed);
+    EXPECT_EQ(fire.status, model::FireStatus::kFailed);
     EXPECT_NE(fire.result_message.value_or("").find("no live executor of app nobody-serves-this"), std::string::npos)
         << fire.result_message.value_or("");
     // The failure path once crashed the node (a g++ 12 coroutine temporary): it must live on.
@@ -669,7 +669,7 @@ TEST_P(TriggerProcessTest, AFireWithNoLiveExecutorFailsWithItsReasonAndTheNodeLi
 TEST_P(TriggerProcessTest, TimeoutKillsTheRunAndMarksTheFire) {
     StartTrigger();
     StartClient();
-    store::Job slow;
+    model::Job slow;
     slow.name = "slow";
     slow.app = "demo";
     slow.handler = "sleep";
@@ -684,14 +684,14 @@ TEST_P(TriggerProcessTest, TimeoutKillsTheRunAndMarksTheFire) {
     ASSERT_TRUE(WaitFor(
         [&] {
             auto all = Fires(job->id);
-            return all.size() == 1 && store::IsFinal(all[0].status);
+            return all.size() == 1 && model::IsFinal(all[0].status);
         },
         15s))
         << trigger_->stderr_text();
     const auto fire = Fires(job->id).front();
     // The slave's timeout and the SDK's own deadline race; either way the run ends as timeout,
     // long before the handler's 10 s.
-    EXPECT_EQ(fire.status, store::FireStatus::kTimeout) << fire.result_message.value_or("");
+    EXPECT_EQ(fire.status, model::FireStatus::kTimeout) << fire.result_message.value_or("");
     ASSERT_TRUE(fire.finished_at && fire.dispatched_at);
     EXPECT_LT(*fire.finished_at - *fire.dispatched_at, 5000);
 }
@@ -723,15 +723,15 @@ TEST_P(TriggerProcessTest, RoutingAcrossThreeInstances) {
         [&] {
             auto b = Fires(broadcast.id);
             int rr_done = 0;
-            for (const auto& f : Fires(rr.id)) rr_done += f.status == store::FireStatus::kSucceeded ? 1 : 0;
+            for (const auto& f : Fires(rr.id)) rr_done += f.status == model::FireStatus::kSucceeded ? 1 : 0;
             return b.size() == 3 &&
-                   std::all_of(b.begin(), b.end(), [](const auto& f) { return store::IsFinal(f.status); }) &&
+                   std::all_of(b.begin(), b.end(), [](const auto& f) { return model::IsFinal(f.status); }) &&
                    rr_done >= 3;
         },
         20s))
         << trigger_->stderr_text();
     for (const auto& f : Fires(broadcast.id)) {
-        EXPECT_EQ(f.status, store::FireStatus::kSucceeded);
+        EXPECT_EQ(f.status, model::FireStatus::kSucceeded);
         EXPECT_EQ(f.shard_total, 3);
         ASSERT_TRUE(f.executor_address);
         EXPECT_EQ(*f.executor_address, addresses[f.shard_index]) << "shard " << f.shard_index;
@@ -764,13 +764,13 @@ TEST_P(TriggerProcessTest, RoutingAcrossThreeInstances) {
     ASSERT_TRUE(WaitFor(
         [&] {
             int done = 0;
-            for (const auto& f : Fires(failover.id)) done += store::IsFinal(f.status) ? 1 : 0;
+            for (const auto& f : Fires(failover.id)) done += model::IsFinal(f.status) ? 1 : 0;
             return done >= 2;
         },
         20s));
     for (const auto& f : Fires(failover.id)) {
-        if (!store::IsFinal(f.status)) continue;
-        EXPECT_EQ(f.status, store::FireStatus::kSucceeded) << f.result_message.value_or("");
+        if (!model::IsFinal(f.status)) continue;
+        EXPECT_EQ(f.status, model::FireStatus::kSucceeded) << f.result_message.value_or("");
         EXPECT_NE(f.executor_address.value_or(""), addresses[0]);
         EXPECT_EQ(f.executor_address.value_or(""), addresses[1]) << "failover picks the next by address";
     }
@@ -797,14 +797,14 @@ TEST_P(TriggerProcessTest, ANodeWhoseClockIsTenMinutesOffFiresOnTime) {
     ASSERT_TRUE(WaitFor(
         [&] {
             int done = 0;
-            for (const auto& f : Fires(job.id)) done += f.status == store::FireStatus::kSucceeded ? 1 : 0;
+            for (const auto& f : Fires(job.id)) done += f.status == model::FireStatus::kSucceeded ? 1 : 0;
             return done >= 3;
         },
         20s))
         << trigger_->stderr_text();
     for (const auto& f : Fires(job.id)) {
-        if (f.status != store::FireStatus::kSucceeded) continue;
-        EXPECT_EQ(f.kind, store::FireKind::kSchedule) << "treated as a misfire: the node used its own clock";
+        if (f.status != model::FireStatus::kSucceeded) continue;
+        EXPECT_EQ(f.kind, model::FireKind::kSchedule) << "treated as a misfire: the node used its own clock";
         ASSERT_TRUE(f.dispatched_at);
         // Not early (a node trusting its clock would fire everything at once) and not late.
         // dispatched_at is the claim: up to twice claim-ahead (100 ms) before the due time.
@@ -923,17 +923,17 @@ void TriggerClusterTest::KillOneNodeUnderLoad(bool kill_master) {
     for (auto job : jobs) {
         std::map<std::int64_t, int> per_time;
         for (const auto& f : Fires(job)) {
-            if (f.kind != store::FireKind::kSchedule && f.kind != store::FireKind::kMisfire) continue;
+            if (f.kind != model::FireKind::kSchedule && f.kind != model::FireKind::kMisfire) continue;
             if (f.scheduled_time >= checked_until) continue;
             ++per_time[f.scheduled_time];
-            if (f.status == store::FireStatus::kSucceeded) {
+            if (f.status == model::FireStatus::kSucceeded) {
                 ++succeeded;
-            } else if (f.status == store::FireStatus::kLost) {
+            } else if (f.status == model::FireStatus::kLost) {
                 ++lost;
                 EXPECT_TRUE(f.result_message.has_value());
             } else {
                 ADD_FAILURE() << "job " << job << " fire at " << f.scheduled_time << " is "
-                              << store::FireStatusName(f.status) << ": " << f.result_message.value_or("");
+                              << model::FireStatusName(f.status) << ": " << f.result_message.value_or("");
             }
             // Only the new master can have created a fire after the kill.
             if (f.created_at > killed_at && f.dispatched_at) {

@@ -9,6 +9,12 @@
 
 namespace sched::store {
 
+using model::FireKind;
+using model::FireStatus;
+using model::IsFinal;
+using model::ParseFireKind;
+using model::ParseFireStatus;
+
 namespace {
 
 constexpr auto kOverlapNames = MakeNameTable<BackfillOverlap>({"serial", "parallel"});

@@ -5,6 +5,7 @@
 #include <iterator>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string_view>
 #include <tuple>
 
@@ -16,11 +17,21 @@
 
 namespace sched::store {
 
+using model::Fire;
+using model::FireKind;
+using model::FireKindName;
+using model::FireReason;
+using model::FireReasonName;
+using model::FireStatus;
+using model::FireStatusName;
+using model::IsFinal;
+using model::ParseFireKind;
+using model::ParseFireReason;
+using model::ParseFireStatus;
+using model::StoredDueAt;
+
 namespace {
 
-constexpr const auto& kStatusNames = kFireStatusNames;
-constexpr const auto& kKindNames = kFireKindNames;
-constexpr const auto& kReasonNames = kFireReasonNames;
 constexpr auto kOutcomeNames = MakeNameTable<ResultOutcome>(
     {"applied", "duplicate", "conflict", "not_found", "forbidden", "stale_attempt", "stale_epoch", "wrong_executor"});
 
@@ -116,44 +127,6 @@ std::string StatusList(std::initializer_list<FireStatus> statuses) {
 }
 
 }  // namespace
-
-std::string_view FireStatusName(FireStatus s) {
-    return kStatusNames.Name(s);
-}
-
-std::optional<FireStatus> ParseFireStatus(std::string_view name) {
-    return kStatusNames.Parse(name);
-}
-
-bool IsFinal(FireStatus s) {
-    switch (s) {
-        case FireStatus::kSucceeded:
-        case FireStatus::kFailed:
-        case FireStatus::kTimeout:
-        case FireStatus::kKilled:
-        case FireStatus::kLost:
-        case FireStatus::kSkipped:
-            return true;
-        default:
-            return false;
-    }
-}
-
-std::string_view FireReasonName(FireReason r) {
-    return kReasonNames.Name(r);
-}
-
-std::optional<FireReason> ParseFireReason(std::string_view name) {
-    return kReasonNames.Parse(name);
-}
-
-std::string_view FireKindName(FireKind k) {
-    return kKindNames.Name(k);
-}
-
-std::optional<FireKind> ParseFireKind(std::string_view name) {
-    return kKindNames.Parse(name);
-}
 
 std::string_view ResultOutcomeName(ResultOutcome outcome) {
     return kOutcomeNames.Name(outcome);
@@ -582,6 +555,12 @@ int FireRepository::InsertLedgerRows(soci::session& s, const db::Dialect& dialec
 
 int FireRepository::Transition(soci::session& s, std::int64_t id, std::initializer_list<FireStatus> from, FireStatus to,
                                const FireUpdate& u) {
+    for (const FireStatus f : from) {
+        if (!model::MayMove(f, to)) {
+            throw std::logic_error("fire " + std::to_string(id) + ": " + std::string(FireStatusName(f)) + " -> " +
+                                   std::string(FireStatusName(to)) + " is not a move of the fire state machine");
+        }
+    }
     const std::string to_name(FireStatusName(to));
     std::string sql = "UPDATE job_fire SET status = :to_status";
     if (u.assigned_node) sql += ", assigned_node = :assigned_node";

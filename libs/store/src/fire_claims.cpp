@@ -12,6 +12,15 @@
 
 namespace sched::store {
 
+using model::Fire;
+using model::FireKind;
+using model::FireReason;
+using model::FireStatus;
+using model::Job;
+using model::ParseFireKind;
+using model::ParseFireReason;
+using model::ParseFireStatus;
+
 namespace {
 
 // The columns the slave needs to dispatch a fire.

@@ -9,6 +9,9 @@
 
 namespace sched::store {
 
+using model::FireStatus;
+using model::FireStatusName;
+
 namespace {
 constexpr std::size_t kIdsPerSelect = 500;
 

@@ -16,6 +16,10 @@
 
 namespace sched::store {
 
+using model::FireStatus;
+using model::FireStatusName;
+using model::ParseFireStatus;
+
 namespace {
 
 constexpr std::size_t kSelectChunk = 500;

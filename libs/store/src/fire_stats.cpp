@@ -9,6 +9,10 @@
 
 namespace sched::store {
 
+using model::FireStatus;
+using model::FireStatusName;
+using model::ParseFireStatus;
+
 namespace {
 
 // Every status, so that range scans over (status, scheduled_time) serve the window's queries:

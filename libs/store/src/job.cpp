@@ -12,6 +12,9 @@
 
 namespace sched::store {
 
+using model::Job;
+using model::JobPause;
+
 namespace {
 
 constexpr const char* kColumns =

@@ -3,6 +3,12 @@
 #include "store_test_base.hpp"
 
 namespace sched::store {
+
+using model::Fire;
+using model::FireKind;
+using model::FireReason;
+using model::FireStatus;
+using model::IsFinal;
 namespace {
 
 class BackfillRepositoryTest : public StoreTest {

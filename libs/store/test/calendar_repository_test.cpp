@@ -4,6 +4,8 @@
 #include "store_test_base.hpp"
 
 namespace sched::store {
+
+using model::Job;
 namespace {
 
 class CalendarRepositoryTest : public StoreTest {};

@@ -9,6 +9,12 @@
 #include "store_test_base.hpp"
 
 namespace sched::store {
+
+using model::Fire;
+using model::FireKind;
+using model::FireReason;
+using model::FireStatus;
+using model::Job;
 namespace {
 
 class FireClaimsTest : public StoreTest {

@@ -7,6 +7,9 @@
 #include "store_test_base.hpp"
 
 namespace sched::store {
+
+using model::Fire;
+using model::FireStatus;
 namespace {
 
 class FireMetricsTest : public StoreTest {

@@ -7,6 +7,18 @@
 #include "store_test_base.hpp"
 
 namespace sched::store {
+
+using model::Fire;
+using model::FireKind;
+using model::FireKindName;
+using model::FireReason;
+using model::FireReasonName;
+using model::FireStatus;
+using model::FireStatusName;
+using model::IsFinal;
+using model::ParseFireKind;
+using model::ParseFireReason;
+using model::ParseFireStatus;
 namespace {
 
 class FireRepositoryTest : public StoreTest {
@@ -500,9 +512,12 @@ TEST_P(FireRepositoryTest, FollowupsAreListedPerShardWithWorkflowFiresInShardZer
     EXPECT_EQ(jobs_in({}).size(), 7u);
 
     // Clearing the trivial ones is per shard too: shard 2 clears only its jobs' succeeded fires.
-    for (const auto& [id, job] : job_of) {
-        ASSERT_TRUE(fires.Transition(id, {FireStatus::kFailed}, FireStatus::kSucceeded, {.followup = true}).ok());
-    }
+    // Rewritten in place (the state machine has no failed -> succeeded): the same fires, now ends
+    // that nothing follows.
+    ASSERT_TRUE(db().Run([](soci::session& s) {
+                        s << "UPDATE job_fire SET status = 'succeeded', followup = 1 WHERE status = 'failed'";
+                    })
+                    .ok());
     auto cleared = db().Run(
         [](soci::session& s) { return FireRepository::ClearTrivialFollowups(s, JobShard{.index = 2, .total = 3}); });
     ASSERT_TRUE(cleared.ok()) << cleared.status().ToString();

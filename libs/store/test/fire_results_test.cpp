@@ -15,6 +15,14 @@
 #include "store_test_base.hpp"
 
 namespace sched::store {
+
+using model::Fire;
+using model::FireKind;
+using model::FireKindName;
+using model::FireReason;
+using model::FireStatus;
+using model::FireStatusName;
+using model::Job;
 namespace {
 
 constexpr std::int64_t kGoneJob = 999'999;

@@ -6,6 +6,10 @@
 #include "store_test_base.hpp"
 
 namespace sched::store {
+
+using model::FireStatus;
+using model::FireStatusName;
+using model::Job;
 namespace {
 
 class FireStatsTest : public StoreTest {

@@ -3,6 +3,10 @@
 #include "store_test_base.hpp"
 
 namespace sched::store {
+
+using model::Job;
+using model::JobPause;
+using model::ShardsPerFire;
 namespace {
 
 class JobRepositoryTest : public StoreTest {};

@@ -4,6 +4,12 @@
 #include "store_test_base.hpp"
 
 namespace sched::store {
+
+using model::EdgeCondition;
+using model::Fire;
+using model::Job;
+using model::Workflow;
+using model::WorkflowErrorField;
 namespace {
 
 class WorkflowRepositoryTest : public StoreTest {

@@ -4,6 +4,15 @@
 #include "store_test_base.hpp"
 
 namespace sched::store {
+
+using model::EdgeCondition;
+using model::kMaxRunGeneration;
+using model::ParseWorkflowDefinition;
+using model::WorkflowDefinition;
+using model::WorkflowDefinitionToJson;
+using model::WorkflowRun;
+using model::WorkflowRunKind;
+using model::WorkflowRunStatus;
 namespace {
 
 WorkflowDefinition Diamond() {

@@ -86,14 +86,14 @@ BackfillProgress BackfillAdvancer::Advance(soci::session& s, const db::Dialect& 
             step.exhausted = true;
         }
 
-        const int shards = store::ShardsPerFire(*job, [&] { return live_executors(job->app); });
-        std::vector<store::Fire> fires;
+        const int shards = model::ShardsPerFire(*job, [&] { return live_executors(job->app); });
+        std::vector<model::Fire> fires;
         for (const std::int64_t t : step.create) {
             for (int shard = 0; shard < shards; ++shard) {
-                store::Fire fire;
+                model::Fire fire;
                 fire.job_id = job->id;
                 fire.scheduled_time = t;
-                fire.kind = store::FireKind::kBackfill;
+                fire.kind = model::FireKind::kBackfill;
                 fire.shard_index = shard;
                 fire.shard_total = shards;
                 fire.epoch = epoch;
@@ -110,7 +110,7 @@ BackfillProgress BackfillAdvancer::Advance(soci::session& s, const db::Dialect& 
             created_times.insert(fires[i].scheduled_time);
             if (fires[i].assigned_node) {
                 progress.assigned[*fires[i].assigned_node].push_back(
-                    {.id = stored[i]->id, .due_at = store::StoredDueAt(fires[i])});
+                    {.id = stored[i]->id, .due_at = model::StoredDueAt(fires[i])});
             }
         }
         const bool unchanged = step.cursor == backfill.cursor_ms && step.create.empty() && step.existing == 0;

@@ -81,7 +81,7 @@ BoundedPlan PlanBoundedJobFires(const cron::Schedule& schedule, const cron::Cale
             // one fire of fire-once-now stands for times the calendar allowed. Nominal times, as
             // for next_fire_time below (cron::PlanTime): a job's jitter never moves a time into or
             // out of an excluded period or past end_at.
-            if (f.kind == store::FireKind::kSchedule && cron::PlanTime(schedule, calendar, f.nominal_ms).excluded) {
+            if (f.kind == model::FireKind::kSchedule && cron::PlanTime(schedule, calendar, f.nominal_ms).excluded) {
                 if (!run) run = SkippedTimes{.first_ms = f.nominal_ms};
                 run->last_ms = f.nominal_ms;
                 ++run->count;

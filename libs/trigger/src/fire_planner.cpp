@@ -10,7 +10,7 @@ JobPlan PlanJobFires(const cron::Schedule& schedule, std::int64_t due_ms, std::i
     const auto misfire = cron::PlanMisfire(schedule, due_ms, now_ms, options.misfire, options.calendar);
     for (const auto& f : misfire.fires) {
         plan.fires.push_back({cron::PlanTime(schedule, nullptr, f.scheduled_ms).fire_ms, f.scheduled_ms,
-                              f.misfire ? store::FireKind::kMisfire : store::FireKind::kSchedule});
+                              f.misfire ? model::FireKind::kMisfire : model::FireKind::kSchedule});
     }
     if (misfire.skipped > 0 && misfire.skipped_first_ms && misfire.skipped_last_ms) {
         plan.skipped = SkippedTimes{.first_ms = *misfire.skipped_first_ms,
@@ -26,7 +26,7 @@ JobPlan PlanJobFires(const cron::Schedule& schedule, std::int64_t due_ms, std::i
     // flight (its next time depends on when that one finishes), so it never runs ahead.
     while (next && *next <= now_ms + options.lookahead_ms && plan.fires.size() < options.max_fires_per_job) {
         if (schedule.WaitsForFinish() && !plan.fires.empty()) break;
-        plan.fires.push_back({cron::PlanTime(schedule, nullptr, *next).fire_ms, *next, store::FireKind::kSchedule});
+        plan.fires.push_back({cron::PlanTime(schedule, nullptr, *next).fire_ms, *next, model::FireKind::kSchedule});
         next = schedule.WaitsForFinish() ? std::nullopt : schedule.NextFireTime(*next);
     }
     plan.next_fire_time = next;

@@ -16,7 +16,7 @@
 namespace sched::trigger {
 
 using namespace std::chrono_literals;
-using store::FireStatus;
+using model::FireStatus;
 
 namespace {
 
@@ -36,7 +36,7 @@ protocol::RunAnswer ReadAnswer(const http::ClientResponse& r) {
 
 // A /v1/run body for `fire` of `job`, claimed in a group at `epoch`. A step of a workflow run
 // triggered with params gets the run's params instead of its job's (docs/workflows.md).
-nlohmann::json RunJson(const store::Fire& fire, const store::Job& job, std::int64_t epoch,
+nlohmann::json RunJson(const model::Fire& fire, const model::Job& job, std::int64_t epoch,
                        const std::map<std::int64_t, std::string>& run_params) {
     protocol::RunRequest run;
     run.fire_id = fire.id;
@@ -117,13 +117,13 @@ void RunSender::Send(std::shared_ptr<const DispatchGroup> group) {
 }
 
 net::awaitable<void> RunSender::SendGroup(GroupPtr group) {
-    std::vector<store::Fire> at_due = config_.send_ahead ? SendAhead(group) : group->fires;
+    std::vector<model::Fire> at_due = config_.send_ahead ? SendAhead(group) : group->fires;
     co_await SendAtDue(group, std::move(at_due));
 }
 
-std::vector<store::Fire> RunSender::SendAhead(const GroupPtr& group) {
+std::vector<model::Fire> RunSender::SendAhead(const GroupPtr& group) {
     const std::int64_t now = time_.NowMs();
-    std::vector<store::Fire> at_due;
+    std::vector<model::Fire> at_due;
     Batches batches;
     for (const auto& fire : group->fires) {
         if (fire.due_at - now >= kMinAheadMs) {
@@ -145,14 +145,14 @@ void RunSender::SendBatches(const GroupPtr& group, Batches& batches, Batch kind)
     for (auto& [key, list] : batches) {
         for (std::size_t from = 0; from < list.size(); from += protocol::kMaxRunsPerBatch) {
             const std::size_t to = std::min(list.size(), from + protocol::kMaxRunsPerBatch);
-            std::vector<store::Fire> chunk(std::make_move_iterator(list.begin() + static_cast<std::ptrdiff_t>(from)),
+            std::vector<model::Fire> chunk(std::make_move_iterator(list.begin() + static_cast<std::ptrdiff_t>(from)),
                                            std::make_move_iterator(list.begin() + static_cast<std::ptrdiff_t>(to)));
             net::co_spawn(io_, SendBatch(group, key.first, key.second, std::move(chunk), kind), net::detached);
         }
     }
 }
 
-net::awaitable<void> RunSender::SendAtDue(GroupPtr group, std::vector<store::Fire> fires) {
+net::awaitable<void> RunSender::SendAtDue(GroupPtr group, std::vector<model::Fire> fires) {
     net::steady_timer timer(io_);
     std::size_t i = 0;
     while (i < fires.size()) {
@@ -167,7 +167,7 @@ net::awaitable<void> RunSender::SendAtDue(GroupPtr group, std::vector<store::Fir
             } catch (const boost::system::system_error&) {
             }
         }
-        std::vector<store::Fire> now_due;
+        std::vector<model::Fire> now_due;
         for (; i < fires.size() && fires[i].due_at <= due; ++i) now_due.push_back(std::move(fires[i]));
         DispatchDue(group, std::move(now_due));
     }
@@ -177,7 +177,7 @@ net::awaitable<void> RunSender::SendAtDue(GroupPtr group, std::vector<store::Fir
 // would be as many requests. Here the fires whose routing needs no probe go to their
 // first-choice instance in one request each, and only what a batch did not place takes the
 // per-fire path, which tries the other instances in order.
-void RunSender::DispatchDue(const GroupPtr& group, std::vector<store::Fire> fires) {
+void RunSender::DispatchDue(const GroupPtr& group, std::vector<model::Fire> fires) {
     const std::int64_t now = time_.NowMs();
     Batches batches;
     for (auto& fire : fires) {
@@ -202,12 +202,12 @@ void RunSender::DispatchDue(const GroupPtr& group, std::vector<store::Fire> fire
     SendBatches(group, batches, Batch::kAtDue);
 }
 
-std::optional<std::string> RunSender::BatchAddress(const DispatchGroup& group, const store::Fire& fire,
+std::optional<std::string> RunSender::BatchAddress(const DispatchGroup& group, const model::Fire& fire,
                                                    std::int64_t now_ms, Batch kind) {
     const auto job_it = group.jobs.find(fire.job_id);
     if (job_it == group.jobs.end()) return std::nullopt;
-    const store::Job& job = job_it->second;
-    if (!job.enabled && fire.kind != store::FireKind::kManual) return std::nullopt;
+    const model::Job& job = job_it->second;
+    if (!job.enabled && fire.kind != model::FireKind::kManual) return std::nullopt;
     if (MisfireVerdict(group.fires, fire, job, now_ms, Ms(config_.misfire_threshold))) return std::nullopt;
     const Routing routing = job.routing;
     if (ProbeFor(routing) != Probe::kNone) return std::nullopt;
@@ -222,7 +222,7 @@ std::optional<std::string> RunSender::BatchAddress(const DispatchGroup& group, c
 // concatenation, a ?: result, a braced list): g++ 12 destroys such temporaries twice in a
 // coroutine frame (a double free seen here) or rejects them ("array used as initializer").
 net::awaitable<void> RunSender::SendBatch(GroupPtr group, std::string app, std::string address,
-                                          std::vector<store::Fire> fires, Batch kind) {
+                                          std::vector<model::Fire> fires, Batch kind) {
     const bool ahead = kind == Batch::kAhead;
     const std::string_view path = ahead ? protocol::kRunsAheadPath : protocol::kRunsPath;
     shared_->in_flight += fires.size();
@@ -285,8 +285,8 @@ net::awaitable<void> RunSender::SendBatch(GroupPtr group, std::string app, std::
             break;
         }
         for (std::size_t k = 0; k < count; ++k) {
-            const store::Fire& fire = fires[from + k];
-            const store::Job& job = group->jobs.at(fire.job_id);
+            const model::Fire& fire = fires[from + k];
+            const model::Job& job = group->jobs.at(fire.job_id);
             const protocol::RunAnswer& answer = (*answers)[k];
             if (answer.accepted()) {
                 Accepted(fire, job, address, sent_at);
@@ -296,7 +296,7 @@ net::awaitable<void> RunSender::SendBatch(GroupPtr group, std::string app, std::
                 dispatched_.Labels({"discarded"}).Inc();
                 End(fire, &job, FireStatus::kSkipped,
                     "discarded: the job is still running on " + address + " (block strategy discard-later)",
-                    store::FireReason::kBlocked);
+                    model::FireReason::kBlocked);
                 shared_->queue->Forget(fire.id);
                 placed[from + k] = true;
             }
@@ -308,7 +308,7 @@ net::awaitable<void> RunSender::SendBatch(GroupPtr group, std::string app, std::
     shared_->in_flight -= fires.size();
     if (ahead) {
         // Sent again at their due time, where they are batched or sent one by one as any fire.
-        std::vector<store::Fire> at_due;
+        std::vector<model::Fire> at_due;
         for (std::size_t k = 0; k < fires.size(); ++k) {
             if (!placed[k]) at_due.push_back(std::move(fires[k]));
         }
@@ -320,7 +320,7 @@ net::awaitable<void> RunSender::SendBatch(GroupPtr group, std::string app, std::
     }
 }
 
-net::awaitable<void> RunSender::SendOne(GroupPtr group, store::Fire fire) {
+net::awaitable<void> RunSender::SendOne(GroupPtr group, model::Fire fire) {
     // Runs also when the I/O context destroys this coroutine unfinished, possibly after the
     // sender is gone (a node stopped while a dispatch hung): it touches only the shared state.
     struct Done {
@@ -335,18 +335,18 @@ net::awaitable<void> RunSender::SendOne(GroupPtr group, store::Fire fire) {
 
     const auto job_it = group->jobs.find(fire.job_id);
     if (job_it == group->jobs.end()) {
-        End(fire, nullptr, FireStatus::kSkipped, "job deleted", store::FireReason::kJobDeleted);
+        End(fire, nullptr, FireStatus::kSkipped, "job deleted", model::FireReason::kJobDeleted);
         co_return;
     }
-    const store::Job& job = job_it->second;
-    if (!job.enabled && fire.kind != store::FireKind::kManual) {
-        End(fire, &job, FireStatus::kSkipped, "job paused", store::FireReason::kPaused);
+    const model::Job& job = job_it->second;
+    if (!job.enabled && fire.kind != model::FireKind::kManual) {
+        End(fire, &job, FireStatus::kSkipped, "job paused", model::FireReason::kPaused);
         co_return;
     }
     if (auto late = MisfireVerdict(group->fires, fire, job, time_.NowMs(), Ms(config_.misfire_threshold))) {
         dispatched_.Labels({"misfire"}).Inc();
         spdlog::warn("slave {}: fire {} of job {} ({}) skipped: {}", node_id_, fire.id, job.id, job.name, *late);
-        End(fire, &job, FireStatus::kSkipped, *late, store::FireReason::kMisfire);
+        End(fire, &job, FireStatus::kSkipped, *late, model::FireReason::kMisfire);
         co_return;
     }
 
@@ -463,7 +463,7 @@ net::awaitable<void> RunSender::SendOne(GroupPtr group, store::Fire fire) {
                 dispatched_.Labels({"discarded"}).Inc();
                 End(fire, &job, FireStatus::kSkipped,
                     "discarded: the job is still running on " + address + " (block strategy discard-later)",
-                    store::FireReason::kBlocked);
+                    model::FireReason::kBlocked);
                 co_return;
             }
             if (response->status != 429 && response->status != 503) all_busy = false;
@@ -481,7 +481,7 @@ net::awaitable<void> RunSender::SendOne(GroupPtr group, store::Fire fire) {
     dispatched_.Labels({"failed"}).Inc();
     std::string why = "no executor accepted the fire: " + reasons;
     if (order.empty()) why = "no live executor of app " + job.app + " serves handler " + job.handler;
-    End(fire, &job, FireStatus::kFailed, std::move(why), store::FireReason::kNoExecutor);
+    End(fire, &job, FireStatus::kFailed, std::move(why), model::FireReason::kNoExecutor);
 }
 
 void RunSender::Kill(std::int64_t fire_id, std::string app, std::string address) {
@@ -500,7 +500,7 @@ net::awaitable<void> RunSender::SendKill(std::int64_t fire_id, std::string app, 
     }
 }
 
-void RunSender::Accepted(const store::Fire& fire, const store::Job& job, const std::string& address,
+void RunSender::Accepted(const model::Fire& fire, const model::Job& job, const std::string& address,
                          std::int64_t sent_at) {
     // A run sent ahead starts at its due time: that is its started_at. Its timeout is watched
     // from the 202 plus the hold asked for plus kHeldTimeoutSlackMs: the executor starts it a
@@ -523,8 +523,8 @@ void RunSender::Accepted(const store::Fire& fire, const store::Job& job, const s
 
 // Queued with the slave's other endings: a burst that cannot be sent (no live instance of its
 // app, every instance refusing) is then one transaction, not one per fire.
-void RunSender::End(const store::Fire& fire, const store::Job* job, FireStatus to, std::string message,
-                    std::optional<store::FireReason> reason) {
+void RunSender::End(const model::Fire& fire, const model::Job* job, FireStatus to, std::string message,
+                    std::optional<model::FireReason> reason) {
     if (job) fire_outcomes_.Ended(job->app, job->id, to);
     ports_.ended({.id = fire.id,
                   .from = FireStatus::kDispatching,

@@ -11,7 +11,7 @@
 namespace sched::trigger {
 
 using namespace std::chrono_literals;
-using store::FireStatus;
+using model::FireStatus;
 
 namespace {
 
@@ -78,7 +78,7 @@ Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr
                   spdlog::warn(
                       "slave {}: cannot record the end of {} fires (first: {} as {}): {}; the master's sweep ends "
                       "them",
-                      node_id_, left.size(), left.front().id, store::FireStatusName(left.front().to), error.ToString());
+                      node_id_, left.size(), left.front().id, model::FireStatusName(left.front().to), error.ToString());
               } else {
                   spdlog::warn("slave {}: cannot record the end of {} fires yet (retrying): {}", node_id_, left.size(),
                                error.ToString());

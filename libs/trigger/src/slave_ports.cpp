@@ -13,7 +13,7 @@
 
 namespace sched::trigger {
 
-using store::FireStatus;
+using model::FireStatus;
 
 std::int64_t NewClaimToken() {
     thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -22,7 +22,7 @@ std::int64_t NewClaimToken() {
     return token;
 }
 
-std::vector<protocol::NoticedFire> AsNoticed(const std::vector<store::Fire>& fires) {
+std::vector<protocol::NoticedFire> AsNoticed(const std::vector<model::Fire>& fires) {
     std::vector<protocol::NoticedFire> out;
     out.reserve(fires.size());
     for (const auto& f : fires) out.push_back({.id = f.id, .due_at = f.due_at});
@@ -40,7 +40,7 @@ Result<std::vector<std::int64_t>> SqlFireClaimStore::ListPendingIds(const std::s
     return db_->Run([&](soci::session& s) { return store::FireClaims::ListPendingIds(s, node, limit); });
 }
 
-Result<std::vector<store::Fire>> SqlFireClaimStore::FindPending(const std::string& node,
+Result<std::vector<model::Fire>> SqlFireClaimStore::FindPending(const std::string& node,
                                                                 const std::vector<std::int64_t>& ids) {
     return db_->Run([&](soci::session& s) { return store::FireClaims::FindPending(s, node, ids); });
 }
@@ -58,7 +58,7 @@ Result<ClaimedGroup> SqlFireClaimStore::Claim(const std::string& node, const std
         auto claimed = store::FireClaims::Claim(s, node, ids, token, group.epoch, now_ms);
         std::set<std::int64_t> job_ids;
         for (const auto& f : claimed) job_ids.insert(f.job_id);
-        std::map<std::int64_t, store::Job> jobs;
+        std::map<std::int64_t, model::Job> jobs;
         if (!job_ids.empty()) {
             for (auto& job :
                  store::JobRepository::FindMany(s, std::vector<std::int64_t>(job_ids.begin(), job_ids.end()))) {
@@ -68,8 +68,8 @@ Result<ClaimedGroup> SqlFireClaimStore::Claim(const std::string& node, const std
         }
         // Two statements more (the seats read and written) only for groups with a job whose
         // policy limits its runs.
-        const store::LateJudge late = [this, now_ms](const store::Fire& f, const store::Job& job,
-                                                     const std::vector<store::Fire>& group) {
+        const store::LateJudge late = [this, now_ms](const model::Fire& f, const model::Job& job,
+                                                     const std::vector<model::Fire>& group) {
             return MisfireVerdict(group, f, job, now_ms, misfire_threshold_ms_);
         };
         auto admission = store::FireClaims::Admit(s, db_->dialect(), std::move(claimed), jobs, token, now_ms, late);
@@ -143,7 +143,7 @@ Result<int> SqlFireClaimStore::EndEarlierDispatches(const std::string& node, std
             ended += store::FireRepository::Transition(s, fire.id, {FireStatus::kDispatching}, FireStatus::kLost,
                                                        {.finished_at = now_ms,
                                                         .result_message = message,
-                                                        .reason = store::FireReason::kSlaveRestarted,
+                                                        .reason = model::FireReason::kSlaveRestarted,
                                                         .followup = true});
         }
         return ended;

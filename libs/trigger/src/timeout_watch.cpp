@@ -10,7 +10,7 @@
 
 namespace sched::trigger {
 
-using store::FireStatus;
+using model::FireStatus;
 
 namespace {
 

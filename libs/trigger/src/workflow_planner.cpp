@@ -4,10 +4,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sched/model/workflow_progress.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/job.hpp"
 #include "sched/store/workflow.hpp"
-#include "sched/store/workflow_progress.hpp"
 #include "sched/store/workflow_run.hpp"
 
 namespace sched::trigger {
@@ -16,15 +16,15 @@ namespace {
 
 // A step's skip row: a ledger fire of the step's job at try 0 of the run's generation, so the
 // step is either run or skipped in a generation, never both (the fire key decides).
-store::Fire SkipRow(const store::WorkflowRun& run, const store::WorkflowStep& step, std::int64_t epoch,
-                    std::int64_t now, store::FireReason reason, std::string message) {
-    store::Fire row;
+model::Fire SkipRow(const model::WorkflowRun& run, const model::WorkflowStep& step, std::int64_t epoch,
+                    std::int64_t now, model::FireReason reason, std::string message) {
+    model::Fire row;
     row.job_id = step.job_id;
     row.scheduled_time = run.scheduled_time;
-    row.kind = store::FireKind::kWorkflow;
-    row.attempt = store::StepAttempt(run.generation, 0);
+    row.kind = model::FireKind::kWorkflow;
+    row.attempt = model::StepAttempt(run.generation, 0);
     row.epoch = epoch;
-    row.status = store::FireStatus::kSkipped;
+    row.status = model::FireStatus::kSkipped;
     row.due_at = now;
     row.finished_at = now;
     row.reason = reason;
@@ -71,14 +71,14 @@ std::vector<std::int64_t> WorkflowPlanner::CreateDueRuns(soci::session& s, const
         // be sent at their exact time); one that finds every slot taken is not judged yet: the
         // running runs may end before it, so the workflow's next_fire_time stays at it and a
         // scan at (or after) that time decides.
-        std::vector<store::WorkflowRun> runs;
+        std::vector<model::WorkflowRun> runs;
         std::optional<std::int64_t> next = plan.next_fire_time;
         int running = store::WorkflowRunRepository::CountRunning(s, wf.id);
         for (const auto& planned : plan.fires) {
-            store::WorkflowRun run;
+            model::WorkflowRun run;
             run.workflow_id = wf.id;
             run.scheduled_time = planned.scheduled_ms;
-            run.kind = store::WorkflowRunKind::kSchedule;
+            run.kind = model::WorkflowRunKind::kSchedule;
             run.workflow_version = wf.version;
             run.definition = {wf.steps, wf.edges};
             run.created_by = "scheduler";
@@ -88,7 +88,7 @@ std::vector<std::int64_t> WorkflowPlanner::CreateDueRuns(soci::session& s, const
                     break;
                 }
                 // Decided at (or after) its time: it never starts, so it starts and ends now.
-                run.status = store::WorkflowRunStatus::kSkipped;
+                run.status = model::WorkflowRunStatus::kSkipped;
                 run.reason = "overlap: " + std::to_string(running) + " run(s) running, max_concurrent_runs " +
                              std::to_string(wf.max_concurrent_runs);
                 run.started_at = now;
@@ -113,7 +113,7 @@ std::vector<std::int64_t> WorkflowPlanner::CreateDueRuns(soci::session& s, const
         for (const auto& run : runs) {
             const auto id = store::WorkflowRunRepository::InsertIfAbsent(s, dialect, run);
             if (!id) continue;
-            if (run.status == store::WorkflowRunStatus::kSkipped) {
+            if (run.status == model::WorkflowRunStatus::kSkipped) {
                 ++r.runs_overlapped;
             } else {
                 ++r.runs_created;
@@ -132,7 +132,7 @@ WorkflowProgressReport WorkflowPlanner::Advance(soci::session& s, const db::Dial
     std::set<std::int64_t> ids(ended_runs.begin(), ended_runs.end());
     for (const std::int64_t id : CreateDueRuns(s, dialect, now, r)) ids.insert(id);
 
-    std::map<std::int64_t, store::WorkflowRun> runs;
+    std::map<std::int64_t, model::WorkflowRun> runs;
     for (auto& run : store::WorkflowRunRepository::FindRunning(s, {ids.begin(), ids.end()})) {
         runs.emplace(run.id, std::move(run));
     }
@@ -158,28 +158,28 @@ WorkflowProgressReport WorkflowPlanner::Advance(soci::session& s, const db::Dial
     std::vector<std::int64_t> run_ids;
     run_ids.reserve(runs.size());
     for (const auto& [id, run] : runs) run_ids.push_back(id);
-    std::map<std::int64_t, std::vector<store::Fire>> fires_by_run;
+    std::map<std::int64_t, std::vector<model::Fire>> fires_by_run;
     for (auto& fire : store::FireRepository::ListForWorkflowRuns(s, run_ids)) {
         fires_by_run[*fire.workflow_run_id].push_back(std::move(fire));
     }
-    std::map<std::int64_t, std::optional<store::Job>> jobs;
-    const auto job_of = [&](std::int64_t id) -> const std::optional<store::Job>& {
+    std::map<std::int64_t, std::optional<model::Job>> jobs;
+    const auto job_of = [&](std::int64_t id) -> const std::optional<model::Job>& {
         auto it = jobs.find(id);
         if (it == jobs.end()) it = jobs.emplace(id, store::JobRepository::Find(s, id)).first;
         return it->second;
     };
-    std::map<std::int64_t, std::optional<store::Workflow>> workflows;
+    std::map<std::int64_t, std::optional<model::Workflow>> workflows;
 
-    std::vector<store::Fire> new_fires;
-    std::vector<store::Fire> skips;
+    std::vector<model::Fire> new_fires;
+    std::vector<model::Fire> skips;
     for (const auto& [id, run] : runs) {
-        auto graph = store::WorkflowGraph::Make(run.definition.steps, run.definition.edges);
+        auto graph = model::WorkflowGraph::Make(run.definition.steps, run.definition.edges);
         if (!graph.ok()) {
             // ParseWorkflowDefinition checked the copy when it was read; this is a broken invariant
             // of a damaged row, and the run cannot go on.
             spdlog::error("workflow run {}: its definition is invalid ({}); ended failed", id,
                           graph.status().message());
-            (void)store::WorkflowRunRepository::End(s, id, store::WorkflowRunStatus::kFailed,
+            (void)store::WorkflowRunRepository::End(s, id, model::WorkflowRunStatus::kFailed,
                                                     "definition: " + graph.status().message(), now);
             continue;
         }
@@ -193,38 +193,38 @@ WorkflowProgressReport WorkflowPlanner::Advance(soci::session& s, const db::Dial
             if (wf->second && wf->second->run_timeout_ms > 0 && now >= started + wf->second->run_timeout_ms) {
                 const std::string why =
                     "run_timeout: still running " + std::to_string(wf->second->run_timeout_ms) + " ms after its start";
-                const auto progress = store::EvaluateRun(*graph, run, fires);
+                const auto progress = model::EvaluateRun(*graph, run, fires);
                 for (std::size_t i = 0; i < graph->size(); ++i) {
                     const auto& step = progress.steps[i];
-                    if (step.state == store::StepState::kWaiting) {
-                        skips.push_back(SkipRow(run, graph->step(i), epoch, now, store::FireReason::kRunTimeout, why));
+                    if (step.state == model::StepState::kWaiting) {
+                        skips.push_back(SkipRow(run, graph->step(i), epoch, now, model::FireReason::kRunTimeout, why));
                     }
                 }
                 for (const auto& fire : fires) {
-                    if (fire.attempt / store::kStepAttemptStride != run.generation) continue;
-                    if (fire.status == store::FireStatus::kPending) {
+                    if (fire.attempt / model::kStepAttemptStride != run.generation) continue;
+                    if (fire.status == model::FireStatus::kPending) {
                         (void)store::FireRepository::Transition(
-                            s, fire.id, {store::FireStatus::kPending}, store::FireStatus::kSkipped,
-                            {.finished_at = now, .result_message = why, .reason = store::FireReason::kRunTimeout});
-                    } else if (fire.status == store::FireStatus::kRunning) {
+                            s, fire.id, {model::FireStatus::kPending}, model::FireStatus::kSkipped,
+                            {.finished_at = now, .result_message = why, .reason = model::FireReason::kRunTimeout});
+                    } else if (fire.status == model::FireStatus::kRunning) {
                         // As the fires API's kill decides: the CAS is the outcome. The executor is
                         // not called from the master (docs/workflows.md "Run timeout").
                         (void)store::FireRepository::Transition(
-                            s, fire.id, {store::FireStatus::kRunning}, store::FireStatus::kKilled,
+                            s, fire.id, {model::FireStatus::kRunning}, model::FireStatus::kKilled,
                             {.finished_at = now, .result_message = why, .followup = true});
                     }
                 }
-                if (store::WorkflowRunRepository::End(s, id, store::WorkflowRunStatus::kTimedOut, why, now)) {
+                if (store::WorkflowRunRepository::End(s, id, model::WorkflowRunStatus::kTimedOut, why, now)) {
                     ++r.runs_timed_out;
                     spdlog::warn("workflow run {} of workflow {}: {}", id, run.workflow_id, why);
                 }
                 continue;
             }
         }
-        const auto progress = store::EvaluateRun(*graph, run, fires);
+        const auto progress = model::EvaluateRun(*graph, run, fires);
         for (const auto& skip : progress.to_skip) {
             skips.push_back(
-                SkipRow(run, graph->step(skip.step), epoch, now, store::FireReason::kUpstream, skip.message));
+                SkipRow(run, graph->step(skip.step), epoch, now, model::FireReason::kUpstream, skip.message));
         }
         for (const std::size_t i : progress.to_start) {
             const auto& step = graph->step(i);
@@ -232,18 +232,18 @@ WorkflowProgressReport WorkflowPlanner::Advance(soci::session& s, const db::Dial
             if (!job) {
                 // The run's copy names a job deleted since (an edit removed the step first): the
                 // step fails visibly instead of the run waiting forever.
-                auto row = SkipRow(run, step, epoch, now, store::FireReason::kJobDeleted,
+                auto row = SkipRow(run, step, epoch, now, model::FireReason::kJobDeleted,
                                    "job " + std::to_string(step.job_id) + " no longer exists");
                 skips.push_back(std::move(row));
                 continue;
             }
-            const int shards = store::ShardsPerFire(*job, [&] { return live_executors(job->app); });
+            const int shards = model::ShardsPerFire(*job, [&] { return live_executors(job->app); });
             for (int shard = 0; shard < shards; ++shard) {
-                store::Fire fire;
+                model::Fire fire;
                 fire.job_id = job->id;
                 fire.scheduled_time = run.scheduled_time;
-                fire.kind = store::FireKind::kWorkflow;
-                fire.attempt = store::StepAttempt(run.generation, 0);
+                fire.kind = model::FireKind::kWorkflow;
+                fire.attempt = model::StepAttempt(run.generation, 0);
                 fire.shard_index = shard;
                 fire.shard_total = shards;
                 fire.epoch = epoch;
@@ -265,7 +265,7 @@ WorkflowProgressReport WorkflowPlanner::Advance(soci::session& s, const db::Dial
         ++r.steps_started;
         if (new_fires[i].assigned_node) {
             r.assigned[*new_fires[i].assigned_node].push_back(
-                {.id = stored[i]->id, .due_at = store::StoredDueAt(new_fires[i])});
+                {.id = stored[i]->id, .due_at = model::StoredDueAt(new_fires[i])});
         }
     }
     r.earliest_due_ms = store::WorkflowRepository::EarliestDue(s);

@@ -153,7 +153,7 @@ class AlerterTest : public db::testing::DbTest {
         config_.alert_settle = 0s;
         config_.alert_backoff = 5s;
         config_.alert_max_attempts = 3;
-        store::Job j;
+        model::Job j;
         j.name = "nightly";
         j.app = "billing";
         j.handler = "report";
@@ -220,7 +220,7 @@ class AlerterTest : public db::testing::DbTest {
     }
 
     std::int64_t AddJob(const std::string& name) {
-        store::Job j;
+        model::Job j;
         j.name = name;
         j.app = "billing";
         j.handler = "report";

@@ -25,7 +25,7 @@ TEST(PlanJobFires, EverySecondCreatesTheDueOneAndTheLookaheadWindow) {
     o.lookahead_ms = 2000;
     auto plan = PlanJobFires(every_second, kT0, kT0 + 100, o);
     EXPECT_EQ(Times(plan), (std::vector<std::int64_t>{0, 1000, 2000}));
-    for (const auto& f : plan.fires) EXPECT_EQ(f.kind, store::FireKind::kSchedule);
+    for (const auto& f : plan.fires) EXPECT_EQ(f.kind, model::FireKind::kSchedule);
     EXPECT_EQ(plan.next_fire_time, kT0 + 3000);
 }
 
@@ -65,7 +65,7 @@ TEST(PlanJobFires, FireOnceNowMakesOneMisfireAtNow) {
     const std::int64_t now = kT0 + 5 * 3'600'000 + 123;
     auto plan = PlanJobFires(hourly, kT0 + 3'600'000 - (kT0 % 3'600'000), now, o);
     ASSERT_EQ(plan.fires.size(), 1u);
-    EXPECT_EQ(plan.fires[0].kind, store::FireKind::kMisfire);
+    EXPECT_EQ(plan.fires[0].kind, model::FireKind::kMisfire);
     EXPECT_EQ(plan.fires[0].scheduled_ms, now);
     ASSERT_TRUE(plan.next_fire_time);
     EXPECT_GT(*plan.next_fire_time, now);
@@ -80,7 +80,7 @@ TEST(PlanJobFires, FireAllCatchesUpBoundedByTheCap) {
     o.misfire.fire_all_cap = 5;
     auto plan = PlanJobFires(every_second, kT0, kT0 + 60'000, o);
     std::size_t misfires = 0;
-    for (const auto& f : plan.fires) misfires += f.kind == store::FireKind::kMisfire ? 1 : 0;
+    for (const auto& f : plan.fires) misfires += f.kind == model::FireKind::kMisfire ? 1 : 0;
     EXPECT_EQ(misfires, 5u);
     EXPECT_EQ(plan.next_fire_time, kT0 + 61'000);
 }

@@ -44,7 +44,7 @@ class HistoryPurgerTest : public db::testing::DbTest {
     HistoryPurger MakePurger() { return HistoryPurger(pool_, *fence_, *time_, config_, metrics_); }
 
     std::int64_t CreateJob(const std::string& name) {
-        store::Job j;
+        model::Job j;
         j.name = name;
         j.app = "app";
         j.handler = "echo";

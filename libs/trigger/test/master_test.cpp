@@ -13,13 +13,13 @@
 #include "sched/db/testing/test_database.hpp"
 #include "sched/lock/lock_store.hpp"
 #include "sched/lock/sql_lock_store.hpp"
+#include "sched/model/workflow_progress.hpp"
 #include "sched/store/backfill.hpp"
 #include "sched/store/calendar.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/job.hpp"
 #include "sched/store/registry.hpp"
 #include "sched/store/workflow.hpp"
-#include "sched/store/workflow_progress.hpp"
 #include "sched/store/workflow_run.hpp"
 #include "sched/trigger/calendar_planner.hpp"
 
@@ -39,10 +39,10 @@ class MasterTest : public impl::ScanStepTest {
     }
 
     // A workflow of manual step jobs named as its steps; `tweak` sets the schedule and limits.
-    store::Workflow CreateWorkflow(const std::string& name, const std::vector<std::string>& steps,
-                                   const std::vector<store::WorkflowEdge>& edges,
-                                   const std::function<void(store::Workflow&)>& tweak = {}) {
-        store::Workflow w;
+    model::Workflow CreateWorkflow(const std::string& name, const std::vector<std::string>& steps,
+                                   const std::vector<model::WorkflowEdge>& edges,
+                                   const std::function<void(model::Workflow&)>& tweak = {}) {
+        model::Workflow w;
         w.name = name;
         for (const auto& step : steps) {
             w.steps.push_back({step, CreateJob(name + "-" + step, "manual", "", std::nullopt).id});
@@ -55,12 +55,12 @@ class MasterTest : public impl::ScanStepTest {
     }
 
     // A run as the API's trigger makes it: the master starts it on its next scan.
-    std::int64_t TriggerRun(const store::Workflow& w, std::int64_t scheduled,
+    std::int64_t TriggerRun(const model::Workflow& w, std::int64_t scheduled,
                             std::optional<std::int64_t> started = {}) {
-        store::WorkflowRun run;
+        model::WorkflowRun run;
         run.workflow_id = w.id;
         run.scheduled_time = scheduled;
-        run.kind = store::WorkflowRunKind::kManual;
+        run.kind = model::WorkflowRunKind::kManual;
         run.workflow_version = w.version;
         run.definition = {w.steps, w.edges};
         run.created_by = "test";
@@ -71,7 +71,7 @@ class MasterTest : public impl::ScanStepTest {
         return **id;
     }
 
-    std::vector<store::Fire> RunFires(std::int64_t run_id) {
+    std::vector<model::Fire> RunFires(std::int64_t run_id) {
         auto fires =
             db().Run([&](soci::session& s) { return store::FireRepository::ListForWorkflowRuns(s, {run_id}); });
         EXPECT_TRUE(fires.ok());
@@ -83,25 +83,25 @@ class MasterTest : public impl::ScanStepTest {
         std::vector<std::string> out;
         for (const auto& f : RunFires(run_id)) {
             out.push_back(f.workflow_step.value_or("?") + "@" + std::to_string(f.attempt) + ":" +
-                          std::string(store::FireStatusName(f.status)));
+                          std::string(model::FireStatusName(f.status)));
         }
         return out;
     }
 
     // Ends the pending fire of `step` in the run as a slave and a callback would.
-    void EndStep(std::int64_t run_id, const std::string& step, store::FireStatus status) {
+    void EndStep(std::int64_t run_id, const std::string& step, model::FireStatus status) {
         for (const auto& f : RunFires(run_id)) {
-            if (f.workflow_step != step || f.status != store::FireStatus::kPending) continue;
+            if (f.workflow_step != step || f.status != model::FireStatus::kPending) continue;
             ASSERT_TRUE(
                 store::FireRepository(db())
-                    .Transition(f.id, {store::FireStatus::kPending}, status, {.finished_at = Now(), .followup = true})
+                    .Transition(f.id, {model::FireStatus::kPending}, status, {.finished_at = Now(), .followup = true})
                     .ok());
             return;
         }
         ADD_FAILURE() << "no pending fire of step " << step;
     }
 
-    store::WorkflowRun GetRun(std::int64_t id) {
+    model::WorkflowRun GetRun(std::int64_t id) {
         auto run = store::WorkflowRunRepository(db()).Get(id);
         EXPECT_TRUE(run.ok()) << run.status().ToString();
         return *run;
@@ -123,7 +123,7 @@ TEST_P(MasterTest, DueJobGetsItsFiresOnceAndAdvances) {
     for (const auto& f : fires) {
         times.insert(f.scheduled_time);
         EXPECT_EQ(f.epoch, epoch_);
-        EXPECT_EQ(f.status, store::FireStatus::kPending);
+        EXPECT_EQ(f.status, model::FireStatus::kPending);
         ASSERT_TRUE(f.assigned_node);
         EXPECT_TRUE(*f.assigned_node == "node-a" || *f.assigned_node == "node-b");
     }
@@ -148,7 +148,7 @@ TEST_P(MasterTest, DueJobGetsItsFiresOnceAndAdvances) {
 
 TEST_P(MasterTest, AJitteredFireHasTheSameKeyWhenPlannedTwice) {
     const std::int64_t start = (Now() / 1000) * 1000;
-    auto job = CreateJob("spread", "cron", "* * * * * ?", start, [](store::Job& j) { j.jitter_ms = 900; });
+    auto job = CreateJob("spread", "cron", "* * * * * ?", start, [](model::Job& j) { j.jitter_ms = 900; });
     ASSERT_TRUE(master_->Scan(epoch_).ok());
     const auto first = FiresOf(job.id);
     ASSERT_GE(first.size(), 3u);
@@ -165,7 +165,7 @@ TEST_P(MasterTest, AJitteredFireHasTheSameKeyWhenPlannedTwice) {
     EXPECT_EQ(*stored->next_fire_time % 1000, 0);  // next_fire_time stays nominal
 
     // A failover: another master, with an empty cache, plans the same times again from the start.
-    store::Job rewound = *stored;
+    model::Job rewound = *stored;
     rewound.next_fire_time = start;
     ASSERT_TRUE(store::JobRepository(db()).Update(rewound, stored->version).ok());
     Master other(pool_, *fence_, *time_, MasterConfig{}, metrics_);
@@ -248,7 +248,7 @@ TEST_P(MasterTest, ABatchOfManyDueJobsGetsOneFirePerDueTimeAndAllAdvance) {
         EXPECT_EQ(notified_due[r.id], r.due_at) << "fire " << r.id;
     }
     EXPECT_EQ(ids, notified);
-    std::vector<store::Job> jobs;
+    std::vector<model::Job> jobs;
     for (std::int64_t after = 0;;) {
         auto page = store::JobRepository(db()).List({.after_id = after, .limit = 1000});
         ASSERT_TRUE(page.ok()) << page.status().ToString();
@@ -277,7 +277,7 @@ TEST_P(MasterTest, AFireThatExistsUnderAnEarlierEpochIsNeitherCountedNorNotified
     const std::int64_t t = Now() + 300;
     auto a = CreateJob("a", "once", std::to_string(t), t);
     auto b = CreateJob("b", "once", std::to_string(t), t);
-    store::Fire earlier;
+    model::Fire earlier;
     earlier.job_id = a.id;
     earlier.scheduled_time = t;
     earlier.epoch = epoch_ - 1;
@@ -301,11 +301,11 @@ TEST_P(MasterTest, FiresSpreadOverSlavesByCapacity) {
     const std::int64_t start = Now() - 60'000;
     // A 100 ms fixed rate over a 2 s lookahead: plenty of fires to spread.
     auto job = CreateJob("fast", "fixed-rate", "100ms", start,
-                         [](store::Job& j) { j.misfire_policy = sched::MisfirePolicy::kSkip; });
+                         [](model::Job& j) { j.misfire_policy = sched::MisfirePolicy::kSkip; });
     ASSERT_TRUE(master_->Scan(epoch_).ok());
     std::map<std::string, int> per_node;
     for (const auto& f : FiresOf(job.id)) {
-        if (f.reason == store::FireReason::kMisfire) continue;  // the ledger row of the skipped minute: no node
+        if (f.reason == model::FireReason::kMisfire) continue;  // the ledger row of the skipped minute: no node
         ASSERT_TRUE(f.assigned_node) << "fire " << f.id;
         per_node[*f.assigned_node]++;
     }
@@ -330,10 +330,10 @@ TEST_P(MasterTest, AfterLosingTheLeaseAScanWritesNothing) {
 TEST_P(MasterTest, OrphansGoToLiveSlavesAndDeadDispatchesBecomeLost) {
     auto job = CreateJob("manual", "manual", "", std::nullopt);
     auto insert = [&](std::optional<std::string> node, std::int64_t t) {
-        store::Fire f;
+        model::Fire f;
         f.job_id = job.id;
         f.scheduled_time = t;
-        f.kind = store::FireKind::kManual;
+        f.kind = model::FireKind::kManual;
         f.epoch = epoch_;
         f.assigned_node = std::move(node);
         auto id =
@@ -345,7 +345,7 @@ TEST_P(MasterTest, OrphansGoToLiveSlavesAndDeadDispatchesBecomeLost) {
     const auto dispatching_on_dead = insert("node-dead", 3000);
     store::FireRepository fires(db());
     ASSERT_TRUE(
-        fires.Transition(dispatching_on_dead, {store::FireStatus::kPending}, store::FireStatus::kDispatching).ok());
+        fires.Transition(dispatching_on_dead, {model::FireStatus::kPending}, model::FireStatus::kDispatching).ok());
 
     auto scan = master_->Scan(epoch_);
     ASSERT_TRUE(scan.ok()) << scan.status().ToString();
@@ -357,9 +357,9 @@ TEST_P(MasterTest, OrphansGoToLiveSlavesAndDeadDispatchesBecomeLost) {
         EXPECT_NE(*f->assigned_node, "node-dead");
     }
     auto lost = fires.Get(dispatching_on_dead);
-    EXPECT_EQ(lost->status, store::FireStatus::kLost);
+    EXPECT_EQ(lost->status, model::FireStatus::kLost);
     EXPECT_NE(lost->result_message->find("node-dead"), std::string::npos);
-    EXPECT_EQ(lost->reason, store::FireReason::kSlaveDied);
+    EXPECT_EQ(lost->reason, model::FireReason::kSlaveDied);
     EXPECT_FALSE(fires.Get(unassigned)->reason) << "a fire still to run has no ledger reason";
 }
 
@@ -374,10 +374,10 @@ TEST_P(MasterTest, ASlaveSilentForHalfTheNodeTtlLosesItsQueueButNotItsDispatches
     auto job = CreateJob("manual", "manual", "", std::nullopt);
     store::FireRepository fires(db());
     const auto insert = [&](std::int64_t t) {
-        store::Fire f;
+        model::Fire f;
         f.job_id = job.id;
         f.scheduled_time = t;
-        f.kind = store::FireKind::kManual;
+        f.kind = model::FireKind::kManual;
         f.epoch = epoch_;
         f.assigned_node = "node-slow";
         return **db().Run(
@@ -385,20 +385,20 @@ TEST_P(MasterTest, ASlaveSilentForHalfTheNodeTtlLosesItsQueueButNotItsDispatches
     };
     const auto queued = insert(1000);
     const auto dispatching = insert(2000);
-    ASSERT_TRUE(fires.Transition(dispatching, {store::FireStatus::kPending}, store::FireStatus::kDispatching).ok());
+    ASSERT_TRUE(fires.Transition(dispatching, {model::FireStatus::kPending}, model::FireStatus::kDispatching).ok());
 
     auto scan = master_->Scan(epoch_);
     ASSERT_TRUE(scan.ok()) << scan.status().ToString();
     const auto moved = fires.Get(queued);
-    EXPECT_EQ(moved->status, store::FireStatus::kPending);
+    EXPECT_EQ(moved->status, model::FireStatus::kPending);
     EXPECT_NE(moved->assigned_node.value_or("node-slow"), "node-slow");
-    EXPECT_EQ(fires.Get(dispatching)->status, store::FireStatus::kDispatching);
+    EXPECT_EQ(fires.Get(dispatching)->status, model::FireStatus::kDispatching);
     EXPECT_EQ(scan->lost, 0);
 }
 
 TEST_P(MasterTest, RunningFiresOfDeadExecutorsAreLostAndPastTimeoutsEnd) {
     auto plain = CreateJob("plain", "manual", "", std::nullopt);
-    auto timed = CreateJob("timed", "manual", "", std::nullopt, [](store::Job& j) { j.timeout_ms = 1000; });
+    auto timed = CreateJob("timed", "manual", "", std::nullopt, [](model::Job& j) { j.timeout_ms = 1000; });
     store::ExecutorRepository executors(db());
     ASSERT_TRUE(executors.Heartbeat({.app = "app", .address = "127.0.0.1:5001", .handlers = {"echo"}}).ok());
     ASSERT_TRUE(executors.Heartbeat({.app = "app", .address = "127.0.0.1:5002", .handlers = {"echo"}}).ok());
@@ -413,18 +413,18 @@ TEST_P(MasterTest, RunningFiresOfDeadExecutorsAreLostAndPastTimeoutsEnd) {
     make_stale("127.0.0.1:5002");
     store::FireRepository fires(db());
     std::int64_t next_time = 1000;
-    const auto running = [&](const store::Job& job, const std::string& address, std::int64_t dispatched_ago_ms) {
-        store::Fire f;
+    const auto running = [&](const model::Job& job, const std::string& address, std::int64_t dispatched_ago_ms) {
+        model::Fire f;
         f.job_id = job.id;
         f.scheduled_time = next_time++;
-        f.kind = store::FireKind::kManual;
+        f.kind = model::FireKind::kManual;
         f.epoch = epoch_;
         f.assigned_node = "node-a";
         auto id =
             **db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
         const std::int64_t at = Now() - dispatched_ago_ms;
         EXPECT_TRUE(fires
-                        .Transition(id, {store::FireStatus::kPending}, store::FireStatus::kRunning,
+                        .Transition(id, {model::FireStatus::kPending}, model::FireStatus::kRunning,
                                     {.executor_address = address, .dispatched_at = at, .started_at = at})
                         .ok());
         return id;
@@ -440,13 +440,13 @@ TEST_P(MasterTest, RunningFiresOfDeadExecutorsAreLostAndPastTimeoutsEnd) {
     EXPECT_EQ(scan->running_lost, 1);
     EXPECT_EQ(scan->running_timed_out, 1);
     auto lost = fires.Get(on_dead_long_ago);
-    EXPECT_EQ(lost->status, store::FireStatus::kLost);
+    EXPECT_EQ(lost->status, model::FireStatus::kLost);
     EXPECT_NE(lost->result_message.value_or("").find("127.0.0.1:5002"), std::string::npos) << *lost->result_message;
-    EXPECT_EQ(lost->reason, store::FireReason::kExecutorGone);
-    EXPECT_EQ(fires.Get(past_timeout)->status, store::FireStatus::kTimeout);
-    EXPECT_EQ(fires.Get(past_timeout)->reason, store::FireReason::kNoResult);
+    EXPECT_EQ(lost->reason, model::FireReason::kExecutorGone);
+    EXPECT_EQ(fires.Get(past_timeout)->status, model::FireStatus::kTimeout);
+    EXPECT_EQ(fires.Get(past_timeout)->reason, model::FireReason::kNoResult);
     for (auto id : {on_dead_just_now, on_live, within_timeout}) {
-        EXPECT_EQ(fires.Get(id)->status, store::FireStatus::kRunning) << "fire " << id;
+        EXPECT_EQ(fires.Get(id)->status, model::FireStatus::kRunning) << "fire " << id;
     }
     // Both ended fires went through the follow-up like any other end (their flag was cleared).
     EXPECT_FALSE(fires.Get(on_dead_long_ago)->followup);
@@ -458,24 +458,24 @@ TEST_P(MasterTest, RunningFiresOfDeadExecutorsAreLostAndPastTimeoutsEnd) {
     auto second = fresh.Scan(epoch_);
     ASSERT_TRUE(second.ok()) << second.status().ToString();
     EXPECT_EQ(second->running_lost, 0);
-    EXPECT_EQ(fires.Get(while_registry_down)->status, store::FireStatus::kRunning);
+    EXPECT_EQ(fires.Get(while_registry_down)->status, model::FireStatus::kRunning);
 }
 
 TEST_P(MasterTest, FailedFireIsRetriedWithBackoffUntilAttemptsRunOut) {
-    auto job = CreateJob("flaky", "manual", "", std::nullopt, [](store::Job& j) {
+    auto job = CreateJob("flaky", "manual", "", std::nullopt, [](model::Job& j) {
         j.retry_max = 1;
         j.retry_backoff_ms = 5000;
     });
-    store::Fire f;
+    model::Fire f;
     f.job_id = job.id;
     f.scheduled_time = 1000;
-    f.kind = store::FireKind::kManual;
+    f.kind = model::FireKind::kManual;
     f.epoch = epoch_;
     f.assigned_node = "node-a";
     auto id = **db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
     store::FireRepository fires(db());
     ASSERT_TRUE(
-        fires.Transition(id, {store::FireStatus::kPending}, store::FireStatus::kFailed, {.followup = true}).ok());
+        fires.Transition(id, {model::FireStatus::kPending}, model::FireStatus::kFailed, {.followup = true}).ok());
 
     const auto before = Now();
     auto scan = master_->Scan(epoch_);
@@ -484,7 +484,7 @@ TEST_P(MasterTest, FailedFireIsRetriedWithBackoffUntilAttemptsRunOut) {
     auto all = FiresOf(job.id);
     ASSERT_EQ(all.size(), 2u);
     const auto& retry = all[1];
-    EXPECT_EQ(retry.kind, store::FireKind::kRetry);
+    EXPECT_EQ(retry.kind, model::FireKind::kRetry);
     EXPECT_EQ(retry.attempt, 1);
     EXPECT_EQ(retry.scheduled_time, 1000);
     EXPECT_GE(retry.due_at, before + 2500);  // backoff 5 s with jitter in [2.5 s, 5 s]
@@ -493,7 +493,7 @@ TEST_P(MasterTest, FailedFireIsRetriedWithBackoffUntilAttemptsRunOut) {
 
     // The retry fails too: no attempts left, no third row.
     ASSERT_TRUE(
-        fires.Transition(retry.id, {store::FireStatus::kPending}, store::FireStatus::kFailed, {.followup = true}).ok());
+        fires.Transition(retry.id, {model::FireStatus::kPending}, model::FireStatus::kFailed, {.followup = true}).ok());
     ASSERT_TRUE(master_->Scan(epoch_).ok());
     EXPECT_EQ(FiresOf(job.id).size(), 2u);
 }
@@ -502,11 +502,11 @@ TEST_P(MasterTest, FailedFireIsRetriedWithBackoffUntilAttemptsRunOut) {
 // docs/workflows.md): a re-run's first fire (attempt 2000) retries as 2001, keeps kind workflow,
 // and 2001 is the last try of retry_max 1.
 TEST_P(MasterTest, AWorkflowStepFireRetriesByItsTryAndKeepsItsKind) {
-    auto job = CreateJob("step", "manual", "", std::nullopt, [](store::Job& j) { j.retry_max = 1; });
-    store::Fire f;
+    auto job = CreateJob("step", "manual", "", std::nullopt, [](model::Job& j) { j.retry_max = 1; });
+    model::Fire f;
     f.job_id = job.id;
     f.scheduled_time = 1000;
-    f.kind = store::FireKind::kWorkflow;
+    f.kind = model::FireKind::kWorkflow;
     f.attempt = 2000;
     f.workflow_run_id = 77;
     f.workflow_step = "load";
@@ -514,20 +514,20 @@ TEST_P(MasterTest, AWorkflowStepFireRetriesByItsTryAndKeepsItsKind) {
     auto id = **db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
     store::FireRepository fires(db());
     ASSERT_TRUE(
-        fires.Transition(id, {store::FireStatus::kPending}, store::FireStatus::kFailed, {.followup = true}).ok());
+        fires.Transition(id, {model::FireStatus::kPending}, model::FireStatus::kFailed, {.followup = true}).ok());
     auto scan = master_->Scan(epoch_);
     ASSERT_TRUE(scan.ok()) << scan.status().ToString();
     EXPECT_EQ(scan->retries, 1);
     auto all = FiresOf(job.id);
     ASSERT_EQ(all.size(), 2u);
-    EXPECT_EQ(all[1].kind, store::FireKind::kWorkflow);
+    EXPECT_EQ(all[1].kind, model::FireKind::kWorkflow);
     EXPECT_EQ(all[1].attempt, 2001);
     EXPECT_EQ(all[1].workflow_run_id, 77);
     EXPECT_EQ(all[1].workflow_step, "load");
     EXPECT_EQ(all[0].workflow_step, "load");
 
     ASSERT_TRUE(
-        fires.Transition(all[1].id, {store::FireStatus::kPending}, store::FireStatus::kFailed, {.followup = true})
+        fires.Transition(all[1].id, {model::FireStatus::kPending}, model::FireStatus::kFailed, {.followup = true})
             .ok());
     ASSERT_TRUE(master_->Scan(epoch_).ok());
     EXPECT_EQ(FiresOf(job.id).size(), 2u);
@@ -535,19 +535,19 @@ TEST_P(MasterTest, AWorkflowStepFireRetriesByItsTryAndKeepsItsKind) {
 
 TEST_P(MasterTest, LostFiresAreRetriedOnlyForAtLeastOnceJobs) {
     for (bool at_least_once : {false, true}) {
-        auto job = CreateJob(at_least_once ? "alo" : "amo", "manual", "", std::nullopt, [&](store::Job& j) {
+        auto job = CreateJob(at_least_once ? "alo" : "amo", "manual", "", std::nullopt, [&](model::Job& j) {
             j.retry_max = 3;
             j.at_least_once = at_least_once;
         });
-        store::Fire f;
+        model::Fire f;
         f.job_id = job.id;
         f.scheduled_time = 1000;
-        f.kind = store::FireKind::kManual;
+        f.kind = model::FireKind::kManual;
         f.epoch = epoch_;
         auto id =
             **db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
         ASSERT_TRUE(store::FireRepository(db())
-                        .Transition(id, {store::FireStatus::kPending}, store::FireStatus::kLost, {.followup = true})
+                        .Transition(id, {model::FireStatus::kPending}, model::FireStatus::kLost, {.followup = true})
                         .ok());
         ASSERT_TRUE(master_->Scan(epoch_).ok());
         EXPECT_EQ(FiresOf(job.id).size(), at_least_once ? 2u : 1u) << "at_least_once=" << at_least_once;
@@ -555,32 +555,32 @@ TEST_P(MasterTest, LostFiresAreRetriedOnlyForAtLeastOnceJobs) {
 }
 
 TEST_P(MasterTest, AnAtLeastOnceJobRetriesALostFireOnceEvenWithRetryMaxZero) {
-    auto job = CreateJob("alo0", "manual", "", std::nullopt, [&](store::Job& j) {
+    auto job = CreateJob("alo0", "manual", "", std::nullopt, [&](model::Job& j) {
         j.retry_max = 0;
         j.at_least_once = true;
     });
-    store::Fire f;
+    model::Fire f;
     f.job_id = job.id;
     f.scheduled_time = 1000;
-    f.kind = store::FireKind::kManual;
+    f.kind = model::FireKind::kManual;
     f.epoch = epoch_;
     auto id = **db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
     store::FireRepository fires(db());
-    ASSERT_TRUE(fires.Transition(id, {store::FireStatus::kPending}, store::FireStatus::kLost, {.followup = true}).ok());
+    ASSERT_TRUE(fires.Transition(id, {model::FireStatus::kPending}, model::FireStatus::kLost, {.followup = true}).ok());
     ASSERT_TRUE(master_->Scan(epoch_).ok());
     auto rows = FiresOf(job.id);
     ASSERT_EQ(rows.size(), 2u) << "a lost fire of an at-least-once job is retried whatever retry_max says";
-    EXPECT_EQ(rows[1].kind, store::FireKind::kRetry);
+    EXPECT_EQ(rows[1].kind, model::FireKind::kRetry);
     EXPECT_EQ(rows[1].attempt, 1);
 
     // The retry is lost too: at least once is once, retry_max 0 allows no more.
     ASSERT_TRUE(
-        fires.Transition(rows[1].id, {store::FireStatus::kPending}, store::FireStatus::kLost, {.followup = true}).ok());
+        fires.Transition(rows[1].id, {model::FireStatus::kPending}, model::FireStatus::kLost, {.followup = true}).ok());
     ASSERT_TRUE(master_->Scan(epoch_).ok());
     EXPECT_EQ(FiresOf(job.id).size(), 2u);
 
     // A failed fire of the same job is not retried: retry_max governs failures.
-    auto failing = CreateJob("alo0-fail", "manual", "", std::nullopt, [&](store::Job& j) {
+    auto failing = CreateJob("alo0-fail", "manual", "", std::nullopt, [&](model::Job& j) {
         j.retry_max = 0;
         j.at_least_once = true;
     });
@@ -588,7 +588,7 @@ TEST_P(MasterTest, AnAtLeastOnceJobRetriesALostFireOnceEvenWithRetryMaxZero) {
     auto failed_id =
         **db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
     ASSERT_TRUE(
-        fires.Transition(failed_id, {store::FireStatus::kPending}, store::FireStatus::kFailed, {.followup = true})
+        fires.Transition(failed_id, {model::FireStatus::kPending}, model::FireStatus::kFailed, {.followup = true})
             .ok());
     ASSERT_TRUE(master_->Scan(epoch_).ok());
     EXPECT_EQ(FiresOf(failing.id).size(), 1u);
@@ -600,18 +600,18 @@ TEST_P(MasterTest, SkippedScheduledTimesLeaveOneLedgerRowWithTheirRangeAndCount)
     const std::int64_t now = Now();
     const std::int64_t start = (now / 1000) * 1000 - 60'000;  // a minute of every-second times missed
     auto skip = CreateJob("skip", "cron", "* * * * * ?", start,
-                          [](store::Job& j) { j.misfire_policy = sched::MisfirePolicy::kSkip; });
+                          [](model::Job& j) { j.misfire_policy = sched::MisfirePolicy::kSkip; });
     auto once = CreateJob("once-now", "cron", "* * * * * ?", start,
-                          [](store::Job& j) { j.misfire_policy = sched::MisfirePolicy::kFireOnceNow; });
+                          [](model::Job& j) { j.misfire_policy = sched::MisfirePolicy::kFireOnceNow; });
     auto all = CreateJob("all", "cron", "* * * * * ?", start,
-                         [](store::Job& j) { j.misfire_policy = sched::MisfirePolicy::kFireAll; });
+                         [](model::Job& j) { j.misfire_policy = sched::MisfirePolicy::kFireAll; });
     ASSERT_TRUE(master_->Scan(epoch_).ok());
     ASSERT_TRUE(master_->Scan(epoch_).ok());  // a second scan writes no second ledger row
 
     const auto ledger_of = [&](std::int64_t job_id) {
-        std::vector<store::Fire> out;
+        std::vector<model::Fire> out;
         for (const auto& f : FiresOf(job_id)) {
-            if (f.reason == store::FireReason::kMisfire) out.push_back(f);
+            if (f.reason == model::FireReason::kMisfire) out.push_back(f);
         }
         return out;
     };
@@ -620,8 +620,8 @@ TEST_P(MasterTest, SkippedScheduledTimesLeaveOneLedgerRowWithTheirRangeAndCount)
         const auto rows = ledger_of(job->id);
         ASSERT_EQ(rows.size(), 1u) << job->name;
         const auto& row = rows[0];
-        EXPECT_EQ(row.status, store::FireStatus::kSkipped);
-        EXPECT_EQ(row.kind, store::FireKind::kMisfire);
+        EXPECT_EQ(row.status, model::FireStatus::kSkipped);
+        EXPECT_EQ(row.kind, model::FireKind::kMisfire);
         EXPECT_EQ(row.scheduled_time, start);
         EXPECT_FALSE(row.followup);
         EXPECT_FALSE(row.assigned_node);
@@ -647,7 +647,7 @@ TEST_P(MasterTest, SkippedScheduledTimesLeaveOneLedgerRowWithTheirRangeAndCount)
     // fire-all under its cap (100) fires every time: no ledger row.
     EXPECT_TRUE(ledger_of(all.id).empty());
 
-    auto listed = store::FireRepository(db()).List({.reason = store::FireReason::kMisfire, .limit = 100});
+    auto listed = store::FireRepository(db()).List({.reason = model::FireReason::kMisfire, .limit = 100});
     ASSERT_TRUE(listed.ok());
     EXPECT_EQ(listed->size(), 2u);
     EXPECT_NE(metrics_.Render().find("sched_master_misfire_skipped_total{policy=\"skip\"} " +
@@ -666,11 +666,11 @@ TEST_P(MasterTest, CalendarExcludedTimesLeaveOneLedgerRowAndEditsTakeEffect) {
     auto calendar = calendars.Create(record);
     ASSERT_TRUE(calendar.ok()) << calendar.status().ToString();
     const std::int64_t start = (Now() / 1000) * 1000;
-    auto job = CreateJob("tick", "cron", "* * * * * ?", start, [](store::Job& j) { j.calendar = "blackout"; });
+    auto job = CreateJob("tick", "cron", "* * * * * ?", start, [](model::Job& j) { j.calendar = "blackout"; });
     ASSERT_TRUE(master_->Scan(epoch_).ok());
     const auto first = FiresOf(job.id);
     ASSERT_FALSE(first.empty());
-    for (const auto& f : first) EXPECT_NE(f.status, store::FireStatus::kSkipped);
+    for (const auto& f : first) EXPECT_NE(f.status, model::FireStatus::kSkipped);
 
     // Exclude today and tomorrow (UTC), then make the job due again: the next planning sees the edit.
     const auto day = [](std::int64_t ms) {
@@ -689,16 +689,16 @@ TEST_P(MasterTest, CalendarExcludedTimesLeaveOneLedgerRowAndEditsTakeEffect) {
     ASSERT_TRUE(store::JobRepository(db()).Delete(job.id).ok());
     // A second job of the calendar, due now: planned by the same master, which cached version 1.
     const std::int64_t due = (Now() / 1000) * 1000;
-    auto second = CreateJob("tock", "cron", "* * * * * ?", due, [](store::Job& j) { j.calendar = "blackout"; });
+    auto second = CreateJob("tock", "cron", "* * * * * ?", due, [](model::Job& j) { j.calendar = "blackout"; });
     auto scan = master_->Scan(epoch_);
     ASSERT_TRUE(scan.ok()) << scan.status().ToString();
     ASSERT_TRUE(master_->Scan(epoch_).ok());  // a second scan writes no second ledger row
-    std::vector<store::Fire> rows;
+    std::vector<model::Fire> rows;
     for (const auto& f : FiresOf(second.id)) {
-        if (f.reason == store::FireReason::kCalendar) rows.push_back(f);
+        if (f.reason == model::FireReason::kCalendar) rows.push_back(f);
     }
     ASSERT_EQ(rows.size(), 1u);
-    EXPECT_EQ(rows[0].status, store::FireStatus::kSkipped);
+    EXPECT_EQ(rows[0].status, model::FireStatus::kSkipped);
     EXPECT_EQ(rows[0].scheduled_time, due);
     EXPECT_EQ(rows[0].skipped_count, kMaxExcludedPerRun);  // every second, capped per planning
     EXPECT_EQ(rows[0].skipped_until, due + (kMaxExcludedPerRun - 1) * 1000);
@@ -710,8 +710,8 @@ TEST_P(MasterTest, CalendarExcludedTimesLeaveOneLedgerRowAndEditsTakeEffect) {
 
 TEST_P(MasterTest, EndAtAndMaxRunsCompleteTheJob) {
     const std::int64_t start = (Now() / 1000) * 1000;
-    auto ending = CreateJob("ending", "cron", "* * * * * ?", start, [&](store::Job& j) { j.end_at = start + 1500; });
-    auto counted = CreateJob("counted", "cron", "* * * * * ?", start, [](store::Job& j) { j.max_runs = 2; });
+    auto ending = CreateJob("ending", "cron", "* * * * * ?", start, [&](model::Job& j) { j.end_at = start + 1500; });
+    auto counted = CreateJob("counted", "cron", "* * * * * ?", start, [](model::Job& j) { j.max_runs = 2; });
     auto free = CreateJob("free", "cron", "* * * * * ?", start);
     auto scan = master_->Scan(epoch_);
     ASSERT_TRUE(scan.ok()) << scan.status().ToString();
@@ -741,14 +741,14 @@ TEST_P(MasterTest, EndAtAndMaxRunsCompleteTheJob) {
 
 TEST_P(MasterTest, FixedDelayNextTimeFollowsTheFinish) {
     auto job = CreateJob("delay", "fixed-delay", "10s", std::nullopt);
-    store::Fire f;
+    model::Fire f;
     f.job_id = job.id;
     f.scheduled_time = 1000;
     f.epoch = epoch_;
     auto id = **db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
     const std::int64_t finished = Now();
     ASSERT_TRUE(store::FireRepository(db())
-                    .Transition(id, {store::FireStatus::kPending}, store::FireStatus::kSucceeded,
+                    .Transition(id, {model::FireStatus::kPending}, model::FireStatus::kSucceeded,
                                 {.finished_at = finished, .followup = true})
                     .ok());
     ASSERT_TRUE(master_->Scan(epoch_).ok());
@@ -763,7 +763,7 @@ TEST_P(MasterTest, ShardingBroadcastMakesOneFirePerLiveInstance) {
     }
     const std::int64_t t = Now() + 500;
     auto job = CreateJob("bcast", "once", std::to_string(t), t,
-                         [](store::Job& j) { j.routing = Routing::kShardingBroadcast; });
+                         [](model::Job& j) { j.routing = Routing::kShardingBroadcast; });
     ASSERT_TRUE(master_->Scan(epoch_).ok());
     auto fires = FiresOf(job.id);
     ASSERT_EQ(fires.size(), 3u);
@@ -805,10 +805,10 @@ TEST_P(MasterTest, BackfillRunsEachPastTimeOnceSeriallyAndRepeatsCreateNothing) 
     const std::int64_t base = (Now() / kMinute - 60) * kMinute;       // an hour ago, on a minute
     auto job = CreateJob("bf", "cron", "0 * * * * ?", std::nullopt);  // never due itself
     {
-        store::Fire fired;  // the schedule fired base + 2 min normally
+        model::Fire fired;  // the schedule fired base + 2 min normally
         fired.job_id = job.id;
         fired.scheduled_time = base + 2 * kMinute;
-        fired.status = store::FireStatus::kSucceeded;
+        fired.status = model::FireStatus::kSucceeded;
         ASSERT_TRUE(db().Run([&](soci::session& s) {
                             return store::FireRepository::InsertIfAbsent(s, db().dialect(), fired).has_value();
                         })
@@ -829,9 +829,9 @@ TEST_P(MasterTest, BackfillRunsEachPastTimeOnceSeriallyAndRepeatsCreateNothing) 
         return *id;
     };
     const auto backfill_fires = [&] {
-        std::vector<store::Fire> out;
+        std::vector<model::Fire> out;
         for (const auto& f : FiresOf(job.id)) {
-            if (f.kind == store::FireKind::kBackfill) out.push_back(f);
+            if (f.kind == model::FireKind::kBackfill) out.push_back(f);
         }
         return out;
     };
@@ -846,13 +846,13 @@ TEST_P(MasterTest, BackfillRunsEachPastTimeOnceSeriallyAndRepeatsCreateNothing) 
         EXPECT_EQ(again->backfill_fires, 0);
         int unfinished = 0;
         for (const auto& f : backfill_fires()) {
-            if (store::IsFinal(f.status)) continue;
+            if (model::IsFinal(f.status)) continue;
             ++unfinished;
             EXPECT_GE(f.due_at, scan->now_ms - 1000) << "due when created, not at its past time";
             ASSERT_TRUE(f.assigned_node);
             times.push_back(f.scheduled_time);
             ASSERT_TRUE(fires
-                            .Transition(f.id, {store::FireStatus::kPending}, store::FireStatus::kSucceeded,
+                            .Transition(f.id, {model::FireStatus::kPending}, model::FireStatus::kSucceeded,
                                         {.finished_at = scan->now_ms, .followup = true})
                             .ok());
         }
@@ -880,7 +880,7 @@ TEST_P(MasterTest, BackfillRunsEachPastTimeOnceSeriallyAndRepeatsCreateNothing) 
 TEST_P(MasterTest, BackfillOfAPausedJobWaitsAndOfADeletedJobIsCancelled) {
     constexpr std::int64_t kMinute = 60'000;
     const std::int64_t base = (Now() / kMinute - 60) * kMinute;
-    auto paused = CreateJob("paused", "cron", "0 * * * * ?", std::nullopt, [](store::Job& j) { j.enabled = false; });
+    auto paused = CreateJob("paused", "cron", "0 * * * * ?", std::nullopt, [](model::Job& j) { j.enabled = false; });
     auto doomed = CreateJob("doomed", "cron", "0 * * * * ?", std::nullopt);
     std::vector<std::int64_t> ids;
     for (const auto& job : {paused, doomed}) {
@@ -916,10 +916,10 @@ TEST_P(MasterTest, BackfillOfAPausedJobWaitsAndOfADeletedJobIsCancelled) {
 
 SCHED_DB_TEST_SUITE(MasterTest);
 
-const std::vector<store::WorkflowEdge> kDiamond = {{"a", "b", store::EdgeCondition::kOnSuccess},
-                                                   {"a", "c", store::EdgeCondition::kOnSuccess},
-                                                   {"b", "d", store::EdgeCondition::kOnSuccess},
-                                                   {"c", "d", store::EdgeCondition::kOnSuccess}};
+const std::vector<model::WorkflowEdge> kDiamond = {{"a", "b", model::EdgeCondition::kOnSuccess},
+                                                   {"a", "c", model::EdgeCondition::kOnSuccess},
+                                                   {"b", "d", model::EdgeCondition::kOnSuccess},
+                                                   {"c", "d", model::EdgeCondition::kOnSuccess}};
 
 TEST_P(MasterTest, ADiamondRunsEachStepOnceAndTheJoinAfterBothParents) {
     const auto w = CreateWorkflow("diamond", {"a", "b", "c", "d"}, kDiamond);
@@ -931,45 +931,45 @@ TEST_P(MasterTest, ADiamondRunsEachStepOnceAndTheJoinAfterBothParents) {
     ASSERT_TRUE(master_->Scan(epoch_).ok());  // nothing ended: nothing new
     EXPECT_EQ(Steps(run).size(), 1u);
 
-    EndStep(run, "a", store::FireStatus::kSucceeded);
+    EndStep(run, "a", model::FireStatus::kSucceeded);
     ASSERT_TRUE(master_->Scan(epoch_).ok());
     EXPECT_EQ(Steps(run), (std::vector<std::string>{"a@0:succeeded", "b@0:pending", "c@0:pending"}));
-    EndStep(run, "b", store::FireStatus::kSucceeded);
+    EndStep(run, "b", model::FireStatus::kSucceeded);
     ASSERT_TRUE(master_->Scan(epoch_).ok());
     EXPECT_EQ(Steps(run).size(), 3u) << "d waits for c";
-    EndStep(run, "c", store::FireStatus::kSucceeded);
+    EndStep(run, "c", model::FireStatus::kSucceeded);
     ASSERT_TRUE(master_->Scan(epoch_).ok());
     EXPECT_EQ(Steps(run).back(), "d@0:pending");
-    EXPECT_EQ(GetRun(run).status, store::WorkflowRunStatus::kRunning);
-    EndStep(run, "d", store::FireStatus::kSucceeded);
+    EXPECT_EQ(GetRun(run).status, model::WorkflowRunStatus::kRunning);
+    EndStep(run, "d", model::FireStatus::kSucceeded);
     scan = master_->Scan(epoch_);
     ASSERT_TRUE(scan.ok());
     EXPECT_EQ(scan->workflow_runs_ended, 1);
-    EXPECT_EQ(GetRun(run).status, store::WorkflowRunStatus::kSucceeded);
+    EXPECT_EQ(GetRun(run).status, model::WorkflowRunStatus::kSucceeded);
     ASSERT_TRUE(master_->Scan(epoch_).ok());
     EXPECT_EQ(Steps(run).size(), 4u) << "each step once";
-    for (const auto& f : RunFires(run)) EXPECT_EQ(f.kind, store::FireKind::kWorkflow);
+    for (const auto& f : RunFires(run)) EXPECT_EQ(f.kind, model::FireKind::kWorkflow);
 }
 
 TEST_P(MasterTest, AFailingStepSkipsTheJoinTheRunFailsAndARerunFromItCompletes) {
     const auto w = CreateWorkflow("fails", {"a", "b", "c", "d"}, kDiamond);
     const auto run = TriggerRun(w, Now());
     ASSERT_TRUE(master_->Scan(epoch_).ok());
-    EndStep(run, "a", store::FireStatus::kSucceeded);
+    EndStep(run, "a", model::FireStatus::kSucceeded);
     ASSERT_TRUE(master_->Scan(epoch_).ok());
-    EndStep(run, "b", store::FireStatus::kFailed);
-    EndStep(run, "c", store::FireStatus::kSucceeded);
+    EndStep(run, "b", model::FireStatus::kFailed);
+    EndStep(run, "c", model::FireStatus::kSucceeded);
     auto scan = master_->Scan(epoch_);
     ASSERT_TRUE(scan.ok());
     EXPECT_EQ(scan->workflow_steps_skipped, 1);
     const auto fires = RunFires(run);
     ASSERT_EQ(fires.size(), 4u);
     EXPECT_EQ(fires.back().workflow_step, "d");
-    EXPECT_EQ(fires.back().status, store::FireStatus::kSkipped);
-    EXPECT_EQ(fires.back().reason, store::FireReason::kUpstream);
+    EXPECT_EQ(fires.back().status, model::FireStatus::kSkipped);
+    EXPECT_EQ(fires.back().reason, model::FireReason::kUpstream);
     EXPECT_EQ(fires.back().result_message, "parent \"b\" failed (edge on-success)");
     auto ended = GetRun(run);
-    EXPECT_EQ(ended.status, store::WorkflowRunStatus::kFailed);
+    EXPECT_EQ(ended.status, model::WorkflowRunStatus::kFailed);
     EXPECT_EQ(ended.reason, "step \"b\" failed");
 
     // Re-run from b (as the API does): b and d run again in generation 1, a and c do not.
@@ -978,17 +978,17 @@ TEST_P(MasterTest, AFailingStepSkipsTheJoinTheRunFailsAndARerunFromItCompletes) 
     ASSERT_TRUE(rerun.ok() && *rerun);
     ASSERT_TRUE(master_->Scan(epoch_).ok());
     EXPECT_EQ(Steps(run).back(), "b@1000:pending");
-    EndStep(run, "b", store::FireStatus::kSucceeded);
+    EndStep(run, "b", model::FireStatus::kSucceeded);
     ASSERT_TRUE(master_->Scan(epoch_).ok());
     EXPECT_EQ(Steps(run).back(), "d@1000:pending");
-    EndStep(run, "d", store::FireStatus::kSucceeded);
+    EndStep(run, "d", model::FireStatus::kSucceeded);
     ASSERT_TRUE(master_->Scan(epoch_).ok());
-    EXPECT_EQ(GetRun(run).status, store::WorkflowRunStatus::kSucceeded);
+    EXPECT_EQ(GetRun(run).status, model::WorkflowRunStatus::kSucceeded);
     EXPECT_EQ(RunFires(run).size(), 6u);
 }
 
 TEST_P(MasterTest, AStepRetriesBeforeItFailsItsRun) {
-    const auto w = CreateWorkflow("retries", {"a", "b"}, {{"a", "b", store::EdgeCondition::kOnSuccess}});
+    const auto w = CreateWorkflow("retries", {"a", "b"}, {{"a", "b", model::EdgeCondition::kOnSuccess}});
     ASSERT_TRUE(db().Run([&](soci::session& s) {
                         s << "UPDATE job SET retry_max = 1, retry_backoff_ms = 0 WHERE id = :id",
                             soci::use(w.steps[0].job_id);
@@ -996,20 +996,20 @@ TEST_P(MasterTest, AStepRetriesBeforeItFailsItsRun) {
                     .ok());
     const auto run = TriggerRun(w, Now());
     ASSERT_TRUE(master_->Scan(epoch_).ok());
-    EndStep(run, "a", store::FireStatus::kFailed);
+    EndStep(run, "a", model::FireStatus::kFailed);
     auto scan = master_->Scan(epoch_);
     ASSERT_TRUE(scan.ok());
     EXPECT_EQ(scan->retries, 1);
     EXPECT_EQ(Steps(run), (std::vector<std::string>{"a@0:failed", "a@1:pending"}));
-    EXPECT_EQ(GetRun(run).status, store::WorkflowRunStatus::kRunning);
-    EndStep(run, "a", store::FireStatus::kSucceeded);
+    EXPECT_EQ(GetRun(run).status, model::WorkflowRunStatus::kRunning);
+    EndStep(run, "a", model::FireStatus::kSucceeded);
     ASSERT_TRUE(master_->Scan(epoch_).ok());
     EXPECT_EQ(Steps(run).back(), "b@0:pending");
 }
 
 TEST_P(MasterTest, ScheduledRunsAreCreatedOnceAndOverlapIsASkippedRunDecidedAtItsTime) {
     const std::int64_t t0 = (Now() / 1000 + 1) * 1000;
-    const auto w = CreateWorkflow("every-second", {"a"}, {}, [&](store::Workflow& x) {
+    const auto w = CreateWorkflow("every-second", {"a"}, {}, [&](model::Workflow& x) {
         x.schedule_type = ScheduleType::kCron;
         x.schedule_expr = "* * * * * ?";
         x.next_fire_time = t0;
@@ -1025,7 +1025,7 @@ TEST_P(MasterTest, ScheduledRunsAreCreatedOnceAndOverlapIsASkippedRunDecidedAtIt
     ASSERT_EQ(runs->size(), 1u);
     const auto first = runs->front();
     EXPECT_EQ(first.scheduled_time, t0);
-    EXPECT_EQ(first.status, store::WorkflowRunStatus::kRunning);
+    EXPECT_EQ(first.status, model::WorkflowRunStatus::kRunning);
     EXPECT_EQ(Steps(first.id), (std::vector<std::string>{"a@0:pending"}));
     EXPECT_EQ(RunFires(first.id).front().scheduled_time, t0);
     EXPECT_EQ(store::WorkflowRepository(db()).Get(w.id)->next_fire_time, t0 + 1000);
@@ -1041,7 +1041,7 @@ TEST_P(MasterTest, ScheduledRunsAreCreatedOnceAndOverlapIsASkippedRunDecidedAtIt
     EXPECT_EQ(again->back().id, first.id);  // newest first
     const auto& skipped = (*again)[again->size() - 2];
     EXPECT_EQ(skipped.scheduled_time, t0 + 1000);
-    EXPECT_EQ(skipped.status, store::WorkflowRunStatus::kSkipped);
+    EXPECT_EQ(skipped.status, model::WorkflowRunStatus::kSkipped);
     EXPECT_EQ(skipped.reason.value_or("").rfind("overlap", 0), 0u) << skipped.reason.value_or("");
     EXPECT_GE(skipped.ended_at.value_or(0), skipped.started_at.value_or(1)) << "a run never ends before it starts";
     // The next_fire_time CAS plans each time once: the workflow has moved past every time it judged.
@@ -1049,7 +1049,7 @@ TEST_P(MasterTest, ScheduledRunsAreCreatedOnceAndOverlapIsASkippedRunDecidedAtIt
 }
 
 TEST_P(MasterTest, AStaleMasterNeitherStartsNorAdvancesARun) {
-    const auto w = CreateWorkflow("fenced", {"a", "b"}, {{"a", "b", store::EdgeCondition::kOnSuccess}});
+    const auto w = CreateWorkflow("fenced", {"a", "b"}, {{"a", "b", model::EdgeCondition::kOnSuccess}});
     const auto run = TriggerRun(w, Now());
     ASSERT_TRUE(db().Run([](soci::session& s) {
                         s << "UPDATE scheduler_lock SET owner = 'node-b', epoch = epoch + 1 WHERE namespace = 'master'";
@@ -1062,16 +1062,16 @@ TEST_P(MasterTest, AStaleMasterNeitherStartsNorAdvancesARun) {
 }
 
 TEST_P(MasterTest, ARunPastItsTimeoutEndsTimedOutAndSkipsWhatHasNotRun) {
-    const auto w = CreateWorkflow("slow", {"a", "b"}, {{"a", "b", store::EdgeCondition::kOnSuccess}},
-                                  [](store::Workflow& x) { x.run_timeout_ms = 1000; });
+    const auto w = CreateWorkflow("slow", {"a", "b"}, {{"a", "b", model::EdgeCondition::kOnSuccess}},
+                                  [](model::Workflow& x) { x.run_timeout_ms = 1000; });
     const auto run = TriggerRun(w, Now() - 5000, Now() - 5000);
     auto scan = master_->Scan(epoch_);
     ASSERT_TRUE(scan.ok()) << scan.status().ToString();
     EXPECT_EQ(scan->workflow_runs_timed_out, 1);
     auto ended = GetRun(run);
-    EXPECT_EQ(ended.status, store::WorkflowRunStatus::kTimedOut);
+    EXPECT_EQ(ended.status, model::WorkflowRunStatus::kTimedOut);
     EXPECT_EQ(Steps(run), (std::vector<std::string>{"a@0:skipped", "b@0:skipped"}));
-    for (const auto& f : RunFires(run)) EXPECT_EQ(f.reason, store::FireReason::kRunTimeout);
+    for (const auto& f : RunFires(run)) EXPECT_EQ(f.reason, model::FireReason::kRunTimeout);
     ASSERT_TRUE(master_->Scan(epoch_).ok());
     EXPECT_EQ(RunFires(run).size(), 2u);
 }

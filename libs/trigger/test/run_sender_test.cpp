@@ -15,7 +15,7 @@ namespace sched::trigger {
 namespace {
 
 using namespace std::chrono_literals;
-using store::FireStatus;
+using model::FireStatus;
 using trigger_testing::FakeExecutors;
 
 class RunSenderTest : public ::testing::Test {
@@ -79,7 +79,7 @@ class RunSenderTest : public ::testing::Test {
         g->registry = registry;
         std::vector<protocol::NoticedFire> queued;
         for (int i = 1; i <= count; ++i) {
-            store::Fire f;
+            model::Fire f;
             f.id = i;
             f.job_id = job_.id;
             f.scheduled_time = due;
@@ -109,7 +109,7 @@ class RunSenderTest : public ::testing::Test {
     std::shared_ptr<FireQueue> queue_;
     ExecutorDirectory directory_;
     RunSenderConfig config_{.dispatch_timeout = 2s, .send_ahead = false};
-    store::Job job_;
+    model::Job job_;
     std::mutex mu_;
     std::vector<store::ExecutorInstance> live_;
     std::vector<AcceptedRun> accepted_;
@@ -162,7 +162,7 @@ TEST_F(RunSenderTest, ARunRefusedForItsBlockStrategyEndsSkippedAndOthersFailWith
         std::lock_guard lock(mu_);
         ASSERT_EQ(ended_.size(), 1u);
         EXPECT_EQ(ended_[0].to, FireStatus::kSkipped);
-        EXPECT_EQ(ended_[0].reason, store::FireReason::kBlocked);
+        EXPECT_EQ(ended_[0].reason, model::FireReason::kBlocked);
         EXPECT_EQ(ended_[0].from, FireStatus::kDispatching);
         ended_.clear();
     }
@@ -174,7 +174,7 @@ TEST_F(RunSenderTest, ARunRefusedForItsBlockStrategyEndsSkippedAndOthersFailWith
     std::lock_guard lock(mu_);
     ASSERT_EQ(ended_.size(), 1u);
     EXPECT_EQ(ended_[0].to, FireStatus::kFailed);
-    EXPECT_EQ(ended_[0].reason, store::FireReason::kNoExecutor);
+    EXPECT_EQ(ended_[0].reason, model::FireReason::kNoExecutor);
     EXPECT_NE(ended_[0].message.find("HTTP 400 (params)"), std::string::npos) << ended_[0].message;
 }
 
@@ -211,10 +211,10 @@ TEST_F(RunSenderTest, ARunRefusedForAStaleEpochIsReStampedAndSentOnceMore) {
 
 TEST(MisfireVerdict, APlannedFireLaterThanTheThresholdObeysItsJobsPolicy) {
     DispatchGroup group;
-    store::Job job;
+    model::Job job;
     job.id = 7;
-    auto fire = [](std::int64_t id, std::int64_t at, store::FireKind kind = store::FireKind::kSchedule) {
-        store::Fire f;
+    auto fire = [](std::int64_t id, std::int64_t at, model::FireKind kind = model::FireKind::kSchedule) {
+        model::Fire f;
         f.id = id;
         f.job_id = 7;
         f.scheduled_time = at;
@@ -227,7 +227,7 @@ TEST(MisfireVerdict, APlannedFireLaterThanTheThresholdObeysItsJobsPolicy) {
     job.misfire_policy = cron::MisfirePolicy::kSkip;
     EXPECT_TRUE(MisfireVerdict(group.fires, group.fires[0], job, now, 5000)) << "9 s late: skipped";
     EXPECT_FALSE(MisfireVerdict(group.fires, group.fires[2], job, now, 5000)) << "1 s late: on time";
-    EXPECT_FALSE(MisfireVerdict(group.fires, fire(4, 0, store::FireKind::kManual), job, now, 5000))
+    EXPECT_FALSE(MisfireVerdict(group.fires, fire(4, 0, model::FireKind::kManual), job, now, 5000))
         << "manual fires always run";
     job.misfire_policy = cron::MisfirePolicy::kFireAll;
     EXPECT_FALSE(MisfireVerdict(group.fires, group.fires[0], job, now, 5000));
@@ -236,7 +236,7 @@ TEST(MisfireVerdict, APlannedFireLaterThanTheThresholdObeysItsJobsPolicy) {
     ASSERT_TRUE(folded);
     EXPECT_NE(folded->find("folded into fire 2"), std::string::npos) << *folded;
     EXPECT_FALSE(MisfireVerdict(group.fires, group.fires[1], job, now, 5000)) << "the latest late one runs";
-    store::Fire planned_late = fire(5, 1000);
+    model::Fire planned_late = fire(5, 1000);
     planned_late.created_at = 9500;  // the master planned it already due: late from then
     EXPECT_FALSE(MisfireVerdict(group.fires, planned_late, job, now, 5000));
 }

@@ -63,9 +63,9 @@ class ScanStepTest : public db::testing::DbTest {
         });
     }
 
-    store::Job CreateJob(const std::string& name, const std::string& type, const std::string& expr,
-                         std::optional<std::int64_t> next, const std::function<void(store::Job&)>& tweak = {}) {
-        store::Job j;
+    model::Job CreateJob(const std::string& name, const std::string& type, const std::string& expr,
+                         std::optional<std::int64_t> next, const std::function<void(model::Job&)>& tweak = {}) {
+        model::Job j;
         j.name = name;
         j.app = "app";
         j.handler = "echo";
@@ -78,7 +78,7 @@ class ScanStepTest : public db::testing::DbTest {
         return *created;
     }
 
-    std::vector<store::Fire> FiresOf(std::int64_t job_id) {
+    std::vector<model::Fire> FiresOf(std::int64_t job_id) {
         auto fires = store::FireRepository(db()).List({.job_id = job_id, .limit = 1000});
         EXPECT_TRUE(fires.ok());
         auto out = *fires;
@@ -87,9 +87,9 @@ class ScanStepTest : public db::testing::DbTest {
     }
 
     // A fire of `job` as the master would have planned it, inserted directly.
-    std::int64_t InsertFire(const store::Job& job, std::int64_t scheduled,
-                            const std::function<void(store::Fire&)>& tweak = {}) {
-        store::Fire f;
+    std::int64_t InsertFire(const model::Job& job, std::int64_t scheduled,
+                            const std::function<void(model::Fire&)>& tweak = {}) {
+        model::Fire f;
         f.job_id = job.id;
         f.scheduled_time = scheduled;
         f.epoch = epoch_;
@@ -101,7 +101,7 @@ class ScanStepTest : public db::testing::DbTest {
         return id.ok() && id->has_value() ? **id : 0;
     }
 
-    store::Fire Fire(std::int64_t id) {
+    model::Fire Fire(std::int64_t id) {
         auto f = store::FireRepository(db()).Get(id);
         EXPECT_TRUE(f.ok()) << f.status().ToString();
         return *f;

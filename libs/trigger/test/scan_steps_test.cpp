@@ -17,7 +17,7 @@
 namespace sched::trigger::impl {
 namespace {
 
-using store::FireStatus;
+using model::FireStatus;
 
 std::size_t Notified(const ScanReport& r) {
     std::size_t n = 0;
@@ -58,7 +58,7 @@ TEST_P(ScanStepTest, DueJobsLateBeyondTheThresholdLeaveOneLedgerRowAndAnUnparsab
     DueJobsStep step(config_, schedules);
     const std::int64_t hour_ago = (Now() / 1000) * 1000 - 3'600'000;
     auto late = CreateJob("late", "cron", "* * * * * ?", hour_ago,
-                          [](store::Job& j) { j.misfire_policy = cron::MisfirePolicy::kSkip; });
+                          [](model::Job& j) { j.misfire_policy = cron::MisfirePolicy::kSkip; });
     auto broken = CreateJob("broken", "cron", "* * * * * ?", Now());
     ASSERT_TRUE(db().Run([&](soci::session& s) {
                         s << "UPDATE job SET schedule_expr = 'not a cron' WHERE id = :id", soci::use(broken.id);
@@ -69,7 +69,7 @@ TEST_P(ScanStepTest, DueJobsLateBeyondTheThresholdLeaveOneLedgerRowAndAnUnparsab
     const auto fires = FiresOf(late.id);
     int ledger = 0;
     for (const auto& f : fires) {
-        if (f.reason != store::FireReason::kMisfire) continue;
+        if (f.reason != model::FireReason::kMisfire) continue;
         ++ledger;
         EXPECT_EQ(f.status, FireStatus::kSkipped);
         EXPECT_EQ(f.scheduled_time, hour_ago);
@@ -113,9 +113,9 @@ TEST_P(ScanStepTest, AClockThatStepsBackIsLoggedOnceWithTheJobsItSilencesAndUnti
 TEST_P(ScanStepTest, OrphansGoToLiveSlavesAndDispatchesOfDeadOnesBecomeLost) {
     OrphansStep step(config_);
     auto job = CreateJob("manual", "manual", "", std::nullopt);
-    const std::int64_t unassigned = InsertFire(job, 1000, [](store::Fire& f) { f.assigned_node.reset(); });
-    const std::int64_t dead_pending = InsertFire(job, 2000, [](store::Fire& f) { f.assigned_node = "node-x"; });
-    const std::int64_t dead_dispatching = InsertFire(job, 3000, [](store::Fire& f) { f.assigned_node = "node-x"; });
+    const std::int64_t unassigned = InsertFire(job, 1000, [](model::Fire& f) { f.assigned_node.reset(); });
+    const std::int64_t dead_pending = InsertFire(job, 2000, [](model::Fire& f) { f.assigned_node = "node-x"; });
+    const std::int64_t dead_dispatching = InsertFire(job, 3000, [](model::Fire& f) { f.assigned_node = "node-x"; });
     const std::int64_t live_dispatching = InsertFire(job, 4000);
     for (auto id : {dead_dispatching, live_dispatching}) {
         ASSERT_TRUE(store::FireRepository(db()).Transition(id, {FireStatus::kPending}, FireStatus::kDispatching).ok());
@@ -131,7 +131,7 @@ TEST_P(ScanStepTest, OrphansGoToLiveSlavesAndDispatchesOfDeadOnesBecomeLost) {
     }
     EXPECT_EQ(r->lost, 1);
     EXPECT_EQ(Fire(dead_dispatching).status, FireStatus::kLost);
-    EXPECT_EQ(Fire(dead_dispatching).reason, store::FireReason::kSlaveDied);
+    EXPECT_EQ(Fire(dead_dispatching).reason, model::FireReason::kSlaveDied);
     EXPECT_EQ(Fire(live_dispatching).status, FireStatus::kDispatching) << "its slave is alive";
     auto none = Run({&step}, {});
     ASSERT_TRUE(none.ok());
@@ -141,7 +141,7 @@ TEST_P(ScanStepTest, OrphansGoToLiveSlavesAndDispatchesOfDeadOnesBecomeLost) {
 TEST_P(ScanStepTest, TheRunningSweepEndsFiresPastTheirTimeoutAndThoseOfGoneExecutors) {
     config_.running_sweep = std::chrono::hours(1);
     RunningSweepStep step(config_);
-    auto job = CreateJob("slow", "manual", "", std::nullopt, [](store::Job& j) { j.timeout_ms = 1000; });
+    auto job = CreateJob("slow", "manual", "", std::nullopt, [](model::Job& j) { j.timeout_ms = 1000; });
     auto untimed = CreateJob("untimed", "manual", "", std::nullopt);
     store::ExecutorRepository executors(db());
     store::ExecutorInstance instance;
@@ -150,7 +150,7 @@ TEST_P(ScanStepTest, TheRunningSweepEndsFiresPastTheirTimeoutAndThoseOfGoneExecu
     instance.handlers = {"echo"};
     ASSERT_TRUE(executors.Heartbeat(instance).ok());
     const std::int64_t long_ago = Now() - 60'000;
-    const auto running = [&](const store::Job& j, std::int64_t at, const std::string& address) {
+    const auto running = [&](const model::Job& j, std::int64_t at, const std::string& address) {
         const std::int64_t id = InsertFire(j, at);
         EXPECT_TRUE(store::FireRepository(db())
                         .Transition(id, {FireStatus::kPending}, FireStatus::kRunning,
@@ -164,9 +164,9 @@ TEST_P(ScanStepTest, TheRunningSweepEndsFiresPastTheirTimeoutAndThoseOfGoneExecu
     auto r = Run({&step});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(Fire(timed_out).status, FireStatus::kTimeout);
-    EXPECT_EQ(Fire(timed_out).reason, store::FireReason::kNoResult);
+    EXPECT_EQ(Fire(timed_out).reason, model::FireReason::kNoResult);
     EXPECT_EQ(Fire(gone).status, FireStatus::kLost);
-    EXPECT_EQ(Fire(gone).reason, store::FireReason::kExecutorGone);
+    EXPECT_EQ(Fire(gone).reason, model::FireReason::kExecutorGone);
     EXPECT_EQ(Fire(fine).status, FireStatus::kRunning);
     EXPECT_EQ(r->running_timed_out + r->running_lost, 2);
     const std::int64_t another = running(job, 4, "10.0.0.1:9");
@@ -177,7 +177,7 @@ TEST_P(ScanStepTest, TheRunningSweepEndsFiresPastTheirTimeoutAndThoseOfGoneExecu
 TEST_P(ScanStepTest, FollowupsRetryWhatMayBeRetriedAndTellTheWorkflowsWhichRunsMoved) {
     ScheduleCache schedules;
     FollowupsStep step(config_, schedules);
-    auto job = CreateJob("flaky", "manual", "", std::nullopt, [](store::Job& j) {
+    auto job = CreateJob("flaky", "manual", "", std::nullopt, [](model::Job& j) {
         j.retry_max = 1;
         j.retry_backoff_ms = 1;
     });
@@ -192,7 +192,7 @@ TEST_P(ScanStepTest, FollowupsRetryWhatMayBeRetriedAndTellTheWorkflowsWhichRunsM
     EXPECT_EQ(Notified(*r), 1u);
     auto fires = FiresOf(job.id);
     ASSERT_EQ(fires.size(), 2u);
-    EXPECT_EQ(fires[1].kind, store::FireKind::kRetry);
+    EXPECT_EQ(fires[1].kind, model::FireKind::kRetry);
     EXPECT_EQ(fires[1].attempt, fires[0].attempt + 1);
     EXPECT_EQ(fires[1].scheduled_time, 1000);
     ASSERT_TRUE(store::FireRepository(db())
@@ -206,21 +206,21 @@ TEST_P(ScanStepTest, FollowupsRetryWhatMayBeRetriedAndTellTheWorkflowsWhichRunsM
 }
 
 TEST(ScanStepRules, ALostFireIsRetriedOnlyForAtLeastOnceJobsAndAStepFireByItsTry) {
-    store::Job job;
+    model::Job job;
     job.retry_max = 0;
-    store::Fire fire;
-    fire.status = store::FireStatus::kLost;
+    model::Fire fire;
+    fire.status = model::FireStatus::kLost;
     fire.attempt = 0;  // the first try
     EXPECT_FALSE(ShouldRetry(fire, job));
     job.at_least_once = true;
     EXPECT_TRUE(ShouldRetry(fire, job)) << "at least once, even with retry_max 0";
-    fire.status = store::FireStatus::kFailed;
+    fire.status = model::FireStatus::kFailed;
     EXPECT_FALSE(ShouldRetry(fire, job));
     job.retry_max = 2;
     fire.attempt = 3001;  // generation 3, second try
     EXPECT_EQ(TryOf(fire), 1);
     EXPECT_TRUE(ShouldRetry(fire, job));
-    fire.status = store::FireStatus::kSucceeded;
+    fire.status = model::FireStatus::kSucceeded;
     EXPECT_FALSE(ShouldRetry(fire, job));
 }
 
@@ -242,12 +242,12 @@ TEST_P(ScanStepTest, TheBackfillsStepCreatesItsFiresAndNotifiesTheirSlaves) {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(r->backfill_fires, 3);
     EXPECT_EQ(Notified(*r), 3u);
-    for (const auto& f : FiresOf(job.id)) EXPECT_EQ(f.kind, store::FireKind::kBackfill);
+    for (const auto& f : FiresOf(job.id)) EXPECT_EQ(f.kind, model::FireKind::kBackfill);
 }
 
 TEST(ScheduleCache, AJobsScheduleIsMadeOnceAndAgainWhenItsDefinitionChanges) {
     ScheduleCache cache;
-    store::Job job;
+    model::Job job;
     job.id = 3;
     job.schedule_type = ScheduleType::kCron;
     job.schedule_expr = "0 0 * * * ?";

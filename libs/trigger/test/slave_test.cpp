@@ -19,21 +19,21 @@ namespace sched::trigger {
 namespace {
 
 using namespace std::chrono_literals;
-using store::FireStatus;
+using model::FireStatus;
 using trigger_testing::FakeExecutors;
 
 class FakeStore final : public FireClaimStore {
   public:
     struct Fire {
-        store::Fire fire;
+        model::Fire fire;
         std::int64_t token = 0;
         std::string address;
         std::string message;
-        std::optional<store::FireReason> reason;
+        std::optional<model::FireReason> reason;
     };
     mutable std::mutex mu;
     std::map<std::int64_t, Fire> fires;
-    std::map<std::int64_t, store::Job> jobs;
+    std::map<std::int64_t, model::Job> jobs;
     std::map<std::int64_t, std::string> run_params;  // workflow run id -> its trigger's params
     std::vector<store::ExecutorInstance> executors;
     std::vector<std::vector<std::int64_t>> claims;  // the ids of every Claim call
@@ -50,7 +50,7 @@ class FakeStore final : public FireClaimStore {
 
     void Add(std::int64_t id, std::int64_t job_id, std::int64_t due_at) {
         std::lock_guard lock(mu);
-        store::Fire f;
+        model::Fire f;
         f.id = id;
         f.job_id = job_id;
         f.scheduled_time = due_at;
@@ -66,7 +66,7 @@ class FakeStore final : public FireClaimStore {
         std::lock_guard lock(mu);
         return fires.at(id).message;
     }
-    std::optional<store::FireReason> ReasonOf(std::int64_t id) const {
+    std::optional<model::FireReason> ReasonOf(std::int64_t id) const {
         std::lock_guard lock(mu);
         return fires.at(id).reason;
     }
@@ -86,11 +86,11 @@ class FakeStore final : public FireClaimStore {
         }
         return out;
     }
-    Result<std::vector<store::Fire>> FindPending(const std::string& node,
+    Result<std::vector<model::Fire>> FindPending(const std::string& node,
                                                  const std::vector<std::int64_t>& ids) override {
         std::lock_guard lock(mu);
         found.insert(found.end(), ids.begin(), ids.end());
-        std::vector<store::Fire> out;
+        std::vector<model::Fire> out;
         for (auto id : ids) {
             auto it = fires.find(id);
             if (it != fires.end() && it->second.fire.status == FireStatus::kPending &&
@@ -206,7 +206,7 @@ class SlaveTest : public ::testing::Test {
         auto exec = std::make_unique<FakeExecutors>(io_.get_executor());
         executors_ = exec.get();
         executors_owned_ = std::move(exec);
-        store::Job job;
+        model::Job job;
         job.id = 7;
         job.app = "billing";
         job.handler = "charge";
@@ -303,7 +303,7 @@ TEST_F(SlaveTest, ABurstIsClaimedAsOneGroupAndSentAtItsDueTime) {
 TEST_F(SlaveTest, ABurstClaimedAheadIsSentAheadWithTheTimeLeftToItsDueTime) {
     config_.record_window = 5ms;
     config_.claim_ahead = 200ms;  // claimed and sent 200-400 ms before due: room for a slow (ASan) build
-    store::Job discard = store_->jobs[7];
+    model::Job discard = store_->jobs[7];
     discard.id = 8;
     discard.block_strategy = BlockStrategy::kDiscardLater;
     store_->jobs[8] = discard;
@@ -440,8 +440,8 @@ TEST_F(SlaveTest, RunsABatchRefusedGoThePerFirePathAndABlockedOneIsSkipped) {
     store_->Add(22, 7, next);
     ASSERT_TRUE(WaitFor([&] {
         return store_->StatusNow(21) == FireStatus::kSkipped && store_->StatusNow(22) == FireStatus::kRunning;
-    })) << store::FireStatusName(store_->StatusNow(21));
-    EXPECT_EQ(store_->ReasonOf(21), store::FireReason::kBlocked);
+    })) << model::FireStatusName(store_->StatusNow(21));
+    EXPECT_EQ(store_->ReasonOf(21), model::FireReason::kBlocked);
     EXPECT_EQ(executors_->Batches(), 2u);
     EXPECT_EQ(executors_->Runs(), 15u);
 }
@@ -510,7 +510,7 @@ TEST_F(SlaveTest, FiresClaimedBeforeAFailoverAreReStampedWithTheNewEpochNotFaile
     }
     ASSERT_TRUE(WaitFor([&] {
         return AllIn({1, 2}, FireStatus::kRunning);
-    })) << store::FireStatusName(store_->StatusNow(1))
+    })) << model::FireStatusName(store_->StatusNow(1))
         << " " << store_->MessageOf(1);
     std::this_thread::sleep_for(100ms);
     {
@@ -534,7 +534,7 @@ TEST_F(SlaveTest, FiresClaimedBeforeAFailoverAreReStampedWithTheNewEpochNotFaile
 // record-window, not one per fire; each end keeps its own message and ledger reason.
 TEST_F(SlaveTest, TheEndsOfABurstNobodyServesAreRecordedInOneBatch) {
     config_.record_window = 200ms;
-    store::Job job;
+    model::Job job;
     job.id = 8;
     job.app = "nobody";
     job.handler = "charge";
@@ -548,7 +548,7 @@ TEST_F(SlaveTest, TheEndsOfABurstNobodyServesAreRecordedInOneBatch) {
     StartSlave();
     ASSERT_TRUE(WaitFor([&] { return AllIn(ids, FireStatus::kFailed); }));
     for (auto id : ids) {
-        EXPECT_EQ(store_->ReasonOf(id), store::FireReason::kNoExecutor) << id;
+        EXPECT_EQ(store_->ReasonOf(id), model::FireReason::kNoExecutor) << id;
         EXPECT_NE(store_->MessageOf(id).find("no live executor of app nobody"), std::string::npos)
             << store_->MessageOf(id);
     }
@@ -643,7 +643,7 @@ TEST_F(SlaveTest, AnErrorAnswerFailsTheFireWithTheReasonAndIsNotRepeated) {
 }
 
 TEST_F(SlaveTest, FiresOfPausedOrDeletedJobsAreSkippedWithTheReason) {
-    store::Job paused = store_->jobs[7];
+    model::Job paused = store_->jobs[7];
     paused.id = 8;
     paused.enabled = false;
     store_->jobs[8] = paused;
@@ -652,9 +652,9 @@ TEST_F(SlaveTest, FiresOfPausedOrDeletedJobsAreSkippedWithTheReason) {
     StartSlave();
     ASSERT_TRUE(WaitFor([&] { return AllIn({1, 2}, FireStatus::kSkipped); }));
     EXPECT_EQ(store_->MessageOf(1), "job paused");
-    EXPECT_EQ(store_->ReasonOf(1), store::FireReason::kPaused);
+    EXPECT_EQ(store_->ReasonOf(1), model::FireReason::kPaused);
     EXPECT_EQ(store_->MessageOf(2), "job deleted");
-    EXPECT_EQ(store_->ReasonOf(2), store::FireReason::kJobDeleted);
+    EXPECT_EQ(store_->ReasonOf(2), model::FireReason::kJobDeleted);
     EXPECT_EQ(executors_->Runs(), 0u);
 }
 
@@ -663,7 +663,7 @@ TEST_F(SlaveTest, FiresOfPausedOrDeletedJobsAreSkippedWithTheReason) {
 TEST_F(SlaveTest, PlannedFiresThatBecameLateObeyTheJobsMisfirePolicy) {
     config_.misfire_threshold = 1s;
     const auto job_with = [&](std::int64_t id, const std::string& policy) {
-        store::Job j = store_->jobs[7];
+        model::Job j = store_->jobs[7];
         j.id = id;
         j.misfire_policy = *sched::ParseMisfirePolicy(policy);
         store_->jobs[id] = j;
@@ -683,7 +683,7 @@ TEST_F(SlaveTest, PlannedFiresThatBecameLateObeyTheJobsMisfirePolicy) {
     store_->Add(9, 10, now - 4'900);   // planned when already due (judged by the master), waited 100 ms: runs
     {
         std::lock_guard lock(store_->mu);
-        store_->fires[8].fire.kind = store::FireKind::kRetry;
+        store_->fires[8].fire.kind = model::FireKind::kRetry;
         store_->fires[8].fire.attempt = 1;
         store_->fires[9].fire.created_at = now - 100;
     }
@@ -691,9 +691,9 @@ TEST_F(SlaveTest, PlannedFiresThatBecameLateObeyTheJobsMisfirePolicy) {
     ASSERT_TRUE(WaitFor([&] {
         return AllIn({1, 2, 4}, FireStatus::kSkipped) && AllIn({3, 5, 6, 7, 8, 9}, FireStatus::kRunning);
     })) << "fire 1 "
-        << store::FireStatusName(store_->StatusNow(1)) << ", fire 5 " << store::FireStatusName(store_->StatusNow(5));
+        << model::FireStatusName(store_->StatusNow(1)) << ", fire 5 " << model::FireStatusName(store_->StatusNow(5));
     for (std::int64_t id : {1, 2, 4}) {
-        EXPECT_EQ(store_->ReasonOf(id), store::FireReason::kMisfire) << id;
+        EXPECT_EQ(store_->ReasonOf(id), model::FireReason::kMisfire) << id;
         EXPECT_NE(store_->MessageOf(id).find("misfire: planned for"), std::string::npos) << store_->MessageOf(id);
     }
     EXPECT_NE(store_->MessageOf(1).find("policy skip"), std::string::npos) << store_->MessageOf(1);
@@ -707,7 +707,7 @@ TEST_F(SlaveTest, NoLiveExecutorFailsTheFireAndTheRegistryIsReadAgain) {
     StartSlave();
     ASSERT_TRUE(WaitFor([&] { return store_->StatusNow(1) == FireStatus::kFailed; }));
     EXPECT_NE(store_->MessageOf(1).find("no live executor of app billing"), std::string::npos);
-    EXPECT_EQ(store_->ReasonOf(1), store::FireReason::kNoExecutor);
+    EXPECT_EQ(store_->ReasonOf(1), model::FireReason::kNoExecutor);
     // A service registers; the next fire of its app finds it although the copy is fresh.
     {
         std::lock_guard lock(store_->mu);
@@ -739,7 +739,7 @@ TEST_F(SlaveTest, AFireWithNoInstanceYetWaitsForOneWithinTheDispatchTimeout) {
         store_->executors.push_back(e);  // its first heartbeat since the outage
     }
     ASSERT_TRUE(WaitFor([&] { return store_->StatusNow(1) == FireStatus::kRunning; }))
-        << store::FireStatusName(store_->StatusNow(1)) << ": " << store_->MessageOf(1);
+        << model::FireStatusName(store_->StatusNow(1)) << ": " << store_->MessageOf(1);
     std::lock_guard lock(store_->mu);
     EXPECT_EQ(store_->fires.at(1).address, "10.0.0.3:9000");
     EXPECT_LE(store_->live_reads, 8) << "re-read with backoff, not in a tight loop";

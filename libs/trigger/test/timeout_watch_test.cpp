@@ -13,7 +13,7 @@ namespace sched::trigger {
 namespace {
 
 using namespace std::chrono_literals;
-using store::FireStatus;
+using model::FireStatus;
 
 class TimeoutWatchTest : public ::testing::Test {
   protected:

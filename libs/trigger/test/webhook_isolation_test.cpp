@@ -109,7 +109,7 @@ class WebhookIsolationTest : public db::testing::DbTest {
         config_.alert_backoff = 10ms;
         config_.alert_backoff_max = 10ms;
         config_.alert_receiver_concurrency = 3;
-        store::Job j;
+        model::Job j;
         j.name = "nightly";
         j.app = "billing";
         j.handler = "report";

@@ -25,15 +25,15 @@ class WorkflowPlannerTest : public db::testing::DbTest {
     }
 
     // A workflow of one manual step, every second from kT0, at most one run at a time.
-    store::Workflow CreateEverySecond() {
-        store::Job job;
+    model::Workflow CreateEverySecond() {
+        model::Job job;
         job.name = "step-a";
         job.app = "app";
         job.handler = "echo";
         job.schedule_type = ScheduleType::kManual;
         auto created_job = store::JobRepository(db()).Create(job);
         EXPECT_TRUE(created_job.ok()) << created_job.status().ToString();
-        store::Workflow w;
+        model::Workflow w;
         w.name = "every-second";
         w.steps = {{"a", created_job->id}};
         w.schedule_type = ScheduleType::kCron;
@@ -46,11 +46,11 @@ class WorkflowPlannerTest : public db::testing::DbTest {
     }
 
     // A running run as the API's trigger makes it.
-    std::int64_t ManualRun(const store::Workflow& w, std::int64_t at) {
-        store::WorkflowRun run;
+    std::int64_t ManualRun(const model::Workflow& w, std::int64_t at) {
+        model::WorkflowRun run;
         run.workflow_id = w.id;
         run.scheduled_time = at;
-        run.kind = store::WorkflowRunKind::kManual;
+        run.kind = model::WorkflowRunKind::kManual;
         run.workflow_version = w.version;
         run.definition = {w.steps, w.edges};
         run.created_by = "test";
@@ -70,10 +70,10 @@ class WorkflowPlannerTest : public db::testing::DbTest {
         return report.ok() ? *report : WorkflowProgressReport{};
     }
 
-    std::vector<store::WorkflowRun> Runs(const store::Workflow& w) {
+    std::vector<model::WorkflowRun> Runs(const model::Workflow& w) {
         auto runs = store::WorkflowRunRepository(db()).ListForWorkflow(w.id, 0, 100);
         EXPECT_TRUE(runs.ok());
-        return runs.ok() ? *runs : std::vector<store::WorkflowRun>{};
+        return runs.ok() ? *runs : std::vector<model::WorkflowRun>{};
     }
 
     WorkflowPlanner planner_{{.lookahead_ms = 2000, .sweep_ms = 3'600'000}};
@@ -90,7 +90,7 @@ TEST_P(WorkflowPlannerTest, OverlapIsDecidedAtTheScheduledTimeNotWhenItEntersThe
     EXPECT_EQ(store::WorkflowRepository(db()).Get(w.id)->next_fire_time, kT0);
     // It ends before kT0: kT0's run starts.
     ASSERT_TRUE(db().Run([&](soci::session& s) {
-                        return store::WorkflowRunRepository::End(s, blocking, store::WorkflowRunStatus::kSucceeded,
+                        return store::WorkflowRunRepository::End(s, blocking, model::WorkflowRunStatus::kSucceeded,
                                                                  std::nullopt, kT0 - 700);
                     })
                     .ok());
@@ -101,7 +101,7 @@ TEST_P(WorkflowPlannerTest, OverlapIsDecidedAtTheScheduledTimeNotWhenItEntersThe
     ASSERT_GE(runs.size(), 2u);
     const auto& scheduled = runs[runs.size() - 2];  // newest first: the one after the manual run
     EXPECT_EQ(scheduled.scheduled_time, kT0);
-    EXPECT_EQ(scheduled.status, store::WorkflowRunStatus::kRunning);
+    EXPECT_EQ(scheduled.status, model::WorkflowRunStatus::kRunning);
     EXPECT_EQ(scheduled.started_at, kT0);
     // kT0 + 1 s finds kT0's run running, but not yet at its time: no run of it yet.
     for (const auto& run : runs) {
@@ -120,7 +120,7 @@ TEST_P(WorkflowPlannerTest, ATimeThatFindsNoSlotAtItsTimeIsSkippedThenWithConsis
     ASSERT_EQ(runs.size(), 2u);
     const auto& skipped = runs.front();
     EXPECT_EQ(skipped.scheduled_time, kT0);
-    EXPECT_EQ(skipped.status, store::WorkflowRunStatus::kSkipped);
+    EXPECT_EQ(skipped.status, model::WorkflowRunStatus::kSkipped);
     EXPECT_EQ(skipped.reason.value_or("").rfind("overlap", 0), 0u);
     ASSERT_TRUE(skipped.started_at && skipped.ended_at);
     EXPECT_LE(*skipped.started_at, *skipped.ended_at);
@@ -136,7 +136,7 @@ TEST_P(WorkflowPlannerTest, ARunCreatedAheadThatEndsBeforeItsTimeEndsAtItsStart)
     const auto run = runs.back();
     ASSERT_EQ(run.started_at, kT0);
     ASSERT_TRUE(db().Run([&](soci::session& s) {
-                        return store::WorkflowRunRepository::End(s, run.id, store::WorkflowRunStatus::kFailed,
+                        return store::WorkflowRunRepository::End(s, run.id, model::WorkflowRunStatus::kFailed,
                                                                  std::string("a failed"), kT0 - 1400);
                     })
                     .ok());

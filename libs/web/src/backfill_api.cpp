@@ -118,7 +118,7 @@ nlohmann::json BackfillJson(const store::Backfill& b, const store::BackfillFireC
 // The range's scheduled times (at most kMaxTimes), or why there is nothing to backfill:
 // kInvalidArgument naming `field` (a range in the future, too many times), kFailedPrecondition
 // (a schedule without times of its own).
-Result<std::vector<std::int64_t>> RangeTimes(const store::Job& job, const BackfillInput& in, std::int64_t now,
+Result<std::vector<std::int64_t>> RangeTimes(const model::Job& job, const BackfillInput& in, std::int64_t now,
                                              std::string& field) {
     auto schedule = cron::Schedule::Make(job.schedule_type, job.schedule_expr, job.time_zone);
     if (!schedule.ok()) {
@@ -164,7 +164,7 @@ Result<nlohmann::json> CreateBackfill(db::Database& db, std::int64_t job_id, con
             for (const std::int64_t t : *times) {
                 api::BackfillTimeView item{.scheduled_time = t};
                 if (const auto it = existing.find(t); it != existing.end()) {
-                    item.existing = std::string(store::FireKindName(it->second));
+                    item.existing = std::string(model::FireKindName(it->second));
                 } else {
                     ++dry.would_run;
                 }

@@ -140,7 +140,7 @@ std::optional<http::ApiError> ReadInstant(const nlohmann::json& body, std::strin
 
 }  // namespace
 
-std::optional<http::ApiError> ReadJobBounds(const nlohmann::json& body, store::Job& job) {
+std::optional<http::ApiError> ReadJobBounds(const nlohmann::json& body, model::Job& job) {
     if (!body.is_object()) return std::nullopt;
     if (body.contains("calendar")) {
         const auto& v = body["calendar"];
@@ -188,12 +188,12 @@ Result<cron::Calendar> LoadCalendar(db::Database& db, const std::string& name) {
     return *made;
 }
 
-bool BoundsChanged(const store::Job& job, const store::Job& current) {
+bool BoundsChanged(const model::Job& job, const model::Job& current) {
     return job.start_at != current.start_at || job.end_at != current.end_at || job.max_runs != current.max_runs ||
            job.calendar != current.calendar;
 }
 
-void PlanBoundedNext(store::Job& job, const store::Job* current, const cron::Schedule& schedule, std::int64_t now_ms) {
+void PlanBoundedNext(model::Job& job, const model::Job* current, const cron::Schedule& schedule, std::int64_t now_ms) {
     // max_runs counts the runs planned while it is set: one set anew starts from zero.
     if (job.max_runs && (!current || !current->max_runs)) job.planned_runs = 0;
     job.completed_at.reset();

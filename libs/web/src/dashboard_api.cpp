@@ -36,7 +36,7 @@ nlohmann::json ActiveJson(const store::ActiveFire& f) {
             {"job_name", f.job_name},
             {"scheduled_time", f.scheduled_time},
             {"due_at", f.due_at},
-            {"status", store::FireStatusName(f.status)},
+            {"status", model::FireStatusName(f.status)},
             {"assigned_node", f.assigned_node ? nlohmann::json(*f.assigned_node) : nlohmann::json(nullptr)},
             {"executor_address", f.executor_address ? nlohmann::json(*f.executor_address) : nlohmann::json(nullptr)},
             {"started_at", f.started_at ? nlohmann::json(*f.started_at) : nlohmann::json(nullptr)}};
@@ -45,14 +45,14 @@ nlohmann::json ActiveJson(const store::ActiveFire& f) {
 nlohmann::json ActivityJson(const store::FireActivity& a, std::string_view window) {
     nlohmann::json statuses = nlohmann::json::array();
     for (std::size_t i = 0; i < store::kFireStatusCount; ++i) {
-        statuses.push_back(store::FireStatusName(static_cast<store::FireStatus>(i)));
+        statuses.push_back(model::FireStatusName(static_cast<model::FireStatus>(i)));
     }
     nlohmann::json buckets = nlohmann::json::array();
     for (const auto& b : a.buckets) {
         nlohmann::json times = nlohmann::json::object();
         for (std::size_t i = 0; i < store::kFireStatusCount; ++i) {
             if (b.times[i] != 0)
-                times[std::string(store::FireStatusName(static_cast<store::FireStatus>(i)))] = b.times[i];
+                times[std::string(model::FireStatusName(static_cast<model::FireStatus>(i)))] = b.times[i];
         }
         buckets.push_back({{"start_ms", b.start_ms}, {"times", std::move(times)}});
     }

@@ -43,16 +43,16 @@ int CodeNumber(const std::string& name) {
     return static_cast<int>(Code::kInternal);  // a code this build does not know
 }
 
-store::FireStatus StoredStatus(protocol::RunOutcome outcome) {
+model::FireStatus StoredStatus(protocol::RunOutcome outcome) {
     switch (outcome) {
         case protocol::RunOutcome::kSucceeded:
-            return store::FireStatus::kSucceeded;
+            return model::FireStatus::kSucceeded;
         case protocol::RunOutcome::kFailed:
-            return store::FireStatus::kFailed;
+            return model::FireStatus::kFailed;
         case protocol::RunOutcome::kTimeout:
-            return store::FireStatus::kTimeout;
+            return model::FireStatus::kTimeout;
         case protocol::RunOutcome::kKilled:
-            return store::FireStatus::kKilled;
+            return model::FireStatus::kKilled;
     }
     throw std::logic_error("unknown run outcome");
 }

@@ -47,20 +47,20 @@ net::awaitable<std::string> JobApp(Context& ctx, std::int64_t job_id) {
 }
 
 // The relay's view of a log page: the executor's page plus where it came from.
-api::FireLogView LogView(const protocol::LogPage& page, const store::Fire& fire, std::string_view source) {
+api::FireLogView LogView(const protocol::LogPage& page, const model::Fire& fire, std::string_view source) {
     return {.fire_id = page.fire_id,
             .from_line = page.from_line,
             .to_line = page.to_line,
             .lines = page.lines,
             .finished = page.finished,
-            .fire_status = std::string(store::FireStatusName(fire.status)),
+            .fire_status = std::string(model::FireStatusName(fire.status)),
             .source = std::string(source),
             .executor_address = fire.executor_address};
 }
 
 // The stored log in the live log's shape, a page of at most kMaxLogPageLines lines from
 // `from_line` on.
-api::FireLogView StoredLogPage(const store::StoredFireLog& stored, const store::Fire& fire, std::int64_t from_line) {
+api::FireLogView StoredLogPage(const store::StoredFireLog& stored, const model::Fire& fire, std::int64_t from_line) {
     std::vector<std::string> all;
     for (std::size_t at = 0; at <= stored.log.size();) {
         const auto end = std::min(stored.log.find('\n', at), stored.log.size());
@@ -105,16 +105,16 @@ void AddFireRoutes(Routes& routes) {
             const int page = paging->limit;
             if (error) co_return *error;
             if (auto status = req.Query("status"); status && !status->empty()) {
-                filter.status = store::ParseFireStatus(*status);
+                filter.status = model::ParseFireStatus(*status);
                 if (!filter.status) {
-                    co_return BadRequest("status", "status: expected one of " + store::kFireStatusNames.Expected(", ") +
+                    co_return BadRequest("status", "status: expected one of " + model::kFireStatusNames.Expected(", ") +
                                                        ", got \"" + *status + "\"");
                 }
             }
             if (auto reason = req.Query("reason"); reason && !reason->empty()) {
-                filter.reason = store::ParseFireReason(*reason);
+                filter.reason = model::ParseFireReason(*reason);
                 if (!filter.reason) {
-                    co_return BadRequest("reason", "reason: expected one of " + store::kFireReasonNames.Expected(", ") +
+                    co_return BadRequest("reason", "reason: expected one of " + model::kFireReasonNames.Expected(", ") +
                                                        ", got \"" + *reason + "\"");
                 }
             }
@@ -153,13 +153,13 @@ void AddFireRoutes(Routes& routes) {
                    // The CAS comes first: it decides, once, whether this kill wins over the fire's own
                    // end. The executor's later "killed" callback is then a duplicate; a result it had
                    // already sent is a conflict and changes nothing.
-                   auto work = [id = *id, &message, &who](db::Database& db) -> Result<store::Fire> {
+                   auto work = [id = *id, &message, &who](db::Database& db) -> Result<model::Fire> {
                        store::FireRepository fires(db);
                        auto before = fires.Get(id);
                        if (!before.ok()) return before.status();
                        auto now = DbNowMs(db);
                        if (!now.ok()) return now.status();
-                       Status moved = fires.Transition(id, {store::FireStatus::kRunning}, store::FireStatus::kKilled,
+                       Status moved = fires.Transition(id, {model::FireStatus::kRunning}, model::FireStatus::kKilled,
                                                        {.finished_at = *now,
                                                         .result_code = static_cast<int>(Code::kCancelled),
                                                         .result_message = message,
@@ -221,7 +221,7 @@ void AddFireRoutes(Routes& routes) {
             // Ended: the executor sent the log's tail with its result, and that is what we serve
             // (it stays when the executor restarts or goes). A fire without one (an older SDK, a
             // result that never came) falls back to asking the executor.
-            if (store::IsFinal(fire->status)) {
+            if (model::IsFinal(fire->status)) {
                 auto find_log = [id = *id](db::Database& db) {
                     return db.Run([id](soci::session& s) { return store::FireLogs::Find(s, id); });
                 };
@@ -232,7 +232,7 @@ void AddFireRoutes(Routes& routes) {
             if (!fire->executor_address) {
                 const Status none =
                     FailedPrecondition("fire " + std::to_string(*id) + " has not reached an executor (" +
-                                       std::string(store::FireStatusName(fire->status)) + "): no log");
+                                       std::string(model::FireStatusName(fire->status)) + "): no log");
                 co_return Response::Error(none, "id");
             }
             const std::string address = *fire->executor_address;

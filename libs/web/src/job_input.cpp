@@ -22,9 +22,9 @@ http::ApiError Invalid(std::string field, std::string message) {
 }  // namespace
 
 // Validates a create (current == nullptr) or an update (fields left out keep current's values).
-std::optional<http::ApiError> ReadJobInput(const nlohmann::json& body, const store::Job* current, JobInput& out) {
+std::optional<http::ApiError> ReadJobInput(const nlohmann::json& body, const model::Job* current, JobInput& out) {
     const bool create = current == nullptr;
-    store::Job j = create ? store::Job{} : *current;
+    model::Job j = create ? model::Job{} : *current;
     http::JsonFields f(body);
     const auto text = [&](std::string_view key, std::string& field, bool required) {
         field = required ? f.String(key) : f.String(key, field);
@@ -145,7 +145,7 @@ std::optional<http::ApiError> ReadJobInput(const nlohmann::json& body, const sto
 // Sets job.next_fire_time for a job about to be stored at DB time `now_ms`: recomputed when the
 // schedule changed or the job is being (re-)enabled, cleared while paused, otherwise kept (a
 // fixed-delay job's NULL "waiting for its run to finish" must survive an edit of its description).
-Status PlanNextFire(JobInput& in, const store::Job* current, std::int64_t now_ms) {
+Status PlanNextFire(JobInput& in, const model::Job* current, std::int64_t now_ms) {
     auto& j = in.job;
     if (!j.enabled) {
         j.next_fire_time.reset();
@@ -182,7 +182,7 @@ std::string FieldFor(const Status& s) {
 
 // The job's schedule as the master makes it (trigger::Master::ScheduleFor): with its id, jitter
 // and DST choice.
-Result<cron::Schedule> StoredSchedule(const store::Job& job) {
+Result<cron::Schedule> StoredSchedule(const model::Job& job) {
     const auto options = cron::ParseScheduleOptions(job.id, job.jitter_ms, job.dst_gap, job.dst_overlap);
     if (!options.ok()) return options.status();
     return cron::Schedule::Make(job.schedule_type, job.schedule_expr, job.time_zone, nullptr, *options);

@@ -70,7 +70,7 @@ constexpr std::array<std::string_view, 10> kJobReadOnly = {
     "id",        "next_fire_time", "last_fire_time", "created_at",       "updated_at",
     "last_fire", "planned_runs",   "completed_at",   "completed_reason", "paused"};
 
-std::optional<store::Fire> LastFire(db::Database& db, std::int64_t job_id) {
+std::optional<model::Fire> LastFire(db::Database& db, std::int64_t job_id) {
     auto fires = store::FireRepository(db).List({.job_id = job_id, .limit = 1});
     if (!fires.ok() || fires->empty()) return std::nullopt;
     return fires->front();
@@ -80,7 +80,7 @@ std::optional<store::Fire> LastFire(db::Database& db, std::int64_t job_id) {
 // stored without a next fire time (the master does not plan it) and then given the time its
 // id resolves to, with the master's CAS (version unchanged), so no fire is ever planned at the
 // seed-"" time the validation used.
-Result<store::Job> CreateJob(db::Database& db, JobInput& in, std::int64_t now_ms) {
+Result<model::Job> CreateJob(db::Database& db, JobInput& in, std::int64_t now_ms) {
     const bool needs_id = in.schedule->cron() && in.schedule->cron()->UsesHash() && in.job.enabled;
     if (needs_id) in.job.next_fire_time.reset();
     store::JobRepository jobs(db);
@@ -104,7 +104,7 @@ Result<store::Job> CreateJob(db::Database& db, JobInput& in, std::int64_t now_ms
 
 // Pause and resume: a state change that does not need the caller's version, so a concurrent
 // edit is retried rather than reported.
-Result<store::Job> SetEnabled(db::Database& db, std::int64_t id, bool enabled, store::Job* before = nullptr) {
+Result<model::Job> SetEnabled(db::Database& db, std::int64_t id, bool enabled, model::Job* before = nullptr) {
     store::JobRepository jobs(db);
     for (int attempt = 0;; ++attempt) {
         auto current = jobs.Get(id);
@@ -158,16 +158,16 @@ std::optional<Response> ReadPauseNote(const Request& req, std::string& note) {
 // then the audit entry, each right after the other (the job repository's writes are their own
 // transactions). Pausing a paused job with a note replaces the note; anything else that changes
 // nothing records nothing.
-Result<store::Job> PauseOrResume(db::Database& db, const Principal& who, std::int64_t id, bool enable,
+Result<model::Job> PauseOrResume(db::Database& db, const Principal& who, std::int64_t id, bool enable,
                                  const std::optional<std::string>& note) {
-    store::Job before;
+    model::Job before;
     auto job = SetEnabled(db, id, enable, &before);
     if (!job.ok()) return job;
     const bool changed = before.enabled != enable;
     if (!changed && (enable || !note)) return job;
     store::JobRepository jobs(db);
-    std::optional<store::JobPause> pause;
-    if (!enable) pause = store::JobPause{who.name, 0, note.value_or("")};
+    std::optional<model::JobPause> pause;
+    if (!enable) pause = model::JobPause{who.name, 0, note.value_or("")};
     if (pause || job->paused) {
         if (Status s = jobs.SetPaused(id, pause); !s.ok()) return s;
         job = jobs.Get(id);
@@ -216,17 +216,17 @@ void AddJobRoutes(Routes& routes) {
                    co_return Response::Json(*listed);
                });
 
-    const auto job_view = [](const store::Job& job) {
+    const auto job_view = [](const model::Job& job) {
         return JobJson(job);
     };
 
     routes.Add(
         Method::kPost, "/api/v1/jobs", Permission::kOperator,
-        CreateHandler<JobInput, store::Job>(
+        CreateHandler<JobInput, model::Job>(
             ctx, {.collection = "/api/v1/jobs",
                   .fields = {kJobFields, kJobReadOnly},
                   .read = [](const nlohmann::json& body, JobInput& in) { return ReadJobInput(body, nullptr, in); },
-                  .create = [](db::Database& db, JobInput& in, const Principal& who) -> Result<store::Job> {
+                  .create = [](db::Database& db, JobInput& in, const Principal& who) -> Result<model::Job> {
                       auto now = DbNowMs(db);
                       if (!now.ok()) return now.status();
                       if (!in.job.calendar.empty()) {
@@ -247,7 +247,7 @@ void AddJobRoutes(Routes& routes) {
                   .error = JobError,
                   .view = job_view,
                   .log =
-                      [](const store::Job& job, const Principal& who) {
+                      [](const model::Job& job, const Principal& who) {
                           spdlog::info("web: job {} \"{}\" (app {}) created by {}", job.id, job.name, job.app,
                                        who.name);
                       }}));
@@ -261,10 +261,10 @@ void AddJobRoutes(Routes& routes) {
 
     routes.Add(
         Method::kPut, "/api/v1/jobs/{id}", Permission::kOperator,
-        UpdateHandler<store::Job>(
+        UpdateHandler<model::Job>(
             ctx, {.fields = {kJobFields, kJobReadOnly},
                   .update = [](db::Database& db, std::int64_t id, const nlohmann::json& body, const Principal& who,
-                               std::optional<http::ApiError>& invalid) -> Result<store::Job> {
+                               std::optional<http::ApiError>& invalid) -> Result<model::Job> {
                       store::JobRepository jobs(db);
                       auto current = jobs.Get(id);
                       if (!current.ok()) return current.status();
@@ -297,7 +297,7 @@ void AddJobRoutes(Routes& routes) {
                   .error = JobError,
                   .view = job_view,
                   .log =
-                      [](const store::Job& job, const Principal& who) {
+                      [](const model::Job& job, const Principal& who) {
                           spdlog::info("web: job {} updated to version {} by {}", job.id, job.version, who.name);
                       }}));
 
@@ -354,23 +354,23 @@ void AddJobRoutes(Routes& routes) {
             if (auto rejected = RejectAnyBody(req)) co_return *rejected;
             const std::int64_t ttl_ms =
                 std::chrono::duration_cast<std::chrono::milliseconds>(ctx->options.executor_ttl).count();
-            auto work = [&who, id = *id, ttl_ms](db::Database& db) -> Result<std::vector<store::Fire>> {
-                return db.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<std::vector<store::Fire>> {
+            auto work = [&who, id = *id, ttl_ms](db::Database& db) -> Result<std::vector<model::Fire>> {
+                return db.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<std::vector<model::Fire>> {
                     const auto job = store::JobRepository::Find(s, id);
                     if (!job) return NotFound("job " + std::to_string(id) + " not found");
                     std::int64_t now = 0;
                     s << "SELECT " + std::string(db.dialect().NowMs()), soci::into(now);
-                    const int shards = store::ShardsPerFire(
+                    const int shards = model::ShardsPerFire(
                         *job, [&] { return store::ExecutorRepository::CountLive(s, db.dialect(), job->app, ttl_ms); });
                     // (job, scheduled_time, kind, attempt, shard) is unique: two triggers within one
                     // millisecond take the next free millisecond.
                     for (std::int64_t t = now; t < now + 1000; ++t) {
-                        std::vector<store::Fire> out;
+                        std::vector<model::Fire> out;
                         for (int shard = 0; shard < shards; ++shard) {
-                            store::Fire fire;
+                            model::Fire fire;
                             fire.job_id = id;
                             fire.scheduled_time = t;
-                            fire.kind = store::FireKind::kManual;
+                            fire.kind = model::FireKind::kManual;
                             fire.shard_index = shard;
                             fire.shard_total = shards;
                             // assigned_node stays NULL: the master hands it to a live slave within one scan.

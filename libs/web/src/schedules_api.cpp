@@ -65,7 +65,7 @@ nlohmann::json DstPreviewJson(const cron::Schedule& schedule, std::int64_t now_m
 
 // What a preview needs of a job beyond its schedule; the default is a schedule being validated.
 struct PreviewScope {
-    const store::Job* job = nullptr;
+    const model::Job* job = nullptr;
     const cron::Calendar* calendar = nullptr;
 };
 
@@ -80,7 +80,7 @@ nlohmann::json PreviewJson(const cron::Schedule& schedule, const PreviewScope& s
     nlohmann::json excluded = nlohmann::json::array();
     nlohmann::json fires = nlohmann::json::array();
     nlohmann::json ends = nullptr;
-    const store::Job* job = scope.job;
+    const model::Job* job = scope.job;
     std::int64_t runs_left = job && job->max_runs ? std::max<std::int64_t>(0, *job->max_runs - job->planned_runs)
                                                   : std::numeric_limits<std::int64_t>::max();
     std::int64_t from = now_ms;

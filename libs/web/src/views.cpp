@@ -14,7 +14,7 @@ nlohmann::json ParamsJson(const std::string& text) {
     return std::move(*parsed);
 }
 
-api::JobView JobViewOf(const store::Job& job, const std::optional<store::Fire>& last_fire) {
+api::JobView JobViewOf(const model::Job& job, const std::optional<model::Fire>& last_fire) {
     api::JobView v;
     v.id = job.id;
     v.name = job.name;
@@ -57,25 +57,25 @@ api::JobView JobViewOf(const store::Job& job, const std::optional<store::Fire>& 
     if (job.completed_at) v.completed_reason = job.completed_reason;
     if (last_fire) {
         v.last_fire = api::LastFireView{.id = last_fire->id,
-                                        .status = std::string(store::FireStatusName(last_fire->status)),
-                                        .kind = std::string(store::FireKindName(last_fire->kind)),
+                                        .status = std::string(model::FireStatusName(last_fire->status)),
+                                        .kind = std::string(model::FireKindName(last_fire->kind)),
                                         .scheduled_time = last_fire->scheduled_time,
                                         .finished_at = last_fire->finished_at};
     }
     return v;
 }
 
-nlohmann::json JobJson(const store::Job& job, const std::optional<store::Fire>& last_fire) {
+nlohmann::json JobJson(const model::Job& job, const std::optional<model::Fire>& last_fire) {
     return api::ToJson(JobViewOf(job, last_fire));
 }
 
-api::FireView FireViewOf(const store::Fire& f) {
+api::FireView FireViewOf(const model::Fire& f) {
     api::FireView v;
     v.id = f.id;
     v.job_id = f.job_id;
     v.scheduled_time = f.scheduled_time;
     v.due_at = f.due_at;
-    v.kind = store::FireKindName(f.kind);
+    v.kind = model::FireKindName(f.kind);
     v.attempt = f.attempt;
     v.shard_index = f.shard_index;
     v.shard_total = f.shard_total;
@@ -83,14 +83,14 @@ api::FireView FireViewOf(const store::Fire& f) {
     v.dispatch_epoch = f.dispatch_epoch;
     v.assigned_node = f.assigned_node;
     v.executor_address = f.executor_address;
-    v.status = store::FireStatusName(f.status);
+    v.status = model::FireStatusName(f.status);
     v.created_at = f.created_at;
     v.dispatched_at = f.dispatched_at;
     v.started_at = f.started_at;
     v.finished_at = f.finished_at;
     if (f.result_code) v.result_code = *f.result_code;
     v.result_message = f.result_message;
-    if (f.reason) v.reason = store::FireReasonName(*f.reason);
+    if (f.reason) v.reason = model::FireReasonName(*f.reason);
     v.skipped_until = f.skipped_until;
     v.skipped_count = f.skipped_count;
     v.workflow_run_id = f.workflow_run_id;
@@ -98,7 +98,7 @@ api::FireView FireViewOf(const store::Fire& f) {
     // due_at, not scheduled_time: a retry keeps its original scheduled_time and waits out its
     // backoff on purpose; that wait is not dispatch lag.
     // A fire claimed ahead (slave.claim-ahead) left at its due time: no lag, not a negative one.
-    if (f.dispatched_at) v.lag_ms = std::max<std::int64_t>(0, *f.dispatched_at - store::StoredDueAt(f));
+    if (f.dispatched_at) v.lag_ms = std::max<std::int64_t>(0, *f.dispatched_at - model::StoredDueAt(f));
     if (f.finished_at) {
         if (f.started_at) {
             v.duration_ms = *f.finished_at - *f.started_at;
@@ -109,7 +109,7 @@ api::FireView FireViewOf(const store::Fire& f) {
     return v;
 }
 
-nlohmann::json FireJson(const store::Fire& fire) {
+nlohmann::json FireJson(const model::Fire& fire) {
     return api::ToJson(FireViewOf(fire));
 }
 

@@ -48,31 +48,31 @@ const nlohmann::json* BoundedArray(const nlohmann::json& body, const char* key, 
     return &value;
 }
 
-std::vector<api::WorkflowStepView> DefinitionSteps(const std::vector<store::WorkflowStep>& steps) {
+std::vector<api::WorkflowStepView> DefinitionSteps(const std::vector<model::WorkflowStep>& steps) {
     std::vector<api::WorkflowStepView> out;
     out.reserve(steps.size());
     for (const auto& s : steps) out.push_back({.name = s.name, .job_id = s.job_id});
     return out;
 }
 
-std::vector<api::WorkflowEdgeView> Edges(const std::vector<store::WorkflowEdge>& edges) {
+std::vector<api::WorkflowEdgeView> Edges(const std::vector<model::WorkflowEdge>& edges) {
     std::vector<api::WorkflowEdgeView> out;
     out.reserve(edges.size());
     for (const auto& e : edges) {
         out.push_back({.parent = e.parent,
                        .child = e.child,
-                       .condition = std::string(store::kEdgeConditionNames.Name(e.condition))});
+                       .condition = std::string(model::kEdgeConditionNames.Name(e.condition))});
     }
     return out;
 }
 
-api::WorkflowRunView WorkflowRunViewOf(const store::WorkflowRun& run) {
+api::WorkflowRunView WorkflowRunViewOf(const model::WorkflowRun& run) {
     api::WorkflowRunView v;
     v.id = run.id;
     v.workflow_id = run.workflow_id;
     v.scheduled_time = run.scheduled_time;
-    v.kind = store::kWorkflowRunKindNames.Name(run.kind);
-    v.status = store::kWorkflowRunStatusNames.Name(run.status);
+    v.kind = model::kWorkflowRunKindNames.Name(run.kind);
+    v.status = model::kWorkflowRunStatusNames.Name(run.status);
     v.reason = run.reason;
     v.params = run.params ? ParamsJson(*run.params) : nlohmann::json(nullptr);
     v.workflow_version = run.workflow_version;
@@ -87,10 +87,10 @@ api::WorkflowRunView WorkflowRunViewOf(const store::WorkflowRun& run) {
 
 }  // namespace
 
-std::optional<http::ApiError> ReadWorkflowInput(const nlohmann::json& body, const store::Workflow* current,
+std::optional<http::ApiError> ReadWorkflowInput(const nlohmann::json& body, const model::Workflow* current,
                                                 WorkflowInput& out) {
     const bool create = current == nullptr;
-    store::Workflow w = create ? store::Workflow{} : *current;
+    model::Workflow w = create ? model::Workflow{} : *current;
     http::JsonFields f(body);
     w.name = create ? f.String(k::kName) : f.String(k::kName, w.name);
     w.description = f.String(k::kDescription, w.description);
@@ -101,20 +101,20 @@ std::optional<http::ApiError> ReadWorkflowInput(const nlohmann::json& body, cons
     w.time_zone = f.String(k::kTimeZone, w.time_zone);
     misfire_policy = f.String(k::kMisfirePolicy, misfire_policy);
     w.max_concurrent_runs = static_cast<int>(
-        f.Int(k::kMaxConcurrentRuns, w.max_concurrent_runs, {.min = 1, .max = store::kMaxConcurrentRuns}));
-    w.run_timeout_ms = f.Int(k::kRunTimeoutMs, w.run_timeout_ms, {.min = 0, .max = store::kMaxRunTimeoutMs});
+        f.Int(k::kMaxConcurrentRuns, w.max_concurrent_runs, {.min = 1, .max = model::kMaxConcurrentRuns}));
+    w.run_timeout_ms = f.Int(k::kRunTimeoutMs, w.run_timeout_ms, {.min = 0, .max = model::kMaxRunTimeoutMs});
     w.paused = f.Bool(k::kPaused, w.paused);
     if (create) {
         if (f.ok() && body.contains(k::kVersion)) f.Fail(k::kVersion, "set by the server; leave it out when creating");
     } else {
         out.version = f.Int(k::kVersion, {.min = 1});
     }
-    if (const auto* steps = BoundedArray(body, k::kSteps, store::kMaxWorkflowSteps, f)) {
+    if (const auto* steps = BoundedArray(body, k::kSteps, model::kMaxWorkflowSteps, f)) {
         w.steps.clear();
         for (std::size_t i = 0; i < steps->size() && f.ok(); ++i) {
             const std::string prefix = std::string(k::kSteps) + "[" + std::to_string(i) + "]";
             http::JsonFields item((*steps)[i], prefix);
-            store::WorkflowStep step;
+            model::WorkflowStep step;
             step.name = item.String(k::kName);
             step.job_id = item.Int(k::kJobId, {.min = 1});
             if (item.error()) return *item.error();
@@ -122,20 +122,20 @@ std::optional<http::ApiError> ReadWorkflowInput(const nlohmann::json& body, cons
             w.steps.push_back(std::move(step));
         }
     } else if (create && f.ok()) {
-        f.Fail(k::kSteps, "required: an array of 1 to " + std::to_string(store::kMaxWorkflowSteps) + " steps");
+        f.Fail(k::kSteps, "required: an array of 1 to " + std::to_string(model::kMaxWorkflowSteps) + " steps");
     }
-    if (const auto* edges = BoundedArray(body, k::kEdges, store::kMaxWorkflowEdges, f)) {
+    if (const auto* edges = BoundedArray(body, k::kEdges, model::kMaxWorkflowEdges, f)) {
         w.edges.clear();
         for (std::size_t i = 0; i < edges->size() && f.ok(); ++i) {
             const std::string prefix = std::string(k::kEdges) + "[" + std::to_string(i) + "]";
             http::JsonFields item((*edges)[i], prefix);
-            store::WorkflowEdge edge;
+            model::WorkflowEdge edge;
             edge.parent = item.String(k::kParent);
             edge.child = item.String(k::kChild);
             const std::string condition = item.String(
-                k::kCondition, std::string(store::kEdgeConditionNames.Name(store::EdgeCondition::kOnSuccess)));
+                k::kCondition, std::string(model::kEdgeConditionNames.Name(model::EdgeCondition::kOnSuccess)));
             if (item.error()) return *item.error();
-            auto parsed = store::kEdgeConditionNames.Parse(condition);
+            auto parsed = model::kEdgeConditionNames.Parse(condition);
             if (!parsed) {
                 return Invalid(prefix + "." + k::kCondition,
                                prefix + "." + k::kCondition + ": expected on-success, on-failure or always");
@@ -170,8 +170,8 @@ std::optional<http::ApiError> ReadWorkflowInput(const nlohmann::json& body, cons
     auto schedule = cron::Schedule::Make(w.schedule_type, w.schedule_expr, w.time_zone, &field);
     if (!schedule.ok()) return Invalid(field.empty() ? k::kScheduleExpr : field, schedule.status().message());
     w.schedule_expr = schedule->expression();
-    if (Status valid = store::ValidateWorkflow(w); !valid.ok()) {
-        return Invalid(store::WorkflowErrorField(valid), valid.message());
+    if (Status valid = model::ValidateWorkflow(w); !valid.ok()) {
+        return Invalid(model::WorkflowErrorField(valid), valid.message());
     }
     out.schedule_changed = create || w.schedule_type != current->schedule_type ||
                            w.schedule_expr != current->schedule_expr || w.time_zone != current->time_zone ||
@@ -181,7 +181,7 @@ std::optional<http::ApiError> ReadWorkflowInput(const nlohmann::json& body, cons
     return std::nullopt;
 }
 
-nlohmann::json WorkflowJson(const store::Workflow& w) {
+nlohmann::json WorkflowJson(const model::Workflow& w) {
     return api::ToJson(api::WorkflowView{.id = w.id,
                                          .name = w.name,
                                          .description = w.description,
@@ -200,11 +200,11 @@ nlohmann::json WorkflowJson(const store::Workflow& w) {
                                          .edges = Edges(w.edges)});
 }
 
-nlohmann::json WorkflowRunJson(const store::WorkflowRun& run) {
+nlohmann::json WorkflowRunJson(const model::WorkflowRun& run) {
     return api::ToJson(WorkflowRunViewOf(run));
 }
 
-nlohmann::json WorkflowRunDetailJson(const store::WorkflowRun& run, const std::vector<RunStepView>& views) {
+nlohmann::json WorkflowRunDetailJson(const model::WorkflowRun& run, const std::vector<RunStepView>& views) {
     api::WorkflowRunDetailView out;
     static_cast<api::WorkflowRunView&>(out) = WorkflowRunViewOf(run);
     for (std::size_t i = 0; i < run.definition.steps.size(); ++i) {
@@ -218,8 +218,8 @@ nlohmann::json WorkflowRunDetailJson(const store::WorkflowRun& run, const std::v
                                       .ready_at = view.ready_at};
         if (const auto& fire = view.fire) {
             step.fire_id = fire->id;
-            step.fire_status = std::string(store::FireStatusName(fire->status));
-            if (fire->reason) step.reason = std::string(store::FireReasonName(*fire->reason));
+            step.fire_status = std::string(model::FireStatusName(fire->status));
+            if (fire->reason) step.reason = std::string(model::FireReasonName(*fire->reason));
             step.message = fire->result_message;
             step.dispatched_at = fire->dispatched_at;
             step.finished_at = fire->finished_at;
@@ -232,7 +232,7 @@ nlohmann::json WorkflowRunDetailJson(const store::WorkflowRun& run, const std::v
 }
 
 std::string WorkflowField(const Status& s) {
-    std::string field = store::WorkflowErrorField(s);
+    std::string field = model::WorkflowErrorField(s);
     return field.empty() ? RepositoryErrorField(s) : field;
 }
 

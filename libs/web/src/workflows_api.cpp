@@ -49,7 +49,7 @@ Status PlanWorkflowNext(WorkflowInput& in, std::int64_t now_ms) {
 }
 
 // Pause or resume on the DB pool: unchanged when already so (no version bump, no audit entry).
-Result<store::Workflow> SetWorkflowPaused(db::Database& db, const Principal& who, std::int64_t id, bool paused) {
+Result<model::Workflow> SetWorkflowPaused(db::Database& db, const Principal& who, std::int64_t id, bool paused) {
     store::WorkflowRepository workflows(db);
     auto before = workflows.Get(id);
     if (!before.ok() || before->paused == paused) return before;
@@ -101,7 +101,7 @@ std::optional<Response> ReadFromStep(const Request& req, std::string& from_step)
     http::JsonFields f(*body);
     from_step = f.String(wf_key::kFromStep);
     if (f.error()) return Response::Error(*f.error());
-    if (from_step.size() > store::kMaxStepNameLength) {
+    if (from_step.size() > model::kMaxStepNameLength) {
         return BadRequest(wf_key::kFromStep, std::string(wf_key::kFromStep) + ": no such step in the run");
     }
     return std::nullopt;
@@ -121,12 +121,12 @@ void AddWorkflowRoutes(Routes& routes) {
 
     routes.Add(
         Method::kPost, "/api/v1/workflows", Permission::kOperator,
-        CreateHandler<WorkflowInput, store::Workflow>(
+        CreateHandler<WorkflowInput, model::Workflow>(
             ctx,
             {.collection = "/api/v1/workflows",
              .fields = {kWorkflowFields, kWorkflowReadOnly},
              .read = [](const nlohmann::json& body, WorkflowInput& in) { return ReadWorkflowInput(body, nullptr, in); },
-             .create = [](db::Database& db, WorkflowInput& in, const Principal& who) -> Result<store::Workflow> {
+             .create = [](db::Database& db, WorkflowInput& in, const Principal& who) -> Result<model::Workflow> {
                  auto now = DbNowMs(db);
                  if (!now.ok()) return now.status();
                  if (Status s = PlanWorkflowNext(in, *now); !s.ok()) return s;
@@ -141,7 +141,7 @@ void AddWorkflowRoutes(Routes& routes) {
              .error = WorkflowError,
              .view = WorkflowJson,
              .log =
-                 [](const store::Workflow& w, const Principal& who) {
+                 [](const model::Workflow& w, const Principal& who) {
                      spdlog::info("web: workflow {} \"{}\" created by {}", w.id, w.name, who.name);
                  }}));
 
@@ -154,10 +154,10 @@ void AddWorkflowRoutes(Routes& routes) {
 
     routes.Add(
         Method::kPut, "/api/v1/workflows/{id}", Permission::kOperator,
-        UpdateHandler<store::Workflow>(
+        UpdateHandler<model::Workflow>(
             ctx, {.fields = {kWorkflowFields, kWorkflowReadOnly},
                   .update = [](db::Database& db, std::int64_t id, const nlohmann::json& body, const Principal& who,
-                               std::optional<http::ApiError>& invalid) -> Result<store::Workflow> {
+                               std::optional<http::ApiError>& invalid) -> Result<model::Workflow> {
                       store::WorkflowRepository workflows(db);
                       auto current = workflows.Get(id);
                       if (!current.ok()) return current.status();
@@ -178,7 +178,7 @@ void AddWorkflowRoutes(Routes& routes) {
                   .error = WorkflowError,
                   .view = WorkflowJson,
                   .log =
-                      [](const store::Workflow& w, const Principal& who) {
+                      [](const model::Workflow& w, const Principal& who) {
                           spdlog::info("web: workflow {} updated to version {} by {}", w.id, w.version, who.name);
                       }}));
 
@@ -226,8 +226,8 @@ void AddWorkflowRoutes(Routes& routes) {
                    if (!id) co_return *error;
                    std::optional<std::string> params;
                    if (auto rejected = ReadTriggerParams(req, params)) co_return *rejected;
-                   auto work = [&who, &params, id = *id](db::Database& db) -> Result<store::WorkflowRun> {
-                       return db.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<store::WorkflowRun> {
+                   auto work = [&who, &params, id = *id](db::Database& db) -> Result<model::WorkflowRun> {
+                       return db.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<model::WorkflowRun> {
                            const auto workflow = store::WorkflowRepository::Find(s, id);
                            if (!workflow) return NotFound("workflow " + std::to_string(id) + " not found");
                            std::int64_t now = 0;
@@ -239,11 +239,11 @@ void AddWorkflowRoutes(Routes& routes) {
                                                          workflow->name + "\" are running (max_concurrent_runs " +
                                                          std::to_string(workflow->max_concurrent_runs) + ")");
                            }
-                           store::WorkflowRun run;
+                           model::WorkflowRun run;
                            run.workflow_id = id;
                            run.scheduled_time = now;
-                           run.kind = store::WorkflowRunKind::kManual;
-                           run.status = store::WorkflowRunStatus::kRunning;
+                           run.kind = model::WorkflowRunKind::kManual;
+                           run.status = model::WorkflowRunStatus::kRunning;
                            run.params = params;
                            run.workflow_version = workflow->version;
                            run.definition = {workflow->steps, workflow->edges};
@@ -297,8 +297,8 @@ void AddWorkflowRoutes(Routes& routes) {
                    std::string from_step;
                    if (auto rejected = ReadFromStep(req, from_step)) co_return *rejected;
                    std::string field;
-                   auto work = [&who, &from_step, &field, id = *id](db::Database& db) -> Result<store::WorkflowRun> {
-                       return db.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<store::WorkflowRun> {
+                   auto work = [&who, &from_step, &field, id = *id](db::Database& db) -> Result<model::WorkflowRun> {
+                       return db.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<model::WorkflowRun> {
                            const auto run = store::WorkflowRunRepository::Find(s, id);
                            if (!run) {
                                field = wf_key::kId;
@@ -311,12 +311,12 @@ void AddWorkflowRoutes(Routes& routes) {
                                return InvalidArgument(std::string(wf_key::kFromStep) + ": run " + std::to_string(id) +
                                                       " has no step \"" + from_step + "\"");
                            }
-                           if (run->status != store::WorkflowRunStatus::kFailed &&
-                               run->status != store::WorkflowRunStatus::kTimedOut) {
+                           if (run->status != model::WorkflowRunStatus::kFailed &&
+                               run->status != model::WorkflowRunStatus::kTimedOut) {
                                field = wf_key::kStatus;
                                return FailedPrecondition(std::string(wf_key::kStatus) + ": run " + std::to_string(id) +
                                                          " is " +
-                                                         std::string(store::kWorkflowRunStatusNames.Name(run->status)) +
+                                                         std::string(model::kWorkflowRunStatusNames.Name(run->status)) +
                                                          "; only a failed or timed-out run is re-run");
                            }
                            const auto workflow = store::WorkflowRepository::Find(s, run->workflow_id);
@@ -334,7 +334,7 @@ void AddWorkflowRoutes(Routes& routes) {
                                field = wf_key::kGeneration;
                                return Aborted(std::string(wf_key::kGeneration) + ": run " + std::to_string(id) +
                                               " changed meanwhile, or was re-run " +
-                                              std::to_string(store::kMaxRunGeneration) + " times");
+                                              std::to_string(model::kMaxRunGeneration) + " times");
                            }
                            auto after = store::WorkflowRunRepository::Find(s, id);
                            if (!after) return Internal("the run just re-run is gone");

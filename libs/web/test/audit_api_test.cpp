@@ -127,7 +127,7 @@ TEST_P(AuditApiTest, TokensSigningKeysAlertRulesAndKillsAreRecordedWithoutSecret
     EXPECT_EQ(e["after"]["keys"].size(), 2u);
 
     const auto job = CreateJob("killable");
-    const auto fire = InsertFire(job["id"], 1000, store::FireStatus::kRunning);
+    const auto fire = InsertFire(job["id"], 1000, model::FireStatus::kRunning);
     ASSERT_EQ(Post("/api/v1/fires/" + std::to_string(fire) + "/kill", nlohmann::json::object()).status, 202);
     e = Newest("kill", "fire", "cluster-token");
     EXPECT_EQ(e["before"]["status"], "running");

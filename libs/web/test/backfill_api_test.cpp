@@ -14,12 +14,12 @@ class BackfillApiTest : public WebApiTest {
   protected:
     std::string BackfillPath(const nlohmann::json& job) { return "/api/v1/jobs/" + job["id"].dump() + "/backfill"; }
     // A fire of `kind` at `t`, ended as succeeded.
-    void InsertKind(std::int64_t job_id, std::int64_t t, store::FireKind kind) {
-        store::Fire f;
+    void InsertKind(std::int64_t job_id, std::int64_t t, model::FireKind kind) {
+        model::Fire f;
         f.job_id = job_id;
         f.scheduled_time = t;
         f.kind = kind;
-        f.status = store::FireStatus::kSucceeded;
+        f.status = model::FireStatus::kSucceeded;
         auto id =
             db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
         ASSERT_TRUE(id.ok() && *id);
@@ -71,8 +71,8 @@ TEST_P(BackfillApiTest, DryRunListsTheTimesAndWhichAlreadyHaveAFire) {
     const auto job = CreateJob("every-minute");
     const std::int64_t id = job["id"].get<std::int64_t>();
     const std::int64_t base = (DbNowMs() / kMinute - 30) * kMinute;
-    InsertKind(id, base + 1 * kMinute, store::FireKind::kSchedule);
-    InsertKind(id, base + 3 * kMinute, store::FireKind::kBackfill);
+    InsertKind(id, base + 1 * kMinute, model::FireKind::kSchedule);
+    InsertKind(id, base + 3 * kMinute, model::FireKind::kBackfill);
     auto r = Post(BackfillPath(job), {{"from", base}, {"to", base + 5 * kMinute}, {"dry_run", true}});
     ASSERT_EQ(r.status, 200) << r.body;
     const auto body = Body(r);
@@ -98,7 +98,7 @@ TEST_P(BackfillApiTest, CreateIs201WithLocationThenReadListAndCancel) {
     const auto job = CreateJob("every-minute");
     const std::int64_t id = job["id"].get<std::int64_t>();
     const std::int64_t base = (DbNowMs() / kMinute - 30) * kMinute;
-    InsertKind(id, base, store::FireKind::kBackfill);  // as a master would have created it
+    InsertKind(id, base, model::FireKind::kBackfill);  // as a master would have created it
     auto created = Post(BackfillPath(job),
                         {{"from", base}, {"to", base + 4 * kMinute}, {"overlap", "parallel"}, {"max_parallel", 2}});
     ASSERT_EQ(created.status, 201) << created.body;
@@ -144,7 +144,7 @@ TEST_P(BackfillApiTest, ARepeatedBackfillFindsEveryTimeAlreadyFired) {
     const auto job = CreateJob("every-minute");
     const std::int64_t id = job["id"].get<std::int64_t>();
     const std::int64_t base = (DbNowMs() / kMinute - 30) * kMinute;
-    for (int i = 0; i < 3; ++i) InsertKind(id, base + i * kMinute, store::FireKind::kBackfill);
+    for (int i = 0; i < 3; ++i) InsertKind(id, base + i * kMinute, model::FireKind::kBackfill);
     const nlohmann::json range = {{"from", base}, {"to", base + 3 * kMinute}};
     auto dry = range;
     dry["dry_run"] = true;

@@ -41,7 +41,7 @@ class ExecutorApiTest : public db::testing::DbTest {
         return client_.PostJson(server_->Url(path), body, {.bearer_token = token});
     }
     std::int64_t InsertFire(int attempt = 0) {
-        store::Fire f;
+        model::Fire f;
         f.job_id = 1;
         f.scheduled_time = 1000 + attempt;
         f.attempt = attempt;
@@ -58,7 +58,7 @@ class ExecutorApiTest : public db::testing::DbTest {
         return secret;
     }
     std::int64_t CreateJob(const std::string& name, const std::string& app) {
-        store::Job j;
+        model::Job j;
         j.name = name;
         j.app = app;
         j.handler = "echo";
@@ -71,7 +71,7 @@ class ExecutorApiTest : public db::testing::DbTest {
     // address) running on that executor.
     std::int64_t DispatchedFire(std::int64_t job_id, std::int64_t scheduled, std::int64_t dispatch_epoch,
                                 const std::optional<std::string>& running_on) {
-        store::Fire f;
+        model::Fire f;
         f.job_id = job_id;
         f.scheduled_time = scheduled;
         f.epoch = 1;
@@ -79,12 +79,12 @@ class ExecutorApiTest : public db::testing::DbTest {
             db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
         store::FireRepository fires(db());
         EXPECT_TRUE(fires
-                        .Transition(**id, {store::FireStatus::kPending}, store::FireStatus::kDispatching,
+                        .Transition(**id, {model::FireStatus::kPending}, model::FireStatus::kDispatching,
                                     {.dispatch_epoch = dispatch_epoch, .dispatched_at = 1})
                         .ok());
         if (running_on) {
             EXPECT_TRUE(fires
-                            .Transition(**id, {store::FireStatus::kDispatching}, store::FireStatus::kRunning,
+                            .Transition(**id, {model::FireStatus::kDispatching}, model::FireStatus::kRunning,
                                         {.executor_address = *running_on, .started_at = 2})
                             .ok());
         }
@@ -95,8 +95,8 @@ class ExecutorApiTest : public db::testing::DbTest {
             store::ExecutorRepository(db()).Heartbeat({.app = app, .address = address, .handlers = {"echo"}}).ok());
     }
     // What a refused callback must leave exactly as it was.
-    static std::string RowState(const store::Fire& f) {
-        return std::string(store::FireStatusName(f.status)) + "|" + f.executor_address.value_or("-") + "|" +
+    static std::string RowState(const model::Fire& f) {
+        return std::string(model::FireStatusName(f.status)) + "|" + f.executor_address.value_or("-") + "|" +
                std::to_string(f.finished_at.value_or(-1)) + "|" + f.result_message.value_or("-") + "|" +
                std::to_string(f.result_code.value_or(-1)) + "|" + std::to_string(f.followup) + "|" +
                std::to_string(f.started_at.value_or(-1));
@@ -171,9 +171,9 @@ TEST_P(ExecutorApiTest, BadInputAndBadTokensAreRefusedNamingTheField) {
 TEST_P(ExecutorApiTest, CallbacksApplyOncePerFireAndAttempt) {
     const auto running = InsertFire();
     store::FireRepository fires(db());
-    ASSERT_TRUE(fires.Transition(running, {store::FireStatus::kPending}, store::FireStatus::kRunning).ok());
+    ASSERT_TRUE(fires.Transition(running, {model::FireStatus::kPending}, model::FireStatus::kRunning).ok());
     const auto dispatching = InsertFire(1);
-    ASSERT_TRUE(fires.Transition(dispatching, {store::FireStatus::kPending}, store::FireStatus::kDispatching).ok());
+    ASSERT_TRUE(fires.Transition(dispatching, {model::FireStatus::kPending}, model::FireStatus::kDispatching).ok());
 
     const nlohmann::json batch = nlohmann::json::array({
         {{"fire_id", running},
@@ -202,13 +202,13 @@ TEST_P(ExecutorApiTest, CallbacksApplyOncePerFireAndAttempt) {
     EXPECT_EQ(results[3]["outcome"], "stale_attempt");
 
     auto ok = fires.Get(running);
-    EXPECT_EQ(ok->status, store::FireStatus::kSucceeded);
+    EXPECT_EQ(ok->status, model::FireStatus::kSucceeded);
     EXPECT_EQ(ok->result_message, "done");
     EXPECT_EQ(ok->result_code, 0);
     EXPECT_EQ(ok->finished_at, 9);
     EXPECT_FALSE(ok->followup);  // a success of a manual job: nothing for the master to do
     auto failed = fires.Get(dispatching);
-    EXPECT_EQ(failed->status, store::FireStatus::kFailed);
+    EXPECT_EQ(failed->status, model::FireStatus::kFailed);
     EXPECT_TRUE(failed->followup);  // the master decides on a retry
     EXPECT_EQ(failed->started_at, std::nullopt);
 
@@ -220,7 +220,7 @@ TEST_P(ExecutorApiTest, CallbacksApplyOncePerFireAndAttempt) {
     auto late =
         Post("/api/v1/callback", nlohmann::json::array({{{"fire_id", running}, {"attempt", 0}, {"status", "killed"}}}));
     EXPECT_EQ((*late->Json())["results"][0]["outcome"], "conflict");
-    EXPECT_EQ(fires.Get(running)->status, store::FireStatus::kSucceeded);
+    EXPECT_EQ(fires.Get(running)->status, model::FireStatus::kSucceeded);
 }
 
 // Trigger nodes serve the lock API with the SDK's routes, behind the server's token hook.
@@ -318,7 +318,7 @@ TEST_P(ExecutorApiTest, AResultIsAppliedOnlyForTheDispatchItAnswers) {
     EXPECT_EQ(Outcomes(nlohmann::json::array({Item(fire, 0, 5, "10.0.0.1:7000")}), pay),
               std::vector<std::string>{"applied"});
     auto done = store::FireRepository(db()).Get(fire);
-    EXPECT_EQ(done->status, store::FireStatus::kSucceeded);
+    EXPECT_EQ(done->status, model::FireStatus::kSucceeded);
     EXPECT_EQ(done->result_message, "done");
     EXPECT_EQ(Outcomes(nlohmann::json::array({Item(fire, 0, 5, "10.0.0.1:7000")}), pay),
               std::vector<std::string>{"duplicate"});
@@ -344,15 +344,15 @@ TEST_P(ExecutorApiTest, AResultBeforeTheSlaveRecordedRunningComesFromAnInstanceO
     EXPECT_EQ(Outcomes(nlohmann::json::array({Item(fire, 0, 5, "10.0.0.1:7000", "failed")}), pay),
               std::vector<std::string>{"applied"});
     auto ended = store::FireRepository(db()).Get(fire);
-    EXPECT_EQ(ended->status, store::FireStatus::kFailed);
+    EXPECT_EQ(ended->status, model::FireStatus::kFailed);
     EXPECT_EQ(ended->executor_address, "10.0.0.1:7000");
     // The slave's record of the 202 comes late and loses the CAS.
     EXPECT_EQ(store::FireRepository(db())
-                  .Transition(fire, {store::FireStatus::kDispatching}, store::FireStatus::kRunning,
+                  .Transition(fire, {model::FireStatus::kDispatching}, model::FireStatus::kRunning,
                               {.executor_address = "10.0.0.1:7000"})
                   .code(),
               Code::kAborted);
-    EXPECT_EQ(store::FireRepository(db()).Get(fire)->status, store::FireStatus::kFailed);
+    EXPECT_EQ(store::FireRepository(db()).Get(fire)->status, model::FireStatus::kFailed);
 }
 
 // The same race inside one callback: the slave records `running` between the callback's read of
@@ -369,7 +369,7 @@ TEST_P(ExecutorApiTest, AResultRacingTheSlavesRecordOfRunningIsStillApplied) {
         if (!raced) {
             raced = true;  // another connection: the slave's autocommit CAS
             EXPECT_TRUE(store::FireRepository(*pool_db_)
-                            .Transition(fire, {store::FireStatus::kDispatching}, store::FireStatus::kRunning,
+                            .Transition(fire, {model::FireStatus::kDispatching}, model::FireStatus::kRunning,
                                         {.executor_address = "10.0.0.1:7000", .started_at = 2})
                             .ok());
         }
@@ -379,7 +379,7 @@ TEST_P(ExecutorApiTest, AResultRacingTheSlavesRecordOfRunningIsStillApplied) {
                                  .attempt = 0,
                                  .epoch = 5,
                                  .address = "10.0.0.1:7000",
-                                 .status = store::FireStatus::kSucceeded,
+                                 .status = model::FireStatus::kSucceeded,
                                  .finished_ms = 9};
     auto outcome = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
         return store::FireRepository::ApplyResult(s, result, race_then_allow);
@@ -387,7 +387,7 @@ TEST_P(ExecutorApiTest, AResultRacingTheSlavesRecordOfRunningIsStillApplied) {
     ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
     EXPECT_TRUE(raced);
     EXPECT_EQ(*outcome, store::ResultOutcome::kApplied);
-    EXPECT_EQ(store::FireRepository(db()).Get(fire)->status, store::FireStatus::kSucceeded);
+    EXPECT_EQ(store::FireRepository(db()).Get(fire)->status, model::FireStatus::kSucceeded);
 }
 
 // Executor tokens from before app scopes (migration 002 gives them "*") keep working for every
@@ -440,7 +440,7 @@ TEST_P(ExecutorApiTest, RegistryAndCallbackBodiesAreStrict) {
 TEST_P(ExecutorApiTest, ACallbackStoresItsLogAndBoundsIt) {
     const auto running = InsertFire();
     store::FireRepository fires(db());
-    ASSERT_TRUE(fires.Transition(running, {store::FireStatus::kPending}, store::FireStatus::kRunning).ok());
+    ASSERT_TRUE(fires.Transition(running, {model::FireStatus::kPending}, model::FireStatus::kRunning).ok());
     const auto stored = [&](std::int64_t id) {
         return *db().Run([&](soci::session& s) { return store::FireLogs::Find(s, id); });
     };
@@ -460,7 +460,7 @@ TEST_P(ExecutorApiTest, ACallbackStoresItsLogAndBoundsIt) {
     auto not_text = item;
     not_text["log"] = 5;
     EXPECT_EQ(Field(Post("/api/v1/callback", nlohmann::json::array({not_text}))), "[0].log");
-    EXPECT_EQ(fires.Get(running)->status, store::FireStatus::kRunning);
+    EXPECT_EQ(fires.Get(running)->status, model::FireStatus::kRunning);
     EXPECT_FALSE(stored(running));
 
     auto with_log = item;

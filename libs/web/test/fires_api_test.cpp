@@ -93,10 +93,10 @@ class FiresApiTest : public WebApiTest {};
 TEST_P(FiresApiTest, ListFiltersByJobStatusAndTimeNewestFirstWithACursor) {
     const auto a = CreateJob("a")["id"].get<std::int64_t>();
     const auto b = CreateJob("b")["id"].get<std::int64_t>();
-    const auto a1 = InsertFire(a, 1000, store::FireStatus::kSucceeded);
-    const auto a2 = InsertFire(a, 2000, store::FireStatus::kFailed);
-    const auto a3 = InsertFire(a, 3000, store::FireStatus::kRunning);
-    InsertFire(b, 1500, store::FireStatus::kPending);
+    const auto a1 = InsertFire(a, 1000, model::FireStatus::kSucceeded);
+    const auto a2 = InsertFire(a, 2000, model::FireStatus::kFailed);
+    const auto a3 = InsertFire(a, 3000, model::FireStatus::kRunning);
+    InsertFire(b, 1500, model::FireStatus::kPending);
 
     auto all = Body(Get("/api/v1/fires"));
     ASSERT_EQ(all["items"].size(), 4u);
@@ -127,15 +127,15 @@ TEST_P(FiresApiTest, ListFiltersByJobStatusAndTimeNewestFirstWithACursor) {
 
 TEST_P(FiresApiTest, TheLedgerIsListedByReasonWithTheRangeOfSkippedTimes) {
     const auto job = CreateJob("ledger")["id"].get<std::int64_t>();
-    InsertFire(job, 1000, store::FireStatus::kSucceeded);
-    store::Fire row;
+    InsertFire(job, 1000, model::FireStatus::kSucceeded);
+    model::Fire row;
     row.job_id = job;
     row.scheduled_time = 2000;
-    row.kind = store::FireKind::kMisfire;
+    row.kind = model::FireKind::kMisfire;
     row.epoch = 1;
-    row.status = store::FireStatus::kSkipped;
+    row.status = model::FireStatus::kSkipped;
     row.finished_at = 9000;
-    row.reason = store::FireReason::kMisfire;
+    row.reason = model::FireReason::kMisfire;
     row.skipped_until = 6000;
     row.skipped_count = 5;
     row.result_message = "misfire: 5 scheduled time(s) from 2000 to 6000 more than 5000 ms late got no fire";
@@ -164,20 +164,20 @@ TEST_P(FiresApiTest, ABadReasonOrStatusFilterListsEveryName) {
     const auto reason = Get("/api/v1/fires?reason=bored");
     ASSERT_EQ(reason.status, 400);
     const std::string reason_message = Body(reason)["error"]["message"].get<std::string>();
-    for (const auto name : store::kFireReasonNames.names()) {
+    for (const auto name : model::kFireReasonNames.names()) {
         EXPECT_NE(reason_message.find(std::string(name)), std::string::npos) << name << " missing: " << reason_message;
     }
     const auto status = Get("/api/v1/fires?status=exploded");
     ASSERT_EQ(status.status, 400);
     const std::string status_message = Body(status)["error"]["message"].get<std::string>();
-    for (const auto name : store::kFireStatusNames.names()) {
+    for (const auto name : model::kFireStatusNames.names()) {
         EXPECT_NE(status_message.find(std::string(name)), std::string::npos) << name << " missing: " << status_message;
     }
 }
 
 TEST_P(FiresApiTest, DetailHasLagAndDuration) {
     const auto job = CreateJob("timed")["id"].get<std::int64_t>();
-    const auto id = InsertFire(job, 50'000, store::FireStatus::kSucceeded);
+    const auto id = InsertFire(job, 50'000, model::FireStatus::kSucceeded);
     auto r = Get("/api/v1/fires/" + std::to_string(id));
     ASSERT_EQ(r.status, 200) << r.body;
     const auto fire = Body(r);
@@ -185,7 +185,7 @@ TEST_P(FiresApiTest, DetailHasLagAndDuration) {
     EXPECT_EQ(fire["lag_ms"], 7);         // dispatched 7 ms after its time
     EXPECT_EQ(fire["duration_ms"], 100);  // started +10, finished +110
     EXPECT_EQ(fire["result_message"], "done");
-    auto pending = Body(Get("/api/v1/fires/" + std::to_string(InsertFire(job, 60'000, store::FireStatus::kPending))));
+    auto pending = Body(Get("/api/v1/fires/" + std::to_string(InsertFire(job, 60'000, model::FireStatus::kPending))));
     EXPECT_TRUE(pending["lag_ms"].is_null());
     EXPECT_TRUE(pending["duration_ms"].is_null());
     EXPECT_TRUE(pending["dispatch_epoch"].is_null());  // not dispatched yet
@@ -206,7 +206,7 @@ TEST_P(FiresApiTest, AManualFireShowsTheEpochItWasDispatchedUnder) {
     EXPECT_TRUE(before["dispatch_epoch"].is_null());
     store::FireRepository fires(db());
     ASSERT_TRUE(fires
-                    .Transition(fire_id, {store::FireStatus::kPending}, store::FireStatus::kDispatching,
+                    .Transition(fire_id, {model::FireStatus::kPending}, model::FireStatus::kDispatching,
                                 {.assigned_node = "node-a", .dispatch_epoch = 3})
                     .ok());
     auto after = Body(Get(path));
@@ -217,7 +217,7 @@ TEST_P(FiresApiTest, AManualFireShowsTheEpochItWasDispatchedUnder) {
 TEST_P(FiresApiTest, KillMovesARunningFireAndTellsItsExecutor) {
     FakeExecutor executor(db());
     const auto job = CreateJob("long")["id"].get<std::int64_t>();
-    const auto running = InsertFire(job, 1000, store::FireStatus::kRunning, executor.address());
+    const auto running = InsertFire(job, 1000, model::FireStatus::kRunning, executor.address());
     auto r = Call(Method::kPost, "/api/v1/fires/" + std::to_string(running) + "/kill");
     ASSERT_EQ(r.status, 202) << r.body;
     EXPECT_EQ(Body(r)["fire"]["status"], "killed");
@@ -227,7 +227,7 @@ TEST_P(FiresApiTest, KillMovesARunningFireAndTellsItsExecutor) {
     EXPECT_EQ(executor.bearer_tokens_seen(), 0);
     EXPECT_EQ(nlohmann::json::parse(executor.kills()[0])["fire_id"], running);
     auto stored = store::FireRepository(db()).Get(running);
-    EXPECT_EQ(stored->status, store::FireStatus::kKilled);
+    EXPECT_EQ(stored->status, model::FireStatus::kKilled);
     EXPECT_TRUE(stored->finished_at.has_value());
     EXPECT_TRUE(stored->followup);
     EXPECT_NE(stored->result_message->find("cluster-token"), std::string::npos);
@@ -236,7 +236,7 @@ TEST_P(FiresApiTest, KillMovesARunningFireAndTellsItsExecutor) {
     auto again = Call(Method::kPost, "/api/v1/fires/" + std::to_string(running) + "/kill");
     EXPECT_EQ(again.status, 409) << again.body;
     EXPECT_NE(again.body.find("is killed"), std::string::npos) << again.body;
-    const auto pending = InsertFire(job, 2000, store::FireStatus::kPending);
+    const auto pending = InsertFire(job, 2000, model::FireStatus::kPending);
     EXPECT_EQ(Call(Method::kPost, "/api/v1/fires/" + std::to_string(pending) + "/kill").status, 409);
     EXPECT_EQ(Call(Method::kPost, "/api/v1/fires/424242/kill").status, 404);
     EXPECT_EQ(executor.kills().size(), 1u);
@@ -250,18 +250,18 @@ TEST_P(FiresApiTest, KillMovesARunningFireAndTellsItsExecutor) {
 
 TEST_P(FiresApiTest, KillStillMarksTheFireWhenItsExecutorIsGone) {
     const auto job = CreateJob("orphan")["id"].get<std::int64_t>();
-    const auto running = InsertFire(job, 1000, store::FireStatus::kRunning, "127.0.0.1:1");
+    const auto running = InsertFire(job, 1000, model::FireStatus::kRunning, "127.0.0.1:1");
     auto r = Call(Method::kPost, "/api/v1/fires/" + std::to_string(running) + "/kill");
     ASSERT_EQ(r.status, 202) << r.body;
     EXPECT_FALSE(Body(r)["executor"]["delivered"].get<bool>());
     EXPECT_TRUE(Body(r)["executor"].contains("error"));
-    EXPECT_EQ(store::FireRepository(db()).Get(running)->status, store::FireStatus::kKilled);
+    EXPECT_EQ(store::FireRepository(db()).Get(running)->status, model::FireStatus::kKilled);
 }
 
 TEST_P(FiresApiTest, LogIsRelayedFromTheExecutorThatRanTheFire) {
     FakeExecutor executor(db());
     const auto job = CreateJob("chatty")["id"].get<std::int64_t>();
-    const auto fire = InsertFire(job, 1000, store::FireStatus::kSucceeded, executor.address());
+    const auto fire = InsertFire(job, 1000, model::FireStatus::kSucceeded, executor.address());
     executor.set_known_fire(fire);
     auto r = Get("/api/v1/fires/" + std::to_string(fire) + "/log?from_line=1");
     ASSERT_EQ(r.status, 200) << r.body;
@@ -278,16 +278,16 @@ TEST_P(FiresApiTest, LogIsRelayedFromTheExecutorThatRanTheFire) {
     EXPECT_EQ(executor.bearer_tokens_seen(), 0);
 
     // The executor no longer has it.
-    const auto old = InsertFire(job, 2000, store::FireStatus::kSucceeded, executor.address());
+    const auto old = InsertFire(job, 2000, model::FireStatus::kSucceeded, executor.address());
     auto gone = Get("/api/v1/fires/" + std::to_string(old) + "/log");
     EXPECT_EQ(gone.status, 404) << gone.body;
     // Never dispatched: nobody to ask.
-    const auto pending = InsertFire(job, 3000, store::FireStatus::kPending);
+    const auto pending = InsertFire(job, 3000, model::FireStatus::kPending);
     auto none = Get("/api/v1/fires/" + std::to_string(pending) + "/log");
     EXPECT_EQ(none.status, 409) << none.body;
     EXPECT_EQ(ErrorField(none), "id");
     // The executor is down.
-    const auto lost = InsertFire(job, 4000, store::FireStatus::kSucceeded, "127.0.0.1:1");
+    const auto lost = InsertFire(job, 4000, model::FireStatus::kSucceeded, "127.0.0.1:1");
     auto down = Get("/api/v1/fires/" + std::to_string(lost) + "/log");
     EXPECT_EQ(down.status, 503) << down.body;
     EXPECT_EQ(ErrorField(Get("/api/v1/fires/" + std::to_string(fire) + "/log?from_line=-1")), "from_line");
@@ -297,7 +297,7 @@ TEST_P(FiresApiTest, LogIsRelayedFromTheExecutorThatRanTheFire) {
 TEST_P(FiresApiTest, ALogPageThatIsNotOneIsNotRelayed) {
     FakeExecutor executor(db());
     const auto job = CreateJob("chatty")["id"].get<std::int64_t>();
-    const auto fire = InsertFire(job, 1000, store::FireStatus::kRunning, executor.address());
+    const auto fire = InsertFire(job, 1000, model::FireStatus::kRunning, executor.address());
     executor.set_known_fire(fire);
     const std::string path = "/api/v1/fires/" + std::to_string(fire) + "/log";
     ASSERT_EQ(Get(path).status, 200);
@@ -328,8 +328,8 @@ TEST_P(FiresApiTest, ALogPageThatIsNotOneIsNotRelayed) {
 // database, whether or not the executor is still there; a running fire's log is still relayed.
 TEST_P(FiresApiTest, AnEndedFiresStoredLogIsServedWhenItsExecutorIsGone) {
     const auto job = CreateJob("remembered")["id"].get<std::int64_t>();
-    const auto ended = InsertFire(job, 1000, store::FireStatus::kFailed, "127.0.0.1:1");
-    const auto running = InsertFire(job, 2000, store::FireStatus::kRunning, "127.0.0.1:1");
+    const auto ended = InsertFire(job, 1000, model::FireStatus::kFailed, "127.0.0.1:1");
+    const auto running = InsertFire(job, 2000, model::FireStatus::kRunning, "127.0.0.1:1");
     std::vector<store::ExecutorResult> results(2);
     results[0].fire_id = ended;
     results[0].log = "accepted\nstarted\nboom";

@@ -15,7 +15,7 @@ nlohmann::json Body(const nlohmann::json& overrides = nlohmann::json::object()) 
     return body;
 }
 
-std::string FieldOf(const nlohmann::json& body, const store::Job* current = nullptr) {
+std::string FieldOf(const nlohmann::json& body, const model::Job* current = nullptr) {
     JobInput in;
     const auto invalid = ReadJobInput(body, current, in);
     return invalid ? invalid->field : "";
@@ -57,7 +57,7 @@ TEST(ReadJobInput, EachBadFieldIsNamed) {
 TEST(ReadJobInput, AnUpdateKeepsLeftOutFieldsAndNoticesScheduleChanges) {
     JobInput created;
     ASSERT_FALSE(ReadJobInput(Body({{"description", "d"}}), nullptr, created));
-    store::Job current = created.job;
+    model::Job current = created.job;
     current.id = 7;
 
     JobInput same;

@@ -281,7 +281,7 @@ TEST_P(JobsApiTest, PauseResumeTriggerAndKillRejectAnyBodyButNothingOrAnEmptyObj
     EXPECT_EQ(Call(Method::kPost, path + "/resume", "").status, 200);
 }
 
-// The master's sharding rule (store::ShardsPerFire): a sharding-broadcast job fires once per live
+// The master's sharding rule (model::ShardsPerFire): a sharding-broadcast job fires once per live
 // instance of its app, whatever its shard_total, and once when none is live.
 TEST_P(JobsApiTest, TriggerOfAShardingBroadcastJobFiresOncePerLiveInstance) {
     const auto job = CreateJob("fan-out", {{"app", "fan"}, {"routing", "sharding-broadcast"}, {"shard_total", 5}});
@@ -451,8 +451,8 @@ TEST_P(JobsApiTest, ListRoutesReportPagingErrorsInOneOrder) {
 TEST_P(JobsApiTest, TheListShowsEachJobsLastFire) {
     const auto job = CreateJob("with-history");
     const auto id = job["id"].get<std::int64_t>();
-    InsertFire(id, 1000, store::FireStatus::kFailed);
-    const auto newest = InsertFire(id, 2000, store::FireStatus::kSucceeded);
+    InsertFire(id, 1000, model::FireStatus::kFailed);
+    const auto newest = InsertFire(id, 2000, model::FireStatus::kSucceeded);
     CreateJob("no-history");
     auto list = Body(Get("/api/v1/jobs"));
     ASSERT_EQ(list["items"].size(), 2u);

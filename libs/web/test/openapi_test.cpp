@@ -10,9 +10,9 @@
 #include "sched/common/config.hpp"
 #include "sched/common/job_vocabulary.hpp"
 #include "sched/cron/cron_expression.hpp"
+#include "sched/model/workflow_progress.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/token.hpp"
-#include "sched/store/workflow_progress.hpp"
 #include "sched/web/web_service.hpp"
 #include "web_test_base.hpp"
 
@@ -218,17 +218,17 @@ TEST_P(OpenApiTest, TheDocumentsEnumsAreTheCodes) {
     std::vector<std::string> statuses = schemas["Fire"]["properties"]["status"]["enum"];
     ASSERT_EQ(statuses.size(), 9u);
     for (std::size_t i = 0; i < statuses.size(); ++i) {
-        EXPECT_EQ(statuses[i], store::FireStatusName(static_cast<store::FireStatus>(i)));
+        EXPECT_EQ(statuses[i], model::FireStatusName(static_cast<model::FireStatus>(i)));
     }
     std::vector<std::string> kinds = schemas["Fire"]["properties"]["kind"]["enum"];
     ASSERT_EQ(kinds.size(), 6u);
     for (std::size_t i = 0; i < kinds.size(); ++i) {
-        EXPECT_EQ(kinds[i], store::FireKindName(static_cast<store::FireKind>(i)));
+        EXPECT_EQ(kinds[i], model::FireKindName(static_cast<model::FireKind>(i)));
     }
     std::vector<std::string> reasons = schemas["Fire"]["properties"]["reason"]["enum"];
     ASSERT_EQ(reasons.size(), 14u);
     for (std::size_t i = 0; i < reasons.size(); ++i) {
-        EXPECT_EQ(reasons[i], store::FireReasonName(static_cast<store::FireReason>(i)));
+        EXPECT_EQ(reasons[i], model::FireReasonName(static_cast<model::FireReason>(i)));
     }
     std::vector<std::string> roles = schemas["TokenInput"]["properties"]["role"]["enum"];
     ASSERT_EQ(roles.size(), 4u);
@@ -255,13 +255,13 @@ TEST_P(OpenApiTest, TheWorkflowSchemasAreTheCodes) {
         return std::vector<std::string>(table.names().begin(), table.names().end());
     };
     EXPECT_EQ(schemas["WorkflowEdge"]["properties"]["condition"]["enum"].get<std::vector<std::string>>(),
-              names(store::kEdgeConditionNames));
+              names(model::kEdgeConditionNames));
     EXPECT_EQ(schemas["WorkflowRun"]["properties"]["status"]["enum"].get<std::vector<std::string>>(),
-              names(store::kWorkflowRunStatusNames));
+              names(model::kWorkflowRunStatusNames));
     EXPECT_EQ(schemas["WorkflowRun"]["properties"]["kind"]["enum"].get<std::vector<std::string>>(),
-              names(store::kWorkflowRunKindNames));
+              names(model::kWorkflowRunKindNames));
     EXPECT_EQ(schemas["WorkflowRunStep"]["properties"]["state"]["enum"].get<std::vector<std::string>>(),
-              names(store::kStepStateNames));
+              names(model::kStepStateNames));
     for (const char* field : {"schedule_type", "misfire_policy"}) {
         EXPECT_EQ(schemas["WorkflowInput"]["properties"][field]["enum"],
                   schemas["JobInput"]["properties"][field]["enum"])

@@ -86,9 +86,9 @@ std::string WebApiTest::CreateToken(const std::string& name, const std::string& 
     return Body(r).value("token", "");
 }
 
-std::int64_t WebApiTest::InsertFire(std::int64_t job_id, std::int64_t scheduled_time, store::FireStatus status,
+std::int64_t WebApiTest::InsertFire(std::int64_t job_id, std::int64_t scheduled_time, model::FireStatus status,
                                     const std::optional<std::string>& executor_address) {
-    store::Fire f;
+    model::Fire f;
     f.job_id = job_id;
     f.scheduled_time = scheduled_time;
     f.epoch = 1;
@@ -96,7 +96,7 @@ std::int64_t WebApiTest::InsertFire(std::int64_t job_id, std::int64_t scheduled_
     EXPECT_TRUE(id.ok() && *id);
     const std::int64_t fire_id = **id;
     store::FireRepository fires(db());
-    using S = store::FireStatus;
+    using S = model::FireStatus;
     const auto move = [&](S from, S to, const store::FireUpdate& u) {
         EXPECT_TRUE(fires.Transition(fire_id, {from}, to, u).ok());
     };

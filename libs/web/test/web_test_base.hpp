@@ -60,7 +60,7 @@ class WebApiTest : public db::testing::DbTest {
     std::string CreateToken(const std::string& name, const std::string& role,
                             const std::vector<std::string>& apps = {});
     /// Inserts a fire directly and moves it to `status` (pending -> ... by CAS), returning its id.
-    std::int64_t InsertFire(std::int64_t job_id, std::int64_t scheduled_time, store::FireStatus status,
+    std::int64_t InsertFire(std::int64_t job_id, std::int64_t scheduled_time, model::FireStatus status,
                             const std::optional<std::string>& executor_address = std::nullopt);
     /// The database clock, epoch ms.
     std::int64_t DbNowMs();

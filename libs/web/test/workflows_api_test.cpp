@@ -44,7 +44,7 @@ class WorkflowsApiTest : public WebApiTest {
         return "/api/v1/workflow-runs/" + std::to_string(run["id"].get<std::int64_t>());
     }
     // Ends a running run as the master would (running -> status).
-    void EndRun(std::int64_t run_id, store::WorkflowRunStatus status) {
+    void EndRun(std::int64_t run_id, model::WorkflowRunStatus status) {
         Status ended = pool_db_->InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Status {
             if (!store::WorkflowRunRepository::End(s, run_id, status, "step \"b\" failed", DbNowMs())) {
                 return Aborted("not running");
@@ -234,7 +234,7 @@ TEST_P(WorkflowsApiTest, TriggerCreatesARunAndOverlapIsRefused) {
     EXPECT_EQ(Call(Method::kPost, "/api/v1/workflows/999/trigger").status, 404);
 
     // With room for two, the second run is newest first in the list.
-    EndRun(run["id"], store::WorkflowRunStatus::kSucceeded);
+    EndRun(run["id"], model::WorkflowRunStatus::kSucceeded);
     auto again = Call(Method::kPost, PathOf(w) + "/trigger", R"({"params":"plain text"})");
     ASSERT_EQ(again.status, 201) << again.body;
     EXPECT_EQ(Body(again)["params"], "plain text");
@@ -275,17 +275,17 @@ TEST_P(WorkflowsApiTest, ARunStepShowsItsFireAndLag) {
     const auto w = CreateWorkflow(Body3());
     const auto run = Body(Call(Method::kPost, PathOf(w) + "/trigger"));
     // Step a's first fire, dispatched 7 ms after its scheduled time, as the master and a slave make it.
-    store::Fire f;
+    model::Fire f;
     f.job_id = jobs_[0];
     f.scheduled_time = run["scheduled_time"];
-    f.kind = store::FireKind::kWorkflow;
+    f.kind = model::FireKind::kWorkflow;
     f.epoch = 1;
     f.workflow_run_id = run["id"].get<std::int64_t>();
     f.workflow_step = "a";
     auto id = db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
     ASSERT_TRUE(id.ok() && *id);
     ASSERT_TRUE(store::FireRepository(db())
-                    .Transition(**id, {store::FireStatus::kPending}, store::FireStatus::kDispatching,
+                    .Transition(**id, {model::FireStatus::kPending}, model::FireStatus::kDispatching,
                                 {.assigned_node = "node-a", .dispatched_at = f.scheduled_time + 7})
                     .ok());
     auto got = Get(RunPath(run));
@@ -314,14 +314,14 @@ TEST_P(WorkflowsApiTest, RerunIsRefusedUnlessTheRunFailedAndThereIsRoom) {
     EXPECT_EQ(running.status, 409) << running.body;
     EXPECT_EQ(ErrorField(running), "status");
 
-    EndRun(run["id"], store::WorkflowRunStatus::kFailed);
+    EndRun(run["id"], model::WorkflowRunStatus::kFailed);
     // Another run running uses the only slot.
     auto other = Call(Method::kPost, PathOf(w) + "/trigger");
     ASSERT_EQ(other.status, 201) << other.body;
     auto full = Post(rerun, {{"from_step", "b"}});
     EXPECT_EQ(full.status, 409) << full.body;
     EXPECT_EQ(ErrorField(full), "max_concurrent_runs");
-    EndRun(Body(other)["id"], store::WorkflowRunStatus::kSucceeded);
+    EndRun(Body(other)["id"], model::WorkflowRunStatus::kSucceeded);
 
     auto again = Post(rerun, {{"from_step", "b"}});
     ASSERT_EQ(again.status, 200) << again.body;
@@ -352,7 +352,7 @@ TEST_P(WorkflowsApiTest, RolesGateEachRoute) {
     EXPECT_EQ(Get("/api/v1/workflows", "").status, 401);
     // An operator token may trigger; the run names it.
     const std::string op = CreateToken("ops-bot", "operator");
-    EndRun(run["id"], store::WorkflowRunStatus::kSucceeded);
+    EndRun(run["id"], model::WorkflowRunStatus::kSucceeded);
     auto triggered = Call(Method::kPost, PathOf(w) + "/trigger", "", op);
     ASSERT_EQ(triggered.status, 201) << triggered.body;
     EXPECT_EQ(Body(triggered)["created_by"], "ops-bot");

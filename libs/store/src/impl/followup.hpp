@@ -6,9 +6,12 @@
 #include <string>
 
 #include "sched/common/job_vocabulary.hpp"
+#include "sched/model/fire.hpp"
 #include "sched/store/fire.hpp"
 
 namespace sched::store::impl {
+
+using model::FireStatus;
 
 /// An end that needs the master only when the fire or its job says so (below): a success, a
 /// skip or a kill is not retried.

@@ -31,15 +31,15 @@ std::string SkippedMessage(const SkippedTimes& skipped, cron::MisfirePolicy poli
 }
 
 // A ledger row: a run of scheduled times of `job_id` that got no fire of their own.
-store::Fire LedgerRow(std::int64_t job_id, store::FireKind kind, std::int64_t epoch, std::int64_t now,
-                      store::FireReason reason, std::int64_t first_ms, std::int64_t last_ms, std::int64_t count,
+model::Fire LedgerRow(std::int64_t job_id, model::FireKind kind, std::int64_t epoch, std::int64_t now,
+                      model::FireReason reason, std::int64_t first_ms, std::int64_t last_ms, std::int64_t count,
                       std::string message) {
-    store::Fire row;
+    model::Fire row;
     row.job_id = job_id;
     row.scheduled_time = first_ms;
     row.kind = kind;
     row.epoch = epoch;
-    row.status = store::FireStatus::kSkipped;
+    row.status = model::FireStatus::kSkipped;
     row.finished_at = now;
     row.reason = reason;
     row.skipped_until = last_ms;
@@ -117,14 +117,14 @@ void DueJobsStep::Run(ScanContext& ctx) {
     RecordMisfires(ctx, due, advanced, plans);
     RecordBounded(ctx, due, advanced, plans, extras);
 
-    std::vector<store::Fire> new_fires;
+    std::vector<model::Fire> new_fires;
     for (std::size_t i = 0; i < due.size(); ++i) {
         if (!advanced[i] || plans[i].fires.empty()) continue;
         const auto& job = due[i];
-        const int shards = store::ShardsPerFire(job, [&] { return ctx.LiveExecutors(job.app); });
+        const int shards = model::ShardsPerFire(job, [&] { return ctx.LiveExecutors(job.app); });
         for (const auto& planned : plans[i].fires) {
             for (int shard = 0; shard < shards; ++shard) {
-                store::Fire fire;
+                model::Fire fire;
                 fire.job_id = job.id;
                 fire.scheduled_time = planned.scheduled_ms;
                 fire.kind = planned.kind;
@@ -148,14 +148,14 @@ void DueJobsStep::Run(ScanContext& ctx) {
 // The ledger: a run of scheduled times the policy gave no fire of its own is one row (status
 // skipped, reason misfire, the range and count), written with the advance that skipped them,
 // so it exists exactly once.
-void DueJobsStep::RecordMisfires(ScanContext& ctx, const std::vector<store::Job>& due,
+void DueJobsStep::RecordMisfires(ScanContext& ctx, const std::vector<model::Job>& due,
                                  const std::vector<bool>& advanced, const std::vector<JobPlan>& plans) {
-    std::vector<store::Fire> ledger;
+    std::vector<model::Fire> ledger;
     for (std::size_t i = 0; i < due.size(); ++i) {
         if (!advanced[i] || !plans[i].skipped) continue;
         const auto& skipped = *plans[i].skipped;
         const auto policy = due[i].misfire_policy;
-        auto row = LedgerRow(due[i].id, store::FireKind::kMisfire, ctx.epoch, ctx.now, store::FireReason::kMisfire,
+        auto row = LedgerRow(due[i].id, model::FireKind::kMisfire, ctx.epoch, ctx.now, model::FireReason::kMisfire,
                              skipped.first_ms, skipped.last_ms, skipped.count,
                              SkippedMessage(skipped, policy, Ms(config_.misfire_threshold), ctx.now));
         ctx.report.misfire_skipped[std::string(cron::MisfirePolicyName(policy))] += skipped.count;
@@ -165,7 +165,7 @@ void DueJobsStep::RecordMisfires(ScanContext& ctx, const std::vector<store::Job>
     store::FireRepository::InsertLedgerRows(ctx.s, ctx.dialect, ledger);
 }
 
-JobPlan DueJobsStep::PlanBounded(const store::Job& job, const cron::Schedule& schedule, std::int64_t now,
+JobPlan DueJobsStep::PlanBounded(const model::Job& job, const cron::Schedule& schedule, std::int64_t now,
                                  const PlanOptions& options, BoundedExtras& extras) {
     const cron::Calendar* calendar = nullptr;
     if (!job.calendar.empty()) {
@@ -187,16 +187,16 @@ JobPlan DueJobsStep::PlanBounded(const store::Job& job, const cron::Schedule& sc
 
 // Like the misfire rows: one row per run of excluded times, written with the advance that moved
 // the job past them, so it exists exactly once.
-void DueJobsStep::RecordBounded(ScanContext& ctx, const std::vector<store::Job>& due, const std::vector<bool>& advanced,
+void DueJobsStep::RecordBounded(ScanContext& ctx, const std::vector<model::Job>& due, const std::vector<bool>& advanced,
                                 const std::vector<JobPlan>& plans, const std::vector<BoundedExtras>& extras) {
-    std::vector<store::Fire> ledger;
+    std::vector<model::Fire> ledger;
     std::vector<store::JobRunsUpdate> runs;
     for (std::size_t i = 0; i < due.size(); ++i) {
         if (!advanced[i] || !extras[i].bounded) continue;
         const auto& job = due[i];
         for (const auto& run : extras[i].excluded) {
-            ledger.push_back(LedgerRow(job.id, store::FireKind::kSchedule, ctx.epoch, ctx.now,
-                                       store::FireReason::kCalendar, run.first_ms, run.last_ms, run.count,
+            ledger.push_back(LedgerRow(job.id, model::FireKind::kSchedule, ctx.epoch, ctx.now,
+                                       model::FireReason::kCalendar, run.first_ms, run.last_ms, run.count,
                                        "calendar: " + std::to_string(run.count) + " scheduled time(s) " +
                                            TimesText(run.first_ms, run.last_ms) +
                                            " in an excluded period of calendar \"" + job.calendar + "\" got no fire"));

@@ -42,13 +42,13 @@ class DueJobsStep final : public ScanStep {
         std::optional<JobEnd> end;
         bool bounded = false;  // the job has bounds or a calendar: its runs and end are recorded
     };
-    JobPlan PlanBounded(const store::Job& job, const cron::Schedule& schedule, std::int64_t now,
+    JobPlan PlanBounded(const model::Job& job, const cron::Schedule& schedule, std::int64_t now,
                         const PlanOptions& options, BoundedExtras& extras);
     /// The misfire ledger rows of the jobs that advanced.
-    void RecordMisfires(ScanContext& ctx, const std::vector<store::Job>& due, const std::vector<bool>& advanced,
+    void RecordMisfires(ScanContext& ctx, const std::vector<model::Job>& due, const std::vector<bool>& advanced,
                         const std::vector<JobPlan>& plans);
     /// The calendar ledger rows and the run counts and ends of the bounded jobs that advanced.
-    void RecordBounded(ScanContext& ctx, const std::vector<store::Job>& due, const std::vector<bool>& advanced,
+    void RecordBounded(ScanContext& ctx, const std::vector<model::Job>& due, const std::vector<bool>& advanced,
                        const std::vector<JobPlan>& plans, const std::vector<BoundedExtras>& extras);
 
     const MasterConfig& config_;

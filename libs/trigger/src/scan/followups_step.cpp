@@ -8,19 +8,19 @@
 namespace sched::trigger::impl {
 
 // Other fires stay below 1000 (retry_max is at most 100), so the remainder is their attempt.
-int TryOf(const store::Fire& fire) {
+int TryOf(const model::Fire& fire) {
     return fire.attempt % 1000;
 }
 
-bool ShouldRetry(const store::Fire& fire, const store::Job& job) {
+bool ShouldRetry(const model::Fire& fire, const model::Job& job) {
     switch (fire.status) {
-        case store::FireStatus::kFailed:
-        case store::FireStatus::kTimeout:
+        case model::FireStatus::kFailed:
+        case model::FireStatus::kTimeout:
             return TryOf(fire) < job.retry_max;
         // A lost fire may have run: only jobs that accept a second run (at-least-once) retry it,
         // and those always at least once, whatever retry_max says: `at_least_once` with the
         // default retry_max 0 would otherwise promise a run it never makes.
-        case store::FireStatus::kLost:
+        case model::FireStatus::kLost:
             return job.at_least_once && TryOf(fire) < std::max(job.retry_max, 1);
         default:
             return false;
@@ -44,13 +44,13 @@ void FollowupsStep::Run(ScanContext& ctx) {
         if (fire.workflow_run_id) ctx.ended_runs.insert(*fire.workflow_run_id);
         const auto found = jobs.find(fire.job_id);
         if (found == jobs.end()) continue;  // deleted since
-        const store::Job& job = found->second;
+        const model::Job& job = found->second;
         if (ShouldRetry(fire, job)) {
-            store::Fire retry;
+            model::Fire retry;
             retry.job_id = fire.job_id;
             retry.scheduled_time = fire.scheduled_time;
             // A workflow step's retry stays a step fire (its run reads it by kind).
-            retry.kind = fire.kind == store::FireKind::kWorkflow ? store::FireKind::kWorkflow : store::FireKind::kRetry;
+            retry.kind = fire.kind == model::FireKind::kWorkflow ? model::FireKind::kWorkflow : model::FireKind::kRetry;
             retry.attempt = fire.attempt + 1;
             retry.shard_index = fire.shard_index;
             retry.shard_total = fire.shard_total;
@@ -67,7 +67,7 @@ void FollowupsStep::Run(ScanContext& ctx) {
             continue;
         }
         if (job.schedule_type == ScheduleType::kFixedDelay && job.enabled && !job.next_fire_time &&
-            fire.kind != store::FireKind::kManual) {
+            fire.kind != model::FireKind::kManual) {
             const auto& cached = schedules_.For(job);
             if (cached.schedule) {
                 const std::int64_t finished = fire.finished_at.value_or(ctx.now);

@@ -33,8 +33,8 @@ class FollowupsStep final : public ScanStep {
 
 /// The try a fire is: its attempt, except for a workflow step's fire, whose attempt is 1000 x
 /// the run's generation + the try (docs/workflows.md "Step fires").
-int TryOf(const store::Fire& fire);
+int TryOf(const model::Fire& fire);
 /// Whether an ended fire of `job` gets a retry row.
-bool ShouldRetry(const store::Fire& fire, const store::Job& job);
+bool ShouldRetry(const model::Fire& fire, const model::Job& job);
 
 }  // namespace sched::trigger::impl

@@ -26,15 +26,15 @@ void RunningSweepStep::Run(ScanContext& ctx) {
     for (const auto& fire : fires) {
         const std::int64_t since = fire.started_at.value_or(fire.dispatched_at.value_or(fire.due_at));
         const auto found = jobs.find(fire.job_id);
-        const store::Job* job = found == jobs.end() ? nullptr : &found->second;  // null: deleted since
+        const model::Job* job = found == jobs.end() ? nullptr : &found->second;  // null: deleted since
         if (job && job->timeout_ms > 0 && ctx.now > since + job->timeout_ms + Ms(config_.node_ttl)) {
             r.running_timed_out += store::FireRepository::Transition(
-                ctx.s, fire.id, {store::FireStatus::kRunning}, store::FireStatus::kTimeout,
+                ctx.s, fire.id, {model::FireStatus::kRunning}, model::FireStatus::kTimeout,
                 {.finished_at = ctx.now,
                  .result_message = "no result within the timeout (" + std::to_string(job->timeout_ms) +
                                    " ms) and none recorded by slave " + fire.assigned_node.value_or("?") +
                                    "; the run may still be going on at " + fire.executor_address.value_or("?"),
-                 .reason = store::FireReason::kNoResult,
+                 .reason = model::FireReason::kNoResult,
                  .followup = true});
             continue;
         }
@@ -43,11 +43,11 @@ void RunningSweepStep::Run(ScanContext& ctx) {
         if (live.empty() || !fire.executor_address || live.contains(*fire.executor_address)) continue;
         if (ctx.now <= fire.dispatched_at.value_or(fire.due_at) + Ms(config_.executor_ttl)) continue;
         r.running_lost +=
-            store::FireRepository::Transition(ctx.s, fire.id, {store::FireStatus::kRunning}, store::FireStatus::kLost,
+            store::FireRepository::Transition(ctx.s, fire.id, {model::FireStatus::kRunning}, model::FireStatus::kLost,
                                               {.finished_at = ctx.now,
                                                .result_message = "executor " + *fire.executor_address +
                                                                  " stopped heartbeating while the fire was running",
-                                               .reason = store::FireReason::kExecutorGone,
+                                               .reason = model::FireReason::kExecutorGone,
                                                .followup = true});
     }
     if (r.running_lost + r.running_timed_out > 0) {

@@ -17,8 +17,8 @@ void ScanContext::Notify(const std::string& node, std::int64_t fire_id, std::int
     report.assigned[node].push_back({.id = fire_id, .due_at = due_at});
 }
 
-void ScanContext::Notify(std::int64_t fire_id, const store::Fire& fire) {
-    if (fire.assigned_node) Notify(*fire.assigned_node, fire_id, store::StoredDueAt(fire));
+void ScanContext::Notify(std::int64_t fire_id, const model::Fire& fire) {
+    if (fire.assigned_node) Notify(*fire.assigned_node, fire_id, model::StoredDueAt(fire));
 }
 
 void ScanContext::Notify(const std::map<std::string, std::vector<protocol::NoticedFire>>& assigned) {

@@ -58,7 +58,7 @@ class ScanContext {
     /// Notes a fire given to `node` (new or moved), for its notice.
     void Notify(const std::string& node, std::int64_t fire_id, std::int64_t due_at);
     /// Notes `fire`, stored as `fire_id`, for the notice of the node it is assigned to (if any).
-    void Notify(std::int64_t fire_id, const store::Fire& fire);
+    void Notify(std::int64_t fire_id, const model::Fire& fire);
     /// Notes a planner's new fires per node.
     void Notify(const std::map<std::string, std::vector<protocol::NoticedFire>>& assigned);
 

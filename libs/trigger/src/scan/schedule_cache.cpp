@@ -2,7 +2,7 @@
 
 namespace sched::trigger::impl {
 
-const ScheduleCache::Entry& ScheduleCache::For(const store::Job& job) {
+const ScheduleCache::Entry& ScheduleCache::For(const model::Job& job) {
     const std::string key = std::string(ScheduleTypeName(job.schedule_type)) + '\n' + job.schedule_expr + '\n' +
                             job.time_zone + '\n' + std::to_string(job.jitter_ms) + '\n' + job.dst_gap + '\n' +
                             job.dst_overlap;

@@ -23,7 +23,7 @@ class ScheduleCache {
         std::string error;  // why there is no schedule (a definition that no longer parses)
     };
     /// The job's schedule (or why it has none).
-    const Entry& For(const store::Job& job);
+    const Entry& For(const model::Job& job);
 
   private:
     std::map<std::int64_t, Entry> entries_;

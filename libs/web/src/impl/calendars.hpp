@@ -25,7 +25,7 @@ inline constexpr std::array<std::string_view, 3> kJobBoundsReadOnly = {"planned_
 /// Reads calendar, start_at, end_at and max_runs of a job body into `job` (absent: unchanged; null:
 /// cleared). Instants are epoch ms or ISO-8601 strings (local ones in `job.time_zone`). Checks
 /// sizes and ranges and that end_at is after start_at; not whether the calendar exists.
-std::optional<http::ApiError> ReadJobBounds(const nlohmann::json& body, store::Job& job);
+std::optional<http::ApiError> ReadJobBounds(const nlohmann::json& body, model::Job& job);
 
 /// The stored calendar named `name` as evaluated rules; kInvalidArgument naming `calendar` when
 /// there is none.
@@ -35,9 +35,9 @@ Result<cron::Calendar> LoadCalendar(db::Database& db, const std::string& name);
 /// schedule, bounds or enabled state changed (or which is new) at DB time `now_ms`: the first
 /// scheduled time within its bounds, or completed when none is left (end_at passed, max_runs
 /// reached). `current` is the stored job (nullptr on create); a newly set max_runs counts from 0.
-void PlanBoundedNext(store::Job& job, const store::Job* current, const cron::Schedule& schedule, std::int64_t now_ms);
+void PlanBoundedNext(model::Job& job, const model::Job* current, const cron::Schedule& schedule, std::int64_t now_ms);
 
 /// True when the fields PlanBoundedNext depends on differ from `current`.
-bool BoundsChanged(const store::Job& job, const store::Job& current);
+bool BoundsChanged(const model::Job& job, const model::Job& current);
 
 }  // namespace sched::web::impl

@@ -1,6 +1,6 @@
 #pragma once
 
-// A job body (POST/PUT /api/v1/jobs) read and validated into a store::Job: the field bounds, the
+// A job body (POST/PUT /api/v1/jobs) read and validated into a model::Job: the field bounds, the
 // vocabulary and the schedule. Used by the job routes (jobs_api.cpp); no I/O.
 
 #include <cstdint>
@@ -26,7 +26,7 @@ constexpr std::size_t kMaxParamsBytes = 65535;  // a MySQL TEXT column
 
 // A job body after validation: the job to store and what the handler still has to decide.
 struct JobInput {
-    store::Job job;
+    model::Job job;
     std::int64_t version = 0;      // the version an update was based on
     bool schedule_changed = true;  // type, expression or zone differ from the stored job
     std::optional<cron::Schedule> schedule;
@@ -35,17 +35,17 @@ struct JobInput {
 /// Validates a create (current == nullptr) or an update (fields left out keep current's values):
 /// nullopt and `out` filled, or the 400 naming the first wrong field. Unknown fields are the
 /// caller's check (RejectUnknownFields with kJobFields).
-std::optional<http::ApiError> ReadJobInput(const nlohmann::json& body, const store::Job* current, JobInput& out);
+std::optional<http::ApiError> ReadJobInput(const nlohmann::json& body, const model::Job* current, JobInput& out);
 
 /// Sets job.next_fire_time for a job about to be stored at DB time `now_ms`: recomputed when the
 /// schedule changed or the job is being (re-)enabled, cleared while paused, otherwise kept (a
 /// fixed-delay job's NULL "waiting for its run to finish" must survive an edit of its description).
 /// kInvalidArgument naming the field when no fire time is left (end_at past, expression exhausted).
-Status PlanNextFire(JobInput& in, const store::Job* current, std::int64_t now_ms);
+Status PlanNextFire(JobInput& in, const model::Job* current, std::int64_t now_ms);
 
 /// The job's schedule as the master makes it (trigger::Master::ScheduleFor): with its id, jitter
 /// and DST choice.
-Result<cron::Schedule> StoredSchedule(const store::Job& job);
+Result<cron::Schedule> StoredSchedule(const model::Job& job);
 
 /// Which request field a job repository error is about: RepositoryErrorField, and for
 /// kInvalidArgument the schedule field the message starts with.

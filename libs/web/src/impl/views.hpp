@@ -19,12 +19,12 @@ namespace sched::web::impl {
 
 /// Schema Job; `last_fire` (the job's newest fire: id, status, kind, scheduled_time,
 /// finished_at) when given.
-api::JobView JobViewOf(const store::Job& job, const std::optional<store::Fire>& last_fire = std::nullopt);
-nlohmann::json JobJson(const store::Job& job, const std::optional<store::Fire>& last_fire = std::nullopt);
+api::JobView JobViewOf(const model::Job& job, const std::optional<model::Fire>& last_fire = std::nullopt);
+nlohmann::json JobJson(const model::Job& job, const std::optional<model::Fire>& last_fire = std::nullopt);
 /// Schema Fire, with lag_ms (dispatched_at - due_at) and duration_ms (finished_at - started_at,
 /// or - dispatched_at when the executor never reported a start).
-api::FireView FireViewOf(const store::Fire& fire);
-nlohmann::json FireJson(const store::Fire& fire);
+api::FireView FireViewOf(const model::Fire& fire);
+nlohmann::json FireJson(const model::Fire& fire);
 /// Stored params (text) as the API answers them: text that parses as JSON (what the API stores
 /// for a JSON value) as that value; anything else (rows from before JSON params, free text) as
 /// the string.

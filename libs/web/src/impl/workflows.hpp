@@ -88,7 +88,7 @@ inline constexpr std::array<std::string_view, 4> kWorkflowReadOnly = {wf_key::kI
 
 /// A workflow body after validation.
 struct WorkflowInput {
-    store::Workflow workflow;
+    model::Workflow workflow;
     std::int64_t version = 0;  ///< the version an update was based on
     /// The schedule as the cron library parsed it (manual included).
     std::optional<cron::Schedule> schedule;
@@ -99,16 +99,16 @@ struct WorkflowInput {
 /// Reads a create (current == nullptr) or an update (fields left out keep current's values; the
 /// version is required) into `out`: JSON types, array bounds before their items
 /// (kMaxWorkflowSteps, kMaxWorkflowEdges), the vocabulary, the schedule (cron::Schedule), then
-/// store::ValidateWorkflow. nullopt, or the 400 naming the first wrong field ("steps[1].name").
+/// model::ValidateWorkflow. nullopt, or the 400 naming the first wrong field ("steps[1].name").
 /// Unknown top-level fields are the caller's check (kWorkflowFields); unknown fields of a step or
 /// an edge are refused here.
-std::optional<http::ApiError> ReadWorkflowInput(const nlohmann::json& body, const store::Workflow* current,
+std::optional<http::ApiError> ReadWorkflowInput(const nlohmann::json& body, const model::Workflow* current,
                                                 WorkflowInput& out);
 
 /// Schema Workflow.
-nlohmann::json WorkflowJson(const store::Workflow& workflow);
+nlohmann::json WorkflowJson(const model::Workflow& workflow);
 /// Schema WorkflowRun (without steps and edges).
-nlohmann::json WorkflowRunJson(const store::WorkflowRun& run);
+nlohmann::json WorkflowRunJson(const model::WorkflowRun& run);
 
 /// One step of a run as the run's page shows it (schema WorkflowRunStep), from the values
 /// EvaluateRun computed: state, the generation counted, the fire that shows the state, how many
@@ -116,17 +116,17 @@ nlohmann::json WorkflowRunJson(const store::WorkflowRun& run);
 struct RunStepView {
     std::string state;
     std::optional<int> generation;
-    std::optional<store::Fire> fire;
+    std::optional<model::Fire> fire;
     int attempts = 0;
     std::optional<std::int64_t> ready_at;
 };
 
 /// Schema WorkflowRun with `steps` (one per step of the run's definition, `views[i]` for step i)
 /// and `edges` (the definition's).
-nlohmann::json WorkflowRunDetailJson(const store::WorkflowRun& run, const std::vector<RunStepView>& views);
+nlohmann::json WorkflowRunDetailJson(const model::WorkflowRun& run, const std::vector<RunStepView>& views);
 
 /// Which request field a workflow repository error is about: the field its message names
-/// (store::WorkflowErrorField), else RepositoryErrorField.
+/// (model::WorkflowErrorField), else RepositoryErrorField.
 std::string WorkflowField(const Status& s);
 
 }  // namespace sched::web::impl

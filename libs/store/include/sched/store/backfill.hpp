@@ -19,6 +19,7 @@
 
 #include "sched/common/status.hpp"
 #include "sched/db/database.hpp"
+#include "sched/model/fire.hpp"
 #include "sched/store/fire.hpp"
 
 namespace sched::store {
@@ -93,8 +94,8 @@ class BackfillRepository {
     /// again, with its kind: a fire of kind schedule, manual, misfire or backfill that is not a
     /// misfire skip (status skipped, reason misfire: those times never ran, so a backfill runs
     /// them). Where a time has several, a non-backfill kind wins. At most `limit` rows read.
-    static std::map<std::int64_t, FireKind> ExistingTimes(soci::session& s, std::int64_t job_id, std::int64_t from,
-                                                          std::int64_t to, int limit);
+    static std::map<std::int64_t, model::FireKind> ExistingTimes(soci::session& s, std::int64_t job_id,
+                                                                 std::int64_t from, std::int64_t to, int limit);
     static BackfillFireCounts CountFires(soci::session& s, std::int64_t job_id, std::int64_t from, std::int64_t to);
 
   private:

@@ -21,112 +21,15 @@
 #include "sched/common/name_table.hpp"
 #include "sched/common/status.hpp"
 #include "sched/db/database.hpp"
+#include "sched/model/fire.hpp"
 #include "sched/store/shard.hpp"
 
 namespace sched::store {
 
-enum class FireStatus { kPending, kDispatching, kRunning, kSucceeded, kFailed, kTimeout, kKilled, kLost, kSkipped };
-
-/// The stored and API spelling of each status, in enum order.
-inline constexpr auto kFireStatusNames = MakeNameTable<FireStatus>(
-    {"pending", "dispatching", "running", "succeeded", "failed", "timeout", "killed", "lost", "skipped"});
-/// "pending", "dispatching", ... (the stored spelling).
-std::string_view FireStatusName(FireStatus s);
-std::optional<FireStatus> ParseFireStatus(std::string_view name);
-/// True for the states a fire never leaves.
-bool IsFinal(FireStatus s);
-
-/// Why a fire ended without running, or why scheduled times got no fire (the ledger: every
-/// scheduled time is fired or recorded with one of these; docs/architecture/fire-ledger.md).
-enum class FireReason {
-    kMisfire,         ///< skipped by the job's misfire policy (a summary row may stand for many times)
-    kPaused,          ///< the job was paused after the fire was planned
-    kJobDeleted,      ///< the job was deleted after the fire was planned
-    kBlocked,         ///< the block strategy discarded it (the job was still running)
-    kNoExecutor,      ///< no live executor instance accepted it
-    kSlaveDied,       ///< its slave died while dispatching (lost: it may or may not have run)
-    kSlaveRestarted,  ///< its slave restarted while dispatching (lost)
-    kExecutorGone,    ///< its executor stopped heartbeating while it ran (lost)
-    kNoResult,        ///< no result within the job's timeout, none recorded by the slave
-    kCalendar,        ///< in an excluded period of the job's calendar (a summary row may stand for many times)
-    kUpstream,        ///< a workflow step whose parents ended so that an edge into it does not hold (docs/workflows.md)
-    kRunTimeout,      ///< a workflow step not started, or a step fire still pending, when its run timed out
-    /// The one reason on a fire that ran: its success came after it had been recorded lost
-    /// (status succeeded, ApplyResult), and on the retry that success made unnecessary, ended
-    /// before it ran (status skipped).
-    kSucceededLate,
-    kConcurrency,  ///< pending: waiting for a seat of its job's concurrency limit (not an end)
-};
-/// The stored and API spelling of each reason, in enum order: every reader (the API's `reason`
-/// filter and its 400, the rows) takes them from here.
-inline constexpr auto kFireReasonNames = MakeNameTable<FireReason>(
-    {"misfire", "paused", "job_deleted", "blocked", "no_executor", "slave_died", "slave_restarted", "executor_gone",
-     "no_result", "calendar", "upstream", "run_timeout", "succeeded_late", "concurrency"});
-/// kFireReasonNames.Name(r).
-std::string_view FireReasonName(FireReason r);
-std::optional<FireReason> ParseFireReason(std::string_view name);
-
-/// kBackfill: a past scheduled time run by a backfill (store/backfill.hpp); its due_at is when
-/// the backfill created it, so lateness is measured from then, not from the scheduled time.
-/// kWorkflow: a step of a workflow run (docs/workflows.md); its attempt is 1000 x the run's
-/// generation + the try, and its retries keep this kind.
-enum class FireKind { kSchedule, kManual, kRetry, kMisfire, kBackfill, kWorkflow };
-/// The stored and API spelling of each kind, in enum order.
-inline constexpr auto kFireKindNames =
-    MakeNameTable<FireKind>({"schedule", "manual", "retry", "misfire", "backfill", "workflow"});
-/// "schedule", "manual", "retry", "misfire", "backfill", "workflow".
-std::string_view FireKindName(FireKind k);
-std::optional<FireKind> ParseFireKind(std::string_view name);
-
-struct Fire {
-    std::int64_t id = 0;
-    std::int64_t job_id = 0;
-    std::int64_t scheduled_time = 0;
-    FireKind kind = FireKind::kSchedule;
-    int attempt = 0;
-    int shard_index = 0;
-    int shard_total = 1;
-    std::int64_t epoch = 0;  ///< the master's lease epoch that created it (fencing)
-    /// The lease epoch the slave read when it claimed the fire (sent in /v1/run; a callback must
-    /// carry it). nullopt until claimed, and for fires claimed before migration 002.
-    std::optional<std::int64_t> dispatch_epoch;
-    std::optional<std::string> assigned_node;
-    std::optional<std::string> executor_address;
-    FireStatus status = FireStatus::kPending;
-    /// When the slave should dispatch it: scheduled_time, or later for a retry (backoff).
-    /// 0 on insert means "= scheduled_time".
-    std::int64_t due_at = 0;
-    /// Set with every final transition; the master then does what follows a fire's end (a
-    /// retry row, a fixed-delay job's next time) and clears it.
-    bool followup = false;
-    std::int64_t created_at = 0;
-    std::optional<std::int64_t> dispatched_at;
-    std::optional<std::int64_t> started_at;
-    std::optional<std::int64_t> finished_at;
-    std::optional<int> result_code;
-    std::optional<std::string> result_message;
-    /// Why it ended without running (nullopt: it ran, or ended before the ledger existed).
-    std::optional<FireReason> reason;
-    /// A summary row (status skipped, reason misfire or calendar) stands for `skipped_count`
-    /// scheduled times from scheduled_time to `skipped_until` (inclusive), none of which has a
-    /// fire of its own (counting stops at 100,000; result_message then says "at least").
-    std::optional<std::int64_t> skipped_until;
-    std::optional<std::int64_t> skipped_count;
-    /// A workflow step's fire (kind workflow, or a ledger row of the step): its run and step
-    /// (docs/workflows.md "Fire keys"); nullopt for every other fire.
-    std::optional<std::int64_t> workflow_run_id;
-    std::optional<std::string> workflow_step;
-};
-
-/// The due time `fire` is stored with: its due_at, or its scheduled time when that is 0.
-inline std::int64_t StoredDueAt(const Fire& fire) {
-    return fire.due_at != 0 ? fire.due_at : fire.scheduled_time;
-}
-
 struct FireFilter {
     std::optional<std::int64_t> job_id;
-    std::optional<FireStatus> status;
-    std::optional<FireReason> reason;
+    std::optional<model::FireStatus> status;
+    std::optional<model::FireReason> reason;
     std::optional<std::int64_t> scheduled_from;  ///< inclusive, epoch ms
     std::optional<std::int64_t> scheduled_to;    ///< exclusive, epoch ms
     std::int64_t before_id = 0;                  ///< cursor: newest first, ids < before_id (0 = from the newest)
@@ -143,7 +46,7 @@ struct FireUpdate {
     std::optional<std::int64_t> finished_at;
     std::optional<int> result_code;
     std::optional<std::string> result_message;
-    std::optional<FireReason> reason;
+    std::optional<model::FireReason> reason;
     std::optional<bool> followup;
 };
 
@@ -157,7 +60,7 @@ struct ExecutorResult {
     std::optional<std::int64_t> epoch;
     /// The executor's advertised address; nullopt: not checked (as for epoch).
     std::optional<std::string> address;
-    FireStatus status = FireStatus::kSucceeded;  ///< a final status: succeeded, failed, timeout, killed
+    model::FireStatus status = model::FireStatus::kSucceeded;  ///< a final status: succeeded, failed, timeout, killed
     int result_code = 0;
     std::string result_message;
     std::int64_t started_ms = 0;  ///< 0: unknown
@@ -199,11 +102,11 @@ class FireRepository {
   public:
     explicit FireRepository(db::Database& db) : db_(db) {}
 
-    Result<Fire> Get(std::int64_t id);
-    Result<std::vector<Fire>> List(const FireFilter& filter);
+    Result<model::Fire> Get(std::int64_t id);
+    Result<std::vector<model::Fire>> List(const FireFilter& filter);
     /// CAS: moves the fire to `to` (and sets `update`) only if its status is one of `from`.
     /// kNotFound: no such fire; kAborted: it was in another state (the message says which).
-    Status Transition(std::int64_t id, std::initializer_list<FireStatus> from, FireStatus to,
+    Status Transition(std::int64_t id, std::initializer_list<model::FireStatus> from, model::FireStatus to,
                       const FireUpdate& update = {});
 
     // ---- session-level operations, for transactions ----
@@ -211,54 +114,56 @@ class FireRepository {
     /// Inserts the fire unless its (job, scheduled_time, kind, attempt, shard_index) exists.
     /// Returns the new id, or nullopt for a duplicate (a repeat of the same work is a no-op).
     /// created_at is the DB clock.
-    static std::optional<std::int64_t> InsertIfAbsent(soci::session& s, const db::Dialect& dialect, const Fire& fire);
+    static std::optional<std::int64_t> InsertIfAbsent(soci::session& s, const db::Dialect& dialect,
+                                                      const model::Fire& fire);
     /// InsertIfAbsent for many fires: multi-row INSERTs of up to 200 rows that skip existing
     /// keys, then the rows read back by key with one SELECT per few hundred jobs (each term a
     /// job-id list and a scheduled-time range of at most 5 s, served by the unique key). Returns,
     /// aligned with `fires`, what is stored under each fire's key (nullopt only if the row
     /// vanished meanwhile, which nothing does).
     static std::vector<std::optional<StoredFire>> InsertManyIfAbsent(soci::session& s, const db::Dialect& dialect,
-                                                                     const std::vector<Fire>& fires);
+                                                                     const std::vector<model::Fire>& fires);
     /// Ledger rows: fires that are final from the start and carry a reason (a run of scheduled
     /// times skipped by the misfire policy, with skipped_until and skipped_count), inserted
     /// with multi-row statements that skip existing keys, followup 0, finished_at as given.
     /// Throws std::logic_error for a row that is not final or has no reason. Returns the
     /// statements' affected-row count (on MySQL an existing key may count too).
-    static int InsertLedgerRows(soci::session& s, const db::Dialect& dialect, const std::vector<Fire>& rows);
+    static int InsertLedgerRows(soci::session& s, const db::Dialect& dialect, const std::vector<model::Fire>& rows);
     /// See the Database-level Transition; returns the number of rows moved (0 or 1).
-    static int Transition(soci::session& s, std::int64_t id, std::initializer_list<FireStatus> from, FireStatus to,
-                          const FireUpdate& update);
+    static int Transition(soci::session& s, std::int64_t id, std::initializer_list<model::FireStatus> from,
+                          model::FireStatus to, const FireUpdate& update);
     /// Fires assigned to `node` in one of `statuses`, earliest due first.
-    static std::vector<Fire> ListAssigned(soci::session& s, const std::string& node,
-                                          std::initializer_list<FireStatus> statuses, int limit);
+    static std::vector<model::Fire> ListAssigned(soci::session& s, const std::string& node,
+                                                 std::initializer_list<model::FireStatus> statuses, int limit);
     /// Fires in one of `statuses` whose assigned node is not in `live_nodes` (or is NULL):
     /// unassigned manual/retry fires, and the fires of dead slaves. Earliest due first.
-    static std::vector<Fire> ListOrphans(soci::session& s, const std::vector<std::string>& live_nodes,
-                                         std::initializer_list<FireStatus> statuses, int limit);
+    static std::vector<model::Fire> ListOrphans(soci::session& s, const std::vector<std::string>& live_nodes,
+                                                std::initializer_list<model::FireStatus> statuses, int limit);
     /// Moves a fire in one of `from` to `node` (CAS); returns whether it moved.
-    static bool Reassign(soci::session& s, std::int64_t id, std::initializer_list<FireStatus> from,
+    static bool Reassign(soci::session& s, std::int64_t id, std::initializer_list<model::FireStatus> from,
                          const std::string& node);
     /// Reassign for many fires to one node, with one UPDATE per 500 ids (plus one SELECT when
     /// not all moved). Returns the ids that moved. A fire counts as moved when it is now on
     /// `node` in one of `from`; meant for orphans, which by definition were on no live node.
     static std::vector<std::int64_t> ReassignMany(soci::session& s, const std::vector<std::int64_t>& ids,
-                                                  std::initializer_list<FireStatus> from, const std::string& node);
+                                                  std::initializer_list<model::FireStatus> from,
+                                                  const std::string& node);
     /// Gives back every pending fire assigned to `node` (assigned_node = NULL) for the master to
     /// reassign: a slave that stops hands its queue back. Returns how many.
     static int UnassignPending(soci::session& s, const std::string& node);
     /// Running fires after the cursor (scheduled_time, id), in that order, at most `limit`: the
     /// master's sweep for runs that nobody will finish. Served by idx_fire_status.
-    static std::vector<Fire> ListRunning(soci::session& s, std::int64_t after_scheduled, std::int64_t after_id,
-                                         int limit);
+    static std::vector<model::Fire> ListRunning(soci::session& s, std::int64_t after_scheduled, std::int64_t after_id,
+                                                int limit);
     /// Fires whose followup flag is set, of `shard` (JobShard::FollowupFilter), oldest first. On MySQL a locking read
     /// (FOR UPDATE, which the master's clearing of the flags takes next anyway): a lost fire's success applied by a
     /// callback meanwhile is either committed before this read, which then sees `succeeded`,
     /// or waits for the master's commit and then finds the retry it planned (ApplyResult).
-    static std::vector<Fire> ListFollowups(soci::session& s, int limit, const JobShard& shard = {});
+    static std::vector<model::Fire> ListFollowups(soci::session& s, int limit, const JobShard& shard = {});
     /// Every fire of the given workflow runs (job_fire.workflow_run_id), in id order: a run's
     /// step fires and skip rows, at most 64 steps x their shards and tries each. Served by
     /// idx_fire_workflow_run; one statement per 500 run ids.
-    static std::vector<Fire> ListForWorkflowRuns(soci::session& s, const std::vector<std::int64_t>& run_ids);
+    static std::vector<model::Fire> ListForWorkflowRuns(soci::session& s, const std::vector<std::int64_t>& run_ids);
     static void ClearFollowup(soci::session& s, std::int64_t id);
     /// ClearFollowup for many fires, one UPDATE per 500 ids.
     static void ClearFollowups(soci::session& s, const std::vector<std::int64_t>& ids);
@@ -295,7 +200,7 @@ class FireRepository {
     /// next time from the finish), except workflow step fires (their run advances on them).
     /// Only `shard`'s fires (JobShard::FollowupFilter). Returns how many.
     static int ClearTrivialFollowups(soci::session& s, const JobShard& shard = {});
-    static std::optional<Fire> Find(soci::session& s, std::int64_t id);
+    static std::optional<model::Fire> Find(soci::session& s, std::int64_t id);
 
     /// Applies an executor's result inside the caller's write transaction, after checking, in
     /// this order: the fire exists (kNotFound); its job's app passes `app_allowed` (kForbidden;

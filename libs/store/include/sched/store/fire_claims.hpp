@@ -16,6 +16,8 @@
 #include <soci/soci.h>
 
 #include "sched/db/dialect.hpp"
+#include "sched/model/fire.hpp"
+#include "sched/model/job.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/job.hpp"
 
@@ -31,7 +33,7 @@ struct StartedFire {
 struct Admission {
     /// To send: the fires that took a seat of their job's limit, or need none (allow-all, a
     /// sibling shard of a run that holds one), in the claim's order.
-    std::vector<Fire> admitted;
+    std::vector<model::Fire> admitted;
     /// Back to `pending` (reason concurrency), to be claimed again later: the limit is reached
     /// and the policy buffers (buffer-one, buffer-all, cancel-other).
     std::vector<std::int64_t> held;
@@ -46,13 +48,13 @@ struct Admission {
     std::vector<std::int64_t> late;
     /// Running fires of those jobs to stop with a kill (cancel-other; terminate-other, whose
     /// fires are already ended `killed` here).
-    std::vector<Fire> stop;
+    std::vector<model::Fire> stop;
 };
 
 /// Whether a claimed fire is a misfire its job's policy does not run (the reason text), given the
 /// fires claimed with it; judged before it may take or wait for a seat.
-using LateJudge =
-    std::function<std::optional<std::string>(const Fire& fire, const Job& job, const std::vector<Fire>& claimed)>;
+using LateJudge = std::function<std::optional<std::string>(const model::Fire& fire, const model::Job& job,
+                                                           const std::vector<model::Fire>& claimed)>;
 
 class FireClaims {
   public:
@@ -62,8 +64,9 @@ class FireClaims {
     /// fires that carry `token` and are still `dispatching`: those this claim won, and those an
     /// earlier try of the same claim (same token) won before its commit was lost. A fire another
     /// slave claimed first, or that is no longer pending, is not returned.
-    static std::vector<Fire> Claim(soci::session& s, const std::string& node, const std::vector<std::int64_t>& ids,
-                                   std::int64_t token, std::int64_t epoch, std::int64_t now_ms);
+    static std::vector<model::Fire> Claim(soci::session& s, const std::string& node,
+                                          const std::vector<std::int64_t>& ids, std::int64_t token, std::int64_t epoch,
+                                          std::int64_t now_ms);
 
     /// Admits the fires a claim won (`claimed`, dispatching under `token`, in due order) to their
     /// jobs' concurrency limits, cluster-wide: a job whose policy is not allow-all has
@@ -82,8 +85,8 @@ class FireClaims {
     /// A job that names a concurrency key (ConcurrencyKeyRepository) also needs a free seat of the
     /// key's max_running (scope "key:<name>") and, with a rate limit, a start whose window passed
     /// (scope "rate:<name>"); a fire the key holds back is skipped under skip and held otherwise.
-    static Admission Admit(soci::session& s, const db::Dialect& dialect, std::vector<Fire> claimed,
-                           const std::map<std::int64_t, Job>& jobs, std::int64_t token, std::int64_t now_ms,
+    static Admission Admit(soci::session& s, const db::Dialect& dialect, std::vector<model::Fire> claimed,
+                           const std::map<std::int64_t, model::Job>& jobs, std::int64_t token, std::int64_t now_ms,
                            const LateJudge& late = {});
 
     /// Sets the dispatch epoch of fire `id` to `epoch` if it is `dispatching` under `token`;
@@ -102,8 +105,8 @@ class FireClaims {
     static std::vector<std::int64_t> ListPendingIds(soci::session& s, const std::string& node, int limit);
 
     /// The fires among `ids` that are `pending` and assigned to `node` (a notification's ids).
-    static std::vector<Fire> FindPending(soci::session& s, const std::string& node,
-                                         const std::vector<std::int64_t>& ids);
+    static std::vector<model::Fire> FindPending(soci::session& s, const std::string& node,
+                                                const std::vector<std::int64_t>& ids);
 };
 
 }  // namespace sched::store

@@ -14,6 +14,7 @@
 
 #include "sched/common/metrics.hpp"
 #include "sched/db/database.hpp"
+#include "sched/model/fire.hpp"
 #include "sched/store/fire.hpp"
 
 namespace sched::store {
@@ -25,7 +26,7 @@ class FireOutcomeMetrics {
     explicit FireOutcomeMetrics(MetricsRegistry& registry);
     /// A fire of `job_id` (of `app`) ended with `status`; `duration_s` is finished - started
     /// when both are known (observed into the duration histogram).
-    void Ended(const std::string& app, std::int64_t job_id, FireStatus status,
+    void Ended(const std::string& app, std::int64_t job_id, model::FireStatus status,
                std::optional<double> duration_s = std::nullopt);
 
   private:

@@ -12,12 +12,13 @@
 
 #include "sched/common/status.hpp"
 #include "sched/db/database.hpp"
+#include "sched/model/fire.hpp"
 #include "sched/store/fire.hpp"
 
 namespace sched::store {
 
 /// The number of FireStatus values (the index of a status in OutcomeBucket::times).
-inline constexpr std::size_t kFireStatusCount = static_cast<std::size_t>(FireStatus::kSkipped) + 1;
+inline constexpr std::size_t kFireStatusCount = static_cast<std::size_t>(model::FireStatus::kSkipped) + 1;
 
 /// Scheduled times in [start_ms, start_ms + bucket) by the status of their fire. A misfire summary
 /// row counts as the `skipped_count` times it stands for.
@@ -50,7 +51,7 @@ struct ActiveFire {
     std::string job_name;
     std::int64_t scheduled_time = 0;
     std::int64_t due_at = 0;
-    FireStatus status = FireStatus::kPending;
+    model::FireStatus status = model::FireStatus::kPending;
     std::optional<std::string> assigned_node;
     std::optional<std::string> executor_address;
     std::optional<std::int64_t> started_at;

@@ -21,89 +21,10 @@
 #include "sched/common/job_vocabulary.hpp"
 #include "sched/common/status.hpp"
 #include "sched/db/database.hpp"
+#include "sched/model/job.hpp"
 #include "sched/store/shard.hpp"
 
 namespace sched::store {
-
-/// Who paused a job, when and why (migration 009): set by the API's pause and the master's
-/// automatic pause, cleared on resume.
-struct JobPause {
-    std::string by;       ///< the token's name, or kSchedulerActor ("scheduler")
-    std::int64_t at = 0;  ///< DB clock, epoch ms
-    std::string note;     ///< "" when none was given
-};
-
-struct Job {
-    std::int64_t id = 0;
-    std::string name;
-    std::string app;
-    std::string handler;
-    std::string params;
-    /// Stored by its name (kScheduleTypeNames). A stored name this build does not know (a newer
-    /// build's, a hand edit) reads as kManual with a warning in the log: such a job never fires on
-    /// its own, as when its schedule failed to parse before.
-    ScheduleType schedule_type = ScheduleType::kCron;
-    std::string schedule_expr;
-    std::string time_zone = "UTC";
-    /// Stored by its name (kMisfirePolicyNames); an unknown stored name reads as kFireOnceNow (one
-    /// run stands for the late times), with a warning in the log.
-    MisfirePolicy misfire_policy = MisfirePolicy::kFireOnceNow;
-    /// Stored by its name (kRoutingNames); an unknown stored name reads as kRoundRobin (the API's
-    /// default), with a warning in the log.
-    Routing routing = Routing::kRoundRobin;
-    /// Stored by its name (kBlockStrategyNames); an unknown stored name reads as kSerial (the API's
-    /// and the executor's default: nothing is refused or cancelled), with a warning in the log.
-    BlockStrategy block_strategy = BlockStrategy::kSerial;
-    int concurrency_limit = 1;
-    /// The concurrency key (ConcurrencyKeyRepository) whose limits the job shares with the other
-    /// jobs naming it; "" = none.
-    std::string concurrency_key;
-    std::int64_t timeout_ms = 0;  ///< 0 = no timeout
-    int retry_max = 0;
-    std::int64_t retry_backoff_ms = 1000;
-    int shard_total = 1;
-    bool at_least_once = false;
-    bool enabled = true;
-    std::optional<std::int64_t> next_fire_time;
-    std::optional<std::int64_t> last_fire_time;
-    std::int64_t version = 0;
-    std::int64_t created_at = 0;
-    std::int64_t updated_at = 0;
-    std::string description;
-    /// The master pauses the job after this many failed/timeout/lost runs in a row (0 = never;
-    /// trigger::Alerter).
-    int pause_after_failures = 0;
-    /// Schedule options (docs/cron.md): each fire runs a deterministic 0..jitter_ms ms after its
-    /// scheduled time (0 = none), and the DST choice of a cron schedule.
-    std::int64_t jitter_ms = 0;
-    std::string dst_gap = "auto";      ///< auto | skip | shift-forward
-    std::string dst_overlap = "auto";  ///< auto | first | last | both
-    /// Set while the job is paused by a pause (API or master); not an editable field.
-    std::optional<JobPause> paused;
-
-    // Calendar and bounds (migration 010, docs/schedules.md).
-    /// The name of a calendar (CalendarRepository) whose excluded periods get no fire; "" = none.
-    std::string calendar;
-    std::optional<std::int64_t> start_at;  ///< no scheduled fire before this instant
-    std::optional<std::int64_t> end_at;    ///< no scheduled fire after it; then the job completes
-    std::optional<std::int64_t> max_runs;  ///< the job completes after this many scheduled fires
-    /// Scheduled fires planned while max_runs was set (the master adds to it; RecordRuns).
-    std::int64_t planned_runs = 0;
-    /// Set when the job ended by itself (end_at passed, max_runs reached): no next_fire_time,
-    /// still enabled; completed_reason "end_at" | "max_runs" ("" while not completed).
-    std::optional<std::int64_t> completed_at;
-    std::string completed_reason;
-};
-
-/// How many fires (shards) one time of `job` becomes: its shard_total, or for sharding-broadcast
-/// the live instances of its app, `live_executors()` (called only then); at least 1 either way.
-/// The master's scan, backfill and the API's manual trigger share this rule.
-template <typename CountLive>
-int ShardsPerFire(const Job& job, CountLive&& live_executors) {
-    const int shards =
-        job.routing == Routing::kShardingBroadcast ? static_cast<int>(live_executors()) : job.shard_total;
-    return shards < 1 ? 1 : shards;
-}
 
 /// What the master's scan adds to a bounded job (RecordRuns): runs planned, and its completion.
 struct JobRunsUpdate {
@@ -136,25 +57,26 @@ class JobRepository {
 
     /// Stores a new job (id, version, created/updated times assigned). kAlreadyExists when the
     /// app already has a job of that name.
-    Result<Job> Create(const Job& job);
+    Result<model::Job> Create(const model::Job& job);
     /// kNotFound when absent.
-    Result<Job> Get(std::int64_t id);
-    Result<std::vector<Job>> List(const JobFilter& filter);
+    Result<model::Job> Get(std::int64_t id);
+    Result<std::vector<model::Job>> List(const JobFilter& filter);
     /// Replaces every user-editable field (all but id, version, created_at, last_fire_time) when
     /// the stored version is `expected_version`; returns the stored job with version + 1.
     /// kNotFound: no such job; kAborted: the version moved (someone else changed it).
-    Result<Job> Update(const Job& job, std::int64_t expected_version);
+    Result<model::Job> Update(const model::Job& job, std::int64_t expected_version);
     /// kNotFound when absent; kFailedPrecondition naming the workflow and step while the job is a
     /// step of a workflow (WorkflowRepository::StepUsingJob). Fire rows are kept as history.
     Status Delete(std::int64_t id);
     /// Records who paused the job and why (paused_at = DB now), or clears it (nullopt), without
     /// touching the version. kNotFound when absent.
-    Status SetPaused(std::int64_t id, const std::optional<JobPause>& pause);
+    Status SetPaused(std::int64_t id, const std::optional<model::JobPause>& pause);
 
     // ---- session-level operations, for the master's fenced transactions ----
 
     /// Enabled jobs of `shard` with next_fire_time <= until_ms, earliest first, at most `limit`.
-    static std::vector<Job> SelectDue(soci::session& s, std::int64_t until_ms, int limit, const JobShard& shard = {});
+    static std::vector<model::Job> SelectDue(soci::session& s, std::int64_t until_ms, int limit,
+                                             const JobShard& shard = {});
     /// Moves a job's schedule on: sets next/last fire time if the job still has `expected_version`
     /// and `expected_next`. Returns false when the CAS lost (the job was edited or advanced).
     static bool AdvanceSchedule(soci::session& s, std::int64_t id, std::int64_t expected_version,
@@ -165,11 +87,11 @@ class JobRepository {
     /// whether each job advanced.
     static std::vector<bool> AdvanceMany(soci::session& s, const std::vector<ScheduleAdvance>& advances);
     /// The job with this id, if it exists.
-    static std::optional<Job> Find(soci::session& s, std::int64_t id);
+    static std::optional<model::Job> Find(soci::session& s, std::int64_t id);
     /// The earliest next_fire_time of any enabled job of `shard`, if any (its master sleeps until then).
     static std::optional<std::int64_t> EarliestDue(soci::session& s, const JobShard& shard = {});
     /// The jobs among `ids` that exist, in one query per 500 ids (the slave's group of fires).
-    static std::vector<Job> FindMany(soci::session& s, const std::vector<std::int64_t>& ids);
+    static std::vector<model::Job> FindMany(soci::session& s, const std::vector<std::int64_t>& ids);
     /// Ids of at most `limit` jobs with id > after_id, ascending (a cursor over all jobs).
     static std::vector<std::int64_t> ListIdsAfter(soci::session& s, std::int64_t after_id, int limit);
     /// Pauses an enabled job as the API's pause does (enabled 0, next_fire_time NULL, version + 1,

@@ -22,7 +22,7 @@
 
 namespace sched::trigger {
 
-/// A job's bounds as stored (store::Job start_at, end_at, max_runs, planned_runs).
+/// A job's bounds as stored (model::Job start_at, end_at, max_runs, planned_runs).
 struct JobBounds {
     std::optional<std::int64_t> start_ms;
     std::optional<std::int64_t> end_ms;
@@ -33,7 +33,7 @@ struct JobBounds {
 };
 
 enum class JobEnd { kEndAt, kMaxRuns };
-/// "end_at", "max_runs" (store::Job::completed_reason).
+/// "end_at", "max_runs" (model::Job::completed_reason).
 std::string_view JobEndName(JobEnd end);
 
 struct BoundedPlan {

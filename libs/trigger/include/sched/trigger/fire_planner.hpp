@@ -24,7 +24,7 @@ struct PlannedFireRow {
     /// the same fire key.
     std::int64_t scheduled_ms = 0;
     std::int64_t nominal_ms = 0;  ///< the schedule's time, before jitter
-    store::FireKind kind = store::FireKind::kSchedule;
+    model::FireKind kind = model::FireKind::kSchedule;
 };
 
 /// Scheduled times up to now that get no fire of their own (the misfire policy skipped them,

@@ -3,7 +3,7 @@
 /// Retention of fire history: the master deletes ended fires in small batches so `job_fire`
 /// stays bounded (unpruned it grows by ~1 GB/day at 50 every-second jobs).
 ///
-/// What goes: fires in a final state (store::IsFinal) with followup = 0 (a fire whose retry or
+/// What goes: fires in a final state (model::IsFinal) with followup = 0 (a fire whose retry or
 /// fixed-delay advance is still to be done stays), together with the rows of the tables keyed by
 /// their fire_id (store::FireRepository::DeleteMany), for one of two reasons:
 ///   - age: ended (finished_at, or scheduled_time when NULL) and scheduled more than

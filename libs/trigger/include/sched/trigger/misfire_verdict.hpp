@@ -21,7 +21,7 @@
 
 namespace sched::trigger {
 
-std::optional<std::string> MisfireVerdict(const std::vector<store::Fire>& group, const store::Fire& fire,
-                                          const store::Job& job, std::int64_t now_ms, std::int64_t threshold_ms);
+std::optional<std::string> MisfireVerdict(const std::vector<model::Fire>& group, const model::Fire& fire,
+                                          const model::Job& job, std::int64_t now_ms, std::int64_t threshold_ms);
 
 }  // namespace sched::trigger

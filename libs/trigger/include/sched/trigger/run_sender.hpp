@@ -60,8 +60,8 @@ namespace sched::trigger {
 struct DispatchGroup {
     std::int64_t epoch = 0;
     std::int64_t token = 0;          ///< the claim's: a fire is still this group's while it carries it
-    std::vector<store::Fire> fires;  ///< won by the claim, earliest due first
-    std::map<std::int64_t, store::Job> jobs;
+    std::vector<model::Fire> fires;  ///< won by the claim, earliest due first
+    std::map<std::int64_t, model::Job> jobs;
     std::map<std::int64_t, std::string> run_params;  ///< of workflow runs triggered with params
     std::shared_ptr<const Registry> registry;        ///< the live instances it is routed with
 };
@@ -115,31 +115,31 @@ class RunSender {
     // (POST /v1/runs-ahead, each run with its start_in_ms).
     enum class Batch { kAtDue, kAhead };
     // Fires by the (app, instance address) their batch goes to.
-    using Batches = std::map<std::pair<std::string, std::string>, std::vector<store::Fire>>;
+    using Batches = std::map<std::pair<std::string, std::string>, std::vector<model::Fire>>;
     using GroupPtr = std::shared_ptr<const DispatchGroup>;
 
     net::awaitable<void> SendGroup(GroupPtr group);
     // Sends the group's fires that can go ahead; returns the others.
-    std::vector<store::Fire> SendAhead(const GroupPtr& group);
+    std::vector<model::Fire> SendAhead(const GroupPtr& group);
     // One SendBatch per instance and kMaxRunsPerBatch runs; the fires are moved out of `batches`.
     void SendBatches(const GroupPtr& group, Batches& batches, Batch kind);
-    net::awaitable<void> SendAtDue(GroupPtr group, std::vector<store::Fire> fires);
+    net::awaitable<void> SendAtDue(GroupPtr group, std::vector<model::Fire> fires);
     // The fires of one due time: batched per first-choice instance, the rest one by one.
-    void DispatchDue(const GroupPtr& group, std::vector<store::Fire> fires);
+    void DispatchDue(const GroupPtr& group, std::vector<model::Fire> fires);
     // Runs not placed by an ahead batch go at their due time (SendAtDue); by a due-time
     // batch, one by one (SendOne).
-    net::awaitable<void> SendBatch(GroupPtr group, std::string app, std::string address, std::vector<store::Fire> fires,
+    net::awaitable<void> SendBatch(GroupPtr group, std::string app, std::string address, std::vector<model::Fire> fires,
                                    Batch kind);
-    net::awaitable<void> SendOne(GroupPtr group, store::Fire fire);
+    net::awaitable<void> SendOne(GroupPtr group, model::Fire fire);
     net::awaitable<void> SendKill(std::int64_t fire_id, std::string app, std::string address);
     // The instance a fire's batch goes to: its routing's first choice when the routing needs no
     // probe, the fire is to be sent at all (job present, enabled, not a misfire) and the
     // instance has not refused that kind of batch lately; else none.
-    std::optional<std::string> BatchAddress(const DispatchGroup& group, const store::Fire& fire, std::int64_t now_ms,
+    std::optional<std::string> BatchAddress(const DispatchGroup& group, const model::Fire& fire, std::int64_t now_ms,
                                             Batch kind);
-    void Accepted(const store::Fire& fire, const store::Job& job, const std::string& address, std::int64_t sent_at);
-    void End(const store::Fire& fire, const store::Job* job, store::FireStatus to, std::string message,
-             std::optional<store::FireReason> reason);
+    void Accepted(const model::Fire& fire, const model::Job& job, const std::string& address, std::int64_t sent_at);
+    void End(const model::Fire& fire, const model::Job* job, model::FireStatus to, std::string message,
+             std::optional<model::FireReason> reason);
 
     net::any_io_executor io_;
     net::thread_pool& db_pool_;

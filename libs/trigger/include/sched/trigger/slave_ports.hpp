@@ -32,8 +32,8 @@ namespace sched::trigger {
 /// concurrency limits made of the others (store::FireClaims::Admit).
 struct ClaimedGroup {
     std::int64_t epoch = 0;
-    std::vector<store::Fire> fires;
-    std::vector<store::Job> jobs;
+    std::vector<model::Fire> fires;
+    std::vector<model::Job> jobs;
     /// Back to `pending`, waiting for a seat of their job's limit: to be claimed again later.
     std::vector<std::int64_t> held;
     /// Of `held`, the first in line of their job (the next to get a seat).
@@ -43,7 +43,7 @@ struct ClaimedGroup {
     /// Ended `skipped` (misfire) before they could wait for a seat: late past the threshold.
     std::vector<std::int64_t> late;
     /// Running fires of those jobs to stop (kill): cancel-other, terminate-other.
-    std::vector<store::Fire> stop;
+    std::vector<model::Fire> stop;
     /// The params of the workflow runs (by run id) of fires among `fires` whose run was
     /// triggered with params: each step of such a run gets them instead of its job's
     /// (docs/workflows.md "Manual trigger").
@@ -54,10 +54,10 @@ struct ClaimedGroup {
 /// that did not run, the ledger's reason.
 struct FireEnding {
     std::int64_t id = 0;
-    store::FireStatus from = store::FireStatus::kDispatching;
-    store::FireStatus to = store::FireStatus::kFailed;
+    model::FireStatus from = model::FireStatus::kDispatching;
+    model::FireStatus to = model::FireStatus::kFailed;
     std::string message;
-    std::optional<store::FireReason> reason;
+    std::optional<model::FireReason> reason;
     std::int64_t finished_at = 0;
 };
 
@@ -66,7 +66,7 @@ struct FireEnding {
 std::int64_t NewClaimToken();
 
 /// Fires read by FireClaimStore::FindPending as the slave queues them (id and due time).
-std::vector<protocol::NoticedFire> AsNoticed(const std::vector<store::Fire>& fires);
+std::vector<protocol::NoticedFire> AsNoticed(const std::vector<model::Fire>& fires);
 
 class FireClaimStore {
   public:
@@ -77,7 +77,7 @@ class FireClaimStore {
     virtual Result<std::vector<std::int64_t>> ListPendingIds(const std::string& node, int limit) = 0;
     /// The fires among `ids` that are pending and assigned to `node` (the poll's unknown ids, a
     /// notice without due times).
-    virtual Result<std::vector<store::Fire>> FindPending(const std::string& node,
+    virtual Result<std::vector<model::Fire>> FindPending(const std::string& node,
                                                          const std::vector<std::int64_t>& ids) = 0;
     /// Claims the fires among `ids` pending for `node` in one transaction
     /// (store::FireClaims::Claim), reads the lease epoch and the fires' jobs in it, and admits
@@ -99,7 +99,7 @@ class FireClaimStore {
     /// how many moved.
     virtual Result<int> Finish(const std::vector<FireEnding>& endings) = 0;
     /// The fire's current status (kNotFound when gone).
-    virtual Result<store::FireStatus> StatusOf(std::int64_t id) = 0;
+    virtual Result<model::FireStatus> StatusOf(std::int64_t id) = 0;
     /// Marks lost the fires `node` was dispatching that were claimed before `started_ms` (by an
     /// earlier process under the same node id); returns how many.
     virtual Result<int> EndEarlierDispatches(const std::string& node, std::int64_t started_ms, std::int64_t now_ms) = 0;
@@ -116,7 +116,7 @@ class SqlFireClaimStore final : public FireClaimStore {
     SqlFireClaimStore(std::shared_ptr<db::Database> db, std::string lease_name, std::int64_t misfire_threshold_ms);
 
     Result<std::vector<std::int64_t>> ListPendingIds(const std::string& node, int limit) override;
-    Result<std::vector<store::Fire>> FindPending(const std::string& node,
+    Result<std::vector<model::Fire>> FindPending(const std::string& node,
                                                  const std::vector<std::int64_t>& ids) override;
     Result<ClaimedGroup> Claim(const std::string& node, const std::vector<std::int64_t>& ids, std::int64_t token,
                                std::int64_t now_ms) override;
@@ -124,7 +124,7 @@ class SqlFireClaimStore final : public FireClaimStore {
     Result<std::vector<store::ExecutorInstance>> LiveExecutors(std::int64_t ttl_ms) override;
     Result<int> MarkRunning(const std::vector<store::StartedFire>& fires, const std::string& address) override;
     Result<int> Finish(const std::vector<FireEnding>& endings) override;
-    Result<store::FireStatus> StatusOf(std::int64_t id) override;
+    Result<model::FireStatus> StatusOf(std::int64_t id) override;
     Result<int> EndEarlierDispatches(const std::string& node, std::int64_t started_ms, std::int64_t now_ms) override;
     Result<int> UnassignPending(const std::string& node) override;
 

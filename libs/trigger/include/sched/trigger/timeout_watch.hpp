@@ -25,7 +25,7 @@ class TimeoutWatch {
   public:
     struct Ports {
         /// FireClaimStore::StatusOf (blocking; run on the DB pool).
-        std::function<Result<store::FireStatus>(std::int64_t fire_id)> status_of;
+        std::function<Result<model::FireStatus>(std::int64_t fire_id)> status_of;
         /// Records the end (the slave's windowed endings).
         std::function<void(FireEnding)> ended;
         /// The DB clock, for the end's finished_at.

@@ -3,7 +3,7 @@
 /// The master's workflow work, inside its fenced scan (docs/workflows.md): creating the runs of
 /// due workflows, starting and skipping steps as their parents end, ending runs, and the run
 /// timeout. Every write is in the scan's transaction, so a deposed master writes nothing, and a
-/// new master recomputes every run's state from its stored fires (store::EvaluateRun).
+/// new master recomputes every run's state from its stored fires (model::EvaluateRun).
 ///
 /// The overlap policy (max_concurrent_runs) is judged at each run's scheduled time: a time
 /// within the lookahead gets its run ahead only when a slot is free; otherwise the workflow's

@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "sched/common/name_table.hpp"
-#include "sched/store/fire.hpp"
-#include "sched/store/workflow.hpp"
-#include "sched/store/workflow_run.hpp"
+#include "sched/model/fire.hpp"
+#include "sched/model/workflow.hpp"
+#include "sched/model/workflow_run.hpp"
 
-namespace sched::store {
+namespace sched::model {
 
 /// A step's state in a run (docs/workflows.md, the table of step states).
 enum class StepState { kWaiting, kRunning, kSucceeded, kFailed, kSkipped };
@@ -78,4 +78,4 @@ inline int StepAttempt(int generation, int attempt_try) {
     return kStepAttemptStride * generation + attempt_try;
 }
 
-}  // namespace sched::store
+}  // namespace sched::model

@@ -1,8 +1,9 @@
 #include <gtest/gtest.h>
 
-#include "sched/store/workflow.hpp"
+#include "sched/model/workflow.hpp"
 
-namespace sched::store {
+namespace sched::model {
+
 namespace {
 
 std::vector<WorkflowStep> Steps(std::initializer_list<const char*> names) {
@@ -180,4 +181,4 @@ TEST(EdgeCondition, NamesRoundTrip) {
 }
 
 }  // namespace
-}  // namespace sched::store
+}  // namespace sched::model

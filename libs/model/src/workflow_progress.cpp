@@ -1,9 +1,9 @@
-#include "sched/store/workflow_progress.hpp"
+#include "sched/model/workflow_progress.hpp"
 
 #include <algorithm>
 #include <map>
 
-namespace sched::store {
+namespace sched::model {
 
 namespace {
 
@@ -190,4 +190,4 @@ RunProgress EvaluateRun(const WorkflowGraph& graph, const WorkflowRun& run, cons
     return p;
 }
 
-}  // namespace sched::store
+}  // namespace sched::model

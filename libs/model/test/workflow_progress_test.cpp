@@ -1,8 +1,9 @@
 #include <gtest/gtest.h>
 
-#include "sched/store/workflow_progress.hpp"
+#include "sched/model/workflow_progress.hpp"
 
-namespace sched::store {
+namespace sched::model {
+
 namespace {
 
 constexpr std::int64_t kRun = 7;
@@ -219,4 +220,4 @@ TEST(EvaluateRun, FiresOfOtherRunsAndUnknownStepsAreIgnored) {
 }
 
 }  // namespace
-}  // namespace sched::store
+}  // namespace sched::model
