@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "master_lease_fixture.hpp"
 #include "sched/common/clock.hpp"
 #include "sched/common/crypto.hpp"
 #include "sched/db/migrator.hpp"
@@ -133,23 +134,11 @@ class FakeSender final : public WebhookSender {
     std::deque<Result<int>> answers;
 };
 
-class AlerterTest : public db::testing::DbTest {
+class AlerterTest : public MasterLeaseTest {
   protected:
     void SetUp() override {
-        DbTest::SetUp();
+        MasterLeaseTest::SetUp();
         if (IsSkipped() || HasFatalFailure()) return;
-        ASSERT_TRUE(db::Migrator(db()).Migrate().ok());
-        pool_ = test_db().OpenAnother();
-        lock_store_ = std::make_unique<lock::SqlLockStore>(pool_);
-        auto held = lock::TryAcquireOnce(*lock_store_, "master", "node-a", 30s);
-        ASSERT_TRUE(held.ok() && held->has_value()) << held.status().ToString();
-        epoch_ = (*held)->epoch;
-        holding_ = **held;
-        fence_ = std::make_unique<lock::Fence>(pool_, "master", "node-a");
-        time_ = std::make_unique<DbTime>(clock_, [this]() -> Result<std::int64_t> {
-            return std::chrono::duration_cast<std::chrono::microseconds>(clock_.System().time_since_epoch()).count();
-        });
-        ASSERT_TRUE(time_->Refresh().ok());
         config_.alert_settle = 0s;
         config_.alert_backoff = 5s;
         config_.alert_max_attempts = 3;
@@ -243,16 +232,7 @@ class AlerterTest : public db::testing::DbTest {
         return metrics_.Counter("sched_alert_deliveries_total", "", {"result"}).Labels({result}).Value();
     }
 
-    FakeClock clock_;
-    std::shared_ptr<db::Database> pool_;
-    std::unique_ptr<lock::SqlLockStore> lock_store_;
-    std::unique_ptr<lock::Fence> fence_;
-    std::unique_ptr<DbTime> time_;
-    MetricsRegistry metrics_;
-    MasterConfig config_;
     FakeSender sender_;
-    std::int64_t epoch_ = 0;
-    lock::Holding holding_;
     std::int64_t job_ = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "master_lease_fixture.hpp"
 #include "sched/common/clock.hpp"
 #include "sched/db/migrator.hpp"
 #include "sched/db/testing/test_database.hpp"
@@ -19,23 +20,11 @@ using namespace std::chrono_literals;
 
 constexpr std::int64_t kHourMs = 3600 * 1000;
 
-class HistoryPurgerTest : public db::testing::DbTest {
+class HistoryPurgerTest : public MasterLeaseTest {
   protected:
     void SetUp() override {
-        DbTest::SetUp();
+        MasterLeaseTest::SetUp();
         if (IsSkipped() || HasFatalFailure()) return;
-        ASSERT_TRUE(db::Migrator(db()).Migrate().ok());
-        pool_ = test_db().OpenAnother();
-        lock_store_ = std::make_unique<lock::SqlLockStore>(pool_);
-        auto held = lock::TryAcquireOnce(*lock_store_, "master", "node-a", 30s);
-        ASSERT_TRUE(held.ok() && held->has_value()) << held.status().ToString();
-        epoch_ = (*held)->epoch;
-        fence_ = std::make_unique<lock::Fence>(pool_, "master", "node-a");
-        // The purge's "now" is the injected clock (the lease itself is checked by the database's).
-        time_ = std::make_unique<DbTime>(clock_, [this]() -> Result<std::int64_t> {
-            return std::chrono::duration_cast<std::chrono::microseconds>(clock_.System().time_since_epoch()).count();
-        });
-        ASSERT_TRUE(time_->Refresh().ok());
         config_.history_retention = 1h;
         config_.history_max_per_job = 1000;
         config_.purge_batch = 1000;
@@ -131,15 +120,6 @@ class HistoryPurgerTest : public db::testing::DbTest {
     }
 
     std::int64_t Now() { return time_->NowMs(); }
-
-    FakeClock clock_;
-    std::shared_ptr<db::Database> pool_;
-    std::unique_ptr<lock::SqlLockStore> lock_store_;
-    std::unique_ptr<lock::Fence> fence_;
-    std::unique_ptr<DbTime> time_;
-    MetricsRegistry metrics_;
-    MasterConfig config_;
-    std::int64_t epoch_ = 0;
 };
 
 TEST_P(HistoryPurgerTest, AgeDeletesOnlyOldEndedFiresWithoutAPendingFollowup) {
