@@ -136,20 +136,16 @@ class FakeSender final : public WebhookSender {
 
 class AlerterTest : public MasterLeaseTest {
   protected:
-    void SetUp() override {
-        MasterLeaseTest::SetUp();
-        if (IsSkipped() || HasFatalFailure()) return;
+    AlerterTest() {
         config_.alert_settle = 0s;
         config_.alert_backoff = 5s;
         config_.alert_max_attempts = 3;
-        store::Job j;
-        j.name = "nightly";
-        j.app = "billing";
-        j.handler = "report";
-        j.schedule_type = sched::ScheduleType::kManual;
-        auto created = store::JobRepository(db()).Create(j);
-        ASSERT_TRUE(created.ok()) << created.status().ToString();
-        job_ = created->id;
+    }
+
+    void SetUp() override {
+        MasterLeaseTest::SetUp();
+        if (IsSkipped() || HasFatalFailure()) return;
+        CreateNightlyJob();
     }
 
     Alerter MakeAlerter() { return Alerter(pool_, *fence_, *time_, config_, metrics_, sender_); }
@@ -233,7 +229,6 @@ class AlerterTest : public MasterLeaseTest {
     }
 
     FakeSender sender_;
-    std::int64_t job_ = 0;
 };
 
 TEST_P(AlerterTest, AFailedFireCreatesOneSignedDeliveryEvenWhenANewMasterEvaluatesItAgain) {

@@ -22,9 +22,7 @@ constexpr std::int64_t kHourMs = 3600 * 1000;
 
 class HistoryPurgerTest : public MasterLeaseTest {
   protected:
-    void SetUp() override {
-        MasterLeaseTest::SetUp();
-        if (IsSkipped() || HasFatalFailure()) return;
+    HistoryPurgerTest() {
         config_.history_retention = 1h;
         config_.history_max_per_job = 1000;
         config_.purge_batch = 1000;

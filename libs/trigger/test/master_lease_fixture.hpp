@@ -16,6 +16,7 @@
 #include "sched/lock/fenced.hpp"
 #include "sched/lock/lock_store.hpp"
 #include "sched/lock/sql_lock_store.hpp"
+#include "sched/store/job.hpp"
 #include "sched/trigger/db_time.hpp"
 #include "sched/trigger/master_config.hpp"
 
@@ -49,6 +50,18 @@ class MasterLeaseTest : public db::testing::DbTest {
         });
     }
 
+    // The manual job "nightly" of app "billing" (handler "report"), into job_.
+    void CreateNightlyJob() {
+        store::Job j;
+        j.name = "nightly";
+        j.app = "billing";
+        j.handler = "report";
+        j.schedule_type = sched::ScheduleType::kManual;
+        auto created = store::JobRepository(db()).Create(j);
+        ASSERT_TRUE(created.ok()) << created.status().ToString();
+        job_ = created->id;
+    }
+
     FakeClock clock_;
     std::shared_ptr<db::Database> pool_;
     std::unique_ptr<lock::SqlLockStore> lock_store_;
@@ -58,6 +71,7 @@ class MasterLeaseTest : public db::testing::DbTest {
     MasterConfig config_;
     std::int64_t epoch_ = 0;
     lock::Holding holding_;
+    std::int64_t job_ = 0;
 };
 
 }  // namespace sched::trigger

@@ -91,24 +91,20 @@ class StallingReceiver {
 
 class WebhookIsolationTest : public MasterLeaseTest {
   protected:
-    std::chrono::seconds LeaseTtl() const override { return 300s; }
-
-    void SetUp() override {
-        MasterLeaseTest::SetUp();
-        if (IsSkipped() || HasFatalFailure()) return;
+    WebhookIsolationTest() {
         config_.alert_settle = 0s;
         config_.alert_max_attempts = 3;
         config_.alert_backoff = 10ms;
         config_.alert_backoff_max = 10ms;
         config_.alert_receiver_concurrency = 3;
-        store::Job j;
-        j.name = "nightly";
-        j.app = "billing";
-        j.handler = "report";
-        j.schedule_type = sched::ScheduleType::kManual;
-        auto created = store::JobRepository(db()).Create(j);
-        ASSERT_TRUE(created.ok()) << created.status().ToString();
-        job_ = created->id;
+    }
+
+    std::chrono::seconds LeaseTtl() const override { return 300s; }
+
+    void SetUp() override {
+        MasterLeaseTest::SetUp();
+        if (IsSkipped() || HasFatalFailure()) return;
+        ASSERT_NO_FATAL_FAILURE(CreateNightlyJob());
         work_.emplace(io_.get_executor());
         io_thread_ = std::thread([this] { io_.run(); });
     }
@@ -181,7 +177,6 @@ class WebhookIsolationTest : public MasterLeaseTest {
         return false;
     }
 
-    std::int64_t job_ = 0;
     net::io_context io_;
     std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
     std::thread io_thread_;
