@@ -15,6 +15,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::LockDbTest;
+using testing::SelectValue;
 using testing::WaitFor;
 
 class FencedTest : public LockDbTest {
@@ -33,11 +34,7 @@ class FencedTest : public LockDbTest {
     }
 
     int Rows() {
-        auto n = db().Run([](soci::session& s) {
-            int c = 0;
-            s << "SELECT COUNT(*) FROM fenced_w", soci::into(c);
-            return c;
-        });
+        auto n = SelectValue<int>(db(), "SELECT COUNT(*) FROM fenced_w");
         return n.ok() ? *n : -1;
     }
 

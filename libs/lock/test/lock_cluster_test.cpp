@@ -37,7 +37,9 @@ using sched::testing::ChildProcess;
 using sched::testing::OutputFile;
 using sched::testing::PrivateMariaDb;
 using sched::testing::WaitFor;
+using testing::CreateCounter;
 using testing::LockDbTest;
+using testing::SelectValue;
 
 constexpr auto kTick = 200ms;
 constexpr auto kTtl = 1000ms;
@@ -277,11 +279,7 @@ class LockClusterTest : public LockDbTest {
 };
 
 TEST_P(LockClusterTest, CounterUnderDistributedLockAcrossProcessesIsExact) {
-    ASSERT_TRUE(db().Run([](soci::session& s) {
-                        s << "CREATE TABLE lock_test_counter (id INT PRIMARY KEY, value BIGINT NOT NULL)";
-                        s << "INSERT INTO lock_test_counter (id, value) VALUES (1, 0)";
-                    })
-                    .ok());
+    ASSERT_TRUE(CreateCounter(db(), "lock_test_counter", "value", "BIGINT NOT NULL").ok());
     constexpr int kProcesses = 4;
     constexpr int kIterations = 40;
     std::vector<std::unique_ptr<ChildProcess>> procs;
@@ -292,11 +290,7 @@ TEST_P(LockClusterTest, CounterUnderDistributedLockAcrossProcessesIsExact) {
             OutputFile{(dir_ / ("counter-" + std::to_string(i) + ".out")).string()}));
     }
     for (auto& p : procs) EXPECT_EQ(p->WaitForExit(90s), 0);
-    auto v = db().Run([](soci::session& s) {
-        long long v = 0;
-        s << "SELECT value FROM lock_test_counter WHERE id = 1", soci::into(v);
-        return v;
-    });
+    auto v = SelectValue<long long>(db(), "SELECT value FROM lock_test_counter WHERE id = 1");
     ASSERT_TRUE(v.ok()) << v.status().ToString();
     EXPECT_EQ(*v, kProcesses * kIterations);
 }
