@@ -8,8 +8,6 @@
 #include <thread>
 #include <vector>
 
-#include <fcntl.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,12 +15,14 @@
 
 #include <gtest/gtest.h>
 
+#include "sched/common/testing/tiny_file_system.hpp"
 #include "sched/db/testing/test_database.hpp"
 
 namespace sched::db {
 namespace {
 
 using namespace std::chrono_literals;
+using sched::testing::TinyFileSystem;
 using testing::DbTest;
 
 class DatabaseTest : public DbTest {};
@@ -491,46 +491,8 @@ TEST_F(SqlitePriority, AWriterBackToBackGivesWaySoAnotherWriterDoesNotWaitOutIts
     EXPECT_GT(writes.load(), 10) << "the writers did not keep the lock busy";
 }
 
-/// A tmpfs of `size` mounted on a fresh directory for one test, unmounted (by path) at the end.
-class TinyFileSystem {
-  public:
-    explicit TinyFileSystem(const std::string& size) : dir_(FreshDir("tmpfs")) {
-        std::filesystem::create_directories(dir_);
-        const std::string options = "size=" + size + ",mode=0700";
-        if (::mount("tmpfs", dir_.c_str(), "tmpfs", 0, options.c_str()) == 0) {
-            mounted_ = true;
-        } else {
-            error_ = std::string("mount tmpfs: ") + std::strerror(errno);
-        }
-    }
-    ~TinyFileSystem() {
-        if (mounted_) ::umount2(dir_.c_str(), MNT_DETACH);
-        std::error_code ec;
-        std::filesystem::remove_all(dir_, ec);
-    }
-    bool mounted() const { return mounted_; }
-    const std::string& error() const { return error_; }
-    const std::filesystem::path& dir() const { return dir_; }
-
-    /// Writes a filler file until the file system is full.
-    void Fill() {
-        const int fd = ::open((dir_ / "filler").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        ASSERT_GE(fd, 0);
-        const std::string chunk(4096, 'x');
-        while (::write(fd, chunk.data(), chunk.size()) > 0) {
-        }
-        ::close(fd);
-    }
-    void Free() { std::filesystem::remove(dir_ / "filler"); }
-
-  private:
-    std::filesystem::path dir_;
-    bool mounted_ = false;
-    std::string error_;
-};
-
 TEST(SqliteDiskFull, AFullDiskIsUnavailableNamingTheDiskAndWritesWorkOnceSpaceReturns) {
-    TinyFileSystem fs("2m");
+    TinyFileSystem fs(FreshDir("tmpfs"), "2m", /*remove_dir=*/true);
     if (!fs.mounted()) {
         GTEST_SKIP() << "cannot mount a tmpfs here (" << fs.error() << "): run as root to test a full disk";
     }
@@ -540,7 +502,7 @@ TEST(SqliteDiskFull, AFullDiskIsUnavailableNamingTheDiskAndWritesWorkOnceSpaceRe
     ASSERT_TRUE(opened.ok()) << opened.status().ToString();
     Database& db = **opened;
     ASSERT_TRUE(db.Run([](soci::session& s) { s << "CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT)"; }).ok());
-    fs.Fill();
+    ASSERT_TRUE(fs.Fill());
     // Rows larger than any free page the file already has: the write needs new space.
     const std::string big(256 * 1024, 'v');
     Status full = Status::Ok();
