@@ -1,11 +1,9 @@
 // The scheduler-standalone binary as an operator runs it: real process, real HTTP on loopback.
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -28,6 +26,7 @@
 
 #include "sched/common/node_id.hpp"
 #include "sched/common/testing/child_process.hpp"
+#include "sched/common/testing/tiny_file_system.hpp"
 #include "sched/common/testing/wait_for.hpp"
 #include "sched/db/database.hpp"
 
@@ -36,6 +35,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::ChildProcess;
+using testing::TinyFileSystem;
 
 class StandaloneProcess : public ::testing::Test {
   protected:
@@ -199,39 +199,6 @@ TEST_F(StandaloneProcess, TheDataDirectoryAndTheDatabaseFilesArePrivate) {
     EXPECT_EQ(p.WaitForExit(10s), 0);
 }
 
-/// A tmpfs of `size` on a fresh directory for one test, unmounted by path at the end.
-class TinyFileSystem {
-  public:
-    TinyFileSystem(std::filesystem::path dir, const std::string& size) : dir_(std::move(dir)) {
-        std::filesystem::create_directories(dir_);
-        const std::string options = "size=" + size + ",mode=0700";
-        if (::mount("tmpfs", dir_.c_str(), "tmpfs", 0, options.c_str()) == 0) {
-            mounted_ = true;
-        } else {
-            error_ = std::string("mount tmpfs: ") + std::strerror(errno);
-        }
-    }
-    ~TinyFileSystem() {
-        if (mounted_) ::umount2(dir_.c_str(), MNT_DETACH);
-    }
-    bool mounted() const { return mounted_; }
-    const std::string& error() const { return error_; }
-    void Fill() {
-        const int fd = ::open((dir_ / "filler").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        ASSERT_GE(fd, 0);
-        const std::string chunk(4096, 'x');
-        while (::write(fd, chunk.data(), chunk.size()) > 0) {
-        }
-        ::close(fd);
-    }
-    void Free() { std::filesystem::remove(dir_ / "filler"); }
-
-  private:
-    std::filesystem::path dir_;
-    bool mounted_ = false;
-    std::string error_;
-};
-
 TEST_F(StandaloneProcess, AFullDiskAnswers503UnavailableAndTheApiRecoversWhenSpaceReturns) {
     TinyFileSystem fs(dir_ / "data", "8m");
     if (!fs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here (" << fs.error() << "): a full disk needs root";
@@ -253,7 +220,7 @@ TEST_F(StandaloneProcess, AFullDiskAnswers503UnavailableAndTheApiRecoversWhenSpa
     auto first = create();
     ASSERT_EQ(first.first, 201) << first.second;
 
-    fs.Fill();
+    ASSERT_TRUE(fs.Fill());
     std::pair<int, std::string> refused{0, ""};
     for (int i = 0; i < 300; ++i) {
         refused = create();
