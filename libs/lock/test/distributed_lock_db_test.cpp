@@ -15,9 +15,7 @@ namespace sched::lock {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::CreateCounter;
 using testing::LockDbTest;
-using testing::SelectValue;
 using testing::WaitFor;
 
 class DistributedLockDbTest : public LockDbTest {
@@ -135,7 +133,7 @@ TEST_P(DistributedLockDbTest, LostLockIsReportedThroughTheGuard) {
 }
 
 TEST_P(DistributedLockDbTest, ReadSleepWriteCounterUnderTheLockIsExact) {
-    ASSERT_TRUE(CreateCounter(db(), "dl_counter", "v", "INT").ok());
+    ASSERT_TRUE(CreateCounter("dl_counter", "v", "INT").ok());
     constexpr int kClients = 4;
     constexpr int kIterations = 15;
     std::vector<std::thread> threads;
@@ -156,7 +154,7 @@ TEST_P(DistributedLockDbTest, ReadSleepWriteCounterUnderTheLockIsExact) {
         });
     }
     for (auto& t : threads) t.join();
-    auto v = SelectValue<int>(db(), "SELECT v FROM dl_counter WHERE id = 1");
+    auto v = SelectValue<int>("SELECT v FROM dl_counter WHERE id = 1");
     ASSERT_TRUE(v.ok());
     EXPECT_EQ(*v, kClients * kIterations);
 }

@@ -15,7 +15,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::LockDbTest;
-using testing::SelectValue;
 using testing::WaitFor;
 
 class FencedTest : public LockDbTest {
@@ -34,7 +33,7 @@ class FencedTest : public LockDbTest {
     }
 
     int Rows() {
-        auto n = SelectValue<int>(db(), "SELECT COUNT(*) FROM fenced_w");
+        auto n = SelectValue<int>("SELECT COUNT(*) FROM fenced_w");
         return n.ok() ? *n : -1;
     }
 

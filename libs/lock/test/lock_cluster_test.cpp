@@ -37,9 +37,7 @@ using sched::testing::ChildProcess;
 using sched::testing::OutputFile;
 using sched::testing::PrivateMariaDb;
 using sched::testing::WaitFor;
-using testing::CreateCounter;
 using testing::LockDbTest;
-using testing::SelectValue;
 
 constexpr auto kTick = 200ms;
 constexpr auto kTtl = 1000ms;
@@ -279,7 +277,7 @@ class LockClusterTest : public LockDbTest {
 };
 
 TEST_P(LockClusterTest, CounterUnderDistributedLockAcrossProcessesIsExact) {
-    ASSERT_TRUE(CreateCounter(db(), "lock_test_counter", "value", "BIGINT NOT NULL").ok());
+    ASSERT_TRUE(CreateCounter("lock_test_counter", "value", "BIGINT NOT NULL").ok());
     constexpr int kProcesses = 4;
     constexpr int kIterations = 40;
     std::vector<std::unique_ptr<ChildProcess>> procs;
@@ -290,7 +288,7 @@ TEST_P(LockClusterTest, CounterUnderDistributedLockAcrossProcessesIsExact) {
             OutputFile{(dir_ / ("counter-" + std::to_string(i) + ".out")).string()}));
     }
     for (auto& p : procs) EXPECT_EQ(p->WaitForExit(90s), 0);
-    auto v = SelectValue<long long>(db(), "SELECT value FROM lock_test_counter WHERE id = 1");
+    auto v = SelectValue<long long>("SELECT value FROM lock_test_counter WHERE id = 1");
     ASSERT_TRUE(v.ok()) << v.status().ToString();
     EXPECT_EQ(*v, kProcesses * kIterations);
 }

@@ -14,9 +14,7 @@ namespace sched::lock {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::CreateCounter;
 using testing::LockDbTest;
-using testing::SelectValue;
 using testing::WaitFor;
 
 class RowLockTest : public LockDbTest {
@@ -24,11 +22,11 @@ class RowLockTest : public LockDbTest {
     void SetUp() override {
         LockDbTest::SetUp();
         if (IsSkipped() || HasFatalFailure()) return;
-        ASSERT_TRUE(CreateCounter(db(), "row_counter", "v", "INT").ok());
+        ASSERT_TRUE(CreateCounter("row_counter", "v", "INT").ok());
     }
 
     int Counter() {
-        auto v = SelectValue<int>(db(), "SELECT v FROM row_counter WHERE id = 1");
+        auto v = SelectValue<int>("SELECT v FROM row_counter WHERE id = 1");
         return v.ok() ? *v : -1;
     }
 
