@@ -69,15 +69,11 @@ class HardeningProcess : public ::testing::Test {
                               << "\"\nlog:\n  level: info\n";
         process_ = std::make_unique<ChildProcess>(std::vector<std::string>{Binary(), "--config", config.string()},
                                                   dir_.string());
-        auto line = process_->WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
-        ASSERT_TRUE(line) << process_->stderr_text();
-        port_ = static_cast<unsigned short>(std::stoi(line->substr(line->rfind(':') + 1)));
+        port_ = ListeningPort(*process_, 20s);
+        ASSERT_NE(port_, 0) << process_->stderr_text();
     }
     void TearDown() override {
-        if (process_) {
-            process_->Signal(SIGTERM);
-            (void)process_->WaitForExit(10s);
-        }
+        if (process_) (void)process_->Stop(10s);
         process_.reset();
         std::filesystem::remove_all(dir_);
     }

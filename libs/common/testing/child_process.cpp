@@ -226,6 +226,11 @@ std::optional<int> ChildProcess::WaitForExit(std::chrono::milliseconds timeout) 
     return exit_code_;
 }
 
+unsigned short ListeningPort(ChildProcess& process, std::chrono::milliseconds timeout) {
+    const auto line = process.WaitForStdoutLine("listening on http://127.0.0.1:", timeout);
+    return line ? static_cast<unsigned short>(std::stoi(line->substr(line->rfind(':') + 1))) : 0;
+}
+
 std::pair<int, std::string> HttpGet(unsigned short port, const std::string& target) {
     return HttpCall(port, "GET", target);
 }

@@ -81,6 +81,10 @@ class ChildProcess {
     std::optional<int> exit_code_;
 };
 
+/// The port of the "listening on http://127.0.0.1:<port>" line `process` prints within
+/// `timeout` (an app's first line once it serves); 0 when none came.
+unsigned short ListeningPort(ChildProcess& process, std::chrono::milliseconds timeout);
+
 /// Runs `argv` to completion (at most 120 s); returns its exit code (-1 when it cannot start or
 /// times out) and appends its stdout and stderr to `*output`. `env` entries ("KEY=value") replace
 /// inherited ones.
