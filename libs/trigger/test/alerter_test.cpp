@@ -145,7 +145,8 @@ class AlerterTest : public MasterLeaseTest {
     void SetUp() override {
         MasterLeaseTest::SetUp();
         if (IsSkipped() || HasFatalFailure()) return;
-        CreateNightlyJob();
+        job_ = CreateBillingJob("nightly");
+        ASSERT_NE(job_, 0);
     }
 
     Alerter MakeAlerter() { return Alerter(pool_, *fence_, *time_, config_, metrics_, sender_); }
@@ -166,14 +167,14 @@ class AlerterTest : public MasterLeaseTest {
         return *id;
     }
 
+    // Rule()'s rule of job_, stored (the repository assigns its id).
     std::int64_t AddRule(std::vector<AlertEvent> events, int n = 1) {
-        store::AlertRule r;
-        r.name = "pager";
-        r.job_id = job_;
-        r.events = std::move(events);
-        r.consecutive_failures = n;
-        r.url = "http://127.0.0.1:1/hook";
-        r.secret = "topsecret";
+        auto r = Rule(std::move(events), job_, n);
+        r.id = 0;
+        return Store(r);
+    }
+
+    std::int64_t Store(const store::AlertRule& r) {
         auto created = store::AlertRepository(db()).CreateRule(r);
         EXPECT_TRUE(created.ok()) << created.status().ToString();
         return created->id;
@@ -188,9 +189,7 @@ class AlerterTest : public MasterLeaseTest {
         r.no_success_within_ms = within_ms;
         r.url = "http://127.0.0.1:1/slo";
         r.secret = "topsecret";
-        auto created = store::AlertRepository(db()).CreateRule(r);
-        EXPECT_TRUE(created.ok()) << created.status().ToString();
-        return created->id;
+        return Store(r);
     }
 
     // Jobs are created on the real DB clock; the alerter runs on the fake one.
@@ -202,17 +201,6 @@ class AlerterTest : public MasterLeaseTest {
                                 soci::use(on), soci::use(job);
                         })
                         .ok());
-    }
-
-    std::int64_t AddJob(const std::string& name) {
-        store::Job j;
-        j.name = name;
-        j.app = "billing";
-        j.handler = "report";
-        j.schedule_type = sched::ScheduleType::kManual;
-        auto created = store::JobRepository(db()).Create(j);
-        EXPECT_TRUE(created.ok()) << created.status().ToString();
-        return created->id;
     }
 
     std::vector<store::AlertDelivery> Deliveries(AlertEvent event) {
@@ -461,11 +449,11 @@ TEST_P(AlerterTest, AGlobalNoSuccessRuleSkipsPausedJobsAndJobsThatSucceededRecen
     SetJob(job_, 5 * kHour);
     AddFire("failed", 3 * kHour);
     AddFire("succeeded", 10 * 60'000);  // ten minutes ago
-    const auto paused = AddJob("paused");
+    const auto paused = CreateBillingJob("paused");
     SetJob(paused, 5 * kHour, false);
-    const auto silent = AddJob("silent");
+    const auto silent = CreateBillingJob("silent");
     SetJob(silent, 5 * kHour);
-    const auto young = AddJob("young");
+    const auto young = CreateBillingJob("young");
     SetJob(young, 10 * 60'000);  // created ten minutes ago, never run
     AddSloRule(kHour, true);
     // A fire rule wanting only no_success is not about fires.

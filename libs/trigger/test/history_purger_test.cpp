@@ -31,15 +31,7 @@ class HistoryPurgerTest : public MasterLeaseTest {
     HistoryPurger MakePurger() { return HistoryPurger(pool_, *fence_, *time_, config_, metrics_); }
 
     std::int64_t CreateJob(const std::string& name) {
-        store::Job j;
-        j.name = name;
-        j.app = "app";
-        j.handler = "echo";
-        j.schedule_type = sched::ScheduleType::kCron;
-        j.schedule_expr = "* * * * * ?";
-        auto created = store::JobRepository(db()).Create(j);
-        EXPECT_TRUE(created.ok()) << created.status().ToString();
-        return created->id;
+        return CreateJobOf(name, "app", "echo", ScheduleType::kCron, "* * * * * ?");
     }
 
     struct Row {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "sched/common/clock.hpp"
 #include "sched/common/metrics.hpp"
@@ -50,16 +51,24 @@ class MasterLeaseTest : public db::testing::DbTest {
         });
     }
 
-    // The manual job "nightly" of app "billing" (handler "report"), into job_.
-    void CreateNightlyJob() {
+    // A job `name` of `app` (handler `handler`) on the schedule `type` `expr`; its id, 0 when it
+    // could not be created (a failure).
+    std::int64_t CreateJobOf(const std::string& name, const std::string& app, const std::string& handler,
+                             ScheduleType type, const std::string& expr = "") {
         store::Job j;
-        j.name = "nightly";
-        j.app = "billing";
-        j.handler = "report";
-        j.schedule_type = sched::ScheduleType::kManual;
+        j.name = name;
+        j.app = app;
+        j.handler = handler;
+        j.schedule_type = type;
+        j.schedule_expr = expr;
         auto created = store::JobRepository(db()).Create(j);
-        ASSERT_TRUE(created.ok()) << created.status().ToString();
-        job_ = created->id;
+        EXPECT_TRUE(created.ok()) << created.status().ToString();
+        return created.ok() ? created->id : 0;
+    }
+
+    // A manual job `name` of app "billing" (handler "report"), what the alerts are about.
+    std::int64_t CreateBillingJob(const std::string& name) {
+        return CreateJobOf(name, "billing", "report", ScheduleType::kManual);
     }
 
     FakeClock clock_;

@@ -104,7 +104,8 @@ class WebhookIsolationTest : public MasterLeaseTest {
     void SetUp() override {
         MasterLeaseTest::SetUp();
         if (IsSkipped() || HasFatalFailure()) return;
-        ASSERT_NO_FATAL_FAILURE(CreateNightlyJob());
+        job_ = CreateBillingJob("nightly");
+        ASSERT_NE(job_, 0);
         work_.emplace(io_.get_executor());
         io_thread_ = std::thread([this] { io_.run(); });
     }
