@@ -25,22 +25,13 @@ using namespace std::chrono_literals;
 using http::testing::RawConnection;
 using testing::ChildProcess;
 using testing::HttpCall;
+using testing::PeakRss;
 
 constexpr std::size_t kMiB = 1024 * 1024;
 
 std::string Binary() {
     const char* other = std::getenv("SCHED_HARDENING_STANDALONE_BIN");
     return other != nullptr && *other != '\0' ? other : SCHED_STANDALONE_BIN;
-}
-
-// VmHWM (peak resident set) of `pid`, in bytes; 0 when unreadable.
-std::size_t PeakRss(pid_t pid) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.rfind("VmHWM:", 0) == 0) return std::stoul(line.substr(6)) * 1024;
-    }
-    return 0;
 }
 
 std::string Nested(std::size_t depth) {
