@@ -54,18 +54,14 @@ class StandaloneProcess : public ::testing::Test {
         return WriteConfig("http:\n  listen: \"127.0.0.1:0\"\ndatabase:\n  url: \"sqlite://" +
                            (dir_ / "data/s.db").string() + "\"\nlog:\n  level: info\n");
     }
-    static unsigned short PortOf(const std::string& line) {
-        return static_cast<unsigned short>(std::stoi(line.substr(line.rfind(':') + 1)));
-    }
 
     std::filesystem::path dir_;
 };
 
 TEST_F(StandaloneProcess, ServesHealthReadinessAndMetricsThenStopsOnSigterm) {
     ChildProcess p({SCHED_STANDALONE_BIN, "--config", DefaultConfig()}, dir_.string());
-    auto line = p.WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
-    ASSERT_TRUE(line) << p.stderr_text();
-    const auto port = PortOf(*line);
+    const auto port = ListeningPort(p, 20s);
+    ASSERT_NE(port, 0) << p.stderr_text();
     // No token configured: one is generated and printed, never an open scheduler.
     auto token = p.WaitForStdoutLine("token (generated): ", 1s);
     ASSERT_TRUE(token) << p.stdout_text();
@@ -205,9 +201,8 @@ TEST_F(StandaloneProcess, AFullDiskAnswers503UnavailableAndTheApiRecoversWhenSpa
     ChildProcess p({SCHED_STANDALONE_BIN, "--config", DefaultConfig()}, dir_.string());
     const std::string token = TokenOf(p);
     ASSERT_FALSE(token.empty()) << p.stderr_text();
-    auto line = p.WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
-    ASSERT_TRUE(line) << p.stderr_text();
-    const auto port = PortOf(*line);
+    const auto port = ListeningPort(p, 20s);
+    ASSERT_NE(port, 0) << p.stderr_text();
     const std::string params(60000, 'p');
     int n = 0;
     const auto create = [&] {
@@ -262,9 +257,8 @@ TEST_F(StandaloneProcess, ReadyzIsNotReadyWhileNoNodeLeadsAndReadyOnceOneDoes) {
                     "?busy-timeout=10s\"\nelection:\n  tick: 200ms\n  ttl: 1s\n  margin: 300ms\n"
                     "log:\n  level: info\n");
     ChildProcess p({SCHED_STANDALONE_BIN, "--config", config}, dir_.string());
-    auto line = p.WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
-    ASSERT_TRUE(line) << p.stderr_text();
-    const auto port = PortOf(*line);
+    const auto port = ListeningPort(p, 20s);
+    ASSERT_NE(port, 0) << p.stderr_text();
     std::pair<int, std::string> ready{0, ""};
     ASSERT_TRUE(WaitFor(
         [&] {
@@ -313,9 +307,8 @@ TEST_F(StandaloneProcess, InternalRoutesTakeExactlyTheirFieldsAndNameTheBadOne) 
     ChildProcess p({SCHED_STANDALONE_BIN, "--config", DefaultConfig()}, dir_.string());
     const std::string token = TokenOf(p);
     ASSERT_FALSE(token.empty()) << p.stderr_text();
-    auto line = p.WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
-    ASSERT_TRUE(line) << p.stderr_text();
-    const auto port = PortOf(*line);
+    const auto port = ListeningPort(p, 20s);
+    ASSERT_NE(port, 0) << p.stderr_text();
     const auto field_of = [](const std::string& body) {
         const auto at = body.find("\"field\":\"");
         if (at == std::string::npos) return std::string("<none>");
@@ -505,9 +498,8 @@ TEST_F(StandaloneProcess, AFailedFireDeliversASignedWebhookRetriedUntilTheReceiv
                     "  alert-addresses:\n    allow: [\"127.0.0.1\"]\n"  // the receiver is on loopback
                     "log:\n  level: info\n");
     ChildProcess p({SCHED_STANDALONE_BIN, "--config", config}, dir_.string(), {"SCHED_TOKEN=" + token});
-    auto line = p.WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
-    ASSERT_TRUE(line) << p.stderr_text();
-    const auto port = PortOf(*line);
+    const auto port = ListeningPort(p, 20s);
+    ASSERT_NE(port, 0) << p.stderr_text();
 
     auto job = testing::HttpCall(port, "POST", "/api/v1/jobs",
                                  R"({"name":"nightly","app":"demo","handler":"echo","schedule_type":"manual"})", token);
@@ -637,9 +629,8 @@ TEST_F(StandaloneProcess, ASilentWebhookReceiverDelaysOnlyItsOwnDeliveries) {
                     "  alert-addresses:\n    allow: [\"127.0.0.1\"]\n"  // both receivers are on loopback
                     "log:\n  level: info\n");
     ChildProcess p({SCHED_STANDALONE_BIN, "--config", config}, dir_.string(), {"SCHED_TOKEN=" + token});
-    auto line = p.WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
-    ASSERT_TRUE(line) << p.stderr_text();
-    const auto port = PortOf(*line);
+    const auto port = ListeningPort(p, 20s);
+    ASSERT_NE(port, 0) << p.stderr_text();
 
     SilentListener silent;
     const unsigned short healthy_port = FreeLoopbackPort();
