@@ -344,6 +344,42 @@ class SqlitePriority : public ::testing::Test {
         std::filesystem::remove_all(root_);
     }
 
+    struct Contended {
+        int failed = 0;  ///< of the caller's writes
+        int writes = 0;  ///< the writers' transactions
+    };
+
+    // `writer_count` threads write on others_ back to back (inserting `writer_value`, each
+    // holding the write lock 10 ms) while `caller` makes `attempts` writes (inserting `value`),
+    // `pause` apart.
+    Contended WriteUnderContention(Database& caller, int writer_count, int writer_value, int attempts, int value,
+                                   std::chrono::milliseconds pause) {
+        std::atomic<bool> stop{false};
+        std::atomic<int> writes{0};
+        std::vector<std::thread> writers;
+        for (int i = 0; i < writer_count; ++i) {
+            writers.emplace_back([&] {
+                while (!stop) {
+                    auto st = others_->InTransaction(TxMode::kWrite, [&](soci::session& s) {
+                        s << "INSERT INTO t VALUES (:v)", soci::use(writer_value);
+                        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                    });
+                    if (st.ok()) ++writes;
+                }
+            });
+        }
+        int failed = 0;
+        for (int i = 0; i < attempts; ++i) {
+            auto st = caller.InTransaction(
+                TxMode::kWrite, [&](soci::session& s) { s << "INSERT INTO t VALUES (:v)", soci::use(value); });
+            if (!st.ok()) ++failed;
+            std::this_thread::sleep_for(pause);
+        }
+        stop = true;
+        for (auto& w : writers) w.join();
+        return {failed, writes.load()};
+    }
+
     std::filesystem::path root_;
     std::shared_ptr<Database> others_;
     std::shared_ptr<Database> priority_;
@@ -430,30 +466,9 @@ TEST_F(SqlitePriority, RenewsSucceedUnderAStreamOfWriteTransactions) {
     url.acquire_timeout = std::chrono::milliseconds(100);
     auto elector = Database::Open(url);
     ASSERT_TRUE(elector.ok()) << elector.status().ToString();
-    std::atomic<bool> stop{false};
-    std::atomic<int> writes{0};
-    std::vector<std::thread> writers;
-    for (int i = 0; i < 4; ++i) {
-        writers.emplace_back([&] {
-            while (!stop) {
-                auto st = others_->InTransaction(TxMode::kWrite, [](soci::session& s) {
-                    s << "INSERT INTO t VALUES (5)";
-                    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-                });
-                if (st.ok()) ++writes;
-            }
-        });
-    }
-    int failed = 0;
-    for (int i = 0; i < 30; ++i) {
-        auto st = (*elector)->InTransaction(TxMode::kWrite, [](soci::session& s) { s << "INSERT INTO t VALUES (6)"; });
-        if (!st.ok()) ++failed;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    stop = true;
-    for (auto& w : writers) w.join();
-    EXPECT_EQ(failed, 0);
-    EXPECT_GT(writes.load(), 30) << "the writers did not keep the lock busy";
+    const auto run = WriteUnderContention(**elector, 4, 5, 30, 6, std::chrono::milliseconds(20));
+    EXPECT_EQ(run.failed, 0);
+    EXPECT_GT(run.writes, 30) << "the writers did not keep the lock busy";
 }
 
 TEST_F(SqlitePriority, AWriterBackToBackGivesWaySoAnotherWriterDoesNotWaitOutItsBusyTimeout) {
@@ -465,30 +480,9 @@ TEST_F(SqlitePriority, AWriterBackToBackGivesWaySoAnotherWriterDoesNotWaitOutIts
     url.busy_timeout = std::chrono::milliseconds(300);
     auto claims = Database::Open(url);
     ASSERT_TRUE(claims.ok()) << claims.status().ToString();
-    std::atomic<bool> stop{false};
-    std::atomic<int> writes{0};
-    std::vector<std::thread> writers;
-    for (int i = 0; i < 2; ++i) {
-        writers.emplace_back([&] {
-            while (!stop) {
-                auto st = others_->InTransaction(TxMode::kWrite, [](soci::session& s) {
-                    s << "INSERT INTO t VALUES (7)";
-                    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-                });
-                if (st.ok()) ++writes;
-            }
-        });
-    }
-    int failed = 0;
-    for (int i = 0; i < 20; ++i) {
-        auto st = (*claims)->InTransaction(TxMode::kWrite, [](soci::session& s) { s << "INSERT INTO t VALUES (8)"; });
-        if (!st.ok()) ++failed;
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    stop = true;
-    for (auto& w : writers) w.join();
-    EXPECT_EQ(failed, 0);
-    EXPECT_GT(writes.load(), 10) << "the writers did not keep the lock busy";
+    const auto run = WriteUnderContention(**claims, 2, 7, 20, 8, std::chrono::milliseconds(5));
+    EXPECT_EQ(run.failed, 0);
+    EXPECT_GT(run.writes, 10) << "the writers did not keep the lock busy";
 }
 
 TEST(SqliteDiskFull, AFullDiskIsUnavailableNamingTheDiskAndWritesWorkOnceSpaceReturns) {
