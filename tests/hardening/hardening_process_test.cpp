@@ -25,22 +25,13 @@ using namespace std::chrono_literals;
 using http::testing::RawConnection;
 using testing::ChildProcess;
 using testing::HttpCall;
+using testing::PeakRss;
 
 constexpr std::size_t kMiB = 1024 * 1024;
 
 std::string Binary() {
     const char* other = std::getenv("SCHED_HARDENING_STANDALONE_BIN");
     return other != nullptr && *other != '\0' ? other : SCHED_STANDALONE_BIN;
-}
-
-// VmHWM (peak resident set) of `pid`, in bytes; 0 when unreadable.
-std::size_t PeakRss(pid_t pid) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.rfind("VmHWM:", 0) == 0) return std::stoul(line.substr(6)) * 1024;
-    }
-    return 0;
 }
 
 std::string Nested(std::size_t depth) {
@@ -69,15 +60,11 @@ class HardeningProcess : public ::testing::Test {
                               << "\"\nlog:\n  level: info\n";
         process_ = std::make_unique<ChildProcess>(std::vector<std::string>{Binary(), "--config", config.string()},
                                                   dir_.string());
-        auto line = process_->WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
-        ASSERT_TRUE(line) << process_->stderr_text();
-        port_ = static_cast<unsigned short>(std::stoi(line->substr(line->rfind(':') + 1)));
+        port_ = ListeningPort(*process_, 20s);
+        ASSERT_NE(port_, 0) << process_->stderr_text();
     }
     void TearDown() override {
-        if (process_) {
-            process_->Signal(SIGTERM);
-            (void)process_->WaitForExit(10s);
-        }
+        if (process_) (void)process_->Stop(10s);
         process_.reset();
         std::filesystem::remove_all(dir_);
     }

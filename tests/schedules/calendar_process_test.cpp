@@ -56,15 +56,11 @@ class CalendarProcess : public ::testing::Test {
         process_ = std::make_unique<ChildProcess>(
             std::vector<std::string>{SCHED_STANDALONE_BIN, "--config", (dir_ / "standalone.yaml").string()},
             dir_.string());
-        const auto line = process_->WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
-        ASSERT_TRUE(line) << process_->stderr_text();
-        port_ = static_cast<unsigned short>(std::stoi(line->substr(line->rfind(':') + 1)));
+        port_ = ListeningPort(*process_, 20s);
+        ASSERT_NE(port_, 0) << process_->stderr_text();
     }
     void TearDown() override {
-        if (process_) {
-            process_->Signal(SIGTERM);
-            (void)process_->WaitForExit(10s);
-        }
+        if (process_) (void)process_->Stop(10s);
         std::filesystem::remove_all(dir_);
     }
 

@@ -1,11 +1,9 @@
 // The scheduler-standalone binary as an operator runs it: real process, real HTTP on loopback.
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -28,6 +26,7 @@
 
 #include "sched/common/node_id.hpp"
 #include "sched/common/testing/child_process.hpp"
+#include "sched/common/testing/tiny_file_system.hpp"
 #include "sched/common/testing/wait_for.hpp"
 #include "sched/db/database.hpp"
 
@@ -36,6 +35,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::ChildProcess;
+using testing::TinyFileSystem;
 
 class StandaloneProcess : public ::testing::Test {
   protected:
@@ -54,18 +54,14 @@ class StandaloneProcess : public ::testing::Test {
         return WriteConfig("http:\n  listen: \"127.0.0.1:0\"\ndatabase:\n  url: \"sqlite://" +
                            (dir_ / "data/s.db").string() + "\"\nlog:\n  level: info\n");
     }
-    static unsigned short PortOf(const std::string& line) {
-        return static_cast<unsigned short>(std::stoi(line.substr(line.rfind(':') + 1)));
-    }
 
     std::filesystem::path dir_;
 };
 
 TEST_F(StandaloneProcess, ServesHealthReadinessAndMetricsThenStopsOnSigterm) {
     ChildProcess p({SCHED_STANDALONE_BIN, "--config", DefaultConfig()}, dir_.string());
-    auto line = p.WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
-    ASSERT_TRUE(line) << p.stderr_text();
-    const auto port = PortOf(*line);
+    const auto port = ListeningPort(p, 20s);
+    ASSERT_NE(port, 0) << p.stderr_text();
     // No token configured: one is generated and printed, never an open scheduler.
     auto token = p.WaitForStdoutLine("token (generated): ", 1s);
     ASSERT_TRUE(token) << p.stdout_text();
@@ -199,48 +195,14 @@ TEST_F(StandaloneProcess, TheDataDirectoryAndTheDatabaseFilesArePrivate) {
     EXPECT_EQ(p.WaitForExit(10s), 0);
 }
 
-/// A tmpfs of `size` on a fresh directory for one test, unmounted by path at the end.
-class TinyFileSystem {
-  public:
-    TinyFileSystem(std::filesystem::path dir, const std::string& size) : dir_(std::move(dir)) {
-        std::filesystem::create_directories(dir_);
-        const std::string options = "size=" + size + ",mode=0700";
-        if (::mount("tmpfs", dir_.c_str(), "tmpfs", 0, options.c_str()) == 0) {
-            mounted_ = true;
-        } else {
-            error_ = std::string("mount tmpfs: ") + std::strerror(errno);
-        }
-    }
-    ~TinyFileSystem() {
-        if (mounted_) ::umount2(dir_.c_str(), MNT_DETACH);
-    }
-    bool mounted() const { return mounted_; }
-    const std::string& error() const { return error_; }
-    void Fill() {
-        const int fd = ::open((dir_ / "filler").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        ASSERT_GE(fd, 0);
-        const std::string chunk(4096, 'x');
-        while (::write(fd, chunk.data(), chunk.size()) > 0) {
-        }
-        ::close(fd);
-    }
-    void Free() { std::filesystem::remove(dir_ / "filler"); }
-
-  private:
-    std::filesystem::path dir_;
-    bool mounted_ = false;
-    std::string error_;
-};
-
 TEST_F(StandaloneProcess, AFullDiskAnswers503UnavailableAndTheApiRecoversWhenSpaceReturns) {
     TinyFileSystem fs(dir_ / "data", "8m");
     if (!fs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here (" << fs.error() << "): a full disk needs root";
     ChildProcess p({SCHED_STANDALONE_BIN, "--config", DefaultConfig()}, dir_.string());
     const std::string token = TokenOf(p);
     ASSERT_FALSE(token.empty()) << p.stderr_text();
-    auto line = p.WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
-    ASSERT_TRUE(line) << p.stderr_text();
-    const auto port = PortOf(*line);
+    const auto port = ListeningPort(p, 20s);
+    ASSERT_NE(port, 0) << p.stderr_text();
     const std::string params(60000, 'p');
     int n = 0;
     const auto create = [&] {
@@ -253,7 +215,7 @@ TEST_F(StandaloneProcess, AFullDiskAnswers503UnavailableAndTheApiRecoversWhenSpa
     auto first = create();
     ASSERT_EQ(first.first, 201) << first.second;
 
-    fs.Fill();
+    ASSERT_TRUE(fs.Fill());
     std::pair<int, std::string> refused{0, ""};
     for (int i = 0; i < 300; ++i) {
         refused = create();
@@ -295,9 +257,8 @@ TEST_F(StandaloneProcess, ReadyzIsNotReadyWhileNoNodeLeadsAndReadyOnceOneDoes) {
                     "?busy-timeout=10s\"\nelection:\n  tick: 200ms\n  ttl: 1s\n  margin: 300ms\n"
                     "log:\n  level: info\n");
     ChildProcess p({SCHED_STANDALONE_BIN, "--config", config}, dir_.string());
-    auto line = p.WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
-    ASSERT_TRUE(line) << p.stderr_text();
-    const auto port = PortOf(*line);
+    const auto port = ListeningPort(p, 20s);
+    ASSERT_NE(port, 0) << p.stderr_text();
     std::pair<int, std::string> ready{0, ""};
     ASSERT_TRUE(WaitFor(
         [&] {
@@ -346,9 +307,8 @@ TEST_F(StandaloneProcess, InternalRoutesTakeExactlyTheirFieldsAndNameTheBadOne) 
     ChildProcess p({SCHED_STANDALONE_BIN, "--config", DefaultConfig()}, dir_.string());
     const std::string token = TokenOf(p);
     ASSERT_FALSE(token.empty()) << p.stderr_text();
-    auto line = p.WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
-    ASSERT_TRUE(line) << p.stderr_text();
-    const auto port = PortOf(*line);
+    const auto port = ListeningPort(p, 20s);
+    ASSERT_NE(port, 0) << p.stderr_text();
     const auto field_of = [](const std::string& body) {
         const auto at = body.find("\"field\":\"");
         if (at == std::string::npos) return std::string("<none>");
@@ -538,9 +498,8 @@ TEST_F(StandaloneProcess, AFailedFireDeliversASignedWebhookRetriedUntilTheReceiv
                     "  alert-addresses:\n    allow: [\"127.0.0.1\"]\n"  // the receiver is on loopback
                     "log:\n  level: info\n");
     ChildProcess p({SCHED_STANDALONE_BIN, "--config", config}, dir_.string(), {"SCHED_TOKEN=" + token});
-    auto line = p.WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
-    ASSERT_TRUE(line) << p.stderr_text();
-    const auto port = PortOf(*line);
+    const auto port = ListeningPort(p, 20s);
+    ASSERT_NE(port, 0) << p.stderr_text();
 
     auto job = testing::HttpCall(port, "POST", "/api/v1/jobs",
                                  R"({"name":"nightly","app":"demo","handler":"echo","schedule_type":"manual"})", token);
@@ -670,9 +629,8 @@ TEST_F(StandaloneProcess, ASilentWebhookReceiverDelaysOnlyItsOwnDeliveries) {
                     "  alert-addresses:\n    allow: [\"127.0.0.1\"]\n"  // both receivers are on loopback
                     "log:\n  level: info\n");
     ChildProcess p({SCHED_STANDALONE_BIN, "--config", config}, dir_.string(), {"SCHED_TOKEN=" + token});
-    auto line = p.WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
-    ASSERT_TRUE(line) << p.stderr_text();
-    const auto port = PortOf(*line);
+    const auto port = ListeningPort(p, 20s);
+    ASSERT_NE(port, 0) << p.stderr_text();
 
     SilentListener silent;
     const unsigned short healthy_port = FreeLoopbackPort();

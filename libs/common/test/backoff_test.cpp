@@ -1,6 +1,8 @@
 #include "sched/common/backoff.hpp"
 
+#include <random>
 #include <set>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -25,43 +27,53 @@ TEST(CappedExponential, NeverOverflowsHoweverManyAttempts) {
     EXPECT_EQ(CappedExponential(std::chrono::milliseconds(3), 100, huge_ms), huge_ms);
 }
 
+// 200 draws of Jittered(base, jitter) from `rng`.
+template <typename D>
+std::vector<D> Draws(D base, BackoffJitter jitter, std::mt19937_64& rng) {
+    std::vector<D> draws;
+    for (int i = 0; i < 200; ++i) draws.push_back(Jittered<D>(base, jitter, rng));
+    return draws;
+}
+
+// How many of `draws` differ.
+template <typename D>
+std::size_t Distinct(const std::vector<D>& draws) {
+    std::set<typename D::rep> seen;
+    for (const D d : draws) seen.insert(d.count());
+    return seen.size();
+}
+
 TEST(Jittered, SpreadStaysWithinHalfToOneAndAHalfAndVaries) {
     std::mt19937_64 rng(7);
-    std::set<Micros::rep> seen;
-    for (int i = 0; i < 200; ++i) {
-        const Micros d = Jittered<Micros>(100ms, BackoffJitter::kSpread, rng);
+    const auto draws = Draws<Micros>(100ms, BackoffJitter::kSpread, rng);
+    for (const Micros d : draws) {
         EXPECT_GE(d, 50ms);
         EXPECT_LT(d, 150ms);
-        seen.insert(d.count());
     }
-    EXPECT_GT(seen.size(), 100u);
+    EXPECT_GT(Distinct(draws), 100u);
     EXPECT_EQ(Jittered<Micros>(Micros(0), BackoffJitter::kSpread, rng), Micros(1));  // never zero
 }
 
 TEST(Jittered, UpperHalfStaysWithinHalfToWholeInTheBaseUnit) {
     std::mt19937_64 rng(3);
-    std::set<std::int64_t> seen;
-    for (int i = 0; i < 200; ++i) {
-        const auto d = Jittered(std::chrono::milliseconds(1000), BackoffJitter::kUpperHalf, rng);
+    const auto draws = Draws(std::chrono::milliseconds(1000), BackoffJitter::kUpperHalf, rng);
+    for (const auto d : draws) {
         EXPECT_GE(d.count(), 500);
         EXPECT_LE(d.count(), 1000);
-        seen.insert(d.count());
     }
-    EXPECT_GT(seen.size(), 100u);
+    EXPECT_GT(Distinct(draws), 100u);
     EXPECT_EQ(Jittered<Micros>(42ms, BackoffJitter::kNone, rng), 42ms);
 }
 
 TEST(Jittered, QuarterMoreNeverShortensTheDelay) {
     std::mt19937_64 rng(11);
-    std::set<Micros::rep> seen;
-    for (int i = 0; i < 200; ++i) {
-        const Micros d = Jittered<Micros>(400ms, BackoffJitter::kQuarterMore, rng);
+    const auto draws = Draws<Micros>(400ms, BackoffJitter::kQuarterMore, rng);
+    for (const Micros d : draws) {
         EXPECT_GE(d, 400ms);
         EXPECT_LE(d, 500ms);
         EXPECT_EQ(d.count() % 1000, 0);  // whole milliseconds
-        seen.insert(d.count());
     }
-    EXPECT_GT(seen.size(), 50u);
+    EXPECT_GT(Distinct(draws), 50u);
 }
 
 TEST(Backoff, DoublesToTheCapAndResetStartsAgain) {

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 #include <utility>
 
@@ -224,6 +225,20 @@ std::optional<int> ChildProcess::WaitForExit(std::chrono::milliseconds timeout) 
         if (out_.size() + err_.size() == before) break;
     }
     return exit_code_;
+}
+
+std::size_t PeakRss(pid_t pid) {
+    std::ifstream in(pid == 0 ? std::string("/proc/self/status") : "/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("VmHWM:", 0) == 0) return std::stoul(line.substr(6)) * 1024;
+    }
+    return 0;
+}
+
+unsigned short ListeningPort(ChildProcess& process, std::chrono::milliseconds timeout) {
+    const auto line = process.WaitForStdoutLine("listening on http://127.0.0.1:", timeout);
+    return line ? static_cast<unsigned short>(std::stoi(line->substr(line->rfind(':') + 1))) : 0;
 }
 
 std::pair<int, std::string> HttpGet(unsigned short port, const std::string& target) {

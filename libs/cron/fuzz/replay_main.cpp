@@ -4,14 +4,12 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "sched/common/testing/fuzz_replay.hpp"
 #include "sched/cron/cron_expression.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
@@ -75,48 +73,19 @@ std::string SwapFields(const std::string& s, std::mt19937_64& rng) {
     return out;
 }
 
-std::string Mutate(std::string s, std::mt19937_64& rng) {
+const sched::testing::ByteMutations kMutations{.tokens = kTokens, .numbers = true, .max_slice = 8, .max_size = 512};
+
+std::string Mutate(const std::string& s, std::mt19937_64& rng) {
     if (rng() % 2 == 0) return SwapFields(s, rng);
-    const int edits = 1 + static_cast<int>(rng() % 4);
-    for (int e = 0; e < edits; ++e) {
-        const std::size_t pos = s.empty() ? 0 : rng() % (s.size() + 1);
-        switch (rng() % 5) {
-            case 0:  // replace a byte
-                if (!s.empty()) s[pos % s.size()] = static_cast<char>(rng() % 256);
-                break;
-            case 1:  // insert a token
-                s.insert(pos, kTokens[rng() % kTokens.size()]);
-                break;
-            case 2:  // delete a run
-                if (!s.empty()) s.erase(pos % s.size(), 1 + rng() % 4);
-                break;
-            case 3:  // replace a digit run with another number
-                if (!s.empty()) s.replace(pos % s.size(), 1, std::to_string(rng() % 3000));
-                break;
-            default:  // duplicate a slice
-                if (!s.empty()) {
-                    const std::size_t from = rng() % s.size();
-                    s.insert(pos, s.substr(from, 1 + rng() % 8));
-                }
-                break;
-        }
-    }
-    return s.substr(0, 512);
+    return sched::testing::MutateBytes(s, rng, kMutations);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
     std::vector<std::string> seeds = {"0 0 12 * * ?", "*/5 * * * *", "0 15 10 ? * 6L 2002-2005", "@weekly", ""};
-    for (int i = 1; i < argc; ++i) {
-        for (const auto& entry : std::filesystem::directory_iterator(argv[i])) {
-            std::ifstream in(entry.path(), std::ios::binary);
-            seeds.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-        }
-    }
-    for (const auto& seed : seeds) Run(seed);
-    std::mt19937_64 rng(20240331);
-    for (int i = 0; i < kMutants; ++i) Run(Mutate(seeds[rng() % seeds.size()], rng));
+    sched::testing::AddCorpusSeeds(argc, argv, seeds);
+    sched::testing::ReplaySeedsAndMutants(seeds, 20240331, kMutants, Run, Mutate);
     std::cout << "replayed " << seeds.size() << " seeds and " << kMutants << " mutants (" << valid
               << " valid expressions) without a failure\n";
     return 0;

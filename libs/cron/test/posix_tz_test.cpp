@@ -82,10 +82,15 @@ TEST(ParsePosixTz, RejectsMalformedAndOversizedRules) {
     }
 }
 
+// The transitions of the rule `spec` in `year`; none when it does not parse (a failure).
+std::vector<PosixTzTransition> TransitionsIn(const std::string& spec, int year) {
+    const auto rule = ParsePosixTz(spec);
+    EXPECT_TRUE(rule.ok()) << spec;
+    return rule.ok() ? PosixTzTransitions(*rule, year, year) : std::vector<PosixTzTransition>{};
+}
+
 TEST(PosixTzTransitions, PlacesBothTransitionsOfAYear) {
-    const auto sydney = ParsePosixTz("AEST-10AEDT,M10.1.0,M4.1.0/3");
-    ASSERT_TRUE(sydney.ok());
-    const auto t = PosixTzTransitions(*sydney, 2040, 2040);
+    const auto t = TransitionsIn("AEST-10AEDT,M10.1.0,M4.1.0/3", 2040);
     ASSERT_EQ(t.size(), 2U);
     EXPECT_EQ(t[0].at, Utc("2040-03-31T16:00:00Z"));  // first Sunday of April, 03:00 AEDT
     EXPECT_FALSE(t[0].dst);
@@ -93,25 +98,19 @@ TEST(PosixTzTransitions, PlacesBothTransitionsOfAYear) {
     EXPECT_TRUE(t[1].dst);
 
     // Week 5 means the last such weekday: Berlin's last Sundays of March and October.
-    const auto berlin = ParsePosixTz("CET-1CEST,M3.5.0,M10.5.0/3");
-    ASSERT_TRUE(berlin.ok());
-    const auto b = PosixTzTransitions(*berlin, 2045, 2045);
+    const auto b = TransitionsIn("CET-1CEST,M3.5.0,M10.5.0/3", 2045);
     ASSERT_EQ(b.size(), 2U);
     EXPECT_EQ(b[0].at, Utc("2045-03-26T01:00:00Z"));
     EXPECT_EQ(b[1].at, Utc("2045-10-29T01:00:00Z"));
 
     // /24 on a Saturday is midnight starting Sunday (Santiago).
-    const auto santiago = ParsePosixTz("<-04>4<-03>,M9.1.6/24,M4.1.6/24");
-    ASSERT_TRUE(santiago.ok());
-    const auto s = PosixTzTransitions(*santiago, 2040, 2040);
+    const auto s = TransitionsIn("<-04>4<-03>,M9.1.6/24,M4.1.6/24", 2040);
     ASSERT_EQ(s.size(), 2U);
     EXPECT_EQ(s[0].at, Utc("2040-04-08T03:00:00Z"));
     EXPECT_EQ(s[1].at, Utc("2040-09-02T04:00:00Z"));
 
     // Julian days: J60 is 1 March even in a leap year; 59 (zero-based) is 29 February in one.
-    const auto julian = ParsePosixTz("AAA0BBB,J60/0,59/0");
-    ASSERT_TRUE(julian.ok());
-    const auto j = PosixTzTransitions(*julian, 2040, 2040);
+    const auto j = TransitionsIn("AAA0BBB,J60/0,59/0", 2040);
     ASSERT_EQ(j.size(), 2U);
     EXPECT_EQ(j[0].at, Utc("2040-02-28T23:00:00Z"));  // 29 Feb 00:00 in BBB (+01)
     EXPECT_EQ(j[1].at, Utc("2040-03-01T00:00:00Z"));

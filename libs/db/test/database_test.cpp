@@ -8,8 +8,6 @@
 #include <thread>
 #include <vector>
 
-#include <fcntl.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,12 +15,14 @@
 
 #include <gtest/gtest.h>
 
+#include "sched/common/testing/tiny_file_system.hpp"
 #include "sched/db/testing/test_database.hpp"
 
 namespace sched::db {
 namespace {
 
 using namespace std::chrono_literals;
+using sched::testing::TinyFileSystem;
 using testing::DbTest;
 
 class DatabaseTest : public DbTest {};
@@ -344,6 +344,42 @@ class SqlitePriority : public ::testing::Test {
         std::filesystem::remove_all(root_);
     }
 
+    struct Contended {
+        int failed = 0;  ///< of the caller's writes
+        int writes = 0;  ///< the writers' transactions
+    };
+
+    // `writer_count` threads write on others_ back to back (inserting `writer_value`, each
+    // holding the write lock 10 ms) while `caller` makes `attempts` writes (inserting `value`),
+    // `pause` apart.
+    Contended WriteUnderContention(Database& caller, int writer_count, int writer_value, int attempts, int value,
+                                   std::chrono::milliseconds pause) {
+        std::atomic<bool> stop{false};
+        std::atomic<int> writes{0};
+        std::vector<std::thread> writers;
+        for (int i = 0; i < writer_count; ++i) {
+            writers.emplace_back([&] {
+                while (!stop) {
+                    auto st = others_->InTransaction(TxMode::kWrite, [&](soci::session& s) {
+                        s << "INSERT INTO t VALUES (:v)", soci::use(writer_value);
+                        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                    });
+                    if (st.ok()) ++writes;
+                }
+            });
+        }
+        int failed = 0;
+        for (int i = 0; i < attempts; ++i) {
+            auto st = caller.InTransaction(
+                TxMode::kWrite, [&](soci::session& s) { s << "INSERT INTO t VALUES (:v)", soci::use(value); });
+            if (!st.ok()) ++failed;
+            std::this_thread::sleep_for(pause);
+        }
+        stop = true;
+        for (auto& w : writers) w.join();
+        return {failed, writes.load()};
+    }
+
     std::filesystem::path root_;
     std::shared_ptr<Database> others_;
     std::shared_ptr<Database> priority_;
@@ -430,30 +466,9 @@ TEST_F(SqlitePriority, RenewsSucceedUnderAStreamOfWriteTransactions) {
     url.acquire_timeout = std::chrono::milliseconds(100);
     auto elector = Database::Open(url);
     ASSERT_TRUE(elector.ok()) << elector.status().ToString();
-    std::atomic<bool> stop{false};
-    std::atomic<int> writes{0};
-    std::vector<std::thread> writers;
-    for (int i = 0; i < 4; ++i) {
-        writers.emplace_back([&] {
-            while (!stop) {
-                auto st = others_->InTransaction(TxMode::kWrite, [](soci::session& s) {
-                    s << "INSERT INTO t VALUES (5)";
-                    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-                });
-                if (st.ok()) ++writes;
-            }
-        });
-    }
-    int failed = 0;
-    for (int i = 0; i < 30; ++i) {
-        auto st = (*elector)->InTransaction(TxMode::kWrite, [](soci::session& s) { s << "INSERT INTO t VALUES (6)"; });
-        if (!st.ok()) ++failed;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    stop = true;
-    for (auto& w : writers) w.join();
-    EXPECT_EQ(failed, 0);
-    EXPECT_GT(writes.load(), 30) << "the writers did not keep the lock busy";
+    const auto run = WriteUnderContention(**elector, 4, 5, 30, 6, std::chrono::milliseconds(20));
+    EXPECT_EQ(run.failed, 0);
+    EXPECT_GT(run.writes, 30) << "the writers did not keep the lock busy";
 }
 
 TEST_F(SqlitePriority, AWriterBackToBackGivesWaySoAnotherWriterDoesNotWaitOutItsBusyTimeout) {
@@ -465,72 +480,13 @@ TEST_F(SqlitePriority, AWriterBackToBackGivesWaySoAnotherWriterDoesNotWaitOutIts
     url.busy_timeout = std::chrono::milliseconds(300);
     auto claims = Database::Open(url);
     ASSERT_TRUE(claims.ok()) << claims.status().ToString();
-    std::atomic<bool> stop{false};
-    std::atomic<int> writes{0};
-    std::vector<std::thread> writers;
-    for (int i = 0; i < 2; ++i) {
-        writers.emplace_back([&] {
-            while (!stop) {
-                auto st = others_->InTransaction(TxMode::kWrite, [](soci::session& s) {
-                    s << "INSERT INTO t VALUES (7)";
-                    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-                });
-                if (st.ok()) ++writes;
-            }
-        });
-    }
-    int failed = 0;
-    for (int i = 0; i < 20; ++i) {
-        auto st = (*claims)->InTransaction(TxMode::kWrite, [](soci::session& s) { s << "INSERT INTO t VALUES (8)"; });
-        if (!st.ok()) ++failed;
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    stop = true;
-    for (auto& w : writers) w.join();
-    EXPECT_EQ(failed, 0);
-    EXPECT_GT(writes.load(), 10) << "the writers did not keep the lock busy";
+    const auto run = WriteUnderContention(**claims, 2, 7, 20, 8, std::chrono::milliseconds(5));
+    EXPECT_EQ(run.failed, 0);
+    EXPECT_GT(run.writes, 10) << "the writers did not keep the lock busy";
 }
 
-/// A tmpfs of `size` mounted on a fresh directory for one test, unmounted (by path) at the end.
-class TinyFileSystem {
-  public:
-    explicit TinyFileSystem(const std::string& size) : dir_(FreshDir("tmpfs")) {
-        std::filesystem::create_directories(dir_);
-        const std::string options = "size=" + size + ",mode=0700";
-        if (::mount("tmpfs", dir_.c_str(), "tmpfs", 0, options.c_str()) == 0) {
-            mounted_ = true;
-        } else {
-            error_ = std::string("mount tmpfs: ") + std::strerror(errno);
-        }
-    }
-    ~TinyFileSystem() {
-        if (mounted_) ::umount2(dir_.c_str(), MNT_DETACH);
-        std::error_code ec;
-        std::filesystem::remove_all(dir_, ec);
-    }
-    bool mounted() const { return mounted_; }
-    const std::string& error() const { return error_; }
-    const std::filesystem::path& dir() const { return dir_; }
-
-    /// Writes a filler file until the file system is full.
-    void Fill() {
-        const int fd = ::open((dir_ / "filler").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        ASSERT_GE(fd, 0);
-        const std::string chunk(4096, 'x');
-        while (::write(fd, chunk.data(), chunk.size()) > 0) {
-        }
-        ::close(fd);
-    }
-    void Free() { std::filesystem::remove(dir_ / "filler"); }
-
-  private:
-    std::filesystem::path dir_;
-    bool mounted_ = false;
-    std::string error_;
-};
-
 TEST(SqliteDiskFull, AFullDiskIsUnavailableNamingTheDiskAndWritesWorkOnceSpaceReturns) {
-    TinyFileSystem fs("2m");
+    TinyFileSystem fs(FreshDir("tmpfs"), "2m", /*remove_dir=*/true);
     if (!fs.mounted()) {
         GTEST_SKIP() << "cannot mount a tmpfs here (" << fs.error() << "): run as root to test a full disk";
     }
@@ -540,7 +496,7 @@ TEST(SqliteDiskFull, AFullDiskIsUnavailableNamingTheDiskAndWritesWorkOnceSpaceRe
     ASSERT_TRUE(opened.ok()) << opened.status().ToString();
     Database& db = **opened;
     ASSERT_TRUE(db.Run([](soci::session& s) { s << "CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT)"; }).ok());
-    fs.Fill();
+    ASSERT_TRUE(fs.Fill());
     // Rows larger than any free page the file already has: the write needs new space.
     const std::string big(256 * 1024, 'v');
     Status full = Status::Ok();

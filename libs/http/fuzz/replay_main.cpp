@@ -3,13 +3,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
+
+#include "sched/common/testing/fuzz_replay.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
 
@@ -53,29 +52,11 @@ void Run(const std::string& input) {
     LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(input.data()), input.size());
 }
 
-std::string Mutate(std::string s, std::mt19937_64& rng) {
-    const int edits = 1 + static_cast<int>(rng() % 4);
-    for (int e = 0; e < edits; ++e) {
-        const std::size_t pos = s.empty() ? 0 : rng() % (s.size() + 1);
-        switch (rng() % 4) {
-            case 0:  // replace a byte
-                if (!s.empty()) s[pos % s.size()] = static_cast<char>(rng() % 256);
-                break;
-            case 1:  // insert a token
-                s.insert(pos, kTokens[rng() % kTokens.size()]);
-                break;
-            case 2:  // delete a run
-                if (!s.empty()) s.erase(pos % s.size(), 1 + rng() % 4);
-                break;
-            default:  // duplicate a slice
-                if (!s.empty()) {
-                    const std::size_t from = rng() % s.size();
-                    s.insert(pos, s.substr(from, 1 + rng() % 16));
-                }
-                break;
-        }
-    }
-    return s.substr(0, 4096);
+const sched::testing::ByteMutations kMutations{.tokens = kTokens, .max_slice = 16, .max_size = 4096};
+
+// A seed longer than a mutant may be is cut first.
+std::string Mutate(const std::string& seed, std::mt19937_64& rng) {
+    return sched::testing::MutateBytes(seed.size() > 4096 ? seed.substr(0, 4096) : seed, rng, kMutations);
 }
 
 }  // namespace
@@ -87,19 +68,8 @@ int main(int argc, char** argv) {
                                       std::string(100'000, '[') + std::string(100'000, ']'),
                                       std::string(1'000'000, '{'),
                                       "{\"a\":\"" + std::string(200'000, 'x') + "\"}"};
-    for (int i = 1; i < argc; ++i) {
-        for (const auto& entry : std::filesystem::directory_iterator(argv[i])) {
-            std::ifstream in(entry.path(), std::ios::binary);
-            seeds.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-        }
-    }
-    for (const auto& seed : seeds) Run(seed);
-    std::mt19937_64 rng(20240613);
-    const std::size_t small_seeds = seeds.size();
-    for (int i = 0; i < kMutants; ++i) {
-        const auto& seed = seeds[rng() % small_seeds];
-        Run(Mutate(seed.size() > 4096 ? seed.substr(0, 4096) : seed, rng));
-    }
+    sched::testing::AddCorpusSeeds(argc, argv, seeds);
+    sched::testing::ReplaySeedsAndMutants(seeds, 20240613, kMutants, Run, Mutate);
     std::cout << "replayed " << seeds.size() << " seeds and " << kMutants << " mutants without a failure\n";
     return 0;
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "sched/http/testing/test_server.hpp"
+#include "wait_until_set.hpp"
 
 namespace sched::http {
 namespace {
@@ -40,11 +41,7 @@ TEST(HttpClient, SlowServerGivesDeadlineExceeded) {
     std::atomic<bool> release{false};
     Router router;
     router.Add(Method::kGet, "/hang", [&](Request&) -> net::awaitable<Response> {
-        net::steady_timer timer(co_await net::this_coro::executor);
-        while (!release.load()) {
-            timer.expires_after(5ms);
-            co_await timer.async_wait(net::use_awaitable);
-        }
+        co_await WaitUntilSet(release);
         co_return Response::Text("late");
     });
     TestServer server(std::move(router));
@@ -123,11 +120,7 @@ TEST(HttpClient, ConcurrentCallsUseSeparatePooledConnections) {
     Router router;
     router.Add(Method::kGet, "/wait", [&](Request&) -> net::awaitable<Response> {
         ++inside;
-        net::steady_timer timer(co_await net::this_coro::executor);
-        while (!release.load()) {
-            timer.expires_after(5ms);
-            co_await timer.async_wait(net::use_awaitable);
-        }
+        co_await WaitUntilSet(release);
         co_return Response::Text("ok");
     });
     TestServer server(std::move(router));

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "sched/common/beast.hpp"
+#include "sched/common/testing/child_process.hpp"
 #include "sched/http/json.hpp"
 #include "sched/http/server.hpp"
 #include "sched/http/testing/test_server.hpp"
@@ -22,6 +23,7 @@ namespace sched::http {
 namespace {
 
 using namespace std::chrono_literals;
+using sched::testing::PeakRss;
 using testing::BlockingClient;
 using testing::LoopbackOptions;
 using testing::RawConnection;
@@ -29,16 +31,6 @@ using testing::TestServer;
 using testing::WaitFor;
 
 constexpr std::size_t kMiB = 1024 * 1024;
-
-// Peak resident set of this process (VmHWM), in bytes.
-std::size_t PeakRss() {
-    std::ifstream in("/proc/self/status");
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.rfind("VmHWM:", 0) == 0) return std::stoul(line.substr(6)) * 1024;
-    }
-    return 0;
-}
 
 std::string Nested(std::size_t depth) {
     return std::string(depth, '[') + std::string(depth, ']');

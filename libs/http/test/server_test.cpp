@@ -7,6 +7,7 @@
 
 #include "sched/http/json.hpp"
 #include "sched/http/testing/test_server.hpp"
+#include "wait_until_set.hpp"
 
 namespace sched::http {
 namespace {
@@ -17,15 +18,6 @@ using testing::LoopbackOptions;
 using testing::RawConnection;
 using testing::TestServer;
 using testing::WaitFor;
-
-// Suspends (without blocking the thread) until `flag` is set.
-net::awaitable<void> WaitUntilSet(const std::atomic<bool>& flag) {
-    net::steady_timer timer(co_await net::this_coro::executor);
-    while (!flag.load()) {
-        timer.expires_after(5ms);
-        co_await timer.async_wait(net::use_awaitable);
-    }
-}
 
 nlohmann::json ErrorOf(const Result<ClientResponse>& r) {
     if (!r.ok()) return {{"transport", r.status().ToString()}};

@@ -133,11 +133,7 @@ TEST_P(DistributedLockDbTest, LostLockIsReportedThroughTheGuard) {
 }
 
 TEST_P(DistributedLockDbTest, ReadSleepWriteCounterUnderTheLockIsExact) {
-    ASSERT_TRUE(db().Run([](soci::session& s) {
-                        s << "CREATE TABLE dl_counter (id INT PRIMARY KEY, v INT)";
-                        s << "INSERT INTO dl_counter (id, v) VALUES (1, 0)";
-                    })
-                    .ok());
+    ASSERT_TRUE(CreateCounter("dl_counter", "v", "INT").ok());
     constexpr int kClients = 4;
     constexpr int kIterations = 15;
     std::vector<std::thread> threads;
@@ -158,11 +154,7 @@ TEST_P(DistributedLockDbTest, ReadSleepWriteCounterUnderTheLockIsExact) {
         });
     }
     for (auto& t : threads) t.join();
-    auto v = db().Run([](soci::session& s) {
-        int v = 0;
-        s << "SELECT v FROM dl_counter WHERE id = 1", soci::into(v);
-        return v;
-    });
+    auto v = SelectValue<int>("SELECT v FROM dl_counter WHERE id = 1");
     ASSERT_TRUE(v.ok());
     EXPECT_EQ(*v, kClients * kIterations);
 }

@@ -33,11 +33,7 @@ class FencedTest : public LockDbTest {
     }
 
     int Rows() {
-        auto n = db().Run([](soci::session& s) {
-            int c = 0;
-            s << "SELECT COUNT(*) FROM fenced_w", soci::into(c);
-            return c;
-        });
+        auto n = SelectValue<int>("SELECT COUNT(*) FROM fenced_w");
         return n.ok() ? *n : -1;
     }
 

@@ -277,11 +277,7 @@ class LockClusterTest : public LockDbTest {
 };
 
 TEST_P(LockClusterTest, CounterUnderDistributedLockAcrossProcessesIsExact) {
-    ASSERT_TRUE(db().Run([](soci::session& s) {
-                        s << "CREATE TABLE lock_test_counter (id INT PRIMARY KEY, value BIGINT NOT NULL)";
-                        s << "INSERT INTO lock_test_counter (id, value) VALUES (1, 0)";
-                    })
-                    .ok());
+    ASSERT_TRUE(CreateCounter("lock_test_counter", "value", "BIGINT NOT NULL").ok());
     constexpr int kProcesses = 4;
     constexpr int kIterations = 40;
     std::vector<std::unique_ptr<ChildProcess>> procs;
@@ -292,11 +288,7 @@ TEST_P(LockClusterTest, CounterUnderDistributedLockAcrossProcessesIsExact) {
             OutputFile{(dir_ / ("counter-" + std::to_string(i) + ".out")).string()}));
     }
     for (auto& p : procs) EXPECT_EQ(p->WaitForExit(90s), 0);
-    auto v = db().Run([](soci::session& s) {
-        long long v = 0;
-        s << "SELECT value FROM lock_test_counter WHERE id = 1", soci::into(v);
-        return v;
-    });
+    auto v = SelectValue<long long>("SELECT value FROM lock_test_counter WHERE id = 1");
     ASSERT_TRUE(v.ok()) << v.status().ToString();
     EXPECT_EQ(*v, kProcesses * kIterations);
 }

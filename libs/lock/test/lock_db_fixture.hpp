@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -42,9 +43,27 @@ class LockDbTest : public db::testing::DbTest {
         return *d;
     }
 
+    /// A one-row counter table for the tests that increment it under a lock: row id 1, `column`
+    /// (of SQL type `type`) at 0.
+    Status CreateCounter(const std::string& table, const std::string& column, const std::string& type) {
+        return db().Run([&](soci::session& s) {
+            s << "CREATE TABLE " + table + " (id INT PRIMARY KEY, " + column + " " + type + ")";
+            s << "INSERT INTO " + table + " (id, " + column + ") VALUES (1, 0)";
+        });
+    }
+
+    /// The one value `sql` selects.
+    template <typename T>
+    Result<T> SelectValue(const std::string& sql) {
+        return db().Run([&](soci::session& s) {
+            T v = 0;
+            s << sql, soci::into(v);
+            return v;
+        });
+    }
+
     bool IsMySql() const { return GetParam() == db::Backend::kMySql; }
 };
 
 using sched::testing::WaitFor;
-
 }  // namespace sched::lock::testing

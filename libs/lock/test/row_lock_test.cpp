@@ -22,19 +22,11 @@ class RowLockTest : public LockDbTest {
     void SetUp() override {
         LockDbTest::SetUp();
         if (IsSkipped() || HasFatalFailure()) return;
-        ASSERT_TRUE(db().Run([](soci::session& s) {
-                            s << "CREATE TABLE row_counter (id INT PRIMARY KEY, v INT)";
-                            s << "INSERT INTO row_counter (id, v) VALUES (1, 0)";
-                        })
-                        .ok());
+        ASSERT_TRUE(CreateCounter("row_counter", "v", "INT").ok());
     }
 
     int Counter() {
-        auto v = db().Run([](soci::session& s) {
-            int v = 0;
-            s << "SELECT v FROM row_counter WHERE id = 1", soci::into(v);
-            return v;
-        });
+        auto v = SelectValue<int>("SELECT v FROM row_counter WHERE id = 1");
         return v.ok() ? *v : -1;
     }
 

@@ -4,22 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include "parsed_error.hpp"
 #include "sched/protocol/lock.hpp"
 
 namespace sched::protocol {
 namespace {
 
 using nlohmann::json;
-
-template <typename M>
-std::string Field(const Parsed<M>& parsed) {
-    return parsed.error ? parsed.error->field : "";
-}
-
-template <typename M>
-std::string Message(const Parsed<M>& parsed) {
-    return parsed.error ? parsed.error->message : "";
-}
+using testing::Field;
+using testing::Message;
 
 TEST(LockAcquireTest, DocumentedBodyAndRoundTrip) {
     const auto doc = ParseLockAcquireRequest(json::parse(R"({"app": "billing", "lease_ms": 30000, "wait_ms": 5000})"));

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "parsed_error.hpp"
 #include "sched/protocol/log_page.hpp"
 #include "sched/protocol/registry.hpp"
 #include "sched/protocol/run_batch.hpp"
@@ -12,11 +13,7 @@ namespace sched::protocol {
 namespace {
 
 using nlohmann::json;
-
-template <typename M>
-std::string Field(const Parsed<M>& parsed) {
-    return parsed.error ? parsed.error->field : "";
-}
+using testing::Field;
 
 TEST(LogPageTest, DocumentedBodyAndRoundTrip) {
     const auto doc = ReadLogPage(

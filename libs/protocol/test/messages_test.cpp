@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "parsed_error.hpp"
 #include "sched/protocol/registry.hpp"
 #include "sched/protocol/run.hpp"
 #include "sched/protocol/run_batch.hpp"
@@ -13,6 +14,7 @@ namespace sched::protocol {
 namespace {
 
 using nlohmann::json;
+using testing::Field;
 
 RunRequest SampleRun() {
     RunRequest run;
@@ -30,12 +32,6 @@ RunRequest SampleRun() {
     run.callback_url = "http://10.0.0.5:7071";
     run.start_in_ms = 140;
     return run;
-}
-
-// The error's field, or "" when the message was accepted.
-template <typename Message>
-std::string Field(const Parsed<Message>& parsed) {
-    return parsed.error ? parsed.error->field : "";
 }
 
 TEST(RunRequestTest, WhatTheNodeWritesTheSdkReadsBackUnchanged) {

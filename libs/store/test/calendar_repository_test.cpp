@@ -1,5 +1,6 @@
 #include "sched/store/calendar.hpp"
 
+#include "created_record.hpp"
 #include "sched/store/job.hpp"
 #include "store_test_base.hpp"
 
@@ -21,13 +22,20 @@ CalendarRecord Holidays() {
     return c;
 }
 
+// A job of billing's at 09:00 every day.
+Job DailyReport(const std::string& name) {
+    Job job;
+    job.name = name;
+    job.app = "billing";
+    job.handler = "report";
+    job.schedule_expr = "0 0 9 * * ?";
+    return job;
+}
+
 TEST_P(CalendarRepositoryTest, CreateGetListRoundTripEveryField) {
     CalendarRepository calendars(db());
     auto created = calendars.Create(Holidays());
-    ASSERT_TRUE(created.ok()) << created.status().ToString();
-    EXPECT_GT(created->id, 0);
-    EXPECT_EQ(created->version, 1);
-    EXPECT_GT(created->created_at, 1'600'000'000'000);
+    ASSERT_NO_FATAL_FAILURE(ExpectCreated(created));
     auto got = calendars.Get(created->id);
     ASSERT_TRUE(got.ok());
     EXPECT_EQ(got->name, "holidays");
@@ -87,11 +95,7 @@ TEST_P(CalendarRepositoryTest, DeleteIsRefusedWhileJobsReferToIt) {
     auto created = calendars.Create(Holidays());
     ASSERT_TRUE(created.ok());
     JobRepository jobs(db());
-    Job job;
-    job.name = "report";
-    job.app = "billing";
-    job.handler = "report";
-    job.schedule_expr = "0 0 9 * * ?";
+    Job job = DailyReport("report");
     job.calendar = "holidays";
     auto stored = jobs.Create(job);
     ASSERT_TRUE(stored.ok()) << stored.status().ToString();
@@ -109,11 +113,7 @@ TEST_P(CalendarRepositoryTest, DeleteIsRefusedWhileJobsReferToIt) {
 
 TEST_P(CalendarRepositoryTest, JobBoundsRoundTripAndRecordRunsCompletes) {
     JobRepository jobs(db());
-    Job job;
-    job.name = "bounded";
-    job.app = "billing";
-    job.handler = "report";
-    job.schedule_expr = "0 0 9 * * ?";
+    Job job = DailyReport("bounded");
     job.start_at = 1'700'000'000'000;
     job.end_at = 1'800'000'000'000;
     job.max_runs = 3;

@@ -36,6 +36,15 @@ class FireRepositoryTest : public StoreTest {
         f.assigned_node = "node-a";
         return f;
     }
+
+    // Sample's fire as the step `step` of the workflow run `run_id`.
+    static Fire StepSample(std::int64_t job_id, std::int64_t t, std::int64_t run_id, const std::string& step) {
+        Fire f = Sample(job_id, t);
+        f.kind = FireKind::kWorkflow;
+        f.workflow_run_id = run_id;
+        f.workflow_step = step;
+        return f;
+    }
 };
 
 TEST_P(FireRepositoryTest, InsertIsIdempotentPerJobTimeKindAttemptShard) {
@@ -68,10 +77,7 @@ TEST_P(FireRepositoryTest, InsertIsIdempotentPerJobTimeKindAttemptShard) {
 // A workflow step's fire keeps its run and step through every insert path; an ended one keeps
 // its followup flag (its run advances on it), unlike a trivially ended fire.
 TEST_P(FireRepositoryTest, WorkflowStepFiresCarryTheirRunAndStepAndKeepTheirFollowup) {
-    Fire step = Sample(1, 1000);
-    step.kind = FireKind::kWorkflow;
-    step.workflow_run_id = 41;
-    step.workflow_step = "extract";
+    Fire step = StepSample(1, 1000, 41, "extract");
     auto one = Insert(step);
     ASSERT_TRUE(one);
     Fire many = step;
@@ -491,11 +497,7 @@ TEST_P(FireRepositoryTest, FollowupsAreListedPerShardWithWorkflowFiresInShardZer
         ASSERT_TRUE(fires.Transition(*id, {FireStatus::kPending}, FireStatus::kFailed, {.followup = true}).ok());
         job_of[*id] = job;
     }
-    Fire step = Sample(4, 5000);
-    step.kind = FireKind::kWorkflow;
-    step.workflow_run_id = 77;
-    step.workflow_step = "load";
-    auto step_id = Insert(step);
+    auto step_id = Insert(StepSample(4, 5000, 77, "load"));
     ASSERT_TRUE(step_id);
     ASSERT_TRUE(fires.Transition(*step_id, {FireStatus::kPending}, FireStatus::kFailed, {.followup = true}).ok());
 

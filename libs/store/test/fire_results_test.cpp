@@ -33,22 +33,11 @@ class FireResultsTest : public StoreTest {
     void SetUp() override {
         StoreTest::SetUp();
         if (IsSkipped() || HasFatalFailure()) return;
-        pay_job_ = CreateJob("charge", "pay");
-        shop_job_ = CreateJob("restock", "shop");
+        pay_job_ = CreateManualJob("charge", "pay");
+        shop_job_ = CreateManualJob("restock", "shop");
         ASSERT_TRUE(ExecutorRepository(db()).Heartbeat({.app = "pay", .address = "10.0.0.1:7000"}).ok());
         ASSERT_TRUE(ExecutorRepository(db()).Heartbeat({.app = "pay", .address = "10.0.0.2:7000"}).ok());
         ASSERT_TRUE(ExecutorRepository(db()).Heartbeat({.app = "shop", .address = "10.0.0.9:7000"}).ok());
-    }
-
-    std::int64_t CreateJob(const std::string& name, const std::string& app) {
-        Job j;
-        j.name = name;
-        j.app = app;
-        j.handler = "echo";
-        j.schedule_type = sched::ScheduleType::kManual;
-        auto created = JobRepository(db()).Create(j);
-        EXPECT_TRUE(created.ok()) << created.status().ToString();
-        return created.ok() ? created->id : 0;
     }
 
     // A fire left pending, or dispatching (under `dispatch_epoch`, if any), then running on
@@ -169,6 +158,45 @@ class FireResultsTest : public StoreTest {
 
     static bool PayOnly(const std::string& app) { return app == "pay"; }
 
+    // A success of each fire in `ids` (attempt 0, epoch 5) from 10.0.0.1:7000.
+    static std::vector<ExecutorResult> ResultsFrom(const std::vector<std::int64_t>& ids) {
+        std::vector<ExecutorResult> batch;
+        batch.reserve(ids.size());
+        for (auto id : ids) batch.push_back(Item(id, 0, 5, "10.0.0.1:7000"));
+        return batch;
+    }
+
+    // ApplyMany with a change between the batch's read and its write: the first registration
+    // check (counted in `calls`, as every one) runs `statement` on the fire `fire` (:id).
+    Result<std::vector<ResultOutcome>> ApplyManyRacing(const std::vector<ExecutorResult>& batch,
+                                                       const std::string& statement, std::int64_t fire, int& calls) {
+        return db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+            const auto race = [&](const std::string&) {
+                if (++calls == 1) s << statement, soci::use(fire);
+                return true;
+            };
+            return FireResults::ApplyMany(s, batch, race);
+        });
+    }
+
+    // ApplyMany, with the statements it ran counted by the server (a MySQL session's Questions
+    // counter counts every statement it ran) into `statements`.
+    Result<std::vector<ResultOutcome>> ApplyManyCounted(const std::vector<ExecutorResult>& batch,
+                                                        long long& statements) {
+        const auto questions = [](soci::session& s) {
+            std::string name;
+            long long value = 0;
+            s << "SHOW SESSION STATUS LIKE 'Questions'", soci::into(name), soci::into(value);
+            return value;
+        };
+        return db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+            const long long before = questions(s);
+            auto out = FireResults::ApplyMany(s, batch, PayOnly);
+            statements = questions(s) - before - 1;  // not the second SHOW
+            return out;
+        });
+    }
+
     std::vector<ResultOutcome> ApplyMany(const std::vector<ExecutorResult>& batch) {
         auto outcomes = db().InTransaction(db::TxMode::kWrite,
                                            [&](soci::session& s) { return FireResults::ApplyMany(s, batch, PayOnly); });
@@ -274,9 +302,7 @@ TEST_P(FireResultsTest, TheAppliedItemsJobsComeWithTheOutcomesAsAJoinWouldReadTh
 
 TEST_P(FireResultsTest, ABatchOverOneChunkIsAppliedWhole) {
     const auto ids = ManyFires(600, 100);
-    std::vector<ExecutorResult> batch;
-    batch.reserve(ids.size());
-    for (auto id : ids) batch.push_back(Item(id, 0, 5, "10.0.0.1:7000"));
+    std::vector<ExecutorResult> batch = ResultsFrom(ids);
     const auto outcomes = ApplyMany(batch);
     ASSERT_EQ(outcomes.size(), ids.size());
     for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -319,20 +345,11 @@ TEST_P(FireResultsTest, ASuccessNeedsNoFollowupUnlessItsJobIsFixedDelay) {
 // as they now are, and nothing is applied twice.
 TEST_P(FireResultsTest, ALostCasIsJudgedAgainOnTheFireAsItIsNow) {
     const auto ids = ManyFires(3, 1);
-    std::vector<ExecutorResult> batch;
-    batch.reserve(ids.size());
-    for (auto id : ids) batch.push_back(Item(id, 0, 5, "10.0.0.1:7000"));
+    std::vector<ExecutorResult> batch = ResultsFrom(ids);
     int calls = 0;
-    auto outcomes = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
-        const auto race = [&](const std::string&) {
-            if (++calls == 1) {
-                // An operator kills the first fire through the API meanwhile.
-                s << "UPDATE job_fire SET status = 'killed', finished_at = 3 WHERE id = :id", soci::use(ids[0]);
-            }
-            return true;
-        };
-        return FireResults::ApplyMany(s, batch, race);
-    });
+    // An operator kills the first fire through the API meanwhile.
+    auto outcomes =
+        ApplyManyRacing(batch, "UPDATE job_fire SET status = 'killed', finished_at = 3 WHERE id = :id", ids[0], calls);
     ASSERT_TRUE(outcomes.ok()) << outcomes.status().ToString();
     EXPECT_EQ(Names(*outcomes), (std::vector<std::string>{"conflict", "applied", "applied"}));
     EXPECT_EQ(calls, 6);  // two rounds of three items
@@ -345,21 +362,12 @@ TEST_P(FireResultsTest, ALostCasIsJudgedAgainOnTheFireAsItIsNow) {
 // hands: applied in the first round, no rollback.
 TEST_P(FireResultsTest, ARunningRecordOfTheSameInstanceBetweenReadAndWriteCostsNoSecondRound) {
     const auto ids = ManyFires(3, 1);
-    std::vector<ExecutorResult> batch;
-    batch.reserve(ids.size());
-    for (auto id : ids) batch.push_back(Item(id, 0, 5, "10.0.0.1:7000"));
+    std::vector<ExecutorResult> batch = ResultsFrom(ids);
     int calls = 0;
-    auto outcomes = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
-        const auto race = [&](const std::string&) {
-            if (++calls == 1) {
-                s << "UPDATE job_fire SET status = 'running', executor_address = '10.0.0.1:7000', started_at = 2 "
-                     "WHERE id = :id",
-                    soci::use(ids[0]);
-            }
-            return true;
-        };
-        return FireResults::ApplyMany(s, batch, race);
-    });
+    auto outcomes = ApplyManyRacing(batch,
+                                    "UPDATE job_fire SET status = 'running', executor_address = '10.0.0.1:7000', "
+                                    "started_at = 2 WHERE id = :id",
+                                    ids[0], calls);
     ASSERT_TRUE(outcomes.ok()) << outcomes.status().ToString();
     EXPECT_EQ(Names(*outcomes), (std::vector<std::string>{"applied", "applied", "applied"}));
     EXPECT_EQ(calls, 3);  // one round
@@ -371,22 +379,9 @@ TEST_P(FireResultsTest, ARunningRecordOfTheSameInstanceBetweenReadAndWriteCostsN
 TEST_P(FireResultsTest, ABatchCostsAStatementPer64Results) {
     if (db().backend() != db::Backend::kMySql) GTEST_SKIP() << "counted with MySQL's session status";
     const auto ids = ManyFires(200, 50);
-    std::vector<ExecutorResult> batch;
-    batch.reserve(ids.size());
-    for (auto id : ids) batch.push_back(Item(id, 0, 5, "10.0.0.1:7000"));
-    const auto questions = [](soci::session& s) {
-        std::string name;
-        long long value = 0;
-        s << "SHOW SESSION STATUS LIKE 'Questions'", soci::into(name), soci::into(value);
-        return value;
-    };
+    std::vector<ExecutorResult> batch = ResultsFrom(ids);
     long long statements = 0;
-    auto outcomes = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
-        const long long before = questions(s);
-        auto out = FireResults::ApplyMany(s, batch, PayOnly);
-        statements = questions(s) - before - 1;  // not the second SHOW
-        return out;
-    });
+    auto outcomes = ApplyManyCounted(batch, statements);
     ASSERT_TRUE(outcomes.ok()) << outcomes.status().ToString();
     for (auto o : *outcomes) ASSERT_EQ(o, ResultOutcome::kApplied);
     // The fires, the registrations, the savepoint, and one UPDATE per 64 results: 200 -> 4.
@@ -456,18 +451,11 @@ TEST_P(FireResultsTest, ALostCasStoresNoLog) {
     const auto batch = WithLogs({Item(ids[0], 0, 5, "10.0.0.1:7000"), Item(ids[1], 0, 5, "10.0.0.1:7000"),
                                  Item(ids[2], 0, 5, "10.0.0.1:7000")});
     int calls = 0;
-    auto outcomes = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
-        const auto race = [&](const std::string&) {
-            if (++calls == 1) {
-                // Ended meanwhile, on record as another instance's.
-                s << "UPDATE job_fire SET status = 'killed', finished_at = 3, dispatched_at = 1, "
-                     "executor_address = '10.0.0.2:7000' WHERE id = :id",
-                    soci::use(ids[0]);
-            }
-            return true;
-        };
-        return FireResults::ApplyMany(s, batch, race);
-    });
+    // Ended meanwhile, on record as another instance's.
+    auto outcomes = ApplyManyRacing(batch,
+                                    "UPDATE job_fire SET status = 'killed', finished_at = 3, dispatched_at = 1, "
+                                    "executor_address = '10.0.0.2:7000' WHERE id = :id",
+                                    ids[0], calls);
     ASSERT_TRUE(outcomes.ok()) << outcomes.status().ToString();
     EXPECT_EQ(Names(*outcomes), (std::vector<std::string>{"conflict", "applied", "applied"}));
     EXPECT_FALSE(StoredLog(db(), ids[0]));
@@ -757,23 +745,10 @@ TEST(FireLogsBound, ReplacesInvalidUtf8AndCutsAtACharacterBoundary) {
 TEST_P(FireResultsTest, ABatchWithLogsCostsOneMoreStatement) {
     if (db().backend() != db::Backend::kMySql) GTEST_SKIP() << "counted with MySQL's session status";
     const auto ids = ManyFires(200, 0);
-    std::vector<ExecutorResult> batch;
-    batch.reserve(ids.size());
-    for (auto id : ids) batch.push_back(Item(id, 0, 5, "10.0.0.1:7000"));
+    std::vector<ExecutorResult> batch = ResultsFrom(ids);
     batch = WithLogs(batch);
-    const auto questions = [](soci::session& s) {
-        std::string name;
-        long long value = 0;
-        s << "SHOW SESSION STATUS LIKE 'Questions'", soci::into(name), soci::into(value);
-        return value;
-    };
     long long statements = 0;
-    auto outcomes = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
-        const long long before = questions(s);
-        auto out = FireResults::ApplyMany(s, batch, PayOnly);
-        statements = questions(s) - before - 1;
-        return out;
-    });
+    auto outcomes = ApplyManyCounted(batch, statements);
     ASSERT_TRUE(outcomes.ok()) << outcomes.status().ToString();
     for (auto o : *outcomes) ASSERT_EQ(o, ResultOutcome::kApplied);
     // The fires, the savepoint, an UPDATE per 64 results (4 here), the REPLACE.

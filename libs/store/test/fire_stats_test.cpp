@@ -20,19 +20,8 @@ class FireStatsTest : public StoreTest {
         ASSERT_TRUE(
             db().Run([&](soci::session& s) { s << "SELECT " + std::string(db().dialect().NowMs()), soci::into(now_); })
                 .ok());
-        pay_ = CreateJob("charge", "pay");
-        shop_ = CreateJob("restock", "shop");
-    }
-
-    std::int64_t CreateJob(const std::string& name, const std::string& app) {
-        Job j;
-        j.name = name;
-        j.app = app;
-        j.handler = "echo";
-        j.schedule_type = sched::ScheduleType::kManual;
-        auto created = JobRepository(db()).Create(j);
-        EXPECT_TRUE(created.ok()) << created.status().ToString();
-        return created.ok() ? created->id : 0;
+        pay_ = CreateManualJob("charge", "pay");
+        shop_ = CreateManualJob("restock", "shop");
     }
 
     struct Row {

@@ -1,5 +1,6 @@
 #include "sched/store/job.hpp"
 
+#include "created_record.hpp"
 #include "store_test_base.hpp"
 
 namespace sched::store {
@@ -34,10 +35,7 @@ TEST_P(JobRepositoryTest, CreateThenGetRoundTripsEveryField) {
     in.shard_total = 3;
     in.pause_after_failures = 5;
     auto created = jobs.Create(in);
-    ASSERT_TRUE(created.ok()) << created.status().ToString();
-    EXPECT_GT(created->id, 0);
-    EXPECT_EQ(created->version, 1);
-    EXPECT_GT(created->created_at, 1'600'000'000'000);
+    ASSERT_NO_FATAL_FAILURE(ExpectCreated(created));
     auto got = jobs.Get(created->id);
     ASSERT_TRUE(got.ok());
     EXPECT_EQ(got->name, in.name);

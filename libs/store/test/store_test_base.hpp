@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <string>
+
 #include "sched/db/migrator.hpp"
 #include "sched/db/testing/test_database.hpp"
+#include "sched/store/job.hpp"
 
 namespace sched::store {
 
@@ -15,6 +19,18 @@ class StoreTest : public db::testing::DbTest {
         if (IsSkipped() || HasFatalFailure()) return;
         auto migrated = db::Migrator(db()).Migrate();
         ASSERT_TRUE(migrated.ok()) << migrated.status().ToString();
+    }
+
+    /// A manual job `name` of `app` (handler "echo"); its id, 0 if it could not be created.
+    std::int64_t CreateManualJob(const std::string& name, const std::string& app) {
+        model::Job j;
+        j.name = name;
+        j.app = app;
+        j.handler = "echo";
+        j.schedule_type = sched::ScheduleType::kManual;
+        auto created = JobRepository(db()).Create(j);
+        EXPECT_TRUE(created.ok()) << created.status().ToString();
+        return created.ok() ? created->id : 0;
     }
 };
 

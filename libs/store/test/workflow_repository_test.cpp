@@ -1,3 +1,4 @@
+#include "created_record.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/job.hpp"
 #include "sched/store/workflow.hpp"
@@ -14,6 +15,17 @@ namespace {
 
 class WorkflowRepositoryTest : public StoreTest {
   protected:
+    // The number a SELECT COUNT(*) statement answers; -1 when it fails.
+    long long Count(const std::string& sql) {
+        auto n = db().Run([&](soci::session& s) {
+            long long n = 0;
+            s << sql, soci::into(n);
+            return n;
+        });
+        EXPECT_TRUE(n.ok()) << n.status().ToString();
+        return n.ok() ? *n : -1;
+    }
+
     // A manual job named `name` (the usual step job); returns its id.
     std::int64_t MakeJob(const std::string& name) {
         Job j;
@@ -51,10 +63,7 @@ TEST_P(WorkflowRepositoryTest, CreateGetListRoundTripEveryField) {
     WorkflowRepository workflows(db());
     const Workflow want = Diamond("nightly");
     auto created = workflows.Create(want);
-    ASSERT_TRUE(created.ok()) << created.status().ToString();
-    EXPECT_GT(created->id, 0);
-    EXPECT_EQ(created->version, 1);
-    EXPECT_GT(created->created_at, 1'600'000'000'000);
+    ASSERT_NO_FATAL_FAILURE(ExpectCreated(created));
 
     auto got = workflows.Get(created->id);
     ASSERT_TRUE(got.ok()) << got.status().ToString();
@@ -107,12 +116,7 @@ TEST_P(WorkflowRepositoryTest, CreateRefusesWhatIsNotAValidWorkflow) {
 
     // Nothing of the refused workflows was stored.
     EXPECT_TRUE(workflows.List(0, 10)->empty());
-    auto rows = db().Run([](soci::session& s) {
-        long long n = 0;
-        s << "SELECT COUNT(*) FROM workflow_step", soci::into(n);
-        return n;
-    });
-    EXPECT_EQ(*rows, 0);
+    EXPECT_EQ(Count("SELECT COUNT(*) FROM workflow_step"), 0);
 }
 
 TEST_P(WorkflowRepositoryTest, NamesAndJobsAreNotShared) {
@@ -279,12 +283,7 @@ TEST_P(WorkflowRepositoryTest, FiresCarryTheirRunAndStepAndOrdinaryFiresLeaveThe
     auto inserted =
         db().Run([&](soci::session& s) { return FireRepository::InsertManyIfAbsent(s, db().dialect(), fires); });
     ASSERT_TRUE(inserted.ok()) << inserted.status().ToString();
-    auto nulls = db().Run([](soci::session& s) {
-        long long n = 0;
-        s << "SELECT COUNT(*) FROM job_fire WHERE workflow_run_id IS NULL AND workflow_step IS NULL", soci::into(n);
-        return n;
-    });
-    EXPECT_EQ(*nulls, 3);
+    EXPECT_EQ(Count("SELECT COUNT(*) FROM job_fire WHERE workflow_run_id IS NULL AND workflow_step IS NULL"), 3);
     auto tagged = db().Run([&](soci::session& s) {
         s << "UPDATE job_fire SET workflow_run_id = 42, workflow_step = 'b' WHERE scheduled_time = 1001";
         long long n = 0;

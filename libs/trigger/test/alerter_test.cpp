@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "master_lease_fixture.hpp"
 #include "sched/common/clock.hpp"
 #include "sched/common/crypto.hpp"
 #include "sched/db/migrator.hpp"
@@ -133,34 +134,19 @@ class FakeSender final : public WebhookSender {
     std::deque<Result<int>> answers;
 };
 
-class AlerterTest : public db::testing::DbTest {
+class AlerterTest : public MasterLeaseTest {
   protected:
-    void SetUp() override {
-        DbTest::SetUp();
-        if (IsSkipped() || HasFatalFailure()) return;
-        ASSERT_TRUE(db::Migrator(db()).Migrate().ok());
-        pool_ = test_db().OpenAnother();
-        lock_store_ = std::make_unique<lock::SqlLockStore>(pool_);
-        auto held = lock::TryAcquireOnce(*lock_store_, "master", "node-a", 30s);
-        ASSERT_TRUE(held.ok() && held->has_value()) << held.status().ToString();
-        epoch_ = (*held)->epoch;
-        holding_ = **held;
-        fence_ = std::make_unique<lock::Fence>(pool_, "master", "node-a");
-        time_ = std::make_unique<DbTime>(clock_, [this]() -> Result<std::int64_t> {
-            return std::chrono::duration_cast<std::chrono::microseconds>(clock_.System().time_since_epoch()).count();
-        });
-        ASSERT_TRUE(time_->Refresh().ok());
+    AlerterTest() {
         config_.alert_settle = 0s;
         config_.alert_backoff = 5s;
         config_.alert_max_attempts = 3;
-        model::Job j;
-        j.name = "nightly";
-        j.app = "billing";
-        j.handler = "report";
-        j.schedule_type = sched::ScheduleType::kManual;
-        auto created = store::JobRepository(db()).Create(j);
-        ASSERT_TRUE(created.ok()) << created.status().ToString();
-        job_ = created->id;
+    }
+
+    void SetUp() override {
+        MasterLeaseTest::SetUp();
+        if (IsSkipped() || HasFatalFailure()) return;
+        job_ = CreateBillingJob("nightly");
+        ASSERT_NE(job_, 0);
     }
 
     Alerter MakeAlerter() { return Alerter(pool_, *fence_, *time_, config_, metrics_, sender_); }
@@ -181,14 +167,14 @@ class AlerterTest : public db::testing::DbTest {
         return *id;
     }
 
+    // Rule()'s rule of job_, stored (the repository assigns its id).
     std::int64_t AddRule(std::vector<AlertEvent> events, int n = 1) {
-        store::AlertRule r;
-        r.name = "pager";
-        r.job_id = job_;
-        r.events = std::move(events);
-        r.consecutive_failures = n;
-        r.url = "http://127.0.0.1:1/hook";
-        r.secret = "topsecret";
+        auto r = Rule(std::move(events), job_, n);
+        r.id = 0;
+        return Store(r);
+    }
+
+    std::int64_t Store(const store::AlertRule& r) {
         auto created = store::AlertRepository(db()).CreateRule(r);
         EXPECT_TRUE(created.ok()) << created.status().ToString();
         return created->id;
@@ -203,9 +189,7 @@ class AlerterTest : public db::testing::DbTest {
         r.no_success_within_ms = within_ms;
         r.url = "http://127.0.0.1:1/slo";
         r.secret = "topsecret";
-        auto created = store::AlertRepository(db()).CreateRule(r);
-        EXPECT_TRUE(created.ok()) << created.status().ToString();
-        return created->id;
+        return Store(r);
     }
 
     // Jobs are created on the real DB clock; the alerter runs on the fake one.
@@ -217,17 +201,6 @@ class AlerterTest : public db::testing::DbTest {
                                 soci::use(on), soci::use(job);
                         })
                         .ok());
-    }
-
-    std::int64_t AddJob(const std::string& name) {
-        model::Job j;
-        j.name = name;
-        j.app = "billing";
-        j.handler = "report";
-        j.schedule_type = sched::ScheduleType::kManual;
-        auto created = store::JobRepository(db()).Create(j);
-        EXPECT_TRUE(created.ok()) << created.status().ToString();
-        return created->id;
     }
 
     std::vector<store::AlertDelivery> Deliveries(AlertEvent event) {
@@ -243,17 +216,7 @@ class AlerterTest : public db::testing::DbTest {
         return metrics_.Counter("sched_alert_deliveries_total", "", {"result"}).Labels({result}).Value();
     }
 
-    FakeClock clock_;
-    std::shared_ptr<db::Database> pool_;
-    std::unique_ptr<lock::SqlLockStore> lock_store_;
-    std::unique_ptr<lock::Fence> fence_;
-    std::unique_ptr<DbTime> time_;
-    MetricsRegistry metrics_;
-    MasterConfig config_;
     FakeSender sender_;
-    std::int64_t epoch_ = 0;
-    lock::Holding holding_;
-    std::int64_t job_ = 0;
 };
 
 TEST_P(AlerterTest, AFailedFireCreatesOneSignedDeliveryEvenWhenANewMasterEvaluatesItAgain) {
@@ -486,11 +449,11 @@ TEST_P(AlerterTest, AGlobalNoSuccessRuleSkipsPausedJobsAndJobsThatSucceededRecen
     SetJob(job_, 5 * kHour);
     AddFire("failed", 3 * kHour);
     AddFire("succeeded", 10 * 60'000);  // ten minutes ago
-    const auto paused = AddJob("paused");
+    const auto paused = CreateBillingJob("paused");
     SetJob(paused, 5 * kHour, false);
-    const auto silent = AddJob("silent");
+    const auto silent = CreateBillingJob("silent");
     SetJob(silent, 5 * kHour);
-    const auto young = AddJob("young");
+    const auto young = CreateBillingJob("young");
     SetJob(young, 10 * 60'000);  // created ten minutes ago, never run
     AddSloRule(kHour, true);
     // A fire rule wanting only no_success is not about fires.

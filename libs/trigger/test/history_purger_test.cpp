@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "master_lease_fixture.hpp"
 #include "sched/common/clock.hpp"
 #include "sched/db/migrator.hpp"
 #include "sched/db/testing/test_database.hpp"
@@ -19,23 +20,9 @@ using namespace std::chrono_literals;
 
 constexpr std::int64_t kHourMs = 3600 * 1000;
 
-class HistoryPurgerTest : public db::testing::DbTest {
+class HistoryPurgerTest : public MasterLeaseTest {
   protected:
-    void SetUp() override {
-        DbTest::SetUp();
-        if (IsSkipped() || HasFatalFailure()) return;
-        ASSERT_TRUE(db::Migrator(db()).Migrate().ok());
-        pool_ = test_db().OpenAnother();
-        lock_store_ = std::make_unique<lock::SqlLockStore>(pool_);
-        auto held = lock::TryAcquireOnce(*lock_store_, "master", "node-a", 30s);
-        ASSERT_TRUE(held.ok() && held->has_value()) << held.status().ToString();
-        epoch_ = (*held)->epoch;
-        fence_ = std::make_unique<lock::Fence>(pool_, "master", "node-a");
-        // The purge's "now" is the injected clock (the lease itself is checked by the database's).
-        time_ = std::make_unique<DbTime>(clock_, [this]() -> Result<std::int64_t> {
-            return std::chrono::duration_cast<std::chrono::microseconds>(clock_.System().time_since_epoch()).count();
-        });
-        ASSERT_TRUE(time_->Refresh().ok());
+    HistoryPurgerTest() {
         config_.history_retention = 1h;
         config_.history_max_per_job = 1000;
         config_.purge_batch = 1000;
@@ -44,15 +31,7 @@ class HistoryPurgerTest : public db::testing::DbTest {
     HistoryPurger MakePurger() { return HistoryPurger(pool_, *fence_, *time_, config_, metrics_); }
 
     std::int64_t CreateJob(const std::string& name) {
-        model::Job j;
-        j.name = name;
-        j.app = "app";
-        j.handler = "echo";
-        j.schedule_type = sched::ScheduleType::kCron;
-        j.schedule_expr = "* * * * * ?";
-        auto created = store::JobRepository(db()).Create(j);
-        EXPECT_TRUE(created.ok()) << created.status().ToString();
-        return created->id;
+        return CreateJobOf(name, "app", "echo", ScheduleType::kCron, "* * * * * ?");
     }
 
     struct Row {
@@ -131,15 +110,6 @@ class HistoryPurgerTest : public db::testing::DbTest {
     }
 
     std::int64_t Now() { return time_->NowMs(); }
-
-    FakeClock clock_;
-    std::shared_ptr<db::Database> pool_;
-    std::unique_ptr<lock::SqlLockStore> lock_store_;
-    std::unique_ptr<lock::Fence> fence_;
-    std::unique_ptr<DbTime> time_;
-    MetricsRegistry metrics_;
-    MasterConfig config_;
-    std::int64_t epoch_ = 0;
 };
 
 TEST_P(HistoryPurgerTest, AgeDeletesOnlyOldEndedFiresWithoutAPendingFollowup) {

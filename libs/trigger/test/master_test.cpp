@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "manual_workflow_run.hpp"
 #include "scan_step_fixture.hpp"
 #include "sched/cron/schedule.hpp"
 #include "sched/db/migrator.hpp"
@@ -57,18 +58,20 @@ class MasterTest : public impl::ScanStepTest {
     // A run as the API's trigger makes it: the master starts it on its next scan.
     std::int64_t TriggerRun(const model::Workflow& w, std::int64_t scheduled,
                             std::optional<std::int64_t> started = {}) {
-        model::WorkflowRun run;
-        run.workflow_id = w.id;
-        run.scheduled_time = scheduled;
-        run.kind = model::WorkflowRunKind::kManual;
-        run.workflow_version = w.version;
-        run.definition = {w.steps, w.edges};
-        run.created_by = "test";
-        run.started_at = started.value_or(Now());
-        auto id = db().Run(
-            [&](soci::session& s) { return store::WorkflowRunRepository::InsertIfAbsent(s, db().dialect(), run); });
-        EXPECT_TRUE(id.ok() && id->has_value());
-        return **id;
+        return InsertManualRun(db(), w, scheduled, started.value_or(Now()));
+    }
+
+    // A manual fire of `job` (scheduled at 1000, this epoch's) moved from pending to `end` with a
+    // follow-up due, as the scan finds a fire that ended so.
+    Status EndManualFire(const model::Job& job, model::FireStatus end) {
+        model::Fire f;
+        f.job_id = job.id;
+        f.scheduled_time = 1000;
+        f.kind = model::FireKind::kManual;
+        f.epoch = epoch_;
+        auto id =
+            **db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
+        return store::FireRepository(db()).Transition(id, {model::FireStatus::kPending}, end, {.followup = true});
     }
 
     std::vector<model::Fire> RunFires(std::int64_t run_id) {
@@ -539,16 +542,7 @@ TEST_P(MasterTest, LostFiresAreRetriedOnlyForAtLeastOnceJobs) {
             j.retry_max = 3;
             j.at_least_once = at_least_once;
         });
-        model::Fire f;
-        f.job_id = job.id;
-        f.scheduled_time = 1000;
-        f.kind = model::FireKind::kManual;
-        f.epoch = epoch_;
-        auto id =
-            **db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
-        ASSERT_TRUE(store::FireRepository(db())
-                        .Transition(id, {model::FireStatus::kPending}, model::FireStatus::kLost, {.followup = true})
-                        .ok());
+        ASSERT_TRUE(EndManualFire(job, model::FireStatus::kLost).ok());
         ASSERT_TRUE(master_->Scan(epoch_).ok());
         EXPECT_EQ(FiresOf(job.id).size(), at_least_once ? 2u : 1u) << "at_least_once=" << at_least_once;
     }
@@ -559,14 +553,8 @@ TEST_P(MasterTest, AnAtLeastOnceJobRetriesALostFireOnceEvenWithRetryMaxZero) {
         j.retry_max = 0;
         j.at_least_once = true;
     });
-    model::Fire f;
-    f.job_id = job.id;
-    f.scheduled_time = 1000;
-    f.kind = model::FireKind::kManual;
-    f.epoch = epoch_;
-    auto id = **db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
+    ASSERT_TRUE(EndManualFire(job, model::FireStatus::kLost).ok());
     store::FireRepository fires(db());
-    ASSERT_TRUE(fires.Transition(id, {model::FireStatus::kPending}, model::FireStatus::kLost, {.followup = true}).ok());
     ASSERT_TRUE(master_->Scan(epoch_).ok());
     auto rows = FiresOf(job.id);
     ASSERT_EQ(rows.size(), 2u) << "a lost fire of an at-least-once job is retried whatever retry_max says";
@@ -584,12 +572,7 @@ TEST_P(MasterTest, AnAtLeastOnceJobRetriesALostFireOnceEvenWithRetryMaxZero) {
         j.retry_max = 0;
         j.at_least_once = true;
     });
-    f.job_id = failing.id;
-    auto failed_id =
-        **db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), f); });
-    ASSERT_TRUE(
-        fires.Transition(failed_id, {model::FireStatus::kPending}, model::FireStatus::kFailed, {.followup = true})
-            .ok());
+    ASSERT_TRUE(EndManualFire(failing, model::FireStatus::kFailed).ok());
     ASSERT_TRUE(master_->Scan(epoch_).ok());
     EXPECT_EQ(FiresOf(failing.id).size(), 1u);
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "master_lease_fixture.hpp"
 #include "scan/scan_step.hpp"
 #include "sched/common/clock.hpp"
 #include "sched/db/migrator.hpp"
@@ -27,20 +28,11 @@
 
 namespace sched::trigger::impl {
 
-class ScanStepTest : public db::testing::DbTest {
+class ScanStepTest : public MasterLeaseTest {
   protected:
     void SetUp() override {
-        DbTest::SetUp();
+        MasterLeaseTest::SetUp();
         if (IsSkipped() || HasFatalFailure()) return;
-        ASSERT_TRUE(db::Migrator(db()).Migrate().ok());
-        pool_ = test_db().OpenAnother();
-        lock_store_ = std::make_unique<lock::SqlLockStore>(pool_);
-        auto held = lock::TryAcquireOnce(*lock_store_, "master", "node-a", std::chrono::seconds(30));
-        ASSERT_TRUE(held.ok() && held->has_value()) << held.status().ToString();
-        epoch_ = (*held)->epoch;
-        fence_ = std::make_unique<lock::Fence>(pool_, "master", "node-a");
-        time_ = std::make_unique<DbTime>(SystemClock::Instance(), [this] { return pool_->NowUs(); });
-        ASSERT_TRUE(time_->Refresh().ok());
         store::TriggerNodeRepository nodes(db());
         for (const char* node : {"node-a", "node-b"}) {
             ASSERT_TRUE(nodes.Heartbeat({.node_id = node, .address = "127.0.0.1:1", .capacity = 10}).ok());
@@ -109,12 +101,10 @@ class ScanStepTest : public db::testing::DbTest {
 
     std::int64_t Now() { return time_->NowMs(); }
 
-    std::shared_ptr<db::Database> pool_;
-    std::unique_ptr<lock::SqlLockStore> lock_store_;
-    std::unique_ptr<lock::Fence> fence_;
-    std::unique_ptr<DbTime> time_;
-    MasterConfig config_;
-    std::int64_t epoch_ = 0;
+    // The scan reads the database's own clock, as Master::Scan does.
+    std::unique_ptr<DbTime> MakeTime() override {
+        return std::make_unique<DbTime>(SystemClock::Instance(), [this] { return pool_->NowUs(); });
+    }
 };
 
 }  // namespace sched::trigger::impl

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "master_lease_fixture.hpp"
 #include "sched/common/clock.hpp"
 #include "sched/db/migrator.hpp"
 #include "sched/db/testing/test_database.hpp"
@@ -88,35 +89,23 @@ class StallingReceiver {
     std::thread thread_;
 };
 
-class WebhookIsolationTest : public db::testing::DbTest {
+class WebhookIsolationTest : public MasterLeaseTest {
   protected:
-    void SetUp() override {
-        DbTest::SetUp();
-        if (IsSkipped() || HasFatalFailure()) return;
-        ASSERT_TRUE(db::Migrator(db()).Migrate().ok());
-        pool_ = test_db().OpenAnother();
-        lock_store_ = std::make_unique<lock::SqlLockStore>(pool_);
-        auto held = lock::TryAcquireOnce(*lock_store_, "master", "node-a", 300s);
-        ASSERT_TRUE(held.ok() && held->has_value()) << held.status().ToString();
-        epoch_ = (*held)->epoch;
-        fence_ = std::make_unique<lock::Fence>(pool_, "master", "node-a");
-        time_ = std::make_unique<DbTime>(clock_, [this]() -> Result<std::int64_t> {
-            return std::chrono::duration_cast<std::chrono::microseconds>(clock_.System().time_since_epoch()).count();
-        });
-        ASSERT_TRUE(time_->Refresh().ok());
+    WebhookIsolationTest() {
         config_.alert_settle = 0s;
         config_.alert_max_attempts = 3;
         config_.alert_backoff = 10ms;
         config_.alert_backoff_max = 10ms;
         config_.alert_receiver_concurrency = 3;
-        model::Job j;
-        j.name = "nightly";
-        j.app = "billing";
-        j.handler = "report";
-        j.schedule_type = sched::ScheduleType::kManual;
-        auto created = store::JobRepository(db()).Create(j);
-        ASSERT_TRUE(created.ok()) << created.status().ToString();
-        job_ = created->id;
+    }
+
+    std::chrono::seconds LeaseTtl() const override { return 300s; }
+
+    void SetUp() override {
+        MasterLeaseTest::SetUp();
+        if (IsSkipped() || HasFatalFailure()) return;
+        job_ = CreateBillingJob("nightly");
+        ASSERT_NE(job_, 0);
         work_.emplace(io_.get_executor());
         io_thread_ = std::thread([this] { io_.run(); });
     }
@@ -189,15 +178,6 @@ class WebhookIsolationTest : public db::testing::DbTest {
         return false;
     }
 
-    FakeClock clock_;
-    std::shared_ptr<db::Database> pool_;
-    std::unique_ptr<lock::SqlLockStore> lock_store_;
-    std::unique_ptr<lock::Fence> fence_;
-    std::unique_ptr<DbTime> time_;
-    MetricsRegistry metrics_;
-    MasterConfig config_;
-    std::int64_t epoch_ = 0;
-    std::int64_t job_ = 0;
     net::io_context io_;
     std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
     std::thread io_thread_;

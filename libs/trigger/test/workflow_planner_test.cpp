@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "manual_workflow_run.hpp"
 #include "sched/db/migrator.hpp"
 #include "sched/db/testing/test_database.hpp"
 #include "sched/store/fire.hpp"
@@ -46,20 +47,7 @@ class WorkflowPlannerTest : public db::testing::DbTest {
     }
 
     // A running run as the API's trigger makes it.
-    std::int64_t ManualRun(const model::Workflow& w, std::int64_t at) {
-        model::WorkflowRun run;
-        run.workflow_id = w.id;
-        run.scheduled_time = at;
-        run.kind = model::WorkflowRunKind::kManual;
-        run.workflow_version = w.version;
-        run.definition = {w.steps, w.edges};
-        run.created_by = "test";
-        run.started_at = at;
-        auto id = db().Run(
-            [&](soci::session& s) { return store::WorkflowRunRepository::InsertIfAbsent(s, db().dialect(), run); });
-        EXPECT_TRUE(id.ok() && id->has_value());
-        return **id;
-    }
+    std::int64_t ManualRun(const model::Workflow& w, std::int64_t at) { return InsertManualRun(db(), w, at, at); }
 
     WorkflowProgressReport Advance(std::int64_t now) {
         auto report = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {

@@ -406,13 +406,21 @@ def _json_depth_ok(raw, limit):
     return True
 
 
-def _int_field(obj, name, prefix, default=None, minimum=0, maximum=MAX_INT64):
+def _field(obj, name, prefix, default):
+    """The field's label and value, or (label, None) when it is absent or null and `default`
+    stands in; raises ApiError when it is absent or null without a default."""
     label = prefix + "." + name if prefix else name
     if name not in obj or obj[name] is None:
         if default is None:
             raise ApiError("invalid_argument", "%s: required" % label, label)
+        return label, None
+    return label, obj[name]
+
+
+def _int_field(obj, name, prefix, default=None, minimum=0, maximum=MAX_INT64):
+    label, v = _field(obj, name, prefix, default)
+    if v is None:
         return default
-    v = obj[name]
     if isinstance(v, bool) or not isinstance(v, int):
         raise ApiError("invalid_argument", "%s: expected an integer" % label, label)
     if v < minimum or v > maximum:
@@ -421,12 +429,9 @@ def _int_field(obj, name, prefix, default=None, minimum=0, maximum=MAX_INT64):
 
 
 def _str_field(obj, name, prefix, default=None, max_len=1024):
-    label = prefix + "." + name if prefix else name
-    if name not in obj or obj[name] is None:
-        if default is None:
-            raise ApiError("invalid_argument", "%s: required" % label, label)
+    label, v = _field(obj, name, prefix, default)
+    if v is None:
         return default
-    v = obj[name]
     if not isinstance(v, str):
         raise ApiError("invalid_argument", "%s: expected a string" % label, label)
     if len(v) > max_len:

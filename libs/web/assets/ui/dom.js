@@ -103,6 +103,31 @@ export function showError(form, error) {
 }
 
 // Marks one field invalid with `message` ('' clears it); false when the form has no such field.
+// Shows a failed action's message in a view's banner, as an error whatever it showed before.
+export function bannerError(banner, error) {
+  banner.className = 'banner';
+  banner.textContent = error.message;
+}
+
+// A view's `act`: awaits an action, then `reload()`s what the view shows; a failure shows in
+// `banner` instead.
+export function actor(banner, reload) {
+  return async (promise) => {
+    try {
+      await promise;
+      await reload();
+    } catch (e) {
+      bannerError(banner, e);
+    }
+  };
+}
+
+// What a form view shows a token that may not change `things` (a viewer's).
+export function formDenied(main, who, title, things) {
+  main.append(h('h1', null, title),
+    h('div', { class: 'panel subtle' }, `Your token (${who?.role ?? 'unknown'}) cannot create or edit ${things}.`));
+}
+
 export function setFieldError(form, name, message) {
   const input = form.querySelector(`[name="${CSS.escape(name)}"]`);
   if (!input) return false;

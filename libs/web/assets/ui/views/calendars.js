@@ -4,7 +4,7 @@
 
 import { canOperate, del, get, post, put, withQuery } from '../api.js';
 import { auditHistory } from './audit.js';
-import { badge, clearErrors, field, fmtTime, h, replace, showError, table } from '../dom.js';
+import { badge, clearErrors, field, fmtTime, formDenied, h, replace, showError, table } from '../dom.js';
 
 // Both lists are read page by page up to these many items (the API holds at most 1000 calendars).
 const MAX_PAGES = 5;
@@ -193,11 +193,7 @@ function zones() {
 
 export async function calendarFormView(main, ctx) {
   const id = ctx.params[0];
-  if (!canOperate(ctx.who)) {
-    main.append(h('h1', null, id ? 'Edit calendar' : 'New calendar'),
-      h('div', { class: 'panel subtle' }, `Your token (${ctx.who?.role ?? 'unknown'}) cannot create or edit calendars.`));
-    return;
-  }
+  if (!canOperate(ctx.who)) return formDenied(main, ctx.who, id ? 'Edit calendar' : 'New calendar', 'calendars');
   const c = id ? await get(`/api/v1/calendars/${id}`) : {
     name: '', description: '', time_zone: 'UTC', excluded_dates: [], excluded_weekdays: [], excluded_times: [],
   };

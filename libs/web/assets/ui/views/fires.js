@@ -1,7 +1,7 @@
 // Fire history (status, lag, duration) and one fire with its log and a kill button.
 
 import { canOperate, get, post, withQuery } from '../api.js';
-import { badge, fmtDuration, h, replace, table, timeCell } from '../dom.js';
+import { badge, bannerError, fmtDuration, h, replace, table, timeCell } from '../dom.js';
 
 const STATUSES = ['pending', 'dispatching', 'running', 'succeeded', 'failed', 'timeout', 'killed', 'lost', 'skipped'];
 // Why a fire ended without running, or waits (concurrency) (the ledger; docs/architecture/fire-ledger.md).
@@ -143,8 +143,7 @@ export async function fireView(main, ctx) {
               await loadFire();
               await loadLog();
             } catch (e) {
-              banner.className = 'banner';
-              banner.textContent = e.message;
+              bannerError(banner, e);
             }
           },
         }, 'Kill')

@@ -3,8 +3,8 @@
 import { ApiError, canOperate, del, get, post, put, withQuery } from '../api.js';
 import { auditHistory } from './audit.js';
 import {
-  badge, clearErrors, debounce, field, fmtDuration, fmtRelative, fmtTime, h, paramsText, replace, setFieldError,
-  showError, table, timeCell,
+  actor, badge, bannerError, clearErrors, debounce, field, fmtDuration, fmtRelative, fmtTime, formDenied, h,
+  paramsText, replace, setFieldError, showError, table, timeCell,
 } from '../dom.js';
 
 const SCHEDULE_TYPES = ['cron', 'fixed-rate', 'fixed-delay', 'once', 'manual'];
@@ -146,15 +146,7 @@ export async function jobsView(main, ctx) {
     cursor = page.next_cursor;
     draw();
   }
-  async function act(promise) {
-    try {
-      await promise;
-      await refresh();
-    } catch (e) {
-      banner.className = 'banner';
-      banner.textContent = e.message;
-    }
-  }
+  const act = actor(banner, () => refresh());
 
   const reload = debounce(() => load().catch((e) => ctx.fail(e)), 250);
   q.addEventListener('input', reload);
@@ -189,15 +181,7 @@ export async function jobView(main, ctx) {
   const history = h('div', { class: 'history' });
   let job = null;
 
-  async function act(promise) {
-    try {
-      await promise;
-      await loadJob();
-    } catch (e) {
-      banner.className = 'banner';
-      banner.textContent = e.message;
-    }
-  }
+  const act = actor(banner, () => loadJob());
   async function loadJob() {
     job = await get(`/api/v1/jobs/${id}`);
     replace(header, job.name, stateBadge(job), h('span', { class: 'spacer' }),
@@ -307,11 +291,7 @@ function timeZones() {
 
 export async function jobFormView(main, ctx) {
   const id = ctx.params[0];
-  if (!canOperate(ctx.who)) {
-    main.append(h('h1', null, id ? 'Edit job' : 'New job'),
-      h('div', { class: 'panel subtle' }, `Your token (${ctx.who?.role ?? 'unknown'}) cannot create or edit jobs.`));
-    return;
-  }
+  if (!canOperate(ctx.who)) return formDenied(main, ctx.who, id ? 'Edit job' : 'New job', 'jobs');
   const job = id ? await get(`/api/v1/jobs/${id}`) : {
     name: '', app: '', handler: '', description: '', params: '', schedule_type: 'cron',
     schedule_expr: '0 */5 * * * ?', time_zone: 'UTC', misfire_policy: 'fire-once-now', routing: 'round-robin',

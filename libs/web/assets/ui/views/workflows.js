@@ -2,7 +2,9 @@
 // each step's state on the same DAG, its fires, and "re-run from" a step.
 
 import { canOperate, get, post, withQuery } from '../api.js';
-import { badge, fmtDuration, fmtTime, h, paramsText, replace, table, timeCell } from '../dom.js';
+import {
+  actor, badge, bannerError, fmtDuration, fmtTime, h, paramsText, replace, table, timeCell,
+} from '../dom.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
 // The API's bounds (docs/workflows.md "Definition"): drawing never goes past them, whatever comes.
@@ -192,15 +194,7 @@ export async function workflowsView(main, ctx) {
   let workflows = [];
   let cursor = null;
 
-  async function act(promise) {
-    try {
-      await promise;
-      await refresh();
-    } catch (e) {
-      banner.className = 'banner';
-      banner.textContent = e.message;
-    }
-  }
+  const act = actor(banner, () => refresh());
   const row = (wf) => h('tr', { 'data-workflow': wf.id },
     h('td', { class: 'wrap' }, h('a', { href: `#/workflows/${wf.id}` }, wf.name),
       wf.description ? h('div', { class: 'hint' }, wf.description) : null),
@@ -264,16 +258,10 @@ export async function workflowView(main, ctx) {
   let items = [];
   let cursor = null;
 
-  async function act(promise) {
-    try {
-      await promise;
-      await loadWorkflow();
-      await loadRuns();
-    } catch (e) {
-      banner.className = 'banner';
-      banner.textContent = e.message;
-    }
-  }
+  const act = actor(banner, async () => {
+    await loadWorkflow();
+    await loadRuns();
+  });
   async function loadWorkflow() {
     wf = await get(`/api/v1/workflows/${id}`);
     replace(header, wf.name, pausedBadge(wf), h('span', { class: 'spacer' }),
@@ -353,8 +341,7 @@ export async function workflowRunView(main, ctx) {
       banner.className = 'banner info';
       await load();
     } catch (e) {
-      banner.className = 'banner';
-      banner.textContent = e.message;
+      bannerError(banner, e);
     }
   }
   async function load() {

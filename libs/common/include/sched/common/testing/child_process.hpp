@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -80,6 +81,13 @@ class ChildProcess {
     std::string err_;
     std::optional<int> exit_code_;
 };
+
+/// VmHWM (peak resident set) of the process `pid` (0: this process), in bytes; 0 when unreadable.
+std::size_t PeakRss(pid_t pid = 0);
+
+/// The port of the "listening on http://127.0.0.1:<port>" line `process` prints within
+/// `timeout` (an app's first line once it serves); 0 when none came.
+unsigned short ListeningPort(ChildProcess& process, std::chrono::milliseconds timeout);
 
 /// Runs `argv` to completion (at most 120 s); returns its exit code (-1 when it cannot start or
 /// times out) and appends its stdout and stderr to `*output`. `env` entries ("KEY=value") replace
