@@ -45,6 +45,7 @@ function(sched_add_test name)
     add_test(NAME ${name} COMMAND ${name})
     set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
     sched_note_in_process_test(${name} "${ARG_LABELS}")
+    sched_note_tsan_test(${name} ${name})
 endfunction()
 
 # Tests that run in one process (labels unit, sqlite, mysql only; no real binaries, servers or
@@ -58,6 +59,14 @@ function(sched_note_in_process_test name labels)
         endif()
     endforeach()
     set_property(GLOBAL APPEND PROPERTY SCHED_IN_PROCESS_TEST_TARGETS ${name})
+endfunction()
+
+# The test binaries named in SCHED_TSAN_TESTS (top-level CMakeLists) label their ctest entries
+# "tsan": the ThreadSanitizer stage of scripts/test.sh runs `ctest -L tsan`.
+function(sched_note_tsan_test name)
+    if(name IN_LIST SCHED_TSAN_TESTS)
+        set_property(TEST ${ARGN} APPEND PROPERTY LABELS tsan)
+    endif()
 endfunction()
 
 # sched_add_db_test(<name> SOURCES ... [LIBS ...] [LABELS ...] [TIMEOUT s])
@@ -77,4 +86,5 @@ function(sched_add_db_test name)
     add_test(NAME ${name}.mysql COMMAND ${name} --gtest_filter=*MySql*)
     set_tests_properties(${name}.mysql PROPERTIES LABELS "mysql;${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
     sched_note_in_process_test(${name} "unit;sqlite;mysql;${ARG_LABELS}")
+    sched_note_tsan_test(${name} ${name}.sqlite ${name}.mysql)
 endfunction()
