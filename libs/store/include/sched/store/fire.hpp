@@ -2,8 +2,7 @@
 
 /// Fires: one row per (job, scheduled time, kind, attempt, shard) in table `job_fire`.
 ///
-/// States: pending -> dispatching -> running -> succeeded | failed | timeout | killed;
-/// pending | dispatching -> lost (its slave died); -> skipped (block/overlap policy).
+/// The states and the moves between them are the model's (sched/model/fire.hpp, model::MayMove).
 /// Every transition is a compare-and-set on the current state (Transition), so two parties
 /// racing on one fire (a callback and a timeout, say) produce exactly one outcome.
 

@@ -1,17 +1,12 @@
 #pragma once
 
-/// Workflows: named DAGs of steps with their own schedule (tables `workflow`, `workflow_step`,
-/// `workflow_edge`, migration 012; the semantics are docs/workflows.md's).
+/// Workflows stored: tables `workflow`, `workflow_step`, `workflow_edge` (migration 012) for the
+/// model's Workflow (sched/model/workflow.hpp: steps, edges, ValidateWorkflow, WorkflowGraph;
+/// the semantics are docs/workflows.md's). A job is a step of at most one workflow.
 ///
-/// A step is an existing job (by id): its fires are ordinary `job_fire` rows of that job, so the
-/// job's routing, timeout, retries and block strategy apply. A job is a step of at most one
-/// workflow. Edges carry an EdgeCondition. The definition is checked by ValidateWorkflow (bounds,
-/// names, a DAG) before it is stored; WorkflowGraph answers the planner's questions about a valid
-/// one (roots, parents, children, a topological order, what a re-run from a step resets).
-///
-/// Errors naming a request field: kInvalidArgument and kFailedPrecondition messages of this
-/// header start with the field and ": " ("steps[2].job_id: job 99 does not exist",
-/// "edges: cycle a -> b -> a"); WorkflowErrorField returns it.
+/// Errors naming a request field: kInvalidArgument and kFailedPrecondition messages start with
+/// the field and ": " ("steps[2].job_id: job 99 does not exist"); model::WorkflowErrorField
+/// returns it.
 ///
 /// `version` is the optimistic-concurrency token, as for jobs and calendars. Repositories are
 /// thread-safe and blocking; times are epoch ms from the DB clock.
