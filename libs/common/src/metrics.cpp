@@ -31,6 +31,20 @@ namespace sched {
 
 namespace {
 
+// Prometheus attaches `job` and `instance` to every scraped series (the scrape target's); a
+// series carrying its own label of either name loses it to `exported_job` under the default
+// `honor_labels: false`, and rules written against it match nothing. A family declared with one
+// is a programming error, refused at start-up instead of showing up on a dashboard.
+std::vector<std::string> CheckedLabelNames(const std::string& metric, std::vector<std::string> label_names) {
+    for (const auto& label : label_names) {
+        if (label == "job" || label == "instance") {
+            throw std::invalid_argument("metric " + metric + ": label '" + label +
+                                        "' is reserved by Prometheus's scrape (use e.g. job_id)");
+        }
+    }
+    return label_names;
+}
+
 // A family of ObservedSamples read at collection time.
 class ObservedCollectable final : public prometheus::Collectable {
   public:
@@ -39,7 +53,7 @@ class ObservedCollectable final : public prometheus::Collectable {
         : name_(std::move(name)),
           help_(std::move(help)),
           kind_(kind),
-          label_names_(std::move(label_names)),
+          label_names_(CheckedLabelNames(name_, std::move(label_names))),
           read_(std::move(read)) {}
 
     std::vector<prometheus::MetricFamily> Collect() const override {
@@ -200,7 +214,10 @@ std::uint64_t HistogramChild::Count() const {
 template <typename Child>
 Family<Child>::Family(prometheus::Family<typename Child::Metric>& family, std::string name,
                       std::vector<std::string> label_names, std::vector<double> bounds)
-    : family_(&family), name_(std::move(name)), label_names_(std::move(label_names)), bounds_(std::move(bounds)) {}
+    : family_(&family),
+      name_(std::move(name)),
+      label_names_(CheckedLabelNames(name_, std::move(label_names))),
+      bounds_(std::move(bounds)) {}
 
 template <typename Child>
 Child& Family<Child>::Labels(const std::vector<std::string>& values) {

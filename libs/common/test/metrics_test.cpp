@@ -1,6 +1,7 @@
 #include "sched/common/metrics.hpp"
 
 #include <ctime>
+#include <stdexcept>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -26,13 +27,26 @@ TEST(Metrics, CountersAndGaugesRenderWithLabels) {
 
 TEST(Metrics, FamiliesWithoutChildrenAreDeclared) {
     MetricsRegistry r;
-    r.Counter("sched_fire_outcomes_total", "Outcomes.", {"app", "job", "status"});
+    r.Counter("sched_fire_outcomes_total", "Outcomes.", {"app", "job_id", "status"});
     r.Observed("sched_fires_pending", "Pending.", MetricsRegistry::Kind::kGauge, {},
                [] { return std::vector<ObservedSample>{}; });
     const std::string text = r.Render();
     EXPECT_NE(text.find("# TYPE sched_fire_outcomes_total counter\n"), std::string::npos) << text;
     EXPECT_NE(text.find("# TYPE sched_fires_pending gauge\n"), std::string::npos) << text;
     EXPECT_EQ(text.find("sched_fire_outcomes_total{"), std::string::npos) << text;
+}
+
+// Prometheus's scrape sets `job` and `instance` itself; a series of ours with either label would
+// see it renamed to exported_job/exported_instance and rules on it would match nothing.
+TEST(Metrics, LabelsThePrometheusScrapeSetsAreRefused) {
+    MetricsRegistry r;
+    EXPECT_THROW(r.Counter("sched_a_total", "A.", {"app", "job"}), std::invalid_argument);
+    EXPECT_THROW(r.Gauge("sched_b", "B.", {"instance"}), std::invalid_argument);
+    EXPECT_THROW(r.Histogram("sched_c_seconds", "C.", {"job"}, {0.1}), std::invalid_argument);
+    EXPECT_THROW(r.Observed("sched_d", "D.", MetricsRegistry::Kind::kGauge, {"job"},
+                            [] { return std::vector<ObservedSample>{}; }),
+                 std::invalid_argument);
+    EXPECT_NO_THROW(r.Counter("sched_e_total", "E.", {"app", "job_id"}));
 }
 
 TEST(Metrics, HistogramBucketsAreCumulative) {

@@ -38,7 +38,7 @@ std::int64_t Int(const soci::row& r, std::size_t i) {
 
 FireOutcomeMetrics::FireOutcomeMetrics(MetricsRegistry& registry)
     : outcomes_(registry.Counter("sched_fire_outcomes_total", "Fires ended, by app, job id and final status.",
-                                 {"app", "job", "status"})),
+                                 {"app", "job_id", "status"})),
       duration_(registry.Histogram("sched_fire_duration_seconds",
                                    "Run time (finished - started) of fires ended by an executor's result.", {"app"},
                                    {0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600})) {}

@@ -131,10 +131,10 @@ TEST_P(FireMetricsTest, OutcomeMetricsCountByAppJobAndStatus) {
     m.Ended("billing", 7, FireStatus::kSucceeded, std::nullopt);
     m.Ended("billing", 7, FireStatus::kFailed);
     const std::string text = registry.Render();
-    EXPECT_NE(text.find("sched_fire_outcomes_total{app=\"billing\",job=\"7\",status=\"succeeded\"} 2\n"),
+    EXPECT_NE(text.find("sched_fire_outcomes_total{app=\"billing\",job_id=\"7\",status=\"succeeded\"} 2\n"),
               std::string::npos)
         << text;
-    EXPECT_NE(text.find("sched_fire_outcomes_total{app=\"billing\",job=\"7\",status=\"failed\"} 1\n"),
+    EXPECT_NE(text.find("sched_fire_outcomes_total{app=\"billing\",job_id=\"7\",status=\"failed\"} 1\n"),
               std::string::npos)
         << text;
     EXPECT_NE(text.find("sched_fire_duration_seconds_count{app=\"billing\"} 1\n"), std::string::npos) << text;

@@ -187,7 +187,7 @@ void TriggerNode::ExportNodeMetrics() {
               return out;
           });
     gauge("sched_job_last_success_timestamp_seconds",
-          "Finish time of the job's latest succeeded fire still in the history; leader only.", {"app", "job", "name"},
+          "Finish time of the job's latest succeeded fire still in the history; leader only.", {"app", "job_id", "name"},
           [](const store::ClusterGauges& g) {
               Samples out;
               for (const auto& j : g.last_success) {

@@ -3,7 +3,7 @@
 /// Fire metrics shared by the processes that end fires (the web module's callback API, the
 /// slave) and the master's cluster gauges, read with a few aggregate queries.
 ///
-/// Series (docs/architecture/metrics.md): the job label is the job id (stable across renames);
+/// Series (docs/architecture/metrics.md): the job_id label is the job id (stable across renames);
 /// a job's name appears only on sched_job_last_success_timestamp_seconds.
 
 #include <cstdint>
@@ -19,7 +19,7 @@
 
 namespace sched::store {
 
-/// sched_fire_outcomes_total{app,job,status} and sched_fire_duration_seconds{app}.
+/// sched_fire_outcomes_total{app,job_id,status} and sched_fire_duration_seconds{app}.
 /// Thread-safe (the registry's families are).
 class FireOutcomeMetrics {
   public:
