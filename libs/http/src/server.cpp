@@ -517,8 +517,9 @@ Server::~Server() {
     Stop();
 }
 
-void Server::Start() {
+void Server::Listen() {
     auto& st = *state_;
+    if (st.acceptor.is_open()) return;
     const auto fail = [&](const std::string& why) {
         return std::runtime_error(st.options.name + ": cannot listen on " + st.options.listen + ": " + why);
     };
@@ -541,10 +542,17 @@ void Server::Start() {
     if (!ec) st.acceptor.bind(endpoint, ec);
     if (!ec) st.acceptor.listen(net::socket_base::max_listen_connections, ec);
     if (ec) {
+        // The cause first: close() resets ec, and the message would read "Success".
+        const std::string why = ec.message();
         st.acceptor.close(ec);
-        throw fail(ec.message());
+        throw fail(why);
     }
     st.endpoint = st.acceptor.local_endpoint();
+}
+
+void Server::Start() {
+    Listen();
+    auto& st = *state_;
     st.accept_loop_running.store(true);
     net::co_spawn(st.accept_strand, AcceptLoop(state_), LogFailure(st.options.name + ": accept loop"));
     spdlog::info("{}: listening on {}:{}", st.options.name, st.endpoint.address().to_string(), st.endpoint.port());

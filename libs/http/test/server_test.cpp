@@ -343,7 +343,29 @@ TEST(Server, StartFailsWithTheAddressWhenThePortIsTaken) {
         FAIL() << "expected a bind error";
     } catch (const std::runtime_error& e) {
         EXPECT_NE(std::string(e.what()).find(options.listen), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("in use"), std::string::npos) << e.what();
+        EXPECT_EQ(std::string(e.what()).find("Success"), std::string::npos) << e.what();
     }
+}
+
+// Listen() takes the port before the process's slow start-up (migrations): a second server on
+// it fails at once, and Start() afterwards accepts on the same port.
+TEST(Server, ListenReservesThePortAndStartKeepsIt) {
+    net::io_context io;
+    auto options = LoopbackOptions();
+    Server first(io.get_executor(), options, ItemRoutes());
+    first.Listen();
+    first.Listen();  // idempotent
+    const auto port = first.port();
+    ASSERT_NE(port, 0);
+    auto taken = options;
+    taken.listen = "127.0.0.1:" + std::to_string(port);
+    Server second(io.get_executor(), taken, ItemRoutes());
+    EXPECT_THROW(second.Listen(), std::runtime_error);
+    first.Start();
+    EXPECT_EQ(first.port(), port);
+    first.Stop();
+    io.run_for(std::chrono::milliseconds(200));
 }
 
 TEST(ExportServerStats, RegistersCountersWithThePrefixReadAtRender) {

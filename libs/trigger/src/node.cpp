@@ -78,6 +78,16 @@ Status TriggerNode::CheckShardCount() {
 }
 
 Status TriggerNode::Start(const std::function<bool()>& should_stop) {
+    // The port first: a busy one fails before the migrations touch the database. The routes
+    // reach the node's parts lazily, and nothing is accepted before server->Start() below.
+    AddRoutes();
+    impl_->server = std::make_unique<http::Server>(io_.get_executor(), config_.http, std::move(impl_->router),
+                                                   http::BearerTokenAuth(config_.token));
+    try {
+        impl_->server->Listen();
+    } catch (const std::exception& e) {
+        return Unavailable(e.what());
+    }
     auto db = db::OpenMigrated(config_.database, should_stop);
     if (!db.ok()) return db.status();
     db_ = *db;
@@ -114,9 +124,6 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
     http_options.max_idle_per_host = std::max<std::size_t>(
         http_options.max_idle_per_host, static_cast<std::size_t>(config_.slave.max_calls_per_executor));
     impl_->http = std::make_unique<http::HttpClient>(io_.get_executor(), http_options);
-    AddRoutes();
-    impl_->server = std::make_unique<http::Server>(io_.get_executor(), config_.http, std::move(impl_->router),
-                                                   http::BearerTokenAuth(config_.token));
     try {
         impl_->server->Start();
     } catch (const std::exception& e) {

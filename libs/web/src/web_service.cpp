@@ -40,14 +40,11 @@ std::uint16_t WebService::port() const {
 }
 
 Status WebService::Start(const std::function<bool()>& should_stop) {
-    auto db = db::OpenMigrated(config_.database, should_stop);
-    if (!db.ok()) return db.status();
-    db_ = *db;
-
+    // The port first (below), then the migrations: a busy port fails with nothing done. The
+    // routes read db_ when a request arrives, and none is accepted before server_->Start().
     http::Router router;
-    auto shared_db = db_;
     routes_ = AddWebRoutes(
-        router, config_.api, [shared_db] { return shared_db; }, db_pool_, &metrics_);
+        router, config_.api, [this] { return db_; }, db_pool_, &metrics_);
     router.Add(
         http::Method::kGet, "/healthz", [](http::Request&) { return http::Response::Text("ok\n"); },
         http::Access::kPublic);
@@ -77,12 +74,16 @@ Status WebService::Start(const std::function<bool()>& should_stop) {
         return Status(Code::kUnauthenticated, "this route is not served by the web module's auth");
     };
     server_ = std::make_unique<http::Server>(io_.get_executor(), config_.http, std::move(router), std::move(refuse));
-    http::ExportServerStats(metrics_, "sched_http", [server = server_.get()] { return server->Stats(); });
     try {
-        server_->Start();
+        server_->Listen();
     } catch (const std::exception& e) {
         return Unavailable(e.what());
     }
+    auto db = db::OpenMigrated(config_.database, should_stop);
+    if (!db.ok()) return db.status();
+    db_ = *db;
+    http::ExportServerStats(metrics_, "sched_http", [server = server_.get()] { return server->Stats(); });
+    server_->Start();
     work_.emplace(io_.get_executor());
     for (int i = 0; i < config_.io_threads; ++i) io_threads_.emplace_back([this] { io_.run(); });
     started_ = true;

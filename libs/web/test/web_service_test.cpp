@@ -2,6 +2,11 @@
 
 #include "sched/web/web_service.hpp"
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
 #include "web_test_base.hpp"
 
 namespace sched::web::testing {
@@ -101,6 +106,17 @@ TEST_P(WebServiceTest, ABusyPortIsAnErrorValue) {
     WebService second(second_config);
     Status s = second.Start();
     EXPECT_EQ(s.code(), Code::kUnavailable) << s.ToString();
+    EXPECT_NE(s.message().find("in use"), std::string::npos) << s.ToString();
+
+    // The port is taken before the migrations run: a busy port leaves a new database untouched.
+    const auto fresh =
+        std::filesystem::temp_directory_path() / ("sched-busy-port-" + std::to_string(::getpid()) + ".db");
+    std::filesystem::remove(fresh);
+    WebServiceConfig third_config = second_config;
+    third_config.database.url = *db::ParseDbUrl("sqlite://" + fresh.string());
+    WebService third(third_config);
+    EXPECT_EQ(third.Start().code(), Code::kUnavailable);
+    EXPECT_FALSE(std::filesystem::exists(fresh)) << fresh;
 }
 
 SCHED_DB_TEST_SUITE(WebServiceTest);

@@ -7,7 +7,7 @@
 ///     router.Add(Method::kPost, "/v1/run", RunHandler);
 ///     Server server(io.get_executor(), ServerOptions::FromYaml(cfg.Child("http")), std::move(router),
 ///                   BearerTokenAuth(token));
-///     server.Start();            // binds now: a busy port fails at start-up, not later
+///     server.Start();            // binds now (or Listen() earlier): a busy port fails at start-up
 ///     ...                        // run `io` on one or more threads
 ///     co_await server.Shutdown();  // or server.Stop() from any thread
 ///
@@ -102,11 +102,15 @@ class Server {
     Server(const Server&) = delete;
     Server& operator=(const Server&) = delete;
 
-    /// Binds and listens on options.listen and starts accepting. Throws std::runtime_error
-    /// naming the address when it cannot bind (busy port, bad host).
+    /// Binds and listens on options.listen without accepting yet: connections wait in the
+    /// backlog until Start(). A process calls it before slow start-up work (migrations) so that
+    /// a busy port fails first, with nothing done. Throws std::runtime_error naming the address
+    /// and the cause when it cannot bind (busy port, bad host). Idempotent.
+    void Listen();
+    /// Listen() if not done yet, then starts accepting. Throws as Listen() does.
     void Start();
 
-    /// The bound endpoint (meaningful after Start(); resolves a configured port 0).
+    /// The bound endpoint (meaningful after Listen(); resolves a configured port 0).
     tcp::endpoint local_endpoint() const;
     std::uint16_t port() const { return local_endpoint().port(); }
 
