@@ -48,16 +48,25 @@ Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr
           node_id_),
       // One UPDATE per executor instance per record-window for every fire it accepted, each
       // with its own 202's time as started_at. A fast handler's callback may have ended a fire
-      // already; the UPDATE then leaves it (and a result judged while the fire was dispatching
-      // is applied either way, see FireResults). Three attempts, pauses of 100 and 200 ms; then
-      // the executor's callback still ends the fires (it accepts a dispatching fire).
+      // already; the UPDATE then leaves it (a CAS from `dispatching`: it never overwrites an end,
+      // whichever lands first, and a result judged while the fire was dispatching is applied
+      // either way, see FireResults). A database error is retried like the endings (100 ms
+      // doubling, for up to dispatch-timeout): three attempts, 300 ms, gave up within a Galera
+      // node's loss and left the fire `dispatching` on a live slave, which nothing but its result
+      // ends.
       running_(
-          io_, db_pool_, config_.record_window, {.first_pause = 100ms, .max_pause = Micros::max(), .max_attempts = 3},
+          io_, db_pool_, config_.record_window,
+          {.first_pause = 100ms, .max_pause = 2s, .give_up_after = config_.dispatch_timeout},
           [this](std::vector<RunningRecord>& batch) { return WriteRunning(batch); },
           [this](const Status& error, const std::vector<RunningRecord>& left, bool giving_up) {
               if (giving_up) {
-                  spdlog::warn("slave {}: {} accepted fires (first on {}) not recorded running: {}", node_id_,
-                               left.size(), left.front().address, error.ToString());
+                  spdlog::warn(
+                      "slave {}: {} accepted fires (first: {} on {}) not recorded running: {}; their results end "
+                      "them",
+                      node_id_, left.size(), left.front().fire.id, left.front().address, error.ToString());
+              } else {
+                  spdlog::warn("slave {}: cannot record {} accepted fires running yet (first: {} on {}; retrying): {}",
+                               node_id_, left.size(), left.front().fire.id, left.front().address, error.ToString());
               }
           }),
       // One transaction per record-window for every end queued in it, each still its own CAS. A
