@@ -38,8 +38,40 @@ net::awaitable<bool> Runtime::PostResults(const std::vector<CallbackResult>& bat
     // Moved, not copied: a copy of a batch's document was one allocation per field of every
     // result in it.
     auto answer = co_await PostToWeb(std::string(protocol::kCallbackPath), std::move(body), batch.front().callback_url);
-    if (!answer) ++counters_.callback_failures;
-    co_return answer.has_value();
+    if (!answer) {
+        ++counters_.callback_failures;
+        co_return false;
+    }
+    LogRefused(batch, *answer);
+    co_return true;
+}
+
+void Runtime::LogRefused(const std::vector<CallbackResult>& batch, const http::ClientResponse& answer) const {
+    // A batch is answered 200 with one outcome per result (docs/protocol.md): delivered, but a
+    // result the cluster did not apply (stale_epoch, wrong_executor, conflict, ...) leaves its
+    // fire to whatever else ends it. Sending it again would be refused again; saying so here is
+    // what ties a fire left `running` to the run that did end.
+    auto body = answer.Json();
+    if (!body.ok() || !body->is_object()) return;
+    const auto results = body->find("results");
+    if (results == body->end() || !results->is_array()) return;
+    std::size_t refused = 0;
+    std::string first;
+    for (std::size_t i = 0; i < results->size() && i < batch.size(); ++i) {
+        const auto& item = (*results)[i];
+        if (!item.is_object()) continue;
+        const std::string outcome = item.value("outcome", std::string());
+        if (outcome.empty() || outcome == "applied" || outcome == "duplicate") continue;
+        if (refused++ < 3) {
+            const CallbackResult& r = batch[i];
+            first += fmt::format("{}fire {} attempt {} epoch {}: {}", first.empty() ? "" : "; ", r.fire_id, r.attempt,
+                                 r.epoch, outcome);
+        }
+    }
+    if (refused > 0) {
+        spdlog::warn("executor {}: the cluster did not apply {} of {} result(s) ({}{})", options_.app, refused,
+                     batch.size(), first, refused > 3 ? "; ..." : "");
+    }
 }
 
 net::awaitable<bool> Runtime::FlushResults() {

@@ -110,7 +110,6 @@ void Runtime::Execute(const RunPtr& run) {
     CallbackResult result;
     result.fire_id = r.fire_id;
     result.attempt = r.attempt;
-    result.epoch = r.epoch;
     result.started_ms = started_ms;
     result.finished_ms = WallMs();
     result.callback_url = r.callback_url;
@@ -154,6 +153,10 @@ void Runtime::Execute(const RunPtr& run) {
     const double handler_seconds = static_cast<double>(result.finished_ms - started_ms) / 1e3;
     // Free the slot before reporting: whoever sees the result may ask at once whether we are idle.
     RunPtr next = registry_.Finish(run);
+    // Read once the run has left the registry: a repeat of it under a newer epoch (its fire
+    // re-stamped by the node) is applied under the registry's lock while it is in flight, and
+    // finds it gone after, so no newer epoch can arrive between this read and the report.
+    result.epoch = run->ResultEpoch();
     Report(std::move(result), r.handler, handler_seconds);
     if (next) Launch({std::move(next)});
 }
@@ -164,7 +167,7 @@ void Runtime::ReportNeverStarted(const RunPtr& run, const std::string& message) 
     CallbackResult result;
     result.fire_id = r.fire_id;
     result.attempt = r.attempt;
-    result.epoch = r.epoch;
+    result.epoch = run->ResultEpoch();  // removed from the registry already: final
     result.outcome = timed_out ? protocol::RunOutcome::kTimeout : protocol::RunOutcome::kKilled;
     result.code = std::string(CodeName(timed_out ? Code::kDeadlineExceeded : Code::kCancelled));
     result.message = message;

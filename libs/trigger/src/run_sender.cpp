@@ -429,6 +429,14 @@ net::awaitable<void> RunSender::SendOne(GroupPtr group, model::Fire fire) {
             }
             const protocol::RunAnswer answer = ReadAnswer(*response);
             if (answer.accepted()) {
+                if (restamped && answer.duplicate) {
+                    // The instance took this run before the re-stamp (an answer this node did not
+                    // get). A current SDK reports it under the newest epoch it was sent with; an
+                    // older one under the first, which the cluster refuses (stale_epoch), and
+                    // the fire then ends only by its job's timeout or its executor's loss.
+                    spdlog::warn("slave {}: fire {} re-stamped to epoch {} was already running on {} (duplicate)",
+                                 node_id_, fire.id, epoch, address);
+                }
                 Accepted(fire, job, address, sent_at);
                 co_return;
             }

@@ -46,19 +46,19 @@ Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr
            .max_calls_per_executor = config_.max_calls_per_executor,
            .call_wait = config_.dispatch_timeout},
           node_id_),
-      // One UPDATE per executor instance per record-window for every fire it accepted, each
-      // with its own 202's time as started_at. A fast handler's callback may have ended a fire
-      // already; the UPDATE then leaves it (and a result judged while the fire was dispatching
-      // is applied either way, see FireResults). Three attempts, pauses of 100 and 200 ms; then
-      // the executor's callback still ends the fires (it accepts a dispatching fire).
+      // One UPDATE per executor instance per record-window for every fire it accepted, each with
+      // its own 202's time as started_at: a CAS from `dispatching`, so it never overwrites an end
+      // that landed first (and a result judged while dispatching is applied, see FireResults).
+      // Errors are retried like the endings: giving up within a Galera node's loss would leave
+      // the fire `dispatching` on a live slave, ended by nothing but its result.
       running_(
-          io_, db_pool_, config_.record_window, {.first_pause = 100ms, .max_pause = Micros::max(), .max_attempts = 3},
+          io_, db_pool_, config_.record_window,
+          {.first_pause = 100ms, .max_pause = 2s, .give_up_after = config_.dispatch_timeout},
           [this](std::vector<RunningRecord>& batch) { return WriteRunning(batch); },
           [this](const Status& error, const std::vector<RunningRecord>& left, bool giving_up) {
-              if (giving_up) {
-                  spdlog::warn("slave {}: {} accepted fires (first on {}) not recorded running: {}", node_id_,
-                               left.size(), left.front().address, error.ToString());
-              }
+              spdlog::warn("slave {}: {} accepted fires (first: {} on {}) not recorded running{}: {}", node_id_,
+                           left.size(), left.front().fire.id, left.front().address,
+                           giving_up ? "; their results end them" : " yet, retrying", error.ToString());
           }),
       // One transaction per record-window for every end queued in it, each still its own CAS. A
       // database error is retried (pauses of 100 ms doubling, for up to dispatch-timeout); after

@@ -60,6 +60,25 @@ AdmitResult RunRegistry::Admit(RunRequest request) {
 
 AdmitResult RunRegistry::AdmitLocked(RunRequest request, std::size_t index, const OnAccepted& on_accepted) {
     AdmitResult out;
+    // A run this instance already has is a duplicate whatever its epoch, before the fence: it
+    // starts nothing, so there is nothing to fence. A node sends a run again when it did not get
+    // the first answer (a timeout); refused as stale (the instance saw a newer master since), it
+    // would take the run for not placed, re-stamp the fire with the newer epoch and send it
+    // again, and the result of the run going here, under the older epoch, would then be
+    // refused as stale_epoch with the fire recorded `running` here: stuck until a timeout, and
+    // forever for a job without one.
+    if (seen_.contains({request.fire_id, request.attempt})) {
+        max_epoch_ = std::max(max_epoch_, request.epoch);
+        // The same run under a newer epoch: the node re-stamped its fire (another instance
+        // refused the older epoch) and records the newer one; the result must name it.
+        if (const auto it = in_flight_.find(request.fire_id);
+            it != in_flight_.end() && it->second->request.attempt == request.attempt) {
+            Run& held = *it->second;
+            if (request.epoch > held.result_epoch.load()) held.result_epoch.store(request.epoch);
+        }
+        out.admission = Admission::kDuplicate;
+        return out;
+    }
     // Fencing: a master with an older epoch has lost its lease; whatever it sends now may
     // duplicate what the new master dispatches.
     if (request.epoch < max_epoch_) {
@@ -69,10 +88,6 @@ AdmitResult RunRegistry::AdmitLocked(RunRequest request, std::size_t index, cons
         return out;
     }
     max_epoch_ = request.epoch;
-    if (seen_.contains({request.fire_id, request.attempt})) {
-        out.admission = Admission::kDuplicate;
-        return out;
-    }
     // The cluster enforced the job's policy and limit (the node sent `overlap`): the run is
     // within them, so it starts now, in no lane, beside any other run of the job here.
     const bool enforced = request.overlap.has_value();

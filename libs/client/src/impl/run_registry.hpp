@@ -24,8 +24,12 @@
 namespace sched::client::impl {
 
 struct Run {
-    explicit Run(RunRequest r) : request(std::move(r)) {}
+    explicit Run(RunRequest r) : request(std::move(r)), result_epoch(request.epoch) {}
     const RunRequest request;
+    // The epoch its result carries: the run's own, or a newer one the cluster re-stamped its fire
+    // with and sent here again while it was in flight (RunRegistry::AdmitAll), which is then the
+    // fire's recorded dispatch epoch that a result must name.
+    std::atomic<std::int64_t> result_epoch;
     CancellationToken token;
     // The fire whose cover-early arrival cancelled this one (0 if none); written under the
     // registry mutex before the token is cancelled, read after the handler returned.
@@ -40,6 +44,7 @@ struct Run {
     static constexpr std::int64_t kNoDeadline = std::numeric_limits<std::int64_t>::max();
     std::atomic<std::int64_t> deadline_ns{0};  // steady clock, since its epoch
 
+    std::int64_t ResultEpoch() const { return result_epoch.load(); }
     /// Records that the handler starts at `now`; returns its deadline.
     std::chrono::steady_clock::time_point MarkStarted(std::chrono::steady_clock::time_point now);
     /// How long its own timeout still gives it at `now` (for a run not started yet: its whole

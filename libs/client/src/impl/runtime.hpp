@@ -106,6 +106,8 @@ class Runtime {
     net::awaitable<bool> FlushResults();
     /// One callback request with `batch` (not empty); false (counted) when no endpoint took it.
     net::awaitable<bool> PostResults(const std::vector<CallbackResult>& batch);
+    /// Logs the results of `batch` its callback's answer says were not applied (nor duplicates).
+    void LogRefused(const std::vector<CallbackResult>& batch, const http::ClientResponse& answer) const;
     void SpoolOrRequeue(std::vector<CallbackResult> batch);
     void SpoolOutbox();
 
