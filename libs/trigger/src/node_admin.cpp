@@ -187,8 +187,8 @@ void TriggerNode::ExportNodeMetrics() {
               return out;
           });
     gauge("sched_job_last_success_timestamp_seconds",
-          "Finish time of the job's latest succeeded fire still in the history; leader only.", {"app", "job_id", "name"},
-          [](const store::ClusterGauges& g) {
+          "Finish time of the job's latest succeeded fire still in the history; leader only.",
+          {"app", "job_id", "name"}, [](const store::ClusterGauges& g) {
               Samples out;
               for (const auto& j : g.last_success) {
                   out.push_back({{j.app, std::to_string(j.job_id), j.name}, static_cast<double>(j.finished_ms) / 1e3});
