@@ -692,9 +692,11 @@ def main(argv=None):
             rendered = render(f.read(), subs)
         with open(subs["config"], "w", encoding="utf-8") as f:
             f.write(rendered)
+    # The executor runs in the work directory: a relative path the caller named (the program, a
+    # script given to an interpreter, a config file) is made absolute so that it keeps working.
     argv_exec = [render(a, subs) for a in command]
-    if os.sep in argv_exec[0]:  # the executor runs in the work directory: keep a relative path working
-        argv_exec[0] = os.path.abspath(argv_exec[0])
+    argv_exec = [os.path.abspath(a) if os.sep in a and not os.path.isabs(a) and os.path.exists(a) else a
+                 for a in argv_exec]
     env = dict(os.environ, SCHED_TOKEN=token)
     out = open(os.path.join(workdir, "executor.log"), "wb")
     print("sched_conformance (protocol v%s): cluster at %s, executor: %s" % (KIT_VERSION, subs["url"],
