@@ -16,6 +16,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sched/common/announce.hpp"
 #include "sched/common/app_main.hpp"
 #include "sched/common/crypto.hpp"
 #include "sched/cron/schedule.hpp"
@@ -176,10 +177,10 @@ int main(int argc, char** argv) {
             spdlog::error("cannot create the demo executor token: {}", s.ToString());
         }
     }
-    if (generated_token) std::cout << "scheduler-standalone token (generated): " << config.token << "\n";
-    std::cout << "scheduler-standalone listening on http://"
-              << sched::http::HostPort{sched::http::HostPort::Parse(config.http.listen)->host, node.port()}.ToString()
-              << std::endl;
+    if (generated_token) sched::Announce("scheduler-standalone token (generated): " + config.token);
+    sched::Announce(
+        "scheduler-standalone listening on http://" +
+        sched::http::HostPort{sched::http::HostPort::Parse(config.http.listen)->host, node.port()}.ToString());
     signals.Wait();
     node.Stop();
     spdlog::info("scheduler-standalone stopped");

@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sched/common/announce.hpp"
 #include "sched/common/app_main.hpp"
 #include "sched/http/url.hpp"
 #include "sched/trigger/node.hpp"
@@ -69,9 +70,9 @@ int main(int argc, char** argv) {
         spdlog::error("cannot start: {}", started.ToString());
         return 1;
     }
-    std::cout << "scheduler-trigger " << node.node_id() << " listening on http://"
-              << sched::http::HostPort{sched::http::HostPort::Parse(config.http.listen)->host, node.port()}.ToString()
-              << std::endl;
+    sched::Announce(
+        "scheduler-trigger " + node.node_id() + " listening on http://" +
+        sched::http::HostPort{sched::http::HostPort::Parse(config.http.listen)->host, node.port()}.ToString());
     signals.Wait();
     node.Stop();
     spdlog::info("scheduler-trigger stopped");

@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sched/common/announce.hpp"
 #include "sched/common/app_main.hpp"
 #include "sched/common/config.hpp"
 #include "sched/common/logging.hpp"
@@ -56,10 +57,9 @@ int main(int argc, char** argv) {
         spdlog::error("cannot start: {}", started.ToString());
         return 1;
     }
-    std::cout
-        << "scheduler-web listening on http://"
-        << sched::http::HostPort{sched::http::HostPort::Parse(config.http.listen)->host, service.port()}.ToString()
-        << std::endl;
+    sched::Announce(
+        "scheduler-web listening on http://" +
+        sched::http::HostPort{sched::http::HostPort::Parse(config.http.listen)->host, service.port()}.ToString());
     signals.Wait();
     service.Stop();
     spdlog::info("scheduler-web stopped");

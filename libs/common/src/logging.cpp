@@ -1,6 +1,9 @@
 #include "sched/common/logging.hpp"
 
+#include <iostream>
 #include <memory>
+
+#include "sched/common/announce.hpp"
 
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
@@ -86,6 +89,8 @@ class TextMessageFlag final : public spdlog::custom_flag_formatter {
     std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<TextMessageFlag>(); }
 };
 
+constexpr std::string_view kAnnounceLogger = "announce";
+
 }  // namespace
 
 LogConfig LogConfig::FromYaml(const ConfigNode& node) {
@@ -110,6 +115,30 @@ void SetupLogging(const LogConfig& config) {
     logger->set_level(spdlog::level::from_str(config.level));
     logger->flush_on(spdlog::level::info);
     spdlog::set_default_logger(std::move(logger));
+
+    // Announce() (announce.hpp): stdout, the bare line as text, the same record as the log's in
+    // json, so a collector that reads both streams (docker logs) sees nothing but JSON.
+    auto announce = std::make_shared<spdlog::logger>(std::string(kAnnounceLogger),
+                                                     std::make_shared<spdlog::sinks::stdout_sink_mt>());
+    auto formatter = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
+    if (config.format == "json") {
+        formatter->add_flag<JsonMessageFlag>('*').set_pattern(
+            R"({"ts":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","thread":%t,"msg":"%*"})");
+    } else {
+        formatter->add_flag<TextMessageFlag>('*').set_pattern("%*");
+    }
+    announce->set_formatter(std::move(formatter));
+    announce->flush_on(spdlog::level::info);
+    spdlog::drop(std::string(kAnnounceLogger));
+    spdlog::register_logger(std::move(announce));
+}
+
+void Announce(std::string_view line) {
+    if (auto announce = spdlog::get(std::string(kAnnounceLogger))) {
+        announce->info("{}", line);
+    } else {
+        std::cout << line << std::endl;  // before SetupLogging (tools, tests)
+    }
 }
 
 std::string JsonEscape(std::string_view s) {

@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "sched/common/announce.hpp"
+
 namespace sched {
 namespace {
 
@@ -49,6 +51,29 @@ TEST(SetupLogging, EveryMessageIsEscapedAndEachRecordIsOneLine) {
             EXPECT_NE(out.find("job \"evil\\nFAKE line\\x00tail\" created"), std::string::npos) << out;
         }
     }
+    SetupLogging(LogConfig{});
+}
+
+// The "listening on" line scripts wait for: bare with text logs, a JSON record with json logs.
+TEST(Announce, WritesTheLineOnStdoutInTheLogsFormat) {
+    LogConfig config;
+    config.format = "text";
+    SetupLogging(config);
+    testing::internal::CaptureStdout();
+    Announce("scheduler-web listening on http://127.0.0.1:8080");
+    EXPECT_EQ(testing::internal::GetCapturedStdout(), "scheduler-web listening on http://127.0.0.1:8080\n");
+
+    config.format = "json";
+    config.level = "error";  // the announcement is not a log message: the level does not hide it
+    SetupLogging(config);
+    testing::internal::CaptureStdout();
+    Announce("scheduler-web listening on http://127.0.0.1:8080\nforged");
+    const std::string out = testing::internal::GetCapturedStdout();
+    ASSERT_FALSE(out.empty());
+    EXPECT_EQ(out.find('\n'), out.size() - 1) << out;
+    const auto record = nlohmann::json::parse(out);
+    EXPECT_EQ(record["msg"], "scheduler-web listening on http://127.0.0.1:8080\nforged");
+    EXPECT_EQ(record["level"], "info");
     SetupLogging(LogConfig{});
 }
 
