@@ -382,6 +382,35 @@ class Kit:
         status, body = self.ex.call("GET", "/v1/beat")
         check(status == 200 and body.get("epoch") == newer, "beat epoch %s, expected %d" % (body.get("epoch"), newer))
 
+    def duplicate_across_epochs(self):
+        # A repeat of a run the service holds is a duplicate whatever its epoch (the node's first
+        # answer was lost and a newer master took over meanwhile); refused with 409 the node would
+        # re-stamp the fire, and the run's result, under the older epoch, would leave it running.
+        # A repeat with the newer epoch while the run is held moves its result to that epoch.
+        older = self.epoch
+        fid = self.fire()
+        run = self.run_body(fid, "conformance.sleep", {"ms": 800}, epoch=older)
+        status, body = self.ex.call("POST", "/v1/run", run)
+        check(status == 202, "run at epoch %d: %s %s" % (older, status, body))
+        newer = older + 1
+        status, body = self.ex.call("POST", "/v1/run", self.run_body(self.fire(), "conformance.echo", epoch=newer))
+        check(status == 202, "run at epoch %d: %s %s" % (newer, status, body))
+        self.epoch = newer
+        status, body = self.ex.call("POST", "/v1/run", run)
+        check(status == 202 and isinstance(body, dict) and body.get("duplicate") is True,
+              "repeat of fire %d at the older epoch %d while it runs: %s %s, expected 202 duplicate"
+              % (fid, older, status, body))
+        status, body = self.ex.call("POST", "/v1/run", dict(run, epoch=newer))
+        check(status == 202 and isinstance(body, dict) and body.get("duplicate") is True,
+              "repeat of fire %d at epoch %d: %s %s, expected 202 duplicate" % (fid, newer, status, body))
+        r = self.result(fid)
+        check(r.get("epoch") == newer, "fire %d's result carries epoch %s, expected %d (the newest it was sent with)"
+              % (fid, r.get("epoch"), newer))
+        time.sleep(0.5)
+        with self.cluster.mu:
+            n = len(self.cluster.results_for(fid))
+        check(n == 1, "fire %d executed %d times" % (fid, n))
+
     def unknown_handler(self):
         status, body = self.ex.call("POST", "/v1/run", self.run_body(self.fire(), "conformance.nope"))
         check(status == 404, "unknown handler: %s %s, expected 404" % (status, body))
@@ -716,6 +745,7 @@ def main(argv=None):
             for name, fn in (("log", kit.log), ("duplicate-run", kit.duplicate)):
                 kit.clause(name, fn if ran else lambda: "skip: needs run-result")
             kit.clause("stale-epoch", kit.stale_epoch)
+            kit.clause("duplicate-epoch", kit.duplicate_across_epochs)
             kit.clause("unknown-handler", kit.unknown_handler)
             kit.clause("bad-input", kit.bad_input)
             kit.clause("kill", kit.kill)

@@ -158,6 +158,9 @@ class HandlerFailed(Exception):
 class _Run:
     def __init__(self, request):
         self.request = request
+        # The epoch its result carries: the newest it was sent with while held here (a repeat
+        # with a newer epoch is the node's re-stamped fire). Written under the registry's lock.
+        self.result_epoch = request["epoch"]
         self.cancel = threading.Event()
         self.reason = None  # "killed", "timeout", "covered", "shutdown"
         self.covered_by = None
@@ -199,13 +202,21 @@ class _Registry:
     def admit(self, req, on_accepted):
         """Returns (outcome, message, run, start_now, dropped)."""
         with self.mu:
+            key = (req["fire_id"], req["attempt"])
+            # A run this instance has is a duplicate whatever its epoch, before the fence: it
+            # starts nothing. Refused as stale, the node would take it for not placed, re-stamp
+            # the fire and send it again, and this run's result, under the older epoch, would be
+            # refused with the fire left running here (docs/protocol.md).
+            if key in self.seen:
+                self.max_epoch = max(self.max_epoch, req["epoch"])
+                held = self.in_flight.get(req["fire_id"])
+                if held is not None and held.request["attempt"] == req["attempt"]:
+                    held.result_epoch = max(held.result_epoch, req["epoch"])
+                return ("duplicate", "", None, False, [])
             if req["epoch"] < self.max_epoch:
                 return ("stale", "epoch %d is older than epoch %d already seen: refusing a stale master's dispatch"
                         % (req["epoch"], self.max_epoch), None, False, [])
             self.max_epoch = req["epoch"]
-            key = (req["fire_id"], req["attempt"])
-            if key in self.seen:
-                return ("duplicate", "", None, False, [])
             # The cluster enforced the job's policy and limit (`overlap` sent): the run starts now,
             # in no lane, beside any other run of the job here.
             enforced = bool(req.get("overlap"))
@@ -305,6 +316,10 @@ class _Registry:
     def count(self):
         with self.mu:
             return len(self.in_flight)
+
+    def result_epoch(self, run):
+        with self.mu:
+            return run.result_epoch
 
     def epoch(self):
         with self.mu:
@@ -791,7 +806,7 @@ class Executor:
                 code, message = "internal", "handler raised %s: %s" % (type(e).__name__, e)
         if timer:
             timer.cancel()
-        result = {"fire_id": r["fire_id"], "attempt": r["attempt"], "epoch": r["epoch"], "started_ms": started_ms,
+        result = {"fire_id": r["fire_id"], "attempt": r["attempt"], "started_ms": started_ms,
                   "finished_ms": _wall_ms()}
         if run.reason == "timeout":
             # Without a timeout of its own, only the node's watch (a kill with reason timeout) ends it.
@@ -813,6 +828,8 @@ class Executor:
         self._attach_tail(result)
         self._logs.close(r["fire_id"])
         nxt = self._registry.finish(run)
+        # Read once the run left the registry: no repeat can move it to a newer epoch after this.
+        result["epoch"] = self._registry.result_epoch(run)
         self._report(result, r["callback_url"])
         if nxt is not None:
             self._launch(nxt)
@@ -821,7 +838,8 @@ class Executor:
         r = run.request
         now = _wall_ms()
         status = "timeout" if run.reason == "timeout" else "killed"
-        result = {"fire_id": r["fire_id"], "attempt": r["attempt"], "epoch": r["epoch"], "status": status,
+        result = {"fire_id": r["fire_id"], "attempt": r["attempt"], "epoch": self._registry.result_epoch(run),
+                  "status": status,
                   "code": "deadline_exceeded" if status == "timeout" else "cancelled", "message": message,
                   "started_ms": now, "finished_ms": now}
         self._fire_log(r["fire_id"], status + ": " + message)
