@@ -19,11 +19,29 @@ std::string Lower(std::string_view text) {
     return out;
 }
 
-// A mapped address reaches the IPv4 host it carries, so it is judged (and matched) as that.
+// An IPv6 address that carries an IPv4 one reaches (or may reach, through a translator) that
+// IPv4 host, so it is judged (and matched) as that host: ::ffff:127.0.0.1 would otherwise be a
+// way to loopback, 64:ff9b::a9fe:a9fe to a cloud metadata service. The forms: IPv4-mapped
+// (::ffff:0:0/96), IPv4-translated (::ffff:0:0:0/96, SIIT), IPv4-compatible (::/96, deprecated;
+// :: and ::1 are themselves), NAT64's well-known prefix (64:ff9b::/96), all with the IPv4
+// address in the last 32 bits, and 6to4 (2002::/16, the IPv4 address in bits 16-47).
 net::ip::address Unmapped(const net::ip::address& address) {
-    if (address.is_v6() && address.to_v6().is_v4_mapped()) {
-        return net::ip::make_address_v4(net::ip::v4_mapped, address.to_v6());
-    }
+    if (!address.is_v6()) return address;
+    const auto b = address.to_v6().to_bytes();
+    const auto zero = [&](std::size_t from, std::size_t to) {
+        return std::all_of(b.begin() + static_cast<std::ptrdiff_t>(from), b.begin() + static_cast<std::ptrdiff_t>(to),
+                           [](unsigned char c) { return c == 0; });
+    };
+    const auto v4_at = [&](std::size_t i) {
+        return net::ip::address(
+            net::ip::address_v4(net::ip::address_v4::bytes_type{b[i], b[i + 1], b[i + 2], b[i + 3]}));
+    };
+    const bool mapped = zero(0, 10) && b[10] == 0xff && b[11] == 0xff;
+    const bool translated = zero(0, 8) && b[8] == 0xff && b[9] == 0xff && b[10] == 0 && b[11] == 0;
+    const bool compatible = zero(0, 12) && !zero(12, 15);  // not :: or ::1 (or ::0.0.0.x)
+    const bool nat64 = b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && zero(4, 12);
+    if (mapped || translated || compatible || nat64) return v4_at(12);
+    if (b[0] == 0x20 && b[1] == 0x02) return v4_at(2);  // 6to4
     return address;
 }
 

@@ -42,6 +42,27 @@ TEST(RestrictedAddressKind, ClassifiesIpv6AndMappedIpv4) {
     EXPECT_EQ(KindOf("::ffff:93.184.216.34"), std::nullopt);
 }
 
+// Every IPv6 form that carries an IPv4 address reaches (or may reach, through a translator)
+// that host: each is judged as it, and allow/deny entries match through it.
+TEST(RestrictedAddressKind, ClassifiesIpv6FormsThatCarryIpv4) {
+    EXPECT_EQ(KindOf("::127.0.0.1"), "loopback");      // IPv4-compatible
+    EXPECT_EQ(KindOf("::ffff:0:7f00:1"), "loopback");  // IPv4-translated
+    EXPECT_EQ(KindOf("64:ff9b::7f00:1"), "loopback");  // NAT64 well-known prefix
+    EXPECT_EQ(KindOf("64:ff9b::169.254.169.254"), "link-local");
+    EXPECT_EQ(KindOf("2002:7f00:1::"), "loopback");  // 6to4
+    EXPECT_EQ(KindOf("2002:a9fe:a9fe::1"), "link-local");
+    EXPECT_EQ(KindOf("::224.0.0.1"), "multicast");
+    EXPECT_EQ(KindOf("64:ff9b::5db8:d822"), std::nullopt);  // 93.184.216.34: a public host
+    EXPECT_EQ(KindOf("2002:5db8:d822::1"), std::nullopt);
+    EXPECT_EQ(KindOf("64:ff9b:1::7f00:1"), std::nullopt);  // not the well-known /96
+    EXPECT_EQ(KindOf("::1"), "loopback");
+    EXPECT_EQ(KindOf("::"), "unspecified");
+    AddressPolicy deny_private({}, {"10.0.0.0/8"});
+    EXPECT_FALSE(deny_private.CheckAddress("hooks.example.com", net::ip::make_address("64:ff9b::a00:5")).ok());
+    EXPECT_FALSE(deny_private.CheckAddress("hooks.example.com", net::ip::make_address("2002:a00:5::")).ok());
+    EXPECT_TRUE(deny_private.CheckAddress("hooks.example.com", net::ip::make_address("64:ff9b::5db8:d822")).ok());
+}
+
 TEST(NumericHost, ReadsTheFormsTheResolverReads) {
     const auto loopback = net::ip::make_address("127.0.0.1");
     EXPECT_EQ(NumericHost("127.0.0.1"), loopback);

@@ -5,7 +5,9 @@
 /// By default a host that is, or resolves to, a loopback (127.0.0.0/8, ::1), link-local
 /// (169.254.0.0/16, fe80::/10: cloud metadata services), unspecified (0.0.0.0/8, ::) or multicast
 /// (224.0.0.0/4, ff00::/8) address is refused, as is the name `localhost` (and `*.localhost`).
-/// An IPv4-mapped IPv6 address (::ffff:127.0.0.1) is judged as the IPv4 address it carries.
+/// An IPv6 address that carries an IPv4 one is judged as that IPv4 address: IPv4-mapped
+/// (::ffff:127.0.0.1), IPv4-translated (::ffff:0:7f00:1), IPv4-compatible (::127.0.0.1), NAT64
+/// (64:ff9b::7f00:1) and 6to4 (2002:7f00:1::).
 /// Numeric IPv4 forms the system resolver accepts (127.1, 2130706433, 0x7f.1, 0177.0.0.1) are
 /// read as the address they name, so they cannot slip past the check.
 ///
@@ -41,7 +43,7 @@
 namespace sched::http {
 
 /// Why `address` is refused by default: "loopback", "link-local", "unspecified" or "multicast";
-/// nullopt when it is not. An IPv4-mapped IPv6 address is classified as its IPv4 address.
+/// nullopt when it is not. An IPv6 address carrying an IPv4 one is classified as that address.
 std::optional<std::string_view> RestrictedAddressKind(const net::ip::address& address);
 
 /// The address a URL host names literally, or nullopt for a host name: dotted IPv4, the other
