@@ -93,23 +93,18 @@ std::string EscapeWith(std::string_view s, Escape escape) {
 // spdlog's %v writes the message as is. Every message passes through one of these flags
 // instead, so no argument (a job name, a peer's error text) can start a forged log line or
 // break the JSON format, whatever the call site.
-class JsonMessageFlag final : public spdlog::custom_flag_formatter {
+template <std::string (*Escape)(std::string_view)>
+class EscapedMessageFlag final : public spdlog::custom_flag_formatter {
   public:
     void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
-        const std::string escaped = JsonEscape(std::string_view(msg.payload.data(), msg.payload.size()));
+        const std::string escaped = Escape(std::string_view(msg.payload.data(), msg.payload.size()));
         dest.append(escaped.data(), escaped.data() + escaped.size());
     }
-    std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<JsonMessageFlag>(); }
+    std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<EscapedMessageFlag>(); }
 };
 
-class TextMessageFlag final : public spdlog::custom_flag_formatter {
-  public:
-    void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
-        const std::string escaped = LogEscape(std::string_view(msg.payload.data(), msg.payload.size()));
-        dest.append(escaped.data(), escaped.data() + escaped.size());
-    }
-    std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<TextMessageFlag>(); }
-};
+using JsonMessageFlag = EscapedMessageFlag<JsonEscape>;
+using TextMessageFlag = EscapedMessageFlag<LogEscape>;
 
 constexpr std::string_view kAnnounceLogger = "announce";
 
