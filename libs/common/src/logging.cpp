@@ -15,6 +15,28 @@ namespace {
 
 constexpr char kHex[] = "0123456789abcdef";
 
+void AppendHexByte(std::string& out, unsigned char c) {
+    out += kHex[c >> 4];
+    out += kHex[c & 0xf];
+}
+
+// \n, \r and \t, spelled alike by JSON and by the text log; false (nothing written) for any other byte.
+bool EscapeLineBreakOrTab(std::string& out, unsigned char c) {
+    switch (c) {
+        case '\n':
+            out += "\\n";
+            return true;
+        case '\r':
+            out += "\\r";
+            return true;
+        case '\t':
+            out += "\\t";
+            return true;
+        default:
+            return false;
+    }
+}
+
 // Length of the well-formed UTF-8 sequence at the start of `s`, or 0 (RFC 3629: no overlong
 // forms, no surrogates, nothing above U+10FFFF).
 std::size_t Utf8SequenceLength(std::string_view s) {
@@ -71,23 +93,18 @@ std::string EscapeWith(std::string_view s, Escape escape) {
 // spdlog's %v writes the message as is. Every message passes through one of these flags
 // instead, so no argument (a job name, a peer's error text) can start a forged log line or
 // break the JSON format, whatever the call site.
-class JsonMessageFlag final : public spdlog::custom_flag_formatter {
+template <std::string (*Escape)(std::string_view)>
+class EscapedMessageFlag final : public spdlog::custom_flag_formatter {
   public:
     void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
-        const std::string escaped = JsonEscape(std::string_view(msg.payload.data(), msg.payload.size()));
+        const std::string escaped = Escape(std::string_view(msg.payload.data(), msg.payload.size()));
         dest.append(escaped.data(), escaped.data() + escaped.size());
     }
-    std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<JsonMessageFlag>(); }
+    std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<EscapedMessageFlag>(); }
 };
 
-class TextMessageFlag final : public spdlog::custom_flag_formatter {
-  public:
-    void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
-        const std::string escaped = LogEscape(std::string_view(msg.payload.data(), msg.payload.size()));
-        dest.append(escaped.data(), escaped.data() + escaped.size());
-    }
-    std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<TextMessageFlag>(); }
-};
+using JsonMessageFlag = EscapedMessageFlag<JsonEscape>;
+using TextMessageFlag = EscapedMessageFlag<LogEscape>;
 
 constexpr std::string_view kAnnounceLogger = "announce";
 
@@ -143,56 +160,29 @@ void Announce(std::string_view line) {
 
 std::string JsonEscape(std::string_view s) {
     return EscapeWith(s, [](std::string& out, unsigned char c) {
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            default:
-                if (c < 0x80) {
-                    out += "\\u00";
-                    out += kHex[c >> 4];
-                    out += kHex[c & 0xf];
-                } else {
-                    out += "\\ufffd";  // not UTF-8: JSON text must be
-                }
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += static_cast<char>(c);
+        } else if (!EscapeLineBreakOrTab(out, c)) {
+            // A control byte as \u00XX; a byte outside well-formed UTF-8 as U+FFFD, since JSON text
+            // must be UTF-8.
+            if (c < 0x80) {
+                out += "\\u00";
+                AppendHexByte(out, c);
+            } else {
+                out += "\\ufffd";
+            }
         }
     });
 }
 
 std::string LogEscape(std::string_view s) {
     return EscapeWith(s, [](std::string& out, unsigned char c) {
-        switch (c) {
-            case '"':
-                out += '"';
-                break;
-            case '\\':
-                out += '\\';
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            default:
-                out += "\\x";
-                out += kHex[c >> 4];
-                out += kHex[c & 0xf];
+        if (c == '"' || c == '\\') {
+            out += static_cast<char>(c);  // a text line shows quotes and backslashes as they are
+        } else if (!EscapeLineBreakOrTab(out, c)) {
+            out += "\\x";
+            AppendHexByte(out, c);
         }
     });
 }

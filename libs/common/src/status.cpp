@@ -1,41 +1,35 @@
 #include "sched/common/status.hpp"
 
+#include "sched/common/name_table.hpp"
+
 namespace sched {
 
+namespace {
+
+// Spellings in Code's declaration order (kOk = 0 ... kUnauthenticated); they appear in logs and
+// error bodies, so they never change.
+constexpr auto kCodeNames = MakeNameTable<Code>({
+    "ok",
+    "cancelled",
+    "invalid_argument",
+    "deadline_exceeded",
+    "not_found",
+    "already_exists",
+    "permission_denied",
+    "resource_exhausted",
+    "failed_precondition",
+    "aborted",
+    "out_of_range",
+    "unimplemented",
+    "internal",
+    "unavailable",
+    "unauthenticated",
+});
+
+}  // namespace
+
 std::string_view CodeName(Code code) {
-    switch (code) {
-        case Code::kOk:
-            return "ok";
-        case Code::kCancelled:
-            return "cancelled";
-        case Code::kInvalidArgument:
-            return "invalid_argument";
-        case Code::kDeadlineExceeded:
-            return "deadline_exceeded";
-        case Code::kNotFound:
-            return "not_found";
-        case Code::kAlreadyExists:
-            return "already_exists";
-        case Code::kPermissionDenied:
-            return "permission_denied";
-        case Code::kResourceExhausted:
-            return "resource_exhausted";
-        case Code::kFailedPrecondition:
-            return "failed_precondition";
-        case Code::kAborted:
-            return "aborted";
-        case Code::kOutOfRange:
-            return "out_of_range";
-        case Code::kUnimplemented:
-            return "unimplemented";
-        case Code::kInternal:
-            return "internal";
-        case Code::kUnavailable:
-            return "unavailable";
-        case Code::kUnauthenticated:
-            return "unauthenticated";
-    }
-    return "unknown";
+    return kCodeNames.Name(code);
 }
 
 std::string Status::ToString() const {

@@ -2,6 +2,7 @@
 
 #include <date/tz.h>
 
+#include "sched/common/name_table.hpp"
 #include "sched/cron/time_zone.hpp"
 
 namespace sched::cron {
@@ -23,17 +24,9 @@ std::int64_t FloorSeconds(std::int64_t ms) {
 }  // namespace
 
 std::string_view DstCaseName(DstCase dst) {
-    switch (dst) {
-        case DstCase::kNone:
-            return "";
-        case DstCase::kAfterGap:
-            return "after-gap";
-        case DstCase::kOverlapFirst:
-            return "overlap-first";
-        case DstCase::kOverlapSecond:
-            return "overlap-second";
-    }
-    return "";
+    // kNone spells as "" so that a plain fire carries no DST note.
+    static constexpr auto kDstCaseNames = MakeNameTable<DstCase>({"", "after-gap", "overlap-first", "overlap-second"});
+    return dst == DstCase::kNone ? std::string_view() : kDstCaseNames.Name(dst);
 }
 
 DstCase DstCaseAt(const Schedule& schedule, std::int64_t ms) {

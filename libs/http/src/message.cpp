@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "sched/common/name_table.hpp"
 #include "sched/http/error_body.hpp"
 
 namespace sched::http {
@@ -24,35 +25,23 @@ int HexValue(char c) {
 
 }  // namespace
 
+namespace {
+
+// Methods are case-sensitive (RFC 9110 9.1): "get" is not GET, so the table's exact Parse fits.
+constexpr auto kMethodNames =
+    MakeNameTable<Method>({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "OTHER"});
+
+}  // namespace
+
 std::string_view MethodName(Method method) {
-    switch (method) {
-        case Method::kGet:
-            return "GET";
-        case Method::kHead:
-            return "HEAD";
-        case Method::kPost:
-            return "POST";
-        case Method::kPut:
-            return "PUT";
-        case Method::kPatch:
-            return "PATCH";
-        case Method::kDelete:
-            return "DELETE";
-        case Method::kOptions:
-            return "OPTIONS";
-        case Method::kOther:
-            return "OTHER";
-    }
-    return "OTHER";
+    const auto name = kMethodNames.Name(method);
+    return name == "unknown" ? std::string_view("OTHER") : name;
 }
 
 Method ParseMethod(std::string_view token) {
-    // Methods are case-sensitive (RFC 9110 9.1): "get" is not GET.
-    for (const Method m : {Method::kGet, Method::kHead, Method::kPost, Method::kPut, Method::kPatch, Method::kDelete,
-                           Method::kOptions}) {
-        if (MethodName(m) == token) return m;
-    }
-    return Method::kOther;
+    // "OTHER" is the name of the catch-all, not a method a client can send.
+    const auto method = kMethodNames.Parse(token);
+    return method.value_or(Method::kOther);
 }
 
 void Headers::Add(std::string name, std::string value) {

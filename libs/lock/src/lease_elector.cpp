@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sched/common/name_table.hpp"
+
 namespace sched::lock {
 
 namespace {
@@ -59,15 +61,8 @@ db::DbUrl ElectionDbUrl(db::DbUrl base, const ElectionConfig& config) {
 }
 
 std::string_view StopReasonName(StopReason reason) {
-    switch (reason) {
-        case StopReason::kResigned:
-            return "resigned";
-        case StopReason::kLost:
-            return "lost";
-        case StopReason::kSelfDemoted:
-            return "self-demoted";
-    }
-    return "unknown";
+    static constexpr auto kStopReasonNames = MakeNameTable<StopReason>({"resigned", "lost", "self-demoted"});
+    return kStopReasonNames.Name(reason);
 }
 
 LeaseElector::LeaseElector(LockStore& store, std::string node_id, ElectionConfig config, const Clock& clock)

@@ -3,28 +3,26 @@
 #include <set>
 #include <stdexcept>
 
+#include "sched/common/name_table.hpp"
 #include "sched/lock/sql_lock_store.hpp"
 
 namespace sched::lock {
 
+namespace {
+
+// The backend names of the lock section's `backend` key, in LockBackend's declaration order.
+constexpr auto kLockBackendNames = MakeNameTable<LockBackend>({"sql", "redis", "redlock"});
+
+}  // namespace
+
 std::string_view LockBackendName(LockBackend backend) {
-    switch (backend) {
-        case LockBackend::kSql:
-            return "sql";
-        case LockBackend::kRedis:
-            return "redis";
-        case LockBackend::kRedlock:
-            return "redlock";
-    }
-    return "unknown";
+    return kLockBackendNames.Name(backend);
 }
 
 LockBackendConfig LockBackendConfig::FromYaml(const ConfigNode& node) {
     LockBackendConfig c;
     const std::string backend = node.Enum("backend", "sql", {"sql", "redis", "redlock"});
-    c.backend = backend == "redis"     ? LockBackend::kRedis
-                : backend == "redlock" ? LockBackend::kRedlock
-                                       : LockBackend::kSql;
+    c.backend = kLockBackendNames.Parse(backend).value_or(LockBackend::kSql);
 
     // The redis section is read (and checked) whatever the backend, so a typo in it is caught
     // before someone switches the backend over.

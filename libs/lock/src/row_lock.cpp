@@ -85,6 +85,15 @@ Status RowLockTransaction::Acquire() {
 }
 
 Status RowLockTransaction::Lock(soci::session& s) {
+    // Creates the lock's row if it is missing; a row another node created meanwhile makes it a no-op.
+    const auto create_row = [this](soci::session& session) {
+        soci::statement insert =
+            (session.prepare << db_.dialect().InsertIfAbsent(
+                 "scheduler_lock (namespace, create_time_us, update_time_us) VALUES (:name, " +
+                 std::string(db_.dialect().NowUs()) + ", " + std::string(db_.dialect().NowUs()) + ")"),
+             soci::use(name_));
+        (void)db::ExecuteInsertIfAbsent(insert);
+    };
     // Two passes at most: the row is created on first use. A locking read of a missing row locks
     // nothing under READ COMMITTED, so the row must exist before anyone relies on its lock.
     for (int pass = 0; pass < 2; ++pass) {
@@ -99,23 +108,13 @@ Status RowLockTransaction::Lock(soci::session& s) {
         if (db_.backend() == db::Backend::kSqlite) {
             // SQLite: we hold the file's write lock already; creating the row inside this
             // transaction is as exclusive as locking it.
-            soci::statement insert =
-                (s.prepare << db_.dialect().InsertIfAbsent(
-                     "scheduler_lock (namespace, create_time_us, update_time_us) VALUES (:name, " +
-                     std::string(db_.dialect().NowUs()) + ", " + std::string(db_.dialect().NowUs()) + ")"),
-                 soci::use(name_));
-            (void)db::ExecuteInsertIfAbsent(insert);
+            create_row(s);
             return Status::Ok();
         }
         db::Database::Rollback(s);
         open_ = false;
         // Autocommit insert-if-absent: a concurrent creator makes this a no-op, never an error.
-        soci::statement insert =
-            (s.prepare << db_.dialect().InsertIfAbsent(
-                 "scheduler_lock (namespace, create_time_us, update_time_us) VALUES (:name, " +
-                 std::string(db_.dialect().NowUs()) + ", " + std::string(db_.dialect().NowUs()) + ")"),
-             soci::use(name_));
-        (void)db::ExecuteInsertIfAbsent(insert);
+        create_row(s);
     }
     return Internal("row lock '" + name_ + "': the row vanished after it was created");
 }

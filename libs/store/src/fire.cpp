@@ -9,6 +9,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "impl/fire_columns.hpp"
 #include "impl/followup.hpp"
 #include "impl/query.hpp"
 #include "sched/common/job_vocabulary.hpp"
@@ -60,15 +61,7 @@ struct FireRow {
     impl::NullableString workflow_step;
 
     void BindInto(soci::statement& st, impl::IntColumns& ints) {
-        ints.Into(st, fire.id);
-        ints.Into(st, fire.job_id);
-        ints.Into(st, fire.scheduled_time);
-        st.exchange(soci::into(kind));
-        ints.Into(st, fire.attempt);
-        ints.Into(st, fire.shard_index);
-        ints.Into(st, fire.shard_total);
-        ints.Into(st, fire.epoch);
-        st.exchange(soci::into(assigned_node.value, assigned_node.ind));
+        impl::IntoFireHead(st, ints, fire, kind, assigned_node);
         st.exchange(soci::into(executor_address.value, executor_address.ind));
         st.exchange(soci::into(status));
         ints.Into(st, fire.due_at);

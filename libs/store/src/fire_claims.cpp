@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "impl/fire_columns.hpp"
 #include "impl/query.hpp"
 #include "sched/store/concurrency_key.hpp"
 
@@ -39,15 +40,7 @@ struct ClaimRow {
     impl::NullableString reason;          // concurrency: a fire that waited for a seat
 
     void BindInto(soci::statement& st, impl::IntColumns& ints) {
-        ints.Into(st, fire.id);
-        ints.Into(st, fire.job_id);
-        ints.Into(st, fire.scheduled_time);
-        st.exchange(soci::into(kind));
-        ints.Into(st, fire.attempt);
-        ints.Into(st, fire.shard_index);
-        ints.Into(st, fire.shard_total);
-        ints.Into(st, fire.epoch);
-        st.exchange(soci::into(assigned_node.value, assigned_node.ind));
+        impl::IntoFireHead(st, ints, fire, kind, assigned_node);
         st.exchange(soci::into(status));
         ints.Into(st, fire.due_at);
         ints.Into(st, dispatch_epoch);

@@ -11,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sched/common/name_table.hpp"
 #include "sched/common/on_pool.hpp"
 #include "sched/web/sha256.hpp"
 
@@ -47,25 +48,11 @@ std::optional<std::string_view> BearerSecret(std::string_view header) {
 }  // namespace
 
 std::string_view PermissionName(Permission permission) {
-    switch (permission) {
-        case Permission::kPublic:
-            return "public";
-        case Permission::kViewer:
-            return "viewer";
-        case Permission::kOperator:
-            return "operator";
-        case Permission::kAdmin:
-            return "admin";
-        case Permission::kExecutor:
-            return "executor";
-        case Permission::kLockHolder:
-            return "operator|executor";
-        case Permission::kLockViewer:
-            return "viewer|executor";
-        case Permission::kAnyToken:
-            return "any";
-    }
-    return "admin";
+    // In Permission's declaration order; a value outside the enum names the strictest role.
+    static constexpr auto kPermissionNames = MakeNameTable<Permission>(
+        {"public", "viewer", "operator", "admin", "executor", "operator|executor", "viewer|executor", "any"});
+    const auto name = kPermissionNames.Name(permission);
+    return name == "unknown" ? std::string_view("admin") : name;
 }
 
 Status Authorize(const Principal& principal, Permission permission) {
