@@ -6,6 +6,8 @@
 
 Stops gracefully on SIGTERM or SIGINT (deregisters, lets running handlers finish)."""
 
+from __future__ import annotations
+
 import argparse
 import json
 import logging
@@ -13,23 +15,24 @@ import os
 import signal
 import sys
 import threading
+from typing import Any, Dict, List, NoReturn, Optional, Type
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from sched_client import Executor, HandlerFailed, Options  # noqa: E402
+from sched_client import Executor, Handler, HandlerFailed, JobContext, Options  # noqa: E402
 
 
-def _params(ctx):
+def _params(ctx: JobContext) -> Dict[str, Any]:
     return ctx.params if isinstance(ctx.params, dict) else {}
 
 
-def echo(ctx):
+def echo(ctx: JobContext) -> str:
     text = json.dumps(ctx.params, separators=(",", ":"))
     ctx.log("echo: " + text)
     return text
 
 
-def sleep(ctx):
+def sleep(ctx: JobContext) -> str:
     ms = _params(ctx).get("ms", 1000)
     if isinstance(ms, bool) or not isinstance(ms, int) or not 0 <= ms <= 24 * 3600 * 1000:
         raise HandlerFailed("params.ms: expected an integer 0..86400000", "invalid_argument")
@@ -39,7 +42,7 @@ def sleep(ctx):
     return "slept %d ms" % ms
 
 
-def fail(ctx):
+def fail(ctx: JobContext) -> NoReturn:
     message = _params(ctx).get("message", "failed on purpose")
     if not isinstance(message, str):
         raise HandlerFailed("params.message: expected a string", "invalid_argument")
@@ -47,11 +50,11 @@ def fail(ctx):
     raise HandlerFailed(message[:1024])
 
 
-HANDLERS = {"conformance.echo": echo, "conformance.sleep": sleep, "conformance.fail": fail,
+HANDLERS: Dict[str, Handler] = {"conformance.echo": echo, "conformance.sleep": sleep, "conformance.fail": fail,
             "echo": echo, "sleep": sleep, "fail": fail}
 
 
-def parse_args(argv=None):
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--web", action="append", required=True, help="cluster base URL (repeat to fail over)")
     p.add_argument("--app", default="demo", help="application name (default demo)")
@@ -64,7 +67,7 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-def main(argv=None, executor_class=Executor):
+def main(argv: Optional[List[str]] = None, executor_class: Type[Executor] = Executor) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

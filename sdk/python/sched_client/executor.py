@@ -9,18 +9,23 @@ cover-early, a capacity bound. A run with `start_in_ms` (sent ahead of its due t
 on arrival and started that long after it.
 """
 
+from __future__ import annotations
+
 import collections
+import email.message
 import heapq
 import itertools
 import math
 import http.client
 import http.server
+import io
 import json
 import logging
 import socketserver
 import threading
 import time
 import urllib.parse
+from typing import Any, Callable, Counter, Deque, Dict, List, Mapping, Optional, Sequence, Set, Tuple, TypedDict, cast
 
 from . import signature
 
@@ -48,19 +53,57 @@ _CODE_STATUS = {
 }
 
 
-def _wall_ms():
+
+class RunRequest(TypedDict):
+    """One run as parse_run() returns it: every field present, the protocol's defaults filled in."""
+
+    fire_id: int
+    job_id: int
+    attempt: int
+    epoch: int
+    handler: str
+    params: Any  # the job's JSON params, as sent (an object unless the job says otherwise)
+    scheduled_ms: int
+    timeout_ms: int
+    shard_index: int
+    shard_total: int
+    block_strategy: str
+    overlap: str
+    callback_url: str
+    start_in_ms: int
+
+
+# A handler: called with the run's context; what it returns (str() of it, unless None) is the
+# result message; raising fails the run.
+Handler = Callable[["JobContext"], object]
+# A route's answer: HTTP status and the JSON body.
+Answer = Tuple[int, Dict[str, Any]]
+# One result as POSTed to /api/v1/callback (docs/protocol.md): a JSON object built up field by field.
+Result = Dict[str, Any]
+
+
+class _FireLog(TypedDict):
+    first: int  # the number of the oldest line kept
+    lines: Deque[str]
+    finished: bool
+    handler_wrote: bool
+
+
+def _wall_ms() -> int:
     return int(time.time() * 1000)
 
 
 class Options:
     """Executor settings; the defaults are the C++ SDK's (config/demo-client.yaml)."""
 
-    def __init__(self, app, web_endpoints, token, listen_host="127.0.0.1", listen_port=0, advertised_address="",
-                 heartbeat_interval=10.0, worker_threads=8, capacity=64, callback_batch_size=100,
-                 callback_flush_interval=0.1, callback_max_backoff=10.0, web_timeout=5.0, shutdown_grace=30.0,
-                 signature_window_ms=signature.DEFAULT_WINDOW_MS, log_retained_fires=1000, log_max_lines=1000,
-                 log_tail_bytes=65536, dedupe_window=100_000, body_limit=1_048_576, json_max_depth=64,
-                 max_connections=256, request_timeout=10.0):
+    def __init__(self, app: str, web_endpoints: Sequence[str], token: str, listen_host: str = "127.0.0.1",
+                 listen_port: int = 0, advertised_address: str = "", heartbeat_interval: float = 10.0,
+                 worker_threads: int = 8, capacity: int = 64, callback_batch_size: int = 100,
+                 callback_flush_interval: float = 0.1, callback_max_backoff: float = 10.0, web_timeout: float = 5.0,
+                 shutdown_grace: float = 30.0, signature_window_ms: int = signature.DEFAULT_WINDOW_MS,
+                 log_retained_fires: int = 1000, log_max_lines: int = 1000, log_tail_bytes: int = 65536,
+                 dedupe_window: int = 100_000, body_limit: int = 1_048_576, json_max_depth: int = 64,
+                 max_connections: int = 256, request_timeout: float = 10.0) -> None:
         if not app or not isinstance(app, str):
             raise ValueError("app: required")
         if not web_endpoints:
@@ -102,24 +145,24 @@ class Options:
 class ApiError(Exception):
     """An answer other than success: HTTP status from `code`, the offending `field`."""
 
-    def __init__(self, code, message, field=None):
+    def __init__(self, code: str, message: str, field: Optional[str] = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.field = field
 
     @property
-    def status(self):
+    def status(self) -> int:
         return _CODE_STATUS.get(self.code, 500)
 
-    def body(self):
+    def body(self) -> Dict[str, Any]:
         return {"error": {"code": self.code, "message": self.message, "field": self.field}}
 
 
 class JobContext:
     """What a handler sees: the run's fields, a log, cooperative cancellation."""
 
-    def __init__(self, run, cancel_event, logger):
+    def __init__(self, run: RunRequest, cancel_event: threading.Event, logger: Callable[[str], None]) -> None:
         self.fire_id = run["fire_id"]
         self.job_id = run["job_id"]
         self.attempt = run["attempt"]
@@ -130,19 +173,19 @@ class JobContext:
         self.timeout_ms = run["timeout_ms"]
         self.shard_index = run["shard_index"]
         self.shard_total = run["shard_total"]
-        self.result_message = ""
+        self.result_message: str = ""
         self._cancel = cancel_event
         self._log = logger
 
-    def log(self, text):
+    def log(self, text: object) -> None:
         """Appends one line to the fire's log (GET /v1/log, and the tail sent with the result)."""
         self._log(str(text))
 
     @property
-    def cancelled(self):
+    def cancelled(self) -> bool:
         return self._cancel.is_set()
 
-    def sleep(self, seconds):
+    def sleep(self, seconds: float) -> bool:
         """Sleeps unless cancelled first; returns False when cancelled (killed, timed out)."""
         return not self._cancel.wait(max(0.0, seconds))
 
@@ -150,31 +193,31 @@ class JobContext:
 class HandlerFailed(Exception):
     """Raise from a handler to fail the run with a code (default "internal") and message."""
 
-    def __init__(self, message, code="internal"):
+    def __init__(self, message: str, code: str = "internal") -> None:
         super().__init__(message)
         self.code = code
 
 
 class _Run:
-    def __init__(self, request):
+    def __init__(self, request: RunRequest) -> None:
         self.request = request
         # The epoch its result carries: the newest it was sent with while held here (a repeat
         # with a newer epoch is the node's re-stamped fire). Written under the registry's lock.
         self.result_epoch = request["epoch"]
         self.cancel = threading.Event()
-        self.reason = None  # "killed", "timeout", "covered", "shutdown"
-        self.covered_by = None
+        self.reason: Optional[str] = None  # "killed", "timeout", "covered", "shutdown"
+        self.covered_by: Optional[int] = None
         self.not_before = 0.0  # time.monotonic() before which it does not start (start_in_ms)
         # When its own timeout ends it (time.monotonic()), set as its handler starts: a node's
         # timeout kill acts only once this passed (the node's watch began at its dispatch).
-        self.deadline = None
+        self.deadline: Optional[float] = None
 
-    def cancel_for(self, reason):
+    def cancel_for(self, reason: str) -> None:
         if self.reason is None:
             self.reason = reason
         self.cancel.set()
 
-    def timeout_left_ms(self, now):
+    def timeout_left_ms(self, now: float) -> Optional[int]:
         """How long its own timeout still gives it (not started: its whole timeout after what is
         left of its hold, at least), or None once that passed or without a timeout of its own."""
         timeout_ms = self.request["timeout_ms"]
@@ -186,20 +229,34 @@ class _Run:
         return math.ceil(left * 1000) if left > 0 else None
 
 
+class _Lane:
+    """One job's runs here: the running one and those queued behind it (block strategies)."""
+
+    __slots__ = ("running", "queued")
+
+    def __init__(self, running: _Run) -> None:
+        self.running = running
+        self.queued: Deque[_Run] = collections.deque()
+
+
+# What admit() decided: (outcome, message, run, start_now, dropped).
+_Admission = Tuple[str, str, Optional[_Run], bool, List[_Run]]
+
+
 class _Registry:
     """Admission: the C++ SDK's RunRegistry (one lane per job, fencing, duplicates, capacity)."""
 
-    def __init__(self, capacity, dedupe_window):
+    def __init__(self, capacity: int, dedupe_window: int) -> None:
         self.mu = threading.Lock()
         self.capacity = capacity
         self.dedupe_window = dedupe_window
-        self.seen = set()
-        self.seen_order = collections.deque()
-        self.in_flight = {}
-        self.lanes = {}  # job_id -> [running run, deque of queued]
+        self.seen: Set[Tuple[int, int]] = set()
+        self.seen_order: Deque[Tuple[int, int]] = collections.deque()
+        self.in_flight: Dict[int, _Run] = {}
+        self.lanes: Dict[int, _Lane] = {}  # by job_id
         self.max_epoch = 0
 
-    def admit(self, req, on_accepted):
+    def admit(self, req: RunRequest, on_accepted: Callable[[_Run, bool], None]) -> _Admission:
         """Returns (outcome, message, run, start_now, dropped)."""
         with self.mu:
             key = (req["fire_id"], req["attempt"])
@@ -225,9 +282,9 @@ class _Registry:
             if lane is not None:
                 if req["block_strategy"] == "discard-later":
                     return ("busy", "job %d is running fire %d (block strategy discard-later)"
-                            % (req["job_id"], lane[0].request["fire_id"]), None, False, [])
+                            % (req["job_id"], lane.running.request["fire_id"]), None, False, [])
                 if req["block_strategy"] == "cover-early":
-                    replaced = len(lane[1]) + 1
+                    replaced = len(lane.queued) + 1
             if len(self.in_flight) - replaced >= self.capacity:
                 return ("capacity", "out of capacity: %d runs in flight, capacity %d"
                         % (len(self.in_flight), self.capacity), None, False, [])
@@ -235,43 +292,44 @@ class _Registry:
             run = _Run(req)
             self.in_flight[req["fire_id"]] = run
             on_accepted(run, lane is None)
-            dropped = []
+            dropped: List[_Run] = []
             if lane is None:
                 if not enforced:
-                    self.lanes[req["job_id"]] = [run, collections.deque()]
+                    self.lanes[req["job_id"]] = _Lane(run)
                 return ("accepted", "", run, True, dropped)
             if req["block_strategy"] == "cover-early":
-                for queued in lane[1]:
+                for queued in lane.queued:
                     self.in_flight.pop(queued.request["fire_id"], None)
                     queued.covered_by = req["fire_id"]
                     queued.cancel_for("covered")
                     dropped.append(queued)
-                lane[1].clear()
-                lane[0].covered_by = req["fire_id"]
-                lane[0].cancel_for("covered")
-            lane[1].append(run)
+                lane.queued.clear()
+                lane.running.covered_by = req["fire_id"]
+                lane.running.cancel_for("covered")
+            lane.queued.append(run)
             return ("accepted", "", run, False, dropped)
 
-    def _remember(self, key):
+    def _remember(self, key: Tuple[int, int]) -> None:
         self.seen.add(key)
         self.seen_order.append(key)
         while len(self.seen_order) > self.dedupe_window:
             self.seen.discard(self.seen_order.popleft())
 
-    def finish(self, run):
+    def finish(self, run: _Run) -> Optional[_Run]:
         with self.mu:
             if self.in_flight.get(run.request["fire_id"]) is run:
                 del self.in_flight[run.request["fire_id"]]
             lane = self.lanes.get(run.request["job_id"])
-            if lane is None or lane[0] is not run:
+            if lane is None or lane.running is not run:
                 return None
-            if not lane[1]:
+            if not lane.queued:
                 del self.lanes[run.request["job_id"]]
                 return None
-            lane[0] = lane[1].popleft()
-            return lane[0]
+            lane.running = lane.queued.popleft()
+            return lane.running
 
-    def kill(self, fire_id, timeout=False, now=None):
+    def kill(self, fire_id: int, timeout: bool = False,
+             now: Optional[float] = None) -> Tuple[Optional[_Run], bool, Optional[int]]:
         """Returns (run or None, was_running, timeout_in_ms). With `timeout` (the node's watch of
         the job's timeout), a run whose own timeout has not passed is left alone and
         timeout_in_ms says for how long; otherwise it is cancelled for "timeout"."""
@@ -281,7 +339,7 @@ class _Registry:
             if run is None:
                 return None, False, None
             lane = self.lanes.get(run.request["job_id"])
-            was_running = lane is None or run not in lane[1]  # running, in its lane or in none
+            was_running = lane is None or run not in lane.queued  # running, in its lane or in none
             if timeout:
                 left = run.timeout_left_ms(now)
                 if left is not None:
@@ -290,38 +348,39 @@ class _Registry:
             if was_running:
                 run.cancel_for(reason)
                 return run, True, None
-            lane[1].remove(run)
+            assert lane is not None  # queued: so in a lane
+            lane.queued.remove(run)
             del self.in_flight[fire_id]
             run.cancel_for(reason)
             return run, False, None
 
-    def cancel_all(self, reason):
+    def cancel_all(self, reason: str) -> List[_Run]:
         with self.mu:
-            dropped = []
+            dropped: List[_Run] = []
             for lane in self.lanes.values():
-                for queued in lane[1]:
+                for queued in lane.queued:
                     self.in_flight.pop(queued.request["fire_id"], None)
                     queued.cancel_for(reason)
                     dropped.append(queued)
-                lane[1].clear()
+                lane.queued.clear()
             # What is left in flight is running: in a lane, or in none (admitted by the cluster).
             for run in self.in_flight.values():
                 run.cancel_for(reason)
             return dropped
 
-    def idle(self, job_id):
+    def idle(self, job_id: int) -> bool:
         with self.mu:
             return job_id not in self.lanes
 
-    def count(self):
+    def count(self) -> int:
         with self.mu:
             return len(self.in_flight)
 
-    def result_epoch(self, run):
+    def result_epoch(self, run: _Run) -> int:
         with self.mu:
             return run.result_epoch
 
-    def epoch(self):
+    def epoch(self) -> int:
         with self.mu:
             return self.max_epoch
 
@@ -331,15 +390,14 @@ class _LogBook:
     finished first are forgotten first; a fire still running is kept over the bound (as the C++
     SDK's FireLogBook)."""
 
-    def __init__(self, retained, max_lines):
+    def __init__(self, retained: int, max_lines: int) -> None:
         self.mu = threading.Lock()
         self.retained = retained
         self.max_lines = max_lines
-        # fire_id -> {"first": n, "lines": deque, "finished": bool, "handler_wrote": bool}
-        self.fires = {}
-        self.finished = collections.deque()  # fire ids, in the order they finished
+        self.fires: Dict[int, _FireLog] = {}
+        self.finished: Deque[int] = collections.deque()  # fire ids, in the order they finished
 
-    def open(self, fire_id):
+    def open(self, fire_id: int) -> None:
         with self.mu:
             old = self.fires.get(fire_id)
             if old is not None and old["finished"]:
@@ -348,11 +406,11 @@ class _LogBook:
                                    "handler_wrote": False}
             self._evict()
 
-    def _evict(self):
+    def _evict(self) -> None:
         while len(self.fires) > self.retained and self.finished:
             self.fires.pop(self.finished.popleft(), None)
 
-    def append(self, fire_id, line, by_handler=False):
+    def append(self, fire_id: int, line: str, by_handler: bool = False) -> None:
         with self.mu:
             entry = self.fires.get(fire_id)
             if entry is None:
@@ -363,7 +421,7 @@ class _LogBook:
                 entry["lines"].popleft()
                 entry["first"] += 1
 
-    def close(self, fire_id):
+    def close(self, fire_id: int) -> None:
         with self.mu:
             entry = self.fires.get(fire_id)
             if entry is None or entry["finished"]:
@@ -372,7 +430,7 @@ class _LogBook:
             self.finished.append(fire_id)
             self._evict()
 
-    def read(self, fire_id, from_line, limit):
+    def read(self, fire_id: int, from_line: int, limit: int) -> Optional[Dict[str, Any]]:
         with self.mu:
             entry = self.fires.get(fire_id)
             if entry is None:
@@ -382,7 +440,7 @@ class _LogBook:
             lines = [entry["lines"][i - entry["first"]] for i in range(start, min(end, start + limit))]
             return {"from_line": start, "to_line": start + len(lines), "lines": lines, "finished": entry["finished"]}
 
-    def tail(self, fire_id, max_bytes):
+    def tail(self, fire_id: int, max_bytes: int) -> Optional[Tuple[str, int]]:
         with self.mu:
             entry = self.fires.get(fire_id)
             # The SDK's own lines alone say what the fire's row says: no log is sent (nor stored).
@@ -396,7 +454,7 @@ class _LogBook:
         return text[cut:].decode("utf-8", "replace"), cut
 
 
-def _json_depth_ok(raw, limit):
+def _json_depth_ok(raw: bytes, limit: int) -> bool:
     """True when no JSON value in `raw` nests deeper than `limit` (strings skipped), checked
     before parsing: Python's parser recurses."""
     depth = 0
@@ -421,7 +479,7 @@ def _json_depth_ok(raw, limit):
     return True
 
 
-def _field(obj, name, prefix, default):
+def _field(obj: Mapping[str, Any], name: str, prefix: str, default: object) -> Tuple[str, Any]:
     """The field's label and value, or (label, None) when it is absent or null and `default`
     stands in; raises ApiError when it is absent or null without a default."""
     label = prefix + "." + name if prefix else name
@@ -432,9 +490,11 @@ def _field(obj, name, prefix, default):
     return label, obj[name]
 
 
-def _int_field(obj, name, prefix, default=None, minimum=0, maximum=MAX_INT64):
+def _int_field(obj: Mapping[str, Any], name: str, prefix: str, default: Optional[int] = None, minimum: int = 0,
+               maximum: int = MAX_INT64) -> int:
     label, v = _field(obj, name, prefix, default)
     if v is None:
+        assert default is not None  # _field raised otherwise
         return default
     if isinstance(v, bool) or not isinstance(v, int):
         raise ApiError("invalid_argument", "%s: expected an integer" % label, label)
@@ -443,9 +503,11 @@ def _int_field(obj, name, prefix, default=None, minimum=0, maximum=MAX_INT64):
     return v
 
 
-def _str_field(obj, name, prefix, default=None, max_len=1024):
+def _str_field(obj: Mapping[str, Any], name: str, prefix: str, default: Optional[str] = None,
+               max_len: int = 1024) -> str:
     label, v = _field(obj, name, prefix, default)
     if v is None:
+        assert default is not None  # _field raised otherwise
         return default
     if not isinstance(v, str):
         raise ApiError("invalid_argument", "%s: expected a string" % label, label)
@@ -454,11 +516,11 @@ def _str_field(obj, name, prefix, default=None, max_len=1024):
     return v
 
 
-def parse_run(obj, prefix=""):
+def parse_run(obj: object, prefix: str = "") -> RunRequest:
     """Validates one /v1/run body; raises ApiError naming the field."""
     if not isinstance(obj, dict):
         raise ApiError("invalid_argument", "%s: expected a JSON object" % (prefix or "body"), prefix or "body")
-    run = {
+    run: RunRequest = {
         "fire_id": _int_field(obj, "fire_id", prefix),
         "job_id": _int_field(obj, "job_id", prefix),
         "attempt": _int_field(obj, "attempt", prefix),
@@ -498,31 +560,34 @@ class Executor:
     on `worker_threads` threads and must honour `ctx.cancelled` / `ctx.sleep()` to be killable.
     """
 
-    def __init__(self, options):
+    def __init__(self, options: Options) -> None:
         self.options = options
-        self._handlers = {}
+        self._handlers: Dict[str, Handler] = {}
         self._registry = _Registry(options.capacity, options.dedupe_window)
         self._logs = _LogBook(options.log_retained_fires, options.log_max_lines)
-        self._keys = {}
+        self._keys: Dict[str, str] = {}
         self._keys_mu = threading.Lock()
         self._offset_ms = 0
-        self._outbox = collections.deque()
+        self._outbox: Deque[Tuple[Result, str]] = collections.deque()
         self._outbox_mu = threading.Lock()
-        self._work = collections.deque()
+        self._work: Deque[Optional[_Run]] = collections.deque()
         self._work_cv = threading.Condition()
-        self._held = []  # heap of (not_before, seq, run): runs sent ahead, until their time
+        # A heap of (not_before, seq, run): runs sent ahead, until their time.
+        self._held: List[Tuple[float, int, _Run]] = []
         self._held_seq = itertools.count()
         self._held_cv = threading.Condition()
         self._stopping = threading.Event()
         self._accepting = False
-        self._threads = []
-        self._server = None
+        self._threads: List[threading.Thread] = []
+        self._server: Optional[_Server] = None
+        self._heartbeat_thread: Optional[threading.Thread] = None
+        self._callback_thread: Optional[threading.Thread] = None
         self.address = ""
-        self.stats = collections.Counter()
+        self.stats: Counter[str] = collections.Counter()
 
     # ---- set-up ----
 
-    def handle(self, name, fn):
+    def handle(self, name: str, fn: Handler) -> Executor:
         """Registers `fn(ctx) -> str | None` (the result message) under `name`; raise to fail."""
         if self._server is not None:
             raise RuntimeError("handle(%r) after start()" % name)
@@ -534,7 +599,7 @@ class Executor:
         self._handlers[name] = fn
         return self
 
-    def start(self):
+    def start(self) -> None:
         if not self._handlers:
             raise RuntimeError("start() without handlers: call handle() first")
         self._server = _Server((self.options.listen_host, self.options.listen_port), self)
@@ -550,16 +615,16 @@ class Executor:
         log.info("executor %s: serving %d handler(s) at %s", self.options.app, len(self._handlers), self.address)
 
     @property
-    def port(self):
+    def port(self) -> int:
         return self._server.server_address[1] if self._server else 0
 
-    def _spawn(self, target, name):
+    def _spawn(self, target: Callable[[], object], name: str) -> threading.Thread:
         t = threading.Thread(target=target, name="sched-" + name, daemon=True)
         t.start()
         self._threads.append(t)
         return t
 
-    def stop(self):
+    def stop(self) -> None:
         """Deregisters, lets running handlers finish within shutdown_grace (then cancels them),
         delivers the last results, closes the server."""
         if self._server is None or self._stopping.is_set():
@@ -567,6 +632,7 @@ class Executor:
         self._accepting = False
         self._stopping.set()
         # No heartbeat may land after the deregistration and register the instance again.
+        assert self._heartbeat_thread is not None and self._callback_thread is not None  # set by start()
         self._heartbeat_thread.join(timeout=self.options.web_timeout * len(self.options.web_endpoints) + 1)
         self._post("/api/v1/registry/deregister", {"app": self.options.app, "address": self.address})
         deadline = time.monotonic() + self.options.shutdown_grace
@@ -588,7 +654,7 @@ class Executor:
 
     # ---- the cluster's calls (verified by _Server before they get here) ----
 
-    def verify(self, method, target, body, headers):
+    def verify(self, method: str, target: str, body: bytes, headers: email.message.Message) -> Optional[str]:
         with self._keys_mu:
             keys = dict(self._keys)
             now = _wall_ms() + self._offset_ms
@@ -602,12 +668,12 @@ class Executor:
             self.stats["refused_unsigned"] += 1
         return reason
 
-    def on_run(self, body):
+    def on_run(self, body: bytes) -> Answer:
         received = time.monotonic()
         obj = self._json(body)
         return self._admit(obj, "", received)
 
-    def on_runs(self, body):
+    def on_runs(self, body: bytes) -> Answer:
         """POST /v1/runs and /v1/runs-ahead: the same admission; serving the second tells a node
         that this executor honours start_in_ms. A run's start_in_ms counts from the request's
         arrival, not from its turn in the batch."""
@@ -629,7 +695,7 @@ class Executor:
             results.append(answer)
         return 200, {"results": results}
 
-    def _admit(self, obj, prefix, received):
+    def _admit(self, obj: object, prefix: str, received: float) -> Answer:
         try:
             run = parse_run(obj, prefix)
             if run["handler"] not in self._handlers:
@@ -641,7 +707,7 @@ class Executor:
         except ApiError as e:
             return e.status, e.body()
 
-        def on_accepted(accepted, start_now):
+        def on_accepted(accepted: _Run, start_now: bool) -> None:
             r = accepted.request
             accepted.not_before = received + r["start_in_ms"] / 1000.0
             self._logs.open(r["fire_id"])
@@ -666,10 +732,11 @@ class Executor:
         for d in dropped:
             self._report_never_started(d, "covered by fire %d before it started" % run["fire_id"])
         if start_now:
+            assert accepted is not None  # accepted: the run is returned
             self._launch(accepted)
         return 202, {"accepted": True, "fire_id": run["fire_id"], "state": "running" if start_now else "queued"}
 
-    def on_kill(self, body):
+    def on_kill(self, body: bytes) -> Answer:
         obj = self._json(body)
         if not isinstance(obj, dict):
             raise ApiError("invalid_argument", "body: expected a JSON object", "body")
@@ -679,7 +746,7 @@ class Executor:
         run, was_running, timeout_in_ms = self._registry.kill(fire_id, timeout)
         if run is None:
             raise ApiError("not_found", "fire %d is not running or queued here" % fire_id, "fire_id")
-        answer = {"fire_id": fire_id, "state": "running" if was_running else "queued"}
+        answer: Dict[str, Any] = {"fire_id": fire_id, "state": "running" if was_running else "queued"}
         if timeout_in_ms is not None:
             answer["timeout_in_ms"] = timeout_in_ms
             self._fire_log(fire_id, "timeout kill not acted on: the run's own timeout ends it in %d ms (it counts "
@@ -692,12 +759,12 @@ class Executor:
                                        else "killed by request before it started")
         return 200, answer
 
-    def on_beat(self):
+    def on_beat(self) -> Answer:
         return 200, {"app": self.options.app, "address": self.address, "handlers": sorted(self._handlers),
                      "capacity": self.options.capacity, "running": self._registry.count(),
                      "epoch": self._registry.epoch()}
 
-    def on_idle_beat(self, body):
+    def on_idle_beat(self, body: bytes) -> Answer:
         obj = self._json(body)
         if not isinstance(obj, dict):
             raise ApiError("invalid_argument", "body: expected a JSON object", "body")
@@ -706,13 +773,13 @@ class Executor:
             raise ApiError("failed_precondition", "job %d has a run in progress or queued here" % job_id, "job_id")
         return 200, {"job_id": job_id, "idle": True}
 
-    def on_log(self, query):
+    def on_log(self, query: str) -> Answer:
         try:
             values = urllib.parse.parse_qs(query, keep_blank_values=True, max_num_fields=16)
         except ValueError:
             raise ApiError("invalid_argument", "query: more than 16 parameters", "query")
 
-        def number(name, required):
+        def number(name: str, required: bool) -> int:
             if name not in values:
                 if required:
                     raise ApiError("invalid_argument", "%s: required" % name, name)
@@ -730,7 +797,7 @@ class Executor:
         page["fire_id"] = fire_id
         return 200, page
 
-    def _json(self, body):
+    def _json(self, body: bytes) -> Any:
         if not _json_depth_ok(body, self.options.json_max_depth):
             raise ApiError("invalid_argument", "body: nested deeper than %d" % self.options.json_max_depth, "body")
         try:
@@ -740,12 +807,12 @@ class Executor:
 
     # ---- runs ----
 
-    def _fire_log(self, fire_id, text, by_handler=False):
+    def _fire_log(self, fire_id: int, text: str, by_handler: bool = False) -> None:
         t = time.time()
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % (int(t * 1000) % 1000)
         self._logs.append(fire_id, stamp + " " + text, by_handler)
 
-    def _launch(self, run):
+    def _launch(self, run: _Run) -> None:
         if run.not_before > time.monotonic():
             with self._held_cv:
                 heapq.heappush(self._held, (run.not_before, next(self._held_seq), run))
@@ -755,7 +822,7 @@ class Executor:
             self._work.append(run)
             self._work_cv.notify()
 
-    def _holder(self):
+    def _holder(self) -> None:
         """Hands each held run to the workers at its time. stop() waits while any run is in
         flight, held ones included, so it ends only with nothing held."""
         while True:
@@ -770,7 +837,7 @@ class Executor:
                     self._held_cv.wait(self._held[0][0] - now if self._held else 0.5)
             self._launch(run)  # its time has come: to the workers
 
-    def _worker(self):
+    def _worker(self) -> None:
         while True:
             with self._work_cv:
                 while not self._work:
@@ -781,10 +848,10 @@ class Executor:
                     return
             self._execute(run)
 
-    def _execute(self, run):
+    def _execute(self, run: _Run) -> None:
         r = run.request
         started_ms = _wall_ms()
-        timer = None
+        timer: Optional[threading.Timer] = None
         if r["timeout_ms"] > 0:
             # The timeout counts from here, the handler's start, whatever the run waited for.
             run.deadline = time.monotonic() + r["timeout_ms"] / 1000.0
@@ -792,7 +859,8 @@ class Executor:
             timer.daemon = True
             timer.start()
         self._fire_log(r["fire_id"], "started: shard %d/%d" % (r["shard_index"], r["shard_total"]))
-        ctx = JobContext(r, run.cancel, lambda line, fid=r["fire_id"]: self._fire_log(fid, line, True))
+        fid = r["fire_id"]
+        ctx = JobContext(r, run.cancel, lambda line: self._fire_log(fid, line, True))
         code, message = "ok", ""
         if run.cancel.is_set():
             code, message = "cancelled", "cancelled before it started"
@@ -806,7 +874,7 @@ class Executor:
                 code, message = "internal", "handler raised %s: %s" % (type(e).__name__, e)
         if timer:
             timer.cancel()
-        result = {"fire_id": r["fire_id"], "attempt": r["attempt"], "started_ms": started_ms,
+        result: Result = {"fire_id": r["fire_id"], "attempt": r["attempt"], "started_ms": started_ms,
                   "finished_ms": _wall_ms()}
         if run.reason == "timeout":
             # Without a timeout of its own, only the node's watch (a kill with reason timeout) ends it.
@@ -834,11 +902,11 @@ class Executor:
         if nxt is not None:
             self._launch(nxt)
 
-    def _report_never_started(self, run, message):
+    def _report_never_started(self, run: _Run, message: str) -> None:
         r = run.request
         now = _wall_ms()
         status = "timeout" if run.reason == "timeout" else "killed"
-        result = {"fire_id": r["fire_id"], "attempt": r["attempt"], "epoch": self._registry.result_epoch(run),
+        result: Result = {"fire_id": r["fire_id"], "attempt": r["attempt"], "epoch": self._registry.result_epoch(run),
                   "status": status,
                   "code": "deadline_exceeded" if status == "timeout" else "cancelled", "message": message,
                   "started_ms": now, "finished_ms": now}
@@ -847,14 +915,14 @@ class Executor:
         self._logs.close(r["fire_id"])
         self._report(result, r["callback_url"])
 
-    def _attach_tail(self, result):
+    def _attach_tail(self, result: Result) -> None:
         if self.options.log_tail_bytes <= 0:
             return
         tail = self._logs.tail(result["fire_id"], self.options.log_tail_bytes)
         if tail is not None:
             result["log"], result["log_truncated_bytes"] = tail
 
-    def _report(self, result, callback_url):
+    def _report(self, result: Result, callback_url: str) -> None:
         result["address"] = self.address
         self.stats[result["status"]] += 1
         with self._outbox_mu:
@@ -862,13 +930,14 @@ class Executor:
 
     # ---- calls to the cluster ----
 
-    def _post(self, path, body, preferred_url=""):
+    def _post(self, path: str, body: object, preferred_url: str = "") -> Optional[Tuple[Any, int, int]]:
         """POSTs to the first endpoint that answers 2xx; returns (parsed answer, sent_ms, answered_ms) or None."""
         payload = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
         targets = ([preferred_url] if preferred_url else []) + [e + path for e in self.options.web_endpoints]
         for url in targets:
             parts = urllib.parse.urlsplit(url)
-            conn_type = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+            conn_type: Callable[..., http.client.HTTPConnection] = (
+                http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection)
             sent = _wall_ms()
             try:
                 conn = conn_type(parts.hostname, parts.port, timeout=self.options.web_timeout)
@@ -892,7 +961,7 @@ class Executor:
             log.debug("POST %s: HTTP %d", url, resp.status)
         return None
 
-    def _learn_signing(self, answer, sent, received):
+    def _learn_signing(self, answer: Any, sent: int, received: int) -> None:
         # An answer without keys changes nothing; a malformed one is ignored whole.
         if not isinstance(answer, dict) or "signing" not in answer:
             return
@@ -902,7 +971,7 @@ class Executor:
         server_ms = s.get("server_time_ms")
         if isinstance(server_ms, bool) or not isinstance(server_ms, int):
             return
-        keys = {}
+        keys: Dict[str, str] = {}
         for k in s["keys"]:
             if not isinstance(k, dict) or not isinstance(k.get("id"), str) or not isinstance(k.get("secret"), str):
                 return
@@ -915,7 +984,7 @@ class Executor:
             self._keys = keys
             self._offset_ms = server_ms - (sent + received) // 2
 
-    def _heartbeat_loop(self):
+    def _heartbeat_loop(self) -> None:
         while not self._stopping.is_set():
             body = {"app": self.options.app, "address": self.address, "handlers": sorted(self._handlers),
                     "capacity": self.options.capacity, "running": self._registry.count()}
@@ -928,12 +997,13 @@ class Executor:
             interval = self.options.heartbeat_interval
             self._stopping.wait(interval if answer is not None else min(interval, 2.0))
 
-    def _take_batch(self):
+    def _take_batch(self) -> Tuple[List[Tuple[Result, str]], str]:
         with self._outbox_mu:
             if not self._outbox:
                 return [], ""
             url = self._outbox[0][1]
-            batch, rest = [], collections.deque()
+            batch: List[Tuple[Result, str]] = []
+            rest: Deque[Tuple[Result, str]] = collections.deque()
             for item in self._outbox:
                 if item[1] == url and len(batch) < self.options.callback_batch_size:
                     batch.append(item)
@@ -942,7 +1012,7 @@ class Executor:
             self._outbox = rest
             return batch, url
 
-    def _flush(self):
+    def _flush(self) -> bool:
         with self._outbox_mu:
             due = len(self._outbox)
         sent = 0
@@ -959,7 +1029,7 @@ class Executor:
             self.stats["delivered"] += len(batch)
         return True
 
-    def _callback_loop(self):
+    def _callback_loop(self) -> None:
         backoff = self.options.callback_flush_interval
         while True:
             final = self._stopping.is_set() and self._registry.count() == 0
@@ -977,10 +1047,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     server_version = "sched-client-python"
     sys_version = ""
 
-    def log_message(self, fmt, *args):  # access log to the logger, errors only
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # access log to the logger, errors only
         pass
 
-    def _answer(self, status, body, close=False):
+    def _answer(self, status: int, body: object, close: bool = False) -> None:
         data = json.dumps(body, separators=(",", ":")).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -991,10 +1063,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _error(self, e, close=False):
+    def _error(self, e: ApiError, close: bool = False) -> None:
         self._answer(e.status, e.body(), close)
 
-    def _drain(self, n):
+    def _drain(self, n: int) -> None:
         """Reads and drops a refused body, up to 4x body_limit and 2 s, so that the client gets
         its 413 instead of a broken pipe while it is still sending (a lingering close). Larger
         or slower bodies are cut off: the connection closes after the answer."""
@@ -1002,14 +1074,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         deadline = time.monotonic() + 2.0
         try:
             while left > 0 and time.monotonic() < deadline:
-                chunk = self.rfile.read1(min(left, 65536))
+                # A buffered reader at run time (StreamRequestHandler), typed as any binary file.
+                chunk = cast(io.BufferedIOBase, self.rfile).read1(min(left, 65536))
                 if not chunk:
                     break
                 left -= len(chunk)
         except OSError:
             pass
 
-    def _read_body(self):
+    def _read_body(self) -> bytes:
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
             raise ApiError("invalid_argument", "Transfer-Encoding: chunked bodies are not accepted", "Transfer-Encoding")
         text = self.headers.get("Content-Length")
@@ -1027,7 +1100,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             raise ApiError("invalid_argument", "body: shorter than Content-Length", "body")
         return data
 
-    def _dispatch(self, method):
+    def _dispatch(self, method: str) -> None:
         ex = self.server.executor
         try:
             body = self._read_body()
@@ -1041,9 +1114,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         reason = ex.verify(method, target, body, self.headers)
         if reason:
             return self._error(ApiError("unauthenticated", reason))
-        routes = {("POST", "/v1/run"): ex.on_run, ("POST", "/v1/runs"): ex.on_runs,
-                  ("POST", "/v1/runs-ahead"): ex.on_runs, ("POST", "/v1/kill"): ex.on_kill,
-                  ("POST", "/v1/idle-beat"): ex.on_idle_beat}
+        routes: Dict[Tuple[str, str], Callable[[bytes], Answer]] = {
+            ("POST", "/v1/run"): ex.on_run, ("POST", "/v1/runs"): ex.on_runs,
+            ("POST", "/v1/runs-ahead"): ex.on_runs, ("POST", "/v1/kill"): ex.on_kill,
+            ("POST", "/v1/idle-beat"): ex.on_idle_beat}
         try:
             if (method, path) in routes:
                 status, answer = routes[(method, path)](body)
@@ -1060,16 +1134,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return self._error(ApiError("internal", "internal error"))
         return self._answer(status, answer)
 
-    def do_GET(self):
+    def do_GET(self) -> None:
         self._dispatch("GET")
 
-    def do_POST(self):
+    def do_POST(self) -> None:
         self._dispatch("POST")
 
-    def do_PUT(self):
+    def do_PUT(self) -> None:
         self._dispatch("PUT")
 
-    def do_DELETE(self):
+    def do_DELETE(self) -> None:
         self._dispatch("DELETE")
 
 
@@ -1078,12 +1152,12 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     allow_reuse_address = True
     request_queue_size = 128
 
-    def __init__(self, address, executor):
+    def __init__(self, address: Tuple[str, int], executor: Executor) -> None:
         self.executor = executor
         self._slots = threading.BoundedSemaphore(executor.options.max_connections)
         super().__init__(address, _Handler)
 
-    def process_request(self, request, client_address):
+    def process_request(self, request: Any, client_address: Any) -> None:
         # At the connection cap a new connection is closed at once rather than given a thread.
         if not self._slots.acquire(blocking=False):
             self.shutdown_request(request)
@@ -1095,14 +1169,14 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
             self._slots.release()
             raise
 
-    def process_request_thread(self, request, client_address):
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
             self._slots.release()
 
-    def handle_error(self, request, client_address):
+    def handle_error(self, request: Any, client_address: Any) -> None:
         log.debug("connection from %s ended with an error", client_address, exc_info=True)
 
 
-__all__ = ["Executor", "Options", "JobContext", "HandlerFailed", "ApiError", "parse_run"]
+__all__ = ["Executor", "Options", "JobContext", "HandlerFailed", "ApiError", "Handler", "RunRequest", "parse_run"]

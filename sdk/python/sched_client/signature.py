@@ -1,9 +1,12 @@
 """Request signatures, version v1 (docs/protocol.md "Security"); canonical code in C++:
 libs/protocol/src/request_signature.cpp."""
 
+from __future__ import annotations
+
 import hashlib
 import hmac
 import urllib.parse
+from typing import Mapping, Optional
 
 KEY_ID_HEADER = "X-Sched-Key-Id"
 TIMESTAMP_HEADER = "X-Sched-Timestamp"
@@ -15,18 +18,20 @@ MAX_INSTANCE_LENGTH = 300
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:")
 
 
-def canonical_string(method, target, timestamp, key_id, body):
+def canonical_string(method: str, target: str, timestamp: str, key_id: str, body: bytes) -> str:
     """The six lines the HMAC covers: v1, METHOD, target, timestamp, key id, sha256(body)."""
     return "\n".join(["v1", method.upper(), target, timestamp, key_id, hashlib.sha256(body).hexdigest()])
 
 
-def sign(secret, method, target, timestamp, key_id, body):
+def sign(secret: str, method: str, target: str, timestamp: object, key_id: str, body: bytes) -> str:
     """`v1=` + hex HMAC-SHA256 keyed by the secret's characters (not hex-decoded)."""
     canon = canonical_string(method, target, str(timestamp), key_id, body)
     return "v1=" + hmac.new(secret.encode(), canon.encode(), hashlib.sha256).hexdigest()
 
 
-def verify(method, target, body, key_id, timestamp, signature, keys, cluster_now_ms, window_ms=DEFAULT_WINDOW_MS):
+def verify(method: str, target: str, body: bytes, key_id: Optional[str], timestamp: Optional[str],
+           signature: Optional[str], keys: Mapping[str, str], cluster_now_ms: int,
+           window_ms: int = DEFAULT_WINDOW_MS) -> Optional[str]:
     """Checks a request in the protocol's order. `keys` maps key id -> secret. Returns None when
     the request verifies, else the reason (a short string) it does not."""
     if not keys:
@@ -50,7 +55,7 @@ def verify(method, target, body, key_id, timestamp, signature, keys, cluster_now
     return None
 
 
-def addressed_target(target, instance):
+def addressed_target(target: str, instance: str) -> str:
     """`target` with `instance=<host:port>` appended: the instance a node sends the call to, under
     the signature (every byte but letters, digits, "-._~" and ":" percent-encoded)."""
     encoded = "".join(c if c in _UNRESERVED else "".join("%%%02X" % b for b in c.encode("utf-8"))
@@ -58,14 +63,14 @@ def addressed_target(target, instance):
     return target + ("&" if "?" in target else "?") + INSTANCE_PARAM + "=" + encoded
 
 
-def verify_addressee(target, instance):
+def verify_addressee(target: str, instance: str) -> Optional[str]:
     """After verify(): None when `target` names this instance (`instance`, its advertised address,
     compared byte for byte) or none at all (a node older than the parameter), else the reason it
     is refused: addressed to another instance of the app, named twice, or malformed."""
     _, question, query = target.partition("?")
     if not question:
         return None
-    addressed = None
+    addressed: Optional[str] = None
     for pair in query.split("&"):
         key, _, value = pair.partition("=")
         if key != INSTANCE_PARAM:
@@ -81,7 +86,7 @@ def verify_addressee(target, instance):
            "at the instance it was sent to" % (addressed[:64], instance)
 
 
-def _percent_decoded(value):
+def _percent_decoded(value: str) -> Optional[str]:
     """`value` percent-decoded ('+' stays a '+'), or None when an escape is malformed or the
     bytes are not UTF-8."""
     out = bytearray()
