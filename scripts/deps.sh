@@ -23,6 +23,7 @@ test_pkgs=(
     python3     # the conformance kit and the Python SDK's tests (tests/conformance)
     mypy        # python_sdk_typecheck: the Python SDK's type hints, mypy --strict (tests/conformance)
     galera-4 rsync  # scripts/galera.sh: the three-node Galera cluster of the Galera tests
+    kubernetes-client  # kubectl kustomize: renders deploy/k8s for its schema test (tests/deploy/k8s-schema)
 )
 pkgs=("${run_pkgs[@]}")
 [ "$mode" = test ] && pkgs+=("${test_pkgs[@]}")
@@ -34,6 +35,10 @@ for p in "${pkgs[@]}"; do
     case "$p" in
         nodejs) command -v node >/dev/null 2>&1 && continue ;;
         npm) command -v npm >/dev/null 2>&1 && continue ;;
+        # Any kubectl counts (a newer one from Kubernetes' own package, kubectl, owns the same
+        # /usr/bin/kubectl, so Debian's would not install beside it). deploy/k8s needs
+        # kustomize v4.2+ (kubectl 1.22+): Debian bookworm's 1.20 renders only older syntax.
+        kubernetes-client) command -v kubectl >/dev/null 2>&1 && continue ;;
         python3) python3 -c 'import sys; sys.exit(sys.version_info < (3, 8))' >/dev/null 2>&1 && continue ;;
     esac
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then

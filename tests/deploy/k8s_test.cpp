@@ -1,4 +1,6 @@
-// deploy/k8s/: the Kubernetes manifests agree with the apps and the image. No cluster is
+// deploy/k8s/base: the Kubernetes manifests agree with the apps and the image (the overlays
+// change counts, placement and resources only; tests/deploy/k8s-schema renders and
+// schema-checks each). No cluster is
 // needed: the manifests are parsed, each config mounted from the ConfigMap is validated by the
 // real app binary (--check-config), and each app is started on that config (with a SQLite
 // database and a loopback port instead of MariaDB and 0.0.0.0) to show that every probe path
@@ -28,7 +30,7 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
 const fs::path kSource = SCHED_SOURCE_DIR;
-const fs::path kK8s = kSource / "deploy/k8s";
+const fs::path kK8s = kSource / "deploy/k8s/base";
 
 const std::map<std::string, std::string>& AppBinaries() {
     static const std::map<std::string, std::string> bins = {{"scheduler-trigger", SCHED_TRIGGER_BIN},
@@ -107,11 +109,22 @@ class K8s : public ::testing::Test {
         return nullptr;
     }
 
-    // The containers of every Deployment, with their configs; fails the test where one does not
-    // resolve.
+    // The scheduler's own Deployments (label app.kubernetes.io/name: sched), not the example
+    // executor's.
+    std::vector<const Document*> SchedulerDeployments() const {
+        std::vector<const Document*> out;
+        for (const auto* d : OfKind("Deployment")) {
+            if (d->node["metadata"]["labels"]["app.kubernetes.io/name"].as<std::string>("") == "sched")
+                out.push_back(d);
+        }
+        return out;
+    }
+
+    // The containers of every scheduler Deployment, with their configs; fails the test where one
+    // does not resolve.
     std::vector<AppContainer> Containers() {
         std::vector<AppContainer> out;
-        for (const auto* d : OfKind("Deployment")) {
+        for (const auto* d : SchedulerDeployments()) {
             const YAML::Node pod = d->node["spec"]["template"]["spec"];
             for (const auto& c : pod["containers"]) {
                 AppContainer a;
@@ -166,7 +179,9 @@ TEST_F(K8s, EveryDocumentHasApiVersionKindAndName) {
                                                     {"Service", "v1"},
                                                     {"ConfigMap", "v1"},
                                                     {"Secret", "v1"},
-                                                    {"PodDisruptionBudget", "policy/v1"}};
+                                                    {"PodDisruptionBudget", "policy/v1"},
+                                                    {"NetworkPolicy", "networking.k8s.io/v1"},
+                                                    {"ServiceMonitor", "monitoring.coreos.com/v1"}};
     std::set<std::string> kinds;
     for (const auto& d : docs_) {
         SCOPED_TRACE(d.file + ": " + d.kind() + " " + d.name());
@@ -176,7 +191,7 @@ TEST_F(K8s, EveryDocumentHasApiVersionKindAndName) {
         EXPECT_EQ(d.node["apiVersion"].as<std::string>(), api.at(d.kind()));
         kinds.insert(d.kind());
     }
-    EXPECT_EQ(kinds.size(), api.size()) << "the set has a Deployment, Service, ConfigMap, Secret and PDB";
+    EXPECT_EQ(kinds.size(), api.size()) << "the set has one of each kind above";
 }
 
 TEST_F(K8s, KustomizationListsEveryManifestButTheExampleSecret) {
@@ -203,20 +218,25 @@ TEST_F(K8s, SelectorsMatchTheirPods) {
         EXPECT_TRUE(Selects(d->node["spec"]["selector"]["matchLabels"], labels));
         pod_labels[d->name()] = labels;
     }
-    ASSERT_EQ(pod_labels.size(), 2u);
-    // Each Service and each PodDisruptionBudget selects the pods of exactly one Deployment.
-    for (const auto* kind : {"Service", "PodDisruptionBudget"}) {
+    ASSERT_EQ(pod_labels.size(), 3u) << "trigger, web and the example executor";
+    // Each Service, PodDisruptionBudget and NetworkPolicy selects the pods of exactly one
+    // Deployment.
+    for (const auto* kind : {"Service", "PodDisruptionBudget", "NetworkPolicy"}) {
         for (const auto* d : OfKind(kind)) {
             SCOPED_TRACE(std::string(kind) + " " + d->name());
             const YAML::Node selector = std::string(kind) == "Service" ? d->node["spec"]["selector"]
-                                                                       : d->node["spec"]["selector"]["matchLabels"];
+                                        : std::string(kind) == "NetworkPolicy"
+                                            ? d->node["spec"]["podSelector"]["matchLabels"]
+                                            : d->node["spec"]["selector"]["matchLabels"];
             int selected = 0;
             for (const auto& [name, labels] : pod_labels) selected += Selects(selector, labels) ? 1 : 0;
             EXPECT_EQ(selected, 1);
         }
     }
-    // Both Deployments have a budget, and a budget that leaves room to drain a node.
-    for (const auto& [name, labels] : pod_labels) {
+    // Both scheduler Deployments have a budget, and a budget that leaves room to drain a node.
+    for (const auto* d : SchedulerDeployments()) {
+        const std::string name = d->name();
+        const YAML::Node labels = pod_labels[name];
         int budgets = 0;
         for (const auto* p : OfKind("PodDisruptionBudget")) {
             if (!Selects(p->node["spec"]["selector"]["matchLabels"], labels)) continue;
@@ -230,6 +250,10 @@ TEST_F(K8s, SelectorsMatchTheirPods) {
         }
         EXPECT_EQ(budgets, 1) << name;
     }
+    // At most one trigger node down voluntarily: the lease must keep a holder.
+    const auto* trigger_budget = Find("PodDisruptionBudget", "sched-trigger");
+    ASSERT_NE(trigger_budget, nullptr);
+    EXPECT_EQ(trigger_budget->node["spec"]["maxUnavailable"].as<int>(0), 1);
     EXPECT_TRUE(Find("Service", "sched-web")) << "the web Deployment needs its Service";
 }
 
@@ -254,6 +278,21 @@ TEST_F(K8s, PortsAndProbesUseTheConfiguredListenPort) {
             EXPECT_EQ(port_of(a.container[probe]["httpGet"]["port"]), a.listen_port) << probe;
         }
         EXPECT_EQ(a.container["readinessProbe"]["httpGet"]["path"].as<std::string>(""), "/readyz");
+        // The NetworkPolicy of these pods admits exactly the listen port.
+        int policies = 0;
+        for (const auto* np : OfKind("NetworkPolicy")) {
+            if (!Selects(np->node["spec"]["podSelector"]["matchLabels"],
+                         Find("Deployment", a.deployment)->node["spec"]["template"]["metadata"]["labels"])) {
+                continue;
+            }
+            ++policies;
+            std::set<int> admitted;
+            for (const auto& rule : np->node["spec"]["ingress"]) {
+                for (const auto& p : rule["ports"]) admitted.insert(port_of(p["port"]));
+            }
+            EXPECT_EQ(admitted, std::set<int>{a.listen_port}) << np->name();
+        }
+        EXPECT_EQ(policies, 1);
         EXPECT_TRUE(a.container["livenessProbe"]["httpGet"]["path"]) << "no liveness probe";
         // The Services reach the same port.
         for (const auto* s : OfKind("Service")) {
@@ -297,6 +336,22 @@ TEST_F(K8s, SecretsComeFromTheSecretByKeysItHas) {
     }
     EXPECT_GE(refs, 4);
     EXPECT_TRUE(env_names.count("SCHED_TOKEN") && env_names.count("SCHED_DB_PASSWORD"));
+    // The example executor holds an executor token, never the cluster token, from a key the
+    // Secret has.
+    int executor_tokens = 0;
+    for (const auto* d : OfKind("Deployment")) {
+        if (d->node["metadata"]["labels"]["app.kubernetes.io/name"].as<std::string>("") == "sched") continue;
+        for (const auto& c : d->node["spec"]["template"]["spec"]["containers"]) {
+            for (const auto& e : c["env"]) {
+                if (e["name"].as<std::string>("") != "SCHED_TOKEN") continue;
+                ++executor_tokens;
+                const std::string key = e["valueFrom"]["secretKeyRef"]["key"].as<std::string>("");
+                EXPECT_EQ(key, "executor-token") << d->name();
+                EXPECT_TRUE(example["stringData"][key]) << d->name() << ": the Secret has no key " << key;
+            }
+        }
+    }
+    EXPECT_EQ(executor_tokens, 1);
 }
 
 TEST_F(K8s, PodsRunAsNonRootWithAReadOnlyRootAndNoCapabilities) {
