@@ -83,8 +83,9 @@ launch() {
     client=$(find_bin mariadb mysql)
     local user_opt=()
     [ "$(id -u)" -eq 0 ] && user_opt=(--user=root)
+    mkdir -p "$nd/tmp"  # temporary tables in the node's own directory, as in mariadb.sh
     # shellcheck disable=SC2046
-    "$mariadbd" --no-defaults --datadir="$nd/data" --port="$(cat "$nd/port")" --bind-address=127.0.0.1 \
+    "$mariadbd" --no-defaults --datadir="$nd/data" --tmpdir="$nd/tmp" --port="$(cat "$nd/port")" --bind-address=127.0.0.1 \
         --socket="$nd/mysqld.sock" --pid-file="$nd/server.pid" --log-error="$nd/error.log" \
         --skip-name-resolve --innodb-buffer-pool-size=128M --innodb-flush-log-at-trx-commit=2 \
         --max-connections=1000 --binlog-format=ROW --default-storage-engine=InnoDB \

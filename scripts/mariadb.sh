@@ -45,8 +45,11 @@ port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # launch PORT BIND: starts mariadbd on $dir/data and waits up to 30 s until it answers; sets
 # pid and ready (1 when it answers). Needs mariadbd, client and user_opt.
+# Its temporary tables live in $dir/tmp, not /tmp: a /tmp cleaner that removes a live temporary
+# file fails the statement using it ("Error on delete of '/tmp/#sql-temptable-...'").
 launch() {
-    "$mariadbd" --no-defaults --datadir="$dir/data" --port="$1" --bind-address="$2" \
+    mkdir -p "$dir/tmp"
+    "$mariadbd" --no-defaults --datadir="$dir/data" --tmpdir="$dir/tmp" --port="$1" --bind-address="$2" \
         --socket="$dir/mysqld.sock" --pid-file="$dir/server.pid" --log-error="$dir/error.log" \
         --skip-name-resolve --skip-log-bin --innodb-buffer-pool-size=128M \
         --innodb-flush-log-at-trx-commit=2 --max-connections=1000 "${user_opt[@]}" \
