@@ -136,6 +136,10 @@ class PayLockProcess : public ::testing::Test {
     // Posts `pay` for orders [first, first + count) to both instances at once, each instance
     // from its own thread in the same order, so that both work on an order at the same moment.
     void RaceOrders(std::int64_t first, int count, bool lock) {
+        // Without the lock, a wider check-then-charge window: the double charge this race must
+        // show then happens even when one driver runs behind the other on a loaded machine (with
+        // 5 ms, 0 of 300 orders were doubled in 1 run of 6 under a parallel build).
+        const int delay_ms = lock ? 5 : 50;
         std::vector<std::thread> drivers;
         std::atomic<int> refused{0};
         for (std::size_t i = 0; i < addresses_.size(); ++i) {
@@ -145,7 +149,7 @@ class PayLockProcess : public ::testing::Test {
                     nlohmann::json run = {
                         {"fire_id", order}, {"job_id", order},
                         {"attempt", 0},     {"epoch", 1},
-                        {"handler", "pay"}, {"params", {{"order", order}, {"lock", lock}, {"delay_ms", 5}}}};
+                        {"handler", "pay"}, {"params", {{"order", order}, {"lock", lock}, {"delay_ms", delay_ms}}}};
                     auto r =
                         client.Send(Signed(http::Method::kPost, "http://" + addresses_[i] + "/v1/run", run.dump()));
                     if (!r.ok() || r->status != 202) ++refused;
