@@ -56,7 +56,7 @@ std::string_view PermissionName(Permission permission) {
 }
 
 Status Authorize(const Principal& principal, Permission permission) {
-    const auto deny = [&](std::string why) {
+    const auto deny = [&](const std::string& why) {
         return Status(Code::kPermissionDenied, "token \"" + principal.name + "\" (" +
                                                    std::string(store::RoleName(principal.role)) + "): " + why);
     };
