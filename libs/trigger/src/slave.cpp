@@ -32,6 +32,7 @@ Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr
              SlaveConfig config, MetricsRegistry& metrics)
     : io_(std::move(io)),
       strand_(net::make_strand(io_)),
+      poll_strand_(net::make_strand(io_)),
       db_pool_(db_pool),
       store_(std::move(store)),
       executors_(std::move(executors)),
@@ -131,13 +132,13 @@ std::size_t Slave::InFlight() const {
 
 void Slave::Start() {
     started_ms_ = time_.NowMs();
-    net::co_spawn(io_, PollLoop(), net::detached);
+    loops_->poll_timer = std::make_shared<net::steady_timer>(poll_strand_);
+    net::co_spawn(poll_strand_, PollLoop(), net::detached);
     net::co_spawn(strand_, GroupLoop(), net::detached);
 }
 
 net::awaitable<void> Slave::PollLoop() {
     auto loops = loops_;
-    loops->poll_timer = std::make_shared<net::steady_timer>(io_);
     bool recovered = false;
     while (!loops->stopping) {
         if (!recovered) {
@@ -185,6 +186,8 @@ net::awaitable<void> Slave::PollLoop() {
         } else {
             spdlog::warn("slave {}: cannot poll assigned fires: {}", node_id_, ids.status().ToString());
         }
+        // Stop's cancel runs on this strand: one that ran while the poll was reading would be lost.
+        if (loops->stopping) break;
         loops->poll_timer->expires_after(config_.poll_interval);
         try {
             co_await loops->poll_timer->async_wait(net::use_awaitable);
@@ -360,7 +363,10 @@ net::awaitable<void> Slave::Stop() {
     queue_->Close();
     sender_.Stop();
     endings_.Stop();  // Stop waits for the endings only as long as it drains the sends
-    if (loops->poll_timer) loops->poll_timer->cancel();
+    // Each timer is cancelled on the strand its loop runs on: a timer is not thread-safe.
+    net::post(poll_strand_, [loops] {
+        if (loops->poll_timer) loops->poll_timer->cancel();
+    });
     net::post(strand_, [loops] {
         if (loops->wake) loops->wake->cancel();
     });

@@ -167,8 +167,8 @@ class Slave {
     /// What the loops and Stop share (kept alive by the loops' coroutines).
     struct Loops {
         std::atomic<bool> stopping{false};
-        std::shared_ptr<net::steady_timer> poll_timer;
-        std::shared_ptr<net::steady_timer> wake;  // the group loop's, on strand_
+        std::shared_ptr<net::steady_timer> poll_timer;  // the poll loop's, on poll_strand_
+        std::shared_ptr<net::steady_timer> wake;        // the group loop's, on strand_
     };
 
     net::awaitable<void> PollLoop();
@@ -185,7 +185,8 @@ class Slave {
     void Limited(const ClaimedGroup& claimed, const std::set<std::int64_t>& won);
 
     net::any_io_executor io_;
-    net::strand<net::any_io_executor> strand_;  // the group loop and its wake-ups
+    net::strand<net::any_io_executor> strand_;       // the group loop and its wake-ups
+    net::strand<net::any_io_executor> poll_strand_;  // the poll loop and its timer
     net::thread_pool& db_pool_;
     std::unique_ptr<FireClaimStore> store_;
     std::unique_ptr<dispatch::ExecutorClient> executors_;
