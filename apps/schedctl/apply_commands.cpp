@@ -1,6 +1,8 @@
 // schedctl diff and apply: the cluster's jobs (and the calendars: and workflows: sections'
 // calendars and workflows) kept equal to a file, keyed by name (docs/schedctl.md "apply and diff").
 
+#include <filesystem>
+
 #include "calendar_file.hpp"
 #include "commands.hpp"
 #include "job_file.hpp"
@@ -45,6 +47,13 @@ int ApplyOrDiff(Session& s, bool apply) {
     if (!calendars.ok()) throw CliError(calendars.status().message());
     auto workflows = ParseWorkflowSection(*text, o.file);
     if (!workflows.ok()) throw CliError(workflows.status().message());
+    // Every job and workflow of the file is marked as the file's (the UI shows it read-only):
+    // by the file's own name, not its path, which differs between a laptop and a CI checkout.
+    const std::string managed_by = std::filesystem::path(o.file).filename().string();
+    for (auto& job : *desired) job.fields["managed_by"] = managed_by;
+    if (*workflows) {
+        for (auto& workflow : **workflows) workflow.fields["managed_by"] = managed_by;
+    }
     // Without a calendars: (workflows:) key the cluster's calendars (workflows) are not the file's
     // business, even with --prune.
     const Plan calendar_plan =

@@ -301,7 +301,13 @@ Plan PlanWorkflowChanges(const std::vector<WorkflowSpec>& desired, const nlohman
         if (value.is_null()) return std::nullopt;  // paused left out: not managed
         return value;
     };
-    return PlanByName(desired, current, prune, WorkflowFileFields(), want);
+    // managed_by is not a field of the file: apply states it (the file's name) on every workflow.
+    static const std::vector<std::string> fields = [] {
+        auto out = WorkflowFileFields();
+        out.emplace_back("managed_by");
+        return out;
+    }();
+    return PlanByName(desired, current, prune, fields, want);
 }
 
 Result<nlohmann::json> ResolveStepJobs(const nlohmann::json& body, const nlohmann::json& jobs) {

@@ -456,6 +456,9 @@ TEST_F(SchedctlProcess, AWorkflowInTheFileAppliesAfterItsJobsAndIsPrunedBeforeTh
     EXPECT_EQ(diamond["steps"][3], (nlohmann::json{{"name", "d"}, {"job_id", job_ids["job-d"]}})) << r.out;
     EXPECT_EQ(diamond["edges"].size(), 4u) << r.out;
     EXPECT_EQ(diamond["schedule_expr"], "0 0 2 * * ?") << r.out;
+    // Marked as the file's, by its name: the UI shows both read-only.
+    EXPECT_EQ(diamond["managed_by"], "flows.yaml") << r.out;
+    for (const auto& job : listed_jobs["items"]) EXPECT_EQ(job["managed_by"], "flows.yaml") << r.out;
 
     // A second apply changes nothing.
     r = Run({"apply", "-f", file});
@@ -464,6 +467,26 @@ TEST_F(SchedctlProcess, AWorkflowInTheFileAppliesAfterItsJobsAndIsPrunedBeforeTh
     EXPECT_NE(r.out.find("Workflows: 0 to create, 0 to update, 0 to delete, 1 unchanged."), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find("created"), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find("updated"), std::string::npos) << r.out;
+
+    // managed_by cleared through the API (PUT with null) is drift that apply puts back.
+    ctl::ApiClient api(*http::Url::Parse(server_), kToken, std::chrono::seconds(10));
+    const std::string job_a = std::to_string(job_ids["job-a"]);
+    r = Run({"jobs", "get", job_a, "-o", "json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto cleared =
+        api.Call(http::Method::kPut, "/api/v1/jobs/" + job_a,
+                 nlohmann::json{{"version", nlohmann::json::parse(r.out)["version"]}, {"managed_by", nullptr}});
+    ASSERT_TRUE(cleared.ok()) << cleared.status().message();
+    ASSERT_EQ(cleared->status, 200) << cleared->body;
+    EXPECT_TRUE(cleared->json["managed_by"].is_null()) << cleared->body;
+    r = Run({"diff", "-f", file});
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_NE(r.out.find("~ update    job-a (id " + job_a + ")\n    managed_by: null -> \"flows.yaml\"\n"),
+              std::string::npos)
+        << r.out;
+    r = Run({"apply", "-f", file});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("job-a: updated"), std::string::npos) << r.out;
 
     // An edited edge: one update, with the version read.
     Write("flows.yaml", text("on-failure", true));
@@ -527,6 +550,7 @@ TEST_F(SchedctlProcess, WorkflowsCreateUpdateAndDeleteFromAFile) {
     const std::string id = std::to_string(created["id"].get<std::int64_t>());
     EXPECT_EQ(created["steps"].size(), 2u) << r.out;
     EXPECT_EQ(created["schedule_type"], "manual") << r.out;
+    EXPECT_TRUE(created["managed_by"].is_null()) << "made by hand, not by apply\n" << r.out;
 
     Write("edit.yaml", "description: nightly load\nedges:\n  - {parent: extract, child: load, condition: always}\n");
     r = Run({"workflows", "update", id, "-f", (dir_ / "edit.yaml").string()});

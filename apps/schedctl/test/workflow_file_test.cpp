@@ -185,6 +185,21 @@ TEST(PlanWorkflowChanges, AnEditedEdgeIsOneUpdateWithTheVersionRead) {
         << FormatPlan(plan, "workflow ", "Workflows");
 }
 
+TEST(PlanWorkflowChanges, AWorkflowMadeByHandIsAdoptedByTheFileThatStatesManagedBy) {
+    auto flows = Parsed(Diamond());
+    flows[0].fields["managed_by"] = "flows.yaml";  // what apply adds
+    auto stored = StoredDiamond(5);
+    stored["managed_by"] = nullptr;
+    Plan plan = PlanWorkflowChanges(flows, StepsByJobName(nlohmann::json::array({stored}), Jobs()), false);
+    ASSERT_EQ(plan.changes.size(), 1u);
+    ASSERT_EQ(plan.changes[0].changes.size(), 1u);
+    EXPECT_EQ(plan.changes[0].changes[0].field, "managed_by");
+    EXPECT_EQ(plan.changes[0].body["managed_by"], "flows.yaml");
+    stored["managed_by"] = "flows.yaml";
+    plan = PlanWorkflowChanges(flows, StepsByJobName(nlohmann::json::array({stored}), Jobs()), false);
+    EXPECT_FALSE(plan.HasDrift());
+}
+
 TEST(PlanWorkflowChanges, AStepOnAnotherJobIsDrift) {
     auto stored = StoredDiamond(5);
     stored["steps"][2]["job_id"] = 99;  // a job the list does not hold
