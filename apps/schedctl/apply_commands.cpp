@@ -96,13 +96,15 @@ void AddApplyCommands(CLI::App& app, CommandLine& line) {
     CLI::App* diff = AddCommand(app, "diff", "what apply would change; exit 0 no drift, 2 drift, 1 error", line,
                                 [](Session& s) { return ApplyOrDiff(s, false); });
     AddFileOption(*diff, line, "the file (jobs:, calendars: and workflows:)");
-    diff->add_flag("--prune", line.options.prune, "also the cluster's jobs missing from the file");
+    diff->add_flag("--prune", line.options.prune,
+                   "also the cluster's jobs (calendars, workflows) missing from the file");
     CLI::App* apply =
         AddCommand(app, "apply", "make the cluster's jobs (calendars, workflows) match the file, keyed by name", line,
                    [](Session& s) { return ApplyOrDiff(s, true); });
     AddFileOption(*apply, line, "the file (jobs:, calendars: and workflows:)");
     apply->add_flag("--dry-run", line.options.dry_run, "print the plan, change nothing");
-    apply->add_flag("--prune", line.options.prune, "delete the cluster's jobs missing from the file");
+    apply->add_flag("--prune", line.options.prune,
+                    "delete the cluster's jobs (calendars, workflows) missing from the file");
 }
 
 }  // namespace sched::ctl
