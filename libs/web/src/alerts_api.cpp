@@ -12,6 +12,7 @@
 #include "impl/audit.hpp"
 #include "impl/context.hpp"
 #include "impl/list_query.hpp"
+#include "sched/api/alerts.hpp"
 #include "sched/http/address_policy.hpp"
 #include "sched/http/json.hpp"
 #include "sched/http/url.hpp"
@@ -39,37 +40,36 @@ constexpr std::array<std::string_view, 9> kRuleFields = {
 constexpr std::array<std::string_view, 3> kRuleReadOnly = {"id", "created_at_ms", "has_secret"};
 
 nlohmann::json RuleView(const store::AlertRule& r) {
-    nlohmann::json events = nlohmann::json::array();
-    for (const auto e : r.events) events.push_back(store::AlertEventName(e));
-    return {
-        {"id", r.id},
-        {"name", r.name},
-        {"job_id", r.job_id ? nlohmann::json(*r.job_id) : nlohmann::json()},
-        {"events", std::move(events)},
-        {"consecutive_failures", r.consecutive_failures},
-        {"no_success_within_ms", r.no_success_within_ms ? nlohmann::json(*r.no_success_within_ms) : nlohmann::json()},
-        {"url", r.url},
-        {"has_secret", !r.secret.empty()},
-        {"enabled", r.enabled},
-        {"created_at_ms", r.created_at},
-        {"version", r.version}};
+    api::AlertRuleView v{.id = r.id,
+                         .name = r.name,
+                         .job_id = r.job_id,
+                         .consecutive_failures = r.consecutive_failures,
+                         .no_success_within_ms = r.no_success_within_ms,
+                         .url = r.url,
+                         .has_secret = !r.secret.empty(),
+                         .enabled = r.enabled,
+                         .created_at_ms = r.created_at,
+                         .version = r.version};
+    for (const auto e : r.events) v.events.emplace_back(store::AlertEventName(e));
+    return api::ToJson(v);
 }
 
 nlohmann::json DeliveryView(const store::AlertDelivery& d) {
     nlohmann::json payload = nlohmann::json::parse(d.payload, nullptr, false);
-    return {{"id", d.id},
-            {"rule_id", d.rule_id},
-            {"job_id", d.job_id},
-            {"fire_id", d.fire_id},
-            {"event", store::AlertEventName(d.event)},
-            {"status", store::DeliveryStatusName(d.status)},
-            {"attempts", d.attempts},
-            {"next_attempt_at_ms", d.next_attempt_at},
-            {"last_error", d.last_error ? nlohmann::json(*d.last_error) : nlohmann::json()},
-            {"created_at_ms", d.created_at},
-            {"delivered_at_ms", d.delivered_at ? nlohmann::json(*d.delivered_at) : nlohmann::json()},
-            {"test", d.fire_id < 0},
-            {"payload", payload.is_discarded() ? nlohmann::json() : std::move(payload)}};
+    return api::ToJson(
+        api::AlertDeliveryView{.id = d.id,
+                               .rule_id = d.rule_id,
+                               .job_id = d.job_id,
+                               .fire_id = d.fire_id,
+                               .event = std::string(store::AlertEventName(d.event)),
+                               .status = std::string(store::DeliveryStatusName(d.status)),
+                               .attempts = d.attempts,
+                               .next_attempt_at_ms = d.next_attempt_at,
+                               .last_error = d.last_error,
+                               .created_at_ms = d.created_at,
+                               .delivered_at_ms = d.delivered_at,
+                               .test = d.fire_id < 0,
+                               .payload = payload.is_discarded() ? nlohmann::json() : std::move(payload)});
 }
 
 // An element of `events` as an error message shows it: strings cut to 32 bytes, nothing else
