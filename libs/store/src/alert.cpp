@@ -227,6 +227,18 @@ Result<AlertDelivery> AlertRepository::QueueTestDelivery(std::int64_t rule_id, s
         std::int64_t exists = 0;
         s << "SELECT COUNT(*) FROM alert_rule WHERE id = :id", soci::use(rule_id, "id"), soci::into(exists);
         if (exists == 0) return NotFound("alert rule " + std::to_string(rule_id) + " not found");
+        // Tests wait for the master like any delivery; a caller repeating the request faster
+        // than they are sent (a disabled master, an unreachable receiver retried with backoff)
+        // would otherwise queue without end.
+        std::int64_t pending = 0;
+        const std::string pending_name(DeliveryStatusName(DeliveryStatus::kPending));
+        s << "SELECT COUNT(*) FROM alert_delivery WHERE rule_id = :id AND fire_id < 0 AND status = :status",
+            soci::use(rule_id, "id"), soci::use(pending_name, "status"), soci::into(pending);
+        if (pending >= kMaxPendingTests) {
+            return Status(Code::kResourceExhausted, "alert rule " + std::to_string(rule_id) + " already has " +
+                                                        std::to_string(kMaxPendingTests) +
+                                                        " test deliveries pending; send another once they are sent");
+        }
         // Tests number down from -1 per rule, so that they never meet a fire's id (or a
         // no_success episode key, >= 0) in the unique key; the rule's deliveries are that key's
         // prefix, so this reads one index range.

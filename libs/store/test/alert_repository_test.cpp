@@ -274,6 +274,18 @@ TEST_P(AlertRepositoryTest, TestDeliveriesTakeNegativeFireIdsBesideTheRealOnes) 
     ASSERT_TRUE(due.ok());
     EXPECT_EQ(due->size(), 3u);
     EXPECT_EQ(alerts.QueueTestDelivery(rule->id + 100, 0, AlertEvent::kFailed, "{}").status().code(), Code::kNotFound);
+    // At most kMaxPendingTests wait at once; one sent makes room for the next.
+    for (int i = 2; i < AlertRepository::kMaxPendingTests; ++i) {
+        ASSERT_TRUE(alerts.QueueTestDelivery(rule->id, 7, AlertEvent::kFailed, "{}").ok());
+    }
+    EXPECT_EQ(alerts.QueueTestDelivery(rule->id, 7, AlertEvent::kFailed, "{}").status().code(),
+              Code::kResourceExhausted);
+    AlertDelivery sent = *first;
+    sent.status = DeliveryStatus::kDelivered;
+    sent.attempts = 1;
+    sent.delivered_at = 1;
+    ASSERT_TRUE(db().Run([&](soci::session& s) { return AlertRepository::RecordAttempt(s, sent); }).ok());
+    EXPECT_TRUE(alerts.QueueTestDelivery(rule->id, 7, AlertEvent::kFailed, "{}").ok());
 }
 
 SCHED_DB_TEST_SUITE(AlertRepositoryTest);

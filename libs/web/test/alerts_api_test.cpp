@@ -306,6 +306,13 @@ TEST_P(AlertsApiTest, TestQueuesOneMarkedDeliveryForTheMasterToSend) {
                     .ok());
     EXPECT_EQ(Body(Get("/api/v1/alert-deliveries?rule_id=" + std::to_string(id)))["items"][0]["test"], false);
     EXPECT_EQ(Body(Get("/api/v1/audit?target_kind=alert-rule&action=test"))["items"].size(), 2u);
+    // Tests wait for the master: a few at a time per rule, then 429 until they are sent.
+    for (int i = 2; i < store::AlertRepository::kMaxPendingTests; ++i) {
+        ASSERT_EQ(Post(path, nlohmann::json::object()).status, 202);
+    }
+    auto crowded = Post(path, nlohmann::json::object());
+    EXPECT_EQ(crowded.status, 429) << crowded.body;
+    EXPECT_NE(crowded.body.find("pending"), std::string::npos) << crowded.body;
 
     EXPECT_EQ(ErrorField(Post(path, {{"force", true}})), "force");
     EXPECT_EQ(Post("/api/v1/alert-rules/999999/test", nlohmann::json::object()).status, 404);

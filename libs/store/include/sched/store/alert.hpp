@@ -114,6 +114,8 @@ class AlertRepository {
     explicit AlertRepository(db::Database& db) : db_(db) {}
 
     static constexpr std::size_t kMaxErrorBytes = 500;
+    /// Test deliveries of one rule that may wait to be sent at once (QueueTestDelivery).
+    static constexpr int kMaxPendingTests = 5;
 
     /// Stores a new rule (id and created_at assigned).
     Result<AlertRule> CreateRule(const AlertRule& rule);
@@ -128,7 +130,8 @@ class AlertRepository {
     /// Queues a test delivery of the rule (pending, due now) for the master to send like any
     /// other: event `event` (so the receiver's routing on X-Sched-Event is exercised), job_id
     /// `job_id`, the next negative fire_id of the rule, `payload` as the body. kNotFound when the
-    /// rule is gone; kAborted when a concurrent test took the same fire_id (send again).
+    /// rule is gone; kResourceExhausted when kMaxPendingTests of its tests are still pending;
+    /// kAborted when a concurrent test took the same fire_id (send again).
     Result<AlertDelivery> QueueTestDelivery(std::int64_t rule_id, std::int64_t job_id, AlertEvent event,
                                             const std::string& payload);
     /// Deletes the rule and its deliveries (pending ones are never sent). kNotFound when absent.
