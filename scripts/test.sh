@@ -50,6 +50,9 @@ export SCHED_TEST_MYSQL_URL
 export SCHED_REQUIRE_MYSQL=1
 # The chaos suite's partition case needs network namespaces (root): fail rather than skip.
 export SCHED_REQUIRE_NETNS=1
+# The browser test and the OpenAPI lint need chromium, node and npm (scripts/deps.sh installs
+# them): fail rather than skip.
+export SCHED_REQUIRE_BROWSER=1
 ctest --preset "$preset" "$@"
 
 if [ "$asan" = 1 ]; then

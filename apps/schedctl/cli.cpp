@@ -38,6 +38,10 @@ Commands:
   workflows run RUN_ID              a run with each step's state, fire and lag
   workflows rerun RUN_ID --from-step NAME
                                     a failed or timed-out run again from that step
+  alerts list | get ID | delete ID | test ID
+                                    alert rules (admin); test queues one delivery to the webhook
+  alerts create -f FILE             alerts update ID -f FILE   (FILE: YAML or JSON rule fields)
+  alerts deliveries [--rule ID] [--status S] [--limit N]
   fires list [--job NAME|ID] [--status S] [--limit N]
   fires get ID | log ID | kill ID
   executors list                    cluster status
@@ -211,6 +215,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
         AddFiresCommands(app, line);
         AddClusterCommands(app, line);
         AddApplyCommands(app, line);
+        AddAlertsCommands(app, line);
         try {
             app.parse(argc, argv);
         } catch (const CLI::ArgumentMismatch& e) {

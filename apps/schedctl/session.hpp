@@ -43,6 +43,7 @@ struct Options {
     std::optional<std::string> job, status, limit, name, role, apps, note, since, actor, action;
     std::optional<std::string> from, to, parallel;  // jobs backfill
     std::optional<std::string> params, from_step;   // workflows trigger, rerun
+    std::optional<std::string> rule;                // alerts deliveries
     /// The command's arguments after its name ("7" in `jobs get 7`).
     std::vector<std::string> args;
 };

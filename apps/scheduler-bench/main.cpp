@@ -21,6 +21,8 @@ Scenarios:
   failover     load running; kill -9 the master --kills times, then SIGTERM it --kills times
   footprint    one node: start-up to /readyz and RSS with --jobs idle jobs (default 0,10000,100000)
   scale        master scan time with --jobs idle jobs (default 10000,100000,1000000) + --rate load
+  fixedcost    MariaDB statements, commits and CPU per second with --jobs idle jobs (default 1000)
+               and no load, then with each --rate (default 100) of spread load
   retention    --rate every-second jobs (default 50) for --seconds with history-retention --retention:
                fire rows, stored logs, table size and RSS over time; --check fails an unbounded table
 

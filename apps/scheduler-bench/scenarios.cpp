@@ -637,6 +637,78 @@ json Scale(const BenchOptions& o) {
     return {{"rows", rows}};
 }
 
+// ---- fixed cost ----
+
+// What the cluster costs the database when it has little or nothing to do: statements, commits and
+// CPU per second with only idle jobs (not due for a day), then with each --rate of spread load.
+// A row per load; the statements are MariaDB's `Questions` (every statement the nodes sent).
+json FixedCost(const BenchOptions& o) {
+    const int idle_jobs = o.job_counts.empty() ? 1000 : o.job_counts.front();
+    auto co = o.cluster;
+    co.run_dir = o.out_dir / "fixedcost";
+    Cluster cluster(co);
+    cluster.StartDatabase();
+    if (cluster.db().backend() != db::Backend::kMySql) throw std::invalid_argument("fixedcost: needs MariaDB");
+    InsertIdleJobs(cluster, idle_jobs);
+    cluster.StartNodes(o.nodes);
+    MeasuringSink sink(cluster.WebEndpoints(), o.cluster.token, co.run_dir / "spool");
+    WaitForSink(cluster, sink);
+    cluster.WaitForMaster(30s);
+    std::cout << "\n| nodes | idle jobs | fires/s | statements/s | selects/s | updates/s | inserts/s | commits/s | "
+                 "MariaDB CPU % | nodes CPU % | load at start |\n"
+              << "|---|---|---|---|---|---|---|---|---|---|---|\n";
+    json rows = json::array();
+    std::vector<int> loads = {0};
+    loads.insert(loads.end(), o.rates.begin(), o.rates.end());
+    for (const int rate : loads) {
+        std::vector<JobPlan> plans;
+        std::int64_t from = NextSecond(WallMs(), 1000) + o.warmup * 1000LL;
+        if (rate > 0) {
+            const std::int64_t first = NextSecond(WallMs(), 3000);
+            plans = CreateLoad(cluster, "load" + std::to_string(rate), rate, "spread", first);
+            from = first + o.warmup * 1000LL;
+        }
+        const std::int64_t to = from + o.seconds * 1000LL;
+        WaitUntilMs(from, "warm-up at " + std::to_string(rate) + "/s");
+        const std::string load_start = LoadAvg();
+        const auto counters_a = StatementCounters(cluster);
+        const auto cpu_a = SampleCpu(cluster);
+        WaitUntilMs(to, "measuring the fixed cost at " + std::to_string(rate) + "/s");
+        const auto cpu_b = SampleCpu(cluster);
+        const auto counters_b = StatementCounters(cluster);
+        DisableJobs(cluster, plans);
+        const double seconds = static_cast<double>(o.seconds);
+        json per_s = json::object();
+        for (const auto& [k, v] : counters_b) {
+            if (counters_a.count(k)) per_s[k] = std::stod(Fmt((v - counters_a.at(k)) / seconds, 1));
+        }
+        double nodes_ms = 0;
+        for (const auto& [pid, ms] : cpu_b.nodes) {
+            if (auto it = cpu_a.nodes.find(pid); it != cpu_a.nodes.end()) nodes_ms += ms - it->second;
+        }
+        const double nodes_percent = nodes_ms / (seconds * 10.0);
+        const json mariadb_percent = cpu_a.mariadb && cpu_b.mariadb
+                                         ? json(std::stod(Fmt((*cpu_b.mariadb - *cpu_a.mariadb) / (seconds * 10.0), 1)))
+                                         : json(nullptr);
+        const auto at = [&per_s](const char* key) {
+            return per_s.contains(key) ? Fmt(per_s[key].get<double>(), 1) : std::string("-");
+        };
+        rows.push_back({{"nodes", o.nodes},
+                        {"idle_jobs", idle_jobs},
+                        {"fires_per_s", rate},
+                        {"per_second", per_s},
+                        {"mariadb_cpu_percent", mariadb_percent},
+                        {"nodes_cpu_percent", std::stod(Fmt(nodes_percent, 1))},
+                        {"loadavg_start", load_start}});
+        std::cout << "| " << o.nodes << " | " << idle_jobs << " | " << rate << " | " << at("Questions") << " | "
+                  << at("Com_select") << " | " << at("Com_update") << " | " << at("Com_insert") << " | "
+                  << at("Com_commit") << " | " << (mariadb_percent.is_null() ? "-" : Fmt(mariadb_percent.get<double>()))
+                  << " | " << Fmt(nodes_percent) << " | " << load_start << " |" << std::endl;
+        if (rate > 0) SleepFor(3s);  // the load's last fires end before the next row
+    }
+    return {{"rows", rows}};
+}
+
 }  // namespace
 
 // ---- retention ----
@@ -778,6 +850,8 @@ json RunScenario(const BenchOptions& o, bool& ok) {
         result = Scale(o);
     } else if (o.scenario == "retention") {
         result = Retention(o, ok);
+    } else if (o.scenario == "fixedcost") {
+        result = FixedCost(o);
     } else {
         throw std::invalid_argument("unknown scenario \"" + o.scenario + "\"");
     }

@@ -8,6 +8,8 @@
 ///   restarted under a new node id each time;
 /// - footprint: one node's start-up-to-ready time and RSS with 0 / 10k / 100k idle jobs;
 /// - scale: the master's scan time with 10k / 100k / 1M idle jobs plus a light load;
+/// - fixedcost: the database statements, commits and CPU per second of N nodes with idle jobs only,
+///   then under each --rate of spread load (the cost a cluster pays whatever it fires);
 /// - retention: R every-second jobs for S seconds with a short history retention: fire rows,
 ///   stored logs, table size and RSS sampled over time; bounded = the rows never exceed what the
 ///   retention keeps (plus open fires and a purge round) once the first fires are past it.

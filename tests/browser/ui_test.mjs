@@ -18,6 +18,7 @@
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -118,7 +119,9 @@ async function shot(page, file) {
 async function main() {
   fs.mkdirSync(shotsDir, { recursive: true });
   fs.writeFileSync(path.join(tmp, 'standalone.yaml'),
-    `http:\n  listen: "127.0.0.1:0"\ndatabase:\n  url: "sqlite://${tmp}/scheduler.db"\n`);
+    `http:\n  listen: "127.0.0.1:0"\ndatabase:\n  url: "sqlite://${tmp}/scheduler.db"\n`
+    // The alert receiver below listens on loopback, which webhooks may reach only when allowed.
+    + 'scheduler:\n  alert-addresses:\n    allow: ["127.0.0.1"]\n');
   const [, port] = await start('standalone', standaloneBin, ['--config', path.join(tmp, 'standalone.yaml')],
     { SCHED_TOKEN: token }, /listening on http:\/\/127\.0\.0\.1:(\d+)/);
   const base = `http://127.0.0.1:${port}`;
@@ -621,6 +624,91 @@ async function main() {
       await checkSteps({ ok: 'succeeded', bad: 'failed', after: 'skipped' });
     });
 
+    // A webhook receiver on loopback: each call's headers and JSON body.
+    const received = [];
+    const receiver = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk) => { body += chunk; });
+      req.on('end', () => {
+        received.push({ headers: req.headers, body: JSON.parse(body || 'null') });
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const receiverUrl = `http://127.0.0.1:${receiver.address().port}/hook`;
+    try {
+      await step('alerts: create a rule for a job, a stale edit refused, send a test and see it delivered, delete', async () => {
+        await page.getByRole('link', { name: 'Alerts', exact: true }).click();
+        await page.getByRole('heading', { name: 'Alert rules' }).waitFor();
+        await page.getByText('No alert rules yet').waitFor();
+        await page.getByRole('link', { name: 'New alert rule' }).click();
+        await page.getByRole('heading', { name: 'New alert rule' }).waitFor();
+        await page.locator('input[name="name"]').fill('browser-pager');
+        await page.locator('select[name="job_id"]').selectOption({ label: 'browser-fails' });
+        await page.locator('input[name="url"]').fill(receiverUrl);
+        await page.locator('input[name="secret"]').fill('short');
+        await page.getByRole('button', { name: 'Create alert rule' }).click();
+        await page.locator('label.invalid .field-error', { hasText: 'secret: 16 to 255 bytes' }).waitFor();
+        await shot(page, '12o-alert-form-invalid.png');
+        await page.locator('input[name="secret"]').fill('browser-secret-0123456789');
+        await page.getByRole('button', { name: 'Create alert rule' }).click();
+        await page.getByRole('heading', { name: 'Alert rule "browser-pager"' }).waitFor();
+        await page.locator('dd', { hasText: 'failed, timeout, lost' }).waitFor();
+        await page.locator('dd a', { hasText: 'browser-fails' }).waitFor();
+        await page.getByText('No deliveries yet.').waitFor();
+        const rule = (await api('GET', '/api/v1/alert-rules')).items.find((r) => r.name === 'browser-pager');
+
+        // Someone else saves while the form is open: the form says so instead of overwriting.
+        await page.getByRole('link', { name: 'Edit', exact: true }).click();
+        await page.getByRole('heading', { name: 'Edit alert rule "browser-pager"' }).waitFor();
+        await api('PUT', `/api/v1/alert-rules/${rule.id}`, {
+          version: rule.version, name: rule.name, job_id: rule.job_id, events: rule.events,
+          consecutive_failures: 2, url: rule.url,
+        });
+        await page.locator('input[name="consecutive_failures"]').fill('3');
+        await page.getByRole('button', { name: 'Save changes' }).click();
+        await page.locator('.banner', { hasText: 'Someone changed this alert rule since you opened it' }).waitFor();
+        await page.locator('.banner', { hasText: 'changed since it was read' }).waitFor();
+        await shot(page, '12p-alert-stale-edit.png');
+        await page.reload();
+        await page.getByRole('heading', { name: 'Edit alert rule "browser-pager"' }).waitFor();
+        await page.locator('input[name="consecutive_failures"]').fill('3');
+        await page.getByRole('button', { name: 'Save changes' }).click();
+        await page.getByRole('heading', { name: 'Alert rule "browser-pager"' }).waitFor();
+        await page.locator('dd', { hasText: '3 failed run(s)' }).waitFor();
+
+        // The master sends the test like any delivery: signed, to the receiver, then delivered.
+        await page.getByRole('button', { name: 'Send test' }).click();
+        await page.locator('.banner.info', { hasText: 'Test delivery' }).waitFor();
+        const row = page.locator('tr[data-delivery]', { hasText: 'test' }).first();
+        await row.waitFor();
+        await row.locator('.badge', { hasText: 'delivered' }).waitFor({ timeout: 30000 });
+        const call = received.find((r) => r.body?.test === true && r.body?.rule_id === rule.id);
+        if (!call) throw new Error(`the receiver got no test call: ${JSON.stringify(received)}`);
+        if (call.headers['x-sched-event'] !== 'failed' || !call.headers['x-sched-signature']?.startsWith('sha256=')) {
+          throw new Error(`unexpected test call headers: ${JSON.stringify(call.headers)}`);
+        }
+        await shot(page, '12q-alert-delivered.png');
+        await page.reload();
+        await page.locator('.history tr[data-audit]', { hasText: 'test' }).first().waitFor();
+
+        // Delete asks first: dismissed, the rule stays; accepted, it is gone.
+        await page.getByRole('link', { name: 'Alerts', exact: true }).click();
+        const listed = page.locator('tr[data-rule="browser-pager"]');
+        await listed.locator('td', { hasText: receiverUrl }).waitFor();
+        await shot(page, '12r-alerts.png');
+        page.once('dialog', (d) => d.dismiss());
+        await listed.getByRole('button', { name: 'Delete' }).click();
+        await listed.waitFor();
+        page.once('dialog', (d) => d.accept());
+        await listed.getByRole('button', { name: 'Delete' }).click();
+        await page.getByText('No alert rules yet').waitFor();
+        if ((await api('GET', '/api/v1/alert-rules')).items.length !== 0) throw new Error('the rule was not deleted');
+      });
+    } finally {
+      receiver.close();
+    }
+
     await step('at phone width (375 px) no page scrolls sideways', async () => {
       await page.setViewportSize({ width: 375, height: 800 });
       const hello = (await api('GET', '/api/v1/jobs?q=browser-hello')).items[0];
@@ -715,6 +803,15 @@ async function main() {
       await page.locator(`tr[data-workflow="${workflow.id}"]`).waitFor();
       await none('Trigger/Pause in the workflows list', page.locator('tr[data-workflow] button'));
       await shot(page, '17-viewer-no-forms.png');
+    });
+
+    await step('a viewer sees no Alerts section, and the page says alert rules are for admins', async () => {
+      if (await page.locator('nav a[data-section="alerts"]:visible').count() !== 0) {
+        throw new Error('a viewer is offered the Alerts section');
+      }
+      await page.goto(`${base}/#/alerts`);
+      await page.getByText('Only admins can see and change alert rules.').waitFor();
+      if (await page.getByRole('link', { name: 'New alert rule' }).count() !== 0) throw new Error('a viewer is offered New alert rule');
     });
 
     if (problems.length) throw new Error(`the page reported errors:\n  ${problems.join('\n  ')}`);

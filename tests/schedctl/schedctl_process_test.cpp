@@ -571,6 +571,80 @@ TEST_F(SchedctlProcess, WorkflowsCreateUpdateAndDeleteFromAFile) {
     EXPECT_NE(r.err.find("HTTP 404"), std::string::npos) << r.err;
 }
 
+TEST_F(SchedctlProcess, AlertRulesAreCreatedEditedTestedAndDeleted) {
+    Write("jobs.yaml", Jobs("0 0 3 * * ?", false));
+    auto r = Run({"apply", "-f", (dir_ / "jobs.yaml").string()});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    const std::string rule_file = (dir_ / "pager.yaml").string();
+    // A host name, not an address: the default address policy refuses loopback webhooks.
+    Write("pager.yaml",
+          "name: pager\nevents: [failed, timeout]\nconsecutive_failures: 2\n"
+          "url: http://hooks.example:9/sched\nsecret: \"0123456789abcdef\"\n");
+    r = Run({"alerts", "create", "-f", rule_file});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("alert rule 1 created (pager)"), std::string::npos) << r.out;
+
+    r = Run({"alerts", "list"});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_EQ(r.out.rfind("ID  NAME", 0), 0u) << r.out;
+    EXPECT_NE(r.out.find("failed,timeout"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("(every job)"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("0123456789abcdef"), std::string::npos) << r.out;
+
+    // Only what changes: the rest (and the secret, which never comes back) is the rule's.
+    Write("edit.yaml", "events: [lost]\nenabled: false\n");
+    r = Run({"alerts", "update", "1", "-f", (dir_ / "edit.yaml").string()});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("alert rule 1 updated (version 2)"), std::string::npos) << r.out;
+    r = Run({"alerts", "get", "1", "-o", "json"});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    const auto rule = nlohmann::json::parse(r.out);
+    EXPECT_EQ(rule["events"], nlohmann::json({"lost"}));
+    EXPECT_EQ(rule["consecutive_failures"], 2);
+    EXPECT_EQ(rule["has_secret"], true);
+    EXPECT_EQ(rule["version"], 2);
+
+    // A stale version in the file: the server's 409 and its message.
+    Write("stale.yaml", "name: pager-2\nversion: 1\n");
+    r = Run({"alerts", "update", "1", "-f", (dir_ / "stale.yaml").string()});
+    EXPECT_EQ(r.code, 1) << r.out << r.err;
+    EXPECT_NE(r.err.find("HTTP 409"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("changed since it was read"), std::string::npos) << r.err;
+
+    // A disabled rule's test is refused (field enabled); enabled, it queues a marked delivery.
+    r = Run({"alerts", "test", "1"});
+    EXPECT_EQ(r.code, 1) << r.out << r.err;
+    EXPECT_NE(r.err.find("(field: enabled)"), std::string::npos) << r.err;
+    Write("enable.yaml", "enabled: true\n");
+    ASSERT_EQ(Run({"alerts", "update", "1", "-f", (dir_ / "enable.yaml").string()}).code, 0);
+    r = Run({"alerts", "test", "1"});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("test delivery 1 of alert rule 1 queued"), std::string::npos) << r.out;
+    r = Run({"alerts", "deliveries", "--rule", "1"});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_EQ(r.out.rfind("ID  RULE", 0), 0u) << r.out;
+    EXPECT_NE(r.out.find("(test)"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("lost"), std::string::npos) << r.out;
+    r = Run({"alerts", "deliveries", "--rule", "x"});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find("--rule"), std::string::npos) << r.err;
+    r = Run({"alerts", "list", "--rule", "1"});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find("only alerts deliveries takes a rule"), std::string::npos) << r.err;
+
+    Write("bad.yaml", "name: x\ncolour: red\n");
+    r = Run({"alerts", "create", "-f", (dir_ / "bad.yaml").string()});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find("colour: unknown field"), std::string::npos) << r.err;
+
+    r = Run({"alerts", "delete", "1"});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("alert rule 1 deleted"), std::string::npos) << r.out;
+    r = Run({"alerts", "get", "1"});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find("HTTP 404"), std::string::npos) << r.err;
+}
+
 // A "billion laughs" job file: 9 levels of 9 aliases, 387,420,489 leaves in 700 bytes. Run under
 // a 1 GiB address-space limit, so that a schedctl which expands it fails this test by running out
 // of memory (or by the timeout) instead of taking the machine with it.

@@ -28,7 +28,7 @@ _schedctl() {
     for ((i = 1; i < COMP_CWORD; i++)); do
         word="${COMP_WORDS[i]}"
         case "$word" in
-            --server|--config|-o|--output|--timeout|-f|--file|--job|--status|--limit|--name|--role|--apps|--note|--since|--actor|--action)
+            --server|--config|-o|--output|--timeout|-f|--file|--job|--status|--limit|--name|--role|--apps|--note|--since|--actor|--action|--rule)
                 ((i++)); continue ;;
             -*) continue ;;
         esac
@@ -36,7 +36,7 @@ _schedctl() {
     done
     local words
     case "$cmd" in
-        "") words="jobs fires calendars workflows executors cluster tokens audit apply diff $globals" ;;
+        "") words="jobs fires calendars workflows alerts executors cluster tokens audit apply diff $globals" ;;
         jobs)
             if [[ -z "$sub" ]]; then words="list get create update pause resume trigger backfill delete"
             elif [[ "$sub" == pause ]]; then words="--note $globals"
@@ -55,6 +55,11 @@ _schedctl() {
             elif [[ "$sub" == trigger ]]; then words="--params $globals"
             elif [[ "$sub" == runs ]]; then words="--limit $globals"
             elif [[ "$sub" == rerun ]]; then words="--from-step $globals"
+            else words="$globals"; fi ;;
+        alerts)
+            if [[ -z "$sub" ]]; then words="list get create update delete test deliveries"
+            elif [[ "$sub" == create || "$sub" == update ]]; then words="-f $globals"
+            elif [[ "$sub" == deliveries ]]; then words="--rule --status --limit $globals"
             else words="$globals"; fi ;;
         executors) [[ -z "$sub" ]] && words="list" || words="$globals" ;;
         cluster) [[ -z "$sub" ]] && words="status" || words="$globals" ;;

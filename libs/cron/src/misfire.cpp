@@ -143,8 +143,10 @@ MisfirePlan PlanMisfire(const Schedule& schedule, std::int64_t due_ms, std::int6
         case MisfirePolicy::kFireOnceNow:
             if (late > 0) {
                 plan.fires.push_back({now_ms, true});
-                plan.skipped = late + static_cast<std::int64_t>(on_time.size());
-                // The one fire stands for every time up to now, including on-time ones not listed.
+                // The one fire stands for every time before now, including on-time ones not listed;
+                // a scheduled time exactly at now is that fire's own, not skipped.
+                plan.skipped = late + static_cast<std::int64_t>(on_time.size()) -
+                               (!on_time.empty() && on_time.back() == now_ms ? 1 : 0);
                 if (next && *next <= now_ms) counted_all = false;
                 next = Successor(schedule, now_ms);
             } else {
@@ -162,8 +164,7 @@ MisfirePlan PlanMisfire(const Schedule& schedule, std::int64_t due_ms, std::int6
         // Skipped times always start at the first late time the calendar allows (fire-all drops the
         // oldest late ones); the last is found backwards from where the skipped run ends.
         std::int64_t end = late_before;  // skip: every late time
-        if (options.policy == MisfirePolicy::kFireOnceNow)
-            end = now_ms < std::numeric_limits<std::int64_t>::max() ? now_ms + 1 : now_ms;
+        if (options.policy == MisfirePolicy::kFireOnceNow) end = now_ms;
         if (options.policy == MisfirePolicy::kFireAll && !kept.empty()) end = kept.front();
         const auto last = LastTimesBefore(schedule, due_ms, end, 1, calendar);
         plan.skipped_first_ms = first_late.value_or(due_ms);

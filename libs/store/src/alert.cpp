@@ -1,5 +1,6 @@
 #include "sched/store/alert.hpp"
 
+#include <algorithm>
 #include <array>
 
 #include "impl/query.hpp"
@@ -45,11 +46,12 @@ struct RuleRow {
         st.exchange(soci::into(r.secret));
         st.exchange(soci::into(enabled));
         st.exchange(soci::into(r.created_at));
+        st.exchange(soci::into(r.version));
     }
 };
 constexpr const char* kRuleColumns =
-    "SELECT id, name, job_id, events, consecutive_failures, no_success_within_ms, url, secret, enabled, created_at "
-    "FROM alert_rule ";
+    "SELECT id, name, job_id, events, consecutive_failures, no_success_within_ms, url, secret, enabled, created_at, "
+    "version FROM alert_rule ";
 
 struct DeliveryRow {
     AlertDelivery d;
@@ -189,6 +191,80 @@ Result<std::vector<AlertRule>> AlertRepository::ListRules(std::int64_t after_id,
             s, std::string(kRuleColumns) + "WHERE id > :after ORDER BY id LIMIT " + std::to_string(limit),
             [&](soci::statement& st) { st.exchange(soci::use(after_id, "after")); });
     });
+}
+
+Result<AlertRule> AlertRepository::UpdateRule(const AlertRule& rule, std::int64_t expected_version) {
+    Status updated = db_.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Status {
+        impl::NullableInt64 job_id;
+        job_id.set(rule.job_id);
+        impl::NullableInt64 within;
+        within.set(rule.no_success_within_ms);
+        const std::string events = AlertEventsText(rule.events);
+        const int enabled = rule.enabled ? 1 : 0;
+        const std::int64_t id = rule.id;
+        soci::statement st =
+            (s.prepare << "UPDATE alert_rule SET name = :name, job_id = :job, events = :events, consecutive_failures = "
+                          ":n, no_success_within_ms = :within, url = :url, secret = :secret, enabled = :enabled, "
+                          "version = version + 1 WHERE id = :id AND version = :expected",
+             soci::use(rule.name, "name"), soci::use(job_id.value, job_id.ind, "job"), soci::use(events, "events"),
+             soci::use(rule.consecutive_failures, "n"), soci::use(within.value, within.ind, "within"),
+             soci::use(rule.url, "url"), soci::use(rule.secret, "secret"), soci::use(enabled, "enabled"),
+             soci::use(id, "id"), soci::use(expected_version, "expected"));
+        if (impl::ExecuteAffected(st) == 1) return Status::Ok();
+        std::int64_t current = 0;
+        s << "SELECT version FROM alert_rule WHERE id = :id", soci::use(id, "id"), soci::into(current);
+        if (!s.got_data()) return NotFound("alert rule " + std::to_string(id) + " not found");
+        return Aborted("alert rule " + std::to_string(id) + " is at version " + std::to_string(current) + ", not " +
+                       std::to_string(expected_version) + " (changed since it was read)");
+    });
+    if (!updated.ok()) return updated;
+    return GetRule(rule.id);
+}
+
+Result<AlertDelivery> AlertRepository::QueueTestDelivery(std::int64_t rule_id, std::int64_t job_id, AlertEvent event,
+                                                         const std::string& payload) {
+    auto id = db_.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<std::int64_t> {
+        std::int64_t exists = 0;
+        s << "SELECT COUNT(*) FROM alert_rule WHERE id = :id", soci::use(rule_id, "id"), soci::into(exists);
+        if (exists == 0) return NotFound("alert rule " + std::to_string(rule_id) + " not found");
+        // Tests wait for the master like any delivery; a caller repeating the request faster
+        // than they are sent (a disabled master, an unreachable receiver retried with backoff)
+        // would otherwise queue without end.
+        std::int64_t pending = 0;
+        const std::string pending_name(DeliveryStatusName(DeliveryStatus::kPending));
+        s << "SELECT COUNT(*) FROM alert_delivery WHERE rule_id = :id AND fire_id < 0 AND status = :status",
+            soci::use(rule_id, "id"), soci::use(pending_name, "status"), soci::into(pending);
+        if (pending >= kMaxPendingTests) {
+            return Status(Code::kResourceExhausted, "alert rule " + std::to_string(rule_id) + " already has " +
+                                                        std::to_string(kMaxPendingTests) +
+                                                        " test deliveries pending; send another once they are sent");
+        }
+        // Tests number down from -1 per rule, so that they never meet a fire's id (or a
+        // no_success episode key, >= 0) in the unique key; the rule's deliveries are that key's
+        // prefix, so this reads one index range.
+        std::int64_t lowest = 0;
+        soci::indicator ind = soci::i_null;
+        s << "SELECT MIN(fire_id) FROM alert_delivery WHERE rule_id = :id AND fire_id < 0", soci::use(rule_id, "id"),
+            soci::into(lowest, ind);
+        AlertDelivery d{.rule_id = rule_id,
+                        .job_id = job_id,
+                        .fire_id = std::min<std::int64_t>(ind == soci::i_ok ? lowest : 0, 0) - 1,
+                        .event = event,
+                        .payload = payload};
+        if (!InsertDeliveryIfAbsent(s, db_.dialect(), d)) {
+            return Aborted("another test delivery of alert rule " + std::to_string(rule_id) +
+                           " was queued at the same moment; send again");
+        }
+        const std::string event_name(AlertEventName(event));
+        std::int64_t new_id = 0;
+        s << "SELECT id FROM alert_delivery WHERE rule_id = :rule AND event = :event AND job_id = :job AND fire_id = "
+             ":fire",
+            soci::use(rule_id, "rule"), soci::use(event_name, "event"), soci::use(job_id, "job"),
+            soci::use(d.fire_id, "fire"), soci::into(new_id);
+        return new_id;
+    });
+    if (!id.ok()) return id.status();
+    return GetDelivery(*id);
 }
 
 Status AlertRepository::DeleteRule(std::int64_t id) {

@@ -226,6 +226,68 @@ TEST_P(AlertRepositoryTest, LastSuccessesGivesEnabledJobsWithTheirLatestSucceede
     EXPECT_TRUE(list(paused, 0, 10).empty());
 }
 
+TEST_P(AlertRepositoryTest, UpdateRuleNeedsTheVersionReadAndBumpsIt) {
+    AlertRepository alerts(db());
+    AlertRule in{.name = "pager", .events = {AlertEvent::kFailed}, .url = "http://h/x", .secret = "s3cret"};
+    auto created = alerts.CreateRule(in);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    EXPECT_EQ(created->version, 1);
+
+    AlertRule edit = *created;
+    edit.name = "pager-2";
+    edit.events = {AlertEvent::kTimeout, AlertEvent::kLost};
+    edit.enabled = false;
+    auto updated = alerts.UpdateRule(edit, 1);
+    ASSERT_TRUE(updated.ok()) << updated.status().ToString();
+    EXPECT_EQ(updated->version, 2);
+    EXPECT_EQ(updated->name, "pager-2");
+    EXPECT_EQ(updated->events, (std::vector<AlertEvent>{AlertEvent::kTimeout, AlertEvent::kLost}));
+    EXPECT_FALSE(updated->enabled);
+    EXPECT_EQ(updated->created_at, created->created_at);
+
+    edit.name = "stale";
+    auto stale = alerts.UpdateRule(edit, 1);
+    ASSERT_EQ(stale.status().code(), Code::kAborted);
+    EXPECT_NE(stale.status().message().find("changed since it was read"), std::string::npos);
+    EXPECT_EQ(alerts.GetRule(created->id)->name, "pager-2");
+    edit.id = created->id + 100;
+    EXPECT_EQ(alerts.UpdateRule(edit, 1).status().code(), Code::kNotFound);
+}
+
+TEST_P(AlertRepositoryTest, TestDeliveriesTakeNegativeFireIdsBesideTheRealOnes) {
+    AlertRepository alerts(db());
+    auto rule = alerts.CreateRule({.name = "p", .events = {AlertEvent::kFailed}, .url = "http://h/x", .secret = "s"});
+    ASSERT_TRUE(rule.ok()) << rule.status().ToString();
+    AlertDelivery real{.rule_id = rule->id, .job_id = 7, .fire_id = 3, .payload = "{}"};
+    ASSERT_TRUE(
+        db().Run([&](soci::session& s) { return AlertRepository::InsertDeliveryIfAbsent(s, db().dialect(), real); })
+            .ok());
+    auto first = alerts.QueueTestDelivery(rule->id, 7, AlertEvent::kFailed, R"({"test":true})");
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    auto second = alerts.QueueTestDelivery(rule->id, 7, AlertEvent::kFailed, R"({"test":true})");
+    ASSERT_TRUE(second.ok()) << second.status().ToString();
+    EXPECT_EQ(first->fire_id, -1);
+    EXPECT_EQ(second->fire_id, -2);
+    EXPECT_EQ(second->status, DeliveryStatus::kPending);
+    EXPECT_EQ(second->payload, R"({"test":true})");
+    auto due = db().Run([](soci::session& s) { return AlertRepository::ListDue(s, INT64_MAX / 2, 10); });
+    ASSERT_TRUE(due.ok());
+    EXPECT_EQ(due->size(), 3u);
+    EXPECT_EQ(alerts.QueueTestDelivery(rule->id + 100, 0, AlertEvent::kFailed, "{}").status().code(), Code::kNotFound);
+    // At most kMaxPendingTests wait at once; one sent makes room for the next.
+    for (int i = 2; i < AlertRepository::kMaxPendingTests; ++i) {
+        ASSERT_TRUE(alerts.QueueTestDelivery(rule->id, 7, AlertEvent::kFailed, "{}").ok());
+    }
+    EXPECT_EQ(alerts.QueueTestDelivery(rule->id, 7, AlertEvent::kFailed, "{}").status().code(),
+              Code::kResourceExhausted);
+    AlertDelivery sent = *first;
+    sent.status = DeliveryStatus::kDelivered;
+    sent.attempts = 1;
+    sent.delivered_at = 1;
+    ASSERT_TRUE(db().Run([&](soci::session& s) { return AlertRepository::RecordAttempt(s, sent); }).ok());
+    EXPECT_TRUE(alerts.QueueTestDelivery(rule->id, 7, AlertEvent::kFailed, "{}").ok());
+}
+
 SCHED_DB_TEST_SUITE(AlertRepositoryTest);
 
 }  // namespace

@@ -46,7 +46,11 @@ Master::Master(std::shared_ptr<db::Database> db, lock::Fence& fence, const DbTim
       scan_seconds_(metrics
                         .Histogram("sched_master_scan_seconds", "Duration of one master scan transaction.", {},
                                    {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1})
-                        .Labels({})) {
+                        .Labels({})),
+      scans_skipped_(metrics
+                         .Counter("sched_master_scans_skipped_total",
+                                  "Master scans skipped because a one-statement probe found no work waiting.")
+                         .Labels({})) {
     for (auto policy : {cron::MisfirePolicy::kSkip, cron::MisfirePolicy::kFireOnceNow, cron::MisfirePolicy::kFireAll}) {
         misfire_skipped_.Labels({std::string(cron::MisfirePolicyName(policy))});  // known values start at 0
     }
@@ -80,6 +84,49 @@ Micros Master::SleepAfter(const ScanReport& report) const {
     return std::clamp<Micros>(std::chrono::milliseconds(wake_in_ms), floor, config_.scan_interval);
 }
 
+namespace {
+
+// Whether a scan changed anything: one that did may have left work for the next (a retry due
+// soon, a workflow step whose parent just ended), so the next is not skipped.
+bool ChangedNothing(const ScanReport& r) {
+    return r.due_jobs == 0 && r.fires_created == 0 && r.backfill_fires == 0 && r.backfills_completed == 0 &&
+           r.orphans_assigned == 0 && r.lost == 0 && r.retries == 0 && r.followups == 0 && r.running_lost == 0 &&
+           r.running_timed_out == 0 && r.misfire_skipped.empty() && r.calendar_skipped == 0 && r.jobs_completed == 0 &&
+           r.workflow_runs_created == 0 && r.workflow_runs_overlapped == 0 && r.workflow_runs_ended == 0 &&
+           r.workflow_runs_timed_out == 0 && r.workflow_steps_started == 0 && r.workflow_steps_skipped == 0 &&
+           r.assigned.empty();
+}
+
+}  // namespace
+
+std::optional<Micros> Master::Quiet(std::int64_t epoch) {
+    if (config_.scan_idle_interval <= Micros{0} || !last_scan_quiet_ || !last_scan_ms_ || epoch != last_scan_epoch_) {
+        return std::nullopt;
+    }
+    const std::int64_t now = time_.NowMs();
+    if (now - *last_scan_ms_ >= Ms(config_.scan_idle_interval)) return std::nullopt;
+    auto probe = store::ReadScanProbe(*db_, shard_, Ms(config_.node_ttl));
+    if (!probe.ok()) return std::nullopt;
+    const std::int64_t horizon = now + Ms(config_.lookahead);
+    const auto due = [horizon](const std::optional<std::int64_t>& t) {
+        return t && *t <= horizon;
+    };
+    if (due(probe->earliest_job_due) || due(probe->earliest_workflow_due) || probe->followups || probe->unassigned ||
+        probe->backfills || probe->unstarted_runs || probe->fresh != fresh_nodes_ || probe->live != live_nodes_) {
+        return std::nullopt;
+    }
+    scans_skipped_.Inc();
+    ScanReport earliest;
+    earliest.earliest_due_ms = probe->earliest_job_due;
+    if (probe->earliest_workflow_due &&
+        (!earliest.earliest_due_ms || *probe->earliest_workflow_due < *earliest.earliest_due_ms)) {
+        earliest.earliest_due_ms = probe->earliest_workflow_due;
+    }
+    // Not past the next full scan either.
+    const Micros until_full = std::chrono::milliseconds(*last_scan_ms_ + Ms(config_.scan_idle_interval) - now);
+    return std::min(SleepAfter(earliest), until_full);
+}
+
 Result<ScanReport> Master::Scan(std::int64_t epoch) {
     const auto started = std::chrono::steady_clock::now();
     const std::int64_t now = time_.NowMs();
@@ -102,11 +149,17 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
     std::vector<std::string> alive_ids;
     std::vector<SlaveWeight> weights;
     std::map<std::string, std::string> addresses;
+    store::NodeSetPrint fresh;
+    store::NodeSetPrint live;
     for (const auto& n : *alive) {
         alive_ids.push_back(n.node_id);
+        ++live.count;
+        live.started_sum += n.started_at_ms;
         if (n.last_heartbeat_ms <= now - Ms(config_.node_ttl) / 2) continue;
         weights.push_back({n.node_id, n.capacity});
         addresses[n.node_id] = n.address;
+        ++fresh.count;
+        fresh.started_sum += n.started_at_ms;
     }
 
     auto report = fence_.RunFenced(epoch, [&](soci::session& s) -> Result<ScanReport> {
@@ -121,7 +174,12 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
         if (jobs_due && (!r.earliest_due_ms || *jobs_due < *r.earliest_due_ms)) r.earliest_due_ms = jobs_due;
         return r;
     });
+    last_scan_quiet_ = report.ok() && ChangedNothing(*report);
     if (report.ok()) {
+        last_scan_ms_ = now;
+        last_scan_epoch_ = epoch;
+        fresh_nodes_ = fresh;
+        live_nodes_ = live;
         scans_.Inc();
         fires_created_.Inc(report->fires_created + report->backfill_fires);
         retries_created_.Inc(report->retries);

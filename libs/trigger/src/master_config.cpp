@@ -11,6 +11,8 @@ MasterConfig MasterConfig::FromYaml(const ConfigNode& node) {
     c.shards = static_cast<int>(node.Int("shards", c.shards, 1, store::kMaxShards));
     c.scan_interval = node.Duration("scan-interval", c.scan_interval, milliseconds(1), seconds(10));
     c.scan_min_interval = node.Duration("scan-min-interval", c.scan_min_interval, Micros{0}, seconds(10));
+    c.scan_idle_interval =
+        node.Duration("scan-idle-interval", c.scan_idle_interval, Micros{0}, std::chrono::minutes(1));
     c.lookahead = node.Duration("lookahead", c.lookahead, Micros{0}, std::chrono::minutes(5));
     c.batch = static_cast<int>(node.Int("batch", c.batch, 1, 100000));
     c.misfire_threshold = node.Duration("misfire-threshold", c.misfire_threshold, Micros{0}, std::chrono::hours(24));

@@ -63,6 +63,11 @@ void TriggerNode::MasterLoop(int shard) {
         }
         if (stopping_) break;
         if (!epoch || !impl_->leases->IsLeading(shard, *epoch)) continue;
+        if (const auto quiet = master.Quiet(*epoch)) {
+            std::unique_lock lock(mu_);
+            cv_.wait_for(lock, *quiet, [this] { return stopping_.load(); });
+            continue;
+        }
         auto report = master.Scan(*epoch);
         Micros sleep = config_.scheduler.scan_interval;
         if (report.ok()) {

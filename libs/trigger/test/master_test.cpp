@@ -897,6 +897,61 @@ TEST_P(MasterTest, BackfillOfAPausedJobWaitsAndOfADeletedJobIsCancelled) {
     EXPECT_GE(notified, 3u);
 }
 
+// Between quiet scans the master asks one statement whether work waits; anything a scan step
+// would act on (here an unassigned fire, a new node, a new term) makes the next scan run.
+TEST_P(MasterTest, AfterAQuietScanOnlyWaitingWorkANewNodeOrANewTermRunsTheNext) {
+    MasterConfig config;
+    config.scan_idle_interval = 60s;
+    Master master(pool_, *fence_, *time_, config, metrics_);
+    EXPECT_FALSE(master.Quiet(epoch_)) << "no scan yet";
+    ASSERT_TRUE(master.Scan(epoch_).ok());
+    const auto sleep = master.Quiet(epoch_);
+    ASSERT_TRUE(sleep) << "nothing waits after a scan that changed nothing";
+    EXPECT_GE(*sleep, Micros{0});
+    EXPECT_LE(*sleep, config.scan_interval);
+    EXPECT_FALSE(master.Quiet(epoch_ + 1)) << "a new term scans first";
+
+    const auto job = CreateJob("manual", "manual", "", std::nullopt);
+    const auto fire = InsertFire(job, 1000, [](model::Fire& f) { f.assigned_node.reset(); });
+    EXPECT_FALSE(master.Quiet(epoch_)) << "an unassigned fire waits";
+    auto assigned = master.Scan(epoch_);
+    ASSERT_TRUE(assigned.ok());
+    EXPECT_EQ(assigned->orphans_assigned, 1);
+    EXPECT_TRUE(Fire(fire).assigned_node.has_value());
+    EXPECT_FALSE(master.Quiet(epoch_)) << "a scan that changed something is followed by another";
+    ASSERT_TRUE(master.Scan(epoch_).ok());
+    EXPECT_TRUE(master.Quiet(epoch_));
+
+    ASSERT_TRUE(store::TriggerNodeRepository(db())
+                    .Heartbeat({.node_id = "node-c", .address = "127.0.0.1:3", .capacity = 10})
+                    .ok());
+    EXPECT_FALSE(master.Quiet(epoch_)) << "a node that joined";
+    ASSERT_TRUE(master.Scan(epoch_).ok());
+    EXPECT_TRUE(master.Quiet(epoch_));
+
+    const auto workflow = CreateWorkflow("wf", {"a"}, {});
+    ASSERT_TRUE(master.Quiet(epoch_)) << "a workflow without a run waits for nothing";
+    TriggerRun(workflow, Now());
+    EXPECT_FALSE(master.Quiet(epoch_)) << "a run the API created";
+    auto started = master.Scan(epoch_);
+    ASSERT_TRUE(started.ok());
+    EXPECT_EQ(started->workflow_steps_started, 1);
+}
+
+TEST_P(MasterTest, AnIdleMasterStillScansEveryIdleIntervalAndZeroTurnsTheProbeOff) {
+    MasterConfig config;
+    config.scan_idle_interval = 1ms;
+    Master master(pool_, *fence_, *time_, config, metrics_);
+    ASSERT_TRUE(master.Scan(epoch_).ok());
+    std::this_thread::sleep_for(5ms);
+    EXPECT_FALSE(master.Quiet(epoch_)) << "the idle interval has passed";
+
+    config.scan_idle_interval = Micros{0};
+    Master always(pool_, *fence_, *time_, config, metrics_);
+    ASSERT_TRUE(always.Scan(epoch_).ok());
+    EXPECT_FALSE(always.Quiet(epoch_));
+}
+
 SCHED_DB_TEST_SUITE(MasterTest);
 
 const std::vector<model::WorkflowEdge> kDiamond = {{"a", "b", model::EdgeCondition::kOnSuccess},

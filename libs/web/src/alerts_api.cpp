@@ -12,6 +12,7 @@
 #include "impl/audit.hpp"
 #include "impl/context.hpp"
 #include "impl/list_query.hpp"
+#include "sched/api/alerts.hpp"
 #include "sched/http/address_policy.hpp"
 #include "sched/http/json.hpp"
 #include "sched/http/url.hpp"
@@ -34,40 +35,41 @@ constexpr std::size_t kMaxSecretBytes = 255;
 constexpr std::int64_t kMaxConsecutiveFailures = 1000;
 constexpr std::int64_t kMinNoSuccessMs = 60'000;
 constexpr std::int64_t kMaxNoSuccessMs = 366LL * 24 * 3600 * 1000;
-constexpr std::array<std::string_view, 8> kRuleFields = {
-    "name", "job_id", "events", "consecutive_failures", "no_success_within_ms", "url", "secret", "enabled"};
+constexpr std::array<std::string_view, 9> kRuleFields = {
+    "name", "job_id", "events", "consecutive_failures", "no_success_within_ms", "url", "secret", "enabled", "version"};
 constexpr std::array<std::string_view, 3> kRuleReadOnly = {"id", "created_at_ms", "has_secret"};
 
 nlohmann::json RuleView(const store::AlertRule& r) {
-    nlohmann::json events = nlohmann::json::array();
-    for (const auto e : r.events) events.push_back(store::AlertEventName(e));
-    return {
-        {"id", r.id},
-        {"name", r.name},
-        {"job_id", r.job_id ? nlohmann::json(*r.job_id) : nlohmann::json()},
-        {"events", std::move(events)},
-        {"consecutive_failures", r.consecutive_failures},
-        {"no_success_within_ms", r.no_success_within_ms ? nlohmann::json(*r.no_success_within_ms) : nlohmann::json()},
-        {"url", r.url},
-        {"has_secret", !r.secret.empty()},
-        {"enabled", r.enabled},
-        {"created_at_ms", r.created_at}};
+    api::AlertRuleView v{.id = r.id,
+                         .name = r.name,
+                         .job_id = r.job_id,
+                         .consecutive_failures = r.consecutive_failures,
+                         .no_success_within_ms = r.no_success_within_ms,
+                         .url = r.url,
+                         .has_secret = !r.secret.empty(),
+                         .enabled = r.enabled,
+                         .created_at_ms = r.created_at,
+                         .version = r.version};
+    for (const auto e : r.events) v.events.emplace_back(store::AlertEventName(e));
+    return api::ToJson(v);
 }
 
 nlohmann::json DeliveryView(const store::AlertDelivery& d) {
     nlohmann::json payload = nlohmann::json::parse(d.payload, nullptr, false);
-    return {{"id", d.id},
-            {"rule_id", d.rule_id},
-            {"job_id", d.job_id},
-            {"fire_id", d.fire_id},
-            {"event", store::AlertEventName(d.event)},
-            {"status", store::DeliveryStatusName(d.status)},
-            {"attempts", d.attempts},
-            {"next_attempt_at_ms", d.next_attempt_at},
-            {"last_error", d.last_error ? nlohmann::json(*d.last_error) : nlohmann::json()},
-            {"created_at_ms", d.created_at},
-            {"delivered_at_ms", d.delivered_at ? nlohmann::json(*d.delivered_at) : nlohmann::json()},
-            {"payload", payload.is_discarded() ? nlohmann::json() : std::move(payload)}};
+    return api::ToJson(
+        api::AlertDeliveryView{.id = d.id,
+                               .rule_id = d.rule_id,
+                               .job_id = d.job_id,
+                               .fire_id = d.fire_id,
+                               .event = std::string(store::AlertEventName(d.event)),
+                               .status = std::string(store::DeliveryStatusName(d.status)),
+                               .attempts = d.attempts,
+                               .next_attempt_at_ms = d.next_attempt_at,
+                               .last_error = d.last_error,
+                               .created_at_ms = d.created_at,
+                               .delivered_at_ms = d.delivered_at,
+                               .test = d.fire_id < 0,
+                               .payload = payload.is_discarded() ? nlohmann::json() : std::move(payload)});
 }
 
 // An element of `events` as an error message shows it: strings cut to 32 bytes, nothing else
@@ -80,11 +82,21 @@ std::string Shown(const nlohmann::json& e) {
     return "\"" + text.substr(0, end) + (end < text.size() ? "...\"" : "\"");
 }
 
-// The rule in a POST body, or the 400 naming the first bad field.
-std::variant<store::AlertRule, Response> ParseRule(const nlohmann::json& body, const http::AddressPolicy& addresses) {
+// The rule in a POST body (current null) or a PUT body over `current` (version set to the one
+// the body carries), or the 400 naming the first bad field. A PUT without `secret` keeps the
+// current one: the API never returns it, so a client editing other fields cannot send it back.
+std::variant<store::AlertRule, Response> ParseRule(const nlohmann::json& body, const http::AddressPolicy& addresses,
+                                                   const store::AlertRule* current = nullptr) {
     if (auto unknown = RejectUnknownFields(body, kRuleFields, kRuleReadOnly)) return *unknown;
     http::JsonFields f(body);
     store::AlertRule r;
+    if (current) {
+        r.id = current->id;
+        r.version = f.Int("version", {.min = 1, .max = kMaxId});
+        if (!f.ok()) return Response::Error(*f.error());
+    } else if (body.contains("version")) {
+        return BadRequest("version", "version: set by the server; leave it out when creating");
+    }
     r.name = f.String("name");
     const std::int64_t job_id = f.Int("job_id", 0, {.min = 1, .max = kMaxId});
     if (job_id > 0) r.job_id = job_id;
@@ -93,7 +105,7 @@ std::variant<store::AlertRule, Response> ParseRule(const nlohmann::json& body, c
     const std::int64_t within = f.Int("no_success_within_ms", 0, {.min = kMinNoSuccessMs, .max = kMaxNoSuccessMs});
     if (within > 0) r.no_success_within_ms = within;
     r.url = f.String("url");
-    r.secret = f.String("secret");
+    r.secret = current && !body.contains("secret") ? current->secret : f.String("secret");
     r.enabled = f.Bool("enabled", true);
     if (!f.ok()) return Response::Error(*f.error());
     // events: checked by hand so that a hostile array is bounded before anything is read.
@@ -211,6 +223,98 @@ void AddAlertRoutes(Routes& routes) {
                    auto rule = co_await WithDb(*ctx, work);
                    if (!rule.ok()) co_return Response::Error(rule.status(), "id");
                    co_return Response::Json(RuleView(*rule));
+               });
+    routes.Add(Method::kPut, "/api/v1/alert-rules/{id}", Permission::kAdmin,
+               [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
+                   std::optional<Response> error;
+                   const auto id = PathId(req, error);
+                   if (error) co_return *error;
+                   auto body = req.Json();
+                   if (!body.ok()) co_return Response::Error(body.status(), "body");
+                   if (auto unknown = RejectUnknownFields(*body, kRuleFields, kRuleReadOnly)) co_return *unknown;
+                   // Parsed on the pool against the stored rule (its secret is kept when the body
+                   // has none); `invalid` is the 400 to answer before any error of the call.
+                   std::optional<Response> invalid;
+                   const http::AddressPolicy& addresses = ctx->options.alert_addresses;
+                   auto work = [&body, &invalid, &addresses, &who,
+                                id = *id](db::Database& db) -> Result<store::AlertRule> {
+                       store::AlertRepository alerts(db);
+                       auto before = alerts.GetRule(id);
+                       if (!before.ok()) return before.status();
+                       auto parsed = ParseRule(*body, addresses, &*before);
+                       if (auto* bad = std::get_if<Response>(&parsed)) {
+                           invalid = std::move(*bad);
+                           return InvalidArgument("invalid alert rule");
+                       }
+                       const store::AlertRule rule = std::get<store::AlertRule>(std::move(parsed));
+                       if (rule.job_id) {
+                           auto job = store::JobRepository(db).Get(*rule.job_id);
+                           if (!job.ok()) {
+                               if (job.status().code() == Code::kNotFound) {
+                                   invalid = BadRequest("job_id", "job_id: " + job.status().message());
+                               }
+                               return job.status();
+                           }
+                       }
+                       auto updated = alerts.UpdateRule(rule, rule.version);
+                       if (updated.ok()) {
+                           RecordAudit(db, who,
+                                       {"update", "alert-rule", std::to_string(id), updated->name, RuleView(*before),
+                                        RuleView(*updated)});
+                       }
+                       return updated;
+                   };
+                   auto updated = co_await WithDb(*ctx, work);
+                   if (invalid) co_return std::move(*invalid);
+                   if (!updated.ok())
+                       co_return Response::Error(updated.status(), RepositoryErrorField(updated.status()));
+                   spdlog::info("web: alert rule {} ({}) updated to version {} by {}", updated->id, updated->name,
+                                updated->version, who.name);
+                   co_return Response::Json(RuleView(*updated));
+               });
+    routes.Add(Method::kPost, "/api/v1/alert-rules/{id}/test", Permission::kAdmin,
+               [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
+                   std::optional<Response> error;
+                   const auto id = PathId(req, error);
+                   if (error) co_return *error;
+                   if (auto bad = RejectAnyBody(req)) co_return *bad;
+                   // Queued, not sent: the master's alerter sends it like any delivery (signed,
+                   // retried, bounded per receiver), so this request never waits on a receiver
+                   // and a test proves the path real alerts take.
+                   auto work = [&who, id = *id](db::Database& db) -> Result<store::AlertDelivery> {
+                       store::AlertRepository alerts(db);
+                       auto rule = alerts.GetRule(id);
+                       if (!rule.ok()) return rule.status();
+                       if (!rule->enabled) {
+                           return FailedPrecondition("alert rule " + std::to_string(id) +
+                                                     " is disabled: its deliveries wait until it is enabled");
+                       }
+                       const store::AlertEvent event =
+                           rule->events.empty() ? store::AlertEvent::kFailed : rule->events.front();
+                       const nlohmann::json payload = {
+                           {"test", true},
+                           {"event", store::AlertEventName(event)},
+                           {"rule_id", rule->id},
+                           {"rule_name", rule->name},
+                           {"job_id", rule->job_id ? nlohmann::json(*rule->job_id) : nlohmann::json()},
+                           {"message", "a test delivery, sent on request of " + who.name}};
+                       auto queued = alerts.QueueTestDelivery(id, rule->job_id.value_or(0), event, payload.dump());
+                       if (queued.ok()) {
+                           RecordAudit(db, who,
+                                       {"test", "alert-rule", std::to_string(id), rule->name, std::nullopt,
+                                        DeliveryView(*queued)});
+                       }
+                       return queued;
+                   };
+                   auto queued = co_await WithDb(*ctx, work);
+                   if (!queued.ok()) {
+                       const Code code = queued.status().code();
+                       co_return Response::Error(queued.status(), code == Code::kNotFound             ? "id"
+                                                                  : code == Code::kFailedPrecondition ? "enabled"
+                                                                                                      : "");
+                   }
+                   spdlog::info("web: test delivery {} of alert rule {} queued by {}", queued->id, *id, who.name);
+                   co_return Response::Json(DeliveryView(*queued), 202);
                });
     routes.Add(Method::kDelete, "/api/v1/alert-rules/{id}", Permission::kAdmin,
                [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {

@@ -1,5 +1,7 @@
 // Alert rules and deliveries over real HTTP: admin only, every bad field named, no secret out.
 
+#include <limits>
+
 #include "sched/store/alert.hpp"
 #include "web_test_base.hpp"
 
@@ -189,6 +191,142 @@ TEST_P(AlertsApiTest, NoSuccessWithinMsIsBoundedAndGoesWithTheNoSuccessEvent) {
     auto plain = Post("/api/v1/alert-rules", RuleBody());
     ASSERT_EQ(plain.status, 201) << plain.body;
     EXPECT_TRUE(Body(plain)["no_success_within_ms"].is_null());
+}
+
+TEST_P(AlertsApiTest, PutEditsTheRuleWithItsVersionKeepsTheSecretAndIsAudited) {
+    const auto job = CreateJob("nightly");
+    auto created = Post("/api/v1/alert-rules", RuleBody());
+    ASSERT_EQ(created.status, 201) << created.body;
+    const auto rule = Body(created);
+    EXPECT_EQ(rule["version"], 1);
+    const std::string path = "/api/v1/alert-rules/" + std::to_string(rule["id"].get<std::int64_t>());
+
+    // No secret in the body: the stored one stays (the API never hands it out to send back).
+    nlohmann::json edit = RuleBody(
+        {{"name", "pager-2"}, {"job_id", job["id"]}, {"events", {"timeout"}}, {"enabled", false}, {"version", 1}});
+    edit.erase("secret");
+    auto updated = Put(path, edit);
+    ASSERT_EQ(updated.status, 200) << updated.body;
+    EXPECT_EQ(Body(updated)["version"], 2);
+    EXPECT_EQ(Body(updated)["name"], "pager-2");
+    EXPECT_EQ(Body(updated)["job_id"], job["id"]);
+    EXPECT_EQ(Body(updated)["events"], nlohmann::json({"timeout"}));
+    EXPECT_EQ(Body(updated)["enabled"], false);
+    EXPECT_EQ(Body(updated)["has_secret"], true);
+    EXPECT_EQ(Body(Get(path))["version"], 2);
+    auto kept = store::AlertRepository(*pool_db_).GetRule(rule["id"].get<std::int64_t>());
+    ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+    EXPECT_EQ(kept->secret, "0123456789abcdef");
+
+    // A stale version: 409 naming `version`, saying the rule changed since it was read.
+    auto stale = Put(path, RuleBody({{"version", 1}}));
+    EXPECT_EQ(stale.status, 409) << stale.body;
+    EXPECT_EQ(ErrorField(stale), "version");
+    EXPECT_NE(stale.body.find("changed since it was read"), std::string::npos) << stale.body;
+    EXPECT_EQ(Body(Get(path))["name"], "pager-2");
+
+    // A new secret replaces the old one.
+    ASSERT_EQ(Put(path, RuleBody({{"secret", "fedcba9876543210"}, {"version", 2}})).status, 200);
+    EXPECT_EQ(store::AlertRepository(*pool_db_).GetRule(rule["id"].get<std::int64_t>())->secret, "fedcba9876543210");
+
+    auto audit = Body(Get("/api/v1/audit?target_kind=alert-rule&action=update"))["items"];
+    ASSERT_EQ(audit.size(), 2u) << audit.dump();
+    EXPECT_EQ(audit[1]["before"]["version"], 1);
+    EXPECT_EQ(audit[1]["after"]["version"], 2);
+    EXPECT_EQ(audit.dump().find("0123456789abcdef"), std::string::npos);
+
+    EXPECT_EQ(Put("/api/v1/alert-rules/999999", RuleBody({{"version", 1}})).status, 404);
+}
+
+TEST_P(AlertsApiTest, PutNamesEveryBadFieldAndCreateRefusesAVersion) {
+    auto created = Post("/api/v1/alert-rules", RuleBody());
+    ASSERT_EQ(created.status, 201) << created.body;
+    const std::string path = "/api/v1/alert-rules/" + std::to_string(Body(created)["id"].get<std::int64_t>());
+    const std::pair<nlohmann::json, std::string> cases[] = {
+        {RuleBody(), "version"},
+        {RuleBody({{"version", 0}}), "version"},
+        {RuleBody({{"version", "1"}}), "version"},
+        {RuleBody({{"version", 1}, {"name", std::string(192, 'n')}}), "name"},
+        {RuleBody({{"version", 1}, {"events", {"exploded"}}}), "events"},
+        {RuleBody({{"version", 1}, {"url", "http://localhost:9/hook"}}), "url"},
+        {RuleBody({{"version", 1}, {"secret", "short"}}), "secret"},
+        {RuleBody({{"version", 1}, {"job_id", 999999}}), "job_id"},
+        {RuleBody({{"version", 1}, {"consecutive_failures", 1001}}), "consecutive_failures"},
+        {RuleBody({{"version", 1}, {"colour", "red"}}), "colour"},
+    };
+    for (const auto& [body, field] : cases) {
+        auto r = Put(path, body);
+        EXPECT_EQ(r.status, 400) << body.dump().substr(0, 200) << " -> " << r.body;
+        EXPECT_EQ(ErrorField(r), field) << body.dump().substr(0, 200) << " -> " << r.body;
+    }
+    EXPECT_EQ(ErrorField(Put("/api/v1/alert-rules/abc", RuleBody({{"version", 1}}))), "id");
+    EXPECT_EQ(Body(Get(path))["version"], 1);
+    auto with_version = Post("/api/v1/alert-rules", RuleBody({{"version", 3}}));
+    EXPECT_EQ(with_version.status, 400);
+    EXPECT_EQ(ErrorField(with_version), "version");
+}
+
+TEST_P(AlertsApiTest, TestQueuesOneMarkedDeliveryForTheMasterToSend) {
+    const auto job = CreateJob("nightly");
+    auto created = Post("/api/v1/alert-rules", RuleBody({{"job_id", job["id"]}, {"events", {"timeout", "failed"}}}));
+    ASSERT_EQ(created.status, 201) << created.body;
+    const std::int64_t id = Body(created)["id"];
+    const std::string path = "/api/v1/alert-rules/" + std::to_string(id) + "/test";
+
+    auto first = Post(path, nlohmann::json::object());
+    ASSERT_EQ(first.status, 202) << first.body;
+    EXPECT_EQ(Body(first)["test"], true);
+    EXPECT_EQ(Body(first)["status"], "pending");
+    EXPECT_EQ(Body(first)["event"], "timeout");
+    EXPECT_EQ(Body(first)["rule_id"], id);
+    EXPECT_EQ(Body(first)["payload"]["test"], true);
+    EXPECT_EQ(Body(first)["payload"]["rule_name"], "pager");
+    auto second = Post(path, nlohmann::json::object());
+    ASSERT_EQ(second.status, 202) << second.body;
+    EXPECT_NE(Body(second)["id"], Body(first)["id"]);
+
+    // Pending and due now: the master's alerter picks them up like any delivery.
+    auto due = pool_db_->Run([&](soci::session& s) {
+        return store::AlertRepository::ListDue(s, std::numeric_limits<std::int64_t>::max() / 2, 10);
+    });
+    ASSERT_TRUE(due.ok());
+    ASSERT_EQ(due->size(), 2u);
+    EXPECT_LT((*due)[0].fire_id, 0);
+
+    auto listed = Body(Get("/api/v1/alert-deliveries?rule_id=" + std::to_string(id)))["items"];
+    ASSERT_EQ(listed.size(), 2u);
+    EXPECT_EQ(listed[0]["test"], true);
+    EXPECT_EQ(listed[1]["test"], true);
+    // A fire's delivery is not a test.
+    store::AlertDelivery real{.rule_id = id, .job_id = job["id"], .fire_id = 5, .payload = "{}"};
+    ASSERT_TRUE(pool_db_
+                    ->Run([&](soci::session& s) {
+                        return store::AlertRepository::InsertDeliveryIfAbsent(s, pool_db_->dialect(), real);
+                    })
+                    .ok());
+    EXPECT_EQ(Body(Get("/api/v1/alert-deliveries?rule_id=" + std::to_string(id)))["items"][0]["test"], false);
+    EXPECT_EQ(Body(Get("/api/v1/audit?target_kind=alert-rule&action=test"))["items"].size(), 2u);
+    // Tests wait for the master: a few at a time per rule, then 429 until they are sent.
+    for (int i = 2; i < store::AlertRepository::kMaxPendingTests; ++i) {
+        ASSERT_EQ(Post(path, nlohmann::json::object()).status, 202);
+    }
+    auto crowded = Post(path, nlohmann::json::object());
+    EXPECT_EQ(crowded.status, 429) << crowded.body;
+    EXPECT_NE(crowded.body.find("pending"), std::string::npos) << crowded.body;
+
+    EXPECT_EQ(ErrorField(Post(path, {{"force", true}})), "force");
+    EXPECT_EQ(Post("/api/v1/alert-rules/999999/test", nlohmann::json::object()).status, 404);
+    EXPECT_EQ(ErrorField(Post("/api/v1/alert-rules/abc/test", nlohmann::json::object())), "id");
+    const std::string operator_token = CreateToken("ops", "operator");
+    EXPECT_EQ(Post(path, nlohmann::json::object(), operator_token).status, 403);
+    EXPECT_EQ(Put("/api/v1/alert-rules/" + std::to_string(id), RuleBody({{"version", 1}}), operator_token).status, 403);
+
+    // A disabled rule's deliveries wait: a test of it is refused rather than queued unseen.
+    ASSERT_EQ(Put("/api/v1/alert-rules/" + std::to_string(id), RuleBody({{"version", 1}, {"enabled", false}})).status,
+              200);
+    auto disabled = Post(path, nlohmann::json::object());
+    EXPECT_EQ(disabled.status, 409) << disabled.body;
+    EXPECT_EQ(ErrorField(disabled), "enabled");
 }
 
 SCHED_DB_TEST_SUITE(AlertsApiTest);

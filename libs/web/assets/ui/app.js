@@ -11,6 +11,7 @@ import { dashboardView } from './views/dashboard.js';
 import { auditView } from './views/audit.js';
 import { calendarsView, calendarView, calendarFormView } from './views/calendars.js';
 import { workflowsView, workflowView, workflowRunView } from './views/workflows.js';
+import { alertsView, alertView, alertFormView } from './views/alerts.js';
 
 const routes = [
   [/^\/signin$/, signInView, null],
@@ -32,6 +33,10 @@ const routes = [
   [/^\/cluster$/, clusterView, 'cluster'],
   [/^\/tokens$/, tokensView, 'tokens'],
   [/^\/audit$/, auditView, 'audit'],
+  [/^\/alerts$/, alertsView, 'alerts'],
+  [/^\/alerts\/new$/, alertFormView, 'alerts'],
+  [/^\/alerts\/(\d+)$/, alertView, 'alerts'],
+  [/^\/alerts\/(\d+)\/edit$/, alertFormView, 'alerts'],
 ];
 
 const main = document.getElementById('view');
@@ -77,10 +82,13 @@ function render() {
   replace(main, h('h1', null, 'Not found'), h('p', null, h('a', { href: '#/jobs' }, 'Back to the jobs')));
 }
 
-// The header for this role: the Tokens section is for admins only, and the role is shown.
+// The header for this role: the Tokens and Alerts sections are for admins only (as their API
+// routes are), and the role is shown.
 function applyRole(who) {
-  const tokens = nav.querySelector('a[data-section="tokens"]');
-  if (tokens) tokens.hidden = !isAdmin(who);
+  for (const section of ['tokens', 'alerts']) {
+    const link = nav.querySelector(`a[data-section="${section}"]`);
+    if (link) link.hidden = !isAdmin(who);
+  }
   const badge = document.getElementById('whoami');
   if (badge) badge.textContent = who ? `${who.name} (${who.role})` : '';
   if (who) document.body.dataset.role = who.role;

@@ -56,6 +56,7 @@ struct AlertRule {
     std::string secret;  ///< HMAC key; never leaves the server through the API
     bool enabled = true;
     std::int64_t created_at = 0;
+    std::int64_t version = 1;  ///< +1 on every UpdateRule (optimistic concurrency)
 };
 
 struct AlertDelivery {
@@ -113,6 +114,8 @@ class AlertRepository {
     explicit AlertRepository(db::Database& db) : db_(db) {}
 
     static constexpr std::size_t kMaxErrorBytes = 500;
+    /// Test deliveries of one rule that may wait to be sent at once (QueueTestDelivery).
+    static constexpr int kMaxPendingTests = 5;
 
     /// Stores a new rule (id and created_at assigned).
     Result<AlertRule> CreateRule(const AlertRule& rule);
@@ -120,6 +123,17 @@ class AlertRepository {
     Result<AlertRule> GetRule(std::int64_t id);
     /// Rules by id, at most `limit` after `after_id`.
     Result<std::vector<AlertRule>> ListRules(std::int64_t after_id, int limit);
+    /// Stores `rule` (every field but id, created_at and version) over the rule `rule.id` when
+    /// it is still at `expected_version`, and bumps the version. kNotFound when absent;
+    /// kAborted naming both versions when the rule changed since that version was read.
+    Result<AlertRule> UpdateRule(const AlertRule& rule, std::int64_t expected_version);
+    /// Queues a test delivery of the rule (pending, due now) for the master to send like any
+    /// other: event `event` (so the receiver's routing on X-Sched-Event is exercised), job_id
+    /// `job_id`, the next negative fire_id of the rule, `payload` as the body. kNotFound when the
+    /// rule is gone; kResourceExhausted when kMaxPendingTests of its tests are still pending;
+    /// kAborted when a concurrent test took the same fire_id (send again).
+    Result<AlertDelivery> QueueTestDelivery(std::int64_t rule_id, std::int64_t job_id, AlertEvent event,
+                                            const std::string& payload);
     /// Deletes the rule and its deliveries (pending ones are never sent). kNotFound when absent.
     Status DeleteRule(std::int64_t id);
     Result<std::vector<AlertDelivery>> ListDeliveries(const DeliveryFilter& filter);

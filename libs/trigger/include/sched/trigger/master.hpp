@@ -42,7 +42,8 @@
 /// YAML (section `scheduler`), defaults shown:
 ///   shards: 1                  # shards of the job space, each led by one node (1 .. 64)
 ///   scan-interval: 100ms       # the longest the master sleeps between scans
-///   scan-min-interval: 25ms    # the shortest (unless a scan hit `batch`: then at once)
+///   scan-min-interval: 50ms    # the shortest (unless a scan hit `batch`: then at once)
+///   scan-idle-interval: 2s     # while scans find nothing to do, the longest between two (0: off)
 ///   lookahead: 2s              # fires due within this are created ahead
 ///   batch: 500                 # due jobs per scan
 ///   misfire-threshold: 5s      # later than this, a fire time is a misfire
@@ -87,6 +88,7 @@
 #include "sched/common/status.hpp"
 #include "sched/db/database.hpp"
 #include "sched/lock/fenced.hpp"
+#include "sched/store/scan_probe.hpp"
 #include "sched/store/shard.hpp"
 #include "sched/trigger/db_time.hpp"
 #include "sched/trigger/master_config.hpp"
@@ -112,6 +114,17 @@ class Master {
     /// [scan-min-interval, scan-interval]; 0 after a scan that hit `batch`.
     Micros SleepAfter(const ScanReport& report) const;
 
+    /// Asked before each scan: nullopt when the scan should run now; otherwise the master skips
+    /// it and asks again after the returned sleep. A scan is skipped only when the previous one
+    /// changed nothing, the last full scan is less than scan-idle-interval old, and one
+    /// statement (store::ReadScanProbe) finds no work waiting: no job or workflow due within the
+    /// lookahead, no follow-up, no unassigned fire, no running backfill, no unstarted workflow
+    /// run, and the same live trigger nodes as at the last scan. So an idle cluster's master
+    /// costs one statement per scan-interval, and what the web module or a result writes is
+    /// still planned within one scan-interval. The first scan of a term (`epoch` not the last
+    /// scan's) always runs. A probe error runs the scan (which reports it).
+    std::optional<Micros> Quiet(std::int64_t epoch);
+
     const MasterConfig& config() const { return config_; }
     const store::JobShard& shard() const { return shard_; }
 
@@ -131,6 +144,13 @@ class Master {
     Family<CounterChild>& misfire_skipped_;
     CounterChild& scans_;
     HistogramChild& scan_seconds_;
+    CounterChild& scans_skipped_;
+    // What Quiet compares with: set by each committed scan.
+    bool last_scan_quiet_ = false;
+    std::optional<std::int64_t> last_scan_ms_;
+    std::int64_t last_scan_epoch_ = 0;
+    store::NodeSetPrint fresh_nodes_;
+    store::NodeSetPrint live_nodes_;
 };
 
 }  // namespace sched::trigger

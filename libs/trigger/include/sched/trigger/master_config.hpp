@@ -23,6 +23,10 @@ struct MasterConfig {
     int shards = 1;
     Micros scan_interval = std::chrono::milliseconds(100);
     Micros scan_min_interval = std::chrono::milliseconds(50);
+    /// While scans find nothing to do, the longest between two full scans; in between, one
+    /// statement per scan-interval asks whether work is waiting (Master::Quiet). 0: every wake-up
+    /// is a full scan.
+    Micros scan_idle_interval = std::chrono::seconds(2);
     Micros lookahead = std::chrono::seconds(2);
     int batch = 500;
     Micros misfire_threshold = std::chrono::seconds(5);
