@@ -1,13 +1,39 @@
-// schedctl diff and apply: the cluster's jobs (and the calendars: section's calendars) kept
-// equal to a file, keyed by name (docs/schedctl.md "apply and diff").
+// schedctl diff and apply: the cluster's jobs (and the calendars: and workflows: sections'
+// calendars and workflows) kept equal to a file, keyed by name (docs/schedctl.md "apply and diff").
+
+#include <filesystem>
 
 #include "calendar_file.hpp"
 #include "commands.hpp"
 #include "job_file.hpp"
 #include "plan.hpp"
+#include "table.hpp"
+#include "workflow_file.hpp"
 
 namespace sched::ctl {
 namespace {
+
+// The plan's creates and updates with each step's job name turned into its id, read from `jobs`
+// (the cluster's jobs after the file's were applied). A workflow naming a job that is not there is
+// reported and left out, counted in `failures`: the API would refuse it anyway, less clearly.
+Plan WithStepJobIds(const Plan& plan, const nlohmann::json& jobs, std::ostream& err, int& failures) {
+    Plan out;
+    for (PlannedChange c : plan.changes) {
+        if (c.kind == ChangeKind::kCreate || c.kind == ChangeKind::kUpdate) {
+            auto body = ResolveStepJobs(c.body, jobs);
+            if (!body.ok()) {
+                ++failures;
+                err << "schedctl: workflow " << SanitizeCell(c.name) << ": not "
+                    << (c.kind == ChangeKind::kCreate ? "created" : "updated") << ": " << body.status().message()
+                    << "\n";
+                continue;
+            }
+            c.body = std::move(*body);
+        }
+        out.changes.push_back(std::move(c));
+    }
+    return out;
+}
 
 // diff: exit 0 without drift, 2 with; apply: the plan, then its changes (1 when one failed).
 int ApplyOrDiff(Session& s, bool apply) {
@@ -19,22 +45,47 @@ int ApplyOrDiff(Session& s, bool apply) {
     if (!desired.ok()) throw CliError(desired.status().message());
     auto calendars = ParseCalendarSection(*text, o.file);
     if (!calendars.ok()) throw CliError(calendars.status().message());
-    // Without a calendars: key the cluster's calendars are not the file's business, even with --prune.
+    auto workflows = ParseWorkflowSection(*text, o.file);
+    if (!workflows.ok()) throw CliError(workflows.status().message());
+    // Every job and workflow of the file is marked as the file's (the UI shows it read-only):
+    // by the file's own name, not its path, which differs between a laptop and a CI checkout.
+    const std::string managed_by = std::filesystem::path(o.file).filename().string();
+    for (auto& job : *desired) job.fields["managed_by"] = managed_by;
+    if (*workflows) {
+        for (auto& workflow : **workflows) workflow.fields["managed_by"] = managed_by;
+    }
+    // Without a calendars: (workflows:) key the cluster's calendars (workflows) are not the file's
+    // business, even with --prune.
     const Plan calendar_plan =
         *calendars ? PlanCalendarChanges(**calendars, s.ListAllCalendars().items, o.prune) : Plan{};
-    const Plan plan = PlanChanges(*desired, s.ListAllJobs().items, o.prune);
+    const nlohmann::json jobs = s.ListAllJobs().items;
+    const Plan plan = PlanChanges(*desired, jobs, o.prune);
+    // Steps are compared by job name: a job the file creates has no id yet.
+    const Plan workflow_plan =
+        *workflows ? PlanWorkflowChanges(**workflows, StepsByJobName(s.ListAllWorkflows().items, jobs), o.prune)
+                   : Plan{};
     if (*calendars) s.out() << FormatPlan(calendar_plan, "calendar ", "Calendars");
     s.out() << FormatPlan(plan);
-    const bool drift = plan.HasDrift() || calendar_plan.HasDrift();
+    if (*workflows) s.out() << FormatPlan(workflow_plan, "workflow ", "Workflows");
+    const bool drift = plan.HasDrift() || calendar_plan.HasDrift() || workflow_plan.HasDrift();
     if (!apply) return drift ? 2 : 0;
     if (o.dry_run || !drift) return 0;
 
     const ApiCall call = s.Caller();
-    // Calendars are created and updated before the jobs (a job may name a new one) and deleted
-    // after them (the API refuses to delete a calendar a job still names).
+    // Created and updated in dependency order (a job may name a new calendar, a workflow's step a
+    // new job), deleted in the reverse one (the API refuses to delete a calendar a job names or a
+    // job a workflow runs).
     const auto [calendar_upserts, calendar_deletes] = SplitDeletes(calendar_plan);
+    const auto [job_upserts, job_deletes] = SplitDeletes(plan);
+    const auto [workflow_upserts, workflow_deletes] = SplitDeletes(workflow_plan);
     int failures = ApplyPlan(calendar_upserts, call, s.out(), s.err(), "calendar");
-    failures += ApplyPlan(plan, call, s.out(), s.err());
+    failures += ApplyPlan(job_upserts, call, s.out(), s.err());
+    if (workflow_upserts.HasDrift()) {
+        const Plan resolved = WithStepJobIds(workflow_upserts, s.ListAllJobs().items, s.err(), failures);
+        failures += ApplyPlan(resolved, call, s.out(), s.err(), "workflow");
+    }
+    failures += ApplyPlan(workflow_deletes, call, s.out(), s.err(), "workflow");
+    failures += ApplyPlan(job_deletes, call, s.out(), s.err());
     failures += ApplyPlan(calendar_deletes, call, s.out(), s.err(), "calendar");
     return failures == 0 ? 0 : 1;
 }
@@ -44,13 +95,16 @@ int ApplyOrDiff(Session& s, bool apply) {
 void AddApplyCommands(CLI::App& app, CommandLine& line) {
     CLI::App* diff = AddCommand(app, "diff", "what apply would change; exit 0 no drift, 2 drift, 1 error", line,
                                 [](Session& s) { return ApplyOrDiff(s, false); });
-    AddFileOption(*diff, line, "the job file (jobs: and calendars:)");
-    diff->add_flag("--prune", line.options.prune, "also the cluster's jobs missing from the file");
-    CLI::App* apply = AddCommand(app, "apply", "make the cluster's jobs (and calendars) match the file, keyed by name",
-                                 line, [](Session& s) { return ApplyOrDiff(s, true); });
-    AddFileOption(*apply, line, "the job file (jobs: and calendars:)");
+    AddFileOption(*diff, line, "the file (jobs:, calendars: and workflows:)");
+    diff->add_flag("--prune", line.options.prune,
+                   "also the cluster's jobs (calendars, workflows) missing from the file");
+    CLI::App* apply =
+        AddCommand(app, "apply", "make the cluster's jobs (calendars, workflows) match the file, keyed by name", line,
+                   [](Session& s) { return ApplyOrDiff(s, true); });
+    AddFileOption(*apply, line, "the file (jobs:, calendars: and workflows:)");
     apply->add_flag("--dry-run", line.options.dry_run, "print the plan, change nothing");
-    apply->add_flag("--prune", line.options.prune, "delete the cluster's jobs missing from the file");
+    apply->add_flag("--prune", line.options.prune,
+                    "delete the cluster's jobs (calendars, workflows) missing from the file");
 }
 
 }  // namespace sched::ctl

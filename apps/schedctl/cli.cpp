@@ -32,6 +32,8 @@ Commands:
   calendars apply -f FILE [--dry-run] [--prune]
                                     only the file's calendars: section
   workflows list | get ID | pause ID | resume ID | trigger ID [--params TEXT|JSON]
+  workflows create -f FILE          workflows update ID -f FILE | delete ID
+                                    (FILE: YAML or JSON workflow fields; steps name their jobs)
   workflows runs ID [--limit N]     a workflow's runs, newest first
   workflows run RUN_ID              a run with each step's state, fire and lag
   workflows rerun RUN_ID --from-step NAME
@@ -48,8 +50,8 @@ Commands:
                                     the audit log, newest first (--since 24h: the last day)
   diff -f jobs.yaml [--prune]       what apply would change; exit 0 no drift, 2 drift, 1 error
   apply -f jobs.yaml [--dry-run] [--prune]
-                                    make the cluster's jobs (and the calendars: section's
-                                    calendars) match the file (keyed by name)
+                                    make the cluster's jobs (and the calendars: and workflows:
+                                    sections' objects) match the file (keyed by name)
 
 Global options:
   --server URL        the API's base URL (else $SCHED_SERVER, else the config file's server:,

@@ -214,15 +214,16 @@ Result<std::vector<JobSpec>> ParseJobFile(std::string_view text, std::string_vie
     const auto fail = [&file](const std::string& what) {
         return InvalidIn(file, what);
     };
-    auto loaded = LoadMapping(text, file, "expected a mapping with the keys jobs and calendars");
+    auto loaded = LoadMapping(text, file, "expected a mapping with the keys jobs, calendars and workflows");
     if (!loaded.ok()) return loaded.status();
     const YAML::Node& root = *loaded;
     for (const auto& kv : root) {
-        // calendars: is read by ParseCalendarSection (calendar_file.hpp).
-        if (!kv.first.IsScalar() || (kv.first.Scalar() != "jobs" && kv.first.Scalar() != "calendars")) {
+        // calendars: and workflows: are read by ParseCalendarSection and ParseWorkflowSection.
+        const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
+        if (key != "jobs" && key != "calendars" && key != "workflows") {
             return fail("line " + std::to_string(kv.first.Mark().line + 1) + ": " +
                         (kv.first.IsScalar() ? kv.first.Scalar() : std::string("?")) +
-                        ": unknown key (expected jobs or calendars)");
+                        ": unknown key (expected jobs, calendars or workflows)");
         }
     }
     const YAML::Node jobs = root["jobs"];

@@ -79,7 +79,13 @@ Plan PlanChanges(const std::vector<JobSpec>& desired, const nlohmann::json& curr
         if (value.is_null()) return std::nullopt;  // enabled left out: not managed
         return value;
     };
-    return PlanByName(desired, current, prune, JobFileFields(), want);
+    // managed_by is not a field of the file: apply states it (the file's name) on every job.
+    static const std::vector<std::string> fields = [] {
+        auto out = JobFileFields();
+        out.emplace_back("managed_by");
+        return out;
+    }();
+    return PlanByName(desired, current, prune, fields, want);
 }
 
 std::string FormatPlan(const Plan& plan, std::string_view name_prefix, std::string_view summary) {

@@ -82,6 +82,10 @@ Session::Listed<api::CalendarView> Session::ListAllCalendars() {
     return ListAll<api::CalendarView>("/api/v1/calendars?limit=200", 50);
 }
 
+Session::Listed<api::WorkflowView> Session::ListAllWorkflows() {
+    return ListAll<api::WorkflowView>("/api/v1/workflows?limit=200", 50);
+}
+
 std::string Session::Argument(std::size_t index) const {
     return index < o_.args.size() ? o_.args[index] : std::string();
 }

@@ -21,6 +21,7 @@
 #include "sched/api/jobs.hpp"
 #include "sched/api/page.hpp"
 #include "sched/api/view.hpp"
+#include "sched/api/workflows.hpp"
 
 namespace sched::ctl {
 
@@ -138,6 +139,8 @@ class Session {
     Listed<api::JobView> ListAllJobs(const std::string& query = "");
     /// Every calendar (the API holds at most 1000).
     Listed<api::CalendarView> ListAllCalendars();
+    /// Every workflow (at most 50 pages of 200).
+    Listed<api::WorkflowView> ListAllWorkflows();
 
     /// The command's `index`th argument as an id (digits only), or throws "<what>: missing ID" /
     /// "<what>: ID: expected a positive integer, got "x"".

@@ -1,8 +1,10 @@
-// schedctl workflows ...: list, get, pause, resume, trigger, runs, run, rerun.
+// schedctl workflows ...: list, get, create, update, delete, pause, resume, trigger, runs, run, rerun.
 
 #include "commands.hpp"
+#include "job_file.hpp"
 #include "sched/api/workflows.hpp"
 #include "table.hpp"
+#include "workflow_file.hpp"
 
 namespace sched::ctl {
 namespace {
@@ -30,6 +32,47 @@ int List(Session& s) {
 
 int Get(Session& s) {
     return s.AnswerObject(s.CallOk(http::Method::kGet, WorkflowPath(s.IdArgument(0, "workflows get"))));
+}
+
+// -f FILE as a workflow body, its steps' job names turned into ids (the file names jobs as the
+// apply file does; ids differ between clusters).
+nlohmann::json ReadWorkflowDocument(Session& s, bool partial) {
+    const std::string& file = s.options().file;
+    if (file.empty()) Usage("-f FILE is required");
+    auto text = ReadBoundedFile(file);
+    if (!text.ok()) throw CliError(text.status().message());
+    auto doc = ParseWorkflowDocument(*text, file, partial);
+    if (!doc.ok()) throw CliError(doc.status().message());
+    if (!doc->contains("steps")) return *doc;
+    auto resolved = ResolveStepJobs(*doc, s.ListAllJobs().items);
+    if (!resolved.ok()) throw CliError(file + ": " + resolved.status().message());
+    return *resolved;
+}
+
+int Create(Session& s) {
+    return s.AnswerWith<api::WorkflowView>(
+        http::Method::kPost, "/api/v1/workflows", ReadWorkflowDocument(s, false), [&](const api::WorkflowView& w) {
+            s.out() << "workflow " << w.id << " created (" << SanitizeCell(w.name) << ")\n";
+        });
+}
+
+int Update(Session& s) {
+    const std::string id = s.IdArgument(0, "workflows update");
+    nlohmann::json body = ReadWorkflowDocument(s, true);
+    if (!body.contains("version")) {
+        // No version in the file: the one read now (a concurrent change between this read and
+        // the PUT is still a 409).
+        body["version"] = s.CallFor<api::WorkflowView>(http::Method::kGet, WorkflowPath(id)).version;
+    }
+    return s.AnswerWith<api::WorkflowView>(http::Method::kPut, WorkflowPath(id), body, [&](const api::WorkflowView& w) {
+        s.out() << "workflow " << id << " updated (version " << w.version << ")\n";
+    });
+}
+
+int Delete(Session& s) {
+    const std::string id = s.IdArgument(0, "workflows delete");
+    return s.Answer(s.CallOk(http::Method::kDelete, WorkflowPath(id)),
+                    [&] { s.out() << "workflow " << id << " deleted\n"; });
 }
 
 // pause or resume.
@@ -116,6 +159,11 @@ void AddWorkflowsCommands(CLI::App& app, CommandLine& line) {
     };
     add("list", "every workflow", List, "");
     add("get", "one workflow", Get, "ID");
+    AddFileOption(*add("create", "a workflow from -f FILE; steps name their jobs", Create, ""), line,
+                  "the workflow's fields, YAML or JSON (a step: {name, job: a job's name})");
+    AddFileOption(*add("update", "a workflow's fields from -f FILE; left out ones keep their values", Update, "ID"),
+                  line, "the fields to change, YAML or JSON; steps and edges replace the lists; version: optional");
+    add("delete", "delete a workflow (refused while a run is running)", Delete, "ID");
     add(
         "pause", "pause a workflow", [](Session& s) { return SetPaused(s, "pause"); }, "ID");
     add(

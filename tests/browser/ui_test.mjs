@@ -415,6 +415,47 @@ async function main() {
       await shot(page, '12g-audit.png');
     });
 
+    await step('managed from a file: the label, no Edit or Delete, Trigger and Pause stay, the edit address shows the note', async () => {
+      // Created through the API with managed_by, as `schedctl apply` does.
+      const managed = await api('POST', '/api/v1/jobs', { name: 'browser-managed', app: 'demo', handler: 'echo',
+        schedule_type: 'manual', schedule_expr: '', managed_by: 'jobs.yaml' });
+      if (managed.managed_by !== 'jobs.yaml') throw new Error(`managed_by came back as ${managed.managed_by}`);
+      await page.goto(`${base}/#/jobs/${managed.id}`);
+      await page.locator('.managed-note[data-managed-by="jobs.yaml"]', { hasText: 'Managed by jobs.yaml, edit the file' })
+        .waitFor();
+      await page.getByRole('button', { name: 'Trigger now' }).waitFor();
+      await page.getByRole('button', { name: 'Pause', exact: true }).waitFor();
+      if (await page.getByRole('link', { name: 'Edit', exact: true }).count() !== 0) {
+        throw new Error('a job managed from a file offers Edit');
+      }
+      if (await page.getByRole('button', { name: 'Delete', exact: true }).count() !== 0) {
+        throw new Error('a job managed from a file offers Delete');
+      }
+      await shot(page, '12g2-job-managed.png');
+      await page.goto(`${base}/#/jobs/${managed.id}/edit`);
+      await page.locator('.managed-note', { hasText: 'Managed by jobs.yaml' }).waitFor();
+      if (await page.locator('form').count() !== 0) throw new Error('the edit address of a managed job shows a form');
+
+      // A job made by hand, on the same page for the same operator: Edit and Delete, no note.
+      const hello = (await api('GET', '/api/v1/jobs?q=browser-hello')).items[0];
+      if (hello.managed_by !== null) throw new Error(`a job made by hand has managed_by ${hello.managed_by}`);
+      await page.goto(`${base}/#/jobs/${hello.id}`);
+      await page.getByRole('link', { name: 'Edit', exact: true }).waitFor();
+      await page.getByRole('button', { name: 'Delete', exact: true }).waitFor();
+      if (await page.locator('.managed-note').count() !== 0) throw new Error('a job made by hand shows the managed note');
+
+      // A workflow managed from a file shows the same note; triggering stays.
+      const step = await api('POST', '/api/v1/jobs', { name: 'browser-managed-step', app: 'demo', handler: 'echo',
+        schedule_type: 'manual', schedule_expr: '', managed_by: 'flows.yaml' });
+      const wf = await api('POST', '/api/v1/workflows', { name: 'browser-managed-flow', schedule_type: 'manual',
+        steps: [{ name: 'only', job_id: step.id }], managed_by: 'flows.yaml' });
+      await page.goto(`${base}/#/workflows/${wf.id}`);
+      await page.locator('.managed-note[data-managed-by="flows.yaml"]', { hasText: 'Managed by flows.yaml, edit the file' })
+        .waitFor();
+      await page.getByRole('button', { name: 'Trigger now' }).waitFor();
+      await shot(page, '12g3-workflow-managed.png');
+    });
+
     await step('calendars: a validation error at its field, create, preview, used by a job, delete refused, stale edit', async () => {
       await page.getByRole('link', { name: 'Calendars' }).click();
       await page.getByRole('heading', { name: 'Calendars' }).waitFor();

@@ -405,6 +405,172 @@ TEST_F(SchedctlProcess, WorkflowsAreListedTriggeredAndInspected) {
     EXPECT_EQ(nlohmann::json::parse(r.out)["steps"].size(), 2u) << r.out;
 }
 
+// A diamond workflow over four jobs, all in one file: applied from empty (the jobs first, then
+// the workflow naming them), unchanged on a second apply, one update for an edited edge, and
+// pruned before the job it runs.
+TEST_F(SchedctlProcess, AWorkflowInTheFileAppliesAfterItsJobsAndIsPrunedBeforeThem) {
+    const auto text = [](const std::string& c_to_d, bool with_workflow) {
+        std::string t = "jobs:\n";
+        for (const char* step : {"a", "b", "c", "d"}) {
+            t += std::string("  - {name: job-") + step + ", app: etl, handler: " + step + ", schedule_type: manual}\n";
+        }
+        if (!with_workflow) return t + "workflows: []\n";
+        return t +
+               "workflows:\n"
+               "  - name: diamond\n    schedule_type: cron\n    schedule_expr: \"0 0 2 * * ?\"\n"
+               "    steps:\n"
+               "      - {name: a, job: job-a}\n      - {name: b, job: job-b}\n"
+               "      - {name: c, job: job-c}\n      - {name: d, job: job-d}\n"
+               "    edges:\n"
+               "      - {parent: a, child: b}\n      - {parent: a, child: c}\n"
+               "      - {parent: b, child: d}\n      - {parent: c, child: d, condition: " +
+               c_to_d + "}\n";
+    };
+    const std::string file = (dir_ / "flows.yaml").string();
+    Write("flows.yaml", text("on-success", true));
+
+    auto r = Run({"diff", "-f", file});
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_NE(r.out.find("+ create    workflow diamond"), std::string::npos) << r.out;
+    r = Run({"apply", "-f", file});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("Workflows: 1 to create, 0 to update, 0 to delete, 0 unchanged."), std::string::npos) << r.out;
+    ASSERT_NE(r.out.find("workflow diamond: created"), std::string::npos) << r.out;
+    EXPECT_LT(r.out.find("job-d: created"), r.out.find("workflow diamond: created")) << r.out;
+
+    r = Run({"jobs", "list", "-o", "json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    std::map<std::string, std::int64_t> job_ids;
+    const auto listed_jobs = nlohmann::json::parse(r.out);
+    for (const auto& job : listed_jobs["items"]) {
+        job_ids[job["name"].get<std::string>()] = job["id"].get<std::int64_t>();
+    }
+    ASSERT_EQ(job_ids.size(), 4u) << r.out;
+    r = Run({"workflows", "list", "-o", "json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto workflows = nlohmann::json::parse(r.out)["items"];
+    ASSERT_EQ(workflows.size(), 1u) << r.out;
+    const auto& diamond = workflows[0];
+    const std::string id = std::to_string(diamond["id"].get<std::int64_t>());
+    ASSERT_EQ(diamond["steps"].size(), 4u) << r.out;
+    EXPECT_EQ(diamond["steps"][3], (nlohmann::json{{"name", "d"}, {"job_id", job_ids["job-d"]}})) << r.out;
+    EXPECT_EQ(diamond["edges"].size(), 4u) << r.out;
+    EXPECT_EQ(diamond["schedule_expr"], "0 0 2 * * ?") << r.out;
+    // Marked as the file's, by its name: the UI shows both read-only.
+    EXPECT_EQ(diamond["managed_by"], "flows.yaml") << r.out;
+    for (const auto& job : listed_jobs["items"]) EXPECT_EQ(job["managed_by"], "flows.yaml") << r.out;
+
+    // A second apply changes nothing.
+    r = Run({"apply", "-f", file});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("Plan: 0 to create, 0 to update, 0 to delete, 4 unchanged."), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("Workflows: 0 to create, 0 to update, 0 to delete, 1 unchanged."), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("created"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("updated"), std::string::npos) << r.out;
+
+    // managed_by cleared through the API (PUT with null) is drift that apply puts back.
+    ctl::ApiClient api(*http::Url::Parse(server_), kToken, std::chrono::seconds(10));
+    const std::string job_a = std::to_string(job_ids["job-a"]);
+    r = Run({"jobs", "get", job_a, "-o", "json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto cleared =
+        api.Call(http::Method::kPut, "/api/v1/jobs/" + job_a,
+                 nlohmann::json{{"version", nlohmann::json::parse(r.out)["version"]}, {"managed_by", nullptr}});
+    ASSERT_TRUE(cleared.ok()) << cleared.status().message();
+    ASSERT_EQ(cleared->status, 200) << cleared->body;
+    EXPECT_TRUE(cleared->json["managed_by"].is_null()) << cleared->body;
+    r = Run({"diff", "-f", file});
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_NE(r.out.find("~ update    job-a (id " + job_a + ")\n    managed_by: null -> \"flows.yaml\"\n"),
+              std::string::npos)
+        << r.out;
+    r = Run({"apply", "-f", file});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("job-a: updated"), std::string::npos) << r.out;
+
+    // An edited edge: one update, with the version read.
+    Write("flows.yaml", text("on-failure", true));
+    r = Run({"diff", "-f", file});
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_NE(r.out.find("~ update    workflow diamond (id " + id + ")\n    edges: "), std::string::npos) << r.out;
+    r = Run({"apply", "-f", file});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("Workflows: 0 to create, 1 to update, 0 to delete, 0 unchanged."), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("workflow diamond: updated"), std::string::npos) << r.out;
+    r = Run({"workflows", "get", id, "-o", "json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto updated = nlohmann::json::parse(r.out);
+    EXPECT_EQ(updated["edges"][3]["condition"], "on-failure") << r.out;
+    EXPECT_EQ(updated["version"], diamond["version"].get<std::int64_t>() + 1) << r.out;
+    EXPECT_EQ(Run({"diff", "-f", file}).code, 0);
+
+    // Removed from the file: --prune deletes the workflow, before the job it ran.
+    std::string pruned = text("", false);
+    pruned.erase(pruned.find("  - {name: job-d"), pruned.find("workflows:") - pruned.find("  - {name: job-d"));
+    Write("flows.yaml", pruned);
+    r = Run({"apply", "-f", file});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_EQ(r.out.find("deleted"), std::string::npos) << "without --prune nothing is deleted\n" << r.out;
+    r = Run({"apply", "-f", file, "--prune"});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    ASSERT_NE(r.out.find("workflow diamond: deleted"), std::string::npos) << r.out;
+    ASSERT_NE(r.out.find("job-d: deleted"), std::string::npos) << r.out;
+    EXPECT_LT(r.out.find("workflow diamond: deleted"), r.out.find("job-d: deleted")) << r.out;
+    r = Run({"workflows", "list", "-o", "json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_TRUE(nlohmann::json::parse(r.out)["items"].empty()) << r.out;
+
+    Write("bad.yaml", "workflows:\n  - name: w\n    steps:\n      - {name: a, jobb: job-a}\n");
+    r = Run({"diff", "-f", (dir_ / "bad.yaml").string()});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find("bad.yaml: line 4: workflows[0] (name \"w\"): steps[0].jobb: unknown field"),
+              std::string::npos)
+        << r.err;
+    // A step naming a job that exists neither in the cluster nor in the file: refused by name.
+    Write("bad.yaml", "workflows:\n  - name: w\n    steps:\n      - {name: a, job: nowhere}\n");
+    r = Run({"apply", "-f", (dir_ / "bad.yaml").string()});
+    EXPECT_EQ(r.code, 1) << r.out << r.err;
+    EXPECT_NE(r.err.find("workflow w: not created: steps[0].job: no job named \"nowhere\""), std::string::npos)
+        << r.err;
+}
+
+TEST_F(SchedctlProcess, WorkflowsCreateUpdateAndDeleteFromAFile) {
+    Write("jobs.yaml",
+          "jobs:\n"
+          "  - {name: extract, app: etl, handler: run, schedule_type: manual}\n"
+          "  - {name: load, app: etl, handler: run, schedule_type: manual}\n");
+    auto r = Run({"apply", "-f", (dir_ / "jobs.yaml").string()});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    Write("wf.yaml",
+          "name: etl\nsteps:\n  - {name: extract, job: extract}\n  - {name: load, job: load}\n"
+          "edges:\n  - {parent: extract, child: load}\n");
+    r = Run({"workflows", "create", "-f", (dir_ / "wf.yaml").string(), "-o", "json"});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    const auto created = nlohmann::json::parse(r.out);
+    const std::string id = std::to_string(created["id"].get<std::int64_t>());
+    EXPECT_EQ(created["steps"].size(), 2u) << r.out;
+    EXPECT_EQ(created["schedule_type"], "manual") << r.out;
+    EXPECT_TRUE(created["managed_by"].is_null()) << "made by hand, not by apply\n" << r.out;
+
+    Write("edit.yaml", "description: nightly load\nedges:\n  - {parent: extract, child: load, condition: always}\n");
+    r = Run({"workflows", "update", id, "-f", (dir_ / "edit.yaml").string()});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("workflow " + id + " updated (version 2)"), std::string::npos) << r.out;
+    r = Run({"workflows", "get", id, "-o", "json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto updated = nlohmann::json::parse(r.out);
+    EXPECT_EQ(updated["description"], "nightly load");
+    EXPECT_EQ(updated["edges"][0]["condition"], "always");
+    EXPECT_EQ(updated["steps"].size(), 2u) << "steps left out keep their values";
+
+    r = Run({"workflows", "delete", id});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("workflow " + id + " deleted"), std::string::npos) << r.out;
+    r = Run({"workflows", "get", id});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find("HTTP 404"), std::string::npos) << r.err;
+}
+
 TEST_F(SchedctlProcess, AlertRulesAreCreatedEditedTestedAndDeleted) {
     Write("jobs.yaml", Jobs("0 0 3 * * ?", false));
     auto r = Run({"apply", "-f", (dir_ / "jobs.yaml").string()});

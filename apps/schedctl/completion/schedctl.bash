@@ -50,7 +50,8 @@ _schedctl() {
             elif [[ "$sub" == apply ]]; then words="-f --dry-run --prune $globals"
             else words="$globals"; fi ;;
         workflows)
-            if [[ -z "$sub" ]]; then words="list get pause resume trigger runs run rerun"
+            if [[ -z "$sub" ]]; then words="list get create update delete pause resume trigger runs run rerun"
+            elif [[ "$sub" == create || "$sub" == update ]]; then words="-f $globals"
             elif [[ "$sub" == trigger ]]; then words="--params $globals"
             elif [[ "$sub" == runs ]]; then words="--limit $globals"
             elif [[ "$sub" == rerun ]]; then words="--from-step $globals"

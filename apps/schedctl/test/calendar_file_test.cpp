@@ -110,7 +110,8 @@ TEST(ParseCalendarSection, HostileSizesAreRefusedBeforeDeeperWork) {
 TEST(ParseJobFile, AnUnknownTopLevelKeyNamesItsLine) {
     auto r = ParseJobFile("jobs: []\ncalendarz: []\n", "jobs.yaml");
     ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.status().message(), "jobs.yaml: line 2: calendarz: unknown key (expected jobs or calendars)");
+    EXPECT_EQ(r.status().message(),
+              "jobs.yaml: line 2: calendarz: unknown key (expected jobs, calendars or workflows)");
 }
 
 nlohmann::json Current() {

@@ -102,8 +102,9 @@ TEST(RunCli, AuditAndPauseNoteOptionsAreCheckedBeforeAnyCall) {
 TEST(RunCli, WorkflowsCommandsCheckTheirArgumentsBeforeAnyCall) {
     auto r = Schedctl({"--server", "http://127.0.0.1:1", "workflows", "frob", "1"});
     EXPECT_EQ(r.code, 1);
-    EXPECT_NE(r.err.find("workflows: expected list, get, pause, resume, trigger, runs, run or rerun"),
-              std::string::npos)
+    EXPECT_NE(
+        r.err.find("workflows: expected list, get, create, update, delete, pause, resume, trigger, runs, run or rerun"),
+        std::string::npos)
         << r.err;
     r = Schedctl({"--server", "http://127.0.0.1:1", "workflows", "rerun", "7"});
     EXPECT_EQ(r.code, 1);

@@ -133,6 +133,20 @@ TEST(PlanChanges, EnabledIsComparedOnlyWhenTheFileStatesIt) {
     EXPECT_EQ(plan.changes[0].changes[0].field, "enabled");
 }
 
+TEST(PlanChanges, ManagedByIsComparedWhenStatedAndSentWithTheUpdate) {
+    // A job made by hand (managed_by null) is adopted by the file that apply marks it with.
+    auto plan = PlanChanges({Spec(Fields("a", {{"managed_by", "jobs.yaml"}}))},
+                            nlohmann::json::array({Stored(7, "a", {{"managed_by", nullptr}})}), false);
+    ASSERT_EQ(plan.changes.size(), 1u);
+    EXPECT_EQ(plan.changes[0].kind, ChangeKind::kUpdate);
+    ASSERT_EQ(plan.changes[0].changes.size(), 1u);
+    EXPECT_EQ(plan.changes[0].changes[0].field, "managed_by");
+    EXPECT_EQ(plan.changes[0].body["managed_by"], "jobs.yaml");
+    plan = PlanChanges({Spec(Fields("a", {{"managed_by", "jobs.yaml"}}))},
+                       nlohmann::json::array({Stored(7, "a", {{"managed_by", "jobs.yaml"}})}), false);
+    EXPECT_FALSE(plan.HasDrift());
+}
+
 TEST(PlanChanges, PruneDeletesJobsMissingFromTheFileSortedByName) {
     const nlohmann::json current = nlohmann::json::array({Stored(9, "z"), Stored(7, "a"), Stored(8, "m")});
     EXPECT_EQ(PlanChanges({Spec(Fields("a"))}, current, false).Count(ChangeKind::kDelete), 0u);

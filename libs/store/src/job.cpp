@@ -23,7 +23,7 @@ constexpr const char* kColumns =
     "enabled, next_fire_time, last_fire_time, version, created_at, updated_at, description, pause_after_failures, "
     "jitter_ms, dst_gap, dst_overlap, "
     "paused_by, paused_at, pause_note, "
-    "calendar, start_at, end_at, max_runs, planned_runs, completed_at, completed_reason, concurrency_key";
+    "calendar, start_at, end_at, max_runs, planned_runs, completed_at, completed_reason, concurrency_key, managed_by";
 
 // Binds every column of kColumns, in order, as outputs of `st`; Finish() copies the nullable and
 // boolean columns into `job` after each fetch.
@@ -44,6 +44,7 @@ struct JobRow {
     impl::NullableInt64 end_at;
     impl::NullableInt64 max_runs;
     impl::NullableInt64 completed_at;
+    impl::NullableString managed_by;
 
     void BindInto(soci::statement& st, impl::IntColumns& ints) {
         ints.Into(st, job.id);
@@ -85,6 +86,7 @@ struct JobRow {
         ints.Into(st, completed_at);
         st.exchange(soci::into(job.completed_reason));
         st.exchange(soci::into(job.concurrency_key));
+        st.exchange(soci::into(managed_by.value, managed_by.ind));
     }
     Job Finish() {
         // The edge where the stored names become the vocabulary's enums (sched/store/job.hpp).
@@ -120,6 +122,7 @@ struct JobRow {
         job.end_at = end_at.get();
         job.max_runs = max_runs.get();
         job.completed_at = completed_at.get();
+        job.managed_by = managed_by.get();
         job.at_least_once = at_least_once != 0;
         job.enabled = enabled != 0;
         job.next_fire_time = next_fire.get();
@@ -149,6 +152,7 @@ struct EditableFields {
         end_at.set(j.end_at);
         max_runs.set(j.max_runs);
         completed_at.set(j.completed_at);
+        managed_by.set(j.managed_by);
     }
     void BindUse(soci::statement& st) {
         st.exchange(soci::use(job.name, "name"));
@@ -182,6 +186,7 @@ struct EditableFields {
         st.exchange(soci::use(completed_at.value, completed_at.ind, "completed_at"));
         st.exchange(soci::use(job.completed_reason, "completed_reason"));
         st.exchange(soci::use(job.concurrency_key, "concurrency_key"));
+        st.exchange(soci::use(managed_by.value, managed_by.ind, "managed_by"));
     }
     Job job;
     std::string schedule_type;
@@ -195,6 +200,7 @@ struct EditableFields {
     impl::NullableInt64 end_at;
     impl::NullableInt64 max_runs;
     impl::NullableInt64 completed_at;
+    impl::NullableString managed_by;
 };
 
 }  // namespace
@@ -211,12 +217,12 @@ Result<Job> JobRepository::Create(const Job& job) {
             "routing, block_strategy, concurrency_limit, timeout_ms, retry_max, retry_backoff_ms, shard_total, "
             "at_least_once, enabled, next_fire_time, description, pause_after_failures, jitter_ms, dst_gap, "
             "dst_overlap, calendar, start_at, end_at, max_runs, planned_runs, completed_at, completed_reason, "
-            "concurrency_key, version, created_at, updated_at) VALUES (:name, "
+            "concurrency_key, managed_by, version, created_at, updated_at) VALUES (:name, "
             ":app, :handler, :params, :schedule_type, :schedule_expr, :time_zone, :misfire_policy, :routing, "
             ":block_strategy, :concurrency_limit, :timeout_ms, :retry_max, :retry_backoff_ms, :shard_total, "
             ":at_least_once, :enabled, :next_fire_time, :description, :pause_after_failures, :jitter_ms, :dst_gap, "
             ":dst_overlap, :calendar, :start_at, :end_at, :max_runs, :planned_runs, :completed_at, "
-            ":completed_reason, :concurrency_key, 1, " +
+            ":completed_reason, :concurrency_key, :managed_by, 1, " +
             now + ", " + now + ")");
         st.define_and_bind();
         st.execute(true);
@@ -287,7 +293,7 @@ Result<Job> JobRepository::Update(const Job& job, std::int64_t expected_version)
             "calendar = :calendar, start_at = :start_at, end_at = :end_at, max_runs = "
             ":max_runs, "
             "planned_runs = :planned_runs, completed_at = :completed_at, completed_reason = :completed_reason, "
-            "concurrency_key = :concurrency_key, version = version + 1, updated_at = " +
+            "concurrency_key = :concurrency_key, managed_by = :managed_by, version = version + 1, updated_at = " +
             std::string(db_.dialect().NowMs()) + " WHERE id = :id AND version = :expected_version");
         st.define_and_bind();
         if (impl::ExecuteAffected(st) == 1) return Status::Ok();

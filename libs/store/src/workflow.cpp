@@ -28,7 +28,7 @@ namespace {
 
 constexpr const char* kColumns =
     "id, name, description, schedule_type, schedule_expr, time_zone, misfire_policy, max_concurrent_runs, "
-    "run_timeout_ms, paused, next_fire_time, version, created_at, updated_at";
+    "run_timeout_ms, paused, next_fire_time, version, created_at, updated_at, managed_by";
 
 struct WorkflowRow {
     Workflow w;
@@ -36,6 +36,7 @@ struct WorkflowRow {
     std::string misfire_policy;
     int paused = 0;
     impl::NullableInt64 next_fire;
+    impl::NullableString managed_by;
 
     void BindInto(soci::statement& st) {
         st.exchange(soci::into(w.id));
@@ -52,6 +53,7 @@ struct WorkflowRow {
         st.exchange(soci::into(w.version));
         st.exchange(soci::into(w.created_at));
         st.exchange(soci::into(w.updated_at));
+        st.exchange(soci::into(managed_by.value, managed_by.ind));
     }
     Workflow Finish() {
         // Unknown stored names read as for a job (sched/store/job.hpp): a workflow that never
@@ -72,6 +74,7 @@ struct WorkflowRow {
         }
         w.paused = paused != 0;
         w.next_fire_time = next_fire.get();
+        w.managed_by = managed_by.get();
         return w;
     }
 };
@@ -256,15 +259,19 @@ Result<Workflow> WorkflowRepository::Create(const Workflow& w) {
         const int paused = w.paused ? 1 : 0;
         impl::NullableInt64 next;
         next.set(w.next_fire_time);
+        impl::NullableString managed_by;
+        managed_by.set(w.managed_by);
         const std::string now(db_.dialect().NowMs());
         s << "INSERT INTO workflow (name, description, schedule_type, schedule_expr, time_zone, misfire_policy, "
-             "max_concurrent_runs, run_timeout_ms, paused, next_fire_time, version, created_at, updated_at) VALUES "
-             "(:name, :description, :type, :expr, :tz, :misfire, :maxc, :timeout, :paused, :next, 1, " +
+             "max_concurrent_runs, run_timeout_ms, paused, next_fire_time, managed_by, version, created_at, "
+             "updated_at) VALUES "
+             "(:name, :description, :type, :expr, :tz, :misfire, :maxc, :timeout, :paused, :next, :managed_by, 1, " +
                  now + ", " + now + ")",
             soci::use(w.name, "name"), soci::use(w.description, "description"), soci::use(type, "type"),
             soci::use(w.schedule_expr, "expr"), soci::use(w.time_zone, "tz"), soci::use(misfire, "misfire"),
             soci::use(w.max_concurrent_runs, "maxc"), soci::use(w.run_timeout_ms, "timeout"),
-            soci::use(paused, "paused"), soci::use(next.value, next.ind, "next");
+            soci::use(paused, "paused"), soci::use(next.value, next.ind, "next"),
+            soci::use(managed_by.value, managed_by.ind, "managed_by");
         long long new_id = 0;
         if (!s.get_last_insert_id("workflow", new_id)) return Internal("no id for the new workflow");
         InsertDefinition(s, new_id, w);
@@ -307,16 +314,19 @@ Result<Workflow> WorkflowRepository::Update(const Workflow& w, std::int64_t expe
         const int paused = w.paused ? 1 : 0;
         impl::NullableInt64 next;
         next.set(w.next_fire_time);
+        impl::NullableString managed_by;
+        managed_by.set(w.managed_by);
         soci::statement st =
             (s.prepare << "UPDATE workflow SET description = :description, schedule_type = :type, schedule_expr = "
                           ":expr, time_zone = :tz, misfire_policy = :misfire, max_concurrent_runs = :maxc, "
-                          "run_timeout_ms = :timeout, paused = :paused, next_fire_time = :next, version = version + "
-                          "1, updated_at = " +
+                          "run_timeout_ms = :timeout, paused = :paused, next_fire_time = :next, managed_by = "
+                          ":managed_by, version = version + 1, updated_at = " +
                               std::string(db_.dialect().NowMs()) + " WHERE id = :id AND version = :expected",
              soci::use(w.description, "description"), soci::use(type, "type"), soci::use(w.schedule_expr, "expr"),
              soci::use(w.time_zone, "tz"), soci::use(misfire, "misfire"), soci::use(w.max_concurrent_runs, "maxc"),
              soci::use(w.run_timeout_ms, "timeout"), soci::use(paused, "paused"),
-             soci::use(next.value, next.ind, "next"), soci::use(id, "id"), soci::use(expected_version, "expected"));
+             soci::use(next.value, next.ind, "next"), soci::use(managed_by.value, managed_by.ind, "managed_by"),
+             soci::use(id, "id"), soci::use(expected_version, "expected"));
         if (impl::ExecuteAffected(st) != 1) {
             auto current = Find(s, id);
             if (!current) return NotFound("workflow " + std::to_string(id) + " not found");

@@ -89,6 +89,28 @@ TEST_P(JobRepositoryTest, ScheduleOptionsRoundTripAndDefault) {
     EXPECT_EQ(listed->back().dst_overlap, "last");
 }
 
+TEST_P(JobRepositoryTest, ManagedByRoundTripsAndClears) {
+    JobRepository jobs(db());
+    auto plain = jobs.Create(SampleJob());
+    ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+    EXPECT_FALSE(plain->managed_by) << "made by hand: NULL";
+    Job in = SampleJob();
+    in.name = "from-file";
+    in.managed_by = "jobs.yaml";
+    auto created = jobs.Create(in);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    EXPECT_EQ(created->managed_by, std::optional<std::string>("jobs.yaml"));
+    auto listed = jobs.List({});
+    ASSERT_TRUE(listed.ok());
+    ASSERT_EQ(listed->size(), 2U);
+    EXPECT_EQ(listed->back().managed_by, std::optional<std::string>("jobs.yaml"));
+    Job edited = *created;
+    edited.managed_by.reset();
+    auto updated = jobs.Update(edited, created->version);
+    ASSERT_TRUE(updated.ok()) << updated.status().ToString();
+    EXPECT_FALSE(updated->managed_by);
+}
+
 TEST_P(JobRepositoryTest, DuplicateNameInAppIsAlreadyExists) {
     JobRepository jobs(db());
     ASSERT_TRUE(jobs.Create(SampleJob()).ok());

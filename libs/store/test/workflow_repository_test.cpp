@@ -99,6 +99,23 @@ TEST_P(WorkflowRepositoryTest, CreateGetListRoundTripEveryField) {
     EXPECT_TRUE(workflows.List(second->id, 10)->empty());
 }
 
+TEST_P(WorkflowRepositoryTest, ManagedByRoundTripsAndClears) {
+    WorkflowRepository workflows(db());
+    auto plain = workflows.Create(Diamond("by-hand"));
+    ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+    EXPECT_FALSE(plain->managed_by);
+    Workflow in = Diamond("from-file");
+    in.managed_by = "flows.yaml";
+    auto created = workflows.Create(in);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    EXPECT_EQ(created->managed_by, std::optional<std::string>("flows.yaml"));
+    Workflow edited = *created;
+    edited.managed_by.reset();
+    auto updated = workflows.Update(edited, created->version);
+    ASSERT_TRUE(updated.ok()) << updated.status().ToString();
+    EXPECT_FALSE(updated->managed_by);
+}
+
 TEST_P(WorkflowRepositoryTest, CreateRefusesWhatIsNotAValidWorkflow) {
     WorkflowRepository workflows(db());
     auto missing_job = Diamond("w");

@@ -21,6 +21,22 @@ http::ApiError Invalid(std::string field, std::string message) {
 
 }  // namespace
 
+std::optional<http::ApiError> ReadManagedBy(const nlohmann::json& body, std::optional<std::string>& managed_by) {
+    if (!body.is_object() || !body.contains("managed_by")) return std::nullopt;
+    const auto& value = body["managed_by"];
+    if (value.is_null()) {
+        managed_by.reset();
+        return std::nullopt;
+    }
+    if (!value.is_string() || value.get_ref<const std::string&>().empty() ||
+        CodePoints(value.get_ref<const std::string&>()) > kMaxManagedBy) {
+        return Invalid("managed_by", "managed_by: a string of 1 to " + std::to_string(kMaxManagedBy) +
+                                         " characters (the file's name), or null: made by hand");
+    }
+    managed_by = value.get<std::string>();
+    return std::nullopt;
+}
+
 // Validates a create (current == nullptr) or an update (fields left out keep current's values).
 std::optional<http::ApiError> ReadJobInput(const nlohmann::json& body, const model::Job* current, JobInput& out) {
     const bool create = current == nullptr;
@@ -72,6 +88,9 @@ std::optional<http::ApiError> ReadJobInput(const nlohmann::json& body, const mod
     j.jitter_ms = f.Int("jitter_ms", j.jitter_ms, {.min = 0, .max = cron::kMaxJitterMs});
     j.at_least_once = f.Bool("at_least_once", j.at_least_once);
     j.enabled = f.Bool("enabled", j.enabled);
+    if (f.ok()) {
+        if (auto invalid = ReadManagedBy(body, j.managed_by)) return invalid;
+    }
     if (create) {
         if (f.ok() && body.contains("version")) f.Fail("version", "set by the server; leave it out when creating");
     } else {

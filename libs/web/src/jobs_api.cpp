@@ -38,7 +38,7 @@ Status CheckConcurrencyKey(db::Database& db, const std::string& key) {
 }
 using http::Response;
 
-constexpr std::array<std::string_view, 28> kJobFields = {"name",
+constexpr std::array<std::string_view, 29> kJobFields = {"name",
                                                          "app",
                                                          "handler",
                                                          "params",
@@ -65,7 +65,8 @@ constexpr std::array<std::string_view, 28> kJobFields = {"name",
                                                          "start_at",
                                                          "end_at",
                                                          "max_runs",
-                                                         "concurrency_key"};
+                                                         "concurrency_key",
+                                                         "managed_by"};
 constexpr std::array<std::string_view, 10> kJobReadOnly = {
     "id",        "next_fire_time", "last_fire_time", "created_at",       "updated_at",
     "last_fire", "planned_runs",   "completed_at",   "completed_reason", "paused"};

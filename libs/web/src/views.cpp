@@ -49,6 +49,7 @@ api::JobView JobViewOf(const model::Job& job, const std::optional<model::Fire>& 
     // Calendar and bounds (docs/schedules.md).
     if (!job.calendar.empty()) v.calendar = job.calendar;
     if (!job.concurrency_key.empty()) v.concurrency_key = job.concurrency_key;
+    v.managed_by = job.managed_by;
     v.start_at = job.start_at;
     v.end_at = job.end_at;
     v.max_runs = job.max_runs;

@@ -104,6 +104,9 @@ std::optional<http::ApiError> ReadWorkflowInput(const nlohmann::json& body, cons
         f.Int(k::kMaxConcurrentRuns, w.max_concurrent_runs, {.min = 1, .max = model::kMaxConcurrentRuns}));
     w.run_timeout_ms = f.Int(k::kRunTimeoutMs, w.run_timeout_ms, {.min = 0, .max = model::kMaxRunTimeoutMs});
     w.paused = f.Bool(k::kPaused, w.paused);
+    if (f.ok()) {
+        if (auto invalid = ReadManagedBy(body, w.managed_by)) return invalid;
+    }
     if (create) {
         if (f.ok() && body.contains(k::kVersion)) f.Fail(k::kVersion, "set by the server; leave it out when creating");
     } else {
@@ -197,7 +200,8 @@ nlohmann::json WorkflowJson(const model::Workflow& w) {
                                          .created_at = w.created_at,
                                          .updated_at = w.updated_at,
                                          .steps = DefinitionSteps(w.steps),
-                                         .edges = Edges(w.edges)});
+                                         .edges = Edges(w.edges),
+                                         .managed_by = w.managed_by});
 }
 
 nlohmann::json WorkflowRunJson(const model::WorkflowRun& run) {

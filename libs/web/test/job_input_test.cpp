@@ -32,6 +32,28 @@ TEST(ReadJobInput, ACreateWithTheRequiredFieldsGetsDefaultsAndASchedule) {
     EXPECT_EQ(in.schedule->NextFireTime(0), 60'000);
 }
 
+TEST(ReadJobInput, ManagedByIsSetOnCreateKeptWhenLeftOutAndClearedByNull) {
+    JobInput in;
+    ASSERT_FALSE(ReadJobInput(Body(), nullptr, in));
+    EXPECT_FALSE(in.job.managed_by) << "made by hand";
+    ASSERT_FALSE(ReadJobInput(Body({{"managed_by", "jobs.yaml"}}), nullptr, in));
+    ASSERT_TRUE(in.job.managed_by);
+    EXPECT_EQ(*in.job.managed_by, "jobs.yaml");
+
+    model::Job current = in.job;
+    current.id = 7;
+    JobInput update;
+    ASSERT_FALSE(ReadJobInput({{"version", 1}, {"description", "x"}}, &current, update));
+    EXPECT_EQ(update.job.managed_by, std::optional<std::string>("jobs.yaml"));
+    ASSERT_FALSE(ReadJobInput({{"version", 1}, {"managed_by", nullptr}}, &current, update));
+    EXPECT_FALSE(update.job.managed_by);
+
+    EXPECT_EQ(FieldOf(Body({{"managed_by", ""}})), "managed_by");
+    EXPECT_EQ(FieldOf(Body({{"managed_by", 5}})), "managed_by");
+    EXPECT_EQ(FieldOf(Body({{"managed_by", std::string(kMaxManagedBy + 1, 'f')}})), "managed_by");
+    EXPECT_EQ(FieldOf(Body({{"managed_by", std::string(kMaxManagedBy, 'f')}})), "");
+}
+
 TEST(ReadJobInput, EachBadFieldIsNamed) {
     const nlohmann::json no_name = [] {
         auto b = Body();

@@ -23,6 +23,12 @@ constexpr std::size_t kMaxDescription = 1024;
 constexpr std::size_t kMaxExpr = 255;
 constexpr std::size_t kMaxZone = 64;
 constexpr std::size_t kMaxParamsBytes = 65535;  // a MySQL TEXT column
+constexpr std::size_t kMaxManagedBy = 191;      // the column of migration 018
+
+/// `managed_by` of a job or workflow body (the file that declares the object, docs/schedctl.md
+/// "Managed from a file"): left out keeps `managed_by`, null clears it, a string of 1 to
+/// kMaxManagedBy characters sets it; anything else is the 400 naming the field.
+std::optional<http::ApiError> ReadManagedBy(const nlohmann::json& body, std::optional<std::string>& managed_by);
 
 // A job body after validation: the job to store and what the handler still has to decide.
 struct JobInput {

@@ -33,6 +33,7 @@ inline constexpr const char* kMisfirePolicy = "misfire_policy";
 inline constexpr const char* kMaxConcurrentRuns = "max_concurrent_runs";
 inline constexpr const char* kRunTimeoutMs = "run_timeout_ms";
 inline constexpr const char* kPaused = "paused";
+inline constexpr const char* kManagedBy = "managed_by";
 inline constexpr const char* kNextFireTime = "next_fire_time";
 inline constexpr const char* kVersion = "version";
 inline constexpr const char* kCreatedAt = "created_at";
@@ -71,18 +72,10 @@ inline constexpr const char* kLagMs = "lag_ms";
 
 /// The fields a create or update body may carry (schema WorkflowInput), and those of the
 /// Workflow shape it may echo back but not set.
-inline constexpr std::array<std::string_view, 12> kWorkflowFields = {wf_key::kName,
-                                                                     wf_key::kDescription,
-                                                                     wf_key::kScheduleType,
-                                                                     wf_key::kScheduleExpr,
-                                                                     wf_key::kTimeZone,
-                                                                     wf_key::kMisfirePolicy,
-                                                                     wf_key::kMaxConcurrentRuns,
-                                                                     wf_key::kRunTimeoutMs,
-                                                                     wf_key::kPaused,
-                                                                     wf_key::kSteps,
-                                                                     wf_key::kEdges,
-                                                                     wf_key::kVersion};
+inline constexpr std::array<std::string_view, 13> kWorkflowFields = {
+    wf_key::kName,          wf_key::kDescription,       wf_key::kScheduleType, wf_key::kScheduleExpr, wf_key::kTimeZone,
+    wf_key::kMisfirePolicy, wf_key::kMaxConcurrentRuns, wf_key::kRunTimeoutMs, wf_key::kPaused,       wf_key::kSteps,
+    wf_key::kEdges,         wf_key::kVersion,           wf_key::kManagedBy};
 inline constexpr std::array<std::string_view, 4> kWorkflowReadOnly = {wf_key::kId, wf_key::kNextFireTime,
                                                                       wf_key::kCreatedAt, wf_key::kUpdatedAt};
 

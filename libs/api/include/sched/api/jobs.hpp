@@ -82,6 +82,7 @@ struct JobView {
     std::optional<std::int64_t> completed_at;
     std::optional<std::string> completed_reason;  ///< end_at or max_runs, with completed_at
     std::optional<LastFireView> last_fire;        ///< only in the list and a job's GET, when it has fired
+    std::optional<std::string> managed_by;        ///< the file that declares the job; null: made by hand
 
     static constexpr auto Fields() {
         return std::tuple{Field("id", &JobView::id),
@@ -121,7 +122,8 @@ struct JobView {
                           Field("planned_runs", &JobView::planned_runs),
                           Field("completed_at", &JobView::completed_at),
                           Field("completed_reason", &JobView::completed_reason),
-                          Field("last_fire", &JobView::last_fire, Presence::kWhenSet)};
+                          Field("last_fire", &JobView::last_fire, Presence::kWhenSet),
+                          Field("managed_by", &JobView::managed_by)};
     }
 };
 

@@ -54,6 +54,7 @@ struct WorkflowView {
     std::int64_t updated_at = 0;
     std::vector<WorkflowStepView> steps;
     std::vector<WorkflowEdgeView> edges;
+    std::optional<std::string> managed_by;  ///< the file that declares the workflow; null: made by hand
 
     static constexpr auto Fields() {
         return std::tuple{Field("id", &WorkflowView::id),
@@ -71,7 +72,8 @@ struct WorkflowView {
                           Field("created_at", &WorkflowView::created_at),
                           Field("updated_at", &WorkflowView::updated_at),
                           Field("steps", &WorkflowView::steps),
-                          Field("edges", &WorkflowView::edges)};
+                          Field("edges", &WorkflowView::edges),
+                          Field("managed_by", &WorkflowView::managed_by)};
     }
 };
 

@@ -66,6 +66,9 @@ struct Job {
     std::int64_t jitter_ms = 0;
     std::string dst_gap = "auto";      ///< auto | skip | shift-forward
     std::string dst_overlap = "auto";  ///< auto | first | last | both
+    /// The file that declares the job (`schedctl apply` sets its name; migration 018), or none
+    /// for a job made by hand. The UI shows such a job read-only; the API still takes changes.
+    std::optional<std::string> managed_by;
     /// Set while the job is paused by a pause (API or master); not an editable field.
     std::optional<JobPause> paused;
 

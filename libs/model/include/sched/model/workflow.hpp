@@ -98,6 +98,8 @@ struct Workflow {
     std::int64_t version = 0;
     std::int64_t created_at = 0;
     std::int64_t updated_at = 0;
+    /// The file that declares the workflow (`schedctl apply`; migration 018), or none: as a job's.
+    std::optional<std::string> managed_by;
     std::vector<WorkflowStep> steps;  ///< in the order given
     std::vector<WorkflowEdge> edges;  ///< in the order given
 };

@@ -35,6 +35,15 @@ const EXPR_HINTS = {
   'manual': 'leave empty: the job runs only when triggered',
 };
 
+// An object declared in a file (`managed_by`, set by `schedctl apply`) is changed by editing that
+// file: the next apply would put back an edit made here. So its definition is shown read-only with
+// this note; operations (trigger, pause, resume) stay, they are not part of the definition.
+export function managedNote(obj) {
+  if (!obj?.managed_by) return null;
+  return h('div', { class: 'banner info managed-note', 'data-managed-by': obj.managed_by },
+    'Managed by ', h('code', null, obj.managed_by), ', edit the file (schedctl apply); changes made here are undone by the next apply.');
+}
+
 function scheduleText(job) {
   return h('div', null, h('code', null, job.schedule_expr || '(manual)'),
     h('div', { class: 'hint' }, `${job.schedule_type} · ${job.time_zone}`));
@@ -175,6 +184,7 @@ export async function jobView(main, ctx) {
   const id = ctx.params[0];
   const banner = h('div', { class: 'banner' });
   const header = h('h1');
+  const managed = h('div');
   const facts = h('div', { class: 'panel' });
   const preview = h('div', { class: 'panel preview' });
   const fires = h('div');
@@ -184,14 +194,16 @@ export async function jobView(main, ctx) {
   const act = actor(banner, () => loadJob());
   async function loadJob() {
     job = await get(`/api/v1/jobs/${id}`);
+    const definable = operate && !job.managed_by;
+    replace(managed, managedNote(job));
     replace(header, job.name, stateBadge(job), h('span', { class: 'spacer' }),
       !operate ? null : h('span', { class: 'actions' },
-        h('a', { class: 'button', href: `#/jobs/${id}/edit` }, 'Edit'),
+        definable ? h('a', { class: 'button', href: `#/jobs/${id}/edit` }, 'Edit') : null,
         h('button', { class: 'primary', onclick: () => act(trigger(job, banner).then(loadFires)) }, 'Trigger now'),
         job.enabled
           ? h('button', { onclick: () => act(pauseWithNote(id)) }, 'Pause')
           : h('button', { onclick: () => act(post(`/api/v1/jobs/${id}/resume`)) }, 'Resume'),
-        h('button', {
+        !definable ? null : h('button', {
           class: 'danger',
           onclick: async () => {
             if (!confirm(`Delete job "${job.name}"? Its fires stay in the history.`)) return;
@@ -224,6 +236,7 @@ export async function jobView(main, ctx) {
       ['DST', `gap: ${job.dst_gap ?? 'auto'}, repeated time: ${job.dst_overlap ?? 'auto'}`],
       ['Params', paramsText(job.params) ? h('code', null, paramsText(job.params)) : '—'],
       ['Description', job.description || '—'], ['Version', job.version],
+      ['Managed by', job.managed_by ?? 'made by hand'],
     ];
     replace(facts, h('dl', { class: 'facts' }, rows.map(([k, v]) => [h('dt', null, k), h('dd', null, v)])));
     const next = await get(`/api/v1/jobs/${id}/next?count=5`);
@@ -250,7 +263,7 @@ export async function jobView(main, ctx) {
   }
 
   const backfill = h('div');
-  main.append(header, banner, h('div', { class: 'columns' },
+  main.append(header, managed, banner, h('div', { class: 'columns' },
     h('div', null, h('h2', null, 'Recent fires ', h('a', { class: 'hint', href: `#/fires?job_id=${id}` }, 'all')), fires,
       h('h2', null, 'History ', h('a', { class: 'hint', href: `#/audit?target_kind=job&target_id=${id}` }, 'all')),
       history),
@@ -300,6 +313,12 @@ export async function jobFormView(main, ctx) {
     jitter_ms: 0, dst_gap: 'auto', dst_overlap: 'auto',
     calendar: null, start_at: null, end_at: null, max_runs: null, concurrency_key: null,
   };
+  if (job.managed_by) {
+    // Reached by its address only (the job's page has no Edit button): no form, the note instead.
+    main.append(h('h1', null, `Edit "${job.name}"`), managedNote(job),
+      h('a', { class: 'button', href: `#/jobs/${id}` }, 'Back to the job'));
+    return;
+  }
   const instantText = (ms) => (ms == null ? '' : new Date(ms).toISOString());
   const input = (name, props = {}) => h('input', { name, value: job[name] ?? '', ...props });
   const number = (name, min) => h('input', { name, type: 'number', min, step: 1, value: job[name] });

@@ -5,6 +5,7 @@ import { canOperate, get, post, withQuery } from '../api.js';
 import {
   actor, badge, bannerError, fmtDuration, fmtTime, h, paramsText, replace, table, timeCell,
 } from '../dom.js';
+import { managedNote } from './jobs.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
 // The API's bounds (docs/workflows.md "Definition"): drawing never goes past them, whatever comes.
@@ -248,6 +249,7 @@ export async function workflowView(main, ctx) {
   const id = ctx.params[0];
   const banner = h('div', { class: 'banner' });
   const header = h('h1');
+  const managed = h('div');
   const facts = h('div', { class: 'panel' });
   const graph = h('div', { class: 'panel' });
   const stepList = h('div');
@@ -264,6 +266,7 @@ export async function workflowView(main, ctx) {
   });
   async function loadWorkflow() {
     wf = await get(`/api/v1/workflows/${id}`);
+    replace(managed, managedNote(wf));
     replace(header, wf.name, pausedBadge(wf), h('span', { class: 'spacer' }),
       !operate ? null : h('span', { class: 'actions' },
         h('button', { class: 'primary', onclick: () => act(triggerRun(wf, banner)) }, 'Trigger now'),
@@ -277,6 +280,7 @@ export async function workflowView(main, ctx) {
       ['Description', wf.description || '—'],
       ['Version', wf.version],
       ['Created', fmtTime(wf.created_at)], ['Updated', fmtTime(wf.updated_at)],
+      ['Managed by', wf.managed_by ?? 'made by hand'],
     ];
     replace(facts, h('dl', { class: 'facts' }, rows.map(([k, v]) => [h('dt', null, k), h('dd', null, v)])));
     replace(graph, dagSvg(wf.steps, wf.edges, { href: (st) => `#/jobs/${st.job_id}` }));
@@ -302,7 +306,7 @@ export async function workflowView(main, ctx) {
     drawRuns();
   }
 
-  main.append(header, banner,
+  main.append(header, managed, banner,
     h('h2', null, 'Graph'), graph,
     h('div', { class: 'columns' },
       h('div', null, h('h2', null, 'Runs'), runs, more),
