@@ -1,7 +1,6 @@
 #include "alert_file.hpp"
 
 #include <array>
-#include <charconv>
 #include <string>
 
 #include "bounded_yaml.hpp"
@@ -16,19 +15,6 @@ constexpr std::array<std::string_view, 3> kReadOnly = {"id", "has_secret", "crea
 
 Status Invalid(std::string_view file, const std::string& what) {
     return Status(Code::kInvalidArgument, std::string(file) + ": " + what);
-}
-
-// A YAML scalar as YAML 1.2's core schema reads it; a quoted one (tag "!") stays a string.
-nlohmann::json Scalar(const YAML::Node& node) {
-    const std::string& text = node.Scalar();
-    if (node.Tag() == "!") return text;
-    if (text == "null" || text == "~" || text.empty()) return nullptr;
-    if (text == "true") return true;
-    if (text == "false") return false;
-    std::int64_t i = 0;
-    const char* end = text.data() + text.size();
-    if (auto [p, ec] = std::from_chars(text.data(), end, i); ec == std::errc() && p == end) return i;
-    return text;
 }
 
 }  // namespace
@@ -56,7 +42,7 @@ Result<nlohmann::json> ParseAlertRuleDocument(std::string_view text, std::string
             continue;
         }
         if (!kv.second.IsScalar() && !kv.second.IsNull()) return Invalid(file_name, key + ": expected a single value");
-        out[key] = kv.second.IsNull() ? nlohmann::json() : Scalar(kv.second);
+        out[key] = kv.second.IsNull() ? nlohmann::json() : ScalarToJson(kv.second);
     }
     return out;
 }

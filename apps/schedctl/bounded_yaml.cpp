@@ -4,6 +4,7 @@
 #include <yaml-cpp/parser.h>
 
 #include <algorithm>
+#include <charconv>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -134,6 +135,21 @@ Result<YAML::Node> LoadBoundedYaml(std::string_view text, std::string_view file_
     } catch (const YAML::Exception& e) {
         return at(e.mark, e.msg);
     }
+}
+
+// Quoted scalars carry the non-specific tag "!": the author wrote a string.
+nlohmann::json ScalarToJson(const YAML::Node& node) {
+    const std::string& text = node.Scalar();
+    if (node.Tag() == "!") return text;
+    if (text == "null" || text == "~" || text.empty()) return nullptr;
+    if (text == "true") return true;
+    if (text == "false") return false;
+    std::int64_t i = 0;
+    const char* end = text.data() + text.size();
+    if (auto [p, ec] = std::from_chars(text.data(), end, i); ec == std::errc() && p == end) return i;
+    double d = 0;
+    if (auto [p, ec] = std::from_chars(text.data(), end, d); ec == std::errc() && p == end) return d;
+    return text;
 }
 
 }  // namespace sched::ctl

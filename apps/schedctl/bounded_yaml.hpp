@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 #include "sched/common/status.hpp"
 
@@ -30,5 +31,9 @@ struct YamlBounds {
 /// 250000 values (aliases included)"; a YAML syntax error likewise ("jobs.yaml: line 2: ...").
 /// An alias to a node that encloses it (a cycle) is refused.
 Result<YAML::Node> LoadBoundedYaml(std::string_view text, std::string_view file_name, const YamlBounds& bounds = {});
+
+/// A YAML scalar as YAML 1.2's core schema reads it: null, a boolean, an integer, a number or
+/// else a string; a quoted scalar always stays a string.
+nlohmann::json ScalarToJson(const YAML::Node& node);
 
 }  // namespace sched::ctl

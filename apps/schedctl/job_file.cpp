@@ -111,21 +111,6 @@ std::string Quoted(std::string_view s) {
     return nlohmann::json(std::string(s)).dump();
 }
 
-// A YAML scalar the way YAML 1.2's core schema reads it; a quoted scalar (tag "!") stays a string.
-nlohmann::json ScalarToJson(const YAML::Node& node) {
-    const std::string& text = node.Scalar();
-    if (node.Tag() == "!") return text;
-    if (text == "null" || text == "~" || text.empty()) return nullptr;
-    if (text == "true") return true;
-    if (text == "false") return false;
-    std::int64_t i = 0;
-    const char* end = text.data() + text.size();
-    if (auto [p, ec] = std::from_chars(text.data(), end, i); ec == std::errc() && p == end) return i;
-    double d = 0;
-    if (auto [p, ec] = std::from_chars(text.data(), end, d); ec == std::errc() && p == end) return d;
-    return text;
-}
-
 // Recursion is bounded by kMaxParamsDepth (yaml-cpp itself limits the parse depth).
 Result<nlohmann::json> NodeToJson(const YAML::Node& node, std::size_t depth) {
     if (depth > kMaxParamsDepth) {

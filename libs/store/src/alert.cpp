@@ -153,20 +153,31 @@ std::optional<DeliveryStatus> ParseDeliveryStatus(std::string_view name) {
     return kDeliveryNames.Parse(name);
 }
 
+namespace {
+
+// What a rule's create and its edit both bind: the nullable columns and the text forms.
+struct RuleValues {
+    explicit RuleValues(const AlertRule& rule) : events(AlertEventsText(rule.events)), enabled(rule.enabled ? 1 : 0) {
+        job_id.set(rule.job_id);
+        within.set(rule.no_success_within_ms);
+    }
+    impl::NullableInt64 job_id;
+    impl::NullableInt64 within;
+    std::string events;
+    int enabled;
+};
+
+}  // namespace
+
 Result<AlertRule> AlertRepository::CreateRule(const AlertRule& rule) {
     auto id = db_.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<std::int64_t> {
-        impl::NullableInt64 job_id;
-        job_id.set(rule.job_id);
-        impl::NullableInt64 within;
-        within.set(rule.no_success_within_ms);
-        const std::string events = AlertEventsText(rule.events);
-        const int enabled = rule.enabled ? 1 : 0;
+        RuleValues v(rule);  // soci binds the indicators by reference
         s << "INSERT INTO alert_rule (name, job_id, events, consecutive_failures, no_success_within_ms, url, secret, "
              "enabled, created_at) VALUES (:name, :job, :events, :n, :within, :url, :secret, :enabled, " +
                  std::string(db_.dialect().NowMs()) + ")",
-            soci::use(rule.name, "name"), soci::use(job_id.value, job_id.ind, "job"), soci::use(events, "events"),
-            soci::use(rule.consecutive_failures, "n"), soci::use(within.value, within.ind, "within"),
-            soci::use(rule.url, "url"), soci::use(rule.secret, "secret"), soci::use(enabled, "enabled");
+            soci::use(rule.name, "name"), soci::use(v.job_id.value, v.job_id.ind, "job"), soci::use(v.events, "events"),
+            soci::use(rule.consecutive_failures, "n"), soci::use(v.within.value, v.within.ind, "within"),
+            soci::use(rule.url, "url"), soci::use(rule.secret, "secret"), soci::use(v.enabled, "enabled");
         long long new_id = 0;
         if (!s.get_last_insert_id("alert_rule", new_id)) return Internal("no id for the new alert rule");
         return static_cast<std::int64_t>(new_id);
@@ -195,21 +206,17 @@ Result<std::vector<AlertRule>> AlertRepository::ListRules(std::int64_t after_id,
 
 Result<AlertRule> AlertRepository::UpdateRule(const AlertRule& rule, std::int64_t expected_version) {
     Status updated = db_.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Status {
-        impl::NullableInt64 job_id;
-        job_id.set(rule.job_id);
-        impl::NullableInt64 within;
-        within.set(rule.no_success_within_ms);
-        const std::string events = AlertEventsText(rule.events);
-        const int enabled = rule.enabled ? 1 : 0;
+        RuleValues v(rule);  // soci binds the indicators by reference
         const std::int64_t id = rule.id;
         soci::statement st =
             (s.prepare << "UPDATE alert_rule SET name = :name, job_id = :job, events = :events, consecutive_failures = "
                           ":n, no_success_within_ms = :within, url = :url, secret = :secret, enabled = :enabled, "
                           "version = version + 1 WHERE id = :id AND version = :expected",
-             soci::use(rule.name, "name"), soci::use(job_id.value, job_id.ind, "job"), soci::use(events, "events"),
-             soci::use(rule.consecutive_failures, "n"), soci::use(within.value, within.ind, "within"),
-             soci::use(rule.url, "url"), soci::use(rule.secret, "secret"), soci::use(enabled, "enabled"),
-             soci::use(id, "id"), soci::use(expected_version, "expected"));
+             soci::use(rule.name, "name"), soci::use(v.job_id.value, v.job_id.ind, "job"),
+             soci::use(v.events, "events"), soci::use(rule.consecutive_failures, "n"),
+             soci::use(v.within.value, v.within.ind, "within"), soci::use(rule.url, "url"),
+             soci::use(rule.secret, "secret"), soci::use(v.enabled, "enabled"), soci::use(id, "id"),
+             soci::use(expected_version, "expected"));
         if (impl::ExecuteAffected(st) == 1) return Status::Ok();
         std::int64_t current = 0;
         s << "SELECT version FROM alert_rule WHERE id = :id", soci::use(id, "id"), soci::into(current);
