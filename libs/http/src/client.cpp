@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "impl/tls.hpp"
 #include "sched/common/backoff.hpp"
 #include "sched/common/beast.hpp"
 
@@ -24,6 +25,8 @@ constexpr std::size_t kReadBufferLimit = kResponseHeaderLimit + std::size_t{64} 
 struct PooledConnection {
     explicit PooledConnection(net::any_io_executor ex) : stream(std::move(ex)), buffer(kReadBufferLimit) {}
     beast::tcp_stream stream;
+    std::shared_ptr<ssl::context> tls_context;  // https: kept alive as long as `tls`
+    std::unique_ptr<TlsStream> tls;             // https: over `stream` (declared after it: destroyed first)
     beast::flat_buffer buffer;
     std::chrono::steady_clock::time_point idle_since;
 };
@@ -39,6 +42,12 @@ struct ClientState {
     std::atomic<std::uint64_t> reused{0};
     std::atomic<std::uint64_t> requests{0};
     std::atomic<std::uint64_t> retries{0};
+
+    // Built at the first https call (most clients never make one, and some are made per
+    // request); a failure is kept and reported by every https call.
+    std::mutex tls_mu;
+    std::shared_ptr<ssl::context> tls_context;  // guarded by tls_mu
+    std::optional<Status> tls_error;            // guarded by tls_mu
 };
 
 }  // namespace impl
@@ -47,6 +56,10 @@ namespace {
 
 using impl::ClientState;
 using impl::PooledConnection;
+using impl::SetPeerHost;
+using impl::TlsErrorText;
+using impl::TlsStream;
+namespace ssl = impl::ssl;
 using Clock = std::chrono::steady_clock;
 using ConnectionPtr = std::unique_ptr<PooledConnection>;
 
@@ -87,9 +100,52 @@ void GiveBack(ClientState& st, const std::string& key, ConnectionPtr conn) {
     if (pool.size() < st.options.max_idle_per_host) pool.push_back(std::move(conn));
 }
 
+Result<std::shared_ptr<ssl::context>> TlsContext(ClientState& st) {
+    std::lock_guard lock(st.tls_mu);
+    if (st.tls_context) return st.tls_context;
+    if (st.tls_error) return *st.tls_error;
+    try {
+        st.tls_context = impl::MakeClientContext(st.options.tls);
+        return st.tls_context;
+    } catch (const std::exception& e) {
+        st.tls_error = FailedPrecondition(e.what());
+        spdlog::error("https client: {}", e.what());
+        return *st.tls_error;
+    }
+}
+
+net::awaitable<Status> Handshake(ClientState& st, PooledConnection& conn, std::shared_ptr<ssl::context> context,
+                                 const Url& url, Clock::time_point connect_end, Clock::time_point deadline) {
+    const std::string where = url.Authority();
+    conn.tls_context = std::move(context);
+    conn.tls = std::make_unique<TlsStream>(conn.stream, *conn.tls_context);
+    if (!SetPeerHost(*conn.tls, url.host))
+        co_return InvalidArgument("cannot verify TLS host name \"" + url.host + "\"");
+    beast::error_code ec;
+    conn.stream.expires_at(connect_end);
+    co_await conn.tls->async_handshake(ssl::stream_base::client, net::redirect_error(net::use_awaitable, ec));
+    if (ec == beast::error::timeout) {
+        if (connect_end >= deadline)
+            co_return DeadlineExceeded("TLS handshake with " + where + " timed out (call timeout)");
+        co_return Unavailable("TLS handshake with " + where + " timed out after " +
+                              Ms(std::chrono::duration_cast<Clock::duration>(st.options.connect_timeout)));
+    }
+    if (ec) {
+        co_return Unavailable("TLS handshake with " + where +
+                              " failed: " + TlsErrorText(*conn.tls, ec, st.options.tls.cert_file.empty()));
+    }
+    co_return Status::Ok();
+}
+
 net::awaitable<Result<ConnectionPtr>> Connect(ClientState& st, const Url& url, Clock::time_point deadline) {
     const auto connect_end = std::min(deadline, Clock::now() + st.options.connect_timeout);
     const std::string where = url.Authority();
+    std::shared_ptr<ssl::context> tls_context;
+    if (url.https) {
+        auto context = TlsContext(st);
+        if (!context.ok()) co_return context.status();
+        tls_context = std::move(*context);
+    }
     beast::error_code ec;
     std::vector<tcp::endpoint> endpoints;
     const auto address = net::ip::make_address(url.host, ec);
@@ -137,6 +193,11 @@ net::awaitable<Result<ConnectionPtr>> Connect(ClientState& st, const Url& url, C
     if (ec) co_return Unavailable("connect to " + where + ": " + ec.message());
     conn->stream.socket().set_option(tcp::no_delay(true), ec);
     st.opened.fetch_add(1);
+    if (url.https) {
+        // The handshake shares the connect timeout: together they are "getting a connection".
+        Status shaken = co_await Handshake(st, *conn, std::move(tls_context), url, connect_end, deadline);
+        if (!shaken.ok()) co_return shaken;
+    }
     co_return conn;
 }
 
@@ -146,15 +207,26 @@ struct Exchanged {
     bool nothing_received = false;  // failed before any response byte arrived
 };
 
-net::awaitable<Exchanged> Exchange(ClientState& st, PooledConnection& conn, bhttp::request<bhttp::string_body>& req,
-                                   const std::string& where, Clock::time_point deadline,
-                                   std::optional<Clock::duration> first_byte) {
+std::string ErrorText(ClientState& /*st*/, beast::tcp_stream& /*io*/, const beast::error_code& ec) {
+    return ec.message();
+}
+
+std::string ErrorText(ClientState& st, TlsStream& io, const beast::error_code& ec) {
+    return TlsErrorText(io, ec, st.options.tls.cert_file.empty());
+}
+
+// `Io` is the connection's tcp_stream (http) or the TLS stream over it (https); timeouts are set
+// on the tcp_stream, which applies them to the TLS layer's reads and writes too.
+template <class Io>
+net::awaitable<Exchanged> ExchangeOn(ClientState& st, PooledConnection& conn, Io& io,
+                                     bhttp::request<bhttp::string_body>& req, const std::string& where,
+                                     Clock::time_point deadline, std::optional<Clock::duration> first_byte) {
     beast::error_code ec;
     conn.stream.expires_at(deadline);
-    co_await bhttp::async_write(conn.stream, req, net::redirect_error(net::use_awaitable, ec));
+    co_await bhttp::async_write(io, req, net::redirect_error(net::use_awaitable, ec));
     if (ec == beast::error::timeout)
         co_return Exchanged{DeadlineExceeded("sending to " + where + " timed out"), false, true};
-    if (ec) co_return Exchanged{Unavailable("sending to " + where + ": " + ec.message()), false, true};
+    if (ec) co_return Exchanged{Unavailable("sending to " + where + ": " + ErrorText(st, io, ec)), false, true};
 
     bhttp::response_parser<bhttp::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(impl::kResponseHeaderLimit));
@@ -163,10 +235,10 @@ net::awaitable<Exchanged> Exchange(ClientState& st, PooledConnection& conn, bhtt
     conn.stream.expires_at(header_end);
     // Header first: Beast 1.74 skips the body limit check for a response with Content-Length
     // when the whole message is read eagerly; reading the header alone reports it.
-    co_await bhttp::async_read_header(conn.stream, conn.buffer, parser, net::redirect_error(net::use_awaitable, ec));
+    co_await bhttp::async_read_header(io, conn.buffer, parser, net::redirect_error(net::use_awaitable, ec));
     if (!ec && !parser.is_done()) {
         conn.stream.expires_at(deadline);
-        co_await bhttp::async_read(conn.stream, conn.buffer, parser, net::redirect_error(net::use_awaitable, ec));
+        co_await bhttp::async_read(io, conn.buffer, parser, net::redirect_error(net::use_awaitable, ec));
     }
     if (ec) {
         const bool nothing = !parser.got_some();
@@ -189,7 +261,7 @@ net::awaitable<Exchanged> Exchange(ClientState& st, PooledConnection& conn, bhtt
                                                      std::to_string(impl::kResponseHeaderLimit) + " bytes"),
                 false, nothing};
         }
-        co_return Exchanged{Unavailable("reading from " + where + ": " + ec.message()), false, nothing};
+        co_return Exchanged{Unavailable("reading from " + where + ": " + ErrorText(st, io, ec)), false, nothing};
     }
     auto msg = parser.release();
     ClientResponse out;
@@ -201,10 +273,22 @@ net::awaitable<Exchanged> Exchange(ClientState& st, PooledConnection& conn, bhtt
     co_return Exchanged{std::move(out), keep, false};
 }
 
+net::awaitable<Exchanged> Exchange(ClientState& st, PooledConnection& conn, bhttp::request<bhttp::string_body>& req,
+                                   const std::string& where, Clock::time_point deadline,
+                                   std::optional<Clock::duration> first_byte) {
+    if (conn.tls) {
+        Exchanged ex = co_await ExchangeOn(st, conn, *conn.tls, req, where, deadline, first_byte);
+        co_return ex;
+    }
+    Exchanged ex = co_await ExchangeOn(st, conn, conn.stream, req, where, deadline, first_byte);
+    co_return ex;
+}
+
 net::awaitable<Result<ClientResponse>> SendOnce(ClientState& st, const Url& url,
                                                 bhttp::request<bhttp::string_body>& req, Clock::time_point deadline,
                                                 std::optional<Clock::duration> first_byte) {
-    const std::string key = url.Authority();
+    const std::string key = url.Origin();
+    const std::string where = url.Authority();
     for (int round = 0;; ++round) {
         ConnectionPtr conn = TakeIdle(st, key);
         const bool reused = conn != nullptr;
@@ -215,7 +299,7 @@ net::awaitable<Result<ClientResponse>> SendOnce(ClientState& st, const Url& url,
             if (!connected.ok()) co_return connected.status();
             conn = std::move(*connected);
         }
-        Exchanged ex = co_await Exchange(st, *conn, req, key, deadline, first_byte);
+        Exchanged ex = co_await Exchange(st, *conn, req, where, deadline, first_byte);
         if (ex.response.ok()) {
             if (ex.keep_alive) GiveBack(st, key, std::move(conn));
             co_return std::move(ex.response);
@@ -233,6 +317,15 @@ bool Retryable(const Result<ClientResponse>& r) {
 }
 
 }  // namespace
+
+Status CheckClientTls(const ClientTlsOptions& options) {
+    try {
+        (void)impl::MakeClientContext(options);
+    } catch (const std::exception& e) {
+        return FailedPrecondition(e.what());
+    }
+    return Status::Ok();
+}
 
 Result<nlohmann::json> ClientResponse::Json() const {
     return ParseJson(body);

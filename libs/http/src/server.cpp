@@ -2,6 +2,7 @@
 
 #include <array>
 #include <atomic>
+#include <filesystem>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -10,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "impl/tls.hpp"
 #include "sched/common/beast.hpp"
 #include "sched/http/url.hpp"
 
@@ -64,6 +66,14 @@ struct ServerState {
     std::atomic<std::uint64_t> requests{0};
     std::array<std::atomic<std::uint64_t>, 6> by_class{};  // index = status / 100
     std::atomic<std::uint64_t> timeouts{0};
+    std::atomic<std::uint64_t> tls_failures{0};
+
+    // TLS (options.tls.enabled()): the context new connections use. Replaced whole by a reload;
+    // a connection keeps the one it started with (its shared_ptr) until it closes.
+    std::mutex tls_mu;
+    std::shared_ptr<ssl::context> tls_context;               // guarded by tls_mu
+    std::vector<std::filesystem::file_time_type> tls_stamp;  // guarded by tls_mu: files' mtimes last loaded or tried
+    std::optional<net::steady_timer> reload_timer;           // used only on accept_strand
 };
 
 }  // namespace impl
@@ -72,6 +82,9 @@ namespace {
 
 using impl::Connection;
 using impl::ServerState;
+using impl::TlsErrorText;
+using impl::TlsStream;
+namespace ssl = impl::ssl;
 using Clock = std::chrono::steady_clock;
 
 // Over this many connections waiting for their 503 we close new ones without a word.
@@ -198,10 +211,13 @@ net::awaitable<void> LingeringClose(beast::tcp_stream& stream) {
     stream.socket().close(ec);
 }
 
-net::awaitable<void> Write(ServerState& st, beast::tcp_stream& stream, bhttp::response<bhttp::string_body>& res,
+// `Io` is the connection's tcp_stream itself (plain HTTP) or a TLS stream over it; timeouts are
+// always set on the tcp_stream (`conn.stream`), which applies them to the TLS layer's I/O too.
+template <class Io>
+net::awaitable<void> Write(ServerState& st, Connection& conn, Io& io, bhttp::response<bhttp::string_body>& res,
                            beast::error_code& ec) {
-    stream.expires_after(st.options.write_timeout);
-    co_await bhttp::async_write(stream, res, net::redirect_error(net::use_awaitable, ec));
+    conn.stream.expires_after(st.options.write_timeout);
+    co_await bhttp::async_write(io, res, net::redirect_error(net::use_awaitable, ec));
     if (ec == beast::error::timeout) st.timeouts.fetch_add(1);
 }
 
@@ -249,24 +265,27 @@ void Count(ServerState& st, int status) {
     if (cls < st.by_class.size()) st.by_class[cls].fetch_add(1);
 }
 
-// Answers a request the server could not read (limits, malformed HTTP) and closes.
-net::awaitable<void> RefuseAndClose(ServerState& st, beast::tcp_stream& stream, Response& response, unsigned version) {
+// Answers a request the server could not read (limits, malformed HTTP) and closes. Over TLS
+// the lingering close reads the raw socket: the response is complete (Content-Length) before
+// the missing close_notify could matter to the peer.
+template <class Io>
+net::awaitable<void> RefuseAndClose(ServerState& st, Connection& conn, Io& io, Response& response, unsigned version) {
     Count(st, response.status);
     auto res = ToBeast(std::move(response), version, false, false);
     beast::error_code ec;
-    co_await Write(st, stream, res, ec);
-    co_await LingeringClose(stream);
+    co_await Write(st, conn, io, res, ec);
+    co_await LingeringClose(conn.stream);
 }
 
-net::awaitable<void> Session(std::shared_ptr<ServerState> st, std::shared_ptr<Connection> conn, std::uint64_t id,
-                             bool reject, std::string counted_peer) {
-    ConnectionRegistration registration(st, id, reject, std::move(counted_peer));
+// Reads requests from `io` and answers them until the connection ends. `first_byte_deadline`
+// bounds the wait for the first request's first byte (after the TLS handshake, if any, which
+// counts under the same deadline).
+template <class Io>
+net::awaitable<void> Serve(ServerState* st, Connection* conn, Io& io, bool reject, const std::string& remote,
+                           Clock::time_point first_byte_deadline) {
     auto& stream = conn->stream;
     const auto& opt = st->options;
     beast::error_code ec;
-    std::string remote;
-    if (auto ep = stream.socket().remote_endpoint(ec); !ec)
-        remote = ep.address().to_string() + ":" + std::to_string(ep.port());
     // Bounded, so that no line the parser waits for (request line, header, chunk-size line,
     // chunk extension, trailer) can grow memory without limit.
     beast::flat_buffer buffer(opt.header_limit + kReadMargin);
@@ -277,9 +296,13 @@ net::awaitable<void> Session(std::shared_ptr<ServerState> st, std::shared_ptr<Co
         if (buffer.size() == 0) {
             // Between requests the idle timeout applies; the first request must start within
             // the first-byte timeout, so that a silent connection cannot hold a slot for long.
-            stream.expires_after(first ? opt.first_byte_timeout : opt.idle_timeout);
-            const std::size_t n = co_await stream.async_read_some(buffer.prepare(kReadChunk),
-                                                                  net::redirect_error(net::use_awaitable, ec));
+            if (first) {
+                stream.expires_at(first_byte_deadline);
+            } else {
+                stream.expires_after(opt.idle_timeout);
+            }
+            const std::size_t n =
+                co_await io.async_read_some(buffer.prepare(kReadChunk), net::redirect_error(net::use_awaitable, ec));
             if (ec) {
                 if (ec == beast::error::timeout && first) st->timeouts.fetch_add(1);
                 break;
@@ -293,12 +316,12 @@ net::awaitable<void> Session(std::shared_ptr<ServerState> st, std::shared_ptr<Co
         parser.header_limit(static_cast<std::uint32_t>(opt.header_limit));
         parser.body_limit(opt.body_limit);
         stream.expires_after(opt.header_timeout);
-        co_await bhttp::async_read_header(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
+        co_await bhttp::async_read_header(io, buffer, parser, net::redirect_error(net::use_awaitable, ec));
         if (!ec) conn->waiting.store(false);
         if (!ec && reject) {
             Response refusal = Response::Error(ApiError{Code::kUnavailable, "too many connections, retry later", ""});
             refusal.headers.Set("Retry-After", "1");
-            co_await RefuseAndClose(*st, stream, refusal, parser.get().version());
+            co_await RefuseAndClose(*st, *conn, io, refusal, parser.get().version());
             co_return;
         }
         if (!ec && !parser.is_done()) {
@@ -306,11 +329,11 @@ net::awaitable<void> Session(std::shared_ptr<ServerState> st, std::shared_ptr<Co
             if (beast::iequals(expect, "100-continue")) {
                 bhttp::response<bhttp::empty_body> cont{bhttp::status::continue_, parser.get().version()};
                 stream.expires_after(opt.write_timeout);
-                co_await bhttp::async_write(stream, cont, net::redirect_error(net::use_awaitable, ec));
+                co_await bhttp::async_write(io, cont, net::redirect_error(net::use_awaitable, ec));
             }
             if (!ec) {
                 stream.expires_after(opt.body_timeout);
-                co_await bhttp::async_read(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
+                co_await bhttp::async_read(io, buffer, parser, net::redirect_error(net::use_awaitable, ec));
             }
         }
         if (ec) {
@@ -345,7 +368,7 @@ net::awaitable<void> Session(std::shared_ptr<ServerState> st, std::shared_ptr<Co
             }
             if (refusal) {
                 const unsigned version = parser.is_header_done() ? parser.get().version() : 11;
-                co_await RefuseAndClose(*st, stream, *refusal, version);
+                co_await RefuseAndClose(*st, *conn, io, *refusal, version);
                 co_return;
             }
             break;
@@ -360,13 +383,46 @@ net::awaitable<void> Session(std::shared_ptr<ServerState> st, std::shared_ptr<Co
         const bool keep_alive = req.keep_alive && !st->stopping.load();
         auto res = ToBeast(std::move(response), version, keep_alive, head);
         const std::size_t bytes = res.body().size();
-        co_await Write(*st, stream, res, ec);
+        co_await Write(*st, *conn, io, res, ec);
         Count(*st, status);
         AccessLogLine(*st, req, status, bytes, start);
         if (ec || !keep_alive) break;
         first = false;
         conn->waiting_since.store(NowNs());
         conn->waiting.store(true);
+    }
+}
+
+std::shared_ptr<ssl::context> CurrentTlsContext(ServerState& st) {
+    std::lock_guard lock(st.tls_mu);
+    return st.tls_context;
+}
+
+net::awaitable<void> Session(std::shared_ptr<ServerState> st, std::shared_ptr<Connection> conn, std::uint64_t id,
+                             bool reject, std::string counted_peer) {
+    ConnectionRegistration registration(st, id, reject, std::move(counted_peer));
+    auto& stream = conn->stream;
+    beast::error_code ec;
+    std::string remote;
+    if (auto ep = stream.socket().remote_endpoint(ec); !ec)
+        remote = ep.address().to_string() + ":" + std::to_string(ep.port());
+    const auto first_byte_deadline = Clock::now() + st->options.first_byte_timeout;
+    if (!st->options.tls.enabled()) {
+        co_await Serve(st.get(), conn.get(), stream, reject, remote, first_byte_deadline);
+    } else {
+        // The context this connection keeps, whatever a reload installs meanwhile.
+        const std::shared_ptr<ssl::context> context = CurrentTlsContext(*st);
+        TlsStream tls(stream, *context);
+        stream.expires_at(first_byte_deadline);
+        co_await tls.async_handshake(ssl::stream_base::server, net::redirect_error(net::use_awaitable, ec));
+        if (!ec) {
+            co_await Serve(st.get(), conn.get(), tls, reject, remote, first_byte_deadline);
+        } else if (ec == beast::error::timeout) {
+            st->timeouts.fetch_add(1);
+        } else if (ec != net::error::operation_aborted) {
+            st->tls_failures.fetch_add(1);
+            spdlog::info("{}: TLS handshake with {} failed: {}", st->options.name, remote, TlsErrorText(tls, ec));
+        }
     }
     stream.socket().shutdown(tcp::socket::shutdown_send, ec);
     stream.socket().close(ec);
@@ -456,6 +512,59 @@ net::awaitable<void> AcceptLoop(std::shared_ptr<ServerState> st) {
     }
 }
 
+// The modification times of the TLS files (a missing file reads as the minimum): a change in
+// any of them is what the reload check looks for.
+std::vector<std::filesystem::file_time_type> TlsStamp(const ServerTlsOptions& tls) {
+    std::vector<std::filesystem::file_time_type> out;
+    for (const std::string* file : {&tls.cert_file, &tls.key_file, &tls.client_ca_file}) {
+        std::error_code ec;
+        const auto t =
+            file->empty() ? std::filesystem::file_time_type::min() : std::filesystem::last_write_time(*file, ec);
+        out.push_back(ec ? std::filesystem::file_time_type::min() : t);
+    }
+    return out;
+}
+
+Status ReloadTlsOf(ServerState& st) {
+    const auto& tls = st.options.tls;
+    if (!tls.enabled()) return FailedPrecondition(st.options.name + ": TLS is not configured");
+    auto stamp = TlsStamp(tls);
+    auto context = impl::MakeServerContext(tls);
+    std::lock_guard lock(st.tls_mu);
+    // Remembered even when loading failed: the check waits for the next change instead of
+    // logging the same error every few seconds.
+    st.tls_stamp = std::move(stamp);
+    // At start (no context yet) Listen() throws the error instead.
+    if (!context.ok() && !st.tls_context) return context.status();
+    if (!context.ok()) {
+        spdlog::error("{}: TLS reload failed, new connections keep the previous certificate: {}", st.options.name,
+                      context.status().message());
+        return context.status();
+    }
+    st.tls_context = std::move(*context);
+    spdlog::info("{}: TLS certificate loaded from {}", st.options.name, tls.cert_file);
+    return Status::Ok();
+}
+
+net::awaitable<void> ReloadCheckLoop(std::shared_ptr<ServerState> st) {
+    while (!st->stopping.load()) {
+        st->reload_timer->expires_after(st->options.tls.reload_check);
+        beast::error_code ec;
+        co_await st->reload_timer->async_wait(net::redirect_error(net::use_awaitable, ec));
+        if (st->stopping.load()) break;
+        bool changed = false;
+        {
+            std::lock_guard lock(st->tls_mu);
+            changed = TlsStamp(st->options.tls) != st->tls_stamp;
+        }
+        if (changed) (void)ReloadTlsOf(*st);
+    }
+}
+
+// Servers with TLS in this process, for ReloadAllTls (SIGHUP).
+std::mutex registry_mu;
+std::vector<std::weak_ptr<ServerState>> tls_servers;  // guarded by registry_mu
+
 std::vector<std::shared_ptr<Connection>> LiveConnections(ServerState& st) {
     std::vector<std::shared_ptr<Connection>> out;
     std::lock_guard lock(st.mu);
@@ -507,6 +616,8 @@ void ExportServerStats(MetricsRegistry& registry, const std::string& prefix, std
     });
     one("_timeouts_total", Kind::kCounter, "Connections dropped for a header, body or write timeout.",
         &ServerStats::timeouts);
+    one("_tls_handshake_failures_total", Kind::kCounter, "TLS handshakes refused (bad or missing certificate).",
+        &ServerStats::tls_handshake_failures);
 }
 
 Server::Server(net::any_io_executor executor, ServerOptions options, Router router, AuthHook auth)
@@ -548,6 +659,30 @@ void Server::Listen() {
         throw fail(why);
     }
     st.endpoint = st.acceptor.local_endpoint();
+    if (st.options.tls.enabled()) {
+        if (Status loaded = ReloadTlsOf(st); !loaded.ok()) {
+            st.acceptor.close(ec);
+            throw fail(loaded.message());
+        }
+        std::lock_guard lock(registry_mu);
+        std::erase_if(tls_servers, [](const auto& weak) { return weak.expired(); });
+        tls_servers.push_back(state_);
+    }
+}
+
+Status Server::ReloadTls() {
+    return ReloadTlsOf(*state_);
+}
+
+void ReloadAllTls() {
+    std::vector<std::shared_ptr<ServerState>> servers;
+    {
+        std::lock_guard lock(registry_mu);
+        for (const auto& weak : tls_servers) {
+            if (auto st = weak.lock()) servers.push_back(std::move(st));
+        }
+    }
+    for (const auto& st : servers) (void)ReloadTlsOf(*st);
 }
 
 void Server::Start() {
@@ -555,7 +690,19 @@ void Server::Start() {
     auto& st = *state_;
     st.accept_loop_running.store(true);
     net::co_spawn(st.accept_strand, AcceptLoop(state_), LogFailure(st.options.name + ": accept loop"));
-    spdlog::info("{}: listening on {}:{}", st.options.name, st.endpoint.address().to_string(), st.endpoint.port());
+    const bool tls = st.options.tls.enabled();
+    if (tls) {
+        st.reload_timer.emplace(st.accept_strand);
+        net::co_spawn(st.accept_strand, ReloadCheckLoop(state_), LogFailure(st.options.name + ": TLS reload check"));
+    }
+    spdlog::info("{}: listening on {}:{} ({})", st.options.name, st.endpoint.address().to_string(), st.endpoint.port(),
+                 tls ? "https" : "http");
+    if (!tls && !st.endpoint.address().is_loopback()) {
+        spdlog::warn(
+            "{}: listening on {} without TLS: requests, tokens and job data cross the network in plain text "
+            "(set tls.cert-file and tls.key-file in this server's section)",
+            st.options.name, st.options.listen);
+    }
 }
 
 tcp::endpoint Server::local_endpoint() const {
@@ -568,6 +715,7 @@ void Server::Stop() {
     net::post(st->accept_strand, [st] {
         beast::error_code ec;
         st->acceptor.close(ec);
+        if (st->reload_timer) st->reload_timer->cancel();
     });
     for (auto& conn : LiveConnections(*st)) {
         net::post(conn->stream.get_executor(), [conn] {
@@ -620,6 +768,7 @@ ServerStats Server::Stats() const {
     s.responses_4xx = st.by_class[4].load();
     s.responses_5xx = st.by_class[5].load();
     s.timeouts = st.timeouts.load();
+    s.tls_handshake_failures = st.tls_failures.load();
     return s;
 }
 

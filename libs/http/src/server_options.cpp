@@ -32,6 +32,7 @@ ServerOptions ServerOptions::FromYaml(const ConfigNode& node, const ServerOption
                                                                      : "off";
     const std::string log = node.Enum("access-log", current, {"all", "errors", "off"});
     o.access_log = log == "all" ? AccessLog::kAll : log == "errors" ? AccessLog::kErrors : AccessLog::kOff;
+    o.tls = ServerTlsOptions::FromYaml(node.Child("tls"), o.tls);
     return o;
 }
 

@@ -96,13 +96,13 @@ std::string LocalHostname() {
 }
 
 Result<Url> Url::Parse(std::string_view text) {
-    constexpr std::string_view kExpected = "an http URL like \"http://host:port/path\"";
+    constexpr std::string_view kExpected = "an http or https URL like \"http://host:port/path\"";
     std::string_view rest = text;
+    bool https = false;
     if (const auto scheme_end = rest.find("://"); scheme_end != std::string_view::npos) {
         const auto scheme = rest.substr(0, scheme_end);
-        if (scheme == "https")
-            return InvalidArgument("https is not supported (put a TLS proxy in front): \"" + std::string(text) + "\"");
-        if (scheme != "http") return Bad(text, kExpected);
+        if (scheme != "http" && scheme != "https") return Bad(text, kExpected);
+        https = scheme == "https";
         rest = rest.substr(scheme_end + 3);
     }
     const auto authority_end = rest.find_first_of("/?");
@@ -113,6 +113,8 @@ Result<Url> Url::Parse(std::string_view text) {
     if (!SplitAuthority(authority, host, port, has_port) || !ValidHost(host)) return Bad(text, kExpected);
     Url url;
     url.host = std::string(host);
+    url.https = https;
+    url.port = https ? 443 : 80;
     if (has_port && !ParsePort(port, url.port)) return Bad(text, kExpected);
     if (authority_end != std::string_view::npos) {
         const auto target = rest.substr(authority_end);
@@ -129,8 +131,12 @@ std::string Url::Authority() const {
     return FormatAuthority(host, port);
 }
 
+std::string Url::Origin() const {
+    return (https ? "https://" : "http://") + Authority();
+}
+
 std::string Url::ToString() const {
-    return "http://" + Authority() + target;
+    return Origin() + target;
 }
 
 Url Url::WithPath(std::string_view path) const {

@@ -33,7 +33,6 @@ TEST(HttpClient, RefusedConnectionIsUnavailable) {
 
 TEST(HttpClient, BadUrlIsInvalidArgument) {
     BlockingClient client;
-    EXPECT_EQ(client.Get("https://example.com/").status().code(), Code::kInvalidArgument);
     EXPECT_EQ(client.Get("not a url").status().code(), Code::kInvalidArgument);
 }
 

@@ -44,7 +44,13 @@ TEST(Url, ParsesHttpUrlsWithDefaultsAndRefusesOtherSchemes) {
     EXPECT_EQ(v->target, "/");
     EXPECT_EQ(Url::Parse("http://h")->port, 80);
     EXPECT_EQ(Url::Parse("http://h:1/base/")->WithPath("/v1/run").ToString(), "http://h:1/base/v1/run");
-    EXPECT_NE(Url::Parse("https://h/").status().message().find("https is not supported"), std::string::npos);
+    auto s = Url::Parse("https://h/x");
+    ASSERT_TRUE(s.ok());
+    EXPECT_TRUE(s->https);
+    EXPECT_EQ(s->port, 443);
+    EXPECT_EQ(s->ToString(), "https://h:443/x");
+    EXPECT_EQ(Url::Parse("https://h:8443")->Origin(), "https://h:8443");
+    EXPECT_EQ(Url::Parse("http://h:8443")->Origin(), "http://h:8443");
     EXPECT_FALSE(Url::Parse("ftp://h/").ok());
     EXPECT_FALSE(Url::Parse("http://h/a b").ok());
     EXPECT_FALSE(Url::Parse("http:///x").ok());

@@ -23,6 +23,7 @@ import json
 import logging
 import re
 import socketserver
+import ssl
 import threading
 import time
 import urllib.parse
@@ -105,7 +106,9 @@ class Options:
                  shutdown_grace: float = 30.0, signature_window_ms: int = signature.DEFAULT_WINDOW_MS,
                  log_retained_fires: int = 1000, log_max_lines: int = 1000, log_tail_bytes: int = 65536,
                  dedupe_window: int = 100_000, body_limit: int = 1_048_576, json_max_depth: int = 64,
-                 max_connections: int = 256, request_timeout: float = 10.0) -> None:
+                 max_connections: int = 256, request_timeout: float = 10.0, tls_cert_file: str = "",
+                 tls_key_file: str = "", tls_client_ca_file: str = "", ca_file: str = "", client_cert_file: str = "",
+                 client_key_file: str = "") -> None:
         if not app or not isinstance(app, str):
             raise ValueError("app: required")
         if not web_endpoints:
@@ -119,6 +122,12 @@ class Options:
             raise ValueError("capacity, worker_threads and callback_batch_size must be >= 1")
         if not 0 <= log_tail_bytes <= 131072:
             raise ValueError("log_tail_bytes: expected 0..131072")
+        if bool(tls_cert_file) != bool(tls_key_file):
+            raise ValueError("tls_cert_file and tls_key_file: set both to serve HTTPS, or neither")
+        if tls_client_ca_file and not tls_cert_file:
+            raise ValueError("tls_client_ca_file: needs tls_cert_file and tls_key_file")
+        if bool(client_cert_file) != bool(client_key_file):
+            raise ValueError("client_cert_file and client_key_file: set both, or neither")
         self.app = app
         self.web_endpoints = [u.rstrip("/") for u in web_endpoints]
         self.token = token
@@ -142,6 +151,46 @@ class Options:
         self.json_max_depth = json_max_depth
         self.max_connections = max_connections
         self.request_timeout = request_timeout
+        # HTTPS for the nodes' calls (the C++ SDK's executor.http.tls): certificate chain and key,
+        # and optionally a CA that nodes' client certificates must chain to.
+        self.tls_cert_file = tls_cert_file
+        self.tls_key_file = tls_key_file
+        self.tls_client_ca_file = tls_client_ca_file
+        # https:// web endpoints (executor.http-client.tls): the CA bundle ("" = the system
+        # store) and an optional client certificate. Host names are always verified.
+        self.ca_file = ca_file
+        self.client_cert_file = client_cert_file
+        self.client_key_file = client_key_file
+
+
+# TLS 1.2 suites with forward secrecy and AEAD only (TLS 1.3 suites all are); as libs/http.
+_TLS12_CIPHERS = "ECDHE+AESGCM:ECDHE+CHACHA20"
+
+
+def server_tls_context(options: Options) -> Optional[ssl.SSLContext]:
+    """The server context for `options` (None without a certificate): TLS 1.2+, no compression or
+    renegotiation, client certificates required when tls_client_ca_file is set."""
+    if not options.tls_cert_file:
+        return None
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.set_ciphers(_TLS12_CIPHERS)
+    ctx.options |= ssl.OP_NO_COMPRESSION | getattr(ssl, "OP_NO_RENEGOTIATION", 0) | ssl.OP_NO_TICKET
+    ctx.load_cert_chain(options.tls_cert_file, options.tls_key_file)
+    if options.tls_client_ca_file:
+        ctx.load_verify_locations(cafile=options.tls_client_ca_file)
+        ctx.verify_mode = ssl.CERT_REQUIRED
+    return ctx
+
+
+def client_tls_context(options: Options) -> ssl.SSLContext:
+    """The context for https:// web endpoints: the peer verified against ca_file (else the system
+    store) with its host name checked."""
+    ctx = ssl.create_default_context(cafile=options.ca_file or None)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    if options.client_cert_file:
+        ctx.load_cert_chain(options.client_cert_file, options.client_key_file)
+    return ctx
 
 
 # The fields the executor puts on its per-run log lines (`extra`), as JsonLogFormatter writes them.
@@ -611,6 +660,7 @@ class Executor:
 
     def __init__(self, options: Options) -> None:
         self.options = options
+        self._client_tls = client_tls_context(options)  # raises for an unreadable ca_file: a start-up error
         self._handlers: Dict[str, Handler] = {}
         self._registry = _Registry(options.capacity, options.dedupe_window)
         self._logs = _LogBook(options.log_retained_fires, options.log_max_lines)
@@ -993,11 +1043,15 @@ class Executor:
         targets = ([preferred_url] if preferred_url else []) + [e + path for e in self.options.web_endpoints]
         for url in targets:
             parts = urllib.parse.urlsplit(url)
-            conn_type: Callable[..., http.client.HTTPConnection] = (
-                http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection)
             sent = _wall_ms()
             try:
-                conn = conn_type(parts.hostname, parts.port, timeout=self.options.web_timeout)
+                conn: http.client.HTTPConnection
+                host = parts.hostname or ""
+                if parts.scheme == "https":
+                    conn = http.client.HTTPSConnection(host, parts.port, timeout=self.options.web_timeout,
+                                                       context=self._client_tls)
+                else:
+                    conn = http.client.HTTPConnection(host, parts.port, timeout=self.options.web_timeout)
                 try:
                     conn.request("POST", (parts.path or "/") + ("?" + parts.query if parts.query else ""), payload,
                                  {"Content-Type": "application/json", "Authorization": "Bearer " + self.options.token,
@@ -1006,6 +1060,10 @@ class Executor:
                     answer = resp.read(4 * 1024 * 1024 + 1)
                 finally:
                     conn.close()
+            except ssl.SSLError as e:
+                # Certificate problems are configuration, not weather: say so where operators look.
+                log.warning("POST %s failed: TLS: %s", url, e)
+                continue
             except (OSError, http.client.HTTPException, ValueError) as e:
                 log.debug("POST %s failed: %s", url, e)
                 continue
@@ -1213,6 +1271,11 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
         self.executor = executor
         self._slots = threading.BoundedSemaphore(executor.options.max_connections)
         super().__init__(address, _Handler)
+        tls = server_tls_context(executor.options)
+        if tls is not None:
+            # The handshake runs on the connection's own thread (process_request_thread), under
+            # request_timeout, so a silent peer cannot stall the accept loop.
+            self.socket = tls.wrap_socket(self.socket, server_side=True, do_handshake_on_connect=False)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         # At the connection cap a new connection is closed at once rather than given a thread.
@@ -1228,6 +1291,13 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
+            if isinstance(request, ssl.SSLSocket):
+                try:
+                    request.do_handshake()
+                except (OSError, ssl.SSLError) as e:
+                    log.info("TLS handshake with %s failed: %s", client_address[0], e)
+                    self.shutdown_request(request)
+                    return
             super().process_request_thread(request, client_address)
         finally:
             self._slots.release()

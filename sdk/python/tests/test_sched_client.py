@@ -2,10 +2,16 @@
 input against a live Executor. Run: python3 -m unittest discover -s sdk/python/tests"""
 
 import http.client
+import http.server
 import json
 import os
+import shutil
 import socket
+import ssl
+import subprocess
 import sys
+import tempfile
+import threading
 import time
 import unittest
 
@@ -290,6 +296,114 @@ class HostileInputTest(unittest.TestCase):
             start = time.monotonic()
             self.assertEqual(s.recv(4096), b"")  # closed after request_timeout, no answer
             self.assertLess(time.monotonic() - start, 4.5)
+
+
+def make_pki(directory, name):
+    """A CA and a certificate for 127.0.0.1 signed by it, made with the openssl command."""
+    def run(*args):
+        subprocess.run(["openssl"] + list(args), cwd=directory, check=True, capture_output=True)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+    run("req", "-x509", *ec, "-keyout", name + "-ca.key", "-out", name + "-ca.crt", "-days", "2",
+        "-subj", "/CN=%s test CA" % name)
+    with open(os.path.join(directory, name + ".ext"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n")
+    run("req", *ec, "-keyout", name + ".key", "-out", name + ".csr", "-subj", "/CN=127.0.0.1")
+    run("x509", "-req", "-in", name + ".csr", "-CA", name + "-ca.crt", "-CAkey", name + "-ca.key",
+        "-CAcreateserial", "-days", "2", "-out", name + ".crt", "-extfile", name + ".ext")
+    return {k: os.path.join(directory, name + suffix)
+            for k, suffix in (("ca", "-ca.crt"), ("cert", ".crt"), ("key", ".key"))}
+
+
+class _FakeWeb(http.server.BaseHTTPRequestHandler):
+    """Records the paths POSTed to it and answers {} (enough to see the executor's calls arrive)."""
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.server.paths.append(self.path)
+        body = b"{}"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@unittest.skipUnless(shutil.which("openssl"), "needs the openssl command")
+class TlsTest(unittest.TestCase):
+    """The executor serving HTTPS and calling an https web endpoint, verified against a CA."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="sched-py-tls-")
+        cls.pki = make_pki(cls.dir, "cluster")
+        cls.other = make_pki(cls.dir, "stranger")
+        server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        server_ctx.load_cert_chain(cls.pki["cert"], cls.pki["key"])
+        cls.web = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _FakeWeb)
+        cls.web.paths = []
+        cls.web.socket = server_ctx.wrap_socket(cls.web.socket, server_side=True)
+        threading.Thread(target=cls.web.serve_forever, daemon=True).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.web.shutdown()
+        cls.web.server_close()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def executor(self, **tls):
+        ex = Executor(Options(app="t", web_endpoints=["https://127.0.0.1:%d" % self.web.server_address[1]],
+                              token="t" * 32, heartbeat_interval=0.2, request_timeout=2, shutdown_grace=1,
+                              web_timeout=1, tls_cert_file=self.pki["cert"], tls_key_file=self.pki["key"], **tls))
+        ex.handle("h", lambda ctx: "ok")
+        ex.start()
+        self.addCleanup(ex.stop)
+        return ex
+
+    def get(self, port, context):
+        conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=5, context=context)
+        try:
+            conn.request("GET", "/v1/log?fire_id=1")
+            return conn.getresponse().status
+        finally:
+            conn.close()
+
+    def test_serves_https_and_calls_an_https_web_endpoint_verified_against_the_ca(self):
+        before = len(self.web.paths)
+        ex = self.executor(ca_file=self.pki["ca"])
+        # An unsigned call over TLS reaches the executor's checks (401): the TLS layer works.
+        self.assertEqual(self.get(ex.port, ssl.create_default_context(cafile=self.pki["ca"])), 401)
+        # A client trusting another CA refuses the executor's certificate.
+        with self.assertRaises(ssl.SSLCertVerificationError) as refused:
+            self.get(ex.port, ssl.create_default_context(cafile=self.other["ca"]))
+        self.assertIn("unable to get local issuer certificate", str(refused.exception))
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and len(self.web.paths) == before:
+            time.sleep(0.05)
+        self.assertGreater(len(self.web.paths), before, "no heartbeat reached the https web endpoint")
+
+    def test_a_web_endpoint_signed_by_another_ca_gets_no_call(self):
+        before = len(self.web.paths)
+        with self.assertLogs("sched_client", level="WARNING") as logs:
+            self.executor(ca_file=self.other["ca"])
+            time.sleep(1.0)
+        self.assertEqual(len(self.web.paths), before)
+        self.assertTrue(any("certificate verify failed" in line for line in logs.output), logs.output)
+
+    def test_client_certificates_are_required_when_a_client_ca_is_set(self):
+        ex = self.executor(ca_file=self.pki["ca"], tls_client_ca_file=self.pki["ca"])
+        anonymous = ssl.create_default_context(cafile=self.pki["ca"])
+        with self.assertRaises((ssl.SSLError, ConnectionError, http.client.HTTPException)):
+            self.get(ex.port, anonymous)
+        member = ssl.create_default_context(cafile=self.pki["ca"])
+        member.load_cert_chain(self.pki["cert"], self.pki["key"])
+        self.assertEqual(self.get(ex.port, member), 401)
+
+    def test_half_configured_tls_is_refused(self):
+        with self.assertRaises(ValueError):
+            Options(app="t", web_endpoints=["https://w"], token="t", tls_cert_file="c.pem")
 
 
 if __name__ == "__main__":

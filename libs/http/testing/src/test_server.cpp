@@ -26,7 +26,8 @@ ServerOptions LoopbackOptions() {
     return o;
 }
 
-TestServer::TestServer(Router router, ServerOptions options, AuthHook auth) : work_(io_.get_executor()) {
+TestServer::TestServer(Router router, ServerOptions options, AuthHook auth)
+    : work_(io_.get_executor()), https_(options.tls.enabled()) {
     server_ = std::make_unique<Server>(io_.get_executor(), std::move(options), std::move(router), std::move(auth));
     server_->Start();
     thread_ = std::thread([this] { io_.run(); });
@@ -37,7 +38,7 @@ TestServer::~TestServer() {
 }
 
 std::string TestServer::Url(std::string_view path) const {
-    return "http://127.0.0.1:" + std::to_string(port()) + std::string(path);
+    return (https_ ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port()) + std::string(path);
 }
 
 void TestServer::Stop() {

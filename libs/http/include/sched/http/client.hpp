@@ -8,7 +8,12 @@
 ///     if (!r.ok()) ...                      // transport failure: kUnavailable or kDeadlineExceeded
 ///     else if (r->status == 202) ...        // any HTTP status is a response, not an error
 ///
-/// - Keep-alive connections are pooled per host:port and reused (most recently used first); a
+/// - `https://` URLs use TLS: the server's certificate must chain to ClientOptions::tls.ca_file
+///   (else the system store) and name the URL's host (DNS name or IP address; SNI is sent for
+///   names); a failure is kUnavailable naming the cause ("TLS handshake with h:443 failed:
+///   certificate verify failed: certificate has expired"). A client certificate is presented
+///   when tls.cert-file is set.
+/// - Keep-alive connections are pooled per scheme, host and port and reused (most recently used first); a
 ///   pooled connection the peer has closed is detected before use and discarded.
 /// - `connect_timeout` bounds connecting; `CallOptions::timeout` bounds the whole call (connect,
 ///   send, receive, and every retry and backoff).
@@ -33,6 +38,7 @@
 #include "sched/common/net.hpp"
 #include "sched/common/status.hpp"
 #include "sched/http/message.hpp"
+#include "sched/http/tls_options.hpp"
 #include "sched/http/url.hpp"
 
 namespace sched::http {
@@ -54,7 +60,15 @@ struct ClientOptions {
     /// fails with the first refusal (kPermissionDenied). Empty: every address may be used.
     /// Pooled connections were checked when they were opened.
     std::function<Status(std::string_view host, const net::ip::address& address)> address_check{};
+    /// For https:// URLs; the process-wide `http-client.tls` section (ClientTlsOptions::FromConfig).
+    /// Its files are read at the first https call; a file that cannot be used fails that call
+    /// (and every later one) with kFailedPrecondition naming the key and the file.
+    ClientTlsOptions tls{};
 };
+
+/// Loads the files of `options` as an HttpClient would: OK, or kFailedPrecondition naming the
+/// key and the file. Apps call it at start-up so that a bad file fails the start, not a call.
+Status CheckClientTls(const ClientTlsOptions& options);
 
 struct CallOptions {
     /// The whole call, retries included; nullopt = ClientOptions::request_timeout.

@@ -37,6 +37,15 @@
 /// A 503 is sent once the refused connection's header arrives; past 64 refusals pending, new
 /// refused connections are closed without a word.
 ///
+/// TLS (ServerOptions::tls with a certificate and key): every connection starts with a TLS
+/// handshake (TLS 1.2+, ECDHE suites, no renegotiation or compression), which must complete
+/// within `first-byte-timeout` together with the first request byte; with `client-ca-file` the
+/// client must present a certificate signed by it. The certificate and key are read at Listen()
+/// (a bad file throws) and again by ReloadTls(), on SIGHUP (ReloadAllTls) and when a file's
+/// modification time changes (checked every `tls.reload-check`): new connections get the new
+/// context, open ones keep theirs. Bound to a non-loopback address without TLS, Start() logs a
+/// warning.
+///
 /// Graceful shutdown: stop accepting; close idle connections at once; let requests in flight
 /// finish (their responses carry `Connection: close`); after `shutdown-grace`, close whatever
 /// is left.
@@ -77,12 +86,14 @@ struct ServerStats {
     std::uint64_t responses_3xx = 0;
     std::uint64_t responses_4xx = 0;
     std::uint64_t responses_5xx = 0;
-    std::uint64_t timeouts = 0;  ///< connections dropped for a header, body or write timeout
+    std::uint64_t timeouts = 0;                ///< connections dropped for a header, body or write timeout
+    std::uint64_t tls_handshake_failures = 0;  ///< TLS handshakes refused (timeouts count as timeouts)
 };
 
 /// Registers `stats`' counters in `registry`, named `<prefix>_connections_accepted_total`,
 /// `_connections_rejected_total`, `_connections_shed_total`, `_connections_active`,
-/// `_requests_total`, `_responses_total{class}` and `_timeouts_total` (prefix "sched_http").
+/// `_requests_total`, `_responses_total{class}`, `_timeouts_total` and
+/// `_tls_handshake_failures_total` (prefix "sched_http").
 /// They are read from `stats()` at every render; it must stay callable while the registry renders.
 void ExportServerStats(MetricsRegistry& registry, const std::string& prefix, std::function<ServerStats()> stats);
 
@@ -105,7 +116,8 @@ class Server {
     /// Binds and listens on options.listen without accepting yet: connections wait in the
     /// backlog until Start(). A process calls it before slow start-up work (migrations) so that
     /// a busy port fails first, with nothing done. Throws std::runtime_error naming the address
-    /// and the cause when it cannot bind (busy port, bad host). Idempotent.
+    /// and the cause when it cannot bind (busy port, bad host) or, with TLS, naming the file
+    /// that cannot be used (unreadable, not PEM, key not matching the certificate). Idempotent.
     void Listen();
     /// Listen() if not done yet, then starts accepting. Throws as Listen() does.
     void Start();
@@ -121,8 +133,18 @@ class Server {
 
     ServerStats Stats() const;
 
+    /// Reads the TLS certificate, key and client CA again and uses them for new connections;
+    /// connections already open keep the context they started with. When a file cannot be used
+    /// the previous context stays and the error (naming the file) is logged and returned
+    /// (kInvalidArgument); kFailedPrecondition when this server has no TLS. Any thread.
+    Status ReloadTls();
+
   private:
     std::shared_ptr<impl::ServerState> state_;
 };
+
+/// ReloadTls() on every Server of this process that serves TLS (what the apps do on SIGHUP).
+/// Errors are logged by each server. Any thread.
+void ReloadAllTls();
 
 }  // namespace sched::http

@@ -8,6 +8,7 @@
 
 #include "sched/common/config.hpp"
 #include "sched/common/duration.hpp"
+#include "sched/http/tls_options.hpp"
 
 namespace sched::http {
 
@@ -32,6 +33,12 @@ enum class AccessLog { kAll, kErrors, kOff };
 ///     json-max-depth: 64        # nesting limit of JSON request bodies (Request::Json); deeper gets 400
 ///     shutdown-grace: 10s       # on stop, in-flight requests get this long before connections close
 ///     access-log: all           # all, errors (only 4xx/5xx) or off
+///     tls:                      # HTTPS; absent or without cert-file: plain HTTP (ServerTlsOptions)
+///       cert-file: ""
+///       key-file: ""
+///       client-ca-file: ""      # require client certificates signed by this CA
+///       min-version: "1.2"
+///       reload-check: 5s
 struct ServerOptions {
     std::string listen = "127.0.0.1:8080";
     std::size_t body_limit = std::size_t{1024} * 1024;
@@ -46,6 +53,7 @@ struct ServerOptions {
     std::size_t json_max_depth = 64;
     Micros shutdown_grace = std::chrono::seconds(10);
     AccessLog access_log = AccessLog::kAll;
+    ServerTlsOptions tls;
     /// Names this server in log lines ("http", "executor", "admin").
     std::string name = "http";
 

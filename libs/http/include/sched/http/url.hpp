@@ -31,17 +31,21 @@ struct HostPort {
 /// container's name, which its network resolves (compose service, Kubernetes pod).
 std::string LocalHostname();
 
-/// An http:// URL. https is refused (no TLS in this project: put a proxy in front).
+/// An http:// or https:// URL.
 struct Url {
     std::string host;
     std::uint16_t port = 80;
     std::string target = "/";  ///< path and query, always starting with '/'
+    bool https = false;        ///< TLS (HttpClient verifies the peer against ClientTlsOptions)
 
-    /// Parses "http://host[:port][/path[?query]]"; the scheme may be omitted ("host:port/path").
+    /// Parses "http[s]://host[:port][/path[?query]]"; the scheme may be omitted
+    /// ("host:port/path": http). The default port is 80 for http, 443 for https.
     static Result<Url> Parse(std::string_view text);
-    /// "host:port": the key of the client's connection pool and the Host header.
+    /// "host:port": the Host header.
     std::string Authority() const;
-    /// "http://host:port/target"
+    /// "http://host:port" or "https://host:port": the key of the client's connection pool.
+    std::string Origin() const;
+    /// "http[s]://host:port/target"
     std::string ToString() const;
     /// This URL with `path` appended to its target ("http://h:1/base" + "/v1/x" -> "http://h:1/base/v1/x").
     Url WithPath(std::string_view path) const;

@@ -34,9 +34,10 @@ class TestServer {
     TestServer& operator=(const TestServer&) = delete;
 
     std::uint16_t port() const { return server_->port(); }
-    /// "http://127.0.0.1:<port>" followed by `path`.
+    /// "http://127.0.0.1:<port>" (https:// when the options have TLS) followed by `path`.
     std::string Url(std::string_view path = "") const;
     ServerStats Stats() const { return server_->Stats(); }
+    Status ReloadTls() { return server_->ReloadTls(); }
     /// Graceful shutdown; blocks until it completes. Idempotent.
     void Stop();
     /// Begins a graceful shutdown and returns; Stop() waits for its end.
@@ -48,6 +49,7 @@ class TestServer {
     std::unique_ptr<Server> server_;
     std::thread thread_;
     bool stopped_ = false;
+    bool https_ = false;
 };
 
 /// An HttpClient on its own io_context and thread whose calls block until they complete.
