@@ -784,6 +784,37 @@ async function main() {
         await page.getByText('No alert rules yet').waitFor();
         if ((await api('GET', '/api/v1/alert-rules')).items.length !== 0) throw new Error('the rule was not deleted');
       });
+
+      await step('alerts: a rule managed from a file is read-only (no Edit or Delete), Send test stays', async () => {
+        // Created through the API with managed_by, as the alerts: section of `schedctl apply` does.
+        const filed = await api('POST', '/api/v1/alert-rules', { name: 'browser-filed', events: ['failed'],
+          url: receiverUrl, secret: 'browser-secret-0123456789', managed_by: 'ops.yaml' });
+        await page.goto(`${base}/#/alerts`);
+        await page.reload(); // the list page was already open: read it again
+        const listed = page.locator('tr[data-rule="browser-filed"]');
+        await listed.locator('[data-managed-by="ops.yaml"]').waitFor();
+        await listed.getByRole('button', { name: 'Send test' }).waitFor();
+        if (await listed.getByRole('link', { name: 'Edit' }).count() !== 0) throw new Error('a managed rule offers Edit');
+        if (await listed.getByRole('button', { name: 'Delete' }).count() !== 0) {
+          throw new Error('a managed rule offers Delete');
+        }
+        await listed.getByRole('link', { name: 'browser-filed' }).click();
+        await page.getByRole('heading', { name: 'Alert rule "browser-filed"' }).waitFor();
+        await page.locator('.managed-note[data-managed-by="ops.yaml"]', { hasText: 'Managed by ops.yaml, edit the file' })
+          .waitFor();
+        await page.getByRole('button', { name: 'Send test' }).waitFor();
+        if (await page.getByRole('link', { name: 'Edit', exact: true }).count() !== 0
+          || await page.getByRole('button', { name: 'Delete', exact: true }).count() !== 0) {
+          throw new Error('a managed rule\'s page offers Edit or Delete');
+        }
+        await shot(page, '12s-alert-managed.png');
+        await page.goto(`${base}/#/alerts/${filed.id}/edit`);
+        await page.locator('.managed-note', { hasText: 'Managed by ops.yaml' }).waitFor();
+        if (await page.locator('form').count() !== 0) throw new Error('the edit address of a managed rule shows a form');
+        const res = await fetch(`${base}/api/v1/alert-rules/${filed.id}`,
+          { method: 'DELETE', headers: { Authorization: `Bearer ${token}` } });
+        if (res.status !== 204) throw new Error(`deleting the managed rule through the API: ${res.status}`);
+      });
     } finally {
       receiver.close();
     }
