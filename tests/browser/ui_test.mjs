@@ -7,7 +7,8 @@
 // the API refuses shown at its row) shows in the Workflows list, its page and a triggered run's
 // page draw its DAG as SVG, one box per step classed by the step's state; an edit saved after a
 // concurrent API edit shows the stale-version message; a failed run offers a re-run from its
-// failed step. Along
+// failed step. An alert rule managed from a file shows read-only (no Edit or Delete, Send test
+// stays). Along
 // the way: no nav or Sign out on the sign-in page, times in the job's zone with its
 // label, a manual fire's epoch is the one its log names, params come back as JSON, the fire
 // list filters by job name, a killed fire's log panel shows the ended run, and at 375 px no
