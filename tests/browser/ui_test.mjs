@@ -3,9 +3,12 @@
 // its fire appear and succeed on a real demo-client; then visit every page (the dashboard with a
 // failing job beside it), create a viewer and
 // an app-scoped executor token, and sign in as the viewer: no mutating control is offered. A
-// workflow (a diamond created through the API) shows in the Workflows list, its page and a
-// triggered run's page draw its DAG as SVG, one box per step classed by the step's state; a
-// failed run offers a re-run from its failed step. Along
+// workflow (a diamond made in the workflow editor, its DAG drawn as the form changes, a step key
+// the API refuses shown at its row) shows in the Workflows list, its page and a triggered run's
+// page draw its DAG as SVG, one box per step classed by the step's state; an edit saved after a
+// concurrent API edit shows the stale-version message; a failed run offers a re-run from its
+// failed step. An alert rule managed from a file shows read-only (no Edit or Delete, Send test
+// stays). Along
 // the way: no nav or Sign out on the sign-in page, times in the job's zone with its
 // label, a manual fire's epoch is the one its log names, params come back as JSON, the fire
 // list filters by job name, a killed fire's log panel shows the ended run, and at 375 px no
@@ -453,7 +456,13 @@ async function main() {
       await page.locator('.managed-note[data-managed-by="flows.yaml"]', { hasText: 'Managed by flows.yaml, edit the file' })
         .waitFor();
       await page.getByRole('button', { name: 'Trigger now' }).waitFor();
+      if (await page.getByRole('link', { name: 'Edit', exact: true }).count() !== 0) {
+        throw new Error('a workflow managed from a file offers Edit');
+      }
       await shot(page, '12g3-workflow-managed.png');
+      await page.goto(`${base}/#/workflows/${wf.id}/edit`);
+      await page.locator('.managed-note', { hasText: 'Managed by flows.yaml' }).waitFor();
+      if (await page.locator('form').count() !== 0) throw new Error('the edit address of a managed workflow shows a form');
     });
 
     await step('calendars: a validation error at its field, create, preview, used by a job, delete refused, stale edit', async () => {
@@ -529,21 +538,59 @@ async function main() {
     };
     let workflow = null;
     let workflowRun = null;
-    await step('workflows: the list, a diamond\'s DAG, a triggered run\'s DAG with each step\'s state', async () => {
-      // The diamond of docs/workflows.md (a -> b, a -> c, b -> d, c -> d always), created through
-      // the API: the UI offers no workflow form.
-      const jobs = {};
+    await step('workflows: a diamond made in the editor, its DAG drawn live, a field error from the API at its row', async () => {
+      // The diamond of docs/workflows.md (a -> b, a -> c, b -> d, c -> d always): its jobs through
+      // the API, the workflow in the editor.
       for (const name of ['a', 'b', 'c', 'd']) {
-        jobs[name] = await api('POST', '/api/v1/jobs', { name: `browser-wf-${name}`, app: 'demo', handler: 'echo',
+        await api('POST', '/api/v1/jobs', { name: `browser-wf-${name}`, app: 'demo', handler: 'echo',
           schedule_type: 'manual', schedule_expr: '' });
       }
-      workflow = await api('POST', '/api/v1/workflows', {
-        name: 'browser-diamond', description: 'a, then b and c, then d', schedule_type: 'manual', schedule_expr: '',
-        time_zone: 'Europe/Berlin',
-        steps: ['a', 'b', 'c', 'd'].map((name) => ({ name, job_id: jobs[name].id })),
-        edges: [{ parent: 'a', child: 'b' }, { parent: 'a', child: 'c' }, { parent: 'b', child: 'd' },
-          { parent: 'c', child: 'd', condition: 'always' }],
-      });
+      await page.getByRole('link', { name: 'Workflows', exact: true }).click();
+      await page.getByRole('link', { name: 'New workflow' }).click();
+      await page.getByRole('heading', { name: 'New workflow' }).waitFor();
+      await page.locator('input[name="name"]').fill('browser-diamond');
+      await page.locator('textarea[name="description"]').fill('a, then b and c, then d');
+      await page.locator('input[name="time_zone"]').fill('Europe/Berlin');
+      // Step b's key is mistyped first: the API's 400 is shown at that row's field.
+      const keys = ['a', 'b c', 'c', 'd'];
+      for (let i = 0; i < keys.length; i += 1) {
+        if (i > 0) await page.getByRole('button', { name: 'Add step' }).click();
+        await page.locator(`input[name="steps[${i}].name"]`).fill(keys[i]);
+        await page.locator(`select[name="steps[${i}].job_id"]`).selectOption({ label: `browser-wf-${'abcd'[i]}` });
+      }
+      const graphNodes = page.locator('aside svg.dag g.node');
+      if (await graphNodes.count() !== 4) throw new Error(`the live DAG has ${await graphNodes.count()} nodes, not 4`);
+      const links = [['a', 'b c', 'on-success'], ['a', 'c', 'on-success'], ['b c', 'd', 'on-success'], ['c', 'd', 'always']];
+      for (let i = 0; i < links.length; i += 1) {
+        await page.getByRole('button', { name: 'Add edge' }).click();
+        await page.locator(`select[name="edges[${i}].parent"]`).selectOption({ label: links[i][0] });
+        await page.locator(`select[name="edges[${i}].child"]`).selectOption({ label: links[i][1] });
+        await page.locator(`select[name="edges[${i}].condition"]`).selectOption(links[i][2]);
+        // Drawn as the form changes: one more edge per row.
+        await page.locator('aside svg.dag path.edge').nth(i).waitFor({ state: 'attached' });
+      }
+      await page.locator('aside svg.dag text.edge-label', { hasText: 'always' }).waitFor();
+      await shot(page, '12k0-workflow-editor.png');
+      await page.getByRole('button', { name: 'Create workflow' }).click();
+      await page.locator('label.invalid .field-error[data-for="steps[1].name"]').waitFor();
+      // Renaming the step keeps its edges (they follow the row, not the old name).
+      await page.locator('input[name="steps[1].name"]').fill('b');
+      await page.locator('select[name="edges[0].child"] option:checked', { hasText: /^b$/ }).waitFor({ state: 'attached' });
+      await page.locator('aside svg.dag g.node[data-step="b"]').waitFor();
+      await shot(page, '12k1-workflow-editor-error.png');
+      await page.getByRole('button', { name: 'Create workflow' }).click();
+      await page.getByRole('heading', { name: /browser-diamond/ }).waitFor();
+      const created = (await api('GET', '/api/v1/workflows?limit=200')).items.find((w) => w.name === 'browser-diamond');
+      if (!created) throw new Error('the editor created no workflow');
+      const edges = created.edges.map((e) => `${e.parent}->${e.child}:${e.condition}`).join(' ');
+      if (edges !== 'a->b:on-success a->c:on-success b->d:on-success c->d:always' || created.time_zone !== 'Europe/Berlin'
+        || created.steps.map((st) => st.name).join() !== 'a,b,c,d') {
+        throw new Error(`the editor created ${JSON.stringify(created)}`);
+      }
+      workflow = created;
+    });
+
+    await step('workflows: the list, a diamond\'s DAG, a triggered run\'s DAG with each step\'s state', async () => {
       await page.getByRole('link', { name: 'Workflows', exact: true }).click();
       await page.getByRole('heading', { name: 'Workflows' }).waitFor();
       const row = page.locator(`tr[data-workflow="${workflow.id}"]`);
@@ -595,6 +642,39 @@ async function main() {
         throw new Error('a succeeded run offers a re-run');
       }
       await shot(page, '12m-workflow-run.png');
+    });
+
+    await step('workflows: Edit sends the version read; an edit made meanwhile through the API is a stale-version message', async () => {
+      await page.goto(`${base}/#/workflows/${workflow.id}`);
+      await page.getByRole('link', { name: 'Edit', exact: true }).click();
+      await page.getByRole('heading', { name: 'Edit "browser-diamond"' }).waitFor();
+      // The form holds the definition: the steps with their jobs, the edges with their conditions.
+      if (await page.locator('input[name="steps[3].name"]').inputValue() !== 'd'
+        || await page.locator('select[name="edges[3].condition"]').inputValue() !== 'always') {
+        throw new Error('the editor does not show the workflow\'s steps and edges');
+      }
+      await page.locator('aside svg.dag g.node').nth(3).waitFor();
+      const current = await api('GET', `/api/v1/workflows/${workflow.id}`);
+      await api('PUT', `/api/v1/workflows/${workflow.id}`, { version: current.version, description: 'changed through the API' });
+      await page.locator('textarea[name="description"]').fill('changed in the browser');
+      await page.getByRole('button', { name: 'Save changes' }).click();
+      await page.locator('.banner.stale-version', { hasText: 'changed by someone else since you opened it — reload' }).waitFor();
+      await shot(page, '12m2-workflow-stale.png');
+      if ((await api('GET', `/api/v1/workflows/${workflow.id}`)).description !== 'changed through the API') {
+        throw new Error('a stale save overwrote the edit made meanwhile');
+      }
+      // Reload shows the current version, and saving it goes through.
+      await page.locator('.banner.stale-version').getByRole('button', { name: 'Reload' }).click();
+      await page.waitForFunction(() => document.querySelector('textarea[name="description"]')?.value
+        === 'changed through the API');
+      await page.locator('textarea[name="description"]').fill('a, then b and c, then d');
+      await page.getByRole('button', { name: 'Save changes' }).click();
+      await page.getByRole('heading', { name: /browser-diamond/ }).waitFor();
+      const saved = await api('GET', `/api/v1/workflows/${workflow.id}`);
+      if (saved.description !== 'a, then b and c, then d' || saved.version !== current.version + 2
+        || saved.edges.length !== 4) {
+        throw new Error(`the edit saved ${JSON.stringify(saved)}`);
+      }
     });
 
     await step('workflows: a failed step skips its child, the run page colours it and re-runs from it', async () => {
@@ -705,6 +785,37 @@ async function main() {
         await page.getByText('No alert rules yet').waitFor();
         if ((await api('GET', '/api/v1/alert-rules')).items.length !== 0) throw new Error('the rule was not deleted');
       });
+
+      await step('alerts: a rule managed from a file is read-only (no Edit or Delete), Send test stays', async () => {
+        // Created through the API with managed_by, as the alerts: section of `schedctl apply` does.
+        const filed = await api('POST', '/api/v1/alert-rules', { name: 'browser-filed', events: ['failed'],
+          url: receiverUrl, secret: 'browser-secret-0123456789', managed_by: 'ops.yaml' });
+        await page.goto(`${base}/#/alerts`);
+        await page.reload(); // the list page was already open: read it again
+        const listed = page.locator('tr[data-rule="browser-filed"]');
+        await listed.locator('[data-managed-by="ops.yaml"]').waitFor();
+        await listed.getByRole('button', { name: 'Send test' }).waitFor();
+        if (await listed.getByRole('link', { name: 'Edit' }).count() !== 0) throw new Error('a managed rule offers Edit');
+        if (await listed.getByRole('button', { name: 'Delete' }).count() !== 0) {
+          throw new Error('a managed rule offers Delete');
+        }
+        await listed.getByRole('link', { name: 'browser-filed' }).click();
+        await page.getByRole('heading', { name: 'Alert rule "browser-filed"' }).waitFor();
+        await page.locator('.managed-note[data-managed-by="ops.yaml"]', { hasText: 'Managed by ops.yaml, edit the file' })
+          .waitFor();
+        await page.getByRole('button', { name: 'Send test' }).waitFor();
+        if (await page.getByRole('link', { name: 'Edit', exact: true }).count() !== 0
+          || await page.getByRole('button', { name: 'Delete', exact: true }).count() !== 0) {
+          throw new Error('a managed rule\'s page offers Edit or Delete');
+        }
+        await shot(page, '12s-alert-managed.png');
+        await page.goto(`${base}/#/alerts/${filed.id}/edit`);
+        await page.locator('.managed-note', { hasText: 'Managed by ops.yaml' }).waitFor();
+        if (await page.locator('form').count() !== 0) throw new Error('the edit address of a managed rule shows a form');
+        const res = await fetch(`${base}/api/v1/alert-rules/${filed.id}`,
+          { method: 'DELETE', headers: { Authorization: `Bearer ${token}` } });
+        if (res.status !== 204) throw new Error(`deleting the managed rule through the API: ${res.status}`);
+      });
     } finally {
       receiver.close();
     }
@@ -799,9 +910,14 @@ async function main() {
       await page.goto(`${base}/#/workflows/${workflow.id}`);
       await page.locator('svg.dag g.node').first().waitFor();
       await none('Trigger/Pause on the workflow page', page.locator('h1 button'));
+      await none('Edit on the workflow page', page.getByRole('link', { name: 'Edit', exact: true }));
       await page.goto(`${base}/#/workflows`);
       await page.locator(`tr[data-workflow="${workflow.id}"]`).waitFor();
       await none('Trigger/Pause in the workflows list', page.locator('tr[data-workflow] button'));
+      await none('New workflow', page.getByRole('link', { name: 'New workflow' }));
+      await page.goto(`${base}/#/workflows/new`);
+      await page.getByText('cannot create or edit workflows').waitFor();
+      await none('the workflow form', page.getByRole('button', { name: 'Create workflow' }));
       await shot(page, '17-viewer-no-forms.png');
     });
 

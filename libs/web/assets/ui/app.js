@@ -11,6 +11,7 @@ import { dashboardView } from './views/dashboard.js';
 import { auditView } from './views/audit.js';
 import { calendarsView, calendarView, calendarFormView } from './views/calendars.js';
 import { workflowsView, workflowView, workflowRunView } from './views/workflows.js';
+import { workflowFormView } from './views/workflow_form.js';
 import { alertsView, alertView, alertFormView } from './views/alerts.js';
 
 const routes = [
@@ -21,7 +22,9 @@ const routes = [
   [/^\/jobs\/(\d+)$/, jobView, 'jobs'],
   [/^\/jobs\/(\d+)\/edit$/, jobFormView, 'jobs'],
   [/^\/workflows$/, workflowsView, 'workflows'],
+  [/^\/workflows\/new$/, workflowFormView, 'workflows'],
   [/^\/workflows\/(\d+)$/, workflowView, 'workflows'],
+  [/^\/workflows\/(\d+)\/edit$/, workflowFormView, 'workflows'],
   [/^\/workflow-runs\/(\d+)$/, workflowRunView, 'workflows'],
   [/^\/calendars$/, calendarsView, 'calendars'],
   [/^\/calendars\/new$/, calendarFormView, 'calendars'],

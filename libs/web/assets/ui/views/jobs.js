@@ -7,8 +7,8 @@ import {
   paramsText, replace, setFieldError, showError, table, timeCell,
 } from '../dom.js';
 
-const SCHEDULE_TYPES = ['cron', 'fixed-rate', 'fixed-delay', 'once', 'manual'];
-const MISFIRE = ['fire-once-now', 'skip', 'fire-all'];
+export const SCHEDULE_TYPES = ['cron', 'fixed-rate', 'fixed-delay', 'once', 'manual'];
+export const MISFIRE = ['fire-once-now', 'skip', 'fire-all'];
 const ROUTINGS = ['round-robin', 'first', 'last', 'random', 'consistent-hash', 'least-frequently-used',
   'least-recently-used', 'failover', 'busy-over', 'sharding-broadcast'];
 // The overlap policies (docs/api.md "Concurrency and overlap"); the first three are aliases.
@@ -27,7 +27,7 @@ function dstPreview(dst, zone) {
     dst.times.length ? h('ol', { class: 'dst-times' }, dst.times.map((t) => h('li', null, fmtTime(t, zone))))
       : h('div', { class: 'subtle' }, 'No fire times within 12 hours of it.'));
 }
-const EXPR_HINTS = {
+export const EXPR_HINTS = {
   'cron': 'Quartz "sec min hour day month weekday [year]" (e.g. 0 */5 * * * ?) or Unix "min hour day month weekday"',
   'fixed-rate': 'an interval, optionally @anchor: 30s, 5m, 1h@2025-01-01T00:00:00',
   'fixed-delay': 'the pause after each run ends, optionally @first: 10s, 1m@2025-01-01T09:00:00',
@@ -288,13 +288,13 @@ function paramsValue(text) {
   return text;
 }
 
-function select(name, options, value) {
+export function select(name, options, value) {
   const el = h('select', { name }, options.map((o) => h('option', { value: o }, o)));
   el.value = value;
   return el;
 }
 
-function timeZones() {
+export function timeZones() {
   try {
     return ['UTC', ...Intl.supportedValuesOf('timeZone').filter((z) => z !== 'UTC')];
   } catch {
