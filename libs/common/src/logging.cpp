@@ -144,13 +144,16 @@ void AppendTextValue(spdlog::memory_buf_t& dest, std::string_view value) {
     dest.push_back('"');
 }
 
-// `,"key":value` for each field (json), or ` key=value` (text): process fields, then the line's.
+// `,"key":value` for each field (json): process fields, then the line's; or ` key=value` (text):
+// the line's only, since a person reading one process's text log knows which node wrote it.
 template <bool kJson>
 class FieldsFlag final : public spdlog::custom_flag_formatter {
   public:
     void format(const spdlog::details::log_msg&, const std::tm&, spdlog::memory_buf_t& dest) override {
-        const std::shared_ptr<const FieldList> process = ProcessFields().load();
-        for (const auto& [key, value] : *process) Field(dest, key, value);
+        if (kJson) {
+            const std::shared_ptr<const FieldList> process = ProcessFields().load();
+            for (const auto& [key, value] : *process) Field(dest, key, value);
+        }
         for (std::size_t i = 0; i < tl_field_count; ++i) {
             const LogField& f = tl_fields[i];
             if (const auto* n = std::get_if<std::int64_t>(&f.value)) {

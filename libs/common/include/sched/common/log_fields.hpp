@@ -12,8 +12,9 @@
 /// (`... fire 42 skipped: ... fire=42 job=7 trace_id=4bf9...`). Integers stay numbers in JSON.
 /// Values are escaped like messages (logging.hpp): no value can forge a line or a member.
 ///
-/// Process fields (SetProcessLogField, e.g. the node's id) are carried by every line the
-/// process logs, before the line's own fields.
+/// Process fields (SetProcessLogField, e.g. the node's id) are carried by every JSON line the
+/// process logs, before the line's own fields; text lines, read by people on one host, leave
+/// them out.
 ///
 /// Keys are literals of the code: lower-case letters, digits and '_', never one of the record's
 /// own members (ts, level, thread, msg). A line's keys are checked when the code compiles
