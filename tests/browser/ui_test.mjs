@@ -840,6 +840,34 @@ async function main() {
       await page.setViewportSize({ width: 1280, height: 860 });
     });
 
+    // Jobs for the UI conveniences below, in Europe/Berlin so the time switch shows.
+    const sortJob = (name, app, expr) => api('POST', '/api/v1/jobs', { name, app, handler: 'echo',
+      schedule_type: 'cron', schedule_expr: expr, time_zone: 'Europe/Berlin' });
+    const sortA = await sortJob('ui-sort-a', 'mmm', '0 0 3 * * ?');
+    const sortB = await sortJob('ui-sort-b', 'zzz', '0 0 2 * * ?');
+    const sortC = await sortJob('ui-sort-c', 'aaa', '0 0 1 * * ?');
+    // "2026-11-27 08:30:00 UTC": UTC itself, not a UTC offset.
+    const IN_UTC = /\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC(?![+\-\d])/;
+    const BERLIN = /\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} (CES?T|GMT\+[12]|UTC\+[12])/;
+
+    await step('times: the header switch shows every time in UTC, and a reload keeps the choice', async () => {
+      await page.goto(`${base}/#/jobs?q=ui-sort`);
+      const next = () => page.locator(`tr[data-job="${sortB.id}"] td.next-fire`);
+      await next().waitFor();
+      if (!BERLIN.test(await next().textContent())) throw new Error(`next fire not in the job's zone: ${await next().textContent()}`);
+      await page.locator('#time-rule').selectOption('utc');
+      await page.locator(`tr[data-job="${sortB.id}"] td.next-fire`, { hasText: IN_UTC }).waitFor();
+      await page.reload();
+      await page.locator(`tr[data-job="${sortB.id}"] td.next-fire`, { hasText: IN_UTC }).waitFor();
+      if (await page.locator('#time-rule').inputValue() !== 'utc') throw new Error('the time switch forgot UTC');
+      await page.goto(`${base}/#/jobs/${sortB.id}`);
+      await page.locator('.preview li', { hasText: IN_UTC }).first().waitFor();
+      if (await page.locator('.preview li', { hasText: BERLIN }).count() !== 0) throw new Error('a next time stayed in Berlin');
+      await shot(page, '14a-times-utc.png');
+      await page.locator('#time-rule').selectOption('job');
+      await page.locator('.preview li', { hasText: BERLIN }).first().waitFor();
+    });
+
     let viewerToken = '';
     await step('tokens: create one and see its secret once', async () => {
       await page.getByRole('link', { name: 'Tokens' }).click();
