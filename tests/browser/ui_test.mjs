@@ -868,6 +868,23 @@ async function main() {
       await page.locator('.preview li', { hasText: BERLIN }).first().waitFor();
     });
 
+    await step('audit: a job edit shows its times as times, the epoch ms in the title', async () => {
+      const current = await api('GET', `/api/v1/jobs/${sortB.id}`);
+      const edited = await api('PUT', `/api/v1/jobs/${sortB.id}`, { schedule_expr: '0 0 4 * * ?', version: current.version });
+      if (edited.next_fire_time === current.next_fire_time) throw new Error('the edit did not move next_fire_time');
+      await page.goto(`${base}/#/audit?target_kind=job&target_id=${sortB.id}&action=update`);
+      const change = page.locator('tr[data-audit]', { hasText: 'update' }).first()
+        .locator('table.diff tr', { hasText: 'next_fire_time' });
+      const after = change.locator('td.after .audit-time');
+      await after.waitFor();
+      if (!BERLIN.test(await after.textContent())) throw new Error(`next_fire_time shows as ${await after.textContent()}`);
+      if (await after.getAttribute('title') !== String(edited.next_fire_time)) {
+        throw new Error(`the raw value is not in the title: ${await after.getAttribute('title')}`);
+      }
+      if (/\d{13}/.test(await change.textContent())) throw new Error(`a 13-digit number shows: ${await change.textContent()}`);
+      await shot(page, '14b-audit-times.png');
+    });
+
     let viewerToken = '';
     await step('tokens: create one and see its secret once', async () => {
       await page.getByRole('link', { name: 'Tokens' }).click();
