@@ -885,6 +885,94 @@ async function main() {
       await shot(page, '14b-audit-times.png');
     });
 
+    // The job names in the list, top to bottom, once they equal `expected` (the click redraws).
+    const listOrder = async (expected) => {
+      const end = Date.now() + 5000;
+      for (;;) {
+        const names = await page.locator('tr[data-job] a[href^="#/jobs/"]').allTextContents();
+        if (JSON.stringify(names) === JSON.stringify(expected)) return;
+        if (Date.now() > end) throw new Error(`list order ${JSON.stringify(names)}, wanted ${JSON.stringify(expected)}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    };
+    await step('jobs: a click on a header sorts the list, the sort kept in the address', async () => {
+      await page.goto(`${base}/#/jobs?q=ui-sort`);
+      await page.locator('tr[data-job]').nth(2).waitFor();
+      await page.locator('button[data-sort="name"]').click();
+      await listOrder(['ui-sort-a', 'ui-sort-b', 'ui-sort-c']);
+      if (!page.url().includes('sort=name') || !page.url().includes('q=ui-sort')) throw new Error(`address ${page.url()}`);
+      await page.locator('button[data-sort="name"]').click();
+      await listOrder(['ui-sort-c', 'ui-sort-b', 'ui-sort-a']);
+      if (!page.url().includes('sort=-name')) throw new Error(`address ${page.url()}`);
+      await page.locator('button[data-sort="app"]').click();
+      await listOrder(['ui-sort-c', 'ui-sort-a', 'ui-sort-b']); // aaa, mmm, zzz
+      // By next fire: the order the API's times give (which day each falls on depends on the hour).
+      const byNext = (await api('GET', '/api/v1/jobs?q=ui-sort')).items
+        .sort((a, b) => a.next_fire_time - b.next_fire_time).map((j) => j.name);
+      await page.locator('button[data-sort="next"]').click();
+      await listOrder(byNext);
+      await page.reload();
+      await listOrder(byNext);
+      await page.locator('button[data-sort="next"].active').waitFor();
+      await shot(page, '14c-jobs-sorted.png');
+    });
+
+    await step('jobs: Copy opens the create form filled in, named "<name> (copy)"', async () => {
+      await page.goto(`${base}/#/jobs/${sortB.id}`);
+      await page.getByRole('link', { name: 'Copy', exact: true }).click();
+      await page.getByRole('heading', { name: 'New job' }).waitFor();
+      await page.locator('.copy-of').waitFor();
+      const value = (name) => page.locator(`[name="${name}"]`).inputValue();
+      const got = { name: await value('name'), app: await value('app'), handler: await value('handler'),
+        expr: await value('schedule_expr'), zone: await value('time_zone') };
+      const want = { name: 'ui-sort-b (copy)', app: 'zzz', handler: 'echo', expr: '0 0 4 * * ?', zone: 'Europe/Berlin' };
+      if (JSON.stringify(got) !== JSON.stringify(want)) throw new Error(`copy form ${JSON.stringify(got)}`);
+      await page.locator('.preview-times li').first().waitFor();
+      await page.getByRole('button', { name: 'Create job' }).click();
+      await page.getByRole('heading', { name: /ui-sort-b \(copy\)/ }).waitFor();
+      const copy = (await api('GET', `/api/v1/jobs?q=${encodeURIComponent('ui-sort-b (copy)')}`)).items[0];
+      if (!copy || copy.id === sortB.id || copy.schedule_expr !== '0 0 4 * * ?' || copy.app !== 'zzz') {
+        throw new Error(`the copy: ${JSON.stringify(copy)}`);
+      }
+    });
+
+    await step('jobs: bulk pause of two selected jobs, then a bulk delete that goes on past a failure', async () => {
+      await page.goto(`${base}/#/jobs?q=ui-sort`);
+      await page.locator('tr[data-job]').nth(3).waitFor();
+      if (!await page.locator('button[data-bulk="Pause"]').isDisabled()) throw new Error('Pause offered with nothing selected');
+      await page.locator(`tr[data-job="${sortA.id}"] input.select-job`).check();
+      await page.locator(`tr[data-job="${sortC.id}"] input.select-job`).check();
+      await page.locator('.bulk-count', { hasText: '2 selected' }).waitFor();
+      await page.locator('button[data-bulk="Pause"]').click();
+      await page.locator('.bulk-results li.ok').nth(1).waitFor();
+      for (const job of [sortA, sortC]) {
+        await page.locator(`tr[data-job="${job.id}"] .badge`, { hasText: 'paused' }).waitFor();
+        if ((await api('GET', `/api/v1/jobs/${job.id}`)).enabled) throw new Error(`${job.name} is not paused`);
+      }
+      if (!(await api('GET', `/api/v1/jobs/${sortB.id}`)).enabled) throw new Error('an unselected job was paused');
+      await shot(page, '14d-jobs-bulk-paused.png');
+
+      // Delete all four; the server refuses one of them (injected), the others still go.
+      await page.locator('input.select-all').check();
+      await page.locator('.bulk-count', { hasText: '4 selected' }).waitFor();
+      await page.route(`**/api/v1/jobs/${sortB.id}`, (route) => (route.request().method() === 'DELETE'
+        ? route.fulfill({ status: 503, contentType: 'application/json',
+          body: JSON.stringify({ error: { code: 'unavailable', message: 'database unavailable' } }) })
+        : route.continue()));
+      let asked = '';
+      page.once('dialog', (d) => { asked = d.message(); d.accept(); });
+      await page.locator('button[data-bulk="Delete"]').click();
+      await page.locator('.bulk-results li').nth(3).waitFor();
+      await page.unroute(`**/api/v1/jobs/${sortB.id}`);
+      if (!asked.includes('Delete 4 jobs')) throw new Error(`the confirmation said: ${asked}`);
+      await page.locator(`.bulk-results li.error[data-job="${sortB.id}"]`, { hasText: 'database unavailable' }).waitFor();
+      if (await page.locator('.bulk-results li.ok', { hasText: 'deleted' }).count() !== 3) throw new Error('not three deleted');
+      const left = (await api('GET', '/api/v1/jobs?q=ui-sort')).items.map((j) => j.id);
+      if (JSON.stringify(left) !== JSON.stringify([sortB.id])) throw new Error(`left after the bulk delete: ${left}`);
+      await page.locator('tr[data-job]').nth(1).waitFor({ state: 'detached' });
+      await shot(page, '14e-jobs-bulk-delete.png');
+    });
+
     let viewerToken = '';
     await step('tokens: create one and see its secret once', async () => {
       await page.getByRole('link', { name: 'Tokens' }).click();
@@ -973,6 +1061,20 @@ async function main() {
       await page.goto(`${base}/#/alerts`);
       await page.getByText('Only admins can see and change alert rules.').waitFor();
       if (await page.getByRole('link', { name: 'New alert rule' }).count() !== 0) throw new Error('a viewer is offered New alert rule');
+    });
+
+    await step('a viewer gets no row selection, bulk actions or Copy', async () => {
+      await page.goto(`${base}/#/jobs?sort=name`);
+      const row = page.locator('tr[data-job]').first();
+      await row.waitFor();
+      for (const [what, locator] of [['a row checkbox', page.locator('input.select-job, input.select-all')],
+        ['bulk actions', page.locator('button[data-bulk]')]]) {
+        if (await locator.count() !== 0) throw new Error(`a viewer is offered ${what}`);
+      }
+      await page.locator('button[data-sort="name"].active').waitFor();
+      await row.locator('a[href^="#/jobs/"]').click();
+      await page.locator('dl.facts').waitFor();
+      if (await page.getByRole('link', { name: 'Copy', exact: true }).count() !== 0) throw new Error('a viewer is offered Copy');
     });
 
     if (problems.length) throw new Error(`the page reported errors:\n  ${problems.join('\n  ')}`);
