@@ -973,6 +973,25 @@ async function main() {
       await shot(page, '14e-jobs-bulk-delete.png');
     });
 
+    await step('job form: the app and handler inputs suggest the live executors\' apps and handlers', async () => {
+      await page.goto(`${base}/#/jobs/new`);
+      await page.getByRole('heading', { name: 'New job' }).waitFor();
+      if (await page.locator('input[name="app"]').getAttribute('list') !== 'executor-apps'
+        || await page.locator('input[name="handler"]').getAttribute('list') !== 'executor-handlers') {
+        throw new Error('the app and handler inputs have no suggestion lists');
+      }
+      await page.locator('datalist#executor-apps option[value="demo"]').waitFor({ state: 'attached' });
+      await page.locator('input[name="app"]').fill('demo');
+      await page.locator('datalist#executor-handlers option[value="echo"]').waitFor({ state: 'attached' });
+      const handlers = await page.locator('datalist#executor-handlers option')
+        .evaluateAll((options) => options.map((o) => o.value));
+      const want = ['conformance.echo', 'conformance.fail', 'conformance.sleep', 'count', 'echo', 'fail', 'pay', 'sleep'];
+      if (JSON.stringify(handlers) !== JSON.stringify(want)) throw new Error(`handlers suggested: ${handlers}`);
+      // Free text stays: an app no executor registered yet is kept as typed.
+      await page.locator('input[name="app"]').fill('not-started-yet');
+      if (await page.locator('input[name="app"]').inputValue() !== 'not-started-yet') throw new Error('the app input refused free text');
+    });
+
     let viewerToken = '';
     await step('tokens: create one and see its secret once', async () => {
       await page.getByRole('link', { name: 'Tokens' }).click();

@@ -475,13 +475,16 @@ export async function jobFormView(main, ctx) {
   description.value = job.description ?? '';
   const previewList = h('div', { class: 'preview-body' });
   const save = h('button', { class: 'primary', type: 'submit' }, id ? 'Save changes' : 'Create job');
+  const appList = h('datalist', { id: 'executor-apps' });
+  const handlerList = h('datalist', { id: 'executor-handlers' });
 
   const form = h('form', { class: 'panel', novalidate: true },
     h('div', { class: 'banner' }),
     h('div', { class: 'grid' },
       field('Name', input('name', { required: true, maxlength: 191 })),
-      field('App', input('app', { required: true, maxlength: 128 }), 'the executor app that runs it'),
-      field('Handler', input('handler', { required: true, maxlength: 128 })),
+      field('App', input('app', { required: true, maxlength: 128, list: 'executor-apps', autocomplete: 'off' }),
+        'the executor app that runs it'),
+      field('Handler', input('handler', { required: true, maxlength: 128, list: 'executor-handlers', autocomplete: 'off' })),
       field('Schedule type', type),
       h('label', { class: 'wide' }, 'Schedule', expr, exprHint, h('span', { class: 'field-error' })),
       field('Time zone', zone, `IANA name; your browser: ${browserZone}`),
@@ -514,7 +517,8 @@ export async function jobFormView(main, ctx) {
       h('label', { class: 'check' }, atLeastOnce, 'At least once (retry a run lost with its node)')),
     h('div', { class: 'actions' }, save,
       h('a', { class: 'button', href: id ? `#/jobs/${id}` : '#/jobs' }, 'Cancel')),
-    h('datalist', { id: 'zones' }, timeZones().map((z) => h('option', { value: z }))));
+    h('datalist', { id: 'zones' }, timeZones().map((z) => h('option', { value: z }))),
+    appList, handlerList);
 
   // The live preview: the next times in the job's zone, or the parser's error at the field.
   const PREVIEW_FIELDS = ['schedule_type', 'schedule_expr', 'time_zone', 'jitter_ms', 'dst_gap', 'dst_overlap'];
@@ -553,6 +557,23 @@ export async function jobFormView(main, ctx) {
   type.addEventListener('change', refreshPreview);
   for (const name of ['dst_gap', 'dst_overlap']) form.elements.namedItem(name).addEventListener('change', refreshPreview);
   form.elements.namedItem('jitter_ms').addEventListener('input', refreshPreview);
+
+  // The app and handler inputs suggest what the live executors registered (the handlers of the
+  // app typed, or every app's); any other text is still taken, for an app not started yet.
+  let executors = [];
+  const suggestHandlers = () => {
+    const typed = form.elements.namedItem('app').value.trim();
+    const apps = executors.filter((a) => a.app === typed);
+    const handlers = [...new Set((apps.length ? apps : executors).flatMap((a) => a.handlers))].sort();
+    replace(handlerList, handlers.map((name) => h('option', { value: name })));
+  };
+  get('/api/v1/executors').then((data) => {
+    executors = data.apps;
+    replace(appList, executors.map((a) => h('option', { value: a.app },
+      `${a.alive_instances}/${a.instances} alive`)));
+    suggestHandlers();
+  }).catch(() => {}); // no suggestions; the inputs stay free text
+  form.elements.namedItem('app').addEventListener('input', suggestHandlers);
 
   const intValue = (name) => {
     const raw = form.elements.namedItem(name).value.trim();
