@@ -8,7 +8,11 @@
 // page draw its DAG as SVG, one box per step classed by the step's state; an edit saved after a
 // concurrent API edit shows the stale-version message; a failed run offers a re-run from its
 // failed step. An alert rule managed from a file shows read-only (no Edit or Delete, Send test
-// stays). Along
+// stays). The header's Times switch shows a job's next fire in UTC and keeps the choice across a
+// reload; an audited job edit shows next_fire_time as a time; the jobs list sorts by a clicked
+// header (kept in the address), Copy fills the create form, bulk Pause and Delete act on the
+// selected jobs (a refused one listed, the rest done), and the job form suggests the live
+// executors' apps and handlers. Along
 // the way: no nav or Sign out on the sign-in page, times in the job's zone with its
 // label, a manual fire's epoch is the one its log names, params come back as JSON, the fire
 // list filters by job name, a killed fire's log panel shows the ended run, and at 375 px no
