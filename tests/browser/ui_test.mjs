@@ -872,6 +872,28 @@ async function main() {
       await page.locator('.preview li', { hasText: BERLIN }).first().waitFor();
     });
 
+    await step('times: in a browser in New York, "browser" and "UTC" apply to a job\'s times and the dashboard axis', async () => {
+      const ny = await browser.newPage({ viewport: { width: 1280, height: 860 }, timezoneId: 'America/New_York' });
+      try {
+        ny.setDefaultTimeout(15000);
+        await ny.goto(`${base}/`);
+        await ny.getByLabel('API token').fill(token);
+        await ny.getByRole('button', { name: 'Sign in' }).click();
+        await ny.getByRole('heading', { name: 'Jobs' }).waitFor();
+        await ny.locator('#time-rule').selectOption('browser');
+        await ny.goto(`${base}/#/jobs/${sortB.id}`);
+        // New York's label: EST/EDT, or GMT−5 with a Unicode minus where ICU has no short name.
+        await ny.locator('.preview li', { hasText: /\d{2}:\d{2}:\d{2} (EST|EDT|(GMT|UTC)[-\u2212][45])/ }).first().waitFor();
+        if (await ny.locator('.preview li', { hasText: BERLIN }).count() !== 0) throw new Error('"browser" left a time in Berlin');
+        await ny.goto(`${base}/#/dashboard`);
+        await ny.locator('svg.chart text.chart-zone', { hasText: 'America/New_York' }).waitFor();
+        await ny.locator('#time-rule').selectOption('utc');
+        await ny.locator('svg.chart text.chart-zone', { hasText: /^UTC$/ }).waitFor();
+      } finally {
+        await ny.close();
+      }
+    });
+
     await step('audit: a job edit shows its times as times, the epoch ms in the title', async () => {
       const current = await api('GET', `/api/v1/jobs/${sortB.id}`);
       const edited = await api('PUT', `/api/v1/jobs/${sortB.id}`, { schedule_expr: '0 0 4 * * ?', version: current.version });

@@ -62,6 +62,12 @@ function ruleZone(timeZone) {
   return rule === 'job' ? timeZone : undefined;
 }
 
+// The zone of a time that belongs to no job (a chart's axis) under the current rule: UTC, else
+// the browser's.
+export function displayZone() {
+  return timeRule() === 'utc' ? 'UTC' : Intl.DateTimeFormat().resolvedOptions().timeZone;
+}
+
 export function fmtTime(ms, timeZone) {
   if (ms === null || ms === undefined) return '—';
   const options = {
