@@ -1,7 +1,7 @@
 // The sched web UI: a hash router over plain ES modules (no build step, no dependencies).
 
 import { clearToken, getToken, isAdmin, whoami } from './api.js';
-import { h, replace } from './dom.js';
+import { h, replace, setTimeRule, timeRule } from './dom.js';
 import { signInView } from './views/signin.js';
 import { jobsView, jobView, jobFormView } from './views/jobs.js';
 import { firesView, fireView } from './views/fires.js';
@@ -128,6 +128,13 @@ window.addEventListener('sched:unauthenticated', () => {
   clearToken();
   const raw = location.hash.replace(/^#/, '');
   if (!raw.startsWith('/signin')) location.hash = `#/signin?expired=1&next=${encodeURIComponent(raw || '/jobs')}`;
+});
+// Every time shown follows the header's switch; a change re-renders the current view.
+const timeSwitch = document.getElementById('time-rule');
+timeSwitch.value = timeRule();
+timeSwitch.addEventListener('change', () => {
+  setTimeRule(timeSwitch.value);
+  render();
 });
 signOut.addEventListener('click', () => {
   clearToken();
