@@ -1,5 +1,6 @@
 #include "sched/web/oidc.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <sstream>
@@ -259,6 +260,45 @@ net::awaitable<Result<nlohmann::json>> OidcProvider::ExchangeCode(std::string co
     }
     if (!body.ok() || !body->is_object()) co_return Unavailable("the token endpoint's answer is not a JSON object");
     co_return std::move(*body);
+}
+
+Result<Principal> PrincipalFromClaims(const nlohmann::json& claims, const OidcOptions& options) {
+    const auto str = [&](const char* name) -> std::string {
+        const auto it = claims.find(name);
+        return it != claims.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    const std::string subject = str("sub");
+    if (subject.empty() || subject.size() > 255) return Status(Code::kUnauthenticated, "token: sub is required");
+    std::string name = str("email");
+    if (name.empty()) name = str("name");
+    if (name.empty()) name = str("preferred_username");
+    if (name.empty()) name = subject;
+    if (name.size() > 191) name.resize(191);
+    std::vector<std::string> values;
+    if (const auto it = claims.find(options.role_claim); it != claims.end()) {
+        if (it->is_string()) values.push_back(it->get<std::string>());
+        if (it->is_array()) {
+            for (const auto& v : *it) {
+                if (v.is_string() && values.size() < 256) values.push_back(v.get<std::string>());
+            }
+        }
+    }
+    const auto rank = [](store::Role r) {
+        return r == store::Role::kAdmin ? 3 : r == store::Role::kOperator ? 2 : 1;
+    };
+    std::optional<store::Role> role;
+    for (const auto& [value, mapped] : options.role_mapping) {
+        if (std::find(values.begin(), values.end(), value) == values.end()) continue;
+        if (!role || rank(mapped) > rank(*role)) role = mapped;
+    }
+    if (!role) {
+        std::string seen;
+        for (std::size_t i = 0; i < values.size() && i < 10; ++i) seen += (i ? ", " : "") + values[i].substr(0, 64);
+        return Status(Code::kPermissionDenied, "\"" + name + "\" has no role here: none of the values of claim \"" +
+                                                   options.role_claim + "\" (" + (seen.empty() ? "none" : seen) +
+                                                   ") is mapped in oidc.role-mapping");
+    }
+    return Principal{.name = name, .role = *role, .subject = subject, .issuer = options.issuer};
 }
 
 }  // namespace sched::web

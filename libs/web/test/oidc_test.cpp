@@ -8,6 +8,7 @@
 #include <openssl/x509.h>
 
 #include <atomic>
+#include <filesystem>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -15,8 +16,10 @@
 
 #include <gtest/gtest.h>
 
+#include "impl/sign_in.hpp"
 #include "sched/http/testing/test_server.hpp"
 #include "sched/web/jwt.hpp"
+#include "sched/web/web_service.hpp"
 
 namespace sched::web {
 namespace {
@@ -272,6 +275,65 @@ TEST(JwkSet, BoundsTheDocumentAndRefusesBrokenKeys) {
     EXPECT_TRUE(set->HasKey("ec-1"));
 }
 
+TEST(SessionStore, AStateWorksOnceAndOnlyWhileFresh) {
+    OidcOptions options;
+    impl::SessionStore store(options);
+    ASSERT_TRUE(store.AddPending("s1", {.code_verifier = "v", .nonce = "n", .created_s = kNow}, kNow).ok());
+    auto taken = store.TakePending("s1", kNow + 1);
+    ASSERT_TRUE(taken.has_value());
+    EXPECT_EQ(taken->code_verifier, "v");
+    EXPECT_FALSE(store.TakePending("s1", kNow + 2).has_value()) << "replayed";
+    ASSERT_TRUE(store.AddPending("s2", {.created_s = kNow}, kNow).ok());
+    EXPECT_FALSE(store.TakePending("s2", kNow + impl::SessionStore::kPendingTtlS + 1).has_value()) << "expired";
+}
+
+TEST(SessionStore, PendingSignInsAreBounded) {
+    OidcOptions options;
+    impl::SessionStore store(options);
+    for (std::size_t i = 0; i < impl::SessionStore::kMaxPending; ++i) {
+        ASSERT_TRUE(store.AddPending("s" + std::to_string(i), {.created_s = kNow}, kNow).ok());
+    }
+    EXPECT_EQ(store.AddPending("one-more", {.created_s = kNow}, kNow).code(), Code::kResourceExhausted);
+    // Once the old ones have expired they make room.
+    EXPECT_TRUE(store.AddPending("later", {.created_s = kNow + 700}, kNow + 700).ok());
+}
+
+TEST(SessionStore, SessionsEndWhenIdleOrOldAndTheLeastRecentlyUsedMakesRoom) {
+    OidcOptions options;
+    options.session_idle = std::chrono::seconds(100);
+    options.session_absolute = std::chrono::seconds(250);
+    options.max_sessions = 2;
+    impl::SessionStore store(options);
+    auto [a, session_a] = store.Create(Principal{.name = "a"}, kNow);
+    EXPECT_EQ(a.size(), 64U);
+    EXPECT_EQ(session_a.csrf.size(), 64U);
+    EXPECT_NE(session_a.csrf, a);
+    ASSERT_TRUE(store.Find(a, kNow + 90).has_value());
+    ASSERT_TRUE(store.Find(a, kNow + 180).has_value()) << "used 90 s ago: not idle";
+    EXPECT_FALSE(store.Find(a, kNow + 251).has_value()) << "past the absolute expiry";
+    auto [b, session_b] = store.Create(Principal{.name = "b"}, kNow);
+    EXPECT_FALSE(store.Find(b, kNow + 101).has_value()) << "idle";
+    auto first = store.Create(Principal{.name = "c"}, kNow).first;
+    auto second = store.Create(Principal{.name = "d"}, kNow + 1).first;
+    ASSERT_TRUE(store.Find(first, kNow + 2).has_value());  // c is now the most recently used
+    auto third = store.Create(Principal{.name = "e"}, kNow + 3).first;
+    EXPECT_EQ(store.size(), 2U);
+    EXPECT_TRUE(store.Find(first, kNow + 4).has_value());
+    EXPECT_FALSE(store.Find(second, kNow + 4).has_value()) << "the least recently used made room";
+    EXPECT_TRUE(store.Find(third, kNow + 4).has_value());
+    store.End(third);
+    EXPECT_FALSE(store.Find(third, kNow + 5).has_value());
+    EXPECT_FALSE(store.Find("short", kNow).has_value());
+}
+
+TEST(CookieValue, FindsTheNamedCookieAmongOthers) {
+    http::Request req;
+    req.headers.Add("Cookie", "a=1; sched_session=abc; b=2");
+    EXPECT_EQ(impl::CookieValue(req, "sched_session"), "abc");
+    EXPECT_EQ(impl::CookieValue(req, "b"), "2");
+    EXPECT_EQ(impl::CookieValue(req, "session"), std::nullopt);
+}
+
 // A stand-in IdP on a real HTTP server: discovery and a key set that the test can rotate.
 class FakeIdp {
   public:
@@ -394,6 +456,122 @@ TEST_F(OidcProviderTest, RefusesADiscoveryDocumentOfAnotherIssuer) {
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), Code::kFailedPrecondition) << r.status().ToString();
     EXPECT_NE(r.status().message().find("is not the configured"), std::string::npos) << r.status().message();
+}
+
+// The API with OIDC on: a scheduler-web over SQLite whose IdP is the FakeIdp above.
+class OidcApiTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        idp_.SetKeys({{"keys", {RsaKey().Jwk(), EcKey().Jwk()}}});
+        dir_ =
+            std::filesystem::temp_directory_path() / ("sched-oidc-" + std::to_string(::getpid()) + "-" +
+                                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        std::filesystem::remove_all(dir_);
+        std::filesystem::create_directories(dir_);
+        WebServiceConfig config;
+        config.api.token = "cluster-secret";
+        config.api.oidc.issuer = idp_.issuer();
+        config.api.oidc.client_id = "sched-ui";
+        config.api.oidc.audience = "sched-api";
+        config.api.oidc.public_url = "http://127.0.0.1";
+        config.api.oidc.role_mapping = {{"sched-admins", store::Role::kAdmin}, {"sched-viewers", store::Role::kViewer}};
+        config.http = http::testing::LoopbackOptions();
+        config.database.url = *db::ParseDbUrl("sqlite://" + (dir_ / "db.sqlite").string());
+        config.io_threads = 1;
+        config.db_threads = 1;
+        service_ = std::make_unique<WebService>(config);
+        Status started = service_->Start();
+        ASSERT_TRUE(started.ok()) << started.ToString();
+    }
+    void TearDown() override {
+        service_.reset();
+        std::filesystem::remove_all(dir_);
+    }
+    std::string Url(const std::string& path) const {
+        return "http://127.0.0.1:" + std::to_string(service_->port()) + path;
+    }
+    std::string AccessToken(nlohmann::json groups, const std::string& audience = "sched-api") const {
+        const auto now =
+            std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+                .count();
+        return EcKey().Sign({{"iss", idp_.issuer()},
+                             {"aud", audience},
+                             {"sub", "u-alice"},
+                             {"email", "alice@example.com"},
+                             {"groups", std::move(groups)},
+                             {"iat", now},
+                             {"exp", now + 300}});
+    }
+    Result<http::ClientResponse> Call(http::Method method, const std::string& path, const std::string& bearer,
+                                      const std::string& body = "") {
+        http::ClientRequest req{.method = method, .url = Url(path)};
+        req.headers.Set("Authorization", "Bearer " + bearer);
+        if (!body.empty()) req.headers.Set("Content-Type", "application/json");
+        req.body = body;
+        return client_.Send(std::move(req));
+    }
+
+    FakeIdp idp_;
+    std::filesystem::path dir_;
+    std::unique_ptr<WebService> service_;
+    http::testing::BlockingClient client_;
+};
+
+TEST_F(OidcApiTest, AnAccessTokenActsAsThePersonWithTheMappedRole) {
+    const std::string admin = AccessToken({"staff", "sched-admins"});
+    auto who = Call(http::Method::kGet, "/api/v1/session", admin);
+    ASSERT_TRUE(who.ok());
+    ASSERT_EQ(who->status, 200) << who->body;
+    auto body = who->Json();
+    ASSERT_TRUE(body.ok());
+    EXPECT_EQ((*body)["name"], "alice@example.com");
+    EXPECT_EQ((*body)["role"], "admin");
+    EXPECT_EQ((*body)["via"], "oidc-bearer");
+    EXPECT_EQ((*body)["subject"], "u-alice");
+
+    auto created = Call(http::Method::kPost, "/api/v1/tokens", admin, R"({"name": "ci", "role": "viewer"})");
+    ASSERT_TRUE(created.ok());
+    ASSERT_EQ(created->status, 201) << created->body;
+    auto audit = Call(http::Method::kGet, "/api/v1/audit?actor=alice%40example.com&action=create", "cluster-secret");
+    ASSERT_TRUE(audit.ok());
+    ASSERT_EQ(audit->status, 200) << audit->body;
+    auto entries = audit->Json();
+    ASSERT_TRUE(entries.ok());
+    ASSERT_EQ((*entries)["items"].size(), 1U) << audit->body;
+    EXPECT_EQ((*entries)["items"][0]["actor"]["name"], "alice@example.com");
+    EXPECT_EQ((*entries)["items"][0]["actor"]["role"], "admin");
+    EXPECT_EQ((*entries)["items"][0]["target"]["name"], "ci");
+
+    // A viewer's token reads but does not change.
+    const std::string viewer = AccessToken({"sched-viewers"});
+    auto denied = Call(http::Method::kPost, "/api/v1/tokens", viewer, R"({"name": "ci2", "role": "viewer"})");
+    ASSERT_TRUE(denied.ok());
+    EXPECT_EQ(denied->status, 403) << denied->body;
+    auto read = Call(http::Method::kGet, "/api/v1/jobs", viewer);
+    ASSERT_TRUE(read.ok());
+    EXPECT_EQ(read->status, 200) << read->body;
+}
+
+TEST_F(OidcApiTest, APersonWithoutAMappedGroupIsForbiddenAndAWrongAudienceUnauthenticated) {
+    auto none = Call(http::Method::kGet, "/api/v1/jobs", AccessToken({"staff"}));
+    ASSERT_TRUE(none.ok());
+    EXPECT_EQ(none->status, 403);
+    EXPECT_NE(none->body.find("has no role here: none of the values of claim \\\"groups\\\" (staff)"),
+              std::string::npos)
+        << none->body;
+    auto wrong = Call(http::Method::kGet, "/api/v1/jobs", AccessToken({"sched-admins"}, "sched-ui"));
+    ASSERT_TRUE(wrong.ok());
+    EXPECT_EQ(wrong->status, 401);
+    EXPECT_NE(wrong->body.find("wrong audience"), std::string::npos) << wrong->body;
+    // API tokens and the cluster token work as before, and no cookie session exists yet.
+    auto cluster = Call(http::Method::kGet, "/api/v1/jobs", "cluster-secret");
+    ASSERT_TRUE(cluster.ok());
+    EXPECT_EQ(cluster->status, 200);
+    http::ClientRequest cookie{.method = http::Method::kGet, .url = Url("/api/v1/jobs")};
+    cookie.headers.Set("Cookie", "sched_session=" + std::string(64, 'a'));
+    auto unknown = client_.Send(std::move(cookie));
+    ASSERT_TRUE(unknown.ok());
+    EXPECT_EQ(unknown->status, 401) << unknown->body;
 }
 
 }  // namespace

@@ -30,6 +30,7 @@
 #include "sched/common/net.hpp"
 #include "sched/common/status.hpp"
 #include "sched/store/token.hpp"
+#include "sched/web/auth.hpp"
 #include "sched/web/jwt.hpp"
 
 namespace sched::web {
@@ -136,6 +137,12 @@ class OidcProvider {
     std::optional<std::int64_t> keys_fetched_at_;
     std::uint64_t jwks_fetches_ = 0;
 };
+
+/// The person `claims` (a verified token's payload) name, with the highest role their role-claim
+/// values map to. `name` is the `email` claim, else `name`, else `preferred_username`, else
+/// `sub` (cut to 191 bytes). kUnauthenticated without a `sub`; kPermissionDenied, saying which
+/// claim and values were seen, when no value is mapped to a role.
+Result<Principal> PrincipalFromClaims(const nlohmann::json& claims, const OidcOptions& options);
 
 /// application/x-www-form-urlencoded encoding of one value (RFC 3986 unreserved kept).
 std::string FormEncode(std::string_view value);
