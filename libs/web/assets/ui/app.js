@@ -1,6 +1,6 @@
 // The sched web UI: a hash router over plain ES modules (no build step, no dependencies).
 
-import { clearToken, getToken, isAdmin, whoami } from './api.js';
+import { clearToken, isAdmin, loadSession, signedIn as isSignedIn, signOutSession, whoami } from './api.js';
 import { h, replace } from './dom.js';
 import { signInView } from './views/signin.js';
 import { jobsView, jobView, jobFormView } from './views/jobs.js';
@@ -53,7 +53,7 @@ function render() {
   if (current) current.dispose();
   const raw = location.hash.replace(/^#/, '') || '/jobs';
   const [path, query = ''] = raw.split('?');
-  const signedIn = Boolean(getToken());
+  const signedIn = isSignedIn();
   nav.hidden = !signedIn;
   signOut.hidden = !signedIn;
   if (!signedIn && path !== '/signin') {
@@ -90,7 +90,9 @@ function applyRole(who) {
     if (link) link.hidden = !isAdmin(who);
   }
   const badge = document.getElementById('whoami');
-  if (badge) badge.textContent = who ? `${who.name} (${who.role})` : '';
+  // A person signed in through single sign-on also sees which provider vouched for them.
+  const origin = who?.via === 'session' && who.issuer ? ` · ${new URL(who.issuer).host}` : '';
+  if (badge) badge.textContent = who ? `${who.name} (${who.role})${origin}` : '';
   if (who) document.body.dataset.role = who.role;
   else delete document.body.dataset.role;
 }
@@ -126,8 +128,10 @@ window.addEventListener('sched:unauthenticated', () => {
   const raw = location.hash.replace(/^#/, '');
   if (!raw.startsWith('/signin')) location.hash = `#/signin?expired=1&next=${encodeURIComponent(raw || '/jobs')}`;
 });
-signOut.addEventListener('click', () => {
+signOut.addEventListener('click', async () => {
+  await signOutSession().catch(() => undefined);
   clearToken();
   navigate('#/signin');
 });
-render();
+// A single sign-on session (cookie) is looked up once before the first view.
+loadSession().finally(render);
