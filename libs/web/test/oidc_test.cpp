@@ -532,6 +532,9 @@ TEST_F(OidcApiTest, AnAccessTokenActsAsThePersonWithTheMappedRole) {
     auto created = Call(http::Method::kPost, "/api/v1/tokens", admin, R"({"name": "ci", "role": "viewer"})");
     ASSERT_TRUE(created.ok());
     ASSERT_EQ(created->status, 201) << created->body;
+    auto token = created->Json();
+    ASSERT_TRUE(token.ok());
+    EXPECT_EQ((*token)["created_by"], "alice@example.com") << created->body;
     auto audit = Call(http::Method::kGet, "/api/v1/audit?actor=alice%40example.com&action=create", "cluster-secret");
     ASSERT_TRUE(audit.ok());
     ASSERT_EQ(audit->status, 200) << audit->body;
