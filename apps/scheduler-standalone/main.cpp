@@ -126,9 +126,11 @@ int main(int argc, char** argv) {
     if (parsed.exit_code) return *parsed.exit_code;
     sched::trigger::NodeConfig config;
     sched::web::LockApiOptions locks;
+    sched::web::OidcOptions oidc;
     try {
         const auto root = sched::ConfigNode::LoadFile(parsed.args.config_path);
         locks = sched::web::LockApiOptions::FromYaml(root.Child("locks"));
+        oidc = sched::web::OidcOptions::FromYaml(root.Child("oidc"));
         config = sched::trigger::NodeConfig::FromYaml(
             root, {.db_url = "sqlite://data/scheduler.db", .listen = "127.0.0.1:8080", .require_token = false});
     } catch (const sched::ConfigError& e) {
@@ -157,6 +159,7 @@ int main(int argc, char** argv) {
     web.executor_ttl = config.slave.executor_ttl;
     web.node_ttl = config.scheduler.node_ttl;
     web.locks = locks;
+    web.oidc = oidc;
     web.alert_addresses = config.scheduler.alert_addresses;
     sched::trigger::TriggerNode node(config);
     sched::SetProcessLogField("node", node.node_id());  // on every log line (log_fields.hpp)

@@ -16,7 +16,9 @@
 // the way: no nav or Sign out on the sign-in page, times in the job's zone with its
 // label, a manual fire's epoch is the one its log names, params come back as JSON, the fire
 // list filters by job name, a killed fire's log panel shows the ended run, and at 375 px no
-// page scrolls sideways. A screenshot of each
+// page scrolls sideways. Last, single sign-on on a second node with the test OpenID provider
+// (tests/oidc/test_idp.py): Sign in with SSO, the person and provider in the header, a pause
+// audited under their name, sign out. A screenshot of each
 // step goes to SCHED_SCREENSHOT_DIR. Every process this starts is stopped by its PID.
 //
 // Environment: SCHED_STANDALONE_BIN, SCHED_DEMO_CLIENT_BIN, SCHED_BROWSER_WORKDIR (where
@@ -26,6 +28,7 @@ import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -100,6 +103,36 @@ async function stopAll() {
     await exited;
     clearTimeout(timer);
   }
+}
+
+// A second scheduler-standalone with single sign-on through the test OpenID provider
+// (tests/oidc/test_idp.py, Python 3): alice is in the group mapped to admin.
+async function startSsoScheduler() {
+  const users = path.join(tmp, 'idp-users.json');
+  fs.writeFileSync(users, JSON.stringify({
+    alice: { sub: 'u-alice', email: 'alice@example.com', name: 'Alice', groups: ['sched-admins'] } }));
+  const secret = path.join(tmp, 'idp-secret');
+  fs.writeFileSync(secret, crypto.randomBytes(16).toString('hex'));
+  const idpScript = path.join(path.dirname(new URL(import.meta.url).pathname), '..', 'oidc', 'test_idp.py');
+  const [, issuer] = await start('test-idp', 'python3', [idpScript, '--users', users, '--client-id', 'sched-ui',
+    '--client-secret-file', secret, '--api-audience', 'sched-api'], {}, /test-idp listening on (\S+)/);
+  const port = await new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port: free } = probe.address();
+      probe.close(() => resolve(free));
+    });
+  });
+  const base = `http://127.0.0.1:${port}`;
+  fs.mkdirSync(path.join(tmp, 'sso'), { recursive: true });
+  fs.writeFileSync(path.join(tmp, 'sso', 'standalone.yaml'),
+    `http:\n  listen: "127.0.0.1:${port}"\ndatabase:\n  url: "sqlite://${tmp}/sso/scheduler.db"\n`
+    + `oidc:\n  issuer: "${issuer}"\n  client-id: sched-ui\n  client-secret-file: "${secret}"\n`
+    + `  audience: sched-api\n  public-url: "${base}"\n  role-mapping:\n    admin: [sched-admins]\n`);
+  await start('standalone-sso', standaloneBin, ['--config', path.join(tmp, 'sso', 'standalone.yaml')],
+    { SCHED_TOKEN: token }, /listening on http:\/\/127\.0\.0\.1:(\d+)/);
+  return base;
 }
 
 // Polls the API until the demo-client's first heartbeat has registered it.
@@ -1120,6 +1153,45 @@ async function main() {
       await row.locator('a[href^="#/jobs/"]').click();
       await page.locator('dl.facts').waitFor();
       if (await page.getByRole('link', { name: 'Copy', exact: true }).count() !== 0) throw new Error('a viewer is offered Copy');
+    });
+
+    await step('single sign-on: Sign in with SSO, the person and provider in the header, a pause audited under their name', async () => {
+      const ssoBase = await startSsoScheduler();
+      const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+      try {
+        const sso = await context.newPage();
+        sso.setDefaultTimeout(15000);
+        sso.on('pageerror', (e) => problems.push(`page error (SSO): ${e.message}`));
+        await sso.goto(`${ssoBase}/`);
+        await sso.getByRole('button', { name: 'Sign in with SSO' }).click();
+        // The test provider's form asks which user signs in.
+        await sso.getByLabel('user').fill('alice');
+        await sso.getByRole('button', { name: 'Sign in' }).click();
+        await sso.locator('#whoami', { hasText: 'alice@example.com (admin) · 127.0.0.1:' }).waitFor();
+        await sso.getByRole('heading', { name: 'Jobs' }).waitFor();
+        await shot(sso, '19-sso-signed-in.png');
+        const res = await fetch(`${ssoBase}/api/v1/jobs`, {
+          method: 'POST',
+          headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+          body: JSON.stringify({ name: 'sso-job', app: 'demo', handler: 'echo', schedule_type: 'manual',
+            schedule_expr: '' }),
+        });
+        if (res.status !== 201) throw new Error(`creating sso-job: ${res.status} ${await res.text()}`);
+        const job = await res.json();
+        await sso.goto(`${ssoBase}/#/jobs/${job.id}`);
+        sso.once('dialog', (d) => d.accept('paused through SSO'));
+        await sso.getByRole('button', { name: 'Pause', exact: true }).click();
+        await sso.locator('.paused-note', { hasText: 'paused through SSO' }).waitFor();
+        await sso.goto(`${ssoBase}/#/audit?target_kind=job&target_id=${job.id}`);
+        await sso.locator('tr[data-audit]', { hasText: 'alice@example.com' }).first().waitFor();
+        await shot(sso, '20-sso-audit.png');
+        await sso.getByRole('button', { name: 'Sign out' }).click();
+        await sso.getByRole('heading', { name: 'Sign in to sched' }).waitFor();
+        await sso.goto(`${ssoBase}/#/jobs`);
+        await sso.getByRole('heading', { name: 'Sign in to sched' }).waitFor();
+      } finally {
+        await context.close();
+      }
     });
 
     if (problems.length) throw new Error(`the page reported errors:\n  ${problems.join('\n  ')}`);

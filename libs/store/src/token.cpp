@@ -13,7 +13,7 @@ namespace {
 constexpr std::array<std::string_view, 4> kRoleNames = {"admin", "operator", "viewer", "executor"};
 
 constexpr const char* kColumns =
-    "SELECT id, name, role, created_at, last_used_at, revoked_at, app_scope FROM api_token";
+    "SELECT id, name, role, created_at, last_used_at, revoked_at, app_scope, created_by FROM api_token";
 
 // NULL is an executor token from before scopes existed: every app, as migration 002 records it.
 // Anything unreadable is no app at all, so a damaged row can only deny.
@@ -34,6 +34,7 @@ struct TokenRow {
     impl::NullableInt64 last_used;
     impl::NullableInt64 revoked;
     impl::NullableString app_scope;
+    impl::NullableString created_by;
 
     void BindInto(soci::statement& st) {
         st.exchange(soci::into(t.id));
@@ -43,6 +44,7 @@ struct TokenRow {
         st.exchange(soci::into(last_used.value, last_used.ind));
         st.exchange(soci::into(revoked.value, revoked.ind));
         st.exchange(soci::into(app_scope.value, app_scope.ind));
+        st.exchange(soci::into(created_by.value, created_by.ind));
     }
     ApiToken Finish() {
         // Stored values come only from this code; an unknown role means a corrupted row.
@@ -52,6 +54,7 @@ struct TokenRow {
         out.role = *r;
         out.last_used_at = last_used.get();
         out.revoked_at = revoked.get();
+        out.created_by = created_by.get();
         if (out.role == Role::kExecutor) out.apps = ScopeFromColumn(app_scope.get());
         return out;
     }
@@ -71,15 +74,18 @@ std::optional<Role> ParseRole(std::string_view name) {
 }
 
 Result<ApiToken> TokenRepository::Create(const std::string& name, Role role, const std::string& token_hash,
-                                         const std::vector<std::string>& apps) {
+                                         const std::vector<std::string>& apps, const std::string& created_by) {
     auto id = db_.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<std::int64_t> {
         const std::string role_name(RoleName(role));
         impl::NullableString scope;
         if (role == Role::kExecutor) scope.set(nlohmann::json(apps).dump());
-        s << "INSERT INTO api_token (name, token_hash, role, created_at, app_scope) VALUES (:name, :hash, :role, " +
-                 std::string(db_.dialect().NowMs()) + ", :scope)",
+        impl::NullableString by;
+        if (!created_by.empty()) by.set(created_by);
+        s << "INSERT INTO api_token (name, token_hash, role, created_at, app_scope, created_by) VALUES (:name, :hash, "
+             ":role, " +
+                 std::string(db_.dialect().NowMs()) + ", :scope, :by)",
             soci::use(name, "name"), soci::use(token_hash, "hash"), soci::use(role_name, "role"),
-            soci::use(scope.value, scope.ind, "scope");
+            soci::use(scope.value, scope.ind, "scope"), soci::use(by.value, by.ind, "by");
         long long new_id = 0;
         if (!s.get_last_insert_id("api_token", new_id)) return Internal("no id for the new token");
         return static_cast<std::int64_t>(new_id);

@@ -31,7 +31,8 @@ bool ConstantTimeEquals(std::string_view got, std::string_view expected) {
     return diff == 0;
 }
 
-// The secret of "Bearer <secret>" (scheme case-insensitive, RFC 6750), or nullopt.
+}  // namespace
+
 std::optional<std::string_view> BearerSecret(std::string_view header) {
     constexpr std::string_view kScheme = "bearer ";
     if (header.size() <= kScheme.size()) return std::nullopt;
@@ -45,8 +46,6 @@ std::optional<std::string_view> BearerSecret(std::string_view header) {
     return secret;
 }
 
-}  // namespace
-
 std::string_view PermissionName(Permission permission) {
     // In Permission's declaration order; a value outside the enum names the strictest role.
     static constexpr auto kPermissionNames = MakeNameTable<Permission>(
@@ -57,8 +56,8 @@ std::string_view PermissionName(Permission permission) {
 
 Status Authorize(const Principal& principal, Permission permission) {
     const auto deny = [&](const std::string& why) {
-        return Status(Code::kPermissionDenied, "token \"" + principal.name + "\" (" +
-                                                   std::string(store::RoleName(principal.role)) + "): " + why);
+        return Status(Code::kPermissionDenied, (principal.subject.empty() ? "token \"" : "\"") + principal.name +
+                                                   "\" (" + std::string(store::RoleName(principal.role)) + "): " + why);
     };
     if (permission == Permission::kPublic || permission == Permission::kAnyToken) return Status::Ok();
     if (permission == Permission::kExecutor) {

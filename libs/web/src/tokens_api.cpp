@@ -100,7 +100,7 @@ void AddTokenRoutes(Routes& routes) {
                    const std::string secret = "sched_" + NewSecret(32);
                    const std::string hash = Sha256Hex(secret);
                    auto work = [&](db::Database& db) {
-                       auto created = store::TokenRepository(db).Create(name, role, hash, apps);
+                       auto created = store::TokenRepository(db).Create(name, role, hash, apps, who.name);
                        // TokenJson holds neither the secret nor its hash.
                        if (created.ok()) {
                            RecordAudit(db, who,

@@ -123,6 +123,7 @@ api::TokenView TokenViewOf(const store::ApiToken& t) {
     v.last_used_at = t.last_used_at;
     v.revoked_at = t.revoked_at;
     if (t.role == store::Role::kExecutor) v.apps = t.apps;
+    v.created_by = t.created_by;
     return v;
 }
 

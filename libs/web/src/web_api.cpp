@@ -31,6 +31,7 @@ WebOptions WebOptions::FromYaml(const ConfigNode& node, const WebOptions& defaul
     o.executor_timeout =
         node.Duration("executor-timeout", o.executor_timeout, milliseconds(10), std::chrono::minutes(5));
     o.locks = LockApiOptions::FromYaml(node.Child("locks"), o.locks);
+    if (node.Has("oidc")) o.oidc = OidcOptions::FromYaml(node.Child("oidc"));
     if (node.Has("alert-addresses")) o.alert_addresses = http::AddressPolicy::FromYaml(node.Child("alert-addresses"));
     if (o.token.empty()) {
         throw ConfigError(node.path().empty() ? "token" : node.path() + ".token",
@@ -57,7 +58,9 @@ std::vector<RouteInfo> AddWebRoutes(http::Router& router, const WebOptions& opti
     impl::AddAuditRoutes(routes);
     impl::AddSigningKeyRoutes(routes);
     if (options.executor_api) impl::AddSdkRoutes(routes);
+    impl::AddSessionRoutes(routes);
     impl::AddUiRoutes(routes);
+    if (ctx->oidc) impl::AddSignInRoutes(router, ctx);
     return routes.TakeAdded();
 }
 
@@ -84,8 +87,11 @@ void Routes::Add(http::Method method, const std::string& pattern, Permission per
             http::Response response = co_await handler(req, nobody);
             co_return response;
         }
-        auto principal = co_await ctx->auth.Authenticate(req);
-        if (!principal.ok()) co_return http::Response::Error(principal.status(), "Authorization");
+        auto principal = co_await AuthenticateRequest(*ctx, req);
+        if (!principal.ok()) {
+            const bool csrf = principal.status().message().starts_with(kCsrfHeader);
+            co_return http::Response::Error(principal.status(), csrf ? std::string(kCsrfHeader) : "Authorization");
+        }
         if (Status allowed = Authorize(*principal, permission); !allowed.ok()) {
             // A valid token refused a change is worth an entry (a probe or a misconfigured
             // tool); refused reads are not recorded.

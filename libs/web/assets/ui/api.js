@@ -16,6 +16,42 @@ export function clearToken() {
   sessionStorage.removeItem(KEY);
   localStorage.removeItem(KEY);
   me = null;
+  sso = null;
+}
+
+// A browser session from single sign-on (the HttpOnly cookie the server set at /auth/callback):
+// GET /api/v1/session says who it is and gives the CSRF token every change must carry.
+let sso = null;
+export async function loadSession() {
+  if (getToken()) return null;
+  try {
+    const res = await fetch('/api/v1/session', { credentials: 'same-origin' });
+    const who = res.ok ? await res.json() : null;
+    sso = who?.via === 'session' ? who : null;
+  } catch {
+    sso = null;
+  }
+  return sso;
+}
+export const ssoSession = () => sso;
+export const signedIn = () => Boolean(getToken() || sso);
+
+// Ends the single sign-on session on the server.
+export async function signOutSession() {
+  if (!sso) return;
+  const csrf = sso.csrf_token;
+  sso = null;
+  await fetch('/auth/logout', { method: 'POST', credentials: 'same-origin', headers: { 'X-CSRF-Token': csrf } });
+}
+
+// Whether the server offers single sign-on (GET /auth/config).
+export async function ssoConfig() {
+  try {
+    const res = await fetch('/auth/config');
+    return res.ok ? await res.json() : { oidc: false };
+  } catch {
+    return { oidc: false };
+  }
 }
 
 // Who the signed-in token is (GET /api/v1/whoami: name, role, apps), asked once per token. The
@@ -23,6 +59,7 @@ export function clearToken() {
 let me = null;
 export async function whoami() {
   const token = getToken();
+  if (!token && sso) return sso;
   if (me && me.token === token) return me.who;
   const who = await get('/api/v1/whoami');
   me = { token, who };
@@ -47,6 +84,7 @@ export class ApiError extends Error {
 export async function api(method, path, body, token = getToken()) {
   const headers = {};
   if (token) headers.Authorization = `Bearer ${token}`;
+  else if (sso && method !== 'GET') headers['X-CSRF-Token'] = sso.csrf_token;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   let res;
   try {

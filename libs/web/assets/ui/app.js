@@ -1,6 +1,6 @@
 // The sched web UI: a hash router over plain ES modules (no build step, no dependencies).
 
-import { clearToken, getToken, isAdmin, whoami } from './api.js';
+import { clearToken, isAdmin, loadSession, signedIn as isSignedIn, signOutSession, whoami } from './api.js';
 import { h, replace, setTimeRule, timeRule } from './dom.js';
 import { signInView } from './views/signin.js';
 import { jobsView, jobView, jobFormView } from './views/jobs.js';
@@ -56,7 +56,7 @@ function render() {
   if (current) current.dispose();
   const raw = location.hash.replace(/^#/, '') || '/jobs';
   const [path, query = ''] = raw.split('?');
-  const signedIn = Boolean(getToken());
+  const signedIn = isSignedIn();
   nav.hidden = !signedIn;
   signOut.hidden = !signedIn;
   if (!signedIn && path !== '/signin') {
@@ -93,7 +93,9 @@ function applyRole(who) {
     if (link) link.hidden = !isAdmin(who);
   }
   const badge = document.getElementById('whoami');
-  if (badge) badge.textContent = who ? `${who.name} (${who.role})` : '';
+  // A person signed in through single sign-on also sees which provider vouched for them.
+  const origin = who?.via === 'session' && who.issuer ? ` · ${new URL(who.issuer).host}` : '';
+  if (badge) badge.textContent = who ? `${who.name} (${who.role})${origin}` : '';
   if (who) document.body.dataset.role = who.role;
   else delete document.body.dataset.role;
 }
@@ -136,8 +138,10 @@ timeSwitch.addEventListener('change', () => {
   setTimeRule(timeSwitch.value);
   render();
 });
-signOut.addEventListener('click', () => {
+signOut.addEventListener('click', async () => {
+  await signOutSession().catch(() => undefined);
   clearToken();
   navigate('#/signin');
 });
-render();
+// A single sign-on session (cookie) is looked up once before the first view.
+loadSession().finally(render);

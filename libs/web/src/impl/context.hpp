@@ -14,12 +14,14 @@
 #include <type_traits>
 #include <vector>
 
+#include "impl/sign_in.hpp"
 #include "sched/common/on_pool.hpp"
 #include "sched/cron/time_zone.hpp"
 #include "sched/http/message.hpp"
 #include "sched/http/router.hpp"
 #include "sched/store/fire_metrics.hpp"
 #include "sched/web/auth.hpp"
+#include "sched/web/oidc.hpp"
 #include "sched/web/web_api.hpp"
 
 namespace sched::web::impl {
@@ -30,12 +32,18 @@ struct Context {
           database(std::move(db)),
           db_pool(pool),
           auth(options.token, database, pool, options.auth_cache),
+          oidc(options.oidc.enabled() ? std::make_shared<OidcProvider>(options.oidc) : nullptr),
+          sessions(std::make_unique<SessionStore>(options.oidc)),
           fire_metrics(metrics ? std::make_shared<store::FireOutcomeMetrics>(*metrics) : nullptr) {}
 
     const WebOptions options;
     const DatabaseProvider database;
     net::thread_pool& db_pool;
     TokenAuthenticator auth;
+    /// Null when OIDC is off (no `oidc.issuer`).
+    const std::shared_ptr<OidcProvider> oidc;
+    /// Browser sessions (empty while OIDC is off).
+    const std::unique_ptr<SessionStore> sessions;
     /// Null when the process exports no metrics through this module.
     const std::shared_ptr<store::FireOutcomeMetrics> fire_metrics;
 };
@@ -93,6 +101,7 @@ void AddSdkRoutes(Routes& routes);  // and AddLockRoutes
 void AddLockRoutes(Routes& routes);
 void AddUiRoutes(Routes& routes);
 void AddAuditRoutes(Routes& routes);
+void AddSessionRoutes(Routes& routes);  // GET /api/v1/session, GET /auth/config
 void AddWorkflowRoutes(Routes& routes);
 void AddWorkflowRunRoute(Routes& routes);  // GET /api/v1/workflow-runs/{id}, with each step's state
 

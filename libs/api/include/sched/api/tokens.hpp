@@ -21,6 +21,7 @@ struct TokenView {
     std::optional<std::int64_t> last_used_at;
     std::optional<std::int64_t> revoked_at;
     std::optional<std::vector<std::string>> apps;  ///< an executor token's apps; null for the other roles
+    std::optional<std::string> created_by;         ///< its creator as the audit log names them; null when unknown
 
     static constexpr auto Fields() {
         return std::tuple{Field("id", &TokenView::id),
@@ -29,7 +30,8 @@ struct TokenView {
                           Field("created_at", &TokenView::created_at),
                           Field("last_used_at", &TokenView::last_used_at),
                           Field("revoked_at", &TokenView::revoked_at),
-                          Field("apps", &TokenView::apps)};
+                          Field("apps", &TokenView::apps),
+                          Field("created_by", &TokenView::created_by)};
     }
 };
 

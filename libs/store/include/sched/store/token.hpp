@@ -36,6 +36,9 @@ struct ApiToken {
     std::int64_t created_at = 0;
     std::optional<std::int64_t> last_used_at;
     std::optional<std::int64_t> revoked_at;
+    /// Who created it, as the audit log names the creator; nullopt for tokens from before
+    /// migration 020.
+    std::optional<std::string> created_by;
 };
 
 class TokenRepository {
@@ -44,8 +47,9 @@ class TokenRepository {
 
     /// kAlreadyExists when the same hash is stored already. `apps` is stored as given (the web
     /// module validates it); it is ignored (stored NULL) for roles other than executor.
+    /// `created_by` names the creator (stored NULL when empty).
     Result<ApiToken> Create(const std::string& name, Role role, const std::string& token_hash,
-                            const std::vector<std::string>& apps = {});
+                            const std::vector<std::string>& apps = {}, const std::string& created_by = {});
     /// The unrevoked token with this hash; kNotFound otherwise.
     Result<ApiToken> FindActive(const std::string& token_hash);
     Result<std::vector<ApiToken>> List();

@@ -1,7 +1,9 @@
 // Sign in with an API token (or the cluster token): checked against the API, then kept in
-// this tab (or, when remembered, in the browser).
+// this tab (or, when remembered, in the browser). When the server offers single sign-on, a
+// button leads to the OpenID provider instead (GET /auth/login; the server sets a session cookie
+// and sends the browser back to /).
 
-import { api, setToken } from '../api.js';
+import { api, setToken, ssoConfig } from '../api.js';
 import { field, h, showError } from '../dom.js';
 
 export async function signInView(main, ctx) {
@@ -36,6 +38,15 @@ export async function signInView(main, ctx) {
       submit.disabled = false;
     }
   });
-  main.append(h('div', { class: 'signin' }, h('h1', null, 'Sign in to sched'), form));
+  const box = h('div', { class: 'signin' }, h('h1', null, 'Sign in to sched'), form);
+  main.append(box);
   token.focus();
+  const config = await ssoConfig();
+  if (config.oidc && !ctx.disposed) {
+    const sso = h('button', { class: 'primary', type: 'button', id: 'sso-signin' }, 'Sign in with SSO');
+    sso.addEventListener('click', () => {
+      location.href = config.login_url;
+    });
+    box.insertBefore(h('div', { class: 'panel' }, sso, h('p', { class: 'subtle' }, `through ${config.issuer}`)), form);
+  }
 }

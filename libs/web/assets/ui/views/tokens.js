@@ -43,7 +43,7 @@ export async function tokensView(main, ctx) {
       replace(list, table(['Name', 'Role', 'Apps', 'Created', 'Last used', 'State', ''],
         data.items.map((t) => h('tr', null,
           h('td', null, t.name), h('td', null, t.role), h('td', null, scopeText(t)),
-          h('td', null, fmtTime(t.created_at)),
+          h('td', null, fmtTime(t.created_at), t.created_by ? h('div', { class: 'subtle' }, `by ${t.created_by}`) : null),
           h('td', null, t.last_used_at ? fmtRelative(t.last_used_at) : 'never'),
           h('td', null, t.revoked_at ? badge('revoked', 'failed') : badge('active', 'succeeded')),
           h('td', null, t.revoked_at ? null : h('button', {

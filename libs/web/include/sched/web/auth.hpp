@@ -71,6 +71,12 @@ struct Principal {
     bool cluster_token = false;  ///< the cluster token: admin, and also accepted by executor routes
     /// Executor tokens: the apps it may act for ({store::kAllApps} for a legacy token).
     std::vector<std::string> apps;
+    /// A person signed in through the OpenID provider (oidc.hpp), by an access token as bearer or
+    /// by a browser session: their `sub` and the provider's issuer ("" for tokens). `name` is then
+    /// their email (or `name` claim, or `sub`), which is what audit entries record.
+    std::string subject;
+    std::string issuer;
+    bool session = false;  ///< authenticated by a browser session cookie (sign_in.hpp)
 };
 
 /// OK when `principal` may call a route needing `permission`; kPermissionDenied saying which
@@ -90,6 +96,10 @@ Status AuthorizeApp(const Principal& principal, std::string_view app);
 /// 1..kMaxAppName characters (as job.app), no control characters, not "*".
 inline constexpr std::size_t kMaxAppName = 128;
 std::optional<std::string> AppNameProblem(std::string_view app);
+
+/// The secret of an `Authorization: Bearer <secret>` header value (scheme case-insensitive,
+/// RFC 6750, surrounding spaces trimmed), or nullopt.
+std::optional<std::string_view> BearerSecret(std::string_view header);
 
 /// A fresh secret: `bytes` bytes from the kernel's random generator (getrandom), as 2 * bytes
 /// lower-case hex digits. Throws std::runtime_error when the kernel refuses (never in practice).

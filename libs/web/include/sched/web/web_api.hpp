@@ -43,6 +43,7 @@
 #include "sched/http/router.hpp"
 #include "sched/web/auth.hpp"
 #include "sched/web/lock_api.hpp"
+#include "sched/web/oidc.hpp"
 
 namespace sched::web {
 
@@ -64,6 +65,7 @@ namespace sched::web {
 ///       allow: []             #   that is a loopback, link-local, unspecified or multicast address
 ///       deny: []              #   (or `localhost`) is refused with a 400 naming `url`; CIDRs,
 ///                             #   addresses or host names, at most 256 each
+///     oidc: {...}             # single sign-on through an OpenID provider (OidcOptions, oidc.hpp)
 struct WebOptions {
     std::string token;
     bool executor_api = true;
@@ -77,6 +79,8 @@ struct WebOptions {
     /// Which hosts alert rule URLs may name (the trigger nodes check each resolved address again,
     /// with their scheduler.alert-addresses).
     http::AddressPolicy alert_addresses;
+    /// Single sign-on (oidc.hpp); off unless `oidc.issuer` is set.
+    OidcOptions oidc;
     /// The master lease's row in scheduler_lock (not a YAML key: a cluster has one master lease).
     std::string lease_name = "master";
 
