@@ -109,6 +109,13 @@ bool Router::MoreSpecific(const Route& a, const Route& b) {
     return a.segments.size() > b.segments.size();
 }
 
+std::vector<Router::RouteInfo> Router::Routes() const {
+    std::vector<RouteInfo> out;
+    out.reserve(routes_.size());
+    for (const auto& r : routes_) out.push_back({r.method, r.pattern});
+    return out;
+}
+
 Router::Match Router::Find(Method method, std::string_view path) const {
     Match match;
     const auto parts = SplitPath(path);
@@ -129,6 +136,7 @@ Router::Match Router::Find(Method method, std::string_view path) const {
     if (best != nullptr) {
         Matches(*best, parts, &match.params);
         match.handler = &best->handler;
+        match.route = static_cast<std::size_t>(best - routes_.data());
         match.access = best->access;
         return match;
     }

@@ -368,6 +368,33 @@ TEST(Server, ListenReservesThePortAndStartKeepsIt) {
     io.run_for(std::chrono::milliseconds(200));
 }
 
+// One series per route pattern, whatever the paths asked for; unrouted requests are not timed.
+TEST(TimeRoutes, TimesEachRouteUnderItsPattern) {
+    Router router;
+    router.Add(Method::kGet, "/jobs/{id}", [](Request&) { return Response::Text("job\n"); });
+    router.Add(Method::kPost, "/jobs", [](Request&) { return Response::Text("made\n"); });
+    MetricsRegistry registry;
+    TestServer server(std::move(router), LoopbackOptions(), {}, &registry);
+    BlockingClient client;
+    const auto status = [](const Result<ClientResponse>& r) {
+        return r.ok() ? r->status : 0;
+    };
+    for (const char* path : {"/jobs/1", "/jobs/2", "/jobs/3"}) ASSERT_EQ(status(client.Get(server.Url(path))), 200);
+    ASSERT_EQ(status(client.PostJson(server.Url("/jobs"), nlohmann::json::object())), 200);
+    ASSERT_EQ(status(client.Get(server.Url("/nope"))), 404);
+    ASSERT_EQ(status(client.Get(server.Url("/jobs"))), 405);
+    const auto text = registry.Render();
+    EXPECT_NE(text.find("sched_http_request_duration_seconds_count{method=\"GET\",route=\"/jobs/{id}\"} 3\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("sched_http_request_duration_seconds_count{method=\"POST\",route=\"/jobs\"} 1\n"),
+              std::string::npos)
+        << text;
+    EXPECT_EQ(text.find("/jobs/1"), std::string::npos) << text;
+    EXPECT_EQ(text.find("/nope"), std::string::npos) << text;
+    EXPECT_EQ(text.find("method=\"GET\",route=\"/jobs\""), std::string::npos) << text;
+}
+
 TEST(ExportServerStats, RegistersCountersWithThePrefixReadAtRender) {
     ServerStats s;
     MetricsRegistry registry;

@@ -83,6 +83,7 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
     AddRoutes();
     impl_->server = std::make_unique<http::Server>(io_.get_executor(), config_.http, std::move(impl_->router),
                                                    http::BearerTokenAuth(config_.token));
+    impl_->server->TimeRoutes(metrics_, "sched_http");
     try {
         impl_->server->Listen();
     } catch (const std::exception& e) {

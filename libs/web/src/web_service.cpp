@@ -83,6 +83,7 @@ Status WebService::Start(const std::function<bool()>& should_stop) {
     if (!db.ok()) return db.status();
     db_ = *db;
     http::ExportServerStats(metrics_, "sched_http", [server = server_.get()] { return server->Stats(); });
+    server_->TimeRoutes(metrics_, "sched_http");
     server_->Start();
     work_.emplace(io_.get_executor());
     for (int i = 0; i < config_.io_threads; ++i) io_threads_.emplace_back([this] { io_.run(); });

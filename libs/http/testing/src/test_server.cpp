@@ -26,9 +26,10 @@ ServerOptions LoopbackOptions() {
     return o;
 }
 
-TestServer::TestServer(Router router, ServerOptions options, AuthHook auth)
+TestServer::TestServer(Router router, ServerOptions options, AuthHook auth, MetricsRegistry* timed_routes)
     : work_(io_.get_executor()), https_(options.tls.enabled()) {
     server_ = std::make_unique<Server>(io_.get_executor(), std::move(options), std::move(router), std::move(auth));
+    if (timed_routes != nullptr) server_->TimeRoutes(*timed_routes, "sched_http");
     server_->Start();
     thread_ = std::thread([this] { io_.run(); });
 }

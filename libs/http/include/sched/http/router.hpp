@@ -60,9 +60,18 @@ class Router {
         }
     }
 
+    /// A route as added: its method and pattern ("/api/v1/jobs/{id}"), e.g. a metric's labels.
+    struct RouteInfo {
+        Method method;
+        std::string_view pattern;
+    };
+    /// Every route in the order added; a Match's `route` indexes it. Valid while the Router lives.
+    std::vector<RouteInfo> Routes() const;
+
     /// The outcome of routing one request.
     struct Match {
         const Handler* handler = nullptr;  ///< null when no route serves this method and path
+        std::size_t route = 0;             ///< the index in Routes() of the route found (with handler)
         Access access = Access::kAuthenticated;
         std::vector<std::pair<std::string, std::string>> params;  ///< percent-decoded
         std::string allow;  ///< when only the method is wrong: the Allow header ("GET, HEAD, POST")

@@ -133,6 +133,13 @@ class Server {
 
     ServerStats Stats() const;
 
+    /// Times every request a route serves (from its first byte: reading it, routing, auth and the
+    /// handler; not writing the response)
+    /// in `<prefix>_request_duration_seconds{method, route}`, `route` the route's pattern
+    /// ("/api/v1/jobs/{id}"), so the label set is bounded by the routes, not by the paths asked
+    /// for; a request no route serves (404, 405) is not timed. Call before Start(), once.
+    void TimeRoutes(MetricsRegistry& registry, const std::string& prefix);
+
     /// Reads the TLS certificate, key and client CA again and uses them for new connections;
     /// connections already open keep the context they started with. When a file cannot be used
     /// the previous context stays and the error (naming the file) is logged and returned

@@ -28,7 +28,9 @@ using sched::testing::WaitFor;
 /// the destructor.
 class TestServer {
   public:
-    explicit TestServer(Router router, ServerOptions options = LoopbackOptions(), AuthHook auth = {});
+    /// With `timed_routes`, the server times its routes there (Server::TimeRoutes, "sched_http").
+    explicit TestServer(Router router, ServerOptions options = LoopbackOptions(), AuthHook auth = {},
+                        MetricsRegistry* timed_routes = nullptr);
     ~TestServer();
     TestServer(const TestServer&) = delete;
     TestServer& operator=(const TestServer&) = delete;
