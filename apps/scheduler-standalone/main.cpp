@@ -20,6 +20,7 @@
 #include "sched/common/app_main.hpp"
 #include "sched/common/crypto.hpp"
 #include "sched/cron/schedule.hpp"
+#include "sched/http/server.hpp"
 #include "sched/http/url.hpp"
 #include "sched/store/job.hpp"
 #include "sched/store/token.hpp"
@@ -147,6 +148,7 @@ int main(int argc, char** argv) {
     }
 
     sched::StopSignals signals;  // before any other thread starts
+    signals.OnHangup([] { sched::http::ReloadAllTls(); });
 
     // The web module serves the SDK's routes (with executor tokens as well as the cluster
     // token) when `executor-api` is on.
@@ -157,6 +159,7 @@ int main(int argc, char** argv) {
     web.node_ttl = config.scheduler.node_ttl;
     web.locks = locks;
     web.alert_addresses = config.scheduler.alert_addresses;
+    web.http_client_tls = config.http_client_tls;
     sched::trigger::TriggerNode node(config);
     sched::web::AddWebRoutes(
         node.router(), web, [&node] { return node.database(); }, node.db_pool(), &node.metrics());
@@ -179,7 +182,7 @@ int main(int argc, char** argv) {
     }
     if (generated_token) sched::Announce("scheduler-standalone token (generated): " + config.token);
     sched::Announce(
-        "scheduler-standalone listening on http://" +
+        "scheduler-standalone listening on " + std::string(config.http.tls.enabled() ? "https://" : "http://") +
         sched::http::HostPort{sched::http::HostPort::Parse(config.http.listen)->host, node.port()}.ToString());
     signals.Wait();
     node.Stop();

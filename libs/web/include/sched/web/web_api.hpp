@@ -41,6 +41,7 @@
 #include "sched/common/net.hpp"
 #include "sched/http/address_policy.hpp"
 #include "sched/http/router.hpp"
+#include "sched/http/tls_options.hpp"
 #include "sched/web/auth.hpp"
 #include "sched/web/lock_api.hpp"
 
@@ -77,6 +78,9 @@ struct WebOptions {
     /// Which hosts alert rule URLs may name (the trigger nodes check each resolved address again,
     /// with their scheduler.alert-addresses).
     http::AddressPolicy alert_addresses;
+    /// Kill and log calls to executors (not a key of this section: the process's
+    /// `http-client.tls`, ClientTlsOptions::FromConfig, set by the app).
+    http::ClientTlsOptions http_client_tls;
     /// The master lease's row in scheduler_lock (not a YAML key: a cluster has one master lease).
     std::string lease_name = "master";
 
