@@ -21,6 +21,7 @@ test_pkgs=(
     ccache      # scripts/test.sh compiles through it: a second run rebuilds only what changed
     lld         # links the suite's ~50 executables several times faster than GNU ld (CMakeLists.txt)
     python3     # the conformance kit and the Python SDK's tests (tests/conformance)
+    openssl     # the openssl command: certificates for tests/tls and the Python SDK's TLS tests
     mypy        # python_sdk_typecheck: the Python SDK's type hints, mypy --strict (tests/conformance)
     galera-4 rsync  # scripts/galera.sh: the three-node Galera cluster of the Galera tests
     kubernetes-client  # kubectl kustomize: renders deploy/k8s for its schema test (tests/deploy/k8s-schema)
