@@ -1,6 +1,9 @@
 #include "alert_file.hpp"
 
+#include <algorithm>
 #include <array>
+#include <map>
+#include <set>
 #include <string>
 
 #include "bounded_yaml.hpp"
@@ -15,6 +18,53 @@ constexpr std::array<std::string_view, 3> kReadOnly = {"id", "has_secret", "crea
 
 Status Invalid(std::string_view file, const std::string& what) {
     return Status(Code::kInvalidArgument, std::string(file) + ": " + what);
+}
+
+// The fields of a rule in the `alerts:` section: the rule file's, with the job named.
+constexpr std::array<std::string_view, 8> kSectionFields = {
+    "name", "job", "events", "consecutive_failures", "no_success_within_ms", "url", "secret", "enabled"};
+
+std::string LineOf(const YAML::Node& at) {
+    return at.Mark().is_null() ? std::string() : "line " + std::to_string(at.Mark().line + 1) + ": ";
+}
+
+// One rule of the section into `out`; the problem ("events: ...") and where it is, or nullopt.
+std::optional<std::pair<YAML::Node, std::string>> SectionRule(const YAML::Node& node, nlohmann::json& out) {
+    if (!node.IsMap()) return std::pair{node, std::string("expected a mapping of alert rule fields")};
+    for (const auto& kv : node) {
+        const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
+        if (key == "id" || key == "job_id" || key == "version") {
+            return std::pair{kv.first, key + ": not allowed (rules are keyed by name; name a job with job:)"};
+        }
+        if (std::find(kSectionFields.begin(), kSectionFields.end(), key) == kSectionFields.end()) {
+            return std::pair{kv.first, key + ": unknown field"};
+        }
+        if (out.contains(key)) return std::pair{kv.first, key + ": given twice"};
+        if (key == "events") {
+            if (!kv.second.IsSequence())
+                return std::pair{kv.first, std::string("events: expected a list of event names")};
+            nlohmann::json events = nlohmann::json::array();
+            for (const auto& item : kv.second) {
+                if (!item.IsScalar()) return std::pair{kv.first, std::string("events: expected a list of event names")};
+                events.push_back(item.Scalar());
+            }
+            out[key] = std::move(events);
+            continue;
+        }
+        if (!kv.second.IsScalar() && !kv.second.IsNull()) return std::pair{kv.first, key + ": expected a single value"};
+        if (key == "job" && kv.second.IsScalar() && kv.second.Scalar().empty()) {
+            return std::pair{kv.first, std::string("job: expected a job's name (leave job out for every job)")};
+        }
+        out[key] = kv.second.IsNull() ? nlohmann::json() : ScalarToJson(kv.second);
+    }
+    for (const char* required : {"name", "events", "url"}) {
+        if (!out.contains(required)) return std::pair{node, std::string(required) + ": required"};
+    }
+    if (!out["name"].is_string() || out["name"].get_ref<const std::string&>().empty()) {
+        return std::pair{node, std::string("name: expected a non-empty string")};
+    }
+    if (out.contains("job") && !out["job"].is_null() && !out["job"].is_string()) out["job"] = out["job"].dump();
+    return std::nullopt;
 }
 
 }  // namespace
@@ -65,6 +115,105 @@ nlohmann::json MergeAlertRuleUpdate(const nlohmann::json& current, const nlohman
         it = it->is_null() ? body.erase(it) : std::next(it);
     }
     return body;
+}
+
+Result<std::optional<std::vector<AlertRuleSpec>>> ParseAlertSection(std::string_view text, std::string_view file_name) {
+    const std::string file(file_name);
+    auto loaded = LoadBoundedYaml(text, file);
+    if (!loaded.ok()) return loaded.status();
+    const YAML::Node& root = *loaded;
+    if (!root.IsMap() || !root["alerts"]) return std::optional<std::vector<AlertRuleSpec>>();
+    const YAML::Node rules = root["alerts"];
+    if (rules.IsNull()) return std::optional<std::vector<AlertRuleSpec>>(std::vector<AlertRuleSpec>{});
+    if (!rules.IsSequence()) return Invalid(file, LineOf(rules) + "alerts: expected a list of alert rules");
+    if (rules.size() > kMaxAlertRulesPerFile) {
+        return Invalid(file, LineOf(rules) + "alerts: more than " + std::to_string(kMaxAlertRulesPerFile) + " rules");
+    }
+    std::vector<AlertRuleSpec> out;
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < rules.size(); ++i) {
+        const YAML::Node node = rules[i];
+        std::string where = "alerts[" + std::to_string(i) + "]";
+        if (node.IsMap() && node["name"] && node["name"].IsScalar()) {
+            where += " (name " + nlohmann::json(node["name"].Scalar()).dump() + ")";
+        }
+        AlertRuleSpec spec;
+        if (auto problem = SectionRule(node, spec.fields)) {
+            return Invalid(file, LineOf(problem->first) + where + ": " + problem->second);
+        }
+        spec.name = spec.fields["name"].get<std::string>();
+        if (!names.insert(spec.name).second) {
+            return Invalid(file,
+                           LineOf(node) + where + ": name: " + nlohmann::json(spec.name).dump() + " appears twice");
+        }
+        out.push_back(std::move(spec));
+    }
+    return std::optional<std::vector<AlertRuleSpec>>(std::move(out));
+}
+
+nlohmann::json RulesByJobName(const nlohmann::json& rules, const nlohmann::json& jobs) {
+    std::map<std::int64_t, std::string> names;
+    for (const auto& [name, job] : IndexByName(jobs)) names.emplace((*job)["id"].get<std::int64_t>(), name);
+    nlohmann::json out = nlohmann::json::array();
+    if (!rules.is_array()) return out;
+    for (nlohmann::json rule : rules) {
+        if (rule.is_object() && rule.contains("job_id")) {
+            const nlohmann::json id = rule["job_id"];
+            if (id.is_number_integer()) {
+                const auto it = names.find(id.get<std::int64_t>());
+                rule["job"] = it != names.end() ? it->second : "#" + std::to_string(id.get<std::int64_t>());
+            } else {
+                rule["job"] = nullptr;
+            }
+            rule.erase("job_id");
+        }
+        out.push_back(std::move(rule));
+    }
+    return out;
+}
+
+Plan PlanAlertRuleChanges(const std::vector<AlertRuleSpec>& desired, const nlohmann::json& current, bool prune) {
+    const WantedValue want = [](const nlohmann::json& stated,
+                                const std::string& field) -> std::optional<nlohmann::json> {
+        if (field == "name") return std::nullopt;  // the key
+        if (stated.contains(field)) return stated[field];
+        // Left out: the API's default. Unlike a job's enabled (paused by operators, by the master
+        // after failures), a rule's is only ever set by an edit: managed like the other fields.
+        if (field == "consecutive_failures") return 1;
+        if (field == "enabled") return true;
+        if (field == "job" || field == "no_success_within_ms") return nlohmann::json(nullptr);
+        return std::nullopt;
+    };
+    static const std::vector<std::string> fields = {
+        "job", "events", "consecutive_failures", "no_success_within_ms", "url", "enabled", "managed_by"};
+    Plan plan = PlanByName(desired, current, prune, fields, want);
+    // The secret is write-only: an update carries the file's (else the server keeps its own).
+    std::map<std::string, const nlohmann::json*> stated;
+    for (const auto& spec : desired) stated.emplace(spec.name, &spec.fields);
+    for (auto& c : plan.changes) {
+        if (c.kind != ChangeKind::kUpdate) continue;
+        const auto it = stated.find(c.name);
+        if (it != stated.end() && it->second->contains("secret")) c.body["secret"] = (*it->second)["secret"];
+        c.body["name"] = c.name;
+    }
+    return plan;
+}
+
+Result<nlohmann::json> ResolveRuleJob(const nlohmann::json& body, const nlohmann::json& jobs) {
+    if (!body.is_object()) return body;
+    nlohmann::json out = body;
+    if (out.contains("job") && out["job"].is_string()) {
+        const std::string job = out["job"].get<std::string>();
+        const auto by_name = IndexByName(jobs);
+        const auto it = by_name.find(job);
+        if (it == by_name.end()) return Status(Code::kNotFound, "job: no job named " + nlohmann::json(job).dump());
+        out["job_id"] = (*it->second)["id"];
+    }
+    out.erase("job");
+    for (auto it = out.begin(); it != out.end();) {
+        it = it->is_null() ? out.erase(it) : std::next(it);
+    }
+    return out;
 }
 
 }  // namespace sched::ctl

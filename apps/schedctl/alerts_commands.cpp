@@ -9,9 +9,6 @@
 namespace sched::ctl {
 namespace {
 
-// A server holds few rules; the bound only stops a server answering cursors forever.
-constexpr int kMaxRulePages = 50;
-
 std::string RulePath(const std::string& id) {
     return "/api/v1/alert-rules/" + id;
 }
@@ -34,21 +31,7 @@ std::string Events(const std::vector<std::string>& events) {
 }
 
 int List(Session& s) {
-    nlohmann::json items = nlohmann::json::array();
-    std::vector<api::AlertRuleView> rules;
-    std::string cursor;
-    for (int page = 0;; ++page) {
-        if (page == kMaxRulePages) {
-            throw CliError("GET /api/v1/alert-rules: more than " + std::to_string(kMaxRulePages) + " pages");
-        }
-        const std::string path = "/api/v1/alert-rules?limit=200" + (cursor.empty() ? "" : "&cursor=" + cursor);
-        const ApiReply reply = s.CallOk(http::Method::kGet, path);
-        auto read = Session::Read<api::AlertRulePageView>(reply, http::Method::kGet, path);
-        for (const auto& item : reply.json["items"]) items.push_back(item);
-        for (auto& rule : read.items) rules.push_back(std::move(rule));
-        if (!read.next_cursor) break;
-        cursor = std::to_string(*read.next_cursor);
-    }
+    const auto [items, rules] = s.ListAllAlertRules();
     if (s.Json()) {
         s.PrintItems(items);
         return 0;

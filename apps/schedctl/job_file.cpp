@@ -199,16 +199,17 @@ Result<std::vector<JobSpec>> ParseJobFile(std::string_view text, std::string_vie
     const auto fail = [&file](const std::string& what) {
         return InvalidIn(file, what);
     };
-    auto loaded = LoadMapping(text, file, "expected a mapping with the keys jobs, calendars and workflows");
+    auto loaded = LoadMapping(text, file, "expected a mapping with the keys jobs, calendars, workflows and alerts");
     if (!loaded.ok()) return loaded.status();
     const YAML::Node& root = *loaded;
     for (const auto& kv : root) {
-        // calendars: and workflows: are read by ParseCalendarSection and ParseWorkflowSection.
+        // calendars:, workflows: and alerts: are read by ParseCalendarSection, ParseWorkflowSection
+        // and ParseAlertSection.
         const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
-        if (key != "jobs" && key != "calendars" && key != "workflows") {
+        if (key != "jobs" && key != "calendars" && key != "workflows" && key != "alerts") {
             return fail("line " + std::to_string(kv.first.Mark().line + 1) + ": " +
                         (kv.first.IsScalar() ? kv.first.Scalar() : std::string("?")) +
-                        ": unknown key (expected jobs, calendars or workflows)");
+                        ": unknown key (expected jobs, calendars, workflows or alerts)");
         }
     }
     const YAML::Node jobs = root["jobs"];

@@ -86,6 +86,22 @@ Session::Listed<api::WorkflowView> Session::ListAllWorkflows() {
     return ListAll<api::WorkflowView>("/api/v1/workflows?limit=200", 50);
 }
 
+Session::Listed<api::AlertRuleView> Session::ListAllAlertRules() {
+    constexpr int kMaxPages = 50;  // a server holds few rules; only stops one answering cursors forever
+    Listed<api::AlertRuleView> out;
+    std::string cursor;
+    for (int page = 0; page < kMaxPages; ++page) {
+        const std::string path = "/api/v1/alert-rules?limit=200" + (cursor.empty() ? "" : "&cursor=" + cursor);
+        const ApiReply reply = CallOk(http::Method::kGet, path);
+        auto read = Read<api::AlertRulePageView>(reply, http::Method::kGet, path);
+        for (const auto& item : reply.json["items"]) out.items.push_back(item);
+        for (auto& rule : read.items) out.views.push_back(std::move(rule));
+        if (!read.next_cursor) return out;
+        cursor = std::to_string(*read.next_cursor);
+    }
+    throw CliError("GET /api/v1/alert-rules: more than " + std::to_string(kMaxPages) + " pages");
+}
+
 std::string Session::Argument(std::size_t index) const {
     return index < o_.args.size() ? o_.args[index] : std::string();
 }

@@ -17,6 +17,7 @@
 
 #include "api_client.hpp"
 #include "apply.hpp"
+#include "sched/api/alerts.hpp"
 #include "sched/api/calendars.hpp"
 #include "sched/api/jobs.hpp"
 #include "sched/api/page.hpp"
@@ -141,6 +142,8 @@ class Session {
     Listed<api::CalendarView> ListAllCalendars();
     /// Every workflow (at most 50 pages of 200).
     Listed<api::WorkflowView> ListAllWorkflows();
+    /// Every alert rule (at most 50 pages of 200; the rules' cursor is a number, not a string).
+    Listed<api::AlertRuleView> ListAllAlertRules();
 
     /// The command's `index`th argument as an id (digits only), or throws "<what>: missing ID" /
     /// "<what>: ID: expected a positive integer, got "x"".

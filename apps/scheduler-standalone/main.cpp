@@ -19,6 +19,7 @@
 #include "sched/common/announce.hpp"
 #include "sched/common/app_main.hpp"
 #include "sched/common/crypto.hpp"
+#include "sched/common/log_fields.hpp"
 #include "sched/cron/schedule.hpp"
 #include "sched/http/server.hpp"
 #include "sched/http/url.hpp"
@@ -161,6 +162,7 @@ int main(int argc, char** argv) {
     web.alert_addresses = config.scheduler.alert_addresses;
     web.http_client_tls = config.http_client_tls;
     sched::trigger::TriggerNode node(config);
+    sched::SetProcessLogField("node", node.node_id());  // on every log line (log_fields.hpp)
     sched::web::AddWebRoutes(
         node.router(), web, [&node] { return node.database(); }, node.db_pool(), &node.metrics());
     spdlog::info("scheduler-standalone {} starting as {} with database {}", SCHED_VERSION, node.node_id(),

@@ -8,6 +8,7 @@
 
 #include "sched/common/announce.hpp"
 #include "sched/common/app_main.hpp"
+#include "sched/common/log_fields.hpp"
 #include "sched/http/server.hpp"
 #include "sched/http/url.hpp"
 #include "sched/trigger/node.hpp"
@@ -57,6 +58,7 @@ int main(int argc, char** argv) {
     sched::StopSignals signals;  // before any other thread starts
     signals.OnHangup([] { sched::http::ReloadAllTls(); });
     sched::trigger::TriggerNode node(config);
+    sched::SetProcessLogField("node", node.node_id());  // on every log line (log_fields.hpp)
     if (config.executor_api) {
         // The SDK's routes on this node's port (registry, callback, locks), so that a service can
         // use any node. They authenticate inside their handlers against the token table.

@@ -3,9 +3,16 @@
 // its fire appear and succeed on a real demo-client; then visit every page (the dashboard with a
 // failing job beside it), create a viewer and
 // an app-scoped executor token, and sign in as the viewer: no mutating control is offered. A
-// workflow (a diamond created through the API) shows in the Workflows list, its page and a
-// triggered run's page draw its DAG as SVG, one box per step classed by the step's state; a
-// failed run offers a re-run from its failed step. Along
+// workflow (a diamond made in the workflow editor, its DAG drawn as the form changes, a step key
+// the API refuses shown at its row) shows in the Workflows list, its page and a triggered run's
+// page draw its DAG as SVG, one box per step classed by the step's state; an edit saved after a
+// concurrent API edit shows the stale-version message; a failed run offers a re-run from its
+// failed step. An alert rule managed from a file shows read-only (no Edit or Delete, Send test
+// stays). The header's Times switch shows a job's next fire in UTC and keeps the choice across a
+// reload; an audited job edit shows next_fire_time as a time; the jobs list sorts by a clicked
+// header (kept in the address), Copy fills the create form, bulk Pause and Delete act on the
+// selected jobs (a refused one listed, the rest done), and the job form suggests the live
+// executors' apps and handlers. Along
 // the way: no nav or Sign out on the sign-in page, times in the job's zone with its
 // label, a manual fire's epoch is the one its log names, params come back as JSON, the fire
 // list filters by job name, a killed fire's log panel shows the ended run, and at 375 px no
@@ -453,7 +460,13 @@ async function main() {
       await page.locator('.managed-note[data-managed-by="flows.yaml"]', { hasText: 'Managed by flows.yaml, edit the file' })
         .waitFor();
       await page.getByRole('button', { name: 'Trigger now' }).waitFor();
+      if (await page.getByRole('link', { name: 'Edit', exact: true }).count() !== 0) {
+        throw new Error('a workflow managed from a file offers Edit');
+      }
       await shot(page, '12g3-workflow-managed.png');
+      await page.goto(`${base}/#/workflows/${wf.id}/edit`);
+      await page.locator('.managed-note', { hasText: 'Managed by flows.yaml' }).waitFor();
+      if (await page.locator('form').count() !== 0) throw new Error('the edit address of a managed workflow shows a form');
     });
 
     await step('calendars: a validation error at its field, create, preview, used by a job, delete refused, stale edit', async () => {
@@ -529,21 +542,59 @@ async function main() {
     };
     let workflow = null;
     let workflowRun = null;
-    await step('workflows: the list, a diamond\'s DAG, a triggered run\'s DAG with each step\'s state', async () => {
-      // The diamond of docs/workflows.md (a -> b, a -> c, b -> d, c -> d always), created through
-      // the API: the UI offers no workflow form.
-      const jobs = {};
+    await step('workflows: a diamond made in the editor, its DAG drawn live, a field error from the API at its row', async () => {
+      // The diamond of docs/workflows.md (a -> b, a -> c, b -> d, c -> d always): its jobs through
+      // the API, the workflow in the editor.
       for (const name of ['a', 'b', 'c', 'd']) {
-        jobs[name] = await api('POST', '/api/v1/jobs', { name: `browser-wf-${name}`, app: 'demo', handler: 'echo',
+        await api('POST', '/api/v1/jobs', { name: `browser-wf-${name}`, app: 'demo', handler: 'echo',
           schedule_type: 'manual', schedule_expr: '' });
       }
-      workflow = await api('POST', '/api/v1/workflows', {
-        name: 'browser-diamond', description: 'a, then b and c, then d', schedule_type: 'manual', schedule_expr: '',
-        time_zone: 'Europe/Berlin',
-        steps: ['a', 'b', 'c', 'd'].map((name) => ({ name, job_id: jobs[name].id })),
-        edges: [{ parent: 'a', child: 'b' }, { parent: 'a', child: 'c' }, { parent: 'b', child: 'd' },
-          { parent: 'c', child: 'd', condition: 'always' }],
-      });
+      await page.getByRole('link', { name: 'Workflows', exact: true }).click();
+      await page.getByRole('link', { name: 'New workflow' }).click();
+      await page.getByRole('heading', { name: 'New workflow' }).waitFor();
+      await page.locator('input[name="name"]').fill('browser-diamond');
+      await page.locator('textarea[name="description"]').fill('a, then b and c, then d');
+      await page.locator('input[name="time_zone"]').fill('Europe/Berlin');
+      // Step b's key is mistyped first: the API's 400 is shown at that row's field.
+      const keys = ['a', 'b c', 'c', 'd'];
+      for (let i = 0; i < keys.length; i += 1) {
+        if (i > 0) await page.getByRole('button', { name: 'Add step' }).click();
+        await page.locator(`input[name="steps[${i}].name"]`).fill(keys[i]);
+        await page.locator(`select[name="steps[${i}].job_id"]`).selectOption({ label: `browser-wf-${'abcd'[i]}` });
+      }
+      const graphNodes = page.locator('aside svg.dag g.node');
+      if (await graphNodes.count() !== 4) throw new Error(`the live DAG has ${await graphNodes.count()} nodes, not 4`);
+      const links = [['a', 'b c', 'on-success'], ['a', 'c', 'on-success'], ['b c', 'd', 'on-success'], ['c', 'd', 'always']];
+      for (let i = 0; i < links.length; i += 1) {
+        await page.getByRole('button', { name: 'Add edge' }).click();
+        await page.locator(`select[name="edges[${i}].parent"]`).selectOption({ label: links[i][0] });
+        await page.locator(`select[name="edges[${i}].child"]`).selectOption({ label: links[i][1] });
+        await page.locator(`select[name="edges[${i}].condition"]`).selectOption(links[i][2]);
+        // Drawn as the form changes: one more edge per row.
+        await page.locator('aside svg.dag path.edge').nth(i).waitFor({ state: 'attached' });
+      }
+      await page.locator('aside svg.dag text.edge-label', { hasText: 'always' }).waitFor();
+      await shot(page, '12k0-workflow-editor.png');
+      await page.getByRole('button', { name: 'Create workflow' }).click();
+      await page.locator('label.invalid .field-error[data-for="steps[1].name"]').waitFor();
+      // Renaming the step keeps its edges (they follow the row, not the old name).
+      await page.locator('input[name="steps[1].name"]').fill('b');
+      await page.locator('select[name="edges[0].child"] option:checked', { hasText: /^b$/ }).waitFor({ state: 'attached' });
+      await page.locator('aside svg.dag g.node[data-step="b"]').waitFor();
+      await shot(page, '12k1-workflow-editor-error.png');
+      await page.getByRole('button', { name: 'Create workflow' }).click();
+      await page.getByRole('heading', { name: /browser-diamond/ }).waitFor();
+      const created = (await api('GET', '/api/v1/workflows?limit=200')).items.find((w) => w.name === 'browser-diamond');
+      if (!created) throw new Error('the editor created no workflow');
+      const edges = created.edges.map((e) => `${e.parent}->${e.child}:${e.condition}`).join(' ');
+      if (edges !== 'a->b:on-success a->c:on-success b->d:on-success c->d:always' || created.time_zone !== 'Europe/Berlin'
+        || created.steps.map((st) => st.name).join() !== 'a,b,c,d') {
+        throw new Error(`the editor created ${JSON.stringify(created)}`);
+      }
+      workflow = created;
+    });
+
+    await step('workflows: the list, a diamond\'s DAG, a triggered run\'s DAG with each step\'s state', async () => {
       await page.getByRole('link', { name: 'Workflows', exact: true }).click();
       await page.getByRole('heading', { name: 'Workflows' }).waitFor();
       const row = page.locator(`tr[data-workflow="${workflow.id}"]`);
@@ -595,6 +646,39 @@ async function main() {
         throw new Error('a succeeded run offers a re-run');
       }
       await shot(page, '12m-workflow-run.png');
+    });
+
+    await step('workflows: Edit sends the version read; an edit made meanwhile through the API is a stale-version message', async () => {
+      await page.goto(`${base}/#/workflows/${workflow.id}`);
+      await page.getByRole('link', { name: 'Edit', exact: true }).click();
+      await page.getByRole('heading', { name: 'Edit "browser-diamond"' }).waitFor();
+      // The form holds the definition: the steps with their jobs, the edges with their conditions.
+      if (await page.locator('input[name="steps[3].name"]').inputValue() !== 'd'
+        || await page.locator('select[name="edges[3].condition"]').inputValue() !== 'always') {
+        throw new Error('the editor does not show the workflow\'s steps and edges');
+      }
+      await page.locator('aside svg.dag g.node').nth(3).waitFor();
+      const current = await api('GET', `/api/v1/workflows/${workflow.id}`);
+      await api('PUT', `/api/v1/workflows/${workflow.id}`, { version: current.version, description: 'changed through the API' });
+      await page.locator('textarea[name="description"]').fill('changed in the browser');
+      await page.getByRole('button', { name: 'Save changes' }).click();
+      await page.locator('.banner.stale-version', { hasText: 'changed by someone else since you opened it — reload' }).waitFor();
+      await shot(page, '12m2-workflow-stale.png');
+      if ((await api('GET', `/api/v1/workflows/${workflow.id}`)).description !== 'changed through the API') {
+        throw new Error('a stale save overwrote the edit made meanwhile');
+      }
+      // Reload shows the current version, and saving it goes through.
+      await page.locator('.banner.stale-version').getByRole('button', { name: 'Reload' }).click();
+      await page.waitForFunction(() => document.querySelector('textarea[name="description"]')?.value
+        === 'changed through the API');
+      await page.locator('textarea[name="description"]').fill('a, then b and c, then d');
+      await page.getByRole('button', { name: 'Save changes' }).click();
+      await page.getByRole('heading', { name: /browser-diamond/ }).waitFor();
+      const saved = await api('GET', `/api/v1/workflows/${workflow.id}`);
+      if (saved.description !== 'a, then b and c, then d' || saved.version !== current.version + 2
+        || saved.edges.length !== 4) {
+        throw new Error(`the edit saved ${JSON.stringify(saved)}`);
+      }
     });
 
     await step('workflows: a failed step skips its child, the run page colours it and re-runs from it', async () => {
@@ -705,6 +789,37 @@ async function main() {
         await page.getByText('No alert rules yet').waitFor();
         if ((await api('GET', '/api/v1/alert-rules')).items.length !== 0) throw new Error('the rule was not deleted');
       });
+
+      await step('alerts: a rule managed from a file is read-only (no Edit or Delete), Send test stays', async () => {
+        // Created through the API with managed_by, as the alerts: section of `schedctl apply` does.
+        const filed = await api('POST', '/api/v1/alert-rules', { name: 'browser-filed', events: ['failed'],
+          url: receiverUrl, secret: 'browser-secret-0123456789', managed_by: 'ops.yaml' });
+        await page.goto(`${base}/#/alerts`);
+        await page.reload(); // the list page was already open: read it again
+        const listed = page.locator('tr[data-rule="browser-filed"]');
+        await listed.locator('[data-managed-by="ops.yaml"]').waitFor();
+        await listed.getByRole('button', { name: 'Send test' }).waitFor();
+        if (await listed.getByRole('link', { name: 'Edit' }).count() !== 0) throw new Error('a managed rule offers Edit');
+        if (await listed.getByRole('button', { name: 'Delete' }).count() !== 0) {
+          throw new Error('a managed rule offers Delete');
+        }
+        await listed.getByRole('link', { name: 'browser-filed' }).click();
+        await page.getByRole('heading', { name: 'Alert rule "browser-filed"' }).waitFor();
+        await page.locator('.managed-note[data-managed-by="ops.yaml"]', { hasText: 'Managed by ops.yaml, edit the file' })
+          .waitFor();
+        await page.getByRole('button', { name: 'Send test' }).waitFor();
+        if (await page.getByRole('link', { name: 'Edit', exact: true }).count() !== 0
+          || await page.getByRole('button', { name: 'Delete', exact: true }).count() !== 0) {
+          throw new Error('a managed rule\'s page offers Edit or Delete');
+        }
+        await shot(page, '12s-alert-managed.png');
+        await page.goto(`${base}/#/alerts/${filed.id}/edit`);
+        await page.locator('.managed-note', { hasText: 'Managed by ops.yaml' }).waitFor();
+        if (await page.locator('form').count() !== 0) throw new Error('the edit address of a managed rule shows a form');
+        const res = await fetch(`${base}/api/v1/alert-rules/${filed.id}`,
+          { method: 'DELETE', headers: { Authorization: `Bearer ${token}` } });
+        if (res.status !== 204) throw new Error(`deleting the managed rule through the API: ${res.status}`);
+      });
     } finally {
       receiver.close();
     }
@@ -727,6 +842,180 @@ async function main() {
       await page.locator('tr[data-fire]').first().waitFor();
       await shot(page, '12f-fires-phone.png');
       await page.setViewportSize({ width: 1280, height: 860 });
+    });
+
+    // Jobs for the UI conveniences below, in Europe/Berlin so the time switch shows.
+    const sortJob = (name, app, expr) => api('POST', '/api/v1/jobs', { name, app, handler: 'echo',
+      schedule_type: 'cron', schedule_expr: expr, time_zone: 'Europe/Berlin' });
+    const sortA = await sortJob('ui-sort-a', 'mmm', '0 0 3 * * ?');
+    const sortB = await sortJob('ui-sort-b', 'zzz', '0 0 2 * * ?');
+    const sortC = await sortJob('ui-sort-c', 'aaa', '0 0 1 * * ?');
+    // "2026-11-27 08:30:00 UTC": UTC itself, not a UTC offset.
+    const IN_UTC = /\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC(?![+\-\d])/;
+    const BERLIN = /\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} (CES?T|GMT\+[12]|UTC\+[12])/;
+
+    await step('times: the header switch shows every time in UTC, and a reload keeps the choice', async () => {
+      await page.goto(`${base}/#/jobs?q=ui-sort`);
+      const next = () => page.locator(`tr[data-job="${sortB.id}"] td.next-fire`);
+      await next().waitFor();
+      if (!BERLIN.test(await next().textContent())) throw new Error(`next fire not in the job's zone: ${await next().textContent()}`);
+      await page.locator('#time-rule').selectOption('utc');
+      await page.locator(`tr[data-job="${sortB.id}"] td.next-fire`, { hasText: IN_UTC }).waitFor();
+      await page.reload();
+      await page.locator(`tr[data-job="${sortB.id}"] td.next-fire`, { hasText: IN_UTC }).waitFor();
+      if (await page.locator('#time-rule').inputValue() !== 'utc') throw new Error('the time switch forgot UTC');
+      await page.goto(`${base}/#/jobs/${sortB.id}`);
+      await page.locator('.preview li', { hasText: IN_UTC }).first().waitFor();
+      if (await page.locator('.preview li', { hasText: BERLIN }).count() !== 0) throw new Error('a next time stayed in Berlin');
+      await shot(page, '14a-times-utc.png');
+      await page.locator('#time-rule').selectOption('job');
+      await page.locator('.preview li', { hasText: BERLIN }).first().waitFor();
+    });
+
+    await step('times: in a browser in New York, "browser" and "UTC" apply to a job\'s times and the dashboard axis', async () => {
+      const ny = await browser.newPage({ viewport: { width: 1280, height: 860 }, timezoneId: 'America/New_York' });
+      try {
+        ny.setDefaultTimeout(15000);
+        await ny.goto(`${base}/`);
+        await ny.getByLabel('API token').fill(token);
+        await ny.getByRole('button', { name: 'Sign in' }).click();
+        await ny.getByRole('heading', { name: 'Jobs' }).waitFor();
+        await ny.locator('#time-rule').selectOption('browser');
+        await ny.goto(`${base}/#/jobs/${sortB.id}`);
+        // New York's label: EST/EDT, or GMT−5 with a Unicode minus where ICU has no short name.
+        await ny.locator('.preview li', { hasText: /\d{2}:\d{2}:\d{2} (EST|EDT|(GMT|UTC)[-\u2212][45])/ }).first().waitFor();
+        if (await ny.locator('.preview li', { hasText: BERLIN }).count() !== 0) throw new Error('"browser" left a time in Berlin');
+        await ny.goto(`${base}/#/dashboard`);
+        await ny.locator('svg.chart text.chart-zone', { hasText: 'America/New_York' }).waitFor();
+        await ny.locator('#time-rule').selectOption('utc');
+        await ny.locator('svg.chart text.chart-zone', { hasText: /^UTC$/ }).waitFor();
+      } finally {
+        await ny.close();
+      }
+    });
+
+    await step('audit: a job edit shows its times as times, the epoch ms in the title', async () => {
+      const current = await api('GET', `/api/v1/jobs/${sortB.id}`);
+      const edited = await api('PUT', `/api/v1/jobs/${sortB.id}`, { schedule_expr: '0 0 4 * * ?', version: current.version });
+      if (edited.next_fire_time === current.next_fire_time) throw new Error('the edit did not move next_fire_time');
+      await page.goto(`${base}/#/audit?target_kind=job&target_id=${sortB.id}&action=update`);
+      const change = page.locator('tr[data-audit]', { hasText: 'update' }).first()
+        .locator('table.diff tr', { hasText: 'next_fire_time' });
+      const after = change.locator('td.after .audit-time');
+      await after.waitFor();
+      if (!BERLIN.test(await after.textContent())) throw new Error(`next_fire_time shows as ${await after.textContent()}`);
+      if (await after.getAttribute('title') !== String(edited.next_fire_time)) {
+        throw new Error(`the raw value is not in the title: ${await after.getAttribute('title')}`);
+      }
+      if (/\d{13}/.test(await change.textContent())) throw new Error(`a 13-digit number shows: ${await change.textContent()}`);
+      await shot(page, '14b-audit-times.png');
+    });
+
+    // The job names in the list, top to bottom, once they equal `expected` (the click redraws).
+    const listOrder = async (expected) => {
+      const end = Date.now() + 5000;
+      for (;;) {
+        const names = await page.locator('tr[data-job] a[href^="#/jobs/"]').allTextContents();
+        if (JSON.stringify(names) === JSON.stringify(expected)) return;
+        if (Date.now() > end) throw new Error(`list order ${JSON.stringify(names)}, wanted ${JSON.stringify(expected)}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    };
+    await step('jobs: a click on a header sorts the list, the sort kept in the address', async () => {
+      await page.goto(`${base}/#/jobs?q=ui-sort`);
+      await page.locator('tr[data-job]').nth(2).waitFor();
+      await page.locator('button[data-sort="name"]').click();
+      await listOrder(['ui-sort-a', 'ui-sort-b', 'ui-sort-c']);
+      if (!page.url().includes('sort=name') || !page.url().includes('q=ui-sort')) throw new Error(`address ${page.url()}`);
+      await page.locator('button[data-sort="name"]').click();
+      await listOrder(['ui-sort-c', 'ui-sort-b', 'ui-sort-a']);
+      if (!page.url().includes('sort=-name')) throw new Error(`address ${page.url()}`);
+      await page.locator('button[data-sort="app"]').click();
+      await listOrder(['ui-sort-c', 'ui-sort-a', 'ui-sort-b']); // aaa, mmm, zzz
+      // By next fire: the order the API's times give (which day each falls on depends on the hour).
+      const byNext = (await api('GET', '/api/v1/jobs?q=ui-sort')).items
+        .sort((a, b) => a.next_fire_time - b.next_fire_time).map((j) => j.name);
+      await page.locator('button[data-sort="next"]').click();
+      await listOrder(byNext);
+      await page.reload();
+      await listOrder(byNext);
+      await page.locator('button[data-sort="next"].active').waitFor();
+      await shot(page, '14c-jobs-sorted.png');
+    });
+
+    await step('jobs: Copy opens the create form filled in, named "<name> (copy)"', async () => {
+      await page.goto(`${base}/#/jobs/${sortB.id}`);
+      await page.getByRole('link', { name: 'Copy', exact: true }).click();
+      await page.getByRole('heading', { name: 'New job' }).waitFor();
+      await page.locator('.copy-of').waitFor();
+      const value = (name) => page.locator(`[name="${name}"]`).inputValue();
+      const got = { name: await value('name'), app: await value('app'), handler: await value('handler'),
+        expr: await value('schedule_expr'), zone: await value('time_zone') };
+      const want = { name: 'ui-sort-b (copy)', app: 'zzz', handler: 'echo', expr: '0 0 4 * * ?', zone: 'Europe/Berlin' };
+      if (JSON.stringify(got) !== JSON.stringify(want)) throw new Error(`copy form ${JSON.stringify(got)}`);
+      await page.locator('.preview-times li').first().waitFor();
+      await page.getByRole('button', { name: 'Create job' }).click();
+      await page.getByRole('heading', { name: /ui-sort-b \(copy\)/ }).waitFor();
+      const copy = (await api('GET', `/api/v1/jobs?q=${encodeURIComponent('ui-sort-b (copy)')}`)).items[0];
+      if (!copy || copy.id === sortB.id || copy.schedule_expr !== '0 0 4 * * ?' || copy.app !== 'zzz') {
+        throw new Error(`the copy: ${JSON.stringify(copy)}`);
+      }
+    });
+
+    await step('jobs: bulk pause of two selected jobs, then a bulk delete that goes on past a failure', async () => {
+      await page.goto(`${base}/#/jobs?q=ui-sort`);
+      await page.locator('tr[data-job]').nth(3).waitFor();
+      if (!await page.locator('button[data-bulk="Pause"]').isDisabled()) throw new Error('Pause offered with nothing selected');
+      await page.locator(`tr[data-job="${sortA.id}"] input.select-job`).check();
+      await page.locator(`tr[data-job="${sortC.id}"] input.select-job`).check();
+      await page.locator('.bulk-count', { hasText: '2 selected' }).waitFor();
+      await page.locator('button[data-bulk="Pause"]').click();
+      await page.locator('.bulk-results li.ok').nth(1).waitFor();
+      for (const job of [sortA, sortC]) {
+        await page.locator(`tr[data-job="${job.id}"] .badge`, { hasText: 'paused' }).waitFor();
+        if ((await api('GET', `/api/v1/jobs/${job.id}`)).enabled) throw new Error(`${job.name} is not paused`);
+      }
+      if (!(await api('GET', `/api/v1/jobs/${sortB.id}`)).enabled) throw new Error('an unselected job was paused');
+      await shot(page, '14d-jobs-bulk-paused.png');
+
+      // Delete all four; the server refuses one of them (injected), the others still go.
+      await page.locator('input.select-all').check();
+      await page.locator('.bulk-count', { hasText: '4 selected' }).waitFor();
+      await page.route(`**/api/v1/jobs/${sortB.id}`, (route) => (route.request().method() === 'DELETE'
+        ? route.fulfill({ status: 503, contentType: 'application/json',
+          body: JSON.stringify({ error: { code: 'unavailable', message: 'database unavailable' } }) })
+        : route.continue()));
+      let asked = '';
+      page.once('dialog', (d) => { asked = d.message(); d.accept(); });
+      await page.locator('button[data-bulk="Delete"]').click();
+      await page.locator('.bulk-results li').nth(3).waitFor();
+      await page.unroute(`**/api/v1/jobs/${sortB.id}`);
+      if (!asked.includes('Delete 4 jobs')) throw new Error(`the confirmation said: ${asked}`);
+      await page.locator(`.bulk-results li.error[data-job="${sortB.id}"]`, { hasText: 'database unavailable' }).waitFor();
+      if (await page.locator('.bulk-results li.ok', { hasText: 'deleted' }).count() !== 3) throw new Error('not three deleted');
+      const left = (await api('GET', '/api/v1/jobs?q=ui-sort')).items.map((j) => j.id);
+      if (JSON.stringify(left) !== JSON.stringify([sortB.id])) throw new Error(`left after the bulk delete: ${left}`);
+      await page.locator('tr[data-job]').nth(1).waitFor({ state: 'detached' });
+      await shot(page, '14e-jobs-bulk-delete.png');
+    });
+
+    await step('job form: the app and handler inputs suggest the live executors\' apps and handlers', async () => {
+      await page.goto(`${base}/#/jobs/new`);
+      await page.getByRole('heading', { name: 'New job' }).waitFor();
+      if (await page.locator('input[name="app"]').getAttribute('list') !== 'executor-apps'
+        || await page.locator('input[name="handler"]').getAttribute('list') !== 'executor-handlers') {
+        throw new Error('the app and handler inputs have no suggestion lists');
+      }
+      await page.locator('datalist#executor-apps option[value="demo"]').waitFor({ state: 'attached' });
+      await page.locator('input[name="app"]').fill('demo');
+      await page.locator('datalist#executor-handlers option[value="echo"]').waitFor({ state: 'attached' });
+      const handlers = await page.locator('datalist#executor-handlers option')
+        .evaluateAll((options) => options.map((o) => o.value));
+      const want = ['conformance.echo', 'conformance.fail', 'conformance.sleep', 'count', 'echo', 'fail', 'pay', 'sleep'];
+      if (JSON.stringify(handlers) !== JSON.stringify(want)) throw new Error(`handlers suggested: ${handlers}`);
+      // Free text stays: an app no executor registered yet is kept as typed.
+      await page.locator('input[name="app"]').fill('not-started-yet');
+      if (await page.locator('input[name="app"]').inputValue() !== 'not-started-yet') throw new Error('the app input refused free text');
     });
 
     let viewerToken = '';
@@ -799,9 +1088,14 @@ async function main() {
       await page.goto(`${base}/#/workflows/${workflow.id}`);
       await page.locator('svg.dag g.node').first().waitFor();
       await none('Trigger/Pause on the workflow page', page.locator('h1 button'));
+      await none('Edit on the workflow page', page.getByRole('link', { name: 'Edit', exact: true }));
       await page.goto(`${base}/#/workflows`);
       await page.locator(`tr[data-workflow="${workflow.id}"]`).waitFor();
       await none('Trigger/Pause in the workflows list', page.locator('tr[data-workflow] button'));
+      await none('New workflow', page.getByRole('link', { name: 'New workflow' }));
+      await page.goto(`${base}/#/workflows/new`);
+      await page.getByText('cannot create or edit workflows').waitFor();
+      await none('the workflow form', page.getByRole('button', { name: 'Create workflow' }));
       await shot(page, '17-viewer-no-forms.png');
     });
 
@@ -812,6 +1106,20 @@ async function main() {
       await page.goto(`${base}/#/alerts`);
       await page.getByText('Only admins can see and change alert rules.').waitFor();
       if (await page.getByRole('link', { name: 'New alert rule' }).count() !== 0) throw new Error('a viewer is offered New alert rule');
+    });
+
+    await step('a viewer gets no row selection, bulk actions or Copy', async () => {
+      await page.goto(`${base}/#/jobs?sort=name`);
+      const row = page.locator('tr[data-job]').first();
+      await row.waitFor();
+      for (const [what, locator] of [['a row checkbox', page.locator('input.select-job, input.select-all')],
+        ['bulk actions', page.locator('button[data-bulk]')]]) {
+        if (await locator.count() !== 0) throw new Error(`a viewer is offered ${what}`);
+      }
+      await page.locator('button[data-sort="name"].active').waitFor();
+      await row.locator('a[href^="#/jobs/"]').click();
+      await page.locator('dl.facts').waitFor();
+      if (await page.getByRole('link', { name: 'Copy', exact: true }).count() !== 0) throw new Error('a viewer is offered Copy');
     });
 
     if (problems.length) throw new Error(`the page reported errors:\n  ${problems.join('\n  ')}`);

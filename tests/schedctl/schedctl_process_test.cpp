@@ -645,6 +645,135 @@ TEST_F(SchedctlProcess, AlertRulesAreCreatedEditedTestedAndDeleted) {
     EXPECT_NE(r.err.find("HTTP 404"), std::string::npos) << r.err;
 }
 
+TEST_F(SchedctlProcess, AlertRulesInTheFileNameTheirJobAndFollowDriftAndPrune) {
+    const auto text = [](const std::string& events, bool with_rule) {
+        std::string t = Jobs("0 0 3 * * ?", false);
+        if (!with_rule) return t + "alerts: []\n";
+        // A host name, not an address: the default address policy refuses loopback webhooks.
+        return t +
+               "alerts:\n"
+               "  - name: pager\n    job: nightly\n    events: " +
+               events +
+               "\n    consecutive_failures: 2\n"
+               "    url: http://hooks.example:9/sched\n    secret: \"0123456789abcdef\"\n"
+               "  - name: everything\n    events: [lost]\n    url: http://hooks.example:9/all\n"
+               "    secret: \"fedcba9876543210\"\n";
+    };
+    const std::string file = (dir_ / "ops.yaml").string();
+    Write("ops.yaml", text("[failed, timeout]", true));
+    auto r = Run({"diff", "-f", file});
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_NE(r.out.find("+ create    alert-rule pager"), std::string::npos) << r.out;
+    r = Run({"apply", "-f", file});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("Alert rules: 2 to create, 0 to update, 0 to delete, 0 unchanged."), std::string::npos)
+        << r.out;
+    // The job first: the rule names it.
+    ASSERT_NE(r.out.find("alert-rule pager: created"), std::string::npos) << r.out;
+    EXPECT_LT(r.out.find("nightly: created"), r.out.find("alert-rule pager: created")) << r.out;
+    EXPECT_EQ(r.out.find("0123456789abcdef"), std::string::npos) << "the plan shows no secret\n" << r.out;
+
+    r = Run({"jobs", "list", "-o", "json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto nightly = nlohmann::json::parse(r.out)["items"][0];
+    r = Run({"alerts", "list", "-o", "json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    auto rules = nlohmann::json::parse(r.out)["items"];
+    ASSERT_EQ(rules.size(), 2u) << r.out;
+    const auto& pager = rules[0];
+    EXPECT_EQ(pager["name"], "pager") << r.out;
+    EXPECT_EQ(pager["job_id"], nightly["id"]) << r.out;
+    EXPECT_EQ(pager["events"], nlohmann::json({"failed", "timeout"})) << r.out;
+    EXPECT_EQ(pager["consecutive_failures"], 2) << r.out;
+    EXPECT_EQ(pager["has_secret"], true) << r.out;
+    EXPECT_EQ(pager["managed_by"], "ops.yaml") << r.out;
+    EXPECT_TRUE(rules[1]["job_id"].is_null()) << r.out;
+    EXPECT_EQ(rules[1]["managed_by"], "ops.yaml") << r.out;
+    const std::string id = std::to_string(pager["id"].get<std::int64_t>());
+
+    // A second apply changes nothing (the secret, never returned, is not compared).
+    r = Run({"apply", "-f", file});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("Alert rules: 0 to create, 0 to update, 0 to delete, 2 unchanged."), std::string::npos)
+        << r.out;
+
+    // Edited through the API meanwhile: drift, which apply puts back with the version it read.
+    ctl::ApiClient api(*http::Url::Parse(server_), kToken, std::chrono::seconds(10));
+    const auto edited = api.Call(http::Method::kPut, "/api/v1/alert-rules/" + id,
+                                 nlohmann::json{{"version", pager["version"]},
+                                                {"name", "pager"},
+                                                {"events", {"failed"}},
+                                                {"url", "http://hooks.example:9/sched"},
+                                                {"job_id", nightly["id"]},
+                                                {"consecutive_failures", 2}});
+    ASSERT_TRUE(edited.ok()) << edited.status().message();
+    ASSERT_EQ(edited->status, 200) << edited->body;
+    EXPECT_EQ(edited->json["managed_by"], "ops.yaml") << "a PUT without managed_by keeps it\n" << edited->body;
+    r = Run({"diff", "-f", file});
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_NE(r.out.find("~ update    alert-rule pager (id " + id +
+                         ")\n    events: [\"failed\"] -> [\"failed\",\"timeout\"]\n"),
+              std::string::npos)
+        << r.out;
+    r = Run({"apply", "-f", file});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("alert-rule pager: updated"), std::string::npos) << r.out;
+    r = Run({"alerts", "get", id, "-o", "json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto restored = nlohmann::json::parse(r.out);
+    EXPECT_EQ(restored["events"], nlohmann::json({"failed", "timeout"})) << r.out;
+    EXPECT_EQ(restored["job_id"], nightly["id"]) << r.out;
+    EXPECT_EQ(restored["version"], pager["version"].get<std::int64_t>() + 2) << r.out;
+    EXPECT_EQ(Run({"diff", "-f", file}).code, 0);
+
+    // The file's change: one update.
+    Write("ops.yaml", text("[failed, timeout, lost]", true));
+    r = Run({"apply", "-f", file});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("Alert rules: 0 to create, 1 to update, 0 to delete, 1 unchanged."), std::string::npos)
+        << r.out;
+
+    // A rule made by hand is not the file's: only --prune deletes it, with the file's rules gone.
+    Write("hand.yaml",
+          "name: by-hand\nevents: [failed]\nurl: http://hooks.example:9/hand\nsecret: \"0123456789abcdef\"\n");
+    ASSERT_EQ(Run({"alerts", "create", "-f", (dir_ / "hand.yaml").string()}).code, 0);
+    Write("ops.yaml", text("", false));
+    r = Run({"apply", "-f", file});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_EQ(r.out.find("deleted"), std::string::npos) << "without --prune nothing is deleted\n" << r.out;
+    r = Run({"diff", "-f", file, "--prune"});
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_NE(r.out.find("Alert rules: 0 to create, 0 to update, 3 to delete, 0 unchanged."), std::string::npos)
+        << r.out;
+    r = Run({"apply", "-f", file, "--prune"});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("alert-rule pager: deleted"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("alert-rule by-hand: deleted"), std::string::npos) << r.out;
+    r = Run({"alerts", "list", "-o", "json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_TRUE(nlohmann::json::parse(r.out)["items"].empty()) << r.out;
+
+    // Without an alerts: key the cluster's rules are not the file's business, even with --prune.
+    ASSERT_EQ(Run({"alerts", "create", "-f", (dir_ / "hand.yaml").string()}).code, 0);
+    Write("ops.yaml", Jobs("0 0 3 * * ?", false));
+    r = Run({"apply", "-f", file, "--prune"});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_EQ(r.out.find("Alert rules"), std::string::npos) << r.out;
+    EXPECT_NE(Run({"alerts", "list", "-o", "json"}).out.find("by-hand"), std::string::npos);
+
+    Write("bad.yaml", "alerts:\n  - name: x\n    job_id: 3\n    events: [failed]\n    url: http://h.example/\n");
+    r = Run({"diff", "-f", (dir_ / "bad.yaml").string()});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find("bad.yaml: line 3: alerts[0] (name \"x\"): job_id: not allowed"), std::string::npos) << r.err;
+    // A rule naming a job that exists neither in the cluster nor in the file: refused by name.
+    Write("bad.yaml",
+          "alerts:\n  - name: x\n    job: nowhere\n    events: [failed]\n    url: http://h.example/\n"
+          "    secret: \"0123456789abcdef\"\n");
+    r = Run({"apply", "-f", (dir_ / "bad.yaml").string()});
+    EXPECT_EQ(r.code, 1) << r.out << r.err;
+    EXPECT_NE(r.err.find("alert-rule x: not created: job: no job named \"nowhere\""), std::string::npos) << r.err;
+}
+
 // A "billion laughs" job file: 9 levels of 9 aliases, 387,420,489 leaves in 700 bytes. Run under
 // a 1 GiB address-space limit, so that a schedctl which expands it fails this test by running out
 // of memory (or by the timeout) instead of taking the machine with it.

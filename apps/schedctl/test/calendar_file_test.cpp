@@ -111,7 +111,7 @@ TEST(ParseJobFile, AnUnknownTopLevelKeyNamesItsLine) {
     auto r = ParseJobFile("jobs: []\ncalendarz: []\n", "jobs.yaml");
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().message(),
-              "jobs.yaml: line 2: calendarz: unknown key (expected jobs, calendars or workflows)");
+              "jobs.yaml: line 2: calendarz: unknown key (expected jobs, calendars, workflows or alerts)");
 }
 
 nlohmann::json Current() {

@@ -69,8 +69,9 @@ TEST(ParseJobFile, ErrorsNameFileJobIndexNameAndField) {
     EXPECT_EQ(ErrorOf(base + "  - name: a\n    app: y\n    handler: h\n    schedule_type: manual\n"),
               "jobs.yaml: jobs[1] (name \"a\"): name: \"a\" appears twice");
     EXPECT_EQ(ErrorOf("jobs:\n  - 5\n"), "jobs.yaml: jobs[0]: expected a mapping of job fields");
-    EXPECT_EQ(ErrorOf("jobz: []\n"), "jobs.yaml: line 1: jobz: unknown key (expected jobs, calendars or workflows)");
-    EXPECT_EQ(ErrorOf("- a\n"), "jobs.yaml: expected a mapping with the keys jobs, calendars and workflows");
+    EXPECT_EQ(ErrorOf("jobz: []\n"),
+              "jobs.yaml: line 1: jobz: unknown key (expected jobs, calendars, workflows or alerts)");
+    EXPECT_EQ(ErrorOf("- a\n"), "jobs.yaml: expected a mapping with the keys jobs, calendars, workflows and alerts");
     EXPECT_EQ(ErrorOf("jobs: [\n").find("jobs.yaml: line "), 0u);
 }
 

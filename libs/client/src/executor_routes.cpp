@@ -47,6 +47,7 @@ RunRequest ToClientRun(protocol::RunRequest wire) {
     run.block_strategy = wire.block_strategy;
     run.overlap = wire.overlap;
     run.callback_url = std::move(wire.callback_url);
+    run.traceparent = std::move(wire.traceparent);
     return run;
 }
 

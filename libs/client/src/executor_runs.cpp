@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "impl/runtime.hpp"
+#include "sched/common/log_fields.hpp"
 
 namespace sched::client::impl {
 
@@ -90,9 +91,21 @@ void Runtime::Execute(const RunPtr& run) {
             });
         });
     }
-    FireLog(r.fire_id, "started: shard " + std::to_string(r.shard_index) + "/" + std::to_string(r.shard_total));
     JobContext ctx(r, run->token, deadline,
                    [this, id = r.fire_id](const std::string& line) { FireLog(id, line, LineSource::kHandler); });
+    // The trace id in the fire's own log and on the process's lines (debug: one line per run
+    // start and end), so the handler's work can be found from the fire and the other way round.
+    const std::string trace_id = ctx.trace_id();
+    FireLog(r.fire_id, "started: shard " + std::to_string(r.shard_index) + "/" + std::to_string(r.shard_total) +
+                           (trace_id.empty() ? "" : ", trace " + trace_id));
+    LogWithFields(spdlog::level::debug,
+                  {{"app", options_.app},
+                   {"job", r.job_id},
+                   {"fire", r.fire_id},
+                   {"attempt", r.attempt},
+                   {"epoch", r.epoch},
+                   {"trace_id", trace_id}},
+                  "run of fire {} started ({})", r.fire_id, r.handler);
     Status status;
     if (run->token.cancelled()) {
         status = Cancelled("cancelled before it started");
@@ -146,6 +159,15 @@ void Runtime::Execute(const RunPtr& run) {
     }
     FireLog(r.fire_id, "finished: " + std::string(protocol::Name(result.outcome)) +
                            (result.message.empty() ? "" : ": " + result.message));
+    LogWithFields(spdlog::level::debug,
+                  {{"app", options_.app},
+                   {"job", r.job_id},
+                   {"fire", r.fire_id},
+                   {"attempt", r.attempt},
+                   {"epoch", r.epoch},
+                   {"trace_id", trace_id},
+                   {"outcome", protocol::Name(result.outcome)}},
+                  "run of fire {} ended {}", r.fire_id, protocol::Name(result.outcome));
     // The tail before Close: a closed log may be forgotten at once (more fires running than
     // log-retained-fires), and its result would go without it.
     AttachLogTail(result);

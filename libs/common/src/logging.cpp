@@ -1,9 +1,15 @@
 #include "sched/common/logging.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <iostream>
 #include <memory>
+#include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "sched/common/announce.hpp"
+#include "sched/common/log_fields.hpp"
 
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
@@ -108,6 +114,86 @@ using TextMessageFlag = EscapedMessageFlag<LogEscape>;
 
 constexpr std::string_view kAnnounceLogger = "announce";
 
+// The fields of the line being logged on this thread (LogFieldsScope), and the process's.
+thread_local const LogField* tl_fields = nullptr;
+thread_local std::size_t tl_field_count = 0;
+// Replaced whole (copy, change, publish), so a line being formatted on another thread keeps the
+// list it loaded.
+using FieldList = std::vector<std::pair<std::string, std::string>>;
+std::atomic<std::shared_ptr<const FieldList>>& ProcessFields() {
+    static std::atomic<std::shared_ptr<const FieldList>> fields{std::make_shared<const FieldList>()};
+    return fields;
+}
+
+void Append(spdlog::memory_buf_t& dest, std::string_view text) {
+    dest.append(text.data(), text.data() + text.size());
+}
+
+// A text value as is when it reads as one word, else in quotes (inner quotes as \").
+void AppendTextValue(spdlog::memory_buf_t& dest, std::string_view value) {
+    const std::string escaped = LogEscape(value);
+    if (!escaped.empty() && escaped.find_first_of(" =\"") == std::string::npos) {
+        Append(dest, escaped);
+        return;
+    }
+    dest.push_back('"');
+    for (const char c : escaped) {
+        if (c == '"') dest.push_back('\\');
+        dest.push_back(c);
+    }
+    dest.push_back('"');
+}
+
+// `,"key":value` for each field (json): process fields, then the line's; or ` key=value` (text):
+// the line's only, since a person reading one process's text log knows which node wrote it.
+template <bool kJson>
+class FieldsFlag final : public spdlog::custom_flag_formatter {
+  public:
+    void format(const spdlog::details::log_msg&, const std::tm&, spdlog::memory_buf_t& dest) override {
+        if (kJson) {
+            const std::shared_ptr<const FieldList> process = ProcessFields().load();
+            for (const auto& [key, value] : *process) Field(dest, key, value);
+        }
+        for (std::size_t i = 0; i < tl_field_count; ++i) {
+            const LogField& f = tl_fields[i];
+            if (const auto* n = std::get_if<std::int64_t>(&f.value)) {
+                Key(dest, f.key);
+                Append(dest, std::to_string(*n));
+            } else {
+                Field(dest, f.key, std::get<std::string_view>(f.value));
+            }
+        }
+    }
+    std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<FieldsFlag>(); }
+
+  private:
+    static void Key(spdlog::memory_buf_t& dest, std::string_view key) {
+        Append(dest, kJson ? ",\"" : " ");
+        Append(dest, key);
+        Append(dest, kJson ? "\":" : "=");
+    }
+    static void Field(spdlog::memory_buf_t& dest, std::string_view key, std::string_view value) {
+        Key(dest, key);
+        if (kJson) {
+            dest.push_back('"');
+            Append(dest, JsonEscape(value));
+            dest.push_back('"');
+        } else {
+            AppendTextValue(dest, value);
+        }
+    }
+};
+
+// '&' in the patterns below: the fields.
+constexpr char kFieldsFlag = '&';
+constexpr const char* kJsonPattern = R"({"ts":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","thread":%t%&,"msg":"%*"})";
+
+std::unique_ptr<spdlog::pattern_formatter> JsonFormatter() {
+    auto formatter = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
+    formatter->add_flag<JsonMessageFlag>('*').add_flag<FieldsFlag<true>>(kFieldsFlag).set_pattern(kJsonPattern);
+    return formatter;
+}
+
 }  // namespace
 
 LogConfig LogConfig::FromYaml(const ConfigNode& node) {
@@ -120,13 +206,12 @@ LogConfig LogConfig::FromYaml(const ConfigNode& node) {
 void SetupLogging(const LogConfig& config) {
     auto logger = std::make_shared<spdlog::logger>("sched", std::make_shared<spdlog::sinks::stderr_sink_mt>());
     if (config.format == "json") {
-        auto formatter = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
-        formatter->add_flag<JsonMessageFlag>('*').set_pattern(
-            R"({"ts":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","thread":%t,"msg":"%*"})");
-        logger->set_formatter(std::move(formatter));
+        logger->set_formatter(JsonFormatter());
     } else {
         auto formatter = std::make_unique<spdlog::pattern_formatter>();
-        formatter->add_flag<TextMessageFlag>('*').set_pattern("%Y-%m-%d %H:%M:%S.%e %^%-5l%$ [%t] %*");
+        formatter->add_flag<TextMessageFlag>('*')
+            .add_flag<FieldsFlag<false>>(kFieldsFlag)
+            .set_pattern("%Y-%m-%d %H:%M:%S.%e %^%-5l%$ [%t] %*%&");
         logger->set_formatter(std::move(formatter));
     }
     logger->set_level(spdlog::level::from_str(config.level));
@@ -137,17 +222,47 @@ void SetupLogging(const LogConfig& config) {
     // json, so a collector that reads both streams (docker logs) sees nothing but JSON.
     auto announce = std::make_shared<spdlog::logger>(std::string(kAnnounceLogger),
                                                      std::make_shared<spdlog::sinks::stdout_sink_mt>());
-    auto formatter = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
     if (config.format == "json") {
-        formatter->add_flag<JsonMessageFlag>('*').set_pattern(
-            R"({"ts":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","thread":%t,"msg":"%*"})");
+        announce->set_formatter(JsonFormatter());
     } else {
+        auto formatter = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
         formatter->add_flag<TextMessageFlag>('*').set_pattern("%*");
+        announce->set_formatter(std::move(formatter));
     }
-    announce->set_formatter(std::move(formatter));
     announce->flush_on(spdlog::level::info);
     spdlog::drop(std::string(kAnnounceLogger));
     spdlog::register_logger(std::move(announce));
+}
+
+namespace impl {
+
+LogFieldsScope::LogFieldsScope(std::initializer_list<LogField> fields)
+    : previous_begin_(tl_fields), previous_size_(tl_field_count) {
+    tl_fields = fields.begin();
+    tl_field_count = fields.size();
+}
+
+LogFieldsScope::~LogFieldsScope() {
+    tl_fields = previous_begin_;
+    tl_field_count = previous_size_;
+}
+
+}  // namespace impl
+
+void SetProcessLogField(std::string_view key, std::string value) {
+    if (!IsLogFieldKey(key)) throw std::invalid_argument("bad log field key: " + std::string(key));
+    auto fields = std::make_shared<FieldList>(*ProcessFields().load());
+    const auto same = std::find_if(fields->begin(), fields->end(), [&](const auto& f) { return f.first == key; });
+    if (same != fields->end()) {
+        same->second = std::move(value);
+    } else {
+        fields->emplace_back(std::string(key), std::move(value));
+    }
+    ProcessFields().store(std::move(fields));
+}
+
+void ClearProcessLogFields() {
+    ProcessFields().store(std::make_shared<const FieldList>());
 }
 
 void Announce(std::string_view line) {

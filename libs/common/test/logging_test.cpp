@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sched/common/announce.hpp"
+#include "sched/common/log_fields.hpp"
 
 namespace sched {
 namespace {
@@ -74,6 +75,53 @@ TEST(Announce, WritesTheLineOnStdoutInTheLogsFormat) {
     const auto record = nlohmann::json::parse(out);
     EXPECT_EQ(record["msg"], "scheduler-web listening on http://127.0.0.1:8080\nforged");
     EXPECT_EQ(record["level"], "info");
+    SetupLogging(LogConfig{});
+}
+
+// Fields are members of the JSON record (integers as numbers) and key=value after a text
+// message; process fields come first on every JSON line (text lines leave them out); a hostile
+// value stays inside its field.
+TEST(LogWithFields, PutsFieldsInTheRecordInBothFormats) {
+    static_assert(IsLogFieldKey("trace_id") && IsLogFieldKey("job2"));
+    static_assert(!IsLogFieldKey("msg") && !IsLogFieldKey("Job") && !IsLogFieldKey("a-b") && !IsLogFieldKey(""));
+    SetProcessLogField("node", "n1");
+    const std::string evil = "x\",\"msg\":\"forged\nline";
+    LogConfig config;
+    config.format = "json";
+    SetupLogging(config);
+    testing::internal::CaptureStderr();
+    LogWithFields(spdlog::level::warn, {{"fire", std::int64_t{42}}, {"job", 7}, {"app", evil}}, "fire {} late", 42);
+    std::string out = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(out.find('\n'), out.size() - 1) << out;
+    const auto record = nlohmann::json::parse(out);
+    EXPECT_EQ(record["node"], "n1");
+    EXPECT_EQ(record["fire"], 42);
+    EXPECT_EQ(record["job"], 7);
+    EXPECT_EQ(record["app"], evil);
+    EXPECT_EQ(record["msg"], "fire 42 late");
+    EXPECT_EQ(record["level"], "warning");
+
+    // A plain line carries the process fields only; a line below the level is not formatted.
+    testing::internal::CaptureStderr();
+    spdlog::info("plain");
+    LogWithFields(spdlog::level::debug, {{"fire", 1}}, "hidden");
+    out = testing::internal::GetCapturedStderr();
+    const auto plain = nlohmann::json::parse(out);
+    EXPECT_EQ(plain["node"], "n1");
+    EXPECT_FALSE(plain.contains("fire")) << out;
+
+    config.format = "text";
+    SetupLogging(config);
+    testing::internal::CaptureStderr();
+    LogWithFields(spdlog::level::warn, {{"fire", 42}, {"app", "billing"}, {"why", "two words"}, {"x", evil}}, "late");
+    out = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(out.find('\n'), out.size() - 1) << out;
+    EXPECT_NE(out.find("late fire=42 app=billing why=\"two words\" x=\"x\\\",\\\"msg\\\":\\\"forged\\nline\"\n"),
+              std::string::npos)
+        << out;
+
+    EXPECT_THROW(SetProcessLogField("msg", "x"), std::invalid_argument);
+    ClearProcessLogFields();
     SetupLogging(LogConfig{});
 }
 

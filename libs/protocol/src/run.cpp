@@ -1,6 +1,7 @@
 #include "sched/protocol/run.hpp"
 
 #include "sched/protocol/run_batch.hpp"
+#include "sched/protocol/trace_context.hpp"
 
 #include "sched/http/json.hpp"
 #include "sched/http/url.hpp"
@@ -23,6 +24,7 @@ nlohmann::json ToJson(const RunRequest& run) {
     if (!run.callback_url.empty()) j["callback_url"] = run.callback_url;
     if (run.overlap) j["overlap"] = BlockStrategyName(*run.overlap);
     if (run.start_in_ms != 0) j[kStartInField] = run.start_in_ms;
+    if (!run.traceparent.empty()) j["traceparent"] = run.traceparent;
     return j;
 }
 
@@ -58,6 +60,10 @@ Parsed<RunRequest> ParseRunRequest(const nlohmann::json& body, const std::string
     }
     run.callback_url = f.String("callback_url", "");
     run.start_in_ms = f.Int(std::string(kStartInField), 0, {.min = 0, .max = kMaxStartInMs});
+    run.traceparent = f.String("traceparent", "");
+    if (f.ok() && !run.traceparent.empty() && !ParseTraceParent(run.traceparent)) {
+        f.Fail("traceparent", "not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>, lower case)");
+    }
     if (f.ok() && run.shard_index >= run.shard_total) {
         f.Fail("shard_index", "must be less than shard_total (" + std::to_string(run.shard_total) + ")");
     }

@@ -31,6 +31,7 @@ RunRequest SampleRun() {
     run.block_strategy = BlockStrategy::kCoverEarly;
     run.callback_url = "http://10.0.0.5:7071";
     run.start_in_ms = 140;
+    run.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
     return run;
 }
 
@@ -47,6 +48,7 @@ TEST(RunRequestTest, TheWireNamesAreTheDocumentedOnes) {
     RunRequest run = SampleRun();
     run.callback_url.clear();
     run.start_in_ms = 0;  // absent when 0: an executor before the field never sees it
+    run.traceparent.clear();
     std::vector<std::string> keys;
     const json wire = ToJson(run);
     for (const auto& [key, value] : wire.items()) keys.push_back(key);
@@ -92,6 +94,8 @@ TEST(RunRequestTest, EachBadFieldIsNamedWithTheBatchPrefix) {
     EXPECT_EQ(bad("callback_url", "not a url"), "runs[3].callback_url");
     EXPECT_EQ(bad("start_in_ms", -1), "runs[3].start_in_ms");
     EXPECT_EQ(bad("start_in_ms", kMaxStartInMs + 1), "runs[3].start_in_ms");
+    EXPECT_EQ(bad("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01"), "runs[3].traceparent");
+    EXPECT_EQ(bad("traceparent", 7), "runs[3].traceparent");
     EXPECT_EQ(Field(ParseRunRequest(json::array(), "runs[3]")), "runs[3]");
     json missing = ToJson(SampleRun());
     missing.erase("attempt");

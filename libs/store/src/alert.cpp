@@ -26,10 +26,12 @@ struct RuleRow {
     AlertRule r;
     impl::NullableInt64 job_id;
     impl::NullableInt64 no_success_within;
+    impl::NullableString managed_by;
     std::string events;
     int enabled = 1;
     AlertRule Finish() {
         r.job_id = job_id.get();
+        r.managed_by = managed_by.get();
         r.no_success_within_ms = no_success_within.get();
         r.events = ParseAlertEvents(events);
         r.enabled = enabled != 0;
@@ -47,11 +49,12 @@ struct RuleRow {
         st.exchange(soci::into(enabled));
         st.exchange(soci::into(r.created_at));
         st.exchange(soci::into(r.version));
+        st.exchange(soci::into(managed_by.value, managed_by.ind));
     }
 };
 constexpr const char* kRuleColumns =
     "SELECT id, name, job_id, events, consecutive_failures, no_success_within_ms, url, secret, enabled, created_at, "
-    "version FROM alert_rule ";
+    "version, managed_by FROM alert_rule ";
 
 struct DeliveryRow {
     AlertDelivery d;
@@ -160,9 +163,11 @@ struct RuleValues {
     explicit RuleValues(const AlertRule& rule) : events(AlertEventsText(rule.events)), enabled(rule.enabled ? 1 : 0) {
         job_id.set(rule.job_id);
         within.set(rule.no_success_within_ms);
+        managed_by.set(rule.managed_by);
     }
     impl::NullableInt64 job_id;
     impl::NullableInt64 within;
+    impl::NullableString managed_by;
     std::string events;
     int enabled;
 };
@@ -173,11 +178,13 @@ Result<AlertRule> AlertRepository::CreateRule(const AlertRule& rule) {
     auto id = db_.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<std::int64_t> {
         RuleValues v(rule);  // soci binds the indicators by reference
         s << "INSERT INTO alert_rule (name, job_id, events, consecutive_failures, no_success_within_ms, url, secret, "
-             "enabled, created_at) VALUES (:name, :job, :events, :n, :within, :url, :secret, :enabled, " +
+             "enabled, managed_by, created_at) VALUES (:name, :job, :events, :n, :within, :url, :secret, :enabled, "
+             ":managed_by, " +
                  std::string(db_.dialect().NowMs()) + ")",
             soci::use(rule.name, "name"), soci::use(v.job_id.value, v.job_id.ind, "job"), soci::use(v.events, "events"),
             soci::use(rule.consecutive_failures, "n"), soci::use(v.within.value, v.within.ind, "within"),
-            soci::use(rule.url, "url"), soci::use(rule.secret, "secret"), soci::use(v.enabled, "enabled");
+            soci::use(rule.url, "url"), soci::use(rule.secret, "secret"), soci::use(v.enabled, "enabled"),
+            soci::use(v.managed_by.value, v.managed_by.ind, "managed_by");
         long long new_id = 0;
         if (!s.get_last_insert_id("alert_rule", new_id)) return Internal("no id for the new alert rule");
         return static_cast<std::int64_t>(new_id);
@@ -211,11 +218,12 @@ Result<AlertRule> AlertRepository::UpdateRule(const AlertRule& rule, std::int64_
         soci::statement st =
             (s.prepare << "UPDATE alert_rule SET name = :name, job_id = :job, events = :events, consecutive_failures = "
                           ":n, no_success_within_ms = :within, url = :url, secret = :secret, enabled = :enabled, "
-                          "version = version + 1 WHERE id = :id AND version = :expected",
+                          "managed_by = :managed_by, version = version + 1 WHERE id = :id AND version = :expected",
              soci::use(rule.name, "name"), soci::use(v.job_id.value, v.job_id.ind, "job"),
              soci::use(v.events, "events"), soci::use(rule.consecutive_failures, "n"),
              soci::use(v.within.value, v.within.ind, "within"), soci::use(rule.url, "url"),
-             soci::use(rule.secret, "secret"), soci::use(v.enabled, "enabled"), soci::use(id, "id"),
+             soci::use(rule.secret, "secret"), soci::use(v.enabled, "enabled"),
+             soci::use(v.managed_by.value, v.managed_by.ind, "managed_by"), soci::use(id, "id"),
              soci::use(expected_version, "expected"));
         if (impl::ExecuteAffected(st) == 1) return Status::Ok();
         std::int64_t current = 0;

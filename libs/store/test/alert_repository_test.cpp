@@ -254,6 +254,31 @@ TEST_P(AlertRepositoryTest, UpdateRuleNeedsTheVersionReadAndBumpsIt) {
     EXPECT_EQ(alerts.UpdateRule(edit, 1).status().code(), Code::kNotFound);
 }
 
+TEST_P(AlertRepositoryTest, ManagedByRoundTripsThroughCreateUpdateAndClears) {
+    AlertRepository alerts(db());
+    AlertRule in{.name = "pager", .events = {AlertEvent::kFailed}, .url = "http://h/x", .secret = "s3cret"};
+    auto by_hand = alerts.CreateRule(in);
+    ASSERT_TRUE(by_hand.ok()) << by_hand.status().ToString();
+    EXPECT_FALSE(by_hand->managed_by.has_value());
+    in.managed_by = "ops.yaml";
+    auto managed = alerts.CreateRule(in);
+    ASSERT_TRUE(managed.ok()) << managed.status().ToString();
+    EXPECT_EQ(alerts.GetRule(managed->id)->managed_by, "ops.yaml");
+    auto listed = alerts.ListRules(0, 10);
+    ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+    ASSERT_EQ(listed->size(), 2u);
+    EXPECT_EQ((*listed)[1].managed_by, "ops.yaml");
+
+    AlertRule edit = *managed;
+    edit.managed_by = "other.yaml";
+    ASSERT_EQ(alerts.UpdateRule(edit, 1)->managed_by, "other.yaml");
+    edit.managed_by.reset();
+    auto cleared = alerts.UpdateRule(edit, 2);
+    ASSERT_TRUE(cleared.ok()) << cleared.status().ToString();
+    EXPECT_FALSE(cleared->managed_by.has_value());
+    EXPECT_FALSE(alerts.GetRule(managed->id)->managed_by.has_value());
+}
+
 TEST_P(AlertRepositoryTest, TestDeliveriesTakeNegativeFireIdsBesideTheRealOnes) {
     AlertRepository alerts(db());
     auto rule = alerts.CreateRule({.name = "p", .events = {AlertEvent::kFailed}, .url = "http://h/x", .secret = "s"});

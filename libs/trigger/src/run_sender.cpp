@@ -8,10 +8,12 @@
 #include <nlohmann/json.hpp>
 
 #include "sched/common/backoff.hpp"
+#include "sched/common/log_fields.hpp"
 #include "sched/common/on_pool.hpp"
 #include "sched/protocol/run.hpp"
 #include "sched/protocol/run_answer.hpp"
 #include "sched/protocol/run_batch.hpp"
+#include "sched/protocol/trace_context.hpp"
 
 namespace sched::trigger {
 
@@ -54,7 +56,25 @@ nlohmann::json RunJson(const model::Fire& fire, const model::Job& job, std::int6
     // executor to run it on arrival; one older than the field judges the old name instead.
     run.block_strategy = ExecutorStrategy(job.block_strategy);
     run.overlap = job.block_strategy;
+    run.traceparent = protocol::FireTrace(fire.id, job.id, fire.scheduled_time, fire.attempt).TraceParent();
     return protocol::ToJson(run);
+}
+
+// A line about one fire, with the fields a collector filters on (log_fields.hpp); the trace id
+// is the one its runs carry, derived only when the line is written.
+template <typename... Args>
+void LogFire(spdlog::level::level_enum level, const model::Fire& fire, std::string_view app, std::int64_t epoch,
+             spdlog::format_string_t<Args...> format, Args&&... args) {
+    if (!spdlog::should_log(level)) return;
+    const std::string trace = protocol::FireTrace(fire.id, fire.job_id, fire.scheduled_time, fire.attempt).trace_id;
+    LogWithFields(level,
+                  {{"app", app},
+                   {"job", fire.job_id},
+                   {"fire", fire.id},
+                   {"attempt", fire.attempt},
+                   {"epoch", epoch},
+                   {"trace_id", trace}},
+                  format, std::forward<Args>(args)...);
 }
 
 std::int64_t Ms(Micros d) {
@@ -345,7 +365,8 @@ net::awaitable<void> RunSender::SendOne(GroupPtr group, model::Fire fire) {
     }
     if (auto late = MisfireVerdict(group->fires, fire, job, time_.NowMs(), Ms(config_.misfire_threshold))) {
         dispatched_.Labels({"misfire"}).Inc();
-        spdlog::warn("slave {}: fire {} of job {} ({}) skipped: {}", node_id_, fire.id, job.id, job.name, *late);
+        LogFire(spdlog::level::warn, fire, job.app, group->epoch, "slave {}: fire {} of job {} ({}) skipped: {}",
+                node_id_, fire.id, job.id, job.name, *late);
         End(fire, &job, FireStatus::kSkipped, *late, model::FireReason::kMisfire);
         co_return;
     }
@@ -434,8 +455,9 @@ net::awaitable<void> RunSender::SendOne(GroupPtr group, model::Fire fire) {
                     // get). A current SDK reports it under the newest epoch it was sent with; an
                     // older one under the first, which the cluster refuses (stale_epoch), and
                     // the fire then ends only by its job's timeout or its executor's loss.
-                    spdlog::warn("slave {}: fire {} re-stamped to epoch {} was already running on {} (duplicate)",
-                                 node_id_, fire.id, epoch, address);
+                    LogFire(spdlog::level::warn, fire, app, epoch,
+                            "slave {}: fire {} re-stamped to epoch {} was already running on {} (duplicate)", node_id_,
+                            fire.id, epoch, address);
                 }
                 Accepted(fire, job, address, sent_at);
                 co_return;
@@ -454,13 +476,15 @@ net::awaitable<void> RunSender::SendOne(GroupPtr group, model::Fire fire) {
                 };
                 auto fresh = co_await OnPool(db_pool_, restamp);
                 if (fresh.ok() && !fresh->has_value()) {
-                    spdlog::warn("slave {}: fire {} is no longer this node's to send (its claim was ended elsewhere)",
-                                 node_id_, fire.id);
+                    LogFire(spdlog::level::warn, fire, app, epoch,
+                            "slave {}: fire {} is no longer this node's to send (its claim was ended elsewhere)",
+                            node_id_, fire.id);
                     co_return;
                 }
                 if (fresh.ok() && **fresh > epoch) {
-                    spdlog::info("slave {}: fire {} re-stamped from epoch {} to {} after {} refused the older one",
-                                 node_id_, fire.id, epoch, **fresh, address);
+                    LogFire(spdlog::level::info, fire, app, **fresh,
+                            "slave {}: fire {} re-stamped from epoch {} to {} after {} refused the older one", node_id_,
+                            fire.id, epoch, **fresh, address);
                     epoch = **fresh;
                     run = RunJson(fire, job, epoch, group->run_params).dump();
                     --a;  // the same instance again
@@ -525,6 +549,8 @@ void RunSender::Accepted(const model::Fire& fire, const model::Job& job, const s
                      .timeout_ms = job.timeout_ms,
                      .held_ms = held_ms});
     router_.RecordDispatch(job.id, address);
+    LogFire(spdlog::level::debug, fire, job.app, fire.dispatch_epoch.value_or(fire.epoch),
+            "slave {}: fire {} accepted by {} (due in {} ms)", node_id_, fire.id, address, fire.due_at - now);
     lag_.Observe(static_cast<double>(std::max<std::int64_t>(0, sent_at - fire.due_at)) / 1000.0);
     dispatched_.Labels({"accepted"}).Inc();
 }
@@ -534,6 +560,9 @@ void RunSender::Accepted(const model::Fire& fire, const model::Job& job, const s
 void RunSender::End(const model::Fire& fire, const model::Job* job, FireStatus to, std::string message,
                     std::optional<model::FireReason> reason) {
     if (job) fire_outcomes_.Ended(job->app, job->id, to);
+    LogFire(spdlog::level::debug, fire, job ? std::string_view(job->app) : std::string_view(),
+            fire.dispatch_epoch.value_or(fire.epoch), "slave {}: fire {} ended {} before it ran: {}", node_id_, fire.id,
+            model::FireStatusName(to), message);
     ports_.ended({.id = fire.id,
                   .from = FireStatus::kDispatching,
                   .to = to,

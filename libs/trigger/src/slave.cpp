@@ -75,15 +75,9 @@ Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr
               return Status::Ok();
           },
           [this](const Status& error, const std::vector<FireEnding>& left, bool giving_up) {
-              if (giving_up) {
-                  spdlog::warn(
-                      "slave {}: cannot record the end of {} fires (first: {} as {}): {}; the master's sweep ends "
-                      "them",
-                      node_id_, left.size(), left.front().id, model::FireStatusName(left.front().to), error.ToString());
-              } else {
-                  spdlog::warn("slave {}: cannot record the end of {} fires yet (retrying): {}", node_id_, left.size(),
-                               error.ToString());
-              }
+              spdlog::warn("slave {}: cannot record the end of {} fires (first: {} as {}){}: {}", node_id_, left.size(),
+                           left.front().id, model::FireStatusName(left.front().to),
+                           giving_up ? "; the master's sweep ends them" : " yet, retrying", error.ToString());
           }),
       timeouts_(io_, db_pool_, *executors_, config_.dispatch_timeout,
                 {.status_of = [this](std::int64_t id) { return store_->StatusOf(id); },

@@ -11,6 +11,7 @@
 
 #include "impl/audit.hpp"
 #include "impl/context.hpp"
+#include "impl/job_input.hpp"
 #include "impl/list_query.hpp"
 #include "sched/api/alerts.hpp"
 #include "sched/http/address_policy.hpp"
@@ -35,8 +36,9 @@ constexpr std::size_t kMaxSecretBytes = 255;
 constexpr std::int64_t kMaxConsecutiveFailures = 1000;
 constexpr std::int64_t kMinNoSuccessMs = 60'000;
 constexpr std::int64_t kMaxNoSuccessMs = 366LL * 24 * 3600 * 1000;
-constexpr std::array<std::string_view, 9> kRuleFields = {
-    "name", "job_id", "events", "consecutive_failures", "no_success_within_ms", "url", "secret", "enabled", "version"};
+constexpr std::array<std::string_view, 10> kRuleFields = {
+    "name",    "job_id",  "events",    "consecutive_failures", "no_success_within_ms", "url", "secret",
+    "enabled", "version", "managed_by"};
 constexpr std::array<std::string_view, 3> kRuleReadOnly = {"id", "created_at_ms", "has_secret"};
 
 nlohmann::json RuleView(const store::AlertRule& r) {
@@ -49,7 +51,8 @@ nlohmann::json RuleView(const store::AlertRule& r) {
                          .has_secret = !r.secret.empty(),
                          .enabled = r.enabled,
                          .created_at_ms = r.created_at,
-                         .version = r.version};
+                         .version = r.version,
+                         .managed_by = r.managed_by};
     for (const auto e : r.events) v.events.emplace_back(store::AlertEventName(e));
     return api::ToJson(v);
 }
@@ -85,6 +88,7 @@ std::string Shown(const nlohmann::json& e) {
 // The rule in a POST body (current null) or a PUT body over `current` (version set to the one
 // the body carries), or the 400 naming the first bad field. A PUT without `secret` keeps the
 // current one: the API never returns it, so a client editing other fields cannot send it back.
+// managed_by, as a job's: left out of a PUT it keeps the current value, null clears it.
 std::variant<store::AlertRule, Response> ParseRule(const nlohmann::json& body, const http::AddressPolicy& addresses,
                                                    const store::AlertRule* current = nullptr) {
     if (auto unknown = RejectUnknownFields(body, kRuleFields, kRuleReadOnly)) return *unknown;
@@ -108,6 +112,8 @@ std::variant<store::AlertRule, Response> ParseRule(const nlohmann::json& body, c
     r.secret = current && !body.contains("secret") ? current->secret : f.String("secret");
     r.enabled = f.Bool("enabled", true);
     if (!f.ok()) return Response::Error(*f.error());
+    if (current) r.managed_by = current->managed_by;
+    if (auto invalid = impl::ReadManagedBy(body, r.managed_by)) return Response::Error(*invalid);
     // events: checked by hand so that a hostile array is bounded before anything is read.
     const auto events = body.find("events");
     if (events == body.end() || !events->is_array() || events->empty() || events->size() > 6) {

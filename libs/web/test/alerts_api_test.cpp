@@ -238,6 +238,30 @@ TEST_P(AlertsApiTest, PutEditsTheRuleWithItsVersionKeepsTheSecretAndIsAudited) {
     EXPECT_EQ(Put("/api/v1/alert-rules/999999", RuleBody({{"version", 1}})).status, 404);
 }
 
+TEST_P(AlertsApiTest, ManagedByIsSetOnCreateKeptByAPutWithoutItAndClearedByNull) {
+    auto by_hand = Post("/api/v1/alert-rules", RuleBody());
+    ASSERT_EQ(by_hand.status, 201) << by_hand.body;
+    EXPECT_TRUE(Body(by_hand)["managed_by"].is_null()) << by_hand.body;
+    auto created = Post("/api/v1/alert-rules", RuleBody({{"name", "filed"}, {"managed_by", "ops.yaml"}}));
+    ASSERT_EQ(created.status, 201) << created.body;
+    EXPECT_EQ(Body(created)["managed_by"], "ops.yaml");
+    const std::string path = "/api/v1/alert-rules/" + std::to_string(Body(created)["id"].get<std::int64_t>());
+    EXPECT_EQ(Body(Get(path))["managed_by"], "ops.yaml");
+
+    auto kept = Put(path, RuleBody({{"name", "filed"}, {"events", {"lost"}}, {"version", 1}}));
+    ASSERT_EQ(kept.status, 200) << kept.body;
+    EXPECT_EQ(Body(kept)["managed_by"], "ops.yaml");
+    auto cleared = Put(path, RuleBody({{"name", "filed"}, {"managed_by", nullptr}, {"version", 2}}));
+    ASSERT_EQ(cleared.status, 200) << cleared.body;
+    EXPECT_TRUE(Body(cleared)["managed_by"].is_null()) << cleared.body;
+
+    for (const nlohmann::json& bad : {nlohmann::json(""), nlohmann::json(7), nlohmann::json(std::string(192, 'x'))}) {
+        auto refused = Post("/api/v1/alert-rules", RuleBody({{"managed_by", bad}}));
+        EXPECT_EQ(refused.status, 400) << refused.body;
+        EXPECT_EQ(ErrorField(refused), "managed_by") << refused.body;
+    }
+}
+
 TEST_P(AlertsApiTest, PutNamesEveryBadFieldAndCreateRefusesAVersion) {
     auto created = Post("/api/v1/alert-rules", RuleBody());
     ASSERT_EQ(created.status, 201) << created.body;

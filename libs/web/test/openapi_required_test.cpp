@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "impl/assets.hpp"
+#include "sched/api/alerts.hpp"
 #include "sched/api/audit.hpp"
 #include "sched/api/backfills.hpp"
 #include "sched/api/calendars.hpp"
@@ -156,6 +157,7 @@ TEST(OpenApiRequired, EachAnswersSchemaIsItsViewTypeWithTheAlwaysPresentFieldsRe
     ExpectSchema<api::ExecutorListView>("ExecutorList");
     ExpectSchema<api::ClusterView>("Cluster");
     ExpectSchema<api::AuditEntryView>("AuditEntry");
+    ExpectSchema<api::AlertRuleView>("AlertRule");
     ExpectSchema<api::Page<api::AuditEntryView>>("AuditPage");
 }
 

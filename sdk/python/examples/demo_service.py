@@ -19,7 +19,7 @@ from typing import Any, Dict, List, NoReturn, Optional, Type
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from sched_client import Executor, Handler, HandlerFailed, JobContext, Options  # noqa: E402
+from sched_client import Executor, Handler, HandlerFailed, JobContext, JsonLogFormatter, Options  # noqa: E402
 
 
 def _params(ctx: JobContext) -> Dict[str, Any]:
@@ -64,6 +64,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--callback-flush-interval", type=float, default=0.1, help="seconds a result may wait")
     p.add_argument("--shutdown-grace", type=float, default=30.0, help="seconds running handlers get on stop")
     p.add_argument("--log-level", default="INFO")
+    p.add_argument("--log-format", choices=("text", "json"), default="text",
+                   help="json: one JSON object per line, with fire, job and trace_id members on run lines")
     return p.parse_args(argv)
 
 
@@ -71,6 +73,9 @@ def main(argv: Optional[List[str]] = None, executor_class: Type[Executor] = Exec
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.log_format == "json":
+        for h in logging.getLogger().handlers:
+            h.setFormatter(JsonLogFormatter())
     host, _, port = args.listen.rpartition(":")
     if not host or not port.isdigit() or int(port) > 65535:
         print("demo_service: --listen: expected host:port, got %r" % args.listen, file=sys.stderr)
@@ -89,7 +94,11 @@ def main(argv: Optional[List[str]] = None, executor_class: Type[Executor] = Exec
     for name, fn in HANDLERS.items():
         executor.handle(name, fn)
     executor.start()
-    print("demo_service: serving at %s" % executor.address, flush=True)
+    announce = "demo_service: serving at %s" % executor.address
+    if args.log_format == "json":  # stdout in the log's shape too, so a collector meets only JSON
+        announce = JsonLogFormatter().format(logging.makeLogRecord(
+            {"msg": announce, "levelname": "INFO", "levelno": logging.INFO, "name": "demo_service"}))
+    print(announce, flush=True)
     while not stop.wait(0.5):
         pass
     executor.stop()

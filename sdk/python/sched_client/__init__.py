@@ -6,11 +6,12 @@
     ex.start()
 """
 
-from .executor import ApiError, Executor, Handler, HandlerFailed, JobContext, Options, RunRequest, parse_run
+from .executor import (ApiError, Executor, Handler, HandlerFailed, JobContext, JsonLogFormatter, Options, RunRequest,
+                       parse_run)
 from .signature import addressed_target, canonical_string, sign, verify, verify_addressee
 
 __version__ = "0.1.0"
 PROTOCOL_VERSION = "1"
 
-__all__ = ["ApiError", "Executor", "Handler", "HandlerFailed", "JobContext", "Options", "RunRequest", "parse_run",
+__all__ = ["ApiError", "Executor", "Handler", "HandlerFailed", "JobContext", "JsonLogFormatter", "Options", "RunRequest", "parse_run",
            "addressed_target", "canonical_string", "sign", "verify", "verify_addressee", "PROTOCOL_VERSION"]

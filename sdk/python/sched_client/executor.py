@@ -21,6 +21,7 @@ import http.server
 import io
 import json
 import logging
+import re
 import socketserver
 import ssl
 import threading
@@ -72,6 +73,7 @@ class RunRequest(TypedDict):
     overlap: str
     callback_url: str
     start_in_ms: int
+    traceparent: str  # the run's W3C trace context ("" from a node before the field)
 
 
 # A handler: called with the run's context; what it returns (str() of it, unless None) is the
@@ -191,6 +193,31 @@ def client_tls_context(options: Options) -> ssl.SSLContext:
     return ctx
 
 
+# The fields the executor puts on its per-run log lines (`extra`), as JsonLogFormatter writes them.
+LOG_FIELDS = ("app", "job", "fire", "attempt", "epoch", "trace_id", "outcome")
+
+
+class JsonLogFormatter(logging.Formatter):
+    """One JSON object per line, with the run's fields as members (the nodes' `log.format: json`
+    shape): {"ts", "level", "logger", <fields>, "msg"}. Install it on a handler of the root logger
+    so a collector can filter the service's lines by fire, job or trace id."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: Dict[str, Any] = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + ".%03dZ" % record.msecs,
+            "level": record.levelname.lower(),
+            "logger": record.name,
+        }
+        for key in LOG_FIELDS:
+            value = record.__dict__.get(key)
+            if value is not None:
+                out[key] = value
+        out["msg"] = record.getMessage()
+        if record.exc_info:
+            out["exc"] = self.formatException(record.exc_info)
+        return json.dumps(out, ensure_ascii=False, default=str)
+
+
 class ApiError(Exception):
     """An answer other than success: HTTP status from `code`, the offending `field`."""
 
@@ -222,6 +249,10 @@ class JobContext:
         self.timeout_ms = run["timeout_ms"]
         self.shard_index = run["shard_index"]
         self.shard_total = run["shard_total"]
+        # The run's W3C traceparent: pass it on (a `traceparent` header) to continue the fire's
+        # trace; trace_id is the fire's, the same for every attempt ("" when the node sent none).
+        self.traceparent: str = run["traceparent"]
+        self.trace_id: str = run["traceparent"][3:35] if run["traceparent"] else ""
         self.result_message: str = ""
         self._cancel = cancel_event
         self._log = logger
@@ -565,6 +596,20 @@ def _str_field(obj: Mapping[str, Any], name: str, prefix: str, default: Optional
     return v
 
 
+_TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
+
+
+def _valid_traceparent(value: str) -> bool:
+    """W3C Trace Context: version 00 is exactly 55 characters; a later one (not ff) may add
+    fields after a dash; ids are lower-case hex and not all zeros."""
+    m = _TRACEPARENT.match(value)
+    if not m or m.group(1) == "ff":
+        return False
+    if len(value) != 55 and (m.group(1) == "00" or value[55] != "-"):
+        return False
+    return m.group(2) != "0" * 32 and m.group(3) != "0" * 16
+
+
 def parse_run(obj: object, prefix: str = "") -> RunRequest:
     """Validates one /v1/run body; raises ApiError naming the field."""
     if not isinstance(obj, dict):
@@ -584,6 +629,7 @@ def parse_run(obj: object, prefix: str = "") -> RunRequest:
         "overlap": _str_field(obj, "overlap", prefix, "", max_len=32),
         "callback_url": _str_field(obj, "callback_url", prefix, "", max_len=2048),
         "start_in_ms": _int_field(obj, "start_in_ms", prefix, 0, maximum=MAX_START_IN_MS),
+        "traceparent": _str_field(obj, "traceparent", prefix, "", max_len=512),
     }
     label = (prefix + ".") if prefix else ""
     if run["block_strategy"] not in BLOCK_STRATEGIES:
@@ -595,6 +641,9 @@ def parse_run(obj: object, prefix: str = "") -> RunRequest:
     if run["shard_index"] >= run["shard_total"]:
         raise ApiError("invalid_argument", "%sshard_index: must be less than shard_total (%d)"
                        % (label, run["shard_total"]), label + "shard_index")
+    if run["traceparent"] and not _valid_traceparent(run["traceparent"]):
+        raise ApiError("invalid_argument", "%straceparent: not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)" % label,
+                       label + "traceparent")
     if run["callback_url"]:
         parts = urllib.parse.urlsplit(run["callback_url"])
         if parts.scheme != "http" or not parts.hostname:
@@ -908,9 +957,15 @@ class Executor:
             timer = threading.Timer(r["timeout_ms"] / 1000.0, run.cancel_for, args=("timeout",))
             timer.daemon = True
             timer.start()
-        self._fire_log(r["fire_id"], "started: shard %d/%d" % (r["shard_index"], r["shard_total"]))
         fid = r["fire_id"]
         ctx = JobContext(r, run.cancel, lambda line: self._fire_log(fid, line, True))
+        # The trace id in the fire's log and on the process's debug lines (as `extra` fields, for a
+        # JSON formatter), so the handler's work can be found from the fire and back.
+        self._fire_log(fid, "started: shard %d/%d%s" % (r["shard_index"], r["shard_total"],
+                                                       ", trace " + ctx.trace_id if ctx.trace_id else ""))
+        fields = {"app": self.options.app, "job": r["job_id"], "fire": fid, "attempt": r["attempt"], "epoch": r["epoch"],
+                  "trace_id": ctx.trace_id}
+        log.debug("run of fire %d started (%s) trace_id=%s", fid, r["handler"], ctx.trace_id, extra=fields)
         code, message = "ok", ""
         if run.cancel.is_set():
             code, message = "cancelled", "cancelled before it started"
@@ -941,6 +996,8 @@ class Executor:
             result.update(status="succeeded" if code == "ok" else "failed", code=code, message=message[:4096])
         self._fire_log(r["fire_id"], "finished: %s%s" % (result["status"],
                                                          ": " + result["message"] if result["message"] else ""))
+        log.debug("run of fire %d ended %s trace_id=%s", fid, result["status"], ctx.trace_id,
+                  extra=dict(fields, outcome=result["status"]))
         # The tail before close: a closed log may be forgotten at once (more fires running than
         # log_retained_fires), and the result would go without it.
         self._attach_tail(result)

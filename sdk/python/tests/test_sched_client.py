@@ -134,6 +134,19 @@ class ParseRunTest(unittest.TestCase):
             parse_run([1, 2], "runs[0]")
         self.assertEqual(ctx.exception.field, "runs[0]")
 
+    def test_traceparent_is_read_as_the_w3c_specification_says(self):
+        example = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        self.assertEqual(parse_run(dict(self.BASE, traceparent=example))["traceparent"], example)
+        self.assertEqual(parse_run(dict(self.BASE))["traceparent"], "")
+        later = "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-more"
+        self.assertEqual(parse_run(dict(self.BASE, traceparent=later))["traceparent"], later)
+        for bad in ("00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+                    "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+                    "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+                    "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                    example + "-x", example[:-1], 7):
+            self.assertEqual(self.field_of({"traceparent": bad}, "runs[1]"), "runs[1].traceparent", bad)
+
 
 class HostileInputTest(unittest.TestCase):
     """A live Executor with a key set by hand (no cluster: its heartbeats fail, harmlessly)."""

@@ -1,7 +1,7 @@
 // The sched web UI: a hash router over plain ES modules (no build step, no dependencies).
 
 import { clearToken, getToken, isAdmin, whoami } from './api.js';
-import { h, replace } from './dom.js';
+import { h, replace, setTimeRule, timeRule } from './dom.js';
 import { signInView } from './views/signin.js';
 import { jobsView, jobView, jobFormView } from './views/jobs.js';
 import { firesView, fireView } from './views/fires.js';
@@ -11,6 +11,7 @@ import { dashboardView } from './views/dashboard.js';
 import { auditView } from './views/audit.js';
 import { calendarsView, calendarView, calendarFormView } from './views/calendars.js';
 import { workflowsView, workflowView, workflowRunView } from './views/workflows.js';
+import { workflowFormView } from './views/workflow_form.js';
 import { alertsView, alertView, alertFormView } from './views/alerts.js';
 
 const routes = [
@@ -21,7 +22,9 @@ const routes = [
   [/^\/jobs\/(\d+)$/, jobView, 'jobs'],
   [/^\/jobs\/(\d+)\/edit$/, jobFormView, 'jobs'],
   [/^\/workflows$/, workflowsView, 'workflows'],
+  [/^\/workflows\/new$/, workflowFormView, 'workflows'],
   [/^\/workflows\/(\d+)$/, workflowView, 'workflows'],
+  [/^\/workflows\/(\d+)\/edit$/, workflowFormView, 'workflows'],
   [/^\/workflow-runs\/(\d+)$/, workflowRunView, 'workflows'],
   [/^\/calendars$/, calendarsView, 'calendars'],
   [/^\/calendars\/new$/, calendarFormView, 'calendars'],
@@ -125,6 +128,13 @@ window.addEventListener('sched:unauthenticated', () => {
   clearToken();
   const raw = location.hash.replace(/^#/, '');
   if (!raw.startsWith('/signin')) location.hash = `#/signin?expired=1&next=${encodeURIComponent(raw || '/jobs')}`;
+});
+// Every time shown follows the header's switch; a change re-renders the current view.
+const timeSwitch = document.getElementById('time-rule');
+timeSwitch.value = timeRule();
+timeSwitch.addEventListener('change', () => {
+  setTimeRule(timeSwitch.value);
+  render();
 });
 signOut.addEventListener('click', () => {
   clearToken();

@@ -30,15 +30,52 @@ export function badge(text, kind = text) {
   return h('span', { class: `badge ${kind}` }, text);
 }
 
-// The one rule for times in the UI: "2025-03-30 09:30:00 CEST", always with its zone label; in
-// the job's zone where the time belongs to a job (`timeZone`), else in the browser's zone.
+// The one rule for times in the UI: "2025-03-30 09:30:00 CEST", always with its zone label, in the
+// zone the header's switch names (kept in localStorage): "job" (the default) is the job's zone
+// where the time belongs to a job (`timeZone`), else the browser's; "browser" and "utc" are that
+// zone for every time.
+export const TIME_RULES = ['job', 'browser', 'utc'];
+const TIME_RULE_KEY = 'sched.timeRule';
+
+export function timeRule() {
+  try {
+    const rule = localStorage.getItem(TIME_RULE_KEY);
+    return TIME_RULES.includes(rule) ? rule : 'job';
+  } catch {
+    return 'job'; // storage refused (private mode): today's rule
+  }
+}
+
+export function setTimeRule(rule) {
+  if (!TIME_RULES.includes(rule)) return;
+  try {
+    localStorage.setItem(TIME_RULE_KEY, rule);
+  } catch {
+    // not kept across reloads, still applied by the caller's re-render
+  }
+}
+
+// The zone a time is shown in under the current rule; undefined is the browser's.
+function ruleZone(timeZone) {
+  const rule = timeRule();
+  if (rule === 'utc') return 'UTC';
+  return rule === 'job' ? timeZone : undefined;
+}
+
+// The zone of a time that belongs to no job (a chart's axis) under the current rule: UTC, else
+// the browser's.
+export function displayZone() {
+  return timeRule() === 'utc' ? 'UTC' : Intl.DateTimeFormat().resolvedOptions().timeZone;
+}
+
 export function fmtTime(ms, timeZone) {
   if (ms === null || ms === undefined) return '—';
   const options = {
     year: 'numeric', month: '2-digit', day: '2-digit',
     hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false, timeZoneName: 'short',
   };
-  if (timeZone) options.timeZone = timeZone;
+  const zone = ruleZone(timeZone);
+  if (zone) options.timeZone = zone;
   try {
     return new Intl.DateTimeFormat('sv-SE', options).format(new Date(ms));
   } catch {

@@ -27,6 +27,7 @@ struct AlertRuleView {
     bool enabled = true;
     std::int64_t created_at_ms = 0;
     std::int64_t version = 0;
+    std::optional<std::string> managed_by;  ///< the file that declares the rule; null: made by hand
 
     static constexpr auto Fields() {
         return std::tuple{Field("id", &AlertRuleView::id),
@@ -39,7 +40,8 @@ struct AlertRuleView {
                           Field("has_secret", &AlertRuleView::has_secret),
                           Field("enabled", &AlertRuleView::enabled),
                           Field("created_at_ms", &AlertRuleView::created_at_ms),
-                          Field("version", &AlertRuleView::version)};
+                          Field("version", &AlertRuleView::version),
+                          Field("managed_by", &AlertRuleView::managed_by)};
     }
 };
 

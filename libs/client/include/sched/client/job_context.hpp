@@ -60,6 +60,8 @@ struct RunRequest {
     /// without judging `block_strategy`.
     std::optional<BlockStrategy> overlap;
     std::string callback_url;  ///< where to send the result first ("" = the web endpoints)
+    /// The run's W3C trace context ("00-<trace id>-<span id>-01"; "" from a node before it).
+    std::string traceparent;
 };
 
 /// Why a run was asked to stop.
@@ -108,6 +110,12 @@ class JobContext {
     std::int64_t scheduled_ms() const { return run_.scheduled_ms; }
     std::int64_t shard_index() const { return run_.shard_index; }
     std::int64_t shard_total() const { return run_.shard_total; }
+    /// The run's W3C traceparent, to continue the fire's trace in the handler's own spans and
+    /// outgoing calls (pass it on as the `traceparent` header); "" when the node sent none.
+    const std::string& traceparent() const { return run_.traceparent; }
+    /// The fire's trace id (32 hex digits; the same for every attempt of the fire), for the
+    /// handler's log lines; "" when the node sent no traceparent.
+    std::string trace_id() const { return run_.traceparent.size() >= 35 ? run_.traceparent.substr(3, 32) : ""; }
     /// When the run times out (steady clock); time_point::max() when it has no timeout.
     std::chrono::steady_clock::time_point deadline() const { return deadline_; }
 

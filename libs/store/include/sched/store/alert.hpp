@@ -57,6 +57,9 @@ struct AlertRule {
     bool enabled = true;
     std::int64_t created_at = 0;
     std::int64_t version = 1;  ///< +1 on every UpdateRule (optimistic concurrency)
+    /// The file that declares the rule (`schedctl apply` sends its name), nullopt for one made by
+    /// hand; the UI shows a managed rule read-only. Stored by CreateRule and UpdateRule as given.
+    std::optional<std::string> managed_by;
 };
 
 struct AlertDelivery {

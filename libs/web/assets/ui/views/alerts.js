@@ -6,6 +6,7 @@
 import { del, get, isAdmin, post, put, withQuery } from '../api.js';
 import { auditHistory } from './audit.js';
 import { badge, bannerError, clearErrors, field, fmtTime, h, replace, showError, table } from '../dom.js';
+import { managedNote } from './jobs.js';
 
 const EVENTS = [
   ['failed', 'failed'], ['timeout', 'timeout'], ['lost', 'lost'], ['misfire', 'misfire (skipped by the policy)'],
@@ -88,11 +89,13 @@ export async function alertsView(main, ctx) {
         h('td', null, String(r.consecutive_failures)),
         h('td', { class: 'mono' }, r.url),
         h('td', null, r.enabled ? badge('enabled') : badge('disabled', 'paused')),
-        h('td', null, String(r.version)),
+        h('td', null, String(r.version),
+          r.managed_by ? h('div', { class: 'hint', 'data-managed-by': r.managed_by }, `managed by ${r.managed_by}`) : null),
+        // A rule declared in a file is edited there (managedNote); a test delivery stays.
         h('td', null, h('div', { class: 'actions' },
-          h('a', { class: 'button small', href: `#/alerts/${r.id}/edit` }, 'Edit'),
+          r.managed_by ? null : h('a', { class: 'button small', href: `#/alerts/${r.id}/edit` }, 'Edit'),
           h('button', { class: 'small', onclick: () => sendTest(r, banner) }, 'Send test'),
-          h('button', { class: 'small danger', onclick: async () => {
+          r.managed_by ? null : h('button', { class: 'small danger', onclick: async () => {
             if (await deleteRule(r, banner)) await load();
           } }, 'Delete'))))),
       'No alert rules yet. A rule calls a webhook when a job\'s fires end failed, timed out, lost, …'));
@@ -116,7 +119,7 @@ export async function alertView(main, ctx) {
     ['No success within', rule.no_success_within_ms == null ? '—' : `${rule.no_success_within_ms / 60000} min`],
     ['Webhook', h('span', { class: 'mono' }, rule.url)], ['Secret', rule.has_secret ? 'set (never shown)' : '—'],
     ['State', rule.enabled ? badge('enabled') : badge('disabled', 'paused')], ['Version', String(rule.version)],
-    ['Created', fmtTime(rule.created_at_ms)],
+    ['Created', fmtTime(rule.created_at_ms)], ['Managed by', rule.managed_by ?? 'made by hand'],
   ];
   async function loadDeliveries() {
     const r = await get(withQuery('/api/v1/alert-deliveries', { rule_id: id, limit: 50 }));
@@ -135,13 +138,14 @@ export async function alertView(main, ctx) {
   const history = h('div', { class: 'history' });
   main.append(
     h('h1', null, `Alert rule "${rule.name}"`, h('span', { class: 'spacer' }), h('div', { class: 'actions' },
-      h('a', { class: 'button', href: `#/alerts/${id}/edit` }, 'Edit'),
+      rule.managed_by ? null : h('a', { class: 'button', href: `#/alerts/${id}/edit` }, 'Edit'),
       h('button', { onclick: async () => {
         if (await sendTest(rule, banner)) await loadDeliveries();
       } }, 'Send test'),
-      h('button', { class: 'danger', onclick: async () => {
+      rule.managed_by ? null : h('button', { class: 'danger', onclick: async () => {
         if (await deleteRule(rule, banner)) location.hash = '#/alerts';
       } }, 'Delete'))),
+    managedNote(rule),
     banner,
     h('div', { class: 'panel' }, h('dl', { class: 'facts' }, facts.map(([k, v]) => [h('dt', null, k), h('dd', null, v)]))),
     h('h2', null, 'Deliveries'), deliveries,
@@ -161,6 +165,12 @@ export async function alertFormView(main, ctx) {
       no_success_within_ms: null, url: '', enabled: true,
     }),
     jobNames()]);
+  if (rule.managed_by) {
+    // Reached by its address only (the rule's page has no Edit): the note instead of a form.
+    main.append(h('h1', null, `Edit alert rule "${rule.name}"`), managedNote(rule),
+      h('a', { class: 'button', href: `#/alerts/${id}` }, 'Back to the rule'));
+    return undefined;
+  }
   const name = h('input', { name: 'name', maxlength: 191, value: rule.name, required: true });
   const job = h('select', { name: 'job_id' },
     h('option', { value: '' }, 'every job'),

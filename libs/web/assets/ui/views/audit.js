@@ -15,6 +15,17 @@ function valueText(v) {
   return text.length > 200 ? `${text.slice(0, 200)}…` : text;
 }
 
+// A time field (`next_fire_time`, `created_at`, `held_since_ms`, ...) holding epoch milliseconds
+// shows as a time by the header's rule, the number in its title. Durations share the `_ms`
+// suffix (`timeout_ms`); below 10^12 (2001) a value is taken as one and left a number.
+const TIME_KEY = /(_ms|_at|_time)$/;
+function valueCell(key, v, zone) {
+  if (TIME_KEY.test(key) && Number.isInteger(v) && v >= 1e12 && v < 1e14) {
+    return h('span', { class: 'audit-time', title: String(v) }, fmtTime(v, zone));
+  }
+  return valueText(v);
+}
+
 // The fields whose values differ between before and after, as rows of a small table.
 export function auditDiff(entry) {
   const before = entry.before && typeof entry.before === 'object' ? entry.before : {};
@@ -23,11 +34,13 @@ export function auditDiff(entry) {
   const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])]
     .filter((k) => !SKIP.has(k) && JSON.stringify(before[k]) !== JSON.stringify(after[k]));
   if (!keys.length) return h('span', { class: 'subtle' }, 'no field changed');
+  // A job's times belong to its zone (the one after the change, else before it).
+  const zone = entry.target?.kind === 'job' ? (after.time_zone ?? before.time_zone) : undefined;
   return h('table', { class: 'diff' }, h('tbody', null, keys.slice(0, 30).map((k) => h('tr', null,
     h('th', null, k),
-    h('td', { class: 'before wrap' }, entry.before === null ? '' : valueText(before[k])),
+    h('td', { class: 'before wrap' }, entry.before === null ? '' : valueCell(k, before[k], zone)),
     h('td', { class: 'wrap' }, '→'),
-    h('td', { class: 'after wrap' }, entry.after === null ? '' : valueText(after[k]))))));
+    h('td', { class: 'after wrap' }, entry.after === null ? '' : valueCell(k, after[k], zone))))));
 }
 
 function targetCell(e) {

@@ -2,7 +2,7 @@
 // per job, fires running and overdue now, and live executors per app.
 
 import { get } from '../api.js';
-import { badge, fmtDuration, fmtRelative, h, replace, table, timeCell } from '../dom.js';
+import { badge, displayZone, fmtDuration, fmtRelative, h, replace, table, timeCell } from '../dom.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
 const WINDOWS = ['1h', '6h', '24h'];
@@ -16,14 +16,19 @@ function s(tag, attrs, ...children) {
   return el;
 }
 
-function timeLabel(ms, withDate) {
-  const d = new Date(ms);
-  const hm = `${String(d.getHours()).padStart(2, '0')}:${String(d.getMinutes()).padStart(2, '0')}`;
-  return withDate ? `${d.getMonth() + 1}/${d.getDate()} ${hm}` : hm;
+function timeLabel(ms, withDate, zone) {
+  const parts = {};
+  const format = new Intl.DateTimeFormat('en-US', {
+    month: 'numeric', day: 'numeric', hour: '2-digit', minute: '2-digit', hourCycle: 'h23', timeZone: zone,
+  });
+  for (const p of format.formatToParts(new Date(ms))) parts[p.type] = p.value;
+  const hm = `${parts.hour}:${parts.minute}`;
+  return withDate ? `${parts.month}/${parts.day} ${hm}` : hm;
 }
 
 // One bar per bucket, stacked by outcome; each segment has a tooltip with its count.
 export function outcomeChart(data) {
+  const zone = displayZone();
   const width = 960;
   const height = 220;
   const left = 44;
@@ -54,16 +59,15 @@ export function outcomeChart(data) {
       svg.append(s('rect', {
         x: x + 0.5, y, width: Math.max(barW - 1, 0.5), height: Math.max(hgt, 0.5),
         class: `seg ${k}`, 'data-outcome': k, 'data-count': count,
-      }, s('title', null, `${timeLabel(b.start_ms, data.window === '24h')}: ${count} ${k}`)));
+      }, s('title', null, `${timeLabel(b.start_ms, data.window === '24h', zone)}: ${count} ${k}`)));
     }
     if (i === 0) {
-      // The axis is in the browser's zone (the chart spans every job): say which.
-      svg.append(s('text', { x: width, y: 8 + 12, class: 'axis', 'text-anchor': 'end' },
-        Intl.DateTimeFormat().resolvedOptions().timeZone));
+      // The axis is in the browser's zone or UTC (the chart spans every job): say which.
+      svg.append(s('text', { x: width, y: 8 + 12, class: 'axis chart-zone', 'text-anchor': 'end' }, zone));
     }
     if (i % every === 0) {
       svg.append(s('text', { x: x + barW / 2, y: height - 6, class: 'axis', 'text-anchor': 'middle' },
-        timeLabel(b.start_ms, false)));
+        timeLabel(b.start_ms, false, zone)));
     }
   });
   return svg;

@@ -7,8 +7,8 @@ import {
   paramsText, replace, setFieldError, showError, table, timeCell,
 } from '../dom.js';
 
-const SCHEDULE_TYPES = ['cron', 'fixed-rate', 'fixed-delay', 'once', 'manual'];
-const MISFIRE = ['fire-once-now', 'skip', 'fire-all'];
+export const SCHEDULE_TYPES = ['cron', 'fixed-rate', 'fixed-delay', 'once', 'manual'];
+export const MISFIRE = ['fire-once-now', 'skip', 'fire-all'];
 const ROUTINGS = ['round-robin', 'first', 'last', 'random', 'consistent-hash', 'least-frequently-used',
   'least-recently-used', 'failover', 'busy-over', 'sharding-broadcast'];
 // The overlap policies (docs/api.md "Concurrency and overlap"); the first three are aliases.
@@ -27,7 +27,7 @@ function dstPreview(dst, zone) {
     dst.times.length ? h('ol', { class: 'dst-times' }, dst.times.map((t) => h('li', null, fmtTime(t, zone))))
       : h('div', { class: 'subtle' }, 'No fire times within 12 hours of it.'));
 }
-const EXPR_HINTS = {
+export const EXPR_HINTS = {
   'cron': 'Quartz "sec min hour day month weekday [year]" (e.g. 0 */5 * * * ?) or Unix "min hour day month weekday"',
   'fixed-rate': 'an interval, optionally @anchor: 30s, 5m, 1h@2025-01-01T00:00:00',
   'fixed-delay': 'the pause after each run ends, optionally @first: 10s, 1m@2025-01-01T09:00:00',
@@ -108,6 +108,43 @@ function backfillPanel(job) {
 
 // ---- the list ----
 
+// The list's sortable columns: `sort=<key>` (or `-<key>`, descending) in the page's address. The
+// API pages by id, so a sort orders the rows loaded (a page of 50, "Load more" adds more).
+const SORTS = {
+  name: (a, b) => a.name.localeCompare(b.name),
+  app: (a, b) => a.app.localeCompare(b.app) || a.handler.localeCompare(b.handler),
+  // Paused jobs have no next fire: they sort after the others either way round.
+  next: (a, b) => nextKey(a) - nextKey(b),
+  last: (a, b) => (a.last_fire?.status ?? '~').localeCompare(b.last_fire?.status ?? '~')
+    || lastKey(b) - lastKey(a),
+};
+const nextKey = (job) => (job.enabled && job.next_fire_time != null ? job.next_fire_time : Number.MAX_SAFE_INTEGER);
+const lastKey = (job) => job.last_fire?.finished_at ?? job.last_fire?.scheduled_time ?? 0;
+
+function parseSort(text) {
+  const desc = text?.startsWith('-') ?? false;
+  const key = desc ? text.slice(1) : text;
+  return SORTS[key] ? { key, desc } : null;
+}
+
+function sortJobs(jobs, sort) {
+  if (!sort) return jobs;
+  const cmp = SORTS[sort.key];
+  return [...jobs].sort((a, b) => (sort.desc ? -cmp(a, b) : cmp(a, b)) || a.id - b.id);
+}
+
+// The bulk actions: each selected job in turn (a failure does not stop the others), its outcome
+// as the text returned.
+const BULK = {
+  Pause: async (job) => { await post(`/api/v1/jobs/${job.id}/pause`, {}); return 'paused'; },
+  Resume: async (job) => { await post(`/api/v1/jobs/${job.id}/resume`); return 'resumed'; },
+  Trigger: async (job) => {
+    const result = await post(`/api/v1/jobs/${job.id}/trigger`);
+    return `fire #${result.items[0].id} created`;
+  },
+  Delete: async (job) => { await del(`/api/v1/jobs/${job.id}`); return 'deleted'; },
+};
+
 export async function jobsView(main, ctx) {
   const operate = canOperate(ctx.who); // viewers see no mutating controls
   const q = h('input', { type: 'search', name: 'q', placeholder: 'Search names', value: ctx.query.get('q') ?? '' });
@@ -118,16 +155,54 @@ export async function jobsView(main, ctx) {
   const banner = h('div', { class: 'banner' });
   const list = h('div');
   const more = h('div', { class: 'more' });
+  const bulkBar = h('div', { class: 'toolbar bulk' });
+  const bulkResults = h('div');
   let jobs = [];
   let cursor = null;
+  let sort = parseSort(ctx.query.get('sort'));
+  const selected = new Set(); // job ids, kept across refreshes
+  let busy = false;
+
+  // The filters and the sort in the address, so a reload or a shared link shows the same list.
+  const keepInAddress = () => {
+    const query = new URLSearchParams();
+    for (const [name, value] of [['q', q.value.trim()], ['app', app.value.trim()], ['enabled', enabled.value],
+      ['sort', sort ? `${sort.desc ? '-' : ''}${sort.key}` : '']]) {
+      if (value) query.set(name, value);
+    }
+    const text = query.toString();
+    history.replaceState(null, '', `#/jobs${text ? `?${text}` : ''}`);
+  };
+  const sortHeader = (label, key) => {
+    const active = sort?.key === key;
+    return h('button', {
+      type: 'button', class: `link sort${active ? ' active' : ''}`, 'data-sort': key,
+      'aria-label': `Sort by ${label.toLowerCase()}`,
+      onclick: () => {
+        sort = { key, desc: active && !sort.desc };
+        keepInAddress();
+        draw();
+      },
+    }, label, active ? (sort.desc ? ' ▼' : ' ▲') : '');
+  };
 
   const row = (job) => h('tr', { 'data-job': job.id },
+    operate ? h('td', null, h('input', {
+      type: 'checkbox', class: 'select-job', 'aria-label': `Select ${job.name}`, checked: selected.has(job.id),
+      onchange: (ev) => {
+        if (ev.target.checked) selected.add(job.id);
+        else selected.delete(job.id);
+        drawBulk();
+        draw();
+      },
+    })) : null,
     h('td', { class: 'wrap' }, h('a', { href: `#/jobs/${job.id}` }, job.name),
       job.description ? h('div', { class: 'hint' }, job.description) : null),
     h('td', null, job.app, h('div', { class: 'hint' }, job.handler)),
     h('td', null, scheduleText(job)),
     h('td', null, stateBadge(job)),
-    h('td', null, job.enabled ? timeCell(job.next_fire_time, job.time_zone) : h('span', { class: 'subtle' }, '—')),
+    h('td', { class: 'next-fire' },
+      job.enabled ? timeCell(job.next_fire_time, job.time_zone) : h('span', { class: 'subtle' }, '—')),
     h('td', null, lastResult(job)),
     h('td', null, operate ? h('div', { class: 'actions' },
       h('button', { class: 'small', onclick: () => act(trigger(job, banner)) }, 'Trigger'),
@@ -137,9 +212,57 @@ export async function jobsView(main, ctx) {
       : null));
 
   const draw = () => {
-    replace(list, table(['Job', 'App / handler', 'Schedule', 'State', 'Next fire', 'Last result', ''],
-      jobs.map(row), 'No jobs yet. Create one to get started.'));
+    const allSelected = jobs.length > 0 && jobs.every((job) => selected.has(job.id));
+    const selectAll = h('input', {
+      type: 'checkbox', class: 'select-all', 'aria-label': 'Select all shown', checked: allSelected,
+      onchange: (ev) => {
+        for (const job of jobs) {
+          if (ev.target.checked) selected.add(job.id);
+          else selected.delete(job.id);
+        }
+        drawBulk();
+        draw();
+      },
+    });
+    const headers = [sortHeader('Job', 'name'), sortHeader('App / handler', 'app'), 'Schedule', 'State',
+      sortHeader('Next fire', 'next'), sortHeader('Last result', 'last'), ''];
+    replace(list, table(operate ? [selectAll, ...headers] : headers, sortJobs(jobs, sort).map(row),
+      'No jobs yet. Create one to get started.'));
     replace(more, cursor ? h('button', { onclick: () => load(true) }, 'Load more') : null);
+  };
+  // Pause, Resume, Trigger or Delete for the selected jobs, one after another; each job's outcome
+  // is listed, and a failure (a 403, a job deleted meanwhile) does not stop the rest.
+  async function runBulk(label) {
+    const chosen = jobs.filter((job) => selected.has(job.id));
+    if (!chosen.length || busy) return;
+    if (label === 'Delete' && !confirm(`Delete ${chosen.length} job${chosen.length === 1 ? '' : 's'}? `
+      + 'Their fires stay in the history.')) return;
+    busy = true;
+    drawBulk();
+    const outcomes = h('ul', { class: 'bulk-results' });
+    replace(bulkResults, h('div', { class: 'panel' }, h('b', null, `${label}: ${chosen.length} job(s)`), outcomes));
+    for (const job of chosen) {
+      let item;
+      try {
+        item = h('li', { 'data-job': job.id, class: 'ok' }, `${job.name}: ${await BULK[label](job)}`);
+        if (label === 'Delete') selected.delete(job.id);
+      } catch (e) {
+        item = h('li', { 'data-job': job.id, class: 'error' }, `${job.name}: ${e.message}`);
+      }
+      outcomes.append(item);
+    }
+    busy = false;
+    await refresh().catch((e) => bannerError(banner, e));
+    drawBulk();
+  }
+  const drawBulk = () => {
+    if (!operate) return;
+    const none = selected.size === 0 || busy;
+    replace(bulkBar, h('span', { class: 'subtle bulk-count' }, `${selected.size} selected`),
+      Object.keys(BULK).map((label) => h('button', {
+        class: `small${label === 'Delete' ? ' danger' : ''}`, disabled: none, 'data-bulk': label,
+        onclick: () => runBulk(label),
+      }, label)));
   };
   const params = (limit) => ({ q: q.value.trim(), app: app.value.trim(), enabled: enabled.value, limit });
   async function load(append = false) {
@@ -153,19 +276,27 @@ export async function jobsView(main, ctx) {
     const page = await get(withQuery('/api/v1/jobs', params(Math.min(200, Math.max(50, jobs.length)))));
     jobs = page.items;
     cursor = page.next_cursor;
+    // A selected job no longer listed (deleted, filtered out) is no longer selected.
+    const shown = new Set(jobs.map((job) => job.id));
+    for (const id of selected) if (!shown.has(id)) selected.delete(id);
+    drawBulk();
     draw();
   }
   const act = actor(banner, () => refresh());
 
-  const reload = debounce(() => load().catch((e) => ctx.fail(e)), 250);
+  const reload = debounce(() => {
+    keepInAddress();
+    load().catch((e) => ctx.fail(e));
+  }, 250);
   q.addEventListener('input', reload);
   app.addEventListener('input', reload);
   enabled.addEventListener('change', reload);
+  drawBulk();
   main.append(
     h('h1', null, 'Jobs'),
     h('div', { class: 'toolbar' }, q, app, enabled, h('span', { class: 'spacer' }),
       operate ? h('a', { class: 'button primary', href: '#/jobs/new' }, 'New job') : null),
-    banner, list, more);
+    operate ? bulkBar : null, banner, bulkResults, list, more);
   await load();
   ctx.every(5000, () => refresh().catch(() => {}));
 }
@@ -199,6 +330,7 @@ export async function jobView(main, ctx) {
     replace(header, job.name, stateBadge(job), h('span', { class: 'spacer' }),
       !operate ? null : h('span', { class: 'actions' },
         definable ? h('a', { class: 'button', href: `#/jobs/${id}/edit` }, 'Edit') : null,
+        h('a', { class: 'button', href: `#/jobs/new?copy=${id}` }, 'Copy'),
         h('button', { class: 'primary', onclick: () => act(trigger(job, banner).then(loadFires)) }, 'Trigger now'),
         job.enabled
           ? h('button', { onclick: () => act(pauseWithNote(id)) }, 'Pause')
@@ -288,13 +420,13 @@ function paramsValue(text) {
   return text;
 }
 
-function select(name, options, value) {
+export function select(name, options, value) {
   const el = h('select', { name }, options.map((o) => h('option', { value: o }, o)));
   el.value = value;
   return el;
 }
 
-function timeZones() {
+export function timeZones() {
   try {
     return ['UTC', ...Intl.supportedValuesOf('timeZone').filter((z) => z !== 'UTC')];
   } catch {
@@ -302,10 +434,18 @@ function timeZones() {
   }
 }
 
+// "Copy" on a job's page: the create form filled with its definition and the name "<name> (copy)".
+// The copy is made by hand (no managed_by) and starts with no history.
+function copyJob(source) {
+  const { id: _id, version: _version, managed_by: _managed, ...job } = source;
+  return { ...job, name: `${source.name} (copy)` };
+}
+
 export async function jobFormView(main, ctx) {
   const id = ctx.params[0];
   if (!canOperate(ctx.who)) return formDenied(main, ctx.who, id ? 'Edit job' : 'New job', 'jobs');
-  const job = id ? await get(`/api/v1/jobs/${id}`) : {
+  const copyOf = !id && /^\d+$/.test(ctx.query.get('copy') ?? '') ? ctx.query.get('copy') : null;
+  const job = id ? await get(`/api/v1/jobs/${id}`) : copyOf ? copyJob(await get(`/api/v1/jobs/${copyOf}`)) : {
     name: '', app: '', handler: '', description: '', params: '', schedule_type: 'cron',
     schedule_expr: '0 */5 * * * ?', time_zone: 'UTC', misfire_policy: 'fire-once-now', routing: 'round-robin',
     block_strategy: 'serial', concurrency_limit: 1, timeout_ms: 0, retry_max: 0, retry_backoff_ms: 1000,
@@ -335,13 +475,16 @@ export async function jobFormView(main, ctx) {
   description.value = job.description ?? '';
   const previewList = h('div', { class: 'preview-body' });
   const save = h('button', { class: 'primary', type: 'submit' }, id ? 'Save changes' : 'Create job');
+  const appList = h('datalist', { id: 'executor-apps' });
+  const handlerList = h('datalist', { id: 'executor-handlers' });
 
   const form = h('form', { class: 'panel', novalidate: true },
     h('div', { class: 'banner' }),
     h('div', { class: 'grid' },
       field('Name', input('name', { required: true, maxlength: 191 })),
-      field('App', input('app', { required: true, maxlength: 128 }), 'the executor app that runs it'),
-      field('Handler', input('handler', { required: true, maxlength: 128 })),
+      field('App', input('app', { required: true, maxlength: 128, list: 'executor-apps', autocomplete: 'off' }),
+        'the executor app that runs it'),
+      field('Handler', input('handler', { required: true, maxlength: 128, list: 'executor-handlers', autocomplete: 'off' })),
       field('Schedule type', type),
       h('label', { class: 'wide' }, 'Schedule', expr, exprHint, h('span', { class: 'field-error' })),
       field('Time zone', zone, `IANA name; your browser: ${browserZone}`),
@@ -374,7 +517,8 @@ export async function jobFormView(main, ctx) {
       h('label', { class: 'check' }, atLeastOnce, 'At least once (retry a run lost with its node)')),
     h('div', { class: 'actions' }, save,
       h('a', { class: 'button', href: id ? `#/jobs/${id}` : '#/jobs' }, 'Cancel')),
-    h('datalist', { id: 'zones' }, timeZones().map((z) => h('option', { value: z }))));
+    h('datalist', { id: 'zones' }, timeZones().map((z) => h('option', { value: z }))),
+    appList, handlerList);
 
   // The live preview: the next times in the job's zone, or the parser's error at the field.
   const PREVIEW_FIELDS = ['schedule_type', 'schedule_expr', 'time_zone', 'jitter_ms', 'dst_gap', 'dst_overlap'];
@@ -413,6 +557,23 @@ export async function jobFormView(main, ctx) {
   type.addEventListener('change', refreshPreview);
   for (const name of ['dst_gap', 'dst_overlap']) form.elements.namedItem(name).addEventListener('change', refreshPreview);
   form.elements.namedItem('jitter_ms').addEventListener('input', refreshPreview);
+
+  // The app and handler inputs suggest what the live executors registered (the handlers of the
+  // app typed, or every app's); any other text is still taken, for an app not started yet.
+  let executors = [];
+  const suggestHandlers = () => {
+    const typed = form.elements.namedItem('app').value.trim();
+    const apps = executors.filter((a) => a.app === typed);
+    const handlers = [...new Set((apps.length ? apps : executors).flatMap((a) => a.handlers))].sort();
+    replace(handlerList, handlers.map((name) => h('option', { value: name })));
+  };
+  get('/api/v1/executors').then((data) => {
+    executors = data.apps;
+    replace(appList, executors.map((a) => h('option', { value: a.app },
+      `${a.alive_instances}/${a.instances} alive`)));
+    suggestHandlers();
+  }).catch(() => {}); // no suggestions; the inputs stay free text
+  form.elements.namedItem('app').addEventListener('input', suggestHandlers);
 
   const intValue = (name) => {
     const raw = form.elements.namedItem(name).value.trim();
@@ -469,6 +630,8 @@ export async function jobFormView(main, ctx) {
   });
 
   main.append(h('h1', null, id ? `Edit "${job.name}"` : 'New job'),
+    copyOf ? h('div', { class: 'hint copy-of' }, 'A copy of ', h('a', { href: `#/jobs/${copyOf}` }, `job ${copyOf}`),
+      '; nothing is saved until Create job.') : null,
     h('div', { class: 'form-layout' }, form,
       h('aside', { class: 'panel preview' }, h('h3', null, 'Next fire times'), previewList)));
   refreshPreview();

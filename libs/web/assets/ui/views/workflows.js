@@ -208,7 +208,7 @@ export async function workflowsView(main, ctx) {
       pauseButton(wf, act, true)) : null));
   const draw = () => {
     replace(list, table(['Workflow', 'Schedule', 'State', 'Next run', 'Steps', ''], workflows.map(row),
-      'No workflows yet. Create one with the API (POST /api/v1/workflows, docs/workflows.md).'));
+      operate ? 'No workflows yet. Create one with New workflow.' : 'No workflows yet.'));
     replace(more, cursor ? h('button', { onclick: () => load(true).catch((e) => ctx.fail(e)) }, 'Load more') : null);
   };
   async function load(append = false) {
@@ -225,7 +225,12 @@ export async function workflowsView(main, ctx) {
     draw();
   }
 
-  main.append(h('h1', null, 'Workflows'), banner, list, more);
+  main.append(h('h1', null, 'Workflows'),
+    h('div', { class: 'toolbar' }, h('span', { class: 'subtle' },
+      'Named DAGs of jobs with their own schedule: a step starts when its parents have ended as its edges say.'),
+    h('span', { class: 'spacer' }),
+    operate ? h('a', { class: 'button primary', href: '#/workflows/new' }, 'New workflow') : null),
+    banner, list, more);
   await load();
   ctx.every(5000, () => refresh().catch(() => {}));
 }
@@ -269,6 +274,8 @@ export async function workflowView(main, ctx) {
     replace(managed, managedNote(wf));
     replace(header, wf.name, pausedBadge(wf), h('span', { class: 'spacer' }),
       !operate ? null : h('span', { class: 'actions' },
+        // A workflow managed from a file is edited in that file (managedNote).
+        wf.managed_by ? null : h('a', { class: 'button', href: `#/workflows/${id}/edit` }, 'Edit'),
         h('button', { class: 'primary', onclick: () => act(triggerRun(wf, banner)) }, 'Trigger now'),
         pauseButton(wf, act, false)));
     const rows = [
