@@ -22,6 +22,7 @@ test_pkgs=(
     lld         # links the suite's ~50 executables several times faster than GNU ld (CMakeLists.txt)
     python3     # the conformance kit and the Python SDK's tests (tests/conformance)
     python3-cryptography  # the test OpenID provider's RS256/ES256 keys (tests/oidc/test_idp.py)
+    openssl     # the openssl command: certificates for tests/tls and the Python SDK's TLS tests
     mypy        # python_sdk_typecheck: the Python SDK's type hints, mypy --strict (tests/conformance)
     galera-4 rsync  # scripts/galera.sh: the three-node Galera cluster of the Galera tests
     kubernetes-client  # kubectl kustomize: renders deploy/k8s for its schema test (tests/deploy/k8s-schema)

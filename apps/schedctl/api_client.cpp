@@ -1,5 +1,6 @@
 #include "api_client.hpp"
 
+#include <cstdlib>
 #include <exception>
 
 #include "sched/common/net.hpp"
@@ -20,6 +21,8 @@ Result<ApiReply> ApiClient::Call(http::Method method, std::string_view path,
     options.connect_timeout = timeout_;
     options.request_timeout = timeout_;
     options.user_agent = "schedctl";
+    // An https server with a private CA: the CA bundle to verify it against (else the system store).
+    if (const char* ca = std::getenv("SCHED_CA_FILE"); ca != nullptr && *ca != '\0') options.tls.ca_file = ca;
     http::HttpClient client(io.get_executor(), options);
 
     http::ClientRequest request;

@@ -21,6 +21,7 @@
 #include "sched/common/crypto.hpp"
 #include "sched/common/log_fields.hpp"
 #include "sched/cron/schedule.hpp"
+#include "sched/http/server.hpp"
 #include "sched/http/url.hpp"
 #include "sched/store/job.hpp"
 #include "sched/store/token.hpp"
@@ -150,6 +151,7 @@ int main(int argc, char** argv) {
     }
 
     sched::StopSignals signals;  // before any other thread starts
+    signals.OnHangup([] { sched::http::ReloadAllTls(); });
 
     // The web module serves the SDK's routes (with executor tokens as well as the cluster
     // token) when `executor-api` is on.
@@ -161,6 +163,7 @@ int main(int argc, char** argv) {
     web.locks = locks;
     web.oidc = oidc;
     web.alert_addresses = config.scheduler.alert_addresses;
+    web.http_client_tls = config.http_client_tls;
     sched::trigger::TriggerNode node(config);
     sched::SetProcessLogField("node", node.node_id());  // on every log line (log_fields.hpp)
     sched::web::AddWebRoutes(
@@ -184,7 +187,7 @@ int main(int argc, char** argv) {
     }
     if (generated_token) sched::Announce("scheduler-standalone token (generated): " + config.token);
     sched::Announce(
-        "scheduler-standalone listening on http://" +
+        "scheduler-standalone listening on " + std::string(config.http.tls.enabled() ? "https://" : "http://") +
         sched::http::HostPort{sched::http::HostPort::Parse(config.http.listen)->host, node.port()}.ToString());
     signals.Wait();
     node.Stop();

@@ -9,6 +9,7 @@
 #include "sched/common/announce.hpp"
 #include "sched/common/app_main.hpp"
 #include "sched/common/log_fields.hpp"
+#include "sched/http/server.hpp"
 #include "sched/http/url.hpp"
 #include "sched/trigger/node.hpp"
 #include "sched/web/executor_api.hpp"
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
     sched::SetupLogging(config.log);
 
     sched::StopSignals signals;  // before any other thread starts
+    signals.OnHangup([] { sched::http::ReloadAllTls(); });
     sched::trigger::TriggerNode node(config);
     sched::SetProcessLogField("node", node.node_id());  // on every log line (log_fields.hpp)
     if (config.executor_api) {
@@ -73,7 +75,8 @@ int main(int argc, char** argv) {
         return 1;
     }
     sched::Announce(
-        "scheduler-trigger " + node.node_id() + " listening on http://" +
+        "scheduler-trigger " + node.node_id() + " listening on " +
+        std::string(config.http.tls.enabled() ? "https://" : "http://") +
         sched::http::HostPort{sched::http::HostPort::Parse(config.http.listen)->host, node.port()}.ToString());
     signals.Wait();
     node.Stop();

@@ -10,6 +10,7 @@
 #include "sched/common/app_main.hpp"
 #include "sched/common/config.hpp"
 #include "sched/common/logging.hpp"
+#include "sched/http/server.hpp"
 #include "sched/http/url.hpp"
 #include "sched/web/web_service.hpp"
 
@@ -49,6 +50,7 @@ int main(int argc, char** argv) {
     sched::SetupLogging(config.log);
 
     sched::StopSignals signals;  // before any other thread starts
+    signals.OnHangup([] { sched::http::ReloadAllTls(); });
     sched::web::WebService service(config);
     spdlog::info("scheduler-web {} starting with database {}", SCHED_VERSION, config.database.url.Redacted());
     sched::Status started = service.Start([&] { return signals.stop_requested(); });
@@ -58,7 +60,7 @@ int main(int argc, char** argv) {
         return 1;
     }
     sched::Announce(
-        "scheduler-web listening on http://" +
+        "scheduler-web listening on " + std::string(config.http.tls.enabled() ? "https://" : "http://") +
         sched::http::HostPort{sched::http::HostPort::Parse(config.http.listen)->host, service.port()}.ToString());
     signals.Wait();
     service.Stop();

@@ -2,7 +2,7 @@
 // executor's admission path with a no-op handler.
 //
 //   client_run_bench [--seconds 10] [--warmup 2] [--connections 16] [--batch N] [--io-threads N]
-//                    [--callback-batch N] [--callback-urls N]
+//                    [--callback-batch N] [--callback-urls N] [--tls-dir DIR]
 //                    [--target http://127.0.0.1:9999 --token T --handler echo [--sink-port 8080]]
 //
 // Without --target it starts, in this process, an Executor with a "noop" handler and a sink
@@ -14,6 +14,9 @@
 // (docs/protocol.md), so the measured path includes the signature check. With --batch N every
 // request is a POST /v1/runs of N runs (what a node sends for a burst): the latency is then the
 // batch's (its answer comes after every run is admitted) and the throughput counts runs.
+// With --tls-dir DIR (in-process mode) every hop is HTTPS: the executor and the sink serve
+// DIR/server.crt and DIR/server.key (naming 127.0.0.1), and the load and the executor verify
+// them against DIR/ca.crt, so the figure includes TLS on the admission path.
 
 #include <unistd.h>
 
@@ -62,6 +65,7 @@ struct Args {
     // In-process mode: connection i names callback URL i % N, as N trigger nodes each name
     // themselves (0: the runs name none; results go to the web endpoint).
     int callback_urls = 0;
+    std::string tls_dir;  // in-process mode: HTTPS on every hop with the files in it
 };
 
 Args Parse(int argc, char** argv) {
@@ -97,11 +101,13 @@ Args Parse(int argc, char** argv) {
             a.callback_batch = std::stoi(next());
         else if (k == "--callback-urls")
             a.callback_urls = std::stoi(next());
+        else if (k == "--tls-dir")
+            a.tls_dir = next();
         else {
             std::fprintf(
                 stderr,
                 "usage: client_run_bench [--seconds N] [--warmup N] [--connections N] [--batch N] [--io-threads N] "
-                "[--callback-batch N] [--callback-urls N] "
+                "[--callback-batch N] [--callback-urls N] [--tls-dir DIR] "
                 "[--target URL --token T --handler NAME [--sink-port N]]\n");
             std::exit(2);
         }
@@ -175,6 +181,15 @@ int main(int argc, char** argv) {
     std::thread sink_thread;
     std::unique_ptr<client::Executor> executor;
     std::string target = args.target;
+    const bool tls = !args.tls_dir.empty();
+    const std::string scheme = tls ? "https://" : "http://";
+    http::ServerTlsOptions server_tls;
+    http::ClientTlsOptions client_tls;
+    if (tls) {
+        server_tls.cert_file = args.tls_dir + "/server.crt";
+        server_tls.key_file = args.tls_dir + "/server.key";
+        client_tls.ca_file = args.tls_dir + "/ca.crt";
+    }
     if (target.empty() || args.sink_port >= 0) {
         http::Router router;
         router.Add(http::Method::kPost, "/api/v1/callback", [&](http::Request& req) {
@@ -189,6 +204,7 @@ int main(int argc, char** argv) {
         http::ServerOptions sink_options;
         sink_options.listen = "127.0.0.1:" + std::to_string(std::max(args.sink_port, 0));
         sink_options.access_log = http::AccessLog::kOff;
+        sink_options.tls = server_tls;
         sink = std::make_unique<http::Server>(sink_io.get_executor(), sink_options, std::move(router));
         sink->Start();
         sink_thread = std::thread([&] { sink_io.run(); });
@@ -196,7 +212,9 @@ int main(int argc, char** argv) {
     if (target.empty()) {
         client::ExecutorOptions o;
         o.app = "bench";
-        o.web_endpoints = {"http://127.0.0.1:" + std::to_string(sink->port())};
+        o.web_endpoints = {scheme + "127.0.0.1:" + std::to_string(sink->port())};
+        o.web_tls = client_tls;
+        o.http.tls = server_tls;
         o.token = args.token;
         o.capacity = 1'000'000;
         o.worker_threads = 2;
@@ -210,12 +228,13 @@ int main(int argc, char** argv) {
         executor->Handle("noop", [](client::JobContext&) { return Status::Ok(); });
         executor->Start();
         while (executor->Stats().signing_keys == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        target = "http://127.0.0.1:" + std::to_string(executor->port());
+        target = scheme + "127.0.0.1:" + std::to_string(executor->port());
     }
 
     net::io_context load_io;
     http::ClientOptions client_options;
     client_options.max_idle_per_host = static_cast<std::size_t>(args.connections);
+    client_options.tls = client_tls;
     http::HttpClient client(load_io.get_executor(), client_options);
     Shared shared;
     std::vector<Worker> workers(static_cast<std::size_t>(args.connections));
@@ -223,7 +242,7 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < workers.size(); ++i) {
         std::string callback_url;
         if (sink && args.callback_urls > 0) {
-            callback_url = "http://127.0.0.1:" + std::to_string(sink->port()) +
+            callback_url = scheme + "127.0.0.1:" + std::to_string(sink->port()) +
                            "/api/v1/callback?node=" + std::to_string(i % static_cast<std::size_t>(args.callback_urls));
         }
         net::co_spawn(load_io, Load(client, target + path, std::move(callback_url), args, shared, workers[i]),

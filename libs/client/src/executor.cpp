@@ -83,6 +83,7 @@ void Runtime::Start() {
     http::ClientOptions client_options;
     client_options.connect_timeout = std::min(options_.web_timeout, client_options.connect_timeout);
     client_options.user_agent = "sched-client/" + options_.app;
+    client_options.tls = options_.web_tls;
     client_ = std::make_unique<http::HttpClient>(io_.get_executor(), client_options);
     workers_ = std::make_unique<net::thread_pool>(static_cast<std::size_t>(options_.worker_threads));
 
@@ -157,7 +158,8 @@ Result<LockGuard> Runtime::Lock(std::string_view key, milliseconds lease, millis
         // Its own I/O thread: locks work before Start() and after Stop(), and a guard may
         // outlive the executor.
         if (!locks_)
-            locks_ = std::make_shared<LockService>(endpoints_, options_.token, options_.web_timeout, options_.app);
+            locks_ = std::make_shared<LockService>(endpoints_, options_.token, options_.web_timeout, options_.app,
+                                                   options_.web_tls);
         locks = locks_;
     }
     return locks->Lock(key, lease, wait);

@@ -55,6 +55,7 @@ ExecutorOptions ExecutorOptions::FromYaml(const ConfigNode& node) {
     o.metrics_token = node.String("metrics-token", o.metrics_token);
     if (auto env = EnvOverride("SCHED_METRICS_TOKEN")) o.metrics_token = *env;
     o.http = http::ServerOptions::FromYaml(node.Child("http"), DefaultServerOptions());
+    o.web_tls = http::ClientTlsOptions::FromConfig(node);
     o.Validate(node.path());
     return o;
 }

@@ -82,7 +82,8 @@ void Runtime::LearnSigning(const http::ClientResponse& answer) {
 }
 
 net::awaitable<std::optional<http::ClientResponse>> Runtime::PostToWeb(std::string path, nlohmann::json body,
-                                                                       std::string preferred_url) {
+                                                                       std::string preferred_url,
+                                                                       std::string* failure) {
     std::vector<std::string> targets;
     if (!preferred_url.empty()) targets.push_back(preferred_url);
     const std::size_t first_endpoint = targets.size();
@@ -102,8 +103,9 @@ net::awaitable<std::optional<http::ClientResponse>> Runtime::PostToWeb(std::stri
             last_post_answered_ms_ = WallMs();
             co_return std::move(*r);
         }
-        spdlog::debug("executor {}: POST {} failed: {}", options_.app, targets[t],
-                      r.ok() ? "HTTP " + std::to_string(r->status) + " " + r->body : r.status().ToString());
+        std::string why = r.ok() ? "HTTP " + std::to_string(r->status) + " " + r->body : r.status().ToString();
+        spdlog::debug("executor {}: POST {} failed: {}", options_.app, targets[t], why);
+        if (failure != nullptr) *failure = targets[t] + ": " + why;
     }
     co_return std::nullopt;
 }
@@ -112,7 +114,8 @@ net::awaitable<void> Runtime::HeartbeatLoop() {
     bool was_ok = true;
     while (!heartbeat_stop_) {
         nlohmann::json body = protocol::ToJson(HeartbeatNow());
-        auto answer = co_await PostToWeb(std::string(protocol::kHeartbeatPath), std::move(body), "");
+        std::string failure;
+        auto answer = co_await PostToWeb(std::string(protocol::kHeartbeatPath), std::move(body), "", &failure);
         const bool ok = answer.has_value();
         if (ok) LearnSigning(*answer);
         ++(ok ? counters_.heartbeats_ok : counters_.heartbeats_failed);
@@ -120,7 +123,10 @@ net::awaitable<void> Runtime::HeartbeatLoop() {
             if (ok) {
                 spdlog::info("executor {}: heartbeats acknowledged again", options_.app);
             } else {
-                spdlog::warn("executor {}: no web endpoint acknowledged the heartbeat", options_.app);
+                // The last endpoint's cause, so that a certificate or token problem is visible
+                // without debug logging.
+                spdlog::warn("executor {}: no web endpoint acknowledged the heartbeat (last: {})", options_.app,
+                             failure);
             }
             was_ok = ok;
         }

@@ -108,8 +108,11 @@ TEST_F(ExecutorOptionsTest, ErrorsNameTheKey) {
     EXPECT_EQ(ErrorOf("executor:\n  app: a\n  token: t\n").rfind("executor.web-endpoints: required", 0), 0u);
     EXPECT_EQ(ErrorOf("executor:\n  app: a\n  web-endpoints: [\"http://w:1\"]\n").rfind("executor.token: required", 0),
               0u);
-    EXPECT_EQ(ErrorOf("executor:\n  app: a\n  web-endpoints: [\"http://w:1\", \"https://w:2\"]\n  token: t\n")
-                  .rfind("executor.web-endpoints[1]: https is not supported", 0),
+    EXPECT_EQ(ErrorOf("executor:\n  app: a\n  web-endpoints: [\"http://w:1\", \"ftp://w:2\"]\n  token: t\n")
+                  .rfind("executor.web-endpoints[1]: expected an http or https URL", 0),
+              0u);
+    EXPECT_EQ(ErrorOf(base + "  http-client:\n    tls:\n      cert-file: c.pem\n")
+                  .rfind("executor.http-client.tls.key-file: required", 0),
               0u);
     EXPECT_EQ(ErrorOf(base + "  capacity: 0\n").rfind("executor.capacity:", 0), 0u);
     EXPECT_EQ(ErrorOf(base + "  io-threads: 0\n").rfind("executor.io-threads:", 0), 0u);

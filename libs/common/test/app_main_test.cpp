@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <sstream>
 
@@ -110,6 +111,24 @@ TEST(StopSignalsDeathTest, WaitReturnsTheSignalSentToTheProcess) {
             kill(getpid(), SIGTERM);
             const int signo = signals.Wait();
             std::_Exit(signo == SIGTERM && signals.stop_requested() ? 0 : 4);
+        },
+        ::testing::ExitedWithCode(0), "");
+}
+
+TEST(StopSignalsDeathTest, HangupRunsTheCallbackAndKeepsWaiting) {
+    ::testing::FLAGS_gtest_death_test_style = "threadsafe";
+    EXPECT_EXIT(
+        {
+            StopSignals signals;
+            std::atomic<int> hangups{0};
+            signals.OnHangup([&] { ++hangups; });
+            kill(getpid(), SIGHUP);
+            for (int i = 0; i < 2000 && hangups.load() == 0; ++i) usleep(1000);
+            kill(getpid(), SIGHUP);
+            for (int i = 0; i < 2000 && hangups.load() < 2; ++i) usleep(1000);
+            if (hangups.load() != 2 || signals.stop_requested()) std::_Exit(6);
+            kill(getpid(), SIGTERM);
+            std::_Exit(signals.Wait() == SIGTERM && hangups.load() == 2 ? 0 : 7);
         },
         ::testing::ExitedWithCode(0), "");
 }

@@ -52,7 +52,8 @@ net::awaitable<Result<http::ClientResponse>> ExecutorSigner::Send(http::HttpClie
     const std::string target = protocol::AddressedTarget(parsed->target, RawAuthority(url));
     http::ClientRequest request;
     request.method = method;
-    request.url = "http://" + parsed->Authority() + target;
+    // The scheme is the client's (http-client.tls.peer-scheme): executors are known by host:port.
+    request.url = http.PeerUrl(parsed->Authority(), target);
     const protocol::SigningKey signing{key->key_id, key->secret};
     for (auto& [name, value] : protocol::SignatureHeaders(signing, http::MethodName(method), target, now, body)) {
         request.headers.Set(name, std::move(value));

@@ -338,6 +338,10 @@ HttpClient::~HttpClient() {
     CloseIdle();
 }
 
+std::string HttpClient::PeerUrl(std::string_view address, std::string_view path) const {
+    return (state_->options.tls.https_peers ? "https://" : "http://") + std::string(address) + std::string(path);
+}
+
 void HttpClient::CloseIdle() {
     std::lock_guard lock(state_->mu);
     state_->idle.clear();

@@ -42,6 +42,7 @@ ClientTlsOptions ClientTlsOptions::FromYaml(const ConfigNode& node) {
     o.cert_file = node.String("cert-file", o.cert_file);
     o.key_file = node.String("key-file", o.key_file);
     o.min_version = ReadVersion(node, o.min_version);
+    o.https_peers = node.Enum("peer-scheme", "http", {"http", "https"}) == "https";
     RequirePair(node, o.cert_file, o.key_file);
     return o;
 }

@@ -198,6 +198,31 @@ TEST(Tls, ChangedFilesAreReloadedAndABadOneKeepsThePreviousCertificate) {
         10s, 50ms));
 }
 
+TEST(Tls, ReloadAllTlsReloadsEveryTlsServerOfTheProcess) {
+    TestPki old_pki("old CA");
+    TestPki new_pki("new CA");
+    const auto first = old_pki.Issue("first", "node-1", {"127.0.0.1"});
+    const auto second = old_pki.Issue("second", "node-2", {"127.0.0.1"});
+    ServerOptions one = TlsOptions(first);
+    ServerOptions two = TlsOptions(second);
+    one.tls.reload_check = two.tls.reload_check = 1h;  // only ReloadAllTls (what SIGHUP calls)
+    TestServer a(HelloRouter(), one);
+    TestServer b(HelloRouter(), two);
+    TestServer plain(HelloRouter());  // no TLS: left alone
+    for (const auto* files : {&first, &second}) {
+        const auto replacement = new_pki.Issue("next", "node", {"127.0.0.1"});
+        std::filesystem::copy_file(replacement.cert, files->cert, std::filesystem::copy_options::overwrite_existing);
+        std::filesystem::copy_file(replacement.key, files->key, std::filesystem::copy_options::overwrite_existing);
+    }
+    ReloadAllTls();
+    BlockingClient client(Trusting(new_pki.ca_file()));
+    for (const TestServer* server : {&a, &b}) {
+        auto r = client.Get(HttpsUrl(*server));
+        EXPECT_TRUE(r.ok()) << FailureOf(r);
+    }
+    EXPECT_TRUE(client.Get(plain.Url("/hello")).ok());
+}
+
 TEST(Tls, ServerWithAnUnusableCertificateFailsToStartNamingTheFile) {
     TestPki pki;
     auto files = pki.Issue("server", "node-1", {"127.0.0.1"});

@@ -89,6 +89,7 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
     } catch (const std::exception& e) {
         return Unavailable(e.what());
     }
+    if (Status tls = http::CheckClientTls(config_.http_client_tls); !tls.ok()) return tls;
     auto db = db::OpenMigrated(config_.database, should_stop);
     if (!db.ok()) return db.status();
     db_ = *db;
@@ -122,6 +123,7 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
     // burst reuses them instead of connecting and closing (measured: most of the slave's CPU
     // per fire at 1,000 fires/s with the default 16).
     http::ClientOptions http_options;
+    http_options.tls = config_.http_client_tls;
     http_options.max_idle_per_host = std::max<std::size_t>(
         http_options.max_idle_per_host, static_cast<std::size_t>(config_.slave.max_calls_per_executor));
     impl_->http = std::make_unique<http::HttpClient>(io_.get_executor(), http_options);
@@ -149,7 +151,8 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
                                           .connect_timeout = config_.scheduler.alert_connect_timeout,
                                           .first_byte_timeout = config_.scheduler.alert_first_byte_timeout,
                                           .body_limit = config_.scheduler.alert_body_limit,
-                                          .addresses = config_.scheduler.alert_addresses});
+                                          .addresses = config_.scheduler.alert_addresses,
+                                          .tls = config_.http_client_tls});
     impl_->alerter =
         std::make_unique<Alerter>(db_, *impl_->fences[0], *time_, config_.scheduler, metrics_, *impl_->webhooks);
     if (config_.slave.enabled) {
@@ -226,7 +229,7 @@ void TriggerNode::NudgePeers(bool wait) {
     if (!live.ok()) return;
     std::vector<std::string> urls;
     for (const auto& n : *live) {
-        if (n.node_id != node_id_) urls.push_back("http://" + n.address + "/internal/v1/election/nudge");
+        if (n.node_id != node_id_) urls.push_back(impl_->http->PeerUrl(n.address, "/internal/v1/election/nudge"));
     }
     if (urls.empty()) return;
     auto send = [this, urls]() -> net::awaitable<void> {

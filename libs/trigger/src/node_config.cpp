@@ -30,6 +30,7 @@ NodeConfig NodeConfig::FromYaml(const ConfigNode& root, const Defaults& defaults
     http::ServerOptions http_defaults;
     http_defaults.listen = defaults.listen;
     c.http = http::ServerOptions::FromYaml(root.Child("http"), http_defaults);
+    c.http_client_tls = http::ClientTlsOptions::FromConfig(root);
     c.database = db::DatabaseConfig::FromYaml(root.Child("database"), defaults.db_url);
     c.election = lock::ElectionConfig::FromYaml(root.Child("election"));
     c.scheduler = MasterConfig::FromYaml(root.Child("scheduler"));

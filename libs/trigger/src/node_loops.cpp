@@ -180,7 +180,7 @@ void TriggerNode::Notify(const ScanReport& report, std::int64_t epoch, int shard
         auto it = report.node_addresses.find(node);
         if (it == report.node_addresses.end()) continue;
         protocol::FiresNotice notice = protocol::MakeFiresNotice(epoch, fires, shard);
-        const std::string url = "http://" + it->second + std::string(protocol::kFiresNoticePath);
+        const std::string url = impl_->http->PeerUrl(it->second, protocol::kFiresNoticePath);
         net::co_spawn(
             io_,
             [this, url, notice = std::move(notice)]() mutable -> net::awaitable<void> {

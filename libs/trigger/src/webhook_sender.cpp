@@ -14,6 +14,7 @@ http::ClientOptions ClientOptionsFor(const WebhookLimits& limits) {
     o.body_limit = limits.body_limit;
     o.max_idle_per_host = 2;
     o.user_agent = "sched-alerts";
+    o.tls = limits.tls;
     // The policy is copied into the check: the client may outlive nothing else.
     o.address_check = [policy = limits.addresses](std::string_view host, const net::ip::address& address) {
         return policy.CheckAddress(host, address);

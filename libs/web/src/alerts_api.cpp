@@ -142,10 +142,8 @@ std::variant<store::AlertRule, Response> ParseRule(const nlohmann::json& body, c
     }
     if (CodePoints(r.name) > kMaxNameChars) return BadRequest("name", "name: at most 191 characters");
     if (r.url.size() > kMaxUrlBytes) return BadRequest("url", "url: at most 2048 bytes");
-    if (!r.url.starts_with("http://")) {
-        return BadRequest("url",
-                          "url: expected an http:// URL (https is not supported: no TLS in this project; put a "
-                          "proxy in front)");
+    if (!r.url.starts_with("http://") && !r.url.starts_with("https://")) {
+        return BadRequest("url", "url: expected an http:// or https:// URL");
     }
     auto parsed = http::Url::Parse(r.url);
     if (!parsed.ok()) return BadRequest("url", "url: " + parsed.status().message());

@@ -185,9 +185,9 @@ void AddFireRoutes(Routes& routes) {
                    if (killed->executor_address) {
                        executor["address"] = *killed->executor_address;
                        const auto executor_io = co_await net::this_coro::executor;
-                       http::HttpClient client(executor_io);
+                       http::HttpClient client(executor_io, http::ClientOptions{.tls = ctx->options.http_client_tls});
                        dispatch::SignedExecutorClient executors(client, signer);
-                       const std::string url = "http://" + *killed->executor_address + std::string(protocol::kKillPath);
+                       const std::string url = client.PeerUrl(*killed->executor_address, protocol::kKillPath);
                        const std::string body = protocol::ToJson(protocol::KillRequest{.fire_id = *id}).dump();
                        const http::CallOptions call = ExecutorCall(*ctx);
                        const std::string app = co_await JobApp(*ctx, killed->job_id);
@@ -240,10 +240,11 @@ void AddFireRoutes(Routes& routes) {
             // A page is bounded in lines (ReadLogPage) and bytes (here).
             http::ClientOptions client_options;
             client_options.body_limit = protocol::kMaxLogPageBytes;
+            client_options.tls = ctx->options.http_client_tls;
             http::HttpClient client(executor_io, client_options);
             dispatch::SignedExecutorClient executors(client, signer);
-            const std::string url = "http://" + address + std::string(protocol::kLogPath) +
-                                    "?fire_id=" + std::to_string(*id) + "&from_line=" + std::to_string(from_line);
+            const std::string url = client.PeerUrl(address, protocol::kLogPath) + "?fire_id=" + std::to_string(*id) +
+                                    "&from_line=" + std::to_string(from_line);
             const http::CallOptions call = ExecutorCall(*ctx);
             const std::string app = co_await JobApp(*ctx, fire->job_id);
             const std::string no_body;

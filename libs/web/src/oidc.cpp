@@ -124,6 +124,7 @@ net::awaitable<Result<OidcEndpoints>> OidcProvider::Endpoints() {
     http::ClientOptions client_options;
     client_options.body_limit = kMaxDiscoveryBytes;
     client_options.request_timeout = options_.http_timeout;
+    client_options.tls = options_.tls;
     const auto executor = co_await net::this_coro::executor;
     http::HttpClient client(executor, client_options);
     const std::string url = options_.issuer + "/.well-known/openid-configuration";
@@ -169,6 +170,7 @@ net::awaitable<Status> OidcProvider::FetchKeys(std::string jwks_uri) {
     http::ClientOptions client_options;
     client_options.body_limit = options_.limits.max_jwks_bytes;
     client_options.request_timeout = options_.http_timeout;
+    client_options.tls = options_.tls;
     const auto executor = co_await net::this_coro::executor;
     http::HttpClient client(executor, client_options);
     const http::CallOptions call{.timeout = options_.http_timeout};
@@ -241,6 +243,7 @@ net::awaitable<Result<nlohmann::json>> OidcProvider::ExchangeCode(std::string co
     http::ClientOptions client_options;
     client_options.body_limit = kMaxTokenResponseBytes;
     client_options.request_timeout = options_.http_timeout;
+    client_options.tls = options_.tls;
     const auto executor = co_await net::this_coro::executor;
     http::HttpClient client(executor, client_options);
     http::ClientRequest request{.method = http::Method::kPost, .url = endpoints->token_endpoint};

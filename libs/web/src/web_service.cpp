@@ -6,6 +6,7 @@
 
 #include "sched/common/on_pool.hpp"
 #include "sched/db/open_database.hpp"
+#include "sched/http/client.hpp"
 #include "sched/http/server.hpp"
 
 namespace sched::web {
@@ -13,6 +14,7 @@ namespace sched::web {
 WebServiceConfig WebServiceConfig::FromYaml(const ConfigNode& root) {
     WebServiceConfig c;
     c.api = WebOptions::FromYaml(root);
+    c.api.http_client_tls = http::ClientTlsOptions::FromConfig(root);
     c.io_threads = static_cast<int>(root.Int("io-threads", c.io_threads, 1, 64));
     c.db_threads = static_cast<int>(root.Int("db-threads", c.db_threads, 1, 256));
     http::ServerOptions http_defaults;
@@ -79,6 +81,7 @@ Status WebService::Start(const std::function<bool()>& should_stop) {
     } catch (const std::exception& e) {
         return Unavailable(e.what());
     }
+    if (Status tls = http::CheckClientTls(config_.api.http_client_tls); !tls.ok()) return tls;
     auto db = db::OpenMigrated(config_.database, should_stop);
     if (!db.ok()) return db.status();
     db_ = *db;

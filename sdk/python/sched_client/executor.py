@@ -646,8 +646,9 @@ def parse_run(obj: object, prefix: str = "") -> RunRequest:
                        label + "traceparent")
     if run["callback_url"]:
         parts = urllib.parse.urlsplit(run["callback_url"])
-        if parts.scheme != "http" or not parts.hostname:
-            raise ApiError("invalid_argument", "%scallback_url: expected an http:// URL" % label, label + "callback_url")
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ApiError("invalid_argument", "%scallback_url: expected an http:// or https:// URL" % label,
+                           label + "callback_url")
     return run
 
 

@@ -47,11 +47,12 @@ Status StatusFromResponse(const http::ClientResponse& response) {
 }
 
 LockService::LockService(std::vector<http::Url> endpoints, std::string token, Micros web_timeout,
-                         const std::string& app)
+                         const std::string& app, http::ClientTlsOptions tls)
     : endpoints_(std::move(endpoints)), token_(std::move(token)), app_(app), web_timeout_(web_timeout) {
     http::ClientOptions options;
     options.connect_timeout = std::min(web_timeout_, options.connect_timeout);
     options.user_agent = "sched-client-lock/" + app;
+    options.tls = std::move(tls);
     client_ = std::make_unique<http::HttpClient>(io_.get_executor(), options);
     work_.emplace(io_.get_executor());
     thread_ = std::thread([this] { io_.run(); });

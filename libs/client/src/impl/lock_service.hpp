@@ -53,7 +53,8 @@ struct LockCallOutcome {
 /// Thread-safe. Must outlive every guard (guards hold a shared_ptr to it).
 class LockService : public std::enable_shared_from_this<LockService> {
   public:
-    LockService(std::vector<http::Url> endpoints, std::string token, Micros web_timeout, const std::string& app);
+    LockService(std::vector<http::Url> endpoints, std::string token, Micros web_timeout, const std::string& app,
+                http::ClientTlsOptions tls = {});
     ~LockService();
     LockService(const LockService&) = delete;
     LockService& operator=(const LockService&) = delete;

@@ -95,9 +95,11 @@ class Runtime {
     void AttachLogTail(CallbackResult& result) const;
     std::vector<std::string> HandlerNames() const;
 
-    // The answer of the first endpoint that took the call (2xx), nullopt when none did.
+    // The answer of the first endpoint that took the call (2xx), nullopt when none did; then
+    // `failure` (when given) gets the last attempt's URL and cause.
     net::awaitable<std::optional<http::ClientResponse>> PostToWeb(std::string path, nlohmann::json body,
-                                                                  std::string preferred_url);
+                                                                  std::string preferred_url,
+                                                                  std::string* failure = nullptr);
     Status VerifyRequest(const http::Request& req) const;
     void LearnSigning(const http::ClientResponse& heartbeat_answer);
     net::awaitable<void> HeartbeatLoop();

@@ -26,13 +26,20 @@
 
 namespace sched::web::impl {
 
+// The provider is reached with the process's https client settings (`http-client.tls`).
+inline OidcOptions WithTls(OidcOptions oidc, const http::ClientTlsOptions& tls) {
+    oidc.tls = tls;
+    return oidc;
+}
+
 struct Context {
     Context(WebOptions o, DatabaseProvider db, net::thread_pool& pool, MetricsRegistry* metrics = nullptr)
         : options(std::move(o)),
           database(std::move(db)),
           db_pool(pool),
           auth(options.token, database, pool, options.auth_cache),
-          oidc(options.oidc.enabled() ? std::make_shared<OidcProvider>(options.oidc) : nullptr),
+          oidc(options.oidc.enabled() ? std::make_shared<OidcProvider>(WithTls(options.oidc, options.http_client_tls))
+                                      : nullptr),
           sessions(std::make_unique<SessionStore>(options.oidc)),
           fire_metrics(metrics ? std::make_shared<store::FireOutcomeMetrics>(*metrics) : nullptr) {}
 

@@ -53,6 +53,7 @@
 #include "sched/common/metrics.hpp"
 #include "sched/common/status.hpp"
 #include "sched/http/server_options.hpp"
+#include "sched/http/tls_options.hpp"
 
 namespace sched::client {
 
@@ -92,6 +93,11 @@ namespace sched::client {
 ///     http:                          # the SDK's HTTP server: sched::http::ServerOptions keys,
 ///       listen: "0.0.0.0:9999"       #   with these two defaults changed
 ///       access-log: errors
+///       tls: {}                      #   cert-file/key-file: serve the nodes over HTTPS (then
+///                                    #   the cluster's http-client.tls.peer-scheme: https)
+///     http-client:
+///       tls: {}                      # https web-endpoints: ca-file, cert-file, key-file,
+///                                    #   min-version (sched::http::ClientTlsOptions)
 struct ExecutorOptions {
     std::string app;
     std::string advertised_address;
@@ -118,6 +124,8 @@ struct ExecutorOptions {
     bool metrics = false;
     std::string metrics_token;
     http::ServerOptions http = DefaultServerOptions();
+    /// `http-client.tls`: calls to https:// web endpoints (registry, callbacks, locks).
+    http::ClientTlsOptions web_tls;
 
     /// The server defaults for an executor: listen 0.0.0.0:9999, access log for errors only.
     static http::ServerOptions DefaultServerOptions();

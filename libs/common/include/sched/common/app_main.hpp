@@ -16,7 +16,9 @@
 /// (or config ok), 1 runtime failure, 2 bad arguments or configuration.
 
 #include <atomic>
+#include <functional>
 #include <iosfwd>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -59,7 +61,8 @@ ParsedArgs ParseAppArgs(const AppSpec& spec, int argc, char** argv);
 /// The end of a --check-config run: prints "config ok" to stdout and returns exit code 0.
 int ReportConfigOk();
 
-/// Waits for SIGINT/SIGTERM on a thread of its own. The constructor blocks both signals in the
+/// Waits for SIGINT/SIGTERM on a thread of its own, and runs the OnHangup callback for each
+/// SIGHUP (reload certificates) meanwhile. The constructor blocks the three signals in the
 /// calling thread, so construct it in main() before any other thread starts (threads inherit
 /// the mask): then the signals reach only this waiter, never a random thread.
 ///
@@ -76,6 +79,10 @@ class StopSignals {
     StopSignals(const StopSignals&) = delete;
     StopSignals& operator=(const StopSignals&) = delete;
 
+    /// Runs `callback` on the waiter's thread for every SIGHUP from now on (replacing an earlier
+    /// one); without a callback SIGHUP is logged and ignored. Must not block for long.
+    void OnHangup(std::function<void()> callback);
+
     /// True once SIGINT or SIGTERM arrived; for start-up loops that can be abandoned.
     bool stop_requested() const { return stop_requested_.load(); }
     /// Blocks until SIGINT or SIGTERM arrives (logged at info: "signal N received, stopping");
@@ -87,6 +94,8 @@ class StopSignals {
     std::atomic<bool> stop_requested_{false};
     std::atomic<bool> exiting_{false};  ///< set when the destructor wakes the waiter itself
     std::atomic<int> signo_{0};
+    std::mutex hangup_mu_;
+    std::function<void()> on_hangup_;  // guarded by hangup_mu_
     std::thread waiter_;
 };
 

@@ -131,6 +131,10 @@ class HttpClient {
     /// POST with `body` serialised and Content-Type application/json.
     net::awaitable<Result<ClientResponse>> PostJson(std::string url, nlohmann::json body, CallOptions options = {});
 
+    /// "http://<address><path>", or https:// when options.tls.https_peers: the URL of a peer known
+    /// only by its host:port (an executor, another trigger node).
+    std::string PeerUrl(std::string_view address, std::string_view path) const;
+
     /// Closes every idle pooled connection (e.g. before shutdown).
     void CloseIdle();
     ClientStats Stats() const;

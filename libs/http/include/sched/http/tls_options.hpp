@@ -52,6 +52,9 @@ struct ServerTlsOptions {
 ///                            # (client-ca-file); set together with key-file
 ///     key-file: ""           # PEM private key of the client certificate
 ///     min-version: "1.2"     # "1.2" or "1.3"
+///     peer-scheme: http      # http or https: how peers known only by host:port are called
+///                            # (executors, other trigger nodes); https needs their servers
+///                            # to have tls: set. URLs written in full keep their own scheme.
 ///
 /// Peer verification and host-name checking (SNI, and the certificate's names or IP addresses
 /// against the URL's host) are always on for https; there is no switch to turn them off.
@@ -60,6 +63,7 @@ struct ClientTlsOptions {
     std::string cert_file;
     std::string key_file;
     TlsVersion min_version = TlsVersion::k1_2;
+    bool https_peers = false;  ///< peer-scheme: https
 
     /// Reads the keys above from `node`. Throws ConfigError naming the key when only one of
     /// cert-file and key-file is set or for a bad min-version.

@@ -73,7 +73,7 @@ struct RunRequest {
 
 nlohmann::json ToJson(const RunRequest& run);
 /// Reads a /v1/run body (or one item of /v1/runs with `prefix` "runs[i]"). Required:
-/// fire_id, job_id, attempt, epoch, handler; callback_url, when present, must be an http URL;
+/// fire_id, job_id, attempt, epoch, handler; callback_url, when present, must be an http(s) URL;
 /// start_in_ms, when present, 0..kMaxStartInMs; traceparent, when present, a valid W3C
 /// traceparent (ParseTraceParent).
 Parsed<RunRequest> ParseRunRequest(const nlohmann::json& body, const std::string& prefix = "");

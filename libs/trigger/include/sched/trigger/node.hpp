@@ -6,7 +6,8 @@
 ///
 /// YAML (config/trigger.yaml documents every key):
 ///   node-id, advertised-address, token, heartbeat-interval, clock-refresh, io-threads,
-///   db-threads, executor-api, http: {ServerOptions}, database: {DatabaseConfig},
+///   db-threads, executor-api, http: {ServerOptions, tls: {...}}, http-client: {tls: {ClientTlsOptions}},
+///   database: {DatabaseConfig},
 ///   election: {tick, ttl, margin}, scheduler: {MasterConfig}, slave: {SlaveConfig}, log: {...}
 /// The environment overrides two keys: SCHED_TOKEN (token) and SCHED_ADVERTISED_ADDRESS
 /// (advertised-address, validated the same way; e.g. a pod's IP and port in Kubernetes).
@@ -53,6 +54,7 @@
 #include "sched/db/database_config.hpp"
 #include "sched/http/router.hpp"
 #include "sched/http/server_options.hpp"
+#include "sched/http/tls_options.hpp"
 #include "sched/lock/lease_elector.hpp"
 #include "sched/trigger/alerter.hpp"
 #include "sched/trigger/history_purger.hpp"
@@ -76,6 +78,8 @@ struct NodeConfig {
     /// (web::AddExecutorRoutes), so the trigger library does not depend on the web module.
     bool executor_api = true;
     http::ServerOptions http;
+    /// `http-client.tls`: every call this node makes (executors, other nodes, alert webhooks).
+    http::ClientTlsOptions http_client_tls;
     db::DatabaseConfig database;
     lock::ElectionConfig election;
     MasterConfig scheduler;

@@ -38,6 +38,7 @@ struct WebhookLimits {
     Micros first_byte_timeout = std::chrono::seconds(3);  ///< request sent -> the answer's header
     std::size_t body_limit = std::size_t{64} * 1024;      ///< answer body bytes read, then discarded
     http::AddressPolicy addresses;                        ///< checked on every address connected to
+    http::ClientTlsOptions tls;                           ///< https:// receivers (http-client.tls)
 };
 
 /// Webhooks through the pooled HTTP client on `executor` (the node's I/O threads): every call

@@ -29,6 +29,7 @@
 #include "sched/common/duration.hpp"
 #include "sched/common/net.hpp"
 #include "sched/common/status.hpp"
+#include "sched/http/tls_options.hpp"
 #include "sched/store/token.hpp"
 #include "sched/web/auth.hpp"
 #include "sched/web/jwt.hpp"
@@ -76,6 +77,9 @@ struct OidcOptions {
     Micros session_absolute = std::chrono::hours(12);
     std::size_t max_sessions = 10000;
     JwtLimits limits;
+    /// How the provider's https endpoints are verified (not a key of `oidc:`: the process's
+    /// `http-client.tls`, set by the web module from WebOptions::http_client_tls).
+    http::ClientTlsOptions tls;
 
     bool enabled() const { return !issuer.empty(); }
     /// The redirect URI registered at the IdP: {public-url}/auth/callback.

@@ -41,6 +41,7 @@
 #include "sched/common/net.hpp"
 #include "sched/http/address_policy.hpp"
 #include "sched/http/router.hpp"
+#include "sched/http/tls_options.hpp"
 #include "sched/web/auth.hpp"
 #include "sched/web/lock_api.hpp"
 #include "sched/web/oidc.hpp"
@@ -81,6 +82,10 @@ struct WebOptions {
     http::AddressPolicy alert_addresses;
     /// Single sign-on (oidc.hpp); off unless `oidc.issuer` is set.
     OidcOptions oidc;
+    /// Kill and log calls to executors and the identity provider's discovery, keys and token
+    /// endpoint (not a key of this section: the process's `http-client.tls`,
+    /// ClientTlsOptions::FromConfig, set by the app).
+    http::ClientTlsOptions http_client_tls;
     /// The master lease's row in scheduler_lock (not a YAML key: a cluster has one master lease).
     std::string lease_name = "master";
 
