@@ -5,7 +5,8 @@
 # package-lock.json into WORK_DIR). No cluster is needed.
 #   run.sh WORK_DIR K8S_DIR            every kustomization must render and validate
 #   run.sh WORK_DIR K8S_DIR --broken   the check must catch a broken manifest: a copy of the
-#       base with one ill-typed field per case must fail, naming that field and only it
+#       base with one ill-typed or misspelled (unknown) field per case must fail, naming that
+#       field and only it
 # Missing kubectl, node or npm fails the test when SCHED_REQUIRE_BROWSER=1 and skips it (exit
 # 77) otherwise, as the browser tests do (scripts/deps.sh installs all three).
 set -euo pipefail
@@ -65,11 +66,13 @@ if [ "$mode" != --broken ]; then
 fi
 
 # --broken: each case copies the base, breaks one field with sed (the edit must apply), and
-# expects the validator to fail with a message naming the object and the field's path.
-#   case FILE SED_EXPRESSION EXPECTED_MESSAGE
+# expects the validator to fail with a message naming the object and the field's path: one
+# INVALID line holding EXPECTED, or with `exact`, being exactly EXPECTED (no other message).
+#   broken_case FILE SED_EXPRESSION EXPECTED [exact]
 passed=0 failed=0
 broken_case() {
-    local file=$1 edit=$2 expected=$3
+    local file=$1 edit=$2 expected=$3 match=-qF
+    [ "${4:-}" = exact ] && match=-qxF
     rm -rf "$tmp/base" && cp -r "$k8s/base" "$tmp/base"
     sed -i -e "$edit" "$tmp/base/$file"
     if cmp -s "$k8s/base/$file" "$tmp/base/$file"; then
@@ -80,7 +83,7 @@ broken_case() {
     local out status=0
     render "$tmp/base" "$tmp/rendered.yaml" || { failed=$((failed + 1)); return; }
     out=$(node "$work/validate.mjs" "$tmp/rendered.yaml") || status=$?
-    if [ "$status" -ne 0 ] && grep -qF "$expected" <<<"$out" && [ "$(grep -c '^INVALID' <<<"$out")" -eq 1 ]; then
+    if [ "$status" -ne 0 ] && grep "$match" "$expected" <<<"$out" && [ "$(grep -c '^INVALID' <<<"$out")" -eq 1 ]; then
         echo "ok: $file '$edit' -> $(grep '^INVALID' <<<"$out")"
         passed=$((passed + 1))
     else
@@ -97,5 +100,15 @@ broken_case servicemonitor.yaml 's/- port: http /- port: 7071 /' \
     "INVALID ServiceMonitor sched: data/spec/endpoints/0/port must be string"
 broken_case networkpolicy.yaml '0,/policyTypes: \["Ingress"\]/s//policyTypes: ["Inbound"]/' \
     "INVALID NetworkPolicy sched-trigger: data/spec/policyTypes/0"
+# Misspelled fields: valid YAML of the right types that the API server would drop with only
+# a warning.
+broken_case trigger.yaml 's/^  replicas: 3$/  replica: 3/' \
+    "INVALID Deployment sched-trigger: spec/replica is not a field of DeploymentSpec" exact
+broken_case web.yaml '0,/readinessProbe:/s//readinessProbes:/' \
+    "INVALID Deployment sched-web: spec/template/spec/containers/0/readinessProbes is not a field of Container" exact
+broken_case executor.yaml 's/^            periodSeconds: 20$/            periodSecond: 20/' \
+    "INVALID Deployment sched-demo-executor: spec/template/spec/containers/0/livenessProbe/periodSecond is not a field of Probe" exact
+broken_case servicemonitor.yaml 's/^      interval: 30s$/      intervall: 30s/' \
+    "INVALID ServiceMonitor sched: spec/endpoints/0/intervall is not a field of ServiceMonitor" exact
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
