@@ -15,37 +15,20 @@
 namespace sched::ctl {
 namespace {
 
-// The plan's creates and updates with each step's job name turned into its id, read from `jobs`
-// (the cluster's jobs after the file's were applied). A workflow naming a job that is not there is
+// The plan's creates and updates with the job names in their bodies turned into ids by
+// `resolve` (ResolveStepJobs for workflows, ResolveRuleJob for alert rules), read from `jobs`
+// (the cluster's jobs after the file's were applied). A change naming a job that is not there is
 // reported and left out, counted in `failures`: the API would refuse it anyway, less clearly.
-Plan WithStepJobIds(const Plan& plan, const nlohmann::json& jobs, std::ostream& err, int& failures) {
+using ResolveJobs = Result<nlohmann::json> (*)(const nlohmann::json& body, const nlohmann::json& jobs);
+Plan WithJobIds(const Plan& plan, std::string_view what, ResolveJobs resolve, const nlohmann::json& jobs,
+                std::ostream& err, int& failures) {
     Plan out;
     for (PlannedChange c : plan.changes) {
         if (c.kind == ChangeKind::kCreate || c.kind == ChangeKind::kUpdate) {
-            auto body = ResolveStepJobs(c.body, jobs);
+            auto body = resolve(c.body, jobs);
             if (!body.ok()) {
                 ++failures;
-                err << "schedctl: workflow " << SanitizeCell(c.name) << ": not "
-                    << (c.kind == ChangeKind::kCreate ? "created" : "updated") << ": " << body.status().message()
-                    << "\n";
-                continue;
-            }
-            c.body = std::move(*body);
-        }
-        out.changes.push_back(std::move(c));
-    }
-    return out;
-}
-
-// The same for alert rules: each rule's job name turned into its id.
-Plan WithRuleJobIds(const Plan& plan, const nlohmann::json& jobs, std::ostream& err, int& failures) {
-    Plan out;
-    for (PlannedChange c : plan.changes) {
-        if (c.kind == ChangeKind::kCreate || c.kind == ChangeKind::kUpdate) {
-            auto body = ResolveRuleJob(c.body, jobs);
-            if (!body.ok()) {
-                ++failures;
-                err << "schedctl: alert-rule " << SanitizeCell(c.name) << ": not "
+                err << "schedctl: " << what << " " << SanitizeCell(c.name) << ": not "
                     << (c.kind == ChangeKind::kCreate ? "created" : "updated") << ": " << body.status().message()
                     << "\n";
                 continue;
@@ -116,11 +99,11 @@ int ApplyOrDiff(Session& s, bool apply) {
     const nlohmann::json jobs_now =
         workflow_upserts.HasDrift() || rule_upserts.HasDrift() ? s.ListAllJobs().items : nlohmann::json::array();
     if (workflow_upserts.HasDrift()) {
-        const Plan resolved = WithStepJobIds(workflow_upserts, jobs_now, s.err(), failures);
+        const Plan resolved = WithJobIds(workflow_upserts, "workflow", ResolveStepJobs, jobs_now, s.err(), failures);
         failures += ApplyPlan(resolved, call, s.out(), s.err(), "workflow");
     }
     if (rule_upserts.HasDrift()) {
-        const Plan resolved = WithRuleJobIds(rule_upserts, jobs_now, s.err(), failures);
+        const Plan resolved = WithJobIds(rule_upserts, "alert-rule", ResolveRuleJob, jobs_now, s.err(), failures);
         failures += ApplyPlan(resolved, call, s.out(), s.err(), "alert-rule");
     }
     failures += ApplyPlan(rule_deletes, call, s.out(), s.err(), "alert-rule");

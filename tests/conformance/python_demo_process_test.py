@@ -75,6 +75,29 @@ def call(base, method, path, token, body=None):
         return e.code, e.read().decode("utf-8", "replace")
 
 
+def start_standalone(standalone_bin, work, admin, log_yaml, children):
+    """Starts scheduler-standalone --demo on SQLite in `work` with `log_yaml` (the `log:` section's
+    lines) and waits for it; returns (child, base URL, the demo's executor token)."""
+    config = os.path.join(work, "standalone.yaml")
+    with open(config, "w") as f:
+        f.write('http:\n  listen: "127.0.0.1:0"\ndatabase:\n  url: "sqlite://%s/data/s.db"\nlog:\n%s' % (work, log_yaml))
+    standalone = Child([standalone_bin, "--config", config, "--demo"], dict(os.environ, SCHED_TOKEN=admin), work)
+    children.append(standalone)
+    line = standalone.wait_line("listening on http://127.0.0.1:", 20)
+    assert line, "standalone did not start:\n" + standalone.output()
+    if line.startswith("{"):  # log.format: json announces in a JSON record
+        line = json.loads(line)["msg"]
+    base = "http://127.0.0.1:" + line.rsplit(":", 1)[1].strip()
+    token_file = os.path.join(work, "data", "executor-token")
+    deadline = time.monotonic() + 10
+    while not os.path.exists(token_file) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    with open(token_file) as f:
+        executor_token = f.read().strip()
+    assert executor_token, "no executor token in " + token_file
+    return standalone, base, executor_token
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -85,23 +108,7 @@ def main():
     children = []
     ok = False
     try:
-        config = os.path.join(work, "standalone.yaml")
-        with open(config, "w") as f:
-            f.write('http:\n  listen: "127.0.0.1:0"\ndatabase:\n  url: "sqlite://%s/data/s.db"\nlog:\n  level: info\n'
-                    % work)
-        env = dict(os.environ, SCHED_TOKEN=admin)
-        standalone = Child([standalone_bin, "--config", config, "--demo"], env, work)
-        children.append(standalone)
-        line = standalone.wait_line("listening on http://127.0.0.1:", 20)
-        assert line, "standalone did not start:\n" + standalone.output()
-        base = "http://127.0.0.1:" + line.rsplit(":", 1)[1].strip()
-        token_file = os.path.join(work, "data", "executor-token")
-        deadline = time.monotonic() + 10
-        while not os.path.exists(token_file) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        with open(token_file) as f:
-            executor_token = f.read().strip()
-        assert executor_token, "no executor token in " + token_file
+        standalone, base, executor_token = start_standalone(standalone_bin, work, admin, "  level: info\n", children)
 
         service = Child([sys.executable, DEMO, "--web", base, "--app", "demo", "--heartbeat-interval", "0.5",
                          "--shutdown-grace", "5"], dict(os.environ, SCHED_TOKEN=executor_token), work)

@@ -19,7 +19,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from python_demo_process_test import DEMO, Child, call  # noqa: E402
+from python_demo_process_test import DEMO, Child, call, start_standalone  # noqa: E402
 
 
 def expected_trace_id(fire):
@@ -94,21 +94,8 @@ def main():
     children = []
     ok = False
     try:
-        config = os.path.join(work, "standalone.yaml")
-        with open(config, "w") as f:
-            f.write('http:\n  listen: "127.0.0.1:0"\ndatabase:\n  url: "sqlite://%s/data/s.db"\n'
-                    'log:\n  level: debug\n  format: json\n' % work)
-        standalone = Child([standalone_bin, "--config", config, "--demo"], dict(os.environ, SCHED_TOKEN=admin), work)
-        children.append(standalone)
-        line = standalone.wait_line("listening on http://127.0.0.1:", 20)
-        assert line, "standalone did not start:\n" + standalone.output()
-        base = "http://127.0.0.1:" + json.loads(line)["msg"].rsplit(":", 1)[1].strip()
-        token_file = os.path.join(work, "data", "executor-token")
-        deadline = time.monotonic() + 10
-        while not os.path.exists(token_file) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        with open(token_file) as f:
-            executor_token = f.read().strip()
+        standalone, base, executor_token = start_standalone(standalone_bin, work, admin,
+                                                            "  level: debug\n  format: json\n", children)
         env = dict(os.environ, SCHED_TOKEN=executor_token)
 
         # The Python service alone first: both SDKs serve "echo", only the C++ one "count".

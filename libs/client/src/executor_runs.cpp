@@ -98,14 +98,19 @@ void Runtime::Execute(const RunPtr& run) {
     const std::string trace_id = ctx.trace_id();
     FireLog(r.fire_id, "started: shard " + std::to_string(r.shard_index) + "/" + std::to_string(r.shard_total) +
                            (trace_id.empty() ? "" : ", trace " + trace_id));
-    LogWithFields(spdlog::level::debug,
-                  {{"app", options_.app},
-                   {"job", r.job_id},
-                   {"fire", r.fire_id},
-                   {"attempt", r.attempt},
-                   {"epoch", r.epoch},
-                   {"trace_id", trace_id}},
-                  "run of fire {} started ({})", r.fire_id, r.handler);
+    // `event`: "started", then the outcome ("succeeded", "failed", "timeout", "killed").
+    const auto log_run = [&](std::string_view event) {
+        LogWithFields(spdlog::level::debug,
+                      {{"app", options_.app},
+                       {"job", r.job_id},
+                       {"fire", r.fire_id},
+                       {"attempt", r.attempt},
+                       {"epoch", r.epoch},
+                       {"trace_id", trace_id},
+                       {"event", event}},
+                      "run of fire {} {} ({})", r.fire_id, event, r.handler);
+    };
+    log_run("started");
     Status status;
     if (run->token.cancelled()) {
         status = Cancelled("cancelled before it started");
@@ -159,15 +164,7 @@ void Runtime::Execute(const RunPtr& run) {
     }
     FireLog(r.fire_id, "finished: " + std::string(protocol::Name(result.outcome)) +
                            (result.message.empty() ? "" : ": " + result.message));
-    LogWithFields(spdlog::level::debug,
-                  {{"app", options_.app},
-                   {"job", r.job_id},
-                   {"fire", r.fire_id},
-                   {"attempt", r.attempt},
-                   {"epoch", r.epoch},
-                   {"trace_id", trace_id},
-                   {"outcome", protocol::Name(result.outcome)}},
-                  "run of fire {} ended {}", r.fire_id, protocol::Name(result.outcome));
+    log_run(protocol::Name(result.outcome));
     // The tail before Close: a closed log may be forgotten at once (more fires running than
     // log-retained-fires), and its result would go without it.
     AttachLogTail(result);

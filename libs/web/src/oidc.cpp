@@ -13,6 +13,16 @@ namespace sched::web {
 
 namespace {
 
+// A client for one call to the provider: its answers bounded by `body_limit`, its https
+// endpoints verified as the process's http-client.tls says.
+http::ClientOptions ProviderClient(const OidcOptions& o, std::size_t body_limit) {
+    http::ClientOptions c;
+    c.body_limit = body_limit;
+    c.request_timeout = o.http_timeout;
+    c.tls = o.tls;
+    return c;
+}
+
 bool IsHttpUrl(std::string_view url) {
     return url.starts_with("http://") || url.starts_with("https://");
 }
@@ -121,10 +131,7 @@ net::awaitable<Result<OidcEndpoints>> OidcProvider::Endpoints() {
         // all asking the IdP at once.
         discovery_failed_at_ = clock_();
     }
-    http::ClientOptions client_options;
-    client_options.body_limit = kMaxDiscoveryBytes;
-    client_options.request_timeout = options_.http_timeout;
-    client_options.tls = options_.tls;
+    const http::ClientOptions client_options = ProviderClient(options_, kMaxDiscoveryBytes);
     const auto executor = co_await net::this_coro::executor;
     http::HttpClient client(executor, client_options);
     const std::string url = options_.issuer + "/.well-known/openid-configuration";
@@ -167,10 +174,7 @@ net::awaitable<Result<OidcEndpoints>> OidcProvider::Endpoints() {
 }
 
 net::awaitable<Status> OidcProvider::FetchKeys(std::string jwks_uri) {
-    http::ClientOptions client_options;
-    client_options.body_limit = options_.limits.max_jwks_bytes;
-    client_options.request_timeout = options_.http_timeout;
-    client_options.tls = options_.tls;
+    const http::ClientOptions client_options = ProviderClient(options_, options_.limits.max_jwks_bytes);
     const auto executor = co_await net::this_coro::executor;
     http::HttpClient client(executor, client_options);
     const http::CallOptions call{.timeout = options_.http_timeout};
@@ -240,10 +244,7 @@ net::awaitable<Result<nlohmann::json>> OidcProvider::ExchangeCode(std::string co
                        "&redirect_uri=" + FormEncode(options_.RedirectUri()) +
                        "&code_verifier=" + FormEncode(code_verifier) + "&client_id=" + FormEncode(options_.client_id);
     if (!options_.client_secret.empty()) form += "&client_secret=" + FormEncode(options_.client_secret);
-    http::ClientOptions client_options;
-    client_options.body_limit = kMaxTokenResponseBytes;
-    client_options.request_timeout = options_.http_timeout;
-    client_options.tls = options_.tls;
+    const http::ClientOptions client_options = ProviderClient(options_, kMaxTokenResponseBytes);
     const auto executor = co_await net::this_coro::executor;
     http::HttpClient client(executor, client_options);
     http::ClientRequest request{.method = http::Method::kPost, .url = endpoints->token_endpoint};

@@ -194,7 +194,7 @@ def client_tls_context(options: Options) -> ssl.SSLContext:
 
 
 # The fields the executor puts on its per-run log lines (`extra`), as JsonLogFormatter writes them.
-LOG_FIELDS = ("app", "job", "fire", "attempt", "epoch", "trace_id", "outcome")
+LOG_FIELDS = ("app", "job", "fire", "attempt", "epoch", "trace_id", "event")
 
 
 class JsonLogFormatter(logging.Formatter):
@@ -966,7 +966,8 @@ class Executor:
                                                        ", trace " + ctx.trace_id if ctx.trace_id else ""))
         fields = {"app": self.options.app, "job": r["job_id"], "fire": fid, "attempt": r["attempt"], "epoch": r["epoch"],
                   "trace_id": ctx.trace_id}
-        log.debug("run of fire %d started (%s) trace_id=%s", fid, r["handler"], ctx.trace_id, extra=fields)
+        log.debug("run of fire %d started (%s) trace_id=%s", fid, r["handler"], ctx.trace_id,
+                  extra=dict(fields, event="started"))
         code, message = "ok", ""
         if run.cancel.is_set():
             code, message = "cancelled", "cancelled before it started"
@@ -997,8 +998,8 @@ class Executor:
             result.update(status="succeeded" if code == "ok" else "failed", code=code, message=message[:4096])
         self._fire_log(r["fire_id"], "finished: %s%s" % (result["status"],
                                                          ": " + result["message"] if result["message"] else ""))
-        log.debug("run of fire %d ended %s trace_id=%s", fid, result["status"], ctx.trace_id,
-                  extra=dict(fields, outcome=result["status"]))
+        log.debug("run of fire %d %s (%s) trace_id=%s", fid, result["status"], r["handler"], ctx.trace_id,
+                  extra=dict(fields, event=result["status"]))
         # The tail before close: a closed log may be forgotten at once (more fires running than
         # log_retained_fires), and the result would go without it.
         self._attach_tail(result)
