@@ -1054,6 +1054,8 @@ async function main() {
     let viewerToken = '';
     await step('tokens: create one and see its secret once', async () => {
       await page.getByRole('link', { name: 'Tokens' }).click();
+      // The page before may hold a form with a `name` input too: fill only once this one shows.
+      await page.getByRole('heading', { name: 'API tokens' }).waitFor();
       await page.locator('input[name="name"]').fill('ci-viewer');
       if (await page.locator('input[name="apps"]').isVisible()) throw new Error('apps offered for a viewer token');
       await page.getByRole('button', { name: 'Create token' }).click();
