@@ -245,8 +245,12 @@ http::Response Runtime::OnKill(http::Request& req) {
         FireLog(fire_id, "timeout kill not acted on: the run's own timeout ends it in " +
                              std::to_string(*answer.timeout_in_ms) + " ms (it counts from the handler's start)");
     } else if (k.was_running) {
-        FireLog(fire_id, timeout ? "timeout kill: the handler is asked to stop"
-                                 : "kill requested: the handler is asked to stop");
+        // A run already stopping (its own timeout passed, an earlier kill) gets no line: its
+        // "finished" line may be written already, and stays the log's last.
+        if (k.stopped_now) {
+            FireLog(fire_id, timeout ? "timeout kill: the handler is asked to stop"
+                                     : "kill requested: the handler is asked to stop");
+        }
     } else {
         ReportNeverStarted(k.run, timeout ? "timed out before it started" : "killed by request before it started");
     }

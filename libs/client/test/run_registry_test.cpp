@@ -120,7 +120,12 @@ TEST(RunRegistry, KillCancelsARunningFireAndRemovesAQueuedOne) {
     EXPECT_EQ(reg.InFlight(), 1u);
     auto kill_running = reg.Kill(1);
     EXPECT_TRUE(kill_running.was_running);
+    EXPECT_TRUE(kill_running.stopped_now);
     EXPECT_EQ(a.run->token.reason(), CancelReason::kKilled);
+    // A second kill of a run already stopping changes nothing, and says so (no log line).
+    auto again = reg.Kill(1);
+    EXPECT_TRUE(again.was_running);
+    EXPECT_FALSE(again.stopped_now);
     EXPECT_EQ(reg.Kill(99).run, nullptr);
     EXPECT_EQ(reg.Finish(a.run), nullptr);  // the killed queued fire does not start
 }

@@ -292,10 +292,13 @@ class _Run:
         # timeout kill acts only once this passed (the node's watch began at its dispatch).
         self.deadline: Optional[float] = None
 
-    def cancel_for(self, reason: str) -> None:
-        if self.reason is None:
+    def cancel_for(self, reason: str) -> bool:
+        """Cancels with `reason`; False when it was cancelled already (the first reason stays)."""
+        first = self.reason is None
+        if first:
             self.reason = reason
         self.cancel.set()
+        return first
 
     def timeout_left_ms(self, now: float) -> Optional[int]:
         """How long its own timeout still gives it (not started: its whole timeout after what is
@@ -409,30 +412,30 @@ class _Registry:
             return lane.running
 
     def kill(self, fire_id: int, timeout: bool = False,
-             now: Optional[float] = None) -> Tuple[Optional[_Run], bool, Optional[int]]:
-        """Returns (run or None, was_running, timeout_in_ms). With `timeout` (the node's watch of
-        the job's timeout), a run whose own timeout has not passed is left alone and
-        timeout_in_ms says for how long; otherwise it is cancelled for "timeout"."""
+             now: Optional[float] = None) -> Tuple[Optional[_Run], bool, Optional[int], bool]:
+        """Returns (run or None, was_running, timeout_in_ms, stopped_now). With `timeout` (the
+        node's watch of the job's timeout), a run whose own timeout has not passed is left alone
+        and timeout_in_ms says for how long; otherwise it is cancelled for "timeout".
+        stopped_now: this kill cancelled a running run (False when it was stopping already)."""
         now = time.monotonic() if now is None else now
         with self.mu:
             run = self.in_flight.get(fire_id)
             if run is None:
-                return None, False, None
+                return None, False, None, False
             lane = self.lanes.get(run.request["job_id"])
             was_running = lane is None or run not in lane.queued  # running, in its lane or in none
             if timeout:
                 left = run.timeout_left_ms(now)
                 if left is not None:
-                    return run, was_running, left
+                    return run, was_running, left, False
             reason = "timeout" if timeout else "killed"
             if was_running:
-                run.cancel_for(reason)
-                return run, True, None
+                return run, True, None, run.cancel_for(reason)
             assert lane is not None  # queued: so in a lane
             lane.queued.remove(run)
             del self.in_flight[fire_id]
             run.cancel_for(reason)
-            return run, False, None
+            return run, False, None, False
 
     def cancel_all(self, reason: str) -> List[_Run]:
         with self.mu:
@@ -843,7 +846,7 @@ class Executor:
         fire_id = _int_field(obj, "fire_id", "")
         # Read leniently: a reason this SDK does not know (a newer node's) is a kill by request.
         timeout = _str_field(obj, "reason", "", "request", max_len=MAX_KILL_REASON) == "timeout"
-        run, was_running, timeout_in_ms = self._registry.kill(fire_id, timeout)
+        run, was_running, timeout_in_ms, stopped_now = self._registry.kill(fire_id, timeout)
         if run is None:
             raise ApiError("not_found", "fire %d is not running or queued here" % fire_id, "fire_id")
         answer: Dict[str, Any] = {"fire_id": fire_id, "state": "running" if was_running else "queued"}
@@ -852,8 +855,11 @@ class Executor:
             self._fire_log(fire_id, "timeout kill not acted on: the run's own timeout ends it in %d ms (it counts "
                                     "from the handler's start)" % timeout_in_ms)
         elif was_running:
-            self._fire_log(fire_id, "timeout kill: the handler is asked to stop" if timeout
-                           else "kill requested: the handler is asked to stop")
+            # A run already stopping (its own timeout, an earlier kill) gets no line: its
+            # "finished" line may be written already, and stays the log's last.
+            if stopped_now:
+                self._fire_log(fire_id, "timeout kill: the handler is asked to stop" if timeout
+                               else "kill requested: the handler is asked to stop")
         else:
             self._report_never_started(run, "timed out before it started" if timeout
                                        else "killed by request before it started")

@@ -183,7 +183,7 @@ KillResult RunRegistry::Kill(std::int64_t fire_id, bool timeout, std::chrono::st
     }
     const CancelReason reason = timeout ? CancelReason::kTimeout : CancelReason::kKilled;
     if (out.was_running) {
-        out.run->token.Cancel(reason);
+        out.stopped_now = out.run->token.Cancel(reason);
         return out;
     }
     std::erase(lane->second.queued, out.run);

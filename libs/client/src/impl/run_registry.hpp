@@ -67,6 +67,9 @@ struct AdmitResult {
 struct KillResult {
     RunPtr run;                // null: no such fire here
     bool was_running = false;  // false: it was queued and is now removed (report it killed)
+    // For a running run: this kill cancelled it. False when it was cancelled already (its own
+    // timeout, an earlier kill), possibly with its outcome already in its log.
+    bool stopped_now = false;
     // Set for a timeout kill not acted on (Run::TimeoutLeft): the run goes on, untouched.
     std::optional<std::chrono::milliseconds> timeout_in;
 };
