@@ -93,6 +93,25 @@ std::vector<std::string> SplitStatements(const std::string& sql) {
     return out;
 }
 
+// On a Galera cluster an autocommit write can lose a certification conflict (deadlock error
+// 1213): the migration holder's lease extension to a waiter's polling write on the lock row, its
+// schema_version row to a DDL another node runs in total order. The statement either committed
+// or did nothing, so it is run again.
+namespace {
+template <typename Fn>
+void RetryCertificationConflicts(Fn&& statement) {
+    for (int attempt = 1;; ++attempt) {
+        try {
+            statement();
+            return;
+        } catch (const soci::soci_error& e) {
+            if (attempt >= 5 || ClassifyError(e).code() != Code::kAborted) throw;
+            std::this_thread::sleep_for(std::chrono::milliseconds(20 * attempt));
+        }
+    }
+}
+}  // namespace
+
 Migrator::Migrator(Database& db, std::vector<Migration> migrations) : db_(db), migrations_(std::move(migrations)) {}
 
 Result<int> Migrator::CurrentVersion() {
@@ -120,9 +139,11 @@ Result<MigrationReport> Migrator::MigrateLocked(soci::session& s, const std::fun
         if (before_each) before_each();
         spdlog::info("applying migration {}", m.name);
         for (const auto& statement : SplitStatements(m.sql)) s << statement;
-        s << "INSERT INTO schema_version (version, name, applied_at_ms) VALUES (:v, :n, " +
-                 std::string(db_.dialect().NowMs()) + ")",
-            soci::use(m.version), soci::use(m.name);
+        RetryCertificationConflicts([&] {
+            s << "INSERT INTO schema_version (version, name, applied_at_ms) VALUES (:v, :n, " +
+                     std::string(db_.dialect().NowMs()) + ")",
+                soci::use(m.version), soci::use(m.name);
+        });
         report.applied.push_back(m.name);
         report.to_version = m.version;
     }
@@ -169,9 +190,11 @@ Result<MigrationReport> Migrator::MigrateUnderRowLock(soci::session& s, Micros l
     const auto deadline = std::chrono::steady_clock::now() + lock_wait;
     auto pause = std::chrono::milliseconds(50);
     std::string holder;
+    // Once, not at every poll: a DDL runs in total order on every node and can abort the
+    // holder's writes there, even when the table exists.
+    RetryCertificationConflicts([&] { s << kCreateMigrationLock; });
     while (true) {
         try {
-            s << kCreateMigrationLock;
             // Taken when absent or expired; the assignments read the old until_ms, left to right.
             s << "INSERT INTO schema_migration_lock (name, owner, until_ms) VALUES ('migrate', :owner, " + now_ms +
                      " + " + lease +
@@ -206,9 +229,11 @@ Result<MigrationReport> Migrator::MigrateUnderRowLock(soci::session& s, Micros l
         }
     } release{s, owner};
     return MigrateLocked(s, [&] {
-        s << "UPDATE schema_migration_lock SET until_ms = " + now_ms + " + " + lease +
-                 " WHERE name = 'migrate' AND owner = :owner",
-            soci::use(owner);
+        RetryCertificationConflicts([&] {
+            s << "UPDATE schema_migration_lock SET until_ms = " + now_ms + " + " + lease +
+                     " WHERE name = 'migrate' AND owner = :owner",
+                soci::use(owner);
+        });
     });
 }
 
