@@ -6,6 +6,7 @@
 #include "sched/common/net.hpp"
 #include "sched/http/client.hpp"
 #include "sched/http/error_body.hpp"
+#include "sched/http/message.hpp"
 #include "table.hpp"
 
 namespace sched::ctl {
@@ -70,20 +71,7 @@ std::string DescribeError(const ApiReply& reply) {
 }
 
 std::string QueryEscape(std::string_view text) {
-    static constexpr char kHex[] = "0123456789ABCDEF";
-    std::string out;
-    for (const char c : text) {
-        const auto u = static_cast<unsigned char>(c);
-        if ((u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') || c == '-' || c == '_' ||
-            c == '.' || c == '~') {
-            out += c;
-        } else {
-            out += '%';
-            out += kHex[u >> 4];
-            out += kHex[u & 15];
-        }
-    }
-    return out;
+    return http::PercentEncode(text);
 }
 
 }  // namespace sched::ctl

@@ -10,6 +10,17 @@ namespace {
 
 using namespace std::chrono_literals;
 
+TEST(PercentEncode, KeepsUnreservedAndEncodesEveryOtherByteUpperCase) {
+    EXPECT_EQ(PercentEncode("aZ09-._~"), "aZ09-._~");
+    EXPECT_EQ(PercentEncode("a b&c=d/e?f+g%"), "a%20b%26c%3Dd%2Fe%3Ff%2Bg%25");
+    EXPECT_EQ(PercentEncode(std::string("\x00\xff\xc3\xa9", 4)), "%00%FF%C3%A9");
+    EXPECT_EQ(PercentEncode("host:7071"), "host%3A7071");
+    EXPECT_EQ(PercentEncode("host:7071", ":"), "host:7071");
+    for (const std::string text : {"", "plain", "a b+c", "10%/x?y=z&w", "\xe6\x97\xa5\xe6\x9c\xac"}) {
+        EXPECT_EQ(PercentDecode(PercentEncode(text), true), text) << text;
+    }
+}
+
 TEST(HostPort, ParsesHostsAndRejectsWhatIsNotHostColonPort) {
     auto a = HostPort::Parse("0.0.0.0:9999");
     ASSERT_TRUE(a.ok());

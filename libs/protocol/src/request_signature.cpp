@@ -96,21 +96,9 @@ Status VerifySignature(const SignedRequest& request, const std::vector<SigningKe
 }
 
 std::string AddressedTarget(std::string_view target, std::string_view instance) {
-    static constexpr char kHex[] = "0123456789ABCDEF";
     std::string out(target);
     out += target.find('?') == std::string_view::npos ? '?' : '&';
-    out.append(kInstanceParam).append("=");
-    for (const char c : instance) {
-        const auto b = static_cast<unsigned char>(c);
-        const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-        if (alnum || c == '-' || c == '.' || c == '_' || c == '~' || c == ':') {
-            out += c;
-        } else {
-            out += '%';
-            out += kHex[b >> 4];
-            out += kHex[b & 0x0F];
-        }
-    }
+    out.append(kInstanceParam).append("=").append(http::PercentEncode(instance, ":"));
     return out;
 }
 

@@ -456,4 +456,12 @@ bool AlertRepository::RecordAttempt(soci::session& s, const AlertDelivery& d) {
     return impl::ExecuteAffected(st) == 1;
 }
 
+int AlertRepository::PurgeEndedBefore(soci::session& s, std::int64_t cutoff_ms, int limit) {
+    // By id, which follows created_at (both only grow): the oldest rows come first, so the scan
+    // stops after `limit` matches instead of needing an index on created_at.
+    const std::string ended =
+        "created_at < :cutoff AND status <> '" + std::string(DeliveryStatusName(DeliveryStatus::kPending)) + "'";
+    return impl::DeleteOldest(s, "alert_delivery", ended, "id", cutoff_ms, limit);
+}
+
 }  // namespace sched::store

@@ -82,17 +82,7 @@ Result<std::vector<AuditEntry>> AuditRepository::List(const AuditFilter& filter)
 }
 
 int AuditRepository::PurgeBefore(soci::session& s, std::int64_t cutoff_ms, int limit) {
-    // Ids first, then one DELETE by id: a bounded batch on both backends (SQLite has no
-    // DELETE ... LIMIT by default, MySQL none with a subquery on the same table).
-    const auto ids = impl::SelectRows<impl::IdRow>(
-        s,
-        "SELECT id FROM audit_log WHERE at_ms < :cutoff ORDER BY at_ms, id LIMIT " + std::to_string(std::max(1, limit)),
-        [&](soci::statement& st) { st.exchange(soci::use(cutoff_ms, "cutoff")); });
-    if (ids.empty()) return 0;
-    impl::BoundValues values;
-    std::string in;
-    for (const auto id : ids) in += (in.empty() ? "" : ", ") + values.Add(id);
-    return static_cast<int>(impl::ExecuteBound(s, "DELETE FROM audit_log WHERE id IN (" + in + ")", values));
+    return impl::DeleteOldest(s, "audit_log", "at_ms < :cutoff", "at_ms, id", cutoff_ms, limit);
 }
 
 }  // namespace sched::store

@@ -4,6 +4,7 @@
 #include <optional>
 #include <vector>
 
+#include "sched/store/alert.hpp"
 #include "sched/store/audit.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/job.hpp"
@@ -40,11 +41,18 @@ Result<int> HistoryPurger::PurgeExpiredBatch(std::int64_t epoch) {
 }
 
 Result<int> HistoryPurger::PurgeAuditBatch(std::int64_t epoch) {
+    return PurgeTableBatch(epoch, &store::AuditRepository::PurgeBefore);
+}
+
+Result<int> HistoryPurger::PurgeDeliveryBatch(std::int64_t epoch) {
+    return PurgeTableBatch(epoch, &store::AlertRepository::PurgeEndedBefore);
+}
+
+Result<int> HistoryPurger::PurgeTableBatch(std::int64_t epoch, int (*purge_before)(soci::session&, std::int64_t, int)) {
     const std::int64_t cutoff =
         time_.NowMs() - std::chrono::duration_cast<std::chrono::milliseconds>(config_.history_retention).count();
-    auto deleted = fence_.RunFenced(epoch, [&](soci::session& s) -> Result<int> {
-        return store::AuditRepository::PurgeBefore(s, cutoff, config_.purge_batch);
-    });
+    auto deleted = fence_.RunFenced(
+        epoch, [&](soci::session& s) -> Result<int> { return purge_before(s, cutoff, config_.purge_batch); });
     if (deleted.ok() && *deleted > 0) batches_.Inc();
     return deleted;
 }
@@ -77,22 +85,22 @@ Result<PurgeReport> HistoryPurger::PurgeRound(std::int64_t epoch, const std::fun
     const auto go_on = [&] {
         return budget > 0 && !(should_stop && should_stop());
     };
-    while (go_on()) {
-        --budget;
-        auto deleted = PurgeExpiredBatch(epoch);
-        if (!deleted.ok()) return deleted.status();
-        r.by_age += *deleted;
-        if (*deleted > 0) ++r.batches;
-        if (*deleted < config_.purge_batch) break;
-    }
-    while (go_on()) {
-        --budget;
-        auto deleted = PurgeAuditBatch(epoch);
-        if (!deleted.ok()) return deleted.status();
-        r.audit += *deleted;
-        if (*deleted > 0) ++r.batches;
-        if (*deleted < config_.purge_batch) break;
-    }
+    // Fires past their age, then audit entries and alert deliveries past theirs: each kind in
+    // batches until one is not full.
+    const auto drain = [&](auto batch, int& count) -> Status {
+        while (go_on()) {
+            --budget;
+            auto deleted = batch();
+            if (!deleted.ok()) return deleted.status();
+            count += *deleted;
+            if (*deleted > 0) ++r.batches;
+            if (*deleted < config_.purge_batch) break;
+        }
+        return Status::Ok();
+    };
+    if (Status s = drain([&] { return PurgeExpiredBatch(epoch); }, r.by_age); !s.ok()) return s;
+    if (Status s = drain([&] { return PurgeAuditBatch(epoch); }, r.audit); !s.ok()) return s;
+    if (Status s = drain([&] { return PurgeDeliveryBatch(epoch); }, r.deliveries); !s.ok()) return s;
     if (!go_on()) return r;
     // The job list is read outside any fence: a job created meanwhile is checked next time
     // round, and a fenced batch for a job deleted meanwhile simply finds nothing.

@@ -141,11 +141,12 @@ void TriggerNode::PurgeLoop() {
         if (!round.ok()) {
             // Batches committed before the error stay deleted; the rest is retried next interval.
             spdlog::warn("master history purge failed after {} ms: {}", elapsed_ms, round.status().ToString());
-        } else if (round->by_age + round->by_cap > 0) {
+        } else if (round->by_age + round->by_cap + round->audit + round->deliveries > 0) {
             spdlog::info(
-                "master history purge: {} fires deleted ({} by age, {} beyond the per-job cap) in {} batches, "
-                "{} ms",
-                round->by_age + round->by_cap, round->by_age, round->by_cap, round->batches, elapsed_ms);
+                "master history purge: {} fires deleted ({} by age, {} beyond the per-job cap), {} audit entries "
+                "and {} alert deliveries by age, in {} batches, {} ms",
+                round->by_age + round->by_cap, round->by_age, round->by_cap, round->audit, round->deliveries,
+                round->batches, elapsed_ms);
         }
     }
 }

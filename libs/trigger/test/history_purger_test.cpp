@@ -1,5 +1,7 @@
 #include "sched/trigger/history_purger.hpp"
 
+#include <tuple>
+
 #include <gtest/gtest.h>
 
 #include "master_lease_fixture.hpp"
@@ -301,6 +303,47 @@ TEST_P(HistoryPurgerTest, AuditEntriesOlderThanTheRetentionGoInBoundedBatches) {
                     })
                     .ok());
     EXPECT_FALSE(purger.PurgeAuditBatch(epoch_).ok());
+}
+
+TEST_P(HistoryPurgerTest, EndedAlertDeliveriesOlderThanTheRetentionGoAndPendingOnesStay) {
+    // fire_id, status, created 3 h ago (past history-retention, 1 h) or now.
+    const std::vector<std::tuple<int, std::string, bool>> rows = {
+        {1, "delivered", true}, {2, "failed", true}, {3, "pending", true}, {4, "delivered", false}};
+    auto inserted = db().Run([&](soci::session& s) {
+        for (const auto& [fire, status, old] : rows) {
+            std::int64_t created = old ? Now() - 3 * kHourMs : Now();
+            std::int64_t fire_id = fire;
+            std::string st = status;
+            s << "INSERT INTO alert_delivery (rule_id, job_id, fire_id, event, payload, status, attempts, "
+                 "next_attempt_at, created_at) VALUES (1, 1, :fire, 'failed', '{}', :st, 1, 0, :created)",
+                soci::use(fire_id, "fire"), soci::use(st, "st"), soci::use(created, "created");
+        }
+    });
+    ASSERT_TRUE(inserted.ok()) << inserted.ToString();
+    const auto left = [&] {
+        std::vector<std::int64_t> fires;
+        auto read = db().Run([&](soci::session& s) {
+            std::int64_t fire = 0;
+            soci::statement st = (s.prepare << "SELECT fire_id FROM alert_delivery ORDER BY fire_id", soci::into(fire));
+            st.execute();
+            while (st.fetch()) fires.push_back(fire);
+        });
+        EXPECT_TRUE(read.ok()) << read.ToString();
+        return fires;
+    };
+    auto purger = MakePurger();
+    auto round = purger.PurgeRound(epoch_);
+    ASSERT_TRUE(round.ok()) << round.status().ToString();
+    EXPECT_EQ(round->deliveries, 2);
+    EXPECT_EQ(left(), (std::vector<std::int64_t>{3, 4}));
+    // A node that lost the lease deletes none.
+    ASSERT_TRUE(db().Run([](soci::session& s) {
+                        s << "UPDATE alert_delivery SET status = 'delivered' WHERE fire_id = 3";
+                        s << "UPDATE scheduler_lock SET owner = 'node-b', epoch = epoch + 1 WHERE namespace = 'master'";
+                    })
+                    .ok());
+    EXPECT_FALSE(purger.PurgeDeliveryBatch(epoch_).ok());
+    EXPECT_EQ(left(), (std::vector<std::int64_t>{3, 4}));
 }
 
 TEST_P(HistoryPurgerTest, ANodeThatLostTheLeaseDeletesNothing) {

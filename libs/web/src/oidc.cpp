@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sched/http/client.hpp"
+#include "sched/http/message.hpp"
 
 namespace sched::web {
 
@@ -44,19 +45,7 @@ std::int64_t SystemNow() {
 }  // namespace
 
 std::string FormEncode(std::string_view value) {
-    static constexpr char kHex[] = "0123456789ABCDEF";
-    std::string out;
-    for (const char c : value) {
-        const auto u = static_cast<unsigned char>(c);
-        if (std::isalnum(u) != 0 || c == '-' || c == '.' || c == '_' || c == '~') {
-            out += c;
-        } else {
-            out += '%';
-            out += kHex[u >> 4];
-            out += kHex[u & 0xf];
-        }
-    }
-    return out;
+    return http::PercentEncode(value);
 }
 
 OidcOptions OidcOptions::FromYaml(const ConfigNode& node) {

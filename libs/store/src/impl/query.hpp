@@ -2,11 +2,13 @@
 
 // Small helpers over soci statements shared by the repositories.
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <deque>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -200,6 +202,24 @@ inline long long ExecuteBound(soci::session& s, const std::string& sql, BoundVal
     st.prepare(sql);
     st.define_and_bind();
     return ExecuteAffected(st);
+}
+
+/// Deletes at most `limit` rows of `table` matching `condition` (SQL naming `:cutoff`, bound to
+/// `cutoff`), first in `order`: their ids first, then one DELETE by id, so the batch is bounded
+/// on both backends (SQLite has no DELETE ... LIMIT by default, MySQL none with a subquery on the
+/// same table). Returns how many went.
+inline int DeleteOldest(soci::session& s, std::string_view table, std::string_view condition, std::string_view order,
+                        std::int64_t cutoff, int limit) {
+    const auto ids =
+        SelectRows<IdRow>(s,
+                          "SELECT id FROM " + std::string(table) + " WHERE " + std::string(condition) + " ORDER BY " +
+                              std::string(order) + " LIMIT " + std::to_string(std::max(1, limit)),
+                          [&](soci::statement& st) { st.exchange(soci::use(cutoff, "cutoff")); });
+    if (ids.empty()) return 0;
+    BoundValues values;
+    std::string in;
+    for (const auto id : ids) in += (in.empty() ? "" : ", ") + values.Add(id);
+    return static_cast<int>(ExecuteBound(s, "DELETE FROM " + std::string(table) + " WHERE id IN (" + in + ")", values));
 }
 
 }  // namespace sched::store::impl

@@ -126,10 +126,20 @@ class HttpClient {
     /// kUnavailable (cannot connect, connection lost), kDeadlineExceeded (timeout),
     /// kResourceExhausted (response over body_limit, or a header, chunk-size line or trailer
     /// over 64 KiB: the read buffer is bounded whatever the peer sends).
-    net::awaitable<Result<ClientResponse>> Send(ClientRequest request, CallOptions options = {});
-    net::awaitable<Result<ClientResponse>> Get(std::string url, CallOptions options = {});
+    net::awaitable<Result<ClientResponse>> Send(ClientRequest request, CallOptions options);
+    net::awaitable<Result<ClientResponse>> Get(std::string url, CallOptions options);
     /// POST with `body` serialised and Content-Type application/json.
-    net::awaitable<Result<ClientResponse>> PostJson(std::string url, nlohmann::json body, CallOptions options = {});
+    net::awaitable<Result<ClientResponse>> PostJson(std::string url, nlohmann::json body, CallOptions options);
+
+    // The calls with default options are plain functions, not coroutines with a defaulted
+    // parameter: g++ 12 destroys a coroutine's defaulted class-type argument twice.
+    net::awaitable<Result<ClientResponse>> Send(ClientRequest request) {
+        return Send(std::move(request), CallOptions{});
+    }
+    net::awaitable<Result<ClientResponse>> Get(std::string url) { return Get(std::move(url), CallOptions{}); }
+    net::awaitable<Result<ClientResponse>> PostJson(std::string url, nlohmann::json body) {
+        return PostJson(std::move(url), std::move(body), CallOptions{});
+    }
 
     /// "http://<address><path>", or https:// when options.tls.https_peers: the URL of a peer known
     /// only by its host:port (an executor, another trigger node).

@@ -174,6 +174,9 @@ class AlertRepository {
     /// Records one attempt's outcome: status, attempts, next_attempt_at, last_error (cut to
     /// kMaxErrorBytes) and delivered_at. Only a pending delivery changes; returns whether it did.
     static bool RecordAttempt(soci::session& s, const AlertDelivery& d);
+    /// Deletes at most `limit` deliveries created before `cutoff_ms` that are no longer pending
+    /// (delivered or failed), oldest first; returns how many. A pending one stays until it ends.
+    static int PurgeEndedBefore(soci::session& s, std::int64_t cutoff_ms, int limit);
 
   private:
     db::Database& db_;

@@ -44,6 +44,7 @@ struct PurgeReport {
     int batches = 0;      ///< fenced transactions that deleted something
     int jobs_capped = 0;  ///< jobs checked against the cap this round
     int audit = 0;        ///< audit log entries deleted for their age
+    int deliveries = 0;   ///< ended alert deliveries deleted for their age
 };
 
 class HistoryPurger {
@@ -59,6 +60,10 @@ class HistoryPurger {
     /// (DB clock) in one fenced transaction. Returns how many. LeaseLost: nothing deleted.
     Result<int> PurgeAuditBatch(std::int64_t epoch);
 
+    /// One batch of alert deliveries: deletes at most purge-batch delivered or failed deliveries
+    /// created before history-retention, in one fenced transaction. Returns how many.
+    Result<int> PurgeDeliveryBatch(std::int64_t epoch);
+
     /// One cap batch for one job: deletes at most purge-batch of its purgeable fires scheduled
     /// before its history-max-per-job newest, in one fenced transaction. Returns how many.
     Result<int> PurgeOverCapBatch(std::int64_t epoch, std::int64_t job_id);
@@ -66,11 +71,12 @@ class HistoryPurger {
     /// read it inside the batch.
     Result<int> PurgeOverCapBatch(std::int64_t epoch, std::int64_t job_id, std::optional<std::int64_t> boundary);
 
-    /// A round: age batches until one is not full, then audit batches the same way, then the cap for the next
-    /// purge-batch jobs (a cursor over job ids that wraps around, so every job is checked every few rounds): one read
-    /// finds which of them are over the cap (FireRepository::CapBoundaries), and only those get batches, each job's
-    /// until one is not full. At most kMaxBatchesPerRound batches, and it stops early when `should_stop()` says so. The
-    /// first error ends the round (it is retried at the next one); what was committed before stays deleted and counted.
+    /// A round: age batches until one is not full, then audit and then alert delivery batches the same way, then the
+    /// cap for the next purge-batch jobs (a cursor over job ids that wraps around, so every job is checked every few
+    /// rounds): one read finds which of them are over the cap (FireRepository::CapBoundaries), and only those get
+    /// batches, each job's until one is not full. At most kMaxBatchesPerRound batches, and it stops early when
+    /// `should_stop()` says so. The first error ends the round (it is retried at the next one); what was committed
+    /// before stays deleted and counted.
     Result<PurgeReport> PurgeRound(std::int64_t epoch, const std::function<bool()>& should_stop = {});
 
     /// A backlog (a first start after an upgrade) drains at up to this many batches per round.
@@ -79,6 +85,10 @@ class HistoryPurger {
     const MasterConfig& config() const { return config_; }
 
   private:
+    /// One fenced batch of a table that goes by age alone: `purge_before(session, cutoff, limit)`
+    /// with cutoff = DB now - history-retention.
+    Result<int> PurgeTableBatch(std::int64_t epoch, int (*purge_before)(soci::session&, std::int64_t, int));
+
     std::shared_ptr<db::Database> db_;
     lock::Fence& fence_;
     const DbTime& time_;
