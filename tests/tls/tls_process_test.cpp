@@ -1,9 +1,9 @@
 // TLS on every hop with real processes on MariaDB: three scheduler-trigger nodes, a
 // scheduler-web node, the C++ demo-client and the Python SDK's demo service, each serving HTTPS
 // with a certificate made by the `openssl` command for this run, and each client verifying its
-// peers against that CA. Also: no process listens for plain HTTP, certificates that must be
-// refused are refused with their cause named, and certificates renewed under load (SIGHUP) lose
-// or double no fire.
+// peers against that CA (scripts/tls-certs.sh makes them, as for a deployment). Also: no process listens for plain
+// HTTP, certificates that must be refused are refused with their cause named, and certificates renewed under load
+// (SIGHUP) lose or double no fire.
 
 #include <dirent.h>
 #include <signal.h>
@@ -50,28 +50,16 @@ void Run(const std::filesystem::path& dir, const std::string& command) {
     ASSERT_EQ(std::system(full.c_str()), 0) << full;
 }
 
-// A CA (`<name>-ca.crt`, `<name>-ca.key`) and, when `leaf`, a certificate for 127.0.0.1 and
-// localhost signed by it (`<name>.crt`, `<name>.key`), usable by servers and clients alike.
-void MakePki(const std::filesystem::path& dir, const std::string& name, bool leaf);
-
-// A certificate for 127.0.0.1 and localhost signed by the CA `ca` (`<ca>-ca.crt`/`.key`), written
-// as `<stem>.crt` and `<stem>.key`.
-void IssueLeaf(const std::filesystem::path& dir, const std::string& ca, const std::string& stem) {
-    const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes";
-    std::ofstream(dir / (stem + ".ext")) << "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
-                                            "basicConstraints=CA:FALSE\n"
-                                            "keyUsage=critical,digitalSignature\n"
-                                            "extendedKeyUsage=serverAuth,clientAuth\n";
-    Run(dir, "openssl req " + ec + " -keyout " + stem + ".key -out " + stem + ".csr -subj '/CN=localhost'");
-    Run(dir, "openssl x509 -req -in " + stem + ".csr -CA " + ca + "-ca.crt -CAkey " + ca +
-                 "-ca.key -CAcreateserial -days 2 -out " + stem + ".crt -extfile " + stem + ".ext");
+// A CA (`<name>-ca.crt`, `<name>-ca.key`) that signs nothing the cluster uses.
+void MakeCa(const std::filesystem::path& dir, const std::string& name) {
+    Run(dir, "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + name + "-ca.key -out " +
+                 name + "-ca.crt -days 2 -subj '/CN=" + name + " test CA'");
 }
 
-void MakePki(const std::filesystem::path& dir, const std::string& name, bool leaf) {
-    const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes";
-    Run(dir, "openssl req -x509 " + ec + " -keyout " + name + "-ca.key -out " + name +
-                 "-ca.crt -days 2 -subj '/CN=" + name + " test CA'");
-    if (leaf) IssueLeaf(dir, name, name);
+// `<stem>.crt` and `<stem>.key` for `stem`, localhost and 127.0.0.1, signed by the cluster CA
+// (`ca.crt`, made on the first call), as operators make them: scripts/tls-certs.sh.
+void IssueLeaf(const std::filesystem::path& dir, const std::string& stem) {
+    Run(dir, std::string("'") + SCHED_TLS_CERTS_SCRIPT + "' . " + stem);
 }
 
 // The SHA-256 fingerprint line `openssl x509 -fingerprint` prints for the certificate in `pem`,
@@ -127,8 +115,8 @@ class TlsProcessTest : public db::testing::DbTest {
         ASSERT_TRUE(db::Migrator(db()).Migrate().ok());
         dir_ = std::filesystem::temp_directory_path() / ("sched-tls-" + RandomHex(10));
         std::filesystem::create_directories(dir_);
-        MakePki(dir_, "cluster", true);
-        MakePki(dir_, "stranger", false);
+        IssueLeaf(dir_, "cluster");
+        MakeCa(dir_, "stranger");
     }
     void TearDown() override {
         pythons_.clear();
@@ -169,8 +157,8 @@ class TlsProcessTest : public db::testing::DbTest {
         std::ofstream(config) << "node-id: \"node-" << n << "\"\ntoken: \"t0ken\"\nheartbeat-interval: 200ms\n"
                               << "http:\n  listen: \"127.0.0.1:0\"\n  access-log: errors\n"
                               << ServerTls("  ", stem, {"reload-check: " + reload_check})
-                              << ClientTls("", "cluster-ca.crt", true) << "database:\n  url: \""
-                              << test_db().url().ToString() << "\"\n"
+                              << ClientTls("", "ca.crt", true) << "database:\n  url: \"" << test_db().url().ToString()
+                              << "\"\n"
                               << "election:\n  tick: 200ms\n  ttl: 1s\n  margin: 300ms\n"
                               << "scheduler:\n  node-ttl: 1s\n"
                               << "slave:\n  poll-interval: 200ms\n";
@@ -183,7 +171,7 @@ class TlsProcessTest : public db::testing::DbTest {
     int StartWebNamed(const std::string& name, const std::string& tls) {
         const auto config = dir_ / (name + ".yaml");
         std::ofstream(config) << "token: \"t0ken\"\nhttp:\n  listen: \"127.0.0.1:0\"\n"
-                              << tls << ClientTls("", "cluster-ca.crt", true) << "database:\n  url: \""
+                              << tls << ClientTls("", "ca.crt", true) << "database:\n  url: \""
                               << test_db().url().ToString() << "\"\n";
         webs_[name] = std::make_unique<ChildProcess>(
             std::vector<std::string>{SCHED_WEB_BIN, "--config", config.string()}, dir_.string());
@@ -310,8 +298,8 @@ TEST_P(TlsProcessTest, EveryHopOverTlsAndEveryFireSucceeds) {
     for (int n = 1; n <= 3; ++n) StartNode(n);
     StartWeb();
     ASSERT_NE(web_port_, 0);
-    ChildProcess& client = StartClient("demo", "cluster-ca.crt");
-    ChildProcess& python = StartPython("pydemo", "cluster-ca.crt");
+    ChildProcess& client = StartClient("demo", "ca.crt");
+    ChildProcess& python = StartPython("pydemo", "ca.crt");
     auto python_line = python.WaitForStdoutLine("demo_service: serving at 127.0.0.1:", 30s);
     ASSERT_TRUE(python_line) << python.stderr_text();
     const int python_port = std::stoi(python_line->substr(python_line->rfind(':') + 1));
@@ -320,7 +308,7 @@ TEST_P(TlsProcessTest, EveryHopOverTlsAndEveryFireSucceeds) {
 
     // The web API over https, verified against the cluster CA; plain http gets no answer.
     http::ClientOptions trusting;
-    trusting.tls.ca_file = File("cluster-ca.crt");
+    trusting.tls.ca_file = File("ca.crt");
     http::testing::BlockingClient api(trusting);
     const std::string web = "https://127.0.0.1:" + std::to_string(web_port_);
     auto jobs = api.Get(web + "/api/v1/jobs", {.bearer_token = "t0ken"});
@@ -486,14 +474,14 @@ TEST_P(TlsProcessTest, RefusedCertificatesFailClosedNamingTheCause) {
 // certificate and key files are replaced by new ones from the same CA and both processes get
 // SIGHUP. They serve the new certificates at once, and every fire runs exactly once.
 TEST_P(TlsProcessTest, CertificatesRenewedUnderLoadLoseOrDoubleNoFire) {
-    IssueLeaf(dir_, "cluster", "node-1");
-    IssueLeaf(dir_, "cluster", "executor");
+    IssueLeaf(dir_, "node-1");
+    IssueLeaf(dir_, "executor");
     // reload-check is long (10m) so that only SIGHUP can pick the new files up.
     StartNode(1, "node-1", "10m");
     StartNode(2);
     StartNode(3);
     StartWeb();
-    ChildProcess& client = StartClient("demo", "cluster-ca.crt", "executor");
+    ChildProcess& client = StartClient("demo", "ca.crt", "executor");
     ASSERT_TRUE(Live("demo")) << client.stderr_text();
     const int client_port = ExecutorPort(client);
     ASSERT_NE(client_port, 0) << client.stderr_text();
@@ -509,18 +497,17 @@ TEST_P(TlsProcessTest, CertificatesRenewedUnderLoadLoseOrDoubleNoFire) {
     const auto jobs = CreateJobs(3, "demo", "count", first, end);
     ASSERT_EQ(jobs.size(), 3U);
 
-    // Half-way through, new certificates replace the files (each renamed over the old, as a
-    // deployment tool does), then SIGHUP.
+    // Half-way through, scripts/tls-certs.sh renews both certificates under the same CA (new
+    // files renamed over the old), then SIGHUP.
     while (NowMs() < first + 4000) std::this_thread::sleep_for(50ms);
-    IssueLeaf(dir_, "cluster", "node-1-next");
-    IssueLeaf(dir_, "cluster", "executor-next");
-    const std::string node_next = Fingerprint(dir_, File("node-1-next.crt"));
-    const std::string executor_next = Fingerprint(dir_, File("executor-next.crt"));
+    const std::string node_first = Fingerprint(dir_, File("node-1.crt"));
+    IssueLeaf(dir_, "node-1");
+    IssueLeaf(dir_, "executor");
+    const std::string node_next = Fingerprint(dir_, File("node-1.crt"));
+    const std::string executor_next = Fingerprint(dir_, File("executor.crt"));
     ASSERT_FALSE(node_next.empty());
-    for (const std::string stem : {"node-1", "executor"}) {
-        std::filesystem::rename(dir_ / (stem + "-next.key"), dir_ / (stem + ".key"));
-        std::filesystem::rename(dir_ / (stem + "-next.crt"), dir_ / (stem + ".crt"));
-    }
+    ASSERT_NE(node_next, node_first);
+    ASSERT_NE(executor_next, executor_first);
     nodes_[1]->Signal(SIGHUP);
     client.Signal(SIGHUP);
     EXPECT_TRUE(WaitFor([&] { return Fingerprint(dir_, "", ports_[1]) == node_next; }, 10s))
