@@ -151,14 +151,15 @@ class TlsProcessTest : public db::testing::DbTest {
         return line ? std::stoi(line->substr(line->rfind(':') + 1)) : 0;
     }
 
-    // Trigger node `n` serving the certificate `<stem>.crt` (reload-check `reload_check`).
-    void StartNode(int n, const std::string& stem = "cluster", const std::string& reload_check = "5s") {
+    // Trigger node `n` serving the certificate `<stem>.crt` (reload-check `reload_check`) and
+    // trusting `ca` for its calls.
+    void StartNode(int n, const std::string& stem = "cluster", const std::string& reload_check = "5s",
+                   const std::string& ca = "ca.crt") {
         const auto config = dir_ / ("trigger-" + std::to_string(n) + ".yaml");
         std::ofstream(config) << "node-id: \"node-" << n << "\"\ntoken: \"t0ken\"\nheartbeat-interval: 200ms\n"
                               << "http:\n  listen: \"127.0.0.1:0\"\n  access-log: errors\n"
-                              << ServerTls("  ", stem, {"reload-check: " + reload_check})
-                              << ClientTls("", "ca.crt", true) << "database:\n  url: \"" << test_db().url().ToString()
-                              << "\"\n"
+                              << ServerTls("  ", stem, {"reload-check: " + reload_check}) << ClientTls("", ca, true)
+                              << "database:\n  url: \"" << test_db().url().ToString() << "\"\n"
                               << "election:\n  tick: 200ms\n  ttl: 1s\n  margin: 300ms\n"
                               << "scheduler:\n  node-ttl: 1s\n"
                               << "slave:\n  poll-interval: 200ms\n";
@@ -464,10 +465,26 @@ TEST_P(TlsProcessTest, RefusedCertificatesFailClosedNamingTheCause) {
     auto answered = member_api.Get(url("127.0.0.1", mtls_port), {.bearer_token = "t0ken"});
     ASSERT_TRUE(answered.ok()) << answered.status().message();
     EXPECT_EQ(answered->status, 200) << answered->body;
+    // That executor serves the expired certificate itself: it registers (its own calls are
+    // fine), but a trigger node dispatching a fire to it refuses the handshake, logs why, and
+    // the fire fails naming the cause.
     ChildProcess& member =
-        StartClient("member", "hostile-ca.crt", "cluster", "https://127.0.0.1:" + std::to_string(mtls_port),
+        StartClient("member", "hostile-ca.crt", "expired", "https://127.0.0.1:" + std::to_string(mtls_port),
                     {"cert-file: \"" + File("member.crt") + "\"", "key-file: \"" + File("member.key") + "\""});
-    EXPECT_TRUE(Live("demo")) << member.stderr_text();
+    ASSERT_TRUE(Live("demo")) << member.stderr_text();
+    StartNode(1, "good", "5s", "hostile-ca.crt");
+    const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
+    const auto jobs = CreateJobs(1, "demo", "echo", first, first + 1000);
+    ASSERT_EQ(jobs.size(), 1U);
+    auto dispatch_refused = nodes_[1]->WaitForStderrLine("certificate has expired", 30s);
+    EXPECT_TRUE(dispatch_refused) << nodes_[1]->stderr_text();
+    ASSERT_TRUE(WaitForFires(jobs, 1, first + 1000)) << Logs();
+    for (const auto& f : FiresOf(jobs[0])) {
+        EXPECT_EQ(f.status, model::FireStatus::kFailed);
+        EXPECT_NE(f.result_message.value_or("").find("certificate verify failed: certificate has expired"),
+                  std::string::npos)
+            << f.result_message.value_or("");
+    }
 }
 
 // Certificates renewed under load: while jobs fire every second, the executor's and node 1's
