@@ -1,5 +1,6 @@
 // demo-client: an example business service built on the client SDK. Wires config, logging,
-// the executor and the demo handlers together, then waits for SIGTERM/SIGINT.
+// the executor and the demo handlers together, then waits for SIGTERM/SIGINT (SIGHUP reloads the
+// TLS certificate files).
 
 #include <pthread.h>
 
@@ -13,6 +14,7 @@
 #include "sched/client/executor.hpp"
 #include "sched/common/config.hpp"
 #include "sched/common/logging.hpp"
+#include "sched/http/server.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -72,6 +74,8 @@ int main(int argc, char** argv) {
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGTERM);
     sigaddset(&stop_signals, SIGINT);
+    // SIGHUP's default action would end the process: an operator renewing certificates sends it.
+    sigaddset(&stop_signals, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
     std::atomic<std::int64_t> count_calls{0};
@@ -82,7 +86,10 @@ int main(int argc, char** argv) {
         sched::demo::RegisterConformanceHandlers(executor);
         executor.Start();
         int signal = 0;
-        sigwait(&stop_signals, &signal);
+        while (sigwait(&stop_signals, &signal) == 0 && signal == SIGHUP) {
+            spdlog::info("demo-client: SIGHUP received, reloading TLS certificates");
+            sched::http::ReloadAllTls();
+        }
         spdlog::info("demo-client: {} received, stopping", strsignal(signal));
         executor.Stop();
     } catch (const std::exception& e) {

@@ -11,9 +11,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sched/common/net.hpp"
 #include "sched/common/node_id.hpp"
 #include "sched/common/testing/wait_for.hpp"
 #include "sched/db/migrator.hpp"
+#include "sched/http/client.hpp"
 
 namespace sched::bench {
 
@@ -22,6 +24,7 @@ using namespace std::chrono_literals;
 namespace {
 
 std::atomic<bool> g_interrupted{false};
+std::optional<TlsFiles> g_tls;  // written once, before any node starts (ClusterOptions::tls)
 
 void OnSignal(int) {
     g_interrupted = true;
@@ -67,8 +70,45 @@ std::int64_t WallUs() {
         .count();
 }
 
+const TlsFiles* BenchTls() {
+    return g_tls ? &*g_tls : nullptr;
+}
+
+namespace {
+
+using HttpAnswer = std::optional<std::pair<int, std::string>>;
+
+// A coroutine, not a lambda: a capturing lambda's closure would die before the frame resumes.
+net::awaitable<void> GetInto(http::HttpClient* client, std::string url, Micros timeout, HttpAnswer* out) {
+    // A named CallOptions: g++ 12 frees a braced temporary argument of a co_await twice.
+    http::CallOptions call;
+    call.timeout = timeout;
+    auto r = co_await client->Get(std::move(url), std::move(call));
+    if (r.ok()) out->emplace(r->status, std::move(r->body));
+    client->CloseIdle();
+}
+
+// A GET over https on its own io_context: a new handshake per call, which the polls and
+// samples that use it can afford (they are not on the fire path being measured).
+HttpAnswer HttpsGet(int port, const std::string& target, std::chrono::milliseconds timeout) {
+    net::io_context io;
+    http::ClientOptions options;
+    options.tls.ca_file = g_tls->ca;
+    http::HttpClient client(io.get_executor(), options);
+    HttpAnswer out;
+    net::co_spawn(io,
+                  GetInto(&client, "https://127.0.0.1:" + std::to_string(port) + target,
+                          std::chrono::duration_cast<Micros>(timeout), &out),
+                  net::detached);
+    io.run();
+    return out;
+}
+
+}  // namespace
+
 std::optional<std::pair<int, std::string>> HttpGet(int port, const std::string& target,
                                                    std::chrono::milliseconds timeout) {
+    if (g_tls) return HttpsGet(port, target, timeout);
     try {
         return testing::HttpCallAt("127.0.0.1", static_cast<unsigned short>(port), "GET", target, "", "", timeout);
     } catch (const std::exception&) {
@@ -109,6 +149,20 @@ Cluster::Cluster(ClusterOptions options) : options_(std::move(options)) {
     // logs or an old MariaDB data directory into this run.
     std::filesystem::remove_all(options_.run_dir);
     std::filesystem::create_directories(options_.run_dir);
+    if (options_.tls) MakeCertificates();
+}
+
+void Cluster::MakeCertificates() {
+    // As an operator makes them (scripts/tls-certs.sh): one certificate for 127.0.0.1 and
+    // localhost serves every node and the sink, each trusting the CA.
+    const auto dir = options_.run_dir / "tls";
+    std::string output;
+    const int code = testing::RunCommand(
+        {"/bin/bash", (options_.source_dir / "scripts/tls-certs.sh").string(), dir.string(), "bench"}, &output);
+    if (code != 0) throw std::runtime_error("scripts/tls-certs.sh failed: " + output);
+    g_tls = TlsFiles{
+        .ca = (dir / "ca.crt").string(), .cert = (dir / "bench.crt").string(), .key = (dir / "bench.key").string()};
+    spdlog::info("TLS on every hop: certificates in {}", dir.string());
 }
 
 Cluster::~Cluster() {
@@ -179,15 +233,16 @@ Node& Cluster::StartNode(int index) {
         ++node.generation;
         node.node_id = "bench-n" + std::to_string(index) + "-g" + std::to_string(node.generation);
         const auto config = options_.run_dir / (node.node_id + ".yaml");
-        std::ofstream(config) << "node-id: \"" << node.node_id << "\"\ntoken: \"" << options_.token << "\"\n"
-                              << "http:\n  listen: \"127.0.0.1:" << listen_port << "\"\n  access-log: errors\n"
-                              << "database:\n  url: \"" << NodeDbUrl(index).ToString() << "\"\n"
-                              << (galera_ ? "  topology: galera\n" : "") << "log:\n  level: " << options_.node_log_level
-                              << "\n"
-                              << (options_.shards > 1
-                                      ? "scheduler:\n  shards: " + std::to_string(options_.shards) + "\n"
-                                      : "")
-                              << options_.extra_node_yaml;
+        std::ofstream(config)
+            << "node-id: \"" << node.node_id << "\"\ntoken: \"" << options_.token << "\"\n"
+            << "http:\n  listen: \"127.0.0.1:" << listen_port << "\"\n  access-log: errors\n"
+            << (g_tls ? "  tls:\n    cert-file: \"" + g_tls->cert + "\"\n    key-file: \"" + g_tls->key +
+                            "\"\nhttp-client:\n  tls:\n    ca-file: \"" + g_tls->ca + "\"\n    peer-scheme: https\n"
+                      : "")
+            << "database:\n  url: \"" << NodeDbUrl(index).ToString() << "\"\n"
+            << (galera_ ? "  topology: galera\n" : "") << "log:\n  level: " << options_.node_log_level << "\n"
+            << (options_.shards > 1 ? "scheduler:\n  shards: " + std::to_string(options_.shards) + "\n" : "")
+            << options_.extra_node_yaml;
         node.spawned_us = WallUs();
         node.ready_us = 0;
         node.port = 0;
@@ -210,7 +265,8 @@ Node& Cluster::StartNode(int index) {
                 }
                 if (node.port == 0) {
                     const std::string out = ReadFile(out_path);
-                    const std::string needle = "listening on http://127.0.0.1:";
+                    const std::string needle =
+                        std::string("listening on ") + (g_tls ? "https" : "http") + "://127.0.0.1:";
                     const auto at = out.find(needle);
                     if (at != std::string::npos && out.find('\n', at) != std::string::npos) {
                         node.port = std::atoi(out.c_str() + at + needle.size());
@@ -251,7 +307,8 @@ int Cluster::IndexOf(const std::string& node_id) const {
 
 std::vector<std::string> Cluster::WebEndpoints() const {
     std::vector<std::string> out;
-    for (const auto& [i, n] : nodes_) out.push_back("http://127.0.0.1:" + std::to_string(n.port));
+    const std::string scheme = g_tls ? "https" : "http";
+    for (const auto& [i, n] : nodes_) out.push_back(scheme + "://127.0.0.1:" + std::to_string(n.port));
     return out;
 }
 

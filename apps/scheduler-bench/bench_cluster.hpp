@@ -42,8 +42,8 @@ inline std::int64_t WallMs() {
     return WallUs() / 1000;
 }
 
-/// One GET over loopback (the toolbox's HttpCallAt). nullopt when the connection fails or no
-/// answer comes within `timeout`.
+/// One GET over loopback (the toolbox's HttpCallAt; with BenchTls(), https verified against
+/// its CA). nullopt when the connection fails or no answer comes within `timeout`.
 std::optional<std::pair<int, std::string>> HttpGet(int port, const std::string& target,
                                                    std::chrono::milliseconds timeout = std::chrono::seconds(2));
 
@@ -64,7 +64,24 @@ struct ClusterOptions {
     std::string node_log_level = "warn";
     std::string extra_node_yaml;  ///< appended to every node's config
     int shards = 1;               ///< scheduler.shards of every node
+    /// --tls: every hop over TLS. The cluster makes a CA and a certificate for 127.0.0.1 with
+    /// scripts/tls-certs.sh in <run dir>/tls; every node serves HTTPS with it and calls its peers
+    /// and the sink over https (peer-scheme: https), the sink serves HTTPS and calls the nodes
+    /// over https, and the bench's own GETs (/readyz, /metrics) verify against the CA.
+    bool tls = false;
 };
+
+/// The certificate files of a --tls run (BenchTls()), PEM paths.
+struct TlsFiles {
+    std::string ca;
+    std::string cert;
+    std::string key;
+};
+
+/// The run's TLS files once a Cluster with ClusterOptions::tls made them; null otherwise. The
+/// sink (MeasuringSink) and HttpGet read it, so every scenario runs over TLS with --tls
+/// without passing it around. Set once per process, before any node starts.
+const TlsFiles* BenchTls();
 
 struct Node {
     int index = 0;
@@ -119,6 +136,8 @@ class Cluster {
     void StopAll();
 
   private:
+    void MakeCertificates();
+
     ClusterOptions options_;
     db::DbUrl url_;
     std::shared_ptr<db::Database> db_;

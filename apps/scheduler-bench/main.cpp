@@ -49,6 +49,9 @@ Options:
   --trigger-bin PATH scheduler-trigger binary (default: the one built beside this bench)
   --node-log-level L log level of the nodes (default warn)
   --node-yaml TEXT   extra YAML appended to every node's config
+  --tls              every hop over TLS: nodes serve HTTPS and call each other and the sink over
+                     https, the sink serves HTTPS and calls the nodes over https (a CA and certificate
+                     from scripts/tls-certs.sh in DIR/run/tls); compare with the same run without it
   --out DIR          output directory (default bench-results/SCENARIO-<time>)
   --check            exit 1 unless every run had arrivals and no miss or double (for tests)
 
@@ -147,6 +150,8 @@ int main(int argc, char** argv) {
                 o.cluster.extra_node_yaml = value() + "\n";
             } else if (arg == "--out") {
                 out = value();
+            } else if (arg == "--tls") {
+                o.cluster.tls = true;
             } else if (arg == "--check") {
                 o.check = true;
             } else {

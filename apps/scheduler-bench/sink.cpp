@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "bench_cluster.hpp"
+
 namespace sched::bench {
 
 MeasuringSink::MeasuringSink(std::vector<std::string> web_endpoints, const std::string& token,
@@ -22,6 +24,11 @@ MeasuringSink::MeasuringSink(std::vector<std::string> web_endpoints, const std::
     options.dedupe_window = 2'000'000;
     options.http.listen = "127.0.0.1:0";
     options.http.max_connections = 4096;
+    if (const TlsFiles* tls = BenchTls()) {
+        options.http.tls.cert_file = tls->cert;
+        options.http.tls.key_file = tls->key;
+        options.web_tls.ca_file = tls->ca;
+    }
     executor_ = std::make_unique<client::Executor>(options);
     executor_->Handle("sink", [this](client::JobContext& ctx) {
         Arrival a;

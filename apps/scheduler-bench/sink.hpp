@@ -32,7 +32,8 @@ struct Arrival {
 class MeasuringSink {
   public:
     /// Starts the executor on 127.0.0.1:0; its results and heartbeats go to `web_endpoints`
-    /// (the trigger nodes' executor API). Throws like Executor::Start().
+    /// (the trigger nodes' executor API). With BenchTls() it serves HTTPS with that certificate
+    /// and verifies https endpoints against its CA. Throws like Executor::Start().
     MeasuringSink(std::vector<std::string> web_endpoints, const std::string& token,
                   const std::filesystem::path& spool_dir);
     ~MeasuringSink();

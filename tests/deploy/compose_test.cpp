@@ -442,6 +442,206 @@ TEST_F(Compose, CheckConfigRejectsWhatTheAppWouldReject) {
     EXPECT_EQ(bad_why.rfind("scheduler-web: database.url: ", 0), 0u) << bad_why;
 }
 
+// docker/docker-compose.tls.yml, the TLS variant: an override of the compose file whose services
+// run the configs under docker/config/tls with the certificates scripts/tls-certs.sh makes.
+class ComposeTls : public Compose {
+  protected:
+    void SetUp() override {
+        Compose::SetUp();
+        if (HasFatalFailure()) return;
+        override_ = YAML::LoadFile((kDocker / "docker-compose.tls.yml").string());
+        ASSERT_TRUE(override_["services"].IsMap());
+    }
+
+    // The service as the compose tools run it with the override: its command replaced, its
+    // volumes added to the base's, its health check's test replaced.
+    AppService Tls(const AppService& base) {
+        AppService a = base;
+        const YAML::Node over = override_["services"][base.name];
+        EXPECT_TRUE(over) << base.name << " has no TLS variant";
+        if (!over) return a;
+        a.service = YAML::Clone(base.service);
+        a.service["command"] = over["command"];
+        for (const auto& v : over["volumes"]) a.service["volumes"].push_back(v);
+        a.service["healthcheck"]["test"] = over["healthcheck"]["test"];
+        const auto cmd = over["command"].as<std::vector<std::string>>();
+        a.config_in.clear();
+        for (std::size_t i = 1; i + 1 < cmd.size(); ++i) {
+            if (cmd[i] == "--config") a.config_in = cmd[i + 1];
+        }
+        EXPECT_EQ(cmd.at(0), base.app) << base.name;
+        return a;
+    }
+
+    std::vector<AppService> ResolvedTls() {
+        std::vector<AppService> all;
+        for (const auto& base : apps_) {
+            AppService a = Tls(base);
+            ResolveConfig(a);
+            if (::testing::Test::HasFatalFailure()) return {};
+            all.push_back(a);
+        }
+        return all;
+    }
+
+    YAML::Node override_;
+};
+
+// The TLS section of a service's server and its callers' client section.
+YAML::Node ServerTlsOf(const AppService& a) {
+    return a.app == "demo-client" ? a.config["executor"]["http"]["tls"] : a.config["http"]["tls"];
+}
+YAML::Node ClientTlsOf(const AppService& a) {
+    return a.app == "demo-client" ? a.config["executor"]["http-client"]["tls"] : a.config["http-client"]["tls"];
+}
+
+TEST_F(ComposeTls, OverridesEveryAppServiceAndOnlyThose) {
+    std::set<std::string> apps, overridden;
+    for (const auto& a : apps_) apps.insert(a.name);
+    for (const auto& kv : override_["services"]) overridden.insert(kv.first.as<std::string>());
+    EXPECT_EQ(overridden, apps);
+    for (const auto& kv : override_) {
+        const auto key = kv.first.as<std::string>();
+        EXPECT_TRUE(key == "services" || key.rfind("x-", 0) == 0) << key;
+    }
+    for (const auto& kv : override_["services"]) {
+        for (const auto& key : kv.second) {
+            const auto name = key.first.as<std::string>();
+            EXPECT_TRUE(name == "command" || name == "volumes" || name == "healthcheck")
+                << kv.first.as<std::string>() << "." << name << ": only these merge alike in the three tools";
+        }
+        // New container paths only: the tools disagree on how a volume over a base volume merges.
+        std::set<std::string> base_targets;
+        for (const auto& v : compose_["services"][kv.first.as<std::string>()]["volumes"]) {
+            const std::string spec = v.as<std::string>();
+            base_targets.insert(
+                spec.substr(spec.find(':') + 1, spec.find(':', spec.find(':') + 1) - spec.find(':') - 1));
+        }
+        for (const auto& v : kv.second["volumes"]) {
+            const std::string spec = v.as<std::string>();
+            const std::string target =
+                spec.substr(spec.find(':') + 1, spec.find(':', spec.find(':') + 1) - spec.find(':') - 1);
+            EXPECT_FALSE(base_targets.contains(target)) << spec;
+            EXPECT_EQ(spec.substr(spec.rfind(':')), ":ro") << spec;
+        }
+    }
+}
+
+TEST_F(ComposeTls, EveryHopServesAndCallsOverTlsWithTheMountedCertificates) {
+    for (const auto& a : ResolvedTls()) {
+        SCOPED_TRACE(a.name);
+        EXPECT_EQ(a.config_host.parent_path().filename(), "tls") << a.config_host;
+        bool mounted = false;
+        for (const auto& v : a.service["volumes"]) mounted |= v.as<std::string>() == "./tls:/etc/sched/tls:ro";
+        EXPECT_TRUE(mounted) << "docker/tls is not mounted at /etc/sched/tls";
+        const YAML::Node server = ServerTlsOf(a);
+        EXPECT_EQ(server["cert-file"].as<std::string>(""), "/etc/sched/tls/" + a.name + ".crt");
+        EXPECT_EQ(server["key-file"].as<std::string>(""), "/etc/sched/tls/" + a.name + ".key");
+        const YAML::Node client = ClientTlsOf(a);
+        EXPECT_EQ(client["ca-file"].as<std::string>(""), "/etc/sched/tls/ca.crt");
+        if (a.app == "demo-client") {
+            for (const auto& e : a.config["executor"]["web-endpoints"]) {
+                EXPECT_EQ(e.as<std::string>().rfind("https://", 0), 0u) << e.as<std::string>();
+            }
+        } else {
+            EXPECT_EQ(client["peer-scheme"].as<std::string>(""), "https");
+        }
+        std::string test;
+        for (const auto& part : a.service["healthcheck"]["test"]) test += part.as<std::string>() + " ";
+        EXPECT_NE(test.find("--cacert /etc/sched/tls/ca.crt"), std::string::npos) << test;
+        EXPECT_NE(test.find("https://localhost:" + std::to_string(a.listen_port) + "/"), std::string::npos) << test;
+    }
+}
+
+// The TLS configs are the plain ones plus TLS: without their tls sections (and with http://
+// endpoints) each equals its docker/config twin, so the two variants cannot drift apart.
+TEST_F(ComposeTls, ConfigsDifferFromThePlainOnesOnlyInTls) {
+    const auto strip = [](YAML::Node config, const std::string& app) {
+        YAML::Node root = YAML::Clone(config);
+        YAML::Node holder = app == "demo-client" ? root["executor"] : root;
+        holder["http"].remove("tls");
+        holder.remove("http-client");
+        if (app == "demo-client") {
+            YAML::Node endpoints(YAML::NodeType::Sequence);
+            for (const auto& e : holder["web-endpoints"]) {
+                std::string url = e.as<std::string>();
+                if (url.rfind("https://", 0) == 0) url.erase(4, 1);
+                endpoints.push_back(url);
+            }
+            holder["web-endpoints"] = endpoints;
+        }
+        return YAML::Dump(root);
+    };
+    const auto plain = Resolved();
+    const auto tls = ResolvedTls();
+    ASSERT_EQ(plain.size(), tls.size());
+    for (std::size_t i = 0; i < plain.size(); ++i) {
+        EXPECT_EQ(strip(tls[i].config, tls[i].app), strip(plain[i].config, plain[i].app)) << tls[i].config_host;
+    }
+}
+
+TEST_F(ComposeTls, EveryConfigIsAcceptedByItsApp) {
+    for (const char* name : {"SCHED_TOKEN", "SCHED_DB_PASSWORD", "SCHED_EXECUTOR_TOKEN"}) unsetenv(name);
+    int checked = 0;
+    for (const auto& a : ResolvedTls()) {
+        SCOPED_TRACE(a.name);
+        if (a.app == "demo-client") {
+            setenv("SCHED_TOKEN", "compose-test-token", 1);
+            EXPECT_NO_THROW({
+                const auto root = ConfigNode::LoadFile(a.config_host);
+                (void)LogConfig::FromYaml(root.Child("log"));
+                const auto options = client::ExecutorOptions::FromYaml(root.Child("executor"));
+                EXPECT_TRUE(options.http.tls.enabled());
+                root.RejectUnknownKeys();
+            });
+            unsetenv("SCHED_TOKEN");
+        } else {
+            auto [code, out] = CheckConfig(a.app, a.config_host, kSecretsEnv);
+            EXPECT_EQ(code, 0) << out;
+            EXPECT_EQ(out, "config ok\n");
+        }
+        ++checked;
+    }
+    EXPECT_EQ(checked, static_cast<int>(apps_.size()));
+}
+
+// The command the override's header gives makes every file the configs name, and each service's
+// certificate chains to the CA and names the service (what its peers dial) and localhost (what
+// its health check dials).
+TEST_F(ComposeTls, TheCertificateScriptMakesWhatTheConfigsName) {
+    const fs::path dir = fs::temp_directory_path() / ("compose-tls-" + std::to_string(getpid()));
+    fs::remove_all(dir);
+    std::vector<std::string> argv = {"/bin/bash", (kSource / "scripts/tls-certs.sh").string(), dir.string()};
+    for (const auto& a : apps_) argv.push_back(a.name);
+    std::string out;
+    ASSERT_EQ(testing::RunCommand(argv, &out), 0) << out;
+    const std::string header = ReadFile(kDocker / "docker-compose.tls.yml");
+    std::string names;
+    for (const auto& a : apps_) names += " " + a.name;
+    EXPECT_NE(header.find("scripts/tls-certs.sh docker/tls" + names + "\n"), std::string::npos)
+        << "the header's command does not name every service";
+    for (const auto& a : ResolvedTls()) {
+        SCOPED_TRACE(a.name);
+        for (const YAML::Node& section : {ServerTlsOf(a), ClientTlsOf(a)}) {
+            for (const auto& kv : section) {
+                const std::string value = kv.second.as<std::string>("");
+                if (value.rfind("/etc/sched/tls/", 0) != 0) continue;
+                EXPECT_TRUE(fs::is_regular_file(dir / value.substr(15))) << value;
+            }
+        }
+        for (const std::string& host : {a.name, std::string("localhost")}) {
+            std::string verify;
+            EXPECT_EQ(testing::RunCommand({"/usr/bin/openssl", "verify", "-CAfile", (dir / "ca.crt").string(),
+                                           "-verify_hostname", host, (dir / (a.name + ".crt")).string()},
+                                          &verify),
+                      0)
+                << verify;
+        }
+        EXPECT_EQ(fs::status(dir / (a.name + ".key")).permissions() & fs::perms::others_read, fs::perms::none);
+    }
+    fs::remove_all(dir);
+}
+
 // The repository's example configs (config/, copied into the image as /etc/sched) are valid
 // too, and checking them creates nothing (config/standalone.yaml names sqlite://data/...).
 TEST(CheckConfig, RepositoryConfigsPassWithoutCreatingFiles) {

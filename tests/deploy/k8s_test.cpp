@@ -1,6 +1,6 @@
 // deploy/k8s/base: the Kubernetes manifests agree with the apps and the image (the overlays
-// change counts, placement and resources only; tests/deploy/k8s-schema renders and
-// schema-checks each). No cluster is
+// change counts, placement and resources, and production adds TLS on every hop, checked at the
+// end; tests/deploy/k8s-schema renders and schema-checks each). No cluster is
 // needed: the manifests are parsed, each config mounted from the ConfigMap is validated by the
 // real app binary (--check-config), and each app is started on that config (with a SQLite
 // database and a loopback port instead of MariaDB and 0.0.0.0) to show that every probe path
@@ -449,6 +449,143 @@ TEST_F(K8s, ProbePathsAreRoutesTheAppsServe) {
         EXPECT_EQ(p.WaitForExit(20s), 0) << p.stderr_text();
         fs::remove_all(dir);
     }
+}
+
+// overlays/production runs TLS on every hop: its configs (tls-config.yaml) replace the base's,
+// tls.yaml mounts a certificate Secret per Deployment, secret-tls.example.yaml shows the
+// Secrets and the scripts/tls-certs.sh lines that make them.
+const fs::path kProduction = kSource / "deploy/k8s/overlays/production";
+
+std::vector<YAML::Node> LoadAll(const fs::path& file) {
+    std::vector<YAML::Node> out;
+    for (const auto& doc : YAML::LoadAllFromFile(file.string())) {
+        if (!doc.IsNull()) out.push_back(doc);
+    }
+    return out;
+}
+
+// Every string under `node` that names a file in /etc/sched/tls.
+void TlsPaths(const YAML::Node& node, std::set<std::string>* out) {
+    if (node.IsMap()) {
+        for (const auto& kv : node) TlsPaths(kv.second, out);
+    } else if (node.IsSequence()) {
+        for (const auto& item : node) TlsPaths(item, out);
+    } else if (node.IsScalar() && node.as<std::string>().rfind("/etc/sched/tls/", 0) == 0) {
+        out->insert(node.as<std::string>());
+    }
+}
+
+TEST(K8sProductionTls, ConfigsServeAndCallOverTlsWithTheMountedSecretsFiles) {
+    for (const char* name : {"SCHED_TOKEN", "SCHED_DB_PASSWORD", "SCHED_ADVERTISED_ADDRESS"}) unsetenv(name);
+    // The Secrets the example shows: name -> keys.
+    std::map<std::string, std::set<std::string>> secrets;
+    for (const auto& doc : LoadAll(kProduction / "secret-tls.example.yaml")) {
+        EXPECT_EQ(doc["type"].as<std::string>(""), "kubernetes.io/tls");
+        for (const auto& kv : doc["stringData"]) {
+            secrets[doc["metadata"]["name"].as<std::string>()].insert(kv.first.as<std::string>());
+            EXPECT_EQ(kv.second.as<std::string>().rfind("EXAMPLE-", 0), 0u) << "a real key in the example";
+        }
+    }
+    // Each Deployment mounts one of them at /etc/sched/tls.
+    std::map<std::string, std::string> mounted;  // Deployment -> Secret
+    for (const auto& doc : LoadAll(kProduction / "tls.yaml")) {
+        ASSERT_EQ(doc["kind"].as<std::string>(""), "Deployment");
+        const YAML::Node pod = doc["spec"]["template"]["spec"];
+        for (const auto& c : pod["containers"]) {
+            for (const auto& m : c["volumeMounts"]) {
+                if (m["mountPath"].as<std::string>("") != "/etc/sched/tls") continue;
+                for (const auto& v : pod["volumes"]) {
+                    if (v["name"].as<std::string>("") == m["name"].as<std::string>("") && v["secret"]) {
+                        mounted[doc["metadata"]["name"].as<std::string>()] =
+                            v["secret"]["secretName"].as<std::string>();
+                    }
+                }
+            }
+            for (const char* probe : {"readinessProbe", "livenessProbe", "startupProbe"}) {
+                if (c[probe]) {
+                    EXPECT_EQ(c[probe]["httpGet"]["scheme"].as<std::string>(""), "HTTPS") << probe;
+                }
+            }
+        }
+    }
+    EXPECT_EQ(mounted.size(), 3u);
+    for (const auto& [deployment, secret] : mounted) {
+        EXPECT_TRUE(secrets.contains(secret)) << deployment << " mounts " << secret << ", which the example lacks";
+    }
+
+    // The configs: accepted by their apps, every tls file one of the Secret's keys, peers over https.
+    int checked = 0;
+    for (const auto& doc : LoadAll(kProduction / "tls-config.yaml")) {
+        ASSERT_EQ(doc["kind"].as<std::string>(""), "ConfigMap");
+        for (const auto& kv : doc["data"]) {
+            const std::string key = kv.first.as<std::string>();
+            SCOPED_TRACE(key);
+            const YAML::Node config = YAML::Load(kv.second.as<std::string>());
+            std::set<std::string> paths;
+            TlsPaths(config, &paths);
+            EXPECT_EQ(paths, (std::set<std::string>{"/etc/sched/tls/tls.crt", "/etc/sched/tls/tls.key",
+                                                    "/etc/sched/tls/ca.crt"}));
+            if (key == "demo-client.yaml") {
+                for (const auto& e : config["executor"]["web-endpoints"]) {
+                    EXPECT_EQ(e.as<std::string>().rfind("https://", 0), 0u) << e.as<std::string>();
+                }
+                EXPECT_TRUE(config["executor"]["http"]["tls"]["cert-file"]);
+                continue;
+            }
+            EXPECT_EQ(config["http-client"]["tls"]["peer-scheme"].as<std::string>(""), "https");
+            EXPECT_TRUE(config["http"]["tls"]["cert-file"]);
+            auto [code, out] =
+                CheckConfig(key == "trigger.yaml" ? "scheduler-trigger" : "scheduler-web", kv.second.as<std::string>());
+            EXPECT_EQ(code, 0) << out;
+            EXPECT_EQ(out, "config ok\n");
+            ++checked;
+        }
+    }
+    EXPECT_EQ(checked, 2);
+}
+
+// The scripts/tls-certs.sh lines of secret-tls.example.yaml, run as written: each certificate
+// chains to the CA and names what its peers dial (a trigger pod's DNS name under the headless
+// Service, the Services), and not what they do not.
+TEST(K8sProductionTls, TheExamplesCertificatesNameWhatPeersDial) {
+    const std::string example = ReadFile(kProduction / "secret-tls.example.yaml");
+    const auto from = example.find("#   ns=sched; d=sched-certs\n");
+    const auto to = example.find("#   for s in");
+    ASSERT_NE(from, std::string::npos);
+    ASSERT_NE(to, std::string::npos);
+    const fs::path dir = fs::temp_directory_path() / ("k8s-tls-" + std::to_string(getpid()));
+    fs::remove_all(dir);
+    std::string script = "set -e\nns=sched; d='" + dir.string() + "'\n";
+    std::istringstream lines(example.substr(from, to - from));
+    std::string ns_line;  // replaced above: d is a temporary folder
+    std::getline(lines, ns_line);
+    for (std::string line; std::getline(lines, line);) {
+        ASSERT_EQ(line.rfind("#   ", 0), 0u) << line;
+        line = line.substr(4);
+        for (auto at = line.find("scripts/tls-certs.sh"); at != std::string::npos;
+             at = line.find("scripts/tls-certs.sh", at + 1)) {
+            line.replace(at, 0, kSource.string() + "/");
+            at += kSource.string().size() + 1;
+        }
+        script += line + "\n";
+    }
+    std::string out;
+    ASSERT_EQ(testing::RunCommand({"/bin/bash", "-c", script}, &out), 0) << script << out;
+    const auto names = [&](const std::string& cert, const std::string& host) {
+        std::string verify;
+        return testing::RunCommand({"/usr/bin/openssl", "verify", "-CAfile", (dir / "ca.crt").string(),
+                                    "-verify_hostname", host, (dir / (cert + ".crt")).string()},
+                                   &verify) == 0;
+    };
+    EXPECT_TRUE(names("sched-trigger", "sched-trigger"));
+    EXPECT_TRUE(names("sched-trigger", "10-1-2-3.sched-trigger-pods.sched.svc.cluster.local"));
+    EXPECT_FALSE(names("sched-trigger", "10-1-2-3.sched-trigger-pods.other.svc.cluster.local"));
+    EXPECT_TRUE(names("sched-web", "sched-web"));
+    EXPECT_TRUE(names("sched-web", "sched-web.sched.svc.cluster.local"));
+    EXPECT_FALSE(names("sched-web", "10-1-2-3.sched-trigger-pods.sched.svc.cluster.local"));
+    EXPECT_TRUE(names("sched-demo-executor", "10-1-2-3.sched-demo-executor.sched.svc.cluster.local"));
+    EXPECT_FALSE(names("sched-demo-executor", "sched-trigger"));
+    fs::remove_all(dir);
 }
 
 }  // namespace

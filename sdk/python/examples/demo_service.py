@@ -3,6 +3,8 @@
 (docs/protocol.md "Conformance handler set") and echo/sleep/fail under their demo names.
 
     SCHED_TOKEN=<executor token> python3 demo_service.py --web http://127.0.0.1:8080 --app demo
+    SCHED_TOKEN=... python3 demo_service.py --web https://web:8080 --ca-file ca.crt \
+        --tls-cert-file svc.crt --tls-key-file svc.key     # TLS both ways
 
 Stops gracefully on SIGTERM or SIGINT (deregisters, lets running handlers finish)."""
 
@@ -63,6 +65,12 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--heartbeat-interval", type=float, default=10.0, help="seconds between heartbeats")
     p.add_argument("--callback-flush-interval", type=float, default=0.1, help="seconds a result may wait")
     p.add_argument("--shutdown-grace", type=float, default=30.0, help="seconds running handlers get on stop")
+    p.add_argument("--tls-cert-file", default="", help="PEM certificate chain: serve the nodes' calls over HTTPS")
+    p.add_argument("--tls-key-file", default="", help="PEM private key of --tls-cert-file")
+    p.add_argument("--tls-client-ca-file", default="", help="PEM CA bundle: require node client certificates")
+    p.add_argument("--ca-file", default="", help="PEM CA bundle for https:// --web URLs (default: the system store)")
+    p.add_argument("--client-cert-file", default="", help="PEM client certificate for the web nodes")
+    p.add_argument("--client-key-file", default="", help="PEM private key of --client-cert-file")
     p.add_argument("--log-level", default="INFO")
     p.add_argument("--log-format", choices=("text", "json"), default="text",
                    help="json: one JSON object per line, with fire, job and trace_id members on run lines")
@@ -83,7 +91,10 @@ def main(argv: Optional[List[str]] = None, executor_class: Type[Executor] = Exec
     try:
         options = Options(app=args.app, web_endpoints=args.web, token=args.token, listen_host=host,
                           listen_port=int(port), heartbeat_interval=args.heartbeat_interval,
-                          callback_flush_interval=args.callback_flush_interval, shutdown_grace=args.shutdown_grace)
+                          callback_flush_interval=args.callback_flush_interval, shutdown_grace=args.shutdown_grace,
+                          tls_cert_file=args.tls_cert_file, tls_key_file=args.tls_key_file,
+                          tls_client_ca_file=args.tls_client_ca_file, ca_file=args.ca_file,
+                          client_cert_file=args.client_cert_file, client_key_file=args.client_key_file)
     except ValueError as e:
         print("demo_service: %s" % e, file=sys.stderr)
         return 2
