@@ -101,6 +101,8 @@ def main(argv: Optional[List[str]] = None, executor_class: Type[Executor] = Exec
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
+    reload_tls = threading.Event()  # SIGHUP: read the TLS files again (the main loop does it)
+    signal.signal(signal.SIGHUP, lambda *_: reload_tls.set())
     executor = executor_class(options)
     for name, fn in HANDLERS.items():
         executor.handle(name, fn)
@@ -111,7 +113,9 @@ def main(argv: Optional[List[str]] = None, executor_class: Type[Executor] = Exec
             {"msg": announce, "levelname": "INFO", "levelno": logging.INFO, "name": "demo_service"}))
     print(announce, flush=True)
     while not stop.wait(0.5):
-        pass
+        if reload_tls.is_set():
+            reload_tls.clear()
+            executor.reload_tls()
     executor.stop()
     return 0
 

@@ -15,6 +15,7 @@ import collections
 import email.message
 import heapq
 import itertools
+import os
 import math
 import http.client
 import http.server
@@ -181,6 +182,18 @@ def server_tls_context(options: Options) -> Optional[ssl.SSLContext]:
         ctx.load_verify_locations(cafile=options.tls_client_ca_file)
         ctx.verify_mode = ssl.CERT_REQUIRED
     return ctx
+
+
+def _tls_stamp(options: Options) -> Tuple[Optional[int], ...]:
+    """The modification times of the TLS files `options` names (None for one absent or unset)."""
+    stamps: List[Optional[int]] = []
+    for path in (options.tls_cert_file, options.tls_key_file, options.tls_client_ca_file, options.ca_file,
+                 options.client_cert_file, options.client_key_file):
+        try:
+            stamps.append(os.stat(path).st_mtime_ns if path else None)
+        except OSError:
+            stamps.append(None)
+    return tuple(stamps)
 
 
 def client_tls_context(options: Options) -> ssl.SSLContext:
@@ -665,6 +678,7 @@ class Executor:
     def __init__(self, options: Options) -> None:
         self.options = options
         self._client_tls = client_tls_context(options)  # raises for an unreadable ca_file: a start-up error
+        self._tls_files = _tls_stamp(options)
         self._handlers: Dict[str, Handler] = {}
         self._registry = _Registry(options.capacity, options.dedupe_window)
         self._logs = _LogBook(options.log_retained_fires, options.log_max_lines)
@@ -720,6 +734,24 @@ class Executor:
     @property
     def port(self) -> int:
         return self._server.server_address[1] if self._server else 0
+
+    def reload_tls(self) -> bool:
+        """Reads the certificate, key and CA files again (call it on SIGHUP; the heartbeat loop
+        also does when their modification times change): new connections, in and out, use the new
+        ones, open connections keep theirs. Files that do not load (half written, a key that does
+        not match) keep the old contexts, logged. Returns whether the new files took."""
+        self._tls_files = _tls_stamp(self.options)
+        try:
+            client = client_tls_context(self.options)
+            server = server_tls_context(self.options)
+        except (OSError, ssl.SSLError, ValueError) as e:
+            log.error("TLS files not reloaded, the previous ones stay in use: %s", e)
+            return False
+        self._client_tls = client
+        if self._server is not None:
+            self._server.tls = server
+        log.info("TLS certificate and CA files reloaded")
+        return True
 
     def _spawn(self, target: Callable[[], object], name: str) -> threading.Thread:
         t = threading.Thread(target=target, name="sched-" + name, daemon=True)
@@ -1117,6 +1149,8 @@ class Executor:
                 self.stats["heartbeats_ok"] += 1
             else:
                 self.stats["heartbeats_failed"] += 1
+            if _tls_stamp(self.options) != self._tls_files:
+                self.reload_tls()
             interval = self.options.heartbeat_interval
             self._stopping.wait(interval if answer is not None else min(interval, 2.0))
 
@@ -1279,11 +1313,18 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
         self.executor = executor
         self._slots = threading.BoundedSemaphore(executor.options.max_connections)
         super().__init__(address, _Handler)
-        tls = server_tls_context(executor.options)
+        # Each accepted connection is wrapped with the context current at its accept, so a reload
+        # (Executor.reload_tls) reaches new connections while open ones keep theirs.
+        self.tls = server_tls_context(executor.options)
+
+    def get_request(self) -> Tuple[Any, Any]:
+        request, client_address = super().get_request()
+        tls = self.tls
         if tls is not None:
             # The handshake runs on the connection's own thread (process_request_thread), under
             # request_timeout, so a silent peer cannot stall the accept loop.
-            self.socket = tls.wrap_socket(self.socket, server_side=True, do_handshake_on_connect=False)
+            request = tls.wrap_socket(request, server_side=True, do_handshake_on_connect=False)
+        return request, client_address
 
     def process_request(self, request: Any, client_address: Any) -> None:
         # At the connection cap a new connection is closed at once rather than given a thread.

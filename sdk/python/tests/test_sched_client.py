@@ -401,6 +401,47 @@ class TlsTest(unittest.TestCase):
         member.load_cert_chain(self.pki["cert"], self.pki["key"])
         self.assertEqual(self.get(ex.port, member), 401)
 
+    def test_reload_serves_new_files_to_new_connections_and_keeps_the_old_on_a_bad_file(self):
+        # The executor's files are copies, so the test can replace them.
+        files = {k: os.path.join(self.dir, "reload-" + k) for k in ("cert", "key")}
+        for k, path in files.items():
+            shutil.copyfile(self.pki[k], path)
+        ex = Executor(Options(app="t", web_endpoints=["https://127.0.0.1:%d" % self.web.server_address[1]],
+                              token="t" * 32, heartbeat_interval=0.2, request_timeout=2, shutdown_grace=1,
+                              web_timeout=1, ca_file=self.pki["ca"], tls_cert_file=files["cert"],
+                              tls_key_file=files["key"]))
+        ex.handle("h", lambda ctx: "ok")
+        ex.start()
+        self.addCleanup(ex.stop)
+        cluster_ca = ssl.create_default_context(cafile=self.pki["ca"])
+        stranger_ca = ssl.create_default_context(cafile=self.other["ca"])
+        self.assertEqual(self.get(ex.port, cluster_ca), 401)
+        # A half-written certificate is refused and the old one stays in use.
+        with open(files["cert"], "w") as f:
+            f.write("-----BEGIN CERTIFICATE-----\n")
+        with self.assertLogs("sched_client", level="ERROR"):
+            self.assertFalse(ex.reload_tls())
+        self.assertEqual(self.get(ex.port, cluster_ca), 401)
+        # The stranger's certificate: new connections get it at once after reload_tls().
+        for k, path in files.items():
+            shutil.copyfile(self.other[k], path)
+        self.assertTrue(ex.reload_tls())
+        self.assertEqual(self.get(ex.port, stranger_ca), 401)
+        with self.assertRaises(ssl.SSLCertVerificationError):
+            self.get(ex.port, cluster_ca)
+        # Back to the cluster's files, picked up by the heartbeat loop from their new mtimes.
+        for k, path in files.items():
+            shutil.copyfile(self.pki[k], path)
+            os.utime(path, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            try:
+                if self.get(ex.port, cluster_ca) == 401:
+                    break
+            except ssl.SSLCertVerificationError:
+                time.sleep(0.1)
+        self.assertEqual(self.get(ex.port, cluster_ca), 401)
+
     def test_half_configured_tls_is_refused(self):
         with self.assertRaises(ValueError):
             Options(app="t", web_endpoints=["https://w"], token="t", tls_cert_file="c.pem")
