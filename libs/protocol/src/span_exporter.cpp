@@ -68,8 +68,8 @@ SpanExporterOptions SpanExporterOptions::FromYaml(const ConfigNode& node, const 
         auto url = http::Url::Parse(o.endpoint);
         if (!url.ok()) throw ConfigError(node.path() + ".otlp-endpoint", url.status().message());
     }
-    o.service_name = node.String("service-name", service_name);
-    if (o.service_name.empty()) throw ConfigError(node.path() + ".service-name", "must not be empty");
+    o.service_name = node.String("service-name", "");
+    if (o.service_name.empty()) o.service_name = service_name;
     o.batch_size = static_cast<std::size_t>(node.Int("batch-size", static_cast<std::int64_t>(o.batch_size), 1, 10000));
     o.flush_interval = node.Duration("flush-interval", o.flush_interval, 10ms, std::chrono::minutes(1));
     o.queue_limit =
@@ -87,7 +87,7 @@ SpanExporterOptions SpanExporterOptions::FromYaml(const ConfigNode& node, const 
 namespace impl {
 
 struct SpanExporterState {
-    SpanExporterState(net::any_io_executor io, SpanExporterOptions o, const http::ClientTlsOptions& tls)
+    SpanExporterState(const net::any_io_executor& io, SpanExporterOptions o, const http::ClientTlsOptions& tls)
         : options(std::move(o)),
           strand(net::make_strand(io)),
           wake(strand),
@@ -221,8 +221,9 @@ void Wake(const std::shared_ptr<SpanExporterState>& state) {
 
 }  // namespace impl
 
-SpanExporter::SpanExporter(net::any_io_executor io, SpanExporterOptions options, http::ClientTlsOptions tls)
-    : state_(std::make_shared<impl::SpanExporterState>(std::move(io), std::move(options), tls)) {}
+SpanExporter::SpanExporter(const net::any_io_executor& io, SpanExporterOptions options,
+                           const http::ClientTlsOptions& tls)
+    : state_(std::make_shared<impl::SpanExporterState>(io, std::move(options), tls)) {}
 
 SpanExporter::~SpanExporter() {
     std::lock_guard lock(state_->mu);
@@ -246,9 +247,10 @@ bool SpanExporter::Push(Span span) {
     bool wake = false;
     {
         std::lock_guard lock(s.mu);
-        if (s.stopping || s.queue.size() >= s.options.queue_limit) {
+        if (s.stopping) return false;  // shutting down: not a drop an operator should see
+        if (s.queue.size() >= s.options.queue_limit) {
             ++s.dropped_queue_full;
-            if (!s.stopping) s.LogQueueFull();
+            s.LogQueueFull();
             return false;
         }
         s.queue.push_back(std::move(span));

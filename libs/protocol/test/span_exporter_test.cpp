@@ -1,8 +1,11 @@
 #include "sched/protocol/span_exporter.hpp"
 
+#include "sched/protocol/fire_spans.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -227,6 +230,63 @@ TEST(SpanExporterOptions, ReadsTheSectionAndNamesABadKey) {
     } catch (const ConfigError& e) {
         EXPECT_EQ(e.path(), "telemetry.batch-size");
     }
+}
+
+TEST(RunTrace, IsTheFiresTraceOrUnderTheCallersTrace) {
+    const FireRef fire{.fire_id = 42, .job_id = 7, .scheduled_ms = 1764000000000, .attempt = 1, .app = "billing"};
+    EXPECT_EQ(RunTrace(fire), FireTrace(42, 7, 1764000000000, 1));
+    FireRef manual = fire;
+    manual.caller = ParseTraceParent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+    const TraceContext run = RunTrace(manual);
+    EXPECT_EQ(run.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+    EXPECT_NE(run.span_id, "00f067aa0ba902b7");  // the attempt's own span, child of the caller's
+    EXPECT_EQ(run, RunTrace(manual));            // derived: every node agrees
+    manual.attempt = 2;
+    EXPECT_NE(RunTrace(manual).span_id, run.span_id);
+    EXPECT_NE(FireStepSpanId(run, FireStep::kPlanned), FireStepSpanId(run, FireStep::kClaimed));
+}
+
+TEST(FireTracer, PushesStepsAndTheRootUnderTheRunsSpan) {
+    Collector collector(200);
+    IoThread io;
+    auto exporter = std::make_shared<SpanExporter>(io.executor(), SpanExporterOptions{.endpoint = collector.Url(),
+                                                                                      .service_name = "node-test",
+                                                                                      .batch_size = 100,
+                                                                                      .flush_interval = 20ms,
+                                                                                      .queue_limit = 100});
+    exporter->Start();
+    const FireRef fire{.fire_id = 42, .job_id = 7, .scheduled_ms = 1764000000000, .attempt = 0, .app = "billing"};
+    FireTracer::Step(fire, FireStep::kPlanned, 1, 1);  // not installed: nothing
+    FireTracer::Install(exporter, "n1");
+    EXPECT_TRUE(FireTracer::On());
+    FireTracer::Step(fire, FireStep::kClaimed, 1764000000000000000, 1764000000001000000);
+    FireTracer::Ended(fire, 1763999999000000000, 1764000000500000000, "failed");
+    FireTracer::Uninstall();
+    FireTracer::Step(fire, FireStep::kSent, 1, 1);  // uninstalled: nothing
+    ASSERT_TRUE(WaitFor([&] { return collector.SpansReceived() == 3; }, 5s));
+    exporter->Stop();
+    std::map<std::string, nlohmann::json> by_name;
+    for (const auto& b : collector.Bodies()) {
+        for (const auto& s : b["resourceSpans"][0]["scopeSpans"][0]["spans"]) by_name[s["name"]] = s;
+    }
+    const TraceContext run = FireTrace(42, 7, 1764000000000, 0);
+    ASSERT_EQ(by_name.size(), 3u);
+    EXPECT_EQ(by_name["fire"]["spanId"], run.span_id);
+    EXPECT_FALSE(by_name["fire"].contains("parentSpanId"));
+    EXPECT_EQ(by_name["fire"]["status"]["code"], 2);
+    EXPECT_EQ(by_name["fire"]["startTimeUnixNano"], "1763999999000000000");
+    for (const char* step : {"claimed", "ended"}) {
+        EXPECT_EQ(by_name[step]["traceId"], run.trace_id) << step;
+        EXPECT_EQ(by_name[step]["parentSpanId"], run.span_id) << step;
+    }
+    EXPECT_EQ(by_name["claimed"]["spanId"], FireStepSpanId(run, FireStep::kClaimed));
+    std::map<std::string, nlohmann::json> attributes;
+    for (const auto& a : by_name["claimed"]["attributes"]) attributes[a["key"]] = a["value"];
+    EXPECT_EQ(attributes["sched.fire_id"]["intValue"], "42");
+    EXPECT_EQ(attributes["sched.job_id"]["intValue"], "7");
+    EXPECT_EQ(attributes["sched.attempt"]["intValue"], "0");
+    EXPECT_EQ(attributes["sched.app"]["stringValue"], "billing");
+    EXPECT_EQ(attributes["sched.node"]["stringValue"], "n1");
 }
 
 }  // namespace

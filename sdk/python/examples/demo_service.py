@@ -66,6 +66,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--log-level", default="INFO")
     p.add_argument("--log-format", choices=("text", "json"), default="text",
                    help="json: one JSON object per line, with fire, job and trace_id members on run lines")
+    p.add_argument("--otlp-endpoint", default="",
+                   help="export each run's span over OTLP/HTTP (JSON) to this collector URL (default: off)")
+    p.add_argument("--otlp-flush-interval", type=float, default=1.0, help="seconds a span may wait to be posted")
     return p.parse_args(argv)
 
 
@@ -83,7 +86,8 @@ def main(argv: Optional[List[str]] = None, executor_class: Type[Executor] = Exec
     try:
         options = Options(app=args.app, web_endpoints=args.web, token=args.token, listen_host=host,
                           listen_port=int(port), heartbeat_interval=args.heartbeat_interval,
-                          callback_flush_interval=args.callback_flush_interval, shutdown_grace=args.shutdown_grace)
+                          callback_flush_interval=args.callback_flush_interval, shutdown_grace=args.shutdown_grace,
+                          otlp_endpoint=args.otlp_endpoint, otlp_flush_interval=args.otlp_flush_interval)
     except ValueError as e:
         print("demo_service: %s" % e, file=sys.stderr)
         return 2

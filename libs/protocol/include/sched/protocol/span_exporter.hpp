@@ -17,17 +17,6 @@
 ///   or the last failure drops the batch (counted, `Stats::dropped_export_failed`, and logged
 ///   at most once a minute with the number dropped since the last line).
 ///
-/// YAML (`telemetry:` of the trigger node, the standalone and the SDK's executor section):
-///
-///     otlp-endpoint: ""       # e.g. http://127.0.0.1:4318/v1/traces (https:// uses the
-///                             # process's http-client.tls); empty: no spans are exported
-///     service-name: <app>     # resource attribute service.name
-///     batch-size: 512         # spans per post (1..10000)
-///     flush-interval: 1s      # longest wait before queued spans are posted
-///     queue-limit: 8192       # spans held at most; more are dropped and counted
-///     retries: 3              # extra attempts of a failed post, then the batch is dropped
-///     timeout: 5s             # bound of one post
-///
 /// Thread-safe.
 
 #include <atomic>
@@ -40,10 +29,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sched/common/config.hpp"
 #include "sched/common/duration.hpp"
 #include "sched/common/net.hpp"
 #include "sched/http/tls_options.hpp"
+#include "sched/protocol/span_exporter_options.hpp"
 
 namespace sched::protocol {
 
@@ -72,25 +61,6 @@ struct Span {
 /// scope (`sched`) holding `spans`; ids as hex, times and integer attributes as decimal strings.
 nlohmann::json ExportTraceServiceRequest(std::string_view service_name, const std::vector<Span>& spans);
 
-struct SpanExporterOptions {
-    std::string endpoint;
-    std::string service_name;
-    std::size_t batch_size = 512;
-    Micros flush_interval = std::chrono::seconds(1);
-    std::size_t queue_limit = 8192;
-    int retries = 3;
-    Micros timeout = std::chrono::seconds(5);
-    /// The first retry's delay (doubling, spread, up to 5 s); not a YAML key.
-    Micros retry_backoff = std::chrono::milliseconds(200);
-
-    bool enabled() const { return !endpoint.empty(); }
-
-    /// Reads the keys above from `node` (a `telemetry:` section); `service_name` is the default
-    /// of service-name. Throws ConfigError naming the key (a bad URL, a value out of range,
-    /// batch-size above queue-limit).
-    static SpanExporterOptions FromYaml(const ConfigNode& node, const std::string& service_name);
-};
-
 struct SpanExporterStats {
     std::uint64_t exported = 0;               ///< spans a collector accepted
     std::uint64_t dropped_queue_full = 0;     ///< spans pushed while the queue was full
@@ -105,7 +75,7 @@ struct SpanExporterState;
 class SpanExporter {
   public:
     /// `tls` is the process's `http-client.tls` (for https:// endpoints).
-    SpanExporter(net::any_io_executor io, SpanExporterOptions options, http::ClientTlsOptions tls = {});
+    SpanExporter(const net::any_io_executor& io, SpanExporterOptions options, const http::ClientTlsOptions& tls = {});
     /// Stops the loop (without the last post of Stop) if it still runs.
     ~SpanExporter();
     SpanExporter(const SpanExporter&) = delete;
@@ -113,7 +83,7 @@ class SpanExporter {
 
     /// Starts the posting coroutine. Call once.
     void Start();
-    /// Queues `span`; false (and counted) when the queue is full or the exporter stopped.
+    /// Queues `span`; false when the queue is full (counted) or the exporter stopped.
     bool Push(Span span);
     /// Posts what is queued once more (no retry), then ends the loop; waits at most `timeout`
     /// plus one second. Must not be called from a thread running `io`. Idempotent.
