@@ -132,8 +132,10 @@ int main(int argc, char** argv) {
         const auto root = sched::ConfigNode::LoadFile(parsed.args.config_path);
         locks = sched::web::LockApiOptions::FromYaml(root.Child("locks"));
         oidc = sched::web::OidcOptions::FromYaml(root.Child("oidc"));
-        config = sched::trigger::NodeConfig::FromYaml(
-            root, {.db_url = "sqlite://data/scheduler.db", .listen = "127.0.0.1:8080", .require_token = false});
+        config = sched::trigger::NodeConfig::FromYaml(root, {.db_url = "sqlite://data/scheduler.db",
+                                                             .listen = "127.0.0.1:8080",
+                                                             .require_token = false,
+                                                             .service_name = "scheduler-standalone"});
     } catch (const sched::ConfigError& e) {
         std::cerr << "scheduler-standalone: " << e.what() << "\n";
         return 2;

@@ -64,10 +64,11 @@ class Child:
         return self.proc.returncode
 
 
-def call(base, method, path, token, body=None):
+def call(base, method, path, token, body=None, headers=None):
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(base + path, data=data, method=method,
-                                 headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+    all_headers = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
+    all_headers.update(headers or {})
+    req = urllib.request.Request(base + path, data=data, method=method, headers=all_headers)
     try:
         with urllib.request.urlopen(req, timeout=10) as resp:
             return resp.status, json.loads(resp.read() or b"null")

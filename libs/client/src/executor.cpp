@@ -85,6 +85,20 @@ void Runtime::Start() {
     client_options.user_agent = "sched-client/" + options_.app;
     client_options.tls = options_.web_tls;
     client_ = std::make_unique<http::HttpClient>(io_.get_executor(), client_options);
+    if (options_.telemetry.enabled()) {
+        spans_ = std::make_unique<protocol::SpanExporter>(io_.get_executor(), options_.telemetry, options_.web_tls);
+        spans_->Start();
+        const protocol::SpanExporter* spans = spans_.get();
+        metrics_registry_.Observed(
+            "sched_trace_spans_dropped_total",
+            "Spans not exported: queue_full (pushed while the queue was full), export_failed (a batch dropped after "
+            "its last retry).",
+            MetricsRegistry::Kind::kCounter, {"reason"}, [spans] {
+                const auto s = spans->Stats();
+                return std::vector<ObservedSample>{{{"queue_full"}, static_cast<double>(s.dropped_queue_full)},
+                                                   {{"export_failed"}, static_cast<double>(s.dropped_export_failed)}};
+            });
+    }
     workers_ = std::make_unique<net::thread_pool>(static_cast<std::size_t>(options_.worker_threads));
 
     started_ = true;
@@ -142,6 +156,7 @@ void Runtime::Stop() {
     net::post(strand_, [this] { callback_timer_.cancel(); });
     callback_done_.wait();
 
+    if (spans_) spans_->Stop();  // the last runs' spans, while the I/O threads run
     net::co_spawn(io_, server_->Shutdown(), net::use_future).get();
     client_->CloseIdle();
     work_.reset();

@@ -56,6 +56,9 @@ ExecutorOptions ExecutorOptions::FromYaml(const ConfigNode& node) {
     if (auto env = EnvOverride("SCHED_METRICS_TOKEN")) o.metrics_token = *env;
     o.http = http::ServerOptions::FromYaml(node.Child("http"), DefaultServerOptions());
     o.web_tls = http::ClientTlsOptions::FromConfig(node);
+    // service-name defaults to the app (read above): the collector groups spans by service.
+    o.telemetry =
+        protocol::SpanExporterOptions::FromYaml(node.Child("telemetry"), o.app.empty() ? "sched-executor" : o.app);
     o.Validate(node.path());
     return o;
 }

@@ -7,6 +7,7 @@
 
 #include "impl/runtime.hpp"
 #include "sched/common/log_fields.hpp"
+#include "sched/protocol/fire_spans.hpp"
 
 namespace sched::client::impl {
 
@@ -31,6 +32,35 @@ std::string LogTimestamp() {
         cached_text.assign(buf.data(), n);
     }
     return cached_text + fmt::format(".{:03d}Z", static_cast<int>(ms % 1000));
+}
+
+// The run's span: a child of the attempt's span the node sent in `traceparent`, with an id
+// derived like the node's steps (sched/protocol/fire_spans.hpp). A run sent without one has none.
+void PushRunSpan(protocol::SpanExporter& spans, const RunRequest& r, const CallbackResult& result,
+                 const std::string& app, const std::string& address) {
+    const auto parent = protocol::ParseTraceParent(r.traceparent);
+    if (!parent) return;
+    constexpr std::int64_t kNanosPerMs = 1'000'000;
+    protocol::Span span;
+    span.trace_id = parent->trace_id;
+    span.span_id = protocol::FireStepSpanId(*parent, protocol::FireStep::kRun);
+    span.parent_span_id = parent->span_id;
+    span.name = "run";
+    span.kind = protocol::SpanKind::kServer;
+    span.start_ns = result.started_ms * kNanosPerMs;
+    span.end_ns = std::max(result.started_ms, result.finished_ms) * kNanosPerMs;
+    span.attributes = {{"sched.fire_id", r.fire_id},
+                       {"sched.job_id", r.job_id},
+                       {"sched.app", app},
+                       {"sched.attempt", r.attempt},
+                       {"sched.node", address},
+                       {"sched.handler", r.handler},
+                       {"sched.status", std::string(protocol::Name(result.outcome))}};
+    if (result.outcome != protocol::RunOutcome::kSucceeded) {
+        span.error = true;
+        span.status_message = result.message;
+    }
+    spans.Push(std::move(span));
 }
 
 }  // namespace
@@ -165,6 +195,7 @@ void Runtime::Execute(const RunPtr& run) {
     FireLog(r.fire_id, "finished: " + std::string(protocol::Name(result.outcome)) +
                            (result.message.empty() ? "" : ": " + result.message));
     log_run(protocol::Name(result.outcome));
+    if (spans_) PushRunSpan(*spans_, r, result, options_.app, address_);
     // The tail before Close: a closed log may be forgotten at once (more fires running than
     // log-retained-fires), and its result would go without it.
     AttachLogTail(result);

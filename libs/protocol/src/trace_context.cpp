@@ -1,5 +1,7 @@
 #include "sched/protocol/trace_context.hpp"
 
+#include <algorithm>
+
 #include "sched/common/crypto.hpp"
 
 namespace sched::protocol {
@@ -60,6 +62,41 @@ std::optional<TraceContext> ParseTraceParent(std::string_view value) {
     t.span_id = std::string(span_id);
     t.sampled = (std::stoi(std::string(flags), nullptr, 16) & 1) != 0;
     return t;
+}
+
+std::optional<std::string> CheckTraceState(std::string_view value) {
+    if (value.size() > kMaxTraceStateLength) {
+        return "at most " + std::to_string(kMaxTraceStateLength) + " characters";
+    }
+    int members = 0;
+    std::size_t from = 0;
+    while (from <= value.size()) {
+        const std::size_t comma = std::min(value.find(',', from), value.size());
+        std::string_view member = value.substr(from, comma - from);
+        from = comma + 1;
+        while (!member.empty() && (member.front() == ' ' || member.front() == '\t')) member.remove_prefix(1);
+        while (!member.empty() && (member.back() == ' ' || member.back() == '\t')) member.remove_suffix(1);
+        if (member.empty()) continue;
+        if (++members > 32) return std::string("at most 32 list members");
+        const std::size_t eq = member.find('=');
+        if (eq == std::string_view::npos) return "expected key=value, got \"" + std::string(member) + "\"";
+        const std::string_view key = member.substr(0, eq);
+        const std::string_view val = member.substr(eq + 1);
+        const auto key_char = [](char c) {
+            return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '*' || c == '/' ||
+                   c == '@';
+        };
+        const bool key_ok = !key.empty() && key.size() <= 256 &&
+                            ((key[0] >= 'a' && key[0] <= 'z') || (key[0] >= '0' && key[0] <= '9')) &&
+                            std::all_of(key.begin(), key.end(), key_char) &&
+                            std::count(key.begin(), key.end(), '@') <= 1;
+        if (!key_ok) return "bad key \"" + std::string(key) + "\"";
+        const bool value_ok =
+            !val.empty() && val.size() <= 256 && val.back() != ' ' &&
+            std::all_of(val.begin(), val.end(), [](char c) { return c >= 0x20 && c <= 0x7e && c != ',' && c != '='; });
+        if (!value_ok) return "bad value of key \"" + std::string(key) + "\"";
+    }
+    return std::nullopt;
 }
 
 }  // namespace sched::protocol

@@ -49,5 +49,21 @@ TEST(ParseTraceParent, RefusesWhatTheSpecificationRefuses) {
     }
 }
 
+TEST(CheckTraceState, AcceptsTheSpecificationsListsAndNamesWhatIsWrong) {
+    EXPECT_FALSE(CheckTraceState("congo=t61rcWkgMzE"));
+    EXPECT_FALSE(CheckTraceState("rojo=00f067aa0ba902b7,congo=t61rcWkgMzE"));
+    EXPECT_FALSE(CheckTraceState(" rojo=1 , ,fw529a3039@dt=x"));  // spaces and empty members
+    EXPECT_TRUE(CheckTraceState("Rojo=1"));                       // upper-case key
+    EXPECT_TRUE(CheckTraceState("rojo"));                         // no value
+    EXPECT_TRUE(CheckTraceState("rojo="));
+    EXPECT_TRUE(CheckTraceState("rojo=a=b"));
+    EXPECT_TRUE(CheckTraceState("a@b@c=1"));
+    EXPECT_TRUE(CheckTraceState("rojo=\x01"));
+    EXPECT_TRUE(CheckTraceState("k=" + std::string(kMaxTraceStateLength, 'v')));
+    std::string many;
+    for (int i = 0; i < 33; ++i) many += (i ? ",k" : "k") + std::to_string(i) + "=v";
+    EXPECT_EQ(CheckTraceState(many), "at most 32 list members");
+}
+
 }  // namespace
 }  // namespace sched::protocol

@@ -39,7 +39,7 @@ constexpr auto kOutcomeNames = MakeNameTable<ResultOutcome>(
 constexpr const char* kColumns =
     "id, job_id, scheduled_time, kind, attempt, shard_index, shard_total, epoch, assigned_node, executor_address, "
     "status, due_at, followup, created_at, dispatched_at, started_at, finished_at, result_code, result_message, "
-    "dispatch_epoch, reason, skipped_until, skipped_count, workflow_run_id, workflow_step";
+    "dispatch_epoch, reason, skipped_until, skipped_count, workflow_run_id, workflow_step, trace_parent, trace_state";
 
 struct FireRow {
     Fire fire;
@@ -59,6 +59,8 @@ struct FireRow {
     impl::NullableInt64 skipped_count;
     impl::NullableInt64 workflow_run_id;
     impl::NullableString workflow_step;
+    impl::NullableString trace_parent;
+    impl::NullableString trace_state;
 
     void BindInto(soci::statement& st, impl::IntColumns& ints) {
         impl::IntoFireHead(st, ints, fire, kind, assigned_node);
@@ -78,6 +80,8 @@ struct FireRow {
         ints.Into(st, skipped_count);
         ints.Into(st, workflow_run_id);
         st.exchange(soci::into(workflow_step.value, workflow_step.ind));
+        st.exchange(soci::into(trace_parent.value, trace_parent.ind));
+        st.exchange(soci::into(trace_state.value, trace_state.ind));
     }
     Fire Finish() {
         // Stored values come only from this code; an unknown one means a corrupted row.
@@ -103,6 +107,8 @@ struct FireRow {
         fire.skipped_count = skipped_count.get();
         fire.workflow_run_id = workflow_run_id.get();
         fire.workflow_step = workflow_step.get();
+        fire.trace_parent = trace_parent.get();
+        fire.trace_state = trace_state.get();
         return fire;
     }
 };
@@ -359,19 +365,25 @@ std::optional<std::int64_t> FireRepository::InsertIfAbsent(soci::session& s, con
     run.set(fire.workflow_run_id);
     impl::NullableString step;
     step.set(fire.workflow_step);
+    impl::NullableString trace_parent;
+    trace_parent.set(fire.trace_parent);
+    impl::NullableString trace_state;
+    trace_state.set(fire.trace_state);
     const std::int64_t due_at = StoredDueAt(fire);
     soci::statement st =
         (s.prepare << dialect.InsertIfAbsent(
              "job_fire (job_id, scheduled_time, kind, attempt, shard_index, shard_total, epoch, "
-             "assigned_node, status, due_at, workflow_run_id, workflow_step, created_at) VALUES (:job_id, "
-             ":scheduled_time, :kind, :attempt, :shard_index, :shard_total, :epoch, :node, :status, :due_at, :run, "
-             ":step, " +
+             "assigned_node, status, due_at, workflow_run_id, workflow_step, trace_parent, trace_state, created_at) "
+             "VALUES (:job_id, :scheduled_time, :kind, :attempt, :shard_index, :shard_total, :epoch, :node, :status, "
+             ":due_at, :run, :step, :trace_parent, :trace_state, " +
              std::string(dialect.NowMs()) + ")"),
          soci::use(fire.job_id, "job_id"), soci::use(fire.scheduled_time, "scheduled_time"), soci::use(kind, "kind"),
          soci::use(fire.attempt, "attempt"), soci::use(fire.shard_index, "shard_index"),
          soci::use(fire.shard_total, "shard_total"), soci::use(fire.epoch, "epoch"),
          soci::use(node.value, node.ind, "node"), soci::use(status, "status"), soci::use(due_at, "due_at"),
-         soci::use(run.value, run.ind, "run"), soci::use(step.value, step.ind, "step"));
+         soci::use(run.value, run.ind, "run"), soci::use(step.value, step.ind, "step"),
+         soci::use(trace_parent.value, trace_parent.ind, "trace_parent"),
+         soci::use(trace_state.value, trace_state.ind, "trace_state"));
     if (db::ExecuteInsertIfAbsent(st) == 0) return std::nullopt;
     long long id = 0;
     if (!s.get_last_insert_id("job_fire", id)) throw std::runtime_error("no id for the new fire");

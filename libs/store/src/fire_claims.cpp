@@ -27,7 +27,7 @@ namespace {
 // The columns the slave needs to dispatch a fire.
 constexpr const char* kClaimColumns =
     "id, job_id, scheduled_time, kind, attempt, shard_index, shard_total, epoch, assigned_node, status, due_at, "
-    "dispatch_epoch, dispatched_at, created_at, workflow_run_id, reason";
+    "dispatch_epoch, dispatched_at, created_at, workflow_run_id, reason, trace_parent";
 
 struct ClaimRow {
     Fire fire;
@@ -38,6 +38,7 @@ struct ClaimRow {
     impl::NullableInt64 dispatched_at;
     impl::NullableInt64 workflow_run_id;  // a workflow step's run: its params may replace the job's
     impl::NullableString reason;          // concurrency: a fire that waited for a seat
+    impl::NullableString trace_parent;    // a manual trigger's caller context: its runs carry it
 
     void BindInto(soci::statement& st, impl::IntColumns& ints) {
         impl::IntoFireHead(st, ints, fire, kind, assigned_node);
@@ -48,6 +49,7 @@ struct ClaimRow {
         ints.Into(st, fire.created_at);
         ints.Into(st, workflow_run_id);
         st.exchange(soci::into(reason.value, reason.ind));
+        st.exchange(soci::into(trace_parent.value, trace_parent.ind));
     }
     Fire Finish() {
         auto k = ParseFireKind(kind);
@@ -60,6 +62,7 @@ struct ClaimRow {
         fire.dispatched_at = dispatched_at.get();
         fire.workflow_run_id = workflow_run_id.get();
         fire.reason = reason.get() ? ParseFireReason(*reason.get()) : std::nullopt;
+        fire.trace_parent = trace_parent.get();
         return fire;
     }
 };

@@ -43,6 +43,9 @@ struct FireState {
     std::optional<std::string> executor_address;
     bool has_started_at = false;
     std::optional<std::string> app;  ///< nullopt: the job is gone
+    std::int64_t scheduled_time = 0;
+    std::int64_t created_at = 0;
+    std::optional<std::string> trace_parent;
 };
 
 struct FireStateRow {
@@ -52,6 +55,7 @@ struct FireStateRow {
     impl::NullableString executor_address;
     impl::NullableInt64 started_at;
     impl::NullableString app;
+    impl::NullableString trace_parent;
 
     void BindInto(soci::statement& st, impl::IntColumns& ints) {
         ints.Into(st, state.id);
@@ -62,6 +66,9 @@ struct FireStateRow {
         st.exchange(soci::into(executor_address.value, executor_address.ind));
         ints.Into(st, started_at);
         st.exchange(soci::into(app.value, app.ind));
+        ints.Into(st, state.scheduled_time);
+        ints.Into(st, state.created_at);
+        st.exchange(soci::into(trace_parent.value, trace_parent.ind));
     }
     FireState Finish() {
         auto parsed = ParseFireStatus(status);
@@ -71,6 +78,7 @@ struct FireStateRow {
         state.executor_address = executor_address.get();
         state.has_started_at = started_at.get().has_value();
         state.app = app.get();
+        state.trace_parent = trace_parent.get();
         return state;
     }
 };
@@ -97,8 +105,9 @@ std::unordered_map<std::int64_t, FireState> LoadFires(soci::session& s, std::vec
         // LEFT JOIN: a fire whose job is gone is still found (and then judged with no app).
         const auto rows = impl::SelectRows<FireStateRow>(
             s,
-            "SELECT f.id, f.job_id, f.attempt, f.status, f.dispatch_epoch, f.executor_address, f.started_at, j.app "
-            "FROM job_fire f LEFT JOIN job j ON j.id = f.job_id WHERE f.id IN (" +
+            "SELECT f.id, f.job_id, f.attempt, f.status, f.dispatch_epoch, f.executor_address, f.started_at, j.app, "
+            "f.scheduled_time, f.created_at, f.trace_parent FROM job_fire f LEFT JOIN job j ON j.id = f.job_id WHERE "
+            "f.id IN (" +
                 IdList(ids, from, to) + ")",
             [](soci::statement&) {});
         for (const auto& row : rows) fires.emplace(row.id, row);
@@ -183,7 +192,14 @@ std::vector<Write> Judge(soci::session& s, const std::vector<ExecutorResult>& re
     for (std::size_t i : pending) ids.push_back(results[i].fire_id);
     const auto fires = LoadFires(s, ids);
     for (const auto& [id, fire] : fires) {
-        if (fire.app) jobs[id] = FireJob{.fire_id = id, .job_id = fire.job_id, .app = *fire.app};
+        if (fire.app) {
+            jobs[id] = FireJob{.fire_id = id,
+                               .job_id = fire.job_id,
+                               .app = *fire.app,
+                               .scheduled_time = fire.scheduled_time,
+                               .created_at = fire.created_at,
+                               .trace_parent = fire.trace_parent};
+        }
     }
 
     std::vector<Write> passed;

@@ -9,6 +9,7 @@
 #include "impl/node_impl.hpp"
 #include "sched/common/node_id.hpp"
 #include "sched/db/open_database.hpp"
+#include "sched/protocol/fire_spans.hpp"
 #include "sched/store/shard.hpp"
 
 namespace sched::trigger {
@@ -127,6 +128,12 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
     http_options.max_idle_per_host = std::max<std::size_t>(
         http_options.max_idle_per_host, static_cast<std::size_t>(config_.slave.max_calls_per_executor));
     impl_->http = std::make_unique<http::HttpClient>(io_.get_executor(), http_options);
+    if (config_.telemetry.enabled()) {
+        impl_->spans =
+            std::make_shared<protocol::SpanExporter>(io_.get_executor(), config_.telemetry, config_.http_client_tls);
+        impl_->spans->Start();
+        protocol::FireTracer::Install(impl_->spans, node_id_);
+    }
     try {
         impl_->server->Start();
     } catch (const std::exception& e) {
@@ -209,7 +216,12 @@ void TriggerNode::Stop() {
     if (was_leading) NudgePeers();
     if (impl_->heartbeat_thread.joinable()) impl_->heartbeat_thread.join();
     (void)store::TriggerNodeRepository(*db_).SetState(node_id_, "stopped");
-    // 3. Finish in-flight HTTP requests, then close.
+    // 3. The last spans leave while the I/O threads still run.
+    if (impl_->spans) {
+        protocol::FireTracer::Uninstall();
+        impl_->spans->Stop();
+    }
+    // 4. Finish in-flight HTTP requests, then close.
     auto shut = net::co_spawn(io_, impl_->server->Shutdown(), net::use_future);
     shut.wait_for(10s);
     impl_->http->CloseIdle();

@@ -111,6 +111,18 @@ void TriggerNode::ExportNodeMetrics() {
     };
     auto* leases = impl_->leases.get();
     auto* elector = &leases->elector(0);
+    if (const protocol::SpanExporter* spans = impl_->spans.get()) {
+        metrics_.Observed("sched_trace_spans_dropped_total",
+                          "Spans not exported: queue_full (pushed while the queue was full), export_failed (a "
+                          "batch dropped after its last retry).",
+                          Kind::kCounter, {"reason"}, [spans] {
+                              const auto s = spans->Stats();
+                              return Samples{{{"queue_full"}, static_cast<double>(s.dropped_queue_full)},
+                                             {{"export_failed"}, static_cast<double>(s.dropped_export_failed)}};
+                          });
+        metrics_.Observed("sched_trace_spans_exported_total", "Spans an OTLP collector accepted.", Kind::kCounter, {},
+                          [spans, single] { return single(static_cast<double>(spans->Stats().exported)); });
+    }
     metrics_.Observed("sched_leader", "1 while this node is the master (leads shard 0).", Kind::kGauge, {},
                       [elector, single] { return single(elector->IsLeading() ? 1 : 0); });
     metrics_.Observed("sched_epoch", "The lease epoch this node leads shard 0 in (0 when not leading).", Kind::kGauge,

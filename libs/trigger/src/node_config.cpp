@@ -37,6 +37,7 @@ NodeConfig NodeConfig::FromYaml(const ConfigNode& root, const Defaults& defaults
     c.slave = SlaveConfig::FromYaml(root.Child("slave"));
     c.slave.misfire_threshold = c.scheduler.misfire_threshold;  // one threshold for planned and sent fires
     c.log = LogConfig::FromYaml(root.Child("log"));
+    c.telemetry = protocol::SpanExporterOptions::FromYaml(root.Child("telemetry"), defaults.service_name);
     if (c.token.empty() && defaults.require_token) {
         throw ConfigError("token", "required: a cluster without a token refuses to start (set it or SCHED_TOKEN)");
     }

@@ -13,7 +13,7 @@
 #include "sched/protocol/run.hpp"
 #include "sched/protocol/run_answer.hpp"
 #include "sched/protocol/run_batch.hpp"
-#include "sched/protocol/trace_context.hpp"
+#include "sched/trigger/fire_trace.hpp"
 
 namespace sched::trigger {
 
@@ -56,7 +56,7 @@ nlohmann::json RunJson(const model::Fire& fire, const model::Job& job, std::int6
     // executor to run it on arrival; one older than the field judges the old name instead.
     run.block_strategy = ExecutorStrategy(job.block_strategy);
     run.overlap = job.block_strategy;
-    run.traceparent = protocol::FireTrace(fire.id, job.id, fire.scheduled_time, fire.attempt).TraceParent();
+    run.traceparent = protocol::RunTrace(FireRefOf(fire, job.app)).TraceParent();
     return protocol::ToJson(run);
 }
 
@@ -66,7 +66,7 @@ template <typename... Args>
 void LogFire(spdlog::level::level_enum level, const model::Fire& fire, std::string_view app, std::int64_t epoch,
              spdlog::format_string_t<Args...> format, Args&&... args) {
     if (!spdlog::should_log(level)) return;
-    const std::string trace = protocol::FireTrace(fire.id, fire.job_id, fire.scheduled_time, fire.attempt).trace_id;
+    const std::string trace = protocol::RunTrace(FireRefOf(fire, app)).trace_id;
     LogWithFields(level,
                   {{"app", app},
                    {"job", fire.job_id},
@@ -553,6 +553,10 @@ void RunSender::Accepted(const model::Fire& fire, const model::Job& job, const s
             "slave {}: fire {} accepted by {} (due in {} ms)", node_id_, fire.id, address, fire.due_at - now);
     lag_.Observe(static_cast<double>(std::max<std::int64_t>(0, sent_at - fire.due_at)) / 1000.0);
     dispatched_.Labels({"accepted"}).Inc();
+    if (protocol::FireTracer::On()) {
+        protocol::FireTracer::Step(FireRefOf(fire, job.app), protocol::FireStep::kSent, sent_at * kNanosPerMs,
+                                   now * kNanosPerMs);
+    }
 }
 
 // Queued with the slave's other endings: a burst that cannot be sent (no live instance of its
@@ -563,12 +567,17 @@ void RunSender::End(const model::Fire& fire, const model::Job* job, FireStatus t
     LogFire(spdlog::level::debug, fire, job ? std::string_view(job->app) : std::string_view(),
             fire.dispatch_epoch.value_or(fire.epoch), "slave {}: fire {} ended {} before it ran: {}", node_id_, fire.id,
             model::FireStatusName(to), message);
+    const std::int64_t now = time_.NowMs();
+    if (protocol::FireTracer::On()) {
+        protocol::FireTracer::Ended(FireRefOf(fire, job ? std::string_view(job->app) : std::string_view()),
+                                    fire.created_at * kNanosPerMs, now * kNanosPerMs, model::FireStatusName(to));
+    }
     ports_.ended({.id = fire.id,
                   .from = FireStatus::kDispatching,
                   .to = to,
                   .message = std::move(message),
                   .reason = reason,
-                  .finished_at = time_.NowMs()});
+                  .finished_at = now});
 }
 
 }  // namespace sched::trigger

@@ -7,6 +7,7 @@
 
 #include "sched/common/backoff.hpp"
 #include "sched/common/on_pool.hpp"
+#include "sched/trigger/fire_trace.hpp"
 
 namespace sched::trigger {
 
@@ -24,6 +25,16 @@ std::int64_t Ms(Micros d) {
 constexpr std::size_t kFindChunk = 1000;
 // The most pending ids one poll lists.
 constexpr int kPollLimit = 10000;
+
+// The `claimed` span of each fire the claim won: from the claim's start to now (DB time).
+void TraceClaimed(const DispatchGroup& group, std::int64_t started_ms, std::int64_t now_ms) {
+    for (const auto& fire : group.fires) {
+        const auto job = group.jobs.find(fire.job_id);
+        const std::string_view app = job == group.jobs.end() ? std::string_view() : std::string_view(job->second.app);
+        protocol::FireTracer::Step(FireRefOf(fire, app), protocol::FireStep::kClaimed, started_ms * kNanosPerMs,
+                                   now_ms * kNanosPerMs);
+    }
+}
 
 }  // namespace
 
@@ -256,6 +267,7 @@ net::awaitable<void> Slave::ClaimAndSend(std::vector<std::int64_t> ids) {
     auto loops = loops_;
     const std::int64_t token = NewClaimToken();
     const auto claim_started = std::chrono::steady_clock::now();
+    const std::int64_t claim_started_ms = time_.NowMs();
     Backoff backoff(10ms, 1s);
     std::optional<ClaimedGroup> claimed;
     while (!claimed) {
@@ -310,6 +322,7 @@ net::awaitable<void> Slave::ClaimAndSend(std::vector<std::int64_t> ids) {
         group->jobs.emplace(job.id, std::move(job));
     }
     group->run_params = std::move(claimed->run_params);
+    if (protocol::FireTracer::On()) TraceClaimed(*group, claim_started_ms, time_.NowMs());
     group->registry = co_await directory_.ForClaim(claim_started, apps);
     sender_.Send(std::move(group));
 }

@@ -17,6 +17,7 @@
 #include "sched/common/on_pool.hpp"
 #include "sched/http/json.hpp"
 #include "sched/http/url.hpp"
+#include "sched/protocol/fire_spans.hpp"
 #include "sched/protocol/registry.hpp"
 #include "sched/protocol/registry_answer.hpp"
 #include "sched/protocol/run_result.hpp"
@@ -103,6 +104,31 @@ void CountOutcomes(store::FireOutcomeMetrics& metrics, const std::vector<store::
             duration = static_cast<double>(item.finished_ms - item.started_ms) / 1000.0;
         }
         metrics.Ended(it->second->app, it->second->job_id, item.status, duration);
+    }
+}
+
+// The `ended` span and the root of each applied result's attempt (sched/protocol/fire_spans.hpp).
+template <typename Applied>
+void TraceEnded(const std::vector<store::ExecutorResult>& items, const Applied& applied) {
+    constexpr std::int64_t kNanosPerMs = 1'000'000;
+    std::unordered_map<std::int64_t, const store::FireJob*> by_fire;
+    for (const auto& j : applied.jobs) by_fire.emplace(j.fire_id, &j);
+    const std::int64_t now_ms = protocol::NowUnixNanos() / kNanosPerMs;
+    for (std::size_t i : applied.applied) {
+        const auto& item = items[i];
+        const auto it = by_fire.find(item.fire_id);
+        if (it == by_fire.end()) continue;
+        const store::FireJob& job = *it->second;
+        const protocol::FireRef ref{
+            .fire_id = item.fire_id,
+            .job_id = job.job_id,
+            .scheduled_ms = job.scheduled_time,
+            .attempt = item.attempt,
+            .app = job.app,
+            .caller = job.trace_parent ? protocol::ParseTraceParent(*job.trace_parent) : std::nullopt};
+        const std::int64_t end_ms = item.finished_ms > 0 ? item.finished_ms : now_ms;
+        protocol::FireTracer::Ended(ref, job.created_at * kNanosPerMs, end_ms * kNanosPerMs,
+                                    model::FireStatusName(item.status));
     }
 }
 
@@ -212,7 +238,8 @@ net::awaitable<http::Response> HandleCallback(http::Request& req, const Principa
             // A constant number of statements per batch (store::FireResults), not 3-4 per item;
             // the applied fires' jobs for the metrics come from the same SELECT.
             Applied out;
-            out.outcomes = store::FireResults::ApplyMany(s, items, app_allowed, metrics ? &out.jobs : nullptr);
+            const bool jobs = metrics != nullptr || protocol::FireTracer::On();
+            out.outcomes = store::FireResults::ApplyMany(s, items, app_allowed, jobs ? &out.jobs : nullptr);
             for (std::size_t i = 0; i < items.size(); ++i) {
                 out.results.push_back(
                     {{"fire_id", items[i].fire_id}, {"outcome", store::ResultOutcomeName(out.outcomes[i])}});
@@ -224,6 +251,7 @@ net::awaitable<http::Response> HandleCallback(http::Request& req, const Principa
     auto applied = co_await OnPool(db_pool, work);
     if (!applied.ok()) co_return http::Response::Error(applied.status());
     if (metrics) CountOutcomes(*metrics, items, *applied);
+    if (protocol::FireTracer::On()) TraceEnded(items, *applied);
     LogRefused(who, items, applied->outcomes);
     co_return http::Response::Json({{"results", applied->results}});
 }

@@ -1,6 +1,8 @@
 // Jobs and schedules: /api/v1/jobs..., /api/v1/schedules/validate.
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 
 #include <spdlog/spdlog.h>
 
@@ -15,6 +17,7 @@
 #include "sched/cron/misfire.hpp"
 #include "sched/cron/schedule.hpp"
 #include "sched/http/json.hpp"
+#include "sched/protocol/fire_spans.hpp"
 #include "sched/store/concurrency_key.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/job.hpp"
@@ -23,6 +26,68 @@
 namespace sched::web::impl {
 
 namespace {
+
+bool SameHeaderName(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           });
+}
+
+// The W3C trace context a manual trigger may carry (docs/api.md "Trigger a job").
+struct CallerTrace {
+    std::optional<std::string> parent;  // as version 00 (a later version's first 55 characters)
+    std::optional<std::string> state;
+};
+
+// The `planned` span of each fire a trigger inserted (a node in this process exports them).
+void TracePlanned(const std::vector<model::Fire>& fires, const std::string& app, std::int64_t now_ms) {
+    constexpr std::int64_t kNanosPerMs = 1'000'000;
+    for (const auto& f : fires) {
+        const protocol::FireRef ref{
+            .fire_id = f.id,
+            .job_id = f.job_id,
+            .scheduled_ms = f.scheduled_time,
+            .attempt = f.attempt,
+            .app = app,
+            .caller = f.trace_parent ? protocol::ParseTraceParent(*f.trace_parent) : std::nullopt};
+        protocol::FireTracer::Step(ref, protocol::FireStep::kPlanned, now_ms * kNanosPerMs, now_ms * kNanosPerMs);
+    }
+}
+
+// Reads `traceparent` and `tracestate` strictly: a malformed or repeated traceparent, or a bad
+// tracestate, is a 400 naming the header. A tracestate without a traceparent is ignored, as the
+// specification says.
+std::optional<http::Response> ReadCallerTrace(const http::Request& req, CallerTrace& out) {
+    int parents = 0;
+    int states = 0;
+    std::string parent;
+    std::string state;
+    for (const auto& [name, value] : req.headers) {
+        if (SameHeaderName(name, "traceparent")) {
+            ++parents;
+            parent = value;
+        } else if (SameHeaderName(name, "tracestate")) {
+            // Repeated tracestate fields are one list (RFC 9110 field combination).
+            state += (states++ > 0 ? "," : "") + value;
+            if (state.size() > protocol::kMaxTraceStateLength) break;
+        }
+    }
+    if (parents == 0) return std::nullopt;
+    if (parents > 1)
+        return BadRequest("traceparent", "traceparent: expected one header, got " + std::to_string(parents));
+    const auto parsed = protocol::ParseTraceParent(parent);
+    if (!parsed) {
+        return BadRequest("traceparent",
+                          "traceparent: expected a W3C traceparent like \"00-<32 hex digits>-<16 hex digits>-01\" "
+                          "(lower-case, ids not all zero)");
+    }
+    out.parent = parsed->TraceParent();
+    if (states > 0) {
+        if (auto bad = protocol::CheckTraceState(state)) return BadRequest("tracestate", "tracestate: " + *bad);
+        out.state = std::move(state);
+    }
+    return std::nullopt;
+}
 
 using http::Method;
 using http::Request;
@@ -353,9 +418,11 @@ void AddJobRoutes(Routes& routes) {
             const auto id = PathId(req, error);
             if (!id) co_return *error;
             if (auto rejected = RejectAnyBody(req)) co_return *rejected;
+            CallerTrace trace;
+            if (auto bad = ReadCallerTrace(req, trace)) co_return *bad;
             const std::int64_t ttl_ms =
                 std::chrono::duration_cast<std::chrono::milliseconds>(ctx->options.executor_ttl).count();
-            auto work = [&who, id = *id, ttl_ms](db::Database& db) -> Result<std::vector<model::Fire>> {
+            auto work = [&who, &trace, id = *id, ttl_ms](db::Database& db) -> Result<std::vector<model::Fire>> {
                 return db.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<std::vector<model::Fire>> {
                     const auto job = store::JobRepository::Find(s, id);
                     if (!job) return NotFound("job " + std::to_string(id) + " not found");
@@ -374,12 +441,15 @@ void AddJobRoutes(Routes& routes) {
                             fire.kind = model::FireKind::kManual;
                             fire.shard_index = shard;
                             fire.shard_total = shards;
+                            fire.trace_parent = trace.parent;
+                            fire.trace_state = trace.state;
                             // assigned_node stays NULL: the master hands it to a live slave within one scan.
                             auto inserted = store::FireRepository::InsertIfAbsent(s, db.dialect(), fire);
                             if (!inserted) break;
                             out.push_back(*store::FireRepository::Find(s, *inserted));
                         }
                         if (static_cast<int>(out.size()) == shards) {
+                            if (protocol::FireTracer::On()) TracePlanned(out, job->app, now);
                             nlohmann::json fires = nlohmann::json::array();
                             for (const auto& f : out) fires.push_back(f.id);
                             RecordAudit(s, db.dialect(), who,

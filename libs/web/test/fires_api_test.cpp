@@ -214,6 +214,57 @@ TEST_P(FiresApiTest, AManualFireShowsTheEpochItWasDispatchedUnder) {
     EXPECT_EQ(after["dispatch_epoch"], 3);
 }
 
+// POST /trigger keeps the caller's W3C trace context on the fire; a malformed one is a 400
+// naming the header, and nothing is inserted.
+TEST_P(FiresApiTest, AManualTriggerKeepsTheCallersTraceContext) {
+    const auto job = CreateJob("traced", {{"schedule_type", "manual"}, {"schedule_expr", ""}});
+    const std::string path = "/api/v1/jobs/" + job["id"].dump() + "/trigger";
+    // Raw bytes: HttpClient sends one field per name, and repeated fields are part of the test.
+    const std::string base = Url("");
+    const auto port = static_cast<std::uint16_t>(std::stoi(base.substr(base.rfind(':') + 1)));
+    const auto trigger = [&](const std::vector<std::pair<std::string, std::string>>& headers) {
+        std::string request = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " +
+                              std::string(kClusterToken) + "\r\nContent-Length: 0\r\nConnection: close\r\n";
+        for (const auto& [name, value] : headers) request += name + ": " + value + "\r\n";
+        http::testing::RawConnection conn(port);
+        conn.Send(request + "\r\n");
+        const std::string answer = conn.ReadUntilClose();
+        http::ClientResponse r;
+        const auto head_end = answer.find("\r\n\r\n");
+        EXPECT_NE(head_end, std::string::npos) << answer;
+        if (answer.size() < 12 || head_end == std::string::npos) return r;
+        r.status = std::stoi(answer.substr(9, 3));
+        r.body = answer.substr(head_end + 4);
+        return r;
+    };
+    const std::string parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    auto traced = trigger({{"traceparent", parent}, {"tracestate", "congo=t61rcWkgMzE"}, {"TraceState", "rojo=1"}});
+    ASSERT_EQ(traced.status, 202) << traced.body;
+    auto stored = store::FireRepository(db()).Get(Body(traced)["items"][0]["id"].get<std::int64_t>());
+    ASSERT_TRUE(stored.ok());
+    EXPECT_EQ(stored->trace_parent, parent);
+    EXPECT_EQ(stored->trace_state, "congo=t61rcWkgMzE,rojo=1");
+
+    auto plain = trigger({{"tracestate", "congo=t61rcWkgMzE"}});  // no traceparent: none kept
+    ASSERT_EQ(plain.status, 202) << plain.body;
+    stored = store::FireRepository(db()).Get(Body(plain)["items"][0]["id"].get<std::int64_t>());
+    ASSERT_TRUE(stored.ok());
+    EXPECT_FALSE(stored->trace_parent);
+    EXPECT_FALSE(stored->trace_state);
+
+    const auto fires_before = Body(Get("/api/v1/fires?job_id=" + job["id"].dump()))["items"].size();
+    EXPECT_EQ(ErrorField(trigger({{"traceparent", "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"}})),
+              "traceparent");
+    EXPECT_EQ(ErrorField(trigger({{"traceparent", "00-00000000000000000000000000000000-00f067aa0ba902b7-01"}})),
+              "traceparent");
+    EXPECT_EQ(ErrorField(trigger({{"traceparent", "nonsense"}})), "traceparent");
+    EXPECT_EQ(ErrorField(trigger({{"traceparent", parent}, {"traceparent", parent}})), "traceparent");
+    EXPECT_EQ(ErrorField(trigger({{"traceparent", parent}, {"tracestate", "Bad=1"}})), "tracestate");
+    EXPECT_EQ(ErrorField(trigger({{"traceparent", parent}, {"tracestate", "k=" + std::string(600, 'v')}})),
+              "tracestate");
+    EXPECT_EQ(Body(Get("/api/v1/fires?job_id=" + job["id"].dump()))["items"].size(), fires_before);
+}
+
 TEST_P(FiresApiTest, KillMovesARunningFireAndTellsItsExecutor) {
     FakeExecutor executor(db());
     const auto job = CreateJob("long")["id"].get<std::int64_t>();

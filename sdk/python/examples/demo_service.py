@@ -74,6 +74,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--log-level", default="INFO")
     p.add_argument("--log-format", choices=("text", "json"), default="text",
                    help="json: one JSON object per line, with fire, job and trace_id members on run lines")
+    p.add_argument("--otlp-endpoint", default="",
+                   help="export each run's span over OTLP/HTTP (JSON) to this collector URL (default: off)")
+    p.add_argument("--otlp-flush-interval", type=float, default=1.0, help="seconds a span may wait to be posted")
     return p.parse_args(argv)
 
 
@@ -94,7 +97,8 @@ def main(argv: Optional[List[str]] = None, executor_class: Type[Executor] = Exec
                           callback_flush_interval=args.callback_flush_interval, shutdown_grace=args.shutdown_grace,
                           tls_cert_file=args.tls_cert_file, tls_key_file=args.tls_key_file,
                           tls_client_ca_file=args.tls_client_ca_file, ca_file=args.ca_file,
-                          client_cert_file=args.client_cert_file, client_key_file=args.client_key_file)
+                          client_cert_file=args.client_cert_file, client_key_file=args.client_key_file,
+                          otlp_endpoint=args.otlp_endpoint, otlp_flush_interval=args.otlp_flush_interval)
     except ValueError as e:
         print("demo_service: %s" % e, file=sys.stderr)
         return 2

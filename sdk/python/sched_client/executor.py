@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import email.message
+import hashlib
 import heapq
 import itertools
 import os
@@ -27,7 +28,9 @@ import socketserver
 import ssl
 import threading
 import time
+import urllib.error
 import urllib.parse
+import urllib.request
 from typing import Any, Callable, Counter, Deque, Dict, List, Mapping, Optional, Sequence, Set, Tuple, TypedDict, cast
 
 from . import signature
@@ -109,7 +112,9 @@ class Options:
                  dedupe_window: int = 100_000, body_limit: int = 1_048_576, json_max_depth: int = 64,
                  max_connections: int = 256, request_timeout: float = 10.0, tls_cert_file: str = "",
                  tls_key_file: str = "", tls_client_ca_file: str = "", ca_file: str = "", client_cert_file: str = "",
-                 client_key_file: str = "") -> None:
+                 client_key_file: str = "", otlp_endpoint: str = "", otlp_service_name: str = "",
+                 otlp_batch_size: int = 512, otlp_flush_interval: float = 1.0, otlp_queue_limit: int = 8192,
+                 otlp_retries: int = 3, otlp_timeout: float = 5.0) -> None:
         if not app or not isinstance(app, str):
             raise ValueError("app: required")
         if not web_endpoints:
@@ -129,6 +134,10 @@ class Options:
             raise ValueError("tls_client_ca_file: needs tls_cert_file and tls_key_file")
         if bool(client_cert_file) != bool(client_key_file):
             raise ValueError("client_cert_file and client_key_file: set both, or neither")
+        if otlp_endpoint and urllib.parse.urlsplit(otlp_endpoint).scheme not in ("http", "https"):
+            raise ValueError("otlp_endpoint: expected an http(s):// URL, got %r" % otlp_endpoint)
+        if not 1 <= otlp_batch_size <= otlp_queue_limit:
+            raise ValueError("otlp_batch_size: expected 1..otlp_queue_limit")
         self.app = app
         self.web_endpoints = [u.rstrip("/") for u in web_endpoints]
         self.token = token
@@ -162,6 +171,15 @@ class Options:
         self.ca_file = ca_file
         self.client_cert_file = client_cert_file
         self.client_key_file = client_key_file
+        # Each run's span over OTLP/HTTP (JSON), a child of the traceparent the node sent
+        # (docs/architecture/logs-and-traces.md "Spans"); "" = off.
+        self.otlp_endpoint = otlp_endpoint
+        self.otlp_service_name = otlp_service_name or app
+        self.otlp_batch_size = otlp_batch_size
+        self.otlp_flush_interval = otlp_flush_interval
+        self.otlp_queue_limit = otlp_queue_limit
+        self.otlp_retries = otlp_retries
+        self.otlp_timeout = otlp_timeout
 
 
 # TLS 1.2 suites with forward secrecy and AEAD only (TLS 1.3 suites all are); as libs/http.
@@ -208,6 +226,130 @@ def client_tls_context(options: Options) -> ssl.SSLContext:
 
 # The fields the executor puts on its per-run log lines (`extra`), as JsonLogFormatter writes them.
 LOG_FIELDS = ("app", "job", "fire", "attempt", "epoch", "trace_id", "event")
+
+
+def run_span_id(traceparent: str) -> str:
+    """The `run` span's id under `traceparent` (sched/protocol/fire_spans.hpp FireStepSpanId):
+    the first 16 hex digits of SHA-256("sched-step/<trace id>/<parent span id>/run")."""
+    span_id = hashlib.sha256(("sched-step/%s/%s/run" % (traceparent[3:35], traceparent[36:52])).encode()).hexdigest()[:16]
+    return span_id if span_id.strip("0") else span_id[:15] + "1"
+
+
+class SpanExporter:
+    """Spans to an OTLP/HTTP collector as JSON (the C++ SDK's SpanExporter): push() appends to a
+    bounded queue and never waits for the network (a full queue drops and counts); one thread
+    posts batches of up to batch_size at least every flush_interval; a post that fails
+    (transport, 429, 502-504) is retried `retries` times with doubling backoff, then the batch is
+    dropped (counted, logged at most once a minute)."""
+
+    def __init__(self, endpoint: str, service_name: str, batch_size: int = 512, flush_interval: float = 1.0,
+                 queue_limit: int = 8192, retries: int = 3, timeout: float = 5.0,
+                 tls: Optional[ssl.SSLContext] = None) -> None:
+        self.endpoint, self.service_name = endpoint, service_name
+        self.batch_size, self.flush_interval, self.queue_limit = batch_size, flush_interval, queue_limit
+        self.retries, self.timeout, self.tls = retries, timeout, tls
+        self._queue: Deque[Dict[str, Any]] = collections.deque()
+        self._cv = threading.Condition()
+        self._stopping = False
+        self._thread: Optional[threading.Thread] = None
+        self._last_drop_log = 0.0
+        self.exported = self.dropped_queue_full = self.dropped_export_failed = self.failed_posts = 0
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="sched-otlp", daemon=True)
+        self._thread.start()
+
+    def push(self, span: Dict[str, Any]) -> bool:
+        with self._cv:
+            if self._stopping:
+                return False
+            if len(self._queue) >= self.queue_limit:
+                self.dropped_queue_full += 1
+                return False
+            self._queue.append(span)
+            if len(self._queue) >= self.batch_size:
+                self._cv.notify()
+        return True
+
+    def stop(self) -> None:
+        """Posts what is queued once more (no retry), then ends the thread."""
+        with self._cv:
+            self._stopping = True
+            self._cv.notify()
+        if self._thread is not None:
+            self._thread.join(timeout=self.timeout + 1)
+
+    def body(self, spans: List[Dict[str, Any]]) -> Dict[str, Any]:
+        return {"resourceSpans": [{
+            "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": self.service_name}}]},
+            "scopeSpans": [{"scope": {"name": "sched"}, "spans": spans}]}]}
+
+    def _take(self) -> List[Dict[str, Any]]:
+        n = min(len(self._queue), self.batch_size)
+        return [self._queue.popleft() for _ in range(n)]
+
+    def _loop(self) -> None:
+        while True:
+            with self._cv:
+                if not self._stopping and len(self._queue) < self.batch_size:
+                    self._cv.wait(self.flush_interval)
+                stopping = self._stopping
+                batch = self._take()
+            while batch:
+                self._post(batch, last=stopping)
+                with self._cv:
+                    batch = self._take() if stopping or len(self._queue) >= self.batch_size else []
+            if stopping:
+                return
+
+    def _post(self, batch: List[Dict[str, Any]], last: bool) -> None:
+        data = json.dumps(self.body(batch)).encode()
+        why = ""
+        for attempt in range(self.retries + 1):
+            retryable = True
+            try:
+                req = urllib.request.Request(self.endpoint, data=data, method="POST",
+                                             headers={"Content-Type": "application/json"})
+                with urllib.request.urlopen(req, timeout=self.timeout, context=self.tls) as resp:
+                    resp.read(65536)
+                self.exported += len(batch)
+                return
+            except urllib.error.HTTPError as e:
+                why, retryable = "HTTP %d" % e.code, e.code in (429, 502, 503, 504)
+            except (OSError, http.client.HTTPException) as e:
+                why = str(e)
+            self.failed_posts += 1
+            if not retryable or last or attempt >= self.retries:
+                break
+            time.sleep(min(0.2 * 2 ** attempt, 5.0))
+        self.dropped_export_failed += len(batch)
+        now = time.monotonic()
+        if now - self._last_drop_log >= 60 or self._last_drop_log == 0:
+            self._last_drop_log = now
+            log.warning("OTLP export to %s failed (%s): %d span(s) dropped", self.endpoint, why, len(batch))
+
+
+def run_span(run: "RunRequest", result: "Result", app: str, address: str) -> Optional[Dict[str, Any]]:
+    """The OTLP JSON of a run's span: a child of the traceparent's span (None without one)."""
+    parent = run["traceparent"]
+    if not parent:
+        return None
+
+    def attr(key: str, value: object) -> Dict[str, Any]:
+        if isinstance(value, int):
+            return {"key": key, "value": {"intValue": str(value)}}
+        return {"key": key, "value": {"stringValue": str(value)}}
+
+    span: Dict[str, Any] = {
+        "traceId": parent[3:35], "spanId": run_span_id(parent), "parentSpanId": parent[36:52], "name": "run",
+        "kind": 2, "startTimeUnixNano": str(result["started_ms"] * 1_000_000),
+        "endTimeUnixNano": str(max(result["started_ms"], result["finished_ms"]) * 1_000_000),
+        "attributes": [attr("sched.fire_id", run["fire_id"]), attr("sched.job_id", run["job_id"]),
+                       attr("sched.app", app), attr("sched.attempt", run["attempt"]), attr("sched.node", address),
+                       attr("sched.handler", run["handler"]), attr("sched.status", result["status"])]}
+    if result["status"] != "succeeded":
+        span["status"] = {"code": 2, "message": result.get("message", "")}
+    return span
 
 
 class JsonLogFormatter(logging.Formatter):
@@ -701,6 +843,11 @@ class Executor:
         self._callback_thread: Optional[threading.Thread] = None
         self.address = ""
         self.stats: Counter[str] = collections.Counter()
+        self.spans: Optional[SpanExporter] = None
+        if options.otlp_endpoint:
+            self.spans = SpanExporter(options.otlp_endpoint, options.otlp_service_name, options.otlp_batch_size,
+                                      options.otlp_flush_interval, options.otlp_queue_limit, options.otlp_retries,
+                                      options.otlp_timeout, self._client_tls)
 
     # ---- set-up ----
 
@@ -729,6 +876,8 @@ class Executor:
         self._spawn(self._holder, "holder")
         self._heartbeat_thread = self._spawn(self._heartbeat_loop, "heartbeat")
         self._callback_thread = self._spawn(self._callback_loop, "callback")
+        if self.spans is not None:
+            self.spans.start()
         log.info("executor %s: serving %d handler(s) at %s", self.options.app, len(self._handlers), self.address)
 
     @property
@@ -783,6 +932,8 @@ class Executor:
         with self._held_cv:
             self._held_cv.notify()  # the holder stops: nothing is held once nothing is in flight
         self._callback_thread.join(timeout=self.options.web_timeout * 2 + 1)
+        if self.spans is not None:
+            self.spans.stop()  # the last runs' spans
         self._server.shutdown()
         self._server.server_close()
         log.info("executor %s: stopped", self.options.app)
@@ -1038,6 +1189,10 @@ class Executor:
                                                          ": " + result["message"] if result["message"] else ""))
         log.debug("run of fire %d %s (%s) trace_id=%s", fid, result["status"], r["handler"], ctx.trace_id,
                   extra=dict(fields, event=result["status"]))
+        if self.spans is not None:
+            span = run_span(r, result, self.options.app, self.address)
+            if span is not None:
+                self.spans.push(span)
         # The tail before close: a closed log may be forgotten at once (more fires running than
         # log_retained_fires), and the result would go without it.
         self._attach_tail(result)

@@ -1,6 +1,7 @@
 """Unit tests of the Python SDK: the signature's worked example (docs/protocol.md) and hostile
 input against a live Executor. Run: python3 -m unittest discover -s sdk/python/tests"""
 
+import hashlib
 import http.client
 import http.server
 import json
@@ -17,8 +18,8 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from sched_client import (ApiError, Executor, Options, addressed_target, parse_run, sign, verify,  # noqa: E402
-                          verify_addressee)
+from sched_client import (ApiError, Executor, Options, SpanExporter, addressed_target, parse_run,  # noqa: E402
+                          run_span, sign, verify, verify_addressee)
 
 SECRET = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 KEY = "k-7f3a9c21"
@@ -445,6 +446,81 @@ class TlsTest(unittest.TestCase):
     def test_half_configured_tls_is_refused(self):
         with self.assertRaises(ValueError):
             Options(app="t", web_endpoints=["https://w"], token="t", tls_cert_file="c.pem")
+
+class _Collector(http.server.BaseHTTPRequestHandler):
+    status = 200
+    bodies: list = []
+
+    def do_POST(self):  # noqa: N802 (http.server's name)
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        type(self).bodies.append(json.loads(body))
+        self.send_response(type(self).status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+class SpanExporterTest(unittest.TestCase):
+    """The run's span over OTLP/HTTP against a real loopback collector."""
+
+    def collector(self, status):
+        handler = type("Collector%d" % status, (_Collector,), {"status": status, "bodies": []})
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        return handler, "http://127.0.0.1:%d/v1/traces" % server.server_address[1]
+
+    def test_run_span_is_a_child_of_the_traceparent_with_the_derived_id(self):
+        parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        run = parse_run({"fire_id": 42, "job_id": 7, "attempt": 1, "epoch": 3, "handler": "echo",
+                         "traceparent": parent})
+        span = run_span(run, {"started_ms": 1000, "finished_ms": 1500, "status": "failed", "message": "boom"},
+                        "billing", "h:1")
+        self.assertEqual(span["traceId"], "4bf92f3577b34da6a3ce929d0e0e4736")
+        self.assertEqual(span["parentSpanId"], "00f067aa0ba902b7")
+        expected = hashlib.sha256(b"sched-step/4bf92f3577b34da6a3ce929d0e0e4736/00f067aa0ba902b7/run").hexdigest()
+        self.assertEqual(span["spanId"], expected[:16])
+        self.assertEqual(span["startTimeUnixNano"], "1000000000")
+        self.assertEqual(span["status"], {"code": 2, "message": "boom"})
+        attrs = {a["key"]: a["value"] for a in span["attributes"]}
+        self.assertEqual(attrs["sched.fire_id"], {"intValue": "42"})
+        self.assertEqual(attrs["sched.app"], {"stringValue": "billing"})
+        self.assertIsNone(run_span(parse_run({"fire_id": 1, "job_id": 1, "attempt": 0, "epoch": 1, "handler": "x"}),
+                                   {"started_ms": 1, "finished_ms": 1, "status": "succeeded"}, "a", "h:1"))
+
+    def test_posts_batches_and_a_full_queue_drops(self):
+        handler, url = self.collector(200)
+        exporter = SpanExporter(url, "svc", batch_size=2, flush_interval=0.05, queue_limit=3)
+        self.assertTrue(all(exporter.push({"name": "s%d" % i}) for i in range(3)))
+        self.assertFalse(exporter.push({"name": "dropped"}))  # not started: the queue is full
+        self.assertEqual(exporter.dropped_queue_full, 1)
+        exporter.start()
+        deadline = time.monotonic() + 5
+        while exporter.exported < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        exporter.stop()
+        self.assertEqual(exporter.exported, 3)
+        spans = [s for b in handler.bodies for s in b["resourceSpans"][0]["scopeSpans"][0]["spans"]]
+        self.assertEqual(sorted(s["name"] for s in spans), ["s0", "s1", "s2"])
+        self.assertEqual(handler.bodies[0]["resourceSpans"][0]["resource"]["attributes"][0]["value"],
+                         {"stringValue": "svc"})
+
+    def test_retries_a_503_then_drops_the_batch(self):
+        handler, url = self.collector(503)
+        exporter = SpanExporter(url, "svc", batch_size=1, flush_interval=0.05, retries=2)
+        exporter.start()
+        exporter.push({"name": "s"})
+        deadline = time.monotonic() + 5
+        while exporter.dropped_export_failed < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        exporter.stop()
+        self.assertEqual(exporter.dropped_export_failed, 1)
+        self.assertEqual(len(handler.bodies), 3)  # the first attempt and two retries
+        self.assertEqual(exporter.exported, 0)
+
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@
 #include "sched/protocol/registry.hpp"
 #include "sched/protocol/request_signature.hpp"
 #include "sched/protocol/run_answer.hpp"
+#include "sched/protocol/span_exporter.hpp"
 
 namespace sched::client::impl {
 
@@ -132,6 +133,7 @@ class Runtime {
     std::unique_ptr<net::thread_pool> workers_;
     std::unique_ptr<http::Server> server_;
     std::unique_ptr<http::HttpClient> client_;
+    std::unique_ptr<protocol::SpanExporter> spans_;  // telemetry on: each run's span
     std::atomic<std::size_t> preferred_endpoint_{0};
     std::string address_;
 

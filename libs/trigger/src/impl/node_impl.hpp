@@ -20,6 +20,7 @@
 #include "sched/http/url.hpp"
 #include "sched/lock/fenced.hpp"
 #include "sched/lock/sql_lock_store.hpp"
+#include "sched/protocol/span_exporter.hpp"
 #include "sched/store/registry.hpp"
 #include "sched/trigger/node.hpp"
 #include "sched/trigger/webhook_sender.hpp"
@@ -31,6 +32,7 @@ struct TriggerNode::Impl {
     http::Router router;
     std::unique_ptr<http::Server> server;
     std::unique_ptr<http::HttpClient> http;
+    std::shared_ptr<protocol::SpanExporter> spans;  // telemetry on; kept to the end for /metrics
     std::shared_ptr<db::Database> election_db;
     std::unique_ptr<lock::SqlLockStore> lock_store;
     std::unique_ptr<ShardLeases> leases;

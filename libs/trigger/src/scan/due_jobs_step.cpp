@@ -8,6 +8,7 @@
 #include "sched/store/fire.hpp"
 #include "sched/store/job.hpp"
 #include "sched/store/job_clock.hpp"
+#include "sched/trigger/fire_trace.hpp"
 
 namespace sched::trigger::impl {
 
@@ -118,6 +119,7 @@ void DueJobsStep::Run(ScanContext& ctx) {
     RecordBounded(ctx, due, advanced, plans, extras);
 
     std::vector<model::Fire> new_fires;
+    std::vector<std::string_view> new_fire_apps;  // for the `planned` spans
     for (std::size_t i = 0; i < due.size(); ++i) {
         if (!advanced[i] || plans[i].fires.empty()) continue;
         const auto& job = due[i];
@@ -133,6 +135,7 @@ void DueJobsStep::Run(ScanContext& ctx) {
                 fire.epoch = ctx.epoch;
                 fire.assigned_node = ctx.assigner.Next();
                 new_fires.push_back(std::move(fire));
+                new_fire_apps.push_back(job.app);
             }
         }
     }
@@ -142,6 +145,14 @@ void DueJobsStep::Run(ScanContext& ctx) {
         if (!stored[i] || !stored[i]->as_written) continue;
         ++r.fires_created;
         ctx.Notify(stored[i]->id, new_fires[i]);
+        if (protocol::FireTracer::On()) {
+            // Pushed inside the scan's transaction: a scan rolled back (a lost lease, a database
+            // error) leaves the span of a fire id that was never committed, in a trace of its own.
+            model::Fire planned = new_fires[i];
+            planned.id = stored[i]->id;
+            protocol::FireTracer::Step(FireRefOf(planned, new_fire_apps[i]), protocol::FireStep::kPlanned,
+                                       ctx.now * kNanosPerMs, ctx.now * kNanosPerMs);
+        }
     }
 }
 

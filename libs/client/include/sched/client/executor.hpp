@@ -54,6 +54,7 @@
 #include "sched/common/status.hpp"
 #include "sched/http/server_options.hpp"
 #include "sched/http/tls_options.hpp"
+#include "sched/protocol/span_exporter_options.hpp"
 
 namespace sched::client {
 
@@ -98,6 +99,11 @@ namespace sched::client {
 ///     http-client:
 ///       tls: {}                      # https web-endpoints: ca-file, cert-file, key-file,
 ///                                    #   min-version (sched::http::ClientTlsOptions)
+///     telemetry:                     # each run's span over OTLP/HTTP (JSON), child of the
+///       otlp-endpoint: ""            #   traceparent the node sent; empty: off; the other keys
+///                                    #   (service-name: <app>, batch-size, flush-interval,
+///                                    #   queue-limit, retries, timeout) in
+///                                    #   sched/protocol/span_exporter_options.hpp
 struct ExecutorOptions {
     std::string app;
     std::string advertised_address;
@@ -126,6 +132,8 @@ struct ExecutorOptions {
     http::ServerOptions http = DefaultServerOptions();
     /// `http-client.tls`: calls to https:// web endpoints (registry, callbacks, locks).
     http::ClientTlsOptions web_tls;
+    /// `telemetry`: the runs' spans (off unless otlp-endpoint is set); https endpoints use web_tls.
+    protocol::SpanExporterOptions telemetry;
 
     /// The server defaults for an executor: listen 0.0.0.0:9999, access log for errors only.
     static http::ServerOptions DefaultServerOptions();

@@ -115,6 +115,11 @@ struct Fire {
     /// (docs/workflows.md "Fire keys"); nullopt for every other fire.
     std::optional<std::int64_t> workflow_run_id;
     std::optional<std::string> workflow_step;
+    /// A manual trigger's caller context (W3C `traceparent`, `tracestate` headers, checked by the
+    /// API): the fire's runs carry the caller's trace id. nullopt: the trace is derived from the
+    /// fire (docs/architecture/logs-and-traces.md).
+    std::optional<std::string> trace_parent;
+    std::optional<std::string> trace_state;
 };
 
 /// The due time `fire` is stored with: its due_at, or its scheduled time when that is 0.

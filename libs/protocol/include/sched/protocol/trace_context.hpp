@@ -43,4 +43,14 @@ TraceContext FireTrace(std::int64_t fire_id, std::int64_t job_id, std::int64_t s
 /// a missing dash, a longer version-00 value.
 std::optional<TraceContext> ParseTraceParent(std::string_view value);
 
+/// The longest tracestate value kept (the specification's limit a vendor must propagate).
+inline constexpr std::size_t kMaxTraceStateLength = 512;
+
+/// Checks a tracestate header value: at most kMaxTraceStateLength characters and 32 list
+/// members, each `key=value` (key: lower-case letters, digits, `_-*/` and at most one `@`,
+/// starting with a letter or digit, up to 256; value: 1..256 printable ASCII characters other
+/// than `,` and `=`, not ending in a space); empty members and spaces around members allowed.
+/// nullopt when valid, else what is wrong.
+std::optional<std::string> CheckTraceState(std::string_view value);
+
 }  // namespace sched::protocol

@@ -40,6 +40,9 @@ struct FireJob {
     std::int64_t fire_id = 0;
     std::int64_t job_id = 0;
     std::string app;
+    std::int64_t scheduled_time = 0;          ///< set by FireResults::ApplyMany (for the fire's trace)
+    std::int64_t created_at = 0;              ///< likewise
+    std::optional<std::string> trace_parent;  ///< likewise: a manual trigger's caller context
 };
 std::vector<FireJob> JobsOfFires(soci::session& s, const std::vector<std::int64_t>& fire_ids);
 

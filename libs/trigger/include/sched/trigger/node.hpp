@@ -56,6 +56,7 @@
 #include "sched/http/server_options.hpp"
 #include "sched/http/tls_options.hpp"
 #include "sched/lock/lease_elector.hpp"
+#include "sched/protocol/span_exporter_options.hpp"
 #include "sched/trigger/alerter.hpp"
 #include "sched/trigger/history_purger.hpp"
 #include "sched/trigger/master.hpp"
@@ -85,12 +86,16 @@ struct NodeConfig {
     MasterConfig scheduler;
     SlaveConfig slave;
     LogConfig log;
+    /// `telemetry`: the fires' spans over OTLP (sched/protocol/span_exporter.hpp); off unless
+    /// `telemetry.otlp-endpoint` is set. service-name defaults to the app's name.
+    protocol::SpanExporterOptions telemetry;
 
     /// Defaults that differ between the apps that embed a node.
     struct Defaults {
         std::string db_url = "sqlite://data/scheduler.db";
         std::string listen = "127.0.0.1:7070";
         bool require_token = true;  ///< false: an empty token is allowed (the caller generates one)
+        std::string service_name = "scheduler-trigger";  ///< telemetry.service-name
     };
     /// Reads the node's keys. With `reject_unknown` (the default) the whole document is checked;
     /// an app that adds keys of its own reads them first, or passes false and checks itself.
