@@ -12,7 +12,7 @@
 
 CREATE TABLE IF NOT EXISTS web_session (
     id_hash CHAR(64) CHARACTER SET ascii NOT NULL PRIMARY KEY,
-    subject VARCHAR(191) NOT NULL,
+    subject VARCHAR(255) NOT NULL,
     issuer VARCHAR(512) NOT NULL,
     name VARCHAR(191) NOT NULL,
     role VARCHAR(16) NOT NULL,

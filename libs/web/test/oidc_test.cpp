@@ -17,7 +17,10 @@
 #include <gtest/gtest.h>
 
 #include "impl/sign_in.hpp"
+#include "sched/common/crypto.hpp"
+#include "sched/db/open_database.hpp"
 #include "sched/http/testing/test_server.hpp"
+#include "sched/store/web_session.hpp"
 #include "sched/web/jwt.hpp"
 #include "sched/web/web_service.hpp"
 
@@ -298,32 +301,118 @@ TEST(SessionStore, PendingSignInsAreBounded) {
     EXPECT_TRUE(store.AddPending("later", {.created_s = kNow + 700}, kNow + 700).ok());
 }
 
-TEST(SessionStore, SessionsEndWhenIdleOrOldAndTheLeastRecentlyUsedMakesRoom) {
+// Sessions in a migrated SQLite database, as a web process keeps them.
+class SessionStoreTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        dir_ =
+            std::filesystem::temp_directory_path() / ("sched-sessions-" + std::to_string(::getpid()) + "-" +
+                                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        std::filesystem::remove_all(dir_);
+        std::filesystem::create_directories(dir_);
+        db::DatabaseConfig config;
+        config.url = *db::ParseDbUrl("sqlite://" + (dir_ / "db.sqlite").string());
+        auto opened = db::OpenMigrated(config);
+        ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+        db_ = *opened;
+    }
+    void TearDown() override {
+        db_.reset();
+        std::filesystem::remove_all(dir_);
+    }
+    static Principal Person(const std::string& subject) {
+        return Principal{.name = subject + "@example.com",
+                         .role = store::Role::kOperator,
+                         .subject = subject,
+                         .issuer = "https://idp.test",
+                         .session = true};
+    }
+
+    std::filesystem::path dir_;
+    std::shared_ptr<db::Database> db_;
+};
+
+TEST_F(SessionStoreTest, ASessionIsKeptByItsHashAndEndsWhenIdleOrOld) {
     OidcOptions options;
     options.session_idle = std::chrono::seconds(100);
     options.session_absolute = std::chrono::seconds(250);
-    options.max_sessions = 2;
     impl::SessionStore store(options);
-    auto [a, session_a] = store.Create(Principal{.name = "a"}, kNow);
+    auto created = store.Create(*db_, Person("u-a"), kNow);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    const auto [a, session_a] = *created;
     EXPECT_EQ(a.size(), 64U);
+    EXPECT_EQ(session_a.csrf, impl::SessionStore::CsrfToken(a));
     EXPECT_EQ(session_a.csrf.size(), 64U);
     EXPECT_NE(session_a.csrf, a);
-    ASSERT_TRUE(store.Find(a, kNow + 90).has_value());
-    ASSERT_TRUE(store.Find(a, kNow + 180).has_value()) << "used 90 s ago: not idle";
-    EXPECT_FALSE(store.Find(a, kNow + 251).has_value()) << "past the absolute expiry";
-    auto [b, session_b] = store.Create(Principal{.name = "b"}, kNow);
-    EXPECT_FALSE(store.Find(b, kNow + 101).has_value()) << "idle";
-    auto first = store.Create(Principal{.name = "c"}, kNow).first;
-    auto second = store.Create(Principal{.name = "d"}, kNow + 1).first;
-    ASSERT_TRUE(store.Find(first, kNow + 2).has_value());  // c is now the most recently used
-    auto third = store.Create(Principal{.name = "e"}, kNow + 3).first;
-    EXPECT_EQ(store.size(), 2U);
-    EXPECT_TRUE(store.Find(first, kNow + 4).has_value());
-    EXPECT_FALSE(store.Find(second, kNow + 4).has_value()) << "the least recently used made room";
-    EXPECT_TRUE(store.Find(third, kNow + 4).has_value());
-    store.End(third);
-    EXPECT_FALSE(store.Find(third, kNow + 5).has_value());
-    EXPECT_FALSE(store.Find("short", kNow).has_value());
+    EXPECT_NE(session_a.csrf, crypto::Sha256Hex(a)) << "the CSRF token is not the table's key";
+    // Only the hash is stored.
+    auto row = store::WebSessionRepository(*db_).Find(crypto::Sha256Hex(a));
+    ASSERT_TRUE(row.ok()) << row.status().ToString();
+    EXPECT_EQ(row->subject, "u-a");
+    EXPECT_EQ(row->expires_ms, (kNow + 250) * 1000);
+
+    // Another store (another web process, or this one restarted) knows it.
+    impl::SessionStore other(options);
+    auto found = other.Find(*db_, a, kNow + 90);
+    ASSERT_TRUE(found.ok() && found->has_value());
+    EXPECT_EQ((*found)->who.name, "u-a@example.com");
+    EXPECT_EQ((*found)->who.role, store::Role::kOperator);
+    EXPECT_EQ((*found)->who.subject, "u-a");
+    EXPECT_TRUE((*found)->who.session);
+    EXPECT_EQ((*found)->csrf, session_a.csrf);
+    EXPECT_EQ(store::WebSessionRepository(*db_).Find(crypto::Sha256Hex(a))->last_seen_ms, (kNow + 90) * 1000)
+        << "used 90 s after the last write: recorded";
+    ASSERT_TRUE(store.Find(*db_, a, kNow + 120)->has_value());
+    EXPECT_EQ(store::WebSessionRepository(*db_).Find(crypto::Sha256Hex(a))->last_seen_ms, (kNow + 90) * 1000)
+        << "used 30 s after the last write: not written";
+    ASSERT_TRUE(store.Find(*db_, a, kNow + 180)->has_value()) << "used 90 s ago: not idle";
+    EXPECT_FALSE(store.Find(*db_, a, kNow + 251)->has_value()) << "past the absolute expiry";
+    EXPECT_EQ(store::WebSessionRepository(*db_).Find(crypto::Sha256Hex(a)).status().code(), Code::kNotFound)
+        << "an ended session is deleted when seen";
+
+    const auto b = store.Create(*db_, Person("u-b"), kNow)->first;
+    EXPECT_FALSE(store.Find(*db_, b, kNow + 101)->has_value()) << "idle";
+    const auto c = store.Create(*db_, Person("u-c"), kNow)->first;
+    EXPECT_TRUE(*store.End(*db_, c));
+    EXPECT_FALSE(store.Find(*db_, c, kNow + 1)->has_value());
+    EXPECT_FALSE(*store.End(*db_, c));
+    EXPECT_FALSE(store.Find(*db_, "short", kNow)->has_value());
+    EXPECT_FALSE(store.Find(*db_, std::string(64, 'Z'), kNow)->has_value());
+}
+
+TEST_F(SessionStoreTest, APersonsOldestSessionMakesRoomAndEveryonesLeastRecentlyUsedPastTheTotal) {
+    OidcOptions options;
+    options.max_sessions_per_subject = 2;
+    options.max_sessions = 3;
+    impl::SessionStore store(options);
+    const auto first = store.Create(*db_, Person("u-a"), kNow)->first;
+    const auto second = store.Create(*db_, Person("u-a"), kNow + 1)->first;
+    const auto third = store.Create(*db_, Person("u-a"), kNow + 2)->first;
+    EXPECT_FALSE(store.Find(*db_, first, kNow + 3)->has_value()) << "the person's oldest ended";
+    EXPECT_TRUE(store.Find(*db_, second, kNow + 3)->has_value());
+    EXPECT_TRUE(store.Find(*db_, third, kNow + 3)->has_value());
+    const auto bob = store.Create(*db_, Person("u-b"), kNow + 4)->first;
+    ASSERT_TRUE(store.Find(*db_, second, kNow + 70)->has_value());  // second is now used more recently
+    const auto carol = store.Create(*db_, Person("u-c"), kNow + 71)->first;
+    EXPECT_EQ(*store::WebSessionRepository(*db_).CountForSubject("u-a"), 1);
+    EXPECT_TRUE(store.Find(*db_, second, kNow + 72)->has_value());
+    EXPECT_FALSE(store.Find(*db_, third, kNow + 72)->has_value()) << "everyone's least recently used ended";
+    EXPECT_TRUE(store.Find(*db_, bob, kNow + 72)->has_value());
+    EXPECT_TRUE(store.Find(*db_, carol, kNow + 72)->has_value());
+}
+
+TEST(RefusalBudget, RecordsAFewAMinuteAndCountsTheRest) {
+    impl::RefusalBudget budget;
+    std::int64_t unrecorded = -1;
+    for (int i = 0; i < impl::RefusalBudget::kPerMinute; ++i) {
+        ASSERT_TRUE(budget.Take(kNow + 1, unrecorded));
+        EXPECT_EQ(unrecorded, 0);
+    }
+    for (int i = 0; i < 1000; ++i) EXPECT_FALSE(budget.Take(kNow + 30, unrecorded));
+    ASSERT_TRUE(budget.Take(kNow + 61, unrecorded)) << "a new minute";
+    EXPECT_EQ(unrecorded, 1000);
+    ASSERT_TRUE(budget.Take(kNow + 62, unrecorded));
+    EXPECT_EQ(unrecorded, 0);
 }
 
 TEST(CookieValue, FindsTheNamedCookieAmongOthers) {

@@ -49,8 +49,10 @@ struct Context {
     TokenAuthenticator auth;
     /// Null when OIDC is off (no `oidc.issuer`).
     const std::shared_ptr<OidcProvider> oidc;
-    /// Browser sessions (empty while OIDC is off).
+    /// Sign-ins in flight and browser sessions (unused while OIDC is off).
     const std::unique_ptr<SessionStore> sessions;
+    /// Bounds the audit entries of refused sign-ins.
+    RefusalBudget sign_in_refusals;
     /// Null when the process exports no metrics through this module.
     const std::shared_ptr<store::FireOutcomeMetrics> fire_metrics;
 };

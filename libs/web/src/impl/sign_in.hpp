@@ -1,7 +1,7 @@
 #pragma once
 
 // Browser sign-in through the OpenID provider (authorization code + PKCE + state + nonce) and the
-// server-side sessions it creates; how any API request is authenticated (bearer token, bearer
+// sessions it creates (in the database); how any API request is authenticated (bearer token, bearer
 // OIDC access token, or session cookie with its CSRF header).
 
 #include <cstdint>
@@ -12,6 +12,7 @@
 
 #include "sched/common/net.hpp"
 #include "sched/common/status.hpp"
+#include "sched/db/database.hpp"
 #include "sched/http/message.hpp"
 #include "sched/http/router.hpp"
 #include "sched/web/auth.hpp"
@@ -36,19 +37,27 @@ struct PendingSignIn {
 /// A signed-in browser.
 struct Session {
     Principal who;
-    std::string csrf;
-    std::int64_t created_s = 0;
-    std::int64_t used_s = 0;
+    std::string csrf;            ///< SessionStore::CsrfToken of its cookie value
+    std::int64_t created_s = 0;  ///< sign-in
+    std::int64_t used_s = 0;     ///< last use as stored (written at most once per kTouchIntervalS)
+    std::int64_t expires_s = 0;  ///< the absolute end: sign-in + session-absolute
 };
 
-/// In-memory sign-ins and sessions of this web process (a restart signs everyone out; several
-/// web processes need sticky sessions). Thread-safe. Session ids are kept only as SHA-256
-/// hashes, so the map's lookup time says nothing about a guessed id.
+/// Sign-ins in flight, in this web process's memory (the login and its callback are a few seconds
+/// apart; a balancer in front of several web processes must send both to one of them), and the
+/// sessions they create, in the database (store::WebSessionRepository): every web process on it
+/// knows every session, and a restart signs nobody out. A session's cookie value is 256 random
+/// bits; the table holds only its SHA-256, and its CSRF token is derived from it (CsrfToken), so
+/// neither can be read back from the table. Thread-safe; the session calls block (run them on
+/// the DB pool).
 class SessionStore {
   public:
     /// A pending sign-in lives this long, and at most kMaxPending are pending at once.
     static constexpr std::int64_t kPendingTtlS = 600;
     static constexpr std::size_t kMaxPending = 1000;
+    /// A session's last use is written at most this often (not on every request); its idle end
+    /// is therefore exact to this much.
+    static constexpr std::int64_t kTouchIntervalS = 60;
 
     explicit SessionStore(const OidcOptions& options) : options_(options) {}
 
@@ -58,21 +67,47 @@ class SessionStore {
     /// expired.
     std::optional<PendingSignIn> TakePending(const std::string& state, std::int64_t now_s);
 
-    /// A new session for `who`: its id (for the cookie) and the session. Past max-sessions the
-    /// least recently used session ends.
-    std::pair<std::string, Session> Create(Principal who, std::int64_t now_s);
-    /// The live session of cookie value `id` (touched), or nullopt (unknown, idle or too old).
-    std::optional<Session> Find(std::string_view id, std::int64_t now_s);
-    void End(std::string_view id);
-    std::size_t size() const;
+    /// A new session for `who` in `db`: its cookie value and the session. Past
+    /// max-sessions-per-subject the person's oldest session ends, past max-sessions everyone's
+    /// least recently used; ended sessions are deleted on the way (a batch per sign-in).
+    Result<std::pair<std::string, Session>> Create(db::Database& db, const Principal& who, std::int64_t now_s);
+    /// The live session of cookie value `id` (its use recorded, at most once per
+    /// kTouchIntervalS), nullopt when unknown, idle or past its end (an ended one is deleted);
+    /// an error only when the database cannot answer.
+    Result<std::optional<Session>> Find(db::Database& db, std::string_view id, std::int64_t now_s);
+    /// Deletes the session of cookie value `id`; false when there was none.
+    Result<bool> End(db::Database& db, std::string_view id);
+
+    /// The CSRF token of the session with cookie value `id`: SHA-256 over a label and the value.
+    /// The page may read it (GET /api/v1/session); the cookie (HttpOnly) it cannot, and the
+    /// token does not give the cookie back.
+    static std::string CsrfToken(std::string_view id);
+    /// What audit entries name a session by: the first 16 hex digits of the cookie value's
+    /// SHA-256, enough to pair a sign-in with its sign-out, useless as a cookie.
+    static std::string AuditRef(std::string_view id);
 
   private:
-    bool Live(const Session& s, std::int64_t now_s) const;
-
     const OidcOptions& options_;
     mutable std::mutex mu_;
     std::unordered_map<std::string, PendingSignIn> pending_;  // by state
-    std::unordered_map<std::string, Session> sessions_;       // by SHA-256 of the id
+};
+
+/// Refused sign-ins are audited, but anyone can make the provider refuse one: at most
+/// kPerMinute entries a minute per process; the refusals past it are counted and the next entry
+/// says how many were not recorded. Thread-safe.
+class RefusalBudget {
+  public:
+    static constexpr int kPerMinute = 20;
+
+    /// Whether the refusal at `now_s` gets an entry; when it does, `unrecorded` is set to the
+    /// refusals left out since the last entry (and the count restarts).
+    bool Take(std::int64_t now_s, std::int64_t& unrecorded);
+
+  private:
+    std::mutex mu_;
+    std::int64_t window_start_s_ = 0;
+    int recorded_ = 0;
+    std::int64_t unrecorded_ = 0;
 };
 
 /// The value of cookie `name` in the request's Cookie header(s), if any.

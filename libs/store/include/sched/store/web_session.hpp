@@ -21,7 +21,7 @@ namespace sched::store {
 
 struct WebSession {
     std::string id_hash;  ///< SHA-256 hex of the cookie's value (64 characters)
-    std::string subject;  ///< the person's `sub` (at most 191 bytes)
+    std::string subject;  ///< the person's `sub` (at most 255 bytes)
     std::string issuer;   ///< the provider's `iss` (at most 512 bytes)
     std::string name;     ///< what audit entries record (at most 191 bytes)
     Role role = Role::kViewer;
