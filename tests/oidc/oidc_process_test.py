@@ -7,7 +7,8 @@ person; a change without the header is refused; a replayed state is refused; a u
 map to no role gets 403 saying so; an access token of the IdP works as a bearer, and a token for
 another audience (the ID token) is refused. Sessions live in the database: after a restart of
 scheduler-standalone the cookie still works, and a scheduler-web on the same database knows it
-too; signing out there ends it everywhere. Sign-ins, sign-outs and refused sign-ins are in the
+too; signing out there ends it everywhere. A sign-in started at one process may come back to the
+other (the browser carries it). Sign-ins, sign-outs and refused sign-ins are in the
 audit log, without a cookie or token value.
 
     oidc_process_test.py /path/to/scheduler-standalone /path/to/scheduler-web
@@ -42,6 +43,15 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
+def headers_of(message):
+    """The answer's headers as a dict; several Set-Cookie fields joined by newlines."""
+    out = dict(message)
+    cookies = message.get_all("Set-Cookie") or []
+    if cookies:
+        out["Set-Cookie"] = "\n".join(cookies)
+    return out
+
+
 class Browser:
     """A cookie jar; every answer (redirects and errors included) is returned, not raised."""
 
@@ -56,14 +66,18 @@ class Browser:
             req.add_header("Content-Type", "application/json")
         try:
             with self.opener.open(req, timeout=10) as r:
-                return r.status, dict(r.headers), r.read().decode()
+                return r.status, headers_of(r.headers), r.read().decode()
         except urllib.error.HTTPError as e:
-            return e.code, dict(e.headers), e.read().decode()
+            return e.code, headers_of(e.headers), e.read().decode()
 
-    def sign_in(self, base, user):
-        """GET /auth/login -> IdP /authorize -> /auth/callback; returns the callback's answer and URL."""
+    def sign_in(self, base, user, callback_base=None):
+        """GET /auth/login -> IdP /authorize -> /auth/callback (at callback_base when given: a balancer
+        sending it to another web process); returns the callback's answer and URL."""
         status, headers, body = self.call("GET", base + "/auth/login?login_hint=" + user)
         assert status == 302, (status, body)
+        sign_in_cookie = headers.get("Set-Cookie", "")
+        for attribute in ("sched_sign_in_", "HttpOnly", "SameSite=Lax", "Path=/auth/callback", "Max-Age=600"):
+            assert attribute in sign_in_cookie, sign_in_cookie
         authorize = headers["Location"]
         q = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(authorize).query))
         assert q["code_challenge_method"] == "S256" and q["state"] and q["nonce"], authorize
@@ -71,6 +85,8 @@ class Browser:
         assert status == 302, (status, body)
         callback = headers["Location"]
         assert callback.startswith(base + "/auth/callback?"), callback
+        if callback_base:
+            callback = callback_base + callback[len(base):]
         return self.call("GET", callback) + (callback,)
 
 
@@ -205,7 +221,7 @@ def main():
         bob = Browser()
         status, headers, body, _ = bob.sign_in(base, "bob")
         assert status == 403 and "has no role here" in body and "groups" in body, (status, body)
-        assert "Set-Cookie" not in headers, headers
+        assert "sched_session=" not in headers.get("Set-Cookie", ""), headers
 
         # An access token of the IdP as a bearer; the ID token (audience sched-ui) is not one.
         access_token, id_token = idp_access_and_id_token(issuer, client_secret)
@@ -247,6 +263,15 @@ def main():
                                          dict(by_hand, **{"X-CSRF-Token": csrf}))
         assert status == 200, (status, body)
 
+        # A sign-in started at scheduler-standalone whose callback a balancer sends to scheduler-web:
+        # the browser carries the sign-in, and the session is known to both.
+        alice2 = Browser()
+        status, headers, body, _ = alice2.sign_in(base, "alice", callback_base=web_base)
+        assert status == 302 and "sched_session=" in headers.get("Set-Cookie", ""), (status, body, web.output())
+        status, _, body = alice2.call("GET", base + "/api/v1/session")
+        assert status == 200 and json.loads(body)["via"] == "session", (status, body)
+        assert json.loads(body)["csrf_token"] != csrf, "a session of its own"
+
         # Signing out (it needs the CSRF header too) on one process ends the session on both: the
         # old cookie, sent again by hand, is refused.
         status, _, body = Browser().call("POST", web_base + "/auth/logout", headers=by_hand)
@@ -268,11 +293,14 @@ def main():
         for e in entries:
             by_action.setdefault(e["action"], []).append(e)
         assert sorted(by_action) == ["sign-in", "sign-in-refused", "sign-out"], entries
-        signed_in, signed_out = by_action["sign-in"][0], by_action["sign-out"][0]
-        assert len(by_action["sign-in"]) == 1 and len(by_action["sign-out"]) == 1, entries
-        for e in (signed_in, signed_out):
+        signed_out = by_action["sign-out"][0]
+        assert len(by_action["sign-in"]) == 2 and len(by_action["sign-out"]) == 1, entries
+        for e in by_action["sign-in"] + by_action["sign-out"]:
             assert e["actor"]["name"] == "alice@example.com" and e["actor"]["role"] == "admin", e
+        # The sign-out pairs with the first sign-in (entries are newest first).
+        signed_in = by_action["sign-in"][1]
         assert signed_in["target"]["id"] == signed_out["target"]["id"], entries
+        assert by_action["sign-in"][0]["target"]["id"] != signed_out["target"]["id"], entries
         assert signed_in["after"]["subject"] == "u-alice" and signed_out["after"] is None, entries
         refused = by_action["sign-in-refused"][0]
         assert refused["actor"]["name"] == "bob@example.com" and refused["actor"]["role"] == "none", refused

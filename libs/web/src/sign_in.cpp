@@ -1,6 +1,7 @@
 #include "impl/sign_in.hpp"
 
 #include <algorithm>
+#include <charconv>
 
 #include <spdlog/spdlog.h>
 
@@ -26,9 +27,12 @@ bool ChangesState(const http::Request& req) {
     return req.method != http::Method::kGet && req.method != http::Method::kHead;
 }
 
-std::string SessionCookie(const OidcOptions& options, const std::string& value, std::int64_t max_age_s) {
-    std::string cookie = std::string(kSessionCookie) + "=" + value +
-                         "; Path=/; HttpOnly; SameSite=Lax; Max-Age=" + std::to_string(max_age_s);
+constexpr const char* kCallbackPath = "/auth/callback";
+
+std::string Cookie(const OidcOptions& options, const std::string& name, const std::string& value, const char* path,
+                   std::int64_t max_age_s) {
+    std::string cookie =
+        name + "=" + value + "; Path=" + path + "; HttpOnly; SameSite=Lax; Max-Age=" + std::to_string(max_age_s);
     if (options.public_url.starts_with("https://")) cookie += "; Secure";
     return cookie;
 }
@@ -47,26 +51,47 @@ std::int64_t Seconds(Micros d) {
 
 }  // namespace
 
-Status SessionStore::AddPending(const std::string& state, PendingSignIn pending, std::int64_t now_s) {
-    std::lock_guard lock(mu_);
-    if (pending_.size() >= kMaxPending) {
-        std::erase_if(pending_, [&](const auto& kv) { return now_s - kv.second.created_s > kPendingTtlS; });
-    }
-    if (pending_.size() >= kMaxPending) {
-        return Status(Code::kResourceExhausted, "too many sign-ins in progress; try again in a few minutes");
-    }
-    pending_[state] = std::move(pending);
-    return Status::Ok();
+SignInCookies::SignInCookies(std::string_view cluster_token)
+    // A key of its own: the cluster token itself is never what a browser's cookie is checked with.
+    : key_(crypto::HmacSha256Hex(cluster_token, "sched-sign-in-cookie-v1")) {}
+
+PendingSignIn SignInCookies::Start(std::int64_t now_s) const {
+    return Derive(crypto::RandomHex(16), now_s);
 }
 
-std::optional<PendingSignIn> SessionStore::TakePending(const std::string& state, std::int64_t now_s) {
-    std::lock_guard lock(mu_);
-    const auto it = pending_.find(state);
-    if (it == pending_.end()) return std::nullopt;
-    PendingSignIn p = std::move(it->second);
-    pending_.erase(it);
-    if (now_s - p.created_s > kPendingTtlS) return std::nullopt;
-    return p;
+PendingSignIn SignInCookies::Derive(std::string state, std::int64_t created_s) const {
+    // 64 hex digits: a PKCE verifier of the allowed alphabet and length (43..128).
+    std::string verifier = crypto::HmacSha256Hex(key_, "pkce:" + state);
+    std::string nonce = crypto::HmacSha256Hex(key_, "nonce:" + state).substr(0, 32);
+    return PendingSignIn{.state = std::move(state),
+                         .code_verifier = std::move(verifier),
+                         .nonce = std::move(nonce),
+                         .created_s = created_s};
+}
+
+std::string SignInCookies::Mac(std::string_view state, std::int64_t created_s) const {
+    return crypto::HmacSha256Hex(key_, "state:" + std::string(state) + "." + std::to_string(created_s));
+}
+
+std::string SignInCookies::CookieValue(const PendingSignIn& p) const {
+    return p.state + "." + std::to_string(p.created_s) + "." + Mac(p.state, p.created_s);
+}
+
+std::optional<PendingSignIn> SignInCookies::Check(std::string_view state, std::string_view cookie,
+                                                  std::int64_t now_s) const {
+    // state "." created "." mac; anything else (or longer than a real one) is no sign-in.
+    if (cookie.size() > 128) return std::nullopt;
+    const auto first = cookie.find('.');
+    const auto second = first == std::string_view::npos ? first : cookie.find('.', first + 1);
+    if (second == std::string_view::npos) return std::nullopt;
+    if (cookie.substr(0, first) != state) return std::nullopt;
+    std::int64_t created_s = 0;
+    const auto created_text = cookie.substr(first + 1, second - first - 1);
+    const auto [end, ec] = std::from_chars(created_text.data(), created_text.data() + created_text.size(), created_s);
+    if (ec != std::errc() || end != created_text.data() + created_text.size()) return std::nullopt;
+    if (!crypto::ConstantTimeEqual(cookie.substr(second + 1), Mac(state, created_s))) return std::nullopt;
+    if (now_s - created_s > kTtlS || created_s > now_s + 60) return std::nullopt;
+    return Derive(std::string(state), created_s);
 }
 
 namespace {
@@ -245,6 +270,58 @@ net::awaitable<void> AuditSession(Context& ctx, const Session& session, std::str
     (void)done;
 }
 
+// The callback once its state checked out: the code exchanged, the ID token verified, the
+// person's role mapped, the session created; refusals audited.
+net::awaitable<http::Response> FinishSignIn(Context& ctx, std::string code, PendingSignIn pending) {
+    const OidcOptions& o = ctx.options.oidc;
+    auto tokens = co_await ctx.oidc->ExchangeCode(code, pending.code_verifier);
+    if (!tokens.ok()) {
+        if (tokens.status().code() == Code::kUnauthenticated) {
+            co_await AuditRefusedSignIn(ctx, std::nullopt, tokens.status());
+        }
+        co_return http::Response::Error(tokens.status(), "code");
+    }
+    const auto id_token = tokens->find("id_token");
+    if (id_token == tokens->end() || !id_token->is_string()) {
+        co_return http::Response::Error(Unavailable("the OpenID provider returned no id_token"), "code");
+    }
+    auto claims = co_await ctx.oidc->Verify(id_token->get<std::string>(), o.client_id, pending.nonce);
+    if (!claims.ok()) {
+        if (claims.status().code() == Code::kUnauthenticated) {
+            co_await AuditRefusedSignIn(ctx, std::nullopt, claims.status());
+        }
+        co_return http::Response::Error(claims.status(), "id_token");
+    }
+    auto who = PrincipalFromClaims(*claims, o);
+    if (!who.ok()) {
+        // The provider vouched for the person: the entry names them.
+        std::optional<Principal> person;
+        if (who.status().code() == Code::kPermissionDenied) {
+            const auto sub = claims->find("sub");
+            person =
+                Principal{.name = PersonName(*claims),
+                          .subject = sub != claims->end() && sub->is_string() ? sub->get<std::string>() : std::string(),
+                          .issuer = o.issuer};
+        }
+        co_await AuditRefusedSignIn(ctx, person, who.status());
+        co_return http::Response::Error(who.status(), "id_token");
+    }
+    who->session = true;
+    auto create = [store = ctx.sessions.get(), who = *who,
+                   now = ctx.oidc->Now()](db::Database& db) -> Result<std::pair<std::string, Session>> {
+        return store->Create(db, who, now);
+    };
+    auto created = co_await WithDb(ctx, std::move(create));
+    if (!created.ok()) co_return http::Response::Error(created.status());
+    const auto& [id, session] = *created;
+    spdlog::info("web: {} ({}) signed in as {}", session.who.name, session.who.subject,
+                 store::RoleName(session.who.role));
+    co_await AuditSession(ctx, session, id, true);
+    http::Response r = Redirect(o.public_url + "/");
+    r.headers.Add("Set-Cookie", Cookie(o, std::string(kSessionCookie), id, "/", Seconds(o.session_absolute)));
+    co_return r;
+}
+
 }  // namespace
 
 net::awaitable<Result<Principal>> AuthenticateRequest(Context& ctx, const http::Request& req) {
@@ -287,24 +364,23 @@ void AddSignInRoutes(http::Router& router, const std::shared_ptr<Context>& ctx) 
             auto endpoints = co_await ctx->oidc->Endpoints();
             if (!endpoints.ok()) co_return http::Response::Error(endpoints.status());
             const OidcOptions& o = ctx->options.oidc;
-            const std::string state = crypto::RandomHex(16);
-            PendingSignIn pending{
-                .code_verifier = crypto::RandomHex(32), .nonce = crypto::RandomHex(16), .created_s = ctx->oidc->Now()};
+            const PendingSignIn pending = ctx->sign_in_cookies.Start(ctx->oidc->Now());
             const auto digest = crypto::Sha256(pending.code_verifier);
             const std::string challenge = Base64UrlEncode(std::string(digest.begin(), digest.end()));
             std::string url = endpoints->authorization_endpoint;
             url += url.find('?') == std::string::npos ? '?' : '&';
             url += "response_type=code&client_id=" + FormEncode(o.client_id) +
                    "&redirect_uri=" + FormEncode(o.RedirectUri()) + "&scope=" + FormEncode(o.scopes) +
-                   "&state=" + state + "&nonce=" + pending.nonce + "&code_challenge=" + challenge +
+                   "&state=" + pending.state + "&nonce=" + pending.nonce + "&code_challenge=" + challenge +
                    "&code_challenge_method=S256";
             if (auto hint = req.Query("login_hint"); hint && !hint->empty() && hint->size() <= 256) {
                 url += "&login_hint=" + FormEncode(*hint);
             }
-            if (Status added = ctx->sessions->AddPending(state, std::move(pending), ctx->oidc->Now()); !added.ok()) {
-                co_return http::Response::Error(added);
-            }
-            co_return Redirect(url);
+            http::Response r = Redirect(url);
+            r.headers.Add("Set-Cookie",
+                          Cookie(o, SignInCookies::CookieName(pending.state), ctx->sign_in_cookies.CookieValue(pending),
+                                 kCallbackPath, SignInCookies::kTtlS));
+            co_return r;
         },
         http::Access::kPublic);
 
@@ -328,57 +404,22 @@ void AddSignInRoutes(http::Router& router, const std::shared_ptr<Context>& ctx) 
             if (!code || code->empty() || code->size() > 4096) {
                 co_return http::Response::Error(InvalidArgument("code: required (1..4096 characters)"), "code");
             }
-            // Taken before anything else: a state works once, whatever happens next.
-            auto pending = ctx->sessions->TakePending(*state, ctx->oidc->Now());
+            // The browser that started this sign-in holds its cookie; any web process can check it.
+            const std::string cookie_name = SignInCookies::CookieName(*state);
+            std::optional<PendingSignIn> pending;
+            // Only a state this code made (hex) names a cookie: nothing else reaches a header.
+            const bool hex = std::all_of(state->begin(), state->end(),
+                                         [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+            if (const auto cookie = hex ? CookieValue(req, cookie_name) : std::nullopt) {
+                pending = ctx->sign_in_cookies.Check(*state, *cookie, ctx->oidc->Now());
+            }
             if (!pending) {
                 co_return http::Response::Error(
                     InvalidArgument("state: unknown, expired or already used; sign in again"), "state");
             }
-            auto tokens = co_await ctx->oidc->ExchangeCode(*code, pending->code_verifier);
-            if (!tokens.ok()) {
-                if (tokens.status().code() == Code::kUnauthenticated) {
-                    co_await AuditRefusedSignIn(*ctx, std::nullopt, tokens.status());
-                }
-                co_return http::Response::Error(tokens.status(), "code");
-            }
-            const auto id_token = tokens->find("id_token");
-            if (id_token == tokens->end() || !id_token->is_string()) {
-                co_return http::Response::Error(Unavailable("the OpenID provider returned no id_token"), "code");
-            }
-            auto claims = co_await ctx->oidc->Verify(id_token->get<std::string>(), o.client_id, pending->nonce);
-            if (!claims.ok()) {
-                if (claims.status().code() == Code::kUnauthenticated) {
-                    co_await AuditRefusedSignIn(*ctx, std::nullopt, claims.status());
-                }
-                co_return http::Response::Error(claims.status(), "id_token");
-            }
-            auto who = PrincipalFromClaims(*claims, o);
-            if (!who.ok()) {
-                // The provider vouched for the person: the entry names them.
-                std::optional<Principal> person;
-                if (who.status().code() == Code::kPermissionDenied) {
-                    const auto sub = claims->find("sub");
-                    person = Principal{
-                        .name = PersonName(*claims),
-                        .subject = sub != claims->end() && sub->is_string() ? sub->get<std::string>() : std::string(),
-                        .issuer = o.issuer};
-                }
-                co_await AuditRefusedSignIn(*ctx, person, who.status());
-                co_return http::Response::Error(who.status(), "id_token");
-            }
-            who->session = true;
-            auto create = [store = ctx->sessions.get(), who = *who,
-                           now = ctx->oidc->Now()](db::Database& db) -> Result<std::pair<std::string, Session>> {
-                return store->Create(db, who, now);
-            };
-            auto created = co_await WithDb(*ctx, std::move(create));
-            if (!created.ok()) co_return http::Response::Error(created.status());
-            const auto& [id, session] = *created;
-            spdlog::info("web: {} ({}) signed in as {}", session.who.name, session.who.subject,
-                         store::RoleName(session.who.role));
-            co_await AuditSession(*ctx, session, id, true);
-            http::Response r = Redirect(o.public_url + "/");
-            r.headers.Set("Set-Cookie", SessionCookie(o, id, Seconds(o.session_absolute)));
+            http::Response r = co_await FinishSignIn(*ctx, *code, *pending);
+            // Whatever the outcome, this sign-in is over.
+            r.headers.Add("Set-Cookie", Cookie(o, cookie_name, "", kCallbackPath, 0));
             co_return r;
         },
         http::Access::kPublic);
@@ -407,7 +448,7 @@ void AddSignInRoutes(http::Router& router, const std::shared_ptr<Context>& ctx) 
                 }
             }
             http::Response r = http::Response::NoContent();
-            r.headers.Set("Set-Cookie", SessionCookie(ctx->options.oidc, "", 0));
+            r.headers.Set("Set-Cookie", Cookie(ctx->options.oidc, std::string(kSessionCookie), "", "/", 0));
             co_return r;
         },
         http::Access::kPublic);

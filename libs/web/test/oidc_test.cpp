@@ -278,27 +278,41 @@ TEST(JwkSet, BoundsTheDocumentAndRefusesBrokenKeys) {
     EXPECT_TRUE(set->HasKey("ec-1"));
 }
 
-TEST(SessionStore, AStateWorksOnceAndOnlyWhileFresh) {
-    OidcOptions options;
-    impl::SessionStore store(options);
-    ASSERT_TRUE(store.AddPending("s1", {.code_verifier = "v", .nonce = "n", .created_s = kNow}, kNow).ok());
-    auto taken = store.TakePending("s1", kNow + 1);
-    ASSERT_TRUE(taken.has_value());
-    EXPECT_EQ(taken->code_verifier, "v");
-    EXPECT_FALSE(store.TakePending("s1", kNow + 2).has_value()) << "replayed";
-    ASSERT_TRUE(store.AddPending("s2", {.created_s = kNow}, kNow).ok());
-    EXPECT_FALSE(store.TakePending("s2", kNow + impl::SessionStore::kPendingTtlS + 1).has_value()) << "expired";
+TEST(SignInCookies, AnyProcessWithTheClusterTokenChecksTheBrowsersCookie) {
+    const impl::SignInCookies here("cluster-secret");
+    const impl::SignInCookies there("cluster-secret");
+    const auto started = here.Start(kNow);
+    EXPECT_EQ(started.state.size(), 32U);
+    EXPECT_EQ(started.code_verifier.size(), 64U) << "a PKCE verifier is 43..128 characters";
+    EXPECT_NE(started.nonce, started.state);
+    const std::string cookie = here.CookieValue(started);
+    auto checked = there.Check(started.state, cookie, kNow + 5);
+    ASSERT_TRUE(checked.has_value());
+    EXPECT_EQ(checked->code_verifier, started.code_verifier);
+    EXPECT_EQ(checked->nonce, started.nonce);
+    EXPECT_EQ(checked->created_s, kNow);
+    EXPECT_EQ(impl::SignInCookies::CookieName(started.state), "sched_sign_in_" + started.state);
+    EXPECT_NE(here.Start(kNow).state, started.state);
 }
 
-TEST(SessionStore, PendingSignInsAreBounded) {
-    OidcOptions options;
-    impl::SessionStore store(options);
-    for (std::size_t i = 0; i < impl::SessionStore::kMaxPending; ++i) {
-        ASSERT_TRUE(store.AddPending("s" + std::to_string(i), {.created_s = kNow}, kNow).ok());
+TEST(SignInCookies, RefusesAnotherStateAForgedOrStaleCookieAndAnotherKey) {
+    const impl::SignInCookies cookies("cluster-secret");
+    const auto started = cookies.Start(kNow);
+    const std::string cookie = cookies.CookieValue(started);
+    const auto other = cookies.Start(kNow);
+    EXPECT_FALSE(cookies.Check(other.state, cookie, kNow).has_value()) << "another sign-in's state";
+    EXPECT_FALSE(cookies.Check(started.state, cookies.CookieValue(other), kNow).has_value());
+    EXPECT_FALSE(cookies.Check(started.state, cookie, kNow + impl::SignInCookies::kTtlS + 1).has_value()) << "stale";
+    EXPECT_TRUE(cookies.Check(started.state, cookie, kNow + impl::SignInCookies::kTtlS).has_value());
+    // A later time written into the cookie does not keep it alive: the MAC covers it.
+    std::string later = cookie;
+    later.replace(started.state.size() + 1, std::to_string(kNow).size(), std::to_string(kNow + 500));
+    EXPECT_FALSE(cookies.Check(started.state, later, kNow + impl::SignInCookies::kTtlS + 1).has_value());
+    EXPECT_FALSE(impl::SignInCookies("another-token").Check(started.state, cookie, kNow).has_value());
+    for (const std::string& bad : {std::string(), started.state, started.state + ".", started.state + ".x.y",
+                                   started.state + "." + std::to_string(kNow) + ".", std::string(4096, '.')}) {
+        EXPECT_FALSE(cookies.Check(started.state, bad, kNow).has_value()) << bad.substr(0, 80);
     }
-    EXPECT_EQ(store.AddPending("one-more", {.created_s = kNow}, kNow).code(), Code::kResourceExhausted);
-    // Once the old ones have expired they make room.
-    EXPECT_TRUE(store.AddPending("later", {.created_s = kNow + 700}, kNow + 700).ok());
 }
 
 // Sessions in a migrated SQLite database, as a web process keeps them.

@@ -8,7 +8,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
 
 #include "sched/common/net.hpp"
 #include "sched/common/status.hpp"
@@ -29,9 +28,42 @@ inline constexpr std::string_view kCsrfHeader = "X-CSRF-Token";
 
 /// One sign-in in flight, between /auth/login and /auth/callback.
 struct PendingSignIn {
+    std::string state;
     std::string code_verifier;
     std::string nonce;
     std::int64_t created_s = 0;
+};
+
+/// A sign-in in flight is carried by the browser, not held by a web process: /auth/login sets a
+/// cookie `sched_sign_in_<state>` (Path=/auth/callback, HttpOnly, SameSite=Lax, ten minutes)
+/// holding the state, its time and an HMAC-SHA256 over both, under a key every web process of
+/// the cluster derives from the cluster token; the PKCE verifier and the nonce are HMACs of the
+/// state under that key as well. So the callback may reach any web process, the state is bound
+/// to the browser that started the sign-in (a callback URL replayed elsewhere has no cookie),
+/// and nothing is stored per sign-in. The callback clears the cookie; the authorization code
+/// itself is single use at the provider. Thread-safe (immutable).
+class SignInCookies {
+  public:
+    /// A sign-in must come back within this many seconds.
+    static constexpr std::int64_t kTtlS = 600;
+    static constexpr std::string_view kNamePrefix = "sched_sign_in_";
+
+    explicit SignInCookies(std::string_view cluster_token);
+
+    /// A new sign-in at `now_s` (its state is 32 random hex digits).
+    PendingSignIn Start(std::int64_t now_s) const;
+    /// The value of the cookie named CookieName(p.state).
+    std::string CookieValue(const PendingSignIn& p) const;
+    static std::string CookieName(std::string_view state) { return std::string(kNamePrefix) + std::string(state); }
+    /// The sign-in of `state` when `cookie` is the value CookieValue gave for it (checked in
+    /// constant time) and at most kTtlS old at `now_s`; nullopt otherwise.
+    std::optional<PendingSignIn> Check(std::string_view state, std::string_view cookie, std::int64_t now_s) const;
+
+  private:
+    PendingSignIn Derive(std::string state, std::int64_t created_s) const;
+    std::string Mac(std::string_view state, std::int64_t created_s) const;
+
+    std::string key_;
 };
 
 /// A signed-in browser.
@@ -43,29 +75,18 @@ struct Session {
     std::int64_t expires_s = 0;  ///< the absolute end: sign-in + session-absolute
 };
 
-/// Sign-ins in flight, in this web process's memory (the login and its callback are a few seconds
-/// apart; a balancer in front of several web processes must send both to one of them), and the
-/// sessions they create, in the database (store::WebSessionRepository): every web process on it
+/// Browser sessions, in the database (store::WebSessionRepository): every web process on it
 /// knows every session, and a restart signs nobody out. A session's cookie value is 256 random
 /// bits; the table holds only its SHA-256, and its CSRF token is derived from it (CsrfToken), so
 /// neither can be read back from the table. Thread-safe; the session calls block (run them on
 /// the DB pool).
 class SessionStore {
   public:
-    /// A pending sign-in lives this long, and at most kMaxPending are pending at once.
-    static constexpr std::int64_t kPendingTtlS = 600;
-    static constexpr std::size_t kMaxPending = 1000;
     /// A session's last use is written at most this often (not on every request); its idle end
     /// is therefore exact to this much.
     static constexpr std::int64_t kTouchIntervalS = 60;
 
     explicit SessionStore(const OidcOptions& options) : options_(options) {}
-
-    /// Remembers a sign-in under `state`; kResourceExhausted when kMaxPending live ones exist.
-    Status AddPending(const std::string& state, PendingSignIn pending, std::int64_t now_s);
-    /// Takes (and forgets: single use) the sign-in of `state`; nullopt when unknown, used or
-    /// expired.
-    std::optional<PendingSignIn> TakePending(const std::string& state, std::int64_t now_s);
 
     /// A new session for `who` in `db`: its cookie value and the session. Past
     /// max-sessions-per-subject the person's oldest session ends, past max-sessions everyone's
@@ -88,8 +109,6 @@ class SessionStore {
 
   private:
     const OidcOptions& options_;
-    mutable std::mutex mu_;
-    std::unordered_map<std::string, PendingSignIn> pending_;  // by state
 };
 
 /// Refused sign-ins are audited, but anyone can make the provider refuse one: at most
