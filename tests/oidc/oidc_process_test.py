@@ -5,9 +5,13 @@ jar that follows no redirect by itself) signs in as an admin through the whole a
 code flow, creates and pauses a job with the session's CSRF header, and the audit log names the
 person; a change without the header is refused; a replayed state is refused; a user whose groups
 map to no role gets 403 saying so; an access token of the IdP works as a bearer, and a token for
-another audience (the ID token) is refused; signing out ends the session.
+another audience (the ID token) is refused. Sessions live in the database: after a restart of
+scheduler-standalone the cookie still works, and a scheduler-web on the same database knows it
+too; signing out there ends it everywhere. A sign-in started at one process may come back to the
+other (the browser carries it). Sign-ins, sign-outs and refused sign-ins are in the
+audit log, without a cookie or token value.
 
-    oidc_process_test.py /path/to/scheduler-standalone
+    oidc_process_test.py /path/to/scheduler-standalone /path/to/scheduler-web
 """
 
 import base64
@@ -39,6 +43,15 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
+def headers_of(message):
+    """The answer's headers as a dict; several Set-Cookie fields joined by newlines."""
+    out = dict(message)
+    cookies = message.get_all("Set-Cookie") or []
+    if cookies:
+        out["Set-Cookie"] = "\n".join(cookies)
+    return out
+
+
 class Browser:
     """A cookie jar; every answer (redirects and errors included) is returned, not raised."""
 
@@ -53,14 +66,18 @@ class Browser:
             req.add_header("Content-Type", "application/json")
         try:
             with self.opener.open(req, timeout=10) as r:
-                return r.status, dict(r.headers), r.read().decode()
+                return r.status, headers_of(r.headers), r.read().decode()
         except urllib.error.HTTPError as e:
-            return e.code, dict(e.headers), e.read().decode()
+            return e.code, headers_of(e.headers), e.read().decode()
 
-    def sign_in(self, base, user):
-        """GET /auth/login -> IdP /authorize -> /auth/callback; returns the callback's answer and URL."""
+    def sign_in(self, base, user, callback_base=None):
+        """GET /auth/login -> IdP /authorize -> /auth/callback (at callback_base when given: a balancer
+        sending it to another web process); returns the callback's answer and URL."""
         status, headers, body = self.call("GET", base + "/auth/login?login_hint=" + user)
         assert status == 302, (status, body)
+        sign_in_cookie = headers.get("Set-Cookie", "")
+        for attribute in ("sched_sign_in_", "HttpOnly", "SameSite=Lax", "Path=/auth/callback", "Max-Age=600"):
+            assert attribute in sign_in_cookie, sign_in_cookie
         authorize = headers["Location"]
         q = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(authorize).query))
         assert q["code_challenge_method"] == "S256" and q["state"] and q["nonce"], authorize
@@ -68,6 +85,8 @@ class Browser:
         assert status == 302, (status, body)
         callback = headers["Location"]
         assert callback.startswith(base + "/auth/callback?"), callback
+        if callback_base:
+            callback = callback_base + callback[len(base):]
         return self.call("GET", callback) + (callback,)
 
 
@@ -97,10 +116,11 @@ def idp_access_and_id_token(issuer, secret):
 
 
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) != 3:
         print(__doc__, file=sys.stderr)
         return 2
     standalone_bin = os.path.abspath(sys.argv[1])
+    web_bin = os.path.abspath(sys.argv[2])
     work = tempfile.mkdtemp(prefix="sched-oidc-")
     children = []
     try:
@@ -125,12 +145,7 @@ def main():
         base = "http://127.0.0.1:%d" % port
         cluster_token = secrets.token_hex(16)
         config = os.path.join(work, "standalone.yaml")
-        with open(config, "w") as f:
-            f.write("\n".join([
-                'token: "%s"' % cluster_token,
-                "http:", '  listen: "127.0.0.1:%d"' % port,
-                "database:", '  url: "sqlite://%s/data/s.db"' % work,
-                "log:", "  level: info",
+        oidc_section = [
                 "oidc:",
                 '  issuer: "%s"' % issuer,
                 "  client-id: sched-ui",
@@ -139,13 +154,24 @@ def main():
                 '  public-url: "%s"' % base,
                 "  role-mapping:",
                 "    admin: [sched-admins]",
-                "    operator: [sched-ops]",
-                ""]))
+                "    operator: [sched-ops]"]
+        db_url = "sqlite://%s/data/s.db" % work
+        with open(config, "w") as f:
+            f.write("\n".join([
+                'token: "%s"' % cluster_token,
+                "http:", '  listen: "127.0.0.1:%d"' % port,
+                "database:", '  url: "%s"' % db_url,
+                "log:", "  level: info"] + oidc_section + [""]))
         os.makedirs(os.path.join(work, "data"))
-        standalone = Child([standalone_bin, "--config", config], env, work)
-        children.append(standalone)
-        assert standalone.wait_line("listening on http://127.0.0.1:", 30), \
-            "scheduler-standalone did not start:\n" + standalone.output()
+
+        def start_standalone():
+            child = Child([standalone_bin, "--config", config], env, work)
+            children.append(child)
+            assert child.wait_line("listening on http://127.0.0.1:", 30), \
+                "scheduler-standalone did not start:\n" + child.output()
+            return child
+
+        standalone = start_standalone()
 
         # The UI learns that SSO is on.
         anonymous = Browser()
@@ -195,7 +221,7 @@ def main():
         bob = Browser()
         status, headers, body, _ = bob.sign_in(base, "bob")
         assert status == 403 and "has no role here" in body and "groups" in body, (status, body)
-        assert "Set-Cookie" not in headers, headers
+        assert "sched_session=" not in headers.get("Set-Cookie", ""), headers
 
         # An access token of the IdP as a bearer; the ID token (audience sched-ui) is not one.
         access_token, id_token = idp_access_and_id_token(issuer, client_secret)
@@ -207,16 +233,82 @@ def main():
         status, _, body = api.call("GET", base + "/api/v1/jobs", headers={"Authorization": "Bearer " + id_token})
         assert status == 401 and "wrong audience" in body, (status, body)
 
-        # Signing out ends the session on the server (it needs the CSRF header too): the old
-        # cookie, sent again by hand, is refused.
+        # The session is in the database: a restart signs nobody out.
         session_id = next(c.value for c in alice.jar if c.name == "sched_session")
-        status, _, body = alice.call("POST", base + "/auth/logout")
+        assert standalone.stop() == 0, standalone.output()
+        standalone = start_standalone()
+        status, _, body = alice.call("GET", base + "/api/v1/session")
+        assert status == 200, (status, body, standalone.output())
+        assert json.loads(body)["csrf_token"] == csrf and json.loads(body)["name"] == "alice@example.com", body
+        status, _, body = alice.call("POST", base + "/api/v1/jobs/%d/resume" % job_id, {}, {"X-CSRF-Token": csrf})
+        assert status == 200, (status, body)
+
+        # A scheduler-web on the same database knows the session (no sticky sessions needed).
+        web_port = free_port()
+        web_base = "http://127.0.0.1:%d" % web_port
+        web_config = os.path.join(work, "web.yaml")
+        with open(web_config, "w") as f:
+            f.write("\n".join([
+                'token: "%s"' % cluster_token,
+                "http:", '  listen: "127.0.0.1:%d"' % web_port,
+                "database:", '  url: "%s"' % db_url,
+                "log:", "  level: info"] + oidc_section + [""]))
+        web = Child([web_bin, "--config", web_config], env, work)
+        children.append(web)
+        assert web.wait_line("listening on http://127.0.0.1:", 30), "scheduler-web did not start:\n" + web.output()
+        by_hand = {"Cookie": "sched_session=" + session_id}
+        status, _, body = Browser().call("GET", web_base + "/api/v1/session", headers=by_hand)
+        assert status == 200 and json.loads(body)["csrf_token"] == csrf, (status, body, web.output())
+        status, _, body = Browser().call("POST", web_base + "/api/v1/jobs/%d/pause" % job_id, {},
+                                         dict(by_hand, **{"X-CSRF-Token": csrf}))
+        assert status == 200, (status, body)
+
+        # A sign-in started at scheduler-standalone whose callback a balancer sends to scheduler-web:
+        # the browser carries the sign-in, and the session is known to both.
+        alice2 = Browser()
+        status, headers, body, _ = alice2.sign_in(base, "alice", callback_base=web_base)
+        assert status == 302 and "sched_session=" in headers.get("Set-Cookie", ""), (status, body, web.output())
+        status, _, body = alice2.call("GET", base + "/api/v1/session")
+        assert status == 200 and json.loads(body)["via"] == "session", (status, body)
+        assert json.loads(body)["csrf_token"] != csrf, "a session of its own"
+
+        # Signing out (it needs the CSRF header too) on one process ends the session on both: the
+        # old cookie, sent again by hand, is refused.
+        status, _, body = Browser().call("POST", web_base + "/auth/logout", headers=by_hand)
         assert status == 403, (status, body)
-        status, headers, body = alice.call("POST", base + "/auth/logout", headers={"X-CSRF-Token": csrf})
+        status, headers, body = Browser().call("POST", web_base + "/auth/logout",
+                                               headers=dict(by_hand, **{"X-CSRF-Token": csrf}))
         assert status == 204 and "Max-Age=0" in headers.get("Set-Cookie", ""), (status, headers, body)
-        status, _, body = Browser().call("GET", base + "/api/v1/session",
-                                         headers={"Cookie": "sched_session=" + session_id})
-        assert status == 401 and "sign in again" in body, (status, body)
+        for where in (base, web_base):
+            status, _, body = Browser().call("GET", where + "/api/v1/session", headers=by_hand)
+            assert status == 401 and "sign in again" in body, (where, status, body)
+
+        # The audit log has the sign-in and the sign-out (Alice's, one session), and Bob's refusal
+        # with its reason; no entry holds the cookie, its CSRF token or a token of the IdP.
+        admin = {"Authorization": "Bearer " + cluster_token}
+        status, _, body = api.call("GET", base + "/api/v1/audit?target_kind=session", headers=admin)
+        assert status == 200, (status, body)
+        entries = json.loads(body)["items"]
+        by_action = {}
+        for e in entries:
+            by_action.setdefault(e["action"], []).append(e)
+        assert sorted(by_action) == ["sign-in", "sign-in-refused", "sign-out"], entries
+        signed_out = by_action["sign-out"][0]
+        assert len(by_action["sign-in"]) == 2 and len(by_action["sign-out"]) == 1, entries
+        for e in by_action["sign-in"] + by_action["sign-out"]:
+            assert e["actor"]["name"] == "alice@example.com" and e["actor"]["role"] == "admin", e
+        # The sign-out pairs with the first sign-in (entries are newest first).
+        signed_in = by_action["sign-in"][1]
+        assert signed_in["target"]["id"] == signed_out["target"]["id"], entries
+        assert by_action["sign-in"][0]["target"]["id"] != signed_out["target"]["id"], entries
+        assert signed_in["after"]["subject"] == "u-alice" and signed_out["after"] is None, entries
+        refused = by_action["sign-in-refused"][0]
+        assert refused["actor"]["name"] == "bob@example.com" and refused["actor"]["role"] == "none", refused
+        assert "has no role here" in refused["after"]["reason"], refused
+        for secret in (session_id, csrf, access_token, id_token, hashlib.sha256(session_id.encode()).hexdigest()):
+            assert secret not in body, "a secret in the audit log"
+        status, _, body = api.call("GET", base + "/api/v1/audit?action=sign-in-refused", headers=admin)
+        assert status == 200 and len(json.loads(body)["items"]) == 1, (status, body)
         print("oidc process test: OK")
         return 0
     finally:

@@ -73,6 +73,7 @@ OidcOptions OidcOptions::FromYaml(const ConfigNode& node) {
     o.session_absolute =
         node.Duration("session-absolute", o.session_absolute, seconds(10), std::chrono::hours(24 * 90));
     o.max_sessions = static_cast<std::size_t>(node.Int("max-sessions", 10000, 1, 1000000));
+    o.max_sessions_per_subject = static_cast<std::size_t>(node.Int("max-sessions-per-subject", 10, 1, 1000));
     if (!o.enabled()) return o;
     if (!IsHttpUrl(o.issuer)) throw ConfigError(key("issuer"), "expected an http(s) URL, got \"" + o.issuer + "\"");
     if (o.client_id.empty()) throw ConfigError(key("client-id"), "required when an issuer is set");
@@ -255,18 +256,24 @@ net::awaitable<Result<nlohmann::json>> OidcProvider::ExchangeCode(std::string co
     co_return std::move(*body);
 }
 
-Result<Principal> PrincipalFromClaims(const nlohmann::json& claims, const OidcOptions& options) {
+std::string PersonName(const nlohmann::json& claims) {
     const auto str = [&](const char* name) -> std::string {
         const auto it = claims.find(name);
         return it != claims.end() && it->is_string() ? it->get<std::string>() : std::string();
     };
-    const std::string subject = str("sub");
-    if (subject.empty() || subject.size() > 255) return Status(Code::kUnauthenticated, "token: sub is required");
     std::string name = str("email");
     if (name.empty()) name = str("name");
     if (name.empty()) name = str("preferred_username");
-    if (name.empty()) name = subject;
+    if (name.empty()) name = str("sub");
     if (name.size() > 191) name.resize(191);
+    return name;
+}
+
+Result<Principal> PrincipalFromClaims(const nlohmann::json& claims, const OidcOptions& options) {
+    const auto sub = claims.find("sub");
+    const std::string subject = sub != claims.end() && sub->is_string() ? sub->get<std::string>() : std::string();
+    if (subject.empty() || subject.size() > 255) return Status(Code::kUnauthenticated, "token: sub is required");
+    const std::string name = PersonName(claims);
     std::vector<std::string> values;
     if (const auto it = claims.find(options.role_claim); it != claims.end()) {
         if (it->is_string()) values.push_back(it->get<std::string>());

@@ -17,7 +17,10 @@
 #include <gtest/gtest.h>
 
 #include "impl/sign_in.hpp"
+#include "sched/common/crypto.hpp"
+#include "sched/db/open_database.hpp"
 #include "sched/http/testing/test_server.hpp"
+#include "sched/store/web_session.hpp"
 #include "sched/web/jwt.hpp"
 #include "sched/web/web_service.hpp"
 
@@ -275,55 +278,155 @@ TEST(JwkSet, BoundsTheDocumentAndRefusesBrokenKeys) {
     EXPECT_TRUE(set->HasKey("ec-1"));
 }
 
-TEST(SessionStore, AStateWorksOnceAndOnlyWhileFresh) {
-    OidcOptions options;
-    impl::SessionStore store(options);
-    ASSERT_TRUE(store.AddPending("s1", {.code_verifier = "v", .nonce = "n", .created_s = kNow}, kNow).ok());
-    auto taken = store.TakePending("s1", kNow + 1);
-    ASSERT_TRUE(taken.has_value());
-    EXPECT_EQ(taken->code_verifier, "v");
-    EXPECT_FALSE(store.TakePending("s1", kNow + 2).has_value()) << "replayed";
-    ASSERT_TRUE(store.AddPending("s2", {.created_s = kNow}, kNow).ok());
-    EXPECT_FALSE(store.TakePending("s2", kNow + impl::SessionStore::kPendingTtlS + 1).has_value()) << "expired";
+TEST(SignInCookies, AnyProcessWithTheClusterTokenChecksTheBrowsersCookie) {
+    const impl::SignInCookies here("cluster-secret");
+    const impl::SignInCookies there("cluster-secret");
+    const auto started = here.Start(kNow);
+    EXPECT_EQ(started.state.size(), 32U);
+    EXPECT_EQ(started.code_verifier.size(), 64U) << "a PKCE verifier is 43..128 characters";
+    EXPECT_NE(started.nonce, started.state);
+    const std::string cookie = here.CookieValue(started);
+    auto checked = there.Check(started.state, cookie, kNow + 5);
+    ASSERT_TRUE(checked.has_value());
+    EXPECT_EQ(checked->code_verifier, started.code_verifier);
+    EXPECT_EQ(checked->nonce, started.nonce);
+    EXPECT_EQ(checked->created_s, kNow);
+    EXPECT_EQ(impl::SignInCookies::CookieName(started.state), "sched_sign_in_" + started.state);
+    EXPECT_NE(here.Start(kNow).state, started.state);
 }
 
-TEST(SessionStore, PendingSignInsAreBounded) {
-    OidcOptions options;
-    impl::SessionStore store(options);
-    for (std::size_t i = 0; i < impl::SessionStore::kMaxPending; ++i) {
-        ASSERT_TRUE(store.AddPending("s" + std::to_string(i), {.created_s = kNow}, kNow).ok());
+TEST(SignInCookies, RefusesAnotherStateAForgedOrStaleCookieAndAnotherKey) {
+    const impl::SignInCookies cookies("cluster-secret");
+    const auto started = cookies.Start(kNow);
+    const std::string cookie = cookies.CookieValue(started);
+    const auto other = cookies.Start(kNow);
+    EXPECT_FALSE(cookies.Check(other.state, cookie, kNow).has_value()) << "another sign-in's state";
+    EXPECT_FALSE(cookies.Check(started.state, cookies.CookieValue(other), kNow).has_value());
+    EXPECT_FALSE(cookies.Check(started.state, cookie, kNow + impl::SignInCookies::kTtlS + 1).has_value()) << "stale";
+    EXPECT_TRUE(cookies.Check(started.state, cookie, kNow + impl::SignInCookies::kTtlS).has_value());
+    // A later time written into the cookie does not keep it alive: the MAC covers it.
+    std::string later = cookie;
+    later.replace(started.state.size() + 1, std::to_string(kNow).size(), std::to_string(kNow + 500));
+    EXPECT_FALSE(cookies.Check(started.state, later, kNow + impl::SignInCookies::kTtlS + 1).has_value());
+    EXPECT_FALSE(impl::SignInCookies("another-token").Check(started.state, cookie, kNow).has_value());
+    for (const std::string& bad : {std::string(), started.state, started.state + ".", started.state + ".x.y",
+                                   started.state + "." + std::to_string(kNow) + ".", std::string(4096, '.')}) {
+        EXPECT_FALSE(cookies.Check(started.state, bad, kNow).has_value()) << bad.substr(0, 80);
     }
-    EXPECT_EQ(store.AddPending("one-more", {.created_s = kNow}, kNow).code(), Code::kResourceExhausted);
-    // Once the old ones have expired they make room.
-    EXPECT_TRUE(store.AddPending("later", {.created_s = kNow + 700}, kNow + 700).ok());
 }
 
-TEST(SessionStore, SessionsEndWhenIdleOrOldAndTheLeastRecentlyUsedMakesRoom) {
+// Sessions in a migrated SQLite database, as a web process keeps them.
+class SessionStoreTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        dir_ =
+            std::filesystem::temp_directory_path() / ("sched-sessions-" + std::to_string(::getpid()) + "-" +
+                                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        std::filesystem::remove_all(dir_);
+        std::filesystem::create_directories(dir_);
+        db::DatabaseConfig config;
+        config.url = *db::ParseDbUrl("sqlite://" + (dir_ / "db.sqlite").string());
+        auto opened = db::OpenMigrated(config);
+        ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+        db_ = *opened;
+    }
+    void TearDown() override {
+        db_.reset();
+        std::filesystem::remove_all(dir_);
+    }
+    static Principal Person(const std::string& subject) {
+        return Principal{.name = subject + "@example.com",
+                         .role = store::Role::kOperator,
+                         .subject = subject,
+                         .issuer = "https://idp.test",
+                         .session = true};
+    }
+
+    std::filesystem::path dir_;
+    std::shared_ptr<db::Database> db_;
+};
+
+TEST_F(SessionStoreTest, ASessionIsKeptByItsHashAndEndsWhenIdleOrOld) {
     OidcOptions options;
     options.session_idle = std::chrono::seconds(100);
     options.session_absolute = std::chrono::seconds(250);
-    options.max_sessions = 2;
     impl::SessionStore store(options);
-    auto [a, session_a] = store.Create(Principal{.name = "a"}, kNow);
+    auto created = store.Create(*db_, Person("u-a"), kNow);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    const auto [a, session_a] = *created;
     EXPECT_EQ(a.size(), 64U);
+    EXPECT_EQ(session_a.csrf, impl::SessionStore::CsrfToken(a));
     EXPECT_EQ(session_a.csrf.size(), 64U);
     EXPECT_NE(session_a.csrf, a);
-    ASSERT_TRUE(store.Find(a, kNow + 90).has_value());
-    ASSERT_TRUE(store.Find(a, kNow + 180).has_value()) << "used 90 s ago: not idle";
-    EXPECT_FALSE(store.Find(a, kNow + 251).has_value()) << "past the absolute expiry";
-    auto [b, session_b] = store.Create(Principal{.name = "b"}, kNow);
-    EXPECT_FALSE(store.Find(b, kNow + 101).has_value()) << "idle";
-    auto first = store.Create(Principal{.name = "c"}, kNow).first;
-    auto second = store.Create(Principal{.name = "d"}, kNow + 1).first;
-    ASSERT_TRUE(store.Find(first, kNow + 2).has_value());  // c is now the most recently used
-    auto third = store.Create(Principal{.name = "e"}, kNow + 3).first;
-    EXPECT_EQ(store.size(), 2U);
-    EXPECT_TRUE(store.Find(first, kNow + 4).has_value());
-    EXPECT_FALSE(store.Find(second, kNow + 4).has_value()) << "the least recently used made room";
-    EXPECT_TRUE(store.Find(third, kNow + 4).has_value());
-    store.End(third);
-    EXPECT_FALSE(store.Find(third, kNow + 5).has_value());
-    EXPECT_FALSE(store.Find("short", kNow).has_value());
+    EXPECT_NE(session_a.csrf, crypto::Sha256Hex(a)) << "the CSRF token is not the table's key";
+    // Only the hash is stored.
+    auto row = store::WebSessionRepository(*db_).Find(crypto::Sha256Hex(a));
+    ASSERT_TRUE(row.ok()) << row.status().ToString();
+    EXPECT_EQ(row->subject, "u-a");
+    EXPECT_EQ(row->expires_ms, (kNow + 250) * 1000);
+
+    // Another store (another web process, or this one restarted) knows it.
+    impl::SessionStore other(options);
+    auto found = other.Find(*db_, a, kNow + 90);
+    ASSERT_TRUE(found.ok() && found->has_value());
+    EXPECT_EQ((*found)->who.name, "u-a@example.com");
+    EXPECT_EQ((*found)->who.role, store::Role::kOperator);
+    EXPECT_EQ((*found)->who.subject, "u-a");
+    EXPECT_TRUE((*found)->who.session);
+    EXPECT_EQ((*found)->csrf, session_a.csrf);
+    EXPECT_EQ(store::WebSessionRepository(*db_).Find(crypto::Sha256Hex(a))->last_seen_ms, (kNow + 90) * 1000)
+        << "used 90 s after the last write: recorded";
+    ASSERT_TRUE(store.Find(*db_, a, kNow + 120)->has_value());
+    EXPECT_EQ(store::WebSessionRepository(*db_).Find(crypto::Sha256Hex(a))->last_seen_ms, (kNow + 90) * 1000)
+        << "used 30 s after the last write: not written";
+    ASSERT_TRUE(store.Find(*db_, a, kNow + 180)->has_value()) << "used 90 s ago: not idle";
+    EXPECT_FALSE(store.Find(*db_, a, kNow + 251)->has_value()) << "past the absolute expiry";
+    EXPECT_EQ(store::WebSessionRepository(*db_).Find(crypto::Sha256Hex(a)).status().code(), Code::kNotFound)
+        << "an ended session is deleted when seen";
+
+    const auto b = store.Create(*db_, Person("u-b"), kNow)->first;
+    EXPECT_FALSE(store.Find(*db_, b, kNow + 101)->has_value()) << "idle";
+    const auto c = store.Create(*db_, Person("u-c"), kNow)->first;
+    EXPECT_TRUE(*store.End(*db_, c));
+    EXPECT_FALSE(store.Find(*db_, c, kNow + 1)->has_value());
+    EXPECT_FALSE(*store.End(*db_, c));
+    EXPECT_FALSE(store.Find(*db_, "short", kNow)->has_value());
+    EXPECT_FALSE(store.Find(*db_, std::string(64, 'Z'), kNow)->has_value());
+}
+
+TEST_F(SessionStoreTest, APersonsOldestSessionMakesRoomAndEveryonesLeastRecentlyUsedPastTheTotal) {
+    OidcOptions options;
+    options.max_sessions_per_subject = 2;
+    options.max_sessions = 3;
+    impl::SessionStore store(options);
+    const auto first = store.Create(*db_, Person("u-a"), kNow)->first;
+    const auto second = store.Create(*db_, Person("u-a"), kNow + 1)->first;
+    const auto third = store.Create(*db_, Person("u-a"), kNow + 2)->first;
+    EXPECT_FALSE(store.Find(*db_, first, kNow + 3)->has_value()) << "the person's oldest ended";
+    EXPECT_TRUE(store.Find(*db_, second, kNow + 3)->has_value());
+    EXPECT_TRUE(store.Find(*db_, third, kNow + 3)->has_value());
+    const auto bob = store.Create(*db_, Person("u-b"), kNow + 4)->first;
+    ASSERT_TRUE(store.Find(*db_, second, kNow + 70)->has_value());  // second is now used more recently
+    const auto carol = store.Create(*db_, Person("u-c"), kNow + 71)->first;
+    EXPECT_EQ(*store::WebSessionRepository(*db_).CountForSubject("u-a"), 1);
+    EXPECT_TRUE(store.Find(*db_, second, kNow + 72)->has_value());
+    EXPECT_FALSE(store.Find(*db_, third, kNow + 72)->has_value()) << "everyone's least recently used ended";
+    EXPECT_TRUE(store.Find(*db_, bob, kNow + 72)->has_value());
+    EXPECT_TRUE(store.Find(*db_, carol, kNow + 72)->has_value());
+}
+
+TEST(RefusalBudget, RecordsAFewAMinuteAndCountsTheRest) {
+    impl::RefusalBudget budget;
+    std::int64_t unrecorded = -1;
+    for (int i = 0; i < impl::RefusalBudget::kPerMinute; ++i) {
+        ASSERT_TRUE(budget.Take(kNow + 1, unrecorded));
+        EXPECT_EQ(unrecorded, 0);
+    }
+    for (int i = 0; i < 1000; ++i) EXPECT_FALSE(budget.Take(kNow + 30, unrecorded));
+    ASSERT_TRUE(budget.Take(kNow + 61, unrecorded)) << "a new minute";
+    EXPECT_EQ(unrecorded, 1000);
+    ASSERT_TRUE(budget.Take(kNow + 62, unrecorded));
+    EXPECT_EQ(unrecorded, 0);
 }
 
 TEST(CookieValue, FindsTheNamedCookieAmongOthers) {

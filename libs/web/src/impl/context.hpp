@@ -41,6 +41,7 @@ struct Context {
           oidc(options.oidc.enabled() ? std::make_shared<OidcProvider>(WithTls(options.oidc, options.http_client_tls))
                                       : nullptr),
           sessions(std::make_unique<SessionStore>(options.oidc)),
+          sign_in_cookies(options.token),
           fire_metrics(metrics ? std::make_shared<store::FireOutcomeMetrics>(*metrics) : nullptr) {}
 
     const WebOptions options;
@@ -49,8 +50,12 @@ struct Context {
     TokenAuthenticator auth;
     /// Null when OIDC is off (no `oidc.issuer`).
     const std::shared_ptr<OidcProvider> oidc;
-    /// Browser sessions (empty while OIDC is off).
+    /// Sign-ins in flight and browser sessions (unused while OIDC is off).
     const std::unique_ptr<SessionStore> sessions;
+    /// Sign-ins in flight, carried by the browsers.
+    const SignInCookies sign_in_cookies;
+    /// Bounds the audit entries of refused sign-ins.
+    RefusalBudget sign_in_refusals;
     /// Null when the process exports no metrics through this module.
     const std::shared_ptr<store::FireOutcomeMetrics> fire_metrics;
 };

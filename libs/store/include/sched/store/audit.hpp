@@ -30,10 +30,12 @@ struct AuditEntry {
     std::int64_t id = 0;
     std::int64_t at_ms = 0;           ///< DB clock, set on insert
     std::string actor;                ///< the token's name, "cluster-token" or kSchedulerActor
-    std::string actor_role;           ///< admin | operator | viewer | executor | scheduler
+    std::string actor_role;           ///< admin | operator | viewer | executor | scheduler | none
     std::int64_t actor_token_id = 0;  ///< 0 for the cluster token and the scheduler
-    std::string action;       ///< create | update | delete | pause | resume | trigger | kill | revoke | rotate | denied
-    std::string target_kind;  ///< job | fire | token | alert-rule | signing-key | route
+    /// create | update | delete | pause | resume | trigger | kill | revoke | rotate | denied | sign-in |
+    /// sign-out | sign-in-refused
+    std::string action;
+    std::string target_kind;  ///< job | fire | token | alert-rule | signing-key | route | session
     std::string target_id;
     std::string target_name;
     std::optional<std::string> before_json;  ///< the target before the change (nullopt: none)

@@ -4,8 +4,11 @@
 import { get, withQuery } from '../api.js';
 import { badge, fmtTime, h, replace, table } from '../dom.js';
 
-const ACTIONS = ['', 'create', 'update', 'delete', 'pause', 'resume', 'trigger', 'kill', 'revoke', 'rotate', 'denied'];
-const KINDS = ['', 'job', 'calendar', 'fire', 'token', 'alert-rule', 'signing-key', 'route'];
+const ACTIONS = ['', 'create', 'update', 'delete', 'pause', 'resume', 'trigger', 'kill', 'revoke', 'rotate', 'denied',
+  'sign-in', 'sign-out', 'sign-in-refused'];
+const KINDS = ['', 'job', 'calendar', 'fire', 'token', 'alert-rule', 'signing-key', 'route', 'session'];
+// Refusals stand out.
+const FAILED = new Set(['denied', 'delete', 'sign-in-refused']);
 // Changes every edit: noise in a diff.
 const SKIP = new Set(['updated_at']);
 
@@ -55,7 +58,7 @@ function entryRows(items, withTarget) {
   return items.map((e) => h('tr', { 'data-audit': e.id },
     h('td', null, fmtTime(e.at)),
     h('td', null, e.actor.name, h('div', { class: 'hint' }, e.actor.role)),
-    h('td', null, badge(e.action, e.action === 'denied' || e.action === 'delete' ? 'failed' : 'enabled')),
+    h('td', null, badge(e.action, FAILED.has(e.action) ? 'failed' : 'enabled')),
     withTarget ? h('td', null, targetCell(e)) : null,
     h('td', null, auditDiff(e))));
 }

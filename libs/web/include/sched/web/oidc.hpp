@@ -59,7 +59,9 @@ namespace sched::web {
 ///       http-timeout: 5s               # one call to the IdP
 ///       session-idle: 1h               # a browser session unused this long ends
 ///       session-absolute: 12h          # and any session ends this long after sign-in
-///       max-sessions: 10000            # past it the least recently used session ends
+///       max-sessions: 10000            # sessions of everyone (in the database, shared by every web
+///                                      #   process); past it the least recently used ends
+///       max-sessions-per-subject: 10   # sessions of one person; past it their oldest ends
 struct OidcOptions {
     std::string issuer;
     std::string client_id;
@@ -76,6 +78,7 @@ struct OidcOptions {
     Micros session_idle = std::chrono::hours(1);
     Micros session_absolute = std::chrono::hours(12);
     std::size_t max_sessions = 10000;
+    std::size_t max_sessions_per_subject = 10;
     JwtLimits limits;
     /// How the provider's https endpoints are verified (not a key of `oidc:`: the process's
     /// `http-client.tls`, set by the web module from WebOptions::http_client_tls).
@@ -147,6 +150,10 @@ class OidcProvider {
 /// `sub` (cut to 191 bytes). kUnauthenticated without a `sub`; kPermissionDenied, saying which
 /// claim and values were seen, when no value is mapped to a role.
 Result<Principal> PrincipalFromClaims(const nlohmann::json& claims, const OidcOptions& options);
+
+/// The name PrincipalFromClaims gives the person of `claims` (email, name, preferred_username or
+/// sub, cut to 191 bytes; "" when none is a string).
+std::string PersonName(const nlohmann::json& claims);
 
 /// application/x-www-form-urlencoded encoding of one value (RFC 3986 unreserved kept).
 std::string FormEncode(std::string_view value);
