@@ -66,6 +66,18 @@ Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr
                            left.size(), left.front().fire.id, left.front().address,
                            giving_up ? "; their results end them" : " yet, retrying", error.ToString());
           }),
+      // The runs a later fire of their job may stop (cancel-other, terminate-other), recorded
+      // at the next record-window as they were before record-running-after: a claim on another
+      // node learns their instance only from the record.
+      prompt_running_(
+          io_, db_pool_, config_.record_window,
+          {.first_pause = 100ms, .max_pause = 2s, .give_up_after = config_.dispatch_timeout},
+          [this](std::vector<RunningRecord>& batch) { return WriteRunning(batch); },
+          [this](const Status& error, const std::vector<RunningRecord>& left, bool giving_up) {
+              spdlog::warn("slave {}: {} accepted fires (first: {} on {}) not recorded running{}: {}", node_id_,
+                           left.size(), left.front().fire.id, left.front().address,
+                           giving_up ? "; their results end them" : " yet, retrying", error.ToString());
+          }),
       // One transaction per record-window for every end queued in it, each still its own CAS. A
       // database error is retried (pauses of 100 ms doubling, for up to dispatch-timeout); after
       // that the fires stay `dispatching` or `running` and the master's sweep ends them (lost,
@@ -334,9 +346,11 @@ void Slave::Limited(const ClaimedGroup& claimed, const std::set<std::int64_t>& w
         // Accepted here but not recorded `running` yet (record-running-after): the instance is
         // in the queued record.
         if (!address) {
-            running_.ForEachQueued([&address, &fire](const RunningRecord& r) {
+            const auto find = [&address, &fire](const RunningRecord& r) {
                 if (r.fire.id == fire.id) address = r.address;
-            });
+            };
+            running_.ForEachQueued(find);
+            prompt_running_.ForEachQueued(find);
         }
         if (!address || !apps.contains(fire.job_id)) continue;  // not sent yet: nothing to kill
         sender_.Kill(fire.id, apps.at(fire.job_id), *address);
@@ -344,10 +358,14 @@ void Slave::Limited(const ClaimedGroup& claimed, const std::set<std::int64_t>& w
 }
 
 void Slave::Accepted(AcceptedRun run) {
-    // Held from the run's start (a run sent ahead starts at its due time), not from its 202.
-    const Micros hold =
-        config_.record_running_after + std::chrono::milliseconds(std::max<std::int64_t>(0, run.held_ms));
-    running_.Add({.address = run.address, .fire = {.id = run.fire_id, .started_at = run.started_at}}, hold);
+    RunningRecord record{.address = run.address, .fire = {.id = run.fire_id, .started_at = run.started_at}};
+    if (run.stoppable) {
+        prompt_running_.Add(std::move(record));
+    } else {
+        // Held from the run's start (a run sent ahead starts at its due time), not from its 202.
+        running_.Add(std::move(record),
+                     config_.record_running_after + std::chrono::milliseconds(std::max<std::int64_t>(0, run.held_ms)));
+    }
     if (run.timeout_ms > 0) {
         timeouts_.Watch(run.fire_id, std::move(run.app), std::move(run.address), run.timeout_ms, run.held_ms);
     }
@@ -360,7 +378,11 @@ void Slave::End(FireEnding ending) {
     // accepted run here) moves from `running` too (SqlFireClaimStore::Finish); after, the
     // record's CAS from `dispatching` finds the fire ended and changes nothing.
     const auto id = ending.id;
-    auto withdrawn = running_.Withdraw([id](const RunningRecord& r) { return r.fire.id == id; });
+    const auto of_fire = [id](const RunningRecord& r) {
+        return r.fire.id == id;
+    };
+    auto withdrawn = running_.Withdraw(of_fire);
+    if (withdrawn.empty()) withdrawn = prompt_running_.Withdraw(of_fire);
     if (!withdrawn.empty()) {
         ending.from = FireStatus::kDispatching;
         ending.executor_address = withdrawn.front().address;
@@ -413,7 +435,7 @@ net::awaitable<void> Slave::Stop() {
     // instead of left `dispatching`.
     const auto drain_until = std::chrono::steady_clock::now() + config_.dispatch_timeout;
     const auto busy = [this] {
-        return sender_.InFlight() > 0 || running_.Busy() || endings_.Busy();
+        return sender_.InFlight() > 0 || running_.Busy() || prompt_running_.Busy() || endings_.Busy();
     };
     net::steady_timer pause(io_);
     while (busy() && std::chrono::steady_clock::now() < drain_until) {

@@ -910,6 +910,23 @@ TEST_F(SlaveTest, ATimeoutBeforeTheRunningRecordEndsTheFireWithTheRecordsInstanc
     EXPECT_GE(*store_->fires.at(1).fire.started_at, due);
 }
 
+// A run its job's policy may stop for a later fire is recorded at the next record-window, not
+// held: the claim that stops it, maybe on another node, finds its instance only in the record.
+TEST_F(SlaveTest, ARunALaterFireMayStopIsRecordedRunningWithoutTheHold) {
+    config_.send_ahead = false;
+    config_.record_window = 5ms;
+    config_.record_running_after = 3s;
+    store_->jobs[7].block_strategy = BlockStrategy::kTerminateOther;
+    store_->Add(1, 7, Now() + 100);
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] { return executors_->Runs() == 1; }));
+    const std::int64_t sent = FakeExecutors::WallMs();
+    ASSERT_TRUE(WaitFor([&] { return store_->StatusNow(1) == FireStatus::kRunning; }));
+    std::lock_guard lock(store_->mu);
+    EXPECT_LT(store_->running_at.at(1), sent + 1000) << "held like any run";
+    EXPECT_EQ(store_->fires.at(1).address, "10.0.0.1:9000");
+}
+
 TEST_F(SlaveTest, ASlaveDestroyedWhileADispatchHangsLeavesItsCoroutineSafeToDestroy) {
     // A node stopping while an executor hangs: Stop gives up after dispatch-timeout, the slave
     // is destroyed, and the I/O context destroys the unfinished dispatch later. Under ASan (the

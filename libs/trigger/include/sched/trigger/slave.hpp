@@ -32,7 +32,9 @@
 ///     longer of `record-window` and `record-running-after`), each record once its run has run
 ///     `record-running-after` (a CAS from `dispatching`: a run whose result landed first is not
 ///     written again; an end the slave itself records, a timeout, takes the queued record back
-///     and writes the instance and start with the end).
+///     and writes the instance and start with the end). A run its job's policy may stop for a
+///     later fire (cancel-other, terminate-other) is recorded at the next `record-window`: the
+///     claim that stops it, maybe on another node, learns its instance from the record.
 ///     Fires that end here are recorded one by one (rare): 409 on `block_strategy`
 ///     (discard-later) -> `skipped`; no instance accepted -> `failed` (the master then retries
 ///     per the job); job deleted or paused -> `skipped`; a job timeout makes the slave ask the
@@ -206,7 +208,8 @@ class Slave {
     std::shared_ptr<Loops> loops_;
     std::shared_ptr<FireQueue> queue_;
     ExecutorDirectory directory_;
-    WindowedWriter<RunningRecord> running_;
+    WindowedWriter<RunningRecord> running_;         // held for record-running-after
+    WindowedWriter<RunningRecord> prompt_running_;  // runs a later fire may stop: not held
     WindowedWriter<FireEnding> endings_;
     TimeoutWatch timeouts_;
     RunSender sender_;
