@@ -547,7 +547,9 @@ void RunSender::Accepted(const model::Fire& fire, const model::Job& job, const s
                      .address = address,
                      .started_at = std::max(now, fire.due_at),
                      .timeout_ms = job.timeout_ms,
-                     .held_ms = held_ms});
+                     .held_ms = held_ms,
+                     .stoppable = OverlapPolicy(job.block_strategy) == BlockStrategy::kCancelOther ||
+                                  OverlapPolicy(job.block_strategy) == BlockStrategy::kTerminateOther});
     router_.RecordDispatch(job.id, address);
     LogFire(spdlog::level::debug, fire, job.app, fire.dispatch_epoch.value_or(fire.epoch),
             "slave {}: fire {} accepted by {} (due in {} ms)", node_id_, fire.id, address, fire.due_at - now);

@@ -61,9 +61,26 @@ Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr
       // One UPDATE per executor instance per record-window for every fire it accepted, each with
       // its own 202's time as started_at: a CAS from `dispatching`, so it never overwrites an end
       // that landed first (and a result judged while dispatching is applied, see FireResults).
+      // Each record waits record-running-after past its run's start, so that the result of a
+      // short run, which executors send within 100 ms, usually ends the fire first and the
+      // record changes no row (an end queued here takes the record back: End()). The window is
+      // that long too: the records of spread start times each ripen at their own time, and a
+      // record-window flush for each cost more statements than the rows it saved.
       // Errors are retried like the endings: giving up within a Galera node's loss would leave
       // the fire `dispatching` on a live slave, ended by nothing but its result.
       running_(
+          io_, db_pool_, std::max(config_.record_window, config_.record_running_after),
+          {.first_pause = 100ms, .max_pause = 2s, .give_up_after = config_.dispatch_timeout},
+          [this](std::vector<RunningRecord>& batch) { return WriteRunning(batch); },
+          [this](const Status& error, const std::vector<RunningRecord>& left, bool giving_up) {
+              spdlog::warn("slave {}: {} accepted fires (first: {} on {}) not recorded running{}: {}", node_id_,
+                           left.size(), left.front().fire.id, left.front().address,
+                           giving_up ? "; their results end them" : " yet, retrying", error.ToString());
+          }),
+      // The runs a later fire of their job may stop (cancel-other, terminate-other), recorded
+      // at the next record-window as they were before record-running-after: a claim on another
+      // node learns their instance only from the record.
+      prompt_running_(
           io_, db_pool_, config_.record_window,
           {.first_pause = 100ms, .max_pause = 2s, .give_up_after = config_.dispatch_timeout},
           [this](std::vector<RunningRecord>& batch) { return WriteRunning(batch); },
@@ -92,7 +109,7 @@ Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr
           }),
       timeouts_(io_, db_pool_, *executors_, config_.dispatch_timeout,
                 {.status_of = [this](std::int64_t id) { return store_->StatusOf(id); },
-                 .ended = [this](FireEnding e) { endings_.Add(std::move(e)); },
+                 .ended = [this](FireEnding e) { End(std::move(e)); },
                  .now_ms =
                      [this] {
                          return time_.NowMs();
@@ -103,7 +120,7 @@ Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr
                .send_ahead = config_.send_ahead,
                .misfire_threshold = config_.misfire_threshold},
               {.accepted = [this](AcceptedRun run) { Accepted(std::move(run)); },
-               .ended = [this](FireEnding e) { endings_.Add(std::move(e)); },
+               .ended = [this](FireEnding e) { End(std::move(e)); },
                .restamp =
                    [this](std::int64_t id, std::int64_t token) {
                        return store_->Restamp(id, token);
@@ -338,16 +355,53 @@ void Slave::Limited(const ClaimedGroup& claimed, const std::set<std::int64_t>& w
     for (const auto& job : claimed.jobs) apps[job.id] = job.app;
     for (const auto& fire : claimed.stop) {
         concurrency_.Labels({"stopped"}).Inc();
-        if (!fire.executor_address || !apps.contains(fire.job_id)) continue;  // not sent yet: nothing to kill
-        sender_.Kill(fire.id, apps.at(fire.job_id), *fire.executor_address);
+        std::optional<std::string> address = fire.executor_address;
+        // Accepted here but not recorded `running` yet (record-running-after): the instance is
+        // in the queued record.
+        if (!address) {
+            const auto find = [&address, &fire](const RunningRecord& r) {
+                if (r.fire.id == fire.id) address = r.address;
+            };
+            running_.ForEachQueued(find);
+            prompt_running_.ForEachQueued(find);
+        }
+        if (!address || !apps.contains(fire.job_id)) continue;  // not sent yet: nothing to kill
+        sender_.Kill(fire.id, apps.at(fire.job_id), *address);
     }
 }
 
 void Slave::Accepted(AcceptedRun run) {
-    running_.Add({.address = run.address, .fire = {.id = run.fire_id, .started_at = run.started_at}});
+    RunningRecord record{.address = run.address, .fire = {.id = run.fire_id, .started_at = run.started_at}};
+    if (run.stoppable) {
+        prompt_running_.Add(std::move(record));
+    } else {
+        // Held from the run's start (a run sent ahead starts at its due time), not from its 202.
+        running_.Add(std::move(record),
+                     config_.record_running_after + std::chrono::milliseconds(std::max<std::int64_t>(0, run.held_ms)));
+    }
     if (run.timeout_ms > 0) {
         timeouts_.Watch(run.fire_id, std::move(run.app), std::move(run.address), run.timeout_ms, run.held_ms);
     }
+}
+
+void Slave::End(FireEnding ending) {
+    // A run accepted but not yet recorded `running`: its record is dropped and the end, a CAS
+    // from `dispatching`, carries the record's instance and start. A record some flush took
+    // already lands before or after the end: before, the end (a timeout, the only end of an
+    // accepted run here) moves from `running` too (SqlFireClaimStore::Finish); after, the
+    // record's CAS from `dispatching` finds the fire ended and changes nothing.
+    const auto id = ending.id;
+    const auto of_fire = [id](const RunningRecord& r) {
+        return r.fire.id == id;
+    };
+    auto withdrawn = running_.Withdraw(of_fire);
+    if (withdrawn.empty()) withdrawn = prompt_running_.Withdraw(of_fire);
+    if (!withdrawn.empty()) {
+        ending.from = FireStatus::kDispatching;
+        ending.executor_address = withdrawn.front().address;
+        ending.started_at = withdrawn.front().fire.started_at;
+    }
+    endings_.Add(std::move(ending));
 }
 
 Status Slave::WriteRunning(std::vector<RunningRecord>& batch) {
@@ -394,7 +448,7 @@ net::awaitable<void> Slave::Stop() {
     // instead of left `dispatching`.
     const auto drain_until = std::chrono::steady_clock::now() + config_.dispatch_timeout;
     const auto busy = [this] {
-        return sender_.InFlight() > 0 || running_.Busy() || endings_.Busy();
+        return sender_.InFlight() > 0 || running_.Busy() || prompt_running_.Busy() || endings_.Busy();
     };
     net::steady_timer pause(io_);
     while (busy() && std::chrono::steady_clock::now() < drain_until) {

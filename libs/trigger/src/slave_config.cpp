@@ -15,6 +15,8 @@ SlaveConfig SlaveConfig::FromYaml(const ConfigNode& node) {
     c.send_ahead = node.Bool("send-ahead", c.send_ahead);
     c.max_group = static_cast<int>(node.Int("max-group", c.max_group, 1, 10'000));
     c.record_window = node.Duration("record-window", c.record_window, Micros{0}, std::chrono::seconds(1));
+    c.record_running_after =
+        node.Duration("record-running-after", c.record_running_after, Micros{0}, std::chrono::seconds(10));
     c.max_calls_per_executor =
         static_cast<int>(node.Int("max-calls-per-executor", c.max_calls_per_executor, 1, 10'000));
     c.executor_refresh = node.Duration("executor-refresh", c.executor_refresh, 10ms, std::chrono::minutes(1));

@@ -118,9 +118,21 @@ Result<int> SqlFireClaimStore::Finish(const std::vector<FireEnding>& endings) {
     return db_->InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<int> {
         int moved = 0;
         for (const auto& e : endings) {
-            moved += store::FireRepository::Transition(
-                s, e.id, {e.from}, e.to,
-                {.finished_at = e.finished_at, .result_message = e.message, .reason = e.reason, .followup = true});
+            const store::FireUpdate update{.executor_address = e.executor_address,
+                                           .started_at = e.started_at,
+                                           .finished_at = e.finished_at,
+                                           .result_message = e.message,
+                                           .reason = e.reason,
+                                           .followup = true};
+            // Only an accepted run times out, and its `running` record may land between the
+            // watch's read of the status and this end (the record waits record-running-after):
+            // either state ends.
+            if (e.to == FireStatus::kTimeout) {
+                moved += store::FireRepository::Transition(s, e.id, {FireStatus::kDispatching, FireStatus::kRunning},
+                                                           e.to, update);
+                continue;
+            }
+            moved += store::FireRepository::Transition(s, e.id, {e.from}, e.to, update);
         }
         return moved;
     });

@@ -36,10 +36,11 @@ class FakeStore final : public FireClaimStore {
     std::map<std::int64_t, model::Job> jobs;
     std::map<std::int64_t, std::string> run_params;  // workflow run id -> its trigger's params
     std::vector<store::ExecutorInstance> executors;
-    std::vector<std::vector<std::int64_t>> claims;  // the ids of every Claim call
-    std::vector<std::int64_t> tokens;               // the token of every Claim call
-    std::vector<std::size_t> running_batches;       // the size of every MarkRunning call
-    std::vector<std::size_t> finish_batches;        // the size of every Finish call
+    std::vector<std::vector<std::int64_t>> claims;    // the ids of every Claim call
+    std::vector<std::int64_t> tokens;                 // the token of every Claim call
+    std::vector<std::size_t> running_batches;         // the size of every MarkRunning call
+    std::vector<std::size_t> finish_batches;          // the size of every Finish call
+    std::map<std::int64_t, std::int64_t> running_at;  // fire id -> wall ms its MarkRunning moved it
     int live_reads = 0;
     int polls = 0;                    // ListPendingIds calls
     std::vector<std::int64_t> found;  // every id FindPending was asked for, in order
@@ -157,6 +158,7 @@ class FakeStore final : public FireClaimStore {
             f.fire.status = FireStatus::kRunning;
             f.fire.started_at = s.started_at;
             f.address = address;
+            running_at[s.id] = FakeExecutors::WallMs();
             ++moved;
         }
         return moved;
@@ -167,10 +169,15 @@ class FakeStore final : public FireClaimStore {
         int moved = 0;
         for (const auto& e : endings) {
             auto& f = fires.at(e.id);
-            if (f.fire.status != e.from) continue;
+            // As SqlFireClaimStore::Finish: a timeout ends a dispatching or running fire.
+            const bool timeout_of_run = e.to == FireStatus::kTimeout && (f.fire.status == FireStatus::kDispatching ||
+                                                                         f.fire.status == FireStatus::kRunning);
+            if (f.fire.status != e.from && !timeout_of_run) continue;
             f.fire.status = e.to;
             f.message = e.message;
             f.reason = e.reason;
+            if (e.executor_address) f.address = *e.executor_address;
+            if (e.started_at) f.fire.started_at = e.started_at;
             ++moved;
         }
         return moved;
@@ -319,8 +326,11 @@ TEST_F(SlaveTest, ABurstClaimedAheadIsSentAheadWithTheTimeLeftToItsDueTime) {
     EXPECT_EQ(executors_->Batches("/v1/runs-ahead"), 1u) << "one request for the four due times";
     {
         std::lock_guard lock(store_->mu);
-        for (auto id : ids) EXPECT_EQ(store_->fires.at(id).fire.started_at, due + (id % 4)) << id;
-        EXPECT_EQ(store_->fires.at(101).fire.status, FireStatus::kDispatching) << "discard-later waits";
+        for (auto id : ids) {
+            EXPECT_EQ(store_->fires.at(id).fire.started_at, due + (id % 4)) << id;
+            // Held from the run's start, not from its 202 (which came before the due time).
+            EXPECT_GE(store_->running_at.at(id), due + (id % 4) + 250) << "recorded running too early: " << id;
+        }
     }
     ASSERT_TRUE(WaitFor([&] { return store_->StatusNow(101) == FireStatus::kRunning; }));
     std::lock_guard lock(executors_->mu);
@@ -853,6 +863,68 @@ TEST_F(SlaveTest, StopWaitsForTheDispatchesOfClaimedFiresAndTheirRunningRecords)
     ASSERT_EQ(stopped.wait_for(5s), std::future_status::ready);
     EXPECT_EQ(slave_->InFlight(), 0u);
     EXPECT_EQ(store_->StatusNow(1), FireStatus::kRunning) << "the 202 arrived during Stop and is recorded";
+}
+
+// A run is recorded `running` only once it has run record-running-after: a run whose result
+// ended it first (here the store ends it, as a callback would) is never moved to `running`,
+// and a longer one is recorded after that time, not at its 202.
+TEST_F(SlaveTest, ARunEndedWithinRecordRunningAfterIsNeverRecordedRunning) {
+    config_.send_ahead = false;
+    config_.record_window = 5ms;
+    config_.record_running_after = 300ms;
+    const std::int64_t due = Now() + 100;
+    store_->Add(1, 7, due);
+    store_->Add(2, 7, due);
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] { return executors_->Runs() == 2; }));
+    const std::int64_t sent = FakeExecutors::WallMs();
+    {
+        std::lock_guard lock(store_->mu);
+        auto& f = store_->fires.at(1);
+        ASSERT_EQ(f.fire.status, FireStatus::kDispatching) << "recorded running at its 202";
+        f.fire.status = FireStatus::kSucceeded;  // its result, applied while dispatching
+    }
+    ASSERT_TRUE(WaitFor([&] { return store_->StatusNow(2) == FireStatus::kRunning; }));
+    std::lock_guard lock(store_->mu);
+    EXPECT_EQ(store_->fires.at(1).fire.status, FireStatus::kSucceeded);
+    EXPECT_FALSE(store_->running_at.contains(1)) << "an ended run was moved to running";
+    EXPECT_GE(store_->running_at.at(2), sent + 250) << "recorded before record-running-after";
+    EXPECT_EQ(store_->fires.at(2).address, "10.0.0.1:9000");
+}
+
+// A job timeout shorter than record-running-after: the end takes the queued `running` record
+// back and is written alone, from `dispatching`, with the instance and start the record had.
+TEST_F(SlaveTest, ATimeoutBeforeTheRunningRecordEndsTheFireWithTheRecordsInstance) {
+    config_.send_ahead = false;
+    config_.record_window = 5ms;
+    config_.record_running_after = 2s;
+    store_->jobs[7].timeout_ms = 50;
+    const std::int64_t due = Now() + 100;
+    store_->Add(1, 7, due);
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] { return store_->StatusNow(1) == FireStatus::kTimeout; }));
+    std::lock_guard lock(store_->mu);
+    EXPECT_TRUE(store_->running_batches.empty()) << "the withdrawn record was written";
+    EXPECT_EQ(store_->fires.at(1).address, "10.0.0.1:9000");
+    ASSERT_TRUE(store_->fires.at(1).fire.started_at.has_value());
+    EXPECT_GE(*store_->fires.at(1).fire.started_at, due);
+}
+
+// A run its job's policy may stop for a later fire is recorded at the next record-window, not
+// held: the claim that stops it, maybe on another node, finds its instance only in the record.
+TEST_F(SlaveTest, ARunALaterFireMayStopIsRecordedRunningWithoutTheHold) {
+    config_.send_ahead = false;
+    config_.record_window = 5ms;
+    config_.record_running_after = 3s;
+    store_->jobs[7].block_strategy = BlockStrategy::kTerminateOther;
+    store_->Add(1, 7, Now() + 100);
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] { return executors_->Runs() == 1; }));
+    const std::int64_t sent = FakeExecutors::WallMs();
+    ASSERT_TRUE(WaitFor([&] { return store_->StatusNow(1) == FireStatus::kRunning; }));
+    std::lock_guard lock(store_->mu);
+    EXPECT_LT(store_->running_at.at(1), sent + 1000) << "held like any run";
+    EXPECT_EQ(store_->fires.at(1).address, "10.0.0.1:9000");
 }
 
 TEST_F(SlaveTest, ASlaveDestroyedWhileADispatchHangsLeavesItsCoroutineSafeToDestroy) {

@@ -63,6 +63,29 @@ TEST_F(WindowedWriterTest, ItemsAddedWithinAWindowAreWrittenInOneCall) {
     EXPECT_EQ(Calls().size(), 2u) << "a later item starts a new window";
 }
 
+// An item added with a hold waits for it (a later flush writes it) and can be taken back
+// until then; the items of the window whose hold is over go first.
+TEST_F(WindowedWriterTest, AHeldItemIsWrittenAfterItsHoldAndCanBeWithdrawnUntilThen) {
+    WindowedWriter<int> w(io_.get_executor(), pool_, 10ms, {.max_attempts = 1}, Recording([](auto& b) {
+                              b.clear();
+                              return Status::Ok();
+                          }),
+                          {});
+    const auto added = std::chrono::steady_clock::now();
+    w.Add(2);
+    w.Add(1, 300ms);
+    w.Add(3, 300ms);
+    ASSERT_TRUE(sched::testing::WaitFor([&] { return Calls().size() == 1; }, 5s));
+    EXPECT_EQ(Calls()[0], std::vector<int>{2}) << "a held item went in the first window";
+    EXPECT_EQ(w.Withdraw([](int i) { return i == 3; }), std::vector<int>{3});
+    EXPECT_TRUE(w.Withdraw([](int i) { return i == 2; }).empty()) << "a written item was withdrawn";
+    ASSERT_TRUE(sched::testing::WaitFor([&] { return !w.Busy(); }, 5s));
+    EXPECT_GE(std::chrono::steady_clock::now() - added, 300ms);
+    const auto calls = Calls();
+    ASSERT_EQ(calls.size(), 2u);
+    EXPECT_EQ(calls[1], std::vector<int>{1}) << "the withdrawn item was written";
+}
+
 TEST_F(WindowedWriterTest, AFailedWriteIsRetriedForWhatItDidNotWriteUntilTheAttemptLimit) {
     std::vector<bool> gave_up;
     // Writes the first item of the batch, then fails.

@@ -74,6 +74,9 @@ struct AcceptedRun {
     std::int64_t started_at = 0;  ///< when it starts: the 202's time, or its due time when held
     std::int64_t timeout_ms = 0;  ///< the job's (0: none)
     std::int64_t held_ms = 0;     ///< how long the executor holds it before it starts (sent ahead)
+    /// Its job's policy stops running fires for a later one (cancel-other, terminate-other):
+    /// the claim that stops it reads its instance from its `running` record.
+    bool stoppable = false;
 };
 
 struct RunSenderConfig {

@@ -28,7 +28,13 @@
 ///     instance; when every instance answered 429/503 (busy) the order is tried again with
 ///     backoff until `dispatch-timeout`; a fire with no live instance at all waits for one
 ///     (registry re-read with backoff) until `dispatch-timeout`, then fails;
-///   - the 202s are recorded `running` in batches: one UPDATE per instance per `record-window`.
+///   - the 202s are recorded `running` in batches: one UPDATE per instance per window (the
+///     longer of `record-window` and `record-running-after`), each record once its run has run
+///     `record-running-after` (a CAS from `dispatching`: a run whose result landed first is not
+///     written again; an end the slave itself records, a timeout, takes the queued record back
+///     and writes the instance and start with the end). A run its job's policy may stop for a
+///     later fire (cancel-other, terminate-other) is recorded at the next `record-window`: the
+///     claim that stops it, maybe on another node, learns its instance from the record.
 ///     Fires that end here are recorded one by one (rare): 409 on `block_strategy`
 ///     (discard-later) -> `skipped`; no instance accepted -> `failed` (the master then retries
 ///     per the job); job deleted or paused -> `skipped`; a job timeout makes the slave ask the
@@ -58,6 +64,8 @@
 ///   send-ahead: true             # send serial jobs' runs right after the claim (start_in_ms)
 ///   max-group: 500               # fires per claim
 ///   record-window: 50ms          # `running` records are batched over this window
+///   record-running-after: 250ms  # a run is recorded `running` only once it has run this long;
+///                                # 0: at the next record-window
 ///   max-calls-per-executor: 64   # open /v1/run calls to one executor instance
 ///   executor-refresh: 1s         # how old the in-memory executor registry may get
 ///   (`executor-token` is refused: every call to an executor is signed with the app's signing
@@ -106,6 +114,7 @@ struct SlaveConfig {
     bool send_ahead = true;
     int max_group = 500;
     Micros record_window = std::chrono::milliseconds(50);
+    Micros record_running_after = std::chrono::milliseconds(250);
     int max_calls_per_executor = 64;
     Micros executor_refresh = std::chrono::seconds(1);
     /// Not a `slave` key: the node sets it from `master.misfire-threshold`, so a planned fire
@@ -179,6 +188,9 @@ class Slave {
     void Wake(const FireQueue::Admitted& admitted);
     Status WriteRunning(std::vector<RunningRecord>& batch);
     void Accepted(AcceptedRun run);
+    // Queues an end the slave records (a refusal, a timeout), taking back the fire's `running`
+    // record if no flush took it yet.
+    void End(FireEnding ending);
     // What the jobs' concurrency limits made of a claim's fires: the held ones go back in the
     // queue (HeldFires: each wait longer than the last, up to kMaxHoldMs), the running ones to stop are
     // killed. Runs on strand_.
@@ -196,7 +208,8 @@ class Slave {
     std::shared_ptr<Loops> loops_;
     std::shared_ptr<FireQueue> queue_;
     ExecutorDirectory directory_;
-    WindowedWriter<RunningRecord> running_;
+    WindowedWriter<RunningRecord> running_;         // held for record-running-after
+    WindowedWriter<RunningRecord> prompt_running_;  // runs a later fire may stop: not held
     WindowedWriter<FireEnding> endings_;
     TimeoutWatch timeouts_;
     RunSender sender_;

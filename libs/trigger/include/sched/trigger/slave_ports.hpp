@@ -51,7 +51,8 @@ struct ClaimedGroup {
 };
 
 /// A fire's end as the slave records it: by CAS from `from`, with its message and, for a fire
-/// that did not run, the ledger's reason.
+/// that did not run, the ledger's reason. An accepted run whose `running` record was never
+/// written (the end came first) carries that record's instance and start instead.
 struct FireEnding {
     std::int64_t id = 0;
     model::FireStatus from = model::FireStatus::kDispatching;
@@ -59,6 +60,8 @@ struct FireEnding {
     std::string message;
     std::optional<model::FireReason> reason;
     std::int64_t finished_at = 0;
+    std::optional<std::string> executor_address;
+    std::optional<std::int64_t> started_at;
 };
 
 /// A new claim token: random and positive (a 63-bit value fits every backend's BIGINT/INTEGER),

@@ -9,14 +9,23 @@
 /// `write` takes the batch by reference and may remove what it wrote, so a retry redoes only
 /// the rest. What is still unwritten when the writer gives up is passed to `gave_up`.
 ///
+/// An item added with a `hold` is written by the first flush at least `hold` after its Add, and
+/// until then can be taken back (Withdraw): the `running` record of a run whose end is known
+/// first is never written. A flush takes only the items whose hold is over and schedules the
+/// next one for the rest, when the earliest of them is due but at least `window` later; an item
+/// added meanwhile waits for that flush (so give one writer's items similar holds). After
+/// Stop() a flush takes every item.
+///
 /// Thread-safe. A flush in progress keeps what it needs alive (shared state), so the writer may
 /// be destroyed while the I/O context still holds a flush; Busy() lets an owner wait instead.
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -48,17 +57,38 @@ class WindowedWriter {
         : shared_(
               std::make_shared<Shared>(std::move(io), db_pool, window, retry, std::move(write), std::move(failed))) {}
 
-    /// Queues `item` for the next flush.
-    void Add(T item) {
+    /// Queues `item` for the first flush at least `hold` from now.
+    void Add(T item, Micros hold = Micros{0}) {
         const auto& s = shared_;
         bool spawn = false;
         {
             std::lock_guard lock(s->mu);
-            s->items.push_back(std::move(item));
+            s->items.push_back({std::chrono::steady_clock::now() + hold, std::move(item)});
             spawn = !std::exchange(s->scheduled, true);
             if (spawn) ++s->writing;
         }
-        if (spawn) net::co_spawn(s->io, Flush(s), net::detached);
+        if (spawn) net::co_spawn(s->io, Flush(s, s->window), net::detached);
+    }
+
+    /// Takes back the queued items for which `pred` holds and that no flush has taken yet (a
+    /// taken item may be being written, or written). Returns them in the order they were added.
+    template <typename Pred>
+    std::vector<T> Withdraw(const Pred& pred) {
+        std::vector<T> out;
+        std::lock_guard lock(shared_->mu);
+        auto& items = shared_->items;
+        const auto kept = std::stable_partition(
+            items.begin(), items.end(), [&pred](const Queued& q) { return !pred(static_cast<const T&>(q.item)); });
+        for (auto it = kept; it != items.end(); ++it) out.push_back(std::move(it->item));
+        items.erase(kept, items.end());
+        return out;
+    }
+
+    /// Calls `fn` on each queued item no flush has taken yet, under the writer's lock.
+    template <typename Fn>
+    void ForEachQueued(const Fn& fn) const {
+        std::lock_guard lock(shared_->mu);
+        for (const auto& q : shared_->items) fn(static_cast<const T&>(q.item));
     }
 
     /// From now on a failed write is not retried (an owner stopping waits only so long).
@@ -68,6 +98,10 @@ class WindowedWriter {
     bool Busy() const { return shared_->writing.load() > 0; }
 
   private:
+    struct Queued {
+        std::chrono::steady_clock::time_point ripe;  // written by the first flush from then on
+        T item;
+    };
     struct Shared {
         Shared(net::any_io_executor io_, net::thread_pool& pool, Micros window_, WriteRetry retry_, Write write_,
                Failed failed_)
@@ -83,8 +117,8 @@ class WindowedWriter {
         const WriteRetry retry;
         const Write write;
         const Failed failed;
-        std::mutex mu;  // guards `items` and `scheduled`
-        std::vector<T> items;
+        mutable std::mutex mu;  // guards `items` and `scheduled`
+        std::vector<Queued> items;
         bool scheduled = false;
         // Flushes from their spawn to their last attempt (`scheduled` clears when a flush takes
         // its batch, before it writes it).
@@ -92,19 +126,35 @@ class WindowedWriter {
         std::atomic<bool> stopping{false};
     };
 
-    static net::awaitable<void> Flush(std::shared_ptr<Shared> s) {
+    static net::awaitable<void> Flush(std::shared_ptr<Shared> s, Micros wait) {
         net::steady_timer timer(s->io);
-        timer.expires_after(s->window);
+        timer.expires_after(wait);
         try {
             co_await timer.async_wait(net::use_awaitable);
         } catch (const boost::system::system_error&) {
         }
         std::vector<T> batch;
+        std::optional<Micros> next;
         {
             std::lock_guard lock(s->mu);
-            batch.swap(s->items);
-            s->scheduled = false;
+            const auto now = std::chrono::steady_clock::now();
+            const bool all = s->stopping.load();
+            const auto held = std::stable_partition(s->items.begin(), s->items.end(),
+                                                    [all, now](const Queued& q) { return all || q.ripe <= now; });
+            for (auto it = s->items.begin(); it != held; ++it) batch.push_back(std::move(it->item));
+            s->items.erase(s->items.begin(), held);
+            if (s->items.empty()) {
+                s->scheduled = false;
+            } else {
+                // Still held: the next flush is due when the first of them is, and at least a
+                // window from now, so held items cost at most one statement per window.
+                auto first = s->items.front().ripe;
+                for (const auto& q : s->items) first = std::min(first, q.ripe);
+                next = std::max(s->window, std::chrono::duration_cast<Micros>(first - now));
+                ++s->writing;
+            }
         }
+        if (next) net::co_spawn(s->io, Flush(s, *next), net::detached);
         const auto started = std::chrono::steady_clock::now();
         Backoff backoff(s->retry.first_pause, s->retry.max_pause);
         for (int attempt = 1; !batch.empty(); ++attempt) {
