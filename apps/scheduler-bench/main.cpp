@@ -26,6 +26,7 @@ Scenarios:
   topofhour    --jobs N (default 10000) jobs all due at one second, created in 1,000-row INSERTs, armed,
                then --quiet-seconds of quiet, then the burst: delivered, missed, doubled, lag p50/p99/max,
                time until the last fire arrived, DB CPU, statements and rows changed per fire
+               (--db sqlite --nodes 1 runs scheduler-standalone)
   registered   --jobs N[,N...] (default 100000) hourly jobs not due in the window plus --rate
                every-second jobs (default 10): node RSS, start to /readyz, master scan cost over
                --seconds (default 60), GET /api/v1/jobs first and deep page; --db sqlite runs one
@@ -215,7 +216,8 @@ int main(int argc, char** argv) {
         std::cerr << "scheduler-bench: --trigger-bin: " << o.cluster.trigger_bin << " does not exist\n";
         return 2;
     }
-    if (o.scenario == "registered") {
+    // On SQLite, registered and a one-node topofhour run what a SQLite deployment runs: the standalone.
+    if (o.scenario == "registered" || (o.scenario == "topofhour" && o.nodes == 1)) {
         const bool sqlite = o.cluster.db == "sqlite" && o.cluster.db_url.empty();
         o.cluster.standalone = sqlite;
         const auto& needed = sqlite ? o.cluster.standalone_bin : o.cluster.web_bin;
