@@ -10,6 +10,7 @@
 #include "scenarios.hpp"
 #include "sched/common/logging.hpp"
 #include "sched/common/node_id.hpp"
+#include "sched/db/db_url.hpp"
 
 namespace {
 
@@ -104,7 +105,15 @@ int main(int argc, char** argv) {
     o.cluster.source_dir = SCHED_SOURCE_DIR;
     bool rates_given = false;
     std::string out;
-    for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
+    // The command goes into result.json and the printed tables: --db-url's password does not.
+    for (int i = 0; i < argc; ++i) {
+        std::string arg = argv[i];
+        if (i > 0 && std::string(argv[i - 1]) == "--db-url") {
+            auto url = sched::db::ParseDbUrl(arg);
+            arg = url.ok() ? url->Redacted() : "(unparsable URL)";
+        }
+        o.command_line += (i ? " " : "") + arg;
+    }
     try {
         for (int i = 2; i < argc; ++i) {
             const std::string arg = argv[i];
