@@ -195,6 +195,10 @@ int main(int argc, char** argv) {
     if (o.scenario == "throughput" && !rates_given) o.rates = {1000, 2000, 5000, 10000};
     if (o.scenario == "retention" && !rates_given) o.rates = {50};
     if (o.scenario == "registered" && !rates_given) o.rates = {10};
+    if (o.scenario == "registered" && o.cluster.tls) {
+        std::cerr << "scheduler-bench: --tls: registered times its job list calls over plain HTTP; run it without\n";
+        return 2;
+    }
     if (o.scenario == "topofhour" && o.job_counts.size() > 1) {
         std::cerr << "scheduler-bench: --jobs: topofhour takes one job count\n";
         return 2;
