@@ -221,6 +221,49 @@ void Cluster::StartDatabase() {
     spdlog::info("database {}", url_.Redacted());
 }
 
+bool Cluster::SpawnAndWait(Node& node, const std::filesystem::path& binary, const std::filesystem::path& config) {
+    node.spawned_us = WallUs();
+    node.ready_us = 0;
+    node.port = 0;
+    const auto log_prefix = (options_.run_dir / node.node_id).string();
+    const auto out_path = log_prefix + ".out";
+    node.process = std::make_unique<testing::ChildProcess>(
+        std::vector<std::string>{binary.string(), "--config", config.string()},
+        testing::SpawnOptions{
+            .output = testing::OutputFile{.path = out_path, .stderr_path = log_prefix + ".err", .truncate = true},
+            .own_process_group = true});
+    // The port is printed once the process listens; /readyz answers 200 from then on while the
+    // DB is reachable. Both are polled tightly so start-up time is measured to ~1 ms.
+    bool exited = false;
+    const bool settled = testing::WaitFor(
+        [&] {
+            if (Interrupted()) throw InterruptedError();
+            if (!node.process->Running()) {
+                exited = true;
+                return true;
+            }
+            if (node.port == 0) {
+                const std::string out = ReadFile(out_path);
+                const std::string needle = std::string("listening on ") + (g_tls ? "https" : "http") + "://127.0.0.1:";
+                const auto at = out.find(needle);
+                if (at != std::string::npos && out.find('\n', at) != std::string::npos) {
+                    node.port = std::atoi(out.c_str() + at + needle.size());
+                }
+            }
+            if (node.port != 0) {
+                auto r = HttpGet(node.port, "/readyz", 500ms);
+                if (r && r->first == 200) {
+                    node.ready_us = WallUs();
+                    return true;
+                }
+            }
+            return false;
+        },
+        60s, 1ms);
+    if (!settled) throw std::runtime_error(node.node_id + " not ready in 60 s");
+    return !exited;
+}
+
 Node& Cluster::StartNode(int index) {
     Node& node = nodes_[index];
     if (node.process && node.process->Running()) throw std::logic_error("node " + std::to_string(index) + " runs");
@@ -228,6 +271,7 @@ Node& Cluster::StartNode(int index) {
     // A restarted node listens on its old port: the sink's web endpoints (the nodes' executor
     // API) stay valid across restarts, as they would behind a fixed address in production.
     const int previous_port = node.port;
+    const auto& binary = options_.standalone ? options_.standalone_bin : options_.trigger_bin;
     for (int attempt = 0; attempt < 2; ++attempt) {
         const int listen_port = attempt == 0 ? previous_port : 0;
         ++node.generation;
@@ -243,55 +287,40 @@ Node& Cluster::StartNode(int index) {
             << (galera_ ? "  topology: galera\n" : "") << "log:\n  level: " << options_.node_log_level << "\n"
             << (options_.shards > 1 ? "scheduler:\n  shards: " + std::to_string(options_.shards) + "\n" : "")
             << options_.extra_node_yaml;
-        node.spawned_us = WallUs();
-        node.ready_us = 0;
-        node.port = 0;
-        const auto log_prefix = (options_.run_dir / node.node_id).string();
-        const auto out_path = log_prefix + ".out";
-        node.process = std::make_unique<testing::ChildProcess>(
-            std::vector<std::string>{options_.trigger_bin.string(), "--config", config.string()},
-            testing::SpawnOptions{
-                .output = testing::OutputFile{.path = out_path, .stderr_path = log_prefix + ".err", .truncate = true},
-                .own_process_group = true});
-        // The port is printed once the node listens; /readyz answers 200 from then on while the
-        // DB is reachable. Both are polled tightly so start-up time is measured to ~1 ms.
-        bool exited = false;
-        const bool settled = testing::WaitFor(
-            [&] {
-                if (Interrupted()) throw InterruptedError();
-                if (!node.process->Running()) {
-                    exited = true;
-                    return true;
-                }
-                if (node.port == 0) {
-                    const std::string out = ReadFile(out_path);
-                    const std::string needle =
-                        std::string("listening on ") + (g_tls ? "https" : "http") + "://127.0.0.1:";
-                    const auto at = out.find(needle);
-                    if (at != std::string::npos && out.find('\n', at) != std::string::npos) {
-                        node.port = std::atoi(out.c_str() + at + needle.size());
-                    }
-                }
-                if (node.port != 0) {
-                    auto r = HttpGet(node.port, "/readyz", 500ms);
-                    if (r && r->first == 200) {
-                        node.ready_us = WallUs();
-                        return true;
-                    }
-                }
-                return false;
-            },
-            60s, 1ms);
-        if (!settled) throw std::runtime_error(node.node_id + " not ready in 60 s");
-        if (!exited) break;
+        if (SpawnAndWait(node, binary, config)) break;
         if (listen_port == 0) {
-            throw std::runtime_error("node " + node.node_id + " exited during start-up; see " + log_prefix + ".err");
+            throw std::runtime_error("node " + node.node_id + " exited during start-up; see " +
+                                     (options_.run_dir / node.node_id).string() + ".err");
         }
         spdlog::warn("node {} could not start on its old port {}; trying a free port", node.node_id, listen_port);
     }
     spdlog::info("node {} (pid {}) ready on port {} after {:.1f} ms", node.node_id, node.process->pid(), node.port,
                  (node.ready_us - node.spawned_us) / 1000.0);
     return node;
+}
+
+Node& Cluster::StartWeb(int index) {
+    Node& web = webs_[index];
+    if (web.process && web.process->Running()) throw std::logic_error("web " + std::to_string(index) + " runs");
+    web.index = index;
+    ++web.generation;
+    web.node_id = "bench-web" + std::to_string(index) + "-g" + std::to_string(web.generation);
+    const auto config = options_.run_dir / (web.node_id + ".yaml");
+    std::ofstream(config) << "token: \"" << options_.token << "\"\n"
+                          << "http:\n  listen: \"127.0.0.1:0\"\n  access-log: errors\n"
+                          << (g_tls ? "  tls:\n    cert-file: \"" + g_tls->cert + "\"\n    key-file: \"" + g_tls->key +
+                                          "\"\nhttp-client:\n  tls:\n    ca-file: \"" + g_tls->ca + "\"\n"
+                                    : "")
+                          << "database:\n  url: \"" << NodeDbUrl(index).ToString() << "\"\n"
+                          << (galera_ ? "  topology: galera\n" : "") << "log:\n  level: " << options_.node_log_level
+                          << "\n";
+    if (!SpawnAndWait(web, options_.web_bin, config)) {
+        throw std::runtime_error("web " + web.node_id + " exited during start-up; see " +
+                                 (options_.run_dir / web.node_id).string() + ".err");
+    }
+    spdlog::info("web {} (pid {}) ready on port {} after {:.1f} ms", web.node_id, web.process->pid(), web.port,
+                 (web.ready_us - web.spawned_us) / 1000.0);
+    return web;
 }
 
 void Cluster::StartNodes(int n) {
@@ -355,6 +384,10 @@ Lease Cluster::WaitForMaster(std::chrono::milliseconds timeout) {
 }
 
 void Cluster::StopAll() {
+    for (auto& [i, w] : webs_) {
+        if (w.process && w.process->Running()) w.process->Stop(15s);
+    }
+    webs_.clear();
     for (auto& [i, n] : nodes_) {
         if (!n.process || !n.process->Running()) continue;
         const auto code = n.process->Stop(15s);
@@ -384,6 +417,7 @@ std::vector<JobPlan> InsertJobs(db::Database& db, const JobBatch& batch) {
     plans.reserve(static_cast<std::size_t>(batch.count));
     const std::int64_t now = WallMs();
     constexpr int kRowsPerInsert = 1000;
+    std::vector<std::string> pending;  // INSERTs of the transaction being built
     for (int from = 0; from < batch.count; from += kRowsPerInsert) {
         const int to = std::min(batch.count, from + kRowsPerInsert);
         std::string sql =
@@ -400,8 +434,14 @@ std::vector<JobPlan> InsertJobs(db::Database& db, const JobBatch& batch) {
                    std::string(ScheduleTypeName(batch.schedule_type)) + "','" + expr + "'," + std::to_string(first) +
                    "," + std::to_string(now) + "," + std::to_string(now) + ")";
         }
-        auto done = db.InTransaction(db::TxMode::kWrite, [&](soci::session& s) { s << sql; });
-        Check(done, "insert jobs");
+        pending.push_back(std::move(sql));
+        if (static_cast<int>(pending.size()) * kRowsPerInsert >= batch.rows_per_transaction || to == batch.count) {
+            auto done = db.InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+                for (const auto& insert : pending) s << insert;
+            });
+            Check(done, "insert jobs");
+            pending.clear();
+        }
     }
     if (!batch.read_back) return plans;
     // Ids are assigned in insertion order, so the i-th row of this tag by id is job i.

@@ -58,7 +58,10 @@ struct ClusterOptions {
     std::string db = "mariadb";  ///< mariadb (private server), galera (private three-node cluster) or sqlite
     std::string db_url;          ///< an existing MySQL/MariaDB server (admin URL); a fresh database is made in it
     std::filesystem::path trigger_bin;
-    std::filesystem::path source_dir;  ///< for scripts/mariadb.sh
+    std::filesystem::path standalone_bin;  ///< started instead of scheduler-trigger when `standalone`
+    std::filesystem::path web_bin;         ///< StartWeb's binary
+    bool standalone = false;               ///< nodes are scheduler-standalone (trigger + REST API in one process)
+    std::filesystem::path source_dir;      ///< for scripts/mariadb.sh
     std::filesystem::path run_dir;
     std::string token = "bench-token";
     std::string node_log_level = "warn";
@@ -116,6 +119,10 @@ class Cluster {
     /// Starts node `index` (a new generation and node id if it ran before) and waits for /readyz.
     Node& StartNode(int index);
     void StartNodes(int n);
+    /// Starts a scheduler-web on a free port over the cluster's database and waits for /readyz;
+    /// its start-up time is ready_us - spawned_us like a node's. Stopped by StopAll.
+    Node& StartWeb(int index);
+    std::map<int, Node>& webs() { return webs_; }
     Node& node(int index) { return nodes_.at(index); }
     std::map<int, Node>& nodes() { return nodes_; }
     /// Node index owning `node_id`, or -1.
@@ -137,6 +144,10 @@ class Cluster {
 
   private:
     void MakeCertificates();
+    /// Spawns `binary` with `config` for `node` (output in <run dir>/<node id>.out/.err) and polls
+    /// until it printed its port and /readyz answers 200. Returns false when the process exited
+    /// during start-up; throws when it is neither ready nor gone within 60 s.
+    bool SpawnAndWait(Node& node, const std::filesystem::path& binary, const std::filesystem::path& config);
 
     ClusterOptions options_;
     db::DbUrl url_;
@@ -145,6 +156,7 @@ class Cluster {
     std::unique_ptr<testing::PrivateGalera> galera_;    ///< --db galera: in <run dir>/galera
     std::string created_database_;                      ///< dropped at the end when made in --db-url's server
     std::map<int, Node> nodes_;
+    std::map<int, Node> webs_;
 };
 
 /// Jobs the bench creates: `count` jobs of app "bench", handler "sink", inserted with
@@ -157,8 +169,9 @@ struct JobBatch {
     std::int64_t first_ms = 0;   ///< next_fire_time of job 0
     std::int64_t stride_us = 0;  ///< job i starts at first_ms + i * stride_us / 1000
     std::int64_t period_ms = 1000;
-    bool anchor_at_first = false;  ///< append "@<first ms>" to the expression (fixed-rate anchor)
-    bool read_back = true;         ///< false: return no plans (for big idle batches)
+    bool anchor_at_first = false;     ///< append "@<first ms>" to the expression (fixed-rate anchor)
+    bool read_back = true;            ///< false: return no plans (for big idle batches)
+    int rows_per_transaction = 1000;  ///< rows inserted per commit, in INSERTs of up to 1000 rows each
 };
 
 /// A job as the analysis expects it to fire: first_ms + k * period_ms.

@@ -10,6 +10,7 @@
 #include "scenarios.hpp"
 #include "sched/common/logging.hpp"
 #include "sched/common/node_id.hpp"
+#include "sched/db/db_url.hpp"
 
 namespace {
 
@@ -23,6 +24,14 @@ Scenarios:
   scale        master scan time with --jobs idle jobs (default 10000,100000,1000000) + --rate load
   fixedcost    MariaDB statements, commits and CPU per second with --jobs idle jobs (default 1000)
                and no load, then with each --rate (default 100) of spread load
+  topofhour    --jobs N (default 10000) jobs all due at one second, created in 1,000-row INSERTs, armed,
+               then --quiet-seconds of quiet, then the burst: delivered, missed, doubled, lag p50/p99/max,
+               time until the last fire arrived, DB CPU, statements and rows changed per fire
+               (--db sqlite --nodes 1 runs scheduler-standalone)
+  registered   --jobs N[,N...] (default 100000) hourly jobs not due in the window plus --rate
+               every-second jobs (default 10): node RSS, start to /readyz, master scan cost over
+               --seconds (default 60), GET /api/v1/jobs first and deep page; --db sqlite runs one
+               scheduler-standalone, mariadb one scheduler-trigger and one scheduler-web
   retention    --rate every-second jobs (default 50) for --seconds with history-retention --retention:
                fire rows, stored logs, table size and RSS over time; --check fails an unbounded table
 
@@ -38,6 +47,7 @@ Options:
   --kills K          failover events per signal (default 3)
   --pause S          seconds between failover events (default 15)
   --jobs N[,N...]    idle job counts (footprint, scale)
+  --quiet-seconds S  topofhour: seconds between arming the jobs and their fire time (default 60)
   --retention S      retention: the nodes' history-retention in seconds (default 30)
   --max-p99-ms MS    throughput: a step passes with p99 lag at or below this (default 100)
   --lease-watch S    precision, throughput: seconds the lease is still watched after each window;
@@ -47,6 +57,7 @@ Options:
                      (i-1)%3+1, database.topology: galera; DB CPU is the three servers'), or SQLite
   --db-url URL       an existing MySQL/MariaDB server (admin URL); a fresh database is created and dropped
   --trigger-bin PATH scheduler-trigger binary (default: the one built beside this bench)
+  --standalone-bin PATH, --web-bin PATH   likewise for registered
   --node-log-level L log level of the nodes (default warn)
   --node-yaml TEXT   extra YAML appended to every node's config
   --tls              every hop over TLS: nodes serve HTTPS and call each other and the sink over
@@ -89,10 +100,20 @@ int main(int argc, char** argv) {
     BenchOptions o;
     o.scenario = argv[1];
     o.cluster.trigger_bin = SCHED_TRIGGER_BIN;
+    o.cluster.standalone_bin = SCHED_STANDALONE_BIN;
+    o.cluster.web_bin = SCHED_WEB_BIN;
     o.cluster.source_dir = SCHED_SOURCE_DIR;
     bool rates_given = false;
     std::string out;
-    for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
+    // The command goes into result.json and the printed tables: --db-url's password does not.
+    for (int i = 0; i < argc; ++i) {
+        std::string arg = argv[i];
+        if (i > 0 && std::string(argv[i - 1]) == "--db-url") {
+            auto url = sched::db::ParseDbUrl(arg);
+            arg = url.ok() ? url->Redacted() : "(unparsable URL)";
+        }
+        o.command_line += (i ? " " : "") + arg;
+    }
     try {
         for (int i = 2; i < argc; ++i) {
             const std::string arg = argv[i];
@@ -121,6 +142,11 @@ int main(int argc, char** argv) {
                 o.pause = ParseInts(arg, value()).front();
             } else if (arg == "--jobs") {
                 o.job_counts = ParseInts(arg, value());
+            } else if (arg == "--quiet-seconds") {
+                o.quiet_seconds = ParseInts(arg, value()).front();
+                if (o.quiet_seconds < 1 || o.quiet_seconds > 3600) {
+                    throw std::invalid_argument("--quiet-seconds: 1 to 3600 seconds");
+                }
             } else if (arg == "--retention") {
                 o.retention = ParseInts(arg, value()).front();
                 if (o.retention < 1) throw std::invalid_argument("--retention: at least 1 second");
@@ -144,6 +170,10 @@ int main(int argc, char** argv) {
                 o.cluster.db_url = value();
             } else if (arg == "--trigger-bin") {
                 o.cluster.trigger_bin = value();
+            } else if (arg == "--standalone-bin") {
+                o.cluster.standalone_bin = value();
+            } else if (arg == "--web-bin") {
+                o.cluster.web_bin = value();
             } else if (arg == "--node-log-level") {
                 o.cluster.node_log_level = value();
             } else if (arg == "--node-yaml") {
@@ -164,6 +194,20 @@ int main(int argc, char** argv) {
     }
     if (o.scenario == "throughput" && !rates_given) o.rates = {1000, 2000, 5000, 10000};
     if (o.scenario == "retention" && !rates_given) o.rates = {50};
+    if (o.scenario == "registered" && !rates_given) o.rates = {10};
+    if (o.scenario == "registered" && o.cluster.tls) {
+        std::cerr << "scheduler-bench: --tls: registered times its job list calls over plain HTTP; run it without\n";
+        return 2;
+    }
+    if (o.scenario == "topofhour" && o.job_counts.size() > 1) {
+        std::cerr << "scheduler-bench: --jobs: topofhour takes one job count\n";
+        return 2;
+    }
+    if ((o.scenario == "topofhour" || o.scenario == "registered") && !o.job_counts.empty() &&
+        o.job_counts.front() < 1) {
+        std::cerr << "scheduler-bench: --jobs: at least 1 job\n";
+        return 2;
+    }
     for (int rate : o.rates) {
         if (rate < 1) {
             std::cerr << "scheduler-bench: --rate: at least 1 fire per second\n";
@@ -184,6 +228,17 @@ int main(int argc, char** argv) {
     if (!std::filesystem::exists(o.cluster.trigger_bin)) {
         std::cerr << "scheduler-bench: --trigger-bin: " << o.cluster.trigger_bin << " does not exist\n";
         return 2;
+    }
+    // On SQLite, registered and a one-node topofhour run what a SQLite deployment runs: the standalone.
+    if (o.scenario == "registered" || (o.scenario == "topofhour" && o.nodes == 1)) {
+        const bool sqlite = o.cluster.db == "sqlite" && o.cluster.db_url.empty();
+        o.cluster.standalone = sqlite;
+        const auto& needed = sqlite ? o.cluster.standalone_bin : o.cluster.web_bin;
+        if (!std::filesystem::exists(needed)) {
+            std::cerr << "scheduler-bench: " << (sqlite ? "--standalone-bin: " : "--web-bin: ") << needed
+                      << " does not exist\n";
+            return 2;
+        }
     }
 
     sched::LogConfig log;

@@ -10,6 +10,11 @@
 /// - scale: the master's scan time with 10k / 100k / 1M idle jobs plus a light load;
 /// - fixedcost: the database statements, commits and CPU per second of N nodes with idle jobs only,
 ///   then under each --rate of spread load (the cost a cluster pays whatever it fires);
+/// - topofhour: N jobs due at the same second (created, armed, a quiet period, then the burst):
+///   delivered, missed, doubled, lag percentiles, when the last fire arrived, DB cost per fire;
+/// - registered: N hourly jobs not due in the window plus a few every-second jobs, on one
+///   standalone (SQLite) or one trigger node + one web node (MariaDB): RSS, start to /readyz,
+///   master scan cost, GET /api/v1/jobs first and deep page times;
 /// - retention: R every-second jobs for S seconds with a short history retention: fire rows,
 ///   stored logs, table size and RSS sampled over time; bounded = the rows never exceed what the
 ///   retention keeps (plus open fires and a purge round) once the first fires are past it.
@@ -39,6 +44,7 @@ struct BenchOptions {
     int kills = 3;
     int pause = 15;
     std::vector<int> job_counts;
+    int quiet_seconds = 60;   ///< topofhour: from the jobs being armed to their fire time
     int retention = 30;       ///< retention: the nodes' history-retention in seconds
     double max_p99_ms = 100;  ///< throughput: the step fails above this
     /// precision/throughput: seconds the lease is still watched after each window, so that a

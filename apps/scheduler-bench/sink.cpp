@@ -51,6 +51,11 @@ MeasuringSink::~MeasuringSink() {
     executor_->Stop();
 }
 
+std::size_t MeasuringSink::Count() const {
+    std::lock_guard lock(mu_);
+    return arrivals_.size();
+}
+
 std::vector<Arrival> MeasuringSink::Snapshot() const {
     std::lock_guard lock(mu_);
     return arrivals_;

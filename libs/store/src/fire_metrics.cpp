@@ -151,9 +151,24 @@ Result<ClusterGauges> ReadClusterGauges(db::Database& db, std::int64_t misfire_t
             soci::use(misfire_threshold_ms, "threshold"), soci::into(overdue);
         g.overdue = overdue;
         // Apps with an enabled job are listed at 0 when no instance is live: the alert's case.
+        // The apps come from uk_job_app_name one per app, each asked for one enabled job: a read
+        // per app, not per job (a DISTINCT over the enabled jobs read every job row every round:
+        // 352 ms on SQLite with 1,000,000 jobs, ~1,000,000 index rows a round on MariaDB).
+        // MariaDB skips through the index for a GROUP BY ("Using index for group-by") but not for
+        // a correlated MIN(app) > previous (a full index scan per app); SQLite the other way round.
+        // SQLite would also answer the EXISTS from idx_job_due (all enabled jobs, for an app that
+        // has none); `+enabled` keeps it on the app's own rows.
         std::map<std::string, std::int64_t> live;
         {
-            soci::rowset<std::string> apps = (s.prepare << "SELECT DISTINCT app FROM job WHERE enabled = 1");
+            const bool mysql = s.get_backend_name() == "mysql";
+            const std::string enabled = std::string(" WHERE EXISTS (SELECT 1 FROM job j WHERE j.app = a.app AND ") +
+                                        (mysql ? "j.enabled = 1)" : "+j.enabled = 1)");
+            const std::string sql =
+                mysql ? "SELECT a.app FROM (SELECT app FROM job GROUP BY app) a" + enabled
+                      : "WITH RECURSIVE a (app) AS (SELECT MIN(app) FROM job UNION ALL SELECT (SELECT MIN(n.app) FROM "
+                        "job n WHERE n.app > a.app) FROM a WHERE a.app IS NOT NULL) SELECT a.app FROM a" +
+                            enabled + " AND a.app IS NOT NULL";
+            soci::rowset<std::string> apps = (s.prepare << sql);
             for (const auto& app : apps) live[app] = 0;
         }
         {

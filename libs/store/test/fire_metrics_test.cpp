@@ -41,6 +41,9 @@ TEST_P(FireMetricsTest, ClusterGaugesCountByStatusOverdueExecutorsAndLastSuccess
     Job(2, "billing", "report");
     Job(3, "search", "reindex");
     Job(4, "paused", "old", /*enabled=*/false);
+    Job(5, "paused", "older", /*enabled=*/false);
+    Job(6, "search", "a-disabled-first", /*enabled=*/false);  // the app's first job by name is off
+    Job(7, "zeta", "z", /*enabled=*/false);                   // the last app has no enabled job
     Fire(10, 1, "pending", 0);
     Fire(11, 1, "pending", 60'000);  // overdue with a 5 s threshold
     Fire(12, 2, "dispatching", 0);
@@ -83,6 +86,23 @@ TEST_P(FireMetricsTest, ClusterGaugesCountByStatusOverdueExecutorsAndLastSuccess
 // success moves its job, a success older than that window is not read again (the history is not
 // scanned), a renamed job keeps its time under its new name, a deleted job drops out, and a job's
 // last success outlives the purge of that fire.
+TEST_P(FireMetricsTest, ExecutorsLiveListsEveryAppWithAnEnabledJobAndNoOther) {
+    // 40 apps of 3 jobs each; app i has an enabled job unless i % 4 == 0, and which of its three
+    // jobs is the enabled one varies, so the walk over apps must ask each app about all its jobs.
+    using Live = std::vector<std::pair<std::string, std::int64_t>>;
+    Live expected;
+    int id = 1;
+    for (int i = 0; i < 40; ++i) {
+        const std::string app = "app" + std::string(i < 10 ? "0" : "") + std::to_string(i);
+        for (int k = 0; k < 3; ++k) Job(id++, app, "job" + std::to_string(k), i % 4 != 0 && k == i % 3);
+        if (i % 4 != 0) expected.emplace_back(app, 0);
+    }
+    LastSuccessTracker tracker;
+    auto g = ReadClusterGauges(db(), 5000, 30000, tracker);
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    EXPECT_EQ(g->executors_live, expected);
+}
+
 TEST_P(FireMetricsTest, LastSuccessesAreReadFromWhatEndedSinceThePreviousRead) {
     const auto now_ms = [&] {
         auto now = db().Run([&](soci::session& s) {
