@@ -790,12 +790,12 @@ json TopOfHour(const BenchOptions& o, bool& ok) {
     const double arm_s = static_cast<double>(WallUs() - arm_us) / 1e6;
     spdlog::info("created {} jobs in {:.1f} s, armed them at '{}' in {:.1f} s", jobs, create_s, expr, arm_s);
 
-    // The quiet period ends 3 s before the fire time: the master creates fires `lookahead` (2 s)
+    // The quiet period ends 4 s before the fire time: the master creates fires `lookahead` (3 s)
     // ahead, and that planning is the burst's cost.
     const std::int64_t quiet_from = WallMs();
     const auto quiet_cpu = SampleCpu(cluster);
     const auto quiet_statements = StatementCounters(cluster);
-    WaitUntilMs(fire_ms - 3000, "quiet before the burst");
+    WaitUntilMs(fire_ms - 4000, "quiet before the burst");
     const double quiet_s = static_cast<double>(WallMs() - quiet_from) / 1000.0;
     const std::string load_start = LoadAvg();
     const auto cpu_a = SampleCpu(cluster);

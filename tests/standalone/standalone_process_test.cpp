@@ -400,8 +400,8 @@ TEST_F(StandaloneProcess, TheMasterPurgesEndedFiresPastTheirRetentionInBatches) 
     EXPECT_EQ(p.WaitForExit(15s), 0) << p.stderr_text();
     // The whole backlog committed at once, so one round took it, logging one line (stderr is
     // complete only after the exit).
-    EXPECT_NE(p.stderr_text().find("master history purge: 2500 fires deleted (2500 by age, 0 beyond the per-job cap) "
-                                   "in 3 batches"),
+    EXPECT_NE(p.stderr_text().find("master history purge: 2500 fires deleted (2500 by age, 0 beyond the per-job cap), "
+                                   "0 audit entries and 0 alert deliveries by age, in 3 batches"),
               std::string::npos)
         << p.stderr_text();
 }

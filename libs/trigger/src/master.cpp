@@ -86,28 +86,37 @@ Micros Master::SleepAfter(const ScanReport& report) const {
 
 namespace {
 
-// Whether a scan changed anything: one that did may have left work for the next (a retry due
-// soon, a workflow step whose parent just ended), so the next is not skipped.
-bool ChangedNothing(const ScanReport& r) {
-    return r.due_jobs == 0 && r.fires_created == 0 && r.backfill_fires == 0 && r.backfills_completed == 0 &&
-           r.orphans_assigned == 0 && r.lost == 0 && r.retries == 0 && r.followups == 0 && r.running_lost == 0 &&
-           r.running_timed_out == 0 && r.misfire_skipped.empty() && r.calendar_skipped == 0 && r.jobs_completed == 0 &&
+// Whether a scan did nothing but plan due jobs (their fires, misfires, calendar skips and
+// completions, and the fires' assignment). Any other change may have left work for the next
+// scan (a retry due soon, a workflow step whose parent just ended), so the next is not skipped;
+// planning leaves none: every due job was advanced past the lookahead.
+bool OnlyPlanned(const ScanReport& r) {
+    return r.backfill_fires == 0 && r.backfills_completed == 0 && r.orphans_assigned == 0 && r.lost == 0 &&
+           r.retries == 0 && r.followups == 0 && r.running_lost == 0 && r.running_timed_out == 0 &&
            r.workflow_runs_created == 0 && r.workflow_runs_overlapped == 0 && r.workflow_runs_ended == 0 &&
-           r.workflow_runs_timed_out == 0 && r.workflow_steps_started == 0 && r.workflow_steps_skipped == 0 &&
-           r.assigned.empty();
+           r.workflow_runs_timed_out == 0 && r.workflow_steps_started == 0 && r.workflow_steps_skipped == 0;
+}
+
+// Whether a scan changed anything at all.
+bool ChangedNothing(const ScanReport& r) {
+    return OnlyPlanned(r) && r.due_jobs == 0 && r.fires_created == 0 && r.misfire_skipped.empty() &&
+           r.calendar_skipped == 0 && r.jobs_completed == 0 && r.assigned.empty();
 }
 
 }  // namespace
 
 std::optional<Micros> Master::Quiet(std::int64_t epoch) {
-    if (config_.scan_idle_interval <= Micros{0} || !last_scan_quiet_ || !last_scan_ms_ || epoch != last_scan_epoch_) {
+    if (config_.scan_idle_interval <= Micros{0} || !(last_scan_quiet_ || last_scan_planned_) || !last_scan_ms_ ||
+        epoch != last_scan_epoch_) {
         return std::nullopt;
     }
     const std::int64_t now = time_.NowMs();
     if (now - *last_scan_ms_ >= Ms(config_.scan_idle_interval)) return std::nullopt;
     auto probe = store::ReadScanProbe(*db_, shard_, Ms(config_.node_ttl));
     if (!probe.ok()) return std::nullopt;
-    const std::int64_t horizon = now + Ms(config_.lookahead);
+    // Jobs due within the lookahead were planned by the last scan; the next plans once the
+    // planned window has shrunk by lookahead-refill.
+    const std::int64_t horizon = now + Ms(config_.lookahead) - Ms(config_.lookahead_refill);
     const auto due = [horizon](const std::optional<std::int64_t>& t) {
         return t && *t <= horizon;
     };
@@ -175,6 +184,7 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
         return r;
     });
     last_scan_quiet_ = report.ok() && ChangedNothing(*report);
+    last_scan_planned_ = report.ok() && OnlyPlanned(*report) && report->due_jobs < config_.batch;
     if (report.ok()) {
         last_scan_ms_ = now;
         last_scan_epoch_ = epoch;

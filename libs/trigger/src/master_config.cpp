@@ -1,5 +1,7 @@
 #include "sched/trigger/master_config.hpp"
 
+#include <algorithm>
+
 #include "sched/store/shard.hpp"
 
 namespace sched::trigger {
@@ -14,6 +16,8 @@ MasterConfig MasterConfig::FromYaml(const ConfigNode& node) {
     c.scan_idle_interval =
         node.Duration("scan-idle-interval", c.scan_idle_interval, Micros{0}, std::chrono::minutes(1));
     c.lookahead = node.Duration("lookahead", c.lookahead, Micros{0}, std::chrono::minutes(5));
+    c.lookahead_refill =
+        node.Duration("lookahead-refill", std::min(c.lookahead_refill, c.lookahead), Micros{0}, c.lookahead);
     c.batch = static_cast<int>(node.Int("batch", c.batch, 1, 100000));
     c.misfire_threshold = node.Duration("misfire-threshold", c.misfire_threshold, Micros{0}, std::chrono::hours(24));
     c.fire_all_cap = static_cast<int>(node.Int("fire-all-cap", c.fire_all_cap, 1, 10000));

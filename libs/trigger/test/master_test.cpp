@@ -120,8 +120,8 @@ TEST_P(MasterTest, DueJobGetsItsFiresOnceAndAdvances) {
     auto first = master_->Scan(epoch_);
     ASSERT_TRUE(first.ok()) << first.status().ToString();
     auto fires = FiresOf(job.id);
-    // The due second plus the 2 s lookahead window (3 or 4 depending on where in the second now is).
-    ASSERT_GE(fires.size(), 3u);
+    // The due second plus the 3 s lookahead window (4 or 5 depending on where in the second now is).
+    ASSERT_GE(fires.size(), 4u);
     std::set<std::int64_t> times;
     for (const auto& f : fires) {
         times.insert(f.scheduled_time);
@@ -770,11 +770,11 @@ TEST_P(MasterTest, InvalidStoredScheduleIsParkedNotRescanned) {
 TEST_P(MasterTest, SleepsUntilTheNextJobIsWithinTheLookahead) {
     ScanReport r;
     EXPECT_EQ(master_->SleepAfter(r), 100ms);  // nothing scheduled: the scan interval
-    r.earliest_due_ms = Now() + 2000 + 80;     // lookahead 2 s: plan it in ~80 ms
+    r.earliest_due_ms = Now() + 3000 + 80;     // lookahead 3 s: plan it in ~80 ms
     const auto sleep = master_->SleepAfter(r);
     EXPECT_GT(sleep, 50ms);
     EXPECT_LE(sleep, 85ms);
-    r.earliest_due_ms = Now() + 2000 + 3;  // in 3 ms: not sooner than scan-min-interval
+    r.earliest_due_ms = Now() + 3000 + 3;  // in 3 ms: not sooner than scan-min-interval
     EXPECT_EQ(master_->SleepAfter(r), 50ms);
     r.due_jobs = MasterConfig{}.batch;  // a full batch: more are waiting, scan again at once
     EXPECT_EQ(master_->SleepAfter(r), 0ms);
@@ -938,6 +938,46 @@ TEST_P(MasterTest, AfterAQuietScanOnlyWaitingWorkANewNodeOrANewTermRunsTheNext) 
     EXPECT_EQ(started->workflow_steps_started, 1);
 }
 
+// A scan that only planned due jobs is followed by probes, not scans, until a job is due within
+// lookahead - lookahead-refill: a busy master plans in blocks instead of every scan-min-interval.
+TEST_P(MasterTest, AfterAScanThatOnlyPlannedTheNextWaitsUntilTheWindowShrankByTheRefill) {
+    MasterConfig config;
+    config.scan_idle_interval = 60s;
+    config.lookahead = 3s;
+    config.lookahead_refill = 1s;
+    Master master(pool_, *fence_, *time_, config, metrics_);
+    const std::int64_t start = (Now() / 1000) * 1000;
+    auto job = CreateJob("tick", "cron", "* * * * * ?", start);
+    auto planned = master.Scan(epoch_);
+    ASSERT_TRUE(planned.ok()) << planned.status().ToString();
+    ASSERT_GE(planned->fires_created, 3);
+    // The job's next time lies past now + 3 s, so past now + 2 s: nothing to plan yet.
+    const auto next = store::JobRepository(db()).Get(job.id)->next_fire_time;
+    ASSERT_TRUE(next);
+    ASSERT_GT(*next, Now() + 2000);
+    const auto sleep = master.Quiet(epoch_);
+    ASSERT_TRUE(sleep) << "a scan that only planned is followed by a probe";
+    EXPECT_LE(*sleep, config.scan_interval);
+
+    // A job due within the shrunken window (its first time is the next whole second) is planned
+    // by the next scan.
+    CreateJob("new", "cron", "* * * * * ?", (Now() / 1000 + 1) * 1000);
+    EXPECT_FALSE(master.Quiet(epoch_)) << "a job due within lookahead - lookahead-refill";
+    ASSERT_TRUE(master.Scan(epoch_).ok());
+
+    // With the whole lookahead as refill a job already planned through it waits too, and a
+    // scan that filled its batch is followed by another at once.
+    config.lookahead_refill = config.lookahead;
+    config.batch = 1;
+    Master small(pool_, *fence_, *time_, config, metrics_);
+    CreateJob("third", "cron", "* * * * * ?", (Now() / 1000) * 1000);
+    CreateJob("fourth", "cron", "* * * * * ?", (Now() / 1000) * 1000);
+    auto full = small.Scan(epoch_);
+    ASSERT_TRUE(full.ok());
+    EXPECT_EQ(full->due_jobs, 1);
+    EXPECT_FALSE(small.Quiet(epoch_)) << "a full batch: more due jobs wait";
+}
+
 TEST_P(MasterTest, AnIdleMasterStillScansEveryIdleIntervalAndZeroTurnsTheProbeOff) {
     MasterConfig config;
     config.scan_idle_interval = 1ms;
@@ -1054,7 +1094,7 @@ TEST_P(MasterTest, ScheduledRunsAreCreatedOnceAndOverlapIsASkippedRunDecidedAtIt
     });
     auto scan = master_->Scan(epoch_);
     ASSERT_TRUE(scan.ok()) << scan.status().ToString();
-    // The lookahead (2 s) reaches t0 and the next seconds: t0 gets its run ahead; the next time
+    // The lookahead (3 s) reaches t0 and the next seconds: t0 gets its run ahead; the next time
     // finds that run holding the slot, and is not judged before it comes (docs/workflows.md).
     EXPECT_EQ(scan->workflow_runs_created, 1);
     EXPECT_EQ(scan->workflow_runs_overlapped, 0);

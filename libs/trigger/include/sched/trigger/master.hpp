@@ -44,7 +44,8 @@
 ///   scan-interval: 100ms       # the longest the master sleeps between scans
 ///   scan-min-interval: 50ms    # the shortest (unless a scan hit `batch`: then at once)
 ///   scan-idle-interval: 2s     # while scans find nothing to do, the longest between two (0: off)
-///   lookahead: 2s              # fires due within this are created ahead
+///   lookahead: 3s              # fires due within this are created ahead
+///   lookahead-refill: 1s       # a scan that only planned is followed by the next once a job is due within lookahead minus this
 ///   batch: 500                 # due jobs per scan
 ///   misfire-threshold: 5s      # later than this, a fire time is a misfire
 ///   fire-all-cap: 100          # fire-all: at most this many catch-up fires per job
@@ -116,13 +117,15 @@ class Master {
 
     /// Asked before each scan: nullopt when the scan should run now; otherwise the master skips
     /// it and asks again after the returned sleep. A scan is skipped only when the previous one
-    /// changed nothing, the last full scan is less than scan-idle-interval old, and one
-    /// statement (store::ReadScanProbe) finds no work waiting: no job or workflow due within the
-    /// lookahead, no follow-up, no unassigned fire, no running backfill, no unstarted workflow
-    /// run, and the same live trigger nodes as at the last scan. So an idle cluster's master
-    /// costs one statement per scan-interval, and what the web module or a result writes is
-    /// still planned within one scan-interval. The first scan of a term (`epoch` not the last
-    /// scan's) always runs. A probe error runs the scan (which reports it).
+    /// changed nothing or only planned due jobs (their fires and the jobs' advance; not a batch
+    /// full of them), the last full scan is less than scan-idle-interval old, and one statement
+    /// (store::ReadScanProbe) finds no work waiting: no job or workflow due within `lookahead -
+    /// lookahead-refill`, no follow-up, no unassigned fire, no running backfill, no unstarted
+    /// workflow run, and the same live trigger nodes as at the last scan. So an idle cluster's
+    /// master costs one statement per scan-interval, a busy one plans in blocks of about
+    /// `lookahead-refill`, and what the web module or a result writes is still planned within
+    /// one scan-interval. The first scan of a term (`epoch` not the last scan's) always runs. A
+    /// probe error runs the scan (which reports it).
     std::optional<Micros> Quiet(std::int64_t epoch);
 
     const MasterConfig& config() const { return config_; }
@@ -146,7 +149,8 @@ class Master {
     HistogramChild& scan_seconds_;
     CounterChild& scans_skipped_;
     // What Quiet compares with: set by each committed scan.
-    bool last_scan_quiet_ = false;
+    bool last_scan_quiet_ = false;    // it changed nothing
+    bool last_scan_planned_ = false;  // it only planned due jobs, and not a full batch of them
     std::optional<std::int64_t> last_scan_ms_;
     std::int64_t last_scan_epoch_ = 0;
     store::NodeSetPrint fresh_nodes_;

@@ -27,7 +27,15 @@ struct MasterConfig {
     /// statement per scan-interval asks whether work is waiting (Master::Quiet). 0: every wake-up
     /// is a full scan.
     Micros scan_idle_interval = std::chrono::seconds(2);
-    Micros lookahead = std::chrono::seconds(2);
+    Micros lookahead = std::chrono::seconds(3);
+    /// How far the planned window may shrink before the next scan plans again: each scan plans
+    /// every fire due within `lookahead`, and between scans that only planned, the probe asks
+    /// for jobs due within `lookahead - lookahead-refill`. So under a steady load a full scan runs
+    /// about once per refill instead of once per scan-min-interval, and every fire is still
+    /// planned at least `lookahead - lookahead-refill` ahead (2 s by default, as long as a fire
+    /// was planned ahead when the master planned on every scan with a 2 s lookahead: a new master
+    /// after a kill -9 finds as much planned). 0 .. lookahead.
+    Micros lookahead_refill = std::chrono::seconds(1);
     int batch = 500;
     Micros misfire_threshold = std::chrono::seconds(5);
     int fire_all_cap = 100;
