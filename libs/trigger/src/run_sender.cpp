@@ -547,7 +547,10 @@ void RunSender::Accepted(const model::Fire& fire, const model::Job& job, const s
                      .address = address,
                      .started_at = std::max(now, fire.due_at),
                      .timeout_ms = job.timeout_ms,
-                     .held_ms = held_ms});
+                     .held_ms = held_ms,
+                     .trace = protocol::FireTracer::On() && job.timeout_ms > 0
+                                  ? std::optional(PendingFireSpan::Ended(fire, job.app, 0, FireStatus::kTimeout))
+                                  : std::nullopt});
     router_.RecordDispatch(job.id, address);
     LogFire(spdlog::level::debug, fire, job.app, fire.dispatch_epoch.value_or(fire.epoch),
             "slave {}: fire {} accepted by {} (due in {} ms)", node_id_, fire.id, address, fire.due_at - now);

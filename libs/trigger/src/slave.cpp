@@ -346,7 +346,8 @@ void Slave::Limited(const ClaimedGroup& claimed, const std::set<std::int64_t>& w
 void Slave::Accepted(AcceptedRun run) {
     running_.Add({.address = run.address, .fire = {.id = run.fire_id, .started_at = run.started_at}});
     if (run.timeout_ms > 0) {
-        timeouts_.Watch(run.fire_id, std::move(run.app), std::move(run.address), run.timeout_ms, run.held_ms);
+        timeouts_.Watch(run.fire_id, std::move(run.app), std::move(run.address), run.timeout_ms, run.held_ms,
+                        std::move(run.trace));
     }
 }
 

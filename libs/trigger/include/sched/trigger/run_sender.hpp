@@ -51,6 +51,7 @@
 #include "sched/trigger/db_time.hpp"
 #include "sched/trigger/executor_directory.hpp"
 #include "sched/trigger/fire_queue.hpp"
+#include "sched/trigger/fire_trace.hpp"
 #include "sched/trigger/routing.hpp"
 #include "sched/trigger/slave_ports.hpp"
 
@@ -74,6 +75,8 @@ struct AcceptedRun {
     std::int64_t started_at = 0;  ///< when it starts: the 202's time, or its due time when held
     std::int64_t timeout_ms = 0;  ///< the job's (0: none)
     std::int64_t held_ms = 0;     ///< how long the executor holds it before it starts (sent ahead)
+    /// With FireTracer on: the fire's `ended` span, for the end the timeout watch may record.
+    std::optional<PendingFireSpan> trace;
 };
 
 struct RunSenderConfig {
