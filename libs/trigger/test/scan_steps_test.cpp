@@ -5,7 +5,6 @@
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "collecting_span_sink.hpp"
 #include "scan/due_jobs_step.hpp"
 #include "scan/followups_step.hpp"
 #include "scan/orphans_step.hpp"
@@ -13,10 +12,14 @@
 #include "scan/running_sweep_step.hpp"
 #include "scan/schedule_cache.hpp"
 #include "scan_step_fixture.hpp"
+#include "sched/protocol/testing/collecting_span_sink.hpp"
 #include "sched/store/backfill.hpp"
 
 namespace sched::trigger::impl {
 namespace {
+
+using protocol::testing::IntAttribute;
+using protocol::testing::ScopedSpanSink;
 
 using model::FireStatus;
 

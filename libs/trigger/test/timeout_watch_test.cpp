@@ -6,12 +6,15 @@
 #include <set>
 #include <thread>
 
-#include "collecting_span_sink.hpp"
 #include "fake_executors.hpp"
 #include "sched/common/testing/wait_for.hpp"
+#include "sched/protocol/testing/collecting_span_sink.hpp"
 
 namespace sched::trigger {
 namespace {
+
+using protocol::testing::IntAttribute;
+using protocol::testing::ScopedSpanSink;
 
 using namespace std::chrono_literals;
 using model::FireStatus;

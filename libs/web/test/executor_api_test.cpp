@@ -5,6 +5,8 @@
 #include "sched/db/migrator.hpp"
 #include "sched/db/testing/test_database.hpp"
 #include "sched/http/testing/test_server.hpp"
+#include "sched/protocol/testing/collecting_span_sink.hpp"
+#include "sched/protocol/trace_context.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/fire_log.hpp"
 #include "sched/store/job.hpp"
@@ -221,6 +223,30 @@ TEST_P(ExecutorApiTest, CallbacksApplyOncePerFireAndAttempt) {
         Post("/api/v1/callback", nlohmann::json::array({{{"fire_id", running}, {"attempt", 0}, {"status", "killed"}}}));
     EXPECT_EQ((*late->Json())["results"][0]["outcome"], "conflict");
     EXPECT_EQ(fires.Get(running)->status, model::FireStatus::kSucceeded);
+}
+
+// An end applied here (scheduler-web with telemetry on) is the fire's last step: its `ended`
+// span and the attempt's root, at the result's finish time; a resent result adds none.
+TEST_P(ExecutorApiTest, AnAppliedResultExportsItsEndedSpanAndTheRoot) {
+    protocol::testing::ScopedSpanSink spans;
+    const std::int64_t job = CreateJob("traced", "app");
+    const std::int64_t fire = DispatchedFire(job, 5000, 1, "127.0.0.1:7001");
+    Register("app", "127.0.0.1:7001");
+    const auto batch = nlohmann::json::array({Item(fire, 0, 1, "127.0.0.1:7001", "failed")});
+    ASSERT_EQ(Outcomes(batch, "secret"), std::vector<std::string>{"applied"});
+    const auto ended = spans->Named("ended");
+    const auto root = spans->Named("fire");
+    ASSERT_EQ(ended.size(), 1u);
+    ASSERT_EQ(root.size(), 1u);
+    const protocol::TraceContext run = protocol::FireTrace(fire, job, 5000, 0);
+    EXPECT_EQ(ended[0].trace_id, run.trace_id);
+    EXPECT_EQ(ended[0].parent_span_id, run.span_id);
+    EXPECT_EQ(ended[0].end_ns, 9'000'000) << "the result's finished_ms";
+    EXPECT_TRUE(ended[0].error);
+    EXPECT_EQ(root[0].span_id, run.span_id);
+    EXPECT_EQ(protocol::testing::IntAttribute(root[0], "sched.fire_id"), fire);
+    ASSERT_EQ(Outcomes(batch, "secret"), std::vector<std::string>{"duplicate"});
+    EXPECT_EQ(spans->Spans().size(), 2u) << "a duplicate ends nothing";
 }
 
 // Trigger nodes serve the lock API with the SDK's routes, behind the server's token hook.
