@@ -45,6 +45,7 @@ void PushRunSpan(protocol::SpanExporter& spans, const RunRequest& r, const Callb
     span.trace_id = parent->trace_id;
     span.span_id = protocol::FireStepSpanId(*parent, protocol::FireStep::kRun);
     span.parent_span_id = parent->span_id;
+    span.trace_state = r.tracestate;  // the caller's vendors' state, forwarded unchanged
     span.name = "run";
     span.kind = protocol::SpanKind::kServer;
     span.start_ns = result.started_ms * kNanosPerMs;

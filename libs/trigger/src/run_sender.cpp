@@ -57,6 +57,8 @@ nlohmann::json RunJson(const model::Fire& fire, const model::Job& job, std::int6
     run.block_strategy = ExecutorStrategy(job.block_strategy);
     run.overlap = job.block_strategy;
     run.traceparent = protocol::RunTrace(FireRefOf(fire, job.app)).TraceParent();
+    // The caller's tracestate, checked when the trigger stored it, travels with its trace.
+    if (fire.trace_parent && fire.trace_state) run.tracestate = *fire.trace_state;
     return protocol::ToJson(run);
 }
 

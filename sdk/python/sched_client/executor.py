@@ -78,6 +78,7 @@ class RunRequest(TypedDict):
     callback_url: str
     start_in_ms: int
     traceparent: str  # the run's W3C trace context ("" from a node before the field)
+    tracestate: str  # the W3C tracestate forwarded with it ("" when none; never without traceparent)
 
 
 # A handler: called with the run's context; what it returns (str() of it, unless None) is the
@@ -347,6 +348,8 @@ def run_span(run: "RunRequest", result: "Result", app: str, address: str) -> Opt
         "attributes": [attr("sched.fire_id", run["fire_id"]), attr("sched.job_id", run["job_id"]),
                        attr("sched.app", app), attr("sched.attempt", run["attempt"]), attr("sched.node", address),
                        attr("sched.handler", run["handler"]), attr("sched.status", result["status"])]}
+    if run.get("tracestate"):
+        span["traceState"] = run["tracestate"]  # the caller's vendors' state, forwarded unchanged
     if result["status"] != "succeeded":
         span["status"] = {"code": 2, "message": result.get("message", "")}
     return span
@@ -408,6 +411,9 @@ class JobContext:
         # trace; trace_id is the fire's, the same for every attempt ("" when the node sent none).
         self.traceparent: str = run["traceparent"]
         self.trace_id: str = run["traceparent"][3:35] if run["traceparent"] else ""
+        # The W3C tracestate that came with the traceparent (a manual trigger's caller's,
+        # unchanged): pass it on as the `tracestate` header; "" when the node sent none.
+        self.tracestate: str = run.get("tracestate", "")
         self.result_message: str = ""
         self._cancel = cancel_event
         self._log = logger
@@ -768,6 +774,35 @@ def _valid_traceparent(value: str) -> bool:
     return m.group(2) != "0" * 32 and m.group(3) != "0" * 16
 
 
+MAX_TRACESTATE = 512
+_TRACESTATE_KEY = re.compile(r"[a-z0-9][a-z0-9_\-*/@]{0,255}")
+
+
+def check_tracestate(value: str) -> Optional[str]:
+    """What is wrong with a W3C tracestate value (None when valid), as the nodes check it
+    (sched/protocol/trace_context.hpp CheckTraceState): at most 512 characters and 32 members
+    `key=value`; empty members and spaces around members allowed."""
+    if len(value) > MAX_TRACESTATE:
+        return "at most %d characters" % MAX_TRACESTATE
+    members = 0
+    for raw in value.split(","):
+        member = raw.strip(" \t")
+        if not member:
+            continue
+        members += 1
+        if members > 32:
+            return "at most 32 list members"
+        if "=" not in member:
+            return "expected key=value, got \"%s\"" % member
+        key, val = member.split("=", 1)
+        if not _TRACESTATE_KEY.fullmatch(key) or key.count("@") > 1:
+            return "bad key \"%s\"" % key
+        if (not val or len(val) > 256 or val.endswith(" ")
+                or any(not (0x20 <= ord(c) <= 0x7e) or c in ",=" for c in val)):
+            return "bad value of key \"%s\"" % key
+    return None
+
+
 def parse_run(obj: object, prefix: str = "") -> RunRequest:
     """Validates one /v1/run body; raises ApiError naming the field."""
     if not isinstance(obj, dict):
@@ -788,6 +823,7 @@ def parse_run(obj: object, prefix: str = "") -> RunRequest:
         "callback_url": _str_field(obj, "callback_url", prefix, "", max_len=2048),
         "start_in_ms": _int_field(obj, "start_in_ms", prefix, 0, maximum=MAX_START_IN_MS),
         "traceparent": _str_field(obj, "traceparent", prefix, "", max_len=512),
+        "tracestate": _str_field(obj, "tracestate", prefix, "", max_len=MAX_TRACESTATE),
     }
     label = (prefix + ".") if prefix else ""
     if run["block_strategy"] not in BLOCK_STRATEGIES:
@@ -802,6 +838,12 @@ def parse_run(obj: object, prefix: str = "") -> RunRequest:
     if run["traceparent"] and not _valid_traceparent(run["traceparent"]):
         raise ApiError("invalid_argument", "%straceparent: not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)" % label,
                        label + "traceparent")
+    if run["tracestate"]:
+        bad = check_tracestate(run["tracestate"])
+        if bad:
+            raise ApiError("invalid_argument", "%stracestate: %s" % (label, bad), label + "tracestate")
+    if not run["traceparent"]:
+        run["tracestate"] = ""  # meaningless without its traceparent (the trigger route ignores it)
     if run["callback_url"]:
         parts = urllib.parse.urlsplit(run["callback_url"])
         if parts.scheme not in ("http", "https") or not parts.hostname:

@@ -18,8 +18,8 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from sched_client import (ApiError, Executor, Options, SpanExporter, addressed_target, parse_run,  # noqa: E402
-                          run_span, sign, verify, verify_addressee)
+from sched_client import (ApiError, Executor, Options, SpanExporter, addressed_target, check_tracestate,  # noqa: E402
+                          parse_run, run_span, sign, verify, verify_addressee)
 
 SECRET = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 KEY = "k-7f3a9c21"
@@ -147,6 +147,20 @@ class ParseRunTest(unittest.TestCase):
                     "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
                     example + "-x", example[:-1], 7):
             self.assertEqual(self.field_of({"traceparent": bad}, "runs[1]"), "runs[1].traceparent", bad)
+
+
+    def test_tracestate_is_forwarded_unchanged_only_with_its_traceparent(self):
+        parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        state = "congo=t61rcWkgMzE, rojo=00f067aa0ba902b7"
+        run = parse_run(dict(self.BASE, traceparent=parent, tracestate=state))
+        self.assertEqual(run["tracestate"], state)
+        self.assertEqual(parse_run(dict(self.BASE, traceparent=parent))["tracestate"], "")  # a node before it
+        self.assertEqual(parse_run(dict(self.BASE, tracestate=state))["tracestate"], "")  # without its traceparent
+        for bad in ("Upper=x", "k=" + "v" * 512, "novalue", "k=a=b", ",".join("k%d=v" % i for i in range(33)), 7):
+            self.assertEqual(self.field_of({"traceparent": parent, "tracestate": bad}, "runs[1]"),
+                             "runs[1].tracestate", bad)
+        self.assertIsNone(check_tracestate(state))
+        self.assertIsNone(check_tracestate("a@b=1,,x_y-z*/=2 "))
 
 
 class HostileInputTest(unittest.TestCase):
@@ -488,6 +502,10 @@ class SpanExporterTest(unittest.TestCase):
         attrs = {a["key"]: a["value"] for a in span["attributes"]}
         self.assertEqual(attrs["sched.fire_id"], {"intValue": "42"})
         self.assertEqual(attrs["sched.app"], {"stringValue": "billing"})
+        self.assertNotIn("traceState", span)
+        run["tracestate"] = "vendor=opaque"
+        self.assertEqual(run_span(run, {"started_ms": 1, "finished_ms": 1, "status": "succeeded"}, "a", "h:1")
+                         ["traceState"], "vendor=opaque")
         self.assertIsNone(run_span(parse_run({"fire_id": 1, "job_id": 1, "attempt": 0, "epoch": 1, "handler": "x"}),
                                    {"started_ms": 1, "finished_ms": 1, "status": "succeeded"}, "a", "h:1"))
 

@@ -49,6 +49,7 @@ struct Span {
     std::string trace_id;        ///< 32 lower-case hex digits
     std::string span_id;         ///< 16 lower-case hex digits
     std::string parent_span_id;  ///< empty: a root span
+    std::string trace_state;     ///< W3C tracestate of the context (OTLP `traceState`); empty: none
     std::string name;
     SpanKind kind = SpanKind::kInternal;
     std::int64_t start_ns = 0;  ///< Unix time in nanoseconds
