@@ -233,6 +233,13 @@ TEST(RunResultTest, WhatTheSdkWritesTheWebReadsBackUnchanged) {
     EXPECT_EQ(lenient.value, old);
     // From an app-scoped token the fencing fields are required.
     EXPECT_EQ(Field(ParseRunResult(wire, "[0]", true)), "[0].epoch");
+    EXPECT_FALSE(wire.contains("traceparent")) << "absent unless the node advertised it";
+    // A newer SDK's item to a node that advertised result-traceparent.
+    RunResult traced = r;
+    traced.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const auto with_trace = ParseRunResult(ToJson(traced), "[0]", true);
+    ASSERT_TRUE(with_trace.ok()) << with_trace.error->message;
+    EXPECT_EQ(with_trace.value, traced);
 }
 
 TEST(RunResultTest, UnknownFieldsAndBadValuesAreRefusedByName) {
@@ -248,6 +255,8 @@ TEST(RunResultTest, UnknownFieldsAndBadValuesAreRefusedByName) {
     EXPECT_EQ(bad("address", "no-port"), "[4].address");
     EXPECT_EQ(bad("log", std::string(kMaxResultLogBytes + 1, 'x')), "[4].log");
     EXPECT_EQ(bad("log_truncated_bytes", -1), "[4].log_truncated_bytes");
+    EXPECT_EQ(bad("traceparent", "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"), "[4].traceparent");
+    EXPECT_EQ(bad("traceparent", 7), "[4].traceparent");
     EXPECT_EQ(Field(ParseRunResult(json{{"fire_id", 1}, {"attempt", 0}}, "[0]", false)), "[0].status");
     json done = ToJson(SampleResult());
     done["status"] = "done";

@@ -1,6 +1,8 @@
 #include "sched/web/executor_api.hpp"
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "sched/db/migrator.hpp"
 #include "sched/db/testing/test_database.hpp"
@@ -147,6 +149,8 @@ TEST_P(ExecutorApiTest, HeartbeatRegistersAndDeregisterRemoves) {
     ASSERT_EQ(listed->size(), 1u);
     EXPECT_EQ(listed->front().handlers, (std::vector<std::string>{"echo", "sleep"}));
     EXPECT_EQ(listed->front().capacity, 8);
+    // The answer names what this node's routes accept beyond the base protocol.
+    EXPECT_EQ((*r->Json())["capabilities"], nlohmann::json::array({"result-traceparent"})) << r->body;
 
     EXPECT_EQ(Post("/api/v1/registry/deregister", {{"app", "demo"}, {"address", "127.0.0.1:9999"}})->status, 200);
     auto again = Post("/api/v1/registry/deregister", {{"app", "demo"}, {"address", "127.0.0.1:9999"}});
@@ -223,6 +227,47 @@ TEST_P(ExecutorApiTest, CallbacksApplyOncePerFireAndAttempt) {
         Post("/api/v1/callback", nlohmann::json::array({{{"fire_id", running}, {"attempt", 0}, {"status", "killed"}}}));
     EXPECT_EQ((*late->Json())["results"][0]["outcome"], "conflict");
     EXPECT_EQ(fires.Get(running)->status, model::FireStatus::kSucceeded);
+}
+
+// A result may carry the traceparent its run ran under (a new SDK, to a node that advertised
+// it): logged with the fire's result at debug; one that is not the run's is logged, never
+// refused. A result without it (an older SDK) is applied as before.
+TEST_P(ExecutorApiTest, AResultsTraceparentIsLoggedWithItAndAMismatchOnlyWarns) {
+    const std::int64_t job = CreateJob("traced", "app");
+    const std::int64_t right = DispatchedFire(job, 5000, 1, "127.0.0.1:7001");
+    const std::int64_t wrong = DispatchedFire(job, 6000, 1, "127.0.0.1:7001");
+    const std::int64_t none = DispatchedFire(job, 7000, 1, "127.0.0.1:7001");
+    Register("app", "127.0.0.1:7001");
+    const protocol::TraceContext run = protocol::FireTrace(right, job, 5000, 0);
+    auto traced = [](nlohmann::json item, const std::string& traceparent) {
+        item["traceparent"] = traceparent;
+        return item;
+    };
+    const std::string other = "00-" + std::string(32, 'a') + "-" + std::string(16, 'b') + "-01";
+    const auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(100);
+    sink->set_pattern("%l %v");
+    spdlog::default_logger()->sinks().push_back(sink);
+    const auto level = spdlog::get_level();
+    spdlog::set_level(spdlog::level::debug);
+    const auto outcomes = Outcomes(
+        nlohmann::json::array({traced(Item(right, 0, 1, "127.0.0.1:7001"), run.TraceParent()),
+                               traced(Item(wrong, 0, 1, "127.0.0.1:7001"), other), Item(none, 0, 1, "127.0.0.1:7001")}),
+        "secret");
+    spdlog::set_level(level);
+    spdlog::default_logger()->sinks().pop_back();
+    EXPECT_EQ(outcomes, (std::vector<std::string>{"applied", "applied", "applied"}));
+    std::string lines;
+    for (const auto& line : sink->last_formatted()) lines += line;
+    EXPECT_NE(lines.find("fire " + std::to_string(right) + " of job " + std::to_string(job) + " ended succeeded"),
+              std::string::npos)
+        << lines;
+    EXPECT_NE(lines.find("warning callback: 1 result(s) applied with a traceparent not their run's (fire #" +
+                         std::to_string(wrong) + " sent trace " + std::string(32, 'a')),
+              std::string::npos)
+        << lines;
+    EXPECT_EQ(Field(Post("/api/v1/callback",
+                         nlohmann::json::array({traced(Item(none, 0, 1, "127.0.0.1:7001"), "00-nonsense")}))),
+              "[0].traceparent");
 }
 
 // An end applied here (scheduler-web with telemetry on) is the fire's last step: its `ended`
