@@ -177,8 +177,8 @@ void LogResults(const std::vector<store::ExecutorResult>& items, const std::vect
                        {"fire", item.fire_id},
                        {"attempt", item.attempt},
                        {"trace_id", sent ? sent->trace_id : expected.trace_id}},
-                      "callback: fire {} of job {} ended {} (attempt {})", item.fire_id, job.job_id,
-                      model::FireStatusName(item.status), item.attempt);
+                      "callback: fire {} of job {} ended {} (attempt {}{})", item.fire_id, job.job_id,
+                      model::FireStatusName(item.status), item.attempt, sent ? ", the result carried its trace" : "");
     }
     if (mismatched == 0) return;
     spdlog::warn("callback: {} result(s) applied with a traceparent not their run's ({}{})", mismatched, sample,

@@ -258,8 +258,13 @@ TEST_P(ExecutorApiTest, AResultsTraceparentIsLoggedWithItAndAMismatchOnlyWarns) 
     EXPECT_EQ(outcomes, (std::vector<std::string>{"applied", "applied", "applied"}));
     std::string lines;
     for (const auto& line : sink->last_formatted()) lines += line;
-    EXPECT_NE(lines.find("fire " + std::to_string(right) + " of job " + std::to_string(job) + " ended succeeded"),
+    EXPECT_NE(lines.find("fire " + std::to_string(right) + " of job " + std::to_string(job) +
+                         " ended succeeded (attempt 0, the result carried its trace)"),
               std::string::npos)
+        << lines;
+    EXPECT_NE(
+        lines.find("fire " + std::to_string(none) + " of job " + std::to_string(job) + " ended succeeded (attempt 0)"),
+        std::string::npos)
         << lines;
     EXPECT_NE(lines.find("warning callback: 1 result(s) applied with a traceparent not their run's (fire #" +
                          std::to_string(wrong) + " sent trace " + std::string(32, 'a')),
