@@ -8,7 +8,8 @@ traceparent's span the run carried, no parent) with the children planned, claime
 ended from the node and run from the SDK, each span id derived as
 sched/protocol/fire_spans.hpp says, each carrying sched.fire_id, sched.job_id, sched.app,
 sched.attempt and sched.node. Then a manual trigger with a `traceparent` header: its run
-(the fire log) and its spans carry the caller's trace id, the root a child of the caller's span.
+(the fire log) and its spans carry the caller's trace id, the root a child of the caller's span,
+and the caller's `tracestate` reaches the SDK (its `run` span's traceState).
 
     otlp_process_test.py /path/to/scheduler-standalone /path/to/demo-client
 """
@@ -216,6 +217,9 @@ def main():
                                                           fire.get("attempt", 0)), 16)
         check_fire_spans(receiver, fire, caller_trace, root_span_id, root_parent=caller_span)
         assert not receiver.trace(expected_trace_id(fire)), "spans of the manual fire under its derived trace"
+        runs = [s for s in receiver.trace(caller_trace) if s["name"] == "run"]
+        assert runs and all(s.get("traceState") == "vendor=opaque" for s in runs), (
+            "the caller's tracestate did not reach the SDK's run span: %s" % runs)
         status, log = call(base, "GET", "/api/v1/fires/%d/log" % fire["id"], admin)
         assert status == 200 and any("trace " + caller_trace in line for line in log.get("lines", [])), (
             "the fire log lacks the caller's trace: %s" % log)

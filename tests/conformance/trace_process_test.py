@@ -3,7 +3,8 @@
 logs at debug level) fires a job on the Python demo service and one on the C++ demo-client, both
 logging JSON. For each fire, the trace id the W3C traceparent of its run carries (derived from
 the fire: sched/protocol/trace_context.hpp) must appear as a `trace_id` member beside the fire's
-id in the node's log, in the service's log and in the fire's own log; and every line the node
+id in the node's log (among them the line of the fire's result, which the SDK sent back with
+the run's traceparent), in the service's log and in the fire's own log; and every line the node
 wrote, on stdout and stderr, must be a JSON object.
 
     trace_process_test.py /path/to/scheduler-standalone /path/to/demo-client
@@ -55,12 +56,12 @@ def wait_success(base, admin, job_id, timeout=20):
     raise AssertionError("no fire of job %d succeeded within %d s: %s" % (job_id, timeout, seen))
 
 
-def wait_record(child, fire_id, trace_id, timeout=10):
+def wait_record(child, fire_id, trace_id, timeout=10, msg=""):
     deadline = time.monotonic() + timeout
     while True:
         records, _ = json_lines(child)
         for r in records:
-            if r.get("fire") == fire_id and r.get("trace_id") == trace_id:
+            if r.get("fire") == fire_id and r.get("trace_id") == trace_id and msg in r.get("msg", ""):
                 return r
         if time.monotonic() > deadline:
             wrong = [r for r in records if r.get("fire") == fire_id]
@@ -75,6 +76,11 @@ def check_fire(base, admin, job_id, node, service, name):
     node_line = wait_record(node, fire["id"], trace)
     assert node_line.get("job") == job_id and node_line.get("app") == "demo", node_line
     assert node_line.get("node"), "the node's line names no node: %s" % node_line
+    # The result came back with the run's traceparent (the node advertised result-traceparent)
+    # and the node logged the fire's result with it.
+    result_line = wait_record(node, fire["id"], trace, msg="ended succeeded (attempt %d, the result carried its trace)"
+                              % fire.get("attempt", 0))
+    assert result_line.get("job") == job_id, result_line
     service_line = wait_record(service, fire["id"], trace)
     assert service_line.get("job") == job_id, service_line
     status, log = call(base, "GET", "/api/v1/fires/%d/log" % fire["id"], admin)

@@ -34,7 +34,14 @@ void Runtime::SpoolOutbox() {
 
 net::awaitable<bool> Runtime::PostResults(const std::vector<CallbackResult>& batch) {
     nlohmann::json body = nlohmann::json::array();
-    for (const auto& r : batch) body.push_back(r.ToJson());
+    // A node before the field refuses a result carrying it: only when every web endpoint said it
+    // takes it (the preferred callback_url, a node of the same cluster, falls through to them on
+    // a refusal).
+    const bool carry_trace = results_carry_trace_.load();
+    for (const auto& r : batch) {
+        body.push_back(r.ToJson());
+        if (!carry_trace) body.back().erase("traceparent");
+    }
     // Moved, not copied: a copy of a batch's document was one allocation per field of every
     // result in it.
     auto answer = co_await PostToWeb(std::string(protocol::kCallbackPath), std::move(body), batch.front().callback_url);

@@ -48,6 +48,7 @@ RunRequest ToClientRun(protocol::RunRequest wire) {
     run.overlap = wire.overlap;
     run.callback_url = std::move(wire.callback_url);
     run.traceparent = std::move(wire.traceparent);
+    run.tracestate = std::move(wire.tracestate);
     return run;
 }
 

@@ -45,6 +45,7 @@ void PushRunSpan(protocol::SpanExporter& spans, const RunRequest& r, const Callb
     span.trace_id = parent->trace_id;
     span.span_id = protocol::FireStepSpanId(*parent, protocol::FireStep::kRun);
     span.parent_span_id = parent->span_id;
+    span.trace_state = r.tracestate;  // the caller's vendors' state, forwarded unchanged
     span.name = "run";
     span.kind = protocol::SpanKind::kServer;
     span.start_ns = result.started_ms * kNanosPerMs;
@@ -161,6 +162,7 @@ void Runtime::Execute(const RunPtr& run) {
     result.started_ms = started_ms;
     result.finished_ms = WallMs();
     result.callback_url = r.callback_url;
+    result.traceparent = r.traceparent;
     // After a cancellation the reason decides, whatever the handler returned: the scheduler
     // asked for it to stop, and it must not count as a normal success or failure.
     switch (run->token.reason()) {
@@ -223,6 +225,7 @@ void Runtime::ReportNeverStarted(const RunPtr& run, const std::string& message) 
     result.message = message;
     result.started_ms = result.finished_ms = WallMs();
     result.callback_url = r.callback_url;
+    result.traceparent = r.traceparent;
     FireLog(r.fire_id, std::string(protocol::Name(result.outcome)) + ": " + message);
     AttachLogTail(result);
     logs_.Close(r.fire_id);

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 
 #include <spdlog/spdlog.h>
@@ -81,9 +82,39 @@ void Runtime::LearnSigning(const http::ClientResponse& answer) {
     clock_offset_ms_ = offset;
 }
 
+void Runtime::LearnCapabilities(const http::ClientResponse& answer, std::size_t index) {
+    if (index >= endpoints_.size()) return;
+    if (endpoint_takes_trace_.size() != endpoints_.size()) endpoint_takes_trace_.assign(endpoints_.size(), false);
+    auto body = answer.Json();
+    // A malformed answer says nothing: that endpoint is taken as an older node.
+    const auto read = body.ok() ? protocol::ReadHeartbeatAnswer(*body) : protocol::Parsed<protocol::HeartbeatAnswer>{};
+    endpoint_takes_trace_[index] = body.ok() && read.ok() && read.value.Has(protocol::kCapabilityResultTraceparent);
+    const bool all = std::all_of(endpoint_takes_trace_.begin(), endpoint_takes_trace_.end(), [](bool b) { return b; });
+    if (all != results_carry_trace_.exchange(all)) {
+        spdlog::info("executor {}: results {} the run's traceparent ({})", options_.app,
+                     all ? "now carry" : "no longer carry",
+                     all ? "every web endpoint takes it" : "a web endpoint does not take it");
+    }
+}
+
+net::awaitable<void> Runtime::ProbeCapabilities() {
+    if (results_carry_trace_.load() || endpoint_takes_trace_.size() != endpoints_.size()) co_return;
+    const std::int64_t now = WallMs();
+    if (now < next_capability_probe_ms_) co_return;
+    next_capability_probe_ms_ = now + 60'000;
+    const auto unknown = std::find(endpoint_takes_trace_.begin(), endpoint_takes_trace_.end(), false);
+    const auto index = static_cast<std::size_t>(unknown - endpoint_takes_trace_.begin());
+    http::CallOptions call;
+    call.timeout = options_.web_timeout;
+    call.bearer_token = options_.token;
+    auto r = co_await client_->PostJson(endpoints_[index].WithPath(protocol::kHeartbeatPath).ToString(),
+                                        protocol::ToJson(HeartbeatNow()), call);
+    if (r.ok() && r->ok()) LearnCapabilities(*r, index);
+}
+
 net::awaitable<std::optional<http::ClientResponse>> Runtime::PostToWeb(std::string path, nlohmann::json body,
-                                                                       std::string preferred_url,
-                                                                       std::string* failure) {
+                                                                       std::string preferred_url, std::string* failure,
+                                                                       std::size_t* answered) {
     std::vector<std::string> targets;
     if (!preferred_url.empty()) targets.push_back(preferred_url);
     const std::size_t first_endpoint = targets.size();
@@ -94,11 +125,14 @@ net::awaitable<std::optional<http::ClientResponse>> Runtime::PostToWeb(std::stri
     http::CallOptions call;
     call.timeout = options_.web_timeout;
     call.bearer_token = options_.token;
+    if (answered != nullptr) *answered = kNoEndpoint;
     for (std::size_t t = 0; t < targets.size(); ++t) {
         const std::int64_t sent = WallMs();
         auto r = co_await client_->PostJson(targets[t], body, call);
         if (r.ok() && r->ok()) {
             if (t >= first_endpoint) preferred_endpoint_ = (start + t - first_endpoint) % endpoints_.size();
+            if (t >= first_endpoint && answered != nullptr)
+                *answered = (start + t - first_endpoint) % endpoints_.size();
             last_post_sent_ms_ = sent;
             last_post_answered_ms_ = WallMs();
             co_return std::move(*r);
@@ -115,9 +149,15 @@ net::awaitable<void> Runtime::HeartbeatLoop() {
     while (!heartbeat_stop_) {
         nlohmann::json body = protocol::ToJson(HeartbeatNow());
         std::string failure;
-        auto answer = co_await PostToWeb(std::string(protocol::kHeartbeatPath), std::move(body), "", &failure);
+        std::size_t answered = kNoEndpoint;
+        auto answer =
+            co_await PostToWeb(std::string(protocol::kHeartbeatPath), std::move(body), "", &failure, &answered);
         const bool ok = answer.has_value();
-        if (ok) LearnSigning(*answer);
+        if (ok) {
+            LearnSigning(*answer);
+            LearnCapabilities(*answer, answered);
+            co_await ProbeCapabilities();
+        }
         ++(ok ? counters_.heartbeats_ok : counters_.heartbeats_failed);
         if (ok != was_ok) {
             if (ok) {

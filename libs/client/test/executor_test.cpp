@@ -752,6 +752,35 @@ TEST_F(ExecutorTest, FailsOverToTheNextWebEndpoint) {
     EXPECT_TRUE(WaitFor([&] { return !web_->Heartbeats().empty(); }));
 }
 
+// A result carries the traceparent its run ran under only once every web endpoint advertised
+// result-traceparent; an older web module (no capabilities, refusing the unknown field) still
+// gets every result, without it.
+TEST_F(ExecutorTest, AResultCarriesItsTraceparentOnlyWhenEveryWebEndpointTakesIt) {
+    const std::string traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    FakeWeb other(kToken);
+    web_->SetCapabilities({"result-traceparent"});
+    Start(Options({web_->Url(), other.Url()}));
+    ASSERT_TRUE(WaitFor([&] { return !other.Heartbeats().empty(); })) << "the other endpoint is asked too";
+    ASSERT_EQ(Run(1, 10, "echo", {{"traceparent", traceparent}}), 202);
+    const auto old_cluster = ResultOf(1);
+    ASSERT_FALSE(old_cluster.is_null());
+    EXPECT_EQ(old_cluster["status"], "succeeded");
+    EXPECT_FALSE(old_cluster.contains("traceparent")) << "one endpoint does not take it";
+
+    // Every endpoint upgraded: the other is asked again at most a minute later; here a new
+    // executor learns both at once.
+    other.SetCapabilities({"result-traceparent", "later"});
+    executor_->Stop();
+    Start(Options({web_->Url(), other.Url()}));
+    ASSERT_TRUE(WaitFor([&] { return other.Heartbeats().size() >= 2; }));
+    ASSERT_EQ(Run(2, 10, "echo", {{"traceparent", traceparent}}), 202);
+    const auto new_cluster = ResultOf(2);
+    ASSERT_FALSE(new_cluster.is_null());
+    EXPECT_EQ(new_cluster["traceparent"], traceparent);
+    ASSERT_EQ(Run(3, 10, "echo"), 202);  // a run without one: none
+    EXPECT_FALSE(ResultOf(3).contains("traceparent"));
+}
+
 TEST_F(ExecutorTest, ResultGoesToTheRunsCallbackUrlFirst) {
     FakeWeb other(kToken);
     Start(Options());

@@ -18,7 +18,7 @@ std::string SpanIdOf(const std::string& seed) {
 }
 
 struct Installed {
-    std::shared_ptr<SpanExporter> exporter;
+    std::shared_ptr<SpanSink> exporter;
     std::string node;
 };
 
@@ -85,9 +85,9 @@ std::int64_t NowUnixNanos() {
         .count();
 }
 
-void FireTracer::Install(std::shared_ptr<SpanExporter> exporter, std::string node) {
+void FireTracer::Install(std::shared_ptr<SpanSink> sink, std::string node) {
     std::lock_guard lock(mu);
-    installed = std::make_shared<const Installed>(Installed{std::move(exporter), std::move(node)});
+    installed = std::make_shared<const Installed>(Installed{std::move(sink), std::move(node)});
     on.store(true, std::memory_order_release);
 }
 

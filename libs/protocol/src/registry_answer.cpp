@@ -4,6 +4,10 @@
 
 namespace sched::protocol {
 
+std::vector<std::string> OwnCapabilities() {
+    return {kCapabilities.begin(), kCapabilities.end()};
+}
+
 nlohmann::json ToJson(const HeartbeatAnswer& answer) {
     nlohmann::json out = {{"registered", true}};
     if (answer.signing) {
@@ -13,6 +17,7 @@ nlohmann::json ToJson(const HeartbeatAnswer& answer) {
         }
         out["signing"] = {{"keys", std::move(keys)}, {"server_time_ms", answer.signing->server_time_ms}};
     }
+    if (!answer.capabilities.empty()) out["capabilities"] = answer.capabilities;
     return out;
 }
 
@@ -21,6 +26,15 @@ Parsed<HeartbeatAnswer> ReadHeartbeatAnswer(const nlohmann::json& body) {
     if (!body.is_object()) {
         out.error = http::ApiError{Code::kInvalidArgument, "body: expected an object", "body"};
         return out;
+    }
+    // Lenient: a capability this build cannot read is one it does not use.
+    if (const auto caps = body.find("capabilities"); caps != body.end() && caps->is_array()) {
+        for (const auto& c : *caps) {
+            if (out.value.capabilities.size() == kMaxCapabilities) break;
+            if (c.is_string() && c.get_ref<const std::string&>().size() <= kMaxCapabilityChars) {
+                out.value.capabilities.push_back(c.get<std::string>());
+            }
+        }
     }
     const auto signing = body.find("signing");
     // An older server sends no keys: that changes nothing on the instance.

@@ -25,6 +25,7 @@ nlohmann::json ToJson(const RunRequest& run) {
     if (run.overlap) j["overlap"] = BlockStrategyName(*run.overlap);
     if (run.start_in_ms != 0) j[kStartInField] = run.start_in_ms;
     if (!run.traceparent.empty()) j["traceparent"] = run.traceparent;
+    if (!run.traceparent.empty() && !run.tracestate.empty()) j["tracestate"] = run.tracestate;
     return j;
 }
 
@@ -64,6 +65,11 @@ Parsed<RunRequest> ParseRunRequest(const nlohmann::json& body, const std::string
     if (f.ok() && !run.traceparent.empty() && !ParseTraceParent(run.traceparent)) {
         f.Fail("traceparent", "not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>, lower case)");
     }
+    run.tracestate = f.String("tracestate", "");
+    if (f.ok() && !run.tracestate.empty()) {
+        if (auto bad = CheckTraceState(run.tracestate)) f.Fail("tracestate", *bad);
+    }
+    if (run.traceparent.empty()) run.tracestate.clear();  // meaningless without its traceparent
     if (f.ok() && run.shard_index >= run.shard_total) {
         f.Fail("shard_index", "must be less than shard_total (" + std::to_string(run.shard_total) + ")");
     }

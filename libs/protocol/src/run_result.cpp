@@ -4,6 +4,7 @@
 
 #include "sched/http/json.hpp"
 #include "sched/protocol/registry.hpp"
+#include "sched/protocol/trace_context.hpp"
 
 namespace sched::protocol {
 
@@ -33,6 +34,7 @@ nlohmann::json ToJson(const RunResult& r) {
         j["log"] = *r.log;
         j["log_truncated_bytes"] = r.log_truncated_bytes;
     }
+    if (!r.traceparent.empty()) j["traceparent"] = r.traceparent;
     return j;
 }
 
@@ -81,6 +83,10 @@ Parsed<RunResult> ParseRunResult(const nlohmann::json& item, const std::string& 
         }
     } else {
         f.Int("log_truncated_bytes", 0, {.min = 0});
+    }
+    r.traceparent = f.String("traceparent", "");
+    if (f.ok() && !r.traceparent.empty() && !ParseTraceParent(r.traceparent)) {
+        f.Fail("traceparent", "not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>, lower case)");
     }
     out.error = f.error();
     return out;

@@ -35,6 +35,7 @@ nlohmann::json SpanJson(const Span& span) {
                         {"startTimeUnixNano", std::to_string(span.start_ns)},
                         {"endTimeUnixNano", std::to_string(span.end_ns)}};
     if (!span.parent_span_id.empty()) j["parentSpanId"] = span.parent_span_id;
+    if (!span.trace_state.empty()) j["traceState"] = span.trace_state;
     auto attributes = nlohmann::json::array();
     for (const auto& a : span.attributes) attributes.push_back(AttributeJson(a));
     j["attributes"] = std::move(attributes);

@@ -9,6 +9,7 @@
 #include "sched/protocol/run.hpp"
 #include "sched/protocol/run_batch.hpp"
 #include "sched/protocol/run_result.hpp"
+#include "sched/protocol/trace_context.hpp"
 
 namespace sched::protocol {
 namespace {
@@ -32,6 +33,7 @@ RunRequest SampleRun() {
     run.callback_url = "http://10.0.0.5:7071";
     run.start_in_ms = 140;
     run.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    run.tracestate = "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7";
     return run;
 }
 
@@ -49,11 +51,27 @@ TEST(RunRequestTest, TheWireNamesAreTheDocumentedOnes) {
     run.callback_url.clear();
     run.start_in_ms = 0;  // absent when 0: an executor before the field never sees it
     run.traceparent.clear();
+    run.tracestate = "vendor=x";  // never without its traceparent
     std::vector<std::string> keys;
     const json wire = ToJson(run);
     for (const auto& [key, value] : wire.items()) keys.push_back(key);
     EXPECT_EQ(keys, (std::vector<std::string>{"attempt", "block_strategy", "epoch", "fire_id", "handler", "job_id",
                                               "params", "scheduled_ms", "shard_index", "shard_total", "timeout_ms"}));
+}
+
+// A tracestate travels only with its traceparent (a node before the field sends neither; one
+// without a traceparent is dropped on reading, as the trigger route ignores it).
+TEST(RunRequestTest, ATracestateIsForwardedOnlyWithItsTraceparent) {
+    const RunRequest run = SampleRun();
+    EXPECT_EQ(ToJson(run)["tracestate"], "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7");
+    json orphan = ToJson(run);
+    orphan.erase("traceparent");
+    const auto read = ParseRunRequest(orphan);
+    ASSERT_TRUE(read.ok()) << read.error->message;
+    EXPECT_EQ(read.value.tracestate, "");
+    json old_node = ToJson(run);
+    old_node.erase("tracestate");
+    EXPECT_EQ(ParseRunRequest(old_node).value.tracestate, "");
 }
 
 // The node writes a run's text once and stamps start_in_ms into it just before it sends the
@@ -96,6 +114,9 @@ TEST(RunRequestTest, EachBadFieldIsNamedWithTheBatchPrefix) {
     EXPECT_EQ(bad("start_in_ms", kMaxStartInMs + 1), "runs[3].start_in_ms");
     EXPECT_EQ(bad("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01"), "runs[3].traceparent");
     EXPECT_EQ(bad("traceparent", 7), "runs[3].traceparent");
+    EXPECT_EQ(bad("tracestate", "Upper=x"), "runs[3].tracestate");
+    EXPECT_EQ(bad("tracestate", "k=" + std::string(kMaxTraceStateLength, 'v')), "runs[3].tracestate");
+    EXPECT_EQ(bad("tracestate", 7), "runs[3].tracestate");
     EXPECT_EQ(Field(ParseRunRequest(json::array(), "runs[3]")), "runs[3]");
     json missing = ToJson(SampleRun());
     missing.erase("attempt");
@@ -212,6 +233,13 @@ TEST(RunResultTest, WhatTheSdkWritesTheWebReadsBackUnchanged) {
     EXPECT_EQ(lenient.value, old);
     // From an app-scoped token the fencing fields are required.
     EXPECT_EQ(Field(ParseRunResult(wire, "[0]", true)), "[0].epoch");
+    EXPECT_FALSE(wire.contains("traceparent")) << "absent unless the node advertised it";
+    // A newer SDK's item to a node that advertised result-traceparent.
+    RunResult traced = r;
+    traced.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const auto with_trace = ParseRunResult(ToJson(traced), "[0]", true);
+    ASSERT_TRUE(with_trace.ok()) << with_trace.error->message;
+    EXPECT_EQ(with_trace.value, traced);
 }
 
 TEST(RunResultTest, UnknownFieldsAndBadValuesAreRefusedByName) {
@@ -227,6 +255,8 @@ TEST(RunResultTest, UnknownFieldsAndBadValuesAreRefusedByName) {
     EXPECT_EQ(bad("address", "no-port"), "[4].address");
     EXPECT_EQ(bad("log", std::string(kMaxResultLogBytes + 1, 'x')), "[4].log");
     EXPECT_EQ(bad("log_truncated_bytes", -1), "[4].log_truncated_bytes");
+    EXPECT_EQ(bad("traceparent", "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"), "[4].traceparent");
+    EXPECT_EQ(bad("traceparent", 7), "[4].traceparent");
     EXPECT_EQ(Field(ParseRunResult(json{{"fire_id", 1}, {"attempt", 0}}, "[0]", false)), "[0].status");
     json done = ToJson(SampleResult());
     done["status"] = "done";

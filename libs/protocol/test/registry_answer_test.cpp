@@ -51,6 +51,30 @@ TEST(RegistryAnswerTest, AnOlderOrNewerServerIsRead) {
     EXPECT_EQ(read.value.signing->keys[1].active_from_ms, 0);
 }
 
+// Capabilities: what this build advertises reads back; an older server names none; a newer
+// server's unknown or malformed names never make the answer unreadable.
+TEST(RegistryAnswerTest, CapabilitiesReadBackAndAreReadLeniently) {
+    HeartbeatAnswer answer = TwoKeys();
+    answer.capabilities = OwnCapabilities();
+    const json wire = ToJson(answer);
+    EXPECT_EQ(wire["capabilities"], json::array({"result-traceparent"}));
+    const auto read = ReadHeartbeatAnswer(wire);
+    ASSERT_TRUE(read.ok()) << read.error->message;
+    EXPECT_EQ(read.value, answer);
+    EXPECT_TRUE(read.value.Has(kCapabilityResultTraceparent));
+    EXPECT_FALSE(ReadHeartbeatAnswer(ToJson(TwoKeys())).value.Has(kCapabilityResultTraceparent)) << "an older server";
+    json odd = ToJson(TwoKeys());
+    odd["capabilities"] = json::array({7, std::string(kMaxCapabilityChars + 1, 'c'), "result-traceparent", "later"});
+    const auto lenient = ReadHeartbeatAnswer(odd);
+    ASSERT_TRUE(lenient.ok());
+    EXPECT_EQ(lenient.value.capabilities, (std::vector<std::string>{"result-traceparent", "later"}));
+    odd["capabilities"] = "result-traceparent";  // not a list: none
+    EXPECT_TRUE(ReadHeartbeatAnswer(odd).value.capabilities.empty());
+    odd["capabilities"] = json::array();
+    for (int i = 0; i < 100; ++i) odd["capabilities"].push_back("c" + std::to_string(i));
+    EXPECT_EQ(ReadHeartbeatAnswer(odd).value.capabilities.size(), kMaxCapabilities);
+}
+
 TEST(RegistryAnswerTest, AMalformedDeliveryIsRefusedNamingTheField) {
     const auto field_of = [](const json& body) {
         const auto read = ReadHeartbeatAnswer(body);

@@ -94,7 +94,9 @@ TEST(ExportTraceServiceRequest, WritesTheOtlpJsonShape) {
     root.parent_span_id.clear();
     root.error = true;
     root.status_message = "timeout";
-    const auto j = ExportTraceServiceRequest("scheduler", {root, TestSpan(2)});
+    Span with_state = TestSpan(2);
+    with_state.trace_state = "vendor=opaque";
+    const auto j = ExportTraceServiceRequest("scheduler", {root, with_state});
     const auto& rs = j.at("resourceSpans").at(0);
     EXPECT_EQ(rs["resource"]["attributes"][0]["key"], "service.name");
     EXPECT_EQ(rs["resource"]["attributes"][0]["value"]["stringValue"], "scheduler");
@@ -104,6 +106,8 @@ TEST(ExportTraceServiceRequest, WritesTheOtlpJsonShape) {
     EXPECT_EQ(spans[0]["traceId"], "4bf92f3577b34da6a3ce929d0e0e4736");
     EXPECT_EQ(spans[0]["spanId"], "00f067aa0ba902b1");
     EXPECT_FALSE(spans[0].contains("parentSpanId"));  // a root span
+    EXPECT_FALSE(spans[0].contains("traceState"));
+    EXPECT_EQ(spans[1]["traceState"], "vendor=opaque");
     EXPECT_EQ(spans[0]["status"]["code"], 2);
     EXPECT_EQ(spans[0]["status"]["message"], "timeout");
     EXPECT_EQ(spans[1]["parentSpanId"], "00f067aa0ba902b7");

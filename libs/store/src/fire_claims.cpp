@@ -27,7 +27,7 @@ namespace {
 // The columns the slave needs to dispatch a fire.
 constexpr const char* kClaimColumns =
     "id, job_id, scheduled_time, kind, attempt, shard_index, shard_total, epoch, assigned_node, status, due_at, "
-    "dispatch_epoch, dispatched_at, created_at, workflow_run_id, reason, trace_parent";
+    "dispatch_epoch, dispatched_at, created_at, workflow_run_id, reason, trace_parent, trace_state";
 
 struct ClaimRow {
     Fire fire;
@@ -39,6 +39,7 @@ struct ClaimRow {
     impl::NullableInt64 workflow_run_id;  // a workflow step's run: its params may replace the job's
     impl::NullableString reason;          // concurrency: a fire that waited for a seat
     impl::NullableString trace_parent;    // a manual trigger's caller context: its runs carry it
+    impl::NullableString trace_state;     // and forward its tracestate
 
     void BindInto(soci::statement& st, impl::IntColumns& ints) {
         impl::IntoFireHead(st, ints, fire, kind, assigned_node);
@@ -50,6 +51,7 @@ struct ClaimRow {
         ints.Into(st, workflow_run_id);
         st.exchange(soci::into(reason.value, reason.ind));
         st.exchange(soci::into(trace_parent.value, trace_parent.ind));
+        st.exchange(soci::into(trace_state.value, trace_state.ind));
     }
     Fire Finish() {
         auto k = ParseFireKind(kind);
@@ -63,6 +65,7 @@ struct ClaimRow {
         fire.workflow_run_id = workflow_run_id.get();
         fire.reason = reason.get() ? ParseFireReason(*reason.get()) : std::nullopt;
         fire.trace_parent = trace_parent.get();
+        fire.trace_state = trace_state.get();
         return fire;
     }
 };

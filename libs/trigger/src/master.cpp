@@ -186,6 +186,7 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
     last_scan_quiet_ = report.ok() && ChangedNothing(*report);
     last_scan_planned_ = report.ok() && OnlyPlanned(*report) && report->due_jobs < config_.batch;
     if (report.ok()) {
+        PushFireSpans(report->spans);  // committed: the fires they name exist
         last_scan_ms_ = now;
         last_scan_epoch_ = epoch;
         fresh_nodes_ = fresh;

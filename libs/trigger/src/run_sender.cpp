@@ -57,6 +57,8 @@ nlohmann::json RunJson(const model::Fire& fire, const model::Job& job, std::int6
     run.block_strategy = ExecutorStrategy(job.block_strategy);
     run.overlap = job.block_strategy;
     run.traceparent = protocol::RunTrace(FireRefOf(fire, job.app)).TraceParent();
+    // The caller's tracestate, checked when the trigger stored it, travels with its trace.
+    if (fire.trace_parent && fire.trace_state) run.tracestate = *fire.trace_state;
     return protocol::ToJson(run);
 }
 
@@ -549,7 +551,10 @@ void RunSender::Accepted(const model::Fire& fire, const model::Job& job, const s
                      .timeout_ms = job.timeout_ms,
                      .held_ms = held_ms,
                      .stoppable = OverlapPolicy(job.block_strategy) == BlockStrategy::kCancelOther ||
-                                  OverlapPolicy(job.block_strategy) == BlockStrategy::kTerminateOther});
+                                  OverlapPolicy(job.block_strategy) == BlockStrategy::kTerminateOther,
+                     .trace = protocol::FireTracer::On() && job.timeout_ms > 0
+                                  ? std::optional(PendingFireSpan::Ended(fire, job.app, 0, FireStatus::kTimeout))
+                                  : std::nullopt});
     router_.RecordDispatch(job.id, address);
     LogFire(spdlog::level::debug, fire, job.app, fire.dispatch_epoch.value_or(fire.epoch),
             "slave {}: fire {} accepted by {} (due in {} ms)", node_id_, fire.id, address, fire.due_at - now);

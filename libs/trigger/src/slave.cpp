@@ -380,7 +380,8 @@ void Slave::Accepted(AcceptedRun run) {
                      config_.record_running_after + std::chrono::milliseconds(std::max<std::int64_t>(0, run.held_ms)));
     }
     if (run.timeout_ms > 0) {
-        timeouts_.Watch(run.fire_id, std::move(run.app), std::move(run.address), run.timeout_ms, run.held_ms);
+        timeouts_.Watch(run.fire_id, std::move(run.app), std::move(run.address), run.timeout_ms, run.held_ms,
+                        std::move(run.trace));
     }
 }
 

@@ -30,12 +30,14 @@ TimeoutWatch::TimeoutWatch(net::any_io_executor io, net::thread_pool& db_pool, d
       node_id_(std::move(node_id)) {}
 
 void TimeoutWatch::Watch(std::int64_t fire_id, std::string app, std::string address, std::int64_t timeout_ms,
-                         std::int64_t held_ms) {
-    net::co_spawn(io_, Run(fire_id, std::move(app), std::move(address), timeout_ms, held_ms), net::detached);
+                         std::int64_t held_ms, std::optional<PendingFireSpan> ended) {
+    net::co_spawn(io_, Run(fire_id, std::move(app), std::move(address), timeout_ms, held_ms, std::move(ended)),
+                  net::detached);
 }
 
 net::awaitable<void> TimeoutWatch::Run(std::int64_t fire_id, std::string app, std::string address,
-                                       std::int64_t timeout_ms, std::int64_t held_ms) {
+                                       std::int64_t timeout_ms, std::int64_t held_ms,
+                                       std::optional<PendingFireSpan> ended) {
     std::int64_t wait_ms = held_ms + timeout_ms;
     Result<FireStatus> status = FireStatus::kRunning;
     Result<http::ClientResponse> killed = Status(Code::kUnavailable, "no kill sent");
@@ -74,12 +76,20 @@ net::awaitable<void> TimeoutWatch::Run(std::int64_t fire_id, std::string app, st
     if (!killed.ok() || !killed->ok()) {
         spdlog::warn("slave {}: kill of timed-out fire {} on {} failed", node_id_, fire_id, address);
     }
+    const std::int64_t now = ports_.now_ms();
+    if (ended) {
+        // Pushed as the end is queued, like the sender's ends: the compare-and-set from the status
+        // just read fails only when a result landed in between, and that result's `ended` span
+        // has the same id.
+        ended->end_ms = now;
+        PushFireSpans({*ended});
+    }
     ports_.ended({.id = fire_id,
                   .from = *status,
                   .to = FireStatus::kTimeout,
                   .message = "timed out after " + std::to_string(timeout_ms) + " ms",
                   .reason = std::nullopt,  // it ran: no ledger reason
-                  .finished_at = ports_.now_ms()});
+                  .finished_at = now});
 }
 
 }  // namespace sched::trigger

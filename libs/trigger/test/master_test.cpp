@@ -15,6 +15,7 @@
 #include "sched/lock/lock_store.hpp"
 #include "sched/lock/sql_lock_store.hpp"
 #include "sched/model/workflow_progress.hpp"
+#include "sched/protocol/testing/collecting_span_sink.hpp"
 #include "sched/store/backfill.hpp"
 #include "sched/store/calendar.hpp"
 #include "sched/store/fire.hpp"
@@ -328,6 +329,30 @@ TEST_P(MasterTest, AfterLosingTheLeaseAScanWritesNothing) {
     EXPECT_TRUE(lock::IsLeaseLost(scan.status())) << scan.status().ToString();
     EXPECT_TRUE(FiresOf(job.id).empty());
     EXPECT_EQ(store::JobRepository(db()).Get(job.id)->next_fire_time, job.next_fire_time);
+}
+
+// The scan's spans leave once it committed: one `planned` span per fire it created, none from a
+// scan that lost its lease.
+TEST_P(MasterTest, ACommittedScanPushesThePlannedSpanOfEachFireItCreated) {
+    protocol::testing::ScopedSpanSink spans;
+    auto job = CreateJob("tick", "cron", "* * * * * ?", Now());
+    auto scan = master_->Scan(epoch_);
+    ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+    const auto fires = FiresOf(job.id);
+    ASSERT_FALSE(fires.empty());
+    const auto planned = spans->Named("planned");
+    ASSERT_EQ(planned.size(), fires.size());
+    std::set<std::int64_t> ids;
+    for (const auto& s : planned) ids.insert(protocol::testing::IntAttribute(s, "sched.fire_id"));
+    for (const auto& f : fires) EXPECT_TRUE(ids.contains(f.id)) << "fire " << f.id;
+
+    ASSERT_TRUE(db().Run([](soci::session& s) {
+                        s << "UPDATE scheduler_lock SET owner = 'node-b', epoch = epoch + 1 WHERE namespace = 'master'";
+                    })
+                    .ok());
+    CreateJob("tock", "cron", "* * * * * ?", Now());
+    EXPECT_FALSE(master_->Scan(epoch_).ok());
+    EXPECT_EQ(spans->Named("planned").size(), fires.size()) << "a scan without the lease pushes nothing";
 }
 
 TEST_P(MasterTest, OrphansGoToLiveSlavesAndDeadDispatchesBecomeLost) {

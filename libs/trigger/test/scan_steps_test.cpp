@@ -12,10 +12,14 @@
 #include "scan/running_sweep_step.hpp"
 #include "scan/schedule_cache.hpp"
 #include "scan_step_fixture.hpp"
+#include "sched/protocol/testing/collecting_span_sink.hpp"
 #include "sched/store/backfill.hpp"
 
 namespace sched::trigger::impl {
 namespace {
+
+using protocol::testing::IntAttribute;
+using protocol::testing::ScopedSpanSink;
 
 using model::FireStatus;
 
@@ -51,6 +55,40 @@ TEST_P(ScanStepTest, DueJobsGetTheirFiresAssignedAndAdvanceOnce) {
     ASSERT_TRUE(second.ok());
     EXPECT_EQ(FiresOf(job.id).size(), fires.size() + static_cast<std::size_t>(second->fires_created));
     EXPECT_LE(second->fires_created, 1) << "only a time that entered the lookahead since";
+}
+
+TEST_P(ScanStepTest, PlannedSpansWaitForTheCommitAndARolledBackScanExportsNone) {
+    ScopedSpanSink spans;
+    ScheduleCache schedules;
+    DueJobsStep step(config_, schedules);
+    auto job = CreateJob("tick", "cron", "* * * * * ?", (Now() / 1000) * 1000);
+    // The scan's steps ran, then its transaction rolled back (as when the lease was lost).
+    std::vector<PendingFireSpan> collected;
+    auto rolled_back = fence_->RunFenced(epoch_, [&](soci::session& s) -> Result<ScanReport> {
+        ScanReport r;
+        Assigner assigner({{"node-a", 10}});
+        ScanContext ctx(s, pool_->dialect(), epoch_, Now(), assigner, {"node-a"}, 30000, r);
+        step.Run(ctx);
+        collected = r.spans;
+        return Status(Code::kAborted, "rolled back on purpose");
+    });
+    ASSERT_FALSE(rolled_back.ok());
+    ASSERT_FALSE(collected.empty()) << "the step planned fires and collected their spans";
+    ASSERT_TRUE(FiresOf(job.id).empty()) << "rolled back";
+    EXPECT_TRUE(spans->Spans().empty()) << "no span names a fire that was never committed";
+
+    auto committed = Run({&step});
+    ASSERT_TRUE(committed.ok()) << committed.status().ToString();
+    EXPECT_TRUE(spans->Spans().empty()) << "pushed by the master after the commit, not by the step";
+    const auto fires = FiresOf(job.id);
+    ASSERT_EQ(committed->spans.size(), fires.size());
+    PushFireSpans(committed->spans);
+    const auto planned = spans->Named("planned");
+    ASSERT_EQ(planned.size(), fires.size());
+    for (std::size_t i = 0; i < fires.size(); ++i) {
+        EXPECT_EQ(IntAttribute(planned[i], "sched.fire_id"), fires[i].id);
+        EXPECT_EQ(planned[i].trace_id, protocol::RunTrace(FireRefOf(fires[i], "app")).trace_id);
+    }
 }
 
 TEST_P(ScanStepTest, DueJobsLateBeyondTheThresholdLeaveOneLedgerRowAndAnUnparsableOneIsParked) {
@@ -112,6 +150,7 @@ TEST_P(ScanStepTest, AClockThatStepsBackIsLoggedOnceWithTheJobsItSilencesAndUnti
 
 TEST_P(ScanStepTest, OrphansGoToLiveSlavesAndDispatchesOfDeadOnesBecomeLost) {
     OrphansStep step(config_);
+    ScopedSpanSink spans;
     auto job = CreateJob("manual", "manual", "", std::nullopt);
     const std::int64_t unassigned = InsertFire(job, 1000, [](model::Fire& f) { f.assigned_node.reset(); });
     const std::int64_t dead_pending = InsertFire(job, 2000, [](model::Fire& f) { f.assigned_node = "node-x"; });
@@ -133,6 +172,11 @@ TEST_P(ScanStepTest, OrphansGoToLiveSlavesAndDispatchesOfDeadOnesBecomeLost) {
     EXPECT_EQ(Fire(dead_dispatching).status, FireStatus::kLost);
     EXPECT_EQ(Fire(dead_dispatching).reason, model::FireReason::kSlaveDied);
     EXPECT_EQ(Fire(live_dispatching).status, FireStatus::kDispatching) << "its slave is alive";
+    ASSERT_EQ(r->spans.size(), 1u) << "the lost fire's end, pushed after the commit";
+    EXPECT_EQ(r->spans[0].fire_id, dead_dispatching);
+    EXPECT_EQ(r->spans[0].step, protocol::FireStep::kEnded);
+    EXPECT_EQ(r->spans[0].status, "lost");
+    EXPECT_EQ(r->spans[0].app, "app");
     auto none = Run({&step}, {});
     ASSERT_TRUE(none.ok());
     EXPECT_EQ(none->orphans_assigned + none->lost, 0) << "with no live slave nothing moves";
@@ -141,6 +185,7 @@ TEST_P(ScanStepTest, OrphansGoToLiveSlavesAndDispatchesOfDeadOnesBecomeLost) {
 TEST_P(ScanStepTest, TheRunningSweepEndsFiresPastTheirTimeoutAndThoseOfGoneExecutors) {
     config_.running_sweep = std::chrono::hours(1);
     RunningSweepStep step(config_);
+    ScopedSpanSink spans;
     auto job = CreateJob("slow", "manual", "", std::nullopt, [](model::Job& j) { j.timeout_ms = 1000; });
     auto untimed = CreateJob("untimed", "manual", "", std::nullopt);
     store::ExecutorRepository executors(db());
@@ -169,6 +214,15 @@ TEST_P(ScanStepTest, TheRunningSweepEndsFiresPastTheirTimeoutAndThoseOfGoneExecu
     EXPECT_EQ(Fire(gone).reason, model::FireReason::kExecutorGone);
     EXPECT_EQ(Fire(fine).status, FireStatus::kRunning);
     EXPECT_EQ(r->running_timed_out + r->running_lost, 2);
+    std::map<std::int64_t, std::string> ended;  // the `ended` spans the scan collected, by fire
+    for (const auto& span : r->spans) {
+        EXPECT_EQ(span.step, protocol::FireStep::kEnded);
+        ended[span.fire_id] = span.status;
+    }
+    EXPECT_EQ(ended, (std::map<std::int64_t, std::string>{{timed_out, "timeout"}, {gone, "lost"}}));
+    PushFireSpans(r->spans);
+    EXPECT_EQ(spans->Named("ended").size(), 2u);
+    EXPECT_EQ(spans->Named("fire").size(), 2u) << "each end brings its attempt's root";
     const std::int64_t another = running(job, 4, "10.0.0.1:9");
     ASSERT_TRUE(Run({&step}).ok());
     EXPECT_EQ(Fire(another).status, FireStatus::kRunning) << "the next sweep is running-sweep later";

@@ -8,9 +8,13 @@
 
 #include "fake_executors.hpp"
 #include "sched/common/testing/wait_for.hpp"
+#include "sched/protocol/testing/collecting_span_sink.hpp"
 
 namespace sched::trigger {
 namespace {
+
+using protocol::testing::IntAttribute;
+using protocol::testing::ScopedSpanSink;
 
 using namespace std::chrono_literals;
 using model::FireStatus;
@@ -74,6 +78,38 @@ TEST_F(TimeoutWatchTest, ARunStillGoingAfterItsHoldAndTimeoutIsKilledAndEndedTim
     ASSERT_EQ(executors_.calls.size(), 1u);
     EXPECT_EQ(executors_.calls[0].url, "http://10.0.0.1:9000/v1/kill");
     EXPECT_EQ(nlohmann::json::parse(executors_.calls[0].body)["fire_id"], 7);
+}
+
+// The end it records is the fire's last step: its `ended` span and the attempt's root, status
+// timeout, at the end's time; a run that ended meanwhile pushes nothing.
+TEST_F(TimeoutWatchTest, TheEndItRecordsPushesTheEndedSpanAndTheRoot) {
+    ScopedSpanSink spans;
+    model::Fire fire;
+    fire.id = 7;
+    fire.job_id = 3;
+    fire.scheduled_time = 1000;
+    fire.created_at = 900;
+    finished_.insert(8);
+    fire.id = 8;
+    watch_.Watch(8, "billing", "10.0.0.1:9000", 10, 0,
+                 PendingFireSpan::Ended(fire, "billing", 0, FireStatus::kTimeout));
+    fire.id = 7;
+    watch_.Watch(7, "billing", "10.0.0.1:9000", 50, 0,
+                 PendingFireSpan::Ended(fire, "billing", 0, FireStatus::kTimeout));
+    ASSERT_TRUE(sched::testing::WaitFor([&] { return !Ended().empty(); }, 5s));
+    const auto ended = spans->Named("ended");
+    const auto root = spans->Named("fire");
+    ASSERT_EQ(ended.size(), 1u);
+    ASSERT_EQ(root.size(), 1u);
+    const protocol::TraceContext run = protocol::RunTrace(FireRefOf(fire, "billing"));
+    EXPECT_EQ(ended[0].trace_id, run.trace_id);
+    EXPECT_EQ(ended[0].parent_span_id, run.span_id);
+    EXPECT_EQ(ended[0].end_ns, 1234 * kNanosPerMs) << "the end's time";
+    EXPECT_TRUE(ended[0].error);
+    EXPECT_EQ(ended[0].status_message, "timeout");
+    EXPECT_EQ(root[0].span_id, run.span_id);
+    EXPECT_EQ(root[0].start_ns, 900 * kNanosPerMs) << "from the fire row's creation";
+    EXPECT_EQ(IntAttribute(root[0], "sched.fire_id"), 7);
 }
 
 // The kill says why: the executor reports the fire `timeout`, not `killed`.

@@ -14,6 +14,7 @@
 #include "impl/executor_handlers.hpp"
 #include "impl/lock_handlers.hpp"
 #include "impl/signing_keys.hpp"
+#include "sched/common/log_fields.hpp"
 #include "sched/common/on_pool.hpp"
 #include "sched/http/json.hpp"
 #include "sched/http/url.hpp"
@@ -62,7 +63,8 @@ model::FireStatus StoredStatus(protocol::RunOutcome outcome) {
 // bad field. A plain function, not part of the coroutine: g++ 12 miscompiles large coroutine
 // frames (docs/architecture/build.md).
 std::optional<http::Response> ParseCallback(const nlohmann::json& body, bool scoped,
-                                            std::vector<store::ExecutorResult>& items) {
+                                            std::vector<store::ExecutorResult>& items,
+                                            std::vector<std::string>& traceparents) {
     // An app-scoped token must say which dispatch and which instance a result is for; the
     // cluster token and legacy tokens (older SDKs) may leave them out, and then they go unchecked.
     for (std::size_t i = 0; i < body.size(); ++i) {
@@ -84,6 +86,7 @@ std::optional<http::Response> ParseCallback(const nlohmann::json& body, bool sco
         item.log = std::move(r.log);
         item.log_truncated_bytes = r.log_truncated_bytes;
         items.push_back(std::move(item));
+        traceparents.push_back(std::move(r.traceparent));
     }
     return std::nullopt;
 }
@@ -130,6 +133,56 @@ void TraceEnded(const std::vector<store::ExecutorResult>& items, const Applied& 
         protocol::FireTracer::Ended(ref, job.created_at * kNanosPerMs, end_ms * kNanosPerMs,
                                     model::FireStatusName(item.status));
     }
+}
+
+// The fire's own trace context of an applied result's job row.
+protocol::TraceContext ExpectedTrace(const store::ExecutorResult& item, const store::FireJob& job) {
+    return protocol::RunTrace(
+        {.fire_id = item.fire_id,
+         .job_id = job.job_id,
+         .scheduled_ms = job.scheduled_time,
+         .attempt = item.attempt,
+         .app = job.app,
+         .caller = job.trace_parent ? protocol::ParseTraceParent(*job.trace_parent) : std::nullopt});
+}
+
+// Each applied result at debug with the fire's fields (`trace_id`: the one the run ran under,
+// else the fire's); a result whose traceparent is not its run's is logged - one warning per
+// batch, a few fire ids named - never refused: the result is the executor's word on the run,
+// and a wrong trace id (a proxy that rewrote it, a bug in a service's own SDK) must not lose it.
+template <typename Applied>
+void LogResults(const std::vector<store::ExecutorResult>& items, const std::vector<std::string>& traceparents,
+                const Applied& applied) {
+    std::unordered_map<std::int64_t, const store::FireJob*> by_fire;
+    for (const auto& j : applied.jobs) by_fire.emplace(j.fire_id, &j);
+    std::size_t mismatched = 0;
+    std::string sample;
+    for (std::size_t i : applied.applied) {
+        const auto& item = items[i];
+        const auto it = by_fire.find(item.fire_id);
+        if (it == by_fire.end()) continue;
+        const store::FireJob& job = *it->second;
+        const protocol::TraceContext expected = ExpectedTrace(item, job);
+        const auto sent = traceparents[i].empty() ? std::nullopt : protocol::ParseTraceParent(traceparents[i]);
+        if (sent && (sent->trace_id != expected.trace_id || sent->span_id != expected.span_id)) {
+            if (++mismatched <= 5) {
+                sample += (sample.empty() ? "fire #" : ", #") + std::to_string(item.fire_id) + " sent trace " +
+                          sent->trace_id + ", expected " + expected.trace_id;
+            }
+        }
+        if (!spdlog::should_log(spdlog::level::debug)) continue;
+        LogWithFields(spdlog::level::debug,
+                      {{"app", job.app},
+                       {"job", job.job_id},
+                       {"fire", item.fire_id},
+                       {"attempt", item.attempt},
+                       {"trace_id", sent ? sent->trace_id : expected.trace_id}},
+                      "callback: fire {} of job {} ended {} (attempt {}{})", item.fire_id, job.job_id,
+                      model::FireStatusName(item.status), item.attempt, sent ? ", the result carried its trace" : "");
+    }
+    if (mismatched == 0) return;
+    spdlog::warn("callback: {} result(s) applied with a traceparent not their run's ({}{})", mismatched, sample,
+                 mismatched > 5 ? ", ..." : "");
 }
 
 // One line per batch with refused results (never one per item: a hostile batch must not
@@ -186,7 +239,8 @@ net::awaitable<http::Response> HandleHeartbeat(http::Request& req, const Princip
     };
     auto keys = co_await OnPool(db_pool, keys_work);
     if (!keys.ok()) co_return http::Response::Error(keys.status());
-    co_return http::Response::Json(protocol::ToJson(protocol::HeartbeatAnswer{.signing = KeyDeliveryOf(*keys)}));
+    co_return http::Response::Json(protocol::ToJson(
+        protocol::HeartbeatAnswer{.signing = KeyDeliveryOf(*keys), .capabilities = protocol::OwnCapabilities()}));
 }
 
 net::awaitable<http::Response> HandleDeregister(http::Request& req, const Principal& who, db::Database& db,
@@ -223,7 +277,14 @@ net::awaitable<http::Response> HandleCallback(http::Request& req, const Principa
             "body");
     }
     std::vector<store::ExecutorResult> items;
-    if (auto bad = ParseCallback(*body, IsAppScoped(who), items)) co_return *bad;
+    std::vector<std::string> traceparents;  // one per item ("" = not sent)
+    if (auto bad = ParseCallback(*body, IsAppScoped(who), items, traceparents)) co_return *bad;
+    // The applied fires' rows are read when something below needs them: the metrics, the spans,
+    // the debug lines, or a traceparent to check.
+    const bool any_trace =
+        std::any_of(traceparents.begin(), traceparents.end(), [](const std::string& t) { return !t.empty(); });
+    const bool need_jobs =
+        metrics != nullptr || protocol::FireTracer::On() || any_trace || spdlog::should_log(spdlog::level::debug);
     const auto app_allowed = [&who](const std::string& app) {
         return AuthorizeApp(who, app).ok();
     };
@@ -238,8 +299,7 @@ net::awaitable<http::Response> HandleCallback(http::Request& req, const Principa
             // A constant number of statements per batch (store::FireResults), not 3-4 per item;
             // the applied fires' jobs for the metrics come from the same SELECT.
             Applied out;
-            const bool jobs = metrics != nullptr || protocol::FireTracer::On();
-            out.outcomes = store::FireResults::ApplyMany(s, items, app_allowed, jobs ? &out.jobs : nullptr);
+            out.outcomes = store::FireResults::ApplyMany(s, items, app_allowed, need_jobs ? &out.jobs : nullptr);
             for (std::size_t i = 0; i < items.size(); ++i) {
                 out.results.push_back(
                     {{"fire_id", items[i].fire_id}, {"outcome", store::ResultOutcomeName(out.outcomes[i])}});
@@ -252,6 +312,7 @@ net::awaitable<http::Response> HandleCallback(http::Request& req, const Principa
     if (!applied.ok()) co_return http::Response::Error(applied.status());
     if (metrics) CountOutcomes(*metrics, items, *applied);
     if (protocol::FireTracer::On()) TraceEnded(items, *applied);
+    if (need_jobs) LogResults(items, traceparents, *applied);
     LogRefused(who, items, applied->outcomes);
     co_return http::Response::Json({{"results", applied->results}});
 }

@@ -8,6 +8,8 @@
 #include "sched/db/open_database.hpp"
 #include "sched/http/client.hpp"
 #include "sched/http/server.hpp"
+#include "sched/protocol/fire_spans.hpp"
+#include "sched/protocol/span_exporter.hpp"
 
 namespace sched::web {
 
@@ -23,6 +25,7 @@ WebServiceConfig WebServiceConfig::FromYaml(const ConfigNode& root) {
     c.http = http::ServerOptions::FromYaml(root.Child("http"), http_defaults);
     c.database = db::DatabaseConfig::FromYaml(root.Child("database"), "sqlite://data/scheduler.db");
     c.log = LogConfig::FromYaml(root.Child("log"));
+    c.telemetry = protocol::SpanExporterOptions::FromYaml(root.Child("telemetry"), "scheduler-web");
     root.RejectUnknownKeys();
     return c;
 }
@@ -87,6 +90,15 @@ Status WebService::Start(const std::function<bool()>& should_stop) {
     db_ = *db;
     http::ExportServerStats(metrics_, "sched_http", [server = server_.get()] { return server->Stats(); });
     server_->TimeRoutes(metrics_, "sched_http");
+    if (config_.telemetry.enabled()) {
+        spans_ = std::make_shared<protocol::SpanExporter>(io_.get_executor(), config_.telemetry,
+                                                          config_.api.http_client_tls);
+        ExportSpanMetrics();
+        spans_->Start();
+        // Process-wide like the log: a web process is one node of the cluster's traces.
+        protocol::FireTracer::Install(
+            spans_, "web@" + server_->local_endpoint().address().to_string() + ":" + std::to_string(server_->port()));
+    }
     server_->Start();
     work_.emplace(io_.get_executor());
     for (int i = 0; i < config_.io_threads; ++i) io_threads_.emplace_back([this] { io_.run(); });
@@ -96,6 +108,24 @@ Status WebService::Start(const std::function<bool()>& should_stop) {
     return Status::Ok();
 }
 
+void WebService::ExportSpanMetrics() {
+    using Kind = MetricsRegistry::Kind;
+    const protocol::SpanExporter* spans = spans_.get();
+    metrics_.Observed("sched_trace_spans_dropped_total",
+                      "Spans not exported: queue_full (pushed while the queue was full), export_failed (a batch "
+                      "dropped after its last retry).",
+                      Kind::kCounter, {"reason"}, [spans] {
+                          const auto s = spans->Stats();
+                          return std::vector<ObservedSample>{
+                              {{"queue_full"}, static_cast<double>(s.dropped_queue_full)},
+                              {{"export_failed"}, static_cast<double>(s.dropped_export_failed)}};
+                      });
+    metrics_.Observed("sched_trace_spans_exported_total", "Spans an OTLP collector accepted.", Kind::kCounter, {},
+                      [spans] {
+                          return std::vector<ObservedSample>{{{}, static_cast<double>(spans->Stats().exported)}};
+                      });
+}
+
 void WebService::Stop() {
     if (stopped_) return;
     stopped_ = true;
@@ -103,6 +133,11 @@ void WebService::Stop() {
     auto done = net::co_spawn(io_, server_->Shutdown(), net::use_future);
     // shutdown-grace bounds the server's own wait; this only guards against a stuck executor.
     done.wait_for(config_.http.shutdown_grace + std::chrono::seconds(5));
+    // The requests are done: their last spans leave while the I/O threads still run.
+    if (spans_) {
+        protocol::FireTracer::Uninstall();
+        spans_->Stop();
+    }
     work_.reset();
     io_.stop();
     for (auto& t : io_threads_) t.join();

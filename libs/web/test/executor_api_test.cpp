@@ -1,10 +1,14 @@
 #include "sched/web/executor_api.hpp"
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "sched/db/migrator.hpp"
 #include "sched/db/testing/test_database.hpp"
 #include "sched/http/testing/test_server.hpp"
+#include "sched/protocol/testing/collecting_span_sink.hpp"
+#include "sched/protocol/trace_context.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/fire_log.hpp"
 #include "sched/store/job.hpp"
@@ -145,6 +149,8 @@ TEST_P(ExecutorApiTest, HeartbeatRegistersAndDeregisterRemoves) {
     ASSERT_EQ(listed->size(), 1u);
     EXPECT_EQ(listed->front().handlers, (std::vector<std::string>{"echo", "sleep"}));
     EXPECT_EQ(listed->front().capacity, 8);
+    // The answer names what this node's routes accept beyond the base protocol.
+    EXPECT_EQ((*r->Json())["capabilities"], nlohmann::json::array({"result-traceparent"})) << r->body;
 
     EXPECT_EQ(Post("/api/v1/registry/deregister", {{"app", "demo"}, {"address", "127.0.0.1:9999"}})->status, 200);
     auto again = Post("/api/v1/registry/deregister", {{"app", "demo"}, {"address", "127.0.0.1:9999"}});
@@ -221,6 +227,76 @@ TEST_P(ExecutorApiTest, CallbacksApplyOncePerFireAndAttempt) {
         Post("/api/v1/callback", nlohmann::json::array({{{"fire_id", running}, {"attempt", 0}, {"status", "killed"}}}));
     EXPECT_EQ((*late->Json())["results"][0]["outcome"], "conflict");
     EXPECT_EQ(fires.Get(running)->status, model::FireStatus::kSucceeded);
+}
+
+// A result may carry the traceparent its run ran under (a new SDK, to a node that advertised
+// it): logged with the fire's result at debug; one that is not the run's is logged, never
+// refused. A result without it (an older SDK) is applied as before.
+TEST_P(ExecutorApiTest, AResultsTraceparentIsLoggedWithItAndAMismatchOnlyWarns) {
+    const std::int64_t job = CreateJob("traced", "app");
+    const std::int64_t right = DispatchedFire(job, 5000, 1, "127.0.0.1:7001");
+    const std::int64_t wrong = DispatchedFire(job, 6000, 1, "127.0.0.1:7001");
+    const std::int64_t none = DispatchedFire(job, 7000, 1, "127.0.0.1:7001");
+    Register("app", "127.0.0.1:7001");
+    const protocol::TraceContext run = protocol::FireTrace(right, job, 5000, 0);
+    auto traced = [](nlohmann::json item, const std::string& traceparent) {
+        item["traceparent"] = traceparent;
+        return item;
+    };
+    const std::string other = "00-" + std::string(32, 'a') + "-" + std::string(16, 'b') + "-01";
+    const auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(100);
+    sink->set_pattern("%l %v");
+    spdlog::default_logger()->sinks().push_back(sink);
+    const auto level = spdlog::get_level();
+    spdlog::set_level(spdlog::level::debug);
+    const auto outcomes = Outcomes(
+        nlohmann::json::array({traced(Item(right, 0, 1, "127.0.0.1:7001"), run.TraceParent()),
+                               traced(Item(wrong, 0, 1, "127.0.0.1:7001"), other), Item(none, 0, 1, "127.0.0.1:7001")}),
+        "secret");
+    spdlog::set_level(level);
+    spdlog::default_logger()->sinks().pop_back();
+    EXPECT_EQ(outcomes, (std::vector<std::string>{"applied", "applied", "applied"}));
+    std::string lines;
+    for (const auto& line : sink->last_formatted()) lines += line;
+    EXPECT_NE(lines.find("fire " + std::to_string(right) + " of job " + std::to_string(job) +
+                         " ended succeeded (attempt 0, the result carried its trace)"),
+              std::string::npos)
+        << lines;
+    EXPECT_NE(
+        lines.find("fire " + std::to_string(none) + " of job " + std::to_string(job) + " ended succeeded (attempt 0)"),
+        std::string::npos)
+        << lines;
+    EXPECT_NE(lines.find("warning callback: 1 result(s) applied with a traceparent not their run's (fire #" +
+                         std::to_string(wrong) + " sent trace " + std::string(32, 'a')),
+              std::string::npos)
+        << lines;
+    EXPECT_EQ(Field(Post("/api/v1/callback",
+                         nlohmann::json::array({traced(Item(none, 0, 1, "127.0.0.1:7001"), "00-nonsense")}))),
+              "[0].traceparent");
+}
+
+// An end applied here (scheduler-web with telemetry on) is the fire's last step: its `ended`
+// span and the attempt's root, at the result's finish time; a resent result adds none.
+TEST_P(ExecutorApiTest, AnAppliedResultExportsItsEndedSpanAndTheRoot) {
+    protocol::testing::ScopedSpanSink spans;
+    const std::int64_t job = CreateJob("traced", "app");
+    const std::int64_t fire = DispatchedFire(job, 5000, 1, "127.0.0.1:7001");
+    Register("app", "127.0.0.1:7001");
+    const auto batch = nlohmann::json::array({Item(fire, 0, 1, "127.0.0.1:7001", "failed")});
+    ASSERT_EQ(Outcomes(batch, "secret"), std::vector<std::string>{"applied"});
+    const auto ended = spans->Named("ended");
+    const auto root = spans->Named("fire");
+    ASSERT_EQ(ended.size(), 1u);
+    ASSERT_EQ(root.size(), 1u);
+    const protocol::TraceContext run = protocol::FireTrace(fire, job, 5000, 0);
+    EXPECT_EQ(ended[0].trace_id, run.trace_id);
+    EXPECT_EQ(ended[0].parent_span_id, run.span_id);
+    EXPECT_EQ(ended[0].end_ns, 9'000'000) << "the result's finished_ms";
+    EXPECT_TRUE(ended[0].error);
+    EXPECT_EQ(root[0].span_id, run.span_id);
+    EXPECT_EQ(protocol::testing::IntAttribute(root[0], "sched.fire_id"), fire);
+    ASSERT_EQ(Outcomes(batch, "secret"), std::vector<std::string>{"duplicate"});
+    EXPECT_EQ(spans->Spans().size(), 2u) << "a duplicate ends nothing";
 }
 
 // Trigger nodes serve the lock API with the SDK's routes, behind the server's token hook.

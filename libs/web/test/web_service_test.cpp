@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "sched/protocol/fire_spans.hpp"
 #include "web_test_base.hpp"
 
 namespace sched::web::testing {
@@ -56,6 +57,16 @@ TEST(WebServiceConfig, ReadsEveryKeyAndRejectsUnknownOnesByPath) {
     EXPECT_NE(ErrorOf("token: t\nnode-ttl: soon\n").find("node-ttl"), std::string::npos);
     EXPECT_NE(ErrorOf("token: t\nio-threads: 0\n").find("io-threads"), std::string::npos);
 
+    // The spans' section: off by default, named scheduler-web.
+    EXPECT_FALSE(defaults.telemetry.enabled());
+    EXPECT_EQ(defaults.telemetry.service_name, "scheduler-web");
+    const auto traced = Parse(
+        "token: t\ntelemetry:\n  otlp-endpoint: \"http://127.0.0.1:4318/v1/traces\"\n"
+        "  batch-size: 64\n");
+    EXPECT_EQ(traced.telemetry.endpoint, "http://127.0.0.1:4318/v1/traces");
+    EXPECT_EQ(traced.telemetry.batch_size, 64u);
+    EXPECT_NE(ErrorOf("token: t\ntelemetry:\n  batch-size: 0\n").find("telemetry.batch-size"), std::string::npos);
+
     // The lock API's section.
     const auto locks = Parse("token: t\nlocks:\n  max-lease: 10m\n  max-wait: 5s\n  max-waiters: 7\n");
     EXPECT_EQ(locks.api.locks.max_lease, std::chrono::minutes(10));
@@ -92,6 +103,27 @@ TEST_P(WebServiceTest, ServesHealthReadinessMetricsAndTheApiThenStops) {
     EXPECT_NE(metrics->body.find("sched_http_requests_total"), std::string::npos) << metrics->body;
     service.Stop();
     EXPECT_FALSE(client.Get(base + "/healthz").ok());
+}
+
+// With telemetry on, the process exports spans and counts them on /metrics (the collector here
+// is absent: nothing is exported, and stopping does not hang on it).
+TEST_P(WebServiceTest, TelemetryOnCountsItsSpansOnMetrics) {
+    WebServiceConfig config;
+    config.api.token = kClusterToken;
+    config.http = http::testing::LoopbackOptions();
+    config.database.url = test_db().url();
+    config.telemetry.endpoint = "http://127.0.0.1:1/v1/traces";
+    config.telemetry.timeout = std::chrono::milliseconds(200);
+    WebService service(config);
+    ASSERT_TRUE(service.Start().ok());
+    EXPECT_TRUE(protocol::FireTracer::On());
+    http::testing::BlockingClient client;
+    auto metrics = client.Get("http://127.0.0.1:" + std::to_string(service.port()) + "/metrics");
+    ASSERT_TRUE(metrics.ok());
+    EXPECT_NE(metrics->body.find("sched_trace_spans_exported_total 0"), std::string::npos) << metrics->body;
+    EXPECT_NE(metrics->body.find("sched_trace_spans_dropped_total{reason=\"queue_full\"} 0"), std::string::npos);
+    service.Stop();
+    EXPECT_FALSE(protocol::FireTracer::On()) << "uninstalled at stop";
 }
 
 TEST_P(WebServiceTest, ABusyPortIsAnErrorValue) {

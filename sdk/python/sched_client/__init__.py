@@ -7,12 +7,12 @@
 """
 
 from .executor import (ApiError, Executor, Handler, HandlerFailed, JobContext, JsonLogFormatter, Options, RunRequest,
-                       SpanExporter, parse_run, run_span, run_span_id)
+                       SpanExporter, check_tracestate, parse_run, run_span, run_span_id)
 from .signature import addressed_target, canonical_string, sign, verify, verify_addressee
 
 __version__ = "0.1.0"
 PROTOCOL_VERSION = "1"
 
 __all__ = ["ApiError", "Executor", "Handler", "HandlerFailed", "JobContext", "JsonLogFormatter", "Options", "RunRequest", "parse_run",
-           "SpanExporter", "run_span", "run_span_id",
+           "SpanExporter", "check_tracestate", "run_span", "run_span_id",
            "addressed_target", "canonical_string", "sign", "verify", "verify_addressee", "PROTOCOL_VERSION"]

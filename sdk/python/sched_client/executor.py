@@ -78,6 +78,7 @@ class RunRequest(TypedDict):
     callback_url: str
     start_in_ms: int
     traceparent: str  # the run's W3C trace context ("" from a node before the field)
+    tracestate: str  # the W3C tracestate forwarded with it ("" when none; never without traceparent)
 
 
 # A handler: called with the run's context; what it returns (str() of it, unless None) is the
@@ -347,6 +348,8 @@ def run_span(run: "RunRequest", result: "Result", app: str, address: str) -> Opt
         "attributes": [attr("sched.fire_id", run["fire_id"]), attr("sched.job_id", run["job_id"]),
                        attr("sched.app", app), attr("sched.attempt", run["attempt"]), attr("sched.node", address),
                        attr("sched.handler", run["handler"]), attr("sched.status", result["status"])]}
+    if run.get("tracestate"):
+        span["traceState"] = run["tracestate"]  # the caller's vendors' state, forwarded unchanged
     if result["status"] != "succeeded":
         span["status"] = {"code": 2, "message": result.get("message", "")}
     return span
@@ -408,6 +411,9 @@ class JobContext:
         # trace; trace_id is the fire's, the same for every attempt ("" when the node sent none).
         self.traceparent: str = run["traceparent"]
         self.trace_id: str = run["traceparent"][3:35] if run["traceparent"] else ""
+        # The W3C tracestate that came with the traceparent (a manual trigger's caller's,
+        # unchanged): pass it on as the `tracestate` header; "" when the node sent none.
+        self.tracestate: str = run.get("tracestate", "")
         self.result_message: str = ""
         self._cancel = cancel_event
         self._log = logger
@@ -768,6 +774,37 @@ def _valid_traceparent(value: str) -> bool:
     return m.group(2) != "0" * 32 and m.group(3) != "0" * 16
 
 
+# The heartbeat answer's capability (docs/protocol.md): a result may carry its run's traceparent.
+RESULT_TRACEPARENT = "result-traceparent"
+MAX_TRACESTATE = 512
+_TRACESTATE_KEY = re.compile(r"[a-z0-9][a-z0-9_\-*/@]{0,255}")
+
+
+def check_tracestate(value: str) -> Optional[str]:
+    """What is wrong with a W3C tracestate value (None when valid), as the nodes check it
+    (sched/protocol/trace_context.hpp CheckTraceState): at most 512 characters and 32 members
+    `key=value`; empty members and spaces around members allowed."""
+    if len(value) > MAX_TRACESTATE:
+        return "at most %d characters" % MAX_TRACESTATE
+    members = 0
+    for raw in value.split(","):
+        member = raw.strip(" \t")
+        if not member:
+            continue
+        members += 1
+        if members > 32:
+            return "at most 32 list members"
+        if "=" not in member:
+            return "expected key=value, got \"%s\"" % member
+        key, val = member.split("=", 1)
+        if not _TRACESTATE_KEY.fullmatch(key) or key.count("@") > 1:
+            return "bad key \"%s\"" % key
+        if (not val or len(val) > 256 or val.endswith(" ")
+                or any(not (0x20 <= ord(c) <= 0x7e) or c in ",=" for c in val)):
+            return "bad value of key \"%s\"" % key
+    return None
+
+
 def parse_run(obj: object, prefix: str = "") -> RunRequest:
     """Validates one /v1/run body; raises ApiError naming the field."""
     if not isinstance(obj, dict):
@@ -788,6 +825,7 @@ def parse_run(obj: object, prefix: str = "") -> RunRequest:
         "callback_url": _str_field(obj, "callback_url", prefix, "", max_len=2048),
         "start_in_ms": _int_field(obj, "start_in_ms", prefix, 0, maximum=MAX_START_IN_MS),
         "traceparent": _str_field(obj, "traceparent", prefix, "", max_len=512),
+        "tracestate": _str_field(obj, "tracestate", prefix, "", max_len=MAX_TRACESTATE),
     }
     label = (prefix + ".") if prefix else ""
     if run["block_strategy"] not in BLOCK_STRATEGIES:
@@ -802,6 +840,12 @@ def parse_run(obj: object, prefix: str = "") -> RunRequest:
     if run["traceparent"] and not _valid_traceparent(run["traceparent"]):
         raise ApiError("invalid_argument", "%straceparent: not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)" % label,
                        label + "traceparent")
+    if run["tracestate"]:
+        bad = check_tracestate(run["tracestate"])
+        if bad:
+            raise ApiError("invalid_argument", "%stracestate: %s" % (label, bad), label + "tracestate")
+    if not run["traceparent"]:
+        run["tracestate"] = ""  # meaningless without its traceparent (the trigger route ignores it)
     if run["callback_url"]:
         parts = urllib.parse.urlsplit(run["callback_url"])
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -839,6 +883,11 @@ class Executor:
         self._accepting = False
         self._threads: List[threading.Thread] = []
         self._server: Optional[_Server] = None
+        # Per web endpoint: its last heartbeat answer advertised RESULT_TRACEPARENT (heartbeat
+        # thread writes; the callback thread reads the one flag).
+        self._takes_trace: Dict[str, bool] = {}
+        self._results_carry_trace = False
+        self._next_probe = 0.0
         self._heartbeat_thread: Optional[threading.Thread] = None
         self._callback_thread: Optional[threading.Thread] = None
         self.address = ""
@@ -1200,6 +1249,8 @@ class Executor:
         nxt = self._registry.finish(run)
         # Read once the run left the registry: no repeat can move it to a newer epoch after this.
         result["epoch"] = self._registry.result_epoch(run)
+        if r["traceparent"]:
+            result["traceparent"] = r["traceparent"]
         self._report(result, r["callback_url"])
         if nxt is not None:
             self._launch(nxt)
@@ -1215,6 +1266,8 @@ class Executor:
         self._fire_log(r["fire_id"], status + ": " + message)
         self._attach_tail(result)
         self._logs.close(r["fire_id"])
+        if r["traceparent"]:
+            result["traceparent"] = r["traceparent"]
         self._report(result, r["callback_url"])
 
     def _attach_tail(self, result: Result) -> None:
@@ -1232,10 +1285,13 @@ class Executor:
 
     # ---- calls to the cluster ----
 
-    def _post(self, path: str, body: object, preferred_url: str = "") -> Optional[Tuple[Any, int, int]]:
-        """POSTs to the first endpoint that answers 2xx; returns (parsed answer, sent_ms, answered_ms) or None."""
+    def _post(self, path: str, body: object, preferred_url: str = "",
+              endpoints: Optional[Sequence[str]] = None) -> Optional[Tuple[Any, int, int, str]]:
+        """POSTs to the first endpoint that answers 2xx (of `endpoints`, default every web endpoint);
+        returns (parsed answer, sent_ms, answered_ms, url) or None."""
         payload = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-        targets = ([preferred_url] if preferred_url else []) + [e + path for e in self.options.web_endpoints]
+        targets = (([preferred_url] if preferred_url else [])
+                   + [e + path for e in (self.options.web_endpoints if endpoints is None else endpoints)])
         for url in targets:
             parts = urllib.parse.urlsplit(url)
             sent = _wall_ms()
@@ -1267,7 +1323,7 @@ class Executor:
                     parsed = json.loads(answer) if answer and len(answer) <= 4 * 1024 * 1024 else {}
                 except (ValueError, RecursionError):
                     parsed = {}
-                return parsed, sent, _wall_ms()
+                return parsed, sent, _wall_ms(), url
             log.debug("POST %s: HTTP %d", url, resp.status)
         return None
 
@@ -1294,13 +1350,42 @@ class Executor:
             self._keys = keys
             self._offset_ms = server_ms - (sent + received) // 2
 
+    def _learn_capabilities(self, answer: Any, url: str) -> None:
+        """Notes whether the endpoint behind `url` advertised result-traceparent, and whether
+        every web endpoint has now (then results carry their run's traceparent)."""
+        endpoint = next((e for e in self.options.web_endpoints if url.startswith(e + "/")), None)
+        if endpoint is None:
+            return
+        caps = answer.get("capabilities") if isinstance(answer, dict) else None
+        takes = isinstance(caps, list) and RESULT_TRACEPARENT in caps[:32]
+        self._takes_trace[endpoint] = takes
+        carry = all(self._takes_trace.get(e, False) for e in self.options.web_endpoints)
+        if carry != self._results_carry_trace:
+            log.info("executor %s: results %s the run's traceparent", self.options.app,
+                     "now carry" if carry else "no longer carry")
+        self._results_carry_trace = carry
+
+    def _probe_capabilities(self, body: Dict[str, Any]) -> None:
+        """A heartbeat to one endpoint not known to take a result's traceparent, at most one a
+        minute: the heartbeat loop reaches only the first endpoint that answers."""
+        if self._results_carry_trace or time.monotonic() < self._next_probe:
+            return
+        self._next_probe = time.monotonic() + 60.0
+        unknown = [e for e in self.options.web_endpoints if not self._takes_trace.get(e, False)]
+        if unknown:
+            answer = self._post("/api/v1/registry/heartbeat", body, endpoints=unknown[:1])
+            if answer is not None:
+                self._learn_capabilities(answer[0], answer[3])
+
     def _heartbeat_loop(self) -> None:
         while not self._stopping.is_set():
             body = {"app": self.options.app, "address": self.address, "handlers": sorted(self._handlers),
                     "capacity": self.options.capacity, "running": self._registry.count()}
             answer = self._post("/api/v1/registry/heartbeat", body)
             if answer is not None:
-                self._learn_signing(*answer)
+                self._learn_signing(answer[0], answer[1], answer[2])
+                self._learn_capabilities(answer[0], answer[3])
+                self._probe_capabilities(body)
                 self.stats["heartbeats_ok"] += 1
             else:
                 self.stats["heartbeats_failed"] += 1
@@ -1333,7 +1418,12 @@ class Executor:
             if not batch:
                 break
             sent += len(batch)
-            if self._post("/api/v1/callback", [item[0] for item in batch], url) is None:
+            # A node before the field refuses a result carrying it: sent only once every web
+            # endpoint advertised it (a refusing callback_url falls through to them).
+            carry = self._results_carry_trace
+            items = [item[0] if carry else {k: v for k, v in item[0].items() if k != "traceparent"}
+                     for item in batch]
+            if self._post("/api/v1/callback", items, url) is None:
                 self.stats["callback_failures"] += 1
                 with self._outbox_mu:
                     self._outbox.extendleft(reversed(batch))

@@ -18,8 +18,8 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from sched_client import (ApiError, Executor, Options, SpanExporter, addressed_target, parse_run,  # noqa: E402
-                          run_span, sign, verify, verify_addressee)
+from sched_client import (ApiError, Executor, Options, SpanExporter, addressed_target, check_tracestate,  # noqa: E402
+                          parse_run, run_span, sign, verify, verify_addressee)
 
 SECRET = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 KEY = "k-7f3a9c21"
@@ -147,6 +147,20 @@ class ParseRunTest(unittest.TestCase):
                     "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
                     example + "-x", example[:-1], 7):
             self.assertEqual(self.field_of({"traceparent": bad}, "runs[1]"), "runs[1].traceparent", bad)
+
+
+    def test_tracestate_is_forwarded_unchanged_only_with_its_traceparent(self):
+        parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        state = "congo=t61rcWkgMzE, rojo=00f067aa0ba902b7"
+        run = parse_run(dict(self.BASE, traceparent=parent, tracestate=state))
+        self.assertEqual(run["tracestate"], state)
+        self.assertEqual(parse_run(dict(self.BASE, traceparent=parent))["tracestate"], "")  # a node before it
+        self.assertEqual(parse_run(dict(self.BASE, tracestate=state))["tracestate"], "")  # without its traceparent
+        for bad in ("Upper=x", "k=" + "v" * 512, "novalue", "k=a=b", ",".join("k%d=v" % i for i in range(33)), 7):
+            self.assertEqual(self.field_of({"traceparent": parent, "tracestate": bad}, "runs[1]"),
+                             "runs[1].tracestate", bad)
+        self.assertIsNone(check_tracestate(state))
+        self.assertIsNone(check_tracestate("a@b=1,,x_y-z*/=2 "))
 
 
 class HostileInputTest(unittest.TestCase):
@@ -462,6 +476,88 @@ class _Collector(http.server.BaseHTTPRequestHandler):
         pass
 
 
+class _RegistryWeb(http.server.BaseHTTPRequestHandler):
+    """A web module's registry and callback routes: heartbeats answered with KEY and the class's
+    `capabilities`; without result-traceparent a result carrying `traceparent` is refused 400,
+    as a web module before the field refuses an unknown field."""
+    capabilities = []
+    results = []
+    heartbeats = 0
+
+    def do_POST(self):  # noqa: N802 (http.server's name)
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        cls = type(self)
+        status, answer = 200, {}
+        if self.path == "/api/v1/registry/heartbeat":
+            cls.heartbeats += 1
+            answer = {"registered": True, "signing": {"keys": [{"id": KEY, "secret": SECRET, "active_from_ms": 0}],
+                                                      "server_time_ms": int(time.time() * 1000)}}
+            if cls.capabilities:
+                answer["capabilities"] = cls.capabilities
+        elif self.path == "/api/v1/callback":
+            if "result-traceparent" not in cls.capabilities and any("traceparent" in r for r in body):
+                status, answer = 400, {"error": {"code": "invalid_argument", "message": "unknown field",
+                                                 "field": "[0].traceparent"}}
+            else:
+                cls.results.extend(body)
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+class ResultTraceparentTest(unittest.TestCase):
+    """A result carries its run's traceparent only when every web endpoint advertised it."""
+
+    PARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+    def web(self, capabilities):
+        handler = type("Web", (_RegistryWeb,), {"capabilities": capabilities, "results": [], "heartbeats": 0})
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        return handler, "http://127.0.0.1:%d" % server.server_address[1]
+
+    def result_of(self, webs):
+        (first, first_url), (second, second_url) = webs
+        ex = Executor(Options(app="t", web_endpoints=[first_url, second_url], token="t" * 32,
+                              heartbeat_interval=0.1, shutdown_grace=1, web_timeout=2))
+        ex.handle("h", lambda ctx: "ok")
+        ex.start()
+        self.addCleanup(ex.stop)
+        deadline = time.time() + 10
+        while time.time() < deadline and (not ex._keys or second.heartbeats == 0):
+            time.sleep(0.02)
+        self.assertGreater(second.heartbeats, 0, "the second endpoint was never asked")
+        body = json.dumps({"fire_id": 7, "job_id": 1, "attempt": 0, "epoch": 1, "handler": "h",
+                           "traceparent": self.PARENT}).encode()
+        ts = int(time.time() * 1000)
+        conn = http.client.HTTPConnection("127.0.0.1", ex.port, timeout=5)
+        conn.request("POST", "/v1/run", body, {"X-Sched-Key-Id": KEY, "X-Sched-Timestamp": str(ts),
+                                               "X-Sched-Signature": sign(SECRET, "POST", "/v1/run", ts, KEY, body)})
+        self.assertEqual(conn.getresponse().status, 202)
+        conn.close()
+        while time.time() < deadline and not first.results:
+            time.sleep(0.02)
+        self.assertEqual(len(first.results), 1, "the result did not arrive")
+        return first.results[0]
+
+    def test_an_older_endpoint_gets_results_without_it(self):
+        result = self.result_of([self.web(["result-traceparent"]), self.web([])])
+        self.assertEqual(result["status"], "succeeded")
+        self.assertNotIn("traceparent", result)
+
+    def test_every_endpoint_advertising_it_gets_it(self):
+        result = self.result_of([self.web(["result-traceparent"]), self.web(["result-traceparent", "later"])])
+        self.assertEqual(result["traceparent"], self.PARENT)
+
+
 class SpanExporterTest(unittest.TestCase):
     """The run's span over OTLP/HTTP against a real loopback collector."""
 
@@ -488,6 +584,10 @@ class SpanExporterTest(unittest.TestCase):
         attrs = {a["key"]: a["value"] for a in span["attributes"]}
         self.assertEqual(attrs["sched.fire_id"], {"intValue": "42"})
         self.assertEqual(attrs["sched.app"], {"stringValue": "billing"})
+        self.assertNotIn("traceState", span)
+        run["tracestate"] = "vendor=opaque"
+        self.assertEqual(run_span(run, {"started_ms": 1, "finished_ms": 1, "status": "succeeded"}, "a", "h:1")
+                         ["traceState"], "vendor=opaque")
         self.assertIsNone(run_span(parse_run({"fire_id": 1, "job_id": 1, "attempt": 0, "epoch": 1, "handler": "x"}),
                                    {"started_ms": 1, "finished_ms": 1, "status": "succeeded"}, "a", "h:1"))
 

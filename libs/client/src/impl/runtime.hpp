@@ -97,12 +97,21 @@ class Runtime {
     std::vector<std::string> HandlerNames() const;
 
     // The answer of the first endpoint that took the call (2xx), nullopt when none did; then
-    // `failure` (when given) gets the last attempt's URL and cause.
+    // `failure` (when given) gets the last attempt's URL and cause. `answered` (when given) gets
+    // the index in endpoints_ of the one that answered (kNoEndpoint: preferred_url or none).
+    static constexpr std::size_t kNoEndpoint = static_cast<std::size_t>(-1);
     net::awaitable<std::optional<http::ClientResponse>> PostToWeb(std::string path, nlohmann::json body,
                                                                   std::string preferred_url,
-                                                                  std::string* failure = nullptr);
+                                                                  std::string* failure = nullptr,
+                                                                  std::size_t* answered = nullptr);
     Status VerifyRequest(const http::Request& req) const;
     void LearnSigning(const http::ClientResponse& heartbeat_answer);
+    // Notes whether endpoint `index` advertised result-traceparent, and whether every endpoint
+    // has now (results_carry_trace_). Strand only.
+    void LearnCapabilities(const http::ClientResponse& heartbeat_answer, std::size_t index);
+    // A heartbeat to one endpoint not yet known to take a result's traceparent (at most one a
+    // minute): the heartbeat loop reaches only its preferred endpoint. Strand only.
+    net::awaitable<void> ProbeCapabilities();
     net::awaitable<void> HeartbeatLoop();
     net::awaitable<bool> Deregister();
     net::awaitable<void> CallbackLoop();
@@ -135,6 +144,10 @@ class Runtime {
     std::unique_ptr<http::HttpClient> client_;
     std::unique_ptr<protocol::SpanExporter> spans_;  // telemetry on: each run's span
     std::atomic<std::size_t> preferred_endpoint_{0};
+    // Per endpoint (strand only): its last heartbeat answer advertised result-traceparent.
+    std::vector<bool> endpoint_takes_trace_;
+    std::int64_t next_capability_probe_ms_ = 0;     // strand only
+    std::atomic<bool> results_carry_trace_{false};  // every endpoint advertised it
     std::string address_;
 
     RunRegistry registry_;

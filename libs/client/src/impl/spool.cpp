@@ -55,6 +55,7 @@ nlohmann::json CallbackResult::ToJson() const {
     if (!address.empty()) r.address = address;
     r.log = log;
     r.log_truncated_bytes = log_truncated_bytes;
+    r.traceparent = traceparent;
     return protocol::ToJson(r);
 }
 
@@ -107,6 +108,7 @@ std::optional<CallbackResult> CallbackResult::FromSpoolLine(std::string_view lin
     r.address = w.address.value_or("");
     r.log = std::move(w.log);
     r.log_truncated_bytes = w.log_truncated_bytes;
+    r.traceparent = std::move(w.traceparent);
     return r;
 }
 

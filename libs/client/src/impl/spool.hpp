@@ -43,10 +43,13 @@ struct CallbackResult {
     // nullopt: none sent (log-tail-bytes 0, or spooled by an older SDK).
     std::optional<std::string> log;
     std::int64_t log_truncated_bytes = 0;
+    // The traceparent the run ran under ("" = none); posted only to nodes that advertise
+    // result-traceparent (Runtime::PostResults strips it otherwise).
+    std::string traceparent;
 
     /// The protocol form (sched/protocol/run_result.hpp): {fire_id, attempt, epoch, address,
-    /// status, code, message, started_ms, finished_ms, log, log_truncated_bytes} (address only
-    /// when known, the last two only with a log).
+    /// status, code, message, started_ms, finished_ms, log, log_truncated_bytes, traceparent}
+    /// (address only when known, the log's two only with a log, traceparent only when known).
     nlohmann::json ToJson() const;
     /// One spool line (the protocol form plus callback_url), without the newline. Read back
     /// with the protocol's own reader: a line it refuses is dropped (and counted by the spool).

@@ -1,5 +1,7 @@
 #include "sched/client/testing/fake_web.hpp"
 
+#include <algorithm>
+
 #include <chrono>
 
 #include "sched/http/url.hpp"
@@ -48,9 +50,11 @@ FakeWeb::FakeWeb(std::string token, std::uint16_t port) {
         heartbeats_.push_back(std::move(*body));
         nlohmann::json keys = nlohmann::json::array();
         for (const auto& k : signing_keys_) keys.push_back({{"id", k.id}, {"secret", k.secret}, {"active_from_ms", 0}});
-        return http::Response::Json(
-            {{"registered", true},
-             {"signing", {{"keys", std::move(keys)}, {"server_time_ms", WallMs() + clock_offset_ms_}}}});
+        nlohmann::json answer = {
+            {"registered", true},
+            {"signing", {{"keys", std::move(keys)}, {"server_time_ms", WallMs() + clock_offset_ms_}}}};
+        if (!capabilities_.empty()) answer["capabilities"] = capabilities_;
+        return http::Response::Json(answer);
     });
     router.Add(http::Method::kPost, "/api/v1/registry/deregister", record(deregistrations_));
     router.Add(http::Method::kPost, "/api/v1/callback", [this](http::Request& req) {
@@ -61,6 +65,14 @@ FakeWeb::FakeWeb(std::string token, std::uint16_t port) {
                 http::ApiError{Code::kInvalidArgument, "expected an array of results", "body"});
         }
         std::lock_guard lock(mu_);
+        const bool takes_trace =
+            std::find(capabilities_.begin(), capabilities_.end(), "result-traceparent") != capabilities_.end();
+        for (std::size_t i = 0; i < body->size() && !takes_trace; ++i) {
+            if ((*body)[i].is_object() && (*body)[i].contains("traceparent")) {
+                const std::string field = "[" + std::to_string(i) + "].traceparent";
+                return http::Response::Error(http::ApiError{Code::kInvalidArgument, field + ": unknown field", field});
+            }
+        }
         ++callback_requests_;
         for (auto& r : *body) results_.push_back(std::move(r));
         return http::Response::Json({{"accepted", body->size()}});
@@ -85,6 +97,11 @@ void FakeWeb::Stop() {
 void FakeWeb::SetSigningKeys(std::vector<protocol::SigningKey> keys) {
     std::lock_guard lock(mu_);
     signing_keys_ = std::move(keys);
+}
+
+void FakeWeb::SetCapabilities(std::vector<std::string> capabilities) {
+    std::lock_guard lock(mu_);
+    capabilities_ = std::move(capabilities);
 }
 
 void FakeWeb::SetClockOffset(std::int64_t offset_ms) {

@@ -146,12 +146,11 @@ void DueJobsStep::Run(ScanContext& ctx) {
         ++r.fires_created;
         ctx.Notify(stored[i]->id, new_fires[i]);
         if (protocol::FireTracer::On()) {
-            // Pushed inside the scan's transaction: a scan rolled back (a lost lease, a database
-            // error) leaves the span of a fire id that was never committed, in a trace of its own.
+            // Collected, pushed after the commit (Master::Scan): a scan rolled back (a lost lease,
+            // a database error) must not export the span of a fire id that was never committed.
             model::Fire planned = new_fires[i];
             planned.id = stored[i]->id;
-            protocol::FireTracer::Step(FireRefOf(planned, new_fire_apps[i]), protocol::FireStep::kPlanned,
-                                       ctx.now * kNanosPerMs, ctx.now * kNanosPerMs);
+            r.spans.push_back(PendingFireSpan::Planned(planned, new_fire_apps[i], ctx.now));
         }
     }
 }

@@ -1,5 +1,7 @@
 #include "scan/orphans_step.hpp"
 
+#include "scan/jobs_of.hpp"
+
 namespace sched::trigger::impl {
 
 void OrphansStep::Run(ScanContext& ctx) {
@@ -19,8 +21,12 @@ void OrphansStep::Run(ScanContext& ctx) {
             ctx.Notify(node, id, orphan_due.at(id));
         }
     }
-    for (const auto& fire :
-         store::FireRepository::ListOrphans(ctx.s, ctx.alive_ids, {model::FireStatus::kDispatching}, config_.batch)) {
+    const auto lost =
+        store::FireRepository::ListOrphans(ctx.s, ctx.alive_ids, {model::FireStatus::kDispatching}, config_.batch);
+    // The apps name the `ended` spans; read only when spans are exported.
+    std::map<std::int64_t, model::Job> jobs;
+    if (protocol::FireTracer::On() && !lost.empty()) jobs = JobsOf(ctx.s, lost);
+    for (const auto& fire : lost) {
         // Its slave died between claiming and recording the outcome: the run may or may not
         // have started, so the fire is lost, never silently re-sent.
         if (store::FireRepository::Transition(
@@ -30,6 +36,9 @@ void OrphansStep::Run(ScanContext& ctx) {
                  .reason = model::FireReason::kSlaveDied,
                  .followup = true}) == 1) {
             ++r.lost;
+            if (const auto job = jobs.find(fire.job_id); job != jobs.end()) {
+                r.spans.push_back(PendingFireSpan::Ended(fire, job->second.app, ctx.now, model::FireStatus::kLost));
+            }
         }
     }
 }

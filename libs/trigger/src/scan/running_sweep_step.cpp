@@ -28,7 +28,7 @@ void RunningSweepStep::Run(ScanContext& ctx) {
         const auto found = jobs.find(fire.job_id);
         const model::Job* job = found == jobs.end() ? nullptr : &found->second;  // null: deleted since
         if (job && job->timeout_ms > 0 && ctx.now > since + job->timeout_ms + Ms(config_.node_ttl)) {
-            r.running_timed_out += store::FireRepository::Transition(
+            const int ended = store::FireRepository::Transition(
                 ctx.s, fire.id, {model::FireStatus::kRunning}, model::FireStatus::kTimeout,
                 {.finished_at = ctx.now,
                  .result_message = "no result within the timeout (" + std::to_string(job->timeout_ms) +
@@ -36,19 +36,27 @@ void RunningSweepStep::Run(ScanContext& ctx) {
                                    "; the run may still be going on at " + fire.executor_address.value_or("?"),
                  .reason = model::FireReason::kNoResult,
                  .followup = true});
+            r.running_timed_out += ended;
+            if (ended == 1 && protocol::FireTracer::On()) {
+                r.spans.push_back(PendingFireSpan::Ended(fire, job->app, ctx.now, model::FireStatus::kTimeout));
+            }
             continue;
         }
         // An empty registry means nobody's heartbeat arrives: the registry path failed, not
         // every executor at once, so nothing is concluded from it.
         if (live.empty() || !fire.executor_address || live.contains(*fire.executor_address)) continue;
         if (ctx.now <= fire.dispatched_at.value_or(fire.due_at) + Ms(config_.executor_ttl)) continue;
-        r.running_lost +=
+        const int lost =
             store::FireRepository::Transition(ctx.s, fire.id, {model::FireStatus::kRunning}, model::FireStatus::kLost,
                                               {.finished_at = ctx.now,
                                                .result_message = "executor " + *fire.executor_address +
                                                                  " stopped heartbeating while the fire was running",
                                                .reason = model::FireReason::kExecutorGone,
                                                .followup = true});
+        r.running_lost += lost;
+        if (lost == 1 && job && protocol::FireTracer::On()) {
+            r.spans.push_back(PendingFireSpan::Ended(fire, job->app, ctx.now, model::FireStatus::kLost));
+        }
     }
     if (r.running_lost + r.running_timed_out > 0) {
         spdlog::warn("master sweep: {} running fires lost (executor gone), {} timed out without a result",

@@ -62,6 +62,8 @@ struct RunRequest {
     std::string callback_url;  ///< where to send the result first ("" = the web endpoints)
     /// The run's W3C trace context ("00-<trace id>-<span id>-01"; "" from a node before it).
     std::string traceparent;
+    /// The W3C tracestate that came with it (a manual trigger's caller's, unchanged); "" for none.
+    std::string tracestate;
 };
 
 /// Why a run was asked to stop.
@@ -116,6 +118,9 @@ class JobContext {
     /// The fire's trace id (32 hex digits; the same for every attempt of the fire), for the
     /// handler's log lines; "" when the node sent no traceparent.
     std::string trace_id() const { return run_.traceparent.size() >= 35 ? run_.traceparent.substr(3, 32) : ""; }
+    /// The run's W3C tracestate (pass it on as the `tracestate` header with the traceparent);
+    /// "" when the node sent none (a fire without a caller's trace, or a node before the field).
+    const std::string& tracestate() const { return run_.tracestate; }
     /// When the run times out (steady clock); time_point::max() when it has no timeout.
     std::chrono::steady_clock::time_point deadline() const { return deadline_; }
 

@@ -28,7 +28,16 @@
 
 namespace sched::protocol {
 
-class SpanExporter;  // span_exporter.hpp: the hooks' callers need not include Asio
+struct Span;  // span_exporter.hpp: the hooks' callers need not include Asio
+
+/// Where FireTracer puts its spans: the process's SpanExporter, or a test's collector.
+/// Push must not block on the network and may be called from any thread.
+class SpanSink {
+  public:
+    virtual ~SpanSink() = default;
+    /// Takes `span`; false when it was dropped (counted by the sink).
+    virtual bool Push(Span span) = 0;
+};
 
 /// What identifies a fire attempt's trace.
 struct FireRef {
@@ -56,8 +65,8 @@ std::int64_t NowUnixNanos();
 
 class FireTracer {
   public:
-    /// Spans go to `exporter` from now on, with `sched.node` = `node`.
-    static void Install(std::shared_ptr<SpanExporter> exporter, std::string node);
+    /// Spans go to `sink` (the process's SpanExporter) from now on, with `sched.node` = `node`.
+    static void Install(std::shared_ptr<SpanSink> sink, std::string node);
     /// No more spans (the exporter itself is not stopped).
     static void Uninstall();
     /// Whether spans are exported (cheap: one atomic load).

@@ -8,7 +8,8 @@
 ///                    "params": {...}, "scheduled_ms": 1764000000000, "timeout_ms": 60000,
 ///                    "shard_index": 0, "shard_total": 1, "block_strategy": "serial",
 ///                    "callback_url": "http://10.0.0.5:7071", "start_in_ms": 140,
-///                    "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+///                    "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+///                    "tracestate": "vendor=opaque"}
 ///     POST /v1/kill {"fire_id": 7}                      (a kill by request: the API, an operator)
 ///     POST /v1/kill {"fire_id": 7, "reason": "timeout"}   (the node's watch of the job timeout)
 ///
@@ -67,6 +68,9 @@ struct RunRequest {
     std::int64_t start_in_ms = 0;
     /// The run's W3C trace context (sched/protocol/trace_context.hpp: FireTrace), "" = not sent.
     std::string traceparent;
+    /// The W3C tracestate a manual trigger's caller sent with its traceparent, forwarded
+    /// unchanged (CheckTraceState: at most kMaxTraceStateLength); "" = not sent.
+    std::string tracestate;
 
     friend bool operator==(const RunRequest&, const RunRequest&) = default;
 };
@@ -75,7 +79,8 @@ nlohmann::json ToJson(const RunRequest& run);
 /// Reads a /v1/run body (or one item of /v1/runs with `prefix` "runs[i]"). Required:
 /// fire_id, job_id, attempt, epoch, handler; callback_url, when present, must be an http(s) URL;
 /// start_in_ms, when present, 0..kMaxStartInMs; traceparent, when present, a valid W3C
-/// traceparent (ParseTraceParent).
+/// traceparent (ParseTraceParent); tracestate, when present, a valid one (CheckTraceState),
+/// dropped without a traceparent (as the trigger route does).
 Parsed<RunRequest> ParseRunRequest(const nlohmann::json& body, const std::string& prefix = "");
 
 /// Why a node asks an executor to stop a fire (the kill's `reason`).

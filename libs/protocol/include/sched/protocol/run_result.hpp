@@ -40,7 +40,7 @@ std::string_view Name(RunOutcome outcome);
 std::optional<RunOutcome> ParseRunOutcome(std::string_view name);
 
 /// The fields of one item, every one this version knows.
-inline constexpr std::array<std::string_view, 11> kRunResultFields = {"fire_id",
+inline constexpr std::array<std::string_view, 12> kRunResultFields = {"fire_id",
                                                                       "attempt",
                                                                       "epoch",
                                                                       "status",
@@ -50,7 +50,8 @@ inline constexpr std::array<std::string_view, 11> kRunResultFields = {"fire_id",
                                                                       "finished_ms",
                                                                       "address",
                                                                       "log",
-                                                                      "log_truncated_bytes"};
+                                                                      "log_truncated_bytes",
+                                                                      "traceparent"};
 
 /// Items per callback request at most (more is a 400 for the body).
 inline constexpr std::size_t kMaxResultsPerCallback = 1000;
@@ -76,6 +77,10 @@ struct RunResult {
     std::optional<std::string> address;
     std::optional<std::string> log;  ///< the tail of the run's log, if sent
     std::int64_t log_truncated_bytes = 0;
+    /// The traceparent the run ran under (the run request's), "" = not sent. Sent only to nodes
+    /// that advertise kCapabilityResultTraceparent (registry_answer.hpp): an older node refuses
+    /// the unknown field.
+    std::string traceparent;
 
     friend bool operator==(const RunResult&, const RunResult&) = default;
 };

@@ -32,6 +32,7 @@
 #include "sched/common/duration.hpp"
 #include "sched/common/net.hpp"
 #include "sched/http/tls_options.hpp"
+#include "sched/protocol/fire_spans.hpp"
 #include "sched/protocol/span_exporter_options.hpp"
 
 namespace sched::protocol {
@@ -48,6 +49,7 @@ struct Span {
     std::string trace_id;        ///< 32 lower-case hex digits
     std::string span_id;         ///< 16 lower-case hex digits
     std::string parent_span_id;  ///< empty: a root span
+    std::string trace_state;     ///< W3C tracestate of the context (OTLP `traceState`); empty: none
     std::string name;
     SpanKind kind = SpanKind::kInternal;
     std::int64_t start_ns = 0;  ///< Unix time in nanoseconds
@@ -72,19 +74,19 @@ namespace impl {
 struct SpanExporterState;
 }
 
-class SpanExporter {
+class SpanExporter final : public SpanSink {
   public:
     /// `tls` is the process's `http-client.tls` (for https:// endpoints).
     SpanExporter(const net::any_io_executor& io, SpanExporterOptions options, const http::ClientTlsOptions& tls = {});
     /// Stops the loop (without the last post of Stop) if it still runs.
-    ~SpanExporter();
+    ~SpanExporter() override;
     SpanExporter(const SpanExporter&) = delete;
     SpanExporter& operator=(const SpanExporter&) = delete;
 
     /// Starts the posting coroutine. Call once.
     void Start();
     /// Queues `span`; false when the queue is full (counted) or the exporter stopped.
-    bool Push(Span span);
+    bool Push(Span span) override;
     /// Posts what is queued once more (no retry), then ends the loop; waits at most `timeout`
     /// plus one second. Must not be called from a thread running `io`. Idempotent.
     void Stop();

@@ -14,6 +14,7 @@
 #include "sched/common/duration.hpp"
 #include "sched/http/address_policy.hpp"
 #include "sched/protocol/fires_notice.hpp"
+#include "sched/trigger/fire_trace.hpp"
 
 namespace sched::trigger {
 
@@ -107,6 +108,9 @@ struct ScanReport {
     /// The earliest next_fire_time of any enabled job or workflow not paused after the scan.
     std::optional<std::int64_t> earliest_due_ms;
     std::int64_t now_ms = 0;
+    /// The spans of the fires this scan planned and ended (with FireTracer on), pushed by
+    /// Master::Scan only after the commit: a scan rolled back exports none.
+    std::vector<PendingFireSpan> spans;
 };
 
 }  // namespace sched::trigger

@@ -51,6 +51,7 @@
 #include "sched/trigger/db_time.hpp"
 #include "sched/trigger/executor_directory.hpp"
 #include "sched/trigger/fire_queue.hpp"
+#include "sched/trigger/fire_trace.hpp"
 #include "sched/trigger/routing.hpp"
 #include "sched/trigger/slave_ports.hpp"
 
@@ -77,6 +78,8 @@ struct AcceptedRun {
     /// Its job's policy stops running fires for a later one (cancel-other, terminate-other):
     /// the claim that stops it reads its instance from its `running` record.
     bool stoppable = false;
+    /// With FireTracer on: the fire's `ended` span, for the end the timeout watch may record.
+    std::optional<PendingFireSpan> trace;
 };
 
 struct RunSenderConfig {

@@ -17,6 +17,7 @@
 #include "sched/common/status.hpp"
 #include "sched/dispatch/executor_client.hpp"
 #include "sched/store/fire.hpp"
+#include "sched/trigger/fire_trace.hpp"
 #include "sched/trigger/slave_ports.hpp"
 
 namespace sched::trigger {
@@ -37,12 +38,14 @@ class TimeoutWatch {
 
     /// Watches a run accepted by `address`: `held_ms` (a run sent ahead waits for its due time)
     /// and then `timeout_ms` later, a run still dispatching or running is killed and ended.
+    /// With `ended` (the fire's `ended` span, FireTracer on), that end pushes it and the
+    /// attempt's root, status `timeout`, at the end's time.
     void Watch(std::int64_t fire_id, std::string app, std::string address, std::int64_t timeout_ms,
-               std::int64_t held_ms);
+               std::int64_t held_ms, std::optional<PendingFireSpan> ended = std::nullopt);
 
   private:
     net::awaitable<void> Run(std::int64_t fire_id, std::string app, std::string address, std::int64_t timeout_ms,
-                             std::int64_t held_ms);
+                             std::int64_t held_ms, std::optional<PendingFireSpan> ended);
 
     net::any_io_executor io_;
     net::thread_pool& db_pool_;

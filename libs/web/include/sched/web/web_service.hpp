@@ -12,6 +12,13 @@
 ///     http: {...}           # http::ServerOptions; listen defaults to 127.0.0.1:8080
 ///     database: {...}       # db::DatabaseConfig; url defaults to sqlite://data/scheduler.db
 ///     log: {...}            # LogConfig
+///     telemetry: {...}      # protocol::SpanExporterOptions; service-name defaults to scheduler-web
+///
+/// With `telemetry.otlp-endpoint` set, the fires' ends this process applies (the SDK's result
+/// callbacks) and its manual triggers export their spans (`ended` and the attempt's root,
+/// `planned`) over OTLP (sched/protocol/fire_spans.hpp), with `sched.node` = "web@<listen
+/// address>", and /metrics adds sched_trace_spans_exported_total and
+/// sched_trace_spans_dropped_total{reason}.
 ///
 /// Besides the web module's routes it serves GET /healthz (always 200 while running),
 /// GET /readyz (200 when the database answers, else 503) and GET /metrics (Prometheus text of
@@ -35,11 +42,16 @@
 #include "sched/common/status.hpp"
 #include "sched/db/database_config.hpp"
 #include "sched/http/server_options.hpp"
+#include "sched/protocol/span_exporter_options.hpp"
 #include "sched/web/web_api.hpp"
 
 namespace sched::http {
 class Server;
 }  // namespace sched::http
+
+namespace sched::protocol {
+class SpanExporter;
+}  // namespace sched::protocol
 
 namespace sched::web {
 
@@ -50,6 +62,7 @@ struct WebServiceConfig {
     http::ServerOptions http;
     db::DatabaseConfig database;
     LogConfig log;
+    protocol::SpanExporterOptions telemetry;
 
     /// Reads the whole document (root level) and rejects unknown keys. Throws ConfigError naming
     /// the key.
@@ -75,12 +88,15 @@ class WebService {
     const std::vector<RouteInfo>& routes() const { return routes_; }
 
   private:
+    void ExportSpanMetrics();
+
     WebServiceConfig config_;
     MetricsRegistry metrics_;  // before server_: the server's counters are read while rendering
     net::io_context io_;
     net::thread_pool db_pool_;
     std::shared_ptr<db::Database> db_;
     std::unique_ptr<http::Server> server_;
+    std::shared_ptr<protocol::SpanExporter> spans_;  // telemetry on
     std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
     std::vector<std::thread> io_threads_;
     std::vector<RouteInfo> routes_;

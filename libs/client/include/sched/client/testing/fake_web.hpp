@@ -55,6 +55,10 @@ class FakeWeb {
     void SetSigningKeys(std::vector<protocol::SigningKey> keys);
     /// The clock the heartbeat answers report: this host's plus `offset_ms` (a skewed cluster).
     void SetClockOffset(std::int64_t offset_ms);
+    /// The capabilities the heartbeat answers advertise (default none: an older web module).
+    /// Without result-traceparent, a callback whose result carries `traceparent` is refused
+    /// 400 naming it, as a web module before the field refuses an unknown field.
+    void SetCapabilities(std::vector<std::string> capabilities);
 
   private:
     mutable std::mutex mu_;
@@ -64,6 +68,7 @@ class FakeWeb {
     std::size_t callback_requests_ = 0;
     std::vector<protocol::SigningKey> signing_keys_{TestSigningKey()};
     std::int64_t clock_offset_ms_ = 0;
+    std::vector<std::string> capabilities_;
     std::uint16_t port_ = 0;
     std::unique_ptr<http::testing::TestServer> server_;
 };

@@ -1,0 +1,49 @@
+#include "sched/trigger/fire_trace.hpp"
+
+namespace sched::trigger {
+
+PendingFireSpan PendingFireSpan::Planned(const model::Fire& fire, std::string_view app, std::int64_t at_ms) {
+    return {.fire_id = fire.id,
+            .job_id = fire.job_id,
+            .scheduled_ms = fire.scheduled_time,
+            .attempt = fire.attempt,
+            .app = std::string(app),
+            .trace_parent = fire.trace_parent,
+            .step = protocol::FireStep::kPlanned,
+            .start_ms = at_ms,
+            .end_ms = at_ms};
+}
+
+PendingFireSpan PendingFireSpan::Ended(const model::Fire& fire, std::string_view app, std::int64_t at_ms,
+                                       model::FireStatus status) {
+    return {.fire_id = fire.id,
+            .job_id = fire.job_id,
+            .scheduled_ms = fire.scheduled_time,
+            .attempt = fire.attempt,
+            .app = std::string(app),
+            .trace_parent = fire.trace_parent,
+            .step = protocol::FireStep::kEnded,
+            .start_ms = fire.created_at,
+            .end_ms = at_ms,
+            .status = std::string(model::FireStatusName(status))};
+}
+
+void PushFireSpans(const std::vector<PendingFireSpan>& spans) {
+    if (spans.empty() || !protocol::FireTracer::On()) return;
+    for (const auto& p : spans) {
+        const protocol::FireRef ref{
+            .fire_id = p.fire_id,
+            .job_id = p.job_id,
+            .scheduled_ms = p.scheduled_ms,
+            .attempt = p.attempt,
+            .app = p.app,
+            .caller = p.trace_parent ? protocol::ParseTraceParent(*p.trace_parent) : std::nullopt};
+        if (p.step == protocol::FireStep::kEnded) {
+            protocol::FireTracer::Ended(ref, p.start_ms * kNanosPerMs, p.end_ms * kNanosPerMs, p.status);
+        } else {
+            protocol::FireTracer::Step(ref, p.step, p.start_ms * kNanosPerMs, p.end_ms * kNanosPerMs);
+        }
+    }
+}
+
+}  // namespace sched::trigger
