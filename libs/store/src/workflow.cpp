@@ -39,21 +39,9 @@ struct WorkflowRow {
     impl::NullableString managed_by;
 
     void BindInto(soci::statement& st) {
-        st.exchange(soci::into(w.id));
-        st.exchange(soci::into(w.name));
-        st.exchange(soci::into(w.description));
-        st.exchange(soci::into(schedule_type));
-        st.exchange(soci::into(w.schedule_expr));
-        st.exchange(soci::into(w.time_zone));
-        st.exchange(soci::into(misfire_policy));
-        st.exchange(soci::into(w.max_concurrent_runs));
-        st.exchange(soci::into(w.run_timeout_ms));
-        st.exchange(soci::into(paused));
-        st.exchange(soci::into(next_fire.value, next_fire.ind));
-        st.exchange(soci::into(w.version));
-        st.exchange(soci::into(w.created_at));
-        st.exchange(soci::into(w.updated_at));
-        st.exchange(soci::into(managed_by.value, managed_by.ind));
+        impl::IntoColumns(st, w.id, w.name, w.description, schedule_type, w.schedule_expr, w.time_zone, misfire_policy,
+                          w.max_concurrent_runs, w.run_timeout_ms, paused, next_fire, w.version, w.created_at,
+                          w.updated_at, managed_by);
     }
     Workflow Finish() {
         // Unknown stored names read as for a job (sched/store/job.hpp): a workflow that never
@@ -92,11 +80,7 @@ void LoadDefinitionsOf(soci::session& s, std::map<std::int64_t, Workflow*>& by_i
     struct StepRow {
         std::int64_t workflow_id = 0;
         WorkflowStep step;
-        void BindInto(soci::statement& st) {
-            st.exchange(soci::into(workflow_id));
-            st.exchange(soci::into(step.name));
-            st.exchange(soci::into(step.job_id));
-        }
+        void BindInto(soci::statement& st) { impl::IntoColumns(st, workflow_id, step.name, step.job_id); }
         std::pair<std::int64_t, WorkflowStep> Finish() const { return {workflow_id, step}; }
     };
     impl::BoundValues step_ids;
@@ -112,12 +96,7 @@ void LoadDefinitionsOf(soci::session& s, std::map<std::int64_t, Workflow*>& by_i
         std::int64_t workflow_id = 0;
         WorkflowEdge edge;
         std::string condition;
-        void BindInto(soci::statement& st) {
-            st.exchange(soci::into(workflow_id));
-            st.exchange(soci::into(edge.parent));
-            st.exchange(soci::into(edge.child));
-            st.exchange(soci::into(condition));
-        }
+        void BindInto(soci::statement& st) { impl::IntoColumns(st, workflow_id, edge.parent, edge.child, condition); }
         std::pair<std::int64_t, WorkflowEdge> Finish() const {
             auto parsed = kEdgeConditionNames.Parse(condition);
             // A condition this build does not know would change what runs: refuse to guess.
@@ -214,11 +193,7 @@ Status CheckStepJobs(soci::session& s, const Workflow& w, std::int64_t self) {
         std::int64_t job_id = 0;
         std::string workflow;
         std::string step;
-        void BindInto(soci::statement& st) {
-            st.exchange(soci::into(job_id));
-            st.exchange(soci::into(workflow));
-            st.exchange(soci::into(step));
-        }
+        void BindInto(soci::statement& st) { impl::IntoColumns(st, job_id, workflow, step); }
         UseRow Finish() const { return *this; }
     };
     impl::BoundValues used_ids;
