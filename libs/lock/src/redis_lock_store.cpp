@@ -330,6 +330,18 @@ Result<RedisServerAddress> RedisServerAddress::Parse(std::string_view text) {
     return RedisServerAddress{host, port};
 }
 
+Result<std::vector<RedisServerAddress>> RedisServerAddress::ParseList(std::string_view text) {
+    std::vector<RedisServerAddress> out;
+    for (std::size_t start = 0; start <= text.size();) {
+        const std::size_t comma = std::min(text.find(',', start), text.size());
+        auto address = Parse(text.substr(start, comma - start));
+        if (!address.ok()) return address.status();
+        out.push_back(*address);
+        start = comma + 1;
+    }
+    return out;
+}
+
 std::string RedisServerAddress::ToString() const {
     if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
     return host + ":" + std::to_string(port);

@@ -40,6 +40,9 @@ struct RedisServerAddress {
 
     /// "host:port" with a port in 1..65535 (IPv6: "[::1]:6379"). kInvalidArgument otherwise.
     static Result<RedisServerAddress> Parse(std::string_view text);
+    /// A comma-separated list of those ("h1:6379,h2:6379", a tool's command line): each parsed as
+    /// Parse does, the first bad one's error returned.
+    static Result<std::vector<RedisServerAddress>> ParseList(std::string_view text);
     std::string ToString() const;
     friend bool operator==(const RedisServerAddress&, const RedisServerAddress&) = default;
 };
