@@ -1,6 +1,7 @@
 # Script mode: cmake -DSQL_ROOT=<sql dir> -DOUT=<file.cpp> -P EmbedMigrations.cmake
 # Compiles the numbered migration files under sql/<dialect>/ into the binary, so an installed
 # trigger node needs no source tree to migrate its database.
+include("${CMAKE_CURRENT_LIST_DIR}/WriteIfChanged.cmake")
 file(GLOB mysql_files "${SQL_ROOT}/mysql/*.sql")
 file(GLOB sqlite_files "${SQL_ROOT}/sqlite/*.sql")
 list(SORT mysql_files)
@@ -18,9 +19,4 @@ foreach(dialect mysql sqlite)
     string(APPEND body "    };\n    return kAll;\n}\n\n")
 endforeach()
 string(APPEND body "}  // namespace sched::db::impl\n")
-if(EXISTS "${OUT}")
-    file(READ "${OUT}" old)
-endif()
-if(NOT "${old}" STREQUAL "${body}")
-    file(WRITE "${OUT}" "${body}")
-endif()
+sched_write_if_changed("${OUT}" "${body}")

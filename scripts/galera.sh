@@ -20,14 +20,9 @@ cmd=${1:?usage: galera.sh start|stop|kill|rejoin DIR [N]}
 dir=${2:?usage: galera.sh start|stop|kill|rejoin DIR [N]}
 dir=$(cd "$(dirname "$dir")" && pwd)/$(basename "$dir")
 
-find_bin() {
-    for b in "$@"; do
-        command -v "$b" 2>/dev/null && return 0
-        [ -x "/usr/sbin/$b" ] && { echo "/usr/sbin/$b"; return 0; }
-    done
-    echo "galera.sh: none of $* found (install mariadb-server)" >&2
-    return 1
-}
+me=galera.sh
+# shellcheck source-path=SCRIPTDIR source=lib/mariadb-common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/mariadb-common.sh"
 
 provider() {
     for p in /usr/lib/galera/libgalera_smm.so /usr/lib/libgalera_smm.so /usr/lib64/galera-4/libgalera_smm.so; do
@@ -37,17 +32,12 @@ provider() {
     return 1
 }
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-# Ports below the kernel's ephemeral range: a client retrying a connection to a dead node's port
-# in that range can be given that very port as its own and connect to itself (TCP simultaneous
-# open), which then keeps the node from binding it again on rejoin.
+# free_port: a free port below the ephemeral range (see random_low_port) not yet handed out in
+# this cluster's DIR/ports.
 free_port() {
-    local p low=32768
-    read -r low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
-    [ "$low" -gt 12000 ] || low=32768
+    local p
     for _ in $(seq 1 50); do
-        p=$((10000 + RANDOM % (low - 10000)))
+        p=$(random_low_port)
         if port_free "$p" && ! grep -qx "$p" "$dir/ports" 2>/dev/null; then
             echo "$p" >>"$dir/ports"
             echo "$p"
@@ -58,20 +48,7 @@ free_port() {
     return 1
 }
 
-stop_node() {
-    local pidfile="$dir/node$1/mariadbd.pid" pid
-    [ -f "$pidfile" ] || return 0
-    pid=$(cat "$pidfile")
-    if kill -0 "$pid" 2>/dev/null; then
-        kill -TERM "$pid" 2>/dev/null || true
-        for _ in $(seq 1 150); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
-    fi
-    rm -f "$pidfile"
-}
+stop_node() { stop_pidfile "$dir/node$1/mariadbd.pid" 150; }
 
 # launch N [extra mariadbd options...]: starts node N and waits up to 90 s until it is Synced.
 launch() {
@@ -81,8 +58,8 @@ launch() {
     local mariadbd client
     mariadbd=$(find_bin mariadbd mysqld)
     client=$(find_bin mariadb mysql)
-    local user_opt=()
-    [ "$(id -u)" -eq 0 ] && user_opt=(--user=root)
+    local user_opt
+    user_opts
     mkdir -p "$nd/tmp"  # temporary tables in the node's own directory, as in mariadb.sh
     # shellcheck disable=SC2046
     "$mariadbd" --no-defaults --datadir="$nd/data" --tmpdir="$nd/tmp" --port="$(cat "$nd/port")" --bind-address=127.0.0.1 \
@@ -118,8 +95,7 @@ launch() {
 }
 
 start() {
-    local install_db client
-    install_db=$(find_bin mariadb-install-db mysql_install_db)
+    local client
     client=$(find_bin mariadb mysql)
     provider >/dev/null
     mkdir -p "$dir"
@@ -134,25 +110,14 @@ start() {
         free_port >"$nd/sport"
         gcomm="${gcomm:+$gcomm,}127.0.0.1:$(cat "$nd/gport")"
     done
-    local user_opt=()
-    [ "$(id -u)" -eq 0 ] && user_opt=(--user=root)
-    "$install_db" --no-defaults --datadir="$dir/node1/data" --auth-root-authentication-method=normal \
-        --skip-test-db "${user_opt[@]}" >"$dir/node1/install.log" 2>&1 || {
-        echo "galera.sh: mariadb-install-db failed:" >&2
-        tail -20 "$dir/node1/install.log" >&2
-        return 1
-    }
+    install_db "$dir/node1/data" "$dir/node1/install.log"
     # A one-node cluster creates the user and the database, stops cleanly (its grastate.dat then
     # holds the cluster's id and last seqno) and lends its data to the other two nodes.
     echo "gcomm://" >"$dir/gcomm"
     launch 1 --wsrep-new-cluster || { stop_all; return 1; }
     local password
-    password="t$(od -An -N8 -tx1 /dev/urandom | tr -d ' 
-')"
-    "$client" --no-defaults --socket="$dir/node1/mysqld.sock" -uroot -e "
-        CREATE USER 'sched'@'127.0.0.1' IDENTIFIED BY '$password';
-        GRANT ALL PRIVILEGES ON *.* TO 'sched'@'127.0.0.1' WITH GRANT OPTION;
-        CREATE DATABASE sched_test;"
+    password=$(new_password)
+    create_sched_user "$client" "$dir/node1/mysqld.sock" "$password"
     stop_node 1
     for n in 2 3; do cp -a "$dir/node1/data" "$dir/node$n/data"; done
     echo "$gcomm" >"$dir/gcomm"
@@ -169,8 +134,8 @@ start() {
 recover() {
     local nd="$dir/node$1" mariadbd
     mariadbd=$(find_bin mariadbd mysqld)
-    local user_opt=()
-    [ "$(id -u)" -eq 0 ] && user_opt=(--user=root)
+    local user_opt
+    user_opts
     rm -f "$nd/recover.log"
     "$mariadbd" --no-defaults --datadir="$nd/data" --socket="$nd/recover.sock" --skip-networking \
         --log-error="$nd/recover.log" --wsrep-on=ON --wsrep-provider="$(provider)" --wsrep-cluster-address=gcomm:// \

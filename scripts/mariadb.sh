@@ -16,32 +16,11 @@ set -euo pipefail
 cmd=${1:?usage: mariadb.sh start|stop|restart DIR}
 dir=${2:?usage: mariadb.sh start|stop|restart DIR}
 
-find_bin() {
-    for b in "$@"; do
-        command -v "$b" 2>/dev/null && return 0
-        [ -x "/usr/sbin/$b" ] && { echo "/usr/sbin/$b"; return 0; }
-    done
-    echo "mariadb.sh: none of $* found (install mariadb-server)" >&2
-    return 1
-}
+me=mariadb.sh
+# shellcheck source-path=SCRIPTDIR source=lib/mariadb-common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/mariadb-common.sh"
 
-stop() {
-    local pidfile="$dir/mariadbd.pid"
-    [ -f "$pidfile" ] || return 0
-    local pid
-    pid=$(cat "$pidfile")
-    if kill -0 "$pid" 2>/dev/null; then
-        kill -TERM "$pid" 2>/dev/null || true
-        for _ in $(seq 1 100); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
-    fi
-    rm -f "$pidfile"
-}
-
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+stop() { stop_pidfile "$dir/mariadbd.pid" 100; }
 
 # launch PORT BIND: starts mariadbd on $dir/data and waits up to 30 s until it answers; sets
 # pid and ready (1 when it answers). Needs mariadbd, client and user_opt.
@@ -77,8 +56,8 @@ restart() {
     }
     mariadbd=$(find_bin mariadbd mysqld)
     client=$(find_bin mariadb mysql)
-    local user_opt=()
-    [ "$(id -u)" -eq 0 ] && user_opt=(--user=root)
+    local user_opt
+    user_opts
     stop
     launch "$(cat "$dir/port")" "$(cat "$dir/bind" 2>/dev/null || echo 127.0.0.1)"
     if [ "$ready" != 1 ]; then
@@ -91,29 +70,17 @@ restart() {
 }
 
 start() {
-    local mariadbd install_db client
+    local mariadbd client
     mariadbd=$(find_bin mariadbd mysqld)
-    install_db=$(find_bin mariadb-install-db mysql_install_db)
     client=$(find_bin mariadb mysql)
     mkdir -p "$dir"
-    local user_opt=()
-    [ "$(id -u)" -eq 0 ] && user_opt=(--user=root)
-    "$install_db" --no-defaults --datadir="$dir/data" --auth-root-authentication-method=normal \
-        --skip-test-db "${user_opt[@]}" >"$dir/install.log" 2>&1 || {
-        echo "mariadb.sh: mariadb-install-db failed:" >&2
-        tail -20 "$dir/install.log" >&2
-        return 1
-    }
+    local user_opt
+    user_opts
+    install_db "$dir/data" "$dir/install.log"
     local attempt port pid ready
     local bind=${SCHED_MARIADB_BIND:-127.0.0.1}
-    # Below the kernel's ephemeral range: a client retrying a connection to a stopped server's
-    # port in that range can be given that very port and connect to itself (TCP simultaneous
-    # open), which then keeps the restarted server from binding it.
-    local low=32768
-    read -r low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
-    [ "$low" -gt 12000 ] || low=32768
     for attempt in 1 2 3 4 5; do
-        port=${SCHED_MARIADB_PORT:-$((10000 + RANDOM % (low - 10000)))}
+        port=${SCHED_MARIADB_PORT:-$(random_low_port)}
         port_free "$port" || continue
         launch "$port" "$bind"
         [ "$ready" = 1 ] && break
@@ -125,11 +92,8 @@ start() {
     done
     [ "$ready" = 1 ] || { echo "mariadb.sh: no free port found" >&2; return 1; }
     local password
-    password="t$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
-    "$client" --no-defaults --socket="$dir/mysqld.sock" -uroot -e "
-        CREATE USER 'sched'@'127.0.0.1' IDENTIFIED BY '$password';
-        GRANT ALL PRIVILEGES ON *.* TO 'sched'@'127.0.0.1' WITH GRANT OPTION;
-        CREATE DATABASE sched_test;"
+    password=$(new_password)
+    create_sched_user "$client" "$dir/mysqld.sock" "$password"
     if [ "$bind" != 127.0.0.1 ]; then
         "$client" --no-defaults --socket="$dir/mysqld.sock" -uroot -e "
             CREATE USER 'sched'@'%' IDENTIFIED BY '$password';

@@ -173,11 +173,7 @@ int main(int argc, char** argv) {
     spdlog::info("scheduler-standalone {} starting as {} with database {}", SCHED_VERSION, node.node_id(),
                  config.database.url.Redacted());
     sched::Status started = node.Start([&] { return signals.stop_requested(); });
-    if (!started.ok()) {
-        if (started.code() == sched::Code::kCancelled) return 0;
-        spdlog::error("cannot start: {}", started.ToString());
-        return 1;
-    }
+    if (!started.ok()) return sched::StartFailureExitCode(started);
     if (parsed.args.Has("--demo")) {
         if (sched::Status s = EnsureDemoJob(*node.database()); !s.ok()) {
             spdlog::error("cannot create the demo job: {}", s.ToString());

@@ -69,11 +69,7 @@ int main(int argc, char** argv) {
     spdlog::info("scheduler-trigger {} starting as {} with database {}", SCHED_VERSION, node.node_id(),
                  config.database.url.Redacted());
     sched::Status started = node.Start([&] { return signals.stop_requested(); });
-    if (!started.ok()) {
-        if (started.code() == sched::Code::kCancelled) return 0;
-        spdlog::error("cannot start: {}", started.ToString());
-        return 1;
-    }
+    if (!started.ok()) return sched::StartFailureExitCode(started);
     sched::Announce(
         "scheduler-trigger " + node.node_id() + " listening on " +
         std::string(config.http.tls.enabled() ? "https://" : "http://") +

@@ -54,11 +54,7 @@ int main(int argc, char** argv) {
     sched::web::WebService service(config);
     spdlog::info("scheduler-web {} starting with database {}", SCHED_VERSION, config.database.url.Redacted());
     sched::Status started = service.Start([&] { return signals.stop_requested(); });
-    if (!started.ok()) {
-        if (started.code() == sched::Code::kCancelled) return 0;
-        spdlog::error("cannot start: {}", started.ToString());
-        return 1;
-    }
+    if (!started.ok()) return sched::StartFailureExitCode(started);
     sched::Announce(
         "scheduler-web listening on " + std::string(config.http.tls.enabled() ? "https://" : "http://") +
         sched::http::HostPort{sched::http::HostPort::Parse(config.http.listen)->host, service.port()}.ToString());

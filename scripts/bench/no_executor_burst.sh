@@ -5,18 +5,12 @@
 # 60 s, then stops the node (SIGTERM) by its PID. docs/benchmarks.md has a run.
 # Needs python3 and sqlite3.
 set -u
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=standalone.sh
+source "$(dirname "$0")/standalone.sh"
 bin=${1:-} dir=${2:-} port=${3:-} jobs=${4:-}
 [[ $# -eq 4 ]] || { sed -n 2,6p "$0"; exit 2; }
-bin=$(realpath "$bin")
-mkdir "$dir" || exit 1  # never an existing directory
-dir=$(cd "$dir" && pwd)
-cd "$dir"
-sed -e "s#127.0.0.1:8080#127.0.0.1:$port#" -e "s#sqlite://data/scheduler.db#sqlite://$dir/s.db#" "$repo/config/standalone.yaml" > s.yaml
 tok=tok-nobody-burst-0123456789abcdef
-SCHED_TOKEN=$tok "$bin" --config s.yaml > out.log 2>&1 &
-pid=$!
-for i in $(seq 50); do curl -sf 127.0.0.1:$port/readyz >/dev/null && break; sleep 0.2; done
+start_standalone "$bin" "$dir" "$port" "$tok"
 python3 - "$port" "$tok" "$jobs" <<'PY'
 import http.client, json, sys, time
 port, tok, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])

@@ -8,18 +8,13 @@
 # /metrics: sched_master_scan_seconds) minus the idle rate, per run and per step. Stops both
 # processes by their PIDs. docs/benchmarks.md has a run. Needs python3 and sqlite3.
 set -u
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=standalone.sh
+source "$(dirname "$0")/standalone.sh"
 bin=${1:-} sink=${2:-} dir=${3:-} port=${4:-} n=${5:-}
 [[ $# -eq 5 ]] || { sed -n 2,9p "$0"; exit 2; }
-bin=$(realpath "$bin") sink=$(realpath "$sink")
-mkdir "$dir" || exit 1  # never an existing directory
-dir=$(cd "$dir" && pwd)
-cd "$dir"
-sed -e "s#127.0.0.1:8080#127.0.0.1:$port#" -e "s#sqlite://data/scheduler.db#sqlite://$dir/s.db#" "$repo/config/standalone.yaml" > s.yaml
+sink=$(realpath "$sink")
 tok=tok-workflows-bench-0123456789abcdef
-SCHED_TOKEN=$tok "$bin" --config s.yaml > out.log 2>&1 &
-pid=$!
-for i in $(seq 50); do curl -sf 127.0.0.1:$port/readyz >/dev/null && break; sleep 0.2; done
+start_standalone "$bin" "$dir" "$port" "$tok"
 etok=$(curl -sf -X POST -H "Authorization: Bearer $tok" 127.0.0.1:$port/api/v1/tokens \
   -d '{"name":"sink","role":"executor","apps":["sink"]}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
 "$sink" --app sink --endpoint "http://127.0.0.1:$port" --token "$etok" --log "$dir/sink.log" --instance a \

@@ -70,6 +70,20 @@ class TriggerProcessTest : public db::testing::DbTest {
         port_ = std::stoi(line->substr(line->rfind(':') + 1));
     }
 
+    // Starts a trigger node on the config `yaml` and expects it to refuse to start (exit 2) with
+    // each of `needles` in its stderr.
+    void ExpectRefusedAtStart(const std::string& yaml, const std::vector<std::string>& needles) {
+        const auto config = dir_ / "refused.yaml";
+        std::ofstream(config) << yaml;
+        ChildProcess refused({SCHED_TRIGGER_BIN, "--config", config.string()}, dir_.string());
+        const auto code = refused.WaitForExit(20s);
+        ASSERT_TRUE(code);
+        EXPECT_EQ(*code, 2) << refused.stderr_text();
+        for (const auto& needle : needles) {
+            EXPECT_NE(refused.stderr_text().find(needle), std::string::npos) << needle << ": " << refused.stderr_text();
+        }
+    }
+
     // Starts demo-client number `n` (app demo) and waits until n + 1 instances are registered.
     std::unique_ptr<ChildProcess> LaunchClient(int n) {
         const auto config = dir_ / ("client-" + std::to_string(n) + ".yaml");
@@ -110,6 +124,19 @@ class TriggerProcessTest : public db::testing::DbTest {
         auto fires = store::FireRepository(db()).List({.job_id = job_id, .limit = 1000});
         EXPECT_TRUE(fires.ok()) << fires.status().ToString();
         return fires.ok() ? *fires : std::vector<model::Fire>{};
+    }
+
+    // Waits up to 15 s until the job's one fire has ended; returns it (nullopt, a failure, if not).
+    std::optional<model::Fire> OnlyFireEnded(std::int64_t job_id) {
+        const bool ended = WaitFor(
+            [&] {
+                auto all = Fires(job_id);
+                return all.size() == 1 && model::IsFinal(all[0].status);
+            },
+            15s);
+        EXPECT_TRUE(ended) << trigger_->stderr_text();
+        if (!ended) return std::nullopt;
+        return Fires(job_id).front();
     }
 
     std::filesystem::path dir_;
@@ -215,24 +242,12 @@ TEST_P(TriggerProcessTest, AnAppScopedExecutorTokenOpensOnlyItsAppsOnTheExecutor
 TEST_P(TriggerProcessTest, TheRemovedExecutorTokenKeyIsRefusedAtStart) {
     // Nodes no longer send executors a token (they sign their calls): a config that still sets
     // one is refused with a pointer to what replaced it, not silently ignored.
-    const auto config = dir_ / "old.yaml";
-    std::ofstream(config) << "token: \"t0ken\"\nslave:\n  executor-token: \"ex3cutor\"\n";
-    ChildProcess old({SCHED_TRIGGER_BIN, "--config", config.string()}, dir_.string());
-    const auto code = old.WaitForExit(20s);
-    ASSERT_TRUE(code);
-    EXPECT_EQ(*code, 2) << old.stderr_text();
-    EXPECT_NE(old.stderr_text().find("slave.executor-token"), std::string::npos) << old.stderr_text();
-    EXPECT_NE(old.stderr_text().find("signing key"), std::string::npos) << old.stderr_text();
+    ExpectRefusedAtStart("token: \"t0ken\"\nslave:\n  executor-token: \"ex3cutor\"\n",
+                         {"slave.executor-token", "signing key"});
 }
 
 TEST_P(TriggerProcessTest, AMalformedAdvertisedAddressIsRefusedAtStart) {
-    const auto config = dir_ / "bad.yaml";
-    std::ofstream(config) << "token: \"t0ken\"\nadvertised-address: \"nowhere\"\n";
-    ChildProcess bad({SCHED_TRIGGER_BIN, "--config", config.string()}, dir_.string());
-    const auto code = bad.WaitForExit(20s);
-    ASSERT_TRUE(code);
-    EXPECT_EQ(*code, 2) << bad.stderr_text();
-    EXPECT_NE(bad.stderr_text().find("advertised-address"), std::string::npos) << bad.stderr_text();
+    ExpectRefusedAtStart("token: \"t0ken\"\nadvertised-address: \"nowhere\"\n", {"advertised-address"});
 }
 
 TEST_P(TriggerProcessTest, FixedRateAndFixedDelayKeepTheirCadence) {
@@ -651,17 +666,11 @@ TEST_P(TriggerProcessTest, AFireWithNoLiveExecutorFailsWithItsReasonAndTheNodeLi
     j.next_fire_time = at;
     auto job = store::JobRepository(db()).Create(j);
     ASSERT_TRUE(job.ok());
-    ASSERT_TRUE(WaitFor(
-        [&] {
-            auto all = Fires(job->id);
-            return all.size() == 1 && model::IsFinal(all[0].status);
-        },
-        15s))
-        << trigger_->stderr_text();
-    const auto fire = Fires(job->id).front();
-    EXPECT_EQ(fire.status, model::FireStatus::kFailed);
-    EXPECT_NE(fire.result_message.value_or("").find("no live executor of app nobody-serves-this"), std::string::npos)
-        << fire.result_message.value_or("");
+    const auto fire = OnlyFireEnded(job->id);
+    ASSERT_TRUE(fire);
+    EXPECT_EQ(fire->status, model::FireStatus::kFailed);
+    EXPECT_NE(fire->result_message.value_or("").find("no live executor of app nobody-serves-this"), std::string::npos)
+        << fire->result_message.value_or("");
     // The failure path once crashed the node (a g++ 12 coroutine temporary): it must live on.
     EXPECT_FALSE(trigger_->WaitForExit(500ms)) << trigger_->stderr_text();
 }
@@ -681,19 +690,13 @@ TEST_P(TriggerProcessTest, TimeoutKillsTheRunAndMarksTheFire) {
     slow.timeout_ms = 700;
     auto job = store::JobRepository(db()).Create(slow);
     ASSERT_TRUE(job.ok());
-    ASSERT_TRUE(WaitFor(
-        [&] {
-            auto all = Fires(job->id);
-            return all.size() == 1 && model::IsFinal(all[0].status);
-        },
-        15s))
-        << trigger_->stderr_text();
-    const auto fire = Fires(job->id).front();
+    const auto fire = OnlyFireEnded(job->id);
+    ASSERT_TRUE(fire);
     // The slave's timeout and the SDK's own deadline race; either way the run ends as timeout,
     // long before the handler's 10 s.
-    EXPECT_EQ(fire.status, model::FireStatus::kTimeout) << fire.result_message.value_or("");
-    ASSERT_TRUE(fire.finished_at && fire.dispatched_at);
-    EXPECT_LT(*fire.finished_at - *fire.dispatched_at, 5000);
+    EXPECT_EQ(fire->status, model::FireStatus::kTimeout) << fire->result_message.value_or("");
+    ASSERT_TRUE(fire->finished_at && fire->dispatched_at);
+    EXPECT_LT(*fire->finished_at - *fire->dispatched_at, 5000);
 }
 
 TEST_P(TriggerProcessTest, RoutingAcrossThreeInstances) {

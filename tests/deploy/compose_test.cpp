@@ -383,40 +383,40 @@ std::pair<int, std::string> CheckConfig(const std::string& app, const fs::path& 
     const std::map<std::string, std::string> bins = {{"scheduler-trigger", SCHED_TRIGGER_BIN},
                                                      {"scheduler-web", SCHED_WEB_BIN},
                                                      {"scheduler-standalone", SCHED_STANDALONE_BIN}};
-    testing::ChildProcess p({bins.at(app), "--check-config", "--config", config.string()}, "", env);
-    auto code = p.WaitForExit(10s);
-    if (!code) {
-        p.Signal(SIGKILL);
-        return {-1, "did not exit within 10 s"};
+    std::string out;
+    const int code = testing::RunCommand({bins.at(app), "--check-config", "--config", config.string()}, &out, env);
+    return {code, out};
+}
+
+// Each of `services` has its config accepted by its app: `--check-config` for the nodes; the
+// demo client has none, so its file is read exactly as its main() does (with TLS on when `tls`).
+void ExpectEveryConfigAccepted(const std::vector<AppService>& services, bool tls) {
+    // The check must depend on these variables, not on whatever the test runner has set.
+    for (const char* name : {"SCHED_TOKEN", "SCHED_DB_PASSWORD", "SCHED_EXECUTOR_TOKEN"}) unsetenv(name);
+    for (const auto& a : services) {
+        SCOPED_TRACE(a.name);
+        if (a.app != "demo-client") {
+            auto [code, out] = CheckConfig(a.app, a.config_host, kSecretsEnv);
+            EXPECT_EQ(code, 0) << out;
+            EXPECT_EQ(out, "config ok\n");
+            continue;
+        }
+        setenv("SCHED_TOKEN", "compose-test-token", 1);
+        EXPECT_NO_THROW({
+            const auto root = ConfigNode::LoadFile(a.config_host);
+            (void)LogConfig::FromYaml(root.Child("log"));
+            const auto options = client::ExecutorOptions::FromYaml(root.Child("executor"));
+            EXPECT_EQ(options.http.tls.enabled(), tls);
+            root.RejectUnknownKeys();
+        });
+        unsetenv("SCHED_TOKEN");
     }
-    return {*code, p.stdout_text() + p.stderr_text()};
 }
 
 TEST_F(Compose, EveryConfigIsAcceptedByItsApp) {
-    // The check must depend on these variables, not on whatever the test runner has set.
-    for (const char* name : {"SCHED_TOKEN", "SCHED_DB_PASSWORD", "SCHED_EXECUTOR_TOKEN"}) unsetenv(name);
-    int checked = 0;
-    for (const auto& a : Resolved()) {
-        SCOPED_TRACE(a.name);
-        if (a.app == "demo-client") {
-            // demo-client has no --check-config: read the file exactly as its main() does.
-            setenv("SCHED_TOKEN", "compose-test-token", 1);
-            EXPECT_NO_THROW({
-                const auto root = ConfigNode::LoadFile(a.config_host);
-                (void)LogConfig::FromYaml(root.Child("log"));
-                (void)client::ExecutorOptions::FromYaml(root.Child("executor"));
-                root.RejectUnknownKeys();
-            });
-            unsetenv("SCHED_TOKEN");
-            ++checked;
-            continue;
-        }
-        auto [code, out] = CheckConfig(a.app, a.config_host, kSecretsEnv);
-        EXPECT_EQ(code, 0) << out;
-        EXPECT_EQ(out, "config ok\n");
-        ++checked;
-    }
-    EXPECT_EQ(checked, static_cast<int>(apps_.size()));
+    const auto services = Resolved();
+    ASSERT_EQ(services.size(), apps_.size());
+    ExpectEveryConfigAccepted(services, false);
 }
 
 TEST_F(Compose, CheckConfigRejectsWhatTheAppWouldReject) {
@@ -581,28 +581,9 @@ TEST_F(ComposeTls, ConfigsDifferFromThePlainOnesOnlyInTls) {
 }
 
 TEST_F(ComposeTls, EveryConfigIsAcceptedByItsApp) {
-    for (const char* name : {"SCHED_TOKEN", "SCHED_DB_PASSWORD", "SCHED_EXECUTOR_TOKEN"}) unsetenv(name);
-    int checked = 0;
-    for (const auto& a : ResolvedTls()) {
-        SCOPED_TRACE(a.name);
-        if (a.app == "demo-client") {
-            setenv("SCHED_TOKEN", "compose-test-token", 1);
-            EXPECT_NO_THROW({
-                const auto root = ConfigNode::LoadFile(a.config_host);
-                (void)LogConfig::FromYaml(root.Child("log"));
-                const auto options = client::ExecutorOptions::FromYaml(root.Child("executor"));
-                EXPECT_TRUE(options.http.tls.enabled());
-                root.RejectUnknownKeys();
-            });
-            unsetenv("SCHED_TOKEN");
-        } else {
-            auto [code, out] = CheckConfig(a.app, a.config_host, kSecretsEnv);
-            EXPECT_EQ(code, 0) << out;
-            EXPECT_EQ(out, "config ok\n");
-        }
-        ++checked;
-    }
-    EXPECT_EQ(checked, static_cast<int>(apps_.size()));
+    const auto services = ResolvedTls();
+    ASSERT_EQ(services.size(), apps_.size());
+    ExpectEveryConfigAccepted(services, true);
 }
 
 // The command the override's header gives makes every file the configs name, and each service's

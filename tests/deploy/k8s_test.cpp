@@ -382,16 +382,12 @@ TEST_F(K8s, PodsRunAsNonRootWithAReadOnlyRootAndNoCapabilities) {
 std::pair<int, std::string> CheckConfig(const std::string& app, const std::string& config_text) {
     const fs::path file = fs::temp_directory_path() / ("k8s-test-" + std::to_string(getpid()) + ".yaml");
     std::ofstream(file) << config_text;
-    testing::ChildProcess p({AppBinaries().at(app), "--check-config", "--config", file.string()}, "",
-                            {"SCHED_TOKEN=k8s-test-token", "SCHED_DB_PASSWORD=k8s-test-password",
-                             "SCHED_ADVERTISED_ADDRESS=10.1.2.3:7071"});
-    auto code = p.WaitForExit(10s);
+    std::string out;
+    const int code = testing::RunCommand({AppBinaries().at(app), "--check-config", "--config", file.string()}, &out,
+                                         {"SCHED_TOKEN=k8s-test-token", "SCHED_DB_PASSWORD=k8s-test-password",
+                                          "SCHED_ADVERTISED_ADDRESS=10.1.2.3:7071"});
     fs::remove(file);
-    if (!code) {
-        p.Signal(SIGKILL);
-        return {-1, "did not exit within 10 s"};
-    }
-    return {*code, p.stdout_text() + p.stderr_text()};
+    return {code, out};
 }
 
 TEST_F(K8s, EveryMountedConfigIsAcceptedByItsApp) {

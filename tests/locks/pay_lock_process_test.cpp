@@ -17,6 +17,8 @@
 #include "sched/common/node_id.hpp"
 #include "sched/common/testing/child_process.hpp"
 #include "sched/http/testing/test_server.hpp"
+
+#include "../support/process_calls.hpp"
 #include "sched/http/url.hpp"
 #include "sched/protocol/request_signature.hpp"
 
@@ -108,30 +110,14 @@ class PayLockProcess : public ::testing::Test {
     }
 
     void TearDown() override {
-        for (auto& c : clients_) {
-            c->Signal(SIGTERM);
-            (void)c->WaitForExit(10s);
-        }
-        clients_.clear();  // SIGKILL by PID if one did not stop
-        if (standalone_) {
-            standalone_->Signal(SIGTERM);
-            (void)standalone_->WaitForExit(10s);
-            standalone_.reset();
-        }
+        for (auto& c : clients_) testing::StopChild(c);
+        clients_.clear();
+        testing::StopChild(standalone_);
         std::filesystem::remove_all(dir_);
     }
 
-    std::string Write(const std::string& name, const std::string& text) {
-        const auto path = dir_ / name;
-        std::ofstream(path) << text;
-        return path.string();
-    }
-    static http::CallOptions Call() {
-        http::CallOptions call;
-        call.bearer_token = kToken;
-        call.timeout = 10s;
-        return call;
-    }
+    std::string Write(const std::string& name, const std::string& text) { return testing::WriteFile(dir_, name, text); }
+    static http::CallOptions Call() { return testing::AsBearer(kToken); }
 
     // Posts `pay` for orders [first, first + count) to both instances at once, each instance
     // from its own thread in the same order, so that both work on an order at the same moment.

@@ -156,12 +156,17 @@ def main():
                 "    admin: [sched-admins]",
                 "    operator: [sched-ops]"]
         db_url = "sqlite://%s/data/s.db" % work
-        with open(config, "w") as f:
-            f.write("\n".join([
-                'token: "%s"' % cluster_token,
-                "http:", '  listen: "127.0.0.1:%d"' % port,
-                "database:", '  url: "%s"' % db_url,
-                "log:", "  level: info"] + oidc_section + [""]))
+
+        def write_config(path, listen_port):
+            """A node's config: this cluster token, database and sign-in, listening on listen_port."""
+            with open(path, "w") as f:
+                f.write("\n".join([
+                    'token: "%s"' % cluster_token,
+                    "http:", '  listen: "127.0.0.1:%d"' % listen_port,
+                    "database:", '  url: "%s"' % db_url,
+                    "log:", "  level: info"] + oidc_section + [""]))
+
+        write_config(config, port)
         os.makedirs(os.path.join(work, "data"))
 
         def start_standalone():
@@ -247,12 +252,7 @@ def main():
         web_port = free_port()
         web_base = "http://127.0.0.1:%d" % web_port
         web_config = os.path.join(work, "web.yaml")
-        with open(web_config, "w") as f:
-            f.write("\n".join([
-                'token: "%s"' % cluster_token,
-                "http:", '  listen: "127.0.0.1:%d"' % web_port,
-                "database:", '  url: "%s"' % db_url,
-                "log:", "  level: info"] + oidc_section + [""]))
+        write_config(web_config, web_port)
         web = Child([web_bin, "--config", web_config], env, work)
         children.append(web)
         assert web.wait_line("listening on http://127.0.0.1:", 30), "scheduler-web did not start:\n" + web.output()

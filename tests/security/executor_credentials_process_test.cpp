@@ -20,6 +20,8 @@
 #include "sched/common/testing/child_process.hpp"
 #include "sched/http/testing/test_server.hpp"
 
+#include "../support/process_calls.hpp"
+
 namespace sched {
 namespace {
 
@@ -98,38 +100,16 @@ class ExecutorCredentials : public ::testing::Test {
         url_ = "http://127.0.0.1:" + std::to_string(port_);
     }
     void TearDown() override {
-        if (client_) {
-            client_->Signal(SIGTERM);
-            (void)client_->WaitForExit(10s);
-            client_.reset();
-        }
-        if (standalone_) {
-            standalone_->Signal(SIGTERM);
-            (void)standalone_->WaitForExit(10s);
-            standalone_.reset();
-        }
+        testing::StopChild(client_);
+        testing::StopChild(standalone_);
         std::filesystem::remove_all(dir_);
     }
 
-    std::string Write(const std::string& name, const std::string& text) {
-        const auto path = dir_ / name;
-        std::ofstream(path) << text;
-        return path.string();
-    }
-    static http::CallOptions As(const std::string& token) {
-        http::CallOptions call;
-        call.bearer_token = token;
-        call.timeout = 10s;
-        return call;
-    }
+    std::string Write(const std::string& name, const std::string& text) { return testing::WriteFile(dir_, name, text); }
+    static http::CallOptions As(const std::string& token) { return testing::AsBearer(token); }
     Result<http::ClientResponse> Api(http::Method method, const std::string& path, const nlohmann::json& body = nullptr,
                                      const std::string& token = kClusterToken) {
-        http::ClientRequest request{.method = method, .url = url_ + path};
-        if (!body.is_null()) {
-            request.body = body.dump();
-            request.headers.Set("Content-Type", "application/json");
-        }
-        return http_.Send(std::move(request), As(token));
+        return http_.Send(testing::JsonRequest(method, url_ + path, body), As(token));
     }
     nlohmann::json Json(const Result<http::ClientResponse>& r) {
         if (!r.ok()) return {{"transport", r.status().ToString()}};

@@ -18,6 +18,8 @@
 #include "sched/common/testing/child_process.hpp"
 #include "sched/http/testing/test_server.hpp"
 
+#include "../support/process_calls.hpp"
+
 namespace sched {
 namespace {
 
@@ -85,13 +87,8 @@ class LateSuccess : public ::testing::Test {
         StartNode();
     }
     void TearDown() override {
-        for (auto* p : {client_.get(), node_.get()}) {
-            if (p == nullptr) continue;
-            p->Signal(SIGTERM);
-            (void)p->WaitForExit(10s);
-        }
-        client_.reset();
-        node_.reset();
+        testing::StopChild(client_);
+        testing::StopChild(node_);
         std::filesystem::remove_all(dir_);
     }
 
@@ -100,22 +97,10 @@ class LateSuccess : public ::testing::Test {
                                                dir_.string());
         ASSERT_TRUE(node_->WaitForStdoutLine("listening on " + url_, 30s)) << node_->stderr_text();
     }
-    std::string Write(const std::string& name, const std::string& text) {
-        const auto path = dir_ / name;
-        std::ofstream(path) << text;
-        return path.string();
-    }
+    std::string Write(const std::string& name, const std::string& text) { return testing::WriteFile(dir_, name, text); }
     nlohmann::json Api(http::Method method, const std::string& path, const nlohmann::json& body = nullptr,
                        const std::string& token = kClusterToken, int* status = nullptr) {
-        http::ClientRequest request{.method = method, .url = url_ + path};
-        if (!body.is_null()) {
-            request.body = body.dump();
-            request.headers.Set("Content-Type", "application/json");
-        }
-        http::CallOptions call;
-        call.bearer_token = token;
-        call.timeout = 10s;
-        auto r = http_.Send(std::move(request), call);
+        auto r = http_.Send(testing::JsonRequest(method, url_ + path, body), testing::AsBearer(token));
         if (status != nullptr) *status = r.ok() ? r->status : -1;
         if (!r.ok()) return {{"transport", r.status().ToString()}};
         auto j = r->Json();

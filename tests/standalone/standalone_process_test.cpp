@@ -55,8 +55,77 @@ class StandaloneProcess : public ::testing::Test {
                            (dir_ / "data/s.db").string() + "\"\nlog:\n  level: info\n");
     }
 
+    // A config whose alerts go out within a round or two of 100 ms to receivers on loopback, on
+    // SQLite at `db_path`; `alert_options` adds scheduler keys (each line "  key: value\n").
+    std::string AlertingConfig(const std::filesystem::path& db_path, const std::string& alert_options) {
+        return WriteConfig("http:\n  listen: \"127.0.0.1:0\"\ndatabase:\n  url: \"sqlite://" + db_path.string() +
+                           "?busy-timeout=10s\"\nscheduler:\n  alert-interval: 100ms\n  alert-settle: 0s\n" +
+                           alert_options + "  alert-addresses:\n    allow: [\"127.0.0.1\"]\nlog:\n  level: info\n");
+    }
+
     std::filesystem::path dir_;
 };
+
+// The node's SQLite file at `db_path`, opened by the test too (`options`: the URL's query);
+// null, a failure recorded, when it cannot be opened.
+std::shared_ptr<db::Database> OpenNodeDb(const std::filesystem::path& db_path,
+                                         const std::string& options = "?busy-timeout=10s") {
+    auto url = db::ParseDbUrl("sqlite://" + db_path.string() + options);
+    if (!url.ok()) {
+        ADD_FAILURE() << url.status().ToString();
+        return nullptr;
+    }
+    auto db = db::Database::Open(*url);
+    if (!db.ok()) {
+        ADD_FAILURE() << db.status().ToString();
+        return nullptr;
+    }
+    return *db;
+}
+
+std::int64_t NowMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+// A failed fire of `job_id` at `at_ms`, as an executor's result leaves it.
+void InsertFailedFire(soci::session& s, std::int64_t job_id, std::int64_t at_ms) {
+    s << "INSERT INTO job_fire (job_id, scheduled_time, kind, epoch, status, due_at, created_at, finished_at, "
+         "result_code, result_message) VALUES (:j, :t, 'schedule', 1, 'failed', :t2, :t3, :t4, 1, 'boom')",
+        soci::use(job_id), soci::use(at_ms), soci::use(at_ms), soci::use(at_ms), soci::use(at_ms);
+}
+
+struct AlertedJob {
+    std::int64_t job_id = 0;
+    std::int64_t rule_id = 0;
+};
+
+// A manual job `name` and the alert rule `rule` on its failures, to http://127.0.0.1:hook_port/hook
+// signed with `secret`, created over the API of the node on `port`; zero ids (a failure
+// recorded) when either is refused.
+AlertedJob CreateAlertedJob(unsigned short port, const std::string& token, const std::string& name,
+                            const std::string& rule, unsigned short hook_port, const std::string& secret) {
+    AlertedJob out;
+    const nlohmann::json job_body = {{"name", name}, {"app", "demo"}, {"handler", "echo"}, {"schedule_type", "manual"}};
+    auto job = testing::HttpCall(port, "POST", "/api/v1/jobs", job_body.dump(), token);
+    if (job.first != 201) {
+        ADD_FAILURE() << "job " << name << ": " << job.first << " " << job.second;
+        return out;
+    }
+    out.job_id = nlohmann::json::parse(job.second)["id"].get<std::int64_t>();
+    const nlohmann::json rule_body = {{"name", rule},
+                                      {"job_id", out.job_id},
+                                      {"events", {"failed"}},
+                                      {"url", "http://127.0.0.1:" + std::to_string(hook_port) + "/hook"},
+                                      {"secret", secret}};
+    auto created = testing::HttpCall(port, "POST", "/api/v1/alert-rules", rule_body.dump(), token);
+    if (created.first != 201) {
+        ADD_FAILURE() << "rule " << rule << ": " << created.first << " " << created.second;
+        return out;
+    }
+    out.rule_id = nlohmann::json::parse(created.second)["id"].get<std::int64_t>();
+    return out;
+}
 
 TEST_F(StandaloneProcess, ServesHealthReadinessAndMetricsThenStopsOnSigterm) {
     ChildProcess p({SCHED_STANDALONE_BIN, "--config", DefaultConfig()}, dir_.string());
@@ -269,11 +338,9 @@ TEST_F(StandaloneProcess, ReadyzIsNotReadyWhileNoNodeLeadsAndReadyOnceOneDoes) {
         << ready.second;
     EXPECT_EQ(ready.second, "ready\n");
 
-    auto url = db::ParseDbUrl("sqlite://" + db_path.string());
-    ASSERT_TRUE(url.ok());
-    auto db = db::Database::Open(*url);
-    ASSERT_TRUE(db.ok()) << db.status().ToString();
-    auto session = (*db)->Acquire();
+    const auto db = OpenNodeDb(db_path, "");
+    ASSERT_TRUE(db);
+    auto session = db->Acquire();
     ASSERT_TRUE(session.ok());
     **session << "BEGIN IMMEDIATE";  // holds the write lock: nobody can renew or take the lease
     const auto locked_at = std::chrono::steady_clock::now();
@@ -360,14 +427,10 @@ TEST_F(StandaloneProcess, TheMasterPurgesEndedFiresPastTheirRetentionInBatches) 
     ChildProcess p({SCHED_STANDALONE_BIN, "--config", config}, dir_.string());
     ASSERT_TRUE(p.WaitForStdoutLine("listening on http://127.0.0.1:", 20s)) << p.stderr_text();
 
-    auto url = db::ParseDbUrl("sqlite://" + db_path.string() + "?busy-timeout=10s");
-    ASSERT_TRUE(url.ok());
-    auto db = db::Database::Open(*url);
-    ASSERT_TRUE(db.ok()) << db.status().ToString();
-    const auto now_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-            .count();
-    const auto inserted = (*db)->InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+    const auto db = OpenNodeDb(db_path);
+    ASSERT_TRUE(db);
+    const auto now_ms = NowMs();
+    const auto inserted = db->InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
         std::int64_t t = now_ms - 60000;
         const std::int64_t recent = now_ms;
         soci::statement st = (s.prepare << "INSERT INTO job_fire (job_id, scheduled_time, kind, epoch, status, due_at, "
@@ -385,7 +448,7 @@ TEST_F(StandaloneProcess, TheMasterPurgesEndedFiresPastTheirRetentionInBatches) 
     ASSERT_TRUE(inserted.ok()) << inserted.ToString();
     const auto count = [&] {
         std::int64_t n = -1;
-        (void)(*db)->Run([&](soci::session& s) { s << "SELECT COUNT(*) FROM job_fire", soci::into(n); });
+        (void)db->Run([&](soci::session& s) { s << "SELECT COUNT(*) FROM job_fire", soci::into(n); });
         return n;
     };
     std::int64_t left = count();
@@ -490,43 +553,25 @@ TEST_F(StandaloneProcess, AFailedFireDeliversASignedWebhookRetriedUntilTheReceiv
     const std::string token = "alerts-test-token-0123456789abcd";
     const std::string secret = "webhook-secret-0123456789";
     const auto db_path = dir_ / "data/s.db";
-    const auto config =
-        WriteConfig("http:\n  listen: \"127.0.0.1:0\"\ndatabase:\n  url: \"sqlite://" + db_path.string() +
-                    "?busy-timeout=10s\"\nscheduler:\n  alert-interval: 100ms\n  alert-settle: 0s\n"
-                    "  alert-backoff: 200ms\n  alert-backoff-max: 400ms\n  alert-timeout: 1s\n"
-                    "  cluster-url: \"http://sched.example\"\n"
-                    "  alert-addresses:\n    allow: [\"127.0.0.1\"]\n"  // the receiver is on loopback
-                    "log:\n  level: info\n");
+    const auto config = AlertingConfig(db_path,
+                                       "  alert-backoff: 200ms\n  alert-backoff-max: 400ms\n  alert-timeout: 1s\n"
+                                       "  cluster-url: \"http://sched.example\"\n");
     ChildProcess p({SCHED_STANDALONE_BIN, "--config", config}, dir_.string(), {"SCHED_TOKEN=" + token});
     const auto port = ListeningPort(p, 20s);
     ASSERT_NE(port, 0) << p.stderr_text();
 
-    auto job = testing::HttpCall(port, "POST", "/api/v1/jobs",
-                                 R"({"name":"nightly","app":"demo","handler":"echo","schedule_type":"manual"})", token);
-    ASSERT_EQ(job.first, 201) << job.second;
-    const auto job_id = nlohmann::json::parse(job.second)["id"].get<std::int64_t>();
     const unsigned short hook_port = FreeLoopbackPort();  // nobody listens there yet
-    const nlohmann::json rule_body = {{"name", "pager"},
-                                      {"job_id", job_id},
-                                      {"events", {"failed"}},
-                                      {"url", "http://127.0.0.1:" + std::to_string(hook_port) + "/hook"},
-                                      {"secret", secret}};
-    auto rule = testing::HttpCall(port, "POST", "/api/v1/alert-rules", rule_body.dump(), token);
-    ASSERT_EQ(rule.first, 201) << rule.second;
+    const auto alerted = CreateAlertedJob(port, token, "nightly", "pager", hook_port, secret);
+    ASSERT_NE(alerted.rule_id, 0);
+    const auto job_id = alerted.job_id;
 
     // The job's run failed (as an executor's result leaves it).
-    auto url = db::ParseDbUrl("sqlite://" + db_path.string() + "?busy-timeout=10s");
-    ASSERT_TRUE(url.ok());
-    auto db = db::Database::Open(*url);
-    ASSERT_TRUE(db.ok()) << db.status().ToString();
-    const std::int64_t now_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-            .count();
+    const auto db = OpenNodeDb(db_path);
+    ASSERT_TRUE(db);
+    const std::int64_t now_ms = NowMs();
     std::int64_t fire_id = 0;
-    const auto inserted = (*db)->Run([&](soci::session& s) {
-        s << "INSERT INTO job_fire (job_id, scheduled_time, kind, epoch, status, due_at, created_at, finished_at, "
-             "result_code, result_message) VALUES (:j, :t, 'schedule', 1, 'failed', :t2, :t3, :t4, 1, 'boom')",
-            soci::use(job_id), soci::use(now_ms), soci::use(now_ms), soci::use(now_ms), soci::use(now_ms);
+    const auto inserted = db->Run([&](soci::session& s) {
+        InsertFailedFire(s, job_id, now_ms);
         long long id = 0;
         s.get_last_insert_id("job_fire", id);
         fire_id = id;
@@ -622,12 +667,9 @@ TEST_F(StandaloneProcess, ASilentWebhookReceiverDelaysOnlyItsOwnDeliveries) {
     const std::string token = "alerts-test-token-0123456789abcd";
     const auto db_path = dir_ / "data/s.db";
     const auto config =
-        WriteConfig("http:\n  listen: \"127.0.0.1:0\"\ndatabase:\n  url: \"sqlite://" + db_path.string() +
-                    "?busy-timeout=10s\"\nscheduler:\n  alert-interval: 100ms\n  alert-settle: 0s\n"
-                    "  alert-backoff: 100ms\n  alert-backoff-max: 200ms\n  alert-timeout: 1s\n"
-                    "  alert-first-byte-timeout: 500ms\n  alert-max-attempts: 2\n  alert-receiver-concurrency: 2\n"
-                    "  alert-addresses:\n    allow: [\"127.0.0.1\"]\n"  // both receivers are on loopback
-                    "log:\n  level: info\n");
+        AlertingConfig(db_path,
+                       "  alert-backoff: 100ms\n  alert-backoff-max: 200ms\n  alert-timeout: 1s\n"
+                       "  alert-first-byte-timeout: 500ms\n  alert-max-attempts: 2\n  alert-receiver-concurrency: 2\n");
     ChildProcess p({SCHED_STANDALONE_BIN, "--config", config}, dir_.string(), {"SCHED_TOKEN=" + token});
     const auto port = ListeningPort(p, 20s);
     ASSERT_NE(port, 0) << p.stderr_text();
@@ -639,38 +681,20 @@ TEST_F(StandaloneProcess, ASilentWebhookReceiverDelaysOnlyItsOwnDeliveries) {
     std::map<std::string, std::int64_t> rule_ids;
     for (const auto& [name, hook_port] : {std::pair<std::string, unsigned short>{"slow", silent.port()},
                                           std::pair<std::string, unsigned short>{"fast", healthy_port}}) {
-        const nlohmann::json job_body = {
-            {"name", name}, {"app", "demo"}, {"handler", "echo"}, {"schedule_type", "manual"}};
-        auto job = testing::HttpCall(port, "POST", "/api/v1/jobs", job_body.dump(), token);
-        ASSERT_EQ(job.first, 201) << job.second;
-        job_ids[name] = nlohmann::json::parse(job.second)["id"].get<std::int64_t>();
-        const nlohmann::json rule_body = {{"name", name + "-pager"},
-                                          {"job_id", job_ids[name]},
-                                          {"events", {"failed"}},
-                                          {"url", "http://127.0.0.1:" + std::to_string(hook_port) + "/hook"},
-                                          {"secret", "webhook-secret-0123456789"}};
-        auto rule = testing::HttpCall(port, "POST", "/api/v1/alert-rules", rule_body.dump(), token);
-        ASSERT_EQ(rule.first, 201) << rule.second;
-        rule_ids[name] = nlohmann::json::parse(rule.second)["id"].get<std::int64_t>();
+        const auto alerted =
+            CreateAlertedJob(port, token, name, name + "-pager", hook_port, "webhook-secret-0123456789");
+        ASSERT_NE(alerted.rule_id, 0);
+        job_ids[name] = alerted.job_id;
+        rule_ids[name] = alerted.rule_id;
     }
 
     // Twenty failed fires of the slow job, then one of the fast job (as executors' results
     // leave them), in one transaction: one alert round sees them all, the slow ones first.
-    auto url = db::ParseDbUrl("sqlite://" + db_path.string() + "?busy-timeout=10s");
-    ASSERT_TRUE(url.ok());
-    auto db = db::Database::Open(*url);
-    ASSERT_TRUE(db.ok()) << db.status().ToString();
-    const std::int64_t now_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-            .count();
-    const auto inserted = (*db)->InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
-        for (int i = 0; i < 21; ++i) {
-            const std::int64_t job = i < 20 ? job_ids["slow"] : job_ids["fast"];
-            const std::int64_t at = now_ms - 21 + i;
-            s << "INSERT INTO job_fire (job_id, scheduled_time, kind, epoch, status, due_at, created_at, finished_at, "
-                 "result_code, result_message) VALUES (:j, :t, 'schedule', 1, 'failed', :t2, :t3, :t4, 1, 'boom')",
-                soci::use(job), soci::use(at), soci::use(at), soci::use(at), soci::use(at);
-        }
+    const auto db = OpenNodeDb(db_path);
+    ASSERT_TRUE(db);
+    const std::int64_t now_ms = NowMs();
+    const auto inserted = db->InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+        for (int i = 0; i < 21; ++i) InsertFailedFire(s, i < 20 ? job_ids["slow"] : job_ids["fast"], now_ms - 21 + i);
     });
     ASSERT_TRUE(inserted.ok()) << inserted.ToString();
     const auto inserted_at = std::chrono::steady_clock::now();

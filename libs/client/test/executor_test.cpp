@@ -12,6 +12,8 @@
 #include "sched/http/testing/test_server.hpp"
 #include "sched/protocol/registry.hpp"
 
+#include "fast_executor_options.hpp"
+
 namespace sched::client {
 namespace {
 
@@ -76,21 +78,8 @@ class ExecutorTest : public ::testing::Test {
     }
 
     ExecutorOptions Options(std::vector<std::string> endpoints = {}) {
-        ExecutorOptions o;
-        o.app = "test-app";
-        o.web_endpoints = endpoints.empty() ? std::vector<std::string>{web_->Url()} : std::move(endpoints);
-        o.token = kToken;
-        o.heartbeat_interval = 100ms;
-        o.worker_threads = 4;
-        o.capacity = 16;
-        o.spool_dir = spool_dir_;
-        o.callback_flush_interval = 5ms;
-        o.callback_max_backoff = 50ms;
-        o.web_timeout = 2s;
-        o.shutdown_grace = 5s;
-        o.http.listen = "127.0.0.1:0";
-        o.http.access_log = http::AccessLog::kOff;
-        return o;
+        return testing::FastExecutorOptions(
+            endpoints.empty() ? std::vector<std::string>{web_->Url()} : std::move(endpoints), kToken, spool_dir_);
     }
 
     Executor& Start(ExecutorOptions options) {

@@ -16,6 +16,8 @@
 #include "sched/common/node_id.hpp"
 #include "sched/http/testing/test_server.hpp"
 
+#include "fast_executor_options.hpp"
+
 namespace sched::client {
 namespace {
 
@@ -86,21 +88,7 @@ class RunEpochTest : public ::testing::Test {
     }
 
     void Start() {
-        ExecutorOptions o;
-        o.app = "test-app";
-        o.web_endpoints = {web_->Url()};
-        o.token = kToken;
-        o.heartbeat_interval = 100ms;
-        o.worker_threads = 4;
-        o.capacity = 16;
-        o.spool_dir = spool_dir_;
-        o.callback_flush_interval = 5ms;
-        o.callback_max_backoff = 50ms;
-        o.web_timeout = 2s;
-        o.shutdown_grace = 5s;
-        o.http.listen = "127.0.0.1:0";
-        o.http.access_log = http::AccessLog::kOff;
-        executor_ = std::make_unique<Executor>(std::move(o));
+        executor_ = std::make_unique<Executor>(testing::FastExecutorOptions({web_->Url()}, kToken, spool_dir_));
         executor_->Handle("gate", [this](JobContext& ctx) {
             while (!open_.load() && !ctx.cancelled()) ctx.SleepFor(2ms);
             return Status::Ok();

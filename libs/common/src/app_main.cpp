@@ -61,6 +61,13 @@ int ReportConfigOk() {
     return 0;
 }
 
+int StartFailureExitCode(const Status& started) {
+    // A signal during the start (a slow database, say) is a clean stop, not a failure.
+    if (started.code() == Code::kCancelled) return 0;
+    spdlog::error("cannot start: {}", started.ToString());
+    return 1;
+}
+
 StopSignals::StopSignals() {
     sigemptyset(&signals_);
     sigaddset(&signals_, SIGINT);

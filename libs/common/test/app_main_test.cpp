@@ -100,6 +100,12 @@ TEST(ParseAppArgs, VersionPrintsNameAndVersionAndExits0) {
     EXPECT_EQ(run.err, "");
 }
 
+TEST(StartFailureExitCode, ACancelledStartIsACleanStopAnyOtherFailureExits1) {
+    EXPECT_EQ(StartFailureExitCode(Cancelled("stop requested while connecting")), 0);
+    EXPECT_EQ(StartFailureExitCode(Unavailable("database unreachable")), 1);
+    EXPECT_EQ(StartFailureExitCode(InvalidArgument("bad listen address")), 1);
+}
+
 // Signals are process-wide, so these run in a child process (gtest death-test machinery), where
 // blocking SIGTERM cannot disturb the rest of the test binary.
 TEST(StopSignalsDeathTest, WaitReturnsTheSignalSentToTheProcess) {

@@ -38,6 +38,14 @@ ClientOptions Trusting(const std::string& ca_file) {
     return o;
 }
 
+// Trusting(ca_file) that also presents the client certificate `files`.
+ClientOptions Presenting(const std::string& ca_file, const TestPki::Files& files) {
+    ClientOptions o = Trusting(ca_file);
+    o.tls.cert_file = files.cert;
+    o.tls.key_file = files.key;
+    return o;
+}
+
 std::string HttpsUrl(const TestServer& server, const std::string& host = "127.0.0.1") {
     return "https://" + host + ":" + std::to_string(server.port()) + "/hello";
 }
@@ -121,19 +129,11 @@ TEST(Tls, ClientCertificateIsRequiredWhenClientCaIsSet) {
     ASSERT_FALSE(refused.ok());
     EXPECT_NE(FailureOf(refused).find("no client certificate was presented"), std::string::npos) << FailureOf(refused);
 
-    ClientOptions stranger_options = Trusting(pki.ca_file());
-    const auto stranger_files = other.Issue("client", "stranger", {});
-    stranger_options.tls.cert_file = stranger_files.cert;
-    stranger_options.tls.key_file = stranger_files.key;
-    BlockingClient stranger(stranger_options);
+    BlockingClient stranger(Presenting(pki.ca_file(), other.Issue("client", "stranger", {})));
     auto also_refused = stranger.Get(HttpsUrl(server));
     EXPECT_FALSE(also_refused.ok() && also_refused->status == 200) << FailureOf(also_refused);
 
-    ClientOptions member_options = Trusting(pki.ca_file());
-    const auto member_files = pki.Issue("client", "cluster", {});
-    member_options.tls.cert_file = member_files.cert;
-    member_options.tls.key_file = member_files.key;
-    BlockingClient member(member_options);
+    BlockingClient member(Presenting(pki.ca_file(), pki.Issue("client", "cluster", {})));
     auto r = member.Get(HttpsUrl(server));
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_EQ(r->status, 200);

@@ -174,15 +174,9 @@ int main(int argc, char** argv) {
         }
         const auto seconds = std::chrono::seconds(flags.count("seconds") ? std::stoi(flags["seconds"]) : 5);
         if (flags.count("redis") != 0) {
-            std::vector<sched::lock::RedisServerAddress> servers;
-            const std::string list = flags["redis"];
-            for (std::size_t start = 0; start <= list.size();) {
-                const std::size_t comma = std::min(list.find(',', start), list.size());
-                auto address = sched::lock::RedisServerAddress::Parse(list.substr(start, comma - start));
-                if (!address.ok()) throw std::runtime_error(address.status().ToString());
-                servers.push_back(*address);
-                start = comma + 1;
-            }
+            auto parsed = sched::lock::RedisServerAddress::ParseList(flags["redis"]);
+            if (!parsed.ok()) throw std::runtime_error(parsed.status().ToString());
+            const auto servers = *parsed;
             const StoreFactory make_store = [&]() -> std::shared_ptr<sched::lock::KeyLockStore> {
                 if (servers.size() == 1) return std::make_shared<sched::lock::RedisLockStore>(servers.front());
                 return std::make_shared<sched::lock::RedlockStore>(servers);

@@ -330,36 +330,51 @@ Result<RedisServerAddress> RedisServerAddress::Parse(std::string_view text) {
     return RedisServerAddress{host, port};
 }
 
+Result<std::vector<RedisServerAddress>> RedisServerAddress::ParseList(std::string_view text) {
+    std::vector<RedisServerAddress> out;
+    for (std::size_t start = 0; start <= text.size();) {
+        const std::size_t comma = std::min(text.find(',', start), text.size());
+        auto address = Parse(text.substr(start, comma - start));
+        if (!address.ok()) return address.status();
+        out.push_back(*address);
+        start = comma + 1;
+    }
+    return out;
+}
+
 std::string RedisServerAddress::ToString() const {
     if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
     return host + ":" + std::to_string(port);
 }
 
-RedisLockStore::RedisLockStore(RedisServerAddress server, const RedisOptions& options)
-    : quorum_(std::make_unique<impl::RedisQuorum>(std::vector<RedisServerAddress>{std::move(server)}, options, true)) {}
+RedisQuorumStore::RedisQuorumStore(std::unique_ptr<impl::RedisQuorum> quorum) : quorum_(std::move(quorum)) {}
 
-RedisLockStore::~RedisLockStore() = default;
+RedisQuorumStore::~RedisQuorumStore() = default;
 
-Result<std::optional<Holding>> RedisLockStore::AcquireLock(std::string_view name, std::string_view owner, Micros lease,
-                                                           std::optional<LockRow>* seen) {
+Result<std::optional<Holding>> RedisQuorumStore::AcquireLock(std::string_view name, std::string_view owner,
+                                                             Micros lease, std::optional<LockRow>* seen) {
     return quorum_->Acquire(name, owner, lease, seen);
 }
 
-Result<bool> RedisLockStore::RenewLock(std::string_view name, const Holding& holding, std::string_view owner,
-                                       Micros lease) {
+Result<bool> RedisQuorumStore::RenewLock(std::string_view name, const Holding& holding, std::string_view owner,
+                                         Micros lease) {
     return quorum_->Renew(name, holding, owner, lease);
 }
 
-Result<bool> RedisLockStore::ReleaseLock(std::string_view name, const Holding& holding, std::string_view owner) {
+Result<bool> RedisQuorumStore::ReleaseLock(std::string_view name, const Holding& holding, std::string_view owner) {
     return quorum_->Release(name, holding, owner);
 }
 
-Result<std::optional<LockRow>> RedisLockStore::InspectLock(std::string_view name) {
-    return quorum_->Inspect(name);
+std::uint64_t RedisQuorumStore::commands() const {
+    return quorum_->commands();
 }
 
-std::uint64_t RedisLockStore::commands() const {
-    return quorum_->commands();
+RedisLockStore::RedisLockStore(RedisServerAddress server, const RedisOptions& options)
+    : RedisQuorumStore(
+          std::make_unique<impl::RedisQuorum>(std::vector<RedisServerAddress>{std::move(server)}, options, true)) {}
+
+Result<std::optional<LockRow>> RedisLockStore::InspectLock(std::string_view name) {
+    return quorum_->Inspect(name);
 }
 
 namespace {
@@ -381,23 +396,7 @@ std::vector<RedisServerAddress> CheckRedlockServers(std::vector<RedisServerAddre
 }  // namespace
 
 RedlockStore::RedlockStore(std::vector<RedisServerAddress> servers, const RedisOptions& options)
-    : quorum_(std::make_unique<impl::RedisQuorum>(CheckRedlockServers(std::move(servers)), options, false)) {}
-
-RedlockStore::~RedlockStore() = default;
-
-Result<std::optional<Holding>> RedlockStore::AcquireLock(std::string_view name, std::string_view owner, Micros lease,
-                                                         std::optional<LockRow>* seen) {
-    return quorum_->Acquire(name, owner, lease, seen);
-}
-
-Result<bool> RedlockStore::RenewLock(std::string_view name, const Holding& holding, std::string_view owner,
-                                     Micros lease) {
-    return quorum_->Renew(name, holding, owner, lease);
-}
-
-Result<bool> RedlockStore::ReleaseLock(std::string_view name, const Holding& holding, std::string_view owner) {
-    return quorum_->Release(name, holding, owner);
-}
+    : RedisQuorumStore(std::make_unique<impl::RedisQuorum>(CheckRedlockServers(std::move(servers)), options, false)) {}
 
 Micros RedlockStore::DriftAllowance(Micros lease) const {
     return quorum_->DriftAllowance(lease);
@@ -409,10 +408,6 @@ std::size_t RedlockStore::servers() const {
 
 std::size_t RedlockStore::quorum() const {
     return quorum_->quorum();
-}
-
-std::uint64_t RedlockStore::commands() const {
-    return quorum_->commands();
 }
 
 Result<std::optional<LockRow>> RedlockStore::InspectLock(std::string_view name) {

@@ -204,19 +204,12 @@ int RunCounter(const std::map<std::string, std::string>& flags) {
     const bool use_lock = flags.count("no-lock") == 0;
     std::shared_ptr<sched::lock::KeyLockStore> store;
     if (auto redis = flags.find("redis"); redis != flags.end()) {
-        std::vector<sched::lock::RedisServerAddress> servers;
-        std::string list = redis->second;
-        for (std::size_t start = 0; start <= list.size();) {
-            const std::size_t comma = std::min(list.find(',', start), list.size());
-            auto address = sched::lock::RedisServerAddress::Parse(list.substr(start, comma - start));
-            if (!address.ok()) throw std::runtime_error(address.status().ToString());
-            servers.push_back(*address);
-            start = comma + 1;
-        }
-        if (servers.size() == 1) {
-            store = std::make_shared<sched::lock::RedisLockStore>(servers.front());
+        auto servers = sched::lock::RedisServerAddress::ParseList(redis->second);
+        if (!servers.ok()) throw std::runtime_error(servers.status().ToString());
+        if (servers->size() == 1) {
+            store = std::make_shared<sched::lock::RedisLockStore>(servers->front());
         } else {
-            store = std::make_shared<sched::lock::RedlockStore>(servers);
+            store = std::make_shared<sched::lock::RedlockStore>(*servers);
         }
     } else {
         store = std::make_shared<sched::lock::SqlLockStore>(db);

@@ -127,6 +127,17 @@ TEST(RedisServerAddress, ParsesHostPortAndRejectsTheRest) {
     }
 }
 
+TEST(RedisServerAddress, ParsesACommaSeparatedListAndNamesTheBadEntry) {
+    auto three = RedisServerAddress::ParseList("127.0.0.1:7001,[::1]:7002,redis-3:7003");
+    ASSERT_TRUE(three.ok()) << three.status().ToString();
+    ASSERT_EQ(three->size(), 3u);
+    EXPECT_EQ((*three)[1].ToString(), "[::1]:7002");
+    EXPECT_EQ((*three)[2].host, "redis-3");
+    for (const char* bad : {"", "h:1,", ",h:1", "h:1,h:0", "h:1,,h:2"}) {
+        EXPECT_EQ(RedisServerAddress::ParseList(bad).status().code(), Code::kInvalidArgument) << bad;
+    }
+}
+
 // ---- one server under DistributedLock ----
 
 TEST(RedisDistributedLock, StaleUnlockAndExtendNeverTouchTheNextOwner) {

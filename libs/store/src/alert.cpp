@@ -38,18 +38,8 @@ struct RuleRow {
         return r;
     }
     void BindInto(soci::statement& st) {
-        st.exchange(soci::into(r.id));
-        st.exchange(soci::into(r.name));
-        st.exchange(soci::into(job_id.value, job_id.ind));
-        st.exchange(soci::into(events));
-        st.exchange(soci::into(r.consecutive_failures));
-        st.exchange(soci::into(no_success_within.value, no_success_within.ind));
-        st.exchange(soci::into(r.url));
-        st.exchange(soci::into(r.secret));
-        st.exchange(soci::into(enabled));
-        st.exchange(soci::into(r.created_at));
-        st.exchange(soci::into(r.version));
-        st.exchange(soci::into(managed_by.value, managed_by.ind));
+        impl::IntoColumns(st, r.id, r.name, job_id, events, r.consecutive_failures, no_success_within, r.url, r.secret,
+                          enabled, r.created_at, r.version, managed_by);
     }
 };
 constexpr const char* kRuleColumns =
@@ -70,18 +60,8 @@ struct DeliveryRow {
         return d;
     }
     void BindInto(soci::statement& st) {
-        st.exchange(soci::into(d.id));
-        st.exchange(soci::into(d.rule_id));
-        st.exchange(soci::into(d.job_id));
-        st.exchange(soci::into(d.fire_id));
-        st.exchange(soci::into(event));
-        st.exchange(soci::into(d.payload));
-        st.exchange(soci::into(status));
-        st.exchange(soci::into(d.attempts));
-        st.exchange(soci::into(d.next_attempt_at));
-        st.exchange(soci::into(last_error.value, last_error.ind));
-        st.exchange(soci::into(d.created_at));
-        st.exchange(soci::into(delivered_at.value, delivered_at.ind));
+        impl::IntoColumns(st, d.id, d.rule_id, d.job_id, d.fire_id, event, d.payload, status, d.attempts,
+                          d.next_attempt_at, last_error, d.created_at, delivered_at);
     }
 };
 constexpr const char* kDeliveryColumns =
@@ -107,18 +87,8 @@ struct FireRow {
         return f;
     }
     void BindInto(soci::statement& st) {
-        st.exchange(soci::into(f.id));
-        st.exchange(soci::into(f.job_id));
-        st.exchange(soci::into(name.value, name.ind));
-        st.exchange(soci::into(app.value, app.ind));
-        st.exchange(soci::into(f.scheduled_time));
-        st.exchange(soci::into(f.attempt));
-        st.exchange(soci::into(f.status));
-        st.exchange(soci::into(reason.value, reason.ind));
-        st.exchange(soci::into(f.finished_at));
-        st.exchange(soci::into(code.value, code.ind));
-        st.exchange(soci::into(message.value, message.ind));
-        st.exchange(soci::into(pause_after.value, pause_after.ind));
+        impl::IntoColumns(st, f.id, f.job_id, name, app, f.scheduled_time, f.attempt, f.status, reason, f.finished_at,
+                          code, message, pause_after);
     }
 };
 
@@ -384,12 +354,7 @@ std::vector<JobLastSuccess> AlertRepository::LastSuccesses(soci::session& s, std
             return j;
         }
         void BindInto(soci::statement& st) {
-            st.exchange(soci::into(j.job_id));
-            st.exchange(soci::into(j.job_name));
-            st.exchange(soci::into(j.app));
-            st.exchange(soci::into(j.created_at));
-            st.exchange(soci::into(at.value, at.ind));
-            st.exchange(soci::into(fire.value, fire.ind));
+            impl::IntoColumns(st, j.job_id, j.job_name, j.app, j.created_at, at, fire);
         }
     };
     // The jobs are limited first (a derived table) so the aggregate never runs over more than

@@ -15,17 +15,8 @@ struct AuditRow {
     impl::NullableString after;
 
     void BindInto(soci::statement& st) {
-        st.exchange(soci::into(e.id));
-        st.exchange(soci::into(e.at_ms));
-        st.exchange(soci::into(e.actor));
-        st.exchange(soci::into(e.actor_role));
-        st.exchange(soci::into(e.actor_token_id));
-        st.exchange(soci::into(e.action));
-        st.exchange(soci::into(e.target_kind));
-        st.exchange(soci::into(e.target_id));
-        st.exchange(soci::into(e.target_name));
-        st.exchange(soci::into(before.value, before.ind));
-        st.exchange(soci::into(after.value, after.ind));
+        impl::IntoColumns(st, e.id, e.at_ms, e.actor, e.actor_role, e.actor_token_id, e.action, e.target_kind,
+                          e.target_id, e.target_name, before, after);
     }
     AuditEntry Finish() {
         AuditEntry out = e;

@@ -35,21 +35,8 @@ struct BackfillRow {
         return b;
     }
     void BindInto(soci::statement& st) {
-        st.exchange(soci::into(b.id));
-        st.exchange(soci::into(b.job_id));
-        st.exchange(soci::into(b.range_from));
-        st.exchange(soci::into(b.range_to));
-        st.exchange(soci::into(overlap));
-        st.exchange(soci::into(b.max_parallel));
-        st.exchange(soci::into(state));
-        st.exchange(soci::into(b.cursor_ms));
-        st.exchange(soci::into(b.planned));
-        st.exchange(soci::into(b.existing));
-        st.exchange(soci::into(b.created));
-        st.exchange(soci::into(b.created_by));
-        st.exchange(soci::into(b.created_at));
-        st.exchange(soci::into(b.updated_at));
-        st.exchange(soci::into(finished_at.value, finished_at.ind));
+        impl::IntoColumns(st, b.id, b.job_id, b.range_from, b.range_to, overlap, b.max_parallel, state, b.cursor_ms,
+                          b.planned, b.existing, b.created, b.created_by, b.created_at, b.updated_at, finished_at);
     }
 };
 constexpr const char* kSelect =

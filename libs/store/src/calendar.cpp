@@ -37,16 +37,8 @@ struct CalendarRow {
     std::string times;
 
     void BindInto(soci::statement& st) {
-        st.exchange(soci::into(c.id));
-        st.exchange(soci::into(c.name));
-        st.exchange(soci::into(c.description));
-        st.exchange(soci::into(c.time_zone));
-        st.exchange(soci::into(dates));
-        st.exchange(soci::into(weekdays));
-        st.exchange(soci::into(times));
-        st.exchange(soci::into(c.version));
-        st.exchange(soci::into(c.created_at));
-        st.exchange(soci::into(c.updated_at));
+        impl::IntoColumns(st, c.id, c.name, c.description, c.time_zone, dates, weekdays, times, c.version, c.created_at,
+                          c.updated_at);
     }
     CalendarRecord Finish() {
         CalendarRecord out = c;
@@ -178,11 +170,7 @@ Result<std::int64_t> CalendarRepository::Count() {
 std::vector<CalendarVersion> CalendarRepository::ListVersions(soci::session& s) {
     struct Row {
         CalendarVersion v;
-        void BindInto(soci::statement& st) {
-            st.exchange(soci::into(v.id));
-            st.exchange(soci::into(v.name));
-            st.exchange(soci::into(v.version));
-        }
+        void BindInto(soci::statement& st) { impl::IntoColumns(st, v.id, v.name, v.version); }
         CalendarVersion Finish() const { return v; }
     };
     return impl::SelectRows<Row>(s, "SELECT id, name, version FROM calendar ORDER BY id LIMIT 10000",

@@ -14,12 +14,7 @@ constexpr std::size_t kMaxName = 64;
 struct KeyRow {
     ConcurrencyKey k;
     void BindInto(soci::statement& st) {
-        st.exchange(soci::into(k.name));
-        st.exchange(soci::into(k.max_running));
-        st.exchange(soci::into(k.rate_starts));
-        st.exchange(soci::into(k.rate_window_ms));
-        st.exchange(soci::into(k.created_at));
-        st.exchange(soci::into(k.updated_at));
+        impl::IntoColumns(st, k.name, k.max_running, k.rate_starts, k.rate_window_ms, k.created_at, k.updated_at);
     }
     ConcurrencyKey Finish() const { return k; }
 };

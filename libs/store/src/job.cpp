@@ -48,16 +48,8 @@ struct JobRow {
 
     void BindInto(soci::statement& st, impl::IntColumns& ints) {
         ints.Into(st, job.id);
-        st.exchange(soci::into(job.name));
-        st.exchange(soci::into(job.app));
-        st.exchange(soci::into(job.handler));
-        st.exchange(soci::into(job.params));
-        st.exchange(soci::into(schedule_type));
-        st.exchange(soci::into(job.schedule_expr));
-        st.exchange(soci::into(job.time_zone));
-        st.exchange(soci::into(misfire_policy));
-        st.exchange(soci::into(routing));
-        st.exchange(soci::into(block_strategy));
+        impl::IntoColumns(st, job.name, job.app, job.handler, job.params, schedule_type, job.schedule_expr,
+                          job.time_zone, misfire_policy, routing, block_strategy);
         ints.Into(st, job.concurrency_limit);
         ints.Into(st, job.timeout_ms);
         ints.Into(st, job.retry_max);
@@ -84,9 +76,7 @@ struct JobRow {
         ints.Into(st, max_runs);
         ints.Into(st, job.planned_runs);
         ints.Into(st, completed_at);
-        st.exchange(soci::into(job.completed_reason));
-        st.exchange(soci::into(job.concurrency_key));
-        st.exchange(soci::into(managed_by.value, managed_by.ind));
+        impl::IntoColumns(st, job.completed_reason, job.concurrency_key, managed_by);
     }
     Job Finish() {
         // The edge where the stored names become the vocabulary's enums (sched/store/job.hpp).
@@ -403,12 +393,7 @@ std::vector<bool> JobRepository::AdvanceMany(soci::session& s, const std::vector
             std::int64_t version = 0;
             impl::NullableInt64 next;
             impl::NullableInt64 last;
-            void BindInto(soci::statement& st) {
-                st.exchange(soci::into(id));
-                st.exchange(soci::into(version));
-                st.exchange(soci::into(next.value, next.ind));
-                st.exchange(soci::into(last.value, last.ind));
-            }
+            void BindInto(soci::statement& st) { impl::IntoColumns(st, id, version, next, last); }
             Row Finish() const { return *this; }
         };
         impl::BoundValues select_values;

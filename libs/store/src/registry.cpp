@@ -33,13 +33,8 @@ struct ExecutorRow {
         return out;
     }
     void BindInto(soci::statement& st) {
-        st.exchange(soci::into(e.app));
-        st.exchange(soci::into(e.address));
-        st.exchange(soci::into(handlers));
-        st.exchange(soci::into(e.capacity));
-        st.exchange(soci::into(e.running));
-        st.exchange(soci::into(e.last_heartbeat_ms));
-        st.exchange(soci::into(e.registered_at_ms));
+        impl::IntoColumns(st, e.app, e.address, handlers, e.capacity, e.running, e.last_heartbeat_ms,
+                          e.registered_at_ms);
     }
 };
 
@@ -50,12 +45,7 @@ struct NodeRow {
     TriggerNode n;
     TriggerNode Finish() { return n; }
     void BindInto(soci::statement& st) {
-        st.exchange(soci::into(n.node_id));
-        st.exchange(soci::into(n.address));
-        st.exchange(soci::into(n.capacity));
-        st.exchange(soci::into(n.started_at_ms));
-        st.exchange(soci::into(n.last_heartbeat_ms));
-        st.exchange(soci::into(n.state));
+        impl::IntoColumns(st, n.node_id, n.address, n.capacity, n.started_at_ms, n.last_heartbeat_ms, n.state);
     }
 };
 

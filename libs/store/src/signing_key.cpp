@@ -14,12 +14,7 @@ struct KeyRow {
     SigningKey k;
     SigningKey Finish() { return k; }
     void BindInto(soci::statement& st) {
-        st.exchange(soci::into(k.app));
-        st.exchange(soci::into(k.generation));
-        st.exchange(soci::into(k.key_id));
-        st.exchange(soci::into(k.secret));
-        st.exchange(soci::into(k.active_from_ms));
-        st.exchange(soci::into(k.created_at_ms));
+        impl::IntoColumns(st, k.app, k.generation, k.key_id, k.secret, k.active_from_ms, k.created_at_ms);
     }
 };
 

@@ -37,14 +37,7 @@ struct TokenRow {
     impl::NullableString created_by;
 
     void BindInto(soci::statement& st) {
-        st.exchange(soci::into(t.id));
-        st.exchange(soci::into(t.name));
-        st.exchange(soci::into(role));
-        st.exchange(soci::into(t.created_at));
-        st.exchange(soci::into(last_used.value, last_used.ind));
-        st.exchange(soci::into(revoked.value, revoked.ind));
-        st.exchange(soci::into(app_scope.value, app_scope.ind));
-        st.exchange(soci::into(created_by.value, created_by.ind));
+        impl::IntoColumns(st, t.id, t.name, role, t.created_at, last_used, revoked, app_scope, created_by);
     }
     ApiToken Finish() {
         // Stored values come only from this code; an unknown role means a corrupted row.

@@ -22,11 +22,7 @@ struct SessionRow {
     std::string role;
 
     void BindInto(soci::statement& st, impl::IntColumns& ints) {
-        st.exchange(soci::into(w.id_hash));
-        st.exchange(soci::into(w.subject));
-        st.exchange(soci::into(w.issuer));
-        st.exchange(soci::into(w.name));
-        st.exchange(soci::into(role));
+        impl::IntoColumns(st, w.id_hash, w.subject, w.issuer, w.name, role);
         ints.Into(st, w.created_ms);
         ints.Into(st, w.last_seen_ms);
         ints.Into(st, w.expires_ms);

@@ -39,21 +39,9 @@ struct WorkflowRow {
     impl::NullableString managed_by;
 
     void BindInto(soci::statement& st) {
-        st.exchange(soci::into(w.id));
-        st.exchange(soci::into(w.name));
-        st.exchange(soci::into(w.description));
-        st.exchange(soci::into(schedule_type));
-        st.exchange(soci::into(w.schedule_expr));
-        st.exchange(soci::into(w.time_zone));
-        st.exchange(soci::into(misfire_policy));
-        st.exchange(soci::into(w.max_concurrent_runs));
-        st.exchange(soci::into(w.run_timeout_ms));
-        st.exchange(soci::into(paused));
-        st.exchange(soci::into(next_fire.value, next_fire.ind));
-        st.exchange(soci::into(w.version));
-        st.exchange(soci::into(w.created_at));
-        st.exchange(soci::into(w.updated_at));
-        st.exchange(soci::into(managed_by.value, managed_by.ind));
+        impl::IntoColumns(st, w.id, w.name, w.description, schedule_type, w.schedule_expr, w.time_zone, misfire_policy,
+                          w.max_concurrent_runs, w.run_timeout_ms, paused, next_fire, w.version, w.created_at,
+                          w.updated_at, managed_by);
     }
     Workflow Finish() {
         // Unknown stored names read as for a job (sched/store/job.hpp): a workflow that never
@@ -92,11 +80,7 @@ void LoadDefinitionsOf(soci::session& s, std::map<std::int64_t, Workflow*>& by_i
     struct StepRow {
         std::int64_t workflow_id = 0;
         WorkflowStep step;
-        void BindInto(soci::statement& st) {
-            st.exchange(soci::into(workflow_id));
-            st.exchange(soci::into(step.name));
-            st.exchange(soci::into(step.job_id));
-        }
+        void BindInto(soci::statement& st) { impl::IntoColumns(st, workflow_id, step.name, step.job_id); }
         std::pair<std::int64_t, WorkflowStep> Finish() const { return {workflow_id, step}; }
     };
     impl::BoundValues step_ids;
@@ -112,12 +96,7 @@ void LoadDefinitionsOf(soci::session& s, std::map<std::int64_t, Workflow*>& by_i
         std::int64_t workflow_id = 0;
         WorkflowEdge edge;
         std::string condition;
-        void BindInto(soci::statement& st) {
-            st.exchange(soci::into(workflow_id));
-            st.exchange(soci::into(edge.parent));
-            st.exchange(soci::into(edge.child));
-            st.exchange(soci::into(condition));
-        }
+        void BindInto(soci::statement& st) { impl::IntoColumns(st, workflow_id, edge.parent, edge.child, condition); }
         std::pair<std::int64_t, WorkflowEdge> Finish() const {
             auto parsed = kEdgeConditionNames.Parse(condition);
             // A condition this build does not know would change what runs: refuse to guess.
@@ -214,11 +193,7 @@ Status CheckStepJobs(soci::session& s, const Workflow& w, std::int64_t self) {
         std::int64_t job_id = 0;
         std::string workflow;
         std::string step;
-        void BindInto(soci::statement& st) {
-            st.exchange(soci::into(job_id));
-            st.exchange(soci::into(workflow));
-            st.exchange(soci::into(step));
-        }
+        void BindInto(soci::statement& st) { impl::IntoColumns(st, job_id, workflow, step); }
         UseRow Finish() const { return *this; }
     };
     impl::BoundValues used_ids;
@@ -247,6 +222,50 @@ Status NameFree(soci::session& s, const std::string& name, std::int64_t self) {
     return Status::Ok();
 }
 
+// The workflow columns an INSERT and an UPDATE both write, in the forms they are bound in
+// (names for enums, 0/1 for the flag, indicators for the nullables); kept alive until executed.
+struct WorkflowColumns {
+    explicit WorkflowColumns(const Workflow& w)
+        : w(w),
+          type(ScheduleTypeName(w.schedule_type)),
+          misfire(MisfirePolicyName(w.misfire_policy)),
+          paused(w.paused ? 1 : 0) {
+        next.set(w.next_fire_time);
+        managed_by.set(w.managed_by);
+    }
+    void Use(soci::statement& st) {
+        st.exchange(soci::use(w.description, "description"));
+        st.exchange(soci::use(type, "type"));
+        st.exchange(soci::use(w.schedule_expr, "expr"));
+        st.exchange(soci::use(w.time_zone, "tz"));
+        st.exchange(soci::use(misfire, "misfire"));
+        st.exchange(soci::use(w.max_concurrent_runs, "maxc"));
+        st.exchange(soci::use(w.run_timeout_ms, "timeout"));
+        st.exchange(soci::use(paused, "paused"));
+        st.exchange(soci::use(next.value, next.ind, "next"));
+        st.exchange(soci::use(managed_by.value, managed_by.ind, "managed_by"));
+    }
+
+    const Workflow& w;
+    const std::string type;
+    const std::string misfire;
+    const int paused;
+    impl::NullableInt64 next;
+    impl::NullableString managed_by;
+};
+
+// Prepares `st` (its values bound already) with `sql`.
+void Prepare(soci::statement& st, const std::string& sql) {
+    st.alloc();
+    st.prepare(sql);
+    st.define_and_bind();
+}
+
+void Execute(soci::statement& st, const std::string& sql) {
+    Prepare(st, sql);
+    st.execute(true);
+}
+
 }  // namespace
 
 Result<Workflow> WorkflowRepository::Create(const Workflow& w) {
@@ -254,24 +273,17 @@ Result<Workflow> WorkflowRepository::Create(const Workflow& w) {
     auto id = db_.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<std::int64_t> {
         if (auto free = NameFree(s, w.name, 0); !free.ok()) return free;
         if (auto jobs = CheckStepJobs(s, w, 0); !jobs.ok()) return jobs;
-        const std::string type(ScheduleTypeName(w.schedule_type));
-        const std::string misfire(MisfirePolicyName(w.misfire_policy));
-        const int paused = w.paused ? 1 : 0;
-        impl::NullableInt64 next;
-        next.set(w.next_fire_time);
-        impl::NullableString managed_by;
-        managed_by.set(w.managed_by);
         const std::string now(db_.dialect().NowMs());
-        s << "INSERT INTO workflow (name, description, schedule_type, schedule_expr, time_zone, misfire_policy, "
-             "max_concurrent_runs, run_timeout_ms, paused, next_fire_time, managed_by, version, created_at, "
-             "updated_at) VALUES "
-             "(:name, :description, :type, :expr, :tz, :misfire, :maxc, :timeout, :paused, :next, :managed_by, 1, " +
-                 now + ", " + now + ")",
-            soci::use(w.name, "name"), soci::use(w.description, "description"), soci::use(type, "type"),
-            soci::use(w.schedule_expr, "expr"), soci::use(w.time_zone, "tz"), soci::use(misfire, "misfire"),
-            soci::use(w.max_concurrent_runs, "maxc"), soci::use(w.run_timeout_ms, "timeout"),
-            soci::use(paused, "paused"), soci::use(next.value, next.ind, "next"),
-            soci::use(managed_by.value, managed_by.ind, "managed_by");
+        WorkflowColumns columns(w);
+        soci::statement st(s);
+        columns.Use(st);
+        st.exchange(soci::use(w.name, "name"));
+        Execute(st,
+                "INSERT INTO workflow (name, description, schedule_type, schedule_expr, time_zone, misfire_policy, "
+                "max_concurrent_runs, run_timeout_ms, paused, next_fire_time, managed_by, version, created_at, "
+                "updated_at) VALUES "
+                "(:name, :description, :type, :expr, :tz, :misfire, :maxc, :timeout, :paused, :next, :managed_by, 1, " +
+                    now + ", " + now + ")");
         long long new_id = 0;
         if (!s.get_last_insert_id("workflow", new_id)) return Internal("no id for the new workflow");
         InsertDefinition(s, new_id, w);
@@ -309,24 +321,17 @@ Result<Workflow> WorkflowRepository::Update(const Workflow& w, std::int64_t expe
     if (auto valid = ValidateWorkflow(w); !valid.ok()) return valid;
     Status updated = db_.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Status {
         const std::int64_t id = w.id;
-        const std::string type(ScheduleTypeName(w.schedule_type));
-        const std::string misfire(MisfirePolicyName(w.misfire_policy));
-        const int paused = w.paused ? 1 : 0;
-        impl::NullableInt64 next;
-        next.set(w.next_fire_time);
-        impl::NullableString managed_by;
-        managed_by.set(w.managed_by);
-        soci::statement st =
-            (s.prepare << "UPDATE workflow SET description = :description, schedule_type = :type, schedule_expr = "
-                          ":expr, time_zone = :tz, misfire_policy = :misfire, max_concurrent_runs = :maxc, "
-                          "run_timeout_ms = :timeout, paused = :paused, next_fire_time = :next, managed_by = "
-                          ":managed_by, version = version + 1, updated_at = " +
-                              std::string(db_.dialect().NowMs()) + " WHERE id = :id AND version = :expected",
-             soci::use(w.description, "description"), soci::use(type, "type"), soci::use(w.schedule_expr, "expr"),
-             soci::use(w.time_zone, "tz"), soci::use(misfire, "misfire"), soci::use(w.max_concurrent_runs, "maxc"),
-             soci::use(w.run_timeout_ms, "timeout"), soci::use(paused, "paused"),
-             soci::use(next.value, next.ind, "next"), soci::use(managed_by.value, managed_by.ind, "managed_by"),
-             soci::use(id, "id"), soci::use(expected_version, "expected"));
+        WorkflowColumns columns(w);
+        soci::statement st(s);
+        columns.Use(st);
+        st.exchange(soci::use(id, "id"));
+        st.exchange(soci::use(expected_version, "expected"));
+        Prepare(st,
+                "UPDATE workflow SET description = :description, schedule_type = :type, schedule_expr = "
+                ":expr, time_zone = :tz, misfire_policy = :misfire, max_concurrent_runs = :maxc, "
+                "run_timeout_ms = :timeout, paused = :paused, next_fire_time = :next, managed_by = "
+                ":managed_by, version = version + 1, updated_at = " +
+                    std::string(db_.dialect().NowMs()) + " WHERE id = :id AND version = :expected");
         if (impl::ExecuteAffected(st) != 1) {
             auto current = Find(s, id);
             if (!current) return NotFound("workflow " + std::to_string(id) + " not found");

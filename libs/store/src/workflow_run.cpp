@@ -42,22 +42,9 @@ struct RunRow {
     impl::NullableInt64 ended_at;
 
     void BindInto(soci::statement& st) {
-        st.exchange(soci::into(r.id));
-        st.exchange(soci::into(r.workflow_id));
-        st.exchange(soci::into(r.scheduled_time));
-        st.exchange(soci::into(kind));
-        st.exchange(soci::into(status));
-        st.exchange(soci::into(reason.value, reason.ind));
-        st.exchange(soci::into(params.value, params.ind));
-        st.exchange(soci::into(r.workflow_version));
-        st.exchange(soci::into(definition));
-        st.exchange(soci::into(r.generation));
-        st.exchange(soci::into(from_step.value, from_step.ind));
-        st.exchange(soci::into(r.created_by));
-        st.exchange(soci::into(r.created_at));
-        st.exchange(soci::into(started_at.value, started_at.ind));
-        st.exchange(soci::into(ended_at.value, ended_at.ind));
-        st.exchange(soci::into(r.updated_at));
+        impl::IntoColumns(st, r.id, r.workflow_id, r.scheduled_time, kind, status, reason, params, r.workflow_version,
+                          definition, r.generation, from_step, r.created_by, r.created_at, started_at, ended_at,
+                          r.updated_at);
     }
     WorkflowRun Finish() {
         // A run whose stored names or definition this build cannot read must not be planned on a

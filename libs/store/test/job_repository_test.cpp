@@ -10,7 +10,24 @@ using model::JobPause;
 using model::ShardsPerFire;
 namespace {
 
-class JobRepositoryTest : public StoreTest {};
+class JobRepositoryTest : public StoreTest {
+  protected:
+    // The job row's text columns `a` and `b` as stored.
+    std::pair<std::string, std::string> StoredNames(std::int64_t id, const std::string& a, const std::string& b) {
+        std::pair<std::string, std::string> out;
+        const Status read = db().Run([&](soci::session& s) {
+            s << "SELECT " + a + ", " + b + " FROM job WHERE id = :id", soci::into(out.first), soci::into(out.second),
+                soci::use(id);
+        });
+        EXPECT_TRUE(read.ok()) << read.ToString();
+        return out;
+    }
+    // `sql` (naming :id) on the job row `id`: a hand edit, or a newer build's write.
+    void EditRow(std::int64_t id, const std::string& sql) {
+        const Status edited = db().Run([&](soci::session& s) { s << sql, soci::use(id); });
+        ASSERT_TRUE(edited.ok()) << edited.ToString();
+    }
+};
 
 Job SampleJob(const std::string& name = "nightly-report") {
     Job j;
@@ -318,12 +335,7 @@ TEST_P(JobRepositoryTest, StoresTheVocabularyByNameAndReadsUnknownNamesAsTheSafe
     in.misfire_policy = sched::MisfirePolicy::kFireAll;
     auto created = jobs.Create(in);
     ASSERT_TRUE(created.ok()) << created.status().ToString();
-    std::string type, policy;
-    ASSERT_TRUE(db().Run([&](soci::session& s) {
-                        s << "SELECT schedule_type, misfire_policy FROM job WHERE id = :id", soci::into(type),
-                            soci::into(policy), soci::use(created->id);
-                    })
-                    .ok());
+    const auto [type, policy] = StoredNames(created->id, "schedule_type", "misfire_policy");
     EXPECT_EQ(type, "fixed-delay");  // the stored text is the API's spelling
     EXPECT_EQ(policy, "fire-all");
     auto got = jobs.Get(created->id);
@@ -331,11 +343,7 @@ TEST_P(JobRepositoryTest, StoresTheVocabularyByNameAndReadsUnknownNamesAsTheSafe
     EXPECT_EQ(got->schedule_type, sched::ScheduleType::kFixedDelay);
     EXPECT_EQ(got->misfire_policy, sched::MisfirePolicy::kFireAll);
 
-    ASSERT_TRUE(db().Run([&](soci::session& s) {
-                        s << "UPDATE job SET schedule_type = 'hourly', misfire_policy = 'later' WHERE id = :id",
-                            soci::use(created->id);
-                    })
-                    .ok());
+    EditRow(created->id, "UPDATE job SET schedule_type = 'hourly', misfire_policy = 'later' WHERE id = :id");
     auto odd = jobs.Get(created->id);
     ASSERT_TRUE(odd.ok()) << odd.status().ToString();
     EXPECT_EQ(odd->schedule_type, sched::ScheduleType::kManual);
@@ -373,14 +381,8 @@ TEST_P(JobRepositoryTest, StoresRoutingAndBlockStrategyByNameAndReadsUnknownName
     in.block_strategy = sched::BlockStrategy::kCoverEarly;
     auto created = jobs.Create(in);
     ASSERT_TRUE(created.ok()) << created.status().ToString();
-    std::string routing, strategy;
-    ASSERT_TRUE(db().Run([&](soci::session& s) {
-                        s << "SELECT routing, block_strategy FROM job WHERE id = :id", soci::into(routing),
-                            soci::into(strategy), soci::use(created->id);
-                    })
-                    .ok());
-    EXPECT_EQ(routing, "sharding-broadcast");  // the stored text is the API's spelling
-    EXPECT_EQ(strategy, "cover-early");
+    EXPECT_EQ(StoredNames(created->id, "routing", "block_strategy"),
+              std::make_pair(std::string("sharding-broadcast"), std::string("cover-early")));  // the API's spelling
     auto got = jobs.Get(created->id);
     ASSERT_TRUE(got.ok());
     EXPECT_EQ(got->routing, sched::Routing::kShardingBroadcast);
@@ -390,11 +392,7 @@ TEST_P(JobRepositoryTest, StoresRoutingAndBlockStrategyByNameAndReadsUnknownName
     other.routing = sched::Routing::kFailover;
     other.block_strategy = sched::BlockStrategy::kDiscardLater;
     ASSERT_TRUE(jobs.Create(other).ok());
-    ASSERT_TRUE(db().Run([&](soci::session& s) {
-                        s << "UPDATE job SET routing = 'nearest', block_strategy = 'newest-wins' WHERE id = :id",
-                            soci::use(created->id);
-                    })
-                    .ok());
+    EditRow(created->id, "UPDATE job SET routing = 'nearest', block_strategy = 'newest-wins' WHERE id = :id");
     auto odd = jobs.Get(created->id);
     ASSERT_TRUE(odd.ok()) << odd.status().ToString();
     EXPECT_EQ(odd->routing, sched::Routing::kRoundRobin);
@@ -406,13 +404,8 @@ TEST_P(JobRepositoryTest, StoresRoutingAndBlockStrategyByNameAndReadsUnknownName
     EXPECT_EQ(listed->at(1).block_strategy, sched::BlockStrategy::kDiscardLater);
     // An update writes the names back: the odd text is replaced by the default's spelling.
     ASSERT_TRUE(jobs.Update(*odd, odd->version).ok());
-    ASSERT_TRUE(db().Run([&](soci::session& s) {
-                        s << "SELECT routing, block_strategy FROM job WHERE id = :id", soci::into(routing),
-                            soci::into(strategy), soci::use(created->id);
-                    })
-                    .ok());
-    EXPECT_EQ(routing, "round-robin");
-    EXPECT_EQ(strategy, "serial");
+    EXPECT_EQ(StoredNames(created->id, "routing", "block_strategy"),
+              std::make_pair(std::string("round-robin"), std::string("serial")));
 }
 
 TEST_P(JobRepositoryTest, AdvanceManyHandlesBatchesLargerThanOneStatement) {

@@ -78,14 +78,20 @@ TEST(WebServiceConfig, ReadsEveryKeyAndRejectsUnknownOnesByPath) {
     EXPECT_NE(ErrorOf("token: t\nlocks:\n  waiters: 1\n").find("locks.waiters: unknown key"), std::string::npos);
 }
 
-class WebServiceTest : public db::testing::DbTest {};
+class WebServiceTest : public db::testing::DbTest {
+  protected:
+    // A web service on the test database, on a free loopback port, with the cluster token.
+    WebServiceConfig Config() {
+        WebServiceConfig config;
+        config.api.token = kClusterToken;
+        config.http = http::testing::LoopbackOptions();
+        config.database.url = test_db().url();
+        return config;
+    }
+};
 
 TEST_P(WebServiceTest, ServesHealthReadinessMetricsAndTheApiThenStops) {
-    WebServiceConfig config;
-    config.api.token = kClusterToken;
-    config.http = http::testing::LoopbackOptions();
-    config.database.url = test_db().url();
-    WebService service(config);
+    WebService service(Config());
     Status started = service.Start();
     ASSERT_TRUE(started.ok()) << started.ToString();
     const std::string base = "http://127.0.0.1:" + std::to_string(service.port());
@@ -127,10 +133,7 @@ TEST_P(WebServiceTest, TelemetryOnCountsItsSpansOnMetrics) {
 }
 
 TEST_P(WebServiceTest, ABusyPortIsAnErrorValue) {
-    WebServiceConfig first_config;
-    first_config.api.token = kClusterToken;
-    first_config.http = http::testing::LoopbackOptions();
-    first_config.database.url = test_db().url();
+    const WebServiceConfig first_config = Config();
     WebService first(first_config);
     ASSERT_TRUE(first.Start().ok());
     WebServiceConfig second_config = first_config;

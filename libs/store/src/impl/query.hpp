@@ -57,6 +57,24 @@ struct NullableString {
     }
 };
 
+/// Binds one output column: a Nullable* with its indicator, anything else as soci binds it.
+template <typename T>
+void IntoColumn(soci::statement& st, T& target) {
+    st.exchange(soci::into(target));
+}
+inline void IntoColumn(soci::statement& st, NullableInt64& target) {
+    st.exchange(soci::into(target.value, target.ind));
+}
+inline void IntoColumn(soci::statement& st, NullableString& target) {
+    st.exchange(soci::into(target.value, target.ind));
+}
+
+/// Binds a row's output columns in the order its SELECT names them (`Row::BindInto`).
+template <typename... Targets>
+void IntoColumns(soci::statement& st, Targets&... targets) {
+    (IntoColumn(st, targets), ...);
+}
+
 /// The integer output columns of a row (`Row::BindInto(statement&, IntColumns&)`). soci's MySQL
 /// backend turns every fetched integer into a number through a fresh std::istringstream (its
 /// `parse_num`): a locale set-up per column that was a third of a trigger node's CPU at 1,000

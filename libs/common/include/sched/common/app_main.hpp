@@ -27,6 +27,8 @@
 
 #include <signal.h>
 
+#include "sched/common/status.hpp"
+
 namespace sched {
 
 struct AppSpec {
@@ -61,6 +63,10 @@ ParsedArgs ParseAppArgs(const AppSpec& spec, int argc, char** argv);
 /// The end of a --check-config run: prints "config ok" to stdout and returns exit code 0.
 int ReportConfigOk();
 
+/// The exit code of an app whose service did not start (`started` not ok): 0 when a stop signal
+/// cancelled the start (kCancelled), else 1 after logging "cannot start: <status>".
+int StartFailureExitCode(const Status& started);
+
 /// Waits for SIGINT/SIGTERM on a thread of its own, and runs the OnHangup callback for each
 /// SIGHUP (reload certificates) meanwhile. The constructor blocks the three signals in the
 /// calling thread, so construct it in main() before any other thread starts (threads inherit
@@ -68,7 +74,7 @@ int ReportConfigOk();
 ///
 ///   StopSignals signals;
 ///   Status s = service.Start([&] { return signals.stop_requested(); });
-///   if (!s.ok()) { ... return 1; }   // the destructor wakes and joins the waiter
+///   if (!s.ok()) return StartFailureExitCode(s);  // the destructor wakes and joins the waiter
 ///   signals.Wait();                  // until SIGINT/SIGTERM
 ///   service.Stop();
 class StopSignals {

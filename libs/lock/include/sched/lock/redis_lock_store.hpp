@@ -40,6 +40,9 @@ struct RedisServerAddress {
 
     /// "host:port" with a port in 1..65535 (IPv6: "[::1]:6379"). kInvalidArgument otherwise.
     static Result<RedisServerAddress> Parse(std::string_view text);
+    /// A comma-separated list of those ("h1:6379,h2:6379", a tool's command line): each parsed as
+    /// Parse does, the first bad one's error returned.
+    static Result<std::vector<RedisServerAddress>> ParseList(std::string_view text);
     std::string ToString() const;
     friend bool operator==(const RedisServerAddress&, const RedisServerAddress&) = default;
 };
@@ -58,30 +61,38 @@ namespace impl {
 class RedisQuorum;
 }  // namespace impl
 
-/// One Redis server. Fenced: each acquisition of a name gets the next value of the name's
-/// counter (1, 2, ...), strictly increasing for as long as the server keeps its data (a restart
-/// without persistence restarts the counters - and forgets every held lock). Thread-safe: one
-/// connection, one command at a time.
-class RedisLockStore final : public KeyLockStore {
+/// What RedisLockStore and RedlockStore share: acquire, renew and release go to their servers
+/// through one impl::RedisQuorum (one server, or Redlock's majority of N).
+class RedisQuorumStore : public KeyLockStore {
   public:
-    explicit RedisLockStore(RedisServerAddress server, const RedisOptions& options = {});
-    ~RedisLockStore() override;
+    ~RedisQuorumStore() override;
 
     Result<std::optional<Holding>> AcquireLock(std::string_view name, std::string_view owner, Micros lease,
                                                std::optional<LockRow>* seen) override;
     Result<bool> RenewLock(std::string_view name, const Holding& holding, std::string_view owner,
                            Micros lease) override;
     Result<bool> ReleaseLock(std::string_view name, const Holding& holding, std::string_view owner) override;
+
+    /// Commands sent so far, to all servers (for tests and the benchmark).
+    std::uint64_t commands() const;
+
+  protected:
+    explicit RedisQuorumStore(std::unique_ptr<impl::RedisQuorum> quorum);
+    std::unique_ptr<impl::RedisQuorum> quorum_;
+};
+
+/// One Redis server. Fenced: each acquisition of a name gets the next value of the name's
+/// counter (1, 2, ...), strictly increasing for as long as the server keeps its data (a restart
+/// without persistence restarts the counters - and forgets every held lock). Thread-safe: one
+/// connection, one command at a time.
+class RedisLockStore final : public RedisQuorumStore {
+  public:
+    explicit RedisLockStore(RedisServerAddress server, const RedisOptions& options = {});
+
     /// The held key (owner, epoch, PTTL) and the epoch counter, read atomically with the server's
     /// TIME; a released or expired key shows the counter's epoch and no owner.
     Result<std::optional<LockRow>> InspectLock(std::string_view name) override;
     bool fenced() const override { return true; }
-
-    /// Commands sent so far (for tests and the benchmark).
-    std::uint64_t commands() const;
-
-  private:
-    std::unique_ptr<impl::RedisQuorum> quorum_;
 };
 
 /// Redlock over N independent Redis servers (not replicas of each other): a lock is held when
@@ -92,7 +103,7 @@ class RedisLockStore final : public KeyLockStore {
 /// does not guarantee). Thread-safe: one connection per server, one command at a time on each.
 ///
 /// Errors: kUnavailable when fewer than a majority of the servers answered (never a lock then).
-class RedlockStore final : public KeyLockStore {
+class RedlockStore final : public RedisQuorumStore {
   public:
     /// Clock drift allowed for, as in the Redlock description: lease * 0.01 + 2 ms.
     static constexpr double kDriftFactor = 0.01;
@@ -100,13 +111,7 @@ class RedlockStore final : public KeyLockStore {
 
     /// Throws std::invalid_argument with fewer than 3 servers or a server listed twice.
     explicit RedlockStore(std::vector<RedisServerAddress> servers, const RedisOptions& options = {});
-    ~RedlockStore() override;
 
-    Result<std::optional<Holding>> AcquireLock(std::string_view name, std::string_view owner, Micros lease,
-                                               std::optional<LockRow>* seen) override;
-    Result<bool> RenewLock(std::string_view name, const Holding& holding, std::string_view owner,
-                           Micros lease) override;
-    Result<bool> ReleaseLock(std::string_view name, const Holding& holding, std::string_view owner) override;
     /// kUnimplemented: N servers may disagree, none is authoritative.
     Result<std::optional<LockRow>> InspectLock(std::string_view name) override;
     bool fenced() const override { return false; }
@@ -114,10 +119,6 @@ class RedlockStore final : public KeyLockStore {
 
     std::size_t servers() const;
     std::size_t quorum() const;
-    std::uint64_t commands() const;
-
-  private:
-    std::unique_ptr<impl::RedisQuorum> quorum_;
 };
 
 }  // namespace sched::lock
