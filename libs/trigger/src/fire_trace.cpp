@@ -16,16 +16,12 @@ PendingFireSpan PendingFireSpan::Planned(const model::Fire& fire, std::string_vi
 
 PendingFireSpan PendingFireSpan::Ended(const model::Fire& fire, std::string_view app, std::int64_t at_ms,
                                        model::FireStatus status) {
-    return {.fire_id = fire.id,
-            .job_id = fire.job_id,
-            .scheduled_ms = fire.scheduled_time,
-            .attempt = fire.attempt,
-            .app = std::string(app),
-            .trace_parent = fire.trace_parent,
-            .step = protocol::FireStep::kEnded,
-            .start_ms = fire.created_at,
-            .end_ms = at_ms,
-            .status = std::string(model::FireStatusName(status))};
+    // The whole life of the attempt's row: from its creation to its end.
+    PendingFireSpan span = Planned(fire, app, at_ms);
+    span.step = protocol::FireStep::kEnded;
+    span.start_ms = fire.created_at;
+    span.status = std::string(model::FireStatusName(status));
+    return span;
 }
 
 void PushFireSpans(const std::vector<PendingFireSpan>& spans) {

@@ -17,6 +17,16 @@
 
 namespace sched::trigger {
 
+void TraceClaimed(const DispatchGroup& group, std::int64_t started_ms, std::int64_t ended_ms) {
+    if (!protocol::FireTracer::On()) return;
+    for (const auto& fire : group.fires) {
+        const auto job = group.jobs.find(fire.job_id);
+        const std::string_view app = job == group.jobs.end() ? std::string_view() : std::string_view(job->second.app);
+        protocol::FireTracer::Step(FireRefOf(fire, app), protocol::FireStep::kClaimed, started_ms * kNanosPerMs,
+                                   ended_ms * kNanosPerMs);
+    }
+}
+
 using namespace std::chrono_literals;
 using model::FireStatus;
 

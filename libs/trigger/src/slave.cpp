@@ -7,7 +7,6 @@
 
 #include "sched/common/backoff.hpp"
 #include "sched/common/on_pool.hpp"
-#include "sched/trigger/fire_trace.hpp"
 
 namespace sched::trigger {
 
@@ -25,16 +24,6 @@ std::int64_t Ms(Micros d) {
 constexpr std::size_t kFindChunk = 1000;
 // The most pending ids one poll lists.
 constexpr int kPollLimit = 10000;
-
-// The `claimed` span of each fire the claim won: from the claim's start to now (DB time).
-void TraceClaimed(const DispatchGroup& group, std::int64_t started_ms, std::int64_t now_ms) {
-    for (const auto& fire : group.fires) {
-        const auto job = group.jobs.find(fire.job_id);
-        const std::string_view app = job == group.jobs.end() ? std::string_view() : std::string_view(job->second.app);
-        protocol::FireTracer::Step(FireRefOf(fire, app), protocol::FireStep::kClaimed, started_ms * kNanosPerMs,
-                                   now_ms * kNanosPerMs);
-    }
-}
 
 }  // namespace
 
@@ -58,37 +47,11 @@ Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr
            .max_calls_per_executor = config_.max_calls_per_executor,
            .call_wait = config_.dispatch_timeout},
           node_id_),
-      // One UPDATE per executor instance per record-window for every fire it accepted, each with
-      // its own 202's time as started_at: a CAS from `dispatching`, so it never overwrites an end
-      // that landed first (and a result judged while dispatching is applied, see FireResults).
-      // Each record waits record-running-after past its run's start, so that the result of a
-      // short run, which executors send within 100 ms, usually ends the fire first and the
-      // record changes no row (an end queued here takes the record back: End()). The window is
-      // that long too: the records of spread start times each ripen at their own time, and a
-      // record-window flush for each cost more statements than the rows it saved.
-      // Errors are retried like the endings: giving up within a Galera node's loss would leave
-      // the fire `dispatching` on a live slave, ended by nothing but its result.
-      running_(
-          io_, db_pool_, std::max(config_.record_window, config_.record_running_after),
-          {.first_pause = 100ms, .max_pause = 2s, .give_up_after = config_.dispatch_timeout},
-          [this](std::vector<RunningRecord>& batch) { return WriteRunning(batch); },
-          [this](const Status& error, const std::vector<RunningRecord>& left, bool giving_up) {
-              spdlog::warn("slave {}: {} accepted fires (first: {} on {}) not recorded running{}: {}", node_id_,
-                           left.size(), left.front().fire.id, left.front().address,
-                           giving_up ? "; their results end them" : " yet, retrying", error.ToString());
-          }),
-      // The runs a later fire of their job may stop (cancel-other, terminate-other), recorded
-      // at the next record-window as they were before record-running-after: a claim on another
-      // node learns their instance only from the record.
-      prompt_running_(
-          io_, db_pool_, config_.record_window,
-          {.first_pause = 100ms, .max_pause = 2s, .give_up_after = config_.dispatch_timeout},
-          [this](std::vector<RunningRecord>& batch) { return WriteRunning(batch); },
-          [this](const Status& error, const std::vector<RunningRecord>& left, bool giving_up) {
-              spdlog::warn("slave {}: {} accepted fires (first: {} on {}) not recorded running{}: {}", node_id_,
-                           left.size(), left.front().fire.id, left.front().address,
-                           giving_up ? "; their results end them" : " yet, retrying", error.ToString());
-          }),
+      running_(io_, db_pool_,
+               {.record_window = config_.record_window,
+                .record_running_after = config_.record_running_after,
+                .retry = {.first_pause = 100ms, .max_pause = 2s, .give_up_after = config_.dispatch_timeout}},
+               *store_, node_id_, metrics),
       // One transaction per record-window for every end queued in it, each still its own CAS. A
       // database error is retried (pauses of 100 ms doubling, for up to dispatch-timeout); after
       // that the fires stay `dispatching` or `running` and the master's sweep ends them (lost,
@@ -129,10 +92,6 @@ Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr
       claims_(metrics.Counter("sched_slave_claims_total", "Group claims committed by this slave.").Labels({})),
       claimed_fires_(
           metrics.Counter("sched_slave_claimed_fires_total", "Fires won by this slave's group claims.").Labels({})),
-      running_batches_(metrics
-                           .Counter("sched_slave_running_batches_total",
-                                    "Statements recording accepted fires as running (one per executor per window).")
-                           .Labels({})),
       misfires_(metrics.Counter("sched_slave_fires_total", "", {"outcome"}).Labels({"misfire"})),
       concurrency_(metrics.Counter("sched_slave_concurrency_total",
                                    "Fires a claim did not send because their job's concurrency limit was reached: "
@@ -339,7 +298,7 @@ net::awaitable<void> Slave::ClaimAndSend(std::vector<std::int64_t> ids) {
         group->jobs.emplace(job.id, std::move(job));
     }
     group->run_params = std::move(claimed->run_params);
-    if (protocol::FireTracer::On()) TraceClaimed(*group, claim_started_ms, time_.NowMs());
+    TraceClaimed(*group, claim_started_ms, time_.NowMs());
     group->registry = co_await directory_.ForClaim(claim_started, apps);
     sender_.Send(std::move(group));
 }
@@ -355,30 +314,17 @@ void Slave::Limited(const ClaimedGroup& claimed, const std::set<std::int64_t>& w
     for (const auto& job : claimed.jobs) apps[job.id] = job.app;
     for (const auto& fire : claimed.stop) {
         concurrency_.Labels({"stopped"}).Inc();
-        std::optional<std::string> address = fire.executor_address;
         // Accepted here but not recorded `running` yet (record-running-after): the instance is
         // in the queued record.
-        if (!address) {
-            const auto find = [&address, &fire](const RunningRecord& r) {
-                if (r.fire.id == fire.id) address = r.address;
-            };
-            running_.ForEachQueued(find);
-            prompt_running_.ForEachQueued(find);
-        }
+        const std::optional<std::string> address =
+            fire.executor_address ? fire.executor_address : running_.QueuedAddress(fire.id);
         if (!address || !apps.contains(fire.job_id)) continue;  // not sent yet: nothing to kill
         sender_.Kill(fire.id, apps.at(fire.job_id), *address);
     }
 }
 
 void Slave::Accepted(AcceptedRun run) {
-    RunningRecord record{.address = run.address, .fire = {.id = run.fire_id, .started_at = run.started_at}};
-    if (run.stoppable) {
-        prompt_running_.Add(std::move(record));
-    } else {
-        // Held from the run's start (a run sent ahead starts at its due time), not from its 202.
-        running_.Add(std::move(record),
-                     config_.record_running_after + std::chrono::milliseconds(std::max<std::int64_t>(0, run.held_ms)));
-    }
+    running_.Add(run);
     if (run.timeout_ms > 0) {
         timeouts_.Watch(run.fire_id, std::move(run.app), std::move(run.address), run.timeout_ms, run.held_ms,
                         std::move(run.trace));
@@ -391,32 +337,12 @@ void Slave::End(FireEnding ending) {
     // already lands before or after the end: before, the end (a timeout, the only end of an
     // accepted run here) moves from `running` too (SqlFireClaimStore::Finish); after, the
     // record's CAS from `dispatching` finds the fire ended and changes nothing.
-    const auto id = ending.id;
-    const auto of_fire = [id](const RunningRecord& r) {
-        return r.fire.id == id;
-    };
-    auto withdrawn = running_.Withdraw(of_fire);
-    if (withdrawn.empty()) withdrawn = prompt_running_.Withdraw(of_fire);
-    if (!withdrawn.empty()) {
+    if (auto withdrawn = running_.Withdraw(ending.id)) {
         ending.from = FireStatus::kDispatching;
-        ending.executor_address = withdrawn.front().address;
-        ending.started_at = withdrawn.front().fire.started_at;
+        ending.executor_address = std::move(withdrawn->address);
+        ending.started_at = withdrawn->fire.started_at;
     }
     endings_.Add(std::move(ending));
-}
-
-Status Slave::WriteRunning(std::vector<RunningRecord>& batch) {
-    std::map<std::string, std::vector<store::StartedFire>> by_address;
-    for (const auto& r : batch) by_address[r.address].push_back(r.fire);
-    // Named references, not a structured binding: clang before 16 cannot capture one.
-    for (const auto& entry : by_address) {
-        const std::string& address = entry.first;
-        auto moved = store_->MarkRunning(entry.second, address);
-        if (!moved.ok()) return moved.status();
-        running_batches_.Inc();
-        std::erase_if(batch, [&address](const RunningRecord& r) { return r.address == address; });
-    }
-    return Status::Ok();
 }
 
 net::awaitable<void> Slave::Stop() {
@@ -449,7 +375,7 @@ net::awaitable<void> Slave::Stop() {
     // instead of left `dispatching`.
     const auto drain_until = std::chrono::steady_clock::now() + config_.dispatch_timeout;
     const auto busy = [this] {
-        return sender_.InFlight() > 0 || running_.Busy() || prompt_running_.Busy() || endings_.Busy();
+        return sender_.InFlight() > 0 || running_.Busy() || endings_.Busy();
     };
     net::steady_timer pause(io_);
     while (busy() && std::chrono::steady_clock::now() < drain_until) {

@@ -67,6 +67,10 @@ struct DispatchGroup {
     std::shared_ptr<const Registry> registry;        ///< the live instances it is routed with
 };
 
+/// Pushes the `claimed` span of each fire of `group`: from the claim's start to its end (DB
+/// time, ms). With FireTracer off, nothing.
+void TraceClaimed(const DispatchGroup& group, std::int64_t started_ms, std::int64_t ended_ms);
+
 /// A run an executor instance accepted.
 struct AcceptedRun {
     std::int64_t fire_id = 0;

@@ -98,6 +98,7 @@
 #include "sched/trigger/fire_queue.hpp"
 #include "sched/trigger/held_fires.hpp"
 #include "sched/trigger/run_sender.hpp"
+#include "sched/trigger/running_recorder.hpp"
 #include "sched/trigger/slave_ports.hpp"
 #include "sched/trigger/timeout_watch.hpp"
 #include "sched/trigger/windowed_writer.hpp"
@@ -168,11 +169,6 @@ class Slave {
     std::size_t InFlight() const;
 
   private:
-    /// A `running` record waiting for its window: the fire, its 202's time, the instance.
-    struct RunningRecord {
-        std::string address;
-        store::StartedFire fire;
-    };
     /// What the loops and Stop share (kept alive by the loops' coroutines).
     struct Loops {
         std::atomic<bool> stopping{false};
@@ -186,7 +182,6 @@ class Slave {
     // Queues fires and wakes the group loop when one is due before its planned wake-up.
     void Queue(const std::vector<protocol::NoticedFire>& fires);
     void Wake(const FireQueue::Admitted& admitted);
-    Status WriteRunning(std::vector<RunningRecord>& batch);
     void Accepted(AcceptedRun run);
     // Queues an end the slave records (a refusal, a timeout), taking back the fire's `running`
     // record if no flush took it yet.
@@ -208,8 +203,7 @@ class Slave {
     std::shared_ptr<Loops> loops_;
     std::shared_ptr<FireQueue> queue_;
     ExecutorDirectory directory_;
-    WindowedWriter<RunningRecord> running_;         // held for record-running-after
-    WindowedWriter<RunningRecord> prompt_running_;  // runs a later fire may stop: not held
+    RunningRecorder running_;
     WindowedWriter<FireEnding> endings_;
     TimeoutWatch timeouts_;
     RunSender sender_;
@@ -218,7 +212,6 @@ class Slave {
 
     CounterChild& claims_;
     CounterChild& claimed_fires_;
-    CounterChild& running_batches_;
     CounterChild& misfires_;  // fires a claim ended as misfires (sched_slave_fires_total)
     Family<CounterChild>& concurrency_;
 };
