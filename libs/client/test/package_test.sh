@@ -56,6 +56,7 @@ cat >"$work/headers.expected" <<'LIST'
 ./sched/common/status.hpp
 ./sched/http/server_options.hpp
 ./sched/http/tls_options.hpp
+./sched/protocol/span_exporter_options.hpp
 LIST
 diff -u "$work/headers.expected" "$work/headers.txt" || fail "installed headers differ from the public set"
 for lib in sched_client sched_http sched_protocol sched_common; do

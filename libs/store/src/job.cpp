@@ -432,6 +432,31 @@ std::optional<std::int64_t> JobRepository::EarliestDue(soci::session& s, const J
     return ind == soci::i_ok ? std::optional<std::int64_t>(t) : std::nullopt;
 }
 
+std::optional<std::int64_t> JobRepository::EarliestDueAfter(soci::session& s, std::int64_t after_ms,
+                                                            const JobShard& shard) {
+    std::int64_t t = 0;
+    soci::indicator ind = soci::i_null;
+    s << "SELECT MIN(next_fire_time) FROM job WHERE enabled = 1 AND next_fire_time > :after" + shard.JobFilter("id"),
+        soci::use(after_ms, "after"), soci::into(t, ind);
+    return ind == soci::i_ok ? std::optional<std::int64_t>(t) : std::nullopt;
+}
+
+int JobRepository::CountDueAt(soci::session& s, std::int64_t at_ms, int cap, const JobShard& shard) {
+    long long n = 0;
+    s << "SELECT COUNT(*) FROM (SELECT id FROM job WHERE enabled = 1 AND next_fire_time = :at" + shard.JobFilter("id") +
+             " LIMIT " + std::to_string(std::max(1, cap)) + ") capped",
+        soci::use(at_ms, "at"), soci::into(n);
+    return static_cast<int>(n);
+}
+
+std::vector<Job> JobRepository::SelectDueAt(soci::session& s, std::int64_t at_ms, int limit, const JobShard& shard) {
+    return impl::SelectRows<JobRow>(s,
+                                    std::string("SELECT ") + kColumns +
+                                        " FROM job WHERE enabled = 1 AND next_fire_time = :at" + shard.JobFilter("id") +
+                                        " ORDER BY id LIMIT " + std::to_string(std::max(1, limit)),
+                                    [&](soci::statement& st) { st.exchange(soci::use(at_ms, "at")); });
+}
+
 std::vector<Job> JobRepository::FindMany(soci::session& s, const std::vector<std::int64_t>& ids) {
     std::vector<Job> out;
     // Ids are integers formatted here, never text from outside, so they are inlined: one

@@ -18,6 +18,8 @@ MasterConfig MasterConfig::FromYaml(const ConfigNode& node) {
     c.lookahead = node.Duration("lookahead", c.lookahead, Micros{0}, std::chrono::minutes(5));
     c.lookahead_refill =
         node.Duration("lookahead-refill", std::min(c.lookahead_refill, c.lookahead), Micros{0}, c.lookahead);
+    c.burst_lookahead = node.Duration("burst-lookahead", c.burst_lookahead, Micros{0}, std::chrono::minutes(10));
+    c.burst_plan_rate = static_cast<int>(node.Int("burst-plan-rate", c.burst_plan_rate, 1, 1000000));
     c.batch = static_cast<int>(node.Int("batch", c.batch, 1, 100000));
     c.misfire_threshold = node.Duration("misfire-threshold", c.misfire_threshold, Micros{0}, std::chrono::hours(24));
     c.fire_all_cap = static_cast<int>(node.Int("fire-all-cap", c.fire_all_cap, 1, 10000));

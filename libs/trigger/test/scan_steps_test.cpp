@@ -91,6 +91,62 @@ TEST_P(ScanStepTest, PlannedSpansWaitForTheCommitAndARolledBackScanExportsNone) 
     }
 }
 
+// A burst (more jobs due at one time than a scan plans) is planned ahead of the lookahead, a
+// batch per scan, once planning it at burst-plan-rate would not end in time; what one scan can
+// plan (batch jobs or fewer) waits for the lookahead as usual.
+TEST_P(ScanStepTest, DueJobsOfABurstArePlannedAheadInBatchesUntilOneBatchIsLeft) {
+    config_.batch = 10;
+    config_.lookahead = std::chrono::seconds(3);
+    config_.burst_lookahead = std::chrono::seconds(60);
+    config_.burst_plan_rate = 1;  // 25 jobs: planned from 28 s before their time
+    ScheduleCache schedules;
+    DueJobsStep step(config_, schedules);
+    const std::int64_t now = (Now() / 1000) * 1000;
+    const std::int64_t burst_at = now + 20'000;
+    std::vector<std::int64_t> burst;
+    for (int i = 0; i < 25; ++i) {
+        burst.push_back(CreateJob("burst-" + std::to_string(i), "cron", "0 0 * * * ?", burst_at).id);
+    }
+    // 5 jobs due at another time, 10 s later: fewer than a batch, not a burst.
+    for (int i = 0; i < 5; ++i) CreateJob("small-" + std::to_string(i), "cron", "0 0 * * * ?", burst_at + 10'000);
+    const auto planned = [&] {
+        int n = 0;
+        for (const auto id : burst) n += static_cast<int>(FiresOf(id).size());
+        return n;
+    };
+    auto first = Run({&step}, {"node-a", "node-b"}, now);
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    EXPECT_EQ(first->due_jobs, 10) << "a full batch: the master scans again at once";
+    EXPECT_EQ(first->fires_created, 10);
+    EXPECT_EQ(planned(), 10);
+    for (const auto id : burst) {
+        for (const auto& f : FiresOf(id)) EXPECT_EQ(f.scheduled_time, burst_at) << "only the burst's time";
+    }
+    auto second = Run({&step}, {"node-a", "node-b"}, now + 50);
+    ASSERT_TRUE(second.ok());
+    EXPECT_EQ(second->fires_created, 10);
+    // 5 left: one scan plans them within the lookahead, as any job.
+    auto third = Run({&step}, {"node-a", "node-b"}, now + 100);
+    ASSERT_TRUE(third.ok());
+    EXPECT_EQ(third->fires_created, 0);
+    EXPECT_EQ(planned(), 20);
+    auto in_lookahead = Run({&step}, {"node-a", "node-b"}, burst_at - 2'000);
+    ASSERT_TRUE(in_lookahead.ok());
+    EXPECT_EQ(in_lookahead->fires_created, 5);
+    EXPECT_EQ(planned(), 25);
+
+    // Off: nothing is planned before the lookahead.
+    config_.burst_lookahead = Micros{0};
+    DueJobsStep off(config_, schedules);
+    std::vector<std::int64_t> later;
+    for (int i = 0; i < 25; ++i) {
+        later.push_back(CreateJob("later-" + std::to_string(i), "cron", "0 0 * * * ?", burst_at + 20'000).id);
+    }
+    auto none = Run({&off}, {"node-a", "node-b"}, now + 200);
+    ASSERT_TRUE(none.ok());
+    for (const auto id : later) EXPECT_TRUE(FiresOf(id).empty());
+}
+
 TEST_P(ScanStepTest, DueJobsLateBeyondTheThresholdLeaveOneLedgerRowAndAnUnparsableOneIsParked) {
     ScheduleCache schedules;
     DueJobsStep step(config_, schedules);

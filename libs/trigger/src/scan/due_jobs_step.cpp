@@ -1,5 +1,6 @@
 #include "scan/due_jobs_step.hpp"
 
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -69,10 +70,37 @@ void DueJobsStep::WarnIfTheClockSteppedBack(ScanContext& ctx) {
         *previous - ctx.now, *previous, ctx.now, past.jobs, *past.silent_until_ms, *past.silent_until_ms - ctx.now);
 }
 
+std::vector<model::Job> DueJobsStep::BurstJobs(ScanContext& ctx, int room) {
+    if (config_.burst_lookahead <= config_.lookahead || room <= 0) return {};
+    const auto at = store::JobRepository::EarliestDueAfter(ctx.s, ctx.now + Ms(config_.lookahead), ctx.shard);
+    if (!at || *at > ctx.now + Ms(config_.burst_lookahead)) return {};
+    if (!burst_ || burst_->at != *at) {
+        // Counted once per due time, up to what the longest burst lookahead could plan: a count
+        // per scan of a 100,000-job burst would read its index entries again every scan.
+        const auto cap = static_cast<std::int64_t>(config_.burst_plan_rate) * Ms(config_.burst_lookahead) / 1000;
+        const int jobs = store::JobRepository::CountDueAt(
+            ctx.s, *at, static_cast<int>(std::min<std::int64_t>(cap + 1, 10'000'000)), ctx.shard);
+        burst_ = Burst{.at = *at, .jobs = jobs, .left = jobs};
+    }
+    // Only a burst one scan cannot plan, from when planning it all at burst-plan-rate would just
+    // end as the lookahead reaches it (then a batch per scan, scan after scan, as fast as the
+    // scans go): so a steady load (a few jobs per due time) and a modest burst plan as before,
+    // and the lookahead grows with the burst.
+    const std::int64_t lead_ms =
+        Ms(config_.lookahead) + static_cast<std::int64_t>(burst_->jobs) * 1000 / config_.burst_plan_rate;
+    if (burst_->left <= config_.batch || *at > ctx.now + lead_ms) return {};
+    auto jobs = store::JobRepository::SelectDueAt(ctx.s, *at, room, ctx.shard);
+    burst_->left -= static_cast<int>(jobs.size());
+    return jobs;
+}
+
 void DueJobsStep::Run(ScanContext& ctx) {
     WarnIfTheClockSteppedBack(ctx);
     ScanReport& r = ctx.report;
-    const auto due = store::JobRepository::SelectDue(ctx.s, ctx.now + Ms(config_.lookahead), config_.batch, ctx.shard);
+    auto due = store::JobRepository::SelectDue(ctx.s, ctx.now + Ms(config_.lookahead), config_.batch, ctx.shard);
+    if (static_cast<int>(due.size()) < config_.batch) {
+        for (auto& job : BurstJobs(ctx, config_.batch - static_cast<int>(due.size()))) due.push_back(std::move(job));
+    }
     r.due_jobs = static_cast<int>(due.size());
     std::vector<store::ScheduleAdvance> advances;
     std::vector<JobPlan> plans;  // aligned with advances; empty for a parked job
@@ -95,7 +123,8 @@ void DueJobsStep::Run(ScanContext& ctx) {
             continue;
         }
         PlanOptions options;
-        options.lookahead_ms = Ms(config_.lookahead);
+        // A burst's job (due past the lookahead) gets its burst time only.
+        options.lookahead_ms = std::max(Ms(config_.lookahead), *job.next_fire_time - ctx.now);
         options.max_fires_per_job = static_cast<std::size_t>(config_.max_fires_per_job);
         options.misfire.threshold_ms = Ms(config_.misfire_threshold);
         options.misfire.fire_all_cap = static_cast<std::size_t>(config_.fire_all_cap);

@@ -51,8 +51,20 @@ class DueJobsStep final : public ScanStep {
     void RecordBounded(ScanContext& ctx, const std::vector<model::Job>& due, const std::vector<bool>& advanced,
                        const std::vector<JobPlan>& plans, const std::vector<BoundedExtras>& extras);
 
+    /// The jobs of a burst beyond the lookahead to plan in this scan (MasterConfig::burst_lookahead),
+    /// at most `room`.
+    std::vector<model::Job> BurstJobs(ScanContext& ctx, int room);
+
     const MasterConfig& config_;
     ScheduleCache& schedules_;
+    /// The burst being planned: its due time, how many jobs it had (counted once per due time)
+    /// and how many are left to plan.
+    struct Burst {
+        std::int64_t at = 0;
+        int jobs = 0;
+        int left = 0;
+    };
+    std::optional<Burst> burst_;
     CalendarCache calendars_;
     std::optional<std::int64_t> last_now_;  ///< the previous scan's database clock
 };

@@ -90,6 +90,15 @@ class JobRepository {
     static std::optional<model::Job> Find(soci::session& s, std::int64_t id);
     /// The earliest next_fire_time of any enabled job of `shard`, if any (its master sleeps until then).
     static std::optional<std::int64_t> EarliestDue(soci::session& s, const JobShard& shard = {});
+    /// The earliest next_fire_time later than `after_ms` of an enabled job of `shard`, if any.
+    static std::optional<std::int64_t> EarliestDueAfter(soci::session& s, std::int64_t after_ms,
+                                                        const JobShard& shard = {});
+    /// How many enabled jobs of `shard` are due exactly at `at_ms`, counting at most `cap`.
+    static int CountDueAt(soci::session& s, std::int64_t at_ms, int cap, const JobShard& shard = {});
+    /// Enabled jobs of `shard` due exactly at `at_ms`, by id, at most `limit`. All three are
+    /// served by idx_job_due (enabled, next_fire_time).
+    static std::vector<model::Job> SelectDueAt(soci::session& s, std::int64_t at_ms, int limit,
+                                               const JobShard& shard = {});
     /// The jobs among `ids` that exist, in one query per 500 ids (the slave's group of fires).
     static std::vector<model::Job> FindMany(soci::session& s, const std::vector<std::int64_t>& ids);
     /// Ids of at most `limit` jobs with id > after_id, ascending (a cursor over all jobs).

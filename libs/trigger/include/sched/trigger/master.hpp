@@ -45,9 +45,10 @@
 ///   scan-min-interval: 50ms    # the shortest (unless a scan hit `batch`: then at once)
 ///   scan-idle-interval: 2s     # while scans find nothing to do, the longest between two (0: off)
 ///   lookahead: 3s              # fires due within this are created ahead
-///   lookahead-refill: 1s       # a scan that only planned is followed by the next once a job is due within lookahead minus this
-///   batch: 500                 # due jobs per scan
-///   misfire-threshold: 5s      # later than this, a fire time is a misfire
+///   lookahead-refill: 1s       # a scan that only planned is followed by the next once a job is due within lookahead
+///   minus this burst-lookahead: 60s       # more than `batch` jobs due at one time are planned up to this far ahead
+///   (0: off) burst-plan-rate: 5000      # such a burst is planned N / this seconds (plus the lookahead) ahead batch:
+///   500                 # due jobs per scan misfire-threshold: 5s      # later than this, a fire time is a misfire
 ///   fire-all-cap: 100          # fire-all: at most this many catch-up fires per job
 ///   max-fires-per-job: 1000    # per scan
 ///   node-ttl: 5s               # a slave whose heartbeat is older gets no fires

@@ -37,6 +37,13 @@ struct MasterConfig {
     /// was planned ahead when the master planned on every scan with a 2 s lookahead: a new master
     /// after a kill -9 finds as much planned). 0 .. lookahead.
     Micros lookahead_refill = std::chrono::seconds(1);
+    /// Bursts: when more than `batch` jobs are due at one same time beyond the lookahead (a top
+    /// of the hour), they are planned ahead of it by as long as planning them takes at
+    /// `burst-plan-rate` jobs a second, at most `burst-lookahead` ahead (0: off), a batch per
+    /// scan, scan after scan. What is left of the burst (`batch` jobs or fewer) is planned as
+    /// usual.
+    Micros burst_lookahead = std::chrono::seconds(60);
+    int burst_plan_rate = 5000;
     int batch = 500;
     Micros misfire_threshold = std::chrono::seconds(5);
     int fire_all_cap = 100;
