@@ -1,6 +1,9 @@
 #include "sched/lock/redis_lock_store.hpp"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
+#include <cctype>
 #include <set>
 #include <stdexcept>
 
@@ -318,8 +321,19 @@ Result<RedisServerAddress> RedisServerAddress::Parse(std::string_view text) {
     const auto colon = text.rfind(':');
     if (colon == std::string_view::npos || colon == 0) return bad("no host:port");
     std::string host(text.substr(0, colon));
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    const bool bracketed = host.size() >= 2 && host.front() == '[' && host.back() == ']';
+    if (bracketed) host = host.substr(1, host.size() - 2);
     if (host.empty()) return bad("empty host");
+    // Only a bracketed host may hold colons, and it must then be an IPv6 address: without this
+    // "h:1;h:2" (a list written with the wrong separator) passed as host "h:1;h", port 2.
+    if (bracketed) {
+        in6_addr v6{};
+        if (inet_pton(AF_INET6, host.c_str(), &v6) != 1) return bad("\"[" + host + "]\" is not an IPv6 address");
+    } else if (host.size() > 253 || !std::all_of(host.begin(), host.end(), [](char c) {
+                   return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '.' || c == '_';
+               })) {
+        return bad("host is not a name or an IPv4 address (an IPv6 address goes in brackets)");
+    }
     const std::string port_text(text.substr(colon + 1));
     if (port_text.empty() || port_text.size() > 5 ||
         !std::all_of(port_text.begin(), port_text.end(), [](char c) { return c >= '0' && c <= '9'; })) {

@@ -122,7 +122,8 @@ TEST(RedisServerAddress, ParsesHostPortAndRejectsTheRest) {
     ASSERT_TRUE(v6.ok());
     EXPECT_EQ(v6->host, "::1");
     EXPECT_EQ(v6->ToString(), "[::1]:7000");
-    for (const char* bad : {"", "localhost", ":6379", "h:", "h:0", "h:65536", "h:12x"}) {
+    for (const char* bad : {"", "localhost", ":6379", "h:", "h:0", "h:65536", "h:12x", "h:1;h:2", "::1:7000", "[h]:1",
+                            "[::1:7000", "a b:1", "h/x:1"}) {
         EXPECT_EQ(RedisServerAddress::Parse(bad).status().code(), Code::kInvalidArgument) << bad;
     }
 }
