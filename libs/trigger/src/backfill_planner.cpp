@@ -112,6 +112,11 @@ BackfillProgress BackfillAdvancer::Advance(soci::session& s, const db::Dialect& 
                 progress.assigned[*fires[i].assigned_node].push_back(
                     {.id = stored[i]->id, .due_at = model::StoredDueAt(fires[i])});
             }
+            if (protocol::FireTracer::On()) {
+                model::Fire planned = fires[i];
+                planned.id = stored[i]->id;
+                progress.spans.push_back(PendingFireSpan::Planned(planned, job->app, now));
+            }
         }
         const bool unchanged = step.cursor == backfill.cursor_ms && step.create.empty() && step.existing == 0;
         backfill.cursor_ms = step.cursor;

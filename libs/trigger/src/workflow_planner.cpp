@@ -171,6 +171,7 @@ WorkflowProgressReport WorkflowPlanner::Advance(soci::session& s, const db::Dial
     std::map<std::int64_t, std::optional<model::Workflow>> workflows;
 
     std::vector<model::Fire> new_fires;
+    std::vector<std::string> new_fire_apps;  // for the `planned` spans
     std::vector<model::Fire> skips;
     for (const auto& [id, run] : runs) {
         auto graph = model::WorkflowGraph::Make(run.definition.steps, run.definition.edges);
@@ -252,6 +253,7 @@ WorkflowProgressReport WorkflowPlanner::Advance(soci::session& s, const db::Dial
                 fire.workflow_run_id = run.id;
                 fire.workflow_step = step.name;
                 new_fires.push_back(std::move(fire));
+                new_fire_apps.push_back(job->app);
             }
         }
         if (progress.end && progress.to_start.empty()) {
@@ -266,6 +268,11 @@ WorkflowProgressReport WorkflowPlanner::Advance(soci::session& s, const db::Dial
         if (new_fires[i].assigned_node) {
             r.assigned[*new_fires[i].assigned_node].push_back(
                 {.id = stored[i]->id, .due_at = model::StoredDueAt(new_fires[i])});
+        }
+        if (protocol::FireTracer::On()) {
+            model::Fire planned = new_fires[i];
+            planned.id = stored[i]->id;
+            r.spans.push_back(PendingFireSpan::Planned(planned, new_fire_apps[i], now));
         }
     }
     r.earliest_due_ms = store::WorkflowRepository::EarliestDue(s);

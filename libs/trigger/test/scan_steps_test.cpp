@@ -315,6 +315,41 @@ TEST_P(ScanStepTest, FollowupsRetryWhatMayBeRetriedAndTellTheWorkflowsWhichRunsM
     EXPECT_EQ(FiresOf(job.id).size(), 2u);
 }
 
+TEST_P(ScanStepTest, ARetryKeepsTheCallersTraceAndItsPlannedSpanIsCollectedForTheCommit) {
+    ScopedSpanSink spans;
+    ScheduleCache schedules;
+    FollowupsStep step(config_, schedules);
+    auto job = CreateJob("traced", "manual", "", std::nullopt, [](model::Job& j) {
+        j.retry_max = 1;
+        j.retry_backoff_ms = 1;
+    });
+    const std::string caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const std::int64_t failed = InsertFire(job, 1000, [&](model::Fire& f) {
+        f.kind = model::FireKind::kManual;
+        f.trace_parent = caller;
+        f.trace_state = "vendor=a";
+    });
+    ASSERT_TRUE(
+        store::FireRepository(db())
+            .Transition(failed, {FireStatus::kPending}, FireStatus::kFailed, {.finished_at = Now(), .followup = true})
+            .ok());
+    auto r = Run({&step});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->retries, 1);
+    const auto fires = FiresOf(job.id);
+    ASSERT_EQ(fires.size(), 2u);
+    EXPECT_EQ(fires[1].trace_parent, caller) << "the retry runs under the caller's trace";
+    EXPECT_EQ(fires[1].trace_state, "vendor=a");
+    EXPECT_TRUE(spans->Spans().empty()) << "pushed after the commit, not by the step";
+    ASSERT_EQ(r->spans.size(), 1u);
+    PushFireSpans(r->spans);
+    const auto planned = spans->Named("planned");
+    ASSERT_EQ(planned.size(), 1u);
+    EXPECT_EQ(IntAttribute(planned[0], "sched.fire_id"), fires[1].id);
+    EXPECT_EQ(IntAttribute(planned[0], "sched.attempt"), fires[1].attempt);
+    EXPECT_EQ(planned[0].trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+}
+
 TEST(ScanStepRules, ALostFireIsRetriedOnlyForAtLeastOnceJobsAndAStepFireByItsTry) {
     model::Job job;
     job.retry_max = 0;
@@ -335,6 +370,7 @@ TEST(ScanStepRules, ALostFireIsRetriedOnlyForAtLeastOnceJobsAndAStepFireByItsTry
 }
 
 TEST_P(ScanStepTest, TheBackfillsStepCreatesItsFiresAndNotifiesTheirSlaves) {
+    ScopedSpanSink spans;
     BackfillsStep step;
     const std::int64_t base = (Now() / 60'000) * 60'000 - 600'000;
     auto job = CreateJob("hourly", "cron", "0 * * * * ?", std::nullopt);
@@ -352,7 +388,19 @@ TEST_P(ScanStepTest, TheBackfillsStepCreatesItsFiresAndNotifiesTheirSlaves) {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(r->backfill_fires, 3);
     EXPECT_EQ(Notified(*r), 3u);
-    for (const auto& f : FiresOf(job.id)) EXPECT_EQ(f.kind, model::FireKind::kBackfill);
+    const auto fires = FiresOf(job.id);
+    for (const auto& f : fires) EXPECT_EQ(f.kind, model::FireKind::kBackfill);
+    // Their `planned` spans wait in the report for the commit, like the due jobs'.
+    ASSERT_EQ(r->spans.size(), fires.size());
+    std::set<std::int64_t> span_ids;
+    for (const auto& span : r->spans) {
+        EXPECT_EQ(span.step, protocol::FireStep::kPlanned);
+        EXPECT_EQ(span.app, job.app);
+        span_ids.insert(span.fire_id);
+    }
+    std::set<std::int64_t> fire_ids;
+    for (const auto& f : fires) fire_ids.insert(f.id);
+    EXPECT_EQ(span_ids, fire_ids);
 }
 
 TEST(ScheduleCache, AJobsScheduleIsMadeOnceAndAgainWhenItsDefinitionChanges) {

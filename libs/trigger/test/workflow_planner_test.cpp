@@ -1,10 +1,13 @@
 #include "sched/trigger/workflow_planner.hpp"
 
+#include <set>
+
 #include <gtest/gtest.h>
 
 #include "manual_workflow_run.hpp"
 #include "sched/db/migrator.hpp"
 #include "sched/db/testing/test_database.hpp"
+#include "sched/protocol/testing/collecting_span_sink.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/job.hpp"
 #include "sched/store/workflow.hpp"
@@ -131,6 +134,30 @@ TEST_P(WorkflowPlannerTest, ARunCreatedAheadThatEndsBeforeItsTimeEndsAtItsStart)
     const auto ended = store::WorkflowRunRepository(db()).Get(run.id);
     ASSERT_TRUE(ended.ok() && ended->ended_at && ended->started_at);
     EXPECT_LE(*ended->started_at, *ended->ended_at);
+}
+
+TEST_P(WorkflowPlannerTest, EachStepFireItPlansHasItsPlannedSpanForTheScanToPushAfterItsCommit) {
+    protocol::testing::ScopedSpanSink spans;
+    const auto w = CreateEverySecond();
+    const auto report = Advance(kT0 - 1500);
+    ASSERT_GE(report.steps_started, 1);
+    EXPECT_TRUE(spans->Spans().empty()) << "collected, not pushed: the transaction may still roll back";
+    ASSERT_EQ(report.spans.size(), static_cast<std::size_t>(report.steps_started));
+    auto fires = store::FireRepository(db()).List({.job_id = w.steps[0].job_id, .limit = 100});
+    ASSERT_TRUE(fires.ok());
+    std::set<std::int64_t> fire_ids;
+    for (const auto& f : *fires) {
+        EXPECT_EQ(f.kind, model::FireKind::kWorkflow);
+        fire_ids.insert(f.id);
+    }
+    std::set<std::int64_t> span_ids;
+    for (const auto& span : report.spans) {
+        EXPECT_EQ(span.step, protocol::FireStep::kPlanned);
+        EXPECT_EQ(span.app, "app");
+        EXPECT_EQ(span.end_ms, kT0 - 1500);
+        span_ids.insert(span.fire_id);
+    }
+    EXPECT_EQ(span_ids, fire_ids);
 }
 
 SCHED_DB_TEST_SUITE(WorkflowPlannerTest);

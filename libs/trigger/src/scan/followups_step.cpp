@@ -56,6 +56,10 @@ void FollowupsStep::Run(ScanContext& ctx) {
             retry.shard_total = fire.shard_total;
             retry.workflow_run_id = fire.workflow_run_id;
             retry.workflow_step = fire.workflow_step;
+            // A manual trigger's caller context goes on with its retries: every attempt lands in
+            // the caller's trace, as the first one did.
+            retry.trace_parent = fire.trace_parent;
+            retry.trace_state = fire.trace_state;
             retry.epoch = ctx.epoch;
             retry.due_at =
                 ctx.now + RetryDelayMs(job.retry_backoff_ms, TryOf(retry), Ms(config_.retry_backoff_cap), rng_);
@@ -63,6 +67,10 @@ void FollowupsStep::Run(ScanContext& ctx) {
             if (auto id = store::FireRepository::InsertIfAbsent(ctx.s, ctx.dialect, retry)) {
                 ++r.retries;
                 ctx.Notify(*id, retry);
+                if (protocol::FireTracer::On()) {
+                    retry.id = *id;
+                    r.spans.push_back(PendingFireSpan::Planned(retry, job.app, ctx.now));
+                }
             }
             continue;
         }

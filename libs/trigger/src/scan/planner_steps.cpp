@@ -1,8 +1,18 @@
 #include "scan/planner_steps.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 namespace sched::trigger::impl {
+
+namespace {
+
+// Pushed after the scan commits, like the due jobs' (Master::Scan).
+void AppendSpans(ScanReport& r, std::vector<PendingFireSpan> spans) {
+    r.spans.insert(r.spans.end(), std::make_move_iterator(spans.begin()), std::make_move_iterator(spans.end()));
+}
+
+}  // namespace
 
 void BackfillsStep::Run(ScanContext& ctx) {
     const auto live = [&ctx](const std::string& app) {
@@ -12,6 +22,7 @@ void BackfillsStep::Run(ScanContext& ctx) {
     ctx.report.backfill_fires = progress.fires_created;
     ctx.report.backfills_completed = progress.completed;
     ctx.Notify(progress.assigned);
+    AppendSpans(ctx.report, std::move(progress.spans));
 }
 
 WorkflowsStep::WorkflowsStep(const MasterConfig& config)
@@ -35,6 +46,7 @@ void WorkflowsStep::Run(ScanContext& ctx) {
     r.workflow_steps_started = progress.steps_started;
     r.workflow_steps_skipped = progress.steps_skipped;
     ctx.Notify(progress.assigned);
+    AppendSpans(r, std::move(progress.spans));
     if (progress.earliest_due_ms && (!r.earliest_due_ms || *progress.earliest_due_ms < *r.earliest_due_ms)) {
         r.earliest_due_ms = progress.earliest_due_ms;
     }

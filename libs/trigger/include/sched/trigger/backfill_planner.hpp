@@ -26,6 +26,7 @@
 #include "sched/store/backfill.hpp"
 #include "sched/store/shard.hpp"
 #include "sched/trigger/assigner.hpp"
+#include "sched/trigger/fire_trace.hpp"
 
 namespace sched::trigger {
 
@@ -49,6 +50,7 @@ struct BackfillProgress {
     int fires_created = 0;
     int completed = 0;
     std::map<std::string, std::vector<protocol::NoticedFire>> assigned;  ///< new fires per slave node
+    std::vector<PendingFireSpan> spans;  ///< the new fires' `planned` spans, when a tracer is installed
 };
 
 /// The master's step 1b: advances up to `per_scan` running backfills (round-robin over scans),

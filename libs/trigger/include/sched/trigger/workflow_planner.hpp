@@ -29,6 +29,7 @@
 #include "sched/protocol/fires_notice.hpp"
 #include "sched/trigger/assigner.hpp"
 #include "sched/trigger/fire_planner.hpp"
+#include "sched/trigger/fire_trace.hpp"
 
 namespace sched::trigger {
 
@@ -41,6 +42,7 @@ struct WorkflowProgressReport {
     int steps_skipped = 0;                                               ///< skip rows (upstream, run_timeout)
     std::map<std::string, std::vector<protocol::NoticedFire>> assigned;  ///< new fires per slave node
     std::optional<std::int64_t> earliest_due_ms;                         ///< of any workflow not paused
+    std::vector<PendingFireSpan> spans;  ///< the step fires' `planned` spans, when a tracer is installed
 };
 
 struct WorkflowPlannerOptions {
