@@ -70,6 +70,10 @@ void LastSuccessTracker::Refresh(soci::session& s) {
     const db::Dialect dialect = impl::SessionDialect(s);
     long long now_ms = 0;
     s << "SELECT " + std::string(dialect.NowMs()), soci::into(now_ms);
+    Refresh(s, now_ms);
+}
+
+void LastSuccessTracker::Refresh(soci::session& s, std::int64_t now_ms) {
     if (!read_at_ms_) {
         // The whole retained history once: every job's latest success, with its name.
         soci::rowset<soci::row> rows =
@@ -81,10 +85,17 @@ void LastSuccessTracker::Refresh(soci::session& s) {
             by_job_[id] = {r.get<std::string>(0), id, r.get<std::string>(2), Int(r, 3)};
         }
         read_at_ms_ = now_ms;
+        deep_read_at_ms_ = now_ms;
         return;
     }
-    // Only what finished since the previous read (less the overlap): a range of idx_fire_finished.
-    const std::int64_t since = *read_at_ms_ - overlap_ms_;
+    // Only what finished since the previous read (less the recent overlap): a range of
+    // idx_fire_finished, so a read costs the last seconds' fires. Reading the whole overlap at
+    // every read cost every fire of the last ten minutes each 5 s (600,000 rows at 1,000
+    // fires/s); the deep read does that once per overlap. A result applied at C with a finish
+    // time F >= C - overlap is seen by the first deep read D after C: the deep read before it
+    // ran at D' <= C, and reads from D' - overlap <= F.
+    const bool deep = now_ms - *deep_read_at_ms_ >= overlap_ms_;
+    const std::int64_t since = deep ? *deep_read_at_ms_ - overlap_ms_ : *read_at_ms_ - recent_overlap_ms_;
     std::map<std::int64_t, std::int64_t> latest;
     {
         soci::rowset<soci::row> rows =
@@ -98,10 +109,18 @@ void LastSuccessTracker::Refresh(soci::session& s) {
         job.job_id = id;
         job.finished_ms = std::max(job.finished_ms, at);
     }
-    // Names and existence of the tracked jobs (a few hundred ids per statement).
+    // Names and existence: of every tracked job at a deep read, else of the jobs just read (a
+    // rename or a delete of another job shows at the next deep read). Reading every tracked
+    // job's name at each read cost every job that ever succeeded: a million rows each 5 s with a
+    // million hourly jobs. A few hundred ids per statement.
     std::vector<std::int64_t> ids;
-    ids.reserve(by_job_.size());
-    for (const auto& [id, job] : by_job_) ids.push_back(id);
+    if (deep) {
+        ids.reserve(by_job_.size());
+        for (const auto& [id, job] : by_job_) ids.push_back(id);
+    } else {
+        ids.reserve(latest.size());
+        for (const auto& [id, at] : latest) ids.push_back(id);
+    }
     std::map<std::int64_t, std::pair<std::string, std::string>> known;
     for (std::size_t from = 0; from < ids.size(); from += kIdsPerSelect) {
         std::string list;
@@ -112,6 +131,10 @@ void LastSuccessTracker::Refresh(soci::session& s) {
         for (const auto& r : rows) known[Int(r, 0)] = {r.get<std::string>(1), r.get<std::string>(2)};
     }
     for (auto it = by_job_.begin(); it != by_job_.end();) {
+        if (!deep && !latest.contains(it->first)) {
+            ++it;
+            continue;
+        }
         const auto found = known.find(it->first);
         if (found == known.end()) {
             it = by_job_.erase(it);  // deleted
@@ -122,6 +145,7 @@ void LastSuccessTracker::Refresh(soci::session& s) {
         ++it;
     }
     read_at_ms_ = now_ms;
+    if (deep) deep_read_at_ms_ = now_ms;
 }
 
 std::vector<LastSuccessTracker::Job> LastSuccessTracker::Jobs() const {

@@ -104,44 +104,45 @@ TEST_P(FireMetricsTest, ExecutorsLiveListsEveryAppWithAnEnabledJobAndNoOther) {
 }
 
 TEST_P(FireMetricsTest, LastSuccessesAreReadFromWhatEndedSinceThePreviousRead) {
-    const auto now_ms = [&] {
-        auto now = db().Run([&](soci::session& s) {
-            long long t = 0;
-            s << "SELECT " + std::string(db().dialect().NowMs()), soci::into(t);
-            return static_cast<std::int64_t>(t);
-        });
-        EXPECT_TRUE(now.ok());
-        return now.ok() ? *now : 0;
-    };
     Job(1, "billing", "invoice");
     Job(2, "billing", "report");
     Job(3, "search", "reindex");
-    const std::int64_t t0 = now_ms();
+    // The reads run at times the test gives (the database clock's, as the caller read it).
+    const std::int64_t t0 = 1'800'000'000'000;
     Fire(10, 1, "succeeded", 0, t0 - 3'600'000);  // an hour ago: only the first read sees it
     Fire(11, 2, "succeeded", 0, t0 - 1'000);
     Fire(12, 3, "failed", 0, t0 - 1'000);
-    LastSuccessTracker tracker(60'000);  // one minute of overlap
-    const auto read = [&] {
-        EXPECT_TRUE(db().InTransaction(db::TxMode::kRead, [&](soci::session& s) { tracker.Refresh(s); }).ok());
+    LastSuccessTracker tracker(60'000, 5'000);  // deep reads a minute back, others 5 s
+    const auto read = [&](std::int64_t now_ms) {
+        EXPECT_TRUE(db().InTransaction(db::TxMode::kRead, [&](soci::session& s) { tracker.Refresh(s, now_ms); }).ok());
         std::map<std::int64_t, std::pair<std::string, std::int64_t>> jobs;
         for (const auto& j : tracker.Jobs()) jobs[j.job_id] = {j.name, j.finished_ms};
         return jobs;
     };
     using Seen = std::map<std::int64_t, std::pair<std::string, std::int64_t>>;
     EXPECT_TRUE(tracker.first_read());
-    EXPECT_EQ(read(), (Seen{{1, {"invoice", t0 - 3'600'000}}, {2, {"report", t0 - 1'000}}}));
+    EXPECT_EQ(read(t0), (Seen{{1, {"invoice", t0 - 3'600'000}}, {2, {"report", t0 - 1'000}}}));
     EXPECT_FALSE(tracker.first_read());
 
-    Fire(13, 3, "succeeded", 0, t0);              // new: job 3 appears
-    Fire(14, 1, "succeeded", 0, t0 - 7'200'000);  // applied late, older than the window: not read
+    Fire(13, 3, "succeeded", 0, t0 + 1'000);      // new: job 3 appears, with its name
+    Fire(14, 1, "succeeded", 0, t0 - 7'200'000);  // applied late, older than the overlap: never read
+    Fire(16, 1, "succeeded", 0, t0 - 20'000);     // applied late, within the overlap: the deep read's
     Exec("UPDATE job SET name = 'monthly-report' WHERE id = 2");
     Exec("DELETE FROM job_fire WHERE id = 11");  // purged: job 2 keeps its time
-    EXPECT_EQ(read(),
-              (Seen{{1, {"invoice", t0 - 3'600'000}}, {2, {"monthly-report", t0 - 1'000}}, {3, {"reindex", t0}}}));
+    EXPECT_EQ(read(t0 + 2'000),
+              (Seen{{1, {"invoice", t0 - 3'600'000}}, {2, {"report", t0 - 1'000}}, {3, {"reindex", t0 + 1'000}}}))
+        << "a recent read: the last 5 s only, and the names of the jobs it found";
+
+    EXPECT_EQ(read(t0 + 60'000),
+              (Seen{{1, {"invoice", t0 - 20'000}}, {2, {"monthly-report", t0 - 1'000}}, {3, {"reindex", t0 + 1'000}}}))
+        << "a deep read: a minute back from the previous deep read, and every tracked job's name";
 
     Exec("DELETE FROM job WHERE id = 3");
-    Fire(15, 1, "succeeded", 0, t0 + 5);
-    EXPECT_EQ(read(), (Seen{{1, {"invoice", t0 + 5}}, {2, {"monthly-report", t0 - 1'000}}}));
+    Fire(15, 1, "succeeded", 0, t0 + 61'000);
+    EXPECT_EQ(read(t0 + 62'000),
+              (Seen{{1, {"invoice", t0 + 61'000}}, {2, {"monthly-report", t0 - 1'000}}, {3, {"reindex", t0 + 1'000}}}))
+        << "job 3's delete shows at the next deep read";
+    EXPECT_EQ(read(t0 + 120'000), (Seen{{1, {"invoice", t0 + 61'000}}, {2, {"monthly-report", t0 - 1'000}}}));
 }
 
 TEST_P(FireMetricsTest, OutcomeMetricsCountByAppJobAndStatus) {

@@ -6,6 +6,7 @@
 /// Series (docs/architecture/metrics.md): the job_id label is the job id (stable across renames);
 /// a job's name appears only on sched_job_last_success_timestamp_seconds.
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -47,14 +48,17 @@ struct FireJob {
 std::vector<FireJob> JobsOfFires(soci::session& s, const std::vector<std::int64_t>& fire_ids);
 
 /// The latest succeeded fire of each job, kept from one read to the next so that a read costs
-/// what ended since the last one, not the whole history: the first read (per tracker: a new
-/// master starts a new one) groups every retained succeeded fire by job; each later read groups
-/// only the fires that finished after the previous read's database time minus `overlap_ms`
-/// (idx_fire_finished), and reads the tracked jobs' names (a deleted job drops out; a renamed
-/// one keeps its time under its new name). A job keeps its last success after the history purge
-/// deleted that fire. The overlap covers results applied late with an earlier finish time (an
-/// executor's spool, delivered when the cluster is reachable again); one later than the overlap
-/// shows at the next master's first read.
+/// what ended since the last one, not the whole history nor every job: the first read (per
+/// tracker: a new master starts a new one) groups every retained succeeded fire by job. A later
+/// read groups only the fires that finished after the previous read's database time minus
+/// `recent_overlap_ms` (a range of idx_fire_finished) and reads the names of the jobs it found;
+/// once `overlap_ms` has passed since the last deep read, the read is deep: it groups the fires
+/// that finished after that deep read's time minus `overlap_ms`, and reads every tracked job's
+/// name (a deleted job drops out; a renamed one keeps its time under its new name). A job keeps
+/// its last success after the history purge deleted that fire. The overlaps cover results
+/// applied late with an earlier finish time (an executor's spool, delivered when the cluster is
+/// reachable again): one applied within `recent_overlap_ms` of its finish shows at the next
+/// read, one within `overlap_ms` at the next deep read, a later one at the next master's first.
 class LastSuccessTracker {
   public:
     struct Job {
@@ -63,10 +67,14 @@ class LastSuccessTracker {
         std::string name;
         std::int64_t finished_ms = 0;
     };
-    explicit LastSuccessTracker(std::int64_t overlap_ms = std::int64_t{10} * 60 * 1000) : overlap_ms_(overlap_ms) {}
+    explicit LastSuccessTracker(std::int64_t overlap_ms = std::int64_t{10} * 60 * 1000,
+                                std::int64_t recent_overlap_ms = std::int64_t{30} * 1000)
+        : overlap_ms_(overlap_ms), recent_overlap_ms_(std::min(recent_overlap_ms, overlap_ms)) {}
 
-    /// One read inside the caller's transaction; throws soci errors.
+    /// One read inside the caller's transaction at the database's time; throws soci errors.
     void Refresh(soci::session& s);
+    /// The same at `now_ms`, the database clock's time as the caller read it.
+    void Refresh(soci::session& s, std::int64_t now_ms);
     /// Every tracked job, by job id.
     std::vector<Job> Jobs() const;
     /// Whether the next Refresh reads the whole history (no read yet).
@@ -74,7 +82,9 @@ class LastSuccessTracker {
 
   private:
     std::int64_t overlap_ms_;
-    std::optional<std::int64_t> read_at_ms_;  // the database clock at the previous read
+    std::int64_t recent_overlap_ms_;
+    std::optional<std::int64_t> read_at_ms_;       // the database clock at the previous read
+    std::optional<std::int64_t> deep_read_at_ms_;  // ... at the previous deep (or first) read
     std::map<std::int64_t, Job> by_job_;
 };
 
