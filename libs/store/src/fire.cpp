@@ -750,6 +750,47 @@ std::vector<Fire> FireRepository::ListForWorkflowRuns(soci::session& s, const st
     return fires;
 }
 
+std::map<std::int64_t, Fire> FireRepository::NewestOfJobs(soci::session& s, const std::vector<std::int64_t>& job_ids) {
+    struct NewestRow {
+        std::int64_t job_id = 0;
+        impl::NullableInt64 fire_id;
+        void BindInto(soci::statement& st) {
+            st.exchange(soci::into(job_id));
+            st.exchange(soci::into(fire_id.value, fire_id.ind));
+        }
+        std::optional<std::int64_t> Finish() const { return fire_id.get(); }
+    };
+    constexpr std::size_t kChunk = 500;
+    std::map<std::int64_t, Fire> out;
+    for (std::size_t from = 0; from < job_ids.size(); from += kChunk) {
+        const std::size_t to = std::min(job_ids.size(), from + kChunk);
+        std::string ids;
+        for (std::size_t i = from; i < to; ++i) ids += (i == from ? "" : ", ") + std::to_string(job_ids[i]);
+        // A scalar subquery per job, as CapBoundaries: (job_id, scheduled_time) ends with the row
+        // id on both databases, so the order is the index's and the read stops at its first row.
+        // `ORDER BY id DESC` instead read the job's whole history, or the table's newest rows
+        // until one of the job's turned up.
+        const auto newest = impl::SelectRows<NewestRow>(
+            s,
+            "SELECT j.id, (SELECT f.id FROM job_fire f WHERE f.job_id = j.id ORDER BY f.scheduled_time DESC, f.id "
+            "DESC LIMIT 1) FROM job j WHERE j.id IN (" +
+                ids + ")",
+            [](soci::statement&) {});
+        std::string fire_ids;
+        for (const auto& id : newest) {
+            if (id) fire_ids += (fire_ids.empty() ? "" : ", ") + std::to_string(*id);
+        }
+        if (fire_ids.empty()) continue;
+        for (auto& fire : impl::SelectRows<FireRow>(
+                 s, std::string("SELECT ") + kColumns + " FROM job_fire WHERE id IN (" + fire_ids + ")",
+                 [](soci::statement&) {})) {
+            const std::int64_t job_id = fire.job_id;
+            out.insert_or_assign(job_id, std::move(fire));
+        }
+    }
+    return out;
+}
+
 void FireRepository::ClearFollowup(soci::session& s, std::int64_t id) {
     s << "UPDATE job_fire SET followup = 0 WHERE id = :id", soci::use(id);
 }

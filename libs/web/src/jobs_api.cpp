@@ -136,10 +136,15 @@ constexpr std::array<std::string_view, 10> kJobReadOnly = {
     "id",        "next_fire_time", "last_fire_time", "created_at",       "updated_at",
     "last_fire", "planned_runs",   "completed_at",   "completed_reason", "paused"};
 
-std::optional<model::Fire> LastFire(db::Database& db, std::int64_t job_id) {
-    auto fires = store::FireRepository(db).List({.job_id = job_id, .limit = 1});
-    if (!fires.ok() || fires->empty()) return std::nullopt;
-    return fires->front();
+// The newest fire of each job, read for a whole page at once (store::FireRepository::NewestOfJobs).
+Result<std::map<std::int64_t, model::Fire>> NewestFires(db::Database& db, const std::vector<std::int64_t>& job_ids) {
+    return db.Run([&](soci::session& s) { return store::FireRepository::NewestOfJobs(s, job_ids); });
+}
+
+std::optional<model::Fire> NewestOf(const std::map<std::int64_t, model::Fire>& newest, std::int64_t job_id) {
+    const auto it = newest.find(job_id);
+    if (it == newest.end()) return std::nullopt;
+    return it->second;
 }
 
 // Stores a new job. `H` depends on the id, which exists only once the row does: such a job is
@@ -273,8 +278,14 @@ void AddJobRoutes(Routes& routes) {
                    auto work = [filter, page](db::Database& db) -> Result<nlohmann::json> {
                        auto jobs = store::JobRepository(db).List(filter);
                        if (!jobs.ok()) return jobs.status();
+                       std::vector<std::int64_t> ids;
+                       for (std::size_t i = 0; i < jobs->size() && i < static_cast<std::size_t>(page); ++i) {
+                           ids.push_back((*jobs)[i].id);
+                       }
+                       auto newest = NewestFires(db, ids);
+                       if (!newest.ok()) return newest.status();
                        return CursorPage(*jobs, page,
-                                         [&](const auto& job) { return JobJson(job, LastFire(db, job.id)); });
+                                         [&](const auto& job) { return JobJson(job, NewestOf(*newest, job.id)); });
                    };
                    filter.limit = page + 1;  // one more tells whether there is a next page
                    auto listed = co_await WithDb(*ctx, work);
@@ -322,7 +333,9 @@ void AddJobRoutes(Routes& routes) {
                GetHandler(ctx, JobError, [](db::Database& db, std::int64_t id) -> Result<nlohmann::json> {
                    auto found = store::JobRepository(db).Get(id);
                    if (!found.ok()) return found.status();
-                   return JobJson(*found, LastFire(db, id));
+                   auto newest = NewestFires(db, {id});
+                   if (!newest.ok()) return newest.status();
+                   return JobJson(*found, NewestOf(*newest, id));
                }));
 
     routes.Add(

@@ -460,6 +460,25 @@ TEST_P(JobsApiTest, TheListShowsEachJobsLastFire) {
     EXPECT_EQ(list["items"][0]["last_fire"]["status"], "succeeded");
     EXPECT_FALSE(list["items"][1].contains("last_fire"));
     EXPECT_EQ(Body(Get("/api/v1/jobs/" + std::to_string(id)))["last_fire"]["id"], newest);
+
+    // Newest by scheduled time: a fire inserted later for an earlier time (a backfill's) is not
+    // the job's newest; a later row of the same time (a retry) is.
+    InsertFire(id, 500, model::FireStatus::kSucceeded);
+    EXPECT_EQ(Body(Get("/api/v1/jobs"))["items"][0]["last_fire"]["id"], newest);
+    model::Fire again;
+    again.job_id = id;
+    again.scheduled_time = 2000;
+    again.kind = model::FireKind::kRetry;
+    again.attempt = 1;
+    again.epoch = 1;
+    auto stored =
+        db().Run([&](soci::session& s) { return store::FireRepository::InsertIfAbsent(s, db().dialect(), again); });
+    ASSERT_TRUE(stored.ok() && stored->has_value());
+    const std::int64_t retry = **stored;
+    list = Body(Get("/api/v1/jobs"));
+    EXPECT_EQ(list["items"][0]["last_fire"]["id"], retry);
+    EXPECT_EQ(list["items"][0]["last_fire"]["status"], "pending");
+    EXPECT_EQ(Body(Get("/api/v1/jobs/" + std::to_string(id)))["last_fire"]["id"], retry);
 }
 
 TEST_P(JobsApiTest, StringsThatLookLikeSqlAreStoredVerbatim) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -163,6 +164,11 @@ class FireRepository {
     /// step fires and skip rows, at most 64 steps x their shards and tries each. Served by
     /// idx_fire_workflow_run; one statement per 500 run ids.
     static std::vector<model::Fire> ListForWorkflowRuns(soci::session& s, const std::vector<std::int64_t>& run_ids);
+    /// The newest fire of each of `job_ids` that has one, by job id: the latest scheduled time,
+    /// of that time the latest row (a retry over its failed try). Two statements per 500 jobs,
+    /// each job's row found by a one-row backward read of idx_fire_job, however long its
+    /// history (the job list shows it for every job of a page).
+    static std::map<std::int64_t, model::Fire> NewestOfJobs(soci::session& s, const std::vector<std::int64_t>& job_ids);
     static void ClearFollowup(soci::session& s, std::int64_t id);
     /// ClearFollowup for many fires, one UPDATE per 500 ids.
     static void ClearFollowups(soci::session& s, const std::vector<std::int64_t>& ids);
