@@ -7,6 +7,7 @@
 #include <string>
 
 #include "bounded_yaml.hpp"
+#include "named_section.hpp"
 
 namespace sched::ctl {
 namespace {
@@ -23,10 +24,6 @@ Status Invalid(std::string_view file, const std::string& what) {
 // The fields of a rule in the `alerts:` section: the rule file's, with the job named.
 constexpr std::array<std::string_view, 8> kSectionFields = {
     "name", "job", "events", "consecutive_failures", "no_success_within_ms", "url", "secret", "enabled"};
-
-std::string LineOf(const YAML::Node& at) {
-    return at.Mark().is_null() ? std::string() : "line " + std::to_string(at.Mark().line + 1) + ": ";
-}
 
 // One rule of the section into `out`; the problem ("events: ...") and where it is, or nullopt.
 std::optional<std::pair<YAML::Node, std::string>> SectionRule(const YAML::Node& node, nlohmann::json& out) {
@@ -118,37 +115,13 @@ nlohmann::json MergeAlertRuleUpdate(const nlohmann::json& current, const nlohman
 }
 
 Result<std::optional<std::vector<AlertRuleSpec>>> ParseAlertSection(std::string_view text, std::string_view file_name) {
-    const std::string file(file_name);
-    auto loaded = LoadBoundedYaml(text, file);
-    if (!loaded.ok()) return loaded.status();
-    const YAML::Node& root = *loaded;
-    if (!root.IsMap() || !root["alerts"]) return std::optional<std::vector<AlertRuleSpec>>();
-    const YAML::Node rules = root["alerts"];
-    if (rules.IsNull()) return std::optional<std::vector<AlertRuleSpec>>(std::vector<AlertRuleSpec>{});
-    if (!rules.IsSequence()) return Invalid(file, LineOf(rules) + "alerts: expected a list of alert rules");
-    if (rules.size() > kMaxAlertRulesPerFile) {
-        return Invalid(file, LineOf(rules) + "alerts: more than " + std::to_string(kMaxAlertRulesPerFile) + " rules");
-    }
-    std::vector<AlertRuleSpec> out;
-    std::set<std::string> names;
-    for (std::size_t i = 0; i < rules.size(); ++i) {
-        const YAML::Node node = rules[i];
-        std::string where = "alerts[" + std::to_string(i) + "]";
-        if (node.IsMap() && node["name"] && node["name"].IsScalar()) {
-            where += " (name " + nlohmann::json(node["name"].Scalar()).dump() + ")";
-        }
-        AlertRuleSpec spec;
-        if (auto problem = SectionRule(node, spec.fields)) {
-            return Invalid(file, LineOf(problem->first) + where + ": " + problem->second);
-        }
-        spec.name = spec.fields["name"].get<std::string>();
-        if (!names.insert(spec.name).second) {
-            return Invalid(file,
-                           LineOf(node) + where + ": name: " + nlohmann::json(spec.name).dump() + " appears twice");
-        }
-        out.push_back(std::move(spec));
-    }
-    return std::optional<std::vector<AlertRuleSpec>>(std::move(out));
+    return ParseNamedSection(text, file_name, {"alerts", "alert rules", "rules", kMaxAlertRulesPerFile},
+                             [](const YAML::Node& node, nlohmann::json& fields) -> std::optional<EntryProblem> {
+                                 if (auto problem = SectionRule(node, fields)) {
+                                     return EntryProblem{problem->first, problem->second};
+                                 }
+                                 return std::nullopt;
+                             });
 }
 
 nlohmann::json RulesByJobName(const nlohmann::json& rules, const nlohmann::json& jobs) {
