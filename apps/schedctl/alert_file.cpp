@@ -125,19 +125,14 @@ Result<std::optional<std::vector<AlertRuleSpec>>> ParseAlertSection(std::string_
 }
 
 nlohmann::json RulesByJobName(const nlohmann::json& rules, const nlohmann::json& jobs) {
-    std::map<std::int64_t, std::string> names;
-    for (const auto& [name, job] : IndexByName(jobs)) names.emplace((*job)["id"].get<std::int64_t>(), name);
+    const auto names = JobNamesById(jobs);
     nlohmann::json out = nlohmann::json::array();
     if (!rules.is_array()) return out;
     for (nlohmann::json rule : rules) {
         if (rule.is_object() && rule.contains("job_id")) {
             const nlohmann::json id = rule["job_id"];
-            if (id.is_number_integer()) {
-                const auto it = names.find(id.get<std::int64_t>());
-                rule["job"] = it != names.end() ? it->second : "#" + std::to_string(id.get<std::int64_t>());
-            } else {
-                rule["job"] = nullptr;
-            }
+            rule["job"] = id.is_number_integer() ? nlohmann::json(JobNameOrId(names, id.get<std::int64_t>()))
+                                                 : nlohmann::json(nullptr);
             rule.erase("job_id");
         }
         out.push_back(std::move(rule));

@@ -248,17 +248,14 @@ Result<nlohmann::json> ParseWorkflowDocument(std::string_view text, std::string_
 }
 
 nlohmann::json StepsByJobName(const nlohmann::json& workflows, const nlohmann::json& jobs) {
-    std::map<std::int64_t, std::string> names;
-    for (const auto& [name, job] : IndexByName(jobs)) names.emplace((*job)["id"].get<std::int64_t>(), name);
+    const auto names = JobNamesById(jobs);
     nlohmann::json out = nlohmann::json::array();
     if (!workflows.is_array()) return out;
     for (nlohmann::json w : workflows) {
         if (w.is_object() && w.contains("steps") && w["steps"].is_array()) {
             for (auto& step : w["steps"]) {
                 if (!step.is_object() || !step.contains("job_id") || !step["job_id"].is_number_integer()) continue;
-                const auto id = step["job_id"].get<std::int64_t>();
-                const auto it = names.find(id);
-                step["job"] = it != names.end() ? it->second : "#" + std::to_string(id);
+                step["job"] = JobNameOrId(names, step["job_id"].get<std::int64_t>());
                 step.erase("job_id");
             }
         }
@@ -275,12 +272,7 @@ Plan PlanWorkflowChanges(const std::vector<WorkflowSpec>& desired, const nlohman
         if (value.is_null()) return std::nullopt;  // paused left out: not managed
         return value;
     };
-    // managed_by is not a field of the file: apply states it (the file's name) on every workflow.
-    static const std::vector<std::string> fields = [] {
-        auto out = WorkflowFileFields();
-        out.emplace_back("managed_by");
-        return out;
-    }();
+    static const std::vector<std::string> fields = WithManagedBy(WorkflowFileFields());
     return PlanByName(desired, current, prune, fields, want);
 }
 
