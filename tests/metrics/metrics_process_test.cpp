@@ -19,6 +19,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../support/source_files.hpp"
 #include "sched/common/testing/child_process.hpp"
 #include "sched/common/testing/wait_for.hpp"
 
@@ -29,13 +30,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::ChildProcess;
-
-std::string ReadFile(const std::filesystem::path& path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
+using testing::ReadFile;
 
 // Runs a shell command; returns its exit status and output (stdout and stderr).
 std::pair<int, std::string> Shell(const std::string& command) {
@@ -125,7 +120,7 @@ void ExpectCheckedAndDeclaringTheUsedNames(const std::string& metrics, const std
     const auto [code, out] = Shell("promtool check metrics < " + file.string());
     EXPECT_EQ(code, 0) << out;
     for (const char* used : {"/docs/grafana/scheduler-dashboard.json", "/docs/prometheus/alerts.yml"}) {
-        const auto names = names_of(NamesUsed(ReadFile(std::string(SCHED_SOURCE_DIR) + used)));
+        const auto names = names_of(NamesUsed(ReadFile(testing::kSourceDir.string() + used)));
         EXPECT_GE(names.size(), at_least) << used;
         EXPECT_EQ(Join(Missing(names, metrics)), "") << used << " names metrics " << whose << " does not declare";
     }
