@@ -24,6 +24,7 @@
 #include <openssl/hmac.h>
 #include <nlohmann/json.hpp>
 
+#include "../support/scratch_dir.hpp"
 #include "sched/common/node_id.hpp"
 #include "sched/common/testing/child_process.hpp"
 #include "sched/common/testing/tiny_file_system.hpp"
@@ -39,17 +40,7 @@ using testing::TinyFileSystem;
 
 class StandaloneProcess : public ::testing::Test {
   protected:
-    void SetUp() override {
-        dir_ = std::filesystem::temp_directory_path() / ("sched-standalone-" + RandomHex(10));
-        std::filesystem::create_directories(dir_);
-    }
-    void TearDown() override { std::filesystem::remove_all(dir_); }
-
-    std::string WriteConfig(const std::string& yaml) {
-        const auto path = dir_ / "standalone.yaml";
-        std::ofstream(path) << yaml;
-        return path.string();
-    }
+    std::string WriteConfig(const std::string& yaml) { return scratch_.Write("standalone.yaml", yaml); }
     std::string DefaultConfig() {
         return WriteConfig("http:\n  listen: \"127.0.0.1:0\"\ndatabase:\n  url: \"sqlite://" +
                            (dir_ / "data/s.db").string() + "\"\nlog:\n  level: info\n");
@@ -63,7 +54,8 @@ class StandaloneProcess : public ::testing::Test {
                            alert_options + "  alert-addresses:\n    allow: [\"127.0.0.1\"]\nlog:\n  level: info\n");
     }
 
-    std::filesystem::path dir_;
+    testing::ScratchDir scratch_{"sched-standalone-"};
+    const std::filesystem::path& dir_ = scratch_.path();
 };
 
 // The node's SQLite file at `db_path`, opened by the test too (`options`: the URL's query);
