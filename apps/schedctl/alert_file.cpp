@@ -7,6 +7,7 @@
 #include <string>
 
 #include "bounded_yaml.hpp"
+#include "named_section.hpp"
 
 namespace sched::ctl {
 namespace {
@@ -23,10 +24,6 @@ Status Invalid(std::string_view file, const std::string& what) {
 // The fields of a rule in the `alerts:` section: the rule file's, with the job named.
 constexpr std::array<std::string_view, 8> kSectionFields = {
     "name", "job", "events", "consecutive_failures", "no_success_within_ms", "url", "secret", "enabled"};
-
-std::string LineOf(const YAML::Node& at) {
-    return at.Mark().is_null() ? std::string() : "line " + std::to_string(at.Mark().line + 1) + ": ";
-}
 
 // One rule of the section into `out`; the problem ("events: ...") and where it is, or nullopt.
 std::optional<std::pair<YAML::Node, std::string>> SectionRule(const YAML::Node& node, nlohmann::json& out) {
@@ -118,53 +115,24 @@ nlohmann::json MergeAlertRuleUpdate(const nlohmann::json& current, const nlohman
 }
 
 Result<std::optional<std::vector<AlertRuleSpec>>> ParseAlertSection(std::string_view text, std::string_view file_name) {
-    const std::string file(file_name);
-    auto loaded = LoadBoundedYaml(text, file);
-    if (!loaded.ok()) return loaded.status();
-    const YAML::Node& root = *loaded;
-    if (!root.IsMap() || !root["alerts"]) return std::optional<std::vector<AlertRuleSpec>>();
-    const YAML::Node rules = root["alerts"];
-    if (rules.IsNull()) return std::optional<std::vector<AlertRuleSpec>>(std::vector<AlertRuleSpec>{});
-    if (!rules.IsSequence()) return Invalid(file, LineOf(rules) + "alerts: expected a list of alert rules");
-    if (rules.size() > kMaxAlertRulesPerFile) {
-        return Invalid(file, LineOf(rules) + "alerts: more than " + std::to_string(kMaxAlertRulesPerFile) + " rules");
-    }
-    std::vector<AlertRuleSpec> out;
-    std::set<std::string> names;
-    for (std::size_t i = 0; i < rules.size(); ++i) {
-        const YAML::Node node = rules[i];
-        std::string where = "alerts[" + std::to_string(i) + "]";
-        if (node.IsMap() && node["name"] && node["name"].IsScalar()) {
-            where += " (name " + nlohmann::json(node["name"].Scalar()).dump() + ")";
-        }
-        AlertRuleSpec spec;
-        if (auto problem = SectionRule(node, spec.fields)) {
-            return Invalid(file, LineOf(problem->first) + where + ": " + problem->second);
-        }
-        spec.name = spec.fields["name"].get<std::string>();
-        if (!names.insert(spec.name).second) {
-            return Invalid(file,
-                           LineOf(node) + where + ": name: " + nlohmann::json(spec.name).dump() + " appears twice");
-        }
-        out.push_back(std::move(spec));
-    }
-    return std::optional<std::vector<AlertRuleSpec>>(std::move(out));
+    return ParseNamedSection(text, file_name, {"alerts", "alert rules", "rules", kMaxAlertRulesPerFile},
+                             [](const YAML::Node& node, nlohmann::json& fields) -> std::optional<EntryProblem> {
+                                 if (auto problem = SectionRule(node, fields)) {
+                                     return EntryProblem{problem->first, problem->second};
+                                 }
+                                 return std::nullopt;
+                             });
 }
 
 nlohmann::json RulesByJobName(const nlohmann::json& rules, const nlohmann::json& jobs) {
-    std::map<std::int64_t, std::string> names;
-    for (const auto& [name, job] : IndexByName(jobs)) names.emplace((*job)["id"].get<std::int64_t>(), name);
+    const auto names = JobNamesById(jobs);
     nlohmann::json out = nlohmann::json::array();
     if (!rules.is_array()) return out;
     for (nlohmann::json rule : rules) {
         if (rule.is_object() && rule.contains("job_id")) {
             const nlohmann::json id = rule["job_id"];
-            if (id.is_number_integer()) {
-                const auto it = names.find(id.get<std::int64_t>());
-                rule["job"] = it != names.end() ? it->second : "#" + std::to_string(id.get<std::int64_t>());
-            } else {
-                rule["job"] = nullptr;
-            }
+            rule["job"] = id.is_number_integer() ? nlohmann::json(JobNameOrId(names, id.get<std::int64_t>()))
+                                                 : nlohmann::json(nullptr);
             rule.erase("job_id");
         }
         out.push_back(std::move(rule));

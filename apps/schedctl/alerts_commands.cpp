@@ -36,13 +36,17 @@ int List(Session& s) {
         s.PrintItems(items);
         return 0;
     }
-    std::vector<std::vector<std::string>> rows;
-    rows.reserve(rules.size());
-    for (const auto& r : rules) {
-        rows.push_back({Cell(r.id), SanitizeCell(r.name), r.job_id ? Cell(*r.job_id) : "(every job)", Events(r.events),
-                        Cell(r.consecutive_failures), SanitizeCell(r.url), Cell(r.enabled), Cell(r.version)});
-    }
-    s.out() << RenderTable({"ID", "NAME", "JOB", "EVENTS", "IN A ROW", "URL", "ENABLED", "VERSION"}, rows);
+    s.out() << RenderRows({"ID", "NAME", "JOB", "EVENTS", "IN A ROW", "URL", "ENABLED", "VERSION"}, rules,
+                          [&](const auto& r) {
+                              return TableRow{Cell(r.id),
+                                              SanitizeCell(r.name),
+                                              r.job_id ? Cell(*r.job_id) : "(every job)",
+                                              Events(r.events),
+                                              Cell(r.consecutive_failures),
+                                              SanitizeCell(r.url),
+                                              Cell(r.enabled),
+                                              Cell(r.version)};
+                          });
     return 0;
 }
 
@@ -100,17 +104,20 @@ int Deliveries(Session& s) {
     const std::string path = "/api/v1/alert-deliveries" + (query.empty() ? std::string() : "?" + query.substr(1));
     return s.AnswerWith<api::ItemList<api::AlertDeliveryView>>(
         http::Method::kGet, path, std::nullopt, [&](const api::ItemList<api::AlertDeliveryView>& list) {
-            std::vector<std::vector<std::string>> rows;
-            rows.reserve(list.items.size());
-            for (const auto& d : list.items) {
-                rows.push_back({Cell(d.id), Cell(d.rule_id), d.test ? "(test)" : Cell(d.job_id),
-                                d.test ? "-" : Cell(d.fire_id), d.event, d.status, Cell(d.attempts),
-                                TimeCell(d.created_at_ms), TimeCell(d.delivered_at_ms),
-                                SanitizeCell(Cell(d.last_error))});
-            }
-            s.out() << RenderTable(
+            s.out() << RenderRows(
                 {"ID", "RULE", "JOB", "FIRE", "EVENT", "STATUS", "ATTEMPTS", "CREATED", "DELIVERED", "LAST ERROR"},
-                rows);
+                list.items, [&](const auto& d) {
+                    return TableRow{Cell(d.id),
+                                    Cell(d.rule_id),
+                                    d.test ? "(test)" : Cell(d.job_id),
+                                    d.test ? "-" : Cell(d.fire_id),
+                                    d.event,
+                                    d.status,
+                                    Cell(d.attempts),
+                                    TimeCell(d.created_at_ms),
+                                    TimeCell(d.delivered_at_ms),
+                                    SanitizeCell(Cell(d.last_error))};
+                });
         });
 }
 

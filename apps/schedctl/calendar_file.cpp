@@ -8,6 +8,7 @@
 
 #include "bounded_yaml.hpp"
 #include "job_file.hpp"
+#include "named_section.hpp"
 
 namespace sched::ctl {
 namespace {
@@ -51,6 +52,53 @@ nlohmann::json CanonicalWeekdays(const nlohmann::json& list) {
     return out;
 }
 
+// One calendar of the section into `fields`: the problem and where it is, or nullopt.
+std::optional<EntryProblem> CalendarEntry(const YAML::Node& node, nlohmann::json& fields) {
+    if (!node.IsMap()) return EntryProblem{node, "expected a mapping of calendar fields"};
+    for (const auto& kv : node) {
+        const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
+        if (key == "id" || key == "version") {
+            return EntryProblem{kv.first, key + ": not allowed (the server assigns it; calendars are keyed by name)"};
+        }
+        const auto& known = CalendarFileFields();
+        if (std::find(known.begin(), known.end(), key) == known.end()) {
+            return EntryProblem{kv.first, key + ": unknown field"};
+        }
+        if (fields.contains(key)) return EntryProblem{kv.first, key + ": given twice"};
+        const YAML::Node& value = kv.second;
+        if (!IsList(key)) {
+            if (!value.IsScalar()) return EntryProblem{kv.first, key + ": expected a string"};
+            const std::string s = value.Scalar();
+            const std::size_t limit = key == "description" ? kMaxCalendarDescriptionBytes : kMaxCalendarNameBytes;
+            if (s.size() > limit) {
+                return EntryProblem{kv.first, key + ": longer than " + std::to_string(limit) + " bytes"};
+            }
+            fields[key] = key == "time_zone" ? (Trim(s).empty() ? "UTC" : Trim(s)) : s;
+            continue;
+        }
+        nlohmann::json list = nlohmann::json::array();
+        if (!value.IsNull()) {
+            if (!value.IsSequence()) return EntryProblem{kv.first, key + ": expected a list of strings"};
+            // Bounded before reading the entries.
+            if (value.size() > kMaxCalendarEntries) {
+                return EntryProblem{kv.first, key + ": more than " + std::to_string(kMaxCalendarEntries) + " entries"};
+            }
+            for (const auto& item : value) {
+                if (!item.IsScalar() || item.Scalar().size() > kMaxCalendarEntryBytes) {
+                    return EntryProblem{item, key + ": expected strings of at most " +
+                                                  std::to_string(kMaxCalendarEntryBytes) + " characters"};
+                }
+                list.push_back(Trim(item.Scalar()));
+            }
+        }
+        fields[key] = key == "excluded_weekdays" ? CanonicalWeekdays(list) : std::move(list);
+    }
+    if (!fields.contains("name") || fields["name"].get_ref<const std::string&>().empty()) {
+        return EntryProblem{node, "name: required"};
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 const std::vector<std::string>& CalendarFileFields() {
@@ -61,81 +109,8 @@ const std::vector<std::string>& CalendarFileFields() {
 
 Result<std::optional<std::vector<CalendarSpec>>> ParseCalendarSection(std::string_view text,
                                                                       std::string_view file_name) {
-    const std::string file(file_name);
-    auto fail = [&](const YAML::Node& at, const std::string& what) {
-        const auto line = at.Mark().is_null() ? std::string() : "line " + std::to_string(at.Mark().line + 1) + ": ";
-        return Status(Code::kInvalidArgument, file + ": " + line + what);
-    };
-    auto loaded = LoadBoundedYaml(text, file);
-    if (!loaded.ok()) return loaded.status();
-    const YAML::Node& root = *loaded;
-    if (!root.IsMap() || !root["calendars"]) return std::optional<std::vector<CalendarSpec>>();
-    const YAML::Node calendars = root["calendars"];
-    if (calendars.IsNull()) return std::optional<std::vector<CalendarSpec>>(std::vector<CalendarSpec>{});
-    if (!calendars.IsSequence()) return fail(calendars, "calendars: expected a list of calendars");
-    if (calendars.size() > kMaxCalendarsPerFile) {
-        return fail(calendars, "calendars: more than " + std::to_string(kMaxCalendarsPerFile) + " calendars");
-    }
-    std::vector<CalendarSpec> out;
-    std::set<std::string> names;
-    for (std::size_t i = 0; i < calendars.size(); ++i) {
-        const YAML::Node node = calendars[i];
-        std::string where = "calendars[" + std::to_string(i) + "]";
-        if (!node.IsMap()) return fail(node, where + ": expected a mapping of calendar fields");
-        if (node["name"] && node["name"].IsScalar()) {
-            where += " (name " + nlohmann::json(node["name"].Scalar()).dump() + ")";
-        }
-        CalendarSpec spec;
-        for (const auto& kv : node) {
-            const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
-            if (key == "id" || key == "version") {
-                return fail(kv.first,
-                            where + ": " + key + ": not allowed (the server assigns it; calendars are keyed by name)");
-            }
-            const auto& known = CalendarFileFields();
-            if (std::find(known.begin(), known.end(), key) == known.end()) {
-                return fail(kv.first, where + ": " + key + ": unknown field");
-            }
-            if (spec.fields.contains(key)) return fail(kv.first, where + ": " + key + ": given twice");
-            const YAML::Node& value = kv.second;
-            if (!IsList(key)) {
-                if (!value.IsScalar()) return fail(kv.first, where + ": " + key + ": expected a string");
-                const std::string s = value.Scalar();
-                const std::size_t limit = key == "description" ? kMaxCalendarDescriptionBytes : kMaxCalendarNameBytes;
-                if (s.size() > limit) {
-                    return fail(kv.first, where + ": " + key + ": longer than " + std::to_string(limit) + " bytes");
-                }
-                spec.fields[key] = key == "time_zone" ? (Trim(s).empty() ? "UTC" : Trim(s)) : s;
-                continue;
-            }
-            nlohmann::json list = nlohmann::json::array();
-            if (!value.IsNull()) {
-                if (!value.IsSequence()) return fail(kv.first, where + ": " + key + ": expected a list of strings");
-                // Bounded before reading the entries.
-                if (value.size() > kMaxCalendarEntries) {
-                    return fail(kv.first,
-                                where + ": " + key + ": more than " + std::to_string(kMaxCalendarEntries) + " entries");
-                }
-                for (const auto& item : value) {
-                    if (!item.IsScalar() || item.Scalar().size() > kMaxCalendarEntryBytes) {
-                        return fail(item, where + ": " + key + ": expected strings of at most " +
-                                              std::to_string(kMaxCalendarEntryBytes) + " characters");
-                    }
-                    list.push_back(Trim(item.Scalar()));
-                }
-            }
-            spec.fields[key] = key == "excluded_weekdays" ? CanonicalWeekdays(list) : std::move(list);
-        }
-        if (!spec.fields.contains("name") || spec.fields["name"].get_ref<const std::string&>().empty()) {
-            return fail(node, where + ": name: required");
-        }
-        spec.name = spec.fields["name"].get<std::string>();
-        if (!names.insert(spec.name).second) {
-            return fail(node, where + ": name: " + nlohmann::json(spec.name).dump() + " appears twice");
-        }
-        out.push_back(std::move(spec));
-    }
-    return std::optional<std::vector<CalendarSpec>>(std::move(out));
+    return ParseNamedSection(text, file_name, {"calendars", "calendars", "calendars", kMaxCalendarsPerFile},
+                             CalendarEntry);
 }
 
 Plan PlanCalendarChanges(const std::vector<CalendarSpec>& desired, const nlohmann::json& current, bool prune) {

@@ -16,14 +16,12 @@ namespace {
 int Executors(Session& s) {
     return s.AnswerWith<api::ExecutorListView>(
         http::Method::kGet, "/api/v1/executors", std::nullopt, [&](const api::ExecutorListView& executors) {
-            std::vector<std::vector<std::string>> rows;
-            rows.reserve(executors.items.size());
-            for (const auto& e : executors.items) {
-                rows.push_back({e.app, e.address, Cell(e.alive), Cell(e.running), Cell(e.capacity),
-                                Cell(e.heartbeat_age_ms), Cell(e.handlers)});
-            }
-            s.out() << RenderTable({"APP", "ADDRESS", "ALIVE", "RUNNING", "CAPACITY", "HEARTBEAT AGE MS", "HANDLERS"},
-                                   rows);
+            s.out() << RenderRows({"APP", "ADDRESS", "ALIVE", "RUNNING", "CAPACITY", "HEARTBEAT AGE MS", "HANDLERS"},
+                                  executors.items, [&](const auto& e) {
+                                      return TableRow{e.app,           e.address,        Cell(e.alive),
+                                                      Cell(e.running), Cell(e.capacity), Cell(e.heartbeat_age_ms),
+                                                      Cell(e.handlers)};
+                                  });
         });
 }
 
@@ -35,13 +33,16 @@ int ClusterStatus(Session& s) {
 int TokensList(Session& s) {
     return s.AnswerWith<api::ItemList<api::TokenView>>(
         http::Method::kGet, "/api/v1/tokens", std::nullopt, [&](const api::ItemList<api::TokenView>& tokens) {
-            std::vector<std::vector<std::string>> rows;
-            rows.reserve(tokens.items.size());
-            for (const auto& t : tokens.items) {
-                rows.push_back({Cell(t.id), t.name, t.role, Cell(t.apps), TimeCell(t.created_at),
-                                TimeCell(t.last_used_at), TimeCell(t.revoked_at)});
-            }
-            s.out() << RenderTable({"ID", "NAME", "ROLE", "APPS", "CREATED", "LAST USED", "REVOKED"}, rows);
+            s.out() << RenderRows({"ID", "NAME", "ROLE", "APPS", "CREATED", "LAST USED", "REVOKED"}, tokens.items,
+                                  [&](const auto& t) {
+                                      return TableRow{Cell(t.id),
+                                                      t.name,
+                                                      t.role,
+                                                      Cell(t.apps),
+                                                      TimeCell(t.created_at),
+                                                      TimeCell(t.last_used_at),
+                                                      TimeCell(t.revoked_at)};
+                                  });
         });
 }
 
@@ -123,13 +124,12 @@ int Audit(Session& s) {
     const std::string path = "/api/v1/audit" + (query.empty() ? std::string() : "?" + query.substr(1));
     return s.AnswerWith<api::Page<api::AuditEntryView>>(
         http::Method::kGet, path, std::nullopt, [&](const api::Page<api::AuditEntryView>& page) {
-            std::vector<std::vector<std::string>> rows;
-            rows.reserve(page.items.size());
-            for (const auto& e : page.items) {
-                rows.push_back({Cell(e.id), TimeCell(e.at), e.actor.name, e.actor.role, e.action,
-                                e.target.kind + " " + e.target.id, e.target.name, AuditChanges(e)});
-            }
-            s.out() << RenderTable({"ID", "AT", "ACTOR", "ROLE", "ACTION", "TARGET", "NAME", "CHANGED"}, rows);
+            s.out() << RenderRows({"ID", "AT", "ACTOR", "ROLE", "ACTION", "TARGET", "NAME", "CHANGED"}, page.items,
+                                  [&](const auto& e) {
+                                      return TableRow{Cell(e.id),    TimeCell(e.at), e.actor.name,
+                                                      e.actor.role,  e.action,       e.target.kind + " " + e.target.id,
+                                                      e.target.name, AuditChanges(e)};
+                                  });
         });
 }
 
@@ -147,13 +147,15 @@ std::string ClusterStatusText(const api::ClusterView& c) {
         }
         out += "shards: " + Cell(c.shard_count) + "\n" + RenderTable({"SHARD", "LEADER", "EPOCH", "SINCE"}, shards);
     }
-    std::vector<std::vector<std::string>> rows;
-    rows.reserve(c.nodes.size());
-    for (const auto& n : c.nodes) {
-        rows.push_back(
-            {n.node_id, n.address, n.state, Cell(n.alive), TimeCell(n.started_at_ms), TimeCell(n.last_heartbeat_ms)});
-    }
-    return out + RenderTable({"NODE", "ADDRESS", "STATE", "ALIVE", "STARTED", "LAST HEARTBEAT"}, rows);
+    return out +
+           RenderRows({"NODE", "ADDRESS", "STATE", "ALIVE", "STARTED", "LAST HEARTBEAT"}, c.nodes, [&](const auto& n) {
+               return TableRow{n.node_id,
+                               n.address,
+                               n.state,
+                               Cell(n.alive),
+                               TimeCell(n.started_at_ms),
+                               TimeCell(n.last_heartbeat_ms)};
+           });
 }
 
 void AddClusterCommands(CLI::App& app, CommandLine& line) {

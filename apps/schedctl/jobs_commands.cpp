@@ -9,14 +9,18 @@
 namespace sched::ctl {
 
 void PrintFires(Session& s, const std::vector<api::FireView>& fires) {
-    std::vector<std::vector<std::string>> rows;
-    rows.reserve(fires.size());
-    for (const auto& f : fires) {
-        rows.push_back({Cell(f.id), Cell(f.job_id), f.kind, f.status, TimeCell(f.scheduled_time), Cell(f.attempt),
-                        Cell(f.executor_address), Cell(f.duration_ms), Cell(f.reason)});
-    }
-    s.out() << RenderTable({"ID", "JOB", "KIND", "STATUS", "SCHEDULED", "ATTEMPT", "EXECUTOR", "DURATION MS", "REASON"},
-                           rows);
+    s.out() << RenderRows({"ID", "JOB", "KIND", "STATUS", "SCHEDULED", "ATTEMPT", "EXECUTOR", "DURATION MS", "REASON"},
+                          fires, [&](const auto& f) {
+                              return TableRow{Cell(f.id),
+                                              Cell(f.job_id),
+                                              f.kind,
+                                              f.status,
+                                              TimeCell(f.scheduled_time),
+                                              Cell(f.attempt),
+                                              Cell(f.executor_address),
+                                              Cell(f.duration_ms),
+                                              Cell(f.reason)};
+                          });
 }
 
 namespace {
@@ -42,14 +46,13 @@ int List(Session& s) {
         s.PrintItems(jobs.items);
         return 0;
     }
-    std::vector<std::vector<std::string>> rows;
-    rows.reserve(jobs.views.size());
-    for (const auto& j : jobs.views) {
-        rows.push_back({Cell(j.id), j.name, j.app, j.handler, j.schedule_type, j.schedule_expr, Cell(j.enabled),
-                        TimeCell(j.next_fire_time), Cell(j.version)});
-    }
-    s.out() << RenderTable({"ID", "NAME", "APP", "HANDLER", "TYPE", "SCHEDULE", "ENABLED", "NEXT FIRE", "VERSION"},
-                           rows);
+    s.out() << RenderRows({"ID", "NAME", "APP", "HANDLER", "TYPE", "SCHEDULE", "ENABLED", "NEXT FIRE", "VERSION"},
+                          jobs.views, [&](const auto& j) {
+                              return TableRow{
+                                  Cell(j.id),      j.name,          j.app,           j.handler,
+                                  j.schedule_type, j.schedule_expr, Cell(j.enabled), TimeCell(j.next_fire_time),
+                                  Cell(j.version)};
+                          });
     return 0;
 }
 
@@ -120,13 +123,10 @@ int Backfill(Session& s) {
         body["dry_run"] = true;
         return s.AnswerWith<api::BackfillDryRunView>(
             http::Method::kPost, path, body, [&](const api::BackfillDryRunView& dry) {
-                std::vector<std::vector<std::string>> rows;
-                rows.reserve(dry.items.size());
-                for (const auto& item : dry.items) {
-                    rows.push_back({TimeCell(item.scheduled_time),
-                                    item.existing ? "skip (has a " + *item.existing + " fire)" : "run"});
-                }
-                s.out() << RenderTable({"SCHEDULED", "ACTION"}, rows);
+                s.out() << RenderRows({"SCHEDULED", "ACTION"}, dry.items, [&](const auto& item) {
+                    return TableRow{TimeCell(item.scheduled_time),
+                                    item.existing ? "skip (has a " + *item.existing + " fire)" : "run"};
+                });
                 s.out() << dry.would_run << " of " << dry.planned
                         << " scheduled time(s) would run (dry run, nothing stored)\n";
             });

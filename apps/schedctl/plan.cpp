@@ -28,6 +28,22 @@ std::map<std::string, const nlohmann::json*> IndexByName(const nlohmann::json& c
     return by_name;
 }
 
+std::map<std::int64_t, std::string> JobNamesById(const nlohmann::json& jobs) {
+    std::map<std::int64_t, std::string> names;
+    for (const auto& [name, job] : IndexByName(jobs)) names.emplace((*job)["id"].get<std::int64_t>(), name);
+    return names;
+}
+
+std::string JobNameOrId(const std::map<std::int64_t, std::string>& names, std::int64_t id) {
+    const auto it = names.find(id);
+    return it != names.end() ? it->second : "#" + std::to_string(id);
+}
+
+std::vector<std::string> WithManagedBy(std::vector<std::string> fields) {
+    fields.emplace_back("managed_by");
+    return fields;
+}
+
 Plan PlanByName(const std::vector<DeclaredObject>& desired, const nlohmann::json& current, bool prune,
                 const std::vector<std::string>& fields, const WantedValue& want) {
     auto by_name = IndexByName(current);
@@ -79,12 +95,7 @@ Plan PlanChanges(const std::vector<JobSpec>& desired, const nlohmann::json& curr
         if (value.is_null()) return std::nullopt;  // enabled left out: not managed
         return value;
     };
-    // managed_by is not a field of the file: apply states it (the file's name) on every job.
-    static const std::vector<std::string> fields = [] {
-        auto out = JobFileFields();
-        out.emplace_back("managed_by");
-        return out;
-    }();
+    static const std::vector<std::string> fields = WithManagedBy(JobFileFields());
     return PlanByName(desired, current, prune, fields, want);
 }
 

@@ -50,6 +50,16 @@ struct Plan {
 /// string `name` or an integer `id` are left out (the server's answer is not trusted blindly).
 std::map<std::string, const nlohmann::json*> IndexByName(const nlohmann::json& current);
 
+/// The names of the server's jobs (the items of a `GET` of jobs) by id, as IndexByName reads them.
+std::map<std::int64_t, std::string> JobNamesById(const nlohmann::json& jobs);
+
+/// How a file names the job `id`: its name, or "#<id>" for a job that is not in `names`.
+std::string JobNameOrId(const std::map<std::int64_t, std::string>& names, std::int64_t id);
+
+/// A file's fields and `managed_by`, which no file states: apply sets it (the file's name) on
+/// every object it applies.
+std::vector<std::string> WithManagedBy(std::vector<std::string> fields);
+
 /// What a file wants of one managed field of a declared object, given the fields it states:
 /// the value to send and compare, or nullopt when the file does not manage that field.
 using WantedValue =

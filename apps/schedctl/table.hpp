@@ -21,6 +21,18 @@ std::string SanitizeCell(std::string_view text);
 /// line, headers first. Short rows are padded with empty cells. Widths count bytes.
 std::string RenderTable(const std::vector<std::string>& headers, const std::vector<std::vector<std::string>>& rows);
 
+/// A table's row: one cell per column.
+using TableRow = std::vector<std::string>;
+
+/// RenderTable of one row per item of `items`, `row_of(item)` giving its cells.
+template <typename Items, typename RowOf>
+std::string RenderRows(const std::vector<std::string>& headers, const Items& items, RowOf&& row_of) {
+    std::vector<TableRow> rows;
+    rows.reserve(items.size());
+    for (const auto& item : items) rows.push_back(row_of(item));
+    return RenderTable(headers, rows);
+}
+
 /// A JSON value as a cell: strings as is, null or absent as "-", other values as compact JSON.
 std::string CellText(const nlohmann::json& value);
 

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "bounded_yaml.hpp"
+#include "named_section.hpp"
 #include "sched/common/job_vocabulary.hpp"
 
 namespace sched::ctl {
@@ -15,11 +16,6 @@ namespace {
 
 std::string Quoted(std::string_view s) {
     return nlohmann::json(std::string(s)).dump();
-}
-
-// "line N: " for a node that has a place in the file.
-std::string LineOf(const YAML::Node& at) {
-    return at.Mark().is_null() ? std::string() : "line " + std::to_string(at.Mark().line + 1) + ": ";
 }
 
 // A problem at `at`: the message says which field; the caller adds the file and the workflow.
@@ -220,39 +216,17 @@ const std::vector<std::string>& WorkflowFileFields() {
 
 Result<std::optional<std::vector<WorkflowSpec>>> ParseWorkflowSection(std::string_view text,
                                                                       std::string_view file_name) {
-    const std::string file(file_name);
-    auto fail = [&](const YAML::Node& at, const std::string& what) {
-        return Status(Code::kInvalidArgument, file + ": " + LineOf(at) + what);
-    };
-    auto loaded = LoadBoundedYaml(text, file);
-    if (!loaded.ok()) return loaded.status();
-    const YAML::Node& root = *loaded;
-    if (!root.IsMap() || !root["workflows"]) return std::optional<std::vector<WorkflowSpec>>();
-    const YAML::Node workflows = root["workflows"];
-    if (workflows.IsNull()) return std::optional<std::vector<WorkflowSpec>>(std::vector<WorkflowSpec>{});
-    if (!workflows.IsSequence()) return fail(workflows, "workflows: expected a list of workflows");
-    if (workflows.size() > kMaxWorkflowsPerFile) {
-        return fail(workflows, "workflows: more than " + std::to_string(kMaxWorkflowsPerFile) + " workflows");
-    }
-    std::vector<WorkflowSpec> out;
-    std::set<std::string> names;
-    for (std::size_t i = 0; i < workflows.size(); ++i) {
-        const YAML::Node node = workflows[i];
-        std::string where = "workflows[" + std::to_string(i) + "]";
-        if (!node.IsMap()) return fail(node, where + ": expected a mapping of workflow fields");
-        if (node["name"] && node["name"].IsScalar()) where += " (name " + Quoted(node["name"].Scalar()) + ")";
-        WorkflowSpec spec;
-        if (auto p = Fields(node, false, spec.fields)) return fail(p->at, where + ": " + p->what);
-        for (const char* required : {"name", "steps"}) {
-            if (!spec.fields.contains(required)) return fail(node, where + ": " + required + ": required");
-        }
-        spec.name = spec.fields["name"].get<std::string>();
-        if (!names.insert(spec.name).second) {
-            return fail(node, where + ": name: " + Quoted(spec.name) + " appears twice");
-        }
-        out.push_back(std::move(spec));
-    }
-    return std::optional<std::vector<WorkflowSpec>>(std::move(out));
+    return ParseNamedSection(text, file_name, {"workflows", "workflows", "workflows", kMaxWorkflowsPerFile},
+                             [](const YAML::Node& node, nlohmann::json& fields) -> std::optional<EntryProblem> {
+                                 if (!node.IsMap()) return EntryProblem{node, "expected a mapping of workflow fields"};
+                                 if (auto p = Fields(node, false, fields)) return EntryProblem{p->at, p->what};
+                                 for (const char* required : {"name", "steps"}) {
+                                     if (!fields.contains(required)) {
+                                         return EntryProblem{node, std::string(required) + ": required"};
+                                     }
+                                 }
+                                 return std::nullopt;
+                             });
 }
 
 Result<nlohmann::json> ParseWorkflowDocument(std::string_view text, std::string_view file_name, bool partial) {
@@ -274,17 +248,14 @@ Result<nlohmann::json> ParseWorkflowDocument(std::string_view text, std::string_
 }
 
 nlohmann::json StepsByJobName(const nlohmann::json& workflows, const nlohmann::json& jobs) {
-    std::map<std::int64_t, std::string> names;
-    for (const auto& [name, job] : IndexByName(jobs)) names.emplace((*job)["id"].get<std::int64_t>(), name);
+    const auto names = JobNamesById(jobs);
     nlohmann::json out = nlohmann::json::array();
     if (!workflows.is_array()) return out;
     for (nlohmann::json w : workflows) {
         if (w.is_object() && w.contains("steps") && w["steps"].is_array()) {
             for (auto& step : w["steps"]) {
                 if (!step.is_object() || !step.contains("job_id") || !step["job_id"].is_number_integer()) continue;
-                const auto id = step["job_id"].get<std::int64_t>();
-                const auto it = names.find(id);
-                step["job"] = it != names.end() ? it->second : "#" + std::to_string(id);
+                step["job"] = JobNameOrId(names, step["job_id"].get<std::int64_t>());
                 step.erase("job_id");
             }
         }
@@ -301,12 +272,7 @@ Plan PlanWorkflowChanges(const std::vector<WorkflowSpec>& desired, const nlohman
         if (value.is_null()) return std::nullopt;  // paused left out: not managed
         return value;
     };
-    // managed_by is not a field of the file: apply states it (the file's name) on every workflow.
-    static const std::vector<std::string> fields = [] {
-        auto out = WorkflowFileFields();
-        out.emplace_back("managed_by");
-        return out;
-    }();
+    static const std::vector<std::string> fields = WithManagedBy(WorkflowFileFields());
     return PlanByName(desired, current, prune, fields, want);
 }
 

@@ -20,13 +20,15 @@ std::string RunPath(const std::string& id) {
 int List(Session& s) {
     return s.AnswerWith<api::Page<api::WorkflowView>>(
         http::Method::kGet, "/api/v1/workflows?limit=200", std::nullopt, [&](const api::Page<api::WorkflowView>& page) {
-            std::vector<std::vector<std::string>> rows;
-            rows.reserve(page.items.size());
-            for (const auto& w : page.items) {
-                rows.push_back({Cell(w.id), SanitizeCell(w.name), w.schedule_type + " " + SanitizeCell(w.schedule_expr),
-                                std::to_string(w.steps.size()), Cell(w.paused), TimeCell(w.next_fire_time)});
-            }
-            s.out() << RenderTable({"ID", "NAME", "SCHEDULE", "STEPS", "PAUSED", "NEXT"}, rows);
+            s.out() << RenderRows({"ID", "NAME", "SCHEDULE", "STEPS", "PAUSED", "NEXT"}, page.items,
+                                  [&](const auto& w) {
+                                      return TableRow{Cell(w.id),
+                                                      SanitizeCell(w.name),
+                                                      w.schedule_type + " " + SanitizeCell(w.schedule_expr),
+                                                      std::to_string(w.steps.size()),
+                                                      Cell(w.paused),
+                                                      TimeCell(w.next_fire_time)};
+                                  });
         });
 }
 
@@ -102,13 +104,11 @@ int Runs(Session& s) {
     const std::string path = WorkflowPath(id) + "/runs" + (query.empty() ? std::string() : "?" + query.substr(1));
     return s.AnswerWith<api::Page<api::WorkflowRunView>>(
         http::Method::kGet, path, std::nullopt, [&](const api::Page<api::WorkflowRunView>& page) {
-            std::vector<std::vector<std::string>> rows;
-            rows.reserve(page.items.size());
-            for (const auto& run : page.items) {
-                rows.push_back({Cell(run.id), TimeCell(run.scheduled_time), run.kind, run.status, Cell(run.generation),
-                                SanitizeCell(Cell(run.reason))});
-            }
-            s.out() << RenderTable({"RUN", "SCHEDULED", "KIND", "STATUS", "GENERATION", "REASON"}, rows);
+            s.out() << RenderRows(
+                {"RUN", "SCHEDULED", "KIND", "STATUS", "GENERATION", "REASON"}, page.items, [&](const auto& run) {
+                    return TableRow{Cell(run.id), TimeCell(run.scheduled_time), run.kind,
+                                    run.status,   Cell(run.generation),         SanitizeCell(Cell(run.reason))};
+                });
         });
 }
 
@@ -119,15 +119,17 @@ int Run(Session& s) {
             s.out() << "run " << run_id << ": " << run.status;
             if (run.reason) s.out() << " (" << SanitizeCell(*run.reason) << ")";
             s.out() << ", generation " << run.generation << "\n";
-            std::vector<std::vector<std::string>> rows;
-            rows.reserve(run.steps.size());
-            for (const auto& step : run.steps) {
-                rows.push_back({SanitizeCell(step.name), Cell(step.job_id), step.state, Cell(step.fire_id),
-                                Cell(step.fire_status), Cell(step.attempts), Cell(step.lag_ms),
-                                SanitizeCell(Cell(step.message))});
-            }
-            s.out() << RenderTable({"STEP", "JOB", "STATE", "FIRE", "FIRE STATUS", "ATTEMPTS", "LAG MS", "MESSAGE"},
-                                   rows);
+            s.out() << RenderRows({"STEP", "JOB", "STATE", "FIRE", "FIRE STATUS", "ATTEMPTS", "LAG MS", "MESSAGE"},
+                                  run.steps, [&](const auto& step) {
+                                      return TableRow{SanitizeCell(step.name),
+                                                      Cell(step.job_id),
+                                                      step.state,
+                                                      Cell(step.fire_id),
+                                                      Cell(step.fire_status),
+                                                      Cell(step.attempts),
+                                                      Cell(step.lag_ms),
+                                                      SanitizeCell(Cell(step.message))};
+                                  });
         });
 }
 

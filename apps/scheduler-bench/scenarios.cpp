@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -171,6 +172,29 @@ void WaitForSink(Cluster& cluster, const MeasuringSink& sink) {
     if (!registered) throw std::runtime_error("the sink " + sink.address() + " did not register within 30 s");
 }
 
+// A cluster started for a scenario and the bench's sink: the database, then `prepare` (idle jobs,
+// checks of the database), then `nodes` nodes; the sink registered and a master elected.
+struct SinkCluster {
+    SinkCluster(const ClusterOptions& co, int nodes, const std::filesystem::path& spool,
+                const std::function<void(Cluster&)>& prepare = nullptr)
+        : cluster(co), sink(StartDatabaseAndNodes(cluster, nodes, prepare), co.token, spool) {
+        WaitForSink(cluster, sink);
+        cluster.WaitForMaster(30s);
+    }
+
+    Cluster cluster;
+    MeasuringSink sink;
+
+  private:
+    static std::vector<std::string> StartDatabaseAndNodes(Cluster& cluster, int nodes,
+                                                          const std::function<void(Cluster&)>& prepare) {
+        cluster.StartDatabase();
+        if (prepare) prepare(cluster);
+        cluster.StartNodes(nodes);
+        return cluster.WebEndpoints();
+    }
+};
+
 json SdkStats(const MeasuringSink& sink) {
     const auto s = sink.Stats();
     return {{"accepted", s.accepted},
@@ -241,6 +265,22 @@ CpuSample SampleCpu(Cluster& cluster) {
     return out;
 }
 
+// The CPU time (ms) the nodes spent between two samples: only nodes that ran at both count.
+double NodesCpuMs(const CpuSample& a, const CpuSample& b) {
+    double ms = 0;
+    for (const auto& [pid, after] : b.nodes) {
+        if (auto it = a.nodes.find(pid); it != a.nodes.end()) ms += after - it->second;
+    }
+    return ms;
+}
+
+// The private MariaDB's CPU between two samples in percent of one core over `seconds`; null
+// without one.
+json MariaDbCpuPercent(const CpuSample& a, const CpuSample& b, double seconds) {
+    return a.mariadb && b.mariadb ? json(std::stod(Fmt((*b.mariadb - *a.mariadb) / (seconds * 10.0), 1)))
+                                  : json(nullptr);
+}
+
 json CpuPerFire(const CpuSample& a, const CpuSample& b, std::size_t fires) {
     if (fires == 0) return json(nullptr);
     const auto per_fire = [&](double ms) {
@@ -249,11 +289,9 @@ json CpuPerFire(const CpuSample& a, const CpuSample& b, std::size_t fires) {
     const auto delta = [&](const std::optional<double>& x, const std::optional<double>& y) {
         return x && y ? json(per_fire(*y - *x)) : json(nullptr);
     };
-    double nodes = 0;
-    for (const auto& [pid, ms] : b.nodes) {
-        if (auto it = a.nodes.find(pid); it != a.nodes.end()) nodes += ms - it->second;
-    }
-    return {{"nodes", per_fire(nodes)}, {"mariadb", delta(a.mariadb, b.mariadb)}, {"bench", delta(a.bench, b.bench)}};
+    return {{"nodes", per_fire(NodesCpuMs(a, b))},
+            {"mariadb", delta(a.mariadb, b.mariadb)},
+            {"bench", delta(a.bench, b.bench)}};
 }
 
 // Each node's share of the window: its CPU (percent of one core) and the share of the window its
@@ -354,12 +392,9 @@ RateRun MeasureRate(const BenchOptions& o, Cluster& cluster, MeasuringSink& sink
 }
 
 json PrecisionLike(const BenchOptions& o, bool stepping, bool& ok) {
-    Cluster cluster(o.cluster);
-    cluster.StartDatabase();
-    cluster.StartNodes(o.nodes);
-    MeasuringSink sink(cluster.WebEndpoints(), o.cluster.token, o.out_dir / "spool");
-    WaitForSink(cluster, sink);
-    cluster.WaitForMaster(30s);
+    SinkCluster started(o.cluster, o.nodes, o.out_dir / "spool");
+    auto& cluster = started.cluster;
+    auto& sink = started.sink;
     json runs = json::array();
     std::cout << "\n| rate (fires/s) | nodes | schedule | expected | received | p50 ms | p90 ms | p99 ms | max ms | "
                  "misses | lost | doubles | claimed - due p99 ms | delivery p99 ms | master scan mean ms | lease epoch "
@@ -402,12 +437,9 @@ json PrecisionLike(const BenchOptions& o, bool stepping, bool& ok) {
 // ---- failover ----
 
 json Failover(const BenchOptions& o, bool& ok) {
-    Cluster cluster(o.cluster);
-    cluster.StartDatabase();
-    cluster.StartNodes(o.nodes);
-    MeasuringSink sink(cluster.WebEndpoints(), o.cluster.token, o.out_dir / "spool");
-    WaitForSink(cluster, sink);
-    cluster.WaitForMaster(30s);
+    SinkCluster started(o.cluster, o.nodes, o.out_dir / "spool");
+    auto& cluster = started.cluster;
+    auto& sink = started.sink;
     const int rate = o.rates.front();
     const std::int64_t first = NextSecond(WallMs(), 3000);
     auto plans = CreateLoad(cluster, "failover", rate, o.schedule, first);
@@ -526,6 +558,13 @@ json Failover(const BenchOptions& o, bool& ok) {
 
 // ---- footprint and scale ----
 
+// The cluster options of a scenario whose run works in its own folder `name` of the output folder.
+ClusterOptions InRunDir(const BenchOptions& o, const std::string& name) {
+    auto co = o.cluster;
+    co.run_dir = o.out_dir / name;
+    return co;
+}
+
 void InsertIdleJobs(Cluster& cluster, int count) {
     if (count <= 0) return;
     JobBatch idle;
@@ -545,8 +584,7 @@ json Footprint(const BenchOptions& o) {
               << "|---|---|---|---|\n";
     json rows = json::array();
     for (int count : counts) {
-        auto co = o.cluster;
-        co.run_dir = o.out_dir / ("footprint-" + std::to_string(count));
+        const auto co = InRunDir(o, "footprint-" + std::to_string(count));
         Cluster cluster(co);
         cluster.StartDatabase();
         InsertIdleJobs(cluster, count);
@@ -602,15 +640,10 @@ json Scale(const BenchOptions& o) {
               << "|---|---|---|---|---|---|---|\n";
     json rows = json::array();
     for (int count : counts) {
-        auto co = o.cluster;
-        co.run_dir = o.out_dir / ("scale-" + std::to_string(count));
-        Cluster cluster(co);
-        cluster.StartDatabase();
-        InsertIdleJobs(cluster, count);
-        cluster.StartNodes(o.nodes);
-        MeasuringSink sink(cluster.WebEndpoints(), o.cluster.token, co.run_dir / "spool");
-        WaitForSink(cluster, sink);
-        cluster.WaitForMaster(30s);
+        const auto co = InRunDir(o, "scale-" + std::to_string(count));
+        SinkCluster started(co, o.nodes, co.run_dir / "spool", [&](Cluster& c) { InsertIdleJobs(c, count); });
+        auto& cluster = started.cluster;
+        auto& sink = started.sink;
         const std::int64_t first = NextSecond(WallMs(), 3000);
         auto plans = CreateLoad(cluster, "active", rate, o.schedule, first);
         const std::int64_t from = first + o.warmup * 1000LL;
@@ -652,16 +685,12 @@ json Scale(const BenchOptions& o) {
 // A row per load; the statements are MariaDB's `Questions` (every statement the nodes sent).
 json FixedCost(const BenchOptions& o) {
     const int idle_jobs = o.job_counts.empty() ? 1000 : o.job_counts.front();
-    auto co = o.cluster;
-    co.run_dir = o.out_dir / "fixedcost";
-    Cluster cluster(co);
-    cluster.StartDatabase();
-    if (cluster.db().backend() != db::Backend::kMySql) throw std::invalid_argument("fixedcost: needs MariaDB");
-    InsertIdleJobs(cluster, idle_jobs);
-    cluster.StartNodes(o.nodes);
-    MeasuringSink sink(cluster.WebEndpoints(), o.cluster.token, co.run_dir / "spool");
-    WaitForSink(cluster, sink);
-    cluster.WaitForMaster(30s);
+    const auto co = InRunDir(o, "fixedcost");
+    SinkCluster started(co, o.nodes, co.run_dir / "spool", [&](Cluster& c) {
+        if (c.db().backend() != db::Backend::kMySql) throw std::invalid_argument("fixedcost: needs MariaDB");
+        InsertIdleJobs(c, idle_jobs);
+    });
+    auto& cluster = started.cluster;  // its sink executes the load's fires
     std::cout << "\n| nodes | idle jobs | fires/s | statements/s | selects/s | updates/s | inserts/s | commits/s | "
                  "MariaDB CPU % | nodes CPU % | load at start |\n"
               << "|---|---|---|---|---|---|---|---|---|---|---|\n";
@@ -729,6 +758,30 @@ std::string OrDash(const json& v, int digits) {
     return v.is_number() ? Fmt(v.get<double>(), digits) : std::string("-");
 }
 
+// `count` jobs tagged `tag` on the cron `expr`, hourly from `first_ms`, inserted in multi-row
+// INSERTs of 1,000 rows, 10,000 rows per transaction (what `create_method` reports); their plans
+// (none without `read_back`) and how long the insert took.
+struct InsertedJobs {
+    std::vector<JobPlan> plans;
+    double seconds = 0;
+};
+InsertedJobs InsertHourlyJobs(Cluster& cluster, const std::string& tag, int count, const std::string& expr,
+                              std::int64_t first_ms, bool read_back) {
+    JobBatch batch;
+    batch.tag = tag;
+    batch.count = count;
+    batch.schedule_expr = expr;
+    batch.first_ms = first_ms;
+    batch.period_ms = 3'600'000;
+    batch.read_back = read_back;
+    batch.rows_per_transaction = 10000;
+    const auto start_us = WallUs();
+    InsertedJobs out;
+    out.plans = InsertJobs(cluster.db(), batch);
+    out.seconds = static_cast<double>(WallUs() - start_us) / 1e6;
+    return out;
+}
+
 // Points the jobs of `plans` (contiguous ids) at one fire time, in chunks of 10,000 ids so that
 // no statement holds the job table long while the master scans it.
 void ArmJobs(Cluster& cluster, const std::vector<JobPlan>& plans, const std::string& expr, std::int64_t at_ms) {
@@ -761,25 +814,16 @@ json RowsChangedPerFire(const std::map<std::string, double>& a, const std::map<s
 
 json TopOfHour(const BenchOptions& o, bool& ok) {
     const int jobs = o.job_counts.empty() ? 10000 : o.job_counts.front();
-    Cluster cluster(o.cluster);
-    cluster.StartDatabase();
-    cluster.StartNodes(o.nodes);
-    MeasuringSink sink(cluster.WebEndpoints(), o.cluster.token, o.out_dir / "spool");
-    WaitForSink(cluster, sink);
-    cluster.WaitForMaster(30s);
+    SinkCluster started(o.cluster, o.nodes, o.out_dir / "spool");
+    auto& cluster = started.cluster;
+    auto& sink = started.sink;
 
     // Created parked (due in a day), then armed: the fire time is chosen once creation is over,
     // so the quiet period before the burst does not depend on how long creation took.
-    JobBatch batch;
-    batch.tag = "hour";
-    batch.count = jobs;
-    batch.schedule_expr = "0 0 0 * * ?";
-    batch.first_ms = NextSecond(WallMs(), 86'400'000);
-    batch.period_ms = 3'600'000;
-    batch.rows_per_transaction = 10000;
-    const auto create_us = WallUs();
-    auto plans = InsertJobs(cluster.db(), batch);
-    const double create_s = static_cast<double>(WallUs() - create_us) / 1e6;
+    auto created = InsertHourlyJobs(cluster, "hour", jobs, "0 0 0 * * ?", NextSecond(WallMs(), 86'400'000),
+                                    /*read_back=*/true);
+    auto& plans = created.plans;
+    const double create_s = created.seconds;
     const auto arm_us = WallUs();
     const std::int64_t fire_ms = NextSecond(WallMs(), o.quiet_seconds * 1000LL);
     // That second of every hour (UTC, the jobs' time zone): the job fires once in the run.
@@ -803,17 +847,10 @@ json TopOfHour(const BenchOptions& o, bool& ok) {
     const auto scan_a = SampleScans(cluster);
     json quiet = nullptr;
     if (quiet_s >= 1.0) {
-        double nodes_ms = 0;
-        for (const auto& [pid, ms] : cpu_a.nodes) {
-            if (auto it = quiet_cpu.nodes.find(pid); it != quiet_cpu.nodes.end()) nodes_ms += ms - it->second;
-        }
         quiet = {
             {"seconds", std::stod(Fmt(quiet_s, 1))},
-            {"nodes_cpu_percent", std::stod(Fmt(nodes_ms / (quiet_s * 10.0), 1))},
-            {"mariadb_cpu_percent",
-             quiet_cpu.mariadb && cpu_a.mariadb
-                 ? json(std::stod(Fmt((*cpu_a.mariadb - *quiet_cpu.mariadb) / (quiet_s * 10.0), 1)))
-                 : json(nullptr)},
+            {"nodes_cpu_percent", std::stod(Fmt(NodesCpuMs(quiet_cpu, cpu_a) / (quiet_s * 10.0), 1))},
+            {"mariadb_cpu_percent", MariaDbCpuPercent(quiet_cpu, cpu_a, quiet_s)},
             {"statements_per_s",
              quiet_statements.count("Questions") && statements_a.count("Questions")
                  ? json(std::stod(Fmt((statements_a.at("Questions") - quiet_statements.at("Questions")) / quiet_s, 1)))
@@ -840,10 +877,7 @@ json TopOfHour(const BenchOptions& o, bool& ok) {
         if (now >= next_tick) {
             const auto cpu_now = SampleCpu(cluster);
             const auto scan_now = SampleScans(cluster);
-            double nodes_ms = 0;
-            for (const auto& [pid, ms] : cpu_now.nodes) {
-                if (auto it = tick_cpu.nodes.find(pid); it != tick_cpu.nodes.end()) nodes_ms += ms - it->second;
-            }
+            const double nodes_ms = NodesCpuMs(tick_cpu, cpu_now);
             const double db_ms = cpu_now.mariadb && tick_cpu.mariadb ? *cpu_now.mariadb - *tick_cpu.mariadb : 0;
             timeline.push_back({{"t_s", std::stod(Fmt(static_cast<double>(now - fire_ms) / 1000.0, 1))},
                                 {"arrived", n - tick_arrived},
@@ -1019,8 +1053,7 @@ json Registered(const BenchOptions& o, bool& ok) {
               << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     json rows = json::array();
     for (const int count : counts) {
-        auto co = o.cluster;
-        co.run_dir = o.out_dir / ("registered-" + std::to_string(count));
+        const auto co = InRunDir(o, "registered-" + std::to_string(count));
         Cluster cluster(co);
         cluster.StartDatabase();
         // Hourly at a minute half an hour away: none is due while the run lasts.
@@ -1028,17 +1061,9 @@ json Registered(const BenchOptions& o, bool& ok) {
         const std::int64_t minute = (now / 60000 + 30) % 60;
         std::int64_t first = now / 3'600'000 * 3'600'000 + minute * 60000;
         if (first <= now) first += 3'600'000;
-        JobBatch hourly;
-        hourly.tag = "hourly";
-        hourly.count = count;
-        hourly.schedule_expr = "0 " + std::to_string(minute) + " * * * ?";
-        hourly.first_ms = first;
-        hourly.period_ms = 3'600'000;
-        hourly.read_back = false;
-        hourly.rows_per_transaction = 10000;
-        const auto create_us = WallUs();
-        InsertJobs(cluster.db(), hourly);
-        const double create_s = static_cast<double>(WallUs() - create_us) / 1e6;
+        const double create_s = InsertHourlyJobs(cluster, "hourly", count, "0 " + std::to_string(minute) + " * * * ?",
+                                                 first, /*read_back=*/false)
+                                    .seconds;
         spdlog::info("created {} hourly jobs in {:.1f} s", count, create_s);
 
         Node& node = cluster.StartNode(1);
@@ -1092,14 +1117,8 @@ json Registered(const BenchOptions& o, bool& ok) {
         const auto scans = ScanDelta(scan_a, scan_b, seconds);
         const json busy =
             scan_a.ok && scan_b.ok ? json(std::stod(Fmt((scan_b.sum_s - scan_a.sum_s) / seconds, 4))) : json(nullptr);
-        double node_ms = 0;
-        for (const auto& [pid, ms] : cpu_b.nodes) {
-            if (auto it = cpu_a.nodes.find(pid); it != cpu_a.nodes.end()) node_ms += ms - it->second;
-        }
-        const double node_percent = node_ms / (seconds * 10.0);
-        const json db_percent = cpu_a.mariadb && cpu_b.mariadb
-                                    ? json(std::stod(Fmt((*cpu_b.mariadb - *cpu_a.mariadb) / (seconds * 10.0), 1)))
-                                    : json(nullptr);
+        const double node_percent = NodesCpuMs(cpu_a, cpu_b) / (seconds * 10.0);
+        const json db_percent = MariaDbCpuPercent(cpu_a, cpu_b, seconds);
         // Statements and index/table rows read per second: a statement that walks the job table
         // shows as rows read in the order of the job count.
         json per_second = json::object();

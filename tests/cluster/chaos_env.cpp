@@ -46,24 +46,26 @@ std::unique_ptr<NetnsTopology> NetnsTopology::Create(std::string* why) {
         t->db_peer_ = "10.213." + n + ".2";
         t->exec_host_ = "10.213." + n + ".5";
         t->exec_peer_ = "10.213." + n + ".6";
-        const std::string db_peer_link = "scd" + n + "n";
-        const std::string exec_peer_link = "sce" + n + "n";
-        const std::vector<std::vector<std::string>> steps = {
+        std::vector<std::vector<std::string>> steps = {
             {Bin("ip"), "netns", "add", t->ns_},
             {Bin("ip"), "-n", t->ns_, "link", "set", "lo", "up"},
-            {Bin("ip"), "link", "add", t->db_link_, "type", "veth", "peer", "name", db_peer_link},
-            {Bin("ip"), "link", "set", db_peer_link, "netns", t->ns_},
-            {Bin("ip"), "addr", "add", t->db_host_ + "/30", "dev", t->db_link_},
-            {Bin("ip"), "link", "set", t->db_link_, "up"},
-            {Bin("ip"), "-n", t->ns_, "addr", "add", t->db_peer_ + "/30", "dev", db_peer_link},
-            {Bin("ip"), "-n", t->ns_, "link", "set", db_peer_link, "up"},
-            {Bin("ip"), "link", "add", t->exec_link_, "type", "veth", "peer", "name", exec_peer_link},
-            {Bin("ip"), "link", "set", exec_peer_link, "netns", t->ns_},
-            {Bin("ip"), "addr", "add", t->exec_host_ + "/30", "dev", t->exec_link_},
-            {Bin("ip"), "link", "set", t->exec_link_, "up"},
-            {Bin("ip"), "-n", t->ns_, "addr", "add", t->exec_peer_ + "/30", "dev", exec_peer_link},
-            {Bin("ip"), "-n", t->ns_, "link", "set", exec_peer_link, "up"},
         };
+        // Each link: a veth pair, its namespace end moved in, a /30 on both ends, both up.
+        const struct {
+            const std::string& host_link;
+            std::string peer_link;
+            const std::string& host;
+            const std::string& peer;
+        } links[] = {{t->db_link_, "scd" + n + "n", t->db_host_, t->db_peer_},
+                     {t->exec_link_, "sce" + n + "n", t->exec_host_, t->exec_peer_}};
+        for (const auto& l : links) {
+            steps.push_back({Bin("ip"), "link", "add", l.host_link, "type", "veth", "peer", "name", l.peer_link});
+            steps.push_back({Bin("ip"), "link", "set", l.peer_link, "netns", t->ns_});
+            steps.push_back({Bin("ip"), "addr", "add", l.host + "/30", "dev", l.host_link});
+            steps.push_back({Bin("ip"), "link", "set", l.host_link, "up"});
+            steps.push_back({Bin("ip"), "-n", t->ns_, "addr", "add", l.peer + "/30", "dev", l.peer_link});
+            steps.push_back({Bin("ip"), "-n", t->ns_, "link", "set", l.peer_link, "up"});
+        }
         for (const auto& step : steps) {
             std::string output;
             if (RunCommand(step, &output) != 0) {

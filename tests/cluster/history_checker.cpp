@@ -48,6 +48,34 @@ bool LedgerCovers(const std::vector<const model::Fire*>& rows, std::int64_t t) {
     });
 }
 
+// Counts by status, a line each (" none" when there is none).
+void WriteCounts(std::ostream& out, const std::map<std::string, int>& counts) {
+    if (counts.empty()) out << " none";
+    for (const auto& [status, n] : counts) out << "\n    " << n << " x " << status;
+}
+
+// A violation for each (job, scheduled time, attempt, ...) that more than one record holds:
+// "double: job J at T attempt A<verb>N<noun>" and the records.
+template <typename Key, typename Record>
+void ReportDoubles(const std::map<Key, std::vector<const Record*>>& by_key, const char* verb, const char* noun,
+                   std::vector<std::string>& violations) {
+    for (const auto& [key, list] : by_key) {
+        if (list.size() < 2) continue;
+        std::ostringstream out;
+        out << "double: job " << std::get<0>(key) << " at " << std::get<1>(key) << " attempt " << std::get<2>(key)
+            << verb << list.size() << noun;
+        for (const auto* record : list) out << ' ' << Describe(*record) << ';';
+        violations.push_back(out.str());
+    }
+}
+
+// How many violations, then the first `max_violations` of them, a line each.
+void WriteViolations(std::ostream& out, const std::vector<std::string>& violations, std::size_t max_violations) {
+    out << "; " << violations.size() << " violation(s)";
+    for (std::size_t i = 0; i < violations.size() && i < max_violations; ++i) out << "\n  " << violations[i];
+    if (violations.size() > max_violations) out << "\n  ... " << violations.size() - max_violations << " more";
+}
+
 }  // namespace
 
 std::vector<SinkRecord> ReadSinkLog(const std::filesystem::path& path, int* torn) {
@@ -78,11 +106,8 @@ std::string HistoryReport::Summary(std::size_t max_violations) const {
     std::ostringstream out;
     out << "expected " << expected << ", ran " << ran << ", misfire-dropped " << misfire_dropped << ", retries "
         << retries << ", sink runs " << runs << ", ended without a run:";
-    if (ended_without_run.empty()) out << " none";
-    for (const auto& [status, n] : ended_without_run) out << "\n    " << n << " x " << status;
-    out << "; " << violations.size() << " violation(s)";
-    for (std::size_t i = 0; i < violations.size() && i < max_violations; ++i) out << "\n  " << violations[i];
-    if (violations.size() > max_violations) out << "\n  ... " << violations.size() - max_violations << " more";
+    WriteCounts(out, ended_without_run);
+    WriteViolations(out, violations, max_violations);
     return out.str();
 }
 
@@ -98,14 +123,7 @@ HistoryReport CheckHistory(const HistoryInput& input) {
         runs_by_key[{r.job_id, r.scheduled_ms, r.attempt}].push_back(&r);
         ++runs_by_time[{r.job_id, r.scheduled_ms}];
     }
-    for (const auto& [key, list] : runs_by_key) {
-        if (list.size() < 2) continue;
-        std::ostringstream out;
-        out << "double: job " << std::get<0>(key) << " at " << std::get<1>(key) << " attempt " << std::get<2>(key)
-            << " ran " << list.size() << " times:";
-        for (const auto* r : list) out << ' ' << Describe(*r) << ';';
-        v.push_back(out.str());
-    }
+    ReportDoubles(runs_by_key, " ran ", " times:", v);
     std::map<std::tuple<std::int64_t, std::int64_t, int, int>, std::vector<const model::Fire*>> rows_by_key;
     std::map<std::int64_t, std::vector<const model::Fire*>> rows_by_job;
     for (const auto& f : input.fires) {
@@ -113,14 +131,7 @@ HistoryReport CheckHistory(const HistoryInput& input) {
         rows_by_job[f.job_id].push_back(&f);
         if (f.attempt > 0) ++report.retries;
     }
-    for (const auto& [key, list] : rows_by_key) {
-        if (list.size() < 2) continue;
-        std::ostringstream out;
-        out << "double: job " << std::get<0>(key) << " at " << std::get<1>(key) << " attempt " << std::get<2>(key)
-            << " has " << list.size() << " fire rows:";
-        for (const auto* f : list) out << ' ' << Describe(*f) << ';';
-        v.push_back(out.str());
-    }
+    ReportDoubles(rows_by_key, " has ", " fire rows:", v);
     for (auto& [job, list] : rows_by_job) {
         std::sort(list.begin(), list.end(), [](const model::Fire* a, const model::Fire* b) {
             return std::tie(a->scheduled_time, a->attempt, a->id) < std::tie(b->scheduled_time, b->attempt, b->id);
@@ -226,11 +237,8 @@ std::string WorkflowHistoryReport::Summary(std::size_t max_violations) const {
     if (runs.empty()) out << " none";
     for (const auto& [status, n] : runs) out << ' ' << n << ' ' << status << ';';
     out << " step fires " << step_fires << ", sink runs " << step_runs << ", failed steps:";
-    if (failed_steps.empty()) out << " none";
-    for (const auto& [status, n] : failed_steps) out << "\n    " << n << " x " << status;
-    out << "; " << violations.size() << " violation(s)";
-    for (std::size_t i = 0; i < violations.size() && i < max_violations; ++i) out << "\n  " << violations[i];
-    if (violations.size() > max_violations) out << "\n  ... " << violations.size() - max_violations << " more";
+    WriteCounts(out, failed_steps);
+    WriteViolations(out, violations, max_violations);
     return out.str();
 }
 

@@ -105,17 +105,29 @@ class TriggerProcessTest : public db::testing::DbTest {
     }
     void StartClient() { client_ = LaunchClient(0); }
 
-    model::Job CreateJob(const std::string& name, const std::string& type, const std::string& expr,
-                         std::optional<std::int64_t> first, const std::string& handler = "echo") {
+    // A job of app demo, not yet created: the case sets what else it tests, then Create()s it.
+    static model::Job DemoJob(const std::string& name, const std::string& handler, sched::ScheduleType type,
+                              const std::string& expr, std::optional<std::int64_t> first) {
         model::Job j;
         j.name = name;
         j.app = "demo";
         j.handler = handler;
-        j.params = R"({"from":"test"})";
-        j.schedule_type = *sched::ParseScheduleType(type);
+        j.schedule_type = type;
         j.schedule_expr = expr;
         j.next_fire_time = first;
-        auto created = store::JobRepository(db()).Create(j);
+        return j;
+    }
+    // A job of app demo that fires once, at `at`.
+    static model::Job OnceJob(const std::string& name, const std::string& handler, std::int64_t at) {
+        return DemoJob(name, handler, sched::ScheduleType::kOnce, std::to_string(at), at);
+    }
+    Result<model::Job> Create(const model::Job& j) { return store::JobRepository(db()).Create(j); }
+
+    model::Job CreateJob(const std::string& name, const std::string& type, const std::string& expr,
+                         std::optional<std::int64_t> first, const std::string& handler = "echo") {
+        auto j = DemoJob(name, handler, *sched::ParseScheduleType(type), expr, first);
+        j.params = R"({"from":"test"})";
+        auto created = Create(j);
         EXPECT_TRUE(created.ok()) << created.status().ToString();
         return *created;
     }
@@ -124,6 +136,14 @@ class TriggerProcessTest : public db::testing::DbTest {
         auto fires = store::FireRepository(db()).List({.job_id = job_id, .limit = 1000});
         EXPECT_TRUE(fires.ok()) << fires.status().ToString();
         return fires.ok() ? *fires : std::vector<model::Fire>{};
+    }
+
+    // How many of the job's fires succeeded so far.
+    int Succeeded(std::int64_t job_id) {
+        const auto fires = Fires(job_id);
+        return static_cast<int>(std::count_if(fires.begin(), fires.end(), [](const model::Fire& f) {
+            return f.status == model::FireStatus::kSucceeded;
+        }));
     }
 
     // Waits up to 15 s until the job's one fire has ended; returns it (nullopt, a failure, if not).
@@ -255,25 +275,11 @@ TEST_P(TriggerProcessTest, FixedRateAndFixedDelayKeepTheirCadence) {
     StartClient();
     const std::int64_t start = (NowMs() / 1000 + 2) * 1000;
     auto rate = CreateJob("rate", "fixed-rate", "500ms", start);
-    model::Job d;
-    d.name = "delay";
-    d.app = "demo";
-    d.handler = "sleep";
+    auto d = DemoJob("delay", "sleep", sched::ScheduleType::kFixedDelay, "300ms", start);
     d.params = R"({"ms":200})";
-    d.schedule_type = sched::ScheduleType::kFixedDelay;
-    d.schedule_expr = "300ms";
-    d.next_fire_time = start;
-    auto delay = store::JobRepository(db()).Create(d);
+    auto delay = Create(d);
     ASSERT_TRUE(delay.ok());
-    ASSERT_TRUE(WaitFor(
-        [&] {
-            int rate_done = 0;
-            int delay_done = 0;
-            for (const auto& f : Fires(rate.id)) rate_done += f.status == model::FireStatus::kSucceeded ? 1 : 0;
-            for (const auto& f : Fires(delay->id)) delay_done += f.status == model::FireStatus::kSucceeded ? 1 : 0;
-            return rate_done >= 6 && delay_done >= 4;
-        },
-        20s))
+    ASSERT_TRUE(WaitFor([&] { return Succeeded(rate.id) >= 6 && Succeeded(delay->id) >= 4; }, 20s))
         << trigger_->stderr_text();
 
     // fixed-rate: every 500 ms on the dot, once each.
@@ -309,18 +315,12 @@ TEST_P(TriggerProcessTest, ManualTriggerRunsOnceAndFailuresAreRetried) {
     EXPECT_EQ(Fires(manual.id).size(), 1u);
 
     // A failing handler with two retries: three attempts, all failed, each a row of its own.
-    model::Job flaky;
-    flaky.name = "flaky";
-    flaky.app = "demo";
-    flaky.handler = "fail";
-    flaky.params = R"({"message":"planned failure"})";
-    flaky.schedule_type = sched::ScheduleType::kOnce;
     const std::int64_t at = NowMs() + 500;
-    flaky.schedule_expr = std::to_string(at);
-    flaky.next_fire_time = at;
+    auto flaky = OnceJob("flaky", "fail", at);
+    flaky.params = R"({"message":"planned failure"})";
     flaky.retry_max = 2;
     flaky.retry_backoff_ms = 200;
-    auto created = store::JobRepository(db()).Create(flaky);
+    auto created = Create(flaky);
     ASSERT_TRUE(created.ok());
     ASSERT_TRUE(WaitFor(
         [&] {
@@ -374,15 +374,10 @@ TEST_P(TriggerProcessTest, MisfirePoliciesAfterTheClusterWasDownForAMinute) {
     const std::int64_t missed_from = (start / 1000 - 60) * 1000;
     std::map<std::string, std::int64_t> jobs;
     for (const char* policy : {"skip", "fire-once-now", "fire-all"}) {
-        model::Job j;
-        j.name = std::string("misfire-") + policy;
-        j.app = "demo";
-        j.handler = "echo";
-        j.schedule_type = sched::ScheduleType::kCron;
-        j.schedule_expr = "* * * * * ?";
+        auto j =
+            DemoJob(std::string("misfire-") + policy, "echo", sched::ScheduleType::kCron, "* * * * * ?", missed_from);
         j.misfire_policy = *sched::ParseMisfirePolicy(policy);
-        j.next_fire_time = missed_from;
-        auto created = store::JobRepository(db()).Create(j);
+        auto created = Create(j);
         ASSERT_TRUE(created.ok()) << created.status().ToString();
         jobs[policy] = created->id;
     }
@@ -461,25 +456,12 @@ TEST_P(TriggerProcessTest, ASkipJobStoppedPastTheThresholdFiresNothingLateAndRec
     StartTrigger();
     StartClient();
     const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
-    model::Job skip_job;
-    skip_job.name = "skip-every-second";
-    skip_job.app = "demo";
-    skip_job.handler = "echo";
-    skip_job.schedule_type = sched::ScheduleType::kCron;
-    skip_job.schedule_expr = "* * * * * ?";
+    auto skip_job = DemoJob("skip-every-second", "echo", sched::ScheduleType::kCron, "* * * * * ?", first);
     skip_job.misfire_policy = sched::MisfirePolicy::kSkip;
-    skip_job.next_fire_time = first;
-    auto created = store::JobRepository(db()).Create(skip_job);
+    auto created = Create(skip_job);
     ASSERT_TRUE(created.ok()) << created.status().ToString();
     const model::Job job = *created;
-    ASSERT_TRUE(WaitFor(
-        [&] {
-            int done = 0;
-            for (const auto& f : Fires(job.id)) done += f.status == model::FireStatus::kSucceeded ? 1 : 0;
-            return done >= 2;
-        },
-        20s))
-        << trigger_->stderr_text();
+    ASSERT_TRUE(WaitFor([&] { return Succeeded(job.id) >= 2; }, 20s)) << trigger_->stderr_text();
     const std::int64_t stopped_at = NowMs();
     trigger_->Signal(SIGSTOP);
     std::this_thread::sleep_for(8s);
@@ -539,16 +521,10 @@ TEST_P(TriggerProcessTest, ASkipJobStoppedPastTheThresholdFiresNothingLateAndRec
 TEST_P(TriggerProcessTest, DiscardLaterSkipsFiresWhileTheLastOneStillRuns) {
     StartTrigger();
     StartClient();
-    model::Job j;
-    j.name = "long-runner";
-    j.app = "demo";
-    j.handler = "sleep";
+    auto j = DemoJob("long-runner", "sleep", sched::ScheduleType::kCron, "* * * * * ?", (NowMs() / 1000 + 2) * 1000);
     j.params = R"({"ms":2500})";
-    j.schedule_type = sched::ScheduleType::kCron;
-    j.schedule_expr = "* * * * * ?";
     j.block_strategy = BlockStrategy::kDiscardLater;
-    j.next_fire_time = (NowMs() / 1000 + 2) * 1000;
-    auto job = store::JobRepository(db()).Create(j);
+    auto job = Create(j);
     ASSERT_TRUE(job.ok());
     ASSERT_TRUE(WaitFor(
         [&] {
@@ -594,18 +570,12 @@ TEST_P(TriggerProcessTest, ConcurrencyLimitsAndOverlapPoliciesHoldAcrossInstance
     for (int n = 0; n < 2; ++n) clients.push_back(LaunchClient(n));
     const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
     const auto make = [&](const std::string& name, BlockStrategy policy, int limit, Routing routing, int ms) {
-        model::Job j;
-        j.name = name;
-        j.app = "demo";
-        j.handler = "sleep";
+        auto j = DemoJob(name, "sleep", sched::ScheduleType::kCron, "* * * * * ?", first);
         j.params = R"({"ms":)" + std::to_string(ms) + "}";
-        j.schedule_type = sched::ScheduleType::kCron;
-        j.schedule_expr = "* * * * * ?";
         j.block_strategy = policy;
         j.concurrency_limit = limit;
         j.routing = routing;
-        j.next_fire_time = first;
-        auto created = store::JobRepository(db()).Create(j);
+        auto created = Create(j);
         EXPECT_TRUE(created.ok()) << created.status().ToString();
         return *created;
     };
@@ -613,12 +583,8 @@ TEST_P(TriggerProcessTest, ConcurrencyLimitsAndOverlapPoliciesHoldAcrossInstance
     const auto three = make("three-at-once", BlockStrategy::kBufferAll, 3, Routing::kFirst, 3500);
     const auto serial = make("serial", BlockStrategy::kSerial, 1, Routing::kRoundRobin, 1500);
     const auto discard = make("discard", BlockStrategy::kDiscardLater, 1, Routing::kRoundRobin, 2500);
-    const auto ended = [&](const model::Job& job) {
-        int n = 0;
-        for (const auto& f : Fires(job.id)) n += f.status == model::FireStatus::kSucceeded ? 1 : 0;
-        return n;
-    };
-    ASSERT_TRUE(WaitFor([&] { return ended(three) >= 6 && ended(serial) >= 4 && ended(discard) >= 2; }, 40s))
+    ASSERT_TRUE(WaitFor(
+        [&] { return Succeeded(three.id) >= 6 && Succeeded(serial.id) >= 4 && Succeeded(discard.id) >= 2; }, 40s))
         << trigger_->stderr_text();
     const auto three_fires = Fires(three.id);
     EXPECT_EQ(MostAtOnce(three_fires), 3) << "concurrency_limit 3 on one instance";
@@ -656,15 +622,9 @@ TEST_P(TriggerProcessTest, ConcurrencyLimitsAndOverlapPoliciesHoldAcrossInstance
 
 TEST_P(TriggerProcessTest, AFireWithNoLiveExecutorFailsWithItsReasonAndTheNodeLivesOn) {
     StartTrigger();
-    const std::int64_t at = NowMs() + 300;
-    model::Job j;
-    j.name = "orphan-app";
+    auto j = OnceJob("orphan-app", "echo", NowMs() + 300);
     j.app = "nobody-serves-this";
-    j.handler = "echo";
-    j.schedule_type = sched::ScheduleType::kOnce;
-    j.schedule_expr = std::to_string(at);
-    j.next_fire_time = at;
-    auto job = store::JobRepository(db()).Create(j);
+    auto job = Create(j);
     ASSERT_TRUE(job.ok());
     const auto fire = OnlyFireEnded(job->id);
     ASSERT_TRUE(fire);
@@ -678,17 +638,10 @@ TEST_P(TriggerProcessTest, AFireWithNoLiveExecutorFailsWithItsReasonAndTheNodeLi
 TEST_P(TriggerProcessTest, TimeoutKillsTheRunAndMarksTheFire) {
     StartTrigger();
     StartClient();
-    model::Job slow;
-    slow.name = "slow";
-    slow.app = "demo";
-    slow.handler = "sleep";
+    auto slow = OnceJob("slow", "sleep", NowMs() + 300);
     slow.params = R"({"ms":10000})";
-    slow.schedule_type = sched::ScheduleType::kOnce;
-    const std::int64_t at = NowMs() + 300;
-    slow.schedule_expr = std::to_string(at);
-    slow.next_fire_time = at;
     slow.timeout_ms = 700;
-    auto job = store::JobRepository(db()).Create(slow);
+    auto job = Create(slow);
     ASSERT_TRUE(job.ok());
     const auto fire = OnlyFireEnded(job->id);
     ASSERT_TRUE(fire);
@@ -725,11 +678,9 @@ TEST_P(TriggerProcessTest, RoutingAcrossThreeInstances) {
     ASSERT_TRUE(WaitFor(
         [&] {
             auto b = Fires(broadcast.id);
-            int rr_done = 0;
-            for (const auto& f : Fires(rr.id)) rr_done += f.status == model::FireStatus::kSucceeded ? 1 : 0;
             return b.size() == 3 &&
                    std::all_of(b.begin(), b.end(), [](const auto& f) { return model::IsFinal(f.status); }) &&
-                   rr_done >= 3;
+                   Succeeded(rr.id) >= 3;
         },
         20s))
         << trigger_->stderr_text();
@@ -797,14 +748,7 @@ TEST_P(TriggerProcessTest, ANodeWhoseClockIsTenMinutesOffFiresOnTime) {
     StartClient();
     const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
     auto job = CreateJob("on-time", "cron", "* * * * * ?", first);
-    ASSERT_TRUE(WaitFor(
-        [&] {
-            int done = 0;
-            for (const auto& f : Fires(job.id)) done += f.status == model::FireStatus::kSucceeded ? 1 : 0;
-            return done >= 3;
-        },
-        20s))
-        << trigger_->stderr_text();
+    ASSERT_TRUE(WaitFor([&] { return Succeeded(job.id) >= 3; }, 20s)) << trigger_->stderr_text();
     for (const auto& f : Fires(job.id)) {
         if (f.status != model::FireStatus::kSucceeded) continue;
         EXPECT_EQ(f.kind, model::FireKind::kSchedule) << "treated as a misfire: the node used its own clock";

@@ -19,15 +19,12 @@ import http.server
 import json
 import os
 import secrets
-import shutil
 import sys
-import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from python_demo_process_test import DEMO, Child, call, start_standalone  # noqa: E402
-from trace_process_test import expected_trace_id, wait_success  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from process_harness import call, expected_trace_id, run_test  # noqa: E402
 
 
 def sha_id(seed, digits):
@@ -139,104 +136,56 @@ def check_fire_spans(receiver, fire, trace_id, root_span_id, root_parent=None):
     assert "status" not in root, "a succeeded fire's root has an error status: %s" % root
 
 
-def main():
-    if len(sys.argv) != 3:
-        print(__doc__, file=sys.stderr)
-        return 2
-    standalone_bin, demo_client_bin = (os.path.abspath(a) for a in sys.argv[1:])
-    work = tempfile.mkdtemp(prefix="sched-otlp-")
-    admin = secrets.token_hex(24)
-    children = []
+def check_sdk_fire(run, receiver, job, name):
+    fire = run.wait_success(job["id"])
+    trace_id = expected_trace_id(fire)
+    check_fire_spans(receiver, fire, trace_id, sha_id("sched-run/%s/%d" % (trace_id, fire.get("attempt", 0)), 16))
+    print("%s: fire %d: spans fire, planned, claimed, sent, run, ended in trace %s" % (name, fire["id"], trace_id))
+    run.pause_job(job["id"])
+
+
+def test(run, standalone_bin, demo_client_bin):
     receiver = Receiver()
-    ok = False
-    try:
-        telemetry = "telemetry:\n  otlp-endpoint: \"%s\"\n  flush-interval: 100ms\n" % receiver.url
-        standalone, base, executor_token = start_standalone(standalone_bin, work, admin,
-                                                            "  level: info\n" + telemetry, children)
-        env = dict(os.environ, SCHED_TOKEN=executor_token)
+    run.children.append(receiver)  # stopped last
+    telemetry = "telemetry:\n  otlp-endpoint: \"%s\"\n  flush-interval: 100ms\n" % receiver.url
+    standalone = run.start_standalone(standalone_bin, "  level: info\n" + telemetry)
 
-        # The Python demo service alone first: both SDKs serve "echo", only the C++ one "count".
-        python = Child([sys.executable, DEMO, "--web", base, "--app", "demo", "--heartbeat-interval", "0.5",
-                        "--shutdown-grace", "5", "--otlp-endpoint", receiver.url, "--otlp-flush-interval", "0.1"],
-                       env, work)
-        children.append(python)
-        assert python.wait_line("serving", 10), "the Python demo service did not start:\n" + python.output()
-        status, job = call(base, "POST", "/api/v1/jobs", admin, {
-            "name": "otlp-python", "app": "demo", "handler": "echo", "schedule_type": "fixed-rate",
-            "schedule_expr": "1s"})
-        assert status == 201, "POST /api/v1/jobs: %s %s" % (status, job)
-        fire = wait_success(base, admin, job["id"])
-        trace_id = expected_trace_id(fire)
-        check_fire_spans(receiver, fire, trace_id, sha_id("sched-run/%s/%d" % (trace_id, fire.get("attempt", 0)), 16))
-        print("Python SDK: fire %d: spans fire, planned, claimed, sent, run, ended in trace %s" % (fire["id"], trace_id))
-        status, _ = call(base, "POST", "/api/v1/jobs/%d/pause" % job["id"], admin, {})
-        assert status == 200, "pause: %s" % status
-        python.stop()
+    # The Python demo service alone first: both SDKs serve "echo", only the C++ one "count".
+    python = run.start_python_demo("serving", "--otlp-endpoint", receiver.url, "--otlp-flush-interval", "0.1")
+    check_sdk_fire(run, receiver, run.create_job("otlp-python", "echo"), "Python SDK")
+    python.stop()
 
-        client_config = os.path.join(work, "demo-client.yaml")
-        with open(client_config, "w") as f:
-            f.write('executor:\n  app: demo\n  web-endpoints: ["%s"]\n'
-                    '  heartbeat-interval: 1s\n  callback-flush-interval: 20ms\n  spool-dir: "%s/spool"\n'
-                    '  http:\n    listen: "127.0.0.1:0"\n'
-                    '  telemetry:\n    otlp-endpoint: "%s"\n    flush-interval: 100ms\n'
-                    'demo:\n  ledger-dir: "%s/ledger"\n' % (base, work, receiver.url, work))
-        cpp = Child([demo_client_bin, "--config", client_config], env, work)
-        children.append(cpp)
-        assert cpp.wait_line("serving", 10), "demo-client did not start:\n" + cpp.output()
+    run.start_demo_client(demo_client_bin, executor_yaml='  telemetry:\n    otlp-endpoint: "%s"\n'
+                                                         '    flush-interval: 100ms\n' % receiver.url)
+    check_sdk_fire(run, receiver, run.create_job("otlp-cpp", "count"), "C++ SDK")
 
-        status, job = call(base, "POST", "/api/v1/jobs", admin, {
-            "name": "otlp-cpp", "app": "demo", "handler": "count", "schedule_type": "fixed-rate",
-            "schedule_expr": "1s"})
-        assert status == 201, "POST /api/v1/jobs: %s %s" % (status, job)
-        fire = wait_success(base, admin, job["id"])
-        trace_id = expected_trace_id(fire)
-        root_span_id = sha_id("sched-run/%s/%d" % (trace_id, fire.get("attempt", 0)), 16)
-        check_fire_spans(receiver, fire, trace_id, root_span_id)
-        print("C++ SDK: fire %d: spans fire, planned, claimed, sent, run, ended in trace %s" % (fire["id"], trace_id))
+    # A manual trigger under the caller's trace: the run and the spans carry its trace id.
+    manual = run.create_job("otlp-manual", "count", schedule_type="manual", schedule_expr="")
+    caller_trace, caller_span = secrets.token_hex(16), secrets.token_hex(8)
+    status, bad = call(run.base, "POST", "/api/v1/jobs/%d/trigger" % manual["id"], run.admin, None,
+                       {"traceparent": "00-%s-%s-01" % (caller_trace.upper(), caller_span)})
+    assert status == 400 and json.loads(bad)["error"]["field"] == "traceparent", (
+        "upper-case traceparent: %s %s" % (status, bad))
+    status, triggered = call(run.base, "POST", "/api/v1/jobs/%d/trigger" % manual["id"], run.admin, None,
+                             {"traceparent": "00-%s-%s-01" % (caller_trace, caller_span),
+                              "tracestate": "vendor=opaque"})
+    assert status == 202, "trigger: %s %s" % (status, triggered)
+    fire = run.wait_success(manual["id"])
+    assert fire["id"] == triggered["items"][0]["id"], (fire, triggered)
+    root_span_id = sha_id("sched-run/%s/%s/%d/%d" % (caller_trace, caller_span, fire["id"],
+                                                      fire.get("attempt", 0)), 16)
+    check_fire_spans(receiver, fire, caller_trace, root_span_id, root_parent=caller_span)
+    assert not receiver.trace(expected_trace_id(fire)), "spans of the manual fire under its derived trace"
+    runs = [s for s in receiver.trace(caller_trace) if s["name"] == "run"]
+    assert runs and all(s.get("traceState") == "vendor=opaque" for s in runs), (
+        "the caller's tracestate did not reach the SDK's run span: %s" % runs)
+    status, log = call(run.base, "GET", "/api/v1/fires/%d/log" % fire["id"], run.admin)
+    assert status == 200 and any("trace " + caller_trace in line for line in log.get("lines", [])), (
+        "the fire log lacks the caller's trace: %s" % log)
+    print("manual fire %d: run and spans under the caller's trace %s" % (fire["id"], caller_trace))
 
-        status, _ = call(base, "POST", "/api/v1/jobs/%d/pause" % job["id"], admin, {})
-        assert status == 200, "pause: %s" % status
-
-        # A manual trigger under the caller's trace: the run and the spans carry its trace id.
-        status, manual = call(base, "POST", "/api/v1/jobs", admin, {
-            "name": "otlp-manual", "app": "demo", "handler": "count", "schedule_type": "manual",
-            "schedule_expr": ""})
-        assert status == 201, "POST /api/v1/jobs: %s %s" % (status, manual)
-        caller_trace, caller_span = secrets.token_hex(16), secrets.token_hex(8)
-        status, bad = call(base, "POST", "/api/v1/jobs/%d/trigger" % manual["id"], admin, None,
-                           {"traceparent": "00-%s-%s-01" % (caller_trace.upper(), caller_span)})
-        assert status == 400 and json.loads(bad)["error"]["field"] == "traceparent", (
-            "upper-case traceparent: %s %s" % (status, bad))
-        status, triggered = call(base, "POST", "/api/v1/jobs/%d/trigger" % manual["id"], admin, None,
-                                 {"traceparent": "00-%s-%s-01" % (caller_trace, caller_span),
-                                  "tracestate": "vendor=opaque"})
-        assert status == 202, "trigger: %s %s" % (status, triggered)
-        fire = wait_success(base, admin, manual["id"])
-        assert fire["id"] == triggered["items"][0]["id"], (fire, triggered)
-        root_span_id = sha_id("sched-run/%s/%s/%d/%d" % (caller_trace, caller_span, fire["id"],
-                                                          fire.get("attempt", 0)), 16)
-        check_fire_spans(receiver, fire, caller_trace, root_span_id, root_parent=caller_span)
-        assert not receiver.trace(expected_trace_id(fire)), "spans of the manual fire under its derived trace"
-        runs = [s for s in receiver.trace(caller_trace) if s["name"] == "run"]
-        assert runs and all(s.get("traceState") == "vendor=opaque" for s in runs), (
-            "the caller's tracestate did not reach the SDK's run span: %s" % runs)
-        status, log = call(base, "GET", "/api/v1/fires/%d/log" % fire["id"], admin)
-        assert status == 200 and any("trace " + caller_trace in line for line in log.get("lines", [])), (
-            "the fire log lacks the caller's trace: %s" % log)
-        print("manual fire %d: run and spans under the caller's trace %s" % (fire["id"], caller_trace))
-
-        assert standalone.stop() == 0, "standalone did not stop cleanly:\n" + standalone.output()
-        ok = True
-    except AssertionError as e:
-        print("FAIL: %s" % e)
-    finally:
-        for child in reversed(children):
-            child.stop()
-        receiver.stop()
-        shutil.rmtree(work, ignore_errors=True)
-    print("PASS" if ok else "FAILED")
-    return 0 if ok else 1
+    assert standalone.stop() == 0, "standalone did not stop cleanly:\n" + standalone.output()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_test(__doc__, 2, "sched-otlp-", test))

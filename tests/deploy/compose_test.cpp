@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include "../support/source_files.hpp"
 #include "sched/client/executor.hpp"
 #include "sched/common/config.hpp"
 #include "sched/common/logging.hpp"
@@ -27,20 +28,13 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-const fs::path kSource = SCHED_SOURCE_DIR;
-const fs::path kDocker = kSource / "docker";
+using testing::kSourceDir;
+using testing::ReadFile;
+const fs::path kDocker = kSourceDir / "docker";
 
 // Secrets the check-config runs are given (values made up for the test).
 const std::vector<std::string> kSecretsEnv = {"SCHED_TOKEN=compose-test-token",
                                               "SCHED_DB_PASSWORD=compose-test-password"};
-
-std::string ReadFile(const fs::path& path) {
-    std::ifstream in(path);
-    if (!in) throw std::runtime_error("cannot read " + path.string());
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
 
 // The YAML text without its comment lines.
 std::string WithoutComments(const std::string& text) {
@@ -592,7 +586,7 @@ TEST_F(ComposeTls, EveryConfigIsAcceptedByItsApp) {
 TEST_F(ComposeTls, TheCertificateScriptMakesWhatTheConfigsName) {
     const fs::path dir = fs::temp_directory_path() / ("compose-tls-" + std::to_string(getpid()));
     fs::remove_all(dir);
-    std::vector<std::string> argv = {"/bin/bash", (kSource / "scripts/tls-certs.sh").string(), dir.string()};
+    std::vector<std::string> argv = {"/bin/bash", (kSourceDir / "scripts/tls-certs.sh").string(), dir.string()};
     for (const auto& a : apps_) argv.push_back(a.name);
     std::string out;
     ASSERT_EQ(testing::RunCommand(argv, &out), 0) << out;
@@ -636,7 +630,7 @@ TEST(CheckConfig, RepositoryConfigsPassWithoutCreatingFiles) {
                                                      {"scheduler-web", SCHED_WEB_BIN},
                                                      {"scheduler-standalone", SCHED_STANDALONE_BIN}};
     for (const auto& [app, file] : cases) {
-        testing::ChildProcess p({bins.at(app), "--config", (kSource / "config" / file).string(), "--check-config"},
+        testing::ChildProcess p({bins.at(app), "--config", (kSourceDir / "config" / file).string(), "--check-config"},
                                 cwd.string(), kSecretsEnv);
         EXPECT_EQ(p.WaitForExit(10s), 0) << app << ": " << p.stderr_text();
         EXPECT_EQ(p.stdout_text(), "config ok\n") << app;
@@ -652,7 +646,7 @@ TEST(Dockerfile, BuildsEveryApp) {
     const std::set<std::string> build_tree_tools = {"scheduler-bench"};
     std::set<std::string> apps;
     const std::regex exe(R"(add_executable\(\s*([A-Za-z0-9_-]+))");
-    for (const auto& dir : fs::directory_iterator(kSource / "apps")) {
+    for (const auto& dir : fs::directory_iterator(kSourceDir / "apps")) {
         const auto lists = dir.path() / "CMakeLists.txt";
         if (!fs::exists(lists)) continue;
         const std::string text = ReadFile(lists);

@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include "../support/source_files.hpp"
 #include "sched/common/testing/child_process.hpp"
 #include "sched/common/testing/wait_for.hpp"
 
@@ -29,21 +30,14 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-const fs::path kSource = SCHED_SOURCE_DIR;
-const fs::path kK8s = kSource / "deploy/k8s/base";
+using testing::kSourceDir;
+using testing::ReadFile;
+const fs::path kK8s = kSourceDir / "deploy/k8s/base";
 
 const std::map<std::string, std::string>& AppBinaries() {
     static const std::map<std::string, std::string> bins = {{"scheduler-trigger", SCHED_TRIGGER_BIN},
                                                             {"scheduler-web", SCHED_WEB_BIN}};
     return bins;
-}
-
-std::string ReadFile(const fs::path& path) {
-    std::ifstream in(path);
-    if (!in) throw std::runtime_error("cannot read " + path.string());
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
 }
 
 int PortOf(const std::string& host_port) {
@@ -355,7 +349,7 @@ TEST_F(K8s, SecretsComeFromTheSecretByKeysItHas) {
 }
 
 TEST_F(K8s, PodsRunAsNonRootWithAReadOnlyRootAndNoCapabilities) {
-    const std::string dockerfile = ReadFile(kSource / "docker/Dockerfile");
+    const std::string dockerfile = ReadFile(kSourceDir / "docker/Dockerfile");
     std::smatch user;
     ASSERT_TRUE(std::regex_search(dockerfile, user, std::regex(R"(\nUSER (\d+):(\d+)\n)")))
         << "the image's USER must be numeric for runAsNonRoot to verify it";
@@ -450,7 +444,7 @@ TEST_F(K8s, ProbePathsAreRoutesTheAppsServe) {
 // overlays/production runs TLS on every hop: its configs (tls-config.yaml) replace the base's,
 // tls.yaml mounts a certificate Secret per Deployment, secret-tls.example.yaml shows the
 // Secrets and the scripts/tls-certs.sh lines that make them.
-const fs::path kProduction = kSource / "deploy/k8s/overlays/production";
+const fs::path kProduction = kSourceDir / "deploy/k8s/overlays/production";
 
 std::vector<YAML::Node> LoadAll(const fs::path& file) {
     std::vector<YAML::Node> out;
@@ -560,8 +554,8 @@ TEST(K8sProductionTls, TheExamplesCertificatesNameWhatPeersDial) {
         line = line.substr(4);
         for (auto at = line.find("scripts/tls-certs.sh"); at != std::string::npos;
              at = line.find("scripts/tls-certs.sh", at + 1)) {
-            line.replace(at, 0, kSource.string() + "/");
-            at += kSource.string().size() + 1;
+            line.replace(at, 0, kSourceDir.string() + "/");
+            at += kSourceDir.string().size() + 1;
         }
         script += line + "\n";
     }

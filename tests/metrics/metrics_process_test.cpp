@@ -19,6 +19,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../support/source_files.hpp"
 #include "sched/common/testing/child_process.hpp"
 #include "sched/common/testing/wait_for.hpp"
 
@@ -29,13 +30,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::ChildProcess;
-
-std::string ReadFile(const std::filesystem::path& path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
+using testing::ReadFile;
 
 // Runs a shell command; returns its exit status and output (stdout and stderr).
 std::pair<int, std::string> Shell(const std::string& command) {
@@ -105,6 +100,32 @@ std::string Join(const std::set<std::string>& names) {
     return out;
 }
 
+// Makes `dir` with the config of a standalone node on SQLite in it (data in dir/data); returns
+// the config's path.
+std::filesystem::path StandaloneConfigIn(const std::filesystem::path& dir) {
+    std::filesystem::create_directories(dir);
+    const auto config = dir / "standalone.yaml";
+    std::ofstream(config) << "http:\n  listen: \"127.0.0.1:0\"\ndatabase:\n  url: \"sqlite://" +
+                                 (dir / "data/s.db").string() + "\"\nlog:\n  level: info\n";
+    return config;
+}
+
+// The exposition `metrics` (kept in `file`) passes `promtool check metrics`, and declares every
+// name the dashboard and the alert rules use that `names_of` picks (at least `at_least` per file);
+// `whose` names the exposition in the failure.
+void ExpectCheckedAndDeclaringTheUsedNames(const std::string& metrics, const std::filesystem::path& file,
+                                           std::set<std::string> (*names_of)(const std::set<std::string>&),
+                                           std::size_t at_least, const std::string& whose) {
+    std::ofstream(file) << metrics;
+    const auto [code, out] = Shell("promtool check metrics < " + file.string());
+    EXPECT_EQ(code, 0) << out;
+    for (const char* used : {"/docs/grafana/scheduler-dashboard.json", "/docs/prometheus/alerts.yml"}) {
+        const auto names = names_of(NamesUsed(ReadFile(testing::kSourceDir.string() + used)));
+        EXPECT_GE(names.size(), at_least) << used;
+        EXPECT_EQ(Join(Missing(names, metrics)), "") << used << " names metrics " << whose << " does not declare";
+    }
+}
+
 TEST(MetricNames, AreCheckedAgainstTheExposition) {
     const std::string exposition =
         "# TYPE sched_fire_lag_seconds histogram\n# TYPE sched_leader gauge\nsched_leader 1\n";
@@ -123,10 +144,7 @@ TEST(AlertRules, PassPromtool) {
 
 TEST(StandaloneMetrics, LiveExpositionPassesPromtoolAndDeclaresEveryNameTheDashboardAndRulesUse) {
     const auto dir = std::filesystem::temp_directory_path() / ("sched-metrics-" + RandomHex(10));
-    std::filesystem::create_directories(dir);
-    const auto config = dir / "standalone.yaml";
-    std::ofstream(config) << "http:\n  listen: \"127.0.0.1:0\"\ndatabase:\n  url: \"sqlite://" +
-                                 (dir / "data/s.db").string() + "\"\nlog:\n  level: info\n";
+    const auto config = StandaloneConfigIn(dir);
     std::string metrics;
     {
         // --demo: a job every 10 s with no executor, so fires end (failed) and are counted.
@@ -156,16 +174,7 @@ TEST(StandaloneMetrics, LiveExpositionPassesPromtoolAndDeclaresEveryNameTheDashb
                                "sched_http_requests_total "}) {
         EXPECT_NE(metrics.find(series), std::string::npos) << series << "\n" << metrics;
     }
-    const auto file = dir / "metrics.txt";
-    std::ofstream(file) << metrics;
-    const auto [code, out] = Shell("promtool check metrics < " + file.string());
-    EXPECT_EQ(code, 0) << out;
-
-    for (const char* used : {"/docs/grafana/scheduler-dashboard.json", "/docs/prometheus/alerts.yml"}) {
-        const auto names = ClusterNames(NamesUsed(ReadFile(std::string(SCHED_SOURCE_DIR) + used)));
-        EXPECT_GE(names.size(), 5u) << used;
-        EXPECT_EQ(Join(Missing(names, metrics)), "") << used << " names metrics /metrics does not declare";
-    }
+    ExpectCheckedAndDeclaringTheUsedNames(metrics, dir / "metrics.txt", ClusterNames, 5, "/metrics");
     std::filesystem::remove_all(dir);
 }
 
@@ -174,10 +183,7 @@ TEST(StandaloneMetrics, LiveExpositionPassesPromtoolAndDeclaresEveryNameTheDashb
 // counted, and every sched_client_* name the dashboard and the rules use is declared there.
 TEST(ExecutorMetrics, ADemoClientsExpositionPassesPromtoolAndDeclaresEveryClientNameTheDashboardAndRulesUse) {
     const auto dir = std::filesystem::temp_directory_path() / ("sched-client-metrics-" + RandomHex(10));
-    std::filesystem::create_directories(dir);
-    const auto config = dir / "standalone.yaml";
-    std::ofstream(config) << "http:\n  listen: \"127.0.0.1:0\"\ndatabase:\n  url: \"sqlite://" +
-                                 (dir / "data/s.db").string() + "\"\nlog:\n  level: info\n";
+    const auto config = StandaloneConfigIn(dir);
     std::string metrics;
     {
         // --demo: the job "hello" (handler echo, every 10 s) and an executor token in data/.
@@ -226,16 +232,7 @@ TEST(ExecutorMetrics, ADemoClientsExpositionPassesPromtoolAndDeclaresEveryClient
                                "\nprocess_resident_memory_bytes ", "sched_build_info{"}) {
         EXPECT_NE(metrics.find(series), std::string::npos) << series << "\n" << metrics;
     }
-    const auto file = dir / "client-metrics.txt";
-    std::ofstream(file) << metrics;
-    const auto [code, out] = Shell("promtool check metrics < " + file.string());
-    EXPECT_EQ(code, 0) << out;
-
-    for (const char* used : {"/docs/grafana/scheduler-dashboard.json", "/docs/prometheus/alerts.yml"}) {
-        const auto names = ClientNames(NamesUsed(ReadFile(std::string(SCHED_SOURCE_DIR) + used)));
-        EXPECT_GE(names.size(), 2u) << used;
-        EXPECT_EQ(Join(Missing(names, metrics)), "") << used << " names metrics the client's /metrics does not declare";
-    }
+    ExpectCheckedAndDeclaringTheUsedNames(metrics, dir / "client-metrics.txt", ClientNames, 2, "the client's /metrics");
     std::filesystem::remove_all(dir);
 }
 

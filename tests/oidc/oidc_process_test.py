@@ -29,8 +29,8 @@ import urllib.parse
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
-from python_demo_process_test import Child  # noqa: E402  (the shared child-process helper)
+sys.path.insert(0, os.path.join(HERE, "..", "support"))
+from process_harness import Child  # noqa: E402
 
 USERS = {
     "alice": {"sub": "u-alice", "email": "alice@example.com", "name": "Alice", "groups": ["staff", "sched-admins"]},

@@ -70,6 +70,18 @@ class CalendarProcess : public ::testing::Test {
         return text.empty() ? nlohmann::json() : nlohmann::json::parse(text, nullptr, false);
     }
 
+    // Reads job `id` until it completed for `reason`, at most 20 s; returns the job as last read.
+    nlohmann::json WaitCompleted(const std::string& id, const std::string& reason) {
+        nlohmann::json job;
+        WaitFor(
+            [&] {
+                job = Call("GET", "/api/v1/jobs/" + id, nullptr, 200);
+                return job["completed_reason"] == reason;
+            },
+            20s);
+        return job;
+    }
+
     std::filesystem::path dir_;
     std::unique_ptr<ChildProcess> process_;
     unsigned short port_ = 0;
@@ -124,14 +136,8 @@ TEST_F(CalendarProcess, AnExcludedDayIsSkippedWithALedgerRowAndBoundedJobsComple
     const auto all = Call("GET", "/api/v1/fires?job_id=" + id(excluded), nullptr, 200)["items"];
     EXPECT_EQ(all.size(), 1u) << all.dump();
 
-    nlohmann::json job;
-    ASSERT_TRUE(WaitFor(
-        [&] {
-            job = Call("GET", "/api/v1/jobs/" + id(ending), nullptr, 200);
-            return job["completed_reason"] == "end_at";
-        },
-        20s))
-        << job.dump();
+    nlohmann::json job = WaitCompleted(id(ending), "end_at");
+    ASSERT_EQ(job["completed_reason"], "end_at") << job.dump();
     EXPECT_TRUE(job["enabled"].get<bool>());
     EXPECT_TRUE(job["next_fire_time"].is_null());
     const std::int64_t end_at = job["end_at"].get<std::int64_t>();
@@ -139,13 +145,8 @@ TEST_F(CalendarProcess, AnExcludedDayIsSkippedWithALedgerRowAndBoundedJobsComple
     EXPECT_FALSE(ending_fires.empty());
     for (const auto& f : ending_fires) EXPECT_LE(f["scheduled_time"].get<std::int64_t>(), end_at) << f.dump();
 
-    ASSERT_TRUE(WaitFor(
-        [&] {
-            job = Call("GET", "/api/v1/jobs/" + id(counted), nullptr, 200);
-            return job["completed_reason"] == "max_runs";
-        },
-        20s))
-        << job.dump();
+    job = WaitCompleted(id(counted), "max_runs");
+    ASSERT_EQ(job["completed_reason"], "max_runs") << job.dump();
     EXPECT_EQ(job["planned_runs"], 2);
     EXPECT_EQ(Call("GET", "/api/v1/fires?job_id=" + id(counted), nullptr, 200)["items"].size(), 2u);
 

@@ -125,18 +125,21 @@ class ExecutorCredentials : public ::testing::Test {
         return Json(created)["token"].get<std::string>();
     }
 
-    std::int64_t CreateJob(const std::string& name, const std::string& app, const std::string& handler,
-                           nlohmann::json extra = nlohmann::json::object()) {
-        nlohmann::json job = {{"name", name},
-                              {"app", app},
-                              {"handler", handler},
-                              {"schedule_type", "cron"},
-                              {"schedule_expr", "* * * * * ?"},
-                              {"misfire_policy", "skip"}};
+    // POSTs a job of `app` on `handler` with `schedule_type` and the fields of `extra`; its id.
+    std::int64_t PostJob(const std::string& name, const std::string& app, const std::string& handler,
+                         const std::string& schedule_type, const nlohmann::json& extra) {
+        nlohmann::json job = {{"name", name}, {"app", app}, {"handler", handler}, {"schedule_type", schedule_type}};
         job.update(extra);
         auto r = Api(http::Method::kPost, "/api/v1/jobs", job);
         EXPECT_TRUE(r.ok() && r->status == 201) << Json(r).dump();
         return Json(r)["id"].get<std::int64_t>();
+    }
+    // An every-second job that skips what it misses.
+    std::int64_t CreateJob(const std::string& name, const std::string& app, const std::string& handler,
+                           const nlohmann::json& extra = nlohmann::json::object()) {
+        nlohmann::json fields = {{"schedule_expr", "* * * * * ?"}, {"misfire_policy", "skip"}};
+        fields.update(extra);
+        return PostJob(name, app, handler, "cron", fields);
     }
 
     std::vector<nlohmann::json> Fires(std::int64_t job_id) {
@@ -240,16 +243,10 @@ TEST_F(ExecutorCredentials, TheLogsOfKilledAndTimedOutFiresOutliveTheirExecutor)
     ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(dir_ / "data/executor-token"); }, 10s));
     std::getline(std::ifstream(dir_ / "data/executor-token"), token);
     StartDemoClient(token);
-    const auto manual = [&](const std::string& name, nlohmann::json extra) {
-        nlohmann::json job = {{"name", name},
-                              {"app", "demo"},
-                              {"handler", "sleep"},
-                              {"schedule_type", "manual"},
-                              {"params", "{\"ms\": 30000}"}};
-        job.update(extra);
-        auto r = Api(http::Method::kPost, "/api/v1/jobs", job);
-        EXPECT_TRUE(r.ok() && r->status == 201) << Json(r).dump();
-        const auto id = Json(r)["id"].get<std::int64_t>();
+    const auto manual = [&](const std::string& name, const nlohmann::json& extra) {
+        nlohmann::json fields = {{"params", "{\"ms\": 30000}"}};
+        fields.update(extra);
+        const auto id = PostJob(name, "demo", "sleep", "manual", fields);
         EXPECT_EQ(Api(http::Method::kPost, "/api/v1/jobs/" + std::to_string(id) + "/trigger")->status, 202);
         return id;
     };

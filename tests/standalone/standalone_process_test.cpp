@@ -24,6 +24,7 @@
 #include <openssl/hmac.h>
 #include <nlohmann/json.hpp>
 
+#include "../support/scratch_dir.hpp"
 #include "sched/common/node_id.hpp"
 #include "sched/common/testing/child_process.hpp"
 #include "sched/common/testing/tiny_file_system.hpp"
@@ -39,17 +40,7 @@ using testing::TinyFileSystem;
 
 class StandaloneProcess : public ::testing::Test {
   protected:
-    void SetUp() override {
-        dir_ = std::filesystem::temp_directory_path() / ("sched-standalone-" + RandomHex(10));
-        std::filesystem::create_directories(dir_);
-    }
-    void TearDown() override { std::filesystem::remove_all(dir_); }
-
-    std::string WriteConfig(const std::string& yaml) {
-        const auto path = dir_ / "standalone.yaml";
-        std::ofstream(path) << yaml;
-        return path.string();
-    }
+    std::string WriteConfig(const std::string& yaml) { return scratch_.Write("standalone.yaml", yaml); }
     std::string DefaultConfig() {
         return WriteConfig("http:\n  listen: \"127.0.0.1:0\"\ndatabase:\n  url: \"sqlite://" +
                            (dir_ / "data/s.db").string() + "\"\nlog:\n  level: info\n");
@@ -58,12 +49,18 @@ class StandaloneProcess : public ::testing::Test {
     // A config whose alerts go out within a round or two of 100 ms to receivers on loopback, on
     // SQLite at `db_path`; `alert_options` adds scheduler keys (each line "  key: value\n").
     std::string AlertingConfig(const std::filesystem::path& db_path, const std::string& alert_options) {
+        return SqliteConfig(db_path, "scheduler:\n  alert-interval: 100ms\n  alert-settle: 0s\n" + alert_options +
+                                         "  alert-addresses:\n    allow: [\"127.0.0.1\"]\n");
+    }
+    // A config on SQLite at `db_path` (busy-timeout 10 s) with `sections` (YAML lines) before
+    // the log section.
+    std::string SqliteConfig(const std::filesystem::path& db_path, const std::string& sections) {
         return WriteConfig("http:\n  listen: \"127.0.0.1:0\"\ndatabase:\n  url: \"sqlite://" + db_path.string() +
-                           "?busy-timeout=10s\"\nscheduler:\n  alert-interval: 100ms\n  alert-settle: 0s\n" +
-                           alert_options + "  alert-addresses:\n    allow: [\"127.0.0.1\"]\nlog:\n  level: info\n");
+                           "?busy-timeout=10s\"\n" + sections + "log:\n  level: info\n");
     }
 
-    std::filesystem::path dir_;
+    testing::ScratchDir scratch_{"sched-standalone-"};
+    const std::filesystem::path& dir_ = scratch_.path();
 };
 
 // The node's SQLite file at `db_path`, opened by the test too (`options`: the URL's query);
@@ -321,10 +318,7 @@ TEST_F(StandaloneProcess, ReadyzIsNotReadyWhileNoNodeLeadsAndReadyOnceOneDoes) {
     // The node's lease statements give up after margin / 2 on a locked database; its heartbeat
     // (busy-timeout 10 s) only waits. So the database stays "reachable" and only leadership stops.
     const auto db_path = dir_ / "data/s.db";
-    const auto config =
-        WriteConfig("http:\n  listen: \"127.0.0.1:0\"\ndatabase:\n  url: \"sqlite://" + db_path.string() +
-                    "?busy-timeout=10s\"\nelection:\n  tick: 200ms\n  ttl: 1s\n  margin: 300ms\n"
-                    "log:\n  level: info\n");
+    const auto config = SqliteConfig(db_path, "election:\n  tick: 200ms\n  ttl: 1s\n  margin: 300ms\n");
     ChildProcess p({SCHED_STANDALONE_BIN, "--config", config}, dir_.string());
     const auto port = ListeningPort(p, 20s);
     ASSERT_NE(port, 0) << p.stderr_text();
@@ -421,9 +415,7 @@ TEST_F(StandaloneProcess, TheMasterPurgesEndedFiresPastTheirRetentionInBatches) 
     // of 1,000; a pending fire just as old and a recent ended one stay.
     const auto db_path = dir_ / "data/s.db";
     const auto config =
-        WriteConfig("http:\n  listen: \"127.0.0.1:0\"\ndatabase:\n  url: \"sqlite://" + db_path.string() +
-                    "?busy-timeout=10s\"\nscheduler:\n  history-retention: 30s\n"
-                    "  purge-interval: 200ms\n  purge-batch: 1000\nlog:\n  level: info\n");
+        SqliteConfig(db_path, "scheduler:\n  history-retention: 30s\n  purge-interval: 200ms\n  purge-batch: 1000\n");
     ChildProcess p({SCHED_STANDALONE_BIN, "--config", config}, dir_.string());
     ASSERT_TRUE(p.WaitForStdoutLine("listening on http://127.0.0.1:", 20s)) << p.stderr_text();
 

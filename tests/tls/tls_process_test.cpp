@@ -416,44 +416,36 @@ TEST_P(TlsProcessTest, RefusedCertificatesFailClosedNamingTheCause) {
     http::ClientOptions trusting;
     trusting.tls.ca_file = File("hostile-ca.crt");
     http::testing::BlockingClient api(trusting);
-    const auto failure = [&](const std::string& target) {
-        auto r = api.Get(target, {.bearer_token = "t0ken"});
-        return r.ok() ? "answered " + std::to_string(r->status) : r.status().message();
+    // A call to web node `port` by `host` is refused, with `cause` in the message.
+    const auto expect_refused = [&](const std::string& host, int port, const std::string& cause) {
+        auto r = api.Get(url(host, port), {.bearer_token = "t0ken"});
+        const std::string failure = r.ok() ? "answered " + std::to_string(r->status) : r.status().message();
+        EXPECT_NE(failure.find(cause), std::string::npos) << failure;
+    };
+    // A demo-client (trusting the hostile CA) pointed at `web` logs `cause`.
+    const auto expect_client_refused = [&](const std::string& name, const std::string& web, const std::string& cause) {
+        ChildProcess& client = StartClient(name, "hostile-ca.crt", "cluster", web);
+        EXPECT_TRUE(client.WaitForStderrLine(cause, 30s)) << client.stderr_text();
     };
 
     // An expired server certificate.
-    EXPECT_NE(failure(url("127.0.0.1", expired_port)).find("certificate verify failed: certificate has expired"),
-              std::string::npos)
-        << failure(url("127.0.0.1", expired_port));
-    ChildProcess& to_expired =
-        StartClient("to-expired", "hostile-ca.crt", "cluster", "https://127.0.0.1:" + std::to_string(expired_port));
-    auto expired_line = to_expired.WaitForStderrLine("certificate has expired", 30s);
-    EXPECT_TRUE(expired_line) << to_expired.stderr_text();
+    expect_refused("127.0.0.1", expired_port, "certificate verify failed: certificate has expired");
+    expect_client_refused("to-expired", "https://127.0.0.1:" + std::to_string(expired_port), "certificate has expired");
     EXPECT_TRUE(webs_["web-expired"]->WaitForStderrLine("TLS handshake with 127.0.0.1", 10s))
         << webs_["web-expired"]->stderr_text();
 
     // A certificate that does not name the host dialled: by IP address and by name.
-    EXPECT_NE(failure(url("127.0.0.1", elsewhere_port)).find("certificate verify failed: IP address mismatch"),
-              std::string::npos)
-        << failure(url("127.0.0.1", elsewhere_port));
-    EXPECT_NE(failure(url("localhost", elsewhere_port)).find("certificate verify failed: hostname mismatch"),
-              std::string::npos)
-        << failure(url("localhost", elsewhere_port));
-    ChildProcess& to_elsewhere =
-        StartClient("to-elsewhere", "hostile-ca.crt", "cluster", "https://localhost:" + std::to_string(elsewhere_port));
-    auto mismatch_line = to_elsewhere.WaitForStderrLine("hostname mismatch", 30s);
-    EXPECT_TRUE(mismatch_line) << to_elsewhere.stderr_text();
+    expect_refused("127.0.0.1", elsewhere_port, "certificate verify failed: IP address mismatch");
+    expect_refused("localhost", elsewhere_port, "certificate verify failed: hostname mismatch");
+    expect_client_refused("to-elsewhere", "https://localhost:" + std::to_string(elsewhere_port), "hostname mismatch");
 
     // No client certificate where the server requires one (client-ca-file): refused on both
     // sides with the cause; with a certificate from that CA the same server answers.
-    EXPECT_NE(failure(url("127.0.0.1", mtls_port)).find("no client certificate was presented"), std::string::npos)
-        << failure(url("127.0.0.1", mtls_port));
+    expect_refused("127.0.0.1", mtls_port, "no client certificate was presented");
     EXPECT_TRUE(webs_["web-mtls"]->WaitForStderrLine("peer did not return a certificate", 10s))
         << webs_["web-mtls"]->stderr_text();
-    ChildProcess& anonymous =
-        StartClient("anonymous", "hostile-ca.crt", "cluster", "https://127.0.0.1:" + std::to_string(mtls_port));
-    auto anonymous_line = anonymous.WaitForStderrLine("no client certificate was presented", 30s);
-    EXPECT_TRUE(anonymous_line) << anonymous.stderr_text();
+    expect_client_refused("anonymous", "https://127.0.0.1:" + std::to_string(mtls_port),
+                          "no client certificate was presented");
     auto registered = store::ExecutorRepository(db()).ListLive("demo", 30000);
     ASSERT_TRUE(registered.ok());
     EXPECT_TRUE(registered->empty()) << "a refused client registered";

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../support/scratch_dir.hpp"
 #include "sched/common/node_id.hpp"
 #include "sched/common/testing/child_process.hpp"
 
@@ -20,18 +21,7 @@ using testing::HttpRequest;
 
 class WebProcess : public ::testing::Test {
   protected:
-    void SetUp() override {
-        dir_ = std::filesystem::temp_directory_path() / ("sched-web-" + RandomHex(10));
-        std::filesystem::create_directories(dir_);
-        token_ = "web-test-" + RandomHex(16);
-    }
-    void TearDown() override { std::filesystem::remove_all(dir_); }
-
-    std::string WriteConfig(const std::string& yaml) {
-        const auto path = dir_ / "web.yaml";
-        std::ofstream(path) << yaml;
-        return path.string();
-    }
+    std::string WriteConfig(const std::string& yaml) { return scratch_.Write("web.yaml", yaml); }
     // No token in the file: it comes from SCHED_TOKEN, as in a deployment.
     std::string DefaultConfig() {
         return WriteConfig("http:\n  listen: \"127.0.0.1:0\"\n  shutdown-grace: 2s\ndatabase:\n  url: \"sqlite://" +
@@ -41,8 +31,9 @@ class WebProcess : public ::testing::Test {
         return static_cast<unsigned short>(std::stoi(line.substr(line.rfind(':') + 1)));
     }
 
-    std::filesystem::path dir_;
-    std::string token_;
+    testing::ScratchDir scratch_{"sched-web-"};
+    const std::filesystem::path& dir_ = scratch_.path();
+    std::string token_ = "web-test-" + RandomHex(16);
 };
 
 TEST_F(WebProcess, ServesHealthUiOpenApiAndTheAuthorisedApiThenStopsOnSigterm) {

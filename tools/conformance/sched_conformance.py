@@ -233,6 +233,15 @@ class Kit:
         body.update(extra)
         return body
 
+    def kill_then_queued_runs(self, running, name, killed_name, queued, queued_failure):
+        """Kills the run `running` by request: it is reported killed and the run `queued` behind
+        it then runs and succeeds (`queued_failure` % its status, when not)."""
+        status, body = self.ex.call("POST", "/v1/kill", {"fire_id": running})
+        check(status == 200, "kill of %s: %s %s" % (name, status, body))
+        check(self.result(running).get("status") == "killed", "%s was not reported killed" % killed_name)
+        r = self.result(queued)
+        check(r.get("status") == "succeeded", queued_failure % r.get("status"))
+
     def result(self, fire_id, attempt=None, timeout=None):
         got = self.cluster.wait_for(lambda: self.cluster.results_for(fire_id, attempt), timeout or self.timeout)
         check(got, "no callback result for fire %d within %.0f s" % (fire_id, timeout or self.timeout))
@@ -504,12 +513,8 @@ class Kit:
               "timeout kill of a queued run: %s %s" % (status, body))
         check(isinstance(body.get("timeout_in_ms"), int) and body["timeout_in_ms"] >= 5000,
               "a queued run has its whole 5 s timeout ahead, the answer says %r" % body.get("timeout_in_ms"))
-        status, body = self.ex.call("POST", "/v1/kill", {"fire_id": running})
-        check(status == 200, "kill of the sleeper: %s %s" % (status, body))
-        check(self.result(running).get("status") == "killed", "the sleeper killed by request was not reported killed")
-        r = self.result(queued)
-        check(r.get("status") == "succeeded", "the queued run after a timeout kill reported %r, expected it to run"
-              % r.get("status"))
+        self.kill_then_queued_runs(running, "the sleeper", "the sleeper killed by request", queued,
+                                   "the queued run after a timeout kill reported %r, expected it to run")
         # Without a timeout of its own the node's watch is its clock: it ends `timeout`, not `killed`.
         bare = self.fire()
         status, body = self.ex.call("POST", "/v1/run", self.run_body(bare, "conformance.sleep", {"ms": 30000},
@@ -565,12 +570,8 @@ class Kit:
         time.sleep(0.3)
         with self.cluster.mu:
             check(not self.cluster.results_for(queued), "a serial run ran beside its job's running run")
-        status, body = self.ex.call("POST", "/v1/kill", {"fire_id": running})
-        check(status == 200, "kill of the running run: %s %s" % (status, body))
-        check(self.result(running).get("status") == "killed", "the running run was not reported killed")
-        r = self.result(queued)
-        check(r.get("status") == "succeeded", "the queued serial run reported %r after its predecessor"
-              % r.get("status"))
+        self.kill_then_queued_runs(running, "the running run", "the running run", queued,
+                                   "the queued serial run reported %r after its predecessor")
         with self.cluster.mu:
             check(not self.cluster.results_for(refused), "the refused discard-later run ran")
         return "discard-later 409; serial queued, ran after the running run ended"

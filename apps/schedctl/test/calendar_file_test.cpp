@@ -60,27 +60,21 @@ TEST(ParseCalendarSection, NoCalendarsKeyMeansCalendarsAreNotManaged) {
 
 TEST(ParseCalendarSection, ErrorsNameFileLineCalendarAndField) {
     const std::string base = "calendars:\n  - name: hol\n";
-    EXPECT_EQ(ErrorOf(base + "    colour: red\n"),
-              "jobs.yaml: line 3: calendars[0] (name \"hol\"): colour: unknown field");
-    EXPECT_EQ(ErrorOf(base + "    version: 3\n"),
-              "jobs.yaml: line 3: calendars[0] (name \"hol\"): version: not allowed (the server assigns it; calendars "
-              "are keyed by name)");
-    EXPECT_EQ(ErrorOf(base + "    id: 3\n"),
-              "jobs.yaml: line 3: calendars[0] (name \"hol\"): id: not allowed (the server assigns it; calendars are "
-              "keyed by name)");
-    EXPECT_EQ(ErrorOf(base + "    excluded_dates: \"2026-12-25\"\n"),
-              "jobs.yaml: line 3: calendars[0] (name \"hol\"): excluded_dates: expected a list of strings");
-    EXPECT_EQ(ErrorOf(base + "    excluded_dates: [[1]]\n"),
-              "jobs.yaml: line 3: calendars[0] (name \"hol\"): excluded_dates: expected strings of at most 32 "
-              "characters");
-    EXPECT_EQ(ErrorOf(base + "    time_zone: [UTC]\n"),
-              "jobs.yaml: line 3: calendars[0] (name \"hol\"): time_zone: expected a string");
-    EXPECT_EQ(ErrorOf(base + "  - name: hol\n"),
-              "jobs.yaml: line 3: calendars[1] (name \"hol\"): name: \"hol\" appears twice");
-    EXPECT_EQ(ErrorOf("calendars:\n  - time_zone: UTC\n"), "jobs.yaml: line 2: calendars[0]: name: required");
-    EXPECT_EQ(ErrorOf("calendars: {name: x}\n"), "jobs.yaml: line 1: calendars: expected a list of calendars");
-    EXPECT_EQ(ErrorOf("calendars:\n  - just-a-name\n"),
-              "jobs.yaml: line 2: calendars[0]: expected a mapping of calendar fields");
+    const std::string at_hol = "jobs.yaml: line 3: calendars[0] (name \"hol\"): ";
+    const std::pair<std::string, std::string> cases[] = {
+        {base + "    colour: red\n", at_hol + "colour: unknown field"},
+        {base + "    version: 3\n",
+         at_hol + "version: not allowed (the server assigns it; calendars are keyed by name)"},
+        {base + "    id: 3\n", at_hol + "id: not allowed (the server assigns it; calendars are keyed by name)"},
+        {base + "    excluded_dates: \"2026-12-25\"\n", at_hol + "excluded_dates: expected a list of strings"},
+        {base + "    excluded_dates: [[1]]\n", at_hol + "excluded_dates: expected strings of at most 32 characters"},
+        {base + "    time_zone: [UTC]\n", at_hol + "time_zone: expected a string"},
+        {base + "  - name: hol\n", "jobs.yaml: line 3: calendars[1] (name \"hol\"): name: \"hol\" appears twice"},
+        {"calendars:\n  - time_zone: UTC\n", "jobs.yaml: line 2: calendars[0]: name: required"},
+        {"calendars: {name: x}\n", "jobs.yaml: line 1: calendars: expected a list of calendars"},
+        {"calendars:\n  - just-a-name\n", "jobs.yaml: line 2: calendars[0]: expected a mapping of calendar fields"},
+    };
+    for (const auto& [yaml, error] : cases) EXPECT_EQ(ErrorOf(yaml), error) << yaml;
 }
 
 TEST(ParseCalendarSection, HostileSizesAreRefusedBeforeDeeperWork) {

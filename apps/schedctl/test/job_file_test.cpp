@@ -75,33 +75,47 @@ TEST(ParseJobFile, ErrorsNameFileJobIndexNameAndField) {
     EXPECT_EQ(ErrorOf("jobs: [\n").find("jobs.yaml: line "), 0u);
 }
 
-TEST(ParseJobFile, RejectsAnUnknownScheduleTypeOrMisfirePolicyWhereTheFileSaysIt) {
+// An unknown value of a vocabulary (schedule type, misfire policy, routing, block strategy) is
+// refused naming the file, the job and the field, with the values the jobs API expects; a single
+// job document names the field too; a known value passes.
+TEST(ParseJobFile, RejectsAnUnknownVocabularyValueWhereTheFileSaysIt) {
     const std::string job = "jobs:\n  - name: a\n    app: x\n    handler: h\n";
-    EXPECT_EQ(ErrorOf(job + "    schedule_type: hourly\n"),
-              "jobs.yaml: jobs[0] (name \"a\"): schedule_type: unknown schedule type 'hourly' (expected cron, "
-              "fixed-rate, fixed-delay, once or manual)");
-    EXPECT_EQ(ErrorOf(job + "    schedule_type: manual\n    misfire_policy: later\n"),
-              "jobs.yaml: jobs[0] (name \"a\"): misfire_policy: unknown misfire policy 'later' (expected skip, "
-              "fire-once-now or fire-all)");
-    auto doc = ParseJobDocument("schedule_type: Cron\n", "job.yaml");
-    ASSERT_FALSE(doc.ok());
-    EXPECT_EQ(doc.status().message().find("job.yaml: schedule_type: unknown schedule type 'Cron'"), 0u);
-    EXPECT_TRUE(ParseJobDocument("misfire_policy: fire-all\n", "job.yaml").ok());
-}
+    const struct {
+        std::string lines;
+        std::string error;
+    } files[] = {
+        {"    schedule_type: hourly\n",
+         "jobs.yaml: jobs[0] (name \"a\"): schedule_type: unknown schedule type 'hourly' (expected cron, "
+         "fixed-rate, fixed-delay, once or manual)"},
+        {"    schedule_type: manual\n    misfire_policy: later\n",
+         "jobs.yaml: jobs[0] (name \"a\"): misfire_policy: unknown misfire policy 'later' (expected skip, "
+         "fire-once-now or fire-all)"},
+        {"    schedule_type: manual\n    routing: nearest\n",
+         "jobs.yaml: jobs[0] (name \"a\"): routing: expected one of first, last, round-robin, random, "
+         "consistent-hash, least-frequently-used, least-recently-used, failover, busy-over, sharding-broadcast, "
+         "got \"nearest\""},
+        {"    schedule_type: manual\n    block_strategy: queue\n",
+         "jobs.yaml: jobs[0] (name \"a\"): block_strategy: expected one of serial, discard-later, cover-early, "
+         "skip, buffer-one, buffer-all, cancel-other, terminate-other, allow-all, got \"queue\""},
+    };
+    for (const auto& c : files) EXPECT_EQ(ErrorOf(job + c.lines), c.error);
 
-TEST(ParseJobFile, RejectsAnUnknownRoutingOrBlockStrategyWithTheJobsApisMessage) {
-    const std::string job = "jobs:\n  - name: a\n    app: x\n    handler: h\n    schedule_type: manual\n";
-    EXPECT_EQ(ErrorOf(job + "    routing: nearest\n"),
-              "jobs.yaml: jobs[0] (name \"a\"): routing: expected one of first, last, round-robin, random, "
-              "consistent-hash, least-frequently-used, least-recently-used, failover, busy-over, sharding-broadcast, "
-              "got \"nearest\"");
-    EXPECT_EQ(ErrorOf(job + "    block_strategy: queue\n"),
-              "jobs.yaml: jobs[0] (name \"a\"): block_strategy: expected one of serial, discard-later, cover-early, "
-              "skip, buffer-one, buffer-all, cancel-other, terminate-other, allow-all, got \"queue\"");
-    auto doc = ParseJobDocument("routing: Failover\n", "job.yaml");
-    ASSERT_FALSE(doc.ok());
-    EXPECT_EQ(doc.status().message().find("job.yaml: routing: expected one of first, "), 0u);
-    EXPECT_TRUE(ParseJobDocument("routing: sharding-broadcast\nblock_strategy: cover-early\n", "job.yaml").ok());
+    const struct {
+        std::string text;
+        std::string error_start;
+    } documents[] = {
+        {"schedule_type: Cron\n", "job.yaml: schedule_type: unknown schedule type 'Cron'"},
+        {"routing: Failover\n", "job.yaml: routing: expected one of first, "},
+    };
+    for (const auto& c : documents) {
+        auto doc = ParseJobDocument(c.text, "job.yaml");
+        ASSERT_FALSE(doc.ok()) << c.text;
+        EXPECT_EQ(doc.status().message().find(c.error_start), 0u) << doc.status().message();
+    }
+    for (const char* valid :
+         {"misfire_policy: fire-all\n", "routing: sharding-broadcast\nblock_strategy: cover-early\n"}) {
+        EXPECT_TRUE(ParseJobDocument(valid, "job.yaml").ok()) << valid;
+    }
 }
 
 TEST(ParseJobFile, BoundsSizeJobCountAndParamsDepth) {

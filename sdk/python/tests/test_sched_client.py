@@ -329,18 +329,23 @@ def make_pki(directory, name):
             for k, suffix in (("ca", "-ca.crt"), ("cert", ".crt"), ("key", ".key"))}
 
 
+def _answer_json(handler, status, answer):
+    """Answers the request `handler` serves with `status` and `answer` as JSON."""
+    data = json.dumps(answer).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
 class _FakeWeb(http.server.BaseHTTPRequestHandler):
     """Records the paths POSTed to it and answers {} (enough to see the executor's calls arrive)."""
 
     def do_POST(self):
         self.rfile.read(int(self.headers.get("Content-Length", "0")))
         self.server.paths.append(self.path)
-        body = b"{}"
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        _answer_json(self, 200, {})
 
     def log_message(self, *args):
         pass
@@ -500,12 +505,7 @@ class _RegistryWeb(http.server.BaseHTTPRequestHandler):
                                                  "field": "[0].traceparent"}}
             else:
                 cls.results.extend(body)
-        data = json.dumps(answer).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        _answer_json(self, status, answer)
 
     def log_message(self, *args):
         pass
