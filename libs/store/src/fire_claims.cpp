@@ -196,17 +196,23 @@ std::string ByIdTable(soci::session& s) {
 }  // namespace
 
 std::vector<Fire> FireClaims::Claim(soci::session& s, const std::string& node, const std::vector<std::int64_t>& ids,
-                                    std::int64_t token, std::int64_t epoch, std::int64_t now_ms) {
+                                    std::int64_t token, const LeaseRows& lease, std::int64_t now_ms) {
     if (ids.empty()) return {};
     const std::string list = IdList(ids);
     // The ids come from the master's notice, unread here (the slave queues them by the notice's
     // due times): the node test keeps a slave to its own fires whatever a notice names.
+    // The epoch is a scalar subquery of the UPDATE, not a SELECT before it: one statement less
+    // per group, and the epoch stamped is the one read by the statement that moves the fires
+    // (under READ COMMITTED a plain read of the lease rows, no lock: a renew or take-over does
+    // not wait for claims). Its WHERE is lock::ReadEpochSum's.
     soci::statement claim =
         (s.prepare << "UPDATE " + ByIdTable(s) +
-                          " SET status = 'dispatching', claim_token = :token, dispatch_epoch = :epoch, "
-                          "dispatched_at = :now_ms WHERE id IN (" +
+                          " SET status = 'dispatching', claim_token = :token, dispatch_epoch = (SELECT "
+                          "COALESCE(SUM(epoch), 0) FROM scheduler_lock WHERE namespace = :lease OR namespace LIKE "
+                          ":pattern), dispatched_at = :now_ms WHERE id IN (" +
                           list + ") AND status = 'pending' AND assigned_node = :node",
-         soci::use(token, "token"), soci::use(epoch, "epoch"), soci::use(now_ms, "now_ms"), soci::use(node, "node"));
+         soci::use(token, "token"), soci::use(lease.name, "lease"), soci::use(lease.pattern, "pattern"),
+         soci::use(now_ms, "now_ms"), soci::use(node, "node"));
     impl::ExecuteAffected(claim);
     return impl::SelectRows<ClaimRow>(s,
                                       std::string("SELECT ") + kClaimColumns + " FROM job_fire WHERE id IN (" + list +

@@ -19,6 +19,24 @@ namespace {
 
 class FireClaimsTest : public StoreTest {
   protected:
+    // The election's lease rows: "master" and its shards' "master/<i>" sum to the epoch 9 a claim
+    // stamps; a row of another election counts for nothing.
+    static inline const LeaseRows kLease{.name = "master", .pattern = "master/%"};
+    void SetUp() override {
+        StoreTest::SetUp();
+        if (IsSkipped() || HasFatalFailure()) return;
+        SetLeaseEpochs({{"master", 2}, {"master/0", 3}, {"master/1", 4}, {"masters", 50}, {"other", 100}});
+    }
+    void SetLeaseEpochs(const std::map<std::string, std::int64_t>& epochs) {
+        auto set = db().Run([&](soci::session& s) {
+            s << "DELETE FROM scheduler_lock";
+            for (const auto& [name, epoch] : epochs) {
+                s << "INSERT INTO scheduler_lock (namespace, epoch) VALUES (:n, :e)", soci::use(name, "n"),
+                    soci::use(epoch, "e");
+            }
+        });
+        ASSERT_TRUE(set.ok()) << set.ToString();
+    }
     std::int64_t Insert(std::int64_t job_id, std::int64_t t, const std::string& node = "node-a") {
         Fire f;
         f.job_id = job_id;
@@ -31,8 +49,8 @@ class FireClaimsTest : public StoreTest {
     }
     std::vector<Fire> Claim(const std::vector<std::int64_t>& ids, std::int64_t token, std::int64_t now = 5000,
                             const std::string& node = "node-a") {
-        auto r = db().InTransaction(db::TxMode::kWrite,
-                                    [&](soci::session& s) { return FireClaims::Claim(s, node, ids, token, 9, now); });
+        auto r = db().InTransaction(
+            db::TxMode::kWrite, [&](soci::session& s) { return FireClaims::Claim(s, node, ids, token, kLease, now); });
         EXPECT_TRUE(r.ok()) << r.status().ToString();
         return r.ok() ? *r : std::vector<Fire>{};
     }
@@ -62,6 +80,22 @@ TEST_P(FireClaimsTest, AGroupClaimWinsOnlyThePendingFiresAndStampsThem) {
     }
     // A third claimer wins nothing.
     EXPECT_TRUE(Claim({a, b, c}, 333).empty());
+}
+
+TEST_P(FireClaimsTest, AClaimStampsTheLeaseEpochInForceWhenItMovesTheFires) {
+    const auto a = Insert(1, 1000);
+    const auto b = Insert(2, 1000);
+    const auto c = Insert(3, 1000);
+    ASSERT_EQ(Claim({a}, 111).front().dispatch_epoch, 9) << "the sum of the election's rows only";
+    // A shard's take-over between two claims: the next claim stamps the new sum.
+    SetLeaseEpochs({{"master", 2}, {"master/0", 3}, {"master/1", 5}});
+    const auto won = Claim({a, b}, 222);
+    ASSERT_EQ(won.size(), 1u);
+    EXPECT_EQ(won.front().dispatch_epoch, 10);
+    EXPECT_EQ(FireRepository(db()).Get(a)->dispatch_epoch, 9) << "a fire claimed before keeps its stamp";
+    // No lease row at all (no master elected yet): epoch 0, as a claim under no lease.
+    SetLeaseEpochs({});
+    EXPECT_EQ(Claim({c}, 333).front().dispatch_epoch, 0);
 }
 
 TEST_P(FireClaimsTest, AClaimWinsNoFireAssignedToAnotherNode) {
@@ -255,7 +289,7 @@ TEST_P(FireClaimsTest, SqliteFindsAGroupsFiresByPrimaryKeyNotByWalkingEveryPendi
     std::ostringstream log;
     auto ran = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
         s.set_log_stream(&log);
-        const auto won = FireClaims::Claim(s, "node-a", {ids[0], ids[1], ids[2]}, 777, 9, 5000);
+        const auto won = FireClaims::Claim(s, "node-a", {ids[0], ids[1], ids[2]}, 777, kLease, 5000);
         FireClaims::MarkRunning(s, {{.id = ids[0], .started_at = 5001}, {.id = ids[1], .started_at = 5002}}, "x:1");
         s.set_log_stream(nullptr);
         return won.size();
@@ -300,7 +334,7 @@ class FireAdmissionTest : public FireClaimsTest {
     // Claims `ids` and admits them, as the slave's claim does, in one transaction.
     Admission ClaimAndAdmit(const std::vector<std::int64_t>& ids, std::int64_t token, const Job& job) {
         auto r = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
-            auto claimed = FireClaims::Claim(s, "node-a", ids, token, 9, 5000);
+            auto claimed = FireClaims::Claim(s, "node-a", ids, token, kLease, 5000);
             return FireClaims::Admit(s, db().dialect(), std::move(claimed), {{job.id, job}}, token, 5000);
         });
         EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -320,7 +354,7 @@ class FireAdmissionTest : public FireClaimsTest {
         std::map<std::int64_t, Job> jobs;
         for (const auto& j : of) jobs.emplace(j.id, j);
         auto r = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
-            auto claimed = FireClaims::Claim(s, "node-a", ids, token, 9, now);
+            auto claimed = FireClaims::Claim(s, "node-a", ids, token, kLease, now);
             return FireClaims::Admit(s, db().dialect(), std::move(claimed), jobs, token, now);
         });
         EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -457,7 +491,7 @@ TEST_P(FireAdmissionTest, ALateFireIsJudgedBeforeItMayWaitForASeat) {
         return std::nullopt;
     };
     auto r = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
-        auto claimed = FireClaims::Claim(s, "node-a", {a, b, c}, 1, 9, 5000);
+        auto claimed = FireClaims::Claim(s, "node-a", {a, b, c}, 1, kLease, 5000);
         return FireClaims::Admit(s, db().dialect(), std::move(claimed), {{job.id, job}}, 1, 5000, late);
     });
     ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -482,7 +516,7 @@ TEST_P(FireAdmissionTest, AFireLostWithItsNodeKeepsItsSeatForItsJobsTimeout) {
     const auto b = Insert(job.id, 2000);
     const auto at = [&](std::int64_t now) {
         auto r = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
-            auto claimed = FireClaims::Claim(s, "node-a", {b}, now, 9, now);
+            auto claimed = FireClaims::Claim(s, "node-a", {b}, now, kLease, now);
             return FireClaims::Admit(s, db().dialect(), std::move(claimed), {{job.id, job}}, now, now);
         });
         EXPECT_TRUE(r.ok()) << r.status().ToString();

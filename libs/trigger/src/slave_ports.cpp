@@ -1,5 +1,6 @@
 #include "sched/trigger/slave_ports.hpp"
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <set>
@@ -47,15 +48,17 @@ Result<std::vector<model::Fire>> SqlFireClaimStore::FindPending(const std::strin
 
 Result<ClaimedGroup> SqlFireClaimStore::Claim(const std::string& node, const std::vector<std::int64_t>& ids,
                                               std::int64_t token, std::int64_t now_ms) {
-    // One transaction, one commit, four statements for the whole group: the epoch, the claim,
-    // the fires it won, their jobs. The epoch sent in /v1/run is recorded with the claim (a
-    // callback must carry it); it is the sum of the shard lease rows' epochs (ReadEpochSum: the
-    // lease's own epoch with one shard), read in the claim so that it is the one in force when
-    // the fires left pending.
+    // One transaction, one commit, three statements for the whole group: the claim, the fires it
+    // won, their jobs. The epoch sent in /v1/run is recorded with the claim (a callback must carry
+    // it); it is the sum of the shard lease rows' epochs (the lease's own epoch with one shard),
+    // read by the claim's UPDATE itself so that it is the one in force when the fires left
+    // pending.
     return db_->InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<ClaimedGroup> {
         ClaimedGroup group;
-        group.epoch = lock::ReadEpochSum(s, lease_name_, lease_pattern_).value_or(0);
-        auto claimed = store::FireClaims::Claim(s, node, ids, token, group.epoch, now_ms);
+        auto claimed = store::FireClaims::Claim(s, node, ids, token, {lease_name_, lease_pattern_}, now_ms);
+        // Epochs only grow: the newest stamp is this try's (a fire an earlier try of the same
+        // claim won carries that try's, older or equal), and the group is sent under it.
+        for (const auto& f : claimed) group.epoch = std::max(group.epoch, f.dispatch_epoch.value_or(0));
         std::set<std::int64_t> job_ids;
         for (const auto& f : claimed) job_ids.insert(f.job_id);
         std::map<std::int64_t, model::Job> jobs;
