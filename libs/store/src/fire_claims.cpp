@@ -5,9 +5,11 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <string_view>
 #include <tuple>
 
 #include "impl/fire_columns.hpp"
+#include "impl/job_row.hpp"
 #include "impl/query.hpp"
 #include "sched/store/concurrency_key.hpp"
 
@@ -68,6 +70,19 @@ struct ClaimRow {
         fire.trace_state = trace_state.get();
         return fire;
     }
+};
+
+// A fire the claim won, its job, and how many fires the claim holds (the join's check).
+struct ClaimJobRow {
+    ClaimRow fire;
+    impl::JoinedJobRow job;
+    std::int64_t holds = 0;
+    void BindInto(soci::statement& st, impl::IntColumns& ints) {
+        fire.BindInto(st, ints);
+        job.BindInto(st, ints);
+        ints.Into(st, holds);
+    }
+    std::tuple<Fire, Job, std::int64_t> Finish() { return {fire.Finish(), job.Finish(), holds}; }
 };
 
 // ---- concurrency seats (Admit) ----
@@ -195,23 +210,58 @@ std::string ByIdTable(soci::session& s) {
 
 }  // namespace
 
-std::vector<Fire> FireClaims::Claim(soci::session& s, const std::string& node, const std::vector<std::int64_t>& ids,
-                                    std::int64_t token, std::int64_t epoch, std::int64_t now_ms) {
+ClaimedFires FireClaims::Claim(soci::session& s, const std::string& node, const std::vector<std::int64_t>& ids,
+                               std::int64_t token, const LeaseRows& lease, std::int64_t now_ms) {
     if (ids.empty()) return {};
     const std::string list = IdList(ids);
     // The ids come from the master's notice, unread here (the slave queues them by the notice's
     // due times): the node test keeps a slave to its own fires whatever a notice names.
+    // The epoch is a scalar subquery of the UPDATE, not a SELECT before it: one statement less
+    // per group, and the epoch stamped is the one read by the statement that moves the fires
+    // (under READ COMMITTED a plain read of the lease rows, no lock: a renew or take-over does
+    // not wait for claims). Its WHERE is lock::ReadEpochSum's.
     soci::statement claim =
         (s.prepare << "UPDATE " + ByIdTable(s) +
-                          " SET status = 'dispatching', claim_token = :token, dispatch_epoch = :epoch, "
-                          "dispatched_at = :now_ms WHERE id IN (" +
+                          " SET status = 'dispatching', claim_token = :token, dispatch_epoch = (SELECT "
+                          "COALESCE(SUM(epoch), 0) FROM scheduler_lock WHERE namespace = :lease OR namespace LIKE "
+                          ":pattern), dispatched_at = :now_ms WHERE id IN (" +
                           list + ") AND status = 'pending' AND assigned_node = :node",
-         soci::use(token, "token"), soci::use(epoch, "epoch"), soci::use(now_ms, "now_ms"), soci::use(node, "node"));
+         soci::use(token, "token"), soci::use(lease.name, "lease"), soci::use(lease.pattern, "pattern"),
+         soci::use(now_ms, "now_ms"), soci::use(node, "node"));
     impl::ExecuteAffected(claim);
-    return impl::SelectRows<ClaimRow>(s,
-                                      std::string("SELECT ") + kClaimColumns + " FROM job_fire WHERE id IN (" + list +
-                                          ") AND claim_token = :token AND status = 'dispatching' ORDER BY due_at, id",
-                                      [&](soci::statement& st) { st.exchange(soci::use(token, "token")); });
+    // The fires won and their jobs in one SELECT. The join drops a fire whose job was deleted, so
+    // the row carries how many fires the claim holds: fewer rows (or none) and the fires and jobs
+    // are read apart, the fire without a job then ended by the slave. The token is an integer
+    // formatted here, inlined as the ids are.
+    const bool sqlite = s.get_backend_name() == "sqlite3";  // NOT INDEXED, as ByIdTable
+    const std::string won = "FROM " + ByIdTable(s) + " WHERE id IN (" + list +
+                            ") AND claim_token = " + std::to_string(token) + " AND status = 'dispatching'";
+    ClaimedFires out;
+    std::size_t holds = 0;
+    for (auto& [fire, job, count] : impl::SelectRows<ClaimJobRow>(
+             s,
+             "SELECT " + impl::QualifiedColumns(kClaimColumns, "f") + ", " + impl::JobColumns("j") +
+                 ", (SELECT COUNT(*) " + won + ") FROM job_fire AS f" + (sqlite ? " NOT INDEXED" : "") +
+                 " JOIN job AS j ON j.id = f.job_id WHERE f.id IN (" + list + ") AND f.claim_token = " +
+                 std::to_string(token) + " AND f.status = 'dispatching' ORDER BY f.due_at, f.id",
+             [](soci::statement&) {})) {
+        holds = static_cast<std::size_t>(count);
+        out.fires.push_back(std::move(fire));
+        const std::int64_t id = job.id;
+        out.jobs.insert_or_assign(id, std::move(job));
+    }
+    if (!out.fires.empty() && out.fires.size() == holds) return out;
+    out.fires = impl::SelectRows<ClaimRow>(
+        s, std::string("SELECT ") + kClaimColumns + " " + won + " ORDER BY due_at, id", [](soci::statement&) {});
+    std::set<std::int64_t> job_ids;
+    for (const auto& f : out.fires) job_ids.insert(f.job_id);
+    out.jobs.clear();
+    if (job_ids.empty()) return out;
+    for (auto& job : JobRepository::FindMany(s, std::vector<std::int64_t>(job_ids.begin(), job_ids.end()))) {
+        const std::int64_t id = job.id;
+        out.jobs.insert_or_assign(id, std::move(job));
+    }
+    return out;
 }
 
 // Why seats and not a count of the job's running fires: a count is read, and two claims on

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "impl/job_row.hpp"
 #include "impl/query.hpp"
 #include "sched/store/workflow.hpp"
 
@@ -473,6 +474,44 @@ std::vector<Job> JobRepository::FindMany(soci::session& s, const std::vector<std
     }
     return out;
 }
+
+namespace impl {
+
+std::string QualifiedColumns(std::string_view columns, std::string_view alias) {
+    std::string out;
+    std::string_view rest = columns;
+    while (!rest.empty()) {
+        const auto comma = rest.find(',');
+        std::string_view column = rest.substr(0, comma);
+        while (column.starts_with(' ')) column.remove_prefix(1);
+        out.append(out.empty() ? "" : ", ").append(alias).append(".").append(column);
+        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    }
+    return out;
+}
+
+std::string JobColumns(std::string_view alias) {
+    return QualifiedColumns(kColumns, alias);
+}
+
+struct JoinedJobRow::Row {
+    JobRow row;
+};
+
+JoinedJobRow::JoinedJobRow() : row_(std::make_unique<Row>()) {}
+JoinedJobRow::~JoinedJobRow() = default;
+JoinedJobRow::JoinedJobRow(JoinedJobRow&&) noexcept = default;
+JoinedJobRow& JoinedJobRow::operator=(JoinedJobRow&&) noexcept = default;
+
+void JoinedJobRow::BindInto(soci::statement& st, IntColumns& ints) {
+    row_->row.BindInto(st, ints);
+}
+
+model::Job JoinedJobRow::Finish() {
+    return row_->row.Finish();
+}
+
+}  // namespace impl
 
 std::vector<std::int64_t> JobRepository::ListIdsAfter(soci::session& s, std::int64_t after_id, int limit) {
     return impl::SelectRows<impl::IdRow>(

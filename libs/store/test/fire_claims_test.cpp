@@ -19,6 +19,24 @@ namespace {
 
 class FireClaimsTest : public StoreTest {
   protected:
+    // The election's lease rows: "master" and its shards' "master/<i>" sum to the epoch 9 a claim
+    // stamps; a row of another election counts for nothing.
+    static inline const LeaseRows kLease{.name = "master", .pattern = "master/%"};
+    void SetUp() override {
+        StoreTest::SetUp();
+        if (IsSkipped() || HasFatalFailure()) return;
+        SetLeaseEpochs({{"master", 2}, {"master/0", 3}, {"master/1", 4}, {"masters", 50}, {"other", 100}});
+    }
+    void SetLeaseEpochs(const std::map<std::string, std::int64_t>& epochs) {
+        auto set = db().Run([&](soci::session& s) {
+            s << "DELETE FROM scheduler_lock";
+            for (const auto& [name, epoch] : epochs) {
+                s << "INSERT INTO scheduler_lock (namespace, epoch) VALUES (:n, :e)", soci::use(name, "n"),
+                    soci::use(epoch, "e");
+            }
+        });
+        ASSERT_TRUE(set.ok()) << set.ToString();
+    }
     std::int64_t Insert(std::int64_t job_id, std::int64_t t, const std::string& node = "node-a") {
         Fire f;
         f.job_id = job_id;
@@ -31,10 +49,30 @@ class FireClaimsTest : public StoreTest {
     }
     std::vector<Fire> Claim(const std::vector<std::int64_t>& ids, std::int64_t token, std::int64_t now = 5000,
                             const std::string& node = "node-a") {
-        auto r = db().InTransaction(db::TxMode::kWrite,
-                                    [&](soci::session& s) { return FireClaims::Claim(s, node, ids, token, 9, now); });
+        auto r = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+            return FireClaims::Claim(s, node, ids, token, kLease, now).fires;
+        });
         EXPECT_TRUE(r.ok()) << r.status().ToString();
         return r.ok() ? *r : std::vector<Fire>{};
+    }
+    // A fixed-rate job of app "app", its name `name`.
+    std::int64_t NewJob(const std::string& name) {
+        Job j;
+        j.name = name;
+        j.app = "app";
+        j.handler = "h";
+        j.schedule_type = sched::ScheduleType::kFixedRate;
+        j.schedule_expr = "10s";
+        auto made = JobRepository(db()).Create(j);
+        EXPECT_TRUE(made.ok()) << made.status().ToString();
+        return made.ok() ? made->id : 0;
+    }
+    ClaimedFires ClaimWithJobs(const std::vector<std::int64_t>& ids, std::int64_t token) {
+        auto r = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+            return FireClaims::Claim(s, "node-a", ids, token, kLease, 5000);
+        });
+        EXPECT_TRUE(r.ok()) << r.status().ToString();
+        return r.ok() ? *r : ClaimedFires{};
     }
     static std::set<std::int64_t> Ids(const std::vector<Fire>& fires) {
         std::set<std::int64_t> out;
@@ -62,6 +100,22 @@ TEST_P(FireClaimsTest, AGroupClaimWinsOnlyThePendingFiresAndStampsThem) {
     }
     // A third claimer wins nothing.
     EXPECT_TRUE(Claim({a, b, c}, 333).empty());
+}
+
+TEST_P(FireClaimsTest, AClaimStampsTheLeaseEpochInForceWhenItMovesTheFires) {
+    const auto a = Insert(1, 1000);
+    const auto b = Insert(2, 1000);
+    const auto c = Insert(3, 1000);
+    ASSERT_EQ(Claim({a}, 111).front().dispatch_epoch, 9) << "the sum of the election's rows only";
+    // A shard's take-over between two claims: the next claim stamps the new sum.
+    SetLeaseEpochs({{"master", 2}, {"master/0", 3}, {"master/1", 5}});
+    const auto won = Claim({a, b}, 222);
+    ASSERT_EQ(won.size(), 1u);
+    EXPECT_EQ(won.front().dispatch_epoch, 10);
+    EXPECT_EQ(FireRepository(db()).Get(a)->dispatch_epoch, 9) << "a fire claimed before keeps its stamp";
+    // No lease row at all (no master elected yet): epoch 0, as a claim under no lease.
+    SetLeaseEpochs({});
+    EXPECT_EQ(Claim({c}, 333).front().dispatch_epoch, 0);
 }
 
 TEST_P(FireClaimsTest, AClaimWinsNoFireAssignedToAnotherNode) {
@@ -243,30 +297,60 @@ TEST_P(FireClaimsTest, JobsAreReadManyAtATime) {
     EXPECT_EQ(names, (std::set<std::string>{"j0", "j2"}));
 }
 
+TEST_P(FireClaimsTest, AClaimReadsTheJobsOfTheFiresItWonAndKeepsAFireWhoseJobIsGone) {
+    const auto j1 = NewJob("one");
+    const auto j2 = NewJob("two");
+    const auto a = Insert(j1, 1000);
+    const auto b = Insert(j2, 1001);
+    const auto c = Insert(j1, 1002);
+    auto claimed = ClaimWithJobs({a, b, c}, 121);
+    EXPECT_EQ(Ids(claimed.fires), (std::set<std::int64_t>{a, b, c}));
+    ASSERT_EQ(claimed.jobs.size(), 2u);
+    EXPECT_EQ(claimed.jobs.at(j1).name, "one");
+    EXPECT_EQ(claimed.jobs.at(j2).name, "two");
+    EXPECT_EQ(claimed.jobs.at(j2).schedule_expr, "10s");
+    for (const auto& f : claimed.fires) EXPECT_EQ(f.dispatch_epoch, 9);
+    // The job of one fire deleted: its fire is still the claim's (the slave ends it), the other
+    // fires keep their jobs; a retry with the same token learns the same.
+    const auto d = Insert(j1, 1003);
+    const auto e = Insert(j2, 1004);
+    ASSERT_TRUE(db().Run([&](soci::session& s) { s << "DELETE FROM job WHERE id = " << j2; }).ok());
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        claimed = ClaimWithJobs({d, e}, 242);
+        EXPECT_EQ(Ids(claimed.fires), (std::set<std::int64_t>{d, e})) << "attempt " << attempt;
+        ASSERT_EQ(claimed.jobs.size(), 1u);
+        EXPECT_EQ(claimed.jobs.begin()->first, j1);
+    }
+}
+
 TEST_P(FireClaimsTest, SqliteFindsAGroupsFiresByPrimaryKeyNotByWalkingEveryPendingFire) {
     // SQLite, without statistics, ran the claim's `id IN (...) AND status = 'pending'`
     // on idx_fire_status, walking every pending fire (every dispatching one for MarkRunning)
     // with the file's write lock held; under overload the backlog, and so each claim, grew until
-    // nothing was delivered. The plans of the statements Claim and MarkRunning really run.
+    // nothing was delivered. The plans of the statements Claim and MarkRunning really run (the
+    // claim's SELECT of the fires won with their jobs too).
     if (GetParam() != db::Backend::kSqlite) GTEST_SKIP() << "MariaDB plans by its statistics";
     std::vector<std::int64_t> ids;
     ids.reserve(20);
-    for (int i = 0; i < 20; ++i) ids.push_back(Insert(1 + i, 1000));
+    const auto job = NewJob("planned");
+    for (int i = 0; i < 20; ++i) ids.push_back(Insert(job, 1000 + i));
     std::ostringstream log;
     auto ran = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
         s.set_log_stream(&log);
-        const auto won = FireClaims::Claim(s, "node-a", {ids[0], ids[1], ids[2]}, 777, 9, 5000);
+        const auto won = FireClaims::Claim(s, "node-a", {ids[0], ids[1], ids[2]}, 777, kLease, 5000);
         FireClaims::MarkRunning(s, {{.id = ids[0], .started_at = 5001}, {.id = ids[1], .started_at = 5002}}, "x:1");
         s.set_log_stream(nullptr);
-        return won.size();
+        return won.fires.size();
     });
     ASSERT_TRUE(ran.ok()) << ran.status().ToString();
     ASSERT_EQ(*ran, 3u);
     std::istringstream lines(log.str());
     int updates = 0;
+    int selects = 0;
     for (std::string sql; std::getline(lines, sql);) {
-        if (sql.rfind("UPDATE", 0) != 0) continue;
-        ++updates;
+        const bool update = sql.rfind("UPDATE", 0) == 0;
+        if (!update && sql.rfind("SELECT", 0) != 0) continue;
+        ++(update ? updates : selects);
         std::string plan;
         auto explained = db().Run([&](soci::session& s) {
             soci::rowset<soci::row> rows = (s.prepare << "EXPLAIN QUERY PLAN " + sql);
@@ -277,6 +361,7 @@ TEST_P(FireClaimsTest, SqliteFindsAGroupsFiresByPrimaryKeyNotByWalkingEveryPendi
         EXPECT_EQ(plan.find("idx_fire_status"), std::string::npos) << plan << " for " << sql;
     }
     EXPECT_EQ(updates, 2) << log.str();
+    EXPECT_EQ(selects, 1) << "the fires won and their jobs in one SELECT: " << log.str();
 }
 
 SCHED_DB_TEST_SUITE(FireClaimsTest);
@@ -300,8 +385,8 @@ class FireAdmissionTest : public FireClaimsTest {
     // Claims `ids` and admits them, as the slave's claim does, in one transaction.
     Admission ClaimAndAdmit(const std::vector<std::int64_t>& ids, std::int64_t token, const Job& job) {
         auto r = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
-            auto claimed = FireClaims::Claim(s, "node-a", ids, token, 9, 5000);
-            return FireClaims::Admit(s, db().dialect(), std::move(claimed), {{job.id, job}}, token, 5000);
+            auto claimed = FireClaims::Claim(s, "node-a", ids, token, kLease, 5000);
+            return FireClaims::Admit(s, db().dialect(), std::move(claimed.fires), {{job.id, job}}, token, 5000);
         });
         EXPECT_TRUE(r.ok()) << r.status().ToString();
         return r.ok() ? *r : Admission{};
@@ -320,8 +405,8 @@ class FireAdmissionTest : public FireClaimsTest {
         std::map<std::int64_t, Job> jobs;
         for (const auto& j : of) jobs.emplace(j.id, j);
         auto r = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
-            auto claimed = FireClaims::Claim(s, "node-a", ids, token, 9, now);
-            return FireClaims::Admit(s, db().dialect(), std::move(claimed), jobs, token, now);
+            auto claimed = FireClaims::Claim(s, "node-a", ids, token, kLease, now);
+            return FireClaims::Admit(s, db().dialect(), std::move(claimed.fires), jobs, token, now);
         });
         EXPECT_TRUE(r.ok()) << r.status().ToString();
         return r.ok() ? *r : Admission{};
@@ -457,8 +542,8 @@ TEST_P(FireAdmissionTest, ALateFireIsJudgedBeforeItMayWaitForASeat) {
         return std::nullopt;
     };
     auto r = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
-        auto claimed = FireClaims::Claim(s, "node-a", {a, b, c}, 1, 9, 5000);
-        return FireClaims::Admit(s, db().dialect(), std::move(claimed), {{job.id, job}}, 1, 5000, late);
+        auto claimed = FireClaims::Claim(s, "node-a", {a, b, c}, 1, kLease, 5000);
+        return FireClaims::Admit(s, db().dialect(), std::move(claimed.fires), {{job.id, job}}, 1, 5000, late);
     });
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(r->late, (std::vector<std::int64_t>{a, b}));
@@ -482,8 +567,8 @@ TEST_P(FireAdmissionTest, AFireLostWithItsNodeKeepsItsSeatForItsJobsTimeout) {
     const auto b = Insert(job.id, 2000);
     const auto at = [&](std::int64_t now) {
         auto r = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
-            auto claimed = FireClaims::Claim(s, "node-a", {b}, now, 9, now);
-            return FireClaims::Admit(s, db().dialect(), std::move(claimed), {{job.id, job}}, now, now);
+            auto claimed = FireClaims::Claim(s, "node-a", {b}, now, kLease, now);
+            return FireClaims::Admit(s, db().dialect(), std::move(claimed.fires), {{job.id, job}}, now, now);
         });
         EXPECT_TRUE(r.ok()) << r.status().ToString();
         return r.ok() ? Admitted(*r) : std::set<std::int64_t>{};

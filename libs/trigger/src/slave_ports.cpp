@@ -1,5 +1,6 @@
 #include "sched/trigger/slave_ports.hpp"
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <set>
@@ -47,32 +48,26 @@ Result<std::vector<model::Fire>> SqlFireClaimStore::FindPending(const std::strin
 
 Result<ClaimedGroup> SqlFireClaimStore::Claim(const std::string& node, const std::vector<std::int64_t>& ids,
                                               std::int64_t token, std::int64_t now_ms) {
-    // One transaction, one commit, four statements for the whole group: the epoch, the claim,
-    // the fires it won, their jobs. The epoch sent in /v1/run is recorded with the claim (a
-    // callback must carry it); it is the sum of the shard lease rows' epochs (ReadEpochSum: the
-    // lease's own epoch with one shard), read in the claim so that it is the one in force when
-    // the fires left pending.
+    // One transaction, one commit, two statements for the whole group: the claim and the fires it
+    // won with their jobs. The epoch sent in /v1/run is recorded with the claim (a callback must
+    // carry it); it is the sum of the shard lease rows' epochs (the lease's own epoch with one
+    // shard), read by the claim's UPDATE itself so that it is the one in force when the fires
+    // left pending.
     return db_->InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<ClaimedGroup> {
         ClaimedGroup group;
-        group.epoch = lock::ReadEpochSum(s, lease_name_, lease_pattern_).value_or(0);
-        auto claimed = store::FireClaims::Claim(s, node, ids, token, group.epoch, now_ms);
-        std::set<std::int64_t> job_ids;
-        for (const auto& f : claimed) job_ids.insert(f.job_id);
-        std::map<std::int64_t, model::Job> jobs;
-        if (!job_ids.empty()) {
-            for (auto& job :
-                 store::JobRepository::FindMany(s, std::vector<std::int64_t>(job_ids.begin(), job_ids.end()))) {
-                const std::int64_t id = job.id;
-                jobs.emplace(id, std::move(job));
-            }
-        }
-        // Two statements more (the seats read and written) only for groups with a job whose
-        // policy limits its runs.
+        auto claimed = store::FireClaims::Claim(s, node, ids, token, {lease_name_, lease_pattern_}, now_ms);
+        // Epochs only grow: the newest stamp is this try's (a fire an earlier try of the same
+        // claim won carries that try's, older or equal), and the group is sent under it.
+        for (const auto& f : claimed.fires) group.epoch = std::max(group.epoch, f.dispatch_epoch.value_or(0));
+        std::map<std::int64_t, model::Job> jobs = std::move(claimed.jobs);
+        // Three statements more (the seats read, their holders read, the seats written) only for
+        // groups with a job whose policy limits its runs.
         const store::LateJudge late = [this, now_ms](const model::Fire& f, const model::Job& job,
                                                      const std::vector<model::Fire>& group) {
             return MisfireVerdict(group, f, job, now_ms, misfire_threshold_ms_);
         };
-        auto admission = store::FireClaims::Admit(s, db_->dialect(), std::move(claimed), jobs, token, now_ms, late);
+        auto admission =
+            store::FireClaims::Admit(s, db_->dialect(), std::move(claimed.fires), jobs, token, now_ms, late);
         group.fires = std::move(admission.admitted);
         group.held = std::move(admission.held);
         group.first_in_line = std::move(admission.first_in_line);
@@ -80,7 +75,7 @@ Result<ClaimedGroup> SqlFireClaimStore::Claim(const std::string& node, const std
         group.late = std::move(admission.late);
         group.stop = std::move(admission.stop);
         for (auto& [id, job] : jobs) group.jobs.push_back(std::move(job));
-        // A fifth statement only for groups with workflow step fires.
+        // One more only for groups with workflow step fires.
         std::set<std::int64_t> run_ids;
         for (const auto& f : group.fires) {
             if (f.workflow_run_id) run_ids.insert(*f.workflow_run_id);

@@ -111,7 +111,9 @@ std::optional<std::int64_t> ReadLeaseEpoch(soci::session& s, const std::string& 
 /// nullopt when there is no such row. Every row's epoch only grows, so the sum never decreases
 /// and grows with every change of holder of any of them: the slave stamps its claims with it,
 /// and executors, which refuse a run older than the newest they have seen, are fenced against
-/// every shard's take-overs at once. With one row it is that row's epoch.
+/// every shard's take-overs at once. With one row it is that row's epoch. The slave's claim
+/// reads the same sum inside its UPDATE (store::FireClaims::Claim, store::LeaseRows); this read
+/// serves its re-stamp.
 std::optional<std::int64_t> ReadEpochSum(soci::session& s, const std::string& name, const std::string& pattern);
 
 /// Sets (and afterwards restores) MariaDB's idle_transaction_timeout on one session.

@@ -1,8 +1,9 @@
 #pragma once
 
 /// The slave's group operations on `job_fire` (docs/architecture/slave.md): a group of due
-/// fires is claimed with one UPDATE and the fires won are learnt with one SELECT by claim
-/// token; the fires accepted by one executor instance are recorded `running` with one UPDATE.
+/// fires is claimed with one UPDATE, which also reads the lease epoch it stamps, and the fires
+/// won are learnt with their jobs by one SELECT by claim token; the fires accepted by one
+/// executor instance are recorded `running` with one UPDATE.
 /// All of them are session-level: the caller owns the transaction.
 
 #include <cstdint>
@@ -56,17 +57,35 @@ struct Admission {
 using LateJudge = std::function<std::optional<std::string>(const model::Fire& fire, const model::Job& job,
                                                            const std::vector<model::Fire>& claimed)>;
 
+/// The lease rows whose epochs a claim stamps, summed: the row named `name` and every row whose
+/// namespace is LIKE `pattern` (the election's lease and its shards' rows, ShardLeasePattern).
+/// The same sum as lock::ReadEpochSum; 0 without any row.
+struct LeaseRows {
+    std::string name;
+    std::string pattern;
+};
+
+/// What a claim won: the fires and their jobs.
+struct ClaimedFires {
+    /// Dispatching under the claim's token, in due order.
+    std::vector<model::Fire> fires;
+    /// The jobs of those fires that still exist, by id (a deleted job's fire has none).
+    std::map<std::int64_t, model::Job> jobs;
+};
+
 class FireClaims {
   public:
     /// Moves the fires among `ids` that are still `pending` and assigned to `node` to
-    /// `dispatching`, stamping claim_token = `token`, dispatch_epoch = `epoch` and dispatched_at
-    /// = `now_ms` (the claim time: before the due time for a fire claimed ahead), and returns the
+    /// `dispatching`, stamping claim_token = `token`, dispatch_epoch = the sum of the epochs of
+    /// the `lease` rows, read by the same UPDATE (so it is the epoch in force when the fires left
+    /// pending), and dispatched_at = `now_ms` (the claim time: before the due time for a fire
+    /// claimed ahead), and returns the
     /// fires that carry `token` and are still `dispatching`: those this claim won, and those an
-    /// earlier try of the same claim (same token) won before its commit was lost. A fire another
-    /// slave claimed first, or that is no longer pending, is not returned.
-    static std::vector<model::Fire> Claim(soci::session& s, const std::string& node,
-                                          const std::vector<std::int64_t>& ids, std::int64_t token, std::int64_t epoch,
-                                          std::int64_t now_ms);
+    /// earlier try of the same claim (same token) won before its commit was lost; with their
+    /// jobs, read by the same SELECT (a join; a second read only when a fire's job is gone). A
+    /// fire another slave claimed first, or that is no longer pending, is not returned.
+    static ClaimedFires Claim(soci::session& s, const std::string& node, const std::vector<std::int64_t>& ids,
+                              std::int64_t token, const LeaseRows& lease, std::int64_t now_ms);
 
     /// Admits the fires a claim won (`claimed`, dispatching under `token`, in due order) to their
     /// jobs' concurrency limits, cluster-wide: a job whose policy is not allow-all has

@@ -111,7 +111,8 @@ class FireClaimStore {
 };
 
 /// The store on the cluster's database. The epoch of a claim is the sum over the election's lease
-/// rows: `lease_name` and its shards' rows (lock::ReadEpochSum, store::ShardLeaseName);
+/// rows, read by the claim's UPDATE: `lease_name` and its shards' rows (store::LeaseRows,
+/// store::ShardLeaseName; a re-stamp reads the same sum with lock::ReadEpochSum);
 /// a claimed fire of a job with a concurrency limit is judged against `misfire_threshold_ms`
 /// (MisfireVerdict) before it may wait for a seat.
 class SqlFireClaimStore final : public FireClaimStore {
