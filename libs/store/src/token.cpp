@@ -78,7 +78,7 @@ Result<ApiToken> TokenRepository::Create(const std::string& name, Role role, con
              ":role, " +
                  std::string(db_.dialect().NowMs()) + ", :scope, :by)",
             soci::use(name, "name"), soci::use(token_hash, "hash"), soci::use(role_name, "role"),
-            soci::use(scope.value, scope.ind, "scope"), soci::use(by.value, by.ind, "by");
+            impl::Use(scope, "scope"), impl::Use(by, "by");
         long long new_id = 0;
         if (!s.get_last_insert_id("api_token", new_id)) return Internal("no id for the new token");
         return static_cast<std::int64_t>(new_id);

@@ -242,8 +242,8 @@ struct WorkflowColumns {
         st.exchange(soci::use(w.max_concurrent_runs, "maxc"));
         st.exchange(soci::use(w.run_timeout_ms, "timeout"));
         st.exchange(soci::use(paused, "paused"));
-        st.exchange(soci::use(next.value, next.ind, "next"));
-        st.exchange(soci::use(managed_by.value, managed_by.ind, "managed_by"));
+        st.exchange(impl::Use(next, "next"));
+        st.exchange(impl::Use(managed_by, "managed_by"));
     }
 
     const Workflow& w;
@@ -356,12 +356,11 @@ Result<Workflow> WorkflowRepository::SetPaused(std::int64_t id, bool paused,
                                                std::optional<std::int64_t> next_fire_time) {
     Status set = db_.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Status {
         const int flag = paused ? 1 : 0;
-        impl::NullableInt64 next;
-        next.set(paused ? std::nullopt : next_fire_time);
+        impl::NullableInt64 next(paused ? std::nullopt : next_fire_time);
         soci::statement st = (s.prepare << "UPDATE workflow SET paused = :paused, next_fire_time = :next, version = "
                                            "version + 1, updated_at = " +
                                                std::string(db_.dialect().NowMs()) + " WHERE id = :id",
-                              soci::use(flag, "paused"), soci::use(next.value, next.ind, "next"), soci::use(id, "id"));
+                              soci::use(flag, "paused"), impl::Use(next, "next"), soci::use(id, "id"));
         if (impl::ExecuteAffected(st) != 1) return NotFound("workflow " + std::to_string(id) + " not found");
         return Status::Ok();
     });

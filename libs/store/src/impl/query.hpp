@@ -30,42 +30,38 @@ inline long long ExecuteAffected(soci::statement& st) {
     return st.get_affected_rows();
 }
 
-/// A nullable BIGINT column bound with an indicator.
-struct NullableInt64 {
-    std::int64_t value = 0;
+/// A nullable column (BIGINT or text) bound with an indicator: NULL is an empty optional.
+template <typename T>
+struct Nullable {
+    T value{};
     soci::indicator ind = soci::i_null;
 
-    std::optional<std::int64_t> get() const {
-        return ind == soci::i_ok ? std::optional<std::int64_t>(value) : std::nullopt;
-    }
-    void set(const std::optional<std::int64_t>& v) {
-        value = v.value_or(0);
+    Nullable() = default;
+    explicit Nullable(const std::optional<T>& v) { set(v); }
+
+    std::optional<T> get() const { return ind == soci::i_ok ? std::optional<T>(value) : std::nullopt; }
+    void set(const std::optional<T>& v) {
+        value = v.value_or(T{});
         ind = v ? soci::i_ok : soci::i_null;
     }
 };
+using NullableInt64 = Nullable<std::int64_t>;
+using NullableString = Nullable<std::string>;
 
-struct NullableString {
-    std::string value;
-    soci::indicator ind = soci::i_null;
+/// Binds a Nullable as an input with its indicator (soci::use(value, ind, name)); `name` is
+/// referenced until the statement is prepared, as with soci::use itself.
+template <typename T>
+auto Use(Nullable<T>& v, const std::string& name) {
+    return soci::use(v.value, v.ind, name);
+}
 
-    std::optional<std::string> get() const {
-        return ind == soci::i_ok ? std::optional<std::string>(value) : std::nullopt;
-    }
-    void set(const std::optional<std::string>& v) {
-        value = v.value_or("");
-        ind = v ? soci::i_ok : soci::i_null;
-    }
-};
-
-/// Binds one output column: a Nullable* with its indicator, anything else as soci binds it.
+/// Binds one output column: a Nullable with its indicator, anything else as soci binds it.
 template <typename T>
 void IntoColumn(soci::statement& st, T& target) {
     st.exchange(soci::into(target));
 }
-inline void IntoColumn(soci::statement& st, NullableInt64& target) {
-    st.exchange(soci::into(target.value, target.ind));
-}
-inline void IntoColumn(soci::statement& st, NullableString& target) {
+template <typename T>
+void IntoColumn(soci::statement& st, Nullable<T>& target) {
     st.exchange(soci::into(target.value, target.ind));
 }
 
