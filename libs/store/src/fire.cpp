@@ -322,11 +322,7 @@ std::optional<Fire> FireRepository::Find(soci::session& s, std::int64_t id) {
 }
 
 Result<Fire> FireRepository::Get(std::int64_t id) {
-    return db_.Run([&](soci::session& s) -> Result<Fire> {
-        auto fire = Find(s, id);
-        if (!fire) return NotFound("fire " + std::to_string(id) + " not found");
-        return *fire;
-    });
+    return impl::GetById(db_, "fire", id, Find);
 }
 
 Result<std::vector<Fire>> FireRepository::List(const FireFilter& f) {

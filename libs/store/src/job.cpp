@@ -230,11 +230,7 @@ Result<Job> JobRepository::Create(const Job& job) {
 }
 
 Result<Job> JobRepository::Get(std::int64_t id) {
-    return db_.Run([&](soci::session& s) -> Result<Job> {
-        auto job = Find(s, id);
-        if (!job) return NotFound("job " + std::to_string(id) + " not found");
-        return *job;
-    });
+    return impl::GetById(db_, "job", id, Find);
 }
 
 Result<std::vector<Job>> JobRepository::List(const JobFilter& filter) {

@@ -294,11 +294,7 @@ Result<Workflow> WorkflowRepository::Create(const Workflow& w) {
 }
 
 Result<Workflow> WorkflowRepository::Get(std::int64_t id) {
-    return db_.Run([&](soci::session& s) -> Result<Workflow> {
-        auto found = Find(s, id);
-        if (!found) return NotFound("workflow " + std::to_string(id) + " not found");
-        return *found;
-    });
+    return impl::GetById(db_, "workflow", id, Find);
 }
 
 Result<Workflow> WorkflowRepository::GetByName(const std::string& name) {

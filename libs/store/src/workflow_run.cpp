@@ -75,11 +75,7 @@ struct RunRow {
 }  // namespace
 
 Result<WorkflowRun> WorkflowRunRepository::Get(std::int64_t id) {
-    return db_.Run([&](soci::session& s) -> Result<WorkflowRun> {
-        auto found = Find(s, id);
-        if (!found) return NotFound("workflow run " + std::to_string(id) + " not found");
-        return *found;
-    });
+    return impl::GetById(db_, "workflow run", id, Find);
 }
 
 Result<std::vector<WorkflowRun>> WorkflowRunRepository::ListForWorkflow(std::int64_t workflow_id,

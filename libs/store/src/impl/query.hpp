@@ -15,6 +15,8 @@
 
 #include <soci/soci.h>
 
+#include "sched/common/status.hpp"
+#include "sched/db/database.hpp"
 #include "sched/db/dialect.hpp"
 
 namespace sched::store::impl {
@@ -140,6 +142,18 @@ class IntColumns {
     bool as_text_;
     std::deque<Column> columns_;  // a deque: soci keeps the address of each text and indicator
 };
+
+/// A repository's Get: `find(session, id)` in one read on `db`; kNotFound "<what> <id> not
+/// found" when it finds nothing, the database's error as it is.
+template <typename T>
+Result<T> GetById(db::Database& db, std::string_view what, std::int64_t id,
+                  std::optional<T> (*find)(soci::session&, std::int64_t)) {
+    return db.Run([&](soci::session& s) -> Result<T> {
+        auto found = find(s, id);
+        if (!found) return NotFound(std::string(what) + " " + std::to_string(id) + " not found");
+        return *std::move(found);
+    });
+}
 
 /// A row of one BIGINT column (an id): `SelectRows<IdRow>(s, "SELECT id FROM ...", ...)` is the
 /// ids as a vector.
