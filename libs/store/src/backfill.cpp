@@ -62,11 +62,7 @@ std::optional<BackfillState> ParseBackfillState(std::string_view name) {
 }
 
 Result<Backfill> BackfillRepository::Get(std::int64_t id) {
-    return db_.Run([&](soci::session& s) -> Result<Backfill> {
-        auto found = Find(s, id);
-        if (!found) return NotFound("backfill " + std::to_string(id) + " not found");
-        return *found;
-    });
+    return impl::GetById(db_, "backfill", id, Find);
 }
 
 Result<std::vector<Backfill>> BackfillRepository::ListForJob(std::int64_t job_id, std::int64_t before_id, int limit) {

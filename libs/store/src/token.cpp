@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "impl/json_strings.hpp"
 #include "impl/query.hpp"
 
 namespace sched::store {
@@ -19,13 +20,7 @@ constexpr const char* kColumns =
 // Anything unreadable is no app at all, so a damaged row can only deny.
 std::vector<std::string> ScopeFromColumn(const std::optional<std::string>& text) {
     if (!text) return {std::string(kAllApps)};
-    auto j = nlohmann::json::parse(*text, nullptr, false);
-    std::vector<std::string> out;
-    if (!j.is_array()) return out;
-    for (const auto& app : j) {
-        if (app.is_string()) out.push_back(app.get<std::string>());
-    }
-    return out;
+    return impl::JsonStrings(*text);
 }
 
 struct TokenRow {

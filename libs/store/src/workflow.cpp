@@ -298,11 +298,7 @@ Result<Workflow> WorkflowRepository::Get(std::int64_t id) {
 }
 
 Result<Workflow> WorkflowRepository::GetByName(const std::string& name) {
-    return db_.Run([&](soci::session& s) -> Result<Workflow> {
-        auto found = FindByName(s, name);
-        if (!found) return NotFound("workflow " + model::QuotedName(name) + " not found");
-        return *found;
-    });
+    return impl::GetByName(db_, "workflow " + model::QuotedName(name), name, FindByName);
 }
 
 Result<std::vector<Workflow>> WorkflowRepository::List(std::int64_t after_id, int limit) {

@@ -155,6 +155,18 @@ Result<T> GetById(db::Database& db, std::string_view what, std::int64_t id,
     });
 }
 
+/// A repository's Get by name: `find(session, name)` in one read on `db`; kNotFound "<shown>
+/// not found" (`shown` names the entity, e.g. `calendar "x"`) when it finds nothing.
+template <typename T>
+Result<T> GetByName(db::Database& db, const std::string& shown, const std::string& name,
+                    std::optional<T> (*find)(soci::session&, const std::string&)) {
+    return db.Run([&](soci::session& s) -> Result<T> {
+        auto found = find(s, name);
+        if (!found) return NotFound(shown + " not found");
+        return *std::move(found);
+    });
+}
+
 /// A row of one BIGINT column (an id): `SelectRows<IdRow>(s, "SELECT id FROM ...", ...)` is the
 /// ids as a vector.
 struct IdRow {
