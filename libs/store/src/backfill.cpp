@@ -169,10 +169,7 @@ std::map<std::int64_t, FireKind> BackfillRepository::ExistingTimes(soci::session
         std::pair<std::int64_t, FireKind> Finish() const {
             return {time, ParseFireKind(kind).value_or(FireKind::kSchedule)};
         }
-        void BindInto(soci::statement& st) {
-            st.exchange(soci::into(time));
-            st.exchange(soci::into(kind));
-        }
+        void BindInto(soci::statement& st) { impl::IntoColumns(st, time, kind); }
     };
     const auto rows = impl::SelectRows<Row>(
         s,
@@ -199,10 +196,7 @@ BackfillFireCounts BackfillRepository::CountFires(soci::session& s, std::int64_t
         std::string status;
         long long n = 0;
         std::pair<std::string, std::int64_t> Finish() const { return {status, n}; }
-        void BindInto(soci::statement& st) {
-            st.exchange(soci::into(status));
-            st.exchange(soci::into(n));
-        }
+        void BindInto(soci::statement& st) { impl::IntoColumns(st, status, n); }
     };
     const auto rows = impl::SelectRows<Row>(
         s,

@@ -798,10 +798,7 @@ std::vector<std::pair<std::int64_t, std::int64_t>> FireRepository::CapBoundaries
     struct BoundaryRow {
         std::int64_t job_id = 0;
         impl::NullableInt64 boundary;
-        void BindInto(soci::statement& st) {
-            st.exchange(soci::into(job_id));
-            st.exchange(soci::into(boundary.value, boundary.ind));
-        }
+        void BindInto(soci::statement& st) { impl::IntoColumns(st, job_id, boundary); }
         std::pair<std::int64_t, std::optional<std::int64_t>> Finish() const { return {job_id, boundary.get()}; }
     };
     constexpr std::size_t kChunk = 500;

@@ -398,10 +398,7 @@ std::optional<std::string> WorkflowRepository::StepUsingJob(soci::session& s, st
     struct Row {
         std::string workflow;
         std::string step;
-        void BindInto(soci::statement& st) {
-            st.exchange(soci::into(workflow));
-            st.exchange(soci::into(step));
-        }
+        void BindInto(soci::statement& st) { impl::IntoColumns(st, workflow, step); }
         std::string Finish() const { return workflow + "/" + step; }
     };
     auto rows = impl::SelectRows<Row>(

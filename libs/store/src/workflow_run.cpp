@@ -188,10 +188,7 @@ std::map<std::int64_t, std::string> WorkflowRunRepository::ParamsOf(soci::sessio
     struct Row {
         std::int64_t id = 0;
         std::string params;
-        void BindInto(soci::statement& st) {
-            st.exchange(soci::into(id));
-            st.exchange(soci::into(params));
-        }
+        void BindInto(soci::statement& st) { impl::IntoColumns(st, id, params); }
         std::pair<std::int64_t, std::string> Finish() const { return {id, params}; }
     };
     constexpr std::size_t kChunk = 500;
