@@ -13,6 +13,7 @@
 #include "impl/context.hpp"
 #include "impl/job_input.hpp"
 #include "impl/list_query.hpp"
+#include "impl/resource_routes.hpp"
 #include "sched/api/alerts.hpp"
 #include "sched/http/address_policy.hpp"
 #include "sched/http/json.hpp"
@@ -217,17 +218,13 @@ void AddAlertRoutes(Routes& routes) {
                    co_return Response::Json(out);
                });
     routes.Add(Method::kGet, "/api/v1/alert-rules/{id}", Permission::kAdmin,
-               [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
-                   std::optional<Response> error;
-                   const auto id = PathId(req, error);
-                   if (error) co_return *error;
-                   auto work = [id = *id](db::Database& db) {
-                       return store::AlertRepository(db).GetRule(id);
-                   };
-                   auto rule = co_await WithDb(*ctx, work);
-                   if (!rule.ok()) co_return Response::Error(rule.status(), "id");
-                   co_return Response::Json(RuleView(*rule));
-               });
+               GetHandler(
+                   ctx, [](const Status& s) { return Response::Error(s, "id"); },
+                   [](db::Database& db, std::int64_t id) -> Result<nlohmann::json> {
+                       auto rule = store::AlertRepository(db).GetRule(id);
+                       if (!rule.ok()) return rule.status();
+                       return RuleView(*rule);
+                   }));
     routes.Add(Method::kPut, "/api/v1/alert-rules/{id}", Permission::kAdmin,
                [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
                    std::optional<Response> error;
