@@ -318,27 +318,23 @@ void AddAlertRoutes(Routes& routes) {
                    co_return Response::Json(DeliveryView(*queued), 202);
                });
     routes.Add(Method::kDelete, "/api/v1/alert-rules/{id}", Permission::kAdmin,
-               [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
-                   std::optional<Response> error;
-                   const auto id = PathId(req, error);
-                   if (error) co_return *error;
-                   auto work = [&who, id = *id](db::Database& db) -> Status {
-                       store::AlertRepository alerts(db);
-                       auto before = alerts.GetRule(id);
-                       if (!before.ok()) return before.status();
-                       Status deleted = alerts.DeleteRule(id);
-                       if (deleted.ok()) {
-                           RecordAudit(db, who,
-                                       {"delete", "alert-rule", std::to_string(id), before->name, RuleView(*before),
-                                        std::nullopt});
-                       }
-                       return deleted;
-                   };
-                   Status deleted = co_await WithDb(*ctx, work);
-                   if (!deleted.ok()) co_return Response::Error(deleted, "id");
-                   spdlog::info("web: alert rule {} deleted by {}", *id, who.name);
-                   co_return Response::NoContent();
-               });
+               DeleteHandler(ctx, {.remove = [](db::Database& db, std::int64_t id, const Principal& who) -> Status {
+                                       store::AlertRepository alerts(db);
+                                       auto before = alerts.GetRule(id);
+                                       if (!before.ok()) return before.status();
+                                       Status deleted = alerts.DeleteRule(id);
+                                       if (deleted.ok()) {
+                                           RecordAudit(db, who,
+                                                       {"delete", "alert-rule", std::to_string(id), before->name,
+                                                        RuleView(*before), std::nullopt});
+                                       }
+                                       return deleted;
+                                   },
+                                   .error = [](const Status& s) { return Response::Error(s, "id"); },
+                                   .log =
+                                       [](std::int64_t id, const Principal& who) {
+                                           spdlog::info("web: alert rule {} deleted by {}", id, who.name);
+                                       }}));
     routes.Add(Method::kGet, "/api/v1/alert-deliveries", Permission::kAdmin, {{"limit", "rule_id", "status"}},
                [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
                    std::optional<Response> error;
