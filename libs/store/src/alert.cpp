@@ -130,11 +130,12 @@ namespace {
 
 // What a rule's create and its edit both bind: the nullable columns and the text forms.
 struct RuleValues {
-    explicit RuleValues(const AlertRule& rule) : events(AlertEventsText(rule.events)), enabled(rule.enabled ? 1 : 0) {
-        job_id.set(rule.job_id);
-        within.set(rule.no_success_within_ms);
-        managed_by.set(rule.managed_by);
-    }
+    explicit RuleValues(const AlertRule& rule)
+        : job_id(rule.job_id),
+          within(rule.no_success_within_ms),
+          managed_by(rule.managed_by),
+          events(AlertEventsText(rule.events)),
+          enabled(rule.enabled ? 1 : 0) {}
     impl::NullableInt64 job_id;
     impl::NullableInt64 within;
     impl::NullableString managed_by;

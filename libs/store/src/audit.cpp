@@ -29,10 +29,8 @@ struct AuditRow {
 }  // namespace
 
 std::int64_t AuditRepository::Record(soci::session& s, const db::Dialect& dialect, const AuditEntry& entry) {
-    impl::NullableString before;
-    impl::NullableString after;
-    before.set(entry.before_json);
-    after.set(entry.after_json);
+    impl::NullableString before(entry.before_json);
+    impl::NullableString after(entry.after_json);
     s << "INSERT INTO audit_log (at_ms, actor, actor_role, actor_token_id, action, target_kind, target_id, "
          "target_name, before_json, after_json) VALUES (" +
              std::string(dialect.NowMs()) +

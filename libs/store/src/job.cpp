@@ -25,6 +25,18 @@ constexpr const char* kColumns =
     "paused_by, paused_at, pause_note, "
     "calendar, start_at, end_at, max_runs, planned_runs, completed_at, completed_reason, concurrency_key, managed_by";
 
+// A stored vocabulary name as its enum; an unknown one (a damaged row, or a newer release's
+// name) is logged and read as `fallback`, so that one row cannot take a listing down.
+template <typename Names, typename Enum>
+Enum StoredName(const Names& names, const std::string& stored, std::int64_t job_id, std::string_view column,
+                Enum fallback) {
+    if (auto parsed = names.Parse(stored)) return *parsed;
+    spdlog::warn("job {}: unknown {} {} in the database, read as {}", job_id, column,
+                 nlohmann::json(stored).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace),
+                 names.Name(fallback));
+    return fallback;
+}
+
 // Binds every column of kColumns, in order, as outputs of `st`; Finish() copies the nullable and
 // boolean columns into `job` after each fetch.
 struct JobRow {
@@ -80,34 +92,13 @@ struct JobRow {
     }
     Job Finish() {
         // The edge where the stored names become the vocabulary's enums (sched/store/job.hpp).
-        if (auto type = kScheduleTypeNames.Parse(schedule_type)) {
-            job.schedule_type = *type;
-        } else {
-            spdlog::warn("job {}: unknown schedule_type {} in the database, read as manual", job.id,
-                         nlohmann::json(schedule_type).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace));
-            job.schedule_type = ScheduleType::kManual;
-        }
-        if (auto policy = kMisfirePolicyNames.Parse(misfire_policy)) {
-            job.misfire_policy = *policy;
-        } else {
-            spdlog::warn("job {}: unknown misfire_policy {} in the database, read as fire-once-now", job.id,
-                         nlohmann::json(misfire_policy).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace));
-            job.misfire_policy = MisfirePolicy::kFireOnceNow;
-        }
-        if (auto parsed = kRoutingNames.Parse(routing)) {
-            job.routing = *parsed;
-        } else {
-            spdlog::warn("job {}: unknown routing {} in the database, read as round-robin", job.id,
-                         nlohmann::json(routing).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace));
-            job.routing = Routing::kRoundRobin;
-        }
-        if (auto parsed = kBlockStrategyNames.Parse(block_strategy)) {
-            job.block_strategy = *parsed;
-        } else {
-            spdlog::warn("job {}: unknown block_strategy {} in the database, read as serial", job.id,
-                         nlohmann::json(block_strategy).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace));
-            job.block_strategy = BlockStrategy::kSerial;
-        }
+        job.schedule_type =
+            StoredName(kScheduleTypeNames, schedule_type, job.id, "schedule_type", ScheduleType::kManual);
+        job.misfire_policy =
+            StoredName(kMisfirePolicyNames, misfire_policy, job.id, "misfire_policy", MisfirePolicy::kFireOnceNow);
+        job.routing = StoredName(kRoutingNames, routing, job.id, "routing", Routing::kRoundRobin);
+        job.block_strategy =
+            StoredName(kBlockStrategyNames, block_strategy, job.id, "block_strategy", BlockStrategy::kSerial);
         job.start_at = start_at.get();
         job.end_at = end_at.get();
         job.max_runs = max_runs.get();
@@ -136,14 +127,13 @@ struct EditableFields {
           routing(RoutingName(j.routing)),
           block_strategy(BlockStrategyName(j.block_strategy)),
           at_least_once(j.at_least_once ? 1 : 0),
-          enabled(j.enabled ? 1 : 0) {
-        next_fire.set(j.next_fire_time);
-        start_at.set(j.start_at);
-        end_at.set(j.end_at);
-        max_runs.set(j.max_runs);
-        completed_at.set(j.completed_at);
-        managed_by.set(j.managed_by);
-    }
+          enabled(j.enabled ? 1 : 0),
+          next_fire(j.next_fire_time),
+          start_at(j.start_at),
+          end_at(j.end_at),
+          max_runs(j.max_runs),
+          completed_at(j.completed_at),
+          managed_by(j.managed_by) {}
     void BindUse(soci::statement& st) {
         st.exchange(soci::use(job.name, "name"));
         st.exchange(soci::use(job.app, "app"));

@@ -229,10 +229,9 @@ struct WorkflowColumns {
         : w(w),
           type(ScheduleTypeName(w.schedule_type)),
           misfire(MisfirePolicyName(w.misfire_policy)),
-          paused(w.paused ? 1 : 0) {
-        next.set(w.next_fire_time);
-        managed_by.set(w.managed_by);
-    }
+          paused(w.paused ? 1 : 0),
+          next(w.next_fire_time),
+          managed_by(w.managed_by) {}
     void Use(soci::statement& st) {
         st.exchange(soci::use(w.description, "description"));
         st.exchange(soci::use(type, "type"));
