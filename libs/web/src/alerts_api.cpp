@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <array>
-#include <limits>
 #include <set>
 #include <variant>
 
@@ -29,7 +28,6 @@ using http::Method;
 using http::Request;
 using http::Response;
 
-constexpr std::int64_t kMaxId = std::numeric_limits<std::int64_t>::max();
 constexpr std::size_t kMaxNameChars = 191;
 constexpr std::size_t kMaxUrlBytes = 2048;
 constexpr std::size_t kMinSecretBytes = 16;
