@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "impl/query.hpp"
+#include "impl/stored_name.hpp"
 #include "sched/store/workflow.hpp"
 
 namespace sched::store {
@@ -25,16 +26,10 @@ constexpr const char* kColumns =
     "paused_by, paused_at, pause_note, "
     "calendar, start_at, end_at, max_runs, planned_runs, completed_at, completed_reason, concurrency_key, managed_by";
 
-// A stored vocabulary name as its enum; an unknown one (a damaged row, or a newer release's
-// name) is logged and read as `fallback`, so that one row cannot take a listing down.
-template <typename Names, typename Enum>
-Enum StoredName(const Names& names, const std::string& stored, std::int64_t job_id, std::string_view column,
-                Enum fallback) {
-    if (auto parsed = names.Parse(stored)) return *parsed;
-    spdlog::warn("job {}: unknown {} {} in the database, read as {}", job_id, column,
-                 nlohmann::json(stored).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace),
-                 names.Name(fallback));
-    return fallback;
+// A stored name as the warning about an unknown one shows it: JSON-quoted, bytes that are not
+// UTF-8 replaced.
+std::string JsonQuoted(std::string_view stored) {
+    return nlohmann::json(stored).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
 }
 
 // Binds every column of kColumns, in order, as outputs of `st`; Finish() copies the nullable and
@@ -92,13 +87,14 @@ struct JobRow {
     }
     Job Finish() {
         // The edge where the stored names become the vocabulary's enums (sched/store/job.hpp).
-        job.schedule_type =
-            StoredName(kScheduleTypeNames, schedule_type, job.id, "schedule_type", ScheduleType::kManual);
-        job.misfire_policy =
-            StoredName(kMisfirePolicyNames, misfire_policy, job.id, "misfire_policy", MisfirePolicy::kFireOnceNow);
-        job.routing = StoredName(kRoutingNames, routing, job.id, "routing", Routing::kRoundRobin);
-        job.block_strategy =
-            StoredName(kBlockStrategyNames, block_strategy, job.id, "block_strategy", BlockStrategy::kSerial);
+        job.schedule_type = impl::StoredName(kScheduleTypeNames, schedule_type, ScheduleType::kManual, "job", job.id,
+                                             "schedule_type", JsonQuoted);
+        job.misfire_policy = impl::StoredName(kMisfirePolicyNames, misfire_policy, MisfirePolicy::kFireOnceNow, "job",
+                                              job.id, "misfire_policy", JsonQuoted);
+        job.routing =
+            impl::StoredName(kRoutingNames, routing, Routing::kRoundRobin, "job", job.id, "routing", JsonQuoted);
+        job.block_strategy = impl::StoredName(kBlockStrategyNames, block_strategy, BlockStrategy::kSerial, "job",
+                                              job.id, "block_strategy", JsonQuoted);
         job.start_at = start_at.get();
         job.end_at = end_at.get();
         job.max_runs = max_runs.get();

@@ -8,9 +8,8 @@
 #include <stdexcept>
 #include <utility>
 
-#include <spdlog/spdlog.h>
-
 #include "impl/query.hpp"
+#include "impl/stored_name.hpp"
 
 namespace sched::store {
 
@@ -46,20 +45,10 @@ struct WorkflowRow {
     Workflow Finish() {
         // Unknown stored names read as for a job (sched/store/job.hpp): a workflow that never
         // fires on its own rather than one that fires on a guess.
-        if (auto type = kScheduleTypeNames.Parse(schedule_type)) {
-            w.schedule_type = *type;
-        } else {
-            spdlog::warn("workflow {}: unknown schedule_type {} in the database, read as manual", w.id,
-                         model::QuotedName(schedule_type));
-            w.schedule_type = ScheduleType::kManual;
-        }
-        if (auto policy = kMisfirePolicyNames.Parse(misfire_policy)) {
-            w.misfire_policy = *policy;
-        } else {
-            spdlog::warn("workflow {}: unknown misfire_policy {} in the database, read as fire-once-now", w.id,
-                         model::QuotedName(misfire_policy));
-            w.misfire_policy = MisfirePolicy::kFireOnceNow;
-        }
+        w.schedule_type = impl::StoredName(kScheduleTypeNames, schedule_type, ScheduleType::kManual, "workflow", w.id,
+                                           "schedule_type", model::QuotedName);
+        w.misfire_policy = impl::StoredName(kMisfirePolicyNames, misfire_policy, MisfirePolicy::kFireOnceNow,
+                                            "workflow", w.id, "misfire_policy", model::QuotedName);
         w.paused = paused != 0;
         w.next_fire_time = next_fire.get();
         w.managed_by = managed_by.get();
