@@ -26,14 +26,8 @@ Status Runtime::VerifyRequest(const http::Request& req) const {
         return {Code::kUnauthenticated,
                 "no signing keys yet: they arrive with the first answered heartbeat (docs/protocol.md)"};
     }
-    const protocol::SignedRequest signed_request{.method = req.method_text,
-                                                 .target = req.target,
-                                                 .body = req.body,
-                                                 .key_id = req.headers.Get(protocol::kKeyIdHeader),
-                                                 .timestamp = req.headers.Get(protocol::kTimestampHeader),
-                                                 .signature = req.headers.Get(protocol::kSignatureHeader)};
-    Status verified = protocol::VerifySignature(signed_request, signing_keys_, WallMs() + clock_offset_ms_,
-                                                options_.signature_window);
+    Status verified = protocol::VerifySignature(protocol::SignedRequestOf(req), signing_keys_,
+                                                WallMs() + clock_offset_ms_, options_.signature_window);
     // Signed for this app, but maybe for another of its instances: a captured call replayed here
     // would run its fire a second time, since each instance remembers only the runs it received.
     if (verified.ok()) verified = protocol::VerifyAddressee(req.target, address_);

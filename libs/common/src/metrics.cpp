@@ -252,50 +252,45 @@ void MetricsRegistry::Claim(const std::string& name, Type type) {
     }
 }
 
-Family<CounterChild>& MetricsRegistry::Counter(const std::string& name, const std::string& help,
-                                               std::vector<std::string> label_names) {
+template <typename Child, typename Make>
+Family<Child>& MetricsRegistry::FindOrAdd(const std::string& name, const std::string& help, Type type,
+                                          std::deque<std::unique_ptr<Family<Child>>>& kept, Make make) {
     std::lock_guard lock(mu_);
-    Claim(name, Type::kCounter);
+    Claim(name, type);
     if (auto it = by_name_.find(name); it != by_name_.end()) {
-        return *static_cast<Family<CounterChild>*>(it->second.second);
+        return *static_cast<Family<Child>*>(it->second.second);
     }
-    auto& family = prometheus::BuildCounter().Name(name).Help(help).Register(*registry_);
-    auto& f = counters_.emplace_back(std::make_unique<Family<CounterChild>>(family, name, std::move(label_names)));
-    by_name_[name] = {Type::kCounter, f.get()};
+    auto& f = kept.emplace_back(make());
+    by_name_[name] = {type, f.get()};
     helps_[name] = help;
     return *f;
+}
+
+Family<CounterChild>& MetricsRegistry::Counter(const std::string& name, const std::string& help,
+                                               std::vector<std::string> label_names) {
+    return FindOrAdd(name, help, Type::kCounter, counters_, [&] {
+        auto& family = prometheus::BuildCounter().Name(name).Help(help).Register(*registry_);
+        return std::make_unique<Family<CounterChild>>(family, name, std::move(label_names));
+    });
 }
 
 Family<GaugeChild>& MetricsRegistry::Gauge(const std::string& name, const std::string& help,
                                            std::vector<std::string> label_names) {
-    std::lock_guard lock(mu_);
-    Claim(name, Type::kGauge);
-    if (auto it = by_name_.find(name); it != by_name_.end()) {
-        return *static_cast<Family<GaugeChild>*>(it->second.second);
-    }
-    auto& family = prometheus::BuildGauge().Name(name).Help(help).Register(*registry_);
-    auto& f = gauges_.emplace_back(std::make_unique<Family<GaugeChild>>(family, name, std::move(label_names)));
-    by_name_[name] = {Type::kGauge, f.get()};
-    helps_[name] = help;
-    return *f;
+    return FindOrAdd(name, help, Type::kGauge, gauges_, [&] {
+        auto& family = prometheus::BuildGauge().Name(name).Help(help).Register(*registry_);
+        return std::make_unique<Family<GaugeChild>>(family, name, std::move(label_names));
+    });
 }
 
 Family<HistogramChild>& MetricsRegistry::Histogram(const std::string& name, const std::string& help,
                                                    std::vector<std::string> label_names, std::vector<double> bounds) {
-    std::lock_guard lock(mu_);
-    Claim(name, Type::kHistogram);
-    if (auto it = by_name_.find(name); it != by_name_.end()) {
-        return *static_cast<Family<HistogramChild>*>(it->second.second);
-    }
-    // prometheus-cpp requires strictly increasing bounds.
-    std::sort(bounds.begin(), bounds.end());
-    bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
-    auto& family = prometheus::BuildHistogram().Name(name).Help(help).Register(*registry_);
-    auto& f = histograms_.emplace_back(
-        std::make_unique<Family<HistogramChild>>(family, name, std::move(label_names), std::move(bounds)));
-    by_name_[name] = {Type::kHistogram, f.get()};
-    helps_[name] = help;
-    return *f;
+    return FindOrAdd(name, help, Type::kHistogram, histograms_, [&] {
+        // prometheus-cpp requires strictly increasing bounds.
+        std::sort(bounds.begin(), bounds.end());
+        bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+        auto& family = prometheus::BuildHistogram().Name(name).Help(help).Register(*registry_);
+        return std::make_unique<Family<HistogramChild>>(family, name, std::move(label_names), std::move(bounds));
+    });
 }
 
 void MetricsRegistry::Observed(const std::string& name, const std::string& help, Kind kind,

@@ -51,36 +51,31 @@ class SqliteFileGate {
         return gate;
     }
 
-    void EnterPriority() {
-        std::lock_guard lock(mu_);
-        ++priority_calls_;
-    }
-    void LeavePriority() {
-        std::lock_guard lock(mu_);
-        if (--priority_calls_ == 0) cv_.notify_all();
-    }
+    void EnterPriority() { Move(priority_calls_, 1); }
+    void LeavePriority() { Move(priority_calls_, -1); }
     /// False when a priority call was still running at `deadline`.
     bool WaitForPriorityCalls(std::chrono::steady_clock::time_point deadline) {
-        std::unique_lock lock(mu_);
-        return cv_.wait_until(lock, deadline, [&] { return priority_calls_ == 0; });
+        return WaitForNone(priority_calls_, deadline);
     }
 
     /// A write transaction of this process is waiting in BEGIN IMMEDIATE (SQLite's busy handler).
-    void StartWaitingForLock() {
-        std::lock_guard lock(mu_);
-        ++lock_waiters_;
-    }
-    void StopWaitingForLock() {
-        std::lock_guard lock(mu_);
-        if (--lock_waiters_ == 0) cv_.notify_all();
-    }
+    void StartWaitingForLock() { Move(lock_waiters_, 1); }
+    void StopWaitingForLock() { Move(lock_waiters_, -1); }
     /// Until no write transaction of the process waits for the lock, or `deadline`.
-    void GiveWayToWaiters(std::chrono::steady_clock::time_point deadline) {
-        std::unique_lock lock(mu_);
-        cv_.wait_until(lock, deadline, [&] { return lock_waiters_ == 0; });
-    }
+    void GiveWayToWaiters(std::chrono::steady_clock::time_point deadline) { WaitForNone(lock_waiters_, deadline); }
 
   private:
+    // Both counts change and are waited for under mu_; a count back at zero wakes its waiters.
+    void Move(int& count, int by) {
+        std::lock_guard lock(mu_);
+        count += by;
+        if (count == 0) cv_.notify_all();
+    }
+    bool WaitForNone(const int& count, std::chrono::steady_clock::time_point deadline) {
+        std::unique_lock lock(mu_);
+        return cv_.wait_until(lock, deadline, [&] { return count == 0; });
+    }
+
     std::mutex mu_;
     std::condition_variable cv_;
     int priority_calls_ = 0;

@@ -235,7 +235,10 @@ TEST(Tls, ServerWithAnUnusableCertificateFailsToStartNamingTheFile) {
         server.Listen();
         FAIL() << "Listen() accepted a key that does not match the certificate";
     } catch (const std::runtime_error& e) {
-        EXPECT_NE(std::string(e.what()).find(other.key), std::string::npos) << e.what();
+        // OpenSSL refuses the key as it loads it (it checks it against the certificate).
+        EXPECT_NE(std::string(e.what()).find("tls.key-file \"" + other.key + "\": cannot load the private key"),
+                  std::string::npos)
+            << e.what();
     }
 }
 

@@ -223,22 +223,12 @@ class RedisQuorum {
         if (lease.count() <= 0) return InvalidArgument("lease must be positive");
         const std::vector<std::string> keys{HeldKey(name)};
         const std::vector<std::string> args{Value(holding.epoch, owner), LeaseMs(lease)};
-        std::size_t renewed = 0;
-        std::size_t answered = 0;
-        std::optional<Status> last_error;
-        for (const auto& c : conns_) {
-            auto r = c->Eval(kRenew, keys, args);
-            if (!r.ok()) {
-                Remember(last_error, r.status());
-                continue;
-            }
-            ++answered;
-            if (ToLong(*r) == 1) ++renewed;
-        }
-        if (renewed >= quorum()) return true;
-        if (answered < quorum() || (last_error && renewed + (conns_.size() - answered) >= quorum())) {
+        const Tally renewed = EvalOnEvery(kRenew, keys, args);
+        if (renewed.done >= quorum()) return true;
+        if (renewed.answered < quorum() ||
+            (renewed.last_error && renewed.done + (conns_.size() - renewed.answered) >= quorum())) {
             // Too few answers to say it is gone: the caller retries while the lease lasts.
-            return NoQuorum(name, answered, conns_.size(), quorum(), last_error);
+            return NoQuorum(name, renewed.answered, conns_.size(), quorum(), renewed.last_error);
         }
         return false;
     }
@@ -246,25 +236,18 @@ class RedisQuorum {
     Result<bool> Release(std::string_view name, const Holding& holding, std::string_view owner) {
         const std::vector<std::string> keys{HeldKey(name), EpochKey(name)};
         const std::vector<std::string> args{Value(holding.epoch, owner), fenced_ ? "1" : "0"};
-        std::size_t deleted = 0;
-        std::size_t answered = 0;
-        std::optional<Status> last_error;
-        for (const auto& c : conns_) {
-            auto r = c->Eval(kRelease, keys, args);
-            if (!r.ok()) {
-                Remember(last_error, r.status());
-                continue;
-            }
-            ++answered;
-            if (ToLong(*r) == 1) ++deleted;
-        }
-        if (deleted > 0) {
+        const Tally deleted = EvalOnEvery(kRelease, keys, args);
+        if (deleted.done > 0) {
             // Ours on at least one server, now gone there; a server that did not answer lets it
             // expire.
-            if (last_error) spdlog::warn("lock '{}': released, but not everywhere: {}", name, last_error->message());
+            if (deleted.last_error) {
+                spdlog::warn("lock '{}': released, but not everywhere: {}", name, deleted.last_error->message());
+            }
             return true;
         }
-        if (answered < quorum()) return NoQuorum(name, answered, conns_.size(), quorum(), last_error);
+        if (deleted.answered < quorum()) {
+            return NoQuorum(name, deleted.answered, conns_.size(), quorum(), deleted.last_error);
+        }
         return false;
     }
 
@@ -302,6 +285,29 @@ class RedisQuorum {
     }
 
   private:
+    // How the servers answered a script that returns 1 where it did its work.
+    struct Tally {
+        std::size_t done = 0;      // servers that answered 1
+        std::size_t answered = 0;  // servers that answered at all
+        std::optional<Status> last_error;
+    };
+
+    // Runs `script` on every server, one after the other.
+    Tally EvalOnEvery(const RedisScript& script, const std::vector<std::string>& keys,
+                      const std::vector<std::string>& args) {
+        Tally tally;
+        for (const auto& c : conns_) {
+            auto r = c->Eval(script, keys, args);
+            if (!r.ok()) {
+                Remember(tally.last_error, r.status());
+                continue;
+            }
+            ++tally.answered;
+            if (ToLong(*r) == 1) ++tally.done;
+        }
+        return tally;
+    }
+
     std::string HeldKey(std::string_view name) const { return prefix_ + "held:" + std::string(name); }
     std::string EpochKey(std::string_view name) const { return prefix_ + "epoch:" + std::string(name); }
 

@@ -141,10 +141,15 @@ TEST(RedisServerAddress, ParsesACommaSeparatedListAndNamesTheBadEntry) {
 
 // ---- one server under DistributedLock ----
 
-TEST(RedisDistributedLock, StaleUnlockAndExtendNeverTouchTheNextOwner) {
+// Two nodes' DistributedLocks on one private redis-server.
+class RedisDistributedLockTwoNodes : public ::testing::Test {
+  protected:
     RedisServer redis;
-    DistributedLock a(std::make_shared<RedisLockStore>(redis.address()), "node-a");
-    DistributedLock b(std::make_shared<RedisLockStore>(redis.address()), "node-b");
+    DistributedLock a{std::make_shared<RedisLockStore>(redis.address()), "node-a"};
+    DistributedLock b{std::make_shared<RedisLockStore>(redis.address()), "node-b"};
+};
+
+TEST_F(RedisDistributedLockTwoNodes, StaleUnlockAndExtendNeverTouchTheNextOwner) {
     auto ha = a.TryLock("job", 0s, 200ms);
     ASSERT_TRUE(ha.ok() && ha->has_value()) << ha.status().ToString();
     auto blocked = b.TryLock("job", 0s, 5s);
@@ -172,10 +177,7 @@ TEST(RedisDistributedLock, StaleUnlockAndExtendNeverTouchTheNextOwner) {
     EXPECT_TRUE(b.Unlock(**hb).ok());
 }
 
-TEST(RedisDistributedLock, WaiterGetsTheLockWhenTheHolderUnlocks) {
-    RedisServer redis;
-    DistributedLock a(std::make_shared<RedisLockStore>(redis.address()), "node-a");
-    DistributedLock b(std::make_shared<RedisLockStore>(redis.address()), "node-b");
+TEST_F(RedisDistributedLockTwoNodes, WaiterGetsTheLockWhenTheHolderUnlocks) {
     auto ha = a.TryLock("w", 0s, 10s);
     ASSERT_TRUE(ha.ok() && ha->has_value());
     std::thread releaser([&] {
@@ -189,10 +191,7 @@ TEST(RedisDistributedLock, WaiterGetsTheLockWhenTheHolderUnlocks) {
     EXPECT_GE(std::chrono::steady_clock::now() - t0, 150ms);
 }
 
-TEST(RedisDistributedLock, WatchdogKeepsTheLockPastSeveralLeasesAndReportsItsLoss) {
-    RedisServer redis;
-    DistributedLock a(std::make_shared<RedisLockStore>(redis.address()), "node-a");
-    DistributedLock b(std::make_shared<RedisLockStore>(redis.address()), "node-b");
+TEST_F(RedisDistributedLockTwoNodes, WatchdogKeepsTheLockPastSeveralLeasesAndReportsItsLoss) {
     auto h = a.TryLock("wd", 0s, 300ms);
     ASSERT_TRUE(h.ok() && h->has_value());
     LockGuard guard = a.Guard(std::move(**h), 300ms);

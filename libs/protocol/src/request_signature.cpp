@@ -53,6 +53,15 @@ std::vector<std::pair<std::string, std::string>> SignatureHeaders(const SigningK
             {std::string(kSignatureHeader), Signature(key, method, target, timestamp_ms, body)}};
 }
 
+SignedRequest SignedRequestOf(const http::Request& req) {
+    return {.method = req.method_text,
+            .target = req.target,
+            .body = req.body,
+            .key_id = req.headers.Get(kKeyIdHeader),
+            .timestamp = req.headers.Get(kTimestampHeader),
+            .signature = req.headers.Get(kSignatureHeader)};
+}
+
 Status VerifySignature(const SignedRequest& request, const std::vector<SigningKey>& keys, std::int64_t now_ms,
                        Micros window) {
     const auto missing = [](std::string_view header) {

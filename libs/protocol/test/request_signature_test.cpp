@@ -61,6 +61,27 @@ TEST_F(VerifySignatureTest, AcceptsTheSignedRequestWithinTheWindow) {
     EXPECT_TRUE(Verify(Request(), kExampleTimestamp - 30'000).ok());
 }
 
+TEST_F(VerifySignatureTest, ReadsAnHttpRequestAsItWasReceived) {
+    http::Request req;
+    req.method_text = "POST";
+    req.target = "/v1/run";
+    req.body = std::string(kExampleBody);
+    for (const auto& [name, value] :
+         SignatureHeaders(kExampleKey, "POST", "/v1/run", kExampleTimestamp, kExampleBody)) {
+        req.headers.Set(name, value);
+    }
+    const SignedRequest read = SignedRequestOf(req);
+    EXPECT_EQ(read.key_id, kExampleKey.id);
+    EXPECT_EQ(read.timestamp, ts);
+    EXPECT_EQ(read.signature, sig);
+    EXPECT_TRUE(Verify(read).ok());
+    req.target = "/v1/run?x=1";
+    EXPECT_EQ(Verify(SignedRequestOf(req)).code(), Code::kUnauthenticated);
+    req.target = "/v1/run";
+    req.headers = {};
+    EXPECT_EQ(Verify(SignedRequestOf(req)).code(), Code::kUnauthenticated);
+}
+
 TEST_F(VerifySignatureTest, RefusesATimestampOutsideTheWindow) {
     const Status late = Verify(Request(), kExampleTimestamp + 30'001);
     EXPECT_EQ(late.code(), Code::kUnauthenticated);

@@ -130,11 +130,12 @@ namespace {
 
 // What a rule's create and its edit both bind: the nullable columns and the text forms.
 struct RuleValues {
-    explicit RuleValues(const AlertRule& rule) : events(AlertEventsText(rule.events)), enabled(rule.enabled ? 1 : 0) {
-        job_id.set(rule.job_id);
-        within.set(rule.no_success_within_ms);
-        managed_by.set(rule.managed_by);
-    }
+    explicit RuleValues(const AlertRule& rule)
+        : job_id(rule.job_id),
+          within(rule.no_success_within_ms),
+          managed_by(rule.managed_by),
+          events(AlertEventsText(rule.events)),
+          enabled(rule.enabled ? 1 : 0) {}
     impl::NullableInt64 job_id;
     impl::NullableInt64 within;
     impl::NullableString managed_by;
@@ -151,10 +152,9 @@ Result<AlertRule> AlertRepository::CreateRule(const AlertRule& rule) {
              "enabled, managed_by, created_at) VALUES (:name, :job, :events, :n, :within, :url, :secret, :enabled, "
              ":managed_by, " +
                  std::string(db_.dialect().NowMs()) + ")",
-            soci::use(rule.name, "name"), soci::use(v.job_id.value, v.job_id.ind, "job"), soci::use(v.events, "events"),
-            soci::use(rule.consecutive_failures, "n"), soci::use(v.within.value, v.within.ind, "within"),
-            soci::use(rule.url, "url"), soci::use(rule.secret, "secret"), soci::use(v.enabled, "enabled"),
-            soci::use(v.managed_by.value, v.managed_by.ind, "managed_by");
+            soci::use(rule.name, "name"), impl::Use(v.job_id, "job"), soci::use(v.events, "events"),
+            soci::use(rule.consecutive_failures, "n"), impl::Use(v.within, "within"), soci::use(rule.url, "url"),
+            soci::use(rule.secret, "secret"), soci::use(v.enabled, "enabled"), impl::Use(v.managed_by, "managed_by");
         long long new_id = 0;
         if (!s.get_last_insert_id("alert_rule", new_id)) return Internal("no id for the new alert rule");
         return static_cast<std::int64_t>(new_id);
@@ -189,12 +189,10 @@ Result<AlertRule> AlertRepository::UpdateRule(const AlertRule& rule, std::int64_
             (s.prepare << "UPDATE alert_rule SET name = :name, job_id = :job, events = :events, consecutive_failures = "
                           ":n, no_success_within_ms = :within, url = :url, secret = :secret, enabled = :enabled, "
                           "managed_by = :managed_by, version = version + 1 WHERE id = :id AND version = :expected",
-             soci::use(rule.name, "name"), soci::use(v.job_id.value, v.job_id.ind, "job"),
-             soci::use(v.events, "events"), soci::use(rule.consecutive_failures, "n"),
-             soci::use(v.within.value, v.within.ind, "within"), soci::use(rule.url, "url"),
-             soci::use(rule.secret, "secret"), soci::use(v.enabled, "enabled"),
-             soci::use(v.managed_by.value, v.managed_by.ind, "managed_by"), soci::use(id, "id"),
-             soci::use(expected_version, "expected"));
+             soci::use(rule.name, "name"), impl::Use(v.job_id, "job"), soci::use(v.events, "events"),
+             soci::use(rule.consecutive_failures, "n"), impl::Use(v.within, "within"), soci::use(rule.url, "url"),
+             soci::use(rule.secret, "secret"), soci::use(v.enabled, "enabled"), impl::Use(v.managed_by, "managed_by"),
+             soci::use(id, "id"), soci::use(expected_version, "expected"));
         if (impl::ExecuteAffected(st) == 1) return Status::Ok();
         std::int64_t current = 0;
         s << "SELECT version FROM alert_rule WHERE id = :id", soci::use(id, "id"), soci::into(current);
@@ -408,16 +406,14 @@ std::vector<AlertDelivery> AlertRepository::ListDue(soci::session& s, std::int64
 
 bool AlertRepository::RecordAttempt(soci::session& s, const AlertDelivery& d) {
     const std::string status(DeliveryStatusName(d.status));
-    impl::NullableString error;
-    error.set(d.last_error ? std::optional<std::string>(Bounded(*d.last_error, kMaxErrorBytes)) : std::nullopt);
-    impl::NullableInt64 delivered;
-    delivered.set(d.delivered_at);
+    impl::NullableString error(d.last_error ? std::optional<std::string>(Bounded(*d.last_error, kMaxErrorBytes))
+                                            : std::nullopt);
+    impl::NullableInt64 delivered(d.delivered_at);
     soci::statement st =
         (s.prepare << "UPDATE alert_delivery SET status = :status, attempts = :attempts, next_attempt_at = :next, "
                       "last_error = :error, delivered_at = :delivered WHERE id = :id AND status = 'pending'",
          soci::use(status, "status"), soci::use(d.attempts, "attempts"), soci::use(d.next_attempt_at, "next"),
-         soci::use(error.value, error.ind, "error"), soci::use(delivered.value, delivered.ind, "delivered"),
-         soci::use(d.id, "id"));
+         impl::Use(error, "error"), impl::Use(delivered, "delivered"), soci::use(d.id, "id"));
     return impl::ExecuteAffected(st) == 1;
 }
 

@@ -29,10 +29,8 @@ struct AuditRow {
 }  // namespace
 
 std::int64_t AuditRepository::Record(soci::session& s, const db::Dialect& dialect, const AuditEntry& entry) {
-    impl::NullableString before;
-    impl::NullableString after;
-    before.set(entry.before_json);
-    after.set(entry.after_json);
+    impl::NullableString before(entry.before_json);
+    impl::NullableString after(entry.after_json);
     s << "INSERT INTO audit_log (at_ms, actor, actor_role, actor_token_id, action, target_kind, target_id, "
          "target_name, before_json, after_json) VALUES (" +
              std::string(dialect.NowMs()) +
@@ -40,8 +38,7 @@ std::int64_t AuditRepository::Record(soci::session& s, const db::Dialect& dialec
         soci::use(entry.actor, "actor"), soci::use(entry.actor_role, "role"),
         soci::use(entry.actor_token_id, "token_id"), soci::use(entry.action, "action"),
         soci::use(entry.target_kind, "kind"), soci::use(entry.target_id, "target_id"),
-        soci::use(entry.target_name, "target_name"), soci::use(before.value, before.ind, "before"),
-        soci::use(after.value, after.ind, "after");
+        soci::use(entry.target_name, "target_name"), impl::Use(before, "before"), impl::Use(after, "after");
     long long id = 0;
     if (!s.get_last_insert_id("audit_log", id)) throw std::runtime_error("no id for the new audit entry");
     return static_cast<std::int64_t>(id);

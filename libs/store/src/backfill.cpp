@@ -62,11 +62,7 @@ std::optional<BackfillState> ParseBackfillState(std::string_view name) {
 }
 
 Result<Backfill> BackfillRepository::Get(std::int64_t id) {
-    return db_.Run([&](soci::session& s) -> Result<Backfill> {
-        auto found = Find(s, id);
-        if (!found) return NotFound("backfill " + std::to_string(id) + " not found");
-        return *found;
-    });
+    return impl::GetById(db_, "backfill", id, Find);
 }
 
 Result<std::vector<Backfill>> BackfillRepository::ListForJob(std::int64_t job_id, std::int64_t before_id, int limit) {
@@ -108,8 +104,7 @@ Result<BackfillFireCounts> BackfillRepository::Counts(const Backfill& backfill) 
 std::int64_t BackfillRepository::Insert(soci::session& s, const Backfill& b) {
     const std::string overlap(BackfillOverlapName(b.overlap));
     const std::string state(BackfillStateName(b.state));
-    impl::NullableInt64 finished;
-    finished.set(b.finished_at);
+    impl::NullableInt64 finished(b.finished_at);
     s << "INSERT INTO job_backfill (job_id, range_from, range_to, overlap, max_parallel, state, cursor_ms, planned, "
          "existing, created, created_by, created_at, updated_at, finished_at) VALUES (:job, :rfrom, :rto, :overlap, "
          ":maxp, :state, :cursor, :planned, :existing, :created, :by, :cat, :uat, :fin)",
@@ -117,7 +112,7 @@ std::int64_t BackfillRepository::Insert(soci::session& s, const Backfill& b) {
         soci::use(overlap, "overlap"), soci::use(b.max_parallel, "maxp"), soci::use(state, "state"),
         soci::use(b.cursor_ms, "cursor"), soci::use(b.planned, "planned"), soci::use(b.existing, "existing"),
         soci::use(b.created, "created"), soci::use(b.created_by, "by"), soci::use(b.created_at, "cat"),
-        soci::use(b.updated_at, "uat"), soci::use(finished.value, finished.ind, "fin");
+        soci::use(b.updated_at, "uat"), impl::Use(finished, "fin");
     long long id = 0;
     if (!s.get_last_insert_id("job_backfill", id)) throw std::runtime_error("no id for the new backfill");
     return id;
@@ -148,14 +143,12 @@ int BackfillRepository::CountRunning(soci::session& s, std::int64_t job_id) {
 
 bool BackfillRepository::SaveProgress(soci::session& s, const Backfill& b, std::int64_t now_ms) {
     const std::string state(BackfillStateName(b.state));
-    impl::NullableInt64 finished;
-    finished.set(b.finished_at);
+    impl::NullableInt64 finished(b.finished_at);
     soci::statement st =
         (s.prepare << "UPDATE job_backfill SET cursor_ms = :cursor, existing = :existing, created = :created, "
                       "state = :state, updated_at = :now, finished_at = :fin WHERE id = :id AND state = 'running'",
          soci::use(b.cursor_ms, "cursor"), soci::use(b.existing, "existing"), soci::use(b.created, "created"),
-         soci::use(state, "state"), soci::use(now_ms, "now"), soci::use(finished.value, finished.ind, "fin"),
-         soci::use(b.id, "id"));
+         soci::use(state, "state"), soci::use(now_ms, "now"), impl::Use(finished, "fin"), soci::use(b.id, "id"));
     return impl::ExecuteAffected(st) > 0;
 }
 
@@ -176,10 +169,7 @@ std::map<std::int64_t, FireKind> BackfillRepository::ExistingTimes(soci::session
         std::pair<std::int64_t, FireKind> Finish() const {
             return {time, ParseFireKind(kind).value_or(FireKind::kSchedule)};
         }
-        void BindInto(soci::statement& st) {
-            st.exchange(soci::into(time));
-            st.exchange(soci::into(kind));
-        }
+        void BindInto(soci::statement& st) { impl::IntoColumns(st, time, kind); }
     };
     const auto rows = impl::SelectRows<Row>(
         s,
@@ -206,10 +196,7 @@ BackfillFireCounts BackfillRepository::CountFires(soci::session& s, std::int64_t
         std::string status;
         long long n = 0;
         std::pair<std::string, std::int64_t> Finish() const { return {status, n}; }
-        void BindInto(soci::statement& st) {
-            st.exchange(soci::into(status));
-            st.exchange(soci::into(n));
-        }
+        void BindInto(soci::statement& st) { impl::IntoColumns(st, status, n); }
     };
     const auto rows = impl::SelectRows<Row>(
         s,

@@ -99,11 +99,7 @@ Result<CalendarRecord> CalendarRepository::Get(std::int64_t id) {
 }
 
 Result<CalendarRecord> CalendarRepository::GetByName(const std::string& name) {
-    return db_.Run([&](soci::session& s) -> Result<CalendarRecord> {
-        auto found = FindByName(s, name);
-        if (!found) return NotFound("calendar \"" + name + "\" not found");
-        return *found;
-    });
+    return impl::GetByName(db_, "calendar \"" + name + "\"", name, FindByName);
 }
 
 Result<std::vector<CalendarRecord>> CalendarRepository::List(std::int64_t after_id, int limit) {

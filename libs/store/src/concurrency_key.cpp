@@ -69,11 +69,7 @@ Result<ConcurrencyKey> ConcurrencyKeyRepository::Put(const ConcurrencyKey& key) 
 }
 
 Result<ConcurrencyKey> ConcurrencyKeyRepository::Get(const std::string& name) {
-    return db_.Run([&](soci::session& s) -> Result<ConcurrencyKey> {
-        auto key = FindByName(s, name);
-        if (!key) return NotFound("concurrency key \"" + name + "\" not found");
-        return *key;
-    });
+    return impl::GetByName(db_, "concurrency key \"" + name + "\"", name, FindByName);
 }
 
 Result<std::vector<ConcurrencyKey>> ConcurrencyKeyRepository::List(const std::string& after, int limit) {

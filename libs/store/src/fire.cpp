@@ -322,11 +322,7 @@ std::optional<Fire> FireRepository::Find(soci::session& s, std::int64_t id) {
 }
 
 Result<Fire> FireRepository::Get(std::int64_t id) {
-    return db_.Run([&](soci::session& s) -> Result<Fire> {
-        auto fire = Find(s, id);
-        if (!fire) return NotFound("fire " + std::to_string(id) + " not found");
-        return *fire;
-    });
+    return impl::GetById(db_, "fire", id, Find);
 }
 
 Result<std::vector<Fire>> FireRepository::List(const FireFilter& f) {
@@ -359,16 +355,11 @@ std::optional<std::int64_t> FireRepository::InsertIfAbsent(soci::session& s, con
                                                            const Fire& fire) {
     const std::string kind(FireKindName(fire.kind));
     const std::string status(FireStatusName(fire.status));
-    impl::NullableString node;
-    node.set(fire.assigned_node);
-    impl::NullableInt64 run;
-    run.set(fire.workflow_run_id);
-    impl::NullableString step;
-    step.set(fire.workflow_step);
-    impl::NullableString trace_parent;
-    trace_parent.set(fire.trace_parent);
-    impl::NullableString trace_state;
-    trace_state.set(fire.trace_state);
+    impl::NullableString node(fire.assigned_node);
+    impl::NullableInt64 run(fire.workflow_run_id);
+    impl::NullableString step(fire.workflow_step);
+    impl::NullableString trace_parent(fire.trace_parent);
+    impl::NullableString trace_state(fire.trace_state);
     const std::int64_t due_at = StoredDueAt(fire);
     soci::statement st =
         (s.prepare << dialect.InsertIfAbsent(
@@ -379,11 +370,9 @@ std::optional<std::int64_t> FireRepository::InsertIfAbsent(soci::session& s, con
              std::string(dialect.NowMs()) + ")"),
          soci::use(fire.job_id, "job_id"), soci::use(fire.scheduled_time, "scheduled_time"), soci::use(kind, "kind"),
          soci::use(fire.attempt, "attempt"), soci::use(fire.shard_index, "shard_index"),
-         soci::use(fire.shard_total, "shard_total"), soci::use(fire.epoch, "epoch"),
-         soci::use(node.value, node.ind, "node"), soci::use(status, "status"), soci::use(due_at, "due_at"),
-         soci::use(run.value, run.ind, "run"), soci::use(step.value, step.ind, "step"),
-         soci::use(trace_parent.value, trace_parent.ind, "trace_parent"),
-         soci::use(trace_state.value, trace_state.ind, "trace_state"));
+         soci::use(fire.shard_total, "shard_total"), soci::use(fire.epoch, "epoch"), impl::Use(node, "node"),
+         soci::use(status, "status"), soci::use(due_at, "due_at"), impl::Use(run, "run"), impl::Use(step, "step"),
+         impl::Use(trace_parent, "trace_parent"), impl::Use(trace_state, "trace_state"));
     if (db::ExecuteInsertIfAbsent(st) == 0) return std::nullopt;
     long long id = 0;
     if (!s.get_last_insert_id("job_fire", id)) throw std::runtime_error("no id for the new fire");
@@ -850,10 +839,7 @@ std::vector<std::pair<std::int64_t, std::int64_t>> FireRepository::CapBoundaries
     struct BoundaryRow {
         std::int64_t job_id = 0;
         impl::NullableInt64 boundary;
-        void BindInto(soci::statement& st) {
-            st.exchange(soci::into(job_id));
-            st.exchange(soci::into(boundary.value, boundary.ind));
-        }
+        void BindInto(soci::statement& st) { impl::IntoColumns(st, job_id, boundary); }
         std::pair<std::int64_t, std::optional<std::int64_t>> Finish() const { return {job_id, boundary.get()}; }
     };
     constexpr std::size_t kChunk = 500;

@@ -48,10 +48,7 @@ std::size_t CharLength(std::string_view s, std::size_t i) {
 struct LogRow {
     StoredFireLog log;
     void BindInto(soci::statement& st) {
-        st.exchange(soci::into(log.fire_id));
-        st.exchange(soci::into(log.log));
-        st.exchange(soci::into(log.truncated_bytes));
-        st.exchange(soci::into(log.stored_at_ms));
+        impl::IntoColumns(st, log.fire_id, log.log, log.truncated_bytes, log.stored_at_ms);
     }
     StoredFireLog Finish() const { return log; }
 };

@@ -39,11 +39,7 @@ struct BucketRow {
     std::string status;
     // SUM is DECIMAL on MySQL; its text form parses into a 64-bit integer all the same.
     std::int64_t times = 0;
-    void BindInto(soci::statement& st) {
-        st.exchange(soci::into(start));
-        st.exchange(soci::into(status));
-        st.exchange(soci::into(times));
-    }
+    void BindInto(soci::statement& st) { impl::IntoColumns(st, start, status, times); }
     BucketRow Finish() const { return *this; }
 };
 
@@ -56,13 +52,7 @@ struct JobStatusRow {
     impl::NullableInt64 lag_max;
     impl::NullableInt64 last_finished;
     void BindInto(soci::statement& st) {
-        st.exchange(soci::into(job_id));
-        st.exchange(soci::into(status));
-        st.exchange(soci::into(times));
-        st.exchange(soci::into(dispatched));
-        st.exchange(soci::into(lag_sum));
-        st.exchange(soci::into(lag_max.value, lag_max.ind));
-        st.exchange(soci::into(last_finished.value, last_finished.ind));
+        impl::IntoColumns(st, job_id, status, times, dispatched, lag_sum, lag_max, last_finished);
     }
     JobStatusRow Finish() const { return *this; }
 };
@@ -71,11 +61,7 @@ struct LiveRow {
     std::string status;
     std::int64_t count = 0;
     std::int64_t overdue = 0;
-    void BindInto(soci::statement& st) {
-        st.exchange(soci::into(status));
-        st.exchange(soci::into(count));
-        st.exchange(soci::into(overdue));
-    }
+    void BindInto(soci::statement& st) { impl::IntoColumns(st, status, count, overdue); }
     LiveRow Finish() const { return *this; }
 };
 
@@ -86,15 +72,8 @@ struct ActiveRow {
     impl::NullableString executor;
     impl::NullableInt64 started;
     void BindInto(soci::statement& st) {
-        st.exchange(soci::into(fire.id));
-        st.exchange(soci::into(fire.job_id));
-        st.exchange(soci::into(fire.job_name));
-        st.exchange(soci::into(fire.scheduled_time));
-        st.exchange(soci::into(fire.due_at));
-        st.exchange(soci::into(status));
-        st.exchange(soci::into(node.value, node.ind));
-        st.exchange(soci::into(executor.value, executor.ind));
-        st.exchange(soci::into(started.value, started.ind));
+        impl::IntoColumns(st, fire.id, fire.job_id, fire.job_name, fire.scheduled_time, fire.due_at, status, node,
+                          executor, started);
     }
     ActiveFire Finish() const {
         ActiveFire out = fire;
@@ -110,11 +89,7 @@ struct JobNameRow {
     std::int64_t id = 0;
     std::string name;
     std::string app;
-    void BindInto(soci::statement& st) {
-        st.exchange(soci::into(id));
-        st.exchange(soci::into(name));
-        st.exchange(soci::into(app));
-    }
+    void BindInto(soci::statement& st) { impl::IntoColumns(st, id, name, app); }
     JobNameRow Finish() const { return *this; }
 };
 

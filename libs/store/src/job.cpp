@@ -9,6 +9,7 @@
 
 #include "impl/job_row.hpp"
 #include "impl/query.hpp"
+#include "impl/stored_name.hpp"
 #include "sched/store/workflow.hpp"
 
 namespace sched::store {
@@ -25,6 +26,12 @@ constexpr const char* kColumns =
     "jitter_ms, dst_gap, dst_overlap, "
     "paused_by, paused_at, pause_note, "
     "calendar, start_at, end_at, max_runs, planned_runs, completed_at, completed_reason, concurrency_key, managed_by";
+
+// A stored name as the warning about an unknown one shows it: JSON-quoted, bytes that are not
+// UTF-8 replaced.
+std::string JsonQuoted(std::string_view stored) {
+    return nlohmann::json(stored).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+}
 
 // Binds every column of kColumns, in order, as outputs of `st`; Finish() copies the nullable and
 // boolean columns into `job` after each fetch.
@@ -81,34 +88,14 @@ struct JobRow {
     }
     Job Finish() {
         // The edge where the stored names become the vocabulary's enums (sched/store/job.hpp).
-        if (auto type = kScheduleTypeNames.Parse(schedule_type)) {
-            job.schedule_type = *type;
-        } else {
-            spdlog::warn("job {}: unknown schedule_type {} in the database, read as manual", job.id,
-                         nlohmann::json(schedule_type).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace));
-            job.schedule_type = ScheduleType::kManual;
-        }
-        if (auto policy = kMisfirePolicyNames.Parse(misfire_policy)) {
-            job.misfire_policy = *policy;
-        } else {
-            spdlog::warn("job {}: unknown misfire_policy {} in the database, read as fire-once-now", job.id,
-                         nlohmann::json(misfire_policy).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace));
-            job.misfire_policy = MisfirePolicy::kFireOnceNow;
-        }
-        if (auto parsed = kRoutingNames.Parse(routing)) {
-            job.routing = *parsed;
-        } else {
-            spdlog::warn("job {}: unknown routing {} in the database, read as round-robin", job.id,
-                         nlohmann::json(routing).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace));
-            job.routing = Routing::kRoundRobin;
-        }
-        if (auto parsed = kBlockStrategyNames.Parse(block_strategy)) {
-            job.block_strategy = *parsed;
-        } else {
-            spdlog::warn("job {}: unknown block_strategy {} in the database, read as serial", job.id,
-                         nlohmann::json(block_strategy).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace));
-            job.block_strategy = BlockStrategy::kSerial;
-        }
+        job.schedule_type = impl::StoredName(kScheduleTypeNames, schedule_type, ScheduleType::kManual, "job", job.id,
+                                             "schedule_type", JsonQuoted);
+        job.misfire_policy = impl::StoredName(kMisfirePolicyNames, misfire_policy, MisfirePolicy::kFireOnceNow, "job",
+                                              job.id, "misfire_policy", JsonQuoted);
+        job.routing =
+            impl::StoredName(kRoutingNames, routing, Routing::kRoundRobin, "job", job.id, "routing", JsonQuoted);
+        job.block_strategy = impl::StoredName(kBlockStrategyNames, block_strategy, BlockStrategy::kSerial, "job",
+                                              job.id, "block_strategy", JsonQuoted);
         job.start_at = start_at.get();
         job.end_at = end_at.get();
         job.max_runs = max_runs.get();
@@ -137,14 +124,13 @@ struct EditableFields {
           routing(RoutingName(j.routing)),
           block_strategy(BlockStrategyName(j.block_strategy)),
           at_least_once(j.at_least_once ? 1 : 0),
-          enabled(j.enabled ? 1 : 0) {
-        next_fire.set(j.next_fire_time);
-        start_at.set(j.start_at);
-        end_at.set(j.end_at);
-        max_runs.set(j.max_runs);
-        completed_at.set(j.completed_at);
-        managed_by.set(j.managed_by);
-    }
+          enabled(j.enabled ? 1 : 0),
+          next_fire(j.next_fire_time),
+          start_at(j.start_at),
+          end_at(j.end_at),
+          max_runs(j.max_runs),
+          completed_at(j.completed_at),
+          managed_by(j.managed_by) {}
     void BindUse(soci::statement& st) {
         st.exchange(soci::use(job.name, "name"));
         st.exchange(soci::use(job.app, "app"));
@@ -163,21 +149,21 @@ struct EditableFields {
         st.exchange(soci::use(job.shard_total, "shard_total"));
         st.exchange(soci::use(at_least_once, "at_least_once"));
         st.exchange(soci::use(enabled, "enabled"));
-        st.exchange(soci::use(next_fire.value, next_fire.ind, "next_fire_time"));
+        st.exchange(impl::Use(next_fire, "next_fire_time"));
         st.exchange(soci::use(job.description, "description"));
         st.exchange(soci::use(job.pause_after_failures, "pause_after_failures"));
         st.exchange(soci::use(job.jitter_ms, "jitter_ms"));
         st.exchange(soci::use(job.dst_gap, "dst_gap"));
         st.exchange(soci::use(job.dst_overlap, "dst_overlap"));
         st.exchange(soci::use(job.calendar, "calendar"));
-        st.exchange(soci::use(start_at.value, start_at.ind, "start_at"));
-        st.exchange(soci::use(end_at.value, end_at.ind, "end_at"));
-        st.exchange(soci::use(max_runs.value, max_runs.ind, "max_runs"));
+        st.exchange(impl::Use(start_at, "start_at"));
+        st.exchange(impl::Use(end_at, "end_at"));
+        st.exchange(impl::Use(max_runs, "max_runs"));
         st.exchange(soci::use(job.planned_runs, "planned_runs"));
-        st.exchange(soci::use(completed_at.value, completed_at.ind, "completed_at"));
+        st.exchange(impl::Use(completed_at, "completed_at"));
         st.exchange(soci::use(job.completed_reason, "completed_reason"));
         st.exchange(soci::use(job.concurrency_key, "concurrency_key"));
-        st.exchange(soci::use(managed_by.value, managed_by.ind, "managed_by"));
+        st.exchange(impl::Use(managed_by, "managed_by"));
     }
     Job job;
     std::string schedule_type;
@@ -231,11 +217,7 @@ Result<Job> JobRepository::Create(const Job& job) {
 }
 
 Result<Job> JobRepository::Get(std::int64_t id) {
-    return db_.Run([&](soci::session& s) -> Result<Job> {
-        auto job = Find(s, id);
-        if (!job) return NotFound("job " + std::to_string(id) + " not found");
-        return *job;
-    });
+    return impl::GetById(db_, "job", id, Find);
 }
 
 Result<std::vector<Job>> JobRepository::List(const JobFilter& filter) {
@@ -332,21 +314,17 @@ bool JobRepository::AdvanceSchedule(soci::session& s, std::int64_t id, std::int6
                                     std::optional<std::int64_t> expected_next,
                                     std::optional<std::int64_t> next_fire_time,
                                     std::optional<std::int64_t> last_fire_time) {
-    impl::NullableInt64 next;
-    next.set(next_fire_time);
-    impl::NullableInt64 last;
-    last.set(last_fire_time);
-    impl::NullableInt64 expected;
-    expected.set(expected_next);
+    impl::NullableInt64 next(next_fire_time);
+    impl::NullableInt64 last(last_fire_time);
+    impl::NullableInt64 expected(expected_next);
     const int expected_null = expected_next ? 0 : 1;
     // NULL never equals NULL in SQL, hence the explicit IS NULL branch for a job with no next time.
     soci::statement st =
         (s.prepare << "UPDATE job SET next_fire_time = :next, last_fire_time = COALESCE(:last, last_fire_time) "
                       "WHERE id = :id AND version = :version AND "
                       "((:expected_null = 1 AND next_fire_time IS NULL) OR next_fire_time = :expected)",
-         soci::use(next.value, next.ind, "next"), soci::use(last.value, last.ind, "last"), soci::use(id, "id"),
-         soci::use(expected_version, "version"), soci::use(expected_null, "expected_null"),
-         soci::use(expected.value, "expected"));
+         impl::Use(next, "next"), impl::Use(last, "last"), soci::use(id, "id"), soci::use(expected_version, "version"),
+         soci::use(expected_null, "expected_null"), soci::use(expected.value, "expected"));
     return impl::ExecuteAffected(st) == 1;
 }
 
@@ -542,7 +520,7 @@ Status JobRepository::SetPaused(std::int64_t id, const std::optional<JobPause>& 
         const std::string at = pause ? std::string(db_.dialect().NowMs()) : "NULL";
         soci::statement st =
             (s.prepare << "UPDATE job SET paused_by = :by, paused_at = " + at + ", pause_note = :note WHERE id = :id",
-             soci::use(by.value, by.ind, "by"), soci::use(note.value, note.ind, "note"), soci::use(id, "id"));
+             impl::Use(by, "by"), impl::Use(note, "note"), soci::use(id, "id"));
         if (impl::ExecuteAffected(st) == 0) return NotFound("job " + std::to_string(id) + " not found");
         return Status::Ok();
     });
@@ -552,8 +530,7 @@ void JobRepository::RecordRuns(soci::session& s, const std::vector<JobRunsUpdate
     for (const auto& u : updates) {
         std::int64_t id = u.id;
         std::int64_t runs = u.runs;
-        impl::NullableInt64 completed;
-        completed.set(u.completed_at);
+        impl::NullableInt64 completed(u.completed_at);
         std::string reason = u.completed_reason;
         const int completed_null = u.completed_at ? 0 : 1;
         const int completed_null2 = completed_null;  // soci: no repeated named parameters
@@ -562,9 +539,8 @@ void JobRepository::RecordRuns(soci::session& s, const std::vector<JobRunsUpdate
              "completed_at), completed_reason = CASE WHEN :completed_null = 1 THEN completed_reason ELSE :reason "
              "END, "
              "next_fire_time = CASE WHEN :completed_null2 = 1 THEN next_fire_time ELSE NULL END WHERE id = :id",
-            soci::use(runs, "runs"), soci::use(completed.value, completed.ind, "completed_at"),
-            soci::use(completed_null, "completed_null"), soci::use(reason, "reason"),
-            soci::use(completed_null2, "completed_null2"), soci::use(id, "id");
+            soci::use(runs, "runs"), impl::Use(completed, "completed_at"), soci::use(completed_null, "completed_null"),
+            soci::use(reason, "reason"), soci::use(completed_null2, "completed_null2"), soci::use(id, "id");
     }
 }
 

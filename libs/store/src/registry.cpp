@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "impl/json_strings.hpp"
 #include "impl/query.hpp"
 
 namespace sched::store {
@@ -15,13 +16,7 @@ std::string HandlersToJson(const std::vector<std::string>& handlers) {
 std::vector<std::string> HandlersFromJson(const std::string& text) {
     // Written only by HandlersToJson; a malformed value reads as "no handlers" rather than
     // taking the whole registry listing down.
-    auto j = nlohmann::json::parse(text, nullptr, false);
-    std::vector<std::string> out;
-    if (!j.is_array()) return out;
-    for (const auto& h : j) {
-        if (h.is_string()) out.push_back(h.get<std::string>());
-    }
-    return out;
+    return impl::JsonStrings(text);
 }
 
 struct ExecutorRow {

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "impl/json_strings.hpp"
 #include "impl/query.hpp"
 
 namespace sched::store {
@@ -19,13 +20,7 @@ constexpr const char* kColumns =
 // Anything unreadable is no app at all, so a damaged row can only deny.
 std::vector<std::string> ScopeFromColumn(const std::optional<std::string>& text) {
     if (!text) return {std::string(kAllApps)};
-    auto j = nlohmann::json::parse(*text, nullptr, false);
-    std::vector<std::string> out;
-    if (!j.is_array()) return out;
-    for (const auto& app : j) {
-        if (app.is_string()) out.push_back(app.get<std::string>());
-    }
-    return out;
+    return impl::JsonStrings(*text);
 }
 
 struct TokenRow {
@@ -78,7 +73,7 @@ Result<ApiToken> TokenRepository::Create(const std::string& name, Role role, con
              ":role, " +
                  std::string(db_.dialect().NowMs()) + ", :scope, :by)",
             soci::use(name, "name"), soci::use(token_hash, "hash"), soci::use(role_name, "role"),
-            soci::use(scope.value, scope.ind, "scope"), soci::use(by.value, by.ind, "by");
+            impl::Use(scope, "scope"), impl::Use(by, "by");
         long long new_id = 0;
         if (!s.get_last_insert_id("api_token", new_id)) return Internal("no id for the new token");
         return static_cast<std::int64_t>(new_id);

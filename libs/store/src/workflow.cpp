@@ -8,9 +8,8 @@
 #include <stdexcept>
 #include <utility>
 
-#include <spdlog/spdlog.h>
-
 #include "impl/query.hpp"
+#include "impl/stored_name.hpp"
 
 namespace sched::store {
 
@@ -46,20 +45,10 @@ struct WorkflowRow {
     Workflow Finish() {
         // Unknown stored names read as for a job (sched/store/job.hpp): a workflow that never
         // fires on its own rather than one that fires on a guess.
-        if (auto type = kScheduleTypeNames.Parse(schedule_type)) {
-            w.schedule_type = *type;
-        } else {
-            spdlog::warn("workflow {}: unknown schedule_type {} in the database, read as manual", w.id,
-                         model::QuotedName(schedule_type));
-            w.schedule_type = ScheduleType::kManual;
-        }
-        if (auto policy = kMisfirePolicyNames.Parse(misfire_policy)) {
-            w.misfire_policy = *policy;
-        } else {
-            spdlog::warn("workflow {}: unknown misfire_policy {} in the database, read as fire-once-now", w.id,
-                         model::QuotedName(misfire_policy));
-            w.misfire_policy = MisfirePolicy::kFireOnceNow;
-        }
+        w.schedule_type = impl::StoredName(kScheduleTypeNames, schedule_type, ScheduleType::kManual, "workflow", w.id,
+                                           "schedule_type", model::QuotedName);
+        w.misfire_policy = impl::StoredName(kMisfirePolicyNames, misfire_policy, MisfirePolicy::kFireOnceNow,
+                                            "workflow", w.id, "misfire_policy", model::QuotedName);
         w.paused = paused != 0;
         w.next_fire_time = next_fire.get();
         w.managed_by = managed_by.get();
@@ -229,10 +218,9 @@ struct WorkflowColumns {
         : w(w),
           type(ScheduleTypeName(w.schedule_type)),
           misfire(MisfirePolicyName(w.misfire_policy)),
-          paused(w.paused ? 1 : 0) {
-        next.set(w.next_fire_time);
-        managed_by.set(w.managed_by);
-    }
+          paused(w.paused ? 1 : 0),
+          next(w.next_fire_time),
+          managed_by(w.managed_by) {}
     void Use(soci::statement& st) {
         st.exchange(soci::use(w.description, "description"));
         st.exchange(soci::use(type, "type"));
@@ -242,8 +230,8 @@ struct WorkflowColumns {
         st.exchange(soci::use(w.max_concurrent_runs, "maxc"));
         st.exchange(soci::use(w.run_timeout_ms, "timeout"));
         st.exchange(soci::use(paused, "paused"));
-        st.exchange(soci::use(next.value, next.ind, "next"));
-        st.exchange(soci::use(managed_by.value, managed_by.ind, "managed_by"));
+        st.exchange(impl::Use(next, "next"));
+        st.exchange(impl::Use(managed_by, "managed_by"));
     }
 
     const Workflow& w;
@@ -294,19 +282,11 @@ Result<Workflow> WorkflowRepository::Create(const Workflow& w) {
 }
 
 Result<Workflow> WorkflowRepository::Get(std::int64_t id) {
-    return db_.Run([&](soci::session& s) -> Result<Workflow> {
-        auto found = Find(s, id);
-        if (!found) return NotFound("workflow " + std::to_string(id) + " not found");
-        return *found;
-    });
+    return impl::GetById(db_, "workflow", id, Find);
 }
 
 Result<Workflow> WorkflowRepository::GetByName(const std::string& name) {
-    return db_.Run([&](soci::session& s) -> Result<Workflow> {
-        auto found = FindByName(s, name);
-        if (!found) return NotFound("workflow " + model::QuotedName(name) + " not found");
-        return *found;
-    });
+    return impl::GetByName(db_, "workflow " + model::QuotedName(name), name, FindByName);
 }
 
 Result<std::vector<Workflow>> WorkflowRepository::List(std::int64_t after_id, int limit) {
@@ -356,12 +336,11 @@ Result<Workflow> WorkflowRepository::SetPaused(std::int64_t id, bool paused,
                                                std::optional<std::int64_t> next_fire_time) {
     Status set = db_.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Status {
         const int flag = paused ? 1 : 0;
-        impl::NullableInt64 next;
-        next.set(paused ? std::nullopt : next_fire_time);
+        impl::NullableInt64 next(paused ? std::nullopt : next_fire_time);
         soci::statement st = (s.prepare << "UPDATE workflow SET paused = :paused, next_fire_time = :next, version = "
                                            "version + 1, updated_at = " +
                                                std::string(db_.dialect().NowMs()) + " WHERE id = :id",
-                              soci::use(flag, "paused"), soci::use(next.value, next.ind, "next"), soci::use(id, "id"));
+                              soci::use(flag, "paused"), impl::Use(next, "next"), soci::use(id, "id"));
         if (impl::ExecuteAffected(st) != 1) return NotFound("workflow " + std::to_string(id) + " not found");
         return Status::Ok();
     });
@@ -407,10 +386,7 @@ std::optional<std::string> WorkflowRepository::StepUsingJob(soci::session& s, st
     struct Row {
         std::string workflow;
         std::string step;
-        void BindInto(soci::statement& st) {
-            st.exchange(soci::into(workflow));
-            st.exchange(soci::into(step));
-        }
+        void BindInto(soci::statement& st) { impl::IntoColumns(st, workflow, step); }
         std::string Finish() const { return workflow + "/" + step; }
     };
     auto rows = impl::SelectRows<Row>(

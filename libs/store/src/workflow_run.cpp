@@ -75,11 +75,7 @@ struct RunRow {
 }  // namespace
 
 Result<WorkflowRun> WorkflowRunRepository::Get(std::int64_t id) {
-    return db_.Run([&](soci::session& s) -> Result<WorkflowRun> {
-        auto found = Find(s, id);
-        if (!found) return NotFound("workflow run " + std::to_string(id) + " not found");
-        return *found;
-    });
+    return impl::GetById(db_, "workflow run", id, Find);
 }
 
 Result<std::vector<WorkflowRun>> WorkflowRunRepository::ListForWorkflow(std::int64_t workflow_id,
@@ -102,16 +98,11 @@ std::optional<std::int64_t> WorkflowRunRepository::InsertIfAbsent(soci::session&
     const std::string kind(kWorkflowRunKindNames.Name(run.kind));
     const std::string status(kWorkflowRunStatusNames.Name(run.status));
     const std::string definition = WorkflowDefinitionToJson(run.definition);
-    impl::NullableString reason;
-    reason.set(run.reason);
-    impl::NullableString params;
-    params.set(run.params);
-    impl::NullableString from_step;
-    from_step.set(run.from_step);
-    impl::NullableInt64 started;
-    started.set(run.started_at);
-    impl::NullableInt64 ended;
-    ended.set(run.ended_at);
+    impl::NullableString reason(run.reason);
+    impl::NullableString params(run.params);
+    impl::NullableString from_step(run.from_step);
+    impl::NullableInt64 started(run.started_at);
+    impl::NullableInt64 ended(run.ended_at);
     const std::string now(dialect.NowMs());
     soci::statement st =
         (s.prepare << dialect.InsertIfAbsent(
@@ -120,11 +111,10 @@ std::optional<std::int64_t> WorkflowRunRepository::InsertIfAbsent(soci::session&
              ":kind, :status, :reason, :params, :version, :definition, :generation, :from_step, :by, " +
              now + ", :started, :ended, " + now + ")"),
          soci::use(run.workflow_id, "wf"), soci::use(run.scheduled_time, "t"), soci::use(kind, "kind"),
-         soci::use(status, "status"), soci::use(reason.value, reason.ind, "reason"),
-         soci::use(params.value, params.ind, "params"), soci::use(run.workflow_version, "version"),
-         soci::use(definition, "definition"), soci::use(run.generation, "generation"),
-         soci::use(from_step.value, from_step.ind, "from_step"), soci::use(run.created_by, "by"),
-         soci::use(started.value, started.ind, "started"), soci::use(ended.value, ended.ind, "ended"));
+         soci::use(status, "status"), impl::Use(reason, "reason"), impl::Use(params, "params"),
+         soci::use(run.workflow_version, "version"), soci::use(definition, "definition"),
+         soci::use(run.generation, "generation"), impl::Use(from_step, "from_step"), soci::use(run.created_by, "by"),
+         impl::Use(started, "started"), impl::Use(ended, "ended"));
     if (db::ExecuteInsertIfAbsent(st) == 0) return std::nullopt;
     long long id = 0;
     if (!s.get_last_insert_id("workflow_run", id)) throw std::runtime_error("no id for the new workflow run");
@@ -198,10 +188,7 @@ std::map<std::int64_t, std::string> WorkflowRunRepository::ParamsOf(soci::sessio
     struct Row {
         std::int64_t id = 0;
         std::string params;
-        void BindInto(soci::statement& st) {
-            st.exchange(soci::into(id));
-            st.exchange(soci::into(params));
-        }
+        void BindInto(soci::statement& st) { impl::IntoColumns(st, id, params); }
         std::pair<std::int64_t, std::string> Finish() const { return {id, params}; }
     };
     constexpr std::size_t kChunk = 500;
@@ -224,8 +211,7 @@ bool WorkflowRunRepository::End(soci::session& s, std::int64_t id, WorkflowRunSt
                                 const std::optional<std::string>& reason, std::int64_t now_ms) {
     if (status == WorkflowRunStatus::kRunning) throw std::logic_error("WorkflowRunRepository::End to running");
     const std::string name(kWorkflowRunStatusNames.Name(status));
-    impl::NullableString why;
-    why.set(reason);
+    impl::NullableString why(reason);
     // A run created ahead of its scheduled time (the planner's lookahead) starts then; one that
     // ends before that time (a root step's job deleted) ends at its start, never before it.
     soci::statement st =
@@ -233,8 +219,8 @@ bool WorkflowRunRepository::End(soci::session& s, std::int64_t id, WorkflowRunSt
                       "IS NOT NULL AND started_at > :now THEN started_at ELSE :now2 END, updated_at = :now3 WHERE id = "
                       ":id AND status = " +
                           Literal(WorkflowRunStatus::kRunning),
-         soci::use(name, "status"), soci::use(why.value, why.ind, "reason"), soci::use(now_ms, "now"),
-         soci::use(now_ms, "now2"), soci::use(now_ms, "now3"), soci::use(id, "id"));
+         soci::use(name, "status"), impl::Use(why, "reason"), soci::use(now_ms, "now"), soci::use(now_ms, "now2"),
+         soci::use(now_ms, "now3"), soci::use(id, "id"));
     return impl::ExecuteAffected(st) == 1;
 }
 

@@ -99,6 +99,24 @@ TEST_P(WorkflowRepositoryTest, CreateGetListRoundTripEveryField) {
     EXPECT_TRUE(workflows.List(second->id, 10)->empty());
 }
 
+// As for a job: a stored name this release does not know reads as the safe default (manual,
+// fire-once-now), so the workflow and the ones beside it stay readable.
+TEST_P(WorkflowRepositoryTest, ReadsUnknownStoredNamesAsTheDefaults) {
+    WorkflowRepository workflows(db());
+    auto created = workflows.Create(Diamond("odd"));
+    ASSERT_NO_FATAL_FAILURE(ExpectCreated(created));
+    const std::int64_t id = created->id;
+    ASSERT_TRUE(db().Run([&](soci::session& s) {
+                        s << "UPDATE workflow SET schedule_type = 'hourly', misfire_policy = 'later' WHERE id = :id",
+                            soci::use(id);
+                    })
+                    .ok());
+    auto got = workflows.Get(id);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(got->schedule_type, ScheduleType::kManual);
+    EXPECT_EQ(got->misfire_policy, MisfirePolicy::kFireOnceNow);
+}
+
 TEST_P(WorkflowRepositoryTest, ManagedByRoundTripsAndClears) {
     WorkflowRepository workflows(db());
     auto plain = workflows.Create(Diamond("by-hand"));

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <array>
-#include <limits>
 #include <set>
 #include <variant>
 
@@ -13,6 +12,7 @@
 #include "impl/context.hpp"
 #include "impl/job_input.hpp"
 #include "impl/list_query.hpp"
+#include "impl/resource_routes.hpp"
 #include "sched/api/alerts.hpp"
 #include "sched/http/address_policy.hpp"
 #include "sched/http/json.hpp"
@@ -28,7 +28,6 @@ using http::Method;
 using http::Request;
 using http::Response;
 
-constexpr std::int64_t kMaxId = std::numeric_limits<std::int64_t>::max();
 constexpr std::size_t kMaxNameChars = 191;
 constexpr std::size_t kMaxUrlBytes = 2048;
 constexpr std::size_t kMinSecretBytes = 16;
@@ -217,17 +216,13 @@ void AddAlertRoutes(Routes& routes) {
                    co_return Response::Json(out);
                });
     routes.Add(Method::kGet, "/api/v1/alert-rules/{id}", Permission::kAdmin,
-               [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
-                   std::optional<Response> error;
-                   const auto id = PathId(req, error);
-                   if (error) co_return *error;
-                   auto work = [id = *id](db::Database& db) {
-                       return store::AlertRepository(db).GetRule(id);
-                   };
-                   auto rule = co_await WithDb(*ctx, work);
-                   if (!rule.ok()) co_return Response::Error(rule.status(), "id");
-                   co_return Response::Json(RuleView(*rule));
-               });
+               GetHandler(
+                   ctx, [](const Status& s) { return Response::Error(s, "id"); },
+                   [](db::Database& db, std::int64_t id) -> Result<nlohmann::json> {
+                       auto rule = store::AlertRepository(db).GetRule(id);
+                       if (!rule.ok()) return rule.status();
+                       return RuleView(*rule);
+                   }));
     routes.Add(Method::kPut, "/api/v1/alert-rules/{id}", Permission::kAdmin,
                [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
                    std::optional<Response> error;
@@ -321,27 +316,23 @@ void AddAlertRoutes(Routes& routes) {
                    co_return Response::Json(DeliveryView(*queued), 202);
                });
     routes.Add(Method::kDelete, "/api/v1/alert-rules/{id}", Permission::kAdmin,
-               [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
-                   std::optional<Response> error;
-                   const auto id = PathId(req, error);
-                   if (error) co_return *error;
-                   auto work = [&who, id = *id](db::Database& db) -> Status {
-                       store::AlertRepository alerts(db);
-                       auto before = alerts.GetRule(id);
-                       if (!before.ok()) return before.status();
-                       Status deleted = alerts.DeleteRule(id);
-                       if (deleted.ok()) {
-                           RecordAudit(db, who,
-                                       {"delete", "alert-rule", std::to_string(id), before->name, RuleView(*before),
-                                        std::nullopt});
-                       }
-                       return deleted;
-                   };
-                   Status deleted = co_await WithDb(*ctx, work);
-                   if (!deleted.ok()) co_return Response::Error(deleted, "id");
-                   spdlog::info("web: alert rule {} deleted by {}", *id, who.name);
-                   co_return Response::NoContent();
-               });
+               DeleteHandler(ctx, {.remove = [](db::Database& db, std::int64_t id, const Principal& who) -> Status {
+                                       store::AlertRepository alerts(db);
+                                       auto before = alerts.GetRule(id);
+                                       if (!before.ok()) return before.status();
+                                       Status deleted = alerts.DeleteRule(id);
+                                       if (deleted.ok()) {
+                                           RecordAudit(db, who,
+                                                       {"delete", "alert-rule", std::to_string(id), before->name,
+                                                        RuleView(*before), std::nullopt});
+                                       }
+                                       return deleted;
+                                   },
+                                   .error = [](const Status& s) { return Response::Error(s, "id"); },
+                                   .log =
+                                       [](std::int64_t id, const Principal& who) {
+                                           spdlog::info("web: alert rule {} deleted by {}", id, who.name);
+                                       }}));
     routes.Add(Method::kGet, "/api/v1/alert-deliveries", Permission::kAdmin, {{"limit", "rule_id", "status"}},
                [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
                    std::optional<Response> error;

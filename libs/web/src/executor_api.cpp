@@ -208,17 +208,29 @@ http::Response Forbidden(const Status& denied) {
     return http::Response::Error(denied, "app");
 }
 
+// The body of an executor's registry call (heartbeat, deregister) read by `parse`, its app at
+// most kMaxAppName characters; the first problem in its `error` (a 400 naming body, the field or
+// app).
+template <typename Message>
+protocol::Parsed<Message> ReadAppBody(const http::Request& req,
+                                      protocol::Parsed<Message> (*parse)(const nlohmann::json& body)) {
+    auto body = req.Json();
+    if (!body.ok()) {
+        return {.error = http::ApiError{body.status().code(), body.status().message(), "body"}};
+    }
+    auto parsed = parse(*body);
+    if (parsed.ok() && CodePoints(parsed.value.app) > kMaxAppName) {
+        parsed.error = http::ApiError{Code::kInvalidArgument,
+                                      "app: at most " + std::to_string(kMaxAppName) + " characters", "app"};
+    }
+    return parsed;
+}
+
 }  // namespace
 
 net::awaitable<http::Response> HandleHeartbeat(http::Request& req, const Principal& who, db::Database& db,
                                                net::thread_pool& db_pool) {
-    auto body = req.Json();
-    if (!body.ok()) co_return http::Response::Error(body.status(), "body");
-    auto beat = protocol::ParseHeartbeat(*body);
-    if (beat.ok() && CodePoints(beat.value.app) > kMaxAppName) {
-        beat.error = http::ApiError{Code::kInvalidArgument,
-                                    "app: at most " + std::to_string(kMaxAppName) + " characters", "app"};
-    }
+    auto beat = ReadAppBody(req, protocol::ParseHeartbeat);
     if (!beat.ok()) co_return http::Response::Error(*beat.error);
     store::ExecutorInstance e;
     e.app = std::move(beat.value.app);
@@ -245,13 +257,7 @@ net::awaitable<http::Response> HandleHeartbeat(http::Request& req, const Princip
 
 net::awaitable<http::Response> HandleDeregister(http::Request& req, const Principal& who, db::Database& db,
                                                 net::thread_pool& db_pool) {
-    auto body = req.Json();
-    if (!body.ok()) co_return http::Response::Error(body.status(), "body");
-    auto parsed = protocol::ParseDeregister(*body);
-    if (parsed.ok() && CodePoints(parsed.value.app) > kMaxAppName) {
-        parsed.error = http::ApiError{Code::kInvalidArgument,
-                                      "app: at most " + std::to_string(kMaxAppName) + " characters", "app"};
-    }
+    auto parsed = ReadAppBody(req, protocol::ParseDeregister);
     if (!parsed.ok()) co_return http::Response::Error(*parsed.error);
     const std::string app = std::move(parsed.value.app);
     const std::string address = std::move(parsed.value.address);

@@ -1,7 +1,6 @@
 // Fires: /api/v1/fires..., including kill and the log relayed from the executor that ran it.
 
 #include <algorithm>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -27,8 +26,6 @@ namespace {
 using http::Method;
 using http::Request;
 using http::Response;
-
-constexpr std::int64_t kMaxId = std::numeric_limits<std::int64_t>::max();
 
 http::CallOptions ExecutorCall(const Context& ctx) {
     http::CallOptions call;

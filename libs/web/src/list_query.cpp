@@ -1,6 +1,5 @@
 #include "impl/list_query.hpp"
 
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -22,8 +21,7 @@ std::optional<PageRequest> ReadPageRequest(const http::Request& req, std::initia
     page.limit = static_cast<int>(QueryInt(req, "limit", 1, bounds.max_limit, error).value_or(bounds.default_limit));
     if (error) return std::nullopt;
     if (bounds.cursor) {
-        page.cursor =
-            QueryInt(req, "cursor", bounds.min_cursor, std::numeric_limits<std::int64_t>::max(), error).value_or(0);
+        page.cursor = QueryInt(req, "cursor", bounds.min_cursor, kMaxId, error).value_or(0);
         if (error) return std::nullopt;
     }
     return page;

@@ -172,6 +172,18 @@ Result<LockApi::Backend> LockApi::GetBackend() {
     return *backend_;
 }
 
+std::optional<LockApi::Target> LockApi::Resolve(const Principal& who, const std::optional<std::string>& app,
+                                                const std::string& key, std::optional<Response>& error) {
+    auto name = LockName(who, app, key, error);
+    if (!name) return std::nullopt;
+    auto backend = GetBackend();
+    if (!backend.ok()) {
+        error = Response::Error(backend.status());
+        return std::nullopt;
+    }
+    return Target{*std::move(backend), *name, std::string(kRowPrefix) + *name};
+}
+
 net::awaitable<Response> LockApi::Acquire(Request& req, const Principal& who) {
     const std::string key(req.PathParam("key"));
     if (auto bad = CheckKey(key)) co_return *bad;
@@ -183,10 +195,8 @@ net::awaitable<Response> LockApi::Acquire(Request& req, const Principal& who) {
     const std::int64_t lease_ms = request.value.lease_ms;
     const std::int64_t wait_ms = request.value.wait_ms;
     std::optional<Response> error;
-    const auto name = LockName(who, app, key, error);
-    if (!name) co_return *error;
-    auto backend = GetBackend();
-    if (!backend.ok()) co_return Response::Error(backend.status());
+    const auto target = Resolve(who, app, key, error);
+    if (!target) co_return *error;
 
     std::optional<WaiterSlot> slot;
     if (wait_ms > 0) {
@@ -203,13 +213,13 @@ net::awaitable<Response> LockApi::Acquire(Request& req, const Principal& who) {
     const Micros lease = milliseconds(lease_ms);
     const auto start = SteadyClock::now();
     const auto deadline = start + milliseconds(wait_ms);
-    const std::string row_name = std::string(kRowPrefix) + *name;
+    const std::string& row_name = target->row_name;
     auto executor = co_await net::this_coro::executor;
     net::steady_timer timer(executor);
     Backoff backoff(milliseconds(10), milliseconds(500), BackoffJitter::kSpread);
     for (;;) {
         const auto attempt_start = SteadyClock::now();
-        auto attempt = [b = *backend, name = *name, row_name, lease]() -> Result<Attempt> {
+        auto attempt = [b = target->backend, name = target->name, row_name, lease]() -> Result<Attempt> {
             auto handle = b.locks->TryLock(name, Micros{0}, lease);
             if (!handle.ok()) return handle.status();
             Attempt a;
@@ -306,13 +316,12 @@ net::awaitable<Response> LockApi::ExtendOrRelease(Request& req, const Principal&
         epoch = request.value.epoch;
     }
     std::optional<Response> error;
-    const auto name = LockName(who, app, key, error);
-    if (!name) co_return *error;
-    auto backend = GetBackend();
-    if (!backend.ok()) co_return Response::Error(backend.status());
+    const auto target = Resolve(who, app, key, error);
+    if (!target) co_return *error;
 
-    const std::string row_name = std::string(kRowPrefix) + *name;
-    auto work = [b = *backend, key, name = *name, row_name, owner, epoch, lease_ms, extend]() -> Result<Change> {
+    const std::string& row_name = target->row_name;
+    auto work = [b = target->backend, key, name = target->name, row_name, owner, epoch, lease_ms,
+                 extend]() -> Result<Change> {
         auto read = b.store->InspectLock(row_name);
         if (!read.ok()) return read.status();
         if (!*read) return NotFound("no lock '" + key + "' was ever acquired");
@@ -387,12 +396,10 @@ net::awaitable<Response> LockApi::Inspect(Request& req, const Principal& who) {
     std::optional<std::string> app;
     if (auto given = req.Query("app"); given && !given->empty()) app = *given;
     std::optional<Response> error;
-    const auto name = LockName(who, app, key, error);
-    if (!name) co_return *error;
-    auto backend = GetBackend();
-    if (!backend.ok()) co_return Response::Error(backend.status());
-    const std::string row_name = std::string(kRowPrefix) + *name;
-    auto work = [b = *backend, row_name] {
+    const auto target = Resolve(who, app, key, error);
+    if (!target) co_return *error;
+    const std::string& row_name = target->row_name;
+    auto work = [b = target->backend, row_name] {
         return b.store->InspectLock(row_name);
     };
     auto row = co_await OnPool(db_pool_, work);

@@ -501,6 +501,10 @@ TEST_P(ExecutorApiTest, RegistryAndCallbackBodiesAreStrict) {
     many["handlers"] = std::vector<std::string>(1001, "h");
     EXPECT_EQ(field_of("/api/v1/registry/heartbeat", many), "handlers");
     EXPECT_EQ(field_of("/api/v1/registry/deregister", {{"app", "pay"}, {"address", "h:1"}, {"force", true}}), "force");
+    auto long_app = beat;
+    long_app["app"] = std::string(192, 'a');
+    EXPECT_EQ(field_of("/api/v1/registry/heartbeat", long_app), "app");
+    EXPECT_EQ(field_of("/api/v1/registry/deregister", {{"app", std::string(192, 'a')}, {"address", "h:1"}}), "app");
     EXPECT_EQ(field_of("/api/v1/callback",
                        nlohmann::json::array({{{"fire_id", 1}, {"attempt", 0}, {"status", "failed"}, {"bogus", 1}}})),
               "[0].bogus");

@@ -46,13 +46,8 @@ class FakeExecutor {
             if (!keys.ok()) return keys.status();
             std::vector<protocol::SigningKey> accepted;
             for (const auto& k : keys->keys) accepted.push_back({k.key_id, k.secret});
-            const protocol::SignedRequest signed_request{.method = req.method_text,
-                                                         .target = req.target,
-                                                         .body = req.body,
-                                                         .key_id = req.headers.Get(protocol::kKeyIdHeader),
-                                                         .timestamp = req.headers.Get(protocol::kTimestampHeader),
-                                                         .signature = req.headers.Get(protocol::kSignatureHeader)};
-            return protocol::VerifySignature(signed_request, accepted, keys->db_now_ms, std::chrono::seconds(30));
+            return protocol::VerifySignature(protocol::SignedRequestOf(req), accepted, keys->db_now_ms,
+                                             std::chrono::seconds(30));
         };
         server_ = std::make_unique<http::testing::TestServer>(std::move(router), http::testing::LoopbackOptions(),
                                                               std::move(verify));

@@ -56,14 +56,9 @@ nlohmann::json Resolve(const nlohmann::json& schema) {
     return merged;
 }
 
-template <typename T>
-struct IsOptional : std::false_type {};
-template <typename T>
-struct IsOptional<std::optional<T>> : std::true_type {};
-template <typename T>
-struct IsVector : std::false_type {};
-template <typename T>
-struct IsVector<std::vector<T>> : std::true_type {};
+// The member types as the views' JSON writer tells them apart.
+using api::impl::IsOptional;
+using api::impl::IsVector;
 
 template <api::ViewType V>
 void ExpectSchemaOf(const nlohmann::json& schema, const std::string& where);

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <stdexcept>
 
 namespace sched::http::impl {
@@ -37,6 +38,37 @@ std::string Unreadable(const std::string& file) {
     return std::strerror(errno);
 }
 
+// "<key> "<file>": <what>: <OpenSSL's reason>", or "... cannot read: <why>" when the file itself
+// cannot be read. Called right after the failed call, while its error is the queue's last.
+std::string FileError(const std::string& key, const std::string& file, const std::string& what) {
+    const std::string unreadable = Unreadable(file);
+    const std::string reason = TakeOpenSslError();
+    return key + " \"" + file + "\": " + (unreadable.empty() ? what + ": " + reason : "cannot read: " + unreadable);
+}
+
+// Which file failed to load (its option's name) and how.
+struct FileFailure {
+    std::string key;
+    std::string file;
+    std::string what;
+};
+
+// Loads the certificate chain of `cert_file` and the key of `key_file` into `ctx` and checks that
+// they belong together; the first failure, if any, with OpenSSL's error still queued.
+std::optional<FileFailure> UseCertificateAndKey(SSL_CTX* ctx, const std::string& cert_file,
+                                                const std::string& key_file) {
+    if (SSL_CTX_use_certificate_chain_file(ctx, cert_file.c_str()) != 1) {
+        return FileFailure{"cert-file", cert_file, "cannot load the certificate chain"};
+    }
+    if (SSL_CTX_use_PrivateKey_file(ctx, key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+        return FileFailure{"key-file", key_file, "cannot load the private key"};
+    }
+    if (SSL_CTX_check_private_key(ctx) != 1) {
+        return FileFailure{"key-file", key_file, "the key does not match cert-file \"" + cert_file + "\""};
+    }
+    return std::nullopt;
+}
+
 void CommonSettings(SSL_CTX* ctx, TlsVersion min_version) {
     SSL_CTX_set_min_proto_version(ctx, min_version == TlsVersion::k1_3 ? TLS1_3_VERSION : TLS1_2_VERSION);
     SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
@@ -56,19 +88,10 @@ Result<std::shared_ptr<ssl::context>> MakeServerContext(const ServerTlsOptions& 
     SSL_CTX_set_num_tickets(ctx, 0);
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
     const auto fail = [](const std::string& key, const std::string& file, const std::string& what) {
-        const std::string unreadable = Unreadable(file);
-        const std::string reason = TakeOpenSslError();
-        return InvalidArgument("tls." + key + " \"" + file +
-                               "\": " + (unreadable.empty() ? what + ": " + reason : "cannot read: " + unreadable));
+        return InvalidArgument("tls." + FileError(key, file, what));
     };
-    if (SSL_CTX_use_certificate_chain_file(ctx, options.cert_file.c_str()) != 1) {
-        return fail("cert-file", options.cert_file, "cannot load the certificate chain");
-    }
-    if (SSL_CTX_use_PrivateKey_file(ctx, options.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
-        return fail("key-file", options.key_file, "cannot load the private key");
-    }
-    if (SSL_CTX_check_private_key(ctx) != 1) {
-        return fail("key-file", options.key_file, "the key does not match cert-file \"" + options.cert_file + "\"");
+    if (auto failed = UseCertificateAndKey(ctx, options.cert_file, options.key_file)) {
+        return fail(failed->key, failed->file, failed->what);
     }
     if (!options.client_ca_file.empty()) {
         if (SSL_CTX_load_verify_locations(ctx, options.client_ca_file.c_str(), nullptr) != 1) {
@@ -90,10 +113,7 @@ std::shared_ptr<ssl::context> MakeClientContext(const ClientTlsOptions& options)
     SSL_CTX* ctx = context->native_handle();
     CommonSettings(ctx, options.min_version);
     const auto fail = [](const std::string& key, const std::string& file, const std::string& what) {
-        const std::string unreadable = Unreadable(file);
-        const std::string reason = TakeOpenSslError();
-        return std::runtime_error("http-client.tls." + key + " \"" + file +
-                                  "\": " + (unreadable.empty() ? what + ": " + reason : "cannot read: " + unreadable));
+        return std::runtime_error("http-client.tls." + FileError(key, file, what));
     };
     if (!options.ca_file.empty()) {
         if (SSL_CTX_load_verify_locations(ctx, options.ca_file.c_str(), nullptr) != 1) {
@@ -104,14 +124,8 @@ std::shared_ptr<ssl::context> MakeClientContext(const ClientTlsOptions& options)
     }
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
     if (!options.cert_file.empty()) {
-        if (SSL_CTX_use_certificate_chain_file(ctx, options.cert_file.c_str()) != 1) {
-            throw fail("cert-file", options.cert_file, "cannot load the certificate chain");
-        }
-        if (SSL_CTX_use_PrivateKey_file(ctx, options.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
-            throw fail("key-file", options.key_file, "cannot load the private key");
-        }
-        if (SSL_CTX_check_private_key(ctx) != 1) {
-            throw fail("key-file", options.key_file, "the key does not match cert-file \"" + options.cert_file + "\"");
+        if (auto failed = UseCertificateAndKey(ctx, options.cert_file, options.key_file)) {
+            throw fail(failed->key, failed->file, failed->what);
         }
     }
     return context;

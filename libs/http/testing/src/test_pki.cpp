@@ -66,22 +66,15 @@ void WritePem(const std::string& path, X509* cert, EVP_PKEY* key) {
     Check(ok, ("write " + path).c_str());
 }
 
-KeyPtr ReadKey(const std::string& path) {
+// The one PEM object of the file `path`, read by `read` (PEM_read_PrivateKey, PEM_read_X509).
+template <typename Ptr, typename T>
+Ptr ReadPem(const std::string& path, T* (*read)(FILE*, T**, pem_password_cb*, void*)) {
     FILE* f = std::fopen(path.c_str(), "r");
     Check(f != nullptr, ("open " + path).c_str());
-    KeyPtr key(PEM_read_PrivateKey(f, nullptr, nullptr, nullptr));
+    Ptr object(read(f, nullptr, nullptr, nullptr));
     std::fclose(f);
-    Check(key != nullptr, ("read " + path).c_str());
-    return key;
-}
-
-CertPtr ReadCert(const std::string& path) {
-    FILE* f = std::fopen(path.c_str(), "r");
-    Check(f != nullptr, ("open " + path).c_str());
-    CertPtr cert(PEM_read_X509(f, nullptr, nullptr, nullptr));
-    std::fclose(f);
-    Check(cert != nullptr, ("read " + path).c_str());
-    return cert;
+    Check(object != nullptr, ("read " + path).c_str());
+    return object;
 }
 
 }  // namespace
@@ -109,8 +102,8 @@ TestPki::~TestPki() {
 
 TestPki::Files TestPki::Issue(const std::string& file_stem, const std::string& common_name,
                               const std::vector<std::string>& alt_names, bool expired) {
-    KeyPtr ca_key = ReadKey(ca_.key);
-    CertPtr ca_cert = ReadCert(ca_.cert);
+    KeyPtr ca_key = ReadPem<KeyPtr>(ca_.key, PEM_read_PrivateKey);
+    CertPtr ca_cert = ReadPem<CertPtr>(ca_.cert, PEM_read_X509);
     KeyPtr key(EVP_EC_gen("P-256"));
     Check(key != nullptr, "EVP_EC_gen");
     CertPtr cert = MakeCert(key.get(), common_name, serial_++, ca_cert.get(), expired);

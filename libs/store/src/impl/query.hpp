@@ -15,6 +15,8 @@
 
 #include <soci/soci.h>
 
+#include "sched/common/status.hpp"
+#include "sched/db/database.hpp"
 #include "sched/db/dialect.hpp"
 
 namespace sched::store::impl {
@@ -30,42 +32,38 @@ inline long long ExecuteAffected(soci::statement& st) {
     return st.get_affected_rows();
 }
 
-/// A nullable BIGINT column bound with an indicator.
-struct NullableInt64 {
-    std::int64_t value = 0;
+/// A nullable column (BIGINT or text) bound with an indicator: NULL is an empty optional.
+template <typename T>
+struct Nullable {
+    T value{};
     soci::indicator ind = soci::i_null;
 
-    std::optional<std::int64_t> get() const {
-        return ind == soci::i_ok ? std::optional<std::int64_t>(value) : std::nullopt;
-    }
-    void set(const std::optional<std::int64_t>& v) {
-        value = v.value_or(0);
+    Nullable() = default;
+    explicit Nullable(const std::optional<T>& v) { set(v); }
+
+    std::optional<T> get() const { return ind == soci::i_ok ? std::optional<T>(value) : std::nullopt; }
+    void set(const std::optional<T>& v) {
+        value = v.value_or(T{});
         ind = v ? soci::i_ok : soci::i_null;
     }
 };
+using NullableInt64 = Nullable<std::int64_t>;
+using NullableString = Nullable<std::string>;
 
-struct NullableString {
-    std::string value;
-    soci::indicator ind = soci::i_null;
+/// Binds a Nullable as an input with its indicator (soci::use(value, ind, name)); `name` is
+/// referenced until the statement is prepared, as with soci::use itself.
+template <typename T>
+auto Use(Nullable<T>& v, const std::string& name) {
+    return soci::use(v.value, v.ind, name);
+}
 
-    std::optional<std::string> get() const {
-        return ind == soci::i_ok ? std::optional<std::string>(value) : std::nullopt;
-    }
-    void set(const std::optional<std::string>& v) {
-        value = v.value_or("");
-        ind = v ? soci::i_ok : soci::i_null;
-    }
-};
-
-/// Binds one output column: a Nullable* with its indicator, anything else as soci binds it.
+/// Binds one output column: a Nullable with its indicator, anything else as soci binds it.
 template <typename T>
 void IntoColumn(soci::statement& st, T& target) {
     st.exchange(soci::into(target));
 }
-inline void IntoColumn(soci::statement& st, NullableInt64& target) {
-    st.exchange(soci::into(target.value, target.ind));
-}
-inline void IntoColumn(soci::statement& st, NullableString& target) {
+template <typename T>
+void IntoColumn(soci::statement& st, Nullable<T>& target) {
     st.exchange(soci::into(target.value, target.ind));
 }
 
@@ -144,6 +142,30 @@ class IntColumns {
     bool as_text_;
     std::deque<Column> columns_;  // a deque: soci keeps the address of each text and indicator
 };
+
+/// A repository's Get: `find(session, id)` in one read on `db`; kNotFound "<what> <id> not
+/// found" when it finds nothing, the database's error as it is.
+template <typename T>
+Result<T> GetById(db::Database& db, std::string_view what, std::int64_t id,
+                  std::optional<T> (*find)(soci::session&, std::int64_t)) {
+    return db.Run([&](soci::session& s) -> Result<T> {
+        auto found = find(s, id);
+        if (!found) return NotFound(std::string(what) + " " + std::to_string(id) + " not found");
+        return *std::move(found);
+    });
+}
+
+/// A repository's Get by name: `find(session, name)` in one read on `db`; kNotFound "<shown>
+/// not found" (`shown` names the entity, e.g. `calendar "x"`) when it finds nothing.
+template <typename T>
+Result<T> GetByName(db::Database& db, const std::string& shown, const std::string& name,
+                    std::optional<T> (*find)(soci::session&, const std::string&)) {
+    return db.Run([&](soci::session& s) -> Result<T> {
+        auto found = find(s, name);
+        if (!found) return NotFound(shown + " not found");
+        return *std::move(found);
+    });
+}
 
 /// A row of one BIGINT column (an id): `SelectRows<IdRow>(s, "SELECT id FROM ...", ...)` is the
 /// ids as a vector.

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -154,6 +155,9 @@ std::optional<std::int64_t> PathId(const http::Request& req, std::optional<http:
 /// that a typo never silently widens a listing).
 std::optional<std::string> UnknownQueryParam(const http::Request& req, std::initializer_list<std::string_view> allowed);
 std::optional<std::string> UnknownQueryParam(const http::Request& req, std::span<const std::string_view> allowed);
+
+/// The largest id a path or a query may name (ids are BIGINT).
+inline constexpr std::int64_t kMaxId = std::numeric_limits<std::int64_t>::max();
 
 /// An optional integer query parameter in [min, max]; error set to the 400 when malformed.
 std::optional<std::int64_t> QueryInt(const http::Request& req, std::string_view name, std::int64_t min,

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 
 #include "sched/common/net.hpp"
 #include "sched/common/status.hpp"
@@ -37,7 +39,19 @@ class LockApi {
     };
 
   private:
+    /// A lock as a request names it: the backend, its name in DistributedLock's key space and
+    /// its row in the lock store.
+    struct Target {
+        Backend backend;
+        std::string name;
+        std::string row_name;
+    };
+
     Result<Backend> GetBackend();
+    /// The lock `key` (in `app`'s namespace) for `who`, or nullopt with `error` set: first the
+    /// name's checks (400/403), then the backend's (503 while the database is not open).
+    std::optional<Target> Resolve(const Principal& who, const std::optional<std::string>& app, const std::string& key,
+                                  std::optional<http::Response>& error);
     net::awaitable<http::Response> ExtendOrRelease(http::Request& req, const Principal& who, bool extend);
 
     const LockApiOptions options_;

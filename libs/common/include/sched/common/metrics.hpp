@@ -146,6 +146,11 @@ class MetricsRegistry {
   private:
     enum class Type { kCounter, kGauge, kHistogram, kObserved };
     void Claim(const std::string& name, Type type);
+    // The family `name` of `type`: the one registered already, or the new one `make()` builds,
+    // kept in `kept` (defined in metrics.cpp, its only user).
+    template <typename Child, typename Make>
+    Family<Child>& FindOrAdd(const std::string& name, const std::string& help, Type type,
+                             std::deque<std::unique_ptr<Family<Child>>>& kept, Make make);
 
     std::shared_ptr<prometheus::Registry> registry_;
     mutable std::mutex mu_;

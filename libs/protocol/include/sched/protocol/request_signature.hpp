@@ -32,6 +32,7 @@
 
 #include "sched/common/duration.hpp"
 #include "sched/common/status.hpp"
+#include "sched/http/message.hpp"
 
 namespace sched::protocol {
 
@@ -70,6 +71,10 @@ struct SignedRequest {
     std::optional<std::string_view> timestamp;  ///< X-Sched-Timestamp
     std::optional<std::string_view> signature;  ///< X-Sched-Signature
 };
+
+/// What `req` carries for the verifier: its method as received, target, body and the three
+/// headers. The views point into `req`, which must outlive the result.
+SignedRequest SignedRequestOf(const http::Request& req);
 
 /// Checks a request, in this order (each failure is kUnauthenticated with a message naming
 /// the header and why, and never the expected signature):
