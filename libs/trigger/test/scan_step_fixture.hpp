@@ -93,6 +93,14 @@ class ScanStepTest : public MasterLeaseTest {
         return id.ok() && id->has_value() ? **id : 0;
     }
 
+    // A pending fire ended failed with its follow-up due, as a slave's end leaves it.
+    void FailWithFollowup(std::int64_t id) {
+        EXPECT_TRUE(store::FireRepository(db())
+                        .Transition(id, {model::FireStatus::kPending}, model::FireStatus::kFailed,
+                                    {.finished_at = Now(), .followup = true})
+                        .ok());
+    }
+
     model::Fire Fire(std::int64_t id) {
         auto f = store::FireRepository(db()).Get(id);
         EXPECT_TRUE(f.ok()) << f.status().ToString();

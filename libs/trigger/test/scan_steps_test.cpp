@@ -292,10 +292,7 @@ TEST_P(ScanStepTest, FollowupsRetryWhatMayBeRetriedAndTellTheWorkflowsWhichRunsM
         j.retry_backoff_ms = 1;
     });
     const std::int64_t failed = InsertFire(job, 1000);
-    ASSERT_TRUE(
-        store::FireRepository(db())
-            .Transition(failed, {FireStatus::kPending}, FireStatus::kFailed, {.finished_at = Now(), .followup = true})
-            .ok());
+    FailWithFollowup(failed);
     auto r = Run({&step});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(r->retries, 1);
@@ -305,10 +302,7 @@ TEST_P(ScanStepTest, FollowupsRetryWhatMayBeRetriedAndTellTheWorkflowsWhichRunsM
     EXPECT_EQ(fires[1].kind, model::FireKind::kRetry);
     EXPECT_EQ(fires[1].attempt, fires[0].attempt + 1);
     EXPECT_EQ(fires[1].scheduled_time, 1000);
-    ASSERT_TRUE(store::FireRepository(db())
-                    .Transition(fires[1].id, {FireStatus::kPending}, FireStatus::kFailed,
-                                {.finished_at = Now(), .followup = true})
-                    .ok());
+    FailWithFollowup(fires[1].id);
     auto again = Run({&step});
     ASSERT_TRUE(again.ok());
     EXPECT_EQ(again->retries, 0) << "retry_max reached";
@@ -329,10 +323,7 @@ TEST_P(ScanStepTest, ARetryKeepsTheCallersTraceAndItsPlannedSpanIsCollectedForTh
         f.trace_parent = caller;
         f.trace_state = "vendor=a";
     });
-    ASSERT_TRUE(
-        store::FireRepository(db())
-            .Transition(failed, {FireStatus::kPending}, FireStatus::kFailed, {.finished_at = Now(), .followup = true})
-            .ok());
+    FailWithFollowup(failed);
     auto r = Run({&step});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     ASSERT_EQ(r->retries, 1);
