@@ -1328,13 +1328,19 @@ TEST_F(GaleraChaosTest, ConcurrentMigratorsOnThreeGaleraNodesApplyEachMigrationO
     }
     const auto known = db::BuiltinMigrations(db::Backend::kMySql);
     EXPECT_EQ(applied, known.size()) << "each migration applied by exactly one migrator";
-    auto rows = (*fresh)->db().Run([](soci::session& s) {
-        long long versions = 0;
-        long long locks = 0;
-        s << "SELECT COUNT(*) FROM schema_version", soci::into(versions);
-        s << "SELECT COUNT(*) FROM schema_migration_lock", soci::into(locks);
-        return std::make_pair(versions, locks);
-    });
+    // Read through Galera node 1 after the migrator that released the lock may have committed
+    // on another node: the read waits until node 1 applied it.
+    (*fresh)->db().EnableCausalReads();
+    auto rows = (*fresh)->db().InTransaction(
+        db::TxMode::kRead,
+        [](soci::session& s) {
+            long long versions = 0;
+            long long locks = 0;
+            s << "SELECT COUNT(*) FROM schema_version", soci::into(versions);
+            s << "SELECT COUNT(*) FROM schema_migration_lock", soci::into(locks);
+            return std::make_pair(versions, locks);
+        },
+        (*fresh)->db().CausalReads());
     ASSERT_TRUE(rows.ok()) << rows.status().ToString();
     EXPECT_EQ(rows->first, static_cast<long long>(known.size()));
     EXPECT_EQ(rows->second, 0) << "the migration lock is released";

@@ -371,6 +371,39 @@ Database::Database(DbUrl url) : url_(std::move(url)), dialect_(url_.backend) {
 
 Database::~Database() = default;
 
+namespace {
+
+// wsrep_sync_wait = 1 on a pooled session for one transaction, back to 0 after it (pooled
+// sessions are shared with code that reads without waiting). A session whose setting could not
+// be restored is not lent out again.
+class SyncWaitScope {
+  public:
+    explicit SyncWaitScope(PooledSession& session) : session_(session) {
+        *session_ << "SET SESSION wsrep_sync_wait = 1";
+    }
+    ~SyncWaitScope() {
+        try {
+            *session_ << "SET SESSION wsrep_sync_wait = 0";
+        } catch (...) {
+            session_.MarkBroken();
+        }
+    }
+    SyncWaitScope(const SyncWaitScope&) = delete;
+    SyncWaitScope& operator=(const SyncWaitScope&) = delete;
+
+  private:
+    PooledSession& session_;
+};
+
+}  // namespace
+
+TxGuard Database::CausalReads() const {
+    if (!causal_reads_ || backend() != Backend::kMySql) return {};
+    return {.enter = [](PooledSession& session) -> std::shared_ptr<void> {
+        return std::make_shared<SyncWaitScope>(session);
+    }};
+}
+
 Result<std::shared_ptr<Database>> Database::Open(const DbUrl& url) {
     std::shared_ptr<Database> db(new Database(url));
     auto first = db->Connect();

@@ -15,6 +15,7 @@ Result<std::shared_ptr<Database>> OpenMigrated(const DatabaseConfig& config, con
         auto facts = ReadServerFacts(**db);
         if (!facts.ok()) return Status(facts.status().code(), "database topology: " + facts.status().message());
         if (Status t = CheckTopology(*facts, config.topology); !t.ok()) return t;
+        if (config.topology == Topology::kGalera) (*db)->EnableCausalReads();
     }
     auto migrated = Migrator(**db).Migrate();
     if (!migrated.ok()) return Status(migrated.status().code(), "migrate: " + migrated.status().message());

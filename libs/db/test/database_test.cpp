@@ -63,6 +63,30 @@ TEST_P(DatabaseTest, NowExpressionsAgreeInsideOneStatement) {
     EXPECT_LE(std::abs(*r), 1);
 }
 
+// wsrep_sync_wait = 1 (MariaDB) inside a transaction run with CausalReads once enabled (Galera
+// topology), the server's default on every session before and after; nothing on SQLite.
+TEST_P(DatabaseTest, CausalReadsWaitForTheClusterOnlyInsideTheGuardedTransaction) {
+    EXPECT_FALSE(db().CausalReads().enter) << "off until the topology says galera";
+    db().EnableCausalReads();
+    if (db().backend() != Backend::kMySql) {
+        EXPECT_FALSE(db().CausalReads().enter);
+        return;
+    }
+    const auto sync_wait = [](soci::session& s) {
+        int value = -1;
+        s << "SELECT @@SESSION.wsrep_sync_wait", soci::into(value);
+        return value;
+    };
+    auto inside = db().InTransaction(TxMode::kWrite, sync_wait, db().CausalReads());
+    ASSERT_TRUE(inside.ok()) << inside.status().ToString();
+    EXPECT_EQ(*inside, 1);
+    for (int i = 0; i < 4; ++i) {  // the pool lends the session back out: its setting is restored
+        auto after = db().Run(sync_wait);
+        ASSERT_TRUE(after.ok()) << after.status().ToString();
+        EXPECT_EQ(*after, 0);
+    }
+}
+
 TEST_P(DatabaseTest, TransactionCommitsOnOkAndRollsBackOnError) {
     ASSERT_TRUE(db().Run([](soci::session& s) { s << "CREATE TABLE t (k INT PRIMARY KEY, v INT)"; }).ok());
     Status committed = db().InTransaction(TxMode::kWrite, [](soci::session& s) -> Status {

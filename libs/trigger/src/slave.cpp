@@ -5,8 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "sched/common/backoff.hpp"
 #include "sched/common/on_pool.hpp"
+#include "sched/trigger/claim_retry.hpp"
 
 namespace sched::trigger {
 
@@ -238,46 +238,70 @@ net::awaitable<void> Slave::GroupLoop() {
 }
 
 // Runs on strand_ (part of the group loop): claims stay in order and one at a time, each
-// bounded by max-group.
+// bounded by max-group. A group that keeps losing conflicts is claimed in parts (ClaimRetry),
+// earliest first, each part sent before the next is claimed. The parts share the group's token:
+// the claim reads back the fires holding its token, so a commit that an error hid (the
+// connection lost during COMMIT) is found by the attempt that next names those fires.
 net::awaitable<void> Slave::ClaimAndSend(std::vector<std::int64_t> ids) {
     auto loops = loops_;
     const std::int64_t token = NewClaimToken();
     const auto claim_started = std::chrono::steady_clock::now();
     const std::int64_t claim_started_ms = time_.NowMs();
-    Backoff backoff(10ms, 1s);
-    std::optional<ClaimedGroup> claimed;
-    while (!claimed) {
-        const std::int64_t now = time_.NowMs();
-        auto claim = [this, &ids, token, now] {
-            return store_->Claim(node_id_, ids, token, now);
-        };
-        auto got = co_await OnPool(db_pool_, claim);
-        if (got.ok()) {
-            claimed = std::move(*got);
-            break;
+    std::size_t part_size = ids.size();
+    std::size_t from = 0;  // ids before it are claimed
+    while (from < ids.size()) {
+        ClaimRetry retry;
+        int failures = 0;
+        std::optional<ClaimedGroup> claimed;
+        std::vector<std::int64_t> part;
+        while (!claimed) {
+            part.assign(ids.begin() + static_cast<std::ptrdiff_t>(from),
+                        ids.begin() + static_cast<std::ptrdiff_t>(from + std::min(part_size, ids.size() - from)));
+            const std::int64_t now = time_.NowMs();
+            auto claim = [this, &part, token, now] {
+                return store_->Claim(node_id_, part, token, now);
+            };
+            auto got = co_await OnPool(db_pool_, claim);
+            if (got.ok()) {
+                claimed = std::move(*got);
+                break;
+            }
+            const ClaimRetry::Step next = retry.Next(got.status(), part.size());
+            ++failures;
+            if ((failures & (failures - 1)) == 0) {  // the 1st, 2nd, 4th, 8th... failure of a part
+                spdlog::warn(
+                    "slave {}: cannot claim {} of a group of {} fires (failure {}; next try: {} fires in {} ms): {}",
+                    node_id_, part.size(), ids.size(), failures, next.claim, Ms(next.wait), got.status().ToString());
+            }
+            if (loops->stopping) {
+                // Still pending, or claimed with this token by a commit the error hid: the master
+                // hands the first to another slave and ends the second as lost with this node.
+                for (std::size_t i = from; i < ids.size(); ++i) queue_->Forget(ids[i]);
+                co_return;
+            }
+            part_size = next.claim;
+            net::steady_timer pause(strand_);
+            pause.expires_after(next.wait);
+            try {
+                co_await pause.async_wait(net::use_awaitable);
+            } catch (const boost::system::system_error&) {
+            }
         }
-        spdlog::warn("slave {}: cannot claim a group of {} fires (retrying in {} ms): {}", node_id_, ids.size(),
-                     Ms(backoff.base()), got.status().ToString());
-        if (loops->stopping) {
-            // Still pending, or claimed with this token by a commit the error hid: the master
-            // hands the first to another slave and ends the second as lost with this node.
-            for (auto id : ids) queue_->Forget(id);
-            co_return;
-        }
-        net::steady_timer pause(strand_);
-        pause.expires_after(backoff.Next());
-        try {
-            co_await pause.async_wait(net::use_awaitable);
-        } catch (const boost::system::system_error&) {
-        }
+        from += part.size();
+        co_await SendClaimed(part, token, std::move(*claimed), claim_started, claim_started_ms);
     }
+}
+
+net::awaitable<void> Slave::SendClaimed(const std::vector<std::int64_t>& ids, std::int64_t token, ClaimedGroup claimed,
+                                        std::chrono::steady_clock::time_point claim_started,
+                                        std::int64_t claim_started_ms) {
     claims_.Inc();
-    claimed_fires_.Inc(static_cast<double>(claimed->fires.size()));
+    claimed_fires_.Inc(static_cast<double>(claimed.fires.size()));
     std::set<std::int64_t> won;
-    for (const auto& f : claimed->fires) won.insert(f.id);
-    Limited(*claimed, won);
-    const std::set<std::int64_t> held(claimed->held.begin(), claimed->held.end());
-    if (!claimed->late.empty()) misfires_.Inc(static_cast<double>(claimed->late.size()));
+    for (const auto& f : claimed.fires) won.insert(f.id);
+    Limited(claimed, won);
+    const std::set<std::int64_t> held(claimed.held.begin(), claimed.held.end());
+    if (!claimed.late.empty()) misfires_.Inc(static_cast<double>(claimed.late.size()));
     for (auto id : ids) {
         // Claimed elsewhere, no longer pending, or skipped by its job's policy; a held fire
         // stays known (queued again by Limited).
@@ -286,18 +310,18 @@ net::awaitable<void> Slave::ClaimAndSend(std::vector<std::int64_t> ids) {
             held_.Forget(id);
         }
     }
-    if (claimed->fires.empty()) co_return;
+    if (claimed.fires.empty()) co_return;
 
     auto group = std::make_shared<DispatchGroup>();
-    group->epoch = claimed->epoch;
+    group->epoch = claimed.epoch;
     group->token = token;
-    group->fires = std::move(claimed->fires);
+    group->fires = std::move(claimed.fires);
     std::vector<std::string> apps;
-    for (auto& job : claimed->jobs) {
+    for (auto& job : claimed.jobs) {
         apps.push_back(job.app);
         group->jobs.emplace(job.id, std::move(job));
     }
-    group->run_params = std::move(claimed->run_params);
+    group->run_params = std::move(claimed.run_params);
     TraceClaimed(*group, claim_started_ms, time_.NowMs());
     group->registry = co_await directory_.ForClaim(claim_started, apps);
     sender_.Send(std::move(group));

@@ -46,6 +46,7 @@ class FakeStore final : public FireClaimStore {
     std::vector<std::int64_t> found;  // every id FindPending was asked for, in order
     int unassigned = 0;
     int fail_claims_after_commit = 0;                // this many Claim calls commit and then report an error
+    std::size_t conflict_above = 0;                  // a Claim of more ids than this loses a conflict (0: none)
     std::int64_t epoch = 42;                         // the lease's epoch, as Claim and Restamp read it
     std::map<std::int64_t, std::int64_t> restamped;  // fire id -> epoch, by Restamp
 
@@ -105,6 +106,9 @@ class FakeStore final : public FireClaimStore {
         std::lock_guard lock(mu);
         claims.push_back(ids);
         tokens.push_back(token);
+        if (conflict_above > 0 && ids.size() > conflict_above) {
+            return Aborted("deadlock: Deadlock found when trying to get lock; try restarting transaction");
+        }
         ClaimedGroup g;
         g.epoch = epoch;
         std::set<std::int64_t> job_ids;
@@ -615,6 +619,43 @@ TEST_F(SlaveTest, AClaimRetriedAfterAnErrorReusesItsTokenAndSendsOnce) {
     ASSERT_EQ(store_->tokens.size(), 3u);
     EXPECT_EQ(store_->tokens[0], store_->tokens[1]);
     EXPECT_EQ(store_->tokens[1], store_->tokens[2]);
+}
+
+// Other nodes' claims kept writing rows of a large group (Galera certification): the group is
+// halved until a part wins, each part sent before the next, all under the group's token.
+TEST_F(SlaveTest, AGroupThatKeepsLosingConflictsIsClaimedInHalvesAndEveryFireIsSent) {
+    store_->conflict_above = 2;
+    std::vector<std::int64_t> ids;
+    const std::int64_t due = Now();
+    for (int i = 1; i <= 8; ++i) {
+        store_->Add(i, 7, due);
+        ids.push_back(i);
+    }
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] { return AllIn(ids, FireStatus::kRunning); }));
+    EXPECT_EQ(executors_->Runs(), 8u);
+    std::lock_guard lock(store_->mu);
+    std::vector<std::size_t> sizes;
+    for (const auto& claim : store_->claims) sizes.push_back(claim.size());
+    // Two conflicts at each size before halving: 8, 8, 4, 4, then parts of 2.
+    EXPECT_EQ(sizes, (std::vector<std::size_t>{8, 8, 4, 4, 2, 2, 2, 2}));
+    EXPECT_EQ(store_->claims[4], (std::vector<std::int64_t>{1, 2})) << "earliest first";
+    for (const auto token : store_->tokens) EXPECT_EQ(token, store_->tokens.front());
+}
+
+// An outage is not a conflict: the group is retried whole.
+TEST_F(SlaveTest, AGroupIsRetriedWholeAfterAnOutage) {
+    store_->fail_claims_after_commit = 3;
+    std::vector<std::int64_t> ids;
+    for (int i = 1; i <= 6; ++i) {
+        store_->Add(i, 7, Now());
+        ids.push_back(i);
+    }
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] { return AllIn(ids, FireStatus::kRunning); }));
+    std::lock_guard lock(store_->mu);
+    ASSERT_EQ(store_->claims.size(), 4u);
+    for (const auto& claim : store_->claims) EXPECT_EQ(claim.size(), 6u);
 }
 
 TEST_F(SlaveTest, CallsToOneExecutorAreCapped) {

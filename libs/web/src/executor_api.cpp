@@ -300,19 +300,25 @@ net::awaitable<http::Response> HandleCallback(http::Request& req, const Principa
         std::vector<store::FireJob> jobs;            // of the applied fires, for the metrics
         std::vector<store::ResultOutcome> outcomes;  // one per item
     };
+    // Causal reads: each result answers a claim committed before the executor got the run,
+    // maybe through another Galera node; read before this node applied that claim, the fire
+    // still looks `pending` and the result would be refused for good.
     auto work = [&] {
-        return db.InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
-            // A constant number of statements per batch (store::FireResults), not 3-4 per item;
-            // the applied fires' jobs for the metrics come from the same SELECT.
-            Applied out;
-            out.outcomes = store::FireResults::ApplyMany(s, items, app_allowed, need_jobs ? &out.jobs : nullptr);
-            for (std::size_t i = 0; i < items.size(); ++i) {
-                out.results.push_back(
-                    {{"fire_id", items[i].fire_id}, {"outcome", store::ResultOutcomeName(out.outcomes[i])}});
-                if (out.outcomes[i] == store::ResultOutcome::kApplied) out.applied.push_back(i);
-            }
-            return out;
-        });
+        return db.InTransaction(
+            db::TxMode::kWrite,
+            [&](soci::session& s) {
+                // A constant number of statements per batch (store::FireResults), not 3-4 per item;
+                // the applied fires' jobs for the metrics come from the same SELECT.
+                Applied out;
+                out.outcomes = store::FireResults::ApplyMany(s, items, app_allowed, need_jobs ? &out.jobs : nullptr);
+                for (std::size_t i = 0; i < items.size(); ++i) {
+                    out.results.push_back(
+                        {{"fire_id", items[i].fire_id}, {"outcome", store::ResultOutcomeName(out.outcomes[i])}});
+                    if (out.outcomes[i] == store::ResultOutcome::kApplied) out.applied.push_back(i);
+                }
+                return out;
+            },
+            db.CausalReads());
     };
     auto applied = co_await OnPool(db_pool, work);
     if (!applied.ok()) co_return http::Response::Error(applied.status());

@@ -167,6 +167,18 @@ class Database : public std::enable_shared_from_this<Database> {
     auto InTransaction(TxMode mode, F&& fn, const TxGuard& guard) ->
         typename impl::RunResult<std::invoke_result_t<F, soci::session&>>::type;
 
+    /// Reads that see every commit the cluster made before the transaction began. On a Galera
+    /// cluster a commit made through another Galera node reaches this one a little later (and a
+    /// donor node in a state transfer can fall seconds behind): a transaction answering a message
+    /// sent after such a commit (an executor's result of a claimed fire) would read the rows as
+    /// they were before it. With EnableCausalReads, this guard has the transaction's reads wait
+    /// until this Galera node applied everything committed before them (MariaDB's
+    /// `wsrep_sync_wait = 1` for the transaction's duration, two statements more); otherwise it
+    /// does nothing.
+    TxGuard CausalReads() const;
+    /// Turns CausalReads on: OpenMigrated does, for `topology: galera`. Call before sharing.
+    void EnableCausalReads() { causal_reads_ = true; }
+
     /// The database clock in epoch microseconds (SQLite: millisecond precision).
     Result<std::int64_t> NowUs();
 
@@ -193,6 +205,7 @@ class Database : public std::enable_shared_from_this<Database> {
 
     DbUrl url_;
     Dialect dialect_;
+    bool causal_reads_ = false;
     std::mutex mu_;
     std::condition_variable cv_;
     std::vector<std::unique_ptr<soci::session>> idle_;

@@ -179,6 +179,11 @@ class Slave {
     net::awaitable<void> PollLoop();
     net::awaitable<void> GroupLoop();
     net::awaitable<void> ClaimAndSend(std::vector<std::int64_t> ids);
+    // What a claim of `ids` won: the held fires requeued, the others not won forgotten, the won
+    // ones sent as one group.
+    net::awaitable<void> SendClaimed(const std::vector<std::int64_t>& ids, std::int64_t token, ClaimedGroup claimed,
+                                     std::chrono::steady_clock::time_point claim_started,
+                                     std::int64_t claim_started_ms);
     // Queues fires and wakes the group loop when one is due before its planned wake-up.
     void Queue(const std::vector<protocol::NoticedFire>& fires);
     void Wake(const FireQueue::Admitted& admitted);
