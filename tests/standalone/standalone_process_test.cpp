@@ -219,7 +219,8 @@ TEST_F(StandaloneProcess, UnreachableDatabaseIsRetriedWithLogsThenExitsNonZero) 
 
 TEST_F(StandaloneProcess, SigtermWhileWaitingForTheDatabaseStopsPromptly) {
     ChildProcess p({SCHED_STANDALONE_BIN, "--config",
-                    WriteConfig("database:\n  url: \"mysql://nobody@127.0.0.1:1/none?connect-timeout=1s\"\n"
+                    WriteConfig("http:\n  listen: \"127.0.0.1:0\"\n"
+                                "database:\n  url: \"mysql://nobody@127.0.0.1:1/none?connect-timeout=1s\"\n"
                                 "  connect-retry-for: 1h\n")},
                    dir_.string());
     // Wait until it is in the retry loop, then ask it to stop.
