@@ -250,6 +250,11 @@ net::awaitable<void> Slave::ClaimAndSend(std::vector<std::int64_t> ids) {
     std::size_t part_size = ids.size();
     std::size_t from = 0;  // ids before it are claimed
     while (from < ids.size()) {
+        if (from > 0 && loops->stopping) {
+            // Stopping between parts: the rest stays pending, handed back by Stop.
+            for (std::size_t i = from; i < ids.size(); ++i) queue_->Forget(ids[i]);
+            co_return;
+        }
         ClaimRetry retry;
         int failures = 0;
         std::optional<ClaimedGroup> claimed;
