@@ -73,13 +73,23 @@ class RunningRecorderTest : public ::testing::Test {
         pool_.join();
     }
 
-    std::unique_ptr<RunningRecorder> Make(Micros window, Micros after) {
-        return std::make_unique<RunningRecorder>(
+    // A recorder is destroyed only once no flush is writing (the slave's Stop waits the same way):
+    // a flush still on the pool would finish its write through a destroyed recorder.
+    struct DrainThenDelete {
+        void operator()(RunningRecorder* recorder) const {
+            EXPECT_TRUE(sched::testing::WaitFor([recorder] { return !recorder->Busy(); }, 5s)) << "a flush never ended";
+            delete recorder;
+        }
+    };
+    using Recorder = std::unique_ptr<RunningRecorder, DrainThenDelete>;
+
+    Recorder Make(Micros window, Micros after) {
+        return Recorder(new RunningRecorder(
             io_.get_executor(), pool_,
             RunningRecorder::Options{.record_window = window,
                                      .record_running_after = after,
                                      .retry = {.first_pause = 10ms, .max_pause = 20ms, .give_up_after = 5s}},
-            store_, "n1", metrics_);
+            store_, "n1", metrics_));
     }
     static AcceptedRun Run(std::int64_t fire, std::string address, bool stoppable = false) {
         return {.fire_id = fire,
