@@ -11,10 +11,7 @@
 // Namespaces need root; without it the partition case skips, or fails with
 // SCHED_REQUIRE_NETNS=1. Without mariadbd the suite skips, or fails with SCHED_REQUIRE_MYSQL=1.
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -30,6 +27,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "../support/silent_listener.hpp"
 #include "chaos_env.hpp"
 #include "history_checker.hpp"
 #include "sched/common/node_id.hpp"
@@ -1055,20 +1053,8 @@ TEST_F(ChaosTest, ASlaveRestartedUnderItsOwnIdLeavesNoFireDispatchingForever) {
     dispatch_timeout_ = "20s";
     for (int n = 1; n <= 3; ++n) StartNode(n);
     // The black hole: connections are accepted by the kernel (backlog), requests never answered.
-    const int hole = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    ASSERT_GE(hole, 0);
-    struct Closer {
-        int fd;
-        ~Closer() { ::close(fd); }
-    } closer{hole};
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::bind(hole, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    ASSERT_EQ(::listen(hole, 64), 0);
-    socklen_t len = sizeof addr;
-    ASSERT_EQ(::getsockname(hole, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-    const std::string hole_address = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+    const testing::SilentListener hole;
+    const std::string hole_address = hole.address();
     store::ExecutorInstance instance{.app = "hole", .address = hole_address, .handlers = {"sink"}, .capacity = 10};
     ASSERT_TRUE(store::ExecutorRepository(db()).Heartbeat(instance).ok());
 
