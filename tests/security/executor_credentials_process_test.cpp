@@ -108,11 +108,7 @@ class ExecutorCredentials : public ::testing::Test {
                                      const std::string& token = kClusterToken) {
         return http_.Send(testing::JsonRequest(method, url_ + path, body), As(token));
     }
-    nlohmann::json Json(const Result<http::ClientResponse>& r) {
-        if (!r.ok()) return {{"transport", r.status().ToString()}};
-        auto j = r->Json();
-        return j.ok() ? *j : nlohmann::json{{"body", r->body}};
-    }
+    static nlohmann::json Json(const Result<http::ClientResponse>& r) { return testing::AnswerJson(r); }
 
     // The one place tests make an executor token, scoped to `app`.
     std::string CreateExecutorToken(const std::string& app) {

@@ -100,9 +100,7 @@ class LateSuccess : public ::testing::Test {
                        const std::string& token = kClusterToken, int* status = nullptr) {
         auto r = http_.Send(testing::JsonRequest(method, url_ + path, body), testing::AsBearer(token));
         if (status != nullptr) *status = r.ok() ? r->status : -1;
-        if (!r.ok()) return {{"transport", r.status().ToString()}};
-        auto j = r->Json();
-        return j.ok() ? *j : nlohmann::json{{"body", r->body}};
+        return testing::AnswerJson(r);
     }
     std::vector<nlohmann::json> Fires(std::int64_t job_id) {
         std::vector<nlohmann::json> out;
