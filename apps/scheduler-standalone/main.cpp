@@ -184,8 +184,8 @@ int main(int argc, char** argv) {
         }
     }
     if (generated_token) sched::Announce("scheduler-standalone token (generated): " + config.token);
-    sched::Announce(
-        "scheduler-standalone listening on " + std::string(config.http.tls.enabled() ? "https://" : "http://") +
+    sched::AnnounceListening(
+        "scheduler-standalone", config.http.tls.enabled(),
         sched::http::HostPort{sched::http::HostPort::Parse(config.http.listen)->host, node.port()}.ToString());
     signals.Wait();
     node.Stop();

@@ -6,7 +6,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "sched/common/announce.hpp"
 #include "sched/common/app_main.hpp"
 #include "sched/common/log_fields.hpp"
 #include "sched/http/server.hpp"
@@ -70,9 +69,8 @@ int main(int argc, char** argv) {
                  config.database.url.Redacted());
     sched::Status started = node.Start([&] { return signals.stop_requested(); });
     if (!started.ok()) return sched::StartFailureExitCode(started);
-    sched::Announce(
-        "scheduler-trigger " + node.node_id() + " listening on " +
-        std::string(config.http.tls.enabled() ? "https://" : "http://") +
+    sched::AnnounceListening(
+        "scheduler-trigger " + node.node_id(), config.http.tls.enabled(),
         sched::http::HostPort{sched::http::HostPort::Parse(config.http.listen)->host, node.port()}.ToString());
     signals.Wait();
     node.Stop();

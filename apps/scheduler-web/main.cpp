@@ -6,7 +6,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "sched/common/announce.hpp"
 #include "sched/common/app_main.hpp"
 #include "sched/common/config.hpp"
 #include "sched/common/logging.hpp"
@@ -55,8 +54,8 @@ int main(int argc, char** argv) {
     spdlog::info("scheduler-web {} starting with database {}", SCHED_VERSION, config.database.url.Redacted());
     sched::Status started = service.Start([&] { return signals.stop_requested(); });
     if (!started.ok()) return sched::StartFailureExitCode(started);
-    sched::Announce(
-        "scheduler-web listening on " + std::string(config.http.tls.enabled() ? "https://" : "http://") +
+    sched::AnnounceListening(
+        "scheduler-web", config.http.tls.enabled(),
         sched::http::HostPort{sched::http::HostPort::Parse(config.http.listen)->host, service.port()}.ToString());
     signals.Wait();
     service.Stop();

@@ -11,10 +11,7 @@
 // Namespaces need root; without it the partition case skips, or fails with
 // SCHED_REQUIRE_NETNS=1. Without mariadbd the suite skips, or fails with SCHED_REQUIRE_MYSQL=1.
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -30,6 +27,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "../support/silent_listener.hpp"
 #include "chaos_env.hpp"
 #include "history_checker.hpp"
 #include "sched/common/node_id.hpp"
@@ -378,6 +376,15 @@ class ChaosTest : public ::testing::Test {
         if (!read) ADD_FAILURE() << "cannot read the lease row";
         return row;
     }
+    // Whether, within 10 s, a node leads at an epoch after `epoch`.
+    bool WaitForMasterAfter(std::int64_t epoch) {
+        return WaitFor(
+            [&] {
+                const auto [o, e] = Lease();
+                return !o.empty() && e > epoch;
+            },
+            10s);
+    }
     int MasterIndex() {
         const auto owner = Lease().first;
         return owner.empty() ? 0 : std::stoi(owner.substr(owner.rfind('-') + 1));
@@ -415,16 +422,31 @@ class ChaosTest : public ::testing::Test {
         return per.size() == 3 &&
                std::all_of(per.begin(), per.end(), [per_node](const auto& p) { return p.second == per_node; });
     }
+    // Nodes 1..3 (their shards spread `per_node` each when > 0) and two sinks, e1 and e2.
+    void StartNodesAndSinks(int per_node = 0) {
+        for (int n = 1; n <= 3; ++n) StartNode(n);
+        if (per_node > 0) {
+            EXPECT_TRUE(WaitFor([&] { return SpreadEvenly(per_node); }, 20s)) << "shards not spread evenly";
+        }
+        StartSink("e1");
+        StartSink("e2");
+    }
+    // The first scheduled time of a case's jobs: the whole second two seconds ahead, so that the
+    // jobs are stored before it.
+    static std::int64_t FirstTime() { return (NowMs() / 1000 + 2) * 1000; }
+    // StartNodesAndSinks, then `jobs` every-second jobs (CreateEverySecondJobs) from FirstTime():
+    // returns that time. The caller waits for the flow.
+    std::int64_t StartLoad(int jobs, std::int64_t timeout_ms = 0, int per_node = 0) {
+        StartNodesAndSinks(per_node);
+        const std::int64_t first = FirstTime();
+        CreateEverySecondJobs(jobs, first, timeout_ms);
+        return first;
+    }
     // Nodes 1..3 with `shards` shards, spread `per_node` each, two sinks and `jobs` every-second
     // jobs flowing: returns the first scheduled time.
     std::int64_t StartShardedLoad(int shards, int per_node, int jobs) {
         shards_ = shards;
-        for (int n = 1; n <= 3; ++n) StartNode(n);
-        EXPECT_TRUE(WaitFor([&] { return SpreadEvenly(per_node); }, 20s)) << "shards not spread evenly";
-        StartSink("e1");
-        StartSink("e2");
-        const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
-        CreateEverySecondJobs(jobs, first);
+        const std::int64_t first = StartLoad(jobs, 0, per_node);
         EXPECT_TRUE(WaitForFlow(first - 1, 20s)) << "no fire ran";
         return first;
     }
@@ -450,6 +472,12 @@ class ChaosTest : public ::testing::Test {
         Say("history over [" + std::to_string(from_ms) + ", " + std::to_string(to_ms) + "): " + report.Summary());
         EXPECT_TRUE(report.ok()) << report.Summary(100);
         EXPECT_GT(report.ran, report.expected / 2) << "most fires should have run";
+    }
+    // Lets the load run `settle` more, then CheckHistoryOver from `from_ms` to the whole second
+    // three seconds ago (later fires may still be under way).
+    void SettleAndCheckHistorySince(std::chrono::milliseconds settle, std::int64_t from_ms) {
+        std::this_thread::sleep_for(settle);
+        CheckHistoryOver(from_ms, (NowMs() / 1000 - 3) * 1000);
     }
 
     std::unique_ptr<db::testing::TestDatabase> test_db_;
@@ -477,11 +505,7 @@ TEST_F(ChaosTest, RandomKillsAndPausesLoseAndDoubleNothing) {
         return std::uniform_int_distribution<int>(lo, hi)(rng);
     };
 
-    for (int n = 1; n <= 3; ++n) StartNode(n);
-    StartSink("e1");
-    StartSink("e2");
-    const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
-    CreateEverySecondJobs(30, first);
+    const std::int64_t first = StartLoad(30);
     ASSERT_TRUE(WaitForFlow(first - 1, 15s)) << "no fire ran before any fault";
 
     const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
@@ -503,13 +527,7 @@ TEST_F(ChaosTest, RandomKillsAndPausesLoseAndDoubleNothing) {
             std::this_thread::sleep_for(std::chrono::milliseconds(down_ms));
             if (was_master) {
                 // Another node took over and says so in its log.
-                ASSERT_TRUE(WaitFor(
-                    [&] {
-                        const auto [o, e] = Lease();
-                        return !o.empty() && e > epoch_before;
-                    },
-                    10s))
-                    << "no new master after killing " << who;
+                ASSERT_TRUE(WaitForMasterAfter(epoch_before)) << "no new master after killing " << who;
             }
             StartNode(victim);
             if (was_master) {
@@ -538,8 +556,7 @@ TEST_F(ChaosTest, RandomKillsAndPausesLoseAndDoubleNothing) {
             ASSERT_FALSE(node.proc->WaitForExit(0ms)) << "node-" << n << " exited:\n" << Tail(node.log);
         }
     }
-    std::this_thread::sleep_for(3s);
-    CheckHistoryOver(first, (NowMs() / 1000 - 3) * 1000);
+    SettleAndCheckHistorySince(3s, first);
 }
 
 // A job limited to two runs at once, cluster-wide, with runs longer than its period, on two
@@ -548,11 +565,9 @@ TEST_F(ChaosTest, RandomKillsAndPausesLoseAndDoubleNothing) {
 // limit holds: never three runs at once on the instances, and every scheduled time ran once or
 // is in the ledger.
 TEST_F(ChaosTest, AConcurrencyLimitHoldsWhileTheNodesRunningItsFiresAreKilled) {
-    for (int n = 1; n <= 3; ++n) StartNode(n);
-    StartSink("e1");
-    StartSink("e2");
+    StartNodesAndSinks();
     constexpr std::int64_t kRunMs = 2500;
-    const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
+    const std::int64_t first = FirstTime();
     model::Job j;
     j.name = "two-at-once";
     j.app = kApp;
@@ -623,11 +638,7 @@ TEST_F(ChaosTest, AConcurrencyLimitHoldsWhileTheNodesRunningItsFiresAreKilled) {
 // MariaDB stops for longer than the misfire threshold and comes back on the same port: the nodes
 // recover on their own, fires during the outage are late or misfire-handled, none doubled or lost.
 TEST_F(ChaosTest, MariaDbRestartUnderLoadRecoversWithoutHelp) {
-    for (int n = 1; n <= 3; ++n) StartNode(n);
-    StartSink("e1");
-    StartSink("e2");
-    const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
-    CreateEverySecondJobs(20, first);
+    const std::int64_t first = StartLoad(20);
     ASSERT_TRUE(WaitForFlow(first - 1, 15s));
     std::this_thread::sleep_for(3s);
 
@@ -654,8 +665,7 @@ TEST_F(ChaosTest, MariaDbRestartUnderLoadRecoversWithoutHelp) {
     EXPECT_TRUE(WaitFor([&] { return !Lease().first.empty(); }, 10s)) << "no master after the restart";
     const auto [owner_after, epoch_after] = Lease();
     EXPECT_GT(epoch_after, epoch_before) << "the master's term should have ended during the outage";
-    std::this_thread::sleep_for(5s);
-    CheckHistoryOver(first, (NowMs() / 1000 - 3) * 1000);
+    SettleAndCheckHistorySince(5s, first);
 }
 
 // Workflows under master failover: four diamonds (a -> b, a -> c, b -> d, c -> d) run every
@@ -664,10 +674,8 @@ TEST_F(ChaosTest, MariaDbRestartUnderLoadRecoversWithoutHelp) {
 // parents ended, and each run's status agrees with its steps (CheckWorkflowHistory). A step
 // lost with its slave (at-most-once, no retry) fails its run: a recorded outcome, not a loss.
 TEST_F(ChaosTest, MasterKilledMidWorkflowRunsLosesAndDoublesNoStep) {
-    for (int n = 1; n <= 3; ++n) StartNode(n);
-    StartSink("e1");
-    StartSink("e2");
-    const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
+    StartNodesAndSinks();
+    const std::int64_t first = FirstTime();
     std::vector<std::int64_t> workflows;
     for (int w = 0; w < 4; ++w) {
         model::Workflow wf;
@@ -715,13 +723,7 @@ TEST_F(ChaosTest, MasterKilledMidWorkflowRunsLosesAndDoublesNoStep) {
             std::to_string(*running) + " run(s) running");
         KillNode(master);
         std::this_thread::sleep_for(2s);
-        ASSERT_TRUE(WaitFor(
-            [&] {
-                const auto [o, e] = Lease();
-                return !o.empty() && e > epoch_before;
-            },
-            10s))
-            << "no new master after killing node-" << master;
+        ASSERT_TRUE(WaitForMasterAfter(epoch_before)) << "no new master after killing node-" << master;
         StartNode(master);
         const std::int64_t healed = NowMs();
         ASSERT_TRUE(WaitForFlow(healed, 15s)) << "no step ran within 15 s after round " << round;
@@ -797,7 +799,7 @@ TEST_F(ChaosTest, PartitionedMasterDemotesItselfAndRejoinsAsSlave) {
     // Executors listen on the host end of the executor link: every node reaches them.
     StartSink("e1", net.exec_host());
     StartSink("e2", net.exec_host());
-    const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
+    const std::int64_t first = FirstTime();
     CreateEverySecondJobs(20, first);
     ASSERT_TRUE(WaitFor(
         [&] {
@@ -908,21 +910,16 @@ TEST_F(ChaosTest, PartitionedMasterDemotesItselfAndRejoinsAsSlave) {
         << "node-3 dispatched nothing after rejoining:\n"
         << Tail(nodes_[3].log);
     EXPECT_EQ(Lease().first, new_owner) << "rejoining must not move the lease";
-    std::this_thread::sleep_for(2s);
-    CheckHistoryOver(first, (NowMs() / 1000 - 3) * 1000);
+    SettleAndCheckHistorySince(2s, first);
 }
 
 // An executor instance dies while it runs a long handler: the job's timeout ends the fire as
 // `timeout` with its reason, the retry runs on the other instance, and the restarted instance
 // gets work again.
 TEST_F(ChaosTest, ExecutorKilledMidRunEndsTheFireWithItsReasonAndRetries) {
-    for (int n = 1; n <= 3; ++n) StartNode(n);
-    StartSink("e1");
-    StartSink("e2");
-    const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
     // With a timeout, an every-second run the dead instance accepted but never reported ends as
     // `timeout` too (without one it would stay running: see the next case).
-    CreateEverySecondJobs(10, first, /*timeout_ms=*/2000);
+    const std::int64_t first = StartLoad(10, /*timeout_ms=*/2000);
 
     model::Job slow;
     slow.name = "slow";
@@ -995,8 +992,7 @@ TEST_F(ChaosTest, ExecutorKilledMidRunEndsTheFireWithItsReasonAndRetries) {
     StartSink(victim);
     const std::int64_t restarted = NowMs();
     EXPECT_TRUE(WaitForFlow(restarted, 15s, victim)) << Tail(sinks_[victim].proc_log);
-    std::this_thread::sleep_for(2s);
-    CheckHistoryOver(first, (NowMs() / 1000 - 3) * 1000);
+    SettleAndCheckHistorySince(2s, first);
 }
 
 // The same death without a job timeout. Neither the executor's callback nor the dispatching
@@ -1004,9 +1000,7 @@ TEST_F(ChaosTest, ExecutorKilledMidRunEndsTheFireWithItsReasonAndRetries) {
 // heartbeat expires: scheduler.executor-ttl 3 s, running-sweep 1 s here), recording it `lost`.
 // Found by this suite; kept as the regression test.
 TEST_F(ChaosTest, ExecutorKilledMidRunWithoutTimeoutLeavesNoFireRunningForever) {
-    for (int n = 1; n <= 3; ++n) StartNode(n);
-    StartSink("e1");
-    StartSink("e2");
+    StartNodesAndSinks();
     model::Job slow;
     slow.name = "slow-no-timeout";
     slow.app = kApp;
@@ -1059,20 +1053,8 @@ TEST_F(ChaosTest, ASlaveRestartedUnderItsOwnIdLeavesNoFireDispatchingForever) {
     dispatch_timeout_ = "20s";
     for (int n = 1; n <= 3; ++n) StartNode(n);
     // The black hole: connections are accepted by the kernel (backlog), requests never answered.
-    const int hole = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    ASSERT_GE(hole, 0);
-    struct Closer {
-        int fd;
-        ~Closer() { ::close(fd); }
-    } closer{hole};
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::bind(hole, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    ASSERT_EQ(::listen(hole, 64), 0);
-    socklen_t len = sizeof addr;
-    ASSERT_EQ(::getsockname(hole, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-    const std::string hole_address = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+    const testing::SilentListener hole;
+    const std::string hole_address = hole.address();
     store::ExecutorInstance instance{.app = "hole", .address = hole_address, .handlers = {"sink"}, .capacity = 10};
     ASSERT_TRUE(store::ExecutorRepository(db()).Heartbeat(instance).ok());
 
@@ -1160,8 +1142,7 @@ TEST_F(ChaosTest, SixShardsOnThreeNodesTwoEachAKilledNodesShardsLedAgainWithinTt
             << "the restarted node did not get its two shards back";
         Say(id + " back: 2/2/2");
     }
-    std::this_thread::sleep_for(3s);
-    CheckHistoryOver(first, (NowMs() / 1000 - 3) * 1000);
+    SettleAndCheckHistorySince(3s, first);
 }
 
 // The shard count is the cluster's: a node started with another count while a node runs is
@@ -1349,11 +1330,7 @@ TEST_F(GaleraChaosTest, ConcurrentMigratorsOnThreeGaleraNodesApplyEachMigrationO
 // kill -9 of the master twice (it restarts under its id), then kill -9 of a Galera node under
 // load and its rejoin: every (job, time) fired once, none silently lost.
 TEST_F(GaleraChaosTest, EveryFireOnceThroughKillsOfTheMasterAndOfAGaleraNode) {
-    for (int n = 1; n <= 3; ++n) StartNode(n);
-    StartSink("e1");
-    StartSink("e2");
-    const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
-    CreateEverySecondJobs(20, first);
+    const std::int64_t first = StartLoad(20);
     ASSERT_TRUE(WaitForFlow(first - 1, 20s)) << "no fire ran on the Galera cluster";
     std::this_thread::sleep_for(3s);
 
@@ -1376,8 +1353,7 @@ TEST_F(GaleraChaosTest, EveryFireOnceThroughKillsOfTheMasterAndOfAGaleraNode) {
     EXPECT_TRUE(WaitForNewLine(nodes_[3].log, 0, "database reachable again", 20s))
         << "node-3 does not log its database's return:\n"
         << Tail(nodes_[3].log);
-    std::this_thread::sleep_for(5s);
-    CheckHistoryOver(first, (NowMs() / 1000 - 3) * 1000);
+    SettleAndCheckHistorySince(5s, first);
 }
 
 // Three shards on three trigger nodes, each connected to its own Galera node: kill -9 of the
@@ -1411,8 +1387,7 @@ TEST_F(GaleraChaosTest, ThreeShardsFireEveryTimeOnceThroughKillsOfShardLeadersAn
 
     KillAndRejoinGaleraNode(2);
     ASSERT_FALSE(HasFatalFailure());
-    std::this_thread::sleep_for(5s);
-    CheckHistoryOver(first, (NowMs() / 1000 - 3) * 1000);
+    SettleAndCheckHistorySince(5s, first);
 }
 
 // Galera node 3 cut off from the other two (its group communication isolated: gmcast.isolate)
@@ -1453,8 +1428,7 @@ TEST_F(GaleraChaosTest, AGaleraNodeCutOffFromTheOtherTwoLosesItsShardAndDoublesN
     ASSERT_FALSE(HasFatalFailure());
     EXPECT_TRUE(WaitFor([&] { return ready(3); }, 30s)) << "node-3 not ready again:\n" << Tail(nodes_[3].log);
     EXPECT_TRUE(WaitFor([&] { return SpreadEvenly(1); }, 30s)) << "node-3 got no shard back";
-    std::this_thread::sleep_for(3s);
-    CheckHistoryOver(first, (NowMs() / 1000 - 3) * 1000);
+    SettleAndCheckHistorySince(3s, first);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "../support/scratch_dir.hpp"
 #include "../support/tokens.hpp"
 #include "sched/common/node_id.hpp"
 #include "sched/common/testing/child_process.hpp"
@@ -44,13 +45,10 @@ class TriggerProcessTest : public db::testing::DbTest {
         DbTest::SetUp();
         if (IsSkipped() || HasFatalFailure()) return;
         ASSERT_TRUE(db::Migrator(db()).Migrate().ok());
-        dir_ = std::filesystem::temp_directory_path() / ("sched-trigger-" + RandomHex(10));
-        std::filesystem::create_directories(dir_);
     }
     void TearDown() override {
         client_.reset();
         trigger_.reset();
-        std::filesystem::remove_all(dir_);
         DbTest::TearDown();
     }
 
@@ -65,9 +63,8 @@ class TriggerProcessTest : public db::testing::DbTest {
                                  "slave:\n  poll-interval: 200ms\n";
         trigger_ = std::make_unique<ChildProcess>(
             std::vector<std::string>{SCHED_TRIGGER_BIN, "--config", config.string()}, dir_.string(), env);
-        auto line = trigger_->WaitForStdoutLine("listening on http://127.0.0.1:", 30s);
-        ASSERT_TRUE(line) << trigger_->stderr_text();
-        port_ = std::stoi(line->substr(line->rfind(':') + 1));
+        port_ = testing::ListeningPort(*trigger_, 30s);
+        ASSERT_NE(port_, 0) << trigger_->stderr_text();
     }
 
     // Starts a trigger node on the config `yaml` and expects it to refuse to start (exit 2) with
@@ -159,7 +156,8 @@ class TriggerProcessTest : public db::testing::DbTest {
         return Fires(job_id).front();
     }
 
-    std::filesystem::path dir_;
+    testing::ScratchDir scratch_{"sched-trigger-"};
+    const std::filesystem::path& dir_ = scratch_.path();
     std::unique_ptr<ChildProcess> trigger_;
     std::unique_ptr<ChildProcess> client_;
     int port_ = 0;

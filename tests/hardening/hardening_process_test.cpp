@@ -18,6 +18,8 @@
 #include "sched/common/testing/child_process.hpp"
 #include "sched/http/testing/test_server.hpp"
 
+#include "../support/scratch_dir.hpp"
+
 namespace sched {
 namespace {
 
@@ -52,8 +54,6 @@ std::string MessageOf(const std::string& body) {
 class HardeningProcess : public ::testing::Test {
   protected:
     void SetUp() override {
-        dir_ = std::filesystem::temp_directory_path() / ("sched-hardening-" + RandomHex(10));
-        std::filesystem::create_directories(dir_);
         const auto config = dir_ / "standalone.yaml";
         std::ofstream(config) << "token: \"" << kToken << "\"\nhttp:\n  listen: \"127.0.0.1:0\"\n  access-log: all\n"
                               << "database:\n  url: \"sqlite://" << (dir_ / "s.db").string()
@@ -66,7 +66,6 @@ class HardeningProcess : public ::testing::Test {
     void TearDown() override {
         if (process_) (void)process_->Stop(10s);
         process_.reset();
-        std::filesystem::remove_all(dir_);
     }
 
     bool Alive() { return !process_->WaitForExit(1ms).has_value(); }
@@ -75,7 +74,8 @@ class HardeningProcess : public ::testing::Test {
     }
 
     static constexpr const char* kToken = "hardening-test-token-0123456789";
-    std::filesystem::path dir_;
+    testing::ScratchDir scratch_{"sched-hardening-"};
+    const std::filesystem::path& dir_ = scratch_.path();
     std::unique_ptr<ChildProcess> process_;
     unsigned short port_ = 0;
 };

@@ -19,6 +19,7 @@
 #include "sched/http/testing/test_server.hpp"
 
 #include "../support/process_calls.hpp"
+#include "../support/scratch_dir.hpp"
 #include "sched/http/url.hpp"
 #include "sched/protocol/request_signature.hpp"
 
@@ -37,7 +38,6 @@ constexpr std::int64_t kUnlockedBase = 100000;
 class PayLockProcess : public ::testing::Test {
   protected:
     void SetUp() override {
-        dir_ = std::filesystem::temp_directory_path() / ("sched-pay-race-" + RandomHex(8));
         std::filesystem::create_directories(dir_ / "ledger");
         const auto standalone_config =
             Write("standalone.yaml", "token: \"" + std::string(kToken) +
@@ -113,7 +113,6 @@ class PayLockProcess : public ::testing::Test {
         for (auto& c : clients_) testing::StopChild(c);
         clients_.clear();
         testing::StopChild(standalone_);
-        std::filesystem::remove_all(dir_);
     }
 
     std::string Write(const std::string& name, const std::string& text) { return testing::WriteFile(dir_, name, text); }
@@ -190,7 +189,8 @@ class PayLockProcess : public ::testing::Test {
         return lines;
     }
 
-    std::filesystem::path dir_;
+    testing::ScratchDir scratch_{"sched-pay-race-"};
+    const std::filesystem::path& dir_ = scratch_.path();
     std::unique_ptr<ChildProcess> standalone_;
     std::vector<std::unique_ptr<ChildProcess>> clients_;
     std::string web_url_;

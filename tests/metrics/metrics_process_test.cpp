@@ -19,6 +19,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../support/scratch_dir.hpp"
 #include "../support/source_files.hpp"
 #include "sched/common/testing/child_process.hpp"
 #include "sched/common/testing/wait_for.hpp"
@@ -143,15 +144,15 @@ TEST(AlertRules, PassPromtool) {
 }
 
 TEST(StandaloneMetrics, LiveExpositionPassesPromtoolAndDeclaresEveryNameTheDashboardAndRulesUse) {
-    const auto dir = std::filesystem::temp_directory_path() / ("sched-metrics-" + RandomHex(10));
+    const testing::ScratchDir scratch("sched-metrics-");
+    const std::filesystem::path& dir = scratch.path();
     const auto config = StandaloneConfigIn(dir);
     std::string metrics;
     {
         // --demo: a job every 10 s with no executor, so fires end (failed) and are counted.
         ChildProcess p({SCHED_STANDALONE_BIN, "--config", config.string(), "--demo"}, dir.string());
-        auto line = p.WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
-        ASSERT_TRUE(line) << p.stderr_text();
-        const auto port = static_cast<unsigned short>(std::stoi(line->substr(line->rfind(':') + 1)));
+        const auto port = testing::ListeningPort(p, 20s);
+        ASSERT_NE(port, 0) << p.stderr_text();
         int status = 0;
         bool fired = false;
         bool gauges = false;
@@ -175,22 +176,22 @@ TEST(StandaloneMetrics, LiveExpositionPassesPromtoolAndDeclaresEveryNameTheDashb
         EXPECT_NE(metrics.find(series), std::string::npos) << series << "\n" << metrics;
     }
     ExpectCheckedAndDeclaringTheUsedNames(metrics, dir / "metrics.txt", ClusterNames, 5, "/metrics");
-    std::filesystem::remove_all(dir);
 }
 
 // The client SDK's opt-in /metrics (executor option `metrics: true`), served by the real
 // demo-client running the standalone's demo job: promtool accepts it, the handler's run is
 // counted, and every sched_client_* name the dashboard and the rules use is declared there.
 TEST(ExecutorMetrics, ADemoClientsExpositionPassesPromtoolAndDeclaresEveryClientNameTheDashboardAndRulesUse) {
-    const auto dir = std::filesystem::temp_directory_path() / ("sched-client-metrics-" + RandomHex(10));
+    const testing::ScratchDir scratch("sched-client-metrics-");
+    const std::filesystem::path& dir = scratch.path();
     const auto config = StandaloneConfigIn(dir);
     std::string metrics;
     {
         // --demo: the job "hello" (handler echo, every 10 s) and an executor token in data/.
         ChildProcess standalone({SCHED_STANDALONE_BIN, "--config", config.string(), "--demo"}, dir.string());
-        auto line = standalone.WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
-        ASSERT_TRUE(line) << standalone.stderr_text();
-        const std::string web = "http://127.0.0.1:" + line->substr(line->rfind(':') + 1);
+        const auto web_port = testing::ListeningPort(standalone, 20s);
+        ASSERT_NE(web_port, 0) << standalone.stderr_text();
+        const std::string web = "http://127.0.0.1:" + std::to_string(web_port);
         const auto token_file = dir / "data/executor-token";
         testing::WaitFor([&] { return std::filesystem::exists(token_file); }, 10s, 100ms);
         std::string token;
@@ -233,7 +234,6 @@ TEST(ExecutorMetrics, ADemoClientsExpositionPassesPromtoolAndDeclaresEveryClient
         EXPECT_NE(metrics.find(series), std::string::npos) << series << "\n" << metrics;
     }
     ExpectCheckedAndDeclaringTheUsedNames(metrics, dir / "client-metrics.txt", ClientNames, 2, "the client's /metrics");
-    std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -16,6 +16,8 @@
 #include "sched/common/node_id.hpp"
 #include "sched/common/testing/child_process.hpp"
 
+#include "../support/scratch_dir.hpp"
+
 namespace sched {
 namespace {
 
@@ -33,8 +35,6 @@ struct Outcome {
 class SchedctlProcess : public ::testing::Test {
   protected:
     void SetUp() override {
-        dir_ = std::filesystem::temp_directory_path() / ("sched-schedctl-" + RandomHex(8));
-        std::filesystem::create_directories(dir_);
         Write("standalone.yaml", "token: \"" + std::string(kToken) + "\"\nhttp:\n  listen: \"127.0.0.1:0\"\n" +
                                      "database:\n  url: \"sqlite://" + (dir_ / "s.db").string() +
                                      "\"\nlog:\n  level: warn\n");
@@ -51,7 +51,6 @@ class SchedctlProcess : public ::testing::Test {
             standalone_->Signal(SIGTERM);
             standalone_->WaitForExit(10s);
         }
-        std::filesystem::remove_all(dir_);
     }
 
     void Write(const std::string& name, const std::string& text) { std::ofstream(dir_ / name) << text; }
@@ -78,7 +77,8 @@ class SchedctlProcess : public ::testing::Test {
         return text;
     }
 
-    std::filesystem::path dir_;
+    testing::ScratchDir scratch_{"sched-schedctl-"};
+    const std::filesystem::path& dir_ = scratch_.path();
     std::unique_ptr<ChildProcess> standalone_;
     std::string server_;
 };
@@ -778,8 +778,8 @@ TEST_F(SchedctlProcess, AlertRulesInTheFileNameTheirJobAndFollowDriftAndPrune) {
 // a 1 GiB address-space limit, so that a schedctl which expands it fails this test by running out
 // of memory (or by the timeout) instead of taking the machine with it.
 TEST(SchedctlHostileFile, ABillionLaughsFileIsRefusedNamingItsLineWithinAMemoryLimit) {
-    const auto dir = std::filesystem::temp_directory_path() / ("sched-schedctl-laughs-" + RandomHex(8));
-    std::filesystem::create_directories(dir);
+    const testing::ScratchDir scratch("sched-schedctl-laughs-");
+    const std::filesystem::path& dir = scratch.path();
     std::string text = "jobs:\n  - name: lol\n    app: a\n    handler: h\n    schedule_type: manual\n    params:\n";
     for (int level = 0; level < 9; ++level) {
         text += "      l" + std::to_string(level) + ": &l" + std::to_string(level) + " [";
@@ -794,7 +794,6 @@ TEST(SchedctlHostileFile, ABillionLaughsFileIsRefusedNamingItsLineWithinAMemoryL
                     "apply", "--dry-run", "-f", file},
                    dir.string(), {"HOME=" + dir.string(), "XDG_CONFIG_HOME="});
     const auto code = p.WaitForExit(30s);
-    std::filesystem::remove_all(dir);
     ASSERT_TRUE(code.has_value()) << "still expanding after 30 s";
     EXPECT_EQ(*code, 1) << p.stderr_text();
     EXPECT_NE(p.stderr_text().find("laughs.yaml: line 12: the document expands to more than 250000 values"),

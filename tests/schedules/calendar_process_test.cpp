@@ -18,6 +18,8 @@
 #include "sched/common/testing/child_process.hpp"
 #include "sched/common/testing/wait_for.hpp"
 
+#include "../support/scratch_dir.hpp"
+
 namespace sched {
 namespace {
 
@@ -48,8 +50,6 @@ bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeou
 class CalendarProcess : public ::testing::Test {
   protected:
     void SetUp() override {
-        dir_ = std::filesystem::temp_directory_path() / ("sched-calendar-" + RandomHex(8));
-        std::filesystem::create_directories(dir_);
         std::ofstream(dir_ / "standalone.yaml")
             << "token: \"" << kToken << "\"\nhttp:\n  listen: \"127.0.0.1:0\"\ndatabase:\n  url: \"sqlite://"
             << (dir_ / "s.db").string() << "\"\nlog:\n  level: warn\n";
@@ -61,7 +61,6 @@ class CalendarProcess : public ::testing::Test {
     }
     void TearDown() override {
         if (process_) (void)process_->Stop(10s);
-        std::filesystem::remove_all(dir_);
     }
 
     nlohmann::json Call(const std::string& method, const std::string& path, const nlohmann::json& body, int want) {
@@ -82,7 +81,8 @@ class CalendarProcess : public ::testing::Test {
         return job;
     }
 
-    std::filesystem::path dir_;
+    testing::ScratchDir scratch_{"sched-calendar-"};
+    const std::filesystem::path& dir_ = scratch_.path();
     std::unique_ptr<ChildProcess> process_;
     unsigned short port_ = 0;
 };

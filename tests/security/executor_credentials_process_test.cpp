@@ -21,6 +21,7 @@
 #include "sched/http/testing/test_server.hpp"
 
 #include "../support/process_calls.hpp"
+#include "../support/scratch_dir.hpp"
 
 namespace sched {
 namespace {
@@ -85,8 +86,6 @@ class SpyExecutor {
 class ExecutorCredentials : public ::testing::Test {
   protected:
     void SetUp() override {
-        dir_ = std::filesystem::temp_directory_path() / ("sched-credentials-" + RandomHex(10));
-        std::filesystem::create_directories(dir_);
         const auto config =
             Write("standalone.yaml", "token: \"" + std::string(kClusterToken) +
                                          "\"\nhttp:\n  listen: \"127.0.0.1:0\"\ndatabase:\n  url: "
@@ -94,15 +93,13 @@ class ExecutorCredentials : public ::testing::Test {
                                          (dir_ / "data/scheduler.db").string() + "\"\nlog:\n  level: warn\n");
         standalone_ = std::make_unique<ChildProcess>(
             std::vector<std::string>{SCHED_STANDALONE_BIN, "--config", config, "--demo"}, dir_.string());
-        auto line = standalone_->WaitForStdoutLine("listening on http://127.0.0.1:", 30s);
-        ASSERT_TRUE(line) << standalone_->stderr_text();
-        port_ = static_cast<unsigned short>(std::stoi(line->substr(line->rfind(':') + 1)));
+        port_ = testing::ListeningPort(*standalone_, 30s);
+        ASSERT_NE(port_, 0) << standalone_->stderr_text();
         url_ = "http://127.0.0.1:" + std::to_string(port_);
     }
     void TearDown() override {
         testing::StopChild(client_);
         testing::StopChild(standalone_);
-        std::filesystem::remove_all(dir_);
     }
 
     std::string Write(const std::string& name, const std::string& text) { return testing::WriteFile(dir_, name, text); }
@@ -111,11 +108,7 @@ class ExecutorCredentials : public ::testing::Test {
                                      const std::string& token = kClusterToken) {
         return http_.Send(testing::JsonRequest(method, url_ + path, body), As(token));
     }
-    nlohmann::json Json(const Result<http::ClientResponse>& r) {
-        if (!r.ok()) return {{"transport", r.status().ToString()}};
-        auto j = r->Json();
-        return j.ok() ? *j : nlohmann::json{{"body", r->body}};
-    }
+    static nlohmann::json Json(const Result<http::ClientResponse>& r) { return testing::AnswerJson(r); }
 
     // The one place tests make an executor token, scoped to `app`.
     std::string CreateExecutorToken(const std::string& app) {
@@ -161,7 +154,8 @@ class ExecutorCredentials : public ::testing::Test {
                                                  dir_.string(), std::vector<std::string>{"SCHED_TOKEN=" + token});
     }
 
-    std::filesystem::path dir_;
+    testing::ScratchDir scratch_{"sched-credentials-"};
+    const std::filesystem::path& dir_ = scratch_.path();
     std::unique_ptr<ChildProcess> standalone_;
     std::unique_ptr<ChildProcess> client_;
     unsigned short port_ = 0;

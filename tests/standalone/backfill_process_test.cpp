@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <random>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -16,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "../support/scratch_dir.hpp"
 #include "../support/tokens.hpp"
 #include "sched/common/testing/child_process.hpp"
 #include "sched/common/testing/wait_for.hpp"
@@ -27,11 +27,6 @@ using namespace std::chrono_literals;
 using testing::ChildProcess;
 
 constexpr std::int64_t kMinute = 60'000;
-
-std::string RandomSuffix() {
-    std::random_device rd;
-    return std::to_string(rd()) + std::to_string(rd());
-}
 
 // The sink's lines ({"job_id", "scheduled_ms", "fire_id", ...}) of job `job_id`.
 std::vector<nlohmann::json> SinkRuns(const std::filesystem::path& log, std::int64_t job_id) {
@@ -47,12 +42,6 @@ std::vector<nlohmann::json> SinkRuns(const std::filesystem::path& log, std::int6
 
 class BackfillProcess : public ::testing::Test {
   protected:
-    void SetUp() override {
-        dir_ = std::filesystem::temp_directory_path() / ("sched-backfill-" + RandomSuffix());
-        std::filesystem::create_directories(dir_);
-    }
-    void TearDown() override { std::filesystem::remove_all(dir_); }
-
     nlohmann::json Call(const std::string& method, const std::string& path, const nlohmann::json& body, int want) {
         auto [status, text] = testing::HttpCall(port_, method, path, body.is_null() ? "" : body.dump(), token_);
         EXPECT_EQ(status, want) << method << " " << path << " -> " << text;
@@ -72,7 +61,8 @@ class BackfillProcess : public ::testing::Test {
         return b;
     }
 
-    std::filesystem::path dir_;
+    testing::ScratchDir scratch_{"sched-backfill-"};
+    const std::filesystem::path& dir_ = scratch_.path();
     unsigned short port_ = 0;
     std::string token_;
 };
@@ -82,9 +72,8 @@ TEST_F(BackfillProcess, ABackfillRunsExactlyTheRangeOnceAndARepeatCreatesNothing
     std::ofstream(config) << "http:\n  listen: \"127.0.0.1:0\"\ndatabase:\n  url: \"sqlite://" +
                                  (dir_ / "data/s.db").string() + "\"\nlog:\n  level: info\n";
     ChildProcess node({SCHED_STANDALONE_BIN, "--config", config.string()}, dir_.string());
-    auto line = node.WaitForStdoutLine("listening on http://127.0.0.1:", 20s);
-    ASSERT_TRUE(line) << node.stderr_text();
-    port_ = static_cast<unsigned short>(std::stoi(line->substr(line->rfind(':') + 1)));
+    port_ = testing::ListeningPort(node, 20s);
+    ASSERT_NE(port_, 0) << node.stderr_text();
     auto token_line = node.WaitForStdoutLine("token (generated): ", 5s);
     ASSERT_TRUE(token_line) << node.stdout_text();
     token_ = token_line->substr(token_line->rfind(' ') + 1);

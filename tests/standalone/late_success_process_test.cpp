@@ -19,6 +19,7 @@
 #include "sched/http/testing/test_server.hpp"
 
 #include "../support/process_calls.hpp"
+#include "../support/scratch_dir.hpp"
 
 namespace sched {
 namespace {
@@ -75,8 +76,6 @@ class HeldWire {
 class LateSuccess : public ::testing::Test {
   protected:
     void SetUp() override {
-        dir_ = std::filesystem::temp_directory_path() / ("sched-late-" + RandomHex(10));
-        std::filesystem::create_directories(dir_);
         port_ = testing::FreeLoopbackPort();
         url_ = "http://127.0.0.1:" + std::to_string(port_);
         // One node id across the restart: its slave ends what the killed process left dispatching.
@@ -89,7 +88,6 @@ class LateSuccess : public ::testing::Test {
     void TearDown() override {
         testing::StopChild(client_);
         testing::StopChild(node_);
-        std::filesystem::remove_all(dir_);
     }
 
     void StartNode() {
@@ -102,9 +100,7 @@ class LateSuccess : public ::testing::Test {
                        const std::string& token = kClusterToken, int* status = nullptr) {
         auto r = http_.Send(testing::JsonRequest(method, url_ + path, body), testing::AsBearer(token));
         if (status != nullptr) *status = r.ok() ? r->status : -1;
-        if (!r.ok()) return {{"transport", r.status().ToString()}};
-        auto j = r->Json();
-        return j.ok() ? *j : nlohmann::json{{"body", r->body}};
+        return testing::AnswerJson(r);
     }
     std::vector<nlohmann::json> Fires(std::int64_t job_id) {
         std::vector<nlohmann::json> out;
@@ -121,7 +117,8 @@ class LateSuccess : public ::testing::Test {
         return std::nullopt;
     }
 
-    std::filesystem::path dir_;
+    testing::ScratchDir scratch_{"sched-late-"};
+    const std::filesystem::path& dir_ = scratch_.path();
     std::uint16_t port_ = 0;
     std::string url_;
     std::string config_;

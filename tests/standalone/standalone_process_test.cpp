@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../support/scratch_dir.hpp"
+#include "../support/silent_listener.hpp"
 #include "sched/common/node_id.hpp"
 #include "sched/common/testing/child_process.hpp"
 #include "sched/common/testing/tiny_file_system.hpp"
@@ -36,6 +37,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::ChildProcess;
+using testing::SilentListener;
 using testing::TinyFileSystem;
 
 class StandaloneProcess : public ::testing::Test {
@@ -626,31 +628,6 @@ TEST_F(StandaloneProcess, AFailedFireDeliversASignedWebhookRetriedUntilTheReceiv
     p.Signal(SIGTERM);
     EXPECT_EQ(p.WaitForExit(15s), 0) << p.stderr_text();
 }
-
-// A receiver that takes connections (the kernel's backlog accepts them) and never answers.
-class SilentListener {
-  public:
-    SilentListener() {
-        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in addr{};
-        addr.sin_family = AF_INET;
-        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof addr;
-        if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd_, 64) != 0 ||
-            ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-            throw std::runtime_error(std::string("silent listener: ") + std::strerror(errno));
-        }
-        port_ = ntohs(addr.sin_port);
-    }
-    ~SilentListener() { ::close(fd_); }
-    SilentListener(const SilentListener&) = delete;
-    SilentListener& operator=(const SilentListener&) = delete;
-    unsigned short port() const { return port_; }
-
-  private:
-    int fd_ = -1;
-    unsigned short port_ = 0;
-};
 
 // Twenty alerts to a receiver that never answers, then one to a healthy receiver: the healthy
 // one arrives within a few alert rounds (delivered one by one, it would wait out every slow

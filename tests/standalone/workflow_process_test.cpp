@@ -70,9 +70,8 @@ class WorkflowProcess : public ::testing::TestWithParam<Backend> {
                                      "\"\nlog:\n  level: info\n";
         node_ = std::make_unique<ChildProcess>(
             std::vector<std::string>{SCHED_STANDALONE_BIN, "--config", config.string()}, dir_.string());
-        auto line = node_->WaitForStdoutLine("listening on http://127.0.0.1:", 30s);
-        ASSERT_TRUE(line) << node_->stderr_text();
-        port_ = static_cast<unsigned short>(std::stoi(line->substr(line->rfind(':') + 1)));
+        port_ = testing::ListeningPort(*node_, 30s);
+        ASSERT_NE(port_, 0) << node_->stderr_text();
         auto token_line = node_->WaitForStdoutLine("token (generated): ", 5s);
         ASSERT_TRUE(token_line) << node_->stdout_text();
         token_ = token_line->substr(token_line->rfind(' ') + 1);

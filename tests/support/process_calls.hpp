@@ -1,7 +1,8 @@
 #pragma once
 
 // Small pieces the process tests share: a config file written for a process under test, a
-// graceful stop of one, and a JSON call to a node's API with a bearer token (header-only).
+// graceful stop of one, and a JSON call to a node's API with a bearer token and its answer
+// (header-only).
 
 #include <chrono>
 #include <filesystem>
@@ -11,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sched/common/status.hpp"
 #include "sched/common/testing/child_process.hpp"
 #include "sched/http/client.hpp"
 
@@ -47,6 +49,14 @@ inline http::ClientRequest JsonRequest(http::Method method, const std::string& u
         request.headers.Set("Content-Type", "application/json");
     }
     return request;
+}
+
+/// A call's answer as JSON, for checks and their messages: the body parsed; {"body": <text>} when
+/// the body is not JSON; {"transport": <error>} when the call got no answer.
+inline nlohmann::json AnswerJson(const Result<http::ClientResponse>& r) {
+    if (!r.ok()) return {{"transport", r.status().ToString()}};
+    auto j = r->Json();
+    return j.ok() ? *j : nlohmann::json{{"body", r->body}};
 }
 
 }  // namespace sched::testing

@@ -29,6 +29,8 @@
 #include "sched/store/job.hpp"
 #include "sched/store/registry.hpp"
 
+#include "../support/scratch_dir.hpp"
+
 namespace sched {
 namespace {
 
@@ -113,8 +115,6 @@ class TlsProcessTest : public db::testing::DbTest {
         if (IsSkipped() || HasFatalFailure()) return;
         if (GetParam() != db::Backend::kMySql) GTEST_SKIP() << "the cluster runs on MariaDB";
         ASSERT_TRUE(db::Migrator(db()).Migrate().ok());
-        dir_ = std::filesystem::temp_directory_path() / ("sched-tls-" + RandomHex(10));
-        std::filesystem::create_directories(dir_);
         IssueLeaf(dir_, "cluster");
         MakeCa(dir_, "stranger");
     }
@@ -124,7 +124,6 @@ class TlsProcessTest : public db::testing::DbTest {
         webs_.clear();
         web_.reset();
         nodes_.clear();
-        if (!dir_.empty()) std::filesystem::remove_all(dir_);
         DbTest::TearDown();
     }
 
@@ -285,7 +284,8 @@ class TlsProcessTest : public db::testing::DbTest {
         return out;
     }
 
-    std::filesystem::path dir_;
+    testing::ScratchDir scratch_{"sched-tls-"};
+    const std::filesystem::path& dir_ = scratch_.path();
     std::map<int, std::unique_ptr<ChildProcess>> nodes_;
     std::map<int, int> ports_;
     std::unique_ptr<ChildProcess> web_;

@@ -7,6 +7,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sched/common/announce.hpp"
+
 namespace sched {
 
 ParsedArgs ParseAppArgs(const AppSpec& spec, const std::vector<std::string>& args, std::ostream& out,
@@ -66,6 +68,10 @@ int StartFailureExitCode(const Status& started) {
     if (started.code() == Code::kCancelled) return 0;
     spdlog::error("cannot start: {}", started.ToString());
     return 1;
+}
+
+void AnnounceListening(std::string_view who, bool tls, std::string_view authority) {
+    Announce(std::string(who) + " listening on " + (tls ? "https://" : "http://") + std::string(authority));
 }
 
 StopSignals::StopSignals() {

@@ -151,5 +151,16 @@ TEST(StopSignalsDeathTest, DestructorWithoutSignalReturnsAndLeavesNoStopRequest)
         ::testing::ExitedWithCode(5), "");
 }
 
+// The line scripts and tests wait for: the scheme follows the TLS setting, the authority is kept
+// as given (an IPv6 host in brackets).
+TEST(AnnounceListening, WritesWhoAndTheUrlItListensOn) {
+    ::testing::internal::CaptureStdout();
+    AnnounceListening("scheduler-web", false, "127.0.0.1:8080");
+    AnnounceListening("scheduler-trigger node-1", true, "[::1]:8443");
+    EXPECT_EQ(::testing::internal::GetCapturedStdout(),
+              "scheduler-web listening on http://127.0.0.1:8080\n"
+              "scheduler-trigger node-1 listening on https://[::1]:8443\n");
+}
+
 }  // namespace
 }  // namespace sched

@@ -22,6 +22,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -66,6 +67,11 @@ int ReportConfigOk();
 /// The exit code of an app whose service did not start (`started` not ok): 0 when a stop signal
 /// cancelled the start (kCancelled), else 1 after logging "cannot start: <status>".
 int StartFailureExitCode(const Status& started);
+
+/// Announces (announce.hpp) "<who> listening on http://<authority>", https:// when `tls`: the
+/// line scripts and tests wait for once the app listens. `authority` is the "host:port" it is
+/// bound to (http::HostPort::ToString: an IPv6 host in brackets).
+void AnnounceListening(std::string_view who, bool tls, std::string_view authority);
 
 /// Waits for SIGINT/SIGTERM on a thread of its own, and runs the OnHangup callback for each
 /// SIGHUP (reload certificates) meanwhile. The constructor blocks the three signals in the
