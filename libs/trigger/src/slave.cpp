@@ -6,7 +6,6 @@
 #include <spdlog/spdlog.h>
 
 #include "sched/common/on_pool.hpp"
-#include "sched/trigger/claim_retry.hpp"
 
 namespace sched::trigger {
 
@@ -78,6 +77,7 @@ Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr
                          return time_.NowMs();
                      }},
                 node_id_),
+      claimer_(strand_, db_pool_, node_id_),
       sender_(io_, db_pool_, queue_, *executors_, directory_, time_,
               {.dispatch_timeout = config_.dispatch_timeout,
                .send_ahead = config_.send_ahead,
@@ -238,66 +238,27 @@ net::awaitable<void> Slave::GroupLoop() {
 }
 
 // Runs on strand_ (part of the group loop): claims stay in order and one at a time, each
-// bounded by max-group. A group that keeps losing conflicts is claimed in parts (ClaimRetry),
-// earliest first, each part sent before the next is claimed. The parts share the group's token:
-// the claim reads back the fires holding its token, so a commit that an error hid (the
-// connection lost during COMMIT) is found by the attempt that next names those fires.
+// bounded by max-group; GroupClaimer retries a failed claim, in parts after conflicts.
 net::awaitable<void> Slave::ClaimAndSend(std::vector<std::int64_t> ids) {
     auto loops = loops_;
     const std::int64_t token = NewClaimToken();
     const auto claim_started = std::chrono::steady_clock::now();
     const std::int64_t claim_started_ms = time_.NowMs();
-    std::size_t part_size = ids.size();
-    std::size_t from = 0;  // ids before it are claimed
-    while (from < ids.size()) {
-        if (from > 0 && loops->stopping) {
-            // Stopping between parts: the rest stays pending, handed back by Stop.
-            for (std::size_t i = from; i < ids.size(); ++i) queue_->Forget(ids[i]);
-            co_return;
-        }
-        ClaimRetry retry;
-        int failures = 0;
-        std::optional<ClaimedGroup> claimed;
-        std::vector<std::int64_t> part;
-        while (!claimed) {
-            part.assign(ids.begin() + static_cast<std::ptrdiff_t>(from),
-                        ids.begin() + static_cast<std::ptrdiff_t>(from + std::min(part_size, ids.size() - from)));
-            const std::int64_t now = time_.NowMs();
-            auto claim = [this, &part, token, now] {
-                return store_->Claim(node_id_, part, token, now);
-            };
-            auto got = co_await OnPool(db_pool_, claim);
-            if (got.ok()) {
-                claimed = std::move(*got);
-                break;
-            }
-            const ClaimRetry::Step next = retry.Next(got.status(), part.size());
-            ++failures;
-            if ((failures & (failures - 1)) == 0) {  // the 1st, 2nd, 4th, 8th... failure of a part
-                spdlog::warn(
-                    "slave {}: cannot claim {} of a group of {} fires (failure {}; next try: {} fires in {} ms): {}",
-                    node_id_, part.size(), ids.size(), failures, next.claim, Ms(next.wait), got.status().ToString());
-            }
-            if (loops->stopping) {
-                // Still pending, or claimed with this token by a commit the error hid: the master
-                // hands the first to another slave and ends the second as lost with this node.
-                for (std::size_t i = from; i < ids.size(); ++i) queue_->Forget(ids[i]);
-                co_return;
-            }
-            part_size = next.claim;
-            net::steady_timer pause(strand_);
-            pause.expires_after(next.wait);
-            try {
-                co_await pause.async_wait(net::use_awaitable);
-            } catch (const boost::system::system_error&) {
-            }
-        }
-        from += part.size();
-        co_await SendClaimed(part, token, std::move(*claimed), claim_started, claim_started_ms);
-    }
+    GroupClaimer::Attempt attempt = [this, token](const std::vector<std::int64_t>& part) {
+        return store_->Claim(node_id_, part, token, time_.NowMs());
+    };
+    GroupClaimer::OnPart send = [this, token, claim_started, claim_started_ms](std::vector<std::int64_t> part,
+                                                                               ClaimedGroup claimed) {
+        return SendClaimed(std::move(part), token, std::move(claimed), claim_started, claim_started_ms);
+    };
+    auto stopping = [loops] {
+        return loops->stopping.load();
+    };
+    const auto left = co_await claimer_.Claim(std::move(ids), std::move(attempt), stopping, std::move(send));
+    for (const auto id : left) queue_->Forget(id);  // still pending: handed back by Stop
 }
 
-net::awaitable<void> Slave::SendClaimed(const std::vector<std::int64_t>& ids, std::int64_t token, ClaimedGroup claimed,
+net::awaitable<void> Slave::SendClaimed(std::vector<std::int64_t> ids, std::int64_t token, ClaimedGroup claimed,
                                         std::chrono::steady_clock::time_point claim_started,
                                         std::int64_t claim_started_ms) {
     claims_.Inc();

@@ -96,6 +96,7 @@
 #include "sched/trigger/db_time.hpp"
 #include "sched/trigger/executor_directory.hpp"
 #include "sched/trigger/fire_queue.hpp"
+#include "sched/trigger/group_claimer.hpp"
 #include "sched/trigger/held_fires.hpp"
 #include "sched/trigger/run_sender.hpp"
 #include "sched/trigger/running_recorder.hpp"
@@ -181,7 +182,7 @@ class Slave {
     net::awaitable<void> ClaimAndSend(std::vector<std::int64_t> ids);
     // What a claim of `ids` won: the held fires requeued, the others not won forgotten, the won
     // ones sent as one group.
-    net::awaitable<void> SendClaimed(const std::vector<std::int64_t>& ids, std::int64_t token, ClaimedGroup claimed,
+    net::awaitable<void> SendClaimed(std::vector<std::int64_t> ids, std::int64_t token, ClaimedGroup claimed,
                                      std::chrono::steady_clock::time_point claim_started,
                                      std::int64_t claim_started_ms);
     // Queues fires and wakes the group loop when one is due before its planned wake-up.
@@ -211,6 +212,7 @@ class Slave {
     RunningRecorder running_;
     WindowedWriter<FireEnding> endings_;
     TimeoutWatch timeouts_;
+    GroupClaimer claimer_;
     RunSender sender_;
     std::int64_t started_ms_ = 0;  // DB time of Start(): dispatches claimed before are an earlier run's
     HeldFires held_;               // on strand_
