@@ -61,4 +61,8 @@ std::string_view Dialect::ForUpdate() const {
     return backend_ == Backend::kMySql ? " FOR UPDATE" : "";
 }
 
+std::string_view Dialect::ByPrimaryKey() const {
+    return backend_ == Backend::kMySql ? " FORCE INDEX (PRIMARY)" : "";
+}
+
 }  // namespace sched::db

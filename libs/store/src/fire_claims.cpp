@@ -313,11 +313,11 @@ Admission FireClaims::Admit(soci::session& s, const db::Dialect& dialect, std::v
     std::map<std::string, std::map<int, std::int64_t>> seats;   // scope -> slot -> holder (0: none)
     std::map<std::string, std::map<int, std::int64_t>> starts;  // rate scope -> slot -> start time
     std::set<std::int64_t> holder_ids;
-    for (const auto& seat :
-         impl::SelectRows<SeatRow>(s,
-                                   "SELECT scope, slot, fire_id, taken_at FROM concurrency_slot WHERE scope IN (" +
-                                       scope_list + ")" + std::string(dialect.ForUpdate()),
-                                   [](soci::statement&) {})) {
+    for (const auto& seat : impl::SelectRows<SeatRow>(s,
+                                                      "SELECT scope, slot, fire_id, taken_at FROM concurrency_slot" +
+                                                          std::string(dialect.ByPrimaryKey()) + " WHERE scope IN (" +
+                                                          scope_list + ")" + std::string(dialect.ForUpdate()),
+                                                      [](soci::statement&) {})) {
         if (seat.scope.starts_with("rate:")) {
             starts[seat.scope][seat.slot] = seat.taken_at;
             continue;

@@ -65,6 +65,12 @@ class Dialect {
     std::string_view ShareLock() const;
     /// Appended to a SELECT to take an exclusive row lock until commit. SQLite: empty.
     std::string_view ForUpdate() const;
+    /// Written after a table's name in a SELECT: the table is read by its primary key whatever
+    /// the optimizer's statistics say (MySQL `FORCE INDEX (PRIMARY)`). For a locking read by a
+    /// long IN list on the key's first column: past `eq_range_index_dive_limit` values MariaDB
+    /// may estimate from stale statistics and scan the whole table, and a full scan FOR UPDATE
+    /// locks every row it reads. SQLite: empty.
+    std::string_view ByPrimaryKey() const;
 
   private:
     Backend backend_;
