@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -240,6 +241,13 @@ Result<AlertReport> Alerter::EvaluateBatch(std::int64_t epoch) {
         b.last_id = cursor_id_;
         const auto fires =
             store::AlertRepository::ListEndedAfter(s, cursor_ms_, cursor_id_, until, config_.alert_batch);
+        if (static_cast<int>(fires.size()) < config_.alert_batch && until > cursor_ms_) {
+            // Not cut by the batch: every fire that ended up to `until` was read. The cursor
+            // moves there, past the successes after the last alert event; otherwise, in a
+            // healthy cluster, each round would read again every fire since the term began.
+            b.last_ms = until;
+            b.last_id = std::numeric_limits<std::int64_t>::max();
+        }
         if (fires.empty()) return b;
         const auto rules = store::AlertRepository::EnabledRules(s, kMaxRules);
         const auto deliver = [&](const store::AlertRule& rule, const store::AlertableFire& fire, AlertEvent event,
@@ -253,9 +261,12 @@ Result<AlertReport> Alerter::EvaluateBatch(std::int64_t epoch) {
             d.next_attempt_at = now;
             if (store::AlertRepository::InsertDeliveryIfAbsent(s, db_->dialect(), d)) ++b.report.deliveries_created;
         };
+        const bool cut = static_cast<int>(fires.size()) >= config_.alert_batch;
         for (const auto& fire : fires) {
-            b.last_ms = fire.finished_at;
-            b.last_id = fire.id;
+            if (cut) {
+                b.last_ms = fire.finished_at;
+                b.last_id = fire.id;
+            }
             ++b.report.fires_evaluated;
             const auto event = FireAlertEvent(fire);
             if (!event) continue;
