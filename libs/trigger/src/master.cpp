@@ -152,6 +152,18 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
     //
     // One read for both: the nodes alive by the full node-ttl, of which those whose heartbeat
     // (a database-clock time) is within node-ttl / 2 of the database clock now get fires.
+    //
+    // A term's first node-ttl judges no slave dead: a term often begins right after the database
+    // came back from an outage (the last master's lease ran out during it), when no node could
+    // write a heartbeat for a while; the slaves' first beats after it may land after this
+    // master's first scan, and their dispatching fires, in flight, would be declared lost (and
+    // their jobs' seats held for the lost runs). Pending fires still move at once; a dead
+    // slave's dispatches are judged by the first full scan after it (within scan-idle-interval).
+    if (epoch != term_epoch_) {
+        term_epoch_ = epoch;
+        term_started_ms_ = now;
+    }
+    const bool judges_slaves = now - term_started_ms_ >= Ms(config_.node_ttl);
     store::TriggerNodeRepository nodes(*db_);
     auto alive = nodes.ListLive(Ms(config_.node_ttl));
     if (!alive.ok()) return alive.status();
@@ -178,6 +190,7 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
         Assigner assigner(weights);
         impl::ScanContext ctx(s, db_->dialect(), epoch, now, assigner, alive_ids, Ms(config_.executor_ttl), r);
         ctx.shard = shard_;
+        ctx.judges_slaves = judges_slaves;
         for (const auto& step : steps_) step->Run(ctx);
         const auto jobs_due = store::JobRepository::EarliestDue(s, shard_);
         if (jobs_due && (!r.earliest_due_ms || *jobs_due < *r.earliest_due_ms)) r.earliest_due_ms = jobs_due;

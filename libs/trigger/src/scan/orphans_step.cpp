@@ -21,6 +21,7 @@ void OrphansStep::Run(ScanContext& ctx) {
             ctx.Notify(node, id, orphan_due.at(id));
         }
     }
+    if (!ctx.judges_slaves) return;
     const auto lost =
         store::FireRepository::ListOrphans(ctx.s, ctx.alive_ids, {model::FireStatus::kDispatching}, config_.batch);
     // The apps name the `ended` spans; read only when spans are exported.

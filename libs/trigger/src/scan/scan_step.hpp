@@ -47,6 +47,9 @@ class ScanContext {
     const std::vector<std::string> live_ids;
     /// The slaves not dead (heartbeat within node-ttl): their dispatching fires are theirs.
     const std::vector<std::string> alive_ids;
+    /// Whether a slave missing from `alive_ids` may be judged dead (its dispatching fires lost):
+    /// not in a term's first node-ttl (Master::Scan).
+    bool judges_slaves = true;
     ScanReport& report;
     /// The shard of the job space this scan plans (the whole space with one shard).
     store::JobShard shard;

@@ -23,7 +23,7 @@
 ///      fires (kind backfill) within their overlap limit, assigned like the fires of step 1;
 ///   2. orphans: pending fires with no live slave (manual triggers, retries, fires of slaves
 ///      silent for node-ttl / 2) are assigned, with one UPDATE per target node; dispatching
-///      fires of slaves silent for node-ttl become `lost`;
+///      fires of slaves silent for node-ttl become `lost` (not in the term's first node-ttl);
 ///   2b. every `running-sweep`, running fires nobody will finish: past the job's timeout by
 ///      more than node-ttl (its slave died or missed it) -> `timeout`; dispatched more than
 ///      executor-ttl ago to an executor instance whose heartbeat has expired -> `lost` (skipped
@@ -154,6 +154,8 @@ class Master {
     bool last_scan_planned_ = false;  // it only planned due jobs, and not a full batch of them
     std::optional<std::int64_t> last_scan_ms_;
     std::int64_t last_scan_epoch_ = 0;
+    std::int64_t term_epoch_ = 0;       // the epoch of the term the scans run in
+    std::int64_t term_started_ms_ = 0;  // the first scan of that term (DB clock)
     store::NodeSetPrint fresh_nodes_;
     store::NodeSetPrint live_nodes_;
 };
