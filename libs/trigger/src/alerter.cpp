@@ -241,7 +241,8 @@ Result<AlertReport> Alerter::EvaluateBatch(std::int64_t epoch) {
         b.last_id = cursor_id_;
         const auto fires =
             store::AlertRepository::ListEndedAfter(s, cursor_ms_, cursor_id_, until, config_.alert_batch);
-        if (static_cast<int>(fires.size()) < config_.alert_batch && until > cursor_ms_) {
+        const bool cut = static_cast<int>(fires.size()) >= config_.alert_batch;
+        if (!cut && until > cursor_ms_) {
             // Not cut by the batch: every fire that ended up to `until` was read. The cursor
             // moves there, past the successes after the last alert event; otherwise, in a
             // healthy cluster, each round would read again every fire since the term began.
@@ -261,7 +262,6 @@ Result<AlertReport> Alerter::EvaluateBatch(std::int64_t epoch) {
             d.next_attempt_at = now;
             if (store::AlertRepository::InsertDeliveryIfAbsent(s, db_->dialect(), d)) ++b.report.deliveries_created;
         };
-        const bool cut = static_cast<int>(fires.size()) >= config_.alert_batch;
         for (const auto& fire : fires) {
             if (cut) {
                 b.last_ms = fire.finished_at;

@@ -7,7 +7,8 @@
 #include <atomic>
 #include <mutex>
 #include <numeric>
-#include <thread>
+
+#include "io_thread.hpp"
 
 namespace sched::trigger {
 namespace {
@@ -22,14 +23,7 @@ Ids Range(std::int64_t from, std::int64_t to) {
 
 class GroupClaimerTest : public ::testing::Test {
   protected:
-    GroupClaimerTest() : work_(net::make_work_guard(io_)) {
-        thread_ = std::thread([this] { io_.run(); });
-    }
-    ~GroupClaimerTest() override {
-        work_.reset();
-        thread_.join();
-        pool_.join();
-    }
+    ~GroupClaimerTest() override { loop_.Join(); }
 
     // Claims `ids`; the attempt fails as `fail(attempt number, ids)` says (Ok: claimed). Every
     // attempt and every handed part is logged in `events_` in the order they happened.
@@ -61,11 +55,10 @@ class GroupClaimerTest : public ::testing::Test {
         return parts;
     }
 
-    net::io_context io_;
-    net::executor_work_guard<net::io_context::executor_type> work_;
+    IoThread loop_;
+    net::io_context& io_ = loop_.io;
+    net::thread_pool& pool_ = loop_.pool;
     net::strand<net::io_context::executor_type> strand_{net::make_strand(io_)};
-    std::thread thread_;
-    net::thread_pool pool_{1};
     std::mutex mu_;
     int attempts_ = 0;
     std::vector<std::pair<std::string, Ids>> events_;

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include "io_thread.hpp"
 #include "sched/common/testing/wait_for.hpp"
 
 namespace sched::trigger {
@@ -64,14 +65,7 @@ class MarkingStore final : public FireClaimStore {
 
 class RunningRecorderTest : public ::testing::Test {
   protected:
-    RunningRecorderTest() : work_(net::make_work_guard(io_)) {
-        thread_ = std::thread([this] { io_.run(); });
-    }
-    ~RunningRecorderTest() override {
-        work_.reset();
-        thread_.join();
-        pool_.join();
-    }
+    ~RunningRecorderTest() override { loop_.Join(); }
 
     // A recorder is destroyed only once no flush is writing (the slave's Stop waits the same way):
     // a flush still on the pool would finish its write through a destroyed recorder.
@@ -100,10 +94,9 @@ class RunningRecorderTest : public ::testing::Test {
     }
     double Statements() { return metrics_.Counter("sched_slave_running_batches_total", "").Labels({}).Value(); }
 
-    net::io_context io_;
-    net::executor_work_guard<net::io_context::executor_type> work_;
-    std::thread thread_;
-    net::thread_pool pool_{1};
+    IoThread loop_;
+    net::io_context& io_ = loop_.io;
+    net::thread_pool& pool_ = loop_.pool;
     MetricsRegistry metrics_;
     MarkingStore store_;
 };

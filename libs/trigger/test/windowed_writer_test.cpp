@@ -3,8 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include <thread>
-
+#include "io_thread.hpp"
 #include "sched/common/testing/wait_for.hpp"
 
 namespace sched::trigger {
@@ -14,14 +13,7 @@ using namespace std::chrono_literals;
 
 class WindowedWriterTest : public ::testing::Test {
   protected:
-    WindowedWriterTest() : work_(net::make_work_guard(io_)) {
-        thread_ = std::thread([this] { io_.run(); });
-    }
-    ~WindowedWriterTest() override {
-        work_.reset();
-        thread_.join();
-        pool_.join();
-    }
+    ~WindowedWriterTest() override { loop_.Join(); }
 
     // Calls of `write`, each with the items it was given.
     std::vector<std::vector<int>> Calls() {
@@ -38,10 +30,9 @@ class WindowedWriterTest : public ::testing::Test {
         };
     }
 
-    net::io_context io_;
-    net::executor_work_guard<net::io_context::executor_type> work_;
-    std::thread thread_;
-    net::thread_pool pool_{1};
+    IoThread loop_;
+    net::io_context& io_ = loop_.io;
+    net::thread_pool& pool_ = loop_.pool;
     std::mutex mu_;
     std::vector<std::vector<int>> calls_;
 };
