@@ -1,11 +1,67 @@
 #include "sched/trigger/fire_queue.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace sched::trigger {
 
-FireQueue::FireQueue(std::int64_t claim_ahead_ms, std::size_t capacity)
-    : claim_ahead_ms_(claim_ahead_ms), capacity_(capacity) {}
+FireQueue::FireQueue(std::int64_t claim_ahead_ms, std::size_t capacity, Bursts bursts)
+    : claim_ahead_ms_(claim_ahead_ms), capacity_(capacity), bursts_(bursts) {
+    if (bursts_.claim_rate <= 0) throw std::invalid_argument("FireQueue: burst claim rate must be positive");
+}
+
+bool FireQueue::BurstsOn() const {
+    return bursts_.min_fires > 0 && bursts_.max_lead_ms > 0;
+}
+
+// A held fire is queued again at the time its claim is to be retried, not at its due time: many
+// held at once share that time, and counted as a burst they would be claimed again at once, not
+// after the hold.
+void FireQueue::Enqueue(std::int64_t due_at, std::int64_t id, bool held) {
+    due_.emplace(due_at, id);
+    if (!BurstsOn()) return;
+    if (held) {
+        held_.insert(id);
+        return;
+    }
+    if (++queued_at_[due_at] == bursts_.min_fires) burst_times_.insert(due_at);
+}
+
+void FireQueue::Dequeue(std::set<std::pair<std::int64_t, std::int64_t>>::iterator it) {
+    const auto [due_at, id] = *it;
+    due_.erase(it);
+    if (!BurstsOn() || held_.erase(id) > 0) return;
+    auto count = queued_at_.find(due_at);
+    if (--count->second < bursts_.min_fires) burst_times_.erase(due_at);
+    if (count->second == 0) queued_at_.erase(count);
+}
+
+// A top of the hour claimed in claim-ahead would be claimed group after group from 100 ms
+// before its time, and sent as each claim commits: at a few thousand claimed fires a second per
+// node, 33,000 fires per node arrived over seven seconds after their time (p99 4.4 s for
+// 100,000 jobs on 3 nodes). Their times are known seconds before (the master plans a burst ahead),
+// so the claims can be spread over the seconds before, each group sent ahead and started by its
+// executor at the due time. The lead is the burst's remaining size over the assumed rate, so
+// the claims neither start needlessly early (a claimed fire cannot be paused any more, and a
+// node that dies loses the claimed fires it could not send ahead) nor end after the time.
+std::optional<FireQueue::BurstDue> FireQueue::NextBurst() const {
+    if (burst_times_.empty()) return std::nullopt;
+    const std::int64_t due_at = *burst_times_.begin();
+    const auto queued = static_cast<double>(queued_at_.at(due_at));
+    std::int64_t lead =
+        std::min<std::int64_t>(bursts_.max_lead_ms, static_cast<std::int64_t>(queued * 1000.0 / bursts_.claim_rate));
+    // Bursts that recur (10,000 jobs every second) fire the same jobs: the next burst's claims
+    // start no sooner than half-way from the last one, so a serial job's run has had that long to
+    // end before its next fire asks for its seat (taken, the fire would be held and asked again).
+    if (last_burst_due_ms_ && *last_burst_due_ms_ < due_at) lead = std::min(lead, (due_at - *last_burst_due_ms_) / 2);
+    return BurstDue{.due_at = due_at, .claim_at = due_at - claim_ahead_ms_ - std::max<std::int64_t>(0, lead)};
+}
+
+std::int64_t FireQueue::NextClaimAt() const {
+    std::int64_t at = due_.empty() ? std::numeric_limits<std::int64_t>::max() : due_.begin()->first - claim_ahead_ms_;
+    if (const auto burst = NextBurst()) at = std::min(at, burst->claim_at);
+    return at;
+}
 
 FireQueue::Admitted FireQueue::Admit(const std::vector<protocol::NoticedFire>& fires) {
     std::lock_guard lock(mu_);
@@ -42,10 +98,10 @@ FireQueue::Admitted FireQueue::AdmitLocked(const std::vector<protocol::NoticedFi
             break;
         }
         if (!known_.insert(fire.id).second) continue;
-        due_.emplace(fire.due_at, fire.id);
-        // The loop sleeps until wake_at_ms_; a fire to claim before then must wake it.
-        out.wake = out.wake || fire.due_at - claim_ahead_ms_ < wake_at_ms_;
+        Enqueue(fire.due_at, fire.id, false);
     }
+    // The loop sleeps until wake_at_ms_; a fire (or a burst) to claim before then must wake it.
+    out.wake = NextClaimAt() < wake_at_ms_;
     return out;
 }
 
@@ -55,9 +111,9 @@ FireQueue::Admitted FireQueue::Requeue(const std::vector<protocol::NoticedFire>&
     if (closed_) return out;
     for (const auto& fire : fires) {
         if (!known_.contains(fire.id)) continue;
-        due_.emplace(fire.due_at, fire.id);
-        out.wake = out.wake || fire.due_at - claim_ahead_ms_ < wake_at_ms_;
+        Enqueue(fire.due_at, fire.id, true);
     }
+    out.wake = NextClaimAt() < wake_at_ms_;
     return out;
 }
 
@@ -69,9 +125,18 @@ FireQueue::Group FireQueue::TakeGroup(std::int64_t now_ms, int max_group, std::i
     const std::int64_t horizon = now_ms + 2 * claim_ahead_ms_;
     while (woken && !due_.empty() && due_.begin()->first <= horizon && static_cast<int>(group.ids.size()) < max_group) {
         group.ids.push_back(due_.begin()->second);
-        due_.erase(due_.begin());
+        Dequeue(due_.begin());
     }
-    if (!due_.empty()) group.wait_ms = std::min(group.wait_ms, due_.begin()->first - claim_ahead_ms_ - now_ms);
+    // Only while no ordinary group is due: those keep their time, a burst's claims fill the gaps.
+    if (const auto burst = NextBurst(); !woken && burst && burst->claim_at <= now_ms) {
+        last_burst_due_ms_ = burst->due_at;
+        auto it = due_.lower_bound({burst->due_at, std::numeric_limits<std::int64_t>::min()});
+        while (it != due_.end() && it->first == burst->due_at && static_cast<int>(group.ids.size()) < max_group) {
+            group.ids.push_back(it->second);
+            Dequeue(it++);
+        }
+    }
+    if (!due_.empty()) group.wait_ms = std::min(group.wait_ms, NextClaimAt() - now_ms);
     // While it claims, the loop looks at the queue again before it sleeps: no wake-up needed.
     wake_at_ms_ = group.ids.empty() ? now_ms + group.wait_ms : std::numeric_limits<std::int64_t>::min();
     return group;
@@ -96,6 +161,9 @@ void FireQueue::Close() {
     closed_ = true;
     for (const auto& [due_at, id] : due_) known_.erase(id);
     due_.clear();
+    queued_at_.clear();
+    burst_times_.clear();
+    held_.clear();
 }
 
 std::size_t FireQueue::Known() const {

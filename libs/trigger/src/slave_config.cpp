@@ -13,6 +13,10 @@ SlaveConfig SlaveConfig::FromYaml(const ConfigNode& node) {
     c.executor_ttl = node.Duration("executor-ttl", c.executor_ttl, 100ms, std::chrono::hours(1));
     c.claim_ahead = node.Duration("claim-ahead", c.claim_ahead, Micros{0}, std::chrono::seconds(1));
     c.send_ahead = node.Bool("send-ahead", c.send_ahead);
+    // A run's start_in_ms is at most protocol::kMaxStartInMs (10 s): claim-ahead (<= 1 s) plus
+    // this must stay within it.
+    c.burst_claim_ahead = node.Duration("burst-claim-ahead", c.burst_claim_ahead, Micros{0}, std::chrono::seconds(9));
+    c.burst_claim_rate = static_cast<int>(node.Int("burst-claim-rate", c.burst_claim_rate, 1, 1'000'000));
     c.max_group = static_cast<int>(node.Int("max-group", c.max_group, 1, 10'000));
     c.record_window = node.Duration("record-window", c.record_window, Micros{0}, std::chrono::seconds(1));
     c.record_running_after =

@@ -99,5 +99,82 @@ TEST(FireQueue, CloseDropsQueuedFiresAndAdmitsNoMoreButKeepsTakenOnesKnown) {
     EXPECT_EQ(q.Queued(), 0u);
 }
 
+// Bursts: 4 fires at one time make one; the node claims 10 fires a second; a burst at most 5 s early.
+constexpr FireQueue::Bursts kBursts{.min_fires = 4, .claim_rate = 10, .max_lead_ms = 5000};
+
+std::vector<protocol::NoticedFire> Burst(std::int64_t first_id, int count, std::int64_t due_at) {
+    std::vector<protocol::NoticedFire> out;
+    for (int i = 0; i < count; ++i) out.push_back({.id = first_id + i, .due_at = due_at});
+    return out;
+}
+
+TEST(FireQueue, ABurstIsClaimedItsSizeOverTheRateAheadAndPausesWhenItsClaimsRunAhead) {
+    FireQueue q(100, FireQueue::kMaxQueued, kBursts);
+    q.Admit(Burst(1, 10, kNow + 2000));
+    auto early = q.TakeGroup(kNow, 4, kIdleWaitMs);
+    EXPECT_TRUE(early.ids.empty());
+    EXPECT_EQ(early.wait_ms, 900) << "10 fires at 10 a second: 1 s before claim-ahead";
+    EXPECT_EQ(q.TakeGroup(kNow + 900, 4, kIdleWaitMs).ids, (Ids{1, 2, 3, 4}));
+    auto paused = q.TakeGroup(kNow + 900, 4, kIdleWaitMs);
+    EXPECT_TRUE(paused.ids.empty()) << "6 left are claimed in 0.6 s: not yet";
+    EXPECT_EQ(paused.wait_ms, 400);
+    EXPECT_EQ(q.TakeGroup(kNow + 1300, 4, kIdleWaitMs).ids, (Ids{5, 6, 7, 8}));
+    auto rest = q.TakeGroup(kNow + 1300, 4, kIdleWaitMs);
+    EXPECT_TRUE(rest.ids.empty()) << "2 left are no burst: an ordinary group, at claim-ahead";
+    EXPECT_EQ(rest.wait_ms, 600);
+    EXPECT_EQ(q.TakeGroup(kNow + 1900, 4, kIdleWaitMs).ids, (Ids{9, 10}));
+}
+
+TEST(FireQueue, ABurstsLeadIsBoundedAndOrdinaryGroupsKeepTheirTime) {
+    FireQueue q(100, FireQueue::kMaxQueued, kBursts);
+    q.Admit(Burst(100, 1000, kNow + 9000));  // 100 s at the rate: bounded to 5 s
+    q.Admit(Fires({{1, kNow + 3950}, {2, kNow + 8000}}));
+    auto early = q.TakeGroup(kNow, 4, kIdleWaitMs * 10);
+    EXPECT_TRUE(early.ids.empty());
+    EXPECT_EQ(early.wait_ms, 3850) << "fire 1 at claim-ahead, before the burst's 9000 - 100 - 5000";
+    EXPECT_EQ(q.TakeGroup(kNow + 3900, 4, kIdleWaitMs).ids, (Ids{1})) << "the ordinary group first";
+    auto burst = q.TakeGroup(kNow + 3900, 4, kIdleWaitMs);
+    EXPECT_EQ(burst.ids, (Ids{100, 101, 102, 103})) << "then the burst's, fire 2 (due before it) left for its time";
+    EXPECT_EQ(q.Queued(), 1000u - 4u + 1u);
+}
+
+TEST(FireQueue, AFireThatMakesABurstWakesTheLoopForItsEarlierClaim) {
+    FireQueue q(100, FireQueue::kMaxQueued, kBursts);
+    q.Admit(Fires({{1, kNow + 3000}}));
+    ASSERT_EQ(q.TakeGroup(kNow, 4, kIdleWaitMs * 10).wait_ms, 2900);
+    EXPECT_FALSE(q.Admit(Burst(10, 2, kNow + 3000)).wake) << "3 fires at kNow + 3000 are not a burst";
+    EXPECT_TRUE(q.Admit(Burst(20, 1, kNow + 3000)).wake) << "4 (with fire 1) are: claims start 0.4 s earlier";
+    EXPECT_EQ(q.TakeGroup(kNow, 4, kIdleWaitMs * 10).wait_ms, 2500);
+    q.Close();
+    EXPECT_EQ(q.TakeGroup(kNow + 2500, 4, kIdleWaitMs).ids, Ids{}) << "closed: nothing queued";
+}
+
+TEST(FireQueue, WithoutBurstsAManyFiresTimeWaitsForClaimAhead) {
+    FireQueue q(100);
+    q.Admit(Burst(1, 1000, kNow + 2000));
+    EXPECT_EQ(q.TakeGroup(kNow, 4, kIdleWaitMs * 10).wait_ms, 1900);
+}
+
+TEST(FireQueue, ARecurringBurstIsClaimedAtMostHalfWayFromTheLastAndHeldFiresMakeNoBurst) {
+    FireQueue q(100, FireQueue::kMaxQueued, kBursts);
+    q.Admit(Burst(1, 4, kNow + 1000));
+    q.Admit(Burst(11, 40, kNow + 2000));  // 4 s at the rate
+    ASSERT_EQ(q.TakeGroup(kNow + 500, 4, kIdleWaitMs).ids, (Ids{1, 2, 3, 4})) << "0.4 s early";
+    auto next = q.TakeGroup(kNow + 500, 4, kIdleWaitMs);
+    EXPECT_TRUE(next.ids.empty());
+    EXPECT_EQ(next.wait_ms, 900) << "claims of the next burst start at kNow + 1500 - 100: half-way";
+    EXPECT_EQ(q.TakeGroup(kNow + 1400, 4, kIdleWaitMs).ids, (Ids{11, 12, 13, 14}));
+
+    // Five fires held back together are asked again at one time, as an ordinary group.
+    FireQueue held(100, FireQueue::kMaxQueued, kBursts);
+    held.Admit(Fires({{1, kNow + 5000}, {2, kNow + 5001}, {3, kNow + 5002}, {4, kNow + 5003}, {5, kNow + 5004}}));
+    ASSERT_EQ(held.TakeGroup(kNow + 4900, 10, kIdleWaitMs).ids.size(), 5u);
+    held.Requeue(Fires({{1, kNow + 5100}, {2, kNow + 5100}, {3, kNow + 5100}, {4, kNow + 5100}, {5, kNow + 5100}}));
+    auto retry = held.TakeGroup(kNow + 4900, 10, kIdleWaitMs);
+    EXPECT_TRUE(retry.ids.empty()) << "not claimed again before the hold ends";
+    EXPECT_EQ(retry.wait_ms, 100);
+    EXPECT_EQ(held.TakeGroup(kNow + 5000, 10, kIdleWaitMs).ids.size(), 5u);
+}
+
 }  // namespace
 }  // namespace sched::trigger

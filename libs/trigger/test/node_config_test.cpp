@@ -4,6 +4,7 @@
 
 #include "sched/common/config.hpp"
 #include "sched/trigger/node.hpp"
+#include "sched/trigger/slave.hpp"
 
 namespace sched::trigger {
 namespace {
@@ -41,6 +42,19 @@ TEST_F(NodeConfigEnv, AdvertisedAddressFromTheEnvironmentIsValidated) {
     }
     setenv("SCHED_ADVERTISED_ADDRESS", "10.1.2.3:0", 1);
     EXPECT_THROW((void)Parse("{}\n"), ConfigError);
+}
+
+// A burst's lead plus claim-ahead must keep a run's start_in_ms within the protocol's 10 s.
+TEST(SlaveConfigBursts, DefaultsAndBoundsOfTheBurstKeys) {
+    const SlaveConfig defaults = SlaveConfig::FromYaml(ConfigNode::LoadString("{}"));
+    EXPECT_EQ(defaults.burst_claim_ahead, std::chrono::seconds(8));
+    EXPECT_EQ(defaults.burst_claim_rate, 2000);
+    const SlaveConfig set =
+        SlaveConfig::FromYaml(ConfigNode::LoadString("burst-claim-ahead: 0s\nburst-claim-rate: 500\n"));
+    EXPECT_EQ(set.burst_claim_ahead, Micros{0});
+    EXPECT_EQ(set.burst_claim_rate, 500);
+    EXPECT_THROW(SlaveConfig::FromYaml(ConfigNode::LoadString("burst-claim-ahead: 10s\n")), ConfigError);
+    EXPECT_THROW(SlaveConfig::FromYaml(ConfigNode::LoadString("burst-claim-rate: 0\n")), ConfigError);
 }
 
 }  // namespace

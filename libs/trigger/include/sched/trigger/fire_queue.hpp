@@ -10,6 +10,17 @@
 /// earliest first, at most `max_group` (so fires spread over time are still claimed in groups,
 /// each between claim-ahead and twice claim-ahead before its due time).
 ///
+/// Bursts: a top of the hour puts thousands of fires on one due time, more than one node claims
+/// in claim-ahead. A due time with at least `Bursts::min_fires` queued fires is a *burst*; its
+/// fires are claimed earlier, from `claim_ahead + lead` before it, lead = its queued fires /
+/// `Bursts::claim_rate` (at most `Bursts::max_lead_ms`), a group of its fires at a time, only
+/// while no ordinary group is due (those keep their time). As its fires leave the queue the lead
+/// shrinks: claims faster than the rate pause until the rest is due to be claimed, so a burst is
+/// claimed just in time at the assumed rate, not as early as allowed. One burst at a time, the
+/// earliest; fewer than `min_fires` left at its time go as an ordinary group. A burst's lead is
+/// at most half the time since the last burst claimed (bursts that recur, every second, fire the
+/// same serial jobs: their runs have that long to end first). Held fires (Requeue) never count.
+///
 /// Bounds: a notice is not read against the database, so what it may queue is bounded in time
 /// (AdmitNotice leaves fires due later than kNoticeHorizonMs to the poll, which reads them) and
 /// in count (at most kMaxQueued known fires; beyond, a notice's or a poll's further fires wait
@@ -19,7 +30,9 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -28,6 +41,13 @@
 
 namespace sched::trigger {
 
+/// How FireQueue claims bursts ahead. `min_fires` 0 or `max_lead_ms` 0: not at all.
+struct BurstClaims {
+    std::size_t min_fires = 0;  ///< queued fires at one due time that make a burst
+    double claim_rate = 1;      ///< fires per second the node's claims are assumed to keep up
+    std::int64_t max_lead_ms = 0;
+};
+
 class FireQueue {
   public:
     /// A notice's fires due later than this (from now) are left to the poll.
@@ -35,8 +55,11 @@ class FireQueue {
     /// Known fires (queued, claimed or being sent) at most.
     static constexpr std::size_t kMaxQueued = 100'000;
 
+    /// How bursts are claimed ahead (above).
+    using Bursts = BurstClaims;
+
     /// `claim_ahead_ms` as documented above; `capacity` bounds the known fires (tests lower it).
-    explicit FireQueue(std::int64_t claim_ahead_ms, std::size_t capacity = kMaxQueued);
+    explicit FireQueue(std::int64_t claim_ahead_ms, std::size_t capacity = kMaxQueued, Bursts bursts = {});
 
     /// What admitting fires changed.
     struct Admitted {
@@ -78,12 +101,29 @@ class FireQueue {
 
   private:
     Admitted AdmitLocked(const std::vector<protocol::NoticedFire>& fires);
+    bool BurstsOn() const;
+    void Enqueue(std::int64_t due_at, std::int64_t id, bool held);
+    void Dequeue(std::set<std::pair<std::int64_t, std::int64_t>>::iterator it);
+    /// The earliest queued burst's due time and when its claims start; nullopt without one.
+    struct BurstDue {
+        std::int64_t due_at;
+        std::int64_t claim_at;
+    };
+    std::optional<BurstDue> NextBurst() const;
+    /// When the next group is to be taken (INT64 max with nothing queued).
+    std::int64_t NextClaimAt() const;
 
     const std::int64_t claim_ahead_ms_;
     const std::size_t capacity_;
+    const Bursts bursts_;
     mutable std::mutex mu_;
     std::set<std::int64_t> known_;
     std::set<std::pair<std::int64_t, std::int64_t>> due_;  // queued, by (due_at, id)
+    // With bursts on: queued fires per due time, and the due times that are bursts.
+    std::map<std::int64_t, std::size_t> queued_at_;
+    std::set<std::int64_t> burst_times_;
+    std::set<std::int64_t> held_;                    // queued by Requeue: at a retry time, never part of a burst
+    std::optional<std::int64_t> last_burst_due_ms_;  // the due time of the last burst claimed
     std::int64_t wake_at_ms_ = std::numeric_limits<std::int64_t>::min();
     bool filled_reported_ = false;
     bool closed_ = false;

@@ -62,6 +62,10 @@
 ///   executor-ttl: 30s            # instances with an older heartbeat get no fires
 ///   claim-ahead: 100ms           # claim groups this long (up to twice this) before their due time
 ///   send-ahead: true             # send serial jobs' runs right after the claim (start_in_ms)
+///   burst-claim-ahead: 8s        # a due time with max-group or more fires (a top of the hour)
+///                                # is claimed up to this long before claim-ahead; 0s: not
+///   burst-claim-rate: 2000       # fires per second the claims are assumed to keep up: a burst
+///                                # of N fires starts N / rate (at most burst-claim-ahead) early
 ///   max-group: 500               # fires per claim
 ///   record-window: 50ms          # `running` records are batched over this window
 ///   record-running-after: 250ms  # a run is recorded `running` only once it has run this long;
@@ -114,6 +118,8 @@ struct SlaveConfig {
     Micros executor_ttl = std::chrono::seconds(30);
     Micros claim_ahead = std::chrono::milliseconds(100);
     bool send_ahead = true;
+    Micros burst_claim_ahead = std::chrono::seconds(8);
+    int burst_claim_rate = 2000;
     int max_group = 500;
     Micros record_window = std::chrono::milliseconds(50);
     Micros record_running_after = std::chrono::milliseconds(250);
