@@ -37,6 +37,7 @@ class FakeStore final : public FireClaimStore {
     std::map<std::int64_t, std::string> run_params;  // workflow run id -> its trigger's params
     std::vector<store::ExecutorInstance> executors;
     std::vector<std::vector<std::int64_t>> claims;    // the ids of every Claim call
+    std::vector<std::int64_t> claim_times;            // the `now` of every Claim call
     std::vector<std::int64_t> tokens;                 // the token of every Claim call
     std::vector<std::size_t> running_batches;         // the size of every MarkRunning call
     std::vector<std::size_t> finish_batches;          // the size of every Finish call
@@ -105,6 +106,7 @@ class FakeStore final : public FireClaimStore {
                                std::int64_t now) override {
         std::lock_guard lock(mu);
         claims.push_back(ids);
+        claim_times.push_back(now);
         tokens.push_back(token);
         if (conflict_above > 0 && ids.size() > conflict_above) {
             return Aborted("deadlock: Deadlock found when trying to get lock; try restarting transaction");
@@ -359,6 +361,31 @@ TEST_F(SlaveTest, ABurstClaimedAheadIsSentAheadWithTheTimeLeftToItsDueTime) {
         }
     }
     EXPECT_EQ(runs_ahead, 100);
+}
+
+// A due time with max-group or more fires (a top of the hour) is claimed ahead by its size over
+// burst-claim-rate, a group at a time and paced (the lead shrinks with what is left), every
+// group before the due time and sent ahead.
+TEST_F(SlaveTest, ABurstIsClaimedAheadByItsSizeOverTheRatePacedAndSentAhead) {
+    config_.max_group = 50;
+    config_.burst_claim_rate = 200;  // 200 fires: 1 s before claim-ahead (100 ms)
+    config_.burst_claim_ahead = 2s;
+    const std::int64_t due = Now() + 1500;
+    std::vector<std::int64_t> ids;
+    for (int i = 1; i <= 200; ++i) {
+        store_->Add(i, 7, due);
+        ids.push_back(i);
+    }
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] { return AllIn(ids, FireStatus::kRunning); })) << executors_->Runs() << " runs";
+    EXPECT_EQ(executors_->Batches("/v1/runs-ahead"), 4u) << "each group sent right after its claim";
+    std::lock_guard lock(store_->mu);
+    ASSERT_EQ(store_->claims.size(), 4u);
+    for (const auto& c : store_->claims) EXPECT_EQ(c.size(), 50u);
+    // Planned at due - 1100, - 850, - 600 and - 350 ms; a slow build only delays them.
+    EXPECT_LE(store_->claim_times.front(), due - 900) << "the first claim starts about 1.1 s ahead";
+    EXPECT_GE(store_->claim_times.back() - store_->claim_times.front(), 500) << "paced, not all at once";
+    EXPECT_LT(store_->claim_times.back(), due) << "every group claimed before the due time";
 }
 
 // An instance without /v1/runs-ahead (an SDK before it) answers 404 for the path: its runs go
