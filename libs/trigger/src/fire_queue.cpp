@@ -135,6 +135,9 @@ FireQueue::Group FireQueue::TakeGroup(std::int64_t now_ms, int max_group, std::i
             group.ids.push_back(it->second);
             Dequeue(it++);
         }
+        group.burst_due_at = burst->due_at;
+        const auto left = queued_at_.find(burst->due_at);
+        group.burst_left = left == queued_at_.end() ? 0 : left->second;
     }
     if (!due_.empty()) group.wait_ms = std::min(group.wait_ms, NextClaimAt() - now_ms);
     // While it claims, the loop looks at the queue again before it sleeps: no wake-up needed.

@@ -225,8 +225,17 @@ void Slave::Wake(const FireQueue::Admitted& admitted) {
 net::awaitable<void> Slave::GroupLoop() {
     auto loops = loops_;
     loops->wake = std::make_shared<net::steady_timer>(strand_);
+    std::optional<std::int64_t> burst_logged;
     while (!loops->stopping) {
-        auto group = queue_->TakeGroup(time_.NowMs(), config_.max_group, Ms(config_.poll_interval));
+        const std::int64_t now = time_.NowMs();
+        auto group = queue_->TakeGroup(now, config_.max_group, Ms(config_.poll_interval));
+        if (group.burst_due_at && group.burst_due_at != burst_logged) {
+            // Once per burst: a top of the hour's claims, and how early they start, in the log.
+            burst_logged = group.burst_due_at;
+            spdlog::info("slave {}: claiming a burst of {} fires due in {} ms ({} ms before claim-ahead)", node_id_,
+                         group.ids.size() + group.burst_left, *group.burst_due_at - now,
+                         *group.burst_due_at - now - Ms(config_.claim_ahead));
+        }
         if (!group.ids.empty()) {
             co_await ClaimAndSend(std::move(group.ids));
             continue;

@@ -114,7 +114,10 @@ TEST(FireQueue, ABurstIsClaimedItsSizeOverTheRateAheadAndPausesWhenItsClaimsRunA
     auto early = q.TakeGroup(kNow, 4, kIdleWaitMs);
     EXPECT_TRUE(early.ids.empty());
     EXPECT_EQ(early.wait_ms, 900) << "10 fires at 10 a second: 1 s before claim-ahead";
-    EXPECT_EQ(q.TakeGroup(kNow + 900, 4, kIdleWaitMs).ids, (Ids{1, 2, 3, 4}));
+    auto first = q.TakeGroup(kNow + 900, 4, kIdleWaitMs);
+    EXPECT_EQ(first.ids, (Ids{1, 2, 3, 4}));
+    EXPECT_EQ(first.burst_due_at, kNow + 2000) << "a burst's group says so";
+    EXPECT_EQ(first.burst_left, 6u);
     auto paused = q.TakeGroup(kNow + 900, 4, kIdleWaitMs);
     EXPECT_TRUE(paused.ids.empty()) << "6 left are claimed in 0.6 s: not yet";
     EXPECT_EQ(paused.wait_ms, 400);
@@ -122,7 +125,9 @@ TEST(FireQueue, ABurstIsClaimedItsSizeOverTheRateAheadAndPausesWhenItsClaimsRunA
     auto rest = q.TakeGroup(kNow + 1300, 4, kIdleWaitMs);
     EXPECT_TRUE(rest.ids.empty()) << "2 left are no burst: an ordinary group, at claim-ahead";
     EXPECT_EQ(rest.wait_ms, 600);
-    EXPECT_EQ(q.TakeGroup(kNow + 1900, 4, kIdleWaitMs).ids, (Ids{9, 10}));
+    auto ordinary = q.TakeGroup(kNow + 1900, 4, kIdleWaitMs);
+    EXPECT_EQ(ordinary.ids, (Ids{9, 10}));
+    EXPECT_FALSE(ordinary.burst_due_at);
 }
 
 TEST(FireQueue, ABurstsLeadIsBoundedAndOrdinaryGroupsKeepTheirTime) {

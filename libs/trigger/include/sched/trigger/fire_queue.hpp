@@ -77,6 +77,9 @@ class FireQueue {
     struct Group {
         std::vector<std::int64_t> ids;  ///< leave the queue, stay known
         std::int64_t wait_ms = 0;       ///< until the next group is due (at most `idle_wait_ms`)
+        /// A burst's group: its due time, and how many of its fires stay queued after this group.
+        std::optional<std::int64_t> burst_due_at;
+        std::size_t burst_left = 0;
     };
     /// As documented above. With no group due, records when the loop will wake (now +
     /// wait_ms), so that Admit reports a fire due sooner; with a group, the loop is awake.
