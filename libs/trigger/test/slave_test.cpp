@@ -268,6 +268,15 @@ class SlaveTest : public ::testing::Test {
     bool AllIn(const std::vector<std::int64_t>& ids, FireStatus s) {
         return std::all_of(ids.begin(), ids.end(), [&](auto id) { return store_->StatusNow(id) == s; });
     }
+    // Fires 1..count of job 7, all due at `due`: their ids.
+    std::vector<std::int64_t> AddFires(int count, std::int64_t due) {
+        std::vector<std::int64_t> ids;
+        for (int i = 1; i <= count; ++i) {
+            store_->Add(i, 7, due);
+            ids.push_back(i);
+        }
+        return ids;
+    }
 
     net::io_context io_;
     net::executor_work_guard<net::io_context::executor_type> work_;
@@ -286,11 +295,7 @@ class SlaveTest : public ::testing::Test {
 TEST_F(SlaveTest, ABurstIsClaimedAsOneGroupAndSentAtItsDueTime) {
     config_.send_ahead = false;
     const std::int64_t due = Now() + 300;
-    std::vector<std::int64_t> ids;
-    for (int i = 1; i <= 200; ++i) {
-        store_->Add(i, 7, due);
-        ids.push_back(i);
-    }
+    const std::vector<std::int64_t> ids = AddFires(200, due);
     StartSlave();
     ASSERT_TRUE(WaitFor([&] { return AllIn(ids, FireStatus::kRunning); })) << executors_->Runs() << " runs";
     EXPECT_EQ(executors_->Runs(), 200u);
@@ -371,11 +376,7 @@ TEST_F(SlaveTest, ABurstIsClaimedAheadByItsSizeOverTheRatePacedAndSentAhead) {
     config_.burst_claim_rate = 200;  // 200 fires: 1 s before claim-ahead (100 ms)
     config_.burst_claim_ahead = 2s;
     const std::int64_t due = Now() + 1500;
-    std::vector<std::int64_t> ids;
-    for (int i = 1; i <= 200; ++i) {
-        store_->Add(i, 7, due);
-        ids.push_back(i);
-    }
+    const std::vector<std::int64_t> ids = AddFires(200, due);
     StartSlave();
     ASSERT_TRUE(WaitFor([&] { return AllIn(ids, FireStatus::kRunning); })) << executors_->Runs() << " runs";
     EXPECT_EQ(executors_->Batches("/v1/runs-ahead"), 4u) << "each group sent right after its claim";
@@ -461,11 +462,7 @@ TEST_F(SlaveTest, RunsABatchRefusedGoThePerFirePathAndABlockedOneIsSkipped) {
     executors_->refuse_first = 3;  // busy for the batch's first three runs
     executors_->refuse_status = 503;
     const std::int64_t due = Now() + 200;
-    std::vector<std::int64_t> ids;
-    for (int i = 1; i <= 10; ++i) {
-        store_->Add(i, 7, due);
-        ids.push_back(i);
-    }
+    const std::vector<std::int64_t> ids = AddFires(10, due);
     StartSlave();
     ASSERT_TRUE(WaitFor([&] { return AllIn(ids, FireStatus::kRunning); }));
     EXPECT_EQ(executors_->Batches(), 1u);
