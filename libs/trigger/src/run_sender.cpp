@@ -585,16 +585,16 @@ void RunSender::End(const model::Fire& fire, const model::Job* job, FireStatus t
             fire.dispatch_epoch.value_or(fire.epoch), "slave {}: fire {} ended {} before it ran: {}", node_id_, fire.id,
             model::FireStatusName(to), message);
     const std::int64_t now = time_.NowMs();
-    if (protocol::FireTracer::On()) {
-        protocol::FireTracer::Ended(FireRefOf(fire, job ? std::string_view(job->app) : std::string_view()),
-                                    fire.created_at * kNanosPerMs, now * kNanosPerMs, model::FireStatusName(to));
-    }
     ports_.ended({.id = fire.id,
                   .from = FireStatus::kDispatching,
                   .to = to,
                   .message = std::move(message),
                   .reason = reason,
-                  .finished_at = now});
+                  .finished_at = now,
+                  .span = protocol::FireTracer::On()
+                              ? std::optional(PendingFireSpan::Ended(
+                                    fire, job ? std::string_view(job->app) : std::string_view(), now, to))
+                              : std::nullopt});
 }
 
 }  // namespace sched::trigger

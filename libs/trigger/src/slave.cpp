@@ -64,6 +64,7 @@ Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr
           [this](std::vector<FireEnding>& batch) -> Status {
               auto moved = store_->Finish(batch);
               if (!moved.ok()) return moved.status();
+              PushEndedSpans(batch, *moved);
               batch.clear();
               return Status::Ok();
           },

@@ -106,12 +106,12 @@ Result<int> SqlFireClaimStore::MarkRunning(const std::vector<store::StartedFire>
     return db_->Run([&](soci::session& s) { return store::FireClaims::MarkRunning(s, fires, address); });
 }
 
-Result<int> SqlFireClaimStore::Finish(const std::vector<FireEnding>& endings) {
+Result<std::vector<std::int64_t>> SqlFireClaimStore::Finish(const std::vector<FireEnding>& endings) {
     // One commit for a window's endings (a burst for an app with no live instance ends every
     // fire here): each is still its own CAS, so a fire a callback or the sweep ended first
     // keeps that end.
-    return db_->InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<int> {
-        int moved = 0;
+    return db_->InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<std::vector<std::int64_t>> {
+        std::vector<std::int64_t> moved;
         for (const auto& e : endings) {
             const store::FireUpdate update{.executor_address = e.executor_address,
                                            .started_at = e.started_at,
@@ -122,15 +122,25 @@ Result<int> SqlFireClaimStore::Finish(const std::vector<FireEnding>& endings) {
             // Only an accepted run times out, and its `running` record may land between the
             // watch's read of the status and this end (the record waits record-running-after):
             // either state ends.
-            if (e.to == FireStatus::kTimeout) {
-                moved += store::FireRepository::Transition(s, e.id, {FireStatus::kDispatching, FireStatus::kRunning},
-                                                           e.to, update);
-                continue;
-            }
-            moved += store::FireRepository::Transition(s, e.id, {e.from}, e.to, update);
+            const int n = e.to == FireStatus::kTimeout
+                              ? store::FireRepository::Transition(
+                                    s, e.id, {FireStatus::kDispatching, FireStatus::kRunning}, e.to, update)
+                              : store::FireRepository::Transition(s, e.id, {e.from}, e.to, update);
+            if (n == 1) moved.push_back(e.id);
         }
         return moved;
     });
+}
+
+void PushEndedSpans(const std::vector<FireEnding>& endings, const std::vector<std::int64_t>& moved) {
+    const std::set<std::int64_t> won(moved.begin(), moved.end());
+    std::vector<PendingFireSpan> spans;
+    for (const auto& e : endings) {
+        if (!e.span || !won.contains(e.id)) continue;
+        spans.push_back(*e.span);
+        spans.back().end_ms = e.finished_at;
+    }
+    PushFireSpans(spans);
 }
 
 Result<FireStatus> SqlFireClaimStore::StatusOf(std::int64_t id) {

@@ -77,19 +77,15 @@ net::awaitable<void> TimeoutWatch::Run(std::int64_t fire_id, std::string app, st
         spdlog::warn("slave {}: kill of timed-out fire {} on {} failed", node_id_, fire_id, address);
     }
     const std::int64_t now = ports_.now_ms();
-    if (ended) {
-        // Pushed as the end is queued, like the sender's ends: the compare-and-set from the status
-        // just read fails only when a result landed in between, and that result's `ended` span
-        // has the same id.
-        ended->end_ms = now;
-        PushFireSpans({*ended});
-    }
+    // The span goes with the end and is pushed only if the end's compare-and-set moves the row:
+    // a result that landed in between pushed its own `ended` (the same span id).
     ports_.ended({.id = fire_id,
                   .from = *status,
                   .to = FireStatus::kTimeout,
                   .message = "timed out after " + std::to_string(timeout_ms) + " ms",
                   .reason = std::nullopt,  // it ran: no ledger reason
-                  .finished_at = now});
+                  .finished_at = now,
+                  .span = std::move(ended)});
 }
 
 }  // namespace sched::trigger

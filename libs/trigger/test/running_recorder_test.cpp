@@ -50,7 +50,7 @@ class MarkingStore final : public FireClaimStore {
     }
     Result<std::optional<std::int64_t>> Restamp(std::int64_t, std::int64_t) override { return Refused(); }
     Result<std::vector<store::ExecutorInstance>> LiveExecutors(std::int64_t) override { return Refused(); }
-    Result<int> Finish(const std::vector<FireEnding>&) override { return Refused(); }
+    Result<std::vector<std::int64_t>> Finish(const std::vector<FireEnding>&) override { return Refused(); }
     Result<model::FireStatus> StatusOf(std::int64_t) override { return Refused(); }
     Result<int> EndEarlierDispatches(const std::string&, std::int64_t, std::int64_t) override { return Refused(); }
     Result<int> UnassignPending(const std::string&) override { return Refused(); }

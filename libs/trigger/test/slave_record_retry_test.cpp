@@ -93,14 +93,14 @@ class OutageStore final : public FireClaimStore {
         }
         return moved;
     }
-    Result<int> Finish(const std::vector<FireEnding>& endings) override {
+    Result<std::vector<std::int64_t>> Finish(const std::vector<FireEnding>& endings) override {
         std::lock_guard lock(mu);
-        int moved = 0;
+        std::vector<std::int64_t> moved;
         for (const auto& e : endings) {
             auto& f = fires.at(e.id);
             if (f.status != e.from) continue;
             f.status = e.to;
-            ++moved;
+            moved.push_back(e.id);
         }
         return moved;
     }

@@ -14,6 +14,8 @@
 #include "fake_executors.hpp"
 #include "sched/common/clock.hpp"
 #include "sched/common/testing/wait_for.hpp"
+#include "sched/protocol/fire_spans.hpp"
+#include "sched/protocol/span_exporter.hpp"
 
 namespace sched::trigger {
 namespace {
@@ -169,10 +171,10 @@ class FakeStore final : public FireClaimStore {
         }
         return moved;
     }
-    Result<int> Finish(const std::vector<FireEnding>& endings) override {
+    Result<std::vector<std::int64_t>> Finish(const std::vector<FireEnding>& endings) override {
         std::lock_guard lock(mu);
         finish_batches.push_back(endings.size());
-        int moved = 0;
+        std::vector<std::int64_t> moved;
         for (const auto& e : endings) {
             auto& f = fires.at(e.id);
             // As SqlFireClaimStore::Finish: a timeout ends a dispatching or running fire.
@@ -184,7 +186,7 @@ class FakeStore final : public FireClaimStore {
             f.reason = e.reason;
             if (e.executor_address) f.address = *e.executor_address;
             if (e.started_at) f.fire.started_at = e.started_at;
-            ++moved;
+            moved.push_back(e.id);
         }
         return moved;
     }
@@ -595,6 +597,49 @@ TEST_F(SlaveTest, TheEndsOfABurstNobodyServesAreRecordedInOneBatch) {
     for (auto n : store_->finish_batches) ended += n;
     EXPECT_EQ(ended, 30u);
     EXPECT_LE(store_->finish_batches.size(), 2u) << "one transaction per window, not per fire";
+}
+
+// The slave's own end of a fire carries the fire's `ended` span, pushed only if that end moved
+// the row: a fire a result ended first (while the slave waited for an instance) keeps the
+// result's span alone, not a second `ended` with the slave's status.
+TEST_F(SlaveTest, AnEndedSpanIsPushedOnlyForAnEndThatMovedTheFire) {
+    struct Spans : protocol::SpanSink {
+        bool Push(protocol::Span span) override {
+            std::lock_guard lock(mu);
+            if (span.name == "ended") {
+                for (const auto& a : span.attributes) {
+                    if (a.key == "sched.fire_id") ended.push_back(std::get<std::int64_t>(a.value));
+                }
+            }
+            return true;
+        }
+        std::mutex mu;
+        std::vector<std::int64_t> ended;  // the fire of every `ended` span
+    };
+    auto spans = std::make_shared<Spans>();
+    protocol::FireTracer::Install(spans, "n1");
+    struct Uninstall {
+        ~Uninstall() { protocol::FireTracer::Uninstall(); }
+    } uninstall;
+    config_.dispatch_timeout = 300ms;  // how long a fire waits for a live instance of its app
+    model::Job job;
+    job.id = 8;
+    job.app = "nobody";
+    job.handler = "charge";
+    store_->jobs[8] = job;
+    store_->Add(1, 8, Now());
+    store_->Add(2, 8, Now());
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] { return store_->StatusNow(2) == FireStatus::kDispatching; }));
+    {
+        std::lock_guard lock(store_->mu);
+        store_->fires.at(2).fire.status = FireStatus::kSucceeded;  // a result landed first
+    }
+    ASSERT_TRUE(WaitFor([&] { return store_->StatusNow(1) == FireStatus::kFailed; }));
+    std::this_thread::sleep_for(100ms);  // the slave's end of fire 2 was written with fire 1's, or after
+    EXPECT_EQ(store_->StatusNow(2), FireStatus::kSucceeded);
+    std::lock_guard lock(spans->mu);
+    EXPECT_EQ(spans->ended, (std::vector<std::int64_t>{1})) << "fire 2's end moved nothing: no span";
 }
 
 TEST_F(SlaveTest, AGroupIsCutAtMaxGroup) {

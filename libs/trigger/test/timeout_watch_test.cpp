@@ -80,9 +80,10 @@ TEST_F(TimeoutWatchTest, ARunStillGoingAfterItsHoldAndTimeoutIsKilledAndEndedTim
     EXPECT_EQ(nlohmann::json::parse(executors_.calls[0].body)["fire_id"], 7);
 }
 
-// The end it records is the fire's last step: its `ended` span and the attempt's root, status
-// timeout, at the end's time; a run that ended meanwhile pushes nothing.
-TEST_F(TimeoutWatchTest, TheEndItRecordsPushesTheEndedSpanAndTheRoot) {
+// The end it records is the fire's last step: it carries the `ended` span and the attempt's
+// root, status timeout, pushed at the end's time once the end moved the fire (PushEndedSpans); a
+// run that ended meanwhile queues no end and so no span.
+TEST_F(TimeoutWatchTest, TheEndItRecordsCarriesTheEndedSpanAndTheRoot) {
     ScopedSpanSink spans;
     model::Fire fire;
     fire.id = 7;
@@ -97,6 +98,13 @@ TEST_F(TimeoutWatchTest, TheEndItRecordsPushesTheEndedSpanAndTheRoot) {
     watch_.Watch(7, "billing", "10.0.0.1:9000", 50, 0,
                  PendingFireSpan::Ended(fire, "billing", 0, FireStatus::kTimeout));
     ASSERT_TRUE(sched::testing::WaitFor([&] { return !Ended().empty(); }, 5s));
+    const auto endings = Ended();
+    ASSERT_EQ(endings.size(), 1u);
+    ASSERT_TRUE(endings[0].span);
+    EXPECT_TRUE(spans->Named("ended").empty()) << "not before the end is written";
+    PushEndedSpans(endings, {});
+    EXPECT_TRUE(spans->Named("ended").empty()) << "an end that moved nothing pushes nothing";
+    PushEndedSpans(endings, {7});
     const auto ended = spans->Named("ended");
     const auto root = spans->Named("fire");
     ASSERT_EQ(ended.size(), 1u);

@@ -24,6 +24,7 @@
 #include "sched/store/fire_claims.hpp"
 #include "sched/store/job.hpp"
 #include "sched/store/registry.hpp"
+#include "sched/trigger/fire_trace.hpp"
 
 namespace sched::trigger {
 
@@ -62,7 +63,13 @@ struct FireEnding {
     std::int64_t finished_at = 0;
     std::optional<std::string> executor_address;
     std::optional<std::int64_t> started_at;
+    /// The fire's `ended` span (FireTracer on), pushed only when this ending moved the row: one
+    /// that found the fire ended already (a result, the master's sweep) leaves it to the winner's.
+    std::optional<PendingFireSpan> span;
 };
+
+/// Pushes the spans of those of `endings` whose ids are in `moved`, ended at their finished_at.
+void PushEndedSpans(const std::vector<FireEnding>& endings, const std::vector<std::int64_t>& moved);
 
 /// A new claim token: random and positive (a 63-bit value fits every backend's BIGINT/INTEGER),
 /// so that two slaves, or two processes under one node id, never share one. Thread-safe.
@@ -99,8 +106,8 @@ class FireClaimStore {
     virtual Result<int> MarkRunning(const std::vector<store::StartedFire>& fires, const std::string& address) = 0;
     /// Ends the fires of `endings` in one transaction, each by CAS from its `from`; a fire no
     /// longer in its `from` (a callback or the sweep ended it first) is left as it is. Returns
-    /// how many moved.
-    virtual Result<int> Finish(const std::vector<FireEnding>& endings) = 0;
+    /// the ids of those that moved.
+    virtual Result<std::vector<std::int64_t>> Finish(const std::vector<FireEnding>& endings) = 0;
     /// The fire's current status (kNotFound when gone).
     virtual Result<model::FireStatus> StatusOf(std::int64_t id) = 0;
     /// Marks lost the fires `node` was dispatching that were claimed before `started_ms` (by an
@@ -127,7 +134,7 @@ class SqlFireClaimStore final : public FireClaimStore {
     Result<std::optional<std::int64_t>> Restamp(std::int64_t id, std::int64_t token) override;
     Result<std::vector<store::ExecutorInstance>> LiveExecutors(std::int64_t ttl_ms) override;
     Result<int> MarkRunning(const std::vector<store::StartedFire>& fires, const std::string& address) override;
-    Result<int> Finish(const std::vector<FireEnding>& endings) override;
+    Result<std::vector<std::int64_t>> Finish(const std::vector<FireEnding>& endings) override;
     Result<model::FireStatus> StatusOf(std::int64_t id) override;
     Result<int> EndEarlierDispatches(const std::string& node, std::int64_t started_ms, std::int64_t now_ms) override;
     Result<int> UnassignPending(const std::string& node) override;

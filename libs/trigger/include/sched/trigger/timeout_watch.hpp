@@ -39,7 +39,7 @@ class TimeoutWatch {
     /// Watches a run accepted by `address`: `held_ms` (a run sent ahead waits for its due time)
     /// and then `timeout_ms` later, a run still dispatching or running is killed and ended.
     /// With `ended` (the fire's `ended` span, FireTracer on), that end pushes it and the
-    /// attempt's root, status `timeout`, at the end's time.
+    /// attempt's root, status `timeout`, at the end's time, if the end moves the fire's row.
     void Watch(std::int64_t fire_id, std::string app, std::string address, std::int64_t timeout_ms,
                std::int64_t held_ms, std::optional<PendingFireSpan> ended = std::nullopt);
 
