@@ -14,8 +14,7 @@
 #include "fake_executors.hpp"
 #include "sched/common/clock.hpp"
 #include "sched/common/testing/wait_for.hpp"
-#include "sched/protocol/fire_spans.hpp"
-#include "sched/protocol/span_exporter.hpp"
+#include "sched/protocol/testing/collecting_span_sink.hpp"
 
 namespace sched::trigger {
 namespace {
@@ -603,24 +602,7 @@ TEST_F(SlaveTest, TheEndsOfABurstNobodyServesAreRecordedInOneBatch) {
 // the row: a fire a result ended first (while the slave waited for an instance) keeps the
 // result's span alone, not a second `ended` with the slave's status.
 TEST_F(SlaveTest, AnEndedSpanIsPushedOnlyForAnEndThatMovedTheFire) {
-    struct Spans : protocol::SpanSink {
-        bool Push(protocol::Span span) override {
-            std::lock_guard lock(mu);
-            if (span.name == "ended") {
-                for (const auto& a : span.attributes) {
-                    if (a.key == "sched.fire_id") ended.push_back(std::get<std::int64_t>(a.value));
-                }
-            }
-            return true;
-        }
-        std::mutex mu;
-        std::vector<std::int64_t> ended;  // the fire of every `ended` span
-    };
-    auto spans = std::make_shared<Spans>();
-    protocol::FireTracer::Install(spans, "n1");
-    struct Uninstall {
-        ~Uninstall() { protocol::FireTracer::Uninstall(); }
-    } uninstall;
+    protocol::testing::ScopedSpanSink spans;
     config_.dispatch_timeout = 300ms;  // how long a fire waits for a live instance of its app
     model::Job job;
     job.id = 8;
@@ -638,8 +620,9 @@ TEST_F(SlaveTest, AnEndedSpanIsPushedOnlyForAnEndThatMovedTheFire) {
     ASSERT_TRUE(WaitFor([&] { return store_->StatusNow(1) == FireStatus::kFailed; }));
     std::this_thread::sleep_for(100ms);  // the slave's end of fire 2 was written with fire 1's, or after
     EXPECT_EQ(store_->StatusNow(2), FireStatus::kSucceeded);
-    std::lock_guard lock(spans->mu);
-    EXPECT_EQ(spans->ended, (std::vector<std::int64_t>{1})) << "fire 2's end moved nothing: no span";
+    const auto ended = spans->Named("ended");
+    ASSERT_EQ(ended.size(), 1u) << "fire 2's end moved nothing: no span";
+    EXPECT_EQ(protocol::testing::IntAttribute(ended[0], "sched.fire_id"), 1);
 }
 
 TEST_F(SlaveTest, AGroupIsCutAtMaxGroup) {
