@@ -29,5 +29,21 @@ TEST(ShardsPerFire, IsAtLeastOne) {
     EXPECT_EQ(ShardsPerFire(job, [] { return 5; }), 1);
 }
 
+TEST(MayClaimEarly, OnlyPoliciesWhoseClaimJudgesNothingByItsTime) {
+    Job job;
+    for (const auto policy : {BlockStrategy::kSerial, BlockStrategy::kBufferAll, BlockStrategy::kAllowAll}) {
+        job.block_strategy = policy;
+        EXPECT_TRUE(MayClaimEarly(job)) << BlockStrategyName(policy);
+    }
+    for (const auto policy : {BlockStrategy::kDiscardLater, BlockStrategy::kCoverEarly, BlockStrategy::kSkip,
+                              BlockStrategy::kBufferOne, BlockStrategy::kCancelOther, BlockStrategy::kTerminateOther}) {
+        job.block_strategy = policy;
+        EXPECT_FALSE(MayClaimEarly(job)) << BlockStrategyName(policy);
+    }
+    job.block_strategy = BlockStrategy::kSerial;
+    job.concurrency_key = "payments";
+    EXPECT_FALSE(MayClaimEarly(job)) << "a key's rate limit counts the claim's time";
+}
+
 }  // namespace
 }  // namespace sched::model

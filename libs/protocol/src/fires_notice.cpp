@@ -1,6 +1,7 @@
 #include "sched/protocol/fires_notice.hpp"
 
 #include <string>
+#include <unordered_set>
 
 #include "sched/http/error_body.hpp"
 
@@ -12,6 +13,7 @@ constexpr const char* kEpoch = "epoch";
 constexpr const char* kFireIds = "fire_ids";
 constexpr const char* kDueAt = "due_at";
 constexpr const char* kShard = "shard";
+constexpr const char* kFill = "fill";
 constexpr int kMaxShardIndex = 63;
 
 // A field name from the request, as an error names it: bounded, so a hostile key cannot make
@@ -35,23 +37,40 @@ FiresNotice MakeFiresNotice(std::int64_t epoch, const std::vector<NoticedFire>& 
     for (const auto& f : fires) {
         notice.fire_ids.push_back(f.id);
         notice.due_at->push_back(f.due_at);
+        if (f.fill) notice.fill.push_back(f.id);
     }
     return notice;
 }
 
 std::optional<std::vector<NoticedFire>> NoticedFires(const FiresNotice& notice) {
     if (!notice.due_at || notice.due_at->size() != notice.fire_ids.size()) return std::nullopt;
+    const std::unordered_set<std::int64_t> fill(notice.fill.begin(), notice.fill.end());
     std::vector<NoticedFire> fires;
     fires.reserve(notice.fire_ids.size());
-    for (std::size_t i = 0; i < notice.fire_ids.size(); ++i) fires.push_back({notice.fire_ids[i], (*notice.due_at)[i]});
+    for (std::size_t i = 0; i < notice.fire_ids.size(); ++i) {
+        const std::int64_t id = notice.fire_ids[i];
+        fires.push_back({.id = id, .due_at = (*notice.due_at)[i], .fill = fill.contains(id)});
+    }
     return fires;
 }
 
-bool RefusedDueAt(int status, const std::string& body) {
+namespace {
+
+bool Refused(int status, const std::string& body, std::string_view field) {
     if (status != 400) return false;
     const auto json = nlohmann::json::parse(body, nullptr, false);
     const auto error = http::ParseErrorBody(json);
-    return error && error->field == kDueAt;
+    return error && error->field == field;
+}
+
+}  // namespace
+
+bool RefusedDueAt(int status, const std::string& body) {
+    return Refused(status, body, kDueAt);
+}
+
+bool RefusedFill(int status, const std::string& body) {
+    return Refused(status, body, kFill);
 }
 
 nlohmann::json ToJson(const FiresNotice& notice) {
@@ -59,6 +78,7 @@ nlohmann::json ToJson(const FiresNotice& notice) {
     if (notice.due_at) out[kDueAt] = *notice.due_at;
     // Absent for shard 0: a single-shard cluster's notices are what nodes without shards read.
     if (notice.shard > 0) out[kShard] = notice.shard;
+    if (!notice.fill.empty()) out[kFill] = notice.fill;
     return out;
 }
 
@@ -105,6 +125,18 @@ Parsed<FiresNotice> ParseFiresNotice(const nlohmann::json& body) {
                 due.push_back(at.get<std::int64_t>());
             }
             n.due_at = std::move(due);
+        } else if (key == kFill) {
+            if (!value.is_array()) return Bad(kFill, "expected an array of integers");
+            if (value.size() > kMaxNoticeFires) {
+                return Bad(kFill, "at most " + std::to_string(kMaxNoticeFires) + " ids");
+            }
+            n.fill.reserve(value.size());
+            for (const auto& id : value) {
+                if (!id.is_number_integer() || id.get<std::int64_t>() < 1) {
+                    return Bad(kFill, "expected an array of integers >= 1");
+                }
+                n.fill.push_back(id.get<std::int64_t>());
+            }
         } else {
             return Bad(ShownField(key), "unknown field");
         }

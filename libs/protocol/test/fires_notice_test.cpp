@@ -31,6 +31,21 @@ TEST(FiresNoticeTest, CarriesEachFiresDueTimeBesideItsId) {
     EXPECT_EQ(NoticedFires(parsed.value), fires);
 }
 
+TEST(FiresNoticeTest, NamesTheFiresThatMayFillASmallGroup) {
+    const std::vector<NoticedFire> fires = {
+        {.id = 7, .due_at = 1000, .fill = true}, {.id = 8, .due_at = 999}, {.id = 9, .due_at = 1001, .fill = true}};
+    const FiresNotice notice = MakeFiresNotice(12, fires);
+    EXPECT_EQ(ToJson(notice),
+              (json{{"epoch", 12}, {"fire_ids", {7, 8, 9}}, {"due_at", {1000, 999, 1001}}, {"fill", {7, 9}}}));
+    auto parsed = ParseFiresNotice(ToJson(notice));
+    ASSERT_TRUE(parsed.ok()) << parsed.error->message;
+    EXPECT_EQ(NoticedFires(parsed.value), fires);
+    FiresNotice without = notice;
+    without.fill.clear();
+    EXPECT_FALSE(ToJson(without).contains("fill")) << "absent when empty: what older nodes read";
+    EXPECT_FALSE(NoticedFires(without)->front().fill);
+}
+
 // A node older than due_at answers a notice with it as it answers any unknown field; only that
 // answer makes the master send the ids alone.
 TEST(FiresNoticeTest, AnOlderNodesRefusalOfDueAtIsRecognised) {
@@ -42,6 +57,9 @@ TEST(FiresNoticeTest, AnOlderNodesRefusalOfDueAtIsRecognised) {
     EXPECT_FALSE(RefusedDueAt(409, refusal("due_at")));
     EXPECT_FALSE(RefusedDueAt(400, "not json"));
     EXPECT_FALSE(RefusedDueAt(400, ""));
+    EXPECT_TRUE(RefusedFill(400, refusal("fill")));
+    EXPECT_FALSE(RefusedFill(400, refusal("due_at")));
+    EXPECT_FALSE(RefusedFill(409, refusal("fill")));
 }
 
 TEST(FiresNoticeTest, MalformedBodiesNameTheField) {
@@ -49,6 +67,8 @@ TEST(FiresNoticeTest, MalformedBodiesNameTheField) {
     for (std::size_t i = 0; i <= kMaxNoticeFires; ++i) too_many["fire_ids"].push_back(1);
     json too_many_times = {{"epoch", 1}, {"fire_ids", {1}}, {"due_at", json::array()}};
     for (std::size_t i = 0; i <= kMaxNoticeFires; ++i) too_many_times["due_at"].push_back(1);
+    json too_many_fill = {{"epoch", 1}, {"fire_ids", {1}}, {"fill", json::array()}};
+    for (std::size_t i = 0; i <= kMaxNoticeFires; ++i) too_many_fill["fill"].push_back(1);
     const std::pair<json, std::string> cases[] = {
         {json::parse(R"({"epoch": 1, "fire_ids": [1], "priority": 9})"), "priority"},
         {json::parse(R"({"epoch": 1, "fire_ids": "1"})"), "fire_ids"},
@@ -67,6 +87,10 @@ TEST(FiresNoticeTest, MalformedBodiesNameTheField) {
         {json::parse(R"({"epoch": 1, "fire_ids": [1], "due_at": ["5"]})"), "due_at"},
         {json::parse(R"({"epoch": 1, "fire_ids": [1], "due_at": 5})"), "due_at"},
         {too_many_times, "due_at"},
+        {json::parse(R"({"epoch": 1, "fire_ids": [1], "fill": 1})"), "fill"},
+        {json::parse(R"({"epoch": 1, "fire_ids": [1], "fill": [0]})"), "fill"},
+        {json::parse(R"({"epoch": 1, "fire_ids": [1], "fill": [true]})"), "fill"},
+        {too_many_fill, "fill"},
     };
     for (const auto& [body, field] : cases) {
         auto parsed = ParseFiresNotice(body);

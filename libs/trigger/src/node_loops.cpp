@@ -187,10 +187,19 @@ void TriggerNode::Notify(const ScanReport& report, std::int64_t epoch, int shard
             [this, url, notice = std::move(notice)]() mutable -> net::awaitable<void> {
                 http::CallOptions call{.timeout = std::chrono::seconds(1), .bearer_token = config_.token};
                 auto r = co_await impl_->http->PostJson(url, protocol::ToJson(notice), call);
-                if (r.ok() && protocol::RefusedDueAt(r->status, r->body)) {
-                    // A node older than due_at (a rolling upgrade): the ids alone, which it
-                    // reads itself, rather than its poll up to a second later.
-                    notice.due_at.reset();
+                // A node older than a field (a rolling upgrade) refuses it: without fill, its
+                // fires are claimed at claim-ahead; without due_at, the ids alone, which it
+                // reads itself, rather than its poll up to a second later. One field at a time,
+                // as such a node names the first it does not know.
+                for (int tries = 0; tries < 2 && r.ok(); ++tries) {
+                    if (protocol::RefusedFill(r->status, r->body) && !notice.fill.empty()) {
+                        notice.fill.clear();
+                    } else if (protocol::RefusedDueAt(r->status, r->body) && notice.due_at) {
+                        notice.due_at.reset();
+                        notice.fill.clear();
+                    } else {
+                        break;
+                    }
                     r = co_await impl_->http->PostJson(url, protocol::ToJson(notice), call);
                 }
                 // Best effort: the slave's poll finds the fires anyway.

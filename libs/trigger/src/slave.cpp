@@ -42,7 +42,9 @@ Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr
       queue_(std::make_shared<FireQueue>(Ms(config_.claim_ahead), FireQueue::kMaxQueued,
                                          FireQueue::Bursts{.min_fires = static_cast<std::size_t>(config_.max_group),
                                                            .claim_rate = static_cast<double>(config_.burst_claim_rate),
-                                                           .max_lead_ms = Ms(config_.burst_claim_ahead)})),
+                                                           .max_lead_ms = Ms(config_.burst_claim_ahead)},
+                                         FireQueue::Fill{.min_fires = static_cast<std::size_t>(config_.group_fill),
+                                                         .span_ms = Ms(config_.group_span)})),
       directory_(
           io_, db_pool_, [this] { return store_->LiveExecutors(Ms(config_.executor_ttl)); },
           {.refresh = config_.executor_refresh,

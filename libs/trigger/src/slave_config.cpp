@@ -18,6 +18,9 @@ SlaveConfig SlaveConfig::FromYaml(const ConfigNode& node) {
     c.burst_claim_ahead = node.Duration("burst-claim-ahead", c.burst_claim_ahead, Micros{0}, std::chrono::seconds(9));
     c.burst_claim_rate = static_cast<int>(node.Int("burst-claim-rate", c.burst_claim_rate, 1, 1'000'000));
     c.max_group = static_cast<int>(node.Int("max-group", c.max_group, 1, 10'000));
+    c.group_fill = static_cast<int>(node.Int("group-fill", c.group_fill, 0, 10'000));
+    // With claim-ahead (<= 1 s) a run's start_in_ms stays far within protocol::kMaxStartInMs.
+    c.group_span = node.Duration("group-span", c.group_span, Micros{0}, std::chrono::seconds(1));
     c.record_window = node.Duration("record-window", c.record_window, Micros{0}, std::chrono::seconds(1));
     c.record_running_after =
         node.Duration("record-running-after", c.record_running_after, Micros{0}, std::chrono::seconds(10));

@@ -14,6 +14,13 @@ std::vector<protocol::NoticedFire> Fires(std::initializer_list<std::pair<std::in
     return out;
 }
 
+// Fires whose jobs' claims judge nothing by the time (model::MayClaimEarly).
+std::vector<protocol::NoticedFire> Fillable(std::initializer_list<std::pair<std::int64_t, std::int64_t>> id_due) {
+    auto out = Fires(id_due);
+    for (auto& f : out) f.fill = true;
+    return out;
+}
+
 constexpr std::int64_t kNow = 1'000'000;
 constexpr std::int64_t kIdleWaitMs = 1000;
 
@@ -179,6 +186,44 @@ TEST(FireQueue, ARecurringBurstIsClaimedAtMostHalfWayFromTheLastAndHeldFiresMake
     EXPECT_TRUE(retry.ids.empty()) << "not claimed again before the hold ends";
     EXPECT_EQ(retry.wait_ms, 100);
     EXPECT_EQ(held.TakeGroup(kNow + 5000, 10, kIdleWaitMs).ids.size(), 5u);
+}
+
+constexpr FireQueue::Fill kFill{.min_fires = 4, .span_ms = 400};
+
+TEST(FireQueue, ASmallGroupIsFilledFromTheSpanUntilItHasMinFires) {
+    FireQueue q(100, FireQueue::kMaxQueued, {}, kFill);
+    q.Admit(Fillable(
+        {{1, kNow + 100}, {2, kNow + 300}, {3, kNow + 450}, {4, kNow + 500}, {5, kNow + 520}, {6, kNow + 700}}));
+    auto group = q.TakeGroup(kNow, 500, kIdleWaitMs);
+    EXPECT_EQ(group.ids, (Ids{1, 2, 3, 4})) << "1 within twice claim-ahead, 2-4 within claim-ahead + span";
+    EXPECT_EQ(group.wait_ms, 420) << "the next claim waits for fire 5's claim-ahead";
+    auto next = q.TakeGroup(kNow + 420, 500, kIdleWaitMs);
+    EXPECT_EQ(next.ids, (Ids{5, 6})) << "fire 6 is due within the span of this claim";
+
+    // Without the fill the same fires are claimed one claim-ahead at a time.
+    FireQueue plain(100);
+    plain.Admit(Fillable({{1, kNow + 100}, {2, kNow + 300}, {3, kNow + 450}}));
+    EXPECT_EQ(plain.TakeGroup(kNow, 500, kIdleWaitMs).ids, (Ids{1}));
+}
+
+TEST(FireQueue, AGroupOfMinFiresIsNotFilledAndTheFillTakesNoBurstHeldOrUnfillableFire) {
+    FireQueue full(100, FireQueue::kMaxQueued, {}, kFill);
+    full.Admit(Fillable({{1, kNow + 100}, {2, kNow + 110}, {3, kNow + 120}, {4, kNow + 130}, {5, kNow + 300}}));
+    EXPECT_EQ(full.TakeGroup(kNow, 500, kIdleWaitMs).ids, (Ids{1, 2, 3, 4})) << "a high rate: as without the fill";
+    EXPECT_EQ(full.Queued(), 1u);
+
+    FireQueue q(100, FireQueue::kMaxQueued, kBursts, kFill);
+    q.Admit(Fillable({{1, kNow + 100}, {2, kNow + 200}}));
+    ASSERT_EQ(q.TakeGroup(kNow, 500, kIdleWaitMs).ids, (Ids{1, 2}));
+    q.Requeue(Fires({{2, kNow + 400}}));    // held: asked again at its retry time
+    auto burst = Burst(10, 4, kNow + 450);  // a burst (kBursts: 4 fires), paced on its own
+    for (auto& f : burst) f.fill = true;
+    q.Admit(burst);
+    q.Admit(Fires({{5, kNow + 420}}));  // its job's claim judges by the time (skip, ...)
+    q.Admit(Fillable({{3, kNow + 150}, {4, kNow + 480}}));
+    auto group = q.TakeGroup(kNow + 50, 500, kIdleWaitMs);
+    EXPECT_EQ(group.ids, (Ids{3, 4})) << "neither the held fire, the burst's nor an unfillable one fill a group";
+    EXPECT_FALSE(group.burst_due_at);
 }
 
 }  // namespace

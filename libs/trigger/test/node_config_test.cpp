@@ -57,5 +57,16 @@ TEST(SlaveConfigBursts, DefaultsAndBoundsOfTheBurstKeys) {
     EXPECT_THROW(SlaveConfig::FromYaml(ConfigNode::LoadString("burst-claim-rate: 0\n")), ConfigError);
 }
 
+TEST(SlaveConfigGroupFill, DefaultsAndBoundsOfTheFillKeys) {
+    const SlaveConfig defaults = SlaveConfig::FromYaml(ConfigNode::LoadString("{}"));
+    EXPECT_EQ(defaults.group_fill, 64);
+    EXPECT_EQ(defaults.group_span, std::chrono::milliseconds(400));
+    const SlaveConfig off = SlaveConfig::FromYaml(ConfigNode::LoadString("group-fill: 0\ngroup-span: 0s\n"));
+    EXPECT_EQ(off.group_fill, 0);
+    EXPECT_EQ(off.group_span, Micros{0});
+    EXPECT_THROW(SlaveConfig::FromYaml(ConfigNode::LoadString("group-span: 2s\n")), ConfigError);
+    EXPECT_THROW(SlaveConfig::FromYaml(ConfigNode::LoadString("group-fill: -1\n")), ConfigError);
+}
+
 }  // namespace
 }  // namespace sched::trigger

@@ -149,6 +149,7 @@ void DueJobsStep::Run(ScanContext& ctx) {
 
     std::vector<model::Fire> new_fires;
     std::vector<std::string_view> new_fire_apps;  // for the `planned` spans
+    std::vector<bool> new_fire_fill;              // model::MayClaimEarly of its job
     for (std::size_t i = 0; i < due.size(); ++i) {
         if (!advanced[i] || plans[i].fires.empty()) continue;
         const auto& job = due[i];
@@ -165,6 +166,7 @@ void DueJobsStep::Run(ScanContext& ctx) {
                 fire.assigned_node = ctx.assigner.Next();
                 new_fires.push_back(std::move(fire));
                 new_fire_apps.push_back(job.app);
+                new_fire_fill.push_back(model::MayClaimEarly(job));
             }
         }
     }
@@ -173,7 +175,7 @@ void DueJobsStep::Run(ScanContext& ctx) {
         // Counted and notified: the rows as this scan wrote them (see StoredFire::as_written).
         if (!stored[i] || !stored[i]->as_written) continue;
         ++r.fires_created;
-        ctx.Notify(stored[i]->id, new_fires[i]);
+        ctx.Notify(stored[i]->id, new_fires[i], new_fire_fill[i]);
         if (protocol::FireTracer::On()) {
             // Collected, pushed after the commit (Master::Scan): a scan rolled back (a lost lease,
             // a database error) must not export the span of a fire id that was never committed.

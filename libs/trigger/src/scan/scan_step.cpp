@@ -13,12 +13,12 @@ int ScanContext::LiveExecutors(const std::string& app) {
     return it->second;
 }
 
-void ScanContext::Notify(const std::string& node, std::int64_t fire_id, std::int64_t due_at) {
-    report.assigned[node].push_back({.id = fire_id, .due_at = due_at});
+void ScanContext::Notify(const std::string& node, std::int64_t fire_id, std::int64_t due_at, bool fill) {
+    report.assigned[node].push_back({.id = fire_id, .due_at = due_at, .fill = fill});
 }
 
-void ScanContext::Notify(std::int64_t fire_id, const model::Fire& fire) {
-    if (fire.assigned_node) Notify(*fire.assigned_node, fire_id, model::StoredDueAt(fire));
+void ScanContext::Notify(std::int64_t fire_id, const model::Fire& fire, bool fill) {
+    if (fire.assigned_node) Notify(*fire.assigned_node, fire_id, model::StoredDueAt(fire), fill);
 }
 
 void ScanContext::Notify(const std::map<std::string, std::vector<protocol::NoticedFire>>& assigned) {

@@ -58,10 +58,11 @@ class ScanContext {
 
     /// Live executor instances of `app` (sharding-broadcast), counted once per scan.
     int LiveExecutors(const std::string& app);
-    /// Notes a fire given to `node` (new or moved), for its notice.
-    void Notify(const std::string& node, std::int64_t fire_id, std::int64_t due_at);
+    /// Notes a fire given to `node` (new or moved), for its notice; `fill`: it may be claimed
+    /// early to fill a small group (protocol::NoticedFire).
+    void Notify(const std::string& node, std::int64_t fire_id, std::int64_t due_at, bool fill = false);
     /// Notes `fire`, stored as `fire_id`, for the notice of the node it is assigned to (if any).
-    void Notify(std::int64_t fire_id, const model::Fire& fire);
+    void Notify(std::int64_t fire_id, const model::Fire& fire, bool fill = false);
     /// Notes a planner's new fires per node.
     void Notify(const std::map<std::string, std::vector<protocol::NoticedFire>>& assigned);
 

@@ -96,4 +96,16 @@ int ShardsPerFire(const Job& job, CountLive&& live_executors) {
     return shards < 1 ? 1 : shards;
 }
 
+/// Whether a fire of `job` may be claimed earlier than `claim-ahead`, to fill a node's small
+/// group (docs/architecture/slave.md "One queue, group claims"): only when its claim judges
+/// nothing by the time it is made. A fire of a buffer-all (`serial`) or allow-all job without a
+/// concurrency key runs or waits in line whenever it is claimed; `skip` and `buffer-one` judge
+/// the runs going at the claim, `cancel-other` and `terminate-other` stop them then, and a key's
+/// rate limit counts the claim's time as the start.
+inline bool MayClaimEarly(const Job& job) {
+    if (!job.concurrency_key.empty()) return false;
+    const BlockStrategy policy = OverlapPolicy(job.block_strategy);
+    return policy == BlockStrategy::kBufferAll || policy == BlockStrategy::kAllowAll;
+}
+
 }  // namespace sched::model

@@ -16,6 +16,11 @@
 /// `shard` is the shard of the job space whose master sent it (0 .. 63; absent: 0): the epoch
 /// is that shard's lease epoch, compared with the receiver's sighting of the same shard.
 ///
+/// `fill` (optional, absent when empty) names those of `fire_ids` that the slave may claim
+/// earlier than its claim-ahead to fill a small group: their jobs' claims judge nothing by the
+/// time they are made (model::MayClaimEarly). A node older than the field refuses it (400
+/// naming `fill`); the sender then sends the notice without it.
+///
 /// Best effort either way: a slave's poll finds its fires without the notice.
 
 #include <cstddef>
@@ -40,6 +45,7 @@ inline constexpr std::size_t kMaxNoticeFires = 10000;
 struct NoticedFire {
     std::int64_t id = 0;
     std::int64_t due_at = 0;  ///< epoch ms
+    bool fill = false;        ///< may be claimed early to fill a small group (above)
 
     friend bool operator==(const NoticedFire&, const NoticedFire&) = default;
 };
@@ -50,6 +56,8 @@ struct FiresNotice {
     std::vector<std::int64_t> fire_ids;  ///< each >= 1, at most kMaxNoticeFires
     /// One per id, each >= 0; nullopt: the sender did not say (an older master).
     std::optional<std::vector<std::int64_t>> due_at;
+    /// Ids among fire_ids that may fill a small group; each >= 1, at most kMaxNoticeFires.
+    std::vector<std::int64_t> fill;
 
     friend bool operator==(const FiresNotice&, const FiresNotice&) = default;
 };
@@ -62,6 +70,9 @@ std::optional<std::vector<NoticedFire>> NoticedFires(const FiresNotice& notice);
 /// Whether a node answered a notice `status` + `body` by refusing its due_at: a node older
 /// than the field (a rolling upgrade), to be sent the ids alone.
 bool RefusedDueAt(int status, const std::string& body);
+/// Whether a node answered by refusing `fill`: older than the field, to be sent the notice
+/// without it.
+bool RefusedFill(int status, const std::string& body);
 
 nlohmann::json ToJson(const FiresNotice& notice);
 /// Exactly {epoch, fire_ids} and optionally due_at and shard, bounded; the first problem names its field

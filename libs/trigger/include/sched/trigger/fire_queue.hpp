@@ -8,7 +8,11 @@
 /// fires wait by (due time, id). TakeGroup hands out the next group: nothing until the earliest
 /// is due within `claim_ahead` of now, then every fire due within twice `claim_ahead` of now,
 /// earliest first, at most `max_group` (so fires spread over time are still claimed in groups,
-/// each between claim-ahead and twice claim-ahead before its due time).
+/// each between claim-ahead and twice claim-ahead before its due time). At a low rate such a
+/// group is small: one with fewer than `GroupFill::min_fires` also takes the fires due up to
+/// `claim_ahead + GroupFill::span_ms` from now until it has that many, so a node claims a few
+/// times a second instead of every claim-ahead: only fires admitted with `fill` (their jobs'
+/// claims judge nothing by the time, model::MayClaimEarly), not a burst's, not held ones.
 ///
 /// Bursts: a top of the hour puts thousands of fires on one due time, more than one node claims
 /// in claim-ahead. A due time with at least `Bursts::min_fires` queued fires is a *burst*; its
@@ -48,6 +52,12 @@ struct BurstClaims {
     std::int64_t max_lead_ms = 0;
 };
 
+/// How FireQueue fills a small group. `min_fires` 0 or `span_ms` 0: not at all.
+struct GroupFill {
+    std::size_t min_fires = 0;  ///< a group with fewer fires due within twice claim-ahead is filled
+    std::int64_t span_ms = 0;   ///< with fires due up to claim-ahead + this from now
+};
+
 class FireQueue {
   public:
     /// A notice's fires due later than this (from now) are left to the poll.
@@ -57,9 +67,12 @@ class FireQueue {
 
     /// How bursts are claimed ahead (above).
     using Bursts = BurstClaims;
+    /// How small groups are filled (above).
+    using Fill = GroupFill;
 
     /// `claim_ahead_ms` as documented above; `capacity` bounds the known fires (tests lower it).
-    explicit FireQueue(std::int64_t claim_ahead_ms, std::size_t capacity = kMaxQueued, Bursts bursts = {});
+    explicit FireQueue(std::int64_t claim_ahead_ms, std::size_t capacity = kMaxQueued, Bursts bursts = {},
+                       Fill fill = {});
 
     /// What admitting fires changed.
     struct Admitted {
@@ -105,8 +118,10 @@ class FireQueue {
   private:
     Admitted AdmitLocked(const std::vector<protocol::NoticedFire>& fires);
     bool BurstsOn() const;
-    void Enqueue(std::int64_t due_at, std::int64_t id, bool held);
+    void Enqueue(std::int64_t due_at, std::int64_t id, bool held, bool fill);
     void Dequeue(std::set<std::pair<std::int64_t, std::int64_t>>::iterator it);
+    /// Adds to `group` the fires a small group is filled with (Fill).
+    void FillSmallGroup(Group& group, std::int64_t now_ms, int max_group);
     /// The earliest queued burst's due time and when its claims start; nullopt without one.
     struct BurstDue {
         std::int64_t due_at;
@@ -119,6 +134,7 @@ class FireQueue {
     const std::int64_t claim_ahead_ms_;
     const std::size_t capacity_;
     const Bursts bursts_;
+    const Fill fill_;
     mutable std::mutex mu_;
     std::set<std::int64_t> known_;
     std::set<std::pair<std::int64_t, std::int64_t>> due_;  // queued, by (due_at, id)
@@ -126,6 +142,7 @@ class FireQueue {
     std::map<std::int64_t, std::size_t> queued_at_;
     std::set<std::int64_t> burst_times_;
     std::set<std::int64_t> held_;                    // queued by Requeue: at a retry time, never part of a burst
+    std::set<std::int64_t> fillable_;                // queued fires that may fill a small group
     std::optional<std::int64_t> last_burst_due_ms_;  // the due time of the last burst claimed
     std::int64_t wake_at_ms_ = std::numeric_limits<std::int64_t>::min();
     bool filled_reported_ = false;
