@@ -28,6 +28,20 @@ Parsed<FiresNotice> Bad(std::string field, const std::string& problem) {
     return {.value = {}, .error = http::ApiError{Code::kInvalidArgument, std::move(message), std::move(field)}};
 }
 
+// An array of at most kMaxNoticeFires integers >= `min` into `out`, or what is wrong with it
+// (`unit` names the items in the bound's message, `expected` is the message for a bad item).
+std::optional<std::string> ReadIntegers(const nlohmann::json& value, std::int64_t min, const char* unit,
+                                        const char* expected, std::vector<std::int64_t>& out) {
+    if (!value.is_array()) return "expected an array of integers";
+    if (value.size() > kMaxNoticeFires) return "at most " + std::to_string(kMaxNoticeFires) + " " + unit;
+    out.reserve(value.size());
+    for (const auto& item : value) {
+        if (!item.is_number_integer() || item.get<std::int64_t>() < min) return std::string(expected);
+        out.push_back(item.get<std::int64_t>());
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 FiresNotice MakeFiresNotice(std::int64_t epoch, const std::vector<NoticedFire>& fires, int shard) {
@@ -94,16 +108,8 @@ Parsed<FiresNotice> ParseFiresNotice(const nlohmann::json& body) {
             }
             n.epoch = value.get<std::int64_t>();
         } else if (key == kFireIds) {
-            if (!value.is_array()) return Bad(kFireIds, "expected an array of integers");
-            if (value.size() > kMaxNoticeFires) {
-                return Bad(kFireIds, "at most " + std::to_string(kMaxNoticeFires) + " ids");
-            }
-            n.fire_ids.reserve(value.size());
-            for (const auto& id : value) {
-                if (!id.is_number_integer() || id.get<std::int64_t>() < 1) {
-                    return Bad(kFireIds, "expected an array of integers >= 1");
-                }
-                n.fire_ids.push_back(id.get<std::int64_t>());
+            if (auto problem = ReadIntegers(value, 1, "ids", "expected an array of integers >= 1", n.fire_ids)) {
+                return Bad(kFireIds, *problem);
             }
         } else if (key == kShard) {
             if (!value.is_number_integer() || value.get<std::int64_t>() < 0 ||
@@ -112,30 +118,14 @@ Parsed<FiresNotice> ParseFiresNotice(const nlohmann::json& body) {
             }
             n.shard = value.get<int>();
         } else if (key == kDueAt) {
-            if (!value.is_array()) return Bad(kDueAt, "expected an array of integers");
-            if (value.size() > kMaxNoticeFires) {
-                return Bad(kDueAt, "at most " + std::to_string(kMaxNoticeFires) + " times");
-            }
             std::vector<std::int64_t> due;
-            due.reserve(value.size());
-            for (const auto& at : value) {
-                if (!at.is_number_integer() || at.get<std::int64_t>() < 0) {
-                    return Bad(kDueAt, "expected an array of integers >= 0 (epoch ms)");
-                }
-                due.push_back(at.get<std::int64_t>());
+            if (auto problem = ReadIntegers(value, 0, "times", "expected an array of integers >= 0 (epoch ms)", due)) {
+                return Bad(kDueAt, *problem);
             }
             n.due_at = std::move(due);
         } else if (key == kFill) {
-            if (!value.is_array()) return Bad(kFill, "expected an array of integers");
-            if (value.size() > kMaxNoticeFires) {
-                return Bad(kFill, "at most " + std::to_string(kMaxNoticeFires) + " ids");
-            }
-            n.fill.reserve(value.size());
-            for (const auto& id : value) {
-                if (!id.is_number_integer() || id.get<std::int64_t>() < 1) {
-                    return Bad(kFill, "expected an array of integers >= 1");
-                }
-                n.fill.push_back(id.get<std::int64_t>());
+            if (auto problem = ReadIntegers(value, 1, "ids", "expected an array of integers >= 1", n.fill)) {
+                return Bad(kFill, *problem);
             }
         } else {
             return Bad(ShownField(key), "unknown field");
