@@ -73,13 +73,18 @@ Master::~Master() = default;
 Micros Master::SleepAfter(const ScanReport& report) const {
     // A full batch means more due jobs are waiting: scan again at once.
     if (report.due_jobs >= config_.batch) return Micros{0};
-    if (!report.earliest_due_ms) return config_.scan_interval;
     // Jobs due within the lookahead were planned already; the next one to plan becomes due at
-    // earliest - lookahead. Not sooner than scan-min-interval: with start times spread over the
-    // second a job enters the lookahead every few ms, and a scan per job (227 scans/s at 300
-    // fires/s in the cluster benchmark) costs more than planning it some ms later, still about
-    // `lookahead` ahead of its time.
-    const std::int64_t wake_in_ms = *report.earliest_due_ms - Ms(config_.lookahead) - time_.NowMs();
+    // earliest - lookahead.
+    return SleepUntilWithin(report.earliest_due_ms, Ms(config_.lookahead));
+}
+
+// Not sooner than scan-min-interval: with start times spread over the second a job enters the
+// lookahead every few ms, and a scan per job (227 scans/s at 300 fires/s in the cluster
+// benchmark) costs more than planning it some ms later, still about `lookahead` ahead of its
+// time. Not later than scan-interval: what the web module writes is planned within it.
+Micros Master::SleepUntilWithin(std::optional<std::int64_t> earliest_due_ms, std::int64_t horizon_ms) const {
+    if (!earliest_due_ms) return config_.scan_interval;
+    const std::int64_t wake_in_ms = *earliest_due_ms - horizon_ms - time_.NowMs();
     const Micros floor = std::min(config_.scan_min_interval, config_.scan_interval);
     return std::clamp<Micros>(std::chrono::milliseconds(wake_in_ms), floor, config_.scan_interval);
 }
@@ -131,9 +136,12 @@ std::optional<Micros> Master::Quiet(std::int64_t epoch) {
         (!earliest.earliest_due_ms || *probe->earliest_workflow_due < *earliest.earliest_due_ms)) {
         earliest.earliest_due_ms = probe->earliest_workflow_due;
     }
-    // Not past the next full scan either.
+    // The probe finds a job once it is due within lookahead - lookahead-refill: woken as it enters
+    // the lookahead (every scan-min-interval under a spread load, where a job enters it every few
+    // ms), it asked twice as often and found nothing. Not past the next full scan either.
     const Micros until_full = std::chrono::milliseconds(*last_scan_ms_ + Ms(config_.scan_idle_interval) - now);
-    return std::min(SleepAfter(earliest), until_full);
+    return std::min(SleepUntilWithin(earliest.earliest_due_ms, Ms(config_.lookahead) - Ms(config_.lookahead_refill)),
+                    until_full);
 }
 
 Result<ScanReport> Master::Scan(std::int64_t epoch) {

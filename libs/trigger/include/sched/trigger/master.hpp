@@ -133,6 +133,10 @@ class Master {
     const store::JobShard& shard() const { return shard_; }
 
   private:
+    /// Until `earliest_due_ms` is within `horizon_ms` of now, within [scan-min-interval,
+    /// scan-interval]; scan-interval without a due time.
+    Micros SleepUntilWithin(std::optional<std::int64_t> earliest_due_ms, std::int64_t horizon_ms) const;
+
     std::shared_ptr<db::Database> db_;
     lock::Fence& fence_;
     const DbTime& time_;
