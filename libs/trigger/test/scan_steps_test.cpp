@@ -1,5 +1,6 @@
 // Each step of the master's scan alone (src/scan/*_step.hpp), on SQLite and MariaDB, run in a
 // fenced transaction as Master::Scan runs it. master_test covers the steps together.
+#include <map>
 #include <set>
 
 #include <spdlog/sinks/ringbuffer_sink.h>
@@ -55,6 +56,29 @@ TEST_P(ScanStepTest, DueJobsGetTheirFiresAssignedAndAdvanceOnce) {
     ASSERT_TRUE(second.ok());
     EXPECT_EQ(FiresOf(job.id).size(), fires.size() + static_cast<std::size_t>(second->fires_created));
     EXPECT_LE(second->fires_created, 1) << "only a time that entered the lookahead since";
+}
+
+// A notice marks the fires a slave may claim early to fill a small group: those of jobs whose
+// claim judges nothing by its time (model::MayClaimEarly), not a skip or terminate-other job's.
+TEST_P(ScanStepTest, TheNoticeMarksTheFiresThatMayFillASmallGroupByTheirJobsPolicy) {
+    ScheduleCache schedules;
+    DueJobsStep step(config_, schedules);
+    const std::int64_t start = (Now() / 1000) * 1000;
+    auto serial = CreateJob("serial", "cron", "* * * * * ?", start);
+    auto skip =
+        CreateJob("skip", "cron", "* * * * * ?", start, [](model::Job& j) { j.block_strategy = BlockStrategy::kSkip; });
+    auto cover = CreateJob("cover", "cron", "* * * * * ?", start,
+                           [](model::Job& j) { j.block_strategy = BlockStrategy::kTerminateOther; });
+    auto r = Run({&step});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    std::map<std::int64_t, bool> fill;  // fire id -> marked
+    for (const auto& [node, fires] : r->assigned) {
+        for (const auto& f : fires) fill[f.id] = f.fill;
+    }
+    ASSERT_EQ(fill.size(), FiresOf(serial.id).size() + FiresOf(skip.id).size() + FiresOf(cover.id).size());
+    for (const auto& f : FiresOf(serial.id)) EXPECT_TRUE(fill.at(f.id)) << "serial fire " << f.id;
+    for (const auto& f : FiresOf(skip.id)) EXPECT_FALSE(fill.at(f.id)) << "skip fire " << f.id;
+    for (const auto& f : FiresOf(cover.id)) EXPECT_FALSE(fill.at(f.id)) << "terminate-other fire " << f.id;
 }
 
 TEST_P(ScanStepTest, PlannedSpansWaitForTheCommitAndARolledBackScanExportsNone) {
