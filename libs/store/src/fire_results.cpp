@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <stdexcept>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -46,6 +47,9 @@ struct FireState {
     std::int64_t scheduled_time = 0;
     std::int64_t created_at = 0;
     std::optional<std::string> trace_parent;
+    /// Whether the batch's address (LoadFires) is a registered instance of the fire's app; read
+    /// only while the fire is dispatching and its job exists.
+    bool address_registered = false;
 };
 
 struct FireStateRow {
@@ -56,6 +60,7 @@ struct FireStateRow {
     impl::NullableInt64 started_at;
     impl::NullableString app;
     impl::NullableString trace_parent;
+    int registered = 0;
 
     void BindInto(soci::statement& st, impl::IntColumns& ints) {
         ints.Into(st, state.id);
@@ -69,6 +74,7 @@ struct FireStateRow {
         ints.Into(st, state.scheduled_time);
         ints.Into(st, state.created_at);
         st.exchange(soci::into(trace_parent.value, trace_parent.ind));
+        ints.Into(st, registered);
     }
     FireState Finish() {
         auto parsed = ParseFireStatus(status);
@@ -79,6 +85,7 @@ struct FireStateRow {
         state.has_started_at = started_at.get().has_value();
         state.app = app.get();
         state.trace_parent = trace_parent.get();
+        state.address_registered = registered != 0;
         return state;
     }
 };
@@ -96,7 +103,12 @@ std::string IdList(const std::vector<std::int64_t>& ids, std::size_t from, std::
     return out;
 }
 
-std::unordered_map<std::int64_t, FireState> LoadFires(soci::session& s, std::vector<std::int64_t> ids) {
+// `address`: the address most of the batch's items name (one SDK instance posts its own
+// results): whether it is a registered instance of each dispatching fire's app is read by the
+// same SELECT, so the usual batch needs no read of the registrations of its own. Compared in
+// SQL, as ApplyResult does, so that the column's collation decides exactly as it does there.
+std::unordered_map<std::int64_t, FireState> LoadFires(soci::session& s, std::vector<std::int64_t> ids,
+                                                      const std::string& address) {
     std::sort(ids.begin(), ids.end());
     ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
     std::unordered_map<std::int64_t, FireState> fires;
@@ -106,13 +118,30 @@ std::unordered_map<std::int64_t, FireState> LoadFires(soci::session& s, std::vec
         const auto rows = impl::SelectRows<FireStateRow>(
             s,
             "SELECT f.id, f.job_id, f.attempt, f.status, f.dispatch_epoch, f.executor_address, f.started_at, j.app, "
-            "f.scheduled_time, f.created_at, f.trace_parent FROM job_fire f LEFT JOIN job j ON j.id = f.job_id WHERE "
-            "f.id IN (" +
+            "f.scheduled_time, f.created_at, f.trace_parent, CASE WHEN f.status = 'dispatching' AND j.app IS NOT "
+            "NULL AND EXISTS (SELECT 1 FROM executor_instance WHERE app = j.app AND address = :address) THEN 1 "
+            "ELSE 0 END FROM job_fire f LEFT JOIN job j ON j.id = f.job_id WHERE f.id IN (" +
                 IdList(ids, from, to) + ")",
-            [](soci::statement&) {});
+            [&address](soci::statement& st) { st.exchange(soci::use(address, "address")); });
         for (const auto& row : rows) fires.emplace(row.id, row);
     }
     return fires;
+}
+
+// The address named by the most items (the first of them on a tie); "" when none names one.
+std::string CommonAddress(const std::vector<ExecutorResult>& results, const std::vector<std::size_t>& pending) {
+    std::map<std::string_view, std::size_t> counts;
+    std::string_view best;
+    std::size_t best_count = 0;
+    for (std::size_t i : pending) {
+        if (!results[i].address) continue;
+        const std::size_t n = ++counts[*results[i].address];
+        if (n > best_count) {
+            best = *results[i].address;
+            best_count = n;
+        }
+    }
+    return std::string(best);
 }
 
 using AppAddress = std::pair<std::string, std::string>;
@@ -190,7 +219,8 @@ std::vector<Write> Judge(soci::session& s, const std::vector<ExecutorResult>& re
     std::vector<std::int64_t> ids;
     ids.reserve(pending.size());
     for (std::size_t i : pending) ids.push_back(results[i].fire_id);
-    const auto fires = LoadFires(s, ids);
+    const std::string address = CommonAddress(results, pending);
+    const auto fires = LoadFires(s, ids, address);
     for (const auto& [id, fire] : fires) {
         if (fire.app) {
             jobs[id] = FireJob{.fire_id = id,
@@ -224,8 +254,9 @@ std::vector<Write> Judge(soci::session& s, const std::vector<ExecutorResult>& re
         w.check_address = r.address && fire->status == FireStatus::kRunning;
         w.check_epoch = r.epoch && fire->dispatch_epoch;
         // Still dispatching: the slave has not recorded which instance took it, so the address
-        // must at least be an instance of this fire's app (none when the job is gone).
-        if (w.record_address && fire->app) wanted.emplace(*fire->app, *r.address);
+        // must at least be an instance of this fire's app (none when the job is gone). The
+        // SELECT answered that for the batch's common address.
+        if (w.record_address && fire->app && *r.address != address) wanted.emplace(*fire->app, *r.address);
         passed.push_back(w);
     }
     const auto registered = wanted.empty() ? std::set<AppAddress>() : RegisteredPairs(s, wanted);
@@ -234,7 +265,8 @@ std::vector<Write> Judge(soci::session& s, const std::vector<ExecutorResult>& re
     for (const Write& w : passed) {
         if (w.record_address) {
             const FireState& fire = fires.at(results[w.index].fire_id);
-            if (!fire.app || registered.count({*fire.app, *results[w.index].address}) == 0) {
+            const std::string& named = *results[w.index].address;
+            if (!fire.app || !(named == address ? fire.address_registered : registered.count({*fire.app, named}) > 0)) {
                 out[w.index] = ResultOutcome::kWrongExecutor;
                 continue;
             }
@@ -341,9 +373,15 @@ bool Update(soci::session& s, const std::vector<ExecutorResult>& results, const 
 
 }  // namespace
 
-std::vector<ResultOutcome> FireResults::ApplyMany(soci::session& s, const std::vector<ExecutorResult>& results,
-                                                  const std::function<bool(const std::string& app)>& app_allowed,
-                                                  std::vector<FireJob>* applied_jobs) {
+namespace {
+
+// Who undoes a round whose UPDATE lost a CAS: a savepoint set before it, or the caller, who
+// rolls the whole transaction back (TryApplyMany) and is told so by nullopt.
+enum class Undo { kSavepoint, kCaller };
+
+std::optional<std::vector<ResultOutcome>> Apply(soci::session& s, const std::vector<ExecutorResult>& results,
+                                                const std::function<bool(const std::string& app)>& app_allowed,
+                                                std::vector<FireJob>* applied_jobs, Undo undo) {
     std::vector<std::optional<ResultOutcome>> out(results.size());
     // The job and app of every fire a round read: what the metrics need of the applied ones,
     // without a SELECT of their own.
@@ -362,7 +400,7 @@ std::vector<ResultOutcome> FireResults::ApplyMany(soci::session& s, const std::v
         const auto writes = Judge(s, results, pending, app_allowed, out, jobs, deferred);
         pending.clear();
         if (writes.empty()) break;
-        s << kSavepoint;
+        if (undo == Undo::kSavepoint) s << kSavepoint;
         if (Update(s, results, writes)) {
             // Every write moved its row: their logs go in with them (one REPLACE per 4 MiB).
             std::vector<const ExecutorResult*> applied;
@@ -374,6 +412,7 @@ std::vector<ResultOutcome> FireResults::ApplyMany(soci::session& s, const std::v
             FireLogs::StoreMany(s, applied);
             break;
         }
+        if (undo == Undo::kCaller) return std::nullopt;
         s << kRollbackToSavepoint;
         for (const Write& w : writes) pending.push_back(w.index);
     }
@@ -396,6 +435,23 @@ std::vector<ResultOutcome> FireResults::ApplyMany(soci::session& s, const std::v
         }
     }
     return outcomes;
+}
+
+}  // namespace
+
+std::vector<ResultOutcome> FireResults::ApplyMany(soci::session& s, const std::vector<ExecutorResult>& results,
+                                                  const std::function<bool(const std::string& app)>& app_allowed,
+                                                  std::vector<FireJob>* applied_jobs) {
+    return *Apply(s, results, app_allowed, applied_jobs, Undo::kSavepoint);
+}
+
+std::optional<std::vector<ResultOutcome>> FireResults::TryApplyMany(
+    soci::session& s, const std::vector<ExecutorResult>& results,
+    const std::function<bool(const std::string& app)>& app_allowed, std::vector<FireJob>* applied_jobs) {
+    // The savepoint is a statement of its own in every batch for a loss that is rare (the slave's
+    // `running` record of the same instance is no loss, see UpdateChunk): a transaction holding
+    // nothing else can be undone whole instead.
+    return Apply(s, results, app_allowed, applied_jobs, Undo::kCaller);
 }
 
 }  // namespace sched::store

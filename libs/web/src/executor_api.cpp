@@ -304,21 +304,32 @@ net::awaitable<http::Response> HandleCallback(http::Request& req, const Principa
     // maybe through another Galera node; read before this node applied that claim, the fire
     // still looks `pending` and the result would be refused for good.
     auto work = [&] {
-        return db.InTransaction(
-            db::TxMode::kWrite,
-            [&](soci::session& s) {
-                // A constant number of statements per batch (store::FireResults), not 3-4 per item;
-                // the applied fires' jobs for the metrics come from the same SELECT.
-                Applied out;
-                out.outcomes = store::FireResults::ApplyMany(s, items, app_allowed, need_jobs ? &out.jobs : nullptr);
-                for (std::size_t i = 0; i < items.size(); ++i) {
-                    out.results.push_back(
-                        {{"fire_id", items[i].fire_id}, {"outcome", store::ResultOutcomeName(out.outcomes[i])}});
-                    if (out.outcomes[i] == store::ResultOutcome::kApplied) out.applied.push_back(i);
-                }
-                return out;
-            },
-            db.CausalReads());
+        // A constant number of statements per batch (store::FireResults), not 3-4 per item; the
+        // applied fires' jobs for the metrics come from the same SELECT. First without a
+        // savepoint, the batch being all the transaction holds: a CAS lost to a concurrent change
+        // (rare) rolls it back, and the batch goes again with one.
+        const auto apply = [&](bool alone) {
+            return db.InTransaction(
+                db::TxMode::kWrite,
+                [&](soci::session& s) -> Result<Applied> {
+                    Applied out;
+                    auto outcomes =
+                        alone ? store::FireResults::TryApplyMany(s, items, app_allowed, need_jobs ? &out.jobs : nullptr)
+                              : store::FireResults::ApplyMany(s, items, app_allowed, need_jobs ? &out.jobs : nullptr);
+                    if (!outcomes) return Status(Code::kAborted, "a fire of the batch changed while it was applied");
+                    out.outcomes = std::move(*outcomes);
+                    for (std::size_t i = 0; i < items.size(); ++i) {
+                        out.results.push_back(
+                            {{"fire_id", items[i].fire_id}, {"outcome", store::ResultOutcomeName(out.outcomes[i])}});
+                        if (out.outcomes[i] == store::ResultOutcome::kApplied) out.applied.push_back(i);
+                    }
+                    return out;
+                },
+                db.CausalReads());
+        };
+        auto first = apply(true);
+        if (first.ok() || first.status().code() != Code::kAborted) return first;
+        return apply(false);
     };
     auto applied = co_await OnPool(db_pool, work);
     if (!applied.ok()) co_return http::Response::Error(applied.status());

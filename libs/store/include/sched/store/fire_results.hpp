@@ -4,6 +4,7 @@
 /// items, at a constant number of statements instead of 3-4 per item.
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,16 +23,17 @@ class FireResults {
     /// one in input order would give.
     ///
     /// Cost in the usual case (every item found and applied): one SELECT of the fires joined with
-    /// their jobs per 500 items, one SELECT of the registered (app, address) pairs when a fire is
-    /// still `dispatching` (per 250 distinct pairs), a SAVEPOINT, and one multi-row UPDATE (per
-    /// 1000 items or 4 MiB of bound text) whose WHERE repeats every item's conditions. Ids,
-    /// numbers and status names are inlined; messages and addresses are bound. Results with a
-    /// `log` add one multi-row REPLACE into job_fire_log per 4 MiB of log (FireLogs::StoreMany),
-    /// written only once the UPDATE moved every row it named.
+    /// their jobs per 500 items (which also says whether the address most items name is a
+    /// registered instance of each dispatching fire's app), one SELECT of the other registered
+    /// (app, address) pairs when such a fire names another address (per 250 distinct pairs), a
+    /// SAVEPOINT, and one multi-row UPDATE per 64 items or 4 MiB of bound text, whose WHERE
+    /// repeats every item's conditions. Ids, numbers and status names are inlined; messages and
+    /// addresses are bound. Results with a `log` add one multi-row REPLACE into job_fire_log per
+    /// 4 MiB of log (FireLogs::StoreMany), written only once the UPDATE moved every row it named.
     ///
-    /// When that UPDATE moves fewer rows than it names (a concurrent change, e.g. the slave
-    /// recorded `running` meanwhile), the batch is rolled back to the savepoint and judged again
-    /// on the fires as they are now; after three such losses the remaining items go through
+    /// When that UPDATE moves fewer rows than it names (a concurrent change: an operator's kill,
+    /// the master's sweep, the slave's `running` record of another instance), the batch is rolled back to the savepoint
+    /// and judged again on the fires as they are now; after three such losses the remaining items go through
     /// ApplyResult one by one. A fire named more than once takes the batch path for its first
     /// item; its later items go through ApplyResult afterwards, in input order. So do the items
     /// that would be refused (duplicate, conflict) but may do more there: a success for a lost
@@ -44,6 +46,14 @@ class FireResults {
     static std::vector<ResultOutcome> ApplyMany(soci::session& s, const std::vector<ExecutorResult>& results,
                                                 const std::function<bool(const std::string& app)>& app_allowed,
                                                 std::vector<FireJob>* applied_jobs = nullptr);
+
+    /// ApplyMany for a transaction that holds nothing else: no savepoint (one statement less per
+    /// batch). When an UPDATE moves fewer rows than it names, returns nullopt at once, some rows
+    /// written: the caller must roll the transaction back and apply the batch with ApplyMany in
+    /// a new one. Otherwise exactly ApplyMany's outcomes and `applied_jobs`.
+    static std::optional<std::vector<ResultOutcome>> TryApplyMany(
+        soci::session& s, const std::vector<ExecutorResult>& results,
+        const std::function<bool(const std::string& app)>& app_allowed, std::vector<FireJob>* applied_jobs = nullptr);
 };
 
 }  // namespace sched::store
