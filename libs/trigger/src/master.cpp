@@ -111,12 +111,13 @@ bool ChangedNothing(const ScanReport& r) {
 }  // namespace
 
 std::optional<Micros> Master::Quiet(std::int64_t epoch) {
-    if (config_.scan_idle_interval <= Micros{0} || !(last_scan_quiet_ || last_scan_planned_) || !last_scan_ms_ ||
+    prompted_.reset();
+    if (config_.scan_idle_interval <= Micros{0} || !(last_scan_quiet_ || last_scan_planned_) || !last_full_scan_ms_ ||
         epoch != last_scan_epoch_) {
         return std::nullopt;
     }
     const std::int64_t now = time_.NowMs();
-    if (now - *last_scan_ms_ >= Ms(config_.scan_idle_interval)) return std::nullopt;
+    if (now - *last_full_scan_ms_ >= Ms(config_.scan_idle_interval)) return std::nullopt;
     auto probe = store::ReadScanProbe(*db_, shard_, Ms(config_.node_ttl));
     if (!probe.ok()) return std::nullopt;
     // Jobs due within the lookahead were planned by the last scan; the next plans once the
@@ -125,8 +126,15 @@ std::optional<Micros> Master::Quiet(std::int64_t epoch) {
     const auto due = [horizon](const std::optional<std::int64_t>& t) {
         return t && *t <= horizon;
     };
+    // Another set of nodes: a full scan moves or judges their fires.
+    if (probe->fresh != fresh_nodes_ || probe->live != live_nodes_) return std::nullopt;
     if (due(probe->earliest_job_due) || due(probe->earliest_workflow_due) || probe->followups || probe->unassigned ||
-        probe->backfills || probe->unstarted_runs || probe->fresh != fresh_nodes_ || probe->live != live_nodes_) {
+        probe->backfills || probe->unstarted_runs) {
+        // The scan runs the steps for what was found (Scan): under spread load the due jobs
+        // alone, about one scan per lookahead-refill, without the reads of the steps that have
+        // nothing to do (orphans, follow-ups, backfills, workflows: six statements a scan).
+        prompted_ = *probe;
+        prompted_horizon_ms_ = horizon;
         return std::nullopt;
     }
     scans_skipped_.Inc();
@@ -139,7 +147,7 @@ std::optional<Micros> Master::Quiet(std::int64_t epoch) {
     // The probe finds a job once it is due within lookahead - lookahead-refill: woken as it enters
     // the lookahead (every scan-min-interval under a spread load, where a job enters it every few
     // ms), it asked twice as often and found nothing. Not past the next full scan either.
-    const Micros until_full = std::chrono::milliseconds(*last_scan_ms_ + Ms(config_.scan_idle_interval) - now);
+    const Micros until_full = std::chrono::milliseconds(*last_full_scan_ms_ + Ms(config_.scan_idle_interval) - now);
     return std::min(SleepUntilWithin(earliest.earliest_due_ms, Ms(config_.lookahead) - Ms(config_.lookahead_refill)),
                     until_full);
 }
@@ -170,8 +178,23 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
     if (epoch != term_epoch_) {
         term_epoch_ = epoch;
         term_started_ms_ = now;
+        judged_term_ = false;
     }
     const bool judges_slaves = now - term_started_ms_ >= Ms(config_.node_ttl);
+    // Prompted by a probe: only the steps it found work for, unless this is the term's first
+    // scan that may judge slaves (a full one does, at once).
+    std::optional<impl::ProbedWork> work;
+    if (auto probe = std::exchange(prompted_, std::nullopt); probe && (!judges_slaves || judged_term_)) {
+        const auto due = [horizon = prompted_horizon_ms_](const std::optional<std::int64_t>& t) {
+            return t && *t <= horizon;
+        };
+        work = impl::ProbedWork{.jobs_due = due(probe->earliest_job_due),
+                                .workflows_due = due(probe->earliest_workflow_due),
+                                .followups = probe->followups,
+                                .unassigned = probe->unassigned,
+                                .backfills = probe->backfills,
+                                .unstarted_runs = probe->unstarted_runs};
+    }
     store::TriggerNodeRepository nodes(*db_);
     auto alive = nodes.ListLive(Ms(config_.node_ttl));
     if (!alive.ok()) return alive.status();
@@ -199,7 +222,10 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
         impl::ScanContext ctx(s, db_->dialect(), epoch, now, assigner, alive_ids, Ms(config_.executor_ttl), r);
         ctx.shard = shard_;
         ctx.judges_slaves = judges_slaves;
-        for (const auto& step : steps_) step->Run(ctx);
+        for (const auto& step : steps_) {
+            if (!work || step->Wanted(*work)) step->Run(ctx);
+        }
+        r.full = !work;
         const auto jobs_due = store::JobRepository::EarliestDue(s, shard_);
         if (jobs_due && (!r.earliest_due_ms || *jobs_due < *r.earliest_due_ms)) r.earliest_due_ms = jobs_due;
         return r;
@@ -208,7 +234,10 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
     last_scan_planned_ = report.ok() && OnlyPlanned(*report) && report->due_jobs < config_.batch;
     if (report.ok()) {
         PushFireSpans(report->spans);  // committed: the fires they name exist
-        last_scan_ms_ = now;
+        if (report->full) {
+            last_full_scan_ms_ = now;
+            judged_term_ = judged_term_ || judges_slaves;
+        }
         last_scan_epoch_ = epoch;
         fresh_nodes_ = fresh;
         live_nodes_ = live;

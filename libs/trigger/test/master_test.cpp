@@ -1022,6 +1022,74 @@ TEST_P(MasterTest, AfterAScanThatOnlyPlannedTheNextWaitsUntilTheWindowShrankByTh
     EXPECT_FALSE(small.Quiet(epoch_)) << "a full batch: more due jobs wait";
 }
 
+// The scan a probe prompts runs the steps for what the probe found (here a job due) and not
+// those it found nothing for: a pending fire of a node that is not alive (which the probe does
+// not look for: the node set did not change) waits for the next full scan, which comes once
+// scan-idle-interval has passed since the last full one, however many prompted scans ran.
+TEST_P(MasterTest, AScanAProbePromptedRunsOnlyTheStepsItFoundWorkForUntilTheNextFullScan) {
+    MasterConfig config;
+    config.scan_idle_interval = 1s;
+    config.lookahead = 3s;
+    config.lookahead_refill = 1s;
+    config.scan_interval = 5s;
+    Master master(pool_, *fence_, *time_, config, metrics_);
+    auto first = master.Scan(epoch_);
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    EXPECT_TRUE(first->full);
+    const auto manual = CreateJob("manual", "manual", "", std::nullopt);
+    const auto stray = InsertFire(manual, 1000, [](model::Fire& f) { f.assigned_node = "node-gone"; });
+    ASSERT_TRUE(master.Quiet(epoch_)) << "nothing the probe looks for waits";
+
+    std::this_thread::sleep_for(600ms);
+    CreateJob("tick", "cron", "* * * * * ?", (Now() / 1000 + 1) * 1000);
+    EXPECT_FALSE(master.Quiet(epoch_)) << "a job due within lookahead - lookahead-refill";
+    auto prompted = master.Scan(epoch_);
+    ASSERT_TRUE(prompted.ok()) << prompted.status().ToString();
+    EXPECT_FALSE(prompted->full);
+    EXPECT_GE(prompted->fires_created, 1);
+    EXPECT_EQ(prompted->orphans_assigned, 0);
+    EXPECT_EQ(Fire(stray).assigned_node, "node-gone");
+
+    // 1.2 s after the full scan, 0.6 s after the prompted one: the idle interval counts from
+    // the full scan.
+    std::this_thread::sleep_for(600ms);
+    EXPECT_FALSE(master.Quiet(epoch_)) << "scan-idle-interval since the last full scan";
+    auto full = master.Scan(epoch_);
+    ASSERT_TRUE(full.ok()) << full.status().ToString();
+    EXPECT_TRUE(full->full);
+    EXPECT_EQ(full->orphans_assigned, 1);
+    EXPECT_NE(Fire(stray).assigned_node, "node-gone");
+}
+
+// The term's first scan that may judge slaves dead is a full one even when a probe prompted it:
+// the dispatching fire of a node that died is judged at once.
+TEST_P(MasterTest, TheFirstScanThatMayJudgeSlavesIsFullThoughAProbePromptedIt) {
+    MasterConfig config;
+    config.scan_idle_interval = 60s;
+    config.node_ttl = 1s;
+    config.lookahead = 3s;
+    config.lookahead_refill = 1s;
+    Master master(pool_, *fence_, *time_, config, metrics_);
+    ASSERT_TRUE(master.Scan(epoch_).ok());
+    const auto manual = CreateJob("manual", "manual", "", std::nullopt);
+    const auto in_flight = InsertFire(manual, 1000, [](model::Fire& f) { f.assigned_node = "node-dead"; });
+    ASSERT_TRUE(store::FireRepository(db())
+                    .Transition(in_flight, {model::FireStatus::kPending}, model::FireStatus::kDispatching)
+                    .ok());
+    std::this_thread::sleep_for(1100ms);  // past node-ttl: the term may judge slaves now
+    store::TriggerNodeRepository nodes(db());
+    for (const char* node : {"node-a", "node-b"}) {
+        ASSERT_TRUE(nodes.Heartbeat({.node_id = node, .address = "127.0.0.1:1", .capacity = 10}).ok());
+    }
+    CreateJob("tick", "cron", "* * * * * ?", (Now() / 1000 + 1) * 1000);
+    ASSERT_FALSE(master.Quiet(epoch_));
+    auto scan = master.Scan(epoch_);
+    ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+    EXPECT_TRUE(scan->full);
+    EXPECT_EQ(scan->lost, 1);
+    EXPECT_EQ(Fire(in_flight).status, model::FireStatus::kLost);
+}
+
 TEST_P(MasterTest, AnIdleMasterStillScansEveryIdleIntervalAndZeroTurnsTheProbeOff) {
     MasterConfig config;
     config.scan_idle_interval = 1ms;

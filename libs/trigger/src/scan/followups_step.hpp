@@ -24,6 +24,7 @@ class FollowupsStep final : public ScanStep {
   public:
     FollowupsStep(const MasterConfig& config, ScheduleCache& schedules) : config_(config), schedules_(schedules) {}
     void Run(ScanContext& ctx) override;
+    bool Wanted(const ProbedWork& work) const override { return work.followups; }
 
   private:
     const MasterConfig& config_;

@@ -14,6 +14,8 @@ class OrphansStep final : public ScanStep {
   public:
     explicit OrphansStep(const MasterConfig& config) : config_(config) {}
     void Run(ScanContext& ctx) override;
+    /// A change of the live nodes makes the scan a full one (Master::Quiet).
+    bool Wanted(const ProbedWork& work) const override { return work.unassigned; }
 
   private:
     const MasterConfig& config_;

@@ -14,6 +14,7 @@ namespace sched::trigger::impl {
 class BackfillsStep final : public ScanStep {
   public:
     void Run(ScanContext& ctx) override;
+    bool Wanted(const ProbedWork& work) const override { return work.backfills; }
 
   private:
     BackfillAdvancer backfills_;
@@ -23,6 +24,11 @@ class WorkflowsStep final : public ScanStep {
   public:
     explicit WorkflowsStep(const MasterConfig& config);
     void Run(ScanContext& ctx) override;
+    /// Also after follow-ups: a step fire that ended advances its run. Run timeouts and the
+    /// round-robin sweep of running runs wait for a full scan.
+    bool Wanted(const ProbedWork& work) const override {
+        return work.workflows_due || work.unstarted_runs || work.followups;
+    }
 
   private:
     WorkflowPlanner workflows_;

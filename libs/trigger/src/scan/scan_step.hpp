@@ -71,11 +71,28 @@ class ScanContext {
     std::map<std::string, int> executors_by_app_;
 };
 
+/// What the probe that prompted a scan found waiting (Master::Quiet, store::ScanProbe).
+struct ProbedWork {
+    bool jobs_due = false;       ///< a job due within lookahead - lookahead-refill
+    bool workflows_due = false;  ///< a workflow due within the same window
+    bool followups = false;
+    bool unassigned = false;
+    bool backfills = false;
+    bool unstarted_runs = false;
+};
+
 class ScanStep {
   public:
     virtual ~ScanStep() = default;
     /// This step's share of the scan, inside its transaction.
     virtual void Run(ScanContext& ctx) = 0;
+    /// Whether a scan that a probe prompted runs this step (Master::Scan): only a step the probe
+    /// found work for, or one whose work the probe cannot see and that is cheap when there is
+    /// none. The others wait for the next full scan, as they would have without the probe.
+    virtual bool Wanted(const ProbedWork& work) const {
+        (void)work;
+        return true;
+    }
 };
 
 /// Milliseconds of a configured duration.

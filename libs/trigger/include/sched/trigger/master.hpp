@@ -127,6 +127,13 @@ class Master {
     /// `lookahead-refill`, and what the web module or a result writes is still planned within
     /// one scan-interval. The first scan of a term (`epoch` not the last scan's) always runs. A
     /// probe error runs the scan (which reports it).
+    ///
+    /// The scan a probe prompts runs only the steps the probe found work for (a job due: the
+    /// due jobs; a follow-up: the follow-ups and workflows; ...) and the self-timed running
+    /// sweep; the others (orphans of a node set that did not change, workflow timeouts) wait
+    /// for the next full scan, at most scan-idle-interval after the last. A scan not prompted
+    /// (the first of a term, the first that may judge slaves, one after a scan that changed
+    /// something, after a node joined or left, or when the idle interval has passed) is full.
     std::optional<Micros> Quiet(std::int64_t epoch);
 
     const MasterConfig& config() const { return config_; }
@@ -156,8 +163,13 @@ class Master {
     // What Quiet compares with: set by each committed scan.
     bool last_scan_quiet_ = false;    // it changed nothing
     bool last_scan_planned_ = false;  // it only planned due jobs, and not a full batch of them
-    std::optional<std::int64_t> last_scan_ms_;
+    std::optional<std::int64_t> last_full_scan_ms_;
     std::int64_t last_scan_epoch_ = 0;
+    // What the probe that prompted the next scan found, and its horizon: Quiet sets it, Scan
+    // takes it (nullopt: a full scan).
+    std::optional<store::ScanProbe> prompted_;
+    std::int64_t prompted_horizon_ms_ = 0;
+    bool judged_term_ = false;          // a full scan of this term judged slaves (past its first node-ttl)
     std::int64_t term_epoch_ = 0;       // the epoch of the term the scans run in
     std::int64_t term_started_ms_ = 0;  // the first scan of that term (DB clock)
     store::NodeSetPrint fresh_nodes_;

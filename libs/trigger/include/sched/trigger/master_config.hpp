@@ -115,6 +115,10 @@ struct ScanReport {
     /// The earliest next_fire_time of any enabled job or workflow not paused after the scan.
     std::optional<std::int64_t> earliest_due_ms;
     std::int64_t now_ms = 0;
+    /// Whether every step ran. A scan that a probe prompted (Master::Quiet) runs only the steps
+    /// the probe found work for, and those whose work it cannot see (the due jobs, the
+    /// self-timed running sweep).
+    bool full = true;
     /// The spans of the fires this scan planned and ended (with FireTracer on), pushed by
     /// Master::Scan only after the commit: a scan rolled back exports none.
     std::vector<PendingFireSpan> spans;
