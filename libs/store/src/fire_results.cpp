@@ -47,6 +47,8 @@ struct FireState {
     std::int64_t scheduled_time = 0;
     std::int64_t created_at = 0;
     std::optional<std::string> trace_parent;
+    std::optional<std::int64_t> finished_at;
+    std::optional<std::int64_t> result_code;
     /// Whether the batch's address (LoadFires) is a registered instance of the fire's app; read
     /// only while the fire is dispatching and its job exists.
     bool address_registered = false;
@@ -60,6 +62,8 @@ struct FireStateRow {
     impl::NullableInt64 started_at;
     impl::NullableString app;
     impl::NullableString trace_parent;
+    impl::NullableInt64 finished_at;
+    impl::NullableInt64 result_code;
     int registered = 0;
 
     void BindInto(soci::statement& st, impl::IntColumns& ints) {
@@ -74,6 +78,8 @@ struct FireStateRow {
         ints.Into(st, state.scheduled_time);
         ints.Into(st, state.created_at);
         st.exchange(soci::into(trace_parent.value, trace_parent.ind));
+        ints.Into(st, finished_at);
+        ints.Into(st, result_code);
         ints.Into(st, registered);
     }
     FireState Finish() {
@@ -85,6 +91,8 @@ struct FireStateRow {
         state.has_started_at = started_at.get().has_value();
         state.app = app.get();
         state.trace_parent = trace_parent.get();
+        state.finished_at = finished_at.get();
+        state.result_code = result_code.get();
         state.address_registered = registered != 0;
         return state;
     }
@@ -118,7 +126,8 @@ std::unordered_map<std::int64_t, FireState> LoadFires(soci::session& s, std::vec
         const auto rows = impl::SelectRows<FireStateRow>(
             s,
             "SELECT f.id, f.job_id, f.attempt, f.status, f.dispatch_epoch, f.executor_address, f.started_at, j.app, "
-            "f.scheduled_time, f.created_at, f.trace_parent, CASE WHEN f.status = 'dispatching' AND j.app IS NOT "
+            "f.scheduled_time, f.created_at, f.trace_parent, f.finished_at, f.result_code, CASE WHEN f.status = "
+            "'dispatching' AND j.app IS NOT "
             "NULL AND EXISTS (SELECT 1 FROM executor_instance WHERE app = j.app AND address = :address) THEN 1 "
             "ELSE 0 END FROM job_fire f LEFT JOIN job j ON j.id = f.job_id WHERE f.id IN (" +
                 IdList(ids, from, to) + ")",
@@ -452,6 +461,53 @@ std::optional<std::vector<ResultOutcome>> FireResults::TryApplyMany(
     // `running` record of the same instance is no loss, see UpdateChunk): a transaction holding
     // nothing else can be undone whole instead.
     return Apply(s, results, app_allowed, applied_jobs, Undo::kCaller);
+}
+
+std::vector<std::optional<ResultOutcome>> FireResults::ApplyManyAutocommit(
+    soci::session& s, const std::vector<ExecutorResult>& results,
+    const std::function<bool(const std::string& app)>& app_allowed, std::vector<FireJob>* applied_jobs) {
+    std::vector<std::optional<ResultOutcome>> out(results.size());
+    if (s.get_backend_name() != "mysql" || results.empty() || results.size() > kUpdateChunk) return out;
+    std::unordered_set<std::int64_t> seen;
+    for (const auto& r : results) {
+        if (r.log || !seen.insert(r.fire_id).second) return out;
+    }
+    std::vector<std::size_t> pending(results.size());
+    for (std::size_t i = 0; i < results.size(); ++i) pending[i] = i;
+    std::unordered_map<std::int64_t, FireJob> jobs;
+    std::vector<std::size_t> deferred;  // left undecided: ApplyMany judges them in the transaction
+    const auto writes = Judge(s, results, pending, app_allowed, out, jobs, deferred);
+    std::vector<std::size_t> applied;
+    if (!writes.empty()) {
+        // One UPDATE (at most kUpdateChunk writes), atomic on its own: every row it moved passed
+        // exactly the conditions the item was judged by, as in a transaction.
+        if (Update(s, results, writes)) {
+            for (const Write& w : writes) applied.push_back(w.index);
+        } else {
+            // A lost CAS, with no savepoint to undo the rows it did move: those rows now hold
+            // their item's end (nobody else writes that end: only an identical result delivered
+            // twice at once would look the same, and it is applied either way); the rest stay
+            // undecided, for ApplyMany to judge on the fires as they are now.
+            std::vector<std::int64_t> ids;
+            for (const Write& w : writes) ids.push_back(results[w.index].fire_id);
+            const auto now = LoadFires(s, ids, std::string());
+            for (const Write& w : writes) {
+                const ExecutorResult& r = results[w.index];
+                const auto it = now.find(r.fire_id);
+                if (it != now.end() && it->second.status == r.status && it->second.attempt == r.attempt &&
+                    it->second.finished_at == r.finished_ms && it->second.result_code == r.result_code) {
+                    applied.push_back(w.index);
+                }
+            }
+        }
+    }
+    std::sort(applied.begin(), applied.end());
+    for (std::size_t i : applied) {
+        out[i] = ResultOutcome::kApplied;
+        if (!applied_jobs) continue;
+        if (const auto it = jobs.find(results[i].fire_id); it != jobs.end()) applied_jobs->push_back(it->second);
+    }
+    return out;
 }
 
 }  // namespace sched::store

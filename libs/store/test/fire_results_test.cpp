@@ -215,6 +215,31 @@ class FireResultsTest : public StoreTest {
         return outcomes.ok() ? *outcomes : std::vector<ResultOutcome>{};
     }
 
+    // As the callback route applies a batch on MySQL: ApplyManyAutocommit on a session in
+    // autocommit mode, then ApplyMany in a transaction for what it left undecided, merged in
+    // input order. `autocommit_decided` counts the items the first decided.
+    std::vector<ResultOutcome> ApplyLikeTheCallback(const std::vector<ExecutorResult>& batch,
+                                                    std::size_t* autocommit_decided = nullptr) {
+        auto first = db().Run([&](soci::session& s) { return FireResults::ApplyManyAutocommit(s, batch, PayOnly); });
+        EXPECT_TRUE(first.ok()) << first.status().ToString();
+        if (!first.ok()) return {};
+        std::vector<std::optional<ResultOutcome>> decided = *first;
+        std::vector<std::size_t> rest;
+        std::vector<ExecutorResult> undecided;
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+            if (decided[i]) continue;
+            rest.push_back(i);
+            undecided.push_back(batch[i]);
+        }
+        if (autocommit_decided) *autocommit_decided = batch.size() - rest.size();
+        const auto later = ApplyMany(undecided);
+        EXPECT_EQ(later.size(), rest.size());
+        for (std::size_t k = 0; k < rest.size() && k < later.size(); ++k) decided[rest[k]] = later[k];
+        std::vector<ResultOutcome> out;
+        for (const auto& o : decided) out.push_back(o.value_or(ResultOutcome::kNotFound));
+        return out;
+    }
+
     static std::vector<std::string> Names(const std::vector<ResultOutcome>& outcomes) {
         std::vector<std::string> names;
         names.reserve(outcomes.size());
@@ -276,6 +301,87 @@ TEST_P(FireResultsTest, ABatchEndsExactlyAsTheItemsOneByOne) {
                                            "|13|1|7|0|5");           // dispatching: the address is recorded
     EXPECT_EQ(State(batched.fires[1]).substr(0, 10), "failed|10.");  // running_started keeps started_at 3
     EXPECT_NE(State(batched.fires[1]).find("|3|0|5"), std::string::npos);
+}
+
+// Without a transaction (MySQL): a batch that names each fire once and carries no log is
+// decided by a SELECT and an UPDATE, every outcome as one by one; a batch that names a fire
+// twice is left whole to ApplyMany.
+TEST_P(FireResultsTest, TheUsualBatchIsDecidedWithoutATransactionExactlyAsOneByOne) {
+    const auto first_of_each = [](const std::vector<ExecutorResult>& batch) {
+        std::vector<ExecutorResult> out;
+        std::set<std::int64_t> seen;
+        for (const auto& r : batch) {
+            if (seen.insert(r.fire_id).second) out.push_back(r);
+        }
+        return out;
+    };
+    const Scenario autocommit = Build();
+    const Scenario single = Build();
+    std::size_t decided = 0;
+    const auto outcomes = ApplyLikeTheCallback(first_of_each(autocommit.batch), &decided);
+    EXPECT_EQ(Names(outcomes), Names(ApplyOneByOne(first_of_each(single.batch))));
+    EXPECT_EQ(decided, db().backend() == db::Backend::kMySql ? outcomes.size() : 0u);
+    for (std::size_t i = 0; i < autocommit.fires.size(); ++i) {
+        const auto without_id = [&](std::int64_t id) {
+            std::string state = State(id);
+            const std::string name = "for " + std::to_string(id) + "|";
+            if (auto at = state.find(name); at != std::string::npos) state.replace(at, name.size(), "for #|");
+            return state;
+        };
+        EXPECT_EQ(without_id(autocommit.fires[i]), without_id(single.fires[i])) << "fire #" << i;
+    }
+
+    const Scenario repeats = Build();
+    auto untouched =
+        db().Run([&](soci::session& s) { return FireResults::ApplyManyAutocommit(s, repeats.batch, PayOnly); });
+    ASSERT_TRUE(untouched.ok()) << untouched.status().ToString();
+    for (const auto& o : *untouched) EXPECT_FALSE(o) << "a fire named twice: the whole batch goes to ApplyMany";
+    EXPECT_EQ(State(repeats.fires[0]).substr(0, 8), "running|");
+}
+
+// A concurrent change refuses one row of the UPDATE: the rows it moved are applied (read back
+// holding their item's end), the refused item is left to ApplyMany, which judges it on the
+// fire as it is now. Two statements, no BEGIN or COMMIT, in the usual case.
+TEST_P(FireResultsTest, WithoutATransactionALostRowIsLeftUndecidedAndTheMovedOnesAreApplied) {
+    if (db().backend() != db::Backend::kMySql) GTEST_SKIP() << "MySQL only: SQLite batches run in a transaction";
+    const auto ids = ManyFires(3, 1);
+    const std::vector<ExecutorResult> batch = ResultsFrom(ids);
+    int calls = 0;
+    auto first = db().Run([&](soci::session& s) {
+        const auto race = [&](const std::string&) {
+            if (++calls == 1) {
+                s << "UPDATE job_fire SET status = 'killed', finished_at = 3 WHERE id = :id", soci::use(ids[0]);
+            }
+            return true;
+        };
+        return FireResults::ApplyManyAutocommit(s, batch, race);
+    });
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    ASSERT_EQ(first->size(), 3u);
+    EXPECT_FALSE((*first)[0]);
+    EXPECT_EQ((*first)[1], ResultOutcome::kApplied);
+    EXPECT_EQ((*first)[2], ResultOutcome::kApplied);
+    EXPECT_EQ(State(ids[0]).substr(0, 7), "killed|") << State(ids[0]);
+    EXPECT_EQ(State(ids[1]), "succeeded|10.0.0.1:7000|9|msg '\\ for " + std::to_string(ids[1]) + "|0|0|7|0|5");
+    EXPECT_EQ(Names(ApplyMany({batch[0]})), (std::vector<std::string>{"conflict"}));
+
+    const auto more = ManyFires(40, 10);
+    long long statements = 0;
+    auto counted = db().Run([&](soci::session& s) {
+        const auto questions = [&s] {
+            std::string name;
+            long long value = 0;
+            s << "SHOW SESSION STATUS LIKE 'Questions'", soci::into(name), soci::into(value);
+            return value;
+        };
+        const long long before = questions();
+        auto out = FireResults::ApplyManyAutocommit(s, ResultsFrom(more), PayOnly);
+        statements = questions() - before - 1;  // not the second SHOW
+        return out;
+    });
+    ASSERT_TRUE(counted.ok()) << counted.status().ToString();
+    for (const auto& o : *counted) EXPECT_EQ(o, ResultOutcome::kApplied);
+    EXPECT_EQ(statements, 2);
 }
 
 TEST_P(FireResultsTest, TheAppliedItemsJobsComeWithTheOutcomesAsAJoinWouldReadThem) {

@@ -303,33 +303,57 @@ net::awaitable<http::Response> HandleCallback(http::Request& req, const Principa
     // Causal reads: each result answers a claim committed before the executor got the run,
     // maybe through another Galera node; read before this node applied that claim, the fire
     // still looks `pending` and the result would be refused for good.
-    auto work = [&] {
+    auto work = [&]() -> Result<Applied> {
         // A constant number of statements per batch (store::FireResults), not 3-4 per item; the
-        // applied fires' jobs for the metrics come from the same SELECT. First without a
-        // savepoint, the batch being all the transaction holds: a CAS lost to a concurrent change
-        // (rare) rolls it back, and the batch goes again with one.
-        const auto apply = [&](bool alone) {
-            return db.InTransaction(
-                db::TxMode::kWrite,
-                [&](soci::session& s) -> Result<Applied> {
-                    Applied out;
-                    auto outcomes =
-                        alone ? store::FireResults::TryApplyMany(s, items, app_allowed, need_jobs ? &out.jobs : nullptr)
-                              : store::FireResults::ApplyMany(s, items, app_allowed, need_jobs ? &out.jobs : nullptr);
-                    if (!outcomes) return Status(Code::kAborted, "a fire of the batch changed while it was applied");
-                    out.outcomes = std::move(*outcomes);
-                    for (std::size_t i = 0; i < items.size(); ++i) {
-                        out.results.push_back(
-                            {{"fire_id", items[i].fire_id}, {"outcome", store::ResultOutcomeName(out.outcomes[i])}});
-                        if (out.outcomes[i] == store::ResultOutcome::kApplied) out.applied.push_back(i);
-                    }
-                    return out;
-                },
-                db.CausalReads());
-        };
-        auto first = apply(true);
-        if (first.ok() || first.status().code() != Code::kAborted) return first;
-        return apply(false);
+        // applied fires' jobs for the metrics come from the same SELECT. The usual batch first
+        // without a transaction (a SELECT and an UPDATE); what that leaves undecided, or a batch
+        // it does not take, in a transaction without a savepoint, the batch being all it holds:
+        // a CAS lost to a concurrent change (rare) rolls it back, and the batch goes again with
+        // one.
+        Applied out;
+        std::vector<std::optional<store::ResultOutcome>> decided(items.size());
+        if (db.backend() == db::Backend::kMySql && !db.causal_reads()) {
+            auto first = db.Run([&](soci::session& s) {
+                return store::FireResults::ApplyManyAutocommit(s, items, app_allowed, need_jobs ? &out.jobs : nullptr);
+            });
+            if (!first.ok()) return first.status();
+            decided = std::move(*first);
+        }
+        std::vector<std::size_t> rest;  // indexes into items, in input order
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            if (!decided[i]) rest.push_back(i);
+        }
+        if (!rest.empty()) {
+            std::vector<store::ExecutorResult> batch;
+            batch.reserve(rest.size());
+            for (std::size_t i : rest) batch.push_back(items[i]);
+            const auto apply = [&](bool alone) {
+                return db.InTransaction(
+                    db::TxMode::kWrite,
+                    [&](soci::session& s)
+                        -> Result<std::pair<std::vector<store::ResultOutcome>, std::vector<store::FireJob>>> {
+                        std::vector<store::FireJob> jobs;
+                        auto outcomes =
+                            alone ? store::FireResults::TryApplyMany(s, batch, app_allowed, need_jobs ? &jobs : nullptr)
+                                  : store::FireResults::ApplyMany(s, batch, app_allowed, need_jobs ? &jobs : nullptr);
+                        if (!outcomes)
+                            return Status(Code::kAborted, "a fire of the batch changed while it was applied");
+                        return std::make_pair(std::move(*outcomes), std::move(jobs));
+                    },
+                    db.CausalReads());
+            };
+            auto applied = apply(true);
+            if (!applied.ok() && applied.status().code() == Code::kAborted) applied = apply(false);
+            if (!applied.ok()) return applied.status();
+            for (std::size_t k = 0; k < rest.size(); ++k) decided[rest[k]] = applied->first[k];
+            out.jobs.insert(out.jobs.end(), applied->second.begin(), applied->second.end());
+        }
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            out.outcomes.push_back(*decided[i]);
+            out.results.push_back({{"fire_id", items[i].fire_id}, {"outcome", store::ResultOutcomeName(*decided[i])}});
+            if (*decided[i] == store::ResultOutcome::kApplied) out.applied.push_back(i);
+        }
+        return out;
     };
     auto applied = co_await OnPool(db_pool, work);
     if (!applied.ok()) co_return http::Response::Error(applied.status());

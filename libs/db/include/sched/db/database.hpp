@@ -178,6 +178,8 @@ class Database : public std::enable_shared_from_this<Database> {
     TxGuard CausalReads() const;
     /// Turns CausalReads on: OpenMigrated does, for `topology: galera`. Call before sharing.
     void EnableCausalReads() { causal_reads_ = true; }
+    /// Whether CausalReads guards do anything (EnableCausalReads was called).
+    bool causal_reads() const { return causal_reads_; }
 
     /// The database clock in epoch microseconds (SQLite: millisecond precision).
     Result<std::int64_t> NowUs();
