@@ -156,7 +156,8 @@ std::vector<LastSuccessTracker::Job> LastSuccessTracker::Jobs() const {
 }
 
 Result<ClusterGauges> ReadClusterGauges(db::Database& db, std::int64_t misfire_threshold_ms,
-                                        std::int64_t executor_ttl_ms, LastSuccessTracker& last_success) {
+                                        std::int64_t executor_ttl_ms, LastSuccessTracker& last_success,
+                                        bool refresh_last_success) {
     return db.InTransaction(db::TxMode::kRead, [&](soci::session& s) {
         ClusterGauges g;
         const std::string now(db.dialect().NowMs());
@@ -203,7 +204,7 @@ Result<ClusterGauges> ReadClusterGauges(db::Database& db, std::int64_t misfire_t
             for (const auto& r : rows) live[r.get<std::string>(0)] = Int(r, 1);
         }
         g.executors_live.assign(live.begin(), live.end());
-        last_success.Refresh(s);
+        if (refresh_last_success || last_success.first_read()) last_success.Refresh(s);
         g.last_success = last_success.Jobs();
         return g;
     });

@@ -82,6 +82,31 @@ TEST_P(FireMetricsTest, ClusterGaugesCountByStatusOverdueExecutorsAndLastSuccess
     }
 }
 
+// The node refreshes the last successes less often than the other gauges: a read that does not
+// refresh them repeats what the tracker knew (and reads no fire), except a tracker's first.
+TEST_P(FireMetricsTest, ALastSuccessRefreshCanBeLeftForALaterRead) {
+    Job(1, "billing", "invoice");
+    auto now_us = db().NowUs();
+    ASSERT_TRUE(now_us.ok());
+    const long long now_ms = *now_us / 1000;
+    Fire(20, 1, "succeeded", 0, now_ms - 2000);
+    LastSuccessTracker tracker;
+    auto first = ReadClusterGauges(db(), 5000, 30000, tracker, /*refresh_last_success=*/false);
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    ASSERT_EQ(first->last_success.size(), 1u) << "a tracker's first read happens whatever the caller asks";
+    EXPECT_EQ(first->last_success[0].finished_ms, now_ms - 2000);
+
+    Fire(21, 1, "succeeded", 0, now_ms - 1000);
+    auto kept = ReadClusterGauges(db(), 5000, 30000, tracker, /*refresh_last_success=*/false);
+    ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+    ASSERT_EQ(kept->last_success.size(), 1u);
+    EXPECT_EQ(kept->last_success[0].finished_ms, now_ms - 2000);
+    auto refreshed = ReadClusterGauges(db(), 5000, 30000, tracker);
+    ASSERT_TRUE(refreshed.ok()) << refreshed.status().ToString();
+    ASSERT_EQ(refreshed->last_success.size(), 1u);
+    EXPECT_EQ(refreshed->last_success[0].finished_ms, now_ms - 1000);
+}
+
 // After its first read the tracker reads only what finished since (less the overlap): a newer
 // success moves its job, a success older than that window is not read again (the history is not
 // scanned), a renamed job keeps its time under its new name, a deleted job drops out, and a job's

@@ -96,6 +96,12 @@ void TriggerNode::ClusterGaugesLoop() {
     // One per term: a new term reads every job's last success once, then only what ended since.
     std::optional<std::int64_t> tracked_epoch;
     std::unique_ptr<store::LastSuccessTracker> last_success;
+    // A refresh reads every fire ended since the previous one less the tracker's 30 s overlap
+    // (executors' clocks, by which fires end, may be that far off): every 5 s that was seven
+    // times the fire rate in rows a second (17,600 at 3,000 fires/s, 5 % of MariaDB's time),
+    // every 30 s twice. The gauge serves alerts on hours without a success.
+    constexpr auto kLastSuccessInterval = std::chrono::seconds(30);
+    std::chrono::steady_clock::time_point last_success_read{};
     while (!stopping_) {
         std::optional<std::int64_t> epoch;
         {
@@ -113,8 +119,11 @@ void TriggerNode::ClusterGaugesLoop() {
             tracked_epoch = epoch;
             last_success = std::make_unique<store::LastSuccessTracker>();
         }
+        const auto now = std::chrono::steady_clock::now();
+        const bool refresh = last_success->first_read() || now - last_success_read >= kLastSuccessInterval;
         auto read = store::ReadClusterGauges(*db_, ms(config_.scheduler.misfire_threshold),
-                                             ms(config_.scheduler.executor_ttl), *last_success);
+                                             ms(config_.scheduler.executor_ttl), *last_success, refresh);
+        if (read.ok() && refresh) last_success_read = now;
         if (!read.ok()) {
             spdlog::warn("master cluster gauges: {}", read.status().ToString());
             continue;

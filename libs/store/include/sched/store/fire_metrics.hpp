@@ -98,8 +98,12 @@ struct ClusterGauges {
     using LastSuccess = LastSuccessTracker::Job;
     std::vector<LastSuccess> last_success;  ///< jobs with a succeeded fire (LastSuccessTracker)
 };
-/// `last_success` is refreshed in the same read transaction and copied into the result.
+/// `last_success` is refreshed in the same read transaction when `refresh_last_success` (or it
+/// has not read yet), and copied into the result either way: a caller may refresh it less often
+/// than the other gauges, since each refresh reads every fire ended since the previous one less
+/// the tracker's recent overlap.
 Result<ClusterGauges> ReadClusterGauges(db::Database& db, std::int64_t misfire_threshold_ms,
-                                        std::int64_t executor_ttl_ms, LastSuccessTracker& last_success);
+                                        std::int64_t executor_ttl_ms, LastSuccessTracker& last_success,
+                                        bool refresh_last_success = true);
 
 }  // namespace sched::store
