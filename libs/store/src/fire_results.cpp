@@ -489,6 +489,7 @@ std::vector<std::optional<ResultOutcome>> FireResults::ApplyManyAutocommit(
             // twice at once would look the same, and it is applied either way); the rest stay
             // undecided, for ApplyMany to judge on the fires as they are now.
             std::vector<std::int64_t> ids;
+            ids.reserve(writes.size());
             for (const Write& w : writes) ids.push_back(results[w.index].fire_id);
             const auto now = LoadFires(s, ids, std::string());
             for (const Write& w : writes) {
