@@ -80,6 +80,14 @@ class FireResultsTest : public StoreTest {
     }
 
     // Every column a result may change.
+    // State, with the fire's own id in its message replaced: what two runs of one scenario on
+    // different fires compare.
+    std::string StateWithoutId(std::int64_t id) {
+        std::string state = State(id);
+        const std::string name = "for " + std::to_string(id) + "|";
+        if (auto at = state.find(name); at != std::string::npos) state.replace(at, name.size(), "for #|");
+        return state;
+    }
     std::string State(std::int64_t id) {
         auto f = FireRepository(db()).Get(id);
         if (!f.ok()) return "missing";
@@ -287,14 +295,7 @@ TEST_P(FireResultsTest, ABatchEndsExactlyAsTheItemsOneByOne) {
                                         "wrong_executor", "applied",   "conflict",      "duplicate",   "duplicate"}));
     ASSERT_EQ(batched.fires.size(), single.fires.size());
     for (std::size_t i = 0; i < batched.fires.size(); ++i) {
-        // The messages name their fire; the two sets differ only there.
-        const auto without_id = [&](std::int64_t id) {
-            std::string state = State(id);
-            const std::string name = "for " + std::to_string(id) + "|";
-            if (auto at = state.find(name); at != std::string::npos) state.replace(at, name.size(), "for #|");
-            return state;
-        };
-        EXPECT_EQ(without_id(batched.fires[i]), without_id(single.fires[i])) << "fire #" << i;
+        EXPECT_EQ(StateWithoutId(batched.fires[i]), StateWithoutId(single.fires[i])) << "fire #" << i;
     }
     // Spot checks of what the comparison relies on.
     EXPECT_EQ(State(batched.fires[2]), "timeout|10.0.0.2:7000|9|msg '\\ for " + std::to_string(batched.fires[2]) +
@@ -322,13 +323,7 @@ TEST_P(FireResultsTest, TheUsualBatchIsDecidedWithoutATransactionExactlyAsOneByO
     EXPECT_EQ(Names(outcomes), Names(ApplyOneByOne(first_of_each(single.batch))));
     EXPECT_EQ(decided, db().backend() == db::Backend::kMySql ? outcomes.size() : 0u);
     for (std::size_t i = 0; i < autocommit.fires.size(); ++i) {
-        const auto without_id = [&](std::int64_t id) {
-            std::string state = State(id);
-            const std::string name = "for " + std::to_string(id) + "|";
-            if (auto at = state.find(name); at != std::string::npos) state.replace(at, name.size(), "for #|");
-            return state;
-        };
-        EXPECT_EQ(without_id(autocommit.fires[i]), without_id(single.fires[i])) << "fire #" << i;
+        EXPECT_EQ(StateWithoutId(autocommit.fires[i]), StateWithoutId(single.fires[i])) << "fire #" << i;
     }
 
     const Scenario repeats = Build();
