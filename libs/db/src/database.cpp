@@ -7,9 +7,11 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <random>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <map>
@@ -408,6 +410,20 @@ Result<std::shared_ptr<Database>> Database::Open(const DbUrl& url) {
     std::shared_ptr<Database> db(new Database(url));
     auto first = db->Connect();
     if (!first.ok()) return first.status();
+    if (url.backend == Backend::kMySql) {
+        // "10.11.19-MariaDB-0+deb12u1"; MySQL's has no "MariaDB".
+        try {
+            std::string version;
+            **first << "SELECT VERSION()", soci::into(version);
+            int major = 0;
+            int minor = 0;
+            const bool mariadb = version.find("MariaDB") != std::string::npos &&
+                                 std::sscanf(version.c_str(), "%d.%d", &major, &minor) == 2;
+            db->dialect_.set_rows_returned(mariadb && std::pair(major, minor) >= std::pair(10, 5));
+        } catch (const soci::soci_error& e) {
+            return ClassifyError(e);
+        }
+    }
     {
         std::lock_guard lock(db->mu_);
         db->idle_.push_back(std::move(*first));

@@ -221,7 +221,7 @@ std::string LocalIso(std::int64_t epoch_ms, const date::time_zone* zone) {
     std::string out =
         epoch_ms % 1000 == 0 ? date::format("%FT%T", date::floor<seconds>(local)) : date::format("%FT%T", local);
     const auto minutes = date::floor<std::chrono::minutes>(offset < seconds(0) ? -offset : offset).count();
-    char sign_hh_mm[8];
+    char sign_hh_mm[16];  // "+hh:mm" fits in 7; room for what the compiler cannot rule out
     std::snprintf(sign_hh_mm, sizeof sign_hh_mm, "%c%02d:%02d", offset < seconds(0) ? '-' : '+',
                   static_cast<int>(minutes / 60 % 100), static_cast<int>(minutes % 60));
     return out + sign_hh_mm;

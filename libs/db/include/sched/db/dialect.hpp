@@ -44,6 +44,13 @@ class Dialect {
     /// (CLIENT_FOUND_ROWS counts a no-op update as 1), so callers read the rows back by key.
     /// `key_column` is any column of the table (it is assigned itself on a duplicate).
     std::string InsertRowsIfAbsent(std::string_view rest, std::string_view key_column) const;
+    /// Whether InsertRowsIfAbsent may end with `RETURNING columns` and then answers every row it
+    /// names, inserted or existing, as the table holds it after the statement: MariaDB 10.5 and
+    /// later (the `ON DUPLICATE KEY UPDATE k = k` makes an existing row one the statement
+    /// touched). Not MySQL (no RETURNING) nor SQLite (its `ON CONFLICT DO NOTHING` returns only
+    /// the inserted rows). Known once a Database has connected (Database::Open).
+    bool rows_returned() const { return rows_returned_; }
+    void set_rows_returned(bool on) { rows_returned_ = on; }
 
     /// A column and the SQL expression inserted into it (":name" for a bound value, or e.g. NowMs()).
     struct ColumnValue {
@@ -74,6 +81,7 @@ class Dialect {
 
   private:
     Backend backend_;
+    bool rows_returned_ = false;
 };
 
 }  // namespace sched::db

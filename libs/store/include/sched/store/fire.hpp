@@ -117,8 +117,10 @@ class FireRepository {
     static std::optional<std::int64_t> InsertIfAbsent(soci::session& s, const db::Dialect& dialect,
                                                       const model::Fire& fire);
     /// InsertIfAbsent for many fires: multi-row INSERTs of up to 200 rows that skip existing
-    /// keys, then the rows read back by key with one SELECT per few hundred jobs (each term a
-    /// job-id list and a scheduled-time range of at most 5 s, served by the unique key). Returns,
+    /// keys and, where the dialect allows (db::Dialect::rows_returned: MariaDB), return every
+    /// row they name; otherwise (and for any row not returned) the rows are read back by key
+    /// with one SELECT per few hundred jobs (each term a job-id list and a scheduled-time range
+    /// of at most 5 s, served by the unique key). Returns,
     /// aligned with `fires`, what is stored under each fire's key (nullopt only if the row
     /// vanished meanwhile, which nothing does).
     static std::vector<std::optional<StoredFire>> InsertManyIfAbsent(soci::session& s, const db::Dialect& dialect,

@@ -17,8 +17,8 @@
 ///      slave by capacity; sharding-broadcast makes one fire per live executor instance. The
 ///      work is batched: every due job is planned in memory first, then one UPDATE advances the
 ///      batch's schedules (JobRepository::AdvanceMany), the fires of the jobs whose CAS won go in
-///      with multi-row inserts, and their ids are read back by key in buckets of jobs due within
-///      5 s of each other (FireRepository::InsertManyIfAbsent);
+///      with multi-row inserts that return their rows on MariaDB (elsewhere the ids are read back
+///      by key in buckets of jobs due within 5 s of each other: FireRepository::InsertManyIfAbsent);
 ///   1b. backfills (BackfillAdvancer): up to 20 running backfills per scan each get their next
 ///      fires (kind backfill) within their overlap limit, assigned like the fires of step 1;
 ///   2. orphans: pending fires with no live slave (manual triggers, retries, fires of slaves
