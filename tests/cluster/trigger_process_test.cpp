@@ -52,7 +52,7 @@ class TriggerProcessTest : public db::testing::DbTest {
         DbTest::TearDown();
     }
 
-    void StartTrigger(const std::vector<std::string>& env = {}) {
+    void StartTrigger(const std::vector<std::string>& env = {}, const std::string& extra_yaml = "") {
         const auto config = dir_ / "trigger.yaml";
         std::ofstream(config) << "token: \"t0ken\"\n"
                                  "http:\n  listen: \"127.0.0.1:0\"\n  access-log: errors\n"
@@ -60,7 +60,8 @@ class TriggerProcessTest : public db::testing::DbTest {
                               << test_db().url().ToString()
                               << "\"\n"
                                  "election:\n  tick: 200ms\n  ttl: 1s\n  margin: 300ms\n"
-                                 "slave:\n  poll-interval: 200ms\n";
+                                 "slave:\n  poll-interval: 200ms\n"
+                              << extra_yaml;
         trigger_ = std::make_unique<ChildProcess>(
             std::vector<std::string>{SCHED_TRIGGER_BIN, "--config", config.string()}, dir_.string(), env);
         port_ = testing::ListeningPort(*trigger_, 30s);
@@ -134,6 +135,17 @@ class TriggerProcessTest : public db::testing::DbTest {
         EXPECT_TRUE(fires.ok()) << fires.status().ToString();
         return fires.ok() ? *fires : std::vector<model::Fire>{};
     }
+
+    // A counter of the node's /metrics (0 when absent or unreadable).
+    double NodeCounter(const std::string& name) {
+        const auto res = testing::HttpRequest(static_cast<unsigned short>(port_), "GET", "/metrics");
+        if (res.status != 200) return 0;
+        const auto at = res.body.find("\n" + name + " ");
+        if (at == std::string::npos) return 0;
+        return std::stod(res.body.substr(at + name.size() + 2));
+    }
+    double MasterWakes() { return NodeCounter("sched_master_wakes_total"); }
+    double ScansSkipped() { return NodeCounter("sched_master_scans_skipped_total"); }
 
     // How many of the job's fires succeeded so far.
     int Succeeded(std::int64_t job_id) {
@@ -343,6 +355,48 @@ TEST_P(TriggerProcessTest, ManualTriggerRunsOnceAndFailuresAreRetried) {
         EXPECT_EQ(x.scheduled_time, at);
     }
     EXPECT_EQ(attempts, (std::set<int>{0, 1, 2}));
+}
+
+// The master probes only every 30 s (scans fully every 60 s, and heartbeats run out only after
+// 30 s: node-ttl 60 s), so only wakes can bring work to it sooner: a manual trigger through a separate web server (POST
+// /internal/v1/master/wake over HTTP) and the retries its failed result leaves (the result lands on the node's executor
+// API: a wake in process) run within seconds.
+TEST_P(TriggerProcessTest, WritesElsewhereWakeAMasterThatProbesRarely) {
+    StartTrigger({}, "scheduler:\n  probe-interval: 30s\n  scan-idle-interval: 60s\n  node-ttl: 60s\n");
+    StartClient();
+    const auto web_config = dir_ / "web.yaml";
+    std::ofstream(web_config) << "token: \"t0ken\"\nhttp:\n  listen: \"127.0.0.1:0\"\n  access-log: errors\n"
+                                 "database:\n  url: \""
+                              << test_db().url().ToString() << "\"\n";
+    ChildProcess web({SCHED_WEB_BIN, "--config", web_config.string()}, dir_.string());
+    const int web_port = testing::ListeningPort(web, 30s);
+    ASSERT_NE(web_port, 0) << web.stderr_text();
+    // The master's first scans are behind it and it has gone quiet: nothing due, nothing to do.
+    ASSERT_TRUE(WaitFor([&] { return ScansSkipped() >= 1; }, 20s)) << trigger_->stderr_text();
+
+    auto flaky = DemoJob("flaky", "fail", sched::ScheduleType::kManual, "", std::nullopt);
+    flaky.params = R"({"message":"planned failure"})";
+    flaky.retry_max = 2;
+    flaky.retry_backoff_ms = 200;
+    auto created = Create(flaky);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    const auto started = std::chrono::steady_clock::now();
+    const auto res = testing::HttpRequest(static_cast<unsigned short>(web_port), "POST",
+                                          "/api/v1/jobs/" + std::to_string(created->id) + "/trigger", "{}", "t0ken");
+    ASSERT_EQ(res.status / 100, 2) << res.body;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            auto all = Fires(created->id);
+            return all.size() == 3 &&
+                   std::all_of(all.begin(), all.end(), [](const auto& x) { return model::IsFinal(x.status); });
+        },
+        20s))
+        << trigger_->stderr_text() << web.stderr_text();
+    const auto took = std::chrono::steady_clock::now() - started;
+    // Three attempts, two backoffs of 200-400 ms: a few seconds with wakes; at least one probe
+    // interval (30 s) without.
+    EXPECT_LT(took, 10s) << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+    EXPECT_GE(MasterWakes(), 3) << "the trigger, and each of the two failures that left a retry";
 }
 
 TEST_P(TriggerProcessTest, SigtermReleasesTheLeaseAndMarksTheNodeStopped) {

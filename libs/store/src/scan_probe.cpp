@@ -1,5 +1,6 @@
 #include "sched/store/scan_probe.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "sched/model/workflow.hpp"
@@ -23,7 +24,9 @@ Result<ScanProbe> ReadScanProbe(db::Database& db, const JobShard& shard, std::in
         " AND NOT EXISTS (SELECT 1 FROM job_fire f WHERE f.workflow_run_id = workflow_run.id AND f.attempt >= " +
         std::to_string(model::kStepAttemptStride) + " * workflow_run.generation)), (SELECT COUNT(*) " + nodes +
         ":half1), (SELECT COALESCE(SUM(started_at_ms), 0) " + nodes + ":half2), (SELECT COUNT(*) " + nodes +
-        ":ttl1), (SELECT COALESCE(SUM(started_at_ms), 0) " + nodes + ":ttl2)";
+        ":ttl1), (SELECT COALESCE(SUM(started_at_ms), 0) " + nodes +
+        ":ttl2), (SELECT MIN(last_heartbeat_ms) + :half3 - " + now + " " + nodes +
+        ":half4), (SELECT MIN(last_heartbeat_ms) + :ttl3 - " + now + " " + nodes + ":ttl4)";
     const std::int64_t half = node_ttl_ms / 2;
     return db.Run([&](soci::session& s) {
         ScanProbe p;
@@ -35,11 +38,23 @@ Result<ScanProbe> ReadScanProbe(db::Database& db, const JobShard& shard, std::in
         int unassigned = 0;
         int backfills = 0;
         int unstarted = 0;
+        std::int64_t stale_in = 0;
+        std::int64_t dead_in = 0;
+        soci::indicator stale_ind = soci::i_null;
+        soci::indicator dead_ind = soci::i_null;
         s << sql, soci::use(half, "half1"), soci::use(half, "half2"), soci::use(node_ttl_ms, "ttl1"),
-            soci::use(node_ttl_ms, "ttl2"), soci::into(job_due, job_ind), soci::into(workflow_due, workflow_ind),
-            soci::into(followups), soci::into(unassigned), soci::into(backfills), soci::into(unstarted),
-            soci::into(p.fresh.count), soci::into(p.fresh.started_sum), soci::into(p.live.count),
-            soci::into(p.live.started_sum);
+            soci::use(node_ttl_ms, "ttl2"), soci::use(half, "half3"), soci::use(half, "half4"),
+            soci::use(node_ttl_ms, "ttl3"), soci::use(node_ttl_ms, "ttl4"), soci::into(job_due, job_ind),
+            soci::into(workflow_due, workflow_ind), soci::into(followups), soci::into(unassigned),
+            soci::into(backfills), soci::into(unstarted), soci::into(p.fresh.count), soci::into(p.fresh.started_sum),
+            soci::into(p.live.count), soci::into(p.live.started_sum), soci::into(stale_in, stale_ind),
+            soci::into(dead_in, dead_ind);
+        // The earlier of the two; each is at least 0 up to the clock's tick (a node is in its set
+        // while its heartbeat is newer than the threshold).
+        if (stale_ind == soci::i_ok) p.node_change_in_ms = std::max<std::int64_t>(0, stale_in);
+        if (dead_ind == soci::i_ok) {
+            p.node_change_in_ms = std::max<std::int64_t>(0, std::min(dead_in, p.node_change_in_ms.value_or(dead_in)));
+        }
         if (job_ind == soci::i_ok) p.earliest_job_due = job_due;
         if (workflow_ind == soci::i_ok) p.earliest_workflow_due = workflow_due;
         p.followups = followups != 0;

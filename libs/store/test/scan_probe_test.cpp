@@ -110,6 +110,36 @@ TEST_P(ScanProbeTest, NodesAreCountedByHeartbeatAgeAndTellApartByStartTime) {
     EXPECT_NE(after.fresh, before.fresh);
 }
 
+// When the node sets change next if nobody beats: the master sleeps no longer than that, so a
+// dead slave's fires move as soon as a probe every few ms would have seen it.
+TEST_P(ScanProbeTest, SaysWhenTheFirstNodeLeavesItsSetUnlessItBeats) {
+    EXPECT_FALSE(Probe().node_change_in_ms) << "no node";
+    TriggerNodeRepository nodes(db());
+    ASSERT_TRUE(nodes.Heartbeat({.node_id = "node-a", .address = "127.0.0.1:1", .capacity = 10}).ok());
+    ASSERT_TRUE(nodes.Heartbeat({.node_id = "node-b", .address = "127.0.0.1:2", .capacity = 10}).ok());
+    // Both beat just now: fresh for another 2.5 s (node-ttl 5 s / 2), give or take the test's pace.
+    auto in = Probe().node_change_in_ms;
+    ASSERT_TRUE(in);
+    EXPECT_LE(*in, 2500);
+    EXPECT_GT(*in, 1500);
+    // node-b's heartbeat 1 s old: it turns stale first, 1 s sooner.
+    Exec("UPDATE trigger_node SET last_heartbeat_ms = last_heartbeat_ms - 1000 WHERE node_id = 'node-b'");
+    in = Probe().node_change_in_ms;
+    ASSERT_TRUE(in);
+    EXPECT_LE(*in, 1500);
+    EXPECT_GT(*in, 500);
+    // 3 s old: stale already; node-a turns stale in about 2.5 s, node-b dies in about 2 s.
+    Exec("UPDATE trigger_node SET last_heartbeat_ms = last_heartbeat_ms - 2000 WHERE node_id = 'node-b'");
+    in = Probe().node_change_in_ms;
+    ASSERT_TRUE(in);
+    EXPECT_LE(*in, 2000);
+    EXPECT_GT(*in, 1000);
+    // Dead (6 s old) and node-a gone: nothing left to change.
+    Exec("UPDATE trigger_node SET last_heartbeat_ms = last_heartbeat_ms - 3000 WHERE node_id = 'node-b'");
+    Exec("DELETE FROM trigger_node WHERE node_id = 'node-a'");
+    EXPECT_FALSE(Probe().node_change_in_ms);
+}
+
 SCHED_DB_TEST_SUITE(ScanProbeTest);
 
 }  // namespace

@@ -75,18 +75,20 @@ Micros Master::SleepAfter(const ScanReport& report) const {
     if (report.due_jobs >= config_.batch) return Micros{0};
     // Jobs due within the lookahead were planned already; the next one to plan becomes due at
     // earliest - lookahead.
-    return SleepUntilWithin(report.earliest_due_ms, Ms(config_.lookahead));
+    return SleepUntilWithin(report.earliest_due_ms, Ms(config_.lookahead), config_.scan_interval);
 }
 
 // Not sooner than scan-min-interval: with start times spread over the second a job enters the
 // lookahead every few ms, and a scan per job (227 scans/s at 300 fires/s in the cluster
 // benchmark) costs more than planning it some ms later, still about `lookahead` ahead of its
-// time. Not later than scan-interval: what the web module writes is planned within it.
-Micros Master::SleepUntilWithin(std::optional<std::int64_t> earliest_due_ms, std::int64_t horizon_ms) const {
-    if (!earliest_due_ms) return config_.scan_interval;
+// time. Not later than `longest`: after a scan, scan-interval (the next asks the probe); between
+// probes, probe-interval (a lost wake is found within it).
+Micros Master::SleepUntilWithin(std::optional<std::int64_t> earliest_due_ms, std::int64_t horizon_ms,
+                                Micros longest) const {
+    if (!earliest_due_ms) return longest;
     const std::int64_t wake_in_ms = *earliest_due_ms - horizon_ms - time_.NowMs();
-    const Micros floor = std::min(config_.scan_min_interval, config_.scan_interval);
-    return std::clamp<Micros>(std::chrono::milliseconds(wake_in_ms), floor, config_.scan_interval);
+    const Micros floor = std::min(config_.scan_min_interval, longest);
+    return std::clamp<Micros>(std::chrono::milliseconds(wake_in_ms), floor, longest);
 }
 
 namespace {
@@ -147,9 +149,22 @@ std::optional<Micros> Master::Quiet(std::int64_t epoch) {
     // The probe finds a job once it is due within lookahead - lookahead-refill: woken as it enters
     // the lookahead (every scan-min-interval under a spread load, where a job enters it every few
     // ms), it asked twice as often and found nothing. Not past the next full scan either.
+    //
+    // Nor past the moment the first live node's heartbeat runs out (a threshold by the database
+    // clock, which the probe measured): its pending fires then go to the others at once, as when
+    // the probe ran every scan-interval. Everything else that makes work (the web module's writes,
+    // results and slave ends that leave a follow-up) wakes the master, so the probe waits up to
+    // probe-interval for a wake that was lost.
     const Micros until_full = std::chrono::milliseconds(*last_full_scan_ms_ + Ms(config_.scan_idle_interval) - now);
-    return std::min(SleepUntilWithin(earliest.earliest_due_ms, Ms(config_.lookahead) - Ms(config_.lookahead_refill)),
-                    until_full);
+    const Micros longest = std::max(config_.probe_interval, config_.scan_interval);
+    Micros sleep = std::min(
+        SleepUntilWithin(earliest.earliest_due_ms, Ms(config_.lookahead) - Ms(config_.lookahead_refill), longest),
+        until_full);
+    if (probe->node_change_in_ms) {
+        // A millisecond past the threshold, so that the node has left the set when the next probe looks.
+        sleep = std::min<Micros>(sleep, std::chrono::milliseconds(*probe->node_change_in_ms + 1));
+    }
+    return std::max(sleep, Micros{0});
 }
 
 Result<ScanReport> Master::Scan(std::int64_t epoch) {

@@ -15,6 +15,7 @@ MasterConfig MasterConfig::FromYaml(const ConfigNode& node) {
     c.scan_min_interval = node.Duration("scan-min-interval", c.scan_min_interval, Micros{0}, seconds(10));
     c.scan_idle_interval =
         node.Duration("scan-idle-interval", c.scan_idle_interval, Micros{0}, std::chrono::minutes(1));
+    c.probe_interval = node.Duration("probe-interval", c.probe_interval, milliseconds(1), std::chrono::minutes(1));
     c.lookahead = node.Duration("lookahead", c.lookahead, Micros{0}, std::chrono::minutes(5));
     c.lookahead_refill =
         node.Duration("lookahead-refill", std::min(c.lookahead_refill, c.lookahead), Micros{0}, c.lookahead);

@@ -22,6 +22,11 @@ TriggerNode::TriggerNode(NodeConfig config)
       db_pool_(static_cast<std::size_t>(config_.db_threads)),
       impl_(std::make_unique<Impl>()) {
     metrics_.AddProcessMetrics();
+    impl_->master_wakes = &metrics_
+                               .Counter("sched_master_wakes_total",
+                                        "Wakes of this node's masters: a write elsewhere left them work "
+                                        "(POST /internal/v1/master/wake, or a write in this process).")
+                               .Labels({});
 }
 
 TriggerNode::~TriggerNode() {
@@ -110,6 +115,7 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
     ShardObserver& observer = *this;
     impl_->leases = std::make_unique<ShardLeases>(*impl_->lock_store, node_id_, config_.election, shards, observer);
     shard_epochs_.assign(static_cast<std::size_t>(shards), std::nullopt);
+    master_wakes_.assign(static_cast<std::size_t>(shards), 0);
     impl_->leaders.assign(static_cast<std::size_t>(shards), std::nullopt);
     for (int i = 0; i < shards; ++i) {
         impl_->fences.push_back(std::make_unique<lock::Fence>(
@@ -165,6 +171,7 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
     if (config_.slave.enabled) {
         impl_->slave = std::make_unique<Slave>(io_.get_executor(), db_pool_, db_, *time_, *impl_->http, node_id_,
                                                config_.election.name, config_.slave, metrics_);
+        impl_->slave->SetWakeMasters([this] { WakeMasters(); });
     }
     impl_->work.emplace(io_.get_executor());
     for (int i = 0; i < config_.io_threads; ++i) impl_->io_threads.emplace_back([this] { io_.run(); });

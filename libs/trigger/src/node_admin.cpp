@@ -231,6 +231,9 @@ void TriggerNode::AddRoutes() {
     hooks.nudge = [impl] {
         if (impl->leases) impl->leases->Nudge();
     };
+    hooks.wake_masters = [this] {
+        return WakeLocalMasters();
+    };
     hooks.status_json = [this] {
         return StatusJson();
     };

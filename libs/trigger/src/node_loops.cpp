@@ -63,16 +63,26 @@ void TriggerNode::MasterLoop(int shard) {
         }
         if (stopping_) break;
         if (!epoch || !impl_->leases->IsLeading(shard, *epoch)) continue;
-        if (const auto quiet = master.Quiet(*epoch)) {
+        // A wake that came during the last probe or scan is seen by the next probe: the flag
+        // is cleared only when a sleep ends. After a scan, a wake ends the sleep no sooner than
+        // scan-min-interval: a storm of wakes (results failing by the thousand) then costs what
+        // the busy master cost before wakes existed, not a scan per wake.
+        const auto sleep = [this, index](Micros d, Micros deaf) {
             std::unique_lock lock(mu_);
-            cv_.wait_for(lock, *quiet, [this] { return stopping_.load(); });
+            deaf = std::min(deaf, d);
+            if (deaf > Micros{0}) cv_.wait_for(lock, deaf, [this] { return stopping_.load(); });
+            cv_.wait_for(lock, d - deaf, [this, index] { return stopping_.load() || master_wakes_[index] != 0; });
+            master_wakes_[index] = 0;
+        };
+        if (const auto quiet = master.Quiet(*epoch)) {
+            sleep(*quiet, Micros{0});
             continue;
         }
         auto report = master.Scan(*epoch);
-        Micros sleep = config_.scheduler.scan_interval;
+        Micros pause = config_.scheduler.scan_interval;
         if (report.ok()) {
             Notify(*report, *epoch, shard);
-            sleep = master.SleepAfter(*report);
+            pause = master.SleepAfter(*report);
         } else if (lock::IsLeaseLost(report.status())) {
             spdlog::warn("master scan of shard {} refused: {}", shard, report.status().ToString());
             std::lock_guard lock(mu_);
@@ -80,10 +90,34 @@ void TriggerNode::MasterLoop(int shard) {
             continue;
         } else {
             spdlog::warn("master scan of shard {} failed: {}", shard, report.status().ToString());
+            pause = config_.scheduler.scan_interval;  // not at once on a wake: the database is failing
+            std::unique_lock lock(mu_);
+            cv_.wait_for(lock, pause, [this] { return stopping_.load(); });
+            continue;
         }
-        std::unique_lock lock(mu_);
-        cv_.wait_for(lock, sleep, [this] { return stopping_.load(); });
+        sleep(pause, config_.scheduler.scan_min_interval);
     }
+}
+
+int TriggerNode::WakeLocalMasters() {
+    int woken = 0;
+    {
+        std::lock_guard lock(mu_);
+        for (std::size_t i = 0; i < shard_epochs_.size(); ++i) {
+            if (!shard_epochs_[i]) continue;
+            master_wakes_[i] = 1;
+            ++woken;
+        }
+    }
+    if (woken > 0) {
+        impl_->master_wakes->Inc(woken);
+        cv_.notify_all();
+    }
+    return woken;
+}
+
+void TriggerNode::WakeMasters() {
+    WakeLocalMasters();
 }
 
 void TriggerNode::ClusterGaugesLoop() {

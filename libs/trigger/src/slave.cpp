@@ -67,6 +67,7 @@ Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr
               auto moved = store_->Finish(batch);
               if (!moved.ok()) return moved.status();
               PushEndedSpans(batch, *moved);
+              if (!moved->empty() && wake_masters_) wake_masters_();
               batch.clear();
               return Status::Ok();
           },
@@ -283,6 +284,7 @@ net::awaitable<void> Slave::SendClaimed(std::vector<std::int64_t> ids, std::int6
     Limited(claimed, won);
     const std::set<std::int64_t> held(claimed.held.begin(), claimed.held.end());
     if (!claimed.late.empty()) misfires_.Inc(static_cast<double>(claimed.late.size()));
+    if ((!claimed.late.empty() || !claimed.skipped.empty()) && wake_masters_) wake_masters_();
     for (auto id : ids) {
         // Claimed elsewhere, no longer pending, or skipped by its job's policy; a held fire
         // stays known (queued again by Limited).
@@ -369,6 +371,7 @@ net::awaitable<void> Slave::Stop() {
     auto handed = co_await OnPool(db_pool_, unassign);
     if (handed.ok()) {
         spdlog::info("slave {}: handed {} pending fires back to the master", node_id_, *handed);
+        if (*handed > 0 && wake_masters_) wake_masters_();
     } else {
         spdlog::warn(
             "slave {}: could not hand pending fires back ({}); the master reassigns them when this "

@@ -947,7 +947,7 @@ TEST_P(MasterTest, AfterAQuietScanOnlyWaitingWorkANewNodeOrANewTermRunsTheNext) 
     const auto sleep = master.Quiet(epoch_);
     ASSERT_TRUE(sleep) << "nothing waits after a scan that changed nothing";
     EXPECT_GE(*sleep, Micros{0});
-    EXPECT_LE(*sleep, config.scan_interval);
+    EXPECT_LE(*sleep, config.probe_interval);
     EXPECT_FALSE(master.Quiet(epoch_ + 1)) << "a new term scans first";
 
     const auto job = CreateJob("manual", "manual", "", std::nullopt);
@@ -1088,6 +1088,58 @@ TEST_P(MasterTest, TheFirstScanThatMayJudgeSlavesIsFullThoughAProbePromptedIt) {
     EXPECT_TRUE(scan->full);
     EXPECT_EQ(scan->lost, 1);
     EXPECT_EQ(Fire(in_flight).status, model::FireStatus::kLost);
+}
+
+// Between probes the master sleeps up to probe-interval (writers wake it), but never past the
+// moment a live slave's heartbeat would run out: a dead slave's fires move as soon as when it
+// probed every scan-interval.
+TEST_P(MasterTest, BetweenProbesTheMasterSleepsUntilASlavesHeartbeatWouldRunOutAtTheLatest) {
+    const auto ms = [](Micros d) {
+        return static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+    };
+    store::TriggerNodeRepository nodes(db());
+    const auto beat = [&nodes] {
+        for (const char* node : {"node-a", "node-b"}) {
+            ASSERT_TRUE(nodes.Heartbeat({.node_id = node, .address = "127.0.0.1:1", .capacity = 10}).ok());
+        }
+    };
+    MasterConfig config;
+    config.scan_idle_interval = 60s;
+    config.probe_interval = 30s;
+    config.node_ttl = 5s;
+    Master master(pool_, *fence_, *time_, config, metrics_);
+    beat();
+    ASSERT_TRUE(master.Scan(epoch_).ok());
+    // Both slaves just beat: the first turns stale (node-ttl / 2) in about 2.5 s, well before the
+    // probe-interval and not clamped to scan-interval.
+    auto sleep = master.Quiet(epoch_);
+    ASSERT_TRUE(sleep);
+    EXPECT_NEAR(ms(*sleep), 2500.0, 300.0);
+    // node-b's heartbeat 2 s old: stale in about 0.5 s.
+    ASSERT_TRUE(db().Run([](soci::session& s) {
+                        s << "UPDATE trigger_node SET last_heartbeat_ms = last_heartbeat_ms - 2000 WHERE node_id = "
+                             "'node-b'";
+                    })
+                    .ok());
+    sleep = master.Quiet(epoch_);
+    ASSERT_TRUE(sleep);
+    EXPECT_NEAR(ms(*sleep), 500.0, 300.0);
+
+    // A shorter probe-interval bounds it; one at or below scan-interval probes every scan-interval.
+    config.probe_interval = 1s;
+    Master probing(pool_, *fence_, *time_, config, metrics_);
+    beat();
+    ASSERT_TRUE(probing.Scan(epoch_).ok());
+    sleep = probing.Quiet(epoch_);
+    ASSERT_TRUE(sleep);
+    EXPECT_LE(*sleep, Micros(1s));
+    EXPECT_GT(*sleep, Micros(500ms));
+    config.probe_interval = 1ms;
+    Master polling(pool_, *fence_, *time_, config, metrics_);
+    ASSERT_TRUE(polling.Scan(epoch_).ok());
+    sleep = polling.Quiet(epoch_);
+    ASSERT_TRUE(sleep);
+    EXPECT_LE(*sleep, config.scan_interval);
 }
 
 TEST_P(MasterTest, AnIdleMasterStillScansEveryIdleIntervalAndZeroTurnsTheProbeOff) {

@@ -16,6 +16,7 @@
 
 #include "sched/http/router.hpp"
 #include "sched/protocol/fires_notice.hpp"
+#include "sched/protocol/master_wake.hpp"
 
 namespace sched::trigger::impl {
 namespace {
@@ -39,6 +40,10 @@ class NodeAdminTest : public ::testing::Test {
         };
         h.nudge = [this] {
             ++nudges_;
+        };
+        h.wake_masters = [this] {
+            ++wakes_;
+            return leading_;
         };
         h.status_json = [] {
             return json{{"node_id", "n1"}, {"role", "slave"}}.dump();
@@ -72,6 +77,8 @@ class NodeAdminTest : public ::testing::Test {
     std::vector<std::vector<std::int64_t>> woken_;
     std::vector<protocol::FiresNotice> notices_;
     int nudges_ = 0;
+    int wakes_ = 0;
+    int leading_ = 0;
     std::string not_ready_;
     NodeAdmin admin_;
 };
@@ -175,6 +182,34 @@ TEST_F(NodeAdminTest, NudgeTakesNoBodyOrAnEmptyObject) {
     EXPECT_EQ(res.status, 400);
     EXPECT_EQ(FieldOf(res), "body");
     EXPECT_EQ(nudges_, 2);
+}
+
+// The masters' wake: answered 202 with how many of this node's masters it woke (0 when it
+// leads no shard: the sender's view of the leaders was old), and the body checked like a nudge's.
+TEST_F(NodeAdminTest, AWakeWakesTheMastersThisNodeRunsAndSaysHowMany) {
+    leading_ = 2;
+    auto res = admin_.WakeMasters(Post(""));
+    EXPECT_EQ(res.status, 202);
+    EXPECT_EQ(json::parse(res.body), (json{{"woken", 2}}));
+    leading_ = 0;
+    res = admin_.WakeMasters(Post("{}"));
+    EXPECT_EQ(res.status, 202);
+    EXPECT_EQ(json::parse(res.body), (json{{"woken", 0}}));
+    EXPECT_EQ(wakes_, 2);
+    res = admin_.WakeMasters(Post(R"({"shard": 1})"));
+    EXPECT_EQ(res.status, 400);
+    EXPECT_EQ(FieldOf(res), "shard");
+    res = admin_.WakeMasters(Post("not json"));
+    EXPECT_EQ(res.status, 400);
+    EXPECT_EQ(FieldOf(res), "body");
+    EXPECT_EQ(wakes_, 2) << "a refused body wakes nothing";
+
+    // The route is the protocol's path, behind the router's token check like the other internal ones.
+    http::Router router;
+    admin_.AddRoutes(router);
+    const auto match = router.Find(http::Method::kPost, protocol::kMasterWakePath);
+    ASSERT_NE(match.handler, nullptr);
+    EXPECT_EQ(match.access, http::Access::kAuthenticated);
 }
 
 TEST_F(NodeAdminTest, AdminRoutesGiveTheDocumentedShapes) {

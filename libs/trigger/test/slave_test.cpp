@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -249,6 +250,7 @@ class SlaveTest : public ::testing::Test {
     void StartSlave() {
         slave_ = std::make_unique<Slave>(io_.get_executor(), db_pool_, std::move(store_owned_),
                                          std::move(executors_owned_), time_, "n1", config_, metrics_);
+        slave_->SetWakeMasters([this] { ++wakes_; });
         slave_->Start();
     }
     // Starts the slave with a poll interval longer than any test and waits for the poll at
@@ -291,6 +293,7 @@ class SlaveTest : public ::testing::Test {
     std::unique_ptr<FireClaimStore> store_owned_;
     std::unique_ptr<dispatch::ExecutorClient> executors_owned_;
     std::unique_ptr<Slave> slave_;
+    std::atomic<int> wakes_{0};  // SetWakeMasters calls
 };
 
 TEST_F(SlaveTest, ABurstIsClaimedAsOneGroupAndSentAtItsDueTime) {
@@ -743,6 +746,24 @@ TEST_F(SlaveTest, AnErrorAnswerFailsTheFireWithTheReasonAndIsNotRepeated) {
     EXPECT_NE(store_->MessageOf(1).find("HTTP 500"), std::string::npos) << store_->MessageOf(1);
     std::this_thread::sleep_for(100ms);
     EXPECT_EQ(executors_->Runs(), 1u);
+}
+
+// What the slave writes for a master (an end: its follow-up; fires handed back at Stop) wakes
+// the masters; a run that was only accepted does not.
+TEST_F(SlaveTest, AnEndOrAHandBackWakesTheMastersAndAnAcceptedRunDoesNot) {
+    store_->Add(1, 7, Now());
+    store_->Add(2, 7, Now() + 60'000);
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] { return store_->StatusNow(1) == FireStatus::kRunning; }));
+    EXPECT_EQ(wakes_.load(), 0) << "an accepted run leaves the master nothing";
+    executors_->status = 500;
+    store_->Add(3, 7, Now());
+    slave_->NotifyIds({3});
+    ASSERT_TRUE(WaitFor([&] { return store_->StatusNow(3) == FireStatus::kFailed; }));
+    ASSERT_TRUE(WaitFor([&] { return wakes_.load() == 1; })) << "a failed fire's follow-up (its retry)";
+    auto stopped = net::co_spawn(io_, slave_->Stop(), net::use_future);
+    ASSERT_EQ(stopped.wait_for(5s), std::future_status::ready);
+    EXPECT_EQ(wakes_.load(), 2) << "fire 2 handed back, for the master to give to another node";
 }
 
 TEST_F(SlaveTest, FiresOfPausedOrDeletedJobsAreSkippedWithTheReason) {

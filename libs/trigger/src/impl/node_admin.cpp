@@ -1,5 +1,6 @@
 #include "impl/node_admin.hpp"
 
+#include <optional>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -37,6 +38,7 @@ void NodeAdmin::AddRoutes(http::Router& r) {
         http::Method::kGet, "/status", [this](http::Request& req) { return Status(req); }, http::Access::kPublic);
     r.Add(http::Method::kPost, "/internal/v1/election/nudge", [this](http::Request& req) { return Nudge(req); });
     r.Add(http::Method::kPost, protocol::kFiresNoticePath, [this](http::Request& req) { return Fires(req); });
+    r.Add(http::Method::kPost, protocol::kMasterWakePath, [this](http::Request& req) { return WakeMasters(req); });
 }
 
 http::Response NodeAdmin::Healthz(const http::Request& /*req*/) const {
@@ -57,19 +59,33 @@ http::Response NodeAdmin::Status(const http::Request& /*req*/) const {
     return http::Response::Text(hooks_.status_json ? hooks_.status_json() : "{}", 200, "application/json");
 }
 
-http::Response NodeAdmin::Nudge(const http::Request& req) {
-    // No body, or `{}` (what NudgePeers sends): anything else is a caller's bug worth a 400.
-    if (!req.body.empty()) {
-        auto body = req.Json();
-        if (!body.ok()) return BadField("body", "body: expected no body or {}: " + body.status().message());
-        if (!body->is_object()) return BadField("body", "body: expected no body or {}");
-        if (!body->empty()) {
-            const std::string field = ShownField(body->begin().key());
-            return BadField(field, field + ": unknown field");
-        }
+namespace {
+
+// No body, or `{}` (what the senders send): anything else is a caller's bug worth a 400.
+std::optional<http::Response> NotEmpty(const http::Request& req) {
+    if (req.body.empty()) return std::nullopt;
+    auto body = req.Json();
+    if (!body.ok()) return BadField("body", "body: expected no body or {}: " + body.status().message());
+    if (!body->is_object()) return BadField("body", "body: expected no body or {}");
+    if (!body->empty()) {
+        const std::string field = ShownField(body->begin().key());
+        return BadField(field, field + ": unknown field");
     }
+    return std::nullopt;
+}
+
+}  // namespace
+
+http::Response NodeAdmin::Nudge(const http::Request& req) {
+    if (auto refused = NotEmpty(req)) return std::move(*refused);
     if (hooks_.nudge) hooks_.nudge();
     return http::Response::Json({{"nudged", true}});
+}
+
+http::Response NodeAdmin::WakeMasters(const http::Request& req) {
+    if (auto refused = NotEmpty(req)) return std::move(*refused);
+    const int woken = hooks_.wake_masters ? hooks_.wake_masters() : 0;
+    return http::Response::Json({{"woken", woken}}, 202);
 }
 
 http::Response NodeAdmin::Fires(const http::Request& req) {

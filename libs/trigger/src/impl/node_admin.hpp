@@ -15,6 +15,7 @@
 #include "sched/http/message.hpp"
 #include "sched/http/router.hpp"
 #include "sched/protocol/fires_notice.hpp"
+#include "sched/protocol/master_wake.hpp"
 
 namespace sched::trigger::impl {
 
@@ -29,6 +30,8 @@ class NodeAdmin {
         std::function<void(protocol::FiresNotice)> wake_slave;
         /// Starts an election round now.
         std::function<void()> nudge;
+        /// Wakes the masters of the shards this node leads; returns how many.
+        std::function<int()> wake_masters;
         std::function<std::string()> status_json;
         /// "" when ready, else why not.
         std::function<std::string()> not_ready_reason;
@@ -46,6 +49,9 @@ class NodeAdmin {
     http::Response MetricsText(const http::Request& req) const;
     http::Response Status(const http::Request& req) const;
     http::Response Nudge(const http::Request& req);
+    /// POST /internal/v1/master/wake (protocol/master_wake.hpp): 202 {"woken": N}; 400 naming
+    /// the field for a body other than none or `{}`.
+    http::Response WakeMasters(const http::Request& req);
     /// POST /internal/v1/fires (protocol::FiresNotice): 202 and the slave woken; 400 naming the
     /// field; 409 naming epoch when the epoch is older than observed_epoch().
     http::Response Fires(const http::Request& req);

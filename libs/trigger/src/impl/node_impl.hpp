@@ -53,6 +53,7 @@ struct TriggerNode::Impl {
     std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
     std::mutex leader_mu;
     std::vector<std::optional<std::pair<std::string, std::int64_t>>> leaders;  // per shard, seen holder
+    CounterChild* master_wakes = nullptr;                                      // in TriggerNode::metrics_
 };
 
 }  // namespace sched::trigger

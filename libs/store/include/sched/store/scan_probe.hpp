@@ -34,6 +34,11 @@ struct ScanProbe {
     bool unstarted_runs = false;  ///< a workflow run the API created is not started (shard 0 only)
     NodeSetPrint fresh;           ///< nodes whose heartbeat is within node-ttl / 2 (they get fires)
     NodeSetPrint live;            ///< nodes whose heartbeat is within node-ttl (not yet dead)
+    /// Milliseconds (by the database clock) until the first of those nodes leaves its set if it
+    /// does not beat again: a fresh node turning stale (node-ttl / 2) or a live one dead
+    /// (node-ttl). nullopt: no node is live. A master that sleeps past it would see a dead
+    /// slave's fires later than one that probed every few milliseconds.
+    std::optional<std::int64_t> node_change_in_ms;
 };
 
 /// One SELECT of scalar subqueries, each served by an index (job: enabled + next_fire_time;

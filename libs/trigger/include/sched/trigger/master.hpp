@@ -122,11 +122,14 @@ class Master {
     /// full of them), the last full scan is less than scan-idle-interval old, and one statement
     /// (store::ReadScanProbe) finds no work waiting: no job or workflow due within `lookahead -
     /// lookahead-refill`, no follow-up, no unassigned fire, no running backfill, no unstarted
-    /// workflow run, and the same live trigger nodes as at the last scan. So an idle cluster's
-    /// master costs one statement per scan-interval, a busy one plans in blocks of about
-    /// `lookahead-refill`, and what the web module or a result writes is still planned within
-    /// one scan-interval. The first scan of a term (`epoch` not the last scan's) always runs. A
-    /// probe error runs the scan (which reports it).
+    /// workflow run, and the same live trigger nodes as at the last scan. The sleep it returns
+    /// ends when the next job or workflow comes within that window, when the first live node's
+    /// heartbeat would run out (store::ScanProbe::node_change_in_ms), at the next full scan, and
+    /// at the latest after `probe-interval`: what the web module or a result writes wakes the
+    /// master (the caller ends the sleep early), so the probe only backs a lost wake. So an idle
+    /// cluster's master costs one statement per probe-interval, a busy one plans in blocks of
+    /// about `lookahead-refill`. The first scan of a term (`epoch` not the last scan's) always
+    /// runs. A probe error runs the scan (which reports it).
     ///
     /// The scan a probe prompts runs only the steps the probe found work for (a job due: the
     /// due jobs; a follow-up: the follow-ups and workflows; ...) and the self-timed running
@@ -140,9 +143,9 @@ class Master {
     const store::JobShard& shard() const { return shard_; }
 
   private:
-    /// Until `earliest_due_ms` is within `horizon_ms` of now, within [scan-min-interval,
-    /// scan-interval]; scan-interval without a due time.
-    Micros SleepUntilWithin(std::optional<std::int64_t> earliest_due_ms, std::int64_t horizon_ms) const;
+    /// Until `earliest_due_ms` is within `horizon_ms` of now, within [scan-min-interval, longest];
+    /// `longest` without a due time.
+    Micros SleepUntilWithin(std::optional<std::int64_t> earliest_due_ms, std::int64_t horizon_ms, Micros longest) const;
 
     std::shared_ptr<db::Database> db_;
     lock::Fence& fence_;

@@ -28,6 +28,13 @@ struct MasterConfig {
     /// statement per scan-interval asks whether work is waiting (Master::Quiet). 0: every wake-up
     /// is a full scan.
     Micros scan_idle_interval = std::chrono::seconds(2);
+    /// Between those full scans, while nothing is due and nothing wakes the master, the longest
+    /// between two probes. Writers of work wake it at once (POST /internal/v1/master/wake: the
+    /// web module's writes, results and slave ends that leave a follow-up), due times and a
+    /// slave's heartbeat running out are known from the last probe, so the probe is only the
+    /// fallback for a lost wake. At most scan-idle-interval; scan-interval or less probes every
+    /// scan-interval, as before wakes existed.
+    Micros probe_interval = std::chrono::seconds(1);
     Micros lookahead = std::chrono::seconds(3);
     /// How far the planned window may shrink before the next scan plans again: each scan plans
     /// every fire due within `lookahead`, and between scans that only planned, the probe asks

@@ -122,6 +122,11 @@ class TriggerNode final : private ShardObserver {
     bool IsLeading() const;
     /// How many shards this node leads now.
     int ShardsLed() const;
+    /// Tells the masters that work waits for them (a write of the web module in this process, a
+    /// result applied here that leaves a follow-up): this node's own masters probe at once, and
+    /// every other shard's leader is sent POST /internal/v1/master/wake. Returns at once; best
+    /// effort (a lost wake waits for the master's probe-interval).
+    void WakeMasters();
     MetricsRegistry& metrics() { return metrics_; }
     /// Extra routes (e.g. the web module in the standalone app) must be added before Start().
     http::Router& router();
@@ -153,6 +158,8 @@ class TriggerNode final : private ShardObserver {
     /// still the cluster's.
     void WatchShards();
     void Notify(const ScanReport& report, std::int64_t epoch, int shard);
+    /// Ends the sleep of this node's masters (the shards it leads); returns how many.
+    int WakeLocalMasters();
     /// After a planned release: tells the other live nodes to compete now (best effort); with
     /// `wait`, for at most 2 s (a stopping node), else in the background (a yielded shard).
     void NudgePeers(bool wait = true);
@@ -177,6 +184,7 @@ class TriggerNode final : private ShardObserver {
     std::mutex mu_;
     std::condition_variable cv_;
     std::vector<std::optional<std::int64_t>> shard_epochs_;  // per shard, under mu_
+    std::vector<char> master_wakes_;  // per shard, under mu_: a wake its MasterLoop has not seen yet
     // Why this node takes no shard now ("" while it competes): its shard count differs from the
     // cluster's (HeartbeatLoop).
     std::string shards_refused_;  // under serving_mu_

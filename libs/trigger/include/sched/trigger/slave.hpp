@@ -84,6 +84,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -172,6 +173,11 @@ class Slave {
     /// ends them `lost`). The slave may be destroyed while the I/O context still holds their
     /// coroutines: what they touch when destroyed is kept alive by them.
     net::awaitable<void> Stop();
+    /// What the slave calls after it wrote work for a master: ends recorded here (each leaves a
+    /// follow-up: a retry, a workflow's next step, a fixed-delay job's next time), fires skipped
+    /// by their job's policy or as misfires at the claim, and pending fires handed back at Stop.
+    /// TriggerNode wakes the masters with it. Call before Start; none: nothing is called.
+    void SetWakeMasters(std::function<void()> wake) { wake_masters_ = std::move(wake); }
 
     /// Fires queued or being dispatched here.
     std::size_t Scheduled() const;
@@ -213,6 +219,7 @@ class Slave {
     std::unique_ptr<dispatch::ExecutorClient> executors_;
     const DbTime& time_;
     std::string node_id_;
+    std::function<void()> wake_masters_;
     SlaveConfig config_;
     std::shared_ptr<Loops> loops_;
     std::shared_ptr<FireQueue> queue_;
