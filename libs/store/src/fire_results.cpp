@@ -52,6 +52,9 @@ struct FireState {
     /// Whether the batch's address (LoadFires) is a registered instance of the fire's app; read
     /// only while the fire is dispatching and its job exists.
     bool address_registered = false;
+    /// Whether a success, skip or kill of it leaves no follow-up (impl::NothingFollowsSql, as the
+    /// UPDATE will judge it).
+    bool nothing_follows = false;
 };
 
 struct FireStateRow {
@@ -65,6 +68,7 @@ struct FireStateRow {
     impl::NullableInt64 finished_at;
     impl::NullableInt64 result_code;
     int registered = 0;
+    int nothing_follows = 0;
 
     void BindInto(soci::statement& st, impl::IntColumns& ints) {
         ints.Into(st, state.id);
@@ -81,6 +85,7 @@ struct FireStateRow {
         ints.Into(st, finished_at);
         ints.Into(st, result_code);
         ints.Into(st, registered);
+        ints.Into(st, nothing_follows);
     }
     FireState Finish() {
         auto parsed = ParseFireStatus(status);
@@ -94,6 +99,7 @@ struct FireStateRow {
         state.finished_at = finished_at.get();
         state.result_code = result_code.get();
         state.address_registered = registered != 0;
+        state.nothing_follows = nothing_follows != 0;
         return state;
     }
 };
@@ -129,7 +135,9 @@ std::unordered_map<std::int64_t, FireState> LoadFires(soci::session& s, std::vec
             "f.scheduled_time, f.created_at, f.trace_parent, f.finished_at, f.result_code, CASE WHEN f.status = "
             "'dispatching' AND j.app IS NOT "
             "NULL AND EXISTS (SELECT 1 FROM executor_instance WHERE app = j.app AND address = :address) THEN 1 "
-            "ELSE 0 END FROM job_fire f LEFT JOIN job j ON j.id = f.job_id WHERE f.id IN (" +
+            "ELSE 0 END, CASE WHEN " +
+                impl::NothingFollowsJoinedSql() +
+                " THEN 1 ELSE 0 END FROM job_fire f LEFT JOIN job j ON j.id = f.job_id WHERE f.id IN (" +
                 IdList(ids, from, to) + ")",
             [&address](soci::statement& st) { st.exchange(soci::use(address, "address")); });
         for (const auto& row : rows) fires.emplace(row.id, row);
@@ -224,13 +232,16 @@ std::vector<Write> Judge(soci::session& s, const std::vector<ExecutorResult>& re
                          const std::vector<std::size_t>& pending,
                          const std::function<bool(const std::string&)>& app_allowed,
                          std::vector<std::optional<ResultOutcome>>& out,
-                         std::unordered_map<std::int64_t, FireJob>& jobs, std::vector<std::size_t>& deferred) {
+                         std::unordered_map<std::int64_t, FireJob>& jobs, std::vector<std::size_t>& deferred,
+                         std::unordered_map<std::int64_t, bool>& quiet_ends) {
     std::vector<std::int64_t> ids;
     ids.reserve(pending.size());
     for (std::size_t i : pending) ids.push_back(results[i].fire_id);
     const std::string address = CommonAddress(results, pending);
     const auto fires = LoadFires(s, ids, address);
     for (const auto& [id, fire] : fires) {
+        // A late success of a lost fire (ApplyResult) keeps the flag as it was: it raises none.
+        quiet_ends[id] = fire.nothing_follows || fire.status == FireStatus::kLost;
         if (fire.app) {
             jobs[id] = FireJob{.fire_id = id,
                                .job_id = fire.job_id,
@@ -388,13 +399,28 @@ namespace {
 // rolls the whole transaction back (TryApplyMany) and is told so by nullopt.
 enum class Undo { kSavepoint, kCaller };
 
+// Whether any applied item raised its fire's follow-up flag, by the rule the writes apply
+// (impl/followup.hpp) and what the rounds read of each fire (`quiet_ends`; a fire not read
+// counts as raising one).
+bool RaisedFollowup(const std::vector<ExecutorResult>& results, const std::vector<std::optional<ResultOutcome>>& out,
+                    const std::unordered_map<std::int64_t, bool>& quiet_ends) {
+    for (std::size_t i = 0; i < results.size(); ++i) {
+        if (out[i] != ResultOutcome::kApplied) continue;
+        if (!impl::MayEndWithoutFollowup(results[i].status)) return true;
+        const auto it = quiet_ends.find(results[i].fire_id);
+        if (it == quiet_ends.end() || !it->second) return true;
+    }
+    return false;
+}
+
 std::optional<std::vector<ResultOutcome>> Apply(soci::session& s, const std::vector<ExecutorResult>& results,
                                                 const std::function<bool(const std::string& app)>& app_allowed,
-                                                std::vector<FireJob>* applied_jobs, Undo undo) {
+                                                std::vector<FireJob>* applied_jobs, bool* raised_followup, Undo undo) {
     std::vector<std::optional<ResultOutcome>> out(results.size());
     // The job and app of every fire a round read: what the metrics need of the applied ones,
     // without a SELECT of their own.
     std::unordered_map<std::int64_t, FireJob> jobs;
+    std::unordered_map<std::int64_t, bool> quiet_ends;
     std::vector<std::size_t> pending;
     std::vector<std::size_t> deferred;  // judged by ApplyResult (MayDoMoreThanRefuse)
     std::vector<std::size_t> repeats;
@@ -406,7 +432,7 @@ std::optional<std::vector<ResultOutcome>> Apply(soci::session& s, const std::vec
     // A lost CAS cannot say which row it missed: the savepoint undoes the whole UPDATE, and the
     // items it named are judged again on the fires as they are now (as ApplyResult's rounds do).
     for (int round = 0; round < kBatchRounds && !pending.empty(); ++round) {
-        const auto writes = Judge(s, results, pending, app_allowed, out, jobs, deferred);
+        const auto writes = Judge(s, results, pending, app_allowed, out, jobs, deferred, quiet_ends);
         pending.clear();
         if (writes.empty()) break;
         if (undo == Undo::kSavepoint) s << kSavepoint;
@@ -432,6 +458,7 @@ std::optional<std::vector<ResultOutcome>> Apply(soci::session& s, const std::vec
     // Later items of a fire see what the earlier one did, as they would one by one.
     for (std::size_t i : repeats) out[i] = FireRepository::ApplyResult(s, results[i], app_allowed);
 
+    if (raised_followup && RaisedFollowup(results, out, quiet_ends)) *raised_followup = true;
     std::vector<ResultOutcome> outcomes;
     outcomes.reserve(out.size());
     for (const auto& o : out) outcomes.push_back(*o);
@@ -450,22 +477,24 @@ std::optional<std::vector<ResultOutcome>> Apply(soci::session& s, const std::vec
 
 std::vector<ResultOutcome> FireResults::ApplyMany(soci::session& s, const std::vector<ExecutorResult>& results,
                                                   const std::function<bool(const std::string& app)>& app_allowed,
-                                                  std::vector<FireJob>* applied_jobs) {
-    return *Apply(s, results, app_allowed, applied_jobs, Undo::kSavepoint);
+                                                  std::vector<FireJob>* applied_jobs, bool* raised_followup) {
+    return *Apply(s, results, app_allowed, applied_jobs, raised_followup, Undo::kSavepoint);
 }
 
 std::optional<std::vector<ResultOutcome>> FireResults::TryApplyMany(
     soci::session& s, const std::vector<ExecutorResult>& results,
-    const std::function<bool(const std::string& app)>& app_allowed, std::vector<FireJob>* applied_jobs) {
+    const std::function<bool(const std::string& app)>& app_allowed, std::vector<FireJob>* applied_jobs,
+    bool* raised_followup) {
     // The savepoint is a statement of its own in every batch for a loss that is rare (the slave's
     // `running` record of the same instance is no loss, see UpdateChunk): a transaction holding
     // nothing else can be undone whole instead.
-    return Apply(s, results, app_allowed, applied_jobs, Undo::kCaller);
+    return Apply(s, results, app_allowed, applied_jobs, raised_followup, Undo::kCaller);
 }
 
 std::vector<std::optional<ResultOutcome>> FireResults::ApplyManyAutocommit(
     soci::session& s, const std::vector<ExecutorResult>& results,
-    const std::function<bool(const std::string& app)>& app_allowed, std::vector<FireJob>* applied_jobs) {
+    const std::function<bool(const std::string& app)>& app_allowed, std::vector<FireJob>* applied_jobs,
+    bool* raised_followup) {
     std::vector<std::optional<ResultOutcome>> out(results.size());
     if (s.get_backend_name() != "mysql" || results.empty() || results.size() > kUpdateChunk) return out;
     std::unordered_set<std::int64_t> seen;
@@ -475,8 +504,9 @@ std::vector<std::optional<ResultOutcome>> FireResults::ApplyManyAutocommit(
     std::vector<std::size_t> pending(results.size());
     for (std::size_t i = 0; i < results.size(); ++i) pending[i] = i;
     std::unordered_map<std::int64_t, FireJob> jobs;
+    std::unordered_map<std::int64_t, bool> quiet_ends;
     std::vector<std::size_t> deferred;  // left undecided: ApplyMany judges them in the transaction
-    const auto writes = Judge(s, results, pending, app_allowed, out, jobs, deferred);
+    const auto writes = Judge(s, results, pending, app_allowed, out, jobs, deferred, quiet_ends);
     std::vector<std::size_t> applied;
     if (!writes.empty()) {
         // One UPDATE (at most kUpdateChunk writes), atomic on its own: every row it moved passed
@@ -508,6 +538,7 @@ std::vector<std::optional<ResultOutcome>> FireResults::ApplyManyAutocommit(
         if (!applied_jobs) continue;
         if (const auto it = jobs.find(results[i].fire_id); it != jobs.end()) applied_jobs->push_back(it->second);
     }
+    if (raised_followup && RaisedFollowup(results, out, quiet_ends)) *raised_followup = true;
     return out;
 }
 

@@ -442,6 +442,62 @@ TEST_P(FireResultsTest, ASuccessNeedsNoFollowupUnlessItsJobIsFixedDelay) {
     }
 }
 
+// What the callback route wakes the masters by: each path reports whether an applied end left
+// the follow-up flag set, exactly as the rows say, and a refused item raises nothing.
+TEST_P(FireResultsTest, ReportsWhetherAnAppliedEndRaisedTheFollowup) {
+    Job delayed;
+    delayed.name = "poll";
+    delayed.app = "pay";
+    delayed.handler = "echo";
+    delayed.schedule_type = sched::ScheduleType::kFixedDelay;
+    delayed.schedule_expr = "10s";
+    auto created = JobRepository(db()).Create(delayed);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    struct Case {
+        const char* what;
+        std::int64_t job;
+        FireStatus end;
+        bool followup;
+    };
+    const Case cases[] = {{"a manual job's success", pay_job_, FireStatus::kSucceeded, false},
+                          {"a manual job's kill", pay_job_, FireStatus::kKilled, false},
+                          {"a failure", pay_job_, FireStatus::kFailed, true},
+                          {"a timeout", pay_job_, FireStatus::kTimeout, true},
+                          {"a fixed-delay job's success", created->id, FireStatus::kSucceeded, true}};
+    enum class Path { kApplyMany, kTryApplyMany, kAutocommit };
+    for (const Path path : {Path::kApplyMany, Path::kTryApplyMany, Path::kAutocommit}) {
+        // SQLite decides nothing without a transaction.
+        if (path == Path::kAutocommit && db().backend() != db::Backend::kMySql) continue;
+        for (const Case& c : cases) {
+            SCOPED_TRACE(std::string(c.what) + ", path " + std::to_string(static_cast<int>(path)));
+            const auto fire = MakeFire({.job_id = c.job, .running_on = "10.0.0.1:7000"});
+            const std::vector<ExecutorResult> batch = {Item(fire, 0, 5, "10.0.0.1:7000", c.end)};
+            // The second time the same result is a duplicate: refused, nothing raised.
+            for (const auto expected : {ResultOutcome::kApplied, ResultOutcome::kDuplicate}) {
+                bool raised = false;
+                const auto apply = [&](soci::session& s) -> Result<std::optional<ResultOutcome>> {
+                    std::optional<ResultOutcome> first;
+                    if (path == Path::kApplyMany) {
+                        first = FireResults::ApplyMany(s, batch, PayOnly, nullptr, &raised)[0];
+                    } else if (path == Path::kTryApplyMany) {
+                        auto out = FireResults::TryApplyMany(s, batch, PayOnly, nullptr, &raised);
+                        if (out) first = (*out)[0];
+                    } else {
+                        first = FireResults::ApplyManyAutocommit(s, batch, PayOnly, nullptr, &raised)[0];
+                    }
+                    return first;
+                };
+                auto outcome =
+                    path == Path::kAutocommit ? db().Run(apply) : db().InTransaction(db::TxMode::kWrite, apply);
+                ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+                ASSERT_EQ(*outcome, expected);
+                EXPECT_EQ(raised, c.followup && expected == ResultOutcome::kApplied);
+            }
+            EXPECT_EQ(FireRepository(db()).Get(fire)->followup, c.followup);
+        }
+    }
+}
+
 // A change between the batch's read and its write (on MySQL the slave's autocommit CAS can land
 // there) makes the UPDATE move fewer rows than it names: the batch is judged again on the fires
 // as they now are, and nothing is applied twice.

@@ -238,6 +238,8 @@ void AddBackfillRoutes(Routes& routes) {
                    auto made = co_await WithDb(*ctx, work);
                    if (!made.ok()) co_return Response::Error(made.status(), *field);
                    if (in.dry_run) co_return Response::Json(*made);
+                   // The master plans a running backfill's fires.
+                   WakeMasters(*ctx);
                    const auto backfill_id = (*made)["id"].get<std::int64_t>();
                    spdlog::info("web: backfill {} of job {} over [{}, {}) created by {}", backfill_id, *id, in.from,
                                 in.to, who.name);

@@ -271,7 +271,8 @@ net::awaitable<http::Response> HandleDeregister(http::Request& req, const Princi
 }
 
 net::awaitable<http::Response> HandleCallback(http::Request& req, const Principal& who, db::Database& db,
-                                              net::thread_pool& db_pool, store::FireOutcomeMetrics* metrics) {
+                                              net::thread_pool& db_pool, store::FireOutcomeMetrics* metrics,
+                                              const std::function<void()>& wake_masters) {
     auto body = req.Json();
     if (!body.ok()) co_return http::Response::Error(body.status(), "body");
     if (!body->is_array()) {
@@ -299,6 +300,7 @@ net::awaitable<http::Response> HandleCallback(http::Request& req, const Principa
         std::vector<std::size_t> applied;            // indexes into items
         std::vector<store::FireJob> jobs;            // of the applied fires, for the metrics
         std::vector<store::ResultOutcome> outcomes;  // one per item
+        bool raised_followup = false;                // an applied result left the master work
     };
     // Causal reads: each result answers a claim committed before the executor got the run,
     // maybe through another Galera node; read before this node applied that claim, the fire
@@ -314,7 +316,8 @@ net::awaitable<http::Response> HandleCallback(http::Request& req, const Principa
         std::vector<std::optional<store::ResultOutcome>> decided(items.size());
         if (db.backend() == db::Backend::kMySql && !db.causal_reads()) {
             auto first = db.Run([&](soci::session& s) {
-                return store::FireResults::ApplyManyAutocommit(s, items, app_allowed, need_jobs ? &out.jobs : nullptr);
+                return store::FireResults::ApplyManyAutocommit(s, items, app_allowed, need_jobs ? &out.jobs : nullptr,
+                                                               &out.raised_followup);
             });
             if (!first.ok()) return first.status();
             decided = std::move(*first);
@@ -327,26 +330,33 @@ net::awaitable<http::Response> HandleCallback(http::Request& req, const Principa
             std::vector<store::ExecutorResult> batch;
             batch.reserve(rest.size());
             for (std::size_t i : rest) batch.push_back(items[i]);
+            struct Batch {
+                std::vector<store::ResultOutcome> outcomes;
+                std::vector<store::FireJob> jobs;
+                bool raised_followup = false;
+            };
             const auto apply = [&](bool alone) {
                 return db.InTransaction(
                     db::TxMode::kWrite,
-                    [&](soci::session& s)
-                        -> Result<std::pair<std::vector<store::ResultOutcome>, std::vector<store::FireJob>>> {
-                        std::vector<store::FireJob> jobs;
+                    [&](soci::session& s) -> Result<Batch> {
+                        Batch b;
+                        auto* jobs = need_jobs ? &b.jobs : nullptr;
                         auto outcomes =
-                            alone ? store::FireResults::TryApplyMany(s, batch, app_allowed, need_jobs ? &jobs : nullptr)
-                                  : store::FireResults::ApplyMany(s, batch, app_allowed, need_jobs ? &jobs : nullptr);
+                            alone ? store::FireResults::TryApplyMany(s, batch, app_allowed, jobs, &b.raised_followup)
+                                  : store::FireResults::ApplyMany(s, batch, app_allowed, jobs, &b.raised_followup);
                         if (!outcomes)
                             return Status(Code::kAborted, "a fire of the batch changed while it was applied");
-                        return std::make_pair(std::move(*outcomes), std::move(jobs));
+                        b.outcomes = std::move(*outcomes);
+                        return b;
                     },
                     db.CausalReads());
             };
             auto applied = apply(true);
             if (!applied.ok() && applied.status().code() == Code::kAborted) applied = apply(false);
             if (!applied.ok()) return applied.status();
-            for (std::size_t k = 0; k < rest.size(); ++k) decided[rest[k]] = applied->first[k];
-            out.jobs.insert(out.jobs.end(), applied->second.begin(), applied->second.end());
+            for (std::size_t k = 0; k < rest.size(); ++k) decided[rest[k]] = applied->outcomes[k];
+            out.jobs.insert(out.jobs.end(), applied->jobs.begin(), applied->jobs.end());
+            out.raised_followup = out.raised_followup || applied->raised_followup;
         }
         for (std::size_t i = 0; i < items.size(); ++i) {
             out.outcomes.push_back(*decided[i]);
@@ -357,6 +367,9 @@ net::awaitable<http::Response> HandleCallback(http::Request& req, const Principa
     };
     auto applied = co_await OnPool(db_pool, work);
     if (!applied.ok()) co_return http::Response::Error(applied.status());
+    // A retry, a workflow step's end or a fixed-delay job's next time: the masters act now rather
+    // than at their next probe. A batch of cron jobs' successes (the usual one) wakes nobody.
+    if (applied->raised_followup && wake_masters) wake_masters();
     if (metrics) CountOutcomes(*metrics, items, *applied);
     if (protocol::FireTracer::On()) TraceEnded(items, *applied);
     if (need_jobs) LogResults(items, traceparents, *applied);
@@ -384,7 +397,8 @@ void AddSdkRoutes(Routes& routes) {
                    auto db = ctx->database();
                    if (!db) co_return http::Response::Error(Unavailable("the database is not open yet"));
                    store::FireOutcomeMetrics* metrics = ctx->fire_metrics.get();
-                   http::Response response = co_await HandleCallback(req, who, *db, ctx->db_pool, metrics);
+                   http::Response response =
+                       co_await HandleCallback(req, who, *db, ctx->db_pool, metrics, ctx->options.wake_masters);
                    co_return response;
                });
     AddLockRoutes(routes);
@@ -412,8 +426,10 @@ void AddLockRoutes(Routes& routes) {
 }  // namespace impl
 
 void AddExecutorRoutes(http::Router& router, const std::string& cluster_token, db::DatabaseProvider database,
-                       net::thread_pool& db_pool, LockApiOptions locks, Micros auth_cache, MetricsRegistry* metrics) {
+                       net::thread_pool& db_pool, LockApiOptions locks, Micros auth_cache, MetricsRegistry* metrics,
+                       std::function<void()> wake_masters) {
     WebOptions options;
+    options.wake_masters = std::move(wake_masters);
     options.token = cluster_token;
     options.locks = std::move(locks);
     options.auth_cache = auth_cache;

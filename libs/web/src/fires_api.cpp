@@ -177,6 +177,9 @@ void AddFireRoutes(Routes& routes) {
                    };
                    auto killed = co_await WithDb(*ctx, work);
                    if (!killed.ok()) co_return Response::Error(killed.status(), "id");
+                   // The kill raised the fire's follow-up (a workflow step's end, a fixed-delay job's
+                   // next time, the fires held behind it).
+                   WakeMasters(*ctx);
                    spdlog::info("web: fire {} killed by {}", *id, who.name);
                    nlohmann::json executor = {{"address", nullptr}, {"delivered", false}, {"status", nullptr}};
                    if (killed->executor_address) {

@@ -327,7 +327,9 @@ void AddJobRoutes(Routes& routes) {
                       [](const model::Job& job, const Principal& who) {
                           spdlog::info("web: job {} \"{}\" (app {}) created by {}", job.id, job.name, job.app,
                                        who.name);
-                      }}));
+                      },
+                  // Its first fire is the master's to plan.
+                  .wakes_masters = true}));
 
     routes.Add(Method::kGet, "/api/v1/jobs/{id}", Permission::kViewer,
                GetHandler(ctx, JobError, [](db::Database& db, std::int64_t id) -> Result<nlohmann::json> {
@@ -378,7 +380,9 @@ void AddJobRoutes(Routes& routes) {
                   .log =
                       [](const model::Job& job, const Principal& who) {
                           spdlog::info("web: job {} updated to version {} by {}", job.id, job.version, who.name);
-                      }}));
+                      },
+                  // A new schedule or next fire time, or a job enabled by the edit.
+                  .wakes_masters = true}));
 
     routes.Add(Method::kDelete, "/api/v1/jobs/{id}", Permission::kOperator,
                DeleteHandler(ctx, {.remove = [](db::Database& db, std::int64_t id, const Principal& who) -> Status {
@@ -419,6 +423,8 @@ void AddJobRoutes(Routes& routes) {
                        };
                        auto job = co_await WithDb(*ctx, work);
                        if (!job.ok()) co_return JobError(job.status());
+                       // A resumed job has a next fire time again; a paused one needs nothing.
+                       if (enable) WakeMasters(*ctx);
                        spdlog::info("web: job {} {} by {}", *id, enable ? "resumed" : "paused", who.name);
                        co_return Response::Json(JobJson(*job));
                    });
@@ -477,6 +483,8 @@ void AddJobRoutes(Routes& routes) {
             };
             auto fires = co_await WithDb(*ctx, work);
             if (!fires.ok()) co_return JobError(fires.status());
+            // Its fires wait unassigned until a master hands them to a slave.
+            WakeMasters(*ctx);
             api::ItemList<api::FireView> created;
             for (const auto& f : *fires) created.items.push_back(FireViewOf(f));
             spdlog::info("web: job {} triggered by {} (fire {})", *id, who.name, fires->front().id);

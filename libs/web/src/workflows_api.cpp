@@ -143,7 +143,9 @@ void AddWorkflowRoutes(Routes& routes) {
              .log =
                  [](const model::Workflow& w, const Principal& who) {
                      spdlog::info("web: workflow {} \"{}\" created by {}", w.id, w.name, who.name);
-                 }}));
+                 },
+             // Its first run is the master's to plan (shard 0's).
+             .wakes_masters = true}));
 
     routes.Add(Method::kGet, "/api/v1/workflows/{id}", Permission::kViewer,
                GetHandler(ctx, WorkflowError, [](db::Database& db, std::int64_t id) -> Result<nlohmann::json> {
@@ -180,7 +182,9 @@ void AddWorkflowRoutes(Routes& routes) {
                   .log =
                       [](const model::Workflow& w, const Principal& who) {
                           spdlog::info("web: workflow {} updated to version {} by {}", w.id, w.version, who.name);
-                      }}));
+                      },
+                  // A new schedule or next fire time.
+                  .wakes_masters = true}));
 
     for (const bool pause : {true, false}) {
         routes.Add(Method::kPost, pause ? "/api/v1/workflows/{id}/pause" : "/api/v1/workflows/{id}/resume",
@@ -194,6 +198,8 @@ void AddWorkflowRoutes(Routes& routes) {
                        };
                        auto workflow = co_await WithDb(*ctx, work);
                        if (!workflow.ok()) co_return WorkflowError(workflow.status());
+                       // A resumed workflow has a next fire time again; a paused one needs nothing.
+                       if (!pause) WakeMasters(*ctx);
                        spdlog::info("web: workflow {} {} by {}", *id, pause ? "paused" : "resumed", who.name);
                        co_return Response::Json(WorkflowJson(*workflow));
                    });
@@ -270,6 +276,8 @@ void AddWorkflowRoutes(Routes& routes) {
                        if (s.code() == Code::kAlreadyExists) co_return Response::Error(s, wf_key::kScheduledTime);
                        co_return WorkflowError(s);
                    }
+                   // The master starts the run's first steps.
+                   WakeMasters(*ctx);
                    spdlog::info("web: workflow {} triggered by {} (run {})", *id, who.name, run->id);
                    Response response = Response::Json(WorkflowRunJson(*run), 201);
                    response.headers.Set("Location", "/api/v1/workflow-runs/" + std::to_string(run->id));
@@ -346,6 +354,8 @@ void AddWorkflowRoutes(Routes& routes) {
                    };
                    auto run = co_await WithDb(*ctx, work);
                    if (!run.ok()) co_return Response::Error(run.status(), field);
+                   // The master starts the run again from that step.
+                   WakeMasters(*ctx);
                    spdlog::info("web: workflow run {} re-run from \"{}\" by {}", *id, from_step, who.name);
                    co_return Response::Json(WorkflowRunJson(*run));
                });

@@ -4,6 +4,8 @@
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
+
 #include "sched/db/migrator.hpp"
 #include "sched/db/testing/test_database.hpp"
 #include "sched/http/testing/test_server.hpp"
@@ -31,7 +33,8 @@ class ExecutorApiTest : public db::testing::DbTest {
         pool_db_ = test_db().OpenAnother();
         http::Router router;
         AddExecutorRoutes(
-            router, "secret", [db = pool_db_] { return db; }, db_pool_);
+            router, "secret", [db = pool_db_] { return db; }, db_pool_, {}, std::chrono::seconds(5), nullptr,
+            [this] { ++wakes_; });
         server_ = std::make_unique<TestServer>(std::move(router), http::testing::LoopbackOptions(),
                                                http::BearerTokenAuth("secret"));
     }
@@ -61,12 +64,15 @@ class ExecutorApiTest : public db::testing::DbTest {
         EXPECT_TRUE(created.ok()) << created.status().ToString();
         return secret;
     }
-    std::int64_t CreateJob(const std::string& name, const std::string& app) {
+    std::int64_t CreateJob(const std::string& name, const std::string& app,
+                           sched::ScheduleType type = sched::ScheduleType::kManual, int retry_max = 0) {
         model::Job j;
         j.name = name;
         j.app = app;
         j.handler = "echo";
-        j.schedule_type = sched::ScheduleType::kManual;
+        j.schedule_type = type;
+        if (type == sched::ScheduleType::kCron) j.schedule_expr = "0 * * * * *";
+        j.retry_max = retry_max;
         auto created = store::JobRepository(db()).Create(j);
         EXPECT_TRUE(created.ok()) << created.status().ToString();
         return created.ok() ? created->id : 0;
@@ -135,6 +141,7 @@ class ExecutorApiTest : public db::testing::DbTest {
     }
 
     net::thread_pool db_pool_{2};
+    std::atomic<int> wakes_{0};  // the routes' calls of wake_masters
     std::shared_ptr<db::Database> pool_db_;
     std::unique_ptr<TestServer> server_;
     BlockingClient client_;
@@ -324,6 +331,30 @@ TEST_P(ExecutorApiTest, TheLockApiIsServedWithTheSdkRoutes) {
 
 // Least privilege: an executor token acts only for the apps in its scope, on a trigger node's executor
 // API (AddExecutorRoutes, which looks tokens up in the table) as on the web module's.
+// The masters are woken by a batch that leaves them a follow-up (a failure to retry), once per
+// batch, and not by the usual batch: successes of cron jobs, which need nothing from them.
+TEST_P(ExecutorApiTest, AFailedResultWakesTheMastersACronJobsSuccessDoesNot) {
+    const std::string a1 = "10.0.0.1:7000";
+    Register("pay", a1);
+    const auto cron = CreateJob("charge", "pay", sched::ScheduleType::kCron);
+    const auto retried = CreateJob("refund", "pay", sched::ScheduleType::kCron, 3);
+    const auto ok1 = DispatchedFire(cron, 1000, 5, a1);
+    const auto ok2 = DispatchedFire(cron, 2000, 5, a1);
+    ASSERT_EQ(Outcomes({Item(ok1, 0, 5, a1), Item(ok2, 0, 5, a1)}, "secret"),
+              (std::vector<std::string>{"applied", "applied"}));
+    EXPECT_EQ(wakes_.load(), 0);
+
+    const auto failed = DispatchedFire(retried, 1000, 5, a1);
+    const auto failed2 = DispatchedFire(retried, 2000, 5, a1);
+    ASSERT_EQ(Outcomes({Item(failed, 0, 5, a1, "failed"), Item(failed2, 0, 5, a1, "failed")}, "secret"),
+              (std::vector<std::string>{"applied", "applied"}));
+    EXPECT_EQ(wakes_.load(), 1);
+    // The same results again: duplicates, nothing new for the masters.
+    ASSERT_EQ(Outcomes(nlohmann::json::array({Item(failed, 0, 5, a1, "failed")}), "secret"),
+              (std::vector<std::string>{"duplicate"}));
+    EXPECT_EQ(wakes_.load(), 1);
+}
+
 TEST_P(ExecutorApiTest, AnAppScopedExecutorTokenActsOnlyForItsApps) {
     const auto pay = StoreToken("sched_pay", store::Role::kExecutor, {"pay"});
     const nlohmann::json pay_beat = {{"app", "pay"}, {"address", "10.0.0.1:7000"}, {"handlers", {"echo"}}};

@@ -28,4 +28,12 @@ inline std::string NothingFollowsSql() {
            std::string(ScheduleTypeName(ScheduleType::kFixedDelay)) + "')";  // a name from the table, not input
 }
 
+/// NothingFollowsSql for a `job_fire` row aliased `f` LEFT JOINed with its job aliased `j` (no
+/// row: the job is gone), without a lookup of its own: what a read of the fire and its job
+/// learns for free about the follow-up the fire's end will raise.
+inline std::string NothingFollowsJoinedSql() {
+    return "f.kind <> 'workflow' AND (j.schedule_type IS NULL OR j.schedule_type <> '" +
+           std::string(ScheduleTypeName(ScheduleType::kFixedDelay)) + "')";
+}
+
 }  // namespace sched::store::impl

@@ -129,6 +129,12 @@ net::awaitable<std::invoke_result_t<F, db::Database&>> WithDb(Context& ctx, F fn
     });
 }
 
+/// Tells the masters that a committed write gave them work (WebOptions::wake_masters); returns
+/// at once. Call it only after the write succeeded: a refused or failed one gives them nothing.
+inline void WakeMasters(const Context& ctx) {
+    if (ctx.options.wake_masters) ctx.options.wake_masters();
+}
+
 /// 400 naming `field`.
 inline http::Response BadRequest(std::string field, std::string message) {
     return http::Response::Error(http::ApiError{Code::kInvalidArgument, std::move(message), std::move(field)});

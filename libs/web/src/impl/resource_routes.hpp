@@ -93,7 +93,8 @@ ApiHandler GetHandler(std::shared_ptr<Context> ctx, ErrorAnswer error_answer, Fi
 
 /// POST <collection>: the body (a 400 naming `body` when it is not JSON), its fields (`fields`),
 /// `read(body, input)` (its 400), then `create(db, input, who)` on the DB pool (its error through
-/// `error`); 201 with `view(row)` and `Location: <collection>/<id>`, after `log(row, who)`.
+/// `error`); 201 with `view(row)` and `Location: <collection>/<id>`, after `log(row, who)` (and
+/// WakeMasters when `wakes_masters`).
 template <typename Input, typename Row>
 struct CreateRoute {
     std::string collection;  ///< "/api/v1/calendars"
@@ -103,6 +104,8 @@ struct CreateRoute {
     ErrorAnswer error;
     std::function<nlohmann::json(const Row& row)> view;
     std::function<void(const Row& row, const Principal& who)> log;
+    /// The row gives a master work (a job, a workflow, a backfill): wake the masters once stored.
+    bool wakes_masters = false;
 };
 
 template <typename Input, typename Row>
@@ -121,6 +124,7 @@ ApiHandler CreateHandler(std::shared_ptr<Context> ctx, CreateRoute<Input, Row> r
         };
         auto created = co_await WithDb(*ctx, work);
         if (!created.ok()) co_return route->error(created.status());
+        if (route->wakes_masters) WakeMasters(*ctx);
         route->log(*created, who);
         http::Response response = http::Response::Json(route->view(*created), 201);
         response.headers.Set("Location", route->collection + "/" + std::to_string(created->id));
@@ -131,7 +135,8 @@ ApiHandler CreateHandler(std::shared_ptr<Context> ctx, CreateRoute<Input, Row> r
 /// PUT <collection>/{id}: the path id, the body and its fields as for create, then `update(db, id,
 /// body, who, invalid)` on the DB pool, which reads the current row, validates the body against
 /// it (setting `invalid`: answered as is, before any error of the call) and stores it with the
-/// version the body carries; 200 with `view(row)` after `log(row, who)`.
+/// version the body carries; 200 with `view(row)` after `log(row, who)` (and WakeMasters when
+/// `wakes_masters`).
 template <typename Row>
 struct UpdateRoute {
     BodyFields fields;
@@ -141,6 +146,8 @@ struct UpdateRoute {
     ErrorAnswer error;
     std::function<nlohmann::json(const Row& row)> view;
     std::function<void(const Row& row, const Principal& who)> log;
+    /// The row gives a master work (its schedule may have changed): wake the masters once stored.
+    bool wakes_masters = false;
 };
 
 template <typename Row>
@@ -162,6 +169,7 @@ ApiHandler UpdateHandler(std::shared_ptr<Context> ctx, UpdateRoute<Row> route) {
         auto updated = co_await WithDb(*ctx, work);
         if (invalid) co_return http::Response::Error(*invalid);
         if (!updated.ok()) co_return route->error(updated.status());
+        if (route->wakes_masters) WakeMasters(*ctx);
         route->log(*updated, who);
         co_return http::Response::Json(route->view(*updated));
     };

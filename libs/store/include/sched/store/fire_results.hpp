@@ -43,17 +43,26 @@ class FireResults {
     /// `applied_jobs` is given, it receives the job and app of every applied item whose job
     /// still exists (for the outcome metrics), read by the same SELECT, in input order. Throws
     /// what soci throws.
+    ///
+    /// `raised_followup`, when given, is set to true (never back to false) when an applied item
+    /// left its fire's follow-up flag set: the master has work (a retry, a workflow step's end, a
+    /// fixed-delay job's next time), so the caller wakes it. Read from the same SELECT, no
+    /// statement of its own; a success of a cron or fixed-rate job's fire raises none. Exact up
+    /// to a job's schedule type changed between that SELECT and the UPDATE.
     static std::vector<ResultOutcome> ApplyMany(soci::session& s, const std::vector<ExecutorResult>& results,
                                                 const std::function<bool(const std::string& app)>& app_allowed,
-                                                std::vector<FireJob>* applied_jobs = nullptr);
+                                                std::vector<FireJob>* applied_jobs = nullptr,
+                                                bool* raised_followup = nullptr);
 
     /// ApplyMany for a transaction that holds nothing else: no savepoint (one statement less per
     /// batch). When an UPDATE moves fewer rows than it names, returns nullopt at once, some rows
     /// written: the caller must roll the transaction back and apply the batch with ApplyMany in
-    /// a new one. Otherwise exactly ApplyMany's outcomes and `applied_jobs`.
+    /// a new one. Otherwise exactly ApplyMany's outcomes, `applied_jobs` and `raised_followup`
+    /// (left untouched on nullopt).
     static std::optional<std::vector<ResultOutcome>> TryApplyMany(
         soci::session& s, const std::vector<ExecutorResult>& results,
-        const std::function<bool(const std::string& app)>& app_allowed, std::vector<FireJob>* applied_jobs = nullptr);
+        const std::function<bool(const std::string& app)>& app_allowed, std::vector<FireJob>* applied_jobs = nullptr,
+        bool* raised_followup = nullptr);
 
     /// The usual batch without a transaction: on a MySQL session in autocommit mode, a batch of at
     /// most 64 items, none naming a fire twice nor carrying a log, is judged by one SELECT and
@@ -63,12 +72,13 @@ class FireResults {
     /// transaction, in input order: all of them when the batch does not qualify (or the session
     /// is SQLite), the items ApplyMany judges one by one, and the items whose write a concurrent
     /// change refused (the UPDATE moves the rows it can; those read back holding their item's
-    /// end are applied, the rest are left undecided). `applied_jobs` as ApplyMany's, for the
-    /// items it applied. Needs no causal reads (a Galera cluster's callback applies its batch in
-    /// a transaction that waits for them).
+    /// end are applied, the rest are left undecided). `applied_jobs` and `raised_followup` as
+    /// ApplyMany's, for the items it applied. Needs no causal reads (a Galera cluster's callback
+    /// applies its batch in a transaction that waits for them).
     static std::vector<std::optional<ResultOutcome>> ApplyManyAutocommit(
         soci::session& s, const std::vector<ExecutorResult>& results,
-        const std::function<bool(const std::string& app)>& app_allowed, std::vector<FireJob>* applied_jobs = nullptr);
+        const std::function<bool(const std::string& app)>& app_allowed, std::vector<FireJob>* applied_jobs = nullptr,
+        bool* raised_followup = nullptr);
 };
 
 }  // namespace sched::store

@@ -39,6 +39,7 @@
 /// Handlers run their DB work on `db_pool`, never on the I/O thread. Served by scheduler-web,
 /// scheduler-standalone and, so that a cluster works without a web node, scheduler-trigger.
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -60,9 +61,13 @@ namespace sched::web {
 /// meanwhile answer 503) and `db_pool` must outlive the server. `locks.store` nullptr: the locks
 /// live in the database (SqlLockStore). Throws std::invalid_argument for an empty
 /// `cluster_token`. `metrics` (optional, must outlive the router): where applied callbacks are
-/// counted (AddWebRoutes).
+/// counted (AddWebRoutes). `wake_masters` (optional; WebOptions::wake_masters): called after a
+/// callback batch whose applied results left the masters a follow-up (a failed or timed-out
+/// end, a workflow step's end, a fixed-delay job's end; not a success of a cron or fixed-rate
+/// job); must return at once.
 void AddExecutorRoutes(http::Router& router, const std::string& cluster_token, db::DatabaseProvider database,
                        net::thread_pool& db_pool, LockApiOptions locks = {},
-                       Micros auth_cache = std::chrono::seconds(5), MetricsRegistry* metrics = nullptr);
+                       Micros auth_cache = std::chrono::seconds(5), MetricsRegistry* metrics = nullptr,
+                       std::function<void()> wake_masters = {});
 
 }  // namespace sched::web

@@ -31,6 +31,7 @@
 /// Database work runs on `db_pool`, never on the I/O threads. Times in the API are epoch
 /// milliseconds; "now" is the database clock.
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -88,6 +89,12 @@ struct WebOptions {
     http::ClientTlsOptions http_client_tls;
     /// The master lease's row in scheduler_lock (not a YAML key: a cluster has one master lease).
     std::string lease_name = "master";
+    /// Called after the commit of every write a master must act on (a job created, changed or
+    /// resumed, a manual trigger, a workflow written or run, a backfill created or cancelled, a
+    /// kill, a callback whose results leave a follow-up), so that the masters plan it now instead
+    /// of at their next probe (sched/protocol/master_wake.hpp). Must return at once and never
+    /// throw (dispatch::MasterWaker::Wake). Empty: no wakes. Not a YAML key: the process sets it.
+    std::function<void()> wake_masters;
 
     /// Reads the keys above from `node`, starting from `defaults`. Throws ConfigError naming the
     /// key (an empty token is an error: a web module without one refuses to start).

@@ -1,0 +1,224 @@
+#include "sched/dispatch/master_waker.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "sched/db/migrator.hpp"
+#include "sched/db/testing/test_database.hpp"
+#include "sched/http/testing/test_server.hpp"
+#include "sched/lock/sql_lock_store.hpp"
+#include "sched/protocol/master_wake.hpp"
+#include "sched/store/registry.hpp"
+#include "sched/store/shard.hpp"
+
+namespace sched::dispatch {
+namespace {
+
+using http::testing::TestServer;
+using http::testing::WaitFor;
+
+constexpr const char* kToken = "cluster-secret";
+
+// A trigger node's wake route: counts the wakes that carry the cluster token.
+class WakeRoute {
+  public:
+    WakeRoute() {
+        http::Router router;
+        router.Add(
+            http::Method::kPost, protocol::kMasterWakePath,
+            [this](http::Request& req) {
+                if (req.headers.Get("Authorization") != std::string("Bearer ") + kToken) {
+                    ++refused_;
+                    return http::Response::Text("no\n", 401);
+                }
+                ++wakes_;
+                return http::Response::Json({{"woken", 1}}, 202);
+            },
+            http::Access::kPublic);
+        server_ = std::make_unique<TestServer>(std::move(router));
+    }
+    std::string address() const { return "127.0.0.1:" + std::to_string(server_->port()); }
+    int wakes() const { return wakes_.load(); }
+    int refused() const { return refused_.load(); }
+
+  private:
+    std::atomic<int> wakes_{0};
+    std::atomic<int> refused_{0};
+    std::unique_ptr<TestServer> server_;
+};
+
+class MasterWakerTest : public db::testing::DbTest {
+  protected:
+    void SetUp() override {
+        DbTest::SetUp();
+        if (IsSkipped() || HasFatalFailure()) return;
+        ASSERT_TRUE(db::Migrator(db()).Migrate().ok());
+        io_thread_ = std::thread([this] { io_.run(); });
+    }
+    void TearDown() override {
+        waker_.reset();
+        work_.reset();
+        io_.stop();
+        if (io_thread_.joinable()) io_thread_.join();
+        db_pool_.join();
+        DbTest::TearDown();
+    }
+
+    // `database` empty: the test's database.
+    MasterWaker& Waker(MasterWakerOptions options = {}, db::DatabaseProvider database = {}) {
+        options.token = kToken;
+        if (!database)
+            database = [db = db().shared_from_this()] {
+                return db;
+            };
+        waker_ =
+            std::make_unique<MasterWaker>(io_.get_executor(), http_, std::move(database), db_pool_, std::move(options));
+        return *waker_;
+    }
+
+    // A live trigger node at `address`.
+    void Node(const std::string& id, const std::string& address) {
+        ASSERT_TRUE(store::TriggerNodeRepository(db()).Heartbeat({.node_id = id, .address = address}).ok());
+    }
+    // `node` holds shard `shard`'s lease for `lease`.
+    void Lead(int shard, const std::string& node, Micros lease = std::chrono::hours(1)) {
+        lock::SqlLockStore locks(db().shared_from_this());
+        auto held = locks.Insert(store::ShardLeaseName("master", shard), node, lease);
+        ASSERT_TRUE(held.ok() && *held) << held.status().ToString();
+    }
+    // Waits until `rounds` rounds have ended.
+    bool Rounds(std::uint64_t rounds) {
+        return WaitFor([&] { return waker_->Stats().rounds >= rounds; });
+    }
+
+    net::io_context io_;
+    std::optional<net::executor_work_guard<net::io_context::executor_type>> work_{io_.get_executor()};
+    std::thread io_thread_;
+    net::thread_pool db_pool_{2};
+    http::HttpClient http_{io_.get_executor()};
+    std::unique_ptr<MasterWaker> waker_;
+};
+
+TEST_P(MasterWakerTest, EachLeaderIsWokenOncePerWake) {
+    WakeRoute a, b, idle;
+    Node("a", a.address());
+    Node("b", b.address());
+    Node("idle", idle.address());
+    Lead(0, "a");
+    Lead(1, "b");
+    Lead(2, "a");  // two shards, one node: one POST wakes both its masters
+    auto& waker = Waker();
+    waker.Wake();
+    ASSERT_TRUE(Rounds(1));
+    EXPECT_EQ(a.wakes(), 1);
+    EXPECT_EQ(b.wakes(), 1);
+    EXPECT_EQ(idle.wakes(), 0);
+    EXPECT_EQ(a.refused() + b.refused(), 0);
+
+    // Within leaders-ttl: the same leaders, not read again.
+    waker.Wake();
+    ASSERT_TRUE(Rounds(2));
+    EXPECT_EQ(a.wakes(), 2);
+    EXPECT_EQ(b.wakes(), 2);
+    EXPECT_EQ(waker.Stats().reads, 1u);
+    EXPECT_EQ(waker.Stats().failed_posts, 0u);
+}
+
+TEST_P(MasterWakerTest, OwnMastersAreWokenWithoutHttp) {
+    WakeRoute self, other;
+    Node("self", self.address());
+    Node("other", other.address());
+    Lead(0, "self");
+    Lead(1, "other");
+    std::atomic<int> self_wakes{0};
+    auto& waker = Waker({.self_node_id = "self", .wake_self = [&] {
+                             return ++self_wakes;
+                         }});
+    waker.Wake();
+    ASSERT_TRUE(Rounds(1));
+    EXPECT_EQ(self_wakes.load(), 1);
+    EXPECT_EQ(self.wakes(), 0);
+    EXPECT_EQ(other.wakes(), 1);
+    EXPECT_EQ(waker.Stats().posts, 1u);
+}
+
+TEST_P(MasterWakerTest, HolderOfAnExpiredLeaseIsNotWoken) {
+    WakeRoute leader, expired;
+    Node("leader", leader.address());
+    Node("expired", expired.address());
+    Lead(0, "leader");
+    Lead(1, "expired", std::chrono::microseconds(1));
+    lock::SqlLockStore locks(db().shared_from_this());
+    ASSERT_TRUE(WaitFor([&] {
+        auto row = locks.Read(store::ShardLeaseName("master", 1));
+        return row.ok() && *row && (*row)->Available();
+    }));
+    auto& waker = Waker();
+    waker.Wake();
+    ASSERT_TRUE(Rounds(1));
+    EXPECT_EQ(leader.wakes(), 1);
+    EXPECT_EQ(expired.wakes(), 0);
+}
+
+TEST_P(MasterWakerTest, BurstCostsAtMostTwoRounds) {
+    WakeRoute a, b;
+    Node("a", a.address());
+    Node("b", b.address());
+    Lead(0, "a");
+    Lead(1, "b");
+    auto& waker = Waker();
+    for (int i = 0; i < 100; ++i) waker.Wake();
+    // The first call starts a round; the 99 others, made while it is in flight, ask for one more.
+    ASSERT_TRUE(Rounds(2));
+    EXPECT_EQ(waker.Stats().rounds, 2u);
+    EXPECT_EQ(a.wakes(), 2);
+    EXPECT_EQ(b.wakes(), 2);
+    EXPECT_EQ(waker.Stats().reads, 1u);
+}
+
+TEST_P(MasterWakerTest, DeadLeaderNeitherThrowsNorHoldsTheOthers) {
+    // A port nobody listens on any more.
+    std::uint16_t closed = 0;
+    {
+        net::io_context scratch;
+        tcp::acceptor acceptor(scratch, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+        closed = acceptor.local_endpoint().port();
+    }
+    WakeRoute alive;
+    Node("alive", alive.address());
+    Node("dead", "127.0.0.1:" + std::to_string(closed));
+    Lead(0, "alive");
+    Lead(1, "dead");
+    auto& waker = Waker({.timeout = std::chrono::seconds(2)});
+    waker.Wake();
+    ASSERT_TRUE(Rounds(1));
+    EXPECT_EQ(alive.wakes(), 1);
+    EXPECT_EQ(waker.Stats().posts, 2u);
+    EXPECT_EQ(waker.Stats().failed_posts, 1u);
+    // The failure dropped the leaders read: the next round reads them again.
+    waker.Wake();
+    ASSERT_TRUE(Rounds(2));
+    EXPECT_EQ(alive.wakes(), 2);
+    EXPECT_EQ(waker.Stats().reads, 2u);
+}
+
+TEST_P(MasterWakerTest, NoDatabaseYetEndsTheRound) {
+    WakeRoute a;
+    Node("a", a.address());
+    Lead(0, "a");
+    auto& waker = Waker({}, [] { return std::shared_ptr<db::Database>(); });
+    waker.Wake();
+    ASSERT_TRUE(Rounds(1));
+    EXPECT_EQ(a.wakes(), 0);
+    EXPECT_EQ(waker.Stats().posts, 0u);
+}
+
+SCHED_DB_TEST_SUITE(MasterWakerTest);
+
+}  // namespace
+}  // namespace sched::dispatch
