@@ -168,6 +168,9 @@ int main(int argc, char** argv) {
     web.http_client_tls = config.http_client_tls;
     sched::trigger::TriggerNode node(config);
     sched::SetProcessLogField("node", node.node_id());  // on every log line (log_fields.hpp)
+    web.wake_masters = [&node] {
+        node.WakeMasters();
+    };  // the node's own masters, in process
     sched::web::AddWebRoutes(
         node.router(), web, [&node] { return node.database(); }, node.db_pool(), &node.metrics());
     spdlog::info("scheduler-standalone {} starting as {} with database {}", SCHED_VERSION, node.node_id(),

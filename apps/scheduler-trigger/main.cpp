@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
         // use any node. They authenticate inside their handlers against the token table.
         sched::web::AddExecutorRoutes(
             node.router(), config.token, [&node] { return node.database(); }, node.db_pool(), locks,
-            std::chrono::seconds(5), &node.metrics());
+            std::chrono::seconds(5), &node.metrics(), [&node] { node.WakeMasters(); });
     }
     spdlog::info("scheduler-trigger {} starting as {} with database {}", SCHED_VERSION, node.node_id(),
                  config.database.url.Redacted());

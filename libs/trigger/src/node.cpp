@@ -134,6 +134,12 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
     http_options.max_idle_per_host = std::max<std::size_t>(
         http_options.max_idle_per_host, static_cast<std::size_t>(config_.slave.max_calls_per_executor));
     impl_->http = std::make_unique<http::HttpClient>(io_.get_executor(), http_options);
+    impl_->waker = std::make_unique<dispatch::MasterWaker>(
+        io_.get_executor(), *impl_->http, [this] { return db_; }, db_pool_,
+        dispatch::MasterWakerOptions{.token = config_.token,
+                                     .self_node_id = node_id_,
+                                     .wake_self = [this] { return WakeLocalMasters(); },
+                                     .lease_name = config_.election.name});
     if (config_.telemetry.enabled()) {
         impl_->spans =
             std::make_shared<protocol::SpanExporter>(io_.get_executor(), config_.telemetry, config_.http_client_tls);

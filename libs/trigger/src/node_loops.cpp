@@ -117,7 +117,12 @@ int TriggerNode::WakeLocalMasters() {
 }
 
 void TriggerNode::WakeMasters() {
-    WakeLocalMasters();
+    // This node's own masters through wake_self; every other leader by POST.
+    if (impl_->waker) {
+        impl_->waker->Wake();
+    } else {
+        WakeLocalMasters();  // not started: no other leader is known yet
+    }
 }
 
 void TriggerNode::ClusterGaugesLoop() {
