@@ -48,6 +48,15 @@ Status WebService::Start(const std::function<bool()>& should_stop) {
     // The port first (below), then the migrations: a busy port fails with nothing done. The
     // routes read db_ when a request arrives, and none is accepted before server_->Start().
     http::Router router;
+    // A web server is no trigger node: every leader is woken over HTTP.
+    wake_http_ =
+        std::make_unique<http::HttpClient>(io_.get_executor(), http::ClientOptions{.tls = config_.api.http_client_tls});
+    waker_ = std::make_unique<dispatch::MasterWaker>(
+        io_.get_executor(), *wake_http_, [this] { return db_; }, db_pool_,
+        dispatch::MasterWakerOptions{.token = config_.api.token, .lease_name = config_.api.lease_name});
+    config_.api.wake_masters = [waker = waker_.get()] {
+        waker->Wake();
+    };
     routes_ = AddWebRoutes(
         router, config_.api, [this] { return db_; }, db_pool_, &metrics_);
     router.Add(

@@ -1,5 +1,6 @@
 // Jobs and schedules over real HTTP, on SQLite and MariaDB.
 
+#include <atomic>
 #include <set>
 
 #include "sched/store/registry.hpp"
@@ -523,6 +524,73 @@ TEST_P(JobsApiTest, HttpLevelRefusals) {
 }
 
 SCHED_DB_TEST_SUITE(JobsApiTest);
+
+// The masters are woken after each write that gives them work, once, and only once it is
+// stored: not by reads, refused writes, or writes that leave them nothing (a pause, a delete).
+class WakingJobsApiTest : public WebApiTest {
+  protected:
+    WebOptions Options() override {
+        WebOptions o = WebApiTest::Options();
+        o.wake_masters = [this] {
+            ++wakes_;
+        };
+        return o;
+    }
+    std::atomic<int> wakes_{0};
+};
+
+TEST_P(WakingJobsApiTest, JobWritesThatGiveTheMastersWorkWakeThemOnce) {
+    const auto job = CreateJob("woken");
+    EXPECT_EQ(wakes_.load(), 1) << "create";
+    const std::string path = "/api/v1/jobs/" + job["id"].dump();
+
+    EXPECT_EQ(Get(path).status, 200);
+    EXPECT_EQ(Post("/api/v1/jobs", JobBody("bad", {{"schedule_expr", "not cron"}})).status, 400);
+    EXPECT_EQ(Post("/api/v1/jobs", JobBody("woken")).status, 409) << "a duplicate name";
+    EXPECT_EQ(Put(path, {{"version", 999}, {"name", "woken"}}).status, 409) << "a stale version";
+    EXPECT_EQ(Call(Method::kPost, path + "/trigger", "[1]").status, 400);
+    EXPECT_EQ(Call(Method::kPost, "/api/v1/jobs/424242/trigger").status, 404);
+    EXPECT_EQ(wakes_.load(), 1) << "reads and refused writes";
+
+    auto updated = Put(path, JobBody("woken", {{"version", job["version"]}, {"schedule_expr", "0 */5 * * * ?"}}));
+    ASSERT_EQ(updated.status, 200) << updated.body;
+    EXPECT_EQ(wakes_.load(), 2) << "update";
+    ASSERT_EQ(Call(Method::kPost, path + "/pause").status, 200);
+    EXPECT_EQ(wakes_.load(), 2) << "pause";
+    ASSERT_EQ(Call(Method::kPost, path + "/resume").status, 200);
+    EXPECT_EQ(wakes_.load(), 3) << "resume";
+    ASSERT_EQ(Call(Method::kPost, path + "/trigger").status, 202);
+    EXPECT_EQ(wakes_.load(), 4) << "manual trigger";
+    ASSERT_EQ(Delete(path).status, 204);
+    EXPECT_EQ(wakes_.load(), 4) << "delete";
+}
+
+TEST_P(WakingJobsApiTest, BackfillsAndWorkflowRunsWakeTheMasters) {
+    const auto job = CreateJob("every-minute");
+    const std::int64_t now = DbNowMs();
+    const std::string backfill = "/api/v1/jobs/" + job["id"].dump() + "/backfill";
+    const int before = wakes_.load();
+    EXPECT_EQ(Post(backfill, {{"from", now - 600'000}, {"to", now + 3'600'000}}).status, 400);
+    ASSERT_EQ(Post(backfill, {{"from", now - 600'000}, {"to", now}, {"dry_run", true}}).status, 200);
+    EXPECT_EQ(wakes_.load(), before) << "a refused backfill and a dry run";
+    auto created = Post(backfill, {{"from", now - 600'000}, {"to", now}});
+    ASSERT_EQ(created.status, 201) << created.body;
+    EXPECT_EQ(wakes_.load(), before + 1) << "backfill";
+
+    const auto step = CreateJob("step", {{"schedule_type", "manual"}, {"schedule_expr", ""}});
+    const int after_step = wakes_.load();
+    auto workflow = Post("/api/v1/workflows", {{"name", "nightly"},
+                                               {"schedule_type", "manual"},
+                                               {"steps", {{{"name", "a"}, {"job_id", step["id"]}}}},
+                                               {"edges", nlohmann::json::array()}});
+    ASSERT_EQ(workflow.status, 201) << workflow.body;
+    EXPECT_EQ(wakes_.load(), after_step + 1) << "workflow";
+    auto run = Post("/api/v1/workflows/" + Body(workflow)["id"].dump() + "/trigger", nlohmann::json::object());
+    ASSERT_EQ(run.status, 201) << run.body;
+    EXPECT_EQ(wakes_.load(), after_step + 2) << "workflow run";
+}
+
+SCHED_DB_TEST_SUITE(WakingJobsApiTest);
 
 }  // namespace
 }  // namespace sched::web::testing

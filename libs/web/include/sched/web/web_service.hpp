@@ -41,6 +41,8 @@
 #include "sched/common/net.hpp"
 #include "sched/common/status.hpp"
 #include "sched/db/database_config.hpp"
+#include "sched/dispatch/master_waker.hpp"
+#include "sched/http/client.hpp"
 #include "sched/http/server_options.hpp"
 #include "sched/protocol/span_exporter_options.hpp"
 #include "sched/web/web_api.hpp"
@@ -95,6 +97,10 @@ class WebService {
     net::io_context io_;
     net::thread_pool db_pool_;
     std::shared_ptr<db::Database> db_;
+    // The masters' wakes after the API's writes (WebOptions::wake_masters); before server_, whose
+    // routes call it.
+    std::unique_ptr<http::HttpClient> wake_http_;
+    std::unique_ptr<dispatch::MasterWaker> waker_;
     std::unique_ptr<http::Server> server_;
     std::shared_ptr<protocol::SpanExporter> spans_;  // telemetry on
     std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
