@@ -197,7 +197,7 @@ TEST_P(OpenApiTest, CreatesDocumentLocationAndInternalRoutesAreMarked) {
             }
         }
     }
-    EXPECT_EQ(internal, 2u) << "POST /internal/v1/fires and /internal/v1/election/nudge";
+    EXPECT_EQ(internal, 3u) << "POST /internal/v1/fires, /internal/v1/election/nudge and /internal/v1/master/wake";
     EXPECT_TRUE(doc_["paths"].contains("/status"));
 }
 

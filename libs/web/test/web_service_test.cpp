@@ -4,10 +4,14 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <string>
 
+#include "sched/lock/sql_lock_store.hpp"
 #include "sched/protocol/fire_spans.hpp"
+#include "sched/protocol/master_wake.hpp"
+#include "sched/store/registry.hpp"
 #include "web_test_base.hpp"
 
 namespace sched::web::testing {
@@ -109,6 +113,46 @@ TEST_P(WebServiceTest, ServesHealthReadinessMetricsAndTheApiThenStops) {
     EXPECT_NE(metrics->body.find("sched_http_requests_total"), std::string::npos) << metrics->body;
     service.Stop();
     EXPECT_FALSE(client.Get(base + "/healthz").ok());
+}
+
+// A job written through the process's API wakes the master's leader (a trigger node's wake
+// route, here a stand-in that counts), over HTTP with the cluster token.
+TEST_P(WebServiceTest, AJobWrittenWakesTheLeadingTriggerNode) {
+    std::atomic<int> wakes{0};
+    http::Router router;
+    router.Add(
+        http::Method::kPost, protocol::kMasterWakePath,
+        [&wakes](http::Request& req) {
+            if (req.headers.Get("Authorization") != "Bearer " + std::string(kClusterToken)) {
+                return http::Response::Text("no\n", 401);
+            }
+            ++wakes;
+            return http::Response::Json({{"woken", 1}}, 202);
+        },
+        http::Access::kPublic);
+    http::testing::TestServer node(std::move(router));
+
+    WebService service(Config());
+    ASSERT_TRUE(service.Start().ok());
+    ASSERT_TRUE(store::TriggerNodeRepository(db())
+                    .Heartbeat({.node_id = "node-1", .address = "127.0.0.1:" + std::to_string(node.port())})
+                    .ok());
+    auto held = lock::SqlLockStore(db().shared_from_this()).Insert("master", "node-1", std::chrono::hours(1));
+    ASSERT_TRUE(held.ok() && *held);
+
+    http::testing::BlockingClient client;
+    http::CallOptions call;
+    call.bearer_token = kClusterToken;
+    const nlohmann::json job = {{"name", "woken"},
+                                {"app", "demo"},
+                                {"handler", "echo"},
+                                {"schedule_type", "cron"},
+                                {"schedule_expr", "0 * * * * ?"}};
+    auto created = client.PostJson("http://127.0.0.1:" + std::to_string(service.port()) + "/api/v1/jobs", job, call);
+    ASSERT_TRUE(created.ok());
+    ASSERT_EQ(created->status, 201) << created->body;
+    EXPECT_TRUE(http::testing::WaitFor([&] { return wakes.load() == 1; })) << wakes.load();
+    service.Stop();
 }
 
 // With telemetry on, the process exports spans and counts them on /metrics (the collector here
