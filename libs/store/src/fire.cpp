@@ -406,7 +406,8 @@ struct KeyRow {
     KeyRow Finish() const { return *this; }
 };
 
-constexpr const char* kKeyRowColumns = "id, job_id, scheduled_time, kind, attempt, shard_index, epoch, assigned_node, status";
+constexpr const char* kKeyRowColumns =
+    "id, job_id, scheduled_time, kind, attempt, shard_index, epoch, assigned_node, status";
 
 }  // namespace
 
@@ -426,7 +427,8 @@ std::vector<std::optional<StoredFire>> FireRepository::InsertManyIfAbsent(soci::
     const auto found = [&](const KeyRow& row) {
         const auto kind = ParseFireKind(row.kind);
         if (!kind) return;
-        const auto it = wanted.find({row.job_id, row.scheduled_time, static_cast<int>(*kind), row.attempt, row.shard_index});
+        const auto it =
+            wanted.find({row.job_id, row.scheduled_time, static_cast<int>(*kind), row.attempt, row.shard_index});
         if (it == wanted.end()) return;
         for (std::size_t i : it->second) {
             const Fire& f = fires[i];
@@ -515,11 +517,10 @@ std::vector<std::optional<StoredFire>> FireRepository::InsertManyIfAbsent(soci::
             where += std::string(where.empty() ? "(" : " OR (") + "job_id IN (" + ids +
                      ") AND scheduled_time BETWEEN " + values.Add(term.from) + " AND " + values.Add(term.to) + ")";
         }
-        const auto rows = impl::SelectRows<KeyRow>(
-            s,
-            std::string("SELECT ") + kKeyRowColumns + " FROM job_fire WHERE (" +
-                where + ") AND kind IN (" + kind_list + ")",
-            [&](soci::statement& st) { values.Bind(st); });
+        const auto rows = impl::SelectRows<KeyRow>(s,
+                                                   std::string("SELECT ") + kKeyRowColumns + " FROM job_fire WHERE (" +
+                                                       where + ") AND kind IN (" + kind_list + ")",
+                                                   [&](soci::statement& st) { values.Bind(st); });
         for (const auto& row : rows) found(row);
     }
     return out;
