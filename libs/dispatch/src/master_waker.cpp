@@ -55,9 +55,9 @@ Result<std::vector<Leader>> ReadLeaders(db::Database& db, const std::string& lea
 }  // namespace
 
 struct MasterWaker::State {
-    State(net::any_io_executor io, http::HttpClient& client, db::DatabaseProvider db, net::thread_pool& pool,
+    State(const net::any_io_executor& io, http::HttpClient& client, db::DatabaseProvider db, net::thread_pool& pool,
           MasterWakerOptions o)
-        : options(std::move(o)), http(client), database(std::move(db)), db_pool(pool), strand(std::move(io)) {}
+        : options(std::move(o)), http(client), database(std::move(db)), db_pool(pool), strand(io) {}
 
     const MasterWakerOptions options;
     http::HttpClient& http;
@@ -186,9 +186,9 @@ net::awaitable<void> Rounds(std::shared_ptr<State> st) {
 
 }  // namespace
 
-MasterWaker::MasterWaker(net::any_io_executor io, http::HttpClient& http, db::DatabaseProvider database,
+MasterWaker::MasterWaker(const net::any_io_executor& io, http::HttpClient& http, db::DatabaseProvider database,
                          net::thread_pool& db_pool, MasterWakerOptions options)
-    : state_(std::make_shared<State>(std::move(io), http, std::move(database), db_pool, std::move(options))) {}
+    : state_(std::make_shared<State>(io, http, std::move(database), db_pool, std::move(options))) {}
 
 MasterWaker::~MasterWaker() {
     std::lock_guard lock(state_->mu);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,14 +25,16 @@ using http::testing::WaitFor;
 
 constexpr const char* kToken = "cluster-secret";
 
-// A trigger node's wake route: counts the wakes that carry the cluster token.
+// A trigger node's wake route: counts the wakes that carry the cluster token. Held, it answers
+// none until released (its server's thread waits).
 class WakeRoute {
   public:
-    WakeRoute() {
+    explicit WakeRoute(bool held = false) : held_(held), gate_(open_.get_future().share()) {
         http::Router router;
         router.Add(
             http::Method::kPost, protocol::kMasterWakePath,
             [this](http::Request& req) {
+                if (held_) gate_.wait();
                 if (req.headers.Get("Authorization") != std::string("Bearer ") + kToken) {
                     ++refused_;
                     return http::Response::Text("no\n", 401);
@@ -42,6 +45,10 @@ class WakeRoute {
             http::Access::kPublic);
         server_ = std::make_unique<TestServer>(std::move(router));
     }
+    ~WakeRoute() { Release(); }
+    void Release() {
+        if (held_ && !released_.exchange(true)) open_.set_value();
+    }
     std::string address() const { return "127.0.0.1:" + std::to_string(server_->port()); }
     int wakes() const { return wakes_.load(); }
     int refused() const { return refused_.load(); }
@@ -49,7 +56,11 @@ class WakeRoute {
   private:
     std::atomic<int> wakes_{0};
     std::atomic<int> refused_{0};
-    std::unique_ptr<TestServer> server_;
+    const bool held_;
+    std::promise<void> open_;
+    std::shared_future<void> gate_;
+    std::atomic<bool> released_{false};
+    std::unique_ptr<TestServer> server_;  // last: stopped first
 };
 
 class MasterWakerTest : public db::testing::DbTest {
@@ -166,14 +177,16 @@ TEST_P(MasterWakerTest, HolderOfAnExpiredLeaseIsNotWoken) {
 }
 
 TEST_P(MasterWakerTest, BurstCostsAtMostTwoRounds) {
-    WakeRoute a, b;
+    WakeRoute a(/*held=*/true), b;
     Node("a", a.address());
     Node("b", b.address());
     Lead(0, "a");
     Lead(1, "b");
-    auto& waker = Waker();
+    auto& waker = Waker({.timeout = std::chrono::seconds(30)});
+    // The first call starts a round, which a's held answer keeps in flight; the 99 others, made
+    // meanwhile, ask for one more.
     for (int i = 0; i < 100; ++i) waker.Wake();
-    // The first call starts a round; the 99 others, made while it is in flight, ask for one more.
+    a.Release();
     ASSERT_TRUE(Rounds(2));
     EXPECT_EQ(waker.Stats().rounds, 2u);
     EXPECT_EQ(a.wakes(), 2);

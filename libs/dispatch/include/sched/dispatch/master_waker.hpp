@@ -70,7 +70,7 @@ class MasterWaker {
   public:
     /// `io`: where the rounds run (an I/O context's executor); `database` may return nullptr
     /// until the database is open (a round then does nothing).
-    MasterWaker(net::any_io_executor io, http::HttpClient& http, db::DatabaseProvider database,
+    MasterWaker(const net::any_io_executor& io, http::HttpClient& http, db::DatabaseProvider database,
                 net::thread_pool& db_pool, MasterWakerOptions options);
     /// No round starts after this; one in flight finishes on its own (see the lifetimes above).
     ~MasterWaker();
