@@ -406,6 +406,7 @@ TEST_F(ExecutorCredentials, WhatNodesSendAnExecutorOpensNothingInTheCluster) {
         {http::Method::kPost, "/api/v1/callback"},
         {http::Method::kPost, "/internal/v1/fires"},
         {http::Method::kPost, "/internal/v1/election/nudge"},
+        {http::Method::kPost, "/internal/v1/master/wake"},
     };
     for (const auto& c : captured) {
         SCOPED_TRACE(c.target);

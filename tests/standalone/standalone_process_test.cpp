@@ -409,6 +409,15 @@ TEST_F(StandaloneProcess, InternalRoutesTakeExactlyTheirFieldsAndNameTheBadOne) 
     }
     EXPECT_EQ(testing::HttpCall(port, "POST", "/internal/v1/election/nudge", "", token).first, 200);
     EXPECT_EQ(testing::HttpCall(port, "POST", "/internal/v1/election/nudge", "{}", token).first, 200);
+    // The masters' wake: the same body rules; the standalone leads its one shard.
+    for (const auto& [body, field] : nudges) {
+        auto [status, answer] = testing::HttpCall(port, "POST", "/internal/v1/master/wake", body, token);
+        EXPECT_EQ(status, 400) << body << " -> " << answer;
+        EXPECT_EQ(field_of(answer), field) << body << " -> " << answer;
+    }
+    EXPECT_EQ(testing::HttpCall(port, "POST", "/internal/v1/master/wake", "", "not-the-token").first, 401);
+    const auto [woke, woken] = testing::HttpCall(port, "POST", "/internal/v1/master/wake", "{}", token);
+    EXPECT_EQ(woke, 202) << woken;
     p.Signal(SIGTERM);
     EXPECT_EQ(p.WaitForExit(15s), 0) << p.stderr_text();
 }

@@ -245,7 +245,7 @@ TEST_F(NodeAdminTest, RoutesAreRegisteredWithTheDocumentedAccess) {
         ASSERT_NE(match.handler, nullptr) << path;
         EXPECT_EQ(match.access, http::Access::kPublic) << path;
     }
-    for (const char* path : {"/internal/v1/fires", "/internal/v1/election/nudge"}) {
+    for (const char* path : {"/internal/v1/fires", "/internal/v1/election/nudge", "/internal/v1/master/wake"}) {
         auto match = router.Find(http::Method::kPost, path);
         ASSERT_NE(match.handler, nullptr) << path;
         EXPECT_EQ(match.access, http::Access::kAuthenticated) << path;
