@@ -147,6 +147,13 @@ class TriggerProcessTest : public db::testing::DbTest {
     double MasterWakes() { return NodeCounter("sched_master_wakes_total"); }
     double ScansSkipped() { return NodeCounter("sched_master_scans_skipped_total"); }
 
+    // Whether the job has exactly `count` fires and every one has ended.
+    bool AllEnded(std::int64_t job_id, std::size_t count) {
+        const auto all = Fires(job_id);
+        return all.size() == count &&
+               std::all_of(all.begin(), all.end(), [](const auto& x) { return model::IsFinal(x.status); });
+    }
+
     // How many of the job's fires succeeded so far.
     int Succeeded(std::int64_t job_id) {
         const auto fires = Fires(job_id);
@@ -340,14 +347,7 @@ TEST_P(TriggerProcessTest, ManualTriggerRunsOnceAndFailuresAreRetried) {
     flaky.retry_backoff_ms = 200;
     auto created = Create(flaky);
     ASSERT_TRUE(created.ok());
-    ASSERT_TRUE(WaitFor(
-        [&] {
-            auto all = Fires(created->id);
-            return all.size() == 3 &&
-                   std::all_of(all.begin(), all.end(), [](const auto& x) { return model::IsFinal(x.status); });
-        },
-        20s))
-        << trigger_->stderr_text();
+    ASSERT_TRUE(WaitFor([&] { return AllEnded(created->id, 3); }, 20s)) << trigger_->stderr_text();
     std::set<int> attempts;
     for (const auto& x : Fires(created->id)) {
         attempts.insert(x.attempt);
@@ -384,14 +384,7 @@ TEST_P(TriggerProcessTest, WritesElsewhereWakeAMasterThatProbesRarely) {
     const auto res = testing::HttpRequest(static_cast<unsigned short>(web_port), "POST",
                                           "/api/v1/jobs/" + std::to_string(created->id) + "/trigger", "{}", "t0ken");
     ASSERT_EQ(res.status / 100, 2) << res.body;
-    ASSERT_TRUE(WaitFor(
-        [&] {
-            auto all = Fires(created->id);
-            return all.size() == 3 &&
-                   std::all_of(all.begin(), all.end(), [](const auto& x) { return model::IsFinal(x.status); });
-        },
-        20s))
-        << trigger_->stderr_text() << web.stderr_text();
+    ASSERT_TRUE(WaitFor([&] { return AllEnded(created->id, 3); }, 20s)) << trigger_->stderr_text() << web.stderr_text();
     const auto took = std::chrono::steady_clock::now() - started;
     // Three attempts, two backoffs of 200-400 ms: a few seconds with wakes; at least one probe
     // interval (30 s) without.

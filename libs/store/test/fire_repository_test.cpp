@@ -213,15 +213,9 @@ TEST_P(FireRepositoryTest, InsertManyReadsNothingBackWhenTheInsertReturnsItsRows
         ASSERT_TRUE(existing);
         long long statements = 0;
         auto stored = db().Run([&](soci::session& s) {
-            const auto questions = [&s] {
-                std::string name;
-                long long value = 0;
-                s << "SHOW SESSION STATUS LIKE 'Questions'", soci::into(name), soci::into(value);
-                return value;
-            };
-            const long long before = questions();
+            const long long before = StatementsRun(s);
             auto out = FireRepository::InsertManyIfAbsent(s, *dialect, batch);
-            statements = questions() - before - 1;  // not the second SHOW
+            statements = StatementsRun(s) - before - 1;  // not the second SHOW
             return out;
         });
         ASSERT_TRUE(stored.ok()) << stored.status().ToString();

@@ -40,6 +40,20 @@ class FireResultsTest : public StoreTest {
         ASSERT_TRUE(ExecutorRepository(db()).Heartbeat({.app = "shop", .address = "10.0.0.9:7000"}).ok());
     }
 
+    // A fixed-delay job of app pay (its next time counts from a fire's end, so every end of
+    // one needs the master); its id, 0 if it could not be created.
+    std::int64_t CreateFixedDelayJob() {
+        Job delayed;
+        delayed.name = "poll";
+        delayed.app = "pay";
+        delayed.handler = "echo";
+        delayed.schedule_type = sched::ScheduleType::kFixedDelay;
+        delayed.schedule_expr = "10s";
+        auto created = JobRepository(db()).Create(delayed);
+        EXPECT_TRUE(created.ok()) << created.status().ToString();
+        return created.ok() ? created->id : 0;
+    }
+
     // A fire left pending, or dispatching (under `dispatch_epoch`, if any), then running on
     // `running_on`, then ended as `ended`.
     struct FireSetup {
@@ -191,17 +205,11 @@ class FireResultsTest : public StoreTest {
     // counter counts every statement it ran) into `statements`.
     Result<std::vector<ResultOutcome>> ApplyManyCounted(const std::vector<ExecutorResult>& batch, long long& statements,
                                                         bool alone = false) {
-        const auto questions = [](soci::session& s) {
-            std::string name;
-            long long value = 0;
-            s << "SHOW SESSION STATUS LIKE 'Questions'", soci::into(name), soci::into(value);
-            return value;
-        };
         return db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
-            const long long before = questions(s);
+            const long long before = StatementsRun(s);
             auto out = alone ? FireResults::TryApplyMany(s, batch, PayOnly).value_or(std::vector<ResultOutcome>{})
                              : FireResults::ApplyMany(s, batch, PayOnly);
-            statements = questions(s) - before - 1;  // not the second SHOW
+            statements = StatementsRun(s) - before - 1;  // not the second SHOW
             return out;
         });
     }
@@ -363,15 +371,9 @@ TEST_P(FireResultsTest, WithoutATransactionALostRowIsLeftUndecidedAndTheMovedOne
     const auto more = ManyFires(40, 10);
     long long statements = 0;
     auto counted = db().Run([&](soci::session& s) {
-        const auto questions = [&s] {
-            std::string name;
-            long long value = 0;
-            s << "SHOW SESSION STATUS LIKE 'Questions'", soci::into(name), soci::into(value);
-            return value;
-        };
-        const long long before = questions();
+        const long long before = StatementsRun(s);
         auto out = FireResults::ApplyManyAutocommit(s, ResultsFrom(more), PayOnly);
-        statements = questions() - before - 1;  // not the second SHOW
+        statements = StatementsRun(s) - before - 1;  // not the second SHOW
         return out;
     });
     ASSERT_TRUE(counted.ok()) << counted.status().ToString();
@@ -418,18 +420,12 @@ TEST_P(FireResultsTest, ABatchOverOneChunkIsAppliedWhole) {
 // is not fixed-delay is written with the flag down (no second write to clear it), a failure or
 // a fixed-delay job's success keeps it; the batch and the one-by-one path agree.
 TEST_P(FireResultsTest, ASuccessNeedsNoFollowupUnlessItsJobIsFixedDelay) {
-    Job delayed;
-    delayed.name = "poll";
-    delayed.app = "pay";
-    delayed.handler = "echo";
-    delayed.schedule_type = sched::ScheduleType::kFixedDelay;
-    delayed.schedule_expr = "10s";
-    auto created = JobRepository(db()).Create(delayed);
-    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    const std::int64_t delayed = CreateFixedDelayJob();
+    ASSERT_NE(delayed, 0);
     for (const bool batched : {true, false}) {
         const auto ok = MakeFire({.job_id = pay_job_, .running_on = "10.0.0.1:7000"});
         const auto bad = MakeFire({.job_id = pay_job_, .running_on = "10.0.0.1:7000"});
-        const auto ok_delayed = MakeFire({.job_id = created->id, .running_on = "10.0.0.1:7000"});
+        const auto ok_delayed = MakeFire({.job_id = delayed, .running_on = "10.0.0.1:7000"});
         const std::vector<ExecutorResult> batch = {Item(ok, 0, 5, "10.0.0.1:7000"),
                                                    Item(bad, 0, 5, "10.0.0.1:7000", FireStatus::kFailed),
                                                    Item(ok_delayed, 0, 5, "10.0.0.1:7000")};
@@ -445,14 +441,8 @@ TEST_P(FireResultsTest, ASuccessNeedsNoFollowupUnlessItsJobIsFixedDelay) {
 // What the callback route wakes the masters by: each path reports whether an applied end left
 // the follow-up flag set, exactly as the rows say, and a refused item raises nothing.
 TEST_P(FireResultsTest, ReportsWhetherAnAppliedEndRaisedTheFollowup) {
-    Job delayed;
-    delayed.name = "poll";
-    delayed.app = "pay";
-    delayed.handler = "echo";
-    delayed.schedule_type = sched::ScheduleType::kFixedDelay;
-    delayed.schedule_expr = "10s";
-    auto created = JobRepository(db()).Create(delayed);
-    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    const std::int64_t delayed = CreateFixedDelayJob();
+    ASSERT_NE(delayed, 0);
     struct Case {
         const char* what;
         std::int64_t job;
@@ -463,7 +453,7 @@ TEST_P(FireResultsTest, ReportsWhetherAnAppliedEndRaisedTheFollowup) {
                           {"a manual job's kill", pay_job_, FireStatus::kKilled, false},
                           {"a failure", pay_job_, FireStatus::kFailed, true},
                           {"a timeout", pay_job_, FireStatus::kTimeout, true},
-                          {"a fixed-delay job's success", created->id, FireStatus::kSucceeded, true}};
+                          {"a fixed-delay job's success", delayed, FireStatus::kSucceeded, true}};
     enum class Path { kApplyMany, kTryApplyMany, kAutocommit };
     for (const Path path : {Path::kApplyMany, Path::kTryApplyMany, Path::kAutocommit}) {
         // SQLite decides nothing without a transaction.

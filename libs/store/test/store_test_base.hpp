@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include <soci/soci.h>
+
 #include "sched/db/migrator.hpp"
 #include "sched/db/testing/test_database.hpp"
 #include "sched/store/job.hpp"
@@ -19,6 +21,15 @@ class StoreTest : public db::testing::DbTest {
         if (IsSkipped() || HasFatalFailure()) return;
         auto migrated = db::Migrator(db()).Migrate();
         ASSERT_TRUE(migrated.ok()) << migrated.status().ToString();
+    }
+
+    /// The statements a MySQL session has run so far (its Questions counter, which counts every
+    /// statement, this SHOW included): the difference of two reads less one is what ran between.
+    static long long StatementsRun(soci::session& s) {
+        std::string name;
+        long long value = 0;
+        s << "SHOW SESSION STATUS LIKE 'Questions'", soci::into(name), soci::into(value);
+        return value;
     }
 
     /// A manual job `name` of `app` (handler "echo"); its id, 0 if it could not be created.
