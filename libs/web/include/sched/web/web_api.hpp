@@ -90,8 +90,8 @@ struct WebOptions {
     /// The master lease's row in scheduler_lock (not a YAML key: a cluster has one master lease).
     std::string lease_name = "master";
     /// Called after the commit of every write a master must act on (a job created, changed or
-    /// resumed, a manual trigger, a workflow written or run, a backfill created or cancelled, a
-    /// kill, a callback whose results leave a follow-up), so that the masters plan it now instead
+    /// resumed, a manual trigger, a workflow written or run, a backfill created, a kill,
+    /// a callback whose results leave a follow-up), so that the masters plan it now instead
     /// of at their next probe (sched/protocol/master_wake.hpp). Must return at once and never
     /// throw (dispatch::MasterWaker::Wake). Empty: no wakes. Not a YAML key: the process sets it.
     std::function<void()> wake_masters;
