@@ -1,6 +1,7 @@
 #include "sched/trigger/slave.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include <spdlog/spdlog.h>
@@ -77,12 +78,9 @@ Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr
                            giving_up ? "; the master's sweep ends them" : " yet, retrying", error.ToString());
           }),
       timeouts_(io_, db_pool_, *executors_, config_.dispatch_timeout,
-                {.status_of = [this](std::int64_t id) { return store_->StatusOf(id); },
+                {.status_of = std::bind_front(&FireClaimStore::StatusOf, store_.get()),
                  .ended = [this](FireEnding e) { End(std::move(e)); },
-                 .now_ms =
-                     [this] {
-                         return time_.NowMs();
-                     }},
+                 .now_ms = std::bind_front(&DbTime::NowMs, &time_)},
                 node_id_),
       claimer_(strand_, db_pool_, node_id_),
       sender_(io_, db_pool_, queue_, *executors_, directory_, time_,
@@ -91,10 +89,7 @@ Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr
                .misfire_threshold = config_.misfire_threshold},
               {.accepted = [this](AcceptedRun run) { Accepted(std::move(run)); },
                .ended = [this](FireEnding e) { End(std::move(e)); },
-               .restamp =
-                   [this](std::int64_t id, std::int64_t token) {
-                       return store_->Restamp(id, token);
-                   }},
+               .restamp = std::bind_front(&FireClaimStore::Restamp, store_.get())},
               node_id_, metrics),
       claims_(metrics.Counter("sched_slave_claims_total", "Group claims committed by this slave.").Labels({})),
       claimed_fires_(
