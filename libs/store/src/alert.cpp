@@ -296,13 +296,15 @@ std::vector<AlertRule> AlertRepository::EnabledRules(soci::session& s, int limit
 std::vector<AlertableFire> AlertRepository::ListEndedAfter(soci::session& s, std::int64_t after_ms,
                                                            std::int64_t after_id, std::int64_t until_ms, int limit) {
     // The keyset condition is spelled out (no row-value comparison on every backend); the
-    // first term keeps the range scan on idx_fire_finished.
+    // first term keeps the range scan on idx_fire_finished, and the unary pluses (the same
+    // values; MariaDB ignores them) keep SQLite, which has no statistics, from reading every
+    // failure ever from idx_fire_state instead.
     return impl::SelectRows<FireRow>(
         s,
         "SELECT f.id, f.job_id, j.name, j.app, f.scheduled_time, f.attempt, f.status, f.reason, f.finished_at, "
         "f.result_code, f.result_message, j.pause_after_failures FROM job_fire f LEFT JOIN job j ON j.id = f.job_id "
         "WHERE f.finished_at >= :after AND f.finished_at <= :until AND (f.finished_at > :after2 OR f.id > :after_id) "
-        "AND (f.status IN ('failed', 'timeout', 'lost') OR (f.status = 'skipped' AND f.reason = 'misfire')) "
+        "AND (+f.status IN ('failed', 'timeout', 'lost') OR (+f.status = 'skipped' AND f.reason = 'misfire')) "
         "ORDER BY f.finished_at, f.id LIMIT " +
             std::to_string(limit),
         [&](soci::statement& st) {

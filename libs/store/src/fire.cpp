@@ -823,14 +823,15 @@ constexpr std::initializer_list<FireStatus> kFinalStatuses = {FireStatus::kSucce
 
 }  // namespace
 
-// In the purge's queries `+followup = 0` (unary plus: the same value) keeps SQLite's planner
-// off idx_fire_followup, which it otherwise prefers without statistics: nearly every row has
-// followup = 0, so once the backlog is gone each round would read the whole table. With it
-// SQLite, like MariaDB, ranges over idx_fire_status / idx_fire_job (EXPLAIN checked on both).
+// In the purge's queries a unary plus (the same value; MariaDB ignores it) keeps SQLite's planner,
+// which has no statistics, off an index that would read the whole table once the backlog is
+// gone: `+followup = 0` off idx_fire_followup (nearly every row has followup = 0), `+status IN`
+// off idx_fire_state (nearly every row is final). With them SQLite, like MariaDB, ranges over
+// idx_fire_time / idx_fire_job (EXPLAIN checked on both).
 std::vector<std::int64_t> FireRepository::ListExpired(soci::session& s, std::int64_t cutoff_ms, int limit) {
     return impl::SelectRows<impl::IdRow>(
         s,
-        "SELECT id FROM job_fire WHERE status IN (" + StatusList(kFinalStatuses) +
+        "SELECT id FROM job_fire WHERE +status IN (" + StatusList(kFinalStatuses) +
             ") AND scheduled_time < :c AND +followup = 0 AND COALESCE(finished_at, scheduled_time) < :c2 LIMIT " +
             std::to_string(std::max(1, limit)),
         [&](soci::statement& st) {

@@ -197,7 +197,7 @@ std::string IdList(const std::vector<std::int64_t>& ids) {
 }
 
 // The table of an UPDATE that finds its rows by an `id IN (...)` list and then tests their
-// status. SQLite has no statistics here and costs `status = 'pending'` on idx_fire_status as a
+// status. SQLite has no statistics here and costs `status = 'pending'` on a status index as a
 // handful of rows, so it walked EVERY pending fire (every dispatching one for MarkRunning)
 // instead of the list's primary keys: under overload the backlog grows, each claim holds the
 // file's single write lock longer, the backlog grows faster, and the node's other writers
@@ -598,7 +598,7 @@ int FireClaims::MarkRunning(soci::session& s, const std::vector<StartedFire>& fi
 }
 
 std::vector<std::int64_t> FireClaims::ListPendingIds(soci::session& s, const std::string& node, int limit) {
-    // Ids only, in the index's own order: idx_fire_node (assigned_node, status, scheduled_time)
+    // Ids only, in the index's own order: idx_fire_state (status, assigned_node, scheduled_time)
     // holds the primary key, so the poll reads no row and sorts nothing. It read every pending
     // row of the node whole, sorted by due_at, once a second per node; at 5,000 fires/s on 3
     // nodes MariaDB ran that as a scan of the whole table (EXPLAIN: type ALL, filesort; 153 ms

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include <soci/soci.h>
 
@@ -30,6 +33,36 @@ class StoreTest : public db::testing::DbTest {
         long long value = 0;
         s << "SHOW SESSION STATUS LIKE 'Questions'", soci::into(name), soci::into(value);
         return value;
+    }
+
+    /// A statement `run` ran and SQLite's plan of it (EXPLAIN QUERY PLAN, its details joined by
+    /// "; "): SQLite plans without statistics, so its plans are fixed and a test can pin them.
+    struct PlannedStatement {
+        std::string sql;
+        std::string plan;
+    };
+    /// The SELECTs and UPDATEs `run` ran, in one write transaction, each with its plan.
+    std::vector<PlannedStatement> SqlitePlansOf(const std::function<void(soci::session&)>& run) {
+        std::ostringstream log;
+        auto ran = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+            s.set_log_stream(&log);
+            run(s);
+            s.set_log_stream(nullptr);
+        });
+        EXPECT_TRUE(ran.ok()) << ran.ToString();
+        std::vector<PlannedStatement> out;
+        std::istringstream lines(log.str());
+        for (std::string sql; std::getline(lines, sql);) {
+            if (sql.rfind("UPDATE", 0) != 0 && sql.rfind("SELECT", 0) != 0) continue;
+            std::string plan;
+            auto explained = db().Run([&](soci::session& s) {
+                soci::rowset<soci::row> rows = (s.prepare << "EXPLAIN QUERY PLAN " + sql);
+                for (const auto& row : rows) plan += row.get<std::string>(3) + "; ";
+            });
+            EXPECT_TRUE(explained.ok()) << explained.ToString() << " for " << sql;
+            out.push_back({sql, plan});
+        }
+        return out;
     }
 
     /// A manual job `name` of `app` (handler "echo"); its id, 0 if it could not be created.

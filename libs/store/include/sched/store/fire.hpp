@@ -154,7 +154,8 @@ class FireRepository {
     /// reassign: a slave that stops hands its queue back. Returns how many.
     static int UnassignPending(soci::session& s, const std::string& node);
     /// Running fires after the cursor (scheduled_time, id), in that order, at most `limit`: the
-    /// master's sweep for runs that nobody will finish. Served by idx_fire_status.
+    /// master's sweep for runs that nobody will finish. Served by idx_fire_state (status, assigned_node,
+    /// scheduled_time) and a sort of the running fires alone (they are the runs in flight).
     static std::vector<model::Fire> ListRunning(soci::session& s, std::int64_t after_scheduled, std::int64_t after_id,
                                                 int limit);
     /// Fires whose followup flag is set, of `shard` (JobShard::FollowupFilter), oldest first. On MySQL a locking read
@@ -181,7 +182,7 @@ class FireRepository {
 
     /// Ids of at most `limit` purgeable fires that ended before `cutoff_ms` (finished_at, or
     /// scheduled_time when finished_at is NULL) and were scheduled before it - the second
-    /// condition keeps the query on idx_fire_status (status, scheduled_time); a fire ends after
+    /// condition keeps the query on idx_fire_time (scheduled_time); a fire ends after
     /// its scheduled time, so it only delays the odd fire cancelled ahead of its time.
     static std::vector<std::int64_t> ListExpired(soci::session& s, std::int64_t cutoff_ms, int limit);
     /// The scheduled_time of the job's keep-th newest fire (any state), by scheduled_time;

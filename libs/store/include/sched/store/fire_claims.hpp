@@ -120,7 +120,7 @@ class FireClaims {
     static int MarkRunning(soci::session& s, const std::vector<StartedFire>& fires, const std::string& address);
 
     /// The ids of the fires `pending` and assigned to `node`, earliest scheduled first, at most
-    /// `limit` (the slave's poll: read from idx_fire_node alone, no row, no sort).
+    /// `limit` (the slave's poll: read from idx_fire_state alone, no row, no sort).
     static std::vector<std::int64_t> ListPendingIds(soci::session& s, const std::string& node, int limit);
 
     /// The fires among `ids` that are `pending` and assigned to `node` (a notification's ids).

@@ -86,10 +86,9 @@ class FireStats {
     explicit FireStats(db::Database& db) : db_(db) {}
 
     /// The window ends at the database clock's now. Statements: the DB clock, one grouped count
-    /// per bucket and status and one per job and status (ranges over the (status,
-    /// scheduled_time) index), the listed jobs' names, one count of the fires not ended, and the
-    /// running and overdue lists only when there are such fires. Throws std::invalid_argument for a query
-    /// outside its bounds (the API validates first).
+    /// per bucket and status and one per job and status (ranges over idx_fire_time), the listed jobs' names, one count
+    /// of the fires not ended, and the running and overdue lists only when there are such fires. Throws
+    /// std::invalid_argument for a query outside its bounds (the API validates first).
     Result<FireActivity> Activity(const ActivityQuery& query);
 
   private:
