@@ -1,6 +1,6 @@
 // Jobs: the list, one job with its recent fires, and the create/edit form with a live preview.
 
-import { ApiError, canOperate, del, get, post, put, withQuery } from '../api.js';
+import { ApiError, canOperate, del, get, post, saveForm, withQuery } from '../api.js';
 import { auditHistory } from './audit.js';
 import {
   actor, badge, bannerError, clearErrors, debounce, field, fmtDuration, fmtRelative, fmtTime, formDenied, h,
@@ -614,19 +614,15 @@ export async function jobFormView(main, ctx) {
     }
     body.max_runs = intValue('max_runs') ?? null;
     if (id) body.version = job.version;
-    save.disabled = true;
-    try {
-      const stored = id ? await put(`/api/v1/jobs/${id}`, body) : await post('/api/v1/jobs', body);
-      location.hash = `#/jobs/${stored.id}`;
-    } catch (e) {
-      if (e.status === 409 && e.field === 'version') {
-        showError(form, { message: `${e.message}. Reload the page to edit the current version.` });
-      } else {
-        showError(form, e);
-      }
-    } finally {
-      save.disabled = false;
-    }
+    await saveForm({
+      collection: '/api/v1/jobs',
+      page: 'jobs',
+      id,
+      body,
+      button: save,
+      stale: (e) => showError(form, { message: `${e.message}. Reload the page to edit the current version.` }),
+      failed: (e) => showError(form, e),
+    });
   });
 
   main.append(h('h1', null, id ? `Edit "${job.name}"` : 'New job'),
