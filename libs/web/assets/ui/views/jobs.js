@@ -2,6 +2,7 @@
 
 import { ApiError, canOperate, del, get, post, saveForm, withQuery } from '../api.js';
 import { auditHistory } from './audit.js';
+import { fireOutcomeCells } from './fires.js';
 import {
   actor, badge, bannerError, clearErrors, debounce, field, fmtDuration, fmtRelative, fmtTime, formDenied, h,
   paramsText, replace, setFieldError, showError, table, timeCell,
@@ -387,10 +388,7 @@ export async function jobView(main, ctx) {
         h('td', null, h('a', { href: `#/fires/${f.id}` }, `#${f.id}`), h('div', { class: 'hint' }, f.kind)),
         h('td', null, badge(f.status)),
         h('td', null, timeCell(f.scheduled_time, job?.time_zone)),
-        h('td', { class: 'num' }, fmtDuration(f.lag_ms)),
-        h('td', { class: 'num' }, fmtDuration(f.duration_ms)),
-        h('td', null, f.executor_address ?? '—'),
-        h('td', { class: 'wrap' }, f.result_message ?? ''))),
+        ...fireOutcomeCells(f))),
       'No fires yet.'));
   }
 
