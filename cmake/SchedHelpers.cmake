@@ -88,3 +88,54 @@ function(sched_add_db_test name)
     sched_note_in_process_test(${name} "unit;sqlite;mysql;${ARG_LABELS}")
     sched_note_tsan_test(${name} ${name}.sqlite ${name}.mysql)
 endfunction()
+
+# sched_add_fuzz(<name> ENTRY <fuzz/x_fuzz.cpp> LIB <target> [LIBFUZZER ON|OFF] [SOURCES ...]
+#                [DEPENDS ...] [DEFINES ...] [INCLUDES ...] [LINK ...] [RUN_ARGS ...])
+# A fuzz entry point (LLVMFuzzerTestOneInput in ENTRY) run two ways:
+# - always, <name>_fuzz_replay: ENTRY with fuzz/replay_main.cpp built by the project's compiler,
+#   linked to LIB, replaying fuzz/corpus and deterministic mutations of it (label "unit;fuzz", so
+#   the ASan stage builds it too);
+# - when clang++ is installed and LIBFUZZER is on, the target named after ENTRY (cron_parser_fuzz):
+#   one clang++ invocation, outside the g++ toolchain, with libFuzzer, ASan and UBSan, of ENTRY,
+#   SOURCES (absolute paths: the library's own sources) and LINK (files), with DEFINES (-D...),
+#   include/, INCLUDES (absolute) and sched_common's include/; rebuilt when DEPENDS change. It is
+#   fuzzed as the ctest <name>_fuzz (label "fuzz") with RUN_ARGS, the dictionary fuzz/<name>.dict,
+#   the seed corpus and the new inputs and crashes kept under <build>/fuzz.
+# Without the libFuzzer binary, the replay's ctest is named <name>_fuzz.
+function(sched_add_fuzz name)
+    cmake_parse_arguments(ARG "" "ENTRY;LIB;LIBFUZZER" "SOURCES;DEPENDS;DEFINES;INCLUDES;LINK;RUN_ARGS" ${ARGN})
+    set(fuzz_dir ${CMAKE_CURRENT_BINARY_DIR}/fuzz)
+    file(MAKE_DIRECTORY ${fuzz_dir}/corpus ${fuzz_dir}/artifacts)
+    add_executable(${name}_fuzz_replay ${ARG_ENTRY} fuzz/replay_main.cpp)
+    target_link_libraries(${name}_fuzz_replay PRIVATE ${ARG_LIB})
+
+    find_program(SCHED_CLANGXX NAMES clang++ clang++-14 clang++-15 clang++-16)
+    if(SCHED_CLANGXX AND ARG_LIBFUZZER)
+        get_filename_component(fuzz_target ${ARG_ENTRY} NAME_WE)
+        set(fuzz_bin ${fuzz_dir}/${fuzz_target})
+        list(TRANSFORM ARG_INCLUDES PREPEND -I OUTPUT_VARIABLE includes)
+        add_custom_command(
+            OUTPUT ${fuzz_bin}
+            COMMAND ${SCHED_CLANGXX} -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined
+                    -fno-sanitize-recover=undefined -pthread ${ARG_DEFINES}
+                    -I${CMAKE_CURRENT_SOURCE_DIR}/include ${includes}
+                    -I$<TARGET_PROPERTY:sched_common,SOURCE_DIR>/include
+                    ${CMAKE_CURRENT_SOURCE_DIR}/${ARG_ENTRY} ${ARG_SOURCES}
+                    $<TARGET_FILE:sched_common> ${ARG_LINK} -o ${fuzz_bin}
+            DEPENDS ${ARG_ENTRY} ${ARG_SOURCES} ${ARG_DEPENDS} sched_common
+            COMMENT "Building ${fuzz_target} with ${SCHED_CLANGXX} (libFuzzer, ASan, UBSan)"
+            COMMAND_EXPAND_LISTS VERBATIM)
+        add_custom_target(${fuzz_target} ALL DEPENDS ${fuzz_bin})
+        add_test(NAME ${name}_fuzz
+            COMMAND ${fuzz_bin} ${ARG_RUN_ARGS} -print_final_stats=1
+                    -dict=${CMAKE_CURRENT_SOURCE_DIR}/fuzz/${name}.dict -artifact_prefix=${fuzz_dir}/artifacts/
+                    ${fuzz_dir}/corpus ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus)
+        set_tests_properties(${name}_fuzz PROPERTIES LABELS "fuzz" TIMEOUT 90)
+        set(replay_test ${name}_fuzz_replay)
+    else()
+        set(replay_test ${name}_fuzz)
+    endif()
+    add_test(NAME ${replay_test} COMMAND ${name}_fuzz_replay ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus)
+    set_tests_properties(${replay_test} PROPERTIES LABELS "unit;fuzz" TIMEOUT 120)
+    sched_note_in_process_test(${name}_fuzz_replay "unit;fuzz")
+endfunction()

@@ -317,6 +317,17 @@ std::pair<int, std::string> ReadyzWithin(unsigned short port, std::chrono::milli
     }
 }
 
+// Polls GET /readyz (each call within 2 s) for at most 10 s until it answers `status`; `last`
+// is the last answer.
+bool WaitForReadyz(unsigned short port, int status, std::pair<int, std::string>& last) {
+    return WaitFor(
+        [&] {
+            last = ReadyzWithin(port, 2s);
+            return last.first == status;
+        },
+        10s);
+}
+
 TEST_F(StandaloneProcess, ReadyzIsNotReadyWhileNoNodeLeadsAndReadyOnceOneDoes) {
     // The node's lease statements give up after margin / 2 on a locked database; its heartbeat
     // (busy-timeout 10 s) only waits. So the database stays "reachable" and only leadership stops.
@@ -326,13 +337,7 @@ TEST_F(StandaloneProcess, ReadyzIsNotReadyWhileNoNodeLeadsAndReadyOnceOneDoes) {
     const auto port = ListeningPort(p, 20s);
     ASSERT_NE(port, 0) << p.stderr_text();
     std::pair<int, std::string> ready{0, ""};
-    ASSERT_TRUE(WaitFor(
-        [&] {
-            ready = ReadyzWithin(port, 2s);
-            return ready.first == 200;
-        },
-        10s))
-        << ready.second;
+    ASSERT_TRUE(WaitForReadyz(port, 200, ready)) << ready.second;
     EXPECT_EQ(ready.second, "ready\n");
 
     const auto db = OpenNodeDb(db_path, "");
@@ -342,12 +347,7 @@ TEST_F(StandaloneProcess, ReadyzIsNotReadyWhileNoNodeLeadsAndReadyOnceOneDoes) {
     **session << "BEGIN IMMEDIATE";  // holds the write lock: nobody can renew or take the lease
     const auto locked_at = std::chrono::steady_clock::now();
     std::pair<int, std::string> not_ready{0, ""};
-    const bool went_unready = WaitFor(
-        [&] {
-            not_ready = ReadyzWithin(port, 2s);
-            return not_ready.first == 503;
-        },
-        10s);
+    const bool went_unready = WaitForReadyz(port, 503, not_ready);
     const auto unready_after = std::chrono::steady_clock::now() - locked_at;
     **session << "COMMIT";
     ASSERT_TRUE(went_unready) << "/readyz stayed " << not_ready.first << " " << not_ready.second;
@@ -356,13 +356,7 @@ TEST_F(StandaloneProcess, ReadyzIsNotReadyWhileNoNodeLeadsAndReadyOnceOneDoes) {
     // most a tick before the lock.
     EXPECT_GE(unready_after, 900ms);
 
-    EXPECT_TRUE(WaitFor(
-        [&] {
-            ready = ReadyzWithin(port, 2s);
-            return ready.first == 200;
-        },
-        10s))
-        << ready.second;
+    EXPECT_TRUE(WaitForReadyz(port, 200, ready)) << ready.second;
     p.Signal(SIGTERM);
     EXPECT_EQ(p.WaitForExit(15s), 0) << p.stderr_text();
 }

@@ -19,6 +19,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using http::testing::BlockingClient;
+using http::testing::ErrorOf;
 using http::testing::WaitFor;
 using testing::FakeWeb;
 using testing::SignedRequest;
@@ -135,11 +136,6 @@ class ExecutorTest : public ::testing::Test {
         return web.ResultsFor(fire_id).front();
     }
     nlohmann::json ResultOf(std::int64_t fire_id) { return ResultOf(*web_, fire_id); }
-    static nlohmann::json ErrorOf(const Result<http::ClientResponse>& r) {
-        if (!r.ok()) return {{"transport", r.status().ToString()}};
-        auto j = r->Json();
-        return j.ok() && j->contains("error") ? (*j)["error"] : nlohmann::json{{"body", r->body}};
-    }
 
     std::filesystem::path spool_dir_;
     std::unique_ptr<FakeWeb> web_;

@@ -25,6 +25,7 @@ namespace {
 using namespace std::chrono_literals;
 using sched::testing::PeakRss;
 using testing::BlockingClient;
+using testing::ErrorOf;
 using testing::LoopbackOptions;
 using testing::RawConnection;
 using testing::TestServer;
@@ -34,12 +35,6 @@ constexpr std::size_t kMiB = 1024 * 1024;
 
 std::string Nested(std::size_t depth) {
     return std::string(depth, '[') + std::string(depth, ']');
-}
-
-nlohmann::json ErrorOf(const Result<ClientResponse>& r) {
-    if (!r.ok()) return {{"transport", r.status().ToString()}};
-    auto j = r->Json();
-    return j.ok() && j->contains("error") ? (*j)["error"] : nlohmann::json{{"body", r->body}};
 }
 
 Router EchoRoutes() {

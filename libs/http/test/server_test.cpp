@@ -14,16 +14,11 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::BlockingClient;
+using testing::ErrorOf;
 using testing::LoopbackOptions;
 using testing::RawConnection;
 using testing::TestServer;
 using testing::WaitFor;
-
-nlohmann::json ErrorOf(const Result<ClientResponse>& r) {
-    if (!r.ok()) return {{"transport", r.status().ToString()}};
-    auto j = r->Json();
-    return j.ok() && j->contains("error") ? (*j)["error"] : nlohmann::json{{"body", r->body}};
-}
 
 Router ItemRoutes() {
     Router r;

@@ -193,6 +193,18 @@ class LockClusterTest : public LockDbTest {
         return false;
     }
 
+    /// Waits until `n` has logged a fenced write of term `epoch` that committed.
+    static bool WaitForFencedWrite(const Node& n, long long epoch) {
+        return WaitFor(
+            [&] {
+                for (const auto& l : ReadLog(n.log)) {
+                    if (l.kind == "FENCED" && l.Num("epoch") == epoch && l.Str("ok") == "1") return true;
+                }
+                return false;
+            },
+            5s);
+    }
+
     /// Waits until a live node holds a live lease and has logged the START of that term.
     Node* WaitForLeader(std::chrono::milliseconds timeout, const std::string& not_this = "") {
         Node* leader = nullptr;
@@ -367,14 +379,7 @@ TEST_P(LockClusterTest, PausedLeaderCannotWriteAfterTakeoverAndDemotesWhenResume
     Node* a = WaitForLeader(10s);
     ASSERT_NE(a, nullptr);
     const long long epoch_a = MasterRow()->epoch;
-    ASSERT_TRUE(WaitFor(
-        [&] {
-            for (const auto& l : ReadLog(a->log)) {
-                if (l.kind == "FENCED" && l.Num("epoch") == epoch_a && l.Str("ok") == "1") return true;
-            }
-            return false;
-        },
-        5s));
+    ASSERT_TRUE(WaitForFencedWrite(*a, epoch_a));
 
     const auto paused = std::chrono::steady_clock::now();
     a->process->Signal(SIGSTOP);
@@ -384,14 +389,7 @@ TEST_P(LockClusterTest, PausedLeaderCannotWriteAfterTakeoverAndDemotesWhenResume
     ASSERT_NE(b, nullptr) << "no take-over while the leader was paused";
     const long long epoch_b = MasterRow()->epoch;
     EXPECT_GT(epoch_b, epoch_a);
-    ASSERT_TRUE(WaitFor(
-        [&] {
-            for (const auto& l : ReadLog(b->log)) {
-                if (l.kind == "FENCED" && l.Num("epoch") == epoch_b && l.Str("ok") == "1") return true;
-            }
-            return false;
-        },
-        5s));
+    ASSERT_TRUE(WaitForFencedWrite(*b, epoch_b));
     // Keep a paused for longer than the TTL in total (usually already the case).
     while (std::chrono::steady_clock::now() - paused < kTtl + 500ms) std::this_thread::sleep_for(20ms);
 

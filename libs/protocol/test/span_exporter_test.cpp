@@ -30,6 +30,11 @@ Span TestSpan(int i) {
     return s;
 }
 
+// The spans of one posted body (one resource, one scope).
+const nlohmann::json& SpansOf(const nlohmann::json& body) {
+    return body["resourceSpans"][0]["scopeSpans"][0]["spans"];
+}
+
 // A collector on loopback that answers every post with `status` and keeps the bodies.
 class Collector {
   public:
@@ -43,7 +48,7 @@ class Collector {
     }
     std::size_t SpansReceived() {
         std::size_t n = 0;
-        for (const auto& b : Bodies()) n += b["resourceSpans"][0]["scopeSpans"][0]["spans"].size();
+        for (const auto& b : Bodies()) n += SpansOf(b).size();
         return n;
     }
 
@@ -135,7 +140,7 @@ TEST(SpanExporter, PostsQueuedSpansInBatches) {
     exporter.Stop();
     const auto bodies = collector.Bodies();
     for (const auto& b : bodies) {
-        EXPECT_LE(b["resourceSpans"][0]["scopeSpans"][0]["spans"].size(), 2u);
+        EXPECT_LE(SpansOf(b).size(), 2u);
         EXPECT_EQ(b["resourceSpans"][0]["resource"]["attributes"][0]["value"]["stringValue"], "scheduler-test");
     }
     EXPECT_GE(bodies.size(), 3u);
@@ -271,7 +276,7 @@ TEST(FireTracer, PushesStepsAndTheRootUnderTheRunsSpan) {
     exporter->Stop();
     std::map<std::string, nlohmann::json> by_name;
     for (const auto& b : collector.Bodies()) {
-        for (const auto& s : b["resourceSpans"][0]["scopeSpans"][0]["spans"]) by_name[s["name"]] = s;
+        for (const auto& s : SpansOf(b)) by_name[s["name"]] = s;
     }
     const TraceContext run = FireTrace(42, 7, 1764000000000, 0);
     ASSERT_EQ(by_name.size(), 3u);

@@ -91,59 +91,52 @@ std::optional<http::Response> ParseCallback(const nlohmann::json& body, bool sco
     return std::nullopt;
 }
 
-// Counts each applied result by its job (looked up in the same transaction). A fire deleted
-// meanwhile has no job row any more: it is not counted.
-template <typename Applied>
-void CountOutcomes(store::FireOutcomeMetrics& metrics, const std::vector<store::ExecutorResult>& items,
-                   const Applied& applied) {
+// Calls `fn(i, item, job)` for each applied result (`item`, items[i]) with its fire's job row
+// (looked up in the same transaction). A fire deleted meanwhile has no job row any more: it is
+// passed over.
+template <typename Applied, typename Fn>
+void ForEachApplied(const std::vector<store::ExecutorResult>& items, const Applied& applied, Fn fn) {
     std::unordered_map<std::int64_t, const store::FireJob*> by_fire;
     for (const auto& j : applied.jobs) by_fire.emplace(j.fire_id, &j);
     for (std::size_t i : applied.applied) {
-        const auto& item = items[i];
-        const auto it = by_fire.find(item.fire_id);
-        if (it == by_fire.end()) continue;
+        const auto it = by_fire.find(items[i].fire_id);
+        if (it != by_fire.end()) fn(i, items[i], *it->second);
+    }
+}
+
+// Counts each applied result by its job (a fire deleted meanwhile is not counted).
+template <typename Applied>
+void CountOutcomes(store::FireOutcomeMetrics& metrics, const std::vector<store::ExecutorResult>& items,
+                   const Applied& applied) {
+    ForEachApplied(items, applied, [&](std::size_t, const store::ExecutorResult& item, const store::FireJob& job) {
         std::optional<double> duration;
         if (item.started_ms > 0 && item.finished_ms >= item.started_ms) {
             duration = static_cast<double>(item.finished_ms - item.started_ms) / 1000.0;
         }
-        metrics.Ended(it->second->app, it->second->job_id, item.status, duration);
-    }
+        metrics.Ended(job.app, job.job_id, item.status, duration);
+    });
+}
+
+// The fire an applied result's attempt belongs to, from its job row.
+protocol::FireRef FireRefOf(const store::ExecutorResult& item, const store::FireJob& job) {
+    return {.fire_id = item.fire_id,
+            .job_id = job.job_id,
+            .scheduled_ms = job.scheduled_time,
+            .attempt = item.attempt,
+            .app = job.app,
+            .caller = job.trace_parent ? protocol::ParseTraceParent(*job.trace_parent) : std::nullopt};
 }
 
 // The `ended` span and the root of each applied result's attempt (sched/protocol/fire_spans.hpp).
 template <typename Applied>
 void TraceEnded(const std::vector<store::ExecutorResult>& items, const Applied& applied) {
     constexpr std::int64_t kNanosPerMs = 1'000'000;
-    std::unordered_map<std::int64_t, const store::FireJob*> by_fire;
-    for (const auto& j : applied.jobs) by_fire.emplace(j.fire_id, &j);
     const std::int64_t now_ms = protocol::NowUnixNanos() / kNanosPerMs;
-    for (std::size_t i : applied.applied) {
-        const auto& item = items[i];
-        const auto it = by_fire.find(item.fire_id);
-        if (it == by_fire.end()) continue;
-        const store::FireJob& job = *it->second;
-        const protocol::FireRef ref{
-            .fire_id = item.fire_id,
-            .job_id = job.job_id,
-            .scheduled_ms = job.scheduled_time,
-            .attempt = item.attempt,
-            .app = job.app,
-            .caller = job.trace_parent ? protocol::ParseTraceParent(*job.trace_parent) : std::nullopt};
+    ForEachApplied(items, applied, [&](std::size_t, const store::ExecutorResult& item, const store::FireJob& job) {
         const std::int64_t end_ms = item.finished_ms > 0 ? item.finished_ms : now_ms;
-        protocol::FireTracer::Ended(ref, job.created_at * kNanosPerMs, end_ms * kNanosPerMs,
+        protocol::FireTracer::Ended(FireRefOf(item, job), job.created_at * kNanosPerMs, end_ms * kNanosPerMs,
                                     model::FireStatusName(item.status));
-    }
-}
-
-// The fire's own trace context of an applied result's job row.
-protocol::TraceContext ExpectedTrace(const store::ExecutorResult& item, const store::FireJob& job) {
-    return protocol::RunTrace(
-        {.fire_id = item.fire_id,
-         .job_id = job.job_id,
-         .scheduled_ms = job.scheduled_time,
-         .attempt = item.attempt,
-         .app = job.app,
-         .caller = job.trace_parent ? protocol::ParseTraceParent(*job.trace_parent) : std::nullopt});
+    });
 }
 
 // Each applied result at debug with the fire's fields (`trace_id`: the one the run ran under,
@@ -153,16 +146,11 @@ protocol::TraceContext ExpectedTrace(const store::ExecutorResult& item, const st
 template <typename Applied>
 void LogResults(const std::vector<store::ExecutorResult>& items, const std::vector<std::string>& traceparents,
                 const Applied& applied) {
-    std::unordered_map<std::int64_t, const store::FireJob*> by_fire;
-    for (const auto& j : applied.jobs) by_fire.emplace(j.fire_id, &j);
     std::size_t mismatched = 0;
     std::string sample;
-    for (std::size_t i : applied.applied) {
-        const auto& item = items[i];
-        const auto it = by_fire.find(item.fire_id);
-        if (it == by_fire.end()) continue;
-        const store::FireJob& job = *it->second;
-        const protocol::TraceContext expected = ExpectedTrace(item, job);
+    ForEachApplied(items, applied, [&](std::size_t i, const store::ExecutorResult& item, const store::FireJob& job) {
+        // The fire's own trace context.
+        const protocol::TraceContext expected = protocol::RunTrace(FireRefOf(item, job));
         const auto sent = traceparents[i].empty() ? std::nullopt : protocol::ParseTraceParent(traceparents[i]);
         if (sent && (sent->trace_id != expected.trace_id || sent->span_id != expected.span_id)) {
             if (++mismatched <= 5) {
@@ -170,7 +158,7 @@ void LogResults(const std::vector<store::ExecutorResult>& items, const std::vect
                           sent->trace_id + ", expected " + expected.trace_id;
             }
         }
-        if (!spdlog::should_log(spdlog::level::debug)) continue;
+        if (!spdlog::should_log(spdlog::level::debug)) return;
         LogWithFields(spdlog::level::debug,
                       {{"app", job.app},
                        {"job", job.job_id},
@@ -179,7 +167,7 @@ void LogResults(const std::vector<store::ExecutorResult>& items, const std::vect
                        {"trace_id", sent ? sent->trace_id : expected.trace_id}},
                       "callback: fire {} of job {} ended {} (attempt {}{})", item.fire_id, job.job_id,
                       model::FireStatusName(item.status), item.attempt, sent ? ", the result carried its trace" : "");
-    }
+    });
     if (mismatched == 0) return;
     spdlog::warn("callback: {} result(s) applied with a traceparent not their run's ({}{})", mismatched, sample,
                  mismatched > 5 ? ", ..." : "");

@@ -85,6 +85,12 @@ Result<ClientResponse> BlockingClient::Get(std::string url, CallOptions options)
     return RunBlocking(io_, client_->Get(std::move(url), std::move(options)));
 }
 
+nlohmann::json ErrorOf(const Result<ClientResponse>& r) {
+    if (!r.ok()) return {{"transport", r.status().ToString()}};
+    auto j = r->Json();
+    return j.ok() && j->contains("error") ? (*j)["error"] : nlohmann::json{{"body", r->body}};
+}
+
 Result<ClientResponse> BlockingClient::PostJson(std::string url, nlohmann::json body, CallOptions options) {
     return RunBlocking(io_, client_->PostJson(std::move(url), std::move(body), std::move(options)));
 }

@@ -113,6 +113,23 @@ export const post = (path, body) => api('POST', path, body);
 export const put = (path, body) => api('PUT', path, body);
 export const del = (path) => api('DELETE', path);
 
+// A form's save: PUT <collection>/<id> (an edit; `body` carries the version it read) or POST
+// <collection> (a new one), `button` disabled meanwhile, then the stored one's page,
+// #/<page>/<its id>. A 409 naming `version` (someone changed it since it was read) goes to
+// `stale(e)`, any other failure to `failed(e)`.
+export async function saveForm({ collection, page, id, body, button, stale, failed }) {
+  button.disabled = true;
+  try {
+    const stored = id ? await put(`${collection}/${id}`, body) : await post(collection, body);
+    location.hash = `#/${page}/${stored.id}`;
+  } catch (e) {
+    if (e.status === 409 && e.field === 'version') stale(e);
+    else failed(e);
+  } finally {
+    button.disabled = false;
+  }
+}
+
 // "/api/v1/fires?job_id=3" from a path and an object of parameters (empty ones left out).
 export function withQuery(path, params) {
   const q = new URLSearchParams();

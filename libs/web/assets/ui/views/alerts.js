@@ -3,7 +3,7 @@
 // rule changed meanwhile). The API serves alert rules to admins only, so other roles get a
 // notice instead of the page, as on the Tokens page.
 
-import { del, get, isAdmin, post, put, withQuery } from '../api.js';
+import { del, get, isAdmin, post, saveForm, withQuery } from '../api.js';
 import { auditHistory } from './audit.js';
 import { badge, bannerError, clearErrors, field, fmtTime, h, replace, showError, table } from '../dom.js';
 import { managedNote } from './jobs.js';
@@ -221,20 +221,16 @@ export async function alertFormView(main, ctx) {
     if (within.value !== '') body.no_success_within_ms = Math.round(Number(within.value) * 60000);
     if (secret.value || !id) body.secret = secret.value;
     if (id) body.version = rule.version;
-    save.disabled = true;
-    try {
-      const stored = id ? await put(`/api/v1/alert-rules/${id}`, body) : await post('/api/v1/alert-rules', body);
-      location.hash = `#/alerts/${stored.id}`;
-    } catch (e) {
-      if (e.status === 409 && e.field === 'version') {
-        showError(form, { message: `Someone changed this alert rule since you opened it (you edited version `
-          + `${rule.version}): ${e.message}. Reload the page to edit the current version; your changes here are not saved.` });
-      } else {
-        showError(form, e);
-      }
-    } finally {
-      save.disabled = false;
-    }
+    await saveForm({
+      collection: '/api/v1/alert-rules',
+      page: 'alerts',
+      id,
+      body,
+      button: save,
+      stale: (e) => showError(form, { message: `Someone changed this alert rule since you opened it (you edited version `
+        + `${rule.version}): ${e.message}. Reload the page to edit the current version; your changes here are not saved.` }),
+      failed: (e) => showError(form, e),
+    });
   });
 
   main.append(h('h1', null, id ? `Edit alert rule "${rule.name}"` : title), form);

@@ -2,7 +2,7 @@
 // calendar with a preview of its excluded and allowed times (GET /api/v1/calendars/{id}/preview),
 // and the create/edit form. Operators and admins change calendars; viewers only read.
 
-import { canOperate, del, get, post, put, withQuery } from '../api.js';
+import { canOperate, del, get, saveForm, withQuery } from '../api.js';
 import { auditHistory } from './audit.js';
 import { badge, clearErrors, field, fmtTime, formDenied, h, replace, showError, table } from '../dom.js';
 
@@ -240,20 +240,16 @@ export async function calendarFormView(main, ctx) {
     };
     if (id) body.version = c.version;
     else body.name = name.value.trim();
-    save.disabled = true;
-    try {
-      const stored = id ? await put(`/api/v1/calendars/${id}`, body) : await post('/api/v1/calendars', body);
-      location.hash = `#/calendars/${stored.id}`;
-    } catch (e) {
-      if (e.status === 409 && e.field === 'version') {
-        showError(form, { message: `Someone changed this calendar since you opened it (you edited version `
-          + `${c.version}): ${e.message}. Reload the page to edit the current version; your changes here are not saved.` });
-      } else {
-        showError(form, e);
-      }
-    } finally {
-      save.disabled = false;
-    }
+    await saveForm({
+      collection: '/api/v1/calendars',
+      page: 'calendars',
+      id,
+      body,
+      button: save,
+      stale: (e) => showError(form, { message: `Someone changed this calendar since you opened it (you edited version `
+        + `${c.version}): ${e.message}. Reload the page to edit the current version; your changes here are not saved.` }),
+      failed: (e) => showError(form, e),
+    });
   });
 
   main.append(h('h1', null, id ? `Edit calendar "${c.name}"` : 'New calendar'), form);

@@ -10,6 +10,15 @@ const REASONS = ['misfire', 'paused', 'job_deleted', 'blocked', 'no_executor', '
 const reasonText = (f) => (f.reason ? `${f.reason}${f.skipped_count ? ` · ${f.skipped_count} time(s)` : ''}` : '');
 const ACTIVE = new Set(['pending', 'dispatching', 'running']);
 
+// The last cells of a row of a fire table (here and on a job's page): lag, duration, executor
+// and result.
+export const fireOutcomeCells = (f) => [
+  h('td', { class: 'num' }, fmtDuration(f.lag_ms)),
+  h('td', { class: 'num' }, fmtDuration(f.duration_ms)),
+  h('td', null, f.executor_address ?? '—'),
+  h('td', { class: 'wrap' }, f.result_message ?? ''),
+];
+
 // Job names and zones for the fire tables (one page is enough to label what is on screen).
 async function jobInfo() {
   try {
@@ -67,10 +76,7 @@ export async function firesView(main, ctx) {
         h('td', null, h('a', { href: `#/jobs/${f.job_id}` }, names.get(f.job_id)?.name ?? `job ${f.job_id}`)),
         h('td', null, badge(f.status), f.reason ? h('div', { class: 'hint' }, reasonText(f)) : null),
         h('td', null, timeCell(f.scheduled_time, names.get(f.job_id)?.time_zone)),
-        h('td', { class: 'num' }, fmtDuration(f.lag_ms)),
-        h('td', { class: 'num' }, fmtDuration(f.duration_ms)),
-        h('td', null, f.executor_address ?? '—'),
-        h('td', { class: 'wrap' }, f.result_message ?? ''))),
+        ...fireOutcomeCells(f))),
       'No fires match.'));
     replace(more, cursor ? h('button', { onclick: () => load(true).catch((e) => ctx.fail(e)) }, 'Load more') : null);
   };

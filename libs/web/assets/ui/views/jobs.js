@@ -1,7 +1,8 @@
 // Jobs: the list, one job with its recent fires, and the create/edit form with a live preview.
 
-import { ApiError, canOperate, del, get, post, put, withQuery } from '../api.js';
+import { ApiError, canOperate, del, get, post, saveForm, withQuery } from '../api.js';
 import { auditHistory } from './audit.js';
+import { fireOutcomeCells } from './fires.js';
 import {
   actor, badge, bannerError, clearErrors, debounce, field, fmtDuration, fmtRelative, fmtTime, formDenied, h,
   paramsText, replace, setFieldError, showError, table, timeCell,
@@ -387,10 +388,7 @@ export async function jobView(main, ctx) {
         h('td', null, h('a', { href: `#/fires/${f.id}` }, `#${f.id}`), h('div', { class: 'hint' }, f.kind)),
         h('td', null, badge(f.status)),
         h('td', null, timeCell(f.scheduled_time, job?.time_zone)),
-        h('td', { class: 'num' }, fmtDuration(f.lag_ms)),
-        h('td', { class: 'num' }, fmtDuration(f.duration_ms)),
-        h('td', null, f.executor_address ?? '—'),
-        h('td', { class: 'wrap' }, f.result_message ?? ''))),
+        ...fireOutcomeCells(f))),
       'No fires yet.'));
   }
 
@@ -614,19 +612,15 @@ export async function jobFormView(main, ctx) {
     }
     body.max_runs = intValue('max_runs') ?? null;
     if (id) body.version = job.version;
-    save.disabled = true;
-    try {
-      const stored = id ? await put(`/api/v1/jobs/${id}`, body) : await post('/api/v1/jobs', body);
-      location.hash = `#/jobs/${stored.id}`;
-    } catch (e) {
-      if (e.status === 409 && e.field === 'version') {
-        showError(form, { message: `${e.message}. Reload the page to edit the current version.` });
-      } else {
-        showError(form, e);
-      }
-    } finally {
-      save.disabled = false;
-    }
+    await saveForm({
+      collection: '/api/v1/jobs',
+      page: 'jobs',
+      id,
+      body,
+      button: save,
+      stale: (e) => showError(form, { message: `${e.message}. Reload the page to edit the current version.` }),
+      failed: (e) => showError(form, e),
+    });
   });
 
   main.append(h('h1', null, id ? `Edit "${job.name}"` : 'New job'),

@@ -3,7 +3,7 @@
 // join steps with a condition, and the DAG is drawn from the form as it is edited. The API checks
 // everything (names, jobs, cycles) and its 4xx names the field, which is shown at that field.
 
-import { ApiError, canOperate, get, post, put, withQuery } from '../api.js';
+import { ApiError, canOperate, get, post, saveForm, withQuery } from '../api.js';
 import { debounce, fmtTime, formDenied, h, replace } from '../dom.js';
 import { EXPR_HINTS, MISFIRE, SCHEDULE_TYPES, managedNote, select, timeZones } from './jobs.js';
 import { dagSvg } from './workflows.js';
@@ -261,26 +261,24 @@ export async function workflowFormView(main, ctx) {
         condition: e.condition })),
     };
     if (id) body.version = wf.version;
-    save.disabled = true;
-    try {
-      const stored = id ? await put(`/api/v1/workflows/${id}`, body) : await post('/api/v1/workflows', body);
-      location.hash = `#/workflows/${stored.id}`;
-    } catch (e) {
-      if (e.status === 409 && e.field === 'version') {
-        // Saving over it would undo that change unseen: the form keeps what was typed, the user
-        // reloads to edit the current version.
+    await saveForm({
+      collection: '/api/v1/workflows',
+      page: 'workflows',
+      id,
+      body,
+      button: save,
+      // Saving over it would undo that change unseen: the form keeps what was typed, the user
+      // reloads to edit the current version.
+      stale: () => {
         banner.className = 'banner stale-version';
         replace(banner, `"${wf.name}" was changed by someone else since you opened it — reload to edit the current `
           + 'version (what you typed here is not saved). ',
         h('button', { type: 'button', class: 'small', onclick: () => window.dispatchEvent(new HashChangeEvent('hashchange')) },
           'Reload'));
         banner.scrollIntoView({ block: 'nearest' });
-      } else {
-        showAt(e.field, e.message);
-      }
-    } finally {
-      save.disabled = false;
-    }
+      },
+      failed: (e) => showAt(e.field, e.message),
+    });
   });
 
   main.append(h('h1', null, id ? `Edit "${wf.name}"` : 'New workflow'),

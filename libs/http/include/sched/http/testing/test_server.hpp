@@ -75,6 +75,10 @@ class BlockingClient {
     std::thread thread_;
 };
 
+/// The `error` object of an answer ({"code", "message", "field"}): {"transport": <status>} when no
+/// answer came, {"body": <body>} when the answer carries none.
+nlohmann::json ErrorOf(const Result<ClientResponse>& r);
+
 /// A plain blocking TCP connection to 127.0.0.1, for sending exactly the bytes a test wants
 /// (slow senders, malformed requests) and watching how the server reacts.
 class RawConnection {
