@@ -1,11 +1,13 @@
 # Helpers that keep every library and test declared the same way.
 
-# sched_add_library(<name> SOURCES ... [PUBLIC_DEPS ...] [PRIVATE_DEPS ...])
+# sched_add_library(<name> SOURCES ... [PUBLIC_DEPS ...] [PRIVATE_DEPS ...] [PRECOMPILE <header>...])
 # Defines target sched_<name> with alias sched::<name>; headers live in include/sched/<name>/.
+# With SCHED_PCH (the dev preset, which the quick start builds cold) the PRECOMPILE headers, the
+# heavy ones most of the library's translation units include, are parsed once per library.
 # The client SDK's libraries (SCHED_SDK_LIBS) are position-independent, so that a service can
 # link them into a shared library of its own, and shared libraries with SCHED_SDK_SHARED=ON.
 function(sched_add_library name)
-    cmake_parse_arguments(ARG "" "" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
+    cmake_parse_arguments(ARG "" "" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS;PRECOMPILE" ${ARGN})
     set(type "")
     if(name IN_LIST SCHED_SDK_LIBS AND SCHED_SDK_SHARED)
         set(type SHARED)
@@ -28,6 +30,9 @@ function(sched_add_library name)
         $<INSTALL_INTERFACE:include>)
     target_link_libraries(sched_${name} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
     target_compile_features(sched_${name} PUBLIC cxx_std_20)
+    if(SCHED_PCH AND ARG_PRECOMPILE)
+        target_precompile_headers(sched_${name} PRIVATE ${ARG_PRECOMPILE})
+    endif()
 endfunction()
 
 # sched_add_test(<name> SOURCES ... [LIBS ...] [LABELS ...] [TIMEOUT s])
