@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -171,6 +172,9 @@ int main(int argc, char** argv) {
     web.wake_masters = [&node] {
         node.WakeMasters();
     };  // the node's own masters, in process
+    web.results_applied = [&node](const std::vector<std::int64_t>& fire_ids) {
+        node.ResultsApplied(fire_ids);
+    };
     sched::web::AddWebRoutes(
         node.router(), web, [&node] { return node.database(); }, node.db_pool(), &node.metrics());
     spdlog::info("scheduler-standalone {} starting as {} with database {}", SCHED_VERSION, node.node_id(),

@@ -1,8 +1,10 @@
 // scheduler-trigger: one node of the trigger cluster. Wiring only (sched/trigger/node.hpp).
 
 #include <chrono>
+#include <cstdint>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -63,7 +65,8 @@ int main(int argc, char** argv) {
         // use any node. They authenticate inside their handlers against the token table.
         sched::web::AddExecutorRoutes(
             node.router(), config.token, [&node] { return node.database(); }, node.db_pool(), locks,
-            std::chrono::seconds(5), &node.metrics(), [&node] { node.WakeMasters(); });
+            std::chrono::seconds(5), &node.metrics(), [&node] { node.WakeMasters(); },
+            [&node](const std::vector<std::int64_t>& fire_ids) { node.ResultsApplied(fire_ids); });
     }
     spdlog::info("scheduler-trigger {} starting as {} with database {}", SCHED_VERSION, node.node_id(),
                  config.database.url.Redacted());

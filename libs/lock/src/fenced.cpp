@@ -9,7 +9,8 @@ Fence::Fence(std::shared_ptr<db::Database> db, std::string name, std::string own
       name_(std::move(name)),
       owner_(std::move(owner)),
       options_(options),
-      idle_timeout_unsupported_(std::make_shared<std::atomic<bool>>(false)) {}
+      idle_timeout_unsupported_(std::make_shared<std::atomic<bool>>(false)),
+      confirmed_epoch_(std::make_shared<std::atomic<std::int64_t>>(0)) {}
 
 Status Fence::Check(soci::session& s, std::int64_t epoch, bool lock_row) const {
     if (lock_row && options_.certify_by_write && db_->backend() == db::Backend::kMySql) {
@@ -61,10 +62,23 @@ Status Fence::Check(soci::session& s, std::int64_t epoch, bool lock_row) const {
     return Status::Ok();
 }
 
-// The first check is a plain read (no lock: it only saves running fn for nothing); the final one
-// locks the row, which is what holds a take-over off until the commit.
+// The first check is a plain read (no lock: it only saves running fn for nothing), skipped at
+// an epoch whose last final check passed; the final one locks the row, which is what holds a
+// take-over off until the commit. Concurrent transactions may race on confirmed_epoch_: the
+// worst outcome is one first check too many, or one fn run that the final check rolls back.
 db::TxGuard Fence::Guard(std::int64_t epoch) const {
-    return {.check = [this, epoch](soci::session& s, bool final) { return Check(s, epoch, final); },
+    return {.check =
+                [this, epoch](soci::session& s, bool final) {
+                    if (!final && confirmed_epoch_->load() == epoch) return Status::Ok();
+                    Status held = Check(s, epoch, final);
+                    if (held.ok()) {
+                        if (final) confirmed_epoch_->store(epoch);
+                    } else {
+                        std::int64_t confirmed = epoch;
+                        confirmed_epoch_->compare_exchange_strong(confirmed, 0);
+                    }
+                    return held;
+                },
             .enter = [this](db::PooledSession& session) -> std::shared_ptr<void> {
                 return std::make_shared<IdleTimeoutScope>(*this, session);
             }};

@@ -88,6 +88,29 @@ TEST_P(FencedTest, WrongEpochWrongOwnerReleasedOrExpiredIsLeaseLostAndFnDoesNotR
     EXPECT_EQ(Rows(), 0);
 }
 
+// After a transaction at an epoch committed, the next at that epoch skips the first check: one
+// whose lease expired meanwhile runs fn, and the final check rolls it back; the one after it
+// checks first again and does not run fn.
+TEST_P(FencedTest, AfterACommitTheFirstCheckIsSkippedAndTheFinalOneStillRefusesALostLease) {
+    const Holding h = Acquire("node-a", 300ms);
+    Fence fence(Pool(), "master", "node-a");
+    ASSERT_TRUE(fence.RunFenced(h.epoch, Write).ok());
+    ASSERT_EQ(Rows(), 1);
+    ASSERT_TRUE(WaitFor([&] { return (*store_->Read("master"))->Available(); }, 5s));
+    int runs = 0;
+    const auto fn = [&](soci::session& s) {
+        ++runs;
+        return Write(s);
+    };
+    const Status expired = fence.RunFenced(h.epoch, fn);
+    EXPECT_TRUE(IsLeaseLost(expired)) << expired.ToString();
+    EXPECT_EQ(runs, 1) << "the first check was not skipped";
+    EXPECT_EQ(Rows(), 1) << "a write after the lease expired landed";
+    EXPECT_TRUE(IsLeaseLost(fence.RunFenced(h.epoch, fn)));
+    EXPECT_EQ(runs, 1) << "after a failed check, the first check runs again";
+    EXPECT_EQ(Rows(), 1);
+}
+
 TEST_P(FencedTest, FnErrorRollsBack) {
     const Holding h = Acquire("node-a", 10s);
     Fence fence(Pool(), "master", "node-a");

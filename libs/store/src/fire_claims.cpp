@@ -103,19 +103,29 @@ std::string RateScope(const std::string& key) {
     return "rate:" + key;
 }
 
+// A seat, and its holder's status (a scalar subquery: NULL without a holder or row).
 struct SeatRow {
     std::string scope;
     int slot = 0;
     impl::NullableInt64 fire_id;
     std::int64_t taken_at = 0;
+    impl::NullableString holder_status;
     void BindInto(soci::statement& st, impl::IntColumns& ints) {
         st.exchange(soci::into(scope));
         ints.Into(st, slot);
         ints.Into(st, fire_id);
         ints.Into(st, taken_at);
+        st.exchange(soci::into(holder_status.value, holder_status.ind));
     }
     SeatRow Finish() const { return *this; }
 };
+
+// Whether a holder seen in `status` by the seats' read has ended for good: a final status other
+// than `lost` (which a late success may still leave) is never left, however old the read.
+bool EndedForGood(const std::optional<std::string>& status) {
+    const auto parsed = status ? ParseFireStatus(*status) : std::nullopt;
+    return parsed && model::IsFinal(*parsed) && *parsed != FireStatus::kLost;
+}
 
 // A seat's holder: enough to tell whether it still holds it, whether it is a shard of the same
 // run, and where to send its kill.
@@ -313,18 +323,28 @@ Admission FireClaims::Admit(soci::session& s, const db::Dialect& dialect, std::v
     std::map<std::string, std::map<int, std::int64_t>> seats;   // scope -> slot -> holder (0: none)
     std::map<std::string, std::map<int, std::int64_t>> starts;  // rate scope -> slot -> start time
     std::set<std::int64_t> holder_ids;
-    for (const auto& seat : impl::SelectRows<SeatRow>(s,
-                                                      "SELECT scope, slot, fire_id, taken_at FROM concurrency_slot" +
-                                                          std::string(dialect.ByPrimaryKey()) + " WHERE scope IN (" +
-                                                          scope_list + ")" + std::string(dialect.ForUpdate()),
-                                                      [](soci::statement&) {})) {
+    // The holders' statuses come with the seats, by a scalar subquery, which a locking read does
+    // not lock on MariaDB (a join would lock the holders' rows too: the wait seat's holder is a
+    // pending fire another node's claim may hold, a deadlock). That subquery is a consistent
+    // read which may predate a seat row the locking read waited for: a seat another claim just
+    // gave to a fire the subquery sees `pending`, or not at all. So only a holder it sees ended
+    // for good is taken as ended; every other one is read again, whole, by the holders' SELECT
+    // below, a statement of its own and so a newer read. The usual seat, held by its job's last
+    // fire, long ended, costs no read of its own.
+    for (const auto& seat : impl::SelectRows<SeatRow>(
+             s,
+             "SELECT scope, slot, fire_id, taken_at, (SELECT status FROM job_fire WHERE job_fire.id = "
+             "concurrency_slot.fire_id) FROM concurrency_slot" +
+                 std::string(dialect.ByPrimaryKey()) + " WHERE scope IN (" + scope_list + ")" +
+                 std::string(dialect.ForUpdate()),
+             [](soci::statement&) {})) {
         if (seat.scope.starts_with("rate:")) {
             starts[seat.scope][seat.slot] = seat.taken_at;
             continue;
         }
         const std::int64_t holder = seat.fire_id.get().value_or(0);
         seats[seat.scope][seat.slot] = holder;
-        if (holder != 0) holder_ids.insert(holder);
+        if (holder != 0 && !EndedForGood(seat.holder_status.get())) holder_ids.insert(holder);
     }
     std::map<std::int64_t, Fire> holders;
     if (!holder_ids.empty()) {

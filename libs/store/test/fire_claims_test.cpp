@@ -625,6 +625,51 @@ TEST_P(FireAdmissionTest, AConcurrencyKeyIsDeletedOnlyOnceNoJobNamesIt) {
     EXPECT_EQ(keys.Get("etl").status().code(), Code::kNotFound);
 }
 
+// The seats' read brings each holder's status: holders seen ended for good are not read again,
+// any other (running, or not seen: a seat another claim may just have given) is, and decides.
+TEST_P(FireAdmissionTest, OnlyHoldersNotSeenEndedAreReadAgain) {
+    const Job job = MakeJob(BlockStrategy::kSkip, 1);  // no wait seat: only the job's own
+    const auto a = Insert(job.id, 1000);
+    const auto b = Insert(job.id, 2000);
+    const auto c = Insert(job.id, 3000);
+    const auto d = Insert(job.id, 4000);
+    const auto claim_logged = [&](std::int64_t id, std::int64_t token, std::string& log_out) {
+        std::ostringstream log;
+        auto r = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+            auto claimed = FireClaims::Claim(s, "node-a", {id}, token, kLease, 5000);
+            s.set_log_stream(&log);
+            auto admission =
+                FireClaims::Admit(s, db().dialect(), std::move(claimed.fires), {{job.id, job}}, token, 5000);
+            s.set_log_stream(nullptr);
+            return admission;
+        });
+        EXPECT_TRUE(r.ok()) << r.status().ToString();
+        log_out = log.str();
+        return r.ok() ? *r : Admission{};
+    };
+    const auto holders_read = [](const std::string& log) {
+        return log.find("FROM job_fire WHERE id IN") != std::string::npos;
+    };
+    std::string log;
+    ASSERT_EQ(Admitted(claim_logged(a, 1, log)), std::set<std::int64_t>{a});
+    EXPECT_FALSE(holders_read(log)) << "no seat yet: " << log;
+    EXPECT_EQ(claim_logged(b, 2, log).skipped, std::vector<std::int64_t>{b}) << "a holds the seat";
+    EXPECT_TRUE(holders_read(log)) << "a, dispatching, is read whole: " << log;
+    End(a);
+    ASSERT_EQ(Admitted(claim_logged(c, 3, log)), std::set<std::int64_t>{c});
+    EXPECT_FALSE(holders_read(log)) << "a ended for good: its status alone frees the seat: " << log;
+    End(c);
+    // A holder the seats' read cannot see (a seat naming a fire another claim just inserted and
+    // seated, or one purged) is read again; not found, it holds nothing.
+    ASSERT_TRUE(
+        db().Run([&](soci::session& s) {
+                s << "UPDATE concurrency_slot SET fire_id = 987654 WHERE scope = 'job:" + std::to_string(job.id) + "'";
+            })
+            .ok());
+    ASSERT_EQ(Admitted(claim_logged(d, 4, log)), std::set<std::int64_t>{d});
+    EXPECT_TRUE(holders_read(log)) << "an unseen holder is read again: " << log;
+}
+
 TEST_P(FireAdmissionTest, TheSeatReadOfALargeGroupLocksOnlyItsJobsSeats) {
     // Past eq_range_index_dive_limit (200) scopes, MariaDB costs an IN list on the seat table's
     // key by its statistics, and on a small table (1,000 seats here, 8,000 in the bench) it chose
@@ -678,18 +723,20 @@ TEST_P(FireAdmissionTest, TheSeatReadOfALargeGroupLocksOnlyItsJobsSeats) {
     for (std::string sql; std::getline(lines, sql);) {
         if (sql.rfind("SELECT", 0) != 0 || sql.find("FROM concurrency_slot") == std::string::npos) continue;
         ++seat_reads;
-        std::string access;
-        std::string key;
+        std::map<std::string, std::pair<std::string, std::string>> plan;  // table -> (access, key)
         auto explained = db().Run([&](soci::session& s) {
             soci::rowset<soci::row> rows = (s.prepare << "EXPLAIN " + sql);
             for (const auto& row : rows) {
-                access = row.get<std::string>(3);
-                key = row.get_indicator(5) == soci::i_ok ? row.get<std::string>(5) : "(none)";
+                plan[row.get<std::string>(2)] = {
+                    row.get<std::string>(3), row.get_indicator(5) == soci::i_ok ? row.get<std::string>(5) : "(none)"};
             }
         });
         ASSERT_TRUE(explained.ok()) << explained.ToString();
-        EXPECT_EQ(access, "range") << "a full scan locks every seat: " << sql.substr(0, 120);
-        EXPECT_EQ(key, "PRIMARY");
+        EXPECT_EQ(plan["concurrency_slot"].first, "range") << "a full scan locks every seat: " << sql.substr(0, 120);
+        EXPECT_EQ(plan["concurrency_slot"].second, "PRIMARY");
+        // The holders' statuses, one row each by its primary key.
+        EXPECT_EQ(plan["job_fire"].first, "eq_ref");
+        EXPECT_EQ(plan["job_fire"].second, "PRIMARY");
     }
     EXPECT_EQ(seat_reads, 1) << log.str().substr(0, 2000);
 }

@@ -125,6 +125,11 @@ void TriggerNode::WakeMasters() {
     }
 }
 
+void TriggerNode::ResultsApplied(const std::vector<std::int64_t>& fire_ids) {
+    // The routes are served before the slave exists (Start); started_ is set after it is.
+    if (started_ && impl_->slave) impl_->slave->ResultsApplied(fire_ids);
+}
+
 void TriggerNode::ClusterGaugesLoop() {
     // Every few seconds is enough for dashboards and alerts; the queries are aggregates over
     // indexes (pending/running/overdue, live executors) and the retained succeeded fires.

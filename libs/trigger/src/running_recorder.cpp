@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_set>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -53,6 +54,16 @@ std::optional<RunningRecorder::Record> RunningRecorder::Withdraw(std::int64_t fi
     if (withdrawn.empty()) withdrawn = prompt_.Withdraw(of_fire);
     if (withdrawn.empty()) return std::nullopt;
     return std::move(withdrawn.front());
+}
+
+std::size_t RunningRecorder::WithdrawEnded(const std::vector<std::int64_t>& fire_ids) {
+    // One pass over each queue with a set, not one per fire: a callback batch names up to 64
+    // fires and a queue may hold thousands of records.
+    const std::unordered_set<std::int64_t> ended(fire_ids.begin(), fire_ids.end());
+    const auto of_ended = [&ended](const Record& r) {
+        return ended.contains(r.fire.id);
+    };
+    return held_.Withdraw(of_ended).size() + prompt_.Withdraw(of_ended).size();
 }
 
 std::optional<std::string> RunningRecorder::QueuedAddress(std::int64_t fire_id) const {

@@ -60,8 +60,8 @@ Result<ClaimedGroup> SqlFireClaimStore::Claim(const std::string& node, const std
         // claim won carries that try's, older or equal), and the group is sent under it.
         for (const auto& f : claimed.fires) group.epoch = std::max(group.epoch, f.dispatch_epoch.value_or(0));
         std::map<std::int64_t, model::Job> jobs = std::move(claimed.jobs);
-        // Three statements more (the seats read, their holders read, the seats written) only for
-        // groups with a job whose policy limits its runs.
+        // Two or three statements more (the seats read, the holders not seen ended read, the
+        // seats written) only for groups with a job whose policy limits its runs.
         const store::LateJudge late = [this, now_ms](const model::Fire& f, const model::Job& job,
                                                      const std::vector<model::Fire>& group) {
             return MisfireVerdict(group, f, job, now_ms, misfire_threshold_ms_);

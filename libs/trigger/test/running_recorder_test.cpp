@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <mutex>
 #include <thread>
 
@@ -137,6 +138,28 @@ TEST_F(RunningRecorderTest, AWithdrawnRecordIsNeverWritten) {
     ASSERT_EQ(calls.size(), 1U);
     ASSERT_EQ(calls[0].fires.size(), 1U);
     EXPECT_EQ(calls[0].fires[0].id, 2);
+}
+
+// Results applied in this process (the executor API's callback) take back the records of their
+// fires, held or prompt, in one call; the others are written as usual.
+TEST_F(RunningRecorderTest, RecordsOfFiresWhoseResultsWereAppliedAreNeverWritten) {
+    auto recorder = Make(20ms, 200ms);
+    recorder->Add(Run(1, "a:1"));
+    recorder->Add(Run(2, "a:1"));
+    recorder->Add(Run(3, "a:1", /*stoppable=*/true));
+    recorder->Add(Run(4, "b:2"));
+    EXPECT_EQ(recorder->WithdrawEnded({1, 3, 99}), 2U) << "fire 99 had no record";
+    EXPECT_FALSE(recorder->QueuedAddress(1));
+    EXPECT_FALSE(recorder->QueuedAddress(3));
+    ASSERT_TRUE(sched::testing::WaitFor([&] { return store_.Calls().size() == 2; }, 5s));
+    std::this_thread::sleep_for(300ms);  // a later flush would have come by now
+    std::vector<std::int64_t> written;
+    for (const auto& call : store_.Calls()) {
+        for (const auto& f : call.fires) written.push_back(f.id);
+    }
+    std::sort(written.begin(), written.end());
+    EXPECT_EQ(written, (std::vector<std::int64_t>{2, 4}));
+    EXPECT_EQ(recorder->WithdrawEnded({2, 4}), 0U) << "written: nothing to take back";
 }
 
 TEST_F(RunningRecorderTest, ARunALaterFireMayStopIsWrittenAtTheRecordWindowNotHeld) {

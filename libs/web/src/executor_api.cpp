@@ -260,7 +260,7 @@ net::awaitable<http::Response> HandleDeregister(http::Request& req, const Princi
 
 net::awaitable<http::Response> HandleCallback(http::Request& req, const Principal& who, db::Database& db,
                                               net::thread_pool& db_pool, store::FireOutcomeMetrics* metrics,
-                                              const std::function<void()>& wake_masters) {
+                                              CallbackHooks hooks) {
     auto body = req.Json();
     if (!body.ok()) co_return http::Response::Error(body.status(), "body");
     if (!body->is_array()) {
@@ -357,7 +357,15 @@ net::awaitable<http::Response> HandleCallback(http::Request& req, const Principa
     if (!applied.ok()) co_return http::Response::Error(applied.status());
     // A retry, a workflow step's end or a fixed-delay job's next time: the masters act now rather
     // than at their next probe. A batch of cron jobs' successes (the usual one) wakes nobody.
-    if (applied->raised_followup && wake_masters) wake_masters();
+    if (applied->raised_followup && hooks.wake_masters) hooks.wake_masters();
+    // A trigger node's slave then drops the `running` records it still holds for these fires:
+    // ended, they would change no row (the SDK posts every result to one node, this one or not).
+    if (!applied->applied.empty() && hooks.results_applied) {
+        std::vector<std::int64_t> ended;
+        ended.reserve(applied->applied.size());
+        for (std::size_t i : applied->applied) ended.push_back(items[i].fire_id);
+        hooks.results_applied(ended);
+    }
     if (metrics) CountOutcomes(*metrics, items, *applied);
     if (protocol::FireTracer::On()) TraceEnded(items, *applied);
     if (need_jobs) LogResults(items, traceparents, *applied);
@@ -385,8 +393,9 @@ void AddSdkRoutes(Routes& routes) {
                    auto db = ctx->database();
                    if (!db) co_return http::Response::Error(Unavailable("the database is not open yet"));
                    store::FireOutcomeMetrics* metrics = ctx->fire_metrics.get();
-                   http::Response response =
-                       co_await HandleCallback(req, who, *db, ctx->db_pool, metrics, ctx->options.wake_masters);
+                   http::Response response = co_await HandleCallback(
+                       req, who, *db, ctx->db_pool, metrics,
+                       {.wake_masters = ctx->options.wake_masters, .results_applied = ctx->options.results_applied});
                    co_return response;
                });
     AddLockRoutes(routes);
@@ -415,9 +424,11 @@ void AddLockRoutes(Routes& routes) {
 
 void AddExecutorRoutes(http::Router& router, const std::string& cluster_token, db::DatabaseProvider database,
                        net::thread_pool& db_pool, LockApiOptions locks, Micros auth_cache, MetricsRegistry* metrics,
-                       std::function<void()> wake_masters) {
+                       std::function<void()> wake_masters,
+                       std::function<void(const std::vector<std::int64_t>&)> results_applied) {
     WebOptions options;
     options.wake_masters = std::move(wake_masters);
+    options.results_applied = std::move(results_applied);
     options.token = cluster_token;
     options.locks = std::move(locks);
     options.auth_cache = auth_cache;

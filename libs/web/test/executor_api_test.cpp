@@ -5,6 +5,8 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <mutex>
+#include <vector>
 
 #include "sched/db/migrator.hpp"
 #include "sched/db/testing/test_database.hpp"
@@ -34,7 +36,11 @@ class ExecutorApiTest : public db::testing::DbTest {
         http::Router router;
         AddExecutorRoutes(
             router, "secret", [db = pool_db_] { return db; }, db_pool_, {}, std::chrono::seconds(5), nullptr,
-            [this] { ++wakes_; });
+            [this] { ++wakes_; },
+            [this](const std::vector<std::int64_t>& fire_ids) {
+                std::lock_guard lock(applied_mu_);
+                applied_.push_back(fire_ids);
+            });
         server_ = std::make_unique<TestServer>(std::move(router), http::testing::LoopbackOptions(),
                                                http::BearerTokenAuth("secret"));
     }
@@ -142,6 +148,12 @@ class ExecutorApiTest : public db::testing::DbTest {
 
     net::thread_pool db_pool_{2};
     std::atomic<int> wakes_{0};  // the routes' calls of wake_masters
+    std::mutex applied_mu_;
+    std::vector<std::vector<std::int64_t>> applied_;  // the routes' calls of results_applied
+    std::vector<std::vector<std::int64_t>> Applied() {
+        std::lock_guard lock(applied_mu_);
+        return applied_;
+    }
     std::shared_ptr<db::Database> pool_db_;
     std::unique_ptr<TestServer> server_;
     BlockingClient client_;
@@ -224,11 +236,15 @@ TEST_P(ExecutorApiTest, CallbacksApplyOncePerFireAndAttempt) {
     EXPECT_EQ(failed->status, model::FireStatus::kFailed);
     EXPECT_TRUE(failed->followup);  // the master decides on a retry
     EXPECT_EQ(failed->started_at, std::nullopt);
+    // The process hears of the applied ones only (a trigger node's slave drops their `running`
+    // records).
+    EXPECT_EQ(Applied(), (std::vector<std::vector<std::int64_t>>{{running, dispatching}}));
 
     // The SDK resends after a lost response: the same results are duplicates, nothing changes.
     auto again = Post("/api/v1/callback", nlohmann::json::array({batch[0], batch[1]}));
     EXPECT_EQ((*again->Json())["results"][0]["outcome"], "duplicate");
     EXPECT_EQ((*again->Json())["results"][1]["outcome"], "duplicate");
+    EXPECT_EQ(Applied().size(), 1U) << "nothing applied: nothing to tell";
     // A different final result for a finished fire is a conflict, not an overwrite.
     auto late =
         Post("/api/v1/callback", nlohmann::json::array({{{"fire_id", running}, {"attempt", 0}, {"status", "killed"}}}));

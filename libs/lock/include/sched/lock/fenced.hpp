@@ -11,7 +11,8 @@
 ///   if (sched::lock::IsLeaseLost(s)) { /* stop master work: another node leads */ }
 ///
 /// RunFenced opens a write transaction (MySQL START TRANSACTION; SQLite BEGIN IMMEDIATE), checks
-/// the lease (a plain read: not held -> LeaseLost without running fn), runs fn, and then, as the
+/// the lease (a plain read: not held -> LeaseLost without running fn; skipped while this Fence's
+/// last final check at the same epoch passed, see below), runs fn, and then, as the
 /// last statement before COMMIT, reads the lease row again under a shared row lock (MySQL LOCK
 /// IN SHARE MODE; SQLite's write lock covers the whole file) and checks that it is still held by
 /// `owner` at `epoch` and not expired by the database clock; it commits only then. A take-over is
@@ -24,6 +25,13 @@
 ///
 /// The price: a take-over (and the leader's own renew) waits for a fenced transaction between
 /// its final check and its commit.
+///
+/// The first check only spares fn's work when the lease is gone; the final one alone decides.
+/// A leader's transactions follow one another at one epoch, so once a final check at an epoch
+/// passed, the next transaction at that epoch skips the first (one statement fewer per
+/// transaction) until a check fails: a lease lost meanwhile costs one fn run that rolls back,
+/// and the transaction after it checks first again.
+
 ///
 /// A process paused *inside* a fenced transaction would block take-overs for as long as its
 /// transaction stays open. On MariaDB, RunFenced therefore sets the session's
@@ -99,6 +107,9 @@ class Fence {
     FenceOptions options_;
     // Set once a server has refused idle_transaction_timeout (MySQL 8): not asked again.
     std::shared_ptr<std::atomic<bool>> idle_timeout_unsupported_;
+    // The epoch whose last final check passed (0: none, or a check failed since): the first
+    // check is skipped at it.
+    std::shared_ptr<std::atomic<std::int64_t>> confirmed_epoch_;
 };
 
 /// The fencing epoch the lease row `name` is at, read inside the caller's transaction (a plain

@@ -127,6 +127,9 @@ class TriggerNode final : private ShardObserver {
     /// every other shard's leader is sent POST /internal/v1/master/wake. Returns at once; best
     /// effort (a lost wake waits for the master's probe-interval).
     void WakeMasters();
+    /// Results for these fires were applied in this process (the executor API's callback): this
+    /// node's slave writes no `running` record for them (Slave::ResultsApplied). Returns at once.
+    void ResultsApplied(const std::vector<std::int64_t>& fire_ids);
     MetricsRegistry& metrics() { return metrics_; }
     /// Extra routes (e.g. the web module in the standalone app) must be added before Start().
     http::Router& router();

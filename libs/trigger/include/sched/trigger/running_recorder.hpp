@@ -6,7 +6,8 @@
 /// never written; records are written per executor instance in one statement per window. A run
 /// its job's policy may stop for a later fire (cancel-other, terminate-other) is recorded at the
 /// next `record-window` instead: a claim on another node learns its instance only from the record.
-/// An end the slave records itself takes the queued record back (Withdraw).
+/// An end the slave records itself takes the queued record back (Withdraw), and so does a result
+/// applied in this process (WithdrawEnded): its fire is no longer `dispatching`.
 ///
 /// Thread-safe. Flushes keep what they need alive (WindowedWriter); Busy() tells whether one is
 /// writing.
@@ -48,6 +49,10 @@ class RunningRecorder {
     void Add(const AcceptedRun& run);
     /// Takes back the record of `fire_id` if no flush took it yet.
     std::optional<Record> Withdraw(std::int64_t fire_id);
+    /// Takes back the records of `fire_ids` no flush took yet: their fires' ends are in the
+    /// database (results this process applied), so the records would change no row. Returns how
+    /// many it took back.
+    std::size_t WithdrawEnded(const std::vector<std::int64_t>& fire_ids);
     /// The instance of the queued (not yet written) record of `fire_id`.
     std::optional<std::string> QueuedAddress(std::int64_t fire_id) const;
     /// Whether a flush is writing.

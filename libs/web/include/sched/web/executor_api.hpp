@@ -39,9 +39,11 @@
 /// Handlers run their DB work on `db_pool`, never on the I/O thread. Served by scheduler-web,
 /// scheduler-standalone and, so that a cluster works without a web node, scheduler-trigger.
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "sched/common/duration.hpp"
 #include "sched/common/metrics.hpp"
@@ -64,10 +66,12 @@ namespace sched::web {
 /// counted (AddWebRoutes). `wake_masters` (optional; WebOptions::wake_masters): called after a
 /// callback batch whose applied results left the masters a follow-up (a failed or timed-out
 /// end, a workflow step's end, a fixed-delay job's end; not a success of a cron or fixed-rate
-/// job); must return at once.
+/// job); must return at once. `results_applied` (optional; WebOptions::results_applied): called
+/// with the fires a callback batch applied results for; must return at once.
 void AddExecutorRoutes(http::Router& router, const std::string& cluster_token, db::DatabaseProvider database,
                        net::thread_pool& db_pool, LockApiOptions locks = {},
                        Micros auth_cache = std::chrono::seconds(5), MetricsRegistry* metrics = nullptr,
-                       std::function<void()> wake_masters = {});
+                       std::function<void()> wake_masters = {},
+                       std::function<void(const std::vector<std::int64_t>&)> results_applied = {});
 
 }  // namespace sched::web

@@ -31,6 +31,7 @@
 /// Database work runs on `db_pool`, never on the I/O threads. Times in the API are epoch
 /// milliseconds; "now" is the database clock.
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -95,6 +96,11 @@ struct WebOptions {
     /// of at their next probe (sched/protocol/master_wake.hpp). Must return at once and never
     /// throw (dispatch::MasterWaker::Wake). Empty: no wakes. Not a YAML key: the process sets it.
     std::function<void()> wake_masters;
+    /// Called with the fires whose results a callback batch applied (after the commit), so that
+    /// a trigger node in the same process drops the `running` records it still holds for them
+    /// (TriggerNode::ResultsApplied). Must return at once and never throw. Empty: nothing is
+    /// called. Not a YAML key: the process sets it.
+    std::function<void(const std::vector<std::int64_t>&)> results_applied;
 
     /// Reads the keys above from `node`, starting from `defaults`. Throws ConfigError naming the
     /// key (an empty token is an error: a web module without one refuses to start).
