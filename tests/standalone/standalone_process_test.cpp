@@ -679,10 +679,17 @@ TEST_F(StandaloneProcess, ASilentWebhookReceiverDelaysOnlyItsOwnDeliveries) {
                           << " ms behind the silent receiver's";
 
     nlohmann::json slow;
+    std::string poll_error;
     const auto all_slow_failed = [&] {
-        auto r = testing::HttpCall(
-            port, "GET", "/api/v1/alert-deliveries?rule_id=" + std::to_string(rule_ids["slow"]) + "&limit=100", "",
-            token);
+        std::pair<int, std::string> r;
+        try {
+            r = testing::HttpCall(port, "GET",
+                                  "/api/v1/alert-deliveries?rule_id=" + std::to_string(rule_ids["slow"]) + "&limit=100",
+                                  "", token);
+        } catch (const std::exception& e) {
+            poll_error = e.what();
+            return false;
+        }
         if (r.first != 200) return false;
         slow = nlohmann::json::parse(r.second)["items"];
         if (slow.size() != 20) return false;
@@ -691,7 +698,14 @@ TEST_F(StandaloneProcess, ASilentWebhookReceiverDelaysOnlyItsOwnDeliveries) {
         }
         return true;
     };
-    ASSERT_TRUE(WaitFor(all_slow_failed, 40s)) << slow.dump() << p.stderr_text();
+    if (!WaitFor(all_slow_failed, 40s)) {
+        // Whether the node still runs, and everything it logged (read to its end if it exited).
+        const bool running = p.Running();
+        if (!running) p.WaitForExit(1s);
+        FAIL() << slow.dump() << "\nlast poll error: " << poll_error << "\nnode " << (running ? "running" : "exited")
+               << ", stderr:\n"
+               << p.stderr_text();
+    }
     for (const auto& d : slow) {
         EXPECT_EQ(d["attempts"].get<int>(), 2) << d.dump();
         EXPECT_NE(d["last_error"].get<std::string>().find(std::to_string(silent.port())), std::string::npos)
