@@ -10,20 +10,15 @@ namespace {
 constexpr std::size_t kSecretBytes = 32;  // 256 bits
 constexpr std::size_t kKeyIdBytes = 8;
 
+// A key and the DB clock, read by the same statement.
 struct KeyRow {
     SigningKey k;
-    SigningKey Finish() { return k; }
+    std::int64_t db_now_ms = 0;
+    std::pair<SigningKey, std::int64_t> Finish() { return {k, db_now_ms}; }
     void BindInto(soci::statement& st) {
-        impl::IntoColumns(st, k.app, k.generation, k.key_id, k.secret, k.active_from_ms, k.created_at_ms);
+        impl::IntoColumns(st, k.app, k.generation, k.key_id, k.secret, k.active_from_ms, k.created_at_ms, db_now_ms);
     }
 };
-
-std::vector<SigningKey> SelectKeys(soci::session& s, const std::string& app) {
-    return impl::SelectRows<KeyRow>(s,
-                                    "SELECT app, generation, key_id, secret, active_from_ms, created_at_ms "
-                                    "FROM signing_key WHERE app = :app ORDER BY generation DESC",
-                                    [&](soci::statement& st) { st.exchange(soci::use(app, "app")); });
-}
 
 std::int64_t DbNowMs(soci::session& s, const db::Dialect& dialect) {
     std::int64_t now = 0;
@@ -57,13 +52,25 @@ const SigningKey* AppSigningKeys::SigningAt(std::int64_t now_ms) const {
     return nullptr;
 }
 
+AppSigningKeys ReadAppKeys(soci::session& s, const db::Dialect& dialect, const std::string& app) {
+    // The clock rides on the keys' own SELECT: every heartbeat and every node's cache refresh
+    // reads both, and an app without keys (read once, before its first key) costs one more.
+    const auto rows = impl::SelectRows<KeyRow>(
+        s,
+        "SELECT app, generation, key_id, secret, active_from_ms, created_at_ms, " + std::string(dialect.NowMs()) +
+            " FROM signing_key WHERE app = :app ORDER BY generation DESC",
+        [&](soci::statement& st) { st.exchange(soci::use(app, "app")); });
+    AppSigningKeys out;
+    for (const auto& [key, now] : rows) {
+        out.keys.push_back(key);
+        out.db_now_ms = now;
+    }
+    if (rows.empty()) out.db_now_ms = DbNowMs(s, dialect);
+    return out;
+}
+
 Result<AppSigningKeys> SigningKeyRepository::List(const std::string& app) {
-    return db_.Run([&](soci::session& s) {
-        AppSigningKeys out;
-        out.keys = SelectKeys(s, app);
-        out.db_now_ms = DbNowMs(s, db_.dialect());
-        return out;
-    });
+    return db_.Run([&](soci::session& s) { return ReadAppKeys(s, db_.dialect(), app); });
 }
 
 Result<AppSigningKeys> SigningKeyRepository::EnsureForApp(const std::string& app) {
@@ -78,8 +85,9 @@ Result<AppSigningKeys> SigningKeyRepository::EnsureForApp(const std::string& app
 Result<AppSigningKeys> SigningKeyRepository::Rotate(const std::string& app, std::int64_t grace_ms,
                                                     std::int64_t settle_ms) {
     auto rotated = db_.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<bool> {
-        const auto keys = SelectKeys(s, app);
-        const std::int64_t now = DbNowMs(s, db_.dialect());
+        const AppSigningKeys read = ReadAppKeys(s, db_.dialect(), app);
+        const auto& keys = read.keys;
+        const std::int64_t now = read.db_now_ms;
         if (keys.empty()) {
             return NotFound("app " + app + " has no signing key: no executor of it has registered yet");
         }

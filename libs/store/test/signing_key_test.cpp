@@ -1,5 +1,7 @@
 #include "sched/store/signing_key.hpp"
 
+#include <algorithm>
+#include <sstream>
 #include <thread>
 
 #include "store_test_base.hpp"
@@ -58,6 +60,46 @@ TEST_P(SigningKeyTest, RotationDistributesFirstSignsAfterTheGraceAndKeepsAtMostT
     EXPECT_EQ(b->keys[0].generation, 3);
     EXPECT_EQ(b->keys[1].generation, 2);
     EXPECT_EQ(b->SigningAt(b->db_now_ms)->generation, 3);
+}
+
+// Every heartbeat answer and every node's key refresh reads the keys and the DB clock: one
+// statement between them once the app has a key.
+TEST_P(SigningKeyTest, KeysAndTheClockAreOneStatement) {
+    const auto logged_read = [&](const std::string& app, std::string& log_out) {
+        std::ostringstream log;
+        auto r = db().Run([&](soci::session& s) {
+            s.set_log_stream(&log);
+            auto keys = ReadAppKeys(s, db().dialect(), app);
+            s.set_log_stream(nullptr);
+            return keys;
+        });
+        EXPECT_TRUE(r.ok()) << r.status().ToString();
+        log_out = log.str();
+        return r.ok() ? *r : AppSigningKeys{};
+    };
+    const auto statements = [](const std::string& log) {
+        return std::count(log.begin(), log.end(), '\n');
+    };
+    const auto local_ms = [] {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    };
+    std::string log;
+    const AppSigningKeys none = logged_read("billing", log);
+    EXPECT_TRUE(none.keys.empty());
+    EXPECT_EQ(statements(log), 2) << "no key: the clock is read apart: " << log;
+    EXPECT_LT(std::abs(none.db_now_ms - local_ms()), 1000);
+
+    ASSERT_TRUE(SigningKeyRepository(db()).EnsureForApp("billing").ok());
+    ASSERT_TRUE(SigningKeyRepository(db()).Rotate("billing", 60'000).ok());
+    const AppSigningKeys two = logged_read("billing", log);
+    EXPECT_EQ(statements(log), 1) << log;
+    ASSERT_EQ(two.keys.size(), 2u);
+    EXPECT_EQ(two.keys[0].generation, 2);
+    EXPECT_EQ(two.keys[1].generation, 1);
+    EXPECT_LT(std::abs(two.db_now_ms - local_ms()), 1000);
+    EXPECT_EQ(two.SigningAt(two.db_now_ms)->generation, 1) << "the new key signs after its grace";
 }
 
 TEST_P(SigningKeyTest, CacheReadsThroughAtMostOncePerMaxAge) {

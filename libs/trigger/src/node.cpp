@@ -189,7 +189,8 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
                            .capacity = config_.slave.enabled ? config_.slave.capacity : 0,
                            .state = config_.slave.enabled ? "active" : "standby"});
     if (impl_->slave) impl_->slave->Start();
-    WatchShards();  // the balancer knows the other nodes before its first round
+    // The balancer knows the other nodes before its first round; the count was checked above.
+    WatchShards(/*read_count=*/false);
     impl_->heartbeat_thread = std::thread([this] { HeartbeatLoop(); });
     for (int i = 0; i < shards; ++i) impl_->master_threads.emplace_back([this, i] { MasterLoop(i); });
     impl_->purge_thread = std::thread([this] { PurgeLoop(); });

@@ -10,6 +10,7 @@
 #include "sched/protocol/fires_notice.hpp"
 #include "sched/store/fire_metrics.hpp"
 #include "sched/store/shard.hpp"
+#include "sched/trigger/shard_count_watch.hpp"
 
 namespace sched::trigger {
 
@@ -262,12 +263,13 @@ void TriggerNode::Notify(const ScanReport& report, std::int64_t epoch, int shard
     }
 }
 
-void TriggerNode::WatchShards() {
+bool TriggerNode::WatchShards(bool read_count) {
     const int shards = config_.scheduler.shards;
     // A node paused while the cluster was re-sharded would plan with the old count: it gives up
     // its shards (the balancer yields them all and takes none) until it is restarted.
-    auto recorded = db_->Run([](soci::session& s) { return store::ReadShardCount(s); });
-    if (recorded.ok()) {
+    Result<std::optional<int>> recorded = std::optional<int>();
+    if (read_count) recorded = db_->Run([](soci::session& s) { return store::ReadShardCount(s); });
+    if (read_count && recorded.ok()) {
         std::string refused;
         if (*recorded && **recorded != shards) {
             refused = "scheduler.shards is " + std::to_string(shards) + " but the cluster now plans in " +
@@ -278,28 +280,35 @@ void TriggerNode::WatchShards() {
         std::lock_guard serving_lock(serving_mu_);
         shards_refused_ = std::move(refused);
     }
-    if (shards == 1) return;
+    const bool read = recorded.ok();
+    if (shards == 1) return read;
     // Who competes for shards: a heartbeat within ttl - margin (at least two heartbeats), so a
     // dead node stops counting before its leases expire, and the survivors, whose share has
     // grown, take its shards at their first round after the expiry.
     const Micros window = std::max(config_.election.ttl - config_.election.margin, 2 * config_.heartbeat_interval);
     auto competing = store::TriggerNodeRepository(*db_).ListCompeting(
         std::chrono::duration_cast<std::chrono::milliseconds>(window).count());
-    if (!competing.ok()) return;
+    if (!competing.ok()) return read;
     std::vector<std::string> ids;
     ids.reserve(competing->size());
     for (const auto& n : *competing) ids.push_back(n.node_id);
     impl_->leases->balancer().SetParticipants(std::move(ids));
+    return read;
 }
 
 void TriggerNode::HeartbeatLoop() {
     store::TriggerNodeRepository nodes(*db_);
     auto next_clock = std::chrono::steady_clock::now();
+    // Start() checked the count just before this loop began.
+    ShardCountWatch shard_count(2 * config_.heartbeat_interval, std::chrono::seconds(30));
+    shard_count.Read(std::chrono::steady_clock::now());
     while (!stopping_) {
+        const auto beat_started = std::chrono::steady_clock::now();
         Status s = nodes.Heartbeat({.node_id = node_id_,
                                     .address = advertised_,
                                     .capacity = config_.slave.enabled ? config_.slave.capacity : 0,
                                     .state = config_.slave.enabled ? "active" : "standby"});
+        const auto beat_ended = std::chrono::steady_clock::now();
         if (s.ok() != db_ok_.load()) {
             if (s.ok()) {
                 spdlog::info("node {}: database reachable again", node_id_);
@@ -308,7 +317,8 @@ void TriggerNode::HeartbeatLoop() {
             }
         }
         db_ok_ = s.ok();
-        if (s.ok()) WatchShards();
+        const bool read_count = shard_count.ReadDue(beat_started, beat_ended, s.ok());
+        if (s.ok() && WatchShards(read_count) && read_count) shard_count.Read(beat_ended);
         if (config_.database.topology == db::Topology::kGalera) {
             // A Galera node that left the primary component, or is a donor, may still answer.
             auto facts = db::ReadServerFacts(*db_);

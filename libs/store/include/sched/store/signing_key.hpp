@@ -47,6 +47,10 @@ struct AppSigningKeys {
     const SigningKey* SigningAt(std::int64_t now_ms) const;
 };
 
+/// The keys of `app` (none for an unknown app) and the DB clock, inside the caller's
+/// transaction: one statement when the app has keys, two when it has none.
+AppSigningKeys ReadAppKeys(soci::session& s, const db::Dialect& dialect, const std::string& app);
+
 class SigningKeyRepository {
   public:
     explicit SigningKeyRepository(db::Database& db) : db_(db) {}

@@ -157,9 +157,9 @@ class TriggerNode final : private ShardObserver {
     /// its own thread, for /metrics; not leading, they are cleared.
     void ClusterGaugesLoop();
     void HeartbeatLoop();
-    /// Each heartbeat: the balancer's participants, and whether this node's shard count is
-    /// still the cluster's.
-    void WatchShards();
+    /// Each heartbeat: the balancer's participants, and with `read_count` (ShardCountWatch)
+    /// whether this node's shard count is still the cluster's; false when that read failed.
+    bool WatchShards(bool read_count);
     void Notify(const ScanReport& report, std::int64_t epoch, int shard);
     /// Ends the sleep of this node's masters (the shards it leads); returns how many.
     int WakeLocalMasters();
