@@ -819,14 +819,15 @@ SCHED_DB_TEST_SUITE(TriggerProcessTest);
 // Three nodes on one database, 50 jobs firing every second, kill -9 of the master.
 class TriggerClusterTest : public TriggerProcessTest {
   protected:
-    ChildProcess& StartNode(int n, const std::string& extra = "") {
+    // Node `n` (node-<n>); `scheduler` adds keys to its scheduler section ("  key: value\n").
+    ChildProcess& StartNode(int n, const std::string& extra = "", const std::string& scheduler = "") {
         const auto config = dir_ / ("trigger-" + std::to_string(n) + ".yaml");
         std::ofstream(config) << "node-id: \"node-" << n << "\"\ntoken: \"t0ken\"\nheartbeat-interval: 200ms\n"
                               << "http:\n  listen: \"127.0.0.1:0\"\n  access-log: errors\n"
                               << "database:\n  url: \"" << test_db().url().ToString() << "\"\n"
                               << "election:\n  tick: 200ms\n  ttl: 1s\n  margin: 300ms\n"
                               << "scheduler:\n  node-ttl: 1s\n"
-                              << "slave:\n  poll-interval: 200ms\n"
+                              << scheduler << "slave:\n  poll-interval: 200ms\n"
                               << extra;
         nodes_[n] = std::make_unique<ChildProcess>(
             std::vector<std::string>{SCHED_TRIGGER_BIN, "--config", config.string()}, dir_.string());
@@ -973,6 +974,52 @@ TEST_P(TriggerClusterTest, KillingTheMasterLosesAndDoublesNoFire) {
 TEST_P(TriggerClusterTest, KillingASlaveMovesItsPendingFiresAndDoublesNone) {
     if (GetParam() != db::Backend::kMySql) GTEST_SKIP() << "the cluster runs on MariaDB";
     KillOneNodeUnderLoad(false);
+}
+
+// A node paused (SIGSTOP) past the node TTL while the cluster was started again with another
+// shard count: the new node records its count (nobody else live), and the paused node, once it
+// resumes, reads the count after that gap in its heartbeats, gives up every shard and answers
+// /readyz 503 saying how to restart it, well before the every-30-s read would have.
+TEST_P(TriggerClusterTest, ANodePausedWhileTheClusterWasReshardedGivesUpItsShardsWhenItResumes) {
+    if (GetParam() != db::Backend::kMySql) GTEST_SKIP() << "the cluster runs on MariaDB";
+    ChildProcess& paused = StartNode(1);
+    ASSERT_TRUE(WaitFor([&] { return Owner() == "node-1"; }, 15s)) << paused.stderr_text();
+    const auto ready = [&](int n) {
+        return testing::HttpGet(static_cast<unsigned short>(ports_[n]), "/readyz");
+    };
+    ASSERT_TRUE(WaitFor([&] { return ready(1).first == 200; }, 10s)) << ready(1).second;
+
+    paused.Signal(SIGSTOP);
+    std::this_thread::sleep_for(2500ms);  // node-ttl 1 s: node-1 is no longer live
+    ChildProcess& resharded = StartNode(2, "", "  shards: 2\n");
+    ASSERT_TRUE(WaitFor([&] { return Owner() == "node-2"; }, 15s)) << resharded.stderr_text();
+    paused.Signal(SIGCONT);
+    const auto resumed_at = std::chrono::steady_clock::now();
+
+    std::pair<int, std::string> answer;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+            answer = ready(1);
+            return answer.first == 503 &&
+                   answer.second.find("restart this node with scheduler.shards: 2") != std::string::npos;
+        },
+        10s))
+        << answer.first << " " << answer.second << "\n"
+        << paused.stderr_text();
+    EXPECT_LT(std::chrono::steady_clock::now() - resumed_at, 10s);
+    EXPECT_TRUE(paused.WaitForStderrLine("node-1 gives up every shard and takes none", 5s)) << paused.stderr_text();
+    // It takes no shard: both of the new count's leases stay node-2's.
+    std::this_thread::sleep_for(2s);
+    auto owners = db().Run([](soci::session& s) {
+        std::vector<std::string> out;
+        soci::rowset<std::string> rows =
+            (s.prepare << "SELECT COALESCE(owner, '') FROM scheduler_lock WHERE namespace IN ('master', 'master/1')");
+        for (const auto& o : rows) out.push_back(o);
+        return out;
+    });
+    ASSERT_TRUE(owners.ok()) << owners.status().ToString();
+    EXPECT_EQ(*owners, (std::vector<std::string>{"node-2", "node-2"})) << resharded.stderr_text();
+    EXPECT_EQ(ready(2).first, 200) << ready(2).second;
 }
 
 SCHED_DB_TEST_SUITE(TriggerClusterTest);
