@@ -633,18 +633,14 @@ TEST_P(FireAdmissionTest, OnlyHoldersNotSeenEndedAreReadAgain) {
     const auto b = Insert(job.id, 2000);
     const auto c = Insert(job.id, 3000);
     const auto d = Insert(job.id, 4000);
-    const auto claim_logged = [&](std::int64_t id, std::int64_t token, std::string& log_out) {
-        std::ostringstream log;
+    const auto claim_logged = [&](std::int64_t id, std::int64_t token, std::string& log) {
         auto r = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
             auto claimed = FireClaims::Claim(s, "node-a", {id}, token, kLease, 5000);
-            s.set_log_stream(&log);
-            auto admission =
-                FireClaims::Admit(s, db().dialect(), std::move(claimed.fires), {{job.id, job}}, token, 5000);
-            s.set_log_stream(nullptr);
-            return admission;
+            return Logged(s, log, [&] {
+                return FireClaims::Admit(s, db().dialect(), std::move(claimed.fires), {{job.id, job}}, token, 5000);
+            });
         });
         EXPECT_TRUE(r.ok()) << r.status().ToString();
-        log_out = log.str();
         return r.ok() ? *r : Admission{};
     };
     const auto holders_read = [](const std::string& log) {
@@ -708,17 +704,16 @@ TEST_P(FireAdmissionTest, TheSeatReadOfALargeGroupLocksOnlyItsJobsSeats) {
         return ids;
     });
     ASSERT_TRUE(inserted.ok()) << inserted.status().ToString();
-    std::ostringstream log;
+    std::string log;
     auto admitted = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
         auto claimed = FireClaims::Claim(s, "node-a", *inserted, 1, kLease, 5000);
-        s.set_log_stream(&log);
-        auto admission = FireClaims::Admit(s, db().dialect(), std::move(claimed.fires), jobs, 1, 5000);
-        s.set_log_stream(nullptr);
-        return admission.admitted.size();
+        return Logged(s, log, [&] {
+            return FireClaims::Admit(s, db().dialect(), std::move(claimed.fires), jobs, 1, 5000).admitted.size();
+        });
     });
     ASSERT_TRUE(admitted.ok()) << admitted.status().ToString();
     EXPECT_EQ(*admitted, static_cast<std::size_t>(kClaimed)) << "one free seat each";
-    std::istringstream lines(log.str());
+    std::istringstream lines(log);
     int seat_reads = 0;
     for (std::string sql; std::getline(lines, sql);) {
         if (sql.rfind("SELECT", 0) != 0 || sql.find("FROM concurrency_slot") == std::string::npos) continue;
@@ -738,7 +733,7 @@ TEST_P(FireAdmissionTest, TheSeatReadOfALargeGroupLocksOnlyItsJobsSeats) {
         EXPECT_EQ(plan["job_fire"].first, "eq_ref");
         EXPECT_EQ(plan["job_fire"].second, "PRIMARY");
     }
-    EXPECT_EQ(seat_reads, 1) << log.str().substr(0, 2000);
+    EXPECT_EQ(seat_reads, 1) << log.substr(0, 2000);
 }
 
 SCHED_DB_TEST_SUITE(FireAdmissionTest);

@@ -1,7 +1,6 @@
 #include "sched/store/signing_key.hpp"
 
 #include <algorithm>
-#include <sstream>
 #include <thread>
 
 #include "store_test_base.hpp"
@@ -65,16 +64,10 @@ TEST_P(SigningKeyTest, RotationDistributesFirstSignsAfterTheGraceAndKeepsAtMostT
 // Every heartbeat answer and every node's key refresh reads the keys and the DB clock: one
 // statement between them once the app has a key.
 TEST_P(SigningKeyTest, KeysAndTheClockAreOneStatement) {
-    const auto logged_read = [&](const std::string& app, std::string& log_out) {
-        std::ostringstream log;
-        auto r = db().Run([&](soci::session& s) {
-            s.set_log_stream(&log);
-            auto keys = ReadAppKeys(s, db().dialect(), app);
-            s.set_log_stream(nullptr);
-            return keys;
-        });
+    const auto logged_read = [&](const std::string& app, std::string& log) {
+        auto r = db().Run(
+            [&](soci::session& s) { return Logged(s, log, [&] { return ReadAppKeys(s, db().dialect(), app); }); });
         EXPECT_TRUE(r.ok()) << r.status().ToString();
-        log_out = log.str();
         return r.ok() ? *r : AppSigningKeys{};
     };
     const auto statements = [](const std::string& log) {

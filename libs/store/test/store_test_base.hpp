@@ -35,6 +35,21 @@ class StoreTest : public db::testing::DbTest {
         return value;
     }
 
+    /// What `run()` returns, run with the statements it sends on `s` written to `log` (one line
+    /// each; the log stream is taken off `s` again whatever happens).
+    template <typename F>
+    static auto Logged(soci::session& s, std::string& log, F&& run) {
+        std::ostringstream out;
+        struct Unset {
+            soci::session& s;
+            ~Unset() { s.set_log_stream(nullptr); }
+        } unset{s};
+        s.set_log_stream(&out);
+        auto result = run();
+        log = out.str();
+        return result;
+    }
+
     /// A statement `run` ran and SQLite's plan of it (EXPLAIN QUERY PLAN, its details joined by
     /// "; "): SQLite plans without statistics, so its plans are fixed and a test can pin them.
     struct PlannedStatement {
