@@ -152,9 +152,10 @@ net::awaitable<Result<ConnectionPtr>> Connect(ClientState& st, const Url& url, C
     if (!ec) {
         endpoints.emplace_back(address, url.port);
     } else {
-        // The resolver has no timeout of its own: a timer cancels it.
-        auto resolver = std::make_shared<tcp::resolver>(st.executor);
-        net::steady_timer guard(st.executor);
+        // The resolver has no timeout of its own: a timer cancels it, on the call's strand.
+        const auto strand = co_await net::this_coro::executor;
+        auto resolver = std::make_shared<tcp::resolver>(strand);
+        net::steady_timer guard(strand);
         guard.expires_at(connect_end);
         guard.async_wait([resolver](const beast::error_code& e) {
             if (!e) resolver->cancel();
@@ -351,8 +352,11 @@ ClientStats HttpClient::Stats() const {
     return {state_->opened.load(), state_->reused.load(), state_->requests.load(), state_->retries.load()};
 }
 
-net::awaitable<Result<ClientResponse>> HttpClient::Send(ClientRequest request, CallOptions options) {
-    auto st = state_;
+namespace {
+
+// One call, on the strand HttpClient::Send made for it.
+net::awaitable<Result<ClientResponse>> SendCall(std::shared_ptr<ClientState> st, ClientRequest request,
+                                                CallOptions options) {
     auto url = Url::Parse(request.url);
     if (!url.ok()) co_return url.status();
     if (request.method == Method::kOther) co_return InvalidArgument("HttpClient cannot send Method::kOther");
@@ -380,10 +384,29 @@ net::awaitable<Result<ClientResponse>> HttpClient::Send(ClientRequest request, C
         Result<ClientResponse> r = co_await SendOnce(*st, *url, req, deadline, first_byte);
         if (attempt >= options.retries || !Retryable(r) || Clock::now() + backoff.base() >= deadline) co_return r;
         st->retries.fetch_add(1);
-        net::steady_timer timer(st->executor, backoff.Next());
+        net::steady_timer timer(co_await net::this_coro::executor, backoff.Next());
         beast::error_code ec;
         co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));
     }
+}
+
+}  // namespace
+
+net::awaitable<Result<ClientResponse>> HttpClient::Send(ClientRequest request, CallOptions options) {
+    // beast::tcp_stream's timeouts wait on a timer beside each read, write and connect, and its
+    // handler, which closes the socket, runs on the operation's executor: this coroutine's. On
+    // an io_context with several threads (a node's I/O threads) that handler and the operation's
+    // completion ran at the same time on two threads: a timeout reported as "Operation
+    // canceled", and rarely a process that died inside the socket's close. A strand per call
+    // runs the call's handlers one at a time, whatever executor the caller is on.
+    // (Wrapped in an optional: co_spawn's result must be default-constructible, a Result is not.)
+    auto on_strand = [](std::shared_ptr<ClientState> st, ClientRequest request,
+                        CallOptions options) -> net::awaitable<std::optional<Result<ClientResponse>>> {
+        co_return co_await SendCall(std::move(st), std::move(request), std::move(options));
+    };
+    auto sent = co_await net::co_spawn(net::make_strand(state_->executor),
+                                       on_strand(state_, std::move(request), std::move(options)), net::use_awaitable);
+    co_return std::move(*sent);
 }
 
 net::awaitable<Result<ClientResponse>> HttpClient::Get(std::string url, CallOptions options) {

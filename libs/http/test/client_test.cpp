@@ -1,6 +1,9 @@
 #include "sched/http/client.hpp"
 
 #include <atomic>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -170,6 +173,53 @@ TEST(HttpClient, ConcurrentCallsUseSeparatePooledConnections) {
     EXPECT_EQ(server.Stats().connections_accepted, 2u);
     EXPECT_EQ(client.Get(server.Url("/wait"))->status, 200);
     EXPECT_EQ(client.Stats().connections_opened, 2u);  // the third call reused one
+}
+
+// Calls from coroutines on an io_context with several threads (a node's I/O threads), to a
+// peer that accepts and never answers: each ends at its first-byte timeout, reported as such.
+// The stream's timeout handler and the read it cancels once ran at the same time on two
+// threads (a call on a plain executor, no strand): some calls then read "Operation canceled",
+// and rarely the process died in the socket's close.
+TEST(HttpClient, TimeoutsOfCallsOnSeveralThreadsAreReportedAsTimeouts) {
+    net::io_context peer_io;
+    tcp::acceptor silent(peer_io, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+    silent.listen(256);  // connections wait in the backlog, never read, never answered
+    const std::string url = "http://127.0.0.1:" + std::to_string(silent.local_endpoint().port()) + "/hook";
+
+    net::io_context io;
+    auto work = net::make_work_guard(io);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 4; ++i) threads.emplace_back([&io] { io.run(); });
+    HttpClient client(io.get_executor());
+    constexpr int kCalls = 64;
+    std::mutex mu;
+    std::vector<Status> errors;
+    std::atomic<int> done{0};
+    for (int i = 0; i < kCalls; ++i) {
+        net::co_spawn(
+            io,
+            [&]() -> net::awaitable<void> {
+                CallOptions call;
+                call.timeout = 2s;
+                call.first_byte_timeout = 100ms;
+                // A named request: g++ 12 destroys a temporary argument of a co_awaited call twice.
+                ClientRequest request{.method = Method::kPost, .url = url, .body = "{}"};
+                auto r = co_await client.Send(std::move(request), call);
+                std::lock_guard lock(mu);
+                errors.push_back(r.ok() ? Status::Ok() : r.status());
+                ++done;
+            },
+            net::detached);
+    }
+    const bool all_ended = WaitFor([&] { return done.load() == kCalls; }, 20s);
+    work.reset();
+    io.stop();
+    for (auto& t : threads) t.join();
+    ASSERT_TRUE(all_ended) << done.load() << " of " << kCalls;
+    for (const Status& e : errors) {
+        EXPECT_EQ(e.code(), Code::kDeadlineExceeded) << e.ToString();
+        EXPECT_NE(e.message().find("no response header"), std::string::npos) << e.ToString();
+    }
 }
 
 }  // namespace
