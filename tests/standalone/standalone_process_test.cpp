@@ -701,9 +701,10 @@ TEST_F(StandaloneProcess, ASilentWebhookReceiverDelaysOnlyItsOwnDeliveries) {
     if (!WaitFor(all_slow_failed, 40s)) {
         // Whether the node still runs, and everything it logged (read to its end if it exited).
         const bool running = p.Running();
-        if (!running) p.WaitForExit(1s);
-        FAIL() << slow.dump() << "\nlast poll error: " << poll_error << "\nnode " << (running ? "running" : "exited")
-               << ", stderr:\n"
+        const std::optional<int> code = running ? std::nullopt : p.WaitForExit(1s);
+        FAIL() << slow.dump() << "\nlast poll error: " << poll_error << "\nnode "
+               << (running ? std::string("running") : "exited with " + std::to_string(code.value_or(-1)))
+               << " (128 + the signal when killed), stderr:\n"
                << p.stderr_text();
     }
     for (const auto& d : slow) {

@@ -397,8 +397,8 @@ net::awaitable<Result<ClientResponse>> HttpClient::Send(ClientRequest request, C
     // handler, which closes the socket, runs on the operation's executor: this coroutine's. On
     // an io_context with several threads (a node's I/O threads) that handler and the operation's
     // completion ran at the same time on two threads: a timeout reported as "Operation
-    // canceled", and rarely a process that died inside the socket's close. A strand per call
-    // runs the call's handlers one at a time, whatever executor the caller is on.
+    // canceled", and a data race on the socket. A strand per call runs the call's handlers one
+    // at a time, whatever executor the caller is on.
     // (Wrapped in an optional: co_spawn's result must be default-constructible, a Result is not.)
     auto on_strand = [](std::shared_ptr<ClientState> st, ClientRequest request,
                         CallOptions options) -> net::awaitable<std::optional<Result<ClientResponse>>> {
