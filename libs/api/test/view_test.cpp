@@ -36,6 +36,31 @@ TEST(ToJson, EveryFieldIsWrittenAnEmptyOptionalAsNullAndAWhenSetOneLeftOut) {
     EXPECT_EQ(ToJson(fired)["last_fire"]["finished_at"], nullptr);
 }
 
+// A table written by SCHED_API_FIELDS: each member under its own name, in order, always present.
+struct ThreeFields {
+    std::int64_t count = 0;
+    std::string label;
+    std::optional<std::int64_t> ended_at;
+
+    SCHED_API_FIELDS(ThreeFields, count, label, ended_at)
+};
+
+TEST(SchedApiFields, NamesEachMemberAfterItselfInOrderAlwaysPresent) {
+    constexpr auto fields = ThreeFields::Fields();
+    static_assert(std::tuple_size_v<decltype(fields)> == 3);
+    EXPECT_EQ(std::get<0>(fields).name, "count");
+    EXPECT_EQ(std::get<1>(fields).name, "label");
+    EXPECT_EQ(std::get<2>(fields).name, "ended_at");
+    EXPECT_EQ(std::get<0>(fields).member, &ThreeFields::count);
+    EXPECT_EQ(std::get<2>(fields).member, &ThreeFields::ended_at);
+    EXPECT_EQ(std::get<2>(fields).presence, Presence::kAlways);
+
+    const nlohmann::json j = ToJson(ThreeFields{.count = 2, .label = "x"});
+    EXPECT_EQ(j, nlohmann::json({{"count", 2}, {"label", "x"}, {"ended_at", nullptr}}));
+    EXPECT_EQ(FromJson<ThreeFields>(nlohmann::json({{"count", 2}, {"label", "x"}})).status().message(),
+              "ended_at: missing");
+}
+
 TEST(FromJson, ReadsWhatToJsonWroteAndIgnoresFieldsItDoesNotKnow) {
     nlohmann::json j = ToJson(SomeJob());
     j["added_by_a_newer_server"] = true;

@@ -29,20 +29,8 @@ struct AlertRuleView {
     std::int64_t version = 0;
     std::optional<std::string> managed_by;  ///< the file that declares the rule; null: made by hand
 
-    static constexpr auto Fields() {
-        return std::tuple{Field("id", &AlertRuleView::id),
-                          Field("name", &AlertRuleView::name),
-                          Field("job_id", &AlertRuleView::job_id),
-                          Field("events", &AlertRuleView::events),
-                          Field("consecutive_failures", &AlertRuleView::consecutive_failures),
-                          Field("no_success_within_ms", &AlertRuleView::no_success_within_ms),
-                          Field("url", &AlertRuleView::url),
-                          Field("has_secret", &AlertRuleView::has_secret),
-                          Field("enabled", &AlertRuleView::enabled),
-                          Field("created_at_ms", &AlertRuleView::created_at_ms),
-                          Field("version", &AlertRuleView::version),
-                          Field("managed_by", &AlertRuleView::managed_by)};
-    }
+    SCHED_API_FIELDS(AlertRuleView, id, name, job_id, events, consecutive_failures, no_success_within_ms, url,
+                     has_secret, enabled, created_at_ms, version, managed_by)
 };
 
 /// Schema AlertRulePage: unlike api::Page, its cursor is the last rule's id as a number.
@@ -50,10 +38,7 @@ struct AlertRulePageView {
     std::vector<AlertRuleView> items;
     std::optional<std::int64_t> next_cursor;
 
-    static constexpr auto Fields() {
-        return std::tuple{Field("items", &AlertRulePageView::items),
-                          Field("next_cursor", &AlertRulePageView::next_cursor)};
-    }
+    SCHED_API_FIELDS(AlertRulePageView, items, next_cursor)
 };
 
 /// Schema AlertDelivery: one webhook call of a rule, a fire's or a test's (`test`, negative
@@ -73,21 +58,8 @@ struct AlertDeliveryView {
     bool test = false;
     nlohmann::json payload;  ///< the body as sent (null when the stored text is not JSON)
 
-    static constexpr auto Fields() {
-        return std::tuple{Field("id", &AlertDeliveryView::id),
-                          Field("rule_id", &AlertDeliveryView::rule_id),
-                          Field("job_id", &AlertDeliveryView::job_id),
-                          Field("fire_id", &AlertDeliveryView::fire_id),
-                          Field("event", &AlertDeliveryView::event),
-                          Field("status", &AlertDeliveryView::status),
-                          Field("attempts", &AlertDeliveryView::attempts),
-                          Field("next_attempt_at_ms", &AlertDeliveryView::next_attempt_at_ms),
-                          Field("last_error", &AlertDeliveryView::last_error),
-                          Field("created_at_ms", &AlertDeliveryView::created_at_ms),
-                          Field("delivered_at_ms", &AlertDeliveryView::delivered_at_ms),
-                          Field("test", &AlertDeliveryView::test),
-                          Field("payload", &AlertDeliveryView::payload)};
-    }
+    SCHED_API_FIELDS(AlertDeliveryView, id, rule_id, job_id, fire_id, event, status, attempts, next_attempt_at_ms,
+                     last_error, created_at_ms, delivered_at_ms, test, payload)
 };
 
 }  // namespace sched::api

@@ -17,10 +17,7 @@ struct AuditActorView {
     std::string role;
     std::int64_t token_id = 0;
 
-    static constexpr auto Fields() {
-        return std::tuple{Field("name", &AuditActorView::name), Field("role", &AuditActorView::role),
-                          Field("token_id", &AuditActorView::token_id)};
-    }
+    SCHED_API_FIELDS(AuditActorView, name, role, token_id)
 };
 
 /// What a change was made to.
@@ -29,10 +26,7 @@ struct AuditTargetView {
     std::string id;
     std::string name;
 
-    static constexpr auto Fields() {
-        return std::tuple{Field("kind", &AuditTargetView::kind), Field("id", &AuditTargetView::id),
-                          Field("name", &AuditTargetView::name)};
-    }
+    SCHED_API_FIELDS(AuditTargetView, kind, id, name)
 };
 
 /// Schema AuditEntry: one change, with the target's API view before and after it (null: it did
@@ -46,12 +40,7 @@ struct AuditEntryView {
     nlohmann::json before;
     nlohmann::json after;
 
-    static constexpr auto Fields() {
-        return std::tuple{Field("id", &AuditEntryView::id),         Field("at", &AuditEntryView::at),
-                          Field("actor", &AuditEntryView::actor),   Field("action", &AuditEntryView::action),
-                          Field("target", &AuditEntryView::target), Field("before", &AuditEntryView::before),
-                          Field("after", &AuditEntryView::after)};
-    }
+    SCHED_API_FIELDS(AuditEntryView, id, at, actor, action, target, before, after)
 };
 
 }  // namespace sched::api

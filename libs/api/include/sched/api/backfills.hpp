@@ -21,12 +21,7 @@ struct BackfillCountsView {
     std::int64_t succeeded = 0;
     std::int64_t failed = 0;
 
-    static constexpr auto Fields() {
-        return std::tuple{
-            Field("planned", &BackfillCountsView::planned),     Field("existing", &BackfillCountsView::existing),
-            Field("created", &BackfillCountsView::created),     Field("running", &BackfillCountsView::running),
-            Field("succeeded", &BackfillCountsView::succeeded), Field("failed", &BackfillCountsView::failed)};
-    }
+    SCHED_API_FIELDS(BackfillCountsView, planned, existing, created, running, succeeded, failed)
 };
 
 /// Schema Backfill.
@@ -45,21 +40,8 @@ struct BackfillView {
     std::int64_t updated_at = 0;
     std::optional<std::int64_t> finished_at;
 
-    static constexpr auto Fields() {
-        return std::tuple{Field("id", &BackfillView::id),
-                          Field("job_id", &BackfillView::job_id),
-                          Field("from", &BackfillView::from),
-                          Field("to", &BackfillView::to),
-                          Field("overlap", &BackfillView::overlap),
-                          Field("max_parallel", &BackfillView::max_parallel),
-                          Field("state", &BackfillView::state),
-                          Field("cursor", &BackfillView::cursor),
-                          Field("counts", &BackfillView::counts),
-                          Field("created_by", &BackfillView::created_by),
-                          Field("created_at", &BackfillView::created_at),
-                          Field("updated_at", &BackfillView::updated_at),
-                          Field("finished_at", &BackfillView::finished_at)};
-    }
+    SCHED_API_FIELDS(BackfillView, id, job_id, from, to, overlap, max_parallel, state, cursor, counts, created_by,
+                     created_at, updated_at, finished_at)
 };
 
 /// One scheduled time of a dry run: the kind of the fire it already has, or null (it would run).
@@ -67,10 +49,7 @@ struct BackfillTimeView {
     std::int64_t scheduled_time = 0;
     std::optional<std::string> existing;
 
-    static constexpr auto Fields() {
-        return std::tuple{Field("scheduled_time", &BackfillTimeView::scheduled_time),
-                          Field("existing", &BackfillTimeView::existing)};
-    }
+    SCHED_API_FIELDS(BackfillTimeView, scheduled_time, existing)
 };
 
 /// Schema BackfillDryRun: what a backfill would run, nothing stored.
@@ -84,13 +63,7 @@ struct BackfillDryRunView {
     std::int64_t existing = 0;
     std::vector<BackfillTimeView> items;
 
-    static constexpr auto Fields() {
-        return std::tuple{
-            Field("dry_run", &BackfillDryRunView::dry_run),   Field("job_id", &BackfillDryRunView::job_id),
-            Field("from", &BackfillDryRunView::from),         Field("to", &BackfillDryRunView::to),
-            Field("planned", &BackfillDryRunView::planned),   Field("would_run", &BackfillDryRunView::would_run),
-            Field("existing", &BackfillDryRunView::existing), Field("items", &BackfillDryRunView::items)};
-    }
+    SCHED_API_FIELDS(BackfillDryRunView, dry_run, job_id, from, to, planned, would_run, existing, items)
 };
 
 }  // namespace sched::api

@@ -23,18 +23,8 @@ struct CalendarView {
     std::int64_t created_at = 0;
     std::int64_t updated_at = 0;
 
-    static constexpr auto Fields() {
-        return std::tuple{Field("id", &CalendarView::id),
-                          Field("name", &CalendarView::name),
-                          Field("description", &CalendarView::description),
-                          Field("time_zone", &CalendarView::time_zone),
-                          Field("excluded_dates", &CalendarView::excluded_dates),
-                          Field("excluded_weekdays", &CalendarView::excluded_weekdays),
-                          Field("excluded_times", &CalendarView::excluded_times),
-                          Field("version", &CalendarView::version),
-                          Field("created_at", &CalendarView::created_at),
-                          Field("updated_at", &CalendarView::updated_at)};
-    }
+    SCHED_API_FIELDS(CalendarView, id, name, description, time_zone, excluded_dates, excluded_weekdays, excluded_times,
+                     version, created_at, updated_at)
 };
 
 }  // namespace sched::api

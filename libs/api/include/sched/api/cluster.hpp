@@ -24,17 +24,8 @@ struct ExecutorView {
     std::int64_t registered_at_ms = 0;
     bool alive = false;
 
-    static constexpr auto Fields() {
-        return std::tuple{Field("app", &ExecutorView::app),
-                          Field("address", &ExecutorView::address),
-                          Field("handlers", &ExecutorView::handlers),
-                          Field("capacity", &ExecutorView::capacity),
-                          Field("running", &ExecutorView::running),
-                          Field("last_heartbeat_ms", &ExecutorView::last_heartbeat_ms),
-                          Field("heartbeat_age_ms", &ExecutorView::heartbeat_age_ms),
-                          Field("registered_at_ms", &ExecutorView::registered_at_ms),
-                          Field("alive", &ExecutorView::alive)};
-    }
+    SCHED_API_FIELDS(ExecutorView, app, address, handlers, capacity, running, last_heartbeat_ms, heartbeat_age_ms,
+                     registered_at_ms, alive)
 };
 
 /// Schema ExecutorApp: an app's instances, and the handlers its live ones serve.
@@ -44,11 +35,7 @@ struct ExecutorAppView {
     std::int64_t alive_instances = 0;
     std::vector<std::string> handlers;
 
-    static constexpr auto Fields() {
-        return std::tuple{Field("app", &ExecutorAppView::app), Field("instances", &ExecutorAppView::instances),
-                          Field("alive_instances", &ExecutorAppView::alive_instances),
-                          Field("handlers", &ExecutorAppView::handlers)};
-    }
+    SCHED_API_FIELDS(ExecutorAppView, app, instances, alive_instances, handlers)
 };
 
 /// Schema ExecutorList: GET /api/v1/executors.
@@ -58,11 +45,7 @@ struct ExecutorListView {
     std::int64_t executor_ttl_ms = 0;
     std::int64_t now = 0;
 
-    static constexpr auto Fields() {
-        return std::tuple{Field("apps", &ExecutorListView::apps), Field("items", &ExecutorListView::items),
-                          Field("executor_ttl_ms", &ExecutorListView::executor_ttl_ms),
-                          Field("now", &ExecutorListView::now)};
-    }
+    SCHED_API_FIELDS(ExecutorListView, apps, items, executor_ttl_ms, now)
 };
 
 /// One trigger node of the cluster.
@@ -78,18 +61,8 @@ struct ClusterNodeView {
     bool leader = false;                   ///< leads shard 0 (the cluster-wide duties)
     std::vector<std::int64_t> shards_led;  ///< the shards whose unexpired lease it holds, ascending
 
-    static constexpr auto Fields() {
-        return std::tuple{Field("node_id", &ClusterNodeView::node_id),
-                          Field("address", &ClusterNodeView::address),
-                          Field("state", &ClusterNodeView::state),
-                          Field("capacity", &ClusterNodeView::capacity),
-                          Field("started_at_ms", &ClusterNodeView::started_at_ms),
-                          Field("last_heartbeat_ms", &ClusterNodeView::last_heartbeat_ms),
-                          Field("heartbeat_age_ms", &ClusterNodeView::heartbeat_age_ms),
-                          Field("alive", &ClusterNodeView::alive),
-                          Field("leader", &ClusterNodeView::leader),
-                          Field("shards_led", &ClusterNodeView::shards_led)};
-    }
+    SCHED_API_FIELDS(ClusterNodeView, node_id, address, state, capacity, started_at_ms, last_heartbeat_ms,
+                     heartbeat_age_ms, alive, leader, shards_led)
 };
 
 /// One shard of the job space (store/shard.hpp) and its lease row. Times are the database's.
@@ -103,14 +76,7 @@ struct ClusterShardView {
     std::optional<std::int64_t> held_since;
     std::optional<std::int64_t> lease_remaining_ms;  ///< null when free
 
-    static constexpr auto Fields() {
-        return std::tuple{Field("shard", &ClusterShardView::shard),
-                          Field("lease", &ClusterShardView::lease),
-                          Field("leader", &ClusterShardView::leader),
-                          Field("epoch", &ClusterShardView::epoch),
-                          Field("held_since", &ClusterShardView::held_since),
-                          Field("lease_remaining_ms", &ClusterShardView::lease_remaining_ms)};
-    }
+    SCHED_API_FIELDS(ClusterShardView, shard, lease, leader, epoch, held_since, lease_remaining_ms)
 };
 
 /// Schema Cluster: GET /api/v1/cluster, the master lease and the trigger nodes. leader, epoch and
@@ -128,17 +94,8 @@ struct ClusterView {
     std::int64_t shard_count = 1;
     std::vector<ClusterShardView> shards;
 
-    static constexpr auto Fields() {
-        return std::tuple{Field("leader", &ClusterView::leader),
-                          Field("epoch", &ClusterView::epoch),
-                          Field("lease_age_ms", &ClusterView::lease_age_ms),
-                          Field("lease_remaining_ms", &ClusterView::lease_remaining_ms),
-                          Field("node_ttl_ms", &ClusterView::node_ttl_ms),
-                          Field("now", &ClusterView::now),
-                          Field("nodes", &ClusterView::nodes),
-                          Field("shard_count", &ClusterView::shard_count),
-                          Field("shards", &ClusterView::shards)};
-    }
+    SCHED_API_FIELDS(ClusterView, leader, epoch, lease_age_ms, lease_remaining_ms, node_ttl_ms, now, nodes, shard_count,
+                     shards)
 };
 
 }  // namespace sched::api

@@ -18,14 +18,7 @@ struct ConcurrencyKeyView {
     std::int64_t created_at = 0;
     std::int64_t updated_at = 0;
 
-    static constexpr auto Fields() {
-        return std::tuple{Field("name", &ConcurrencyKeyView::name),
-                          Field("max_running", &ConcurrencyKeyView::max_running),
-                          Field("rate_starts", &ConcurrencyKeyView::rate_starts),
-                          Field("rate_window_ms", &ConcurrencyKeyView::rate_window_ms),
-                          Field("created_at", &ConcurrencyKeyView::created_at),
-                          Field("updated_at", &ConcurrencyKeyView::updated_at)};
-    }
+    SCHED_API_FIELDS(ConcurrencyKeyView, name, max_running, rate_starts, rate_window_ms, created_at, updated_at)
 };
 
 }  // namespace sched::api

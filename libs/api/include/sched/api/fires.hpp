@@ -41,34 +41,10 @@ struct FireView {
     std::optional<std::int64_t> lag_ms;
     std::optional<std::int64_t> duration_ms;
 
-    static constexpr auto Fields() {
-        return std::tuple{Field("id", &FireView::id),
-                          Field("job_id", &FireView::job_id),
-                          Field("scheduled_time", &FireView::scheduled_time),
-                          Field("due_at", &FireView::due_at),
-                          Field("kind", &FireView::kind),
-                          Field("attempt", &FireView::attempt),
-                          Field("shard_index", &FireView::shard_index),
-                          Field("shard_total", &FireView::shard_total),
-                          Field("epoch", &FireView::epoch),
-                          Field("dispatch_epoch", &FireView::dispatch_epoch),
-                          Field("assigned_node", &FireView::assigned_node),
-                          Field("executor_address", &FireView::executor_address),
-                          Field("status", &FireView::status),
-                          Field("created_at", &FireView::created_at),
-                          Field("dispatched_at", &FireView::dispatched_at),
-                          Field("started_at", &FireView::started_at),
-                          Field("finished_at", &FireView::finished_at),
-                          Field("result_code", &FireView::result_code),
-                          Field("result_message", &FireView::result_message),
-                          Field("reason", &FireView::reason),
-                          Field("skipped_until", &FireView::skipped_until),
-                          Field("skipped_count", &FireView::skipped_count),
-                          Field("workflow_run_id", &FireView::workflow_run_id),
-                          Field("workflow_step", &FireView::workflow_step),
-                          Field("lag_ms", &FireView::lag_ms),
-                          Field("duration_ms", &FireView::duration_ms)};
-    }
+    SCHED_API_FIELDS(FireView, id, job_id, scheduled_time, due_at, kind, attempt, shard_index, shard_total, epoch,
+                     dispatch_epoch, assigned_node, executor_address, status, created_at, dispatched_at, started_at,
+                     finished_at, result_code, result_message, reason, skipped_until, skipped_count, workflow_run_id,
+                     workflow_step, lag_ms, duration_ms)
 };
 
 /// Schema FireLog: a page of a fire's log, stored (the tail the executor sent with its result)

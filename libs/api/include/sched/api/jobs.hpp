@@ -21,10 +21,7 @@ struct JobPauseView {
     std::int64_t at = 0;
     std::string note;
 
-    static constexpr auto Fields() {
-        return std::tuple{Field("by", &JobPauseView::by), Field("at", &JobPauseView::at),
-                          Field("note", &JobPauseView::note)};
-    }
+    SCHED_API_FIELDS(JobPauseView, by, at, note)
 };
 
 /// A job's newest fire, as the job list shows it.
@@ -35,11 +32,7 @@ struct LastFireView {
     std::int64_t scheduled_time = 0;
     std::optional<std::int64_t> finished_at;
 
-    static constexpr auto Fields() {
-        return std::tuple{Field("id", &LastFireView::id), Field("status", &LastFireView::status),
-                          Field("kind", &LastFireView::kind), Field("scheduled_time", &LastFireView::scheduled_time),
-                          Field("finished_at", &LastFireView::finished_at)};
-    }
+    SCHED_API_FIELDS(LastFireView, id, status, kind, scheduled_time, finished_at)
 };
 
 /// Schema Job. Times are epoch milliseconds.

@@ -16,9 +16,7 @@ struct Page {
     std::vector<T> items;
     std::optional<std::string> next_cursor;
 
-    static constexpr auto Fields() {
-        return std::tuple{Field("items", &Page::items), Field("next_cursor", &Page::next_cursor)};
-    }
+    SCHED_API_FIELDS(Page, items, next_cursor)
 };
 
 /// An answer that is a whole list at once (tokens, a trigger's fires).
@@ -26,7 +24,7 @@ template <typename T>
 struct ItemList {
     std::vector<T> items;
 
-    static constexpr auto Fields() { return std::tuple{Field("items", &ItemList::items)}; }
+    SCHED_API_FIELDS(ItemList, items)
 };
 
 }  // namespace sched::api

@@ -23,16 +23,7 @@ struct TokenView {
     std::optional<std::vector<std::string>> apps;  ///< an executor token's apps; null for the other roles
     std::optional<std::string> created_by;         ///< its creator as the audit log names them; null when unknown
 
-    static constexpr auto Fields() {
-        return std::tuple{Field("id", &TokenView::id),
-                          Field("name", &TokenView::name),
-                          Field("role", &TokenView::role),
-                          Field("created_at", &TokenView::created_at),
-                          Field("last_used_at", &TokenView::last_used_at),
-                          Field("revoked_at", &TokenView::revoked_at),
-                          Field("apps", &TokenView::apps),
-                          Field("created_by", &TokenView::created_by)};
-    }
+    SCHED_API_FIELDS(TokenView, id, name, role, created_at, last_used_at, revoked_at, apps, created_by)
 };
 
 /// Schema NewToken: the answer of POST /api/v1/tokens, the one time the secret is shown.

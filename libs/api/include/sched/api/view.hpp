@@ -8,17 +8,23 @@
 ///         std::int64_t id = 0;
 ///         std::string name;
 ///         std::optional<std::int64_t> deleted_at;   // always sent; null when empty
-///         static constexpr auto Fields() {
-///             return std::tuple{Field("id", &CalendarView::id), Field("name", &CalendarView::name),
-///                               Field("deleted_at", &CalendarView::deleted_at)};
-///         }
+///
+///         SCHED_API_FIELDS(CalendarView, id, name, deleted_at)
 ///     };
 ///     nlohmann::json body = ToJson(view);
 ///     Result<CalendarView> read = FromJson<CalendarView>(body);
 ///
-/// A field is always in the JSON (an empty std::optional as null) unless its table says
-/// Presence::kWhenSet (an optional left out when empty). Those always present are the OpenAPI
-/// schema's `required` list, which a test checks against the table (libs/web/test).
+/// SCHED_API_FIELDS names each member once: its JSON name is the member's name, and it is always
+/// in the JSON (an empty std::optional as null). A view with a field named otherwise, or one sent
+/// only when set (Presence::kWhenSet, an optional left out when empty), writes its table by hand:
+///
+///         static constexpr auto Fields() {
+///             return std::tuple{Field("id", &FireLogView::id),
+///                               Field("stored_at_ms", &FireLogView::stored_at_ms, Presence::kWhenSet)};
+///         }
+///
+/// The fields always present are the OpenAPI schema's `required` list, which a test checks
+/// against the table (libs/web/test).
 ///
 /// Member types: bool, std::int64_t, std::string, nlohmann::json (any JSON value), another view,
 /// and std::optional / std::vector of those.
@@ -197,3 +203,26 @@ Result<T> FromJson(const nlohmann::json& json) {
 }
 
 }  // namespace sched::api
+
+/// The field table of a view whose members are all sent under their own names, always:
+/// `SCHED_API_FIELDS(View, a, b)` is `static constexpr auto Fields() { return std::tuple{
+/// Field("a", &View::a), Field("b", &View::b)}; }`. A preprocessor loop because C++20 cannot
+/// name a member as a string any other way; up to 256 members.
+#define SCHED_API_FIELDS(View, ...)                                                         \
+    static constexpr auto Fields() {                                                        \
+        return std::tuple{SCHED_API_IMPL_EXPAND(SCHED_API_IMPL_FIELDS(View, __VA_ARGS__))}; \
+    }
+#define SCHED_API_IMPL_FIELD(View, member) ::sched::api::Field(#member, &View::member)
+#define SCHED_API_IMPL_FIELDS(View, member, ...) \
+    SCHED_API_IMPL_FIELD(View, member)           \
+    __VA_OPT__(, SCHED_API_IMPL_FIELDS_AGAIN SCHED_API_IMPL_PARENS(View, __VA_ARGS__))
+#define SCHED_API_IMPL_FIELDS_AGAIN() SCHED_API_IMPL_FIELDS
+#define SCHED_API_IMPL_PARENS ()
+// Each level rescans its argument four times: 4^4 rescans, one per member.
+#define SCHED_API_IMPL_EXPAND(...) \
+    SCHED_API_IMPL_EXPAND3(SCHED_API_IMPL_EXPAND3(SCHED_API_IMPL_EXPAND3(SCHED_API_IMPL_EXPAND3(__VA_ARGS__))))
+#define SCHED_API_IMPL_EXPAND3(...) \
+    SCHED_API_IMPL_EXPAND2(SCHED_API_IMPL_EXPAND2(SCHED_API_IMPL_EXPAND2(SCHED_API_IMPL_EXPAND2(__VA_ARGS__))))
+#define SCHED_API_IMPL_EXPAND2(...) \
+    SCHED_API_IMPL_EXPAND1(SCHED_API_IMPL_EXPAND1(SCHED_API_IMPL_EXPAND1(SCHED_API_IMPL_EXPAND1(__VA_ARGS__))))
+#define SCHED_API_IMPL_EXPAND1(...) __VA_ARGS__

@@ -19,9 +19,7 @@ struct WorkflowStepView {
     std::string name;
     std::int64_t job_id = 0;
 
-    static constexpr auto Fields() {
-        return std::tuple{Field("name", &WorkflowStepView::name), Field("job_id", &WorkflowStepView::job_id)};
-    }
+    SCHED_API_FIELDS(WorkflowStepView, name, job_id)
 };
 
 /// An edge of the DAG: `child` may run after `parent` ends as `condition` says.
@@ -30,10 +28,7 @@ struct WorkflowEdgeView {
     std::string child;
     std::string condition;  ///< on-success, on-failure or always
 
-    static constexpr auto Fields() {
-        return std::tuple{Field("parent", &WorkflowEdgeView::parent), Field("child", &WorkflowEdgeView::child),
-                          Field("condition", &WorkflowEdgeView::condition)};
-    }
+    SCHED_API_FIELDS(WorkflowEdgeView, parent, child, condition)
 };
 
 /// Schema Workflow.
@@ -56,25 +51,9 @@ struct WorkflowView {
     std::vector<WorkflowEdgeView> edges;
     std::optional<std::string> managed_by;  ///< the file that declares the workflow; null: made by hand
 
-    static constexpr auto Fields() {
-        return std::tuple{Field("id", &WorkflowView::id),
-                          Field("name", &WorkflowView::name),
-                          Field("description", &WorkflowView::description),
-                          Field("schedule_type", &WorkflowView::schedule_type),
-                          Field("schedule_expr", &WorkflowView::schedule_expr),
-                          Field("time_zone", &WorkflowView::time_zone),
-                          Field("misfire_policy", &WorkflowView::misfire_policy),
-                          Field("max_concurrent_runs", &WorkflowView::max_concurrent_runs),
-                          Field("run_timeout_ms", &WorkflowView::run_timeout_ms),
-                          Field("paused", &WorkflowView::paused),
-                          Field("next_fire_time", &WorkflowView::next_fire_time),
-                          Field("version", &WorkflowView::version),
-                          Field("created_at", &WorkflowView::created_at),
-                          Field("updated_at", &WorkflowView::updated_at),
-                          Field("steps", &WorkflowView::steps),
-                          Field("edges", &WorkflowView::edges),
-                          Field("managed_by", &WorkflowView::managed_by)};
-    }
+    SCHED_API_FIELDS(WorkflowView, id, name, description, schedule_type, schedule_expr, time_zone, misfire_policy,
+                     max_concurrent_runs, run_timeout_ms, paused, next_fire_time, version, created_at, updated_at,
+                     steps, edges, managed_by)
 };
 
 /// Schema WorkflowRun: one run of a workflow, without its steps.
@@ -94,22 +73,8 @@ struct WorkflowRunView {
     std::optional<std::int64_t> started_at;
     std::optional<std::int64_t> ended_at;
 
-    static constexpr auto Fields() {
-        return std::tuple{Field("id", &WorkflowRunView::id),
-                          Field("workflow_id", &WorkflowRunView::workflow_id),
-                          Field("scheduled_time", &WorkflowRunView::scheduled_time),
-                          Field("kind", &WorkflowRunView::kind),
-                          Field("status", &WorkflowRunView::status),
-                          Field("reason", &WorkflowRunView::reason),
-                          Field("params", &WorkflowRunView::params),
-                          Field("workflow_version", &WorkflowRunView::workflow_version),
-                          Field("generation", &WorkflowRunView::generation),
-                          Field("from_step", &WorkflowRunView::from_step),
-                          Field("created_by", &WorkflowRunView::created_by),
-                          Field("created_at", &WorkflowRunView::created_at),
-                          Field("started_at", &WorkflowRunView::started_at),
-                          Field("ended_at", &WorkflowRunView::ended_at)};
-    }
+    SCHED_API_FIELDS(WorkflowRunView, id, workflow_id, scheduled_time, kind, status, reason, params, workflow_version,
+                     generation, from_step, created_by, created_at, started_at, ended_at)
 };
 
 /// Schema WorkflowRunStep: a step of a run, with the fire that shows its state.
@@ -128,21 +93,8 @@ struct WorkflowRunStepView {
     std::optional<std::int64_t> finished_at;
     std::optional<std::int64_t> lag_ms;
 
-    static constexpr auto Fields() {
-        return std::tuple{Field("name", &WorkflowRunStepView::name),
-                          Field("job_id", &WorkflowRunStepView::job_id),
-                          Field("state", &WorkflowRunStepView::state),
-                          Field("generation", &WorkflowRunStepView::generation),
-                          Field("fire_id", &WorkflowRunStepView::fire_id),
-                          Field("fire_status", &WorkflowRunStepView::fire_status),
-                          Field("reason", &WorkflowRunStepView::reason),
-                          Field("message", &WorkflowRunStepView::message),
-                          Field("attempts", &WorkflowRunStepView::attempts),
-                          Field("ready_at", &WorkflowRunStepView::ready_at),
-                          Field("dispatched_at", &WorkflowRunStepView::dispatched_at),
-                          Field("finished_at", &WorkflowRunStepView::finished_at),
-                          Field("lag_ms", &WorkflowRunStepView::lag_ms)};
-    }
+    SCHED_API_FIELDS(WorkflowRunStepView, name, job_id, state, generation, fire_id, fire_status, reason, message,
+                     attempts, ready_at, dispatched_at, finished_at, lag_ms)
 };
 
 /// Schema WorkflowRunDetail: a run with each step's state and the definition's edges.
