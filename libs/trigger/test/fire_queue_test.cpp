@@ -181,7 +181,7 @@ TEST(FireQueue, ARecurringBurstIsClaimedAtMostHalfWayFromTheLastAndHeldFiresMake
     FireQueue held(100, FireQueue::kMaxQueued, kBursts);
     held.Admit(Fires({{1, kNow + 5000}, {2, kNow + 5001}, {3, kNow + 5002}, {4, kNow + 5003}, {5, kNow + 5004}}));
     ASSERT_EQ(held.TakeGroup(kNow + 4900, 10, kIdleWaitMs).ids.size(), 5u);
-    held.Requeue(Fires({{1, kNow + 5100}, {2, kNow + 5100}, {3, kNow + 5100}, {4, kNow + 5100}, {5, kNow + 5100}}));
+    held.Requeue(Fires({{1, kNow + 5000}, {2, kNow + 5000}, {3, kNow + 5000}, {4, kNow + 5000}, {5, kNow + 5000}}));
     auto retry = held.TakeGroup(kNow + 4900, 10, kIdleWaitMs);
     EXPECT_TRUE(retry.ids.empty()) << "not claimed again before the hold ends";
     EXPECT_EQ(retry.wait_ms, 100);
@@ -215,7 +215,7 @@ TEST(FireQueue, AGroupOfMinFiresIsNotFilledAndTheFillTakesNoBurstHeldOrUnfillabl
     FireQueue q(100, FireQueue::kMaxQueued, kBursts, kFill);
     q.Admit(Fillable({{1, kNow + 100}, {2, kNow + 200}}));
     ASSERT_EQ(q.TakeGroup(kNow, 500, kIdleWaitMs).ids, (Ids{1, 2}));
-    q.Requeue(Fires({{2, kNow + 400}}));    // held: asked again at its retry time
+    q.Requeue(Fires({{2, kNow + 300}}));    // held: asked again at its retry time
     auto burst = Burst(10, 4, kNow + 450);  // a burst (kBursts: 4 fires), paced on its own
     for (auto& f : burst) f.fill = true;
     q.Admit(burst);
@@ -224,6 +224,22 @@ TEST(FireQueue, AGroupOfMinFiresIsNotFilledAndTheFillTakesNoBurstHeldOrUnfillabl
     auto group = q.TakeGroup(kNow + 50, 500, kIdleWaitMs);
     EXPECT_EQ(group.ids, (Ids{3, 4})) << "neither the held fire, the burst's nor an unfillable one fill a group";
     EXPECT_FALSE(group.burst_due_at);
+}
+
+TEST(FireQueue, AHeldFireIsTakenAgainAtItsRetryTimeNotBeforeItsOwnClaimAhead) {
+    FireQueue q(100, FireQueue::kMaxQueued, {}, kFill);
+    q.Admit(Fillable({{1, kNow + 100}, {2, kNow + 450}}));
+    ASSERT_EQ(q.TakeGroup(kNow, 500, kIdleWaitMs).ids, (Ids{1, 2})) << "2 filled the group, 350 ms early";
+    // Both held back at kNow, to be asked again 100 ms later (HeldFires' first in line).
+    q.Requeue(Fires({{1, kNow + 100}, {2, kNow + 100}}));
+    auto now = q.TakeGroup(kNow, 500, kIdleWaitMs);
+    EXPECT_TRUE(now.ids.empty()) << "not asked again at once";
+    EXPECT_EQ(now.wait_ms, 100);
+    EXPECT_EQ(q.TakeGroup(kNow + 100, 500, kIdleWaitMs).ids, (Ids{1}))
+        << "fire 2 waits for its own claim-ahead, kNow + 350, not the retry time";
+    auto later = q.TakeGroup(kNow + 100, 500, kIdleWaitMs);
+    EXPECT_EQ(later.wait_ms, 250);
+    EXPECT_EQ(q.TakeGroup(kNow + 350, 500, kIdleWaitMs).ids, (Ids{2}));
 }
 
 }  // namespace

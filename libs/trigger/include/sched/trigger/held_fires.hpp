@@ -24,7 +24,8 @@ class HeldFires {
     static constexpr std::int64_t kMaxHoldMs = 2000;
 
     /// The fires `held` were held back by a claim at `now_ms` (`first_in_line`: those first of
-    /// their job in line): each counted once more, with the due time to queue it again at.
+    /// their job in line): each counted once more, with the time to ask for it again at in
+    /// `due_at` (a retry time: FireQueue::Requeue takes it so).
     std::vector<protocol::NoticedFire> HeldAgain(const std::vector<std::int64_t>& held,
                                                  const std::set<std::int64_t>& first_in_line, std::int64_t now_ms);
     /// `id` won a seat or is no longer pending here: forgotten, its next hold counts from one.
