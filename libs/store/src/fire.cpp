@@ -28,7 +28,6 @@ using model::FireStatusName;
 using model::IsFinal;
 using model::ParseFireKind;
 using model::ParseFireReason;
-using model::ParseFireStatus;
 using model::StoredDueAt;
 
 namespace {
@@ -84,14 +83,8 @@ struct FireRow {
         st.exchange(soci::into(trace_state.value, trace_state.ind));
     }
     Fire Finish() {
-        // Stored values come only from this code; an unknown one means a corrupted row.
-        auto k = ParseFireKind(kind);
-        auto st = ParseFireStatus(status);
-        if (!k || !st) throw std::runtime_error("fire " + std::to_string(fire.id) + ": bad kind/status in database");
-        fire.kind = *k;
-        fire.status = *st;
+        impl::FinishFireHead(fire, kind, status, assigned_node);
         fire.followup = followup != 0;
-        fire.assigned_node = assigned_node.get();
         fire.executor_address = executor_address.get();
         fire.dispatched_at = dispatched_at.get();
         fire.started_at = started_at.get();
@@ -771,10 +764,7 @@ std::map<std::int64_t, Fire> FireRepository::NewestOfJobs(soci::session& s, cons
     };
     constexpr std::size_t kChunk = 500;
     std::map<std::int64_t, Fire> out;
-    for (std::size_t from = 0; from < job_ids.size(); from += kChunk) {
-        const std::size_t to = std::min(job_ids.size(), from + kChunk);
-        std::string ids;
-        for (std::size_t i = from; i < to; ++i) ids += (i == from ? "" : ", ") + std::to_string(job_ids[i]);
+    for (const auto& ids : impl::IdListChunks(job_ids, kChunk)) {
         // A scalar subquery per job, as CapBoundaries: (job_id, scheduled_time) ends with the row
         // id on both databases, so the order is the index's and the read stops at its first row.
         // `ORDER BY id DESC` instead read the job's whole history, or the table's newest rows
@@ -865,10 +855,7 @@ std::vector<std::pair<std::int64_t, std::int64_t>> FireRepository::CapBoundaries
     };
     constexpr std::size_t kChunk = 500;
     std::vector<std::pair<std::int64_t, std::int64_t>> out;
-    for (std::size_t from = 0; from < job_ids.size(); from += kChunk) {
-        const std::size_t to = std::min(job_ids.size(), from + kChunk);
-        std::string ids;
-        for (std::size_t i = from; i < to; ++i) ids += (i == from ? "" : ", ") + std::to_string(job_ids[i]);
+    for (const auto& ids : impl::IdListChunks(job_ids, kChunk)) {
         // A scalar subquery per job: both databases run it as CapBoundary's ranged index read
         // (LIMIT in a scalar subquery is allowed by both; MariaDB refuses it only in IN/ANY).
         const auto rows = impl::SelectRows<BoundaryRow>(

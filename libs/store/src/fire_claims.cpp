@@ -56,12 +56,7 @@ struct ClaimRow {
         st.exchange(soci::into(trace_state.value, trace_state.ind));
     }
     Fire Finish() {
-        auto k = ParseFireKind(kind);
-        auto st = ParseFireStatus(status);
-        if (!k || !st) throw std::runtime_error("fire " + std::to_string(fire.id) + ": bad kind/status in database");
-        fire.kind = *k;
-        fire.status = *st;
-        fire.assigned_node = assigned_node.get();
+        impl::FinishFireHead(fire, kind, status, assigned_node);
         fire.dispatch_epoch = dispatch_epoch.get();
         fire.dispatched_at = dispatched_at.get();
         fire.workflow_run_id = workflow_run_id.get();
