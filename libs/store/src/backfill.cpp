@@ -66,17 +66,7 @@ Result<Backfill> BackfillRepository::Get(std::int64_t id) {
 }
 
 Result<std::vector<Backfill>> BackfillRepository::ListForJob(std::int64_t job_id, std::int64_t before_id, int limit) {
-    return db_.Run([&](soci::session& s) -> Result<std::vector<Backfill>> {
-        const std::int64_t before = before_id > 0 ? before_id : INT64_MAX;
-        return impl::SelectRows<BackfillRow>(s,
-                                             std::string(kSelect) +
-                                                 "WHERE job_id = :job AND id < :before ORDER BY id DESC LIMIT " +
-                                                 std::to_string(std::clamp(limit, 1, 1000)),
-                                             [&](soci::statement& st) {
-                                                 st.exchange(soci::use(job_id, "job"));
-                                                 st.exchange(soci::use(before, "before"));
-                                             });
-    });
+    return impl::SelectChildrenBefore<BackfillRow>(db_, kSelect, "job_id", job_id, before_id, limit);
 }
 
 Result<Backfill> BackfillRepository::Cancel(std::int64_t id) {

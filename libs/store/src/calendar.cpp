@@ -156,11 +156,7 @@ Status CalendarRepository::Delete(std::int64_t id) {
 }
 
 Result<std::int64_t> CalendarRepository::Count() {
-    return db_.Run([&](soci::session& s) -> Result<std::int64_t> {
-        std::int64_t n = 0;
-        s << "SELECT COUNT(*) FROM calendar", soci::into(n);
-        return n;
-    });
+    return impl::CountRows(db_, "calendar");
 }
 
 std::vector<CalendarVersion> CalendarRepository::ListVersions(soci::session& s) {

@@ -106,11 +106,7 @@ Status ConcurrencyKeyRepository::Delete(const std::string& name) {
 }
 
 Result<std::int64_t> ConcurrencyKeyRepository::Count() {
-    return db_.Run([&](soci::session& s) -> Result<std::int64_t> {
-        std::int64_t n = 0;
-        s << "SELECT COUNT(*) FROM concurrency_key", soci::into(n);
-        return n;
-    });
+    return impl::CountRows(db_, "concurrency_key");
 }
 
 std::map<std::string, ConcurrencyKey> ConcurrencyKeyRepository::Find(soci::session& s,

@@ -80,17 +80,7 @@ Result<WorkflowRun> WorkflowRunRepository::Get(std::int64_t id) {
 
 Result<std::vector<WorkflowRun>> WorkflowRunRepository::ListForWorkflow(std::int64_t workflow_id,
                                                                         std::int64_t before_id, int limit) {
-    return db_.Run([&](soci::session& s) -> Result<std::vector<WorkflowRun>> {
-        const std::int64_t before = before_id > 0 ? before_id : INT64_MAX;
-        return impl::SelectRows<RunRow>(s,
-                                        std::string(kSelect) +
-                                            "WHERE workflow_id = :wf AND id < :before ORDER BY id DESC LIMIT " +
-                                            std::to_string(std::clamp(limit, 1, 1000)),
-                                        [&](soci::statement& st) {
-                                            st.exchange(soci::use(workflow_id, "wf"));
-                                            st.exchange(soci::use(before, "before"));
-                                        });
-    });
+    return impl::SelectChildrenBefore<RunRow>(db_, kSelect, "workflow_id", workflow_id, before_id, limit);
 }
 
 std::optional<std::int64_t> WorkflowRunRepository::InsertIfAbsent(soci::session& s, const db::Dialect& dialect,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -199,6 +200,49 @@ auto SelectRows(soci::session& s, const std::string& sql, BindUses&& bind_uses)
             ints.Convert();
             out.push_back(row.Finish());
         } while (st.fetch());
+    }
+    return out;
+}
+
+/// A page of the rows under one parent, newest first: `select` (up to its WHERE) of the rows whose
+/// `parent_column` is `parent_id` and whose id is below `before_id` (0: from the newest), at most
+/// `limit` (clamped to 1..1000), in one read on `db`.
+template <typename Row>
+auto SelectChildrenBefore(db::Database& db, std::string_view select, std::string_view parent_column,
+                          std::int64_t parent_id, std::int64_t before_id, int limit)
+    -> Result<std::vector<decltype(std::declval<Row&>().Finish())>> {
+    using Rows = std::vector<decltype(std::declval<Row&>().Finish())>;
+    return db.Run([&](soci::session& s) -> Result<Rows> {
+        const std::int64_t before = before_id > 0 ? before_id : INT64_MAX;
+        return SelectRows<Row>(s,
+                               std::string(select) + "WHERE " + std::string(parent_column) +
+                                   " = :parent AND id < :before ORDER BY id DESC LIMIT " +
+                                   std::to_string(std::clamp(limit, 1, 1000)),
+                               [&](soci::statement& st) {
+                                   st.exchange(soci::use(parent_id, "parent"));
+                                   st.exchange(soci::use(before, "before"));
+                               });
+    });
+}
+
+/// The rows of `table`, in one read on `db`.
+inline Result<std::int64_t> CountRows(db::Database& db, std::string_view table) {
+    return db.Run([&](soci::session& s) -> Result<std::int64_t> {
+        std::int64_t n = 0;
+        s << "SELECT COUNT(*) FROM " + std::string(table), soci::into(n);
+        return n;
+    });
+}
+
+/// `ids` as comma-separated decimal lists of at most `chunk` ids each, to be written into the
+/// SQL of `IN (...)` lists (numbers only: no injection), so that no statement grows without bound.
+inline std::vector<std::string> IdListChunks(const std::vector<std::int64_t>& ids, std::size_t chunk) {
+    std::vector<std::string> out;
+    for (std::size_t from = 0; from < ids.size(); from += chunk) {
+        const std::size_t to = std::min(ids.size(), from + chunk);
+        std::string list;
+        for (std::size_t i = from; i < to; ++i) list += (i == from ? "" : ", ") + std::to_string(ids[i]);
+        out.push_back(std::move(list));
     }
     return out;
 }
