@@ -151,9 +151,8 @@ void AddAuditRoutes(Routes& routes) {
                    }
                    filter.limit = page + 1;  // one more tells whether there is a next page
                    auto work = [filter, page](db::Database& db) -> Result<nlohmann::json> {
-                       auto entries = store::AuditRepository(db).List(filter);
-                       if (!entries.ok()) return entries.status();
-                       return CursorPage(*entries, page, [&](const auto& e) { return EntryJson(e); });
+                       return CursorPage(store::AuditRepository(db).List(filter), page,
+                                         [&](const auto& e) { return EntryJson(e); });
                    };
                    auto listed = co_await WithDb(*ctx, work);
                    if (!listed.ok()) co_return Response::Error(listed.status());

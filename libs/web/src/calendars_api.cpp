@@ -3,9 +3,7 @@
 #include <array>
 
 #include <date/tz.h>
-#include <spdlog/spdlog.h>
 
-#include "impl/audit.hpp"
 #include "impl/calendars.hpp"
 #include "impl/context.hpp"
 #include "impl/list_query.hpp"
@@ -38,6 +36,12 @@ constexpr int kMaxPreviewDays = 366;
 http::ApiError Invalid(std::string field, std::string message) {
     return http::ApiError{Code::kInvalidArgument, std::move(message), std::move(field)};
 }
+
+// A calendar body as read: the calendar, and on an update the version it was read at.
+struct CalendarInput {
+    store::CalendarRecord calendar;
+    std::int64_t version = 0;
+};
 
 nlohmann::json CalendarJson(const store::CalendarRecord& c) {
     return api::ToJson(api::CalendarView{.id = c.id,
@@ -217,104 +221,49 @@ void PlanBoundedNext(model::Job& job, const model::Job* current, const cron::Sch
 void AddCalendarRoutes(Routes& routes) {
     auto ctx = routes.context();
 
+    const Resource<CalendarInput, store::CalendarRecord> calendar{
+        .collection = "/api/v1/calendars",
+        .kind = "calendar",
+        .fields = {kCalendarFields, kCalendarReadOnly},
+        .read = [](const nlohmann::json& body, const store::CalendarRecord* current,
+                   CalendarInput& in) { return ReadCalendar(body, current, in.calendar, in.version); },
+        .find = [](db::Database& db, std::int64_t id) { return store::CalendarRepository(db).Get(id); },
+        .view = CalendarJson};
+
     routes.Add(Method::kGet, "/api/v1/calendars", Permission::kViewer, kPageQuery,
-               PageHandler(ctx, [](db::Database& db, const PageRequest& page) -> Result<nlohmann::json> {
-                   auto listed = store::CalendarRepository(db).List(page.cursor, page.limit + 1);
-                   if (!listed.ok()) return listed.status();
-                   return CursorPage(*listed, page.limit, CalendarJson);
-               }));
+               ListHandler<store::CalendarRepository>(ctx, calendar));
 
     routes.Add(Method::kPost, "/api/v1/calendars", Permission::kOperator,
-               CreateHandler<store::CalendarRecord, store::CalendarRecord>(
-                   ctx, {.collection = "/api/v1/calendars",
-                         .fields = {kCalendarFields, kCalendarReadOnly},
-                         .read =
-                             [](const nlohmann::json& body, store::CalendarRecord& in) {
-                                 std::int64_t version = 0;
-                                 return ReadCalendar(body, nullptr, in, version);
-                             },
-                         .create = [](db::Database& db, store::CalendarRecord& in,
-                                      const Principal& who) -> Result<store::CalendarRecord> {
-                             store::CalendarRepository calendars(db);
-                             auto count = calendars.Count();
-                             if (!count.ok()) return count.status();
-                             if (*count >= kMaxCalendars) {
-                                 return Status(Code::kResourceExhausted,
-                                               "at most " + std::to_string(kMaxCalendars) + " calendars");
-                             }
-                             auto created = calendars.Create(in);
-                             if (created.ok()) {
-                                 RecordAudit(db, who,
-                                             {"create", "calendar", std::to_string(created->id), created->name,
-                                              std::nullopt, CalendarJson(*created)});
-                             }
-                             return created;
-                         },
-                         .error = RepositoryError,
-                         .view = CalendarJson,
-                         .log =
-                             [](const store::CalendarRecord& c, const Principal& who) {
-                                 spdlog::info("web: calendar {} \"{}\" created by {}", c.id, c.name, who.name);
+               CreateHandler(ctx, calendar,
+                             {.store = [](db::Database& db, const store::CalendarRecord*, CalendarInput& in,
+                                          const Principal&) -> Result<store::CalendarRecord> {
+                                 store::CalendarRepository calendars(db);
+                                 auto count = calendars.Count();
+                                 if (!count.ok()) return count.status();
+                                 if (*count >= kMaxCalendars) {
+                                     return Status(Code::kResourceExhausted,
+                                                   "at most " + std::to_string(kMaxCalendars) + " calendars");
+                                 }
+                                 return calendars.Create(in.calendar);
                              }}));
 
-    routes.Add(Method::kGet, "/api/v1/calendars/{id}", Permission::kViewer,
-               GetHandler(ctx, RepositoryError, [](db::Database& db, std::int64_t id) -> Result<nlohmann::json> {
-                   auto found = store::CalendarRepository(db).Get(id);
-                   if (!found.ok()) return found.status();
-                   return CalendarJson(*found);
-               }));
+    routes.Add(Method::kGet, "/api/v1/calendars/{id}", Permission::kViewer, GetHandler(ctx, calendar));
+
+    routes.Add(Method::kPut, "/api/v1/calendars/{id}", Permission::kOperator,
+               UpdateHandler(
+                   ctx, calendar,
+                   {.store = [](db::Database& db, const store::CalendarRecord*, CalendarInput& in, const Principal&) {
+                       return store::CalendarRepository(db).Update(in.calendar, in.version);
+                   }}));
 
     routes.Add(
-        Method::kPut, "/api/v1/calendars/{id}", Permission::kOperator,
-        UpdateHandler<store::CalendarRecord>(
-            ctx, {.fields = {kCalendarFields, kCalendarReadOnly},
-                  .update = [](db::Database& db, std::int64_t id, const nlohmann::json& body, const Principal& who,
-                               std::optional<http::ApiError>& invalid) -> Result<store::CalendarRecord> {
-                      store::CalendarRepository calendars(db);
-                      auto current = calendars.Get(id);
-                      if (!current.ok()) return current.status();
-                      store::CalendarRecord in;
-                      std::int64_t version = 0;
-                      invalid = ReadCalendar(body, &*current, in, version);
-                      if (invalid) return InvalidArgument(invalid->message);
-                      auto updated = calendars.Update(in, version);
-                      if (updated.ok()) {
-                          RecordAudit(db, who,
-                                      {"update", "calendar", std::to_string(id), updated->name, CalendarJson(*current),
-                                       CalendarJson(*updated)});
-                      }
-                      return updated;
-                  },
-                  .error = RepositoryError,
-                  .view = CalendarJson,
-                  .log =
-                      [](const store::CalendarRecord& c, const Principal& who) {
-                          spdlog::info("web: calendar {} updated to version {} by {}", c.id, c.version, who.name);
-                      }}));
-
-    routes.Add(Method::kDelete, "/api/v1/calendars/{id}", Permission::kOperator,
-               DeleteHandler(ctx, {.remove = [](db::Database& db, std::int64_t id, const Principal& who) -> Status {
-                                       store::CalendarRepository calendars(db);
-                                       auto before = calendars.Get(id);
-                                       Status deleted = calendars.Delete(id);
-                                       if (deleted.ok() && before.ok()) {
-                                           RecordAudit(db, who,
-                                                       {"delete", "calendar", std::to_string(id), before->name,
-                                                        CalendarJson(*before), std::nullopt});
-                                       }
-                                       return deleted;
-                                   },
-                                   // A calendar still named by jobs: 409 naming `calendar`.
-                                   .error =
-                                       [](const Status& s) {
-                                           return Response::Error(s, s.code() == Code::kFailedPrecondition
-                                                                         ? "calendar"
-                                                                         : RepositoryErrorField(s));
-                                       },
-                                   .log =
-                                       [](std::int64_t id, const Principal& who) {
-                                           spdlog::info("web: calendar {} deleted by {}", id, who.name);
-                                       }}));
+        Method::kDelete, "/api/v1/calendars/{id}", Permission::kOperator,
+        DeleteHandler(
+            ctx, calendar, [](db::Database& db, std::int64_t id) { return store::CalendarRepository(db).Delete(id); },
+            // A calendar still named by jobs: 409 naming `calendar`.
+            [](const Status& s) {
+                return Response::Error(s, s.code() == Code::kFailedPrecondition ? "calendar" : RepositoryErrorField(s));
+            }));
 
     // The next `days` local days of the calendar: which are excluded whole, and the daily windows.
     routes.Add(Method::kGet, "/api/v1/calendars/{id}/preview", Permission::kViewer, {{"days"}},

@@ -117,9 +117,8 @@ void AddFireRoutes(Routes& routes) {
             }
             filter.limit = page + 1;
             auto work = [filter, page](db::Database& db) -> Result<nlohmann::json> {
-                auto fires = store::FireRepository(db).List(filter);
-                if (!fires.ok()) return fires.status();
-                return CursorPage(*fires, page, [&](const auto& f) { return FireJson(f); });
+                return CursorPage(store::FireRepository(db).List(filter), page,
+                                  [&](const auto& f) { return FireJson(f); });
             };
             filter.limit = page + 1;  // one more tells whether there is a next page
             auto listed = co_await WithDb(*ctx, work);

@@ -293,43 +293,37 @@ void AddJobRoutes(Routes& routes) {
                    co_return Response::Json(*listed);
                });
 
-    const auto job_view = [](const model::Job& job) {
-        return JobJson(job);
-    };
+    const Resource<JobInput, model::Job> job{
+        .collection = "/api/v1/jobs",
+        .kind = "job",
+        .fields = {kJobFields, kJobReadOnly},
+        .read = ReadJobInput,
+        .find = [](db::Database& db, std::int64_t id) { return store::JobRepository(db).Get(id); },
+        .view = [](const model::Job& j) { return JobJson(j); },
+        .error = JobError};
 
-    routes.Add(
-        Method::kPost, "/api/v1/jobs", Permission::kOperator,
-        CreateHandler<JobInput, model::Job>(
-            ctx, {.collection = "/api/v1/jobs",
-                  .fields = {kJobFields, kJobReadOnly},
-                  .read = [](const nlohmann::json& body, JobInput& in) { return ReadJobInput(body, nullptr, in); },
-                  .create = [](db::Database& db, JobInput& in, const Principal& who) -> Result<model::Job> {
-                      auto now = DbNowMs(db);
-                      if (!now.ok()) return now.status();
-                      if (!in.job.calendar.empty()) {
-                          if (auto calendar = LoadCalendar(db, in.job.calendar); !calendar.ok()) {
-                              return calendar.status();
-                          }
-                      }
-                      if (Status s = CheckConcurrencyKey(db, in.job.concurrency_key); !s.ok()) return s;
-                      if (Status s = PlanNextFire(in, nullptr, *now); !s.ok()) return s;
-                      auto created = CreateJob(db, in, *now);
-                      if (created.ok()) {
-                          RecordAudit(db, who,
-                                      {"create", "job", std::to_string(created->id), created->name, std::nullopt,
-                                       JobJson(*created)});
-                      }
-                      return created;
-                  },
-                  .error = JobError,
-                  .view = job_view,
-                  .log =
-                      [](const model::Job& job, const Principal& who) {
-                          spdlog::info("web: job {} \"{}\" (app {}) created by {}", job.id, job.name, job.app,
-                                       who.name);
-                      },
-                  // Its first fire is the master's to plan.
-                  .wakes_masters = true}));
+    routes.Add(Method::kPost, "/api/v1/jobs", Permission::kOperator,
+               CreateHandler(ctx, job,
+                             {.store = [](db::Database& db, const model::Job*, JobInput& in,
+                                          const Principal&) -> Result<model::Job> {
+                                  auto now = DbNowMs(db);
+                                  if (!now.ok()) return now.status();
+                                  if (!in.job.calendar.empty()) {
+                                      if (auto calendar = LoadCalendar(db, in.job.calendar); !calendar.ok()) {
+                                          return calendar.status();
+                                      }
+                                  }
+                                  if (Status s = CheckConcurrencyKey(db, in.job.concurrency_key); !s.ok()) return s;
+                                  if (Status s = PlanNextFire(in, nullptr, *now); !s.ok()) return s;
+                                  return CreateJob(db, in, *now);
+                              },
+                              .log =
+                                  [](const model::Job& created, const Principal& who) {
+                                      spdlog::info("web: job {} \"{}\" (app {}) created by {}", created.id,
+                                                   created.name, created.app, who.name);
+                                  },
+                              // Its first fire is the master's to plan.
+                              .wakes_masters = true}));
 
     routes.Add(Method::kGet, "/api/v1/jobs/{id}", Permission::kViewer,
                GetHandler(ctx, JobError, [](db::Database& db, std::int64_t id) -> Result<nlohmann::json> {
@@ -340,68 +334,38 @@ void AddJobRoutes(Routes& routes) {
                    return JobJson(*found, NewestOf(*newest, id));
                }));
 
-    routes.Add(
-        Method::kPut, "/api/v1/jobs/{id}", Permission::kOperator,
-        UpdateHandler<model::Job>(
-            ctx, {.fields = {kJobFields, kJobReadOnly},
-                  .update = [](db::Database& db, std::int64_t id, const nlohmann::json& body, const Principal& who,
-                               std::optional<http::ApiError>& invalid) -> Result<model::Job> {
-                      store::JobRepository jobs(db);
-                      auto current = jobs.Get(id);
-                      if (!current.ok()) return current.status();
-                      JobInput in;
-                      invalid = ReadJobInput(body, &*current, in);
-                      if (invalid) return InvalidArgument(invalid->message);
-                      auto now = DbNowMs(db);
-                      if (!now.ok()) return now.status();
-                      if (!in.job.calendar.empty() && in.job.calendar != current->calendar) {
-                          if (auto calendar = LoadCalendar(db, in.job.calendar); !calendar.ok()) {
-                              return calendar.status();
-                          }
-                      }
-                      if (in.job.concurrency_key != current->concurrency_key) {
-                          if (Status s = CheckConcurrencyKey(db, in.job.concurrency_key); !s.ok()) return s;
-                      }
-                      if (Status s = PlanNextFire(in, &*current, *now); !s.ok()) return s;
-                      in.job.id = id;
-                      auto updated = jobs.Update(in.job, in.version);
-                      if (!updated.ok()) return updated;
-                      // Enabled by an edit: no longer paused, so no longer "paused by".
-                      if (updated->enabled && current->paused) {
-                          if (Status s = jobs.SetPaused(id, std::nullopt); s.ok()) updated->paused.reset();
-                      }
-                      RecordAudit(
-                          db, who,
-                          {"update", "job", std::to_string(id), updated->name, JobJson(*current), JobJson(*updated)});
-                      return updated;
-                  },
-                  .error = JobError,
-                  .view = job_view,
-                  .log =
-                      [](const model::Job& job, const Principal& who) {
-                          spdlog::info("web: job {} updated to version {} by {}", job.id, job.version, who.name);
-                      },
-                  // A new schedule or next fire time, or a job enabled by the edit.
-                  .wakes_masters = true}));
+    routes.Add(Method::kPut, "/api/v1/jobs/{id}", Permission::kOperator,
+               UpdateHandler(ctx, job,
+                             {.store = [](db::Database& db, const model::Job* current, JobInput& in,
+                                          const Principal&) -> Result<model::Job> {
+                                  auto now = DbNowMs(db);
+                                  if (!now.ok()) return now.status();
+                                  if (!in.job.calendar.empty() && in.job.calendar != current->calendar) {
+                                      if (auto calendar = LoadCalendar(db, in.job.calendar); !calendar.ok()) {
+                                          return calendar.status();
+                                      }
+                                  }
+                                  if (in.job.concurrency_key != current->concurrency_key) {
+                                      if (Status s = CheckConcurrencyKey(db, in.job.concurrency_key); !s.ok()) return s;
+                                  }
+                                  if (Status s = PlanNextFire(in, current, *now); !s.ok()) return s;
+                                  in.job.id = current->id;
+                                  store::JobRepository jobs(db);
+                                  auto updated = jobs.Update(in.job, in.version);
+                                  if (!updated.ok()) return updated;
+                                  // Enabled by an edit: no longer paused, so no longer "paused by".
+                                  if (updated->enabled && current->paused) {
+                                      if (Status s = jobs.SetPaused(current->id, std::nullopt); s.ok())
+                                          updated->paused.reset();
+                                  }
+                                  return updated;
+                              },
+                              // A new schedule or next fire time, or a job enabled by the edit.
+                              .wakes_masters = true}));
 
-    routes.Add(Method::kDelete, "/api/v1/jobs/{id}", Permission::kOperator,
-               DeleteHandler(ctx, {.remove = [](db::Database& db, std::int64_t id, const Principal& who) -> Status {
-                                       store::JobRepository jobs(db);
-                                       auto before = jobs.Get(id);
-                                       if (!before.ok()) return before.status();
-                                       Status deleted = jobs.Delete(id);
-                                       if (deleted.ok()) {
-                                           RecordAudit(db, who,
-                                                       {"delete", "job", std::to_string(id), before->name,
-                                                        JobJson(*before), std::nullopt});
-                                       }
-                                       return deleted;
-                                   },
-                                   .error = JobError,
-                                   .log =
-                                       [](std::int64_t id, const Principal& who) {
-                                           spdlog::info("web: job {} deleted by {}", id, who.name);
-                                       }}));
+    routes.Add(
+        Method::kDelete, "/api/v1/jobs/{id}", Permission::kOperator,
+        DeleteHandler(ctx, job, [](db::Database& db, std::int64_t id) { return store::JobRepository(db).Delete(id); }));
 
     for (const bool enable : {false, true}) {
         const std::string pattern = enable ? "/api/v1/jobs/{id}/resume" : "/api/v1/jobs/{id}/pause";

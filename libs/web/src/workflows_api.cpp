@@ -112,79 +112,43 @@ std::optional<Response> ReadFromStep(const Request& req, std::string& from_step)
 void AddWorkflowRoutes(Routes& routes) {
     auto ctx = routes.context();
 
+    const Resource<WorkflowInput, model::Workflow> workflow{
+        .collection = "/api/v1/workflows",
+        .kind = kWorkflowKind,
+        .fields = {kWorkflowFields, kWorkflowReadOnly},
+        .read = ReadWorkflowInput,
+        .find = [](db::Database& db, std::int64_t id) { return store::WorkflowRepository(db).Get(id); },
+        .view = WorkflowJson,
+        .error = WorkflowError};
+
     routes.Add(Method::kGet, "/api/v1/workflows", Permission::kViewer, kPageQuery,
-               PageHandler(ctx, [](db::Database& db, const PageRequest& page) -> Result<nlohmann::json> {
-                   auto listed = store::WorkflowRepository(db).List(page.cursor, page.limit + 1);
-                   if (!listed.ok()) return listed.status();
-                   return CursorPage(*listed, page.limit, WorkflowJson);
-               }));
+               ListHandler<store::WorkflowRepository>(ctx, workflow));
 
-    routes.Add(
-        Method::kPost, "/api/v1/workflows", Permission::kOperator,
-        CreateHandler<WorkflowInput, model::Workflow>(
-            ctx,
-            {.collection = "/api/v1/workflows",
-             .fields = {kWorkflowFields, kWorkflowReadOnly},
-             .read = [](const nlohmann::json& body, WorkflowInput& in) { return ReadWorkflowInput(body, nullptr, in); },
-             .create = [](db::Database& db, WorkflowInput& in, const Principal& who) -> Result<model::Workflow> {
-                 auto now = DbNowMs(db);
-                 if (!now.ok()) return now.status();
-                 if (Status s = PlanWorkflowNext(in, *now); !s.ok()) return s;
-                 auto created = store::WorkflowRepository(db).Create(in.workflow);
-                 if (created.ok()) {
-                     RecordAudit(db, who,
-                                 {"create", kWorkflowKind, std::to_string(created->id), created->name, std::nullopt,
-                                  WorkflowJson(*created)});
-                 }
-                 return created;
-             },
-             .error = WorkflowError,
-             .view = WorkflowJson,
-             .log =
-                 [](const model::Workflow& w, const Principal& who) {
-                     spdlog::info("web: workflow {} \"{}\" created by {}", w.id, w.name, who.name);
-                 },
-             // Its first run is the master's to plan (shard 0's).
-             .wakes_masters = true}));
+    routes.Add(Method::kPost, "/api/v1/workflows", Permission::kOperator,
+               CreateHandler(ctx, workflow,
+                             {.store = [](db::Database& db, const model::Workflow*, WorkflowInput& in,
+                                          const Principal&) -> Result<model::Workflow> {
+                                  auto now = DbNowMs(db);
+                                  if (!now.ok()) return now.status();
+                                  if (Status s = PlanWorkflowNext(in, *now); !s.ok()) return s;
+                                  return store::WorkflowRepository(db).Create(in.workflow);
+                              },
+                              // Its first run is the master's to plan (shard 0's).
+                              .wakes_masters = true}));
 
-    routes.Add(Method::kGet, "/api/v1/workflows/{id}", Permission::kViewer,
-               GetHandler(ctx, WorkflowError, [](db::Database& db, std::int64_t id) -> Result<nlohmann::json> {
-                   auto found = store::WorkflowRepository(db).Get(id);
-                   if (!found.ok()) return found.status();
-                   return WorkflowJson(*found);
-               }));
+    routes.Add(Method::kGet, "/api/v1/workflows/{id}", Permission::kViewer, GetHandler(ctx, workflow));
 
-    routes.Add(
-        Method::kPut, "/api/v1/workflows/{id}", Permission::kOperator,
-        UpdateHandler<model::Workflow>(
-            ctx, {.fields = {kWorkflowFields, kWorkflowReadOnly},
-                  .update = [](db::Database& db, std::int64_t id, const nlohmann::json& body, const Principal& who,
-                               std::optional<http::ApiError>& invalid) -> Result<model::Workflow> {
-                      store::WorkflowRepository workflows(db);
-                      auto current = workflows.Get(id);
-                      if (!current.ok()) return current.status();
-                      WorkflowInput in;
-                      invalid = ReadWorkflowInput(body, &*current, in);
-                      if (invalid) return InvalidArgument(invalid->message);
-                      auto now = DbNowMs(db);
-                      if (!now.ok()) return now.status();
-                      if (Status s = PlanWorkflowNext(in, *now); !s.ok()) return s;
-                      auto updated = workflows.Update(in.workflow, in.version);
-                      if (updated.ok()) {
-                          RecordAudit(db, who,
-                                      {"update", kWorkflowKind, std::to_string(id), updated->name,
-                                       WorkflowJson(*current), WorkflowJson(*updated)});
-                      }
-                      return updated;
-                  },
-                  .error = WorkflowError,
-                  .view = WorkflowJson,
-                  .log =
-                      [](const model::Workflow& w, const Principal& who) {
-                          spdlog::info("web: workflow {} updated to version {} by {}", w.id, w.version, who.name);
-                      },
-                  // A new schedule or next fire time.
-                  .wakes_masters = true}));
+    routes.Add(Method::kPut, "/api/v1/workflows/{id}", Permission::kOperator,
+               UpdateHandler(ctx, workflow,
+                             {.store = [](db::Database& db, const model::Workflow*, WorkflowInput& in,
+                                          const Principal&) -> Result<model::Workflow> {
+                                  auto now = DbNowMs(db);
+                                  if (!now.ok()) return now.status();
+                                  if (Status s = PlanWorkflowNext(in, *now); !s.ok()) return s;
+                                  return store::WorkflowRepository(db).Update(in.workflow, in.version);
+                              },
+                              // A new schedule or next fire time.
+                              .wakes_masters = true}));
 
     for (const bool pause : {true, false}) {
         routes.Add(Method::kPost, pause ? "/api/v1/workflows/{id}/pause" : "/api/v1/workflows/{id}/resume",
@@ -206,22 +170,9 @@ void AddWorkflowRoutes(Routes& routes) {
     }
 
     routes.Add(Method::kDelete, "/api/v1/workflows/{id}", Permission::kOperator,
-               DeleteHandler(ctx, {.remove = [](db::Database& db, std::int64_t id, const Principal& who) -> Status {
-                                       store::WorkflowRepository workflows(db);
-                                       auto before = workflows.Get(id);
-                                       Status deleted = workflows.Delete(id);
-                                       if (deleted.ok() && before.ok()) {
-                                           RecordAudit(db, who,
-                                                       {"delete", kWorkflowKind, std::to_string(id), before->name,
-                                                        WorkflowJson(*before), std::nullopt});
-                                       }
-                                       return deleted;
-                                   },
-                                   .error = WorkflowError,
-                                   .log =
-                                       [](std::int64_t id, const Principal& who) {
-                                           spdlog::info("web: workflow {} deleted by {}", id, who.name);
-                                       }}));
+               DeleteHandler(ctx, workflow, [](db::Database& db, std::int64_t id) {
+                   return store::WorkflowRepository(db).Delete(id);
+               }));
 
     // A manual run: the overlap check and the insert in one write transaction, so two triggers
     // racing for the last slot create one run.
@@ -288,9 +239,8 @@ void AddWorkflowRoutes(Routes& routes) {
     routes.Add(
         Method::kGet, "/api/v1/workflows/{id}/runs", Permission::kViewer, kPageQuery,
         ChildPageHandler(ctx, [](db::Database& db, std::int64_t id, const PageRequest& page) -> Result<nlohmann::json> {
-            auto listed = store::WorkflowRunRepository(db).ListForWorkflow(id, page.cursor, page.limit + 1);
-            if (!listed.ok()) return listed.status();
-            return CursorPage(*listed, page.limit, WorkflowRunJson);
+            return CursorPage(store::WorkflowRunRepository(db).ListForWorkflow(id, page.cursor, page.limit + 1),
+                              page.limit, WorkflowRunJson);
         }));
 
     AddWorkflowRunRoute(routes);  // GET /api/v1/workflow-runs/{id} (workflow_runs_api.cpp)

@@ -10,11 +10,13 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "sched/api/page.hpp"
+#include "sched/common/status.hpp"
 #include "sched/http/message.hpp"
 
 namespace sched::web::impl {
@@ -59,6 +61,13 @@ nlohmann::json CursorPage(std::vector<Row>& rows, int page, Item&& item) {
     for (const auto& row : rows) out.items.push_back(item(row));
     if (more) out.next_cursor = std::to_string(rows.back().id);
     return api::ToJson(out);
+}
+
+/// The same from a repository's listing: its error as it is.
+template <typename Row, typename Item>
+Result<nlohmann::json> CursorPage(Result<std::vector<Row>> listed, int page, Item&& item) {
+    if (!listed.ok()) return listed.status();
+    return CursorPage(*listed, page, std::forward<Item>(item));
 }
 
 /// For routes that are not paged: the 400 "<name>: unknown query parameter" for the first

@@ -14,8 +14,10 @@
 #include <string_view>
 #include <utility>
 
+#include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "impl/audit.hpp"
 #include "impl/context.hpp"
 #include "impl/list_query.hpp"
 
@@ -91,87 +93,142 @@ ApiHandler GetHandler(std::shared_ptr<Context> ctx, ErrorAnswer error_answer, Fi
     };
 }
 
-/// POST <collection>: the body (a 400 naming `body` when it is not JSON), its fields (`fields`),
-/// `read(body, input)` (its 400), then `create(db, input, who)` on the DB pool (its error through
-/// `error`); 201 with `view(row)` and `Location: <collection>/<id>`, after `log(row, who)` (and
-/// WakeMasters when `wakes_masters`).
+/// What the routes of one stored resource with a name and a version share (calendars,
+/// workflows, jobs): where it is, the kind its audit entries and log lines name, the fields of
+/// its body and how they are read, how one is found by id, its JSON, and how a failed repository
+/// call is answered.
 template <typename Input, typename Row>
-struct CreateRoute {
+struct Resource {
     std::string collection;  ///< "/api/v1/calendars"
+    std::string kind;        ///< "calendar": the target kind of its audit entries, the noun of its log lines
     BodyFields fields;
-    std::function<std::optional<http::ApiError>(const nlohmann::json& body, Input& input)> read;
-    std::function<Result<Row>(db::Database& db, Input& input, const Principal& who)> create;
-    ErrorAnswer error;
+    /// Reads a body into `input`: for a create (`current` null) or over the row stored (an
+    /// update); the 400 to answer, if any.
+    std::function<std::optional<http::ApiError>(const nlohmann::json& body, const Row* current, Input& input)> read;
+    std::function<Result<Row>(db::Database& db, std::int64_t id)> find;
     std::function<nlohmann::json(const Row& row)> view;
-    std::function<void(const Row& row, const Principal& who)> log;
-    /// The row gives a master work (a job, a workflow, a backfill): wake the masters once stored.
+    ErrorAnswer error = RepositoryError;
+};
+
+/// GET <collection>/{id}: the resource's `find`, answered with its `view`.
+template <typename Input, typename Row>
+ApiHandler GetHandler(std::shared_ptr<Context> ctx, const Resource<Input, Row>& resource) {
+    return GetHandler(
+        ctx, resource.error,
+        [find = resource.find, view = resource.view](db::Database& db, std::int64_t id) -> Result<nlohmann::json> {
+            auto found = find(db, id);
+            if (!found.ok()) return found.status();
+            return view(*found);
+        });
+}
+
+/// GET <collection>: a page of `Repository(db).List(cursor, limit)` (PageHandler), each row in
+/// the resource's view.
+template <typename Repository, typename Input, typename Row>
+ApiHandler ListHandler(std::shared_ptr<Context> ctx, const Resource<Input, Row>& resource) {
+    return PageHandler(std::move(ctx), [view = resource.view](db::Database& db, const PageRequest& page) {
+        return CursorPage(Repository(db).List(page.cursor, page.limit + 1), page.limit, view);
+    });
+}
+
+/// How a create (POST <collection>) or an update (PUT <collection>/{id}) of a resource stores
+/// the input read: `store(db, current, input, who)` on the DB pool, `current` null on a create
+/// and the row as read on an update (which stores with the version the body carries); then
+/// `log` (unset: the resource's standard line) and, when `wakes_masters`, WakeMasters.
+template <typename Input, typename Row>
+struct StoreRoute {
+    std::function<Result<Row>(db::Database& db, const Row* current, Input& input, const Principal& who)> store;
+    std::function<void(const Row& row, const Principal& who)> log = {};
+    /// The row gives a master work (a new job or workflow, a changed schedule): wake the masters
+    /// once stored.
     bool wakes_masters = false;
 };
 
+/// POST <collection>: the body (a 400 naming `body` when it is not JSON), its fields, the
+/// resource's `read` (its 400), then `store` (its error through the resource's `error`) with
+/// the "create" audit entry; 201 with the row's view and `Location: <collection>/<id>`. The
+/// standard log line: "web: <kind> <id> "<name>" created by <who>".
 template <typename Input, typename Row>
-ApiHandler CreateHandler(std::shared_ptr<Context> ctx, CreateRoute<Input, Row> route) {
-    return [ctx = std::move(ctx), route = std::make_shared<const CreateRoute<Input, Row>>(std::move(route))](
+ApiHandler CreateHandler(std::shared_ptr<Context> ctx, const Resource<Input, Row>& resource,
+                         StoreRoute<Input, Row> route) {
+    return [ctx = std::move(ctx), resource = std::make_shared<const Resource<Input, Row>>(resource),
+            route = std::make_shared<const StoreRoute<Input, Row>>(std::move(route))](
                http::Request& req, const Principal& who) -> net::awaitable<http::Response> {
         auto body = req.Json();
         if (!body.ok()) co_return http::Response::Error(body.status(), "body");
-        if (auto unknown = RejectUnknownFields(*body, route->fields.fields, route->fields.read_only)) {
+        if (auto unknown = RejectUnknownFields(*body, resource->fields.fields, resource->fields.read_only)) {
             co_return *unknown;
         }
         Input input{};
-        if (auto invalid = route->read(*body, input)) co_return http::Response::Error(*invalid);
-        auto work = [&route, &input, &who](db::Database& db) -> Result<Row> {
-            return route->create(db, input, who);
+        if (auto invalid = resource->read(*body, nullptr, input)) co_return http::Response::Error(*invalid);
+        auto work = [&resource, &route, &input, &who](db::Database& db) -> Result<Row> {
+            auto created = route->store(db, nullptr, input, who);
+            if (created.ok()) {
+                RecordAudit(db, who,
+                            {"create", resource->kind, std::to_string(created->id), created->name, std::nullopt,
+                             resource->view(*created)});
+            }
+            return created;
         };
         auto created = co_await WithDb(*ctx, work);
-        if (!created.ok()) co_return route->error(created.status());
+        if (!created.ok()) co_return resource->error(created.status());
         if (route->wakes_masters) WakeMasters(*ctx);
-        route->log(*created, who);
-        http::Response response = http::Response::Json(route->view(*created), 201);
-        response.headers.Set("Location", route->collection + "/" + std::to_string(created->id));
+        if (route->log) {
+            route->log(*created, who);
+        } else {
+            spdlog::info("web: {} {} \"{}\" created by {}", resource->kind, created->id, created->name, who.name);
+        }
+        http::Response response = http::Response::Json(resource->view(*created), 201);
+        response.headers.Set("Location", resource->collection + "/" + std::to_string(created->id));
         co_return response;
     };
 }
 
-/// PUT <collection>/{id}: the path id, the body and its fields as for create, then `update(db, id,
-/// body, who, invalid)` on the DB pool, which reads the current row, validates the body against
-/// it (setting `invalid`: answered as is, before any error of the call) and stores it with the
-/// version the body carries; 200 with `view(row)` after `log(row, who)` (and WakeMasters when
-/// `wakes_masters`).
-template <typename Row>
-struct UpdateRoute {
-    BodyFields fields;
-    std::function<Result<Row>(db::Database& db, std::int64_t id, const nlohmann::json& body, const Principal& who,
-                              std::optional<http::ApiError>& invalid)>
-        update;
-    ErrorAnswer error;
-    std::function<nlohmann::json(const Row& row)> view;
-    std::function<void(const Row& row, const Principal& who)> log;
-    /// The row gives a master work (its schedule may have changed): wake the masters once stored.
-    bool wakes_masters = false;
-};
-
-template <typename Row>
-ApiHandler UpdateHandler(std::shared_ptr<Context> ctx, UpdateRoute<Row> route) {
-    return [ctx = std::move(ctx), route = std::make_shared<const UpdateRoute<Row>>(std::move(route))](
+/// PUT <collection>/{id}: the path id, the body and its fields as for create, then on the DB
+/// pool the row stored (the resource's `find`), the body read over it (the resource's `read`:
+/// its 400 is answered as is, before any error of the call) and `store`, with the "update"
+/// audit entry; 200 with the row's view. The standard log line: "web: <kind> <id> updated to
+/// version <version> by <who>".
+template <typename Input, typename Row>
+ApiHandler UpdateHandler(std::shared_ptr<Context> ctx, const Resource<Input, Row>& resource,
+                         StoreRoute<Input, Row> route) {
+    return [ctx = std::move(ctx), resource = std::make_shared<const Resource<Input, Row>>(resource),
+            route = std::make_shared<const StoreRoute<Input, Row>>(std::move(route))](
                http::Request& req, const Principal& who) -> net::awaitable<http::Response> {
         std::optional<http::Response> error;
         const auto id = PathId(req, error);
         if (!id) co_return *error;
         auto body = req.Json();
         if (!body.ok()) co_return http::Response::Error(body.status(), "body");
-        if (auto unknown = RejectUnknownFields(*body, route->fields.fields, route->fields.read_only)) {
+        if (auto unknown = RejectUnknownFields(*body, resource->fields.fields, resource->fields.read_only)) {
             co_return *unknown;
         }
         std::optional<http::ApiError> invalid;
-        auto work = [&route, &invalid, &body, &who, id = *id](db::Database& db) -> Result<Row> {
-            return route->update(db, id, *body, who, invalid);
+        auto work = [&resource, &route, &invalid, &body, &who, id = *id](db::Database& db) -> Result<Row> {
+            auto current = resource->find(db, id);
+            if (!current.ok()) return current.status();
+            Input input{};
+            invalid = resource->read(*body, &*current, input);
+            if (invalid) return InvalidArgument(invalid->message);
+            auto updated = route->store(db, &*current, input, who);
+            if (updated.ok()) {
+                RecordAudit(db, who,
+                            {"update", resource->kind, std::to_string(id), updated->name, resource->view(*current),
+                             resource->view(*updated)});
+            }
+            return updated;
         };
         auto updated = co_await WithDb(*ctx, work);
         if (invalid) co_return http::Response::Error(*invalid);
-        if (!updated.ok()) co_return route->error(updated.status());
+        if (!updated.ok()) co_return resource->error(updated.status());
         if (route->wakes_masters) WakeMasters(*ctx);
-        route->log(*updated, who);
-        co_return http::Response::Json(route->view(*updated));
+        if (route->log) {
+            route->log(*updated, who);
+        } else {
+            spdlog::info("web: {} {} updated to version {} by {}", resource->kind, updated->id, updated->version,
+                         who.name);
+        }
+        co_return http::Response::Json(resource->view(*updated));
     };
 }
 
@@ -197,6 +254,33 @@ inline ApiHandler DeleteHandler(std::shared_ptr<Context> ctx, DeleteRoute route)
         route->log(*id, who);
         co_return http::Response::NoContent();
     };
+}
+
+/// DELETE <collection>/{id} of a resource: the row as it was (the resource's `find`; its error
+/// answered when it cannot be read), `remove(db, id)`, and the "delete" audit entry with the
+/// row's view; 204 after "web: <kind> <id> deleted by <who>". `error` answers the failures
+/// (unset: the resource's).
+template <typename Input, typename Row>
+ApiHandler DeleteHandler(std::shared_ptr<Context> ctx, const Resource<Input, Row>& resource,
+                         std::function<Status(db::Database& db, std::int64_t id)> remove, ErrorAnswer error = {}) {
+    const auto kind = resource.kind;
+    return DeleteHandler(
+        std::move(ctx),
+        {.remove = [kind, find = resource.find, view = resource.view, remove = std::move(remove)](
+                       db::Database& db, std::int64_t id, const Principal& who) -> Status {
+             auto before = find(db, id);
+             if (!before.ok()) return before.status();
+             Status deleted = remove(db, id);
+             if (deleted.ok()) {
+                 RecordAudit(db, who, {"delete", kind, std::to_string(id), before->name, view(*before), std::nullopt});
+             }
+             return deleted;
+         },
+         .error = error ? std::move(error) : resource.error,
+         .log =
+             [kind](std::int64_t id, const Principal& who) {
+                 spdlog::info("web: {} {} deleted by {}", kind, id, who.name);
+             }});
 }
 
 }  // namespace sched::web::impl
