@@ -148,14 +148,9 @@ void TriggerNode::ClusterGaugesLoop() {
     constexpr auto kLastSuccessInterval = std::chrono::seconds(30);
     std::chrono::steady_clock::time_point last_success_read{};
     while (!stopping_) {
-        std::optional<std::int64_t> epoch;
-        {
-            std::unique_lock lock(mu_);
-            cv_.wait_for(lock, kInterval, [this] { return stopping_.load(); });
-            epoch = shard_epochs_[0];
-        }
+        const auto epoch = LeadingEpochAfter(kInterval);
         if (stopping_) break;
-        if (!epoch || !impl_->leases->IsLeading(0, *epoch)) {
+        if (!epoch) {
             std::lock_guard lock(impl_->gauges_mu);
             impl_->gauges.reset();
             continue;
@@ -178,16 +173,22 @@ void TriggerNode::ClusterGaugesLoop() {
     }
 }
 
+std::optional<std::int64_t> TriggerNode::LeadingEpochAfter(Micros interval) {
+    std::optional<std::int64_t> epoch;
+    {
+        std::unique_lock lock(mu_);
+        cv_.wait_for(lock, interval, [this] { return stopping_.load(); });
+        epoch = shard_epochs_[0];
+    }
+    if (stopping_ || !epoch || !impl_->leases->IsLeading(0, *epoch)) return std::nullopt;
+    return epoch;
+}
+
 void TriggerNode::PurgeLoop() {
     while (!stopping_) {
-        std::optional<std::int64_t> epoch;
-        {
-            std::unique_lock lock(mu_);
-            cv_.wait_for(lock, config_.scheduler.purge_interval, [this] { return stopping_.load(); });
-            epoch = shard_epochs_[0];
-        }
+        const auto epoch = LeadingEpochAfter(config_.scheduler.purge_interval);
         if (stopping_) break;
-        if (!epoch || !impl_->leases->IsLeading(0, *epoch)) continue;
+        if (!epoch) continue;
         const auto started = std::chrono::steady_clock::now();
         auto round = impl_->purger->PurgeRound(*epoch, [this] { return stopping_.load(); });
         const auto elapsed_ms =
@@ -207,14 +208,9 @@ void TriggerNode::PurgeLoop() {
 
 void TriggerNode::AlertLoop() {
     while (!stopping_) {
-        std::optional<std::int64_t> epoch;
-        {
-            std::unique_lock lock(mu_);
-            cv_.wait_for(lock, config_.scheduler.alert_interval, [this] { return stopping_.load(); });
-            epoch = shard_epochs_[0];
-        }
+        const auto epoch = LeadingEpochAfter(config_.scheduler.alert_interval);
         if (stopping_) break;
-        if (!epoch || !impl_->leases->IsLeading(0, *epoch)) continue;
+        if (!epoch) continue;
         auto round = impl_->alerter->Round(*epoch, [this] { return stopping_.load(); });
         if (!round.ok()) {
             // What committed stays; the cursor and the pending deliveries are retried next round.

@@ -147,6 +147,9 @@ class TriggerNode final : private ShardObserver {
     Status CheckShardCount();
     /// While this node leads `shard`: its master's scans.
     void MasterLoop(int shard);
+    /// After `interval` (or once stopping): the epoch of shard 0 while this node leads it, else
+    /// nullopt. The master's periodic rounds (purge, alerts, gauges) run in that epoch.
+    std::optional<std::int64_t> LeadingEpochAfter(Micros interval);
     /// While this node leads: a HistoryPurger round every scheduler.purge-interval, on its own
     /// thread so a backlog's batches never delay a scan.
     void PurgeLoop();
