@@ -48,6 +48,17 @@ Status PlanWorkflowNext(WorkflowInput& in, std::int64_t now_ms) {
     return Status::Ok();
 }
 
+// A workflow read from a body, stored at DB time with its next fire time: created when
+// `current` is null, else updated with the version the body carries.
+Result<model::Workflow> StoreWorkflow(db::Database& db, const model::Workflow* current, WorkflowInput& in,
+                                      const Principal&) {
+    auto now = DbNowMs(db);
+    if (!now.ok()) return now.status();
+    if (Status s = PlanWorkflowNext(in, *now); !s.ok()) return s;
+    store::WorkflowRepository workflows(db);
+    return current ? workflows.Update(in.workflow, in.version) : workflows.Create(in.workflow);
+}
+
 // Pause or resume on the DB pool: unchanged when already so (no version bump, no audit entry).
 Result<model::Workflow> SetWorkflowPaused(db::Database& db, const Principal& who, std::int64_t id, bool paused) {
     store::WorkflowRepository workflows(db);
@@ -126,13 +137,7 @@ void AddWorkflowRoutes(Routes& routes) {
 
     routes.Add(Method::kPost, "/api/v1/workflows", Permission::kOperator,
                CreateHandler(ctx, workflow,
-                             {.store = [](db::Database& db, const model::Workflow*, WorkflowInput& in,
-                                          const Principal&) -> Result<model::Workflow> {
-                                  auto now = DbNowMs(db);
-                                  if (!now.ok()) return now.status();
-                                  if (Status s = PlanWorkflowNext(in, *now); !s.ok()) return s;
-                                  return store::WorkflowRepository(db).Create(in.workflow);
-                              },
+                             {.store = StoreWorkflow,
                               // Its first run is the master's to plan (shard 0's).
                               .wakes_masters = true}));
 
@@ -140,13 +145,7 @@ void AddWorkflowRoutes(Routes& routes) {
 
     routes.Add(Method::kPut, "/api/v1/workflows/{id}", Permission::kOperator,
                UpdateHandler(ctx, workflow,
-                             {.store = [](db::Database& db, const model::Workflow*, WorkflowInput& in,
-                                          const Principal&) -> Result<model::Workflow> {
-                                  auto now = DbNowMs(db);
-                                  if (!now.ok()) return now.status();
-                                  if (Status s = PlanWorkflowNext(in, *now); !s.ok()) return s;
-                                  return store::WorkflowRepository(db).Update(in.workflow, in.version);
-                              },
+                             {.store = StoreWorkflow,
                               // A new schedule or next fire time.
                               .wakes_masters = true}));
 
