@@ -271,12 +271,13 @@ class SlaveTest : public ::testing::Test {
     bool AllIn(const std::vector<std::int64_t>& ids, FireStatus s) {
         return std::all_of(ids.begin(), ids.end(), [&](auto id) { return store_->StatusNow(id) == s; });
     }
-    // Fires 1..count of job 7, all due at `due`: their ids.
-    std::vector<std::int64_t> AddFires(int count, std::int64_t due) {
+    // Fires first_id..first_id+count-1 of job `job_id` (7 unless named), all due at `due`: their ids.
+    std::vector<std::int64_t> AddFires(int count, std::int64_t due, std::int64_t first_id = 1,
+                                       std::int64_t job_id = 7) {
         std::vector<std::int64_t> ids;
-        for (int i = 1; i <= count; ++i) {
-            store_->Add(i, 7, due);
-            ids.push_back(i);
+        for (std::int64_t id = first_id; id < first_id + count; ++id) {
+            store_->Add(id, job_id, due);
+            ids.push_back(id);
         }
         return ids;
     }
@@ -399,18 +400,18 @@ TEST_F(SlaveTest, ABurstIsClaimedAheadByItsSizeOverTheRatePacedAndSentAhead) {
 TEST_F(SlaveTest, RunsAnInstanceCannotHoldGoAtTheirDueTime) {
     executors_->serves_ahead = false;
     std::int64_t due = Now() + 300;
-    for (int i = 1; i <= 10; ++i) store_->Add(i, 7, due);
+    const auto first = AddFires(10, due);
     StartSlave();
-    ASSERT_TRUE(WaitFor([&] { return AllIn({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, FireStatus::kRunning); }));
+    ASSERT_TRUE(WaitFor([&] { return AllIn(first, FireStatus::kRunning); }));
     EXPECT_GE(Now(), due);
     EXPECT_EQ(executors_->Batches("/v1/runs-ahead"), 1u);
     EXPECT_EQ(executors_->Batches("/v1/runs"), 1u) << "the ten at their due time, in one batch";
     due = Now() + 300;
-    for (int i = 11; i <= 20; ++i) store_->Add(i, 7, due);
+    const auto second = AddFires(10, due, 11);
     std::vector<protocol::NoticedFire> notice;
-    for (int i = 11; i <= 20; ++i) notice.push_back({.id = i, .due_at = due});
+    for (const auto id : second) notice.push_back({.id = id, .due_at = due});
     slave_->Notify(notice);
-    ASSERT_TRUE(WaitFor([&] { return AllIn({11, 12, 13, 14, 15, 16, 17, 18, 19, 20}, FireStatus::kRunning); }));
+    ASSERT_TRUE(WaitFor([&] { return AllIn(second, FireStatus::kRunning); }));
     EXPECT_EQ(executors_->Batches("/v1/runs-ahead"), 1u) << "not asked again";
     EXPECT_EQ(executors_->Batches("/v1/runs"), 2u);
 }
@@ -422,9 +423,9 @@ TEST_F(SlaveTest, RunsAnAheadBatchDidNotPlaceGoAtTheirDueTime) {
         executors_->refuse_first = 3;  // busy (503) for the first three runs
     }
     const std::int64_t due = Now() + 500;
-    for (int i = 1; i <= 10; ++i) store_->Add(i, 7, due);
+    const auto ids = AddFires(10, due);
     StartSlave();
-    ASSERT_TRUE(WaitFor([&] { return AllIn({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, FireStatus::kRunning); }));
+    ASSERT_TRUE(WaitFor([&] { return AllIn(ids, FireStatus::kRunning); }));
     std::lock_guard lock(executors_->mu);
     ASSERT_EQ(executors_->calls.size(), 2u);
     EXPECT_TRUE(executors_->calls[0].url.ends_with("/v1/runs-ahead"));
@@ -491,22 +492,14 @@ TEST_F(SlaveTest, RunsABatchRefusedGoThePerFirePathAndABlockedOneIsSkipped) {
 TEST_F(SlaveTest, AnExecutorWithoutTheBatchRouteGetsRunsOneByOne) {
     config_.send_ahead = false;
     executors_->serves_batch = false;
-    std::vector<std::int64_t> ids;
-    const std::int64_t due = Now() + 200;
-    for (int i = 1; i <= 5; ++i) {
-        store_->Add(i, 7, due);
-        ids.push_back(i);
-    }
+    auto ids = AddFires(5, Now() + 200);
     StartSlave();
     ASSERT_TRUE(WaitFor([&] { return AllIn(ids, FireStatus::kRunning); }));
     EXPECT_EQ(executors_->Batches(), 1u);
     EXPECT_EQ(executors_->Runs(), 5u);
     // The next burst does not ask it for a batch again.
-    const std::int64_t next = Now() + 200;
-    for (int i = 6; i <= 10; ++i) {
-        store_->Add(i, 7, next);
-        ids.push_back(i);
-    }
+    const auto next = AddFires(5, Now() + 200, 6);
+    ids.insert(ids.end(), next.begin(), next.end());
     ASSERT_TRUE(WaitFor([&] { return AllIn(ids, FireStatus::kRunning); }));
     EXPECT_EQ(executors_->Batches(), 1u);
     EXPECT_EQ(executors_->Runs(), 10u);
@@ -581,12 +574,7 @@ TEST_F(SlaveTest, TheEndsOfABurstNobodyServesAreRecordedInOneBatch) {
     job.app = "nobody";
     job.handler = "charge";
     store_->jobs[8] = job;
-    std::vector<std::int64_t> ids;
-    const std::int64_t due = Now() + 50;
-    for (int i = 1; i <= 30; ++i) {
-        store_->Add(i, 8, due);
-        ids.push_back(i);
-    }
+    const auto ids = AddFires(30, Now() + 50, 1, 8);
     StartSlave();
     ASSERT_TRUE(WaitFor([&] { return AllIn(ids, FireStatus::kFailed); }));
     for (auto id : ids) {
@@ -630,11 +618,7 @@ TEST_F(SlaveTest, AnEndedSpanIsPushedOnlyForAnEndThatMovedTheFire) {
 
 TEST_F(SlaveTest, AGroupIsCutAtMaxGroup) {
     config_.max_group = 50;
-    std::vector<std::int64_t> ids;
-    for (int i = 1; i <= 120; ++i) {
-        store_->Add(i, 7, Now());
-        ids.push_back(i);
-    }
+    const auto ids = AddFires(120, Now());
     StartSlave();
     ASSERT_TRUE(WaitFor([&] { return AllIn(ids, FireStatus::kRunning); }));
     std::lock_guard lock(store_->mu);
@@ -680,12 +664,7 @@ TEST_F(SlaveTest, AClaimRetriedAfterAnErrorReusesItsTokenAndSendsOnce) {
 // halved until a part wins, each part sent before the next, all under the group's token.
 TEST_F(SlaveTest, AGroupThatKeepsLosingConflictsIsClaimedInHalvesAndEveryFireIsSent) {
     store_->conflict_above = 2;
-    std::vector<std::int64_t> ids;
-    const std::int64_t due = Now();
-    for (int i = 1; i <= 8; ++i) {
-        store_->Add(i, 7, due);
-        ids.push_back(i);
-    }
+    const auto ids = AddFires(8, Now());
     StartSlave();
     ASSERT_TRUE(WaitFor([&] { return AllIn(ids, FireStatus::kRunning); }));
     EXPECT_EQ(executors_->Runs(), 8u);
@@ -701,11 +680,7 @@ TEST_F(SlaveTest, AGroupThatKeepsLosingConflictsIsClaimedInHalvesAndEveryFireIsS
 // An outage is not a conflict: the group is retried whole.
 TEST_F(SlaveTest, AGroupIsRetriedWholeAfterAnOutage) {
     store_->fail_claims_after_commit = 3;
-    std::vector<std::int64_t> ids;
-    for (int i = 1; i <= 6; ++i) {
-        store_->Add(i, 7, Now());
-        ids.push_back(i);
-    }
+    const auto ids = AddFires(6, Now());
     StartSlave();
     ASSERT_TRUE(WaitFor([&] { return AllIn(ids, FireStatus::kRunning); }));
     std::lock_guard lock(store_->mu);
@@ -717,11 +692,7 @@ TEST_F(SlaveTest, CallsToOneExecutorAreCapped) {
     config_.max_calls_per_executor = 4;
     executors_->delay = 40ms;
     executors_->serves_batch = false;  // one call per fire
-    std::vector<std::int64_t> ids;
-    for (int i = 1; i <= 20; ++i) {
-        store_->Add(i, 7, Now());
-        ids.push_back(i);
-    }
+    const auto ids = AddFires(20, Now());
     StartSlave();
     ASSERT_TRUE(WaitFor([&] { return AllIn(ids, FireStatus::kRunning); }));
     std::lock_guard lock(executors_->mu);
