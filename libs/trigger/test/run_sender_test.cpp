@@ -98,6 +98,18 @@ class RunSenderTest : public ::testing::Test {
     bool AllReported(std::size_t n) {
         return sched::testing::WaitFor([&] { return Reported() == n && sender_->InFlight() == 0; }, 5s);
     }
+    // Sends one fire that its instance refuses with `status`, naming `field`: `ended` is how it ended.
+    void EndOneRefused(int status, const std::string& field, FireEnding& ended) {
+        executors_.refuse_first = 1;
+        executors_.refuse_status = status;
+        executors_.refuse_field = field;
+        Sender().Send(Group(1, time_.NowMs()));
+        ASSERT_TRUE(AllReported(1));
+        std::lock_guard lock(mu_);
+        ASSERT_EQ(ended_.size(), 1u);
+        ended = ended_[0];
+        ended_.clear();
+    }
 
     net::io_context io_;
     net::executor_work_guard<net::io_context::executor_type> work_;
@@ -153,29 +165,16 @@ TEST_F(RunSenderTest, ASerialJobsRunsGoAheadWithTheTimeLeftAndAreHeld) {
 }
 
 TEST_F(RunSenderTest, ARunRefusedForItsBlockStrategyEndsSkippedAndOthersFailWithTheirReason) {
-    executors_.refuse_first = 1;
-    executors_.refuse_status = 409;
-    executors_.refuse_field = "block_strategy";
-    Sender().Send(Group(1, time_.NowMs()));
-    ASSERT_TRUE(AllReported(1));
-    {
-        std::lock_guard lock(mu_);
-        ASSERT_EQ(ended_.size(), 1u);
-        EXPECT_EQ(ended_[0].to, FireStatus::kSkipped);
-        EXPECT_EQ(ended_[0].reason, model::FireReason::kBlocked);
-        EXPECT_EQ(ended_[0].from, FireStatus::kDispatching);
-        ended_.clear();
-    }
-    executors_.refuse_first = 1;
-    executors_.refuse_status = 400;
-    executors_.refuse_field = "params";
-    Sender().Send(Group(1, time_.NowMs()));
-    ASSERT_TRUE(AllReported(1));
-    std::lock_guard lock(mu_);
-    ASSERT_EQ(ended_.size(), 1u);
-    EXPECT_EQ(ended_[0].to, FireStatus::kFailed);
-    EXPECT_EQ(ended_[0].reason, model::FireReason::kNoExecutor);
-    EXPECT_NE(ended_[0].message.find("HTTP 400 (params)"), std::string::npos) << ended_[0].message;
+    FireEnding blocked;
+    ASSERT_NO_FATAL_FAILURE(EndOneRefused(409, "block_strategy", blocked));
+    EXPECT_EQ(blocked.to, FireStatus::kSkipped);
+    EXPECT_EQ(blocked.reason, model::FireReason::kBlocked);
+    EXPECT_EQ(blocked.from, FireStatus::kDispatching);
+    FireEnding refused;
+    ASSERT_NO_FATAL_FAILURE(EndOneRefused(400, "params", refused));
+    EXPECT_EQ(refused.to, FireStatus::kFailed);
+    EXPECT_EQ(refused.reason, model::FireReason::kNoExecutor);
+    EXPECT_NE(refused.message.find("HTTP 400 (params)"), std::string::npos) << refused.message;
 }
 
 TEST_F(RunSenderTest, AFireWithNoLiveInstanceWaitsForOneUntilTheDispatchTimeoutThenFails) {
