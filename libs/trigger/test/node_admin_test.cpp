@@ -71,6 +71,11 @@ class NodeAdminTest : public ::testing::Test {
         if (!body.is_object() || !body.contains("error")) return "<no error body: " + res.body + ">";
         return body["error"].value("field", "<no field>");
     }
+    // `res` is a 400 naming `field`.
+    static void ExpectBadRequestNaming(const http::Response& res, const std::string& field) {
+        EXPECT_EQ(res.status, 400) << res.body;
+        EXPECT_EQ(FieldOf(res), field) << res.body;
+    }
 
     std::optional<std::int64_t> observed_;           // shard 0
     std::map<int, std::int64_t> observed_by_shard_;  // the others
@@ -175,12 +180,8 @@ TEST_F(NodeAdminTest, NudgeTakesNoBodyOrAnEmptyObject) {
     EXPECT_EQ(res.status, 200);
     EXPECT_EQ(json::parse(res.body), (json{{"nudged", true}}));
     EXPECT_EQ(nudges_, 2);
-    res = admin_.Nudge(Post(R"({"now": true})"));
-    EXPECT_EQ(res.status, 400);
-    EXPECT_EQ(FieldOf(res), "now");
-    res = admin_.Nudge(Post("[1]"));
-    EXPECT_EQ(res.status, 400);
-    EXPECT_EQ(FieldOf(res), "body");
+    ExpectBadRequestNaming(admin_.Nudge(Post(R"({"now": true})")), "now");
+    ExpectBadRequestNaming(admin_.Nudge(Post("[1]")), "body");
     EXPECT_EQ(nudges_, 2);
 }
 
@@ -196,12 +197,8 @@ TEST_F(NodeAdminTest, AWakeWakesTheMastersThisNodeRunsAndSaysHowMany) {
     EXPECT_EQ(res.status, 202);
     EXPECT_EQ(json::parse(res.body), (json{{"woken", 0}}));
     EXPECT_EQ(wakes_, 2);
-    res = admin_.WakeMasters(Post(R"({"shard": 1})"));
-    EXPECT_EQ(res.status, 400);
-    EXPECT_EQ(FieldOf(res), "shard");
-    res = admin_.WakeMasters(Post("not json"));
-    EXPECT_EQ(res.status, 400);
-    EXPECT_EQ(FieldOf(res), "body");
+    ExpectBadRequestNaming(admin_.WakeMasters(Post(R"({"shard": 1})")), "shard");
+    ExpectBadRequestNaming(admin_.WakeMasters(Post("not json")), "body");
     EXPECT_EQ(wakes_, 2) << "a refused body wakes nothing";
 
     // The route is the protocol's path, behind the router's token check like the other internal ones.
