@@ -15,7 +15,23 @@ using model::FireStatus;
 
 constexpr std::int64_t kFirst = 1'700'000'000'000;
 
-class HistoryCheckerTest : public ::testing::Test {
+// The history `in_` a test builds (its fire rows numbered from 100) and the verdict of `Check`,
+// the checker under test, on it.
+template <typename Input, auto Check>
+class CheckerTest : public ::testing::Test {
+  protected:
+    // The report must fail with exactly one violation that mentions `what`.
+    void ExpectOneViolation(const std::string& what) {
+        const auto report = Check(in_);
+        ASSERT_EQ(report.violations.size(), 1u) << report.Summary();
+        EXPECT_NE(report.violations[0].find(what), std::string::npos) << report.Summary();
+    }
+
+    Input in_;
+    std::int64_t next_id_ = 100;
+};
+
+class HistoryCheckerTest : public CheckerTest<HistoryInput, CheckHistory> {
   protected:
     // A clean history: job 1 every second from kFirst, 10 seconds, each ran once at epoch 3,
     // alternating between two instances.
@@ -54,15 +70,6 @@ class HistoryCheckerTest : public ::testing::Test {
         std::erase_if(in_.fires, [t](const model::Fire& f) { return f.scheduled_time == t; });
         std::erase_if(in_.runs, [t](const SinkRecord& r) { return r.scheduled_ms == t; });
     }
-    // The report must fail with exactly one violation that mentions `what`.
-    void ExpectOneViolation(const std::string& what) {
-        const auto report = CheckHistory(in_);
-        ASSERT_EQ(report.violations.size(), 1u) << report.Summary();
-        EXPECT_NE(report.violations[0].find(what), std::string::npos) << report.Summary();
-    }
-
-    HistoryInput in_;
-    std::int64_t next_id_ = 100;
 };
 
 TEST_F(HistoryCheckerTest, ACleanHistoryPasses) {
@@ -210,7 +217,7 @@ TEST(SinkLogTest, ReadsLinesAndSkipsATornLastLine) {
 
 using model::WorkflowRunStatus;
 
-class WorkflowHistoryCheckerTest : public ::testing::Test {
+class WorkflowHistoryCheckerTest : public CheckerTest<WorkflowHistoryInput, CheckWorkflowHistory> {
   protected:
     // A clean history: the diamond a -> b, a -> c, b -> d, c -> d (jobs 11..14), three runs a
     // second apart, each step ran once for 300 ms after its parents ended.
@@ -286,14 +293,6 @@ class WorkflowHistoryCheckerTest : public ::testing::Test {
         std::erase_if(in_.sink, [id](const SinkRecord& r) { return r.fire_id == id; });
         std::erase_if(in_.fires, [id](const model::Fire& x) { return x.id == id; });
     }
-    void ExpectOneViolation(const std::string& what) {
-        const auto report = CheckWorkflowHistory(in_);
-        ASSERT_EQ(report.violations.size(), 1u) << report.Summary();
-        EXPECT_NE(report.violations[0].find(what), std::string::npos) << report.Summary();
-    }
-
-    WorkflowHistoryInput in_;
-    std::int64_t next_id_ = 100;
 };
 
 TEST_F(WorkflowHistoryCheckerTest, ACleanDiamondPasses) {
