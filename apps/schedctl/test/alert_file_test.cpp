@@ -2,13 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include "parser_checks.hpp"
+
 namespace sched::ctl {
 namespace {
 
 std::string ErrorOf(const std::string& text) {
-    auto r = ParseAlertRuleDocument(text, "pager.yaml");
-    EXPECT_FALSE(r.ok()) << text;
-    return r.ok() ? std::string() : r.status().message();
+    return ParseErrorOf(ParseAlertRuleDocument(text, "pager.yaml"), text);
 }
 
 TEST(ParseAlertRuleDocument, ReadsYamlAndJsonAsTheApiTypesThem) {

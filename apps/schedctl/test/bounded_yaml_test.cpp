@@ -14,6 +14,7 @@
 #include "calendar_file.hpp"
 #include "cli.hpp"
 #include "job_file.hpp"
+#include "parser_checks.hpp"
 
 namespace sched::ctl {
 namespace {
@@ -34,11 +35,6 @@ std::string AliasBomb(int levels, int fan_out) {
     return text;
 }
 
-std::string ErrorOf(const Result<std::vector<JobSpec>>& r) {
-    EXPECT_FALSE(r.ok());
-    return r.ok() ? std::string() : r.status().message();
-}
-
 TEST(LoadBoundedYaml, AliasesWithinTheBoundsReadAsTheirExpansion) {
     auto r = ParseJobFile(AliasBomb(3, 10), "jobs.yaml");  // 1,000 leaves
     ASSERT_TRUE(r.ok()) << r.status().message();
@@ -53,7 +49,7 @@ TEST(LoadBoundedYaml, AliasesWithinTheBoundsReadAsTheirExpansion) {
 TEST(LoadBoundedYaml, AMillionLeavesOfAliasesAreRefusedAtTheirLine) {
     // 10^6 leaves in 600 bytes: refused when the count passes the bound, on the first line of
     // level 6 (line 12), before a node is walked.
-    const auto message = ErrorOf(ParseJobFile(AliasBomb(6, 10), "jobs.yaml"));
+    const auto message = ParseErrorOf(ParseJobFile(AliasBomb(6, 10), "jobs.yaml"));
     EXPECT_EQ(message, "jobs.yaml: line 12: the document expands to more than 250000 values (aliases included)");
     // Likewise for a single `jobs create -f` document and the calendars: section.
     auto doc = ParseJobDocument("params:\n" + AliasBomb(6, 10).substr(kJob.size() + 12), "job.yaml");
@@ -70,37 +66,37 @@ TEST(LoadBoundedYaml, ManyAliasesOfALongValueAreRefused) {
     std::string text = kJob + "    description: &d " + std::string(60000, 'x') + "\n    params: [";
     for (int i = 0; i < 1000; ++i) text += std::string(i ? ", " : "") + "*d";
     text += "]\n";
-    EXPECT_EQ(ErrorOf(ParseJobFile(text, "jobs.yaml")),
+    EXPECT_EQ(ParseErrorOf(ParseJobFile(text, "jobs.yaml")),
               "jobs.yaml: line 7: the document's values expand to more than 4194304 bytes (aliases included)");
 }
 
 TEST(LoadBoundedYaml, DeepNestingIsRefusedAlsoThroughAnAlias) {
     std::string deep = kJob + "    params: " + std::string(70, '[') + std::string(70, ']') + "\n";
-    EXPECT_EQ(ErrorOf(ParseJobFile(deep, "jobs.yaml")),
+    EXPECT_EQ(ParseErrorOf(ParseJobFile(deep, "jobs.yaml")),
               "jobs.yaml: line 6: nesting deeper than 64 levels (aliases included)");
     // Each part within the bound, the alias nests one inside the other.
     const std::string half = std::string(40, '[') + std::string(40, ']');
     std::string through_alias = kJob + "    description: x\n    params: {a: &a " + half +
                                 ", b: " + std::string(30, '[') + "*a" + std::string(30, ']') + "}\n";
-    const auto message = ErrorOf(ParseJobFile(through_alias, "jobs.yaml"));
+    const auto message = ParseErrorOf(ParseJobFile(through_alias, "jobs.yaml"));
     EXPECT_EQ(message, "jobs.yaml: line 7: nesting deeper than 64 levels (aliases included)");
 }
 
 TEST(LoadBoundedYaml, AnAliasInsideTheNodeItNamesIsRefused) {
-    EXPECT_EQ(ErrorOf(ParseJobFile(kJob + "    params: &p [1, *p]\n", "jobs.yaml")),
+    EXPECT_EQ(ParseErrorOf(ParseJobFile(kJob + "    params: &p [1, *p]\n", "jobs.yaml")),
               "jobs.yaml: line 6: an alias inside the node it refers to (a cycle)");
 }
 
 TEST(LoadBoundedYaml, HugeValuesAndParamsAreRefusedNamingTheirPlace) {
-    EXPECT_EQ(ErrorOf(ParseJobFile(kJob + "    description: " + std::string(70000, 'x') + "\n", "jobs.yaml")),
+    EXPECT_EQ(ParseErrorOf(ParseJobFile(kJob + "    description: " + std::string(70000, 'x') + "\n", "jobs.yaml")),
               "jobs.yaml: line 6: a value of 70000 bytes (at most 65535)");
     // Params as the API would store them: over its 65,535 bytes, though each value is short.
     std::string many = kJob + "    params: [";
     for (int i = 0; i < 20000; ++i) many += std::string(i ? ", " : "") + "abcd";
     many += "]\n";
-    EXPECT_EQ(ErrorOf(ParseJobFile(many, "jobs.yaml")),
+    EXPECT_EQ(ParseErrorOf(ParseJobFile(many, "jobs.yaml")),
               "jobs.yaml: jobs[0] (name \"j\"): params: larger than 65535 bytes (the API's limit)");
-    EXPECT_EQ(ErrorOf(ParseJobFile(std::string(kMaxJobFileBytes + 1, '#'), "jobs.yaml")),
+    EXPECT_EQ(ParseErrorOf(ParseJobFile(std::string(kMaxJobFileBytes + 1, '#'), "jobs.yaml")),
               "jobs.yaml: larger than 1048576 bytes");
 }
 

@@ -6,14 +6,13 @@
 
 #include "apply.hpp"
 #include "job_file.hpp"
+#include "parser_checks.hpp"
 
 namespace sched::ctl {
 namespace {
 
 std::string ErrorOf(const std::string& yaml) {
-    auto r = ParseCalendarSection(yaml, "jobs.yaml");
-    EXPECT_FALSE(r.ok()) << yaml;
-    return r.ok() ? std::string() : r.status().message();
+    return ParseErrorOf(ParseCalendarSection(yaml, "jobs.yaml"), yaml);
 }
 
 TEST(ParseCalendarSection, ReadsCalendarsInCanonicalFormBesideJobs) {
@@ -49,13 +48,7 @@ jobs:
 }
 
 TEST(ParseCalendarSection, NoCalendarsKeyMeansCalendarsAreNotManaged) {
-    auto r = ParseCalendarSection("jobs: []\n", "f.yaml");
-    ASSERT_TRUE(r.ok());
-    EXPECT_FALSE(r->has_value());
-    r = ParseCalendarSection("calendars:\njobs: []\n", "f.yaml");
-    ASSERT_TRUE(r.ok());
-    ASSERT_TRUE(r->has_value());
-    EXPECT_TRUE((*r)->empty());
+    ExpectAbsentKeyUnmanagedAndEmptyKeyEmpty(ParseCalendarSection, "calendars:\njobs: []\n", "f.yaml");
 }
 
 TEST(ParseCalendarSection, ErrorsNameFileLineCalendarAndField) {

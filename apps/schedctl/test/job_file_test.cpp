@@ -2,13 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include "parser_checks.hpp"
+
 namespace sched::ctl {
 namespace {
 
 std::string ErrorOf(std::string_view yaml) {
-    auto r = ParseJobFile(yaml, "jobs.yaml");
-    EXPECT_FALSE(r.ok()) << yaml;
-    return r.ok() ? std::string() : r.status().message();
+    return ParseErrorOf(ParseJobFile(yaml, "jobs.yaml"), yaml);
 }
 
 TEST(ParseJobFile, ReadsJobsWithTypedFieldsKeyedByName) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "job_file.hpp"
+#include "parser_checks.hpp"
 
 namespace sched::ctl {
 namespace {
@@ -40,9 +41,7 @@ std::vector<WorkflowSpec> Parsed(const std::string& text) {
 }
 
 std::string ErrorOf(const std::string& yaml) {
-    auto r = ParseWorkflowSection(yaml, "flows.yaml");
-    EXPECT_FALSE(r.ok()) << yaml;
-    return r.ok() ? std::string() : r.status().message();
+    return ParseErrorOf(ParseWorkflowSection(yaml, "flows.yaml"), yaml);
 }
 
 // The jobs as the API lists them.
@@ -96,13 +95,7 @@ TEST(ParseWorkflowSection, ReadsADiamondBesideItsJobsWithTheDefaultConditionWrit
 }
 
 TEST(ParseWorkflowSection, AbsentKeyLeavesWorkflowsAlone) {
-    auto r = ParseWorkflowSection("jobs: []\n", "flows.yaml");
-    ASSERT_TRUE(r.ok());
-    EXPECT_FALSE(r->has_value());
-    r = ParseWorkflowSection("workflows:\n", "flows.yaml");
-    ASSERT_TRUE(r.ok());
-    ASSERT_TRUE(r->has_value());
-    EXPECT_TRUE((*r)->empty());
+    ExpectAbsentKeyUnmanagedAndEmptyKeyEmpty(ParseWorkflowSection, "workflows:\n", "flows.yaml");
 }
 
 TEST(ParseWorkflowSection, ErrorsNameTheFileTheLineTheWorkflowAndTheField) {
