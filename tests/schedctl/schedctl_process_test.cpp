@@ -6,8 +6,10 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <map>
 #include <memory>
+#include <string_view>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -65,6 +67,14 @@ class SchedctlProcess : public ::testing::Test {
         ChildProcess p(args, dir_.string(), all_env);
         const auto code = p.WaitForExit(10s);
         return {code.value_or(-1), p.stdout_text(), p.stderr_text()};
+    }
+    // schedctl with `args` (and `env`, as for Run) fails with exit code 1, saying each of `said`
+    // on stderr.
+    void ExpectRefused(std::vector<std::string> args, std::initializer_list<std::string_view> said,
+                       const std::vector<std::string>& env = {}) {
+        const auto r = Run(std::move(args), env);
+        EXPECT_EQ(r.code, 1) << r.out << r.err;
+        for (const auto part : said) EXPECT_NE(r.err.find(part), std::string::npos) << r.err;
     }
 
     static std::string Jobs(const std::string& nightly_expr, bool with_manual) {
@@ -216,10 +226,7 @@ TEST_F(SchedctlProcess, CalendarsInTheFileApplyBeforeTheJobsThatNameThem) {
     EXPECT_EQ(Run({"diff", "-f", file}).code, 0);
 
     // In use: the API refuses the delete and names the job.
-    r = Run({"calendars", "delete", "business-days"});
-    EXPECT_EQ(r.code, 1);
-    EXPECT_NE(r.err.find("HTTP 409"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("nightly"), std::string::npos) << r.err;
+    ExpectRefused({"calendars", "delete", "business-days"}, {"HTTP 409", "nightly"});
 
     // Pruned from the file together with its job: the job goes first, then the calendar.
     Write("jobs.yaml", "calendars: []\njobs: []\n");
@@ -232,15 +239,10 @@ TEST_F(SchedctlProcess, CalendarsInTheFileApplyBeforeTheJobsThatNameThem) {
     EXPECT_TRUE(nlohmann::json::parse(r.out)["items"].empty()) << r.out;
 
     Write("bad.yaml", "calendars:\n  - name: x\n    holidays: [xmas]\n");
-    r = Run({"diff", "-f", (dir_ / "bad.yaml").string()});
-    EXPECT_EQ(r.code, 1);
-    EXPECT_NE(r.err.find("bad.yaml: line 3: calendars[0] (name \"x\"): holidays: unknown field"), std::string::npos)
-        << r.err;
+    ExpectRefused({"diff", "-f", (dir_ / "bad.yaml").string()},
+                  {"bad.yaml: line 3: calendars[0] (name \"x\"): holidays: unknown field"});
     Write("bad.yaml", "calendars:\n  - name: x\n    excluded_weekdays: [funday]\n");
-    r = Run({"calendars", "apply", "-f", (dir_ / "bad.yaml").string()});
-    EXPECT_EQ(r.code, 1);
-    EXPECT_NE(r.err.find("HTTP 400"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("field: excluded_weekdays"), std::string::npos) << r.err;
+    ExpectRefused({"calendars", "apply", "-f", (dir_ / "bad.yaml").string()}, {"HTTP 400", "field: excluded_weekdays"});
 }
 
 TEST_F(SchedctlProcess, PauseWithANoteAndTheJobsHistoryInTheAuditLog) {
@@ -276,9 +278,7 @@ TEST_F(SchedctlProcess, PauseWithANoteAndTheJobsHistoryInTheAuditLog) {
     EXPECT_EQ(items[1]["action"], "pause");
     EXPECT_EQ(items[2]["action"], "create");
     EXPECT_EQ(items[1]["actor"]["name"], "cluster-token");
-    r = Run({"audit", "--since", "soon"});
-    EXPECT_EQ(r.code, 1);
-    EXPECT_NE(r.err.find("--since: expected a duration"), std::string::npos) << r.err;
+    ExpectRefused({"audit", "--since", "soon"}, {"--since: expected a duration"});
 }
 
 TEST_F(SchedctlProcess, ServerAndTokenComeFromTheConfigFile) {
@@ -297,9 +297,7 @@ TEST_F(SchedctlProcess, ServerAndTokenComeFromTheConfigFile) {
     r = Run({"--config", (dir_ / "config.yaml").string(), "cluster", "status"}, {"SCHED_SERVER=", "SCHED_TOKEN="});
     EXPECT_EQ(r.err, "");
     // Without a token the API answers 401, shown readably.
-    r = Run({"--server", server_, "jobs", "list"}, {"SCHED_TOKEN="});
-    EXPECT_EQ(r.code, 1);
-    EXPECT_NE(r.err.find("HTTP 401"), std::string::npos) << r.err;
+    ExpectRefused({"--server", server_, "jobs", "list"}, {"HTTP 401"}, {"SCHED_TOKEN="});
 }
 
 // One shard (the standalone node): no shards table; -o json carries the shards as they came.
@@ -323,26 +321,19 @@ TEST_F(SchedctlProcess, ClusterStatusOfOneShardHasNoShardsTableAndItsJsonCarries
 }
 
 TEST_F(SchedctlProcess, ErrorsShowTheApiErrorOrTheUnreachableUrlAndExit1) {
-    auto r = Run({"jobs", "get", "999999"});
-    EXPECT_EQ(r.code, 1);
-    EXPECT_NE(r.err.find("HTTP 404"), std::string::npos) << r.err;
+    ExpectRefused({"jobs", "get", "999999"}, {"HTTP 404"});
 
     Write("bad.yaml", "jobs:\n  - name: x\n    app: a\n    handler: h\n    schedule_type: cron\n    retry_max: lots\n");
-    r = Run({"diff", "-f", (dir_ / "bad.yaml").string()});
-    EXPECT_EQ(r.code, 1);
-    EXPECT_NE(r.err.find("bad.yaml: jobs[0] (name \"x\"): retry_max: expected an integer"), std::string::npos) << r.err;
+    ExpectRefused({"diff", "-f", (dir_ / "bad.yaml").string()},
+                  {"bad.yaml: jobs[0] (name \"x\"): retry_max: expected an integer"});
 
     Write("bad-cron.yaml",
           "jobs:\n  - name: x\n    app: a\n    handler: h\n    schedule_type: cron\n"
           "    schedule_expr: \"not cron\"\n");
-    r = Run({"apply", "-f", (dir_ / "bad-cron.yaml").string()});
-    EXPECT_EQ(r.code, 1);
-    EXPECT_NE(r.err.find("HTTP 400"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("field: schedule_expr"), std::string::npos) << r.err;
+    ExpectRefused({"apply", "-f", (dir_ / "bad-cron.yaml").string()}, {"HTTP 400", "field: schedule_expr"});
 
-    r = Run({"--server", "http://127.0.0.1:1", "cluster", "status"});
-    EXPECT_EQ(r.code, 1);
-    EXPECT_NE(r.err.find("cannot reach http://127.0.0.1:1/api/v1/cluster"), std::string::npos) << r.err;
+    ExpectRefused({"--server", "http://127.0.0.1:1", "cluster", "status"},
+                  {"cannot reach http://127.0.0.1:1/api/v1/cluster"});
 }
 
 // A workflow made through the API, operated with schedctl: list, trigger with params,
@@ -396,10 +387,7 @@ TEST_F(SchedctlProcess, WorkflowsAreListedTriggeredAndInspected) {
     EXPECT_NE(r.out.find("load"), std::string::npos) << r.out;
     // The server's refusal names the field (the run's state depends on the master: no executor
     // serves app etl, so its first step ends without running sooner or later).
-    r = Run({"workflows", "rerun", run_id, "--from-step", "nope"});
-    EXPECT_EQ(r.code, 1) << r.out << r.err;
-    EXPECT_NE(r.err.find("HTTP 400"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("(field: from_step)"), std::string::npos) << r.err;
+    ExpectRefused({"workflows", "rerun", run_id, "--from-step", "nope"}, {"HTTP 400", "(field: from_step)"});
     r = Run({"workflows", "get", id, "-o", "json"});
     ASSERT_EQ(r.code, 0) << r.out << r.err;
     EXPECT_EQ(nlohmann::json::parse(r.out)["steps"].size(), 2u) << r.out;
@@ -521,17 +509,12 @@ TEST_F(SchedctlProcess, AWorkflowInTheFileAppliesAfterItsJobsAndIsPrunedBeforeTh
     EXPECT_TRUE(nlohmann::json::parse(r.out)["items"].empty()) << r.out;
 
     Write("bad.yaml", "workflows:\n  - name: w\n    steps:\n      - {name: a, jobb: job-a}\n");
-    r = Run({"diff", "-f", (dir_ / "bad.yaml").string()});
-    EXPECT_EQ(r.code, 1);
-    EXPECT_NE(r.err.find("bad.yaml: line 4: workflows[0] (name \"w\"): steps[0].jobb: unknown field"),
-              std::string::npos)
-        << r.err;
+    ExpectRefused({"diff", "-f", (dir_ / "bad.yaml").string()},
+                  {"bad.yaml: line 4: workflows[0] (name \"w\"): steps[0].jobb: unknown field"});
     // A step naming a job that exists neither in the cluster nor in the file: refused by name.
     Write("bad.yaml", "workflows:\n  - name: w\n    steps:\n      - {name: a, job: nowhere}\n");
-    r = Run({"apply", "-f", (dir_ / "bad.yaml").string()});
-    EXPECT_EQ(r.code, 1) << r.out << r.err;
-    EXPECT_NE(r.err.find("workflow w: not created: steps[0].job: no job named \"nowhere\""), std::string::npos)
-        << r.err;
+    ExpectRefused({"apply", "-f", (dir_ / "bad.yaml").string()},
+                  {"workflow w: not created: steps[0].job: no job named \"nowhere\""});
 }
 
 TEST_F(SchedctlProcess, WorkflowsCreateUpdateAndDeleteFromAFile) {
@@ -566,9 +549,7 @@ TEST_F(SchedctlProcess, WorkflowsCreateUpdateAndDeleteFromAFile) {
     r = Run({"workflows", "delete", id});
     ASSERT_EQ(r.code, 0) << r.out << r.err;
     EXPECT_NE(r.out.find("workflow " + id + " deleted"), std::string::npos) << r.out;
-    r = Run({"workflows", "get", id});
-    EXPECT_EQ(r.code, 1);
-    EXPECT_NE(r.err.find("HTTP 404"), std::string::npos) << r.err;
+    ExpectRefused({"workflows", "get", id}, {"HTTP 404"});
 }
 
 TEST_F(SchedctlProcess, AlertRulesAreCreatedEditedTestedAndDeleted) {
@@ -606,15 +587,11 @@ TEST_F(SchedctlProcess, AlertRulesAreCreatedEditedTestedAndDeleted) {
 
     // A stale version in the file: the server's 409 and its message.
     Write("stale.yaml", "name: pager-2\nversion: 1\n");
-    r = Run({"alerts", "update", "1", "-f", (dir_ / "stale.yaml").string()});
-    EXPECT_EQ(r.code, 1) << r.out << r.err;
-    EXPECT_NE(r.err.find("HTTP 409"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("changed since it was read"), std::string::npos) << r.err;
+    ExpectRefused({"alerts", "update", "1", "-f", (dir_ / "stale.yaml").string()},
+                  {"HTTP 409", "changed since it was read"});
 
     // A disabled rule's test is refused (field enabled); enabled, it queues a marked delivery.
-    r = Run({"alerts", "test", "1"});
-    EXPECT_EQ(r.code, 1) << r.out << r.err;
-    EXPECT_NE(r.err.find("(field: enabled)"), std::string::npos) << r.err;
+    ExpectRefused({"alerts", "test", "1"}, {"(field: enabled)"});
     Write("enable.yaml", "enabled: true\n");
     ASSERT_EQ(Run({"alerts", "update", "1", "-f", (dir_ / "enable.yaml").string()}).code, 0);
     r = Run({"alerts", "test", "1"});
@@ -625,24 +602,16 @@ TEST_F(SchedctlProcess, AlertRulesAreCreatedEditedTestedAndDeleted) {
     EXPECT_EQ(r.out.rfind("ID  RULE", 0), 0u) << r.out;
     EXPECT_NE(r.out.find("(test)"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("lost"), std::string::npos) << r.out;
-    r = Run({"alerts", "deliveries", "--rule", "x"});
-    EXPECT_EQ(r.code, 1);
-    EXPECT_NE(r.err.find("--rule"), std::string::npos) << r.err;
-    r = Run({"alerts", "list", "--rule", "1"});
-    EXPECT_EQ(r.code, 1);
-    EXPECT_NE(r.err.find("only alerts deliveries takes a rule"), std::string::npos) << r.err;
+    ExpectRefused({"alerts", "deliveries", "--rule", "x"}, {"--rule"});
+    ExpectRefused({"alerts", "list", "--rule", "1"}, {"only alerts deliveries takes a rule"});
 
     Write("bad.yaml", "name: x\ncolour: red\n");
-    r = Run({"alerts", "create", "-f", (dir_ / "bad.yaml").string()});
-    EXPECT_EQ(r.code, 1);
-    EXPECT_NE(r.err.find("colour: unknown field"), std::string::npos) << r.err;
+    ExpectRefused({"alerts", "create", "-f", (dir_ / "bad.yaml").string()}, {"colour: unknown field"});
 
     r = Run({"alerts", "delete", "1"});
     ASSERT_EQ(r.code, 0) << r.out << r.err;
     EXPECT_NE(r.out.find("alert rule 1 deleted"), std::string::npos) << r.out;
-    r = Run({"alerts", "get", "1"});
-    EXPECT_EQ(r.code, 1);
-    EXPECT_NE(r.err.find("HTTP 404"), std::string::npos) << r.err;
+    ExpectRefused({"alerts", "get", "1"}, {"HTTP 404"});
 }
 
 TEST_F(SchedctlProcess, AlertRulesInTheFileNameTheirJobAndFollowDriftAndPrune) {
@@ -762,16 +731,14 @@ TEST_F(SchedctlProcess, AlertRulesInTheFileNameTheirJobAndFollowDriftAndPrune) {
     EXPECT_NE(Run({"alerts", "list", "-o", "json"}).out.find("by-hand"), std::string::npos);
 
     Write("bad.yaml", "alerts:\n  - name: x\n    job_id: 3\n    events: [failed]\n    url: http://h.example/\n");
-    r = Run({"diff", "-f", (dir_ / "bad.yaml").string()});
-    EXPECT_EQ(r.code, 1);
-    EXPECT_NE(r.err.find("bad.yaml: line 3: alerts[0] (name \"x\"): job_id: not allowed"), std::string::npos) << r.err;
+    ExpectRefused({"diff", "-f", (dir_ / "bad.yaml").string()},
+                  {"bad.yaml: line 3: alerts[0] (name \"x\"): job_id: not allowed"});
     // A rule naming a job that exists neither in the cluster nor in the file: refused by name.
     Write("bad.yaml",
           "alerts:\n  - name: x\n    job: nowhere\n    events: [failed]\n    url: http://h.example/\n"
           "    secret: \"0123456789abcdef\"\n");
-    r = Run({"apply", "-f", (dir_ / "bad.yaml").string()});
-    EXPECT_EQ(r.code, 1) << r.out << r.err;
-    EXPECT_NE(r.err.find("alert-rule x: not created: job: no job named \"nowhere\""), std::string::npos) << r.err;
+    ExpectRefused({"apply", "-f", (dir_ / "bad.yaml").string()},
+                  {"alert-rule x: not created: job: no job named \"nowhere\""});
 }
 
 // A "billion laughs" job file: 9 levels of 9 aliases, 387,420,489 leaves in 700 bytes. Run under
