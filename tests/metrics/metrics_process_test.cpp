@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
 #include <set>
@@ -111,6 +112,20 @@ std::filesystem::path StandaloneConfigIn(const std::filesystem::path& dir) {
     return config;
 }
 
+// Scrapes /metrics on `port` into `metrics` every 500 ms until `seen` (which reads `metrics`)
+// holds, an answer is not 200, or `within` has passed; the last answer's status.
+int ScrapeUntil(unsigned short port, std::string& metrics, std::chrono::milliseconds within,
+                const std::function<bool()>& seen) {
+    int status = 0;
+    testing::WaitFor(
+        [&] {
+            std::tie(status, metrics) = testing::HttpGet(port, "/metrics");
+            return status != 200 || seen();
+        },
+        within, 500ms);
+    return status;
+}
+
 // The exposition `metrics` (kept in `file`) passes `promtool check metrics`, and declares every
 // name the dashboard and the alert rules use that `names_of` picks (at least `at_least` per file);
 // `whose` names the exposition in the failure.
@@ -153,18 +168,14 @@ TEST(StandaloneMetrics, LiveExpositionPassesPromtoolAndDeclaresEveryNameTheDashb
         ChildProcess p({SCHED_STANDALONE_BIN, "--config", config.string(), "--demo"}, dir.string());
         const auto port = testing::ListeningPort(p, 20s);
         ASSERT_NE(port, 0) << p.stderr_text();
-        int status = 0;
         bool fired = false;
         bool gauges = false;
-        testing::WaitFor(
-            [&] {
-                std::tie(status, metrics) = testing::HttpGet(port, "/metrics");
-                fired = metrics.find("sched_fire_outcomes_total{app=\"demo\"") != std::string::npos;
-                gauges = metrics.find("\nsched_fires_pending ") != std::string::npos &&
-                         metrics.find("sched_executors_live{app=\"demo\"} 0") != std::string::npos;
-                return status != 200 || (fired && gauges);
-            },
-            60s, 500ms);
+        const int status = ScrapeUntil(port, metrics, 60s, [&] {
+            fired = metrics.find("sched_fire_outcomes_total{app=\"demo\"") != std::string::npos;
+            gauges = metrics.find("\nsched_fires_pending ") != std::string::npos &&
+                     metrics.find("sched_executors_live{app=\"demo\"} 0") != std::string::npos;
+            return fired && gauges;
+        });
         ASSERT_EQ(status, 200) << metrics;
         EXPECT_TRUE(fired) << "no fire outcome counted within 60 s\n" << metrics;
         EXPECT_TRUE(gauges) << "no leader gauges within 60 s\n" << metrics;
@@ -212,16 +223,12 @@ TEST(ExecutorMetrics, ADemoClientsExpositionPassesPromtoolAndDeclaresEveryClient
         ASSERT_NE(at, std::string::npos) << *serving;
         const auto port = static_cast<unsigned short>(std::stoi(serving->substr(at + std::strlen(" at 127.0.0.1:"))));
         // The demo job fires every 10 s: its run is counted within two periods.
-        int status = 0;
         bool ran = false;
-        testing::WaitFor(
-            [&] {
-                std::tie(status, metrics) = testing::HttpGet(port, "/metrics");
-                ran = metrics.find("sched_client_runs_total{handler=\"echo\",outcome=\"succeeded\"} 1") !=
-                      std::string::npos;
-                return status != 200 || ran;
-            },
-            30s, 500ms);
+        const int status = ScrapeUntil(port, metrics, 30s, [&] {
+            ran =
+                metrics.find("sched_client_runs_total{handler=\"echo\",outcome=\"succeeded\"} 1") != std::string::npos;
+            return ran;
+        });
         ASSERT_EQ(status, 200) << metrics;
         EXPECT_TRUE(ran) << "no run of the demo job counted within 30 s\n" << metrics;
         client.Signal(SIGTERM);
