@@ -102,6 +102,12 @@ class MasterWakerTest : public db::testing::DbTest {
         auto held = locks.Insert(store::ShardLeaseName("master", shard), node, lease);
         ASSERT_TRUE(held.ok() && *held) << held.status().ToString();
     }
+    // A live trigger node `id` at `address` that holds shard `shard`'s lease for `lease`.
+    void LeaderNode(const std::string& id, const std::string& address, int shard,
+                    Micros lease = std::chrono::hours(1)) {
+        Node(id, address);
+        Lead(shard, id, lease);
+    }
     // Waits until `rounds` rounds have ended.
     bool Rounds(std::uint64_t rounds) {
         return WaitFor([&] { return waker_->Stats().rounds >= rounds; });
@@ -117,11 +123,9 @@ class MasterWakerTest : public db::testing::DbTest {
 
 TEST_P(MasterWakerTest, EachLeaderIsWokenOncePerWake) {
     WakeRoute a, b, idle;
-    Node("a", a.address());
-    Node("b", b.address());
+    LeaderNode("a", a.address(), 0);
+    LeaderNode("b", b.address(), 1);
     Node("idle", idle.address());
-    Lead(0, "a");
-    Lead(1, "b");
     Lead(2, "a");  // two shards, one node: one POST wakes both its masters
     auto& waker = Waker();
     waker.Wake();
@@ -142,10 +146,8 @@ TEST_P(MasterWakerTest, EachLeaderIsWokenOncePerWake) {
 
 TEST_P(MasterWakerTest, OwnMastersAreWokenWithoutHttp) {
     WakeRoute self, other;
-    Node("self", self.address());
-    Node("other", other.address());
-    Lead(0, "self");
-    Lead(1, "other");
+    LeaderNode("self", self.address(), 0);
+    LeaderNode("other", other.address(), 1);
     std::atomic<int> self_wakes{0};
     auto& waker = Waker({.self_node_id = "self", .wake_self = [&] {
                              return ++self_wakes;
@@ -160,10 +162,8 @@ TEST_P(MasterWakerTest, OwnMastersAreWokenWithoutHttp) {
 
 TEST_P(MasterWakerTest, HolderOfAnExpiredLeaseIsNotWoken) {
     WakeRoute leader, expired;
-    Node("leader", leader.address());
-    Node("expired", expired.address());
-    Lead(0, "leader");
-    Lead(1, "expired", std::chrono::microseconds(1));
+    LeaderNode("leader", leader.address(), 0);
+    LeaderNode("expired", expired.address(), 1, std::chrono::microseconds(1));
     lock::SqlLockStore locks(db().shared_from_this());
     ASSERT_TRUE(WaitFor([&] {
         auto row = locks.Read(store::ShardLeaseName("master", 1));
@@ -178,10 +178,8 @@ TEST_P(MasterWakerTest, HolderOfAnExpiredLeaseIsNotWoken) {
 
 TEST_P(MasterWakerTest, BurstCostsAtMostTwoRounds) {
     WakeRoute a(/*held=*/true), b;
-    Node("a", a.address());
-    Node("b", b.address());
-    Lead(0, "a");
-    Lead(1, "b");
+    LeaderNode("a", a.address(), 0);
+    LeaderNode("b", b.address(), 1);
     auto& waker = Waker({.timeout = std::chrono::seconds(30)});
     // The first call starts a round, which a's held answer keeps in flight; the 99 others, made
     // meanwhile, ask for one more.
@@ -203,10 +201,8 @@ TEST_P(MasterWakerTest, DeadLeaderNeitherThrowsNorHoldsTheOthers) {
         closed = acceptor.local_endpoint().port();
     }
     WakeRoute alive;
-    Node("alive", alive.address());
-    Node("dead", "127.0.0.1:" + std::to_string(closed));
-    Lead(0, "alive");
-    Lead(1, "dead");
+    LeaderNode("alive", alive.address(), 0);
+    LeaderNode("dead", "127.0.0.1:" + std::to_string(closed), 1);
     auto& waker = Waker({.timeout = std::chrono::seconds(2)});
     waker.Wake();
     ASSERT_TRUE(Rounds(1));
@@ -222,8 +218,7 @@ TEST_P(MasterWakerTest, DeadLeaderNeitherThrowsNorHoldsTheOthers) {
 
 TEST_P(MasterWakerTest, NoDatabaseYetEndsTheRound) {
     WakeRoute a;
-    Node("a", a.address());
-    Lead(0, "a");
+    LeaderNode("a", a.address(), 0);
     auto& waker = Waker({}, [] { return std::shared_ptr<db::Database>(); });
     waker.Wake();
     ASSERT_TRUE(Rounds(1));
