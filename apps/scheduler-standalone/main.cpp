@@ -10,7 +10,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <string>
 
 #include <sys/stat.h>
@@ -19,6 +18,7 @@
 
 #include "sched/common/announce.hpp"
 #include "sched/common/app_main.hpp"
+#include "sched/common/config.hpp"
 #include "sched/common/crypto.hpp"
 #include "sched/common/log_fields.hpp"
 #include "sched/cron/schedule.hpp"
@@ -129,19 +129,15 @@ int main(int argc, char** argv) {
     sched::trigger::NodeConfig config;
     sched::web::LockApiOptions locks;
     sched::web::OidcOptions oidc;
-    try {
-        const auto root = sched::ConfigNode::LoadFile(parsed.args.config_path);
+    const auto loaded = sched::LoadAppConfig(spec, parsed.args, [&](const sched::ConfigNode& root) {
         locks = sched::web::LockApiOptions::FromYaml(root.Child("locks"));
         oidc = sched::web::OidcOptions::FromYaml(root.Child("oidc"));
         config = sched::trigger::NodeConfig::FromYaml(root, {.db_url = "sqlite://data/scheduler.db",
                                                              .listen = "127.0.0.1:8080",
                                                              .require_token = false,
                                                              .service_name = "scheduler-standalone"});
-    } catch (const sched::ConfigError& e) {
-        std::cerr << "scheduler-standalone: " << e.what() << "\n";
-        return 2;
-    }
-    if (parsed.args.check_config) return sched::ReportConfigOk();
+    });
+    if (loaded) return *loaded;
     // Everything this process creates (the data directory, the SQLite file and its -wal/-shm,
     // anything added later) holds the schedule and secrets: private to its user by default.
     ::umask(077);

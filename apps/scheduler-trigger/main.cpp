@@ -2,13 +2,13 @@
 
 #include <chrono>
 #include <cstdint>
-#include <iostream>
 #include <string>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 
 #include "sched/common/app_main.hpp"
+#include "sched/common/config.hpp"
 #include "sched/common/log_fields.hpp"
 #include "sched/http/server.hpp"
 #include "sched/http/url.hpp"
@@ -43,17 +43,13 @@ int main(int argc, char** argv) {
     if (parsed.exit_code) return *parsed.exit_code;
     sched::trigger::NodeConfig config;
     sched::web::LockApiOptions locks;
-    try {
-        const auto root = sched::ConfigNode::LoadFile(parsed.args.config_path);
+    const auto loaded = sched::LoadAppConfig(spec, parsed.args, [&](const sched::ConfigNode& root) {
         // The lock API served with the executor API (`locks:`): every node that serves it must
         // use the same backend as the web nodes, or two holders could coexist.
         locks = sched::web::LockApiOptions::FromYaml(root.Child("locks"));
         config = sched::trigger::NodeConfig::FromYaml(root, {});
-    } catch (const sched::ConfigError& e) {
-        std::cerr << "scheduler-trigger: " << e.what() << "\n";
-        return 2;
-    }
-    if (parsed.args.check_config) return sched::ReportConfigOk();
+    });
+    if (loaded) return *loaded;
     sched::SetupLogging(config.log);
 
     sched::StopSignals signals;  // before any other thread starts

@@ -1,7 +1,6 @@
 // scheduler-web: the REST API, the web UI and the SDK's registry and callback routes over the
 // cluster's database (sched/web/web_service.hpp). Wiring only.
 
-#include <iostream>
 #include <string>
 
 #include <spdlog/spdlog.h>
@@ -39,13 +38,10 @@ int main(int argc, char** argv) {
     const sched::ParsedArgs parsed = sched::ParseAppArgs(spec, argc, argv);
     if (parsed.exit_code) return *parsed.exit_code;
     sched::web::WebServiceConfig config;
-    try {
-        config = sched::web::WebServiceConfig::FromYaml(sched::ConfigNode::LoadFile(parsed.args.config_path));
-    } catch (const sched::ConfigError& e) {
-        std::cerr << "scheduler-web: " << e.what() << "\n";
-        return 2;
-    }
-    if (parsed.args.check_config) return sched::ReportConfigOk();
+    const auto loaded = sched::LoadAppConfig(spec, parsed.args, [&](const sched::ConfigNode& root) {
+        config = sched::web::WebServiceConfig::FromYaml(root);
+    });
+    if (loaded) return *loaded;
     sched::SetupLogging(config.log);
 
     sched::StopSignals signals;  // before any other thread starts

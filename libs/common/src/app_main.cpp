@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sched/common/announce.hpp"
+#include "sched/common/config.hpp"
 
 namespace sched {
 
@@ -61,6 +62,18 @@ ParsedArgs ParseAppArgs(const AppSpec& spec, int argc, char** argv) {
 int ReportConfigOk() {
     std::cout << "config ok" << std::endl;
     return 0;
+}
+
+std::optional<int> LoadAppConfig(const AppSpec& spec, const AppArgs& args,
+                                 const std::function<void(const ConfigNode& root)>& load) {
+    try {
+        load(ConfigNode::LoadFile(args.config_path));
+    } catch (const ConfigError& e) {
+        std::cerr << spec.name << ": " << e.what() << "\n";
+        return 2;
+    }
+    if (args.check_config) return ReportConfigOk();
+    return std::nullopt;
 }
 
 int StartFailureExitCode(const Status& started) {

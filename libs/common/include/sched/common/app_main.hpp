@@ -32,6 +32,8 @@
 
 namespace sched {
 
+class ConfigNode;
+
 struct AppSpec {
     std::string name;                ///< the program name used in messages ("scheduler-trigger")
     std::string version;             ///< printed by --version
@@ -63,6 +65,13 @@ ParsedArgs ParseAppArgs(const AppSpec& spec, int argc, char** argv);
 
 /// The end of a --check-config run: prints "config ok" to stdout and returns exit code 0.
 int ReportConfigOk();
+
+/// Loads the configuration file `args` names: `load` reads its root into the app's settings
+/// (throwing ConfigError naming the key). Returns the code main must return at once: 2 after
+/// printing "<spec.name>: <error>" to stderr when the file does not load, ReportConfigOk's 0 for
+/// --check-config; nothing when the app goes on to start.
+std::optional<int> LoadAppConfig(const AppSpec& spec, const AppArgs& args,
+                                 const std::function<void(const ConfigNode& root)>& load);
 
 /// The exit code of an app whose service did not start (`started` not ok): 0 when a stop signal
 /// cancelled the start (kCancelled), else 1 after logging "cannot start: <status>".
