@@ -52,6 +52,7 @@ class FakeStore final : public FireClaimStore {
     std::size_t conflict_above = 0;                  // a Claim of more ids than this loses a conflict (0: none)
     std::int64_t epoch = 42;                         // the lease's epoch, as Claim and Restamp read it
     std::map<std::int64_t, std::int64_t> restamped;  // fire id -> epoch, by Restamp
+    std::set<std::int64_t> held_back;                // pending fires every Claim holds back, first in line of their job
 
     void Add(std::int64_t id, std::int64_t job_id, std::int64_t due_at) {
         std::lock_guard lock(mu);
@@ -120,6 +121,11 @@ class FakeStore final : public FireClaimStore {
             const auto it = fires.find(id);
             if (it == fires.end()) continue;  // a notice may name a fire that is gone
             auto& f = it->second;
+            if (held_back.contains(id) && f.fire.status == FireStatus::kPending) {
+                g.held.push_back(id);
+                g.first_in_line.insert(id);
+                continue;
+            }
             if (f.fire.status == FireStatus::kPending && f.fire.assigned_node == node) {
                 f.fire.status = FireStatus::kDispatching;
                 f.fire.dispatched_at = now;
@@ -296,6 +302,26 @@ class SlaveTest : public ::testing::Test {
     std::unique_ptr<Slave> slave_;
     std::atomic<int> wakes_{0};  // SetWakeMasters calls
 };
+
+// A fire its job's concurrency limit holds back is asked for again after its hold (the first in
+// line of its job: every 100 ms, HeldFires), not by the next turn of the group loop: that was a
+// claim transaction after the other for as long as the seat's run went on.
+TEST_F(SlaveTest, AHeldFireIsAskedAgainAfterItsHoldNotInALoop) {
+    AddFires(1, Now() + 50);
+    store_->held_back.insert(1);
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] {
+        std::lock_guard lock(store_->mu);
+        return !store_->claims.empty();
+    }));
+    std::this_thread::sleep_for(1s);
+    std::lock_guard lock(store_->mu);
+    EXPECT_GE(store_->claims.size(), 3u);
+    EXPECT_LE(store_->claims.size(), 12u) << "about one claim per 100 ms";
+    for (std::size_t i = 1; i < store_->claim_times.size(); ++i) {
+        EXPECT_GE(store_->claim_times[i] - store_->claim_times[i - 1], 90) << "claim " << i;
+    }
+}
 
 TEST_F(SlaveTest, ABurstIsClaimedAsOneGroupAndSentAtItsDueTime) {
     config_.send_ahead = false;
