@@ -108,15 +108,7 @@ BackfillProgress BackfillAdvancer::Advance(soci::session& s, const db::Dialect& 
             if (!stored[i] || !stored[i]->as_written) continue;
             ++progress.fires_created;
             created_times.insert(fires[i].scheduled_time);
-            if (fires[i].assigned_node) {
-                progress.assigned[*fires[i].assigned_node].push_back(
-                    {.id = stored[i]->id, .due_at = model::StoredDueAt(fires[i])});
-            }
-            if (protocol::FireTracer::On()) {
-                model::Fire planned = fires[i];
-                planned.id = stored[i]->id;
-                progress.spans.push_back(PendingFireSpan::Planned(planned, job->app, now));
-            }
+            NoteWrittenFire(fires[i], stored[i]->id, job->app, now, progress.assigned, progress.spans);
         }
         const bool unchanged = step.cursor == backfill.cursor_ms && step.create.empty() && step.existing == 0;
         backfill.cursor_ms = step.cursor;

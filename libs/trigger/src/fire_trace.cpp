@@ -42,4 +42,19 @@ void PushFireSpans(const std::vector<PendingFireSpan>& spans) {
     }
 }
 
+void NoteWrittenFire(const model::Fire& fire, std::int64_t fire_id, std::string_view app, std::int64_t now_ms,
+                     std::map<std::string, std::vector<protocol::NoticedFire>>& assigned,
+                     std::vector<PendingFireSpan>& spans, bool fill) {
+    if (fire.assigned_node) {
+        assigned[*fire.assigned_node].push_back({.id = fire_id, .due_at = model::StoredDueAt(fire), .fill = fill});
+    }
+    // Collected, pushed after the commit (PushFireSpans): a transaction rolled back (a lost
+    // lease, a database error) must not export the span of a fire id that was never committed.
+    if (protocol::FireTracer::On()) {
+        model::Fire planned = fire;
+        planned.id = fire_id;
+        spans.push_back(PendingFireSpan::Planned(planned, app, now_ms));
+    }
+}
+
 }  // namespace sched::trigger

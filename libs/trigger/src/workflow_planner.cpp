@@ -265,15 +265,7 @@ WorkflowProgressReport WorkflowPlanner::Advance(soci::session& s, const db::Dial
     for (std::size_t i = 0; i < new_fires.size(); ++i) {
         if (!stored[i] || !stored[i]->as_written) continue;
         ++r.steps_started;
-        if (new_fires[i].assigned_node) {
-            r.assigned[*new_fires[i].assigned_node].push_back(
-                {.id = stored[i]->id, .due_at = model::StoredDueAt(new_fires[i])});
-        }
-        if (protocol::FireTracer::On()) {
-            model::Fire planned = new_fires[i];
-            planned.id = stored[i]->id;
-            r.spans.push_back(PendingFireSpan::Planned(planned, new_fire_apps[i], now));
-        }
+        NoteWrittenFire(new_fires[i], stored[i]->id, new_fire_apps[i], now, r.assigned, r.spans);
     }
     r.earliest_due_ms = store::WorkflowRepository::EarliestDue(s);
     return r;

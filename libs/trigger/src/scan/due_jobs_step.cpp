@@ -175,14 +175,7 @@ void DueJobsStep::Run(ScanContext& ctx) {
         // Counted and notified: the rows as this scan wrote them (see StoredFire::as_written).
         if (!stored[i] || !stored[i]->as_written) continue;
         ++r.fires_created;
-        ctx.Notify(stored[i]->id, new_fires[i], new_fire_fill[i]);
-        if (protocol::FireTracer::On()) {
-            // Collected, pushed after the commit (Master::Scan): a scan rolled back (a lost lease,
-            // a database error) must not export the span of a fire id that was never committed.
-            model::Fire planned = new_fires[i];
-            planned.id = stored[i]->id;
-            r.spans.push_back(PendingFireSpan::Planned(planned, new_fire_apps[i], ctx.now));
-        }
+        NoteWrittenFire(new_fires[i], stored[i]->id, new_fire_apps[i], ctx.now, r.assigned, r.spans, new_fire_fill[i]);
     }
 }
 

@@ -3,6 +3,7 @@
 /// A stored fire as the spans of its attempt know it (sched/protocol/fire_spans.hpp).
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -10,6 +11,7 @@
 
 #include "sched/model/fire.hpp"
 #include "sched/protocol/fire_spans.hpp"
+#include "sched/protocol/fires_notice.hpp"
 
 namespace sched::trigger {
 
@@ -52,5 +54,12 @@ struct PendingFireSpan {
 
 /// Pushes each span to the installed FireTracer (nothing when none is installed).
 void PushFireSpans(const std::vector<PendingFireSpan>& spans);
+
+/// Takes note of `fire`, just written as `fire_id` for a job of `app`: noticed under its
+/// assigned node in `assigned` (with `fill`, see NoticedFire), and its `planned` span at
+/// `now_ms` collected in `spans` when a tracer is installed, pushed once the write committed.
+void NoteWrittenFire(const model::Fire& fire, std::int64_t fire_id, std::string_view app, std::int64_t now_ms,
+                     std::map<std::string, std::vector<protocol::NoticedFire>>& assigned,
+                     std::vector<PendingFireSpan>& spans, bool fill = false);
 
 }  // namespace sched::trigger
