@@ -274,9 +274,8 @@ void AddAlertRoutes(Routes& routes) {
     routes.Add(Method::kPost, "/api/v1/alert-rules/{id}/test", Permission::kAdmin,
                [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
                    std::optional<Response> error;
-                   const auto id = PathId(req, error);
-                   if (error) co_return *error;
-                   if (auto bad = RejectAnyBody(req)) co_return *bad;
+                   const auto id = PathIdWithoutBody(req, error);
+                   if (!id) co_return *error;
                    // Queued, not sent: the master's alerter sends it like any delivery (signed,
                    // retried, bounded per receiver), so this request never waits on a receiver
                    // and a test proves the path real alerts take.

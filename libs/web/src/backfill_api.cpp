@@ -282,9 +282,8 @@ void AddBackfillRoutes(Routes& routes) {
         Method::kPost, "/api/v1/backfills/{id}/cancel", Permission::kOperator,
         [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
             std::optional<Response> error;
-            const auto id = PathId(req, error);
+            const auto id = PathIdWithoutBody(req, error);
             if (!id) co_return *error;
-            if (auto rejected = RejectAnyBody(req)) co_return *rejected;
             auto work = [id = *id, &who](db::Database& db) {
                 auto cancelled = BackfillWithCounts(db, store::BackfillRepository(db).Cancel(id));
                 if (cancelled.ok()) {

@@ -142,9 +142,8 @@ void AddFireRoutes(Routes& routes) {
     routes.Add(Method::kPost, "/api/v1/fires/{id}/kill", Permission::kOperator,
                [ctx, signer](Request& req, const Principal& who) -> net::awaitable<Response> {
                    std::optional<Response> error;
-                   const auto id = PathId(req, error);
+                   const auto id = PathIdWithoutBody(req, error);
                    if (!id) co_return *error;
-                   if (auto rejected = RejectAnyBody(req)) co_return *rejected;
                    const std::string message = "killed through the API by " + who.name;
                    // The CAS comes first: it decides, once, whether this kill wins over the fire's own
                    // end. The executor's later "killed" callback is then a duplicate; a result it had

@@ -398,9 +398,8 @@ void AddJobRoutes(Routes& routes) {
         Method::kPost, "/api/v1/jobs/{id}/trigger", Permission::kOperator,
         [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
             std::optional<Response> error;
-            const auto id = PathId(req, error);
+            const auto id = PathIdWithoutBody(req, error);
             if (!id) co_return *error;
-            if (auto rejected = RejectAnyBody(req)) co_return *rejected;
             CallerTrace trace;
             if (auto bad = ReadCallerTrace(req, trace)) co_return *bad;
             const std::int64_t ttl_ms =

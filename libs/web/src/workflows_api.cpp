@@ -153,9 +153,8 @@ void AddWorkflowRoutes(Routes& routes) {
         routes.Add(Method::kPost, pause ? "/api/v1/workflows/{id}/pause" : "/api/v1/workflows/{id}/resume",
                    Permission::kOperator, [ctx, pause](Request& req, const Principal& who) -> net::awaitable<Response> {
                        std::optional<Response> error;
-                       const auto id = PathId(req, error);
+                       const auto id = PathIdWithoutBody(req, error);
                        if (!id) co_return *error;
-                       if (auto rejected = RejectAnyBody(req)) co_return *rejected;
                        auto work = [&who, id = *id, pause](db::Database& db) {
                            return SetWorkflowPaused(db, who, id, pause);
                        };

@@ -178,6 +178,10 @@ std::optional<http::Response> RejectUnknownFields(const nlohmann::json& body, st
 /// an object) or the first field.
 std::optional<http::Response> RejectAnyBody(const http::Request& req);
 
+/// The opening of a route on one resource that takes no fields: the path id (PathId), or the
+/// 400 to answer for a bad id or, the id being good, for a body (RejectAnyBody).
+std::optional<std::int64_t> PathIdWithoutBody(const http::Request& req, std::optional<http::Response>& error);
+
 /// Characters (Unicode code points) in a UTF-8 string: what VARCHAR(n) limits count.
 std::size_t CodePoints(std::string_view utf8);
 
