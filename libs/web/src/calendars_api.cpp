@@ -266,14 +266,10 @@ void AddCalendarRoutes(Routes& routes) {
             }));
 
     // The next `days` local days of the calendar: which are excluded whole, and the daily windows.
-    routes.Add(Method::kGet, "/api/v1/calendars/{id}/preview", Permission::kViewer, {{"days"}},
-               [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
-                   std::optional<Response> error;
-                   const auto id = PathId(req, error);
-                   if (!id) co_return *error;
-                   const auto days = QueryInt(req, "days", 1, kMaxPreviewDays, error).value_or(14);
-                   if (error) co_return *error;
-                   auto work = [id = *id, days](db::Database& db) -> Result<nlohmann::json> {
+    routes.Add(
+        Method::kGet, "/api/v1/calendars/{id}/preview", Permission::kViewer, {{"days"}},
+        GetHandler(ctx, IntQuery{.name = "days", .min = 1, .max = kMaxPreviewDays, .fallback = 14}, RepositoryError,
+                   [](db::Database& db, std::int64_t id, std::int64_t days) -> Result<nlohmann::json> {
                        auto record = store::CalendarRepository(db).Get(id);
                        if (!record.ok()) return record.status();
                        auto calendar = LoadCalendar(db, record->name);
@@ -305,12 +301,7 @@ void AddCalendarRoutes(Routes& routes) {
                                              {"now", *now},
                                              {"excluded_now", calendar->IsExcluded(*now)},
                                              {"days", std::move(out_days)}};
-                   };
-                   auto preview = co_await WithDb(*ctx, work);
-                   if (!preview.ok())
-                       co_return Response::Error(preview.status(), RepositoryErrorField(preview.status()));
-                   co_return Response::Json(*preview);
-               });
+                   }));
 }
 
 }  // namespace sched::web::impl

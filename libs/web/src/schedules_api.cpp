@@ -8,6 +8,7 @@
 #include "impl/context.hpp"
 #include "impl/job_input.hpp"
 #include "impl/list_query.hpp"
+#include "impl/resource_routes.hpp"
 #include "impl/views.hpp"
 #include "sched/cron/misfire.hpp"
 #include "sched/cron/planned_time.hpp"
@@ -142,35 +143,28 @@ void AddScheduleRoutes(Routes& routes) {
     auto ctx = routes.context();
 
     routes.Add(Method::kGet, "/api/v1/jobs/{id}/next", Permission::kViewer, {{"count"}},
-               [ctx](Request& req, const Principal&) -> net::awaitable<Response> {
-                   std::optional<Response> error;
-                   const auto id = PathId(req, error);
-                   if (!id) co_return *error;
-                   const auto count = QueryInt(req, "count", 1, kMaxPreview, error).value_or(5);
-                   if (error) co_return *error;
-                   auto work = [id = *id, count](db::Database& db) -> Result<nlohmann::json> {
-                       auto job = store::JobRepository(db).Get(id);
-                       if (!job.ok()) return job.status();
-                       auto schedule = StoredSchedule(*job);
-                       if (!schedule.ok()) return FailedPrecondition("stored schedule: " + schedule.status().message());
-                       auto now = DbNowMs(db);
-                       if (!now.ok()) return now.status();
-                       std::optional<cron::Calendar> calendar;
-                       if (!job->calendar.empty()) {
-                           auto loaded = LoadCalendar(db, job->calendar);
-                           if (!loaded.ok()) return FailedPrecondition(loaded.status().message());
-                           calendar = std::move(*loaded);
-                       }
-                       auto out = PreviewJson(*schedule, {.job = &*job, .calendar = calendar ? &*calendar : nullptr},
+               GetHandler(ctx, IntQuery{.name = "count", .min = 1, .max = kMaxPreview, .fallback = 5}, JobError,
+                          [](db::Database& db, std::int64_t id, std::int64_t count) -> Result<nlohmann::json> {
+                              auto job = store::JobRepository(db).Get(id);
+                              if (!job.ok()) return job.status();
+                              auto schedule = StoredSchedule(*job);
+                              if (!schedule.ok())
+                                  return FailedPrecondition("stored schedule: " + schedule.status().message());
+                              auto now = DbNowMs(db);
+                              if (!now.ok()) return now.status();
+                              std::optional<cron::Calendar> calendar;
+                              if (!job->calendar.empty()) {
+                                  auto loaded = LoadCalendar(db, job->calendar);
+                                  if (!loaded.ok()) return FailedPrecondition(loaded.status().message());
+                                  calendar = std::move(*loaded);
+                              }
+                              auto out =
+                                  PreviewJson(*schedule, {.job = &*job, .calendar = calendar ? &*calendar : nullptr},
                                               *now, static_cast<std::size_t>(count));
-                       out["job_id"] = id;
-                       out["enabled"] = job->enabled;
-                       return out;
-                   };
-                   auto preview = co_await WithDb(*ctx, work);
-                   if (!preview.ok()) co_return JobError(preview.status());
-                   co_return Response::Json(*preview);
-               });
+                              out["job_id"] = id;
+                              out["enabled"] = job->enabled;
+                              return out;
+                          }));
 
     routes.Add(Method::kPost, "/api/v1/schedules/validate", Permission::kViewer,
                [ctx](Request& req, const Principal&) -> net::awaitable<Response> {

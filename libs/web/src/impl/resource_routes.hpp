@@ -75,22 +75,47 @@ ApiHandler ChildPageHandler(std::shared_ptr<Context> ctx, Page page) {
     };
 }
 
-/// GET <collection>/{id}: `find(db, id)` on the DB pool answers the resource's JSON; its error
-/// goes through `error`.
+/// The integer query parameter of a view of one resource (`/jobs/{id}/next?count=`): in [min,
+/// max] (QueryInt), `fallback` when absent.
+struct IntQuery {
+    std::string_view name;
+    std::int64_t min = 1;
+    std::int64_t max = 1;
+    std::int64_t fallback = 1;
+};
+
+/// GET <collection>/{id}, or a view of it with `query` (`/jobs/{id}/next?count=`): the path id,
+/// then the query read; `find(db, id, value)` on the DB pool answers the JSON (value 0 without
+/// a query); its error goes through `error`.
 template <typename Find>
-ApiHandler GetHandler(std::shared_ptr<Context> ctx, ErrorAnswer error_answer, Find find) {
-    return [ctx = std::move(ctx), error_answer = std::move(error_answer), find = std::move(find)](
+ApiHandler GetHandler(std::shared_ptr<Context> ctx, std::optional<IntQuery> query, ErrorAnswer error_answer,
+                      Find find) {
+    return [ctx = std::move(ctx), query, error_answer = std::move(error_answer), find = std::move(find)](
                http::Request& req, const Principal&) -> net::awaitable<http::Response> {
         std::optional<http::Response> error;
         const auto id = PathId(req, error);
         if (!id) co_return *error;
-        auto work = [&find, id = *id](db::Database& db) -> Result<nlohmann::json> {
-            return find(db, id);
+        std::int64_t value = 0;
+        if (query) {
+            value = QueryInt(req, query->name, query->min, query->max, error).value_or(query->fallback);
+            if (error) co_return *error;
+        }
+        auto work = [&find, id = *id, value](db::Database& db) -> Result<nlohmann::json> {
+            return find(db, id, value);
         };
         auto found = co_await WithDb(*ctx, work);
         if (!found.ok()) co_return error_answer(found.status());
         co_return http::Response::Json(*found);
     };
+}
+
+/// GET <collection>/{id}: `find(db, id)` on the DB pool answers the resource's JSON; its error
+/// goes through `error`.
+template <typename Find>
+ApiHandler GetHandler(std::shared_ptr<Context> ctx, ErrorAnswer error_answer, Find find) {
+    return GetHandler(
+        std::move(ctx), std::nullopt, std::move(error_answer),
+        [find = std::move(find)](db::Database& db, std::int64_t id, std::int64_t) { return find(db, id); });
 }
 
 /// What the routes of one stored resource with a name and a version share (calendars,
