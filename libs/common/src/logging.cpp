@@ -10,6 +10,7 @@
 
 #include "sched/common/announce.hpp"
 #include "sched/common/log_fields.hpp"
+#include "sched/common/utf8.hpp"
 
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
@@ -43,34 +44,6 @@ bool EscapeLineBreakOrTab(std::string& out, unsigned char c) {
     }
 }
 
-// Length of the well-formed UTF-8 sequence at the start of `s`, or 0 (RFC 3629: no overlong
-// forms, no surrogates, nothing above U+10FFFF).
-std::size_t Utf8SequenceLength(std::string_view s) {
-    const auto b0 = static_cast<unsigned char>(s[0]);
-    std::size_t n = 0;
-    unsigned char lo = 0x80;
-    unsigned char hi = 0xbf;
-    if (b0 >= 0xc2 && b0 <= 0xdf) {
-        n = 2;
-    } else if (b0 >= 0xe0 && b0 <= 0xef) {
-        n = 3;
-        if (b0 == 0xe0) lo = 0xa0;
-        if (b0 == 0xed) hi = 0x9f;
-    } else if (b0 >= 0xf0 && b0 <= 0xf4) {
-        n = 4;
-        if (b0 == 0xf0) lo = 0x90;
-        if (b0 == 0xf4) hi = 0x8f;
-    } else {
-        return 0;
-    }
-    if (s.size() < n) return 0;
-    for (std::size_t i = 1; i < n; ++i) {
-        const auto b = static_cast<unsigned char>(s[i]);
-        if (b < (i == 1 ? lo : 0x80) || b > (i == 1 ? hi : 0xbf)) return 0;
-    }
-    return n;
-}
-
 // Walks `s`, copying printable text and well-formed UTF-8 and handing every other byte to
 // `escape` (which appends its replacement to `out`).
 template <typename Escape>
@@ -80,7 +53,7 @@ std::string EscapeWith(std::string_view s, Escape escape) {
     for (std::size_t i = 0; i < s.size();) {
         const auto c = static_cast<unsigned char>(s[i]);
         if (c >= 0x80) {
-            if (const std::size_t n = Utf8SequenceLength(s.substr(i)); n > 0) {
+            if (const std::size_t n = Utf8CharLength(s.substr(i)); n > 0) {
                 out.append(s.substr(i, n));
                 i += n;
                 continue;

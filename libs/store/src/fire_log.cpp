@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "impl/query.hpp"
+#include "sched/common/utf8.hpp"
 #include "sched/db/dialect.hpp"
 
 namespace sched::store {
@@ -13,37 +14,6 @@ namespace {
 // escaping doubles every byte.
 constexpr std::size_t kStoreTextBudget = std::size_t{4} << 20;
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
-
-// The length of the well-formed UTF-8 character at `i`, or 0 (RFC 3629: no overlongs, no
-// surrogates, nothing above U+10FFFF).
-std::size_t CharLength(std::string_view s, std::size_t i) {
-    const auto b = [&](std::size_t k) {
-        return static_cast<unsigned char>(s[k]);
-    };
-    const unsigned char c = b(i);
-    if (c < 0x80) return 1;
-    std::size_t n = 0;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-        n = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3;
-        if (c == 0xE0) lo = 0xA0;
-        if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4;
-        if (c == 0xF0) lo = 0x90;
-        if (c == 0xF4) hi = 0x8F;
-    } else {
-        return 0;
-    }
-    if (i + n > s.size()) return 0;
-    if (b(i + 1) < lo || b(i + 1) > hi) return 0;
-    for (std::size_t k = 2; k < n; ++k) {
-        if ((b(i + k) & 0xC0) != 0x80) return 0;
-    }
-    return n;
-}
 
 struct LogRow {
     StoredFireLog log;
@@ -60,7 +30,7 @@ void FireLogs::Bound(std::string& log, std::int64_t& truncated_bytes, std::size_
     // and with it the result: they become U+FFFD.
     bool clean = true;
     for (std::size_t i = 0; i < log.size() && clean;) {
-        const std::size_t n = CharLength(log, i);
+        const std::size_t n = Utf8CharLength(std::string_view(log).substr(i));
         clean = n > 0 && log[i] != '\0';
         i += std::max<std::size_t>(n, 1);
     }
@@ -68,7 +38,7 @@ void FireLogs::Bound(std::string& log, std::int64_t& truncated_bytes, std::size_
         std::string out;
         out.reserve(log.size());
         for (std::size_t i = 0; i < log.size();) {
-            const std::size_t n = CharLength(log, i);
+            const std::size_t n = Utf8CharLength(std::string_view(log).substr(i));
             if (n == 0 || log[i] == '\0') {
                 out += kReplacement;
                 ++i;
