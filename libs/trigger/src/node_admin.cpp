@@ -130,22 +130,19 @@ void TriggerNode::ExportNodeMetrics() {
                           const auto leadership = elector->CurrentLeadership();
                           return single(leadership ? static_cast<double>(leadership->epoch) : 0);
                       });
-    metrics_.Observed("sched_shard_leader", "1 while this node leads the shard.", Kind::kGauge, {"shard"}, [leases] {
-        Samples out;
-        for (int i = 0; i < leases->count(); ++i) {
-            out.push_back({{std::to_string(i)}, leases->elector(i).IsLeading() ? 1.0 : 0.0});
-        }
-        return out;
-    });
-    metrics_.Observed(
-        "sched_shard_epoch", "The highest lease epoch of the shard this node has seen.", Kind::kGauge, {"shard"},
-        [leases] {
+    // One sample per shard, labelled with its index: `value(i)` of shard i.
+    const auto per_shard = [leases](auto value) {
+        return [leases, value] {
             Samples out;
-            for (int i = 0; i < leases->count(); ++i) {
-                out.push_back({{std::to_string(i)}, static_cast<double>(leases->ObservedEpoch(i).value_or(0))});
-            }
+            for (int i = 0; i < leases->count(); ++i) out.push_back({{std::to_string(i)}, value(i)});
             return out;
-        });
+        };
+    };
+    metrics_.Observed("sched_shard_leader", "1 while this node leads the shard.", Kind::kGauge, {"shard"},
+                      per_shard([leases](int i) { return leases->elector(i).IsLeading() ? 1.0 : 0.0; }));
+    metrics_.Observed("sched_shard_epoch", "The highest lease epoch of the shard this node has seen.", Kind::kGauge,
+                      {"shard"},
+                      per_shard([leases](int i) { return static_cast<double>(leases->ObservedEpoch(i).value_or(0)); }));
     metrics_.Observed("sched_shards_led", "How many shards this node leads.", Kind::kGauge, {},
                       [leases, single] { return single(static_cast<double>(leases->Led())); });
     metrics_.Observed("sched_lease_transitions_total", "Leadership terms started and ended, over every shard's lease.",
