@@ -165,33 +165,31 @@ void Runtime::Execute(const RunPtr& run) {
     result.traceparent = r.traceparent;
     // After a cancellation the reason decides, whatever the handler returned: the scheduler
     // asked for it to stop, and it must not count as a normal success or failure.
+    const auto end_as = [&result](protocol::RunOutcome outcome, Code code, std::string message) {
+        result.outcome = outcome;
+        result.code = std::string(CodeName(code));
+        result.message = std::move(message);
+    };
     switch (run->token.reason()) {
         case CancelReason::kTimeout:
-            result.outcome = protocol::RunOutcome::kTimeout;
-            result.code = std::string(CodeName(Code::kDeadlineExceeded));
             // Without a timeout of its own, only the node's watch (a kill with reason timeout) ends it.
-            result.message = r.timeout_ms > 0 ? "timed out after " + std::to_string(r.timeout_ms) + " ms"
-                                              : std::string("timed out: the job's timeout, watched by the node");
+            end_as(protocol::RunOutcome::kTimeout, Code::kDeadlineExceeded,
+                   r.timeout_ms > 0 ? "timed out after " + std::to_string(r.timeout_ms) + " ms"
+                                    : std::string("timed out: the job's timeout, watched by the node"));
             break;
         case CancelReason::kKilled:
-            result.outcome = protocol::RunOutcome::kKilled;
-            result.code = std::string(CodeName(Code::kCancelled));
-            result.message = "killed by request";
+            end_as(protocol::RunOutcome::kKilled, Code::kCancelled, "killed by request");
             break;
         case CancelReason::kCovered:
-            result.outcome = protocol::RunOutcome::kKilled;
-            result.code = std::string(CodeName(Code::kCancelled));
-            result.message = "covered by fire " + std::to_string(run->covered_by.load());
+            end_as(protocol::RunOutcome::kKilled, Code::kCancelled,
+                   "covered by fire " + std::to_string(run->covered_by.load()));
             break;
         case CancelReason::kShutdown:
-            result.outcome = protocol::RunOutcome::kKilled;
-            result.code = std::string(CodeName(Code::kCancelled));
-            result.message = "executor shutting down";
+            end_as(protocol::RunOutcome::kKilled, Code::kCancelled, "executor shutting down");
             break;
         case CancelReason::kNone:
-            result.outcome = status.ok() ? protocol::RunOutcome::kSucceeded : protocol::RunOutcome::kFailed;
-            result.code = std::string(CodeName(status.code()));
-            result.message = status.ok() ? ctx.result_message() : status.message();
+            end_as(status.ok() ? protocol::RunOutcome::kSucceeded : protocol::RunOutcome::kFailed, status.code(),
+                   status.ok() ? ctx.result_message() : status.message());
             break;
     }
     FireLog(r.fire_id, "finished: " + std::string(protocol::Name(result.outcome)) +
