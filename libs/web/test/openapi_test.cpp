@@ -215,24 +215,16 @@ TEST_P(OpenApiTest, TheDocumentsEnumsAreTheCodes) {
     vocabulary("misfire_policy", kMisfirePolicyNames);
     vocabulary("routing", kRoutingNames);
     vocabulary("block_strategy", kBlockStrategyNames);
-    std::vector<std::string> statuses = schemas["Fire"]["properties"]["status"]["enum"];
-    ASSERT_EQ(statuses.size(), 9u);
-    for (std::size_t i = 0; i < statuses.size(); ++i) {
-        EXPECT_EQ(statuses[i], model::FireStatusName(static_cast<model::FireStatus>(i)));
-    }
-    std::vector<std::string> kinds = schemas["Fire"]["properties"]["kind"]["enum"];
-    ASSERT_EQ(kinds.size(), 6u);
-    for (std::size_t i = 0; i < kinds.size(); ++i) {
-        EXPECT_EQ(kinds[i], model::FireKindName(static_cast<model::FireKind>(i)));
-    }
-    std::vector<std::string> reasons = schemas["Fire"]["properties"]["reason"]["enum"];
-    ASSERT_EQ(reasons.size(), 14u);
-    for (std::size_t i = 0; i < reasons.size(); ++i) {
-        EXPECT_EQ(reasons[i], model::FireReasonName(static_cast<model::FireReason>(i)));
-    }
-    std::vector<std::string> roles = schemas["TokenInput"]["properties"]["role"]["enum"];
-    ASSERT_EQ(roles.size(), 4u);
-    for (std::size_t i = 0; i < roles.size(); ++i) EXPECT_EQ(roles[i], store::RoleName(static_cast<store::Role>(i)));
+    // The enums of codes: `count` names, the name of each code in the codes' order.
+    const auto codes = [&](const char* schema, const char* field, std::size_t count, const auto& name_of) {
+        const std::vector<std::string> names = schemas[schema]["properties"][field]["enum"];
+        ASSERT_EQ(names.size(), count) << schema << "." << field;
+        for (std::size_t i = 0; i < names.size(); ++i) EXPECT_EQ(names[i], name_of(i)) << schema << "." << field;
+    };
+    codes("Fire", "status", 9, [](std::size_t i) { return model::FireStatusName(static_cast<model::FireStatus>(i)); });
+    codes("Fire", "kind", 6, [](std::size_t i) { return model::FireKindName(static_cast<model::FireKind>(i)); });
+    codes("Fire", "reason", 14, [](std::size_t i) { return model::FireReasonName(static_cast<model::FireReason>(i)); });
+    codes("TokenInput", "role", 4, [](std::size_t i) { return store::RoleName(static_cast<store::Role>(i)); });
     // The job schema lists exactly the fields the API accepts on create and update.
     std::set<std::string> input;
     for (const auto& [k, v] : schemas["JobInput"]["properties"].items()) input.insert(k);
