@@ -4,6 +4,7 @@
 
 #include "sched/common/config.hpp"
 #include "sched/common/node_id.hpp"
+#include "sched/db/migrator.hpp"
 
 namespace sched::db::testing {
 
@@ -66,6 +67,13 @@ void DbTest::SetUp() {
         FAIL() << "cannot create the test database: " << t.status().ToString();
     }
     test_db_ = std::move(*t);
+}
+
+void MigratedDbTest::SetUp() {
+    DbTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    auto migrated = Migrator(db()).Migrate();
+    ASSERT_TRUE(migrated.ok()) << migrated.status().ToString();
 }
 
 std::string BackendParamName(const ::testing::TestParamInfo<Backend>& info) {

@@ -10,22 +10,14 @@
 
 #include <soci/soci.h>
 
-#include "sched/db/migrator.hpp"
 #include "sched/db/testing/test_database.hpp"
 #include "sched/store/job.hpp"
 
 namespace sched::store {
 
 /// A fresh, migrated database per test, on each backend.
-class StoreTest : public db::testing::DbTest {
+class StoreTest : public db::testing::MigratedDbTest {
   protected:
-    void SetUp() override {
-        DbTest::SetUp();
-        if (IsSkipped() || HasFatalFailure()) return;
-        auto migrated = db::Migrator(db()).Migrate();
-        ASSERT_TRUE(migrated.ok()) << migrated.status().ToString();
-    }
-
     /// The statements a MySQL session has run so far (its Questions counter, which counts every
     /// statement, this SHOW included): the difference of two reads less one is what ran between.
     static long long StatementsRun(soci::session& s) {

@@ -8,7 +8,6 @@
 #include <mutex>
 #include <vector>
 
-#include "sched/db/migrator.hpp"
 #include "sched/db/testing/test_database.hpp"
 #include "sched/http/testing/test_server.hpp"
 #include "sched/protocol/testing/collecting_span_sink.hpp"
@@ -26,12 +25,11 @@ namespace {
 using http::testing::BlockingClient;
 using http::testing::TestServer;
 
-class ExecutorApiTest : public db::testing::DbTest {
+class ExecutorApiTest : public db::testing::MigratedDbTest {
   protected:
     void SetUp() override {
-        DbTest::SetUp();
+        MigratedDbTest::SetUp();
         if (IsSkipped() || HasFatalFailure()) return;
-        ASSERT_TRUE(db::Migrator(db()).Migrate().ok());
         pool_db_ = test_db().OpenAnother();
         http::Router router;
         AddExecutorRoutes(

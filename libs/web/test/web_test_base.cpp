@@ -1,14 +1,10 @@
 #include "web_test_base.hpp"
 
-#include "sched/db/migrator.hpp"
-
 namespace sched::web::testing {
 
 void WebApiTest::SetUp() {
-    DbTest::SetUp();
+    MigratedDbTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    auto migrated = db::Migrator(db()).Migrate();
-    ASSERT_TRUE(migrated.ok()) << migrated.status().ToString();
     pool_db_ = test_db().OpenAnother();
     http::Router router;
     auto db = pool_db_;

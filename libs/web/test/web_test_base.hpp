@@ -21,7 +21,7 @@ namespace sched::web::testing {
 
 inline constexpr const char* kClusterToken = "cluster-secret";
 
-class WebApiTest : public db::testing::DbTest {
+class WebApiTest : public db::testing::MigratedDbTest {
   protected:
     void SetUp() override;
     void TearDown() override;

@@ -56,6 +56,13 @@ class DbTest : public ::testing::TestWithParam<Backend> {
     std::unique_ptr<TestDatabase> test_db_;
 };
 
+/// A DbTest whose database is migrated to the newest schema (Migrator) before each test; a
+/// failed migration fails the test.
+class MigratedDbTest : public DbTest {
+  protected:
+    void SetUp() override;
+};
+
 /// "Sqlite" / "MySql".
 std::string BackendParamName(const ::testing::TestParamInfo<Backend>& info);
 
