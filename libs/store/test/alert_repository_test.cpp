@@ -11,15 +11,12 @@ namespace {
 class AlertRepositoryTest : public StoreTest {
   protected:
     std::int64_t AddJob(const std::string& name = "nightly") {
-        Job j;
-        j.name = name;
-        j.app = "billing";
-        j.handler = "report";
-        j.params = "{}";
-        j.schedule_type = sched::ScheduleType::kManual;
-        auto created = JobRepository(db()).Create(j);
-        EXPECT_TRUE(created.ok()) << created.status().ToString();
-        return created.ok() ? created->id : 0;
+        return CreateJob({.name = name,
+                          .app = "billing",
+                          .handler = "report",
+                          .params = "{}",
+                          .schedule_type = sched::ScheduleType::kManual})
+            .id;
     }
     // A fire row as the ledger or a result would leave it.
     std::int64_t AddFire(std::int64_t job_id, std::int64_t scheduled, const std::string& status,

@@ -57,15 +57,12 @@ class FireClaimsTest : public StoreTest {
     }
     // A fixed-rate job of app "app", its name `name`.
     std::int64_t NewJob(const std::string& name) {
-        Job j;
-        j.name = name;
-        j.app = "app";
-        j.handler = "h";
-        j.schedule_type = sched::ScheduleType::kFixedRate;
-        j.schedule_expr = "10s";
-        auto made = JobRepository(db()).Create(j);
-        EXPECT_TRUE(made.ok()) << made.status().ToString();
-        return made.ok() ? made->id : 0;
+        return CreateJob({.name = name,
+                          .app = "app",
+                          .handler = "h",
+                          .schedule_type = sched::ScheduleType::kFixedRate,
+                          .schedule_expr = "10s"})
+            .id;
     }
     ClaimedFires ClaimWithJobs(const std::vector<std::int64_t>& ids, std::int64_t token) {
         auto r = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
@@ -358,16 +355,12 @@ SCHED_DB_TEST_SUITE(FireClaimsTest);
 class FireAdmissionTest : public FireClaimsTest {
   protected:
     Job MakeJob(BlockStrategy policy, int limit) {
-        Job j;
-        j.name = "job-" + std::to_string(++jobs_made_);
-        j.app = "app";
-        j.handler = "h";
-        j.schedule_type = ScheduleType::kManual;
-        j.block_strategy = policy;
-        j.concurrency_limit = limit;
-        auto created = JobRepository(db()).Create(j);
-        EXPECT_TRUE(created.ok()) << created.status().ToString();
-        return *created;
+        return CreateJob({.name = "job-" + std::to_string(++jobs_made_),
+                          .app = "app",
+                          .handler = "h",
+                          .schedule_type = ScheduleType::kManual,
+                          .block_strategy = policy,
+                          .concurrency_limit = limit});
     }
     // Claims `ids` and admits them, as the slave's claim does, in one transaction.
     Admission ClaimAndAdmit(const std::vector<std::int64_t>& ids, std::int64_t token, const Job& job) {

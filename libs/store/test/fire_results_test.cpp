@@ -43,15 +43,12 @@ class FireResultsTest : public StoreTest {
     // A fixed-delay job of app pay (its next time counts from a fire's end, so every end of
     // one needs the master); its id, 0 if it could not be created.
     std::int64_t CreateFixedDelayJob() {
-        Job delayed;
-        delayed.name = "poll";
-        delayed.app = "pay";
-        delayed.handler = "echo";
-        delayed.schedule_type = sched::ScheduleType::kFixedDelay;
-        delayed.schedule_expr = "10s";
-        auto created = JobRepository(db()).Create(delayed);
-        EXPECT_TRUE(created.ok()) << created.status().ToString();
-        return created.ok() ? created->id : 0;
+        return CreateJob({.name = "poll",
+                          .app = "pay",
+                          .handler = "echo",
+                          .schedule_type = sched::ScheduleType::kFixedDelay,
+                          .schedule_expr = "10s"})
+            .id;
     }
 
     // A fire left pending, or dispatching (under `dispatch_epoch`, if any), then running on

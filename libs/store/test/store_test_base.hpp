@@ -72,16 +72,17 @@ class StoreTest : public db::testing::MigratedDbTest {
         return out;
     }
 
+    /// `job` as created (JobRepository::Create); a failure is reported and gives a job of id 0.
+    model::Job CreateJob(const model::Job& job) {
+        auto created = JobRepository(db()).Create(job);
+        EXPECT_TRUE(created.ok()) << created.status().ToString();
+        return created.ok() ? *created : model::Job{};
+    }
+
     /// A manual job `name` of `app` (handler "echo"); its id, 0 if it could not be created.
     std::int64_t CreateManualJob(const std::string& name, const std::string& app) {
-        model::Job j;
-        j.name = name;
-        j.app = app;
-        j.handler = "echo";
-        j.schedule_type = sched::ScheduleType::kManual;
-        auto created = JobRepository(db()).Create(j);
-        EXPECT_TRUE(created.ok()) << created.status().ToString();
-        return created.ok() ? created->id : 0;
+        return CreateJob({.name = name, .app = app, .handler = "echo", .schedule_type = sched::ScheduleType::kManual})
+            .id;
     }
 };
 

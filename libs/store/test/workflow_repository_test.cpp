@@ -28,14 +28,7 @@ class WorkflowRepositoryTest : public StoreTest {
 
     // A manual job named `name` (the usual step job); returns its id.
     std::int64_t MakeJob(const std::string& name) {
-        Job j;
-        j.name = name;
-        j.app = "etl";
-        j.handler = name;
-        j.schedule_type = ScheduleType::kManual;
-        auto created = JobRepository(db()).Create(j);
-        EXPECT_TRUE(created.ok()) << created.status().ToString();
-        return created.ok() ? created->id : 0;
+        return CreateJob({.name = name, .app = "etl", .handler = name, .schedule_type = ScheduleType::kManual}).id;
     }
 
     // The diamond a -> {b, c} -> d over four new jobs, on a cron schedule.
