@@ -94,6 +94,23 @@ class IoThread {
     std::thread thread_;
 };
 
+// An exporter under test with `options`, posting to a collector that answers `status`, as the
+// service "scheduler-test"; its io_context run by a thread of its own.
+struct ExporterRig {
+    ExporterRig(int status, SpanExporterOptions options)
+        : collector(status), exporter(io.executor(), To(collector, options)) {}
+    Collector collector;
+    IoThread io;
+    SpanExporter exporter;
+
+  private:
+    static SpanExporterOptions To(const Collector& collector, SpanExporterOptions options) {
+        options.endpoint = collector.Url();
+        options.service_name = "scheduler-test";
+        return options;
+    }
+};
+
 TEST(ExportTraceServiceRequest, WritesTheOtlpJsonShape) {
     Span root = TestSpan(1);
     root.parent_span_id.clear();
@@ -127,93 +144,63 @@ TEST(ExportTraceServiceRequest, WritesTheOtlpJsonShape) {
 }
 
 TEST(SpanExporter, PostsQueuedSpansInBatches) {
-    Collector collector(200);
-    IoThread io;
-    SpanExporter exporter(io.executor(), {.endpoint = collector.Url(),
-                                          .service_name = "scheduler-test",
-                                          .batch_size = 2,
-                                          .flush_interval = 50ms,
-                                          .queue_limit = 100});
-    exporter.Start();
-    for (int i = 0; i < 5; ++i) EXPECT_TRUE(exporter.Push(TestSpan(i)));
-    ASSERT_TRUE(WaitFor([&] { return collector.SpansReceived() == 5; }, 5s));
-    exporter.Stop();
-    const auto bodies = collector.Bodies();
+    ExporterRig rig(200, {.batch_size = 2, .flush_interval = 50ms, .queue_limit = 100});
+    rig.exporter.Start();
+    for (int i = 0; i < 5; ++i) EXPECT_TRUE(rig.exporter.Push(TestSpan(i)));
+    ASSERT_TRUE(WaitFor([&] { return rig.collector.SpansReceived() == 5; }, 5s));
+    rig.exporter.Stop();
+    const auto bodies = rig.collector.Bodies();
     for (const auto& b : bodies) {
         EXPECT_LE(SpansOf(b).size(), 2u);
         EXPECT_EQ(b["resourceSpans"][0]["resource"]["attributes"][0]["value"]["stringValue"], "scheduler-test");
     }
     EXPECT_GE(bodies.size(), 3u);
-    EXPECT_EQ(exporter.Stats().exported, 5u);
-    EXPECT_EQ(exporter.Stats().dropped_queue_full, 0u);
+    EXPECT_EQ(rig.exporter.Stats().exported, 5u);
+    EXPECT_EQ(rig.exporter.Stats().dropped_queue_full, 0u);
 }
 
 TEST(SpanExporter, AFullQueueDropsAndCounts) {
-    Collector collector(200);
-    IoThread io;
     // Not started: nothing leaves the queue.
-    SpanExporter exporter(
-        io.executor(),
-        {.endpoint = collector.Url(), .service_name = "scheduler-test", .batch_size = 2, .queue_limit = 4});
-    for (int i = 0; i < 4; ++i) EXPECT_TRUE(exporter.Push(TestSpan(i)));
-    EXPECT_FALSE(exporter.Push(TestSpan(4)));
-    EXPECT_FALSE(exporter.Push(TestSpan(5)));
-    EXPECT_EQ(exporter.Stats().dropped_queue_full, 2u);
+    ExporterRig rig(200, {.batch_size = 2, .queue_limit = 4});
+    for (int i = 0; i < 4; ++i) EXPECT_TRUE(rig.exporter.Push(TestSpan(i)));
+    EXPECT_FALSE(rig.exporter.Push(TestSpan(4)));
+    EXPECT_FALSE(rig.exporter.Push(TestSpan(5)));
+    EXPECT_EQ(rig.exporter.Stats().dropped_queue_full, 2u);
     // Started, it posts what it kept.
-    exporter.Start();
-    ASSERT_TRUE(WaitFor([&] { return collector.SpansReceived() == 4; }, 5s));
-    exporter.Stop();
-    EXPECT_EQ(exporter.Stats().exported, 4u);
+    rig.exporter.Start();
+    ASSERT_TRUE(WaitFor([&] { return rig.collector.SpansReceived() == 4; }, 5s));
+    rig.exporter.Stop();
+    EXPECT_EQ(rig.exporter.Stats().exported, 4u);
 }
 
 TEST(SpanExporter, RetriesAFailedPostThenDropsTheBatch) {
-    Collector collector(503);
-    IoThread io;
-    SpanExporter exporter(io.executor(), {.endpoint = collector.Url(),
-                                          .service_name = "scheduler-test",
-                                          .batch_size = 3,
-                                          .flush_interval = 20ms,
-                                          .queue_limit = 10,
-                                          .retries = 2,
-                                          .retry_backoff = 10ms});
-    exporter.Start();
-    for (int i = 0; i < 3; ++i) EXPECT_TRUE(exporter.Push(TestSpan(i)));
-    ASSERT_TRUE(WaitFor([&] { return exporter.Stats().dropped_export_failed == 3; }, 5s));
-    EXPECT_EQ(collector.posts(), 3);  // the first attempt and two retries
-    EXPECT_EQ(exporter.Stats().failed_posts, 3u);
-    EXPECT_EQ(exporter.Stats().exported, 0u);
-    exporter.Stop();
+    ExporterRig rig(503,
+                    {.batch_size = 3, .flush_interval = 20ms, .queue_limit = 10, .retries = 2, .retry_backoff = 10ms});
+    rig.exporter.Start();
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(rig.exporter.Push(TestSpan(i)));
+    ASSERT_TRUE(WaitFor([&] { return rig.exporter.Stats().dropped_export_failed == 3; }, 5s));
+    EXPECT_EQ(rig.collector.posts(), 3);  // the first attempt and two retries
+    EXPECT_EQ(rig.exporter.Stats().failed_posts, 3u);
+    EXPECT_EQ(rig.exporter.Stats().exported, 0u);
+    rig.exporter.Stop();
 }
 
 TEST(SpanExporter, ARefusalIsNotRetried) {
-    Collector collector(400);
-    IoThread io;
-    SpanExporter exporter(io.executor(), {.endpoint = collector.Url(),
-                                          .service_name = "scheduler-test",
-                                          .batch_size = 1,
-                                          .queue_limit = 10,
-                                          .retries = 3,
-                                          .retry_backoff = 10ms});
-    exporter.Start();
-    EXPECT_TRUE(exporter.Push(TestSpan(0)));
-    ASSERT_TRUE(WaitFor([&] { return exporter.Stats().dropped_export_failed == 1; }, 5s));
-    EXPECT_EQ(collector.posts(), 1);
-    exporter.Stop();
+    ExporterRig rig(400, {.batch_size = 1, .queue_limit = 10, .retries = 3, .retry_backoff = 10ms});
+    rig.exporter.Start();
+    EXPECT_TRUE(rig.exporter.Push(TestSpan(0)));
+    ASSERT_TRUE(WaitFor([&] { return rig.exporter.Stats().dropped_export_failed == 1; }, 5s));
+    EXPECT_EQ(rig.collector.posts(), 1);
+    rig.exporter.Stop();
 }
 
 TEST(SpanExporter, StopPostsWhatIsQueued) {
-    Collector collector(200);
-    IoThread io;
-    SpanExporter exporter(io.executor(), {.endpoint = collector.Url(),
-                                          .service_name = "scheduler-test",
-                                          .batch_size = 100,
-                                          .flush_interval = std::chrono::minutes(1),
-                                          .queue_limit = 1000});
-    exporter.Start();
-    for (int i = 0; i < 3; ++i) EXPECT_TRUE(exporter.Push(TestSpan(i)));
-    exporter.Stop();
-    EXPECT_EQ(collector.SpansReceived(), 3u);
-    EXPECT_FALSE(exporter.Push(TestSpan(9)));  // stopped
+    ExporterRig rig(200, {.batch_size = 100, .flush_interval = std::chrono::minutes(1), .queue_limit = 1000});
+    rig.exporter.Start();
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(rig.exporter.Push(TestSpan(i)));
+    rig.exporter.Stop();
+    EXPECT_EQ(rig.collector.SpansReceived(), 3u);
+    EXPECT_FALSE(rig.exporter.Push(TestSpan(9)));  // stopped
 }
 
 TEST(SpanExporterOptions, ReadsTheSectionAndNamesABadKey) {
