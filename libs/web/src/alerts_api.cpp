@@ -228,9 +228,8 @@ void AddAlertRoutes(Routes& routes) {
                    std::optional<Response> error;
                    const auto id = PathId(req, error);
                    if (error) co_return *error;
-                   auto body = req.Json();
-                   if (!body.ok()) co_return Response::Error(body.status(), "body");
-                   if (auto unknown = RejectUnknownFields(*body, kRuleFields, kRuleReadOnly)) co_return *unknown;
+                   auto body = ReadBodyFields(req, error, kRuleFields, kRuleReadOnly);
+                   if (!body) co_return *error;
                    // Parsed on the pool against the stored rule (its secret is kept when the body
                    // has none); `invalid` is the 400 to answer before any error of the call.
                    std::optional<Response> invalid;

@@ -106,9 +106,9 @@ void AddConcurrencyKeyRoutes(Routes& routes) {
                    const std::string name(req.PathParam("name"));
                    if (auto bad = BadName(name)) co_return *bad;
                    if (auto bad = RejectUnknownQuery(req, {})) co_return *bad;
-                   auto body = req.Json();
-                   if (!body.ok()) co_return Response::Error(body.status(), "body");
-                   if (auto bad = RejectUnknownFields(*body, kKeyFields, kKeyReadOnly)) co_return *bad;
+                   std::optional<Response> error;
+                   auto body = ReadBodyFields(req, error, kKeyFields, kKeyReadOnly);
+                   if (!body) co_return *error;
                    store::ConcurrencyKey key{.name = name};
                    if (auto invalid = ReadKey(*body, key)) co_return Response::Error(*invalid);
                    auto work = [key, &who](db::Database& db) -> Result<store::ConcurrencyKey> {

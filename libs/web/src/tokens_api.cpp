@@ -82,9 +82,9 @@ void AddTokenRoutes(Routes& routes) {
 
     routes.Add(Method::kPost, "/api/v1/tokens", Permission::kAdmin,
                [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
-                   auto body = req.Json();
-                   if (!body.ok()) co_return Response::Error(body.status(), "body");
-                   if (auto unknown = RejectUnknownFields(*body, kTokenFields)) co_return *unknown;
+                   std::optional<Response> error;
+                   auto body = ReadBodyFields(req, error, kTokenFields);
+                   if (!body) co_return *error;
                    http::JsonFields f(*body);
                    const std::string name = f.String("name");
                    if (f.ok() && (!body->contains("role") || (*body)["role"].is_null())) f.Fail("role", "required");

@@ -188,6 +188,19 @@ std::optional<http::Response> RejectUnknownFields(const nlohmann::json& body, st
     return std::nullopt;
 }
 
+std::optional<nlohmann::json> ReadBodyFields(const http::Request& req, std::optional<http::Response>& error,
+                                             std::span<const std::string_view> allowed,
+                                             std::span<const std::string_view> read_only) {
+    auto body = req.Json();
+    if (!body.ok()) {
+        error = http::Response::Error(body.status(), "body");
+        return std::nullopt;
+    }
+    error = RejectUnknownFields(*body, allowed, read_only);
+    if (error) return std::nullopt;
+    return std::move(*body);
+}
+
 std::optional<http::Response> RejectAnyBody(const http::Request& req) {
     if (req.body.empty()) return std::nullopt;
     auto body = req.Json();

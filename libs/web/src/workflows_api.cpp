@@ -105,10 +105,10 @@ std::optional<Response> ReadTriggerParams(const Request& req, std::optional<std:
 
 // The body of a rerun: {"from_step": a step name}.
 std::optional<Response> ReadFromStep(const Request& req, std::string& from_step) {
-    auto body = req.Json();
-    if (!body.ok()) return Response::Error(body.status(), "body");
     static constexpr std::array<std::string_view, 1> kRerunFields = {wf_key::kFromStep};
-    if (auto unknown = RejectUnknownFields(*body, kRerunFields)) return unknown;
+    std::optional<Response> error;
+    auto body = ReadBodyFields(req, error, kRerunFields);
+    if (!body) return error;
     http::JsonFields f(*body);
     from_step = f.String(wf_key::kFromStep);
     if (f.error()) return Response::Error(*f.error());

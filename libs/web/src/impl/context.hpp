@@ -173,6 +173,13 @@ std::optional<std::int64_t> QueryInt(const http::Request& req, std::string_view 
 std::optional<http::Response> RejectUnknownFields(const nlohmann::json& body, std::span<const std::string_view> allowed,
                                                   std::span<const std::string_view> read_only = {});
 
+/// A body of fields (create, update): JSON, with no field outside `allowed` and none of
+/// `read_only` (RejectUnknownFields); otherwise the 400 to answer in `error`, naming `body` when
+/// it is not JSON.
+std::optional<nlohmann::json> ReadBodyFields(const http::Request& req, std::optional<http::Response>& error,
+                                             std::span<const std::string_view> allowed,
+                                             std::span<const std::string_view> read_only = {});
+
 /// For routes that take no fields (pause, resume, trigger, kill): the body must be empty or a
 /// JSON object without fields (`{}`); otherwise the 400 to answer, naming `body` (not JSON, not
 /// an object) or the first field.

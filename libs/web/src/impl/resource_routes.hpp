@@ -179,11 +179,9 @@ ApiHandler CreateHandler(std::shared_ptr<Context> ctx, const Resource<Input, Row
     return [ctx = std::move(ctx), resource = std::make_shared<const Resource<Input, Row>>(resource),
             route = std::make_shared<const StoreRoute<Input, Row>>(std::move(route))](
                http::Request& req, const Principal& who) -> net::awaitable<http::Response> {
-        auto body = req.Json();
-        if (!body.ok()) co_return http::Response::Error(body.status(), "body");
-        if (auto unknown = RejectUnknownFields(*body, resource->fields.fields, resource->fields.read_only)) {
-            co_return *unknown;
-        }
+        std::optional<http::Response> error;
+        auto body = ReadBodyFields(req, error, resource->fields.fields, resource->fields.read_only);
+        if (!body) co_return *error;
         Input input{};
         if (auto invalid = resource->read(*body, nullptr, input)) co_return http::Response::Error(*invalid);
         auto work = [&resource, &route, &input, &who](db::Database& db) -> Result<Row> {
@@ -223,11 +221,8 @@ ApiHandler UpdateHandler(std::shared_ptr<Context> ctx, const Resource<Input, Row
         std::optional<http::Response> error;
         const auto id = PathId(req, error);
         if (!id) co_return *error;
-        auto body = req.Json();
-        if (!body.ok()) co_return http::Response::Error(body.status(), "body");
-        if (auto unknown = RejectUnknownFields(*body, resource->fields.fields, resource->fields.read_only)) {
-            co_return *unknown;
-        }
+        auto body = ReadBodyFields(req, error, resource->fields.fields, resource->fields.read_only);
+        if (!body) co_return *error;
         std::optional<http::ApiError> invalid;
         auto work = [&resource, &route, &invalid, &body, &who, id = *id](db::Database& db) -> Result<Row> {
             auto current = resource->find(db, id);
