@@ -22,13 +22,15 @@ std::vector<std::int64_t> Fires(const std::vector<CallbackResult>& batch) {
 
 using Ids = std::vector<std::int64_t>;
 
+// Pushes one result per url, for fires 1, 2, ... in that order.
+void PushInOrder(Outbox& box, std::initializer_list<std::string> urls) {
+    std::int64_t fire_id = 0;
+    for (const auto& url : urls) box.Push(Result(++fire_id, url));
+}
+
 TEST(Outbox, ABatchIsOneUrlsResultsStartingWithTheOldestUrl) {
     Outbox box(100, kCallbackBatchBytes);
-    box.Push(Result(1, "http://b"));
-    box.Push(Result(2, "http://a"));
-    box.Push(Result(3, "http://b"));
-    box.Push(Result(4, "http://a"));
-    box.Push(Result(5, "http://b"));
+    PushInOrder(box, {"http://b", "http://a", "http://b", "http://a", "http://b"});
     EXPECT_EQ(box.size(), 5u);
     const auto first = box.TakeBatch();
     EXPECT_EQ(Fires(first), (Ids{1, 3, 5}));
@@ -41,10 +43,7 @@ TEST(Outbox, ABatchIsOneUrlsResultsStartingWithTheOldestUrl) {
 
 TEST(Outbox, AfterABatchTheUrlWithTheOldestWaitingResultGoesNext) {
     Outbox box(2, kCallbackBatchBytes);
-    box.Push(Result(1, "http://a"));
-    box.Push(Result(2, "http://a"));
-    box.Push(Result(3, "http://b"));
-    box.Push(Result(4, "http://a"));
+    PushInOrder(box, {"http://a", "http://a", "http://b", "http://a"});
     EXPECT_EQ(Fires(box.TakeBatch()), (Ids{1, 2}));
     EXPECT_EQ(Fires(box.TakeBatch()), (Ids{3}));  // older than 4
     EXPECT_EQ(Fires(box.TakeBatch()), (Ids{4}));
@@ -81,10 +80,7 @@ TEST(Outbox, ARequeuedBatchGoesFirstInItsOrder) {
 
 TEST(Outbox, TakeAllReturnsEveryResultInTheOrderTheyArrived) {
     Outbox box(1, kCallbackBatchBytes);
-    box.Push(Result(1, "http://a"));
-    box.Push(Result(2, "http://b"));
-    box.Push(Result(3, "http://a"));
-    box.Push(Result(4, ""));  // "" = the web endpoints
+    PushInOrder(box, {"http://a", "http://b", "http://a", ""});  // "" = the web endpoints
     EXPECT_EQ(Fires(box.TakeAll()), (Ids{1, 2, 3, 4}));
     EXPECT_TRUE(box.TakeAll().empty());
 }

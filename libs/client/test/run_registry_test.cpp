@@ -17,6 +17,13 @@ RunRequest MakeRun(std::int64_t fire_id, std::int64_t job_id, BlockStrategy stra
     return r;
 }
 
+// A serial run with a timeout of its own.
+RunRequest TimedRun(std::int64_t fire_id, std::int64_t job_id, std::int64_t timeout_ms) {
+    RunRequest r = MakeRun(fire_id, job_id);
+    r.timeout_ms = timeout_ms;
+    return r;
+}
+
 TEST(RunRegistry, FirstRunOfAJobStartsAtOnce) {
     RunRegistry reg(8, 100);
     auto a = reg.Admit(MakeRun(1, 10));
@@ -136,12 +143,8 @@ TEST(RunRegistry, ATimeoutKillWaitsForTheRunsOwnTimeoutCountedFromItsStart) {
     using std::chrono::milliseconds;
     RunRegistry reg(8, 100);
     const auto t0 = std::chrono::steady_clock::now();
-    RunRequest timed = MakeRun(1, 10);
-    timed.timeout_ms = 2000;
-    auto first = reg.Admit(timed);
-    RunRequest queued_run = MakeRun(2, 10);
-    queued_run.timeout_ms = 2000;
-    auto queued = reg.Admit(queued_run);
+    auto first = reg.Admit(TimedRun(1, 10, 2000));
+    auto queued = reg.Admit(TimedRun(2, 10, 2000));
     ASSERT_FALSE(queued.start_now);
 
     // Admitted but not started (no worker yet): its whole timeout is ahead.
@@ -178,10 +181,8 @@ TEST(RunRegistry, ATimeoutKillCountsARunsHoldAndEndsARunWithoutATimeoutAtOnce) {
     using std::chrono::milliseconds;
     RunRegistry reg(8, 100);
     const auto t0 = std::chrono::steady_clock::now();
-    RunRequest held_run = MakeRun(1, 10);
-    held_run.timeout_ms = 1000;
-    auto held =
-        reg.AdmitAll({held_run}, [&](std::size_t, impl::Run& run, bool) { run.not_before = t0 + milliseconds(300); });
+    auto held = reg.AdmitAll({TimedRun(1, 10, 1000)},
+                             [&](std::size_t, impl::Run& run, bool) { run.not_before = t0 + milliseconds(300); });
     EXPECT_EQ(reg.Kill(1, true, t0 + milliseconds(100)).timeout_in, milliseconds(1200));
     // Without a timeout of its own, the node's watch is the only clock: it ends the run now.
     auto untimed = reg.Admit(MakeRun(2, 11));
