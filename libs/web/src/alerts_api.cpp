@@ -271,14 +271,11 @@ void AddAlertRoutes(Routes& routes) {
                    co_return Response::Json(RuleView(*updated));
                });
     routes.Add(Method::kPost, "/api/v1/alert-rules/{id}/test", Permission::kAdmin,
-               [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
-                   std::optional<Response> error;
-                   const auto id = PathIdWithoutBody(req, error);
-                   if (!id) co_return *error;
+               ActionHandler([ctx](Request&, std::int64_t id, const Principal& who) -> net::awaitable<Response> {
                    // Queued, not sent: the master's alerter sends it like any delivery (signed,
                    // retried, bounded per receiver), so this request never waits on a receiver
                    // and a test proves the path real alerts take.
-                   auto work = [&who, id = *id](db::Database& db) -> Result<store::AlertDelivery> {
+                   auto work = [&who, id](db::Database& db) -> Result<store::AlertDelivery> {
                        store::AlertRepository alerts(db);
                        auto rule = alerts.GetRule(id);
                        if (!rule.ok()) return rule.status();
@@ -310,9 +307,9 @@ void AddAlertRoutes(Routes& routes) {
                                                                   : code == Code::kFailedPrecondition ? "enabled"
                                                                                                       : "");
                    }
-                   spdlog::info("web: test delivery {} of alert rule {} queued by {}", queued->id, *id, who.name);
+                   spdlog::info("web: test delivery {} of alert rule {} queued by {}", queued->id, id, who.name);
                    co_return Response::Json(DeliveryView(*queued), 202);
-               });
+               }));
     routes.Add(Method::kDelete, "/api/v1/alert-rules/{id}", Permission::kAdmin,
                DeleteHandler(ctx, {.remove = [](db::Database& db, std::int64_t id, const Principal& who) -> Status {
                                        store::AlertRepository alerts(db);

@@ -280,11 +280,8 @@ void AddBackfillRoutes(Routes& routes) {
 
     routes.Add(
         Method::kPost, "/api/v1/backfills/{id}/cancel", Permission::kOperator,
-        [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
-            std::optional<Response> error;
-            const auto id = PathIdWithoutBody(req, error);
-            if (!id) co_return *error;
-            auto work = [id = *id, &who](db::Database& db) {
+        ActionHandler([ctx](Request&, std::int64_t id, const Principal& who) -> net::awaitable<Response> {
+            auto work = [id, &who](db::Database& db) {
                 auto cancelled = BackfillWithCounts(db, store::BackfillRepository(db).Cancel(id));
                 if (cancelled.ok()) {
                     RecordAudit(db, who, {"cancel", "backfill", std::to_string(id), "", std::nullopt, *cancelled});
@@ -293,9 +290,9 @@ void AddBackfillRoutes(Routes& routes) {
             };
             auto out = co_await WithDb(*ctx, work);
             if (!out.ok()) co_return Response::Error(out.status());
-            spdlog::info("web: backfill {} cancelled by {}", *id, who.name);
+            spdlog::info("web: backfill {} cancelled by {}", id, who.name);
             co_return Response::Json(*out);
-        });
+        }));
 }
 
 }  // namespace sched::web::impl

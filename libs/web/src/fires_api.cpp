@@ -139,69 +139,66 @@ void AddFireRoutes(Routes& routes) {
                    co_return Response::Json(FireJson(*fire));
                });
 
-    routes.Add(Method::kPost, "/api/v1/fires/{id}/kill", Permission::kOperator,
-               [ctx, signer](Request& req, const Principal& who) -> net::awaitable<Response> {
-                   std::optional<Response> error;
-                   const auto id = PathIdWithoutBody(req, error);
-                   if (!id) co_return *error;
-                   const std::string message = "killed through the API by " + who.name;
-                   // The CAS comes first: it decides, once, whether this kill wins over the fire's own
-                   // end. The executor's later "killed" callback is then a duplicate; a result it had
-                   // already sent is a conflict and changes nothing.
-                   auto work = [id = *id, &message, &who](db::Database& db) -> Result<model::Fire> {
-                       store::FireRepository fires(db);
-                       auto before = fires.Get(id);
-                       if (!before.ok()) return before.status();
-                       auto now = DbNowMs(db);
-                       if (!now.ok()) return now.status();
-                       Status moved = fires.Transition(id, {model::FireStatus::kRunning}, model::FireStatus::kKilled,
-                                                       {.finished_at = *now,
-                                                        .result_code = static_cast<int>(Code::kCancelled),
-                                                        .result_message = message,
-                                                        .followup = true});
-                       if (!moved.ok()) {
-                           if (moved.code() == Code::kAborted) {
-                               return FailedPrecondition(moved.message() + " (only running fires can be killed)");
-                           }
-                           return moved;
-                       }
-                       auto after = fires.Get(id);
-                       if (after.ok()) {
-                           RecordAudit(db, who,
-                                       {"kill", "fire", std::to_string(id), "job " + std::to_string(after->job_id),
-                                        FireJson(*before), FireJson(*after)});
-                       }
-                       return after;
-                   };
-                   auto killed = co_await WithDb(*ctx, work);
-                   if (!killed.ok()) co_return Response::Error(killed.status(), "id");
-                   // The kill raised the fire's follow-up (a workflow step's end, a fixed-delay job's
-                   // next time, the fires held behind it).
-                   WakeMasters(*ctx);
-                   spdlog::info("web: fire {} killed by {}", *id, who.name);
-                   nlohmann::json executor = {{"address", nullptr}, {"delivered", false}, {"status", nullptr}};
-                   if (killed->executor_address) {
-                       executor["address"] = *killed->executor_address;
-                       const auto executor_io = co_await net::this_coro::executor;
-                       http::HttpClient client(executor_io, http::ClientOptions{.tls = ctx->options.http_client_tls});
-                       dispatch::SignedExecutorClient executors(client, signer);
-                       const std::string url = client.PeerUrl(*killed->executor_address, protocol::kKillPath);
-                       const std::string body = protocol::ToJson(protocol::KillRequest{.fire_id = *id}).dump();
-                       const http::CallOptions call = ExecutorCall(*ctx);
-                       const std::string app = co_await JobApp(*ctx, killed->job_id);
-                       auto answer = co_await executors.Send(app, Method::kPost, url, body, call);
-                       if (answer.ok()) {
-                           executor["status"] = answer->status;
-                           executor["delivered"] = answer->ok();
-                           if (auto j = answer->Json(); j.ok() && j->is_object()) executor["answer"] = *j;
-                       } else {
-                           executor["error"] = answer.status().ToString();
-                           spdlog::warn("web: kill of fire {} not delivered to {}: {}", *id, url,
-                                        answer.status().ToString());
-                       }
-                   }
-                   co_return Response::Json({{"fire", FireJson(*killed)}, {"executor", std::move(executor)}}, 202);
-               });
+    routes.Add(
+        Method::kPost, "/api/v1/fires/{id}/kill", Permission::kOperator,
+        ActionHandler([ctx, signer](Request&, std::int64_t id, const Principal& who) -> net::awaitable<Response> {
+            const std::string message = "killed through the API by " + who.name;
+            // The CAS comes first: it decides, once, whether this kill wins over the fire's own
+            // end. The executor's later "killed" callback is then a duplicate; a result it had
+            // already sent is a conflict and changes nothing.
+            auto work = [id, &message, &who](db::Database& db) -> Result<model::Fire> {
+                store::FireRepository fires(db);
+                auto before = fires.Get(id);
+                if (!before.ok()) return before.status();
+                auto now = DbNowMs(db);
+                if (!now.ok()) return now.status();
+                Status moved = fires.Transition(id, {model::FireStatus::kRunning}, model::FireStatus::kKilled,
+                                                {.finished_at = *now,
+                                                 .result_code = static_cast<int>(Code::kCancelled),
+                                                 .result_message = message,
+                                                 .followup = true});
+                if (!moved.ok()) {
+                    if (moved.code() == Code::kAborted) {
+                        return FailedPrecondition(moved.message() + " (only running fires can be killed)");
+                    }
+                    return moved;
+                }
+                auto after = fires.Get(id);
+                if (after.ok()) {
+                    RecordAudit(db, who,
+                                {"kill", "fire", std::to_string(id), "job " + std::to_string(after->job_id),
+                                 FireJson(*before), FireJson(*after)});
+                }
+                return after;
+            };
+            auto killed = co_await WithDb(*ctx, work);
+            if (!killed.ok()) co_return Response::Error(killed.status(), "id");
+            // The kill raised the fire's follow-up (a workflow step's end, a fixed-delay job's
+            // next time, the fires held behind it).
+            WakeMasters(*ctx);
+            spdlog::info("web: fire {} killed by {}", id, who.name);
+            nlohmann::json executor = {{"address", nullptr}, {"delivered", false}, {"status", nullptr}};
+            if (killed->executor_address) {
+                executor["address"] = *killed->executor_address;
+                const auto executor_io = co_await net::this_coro::executor;
+                http::HttpClient client(executor_io, http::ClientOptions{.tls = ctx->options.http_client_tls});
+                dispatch::SignedExecutorClient executors(client, signer);
+                const std::string url = client.PeerUrl(*killed->executor_address, protocol::kKillPath);
+                const std::string body = protocol::ToJson(protocol::KillRequest{.fire_id = id}).dump();
+                const http::CallOptions call = ExecutorCall(*ctx);
+                const std::string app = co_await JobApp(*ctx, killed->job_id);
+                auto answer = co_await executors.Send(app, Method::kPost, url, body, call);
+                if (answer.ok()) {
+                    executor["status"] = answer->status;
+                    executor["delivered"] = answer->ok();
+                    if (auto j = answer->Json(); j.ok() && j->is_object()) executor["answer"] = *j;
+                } else {
+                    executor["error"] = answer.status().ToString();
+                    spdlog::warn("web: kill of fire {} not delivered to {}: {}", id, url, answer.status().ToString());
+                }
+            }
+            co_return Response::Json({{"fire", FireJson(*killed)}, {"executor", std::move(executor)}}, 202);
+        }));
 
     routes.Add(
         Method::kGet, "/api/v1/fires/{id}/log", Permission::kViewer, {{"from_line"}},

@@ -396,15 +396,12 @@ void AddJobRoutes(Routes& routes) {
 
     routes.Add(
         Method::kPost, "/api/v1/jobs/{id}/trigger", Permission::kOperator,
-        [ctx](Request& req, const Principal& who) -> net::awaitable<Response> {
-            std::optional<Response> error;
-            const auto id = PathIdWithoutBody(req, error);
-            if (!id) co_return *error;
+        ActionHandler([ctx](Request& req, std::int64_t id, const Principal& who) -> net::awaitable<Response> {
             CallerTrace trace;
             if (auto bad = ReadCallerTrace(req, trace)) co_return *bad;
             const std::int64_t ttl_ms =
                 std::chrono::duration_cast<std::chrono::milliseconds>(ctx->options.executor_ttl).count();
-            auto work = [&who, &trace, id = *id, ttl_ms](db::Database& db) -> Result<std::vector<model::Fire>> {
+            auto work = [&who, &trace, id, ttl_ms](db::Database& db) -> Result<std::vector<model::Fire>> {
                 return db.InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<std::vector<model::Fire>> {
                     const auto job = store::JobRepository::Find(s, id);
                     if (!job) return NotFound("job " + std::to_string(id) + " not found");
@@ -450,9 +447,9 @@ void AddJobRoutes(Routes& routes) {
             WakeMasters(*ctx);
             api::ItemList<api::FireView> created;
             for (const auto& f : *fires) created.items.push_back(FireViewOf(f));
-            spdlog::info("web: job {} triggered by {} (fire {})", *id, who.name, fires->front().id);
+            spdlog::info("web: job {} triggered by {} (fire {})", id, who.name, fires->front().id);
             co_return Response::Json(api::ToJson(created), 202);
-        });
+        }));
 }
 
 }  // namespace sched::web::impl

@@ -210,14 +210,6 @@ std::optional<http::Response> RejectAnyBody(const http::Request& req) {
     return RejectUnknownFields(*body, {});
 }
 
-std::optional<std::int64_t> PathIdWithoutBody(const http::Request& req, std::optional<http::Response>& error) {
-    const auto id = PathId(req, error);
-    if (!id) return std::nullopt;
-    error = RejectAnyBody(req);
-    if (error) return std::nullopt;
-    return id;
-}
-
 std::size_t CodePoints(std::string_view utf8) {
     std::size_t n = 0;
     for (const char c : utf8) {

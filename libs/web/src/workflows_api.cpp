@@ -150,21 +150,20 @@ void AddWorkflowRoutes(Routes& routes) {
                               .wakes_masters = true}));
 
     for (const bool pause : {true, false}) {
-        routes.Add(Method::kPost, pause ? "/api/v1/workflows/{id}/pause" : "/api/v1/workflows/{id}/resume",
-                   Permission::kOperator, [ctx, pause](Request& req, const Principal& who) -> net::awaitable<Response> {
-                       std::optional<Response> error;
-                       const auto id = PathIdWithoutBody(req, error);
-                       if (!id) co_return *error;
-                       auto work = [&who, id = *id, pause](db::Database& db) {
-                           return SetWorkflowPaused(db, who, id, pause);
-                       };
-                       auto workflow = co_await WithDb(*ctx, work);
-                       if (!workflow.ok()) co_return WorkflowError(workflow.status());
-                       // A resumed workflow has a next fire time again; a paused one needs nothing.
-                       if (!pause) WakeMasters(*ctx);
-                       spdlog::info("web: workflow {} {} by {}", *id, pause ? "paused" : "resumed", who.name);
-                       co_return Response::Json(WorkflowJson(*workflow));
-                   });
+        routes.Add(
+            Method::kPost, pause ? "/api/v1/workflows/{id}/pause" : "/api/v1/workflows/{id}/resume",
+            Permission::kOperator,
+            ActionHandler([ctx, pause](Request&, std::int64_t id, const Principal& who) -> net::awaitable<Response> {
+                auto work = [&who, id, pause](db::Database& db) {
+                    return SetWorkflowPaused(db, who, id, pause);
+                };
+                auto workflow = co_await WithDb(*ctx, work);
+                if (!workflow.ok()) co_return WorkflowError(workflow.status());
+                // A resumed workflow has a next fire time again; a paused one needs nothing.
+                if (!pause) WakeMasters(*ctx);
+                spdlog::info("web: workflow {} {} by {}", id, pause ? "paused" : "resumed", who.name);
+                co_return Response::Json(WorkflowJson(*workflow));
+            }));
     }
 
     routes.Add(Method::kDelete, "/api/v1/workflows/{id}", Permission::kOperator,

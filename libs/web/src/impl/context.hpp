@@ -185,9 +185,19 @@ std::optional<nlohmann::json> ReadBodyFields(const http::Request& req, std::opti
 /// an object) or the first field.
 std::optional<http::Response> RejectAnyBody(const http::Request& req);
 
-/// The opening of a route on one resource that takes no fields: the path id (PathId), or the
-/// 400 to answer for a bad id or, the id being good, for a body (RejectAnyBody).
-std::optional<std::int64_t> PathIdWithoutBody(const http::Request& req, std::optional<http::Response>& error);
+/// The handler of a route on one resource that takes no fields (trigger, pause, cancel, kill,
+/// test): the path id (PathId), then no body (RejectAnyBody), each answered with its 400; then
+/// `act(req, id, who)` answers.
+template <typename Act>
+ApiHandler ActionHandler(Act act) {
+    return [act = std::move(act)](http::Request& req, const Principal& who) -> net::awaitable<http::Response> {
+        std::optional<http::Response> error;
+        const auto id = PathId(req, error);
+        if (!id) co_return *error;
+        if (auto rejected = RejectAnyBody(req)) co_return *rejected;
+        co_return co_await act(req, *id, who);
+    };
+}
 
 /// Characters (Unicode code points) in a UTF-8 string: what VARCHAR(n) limits count.
 std::size_t CodePoints(std::string_view utf8);
