@@ -127,8 +127,7 @@ TEST_P(AuthApiTest, RolesDecideWhatATokenReaches) {
     // ...and only for the apps in its scope ({"demo"}).
     auto foreign = Post("/api/v1/registry/heartbeat",
                         {{"app", "other"}, {"address", "127.0.0.1:9"}, {"handlers", {"echo"}}}, executor);
-    EXPECT_EQ(foreign.status, 403);
-    EXPECT_EQ(ErrorField(foreign), "app");
+    EXPECT_EQ(RefusedField(foreign, 403), "app");
 
     // The cluster token: admin, and the SDKs and trigger nodes use it on the SDK routes.
     EXPECT_EQ(Post("/api/v1/registry/heartbeat", heartbeat).status, 200);

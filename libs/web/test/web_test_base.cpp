@@ -57,6 +57,11 @@ std::string WebApiTest::ErrorField(const http::ClientResponse& r) {
     return field.is_string() ? field.get<std::string>() : "";
 }
 
+std::string WebApiTest::RefusedField(const http::ClientResponse& r, int status) {
+    EXPECT_EQ(r.status, status) << r.body;
+    return ErrorField(r);
+}
+
 nlohmann::json WebApiTest::JobBody(const std::string& name, const nlohmann::json& overrides) {
     nlohmann::json body = {{"name", name},
                            {"app", "demo"},

@@ -50,6 +50,8 @@ class WebApiTest : public db::testing::MigratedDbTest {
     static nlohmann::json Body(const http::ClientResponse& r);
     /// error.field of an error response ("" when absent or null).
     static std::string ErrorField(const http::ClientResponse& r);
+    /// error.field of `r`, a refusal expected to have `status` (a test failure otherwise).
+    static std::string RefusedField(const http::ClientResponse& r, int status);
 
     /// A valid job body: cron every minute, app "demo", handler "echo"; `overrides` win.
     static nlohmann::json JobBody(const std::string& name, const nlohmann::json& overrides = nlohmann::json::object());
