@@ -860,11 +860,11 @@ TEST_F(ChaosTest, PartitionedMasterDemotesItselfAndRejoinsAsSlave) {
     std::this_thread::sleep_for(3s);
 
     // Old-epoch runs end with the fires claimed before the takeover: those leave at their due
-    // time, at most claim-ahead + group-span (100 + 700 ms by default) after their claim, and an
+    // time, at most claim-ahead + group-span (100 + 400 ms by default) after their claim, and an
     // instance that saw the new epoch first refuses them (they are re-stamped). Arrival is when
     // the sink's handler starts, a few ms after admission. A deposed master still dispatching
     // would be seconds late.
-    constexpr std::int64_t kClaimedAheadMs = 100 + 700 + 100;
+    constexpr std::int64_t kClaimedAheadMs = 100 + 400 + 100;
     const auto runs = Runs();
     std::int64_t first_new = std::numeric_limits<std::int64_t>::max();
     for (const auto& r : runs) {

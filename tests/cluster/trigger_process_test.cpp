@@ -239,9 +239,9 @@ TEST_P(TriggerProcessTest, EverySecondJobFiresEachSecondOnceAndPausedJobStops) {
         if (f.scheduled_time > paused_at + kLookaheadMs) {
             ADD_FAILURE() << "fire planned after the pause: " << f.scheduled_time;
         }
-        // A fire is claimed up to claim-ahead + group-span (100 + 700 ms) before it is due; one
+        // A fire is claimed up to claim-ahead + group-span (100 + 400 ms) before it is due; one
         // claimed before the pause committed runs, a later one is skipped.
-        if (f.scheduled_time > paused_at + 800 && f.status == model::FireStatus::kSucceeded) {
+        if (f.scheduled_time > paused_at + 500 && f.status == model::FireStatus::kSucceeded) {
             ADD_FAILURE() << "a paused job ran at " << f.scheduled_time;
         }
     }
@@ -807,9 +807,9 @@ TEST_P(TriggerProcessTest, ANodeWhoseClockIsTenMinutesOffFiresOnTime) {
         EXPECT_EQ(f.kind, model::FireKind::kSchedule) << "treated as a misfire: the node used its own clock";
         ASSERT_TRUE(f.dispatched_at);
         // Not early (a node trusting its clock would fire everything at once) and not late.
-        // dispatched_at is the claim: up to claim-ahead + group-span (100 + 700 ms) before the
+        // dispatched_at is the claim: up to claim-ahead + group-span (100 + 400 ms) before the
         // due time.
-        EXPECT_GE(*f.dispatched_at, f.scheduled_time - 850);
+        EXPECT_GE(*f.dispatched_at, f.scheduled_time - 550);
         EXPECT_LT(*f.dispatched_at, f.scheduled_time + 1000);
     }
 }

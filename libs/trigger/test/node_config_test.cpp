@@ -60,7 +60,7 @@ TEST(SlaveConfigBursts, DefaultsAndBoundsOfTheBurstKeys) {
 TEST(SlaveConfigGroupFill, DefaultsAndBoundsOfTheFillKeys) {
     const SlaveConfig defaults = SlaveConfig::FromYaml(ConfigNode::LoadString("{}"));
     EXPECT_EQ(defaults.group_fill, 64);
-    EXPECT_EQ(defaults.group_span, std::chrono::milliseconds(700));
+    EXPECT_EQ(defaults.group_span, std::chrono::milliseconds(400));
     const SlaveConfig off = SlaveConfig::FromYaml(ConfigNode::LoadString("group-fill: 0\ngroup-span: 0s\n"));
     EXPECT_EQ(off.group_fill, 0);
     EXPECT_EQ(off.group_span, Micros{0});

@@ -123,7 +123,7 @@ struct SlaveConfig {
     int burst_claim_rate = 2000;
     int max_group = 500;
     int group_fill = 64;
-    Micros group_span = std::chrono::milliseconds(700);
+    Micros group_span = std::chrono::milliseconds(400);
     Micros record_window = std::chrono::milliseconds(50);
     Micros record_running_after = std::chrono::milliseconds(250);
     int max_calls_per_executor = 64;
