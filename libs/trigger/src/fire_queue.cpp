@@ -98,7 +98,7 @@ FireQueue::Admitted FireQueue::AdmitLocked(const std::vector<protocol::NoticedFi
             out.filled = !std::exchange(filled_reported_, true);
             break;
         }
-        if (!known_.emplace(fire.id, fire.due_at).second) continue;
+        if (!known_.insert(fire.id).second) continue;
         Enqueue(fire.due_at, fire.id, false, fire.fill);
     }
     // The loop sleeps until wake_at_ms_; a fire (or a burst) to claim before then must wake it.
@@ -109,16 +109,14 @@ FireQueue::Admitted FireQueue::AdmitLocked(const std::vector<protocol::NoticedFi
 // A queued fire is taken claim-ahead before its key, so a retry time becomes the key claim-ahead
 // after it: keyed at the retry time itself, a fire held back was taken again by the very next
 // TakeGroup, and the slave asked for its seat in a loop, a claim transaction after the other,
-// until the run holding the seat ended. A fire the fill took early keeps its own time as the
-// earliest: its job's run before it usually ends by then.
+// until the run holding the seat ended.
 FireQueue::Admitted FireQueue::Requeue(const std::vector<protocol::NoticedFire>& fires) {
     Admitted out;
     std::lock_guard lock(mu_);
     if (closed_) return out;
     for (const auto& fire : fires) {
-        const auto known = known_.find(fire.id);
-        if (known == known_.end()) continue;
-        Enqueue(std::max(fire.due_at + claim_ahead_ms_, known->second), fire.id, true, false);
+        if (!known_.contains(fire.id)) continue;
+        Enqueue(fire.due_at + claim_ahead_ms_, fire.id, true, false);
     }
     out.wake = NextClaimAt() < wake_at_ms_;
     return out;

@@ -100,9 +100,7 @@ class FireQueue {
 
     /// Puts fires taken earlier and held back (their job's concurrency limit was reached) back in
     /// the queue, each to be taken again at its `due_at` read as a retry time (HeldFires), not as
-    /// a due time, and not before its own due time's claim-ahead: a fire a small group took early
-    /// (Fill) waits for the time it would have been claimed at anyway. Fires no longer known
-    /// (forgotten, closed) are left out.
+    /// a due time. Fires no longer known (forgotten, closed) are left out.
     Admitted Requeue(const std::vector<protocol::NoticedFire>& fires);
 
     /// Those of `ids` not known here (the poll reads only these whole).
@@ -139,7 +137,7 @@ class FireQueue {
     const Bursts bursts_;
     const Fill fill_;
     mutable std::mutex mu_;
-    std::map<std::int64_t, std::int64_t> known_;           // every known fire's due time, by id
+    std::set<std::int64_t> known_;
     std::set<std::pair<std::int64_t, std::int64_t>> due_;  // queued, by (due_at, id)
     // With bursts on: queued fires per due time, and the due times that are bursts.
     std::map<std::int64_t, std::size_t> queued_at_;
