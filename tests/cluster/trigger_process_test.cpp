@@ -17,7 +17,6 @@
 #include "sched/common/node_id.hpp"
 #include "sched/common/testing/child_process.hpp"
 #include "sched/common/testing/wait_for.hpp"
-#include "sched/db/migrator.hpp"
 #include "sched/db/testing/test_database.hpp"
 #include "sched/store/fire.hpp"
 #include "sched/store/job.hpp"
@@ -39,13 +38,8 @@ std::int64_t NowMs() {
         .count();
 }
 
-class TriggerProcessTest : public db::testing::DbTest {
+class TriggerProcessTest : public db::testing::MigratedDbTest {
   protected:
-    void SetUp() override {
-        DbTest::SetUp();
-        if (IsSkipped() || HasFatalFailure()) return;
-        ASSERT_TRUE(db::Migrator(db()).Migrate().ok());
-    }
     void TearDown() override {
         client_.reset();
         trigger_.reset();

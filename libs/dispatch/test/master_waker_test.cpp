@@ -9,7 +9,6 @@
 #include <string>
 #include <thread>
 
-#include "sched/db/migrator.hpp"
 #include "sched/db/testing/test_database.hpp"
 #include "sched/http/testing/test_server.hpp"
 #include "sched/lock/sql_lock_store.hpp"
@@ -63,12 +62,11 @@ class WakeRoute {
     std::unique_ptr<TestServer> server_;  // last: stopped first
 };
 
-class MasterWakerTest : public db::testing::DbTest {
+class MasterWakerTest : public db::testing::MigratedDbTest {
   protected:
     void SetUp() override {
-        DbTest::SetUp();
+        MigratedDbTest::SetUp();
         if (IsSkipped() || HasFatalFailure()) return;
-        ASSERT_TRUE(db::Migrator(db()).Migrate().ok());
         io_thread_ = std::thread([this] { io_.run(); });
     }
     void TearDown() override {

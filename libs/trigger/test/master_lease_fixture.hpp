@@ -12,7 +12,6 @@
 
 #include "sched/common/clock.hpp"
 #include "sched/common/metrics.hpp"
-#include "sched/db/migrator.hpp"
 #include "sched/db/testing/test_database.hpp"
 #include "sched/lock/fenced.hpp"
 #include "sched/lock/lock_store.hpp"
@@ -23,12 +22,11 @@
 
 namespace sched::trigger {
 
-class MasterLeaseTest : public db::testing::DbTest {
+class MasterLeaseTest : public db::testing::MigratedDbTest {
   protected:
     void SetUp() override {
-        DbTest::SetUp();
+        MigratedDbTest::SetUp();
         if (IsSkipped() || HasFatalFailure()) return;
-        ASSERT_TRUE(db::Migrator(db()).Migrate().ok());
         pool_ = test_db().OpenAnother();
         lock_store_ = std::make_unique<lock::SqlLockStore>(pool_);
         auto held = lock::TryAcquireOnce(*lock_store_, "master", "node-a", LeaseTtl());

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include "manual_workflow_run.hpp"
-#include "sched/db/migrator.hpp"
 #include "sched/db/testing/test_database.hpp"
 #include "sched/protocol/testing/collecting_span_sink.hpp"
 #include "sched/store/fire.hpp"
@@ -18,15 +17,9 @@ namespace {
 
 // The planner inside a transaction of its own, at a time the test chooses: the overlap policy
 // is about *when* it decides, so the clock is the test's, not the database's.
-class WorkflowPlannerTest : public db::testing::DbTest {
+class WorkflowPlannerTest : public db::testing::MigratedDbTest {
   protected:
     static constexpr std::int64_t kT0 = 1'800'000'000'000;  // a whole second
-
-    void SetUp() override {
-        DbTest::SetUp();
-        if (IsSkipped() || HasFatalFailure()) return;
-        ASSERT_TRUE(db::Migrator(db()).Migrate().ok());
-    }
 
     // A workflow of one manual step, every second from kT0, at most one run at a time.
     model::Workflow CreateEverySecond() {
