@@ -1,10 +1,14 @@
 #include "sched/common/app_main.hpp"
 
+#include "sched/common/config.hpp"
+
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -98,6 +102,51 @@ TEST(ParseAppArgs, VersionPrintsNameAndVersionAndExits0) {
     EXPECT_EQ(*run.parsed.exit_code, 0);
     EXPECT_EQ(run.out, "scheduler-test 9.8.7\n");
     EXPECT_EQ(run.err, "");
+}
+
+// A configuration file of this test's, removed with the test.
+class ConfigFile {
+  public:
+    explicit ConfigFile(const std::string& text)
+        : path_(std::filesystem::temp_directory_path() / ("app_main_test_" + std::to_string(::getpid()) + ".yaml")) {
+        std::ofstream(path_) << text;
+    }
+    ~ConfigFile() { std::filesystem::remove(path_); }
+    std::string path() const { return path_.string(); }
+
+  private:
+    std::filesystem::path path_;
+};
+
+TEST(LoadAppConfig, AFileThatDoesNotLoadExits2NamingTheApp) {
+    ConfigFile file("port: [unclosed\n");
+    bool loaded = false;
+    ::testing::internal::CaptureStderr();
+    const auto code = LoadAppConfig(kSpec, {.config_path = file.path()}, [&](const ConfigNode&) { loaded = true; });
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(code, 2);
+    EXPECT_FALSE(loaded);
+    EXPECT_EQ(err.rfind("scheduler-test: ", 0), 0u) << err;
+
+    // The app's own reading refuses a key: the same exit, its message.
+    ConfigFile bad_key("port: 70000\n");
+    ::testing::internal::CaptureStderr();
+    const auto refused = LoadAppConfig(kSpec, {.config_path = bad_key.path()},
+                                       [](const ConfigNode&) { throw ConfigError("port", "at most 65535"); });
+    EXPECT_EQ(refused, 2);
+    EXPECT_EQ(::testing::internal::GetCapturedStderr(), "scheduler-test: port: at most 65535\n");
+}
+
+TEST(LoadAppConfig, CheckConfigExits0AfterLoadingAndAStartGoesOn) {
+    ConfigFile file("port: 8080\n");
+    int loads = 0;
+    ::testing::internal::CaptureStdout();
+    EXPECT_EQ(
+        LoadAppConfig(kSpec, {.config_path = file.path(), .check_config = true}, [&](const ConfigNode&) { ++loads; }),
+        0);
+    EXPECT_EQ(::testing::internal::GetCapturedStdout(), "config ok\n");
+    EXPECT_EQ(LoadAppConfig(kSpec, {.config_path = file.path()}, [&](const ConfigNode&) { ++loads; }), std::nullopt);
+    EXPECT_EQ(loads, 2);
 }
 
 TEST(StartFailureExitCode, ACancelledStartIsACleanStopAnyOtherFailureExits1) {
