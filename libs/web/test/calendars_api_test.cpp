@@ -167,6 +167,25 @@ TEST_P(CalendarsApiTest, BoundsAreValidatedAndACompletedJobComesBack) {
     EXPECT_EQ(Body(next)["ends"], "max_runs");
 }
 
+// The preview routes' one query parameter: anything but an integer in range is a 400 naming it,
+// and a missing or empty one takes its default.
+TEST_P(CalendarsApiTest, PreviewQueriesOutOfRangeOrNotIntegersAreRefusedNamingTheParameter) {
+    const auto calendar = Weekends();
+    const auto job = CreateJob("noon", {{"schedule_expr", "0 0 12 * * ?"}, {"time_zone", "Europe/Berlin"}});
+    const std::string preview = "/api/v1/calendars/" + std::to_string(calendar["id"].get<std::int64_t>()) + "/preview";
+    const std::string next = "/api/v1/jobs/" + std::to_string(job["id"].get<std::int64_t>()) + "/next";
+    for (const char* bad : {"0", "-1", "367", "abc", "1e3", "99999999999999999999999", "%00"}) {
+        EXPECT_EQ(RefusedField(Get(preview + "?days=" + bad), 400), "days") << bad;
+    }
+    for (const char* bad : {"0", "-5", "101", "ten", "9223372036854775808", "1.5"}) {
+        EXPECT_EQ(RefusedField(Get(next + "?count=" + bad), 400), "count") << bad;
+    }
+    EXPECT_EQ(Get(preview + "?days=" + std::string(5000, '9')).status / 100, 4);
+    EXPECT_EQ(Body(Get(next)).at("times").size(), 5u) << "count defaults to 5";
+    EXPECT_EQ(Body(Get(preview)).at("days").size(), 14u) << "days defaults to 14";
+    EXPECT_EQ(Body(Get(preview + "?days=")).at("days").size(), 14u) << "an empty value is no value";
+}
+
 SCHED_DB_TEST_SUITE(CalendarsApiTest);
 
 }  // namespace
