@@ -213,7 +213,11 @@ int Alerter::InFlight() const {
     return flights_->Count();
 }
 
-Result<AlertReport> Alerter::EvaluateBatch(std::int64_t epoch) {
+Result<std::vector<store::AlertRule>> Alerter::ReadRules() {
+    return db_->Run([](soci::session& s) { return store::AlertRepository::EnabledRules(s, kMaxRules); });
+}
+
+Result<AlertReport> Alerter::EvaluateBatch(std::int64_t epoch, const std::vector<store::AlertRule>& rules) {
     const std::int64_t now = time_.NowMs();
     if (epoch != cursor_epoch_) {
         // A new term: what the previous master may not have evaluated lies within the lookback;
@@ -250,7 +254,6 @@ Result<AlertReport> Alerter::EvaluateBatch(std::int64_t epoch) {
             b.last_id = std::numeric_limits<std::int64_t>::max();
         }
         if (fires.empty()) return b;
-        const auto rules = store::AlertRepository::EnabledRules(s, kMaxRules);
         const auto deliver = [&](const store::AlertRule& rule, const store::AlertableFire& fire, AlertEvent event,
                                  int streak) {
             store::AlertDelivery d;
@@ -314,7 +317,12 @@ Result<AlertReport> Alerter::EvaluateBatch(std::int64_t epoch) {
     return batch->report;
 }
 
-Result<AlertReport> Alerter::EvaluateNoSuccess(std::int64_t epoch) {
+Result<AlertReport> Alerter::EvaluateNoSuccess(std::int64_t epoch, const std::vector<store::AlertRule>& rules) {
+    // No rule about no_success (the usual case): no transaction at all.
+    if (std::none_of(rules.begin(), rules.end(), [](const auto& r) { return r.no_success_within_ms.has_value(); })) {
+        slo_cursor_.clear();
+        return AlertReport{};
+    }
     const std::int64_t now = time_.NowMs();
     struct Evaluated {
         AlertReport report;
@@ -322,7 +330,7 @@ Result<AlertReport> Alerter::EvaluateNoSuccess(std::int64_t epoch) {
     };
     auto evaluated = fence_.RunFenced(epoch, [&](soci::session& s) -> Result<Evaluated> {
         Evaluated e;
-        for (const auto& rule : store::AlertRepository::EnabledRules(s, kMaxRules)) {
+        for (const auto& rule : rules) {
             if (!rule.no_success_within_ms) continue;
             const auto known = slo_cursor_.find(rule.id);
             const std::int64_t after = known == slo_cursor_.end() ? 0 : known->second;
@@ -400,34 +408,38 @@ Status Alerter::RecordLanded(std::int64_t epoch, AlertReport& report) {
     return Status::Ok();
 }
 
-Result<AlertReport> Alerter::DeliverDue(std::int64_t epoch, const std::function<bool()>& should_stop) {
+Result<AlertReport> Alerter::DeliverDue(std::int64_t epoch, const std::vector<store::AlertRule>& enabled,
+                                        const std::function<bool()>& should_stop) {
     AlertReport report;
     if (Status s = RecordLanded(epoch, report); !s.ok()) return s;
+    // A delivery of a disabled rule stays pending until it is enabled again: with no rule
+    // enabled, none is sent, and none is listed.
+    if (enabled.empty()) return report;
     const std::int64_t now = time_.NowMs();
     auto snapshot = flights_->Snapshot();
     if (static_cast<int>(snapshot.ids.size()) >= config_.alert_concurrency) return report;
-    auto due = db_->Run([&](soci::session& s) {
-        std::map<std::int64_t, store::AlertRule> rules;
-        std::vector<std::int64_t> saturated;
-        for (auto& r : store::AlertRepository::EnabledRules(s, kMaxRules)) {
-            const auto flying = snapshot.per_receiver.find(ReceiverOf(r.url));
-            if (flying != snapshot.per_receiver.end() && flying->second >= config_.alert_receiver_concurrency) {
-                saturated.push_back(r.id);
-            }
-            rules.emplace(r.id, std::move(r));
+    std::map<std::int64_t, const store::AlertRule*> rules;
+    std::vector<std::int64_t> saturated;
+    for (const auto& r : enabled) {
+        const auto flying = snapshot.per_receiver.find(ReceiverOf(r.url));
+        if (flying != snapshot.per_receiver.end() && flying->second >= config_.alert_receiver_concurrency) {
+            saturated.push_back(r.id);
         }
-        auto deliveries = store::AlertRepository::ListDue(s, now, config_.alert_batch, snapshot.ids, saturated);
-        return std::make_pair(std::move(deliveries), std::move(rules));
+        rules.emplace(r.id, &r);
+    }
+    auto due = db_->Run([&](soci::session& s) {
+        return store::AlertRepository::ListDue(s, now, config_.alert_batch, snapshot.ids, saturated);
     });
     if (!due.ok()) return due.status();
-    auto& [deliveries, rules] = *due;
+    auto& deliveries = *due;
     auto& per_receiver = snapshot.per_receiver;
     int in_flight = static_cast<int>(snapshot.ids.size());
     for (auto& d : deliveries) {
         if (in_flight >= config_.alert_concurrency || (should_stop && should_stop())) break;
         const auto rule = rules.find(d.rule_id);
         if (rule == rules.end()) continue;  // disabled: kept pending until it is enabled again
-        std::string receiver = ReceiverOf(rule->second.url);
+        const store::AlertRule& r = *rule->second;
+        std::string receiver = ReceiverOf(r.url);
         int& flying = per_receiver[receiver];
         if (flying >= config_.alert_receiver_concurrency) continue;
         ++flying;
@@ -438,13 +450,12 @@ Result<AlertReport> Alerter::DeliverDue(std::int64_t epoch, const std::function<
             {"X-Sched-Delivery", std::to_string(d.id)},
             {"X-Sched-Event", std::string(store::AlertEventName(d.event))},
             {"X-Sched-Timestamp", std::to_string(timestamp_s)},
-            {"X-Sched-Signature", WebhookSignature(rule->second.secret, timestamp_s, d.payload)}};
+            {"X-Sched-Signature", WebhookSignature(r.secret, timestamp_s, d.payload)}};
         std::string body = d.payload;
         flights_->Launch(d.id, receiver);
-        sender_.Start(rule->second.url, headers, std::move(body),
-                      [flights = flights_, d, epoch](Result<int> outcome) mutable {
-                          flights->Land(impl::WebhookFlights::Landed{std::move(d), epoch, std::move(outcome)});
-                      });
+        sender_.Start(r.url, headers, std::move(body), [flights = flights_, d, epoch](Result<int> outcome) mutable {
+            flights->Land(impl::WebhookFlights::Landed{std::move(d), epoch, std::move(outcome)});
+        });
     }
     // A sender that answered at once (or calls that were quick) is recorded in this round.
     if (Status s = RecordLanded(epoch, report); !s.ok()) return s;
@@ -453,8 +464,12 @@ Result<AlertReport> Alerter::DeliverDue(std::int64_t epoch, const std::function<
 
 Result<AlertReport> Alerter::Round(std::int64_t epoch, const std::function<bool()>& should_stop) {
     AlertReport total;
+    // The enabled rules once per round, for every step of it: each step read them (three reads
+    // a round, and a fenced transaction for no_success whether any rule asked for it or not).
+    auto rules = ReadRules();
+    if (!rules.ok()) return rules.status();
     for (int i = 0; i < kMaxBatchesPerRound && !(should_stop && should_stop()); ++i) {
-        auto batch = EvaluateBatch(epoch);
+        auto batch = EvaluateBatch(epoch, *rules);
         if (!batch.ok()) return batch.status();
         total.fires_evaluated += batch->fires_evaluated;
         total.deliveries_created += batch->deliveries_created;
@@ -462,12 +477,12 @@ Result<AlertReport> Alerter::Round(std::int64_t epoch, const std::function<bool(
         if (batch->fires_evaluated < config_.alert_batch) break;
     }
     if (!(should_stop && should_stop())) {
-        auto slo = EvaluateNoSuccess(epoch);
+        auto slo = EvaluateNoSuccess(epoch, *rules);
         if (!slo.ok()) return slo.status();
         total.slo_jobs_checked = slo->slo_jobs_checked;
         total.deliveries_created += slo->deliveries_created;
     }
-    auto sent = DeliverDue(epoch, should_stop);
+    auto sent = DeliverDue(epoch, *rules, should_stop);
     if (!sent.ok()) return sent.status();
     total.delivered = sent->delivered;
     total.retried = sent->retried;

@@ -256,6 +256,46 @@ TEST_P(AlerterTest, AFailedFireCreatesOneSignedDeliveryEvenWhenANewMasterEvaluat
     EXPECT_EQ(alerter.Round(epoch_)->fires_evaluated, 0);
 }
 
+// A round with no rule enabled and nothing ended reads the rules once and runs the one fenced
+// batch that moves the cursor: no no_success transaction and no delivery listing (MariaDB: the
+// transactions and SELECTs its one session counted; a SET is neither).
+TEST_P(AlerterTest, AQuietRoundWithoutRulesIsOneTransactionAndThreeReads) {
+    if (db().backend() != db::Backend::kMySql) GTEST_SKIP() << "counts a MariaDB session's statements";
+    db::DbUrl url = test_db().url();
+    url.pool = 1;
+    auto one = db::Database::Open(url);
+    ASSERT_TRUE(one.ok()) << one.status().ToString();
+    lock::Fence fence(*one, "master", "node-a");
+    Alerter alerter(*one, fence, *time_, config_, metrics_, sender_);
+    struct Counts {
+        long long begins = 0;
+        long long selects = 0;
+    };
+    const auto counts = [&] {
+        auto read = (*one)->Run([](soci::session& s) {
+            std::vector<std::string> names(4);
+            std::vector<long long> values(4);
+            s << "SHOW SESSION STATUS WHERE Variable_name IN ('Com_begin', 'Com_select')", soci::into(names),
+                soci::into(values);
+            Counts c;
+            for (std::size_t i = 0; i < names.size(); ++i) {
+                (names[i] == "Com_begin" ? c.begins : c.selects) = values[i];
+            }
+            return c;
+        });
+        EXPECT_TRUE(read.ok()) << read.status().ToString();
+        return read.ok() ? *read : Counts{};
+    };
+    ASSERT_TRUE(alerter.Round(epoch_).ok());  // the first also confirms the epoch (one check fewer)
+    const Counts before = counts();
+    auto round = alerter.Round(epoch_);
+    ASSERT_TRUE(round.ok()) << round.status().ToString();
+    const Counts after = counts();
+    EXPECT_EQ(after.begins - before.begins, 1) << "the cursor's batch only";
+    EXPECT_EQ(after.selects - before.selects, 3) << "the rules, the ended fires, the lease's check";
+    EXPECT_TRUE(sender_.calls.empty());
+}
+
 TEST_P(AlerterTest, ARoundWithoutAlertEventsMovesTheCursorToTheSettledPoint) {
     // In a healthy cluster a round finds no failure; its cursor still moves to the point it read
     // up to (now - alert-settle, 0 s here), or every round would read again every fire ended

@@ -5,9 +5,9 @@
 ///
 /// Evaluation: a cursor (finished_at, id) over ended fires (store::AlertRepository::
 /// ListEndedAfter) moves in batches of `alert-batch`; each batch is one transaction fenced with
-/// the lease epoch that reads the enabled rules and inserts one delivery per matching (rule,
-/// event, fire) if absent. The cursor lives in memory: a new master (a new epoch) starts it
-/// `alert-lookback` back, and the unique key of alert_delivery turns the re-evaluated fires
+/// the lease epoch that inserts one delivery per matching (rule, event, fire) if absent. The
+/// enabled rules are read once per Round, before its steps, by a plain read. The cursor lives in memory: a new master
+/// (a new epoch) starts it `alert-lookback` back, and the unique key of alert_delivery turns the re-evaluated fires
 /// into no-ops, so a failover creates no delivery twice. Only fires that ended at least
 /// `alert-settle` ago (DB clock) are read, so one committed a moment late is still ahead of the
 /// cursor. finished_at is the executor's clock for results: a fire whose recorded finish is
@@ -24,7 +24,8 @@
 /// rules of that job wanting `paused` get a delivery of event `paused` for that fire.
 ///
 /// No success within X (event no_success, rules with no_success_within_ms): once per Round,
-/// after the fire batches, one transaction fenced with the epoch that, for each enabled such
+/// after the fire batches, when an enabled rule asks for it, one transaction fenced with the
+/// epoch that, for each enabled such
 /// rule, reads its enabled jobs (the rule's job, or every job) with their latest succeeded fire
 /// (store::AlertRepository::LastSuccesses: one aggregate per rule, at most
 /// kMaxNoSuccessJobsPerRound jobs; a global rule over more jobs walks them by id across rounds
@@ -135,20 +136,26 @@ class Alerter {
     /// Webhook calls started and not yet recorded.
     int InFlight() const;
 
-    /// One evaluation batch (see above). LeaseLost: nothing created, the cursor stays.
-    Result<AlertReport> EvaluateBatch(std::int64_t epoch);
-    /// Records the attempts that ended since the last call, then starts the due deliveries
-    /// (see above; at most alert-batch), stopping early when `should_stop` says so. The report
-    /// counts the attempts recorded.
-    Result<AlertReport> DeliverDue(std::int64_t epoch, const std::function<bool()>& should_stop = {});
+    /// Evaluation batches until one is not full (at most 20), EvaluateNoSuccess, then DeliverDue,
+    /// all with the enabled rules read once at the start of the round.
+    Result<AlertReport> Round(std::int64_t epoch, const std::function<bool()>& should_stop = {});
     /// At most this many jobs per no_success rule per round.
     static constexpr int kMaxNoSuccessJobsPerRound = 500;
-    /// The no_success evaluation (see above). LeaseLost: nothing created, the cursors stay.
-    Result<AlertReport> EvaluateNoSuccess(std::int64_t epoch);
-    /// Evaluation batches until one is not full (at most 20), EvaluateNoSuccess, then DeliverDue.
-    Result<AlertReport> Round(std::int64_t epoch, const std::function<bool()>& should_stop = {});
 
   private:
+    // The enabled rules (at most kMaxRules), a plain read.
+    Result<std::vector<store::AlertRule>> ReadRules();
+    // One evaluation batch (see above) against `rules`. LeaseLost: nothing created, the cursor
+    // stays.
+    Result<AlertReport> EvaluateBatch(std::int64_t epoch, const std::vector<store::AlertRule>& rules);
+    // The no_success evaluation (see above); no transaction when no rule has no_success_within_ms.
+    // LeaseLost: nothing created, the cursors stay.
+    Result<AlertReport> EvaluateNoSuccess(std::int64_t epoch, const std::vector<store::AlertRule>& rules);
+    // Records the attempts that ended since the last call, then starts the due deliveries of
+    // `enabled` rules (see above; at most alert-batch), stopping early when `should_stop` says
+    // so. The report counts the attempts recorded.
+    Result<AlertReport> DeliverDue(std::int64_t epoch, const std::vector<store::AlertRule>& enabled,
+                                   const std::function<bool()>& should_stop);
     // Records what landed; the error of a fenced write under the current epoch stops it.
     Status RecordLanded(std::int64_t epoch, AlertReport& report);
 
