@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "sched/common/config.hpp"
+#include "sched/common/percent_encode.hpp"
 
 namespace sched::db {
 
@@ -153,26 +154,6 @@ std::string DbUrl::Redacted() const {
     out += "@" + host + ":" + std::to_string(port) + "/" + database;
     return out;
 }
-
-namespace {
-
-std::string PercentEncode(const std::string& s) {
-    static constexpr char kHex[] = "0123456789ABCDEF";
-    std::string out;
-    for (const char c : s) {
-        const auto u = static_cast<unsigned char>(c);
-        if (std::isalnum(u) || c == '-' || c == '_' || c == '.' || c == '~') {
-            out += c;
-        } else {
-            out += '%';
-            out += kHex[u >> 4];
-            out += kHex[u & 0xf];
-        }
-    }
-    return out;
-}
-
-}  // namespace
 
 std::string DbUrl::ToString() const {
     std::string out;

@@ -114,25 +114,6 @@ std::optional<std::string> PercentDecode(std::string_view text, bool plus_is_spa
     return out;
 }
 
-std::string PercentEncode(std::string_view text, std::string_view also_kept) {
-    static constexpr char kHex[] = "0123456789ABCDEF";
-    std::string out;
-    out.reserve(text.size());
-    for (const char c : text) {
-        const auto u = static_cast<unsigned char>(c);
-        const bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                                c == '-' || c == '.' || c == '_' || c == '~';
-        if (unreserved || also_kept.find(c) != std::string_view::npos) {
-            out += c;
-        } else {
-            out += '%';
-            out += kHex[u >> 4];
-            out += kHex[u & 0x0F];
-        }
-    }
-    return out;
-}
-
 std::string_view Request::PathParam(std::string_view name) const {
     for (const auto& [k, v] : path_params) {
         if (k == name) return v;
