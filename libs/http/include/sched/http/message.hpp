@@ -140,11 +140,8 @@ struct JsonLimits {
 ///   "expected a JSON document, got an empty body".
 Result<nlohmann::json> ParseJson(std::string_view text, JsonLimits limits = {});
 
-/// Percent-decodes `text`; when `plus_is_space` (query strings) '+' becomes ' '. nullopt on a
-/// malformed escape.
-std::optional<std::string> PercentDecode(std::string_view text, bool plus_is_space);
-
 /// sched/common/percent_encode.hpp: a query value, a form field or a path segment.
+using sched::PercentDecode;
 using sched::PercentEncode;
 
 }  // namespace sched::http
