@@ -4,6 +4,7 @@
 
 #include "sched/client/executor.hpp"
 #include "sched/common/logging.hpp"
+#include "sched/common/testing/config_error.hpp"
 
 namespace sched::client {
 namespace {
@@ -11,14 +12,11 @@ namespace {
 using namespace std::chrono_literals;
 
 std::string ErrorOf(const std::string& yaml) {
-    try {
+    return sched::testing::ConfigErrorOf([&] {
         auto root = ConfigNode::LoadString(yaml);
         (void)ExecutorOptions::FromYaml(root.Child("executor"));
         root.RejectUnknownKeys();
-    } catch (const ConfigError& e) {
-        return e.what();
-    }
-    return "<no error>";
+    });
 }
 
 class ExecutorOptionsTest : public ::testing::Test {

@@ -5,19 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include "sched/common/testing/config_error.hpp"
+
 namespace sched {
 namespace {
 
 using namespace std::chrono_literals;
 
-std::string ErrorOf(const std::function<void()>& fn) {
-    try {
-        fn();
-    } catch (const ConfigError& e) {
-        return e.what();
-    }
-    return "<no error>";
-}
+using testing::ConfigErrorOf;
 
 TEST(ConfigNode, ReadsTypedValuesWithDefaults) {
     auto root = ConfigNode::LoadString(R"(
@@ -43,12 +38,12 @@ tags: [a, b]
 TEST(ConfigNode, UnknownKeyIsRejectedWithFullPath) {
     auto root = ConfigNode::LoadString("http:\n  listen: a\n  listen-adress: b\n");
     (void)root.Child("http").String("listen", "");
-    EXPECT_EQ(ErrorOf([&] { root.RejectUnknownKeys(); }), "http.listen-adress: unknown key");
+    EXPECT_EQ(ConfigErrorOf([&] { root.RejectUnknownKeys(); }), "http.listen-adress: unknown key");
 }
 
 TEST(ConfigNode, UnknownTopLevelSectionIsRejected) {
     auto root = ConfigNode::LoadString("databse:\n  url: x\n");
-    EXPECT_EQ(ErrorOf([&] { root.RejectUnknownKeys(); }), "databse: unknown key");
+    EXPECT_EQ(ConfigErrorOf([&] { root.RejectUnknownKeys(); }), "databse: unknown key");
 }
 
 TEST(ConfigNode, WrongTypesNameTheKeyAndTheValue) {
@@ -62,32 +57,33 @@ db:
   mode: fast
 )");
     auto db = root.Child("db");
-    EXPECT_EQ(ErrorOf([&] { db.Int("pool", 1, 1, 256); }), "db.pool: expected an integer in 1..256, got \"lots\"");
-    EXPECT_EQ(ErrorOf([&] { db.Int("big", 1, 1, 256); }), "db.big: expected an integer in 1..256, got 1000");
-    EXPECT_EQ(ErrorOf([&] { db.Bool("on", false); }), "db.on: expected true or false, got \"maybe\"");
-    EXPECT_NE(ErrorOf([&] { db.Duration("ttl", 1s); }).find("db.ttl: expected a duration"), std::string::npos);
-    EXPECT_EQ(ErrorOf([&] { db.StringList("list", {}); }), "db.list: expected a list of strings");
-    EXPECT_EQ(ErrorOf([&] {
+    EXPECT_EQ(ConfigErrorOf([&] { db.Int("pool", 1, 1, 256); }),
+              "db.pool: expected an integer in 1..256, got \"lots\"");
+    EXPECT_EQ(ConfigErrorOf([&] { db.Int("big", 1, 1, 256); }), "db.big: expected an integer in 1..256, got 1000");
+    EXPECT_EQ(ConfigErrorOf([&] { db.Bool("on", false); }), "db.on: expected true or false, got \"maybe\"");
+    EXPECT_NE(ConfigErrorOf([&] { db.Duration("ttl", 1s); }).find("db.ttl: expected a duration"), std::string::npos);
+    EXPECT_EQ(ConfigErrorOf([&] { db.StringList("list", {}); }), "db.list: expected a list of strings");
+    EXPECT_EQ(ConfigErrorOf([&] {
                   db.Enum("mode", "slow", {"slow", "safe"});
               }),
               "db.mode: expected one of slow, safe, got \"fast\"");
-    EXPECT_EQ(ErrorOf([&] { root.Child("db").Child("pool"); }), "db.pool: expected a map of keys");
+    EXPECT_EQ(ConfigErrorOf([&] { root.Child("db").Child("pool"); }), "db.pool: expected a map of keys");
 }
 
 TEST(ConfigNode, DurationRangeIsChecked) {
     auto root = ConfigNode::LoadString("tick: 10m\n");
-    EXPECT_EQ(ErrorOf([&] { root.Duration("tick", 1s, 100ms, 1min); }),
+    EXPECT_EQ(ConfigErrorOf([&] { root.Duration("tick", 1s, 100ms, 1min); }),
               "tick: expected a duration between 100ms and 1m, got \"10m\"");
 }
 
 TEST(ConfigNode, SyntaxErrorNamesFileAndLine) {
-    const std::string err = ErrorOf([] { ConfigNode::LoadString("a: [1, 2\nb: 3\n", "x.yaml"); });
+    const std::string err = ConfigErrorOf([] { ConfigNode::LoadString("a: [1, 2\nb: 3\n", "x.yaml"); });
     EXPECT_EQ(err.rfind("config: x.yaml:", 0), 0u) << err;
     EXPECT_NE(err.find("invalid YAML"), std::string::npos) << err;
 }
 
 TEST(ConfigNode, MissingFileIsAClearError) {
-    const std::string err = ErrorOf([] { ConfigNode::LoadFile("/nonexistent/sched.yaml"); });
+    const std::string err = ConfigErrorOf([] { ConfigNode::LoadFile("/nonexistent/sched.yaml"); });
     EXPECT_NE(err.find("cannot read config file /nonexistent/sched.yaml"), std::string::npos) << err;
 }
 
@@ -98,7 +94,7 @@ TEST(ConfigNode, EmptyDocumentMeansAllDefaults) {
 }
 
 TEST(ConfigNode, TopLevelListIsRejected) {
-    EXPECT_NE(ErrorOf([] { ConfigNode::LoadString("- a\n- b\n", "f.yaml"); }).find("top level must be a map"),
+    EXPECT_NE(ConfigErrorOf([] { ConfigNode::LoadString("- a\n- b\n", "f.yaml"); }).find("top level must be a map"),
               std::string::npos);
 }
 

@@ -4,30 +4,17 @@
 #include <charconv>
 
 #include "sched/common/config.hpp"
+#include "sched/common/percent_encode.hpp"
 
 namespace sched::db {
 
 namespace {
 
-Result<std::string> PercentDecode(std::string_view s, std::string_view what) {
-    std::string out;
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        if (s[i] != '%') {
-            out += s[i];
-            continue;
-        }
-        int v = 0;
-        if (i + 2 >= s.size()) {
-            return InvalidArgument("database url: bad percent-escape in " + std::string(what));
-        }
-        auto [p, ec] = std::from_chars(s.data() + i + 1, s.data() + i + 3, v, 16);
-        if (ec != std::errc() || p != s.data() + i + 3) {
-            return InvalidArgument("database url: bad percent-escape in " + std::string(what));
-        }
-        out += static_cast<char>(v);
-        i += 2;
-    }
-    return out;
+// '+' is itself in a user or password: only %XX escapes are decoded.
+Result<std::string> DecodePart(std::string_view s, std::string_view what) {
+    auto decoded = PercentDecode(s, false);
+    if (!decoded) return InvalidArgument("database url: bad percent-escape in " + std::string(what));
+    return *decoded;
 }
 
 Status ApplyOption(DbUrl& url, std::string_view key, std::string_view value) {
@@ -87,7 +74,7 @@ Result<DbUrl> ParseDbUrl(std::string_view text) {
 
     if (url.backend == Backend::kSqlite) {
         if (rest.empty()) return InvalidArgument("database url: sqlite needs a file path (sqlite:///path/file.db)");
-        auto path = PercentDecode(rest, "path");
+        auto path = DecodePart(rest, "path");
         if (!path.ok()) return path.status();
         url.path = *path;
     } else {
@@ -96,12 +83,12 @@ Result<DbUrl> ParseDbUrl(std::string_view text) {
         std::string_view userinfo = rest.substr(0, at);
         std::string_view hostpart = rest.substr(at + 1);
         if (auto colon = userinfo.find(':'); colon != std::string_view::npos) {
-            auto pw = PercentDecode(userinfo.substr(colon + 1), "password");
+            auto pw = DecodePart(userinfo.substr(colon + 1), "password");
             if (!pw.ok()) return pw.status();
             url.password = *pw;
             userinfo = userinfo.substr(0, colon);
         }
-        auto user = PercentDecode(userinfo, "user");
+        auto user = DecodePart(userinfo, "user");
         if (!user.ok()) return user.status();
         url.user = *user;
         if (url.user.empty()) return InvalidArgument("database url: mysql user is empty");
@@ -153,26 +140,6 @@ std::string DbUrl::Redacted() const {
     out += "@" + host + ":" + std::to_string(port) + "/" + database;
     return out;
 }
-
-namespace {
-
-std::string PercentEncode(const std::string& s) {
-    static constexpr char kHex[] = "0123456789ABCDEF";
-    std::string out;
-    for (const char c : s) {
-        const auto u = static_cast<unsigned char>(c);
-        if (std::isalnum(u) || c == '-' || c == '_' || c == '.' || c == '~') {
-            out += c;
-        } else {
-            out += '%';
-            out += kHex[u >> 4];
-            out += kHex[u & 0xf];
-        }
-    }
-    return out;
-}
-
-}  // namespace
 
 std::string DbUrl::ToString() const {
     std::string out;

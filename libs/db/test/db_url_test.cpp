@@ -55,6 +55,10 @@ TEST(ParseDbUrl, RejectsBadUrlsNamingThePart) {
         {"mysql://u@h/db?pool", "needs a value"},
         {"mysql://u@h/db;drop", "may hold only letters"},
         {"mysql://u:%zz@h/db", "bad percent-escape in password"},
+        {"mysql://u:%-1@h/db", "bad percent-escape in password"},  // a sign is not a hex digit
+        {"mysql://%+f@h/db", "bad percent-escape in user"},
+        {"mysql://u:pw%4@h/db", "bad percent-escape in password"},
+        {"sqlite:///tmp/a%2", "bad percent-escape in path"},
         {"sqlite://", "needs a file path"},
     };
     for (const auto& [text, want] : cases) {

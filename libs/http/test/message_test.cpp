@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "sched/common/testing/config_error.hpp"
 #include "sched/http/json.hpp"
 #include "sched/http/message.hpp"
 #include "sched/http/server_options.hpp"
@@ -262,13 +263,9 @@ http:
     EXPECT_EQ(o.access_log, AccessLog::kErrors);
     EXPECT_NO_THROW(root.RejectUnknownKeys());
 
-    const auto error_of = [](const char* yaml) -> std::string {
-        try {
-            (void)ServerOptions::FromYaml(ConfigNode::LoadString(yaml).Child("http"));
-        } catch (const ConfigError& e) {
-            return e.what();
-        }
-        return "<no error>";
+    const auto error_of = [](const char* yaml) {
+        return sched::testing::ConfigErrorOf(
+            [&] { (void)ServerOptions::FromYaml(ConfigNode::LoadString(yaml).Child("http")); });
     };
     EXPECT_EQ(error_of("http:\n  listen: nowhere\n").rfind("http.listen: expected host:port", 0), 0u);
     EXPECT_EQ(error_of("http:\n  body-limit: 0\n").rfind("http.body-limit:", 0), 0u);

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "sched/common/testing/config_error.hpp"
 #include "sched/http/client.hpp"
 #include "sched/http/server.hpp"
 #include "sched/http/testing/test_pki.hpp"
@@ -258,13 +259,9 @@ TEST(Tls, UnusableClientCaFileFailsTheCallNamingIt) {
 }
 
 TEST(TlsOptions, HalfConfiguredPairsAreRefusedNamingTheKey) {
-    const auto error_of = [](const std::string& yaml) -> std::string {
-        try {
-            (void)ServerOptions::FromYaml(ConfigNode::LoadString(yaml).Child("http"));
-        } catch (const ConfigError& e) {
-            return e.what();
-        }
-        return "";
+    const auto error_of = [](const std::string& yaml) {
+        return sched::testing::ConfigErrorOf(
+            [&] { (void)ServerOptions::FromYaml(ConfigNode::LoadString(yaml).Child("http")); });
     };
     EXPECT_EQ(error_of("http:\n  tls:\n    cert-file: a.crt\n").rfind("http.tls.key-file", 0), 0U);
     EXPECT_EQ(error_of("http:\n  tls:\n    key-file: a.key\n").rfind("http.tls.cert-file", 0), 0U);

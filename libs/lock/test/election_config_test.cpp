@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "sched/common/testing/config_error.hpp"
 #include "sched/lock/lease_elector.hpp"
 
 namespace sched::lock {
@@ -8,12 +9,8 @@ namespace {
 using namespace std::chrono_literals;
 
 std::string ErrorOf(const std::string& yaml) {
-    try {
-        (void)ElectionConfig::FromYaml(ConfigNode::LoadString(yaml).Child("election"));
-    } catch (const ConfigError& e) {
-        return e.what();
-    }
-    return "";
+    return sched::testing::ConfigErrorOf(
+        [&] { (void)ElectionConfig::FromYaml(ConfigNode::LoadString(yaml).Child("election")); });
 }
 
 TEST(ElectionConfig, DefaultsAreOneSecondTickThreeSecondTtlOneSecondMargin) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "sched/common/testing/config_error.hpp"
 #include "sched/lock/lock_backend.hpp"
 
 namespace sched::lock {
@@ -17,12 +18,7 @@ LockBackendConfig Parse(const std::string& yaml) {
 }
 
 std::string ErrorOf(const std::string& yaml) {
-    try {
-        (void)Parse(yaml);
-    } catch (const ConfigError& e) {
-        return e.what();
-    }
-    return "";
+    return sched::testing::ConfigErrorOf([&] { (void)Parse(yaml); });
 }
 
 TEST(LockBackendConfig, AbsentSectionIsTheSqlTable) {

@@ -13,6 +13,7 @@ namespace {
 using nlohmann::json;
 using testing::Field;
 using testing::Message;
+using testing::WithField;
 
 TEST(LockAcquireTest, DocumentedBodyAndRoundTrip) {
     const auto doc = ParseLockAcquireRequest(json::parse(R"({"app": "billing", "lease_ms": 30000, "wait_ms": 5000})"));
@@ -63,13 +64,7 @@ TEST(LockExtendTest, DocumentedBodyRoundTripAndBadFields) {
 
     const LockLimits limits{.max_lease_ms = 60000};
     const auto bad = [&](const char* key, json value) {
-        json body = ToJson(want);
-        if (value.is_discarded()) {
-            body.erase(key);
-        } else {
-            body[key] = std::move(value);
-        }
-        return Field(ParseLockExtendRequest(body, limits));
+        return Field(ParseLockExtendRequest(WithField(ToJson(want), key, std::move(value)), limits));
     };
     const json absent(json::value_t::discarded);
     EXPECT_EQ(bad("owner", absent), "owner");

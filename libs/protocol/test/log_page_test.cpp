@@ -14,6 +14,7 @@ namespace {
 
 using nlohmann::json;
 using testing::Field;
+using testing::WithField;
 
 TEST(LogPageTest, DocumentedBodyAndRoundTrip) {
     const auto doc = ReadLogPage(
@@ -34,13 +35,7 @@ TEST(LogPageTest, DocumentedBodyAndRoundTrip) {
 TEST(LogPageTest, EachBadFieldIsNamedAndPagesAreBounded) {
     const LogPage page{.fire_id = 7, .from_line = 1, .to_line = 3, .lines = {"b", "c"}, .finished = false};
     const auto bad = [&](const char* key, json value) {
-        json wire = ToJson(page);
-        if (value.is_discarded()) {
-            wire.erase(key);
-        } else {
-            wire[key] = std::move(value);
-        }
-        return Field(ReadLogPage(wire));
+        return Field(ReadLogPage(WithField(ToJson(page), key, std::move(value))));
     };
     const json absent(json::value_t::discarded);
     EXPECT_EQ(bad("fire_id", absent), "fire_id");
@@ -78,9 +73,7 @@ TEST(BeatAnswerTest, DocumentedBodyRoundTripAndBadFields) {
     EXPECT_FALSE(ToJson(want.heartbeat).contains("epoch"));
 
     const auto bad = [&](const char* key, json value) {
-        json wire = ToJson(want);
-        wire[key] = std::move(value);
-        return Field(ReadBeatAnswer(wire));
+        return Field(ReadBeatAnswer(WithField(ToJson(want), key, std::move(value))));
     };
     EXPECT_EQ(bad("epoch", -1), "epoch");
     EXPECT_EQ(bad("epoch", "12"), "epoch");

@@ -16,6 +16,7 @@ namespace {
 
 using nlohmann::json;
 using testing::Field;
+using testing::WithField;
 
 RunRequest SampleRun() {
     RunRequest run;
@@ -99,9 +100,7 @@ TEST(RunRequestTest, OptionalFieldsTakeTheirDefaultsAndUnknownOnesAreIgnored) {
 
 TEST(RunRequestTest, EachBadFieldIsNamedWithTheBatchPrefix) {
     const auto bad = [](const char* key, json value) {
-        json wire = ToJson(SampleRun());
-        wire[key] = std::move(value);
-        return Field(ParseRunRequest(wire, "runs[3]"));
+        return Field(ParseRunRequest(WithField(ToJson(SampleRun()), key, std::move(value)), "runs[3]"));
     };
     EXPECT_EQ(bad("fire_id", -1), "runs[3].fire_id");
     EXPECT_EQ(bad("epoch", "12"), "runs[3].epoch");
@@ -244,9 +243,7 @@ TEST(RunResultTest, WhatTheSdkWritesTheWebReadsBackUnchanged) {
 
 TEST(RunResultTest, UnknownFieldsAndBadValuesAreRefusedByName) {
     const auto bad = [](const char* key, json value) {
-        json wire = ToJson(SampleResult());
-        wire[key] = std::move(value);
-        return Field(ParseRunResult(wire, "[4]", true));
+        return Field(ParseRunResult(WithField(ToJson(SampleResult()), key, std::move(value)), "[4]", true));
     };
     EXPECT_EQ(bad("epoc", 12), "[4].epoc");
     EXPECT_EQ(bad("status", "done"), "[4].status");
@@ -279,9 +276,7 @@ TEST(HeartbeatTest, RoundTripAndStrictFields) {
     EXPECT_EQ(back.value, beat);
 
     const auto bad = [&](const char* key, json value) {
-        json wire = ToJson(beat);
-        wire[key] = std::move(value);
-        return Field(ParseHeartbeat(wire));
+        return Field(ParseHeartbeat(WithField(ToJson(beat), key, std::move(value))));
     };
     EXPECT_EQ(bad("epoch", 3), "epoch");  // /v1/beat's extra field is not a heartbeat's
     EXPECT_EQ(bad("address", "10.0.0.9:0"), "address");

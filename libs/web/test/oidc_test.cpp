@@ -315,15 +315,22 @@ TEST(SignInCookies, RefusesAnotherStateAForgedOrStaleCookieAndAnotherKey) {
     }
 }
 
+// The running test's own empty folder under the temp directory: `prefix`, the process id and
+// the test's name (what a crashed earlier run left there is removed first).
+std::filesystem::path FreshTestDir(const std::string& prefix) {
+    const auto dir =
+        std::filesystem::temp_directory_path() /
+        (prefix + std::to_string(::getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    return dir;
+}
+
 // Sessions in a migrated SQLite database, as a web process keeps them.
 class SessionStoreTest : public ::testing::Test {
   protected:
     void SetUp() override {
-        dir_ =
-            std::filesystem::temp_directory_path() / ("sched-sessions-" + std::to_string(::getpid()) + "-" +
-                                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        std::filesystem::remove_all(dir_);
-        std::filesystem::create_directories(dir_);
+        dir_ = FreshTestDir("sched-sessions-");
         db::DatabaseConfig config;
         config.url = *db::ParseDbUrl("sqlite://" + (dir_ / "db.sqlite").string());
         auto opened = db::OpenMigrated(config);
@@ -566,11 +573,7 @@ class OidcApiTest : public ::testing::Test {
   protected:
     void SetUp() override {
         idp_.SetKeys({{"keys", {RsaKey().Jwk(), EcKey().Jwk()}}});
-        dir_ =
-            std::filesystem::temp_directory_path() / ("sched-oidc-" + std::to_string(::getpid()) + "-" +
-                                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        std::filesystem::remove_all(dir_);
-        std::filesystem::create_directories(dir_);
+        dir_ = FreshTestDir("sched-oidc-");
         WebServiceConfig config;
         config.api.token = "cluster-secret";
         config.api.oidc.issuer = idp_.issuer();

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 
+#include "sched/common/testing/config_error.hpp"
 #include "sched/lock/sql_lock_store.hpp"
 #include "sched/protocol/fire_spans.hpp"
 #include "sched/protocol/master_wake.hpp"
@@ -22,12 +23,7 @@ WebServiceConfig Parse(const std::string& yaml) {
 }
 
 std::string ErrorOf(const std::string& yaml) {
-    try {
-        Parse(yaml);
-    } catch (const ConfigError& e) {
-        return e.what();
-    }
-    return "";
+    return sched::testing::ConfigErrorOf([&] { Parse(yaml); });
 }
 
 TEST(WebServiceConfig, ReadsEveryKeyAndRejectsUnknownOnesByPath) {

@@ -25,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sched/common/percent_encode.hpp"
 #include "sched/common/status.hpp"
 
 namespace sched::http {
@@ -139,13 +140,8 @@ struct JsonLimits {
 ///   "expected a JSON document, got an empty body".
 Result<nlohmann::json> ParseJson(std::string_view text, JsonLimits limits = {});
 
-/// Percent-decodes `text`; when `plus_is_space` (query strings) '+' becomes ' '. nullopt on a
-/// malformed escape.
-std::optional<std::string> PercentDecode(std::string_view text, bool plus_is_space);
-
-/// Percent-encodes every byte of `text` but RFC 3986's unreserved characters (ALPHA, DIGIT,
-/// '-', '.', '_', '~') and those in `also_kept`, as %XX with upper-case hex: a query value, a
-/// form field (application/x-www-form-urlencoded without '+') or a path segment.
-std::string PercentEncode(std::string_view text, std::string_view also_kept = {});
+/// sched/common/percent_encode.hpp: a query value, a form field or a path segment.
+using sched::PercentDecode;
+using sched::PercentEncode;
 
 }  // namespace sched::http
