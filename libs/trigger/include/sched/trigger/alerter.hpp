@@ -6,12 +6,12 @@
 /// Evaluation: a cursor (finished_at, id) over ended fires (store::AlertRepository::
 /// ListEndedAfter) moves in batches of `alert-batch`; each batch is one transaction fenced with
 /// the lease epoch that inserts one delivery per matching (rule, event, fire) if absent. The
-/// enabled rules are read once per Round, before its steps, by a plain read. The cursor lives in memory: a new master
-/// (a new epoch) starts it `alert-lookback` back, and the unique key of alert_delivery turns the re-evaluated fires
-/// into no-ops, so a failover creates no delivery twice. Only fires that ended at least
-/// `alert-settle` ago (DB clock) are read, so one committed a moment late is still ahead of the
-/// cursor. finished_at is the executor's clock for results: a fire whose recorded finish is
-/// older than the settle time when it is written can be missed.
+/// enabled rules are read once per Round, before its steps, by a plain read. The cursor lives
+/// in memory: a new master (a new epoch) starts it `alert-lookback` back, and the unique key of
+/// alert_delivery turns the re-evaluated fires into no-ops, so a failover creates no delivery twice. Only fires that
+/// ended at least `alert-settle` ago (DB clock) are read, so one committed a moment late is still ahead of the cursor.
+/// finished_at is the executor's clock for results: a fire whose recorded finish is older than the settle time when it
+/// is written can be missed.
 ///
 /// Matching (RuleWants): the rule's job (or any job) and one of its events; for failed,
 /// timeout and lost with consecutive-failures N > 1, only when the job's last N ended runs up
@@ -25,13 +25,11 @@
 ///
 /// No success within X (event no_success, rules with no_success_within_ms): once per Round,
 /// after the fire batches, when an enabled rule asks for it, one transaction fenced with the
-/// epoch that, for each enabled such
-/// rule, reads its enabled jobs (the rule's job, or every job) with their latest succeeded fire
-/// (store::AlertRepository::LastSuccesses: one aggregate per rule, at most
-/// kMaxNoSuccessJobsPerRound jobs; a global rule over more jobs walks them by id across rounds
-/// with an in-memory cursor per rule that wraps around). A job whose reference time - its latest
-/// succeeded fire's finished_at, or its created_at when it has none - is older than now - X
-/// (DB clock) is in breach and gets one delivery keyed (rule, no_success, job, latest succeeded
+/// epoch that, for each enabled such rule, reads its enabled jobs (the rule's job, or every job) with their latest
+/// succeeded fire (store::AlertRepository::LastSuccesses: one aggregate per rule, at most kMaxNoSuccessJobsPerRound
+/// jobs; a global rule over more jobs walks them by id across rounds with an in-memory cursor per rule that wraps
+/// around). A job whose reference time - its latest succeeded fire's finished_at, or its created_at when it has none -
+/// is older than now - X (DB clock) is in breach and gets one delivery keyed (rule, no_success, job, latest succeeded
 /// fire id or 0): re-evaluations in later rounds or by a new master are no-ops, and a success
 /// changes the key, so the next breach is a new episode. created_at rather than an
 /// enabled-since time (not stored): a job resumed after a pause whose last success is older
