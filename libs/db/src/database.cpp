@@ -359,12 +359,35 @@ long long ExecuteInsertIfAbsent(soci::statement& st) {
 }
 
 PooledSession::PooledSession(PooledSession&& other) noexcept
-    : owner_(other.owner_), session_(std::move(other.session_)), broken_(other.broken_) {
+    : owner_(other.owner_),
+      session_(std::move(other.session_)),
+      setting_(std::move(other.setting_)),
+      broken_(other.broken_) {
     other.owner_ = nullptr;
 }
 
 PooledSession::~PooledSession() {
-    if (owner_ != nullptr && session_) owner_->Return(std::move(session_), broken_);
+    if (owner_ != nullptr && session_) owner_->Return(std::move(session_), std::move(setting_), broken_);
+}
+
+Status PooledSession::Apply(std::shared_ptr<const SessionSetting> setting) {
+    const auto same = [](const SessionSetting* a, const SessionSetting* b) {
+        return a == b || (a != nullptr && b != nullptr && a->apply == b->apply);
+    };
+    if (same(setting_.get(), setting.get())) return Status::Ok();
+    try {
+        if (setting_) *session_ << setting_->restore;
+        // Unknown until the next statement lands: an error below leaves neither in force.
+        setting_.reset();
+        if (setting) *session_ << setting->apply;
+        setting_ = std::move(setting);
+        return Status::Ok();
+    } catch (const soci::soci_error& e) {
+        bool lost = false;
+        Status status = ClassifyError(e, &lost);
+        if (lost) MarkBroken();
+        return status;
+    }
 }
 
 Database::Database(DbUrl url) : url_(std::move(url)), dialect_(url_.backend) {
@@ -373,37 +396,13 @@ Database::Database(DbUrl url) : url_(std::move(url)), dialect_(url_.backend) {
 
 Database::~Database() = default;
 
-namespace {
-
-// wsrep_sync_wait = 1 on a pooled session for one transaction, back to 0 after it (pooled
-// sessions are shared with code that reads without waiting). A session whose setting could not
-// be restored is not lent out again.
-class SyncWaitScope {
-  public:
-    explicit SyncWaitScope(PooledSession& session) : session_(session) {
-        *session_ << "SET SESSION wsrep_sync_wait = 1";
-    }
-    ~SyncWaitScope() {
-        try {
-            *session_ << "SET SESSION wsrep_sync_wait = 0";
-        } catch (...) {
-            session_.MarkBroken();
-        }
-    }
-    SyncWaitScope(const SyncWaitScope&) = delete;
-    SyncWaitScope& operator=(const SyncWaitScope&) = delete;
-
-  private:
-    PooledSession& session_;
-};
-
-}  // namespace
-
 TxGuard Database::CausalReads() const {
     if (!causal_reads_ || backend() != Backend::kMySql) return {};
-    return {.enter = [](PooledSession& session) -> std::shared_ptr<void> {
-        return std::make_shared<SyncWaitScope>(session);
-    }};
+    // Kept on the session for the next causal transaction; restored before any other use of it
+    // (SessionSetting), since other reads need not wait.
+    static const auto kSyncWait = std::make_shared<const SessionSetting>(
+        SessionSetting{.apply = "SET SESSION wsrep_sync_wait = 1", .restore = "SET SESSION wsrep_sync_wait = 0"});
+    return {.setting = kSyncWait};
 }
 
 Result<std::shared_ptr<Database>> Database::Open(const DbUrl& url) {
@@ -426,7 +425,7 @@ Result<std::shared_ptr<Database>> Database::Open(const DbUrl& url) {
     }
     {
         std::lock_guard lock(db->mu_);
-        db->idle_.push_back(std::move(*first));
+        db->idle_.push_back({.session = std::move(*first), .setting = nullptr});
         db->open_ = 1;
     }
     return db;
@@ -509,31 +508,51 @@ Result<std::unique_ptr<soci::session>> Database::Connect() const {
     return session;
 }
 
-Result<PooledSession> Database::Acquire() {
+Result<PooledSession> Database::Acquire(const SessionSetting* prefer) {
     const auto deadline = std::chrono::steady_clock::now() + url_.acquire_timeout;
-    if (!gate_) return AcquireFromPool(deadline);
+    if (!gate_) return AcquireFromPool(deadline, prefer);
     if (!url_.priority) {
         // The wait is bounded by the priority call's own timeouts (the election's are margin / 2).
         if (!gate_->WaitForPriorityCalls(deadline)) {
             return Unavailable("database busy: a priority call (the lease renew) on " + url_.path + " ran for " +
                                FormatDuration(url_.acquire_timeout));
         }
-        return AcquireFromPool(deadline);
+        return AcquireFromPool(deadline, prefer);
     }
     // Announced before the wait for a session, so that no other pool starts a call meanwhile.
     gate_->EnterPriority();
-    auto session = AcquireFromPool(deadline);
+    auto session = AcquireFromPool(deadline, prefer);
     if (!session.ok()) gate_->LeavePriority();
     return session;
 }
 
-Result<PooledSession> Database::AcquireFromPool(std::chrono::steady_clock::time_point deadline) {
+Result<PooledSession> Database::AcquireFromPool(std::chrono::steady_clock::time_point deadline,
+                                                const SessionSetting* prefer) {
+    const auto carries = [prefer](const IdleSession& idle) {
+        return prefer == nullptr ? idle.setting == nullptr
+                                 : idle.setting != nullptr && idle.setting->apply == prefer->apply;
+    };
     std::unique_lock lock(mu_);
     for (;;) {
         if (!idle_.empty()) {
-            auto s = std::move(idle_.back());
-            idle_.pop_back();
-            return PooledSession(this, std::move(s));
+            // The most recently returned session that carries `prefer`, else the most recent.
+            auto pick = std::find_if(idle_.rbegin(), idle_.rend(), carries);
+            if (pick == idle_.rend()) pick = idle_.rbegin();
+            IdleSession idle = std::move(*pick);
+            idle_.erase(std::next(pick).base());
+            const bool restore = idle.setting != nullptr && !carries(idle);
+            lock.unlock();
+            {
+                PooledSession session(this, std::move(idle.session), std::move(idle.setting));
+                if (!restore) return session;
+                Status restored = session.Apply(nullptr);
+                if (restored.ok()) return session;
+                // A session whose settings are unknown is not lent out: close it and take another.
+                session.MarkBroken();
+                spdlog::warn("database session dropped: restoring its settings failed: {}", restored.ToString());
+            }  // its destructor hands the broken session back, which takes mu_: not while holding it
+            lock.lock();
+            continue;
         }
         if (open_ < url_.pool) {
             ++open_;  // reserve the slot before connecting outside the lock
@@ -545,7 +564,7 @@ Result<PooledSession> Database::AcquireFromPool(std::chrono::steady_clock::time_
                 cv_.notify_one();
                 return s.status();
             }
-            return PooledSession(this, std::move(*s));
+            return PooledSession(this, std::move(*s), nullptr);
         }
         if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() && open_ >= url_.pool) {
             return Unavailable("all " + std::to_string(url_.pool) + " database sessions busy for " +
@@ -554,14 +573,14 @@ Result<PooledSession> Database::AcquireFromPool(std::chrono::steady_clock::time_
     }
 }
 
-void Database::Return(std::unique_ptr<soci::session> s, bool broken) {
+void Database::Return(std::unique_ptr<soci::session> s, std::shared_ptr<const SessionSetting> setting, bool broken) {
     {
         std::lock_guard lock(mu_);
         if (broken) {
             --open_;
             s.reset();
         } else {
-            idle_.push_back(std::move(s));
+            idle_.push_back({.session = std::move(s), .setting = std::move(setting)});
         }
         cv_.notify_one();
     }

@@ -3,8 +3,10 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -66,10 +68,10 @@ TEST_P(DatabaseTest, NowExpressionsAgreeInsideOneStatement) {
 // wsrep_sync_wait = 1 (MariaDB) inside a transaction run with CausalReads once enabled (Galera
 // topology), the server's default on every session before and after; nothing on SQLite.
 TEST_P(DatabaseTest, CausalReadsWaitForTheClusterOnlyInsideTheGuardedTransaction) {
-    EXPECT_FALSE(db().CausalReads().enter) << "off until the topology says galera";
+    EXPECT_FALSE(db().CausalReads().setting) << "off until the topology says galera";
     db().EnableCausalReads();
     if (db().backend() != Backend::kMySql) {
-        EXPECT_FALSE(db().CausalReads().enter);
+        EXPECT_FALSE(db().CausalReads().setting);
         return;
     }
     const auto sync_wait = [](soci::session& s) {
@@ -229,6 +231,113 @@ TEST_P(DatabaseTest, PoolHandsOutAtMostPoolSizeSessionsThenTimesOut) {
     { auto released = std::move(*a); }  // back to the pool
     auto d = (*small)->Acquire();
     EXPECT_TRUE(d.ok());
+}
+
+// A session keeps a SessionSetting after its transaction: the pool lends it to the next
+// transaction that wants that setting, even when a session without it returned later, and
+// restores the default before lending it to any other use.
+TEST_P(DatabaseTest, ASessionSettingStaysForTheNextGuardedTransactionAndNoOtherUse) {
+    const bool mysql = db().backend() == Backend::kMySql;
+    const auto setting = std::make_shared<const SessionSetting>(
+        mysql ? SessionSetting{.apply = "SET SESSION max_sort_length = 2048",
+                               .restore = "SET SESSION max_sort_length = DEFAULT"}
+              : SessionSetting{.apply = "PRAGMA cache_size = 123", .restore = "PRAGMA cache_size = -2000"});
+    const std::string read = mysql ? "SELECT @@SESSION.max_sort_length" : "PRAGMA cache_size";
+    const long long set_value = mysql ? 2048 : 123;
+    const long long default_value = mysql ? 1024 : -2000;
+    struct Seen {
+        const soci::session* session = nullptr;
+        long long value = 0;
+    };
+    const auto look = [&](soci::session& s) {
+        Seen seen{.session = &s};
+        s << read, soci::into(seen.value);
+        return seen;
+    };
+    DbUrl url = test_db().url();
+    url.pool = 2;
+    auto pool = Database::Open(url);
+    ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+    const TxGuard guard{.setting = setting};
+
+    auto other = (*pool)->Acquire();  // the first session, never set
+    ASSERT_TRUE(other.ok()) << other.status().ToString();
+    auto first = (*pool)->InTransaction(TxMode::kRead, look, guard);
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    EXPECT_EQ(first->value, set_value);
+    EXPECT_NE(first->session, &**other);
+    { auto back = std::move(*other); }  // returned after the set one: the most recent idle
+
+    auto again = (*pool)->InTransaction(TxMode::kRead, look, guard);
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    EXPECT_EQ(again->session, first->session) << "the session carrying the setting was not preferred";
+    EXPECT_EQ(again->value, set_value);
+
+    auto plain = (*pool)->Acquire();  // takes the session without the setting
+    ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+    auto restored = (*pool)->Run(look);  // only the set one is idle: restored before it is lent
+    ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+    EXPECT_EQ(restored->session, first->session);
+    EXPECT_EQ(restored->value, default_value);
+
+    auto set_again = (*pool)->InTransaction(TxMode::kRead, look, guard);
+    ASSERT_TRUE(set_again.ok()) << set_again.status().ToString();
+    EXPECT_EQ(set_again->value, set_value);
+}
+
+// A setting the server refuses fails the transaction, unless the guard's hook says to go on
+// without it; the session stays usable either way.
+TEST_P(DatabaseTest, ARefusedSessionSettingFailsTheTransactionUnlessTheGuardAcceptsIt) {
+    const auto bogus = std::make_shared<const SessionSetting>(
+        SessionSetting{.apply = "SET SESSION no_such_variable_here = 1", .restore = "SELECT 1"});
+    const auto one = [](soci::session& s) {
+        int v = 0;
+        s << "SELECT 1", soci::into(v);
+        return v;
+    };
+    auto refused = db().InTransaction(TxMode::kRead, one, TxGuard{.setting = bogus});
+    EXPECT_FALSE(refused.ok());
+    int asked = 0;
+    auto accepted =
+        db().InTransaction(TxMode::kRead, one, TxGuard{.setting = bogus, .setting_refused = [&](const Status&) {
+                                                           ++asked;
+                                                           return true;
+                                                       }});
+    ASSERT_TRUE(accepted.ok()) << accepted.status().ToString();
+    EXPECT_EQ(*accepted, 1);
+    EXPECT_EQ(asked, 1);
+}
+
+// A session whose setting cannot be put back (refused here; a server gone does the same) is
+// closed instead of lent, and the pool opens another in its place: the caller gets a session
+// with the server's defaults, and the pool does not lock itself up handing the closed one back.
+TEST_P(DatabaseTest, ASessionWhoseSettingCannotBeRestoredIsClosedAndAnotherOpened) {
+    const bool mysql = db().backend() == Backend::kMySql;
+    const auto stuck = std::make_shared<const SessionSetting>(
+        SessionSetting{.apply = mysql ? "SET SESSION max_sort_length = 2048" : "PRAGMA cache_size = 123",
+                       .restore = "SELECT no_such_column FROM no_such_table"});
+    const std::string read = mysql ? "SELECT @@SESSION.max_sort_length" : "PRAGMA cache_size";
+    const auto value = [&](soci::session& s) {
+        long long v = 0;
+        s << read, soci::into(v);
+        return v;
+    };
+    DbUrl url = test_db().url();
+    url.pool = 1;
+    auto pool = Database::Open(url);
+    ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+    auto set = (*pool)->InTransaction(TxMode::kRead, value, TxGuard{.setting = stuck});
+    ASSERT_TRUE(set.ok()) << set.status().ToString();
+    EXPECT_EQ(*set, mysql ? 2048 : 123);
+
+    auto plain = std::async(std::launch::async, [&] { return (*pool)->Run(value); });
+    if (plain.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+        ADD_FAILURE() << "the pool hung handing back the session it closed";
+        std::_Exit(1);  // a pool locked up cannot be torn down
+    }
+    auto fresh = plain.get();
+    ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+    EXPECT_EQ(*fresh, mysql ? 1024 : -2000) << "lent with a setting it could not restore";
 }
 
 TEST_P(DatabaseTest, MySqlPasswordWithSpacesAndQuotesConnects) {

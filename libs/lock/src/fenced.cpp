@@ -4,11 +4,25 @@
 
 namespace sched::lock {
 
+namespace {
+
+// MariaDB only; nullptr leaves the server's setting. The fenced transactions of a node share
+// one setting, so the pool keeps the sessions that carry it for them (db::SessionSetting).
+std::shared_ptr<const db::SessionSetting> IdleTimeout(const db::Database& db, const FenceOptions& options) {
+    if (db.backend() != db::Backend::kMySql || options.idle_transaction_timeout.count() <= 0) return nullptr;
+    return std::make_shared<const db::SessionSetting>(db::SessionSetting{
+        .apply = "SET SESSION idle_transaction_timeout = " + std::to_string(options.idle_transaction_timeout.count()),
+        .restore = "SET SESSION idle_transaction_timeout = DEFAULT"});
+}
+
+}  // namespace
+
 Fence::Fence(std::shared_ptr<db::Database> db, std::string name, std::string owner, FenceOptions options)
     : db_(std::move(db)),
       name_(std::move(name)),
       owner_(std::move(owner)),
       options_(options),
+      idle_timeout_(IdleTimeout(*db_, options_)),
       idle_timeout_unsupported_(std::make_shared<std::atomic<bool>>(false)),
       confirmed_epoch_(std::make_shared<std::atomic<std::int64_t>>(0)) {}
 
@@ -79,9 +93,18 @@ db::TxGuard Fence::Guard(std::int64_t epoch) const {
                     }
                     return held;
                 },
-            .enter = [this](db::PooledSession& session) -> std::shared_ptr<void> {
-                return std::make_shared<IdleTimeoutScope>(*this, session);
-            }};
+            .setting = idle_timeout_unsupported_->load(std::memory_order_relaxed) ? nullptr : idle_timeout_,
+            .setting_refused =
+                [unsupported = idle_timeout_unsupported_](const Status& refused) {
+                    // MySQL 8 has no such variable: run fenced transactions without it from now on.
+                    if (!unsupported->exchange(true)) {
+                        spdlog::warn(
+                            "fenced transactions: server refused idle_transaction_timeout ({}); a process paused "
+                            "inside a fenced transaction will block lease take-over until it resumes",
+                            refused.ToString());
+                    }
+                    return true;
+                }};
 }
 
 std::optional<std::int64_t> ReadLeaseEpoch(soci::session& s, const std::string& name) {
@@ -102,42 +125,6 @@ std::optional<std::int64_t> ReadEpochSum(soci::session& s, const std::string& na
         soci::use(name, "name"), soci::use(pattern, "pattern"), soci::into(sum, ind), soci::into(rows);
     if (!s.got_data() || rows == 0 || ind != soci::i_ok) return std::nullopt;
     return static_cast<std::int64_t>(sum);
-}
-
-Fence::IdleTimeoutScope::IdleTimeoutScope(const Fence& fence, db::PooledSession& session) : session_(session) {
-    if (fence.db_->backend() != db::Backend::kMySql || fence.options_.idle_transaction_timeout.count() <= 0 ||
-        fence.idle_timeout_unsupported_->load(std::memory_order_relaxed)) {
-        return;
-    }
-    try {
-        *session_ << "SET SESSION idle_transaction_timeout = " +
-                         std::to_string(fence.options_.idle_transaction_timeout.count());
-        set_ = true;
-    } catch (const soci::soci_error& e) {
-        bool lost = false;
-        Status s = db::ClassifyError(e, &lost);
-        if (lost) {
-            session_.MarkBroken();
-            throw;  // the transaction cannot run on this database session either
-        }
-        // MySQL 8 has no such variable: run fenced transactions without it from now on.
-        if (!fence.idle_timeout_unsupported_->exchange(true)) {
-            spdlog::warn(
-                "fenced transactions: server refused idle_transaction_timeout ({}); a process paused inside "
-                "a fenced transaction will block lease take-over until it resumes",
-                s.ToString());
-        }
-    }
-}
-
-Fence::IdleTimeoutScope::~IdleTimeoutScope() {
-    if (!set_) return;
-    try {
-        // Pooled sessions are shared with code that expects the server's default.
-        *session_ << "SET SESSION idle_transaction_timeout = DEFAULT";
-    } catch (...) {
-        session_.MarkBroken();
-    }
 }
 
 }  // namespace sched::lock

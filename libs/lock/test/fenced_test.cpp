@@ -69,6 +69,32 @@ TEST_P(FencedTest, RunsAndCommitsWhileTheLeaseIsHeldAtThatEpoch) {
     EXPECT_EQ(*value, 1);
 }
 
+// MariaDB: the session keeps its idle timeout between fenced transactions, so the second one
+// sends no SET (the session's SET count does not move) and still runs under the timeout.
+TEST_P(FencedTest, ConsecutiveFencedTransactionsSetTheIdleTimeoutOnce) {
+    if (!IsMySql()) GTEST_SKIP() << "idle_transaction_timeout is MariaDB's";
+    const Holding h = Acquire("node-a", 10s);
+    Fence fence(Pool(1), "master", "node-a");
+    struct Seen {
+        long long sets = -1;
+        long long timeout = -1;
+    };
+    const auto look = [](soci::session& s) {
+        Seen seen;
+        std::string name;
+        s << "SHOW SESSION STATUS LIKE 'Com_set_option'", soci::into(name), soci::into(seen.sets);
+        s << "SELECT @@session.idle_transaction_timeout", soci::into(seen.timeout);
+        return seen;
+    };
+    auto first = fence.RunFenced(h.epoch, look);
+    auto second = fence.RunFenced(h.epoch, look);
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    ASSERT_TRUE(second.ok()) << second.status().ToString();
+    EXPECT_EQ(first->timeout, 1);
+    EXPECT_EQ(second->timeout, 1);
+    EXPECT_EQ(second->sets, first->sets) << "the second fenced transaction set its idle timeout again";
+}
+
 TEST_P(FencedTest, WrongEpochWrongOwnerReleasedOrExpiredIsLeaseLostAndFnDoesNotRun) {
     const Holding h = Acquire("node-a", 300ms);
     bool ran = false;

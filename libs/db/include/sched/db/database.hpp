@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <type_traits>
 #include <typeinfo>
 #include <vector>
@@ -60,6 +61,17 @@ namespace impl {
 class SqliteFileGate;
 }
 
+/// A session variable some transactions run under (lock::Fence's idle_transaction_timeout, the
+/// causal reads of Database::CausalReads): the statement that sets it, which also names it, and
+/// the one that puts the server's default back. A session keeps its setting when it goes back to
+/// the pool, which lends it first to the next transaction that wants the same setting and
+/// restores the default before lending it to any other use: in the usual case such a
+/// transaction costs no SET at all, where a SET before it and one after it were two statements.
+struct SessionSetting {
+    std::string apply;
+    std::string restore;
+};
+
 /// A session borrowed from the pool; goes back on destruction (or is discarded if broken).
 class PooledSession {
   public:
@@ -73,14 +85,24 @@ class PooledSession {
     soci::session* operator->() const { return session_.get(); }
     /// The pool will close this database session instead of reusing it.
     void MarkBroken() { broken_ = true; }
+    bool broken() const { return broken_; }
+
+    /// The setting in force on this session; nullptr: the server's defaults.
+    const SessionSetting* setting() const { return setting_.get(); }
+    /// Puts `setting` in force (nullptr: the defaults) unless it already is, restoring another
+    /// one first. A soci error becomes its Status (ClassifyError); a lost connection also marks
+    /// the session broken. After an error the session carries no setting the pool knows of.
+    Status Apply(std::shared_ptr<const SessionSetting> setting);
 
   private:
     friend class Database;
-    PooledSession(Database* owner, std::unique_ptr<soci::session> session)
-        : owner_(owner), session_(std::move(session)) {}
+    PooledSession(Database* owner, std::unique_ptr<soci::session> session,
+                  std::shared_ptr<const SessionSetting> setting)
+        : owner_(owner), session_(std::move(session)), setting_(std::move(setting)) {}
 
     Database* owner_;
     std::unique_ptr<soci::session> session_;
+    std::shared_ptr<const SessionSetting> setting_;
     bool broken_ = false;
 };
 
@@ -116,14 +138,17 @@ bool IsOk(const T&) {
 
 /// What a guarded transaction checks besides its own work (lock::Fence is the one user): a
 /// condition tested right after BEGIN and again as the last statement before COMMIT, and a
-/// session scope held for the whole transaction.
+/// session setting it runs under.
 struct TxGuard {
     /// `final` is false right after BEGIN (fn does not run when it fails) and true just before
     /// COMMIT. A non-OK status rolls the transaction back and is returned instead of fn's result.
     std::function<Status(soci::session& s, bool final)> check;
-    /// Called on the session before BEGIN; what it returns lives until the transaction ended
-    /// (a session setting for the transaction's duration, restored by its destructor).
-    std::function<std::shared_ptr<void>(PooledSession& session)> enter;
+    /// Put in force before BEGIN (PooledSession::Apply); the pool lends a session that already
+    /// carries it when it has one (SessionSetting).
+    std::shared_ptr<const SessionSetting> setting;
+    /// Asked when the server refuses `setting` (an error that left the connection usable): true
+    /// runs the transaction without it, false (or no hook) returns that error.
+    std::function<bool(const Status& refused)> setting_refused;
 };
 
 class Database : public std::enable_shared_from_this<Database> {
@@ -147,8 +172,10 @@ class Database : public std::enable_shared_from_this<Database> {
     Backend backend() const { return url_.backend; }
 
     /// Borrows a session, connecting a new one if the pool is not full. kUnavailable when no
-    /// session frees up within the URL's acquire-timeout or a new connection fails.
-    Result<PooledSession> Acquire();
+    /// session frees up within the URL's acquire-timeout or a new connection fails. An idle
+    /// session carrying `prefer` (by its `apply`; nullptr: one carrying none) is lent first; a
+    /// session lent carries `prefer` or no setting at all (the pool restores any other).
+    Result<PooledSession> Acquire(const SessionSetting* prefer = nullptr);
 
     /// Runs fn(soci::session&) on a pooled session. soci errors become Status values (see
     /// ClassifyError); a lost connection is dropped from the pool. Other exceptions propagate.
@@ -198,8 +225,8 @@ class Database : public std::enable_shared_from_this<Database> {
   private:
     explicit Database(DbUrl url);
     Result<std::unique_ptr<soci::session>> Connect() const;
-    Result<PooledSession> AcquireFromPool(std::chrono::steady_clock::time_point deadline);
-    void Return(std::unique_ptr<soci::session> s, bool broken);
+    Result<PooledSession> AcquireFromPool(std::chrono::steady_clock::time_point deadline, const SessionSetting* prefer);
+    void Return(std::unique_ptr<soci::session> s, std::shared_ptr<const SessionSetting> setting, bool broken);
     friend class PooledSession;
     // SQLite kWrite: `began` is the zero time_point when the write lock was never obtained.
     void NoteWriteLock(const std::type_info& caller, std::chrono::steady_clock::time_point asked,
@@ -210,7 +237,11 @@ class Database : public std::enable_shared_from_this<Database> {
     bool causal_reads_ = false;
     std::mutex mu_;
     std::condition_variable cv_;
-    std::vector<std::unique_ptr<soci::session>> idle_;
+    struct IdleSession {
+        std::unique_ptr<soci::session> session;
+        std::shared_ptr<const SessionSetting> setting;  // in force on it; nullptr: the defaults
+    };
+    std::vector<IdleSession> idle_;
     int open_ = 0;                                // sessions connected and not discarded (idle + lent out)
     std::shared_ptr<impl::SqliteFileGate> gate_;  // SQLite: shared by the process's pools on the file
 };
@@ -253,8 +284,14 @@ auto Database::InTransaction(TxMode mode, F&& fn, const TxGuard& guard) ->
             if (mode == TxMode::kWrite) db.NoteWriteLock(typeid(F), asked, began);
         }
     } timing{*this, mode};
-    auto session = Acquire();
+    auto session = Acquire(guard.setting.get());
     if (!session.ok()) return session.status();
+    if (guard.setting) {
+        Status applied = session->Apply(guard.setting);
+        if (!applied.ok() && (session->broken() || !guard.setting_refused || !guard.setting_refused(applied))) {
+            return applied;
+        }
+    }
     soci::session& s = **session;
     const auto rollback_quietly = [&] {
         try {
@@ -271,7 +308,6 @@ auto Database::InTransaction(TxMode mode, F&& fn, const TxGuard& guard) ->
         return held;
     };
     try {
-        const std::shared_ptr<void> scope = guard.enter ? guard.enter(*session) : nullptr;
         Begin(s, mode);
         timing.began = std::chrono::steady_clock::now();
         if (Status held = check(false); !held.ok()) return held;

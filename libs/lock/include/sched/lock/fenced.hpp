@@ -34,11 +34,12 @@
 
 ///
 /// A process paused *inside* a fenced transaction would block take-overs for as long as its
-/// transaction stays open. On MariaDB, RunFenced therefore sets the session's
-/// idle_transaction_timeout (FenceOptions) for the duration of the transaction: the server
-/// aborts a transaction left idle that long and drops its connection, and a new leader can
-/// proceed. MySQL 8 has no such setting (and SQLite no server to abort a paused writer): there a
-/// paused process blocks take-over until it resumes or dies.
+/// transaction stays open. On MariaDB, RunFenced therefore runs on a session with
+/// idle_transaction_timeout set (FenceOptions): the server aborts a transaction left idle that
+/// long and drops its connection, and a new leader can proceed. The setting is a
+/// db::SessionSetting: the pool keeps such a session for the next fenced transaction and
+/// restores the default before lending it to any other use. MySQL 8 has no such setting (and SQLite no server to abort
+/// a paused writer): there a paused process blocks take-over until it resumes or dies.
 
 #include <atomic>
 #include <chrono>
@@ -97,14 +98,15 @@ class Fence {
     const std::string& owner() const { return owner_; }
 
   private:
-    class IdleTimeoutScope;
-    /// The checks and the session scope of a transaction fenced at `epoch`.
+    /// The checks and the session setting of a transaction fenced at `epoch`.
     db::TxGuard Guard(std::int64_t epoch) const;
 
     std::shared_ptr<db::Database> db_;
     std::string name_;
     std::string owner_;
     FenceOptions options_;
+    // The session setting of fenced transactions on MariaDB (nullptr: none).
+    std::shared_ptr<const db::SessionSetting> idle_timeout_;
     // Set once a server has refused idle_transaction_timeout (MySQL 8): not asked again.
     std::shared_ptr<std::atomic<bool>> idle_timeout_unsupported_;
     // The epoch whose last final check passed (0: none, or a check failed since): the first
@@ -126,19 +128,6 @@ std::optional<std::int64_t> ReadLeaseEpoch(soci::session& s, const std::string& 
 /// reads the same sum inside its UPDATE (store::FireClaims::Claim, store::LeaseRows); this read
 /// serves its re-stamp.
 std::optional<std::int64_t> ReadEpochSum(soci::session& s, const std::string& name, const std::string& pattern);
-
-/// Sets (and afterwards restores) MariaDB's idle_transaction_timeout on one session.
-class Fence::IdleTimeoutScope {
-  public:
-    IdleTimeoutScope(const Fence& fence, db::PooledSession& session);
-    ~IdleTimeoutScope();
-    IdleTimeoutScope(const IdleTimeoutScope&) = delete;
-    IdleTimeoutScope& operator=(const IdleTimeoutScope&) = delete;
-
-  private:
-    db::PooledSession& session_;
-    bool set_ = false;
-};
 
 // ---- template implementation ----
 
