@@ -1,5 +1,8 @@
 #include "sched/store/job.hpp"
 
+#include <algorithm>
+#include <functional>
+
 #include "created_record.hpp"
 #include "store_test_base.hpp"
 
@@ -26,6 +29,31 @@ class JobRepositoryTest : public StoreTest {
     void EditRow(std::int64_t id, const std::string& sql) {
         const Status edited = db().Run([&](soci::session& s) { s << sql, soci::use(id); });
         ASSERT_TRUE(edited.ok()) << edited.ToString();
+    }
+    // `n` enabled jobs `bulk-<i>` due at `t`, job i at version `version_of(i)`.
+    void InsertDueJobs(int n, std::int64_t t, const std::function<int(int)>& version_of) {
+        const Status inserted = db().Run([&](soci::session& s) {
+            for (int i = 0; i < n; ++i) {
+                const std::string name = "bulk-" + std::to_string(i);
+                const int version = version_of(i);
+                s << "INSERT INTO job (name, app, handler, params, schedule_type, schedule_expr, "
+                     "time_zone, misfire_policy, routing, block_strategy, concurrency_limit, timeout_ms, "
+                     "retry_max, retry_backoff_ms, shard_total, at_least_once, enabled, next_fire_time, "
+                     "version, created_at, updated_at, description) VALUES (:name, 'a', 'h', '{}', "
+                     "'cron', '* * * * * ?', 'UTC', 'skip', 'round-robin', 'serial', 1, 0, 0, 1000, 1, "
+                     "0, 1, :next, :version, 0, 0, '')",
+                    soci::use(name), soci::use(t), soci::use(version);
+            }
+        });
+        ASSERT_TRUE(inserted.ok()) << inserted.ToString();
+    }
+    // Each job moved from `t` (at version 1) to t + 1000.
+    static std::vector<ScheduleAdvance> AdvancesFrom(const std::vector<Job>& jobs, std::int64_t t) {
+        std::vector<ScheduleAdvance> advances;
+        for (const auto& j : jobs) {
+            advances.push_back({.id = j.id, .expected_version = 1, .expected_next = t, .next_fire_time = t + 1000});
+        }
+        return advances;
     }
 };
 
@@ -409,37 +437,59 @@ TEST_P(JobRepositoryTest, StoresRoutingAndBlockStrategyByNameAndReadsUnknownName
 }
 
 TEST_P(JobRepositoryTest, AdvanceManyHandlesBatchesLargerThanOneStatement) {
-    // 1,100 jobs: three UPDATE chunks; every tenth job has been edited and loses.
+    // 1,100 jobs: 18 UPDATE chunks; every tenth job has been edited and loses.
     const std::int64_t t = 1'700'000'000'000;
-    std::vector<std::int64_t> ids;
-    ASSERT_TRUE(db().Run([&](soci::session& s) {
-                        for (int i = 0; i < 1100; ++i) {
-                            const std::string name = "bulk-" + std::to_string(i);
-                            const int version = i % 10 == 0 ? 2 : 1;
-                            s << "INSERT INTO job (name, app, handler, params, schedule_type, schedule_expr, "
-                                 "time_zone, misfire_policy, routing, block_strategy, concurrency_limit, timeout_ms, "
-                                 "retry_max, retry_backoff_ms, shard_total, at_least_once, enabled, next_fire_time, "
-                                 "version, created_at, updated_at, description) VALUES (:name, 'a', 'h', '{}', "
-                                 "'cron', '* * * * * ?', 'UTC', 'skip', 'round-robin', 'serial', 1, 0, 0, 1000, 1, "
-                                 "0, 1, :next, :version, 0, 0, '')",
-                                soci::use(name), soci::use(t), soci::use(version);
-                        }
-                    })
-                    .ok());
+    InsertDueJobs(1100, t, [](int i) { return i % 10 == 0 ? 2 : 1; });
     auto listed = db().Run([&](soci::session& s) { return JobRepository::SelectDue(s, t, 2000); });
     ASSERT_TRUE(listed.ok()) << listed.status().ToString();
     ASSERT_EQ(listed->size(), 1100u);
-    std::vector<ScheduleAdvance> advances;
-    for (const auto& j : *listed) {
-        advances.push_back({.id = j.id, .expected_version = 1, .expected_next = t, .next_fire_time = t + 1000});
-    }
-    auto advanced = db().Run([&](soci::session& s) { return JobRepository::AdvanceMany(s, advances); });
+    auto advanced = db().Run([&](soci::session& s) { return JobRepository::AdvanceMany(s, AdvancesFrom(*listed, t)); });
     ASSERT_TRUE(advanced.ok()) << advanced.status().ToString();
     for (std::size_t i = 0; i < listed->size(); ++i) {
         EXPECT_EQ((*advanced)[i], (*listed)[i].version == 1) << (*listed)[i].name;
     }
     auto left = db().Run([&](soci::session& s) { return JobRepository::SelectDue(s, t, 2000); });
     EXPECT_EQ(left->size(), 110u);  // the edited ones keep their time
+}
+
+// A planning scan's batch of up to 120 jobs (a second's due jobs at 100 fires/s) is one UPDATE;
+// a larger one is cut at 64 jobs a statement.
+TEST_P(JobRepositoryTest, AdvanceManyOfUpTo120JobsIsOneStatement) {
+    if (db().backend() != db::Backend::kMySql) GTEST_SKIP() << "counts the server's UPDATE statements";
+    const std::int64_t t = 1'700'000'000'000;
+    InsertDueJobs(121, t, [](int) { return 1; });
+    auto listed = db().Run([&](soci::session& s) { return JobRepository::SelectDue(s, t, 200); });
+    ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+    ASSERT_EQ(listed->size(), 121u);
+    const auto updates = [](soci::session& s) {
+        std::string name;
+        long long n = 0;
+        s << "SHOW SESSION STATUS LIKE 'Com_update'", soci::into(name), soci::into(n);
+        return n;
+    };
+    const auto statements_for = [&](std::vector<Job> jobs) {
+        return db().Run([&](soci::session& s) {
+            const long long before = updates(s);
+            const auto advanced = JobRepository::AdvanceMany(s, AdvancesFrom(jobs, t));
+            EXPECT_EQ(std::count(advanced.begin(), advanced.end(), true), static_cast<long>(jobs.size()));
+            return updates(s) - before;
+        });
+    };
+    auto one = statements_for({listed->begin(), listed->begin() + 120});
+    ASSERT_TRUE(one.ok()) << one.status().ToString();
+    EXPECT_EQ(*one, 1);
+    auto last = statements_for({listed->begin() + 120, listed->end()});
+    ASSERT_TRUE(last.ok()) << last.status().ToString();
+    EXPECT_EQ(*last, 1);
+    // The 120 are at t + 1000 now; 121 at their time are two chunks (64 + 57).
+    auto due_again = db().Run([&](soci::session& s) {
+        s << "UPDATE job SET next_fire_time = :t", soci::use(t);
+        return JobRepository::SelectDue(s, t, 200);
+    });
+    ASSERT_TRUE(due_again.ok()) << due_again.status().ToString();
+    auto two = statements_for(*due_again);
+    ASSERT_TRUE(two.ok()) << two.status().ToString();
+    EXPECT_EQ(*two, 2);
 }
 
 TEST_P(JobRepositoryTest, AdvanceScheduleIsACasThatLosesToEditsButKeepsTheVersion) {
