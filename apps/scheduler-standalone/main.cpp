@@ -190,8 +190,5 @@ int main(int argc, char** argv) {
     sched::AnnounceListening(
         "scheduler-standalone", config.http.tls.enabled(),
         sched::http::HostPort{sched::http::HostPort::Parse(config.http.listen)->host, node.port()}.ToString());
-    signals.Wait();
-    node.Stop();
-    spdlog::info("scheduler-standalone stopped");
-    return 0;
+    return sched::ServeUntilStopped(signals, "scheduler-standalone", [&] { node.Stop(); });
 }

@@ -71,8 +71,5 @@ int main(int argc, char** argv) {
     sched::AnnounceListening(
         "scheduler-trigger " + node.node_id(), config.http.tls.enabled(),
         sched::http::HostPort{sched::http::HostPort::Parse(config.http.listen)->host, node.port()}.ToString());
-    signals.Wait();
-    node.Stop();
-    spdlog::info("scheduler-trigger stopped");
-    return 0;
+    return sched::ServeUntilStopped(signals, "scheduler-trigger", [&] { node.Stop(); });
 }

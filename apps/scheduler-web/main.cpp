@@ -53,8 +53,5 @@ int main(int argc, char** argv) {
     sched::AnnounceListening(
         "scheduler-web", config.http.tls.enabled(),
         sched::http::HostPort{sched::http::HostPort::Parse(config.http.listen)->host, service.port()}.ToString());
-    signals.Wait();
-    service.Stop();
-    spdlog::info("scheduler-web stopped");
-    return 0;
+    return sched::ServeUntilStopped(signals, "scheduler-web", [&] { service.Stop(); });
 }

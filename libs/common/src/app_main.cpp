@@ -143,4 +143,11 @@ int StopSignals::Wait() {
     return signo_;
 }
 
+int ServeUntilStopped(StopSignals& signals, std::string_view name, const std::function<void()>& stop) {
+    signals.Wait();
+    stop();
+    spdlog::info("{} stopped", name);
+    return 0;
+}
+
 }  // namespace sched

@@ -200,6 +200,19 @@ TEST(StopSignalsDeathTest, DestructorWithoutSignalReturnsAndLeavesNoStopRequest)
         ::testing::ExitedWithCode(5), "");
 }
 
+TEST(StopSignalsDeathTest, ServeUntilStoppedStopsTheServiceOnTheSignalAndExits0) {
+    ::testing::FLAGS_gtest_death_test_style = "threadsafe";
+    EXPECT_EXIT(
+        {
+            StopSignals signals;
+            int stops = 0;
+            kill(getpid(), SIGTERM);
+            const int code = ServeUntilStopped(signals, "scheduler-x", [&] { ++stops; });
+            std::_Exit(code == 0 && stops == 1 && signals.stop_requested() ? 0 : 8);
+        },
+        ::testing::ExitedWithCode(0), "");
+}
+
 // The line scripts and tests wait for: the scheme follows the TLS setting, the authority is kept
 // as given (an IPv6 host in brackets).
 TEST(AnnounceListening, WritesWhoAndTheUrlItListensOn) {

@@ -48,6 +48,28 @@ const nlohmann::json* BoundedArray(const nlohmann::json& body, const char* key, 
     return &value;
 }
 
+// The objects of `items` (BoundedArray's answer for `key`) in place of `out`'s: `read` reads one
+// from `item`, whose errors name "<key>[<i>].<field>", and may refuse what it read; an item may
+// carry only the keys in `allowed`. Stops at the first error: a field's (before `read`'s refusal)
+// is returned, an unknown key is recorded in `f`.
+template <typename T, typename Read>
+std::optional<http::ApiError> ReadItems(const nlohmann::json& items, const char* key,
+                                        std::initializer_list<std::string_view> allowed, http::JsonFields& f,
+                                        std::vector<T>& out, const Read& read) {
+    out.clear();
+    for (std::size_t i = 0; i < items.size() && f.ok(); ++i) {
+        const std::string prefix = std::string(key) + "[" + std::to_string(i) + "]";
+        http::JsonFields item(items[i], prefix);
+        T value;
+        std::optional<http::ApiError> refused = read(item, prefix, value);
+        if (item.error()) return *item.error();
+        if (refused) return refused;
+        RejectUnknownKeys(items[i], allowed, prefix, f);
+        out.push_back(std::move(value));
+    }
+    return std::nullopt;
+}
+
 std::vector<api::WorkflowStepView> DefinitionSteps(const std::vector<model::WorkflowStep>& steps) {
     std::vector<api::WorkflowStepView> out;
     out.reserve(steps.size());
@@ -113,39 +135,33 @@ std::optional<http::ApiError> ReadWorkflowInput(const nlohmann::json& body, cons
         out.version = f.Int(k::kVersion, {.min = 1});
     }
     if (const auto* steps = BoundedArray(body, k::kSteps, model::kMaxWorkflowSteps, f)) {
-        w.steps.clear();
-        for (std::size_t i = 0; i < steps->size() && f.ok(); ++i) {
-            const std::string prefix = std::string(k::kSteps) + "[" + std::to_string(i) + "]";
-            http::JsonFields item((*steps)[i], prefix);
-            model::WorkflowStep step;
+        const auto read = [](http::JsonFields& item, const std::string&,
+                             model::WorkflowStep& step) -> std::optional<http::ApiError> {
             step.name = item.String(k::kName);
             step.job_id = item.Int(k::kJobId, {.min = 1});
-            if (item.error()) return *item.error();
-            RejectUnknownKeys((*steps)[i], {k::kName, k::kJobId}, prefix, f);
-            w.steps.push_back(std::move(step));
-        }
+            return std::nullopt;
+        };
+        if (auto invalid = ReadItems(*steps, k::kSteps, {k::kName, k::kJobId}, f, w.steps, read)) return invalid;
     } else if (create && f.ok()) {
         f.Fail(k::kSteps, "required: an array of 1 to " + std::to_string(model::kMaxWorkflowSteps) + " steps");
     }
     if (const auto* edges = BoundedArray(body, k::kEdges, model::kMaxWorkflowEdges, f)) {
-        w.edges.clear();
-        for (std::size_t i = 0; i < edges->size() && f.ok(); ++i) {
-            const std::string prefix = std::string(k::kEdges) + "[" + std::to_string(i) + "]";
-            http::JsonFields item((*edges)[i], prefix);
-            model::WorkflowEdge edge;
+        const auto read = [](http::JsonFields& item, const std::string& prefix,
+                             model::WorkflowEdge& edge) -> std::optional<http::ApiError> {
             edge.parent = item.String(k::kParent);
             edge.child = item.String(k::kChild);
             const std::string condition = item.String(
                 k::kCondition, std::string(model::kEdgeConditionNames.Name(model::EdgeCondition::kOnSuccess)));
-            if (item.error()) return *item.error();
             auto parsed = model::kEdgeConditionNames.Parse(condition);
             if (!parsed) {
                 return Invalid(prefix + "." + k::kCondition,
                                prefix + "." + k::kCondition + ": expected on-success, on-failure or always");
             }
             edge.condition = *parsed;
-            RejectUnknownKeys((*edges)[i], {k::kParent, k::kChild, k::kCondition}, prefix, f);
-            w.edges.push_back(std::move(edge));
+            return std::nullopt;
+        };
+        if (auto invalid = ReadItems(*edges, k::kEdges, {k::kParent, k::kChild, k::kCondition}, f, w.edges, read)) {
+            return invalid;
         }
     }
     if (f.error()) return *f.error();

@@ -90,8 +90,7 @@ void AnnounceListening(std::string_view who, bool tls, std::string_view authorit
 ///   StopSignals signals;
 ///   Status s = service.Start([&] { return signals.stop_requested(); });
 ///   if (!s.ok()) return StartFailureExitCode(s);  // the destructor wakes and joins the waiter
-///   signals.Wait();                  // until SIGINT/SIGTERM
-///   service.Stop();
+///   return ServeUntilStopped(signals, "scheduler-x", [&] { service.Stop(); });
 class StopSignals {
   public:
     StopSignals();
@@ -119,5 +118,10 @@ class StopSignals {
     std::function<void()> on_hangup_;  // guarded by hangup_mu_
     std::thread waiter_;
 };
+
+/// The end of an app's main() once its service started: waits for SIGINT/SIGTERM
+/// (signals.Wait()), stops the service with `stop`, logs "<name> stopped" and returns the exit
+/// code of a clean stop, 0.
+int ServeUntilStopped(StopSignals& signals, std::string_view name, const std::function<void()>& stop);
 
 }  // namespace sched
