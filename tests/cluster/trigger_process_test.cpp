@@ -1016,6 +1016,46 @@ TEST_P(TriggerClusterTest, ANodePausedWhileTheClusterWasReshardedGivesUpItsShard
     EXPECT_EQ(ready(2).first, 200) << ready(2).second;
 }
 
+// The executor posts every result to node-1; node-2 dispatched half the fires. Its `running`
+// records wait 5 s, long past the runs' ends: node-1 tells it which fires ended
+// (POST /internal/v1/runs/ended), so it writes none of them.
+TEST_P(TriggerClusterTest, ANodeWritesNoRunningRecordForAFireWhoseResultAnotherNodeApplied) {
+    if (GetParam() != db::Backend::kMySql) GTEST_SKIP() << "the cluster runs on MariaDB";
+    const std::string slave = "  record-running-after: 5s\n";
+    StartNode(1, slave);
+    StartNode(2, slave);
+    port_ = ports_[1];
+    StartClient();  // its web endpoint: node-1 alone
+    const std::int64_t first = (NowMs() / 1000 + 2) * 1000;
+    std::vector<std::int64_t> jobs;
+    for (int i = 0; i < 6; ++i)
+        jobs.push_back(CreateJob("ended-" + std::to_string(i), "cron", "* * * * * ?", first).id);
+    ASSERT_TRUE(WaitFor([&] { return NowMs() > first + 4000; }, 10s));
+    for (auto job : jobs)
+        ASSERT_TRUE(
+            db().Run([&](soci::session& s) { s << "UPDATE job SET enabled = 0 WHERE id = :id", soci::use(job); }).ok());
+    const auto on_node_2 = [&] {
+        auto n = db().Run([](soci::session& s) {
+            long long c = 0;
+            s << "SELECT COUNT(*) FROM job_fire WHERE assigned_node = 'node-2' AND status = 'succeeded'", soci::into(c);
+            return c;
+        });
+        return n.ok() ? *n : 0;
+    };
+    ASSERT_TRUE(WaitFor([&] { return on_node_2() >= 3; }, 15s)) << nodes_[2]->stderr_text();
+    // Past the last runs' records' 5 s and their writer's window (as long), which are when node-2
+    // would have written them.
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::max<std::int64_t>(0, first + 4000 + 10500 - NowMs())));
+    const auto counter = [&](int n, const std::string& name) {
+        const auto res = testing::HttpRequest(static_cast<unsigned short>(ports_[n]), "GET", "/metrics");
+        const auto at = res.body.find("\n" + name + " ");
+        return at == std::string::npos ? -1.0 : std::stod(res.body.substr(at + name.size() + 2));
+    };
+    EXPECT_EQ(counter(2, "sched_slave_running_batches_total"), 0) << "node-2 wrote running records for ended fires";
+    EXPECT_GE(counter(1, "sched_run_end_ids_total{outcome=\"withdrawn\"}"), 3) << "node-2's records, withdrawn";
+    EXPECT_EQ(counter(1, "sched_run_end_notices_total{outcome=\"failed\"}"), 0);
+}
+
 SCHED_DB_TEST_SUITE(TriggerClusterTest);
 
 }  // namespace

@@ -407,6 +407,7 @@ TEST_F(ExecutorCredentials, WhatNodesSendAnExecutorOpensNothingInTheCluster) {
         {http::Method::kPost, "/internal/v1/fires"},
         {http::Method::kPost, "/internal/v1/election/nudge"},
         {http::Method::kPost, "/internal/v1/master/wake"},
+        {http::Method::kPost, "/internal/v1/runs/ended"},
     };
     for (const auto& c : captured) {
         SCOPED_TRACE(c.target);

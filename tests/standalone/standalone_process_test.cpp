@@ -412,6 +412,23 @@ TEST_F(StandaloneProcess, InternalRoutesTakeExactlyTheirFieldsAndNameTheBadOne) 
     EXPECT_EQ(testing::HttpCall(port, "POST", "/internal/v1/master/wake", "", "not-the-token").first, 401);
     const auto [woke, woken] = testing::HttpCall(port, "POST", "/internal/v1/master/wake", "{}", token);
     EXPECT_EQ(woke, 202) << woken;
+    // Ended runs from another node: strict like the fires notice; no record waits for these ids.
+    const std::pair<std::string, std::string> ended_bodies[] = {
+        {R"({"fire_ids": [1], "epoch": 2})", "epoch"},
+        {R"({"fire_ids": ["1"]})", "fire_ids"},
+        {"", "body"},
+    };
+    for (const auto& [body, field] : ended_bodies) {
+        auto [status, answer] = testing::HttpCall(port, "POST", "/internal/v1/runs/ended", body, token);
+        EXPECT_EQ(status, 400) << body << " -> " << answer;
+        EXPECT_EQ(field_of(answer), field) << body << " -> " << answer;
+    }
+    EXPECT_EQ(testing::HttpCall(port, "POST", "/internal/v1/runs/ended", R"({"fire_ids": [1]})", "not-the-token").first,
+              401);
+    const auto [ended, withdrawn] =
+        testing::HttpCall(port, "POST", "/internal/v1/runs/ended", R"({"fire_ids": [123456789]})", token);
+    EXPECT_EQ(ended, 202) << withdrawn;
+    EXPECT_EQ(withdrawn, R"({"withdrawn":0})");
     p.Signal(SIGTERM);
     EXPECT_EQ(p.WaitForExit(15s), 0) << p.stderr_text();
 }

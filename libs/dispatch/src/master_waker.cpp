@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "peer_posts.hpp"
 #include "sched/common/on_pool.hpp"
 #include "sched/protocol/master_wake.hpp"
 #include "sched/store/shard.hpp"
@@ -88,39 +89,18 @@ namespace {
 
 using State = MasterWaker::State;
 
-// The POSTs of one round in flight: the round waits on `done`, which the last one cancels. Used
-// on the strand only.
-struct Posts {
-    explicit Posts(const net::strand<net::any_io_executor>& strand) : done(strand, Clock::time_point::max()) {}
-    int left = 0;
-    net::steady_timer done;
-};
-
-net::awaitable<void> PostWake(std::shared_ptr<State> st, std::shared_ptr<Posts> posts, Leader leader) {
-    try {
-        const std::string url = st->http.PeerUrl(leader.address, protocol::kMasterWakePath);
-        const http::CallOptions call{.timeout = st->options.timeout, .bearer_token = st->options.token};
-        st->posts.fetch_add(1, std::memory_order_relaxed);
-        nlohmann::json body = nlohmann::json::object();  // a named local (g++ 12, docs/architecture/build.md)
-        auto answer = co_await st->http.PostJson(url, std::move(body), call);
-        bool stale = true;  // the leaders as cached may not lead any more
-        if (!answer.ok()) {
-            spdlog::debug("master wake: {} ({}) not reached: {}", leader.node_id, url, answer.status().ToString());
-        } else if (!answer->ok()) {
-            // 404: a node older than the route, whose master still probes every scan-interval.
-            const bool refused = answer->status == 401 || answer->status == 403;
-            spdlog::log(refused ? spdlog::level::warn : spdlog::level::debug, "master wake: {} ({}) answered {}",
-                        leader.node_id, url, answer->status);
-        } else {
-            auto woken = answer->Json();
-            stale = !woken.ok() || !woken->is_object() || woken->value("woken", 0) == 0;
-        }
-        if (!answer.ok() || !answer->ok()) st->failed_posts.fetch_add(1, std::memory_order_relaxed);
-        if (stale) st->leaders.reset();
-    } catch (const std::exception& e) {
-        spdlog::warn("master wake: {}: {}", leader.node_id, e.what());
-    }
-    if (--posts->left == 0) posts->done.cancel();
+net::awaitable<void> PostWake(std::shared_ptr<State> st, Leader leader) {
+    st->posts.fetch_add(1, std::memory_order_relaxed);
+    // Named locals, no temporaries in the co_await (g++ 12, docs/architecture/build.md).
+    nlohmann::json body = nlohmann::json::object();
+    const http::CallOptions call{.timeout = st->options.timeout, .bearer_token = st->options.token};
+    constexpr std::string_view what = "master wake";
+    // A node older than the route answers 404: its master still probes every scan-interval.
+    auto answer = co_await impl::PostToPeer(st->http, what, leader.node_id, leader.address, protocol::kMasterWakePath,
+                                            std::move(body), call);
+    if (!answer.ok()) st->failed_posts.fetch_add(1, std::memory_order_relaxed);
+    // The leaders as cached may not lead any more.
+    if (!answer.ok() || answer->value("woken", 0) == 0) st->leaders.reset();
 }
 
 // The leaders, from the cache while it is fresh, else read on the DB pool.
@@ -149,7 +129,7 @@ net::awaitable<Result<std::vector<Leader>>> Leaders(std::shared_ptr<State> st) {
 net::awaitable<void> Round(std::shared_ptr<State> st) {
     auto leaders = co_await Leaders(st);
     if (!leaders.ok()) co_return;
-    auto posts = std::make_shared<Posts>(st->strand);
+    impl::RoundPosts posts(st->strand);
     for (auto& leader : *leaders) {
         if (!st->options.self_node_id.empty() && leader.node_id == st->options.self_node_id && st->options.wake_self) {
             st->self_wakes.fetch_add(1, std::memory_order_relaxed);
@@ -158,13 +138,9 @@ net::awaitable<void> Round(std::shared_ptr<State> st) {
         }
         if (leader.address.empty()) continue;
         // All at once: a leader that does not answer delays no other.
-        ++posts->left;
-        net::co_spawn(st->strand, PostWake(st, posts, std::move(leader)), net::detached);
+        posts.Spawn(PostWake(st, std::move(leader)));
     }
-    if (posts->left > 0) {
-        boost::system::error_code ec;
-        co_await posts->done.async_wait(net::redirect_error(net::use_awaitable, ec));
-    }
+    co_await posts.Wait();
 }
 
 net::awaitable<void> Rounds(std::shared_ptr<State> st) {

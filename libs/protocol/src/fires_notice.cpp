@@ -23,7 +23,8 @@ std::string ShownField(const std::string& key) {
     return key.size() <= kMax ? key : key.substr(0, kMax) + "...";
 }
 
-Parsed<FiresNotice> Bad(std::string field, const std::string& problem) {
+template <typename Message = FiresNotice>
+Parsed<Message> Bad(std::string field, const std::string& problem) {
     std::string message = field + ": " + problem;
     return {.value = {}, .error = http::ApiError{Code::kInvalidArgument, std::move(message), std::move(field)}};
 }
@@ -138,6 +139,23 @@ Parsed<FiresNotice> ParseFiresNotice(const nlohmann::json& body) {
         return Bad(kDueAt, "expected one time per id of fire_ids (" + std::to_string(n.fire_ids.size()) + ")");
     }
     return {.value = std::move(n), .error = std::nullopt};
+}
+
+nlohmann::json ToJson(const RunsEnded& ended) {
+    return {{kFireIds, ended.fire_ids}};
+}
+
+Parsed<RunsEnded> ParseRunsEnded(const nlohmann::json& body) {
+    if (!body.is_object()) return Bad<RunsEnded>("body", "expected a JSON object {fire_ids}");
+    RunsEnded ended;
+    for (auto it = body.begin(); it != body.end(); ++it) {
+        if (it.key() != kFireIds) return Bad<RunsEnded>(ShownField(it.key()), "unknown field");
+        if (auto problem = ReadIntegers(it.value(), 1, "ids", "expected an array of integers >= 1", ended.fire_ids)) {
+            return Bad<RunsEnded>(kFireIds, *problem);
+        }
+    }
+    if (!body.contains(kFireIds)) return Bad<RunsEnded>(kFireIds, "required");
+    return {.value = std::move(ended), .error = std::nullopt};
 }
 
 }  // namespace sched::protocol

@@ -101,5 +101,35 @@ TEST(FiresNoticeTest, MalformedBodiesNameTheField) {
     }
 }
 
+TEST(RunsEndedTest, RoundTripsInTheDocumentedShape) {
+    const RunsEnded ended{.fire_ids = {7, 8}};
+    EXPECT_EQ(ToJson(ended), (json{{"fire_ids", {7, 8}}}));
+    auto parsed = ParseRunsEnded(ToJson(ended));
+    ASSERT_TRUE(parsed.ok()) << parsed.error->message;
+    EXPECT_EQ(parsed.value, ended);
+}
+
+TEST(RunsEndedTest, MalformedBodiesNameTheField) {
+    json too_many = {{"fire_ids", json::array()}};
+    for (std::size_t i = 0; i <= kMaxNoticeFires; ++i) too_many["fire_ids"].push_back(1);
+    const std::pair<json, std::string> cases[] = {
+        {json::parse(R"({"fire_ids": [1], "epoch": 9})"), "epoch"},
+        {json::parse(R"({"fire_ids": "1"})"), "fire_ids"},
+        {json::parse(R"({"fire_ids": [1, 2.5]})"), "fire_ids"},
+        {json::parse(R"({"fire_ids": [0]})"), "fire_ids"},
+        {json::parse(R"({})"), "fire_ids"},
+        {json::parse(R"("fire_ids")"), "body"},
+        {too_many, "fire_ids"},
+        {json{{std::string(200, 'k'), 1}}, std::string(64, 'k') + "..."},
+    };
+    for (const auto& [body, field] : cases) {
+        auto parsed = ParseRunsEnded(body);
+        ASSERT_FALSE(parsed.ok()) << body.dump().substr(0, 80);
+        EXPECT_EQ(parsed.error->code, Code::kInvalidArgument);
+        EXPECT_EQ(parsed.error->field, field) << body.dump().substr(0, 80);
+        EXPECT_EQ(parsed.error->message.rfind(field + ": ", 0), 0u) << parsed.error->message;
+    }
+}
+
 }  // namespace
 }  // namespace sched::protocol

@@ -140,6 +140,17 @@ Status TriggerNode::Start(const std::function<bool()>& should_stop) {
                                      .self_node_id = node_id_,
                                      .wake_self = [this] { return WakeLocalMasters(); },
                                      .lease_name = config_.election.name});
+    impl_->run_ends = std::make_unique<dispatch::RunEndsForwarder>(
+        io_.get_executor(), *impl_->http,
+        [this]() -> Result<std::vector<dispatch::Peer>> {
+            auto live = store::TriggerNodeRepository(*db_).ListLive(
+                std::chrono::duration_cast<std::chrono::milliseconds>(config_.scheduler.node_ttl).count());
+            if (!live.ok()) return live.status();
+            std::vector<dispatch::Peer> peers;
+            for (auto& n : *live) peers.push_back({.node_id = std::move(n.node_id), .address = std::move(n.address)});
+            return peers;
+        },
+        db_pool_, dispatch::RunEndsForwarderOptions{.token = config_.token, .self_node_id = node_id_});
     if (config_.telemetry.enabled()) {
         impl_->spans =
             std::make_shared<protocol::SpanExporter>(io_.get_executor(), config_.telemetry, config_.http_client_tls);

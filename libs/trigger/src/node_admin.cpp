@@ -123,6 +123,24 @@ void TriggerNode::ExportNodeMetrics() {
         metrics_.Observed("sched_trace_spans_exported_total", "Spans an OTLP collector accepted.", Kind::kCounter, {},
                           [spans, single] { return single(static_cast<double>(spans->Stats().exported)); });
     }
+    if (const dispatch::RunEndsForwarder* run_ends = impl_->run_ends.get()) {
+        metrics_.Observed("sched_run_end_notices_total",
+                          "Notices of ended runs posted to other nodes (POST /internal/v1/runs/ended): sent (a 2xx "
+                          "answer), failed.",
+                          Kind::kCounter, {"outcome"}, [run_ends] {
+                              const auto s = run_ends->Stats();
+                              return Samples{{{"sent"}, static_cast<double>(s.posts - s.failed_posts)},
+                                             {{"failed"}, static_cast<double>(s.failed_posts)}};
+                          });
+        metrics_.Observed("sched_run_end_ids_total",
+                          "Ended fires in those notices: withdrawn (another node dropped its running record "
+                          "for it), dropped (over the queue's bound, never sent).",
+                          Kind::kCounter, {"outcome"}, [run_ends] {
+                              const auto s = run_ends->Stats();
+                              return Samples{{{"withdrawn"}, static_cast<double>(s.withdrawn)},
+                                             {{"dropped"}, static_cast<double>(s.dropped)}};
+                          });
+    }
     metrics_.Observed("sched_leader", "1 while this node is the master (leads shard 0).", Kind::kGauge, {},
                       [elector, single] { return single(elector->IsLeading() ? 1 : 0); });
     metrics_.Observed("sched_epoch", "The lease epoch this node leads shard 0 in (0 when not leading).", Kind::kGauge,
@@ -230,6 +248,10 @@ void TriggerNode::AddRoutes() {
     };
     hooks.wake_masters = [this] {
         return WakeLocalMasters();
+    };
+    hooks.runs_ended = [this](const std::vector<std::int64_t>& fire_ids) -> std::size_t {
+        // The routes are served before the slave exists (Start); started_ is set after it is.
+        return started_ && impl_->slave ? impl_->slave->ResultsApplied(fire_ids) : 0;
     };
     hooks.status_json = [this] {
         return StatusJson();

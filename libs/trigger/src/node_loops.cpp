@@ -129,6 +129,8 @@ void TriggerNode::WakeMasters() {
 void TriggerNode::ResultsApplied(const std::vector<std::int64_t>& fire_ids) {
     // The routes are served before the slave exists (Start); started_ is set after it is.
     if (started_ && impl_->slave) impl_->slave->ResultsApplied(fire_ids);
+    // Whichever node dispatched them: the SDK posts a flush's results to one node.
+    if (started_ && impl_->run_ends) impl_->run_ends->Forward(fire_ids);
 }
 
 void TriggerNode::ClusterGaugesLoop() {

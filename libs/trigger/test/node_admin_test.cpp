@@ -45,6 +45,10 @@ class NodeAdminTest : public ::testing::Test {
             ++wakes_;
             return leading_;
         };
+        h.runs_ended = [this](const std::vector<std::int64_t>& ids) {
+            ended_.push_back(ids);
+            return ids.size() - 1;  // one of them had no record waiting
+        };
         h.status_json = [] {
             return json{{"node_id", "n1"}, {"role", "slave"}}.dump();
         };
@@ -81,6 +85,7 @@ class NodeAdminTest : public ::testing::Test {
     std::map<int, std::int64_t> observed_by_shard_;  // the others
     std::vector<std::vector<std::int64_t>> woken_;
     std::vector<protocol::FiresNotice> notices_;
+    std::vector<std::vector<std::int64_t>> ended_;
     int nudges_ = 0;
     int wakes_ = 0;
     int leading_ = 0;
@@ -205,6 +210,25 @@ TEST_F(NodeAdminTest, AWakeWakesTheMastersThisNodeRunsAndSaysHowMany) {
     http::Router router;
     admin_.AddRoutes(router);
     const auto match = router.Find(http::Method::kPost, protocol::kMasterWakePath);
+    ASSERT_NE(match.handler, nullptr);
+    EXPECT_EQ(match.access, http::Access::kAuthenticated);
+}
+
+// Ended runs: the ids go to the slave, whose count of dropped records is the answer; a body
+// the protocol refuses reaches nobody.
+TEST_F(NodeAdminTest, EndedRunsReachTheSlaveAndTheAnswerSaysHowManyRecordsWent) {
+    auto res = admin_.RunsEnded(Post(protocol::ToJson(protocol::RunsEnded{.fire_ids = {7, 8, 9}}).dump()));
+    EXPECT_EQ(res.status, 202);
+    EXPECT_EQ(json::parse(res.body), (json{{"withdrawn", 2}}));
+    EXPECT_EQ(ended_, (std::vector<std::vector<std::int64_t>>{{7, 8, 9}}));
+    ExpectBadRequestNaming(admin_.RunsEnded(Post(R"({"fire_ids": [1], "epoch": 3})")), "epoch");
+    ExpectBadRequestNaming(admin_.RunsEnded(Post(R"({"fire_ids": [0]})")), "fire_ids");
+    ExpectBadRequestNaming(admin_.RunsEnded(Post("")), "body");
+    EXPECT_EQ(ended_.size(), 1u) << "a refused body reached the slave";
+
+    http::Router router;
+    admin_.AddRoutes(router);
+    const auto match = router.Find(http::Method::kPost, protocol::kRunsEndedPath);
     ASSERT_NE(match.handler, nullptr);
     EXPECT_EQ(match.access, http::Access::kAuthenticated);
 }

@@ -197,7 +197,8 @@ TEST_P(OpenApiTest, CreatesDocumentLocationAndInternalRoutesAreMarked) {
             }
         }
     }
-    EXPECT_EQ(internal, 3u) << "POST /internal/v1/fires, /internal/v1/election/nudge and /internal/v1/master/wake";
+    EXPECT_EQ(internal, 4u)
+        << "POST /internal/v1/fires, /internal/v1/election/nudge, /internal/v1/master/wake and /internal/v1/runs/ended";
     EXPECT_TRUE(doc_["paths"].contains("/status"));
 }
 

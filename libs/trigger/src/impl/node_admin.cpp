@@ -39,6 +39,7 @@ void NodeAdmin::AddRoutes(http::Router& r) {
     r.Add(http::Method::kPost, "/internal/v1/election/nudge", [this](http::Request& req) { return Nudge(req); });
     r.Add(http::Method::kPost, protocol::kFiresNoticePath, [this](http::Request& req) { return Fires(req); });
     r.Add(http::Method::kPost, protocol::kMasterWakePath, [this](http::Request& req) { return WakeMasters(req); });
+    r.Add(http::Method::kPost, protocol::kRunsEndedPath, [this](http::Request& req) { return RunsEnded(req); });
 }
 
 http::Response NodeAdmin::Healthz(const http::Request& /*req*/) const {
@@ -112,6 +113,17 @@ http::Response NodeAdmin::Fires(const http::Request& req) {
     }
     if (hooks_.wake_slave) hooks_.wake_slave(std::move(notice.value));
     return http::Response::Json({{"accepted", true}}, 202);
+}
+
+http::Response NodeAdmin::RunsEnded(const http::Request& req) {
+    auto body = req.Json();
+    if (!body.ok()) return BadField("body", "body: " + body.status().message());
+    auto ended = protocol::ParseRunsEnded(*body);
+    if (!ended.ok()) return http::Response::Error(*ended.error);
+    // No epoch to check: dropping a record of an ended fire is right whoever says so (a record
+    // dropped wrongly only leaves the fire `dispatching` until its result or the sweep).
+    const std::size_t withdrawn = hooks_.runs_ended ? hooks_.runs_ended(ended.value.fire_ids) : 0;
+    return http::Response::Json({{"withdrawn", withdrawn}}, 202);
 }
 
 }  // namespace sched::trigger::impl

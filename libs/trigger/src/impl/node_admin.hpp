@@ -1,11 +1,12 @@
 #pragma once
 
 /// TriggerNode's HTTP surface as a unit of its own: the admin routes (/healthz, /readyz,
-/// /metrics, /status) and the node-to-node ones (election nudge, peer notification). Everything
+/// /metrics, /status) and the node-to-node ones (election nudge, peer notification, ended runs). Everything
 /// it reads or wakes comes in through Hooks, so a test builds it without a database, an elector
 /// or a server. Internal (TriggerNode owns one; docs/architecture/trigger-node.md).
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -32,6 +33,9 @@ class NodeAdmin {
         std::function<void()> nudge;
         /// Wakes the masters of the shards this node leads; returns how many.
         std::function<int()> wake_masters;
+        /// Drops the `running` records the local slave still holds for these ended fires;
+        /// returns how many it dropped (0 when the node runs no slave).
+        std::function<std::size_t(const std::vector<std::int64_t>&)> runs_ended;
         std::function<std::string()> status_json;
         /// "" when ready, else why not.
         std::function<std::string()> not_ready_reason;
@@ -55,6 +59,9 @@ class NodeAdmin {
     /// POST /internal/v1/fires (protocol::FiresNotice): 202 and the slave woken; 400 naming the
     /// field; 409 naming epoch when the epoch is older than observed_epoch().
     http::Response Fires(const http::Request& req);
+    /// POST /internal/v1/runs/ended (protocol::RunsEnded): 202 {"withdrawn": N}; 400 naming the
+    /// field.
+    http::Response RunsEnded(const http::Request& req);
 
     /// Notices refused as stale so far.
     std::uint64_t stale_notices() const { return stale_notices_.load(); }

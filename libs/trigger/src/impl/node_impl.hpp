@@ -15,6 +15,7 @@
 
 #include "impl/node_admin.hpp"
 #include "sched/dispatch/master_waker.hpp"
+#include "sched/dispatch/run_ends_forwarder.hpp"
 #include "sched/http/client.hpp"
 #include "sched/http/router.hpp"
 #include "sched/http/server.hpp"
@@ -33,8 +34,9 @@ struct TriggerNode::Impl {
     http::Router router;
     std::unique_ptr<http::Server> server;
     std::unique_ptr<http::HttpClient> http;
-    std::unique_ptr<dispatch::MasterWaker> waker;   // after http: its rounds use it
-    std::shared_ptr<protocol::SpanExporter> spans;  // telemetry on; kept to the end for /metrics
+    std::unique_ptr<dispatch::MasterWaker> waker;          // after http: its rounds use it
+    std::unique_ptr<dispatch::RunEndsForwarder> run_ends;  // after http: its rounds use it
+    std::shared_ptr<protocol::SpanExporter> spans;         // telemetry on; kept to the end for /metrics
     std::shared_ptr<db::Database> election_db;
     std::unique_ptr<lock::SqlLockStore> lock_store;
     std::unique_ptr<ShardLeases> leases;

@@ -22,6 +22,17 @@
 /// naming `fill`); the sender then sends the notice without it.
 ///
 /// Best effort either way: a slave's poll finds its fires without the notice.
+///
+/// The ended runs' notice: a node that applied executors' results tells the other nodes which
+/// fires ended, so that the node that dispatched one drops the `running` record it still holds
+/// for it (written, it would change no row: the fire is no longer `dispatching`).
+///
+///     POST /internal/v1/runs/ended {"fire_ids": [7, 8]}
+///       -> 202 {"withdrawn": N}: N of them had a record waiting on the receiver
+///       -> 400 naming the field (unknown field, wrong type, too many ids)
+///
+/// Best effort: a record the notice misses is written and changes nothing. A node older than
+/// the route answers 404.
 
 #include <cstddef>
 #include <cstdint>
@@ -37,6 +48,7 @@
 namespace sched::protocol {
 
 inline constexpr std::string_view kFiresNoticePath = "/internal/v1/fires";
+inline constexpr std::string_view kRunsEndedPath = "/internal/v1/runs/ended";
 
 /// The ids come from one scan (its batch), so a few thousand is already generous.
 inline constexpr std::size_t kMaxNoticeFires = 10000;
@@ -73,6 +85,17 @@ bool RefusedDueAt(int status, const std::string& body);
 /// Whether a node answered by refusing `fill`: older than the field, to be sent the notice
 /// without it.
 bool RefusedFill(int status, const std::string& body);
+
+/// Fires whose results were applied, for the node that dispatched them.
+struct RunsEnded {
+    std::vector<std::int64_t> fire_ids;  ///< each >= 1, at most kMaxNoticeFires
+
+    friend bool operator==(const RunsEnded&, const RunsEnded&) = default;
+};
+
+nlohmann::json ToJson(const RunsEnded& ended);
+/// Exactly {fire_ids}, bounded; the first problem names its field ("body" for a non-object).
+Parsed<RunsEnded> ParseRunsEnded(const nlohmann::json& body);
 
 nlohmann::json ToJson(const FiresNotice& notice);
 /// Exactly {epoch, fire_ids} and optionally due_at and shard, bounded; the first problem names its field

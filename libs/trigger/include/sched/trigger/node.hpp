@@ -13,8 +13,10 @@
 /// (advertised-address, validated the same way; e.g. a pod's IP and port in Kubernetes).
 ///
 /// HTTP (port `http.listen`): GET /healthz, /readyz, /metrics, /status (public, no secrets);
-/// POST /internal/v1/fires {epoch, fire_ids, due_at, shard} (a master's notification; bearer token) and
-/// POST /internal/v1/election/nudge (empty body or `{}`); plus whatever the app adds to
+/// POST /internal/v1/fires {epoch, fire_ids, due_at, shard} (a master's notification; bearer token),
+/// POST /internal/v1/runs/ended {fire_ids} (another node applied their results; bearer token),
+/// POST /internal/v1/master/wake and POST /internal/v1/election/nudge (empty body or `{}`);
+/// plus whatever the app adds to
 /// router() before Start (apps/scheduler-trigger: with executor-api, default true, the SDK's
 /// registry, callback and lock routes, web::AddExecutorRoutes). Internal bodies are strict: unknown
 /// fields and wrong types are 400 naming the field.
@@ -128,7 +130,9 @@ class TriggerNode final : private ShardObserver {
     /// effort (a lost wake waits for the master's probe-interval).
     void WakeMasters();
     /// Results for these fires were applied in this process (the executor API's callback): this
-    /// node's slave writes no `running` record for them (Slave::ResultsApplied). Returns at once.
+    /// node's slave writes no `running` record for them (Slave::ResultsApplied), and the other
+    /// live nodes are told (POST /internal/v1/runs/ended, dispatch::RunEndsForwarder), so that
+    /// the one that dispatched a fire does not either. Returns at once; best effort.
     void ResultsApplied(const std::vector<std::int64_t>& fire_ids);
     MetricsRegistry& metrics() { return metrics_; }
     /// Extra routes (e.g. the web module in the standalone app) must be added before Start().

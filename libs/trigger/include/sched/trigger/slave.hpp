@@ -178,9 +178,10 @@ class Slave {
     /// by their job's policy or as misfires at the claim, and pending fires handed back at Stop.
     /// TriggerNode wakes the masters with it. Call before Start; none: nothing is called.
     void SetWakeMasters(std::function<void()> wake) { wake_masters_ = std::move(wake); }
-    /// Results for these fires were applied in this process (the executor API's callback): the
-    /// `running` records still queued for them are dropped unwritten (RunningRecorder).
-    void ResultsApplied(const std::vector<std::int64_t>& fire_ids) { running_.WithdrawEnded(fire_ids); }
+    /// Results for these fires were applied (the executor API's callback, in this process or on
+    /// another node): the `running` records still queued for them are dropped unwritten
+    /// (RunningRecorder). Returns how many.
+    std::size_t ResultsApplied(const std::vector<std::int64_t>& fire_ids) { return running_.WithdrawEnded(fire_ids); }
 
     /// Fires queued or being dispatched here.
     std::size_t Scheduled() const;
