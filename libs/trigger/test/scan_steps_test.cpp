@@ -127,12 +127,16 @@ TEST_P(ScanStepTest, DueJobsOfABurstArePlannedAheadInBatchesUntilOneBatchIsLeft)
     DueJobsStep step(config_, schedules);
     const std::int64_t now = (Now() / 1000) * 1000;
     const std::int64_t burst_at = now + 20'000;
+    // Each job's first time is set; its next one must lie beyond every scan of the test, which
+    // runs on the wall clock: an hourly job's next time fell within the lookahead when the test
+    // ran in the minute before a full hour. Yearly, at midnight on January 1st.
+    const std::string yearly = "0 0 0 1 1 ?";
     std::vector<std::int64_t> burst;
     for (int i = 0; i < 25; ++i) {
-        burst.push_back(CreateJob("burst-" + std::to_string(i), "cron", "0 0 * * * ?", burst_at).id);
+        burst.push_back(CreateJob("burst-" + std::to_string(i), "cron", yearly, burst_at).id);
     }
     // 5 jobs due at another time, 10 s later: fewer than a batch, not a burst.
-    for (int i = 0; i < 5; ++i) CreateJob("small-" + std::to_string(i), "cron", "0 0 * * * ?", burst_at + 10'000);
+    for (int i = 0; i < 5; ++i) CreateJob("small-" + std::to_string(i), "cron", yearly, burst_at + 10'000);
     const auto planned = [&] {
         int n = 0;
         for (const auto id : burst) n += static_cast<int>(FiresOf(id).size());
@@ -164,7 +168,7 @@ TEST_P(ScanStepTest, DueJobsOfABurstArePlannedAheadInBatchesUntilOneBatchIsLeft)
     DueJobsStep off(config_, schedules);
     std::vector<std::int64_t> later;
     for (int i = 0; i < 25; ++i) {
-        later.push_back(CreateJob("later-" + std::to_string(i), "cron", "0 0 * * * ?", burst_at + 20'000).id);
+        later.push_back(CreateJob("later-" + std::to_string(i), "cron", yearly, burst_at + 20'000).id);
     }
     auto none = Run({&off}, {"node-a", "node-b"}, now + 200);
     ASSERT_TRUE(none.ok());
