@@ -13,50 +13,56 @@ std::optional<std::string> KindOf(const std::string& text) {
     return std::string(*kind);
 }
 
-TEST(RestrictedAddressKind, ClassifiesIpv4) {
-    EXPECT_EQ(KindOf("127.0.0.1"), "loopback");
-    EXPECT_EQ(KindOf("127.255.1.2"), "loopback");
-    EXPECT_EQ(KindOf("169.254.169.254"), "link-local");
-    EXPECT_EQ(KindOf("0.0.0.0"), "unspecified");
-    EXPECT_EQ(KindOf("0.1.2.3"), "unspecified");
-    EXPECT_EQ(KindOf("224.0.0.1"), "multicast");
-    EXPECT_EQ(KindOf("239.255.255.250"), "multicast");
-    EXPECT_EQ(KindOf("10.0.0.1"), std::nullopt);
-    EXPECT_EQ(KindOf("192.168.1.1"), std::nullopt);
-    EXPECT_EQ(KindOf("93.184.216.34"), std::nullopt);
-    EXPECT_EQ(KindOf("169.255.0.1"), std::nullopt);
-    EXPECT_EQ(KindOf("128.0.0.1"), std::nullopt);
+struct KindCase {
+    const char* address;
+    const char* kind;
+};
+
+const KindCase kRestricted[] = {
+    // IPv4
+    {"127.0.0.1", "loopback"},
+    {"127.255.1.2", "loopback"},
+    {"169.254.169.254", "link-local"},
+    {"0.0.0.0", "unspecified"},
+    {"0.1.2.3", "unspecified"},
+    {"224.0.0.1", "multicast"},
+    {"239.255.255.250", "multicast"},
+    // IPv6 and IPv4-mapped
+    {"::1", "loopback"},
+    {"::", "unspecified"},
+    {"fe80::1", "link-local"},
+    {"ff02::1", "multicast"},
+    {"::ffff:127.0.0.1", "loopback"},
+    {"::ffff:7f00:1", "loopback"},
+    {"::ffff:169.254.169.254", "link-local"},
+    {"::ffff:0.0.0.0", "unspecified"},
+    {"::ffff:224.0.0.1", "multicast"},
+    // Every other IPv6 form that carries an IPv4 address reaches (or may reach, through a
+    // translator) that host: each is judged as it.
+    {"::127.0.0.1", "loopback"},      // IPv4-compatible
+    {"::ffff:0:7f00:1", "loopback"},  // IPv4-translated
+    {"64:ff9b::7f00:1", "loopback"},  // NAT64 well-known prefix
+    {"64:ff9b::169.254.169.254", "link-local"},
+    {"2002:7f00:1::", "loopback"},  // 6to4
+    {"2002:a9fe:a9fe::1", "link-local"},
+    {"::224.0.0.1", "multicast"},
+};
+
+const char* const kUnrestricted[] = {
+    "10.0.0.1",           "192.168.1.1", "93.184.216.34",        "169.255.0.1",
+    "128.0.0.1",          "2001:db8::1", "::ffff:93.184.216.34",
+    "64:ff9b::5db8:d822",  // 93.184.216.34: a public host
+    "2002:5db8:d822::1",
+    "64:ff9b:1::7f00:1",  // not the well-known /96
+};
+
+TEST(RestrictedAddressKind, ClassifiesIpv4Ipv6AndTheIpv6FormsThatCarryIpv4) {
+    for (const KindCase& c : kRestricted) EXPECT_EQ(KindOf(c.address), c.kind) << c.address;
+    for (const char* address : kUnrestricted) EXPECT_EQ(KindOf(address), std::nullopt) << address;
 }
 
-TEST(RestrictedAddressKind, ClassifiesIpv6AndMappedIpv4) {
-    EXPECT_EQ(KindOf("::1"), "loopback");
-    EXPECT_EQ(KindOf("::"), "unspecified");
-    EXPECT_EQ(KindOf("fe80::1"), "link-local");
-    EXPECT_EQ(KindOf("ff02::1"), "multicast");
-    EXPECT_EQ(KindOf("::ffff:127.0.0.1"), "loopback");
-    EXPECT_EQ(KindOf("::ffff:7f00:1"), "loopback");
-    EXPECT_EQ(KindOf("::ffff:169.254.169.254"), "link-local");
-    EXPECT_EQ(KindOf("::ffff:0.0.0.0"), "unspecified");
-    EXPECT_EQ(KindOf("::ffff:224.0.0.1"), "multicast");
-    EXPECT_EQ(KindOf("2001:db8::1"), std::nullopt);
-    EXPECT_EQ(KindOf("::ffff:93.184.216.34"), std::nullopt);
-}
-
-// Every IPv6 form that carries an IPv4 address reaches (or may reach, through a translator)
-// that host: each is judged as it, and allow/deny entries match through it.
-TEST(RestrictedAddressKind, ClassifiesIpv6FormsThatCarryIpv4) {
-    EXPECT_EQ(KindOf("::127.0.0.1"), "loopback");      // IPv4-compatible
-    EXPECT_EQ(KindOf("::ffff:0:7f00:1"), "loopback");  // IPv4-translated
-    EXPECT_EQ(KindOf("64:ff9b::7f00:1"), "loopback");  // NAT64 well-known prefix
-    EXPECT_EQ(KindOf("64:ff9b::169.254.169.254"), "link-local");
-    EXPECT_EQ(KindOf("2002:7f00:1::"), "loopback");  // 6to4
-    EXPECT_EQ(KindOf("2002:a9fe:a9fe::1"), "link-local");
-    EXPECT_EQ(KindOf("::224.0.0.1"), "multicast");
-    EXPECT_EQ(KindOf("64:ff9b::5db8:d822"), std::nullopt);  // 93.184.216.34: a public host
-    EXPECT_EQ(KindOf("2002:5db8:d822::1"), std::nullopt);
-    EXPECT_EQ(KindOf("64:ff9b:1::7f00:1"), std::nullopt);  // not the well-known /96
-    EXPECT_EQ(KindOf("::1"), "loopback");
-    EXPECT_EQ(KindOf("::"), "unspecified");
+// Allow/deny entries match through the IPv4 address an IPv6 form carries.
+TEST(AddressPolicy, DenyEntriesMatchThroughTheIpv4AnIpv6FormCarries) {
     AddressPolicy deny_private({}, {"10.0.0.0/8"});
     EXPECT_FALSE(deny_private.CheckAddress("hooks.example.com", net::ip::make_address("64:ff9b::a00:5")).ok());
     EXPECT_FALSE(deny_private.CheckAddress("hooks.example.com", net::ip::make_address("2002:a00:5::")).ok());
