@@ -3,6 +3,10 @@
 
 #include "sched/protocol/fires_notice.hpp"
 
+#include <span>
+#include <string>
+#include <utility>
+
 #include <gtest/gtest.h>
 
 #include "sched/http/error_body.hpp"
@@ -11,6 +15,18 @@ namespace sched::protocol {
 namespace {
 
 using nlohmann::json;
+
+// Each body is refused as an invalid argument naming its field, the message starting with it.
+template <typename Parse>
+void ExpectRefused(Parse parse, std::span<const std::pair<json, std::string>> cases) {
+    for (const auto& [body, field] : cases) {
+        auto parsed = parse(body);
+        ASSERT_FALSE(parsed.ok()) << body.dump().substr(0, 80);
+        EXPECT_EQ(parsed.error->code, Code::kInvalidArgument);
+        EXPECT_EQ(parsed.error->field, field) << body.dump().substr(0, 80);
+        EXPECT_EQ(parsed.error->message.rfind(field + ": ", 0), 0u) << parsed.error->message;
+    }
+}
 
 TEST(FiresNoticeTest, RoundTripsInTheDocumentedShape) {
     const FiresNotice notice{.epoch = 12, .fire_ids = {7, 8}};
@@ -92,13 +108,7 @@ TEST(FiresNoticeTest, MalformedBodiesNameTheField) {
         {json::parse(R"({"epoch": 1, "fire_ids": [1], "fill": [true]})"), "fill"},
         {too_many_fill, "fill"},
     };
-    for (const auto& [body, field] : cases) {
-        auto parsed = ParseFiresNotice(body);
-        ASSERT_FALSE(parsed.ok()) << body.dump().substr(0, 80);
-        EXPECT_EQ(parsed.error->code, Code::kInvalidArgument);
-        EXPECT_EQ(parsed.error->field, field) << body.dump().substr(0, 80);
-        EXPECT_EQ(parsed.error->message.rfind(field + ": ", 0), 0u) << parsed.error->message;
-    }
+    ExpectRefused(ParseFiresNotice, cases);
 }
 
 TEST(RunsEndedTest, RoundTripsInTheDocumentedShape) {
@@ -122,13 +132,7 @@ TEST(RunsEndedTest, MalformedBodiesNameTheField) {
         {too_many, "fire_ids"},
         {json{{std::string(200, 'k'), 1}}, std::string(64, 'k') + "..."},
     };
-    for (const auto& [body, field] : cases) {
-        auto parsed = ParseRunsEnded(body);
-        ASSERT_FALSE(parsed.ok()) << body.dump().substr(0, 80);
-        EXPECT_EQ(parsed.error->code, Code::kInvalidArgument);
-        EXPECT_EQ(parsed.error->field, field) << body.dump().substr(0, 80);
-        EXPECT_EQ(parsed.error->message.rfind(field + ": ", 0), 0u) << parsed.error->message;
-    }
+    ExpectRefused(ParseRunsEnded, cases);
 }
 
 }  // namespace
