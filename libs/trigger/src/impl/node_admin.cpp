@@ -75,6 +75,17 @@ std::optional<http::Response> NotEmpty(const http::Request& req) {
     return std::nullopt;
 }
 
+// The request's body read by `parse` (a protocol reader); a body that is not JSON is refused as
+// the reader refuses a malformed one, naming the field "body".
+template <typename Parse>
+auto ParseBody(const http::Request& req, Parse parse) -> decltype(parse(std::declval<const nlohmann::json&>())) {
+    auto body = req.Json();
+    if (!body.ok()) {
+        return {.error = http::ApiError{Code::kInvalidArgument, "body: " + body.status().message(), "body"}};
+    }
+    return parse(*body);
+}
+
 }  // namespace
 
 http::Response NodeAdmin::Nudge(const http::Request& req) {
@@ -90,9 +101,7 @@ http::Response NodeAdmin::WakeMasters(const http::Request& req) {
 }
 
 http::Response NodeAdmin::Fires(const http::Request& req) {
-    auto body = req.Json();
-    if (!body.ok()) return BadField("body", "body: " + body.status().message());
-    auto notice = protocol::ParseFiresNotice(*body);
+    auto notice = ParseBody(req, protocol::ParseFiresNotice);
     if (!notice.ok()) return http::Response::Error(*notice.error);
     // Fencing: a notice from a term older than one this node has seen comes from a deposed
     // master (its scan may have been overtaken); the poll, which reads committed rows, is the
@@ -116,9 +125,7 @@ http::Response NodeAdmin::Fires(const http::Request& req) {
 }
 
 http::Response NodeAdmin::RunsEnded(const http::Request& req) {
-    auto body = req.Json();
-    if (!body.ok()) return BadField("body", "body: " + body.status().message());
-    auto ended = protocol::ParseRunsEnded(*body);
+    auto ended = ParseBody(req, protocol::ParseRunsEnded);
     if (!ended.ok()) return http::Response::Error(*ended.error);
     // No epoch to check: dropping a record of an ended fire is right whoever says so (a record
     // dropped wrongly only leaves the fire `dispatching` until its result or the sweep).
