@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -79,6 +80,14 @@ class NodeAdminTest : public ::testing::Test {
     static void ExpectBadRequestNaming(const http::Response& res, const std::string& field) {
         EXPECT_EQ(res.status, 400) << res.body;
         EXPECT_EQ(FieldOf(res), field) << res.body;
+    }
+    // The node's routes serve a POST to `path`, behind the router's token check.
+    void ExpectAuthenticatedPost(std::string_view path) {
+        http::Router router;
+        admin_.AddRoutes(router);
+        const auto match = router.Find(http::Method::kPost, path);
+        ASSERT_NE(match.handler, nullptr) << path;
+        EXPECT_EQ(match.access, http::Access::kAuthenticated) << path;
     }
 
     std::optional<std::int64_t> observed_;           // shard 0
@@ -207,11 +216,7 @@ TEST_F(NodeAdminTest, AWakeWakesTheMastersThisNodeRunsAndSaysHowMany) {
     EXPECT_EQ(wakes_, 2) << "a refused body wakes nothing";
 
     // The route is the protocol's path, behind the router's token check like the other internal ones.
-    http::Router router;
-    admin_.AddRoutes(router);
-    const auto match = router.Find(http::Method::kPost, protocol::kMasterWakePath);
-    ASSERT_NE(match.handler, nullptr);
-    EXPECT_EQ(match.access, http::Access::kAuthenticated);
+    ExpectAuthenticatedPost(protocol::kMasterWakePath);
 }
 
 // Ended runs: the ids go to the slave, whose count of dropped records is the answer; a body
@@ -226,11 +231,7 @@ TEST_F(NodeAdminTest, EndedRunsReachTheSlaveAndTheAnswerSaysHowManyRecordsWent) 
     ExpectBadRequestNaming(admin_.RunsEnded(Post("")), "body");
     EXPECT_EQ(ended_.size(), 1u) << "a refused body reached the slave";
 
-    http::Router router;
-    admin_.AddRoutes(router);
-    const auto match = router.Find(http::Method::kPost, protocol::kRunsEndedPath);
-    ASSERT_NE(match.handler, nullptr);
-    EXPECT_EQ(match.access, http::Access::kAuthenticated);
+    ExpectAuthenticatedPost(protocol::kRunsEndedPath);
 }
 
 TEST_F(NodeAdminTest, AdminRoutesGiveTheDocumentedShapes) {
