@@ -90,16 +90,14 @@ BackfillProgress BackfillAdvancer::Advance(soci::session& s, const db::Dialect& 
         std::vector<model::Fire> fires;
         for (const std::int64_t t : step.create) {
             for (int shard = 0; shard < shards; ++shard) {
-                model::Fire fire;
-                fire.job_id = job->id;
-                fire.scheduled_time = t;
-                fire.kind = model::FireKind::kBackfill;
-                fire.shard_index = shard;
-                fire.shard_total = shards;
-                fire.epoch = epoch;
-                fire.due_at = now;
-                fire.assigned_node = assigner.Next();
-                fires.push_back(std::move(fire));
+                fires.push_back({.job_id = job->id,
+                                 .scheduled_time = t,
+                                 .kind = model::FireKind::kBackfill,
+                                 .shard_index = shard,
+                                 .shard_total = shards,
+                                 .epoch = epoch,
+                                 .assigned_node = assigner.Next(),
+                                 .due_at = now});
             }
         }
         const auto stored = store::FireRepository::InsertManyIfAbsent(s, dialect, fires);

@@ -36,18 +36,16 @@ std::string SkippedMessage(const SkippedTimes& skipped, cron::MisfirePolicy poli
 model::Fire LedgerRow(std::int64_t job_id, model::FireKind kind, std::int64_t epoch, std::int64_t now,
                       model::FireReason reason, std::int64_t first_ms, std::int64_t last_ms, std::int64_t count,
                       std::string message) {
-    model::Fire row;
-    row.job_id = job_id;
-    row.scheduled_time = first_ms;
-    row.kind = kind;
-    row.epoch = epoch;
-    row.status = model::FireStatus::kSkipped;
-    row.finished_at = now;
-    row.reason = reason;
-    row.skipped_until = last_ms;
-    row.skipped_count = count;
-    row.result_message = std::move(message);
-    return row;
+    return {.job_id = job_id,
+            .scheduled_time = first_ms,
+            .kind = kind,
+            .epoch = epoch,
+            .status = model::FireStatus::kSkipped,
+            .finished_at = now,
+            .result_message = std::move(message),
+            .reason = reason,
+            .skipped_until = last_ms,
+            .skipped_count = count};
 }
 
 }  // namespace
