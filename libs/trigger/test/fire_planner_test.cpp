@@ -21,8 +21,7 @@ std::vector<std::int64_t> Times(const JobPlan& p) {
 
 TEST(PlanJobFires, EverySecondCreatesTheDueOneAndTheLookaheadWindow) {
     auto every_second = Make("cron", "* * * * * ?");
-    PlanOptions o;
-    o.lookahead_ms = 2000;
+    const PlanOptions o{.lookahead_ms = 2000};
     auto plan = PlanJobFires(every_second, kT0, kT0 + 100, o);
     EXPECT_EQ(Times(plan), (std::vector<std::int64_t>{0, 1000, 2000}));
     for (const auto& f : plan.fires) EXPECT_EQ(f.kind, model::FireKind::kSchedule);
@@ -47,10 +46,7 @@ TEST(PlanJobFires, DueWithinTheLookaheadIsCreatedAhead) {
 
 TEST(PlanJobFires, ClusterDownAnHourWithSkipFiresOnlyWhatIsStillOnTime) {
     auto every_second = Make("cron", "* * * * * ?");
-    PlanOptions o;
-    o.lookahead_ms = 1000;
-    o.misfire.policy = cron::MisfirePolicy::kSkip;
-    o.misfire.threshold_ms = 2000;
+    const PlanOptions o{.lookahead_ms = 1000, .misfire = {.threshold_ms = 2000, .policy = cron::MisfirePolicy::kSkip}};
     const std::int64_t now = kT0 + 3'600'000;
     auto plan = PlanJobFires(every_second, kT0, now, o);
     // On time: now-2s .. now; ahead: now+1s. Nothing older.
@@ -60,8 +56,7 @@ TEST(PlanJobFires, ClusterDownAnHourWithSkipFiresOnlyWhatIsStillOnTime) {
 
 TEST(PlanJobFires, FireOnceNowMakesOneMisfireAtNow) {
     auto hourly = Make("cron", "0 0 * * * ?");
-    PlanOptions o;
-    o.misfire.policy = cron::MisfirePolicy::kFireOnceNow;
+    const PlanOptions o{.misfire = {.policy = cron::MisfirePolicy::kFireOnceNow}};
     const std::int64_t now = kT0 + 5 * 3'600'000 + 123;
     auto plan = PlanJobFires(hourly, kT0 + 3'600'000 - (kT0 % 3'600'000), now, o);
     ASSERT_EQ(plan.fires.size(), 1u);
@@ -73,11 +68,8 @@ TEST(PlanJobFires, FireOnceNowMakesOneMisfireAtNow) {
 
 TEST(PlanJobFires, FireAllCatchesUpBoundedByTheCap) {
     auto every_second = Make("cron", "* * * * * ?");
-    PlanOptions o;
-    o.lookahead_ms = 0;
-    o.misfire.policy = cron::MisfirePolicy::kFireAll;
-    o.misfire.threshold_ms = 0;
-    o.misfire.fire_all_cap = 5;
+    const PlanOptions o{.lookahead_ms = 0,
+                        .misfire = {.threshold_ms = 0, .policy = cron::MisfirePolicy::kFireAll, .fire_all_cap = 5}};
     auto plan = PlanJobFires(every_second, kT0, kT0 + 60'000, o);
     std::size_t misfires = 0;
     for (const auto& f : plan.fires) misfires += f.kind == model::FireKind::kMisfire ? 1 : 0;
@@ -107,9 +99,7 @@ TEST(PlanJobFires, OnceFiresOnceThenHasNoNextTime) {
 
 TEST(PlanJobFires, PerJobCapLeavesTheRestForTheNextScan) {
     auto fast = Make("fixed-rate", "10ms");
-    PlanOptions o;
-    o.lookahead_ms = 2000;
-    o.max_fires_per_job = 50;
+    const PlanOptions o{.lookahead_ms = 2000, .max_fires_per_job = 50};
     auto plan = PlanJobFires(fast, kT0, kT0, o);
     ASSERT_EQ(plan.fires.size(), 50u);
     EXPECT_EQ(plan.next_fire_time, kT0 + 500);  // the first one not created

@@ -53,13 +53,9 @@ class MasterLeaseTest : public db::testing::MigratedDbTest {
     // could not be created (a failure).
     std::int64_t CreateJobOf(const std::string& name, const std::string& app, const std::string& handler,
                              ScheduleType type, const std::string& expr = "") {
-        model::Job j;
-        j.name = name;
-        j.app = app;
-        j.handler = handler;
-        j.schedule_type = type;
-        j.schedule_expr = expr;
-        auto created = store::JobRepository(db()).Create(j);
+        const model::Job job{
+            .name = name, .app = app, .handler = handler, .schedule_type = type, .schedule_expr = expr};
+        auto created = store::JobRepository(db()).Create(job);
         EXPECT_TRUE(created.ok()) << created.status().ToString();
         return created.ok() ? created->id : 0;
     }

@@ -980,11 +980,8 @@ TEST_P(MasterTest, AfterAQuietScanOnlyWaitingWorkANewNodeOrANewTermRunsTheNext) 
 // A scan that only planned due jobs is followed by probes, not scans, until a job is due within
 // lookahead - lookahead-refill: a busy master plans in blocks instead of every scan-min-interval.
 TEST_P(MasterTest, AfterAScanThatOnlyPlannedTheNextWaitsUntilTheWindowShrankByTheRefill) {
-    MasterConfig config;
-    config.scan_idle_interval = 60s;
-    config.lookahead = 3s;
-    config.lookahead_refill = 1s;
-    config.scan_interval = 5s;  // so that the probe's own sleep shows, not the cap
+    // scan-interval 5 s: so that the probe's own sleep shows, not the cap.
+    MasterConfig config{.scan_interval = 5s, .scan_idle_interval = 60s, .lookahead = 3s, .lookahead_refill = 1s};
     Master master(pool_, *fence_, *time_, config, metrics_);
     const std::int64_t start = (Now() / 1000) * 1000;
     auto job = CreateJob("tick", "cron", "* * * * * ?", start);
@@ -1027,11 +1024,7 @@ TEST_P(MasterTest, AfterAScanThatOnlyPlannedTheNextWaitsUntilTheWindowShrankByTh
 // not look for: the node set did not change) waits for the next full scan, which comes once
 // scan-idle-interval has passed since the last full one, however many prompted scans ran.
 TEST_P(MasterTest, AScanAProbePromptedRunsOnlyTheStepsItFoundWorkForUntilTheNextFullScan) {
-    MasterConfig config;
-    config.scan_idle_interval = 1s;
-    config.lookahead = 3s;
-    config.lookahead_refill = 1s;
-    config.scan_interval = 5s;
+    const MasterConfig config{.scan_interval = 5s, .scan_idle_interval = 1s, .lookahead = 3s, .lookahead_refill = 1s};
     Master master(pool_, *fence_, *time_, config, metrics_);
     auto first = master.Scan(epoch_);
     ASSERT_TRUE(first.ok()) << first.status().ToString();
@@ -1064,11 +1057,7 @@ TEST_P(MasterTest, AScanAProbePromptedRunsOnlyTheStepsItFoundWorkForUntilTheNext
 // The term's first scan that may judge slaves dead is a full one even when a probe prompted it:
 // the dispatching fire of a node that died is judged at once.
 TEST_P(MasterTest, TheFirstScanThatMayJudgeSlavesIsFullThoughAProbePromptedIt) {
-    MasterConfig config;
-    config.scan_idle_interval = 60s;
-    config.node_ttl = 1s;
-    config.lookahead = 3s;
-    config.lookahead_refill = 1s;
+    const MasterConfig config{.scan_idle_interval = 60s, .lookahead = 3s, .lookahead_refill = 1s, .node_ttl = 1s};
     Master master(pool_, *fence_, *time_, config, metrics_);
     ASSERT_TRUE(master.Scan(epoch_).ok());
     const auto manual = CreateJob("manual", "manual", "", std::nullopt);
@@ -1103,10 +1092,7 @@ TEST_P(MasterTest, BetweenProbesTheMasterSleepsUntilASlavesHeartbeatWouldRunOutA
             ASSERT_TRUE(nodes.Heartbeat({.node_id = node, .address = "127.0.0.1:1", .capacity = 10}).ok());
         }
     };
-    MasterConfig config;
-    config.scan_idle_interval = 60s;
-    config.probe_interval = 30s;
-    config.node_ttl = 5s;
+    MasterConfig config{.scan_idle_interval = 60s, .probe_interval = 30s, .node_ttl = 5s};
     Master master(pool_, *fence_, *time_, config, metrics_);
     beat();
     ASSERT_TRUE(master.Scan(epoch_).ok());

@@ -1,7 +1,11 @@
 #include "sched/trigger/routing.hpp"
 
+#include <initializer_list>
 #include <map>
 #include <set>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -9,6 +13,11 @@ namespace sched::trigger {
 namespace {
 
 const std::vector<std::string> kThree = {"10.0.0.3:80", "10.0.0.1:80", "10.0.0.2:80"};
+
+// Records a dispatch of `job` to each of `addresses`, in order.
+void RecordDispatches(Router& r, std::int64_t job, std::initializer_list<std::string_view> addresses) {
+    for (const std::string_view address : addresses) r.RecordDispatch(job, std::string(address));
+}
 
 TEST(Routing, NamesRoundTrip) {
     for (const auto name : kRoutingNames.names()) {
@@ -82,9 +91,7 @@ TEST(Router, ConsistentHashIsStickyAndMovesFewJobsWhenAnInstanceLeaves) {
 
 TEST(Router, LeastFrequentlyUsedPicksTheLeastUsed) {
     Router r(1);
-    r.RecordDispatch(1, "10.0.0.1:80");
-    r.RecordDispatch(1, "10.0.0.1:80");
-    r.RecordDispatch(1, "10.0.0.3:80");
+    RecordDispatches(r, 1, {"10.0.0.1:80", "10.0.0.1:80", "10.0.0.3:80"});
     EXPECT_EQ(r.Order(Routing::kLeastFrequentlyUsed, 1, kThree),
               (std::vector<std::string>{"10.0.0.2:80", "10.0.0.3:80", "10.0.0.1:80"}));
     // Counts are per job.
@@ -93,9 +100,7 @@ TEST(Router, LeastFrequentlyUsedPicksTheLeastUsed) {
 
 TEST(Router, LeastRecentlyUsedPicksTheLongestIdle) {
     Router r(1);
-    r.RecordDispatch(1, "10.0.0.2:80");
-    r.RecordDispatch(1, "10.0.0.1:80");
-    r.RecordDispatch(1, "10.0.0.3:80");
+    RecordDispatches(r, 1, {"10.0.0.2:80", "10.0.0.1:80", "10.0.0.3:80"});
     EXPECT_EQ(r.Order(Routing::kLeastRecentlyUsed, 1, kThree),
               (std::vector<std::string>{"10.0.0.2:80", "10.0.0.1:80", "10.0.0.3:80"}));
     r.RecordDispatch(1, "10.0.0.2:80");
