@@ -242,8 +242,7 @@ class SlaveTest : public ::testing::Test {
     }
     ~SlaveTest() override {
         if (slave_) {
-            auto stopped = net::co_spawn(io_, slave_->Stop(), net::use_future);
-            stopped.wait_for(5s);
+            StopSlave();
         }
         // Detached work (sends, flushes, the loops after Stop) drains by itself: io_.run()
         // returns when none is left, so no coroutine frame outlives the slave it points to.
@@ -259,6 +258,11 @@ class SlaveTest : public ::testing::Test {
         slave_->SetWakeMasters([this] { ++wakes_; });
         slave_->Start();
     }
+    // Runs the slave's Stop: true once it returned within 5 s.
+    bool StopSlave() {
+        auto stopped = net::co_spawn(io_, slave_->Stop(), net::use_future);
+        return stopped.wait_for(5s) == std::future_status::ready;
+    }
     // Starts the slave with a poll interval longer than any test and waits for the poll at
     // its start: from then on only notices bring fires.
     bool StartSlavePollingOnce() {
@@ -273,6 +277,13 @@ class SlaveTest : public ::testing::Test {
 
     static bool WaitFor(const std::function<bool()>& pred, Micros timeout = 5s) {
         return sched::testing::WaitFor(pred, timeout);
+    }
+    // How many fires each Claim call held, in call order.
+    std::vector<std::size_t> ClaimSizes() const {
+        std::lock_guard lock(store_->mu);
+        std::vector<std::size_t> sizes;
+        for (const auto& claim : store_->claims) sizes.push_back(claim.size());
+        return sizes;
     }
     bool AllIn(const std::vector<std::int64_t>& ids, FireStatus s) {
         return std::all_of(ids.begin(), ids.end(), [&](auto id) { return store_->StatusNow(id) == s; });
@@ -411,9 +422,8 @@ TEST_F(SlaveTest, ABurstIsClaimedAheadByItsSizeOverTheRatePacedAndSentAhead) {
     StartSlave();
     ASSERT_TRUE(WaitFor([&] { return AllIn(ids, FireStatus::kRunning); })) << executors_->Runs() << " runs";
     EXPECT_EQ(executors_->Batches("/v1/runs-ahead"), 4u) << "each group sent right after its claim";
+    ASSERT_EQ(ClaimSizes(), (std::vector<std::size_t>{50, 50, 50, 50}));
     std::lock_guard lock(store_->mu);
-    ASSERT_EQ(store_->claims.size(), 4u);
-    for (const auto& c : store_->claims) EXPECT_EQ(c.size(), 50u);
     // Planned at due - 1100, - 850, - 600 and - 350 ms; a slow build only delays them.
     EXPECT_LE(store_->claim_times.front(), due - 900) << "the first claim starts about 1.1 s ahead";
     EXPECT_GE(store_->claim_times.back() - store_->claim_times.front(), 500) << "paced, not all at once";
@@ -647,9 +657,9 @@ TEST_F(SlaveTest, AGroupIsCutAtMaxGroup) {
     const auto ids = AddFires(120, Now());
     StartSlave();
     ASSERT_TRUE(WaitFor([&] { return AllIn(ids, FireStatus::kRunning); }));
-    std::lock_guard lock(store_->mu);
-    EXPECT_GE(store_->claims.size(), 3u);
-    for (const auto& c : store_->claims) EXPECT_LE(c.size(), 50u);
+    const auto sizes = ClaimSizes();
+    EXPECT_GE(sizes.size(), 3u);
+    for (const std::size_t size : sizes) EXPECT_LE(size, 50u);
 }
 
 TEST_F(SlaveTest, AFireWonElsewhereIsNotSent) {
@@ -694,11 +704,9 @@ TEST_F(SlaveTest, AGroupThatKeepsLosingConflictsIsClaimedInHalvesAndEveryFireIsS
     StartSlave();
     ASSERT_TRUE(WaitFor([&] { return AllIn(ids, FireStatus::kRunning); }));
     EXPECT_EQ(executors_->Runs(), 8u);
-    std::lock_guard lock(store_->mu);
-    std::vector<std::size_t> sizes;
-    for (const auto& claim : store_->claims) sizes.push_back(claim.size());
     // Two conflicts at each size before halving: 8, 8, 4, 4, then parts of 2.
-    EXPECT_EQ(sizes, (std::vector<std::size_t>{8, 8, 4, 4, 2, 2, 2, 2}));
+    ASSERT_EQ(ClaimSizes(), (std::vector<std::size_t>{8, 8, 4, 4, 2, 2, 2, 2}));
+    std::lock_guard lock(store_->mu);
     EXPECT_EQ(store_->claims[4], (std::vector<std::int64_t>{1, 2})) << "earliest first";
     for (const auto token : store_->tokens) EXPECT_EQ(token, store_->tokens.front());
 }
@@ -709,9 +717,7 @@ TEST_F(SlaveTest, AGroupIsRetriedWholeAfterAnOutage) {
     const auto ids = AddFires(6, Now());
     StartSlave();
     ASSERT_TRUE(WaitFor([&] { return AllIn(ids, FireStatus::kRunning); }));
-    std::lock_guard lock(store_->mu);
-    ASSERT_EQ(store_->claims.size(), 4u);
-    for (const auto& claim : store_->claims) EXPECT_EQ(claim.size(), 6u);
+    EXPECT_EQ(ClaimSizes(), (std::vector<std::size_t>{6, 6, 6, 6}));
 }
 
 TEST_F(SlaveTest, CallsToOneExecutorAreCapped) {
@@ -758,8 +764,7 @@ TEST_F(SlaveTest, AnEndOrAHandBackWakesTheMastersAndAnAcceptedRunDoesNot) {
     slave_->NotifyIds({3});
     ASSERT_TRUE(WaitFor([&] { return store_->StatusNow(3) == FireStatus::kFailed; }));
     ASSERT_TRUE(WaitFor([&] { return wakes_.load() == 1; })) << "a failed fire's follow-up (its retry)";
-    auto stopped = net::co_spawn(io_, slave_->Stop(), net::use_future);
-    ASSERT_EQ(stopped.wait_for(5s), std::future_status::ready);
+    ASSERT_TRUE(StopSlave());
     EXPECT_EQ(wakes_.load(), 2) << "fire 2 handed back, for the master to give to another node";
 }
 
@@ -871,8 +876,7 @@ TEST_F(SlaveTest, StopHandsBackTheFiresNotYetClaimed) {
     store_->Add(2, 7, Now() + 60'000);
     StartSlave();
     ASSERT_TRUE(WaitFor([&] { return slave_->Scheduled() == 2; }));
-    auto stopped = net::co_spawn(io_, slave_->Stop(), net::use_future);
-    ASSERT_EQ(stopped.wait_for(5s), std::future_status::ready);
+    ASSERT_TRUE(StopSlave());
     EXPECT_EQ(slave_->Scheduled(), 0u);
     std::lock_guard lock(store_->mu);
     EXPECT_EQ(store_->unassigned, 2);
@@ -970,8 +974,7 @@ TEST_F(SlaveTest, StopWaitsForTheDispatchesOfClaimedFiresAndTheirRunningRecords)
     store_->Add(1, 7, Now());
     StartSlave();
     ASSERT_TRUE(WaitFor([&] { return executors_->Runs() == 1; }));
-    auto stopped = net::co_spawn(io_, slave_->Stop(), net::use_future);
-    ASSERT_EQ(stopped.wait_for(5s), std::future_status::ready);
+    ASSERT_TRUE(StopSlave());
     EXPECT_EQ(slave_->InFlight(), 0u);
     EXPECT_EQ(store_->StatusNow(1), FireStatus::kRunning) << "the 202 arrived during Stop and is recorded";
 }
@@ -1047,8 +1050,7 @@ TEST_F(SlaveTest, ASlaveDestroyedWhileADispatchHangsLeavesItsCoroutineSafeToDest
     store_->Add(1, 7, Now());
     StartSlave();
     ASSERT_TRUE(WaitFor([&] { return executors_->Runs() == 1; }));
-    auto stopped = net::co_spawn(io_, slave_->Stop(), net::use_future);
-    ASSERT_EQ(stopped.wait_for(5s), std::future_status::ready);
+    ASSERT_TRUE(StopSlave());
     EXPECT_EQ(slave_->InFlight(), 1u) << "the hanging dispatch is still in flight";
     EXPECT_EQ(store_->StatusNow(1), FireStatus::kDispatching);
     io_.stop();
