@@ -1,9 +1,10 @@
 #pragma once
 
 // The executors a slave's pieces are given, for a test of one piece alone: an io_context run by
-// one thread, and a one-thread pool for blocking (database) work.
+// one thread (or as many as asked), and a one-thread pool for blocking (database) work.
 
 #include <thread>
+#include <vector>
 
 #include "sched/common/net.hpp"
 
@@ -11,19 +12,20 @@ namespace sched::trigger {
 
 class IoThread {
   public:
-    IoThread() : work_(net::make_work_guard(io)) {
-        thread_ = std::thread([this] { io.run(); });
+    explicit IoThread(int threads = 1) : work_(net::make_work_guard(io)) {
+        for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { io.run(); });
     }
     ~IoThread() { Join(); }
     IoThread(const IoThread&) = delete;
     IoThread& operator=(const IoThread&) = delete;
 
-    /// Lets the io_context run out of work and waits for both threads. A fixture calls it in its
-    /// destructor, before the members its handlers reach are destroyed. Idempotent.
+    /// Lets the io_context run out of work and waits for its threads and the pool's. A fixture
+    /// calls it in its destructor, before the members its handlers reach are destroyed. Idempotent.
     void Join() {
-        if (!thread_.joinable()) return;
+        if (threads_.empty()) return;
         work_.reset();
-        thread_.join();
+        for (auto& t : threads_) t.join();
+        threads_.clear();
         pool.join();
     }
 
@@ -32,7 +34,7 @@ class IoThread {
 
   private:
     net::executor_work_guard<net::io_context::executor_type> work_;
-    std::thread thread_;
+    std::vector<std::thread> threads_;
 };
 
 }  // namespace sched::trigger

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "fake_executors.hpp"
+#include "io_thread.hpp"
 #include "sched/common/clock.hpp"
 #include "sched/common/testing/wait_for.hpp"
 #include "sched/cron/misfire.hpp"
@@ -21,13 +22,11 @@ using trigger_testing::FakeExecutors;
 class RunSenderTest : public ::testing::Test {
   protected:
     RunSenderTest()
-        : work_(net::make_work_guard(io_)),
-          time_(SystemClock::Instance(), []() -> Result<std::int64_t> { return Unavailable("no database here"); }),
+        : time_(SystemClock::Instance(), []() -> Result<std::int64_t> { return Unavailable("no database here"); }),
           executors_(io_.get_executor()),
           queue_(std::make_shared<FireQueue>(0)),
           directory_(
               io_.get_executor(), pool_, [this] { return Live(); }, {.call_wait = 1s}, "n1") {
-        for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { io_.run(); });
         job_.id = 7;
         job_.app = "billing";
         job_.handler = "charge";
@@ -37,11 +36,7 @@ class RunSenderTest : public ::testing::Test {
         e.handlers = {"charge"};
         live_.push_back(e);
     }
-    ~RunSenderTest() override {
-        work_.reset();
-        for (auto& t : threads_) t.join();
-        pool_.join();
-    }
+    ~RunSenderTest() override { loop_.Join(); }
 
     Result<std::vector<store::ExecutorInstance>> Live() {
         std::lock_guard lock(mu_);
@@ -111,10 +106,9 @@ class RunSenderTest : public ::testing::Test {
         ended_.clear();
     }
 
-    net::io_context io_;
-    net::executor_work_guard<net::io_context::executor_type> work_;
-    std::vector<std::thread> threads_;
-    net::thread_pool pool_{1};
+    IoThread loop_{2};
+    net::io_context& io_ = loop_.io;
+    net::thread_pool& pool_ = loop_.pool;
     DbTime time_;
     MetricsRegistry metrics_;
     FakeExecutors executors_;
