@@ -20,6 +20,18 @@ TEST(FireStatusNames, EveryStatusReadsBackFromItsStoredName) {
     EXPECT_EQ(ParseFireKind("cron"), std::nullopt);
 }
 
+TEST(FireVocabulary, FinalStatesKindsAndReasonsAreKnown) {
+    EXPECT_EQ(ParseFireStatus("done"), std::nullopt);
+    EXPECT_FALSE(IsFinal(FireStatus::kRunning));
+    EXPECT_TRUE(IsFinal(FireStatus::kLost));
+    EXPECT_EQ(ParseFireKind("retry"), FireKind::kRetry);
+    EXPECT_EQ(ParseFireKind("workflow"), FireKind::kWorkflow);
+    EXPECT_EQ(FireKindName(FireKind::kWorkflow), "workflow");
+    EXPECT_EQ(ParseFireReason("upstream"), FireReason::kUpstream);
+    EXPECT_EQ(ParseFireReason("run_timeout"), FireReason::kRunTimeout);
+    EXPECT_EQ(FireReasonName(FireReason::kRunTimeout), "run_timeout");
+}
+
 TEST(FireStateMachine, AFireMovesForwardOnly) {
     EXPECT_TRUE(MayMove(FireStatus::kPending, FireStatus::kDispatching));
     EXPECT_TRUE(MayMove(FireStatus::kPending, FireStatus::kSkipped));

@@ -11,7 +11,6 @@
 namespace sched::store {
 
 using model::Fire;
-using model::FireKind;
 using model::FireReason;
 using model::FireStatus;
 using model::Job;
@@ -129,7 +128,7 @@ TEST_P(FireClaimsTest, AClaimedStepFireCarriesItsWorkflowRun) {
     Fire f;
     f.job_id = 4;
     f.scheduled_time = 1000;
-    f.kind = FireKind::kWorkflow;
+    f.kind = model::FireKind::kWorkflow;
     f.epoch = 3;
     f.assigned_node = "node-a";
     f.workflow_run_id = 77;

@@ -10,15 +10,8 @@ namespace sched::store {
 
 using model::Fire;
 using model::FireKind;
-using model::FireKindName;
 using model::FireReason;
-using model::FireReasonName;
 using model::FireStatus;
-using model::FireStatusName;
-using model::IsFinal;
-using model::ParseFireKind;
-using model::ParseFireReason;
-using model::ParseFireStatus;
 namespace {
 
 class FireRepositoryTest : public StoreTest {
@@ -569,23 +562,6 @@ TEST_P(FireRepositoryTest, FollowupsAreListedPerShardWithWorkflowFiresInShardZer
     EXPECT_EQ(*cleared, 2);
     EXPECT_EQ(jobs_in({.index = 2, .total = 3}), (std::multiset<std::int64_t>{}));
     EXPECT_EQ(jobs_in({.index = 1, .total = 3}), (std::multiset<std::int64_t>{1, 4}));
-}
-
-TEST(FireStatus, NamesRoundTripAndFinalStatesAreKnown) {
-    for (auto s :
-         {FireStatus::kPending, FireStatus::kDispatching, FireStatus::kRunning, FireStatus::kSucceeded,
-          FireStatus::kFailed, FireStatus::kTimeout, FireStatus::kKilled, FireStatus::kLost, FireStatus::kSkipped}) {
-        EXPECT_EQ(ParseFireStatus(FireStatusName(s)), s);
-    }
-    EXPECT_EQ(ParseFireStatus("done"), std::nullopt);
-    EXPECT_FALSE(IsFinal(FireStatus::kRunning));
-    EXPECT_TRUE(IsFinal(FireStatus::kLost));
-    EXPECT_EQ(ParseFireKind("retry"), FireKind::kRetry);
-    EXPECT_EQ(ParseFireKind("workflow"), FireKind::kWorkflow);
-    EXPECT_EQ(FireKindName(FireKind::kWorkflow), "workflow");
-    EXPECT_EQ(ParseFireReason("upstream"), FireReason::kUpstream);
-    EXPECT_EQ(ParseFireReason("run_timeout"), FireReason::kRunTimeout);
-    EXPECT_EQ(FireReasonName(FireReason::kRunTimeout), "run_timeout");
 }
 
 SCHED_DB_TEST_SUITE(FireRepositoryTest);
