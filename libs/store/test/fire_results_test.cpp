@@ -185,17 +185,25 @@ class FireResultsTest : public StoreTest {
         return batch;
     }
 
+    // What ApplyManyRacing saw.
+    struct Raced {
+        std::vector<std::string> outcomes;  // the batch's, by name
+        int checks = 0;                     // registration checks, over every round
+    };
     // ApplyMany with a change between the batch's read and its write: the first registration
-    // check (counted in `calls`, as every one) runs `statement` on the fire `fire` (:id).
-    Result<std::vector<ResultOutcome>> ApplyManyRacing(const std::vector<ExecutorResult>& batch,
-                                                       const std::string& statement, std::int64_t fire, int& calls) {
-        return db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+    // check runs `statement` on the fire `fire` (:id).
+    Raced ApplyManyRacing(const std::vector<ExecutorResult>& batch, const std::string& statement, std::int64_t fire) {
+        Raced raced;
+        auto outcomes = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
             const auto race = [&](const std::string&) {
-                if (++calls == 1) s << statement, soci::use(fire);
+                if (++raced.checks == 1) s << statement, soci::use(fire);
                 return true;
             };
             return FireResults::ApplyMany(s, batch, race);
         });
+        EXPECT_TRUE(outcomes.ok()) << outcomes.status().ToString();
+        if (outcomes.ok()) raced.outcomes = Names(*outcomes);
+        return raced;
     }
 
     // ApplyMany, with the statements it ran counted by the server (a MySQL session's Questions
@@ -491,13 +499,11 @@ TEST_P(FireResultsTest, ReportsWhetherAnAppliedEndRaisedTheFollowup) {
 TEST_P(FireResultsTest, ALostCasIsJudgedAgainOnTheFireAsItIsNow) {
     const auto ids = ManyFires(3, 1);
     std::vector<ExecutorResult> batch = ResultsFrom(ids);
-    int calls = 0;
     // An operator kills the first fire through the API meanwhile.
-    auto outcomes =
-        ApplyManyRacing(batch, "UPDATE job_fire SET status = 'killed', finished_at = 3 WHERE id = :id", ids[0], calls);
-    ASSERT_TRUE(outcomes.ok()) << outcomes.status().ToString();
-    EXPECT_EQ(Names(*outcomes), (std::vector<std::string>{"conflict", "applied", "applied"}));
-    EXPECT_EQ(calls, 6);  // two rounds of three items
+    const auto raced =
+        ApplyManyRacing(batch, "UPDATE job_fire SET status = 'killed', finished_at = 3 WHERE id = :id", ids[0]);
+    EXPECT_EQ(raced.outcomes, (std::vector<std::string>{"conflict", "applied", "applied"}));
+    EXPECT_EQ(raced.checks, 6);  // two rounds of three items
     EXPECT_EQ(State(ids[0]).substr(0, 7), "killed|") << State(ids[0]);
     EXPECT_EQ(State(ids[1]), "succeeded|10.0.0.1:7000|9|msg '\\ for " + std::to_string(ids[1]) + "|0|0|7|0|5");
 }
@@ -508,14 +514,12 @@ TEST_P(FireResultsTest, ALostCasIsJudgedAgainOnTheFireAsItIsNow) {
 TEST_P(FireResultsTest, ARunningRecordOfTheSameInstanceBetweenReadAndWriteCostsNoSecondRound) {
     const auto ids = ManyFires(3, 1);
     std::vector<ExecutorResult> batch = ResultsFrom(ids);
-    int calls = 0;
-    auto outcomes = ApplyManyRacing(batch,
-                                    "UPDATE job_fire SET status = 'running', executor_address = '10.0.0.1:7000', "
-                                    "started_at = 2 WHERE id = :id",
-                                    ids[0], calls);
-    ASSERT_TRUE(outcomes.ok()) << outcomes.status().ToString();
-    EXPECT_EQ(Names(*outcomes), (std::vector<std::string>{"applied", "applied", "applied"}));
-    EXPECT_EQ(calls, 3);  // one round
+    const auto raced = ApplyManyRacing(batch,
+                                       "UPDATE job_fire SET status = 'running', executor_address = '10.0.0.1:7000', "
+                                       "started_at = 2 WHERE id = :id",
+                                       ids[0]);
+    EXPECT_EQ(raced.outcomes, (std::vector<std::string>{"applied", "applied", "applied"}));
+    EXPECT_EQ(raced.checks, 3);  // one round
     // The executor's start time replaces the slave's record of its 202.
     EXPECT_EQ(State(ids[0]), "succeeded|10.0.0.1:7000|9|msg '\\ for " + std::to_string(ids[0]) + "|0|0|7|0|5");
 }
@@ -645,14 +649,12 @@ TEST_P(FireResultsTest, ALostCasStoresNoLog) {
     const auto ids = ManyFires(3, 0);
     const auto batch = WithLogs({Item(ids[0], 0, 5, "10.0.0.1:7000"), Item(ids[1], 0, 5, "10.0.0.1:7000"),
                                  Item(ids[2], 0, 5, "10.0.0.1:7000")});
-    int calls = 0;
     // Ended meanwhile, on record as another instance's.
-    auto outcomes = ApplyManyRacing(batch,
-                                    "UPDATE job_fire SET status = 'killed', finished_at = 3, dispatched_at = 1, "
-                                    "executor_address = '10.0.0.2:7000' WHERE id = :id",
-                                    ids[0], calls);
-    ASSERT_TRUE(outcomes.ok()) << outcomes.status().ToString();
-    EXPECT_EQ(Names(*outcomes), (std::vector<std::string>{"conflict", "applied", "applied"}));
+    const auto raced = ApplyManyRacing(batch,
+                                       "UPDATE job_fire SET status = 'killed', finished_at = 3, dispatched_at = 1, "
+                                       "executor_address = '10.0.0.2:7000' WHERE id = :id",
+                                       ids[0]);
+    EXPECT_EQ(raced.outcomes, (std::vector<std::string>{"conflict", "applied", "applied"}));
     EXPECT_FALSE(StoredLog(db(), ids[0]));
     ASSERT_TRUE(StoredLog(db(), ids[1]));
     EXPECT_EQ(StoredLog(db(), ids[2])->log, *batch[2].log);

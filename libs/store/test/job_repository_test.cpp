@@ -30,6 +30,19 @@ class JobRepositoryTest : public StoreTest {
         const Status edited = db().Run([&](soci::session& s) { s << sql, soci::use(id); });
         ASSERT_TRUE(edited.ok()) << edited.ToString();
     }
+    // The job `id` as the repository reads it once `sql` (naming :id) edited its row.
+    Job ReadAfterEdit(std::int64_t id, const std::string& sql) {
+        EditRow(id, sql);
+        auto job = JobRepository(db()).Get(id);
+        EXPECT_TRUE(job.ok()) << job.status().ToString();
+        return job.ok() ? *job : Job{};
+    }
+    // Every job, as List reads them.
+    std::vector<Job> ListAll() {
+        auto listed = JobRepository(db()).List({});
+        EXPECT_TRUE(listed.ok()) << listed.status().ToString();
+        return listed.ok() ? *listed : std::vector<Job>{};
+    }
     // `n` enabled jobs `bulk-<i>` due at `t`, job i at version `version_of(i)`.
     void InsertDueJobs(int n, std::int64_t t, const std::function<int(int)>& version_of) {
         const Status inserted = db().Run([&](soci::session& s) {
@@ -371,14 +384,11 @@ TEST_P(JobRepositoryTest, StoresTheVocabularyByNameAndReadsUnknownNamesAsTheSafe
     EXPECT_EQ(got->schedule_type, sched::ScheduleType::kFixedDelay);
     EXPECT_EQ(got->misfire_policy, sched::MisfirePolicy::kFireAll);
 
-    EditRow(created->id, "UPDATE job SET schedule_type = 'hourly', misfire_policy = 'later' WHERE id = :id");
-    auto odd = jobs.Get(created->id);
-    ASSERT_TRUE(odd.ok()) << odd.status().ToString();
-    EXPECT_EQ(odd->schedule_type, sched::ScheduleType::kManual);
-    EXPECT_EQ(odd->misfire_policy, sched::MisfirePolicy::kFireOnceNow);
-    auto listed = jobs.List({});
-    ASSERT_TRUE(listed.ok());
-    EXPECT_EQ(listed->size(), 1u);
+    const Job odd =
+        ReadAfterEdit(created->id, "UPDATE job SET schedule_type = 'hourly', misfire_policy = 'later' WHERE id = :id");
+    EXPECT_EQ(odd.schedule_type, sched::ScheduleType::kManual);
+    EXPECT_EQ(odd.misfire_policy, sched::MisfirePolicy::kFireOnceNow);
+    EXPECT_EQ(ListAll().size(), 1u) << "the job beside it is read as well";
 }
 
 TEST(ShardsPerFire, IsTheShardTotalOrForShardingBroadcastTheLiveInstancesAndAtLeastOne) {
@@ -420,18 +430,16 @@ TEST_P(JobRepositoryTest, StoresRoutingAndBlockStrategyByNameAndReadsUnknownName
     other.routing = sched::Routing::kFailover;
     other.block_strategy = sched::BlockStrategy::kDiscardLater;
     ASSERT_TRUE(jobs.Create(other).ok());
-    EditRow(created->id, "UPDATE job SET routing = 'nearest', block_strategy = 'newest-wins' WHERE id = :id");
-    auto odd = jobs.Get(created->id);
-    ASSERT_TRUE(odd.ok()) << odd.status().ToString();
-    EXPECT_EQ(odd->routing, sched::Routing::kRoundRobin);
-    EXPECT_EQ(odd->block_strategy, sched::BlockStrategy::kSerial);
-    auto listed = jobs.List({});
-    ASSERT_TRUE(listed.ok());
-    ASSERT_EQ(listed->size(), 2u);
-    EXPECT_EQ(listed->at(1).routing, sched::Routing::kFailover);  // its neighbour reads as stored
-    EXPECT_EQ(listed->at(1).block_strategy, sched::BlockStrategy::kDiscardLater);
+    const Job odd =
+        ReadAfterEdit(created->id, "UPDATE job SET routing = 'nearest', block_strategy = 'newest-wins' WHERE id = :id");
+    EXPECT_EQ(odd.routing, sched::Routing::kRoundRobin);
+    EXPECT_EQ(odd.block_strategy, sched::BlockStrategy::kSerial);
+    const std::vector<Job> listed = ListAll();
+    ASSERT_EQ(listed.size(), 2u);
+    EXPECT_EQ(listed[1].routing, sched::Routing::kFailover);  // its neighbour reads as stored
+    EXPECT_EQ(listed[1].block_strategy, sched::BlockStrategy::kDiscardLater);
     // An update writes the names back: the odd text is replaced by the default's spelling.
-    ASSERT_TRUE(jobs.Update(*odd, odd->version).ok());
+    ASSERT_TRUE(jobs.Update(odd, odd.version).ok());
     EXPECT_EQ(StoredNames(created->id, "routing", "block_strategy"),
               std::make_pair(std::string("round-robin"), std::string("serial")));
 }
