@@ -1,5 +1,7 @@
 #include "sched/cron/calendar.hpp"
 
+#include <initializer_list>
+
 #include <gtest/gtest.h>
 
 #include "test_time.hpp"
@@ -13,6 +15,13 @@ Calendar MakeOk(CalendarRules rules) {
     auto c = Calendar::Make(rules);
     EXPECT_TRUE(c.ok()) << c.status().ToString();
     return std::move(c).value();
+}
+
+// `c` excludes every instant of `excluded` and none of `included`.
+void ExpectExclusions(const Calendar& c, std::initializer_list<const char*> excluded,
+                      std::initializer_list<const char*> included) {
+    for (const char* instant : excluded) EXPECT_TRUE(c.IsExcluded(At(instant))) << instant;
+    for (const char* instant : included) EXPECT_FALSE(c.IsExcluded(At(instant))) << instant;
 }
 
 TEST(CalendarMake, NamesTheFieldThatIsWrong) {
@@ -65,13 +74,11 @@ TEST(CalendarMake, CanonicalisesTheRules) {
 
 TEST(CalendarExcluded, DatesAreLocalDaysOfTheCalendarZone) {
     auto c = MakeOk({.time_zone = "Europe/Berlin", .excluded_dates = {"2026-12-25", "2026-12-31..2027-01-01"}});
-    EXPECT_FALSE(c.IsExcluded(At("2026-12-24T22:59:59Z")));  // 23:59:59 on the 24th in Berlin
-    EXPECT_TRUE(c.IsExcluded(At("2026-12-24T23:00:00Z")));   // midnight of the 25th in Berlin
-    EXPECT_TRUE(c.IsExcluded(At("2026-12-25T22:59:59Z")));
-    EXPECT_FALSE(c.IsExcluded(At("2026-12-25T23:00:00Z")));
-    EXPECT_TRUE(c.IsExcluded(At("2026-12-31T12:00:00Z")));
-    EXPECT_TRUE(c.IsExcluded(At("2027-01-01T12:00:00Z")));
-    EXPECT_FALSE(c.IsExcluded(At("2027-01-02T12:00:00Z")));
+    ExpectExclusions(c,
+                     {"2026-12-24T23:00:00Z",  // midnight of the 25th in Berlin
+                      "2026-12-25T22:59:59Z", "2026-12-31T12:00:00Z", "2027-01-01T12:00:00Z"},
+                     {"2026-12-24T22:59:59Z",  // 23:59:59 on the 24th in Berlin
+                      "2026-12-25T23:00:00Z", "2027-01-02T12:00:00Z"});
     EXPECT_EQ(c.NextIncluded(At("2026-12-25T10:00:00Z")), At("2026-12-25T23:00:00Z"));
     EXPECT_EQ(c.NextIncluded(At("2026-12-31T00:00:00Z")), At("2027-01-01T23:00:00Z"));
     EXPECT_EQ(c.NextIncluded(At("2026-12-20T10:00:00Z")), At("2026-12-20T10:00:00Z"));
@@ -87,13 +94,9 @@ TEST(CalendarExcluded, WeekdaysGiveBusinessDaysOnly) {
 
 TEST(CalendarExcluded, WindowAcrossMidnight) {
     auto c = MakeOk({.excluded_times = {"22:00-06:00", "12:00-12:30"}});
-    EXPECT_FALSE(c.IsExcluded(At("2026-06-01T21:59:59Z")));
-    EXPECT_TRUE(c.IsExcluded(At("2026-06-01T22:00:00Z")));
-    EXPECT_TRUE(c.IsExcluded(At("2026-06-02T00:00:00Z")));
-    EXPECT_TRUE(c.IsExcluded(At("2026-06-02T05:59:59Z")));
-    EXPECT_FALSE(c.IsExcluded(At("2026-06-02T06:00:00Z")));
-    EXPECT_TRUE(c.IsExcluded(At("2026-06-02T12:15:00Z")));
-    EXPECT_FALSE(c.IsExcluded(At("2026-06-02T12:30:00Z")));
+    ExpectExclusions(c,
+                     {"2026-06-01T22:00:00Z", "2026-06-02T00:00:00Z", "2026-06-02T05:59:59Z", "2026-06-02T12:15:00Z"},
+                     {"2026-06-01T21:59:59Z", "2026-06-02T06:00:00Z", "2026-06-02T12:30:00Z"});
     EXPECT_EQ(c.NextIncluded(At("2026-06-01T23:00:00Z")), At("2026-06-02T06:00:00Z"));
     EXPECT_EQ(c.NextIncluded(At("2026-06-01T22:00:00Z") + 250), At("2026-06-02T06:00:00Z"));
 }

@@ -20,6 +20,13 @@ struct NextCase {
     std::vector<std::string> expected;  // all of them, in `zone`; fewer than 4 means the schedule ends
 };
 
+// `text` parsed; a parse error fails the test.
+CronExpression ParseOk(const char* text) {
+    auto expr = CronExpression::Parse(text);
+    EXPECT_TRUE(expr.ok()) << text << ": " << expr.status().ToString();
+    return std::move(expr).value();
+}
+
 void ExpectTable(const std::vector<NextCase>& cases) {
     for (const NextCase& c : cases) {
         SCOPED_TRACE(std::string(c.expr) + " in " + c.zone + " after " + c.start);
@@ -51,11 +58,10 @@ TEST(CronNext, IsStrictlyAfterTheStartInstant) {
          {"2024-01-01T00:00:10+0000", "2024-01-01T00:00:20+0000", "2024-01-01T00:00:30+0000",
           "2024-01-01T00:00:40+0000"}},
     });
-    const auto every_second = CronExpression::Parse("* * * * * ?");
-    ASSERT_TRUE(every_second.ok());
+    const CronExpression every_second = ParseOk("* * * * * ?");
     // Milliseconds: 12:00:00.999 is after 12:00:00, 11:59:59.999 is before it.
-    EXPECT_EQ(every_second->Next(At("2024-01-01T12:00:00Z") + 999, nullptr), At("2024-01-01T12:00:01Z"));
-    EXPECT_EQ(every_second->Next(At("2024-01-01T12:00:00Z") - 1, nullptr), At("2024-01-01T12:00:00Z"));
+    EXPECT_EQ(every_second.Next(At("2024-01-01T12:00:00Z") + 999, nullptr), At("2024-01-01T12:00:01Z"));
+    EXPECT_EQ(every_second.Next(At("2024-01-01T12:00:00Z") - 1, nullptr), At("2024-01-01T12:00:00Z"));
 }
 
 TEST(CronNext, QuartzDocumentationExamples) {
@@ -234,10 +240,9 @@ TEST(CronNext, YearFieldAndTheEndOfTime) {
         {"@yearly", "UTC", "2199-01-01T00:00:00Z", {}},
         {"0 0 0 1 1 ? 2020", "UTC", "2024-01-01T00:00:00Z", {}},
     });
-    const auto every_second = CronExpression::Parse("* * * * * ?");
-    ASSERT_TRUE(every_second.ok());
-    EXPECT_EQ(every_second->Next(std::numeric_limits<std::int64_t>::max(), Zone("Europe/Berlin")), std::nullopt);
-    EXPECT_EQ(every_second->Next(std::numeric_limits<std::int64_t>::min(), nullptr), At("1970-01-01T00:00:00Z"));
+    const CronExpression every_second = ParseOk("* * * * * ?");
+    EXPECT_EQ(every_second.Next(std::numeric_limits<std::int64_t>::max(), Zone("Europe/Berlin")), std::nullopt);
+    EXPECT_EQ(every_second.Next(std::numeric_limits<std::int64_t>::min(), nullptr), At("1970-01-01T00:00:00Z"));
 }
 
 TEST(CronNext, UnixFormUsesUnixDayNumbersAndOrRule) {
@@ -510,9 +515,8 @@ TEST(CronNext, ZonesWithoutDst) {
           "2024-04-03T02:30:00+0000"}},
     });
     // The zone really is applied: 08:00 in Shanghai is midnight UTC.
-    const auto expr = CronExpression::Parse("0 0 8 * * ?");
-    ASSERT_TRUE(expr.ok());
-    EXPECT_EQ(expr->Next(At("2024-01-01T12:00:00Z"), Zone("Asia/Shanghai")), At("2024-01-02T00:00:00Z"));
+    EXPECT_EQ(ParseOk("0 0 8 * * ?").Next(At("2024-01-01T12:00:00Z"), Zone("Asia/Shanghai")),
+              At("2024-01-02T00:00:00Z"));
 }
 
 TEST(CronNext, NullZoneMeansUtc) {
