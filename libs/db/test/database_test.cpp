@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <thread>
 #include <vector>
@@ -369,21 +370,24 @@ TEST_P(DatabaseTest, MySqlPasswordWithSpacesAndQuotesConnects) {
 
 SCHED_DB_TEST_SUITE(DatabaseTest);
 
-TEST(Database, UnreachableMySqlIsUnavailable) {
-    // Port 1 on loopback: nothing listens there, the connect is refused at once.
+// Port 1 on loopback: nothing listens there, the connect is refused at once.
+DbUrl UnreachableMySql() {
     auto url = ParseDbUrl("mysql://nobody@127.0.0.1:1/none?connect-timeout=1s");
-    ASSERT_TRUE(url.ok());
-    auto db = Database::Open(*url);
+    EXPECT_TRUE(url.ok()) << url.status().ToString();
+    return url.ok() ? *url : DbUrl{};
+}
+
+TEST(Database, UnreachableMySqlIsUnavailable) {
+    auto db = Database::Open(UnreachableMySql());
     ASSERT_FALSE(db.ok());
     EXPECT_EQ(db.status().code(), Code::kUnavailable) << db.status().ToString();
     EXPECT_NE(db.status().message().find("mysql://nobody@127.0.0.1:1/none"), std::string::npos);
 }
 
 TEST(Database, OpenWithRetryGivesUpAfterTheConfiguredTime) {
-    auto url = ParseDbUrl("mysql://nobody@127.0.0.1:1/none?connect-timeout=1s");
-    ASSERT_TRUE(url.ok());
+    const DbUrl url = UnreachableMySql();
     const auto start = std::chrono::steady_clock::now();
-    auto db = Database::OpenWithRetry(*url, 700ms);
+    auto db = Database::OpenWithRetry(url, 700ms);
     const auto took = std::chrono::steady_clock::now() - start;
     ASSERT_FALSE(db.ok());
     EXPECT_EQ(db.status().code(), Code::kUnavailable);
@@ -392,9 +396,7 @@ TEST(Database, OpenWithRetryGivesUpAfterTheConfiguredTime) {
 }
 
 TEST(Database, OpenWithRetryStopsWhenAsked) {
-    auto url = ParseDbUrl("mysql://nobody@127.0.0.1:1/none?connect-timeout=1s");
-    ASSERT_TRUE(url.ok());
-    auto db = Database::OpenWithRetry(*url, 1h, [] { return true; });
+    auto db = Database::OpenWithRetry(UnreachableMySql(), 1h, [] { return true; });
     ASSERT_FALSE(db.ok());
     EXPECT_EQ(db.status().code(), Code::kCancelled);
 }
@@ -513,93 +515,91 @@ class SqlitePriority : public ::testing::Test {
         return {failed, writes.load()};
     }
 
+    // Another pool on `db`'s URL with `change` made to it; null, a failure recorded, when it does
+    // not open.
+    static std::shared_ptr<Database> OpenLike(const Database& db, const std::function<void(DbUrl&)>& change) {
+        DbUrl url = db.url();
+        change(url);
+        auto opened = Database::Open(url);
+        EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+        return opened.ok() ? *opened : nullptr;
+    }
+
+    struct OtherCall {
+        Status status;
+        bool saw_end = false;  ///< it began only once the holding call had ended
+    };
+    using Holding = std::function<Status(std::atomic<bool>& started, std::atomic<bool>& ended)>;
+
+    // A call on `other` (inserting a row) made once `hold`, run on a thread of its own, has set
+    // `started`: its status, and whether `hold` had set `ended` by the time it began.
+    static OtherCall CallWhileHeld(Database& other, const Holding& hold) {
+        std::atomic<bool> started{false};
+        std::atomic<bool> ended{false};
+        std::thread holder([&] { EXPECT_TRUE(hold(started, ended).ok()); });
+        while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        OtherCall call;
+        call.status = other.Run([&](soci::session& s) {
+            call.saw_end = ended.load();
+            s << "INSERT INTO t VALUES (2)";
+        });
+        holder.join();
+        return call;
+    }
+    // A call on `db` that only sleeps for `d`.
+    static Holding Sleeping(Database& db, std::chrono::milliseconds d) {
+        return [&db, d](std::atomic<bool>& started, std::atomic<bool>& ended) {
+            return db.Run([&](soci::session&) {
+                started = true;
+                std::this_thread::sleep_for(d);
+                ended = true;
+            });
+        };
+    }
+
     std::filesystem::path root_;
     std::shared_ptr<Database> others_;
     std::shared_ptr<Database> priority_;
 };
 
 TEST_F(SqlitePriority, AnotherPoolsCallStartsOnlyAfterThePriorityCallEnded) {
-    std::atomic<bool> priority_started{false};
-    std::atomic<bool> priority_ended{false};
-    std::thread renew([&] {
-        EXPECT_TRUE(priority_
-                        ->InTransaction(TxMode::kWrite,
-                                        [&](soci::session& s) {
-                                            priority_started = true;
-                                            s << "INSERT INTO t VALUES (1)";
-                                            std::this_thread::sleep_for(std::chrono::milliseconds(300));
-                                            priority_ended = true;
-                                        })
-                        .ok());
+    const OtherCall other = CallWhileHeld(*others_, [&](std::atomic<bool>& started, std::atomic<bool>& ended) {
+        return priority_->InTransaction(TxMode::kWrite, [&](soci::session& s) {
+            started = true;
+            s << "INSERT INTO t VALUES (1)";
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            ended = true;
+        });
     });
-    while (!priority_started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    bool saw_end = false;
-    auto other = others_->Run([&](soci::session& s) {
-        saw_end = priority_ended.load();
-        s << "INSERT INTO t VALUES (2)";
-    });
-    renew.join();
-    ASSERT_TRUE(other.ok()) << other.ToString();
-    EXPECT_TRUE(saw_end) << "the other pool's call ran while the priority call held the file";
+    ASSERT_TRUE(other.status.ok()) << other.status.ToString();
+    EXPECT_TRUE(other.saw_end) << "the other pool's call ran while the priority call held the file";
 }
 
 TEST_F(SqlitePriority, AnOtherCallGivesUpAfterItsAcquireTimeoutNamingThePriorityCall) {
-    auto url = others_->url();
-    url.acquire_timeout = std::chrono::milliseconds(100);
-    auto impatient = Database::Open(url);
-    ASSERT_TRUE(impatient.ok()) << impatient.status().ToString();
-    std::atomic<bool> priority_started{false};
-    std::thread renew([&] {
-        EXPECT_TRUE(priority_
-                        ->Run([&](soci::session&) {
-                            priority_started = true;
-                            std::this_thread::sleep_for(std::chrono::milliseconds(500));
-                        })
-                        .ok());
-    });
-    while (!priority_started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    auto other = (*impatient)->Run([](soci::session& s) { s << "INSERT INTO t VALUES (3)"; });
-    renew.join();
-    EXPECT_EQ(other.code(), Code::kUnavailable);
-    EXPECT_NE(other.message().find("priority call"), std::string::npos) << other.ToString();
+    const auto impatient = OpenLike(*others_, [](DbUrl& url) { url.acquire_timeout = std::chrono::milliseconds(100); });
+    ASSERT_NE(impatient, nullptr);
+    const OtherCall other = CallWhileHeld(*impatient, Sleeping(*priority_, std::chrono::milliseconds(500)));
+    EXPECT_EQ(other.status.code(), Code::kUnavailable);
+    EXPECT_NE(other.status.message().find("priority call"), std::string::npos) << other.status.ToString();
 }
 
 TEST_F(SqlitePriority, APriorityCallOnAnotherFileHoldsNothingBack) {
-    auto url = priority_->url();
-    url.path = (root_ / "other.db").string();
-    auto elsewhere = Database::Open(url);
-    ASSERT_TRUE(elsewhere.ok()) << elsewhere.status().ToString();
-    std::atomic<bool> priority_started{false};
-    std::atomic<bool> priority_ended{false};
-    std::thread renew([&] {
-        EXPECT_TRUE((*elsewhere)
-                        ->Run([&](soci::session&) {
-                            priority_started = true;
-                            std::this_thread::sleep_for(std::chrono::milliseconds(300));
-                            priority_ended = true;
-                        })
-                        .ok());
-    });
-    while (!priority_started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    bool saw_end = true;
-    auto other = others_->Run([&](soci::session& s) {
-        saw_end = priority_ended.load();
-        s << "INSERT INTO t VALUES (4)";
-    });
-    renew.join();
-    ASSERT_TRUE(other.ok()) << other.ToString();
-    EXPECT_FALSE(saw_end) << "a call on another file waited for the priority call";
+    const auto elsewhere = OpenLike(*priority_, [&](DbUrl& url) { url.path = (root_ / "other.db").string(); });
+    ASSERT_NE(elsewhere, nullptr);
+    const OtherCall other = CallWhileHeld(*others_, Sleeping(*elsewhere, std::chrono::milliseconds(300)));
+    ASSERT_TRUE(other.status.ok()) << other.status.ToString();
+    EXPECT_FALSE(other.saw_end) << "a call on another file waited for the priority call";
 }
 
 TEST_F(SqlitePriority, RenewsSucceedUnderAStreamOfWriteTransactions) {
     // Four writers keep the write lock busy back to back, as the fire path does at its limit;
     // the priority pool's short busy timeout is the election's (margin / 2), scaled down.
-    auto url = priority_->url();
-    url.busy_timeout = std::chrono::milliseconds(100);
-    url.acquire_timeout = std::chrono::milliseconds(100);
-    auto elector = Database::Open(url);
-    ASSERT_TRUE(elector.ok()) << elector.status().ToString();
-    const auto run = WriteUnderContention(**elector, 4, 5, 30, 6, std::chrono::milliseconds(20));
+    const auto elector = OpenLike(*priority_, [](DbUrl& url) {
+        url.busy_timeout = std::chrono::milliseconds(100);
+        url.acquire_timeout = std::chrono::milliseconds(100);
+    });
+    ASSERT_NE(elector, nullptr);
+    const auto run = WriteUnderContention(*elector, 4, 5, 30, 6, std::chrono::milliseconds(20));
     EXPECT_EQ(run.failed, 0);
     EXPECT_GT(run.writes, 30) << "the writers did not keep the lock busy";
 }
@@ -609,11 +609,9 @@ TEST_F(SqlitePriority, AWriterBackToBackGivesWaySoAnotherWriterDoesNotWaitOutIts
     // microseconds after each commit while the claims, heartbeats and callbacks slept in
     // SQLite's busy handler (up to 100 ms between polls) until their busy timeout. Two writers
     // back to back, as that master, and a third caller (a claim) whose busy timeout is 300 ms.
-    auto url = others_->url();
-    url.busy_timeout = std::chrono::milliseconds(300);
-    auto claims = Database::Open(url);
-    ASSERT_TRUE(claims.ok()) << claims.status().ToString();
-    const auto run = WriteUnderContention(**claims, 2, 7, 20, 8, std::chrono::milliseconds(5));
+    const auto claims = OpenLike(*others_, [](DbUrl& url) { url.busy_timeout = std::chrono::milliseconds(300); });
+    ASSERT_NE(claims, nullptr);
+    const auto run = WriteUnderContention(*claims, 2, 7, 20, 8, std::chrono::milliseconds(5));
     EXPECT_EQ(run.failed, 0);
     EXPECT_GT(run.writes, 10) << "the writers did not keep the lock busy";
 }
