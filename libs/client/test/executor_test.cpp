@@ -364,15 +364,16 @@ TEST_F(ExecutorTest, AKillsReasonIsReadLenientlyButBoundedAndTyped) {
 
 // ---- Request signatures (docs/protocol.md "Security") ----
 
+// Every route a node calls: each takes only a signed call addressed to this instance.
+const std::pair<http::Method, std::string> kSignedRoutes[] = {
+    {http::Method::kPost, "/v1/run"}, {http::Method::kPost, "/v1/runs"},      {http::Method::kPost, "/v1/kill"},
+    {http::Method::kGet, "/v1/beat"}, {http::Method::kPost, "/v1/idle-beat"}, {http::Method::kGet, "/v1/log?fire_id=1"},
+};
+
 TEST_F(ExecutorTest, RefusesUnsignedCallsAndBearerTokensOnEveryRoute) {
     Start(Options());
     const std::string run = RunBody(1, 10, "count").dump();
-    for (const auto& [method, path] :
-         std::vector<std::pair<http::Method, std::string>>{{http::Method::kPost, "/v1/run"},
-                                                           {http::Method::kPost, "/v1/kill"},
-                                                           {http::Method::kGet, "/v1/beat"},
-                                                           {http::Method::kPost, "/v1/idle-beat"},
-                                                           {http::Method::kGet, "/v1/log?fire_id=1"}}) {
+    for (const auto& [method, path] : kSignedRoutes) {
         http::ClientRequest unsigned_request{.method = method, .url = Url(path), .body = run};
         EXPECT_EQ(client_.Send(unsigned_request)->status, 401) << path;
         // Not even the executor's own token opens it: nodes never send one.
@@ -433,12 +434,7 @@ TEST_F(ExecutorTest, RefusesACallAddressedToAnotherInstanceOfItsApp) {
     auto refused = client_.Send(elsewhere);
     EXPECT_EQ(refused->status, 401);
     EXPECT_NE(ErrorOf(refused)["message"].get<std::string>().find(other), std::string::npos) << refused->body;
-    for (const auto& [method, path] :
-         std::vector<std::pair<http::Method, std::string>>{{http::Method::kPost, "/v1/kill"},
-                                                           {http::Method::kGet, "/v1/beat"},
-                                                           {http::Method::kPost, "/v1/idle-beat"},
-                                                           {http::Method::kPost, "/v1/runs"},
-                                                           {http::Method::kGet, "/v1/log?fire_id=1"}}) {
+    for (const auto& [method, path] : kSignedRoutes) {
         EXPECT_EQ(client_.Send(SignedRequest(TestSigningKey(), method, addressed(path, other), "{}"))->status, 401)
             << path;
     }
