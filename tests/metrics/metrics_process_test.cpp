@@ -102,15 +102,32 @@ std::string Join(const std::set<std::string>& names) {
     return out;
 }
 
-// Makes `dir` with the config of a standalone node on SQLite in it (data in dir/data); returns
-// the config's path.
-std::filesystem::path StandaloneConfigIn(const std::filesystem::path& dir) {
-    std::filesystem::create_directories(dir);
-    const auto config = dir / "standalone.yaml";
-    std::ofstream(config) << "http:\n  listen: \"127.0.0.1:0\"\ndatabase:\n  url: \"sqlite://" +
-                                 (dir / "data/s.db").string() + "\"\nlog:\n  level: info\n";
-    return config;
-}
+// scheduler-standalone started with --demo on SQLite in a folder of its own: the job "hello"
+// (handler echo, every 10 s) and an executor token in data/. Stopped by PID, and its folder
+// removed, when the object goes.
+class DemoStandalone {
+  public:
+    explicit DemoStandalone(const std::string& prefix)
+        : scratch_(prefix),
+          process_({SCHED_STANDALONE_BIN, "--config", ConfigIn(scratch_.path()), "--demo"}, scratch_.path().string()),
+          port_(testing::ListeningPort(process_, 20s)) {}
+
+    const std::filesystem::path& dir() const { return scratch_.path(); }
+    ChildProcess& process() { return process_; }
+    unsigned short port() const { return port_; }  ///< its web module's; 0 when it did not listen
+
+  private:
+    static std::string ConfigIn(const std::filesystem::path& dir) {
+        const auto config = dir / "standalone.yaml";
+        std::ofstream(config) << "http:\n  listen: \"127.0.0.1:0\"\ndatabase:\n  url: \"sqlite://" +
+                                     (dir / "data/s.db").string() + "\"\nlog:\n  level: info\n";
+        return config.string();
+    }
+
+    testing::ScratchDir scratch_;
+    ChildProcess process_;
+    unsigned short port_;
+};
 
 // Scrapes /metrics on `port` into `metrics` every 500 ms until `seen` (which reads `metrics`)
 // holds, an answer is not 200, or `within` has passed; the last answer's status.
@@ -159,83 +176,69 @@ TEST(AlertRules, PassPromtool) {
 }
 
 TEST(StandaloneMetrics, LiveExpositionPassesPromtoolAndDeclaresEveryNameTheDashboardAndRulesUse) {
-    const testing::ScratchDir scratch("sched-metrics-");
-    const std::filesystem::path& dir = scratch.path();
-    const auto config = StandaloneConfigIn(dir);
+    // A job every 10 s with no executor, so fires end (failed) and are counted.
+    DemoStandalone node("sched-metrics-");
+    ASSERT_NE(node.port(), 0) << node.process().stderr_text();
     std::string metrics;
-    {
-        // --demo: a job every 10 s with no executor, so fires end (failed) and are counted.
-        ChildProcess p({SCHED_STANDALONE_BIN, "--config", config.string(), "--demo"}, dir.string());
-        const auto port = testing::ListeningPort(p, 20s);
-        ASSERT_NE(port, 0) << p.stderr_text();
-        bool fired = false;
-        bool gauges = false;
-        const int status = ScrapeUntil(port, metrics, 60s, [&] {
-            fired = metrics.find("sched_fire_outcomes_total{app=\"demo\"") != std::string::npos;
-            gauges = metrics.find("\nsched_fires_pending ") != std::string::npos &&
-                     metrics.find("sched_executors_live{app=\"demo\"} 0") != std::string::npos;
-            return fired && gauges;
-        });
-        ASSERT_EQ(status, 200) << metrics;
-        EXPECT_TRUE(fired) << "no fire outcome counted within 60 s\n" << metrics;
-        EXPECT_TRUE(gauges) << "no leader gauges within 60 s\n" << metrics;
-        p.Signal(SIGTERM);
-        EXPECT_TRUE(p.WaitForExit(10s));
-    }
+    bool fired = false;
+    bool gauges = false;
+    const int status = ScrapeUntil(node.port(), metrics, 60s, [&] {
+        fired = metrics.find("sched_fire_outcomes_total{app=\"demo\"") != std::string::npos;
+        gauges = metrics.find("\nsched_fires_pending ") != std::string::npos &&
+                 metrics.find("sched_executors_live{app=\"demo\"} 0") != std::string::npos;
+        return fired && gauges;
+    });
+    ASSERT_EQ(status, 200) << metrics;
+    EXPECT_TRUE(fired) << "no fire outcome counted within 60 s\n" << metrics;
+    EXPECT_TRUE(gauges) << "no leader gauges within 60 s\n" << metrics;
+    node.process().Signal(SIGTERM);
+    EXPECT_TRUE(node.process().WaitForExit(10s));
     for (const char* series : {"sched_build_info{", "\nprocess_resident_memory_bytes ", "\nsched_leader 1\n",
                                "sched_http_requests_total "}) {
         EXPECT_NE(metrics.find(series), std::string::npos) << series << "\n" << metrics;
     }
-    ExpectCheckedAndDeclaringTheUsedNames(metrics, dir / "metrics.txt", ClusterNames, 5, "/metrics");
+    ExpectCheckedAndDeclaringTheUsedNames(metrics, node.dir() / "metrics.txt", ClusterNames, 5, "/metrics");
 }
 
 // The client SDK's opt-in /metrics (executor option `metrics: true`), served by the real
 // demo-client running the standalone's demo job: promtool accepts it, the handler's run is
 // counted, and every sched_client_* name the dashboard and the rules use is declared there.
 TEST(ExecutorMetrics, ADemoClientsExpositionPassesPromtoolAndDeclaresEveryClientNameTheDashboardAndRulesUse) {
-    const testing::ScratchDir scratch("sched-client-metrics-");
-    const std::filesystem::path& dir = scratch.path();
-    const auto config = StandaloneConfigIn(dir);
-    std::string metrics;
-    {
-        // --demo: the job "hello" (handler echo, every 10 s) and an executor token in data/.
-        ChildProcess standalone({SCHED_STANDALONE_BIN, "--config", config.string(), "--demo"}, dir.string());
-        const auto web_port = testing::ListeningPort(standalone, 20s);
-        ASSERT_NE(web_port, 0) << standalone.stderr_text();
-        const std::string web = "http://127.0.0.1:" + std::to_string(web_port);
-        const auto token_file = dir / "data/executor-token";
-        testing::WaitFor([&] { return std::filesystem::exists(token_file); }, 10s, 100ms);
-        std::string token;
-        std::getline(std::ifstream(token_file), token);
-        ASSERT_FALSE(token.empty());
+    DemoStandalone standalone("sched-client-metrics-");
+    ASSERT_NE(standalone.port(), 0) << standalone.process().stderr_text();
+    const std::filesystem::path& dir = standalone.dir();
+    const std::string web = "http://127.0.0.1:" + std::to_string(standalone.port());
+    const auto token_file = dir / "data/executor-token";
+    testing::WaitFor([&] { return std::filesystem::exists(token_file); }, 10s, 100ms);
+    std::string token;
+    std::getline(std::ifstream(token_file), token);
+    ASSERT_FALSE(token.empty());
 
-        const auto client_config = dir / "demo-client.yaml";
-        std::ofstream(client_config) << "log:\n  level: info\nexecutor:\n  app: demo\n  web-endpoints: [\"" + web +
-                                            "\"]\n  heartbeat-interval: 300ms\n  spool-dir: \"" +
-                                            (dir / "spool").string() +
-                                            "\"\n  metrics: true\n  http:\n    listen: \"127.0.0.1:0\"\n";
-        ChildProcess client({SCHED_DEMO_CLIENT_BIN, "--config", client_config.string()}, dir.string(),
-                            {"SCHED_TOKEN=" + token});
-        auto serving = client.WaitForStderrLine("serving ", 20s);
-        ASSERT_TRUE(serving) << client.stderr_text();
-        // "executor demo: serving 4 handler(s) at 127.0.0.1:PORT, web endpoints: ..."
-        const auto at = serving->find(" at 127.0.0.1:");
-        ASSERT_NE(at, std::string::npos) << *serving;
-        const auto port = static_cast<unsigned short>(std::stoi(serving->substr(at + std::strlen(" at 127.0.0.1:"))));
-        // The demo job fires every 10 s: its run is counted within two periods.
-        bool ran = false;
-        const int status = ScrapeUntil(port, metrics, 30s, [&] {
-            ran =
-                metrics.find("sched_client_runs_total{handler=\"echo\",outcome=\"succeeded\"} 1") != std::string::npos;
-            return ran;
-        });
-        ASSERT_EQ(status, 200) << metrics;
-        EXPECT_TRUE(ran) << "no run of the demo job counted within 30 s\n" << metrics;
-        client.Signal(SIGTERM);
-        EXPECT_TRUE(client.WaitForExit(15s));
-        standalone.Signal(SIGTERM);
-        EXPECT_TRUE(standalone.WaitForExit(10s));
-    }
+    const auto client_config = dir / "demo-client.yaml";
+    std::ofstream(client_config) << "log:\n  level: info\nexecutor:\n  app: demo\n  web-endpoints: [\"" + web +
+                                        "\"]\n  heartbeat-interval: 300ms\n  spool-dir: \"" + (dir / "spool").string() +
+                                        "\"\n  metrics: true\n  http:\n    listen: \"127.0.0.1:0\"\n";
+    ChildProcess client({SCHED_DEMO_CLIENT_BIN, "--config", client_config.string()}, dir.string(),
+                        {"SCHED_TOKEN=" + token});
+    auto serving = client.WaitForStderrLine("serving ", 20s);
+    ASSERT_TRUE(serving) << client.stderr_text();
+    // "executor demo: serving 4 handler(s) at 127.0.0.1:PORT, web endpoints: ..."
+    const auto at = serving->find(" at 127.0.0.1:");
+    ASSERT_NE(at, std::string::npos) << *serving;
+    const auto port = static_cast<unsigned short>(std::stoi(serving->substr(at + std::strlen(" at 127.0.0.1:"))));
+    // The demo job fires every 10 s: its run is counted within two periods.
+    std::string metrics;
+    bool ran = false;
+    const int status = ScrapeUntil(port, metrics, 30s, [&] {
+        ran = metrics.find("sched_client_runs_total{handler=\"echo\",outcome=\"succeeded\"} 1") != std::string::npos;
+        return ran;
+    });
+    ASSERT_EQ(status, 200) << metrics;
+    EXPECT_TRUE(ran) << "no run of the demo job counted within 30 s\n" << metrics;
+    client.Signal(SIGTERM);
+    EXPECT_TRUE(client.WaitForExit(15s));
+    standalone.process().Signal(SIGTERM);
+    EXPECT_TRUE(standalone.process().WaitForExit(10s));
     for (const char* series : {"sched_client_info{app=\"demo\"} 1", "\nsched_client_signing_keys 1\n",
                                "\nprocess_resident_memory_bytes ", "sched_build_info{"}) {
         EXPECT_NE(metrics.find(series), std::string::npos) << series << "\n" << metrics;
