@@ -31,6 +31,7 @@
 #include "sched/common/testing/tiny_file_system.hpp"
 #include "sched/common/testing/wait_for.hpp"
 #include "sched/db/database.hpp"
+#include "sched/protocol/testing/malformed_fires_notices.hpp"
 
 namespace sched {
 namespace {
@@ -373,19 +374,8 @@ TEST_F(StandaloneProcess, InternalRoutesTakeExactlyTheirFieldsAndNameTheBadOne) 
         const auto from = at + 9;
         return body.substr(from, body.find('"', from) - from);
     };
-    const std::pair<std::string, std::string> fires[] = {
-        {R"({"epoch": 1, "fire_ids": [1], "priority": 9})", "priority"},
-        {R"({"epoch": 1, "fire_ids": "1"})", "fire_ids"},
-        {R"({"epoch": 1, "fire_ids": [1, "2"]})", "fire_ids"},
-        {R"({"epoch": 1, "fire_ids": [-4]})", "fire_ids"},
-        {R"({"epoch": "1", "fire_ids": [1]})", "epoch"},
-        {R"({"fire_ids": [1]})", "epoch"},
-        {R"({"epoch": 1})", "fire_ids"},
-        {R"([1, 2])", "body"},
-        {"fires please", "body"},
-    };
-    for (const auto& [body, field] : fires) {
-        auto [status, answer] = testing::HttpCall(port, "POST", "/internal/v1/fires", body, token);
+    for (const auto& [body, field] : protocol::testing::kMalformedFiresNotices) {
+        auto [status, answer] = testing::HttpCall(port, "POST", "/internal/v1/fires", std::string(body), token);
         EXPECT_EQ(status, 400) << body << " -> " << answer;
         EXPECT_EQ(field_of(answer), field) << body << " -> " << answer;
     }
