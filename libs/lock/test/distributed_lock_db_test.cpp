@@ -23,38 +23,43 @@ class DistributedLockDbTest : public LockDbTest {
     std::unique_ptr<DistributedLock> Client(const std::string& node) {
         return std::make_unique<DistributedLock>(std::make_shared<SqlLockStore>(Pool(2)), node);
     }
+    // `client`'s lock on the free key "k" with `lease` (a failure, and an empty handle, when it
+    // is not taken).
+    static LockHandle Took(DistributedLock& client, Micros lease) {
+        auto taken = client.TryLock("k", 0s, lease);
+        EXPECT_TRUE(taken.ok() && taken->has_value()) << taken.status().ToString();
+        return taken.ok() && taken->has_value() ? **taken : LockHandle{};
+    }
 };
 
 TEST_P(DistributedLockDbTest, TryLockWaitsForTheHolderToUnlockAndTokensIncrease) {
     auto a = Client("a");
     auto b = Client("b");
-    auto first = a->TryLock("k", 0s, 10s);
-    ASSERT_TRUE(first.ok() && first->has_value()) << first.status().ToString();
+    const LockHandle first = Took(*a, 10s);
     auto none = b->TryLock("k", 100ms, 10s);
     ASSERT_TRUE(none.ok()) << none.status().ToString();
     EXPECT_FALSE(none->has_value());
     auto unlocker = std::async(std::launch::async, [&] {
         std::this_thread::sleep_for(200ms);
-        return a->Unlock(**first);
+        return a->Unlock(first);
     });
     auto second = b->TryLock("k", 5s, 10s);
     ASSERT_TRUE(unlocker.get().ok());
     ASSERT_TRUE(second.ok() && second->has_value()) << second.status().ToString();
-    EXPECT_GT((*second)->epoch, (*first)->epoch);
+    EXPECT_GT((*second)->epoch, first.epoch);
 }
 
 TEST_P(DistributedLockDbTest, TryLockTakesAnExpiredLockWithoutItsOwnersHelp) {
     auto a = Client("a");
     auto b = Client("b");
-    auto first = a->TryLock("k", 0s, 300ms);  // a "crashes": never unlocks
-    ASSERT_TRUE(first.ok() && first->has_value());
+    const LockHandle first = Took(*a, 300ms);  // a "crashes": never unlocks
     const auto start = std::chrono::steady_clock::now();
     auto second = b->TryLock("k", 5s, 10s);
     ASSERT_TRUE(second.ok() && second->has_value()) << second.status().ToString();
-    EXPECT_EQ((*second)->epoch, (*first)->epoch + 1);
+    EXPECT_EQ((*second)->epoch, first.epoch + 1);
     EXPECT_GE(std::chrono::steady_clock::now() - start, 200ms);
     // The late unlock of the crashed owner leaves the new owner's lock alone.
-    EXPECT_TRUE(IsLeaseLost(a->Unlock(**first)));
+    EXPECT_TRUE(IsLeaseLost(a->Unlock(first)));
     auto still = b->TryLock("k", 0s, 1s);  // b's own second acquisition: excluded
     ASSERT_TRUE(still.ok());
     EXPECT_FALSE(still->has_value());
@@ -65,8 +70,7 @@ TEST_P(DistributedLockDbTest, TryLockTakesAnExpiredLockWithoutItsOwnersHelp) {
 TEST_P(DistributedLockDbTest, BlockingLockReturnsCancelledPromptly) {
     auto a = Client("a");
     auto b = Client("b");
-    auto held = a->TryLock("k", 0s, 30s);
-    ASSERT_TRUE(held.ok() && held->has_value());
+    const LockHandle held = Took(*a, 30s);
     std::stop_source cancel;
     auto waiter = std::async(std::launch::async, [&] { return b->Lock("k", 10s, cancel.get_token()); });
     EXPECT_EQ(waiter.wait_for(300ms), std::future_status::timeout);  // still blocked
@@ -80,10 +84,9 @@ TEST_P(DistributedLockDbTest, BlockingLockReturnsCancelledPromptly) {
 TEST_P(DistributedLockDbTest, WatchdogKeepsTheLockPastItsLeaseUntilTheGuardGoes) {
     auto a = Client("a");
     auto b = Client("b");
-    auto h = a->TryLock("k", 0s, 300ms);
-    ASSERT_TRUE(h.ok() && h->has_value());
+    const LockHandle h = Took(*a, 300ms);
     {
-        LockGuard guard = a->Guard(**h, 300ms);
+        LockGuard guard = a->Guard(h, 300ms);
         const auto until = std::chrono::steady_clock::now() + 1200ms;  // four leases
         while (std::chrono::steady_clock::now() < until) {
             auto other = b->TryLock("k", 0s, 1s);
@@ -101,10 +104,9 @@ TEST_P(DistributedLockDbTest, WatchdogKeepsTheLockPastItsLeaseUntilTheGuardGoes)
 TEST_P(DistributedLockDbTest, WatchdogStopsRenewingOnceTheWorkIsCancelled) {
     auto a = Client("a");
     auto b = Client("b");
-    auto h = a->TryLock("k", 0s, 300ms);
-    ASSERT_TRUE(h.ok() && h->has_value());
+    const LockHandle h = Took(*a, 300ms);
     std::stop_source work;
-    LockGuard guard = a->Guard(**h, 300ms, true, work.get_token());
+    LockGuard guard = a->Guard(h, 300ms, true, work.get_token());
     std::this_thread::sleep_for(500ms);
     auto before = b->TryLock("k", 0s, 1s);
     ASSERT_TRUE(before.ok());
@@ -118,9 +120,8 @@ TEST_P(DistributedLockDbTest, WatchdogStopsRenewingOnceTheWorkIsCancelled) {
 
 TEST_P(DistributedLockDbTest, LostLockIsReportedThroughTheGuard) {
     auto a = Client("a");
-    auto h = a->TryLock("k", 0s, 300ms);
-    ASSERT_TRUE(h.ok() && h->has_value());
-    LockGuard guard = a->Guard(**h, 300ms);
+    const LockHandle h = Took(*a, 300ms);
+    LockGuard guard = a->Guard(h, 300ms);
     // Someone steals the row behind the lock's back (an operator, or a clock jump on the DB).
     ASSERT_TRUE(db().Run([](soci::session& s) {
                         s << "UPDATE scheduler_lock SET owner = 'thief', epoch = epoch + 1, version = version + 1 "
