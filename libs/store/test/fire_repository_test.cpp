@@ -21,6 +21,12 @@ class FireRepositoryTest : public StoreTest {
         EXPECT_TRUE(r.ok()) << r.status().ToString();
         return r.ok() ? *r : std::nullopt;
     }
+    // The fire `id` as Get reads it (a failure, and an empty fire, when it cannot).
+    Fire Read(std::int64_t id) {
+        auto got = FireRepository(db()).Get(id);
+        EXPECT_TRUE(got.ok()) << got.status().ToString();
+        return got.ok() ? *got : Fire{};
+    }
     static Fire Sample(std::int64_t job_id, std::int64_t t) {
         Fire f;
         f.job_id = job_id;
@@ -54,17 +60,15 @@ TEST_P(FireRepositoryTest, InsertIsIdempotentPerJobTimeKindAttemptShard) {
     EXPECT_TRUE(Insert(shard));
     EXPECT_TRUE(Insert(Sample(1, 2000)));
 
-    FireRepository fires(db());
-    auto got = fires.Get(*first);
-    ASSERT_TRUE(got.ok()) << got.status().ToString();
-    EXPECT_EQ(got->job_id, 1);
-    EXPECT_EQ(got->scheduled_time, 1000);
-    EXPECT_EQ(got->kind, FireKind::kSchedule);
-    EXPECT_EQ(got->status, FireStatus::kPending);
-    EXPECT_EQ(got->epoch, 7);
-    EXPECT_EQ(got->assigned_node, "node-a");
-    EXPECT_EQ(got->executor_address, std::nullopt);
-    EXPECT_GT(got->created_at, 0);
+    const Fire got = Read(*first);
+    EXPECT_EQ(got.job_id, 1);
+    EXPECT_EQ(got.scheduled_time, 1000);
+    EXPECT_EQ(got.kind, FireKind::kSchedule);
+    EXPECT_EQ(got.status, FireStatus::kPending);
+    EXPECT_EQ(got.epoch, 7);
+    EXPECT_EQ(got.assigned_node, "node-a");
+    EXPECT_EQ(got.executor_address, std::nullopt);
+    EXPECT_GT(got.created_at, 0);
 }
 
 // A workflow step's fire keeps its run and step through every insert path; an ended one keeps
