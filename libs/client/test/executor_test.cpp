@@ -8,24 +8,22 @@
 #include <gtest/gtest.h>
 
 #include "sched/client/testing/fake_web.hpp"
-#include "sched/common/node_id.hpp"
 #include "sched/http/testing/test_server.hpp"
 #include "sched/protocol/registry.hpp"
 
+#include "executor_fixture.hpp"
 #include "fast_executor_options.hpp"
 
 namespace sched::client {
 namespace {
 
 using namespace std::chrono_literals;
-using http::testing::BlockingClient;
 using http::testing::ErrorOf;
 using http::testing::WaitFor;
 using testing::FakeWeb;
+using testing::kToken;
 using testing::SignedRequest;
 using testing::TestSigningKey;
-
-constexpr const char* kToken = "test-token";
 
 Status Echo(JobContext& ctx) {
     ctx.Log("params: {}", ctx.params().dump());
@@ -64,19 +62,10 @@ struct Gate {
     }
 };
 
-class ExecutorTest : public ::testing::Test {
+class ExecutorTest : public testing::ExecutorFixture {
   protected:
-    void SetUp() override {
-        spool_dir_ = std::filesystem::temp_directory_path() / ("sched-executor-test-" + RandomHex(8));
-        web_ = std::make_unique<FakeWeb>(kToken);
-    }
-    void TearDown() override {
-        gate_.open = true;  // a test that stopped early must not leave a handler waiting
-        if (executor_) executor_->Stop();
-        executor_.reset();
-        web_.reset();
-        std::filesystem::remove_all(spool_dir_);
-    }
+    ExecutorTest() : ExecutorFixture("sched-executor-test-") {}
+    void ReleaseHandlers() override { gate_.open = true; }
 
     ExecutorOptions Options(std::vector<std::string> endpoints = {}) {
         return testing::FastExecutorOptions(
@@ -137,12 +126,8 @@ class ExecutorTest : public ::testing::Test {
     }
     nlohmann::json ResultOf(std::int64_t fire_id) { return ResultOf(*web_, fire_id); }
 
-    std::filesystem::path spool_dir_;
-    std::unique_ptr<FakeWeb> web_;
-    // Declared before the executor: its handlers use the gate until TearDown() stops it.
+    // The executor's handlers use these until TearDown() stops it.
     Gate gate_;
-    std::unique_ptr<Executor> executor_;
-    BlockingClient client_;
     std::atomic<int> count_calls_{0};
 };
 

@@ -6,27 +6,24 @@
 // (stale_epoch) and the fire stays `running` forever.
 
 #include <atomic>
-#include <filesystem>
 
 #include <gtest/gtest.h>
 
 #include "impl/run_registry.hpp"
 #include "sched/client/executor.hpp"
 #include "sched/client/testing/fake_web.hpp"
-#include "sched/common/node_id.hpp"
 #include "sched/http/testing/test_server.hpp"
 
+#include "executor_fixture.hpp"
 #include "fast_executor_options.hpp"
 
 namespace sched::client {
 namespace {
 
 using namespace std::chrono_literals;
-using http::testing::BlockingClient;
 using http::testing::WaitFor;
 using impl::Admission;
 using impl::RunRegistry;
-using testing::FakeWeb;
 using testing::SignedRequest;
 using testing::TestSigningKey;
 
@@ -71,24 +68,14 @@ TEST(RunRegistryEpoch, ARepeatUnderANewerEpochMovesTheResultToThatEpoch) {
     EXPECT_EQ(first.run->ResultEpoch(), 6);
 }
 
-constexpr const char* kToken = "test-token";
-
-class RunEpochTest : public ::testing::Test {
+class RunEpochTest : public testing::ExecutorFixture {
   protected:
-    void SetUp() override {
-        spool_dir_ = std::filesystem::temp_directory_path() / ("sched-run-epoch-test-" + RandomHex(8));
-        web_ = std::make_unique<FakeWeb>(kToken);
-    }
-    void TearDown() override {
-        open_ = true;
-        if (executor_) executor_->Stop();
-        executor_.reset();
-        web_.reset();
-        std::filesystem::remove_all(spool_dir_);
-    }
+    RunEpochTest() : ExecutorFixture("sched-run-epoch-test-") {}
+    void ReleaseHandlers() override { open_ = true; }
 
     void Start() {
-        executor_ = std::make_unique<Executor>(testing::FastExecutorOptions({web_->Url()}, kToken, spool_dir_));
+        executor_ =
+            std::make_unique<Executor>(testing::FastExecutorOptions({web_->Url()}, testing::kToken, spool_dir_));
         executor_->Handle("gate", [this](JobContext& ctx) {
             while (!open_.load() && !ctx.cancelled()) ctx.SleepFor(2ms);
             return Status::Ok();
@@ -104,11 +91,7 @@ class RunEpochTest : public ::testing::Test {
         return client_.Send(SignedRequest(TestSigningKey(), http::Method::kPost, url, body.dump()));
     }
 
-    std::filesystem::path spool_dir_;
-    std::unique_ptr<FakeWeb> web_;
-    std::atomic<bool> open_{false};
-    std::unique_ptr<Executor> executor_;
-    BlockingClient client_;
+    std::atomic<bool> open_{false};  // the gate handler's, until TearDown() stops the executor
 };
 
 TEST_F(RunEpochTest, ARunSentAgainAfterAFailoverIsADuplicateAndItsResultCarriesTheFiresEpoch) {
