@@ -1,5 +1,6 @@
 #include "sched/common/backoff.hpp"
 
+#include <cstdint>
 #include <random>
 #include <set>
 #include <vector>
@@ -27,9 +28,10 @@ TEST(CappedExponential, NeverOverflowsHoweverManyAttempts) {
     EXPECT_EQ(CappedExponential(std::chrono::milliseconds(3), 100, huge_ms), huge_ms);
 }
 
-// 200 draws of Jittered(base, jitter) from `rng`.
+// 200 draws of Jittered(base, jitter) from a generator seeded with `seed`.
 template <typename D>
-std::vector<D> Draws(D base, BackoffJitter jitter, std::mt19937_64& rng) {
+std::vector<D> Draws(D base, BackoffJitter jitter, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
     std::vector<D> draws;
     for (int i = 0; i < 200; ++i) draws.push_back(Jittered<D>(base, jitter, rng));
     return draws;
@@ -44,30 +46,29 @@ std::size_t Distinct(const std::vector<D>& draws) {
 }
 
 TEST(Jittered, SpreadStaysWithinHalfToOneAndAHalfAndVaries) {
-    std::mt19937_64 rng(7);
-    const auto draws = Draws<Micros>(100ms, BackoffJitter::kSpread, rng);
+    const auto draws = Draws<Micros>(100ms, BackoffJitter::kSpread, 7);
     for (const Micros d : draws) {
         EXPECT_GE(d, 50ms);
         EXPECT_LT(d, 150ms);
     }
     EXPECT_GT(Distinct(draws), 100u);
+    std::mt19937_64 rng(7);
     EXPECT_EQ(Jittered<Micros>(Micros(0), BackoffJitter::kSpread, rng), Micros(1));  // never zero
 }
 
 TEST(Jittered, UpperHalfStaysWithinHalfToWholeInTheBaseUnit) {
-    std::mt19937_64 rng(3);
-    const auto draws = Draws(std::chrono::milliseconds(1000), BackoffJitter::kUpperHalf, rng);
+    const auto draws = Draws(std::chrono::milliseconds(1000), BackoffJitter::kUpperHalf, 3);
     for (const auto d : draws) {
         EXPECT_GE(d.count(), 500);
         EXPECT_LE(d.count(), 1000);
     }
     EXPECT_GT(Distinct(draws), 100u);
+    std::mt19937_64 rng(3);
     EXPECT_EQ(Jittered<Micros>(42ms, BackoffJitter::kNone, rng), 42ms);
 }
 
 TEST(Jittered, QuarterMoreNeverShortensTheDelay) {
-    std::mt19937_64 rng(11);
-    const auto draws = Draws<Micros>(400ms, BackoffJitter::kQuarterMore, rng);
+    const auto draws = Draws<Micros>(400ms, BackoffJitter::kQuarterMore, 11);
     for (const Micros d : draws) {
         EXPECT_GE(d, 400ms);
         EXPECT_LE(d, 500ms);
