@@ -101,8 +101,12 @@ Result<FireActivity> FireStats::Activity(const ActivityQuery& q) {
         const std::int64_t from = out.from_ms;
         const std::int64_t now = out.now_ms;
         const std::int64_t bucket = q.bucket_ms;
-        // A range over idx_fire_time (scheduled_time).
+        // A range over idx_fire_time (scheduled_time), and the binding of its bounds.
         const std::string in_window = " WHERE f.scheduled_time >= :from AND f.scheduled_time <= :now ";
+        const auto bind_window = [&](soci::statement& st) {
+            st.exchange(soci::use(from, "from"));
+            st.exchange(soci::use(now, "now"));
+        };
 
         for (std::int64_t start = from; start <= now; start += bucket) out.buckets.push_back({.start_ms = start});
         const auto buckets = impl::SelectRows<BucketRow>(
@@ -114,8 +118,7 @@ Result<FireActivity> FireStats::Activity(const ActivityQuery& q) {
                 // A name used twice in one statement is not portable across soci backends.
                 st.exchange(soci::use(from, "origin"));
                 st.exchange(soci::use(bucket, "bucket"));
-                st.exchange(soci::use(from, "from"));
-                st.exchange(soci::use(now, "now"));
+                bind_window(st);
             });
         for (const auto& row : buckets) {
             const auto status = StatusOf(row.status);
@@ -132,10 +135,7 @@ Result<FireActivity> FireStats::Activity(const ActivityQuery& q) {
             "MAX(CASE WHEN f.dispatched_at > f.due_at THEN f.dispatched_at - f.due_at ELSE 0 END), MAX(f.finished_at) "
             "FROM job_fire f" +
                 in_window + "GROUP BY f.job_id, f.status",
-            [&](soci::statement& st) {
-                st.exchange(soci::use(from, "from"));
-                st.exchange(soci::use(now, "now"));
-            });
+            bind_window);
         std::map<std::int64_t, JobActivity> jobs;
         for (const auto& row : per_status) {
             const auto status = StatusOf(row.status);
