@@ -14,7 +14,6 @@ namespace sched::chaos {
 
 namespace {
 
-using model::FireKind;
 using model::FireStatus;
 
 std::string Describe(const model::Fire& f) {

@@ -12,7 +12,6 @@ namespace sched::cron {
 namespace {
 
 using testing::At;
-using testing::Zone;
 
 Schedule MakeOk(std::string_view type, std::string_view expr, std::string_view zone = "") {
     auto s = Schedule::Make(type, expr, zone);

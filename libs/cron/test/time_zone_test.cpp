@@ -12,7 +12,6 @@ namespace sched::cron {
 namespace {
 
 using testing::At;
-using testing::Show;
 using testing::Zone;
 
 TEST(LookupZone, FindsIanaNamesAndLinks) {

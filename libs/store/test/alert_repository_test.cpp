@@ -5,7 +5,6 @@
 
 namespace sched::store {
 
-using model::Job;
 namespace {
 
 class AlertRepositoryTest : public StoreTest {

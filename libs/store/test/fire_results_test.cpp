@@ -22,7 +22,6 @@ using model::FireKindName;
 using model::FireReason;
 using model::FireStatus;
 using model::FireStatusName;
-using model::Job;
 namespace {
 
 constexpr std::int64_t kGoneJob = 999'999;

@@ -9,7 +9,6 @@ namespace sched::store {
 
 using model::FireStatus;
 using model::FireStatusName;
-using model::Job;
 namespace {
 
 class FireStatsTest : public StoreTest {

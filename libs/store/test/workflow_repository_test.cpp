@@ -8,7 +8,6 @@ namespace sched::store {
 
 using model::EdgeCondition;
 using model::Fire;
-using model::Job;
 using model::Workflow;
 using model::WorkflowErrorField;
 namespace {

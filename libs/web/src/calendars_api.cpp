@@ -17,7 +17,6 @@ namespace sched::web::impl {
 namespace {
 
 using http::Method;
-using http::Request;
 using http::Response;
 
 constexpr std::array<std::string_view, 7> kCalendarFields = {
