@@ -3,14 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <future>
 #include <memory>
-#include <optional>
 #include <string>
-#include <thread>
 
+#include "peer_route.hpp"
+#include "sched/common/testing/io_thread.hpp"
 #include "sched/db/testing/test_database.hpp"
-#include "sched/http/testing/test_server.hpp"
 #include "sched/lock/sql_lock_store.hpp"
 #include "sched/protocol/master_wake.hpp"
 #include "sched/store/registry.hpp"
@@ -19,74 +17,38 @@
 namespace sched::dispatch {
 namespace {
 
-using http::testing::TestServer;
 using http::testing::WaitFor;
 
-constexpr const char* kToken = "cluster-secret";
-
-// A trigger node's wake route: counts the wakes that carry the cluster token. Held, it answers
-// none until released (its server's thread waits).
-class WakeRoute {
+// A node's wake route, answering that it woke one master.
+class WakeRoute : public testing::PeerRoute {
   public:
-    explicit WakeRoute(bool held = false) : held_(held), gate_(open_.get_future().share()) {
-        http::Router router;
-        router.Add(
-            http::Method::kPost, protocol::kMasterWakePath,
-            [this](http::Request& req) {
-                if (held_) gate_.wait();
-                if (req.headers.Get("Authorization") != std::string("Bearer ") + kToken) {
-                    ++refused_;
-                    return http::Response::Text("no\n", 401);
-                }
-                ++wakes_;
-                return http::Response::Json({{"woken", 1}}, 202);
-            },
-            http::Access::kPublic);
-        server_ = std::make_unique<TestServer>(std::move(router));
-    }
-    ~WakeRoute() { Release(); }
-    void Release() {
-        if (held_ && !released_.exchange(true)) open_.set_value();
-    }
-    std::string address() const { return "127.0.0.1:" + std::to_string(server_->port()); }
-    int wakes() const { return wakes_.load(); }
-    int refused() const { return refused_.load(); }
-
-  private:
-    std::atomic<int> wakes_{0};
-    std::atomic<int> refused_{0};
-    const bool held_;
-    std::promise<void> open_;
-    std::shared_future<void> gate_;
-    std::atomic<bool> released_{false};
-    std::unique_ptr<TestServer> server_;  // last: stopped first
+    explicit WakeRoute(bool held = false)
+        : PeerRoute(
+              protocol::kMasterWakePath,
+              [](const nlohmann::json&) {
+                  return http::Response::Json({{"woken", 1}}, 202);
+              },
+              held) {}
+    int wakes() const { return static_cast<int>(bodies().size()); }
 };
 
 class MasterWakerTest : public db::testing::MigratedDbTest {
   protected:
-    void SetUp() override {
-        MigratedDbTest::SetUp();
-        if (IsSkipped() || HasFatalFailure()) return;
-        io_thread_ = std::thread([this] { io_.run(); });
-    }
     void TearDown() override {
         waker_.reset();
-        work_.reset();
-        io_.stop();
-        if (io_thread_.joinable()) io_thread_.join();
-        db_pool_.join();
+        loop_.Stop();
         DbTest::TearDown();
     }
 
     // `database` empty: the test's database.
     MasterWaker& Waker(MasterWakerOptions options = {}, db::DatabaseProvider database = {}) {
-        options.token = kToken;
+        options.token = testing::kClusterToken;
         if (!database)
             database = [db = db().shared_from_this()] {
                 return db;
             };
-        waker_ =
-            std::make_unique<MasterWaker>(io_.get_executor(), http_, std::move(database), db_pool_, std::move(options));
+        waker_ = std::make_unique<MasterWaker>(loop_.io.get_executor(), http_, std::move(database), loop_.pool,
+                                               std::move(options));
         return *waker_;
     }
 
@@ -111,11 +73,8 @@ class MasterWakerTest : public db::testing::MigratedDbTest {
         return WaitFor([&] { return waker_->Stats().rounds >= rounds; });
     }
 
-    net::io_context io_;
-    std::optional<net::executor_work_guard<net::io_context::executor_type>> work_{io_.get_executor()};
-    std::thread io_thread_;
-    net::thread_pool db_pool_{2};
-    http::HttpClient http_{io_.get_executor()};
+    sched::testing::IoThread loop_{1, 2};
+    http::HttpClient http_{loop_.io.get_executor()};
     std::unique_ptr<MasterWaker> waker_;
 };
 
@@ -191,16 +150,9 @@ TEST_P(MasterWakerTest, BurstCostsAtMostTwoRounds) {
 }
 
 TEST_P(MasterWakerTest, DeadLeaderNeitherThrowsNorHoldsTheOthers) {
-    // A port nobody listens on any more.
-    std::uint16_t closed = 0;
-    {
-        net::io_context scratch;
-        tcp::acceptor acceptor(scratch, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
-        closed = acceptor.local_endpoint().port();
-    }
     WakeRoute alive;
     LeaderNode("alive", alive.address(), 0);
-    LeaderNode("dead", "127.0.0.1:" + std::to_string(closed), 1);
+    LeaderNode("dead", "127.0.0.1:" + std::to_string(testing::ClosedPort()), 1);
     auto& waker = Waker({.timeout = std::chrono::seconds(2)});
     waker.Wake();
     ASSERT_TRUE(Rounds(1));

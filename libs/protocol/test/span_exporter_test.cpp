@@ -7,8 +7,8 @@
 #include <atomic>
 #include <map>
 #include <mutex>
-#include <thread>
 
+#include "sched/common/testing/io_thread.hpp"
 #include "sched/http/testing/test_server.hpp"
 
 namespace sched::protocol {
@@ -16,6 +16,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using http::testing::WaitFor;
+using sched::testing::IoThread;
 
 Span TestSpan(int i) {
     Span s;
@@ -77,30 +78,13 @@ class Collector {
     http::testing::TestServer server_;
 };
 
-// An io_context run by one thread for the exporter under test.
-class IoThread {
-  public:
-    IoThread() : work_(io_.get_executor()), thread_([this] { io_.run(); }) {}
-    ~IoThread() {
-        work_.reset();
-        io_.stop();
-        thread_.join();
-    }
-    net::any_io_executor executor() { return io_.get_executor(); }
-
-  private:
-    net::io_context io_;
-    net::executor_work_guard<net::io_context::executor_type> work_;
-    std::thread thread_;
-};
-
 // An exporter under test with `options`, posting to a collector that answers `status`, as the
 // service "scheduler-test"; its io_context run by a thread of its own.
 struct ExporterRig {
     ExporterRig(int status, SpanExporterOptions options)
-        : collector(status), exporter(io.executor(), To(collector, options)) {}
+        : collector(status), exporter(loop.io.get_executor(), To(collector, options)) {}
     Collector collector;
-    IoThread io;
+    IoThread loop;
     SpanExporter exporter;
 
   private:
@@ -242,12 +226,13 @@ TEST(RunTrace, IsTheFiresTraceOrUnderTheCallersTrace) {
 
 TEST(FireTracer, PushesStepsAndTheRootUnderTheRunsSpan) {
     Collector collector(200);
-    IoThread io;
-    auto exporter = std::make_shared<SpanExporter>(io.executor(), SpanExporterOptions{.endpoint = collector.Url(),
-                                                                                      .service_name = "node-test",
-                                                                                      .batch_size = 100,
-                                                                                      .flush_interval = 20ms,
-                                                                                      .queue_limit = 100});
+    IoThread loop;
+    auto exporter =
+        std::make_shared<SpanExporter>(loop.io.get_executor(), SpanExporterOptions{.endpoint = collector.Url(),
+                                                                                   .service_name = "node-test",
+                                                                                   .batch_size = 100,
+                                                                                   .flush_interval = 20ms,
+                                                                                   .queue_limit = 100});
     exporter->Start();
     const FireRef fire{.fire_id = 42, .job_id = 7, .scheduled_ms = 1764000000000, .attempt = 0, .app = "billing"};
     FireTracer::Step(fire, FireStep::kPlanned, 1, 1);  // not installed: nothing

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <numeric>
 
-#include "io_thread.hpp"
+#include "sched/common/testing/io_thread.hpp"
 
 namespace sched::trigger {
 namespace {
@@ -55,7 +55,7 @@ class GroupClaimerTest : public ::testing::Test {
         return parts;
     }
 
-    IoThread loop_;
+    sched::testing::IoThread loop_;
     net::io_context& io_ = loop_.io;
     net::thread_pool& pool_ = loop_.pool;
     net::strand<net::io_context::executor_type> strand_{net::make_strand(io_)};

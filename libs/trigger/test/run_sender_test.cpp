@@ -6,8 +6,8 @@
 #include <thread>
 
 #include "fake_executors.hpp"
-#include "io_thread.hpp"
 #include "sched/common/clock.hpp"
+#include "sched/common/testing/io_thread.hpp"
 #include "sched/common/testing/wait_for.hpp"
 #include "sched/cron/misfire.hpp"
 #include "sched/trigger/misfire_verdict.hpp"
@@ -106,7 +106,7 @@ class RunSenderTest : public ::testing::Test {
         ended_.clear();
     }
 
-    IoThread loop_{2};
+    sched::testing::IoThread loop_{2};
     net::io_context& io_ = loop_.io;
     net::thread_pool& pool_ = loop_.pool;
     DbTime time_;

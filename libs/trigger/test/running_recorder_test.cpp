@@ -8,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-#include "io_thread.hpp"
+#include "sched/common/testing/io_thread.hpp"
 #include "sched/common/testing/wait_for.hpp"
 
 namespace sched::trigger {
@@ -95,7 +95,7 @@ class RunningRecorderTest : public ::testing::Test {
     }
     double Statements() { return metrics_.Counter("sched_slave_running_batches_total", "").Labels({}).Value(); }
 
-    IoThread loop_;
+    sched::testing::IoThread loop_;
     net::io_context& io_ = loop_.io;
     net::thread_pool& pool_ = loop_.pool;
     MetricsRegistry metrics_;

@@ -8,10 +8,10 @@
 
 #include <map>
 #include <mutex>
-#include <thread>
 
 #include "fake_executors.hpp"
 #include "sched/common/clock.hpp"
+#include "sched/common/testing/io_thread.hpp"
 #include "sched/common/testing/wait_for.hpp"
 
 namespace sched::trigger {
@@ -113,11 +113,7 @@ class OutageStore final : public FireClaimStore {
 };
 
 TEST(SlaveRecordRetry, AnAcceptedFireIsRecordedRunningThroughADatabaseOutageOfAFewSeconds) {
-    net::io_context io;
-    auto work = net::make_work_guard(io);
-    std::vector<std::thread> threads;
-    for (int i = 0; i < 2; ++i) threads.emplace_back([&io] { io.run(); });
-    net::thread_pool db_pool{2};
+    sched::testing::IoThread rt(2);
     DbTime time(SystemClock::Instance(), []() -> Result<std::int64_t> { return Unavailable("no database here"); });
     MetricsRegistry metrics;
 
@@ -144,8 +140,8 @@ TEST(SlaveRecordRetry, AnAcceptedFireIsRecordedRunningThroughADatabaseOutageOfAF
     config.dispatch_timeout = 5s;
     config.record_window = 5ms;
     auto slave =
-        std::make_unique<Slave>(io.get_executor(), db_pool, std::move(store),
-                                std::make_unique<FakeExecutors>(io.get_executor()), time, "n1", config, metrics);
+        std::make_unique<Slave>(rt.io.get_executor(), rt.pool, std::move(store),
+                                std::make_unique<FakeExecutors>(rt.io.get_executor()), time, "n1", config, metrics);
     slave->Start();
 
     const bool recorded = sched::testing::WaitFor([&] { return s.StatusNow(1) == FireStatus::kRunning; }, 8s);
@@ -153,12 +149,9 @@ TEST(SlaveRecordRetry, AnAcceptedFireIsRecordedRunningThroughADatabaseOutageOfAF
                           << s.RunningCalls() << " attempts to record it running";
     EXPECT_EQ(s.RunningCalls(), 6);
 
-    auto stopped = net::co_spawn(io, slave->Stop(), net::use_future);
+    auto stopped = net::co_spawn(rt.io, slave->Stop(), net::use_future);
     stopped.wait_for(10s);
-    work.reset();
-    for (auto& t : threads) t.join();
-    slave.reset();
-    db_pool.join();
+    rt.Join();
 }
 
 }  // namespace

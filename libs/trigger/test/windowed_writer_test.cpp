@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "io_thread.hpp"
+#include "sched/common/testing/io_thread.hpp"
 #include "sched/common/testing/wait_for.hpp"
 
 namespace sched::trigger {
@@ -30,7 +30,7 @@ class WindowedWriterTest : public ::testing::Test {
         };
     }
 
-    IoThread loop_;
+    sched::testing::IoThread loop_;
     net::io_context& io_ = loop_.io;
     net::thread_pool& pool_ = loop_.pool;
     std::mutex mu_;
