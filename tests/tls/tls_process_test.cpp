@@ -110,9 +110,7 @@ std::set<int> ListeningPorts(pid_t pid) {
 
 class TlsProcessTest : public db::testing::DbTest {
   protected:
-    void SetUp() override {
-        DbTest::SetUp();
-        if (IsSkipped() || HasFatalFailure()) return;
+    void SetUpDatabase() override {
         if (GetParam() != db::Backend::kMySql) GTEST_SKIP() << "the cluster runs on MariaDB";
         ASSERT_TRUE(db::Migrator(db()).Migrate().ok());
         IssueLeaf(dir_, "cluster");

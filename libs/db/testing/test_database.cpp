@@ -67,13 +67,11 @@ void DbTest::SetUp() {
         FAIL() << "cannot create the test database: " << t.status().ToString();
     }
     test_db_ = std::move(*t);
-}
-
-void MigratedDbTest::SetUp() {
-    DbTest::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
-    auto migrated = Migrator(db()).Migrate();
-    ASSERT_TRUE(migrated.ok()) << migrated.status().ToString();
+    if (Migrated()) {
+        auto migrated = Migrator(db()).Migrate();
+        ASSERT_TRUE(migrated.ok()) << migrated.status().ToString();
+    }
+    SetUpDatabase();
 }
 
 std::string BackendParamName(const ::testing::TestParamInfo<Backend>& info) {

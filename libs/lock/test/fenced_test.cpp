@@ -19,9 +19,7 @@ using testing::WaitFor;
 
 class FencedTest : public LockDbTest {
   protected:
-    void SetUp() override {
-        LockDbTest::SetUp();
-        if (IsSkipped() || HasFatalFailure()) return;
+    void SetUpDatabase() override {
         ASSERT_TRUE(db().Run([](soci::session& s) { s << "CREATE TABLE fenced_w (v INT)"; }).ok());
         store_ = std::make_unique<SqlLockStore>(Pool());
     }

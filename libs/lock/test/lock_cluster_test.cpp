@@ -111,9 +111,7 @@ struct TimedRecorder : ElectionObserver {
 
 class LockClusterTest : public LockDbTest {
   protected:
-    void SetUp() override {
-        LockDbTest::SetUp();
-        if (IsSkipped() || HasFatalFailure()) return;
+    void SetUpDatabase() override {
         dir_ = std::filesystem::temp_directory_path() / ("lock-cluster-" + RandomHex(8));
         std::filesystem::create_directories(dir_);
     }

@@ -11,23 +11,14 @@
 #include <gtest/gtest.h>
 
 #include "sched/common/testing/wait_for.hpp"
-#include "sched/db/migrator.hpp"
 #include "sched/db/testing/test_database.hpp"
 #include "sched/lock/sql_lock_store.hpp"
 
 namespace sched::lock::testing {
 
 /// A fresh database with the schema applied.
-class LockDbTest : public db::testing::DbTest {
+class LockDbTest : public db::testing::MigratedDbTest {
   protected:
-    void SetUp() override {
-        DbTest::SetUp();
-        if (IsSkipped() || HasFatalFailure()) return;
-        db::Migrator migrator(db());
-        auto migrated = migrator.Migrate();
-        ASSERT_TRUE(migrated.ok()) << migrated.status().ToString();
-    }
-
     /// A pool of its own, as another process would have.
     std::shared_ptr<db::Database> Pool(int size = 4) {
         db::DbUrl url = test_db().url();

@@ -19,11 +19,7 @@ using testing::WaitFor;
 
 class RowLockTest : public LockDbTest {
   protected:
-    void SetUp() override {
-        LockDbTest::SetUp();
-        if (IsSkipped() || HasFatalFailure()) return;
-        ASSERT_TRUE(CreateCounter("row_counter", "v", "INT").ok());
-    }
+    void SetUpDatabase() override { ASSERT_TRUE(CreateCounter("row_counter", "v", "INT").ok()); }
 
     int Counter() {
         auto v = SelectValue<int>("SELECT v FROM row_counter WHERE id = 1");

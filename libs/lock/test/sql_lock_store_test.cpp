@@ -19,11 +19,7 @@ using testing::WaitFor;
 
 class SqlLockStoreTest : public LockDbTest {
   protected:
-    void SetUp() override {
-        LockDbTest::SetUp();
-        if (IsSkipped() || HasFatalFailure()) return;
-        store_ = std::make_unique<SqlLockStore>(Pool());
-    }
+    void SetUpDatabase() override { store_ = std::make_unique<SqlLockStore>(Pool()); }
 
     LockRow MustRead(std::string_view name) {
         auto row = store_->Read(name);

@@ -21,9 +21,7 @@ class FireClaimsTest : public StoreTest {
     // The election's lease rows: "master" and its shards' "master/<i>" sum to the epoch 9 a claim
     // stamps; a row of another election counts for nothing.
     static inline const LeaseRows kLease{.name = "master", .pattern = "master/%"};
-    void SetUp() override {
-        StoreTest::SetUp();
-        if (IsSkipped() || HasFatalFailure()) return;
+    void SetUpDatabase() override {
         SetLeaseEpochs({{"master", 2}, {"master/0", 3}, {"master/1", 4}, {"masters", 50}, {"other", 100}});
     }
     void SetLeaseEpochs(const std::map<std::string, std::int64_t>& epochs) {

@@ -29,9 +29,7 @@ constexpr std::int64_t kMissingFire = 987'654'321;
 
 class FireResultsTest : public StoreTest {
   protected:
-    void SetUp() override {
-        StoreTest::SetUp();
-        if (IsSkipped() || HasFatalFailure()) return;
+    void SetUpDatabase() override {
         pay_job_ = CreateManualJob("charge", "pay");
         shop_job_ = CreateManualJob("restock", "shop");
         ASSERT_TRUE(ExecutorRepository(db()).Heartbeat({.app = "pay", .address = "10.0.0.1:7000"}).ok());

@@ -13,9 +13,7 @@ namespace {
 
 class FireStatsTest : public StoreTest {
   protected:
-    void SetUp() override {
-        StoreTest::SetUp();
-        if (IsSkipped() || HasFatalFailure()) return;
+    void SetUpDatabase() override {
         ASSERT_TRUE(
             db().Run([&](soci::session& s) { s << "SELECT " + std::string(db().dialect().NowMs()), soci::into(now_); })
                 .ok());

@@ -142,9 +142,9 @@ class AlerterTest : public MasterLeaseTest {
         config_.alert_max_attempts = 3;
     }
 
-    void SetUp() override {
-        MasterLeaseTest::SetUp();
-        if (IsSkipped() || HasFatalFailure()) return;
+    void SetUpDatabase() override {
+        MasterLeaseTest::SetUpDatabase();
+        if (HasFatalFailure()) return;
         job_ = CreateBillingJob("nightly");
         ASSERT_NE(job_, 0);
     }

@@ -24,9 +24,7 @@ namespace sched::trigger {
 
 class MasterLeaseTest : public db::testing::MigratedDbTest {
   protected:
-    void SetUp() override {
-        MigratedDbTest::SetUp();
-        if (IsSkipped() || HasFatalFailure()) return;
+    void SetUpDatabase() override {
         pool_ = test_db().OpenAnother();
         lock_store_ = std::make_unique<lock::SqlLockStore>(pool_);
         auto held = lock::TryAcquireOnce(*lock_store_, "master", "node-a", LeaseTtl());

@@ -34,9 +34,9 @@ using namespace std::chrono_literals;
 // Master over it.
 class MasterTest : public impl::ScanStepTest {
   protected:
-    void SetUp() override {
-        ScanStepTest::SetUp();
-        if (IsSkipped() || HasFatalFailure()) return;
+    void SetUpDatabase() override {
+        ScanStepTest::SetUpDatabase();
+        if (HasFatalFailure()) return;
         master_ = std::make_unique<Master>(pool_, *fence_, *time_, MasterConfig{}, metrics_);
     }
 

@@ -30,9 +30,9 @@ namespace sched::trigger::impl {
 
 class ScanStepTest : public MasterLeaseTest {
   protected:
-    void SetUp() override {
-        MasterLeaseTest::SetUp();
-        if (IsSkipped() || HasFatalFailure()) return;
+    void SetUpDatabase() override {
+        MasterLeaseTest::SetUpDatabase();
+        if (HasFatalFailure()) return;
         store::TriggerNodeRepository nodes(db());
         for (const char* node : {"node-a", "node-b"}) {
             ASSERT_TRUE(nodes.Heartbeat({.node_id = node, .address = "127.0.0.1:1", .capacity = 10}).ok());

@@ -101,9 +101,9 @@ class WebhookIsolationTest : public MasterLeaseTest {
 
     std::chrono::seconds LeaseTtl() const override { return 300s; }
 
-    void SetUp() override {
-        MasterLeaseTest::SetUp();
-        if (IsSkipped() || HasFatalFailure()) return;
+    void SetUpDatabase() override {
+        MasterLeaseTest::SetUpDatabase();
+        if (HasFatalFailure()) return;
         job_ = CreateBillingJob("nightly");
         ASSERT_NE(job_, 0);
         work_.emplace(io_.get_executor());

@@ -27,9 +27,7 @@ using http::testing::TestServer;
 
 class ExecutorApiTest : public db::testing::MigratedDbTest {
   protected:
-    void SetUp() override {
-        MigratedDbTest::SetUp();
-        if (IsSkipped() || HasFatalFailure()) return;
+    void SetUpDatabase() override {
         pool_db_ = test_db().OpenAnother();
         http::Router router;
         AddExecutorRoutes(

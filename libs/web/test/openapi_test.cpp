@@ -35,9 +35,7 @@ std::string DocPath(std::string pattern) {
 
 class OpenApiTest : public db::testing::DbTest {
   protected:
-    void SetUp() override {
-        DbTest::SetUp();
-        if (IsSkipped() || HasFatalFailure()) return;
+    void SetUpDatabase() override {
         WebServiceConfig config;
         config.api.token = kClusterToken;
         config.http = http::testing::LoopbackOptions();

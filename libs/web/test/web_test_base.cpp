@@ -2,9 +2,7 @@
 
 namespace sched::web::testing {
 
-void WebApiTest::SetUp() {
-    MigratedDbTest::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
+void WebApiTest::SetUpDatabase() {
     pool_db_ = test_db().OpenAnother();
     http::Router router;
     auto db = pool_db_;

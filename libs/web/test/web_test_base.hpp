@@ -23,7 +23,7 @@ inline constexpr const char* kClusterToken = "cluster-secret";
 
 class WebApiTest : public db::testing::MigratedDbTest {
   protected:
-    void SetUp() override;
+    void SetUpDatabase() override;
     void TearDown() override;
     /// Override to change what the module is built with (called by SetUp).
     virtual WebOptions Options();

@@ -43,24 +43,29 @@ class TestDatabase {
     std::shared_ptr<Database> db_;
 };
 
-/// Base fixture: GetParam() is the backend; SetUp creates the database (skip/fail for MySQL as
-/// described above).
+/// Base fixture: GetParam() is the backend. SetUp creates the database (skip/fail for MySQL as
+/// described above), migrates it for a MigratedDbTest, and only then, when all that worked, runs
+/// the fixture's own SetUpDatabase(): a fixture never sets up on a database that is not there.
 class DbTest : public ::testing::TestWithParam<Backend> {
   protected:
-    void SetUp() override;
+    void SetUp() final;
     void TearDown() override { test_db_.reset(); }
+    /// A fixture's own set-up. An override that extends another fixture's calls it first and
+    /// returns on HasFatalFailure().
+    virtual void SetUpDatabase() {}
     Database& db() { return test_db_->db(); }
     TestDatabase& test_db() { return *test_db_; }
 
   private:
+    virtual bool Migrated() const { return false; }
     std::unique_ptr<TestDatabase> test_db_;
 };
 
 /// A DbTest whose database is migrated to the newest schema (Migrator) before each test; a
 /// failed migration fails the test.
 class MigratedDbTest : public DbTest {
-  protected:
-    void SetUp() override;
+  private:
+    bool Migrated() const final { return true; }
 };
 
 /// "Sqlite" / "MySql".
