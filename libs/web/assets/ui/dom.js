@@ -119,6 +119,11 @@ export function timeCell(ms, timeZone) {
     h('div', { class: 'hint' }, fmtRelative(ms)));
 }
 
+// A resource's facts as a definition list: [label, value] rows.
+export function factList(rows) {
+  return h('dl', { class: 'facts' }, rows.map(([k, v]) => [h('dt', null, k), h('dd', null, v)]));
+}
+
 export function table(headers, rows, emptyText) {
   if (rows.length === 0) return h('div', { class: 'panel empty' }, emptyText);
   // Wide tables scroll inside their box, so a phone-width page never scrolls sideways.

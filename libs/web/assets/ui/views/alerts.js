@@ -5,7 +5,9 @@
 
 import { del, get, isAdmin, post, saveForm, withQuery } from '../api.js';
 import { auditHistory } from './audit.js';
-import { badge, bannerError, clearErrors, field, fmtTime, h, replace, showError, table } from '../dom.js';
+import {
+  badge, bannerError, clearErrors, factList, field, fmtTime, h, replace, showError, table,
+} from '../dom.js';
 import { managedNote } from './jobs.js';
 
 const EVENTS = [
@@ -147,7 +149,7 @@ export async function alertView(main, ctx) {
       } }, 'Delete'))),
     managedNote(rule),
     banner,
-    h('div', { class: 'panel' }, h('dl', { class: 'facts' }, facts.map(([k, v]) => [h('dt', null, k), h('dd', null, v)]))),
+    h('div', { class: 'panel' }, factList(facts)),
     h('h2', null, 'Deliveries'), deliveries,
     h('h2', null, 'History'), history);
   await loadDeliveries();

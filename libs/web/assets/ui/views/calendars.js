@@ -4,7 +4,9 @@
 
 import { canOperate, del, get, saveForm, withQuery } from '../api.js';
 import { auditHistory } from './audit.js';
-import { badge, clearErrors, field, fmtTime, formDenied, h, replace, showError, table } from '../dom.js';
+import {
+  badge, clearErrors, factList, field, fmtTime, formDenied, h, replace, showError, table,
+} from '../dom.js';
 
 // Both lists are read page by page up to these many items (the API holds at most 1000 calendars).
 const MAX_PAGES = 5;
@@ -172,7 +174,7 @@ export async function calendarView(main, ctx) {
         if (await deleteCalendar(c, banner)) location.hash = '#/calendars';
       } }, 'Delete')) : null),
     banner,
-    h('div', { class: 'panel' }, h('dl', { class: 'facts' }, facts.map(([k, v]) => [h('dt', null, k), h('dd', null, v)]))),
+    h('div', { class: 'panel' }, factList(facts)),
     h('h2', null, 'Preview ', days), preview,
     h('h2', null, 'History'), history);
   await previewInto(preview, id, days.value);

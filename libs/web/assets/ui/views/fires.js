@@ -1,7 +1,7 @@
 // Fire history (status, lag, duration) and one fire with its log and a kill button.
 
 import { canOperate, get, post, withQuery } from '../api.js';
-import { badge, bannerError, fmtDuration, h, replace, table, timeCell } from '../dom.js';
+import { badge, bannerError, factList, fmtDuration, h, replace, table, timeCell } from '../dom.js';
 
 const STATUSES = ['pending', 'dispatching', 'running', 'succeeded', 'failed', 'timeout', 'killed', 'lost', 'skipped'];
 // Why a fire ended without running, or waits (concurrency) (the ledger; docs/architecture/fire-ledger.md).
@@ -179,7 +179,7 @@ export async function fireView(main, ctx) {
       ['Reason', reasonText(fire) || '—'],
       ...(fire.skipped_until != null ? [['Skipped until', timeCell(fire.skipped_until, job?.time_zone)]] : []),
     ];
-    replace(facts, h('dl', { class: 'facts' }, rows.map(([k, v]) => [h('dt', null, k), h('dd', null, v)])));
+    replace(facts, factList(rows));
   }
   async function loadLog() {
     try {

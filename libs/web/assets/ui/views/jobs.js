@@ -4,8 +4,8 @@ import { ApiError, canOperate, del, get, post, saveForm, withQuery } from '../ap
 import { auditHistory } from './audit.js';
 import { fireOutcomeCells } from './fires.js';
 import {
-  actor, badge, bannerError, clearErrors, debounce, field, fmtDuration, fmtRelative, fmtTime, formDenied, h,
-  paramsText, replace, setFieldError, showError, table, timeCell,
+  actor, badge, bannerError, clearErrors, debounce, factList, field, fmtDuration, fmtRelative, fmtTime,
+  formDenied, h, paramsText, replace, setFieldError, showError, table, timeCell,
 } from '../dom.js';
 
 export const SCHEDULE_TYPES = ['cron', 'fixed-rate', 'fixed-delay', 'once', 'manual'];
@@ -371,7 +371,7 @@ export async function jobView(main, ctx) {
       ['Description', job.description || '—'], ['Version', job.version],
       ['Managed by', job.managed_by ?? 'made by hand'],
     ];
-    replace(facts, h('dl', { class: 'facts' }, rows.map(([k, v]) => [h('dt', null, k), h('dd', null, v)])));
+    replace(facts, factList(rows));
     const next = await get(`/api/v1/jobs/${id}/next?count=5`);
     replace(preview, h('h3', null, 'Next fire times'), h('div', { class: 'zone' }, next.time_zone),
       next.times.length ? h('ol', null, next.times.map((t) => h('li', null, fmtTime(t, next.time_zone))))

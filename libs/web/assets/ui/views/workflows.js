@@ -3,7 +3,8 @@
 
 import { canOperate, get, post, withQuery } from '../api.js';
 import {
-  actor, badge, bannerError, fmtDuration, fmtTime, h, paramsText, replace, table, timeCell,
+  actor, badge, bannerError, factList, fmtDuration, fmtTime, h, paramsText, replace, table,
+  timeCell,
 } from '../dom.js';
 import { managedNote } from './jobs.js';
 
@@ -289,7 +290,7 @@ export async function workflowView(main, ctx) {
       ['Created', fmtTime(wf.created_at)], ['Updated', fmtTime(wf.updated_at)],
       ['Managed by', wf.managed_by ?? 'made by hand'],
     ];
-    replace(facts, h('dl', { class: 'facts' }, rows.map(([k, v]) => [h('dt', null, k), h('dd', null, v)])));
+    replace(facts, factList(rows));
     replace(graph, dagSvg(wf.steps, wf.edges, { href: (st) => `#/jobs/${st.job_id}` }));
     const parentsOf = (name) => (wf.edges ?? []).filter((e) => e.child === name)
       .map((e) => (e.condition && e.condition !== 'on-success' ? `${e.parent} (${e.condition})` : e.parent));
@@ -376,7 +377,7 @@ export async function workflowRunView(main, ctx) {
       ['Params', paramsText(run.params) ? h('code', null, paramsText(run.params)) : '—'],
       ['Created by', run.created_by ?? '—'], ['Created', fmtTime(run.created_at, zone)],
     ];
-    replace(facts, h('dl', { class: 'facts' }, rows.map(([k, v]) => [h('dt', null, k), h('dd', null, v)])));
+    replace(facts, factList(rows));
     const byName = new Map((run.steps ?? []).map((st) => [st.name, st]));
     replace(graph, dagSvg(run.steps, run.edges, {
       state: (st) => (STEP_STATES.includes(byName.get(st.name)?.state) ? byName.get(st.name).state : 'waiting'),
