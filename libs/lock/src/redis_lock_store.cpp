@@ -1,15 +1,13 @@
 #include "sched/lock/redis_lock_store.hpp"
 
-#include <arpa/inet.h>
-
 #include <algorithm>
-#include <cctype>
 #include <set>
 #include <stdexcept>
 
 #include <spdlog/spdlog.h>
 
 #include "impl/redis_connection.hpp"
+#include "sched/common/host_port.hpp"
 
 namespace sched::lock {
 
@@ -320,34 +318,14 @@ class RedisQuorum {
 }  // namespace impl
 
 Result<RedisServerAddress> RedisServerAddress::Parse(std::string_view text) {
-    const std::string t(text);
-    const auto bad = [&](const std::string& why) {
-        return InvalidArgument("redis server \"" + t + "\": " + why + " (expected host:port)");
+    const auto bad = [&](std::string_view why) {
+        return InvalidArgument("redis server \"" + std::string(text) + "\": " + std::string(why));
     };
-    const auto colon = text.rfind(':');
-    if (colon == std::string_view::npos || colon == 0) return bad("no host:port");
-    std::string host(text.substr(0, colon));
-    const bool bracketed = host.size() >= 2 && host.front() == '[' && host.back() == ']';
-    if (bracketed) host = host.substr(1, host.size() - 2);
-    if (host.empty()) return bad("empty host");
-    // Only a bracketed host may hold colons, and it must then be an IPv6 address: without this
-    // "h:1;h:2" (a list written with the wrong separator) passed as host "h:1;h", port 2.
-    if (bracketed) {
-        in6_addr v6{};
-        if (inet_pton(AF_INET6, host.c_str(), &v6) != 1) return bad("\"[" + host + "]\" is not an IPv6 address");
-    } else if (host.size() > 253 || !std::all_of(host.begin(), host.end(), [](char c) {
-                   return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '.' || c == '_';
-               })) {
-        return bad("host is not a name or an IPv4 address (an IPv6 address goes in brackets)");
-    }
-    const std::string port_text(text.substr(colon + 1));
-    if (port_text.empty() || port_text.size() > 5 ||
-        !std::all_of(port_text.begin(), port_text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        return bad("port is not a number");
-    }
-    const int port = std::stoi(port_text);
-    if (port < 1 || port > 65535) return bad("port out of range 1..65535");
-    return RedisServerAddress{host, port};
+    auto address = Authority::Parse(text);
+    if (!address.ok()) return bad(address.status().message());
+    if (!address->port) return bad("no port (expected host:port)");
+    if (*address->port == 0) return bad("port out of range 1..65535");
+    return RedisServerAddress{address->host, *address->port};
 }
 
 Result<std::vector<RedisServerAddress>> RedisServerAddress::ParseList(std::string_view text) {
@@ -363,8 +341,7 @@ Result<std::vector<RedisServerAddress>> RedisServerAddress::ParseList(std::strin
 }
 
 std::string RedisServerAddress::ToString() const {
-    if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
-    return host + ":" + std::to_string(port);
+    return HostPort{host, static_cast<std::uint16_t>(port)}.ToString();
 }
 
 RedisQuorumStore::RedisQuorumStore(std::unique_ptr<impl::RedisQuorum> quorum) : quorum_(std::move(quorum)) {}

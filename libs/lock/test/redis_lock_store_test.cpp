@@ -113,18 +113,18 @@ TEST(RedisLockStore, BadArgumentsAreRejected) {
     EXPECT_EQ(store.AcquireLock("lock:x", "o", 0s, nullptr).status().code(), Code::kInvalidArgument);
 }
 
-TEST(RedisServerAddress, ParsesHostPortAndRejectsTheRest) {
-    auto a = RedisServerAddress::Parse("127.0.0.1:6379");
-    ASSERT_TRUE(a.ok());
-    EXPECT_EQ(a->host, "127.0.0.1");
-    EXPECT_EQ(a->port, 6379);
+// The grammar is HostPort's (sched/common/host_port_test.cpp); a Redis server also needs a port.
+TEST(RedisServerAddress, IsAHostPortWithAPortAndSaysWhichServerIsWrong) {
     auto v6 = RedisServerAddress::Parse("[::1]:7000");
     ASSERT_TRUE(v6.ok());
     EXPECT_EQ(v6->host, "::1");
+    EXPECT_EQ(v6->port, 7000);
     EXPECT_EQ(v6->ToString(), "[::1]:7000");
-    for (const char* bad : {"", "localhost", ":6379", "h:", "h:0", "h:65536", "h:12x", "h:1;h:2", "::1:7000", "[h]:1",
-                            "[::1:7000", "a b:1", "h/x:1"}) {
-        EXPECT_EQ(RedisServerAddress::Parse(bad).status().code(), Code::kInvalidArgument) << bad;
+    for (const char* bad : {"h:0", "h:1;h:2", "[h]:1"}) {
+        const auto refused = RedisServerAddress::Parse(bad);
+        EXPECT_EQ(refused.status().code(), Code::kInvalidArgument) << bad;
+        EXPECT_NE(refused.status().message().find("redis server \"" + std::string(bad) + "\""), std::string::npos)
+            << refused.status().message();
     }
 }
 

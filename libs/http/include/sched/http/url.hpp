@@ -1,31 +1,20 @@
 #pragma once
 
-/// Addresses as configured by operators: "host:port" for listening and "http://host:port/path"
-/// for peers. Parsing is strict and reports what was expected; no Asio types here so that option
-/// structs can use these without pulling in Beast.
+/// Addresses as configured by operators: "host:port" for listening (HostPort, the project's one
+/// address grammar in sched/common/host_port.hpp) and "http://host:port/path" for peers. Parsing
+/// is strict and reports what was expected; no Asio types here so that option structs can use
+/// these without pulling in Beast.
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "sched/common/host_port.hpp"
 #include "sched/common/status.hpp"
 
 namespace sched::http {
 
-/// A host and a port. The host is a name, an IPv4 address or an IPv6 address (written in
-/// brackets in text: "[::1]:8080").
-struct HostPort {
-    std::string host;
-    std::uint16_t port = 0;
-
-    /// Parses "host:port" (port 0..65535, required). kInvalidArgument says what was expected.
-    static Result<HostPort> Parse(std::string_view text);
-    /// "host:port", with brackets around an IPv6 host.
-    std::string ToString() const;
-    /// This address as a peer can call it: a wildcard host ("0.0.0.0", "::", "") names every
-    /// interface, which no peer can dial, so it becomes `hostname`; any other host is kept.
-    HostPort Reachable(std::string_view hostname) const;
-};
+using sched::HostPort;
 
 /// This machine's host name (gethostname); "localhost" when it has none. In a container: the
 /// container's name, which its network resolves (compose service, Kubernetes pod).
