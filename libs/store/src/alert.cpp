@@ -394,9 +394,7 @@ std::vector<AlertDelivery> AlertRepository::ListDue(soci::session& s, std::int64
     // alerter's in-flight limit and rule count.
     const auto not_in = [](const char* column, const std::vector<std::int64_t>& ids) {
         if (ids.empty()) return std::string();
-        std::string sql = std::string(" AND ") + column + " NOT IN (";
-        for (std::size_t i = 0; i < ids.size(); ++i) sql += (i ? "," : "") + std::to_string(ids[i]);
-        return sql + ")";
+        return std::string(" AND ") + column + " NOT IN (" + impl::IdList(ids) + ")";
     };
     return impl::SelectRows<DeliveryRow>(s,
                                          std::string(kDeliveryColumns) +

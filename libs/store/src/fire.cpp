@@ -430,12 +430,10 @@ std::vector<std::optional<StoredFire>> FireRepository::InsertManyIfAbsent(soci::
                                               row.status == FireStatusName(f.status)};
         }
     };
-    for (std::size_t begin = 0; begin < fires.size(); begin += kInsertRows) {
-        const std::size_t end = std::min(fires.size(), begin + kInsertRows);
+    impl::ForEachChunk(fires, kInsertRows, [&](std::span<const Fire> chunk) {
         impl::BoundValues values;
         std::string rows;
-        for (std::size_t i = begin; i < end; ++i) {
-            const Fire& f = fires[i];
+        for (const Fire& f : chunk) {
             const std::int64_t due_at = StoredDueAt(f);
             rows += std::string(rows.empty() ? "(" : ", (") + values.Add(f.job_id) + ", " +
                     values.Add(f.scheduled_time) + ", '" + std::string(FireKindName(f.kind)) + "', " +
@@ -452,7 +450,7 @@ std::vector<std::optional<StoredFire>> FireRepository::InsertManyIfAbsent(soci::
             "id");
         if (!dialect.rows_returned()) {
             impl::ExecuteBound(s, insert, values);
-            continue;
+            return;
         }
         // The rows come back with the insert (MariaDB: the inserted ones and the existing ones
         // alike), so the read-back below has nothing left to read: at 3,000 fires/s it was 5 % of
@@ -461,7 +459,7 @@ std::vector<std::optional<StoredFire>> FireRepository::InsertManyIfAbsent(soci::
                                                         [&](soci::statement& st) { values.Bind(st); })) {
             found(row);
         }
-    }
+    });
     std::vector<std::size_t> missing;
     for (std::size_t i = 0; i < fires.size(); ++i) {
         if (!out[i]) missing.push_back(i);
@@ -526,12 +524,10 @@ int FireRepository::InsertLedgerRows(soci::session& s, const db::Dialect& dialec
     constexpr std::size_t kInsertRows = 100;
     const std::string now_ms(dialect.NowMs());
     int written = 0;
-    for (std::size_t begin = 0; begin < rows.size(); begin += kInsertRows) {
-        const std::size_t end = std::min(rows.size(), begin + kInsertRows);
+    impl::ForEachChunk(rows, kInsertRows, [&](std::span<const Fire> chunk) {
         impl::BoundValues values;
         std::string sql_rows;
-        for (std::size_t i = begin; i < end; ++i) {
-            const Fire& f = rows[i];
+        for (const Fire& f : chunk) {
             if (!IsFinal(f.status) || !f.reason) {
                 throw std::logic_error("a ledger row is final and has a reason (fire of job " +
                                        std::to_string(f.job_id) + ")");
@@ -556,7 +552,7 @@ int FireRepository::InsertLedgerRows(soci::session& s, const db::Dialect& dialec
                                            sql_rows,
                                        "id"),
             values));
-    }
+    });
     return written;
 }
 
@@ -654,37 +650,30 @@ std::vector<std::int64_t> FireRepository::ReassignMany(soci::session& s, const s
                                                        const std::string& node) {
     constexpr std::size_t kChunk = 500;
     std::vector<std::int64_t> moved;
-    for (std::size_t begin = 0; begin < ids.size(); begin += kChunk) {
-        const std::size_t end = std::min(ids.size(), begin + kChunk);
+    impl::ForEachChunk(ids, kChunk, [&](std::span<const std::int64_t> chunk) {
+        const std::string list = impl::IdList(chunk);
         impl::BoundValues values;
         const std::string node_value = values.Add(std::optional<std::string>(node));
-        std::string list;
-        for (std::size_t i = begin; i < end; ++i) list += (list.empty() ? "" : ", ") + values.Add(ids[i]);
         const long long matched =
             impl::ExecuteBound(s,
                                "UPDATE job_fire SET assigned_node = " + node_value + " WHERE id IN (" + list +
                                    ") AND status IN (" + StatusList(from) + ")",
                                values);
-        if (matched == static_cast<long long>(end - begin)) {
-            moved.insert(moved.end(), ids.begin() + static_cast<std::ptrdiff_t>(begin),
-                         ids.begin() + static_cast<std::ptrdiff_t>(end));
-            continue;
+        if (matched == static_cast<long long>(chunk.size())) {
+            moved.insert(moved.end(), chunk.begin(), chunk.end());
+            return;
         }
-        if (matched == 0) continue;
+        if (matched == 0) return;
         impl::BoundValues select_values;
         const std::string select_node = select_values.Add(std::optional<std::string>(node));
-        std::string select_list;
-        for (std::size_t i = begin; i < end; ++i) {
-            select_list += (select_list.empty() ? "" : ", ") + select_values.Add(ids[i]);
-        }
         for (std::int64_t id : impl::SelectRows<impl::IdRow>(s,
-                                                             "SELECT id FROM job_fire WHERE id IN (" + select_list +
+                                                             "SELECT id FROM job_fire WHERE id IN (" + list +
                                                                  ") AND assigned_node = " + select_node +
                                                                  " AND status IN (" + StatusList(from) + ")",
                                                              [&](soci::statement& st) { select_values.Bind(st); })) {
             moved.push_back(id);
         }
-    }
+    });
     return moved;
 }
 
@@ -740,16 +729,9 @@ std::vector<Fire> FireRepository::ListFollowups(soci::session& s, int limit, con
 
 std::vector<Fire> FireRepository::ListForWorkflowRuns(soci::session& s, const std::vector<std::int64_t>& run_ids) {
     constexpr std::size_t kChunk = 500;
-    std::vector<Fire> fires;
-    for (std::size_t begin = 0; begin < run_ids.size(); begin += kChunk) {
-        const std::size_t end = std::min(run_ids.size(), begin + kChunk);
-        std::string sql = std::string("SELECT ") + kColumns + " FROM job_fire WHERE workflow_run_id IN (";
-        for (std::size_t i = begin; i < end; ++i) sql += (i > begin ? ", " : "") + std::to_string(run_ids[i]);
-        sql += ") ORDER BY id";  // ids are numbers, not input text
-        auto chunk = impl::SelectRows<FireRow>(s, sql, [](soci::statement&) {});
-        fires.insert(fires.end(), std::make_move_iterator(chunk.begin()), std::make_move_iterator(chunk.end()));
-    }
-    return fires;
+    return impl::SelectByIds<FireRow>(s, run_ids, kChunk, [](const std::string& list) {
+        return std::string("SELECT ") + kColumns + " FROM job_fire WHERE workflow_run_id IN (" + list + ") ORDER BY id";
+    });
 }
 
 std::map<std::int64_t, Fire> FireRepository::NewestOfJobs(soci::session& s, const std::vector<std::int64_t>& job_ids) {
@@ -796,13 +778,10 @@ void FireRepository::ClearFollowup(soci::session& s, std::int64_t id) {
 
 void FireRepository::ClearFollowups(soci::session& s, const std::vector<std::int64_t>& ids) {
     constexpr std::size_t kChunk = 500;
-    for (std::size_t begin = 0; begin < ids.size(); begin += kChunk) {
-        const std::size_t end = std::min(ids.size(), begin + kChunk);
-        impl::BoundValues values;
-        std::string list;
-        for (std::size_t i = begin; i < end; ++i) list += (list.empty() ? "" : ", ") + values.Add(ids[i]);
-        impl::ExecuteBound(s, "UPDATE job_fire SET followup = 0 WHERE id IN (" + list + ")", values);
-    }
+    impl::ForEachChunk(ids, kChunk, [&](std::span<const std::int64_t> chunk) {
+        impl::BoundValues values;  // none: the ids are literals
+        impl::ExecuteBound(s, "UPDATE job_fire SET followup = 0 WHERE id IN (" + impl::IdList(chunk) + ")", values);
+    });
 }
 
 namespace {
@@ -889,9 +868,7 @@ int FireRepository::DeleteMany(soci::session& s, const std::vector<std::int64_t>
     // Integers from our own SELECT, never input: inlined, so a batch is one statement on both
     // backends whatever SQLite's bound-parameter limit. MySQL refuses DELETE ... WHERE id IN
     // (SELECT ... LIMIT) on the same table, hence the ids are selected first.
-    std::string list;
-    list.reserve(ids.size() * 12);
-    for (const std::int64_t id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
+    const std::string list = impl::IdList(ids);
     for (const std::string_view table : kFireChildTables) {
         soci::statement child = (s.prepare << "DELETE FROM " + std::string(table) + " WHERE fire_id IN (" + list + ")");
         child.execute(true);

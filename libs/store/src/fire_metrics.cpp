@@ -125,14 +125,11 @@ void LastSuccessTracker::Refresh(soci::session& s, std::int64_t now_ms) {
         for (const auto& [id, at] : latest) ids.push_back(id);
     }
     std::map<std::int64_t, std::pair<std::string, std::string>> known;
-    for (std::size_t from = 0; from < ids.size(); from += kIdsPerSelect) {
-        std::string list;
-        for (std::size_t i = from; i < ids.size() && i < from + kIdsPerSelect; ++i) {
-            list += (i == from ? "" : ", ") + std::to_string(ids[i]);
-        }
-        soci::rowset<soci::row> rows = (s.prepare << "SELECT id, app, name FROM job WHERE id IN (" + list + ")");
+    impl::ForEachChunk(ids, kIdsPerSelect, [&](std::span<const std::int64_t> chunk) {
+        soci::rowset<soci::row> rows =
+            (s.prepare << "SELECT id, app, name FROM job WHERE id IN (" + impl::IdList(chunk) + ")");
         for (const auto& r : rows) known[Int(r, 0)] = {r.get<std::string>(1), r.get<std::string>(2)};
-    }
+    });
     for (auto it = by_job_.begin(); it != by_job_.end();) {
         if (!deep && !latest.contains(it->first)) {
             ++it;

@@ -110,13 +110,6 @@ struct IndexRow {
     int Finish() const { return index; }
 };
 
-// Ids are integers formatted here, so inlining them is safe.
-std::string IdList(const std::vector<std::int64_t>& ids, std::size_t from, std::size_t to) {
-    std::string out;
-    for (std::size_t i = from; i < to; ++i) out += (i == from ? "" : ", ") + std::to_string(ids[i]);
-    return out;
-}
-
 // `address`: the address most of the batch's items name (one SDK instance posts its own
 // results): whether it is a registered instance of each dispatching fire's app is read by the
 // same SELECT, so the usual batch needs no read of the registrations of its own. Compared in
@@ -126,8 +119,7 @@ std::unordered_map<std::int64_t, FireState> LoadFires(soci::session& s, std::vec
     std::sort(ids.begin(), ids.end());
     ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
     std::unordered_map<std::int64_t, FireState> fires;
-    for (std::size_t from = 0; from < ids.size(); from += kSelectChunk) {
-        const std::size_t to = std::min(ids.size(), from + kSelectChunk);
+    impl::ForEachChunk(ids, kSelectChunk, [&](std::span<const std::int64_t> chunk) {
         // LEFT JOIN: a fire whose job is gone is still found (and then judged with no app).
         const auto rows = impl::SelectRows<FireStateRow>(
             s,
@@ -138,10 +130,10 @@ std::unordered_map<std::int64_t, FireState> LoadFires(soci::session& s, std::vec
             "ELSE 0 END, CASE WHEN " +
                 impl::NothingFollowsJoinedSql() +
                 " THEN 1 ELSE 0 END FROM job_fire f LEFT JOIN job j ON j.id = f.job_id WHERE f.id IN (" +
-                IdList(ids, from, to) + ")",
+                impl::IdList(chunk) + ")",
             [&address](soci::statement& st) { st.exchange(soci::use(address, "address")); });
         for (const auto& row : rows) fires.emplace(row.id, row);
-    }
+    });
     return fires;
 }
 

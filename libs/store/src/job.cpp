@@ -442,20 +442,12 @@ std::vector<Job> JobRepository::SelectDueAt(soci::session& s, std::int64_t at_ms
 }
 
 std::vector<Job> JobRepository::FindMany(soci::session& s, const std::vector<std::int64_t>& ids) {
-    std::vector<Job> out;
     // Ids are integers formatted here, never text from outside, so they are inlined: one
     // statement per chunk instead of one bound placeholder each.
     constexpr std::size_t kChunk = 500;
-    for (std::size_t i = 0; i < ids.size(); i += kChunk) {
-        std::string list;
-        for (std::size_t j = i; j < std::min(ids.size(), i + kChunk); ++j) {
-            list += (list.empty() ? "" : ", ") + std::to_string(ids[j]);
-        }
-        auto jobs = impl::SelectRows<JobRow>(
-            s, std::string("SELECT ") + kColumns + " FROM job WHERE id IN (" + list + ")", [](soci::statement&) {});
-        out.insert(out.end(), std::make_move_iterator(jobs.begin()), std::make_move_iterator(jobs.end()));
-    }
-    return out;
+    return impl::SelectByIds<JobRow>(s, ids, kChunk, [](const std::string& list) {
+        return std::string("SELECT ") + kColumns + " FROM job WHERE id IN (" + list + ")";
+    });
 }
 
 namespace impl {

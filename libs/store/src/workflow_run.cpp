@@ -157,20 +157,10 @@ std::vector<WorkflowRun> WorkflowRunRepository::ListUnstarted(soci::session& s, 
 
 std::vector<WorkflowRun> WorkflowRunRepository::FindRunning(soci::session& s, const std::vector<std::int64_t>& ids) {
     constexpr std::size_t kChunk = 500;
-    std::vector<WorkflowRun> out;
-    for (std::size_t begin = 0; begin < ids.size(); begin += kChunk) {
-        std::string in;
-        for (std::size_t i = begin; i < std::min(ids.size(), begin + kChunk); ++i) {
-            in += (in.empty() ? "" : ", ") + std::to_string(ids[i]);  // numbers, not input text
-        }
-        auto rows =
-            impl::SelectRows<RunRow>(s,
-                                     std::string(kSelect) + "WHERE status = " + Literal(WorkflowRunStatus::kRunning) +
-                                         " AND id IN (" + in + ") ORDER BY id",
-                                     [](soci::statement&) {});
-        out.insert(out.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
-    }
-    return out;
+    return impl::SelectByIds<RunRow>(s, ids, kChunk, [](const std::string& list) {
+        return std::string(kSelect) + "WHERE status = " + Literal(WorkflowRunStatus::kRunning) + " AND id IN (" + list +
+               ") ORDER BY id";
+    });
 }
 
 std::map<std::int64_t, std::string> WorkflowRunRepository::ParamsOf(soci::session& s,
@@ -183,17 +173,14 @@ std::map<std::int64_t, std::string> WorkflowRunRepository::ParamsOf(soci::sessio
     };
     constexpr std::size_t kChunk = 500;
     std::map<std::int64_t, std::string> out;
-    for (std::size_t begin = 0; begin < ids.size(); begin += kChunk) {
-        std::string in;
-        for (std::size_t i = begin; i < std::min(ids.size(), begin + kChunk); ++i) {
-            in += (in.empty() ? "" : ", ") + std::to_string(ids[i]);  // numbers, not input text
-        }
+    impl::ForEachChunk(ids, kChunk, [&](std::span<const std::int64_t> chunk) {
         for (auto& [id, params] : impl::SelectRows<Row>(
-                 s, "SELECT id, params FROM workflow_run WHERE params IS NOT NULL AND id IN (" + in + ")",
+                 s,
+                 "SELECT id, params FROM workflow_run WHERE params IS NOT NULL AND id IN (" + impl::IdList(chunk) + ")",
                  [](soci::statement&) {})) {
             out.emplace(id, std::move(params));
         }
-    }
+    });
     return out;
 }
 

@@ -7,7 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <iterator>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -259,7 +261,11 @@ class BoundValues {
   public:
     std::string Add(std::int64_t value) {
         ++numbers_;
-        // Parenthesised when negative: "a -" + "-1" must never read as "a --1" (a comment).
+        return Number(value);
+    }
+    /// The literal Add writes. Parenthesised when negative: "a -" + "-1" must never read as
+    /// "a --1" (a comment).
+    static std::string Number(std::int64_t value) {
         return value < 0 ? "(" + std::to_string(value) + ")" : std::to_string(value);
     }
     std::string Add(const std::optional<std::string>& value) {
@@ -277,6 +283,36 @@ class BoundValues {
     std::size_t numbers_ = 0;
     std::deque<std::pair<std::string, NullableString>> strings_;
 };
+
+/// "1, 2, 3": `ids` as the literals of an IN list.
+inline std::string IdList(std::span<const std::int64_t> ids) {
+    std::string out;
+    for (const auto id : ids) out += (out.empty() ? "" : ", ") + BoundValues::Number(id);
+    return out;
+}
+
+/// Calls `fn` with consecutive pieces of `items` of at most `size` elements: one statement per
+/// piece keeps each statement's text and values bounded whatever the batch.
+template <typename T, typename Fn>
+void ForEachChunk(const std::vector<T>& items, std::size_t size, Fn&& fn) {
+    const std::span<const T> all(items);
+    for (std::size_t begin = 0; begin < all.size(); begin += size) {
+        fn(all.subspan(begin, std::min(size, all.size() - begin)));
+    }
+}
+
+/// SelectRows over `ids` a chunk at a time: `sql(list)` is the statement for one chunk's IN list
+/// (IdList), with nothing to bind. The rows of every chunk, in the chunks' order.
+template <typename Row, typename Sql>
+auto SelectByIds(soci::session& s, const std::vector<std::int64_t>& ids, std::size_t chunk, Sql&& sql)
+    -> std::vector<decltype(std::declval<Row&>().Finish())> {
+    std::vector<decltype(std::declval<Row&>().Finish())> out;
+    ForEachChunk(ids, chunk, [&](std::span<const std::int64_t> part) {
+        auto rows = SelectRows<Row>(s, sql(IdList(part)), [](soci::statement&) {});
+        out.insert(out.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
+    });
+    return out;
+}
 
 /// Prepares `sql` with `values` bound and returns the affected (matched) rows.
 inline long long ExecuteBound(soci::session& s, const std::string& sql, BoundValues& values) {
@@ -300,10 +336,9 @@ inline int DeleteOldest(soci::session& s, std::string_view table, std::string_vi
                               std::string(order) + " LIMIT " + std::to_string(std::max(1, limit)),
                           [&](soci::statement& st) { st.exchange(soci::use(cutoff, "cutoff")); });
     if (ids.empty()) return 0;
-    BoundValues values;
-    std::string in;
-    for (const auto id : ids) in += (in.empty() ? "" : ", ") + values.Add(id);
-    return static_cast<int>(ExecuteBound(s, "DELETE FROM " + std::string(table) + " WHERE id IN (" + in + ")", values));
+    BoundValues values;  // none: the ids are literals
+    return static_cast<int>(
+        ExecuteBound(s, "DELETE FROM " + std::string(table) + " WHERE id IN (" + IdList(ids) + ")", values));
 }
 
 }  // namespace sched::store::impl
