@@ -16,8 +16,6 @@
 
 namespace sched::trigger_testing {
 
-using namespace std::chrono_literals;
-
 // An executor instance as the fake sees it: /v1/run answers one run; /v1/runs and
 // /v1/runs-ahead answer each run of the batch as /v1/run would (or 404 for the path, like an
 // SDK before the route).
