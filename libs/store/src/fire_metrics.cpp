@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <span>
+#include <utility>
 
 #include <soci/soci.h>
 
@@ -74,78 +76,76 @@ void LastSuccessTracker::Refresh(soci::session& s) {
 }
 
 void LastSuccessTracker::Refresh(soci::session& s, std::int64_t now_ms) {
-    if (!read_at_ms_) {
-        // The whole retained history once: every job's latest success, with its name.
-        soci::rowset<soci::row> rows =
-            (s.prepare << "SELECT j.app, j.id, j.name, MAX(f.finished_at) FROM job_fire f JOIN job j ON j.id = "
-                          "f.job_id WHERE f.status = 'succeeded' AND f.finished_at IS NOT NULL GROUP BY j.app, "
-                          "j.id, j.name");
-        for (const auto& r : rows) {
-            const std::int64_t id = Int(r, 1);
-            by_job_[id] = {r.get<std::string>(0), id, r.get<std::string>(2), Int(r, 3)};
+    // The first and every deep read take every row (one per job that ever succeeded, not one
+    // per fire: the results path keeps them, RecordLastSuccesses); the others only the rows
+    // recorded since the previous read less the overlap, by idx_last_success_recorded. Grouping
+    // the fires that finished since the previous read instead cost every fire of that window
+    // plus a 30 s overlap for executors' clocks (60,000 rows per read at 1,000 fires/s), and
+    // the first read of a term every success ever retained.
+    const bool deep = !read_at_ms_ || now_ms - *deep_read_at_ms_ >= deep_interval_ms_;
+    // MariaDB is told the index: on a table whose statistics lag its writes (every row's
+    // recorded_at moves within minutes) it chose a full scan for a range of 3 rows in 300.
+    const bool mysql = s.get_backend_name() == "mysql";
+    std::string sql = std::string("SELECT s.job_id, j.app, j.name, s.finished_at FROM job_last_success s") +
+                      (!deep && mysql ? " FORCE INDEX (idx_last_success_recorded)" : "") +
+                      " JOIN job j ON j.id = s.job_id";
+    const std::int64_t since = deep ? 0 : *read_at_ms_ - recent_overlap_ms_;
+    if (!deep) sql += " WHERE s.recorded_at > :since";
+    // Typed columns: SQLite declares these INTEGER, which a soci::row reads as a 32-bit int.
+    struct Row {
+        Job job;
+        void BindInto(soci::statement& st, impl::IntColumns& ints) {
+            ints.Into(st, job.job_id);
+            impl::IntoColumns(st, job.app, job.name);
+            ints.Into(st, job.finished_ms);
         }
-        read_at_ms_ = now_ms;
-        deep_read_at_ms_ = now_ms;
-        return;
+        Job Finish() const { return job; }
+    };
+    std::map<std::int64_t, Job> read;
+    for (auto& job : impl::SelectRows<Row>(s, sql, [&](soci::statement& st) {
+             if (!deep) st.exchange(soci::use(since, "since"));
+         })) {
+        read[job.job_id] = std::move(job);
     }
-    // Only what finished since the previous read (less the recent overlap): a range of
-    // idx_fire_finished, so a read costs the last seconds' fires. The unary pluses (the same
-    // values; MariaDB ignores them) keep SQLite, which has no statistics, off idx_fire_state
-    // (every success ever, as `status = ?` looks selective to it) and off a walk of idx_fire_job
-    // in GROUP BY order. Reading the whole overlap at
-    // every read cost every fire of the last ten minutes each 5 s (600,000 rows at 1,000
-    // fires/s); the deep read does that once per overlap. A result applied at C with a finish
-    // time F >= C - overlap is seen by the first deep read D after C: the deep read before it
-    // ran at D' <= C, and reads from D' - overlap <= F.
-    const bool deep = now_ms - *deep_read_at_ms_ >= overlap_ms_;
-    const std::int64_t since = deep ? *deep_read_at_ms_ - overlap_ms_ : *read_at_ms_ - recent_overlap_ms_;
-    std::map<std::int64_t, std::int64_t> latest;
-    {
-        soci::rowset<soci::row> rows =
-            (s.prepare << "SELECT job_id, MAX(finished_at) FROM job_fire WHERE finished_at > :since AND +status = "
-                          "'succeeded' GROUP BY +job_id",
-             soci::use(since, "since"));
-        for (const auto& r : rows) latest[Int(r, 0)] = Int(r, 1);
-    }
-    for (const auto& [id, at] : latest) {
-        auto& job = by_job_[id];
-        job.job_id = id;
-        job.finished_ms = std::max(job.finished_ms, at);
-    }
-    // Names and existence: of every tracked job at a deep read, else of the jobs just read (a
-    // rename or a delete of another job shows at the next deep read). Reading every tracked
-    // job's name at each read cost every job that ever succeeded: a million rows each 5 s with a
-    // million hourly jobs. A few hundred ids per statement.
-    std::vector<std::int64_t> ids;
+    last_rows_read_ = read.size();
     if (deep) {
-        ids.reserve(by_job_.size());
-        for (const auto& [id, job] : by_job_) ids.push_back(id);
+        by_job_ = std::move(read);  // a deleted job drops out
+        deep_read_at_ms_ = now_ms;
     } else {
-        ids.reserve(latest.size());
-        for (const auto& [id, at] : latest) ids.push_back(id);
-    }
-    std::map<std::int64_t, std::pair<std::string, std::string>> known;
-    impl::ForEachChunk(ids, kIdsPerSelect, [&](std::span<const std::int64_t> chunk) {
-        soci::rowset<soci::row> rows =
-            (s.prepare << "SELECT id, app, name FROM job WHERE id IN (" + impl::IdList(chunk) + ")");
-        for (const auto& r : rows) known[Int(r, 0)] = {r.get<std::string>(1), r.get<std::string>(2)};
-    });
-    for (auto it = by_job_.begin(); it != by_job_.end();) {
-        if (!deep && !latest.contains(it->first)) {
-            ++it;
-            continue;
-        }
-        const auto found = known.find(it->first);
-        if (found == known.end()) {
-            it = by_job_.erase(it);  // deleted
-            continue;
-        }
-        it->second.app = found->second.first;
-        it->second.name = found->second.second;
-        ++it;
+        for (auto& [id, job] : read) by_job_[id] = std::move(job);
     }
     read_at_ms_ = now_ms;
-    if (deep) deep_read_at_ms_ = now_ms;
+}
+
+void RecordLastSuccesses(soci::session& s, const std::vector<JobSuccess>& successes) {
+    if (successes.empty()) return;
+    std::map<std::int64_t, std::int64_t> latest;  // a job named twice keeps its latest
+    for (const auto& j : successes) {
+        auto [it, added] = latest.emplace(j.job_id, j.finished_ms);
+        if (!added) it->second = std::max(it->second, j.finished_ms);
+    }
+    const db::Dialect dialect = impl::SessionDialect(s);
+    const std::string now(dialect.NowMs());
+    // recorded_at first: MySQL evaluates the assignments left to right, so it compares with the
+    // finish time the row had; SQLite's see the old row throughout. Ids and times are numbers
+    // from the database and the result's parsed integer, inlined.
+    const std::string on_conflict =
+        dialect.backend() == db::Backend::kMySql
+            ? " ON DUPLICATE KEY UPDATE recorded_at = IF(VALUES(finished_at) > finished_at, VALUES(recorded_at), "
+              "recorded_at), finished_at = GREATEST(finished_at, VALUES(finished_at))"
+            : " ON CONFLICT (job_id) DO UPDATE SET recorded_at = CASE WHEN excluded.finished_at > "
+              "job_last_success.finished_at THEN excluded.recorded_at ELSE job_last_success.recorded_at END, "
+              "finished_at = MAX(job_last_success.finished_at, excluded.finished_at)";
+    const std::vector<std::pair<std::int64_t, std::int64_t>> rows(latest.begin(), latest.end());
+    impl::ForEachChunk(rows, kIdsPerSelect, [&](std::span<const std::pair<std::int64_t, std::int64_t>> chunk) {
+        std::string sql = "INSERT INTO job_last_success (job_id, finished_at, recorded_at) VALUES ";
+        const char* separator = "(";
+        for (const auto& [job, finished] : chunk) {
+            sql += separator + std::to_string(job) + ", " + std::to_string(finished) + ", " + now + ")";
+            separator = ", (";
+        }
+        s << sql + on_conflict;
+    });
 }
 
 std::vector<LastSuccessTracker::Job> LastSuccessTracker::Jobs() const {

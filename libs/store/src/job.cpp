@@ -296,6 +296,9 @@ Status JobRepository::Delete(std::int64_t id) {
         }
         soci::statement st = (s.prepare << "DELETE FROM job WHERE id = :id", soci::use(id));
         if (impl::ExecuteAffected(st) == 0) return NotFound("job " + std::to_string(id) + " not found");
+        // Its last success goes with it (the gauge reads only jobs that exist; a success being
+        // recorded at this moment may leave a row no read joins).
+        s << "DELETE FROM job_last_success WHERE job_id = :id", soci::use(id);
         return Status::Ok();
     });
 }

@@ -1,6 +1,10 @@
 #include "sched/store/fire_metrics.hpp"
 
 #include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <soci/soci.h>
 
@@ -23,6 +27,23 @@ class FireMetricsTest : public StoreTest {
             "updated_at) VALUES (" +
             std::to_string(id) + ", '" + name + "', '" + app + "', 'h', '{}', 'cron', '* * * * * ?', " +
             (enabled ? "1" : "0") + ", 0, 0)");
+    }
+    void Record(const std::vector<JobSuccess>& successes) {
+        ASSERT_TRUE(db().Run([&](soci::session& s) { RecordLastSuccesses(s, successes); }).ok());
+    }
+    // job id -> (finished_at, recorded_at) as job_last_success holds them.
+    std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> Recorded() {
+        std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> out;
+        EXPECT_TRUE(db().Run([&](soci::session& s) {
+                            long long job = 0, finished = 0, recorded = 0;
+                            soci::statement st = (s.prepare << "SELECT job_id, finished_at, recorded_at FROM "
+                                                               "job_last_success",
+                                                  soci::into(job), soci::into(finished), soci::into(recorded));
+                            st.execute();
+                            while (st.fetch()) out[job] = {finished, recorded};
+                        })
+                        .ok());
+        return out;
     }
     // A fire due `due_ago_ms` before the database clock.
     void Fire(int id, int job_id, const std::string& status, long long due_ago_ms, long long finished_ms = 0) {
@@ -51,6 +72,7 @@ TEST_P(FireMetricsTest, ClusterGaugesCountByStatusOverdueExecutorsAndLastSuccess
     Fire(14, 1, "succeeded", 0, 1'000'000);
     Fire(15, 1, "succeeded", 0, 2'000'000);
     Fire(16, 2, "failed", 0, 3'000'000);
+    Record({{1, 1'000'000}, {1, 2'000'000}});  // what the results path records of fires 14 and 15
     Exec(
         "INSERT INTO executor_instance (app, address, handlers, last_heartbeat_ms, registered_at_ms) VALUES "
         "('billing', 'h:1', '[]', " +
@@ -83,20 +105,20 @@ TEST_P(FireMetricsTest, ClusterGaugesCountByStatusOverdueExecutorsAndLastSuccess
 }
 
 // The node refreshes the last successes less often than the other gauges: a read that does not
-// refresh them repeats what the tracker knew (and reads no fire), except a tracker's first.
+// refresh them repeats what the tracker knew (and reads nothing), except a tracker's first.
 TEST_P(FireMetricsTest, ALastSuccessRefreshCanBeLeftForALaterRead) {
     Job(1, "billing", "invoice");
     auto now_us = db().NowUs();
     ASSERT_TRUE(now_us.ok());
     const long long now_ms = *now_us / 1000;
-    Fire(20, 1, "succeeded", 0, now_ms - 2000);
+    Record({{1, now_ms - 2000}});
     LastSuccessTracker tracker;
     auto first = ReadClusterGauges(db(), 5000, 30000, tracker, /*refresh_last_success=*/false);
     ASSERT_TRUE(first.ok()) << first.status().ToString();
     ASSERT_EQ(first->last_success.size(), 1u) << "a tracker's first read happens whatever the caller asks";
     EXPECT_EQ(first->last_success[0].finished_ms, now_ms - 2000);
 
-    Fire(21, 1, "succeeded", 0, now_ms - 1000);
+    Record({{1, now_ms - 1000}});
     auto kept = ReadClusterGauges(db(), 5000, 30000, tracker, /*refresh_last_success=*/false);
     ASSERT_TRUE(kept.ok()) << kept.status().ToString();
     ASSERT_EQ(kept->last_success.size(), 1u);
@@ -107,10 +129,6 @@ TEST_P(FireMetricsTest, ALastSuccessRefreshCanBeLeftForALaterRead) {
     EXPECT_EQ(refreshed->last_success[0].finished_ms, now_ms - 1000);
 }
 
-// After its first read the tracker reads only what finished since (less the overlap): a newer
-// success moves its job, a success older than that window is not read again (the history is not
-// scanned), a renamed job keeps its time under its new name, a deleted job drops out, and a job's
-// last success outlives the purge of that fire.
 TEST_P(FireMetricsTest, ExecutorsLiveListsEveryAppWithAnEnabledJobAndNoOther) {
     // 40 apps of 3 jobs each; app i has an enabled job unless i % 4 == 0, and which of its three
     // jobs is the enabled one varies, so the walk over apps must ask each app about all its jobs.
@@ -128,46 +146,115 @@ TEST_P(FireMetricsTest, ExecutorsLiveListsEveryAppWithAnEnabledJobAndNoOther) {
     EXPECT_EQ(g->executors_live, expected);
 }
 
-TEST_P(FireMetricsTest, LastSuccessesAreReadFromWhatEndedSinceThePreviousRead) {
+// A job's row moves only forward: an older finish (a result applied late) leaves it and its
+// recorded_at as they were; a newer one moves both. A job named twice in one call keeps its
+// latest, and a call of more jobs than one statement takes writes them all.
+TEST_P(FireMetricsTest, ARecordedLastSuccessOnlyMovesForward) {
+    Record({{1, 1'000}, {1, 3'000}, {2, 500}});
+    auto rows = Recorded();
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[1].first, 3'000);
+    EXPECT_EQ(rows[2].first, 500);
+    Exec("UPDATE job_last_success SET recorded_at = 7");
+
+    Record({{1, 2'000}});
+    EXPECT_EQ(Recorded()[1], std::make_pair(std::int64_t{3'000}, std::int64_t{7})) << "an older finish changes nothing";
+    Record({{1, 4'000}, {2, 400}});
+    rows = Recorded();
+    EXPECT_EQ(rows[1].first, 4'000);
+    EXPECT_GT(rows[1].second, 7) << "recorded at the database's time";
+    EXPECT_EQ(rows[2], std::make_pair(std::int64_t{500}, std::int64_t{7}));
+
+    std::vector<JobSuccess> many;
+    for (int job = 100; job < 1'300; ++job) many.push_back({job, job * 10});
+    Record(many);
+    rows = Recorded();
+    EXPECT_EQ(rows.size(), 1'202u);
+    EXPECT_EQ(rows[1'299].first, 12'990);
+}
+
+// After its first read the tracker reads only the jobs recorded since the previous read (less
+// the overlap): a newer success moves its job, an older one recorded late changes nothing, and a
+// job not recorded since is not read. A deep read reads every row again: a rename shows and a
+// deleted job drops out. A job's last success outlives the purge of that fire.
+TEST_P(FireMetricsTest, LastSuccessesAreReadFromTheJobsRecordedSinceThePreviousRead) {
     Job(1, "billing", "invoice");
     Job(2, "billing", "report");
     Job(3, "search", "reindex");
-    // The reads run at times the test gives (the database clock's, as the caller read it).
-    const std::int64_t t0 = 1'800'000'000'000;
-    Fire(10, 1, "succeeded", 0, t0 - 3'600'000);  // an hour ago: only the first read sees it
-    Fire(11, 2, "succeeded", 0, t0 - 1'000);
-    Fire(12, 3, "failed", 0, t0 - 1'000);
-    LastSuccessTracker tracker(60'000, 5'000);  // deep reads a minute back, others 5 s
-    const auto read = [&](std::int64_t now_ms) {
-        EXPECT_TRUE(db().InTransaction(db::TxMode::kRead, [&](soci::session& s) { tracker.Refresh(s, now_ms); }).ok());
-        std::map<std::int64_t, std::pair<std::string, std::int64_t>> jobs;
+    Record({{1, 100}, {2, 200}});
+    LastSuccessTracker tracker(60'000, 5'000);  // a deep read each minute, the others 5 s back
+    using Seen = std::map<std::int64_t, std::pair<std::string, std::int64_t>>;
+    const auto read = [&](std::optional<std::int64_t> at_ms = std::nullopt) {
+        EXPECT_TRUE(
+            db().InTransaction(db::TxMode::kRead,
+                               [&](soci::session& s) { at_ms ? tracker.Refresh(s, *at_ms) : tracker.Refresh(s); })
+                .ok());
+        Seen jobs;
         for (const auto& j : tracker.Jobs()) jobs[j.job_id] = {j.name, j.finished_ms};
         return jobs;
     };
-    using Seen = std::map<std::int64_t, std::pair<std::string, std::int64_t>>;
+    const auto age = [&] {
+        Exec("UPDATE job_last_success SET recorded_at = recorded_at - 3600000");
+    };
+
     EXPECT_TRUE(tracker.first_read());
-    EXPECT_EQ(read(t0), (Seen{{1, {"invoice", t0 - 3'600'000}}, {2, {"report", t0 - 1'000}}}));
+    EXPECT_EQ(read(), (Seen{{1, {"invoice", 100}}, {2, {"report", 200}}}));
     EXPECT_FALSE(tracker.first_read());
+    EXPECT_EQ(tracker.last_rows_read(), 2u);
 
-    Fire(13, 3, "succeeded", 0, t0 + 1'000);      // new: job 3 appears, with its name
-    Fire(14, 1, "succeeded", 0, t0 - 7'200'000);  // applied late, older than the overlap: never read
-    Fire(16, 1, "succeeded", 0, t0 - 20'000);     // applied late, within the overlap: the deep read's
+    age();
+    Record({{3, 300}, {1, 50}});  // job 3's first success; job 1's, older than its last, applied late
     Exec("UPDATE job SET name = 'monthly-report' WHERE id = 2");
-    Exec("DELETE FROM job_fire WHERE id = 11");  // purged: job 2 keeps its time
-    EXPECT_EQ(read(t0 + 2'000),
-              (Seen{{1, {"invoice", t0 - 3'600'000}}, {2, {"report", t0 - 1'000}}, {3, {"reindex", t0 + 1'000}}}))
-        << "a recent read: the last 5 s only, and the names of the jobs it found";
+    EXPECT_EQ(read(), (Seen{{1, {"invoice", 100}}, {2, {"report", 200}}, {3, {"reindex", 300}}}))
+        << "a recent read: the jobs recorded since, with their names";
+    EXPECT_EQ(tracker.last_rows_read(), 1u) << "job 3 alone: job 1 did not move, job 2 was not recorded";
 
-    EXPECT_EQ(read(t0 + 60'000),
-              (Seen{{1, {"invoice", t0 - 20'000}}, {2, {"monthly-report", t0 - 1'000}}, {3, {"reindex", t0 + 1'000}}}))
-        << "a deep read: a minute back from the previous deep read, and every tracked job's name";
+    age();
+    Record({{1, 400}});
+    EXPECT_EQ(read(), (Seen{{1, {"invoice", 400}}, {2, {"report", 200}}, {3, {"reindex", 300}}}));
+    EXPECT_EQ(tracker.last_rows_read(), 1u);
 
     Exec("DELETE FROM job WHERE id = 3");
-    Fire(15, 1, "succeeded", 0, t0 + 61'000);
-    EXPECT_EQ(read(t0 + 62'000),
-              (Seen{{1, {"invoice", t0 + 61'000}}, {2, {"monthly-report", t0 - 1'000}}, {3, {"reindex", t0 + 1'000}}}))
-        << "job 3's delete shows at the next deep read";
-    EXPECT_EQ(read(t0 + 120'000), (Seen{{1, {"invoice", t0 + 61'000}}, {2, {"monthly-report", t0 - 1'000}}}));
+    auto now_us = db().NowUs();
+    ASSERT_TRUE(now_us.ok());
+    EXPECT_EQ(read(*now_us / 1000 + 60'000), (Seen{{1, {"invoice", 400}}, {2, {"monthly-report", 200}}}))
+        << "a deep read: every job, the rename and the delete";
+    EXPECT_EQ(tracker.last_rows_read(), 2u);
+}
+
+// What a read costs the database: the rows recorded since the previous read and their jobs by
+// primary key, whatever the number of jobs tracked (MariaDB's handler counters of the session).
+TEST_P(FireMetricsTest, ARecentReadExaminesOnlyTheJobsRecordedSince) {
+    if (GetParam() != db::Backend::kMySql) GTEST_SKIP() << "MariaDB's handler counters";
+    std::vector<JobSuccess> all;
+    for (int id = 1; id <= 300; ++id) {
+        Job(id, "app", "job" + std::to_string(id));
+        all.push_back({id, id});
+    }
+    Record(all);
+    LastSuccessTracker tracker;
+    ASSERT_TRUE(db().Run([&](soci::session& s) { tracker.Refresh(s); }).ok());
+    EXPECT_EQ(tracker.last_rows_read(), 300u);
+    Exec("UPDATE job_last_success SET recorded_at = recorded_at - 3600000");
+    Record({{7, 1'000}, {8, 1'000}, {9, 1'000}});
+
+    const auto handler_reads = [](soci::session& s) {
+        long long sum = 0;
+        soci::rowset<soci::row> rows = (s.prepare << "SHOW SESSION STATUS LIKE 'Handler_read%'");
+        for (const auto& r : rows) sum += std::stoll(r.get<std::string>(1));
+        return sum;
+    };
+    long long examined = 0;
+    ASSERT_TRUE(db().Run([&](soci::session& s) {
+                        const long long a = handler_reads(s);
+                        const long long overhead = handler_reads(s) - a;  // the SHOW itself
+                        const long long before = handler_reads(s);
+                        tracker.Refresh(s);
+                        examined = handler_reads(s) - before - overhead;
+                    })
+                    .ok());
+    EXPECT_EQ(tracker.last_rows_read(), 3u);
+    EXPECT_LE(examined, 20) << "3 rows by idx_last_success_recorded and their 3 jobs, not the 300 tracked";
 }
 
 TEST_P(FireMetricsTest, OutcomeMetricsCountByAppJobAndStatus) {

@@ -143,10 +143,10 @@ void TriggerNode::ClusterGaugesLoop() {
     // One per term: a new term reads every job's last success once, then only what ended since.
     std::optional<std::int64_t> tracked_epoch;
     std::unique_ptr<store::LastSuccessTracker> last_success;
-    // A refresh reads every fire ended since the previous one less the tracker's 30 s overlap
-    // (executors' clocks, by which fires end, may be that far off): every 5 s that was seven
-    // times the fire rate in rows a second (17,600 at 3,000 fires/s, 5 % of MariaDB's time),
-    // every 30 s twice. The gauge serves alerts on hours without a success.
+    // A refresh reads the jobs whose last success the results path recorded since the previous
+    // one (job_last_success), so its cost follows the jobs with activity; every 30 s, since the
+    // gauge serves alerts on hours without a success and the rows are themselves written at
+    // most once per job per 10 s (web::LastSuccessWriter).
     constexpr auto kLastSuccessInterval = std::chrono::seconds(30);
     std::chrono::steady_clock::time_point last_success_read{};
     while (!stopping_) {

@@ -117,6 +117,18 @@ void CountOutcomes(store::FireOutcomeMetrics& metrics, const std::vector<store::
     });
 }
 
+// Hands each applied success's job and finish time to the last-success writer (a fire deleted
+// meanwhile has no job to record).
+template <typename Applied>
+void RecordSuccesses(LastSuccessWriter& writer, const std::vector<store::ExecutorResult>& items, const Applied& applied,
+                     const net::any_io_executor& ex) {
+    std::vector<store::JobSuccess> successes;
+    ForEachApplied(items, applied, [&](std::size_t, const store::ExecutorResult& item, const store::FireJob& job) {
+        if (item.status == model::FireStatus::kSucceeded) successes.push_back({job.job_id, item.finished_ms});
+    });
+    writer.Add(successes, ex);
+}
+
 // The fire an applied result's attempt belongs to, from its job row.
 protocol::FireRef FireRefOf(const store::ExecutorResult& item, const store::FireJob& job) {
     return {.fire_id = item.fire_id,
@@ -280,6 +292,12 @@ net::awaitable<http::Response> HandleCallback(http::Request& req, const Principa
         std::any_of(traceparents.begin(), traceparents.end(), [](const std::string& t) { return !t.empty(); });
     const bool need_jobs =
         metrics != nullptr || protocol::FireTracer::On() || any_trace || spdlog::should_log(spdlog::level::debug);
+    // The successes' jobs for job_last_success, from the same SELECT (no statement of its own).
+    const bool any_success =
+        hooks.last_success != nullptr && std::any_of(items.begin(), items.end(), [](const store::ExecutorResult& r) {
+            return r.status == model::FireStatus::kSucceeded;
+        });
+    const bool read_jobs = need_jobs || any_success;
     const auto app_allowed = [&who](const std::string& app) {
         return AuthorizeApp(who, app).ok();
     };
@@ -304,7 +322,7 @@ net::awaitable<http::Response> HandleCallback(http::Request& req, const Principa
         std::vector<std::optional<store::ResultOutcome>> decided(items.size());
         if (db.backend() == db::Backend::kMySql && !db.causal_reads()) {
             auto first = db.Run([&](soci::session& s) {
-                return store::FireResults::ApplyManyAutocommit(s, items, app_allowed, need_jobs ? &out.jobs : nullptr,
+                return store::FireResults::ApplyManyAutocommit(s, items, app_allowed, read_jobs ? &out.jobs : nullptr,
                                                                &out.raised_followup);
             });
             if (!first.ok()) return first.status();
@@ -328,7 +346,7 @@ net::awaitable<http::Response> HandleCallback(http::Request& req, const Principa
                     db::TxMode::kWrite,
                     [&](soci::session& s) -> Result<Batch> {
                         Batch b;
-                        auto* jobs = need_jobs ? &b.jobs : nullptr;
+                        auto* jobs = read_jobs ? &b.jobs : nullptr;
                         auto outcomes =
                             alone ? store::FireResults::TryApplyMany(s, batch, app_allowed, jobs, &b.raised_followup)
                                   : store::FireResults::ApplyMany(s, batch, app_allowed, jobs, &b.raised_followup);
@@ -366,6 +384,10 @@ net::awaitable<http::Response> HandleCallback(http::Request& req, const Principa
         for (std::size_t i : applied->applied) ended.push_back(items[i].fire_id);
         hooks.results_applied(ended);
     }
+    if (any_success) {
+        const net::any_io_executor ex = co_await net::this_coro::executor;
+        RecordSuccesses(*hooks.last_success, items, *applied, ex);
+    }
     if (metrics) CountOutcomes(*metrics, items, *applied);
     if (protocol::FireTracer::On()) TraceEnded(items, *applied);
     if (need_jobs) LogResults(items, traceparents, *applied);
@@ -393,9 +415,10 @@ void AddSdkRoutes(Routes& routes) {
                    auto db = ctx->database();
                    if (!db) co_return http::Response::Error(Unavailable("the database is not open yet"));
                    store::FireOutcomeMetrics* metrics = ctx->fire_metrics.get();
-                   http::Response response = co_await HandleCallback(
-                       req, who, *db, ctx->db_pool, metrics,
-                       {.wake_masters = ctx->options.wake_masters, .results_applied = ctx->options.results_applied});
+                   http::Response response = co_await HandleCallback(req, who, *db, ctx->db_pool, metrics,
+                                                                     {.wake_masters = ctx->options.wake_masters,
+                                                                      .results_applied = ctx->options.results_applied,
+                                                                      .last_success = ctx->last_success.get()});
                    co_return response;
                });
     AddLockRoutes(routes);

@@ -5,9 +5,16 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
 #include <mutex>
+#include <optional>
+#include <thread>
 #include <vector>
 
+#include "impl/last_success_writer.hpp"
+#include "sched/common/testing/io_thread.hpp"
 #include "sched/db/testing/test_database.hpp"
 #include "sched/http/testing/test_server.hpp"
 #include "sched/protocol/testing/collecting_span_sink.hpp"
@@ -105,6 +112,28 @@ class ExecutorApiTest : public db::testing::MigratedDbTest {
     void Register(const std::string& app, const std::string& address) {
         ASSERT_TRUE(
             store::ExecutorRepository(db()).Heartbeat({.app = app, .address = address, .handlers = {"echo"}}).ok());
+    }
+    // job_last_success's finish time for `job`, if it has a row.
+    std::optional<std::int64_t> RecordedSuccess(std::int64_t job) {
+        std::optional<std::int64_t> out;
+        EXPECT_TRUE(db().Run([&](soci::session& s) {
+                            long long at = 0;
+                            soci::indicator ind = soci::i_null;
+                            s << "SELECT finished_at FROM job_last_success WHERE job_id = :j", soci::use(job),
+                                soci::into(at, ind);
+                            if (s.got_data() && ind == soci::i_ok) out = at;
+                        })
+                        .ok());
+        return out;
+    }
+    // Polls `done` for up to 10 s (a write on the pool, after the response).
+    static bool WaitFor(const std::function<bool()>& done) {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (!done()) {
+            if (std::chrono::steady_clock::now() > until) return false;
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        return true;
     }
     // What a refused callback must leave exactly as it was.
     static std::string RowState(const model::Fire& f) {
@@ -365,6 +394,50 @@ TEST_P(ExecutorApiTest, AFailedResultWakesTheMastersACronJobsSuccessDoesNot) {
     ASSERT_EQ(Outcomes(nlohmann::json::array({Item(failed, 0, 5, a1, "failed")}), "secret"),
               (std::vector<std::string>{"duplicate"}));
     EXPECT_EQ(wakes_.load(), 1);
+}
+
+// job_last_success as the results path leaves it: a job's latest success (not its failures),
+// written by the process that applied it, the first after a quiet window at once.
+TEST_P(ExecutorApiTest, AnAppliedSuccessIsRecordedAsItsJobsLastSuccess) {
+    const std::string a1 = "10.0.0.1:7000";
+    Register("pay", a1);
+    const auto job = CreateJob("charge", "pay", sched::ScheduleType::kCron);
+    const auto other = CreateJob("refund", "pay", sched::ScheduleType::kCron);
+    const auto ok = DispatchedFire(job, 1000, 5, a1);
+    const auto failed = DispatchedFire(other, 1000, 5, a1);
+    auto success = Item(ok, 0, 5, a1);
+    success["finished_ms"] = 1'700'000'000'123;
+    auto failure = Item(failed, 0, 5, a1, "failed");
+    failure["finished_ms"] = 1'700'000'000'456;
+    ASSERT_EQ(Outcomes({success, failure}, "secret"), (std::vector<std::string>{"applied", "applied"}));
+    EXPECT_TRUE(WaitFor([&] { return RecordedSuccess(job) == 1'700'000'000'123; }))
+        << "recorded: " << RecordedSuccess(job).value_or(-1);
+    EXPECT_EQ(RecordedSuccess(other), std::nullopt) << "a failure is no success";
+}
+
+// The writer behind it: each job's latest success, one statement per window whatever the
+// successes within it, and a write that failed (no database) is tried again a window later.
+TEST_P(ExecutorApiTest, LastSuccessesAreWrittenOncePerWindowAndAFailedWriteIsTriedAgain) {
+    const auto job = CreateJob("charge", "pay");
+    const auto other = CreateJob("refund", "pay");
+    auto asked = std::make_shared<std::atomic<int>>(0);  // the writes tried
+    const auto provider = [asked, db = pool_db_]() -> std::shared_ptr<db::Database> {
+        return ++*asked == 1 ? nullptr : db;  // the first write finds no database
+    };
+    auto writer = std::make_shared<impl::LastSuccessWriter>(provider, db_pool_, std::chrono::milliseconds(1500));
+    sched::testing::IoThread io;
+    const net::any_io_executor ex = io.io.get_executor();
+
+    writer->Add({{job, 100}}, ex);
+    ASSERT_TRUE(WaitFor([&] { return RecordedSuccess(job) == 100; })) << "tried again after the failure";
+    EXPECT_EQ(asked->load(), 2);
+
+    const int before = asked->load();
+    for (int k = 1; k <= 50; ++k) writer->Add({{job, 100 + k}, {other, 1000 - k}}, ex);
+    ASSERT_TRUE(WaitFor([&] { return RecordedSuccess(job) == 150 && RecordedSuccess(other) == 999; }))
+        << RecordedSuccess(job).value_or(-1) << " " << RecordedSuccess(other).value_or(-1);
+    EXPECT_LE(asked->load() - before, 2) << "100 successes within a window: one write (two if a turn split them)";
+    EXPECT_EQ(writer->waiting(), 0U);
 }
 
 TEST_P(ExecutorApiTest, AnAppScopedExecutorTokenActsOnlyForItsApps) {

@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "impl/last_success_writer.hpp"
 #include "impl/sign_in.hpp"
 #include "sched/common/on_pool.hpp"
 #include "sched/cron/time_zone.hpp"
@@ -43,7 +44,8 @@ struct Context {
                                       : nullptr),
           sessions(std::make_unique<SessionStore>(options.oidc)),
           sign_in_cookies(options.token),
-          fire_metrics(metrics ? std::make_shared<store::FireOutcomeMetrics>(*metrics) : nullptr) {}
+          fire_metrics(metrics ? std::make_shared<store::FireOutcomeMetrics>(*metrics) : nullptr),
+          last_success(std::make_shared<LastSuccessWriter>(database, db_pool)) {}
 
     const WebOptions options;
     const DatabaseProvider database;
@@ -59,6 +61,8 @@ struct Context {
     RefusalBudget sign_in_refusals;
     /// Null when the process exports no metrics through this module.
     const std::shared_ptr<store::FireOutcomeMetrics> fire_metrics;
+    /// The jobs' latest successes the callback route applied, on their way to job_last_success.
+    const std::shared_ptr<LastSuccessWriter> last_success;
 };
 
 /// A handler that runs after authentication and authorisation.

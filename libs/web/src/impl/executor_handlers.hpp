@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "impl/last_success_writer.hpp"
 #include "sched/common/net.hpp"
 #include "sched/db/database.hpp"
 #include "sched/http/message.hpp"
@@ -26,6 +27,8 @@ struct CallbackHooks {
     const std::function<void()>& wake_masters;
     /// Called with the fires whose results were applied, when any were.
     const std::function<void(const std::vector<std::int64_t>&)>& results_applied;
+    /// Receives the jobs of the applied successes (may be null).
+    LastSuccessWriter* last_success = nullptr;
 };
 /// `metrics` (may be null) counts the applied results (sched_fire_outcomes_total, duration).
 net::awaitable<http::Response> HandleCallback(http::Request& req, const Principal& who, db::Database& db,

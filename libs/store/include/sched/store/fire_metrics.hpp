@@ -47,18 +47,30 @@ struct FireJob {
 };
 std::vector<FireJob> JobsOfFires(soci::session& s, const std::vector<std::int64_t>& fire_ids);
 
+/// A job's latest success as the results path saw it: what RecordLastSuccesses writes.
+struct JobSuccess {
+    std::int64_t job_id = 0;
+    std::int64_t finished_ms = 0;  ///< the succeeded fire's finish time (the executor's clock)
+};
+
+/// Writes `successes` into job_last_success, one row per job: a job's finished_at moves only
+/// forward (a result applied late with an older finish leaves it), and recorded_at takes the
+/// database clock whenever it moves. One INSERT ... ON DUPLICATE KEY UPDATE (SQLite: ON
+/// CONFLICT) per 500 jobs; a job named twice keeps its latest. Session-level; throws soci
+/// errors.
+void RecordLastSuccesses(soci::session& s, const std::vector<JobSuccess>& successes);
+
 /// The latest succeeded fire of each job, kept from one read to the next so that a read costs
-/// what ended since the last one, not the whole history nor every job: the first read (per
-/// tracker: a new master starts a new one) groups every retained succeeded fire by job. A later
-/// read groups only the fires that finished after the previous read's database time minus
-/// `recent_overlap_ms` (a range of idx_fire_finished) and reads the names of the jobs it found;
-/// once `overlap_ms` has passed since the last deep read, the read is deep: it groups the fires
-/// that finished after that deep read's time minus `overlap_ms`, and reads every tracked job's
-/// name (a deleted job drops out; a renamed one keeps its time under its new name). A job keeps
-/// its last success after the history purge deleted that fire. The overlaps cover results
-/// applied late with an earlier finish time (an executor's spool, delivered when the cluster is
-/// reachable again): one applied within `recent_overlap_ms` of its finish shows at the next
-/// read, one within `overlap_ms` at the next deep read, a later one at the next master's first.
+/// the jobs whose success moved since the last one, neither the fires' history nor every job.
+/// It reads job_last_success (RecordLastSuccesses, written by the results path): the first read
+/// (per tracker: a new master starts a new one) reads every row with its job's name; a later
+/// read only the rows recorded after the previous read's database time minus
+/// `recent_overlap_ms` (a range of idx_last_success_recorded, each joined with its job by
+/// primary key); once `deep_interval_ms` has passed since the last deep read, the read is deep
+/// again: every row, so that a deleted job drops out and a renamed one shows its new name. The
+/// overlap covers a row recorded by a statement that read its clock before this read's and
+/// committed after it, and a Galera node's clock a little behind this one's. A job keeps its
+/// last success after the history purge deleted that fire.
 class LastSuccessTracker {
   public:
     struct Job {
@@ -67,9 +79,9 @@ class LastSuccessTracker {
         std::string name;
         std::int64_t finished_ms = 0;
     };
-    explicit LastSuccessTracker(std::int64_t overlap_ms = std::int64_t{10} * 60 * 1000,
-                                std::int64_t recent_overlap_ms = std::int64_t{30} * 1000)
-        : overlap_ms_(overlap_ms), recent_overlap_ms_(std::min(recent_overlap_ms, overlap_ms)) {}
+    explicit LastSuccessTracker(std::int64_t deep_interval_ms = std::int64_t{10} * 60 * 1000,
+                                std::int64_t recent_overlap_ms = std::int64_t{5} * 1000)
+        : deep_interval_ms_(deep_interval_ms), recent_overlap_ms_(std::min(recent_overlap_ms, deep_interval_ms)) {}
 
     /// One read inside the caller's transaction at the database's time; throws soci errors.
     void Refresh(soci::session& s);
@@ -77,15 +89,18 @@ class LastSuccessTracker {
     void Refresh(soci::session& s, std::int64_t now_ms);
     /// Every tracked job, by job id.
     std::vector<Job> Jobs() const;
-    /// Whether the next Refresh reads the whole history (no read yet).
+    /// Whether the next Refresh reads every job's row (no read yet).
     bool first_read() const { return !read_at_ms_.has_value(); }
+    /// Rows of job_last_success the last Refresh read.
+    std::size_t last_rows_read() const { return last_rows_read_; }
 
   private:
-    std::int64_t overlap_ms_;
+    std::int64_t deep_interval_ms_;
     std::int64_t recent_overlap_ms_;
     std::optional<std::int64_t> read_at_ms_;       // the database clock at the previous read
     std::optional<std::int64_t> deep_read_at_ms_;  // ... at the previous deep (or first) read
     std::map<std::int64_t, Job> by_job_;
+    std::size_t last_rows_read_ = 0;
 };
 
 /// The cluster-wide gauges the leading master exports, from four aggregate SELECTs (by the
@@ -100,8 +115,7 @@ struct ClusterGauges {
 };
 /// `last_success` is refreshed in the same read transaction when `refresh_last_success` (or it
 /// has not read yet), and copied into the result either way: a caller may refresh it less often
-/// than the other gauges, since each refresh reads every fire ended since the previous one less
-/// the tracker's recent overlap.
+/// than the other gauges.
 Result<ClusterGauges> ReadClusterGauges(db::Database& db, std::int64_t misfire_threshold_ms,
                                         std::int64_t executor_ttl_ms, LastSuccessTracker& last_success,
                                         bool refresh_last_success = true);
