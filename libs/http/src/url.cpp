@@ -4,6 +4,7 @@
 
 #include <array>
 #include <charconv>
+#include <string>
 
 namespace sched::http {
 
@@ -34,7 +35,10 @@ Result<Url> Url::Parse(std::string_view text) {
     const auto authority_end = rest.find_first_of("/?");
     const auto authority = rest.substr(0, authority_end);
     const auto parsed = sched::Authority::Parse(authority);
-    if (!parsed.ok()) return Bad(text, kExpected);
+    if (!parsed.ok()) {
+        // What is wrong with the host or port, not only what was expected.
+        return InvalidArgument(Bad(text, kExpected).message() + ": " + std::string(parsed.status().message()));
+    }
     Url url;
     url.host = parsed->host;
     url.https = https;

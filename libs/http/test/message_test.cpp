@@ -47,6 +47,13 @@ TEST(Url, ParsesHttpUrlsWithDefaultsAndRefusesOtherSchemes) {
     EXPECT_FALSE(Url::Parse("ftp://h/").ok());
     EXPECT_FALSE(Url::Parse("http://h/a b").ok());
     EXPECT_FALSE(Url::Parse("http:///x").ok());
+    // A refused host or port says what is wrong with it.
+    const auto bad_port = Url::Parse("http://h:70000/x");
+    ASSERT_FALSE(bad_port.ok());
+    EXPECT_NE(std::string(bad_port.status().message()).find("port out of range 0..65535"), std::string::npos)
+        << bad_port.status().message();
+    EXPECT_EQ(std::string(bad_port.status().message()).rfind("expected an http or https URL", 0), 0U)
+        << "the expectation first: callers match on it";
 }
 
 TEST(Request, QueryParametersAreDecoded) {
