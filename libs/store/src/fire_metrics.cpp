@@ -136,12 +136,21 @@ void RecordLastSuccesses(soci::session& s, const std::vector<JobSuccess>& succes
             : " ON CONFLICT (job_id) DO UPDATE SET recorded_at = CASE WHEN excluded.finished_at > "
               "job_last_success.finished_at THEN excluded.recorded_at ELSE job_last_success.recorded_at END, "
               "finished_at = MAX(job_last_success.finished_at, excluded.finished_at)";
+    // A finish time is the executor's clock, unchecked beyond >= 0: one far ahead (a clock set
+    // wrong) would pin a row that only moves forward for good, so it counts as at most a minute
+    // ahead of the database's clock; a missing one (0) as the database's clock.
+    const std::string latest_allowed = "(" + now + " + 60000)";
+    const auto finish_sql = [&](std::int64_t finished) {
+        if (finished <= 0) return now;
+        return std::string(dialect.backend() == db::Backend::kMySql ? "LEAST(" : "MIN(") + std::to_string(finished) +
+               ", " + latest_allowed + ")";
+    };
     const std::vector<std::pair<std::int64_t, std::int64_t>> rows(latest.begin(), latest.end());
     impl::ForEachChunk(rows, kIdsPerSelect, [&](std::span<const std::pair<std::int64_t, std::int64_t>> chunk) {
         std::string sql = "INSERT INTO job_last_success (job_id, finished_at, recorded_at) VALUES ";
         const char* separator = "(";
         for (const auto& [job, finished] : chunk) {
-            sql += separator + std::to_string(job) + ", " + std::to_string(finished) + ", " + now + ")";
+            sql += separator + std::to_string(job) + ", " + finish_sql(finished) + ", " + now + ")";
             separator = ", (";
         }
         s << sql + on_conflict;

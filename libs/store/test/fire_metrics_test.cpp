@@ -1,5 +1,6 @@
 #include "sched/store/fire_metrics.hpp"
 
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -171,6 +172,25 @@ TEST_P(FireMetricsTest, ARecordedLastSuccessOnlyMovesForward) {
     rows = Recorded();
     EXPECT_EQ(rows.size(), 1'202u);
     EXPECT_EQ(rows[1'299].first, 12'990);
+}
+
+// A finish is the executor's word: one far ahead of the database's clock (a clock set wrong, a
+// hostile value) would pin a row that only moves forward; it is bounded to a minute ahead, and a
+// missing one (0) is the database's clock.
+TEST_P(FireMetricsTest, AFinishFarAheadOrMissingIsBoundedByTheDatabaseClock) {
+    auto before_us = db().NowUs();
+    ASSERT_TRUE(before_us.ok());
+    Record({{1, std::numeric_limits<std::int64_t>::max()}, {2, 0}});
+    auto after_us = db().NowUs();
+    ASSERT_TRUE(after_us.ok());
+    const std::int64_t before_ms = *before_us / 1000, after_ms = *after_us / 1000;
+    auto rows = Recorded();
+    EXPECT_GE(rows[1].first, before_ms + 60'000);
+    EXPECT_LE(rows[1].first, after_ms + 60'000);
+    EXPECT_GE(rows[2].first, before_ms);
+    EXPECT_LE(rows[2].first, after_ms);
+    Record({{1, after_ms + 120'000}});  // still ahead: the row stays where the bound put it
+    EXPECT_LE(Recorded()[1].first, after_ms + 65'000) << "bounded again by the clock of the second write";
 }
 
 // After its first read the tracker reads only the jobs recorded since the previous read (less

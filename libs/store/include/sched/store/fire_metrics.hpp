@@ -55,9 +55,10 @@ struct JobSuccess {
 
 /// Writes `successes` into job_last_success, one row per job: a job's finished_at moves only
 /// forward (a result applied late with an older finish leaves it), and recorded_at takes the
-/// database clock whenever it moves. One INSERT ... ON DUPLICATE KEY UPDATE (SQLite: ON
-/// CONFLICT) per 500 jobs; a job named twice keeps its latest. Session-level; throws soci
-/// errors.
+/// database clock whenever it moves. A finish more than a minute ahead of the database clock
+/// counts as a minute ahead, a missing one (0) as the database clock. One INSERT ... ON
+/// DUPLICATE KEY UPDATE (SQLite: ON CONFLICT) per 500 jobs; a job named twice keeps its latest.
+/// Session-level; throws soci errors.
 void RecordLastSuccesses(soci::session& s, const std::vector<JobSuccess>& successes);
 
 /// The latest succeeded fire of each job, kept from one read to the next so that a read costs
