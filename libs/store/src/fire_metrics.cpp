@@ -141,7 +141,7 @@ void RecordLastSuccesses(soci::session& s, const std::vector<JobSuccess>& succes
     // ahead of the database's clock; a missing one (0) as the database's clock.
     const std::string latest_allowed = "(" + now + " + 60000)";
     const auto finish_sql = [&](std::int64_t finished) {
-        if (finished <= 0) return now;
+        if (finished <= 0) return std::string(now);
         return std::string(dialect.backend() == db::Backend::kMySql ? "LEAST(" : "MIN(") + std::to_string(finished) +
                ", " + latest_allowed + ")";
     };
