@@ -344,33 +344,54 @@ int AlertRepository::FailureStreak(soci::session& s, std::int64_t job_id, std::i
 
 std::vector<JobLastSuccess> AlertRepository::LastSuccesses(soci::session& s, std::optional<std::int64_t> job_id,
                                                            std::int64_t after_job_id, int limit) {
+    struct Read {
+        JobLastSuccess job;
+        bool stale = false;  // its finish moved without its fire (an older build's writer)
+    };
     struct Row {
         JobLastSuccess j;
         impl::NullableInt64 at;
         impl::NullableInt64 fire;
-        JobLastSuccess Finish() {
-            j.last_success_at = at.get();
-            j.last_success_fire_id = fire.get();
-            return j;
+        impl::NullableInt64 fire_finished;
+        Read Finish() {
+            Read r{.job = j};
+            r.job.last_success_at = at.get();
+            if (fire.get().value_or(0) > 0) r.job.last_success_fire_id = fire.get();
+            r.stale = at.get() && fire_finished.get() != at.get();
+            return r;
         }
         void BindInto(soci::statement& st) {
-            impl::IntoColumns(st, j.job_id, j.job_name, j.app, j.created_at, at, fire);
+            impl::IntoColumns(st, j.job_id, j.job_name, j.app, j.created_at, at, fire, fire_finished);
         }
     };
-    // The jobs are limited first (a derived table) so the aggregate never runs over more than
-    // `limit` jobs' fires; the join condition on job_id is what lets idx_fire_job serve it.
+    // The jobs by primary key, each with its job_last_success row by primary key: the cost is
+    // the `limit` jobs, not their history.
     const std::int64_t only = job_id.value_or(0);
-    return impl::SelectRows<Row>(
+    auto read = impl::SelectRows<Row>(
         s,
-        "SELECT j.id, j.name, j.app, j.created_at, MAX(f.finished_at), MAX(f.id) FROM (SELECT id, name, app, "
-        "created_at FROM job WHERE enabled = 1 AND id > :after" +
-            std::string(job_id ? " AND id = :only" : "") + " ORDER BY id LIMIT " + std::to_string(limit) +
-            ") j LEFT JOIN job_fire f ON f.job_id = j.id AND f.status = 'succeeded' "
-            "GROUP BY j.id, j.name, j.app, j.created_at ORDER BY j.id",
+        "SELECT j.id, j.name, j.app, j.created_at, l.finished_at, l.fire_id, l.fire_finished_at FROM job j "
+        "LEFT JOIN job_last_success l ON l.job_id = j.id WHERE j.enabled = 1 AND j.id > :after" +
+            std::string(job_id ? " AND j.id = :only" : "") + " ORDER BY j.id LIMIT " + std::to_string(limit),
         [&](soci::statement& st) {
             st.exchange(soci::use(after_job_id, "after"));
             if (job_id) st.exchange(soci::use(only, "only"));
         });
+    std::vector<JobLastSuccess> out;
+    out.reserve(read.size());
+    for (auto& r : read) {
+        if (r.stale) {
+            // Rare (a rolling upgrade), and then one job's history: the aggregate the row replaced.
+            impl::NullableInt64 at;
+            impl::NullableInt64 fire;
+            s << "SELECT MAX(finished_at), MAX(id) FROM job_fire WHERE job_id = :job AND status = 'succeeded'",
+                soci::use(r.job.job_id, "job"), soci::into(at.value, at.ind), soci::into(fire.value, fire.ind);
+            // The row's finish stands when it is later (that fire purged meanwhile).
+            if (at.get() > r.job.last_success_at) r.job.last_success_at = at.get();
+            if (fire.get()) r.job.last_success_fire_id = fire.get();
+        }
+        out.push_back(std::move(r.job));
+    }
+    return out;
 }
 
 bool AlertRepository::InsertDeliveryIfAbsent(soci::session& s, const db::Dialect& dialect, const AlertDelivery& d) {

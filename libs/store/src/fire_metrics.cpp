@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <span>
+#include <tuple>
 #include <utility>
 
 #include <soci/soci.h>
@@ -117,25 +118,36 @@ void LastSuccessTracker::Refresh(soci::session& s, std::int64_t now_ms) {
     read_at_ms_ = now_ms;
 }
 
+bool LaterSuccess(const JobSuccess& a, const JobSuccess& b) {
+    return std::tie(a.finished_ms, a.fire_id) > std::tie(b.finished_ms, b.fire_id);
+}
+
 void RecordLastSuccesses(soci::session& s, const std::vector<JobSuccess>& successes) {
     if (successes.empty()) return;
-    std::map<std::int64_t, std::int64_t> latest;  // a job named twice keeps its latest
+    std::map<std::int64_t, JobSuccess> latest;  // a job named twice keeps its latest
     for (const auto& j : successes) {
-        auto [it, added] = latest.emplace(j.job_id, j.finished_ms);
-        if (!added) it->second = std::max(it->second, j.finished_ms);
+        auto [it, added] = latest.emplace(j.job_id, j);
+        if (!added && LaterSuccess(j, it->second)) it->second = j;
     }
     const db::Dialect dialect = impl::SessionDialect(s);
     const std::string now(dialect.NowMs());
-    // recorded_at first: MySQL evaluates the assignments left to right, so it compares with the
-    // finish time the row had; SQLite's see the old row throughout. Ids and times are numbers
+    // finished_at last: MySQL evaluates the assignments left to right, so the others compare with
+    // the finish time the row had; SQLite's see the old row throughout. Ids and times are numbers
     // from the database and the result's parsed integer, inlined.
+    const auto if_later = [&](const char* column) {
+        const std::string c(column);
+        return dialect.backend() == db::Backend::kMySql
+                   ? c + " = IF(VALUES(finished_at) > finished_at, VALUES(" + c + "), " + c + ")"
+                   : c + " = CASE WHEN excluded.finished_at > job_last_success.finished_at THEN excluded." + c +
+                         " ELSE job_last_success." + c + " END";
+    };
     const std::string on_conflict =
-        dialect.backend() == db::Backend::kMySql
-            ? " ON DUPLICATE KEY UPDATE recorded_at = IF(VALUES(finished_at) > finished_at, VALUES(recorded_at), "
-              "recorded_at), finished_at = GREATEST(finished_at, VALUES(finished_at))"
-            : " ON CONFLICT (job_id) DO UPDATE SET recorded_at = CASE WHEN excluded.finished_at > "
-              "job_last_success.finished_at THEN excluded.recorded_at ELSE job_last_success.recorded_at END, "
-              "finished_at = MAX(job_last_success.finished_at, excluded.finished_at)";
+        (dialect.backend() == db::Backend::kMySql ? " ON DUPLICATE KEY UPDATE "
+                                                  : " ON CONFLICT (job_id) DO UPDATE SET ") +
+        if_later("recorded_at") + ", " + if_later("fire_id") + ", " + if_later("fire_finished_at") + ", " +
+        (dialect.backend() == db::Backend::kMySql
+             ? "finished_at = GREATEST(finished_at, VALUES(finished_at))"
+             : "finished_at = MAX(job_last_success.finished_at, excluded.finished_at)");
     // A finish time is the executor's clock, unchecked beyond >= 0: one far ahead (a clock set
     // wrong) would pin a row that only moves forward for good, so it counts as at most a minute
     // ahead of the database's clock; a missing one (0) as the database's clock.
@@ -145,12 +157,17 @@ void RecordLastSuccesses(soci::session& s, const std::vector<JobSuccess>& succes
         return std::string(dialect.backend() == db::Backend::kMySql ? "LEAST(" : "MIN(") + std::to_string(finished) +
                ", " + latest_allowed + ")";
     };
-    const std::vector<std::pair<std::int64_t, std::int64_t>> rows(latest.begin(), latest.end());
-    impl::ForEachChunk(rows, kIdsPerSelect, [&](std::span<const std::pair<std::int64_t, std::int64_t>> chunk) {
-        std::string sql = "INSERT INTO job_last_success (job_id, finished_at, recorded_at) VALUES ";
+    std::vector<JobSuccess> rows;
+    rows.reserve(latest.size());
+    for (const auto& [job, success] : latest) rows.push_back(success);
+    impl::ForEachChunk(rows, kIdsPerSelect, [&](std::span<const JobSuccess> chunk) {
+        std::string sql =
+            "INSERT INTO job_last_success (job_id, finished_at, recorded_at, fire_id, fire_finished_at) VALUES ";
         const char* separator = "(";
-        for (const auto& [job, finished] : chunk) {
-            sql += separator + std::to_string(job) + ", " + finish_sql(finished) + ", " + now + ")";
+        for (const auto& j : chunk) {
+            const std::string finish = finish_sql(j.finished_ms);
+            sql += separator + std::to_string(j.job_id) + ", " + finish + ", " + now + ", " +
+                   std::to_string(j.fire_id) + ", " + finish + ")";
             separator = ", (";
         }
         s << sql + on_conflict;

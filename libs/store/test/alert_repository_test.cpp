@@ -1,5 +1,6 @@
 #include "sched/store/alert.hpp"
 
+#include "sched/store/fire_metrics.hpp"
 #include "sched/store/job.hpp"
 #include "store_test_base.hpp"
 
@@ -17,7 +18,8 @@ class AlertRepositoryTest : public StoreTest {
                           .schedule_type = sched::ScheduleType::kManual})
             .id;
     }
-    // A fire row as the ledger or a result would leave it.
+    // A fire row as the ledger or a result would leave it; a success also as the results path
+    // records it (job_last_success).
     std::int64_t AddFire(std::int64_t job_id, std::int64_t scheduled, const std::string& status,
                          std::optional<std::int64_t> finished, const std::string& reason = "") {
         auto id = db().Run([&](soci::session& s) {
@@ -34,7 +36,19 @@ class AlertRepositoryTest : public StoreTest {
             return static_cast<std::int64_t>(new_id);
         });
         EXPECT_TRUE(id.ok()) << id.status().ToString();
+        if (id.ok() && status == "succeeded" && finished) {
+            EXPECT_TRUE(db().Run([&](soci::session& s) {
+                                RecordLastSuccesses(s, {{.job_id = job_id, .finished_ms = *finished, .fire_id = *id}});
+                            })
+                            .ok());
+        }
         return id.ok() ? *id : 0;
+    }
+    void Exec(const std::string& sql) {
+        ASSERT_TRUE(db().Run([&](soci::session& s) { s << sql; }).ok()) << sql;
+    }
+    std::vector<JobLastSuccess> LastSuccesses(std::optional<std::int64_t> job, std::int64_t after, int limit) {
+        return *db().Run([&](soci::session& s) { return AlertRepository::LastSuccesses(s, job, after, limit); });
     }
     struct impl_NullReason {
         std::string reason;
@@ -198,7 +212,7 @@ TEST_P(AlertRepositoryTest, LastSuccessesGivesEnabledJobsWithTheirLatestSucceede
         db().Run([&](soci::session& s) { s << "UPDATE job SET enabled = 0 WHERE id = :id", soci::use(paused); }).ok());
     ASSERT_TRUE(db().Run([&](soci::session& s) { s << "UPDATE job SET created_at = 77"; }).ok());
     const auto list = [&](std::optional<std::int64_t> job, std::int64_t after, int limit) {
-        return *db().Run([&](soci::session& s) { return AlertRepository::LastSuccesses(s, job, after, limit); });
+        return LastSuccesses(job, after, limit);
     };
     auto all = list(std::nullopt, 0, 10);
     ASSERT_EQ(all.size(), 3u);
@@ -220,6 +234,77 @@ TEST_P(AlertRepositoryTest, LastSuccessesGivesEnabledJobsWithTheirLatestSucceede
     ASSERT_EQ(one.size(), 1u);
     EXPECT_EQ(one[0].last_success_fire_id, latest);
     EXPECT_TRUE(list(paused, 0, 10).empty());
+}
+
+// A row whose finish a writer that does not know the fire moved (a node of a build before
+// migration 025, during a rolling upgrade) cannot give the episode key: that job's last success
+// is read from its fires. A success the fires no longer hold (purged) keeps the row's finish.
+TEST_P(AlertRepositoryTest, ALastSuccessMovedWithoutItsFireIsReadFromTheFires) {
+    const std::int64_t job = AddJob();
+    const std::int64_t first = AddFire(job, 1000, "succeeded", 1500);
+    ASSERT_EQ(LastSuccesses(job, 0, 10).at(0).last_success_fire_id, first);
+
+    // The older build's upsert: finished_at and recorded_at only.
+    const std::int64_t second = AddFire(job, 2000, "failed", 2500);
+    Exec("UPDATE job_fire SET status = 'succeeded' WHERE id = " + std::to_string(second));
+    Exec("UPDATE job_last_success SET finished_at = 2500, recorded_at = recorded_at + 1");
+    auto read = LastSuccesses(job, 0, 10);
+    ASSERT_EQ(read.size(), 1u);
+    EXPECT_EQ(read[0].last_success_at, 2500);
+    EXPECT_EQ(read[0].last_success_fire_id, second) << "the key moves with the success";
+
+    Exec("DELETE FROM job_fire");
+    Exec("UPDATE job_last_success SET finished_at = 3500");
+    read = LastSuccesses(job, 0, 10);
+    EXPECT_EQ(read.at(0).last_success_at, 3500) << "the row's finish, its fires purged";
+    EXPECT_EQ(read.at(0).last_success_fire_id, first) << "the fire the row last knew";
+
+    // A job without a row has no success recorded, whatever its fires say.
+    const std::int64_t other = AddJob("other");
+    AddFire(other, 1000, "failed", 1500);
+    Exec("UPDATE job_fire SET status = 'succeeded' WHERE job_id = " + std::to_string(other));
+    read = LastSuccesses(other, 0, 10);
+    ASSERT_EQ(read.size(), 1u);
+    EXPECT_FALSE(read[0].last_success_at.has_value());
+    EXPECT_FALSE(read[0].last_success_fire_id.has_value());
+}
+
+// What the no_success rule's read costs the database: a row per job and its last success by
+// primary key, not the job's history (MariaDB's handler counters of the session).
+TEST_P(AlertRepositoryTest, LastSuccessesExamineTheJobsNotTheirHistory) {
+    if (GetParam() != db::Backend::kMySql) GTEST_SKIP() << "MariaDB's handler counters";
+    const std::int64_t job = AddJob();
+    AddJob("other");
+    std::string history =
+        "INSERT INTO job_fire (job_id, scheduled_time, kind, epoch, status, due_at, created_at, finished_at) VALUES ";
+    for (int i = 1; i <= 2000; ++i) {
+        const std::string t = std::to_string(i * 1000);
+        history += (i > 1 ? ", (" : "(") + std::to_string(job) + ", " + t + ", 'schedule', 1, 'succeeded', " + t +
+                   ", " + t + ", " + t + ")";
+    }
+    Exec(history);
+    const std::int64_t last = AddFire(job, 3'000'000, "succeeded", 3'000'500);
+
+    const auto handler_reads = [](soci::session& s) {
+        long long sum = 0;
+        soci::rowset<soci::row> rows = (s.prepare << "SHOW SESSION STATUS LIKE 'Handler_read%'");
+        for (const auto& r : rows) sum += std::stoll(r.get<std::string>(1));
+        return sum;
+    };
+    long long examined = 0;
+    std::vector<JobLastSuccess> read;
+    ASSERT_TRUE(db().Run([&](soci::session& s) {
+                        const long long a = handler_reads(s);
+                        const long long overhead = handler_reads(s) - a;  // the SHOW itself
+                        const long long before = handler_reads(s);
+                        read = AlertRepository::LastSuccesses(s, std::nullopt, 0, 500);
+                        examined = handler_reads(s) - before - overhead;
+                    })
+                    .ok());
+    ASSERT_EQ(read.size(), 2u);
+    EXPECT_EQ(read[0].last_success_at, 3'000'500);
+    EXPECT_EQ(read[0].last_success_fire_id, last);
+    EXPECT_LE(examined, 10) << "2 jobs and 1 row of job_last_success, not 2,001 fires";
 }
 
 TEST_P(AlertRepositoryTest, UpdateRuleNeedsTheVersionReadAndBumpsIt) {

@@ -9,6 +9,7 @@
 
 #include <soci/soci.h>
 
+#include "sched/db/migrator.hpp"
 #include "store_test_base.hpp"
 
 namespace sched::store {
@@ -172,6 +173,59 @@ TEST_P(FireMetricsTest, ARecordedLastSuccessOnlyMovesForward) {
     rows = Recorded();
     EXPECT_EQ(rows.size(), 1'202u);
     EXPECT_EQ(rows[1'299].first, 12'990);
+
+    // The fire moves with its finish: an older finish or the same one leaves it.
+    const auto fire_of = [&](std::int64_t job) {
+        long long fire = 0, fire_finished = 0;
+        EXPECT_TRUE(db().Run([&](soci::session& s) {
+                            s << "SELECT fire_id, fire_finished_at FROM job_last_success WHERE job_id = :j",
+                                soci::use(job), soci::into(fire), soci::into(fire_finished);
+                        })
+                        .ok());
+        return std::make_pair(static_cast<std::int64_t>(fire), static_cast<std::int64_t>(fire_finished));
+    };
+    Record({{3, 5'000, 31}});
+    Record({{3, 4'000, 30}});
+    Record({{3, 5'000, 29}});
+    EXPECT_EQ(fire_of(3), std::make_pair(std::int64_t{31}, std::int64_t{5'000}));
+    Record({{3, 6'000, 32}, {3, 6'000, 33}, {3, 5'500, 34}});
+    EXPECT_EQ(fire_of(3), std::make_pair(std::int64_t{33}, std::int64_t{6'000})) << "of one finish, the larger id";
+}
+
+// Migration 025 names each recorded job's latest succeeded fire, and the finish it goes with, for
+// the rows written before it (or by a writer of an older build: fire_finished_at differs).
+TEST_P(FireMetricsTest, TheMigrationNamesEachRecordedJobsLatestSucceededFire) {
+    Job(1, "billing", "invoice");
+    Job(2, "billing", "report");
+    Fire(21, 1, "succeeded", 0, 1'000);
+    Fire(22, 1, "succeeded", 0, 2'000);
+    Fire(23, 1, "failed", 0, 3'000);
+    Record({{1, 2'000, 22}, {2, 700}});
+    Exec("UPDATE job_last_success SET fire_id = 0, fire_finished_at = 0");  // as 024 left them
+    const auto m025 = [] {
+        for (auto& m : db::BuiltinMigrations(GetParam())) {
+            if (m.version == 25) return m;
+        }
+        return db::Migration{};
+    }();
+    ASSERT_EQ(m025.version, 25);
+    for (const auto& statement : db::SplitStatements(m025.sql)) {
+        // Re-runnable on MySQL (the column's ALTER is skipped); SQLite's columns exist already.
+        if (GetParam() == db::Backend::kSqlite && statement.starts_with("ALTER")) continue;
+        Exec(statement);
+    }
+    long long fire = -1, fire_finished = -1, other_fire = -1, other_finished = -1;
+    ASSERT_TRUE(db().Run([&](soci::session& s) {
+                        s << "SELECT fire_id, fire_finished_at FROM job_last_success WHERE job_id = 1",
+                            soci::into(fire), soci::into(fire_finished);
+                        s << "SELECT fire_id, fire_finished_at FROM job_last_success WHERE job_id = 2",
+                            soci::into(other_fire), soci::into(other_finished);
+                    })
+                    .ok());
+    EXPECT_EQ(fire, 22) << "the latest succeeded fire, not the later failure";
+    EXPECT_EQ(fire_finished, 2'000);
+    EXPECT_EQ(other_fire, 0) << "no succeeded fire retained";
+    EXPECT_EQ(other_finished, 700);
 }
 
 // A finish is the executor's word: one far ahead of the database's clock (a clock set wrong, a

@@ -15,6 +15,7 @@
 #include "sched/lock/lock_store.hpp"
 #include "sched/lock/sql_lock_store.hpp"
 #include "sched/store/audit.hpp"
+#include "sched/store/fire_metrics.hpp"
 #include "sched/store/job.hpp"
 
 namespace sched::trigger {
@@ -161,6 +162,10 @@ class AlerterTest : public MasterLeaseTest {
                 soci::use(finished);
             long long new_id = 0;
             s.get_last_insert_id("job_fire", new_id);
+            // A success as the results path records it too.
+            if (status == "succeeded") {
+                store::RecordLastSuccesses(s, {{.job_id = job_, .finished_ms = finished, .fire_id = new_id}});
+            }
             return static_cast<std::int64_t>(new_id);
         });
         EXPECT_TRUE(id.ok()) << id.status().ToString();

@@ -117,14 +117,15 @@ void CountOutcomes(store::FireOutcomeMetrics& metrics, const std::vector<store::
     });
 }
 
-// Hands each applied success's job and finish time to the last-success writer (a fire deleted
+// Hands each applied success's job, finish time and fire to the last-success writer (a fire deleted
 // meanwhile has no job to record).
 template <typename Applied>
 void RecordSuccesses(LastSuccessWriter& writer, const std::vector<store::ExecutorResult>& items, const Applied& applied,
                      const net::any_io_executor& ex) {
     std::vector<store::JobSuccess> successes;
     ForEachApplied(items, applied, [&](std::size_t, const store::ExecutorResult& item, const store::FireJob& job) {
-        if (item.status == model::FireStatus::kSucceeded) successes.push_back({job.job_id, item.finished_ms});
+        if (item.status == model::FireStatus::kSucceeded)
+            successes.push_back({.job_id = job.job_id, .finished_ms = item.finished_ms, .fire_id = item.fire_id});
     });
     writer.Add(successes, ex);
 }

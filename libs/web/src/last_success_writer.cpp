@@ -1,6 +1,5 @@
 #include "impl/last_success_writer.hpp"
 
-#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -11,18 +10,18 @@
 namespace sched::web::impl {
 namespace {
 
-// Each job's latest finish in `into`.
-void KeepLatest(std::map<std::int64_t, std::int64_t>& into, const std::vector<store::JobSuccess>& successes) {
+// Each job's latest success (its finish and fire) in `into`.
+void KeepLatest(std::map<std::int64_t, store::JobSuccess>& into, const std::vector<store::JobSuccess>& successes) {
     for (const auto& j : successes) {
-        auto [it, added] = into.emplace(j.job_id, j.finished_ms);
-        if (!added) it->second = std::max(it->second, j.finished_ms);
+        auto [it, added] = into.emplace(j.job_id, j);
+        if (!added && store::LaterSuccess(j, it->second)) it->second = j;
     }
 }
 
-std::vector<store::JobSuccess> Batch(const std::map<std::int64_t, std::int64_t>& latest) {
+std::vector<store::JobSuccess> Batch(const std::map<std::int64_t, store::JobSuccess>& latest) {
     std::vector<store::JobSuccess> out;
     out.reserve(latest.size());
-    for (const auto& [job, finished] : latest) out.push_back({job, finished});
+    for (const auto& [job, success] : latest) out.push_back(success);
     return out;
 }
 
@@ -30,7 +29,7 @@ std::vector<store::JobSuccess> Batch(const std::map<std::int64_t, std::int64_t>&
 
 void LastSuccessWriter::Add(const std::vector<store::JobSuccess>& successes, const net::any_io_executor& ex) {
     if (successes.empty()) return;
-    std::map<std::int64_t, std::int64_t> now_latest;
+    std::map<std::int64_t, store::JobSuccess> now_latest;
     bool start_turns = false;
     {
         std::lock_guard lock(mu_);

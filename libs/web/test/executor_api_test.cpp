@@ -114,17 +114,22 @@ class ExecutorApiTest : public db::testing::MigratedDbTest {
             store::ExecutorRepository(db()).Heartbeat({.app = app, .address = address, .handlers = {"echo"}}).ok());
     }
     // job_last_success's finish time for `job`, if it has a row.
-    std::optional<std::int64_t> RecordedSuccess(std::int64_t job) {
+    std::optional<std::int64_t> RecordedSuccess(std::int64_t job, const std::string& column = "finished_at") {
         std::optional<std::int64_t> out;
         EXPECT_TRUE(db().Run([&](soci::session& s) {
                             long long at = 0;
                             soci::indicator ind = soci::i_null;
-                            s << "SELECT finished_at FROM job_last_success WHERE job_id = :j", soci::use(job),
+                            s << "SELECT " + column + " FROM job_last_success WHERE job_id = :j", soci::use(job),
                                 soci::into(at, ind);
                             if (s.got_data() && ind == soci::i_ok) out = at;
                         })
                         .ok());
         return out;
+    }
+    // The fire job_last_success names for `job`, and whether it is the fire of the row's finish.
+    std::optional<std::int64_t> RecordedFire(std::int64_t job) {
+        if (RecordedSuccess(job, "fire_finished_at") != RecordedSuccess(job)) return std::nullopt;
+        return RecordedSuccess(job, "fire_id");
     }
     // Polls `done` for up to 10 s (a write on the pool, after the response).
     static bool WaitFor(const std::function<bool()>& done) {
@@ -412,6 +417,7 @@ TEST_P(ExecutorApiTest, AnAppliedSuccessIsRecordedAsItsJobsLastSuccess) {
     ASSERT_EQ(Outcomes({success, failure}, "secret"), (std::vector<std::string>{"applied", "applied"}));
     EXPECT_TRUE(WaitFor([&] { return RecordedSuccess(job) == 1'700'000'000'123; }))
         << "recorded: " << RecordedSuccess(job).value_or(-1);
+    EXPECT_EQ(RecordedFire(job), ok) << "with its fire, the no_success alert's key";
     EXPECT_EQ(RecordedSuccess(other), std::nullopt) << "a failure is no success";
 }
 
@@ -434,9 +440,11 @@ TEST_P(ExecutorApiTest, LastSuccessesAreWrittenOncePerWindowAndAFailedWriteIsTri
     EXPECT_EQ(asked->load(), 2);
 
     const int before = asked->load();
-    for (int k = 1; k <= 50; ++k) writer->Add({{job, 100 + k}, {other, 1000 - k}}, ex);
+    for (int k = 1; k <= 50; ++k) writer->Add({{job, 100 + k, 1000 + k}, {other, 1000 - k, 2000 + k}}, ex);
     ASSERT_TRUE(WaitFor([&] { return RecordedSuccess(job) == 150 && RecordedSuccess(other) == 999; }))
         << RecordedSuccess(job).value_or(-1) << " " << RecordedSuccess(other).value_or(-1);
+    EXPECT_EQ(RecordedFire(job), 1050) << "each job's latest finish with its own fire";
+    EXPECT_EQ(RecordedFire(other), 2001) << "the latest finish, not the last added";
     EXPECT_LE(asked->load() - before, 3)
         << "100 successes within a window: the new job's first at once, the rest at the turn (which may split them)";
     EXPECT_EQ(writer->waiting(), 0U);

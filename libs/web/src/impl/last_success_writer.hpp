@@ -48,7 +48,7 @@ class LastSuccessWriter : public std::enable_shared_from_this<LastSuccessWriter>
     net::thread_pool& db_pool_;
     const Micros window_;
     mutable std::mutex mu_;
-    std::map<std::int64_t, std::int64_t> waiting_;          // job id -> latest finish, for the next turn
+    std::map<std::int64_t, store::JobSuccess> waiting_;     // job id -> its latest success, for the next turn
     std::map<std::int64_t, Clock::time_point> written_at_;  // jobs written within the last window
     bool turns_on_ = false;                                 // a Turns coroutine runs
 };

@@ -108,8 +108,8 @@ struct JobLastSuccess {
     std::string job_name;
     std::string app;
     std::int64_t created_at = 0;
-    std::optional<std::int64_t> last_success_at;       ///< MAX(finished_at) of its succeeded fires
-    std::optional<std::int64_t> last_success_fire_id;  ///< MAX(id) of its succeeded fires
+    std::optional<std::int64_t> last_success_at;       ///< the finish of its latest succeeded fire
+    std::optional<std::int64_t> last_success_fire_id;  ///< that fire
 };
 
 class AlertRepository {
@@ -157,9 +157,12 @@ class AlertRepository {
     static int FailureStreak(soci::session& s, std::int64_t job_id, std::int64_t scheduled_time, std::int64_t fire_id,
                              int max);
     /// Enabled jobs with id > after_job_id (only `job_id` when given), by id, at most `limit`,
-    /// each with its latest succeeded fire: one aggregate (GROUP BY job) over the succeeded fires
-    /// of at most `limit` jobs, read per job on idx_fire_job, so its cost is those jobs' fire
-    /// history (bounded by the fire purge).
+    /// each with its latest succeeded fire as job_last_success records it (RecordLastSuccesses,
+    /// the results path): one row per job by primary key, whatever the job's fire history. A
+    /// row whose finish moved without its fire (fire_finished_at != finished_at: written by a
+    /// node of a build before migration 025, during a rolling upgrade) is read from job_fire
+    /// instead (MAX(finished_at), MAX(id) of that job's succeeded fires), so its episode key
+    /// still changes with each success. A job without a row has no success recorded.
     static std::vector<JobLastSuccess> LastSuccesses(soci::session& s, std::optional<std::int64_t> job_id,
                                                      std::int64_t after_job_id, int limit);
     /// Inserts the delivery (status pending, attempts 0, created_at = DB now) unless its

@@ -51,14 +51,19 @@ std::vector<FireJob> JobsOfFires(soci::session& s, const std::vector<std::int64_
 struct JobSuccess {
     std::int64_t job_id = 0;
     std::int64_t finished_ms = 0;  ///< the succeeded fire's finish time (the executor's clock)
+    std::int64_t fire_id = 0;      ///< that fire
 };
 
+/// Of two successes of one job, the one a job's row keeps: the later finish, and of one finish
+/// the larger fire id.
+bool LaterSuccess(const JobSuccess& a, const JobSuccess& b);
+
 /// Writes `successes` into job_last_success, one row per job: a job's finished_at moves only
-/// forward (a result applied late with an older finish leaves it), and recorded_at takes the
-/// database clock whenever it moves. A finish more than a minute ahead of the database clock
-/// counts as a minute ahead, a missing one (0) as the database clock. One INSERT ... ON
-/// DUPLICATE KEY UPDATE (SQLite: ON CONFLICT) per 500 jobs; a job named twice keeps its latest.
-/// Session-level; throws soci errors.
+/// forward (a result applied late with an older finish leaves it), and with it its fire_id and
+/// fire_finished_at (= finished_at: the fire is known) and recorded_at, the database clock. A
+/// finish more than a minute ahead of the database clock counts as a minute ahead, a missing one
+/// (0) as the database clock. One INSERT ... ON DUPLICATE KEY UPDATE (SQLite: ON CONFLICT) per
+/// 500 jobs; a job named twice keeps its LaterSuccess. Session-level; throws soci errors.
 void RecordLastSuccesses(soci::session& s, const std::vector<JobSuccess>& successes);
 
 /// The latest succeeded fire of each job, kept from one read to the next so that a read costs

@@ -26,16 +26,15 @@
 /// No success within X (event no_success, rules with no_success_within_ms): once per Round,
 /// after the fire batches, when an enabled rule asks for it, one transaction fenced with the
 /// epoch that, for each enabled such rule, reads its enabled jobs (the rule's job, or every job) with their latest
-/// succeeded fire (store::AlertRepository::LastSuccesses: one aggregate per rule, at most kMaxNoSuccessJobsPerRound
+/// succeeded fire (store::AlertRepository::LastSuccesses: job_last_success by job, at most kMaxNoSuccessJobsPerRound
 /// jobs; a global rule over more jobs walks them by id across rounds with an in-memory cursor per rule that wraps
 /// around). A job whose reference time - its latest succeeded fire's finished_at, or its created_at when it has none -
 /// is older than now - X (DB clock) is in breach and gets one delivery keyed (rule, no_success, job, latest succeeded
 /// fire id or 0): re-evaluations in later rounds or by a new master are no-ops, and a success
 /// changes the key, so the next breach is a new episode. created_at rather than an
 /// enabled-since time (not stored): a job resumed after a pause whose last success is older
-/// than X alerts on the next round. A disabled job is never evaluated. Because the key is the
-/// fire id, a breach lasting longer than the fire purge keeps its last success (the purge
-/// deletes the oldest fires) alerts once more when that fire is purged.
+/// than X alerts on the next round. A disabled job is never evaluated. A job keeps its last
+/// success after the purge of that fire, so a breach outliving the purge keeps its key.
 ///
 /// Delivery: pending deliveries that are due are sent through a WebhookSender without waiting
 /// for one another: POST of the stored JSON payload with
