@@ -98,9 +98,8 @@ void Runtime::FireLog(std::int64_t fire_id, const std::string& text, LineSource 
     logs_.Append(fire_id, LogLine(text), source);
 }
 
-void Runtime::AttachLogTail(CallbackResult& result) const {
-    if (options_.log_tail_bytes <= 0) return;
-    if (auto tail = logs_.ReadTail(result.fire_id)) {
+void Runtime::FinishLog(CallbackResult& result, const std::string& text) {
+    if (auto tail = logs_.Finish(result.fire_id, LogLine(text), options_.log_tail_bytes > 0)) {
         result.log = std::move(tail->text);
         result.log_truncated_bytes = tail->truncated_bytes;
     }
@@ -192,14 +191,12 @@ void Runtime::Execute(const RunPtr& run) {
                    status.ok() ? ctx.result_message() : status.message());
             break;
     }
-    FireLog(r.fire_id, "finished: " + std::string(protocol::Name(result.outcome)) +
-                           (result.message.empty() ? "" : ": " + result.message));
+    // The tail with the close, under one lock: a closed log may be forgotten at once (more fires
+    // running than log-retained-fires), and its result would go without it.
+    FinishLog(result, "finished: " + std::string(protocol::Name(result.outcome)) +
+                          (result.message.empty() ? "" : ": " + result.message));
     log_run(protocol::Name(result.outcome));
     if (spans_) PushRunSpan(*spans_, r, result, options_.app, address_);
-    // The tail before Close: a closed log may be forgotten at once (more fires running than
-    // log-retained-fires), and its result would go without it.
-    AttachLogTail(result);
-    logs_.Close(r.fire_id);
     const double handler_seconds = static_cast<double>(result.finished_ms - started_ms) / 1e3;
     // Free the slot before reporting: whoever sees the result may ask at once whether we are idle.
     RunPtr next = registry_.Finish(run);
@@ -224,9 +221,7 @@ void Runtime::ReportNeverStarted(const RunPtr& run, const std::string& message) 
     result.started_ms = result.finished_ms = WallMs();
     result.callback_url = r.callback_url;
     result.traceparent = r.traceparent;
-    FireLog(r.fire_id, std::string(protocol::Name(result.outcome)) + ": " + message);
-    AttachLogTail(result);
-    logs_.Close(r.fire_id);
+    FinishLog(result, std::string(protocol::Name(result.outcome)) + ": " + message);
     Report(std::move(result), r.handler, -1);
 }
 

@@ -212,6 +212,34 @@ TEST(FireLogBook, ForgetsTheFiresThatFinishedFirstWhateverTheOrderTheyOpenedIn) 
     EXPECT_TRUE(book.Read(3, 0, 10));
 }
 
+// A run's end in one call: its last line, its tail (when asked and when its handler wrote), and
+// its close, after which it may be forgotten at once; the tail was taken before.
+TEST(FireLogBook, FinishAppendsTheLastLineReturnsTheTailAndCloses) {
+    FireLogBook book(1, 10, 64);
+    book.Open(1, "accepted");
+    book.Append(1, "charging", LineSource::kHandler);
+    book.Open(2, "accepted");
+    auto tail = book.Finish(1, "finished: succeeded", true);
+    ASSERT_TRUE(tail);
+    EXPECT_EQ(tail->text, "accepted\ncharging\nfinished: succeeded");
+    EXPECT_EQ(tail->truncated_bytes, 0);
+    EXPECT_FALSE(book.Read(1, 0, 10)) << "closed over the bound of one: forgotten at once";
+
+    EXPECT_FALSE(book.Finish(2, "finished: failed", true)) << "the SDK's lines alone make no tail";
+    ASSERT_TRUE(book.Read(2, 0, 10)) << "within the bound: kept";
+    EXPECT_TRUE(book.Read(2, 0, 10)->finished);
+    EXPECT_FALSE(book.Finish(3, "finished: succeeded", true)) << "unknown here";
+
+    FireLogBook kept(10, 10, 64);
+    kept.Open(1);
+    kept.Append(1, "a line", LineSource::kHandler);
+    EXPECT_FALSE(kept.Finish(1, "finished: succeeded", false)) << "no tail asked for";
+    const auto page = kept.Read(1, 0, 10);
+    ASSERT_TRUE(page);
+    EXPECT_TRUE(page->finished);
+    EXPECT_EQ(page->lines, (std::vector<std::string>{"a line", "finished: succeeded"}));
+}
+
 TEST_F(SpoolTest, KeepsALogAcrossReopeningAndBoundsABatchInBytes) {
     {
         ResultSpool spool(dir_);

@@ -19,13 +19,17 @@ void FireLogBook::Open(std::int64_t fire_id, std::optional<std::string> first_li
     EvictIfNeeded();
 }
 
-void FireLogBook::EvictIfNeeded() {
+void FireLogBook::EvictIfNeeded(std::vector<std::unordered_map<std::int64_t, Entry>::node_type>* forgotten) {
     // Only finished fires are forgotten (a running fire's lines are still being asked for), and
     // they wait in their own queue: a search for them among the running fires, in the order the
     // fires opened, cost a pass over every running fire at each admission, quadratic in a burst
     // (a 1,000-run burst with log-retained-fires 1 spent most of its admission there).
     while (entries_.size() > retained_fires_ && !finished_.empty()) {
-        entries_.erase(finished_.front());
+        if (forgotten) {
+            forgotten->push_back(entries_.extract(finished_.front()));
+        } else {
+            entries_.erase(finished_.front());
+        }
         finished_.pop_front();
     }
 }
@@ -58,30 +62,24 @@ void FireLogBook::AppendTo(Entry& e, std::string line, LineSource source) {
     }
 }
 
-std::optional<FireLogBook::Tail> FireLogBook::ReadTail(std::int64_t fire_id) const {
+std::vector<std::string> FireLogBook::PickTail(const Entry& e) const {
+    // Copied under the lock only what fits: the newest lines first, then the kept head.
     std::vector<std::string> picked;  // newest first
-    std::int64_t total = 0;
-    {
-        std::lock_guard lock(mu_);
-        auto it = entries_.find(fire_id);
-        // A log of the SDK's lines only would be one more stored row per fire that says what
-        // the fire's row says (every row written per fire counts at 1,000 fires/s).
-        if (it == entries_.end() || !it->second.handler_wrote) return std::nullopt;
-        const Entry& e = it->second;
-        total = e.total_bytes;
-        // Copy under the lock only what fits: the newest lines first, then the kept head.
-        std::size_t bytes = 0;
-        const auto take = [&](const std::string& line) {
-            if (bytes >= tail_bytes_) return false;
-            picked.push_back(line);
-            bytes += line.size() + 1;
-            return true;
-        };
-        bool more = true;
-        for (auto o = e.overflow.rbegin(); more && o != e.overflow.rend(); ++o) more = take(*o);
-        const std::size_t head = e.truncated ? e.lines.size() - 1 : e.lines.size();  // not the marker
-        for (std::size_t i = head; more && i > 0; --i) more = take(e.lines[i - 1]);
-    }
+    std::size_t bytes = 0;
+    const auto take = [&](const std::string& line) {
+        if (bytes >= tail_bytes_) return false;
+        picked.push_back(line);
+        bytes += line.size() + 1;
+        return true;
+    };
+    bool more = true;
+    for (auto o = e.overflow.rbegin(); more && o != e.overflow.rend(); ++o) more = take(*o);
+    const std::size_t head = e.truncated ? e.lines.size() - 1 : e.lines.size();  // not the marker
+    for (std::size_t i = head; more && i > 0; --i) more = take(e.lines[i - 1]);
+    return picked;
+}
+
+FireLogBook::Tail FireLogBook::MakeTail(const std::vector<std::string>& picked, std::int64_t total_bytes) const {
     Tail tail;
     for (auto p = picked.rbegin(); p != picked.rend(); ++p) {
         if (p != picked.rbegin()) tail.text += '\n';
@@ -97,8 +95,49 @@ std::optional<FireLogBook::Tail> FireLogBook::ReadTail(std::int64_t fire_id) con
     std::size_t start = tail.text.size() > tail_bytes_ ? tail.text.size() - tail_bytes_ : 0;
     while (start < tail.text.size() && (static_cast<unsigned char>(tail.text[start]) & 0xC0) == 0x80) ++start;
     tail.text.erase(0, start);
-    tail.truncated_bytes = std::max<std::int64_t>(0, total - static_cast<std::int64_t>(tail.text.size()));
+    tail.truncated_bytes = std::max<std::int64_t>(0, total_bytes - static_cast<std::int64_t>(tail.text.size()));
     return tail;
+}
+
+std::optional<FireLogBook::Tail> FireLogBook::ReadTail(std::int64_t fire_id) const {
+    std::vector<std::string> picked;
+    std::int64_t total = 0;
+    {
+        std::lock_guard lock(mu_);
+        auto it = entries_.find(fire_id);
+        // A log of the SDK's lines only would be one more stored row per fire that says what
+        // the fire's row says (every row written per fire counts at 1,000 fires/s).
+        if (it == entries_.end() || !it->second.handler_wrote) return std::nullopt;
+        total = it->second.total_bytes;
+        picked = PickTail(it->second);
+    }
+    return MakeTail(picked, total);
+}
+
+std::optional<FireLogBook::Tail> FireLogBook::Finish(std::int64_t fire_id, std::string last_line, bool want_tail) {
+    std::vector<std::string> picked;
+    std::int64_t total = 0;
+    bool tail = false;
+    std::vector<std::unordered_map<std::int64_t, Entry>::node_type> forgotten;
+    {
+        std::lock_guard lock(mu_);
+        auto it = entries_.find(fire_id);
+        if (it == entries_.end()) return std::nullopt;
+        AppendTo(it->second, std::move(last_line), LineSource::kRuntime);
+        if (want_tail && it->second.handler_wrote) {
+            tail = true;
+            total = it->second.total_bytes;
+            picked = PickTail(it->second);
+        }
+        if (!it->second.finished) {
+            it->second.finished = true;
+            finished_.push_back(fire_id);
+            EvictIfNeeded(&forgotten);
+        }
+    }
+    forgotten.clear();  // freed here, outside the lock
+    if (!tail) return std::nullopt;
+    return MakeTail(picked, total);
 }
 
 void FireLogBook::Close(std::int64_t fire_id) {

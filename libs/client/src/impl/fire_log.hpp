@@ -51,6 +51,10 @@ class FireLogBook {
     /// character boundary; invalid UTF-8 becomes U+FFFD); nullopt when the fire is unknown here
     /// or its handler wrote no line (the SDK's own lines alone are not sent, nor stored).
     std::optional<Tail> ReadTail(std::int64_t fire_id) const;
+    /// A run's end under one lock: Append(last_line) as the SDK's, then ReadTail (when
+    /// `want_tail`), then Close. The workers end every run this way, so they take the book's lock
+    /// once at a run's end instead of three times; what the close forgets is freed after the lock.
+    std::optional<Tail> Finish(std::int64_t fire_id, std::string last_line, bool want_tail);
 
   private:
     struct Entry {
@@ -65,7 +69,12 @@ class FireLogBook {
         std::int64_t total_bytes = 0;  // of every line appended, plus one separator per line after the first
     };
     void AppendTo(Entry& e, std::string line, LineSource source);  // mu_ held
-    void EvictIfNeeded();
+    // Forgets finished fires over the bound (mu_ held); their entries go to `forgotten`, when
+    // given, to be freed after the lock.
+    void EvictIfNeeded(std::vector<std::unordered_map<std::int64_t, Entry>::node_type>* forgotten = nullptr);
+    // The newest lines of `e` that fit the tail, newest first (mu_ held), and the tail they make.
+    std::vector<std::string> PickTail(const Entry& e) const;
+    Tail MakeTail(const std::vector<std::string>& picked, std::int64_t total_bytes) const;
 
     const std::size_t retained_fires_;
     const std::size_t max_lines_;

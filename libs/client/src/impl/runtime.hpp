@@ -92,8 +92,9 @@ class Runtime {
     /// `text` stamped with the wall clock's time, as a fire's log line.
     static std::string LogLine(const std::string& text);
     void FireLog(std::int64_t fire_id, const std::string& text, LineSource source = LineSource::kRuntime);
-    // The fire's log tail (options_.log_tail_bytes) into its result, for the cluster to keep.
-    void AttachLogTail(CallbackResult& result) const;
+    // A run's last line, its log tail (options_.log_tail_bytes) into `result` for the cluster to
+    // keep, and its log closed (FireLogBook::Finish).
+    void FinishLog(CallbackResult& result, const std::string& text);
     std::vector<std::string> HandlerNames() const;
 
     // The answer of the first endpoint that took the call (2xx), nullopt when none did; then
