@@ -285,20 +285,11 @@ TEST_P(AlertRepositoryTest, LastSuccessesExamineTheJobsNotTheirHistory) {
     Exec(history);
     const std::int64_t last = AddFire(job, 3'000'000, "succeeded", 3'000'500);
 
-    const auto handler_reads = [](soci::session& s) {
-        long long sum = 0;
-        soci::rowset<soci::row> rows = (s.prepare << "SHOW SESSION STATUS LIKE 'Handler_read%'");
-        for (const auto& r : rows) sum += std::stoll(r.get<std::string>(1));
-        return sum;
-    };
     long long examined = 0;
     std::vector<JobLastSuccess> read;
     ASSERT_TRUE(db().Run([&](soci::session& s) {
-                        const long long a = handler_reads(s);
-                        const long long overhead = handler_reads(s) - a;  // the SHOW itself
-                        const long long before = handler_reads(s);
-                        read = AlertRepository::LastSuccesses(s, std::nullopt, 0, 500);
-                        examined = handler_reads(s) - before - overhead;
+                        examined =
+                            RowsExamined(s, [&] { read = AlertRepository::LastSuccesses(s, std::nullopt, 0, 500); });
                     })
                     .ok());
     ASSERT_EQ(read.size(), 2u);

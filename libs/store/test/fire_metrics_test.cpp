@@ -312,21 +312,8 @@ TEST_P(FireMetricsTest, ARecentReadExaminesOnlyTheJobsRecordedSince) {
     Exec("UPDATE job_last_success SET recorded_at = recorded_at - 3600000");
     Record({{7, 1'000}, {8, 1'000}, {9, 1'000}});
 
-    const auto handler_reads = [](soci::session& s) {
-        long long sum = 0;
-        soci::rowset<soci::row> rows = (s.prepare << "SHOW SESSION STATUS LIKE 'Handler_read%'");
-        for (const auto& r : rows) sum += std::stoll(r.get<std::string>(1));
-        return sum;
-    };
     long long examined = 0;
-    ASSERT_TRUE(db().Run([&](soci::session& s) {
-                        const long long a = handler_reads(s);
-                        const long long overhead = handler_reads(s) - a;  // the SHOW itself
-                        const long long before = handler_reads(s);
-                        tracker.Refresh(s);
-                        examined = handler_reads(s) - before - overhead;
-                    })
-                    .ok());
+    ASSERT_TRUE(db().Run([&](soci::session& s) { examined = RowsExamined(s, [&] { tracker.Refresh(s); }); }).ok());
     EXPECT_EQ(tracker.last_rows_read(), 3u);
     EXPECT_LE(examined, 20) << "3 rows by idx_last_success_recorded and their 3 jobs, not the 300 tracked";
 }

@@ -26,6 +26,22 @@ class StoreTest : public db::testing::MigratedDbTest {
         s << "SHOW SESSION STATUS LIKE 'Questions'", soci::into(name), soci::into(value);
         return value;
     }
+    /// The rows a MySQL session's `read` examined (its Handler_read_* counters), less what the
+    /// SHOW that reads them adds.
+    template <typename Read>
+    static long long RowsExamined(soci::session& s, Read&& read) {
+        const auto handler_reads = [&s] {
+            long long sum = 0;
+            soci::rowset<soci::row> rows = (s.prepare << "SHOW SESSION STATUS LIKE 'Handler_read%'");
+            for (const auto& r : rows) sum += std::stoll(r.get<std::string>(1));
+            return sum;
+        };
+        const long long a = handler_reads();
+        const long long overhead = handler_reads() - a;  // the SHOW itself
+        const long long before = handler_reads();
+        read();
+        return handler_reads() - before - overhead;
+    }
 
     /// What `run()` returns, run with the statements it sends on `s` written to `log` (one line
     /// each; the log stream is taken off `s` again whatever happens).
