@@ -129,11 +129,7 @@ std::optional<FireLogBook::Tail> FireLogBook::Finish(std::int64_t fire_id, std::
             total = it->second.total_bytes;
             picked = PickTail(it->second);
         }
-        if (!it->second.finished) {
-            it->second.finished = true;
-            finished_.push_back(fire_id);
-            EvictIfNeeded(&forgotten);
-        }
+        MarkFinished(fire_id, it->second, &forgotten);
     }
     forgotten.clear();  // freed here, outside the lock
     if (!tail) return std::nullopt;
@@ -143,10 +139,15 @@ std::optional<FireLogBook::Tail> FireLogBook::Finish(std::int64_t fire_id, std::
 void FireLogBook::Close(std::int64_t fire_id) {
     std::lock_guard lock(mu_);
     auto it = entries_.find(fire_id);
-    if (it == entries_.end() || it->second.finished) return;
-    it->second.finished = true;
+    if (it != entries_.end()) MarkFinished(fire_id, it->second, nullptr);
+}
+
+void FireLogBook::MarkFinished(std::int64_t fire_id, Entry& e,
+                               std::vector<std::unordered_map<std::int64_t, Entry>::node_type>* forgotten) {
+    if (e.finished) return;
+    e.finished = true;
     finished_.push_back(fire_id);
-    EvictIfNeeded();
+    EvictIfNeeded(forgotten);  // may forget `e`
 }
 
 std::optional<FireLogBook::Page> FireLogBook::Read(std::int64_t fire_id, std::int64_t from_line,

@@ -72,6 +72,9 @@ class FireLogBook {
     // Forgets finished fires over the bound (mu_ held); their entries go to `forgotten`, when
     // given, to be freed after the lock.
     void EvictIfNeeded(std::vector<std::unordered_map<std::int64_t, Entry>::node_type>* forgotten = nullptr);
+    // Marks the fire finished once and forgets what is over the bound (mu_ held), as EvictIfNeeded.
+    void MarkFinished(std::int64_t fire_id, Entry& e,
+                      std::vector<std::unordered_map<std::int64_t, Entry>::node_type>* forgotten);
     // The newest lines of `e` that fit the tail, newest first (mu_ held), and the tail they make.
     std::vector<std::string> PickTail(const Entry& e) const;
     Tail MakeTail(const std::vector<std::string>& picked, std::int64_t total_bytes) const;
