@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <mutex>
 #include <set>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -86,6 +88,12 @@ class ExecutorTest : public testing::ExecutorFixture {
             return ctx.SleepFor(std::chrono::milliseconds(ctx.params().value("ms", 0))) ? Status::Ok()
                                                                                         : Cancelled("stopped");
         });
+        // Notes how many runs had ended (their results counted) when it started.
+        executor_->Handle("ends_seen", [this](JobContext&) {
+            std::lock_guard lock(ends_seen_mu_);
+            ends_seen_.push_back(executor_->Stats().succeeded);
+            return Status::Ok();
+        });
         executor_->Handle("chatty", [](JobContext& ctx) {
             const int lines = ctx.params().value("lines", 0);
             for (int i = 0; i < lines; ++i) ctx.Log("line {:03} of {}", i, lines);
@@ -129,6 +137,8 @@ class ExecutorTest : public testing::ExecutorFixture {
     // The executor's handlers use these until TearDown() stops it.
     Gate gate_;
     std::atomic<int> count_calls_{0};
+    std::mutex ends_seen_mu_;
+    std::vector<std::uint64_t> ends_seen_;
 };
 
 TEST_F(ExecutorTest, TheResultCarriesTheLogsTailBoundedWithTheCutCounted) {
@@ -569,7 +579,8 @@ TEST_F(ExecutorTest, BeatAndIdleBeatReportState) {
     const auto b = nlohmann::json::parse(beat->body);
     EXPECT_EQ(b["app"], "test-app");
     EXPECT_EQ(b["address"], "127.0.0.1:" + std::to_string(executor_->port()));
-    EXPECT_EQ(b["handlers"], (nlohmann::json{"chatty", "count", "echo", "fail", "gate", "sleep", "throw"}));
+    EXPECT_EQ(b["handlers"],
+              (nlohmann::json{"chatty", "count", "echo", "ends_seen", "fail", "gate", "sleep", "throw"}));
     EXPECT_EQ(b["capacity"], 16);
     EXPECT_EQ(b["running"], 0);
     // The beat is the heartbeat plus the highest epoch seen (protocol::BeatAnswer).
@@ -692,7 +703,8 @@ TEST_F(ExecutorTest, HeartbeatsCarryHandlersCapacityAndRunningAndStopDeregisters
     const auto first = web_->Heartbeats().front();
     EXPECT_EQ(first["app"], "test-app");
     EXPECT_EQ(first["address"], address);
-    EXPECT_EQ(first["handlers"], (nlohmann::json{"chatty", "count", "echo", "fail", "gate", "sleep", "throw"}));
+    EXPECT_EQ(first["handlers"],
+              (nlohmann::json{"chatty", "count", "echo", "ends_seen", "fail", "gate", "sleep", "throw"}));
     EXPECT_EQ(first["capacity"], 16);
     EXPECT_EQ(first["running"], 0);
 
@@ -907,6 +919,58 @@ TEST_F(ExecutorTest, RunsSentAheadStartWhenTheirTimeComesAndNotBefore) {
     EXPECT_LE(held["started_ms"].get<std::int64_t>(), answered + 300 + 200) << "held far past its time";
     EXPECT_EQ(ResultOf(3)["status"], "killed");
     EXPECT_EQ(count_calls_.load(), 0) << "a killed held run reached its handler";
+}
+
+// Runs held for one due time are let go together, and each run's end (its log closed, its
+// slot freed, its result queued) waits behind the runs already queued: with one worker, no
+// handler of the batch starts after another run of it has ended.
+TEST_F(ExecutorTest, RunsLetGoTogetherAllStartBeforeAnyOfThemEnds) {
+    ExecutorOptions options = Options();
+    options.worker_threads = 1;
+    Start(std::move(options));
+    constexpr int kRuns = 5;
+    nlohmann::json runs = nlohmann::json::array();
+    for (int i = 1; i <= kRuns; ++i) runs.push_back(RunBody(i, 10 + i, "ends_seen", {{"start_in_ms", 200}}));
+    auto r = Post("/v1/runs-ahead", {{"runs", runs}});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->status, 200) << r->body;
+    for (int i = 1; i <= kRuns; ++i) EXPECT_EQ(ResultOf(i)["status"], "succeeded") << "fire " << i;
+    std::lock_guard lock(ends_seen_mu_);
+    EXPECT_EQ(ends_seen_, std::vector<std::uint64_t>(kRuns, 0));
+}
+
+// First attempts of one scheduled time held from several requests (one per node) start
+// together, at the earliest of their holds within 25 ms: each hold ends at the due time plus its
+// request's transit. A retry of that time, or another time, keeps its own hold.
+TEST_F(ExecutorTest, HeldFirstAttemptsOfOneScheduledTimeStartTogetherAtTheEarliestHold) {
+    ExecutorOptions options = Options();
+    options.worker_threads = 1;
+    Start(std::move(options));
+    constexpr std::int64_t kDue = 1'800'000'000'000;
+    const auto run = [](std::int64_t fire_id, std::int64_t start_in_ms, std::int64_t scheduled_ms, int attempt) {
+        return RunBody(fire_id, 10 + fire_id, "echo",
+                       {{"start_in_ms", start_in_ms}, {"scheduled_ms", scheduled_ms}, {"attempt", attempt}});
+    };
+    const nlohmann::json runs = {run(1, 300, kDue, 0),
+                                 run(2, 320, kDue, 0),          // due at the same time: starts with fire 1
+                                 run(3, 320, kDue, 1),          // a retry: its own hold
+                                 run(4, 320, kDue + 1000, 0)};  // another due time: its own hold
+    const std::int64_t sent_ms = testing::WallMs();
+    auto r = Post("/v1/runs-ahead", {{"runs", runs}});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->status, 200) << r->body;
+    const auto started = [&](std::int64_t fire_id) {
+        const auto result = ResultOf(fire_id);
+        EXPECT_EQ(result["status"], "succeeded") << "fire " << fire_id;
+        return result.is_null() ? std::int64_t{0} : result["started_ms"].get<std::int64_t>();
+    };
+    const std::int64_t first = started(1);
+    EXPECT_GE(first, sent_ms + 300);
+    // One worker starts the two runs let go together one after the other; apart, 20 ms.
+    EXPECT_LT(started(2) - first, 10) << "fire 2 kept its own hold";
+    // The request arrived after sent_ms: a run on its own hold starts 320 ms after it or later.
+    EXPECT_GE(started(3), sent_ms + 320) << "a retry joined the first attempts' hold";
+    EXPECT_GE(started(4), sent_ms + 320) << "another due time joined the hold";
 }
 
 TEST_F(ExecutorTest, AMalformedBatchIsOne400NamingTheField) {

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -83,9 +84,33 @@ class Runtime {
     http::Response OnMetrics(http::Request& req);
 
     /// Hands runs to the workers, in order; a run with a not_before still ahead waits for it
-    /// (one timer per distinct not_before).
+    /// (one timer per distinct not_before). A held first attempt joins the held runs of its
+    /// scheduled time whose start lies within kAlignHeldMs of its own (HeldGroup).
     void Launch(std::vector<RunPtr> runs);
+    /// Held first attempts of one scheduled time, sent ahead by several nodes: each node's
+    /// batch counts its hold from when the node wrote it, so the batches' starts differ by their
+    /// transit and by each node's estimate of the cluster clock (a few ms), and a burst's
+    /// batches started one after another with the workers idle in between. A group starts at
+    /// the earliest of its runs' holds, all its runs together.
+    struct HeldGroup {
+        std::int64_t scheduled_ms = 0;
+        std::chrono::steady_clock::time_point at;
+        std::vector<RunPtr> runs;
+        bool started = false;
+    };
+    static constexpr std::chrono::milliseconds kAlignHeldMs{25};
+    void ArmHeld(const std::shared_ptr<HeldGroup>& group, std::chrono::steady_clock::time_point at);
+    void StartHeld(const std::shared_ptr<HeldGroup>& group);
+    /// Hands runs due now to the workers, started in their order (at most worker-threads tasks
+    /// draining one list).
+    void StartTogether(std::vector<RunPtr> runs);
+    // A run's start through its handler's return; its end (EndRun) is queued behind the runs
+    // already handed to the workers.
     void Execute(const RunPtr& run);
+    // The end of a run whose handler returned: its log closed, its span, its slot freed (the
+    // next run of its job launched) and its result queued for delivery.
+    void EndRun(const RunPtr& run, CallbackResult result, const std::string& trace_id);
+    void LogRun(const RunRequest& r, const std::string& trace_id, std::string_view event) const;
     void ReportNeverStarted(const RunPtr& run, const std::string& message);
     // Queues `result` for delivery and counts it (handler_seconds < 0: it never started).
     void Report(CallbackResult result, const std::string& handler, double handler_seconds);
@@ -152,6 +177,8 @@ class Runtime {
     std::string address_;
 
     RunRegistry registry_;
+    std::mutex held_mu_;
+    std::map<std::int64_t, std::vector<std::shared_ptr<HeldGroup>>> held_groups_;  // by scheduled_ms, not started
     FireLogBook logs_;
     std::unique_ptr<ResultSpool> spool_;  // used only by the callback loop once started
     Outbox outbox_;
