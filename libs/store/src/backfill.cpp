@@ -144,7 +144,8 @@ bool BackfillRepository::SaveProgress(soci::session& s, const Backfill& b, std::
 
 int BackfillRepository::CountUnfinished(soci::session& s, std::int64_t job_id, std::int64_t from, std::int64_t to) {
     long long n = 0;
-    // idx_fire_job (job_id, scheduled_time) narrows to the range; the rest is a filter on it.
+    // The (job_id, scheduled_time) index (idx_fire_job on SQLite, uk_fire_once on MariaDB) narrows
+    // to the range; the rest is a filter on it.
     s << "SELECT COUNT(DISTINCT scheduled_time) FROM job_fire WHERE job_id = :job AND scheduled_time >= :rfrom "
          "AND scheduled_time < :rto AND kind = 'backfill' AND status IN ('pending', 'dispatching', 'running')",
         soci::use(job_id, "job"), soci::use(from, "rfrom"), soci::use(to, "rto"), soci::into(n);

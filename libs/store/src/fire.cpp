@@ -796,7 +796,7 @@ constexpr std::initializer_list<FireStatus> kFinalStatuses = {FireStatus::kSucce
 // which has no statistics, off an index that would read the whole table once the backlog is
 // gone: `+followup = 0` off idx_fire_followup (nearly every row has followup = 0), `+status IN`
 // off idx_fire_state (nearly every row is final). With them SQLite, like MariaDB, ranges over
-// idx_fire_time / idx_fire_job (EXPLAIN checked on both).
+// idx_fire_time / the (job_id, scheduled_time) index (EXPLAIN checked on both).
 std::vector<std::int64_t> FireRepository::ListExpired(soci::session& s, std::int64_t cutoff_ms, int limit) {
     return impl::SelectRows<impl::IdRow>(
         s,

@@ -153,7 +153,8 @@ class AlertRepository {
                                                      std::int64_t until_ms, int limit);
     /// How many of the job's ended runs (succeeded, failed, timeout, lost, killed), newest
     /// first from the fire (scheduled_time, id) back, failed in a row (failed, timeout, lost),
-    /// counting at most `max`. Served by idx_fire_job.
+    /// counting at most `max`. Served by the (job_id, scheduled_time) index: idx_fire_job on
+    /// SQLite, the leading columns of uk_fire_once on MariaDB.
     static int FailureStreak(soci::session& s, std::int64_t job_id, std::int64_t scheduled_time, std::int64_t fire_id,
                              int max);
     /// Enabled jobs with id > after_job_id (only `job_id` when given), by id, at most `limit`,

@@ -169,7 +169,8 @@ class FireRepository {
     static std::vector<model::Fire> ListForWorkflowRuns(soci::session& s, const std::vector<std::int64_t>& run_ids);
     /// The newest fire of each of `job_ids` that has one, by job id: the latest scheduled time,
     /// of that time the latest row (a retry over its failed try). Two statements per 500 jobs,
-    /// each job's row found by a one-row backward read of idx_fire_job, however long its
+    /// each job's row found by a one-row backward read of the (job_id, scheduled_time) index
+    /// (idx_fire_job on SQLite, the leading columns of uk_fire_once on MariaDB), however long its
     /// history (the job list shows it for every job of a page).
     static std::map<std::int64_t, model::Fire> NewestOfJobs(soci::session& s, const std::vector<std::int64_t>& job_ids);
     static void ClearFollowup(soci::session& s, std::int64_t id);
@@ -186,8 +187,8 @@ class FireRepository {
     /// its scheduled time, so it only delays the odd fire cancelled ahead of its time.
     static std::vector<std::int64_t> ListExpired(soci::session& s, std::int64_t cutoff_ms, int limit);
     /// The scheduled_time of the job's keep-th newest fire (any state), by scheduled_time;
-    /// nullopt when the job has fewer than `keep` (>= 1) fires. Served by idx_fire_job (job_id,
-    /// scheduled_time), reading at most `keep` index entries.
+    /// nullopt when the job has fewer than `keep` (>= 1) fires. Served by the (job_id,
+    /// scheduled_time) index, reading at most `keep` index entries.
     static std::optional<std::int64_t> CapBoundary(soci::session& s, std::int64_t job_id, int keep);
     /// CapBoundary for many jobs in one statement per 500 ids: (job id, boundary) of each of
     /// `job_ids` that has at least `keep` fires, in job id order. The same index reads as
@@ -196,7 +197,8 @@ class FireRepository {
                                                                             const std::vector<std::int64_t>& job_ids,
                                                                             int keep);
     /// Ids of at most `limit` purgeable fires of the job scheduled strictly before `before_ms`
-    /// (strictly: fires sharing the boundary's time, e.g. shards, are all kept). idx_fire_job.
+    /// (strictly: fires sharing the boundary's time, e.g. shards, are all kept). The (job_id,
+    /// scheduled_time) index.
     static std::vector<std::int64_t> ListPurgeableBefore(soci::session& s, std::int64_t job_id, std::int64_t before_ms,
                                                          int limit);
     /// Deletes these fires and the rows of every table keyed by their fire_id (the list in
