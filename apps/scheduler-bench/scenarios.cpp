@@ -50,6 +50,68 @@ std::string LoadAvg() {
     return a + " " + b + " " + c;
 }
 
+/// The machine's CPU time so far, from /proc/stat's "cpu" line, in ms: busy (user, nice, system,
+/// irq, softirq), idle (idle, iowait) and stolen (the hypervisor ran another guest on the
+/// vCPU). A window's delta says how busy the machine was and how much CPU it never got.
+struct MachineCpu {
+    double busy_ms = 0;
+    double idle_ms = 0;
+    double steal_ms = 0;
+};
+
+MachineCpu SampleMachineCpu() {
+    std::ifstream in("/proc/stat");
+    std::string label;
+    double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+    in >> label >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
+    MachineCpu cpu;
+    if (!in || label != "cpu") return cpu;
+    const double ms_per_tick = 1000.0 / static_cast<double>(sysconf(_SC_CLK_TCK));
+    cpu.busy_ms = (user + nice + system + irq + softirq) * ms_per_tick;
+    cpu.idle_ms = (idle + iowait) * ms_per_tick;
+    cpu.steal_ms = steal * ms_per_tick;
+    return cpu;
+}
+
+/// The window's share of the machine's CPU time that was busy, and the ms stolen from it.
+json MachineCpuDelta(const MachineCpu& a, const MachineCpu& b) {
+    const double busy = b.busy_ms - a.busy_ms;
+    const double total = busy + (b.idle_ms - a.idle_ms) + (b.steal_ms - a.steal_ms);
+    return {{"busy_share", total > 0 ? std::stod(Fmt(busy / total, 3)) : 0.0},
+            {"steal_ms", std::stod(Fmt(b.steal_ms - a.steal_ms, 0))}};
+}
+
+/// The CPU time stolen in each second of a window, sampled every 10 ms from a thread of its own
+/// (/proc/stat counts it in ticks of 10 ms): a late second of a burst is read against it.
+class StealBySecond {
+  public:
+    StealBySecond(std::int64_t from_ms, std::int64_t to_ms)
+        : from_ms_(from_ms), seconds_(static_cast<std::size_t>((to_ms - from_ms + 999) / 1000), 0.0) {
+        thread_ = std::jthread([this, to_ms](std::stop_token stop) {
+            double last = SampleMachineCpu().steal_ms;
+            while (!stop.stop_requested() && WallMs() < to_ms) {
+                std::this_thread::sleep_for(10ms);
+                const double now = SampleMachineCpu().steal_ms;
+                const std::int64_t at = WallMs();
+                if (at >= from_ms_ && at < to_ms) {
+                    seconds_[static_cast<std::size_t>((at - from_ms_) / 1000)] += now - last;
+                }
+                last = now;
+            }
+        });
+    }
+    /// Ms stolen in each second of the window, in order (waits for the window's end).
+    std::vector<double> Take() {
+        thread_.join();
+        return seconds_;
+    }
+
+  private:
+    const std::int64_t from_ms_;
+    std::vector<double> seconds_;
+    std::jthread thread_;
+};
+
 /// The master scan histogram (sched_master_scan_seconds) summed over every node's /metrics:
 /// whoever was master during a window, the deltas are that window's scans.
 struct ScanSample {
@@ -333,7 +395,12 @@ RateRun MeasureRate(const BenchOptions& o, Cluster& cluster, MeasuringSink& sink
     const auto lease_a = cluster.CurrentLease();
     const auto statements_a = StatementCounters(cluster);
     const auto cpu_a = SampleCpu(cluster);
+    const auto machine_a = SampleMachineCpu();
+    StealBySecond steal(from, to);
     WaitUntilMs(to, "measuring " + std::to_string(rate) + "/s");
+    const auto machine_b = SampleMachineCpu();
+    json machine_cpu = MachineCpuDelta(machine_a, machine_b);
+    machine_cpu["steal_ms_by_second"] = steal.Take();
     const auto cpu_b = SampleCpu(cluster);
     const auto scan_b = SampleScans(cluster);
     const auto lease_b = cluster.CurrentLease();
@@ -378,6 +445,7 @@ RateRun MeasureRate(const BenchOptions& o, Cluster& cluster, MeasuringSink& sink
                {"cpu_ms_per_received_fire", CpuPerFire(cpu_a, cpu_b, run.stats.received)},
                {"shards", o.cluster.shards},
                {"per_node", PerNode(cpu_a, cpu_b, scan_a, scan_b, seconds)},
+               {"machine_cpu", machine_cpu},
                {"lease_epoch_end", lease_b.epoch},
                {"lease_watch_s", o.lease_watch},
                {"lease_epoch_after_watch", lease_c.epoch},
@@ -385,9 +453,12 @@ RateRun MeasureRate(const BenchOptions& o, Cluster& cluster, MeasuringSink& sink
                {"loadavg_end", load_end},
                {"csv", stem.string() + ".csv"},
                {"plot", plotted ? json(stem.string() + ".png") : json(nullptr)}};
-    spdlog::info("{} fires/s: p50 {} ms, p99 {} ms, max {} ms, misses {}, lost {}, doubles {}", rate,
-                 Fmt(run.stats.lag_ms.p50), Fmt(run.stats.lag_ms.p99), Fmt(run.stats.lag_ms.max), run.stats.misses,
-                 run.stats.lost, run.stats.doubles);
+    spdlog::info(
+        "{} fires/s: p50 {} ms, p99 {} ms, max {} ms, misses {}, lost {}, doubles {}; machine busy {}, {} ms "
+        "of CPU stolen",
+        rate, Fmt(run.stats.lag_ms.p50), Fmt(run.stats.lag_ms.p99), Fmt(run.stats.lag_ms.max), run.stats.misses,
+        run.stats.lost, run.stats.doubles, run.doc["machine_cpu"]["busy_share"].dump(),
+        run.doc["machine_cpu"]["steal_ms"].dump());
     return run;
 }
 

@@ -6,10 +6,14 @@
 # first handler ran) and its *spread* the lag of its last run minus its first; per due second,
 # its *last* is the lag of the second's last run, whichever node sent it. Prints, per CSV, the
 # lag's p50/p99, the p50/p90/max of onsets and spreads over every (second, node) batch, and of
-# the seconds' lasts (a p99 within X ms needs almost every second's last within X).
+# the seconds' lasts (a p99 within X ms needs almost every second's last within X). With the
+# run's result.json beside the CSV, it also prints each second of the window with its last and
+# the CPU time the hypervisor stole in it (machine_cpu.steal_ms_by_second).
 # docs/benchmarks.md "1,000 jobs due at once: where the lag is" has runs.
 import collections
 import csv
+import json
+import os
 import sys
 
 
@@ -35,3 +39,13 @@ for path in sys.argv[1:]:
         f" max {spreads[-1]:.1f} ms; {len(seconds)} seconds: last p50 {quantile(lasts, 0.5):.1f}"
         f" p90 {quantile(lasts, 0.9):.1f} max {lasts[-1]:.1f} ms"
     )
+    result_path = os.path.join(os.path.dirname(path), "result.json")
+    if not os.path.exists(result_path):
+        continue
+    for run in json.load(open(result_path))["result"]["runs"]:
+        steal = (run.get("machine_cpu") or {}).get("steal_ms_by_second")
+        if steal is None or not path.endswith(f"lag-{run['rate']}.csv"):
+            continue
+        first = run["window"]["scheduled_from_ms"] // 1000
+        print("  second: last ms / stolen ms: " + ", ".join(
+            f"+{k}: {max(seconds.get(first + k, [0.0])):.1f} / {stolen:.0f}" for k, stolen in enumerate(steal)))
