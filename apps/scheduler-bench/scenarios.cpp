@@ -87,7 +87,7 @@ class StealBySecond {
   public:
     StealBySecond(std::int64_t from_ms, std::int64_t to_ms)
         : from_ms_(from_ms), seconds_(static_cast<std::size_t>((to_ms - from_ms + 999) / 1000), 0.0) {
-        thread_ = std::jthread([this, to_ms](std::stop_token stop) {
+        thread_ = std::jthread([this, to_ms](const std::stop_token& stop) {
             double last = SampleMachineCpu().steal_ms;
             while (!stop.stop_requested() && WallMs() < to_ms) {
                 std::this_thread::sleep_for(10ms);
