@@ -112,6 +112,23 @@ class StealBySecond {
     std::jthread thread_;
 };
 
+/// The executor's start delay over a window (MeasuringSink::StartDelays): the runs started, their
+/// mean delay, and the bucket bound within which 99 % of them started ("+Inf" past the last).
+json StartDelayDelta(const MeasuringSink::StartDelay& a, const MeasuringSink::StartDelay& b) {
+    const double count = b.count - a.count;
+    json out = {{"runs", count},
+                {"mean_ms", count > 0 ? std::stod(Fmt((b.sum_s - a.sum_s) * 1000.0 / count, 2)) : 0.0}};
+    std::string p99 = "-";
+    for (std::size_t i = 0; i < b.buckets.size() && i < a.buckets.size() && count > 0; ++i) {
+        if (b.buckets[i].second - a.buckets[i].second >= 0.99 * count) {
+            p99 = b.buckets[i].first;
+            break;
+        }
+    }
+    out["p99_within_s"] = p99;
+    return out;
+}
+
 /// The master scan histogram (sched_master_scan_seconds) summed over every node's /metrics:
 /// whoever was master during a window, the deltas are that window's scans.
 struct ScanSample {
@@ -396,9 +413,11 @@ RateRun MeasureRate(const BenchOptions& o, Cluster& cluster, MeasuringSink& sink
     const auto statements_a = StatementCounters(cluster);
     const auto cpu_a = SampleCpu(cluster);
     const auto machine_a = SampleMachineCpu();
+    const auto delay_a = sink.StartDelays();
     StealBySecond steal(from, to);
     WaitUntilMs(to, "measuring " + std::to_string(rate) + "/s");
     const auto machine_b = SampleMachineCpu();
+    const auto delay_b = sink.StartDelays();
     json machine_cpu = MachineCpuDelta(machine_a, machine_b);
     machine_cpu["steal_ms_by_second"] = steal.Take();
     const auto cpu_b = SampleCpu(cluster);
@@ -446,6 +465,7 @@ RateRun MeasureRate(const BenchOptions& o, Cluster& cluster, MeasuringSink& sink
                {"shards", o.cluster.shards},
                {"per_node", PerNode(cpu_a, cpu_b, scan_a, scan_b, seconds)},
                {"machine_cpu", machine_cpu},
+               {"executor_start_delay", StartDelayDelta(delay_a, delay_b)},
                {"lease_epoch_end", lease_b.epoch},
                {"lease_watch_s", o.lease_watch},
                {"lease_epoch_after_watch", lease_c.epoch},

@@ -1,6 +1,8 @@
 #include "sink.hpp"
 
 #include <chrono>
+#include <cstdlib>
+#include <sstream>
 
 #include "bench_cluster.hpp"
 
@@ -49,6 +51,27 @@ MeasuringSink::MeasuringSink(std::vector<std::string> web_endpoints, const std::
 
 MeasuringSink::~MeasuringSink() {
     executor_->Stop();
+}
+
+MeasuringSink::StartDelay MeasuringSink::StartDelays() const {
+    StartDelay d;
+    const std::string text = executor_->metrics().Render();
+    const std::string bucket = "sched_client_run_start_delay_seconds_bucket{le=\"";
+    std::istringstream lines(text);
+    std::string line;
+    while (std::getline(lines, line)) {
+        const auto space = line.rfind(' ');
+        if (space == std::string::npos) continue;
+        const double value = std::strtod(line.c_str() + space + 1, nullptr);
+        if (line.rfind(bucket, 0) == 0) {
+            d.buckets.emplace_back(line.substr(bucket.size(), line.find('"', bucket.size()) - bucket.size()), value);
+        } else if (line.rfind("sched_client_run_start_delay_seconds_count ", 0) == 0) {
+            d.count = value;
+        } else if (line.rfind("sched_client_run_start_delay_seconds_sum ", 0) == 0) {
+            d.sum_s = value;
+        }
+    }
+    return d;
 }
 
 std::size_t MeasuringSink::Count() const {

@@ -42,6 +42,15 @@ class MeasuringSink {
     /// Arrivals so far (doubles included), without copying them.
     std::size_t Count() const;
     client::ExecutorStats Stats() const { return executor_->Stats(); }
+    /// The executor's sched_client_run_start_delay_seconds so far: cumulative count per bucket
+    /// bound ("+Inf" last), its count and its sum; a window's delta is the executor's own share
+    /// of that window's lag.
+    struct StartDelay {
+        std::vector<std::pair<std::string, double>> buckets;
+        double count = 0;
+        double sum_s = 0;
+    };
+    StartDelay StartDelays() const;
     std::string address() const { return executor_->address(); }
     void Stop() { executor_->Stop(); }
 

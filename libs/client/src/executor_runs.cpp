@@ -118,12 +118,12 @@ void Runtime::Launch(std::vector<RunPtr> runs) {
             group->runs.push_back(std::move(run));
         }
     }
-    if (!due_now.empty()) StartTogether(std::move(due_now));
+    if (!due_now.empty()) StartTogether(std::move(due_now), now);
     for (const auto& [group, at] : arm) ArmHeld(group, at);
     for (auto& [at, due] : held) {
         auto timer = std::make_shared<net::steady_timer>(io_, at);
-        timer->async_wait([this, timer, due = std::move(due)](const boost::system::error_code&) mutable {
-            StartTogether(std::move(due));
+        timer->async_wait([this, timer, when = at, due = std::move(due)](const boost::system::error_code&) mutable {
+            StartTogether(std::move(due), when);
         });
     }
 }
@@ -133,7 +133,8 @@ void Runtime::Launch(std::vector<RunPtr> runs) {
 // posting thread and the workers on the pool's queue lock, and the first node's 333 runs took
 // about twice as long to start as the next node's. Each task takes the next run until none is
 // left, so a long handler holds up only its own task while the others go on.
-void Runtime::StartTogether(std::vector<RunPtr> runs) {
+void Runtime::StartTogether(std::vector<RunPtr> runs, Clock::time_point startable_at) {
+    for (const auto& run : runs) run->startable_at = startable_at;
     struct Together {
         std::vector<RunPtr> runs;
         std::atomic<std::size_t> next{0};
@@ -158,18 +159,20 @@ void Runtime::ArmHeld(const std::shared_ptr<HeldGroup>& group, Clock::time_point
 
 void Runtime::StartHeld(const std::shared_ptr<HeldGroup>& group) {
     std::vector<RunPtr> due;
+    Clock::time_point at;
     {
         std::lock_guard lock(held_mu_);
         if (group->started) return;
         group->started = true;
         due = std::move(group->runs);
+        at = group->at;
         auto it = held_groups_.find(group->scheduled_ms);
         if (it != held_groups_.end()) {
             std::erase(it->second, group);
             if (it->second.empty()) held_groups_.erase(it);
         }
     }
-    if (!due.empty()) StartTogether(std::move(due));
+    if (!due.empty()) StartTogether(std::move(due), at);
 }
 
 std::string Runtime::LogLine(const std::string& text) {
@@ -207,7 +210,9 @@ void Runtime::Execute(const RunPtr& run) {
     const std::int64_t started_ms = WallMs();
     const auto timeout = milliseconds(r.timeout_ms);
     // The timeout counts from here, the handler's start, whatever the run waited for before.
-    const auto deadline = run->MarkStarted(Clock::now());
+    const auto start = Clock::now();
+    const auto deadline = run->MarkStarted(start);
+    if (metrics_) metrics_->RunStarted(std::chrono::duration<double>(start - run->startable_at).count());
     std::shared_ptr<net::steady_timer> timer;
     if (r.timeout_ms > 0) {
         timer = std::make_shared<net::steady_timer>(strand_);

@@ -1054,6 +1054,31 @@ TEST_F(ExecutorTest, MetricsCountRunsByHandlerAndOutcomeAndCarryWhatTheServiceAd
     EXPECT_EQ(again->body.find("handler=\"nope\""), std::string::npos);
 }
 
+// The start delay is the executor's own: with one worker, a run admitted behind a 200 ms
+// handler waits for it, and its delay shows that wait; the first run's does not.
+TEST_F(ExecutorTest, TheStartDelayIsTheTimeARunWaitedForAWorker) {
+    auto options = Options();
+    options.metrics = true;
+    options.worker_threads = 1;
+    Start(std::move(options));
+    const nlohmann::json runs = {RunBody(1, 10, "sleep", {{"params", {{"ms", 200}}}}), RunBody(2, 11, "echo")};
+    auto r = Post("/v1/runs", {{"runs", runs}});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->status, 200) << r->body;
+    ASSERT_EQ(ResultOf(1)["status"], "succeeded");
+    ASSERT_EQ(ResultOf(2)["status"], "succeeded");
+    const auto m = client_.Send(http::ClientRequest{.method = http::Method::kGet, .url = Url("/metrics")});
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    const auto value = [&](const std::string& series) {
+        const auto at = m->body.find("\n" + series + " ");
+        EXPECT_NE(at, std::string::npos) << series << "\n" << m->body;
+        return at == std::string::npos ? -1.0 : std::stod(m->body.substr(at + series.size() + 2));
+    };
+    EXPECT_EQ(value("sched_client_run_start_delay_seconds_count"), 2);
+    EXPECT_GE(value("sched_client_run_start_delay_seconds_sum"), 0.2);
+    EXPECT_LE(value("sched_client_run_start_delay_seconds_bucket{le=\"0.1\"}"), 1) << "the second run waited";
+}
+
 TEST_F(ExecutorTest, MetricsAreServedOnlyWhenEnabledAndBehindTheirTokenWhenOneIsSet) {
     Start(Options());
     const http::ClientRequest get{.method = http::Method::kGet, .url = Url("/metrics")};

@@ -11,6 +11,8 @@ constexpr const char* kOutcomes[] = {"succeeded", "failed", "timeout", "killed"}
 // Handlers run from milliseconds to hours: the buckets span both.
 const std::vector<double> kDurationBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,  1,
                                               2.5,   5,    10,    30,   60,  300,  1800, 3600};
+// A start's delay is a few ms when all is well; seconds mean the workers are all busy.
+const std::vector<double> kStartDelayBuckets = {0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5};
 
 }  // namespace
 
@@ -20,7 +22,14 @@ ExecutorMetrics::ExecutorMetrics(MetricsRegistry& registry, const std::string& a
     : runs_(registry.Counter("sched_client_runs_total", "Runs ended, by handler and outcome.", {"handler", "outcome"})),
       duration_(registry.Histogram("sched_client_run_duration_seconds",
                                    "Time the handler ran (runs that never started are not observed).", {"handler"},
-                                   kDurationBuckets)) {
+                                   kDurationBuckets)),
+      start_delay_(registry
+                       .Histogram("sched_client_run_start_delay_seconds",
+                                  "Time from a run being handed to the workers (its hold over, or admitted, or "
+                                  "launched when its job's running fire ended) to its handler's start: the "
+                                  "executor's own delay, its workers busy or its process short of CPU.",
+                                  {}, kStartDelayBuckets)
+                       .Labels({})) {
     for (const auto& h : handlers) {
         for (const char* outcome : kOutcomes) runs_.Labels({h, outcome});
         duration_.Labels({h});
@@ -72,6 +81,10 @@ ExecutorMetrics::ExecutorMetrics(MetricsRegistry& registry, const std::string& a
         [](const ExecutorStats& s) { return static_cast<double>(s.clock_offset_ms) / 1e3; });
     http::ExportServerStats(registry, "sched_client_http", std::move(server));
     registry.AddProcessMetrics();
+}
+
+void ExecutorMetrics::RunStarted(double seconds) {
+    start_delay_.Observe(seconds);
 }
 
 void ExecutorMetrics::RunEnded(const std::string& handler, const std::string& status, double seconds) {

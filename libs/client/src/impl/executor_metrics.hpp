@@ -27,10 +27,13 @@ class ExecutorMetrics {
     /// or not. `seconds` is the handler's own time, negative for a run that never started.
     /// Thread-safe.
     void RunEnded(const std::string& handler, const std::string& status, double seconds);
+    /// A run's handler started `seconds` after the run was handed to the workers. Thread-safe.
+    void RunStarted(double seconds);
 
   private:
     Family<CounterChild>& runs_;
     Family<HistogramChild>& duration_;
+    HistogramChild& start_delay_;
 };
 
 }  // namespace sched::client::impl

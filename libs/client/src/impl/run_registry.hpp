@@ -37,6 +37,10 @@ struct Run {
     // Not before this time does it start (a run sent ahead of its due time, `start_in_ms`);
     // written by OnAccepted under the registry mutex, before anything can start the run.
     std::chrono::steady_clock::time_point not_before{};
+    // When it was handed to the workers (its hold over, or admitted or launched after its job's
+    // running fire): its handler's start minus this is the executor's own delay. Written before
+    // the post that hands it over, read by the worker that runs it.
+    std::chrono::steady_clock::time_point startable_at{};
     // When its own timeout ends it, set as its handler starts (MarkStarted): a node's timeout
     // kill is acted on only once this has passed, since the timeout counts from the handler's
     // start and not from when the node's watch began (the run may have waited for the job's

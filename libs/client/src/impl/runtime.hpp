@@ -102,8 +102,9 @@ class Runtime {
     void ArmHeld(const std::shared_ptr<HeldGroup>& group, std::chrono::steady_clock::time_point at);
     void StartHeld(const std::shared_ptr<HeldGroup>& group);
     /// Hands runs due now to the workers, started in their order (at most worker-threads tasks
-    /// draining one list).
-    void StartTogether(std::vector<RunPtr> runs);
+    /// draining one list); `startable_at`, when they became due (their hold's end, or now), is
+    /// what their start delay counts from.
+    void StartTogether(std::vector<RunPtr> runs, std::chrono::steady_clock::time_point startable_at);
     // A run's start through its handler's return; its end (EndRun) is queued behind the runs
     // already handed to the workers.
     void Execute(const RunPtr& run);
