@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -20,6 +21,7 @@
 #include "sched/common/testing/child_process.hpp"
 #include "sched/common/testing/wait_for.hpp"
 #include "sink.hpp"
+#include "table_rows.hpp"
 
 namespace sched::bench {
 
@@ -288,10 +290,11 @@ std::string Dash(const Percentiles& p, double v) {
     return p.n == 0 ? "-" : Fmt(v);
 }
 
-// MariaDB's statement counters (SHOW GLOBAL STATUS Com_*) and its row counters (Handler_*): with the
-// deltas over a window, the statements the whole cluster ran per fire and the row versions it
-// wrote per fire (each maintains job_fire's secondary indexes: MariaDB's work once statements
-// are batched).
+// MariaDB's statement counters (SHOW GLOBAL STATUS Com_*), its row counters (Handler_*) and its
+// fsyncs (Innodb_data_fsyncs: the redo log's and the data files'): with the deltas over a window,
+// the statements the whole cluster ran per fire, the row versions it wrote per fire (each
+// maintains job_fire's secondary indexes: MariaDB's work once statements are batched) and what
+// its commits cost the disk.
 std::map<std::string, double> StatementCounters(Cluster& cluster) {
     std::map<std::string, double> out;
     if (cluster.db().backend() != db::Backend::kMySql) return out;
@@ -301,7 +304,7 @@ std::map<std::string, double> StatementCounters(Cluster& cluster) {
         soci::statement st = (s.prepare << "SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_select', 'Com_insert', "
                                            "'Com_update', 'Com_commit', 'Com_begin', 'Questions', "
                                            "'Handler_write', 'Handler_update', 'Handler_delete', 'Handler_read_next', "
-                                           "'Handler_read_rnd_next')",
+                                           "'Handler_read_rnd_next', 'Innodb_data_fsyncs')",
                               soci::into(name), soci::into(value));
         st.execute();
         while (st.fetch()) out[name] = std::atof(value.c_str());
@@ -313,7 +316,7 @@ json PerFire(const std::map<std::string, double>& a, const std::map<std::string,
     if (a.empty() || b.empty() || fires == 0) return json(nullptr);
     json out = json::object();
     for (const auto& [k, v] : b) {
-        if (a.count(k)) out[k] = std::stod(Fmt((v - a.at(k)) / static_cast<double>(fires), 2));
+        if (a.count(k)) out[k] = std::stod(Fmt((v - a.at(k)) / static_cast<double>(fires), 3));
     }
     return out;
 }
@@ -395,12 +398,74 @@ json PerNode(const CpuSample& cpu_a, const CpuSample& cpu_b, const ScanSample& s
 
 // ---- precision / throughput ----
 
+// The command's arguments without the binary's path, as docs/benchmarks.md quotes them.
+std::string Arguments(const BenchOptions& o) {
+    const auto space = o.command_line.find(' ');
+    return space == std::string::npos ? "" : o.command_line.substr(space + 1);
+}
+
+std::string OrDash(const json& v, int digits) {
+    return v.is_number() ? Fmt(v.get<double>(), digits) : std::string("-");
+}
+
+// The rate of a ladder after which it breaks: the highest passing rate below the lowest failing
+// one (rates in any order); nullopt when none failed or the lowest failed.
+std::optional<int> Knee(const std::vector<std::pair<int, bool>>& passed_by_rate) {
+    std::optional<int> lowest_failed;
+    for (const auto& [rate, passed] : passed_by_rate) {
+        if (!passed && (!lowest_failed || rate < *lowest_failed)) lowest_failed = rate;
+    }
+    if (!lowest_failed) return std::nullopt;
+    std::optional<int> knee;
+    for (const auto& [rate, passed] : passed_by_rate) {
+        if (passed && rate < *lowest_failed && (!knee || rate > *knee)) knee = rate;
+    }
+    return knee;
+}
+
+// The runs as the table docs/benchmarks.md opens with: one row per rate, the database's CPU and
+// job_fire's rows changed per fire, the knee marked. On SQLite the database works inside the
+// node, so the node's CPU stands for it and no row counter exists.
+void PrintLadder(const BenchOptions& o, db::Backend backend, const json& runs) {
+    const bool mariadb = backend == db::Backend::kMySql;
+    std::vector<std::pair<int, bool>> passed_by_rate;
+    for (const auto& r : runs) passed_by_rate.emplace_back(r["rate"].get<int>(), r["passed"].get<bool>());
+    const auto knee = Knee(passed_by_rate);
+    std::cout << "\n| database, nodes | schedule | fires/s | p50 ms | p99 ms | DB CPU ms/fire | job_fire rows "
+                 "changed / fire | rows changed / fire (all tables) | missed / doubled | passes (p99 <= "
+              << Fmt(o.max_p99_ms, 0) << " ms, none missed or doubled) | 1-min load at start |\n"
+              << "|---|---|---|---|---|---|---|---|---|---|---|\n";
+    for (const auto& r : runs) {
+        const int rate = r["rate"].get<int>();
+        const auto& lag = r["window"]["lag_ms"];
+        const auto& cpu = r["cpu_ms_per_received_fire"];
+        const auto& rows = r["rows_changed_per_received_fire"];
+        const json db_cpu = cpu.is_object() ? (mariadb ? cpu["mariadb"] : cpu["nodes"]) : json(nullptr);
+        const std::string load = r["loadavg_start"].get<std::string>();
+        std::cout << "| " << (mariadb ? "MariaDB" : "SQLite") << ", " << o.nodes << " | " << o.schedule << " | " << rate
+                  << " | " << (lag["n"].get<std::size_t>() ? Fmt(lag["p50"].get<double>()) : "-") << " | "
+                  << (lag["n"].get<std::size_t>() ? Fmt(lag["p99"].get<double>()) : "-") << " | "
+                  << (mariadb ? "" : "(in the node) ") << OrDash(db_cpu, 3) << " | " << OrDash(FireRowsPerFire(rows), 2)
+                  << " | " << OrDash(rows.is_object() ? rows["all"] : json(nullptr), 2) << " | "
+                  << r["window"]["misses"].get<std::size_t>() << " / " << r["window"]["doubles"].get<std::size_t>()
+                  << " | " << (r["passed"].get<bool>() ? "yes" : "no") << (knee && *knee == rate ? " (the knee)" : "")
+                  << " | " << load.substr(0, load.find(' ')) << " |\n";
+    }
+    if (!knee) {
+        const bool any_failed =
+            std::any_of(passed_by_rate.begin(), passed_by_rate.end(), [](const auto& p) { return !p.second; });
+        std::cout << (any_failed ? "the knee: below the lowest rate run\n" : "the knee: above every rate run\n");
+    }
+    std::cout << "command: `scheduler-bench " << Arguments(o) << "`" << std::endl;
+}
+
 struct RateRun {
     json doc;
     WindowStats stats;
 };
 
-RateRun MeasureRate(const BenchOptions& o, Cluster& cluster, MeasuringSink& sink, int rate, int seconds, int index) {
+RateRun MeasureRate(const BenchOptions& o, Cluster& cluster, MeasuringSink& sink, TableStatistics& table_stats,
+                    int rate, int seconds, int index) {
     const std::string tag = "r" + std::to_string(rate) + "x" + std::to_string(index);
     const std::int64_t first = NextSecond(WallMs(), 3000);
     auto plans = CreateLoad(cluster, tag, rate, o.schedule, first);
@@ -411,6 +476,7 @@ RateRun MeasureRate(const BenchOptions& o, Cluster& cluster, MeasuringSink& sink
     const auto scan_a = SampleScans(cluster);
     const auto lease_a = cluster.CurrentLease();
     const auto statements_a = StatementCounters(cluster);
+    const auto rows_a = table_stats.Sample();
     const auto cpu_a = SampleCpu(cluster);
     const auto machine_a = SampleMachineCpu();
     const auto delay_a = sink.StartDelays();
@@ -424,6 +490,7 @@ RateRun MeasureRate(const BenchOptions& o, Cluster& cluster, MeasuringSink& sink
     const auto scan_b = SampleScans(cluster);
     const auto lease_b = cluster.CurrentLease();
     const auto statements_b = StatementCounters(cluster);
+    const auto rows_b = table_stats.Sample();
     json rss = json::object();  // MiB of each node at the end of the window, under load
     for (auto& [i, node] : cluster.nodes()) {
         if (node.process) rss[node.node_id] = std::stod(Fmt(RssKib(node.process->pid()) / 1024.0, 1));
@@ -461,6 +528,7 @@ RateRun MeasureRate(const BenchOptions& o, Cluster& cluster, MeasuringSink& sink
                {"lease_epoch_start", lease_a.epoch},
                {"node_rss_mib", rss},
                {"db_statements_per_received_fire", PerFire(statements_a, statements_b, run.stats.received)},
+               {"rows_changed_per_received_fire", TableRowsPerFire(rows_a, rows_b, run.stats.received)},
                {"cpu_ms_per_received_fire", CpuPerFire(cpu_a, cpu_b, run.stats.received)},
                {"shards", o.cluster.shards},
                {"per_node", PerNode(cpu_a, cpu_b, scan_a, scan_b, seconds)},
@@ -486,6 +554,7 @@ json PrecisionLike(const BenchOptions& o, bool stepping, bool& ok) {
     SinkCluster started(o.cluster, o.nodes, o.out_dir / "spool");
     auto& cluster = started.cluster;
     auto& sink = started.sink;
+    TableStatistics table_stats(cluster.db(), o.table_stats);
     json runs = json::array();
     std::cout << "\n| rate (fires/s) | nodes | schedule | expected | received | p50 ms | p90 ms | p99 ms | max ms | "
                  "misses | lost | doubles | claimed - due p99 ms | delivery p99 ms | master scan mean ms | lease epoch "
@@ -496,7 +565,7 @@ json PrecisionLike(const BenchOptions& o, bool stepping, bool& ok) {
     std::optional<int> best;
     int index = 0;
     for (int rate : o.rates) {
-        auto run = MeasureRate(o, cluster, sink, rate, o.seconds, index++);
+        auto run = MeasureRate(o, cluster, sink, table_stats, rate, o.seconds, index++);
         const auto& w = run.stats;
         const auto& scans = run.doc["master_scans"];
         std::cout << "| " << rate << " | " << o.nodes << " | " << o.schedule << " | " << w.expected << " | "
@@ -512,6 +581,12 @@ json PrecisionLike(const BenchOptions& o, bool stepping, bool& ok) {
                   << " |" << std::endl;
         const bool clean = w.received > 0 && w.misses == 0 && w.doubles == 0;
         if (o.check && !clean) ok = false;
+        // On MariaDB every window measures its rows per table: a ladder without them is broken.
+        if (o.check && o.table_stats && cluster.db().backend() == db::Backend::kMySql &&
+            !run.doc["rows_changed_per_received_fire"].is_object()) {
+            spdlog::error("{} fires/s: no per-table row counts", rate);
+            ok = false;
+        }
         run.doc["passed"] = clean && w.lag_ms.p99 <= o.max_p99_ms;
         runs.push_back(run.doc);
         if (stepping) {
@@ -520,6 +595,7 @@ json PrecisionLike(const BenchOptions& o, bool stepping, bool& ok) {
         }
         SleepFor(2s);
     }
+    PrintLadder(o, cluster.db().backend(), runs);
     json doc = {{"runs", runs}, {"sdk", SdkStats(sink)}};
     if (stepping) doc["highest_passing_rate"] = best ? json(*best) : json(nullptr);
     return doc;
@@ -839,16 +915,6 @@ json FixedCost(const BenchOptions& o) {
 
 // ---- top of the hour ----
 
-// The command's arguments without the binary's path, as docs/benchmarks.md quotes them.
-std::string Arguments(const BenchOptions& o) {
-    const auto space = o.command_line.find(' ');
-    return space == std::string::npos ? "" : o.command_line.substr(space + 1);
-}
-
-std::string OrDash(const json& v, int digits) {
-    return v.is_number() ? Fmt(v.get<double>(), digits) : std::string("-");
-}
-
 // `count` jobs tagged `tag` on the cron `expr`, hourly from `first_ms`, inserted in multi-row
 // INSERTs of 1,000 rows, 10,000 rows per transaction (what `create_method` reports); their plans
 // (none without `read_back`) and how long the insert took.
@@ -908,6 +974,7 @@ json TopOfHour(const BenchOptions& o, bool& ok) {
     SinkCluster started(o.cluster, o.nodes, o.out_dir / "spool");
     auto& cluster = started.cluster;
     auto& sink = started.sink;
+    TableStatistics table_stats(cluster.db(), o.table_stats);
 
     // Created parked (due in a day), then armed: the fire time is chosen once creation is over,
     // so the quiet period before the burst does not depend on how long creation took.
@@ -935,6 +1002,7 @@ json TopOfHour(const BenchOptions& o, bool& ok) {
     const std::string load_start = LoadAvg();
     const auto cpu_a = SampleCpu(cluster);
     const auto statements_a = StatementCounters(cluster);
+    const auto table_rows_a = table_stats.Sample();
     const auto scan_a = SampleScans(cluster);
     json quiet = nullptr;
     if (quiet_s >= 1.0) {
@@ -999,6 +1067,7 @@ json TopOfHour(const BenchOptions& o, bool& ok) {
     SleepFor(3s);
     const auto cpu_b = SampleCpu(cluster);
     const auto statements_b = StatementCounters(cluster);
+    const auto table_rows_b = table_stats.Sample();
     const auto scan_b = SampleScans(cluster);
     const std::string load_end = LoadAvg();
     const auto arrivals = sink.Snapshot();
@@ -1040,24 +1109,26 @@ json TopOfHour(const BenchOptions& o, bool& ok) {
     const std::size_t runs = w.received + misfire_runs;
     const auto cpu = CpuPerFire(cpu_a, cpu_b, runs);
     const auto rows = RowsChangedPerFire(statements_a, statements_b, runs);
+    const auto table_rows = TableRowsPerFire(table_rows_a, table_rows_b, runs);
     const auto statements = PerFire(statements_a, statements_b, runs);
     const double window_s = static_cast<double>(WallMs() - (fire_ms - 3000)) / 1000.0;
     const auto scans = ScanDelta(scan_a, scan_b, window_s);
     const std::string database = (cluster.db().backend() == db::Backend::kMySql ? "MariaDB" : "SQLite");
-    std::cout << "\n| database, nodes | jobs due at one second | delivered | missed / doubled | p50 ms | p99 ms | "
-                 "max ms | last fire arrived after | DB CPU ms/run | nodes CPU ms/run | rows changed / run | "
-                 "statements / run | 1-min load at start | command: `scheduler-bench ...` |\n"
-              << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
-              << "| " << database << ", " << o.nodes << " | " << jobs << " | " << w.received << " | " << w.misses
-              << (w.lost ? " (+" + std::to_string(w.lost) + " lost)" : "") << " / " << w.doubles << " | "
-              << Dash(w.lag_ms, w.lag_ms.p50) << " | " << Dash(w.lag_ms, w.lag_ms.p99) << " | "
-              << Dash(w.lag_ms, w.lag_ms.max) << " | " << Fmt(last_arrival_s, 3) << " s | "
-              << OrDash(cpu.is_null() ? json(nullptr) : cpu["mariadb"], 3) << " | "
-              << OrDash(cpu.is_null() ? json(nullptr) : cpu["nodes"], 3) << " | " << OrDash(rows, 2) << " | "
-              << OrDash(statements.is_object() && statements.contains("Questions") ? statements["Questions"]
-                                                                                   : json(nullptr),
-                        2)
-              << " | " << load_start << " | `" << Arguments(o) << "` |" << std::endl;
+    std::cout
+        << "\n| database, nodes | jobs due at one second | delivered | missed / doubled | p50 ms | p99 ms | "
+           "max ms | last fire arrived after | DB CPU ms/run | nodes CPU ms/run | rows changed / run | "
+           "job_fire rows changed / run | statements / run | 1-min load at start | command: `scheduler-bench ...` |\n"
+        << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+        << "| " << database << ", " << o.nodes << " | " << jobs << " | " << w.received << " | " << w.misses
+        << (w.lost ? " (+" + std::to_string(w.lost) + " lost)" : "") << " / " << w.doubles << " | "
+        << Dash(w.lag_ms, w.lag_ms.p50) << " | " << Dash(w.lag_ms, w.lag_ms.p99) << " | "
+        << Dash(w.lag_ms, w.lag_ms.max) << " | " << Fmt(last_arrival_s, 3) << " s | "
+        << OrDash(cpu.is_null() ? json(nullptr) : cpu["mariadb"], 3) << " | "
+        << OrDash(cpu.is_null() ? json(nullptr) : cpu["nodes"], 3) << " | " << OrDash(rows, 2) << " | "
+        << OrDash(FireRowsPerFire(table_rows), 2) << " | "
+        << OrDash(statements.is_object() && statements.contains("Questions") ? statements["Questions"] : json(nullptr),
+                  2)
+        << " | " << load_start << " | `" << Arguments(o) << "` |" << std::endl;
     if (!w.misses_by_status.empty()) {
         std::cout << "missed by fire status:";
         for (const auto& [status, n] : w.misses_by_status) std::cout << " " << status << " " << n;
@@ -1083,6 +1154,7 @@ json TopOfHour(const BenchOptions& o, bool& ok) {
             {"timeline", timeline},
             {"cpu_ms_per_run", cpu},
             {"rows_changed_per_run", rows},
+            {"table_rows_changed_per_run", table_rows},
             {"db_statements_per_run", statements},
             {"master_scans", scans},
             {"sdk", SdkStats(sink)},

@@ -3,9 +3,9 @@
 # Runs the same scheduler-bench scenario with two builds, alternating (before, after, before,
 # after, ...) ROUNDS times, so that the machine's load drifts across both alike; prints one line
 # per run: the load when it started, p50/p99/max lag, misses, doubles, MariaDB statements,
-# commits and row writes per fire, the master's mean scan, the CPU per fire of the nodes, MariaDB
-# and the bench process (SDK and sink), and the machine's busy share and stolen CPU time. Each
-# run's result.json and log stay
+# commits and row writes per fire, job_fire's rows changed per fire, the master's mean scan, the
+# CPU per fire of the nodes, MariaDB and the bench process (SDK and sink), and the machine's busy
+# share and stolen CPU time. Each run's result.json and log stay
 # in OUT_DIR. Example (docs/benchmarks.md "How to reproduce"):
 #   scripts/bench/ab.sh /tmp/before/build/ci/apps/scheduler-bench/scheduler-bench \
 #       build/ci/apps/scheduler-bench/scheduler-bench /tmp/ab 2 \
@@ -38,6 +38,7 @@ for run in result["result"]["runs"]:
           "rows ins %.2f upd %.2f del %.2f" % (per_fire.get("Handler_write", -1),
                                                per_fire.get("Handler_update", -1),
                                                per_fire.get("Handler_delete", -1)),
+          "job_fire rows %s" % (run.get("rows_changed_per_received_fire") or {}).get("job_fire", "-"),
           "scan %.1f" % run["master_scans"]["mean_ms"],
           "cpu ms/fire " + " ".join("%s %s" % (k, v) for k, v in (run.get("cpu_ms_per_received_fire") or {}).items()),
           "machine busy %s steal %s ms" % ((run.get("machine_cpu") or {}).get("busy_share", "-"),
