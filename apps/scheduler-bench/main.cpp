@@ -66,7 +66,7 @@ Options:
   --out DIR          output directory (default bench-results/SCENARIO-<time>)
   --no-table-stats   precision, throughput, topofhour: leave MariaDB's per-table statistics off (the
                      rows changed per fire by table are then not measured; on, they cost MariaDB
-                     about 4 % of its CPU per fire)
+                     up to 4 % of its CPU per fire)
   --check            exit 1 unless every run had arrivals and no miss or double (for tests)
 
 Every process the bench starts is stopped by its PID at the end, also on error or Ctrl-C.

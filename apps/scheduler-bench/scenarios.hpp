@@ -52,7 +52,7 @@ struct BenchOptions {
     /// changes during the window.
     int lease_watch = 5;
     /// precision, throughput, topofhour: MariaDB's per-table statistics on for the run (rows
-    /// changed per fire by table; they cost MariaDB about 4 % of its CPU per fire).
+    /// changed per fire by table; they cost MariaDB up to 4 % of its CPU per fire).
     bool table_stats = true;
     bool check = false;  ///< exit 1 unless every run had arrivals, no miss and no double
     std::string command_line;

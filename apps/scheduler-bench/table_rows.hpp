@@ -31,8 +31,8 @@ using TableRowSample = std::map<std::string, TableRows>;
 /// The server's per-table statistics for the life of this object: turned on (SET GLOBAL userstat
 /// = 1; the bench connects as the server's administrator) when asked and the server keeps them,
 /// and set back to what they were at the end, so that a --db-url server is left as it was.
-/// They cost MariaDB a few counters per statement (about 4 % of its CPU per fire at 3,000 fires/s,
-/// docs/benchmarks.md): `--no-table-stats` measures without them.
+/// They cost MariaDB a few counters per statement (4 % of its CPU per fire at 3,000 fires/s, none
+/// measurable at 6,000; docs/benchmarks.md): `--no-table-stats` measures without them.
 class TableStatistics {
   public:
     TableStatistics(db::Database& db, bool on);
