@@ -42,6 +42,8 @@ struct FireRow {
 /// Fire rows with scheduled_time in [from_ms, to_ms). Throws std::runtime_error on DB errors.
 std::vector<FireRow> ReadFires(db::Database& db, std::int64_t from_ms, std::int64_t to_ms);
 
+/// Nearest-rank percentiles, each rounded to 3 decimals (the microsecond of a lag in ms) by
+/// Summarise, so every table and result.json show the same figure.
 struct Percentiles {
     std::size_t n = 0;
     double p50 = 0, p90 = 0, p99 = 0, max = 0, mean = 0;
