@@ -6,7 +6,8 @@ learnt, runs handlers on worker threads, and reports results in batches to /api/
 retrying with backoff. Admission mirrors the C++ SDK (libs/client/src/impl/run_registry.cpp):
 duplicates by (fire_id, attempt), epoch fencing, block strategies serial, discard-later and
 cover-early, a capacity bound. A run with `start_in_ms` (sent ahead of its due time) is admitted
-on arrival and started that long after it.
+on arrival and started that long after it; the first attempts of one scheduled time held from
+several requests start together, at the earliest of their holds within 25 ms.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ log = logging.getLogger("sched_client")
 MAX_INT64 = 2**63 - 1
 MAX_RUNS_PER_BATCH = 1000
 MAX_START_IN_MS = 10000  # the longest a run sent ahead may be held (libs/protocol run.hpp)
+# First attempts of one scheduled time held from several requests start together, at the
+# earliest of their holds within this many seconds of each other (docs/protocol.md).
+ALIGN_HELD_S = 0.025
 MAX_KILL_REASON = 64  # the longest reason a kill may carry (libs/protocol run.hpp)
 LOG_PAGE_LINES = 1000
 BLOCK_STRATEGIES = ("serial", "discard-later", "cover-early")
@@ -437,6 +441,20 @@ class HandlerFailed(Exception):
     def __init__(self, message: str, code: str = "internal") -> None:
         super().__init__(message)
         self.code = code
+
+
+class _HeldGroup:
+    """Runs held until one instant: the first attempts of one scheduled time whose holds end
+    within ALIGN_HELD_S of each other (scheduled_ms > 0), or one run of its own (a retry: its
+    due time is its own, not its scheduled time)."""
+
+    __slots__ = ("scheduled_ms", "at", "runs", "started")
+
+    def __init__(self, scheduled_ms: int, at: float) -> None:
+        self.scheduled_ms = scheduled_ms
+        self.at = at  # time.monotonic() it starts at: the earliest hold of its runs
+        self.runs: List["_Run"] = []
+        self.started = False
 
 
 class _Run:
@@ -875,8 +893,11 @@ class Executor:
         self._outbox_mu = threading.Lock()
         self._work: Deque[Optional[_Run]] = collections.deque()
         self._work_cv = threading.Condition()
-        # A heap of (not_before, seq, run): runs sent ahead, until their time.
-        self._held: List[Tuple[float, int, _Run]] = []
+        # A heap of (start time, seq, group): runs sent ahead, until their time. A group whose
+        # start moved earlier has an entry per time; the first to come starts it.
+        self._held: List[Tuple[float, int, _HeldGroup]] = []
+        # scheduled_ms -> the groups of first attempts held for it (under _held_cv).
+        self._held_groups: Dict[int, List[_HeldGroup]] = {}
         self._held_seq = itertools.count()
         self._held_cv = threading.Condition()
         self._stopping = threading.Event()
@@ -1151,29 +1172,62 @@ class Executor:
         self._logs.append(fire_id, stamp + " " + text, by_handler)
 
     def _launch(self, run: _Run) -> None:
-        if run.not_before > time.monotonic():
+        at = run.not_before
+        if at > time.monotonic():
             with self._held_cv:
-                heapq.heappush(self._held, (run.not_before, next(self._held_seq), run))
+                self._hold(run, at)
                 self._held_cv.notify()
             return
+        self._to_workers([run])
+
+    def _hold(self, run: _Run, at: float) -> None:
+        """Holds `run` until `at`, or with the held first attempts of its scheduled time whose
+        start lies within ALIGN_HELD_S of `at` (each node's hold ends at the due time plus its
+        own request's transit: the earliest is the nearest to the due time). Under _held_cv."""
+        scheduled_ms = run.request["scheduled_ms"]
+        if run.request["attempt"] != 0 or scheduled_ms <= 0:
+            alone = _HeldGroup(0, at)
+            alone.runs.append(run)
+            heapq.heappush(self._held, (at, next(self._held_seq), alone))
+            return
+        groups = self._held_groups.setdefault(scheduled_ms, [])
+        group = next((g for g in groups if abs(at - g.at) <= ALIGN_HELD_S), None)
+        if group is None:
+            group = _HeldGroup(scheduled_ms, at)
+            groups.append(group)
+            heapq.heappush(self._held, (at, next(self._held_seq), group))
+        elif at < group.at:
+            group.at = at  # an earlier hold: the group starts then
+            heapq.heappush(self._held, (at, next(self._held_seq), group))
+        group.runs.append(run)
+
+    def _to_workers(self, runs: List[_Run]) -> None:
         with self._work_cv:
-            self._work.append(run)
-            self._work_cv.notify()
+            self._work.extend(runs)
+            self._work_cv.notify(len(runs))
 
     def _holder(self) -> None:
-        """Hands each held run to the workers at its time. stop() waits while any run is in
-        flight, held ones included, so it ends only with nothing held."""
+        """Hands each held group to the workers at its time, its runs together. stop() waits
+        while any run is in flight, held ones included, so it ends only with nothing held."""
         while True:
             with self._held_cv:
                 while True:
                     now = time.monotonic()
                     if self._held and self._held[0][0] <= now:
-                        run = heapq.heappop(self._held)[2]
+                        group = heapq.heappop(self._held)[2]
+                        if group.started:
+                            continue  # an entry left by a start that moved earlier
+                        group.started = True
+                        if group.scheduled_ms > 0:
+                            groups = self._held_groups[group.scheduled_ms]
+                            groups.remove(group)
+                            if not groups:
+                                del self._held_groups[group.scheduled_ms]
                         break
                     if not self._held and self._stopping.is_set() and self._registry.count() == 0:
                         return
                     self._held_cv.wait(self._held[0][0] - now if self._held else 0.5)
-            self._launch(run)  # its time has come: to the workers
+            self._to_workers(group.runs)  # their time has come
 
     def _worker(self) -> None:
         while True:

@@ -248,6 +248,37 @@ class HostileInputTest(unittest.TestCase):
         finally:
             self.ex._handlers["h"] = lambda ctx: "ok"
 
+    def test_held_first_attempts_of_one_scheduled_time_start_together_at_the_earliest_hold(self):
+        # Each node's hold ends at the due time plus its own request's transit: the first
+        # attempts of one scheduled time start at the earliest hold within 25 ms. A retry of
+        # that time, or another time, keeps its own hold.
+        started = {}
+        self.ex._handlers["h"] = lambda ctx: started.setdefault(ctx.fire_id, time.monotonic())
+        due = 1800000000000
+        try:
+            def run(fire_id, start_in_ms, scheduled_ms, attempt):
+                return {"fire_id": fire_id, "job_id": fire_id, "attempt": attempt, "epoch": 0, "handler": "h",
+                        "start_in_ms": start_in_ms, "scheduled_ms": scheduled_ms}
+            runs = [run(911, 300, due, 0),
+                    run(912, 324, due, 0),          # due at the same time: starts with fire 911
+                    run(913, 324, due, 1),          # a retry: its own hold
+                    run(914, 324, due + 1000, 0)]   # another due time: its own hold
+            before = time.monotonic()
+            status, body = self.call("POST", "/v1/runs-ahead", json.dumps({"runs": runs}).encode())
+            self.assertEqual(status, 200)
+            self.assertEqual([r["status"] for r in body["results"]], [202] * 4)
+            deadline = time.monotonic() + 5
+            while len(started) < 4 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            self.assertEqual(sorted(started), [911, 912, 913, 914])
+            self.assertGreaterEqual(started[911], before + 0.3)
+            # Apart, 24 ms.
+            self.assertLess(abs(started[912] - started[911]), 0.015, "fire 912 kept its own hold")
+            self.assertGreaterEqual(started[913], before + 0.324, "a retry joined the first attempts' hold")
+            self.assertGreaterEqual(started[914], before + 0.324, "another due time joined the hold")
+        finally:
+            self.ex._handlers["h"] = lambda ctx: "ok"
+
     def test_a_call_addressed_to_another_instance_is_401(self):
         own = self.ex.address
         self.assertEqual(self.call("GET", addressed_target("/v1/beat", own))[0], 200)
