@@ -80,6 +80,11 @@ bool RunningRecorder::Busy() const {
     return held_.Busy() || prompt_.Busy();
 }
 
+void RunningRecorder::Hurry() {
+    held_.Hurry();
+    prompt_.Hurry();
+}
+
 Status RunningRecorder::Write(std::vector<Record>& batch) {
     // One statement per executor instance, each fire with its own start (a CASE over the
     // window's few distinct times), a CAS from `dispatching`: it never overwrites an end that

@@ -353,6 +353,9 @@ net::awaitable<void> Slave::Stop() {
     queue_->Close();
     sender_.Stop();
     endings_.Stop();  // Stop waits for the endings only as long as it drains the sends
+    // The runs still going are recorded `running` now, not `record-running-after` past their
+    // start: the drain below waits for those records, and the node gives its lease up after it.
+    running_.Hurry();
     // Each timer is cancelled on the strand its loop runs on: a timer is not thread-safe.
     net::post(poll_strand_, [loops] {
         if (loops->poll_timer) loops->poll_timer->cancel();

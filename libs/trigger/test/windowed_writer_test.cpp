@@ -117,5 +117,33 @@ TEST_F(WindowedWriterTest, AWriterGivesUpAfterItsTimeLimitAndAfterStopTriesOnce)
     EXPECT_EQ(Calls().size(), attempts + 1) << "one attempt once stopped";
 }
 
+// A node that stops writes what it holds at once: Hurry() ends a flush's wait for its window
+// and for its items' holds, and later items go within a window, held or not. A failed write is
+// still retried (Stop() is what ends that).
+TEST_F(WindowedWriterTest, HurryWritesHeldItemsNowAndKeepsRetrying) {
+    std::atomic<int> failures{1};
+    WindowedWriter<int> w(io_.get_executor(), pool_, 2s, {.first_pause = 10ms, .max_pause = 10ms},
+                          Recording([&failures](auto& b) {
+                              if (failures.fetch_sub(1) > 0) return Unavailable("down");
+                              b.clear();
+                              return Status::Ok();
+                          }),
+                          {});
+    w.Add(1, 60s);
+    w.Add(2);
+    const auto hurried = std::chrono::steady_clock::now();
+    w.Hurry();
+    ASSERT_TRUE(sched::testing::WaitFor([&] { return !w.Busy(); }, 10s));
+    EXPECT_LT(std::chrono::steady_clock::now() - hurried, 1s) << "a flush waited for its window";
+    auto calls = Calls();
+    ASSERT_EQ(calls.size(), 2u) << "the failed write is retried";
+    EXPECT_EQ(calls[1], (std::vector<int>{1, 2})) << "the held item went with the first flush";
+    w.Add(3, 60s);
+    ASSERT_TRUE(sched::testing::WaitFor([&] { return !w.Busy(); }, 10s)) << "a later held item waited for its hold";
+    calls = Calls();
+    ASSERT_EQ(calls.size(), 3u);
+    EXPECT_EQ(calls[2], std::vector<int>{3});
+}
+
 }  // namespace
 }  // namespace sched::trigger

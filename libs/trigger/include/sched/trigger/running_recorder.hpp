@@ -57,6 +57,9 @@ class RunningRecorder {
     std::optional<std::string> QueuedAddress(std::int64_t fire_id) const;
     /// Whether a flush is writing.
     bool Busy() const;
+    /// Writes every queued record now and every later one within `record-window`, held or not:
+    /// the node is stopping and must not wait out `record-running-after` before it lets go.
+    void Hurry();
 
   private:
     Status Write(std::vector<Record>& batch);

@@ -14,7 +14,8 @@
 /// first is never written. A flush takes only the items whose hold is over and schedules the
 /// next one for the rest, when the earliest of them is due but at least `window` later; an item
 /// added meanwhile waits for that flush (so give one writer's items similar holds). After
-/// Stop() a flush takes every item.
+/// Stop() or Hurry() a flush takes every item and waits at most a window; Hurry() also starts
+/// at once a flush waiting for its window or for a hold.
 ///
 /// Thread-safe. A flush in progress keeps what it needs alive (shared state), so the writer may
 /// be destroyed while the I/O context still holds a flush; Busy() lets an owner wait instead.
@@ -26,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -67,7 +69,7 @@ class WindowedWriter {
             spawn = !std::exchange(s->scheduled, true);
             if (spawn) ++s->writing;
         }
-        if (spawn) net::co_spawn(s->io, Flush(s, s->window), net::detached);
+        if (spawn) net::co_spawn(s->strand, Flush(s, s->window), net::detached);
     }
 
     /// Takes back the queued items for which `pred` holds and that no flush has taken yet (a
@@ -92,7 +94,22 @@ class WindowedWriter {
     }
 
     /// From now on a failed write is not retried (an owner stopping waits only so long).
-    void Stop() { shared_->stopping = true; }
+    void Stop() {
+        shared_->stopping = true;
+        Hurry();
+    }
+
+    /// From now on every flush takes every item, held or not, and waits at most a window; a
+    /// flush waiting now starts at once. An owner stopping writes what it holds at once instead
+    /// of a hold later (a node's SIGTERM waited up to `record-running-after` for its `running`
+    /// records before it gave its lease up). Failed writes are retried as before.
+    void Hurry() {
+        shared_->hurry = true;
+        // The waits' timers are touched only on the writer's strand.
+        net::post(shared_->strand, [s = shared_] {
+            for (net::steady_timer* timer : s->waiting) timer->cancel();
+        });
+    }
 
     /// Items queued or being written (from Add to the end of their flush's last attempt).
     bool Busy() const { return shared_->writing.load() > 0; }
@@ -110,7 +127,8 @@ class WindowedWriter {
               window(window_),
               retry(retry_),
               write(std::move(write_)),
-              failed(std::move(failed_)) {}
+              failed(std::move(failed_)),
+              strand(net::make_strand(io)) {}
         net::any_io_executor io;
         net::thread_pool& db_pool;
         const Micros window;
@@ -124,21 +142,29 @@ class WindowedWriter {
         // its batch, before it writes it).
         std::atomic<int> writing{0};
         std::atomic<bool> stopping{false};
+        std::atomic<bool> hurry{false};
+        // The flushes run on it, so Hurry() can end their waits.
+        net::strand<net::any_io_executor> strand;
+        std::set<net::steady_timer*> waiting;  // on `strand`: flushes waiting for their time
     };
 
     static net::awaitable<void> Flush(std::shared_ptr<Shared> s, Micros wait) {
-        net::steady_timer timer(s->io);
-        timer.expires_after(wait);
+        net::steady_timer timer(s->strand);
+        // Hurried: a window at most (a flush spawned for a hold before Hurry() may start after
+        // Hurry() ended the waits of its time).
+        timer.expires_after(s->hurry ? std::min(wait, s->window) : wait);
+        s->waiting.insert(&timer);
         try {
             co_await timer.async_wait(net::use_awaitable);
         } catch (const boost::system::system_error&) {
         }
+        s->waiting.erase(&timer);
         std::vector<T> batch;
         std::optional<Micros> next;
         {
             std::lock_guard lock(s->mu);
             const auto now = std::chrono::steady_clock::now();
-            const bool all = s->stopping.load();
+            const bool all = s->hurry.load();
             const auto held = std::stable_partition(s->items.begin(), s->items.end(),
                                                     [all, now](const Queued& q) { return all || q.ripe <= now; });
             for (auto it = s->items.begin(); it != held; ++it) batch.push_back(std::move(it->item));
@@ -154,7 +180,7 @@ class WindowedWriter {
                 ++s->writing;
             }
         }
-        if (next) net::co_spawn(s->io, Flush(s, *next), net::detached);
+        if (next) net::co_spawn(s->strand, Flush(s, *next), net::detached);
         const auto started = std::chrono::steady_clock::now();
         Backoff backoff(s->retry.first_pause, s->retry.max_pause);
         for (int attempt = 1; !batch.empty(); ++attempt) {
