@@ -93,7 +93,8 @@ class WindowedWriter {
         for (const auto& q : shared_->items) fn(static_cast<const T&>(q.item));
     }
 
-    /// From now on a failed write is not retried (an owner stopping waits only so long).
+    /// From now on a failed write is not retried (an owner stopping waits only so long), and the
+    /// writer is hurried (Hurry).
     void Stop() {
         shared_->stopping = true;
         Hurry();
