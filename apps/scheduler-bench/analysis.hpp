@@ -9,7 +9,9 @@
 /// - miss = an expected pair that never arrived and is not recorded `lost` in job_fire;
 /// - double = a pair that arrived more than once (each extra arrival counts one);
 /// - claim lag = job_fire.dispatched_at - due_at (the slave's timer and claim), delivery =
-///   arrival - dispatched_at (HTTP to the SDK and its queue).
+///   arrival - dispatched_at (HTTP to the SDK and its queue). A fire the master planned already
+///   claimed (docs/architecture/slave.md "Planned fires") has its plan time as dispatched_at:
+///   its claim lag is minus the plan's lead (about -2 s) and its delivery includes that lead.
 
 #include <cstdint>
 #include <filesystem>

@@ -899,8 +899,8 @@ TEST_F(ChaosTest, PartitionedMasterDemotesItselfAndRejoinsAsSlave) {
     EXPECT_TRUE(WaitFor(
         [&] {
             for (const auto& f : AllFires()) {
-                if (f.assigned_node == "node-3" && f.status == model::FireStatus::kSucceeded && f.dispatched_at &&
-                    *f.dispatched_at > restored_at) {
+                if (f.assigned_node == "node-3" && f.status == model::FireStatus::kSucceeded && f.started_at &&
+                    *f.started_at > restored_at) {
                     return true;
                 }
             }

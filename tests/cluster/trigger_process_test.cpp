@@ -200,9 +200,10 @@ TEST_P(TriggerProcessTest, EverySecondJobFiresEachSecondOnceAndPausedJobStops) {
         ++per_time[f.scheduled_time];
         EXPECT_EQ(f.status, model::FireStatus::kSucceeded) << f.result_message.value_or("");
         EXPECT_EQ(f.result_message, R"({"from":"test"})");  // the echo handler returns its params
-        ASSERT_TRUE(f.dispatched_at);
-        // Lag is a benchmark figure; here only a sanity bound that a broken timer would miss.
-        EXPECT_LT(*f.dispatched_at - f.scheduled_time, 1000) << "fire " << f.id;
+        ASSERT_TRUE(f.started_at);
+        // Lag is a benchmark figure; here only a sanity bound that a broken timer would miss
+        // (the run's start: dispatched_at is its plan or claim, before its time).
+        EXPECT_LT(*f.started_at - f.scheduled_time, 1000) << "fire " << f.id;
     }
     ASSERT_EQ(per_time.size(), static_cast<std::size_t>(kSeconds));
     for (int i = 0; i < kSeconds; ++i) EXPECT_EQ(per_time[first + std::int64_t{i} * 1000], 1) << "second " << i;
@@ -545,7 +546,7 @@ TEST_P(TriggerProcessTest, ASkipJobStoppedPastTheThresholdFiresNothingLateAndRec
                 ++ran;
                 accounted = true;
                 // Nothing ran more than the threshold late (plus the claim's own latency).
-                EXPECT_LE(f.dispatched_at.value_or(0) - t, threshold_ms + 1000) << "second " << t << " ran late";
+                EXPECT_LE(f.started_at.value_or(0) - t, threshold_ms + 1000) << "second " << t << " ran late";
             } else if (f.status == model::FireStatus::kSkipped && f.reason == model::FireReason::kMisfire) {
                 ++in_ledger;
                 accounted = true;
@@ -799,12 +800,12 @@ TEST_P(TriggerProcessTest, ANodeWhoseClockIsTenMinutesOffFiresOnTime) {
     for (const auto& f : Fires(job.id)) {
         if (f.status != model::FireStatus::kSucceeded) continue;
         EXPECT_EQ(f.kind, model::FireKind::kSchedule) << "treated as a misfire: the node used its own clock";
-        ASSERT_TRUE(f.dispatched_at);
+        ASSERT_TRUE(f.started_at);
         // Not early (a node trusting its clock would fire everything at once) and not late.
-        // dispatched_at is the claim: up to claim-ahead + group-span (100 + 400 ms) before the
-        // due time.
-        EXPECT_GE(*f.dispatched_at, f.scheduled_time - 550);
-        EXPECT_LT(*f.dispatched_at, f.scheduled_time + 1000);
+        // started_at is the run's start as the node records it (a run sent ahead starts at its
+        // due time; dispatched_at is the plan or the claim, seconds before it).
+        EXPECT_GE(*f.started_at, f.scheduled_time - 550);
+        EXPECT_LT(*f.started_at, f.scheduled_time + 1000);
     }
 }
 
@@ -932,9 +933,9 @@ void TriggerClusterTest::KillOneNodeUnderLoad(bool kill_master) {
                               << model::FireStatusName(f.status) << ": " << f.result_message.value_or("");
             }
             // Only the new master can have created a fire after the kill.
-            if (f.created_at > killed_at && f.dispatched_at) {
+            if (f.created_at > killed_at && f.started_at) {
                 new_epoch_first_created = std::min(new_epoch_first_created, f.created_at);
-                new_epoch_worst_lag = std::max(new_epoch_worst_lag, *f.dispatched_at - f.due_at);
+                new_epoch_worst_lag = std::max(new_epoch_worst_lag, *f.started_at - f.due_at);
             }
         }
         for (std::int64_t t = first; t < checked_until; t += 1000) {

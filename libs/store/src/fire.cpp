@@ -399,6 +399,12 @@ struct KeyRow {
     KeyRow Finish() const { return *this; }
 };
 
+// An optional integer as SQL: formatted here, never text from outside (a planned fire's epoch
+// and plan time cost no bound value).
+std::string Inlined(const std::optional<std::int64_t>& value) {
+    return value ? std::to_string(*value) : std::string("NULL");
+}
+
 constexpr const char* kKeyRowColumns =
     "id, job_id, scheduled_time, kind, attempt, shard_index, epoch, assigned_node, status";
 
@@ -441,11 +447,12 @@ std::vector<std::optional<StoredFire>> FireRepository::InsertManyIfAbsent(soci::
                     values.Add(f.epoch) + ", " + values.Add(f.assigned_node) + ", '" +
                     std::string(FireStatusName(f.status)) + "', " + values.Add(due_at) + ", " +
                     (f.workflow_run_id ? values.Add(*f.workflow_run_id) : std::string("NULL")) + ", " +
-                    values.Add(f.workflow_step) + ", " + now_ms + ")";
+                    values.Add(f.workflow_step) + ", " + now_ms + ", " + Inlined(f.dispatch_epoch) + ", " +
+                    Inlined(f.dispatched_at) + ")";
         }
         const std::string insert = dialect.InsertRowsIfAbsent(
             "job_fire (job_id, scheduled_time, kind, attempt, shard_index, shard_total, epoch, assigned_node, status, "
-            "due_at, workflow_run_id, workflow_step, created_at) VALUES " +
+            "due_at, workflow_run_id, workflow_step, created_at, dispatch_epoch, dispatched_at) VALUES " +
                 rows,
             "id");
         if (!dialect.rows_returned()) {
@@ -675,13 +682,6 @@ std::vector<std::int64_t> FireRepository::ReassignMany(soci::session& s, const s
         }
     });
     return moved;
-}
-
-int FireRepository::UnassignPending(soci::session& s, const std::string& node) {
-    soci::statement st =
-        (s.prepare << "UPDATE job_fire SET assigned_node = NULL WHERE assigned_node = :node AND status = 'pending'",
-         soci::use(node, "node"));
-    return static_cast<int>(impl::ExecuteAffected(st));
 }
 
 std::vector<Fire> FireRepository::ListRunning(soci::session& s, std::int64_t after_scheduled, std::int64_t after_id,

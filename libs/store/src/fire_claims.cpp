@@ -29,7 +29,7 @@ namespace {
 // The columns the slave needs to dispatch a fire.
 constexpr const char* kClaimColumns =
     "id, job_id, scheduled_time, kind, attempt, shard_index, shard_total, epoch, assigned_node, status, due_at, "
-    "dispatch_epoch, dispatched_at, created_at, workflow_run_id, reason, trace_parent, trace_state";
+    "dispatch_epoch, dispatched_at, created_at, workflow_run_id, reason, trace_parent, trace_state, claim_token";
 
 struct ClaimRow {
     Fire fire;
@@ -42,6 +42,7 @@ struct ClaimRow {
     impl::NullableString reason;          // concurrency: a fire that waited for a seat
     impl::NullableString trace_parent;    // a manual trigger's caller context: its runs carry it
     impl::NullableString trace_state;     // and forward its tracestate
+    impl::NullableInt64 claim_token;      // NULL: planned for its node by the master
 
     void BindInto(soci::statement& st, impl::IntColumns& ints) {
         impl::IntoFireHead(st, ints, fire, kind, assigned_node);
@@ -54,7 +55,9 @@ struct ClaimRow {
         st.exchange(soci::into(reason.value, reason.ind));
         st.exchange(soci::into(trace_parent.value, trace_parent.ind));
         st.exchange(soci::into(trace_state.value, trace_state.ind));
+        ints.Into(st, claim_token);
     }
+    bool Planned() const { return !claim_token.get() && status == "dispatching"; }
     Fire Finish() {
         impl::FinishFireHead(fire, kind, status, assigned_node);
         fire.dispatch_epoch = dispatch_epoch.get();
@@ -67,18 +70,82 @@ struct ClaimRow {
     }
 };
 
-// A fire the claim won, its job, and how many fires the claim holds (the join's check).
+// A fire and whether it is planned (ClaimRow::Planned).
+struct PlannedRow {
+    ClaimRow row;
+    void BindInto(soci::statement& st, impl::IntColumns& ints) { row.BindInto(st, ints); }
+    std::pair<Fire, bool> Finish() {
+        const bool planned = row.Planned();
+        return {row.Finish(), planned};
+    }
+};
+
+// A fire the claim won, its job, how many fires the claim holds (the join's check) and the
+// node's sent_through.
 struct ClaimJobRow {
     ClaimRow fire;
     impl::JoinedJobRow job;
     std::int64_t holds = 0;
+    impl::NullableInt64 sent_through;
+    std::int64_t epoch = 0;
     void BindInto(soci::statement& st, impl::IntColumns& ints) {
         fire.BindInto(st, ints);
         job.BindInto(st, ints);
         ints.Into(st, holds);
+        ints.Into(st, sent_through);
+        ints.Into(st, epoch);
     }
-    std::tuple<Fire, Job, std::int64_t> Finish() { return {fire.Finish(), job.Finish(), holds}; }
+    struct Read {
+        Fire fire;
+        bool planned;
+        Job job;
+        std::int64_t holds;
+        std::optional<std::int64_t> sent_through;
+        std::int64_t epoch;
+    };
+    Read Finish() {
+        const bool planned = fire.Planned();
+        return {fire.Finish(), planned, job.Finish(), holds, sent_through.get(), epoch};
+    }
 };
+
+// The fires a claim with `token` holds among the listed ones (the alias `f.` or none): its own,
+// and those planned for the node (bound as `:<param>`; soci binds a name once, so each use of the
+// node in one statement has its own).
+std::string HeldBy(const std::string& alias, std::int64_t token, const std::string& param) {
+    return alias + "status = 'dispatching' AND (" + alias + "claim_token = " + std::to_string(token) + " OR (" + alias +
+           "claim_token IS NULL AND " + alias + "assigned_node = :" + param + "))";
+}
+
+// The lease rows' epochs summed (lock::ReadEpochSum's WHERE), as a scalar subquery binding
+// :lease and :pattern.
+constexpr const char* kEpochSum =
+    "(SELECT COALESCE(SUM(epoch), 0) FROM scheduler_lock WHERE namespace = :lease OR namespace LIKE :pattern)";
+
+// Planned fires carry the epoch of their plan; a group is sent under one epoch, and a result is
+// applied only under the epoch its fire carries. So a claim stamps the epoch in force now on
+// the planned fires it holds whose plan was under another one (after a failover or a shard's
+// take-over: the only time this writes them), as a claim of pending fires stamps every one.
+void StampPlanned(soci::session& s, ClaimedFires& out, std::int64_t epoch) {
+    std::vector<std::int64_t> stale;
+    for (auto& f : out.fires) {
+        if (!out.planned.contains(f.id) || f.dispatch_epoch == epoch) continue;
+        stale.push_back(f.id);
+        f.dispatch_epoch = epoch;
+    }
+    if (stale.empty()) return;
+    soci::statement st = (s.prepare << "UPDATE job_fire SET dispatch_epoch = :epoch WHERE id IN (" +
+                                           impl::IdList(stale) + ") AND status = 'dispatching' AND claim_token IS NULL",
+                          soci::use(epoch, "epoch"));
+    impl::ExecuteAffected(st);
+}
+
+std::optional<std::int64_t> SentThrough(soci::session& s, const std::string& node) {
+    impl::NullableInt64 value;
+    s << "SELECT sent_through FROM trigger_node WHERE node_id = :node", soci::use(node, "node"),
+        soci::into(value.value, value.ind);
+    return s.got_data() ? value.get() : std::nullopt;
+}
 
 // ---- concurrency seats (Admit) ----
 
@@ -216,9 +283,21 @@ std::string ByIdTable(soci::session& s) {
 }  // namespace
 
 ClaimedFires FireClaims::Claim(soci::session& s, const std::string& node, const std::vector<std::int64_t>& ids,
-                               std::int64_t token, const LeaseRows& lease, std::int64_t now_ms) {
+                               std::int64_t token, const LeaseRows& lease, std::int64_t now_ms,
+                               std::optional<std::int64_t> raise_sent_through) {
     if (ids.empty()) return {};
     const std::string list = IdList(ids);
+    // First, so that a master's ReleaseUnsent of this node is either committed before the read
+    // below (which then sees the fires it handed back) or waits for this transaction (and then
+    // judges by the raised value). A claim that raises nothing sends only fires at or below
+    // the value the release reads, which it never hands back.
+    if (raise_sent_through) {
+        soci::statement raise =
+            (s.prepare << "UPDATE trigger_node SET sent_through = :to WHERE node_id = :node AND "
+                          "sent_through IS NOT NULL AND sent_through < :below",
+             soci::use(*raise_sent_through, "to"), soci::use(node, "node"), soci::use(*raise_sent_through, "below"));
+        impl::ExecuteAffected(raise);
+    }
     // The ids come from the master's notice, unread here (the slave queues them by the notice's
     // due times): the node test keeps a slave to its own fires whatever a notice names.
     // The epoch is a scalar subquery of the UPDATE, not a SELECT before it: one statement less
@@ -239,25 +318,53 @@ ClaimedFires FireClaims::Claim(soci::session& s, const std::string& node, const 
     // are read apart, the fire without a job then ended by the slave. The token is an integer
     // formatted here, inlined as the ids are.
     const bool sqlite = s.get_backend_name() == "sqlite3";  // NOT INDEXED, as ByIdTable
-    const std::string won = "FROM " + ByIdTable(s) + " WHERE id IN (" + list +
-                            ") AND claim_token = " + std::to_string(token) + " AND status = 'dispatching'";
+    const auto won = [&](const std::string& param) {
+        return "FROM " + ByIdTable(s) + " WHERE id IN (" + list + ") AND " + HeldBy("", token, param);
+    };
     ClaimedFires out;
     std::size_t holds = 0;
-    for (auto& [fire, job, count] : impl::SelectRows<ClaimJobRow>(
-             s,
-             "SELECT " + impl::QualifiedColumns(kClaimColumns, "f") + ", " + impl::JobColumns("j") +
-                 ", (SELECT COUNT(*) " + won + ") FROM job_fire AS f" + (sqlite ? " NOT INDEXED" : "") +
-                 " JOIN job AS j ON j.id = f.job_id WHERE f.id IN (" + list + ") AND f.claim_token = " +
-                 std::to_string(token) + " AND f.status = 'dispatching' ORDER BY f.due_at, f.id",
-             [](soci::statement&) {})) {
-        holds = static_cast<std::size_t>(count);
-        out.fires.push_back(std::move(fire));
-        const std::int64_t id = job.id;
-        out.jobs.insert_or_assign(id, std::move(job));
+    std::int64_t epoch = 0;
+    for (auto& row :
+         impl::SelectRows<ClaimJobRow>(s,
+                                       "SELECT " + impl::QualifiedColumns(kClaimColumns, "f") + ", " +
+                                           impl::JobColumns("j") + ", (SELECT COUNT(*) " + won("node") +
+                                           "), (SELECT sent_through FROM trigger_node WHERE node_id = :node2), " +
+                                           kEpochSum + " FROM job_fire AS f" + (sqlite ? " NOT INDEXED" : "") +
+                                           " JOIN job AS j ON j.id = f.job_id WHERE f.id IN (" + list + ") AND " +
+                                           HeldBy("f.", token, "node3") + " ORDER BY f.due_at, f.id",
+                                       [&node, &lease](soci::statement& st) {
+                                           st.exchange(soci::use(node, "node"));
+                                           st.exchange(soci::use(node, "node2"));
+                                           st.exchange(soci::use(node, "node3"));
+                                           st.exchange(soci::use(lease.name, "lease"));
+                                           st.exchange(soci::use(lease.pattern, "pattern"));
+                                       })) {
+        holds = static_cast<std::size_t>(row.holds);
+        out.sent_through = row.sent_through;
+        epoch = row.epoch;
+        if (row.planned) out.planned.insert(row.fire.id);
+        out.fires.push_back(std::move(row.fire));
+        const std::int64_t id = row.job.id;
+        out.jobs.insert_or_assign(id, std::move(row.job));
     }
-    if (!out.fires.empty() && out.fires.size() == holds) return out;
-    out.fires = impl::SelectRows<ClaimRow>(
-        s, std::string("SELECT ") + kClaimColumns + " " + won + " ORDER BY due_at, id", [](soci::statement&) {});
+    if (!out.fires.empty() && out.fires.size() == holds) {
+        StampPlanned(s, out, epoch);
+        return out;
+    }
+    out.fires.clear();
+    out.planned.clear();
+    for (auto& [fire, planned] : impl::SelectRows<PlannedRow>(
+             s, std::string("SELECT ") + kClaimColumns + " " + won("node") + " ORDER BY due_at, id",
+             [&node](soci::statement& st) { st.exchange(soci::use(node, "node")); })) {
+        if (planned) out.planned.insert(fire.id);
+        out.fires.push_back(std::move(fire));
+    }
+    out.sent_through = out.planned.empty() ? std::nullopt : SentThrough(s, node);
+    if (!out.planned.empty()) {
+        const std::string read_epoch = std::string("SELECT ") + kEpochSum;
+        s << read_epoch, soci::use(lease.name, "lease"), soci::use(lease.pattern, "pattern"), soci::into(epoch);
+        StampPlanned(s, out, epoch);
+    }
     std::set<std::int64_t> job_ids;
     for (const auto& f : out.fires) job_ids.insert(f.job_id);
     out.jobs.clear();
@@ -536,7 +643,9 @@ Admission FireClaims::Admit(soci::session& s, const db::Dialect& dialect, std::v
         soci::statement st = (s.prepare << "UPDATE job_fire SET status = 'pending', claim_token = NULL, "
                                            "dispatch_epoch = NULL, dispatched_at = NULL, reason = 'concurrency', "
                                            "result_message = :message WHERE id IN (" +
-                                               IdList(ids) + ") AND claim_token = :token AND status = 'dispatching'",
+                                               IdList(ids) +
+                                               ") AND (claim_token = :token OR claim_token IS NULL) AND "
+                                               "status = 'dispatching'",
                               soci::use(message, "message"), soci::use(token, "token"));
         impl::ExecuteAffected(st);
         out.held.insert(out.held.end(), ids.begin(), ids.end());
@@ -576,8 +685,8 @@ Admission FireClaims::Admit(soci::session& s, const db::Dialect& dialect, std::v
 }
 
 bool FireClaims::Restamp(soci::session& s, std::int64_t id, std::int64_t token, std::int64_t epoch) {
-    soci::statement st = (s.prepare << "UPDATE job_fire SET dispatch_epoch = :epoch WHERE id = :id AND claim_token = "
-                                       ":token AND status = 'dispatching'",
+    soci::statement st = (s.prepare << "UPDATE job_fire SET dispatch_epoch = :epoch WHERE id = :id AND (claim_token = "
+                                       ":token OR claim_token IS NULL) AND status = 'dispatching'",
                           soci::use(epoch, "epoch"), soci::use(id, "id"), soci::use(token, "token"));
     return impl::ExecuteAffected(st) == 1;
 }
@@ -613,17 +722,28 @@ int FireClaims::MarkRunning(soci::session& s, const std::vector<StartedFire>& fi
 }
 
 std::vector<std::int64_t> FireClaims::ListPendingIds(soci::session& s, const std::string& node, int limit) {
-    // Ids only, in the index's own order: idx_fire_state (status, assigned_node, scheduled_time)
-    // holds the primary key, so the poll reads no row and sorts nothing. It read every pending
-    // row of the node whole, sorted by due_at, once a second per node; at 5,000 fires/s on 3
-    // nodes MariaDB ran that as a scan of the whole table (EXPLAIN: type ALL, filesort; 153 ms
-    // for one poll of 2,400 rows), to learn that the slave already knew every one of
-    // them from the master's notifications.
-    return impl::SelectRows<impl::IdRow>(s,
-                                         "SELECT id FROM job_fire WHERE assigned_node = :node AND status = 'pending' "
-                                         "ORDER BY scheduled_time, id LIMIT " +
-                                             std::to_string(std::max(1, limit)),
-                                         [&](soci::statement& st) { st.exchange(soci::use(node, "node")); });
+    // Ids only, each branch in the index's own order: idx_fire_state (status, assigned_node,
+    // scheduled_time) holds the primary key, so the pending branch reads no row and sorts
+    // nothing; the planned one reads the node's dispatching rows for their claim token (fires
+    // planned ahead, and those being sent or waiting for their record). A poll read every
+    // pending row of the node whole, sorted by due_at, once a second per node; at 5,000 fires/s
+    // on 3 nodes MariaDB ran that as a scan of the whole table (EXPLAIN: type ALL, filesort; 153
+    // ms for one poll of 2,400 rows), to learn that the slave already knew every one of them
+    // from the master's notifications. Each branch is a derived table: SQLite allows an ORDER
+    // BY and LIMIT only on a whole compound SELECT.
+    const std::string cap = std::to_string(std::max(1, limit));
+    return impl::SelectRows<impl::IdRow>(
+        s,
+        "SELECT id FROM (SELECT id FROM job_fire WHERE status = 'pending' AND assigned_node = :node ORDER BY "
+        "scheduled_time, id LIMIT " +
+            cap +
+            ") AS pending_fires UNION ALL SELECT id FROM (SELECT id FROM job_fire WHERE status = 'dispatching' AND "
+            "assigned_node = :node2 AND claim_token IS NULL ORDER BY scheduled_time, id LIMIT " +
+            cap + ") AS planned_fires",
+        [&](soci::statement& st) {
+            st.exchange(soci::use(node, "node"));
+            st.exchange(soci::use(node, "node2"));
+        });
 }
 
 std::vector<Fire> FireClaims::FindPending(soci::session& s, const std::string& node,
@@ -632,8 +752,89 @@ std::vector<Fire> FireClaims::FindPending(soci::session& s, const std::string& n
     return impl::SelectRows<ClaimRow>(s,
                                       std::string("SELECT ") + kClaimColumns + " FROM job_fire WHERE id IN (" +
                                           IdList(ids) +
-                                          ") AND status = 'pending' AND assigned_node = :node ORDER BY due_at, id",
+                                          ") AND assigned_node = :node AND (status = 'pending' OR (status = "
+                                          "'dispatching' AND claim_token IS NULL)) ORDER BY due_at, id",
                                       [&](soci::statement& st) { st.exchange(soci::use(node, "node")); });
+}
+
+std::vector<std::int64_t> FireClaims::ClaimedBefore(soci::session& s, const std::string& node, std::int64_t started_ms,
+                                                    int limit) {
+    return impl::SelectRows<impl::IdRow>(
+        s,
+        "SELECT id FROM job_fire WHERE status = 'dispatching' AND assigned_node = :node AND claim_token IS NOT NULL "
+        "AND dispatched_at < :started ORDER BY due_at, id LIMIT " +
+            std::to_string(std::max(1, limit)),
+        [&](soci::statement& st) {
+            st.exchange(soci::use(node, "node"));
+            st.exchange(soci::use(started_ms, "started"));
+        });
+}
+
+std::optional<std::int64_t> FireClaims::TakePlanned(soci::session& s, const std::string& node) {
+    soci::statement st = (s.prepare << "UPDATE trigger_node SET sent_through = 0 WHERE node_id = :node AND "
+                                       "sent_through IS NULL",
+                          soci::use(node, "node"));
+    impl::ExecuteAffected(st);
+    return SentThrough(s, node);
+}
+
+int FireClaims::LoseSentBefore(soci::session& s, const std::string& node, std::int64_t sent_through,
+                               std::int64_t now_ms) {
+    const auto ids = impl::SelectRows<impl::IdRow>(
+        s,
+        "SELECT id FROM job_fire WHERE status = 'dispatching' AND assigned_node = :node AND claim_token IS NULL AND "
+        "due_at <= :through",
+        [&](soci::statement& st) {
+            st.exchange(soci::use(node, "node"));
+            st.exchange(soci::use(sent_through, "through"));
+        });
+    int lost = 0;
+    const std::string message = "slave " + node + " restarted; its previous process may have sent the fire";
+    for (const std::int64_t id : ids) {
+        lost += FireRepository::Transition(s, id, {FireStatus::kDispatching}, FireStatus::kLost,
+                                           {.finished_at = now_ms,
+                                            .result_message = message,
+                                            .reason = FireReason::kSlaveRestarted,
+                                            .followup = true});
+    }
+    return lost;
+}
+
+int FireClaims::HandBack(soci::session& s, const std::string& node, const std::optional<std::set<std::int64_t>>& sent) {
+    soci::statement pending =
+        (s.prepare << "UPDATE job_fire SET assigned_node = NULL WHERE assigned_node = :node AND status = 'pending'",
+         soci::use(node, "node"));
+    long long handed = impl::ExecuteAffected(pending);
+    if (!sent) return static_cast<int>(handed);
+    const std::string keep =
+        sent->empty() ? std::string() : " AND id NOT IN (" + IdList({sent->begin(), sent->end()}) + ")";
+    soci::statement planned = (s.prepare << "UPDATE job_fire SET status = 'pending', assigned_node = NULL, "
+                                            "dispatch_epoch = NULL, dispatched_at = NULL WHERE assigned_node = :node "
+                                            "AND status = 'dispatching' AND claim_token IS NULL" +
+                                                keep,
+                               soci::use(node, "node"));
+    handed += impl::ExecuteAffected(planned);
+    return static_cast<int>(handed);
+}
+
+int FireClaims::ReleaseUnsent(soci::session& s, const std::string& node) {
+    const auto through = SentThrough(s, node);
+    if (!through) return 0;  // a node that never took planned fires
+    // The CAS writes the row a raising claim writes: under MariaDB's row lock one waits for the
+    // other (and one that raised meanwhile fails it); between Galera servers certification
+    // aborts one of them. Released or not, the fires at or before the value are the orphan
+    // step's to judge lost.
+    const std::int64_t judged = *through + 1;
+    soci::statement cas = (s.prepare << "UPDATE trigger_node SET sent_through = :judged WHERE node_id = :node AND "
+                                        "sent_through = :through",
+                           soci::use(judged, "judged"), soci::use(node, "node"), soci::use(*through, "through"));
+    if (impl::ExecuteAffected(cas) != 1) return 0;  // raised meanwhile: the next scan looks again
+    soci::statement release =
+        (s.prepare << "UPDATE job_fire SET status = 'pending', assigned_node = NULL, dispatch_epoch = NULL, "
+                      "dispatched_at = NULL WHERE assigned_node = :node AND status = 'dispatching' AND claim_token IS "
+                      "NULL AND due_at > :judged",
+         soci::use(node, "node"), soci::use(judged, "judged"));
+    return static_cast<int>(impl::ExecuteAffected(release));
 }
 
 }  // namespace sched::store

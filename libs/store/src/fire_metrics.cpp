@@ -198,7 +198,11 @@ Result<ClusterGauges> ReadClusterGauges(db::Database& db, std::int64_t misfire_t
             }
         }
         long long overdue = 0;
-        s << "SELECT COUNT(*) FROM job_fire WHERE status = 'pending' AND due_at < " + now + " - :threshold",
+        // A planned fire (dispatching, no claim token) past its time by the threshold was not
+        // sent either: its record or end lands well within it.
+        s << "SELECT COUNT(*) FROM job_fire WHERE (status = 'pending' OR (status = 'dispatching' AND claim_token IS "
+             "NULL)) AND due_at < " +
+                 now + " - :threshold",
             soci::use(misfire_threshold_ms, "threshold"), soci::into(overdue);
         g.overdue = overdue;
         // Apps with an enabled job are listed at 0 when no instance is live: the alert's case.

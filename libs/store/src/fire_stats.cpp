@@ -194,10 +194,15 @@ Result<FireActivity> FireStats::Activity(const ActivityQuery& q) {
         }
 
         const std::int64_t overdue_before = now - q.overdue_after_ms;
+        // A fire planned already claimed (dispatching, no claim token) and not due yet is waiting,
+        // not in flight: counted pending, and left out of the fires in flight.
+        const std::string planned =
+            "(status = 'dispatching' AND claim_token IS NULL AND due_at > " + std::to_string(now) + ")";
         const auto live = impl::SelectRows<LiveRow>(
             s,
-            "SELECT status, COUNT(*), SUM(CASE WHEN due_at < :before THEN 1 ELSE 0 END) FROM job_fire "
-            "WHERE status IN ('pending', 'dispatching', 'running') GROUP BY status",
+            "SELECT CASE WHEN " + planned +
+                " THEN 'pending' ELSE status END AS state, COUNT(*), SUM(CASE WHEN due_at < :before THEN 1 ELSE 0 "
+                "END) FROM job_fire WHERE status IN ('pending', 'dispatching', 'running') GROUP BY state",
             [&](soci::statement& st) { st.exchange(soci::use(overdue_before, "before")); });
         for (const auto& row : live) {
             if (row.status == "pending") {
@@ -212,7 +217,9 @@ Result<FireActivity> FireStats::Activity(const ActivityQuery& q) {
             out.running_fires = impl::SelectRows<ActiveRow>(
                 s,
                 std::string(kActiveColumns) +
-                    "WHERE f.status IN ('dispatching', 'running') ORDER BY f.scheduled_time, f.id" + limit,
+                    "WHERE f.status IN ('dispatching', 'running') AND NOT (f.status = 'dispatching' AND "
+                    "f.claim_token IS NULL AND f.due_at > " +
+                    std::to_string(now) + ") ORDER BY f.scheduled_time, f.id" + limit,
                 [](soci::statement&) {});
         }
         if (out.overdue > 0) {

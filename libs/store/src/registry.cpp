@@ -38,14 +38,19 @@ constexpr const char* kExecutorColumns =
 
 struct NodeRow {
     TriggerNode n;
-    TriggerNode Finish() { return n; }
+    impl::NullableInt64 sent_through;
+    TriggerNode Finish() {
+        n.sent_through = sent_through.get();
+        return n;
+    }
     void BindInto(soci::statement& st) {
-        impl::IntoColumns(st, n.node_id, n.address, n.capacity, n.started_at_ms, n.last_heartbeat_ms, n.state);
+        impl::IntoColumns(st, n.node_id, n.address, n.capacity, n.started_at_ms, n.last_heartbeat_ms, n.state,
+                          sent_through);
     }
 };
 
 constexpr const char* kNodeColumns =
-    "SELECT node_id, address, capacity, started_at_ms, last_heartbeat_ms, state FROM trigger_node";
+    "SELECT node_id, address, capacity, started_at_ms, last_heartbeat_ms, state, sent_through FROM trigger_node";
 
 }  // namespace
 

@@ -31,6 +31,12 @@ std::string ShardLeasePattern(std::string_view base) {
     return std::string(base) + "/%";
 }
 
+std::string ShardLeaseBase(std::string_view lease, int index) {
+    const std::string suffix = "/" + std::to_string(index);
+    if (index == 0 || !lease.ends_with(suffix)) return std::string(lease);
+    return std::string(lease.substr(0, lease.size() - suffix.size()));
+}
+
 std::optional<int> ReadShardCount(soci::session& s) {
     // A named string: the statement runs when the full expression ends, after any temporary.
     const std::string name = kShardsSetting;

@@ -6,6 +6,7 @@
 
 #include "sched/store/concurrency_key.hpp"
 #include "sched/store/job.hpp"
+#include "sched/store/registry.hpp"
 #include "store_test_base.hpp"
 
 namespace sched::store {
@@ -346,6 +347,184 @@ TEST_P(FireClaimsTest, SqliteFindsAGroupsFiresByPrimaryKeyNotByWalkingEveryPendi
 }
 
 SCHED_DB_TEST_SUITE(FireClaimsTest);
+
+// ---- planned fires: written claimed by the master, sent by the node's sent_through ----
+
+class PlannedFiresTest : public FireClaimsTest {
+  protected:
+    void SetUpDatabase() override {
+        FireClaimsTest::SetUpDatabase();
+        for (const char* node : {"node-a", "node-b"}) {
+            ASSERT_TRUE(TriggerNodeRepository(db()).Heartbeat({.node_id = node, .address = "x:1"}).ok());
+        }
+    }
+    // A fire as the master plans it for `node`: dispatching, its epoch stamped, no claim token.
+    std::int64_t Plan(std::int64_t job_id, std::int64_t due, const std::string& node = "node-a") {
+        Fire f;
+        f.job_id = job_id;
+        f.scheduled_time = due;
+        f.epoch = 3;
+        f.assigned_node = node;
+        f.status = FireStatus::kDispatching;
+        f.dispatch_epoch = 9;
+        f.dispatched_at = 100;
+        auto r = db().Run([&](soci::session& s) { return FireRepository::InsertManyIfAbsent(s, db().dialect(), {f}); });
+        EXPECT_TRUE(r.ok() && r->front()) << (r.ok() ? "missing" : r.status().ToString());
+        return r.ok() && r->front() ? r->front()->id : 0;
+    }
+    std::optional<std::int64_t> Take(const std::string& node = "node-a") {
+        auto r =
+            db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) { return FireClaims::TakePlanned(s, node); });
+        EXPECT_TRUE(r.ok()) << r.status().ToString();
+        return r.ok() ? *r : std::nullopt;
+    }
+    ClaimedFires ClaimPlanned(const std::vector<std::int64_t>& ids, std::optional<std::int64_t> raise,
+                              const std::string& node = "node-a") {
+        auto r = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+            return FireClaims::Claim(s, node, ids, 4242, kLease, 5000, raise);
+        });
+        EXPECT_TRUE(r.ok()) << r.status().ToString();
+        return r.ok() ? *r : ClaimedFires{};
+    }
+    template <typename F>
+    auto Write(F&& f) {
+        auto r = db().InTransaction(db::TxMode::kWrite, std::forward<F>(f));
+        EXPECT_TRUE(r.ok()) << r.status().ToString();
+        return r.ok() ? *r : std::remove_cvref_t<decltype(*r)>{};
+    }
+    Fire Get(std::int64_t id) { return *FireRepository(db()).Get(id); }
+    std::optional<std::int64_t> SentThroughOf(const std::string& node) {
+        const auto nodes = TriggerNodeRepository(db()).List();
+        EXPECT_TRUE(nodes.ok()) << nodes.status().ToString();
+        if (!nodes.ok()) return std::nullopt;
+        for (const auto& n : *nodes) {
+            if (n.node_id == node) return n.sent_through;
+        }
+        return std::nullopt;
+    }
+};
+
+TEST_P(PlannedFiresTest, ANodeTakesPlannedFiresOnceItsSentThroughIsSet) {
+    EXPECT_EQ(SentThroughOf("node-a"), std::nullopt) << "a node of an older build: pending fires only";
+    EXPECT_EQ(Take(), 0);
+    EXPECT_EQ(SentThroughOf("node-a"), 0);
+    EXPECT_EQ(Take("node-gone"), std::nullopt) << "no trigger_node row yet";
+}
+
+TEST_P(PlannedFiresTest, APlannedFireIsClaimedWithoutAWriteAndReadWithTheRaisedSentThrough) {
+    ASSERT_EQ(Take(), 0);
+    const auto job = NewJob("planned");
+    const auto planned = Plan(job, 6000);
+    const auto pending = Insert(job, 6001);
+    const auto theirs = Plan(job, 6002, "node-b");
+    auto polled = db().Run([&](soci::session& s) { return FireClaims::ListPendingIds(s, "node-a", 10); });
+    ASSERT_TRUE(polled.ok()) << polled.status().ToString();
+    EXPECT_EQ(std::set<std::int64_t>(polled->begin(), polled->end()), (std::set<std::int64_t>{planned, pending}));
+    auto found = db().Run([&](soci::session& s) {
+        return FireClaims::FindPending(s, "node-a", {planned, pending, theirs});
+    });
+    ASSERT_TRUE(found.ok());
+    EXPECT_EQ(Ids(*found), (std::set<std::int64_t>{planned, pending}));
+
+    const auto claimed = ClaimPlanned({planned, pending, theirs}, 6250);
+    EXPECT_EQ(Ids(claimed.fires), (std::set<std::int64_t>{planned, pending}));
+    EXPECT_EQ(claimed.planned, std::set<std::int64_t>{planned});
+    EXPECT_EQ(claimed.sent_through, 6250) << "raised before the read";
+    EXPECT_EQ(claimed.jobs.size(), 1u);
+    const Fire row = Get(planned);
+    EXPECT_EQ(row.status, FireStatus::kDispatching);
+    EXPECT_EQ(row.dispatched_at, 100) << "the planned row is not written by the claim";
+    EXPECT_EQ(row.dispatch_epoch, 9);
+    EXPECT_EQ(Get(pending).dispatched_at, 5000) << "a pending fire is claimed as before";
+    EXPECT_EQ(Get(theirs).assigned_node, "node-b");
+
+    // A raise never lowers it; without one the claim reads what is committed.
+    EXPECT_EQ(ClaimPlanned({planned}, 3000).sent_through, 6250);
+    EXPECT_EQ(ClaimPlanned({planned}, std::nullopt).sent_through, 6250);
+    EXPECT_EQ(SentThroughOf("node-b"), std::nullopt) << "a raise writes only its own node's row";
+}
+
+TEST_P(PlannedFiresTest, AClaimStampsTheEpochInForceOnPlannedFiresPlannedUnderAnother) {
+    // A group is sent under one epoch and a result applies only under its fire's: fires planned
+    // before a failover, claimed with fires claimed after it, must carry the new epoch.
+    ASSERT_EQ(Take(), 0);
+    const auto job = NewJob("planned");
+    const auto before = Plan(job, 6000);
+    const auto current = Plan(job, 6001);
+    const auto pending = Insert(job, 6002);
+    EXPECT_EQ(ClaimPlanned({current}, 7000).fires.front().dispatch_epoch, 9) << "planned under the epoch in force";
+    SetLeaseEpochs({{"master", 3}, {"master/0", 3}, {"master/1", 4}});
+    const auto claimed = ClaimPlanned({before, pending}, std::nullopt);
+    ASSERT_EQ(claimed.fires.size(), 2u);
+    for (const auto& f : claimed.fires) EXPECT_EQ(f.dispatch_epoch, 10) << f.id;
+    EXPECT_EQ(Get(before).dispatch_epoch, 10);
+    EXPECT_EQ(Get(before).dispatched_at, 100) << "only the epoch is written";
+}
+
+TEST_P(PlannedFiresTest, ReleaseUnsentHandsBackOnlyTheFiresDueAfterTheSentThrough) {
+    ASSERT_EQ(Take(), 0);
+    const auto job = NewJob("planned");
+    const auto sent = Plan(job, 1000);
+    const auto at = Plan(job, 2000);
+    const auto unsent = Plan(job, 3000);
+    const auto claimed = Insert(job, 500);
+    ASSERT_EQ(ClaimPlanned({claimed}, std::nullopt).fires.size(), 1u);
+    ASSERT_EQ(ClaimPlanned({sent}, 1500).sent_through, 1500);
+    ASSERT_EQ(ClaimPlanned({sent}, 2000).sent_through, 2000);
+
+    EXPECT_EQ(Write([](soci::session& s) { return FireClaims::ReleaseUnsent(s, "node-a"); }), 1);
+    const Fire back = Get(unsent);
+    EXPECT_EQ(back.status, FireStatus::kPending);
+    EXPECT_EQ(back.assigned_node, std::nullopt);
+    EXPECT_EQ(back.dispatch_epoch, std::nullopt);
+    EXPECT_EQ(back.dispatched_at, std::nullopt);
+    for (const auto id : {sent, at, claimed}) EXPECT_EQ(Get(id).status, FireStatus::kDispatching) << id;
+    EXPECT_EQ(SentThroughOf("node-a"), 2001) << "moved by the release's CAS";
+    EXPECT_EQ(Write([](soci::session& s) { return FireClaims::ReleaseUnsent(s, "node-a"); }), 0);
+    EXPECT_EQ(Write([](soci::session& s) { return FireClaims::ReleaseUnsent(s, "node-never"); }), 0);
+}
+
+TEST_P(PlannedFiresTest, ARestartedNodeEndsLostThePlannedFiresItsPreviousProcessMayHaveSent) {
+    ASSERT_EQ(Take(), 0);
+    const auto job = NewJob("planned");
+    const auto sent = Plan(job, 1000);
+    const auto unsent = Plan(job, 3000);
+    const auto claimed = Insert(job, 500);
+    ASSERT_EQ(ClaimPlanned({claimed, sent}, 2000).sent_through, 2000);
+    const auto through = Take();
+    ASSERT_EQ(through, 2000) << "kept by the next process";
+    auto ids = db().Run([](soci::session& s) { return FireClaims::ClaimedBefore(s, "node-a", 5001, 10); });
+    ASSERT_TRUE(ids.ok());
+    EXPECT_EQ(*ids, std::vector<std::int64_t>{claimed}) << "the claimed ones are judged by their claim time";
+    EXPECT_EQ(Write([&](soci::session& s) { return FireClaims::LoseSentBefore(s, "node-a", *through, 7000); }), 1);
+    const Fire lost = Get(sent);
+    EXPECT_EQ(lost.status, FireStatus::kLost);
+    EXPECT_EQ(lost.reason, FireReason::kSlaveRestarted);
+    EXPECT_EQ(Get(unsent).status, FireStatus::kDispatching) << "due after it: never sent, still the node's";
+    EXPECT_EQ(Get(claimed).status, FireStatus::kDispatching) << "not LoseSentBefore's";
+}
+
+TEST_P(PlannedFiresTest, AStoppingNodeHandsBackThePlannedFiresItHasNotSent) {
+    ASSERT_EQ(Take(), 0);
+    const auto job = NewJob("planned");
+    const auto sent = Plan(job, 1000);
+    const auto unsent = Plan(job, 1001);
+    const auto pending = Insert(job, 1002);
+    const auto theirs = Plan(job, 1003, "node-b");
+    EXPECT_EQ(Write([](soci::session& s) { return FireClaims::HandBack(s, "node-a", std::nullopt); }), 1)
+        << "without the sent ones known, only the pending fires";
+    EXPECT_EQ(Get(unsent).status, FireStatus::kDispatching);
+    EXPECT_EQ(Write([&](soci::session& s) { return FireClaims::HandBack(s, "node-a", std::set<std::int64_t>{sent}); }),
+              1);
+    EXPECT_EQ(Get(unsent).status, FireStatus::kPending);
+    EXPECT_EQ(Get(unsent).assigned_node, std::nullopt);
+    EXPECT_EQ(Get(sent).status, FireStatus::kDispatching);
+    EXPECT_EQ(Get(sent).assigned_node, "node-a");
+    EXPECT_EQ(Get(pending).assigned_node, std::nullopt);
+    EXPECT_EQ(Get(theirs).assigned_node, "node-b");
+}
+
+SCHED_DB_TEST_SUITE(PlannedFiresTest);
 
 // ---- concurrency limits at the claim (FireClaims::Admit) ----
 

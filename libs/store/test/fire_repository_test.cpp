@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "sched/store/fire_claims.hpp"
 #include "store_test_base.hpp"
 
 namespace sched::store {
@@ -460,7 +461,7 @@ TEST_P(FireRepositoryTest, OrphansAreUnassignedOrOnDeadNodesAndCanBeReassigned) 
         db().Run([&](soci::session& s) { return FireRepository::Reassign(s, *d, {FireStatus::kPending}, "node-b"); });
     EXPECT_TRUE(*moved);
     EXPECT_EQ(fires.Get(*d)->assigned_node, "node-b");
-    auto handed_back = db().Run([](soci::session& s) { return FireRepository::UnassignPending(s, "node-b"); });
+    auto handed_back = db().Run([](soci::session& s) { return FireClaims::HandBack(s, "node-b", std::nullopt); });
     EXPECT_EQ(*handed_back, 1);
     EXPECT_EQ(fires.Get(*d)->assigned_node, std::nullopt);
     auto not_pending =

@@ -130,6 +130,7 @@ FireQueue::Group FireQueue::TakeGroup(std::int64_t now_ms, int max_group, std::i
     const std::int64_t horizon = now_ms + 2 * claim_ahead_ms_;
     while (woken && !due_.empty() && due_.begin()->first <= horizon && static_cast<int>(group.ids.size()) < max_group) {
         group.ids.push_back(due_.begin()->second);
+        group.latest_due_ms = std::max(group.latest_due_ms, due_.begin()->first);
         Dequeue(due_.begin());
     }
     if (woken) FillSmallGroup(group, now_ms, max_group);
@@ -139,6 +140,7 @@ FireQueue::Group FireQueue::TakeGroup(std::int64_t now_ms, int max_group, std::i
         auto it = due_.lower_bound({burst->due_at, std::numeric_limits<std::int64_t>::min()});
         while (it != due_.end() && it->first == burst->due_at && static_cast<int>(group.ids.size()) < max_group) {
             group.ids.push_back(it->second);
+            group.latest_due_ms = std::max(group.latest_due_ms, it->first);
             Dequeue(it++);
         }
         group.burst_due_at = burst->due_at;
@@ -174,6 +176,7 @@ void FireQueue::FillSmallGroup(Group& group, std::int64_t now_ms, int max_group)
             continue;
         }
         group.ids.push_back(it->second);
+        group.latest_due_ms = std::max(group.latest_due_ms, it->first);
         Dequeue(it++);
     }
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 
 #include "scan/due_jobs_step.hpp"
 #include "scan/followups_step.hpp"
@@ -216,6 +217,7 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
     std::vector<std::string> alive_ids;
     std::vector<SlaveWeight> weights;
     std::map<std::string, std::string> addresses;
+    std::set<std::string> planned_nodes;
     store::NodeSetPrint fresh;
     store::NodeSetPrint live;
     for (const auto& n : *alive) {
@@ -225,6 +227,7 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
         if (n.last_heartbeat_ms <= now - Ms(config_.node_ttl) / 2) continue;
         weights.push_back({n.node_id, n.capacity});
         addresses[n.node_id] = n.address;
+        if (n.sent_through) planned_nodes.insert(n.node_id);
         ++fresh.count;
         fresh.started_sum += n.started_at_ms;
     }
@@ -237,6 +240,8 @@ Result<ScanReport> Master::Scan(std::int64_t epoch) {
         impl::ScanContext ctx(s, db_->dialect(), epoch, now, assigner, alive_ids, Ms(config_.executor_ttl), r);
         ctx.shard = shard_;
         ctx.judges_slaves = judges_slaves;
+        ctx.planned_nodes = planned_nodes;
+        ctx.lease_base = store::ShardLeaseBase(fence_.name(), shard_.index);
         for (const auto& step : steps_) {
             if (!work || step->Wanted(*work)) step->Run(ctx);
         }

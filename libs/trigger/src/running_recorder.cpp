@@ -96,6 +96,12 @@ Status RunningRecorder::Write(std::vector<Record>& batch) {
         const std::string& address = entry.first;
         if (auto marked = store_.MarkRunning(entry.second, address); !marked.ok()) return marked.status();
         statements_.Inc();
+        if (options_.written) {
+            std::vector<std::int64_t> ids;
+            ids.reserve(entry.second.size());
+            for (const auto& fire : entry.second) ids.push_back(fire.id);
+            options_.written(ids);
+        }
         std::erase_if(batch, [&address](const Record& r) { return r.address == address; });
     }
     return Status::Ok();

@@ -55,7 +55,11 @@ Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr
       running_(io_, db_pool_,
                {.record_window = config_.record_window,
                 .record_running_after = config_.record_running_after,
-                .retry = {.first_pause = 100ms, .max_pause = 2s, .give_up_after = config_.dispatch_timeout}},
+                .retry = {.first_pause = 100ms, .max_pause = 2s, .give_up_after = config_.dispatch_timeout},
+                .written =
+                    [this](const std::vector<std::int64_t>& ids) {
+                        sent_.Erase(ids);
+                    }},
                *store_, node_id_, metrics),
       // One transaction per record-window for every end queued in it, each still its own CAS. A
       // database error is retried (pauses of 100 ms doubling, for up to dispatch-timeout); after
@@ -68,6 +72,17 @@ Slave::Slave(net::any_io_executor io, net::thread_pool& db_pool, std::unique_ptr
               auto moved = store_->Finish(batch);
               if (!moved.ok()) return moved.status();
               PushEndedSpans(batch, *moved);
+              // Rows that have left `dispatching`: those moved, and those a CAS from
+              // `dispatching` (or a timeout's, from either) did not find there. An end from
+              // `running` that found the fire still `dispatching` waits for its record.
+              const std::set<std::int64_t> ended(moved->begin(), moved->end());
+              std::vector<std::int64_t> left_dispatching;
+              for (const auto& e : batch) {
+                  if (ended.contains(e.id) || e.from == FireStatus::kDispatching || e.to == FireStatus::kTimeout) {
+                      left_dispatching.push_back(e.id);
+                  }
+              }
+              sent_.Erase(left_dispatching);
               if (!moved->empty() && wake_masters_) wake_masters_();
               batch.clear();
               return Status::Ok();
@@ -124,26 +139,7 @@ net::awaitable<void> Slave::PollLoop() {
     auto loops = loops_;
     bool recovered = false;
     while (!loops->stopping) {
-        if (!recovered) {
-            // A process that restarts under its node id within node-ttl never looks dead to the
-            // master, so the master's orphan rule (dispatching fires of dead slaves become lost)
-            // never sees the fires its previous incarnation was dispatching: those claimed
-            // before this process started are that earlier run's; they may or may not have
-            // reached the executor, hence lost, as for a dead slave.
-            const std::int64_t now = time_.NowMs();
-            auto end_earlier = [this, now] {
-                return store_->EndEarlierDispatches(node_id_, started_ms_, now);
-            };
-            auto ended = co_await OnPool(db_pool_, end_earlier);
-            recovered = ended.ok();
-            if (!ended.ok()) {
-                spdlog::warn("slave {}: cannot end the dispatches of an earlier run yet: {}", node_id_,
-                             ended.status().ToString());
-            } else if (*ended > 0) {
-                spdlog::warn("slave {}: {} fires were dispatching when this node's previous process ended: marked lost",
-                             node_id_, *ended);
-            }
-        }
+        if (!recovered) recovered = co_await Recover();
         // The ids first; only the fires not known here (a notification lost, a node restarted)
         // are read whole, in chunks. Normally every one is known and the poll is one index read.
         auto list = [this] {
@@ -151,7 +147,7 @@ net::awaitable<void> Slave::PollLoop() {
         };
         auto ids = co_await OnPool(db_pool_, list);
         if (ids.ok()) {
-            const auto unknown = queue_->Unknown(*ids);
+            const auto unknown = sent_.Without(queue_->Unknown(*ids));
             for (std::size_t from = 0; from < unknown.size(); from += kFindChunk) {
                 const std::vector<std::int64_t> chunk(
                     unknown.begin() + static_cast<std::ptrdiff_t>(from),
@@ -164,7 +160,7 @@ net::awaitable<void> Slave::PollLoop() {
                     spdlog::warn("slave {}: cannot read polled fires: {}", node_id_, fires.status().ToString());
                     break;
                 }
-                Queue(AsNoticed(*fires));
+                Queue(NotSent(AsNoticed(*fires)));
             }
         } else {
             spdlog::warn("slave {}: cannot poll assigned fires: {}", node_id_, ids.status().ToString());
@@ -180,9 +176,67 @@ net::awaitable<void> Slave::PollLoop() {
     }
 }
 
+net::awaitable<bool> Slave::Recover() {
+    const std::int64_t now = time_.NowMs();
+    if (!claimed_recovered_) {
+        // A process that restarts under its node id within node-ttl never looks dead to the
+        // master, so the master's orphan rule (dispatching fires of dead slaves become lost)
+        // never sees the fires its previous incarnation was dispatching: those claimed before
+        // this process started are that earlier run's; they may or may not have reached the
+        // executor, hence lost, as for a dead slave.
+        auto end_earlier = [this, now] {
+            return store_->EndEarlierDispatches(node_id_, started_ms_, now);
+        };
+        auto ended = co_await OnPool(db_pool_, end_earlier);
+        if (!ended.ok()) {
+            spdlog::warn("slave {}: cannot end the dispatches of an earlier run yet: {}", node_id_,
+                         ended.status().ToString());
+            co_return false;
+        }
+        if (*ended > 0) {
+            spdlog::warn("slave {}: {} fires were dispatching when this node's previous process ended: marked lost",
+                         node_id_, *ended);
+        }
+        claimed_recovered_ = true;
+    }
+    // The same for the planned fires, by the sent_through the earlier process committed; then
+    // this process takes planned fires. Until then it sends none and raises nothing.
+    auto take = [this, now] {
+        return store_->TakePlanned(node_id_, now);
+    };
+    auto taken = co_await OnPool(db_pool_, take);
+    if (!taken.ok()) {
+        spdlog::warn("slave {}: cannot take planned fires yet: {}", node_id_, taken.status().ToString());
+        co_return false;
+    }
+    if (!*taken) co_return false;  // no trigger_node row yet (no heartbeat): the next poll asks again
+    if ((*taken)->lost > 0) {
+        spdlog::warn(
+            "slave {}: {} planned fires were due at or before this node's sent-through ({}) when its previous "
+            "process ended: marked lost",
+            node_id_, (*taken)->lost, (*taken)->sent_through);
+    }
+    sent_.Ready((*taken)->sent_through);
+    co_return true;
+}
+
+std::vector<protocol::NoticedFire> Slave::NotSent(const std::vector<protocol::NoticedFire>& fires) const {
+    std::vector<protocol::NoticedFire> out;
+    out.reserve(fires.size());
+    for (const auto& f : fires) {
+        if (!sent_.Contains(f.id)) out.push_back(f);
+    }
+    return out;
+}
+
+std::size_t Slave::ResultsApplied(const std::vector<std::int64_t>& fire_ids) {
+    sent_.Erase(fire_ids);
+    return running_.WithdrawEnded(fire_ids);
+}
+
 void Slave::Notify(const std::vector<protocol::NoticedFire>& fires) {
     if (loops_->stopping || fires.empty()) return;
-    Wake(queue_->AdmitNotice(fires, time_.NowMs()));
+    Wake(queue_->AdmitNotice(NotSent(fires), time_.NowMs()));
 }
 
 void Slave::NotifyIds(std::vector<std::int64_t> fire_ids) {
@@ -195,7 +249,7 @@ void Slave::NotifyIds(std::vector<std::int64_t> fire_ids) {
             };
             auto fires = co_await OnPool(db_pool_, find);
             if (!fires.ok()) co_return;  // the poll will find them
-            Queue(AsNoticed(*fires));
+            Queue(NotSent(AsNoticed(*fires)));
         },
         net::detached);
 }
@@ -236,7 +290,7 @@ net::awaitable<void> Slave::GroupLoop() {
                          *group.burst_due_at - now - Ms(config_.claim_ahead));
         }
         if (!group.ids.empty()) {
-            co_await ClaimAndSend(std::move(group.ids));
+            co_await ClaimAndSend(std::move(group.ids), group.latest_due_ms);
             continue;
         }
         loops->wake->expires_after(std::chrono::milliseconds(std::max<std::int64_t>(0, group.wait_ms)));
@@ -246,17 +300,21 @@ net::awaitable<void> Slave::GroupLoop() {
             // Woken by a new fire or by Stop.
         }
     }
+    loops->group_loop_done = true;
 }
 
 // Runs on strand_ (part of the group loop): claims stay in order and one at a time, each
 // bounded by max-group; GroupClaimer retries a failed claim, in parts after conflicts.
-net::awaitable<void> Slave::ClaimAndSend(std::vector<std::int64_t> ids) {
+net::awaitable<void> Slave::ClaimAndSend(std::vector<std::int64_t> ids, std::int64_t latest_due_ms) {
     auto loops = loops_;
     const std::int64_t token = NewClaimToken();
     const auto claim_started = std::chrono::steady_clock::now();
     const std::int64_t claim_started_ms = time_.NowMs();
-    GroupClaimer::Attempt attempt = [this, token](const std::vector<std::int64_t>& part) {
-        return store_->Claim(node_id_, part, token, time_.NowMs());
+    // Planned fires due after the committed sent_through are sent only once it is raised past
+    // them, in the claim's transaction before its read (SentFires).
+    const std::optional<std::int64_t> raise = sent_.RaiseFor(latest_due_ms);
+    GroupClaimer::Attempt attempt = [this, token, raise](const std::vector<std::int64_t>& part) {
+        return store_->Claim(node_id_, part, token, time_.NowMs(), raise);
     };
     GroupClaimer::OnPart send = [this, token, claim_started, claim_started_ms](std::vector<std::int64_t> part,
                                                                                ClaimedGroup claimed) {
@@ -273,6 +331,18 @@ net::awaitable<void> Slave::SendClaimed(std::vector<std::int64_t> ids, std::int6
                                         std::chrono::steady_clock::time_point claim_started,
                                         std::int64_t claim_started_ms) {
     claims_.Inc();
+    sent_.Committed(claimed.sent_through);
+    // A planned fire is sent once: not again while this slave holds it as sent, and only at or
+    // below the sent_through this claim read (a notice's due time is unread: a fire due later
+    // than it said waits for a claim that raises enough, after the poll finds it again).
+    std::erase_if(claimed.fires, [&](const model::Fire& f) {
+        return claimed.planned.contains(f.id) && !sent_.Sendable(f.id, f.due_at, claimed.sent_through);
+    });
+    std::vector<std::int64_t> planned_sent;
+    for (const auto& f : claimed.fires) {
+        if (claimed.planned.contains(f.id)) planned_sent.push_back(f.id);
+    }
+    sent_.Add(planned_sent);
     claimed_fires_.Inc(static_cast<double>(claimed.fires.size()));
     std::set<std::int64_t> won;
     for (const auto& f : claimed.fires) won.insert(f.id);
@@ -363,12 +433,23 @@ net::awaitable<void> Slave::Stop() {
     net::post(strand_, [loops] {
         if (loops->wake) loops->wake->cancel();
     });
-    auto unassign = [this] {
-        return store_->UnassignPending(node_id_);
+    // The planned fires it has not sent go back with the pending ones, once no claim runs: a
+    // claim's read and its send are one step, and the ids of what it sent are known only after.
+    const auto drain_until = std::chrono::steady_clock::now() + config_.dispatch_timeout;
+    net::steady_timer pause(io_);
+    while (!loops->group_loop_done && std::chrono::steady_clock::now() < drain_until) {
+        pause.expires_after(10ms);
+        co_await pause.async_wait(net::use_awaitable);
+    }
+    std::optional<std::set<std::int64_t>> sent;
+    if (loops->group_loop_done) sent = sent_.Ids();
+    auto hand_back = [this, &sent] {
+        return store_->HandBack(node_id_, sent);
     };
-    auto handed = co_await OnPool(db_pool_, unassign);
+    auto handed = co_await OnPool(db_pool_, hand_back);
     if (handed.ok()) {
-        spdlog::info("slave {}: handed {} pending fires back to the master", node_id_, *handed);
+        spdlog::info("slave {}: handed {} pending and unsent planned fires back to the master{}", node_id_, *handed,
+                     sent ? "" : " (not the planned ones: a claim was still running)");
         if (*handed > 0 && wake_masters_) wake_masters_();
     } else {
         spdlog::warn(
@@ -379,11 +460,9 @@ net::awaitable<void> Slave::Stop() {
     // The claimed fires are this node's to send: wait for their dispatches to end and their
     // running records to be written, so each outcome (running, failed, refused) is recorded
     // instead of left `dispatching`.
-    const auto drain_until = std::chrono::steady_clock::now() + config_.dispatch_timeout;
     const auto busy = [this] {
         return sender_.InFlight() > 0 || running_.Busy() || endings_.Busy();
     };
-    net::steady_timer pause(io_);
     while (busy() && std::chrono::steady_clock::now() < drain_until) {
         pause.expires_after(10ms);
         co_await pause.async_wait(net::use_awaitable);

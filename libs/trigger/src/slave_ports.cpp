@@ -47,7 +47,8 @@ Result<std::vector<model::Fire>> SqlFireClaimStore::FindPending(const std::strin
 }
 
 Result<ClaimedGroup> SqlFireClaimStore::Claim(const std::string& node, const std::vector<std::int64_t>& ids,
-                                              std::int64_t token, std::int64_t now_ms) {
+                                              std::int64_t token, std::int64_t now_ms,
+                                              std::optional<std::int64_t> raise_sent_through) {
     // One transaction, one commit, two statements for the whole group: the claim and the fires it
     // won with their jobs. The epoch sent in /v1/run is recorded with the claim (a callback must
     // carry it); it is the sum of the shard lease rows' epochs (the lease's own epoch with one
@@ -55,7 +56,10 @@ Result<ClaimedGroup> SqlFireClaimStore::Claim(const std::string& node, const std
     // left pending.
     return db_->InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<ClaimedGroup> {
         ClaimedGroup group;
-        auto claimed = store::FireClaims::Claim(s, node, ids, token, {lease_name_, lease_pattern_}, now_ms);
+        auto claimed =
+            store::FireClaims::Claim(s, node, ids, token, {lease_name_, lease_pattern_}, now_ms, raise_sent_through);
+        group.planned = std::move(claimed.planned);
+        group.sent_through = claimed.sent_through;
         // Epochs only grow: the newest stamp is this try's (a fire an earlier try of the same
         // claim won carries that try's, older or equal), and the group is sent under it.
         for (const auto& f : claimed.fires) group.epoch = std::max(group.epoch, f.dispatch_epoch.value_or(0));
@@ -153,11 +157,11 @@ Result<int> SqlFireClaimStore::EndEarlierDispatches(const std::string& node, std
                                                     std::int64_t now_ms) {
     return db_->InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<int> {
         int ended = 0;
-        for (const auto& fire : store::FireRepository::ListAssigned(s, node, {FireStatus::kDispatching}, 10000)) {
-            // Claimed by this process already (a notification can beat the first poll): ours.
-            if (fire.dispatched_at.value_or(0) >= started_ms) continue;
+        // Claimed by this process already (a notification can beat the first poll): ours. A
+        // planned fire (no claim token) is TakePlanned's to judge.
+        for (const std::int64_t id : store::FireClaims::ClaimedBefore(s, node, started_ms, 10000)) {
             const std::string message = "slave " + node + " restarted while dispatching";
-            ended += store::FireRepository::Transition(s, fire.id, {FireStatus::kDispatching}, FireStatus::kLost,
+            ended += store::FireRepository::Transition(s, id, {FireStatus::kDispatching}, FireStatus::kLost,
                                                        {.finished_at = now_ms,
                                                         .result_message = message,
                                                         .reason = model::FireReason::kSlaveRestarted,
@@ -167,8 +171,19 @@ Result<int> SqlFireClaimStore::EndEarlierDispatches(const std::string& node, std
     });
 }
 
-Result<int> SqlFireClaimStore::UnassignPending(const std::string& node) {
-    return db_->Run([&](soci::session& s) { return store::FireRepository::UnassignPending(s, node); });
+Result<std::optional<PlannedTaken>> SqlFireClaimStore::TakePlanned(const std::string& node, std::int64_t now_ms) {
+    return db_->InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<std::optional<PlannedTaken>> {
+        const auto through = store::FireClaims::TakePlanned(s, node);
+        if (!through) return std::optional<PlannedTaken>();
+        return std::optional<PlannedTaken>(PlannedTaken{
+            .lost = store::FireClaims::LoseSentBefore(s, node, *through, now_ms), .sent_through = *through});
+    });
+}
+
+Result<int> SqlFireClaimStore::HandBack(const std::string& node, const std::optional<std::set<std::int64_t>>& sent) {
+    return db_->InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<int> {
+        return store::FireClaims::HandBack(s, node, sent);
+    });
 }
 
 // The slave on the cluster's database: these SQL ports, and executors called with the apps'

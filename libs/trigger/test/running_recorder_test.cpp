@@ -45,8 +45,8 @@ class MarkingStore final : public FireClaimStore {
     Result<std::vector<model::Fire>> FindPending(const std::string&, const std::vector<std::int64_t>&) override {
         return Refused();
     }
-    Result<ClaimedGroup> Claim(const std::string&, const std::vector<std::int64_t>&, std::int64_t,
-                               std::int64_t) override {
+    Result<ClaimedGroup> Claim(const std::string&, const std::vector<std::int64_t>&, std::int64_t, std::int64_t,
+                               std::optional<std::int64_t>) override {
         return Refused();
     }
     Result<std::optional<std::int64_t>> Restamp(std::int64_t, std::int64_t) override { return Refused(); }
@@ -54,7 +54,10 @@ class MarkingStore final : public FireClaimStore {
     Result<std::vector<std::int64_t>> Finish(const std::vector<FireEnding>&) override { return Refused(); }
     Result<model::FireStatus> StatusOf(std::int64_t) override { return Refused(); }
     Result<int> EndEarlierDispatches(const std::string&, std::int64_t, std::int64_t) override { return Refused(); }
-    Result<int> UnassignPending(const std::string&) override { return Refused(); }
+    Result<std::optional<PlannedTaken>> TakePlanned(const std::string&, std::int64_t) override { return Refused(); }
+    Result<int> HandBack(const std::string&, const std::optional<std::set<std::int64_t>>&) override {
+        return Refused();
+    }
 
   private:
     static Status Refused() { return FailedPrecondition("not the recorder's"); }

@@ -56,8 +56,8 @@ class OutageStore final : public FireClaimStore {
         }
         return out;
     }
-    Result<ClaimedGroup> Claim(const std::string&, const std::vector<std::int64_t>& ids, std::int64_t,
-                               std::int64_t now) override {
+    Result<ClaimedGroup> Claim(const std::string&, const std::vector<std::int64_t>& ids, std::int64_t, std::int64_t now,
+                               std::optional<std::int64_t>) override {
         std::lock_guard lock(mu);
         ClaimedGroup g;
         g.epoch = 3;
@@ -109,7 +109,10 @@ class OutageStore final : public FireClaimStore {
         return fires.at(id).status;
     }
     Result<int> EndEarlierDispatches(const std::string&, std::int64_t, std::int64_t) override { return 0; }
-    Result<int> UnassignPending(const std::string&) override { return 0; }
+    Result<std::optional<PlannedTaken>> TakePlanned(const std::string&, std::int64_t) override {
+        return std::optional<PlannedTaken>(PlannedTaken{});
+    }
+    Result<int> HandBack(const std::string&, const std::optional<std::set<std::int64_t>>&) override { return 0; }
 };
 
 TEST(SlaveRecordRetry, AnAcceptedFireIsRecordedRunningThroughADatabaseOutageOfAFewSeconds) {

@@ -32,6 +32,7 @@ class FakeStore final : public FireClaimStore {
         std::string address;
         std::string message;
         std::optional<model::FireReason> reason;
+        bool planned = false;  // written dispatching by the master, no token (FireClaims "Planned fires")
     };
     mutable std::mutex mu;
     std::map<std::int64_t, Fire> fires;
@@ -53,6 +54,19 @@ class FakeStore final : public FireClaimStore {
     std::int64_t epoch = 42;                         // the lease's epoch, as Claim and Restamp read it
     std::map<std::int64_t, std::int64_t> restamped;  // fire id -> epoch, by Restamp
     std::set<std::int64_t> held_back;                // pending fires every Claim holds back, first in line of their job
+    std::int64_t sent_through = 0;                   // the node's, as TakePlanned and Claim read and raise it
+    std::optional<std::set<std::int64_t>> handed_back_sent;  // the sent ids HandBack was given
+
+    // A fire planned for "n1", already dispatching.
+    void AddPlanned(std::int64_t id, std::int64_t job_id, std::int64_t due_at) {
+        Add(id, job_id, due_at);
+        std::lock_guard lock(mu);
+        fires[id].fire.status = FireStatus::kDispatching;
+        fires[id].planned = true;
+    }
+    bool Planned(const Fire& f, const std::string& node) const {
+        return f.planned && f.token == 0 && f.fire.status == FireStatus::kDispatching && f.fire.assigned_node == node;
+    }
 
     void Add(std::int64_t id, std::int64_t job_id, std::int64_t due_at) {
         std::lock_guard lock(mu);
@@ -82,7 +96,7 @@ class FakeStore final : public FireClaimStore {
         ++polls;
         std::set<std::pair<std::int64_t, std::int64_t>> pending;  // (scheduled_time, id), as the index orders them
         for (const auto& [id, f] : fires) {
-            if (f.fire.status == FireStatus::kPending && f.fire.assigned_node == node)
+            if ((f.fire.status == FireStatus::kPending && f.fire.assigned_node == node) || Planned(f, node))
                 pending.emplace(f.fire.scheduled_time, id);
         }
         std::vector<std::int64_t> out;
@@ -99,14 +113,15 @@ class FakeStore final : public FireClaimStore {
         std::vector<model::Fire> out;
         for (auto id : ids) {
             auto it = fires.find(id);
-            if (it != fires.end() && it->second.fire.status == FireStatus::kPending &&
-                it->second.fire.assigned_node == node)
+            if (it != fires.end() &&
+                ((it->second.fire.status == FireStatus::kPending && it->second.fire.assigned_node == node) ||
+                 Planned(it->second, node)))
                 out.push_back(it->second.fire);
         }
         return out;
     }
     Result<ClaimedGroup> Claim(const std::string& node, const std::vector<std::int64_t>& ids, std::int64_t token,
-                               std::int64_t now) override {
+                               std::int64_t now, std::optional<std::int64_t> raise) override {
         std::lock_guard lock(mu);
         claims.push_back(ids);
         claim_times.push_back(now);
@@ -116,6 +131,8 @@ class FakeStore final : public FireClaimStore {
         }
         ClaimedGroup g;
         g.epoch = epoch;
+        if (raise && *raise > sent_through) sent_through = *raise;
+        g.sent_through = sent_through;
         std::set<std::int64_t> job_ids;
         for (auto id : ids) {
             const auto it = fires.find(id);
@@ -131,7 +148,11 @@ class FakeStore final : public FireClaimStore {
                 f.fire.dispatched_at = now;
                 f.token = token;
             }
-            if (f.token == token && f.fire.status == FireStatus::kDispatching) {
+            if (Planned(f, node)) {
+                g.fires.push_back(f.fire);
+                g.planned.insert(id);
+                job_ids.insert(f.fire.job_id);
+            } else if (f.token == token && f.fire.status == FireStatus::kDispatching) {
                 g.fires.push_back(f.fire);
                 job_ids.insert(f.fire.job_id);
             }
@@ -201,10 +222,19 @@ class FakeStore final : public FireClaimStore {
         return fires.at(id).fire.status;
     }
     Result<int> EndEarlierDispatches(const std::string&, std::int64_t, std::int64_t) override { return 0; }
-    Result<int> UnassignPending(const std::string& node) override {
+    Result<std::optional<PlannedTaken>> TakePlanned(const std::string&, std::int64_t) override {
         std::lock_guard lock(mu);
+        return std::optional<PlannedTaken>(PlannedTaken{.sent_through = sent_through});
+    }
+    Result<int> HandBack(const std::string& node, const std::optional<std::set<std::int64_t>>& sent) override {
+        std::lock_guard lock(mu);
+        handed_back_sent = sent;
         int n = 0;
         for (auto& [id, f] : fires) {
+            if (sent && Planned(f, node) && !sent->contains(id)) {
+                f.fire.status = FireStatus::kPending;
+                f.planned = false;
+            }
             if (f.fire.status == FireStatus::kPending && f.fire.assigned_node == node) {
                 f.fire.assigned_node.reset();
                 ++n;
@@ -881,6 +911,64 @@ TEST_F(SlaveTest, StopHandsBackTheFiresNotYetClaimed) {
     std::lock_guard lock(store_->mu);
     EXPECT_EQ(store_->unassigned, 2);
     EXPECT_TRUE(store_->claims.empty());
+}
+
+// A planned fire stays `dispatching` until its record lands, so every poll lists it: it is
+// sent once, and only once the node's sent_through covers it (raised by the claim).
+TEST_F(SlaveTest, APlannedFireIsSentOnceUnderARaisedSentThroughThoughEveryPollFindsIt) {
+    config_.record_running_after = 2s;  // the record waits: the fire stays dispatching meanwhile
+    store_->AddPlanned(1, 7, Now() + 100);
+    store_->AddPlanned(2, 7, Now() + 150);
+    store_->Add(3, 7, Now() + 150);
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] { return executors_->Runs() == 3; }));
+    const auto polls = [&] {
+        std::lock_guard lock(store_->mu);
+        return store_->polls;
+    }();
+    ASSERT_TRUE(WaitFor([&] {
+        std::lock_guard lock(store_->mu);
+        return store_->polls >= polls + 4;
+    }));
+    EXPECT_EQ(executors_->Runs(), 3u) << "polls found the planned fires again; none was sent twice";
+    EXPECT_EQ(store_->StatusNow(1), FireStatus::kDispatching);
+    std::lock_guard lock(store_->mu);
+    EXPECT_GE(store_->sent_through, store_->fires.at(2).fire.due_at) << "raised past the fires sent";
+    EXPECT_LE(store_->sent_through, store_->fires.at(2).fire.due_at + SentFires::kLeadMs);
+}
+
+// A planned fire due after the sent_through the claim read is not sent (a claim that could not
+// raise it: the master released the fire meanwhile, or a notice's due time was wrong).
+TEST_F(SlaveTest, APlannedFireDueAfterTheSentThroughItsClaimReadIsNotSent) {
+    ASSERT_TRUE(StartSlavePollingOnce());
+    store_->AddPlanned(1, 7, Now() + 60'000);  // the row says later than the notice below
+    store_->Add(2, 7, Now() + 50);
+    slave_->Notify({{.id = 1, .due_at = Now() + 50}, {.id = 2, .due_at = Now() + 50}});
+    ASSERT_TRUE(WaitFor([&] { return executors_->Runs() == 1; }));
+    std::this_thread::sleep_for(300ms);
+    EXPECT_EQ(executors_->Runs(), 1u);
+    EXPECT_EQ(store_->StatusNow(1), FireStatus::kDispatching) << "still the node's, unsent";
+    std::lock_guard lock(store_->mu);
+    ASSERT_FALSE(store_->claims.empty());
+    EXPECT_NE(std::find(store_->claims.front().begin(), store_->claims.front().end(), 1), store_->claims.front().end())
+        << "claimed by the notice's due time";
+    EXPECT_LT(store_->sent_through, store_->fires.at(1).fire.due_at);
+}
+
+// Stop hands back the planned fires it has not sent, and keeps those it sent.
+TEST_F(SlaveTest, StopHandsBackThePlannedFiresItHasNotSent) {
+    executors_->delay = 300ms;  // fire 1 is in flight when Stop hands back: sent, not recorded
+    store_->AddPlanned(1, 7, Now() + 50);
+    store_->AddPlanned(2, 7, Now() + 60'000);
+    StartSlave();
+    ASSERT_TRUE(WaitFor([&] { return executors_->Runs() == 1; }));
+    ASSERT_TRUE(StopSlave());
+    std::lock_guard lock(store_->mu);
+    ASSERT_TRUE(store_->handed_back_sent.has_value()) << "the group loop had ended";
+    EXPECT_EQ(*store_->handed_back_sent, std::set<std::int64_t>{1});
+    EXPECT_EQ(store_->fires.at(2).fire.status, FireStatus::kPending);
+    EXPECT_EQ(store_->fires.at(2).fire.assigned_node, std::nullopt);
+    EXPECT_NE(store_->fires.at(1).fire.status, FireStatus::kPending);
 }
 
 // The poll reads ids; a fire is read whole only while this node does not know it (its

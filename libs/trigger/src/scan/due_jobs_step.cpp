@@ -162,6 +162,11 @@ void DueJobsStep::Run(ScanContext& ctx) {
                 fire.shard_total = shards;
                 fire.epoch = ctx.epoch;
                 fire.assigned_node = ctx.assigner.Next();
+                if (fire.assigned_node && ctx.PlansClaimed(*fire.assigned_node, model::StoredDueAt(fire))) {
+                    fire.status = model::FireStatus::kDispatching;
+                    fire.dispatch_epoch = ctx.DispatchEpoch();
+                    fire.dispatched_at = ctx.now;
+                }
                 new_fires.push_back(std::move(fire));
                 new_fire_apps.push_back(job.app);
                 new_fire_fill.push_back(model::MayClaimEarly(job));

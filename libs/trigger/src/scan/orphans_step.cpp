@@ -1,12 +1,39 @@
 #include "scan/orphans_step.hpp"
 
+#include <set>
+
+#include <spdlog/spdlog.h>
+
 #include "scan/jobs_of.hpp"
+#include "sched/store/fire_claims.hpp"
 
 namespace sched::trigger::impl {
 
 void OrphansStep::Run(ScanContext& ctx) {
     if (ctx.assigner.empty()) return;  // nobody to give them to: leave them
     ScanReport& r = ctx.report;
+    // A dead slave's planned fires due after its sent_through were never sent: back to pending
+    // first, so that they are reassigned below in this same scan; the rest are judged lost.
+    std::vector<model::Fire> lost;
+    if (ctx.judges_slaves) {
+        lost =
+            store::FireRepository::ListOrphans(ctx.s, ctx.alive_ids, {model::FireStatus::kDispatching}, config_.batch);
+        std::set<std::string> dead;
+        for (const auto& fire : lost) {
+            if (fire.assigned_node) dead.insert(*fire.assigned_node);
+        }
+        int released = 0;
+        for (const auto& node : dead) {
+            const int unsent = store::FireClaims::ReleaseUnsent(ctx.s, node);
+            if (unsent > 0)
+                spdlog::info("master: {} unsent fires of dead slave {} handed to other nodes", unsent, node);
+            released += unsent;
+        }
+        if (released > 0) {
+            lost = store::FireRepository::ListOrphans(ctx.s, ctx.alive_ids, {model::FireStatus::kDispatching},
+                                                      config_.batch);
+        }
+    }
     std::map<std::string, std::vector<std::int64_t>> orphans_by_node;
     std::map<std::int64_t, std::int64_t> orphan_due;  // id -> due_at, for the notices
     for (const auto& fire :
@@ -22,14 +49,13 @@ void OrphansStep::Run(ScanContext& ctx) {
         }
     }
     if (!ctx.judges_slaves) return;
-    const auto lost =
-        store::FireRepository::ListOrphans(ctx.s, ctx.alive_ids, {model::FireStatus::kDispatching}, config_.batch);
     // The apps name the `ended` spans; read only when spans are exported.
     std::map<std::int64_t, model::Job> jobs;
     if (protocol::FireTracer::On() && !lost.empty()) jobs = JobsOf(ctx.s, lost);
     for (const auto& fire : lost) {
-        // Its slave died between claiming and recording the outcome: the run may or may not
-        // have started, so the fire is lost, never silently re-sent.
+        // Its slave died between claiming (or, planned, raising its sent_through past it) and
+        // recording the outcome: the run may or may not have started, so the fire is lost, never
+        // silently re-sent.
         if (store::FireRepository::Transition(
                 ctx.s, fire.id, {model::FireStatus::kDispatching}, model::FireStatus::kLost,
                 {.finished_at = ctx.now,

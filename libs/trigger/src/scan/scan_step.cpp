@@ -1,6 +1,8 @@
 #include "scan/scan_step.hpp"
 
+#include "sched/lock/fenced.hpp"
 #include "sched/store/registry.hpp"
+#include "sched/store/shard.hpp"
 
 namespace sched::trigger::impl {
 
@@ -11,6 +13,17 @@ int ScanContext::LiveExecutors(const std::string& app) {
                  .first;
     }
     return it->second;
+}
+
+bool ScanContext::PlansClaimed(const std::string& node, std::int64_t due_at) const {
+    return due_at > now + kPlannedAfter && planned_nodes.contains(node);
+}
+
+std::int64_t ScanContext::DispatchEpoch() {
+    if (!dispatch_epoch_) {
+        dispatch_epoch_ = lock::ReadEpochSum(s, lease_base, store::ShardLeasePattern(lease_base)).value_or(epoch);
+    }
+    return *dispatch_epoch_;
 }
 
 void ScanContext::Notify(const std::string& node, std::int64_t fire_id, std::int64_t due_at, bool fill) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -55,6 +56,20 @@ class ScanContext {
     store::JobShard shard;
     /// Workflow runs whose step fires ended in this scan (the follow-ups tell the workflows).
     std::set<std::int64_t> ended_runs;
+    /// The slaves that take planned fires (a trigger_node row with sent_through: a build that
+    /// knows them), and the election's lease name whose rows' epochs a dispatch carries.
+    std::set<std::string> planned_nodes;
+    std::string lease_base;
+
+    /// Whether a fire of `node` due at `due_at` is planned already claimed for it
+    /// (store::FireClaims "Planned fires"): the node takes planned fires and the fire is due
+    /// later than kPlannedAfter from now (a fire due sooner is likely at or below the node's
+    /// sent_through already, and would be judged lost rather than handed back if the node died).
+    bool PlansClaimed(const std::string& node, std::int64_t due_at) const;
+    /// The epoch a planned fire is dispatched under: the sum over the election's lease rows,
+    /// as a claim stamps it, read once per scan.
+    std::int64_t DispatchEpoch();
+    static constexpr std::int64_t kPlannedAfter = 1500;
 
     /// Live executor instances of `app` (sharding-broadcast), counted once per scan.
     int LiveExecutors(const std::string& app);
@@ -69,6 +84,7 @@ class ScanContext {
   private:
     const std::int64_t executor_ttl_ms_;
     std::map<std::string, int> executors_by_app_;
+    std::optional<std::int64_t> dispatch_epoch_;
 };
 
 /// What the probe that prompted a scan found waiting (Master::Quiet, store::ScanProbe).

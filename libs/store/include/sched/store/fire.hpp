@@ -122,7 +122,8 @@ class FireRepository {
     /// with one SELECT per few hundred jobs (each term a job-id list and a scheduled-time range
     /// of at most 5 s, served by the unique key). Returns,
     /// aligned with `fires`, what is stored under each fire's key (nullopt only if the row
-    /// vanished meanwhile, which nothing does).
+    /// vanished meanwhile, which nothing does). A fire's dispatch_epoch and dispatched_at are
+    /// written as given (a fire planned already claimed, FireClaims "Planned fires").
     static std::vector<std::optional<StoredFire>> InsertManyIfAbsent(soci::session& s, const db::Dialect& dialect,
                                                                      const std::vector<model::Fire>& fires);
     /// Ledger rows: fires that are final from the start and carry a reason (a run of scheduled
@@ -150,9 +151,6 @@ class FireRepository {
     static std::vector<std::int64_t> ReassignMany(soci::session& s, const std::vector<std::int64_t>& ids,
                                                   std::initializer_list<model::FireStatus> from,
                                                   const std::string& node);
-    /// Gives back every pending fire assigned to `node` (assigned_node = NULL) for the master to
-    /// reassign: a slave that stops hands its queue back. Returns how many.
-    static int UnassignPending(soci::session& s, const std::string& node);
     /// Running fires after the cursor (scheduled_time, id), in that order, at most `limit`: the
     /// master's sweep for runs that nobody will finish. Served by idx_fire_state (status, assigned_node,
     /// scheduled_time) and a sort of the running fires alone (they are the runs in flight).

@@ -4,6 +4,15 @@
 /// fires is claimed with one UPDATE, which also reads the lease epoch it stamps, and the fires
 /// won are learnt with their jobs by one SELECT by claim token; the fires accepted by one
 /// executor instance are recorded `running` with one UPDATE.
+///
+/// Planned fires: the master writes most scheduled fires already claimed for their node
+/// (`dispatching`, the epoch stamped, claim_token NULL), so that a fire's row changes twice, at
+/// its plan and at its end. Nothing in such a row says whether it was sent; the node's
+/// `trigger_node.sent_through` does, by a due time: the node sends a planned fire only when the
+/// fire is due at or before a value of it the node has committed (raised by the claim, before
+/// the claim reads its fires). A planned fire due after it was never sent, so a dead node's are
+/// handed back (ReleaseUnsent) and the others judged lost; a restarted node judges its own the
+/// same way (LoseSentBefore), and a stopping one hands back those it has not sent (HandBack).
 /// All of them are session-level: the caller owns the transaction.
 
 #include <cstdint>
@@ -67,10 +76,15 @@ struct LeaseRows {
 
 /// What a claim won: the fires and their jobs.
 struct ClaimedFires {
-    /// Dispatching under the claim's token, in due order.
+    /// Dispatching under the claim's token, or planned for the node (below), in due order.
     std::vector<model::Fire> fires;
     /// The jobs of those fires that still exist, by id (a deleted job's fire has none).
     std::map<std::int64_t, model::Job> jobs;
+    /// Of `fires`, those the master planned already claimed for the node (no claim token).
+    std::set<std::int64_t> planned;
+    /// The node's committed sent_through as the claim's read saw it (nullopt: none): a planned
+    /// fire due after it must not be sent.
+    std::optional<std::int64_t> sent_through;
 };
 
 class FireClaims {
@@ -84,8 +98,14 @@ class FireClaims {
     /// earlier try of the same claim (same token) won before its commit was lost; with their
     /// jobs, read by the same SELECT (a join; a second read only when a fire's job is gone). A
     /// fire another slave claimed first, or that is no longer pending, is not returned.
+    ///
+    /// Planned fires among `ids` (dispatching, no token, assigned to `node`) are returned as well,
+    /// in `planned`, without a write. Before they are read, the node's sent_through is raised to
+    /// `raise_sent_through` when given and higher (one row; its lock orders the claim after a
+    /// master's ReleaseUnsent of this node, so the read sees what that handed back).
     static ClaimedFires Claim(soci::session& s, const std::string& node, const std::vector<std::int64_t>& ids,
-                              std::int64_t token, const LeaseRows& lease, std::int64_t now_ms);
+                              std::int64_t token, const LeaseRows& lease, std::int64_t now_ms,
+                              std::optional<std::int64_t> raise_sent_through = std::nullopt);
 
     /// Admits the fires a claim won (`claimed`, dispatching under `token`, in due order) to their
     /// jobs' concurrency limits, cluster-wide: a job whose policy is not allow-all has
@@ -108,8 +128,8 @@ class FireClaims {
                            const std::map<std::int64_t, model::Job>& jobs, std::int64_t token, std::int64_t now_ms,
                            const LateJudge& late = {});
 
-    /// Sets the dispatch epoch of fire `id` to `epoch` if it is `dispatching` under `token`;
-    /// whether it did.
+    /// Sets the dispatch epoch of fire `id` to `epoch` if it is `dispatching` under `token` (or
+    /// planned, without a token); whether it did.
     static bool Restamp(soci::session& s, std::int64_t id, std::int64_t token, std::int64_t epoch);
 
     /// Records `running` (executor_address, each fire's own started_at) for the fires among
@@ -119,13 +139,41 @@ class FireClaims {
     /// Returns how many moved.
     static int MarkRunning(soci::session& s, const std::vector<StartedFire>& fires, const std::string& address);
 
-    /// The ids of the fires `pending` and assigned to `node`, earliest scheduled first, at most
-    /// `limit` (the slave's poll: read from idx_fire_state alone, no row, no sort).
+    /// The ids of the fires `pending` or planned and assigned to `node`, earliest scheduled
+    /// first, at most `limit` (the slave's poll; the planned ones include those it is sending).
     static std::vector<std::int64_t> ListPendingIds(soci::session& s, const std::string& node, int limit);
 
-    /// The fires among `ids` that are `pending` and assigned to `node` (a notification's ids).
+    /// The fires among `ids` that are `pending` or planned and assigned to `node` (a
+    /// notification's ids, the poll's unknown ones).
     static std::vector<model::Fire> FindPending(soci::session& s, const std::string& node,
                                                 const std::vector<std::int64_t>& ids);
+
+    /// The ids of the fires `node` claimed (a claim token) before `started_ms` and still
+    /// dispatching, at most `limit`: those of an earlier process under the node id.
+    static std::vector<std::int64_t> ClaimedBefore(soci::session& s, const std::string& node, std::int64_t started_ms,
+                                                   int limit);
+
+    /// The node's committed sent_through, set to 0 first when it is NULL (the node takes planned
+    /// fires from now on); nullopt without a trigger_node row (no heartbeat yet).
+    static std::optional<std::int64_t> TakePlanned(soci::session& s, const std::string& node);
+
+    /// A restarted node's first step: its planned fires due at or before `sent_through` (the
+    /// value its previous process committed) may have been sent by that process: `lost`, reason
+    /// slave-restarted. Returns how many.
+    static int LoseSentBefore(soci::session& s, const std::string& node, std::int64_t sent_through,
+                              std::int64_t now_ms);
+
+    /// A stopping node gives back its pending fires and, with `sent`, the planned ones it has not
+    /// sent (every one not in `sent`): `pending`, no node, for the master to reassign. Call it
+    /// with `sent` only once the node claims no more. Returns how many.
+    static int HandBack(soci::session& s, const std::string& node, const std::optional<std::set<std::int64_t>>& sent);
+
+    /// For a node judged dead (the master's orphan step): its planned fires due after its
+    /// sent_through were never sent and go back to `pending` with no node. The sent_through is
+    /// moved by a CAS (one more millisecond), so this waits for, or fails against, a claim of the
+    /// node raising it meanwhile (also across Galera servers, by certification); the fires at
+    /// or before it are left for the orphan step to judge lost. Returns how many went back.
+    static int ReleaseUnsent(soci::session& s, const std::string& node);
 };
 
 }  // namespace sched::store

@@ -58,6 +58,9 @@ struct TriggerNode {
     std::int64_t started_at_ms = 0;
     std::int64_t last_heartbeat_ms = 0;
     std::string state = "active";  ///< active | draining | stopped
+    /// The due time up to which the node may have sent fires planned already claimed for it
+    /// (store::FireClaims "Planned fires"); nullopt: a node that takes only `pending` fires.
+    std::optional<std::int64_t> sent_through;
 };
 
 class TriggerNodeRepository {

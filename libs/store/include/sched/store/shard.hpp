@@ -46,6 +46,8 @@ struct JobShard {
 std::string ShardLeaseName(std::string_view base, int index);
 /// The LIKE pattern matching every shard row other than shard 0's (`base/%`).
 std::string ShardLeasePattern(std::string_view base);
+/// The election's base name from shard `index`'s lease name (ShardLeaseName's inverse).
+std::string ShardLeaseBase(std::string_view lease, int index);
 
 /// The shard count recorded in cluster_setting, or nullopt before any node recorded one.
 /// Throws soci errors (call inside Database::Run / InTransaction).

@@ -93,6 +93,9 @@ class FireQueue {
         /// A burst's group: its due time, and how many of its fires stay queued after this group.
         std::optional<std::int64_t> burst_due_at;
         std::size_t burst_left = 0;
+        /// The latest due time among `ids` as queued (a held fire's: its retry time plus
+        /// claim-ahead, later than its due time); INT64 min without ids.
+        std::int64_t latest_due_ms = std::numeric_limits<std::int64_t>::min();
     };
     /// As documented above. With no group due, records when the loop will wake (now +
     /// wait_ms), so that Admit reports a fire due sooner; with a group, the loop is awake.

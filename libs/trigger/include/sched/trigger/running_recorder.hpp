@@ -13,6 +13,7 @@
 /// writing.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,9 @@ class RunningRecorder {
         Micros record_window{};         ///< the window of prompt records
         Micros record_running_after{};  ///< how long a record waits past its run's start
         WriteRetry retry{};             ///< database errors: retried with backoff, then logged
+        /// Called with the fires of each committed statement (none: nothing is called): their
+        /// rows are no longer `dispatching`.
+        std::function<void(const std::vector<std::int64_t>&)> written;
     };
 
     /// Writes through `store.MarkRunning` (a CAS from `dispatching`); `store` outlives it. Counts

@@ -105,6 +105,7 @@
 #include "sched/trigger/held_fires.hpp"
 #include "sched/trigger/run_sender.hpp"
 #include "sched/trigger/running_recorder.hpp"
+#include "sched/trigger/sent_fires.hpp"
 #include "sched/trigger/slave_ports.hpp"
 #include "sched/trigger/timeout_watch.hpp"
 #include "sched/trigger/windowed_writer.hpp"
@@ -181,7 +182,7 @@ class Slave {
     /// Results for these fires were applied (the executor API's callback, in this process or on
     /// another node): the `running` records still queued for them are dropped unwritten
     /// (RunningRecorder). Returns how many.
-    std::size_t ResultsApplied(const std::vector<std::int64_t>& fire_ids) { return running_.WithdrawEnded(fire_ids); }
+    std::size_t ResultsApplied(const std::vector<std::int64_t>& fire_ids);
 
     /// Fires queued or being dispatched here.
     std::size_t Scheduled() const;
@@ -193,11 +194,17 @@ class Slave {
         std::atomic<bool> stopping{false};
         std::shared_ptr<net::steady_timer> poll_timer;  // the poll loop's, on poll_strand_
         std::shared_ptr<net::steady_timer> wake;        // the group loop's, on strand_
+        std::atomic<bool> group_loop_done{false};       // no claim is running or will run
     };
 
     net::awaitable<void> PollLoop();
     net::awaitable<void> GroupLoop();
-    net::awaitable<void> ClaimAndSend(std::vector<std::int64_t> ids);
+    net::awaitable<void> ClaimAndSend(std::vector<std::int64_t> ids, std::int64_t latest_due_ms);
+    // Until it succeeds once (from the poll loop): judges the fires an earlier process under
+    // this node id claimed, or may have sent of those planned for it, and takes planned fires.
+    net::awaitable<bool> Recover();
+    // Those of `fires` this slave may queue: not planned fires it has sent.
+    std::vector<protocol::NoticedFire> NotSent(const std::vector<protocol::NoticedFire>& fires) const;
     // What a claim of `ids` won: the held fires requeued, the others not won forgotten, the won
     // ones sent as one group.
     net::awaitable<void> SendClaimed(std::vector<std::int64_t> ids, std::int64_t token, ClaimedGroup claimed,
@@ -233,8 +240,10 @@ class Slave {
     TimeoutWatch timeouts_;
     GroupClaimer claimer_;
     RunSender sender_;
-    std::int64_t started_ms_ = 0;  // DB time of Start(): dispatches claimed before are an earlier run's
-    HeldFires held_;               // on strand_
+    std::int64_t started_ms_ = 0;     // DB time of Start(): dispatches claimed before are an earlier run's
+    HeldFires held_;                  // on strand_
+    SentFires sent_;                  // planned fires sent and not yet recorded; the node's sent_through
+    bool claimed_recovered_ = false;  // on poll_strand_: EndEarlierDispatches succeeded
 
     CounterChild& claims_;
     CounterChild& claimed_fires_;

@@ -49,6 +49,16 @@ struct ClaimedGroup {
     /// triggered with params: each step of such a run gets them instead of its job's
     /// (docs/workflows.md "Manual trigger").
     std::map<std::int64_t, std::string> run_params;
+    /// Of `fires`, those planned already claimed for the node (no claim token), and the node's
+    /// committed sent_through as the claim read it: a planned fire due after it is not sent.
+    std::set<std::int64_t> planned;
+    std::optional<std::int64_t> sent_through;
+};
+
+/// What taking planned fires found (FireClaimStore::TakePlanned).
+struct PlannedTaken {
+    int lost = 0;                   ///< planned fires an earlier process may have sent: ended lost
+    std::int64_t sent_through = 0;  ///< the node's committed sent_through
 };
 
 /// A fire's end as the slave records it: by CAS from `from`, with its message and, for a fire
@@ -93,8 +103,11 @@ class FireClaimStore {
     /// (store::FireClaims::Claim), reads the lease epoch and the fires' jobs in it, and admits
     /// the fires to their jobs' concurrency limits (store::FireClaims::Admit). A retry after an
     /// error must pass the same `token`: the error may have hidden a commit.
+    /// Planned fires among `ids` are returned as well, unwritten; the node's sent_through is
+    /// raised to `raise_sent_through` first when given (store::FireClaims::Claim).
     virtual Result<ClaimedGroup> Claim(const std::string& node, const std::vector<std::int64_t>& ids,
-                                       std::int64_t token, std::int64_t now_ms) = 0;
+                                       std::int64_t token, std::int64_t now_ms,
+                                       std::optional<std::int64_t> raise_sent_through) = 0;
     /// After an executor refused a fire's epoch as stale (a failover between the claim and the
     /// send: the executor has seen the new master's epoch), stamps the fire with the lease's
     /// current epoch if this claim still holds it (`dispatching` under `token`). Returns that
@@ -113,8 +126,14 @@ class FireClaimStore {
     /// Marks lost the fires `node` was dispatching that were claimed before `started_ms` (by an
     /// earlier process under the same node id); returns how many.
     virtual Result<int> EndEarlierDispatches(const std::string& node, std::int64_t started_ms, std::int64_t now_ms) = 0;
-    /// Gives back every pending fire assigned to `node`; returns how many.
-    virtual Result<int> UnassignPending(const std::string& node) = 0;
+    /// From now on `node` takes planned fires: its sent_through is set (0 when it had none),
+    /// and the planned fires due at or before it, which a previous process under the node id may
+    /// have sent, end lost (store::FireClaims::TakePlanned, LoseSentBefore). nullopt while the
+    /// node has no trigger_node row (no heartbeat yet): no fire is planned for it then.
+    virtual Result<std::optional<PlannedTaken>> TakePlanned(const std::string& node, std::int64_t now_ms) = 0;
+    /// Gives back every pending fire assigned to `node` and, with `sent`, every planned one not
+    /// in it; returns how many (store::FireClaims::HandBack).
+    virtual Result<int> HandBack(const std::string& node, const std::optional<std::set<std::int64_t>>& sent) = 0;
 };
 
 /// The store on the cluster's database. The epoch of a claim is the sum over the election's lease
@@ -130,14 +149,15 @@ class SqlFireClaimStore final : public FireClaimStore {
     Result<std::vector<model::Fire>> FindPending(const std::string& node,
                                                  const std::vector<std::int64_t>& ids) override;
     Result<ClaimedGroup> Claim(const std::string& node, const std::vector<std::int64_t>& ids, std::int64_t token,
-                               std::int64_t now_ms) override;
+                               std::int64_t now_ms, std::optional<std::int64_t> raise_sent_through) override;
     Result<std::optional<std::int64_t>> Restamp(std::int64_t id, std::int64_t token) override;
     Result<std::vector<store::ExecutorInstance>> LiveExecutors(std::int64_t ttl_ms) override;
     Result<int> MarkRunning(const std::vector<store::StartedFire>& fires, const std::string& address) override;
     Result<std::vector<std::int64_t>> Finish(const std::vector<FireEnding>& endings) override;
     Result<model::FireStatus> StatusOf(std::int64_t id) override;
     Result<int> EndEarlierDispatches(const std::string& node, std::int64_t started_ms, std::int64_t now_ms) override;
-    Result<int> UnassignPending(const std::string& node) override;
+    Result<std::optional<PlannedTaken>> TakePlanned(const std::string& node, std::int64_t now_ms) override;
+    Result<int> HandBack(const std::string& node, const std::optional<std::set<std::int64_t>>& sent) override;
 
   private:
     std::shared_ptr<db::Database> db_;
