@@ -14,6 +14,7 @@ constexpr const char* kFireIds = "fire_ids";
 constexpr const char* kDueAt = "due_at";
 constexpr const char* kShard = "shard";
 constexpr const char* kFill = "fill";
+constexpr const char* kPlanned = "planned";
 constexpr int kMaxShardIndex = 63;
 
 // A field name from the request, as an error names it: bounded, so a hostile key cannot make
@@ -53,6 +54,7 @@ FiresNotice MakeFiresNotice(std::int64_t epoch, const std::vector<NoticedFire>& 
         notice.fire_ids.push_back(f.id);
         notice.due_at->push_back(f.due_at);
         if (f.fill) notice.fill.push_back(f.id);
+        if (f.planned) notice.planned.push_back(f.id);
     }
     return notice;
 }
@@ -60,11 +62,13 @@ FiresNotice MakeFiresNotice(std::int64_t epoch, const std::vector<NoticedFire>& 
 std::optional<std::vector<NoticedFire>> NoticedFires(const FiresNotice& notice) {
     if (!notice.due_at || notice.due_at->size() != notice.fire_ids.size()) return std::nullopt;
     const std::unordered_set<std::int64_t> fill(notice.fill.begin(), notice.fill.end());
+    const std::unordered_set<std::int64_t> planned(notice.planned.begin(), notice.planned.end());
     std::vector<NoticedFire> fires;
     fires.reserve(notice.fire_ids.size());
     for (std::size_t i = 0; i < notice.fire_ids.size(); ++i) {
         const std::int64_t id = notice.fire_ids[i];
-        fires.push_back({.id = id, .due_at = (*notice.due_at)[i], .fill = fill.contains(id)});
+        fires.push_back(
+            {.id = id, .due_at = (*notice.due_at)[i], .fill = fill.contains(id), .planned = planned.contains(id)});
     }
     return fires;
 }
@@ -88,12 +92,17 @@ bool RefusedFill(int status, const std::string& body) {
     return Refused(status, body, kFill);
 }
 
+bool RefusedPlanned(int status, const std::string& body) {
+    return Refused(status, body, kPlanned);
+}
+
 nlohmann::json ToJson(const FiresNotice& notice) {
     nlohmann::json out = {{kEpoch, notice.epoch}, {kFireIds, notice.fire_ids}};
     if (notice.due_at) out[kDueAt] = *notice.due_at;
     // Absent for shard 0: a single-shard cluster's notices are what nodes without shards read.
     if (notice.shard > 0) out[kShard] = notice.shard;
     if (!notice.fill.empty()) out[kFill] = notice.fill;
+    if (!notice.planned.empty()) out[kPlanned] = notice.planned;
     return out;
 }
 
@@ -127,6 +136,10 @@ Parsed<FiresNotice> ParseFiresNotice(const nlohmann::json& body) {
         } else if (key == kFill) {
             if (auto problem = ReadIntegers(value, 1, "ids", "expected an array of integers >= 1", n.fill)) {
                 return Bad(kFill, *problem);
+            }
+        } else if (key == kPlanned) {
+            if (auto problem = ReadIntegers(value, 1, "ids", "expected an array of integers >= 1", n.planned)) {
+                return Bad(kPlanned, *problem);
             }
         } else {
             return Bad(ShownField(key), "unknown field");

@@ -62,6 +62,27 @@ TEST(FiresNoticeTest, NamesTheFiresThatMayFillASmallGroup) {
     EXPECT_FALSE(NoticedFires(without)->front().fill);
 }
 
+TEST(FiresNoticeTest, NamesTheFiresPlannedAlreadyClaimed) {
+    const std::vector<NoticedFire> fires = {{.id = 7, .due_at = 1000, .planned = true},
+                                            {.id = 8, .due_at = 999, .fill = true, .planned = true},
+                                            {.id = 9, .due_at = 1001}};
+    const FiresNotice notice = MakeFiresNotice(12, fires);
+    EXPECT_EQ(ToJson(notice), (json{{"epoch", 12},
+                                    {"fire_ids", {7, 8, 9}},
+                                    {"due_at", {1000, 999, 1001}},
+                                    {"fill", {8}},
+                                    {"planned", {7, 8}}}));
+    auto parsed = ParseFiresNotice(ToJson(notice));
+    ASSERT_TRUE(parsed.ok()) << parsed.error->message;
+    EXPECT_EQ(NoticedFires(parsed.value), fires);
+    FiresNotice without = notice;
+    without.planned.clear();
+    EXPECT_FALSE(ToJson(without).contains("planned")) << "absent when empty: what older nodes read";
+    const auto refusal = http::ErrorBody("invalid_argument", "planned: unknown field", "planned").dump();
+    EXPECT_TRUE(RefusedPlanned(400, refusal));
+    EXPECT_FALSE(RefusedFill(400, refusal));
+}
+
 // A node older than due_at answers a notice with it as it answers any unknown field; only that
 // answer makes the master send the ids alone.
 TEST(FiresNoticeTest, AnOlderNodesRefusalOfDueAtIsRecognised) {
@@ -85,6 +106,8 @@ TEST(FiresNoticeTest, MalformedBodiesNameTheField) {
     for (std::size_t i = 0; i <= kMaxNoticeFires; ++i) too_many_times["due_at"].push_back(1);
     json too_many_fill = {{"epoch", 1}, {"fire_ids", {1}}, {"fill", json::array()}};
     for (std::size_t i = 0; i <= kMaxNoticeFires; ++i) too_many_fill["fill"].push_back(1);
+    json too_many_planned = {{"epoch", 1}, {"fire_ids", {1}}, {"planned", json::array()}};
+    for (std::size_t i = 0; i <= kMaxNoticeFires; ++i) too_many_planned["planned"].push_back(1);
     const std::pair<json, std::string> cases[] = {
         {json::parse(R"({"epoch": 1, "fire_ids": [1], "priority": 9})"), "priority"},
         {json::parse(R"({"epoch": 1, "fire_ids": "1"})"), "fire_ids"},
@@ -107,6 +130,9 @@ TEST(FiresNoticeTest, MalformedBodiesNameTheField) {
         {json::parse(R"({"epoch": 1, "fire_ids": [1], "fill": [0]})"), "fill"},
         {json::parse(R"({"epoch": 1, "fire_ids": [1], "fill": [true]})"), "fill"},
         {too_many_fill, "fill"},
+        {json::parse(R"({"epoch": 1, "fire_ids": [1], "planned": 1})"), "planned"},
+        {json::parse(R"({"epoch": 1, "fire_ids": [1], "planned": [0]})"), "planned"},
+        {too_many_planned, "planned"},
     };
     ExpectRefused(ParseFiresNotice, cases);
 }

@@ -284,18 +284,17 @@ std::string ByIdTable(soci::session& s) {
 
 ClaimedFires FireClaims::Claim(soci::session& s, const std::string& node, const std::vector<std::int64_t>& ids,
                                std::int64_t token, const LeaseRows& lease, std::int64_t now_ms,
-                               std::optional<std::int64_t> raise_sent_through) {
+                               const ClaimOptions& options) {
     if (ids.empty()) return {};
     const std::string list = IdList(ids);
     // First, so that a master's ReleaseUnsent of this node is either committed before the read
     // below (which then sees the fires it handed back) or waits for this transaction (and then
     // judges by the raised value). A claim that raises nothing sends only fires at or below
     // the value the release reads, which it never hands back.
-    if (raise_sent_through) {
-        soci::statement raise =
-            (s.prepare << "UPDATE trigger_node SET sent_through = :to WHERE node_id = :node AND "
-                          "sent_through IS NOT NULL AND sent_through < :below",
-             soci::use(*raise_sent_through, "to"), soci::use(node, "node"), soci::use(*raise_sent_through, "below"));
+    if (const auto& raise_to = options.raise_sent_through) {
+        soci::statement raise = (s.prepare << "UPDATE trigger_node SET sent_through = :to WHERE node_id = :node AND "
+                                              "sent_through IS NOT NULL AND sent_through < :below",
+                                 soci::use(*raise_to, "to"), soci::use(node, "node"), soci::use(*raise_to, "below"));
         impl::ExecuteAffected(raise);
     }
     // The ids come from the master's notice, unread here (the slave queues them by the notice's
@@ -304,15 +303,17 @@ ClaimedFires FireClaims::Claim(soci::session& s, const std::string& node, const 
     // per group, and the epoch stamped is the one read by the statement that moves the fires
     // (under READ COMMITTED a plain read of the lease rows, no lock: a renew or take-over does
     // not wait for claims). Its WHERE is lock::ReadEpochSum's.
-    soci::statement claim =
-        (s.prepare << "UPDATE " + ByIdTable(s) +
-                          " SET status = 'dispatching', claim_token = :token, dispatch_epoch = (SELECT "
-                          "COALESCE(SUM(epoch), 0) FROM scheduler_lock WHERE namespace = :lease OR namespace LIKE "
-                          ":pattern), dispatched_at = :now_ms WHERE id IN (" +
-                          list + ") AND status = 'pending' AND assigned_node = :node",
-         soci::use(token, "token"), soci::use(lease.name, "lease"), soci::use(lease.pattern, "pattern"),
-         soci::use(now_ms, "now_ms"), soci::use(node, "node"));
-    impl::ExecuteAffected(claim);
+    if (!options.only_planned) {
+        soci::statement claim =
+            (s.prepare << "UPDATE " + ByIdTable(s) +
+                              " SET status = 'dispatching', claim_token = :token, dispatch_epoch = (SELECT "
+                              "COALESCE(SUM(epoch), 0) FROM scheduler_lock WHERE namespace = :lease OR namespace LIKE "
+                              ":pattern), dispatched_at = :now_ms WHERE id IN (" +
+                              list + ") AND status = 'pending' AND assigned_node = :node",
+             soci::use(token, "token"), soci::use(lease.name, "lease"), soci::use(lease.pattern, "pattern"),
+             soci::use(now_ms, "now_ms"), soci::use(node, "node"));
+        impl::ExecuteAffected(claim);
+    }
     // The fires won and their jobs in one SELECT. The join drops a fire whose job was deleted, so
     // the row carries how many fires the claim holds: fewer rows (or none) and the fires and jobs
     // are read apart, the fire without a job then ended by the slave. The token is an integer

@@ -381,7 +381,7 @@ class PlannedFiresTest : public FireClaimsTest {
     ClaimedFires ClaimPlanned(const std::vector<std::int64_t>& ids, std::optional<std::int64_t> raise,
                               const std::string& node = "node-a") {
         auto r = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
-            return FireClaims::Claim(s, node, ids, 4242, kLease, 5000, raise);
+            return FireClaims::Claim(s, node, ids, 4242, kLease, 5000, {.raise_sent_through = raise});
         });
         EXPECT_TRUE(r.ok()) << r.status().ToString();
         return r.ok() ? *r : ClaimedFires{};
@@ -442,6 +442,20 @@ TEST_P(PlannedFiresTest, APlannedFireIsClaimedWithoutAWriteAndReadWithTheRaisedS
     EXPECT_EQ(ClaimPlanned({planned}, 3000).sent_through, 6250);
     EXPECT_EQ(ClaimPlanned({planned}, std::nullopt).sent_through, 6250);
     EXPECT_EQ(SentThroughOf("node-b"), std::nullopt) << "a raise writes only its own node's row";
+}
+
+TEST_P(PlannedFiresTest, AClaimOfPlannedFiresOnlyWinsNoPendingFire) {
+    ASSERT_EQ(Take(), 0);
+    const auto job = NewJob("planned");
+    const auto planned = Plan(job, 6000);
+    const auto pending = Insert(job, 6001);
+    auto r = db().InTransaction(db::TxMode::kWrite, [&](soci::session& s) {
+        return FireClaims::Claim(s, "node-a", {planned, pending}, 4242, kLease, 5000,
+                                 {.raise_sent_through = 7000, .only_planned = true});
+    });
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(Ids(r->fires), std::set<std::int64_t>{planned});
+    EXPECT_EQ(Get(pending).status, FireStatus::kPending);
 }
 
 TEST_P(PlannedFiresTest, AClaimStampsTheEpochInForceOnPlannedFiresPlannedUnderAnother) {

@@ -99,6 +99,7 @@ FireQueue::Admitted FireQueue::AdmitLocked(const std::vector<protocol::NoticedFi
             break;
         }
         if (!known_.insert(fire.id).second) continue;
+        if (fire.planned) planned_.insert(fire.id);
         Enqueue(fire.due_at, fire.id, false, fire.fill);
     }
     // The loop sleeps until wake_at_ms_; a fire (or a burst) to claim before then must wake it.
@@ -116,6 +117,7 @@ FireQueue::Admitted FireQueue::Requeue(const std::vector<protocol::NoticedFire>&
     if (closed_) return out;
     for (const auto& fire : fires) {
         if (!known_.contains(fire.id)) continue;
+        planned_.erase(fire.id);  // held back: `pending` again
         Enqueue(fire.due_at + claim_ahead_ms_, fire.id, true, false);
     }
     out.wake = NextClaimAt() < wake_at_ms_;
@@ -147,6 +149,8 @@ FireQueue::Group FireQueue::TakeGroup(std::int64_t now_ms, int max_group, std::i
         const auto left = queued_at_.find(burst->due_at);
         group.burst_left = left == queued_at_.end() ? 0 : left->second;
     }
+    group.all_planned = !group.ids.empty() && std::all_of(group.ids.begin(), group.ids.end(),
+                                                          [this](std::int64_t id) { return planned_.contains(id); });
     if (!due_.empty()) group.wait_ms = std::min(group.wait_ms, NextClaimAt() - now_ms);
     // While it claims, the loop looks at the queue again before it sleeps: no wake-up needed.
     wake_at_ms_ = group.ids.empty() ? now_ms + group.wait_ms : std::numeric_limits<std::int64_t>::min();
@@ -193,12 +197,16 @@ std::vector<std::int64_t> FireQueue::Unknown(const std::vector<std::int64_t>& id
 void FireQueue::Forget(std::int64_t id) {
     std::lock_guard lock(mu_);
     known_.erase(id);
+    planned_.erase(id);
 }
 
 void FireQueue::Close() {
     std::lock_guard lock(mu_);
     closed_ = true;
-    for (const auto& [due_at, id] : due_) known_.erase(id);
+    for (const auto& [due_at, id] : due_) {
+        known_.erase(id);
+        planned_.erase(id);
+    }
     due_.clear();
     queued_at_.clear();
     burst_times_.clear();

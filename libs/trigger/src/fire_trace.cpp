@@ -46,7 +46,10 @@ void NoteWrittenFire(const model::Fire& fire, std::int64_t fire_id, std::string_
                      std::map<std::string, std::vector<protocol::NoticedFire>>& assigned,
                      std::vector<PendingFireSpan>& spans, bool fill) {
     if (fire.assigned_node) {
-        assigned[*fire.assigned_node].push_back({.id = fire_id, .due_at = model::StoredDueAt(fire), .fill = fill});
+        assigned[*fire.assigned_node].push_back({.id = fire_id,
+                                                 .due_at = model::StoredDueAt(fire),
+                                                 .fill = fill,
+                                                 .planned = fire.status == model::FireStatus::kDispatching});
     }
     // Collected, pushed after the commit (PushFireSpans): a transaction rolled back (a lost
     // lease, a database error) must not export the span of a fire id that was never committed.

@@ -239,16 +239,20 @@ void TriggerNode::Notify(const ScanReport& report, std::int64_t epoch, int shard
             [this, url, notice = std::move(notice)]() mutable -> net::awaitable<void> {
                 http::CallOptions call{.timeout = std::chrono::seconds(1), .bearer_token = config_.token};
                 auto r = co_await impl_->http->PostJson(url, protocol::ToJson(notice), call);
-                // A node older than a field (a rolling upgrade) refuses it: without fill, its
-                // fires are claimed at claim-ahead; without due_at, the ids alone, which it
+                // A node older than a field (a rolling upgrade) refuses it: without planned, its
+                // claims run their UPDATE; without fill, its fires are claimed at claim-ahead;
+                // without due_at, the ids alone, which it
                 // reads itself, rather than its poll up to a second later. One field at a time,
                 // as such a node names the first it does not know.
-                for (int tries = 0; tries < 2 && r.ok(); ++tries) {
-                    if (protocol::RefusedFill(r->status, r->body) && !notice.fill.empty()) {
+                for (int tries = 0; tries < 3 && r.ok(); ++tries) {
+                    if (protocol::RefusedPlanned(r->status, r->body) && !notice.planned.empty()) {
+                        notice.planned.clear();
+                    } else if (protocol::RefusedFill(r->status, r->body) && !notice.fill.empty()) {
                         notice.fill.clear();
                     } else if (protocol::RefusedDueAt(r->status, r->body) && notice.due_at) {
                         notice.due_at.reset();
                         notice.fill.clear();
+                        notice.planned.clear();
                     } else {
                         break;
                     }

@@ -290,7 +290,8 @@ net::awaitable<void> Slave::GroupLoop() {
                          *group.burst_due_at - now - Ms(config_.claim_ahead));
         }
         if (!group.ids.empty()) {
-            co_await ClaimAndSend(std::move(group.ids), group.latest_due_ms);
+            co_await ClaimAndSend(std::move(group.ids), {.raise_sent_through = sent_.RaiseFor(group.latest_due_ms),
+                                                         .only_planned = group.all_planned});
             continue;
         }
         loops->wake->expires_after(std::chrono::milliseconds(std::max<std::int64_t>(0, group.wait_ms)));
@@ -305,16 +306,15 @@ net::awaitable<void> Slave::GroupLoop() {
 
 // Runs on strand_ (part of the group loop): claims stay in order and one at a time, each
 // bounded by max-group; GroupClaimer retries a failed claim, in parts after conflicts.
-net::awaitable<void> Slave::ClaimAndSend(std::vector<std::int64_t> ids, std::int64_t latest_due_ms) {
+net::awaitable<void> Slave::ClaimAndSend(std::vector<std::int64_t> ids, store::ClaimOptions options) {
     auto loops = loops_;
     const std::int64_t token = NewClaimToken();
     const auto claim_started = std::chrono::steady_clock::now();
     const std::int64_t claim_started_ms = time_.NowMs();
     // Planned fires due after the committed sent_through are sent only once it is raised past
-    // them, in the claim's transaction before its read (SentFires).
-    const std::optional<std::int64_t> raise = sent_.RaiseFor(latest_due_ms);
-    GroupClaimer::Attempt attempt = [this, token, raise](const std::vector<std::int64_t>& part) {
-        return store_->Claim(node_id_, part, token, time_.NowMs(), raise);
+    // them, in the claim's transaction before its read (SentFires::RaiseFor).
+    GroupClaimer::Attempt attempt = [this, token, options](const std::vector<std::int64_t>& part) {
+        return store_->Claim(node_id_, part, token, time_.NowMs(), options);
     };
     GroupClaimer::OnPart send = [this, token, claim_started, claim_started_ms](std::vector<std::int64_t> part,
                                                                                ClaimedGroup claimed) {

@@ -26,7 +26,9 @@ std::int64_t NewClaimToken() {
 std::vector<protocol::NoticedFire> AsNoticed(const std::vector<model::Fire>& fires) {
     std::vector<protocol::NoticedFire> out;
     out.reserve(fires.size());
-    for (const auto& f : fires) out.push_back({.id = f.id, .due_at = f.due_at});
+    for (const auto& f : fires) {
+        out.push_back({.id = f.id, .due_at = f.due_at, .planned = f.status == model::FireStatus::kDispatching});
+    }
     return out;
 }
 
@@ -48,7 +50,7 @@ Result<std::vector<model::Fire>> SqlFireClaimStore::FindPending(const std::strin
 
 Result<ClaimedGroup> SqlFireClaimStore::Claim(const std::string& node, const std::vector<std::int64_t>& ids,
                                               std::int64_t token, std::int64_t now_ms,
-                                              std::optional<std::int64_t> raise_sent_through) {
+                                              const store::ClaimOptions& options) {
     // One transaction, one commit, two statements for the whole group: the claim and the fires it
     // won with their jobs. The epoch sent in /v1/run is recorded with the claim (a callback must
     // carry it); it is the sum of the shard lease rows' epochs (the lease's own epoch with one
@@ -56,8 +58,7 @@ Result<ClaimedGroup> SqlFireClaimStore::Claim(const std::string& node, const std
     // left pending.
     return db_->InTransaction(db::TxMode::kWrite, [&](soci::session& s) -> Result<ClaimedGroup> {
         ClaimedGroup group;
-        auto claimed =
-            store::FireClaims::Claim(s, node, ids, token, {lease_name_, lease_pattern_}, now_ms, raise_sent_through);
+        auto claimed = store::FireClaims::Claim(s, node, ids, token, {lease_name_, lease_pattern_}, now_ms, options);
         group.planned = std::move(claimed.planned);
         group.sent_through = claimed.sent_through;
         // Epochs only grow: the newest stamp is this try's (a fire an earlier try of the same

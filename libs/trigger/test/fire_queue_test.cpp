@@ -36,6 +36,25 @@ TEST(FireQueue, NothingIsTakenUntilTheEarliestIsWithinClaimAheadThenEveryFireWit
     EXPECT_EQ(q.Known(), 4u) << "taken fires stay known until forgotten";
 }
 
+TEST(FireQueue, AGroupKnowsItsLatestDueTimeAndWhetherEveryFireIsPlanned) {
+    FireQueue q(100);
+    auto planned = Fires({{1, kNow + 100}, {2, kNow + 150}});
+    for (auto& f : planned) f.planned = true;
+    q.Admit(planned);
+    auto group = q.TakeGroup(kNow, 500, kIdleWaitMs);
+    EXPECT_EQ(group.ids, (Ids{1, 2}));
+    EXPECT_EQ(group.latest_due_ms, kNow + 150);
+    EXPECT_TRUE(group.all_planned);
+    // Held back, a planned fire is pending again; with an unplanned fire a group is not all planned.
+    q.Requeue(Fires({{1, kNow + 300}}));
+    q.Admit(Fires({{3, kNow + 500}}));
+    auto held = q.TakeGroup(kNow + 400, 500, kIdleWaitMs);
+    EXPECT_EQ(held.ids, (Ids{1, 3}));
+    EXPECT_EQ(held.latest_due_ms, kNow + 500);
+    EXPECT_FALSE(held.all_planned);
+    EXPECT_EQ(q.TakeGroup(kNow + 400, 500, kIdleWaitMs).latest_due_ms, std::numeric_limits<std::int64_t>::min());
+}
+
 TEST(FireQueue, AGroupIsCutAtMaxGroupAndTheRestFollowsAtOnce) {
     FireQueue q(0);
     q.Admit(Fires({{3, kNow}, {1, kNow}, {2, kNow}}));

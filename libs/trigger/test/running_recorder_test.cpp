@@ -46,7 +46,7 @@ class MarkingStore final : public FireClaimStore {
         return Refused();
     }
     Result<ClaimedGroup> Claim(const std::string&, const std::vector<std::int64_t>&, std::int64_t, std::int64_t,
-                               std::optional<std::int64_t>) override {
+                               const store::ClaimOptions&) override {
         return Refused();
     }
     Result<std::optional<std::int64_t>> Restamp(std::int64_t, std::int64_t) override { return Refused(); }

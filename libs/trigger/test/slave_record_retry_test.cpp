@@ -57,7 +57,7 @@ class OutageStore final : public FireClaimStore {
         return out;
     }
     Result<ClaimedGroup> Claim(const std::string&, const std::vector<std::int64_t>& ids, std::int64_t, std::int64_t now,
-                               std::optional<std::int64_t>) override {
+                               const store::ClaimOptions&) override {
         std::lock_guard lock(mu);
         ClaimedGroup g;
         g.epoch = 3;

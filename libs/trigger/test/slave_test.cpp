@@ -55,6 +55,7 @@ class FakeStore final : public FireClaimStore {
     std::map<std::int64_t, std::int64_t> restamped;  // fire id -> epoch, by Restamp
     std::set<std::int64_t> held_back;                // pending fires every Claim holds back, first in line of their job
     std::int64_t sent_through = 0;                   // the node's, as TakePlanned and Claim read and raise it
+    int only_planned_claims = 0;                     // Claim calls told every fire was planned
     std::optional<std::set<std::int64_t>> handed_back_sent;  // the sent ids HandBack was given
 
     // A fire planned for "n1", already dispatching.
@@ -121,7 +122,7 @@ class FakeStore final : public FireClaimStore {
         return out;
     }
     Result<ClaimedGroup> Claim(const std::string& node, const std::vector<std::int64_t>& ids, std::int64_t token,
-                               std::int64_t now, std::optional<std::int64_t> raise) override {
+                               std::int64_t now, const store::ClaimOptions& options) override {
         std::lock_guard lock(mu);
         claims.push_back(ids);
         claim_times.push_back(now);
@@ -131,7 +132,9 @@ class FakeStore final : public FireClaimStore {
         }
         ClaimedGroup g;
         g.epoch = epoch;
+        const auto& raise = options.raise_sent_through;
         if (raise && *raise > sent_through) sent_through = *raise;
+        if (options.only_planned) ++only_planned_claims;
         g.sent_through = sent_through;
         std::set<std::int64_t> job_ids;
         for (auto id : ids) {
@@ -143,7 +146,7 @@ class FakeStore final : public FireClaimStore {
                 g.first_in_line.insert(id);
                 continue;
             }
-            if (f.fire.status == FireStatus::kPending && f.fire.assigned_node == node) {
+            if (!options.only_planned && f.fire.status == FireStatus::kPending && f.fire.assigned_node == node) {
                 f.fire.status = FireStatus::kDispatching;
                 f.fire.dispatched_at = now;
                 f.token = token;
@@ -935,6 +938,27 @@ TEST_F(SlaveTest, APlannedFireIsSentOnceUnderARaisedSentThroughThoughEveryPollFi
     std::lock_guard lock(store_->mu);
     EXPECT_GE(store_->sent_through, store_->fires.at(2).fire.due_at) << "raised past the fires sent";
     EXPECT_LE(store_->sent_through, store_->fires.at(2).fire.due_at + SentFires::kLeadMs);
+}
+
+// A group of planned fires only (as notices and polls say) is claimed without looking for
+// pending ones; a fire held back is pending again and claimed with the look.
+TEST_F(SlaveTest, AGroupOfPlannedFiresOnlyIsClaimedWithoutTheUpdateOfPendingOnes) {
+    ASSERT_TRUE(StartSlavePollingOnce());
+    store_->AddPlanned(1, 7, Now() + 50);
+    store_->AddPlanned(2, 7, Now() + 50);
+    slave_->Notify(
+        {{.id = 1, .due_at = Now() + 50, .planned = true}, {.id = 2, .due_at = Now() + 50, .planned = true}});
+    ASSERT_TRUE(WaitFor([&] { return executors_->Runs() == 2; }));
+    store_->Add(3, 7, Now() + 50);
+    slave_->Notify({{.id = 3, .due_at = Now() + 50, .planned = true}});  // a wrong hint: it is pending
+    ASSERT_TRUE(WaitFor([&] {
+        std::lock_guard lock(store_->mu);
+        return store_->claims.size() >= 2;
+    }));
+    std::this_thread::sleep_for(200ms);
+    std::lock_guard lock(store_->mu);
+    EXPECT_EQ(store_->only_planned_claims, 2);
+    EXPECT_EQ(store_->fires.at(3).fire.status, FireStatus::kPending) << "not won: the poll finds it later";
 }
 
 // A planned fire due after the sent_through the claim read is not sent (a claim that could not

@@ -21,6 +21,11 @@
 /// time they are made (model::MayClaimEarly). A node older than the field refuses it (400
 /// naming `fill`); the sender then sends the notice without it.
 ///
+/// `planned` (optional, absent when empty) names those of `fire_ids` the master wrote already
+/// claimed for the receiver (docs/architecture/slave.md "Planned fires"): a claim of fires all
+/// planned skips its UPDATE of pending ones. A hint only: the claim reads each row. A node older
+/// than the field refuses it (400 naming `planned`); the sender then sends the notice without it.
+///
 /// Best effort either way: a slave's poll finds its fires without the notice.
 ///
 /// The ended runs' notice: a node that applied executors' results tells the other nodes which
@@ -58,6 +63,7 @@ struct NoticedFire {
     std::int64_t id = 0;
     std::int64_t due_at = 0;  ///< epoch ms
     bool fill = false;        ///< may be claimed early to fill a small group (above)
+    bool planned = false;     ///< written already claimed for the node (above)
 
     friend bool operator==(const NoticedFire&, const NoticedFire&) = default;
 };
@@ -70,6 +76,8 @@ struct FiresNotice {
     std::optional<std::vector<std::int64_t>> due_at;
     /// Ids among fire_ids that may fill a small group; each >= 1, at most kMaxNoticeFires.
     std::vector<std::int64_t> fill;
+    /// Ids among fire_ids planned already claimed; each >= 1, at most kMaxNoticeFires.
+    std::vector<std::int64_t> planned;
 
     friend bool operator==(const FiresNotice&, const FiresNotice&) = default;
 };
@@ -85,6 +93,9 @@ bool RefusedDueAt(int status, const std::string& body);
 /// Whether a node answered by refusing `fill`: older than the field, to be sent the notice
 /// without it.
 bool RefusedFill(int status, const std::string& body);
+/// Whether a node answered by refusing `planned`: older than the field, to be sent the notice
+/// without it.
+bool RefusedPlanned(int status, const std::string& body);
 
 /// Fires whose results were applied, for the node that dispatched them.
 struct RunsEnded {

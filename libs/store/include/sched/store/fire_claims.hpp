@@ -74,6 +74,15 @@ struct LeaseRows {
     std::string pattern;
 };
 
+/// What a claim knows of its fires before it reads them (FireClaims::Claim).
+struct ClaimOptions {
+    /// Raise the node's sent_through to this first, when higher.
+    std::optional<std::int64_t> raise_sent_through;
+    /// Every fire was noticed as planned: no UPDATE of pending ones (one that is pending after
+    /// all is not won, and found again by the slave's poll).
+    bool only_planned = false;
+};
+
 /// What a claim won: the fires and their jobs.
 struct ClaimedFires {
     /// Dispatching under the claim's token, or planned for the node (below), in due order.
@@ -101,11 +110,11 @@ class FireClaims {
     ///
     /// Planned fires among `ids` (dispatching, no token, assigned to `node`) are returned as well,
     /// in `planned`, without a write. Before they are read, the node's sent_through is raised to
-    /// `raise_sent_through` when given and higher (one row; its lock orders the claim after a
-    /// master's ReleaseUnsent of this node, so the read sees what that handed back).
+    /// `options.raise_sent_through` when given and higher (one row; its lock orders the claim
+    /// after a master's ReleaseUnsent of this node, so the read sees what that handed back).
     static ClaimedFires Claim(soci::session& s, const std::string& node, const std::vector<std::int64_t>& ids,
                               std::int64_t token, const LeaseRows& lease, std::int64_t now_ms,
-                              std::optional<std::int64_t> raise_sent_through = std::nullopt);
+                              const ClaimOptions& options = {});
 
     /// Admits the fires a claim won (`claimed`, dispatching under `token`, in due order) to their
     /// jobs' concurrency limits, cluster-wide: a job whose policy is not allow-all has

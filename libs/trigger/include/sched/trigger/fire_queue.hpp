@@ -38,6 +38,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -96,6 +97,9 @@ class FireQueue {
         /// The latest due time among `ids` as queued (a held fire's: its retry time plus
         /// claim-ahead, later than its due time); INT64 min without ids.
         std::int64_t latest_due_ms = std::numeric_limits<std::int64_t>::min();
+        /// Every one of `ids` was noticed (or polled) as planned already claimed for this node
+        /// and not held back since: the claim need not look for pending ones.
+        bool all_planned = false;
     };
     /// As documented above. With no group due, records when the loop will wake (now +
     /// wait_ms), so that Admit reports a fire due sooner; with a group, the loop is awake.
@@ -147,6 +151,7 @@ class FireQueue {
     std::set<std::int64_t> burst_times_;
     std::set<std::int64_t> held_;                    // queued by Requeue: at a retry time, never part of a burst
     std::set<std::int64_t> fillable_;                // queued fires that may fill a small group
+    std::unordered_set<std::int64_t> planned_;       // known fires noticed as planned (NoticedFire::planned)
     std::optional<std::int64_t> last_burst_due_ms_;  // the due time of the last burst claimed
     std::int64_t wake_at_ms_ = std::numeric_limits<std::int64_t>::min();
     bool filled_reported_ = false;

@@ -199,7 +199,7 @@ class Slave {
 
     net::awaitable<void> PollLoop();
     net::awaitable<void> GroupLoop();
-    net::awaitable<void> ClaimAndSend(std::vector<std::int64_t> ids, std::int64_t latest_due_ms);
+    net::awaitable<void> ClaimAndSend(std::vector<std::int64_t> ids, store::ClaimOptions options);
     // Until it succeeds once (from the poll loop): judges the fires an earlier process under
     // this node id claimed, or may have sent of those planned for it, and takes planned fires.
     net::awaitable<bool> Recover();

@@ -103,11 +103,10 @@ class FireClaimStore {
     /// (store::FireClaims::Claim), reads the lease epoch and the fires' jobs in it, and admits
     /// the fires to their jobs' concurrency limits (store::FireClaims::Admit). A retry after an
     /// error must pass the same `token`: the error may have hidden a commit.
-    /// Planned fires among `ids` are returned as well, unwritten; the node's sent_through is
-    /// raised to `raise_sent_through` first when given (store::FireClaims::Claim).
+    /// Planned fires among `ids` are returned as well, unwritten; `options` raise the node's
+    /// sent_through first and may skip the UPDATE of pending fires (store::FireClaims::Claim).
     virtual Result<ClaimedGroup> Claim(const std::string& node, const std::vector<std::int64_t>& ids,
-                                       std::int64_t token, std::int64_t now_ms,
-                                       std::optional<std::int64_t> raise_sent_through) = 0;
+                                       std::int64_t token, std::int64_t now_ms, const store::ClaimOptions& options) = 0;
     /// After an executor refused a fire's epoch as stale (a failover between the claim and the
     /// send: the executor has seen the new master's epoch), stamps the fire with the lease's
     /// current epoch if this claim still holds it (`dispatching` under `token`). Returns that
@@ -149,7 +148,7 @@ class SqlFireClaimStore final : public FireClaimStore {
     Result<std::vector<model::Fire>> FindPending(const std::string& node,
                                                  const std::vector<std::int64_t>& ids) override;
     Result<ClaimedGroup> Claim(const std::string& node, const std::vector<std::int64_t>& ids, std::int64_t token,
-                               std::int64_t now_ms, std::optional<std::int64_t> raise_sent_through) override;
+                               std::int64_t now_ms, const store::ClaimOptions& options) override;
     Result<std::optional<std::int64_t>> Restamp(std::int64_t id, std::int64_t token) override;
     Result<std::vector<store::ExecutorInstance>> LiveExecutors(std::int64_t ttl_ms) override;
     Result<int> MarkRunning(const std::vector<store::StartedFire>& fires, const std::string& address) override;
