@@ -818,6 +818,14 @@ int FireClaims::HandBack(soci::session& s, const std::string& node, const std::o
     return static_cast<int>(handed);
 }
 
+std::vector<std::string> FireClaims::NodesDispatching(soci::session& s) {
+    std::vector<std::string> nodes;
+    soci::rowset<std::string> rows = (s.prepare << "SELECT DISTINCT assigned_node FROM job_fire WHERE status = "
+                                                   "'dispatching' AND assigned_node IS NOT NULL");
+    for (const auto& node : rows) nodes.push_back(node);
+    return nodes;
+}
+
 int FireClaims::ReleaseUnsent(soci::session& s, const std::string& node) {
     const auto through = SentThrough(s, node);
     if (!through) return 0;  // a node that never took planned fires

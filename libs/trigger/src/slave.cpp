@@ -437,8 +437,9 @@ net::awaitable<void> Slave::Stop() {
     // claim's read and its send are one step, and the ids of what it sent are known only after.
     const auto drain_until = std::chrono::steady_clock::now() + config_.dispatch_timeout;
     net::steady_timer pause(io_);
+    // Short steps: the loop ends within a claim, and the node gives its lease up only after Stop.
     while (!loops->group_loop_done && std::chrono::steady_clock::now() < drain_until) {
-        pause.expires_after(10ms);
+        pause.expires_after(1ms);
         co_await pause.async_wait(net::use_awaitable);
     }
     std::optional<std::set<std::int64_t>> sent;

@@ -41,15 +41,16 @@ class ScanStepTest : public MasterLeaseTest {
 
     // Runs `steps` in order in one fenced transaction, as Master::Scan does, with the slaves
     // `live` (default: both) getting fires and the same ones counted alive; `now` in place of the
-    // database clock when given.
+    // database clock when given; `judges_slaves` false as in a term's first node-ttl.
     Result<ScanReport> Run(const std::vector<ScanStep*>& steps, std::vector<std::string> live = {"node-a", "node-b"},
-                           std::optional<std::int64_t> now = std::nullopt) {
+                           std::optional<std::int64_t> now = std::nullopt, bool judges_slaves = true) {
         std::vector<SlaveWeight> weights;
         for (const auto& node : live) weights.push_back({node, 10});
         return fence_->RunFenced(epoch_, [&](soci::session& s) -> Result<ScanReport> {
             ScanReport r;
             Assigner assigner(weights);
             ScanContext ctx(s, pool_->dialect(), epoch_, now.value_or(Now()), assigner, live, 30000, r);
+            ctx.judges_slaves = judges_slaves;
             for (auto* step : steps) step->Run(ctx);
             return r;
         });

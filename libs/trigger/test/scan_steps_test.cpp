@@ -266,6 +266,38 @@ TEST_P(ScanStepTest, OrphansGoToLiveSlavesAndDispatchesOfDeadOnesBecomeLost) {
     EXPECT_EQ(none->orphans_assigned + none->lost, 0) << "with no live slave nothing moves";
 }
 
+// A silent slave's planned fires due after its sent_through were never sent: they move at once,
+// like its pending fires, even in a term's first node-ttl; those at or before it wait for the
+// judgement of a dead slave (lost).
+TEST_P(ScanStepTest, PlannedFiresOfASilentSlaveDueAfterItsSentThroughMoveAtOnce) {
+    OrphansStep step(config_);
+    auto job = CreateJob("manual", "manual", "", std::nullopt);
+    ASSERT_TRUE(store::TriggerNodeRepository(db()).Heartbeat({.node_id = "node-x", .address = "x:1"}).ok());
+    // What node-x committed before it went silent: it may have sent its fires due up to 2500.
+    auto raised = db().Run([](soci::session& s) { s << "UPDATE trigger_node SET sent_through = 2500"; });
+    ASSERT_TRUE(raised.ok()) << raised.ToString();
+    const auto planned = [](std::int64_t due) {
+        return [due](model::Fire& f) {
+            f.assigned_node = "node-x";
+            f.due_at = due;
+            f.status = FireStatus::kDispatching;
+        };
+    };
+    const std::int64_t sent = InsertFire(job, 2000, planned(2000));
+    const std::int64_t unsent = InsertFire(job, 3000, planned(3000));
+    auto first = Run({&step}, {"node-a", "node-b"}, std::nullopt, false);
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    EXPECT_EQ(first->orphans_assigned, 1);
+    const auto moved = Fire(unsent);
+    EXPECT_EQ(moved.status, FireStatus::kPending);
+    EXPECT_TRUE(moved.assigned_node == "node-a" || moved.assigned_node == "node-b");
+    EXPECT_EQ(Fire(sent).status, FireStatus::kDispatching) << "maybe sent: not judged in a term's first node-ttl";
+    auto judged = Run({&step});
+    ASSERT_TRUE(judged.ok()) << judged.status().ToString();
+    EXPECT_EQ(judged->lost, 1);
+    EXPECT_EQ(Fire(sent).status, FireStatus::kLost);
+}
+
 TEST_P(ScanStepTest, TheRunningSweepEndsFiresPastTheirTimeoutAndThoseOfGoneExecutors) {
     config_.running_sweep = std::chrono::hours(1);
     RunningSweepStep step(config_);

@@ -1,6 +1,6 @@
 #include "scan/orphans_step.hpp"
 
-#include <set>
+#include <algorithm>
 
 #include <spdlog/spdlog.h>
 
@@ -9,29 +9,33 @@
 
 namespace sched::trigger::impl {
 
+namespace {
+
+// The slaves that get no new fires (not in live_ids) and still hold dispatching fires.
+std::vector<std::string> SilentWithDispatches(ScanContext& ctx) {
+    std::vector<std::string> nodes;
+    for (auto& node : store::FireClaims::NodesDispatching(ctx.s)) {
+        if (std::find(ctx.live_ids.begin(), ctx.live_ids.end(), node) == ctx.live_ids.end()) {
+            nodes.push_back(std::move(node));
+        }
+    }
+    return nodes;
+}
+
+}  // namespace
+
 void OrphansStep::Run(ScanContext& ctx) {
     if (ctx.assigner.empty()) return;  // nobody to give them to: leave them
     ScanReport& r = ctx.report;
-    // A dead slave's planned fires due after its sent_through were never sent: back to pending
-    // first, so that they are reassigned below in this same scan; the rest are judged lost.
-    std::vector<model::Fire> lost;
-    if (ctx.judges_slaves) {
-        lost =
-            store::FireRepository::ListOrphans(ctx.s, ctx.alive_ids, {model::FireStatus::kDispatching}, config_.batch);
-        std::set<std::string> dead;
-        for (const auto& fire : lost) {
-            if (fire.assigned_node) dead.insert(*fire.assigned_node);
-        }
-        int released = 0;
-        for (const auto& node : dead) {
-            const int unsent = store::FireClaims::ReleaseUnsent(ctx.s, node);
-            if (unsent > 0)
-                spdlog::info("master: {} unsent fires of dead slave {} handed to other nodes", unsent, node);
-            released += unsent;
-        }
-        if (released > 0) {
-            lost = store::FireRepository::ListOrphans(ctx.s, ctx.alive_ids, {model::FireStatus::kDispatching},
-                                                      config_.batch);
+    // The planned fires of a slave that gets no new fires (silent for node-ttl / 2) due after its
+    // sent_through were never sent: back to pending at once, like its pending fires, and
+    // reassigned below in this same scan. As safe as moving those: the release is a CAS on the
+    // row a raising claim of that node writes (FireClaims::ReleaseUnsent), and a claim that
+    // raises nothing sends only fires at or below the value the release judged by. The rest
+    // wait for the judgement of a dead slave below.
+    for (const auto& node : SilentWithDispatches(ctx)) {
+        if (const int unsent = store::FireClaims::ReleaseUnsent(ctx.s, node); unsent > 0) {
+            spdlog::info("master: {} unsent planned fires of silent slave {} handed to other nodes", unsent, node);
         }
     }
     std::map<std::string, std::vector<std::int64_t>> orphans_by_node;
@@ -49,6 +53,8 @@ void OrphansStep::Run(ScanContext& ctx) {
         }
     }
     if (!ctx.judges_slaves) return;
+    const auto lost =
+        store::FireRepository::ListOrphans(ctx.s, ctx.alive_ids, {model::FireStatus::kDispatching}, config_.batch);
     // The apps name the `ended` spans; read only when spans are exported.
     std::map<std::int64_t, model::Job> jobs;
     if (protocol::FireTracer::On() && !lost.empty()) jobs = JobsOf(ctx.s, lost);

@@ -177,7 +177,10 @@ class FireClaims {
     /// with `sent` only once the node claims no more. Returns how many.
     static int HandBack(soci::session& s, const std::string& node, const std::optional<std::set<std::int64_t>>& sent);
 
-    /// For a node judged dead (the master's orphan step): its planned fires due after its
+    /// The nodes that hold dispatching fires (read from idx_fire_state: a loose scan on MariaDB).
+    static std::vector<std::string> NodesDispatching(soci::session& s);
+
+    /// For a node that gets no new fires (the master's orphan step): its planned fires due after its
     /// sent_through were never sent and go back to `pending` with no node. The sent_through is
     /// moved by a CAS (one more millisecond), so this waits for, or fails against, a claim of the
     /// node raising it meanwhile (also across Galera servers, by certification); the fires at
