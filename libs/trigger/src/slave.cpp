@@ -22,7 +22,7 @@ std::int64_t Ms(Micros d) {
 // The most unknown fires a poll reads whole in one statement (an id list; a restarted node may
 // find thousands assigned to it).
 constexpr std::size_t kFindChunk = 1000;
-// The most pending ids one poll lists.
+// The most pending (and the most dispatching) ids one poll lists.
 constexpr int kPollLimit = 10000;
 
 }  // namespace

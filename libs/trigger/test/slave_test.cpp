@@ -97,8 +97,8 @@ class FakeStore final : public FireClaimStore {
         ++polls;
         std::set<std::pair<std::int64_t, std::int64_t>> pending;  // (scheduled_time, id), as the index orders them
         for (const auto& [id, f] : fires) {
-            if ((f.fire.status == FireStatus::kPending && f.fire.assigned_node == node) || Planned(f, node))
-                pending.emplace(f.fire.scheduled_time, id);
+            const bool listed = f.fire.status == FireStatus::kPending || f.fire.status == FireStatus::kDispatching;
+            if (listed && f.fire.assigned_node == node) pending.emplace(f.fire.scheduled_time, id);
         }
         std::vector<std::int64_t> out;
         for (const auto& [at, id] : pending) {

@@ -148,8 +148,9 @@ class FireClaims {
     /// Returns how many moved.
     static int MarkRunning(soci::session& s, const std::vector<StartedFire>& fires, const std::string& address);
 
-    /// The ids of the fires `pending` or planned and assigned to `node`, earliest scheduled
-    /// first, at most `limit` (the slave's poll; the planned ones include those it is sending).
+    /// The ids of the fires `pending` or `dispatching` (planned or claimed) and assigned to
+    /// `node`, each kind earliest scheduled first, at most `limit` of each (the slave's poll,
+    /// read from idx_fire_state alone; FindPending keeps the pending and planned ones).
     static std::vector<std::int64_t> ListPendingIds(soci::session& s, const std::string& node, int limit);
 
     /// The fires among `ids` that are `pending` or planned and assigned to `node` (a

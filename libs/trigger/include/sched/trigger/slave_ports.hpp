@@ -92,11 +92,12 @@ class FireClaimStore {
   public:
     virtual ~FireClaimStore() = default;
 
-    /// The ids of the pending fires assigned to `node`, earliest scheduled first, at most
-    /// `limit` (the poll; the slave reads in full only those it does not know, by FindPending).
+    /// The ids of the pending and the dispatching fires assigned to `node`, earliest scheduled
+    /// first, at most `limit` of each (the poll; the slave reads in full only those it does not
+    /// know and has not sent, by FindPending).
     virtual Result<std::vector<std::int64_t>> ListPendingIds(const std::string& node, int limit) = 0;
-    /// The fires among `ids` that are pending and assigned to `node` (the poll's unknown ids, a
-    /// notice without due times).
+    /// The fires among `ids` that are pending or planned and assigned to `node` (the poll's
+    /// unknown ids, a notice without due times).
     virtual Result<std::vector<model::Fire>> FindPending(const std::string& node,
                                                          const std::vector<std::int64_t>& ids) = 0;
     /// Claims the fires among `ids` pending for `node` in one transaction
