@@ -131,6 +131,7 @@ std::size_t Slave::InFlight() const {
 void Slave::Start() {
     started_ms_ = time_.NowMs();
     loops_->poll_timer = std::make_shared<net::steady_timer>(poll_strand_);
+    loops_->group_loop_done = false;
     net::co_spawn(poll_strand_, PollLoop(), net::detached);
     net::co_spawn(strand_, GroupLoop(), net::detached);
 }

@@ -979,6 +979,19 @@ TEST_F(SlaveTest, APlannedFireDueAfterTheSentThroughItsClaimReadIsNotSent) {
     EXPECT_LT(store_->sent_through, store_->fires.at(1).fire.due_at);
 }
 
+// A slave stopped before it started has no group loop to wait for (Stop would otherwise wait out
+// dispatch-timeout before it hands anything back).
+TEST_F(SlaveTest, AStopBeforeStartDoesNotWaitForAGroupLoop) {
+    config_.dispatch_timeout = 60s;
+    store_->Add(1, 7, Now() + 60'000);
+    slave_ = std::make_unique<Slave>(io_.get_executor(), db_pool_, std::move(store_owned_), std::move(executors_owned_),
+                                     time_, "n1", config_, metrics_);
+    ASSERT_TRUE(StopSlave()) << "returned within 5 s";
+    std::lock_guard lock(store_->mu);
+    EXPECT_TRUE(store_->handed_back_sent.has_value());
+    EXPECT_EQ(store_->unassigned, 1);
+}
+
 // Stop hands back the planned fires it has not sent, and keeps those it sent.
 TEST_F(SlaveTest, StopHandsBackThePlannedFiresItHasNotSent) {
     executors_->delay = 300ms;  // fire 1 is in flight when Stop hands back: sent, not recorded

@@ -194,7 +194,7 @@ class Slave {
         std::atomic<bool> stopping{false};
         std::shared_ptr<net::steady_timer> poll_timer;  // the poll loop's, on poll_strand_
         std::shared_ptr<net::steady_timer> wake;        // the group loop's, on strand_
-        std::atomic<bool> group_loop_done{false};       // no claim is running or will run
+        std::atomic<bool> group_loop_done{true};        // no claim is running or will run (none before Start)
     };
 
     net::awaitable<void> PollLoop();
