@@ -11,7 +11,7 @@ namespace sched::trigger {
 
 RunningRecorder::RunningRecorder(const net::any_io_executor& io, net::thread_pool& db_pool, Options options,
                                  FireClaimStore& store, std::string node_id, MetricsRegistry& metrics)
-    : options_(options),
+    : options_(std::move(options)),
       store_(store),
       node_id_(std::move(node_id)),
       statements_(metrics
