@@ -80,6 +80,13 @@ struct PlannedRow {
     }
 };
 
+// A node id (SilentDispatching).
+struct NodeIdRow {
+    std::string node_id;
+    void BindInto(soci::statement& st) { st.exchange(soci::into(node_id)); }
+    std::string Finish() const { return node_id; }
+};
+
 // A fire the claim won, its job, how many fires the claim holds (the join's check) and the
 // node's sent_through.
 struct ClaimJobRow {
@@ -819,12 +826,23 @@ int FireClaims::HandBack(soci::session& s, const std::string& node, const std::o
     return static_cast<int>(handed);
 }
 
-std::vector<std::string> FireClaims::NodesDispatching(soci::session& s) {
-    std::vector<std::string> nodes;
-    soci::rowset<std::string> rows = (s.prepare << "SELECT DISTINCT assigned_node FROM job_fire WHERE status = "
-                                                   "'dispatching' AND assigned_node IS NOT NULL");
-    for (const auto& node : rows) nodes.push_back(node);
-    return nodes;
+std::vector<std::string> FireClaims::SilentDispatching(soci::session& s, const std::vector<std::string>& live) {
+    // From the nodes, not from the fires: a DISTINCT over the dispatching fires read every one of
+    // them (neither MariaDB nor SQLite skips through idx_fire_state by node here), and with fires
+    // planned seconds ahead that was 11,000 index entries per scan at 5,000 fires/s, half of what
+    // MariaDB examined. Each node's EXISTS is a probe of idx_fire_state (status, assigned_node).
+    std::string sql =
+        "SELECT node_id FROM trigger_node WHERE sent_through IS NOT NULL AND EXISTS (SELECT 1 FROM job_fire WHERE "
+        "job_fire.status = 'dispatching' AND job_fire.assigned_node = trigger_node.node_id)";
+    if (!live.empty()) {
+        sql += " AND node_id NOT IN (";
+        for (std::size_t i = 0; i < live.size(); ++i) sql += (i ? ", :n" : ":n") + std::to_string(i);
+        sql += ")";
+    }
+    sql += " ORDER BY node_id";
+    return impl::SelectRows<NodeIdRow>(s, sql, [&](soci::statement& st) {
+        for (std::size_t i = 0; i < live.size(); ++i) st.exchange(soci::use(live[i], "n" + std::to_string(i)));
+    });
 }
 
 int FireClaims::ReleaseUnsent(soci::session& s, const std::string& node) {

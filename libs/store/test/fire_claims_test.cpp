@@ -499,6 +499,28 @@ TEST_P(PlannedFiresTest, ReleaseUnsentHandsBackOnlyTheFiresDueAfterTheSentThroug
     EXPECT_EQ(Write([](soci::session& s) { return FireClaims::ReleaseUnsent(s, "node-never"); }), 0);
 }
 
+// The orphan step's candidates for ReleaseUnsent: nodes that take planned fires, are not live and
+// hold dispatching fires, whatever the number of fires planned for the live ones.
+TEST_P(PlannedFiresTest, SilentDispatchingNamesTheNodesNotLiveThatTakePlannedFiresAndHoldSome) {
+    ASSERT_EQ(Take("node-a"), 0);
+    ASSERT_EQ(Take("node-b"), 0);
+    ASSERT_TRUE(TriggerNodeRepository(db()).Heartbeat({.node_id = "node-c", .address = "x:1"}).ok());
+    ASSERT_TRUE(TriggerNodeRepository(db()).Heartbeat({.node_id = "node-old", .address = "x:1"}).ok());
+    const auto job = NewJob("planned");
+    for (std::int64_t due = 1000; due < 1010; ++due) Plan(job, due, "node-a");
+    Plan(job, 2000, "node-b");
+    Plan(job, 2001, "node-old");  // an older build's node (no sent_through): nothing to release
+    const auto silent = [this](std::vector<std::string> live) {
+        auto nodes = db().Run([&](soci::session& s) { return FireClaims::SilentDispatching(s, live); });
+        EXPECT_TRUE(nodes.ok()) << nodes.status().ToString();
+        return nodes.ok() ? *nodes : std::vector<std::string>{};
+    };
+    EXPECT_EQ(silent({"node-a", "node-b", "node-c"}), std::vector<std::string>{});
+    EXPECT_EQ(silent({"node-a", "node-c"}), std::vector<std::string>{"node-b"});
+    EXPECT_EQ(silent({"node-c"}), (std::vector<std::string>{"node-a", "node-b"}));
+    EXPECT_EQ(silent({}), (std::vector<std::string>{"node-a", "node-b"})) << "node-c holds no dispatching fire";
+}
+
 TEST_P(PlannedFiresTest, ARestartedNodeEndsLostThePlannedFiresItsPreviousProcessMayHaveSent) {
     ASSERT_EQ(Take(), 0);
     const auto job = NewJob("planned");

@@ -1,28 +1,11 @@
 #include "scan/orphans_step.hpp"
 
-#include <algorithm>
-
 #include <spdlog/spdlog.h>
 
 #include "scan/jobs_of.hpp"
 #include "sched/store/fire_claims.hpp"
 
 namespace sched::trigger::impl {
-
-namespace {
-
-// The slaves that get no new fires (not in live_ids) and still hold dispatching fires.
-std::vector<std::string> SilentWithDispatches(ScanContext& ctx) {
-    std::vector<std::string> nodes;
-    for (auto& node : store::FireClaims::NodesDispatching(ctx.s)) {
-        if (std::find(ctx.live_ids.begin(), ctx.live_ids.end(), node) == ctx.live_ids.end()) {
-            nodes.push_back(std::move(node));
-        }
-    }
-    return nodes;
-}
-
-}  // namespace
 
 void OrphansStep::Run(ScanContext& ctx) {
     if (ctx.assigner.empty()) return;  // nobody to give them to: leave them
@@ -33,7 +16,7 @@ void OrphansStep::Run(ScanContext& ctx) {
     // row a raising claim of that node writes (FireClaims::ReleaseUnsent), and a claim that
     // raises nothing sends only fires at or below the value the release judged by. The rest
     // wait for the judgement of a dead slave below.
-    for (const auto& node : SilentWithDispatches(ctx)) {
+    for (const auto& node : store::FireClaims::SilentDispatching(ctx.s, ctx.live_ids)) {
         if (const int unsent = store::FireClaims::ReleaseUnsent(ctx.s, node); unsent > 0) {
             spdlog::info("master: {} unsent planned fires of silent slave {} handed to other nodes", unsent, node);
         }

@@ -178,8 +178,10 @@ class FireClaims {
     /// with `sent` only once the node claims no more. Returns how many.
     static int HandBack(soci::session& s, const std::string& node, const std::optional<std::set<std::int64_t>>& sent);
 
-    /// The nodes that hold dispatching fires (read from idx_fire_state: a loose scan on MariaDB).
-    static std::vector<std::string> NodesDispatching(soci::session& s);
+    /// The nodes that take planned fires (a sent_through), are not among `live` and hold
+    /// dispatching fires: a read of trigger_node with one probe of idx_fire_state per such node,
+    /// so its cost does not grow with the fires planned ahead.
+    static std::vector<std::string> SilentDispatching(soci::session& s, const std::vector<std::string>& live);
 
     /// For a node that gets no new fires (the master's orphan step): its planned fires due after its
     /// sent_through were never sent and go back to `pending` with no node. The sent_through is
