@@ -827,10 +827,10 @@ int FireClaims::HandBack(soci::session& s, const std::string& node, const std::o
 }
 
 std::vector<std::string> FireClaims::SilentDispatching(soci::session& s, const std::vector<std::string>& live) {
-    // From the nodes, not from the fires: a DISTINCT over the dispatching fires read every one of
-    // them (neither MariaDB nor SQLite skips through idx_fire_state by node here), and with fires
-    // planned seconds ahead that was 11,000 index entries per scan at 5,000 fires/s, half of what
-    // MariaDB examined. Each node's EXISTS is a probe of idx_fire_state (status, assigned_node).
+    // From the nodes, not from the fires: MariaDB ran a DISTINCT over the dispatching fires by
+    // reading every one of them (no skip through idx_fire_state by node), and with fires planned
+    // seconds ahead that was 11,540 index entries per scan at 5,000 fires/s, 54 % of the rows it
+    // examined. Each node's EXISTS is a probe of idx_fire_state (status, assigned_node).
     std::string sql =
         "SELECT node_id FROM trigger_node WHERE sent_through IS NOT NULL AND EXISTS (SELECT 1 FROM job_fire WHERE "
         "job_fire.status = 'dispatching' AND job_fire.assigned_node = trigger_node.node_id)";
